@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GPU context: one KFD process context on one GPU node — the render node,
+ * the VM, the buffers, the event page, the hardware queues, the fence memory —
+ * and the waiter thread that sleeps in WAIT_EVENTS and wakes the event loop
+ * through an eventfd. Owned by the Manager; its interface takes plain values
+ * (sizes, GPU addresses, queue indexes), never sessions, so a context can later
+ * move into a per-client worker process.
+ *
+ * Everything here runs unchanged on the real kernel and on the simulated GPU:
+ * it only talks to the kernel through the KfdOps table.
+ *
+ * Errors are negative errno values. Functions that may be called on the event
+ * loop never block.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kfd/kfd-ops.h"
+
+typedef struct GpuContext GpuContext;
+typedef struct GpuBuffer GpuBuffer;
+
+typedef enum GpuPlacement {
+        GPU_PLACEMENT_GTT = 0,  /* system memory */
+        GPU_PLACEMENT_VRAM = 1, /* device memory (CPU-visible: PUBLIC, needs large BAR) */
+} GpuPlacement;
+
+typedef enum GpuEngine {
+        GPU_ENGINE_SDMA = 0,
+        GPU_ENGINE_COMPUTE = 1,
+        _GPU_ENGINE_MAX,
+} GpuEngine;
+
+#define GPU_MAX_QUEUES 8
+
+typedef struct GpuDeviceInfo {
+        char backend[8];            /* KfdOps name: "kfd" or "sim" */
+        uint32_t gpu_id;
+        char gfx_name[16];          /* "gfx1030" */
+        char name[64];              /* topology node name */
+        uint32_t gfx_target_version;
+        uint32_t vendor_id, device_id;
+        uint32_t cu_count;
+        uint32_t wave_front_size;
+        uint32_t lds_size_in_kb;
+        uint32_t num_sdma_engines, num_sdma_queues_per_engine, num_cp_queues;
+        uint32_t drm_render_minor;
+        uint32_t kfd_major, kfd_minor;
+        uint64_t vram_size;         /* bytes, 0 if unknown */
+        uint64_t timestamp_hz;      /* GPU timestamp counter frequency */
+        unsigned n_queues;          /* hardware queues created by this context */
+        GpuEngine queue_engine[GPU_MAX_QUEUES];
+} GpuDeviceInfo;
+
+typedef struct GpuContextOptions {
+        unsigned n_sdma_queues;  /* SDMA queues to create; 0 = default (2, clamped to the node) */
+        uint32_t sdma_ring_size; /* bytes, power of two; 0 = default (256 KiB) */
+        uint32_t queue_priority; /* 0..15; default 7 when 0 is not meant: use GPU_QUEUE_PRIORITY_DEFAULT */
+} GpuContextOptions;
+#define GPU_QUEUE_PRIORITY_DEFAULT 7
+
+/*
+ * Opens the device through ops (GET_VERSION, topology, render node,
+ * ACQUIRE_VM, event page + internal events, queues, fence memory) and starts
+ * the waiter thread. -ENODEV if the topology has no GPU node, -ENOENT if there
+ * is no KFD, other errors from the kernel calls.
+ */
+int gpu_context_new(const KfdOps *ops, const GpuContextOptions *opts, GpuContext **ret);
+/* Stops the waiter, destroys queues, frees every buffer still held by the
+ * context itself. Buffers still referenced elsewhere must be unref'd first. */
+GpuContext *gpu_context_free(GpuContext *c);
+
+const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c);
+/* An eventfd that becomes readable when the waiter saw a KFD event (a job
+ * completion interrupt or a fault); then call gpu_context_process(). */
+int gpu_context_get_wake_fd(const GpuContext *c);
+/* Live counters for diagnostics (objects the context currently holds). */
+typedef struct GpuContextStats {
+        unsigned buffers;         /* GpuBuffers alive */
+        uint64_t buffer_bytes;
+        uint64_t jobs_submitted;
+        uint64_t jobs_completed;
+        uint64_t faults;
+} GpuContextStats;
+void gpu_context_get_stats(const GpuContext *c, GpuContextStats *ret);
+
+/* ---- Buffers (reference counted: a job in flight holds a reference) ---- */
+
+/* size is rounded up to 4 KiB; -EINVAL for 0, -ENOMEM/-E2BIG from the kernel. */
+int gpu_buffer_new(GpuContext *c, uint64_t size, GpuPlacement placement, bool executable,
+                   GpuBuffer **ret);
+/* Imports a dma-buf fd (IMPORT_DMABUF + MAP + CPU mapping). The fd is not
+ * consumed. -EINVAL if it is not a dma-buf the device accepts. */
+int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
+/* A new dma-buf fd for the buffer (EXPORT_DMABUF, O_CLOEXEC|O_RDWR). */
+int gpu_buffer_export(GpuBuffer *b, int *ret_fd);
+GpuBuffer *gpu_buffer_ref(GpuBuffer *b);
+/* The last unref unmaps (CPU and GPU) and frees the BO. NULL-safe. */
+GpuBuffer *gpu_buffer_unref(GpuBuffer *b);
+uint64_t gpu_buffer_get_va(const GpuBuffer *b);
+uint64_t gpu_buffer_get_size(const GpuBuffer *b);
+/* The daemon's own CPU mapping of the buffer. */
+void *gpu_buffer_get_cpu(const GpuBuffer *b);
+
+/* ---- Jobs ---- */
+
+typedef enum GpuJobType {
+        GPU_JOB_NOP,  /* only waits + completion (used for event signal/wait jobs) */
+        GPU_JOB_COPY, /* SDMA COPY_LINEAR, split at the packet count limit */
+        GPU_JOB_FILL, /* SDMA CONSTANT_FILL, split at the count limit */
+} GpuJobType;
+
+/* Wait on the GPU until queue's completed sequence number >= seq. */
+typedef struct GpuWait {
+        unsigned queue;
+        uint64_t seq;
+} GpuWait;
+
+#define GPU_JOB_MAX_WAITS 4
+
+typedef struct GpuJob {
+        GpuJobType type;
+        union {
+                struct {
+                        uint64_t src_va, dst_va, size;
+                } copy;
+                struct {
+                        uint64_t dst_va, size;
+                        uint32_t pattern;
+                } fill;
+        };
+        unsigned n_waits;
+        GpuWait waits[GPU_JOB_MAX_WAITS];
+} GpuJob;
+
+/*
+ * Writes the job's packets to the queue's ring — timestamp, waits, body,
+ * timestamp, fence (seq) and trap — stores wptr and rings the doorbell. Never
+ * blocks. Returns -EAGAIN if the ring has no room now (retry after
+ * completions), -EINVAL for a job the engine cannot run.
+ * *ret_seq is the job's sequence number on that queue (1, 2, 3, ...).
+ */
+int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t *ret_seq);
+/* Highest sequence number known complete on the queue (from fence memory). */
+uint64_t gpu_queue_get_completed(const GpuContext *c, unsigned queue);
+
+typedef struct GpuCompletion {
+        unsigned queue;
+        uint64_t seq;
+        int error;          /* 0, or -EFAULT when the job hit a GPU memory fault */
+        uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT */
+        uint64_t begin_ns;  /* GPU timestamps around the job, converted to ns */
+        uint64_t end_ns;
+} GpuCompletion;
+
+typedef void (*GpuCompletionFn)(const GpuCompletion *comp, void *userdata);
+
+/*
+ * Drains the wake fd, reads fences and fault events, and reports every job
+ * that finished since the last call exactly once, in sequence order per queue.
+ * A queue that faulted is recovered (recreated, later jobs re-emitted) before
+ * this returns. Never blocks. Returns the number of completions reported.
+ */
+int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata);

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel-call table: the only way the daemon reaches /dev/kfd, the render
+ * node and the KFD sysfs topology. In production the operations are the real
+ * system calls (kfd-real.c); under test and with --device=sim they are the
+ * simulated GPU (daemon/sim). Everything above this table — filling uapi
+ * structs, computing doorbell and mmap offsets, registering the event page,
+ * building packets — is the same code in both modes.
+ *
+ * Contract (both implementations follow it exactly):
+ *  - open_kfd()/open_render() return a new file descriptor or a negative errno.
+ *    The descriptors are real fds in both modes (the simulator hands out fds of
+ *    its own, e.g. memfds, so that close() and fd accounting behave).
+ *  - ioctl() takes the full request word (AMDKFD_IOC_*), returns 0 or a
+ *    negative errno (never -1/errno). It may block (WAIT_EVENTS); callers on the
+ *    event loop only use non-blocking requests.
+ *  - mmap() has mmap(2) semantics and returns the address through ret_addr, or
+ *    a negative errno. It is used for: the doorbell slice and event page on the
+ *    KFD fd, and BO contents on the render-node fd at the ALLOC mmap_offset
+ *    (with MAP_FIXED at the BO's VA, kfd-facts §1.5).
+ *  - munmap() undoes an mmap() of this table.
+ *  - close() closes an fd returned by open_kfd()/open_render().
+ *  - sysfs_root is the directory that stands for /sys/devices/virtual/kfd/kfd
+ *    (it holds topology/nodes/N/{gpu_id,name,properties}).
+ *  - dri_root stands for /dev/dri (used only to name the render node in logs).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct KfdOps {
+        const char *name; /* "kfd" or "sim" */
+        void *userdata;   /* passed to every operation */
+        const char *sysfs_root;
+
+        int (*open_kfd)(void *userdata);
+        int (*open_render)(void *userdata, unsigned minor);
+        int (*ioctl)(void *userdata, int fd, unsigned long request, void *arg);
+        int (*mmap)(void *userdata, void *addr, size_t length, int prot, int flags, int fd,
+                    uint64_t offset, void **ret_addr);
+        int (*munmap)(void *userdata, void *addr, size_t length);
+        int (*close)(void *userdata, int fd);
+} KfdOps;
+
+/* The real kernel (kfd-real.c). Does not open anything. */
+extern const KfdOps kfd_ops_real;
+
+static inline int kfd_ioctl(const KfdOps *ops, int fd, unsigned long request, void *arg) {
+        return ops->ioctl(ops->userdata, fd, request, arg);
+}

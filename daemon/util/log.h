@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Logging for the daemon. Messages go to the journal (sd_journal_send, with
+ * PRIORITY, CODE_FILE/LINE and ERRNO fields) when stderr is connected to it
+ * (JOURNAL_STREAM matches, see systemd.exec(5)), otherwise to stderr.
+ * Low layers (gpu/, kfd/, sim/, wire, util) log at debug level only; the layer
+ * that decides what to do logs once. The log_*_errno() helpers return -|r| so
+ * they can be used as `return log_error_errno(r, "Failed to …: %m");` where %m
+ * expands to strerror(|r|).
+ */
+#pragma once
+
+#include <stdarg.h>
+#include <syslog.h>
+
+#include "macro.h"
+
+typedef enum LogTarget {
+        LOG_TARGET_AUTO,    /* journal if JOURNAL_STREAM says so, else stderr */
+        LOG_TARGET_STDERR,
+        LOG_TARGET_JOURNAL,
+} LogTarget;
+
+void log_setup(LogTarget target);
+void log_set_max_level(int level);
+int log_get_max_level(void);
+/* Parses "debug", "info", "notice", "warning", "err", "crit" or a number 0..7. */
+int log_level_from_string(const char *s);
+
+int log_internal(int level, int error, const char *file, int line, const char *func,
+                 const char *format, ...) _printf_(6, 7);
+
+#define log_full_errno(level, error, ...)                                                   \
+        ({                                                                                  \
+                int _level_ = (level), _e_ = (error);                                       \
+                _e_ = _e_ < 0 ? -_e_ : _e_;                                                 \
+                (log_get_max_level() >= _level_)                                            \
+                        ? log_internal(_level_, _e_, __FILE__, __LINE__, __func__, __VA_ARGS__) \
+                        : -_e_;                                                             \
+        })
+#define log_full(level, ...) (void) log_full_errno(level, 0, __VA_ARGS__)
+
+#define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
+#define log_notice(...) log_full(LOG_NOTICE, __VA_ARGS__)
+#define log_warning(...) log_full(LOG_WARNING, __VA_ARGS__)
+#define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
+
+#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, e, __VA_ARGS__)
+#define log_info_errno(e, ...) log_full_errno(LOG_INFO, e, __VA_ARGS__)
+#define log_notice_errno(e, ...) log_full_errno(LOG_NOTICE, e, __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, e, __VA_ARGS__)
+#define log_error_errno(e, ...) log_full_errno(LOG_ERR, e, __VA_ARGS__)
+
+/* Writes s into buf (of size n) with control and non-ASCII bytes as \xNN. */
+const char *log_escape(const char *s, size_t len, char *buf, size_t n);

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire layer: turns one datagram of the v1 protocol into a plain C
+ * WireRequest and a WireReply back into bytes. Only wire.c sees the generated
+ * protobuf-c types. Decoding checks the length first, copies into plain
+ * structs and range-checks every field, so code above never sees a value the
+ * protocol does not allow.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest datagram accepted or sent. */
+#define WIRE_MAX_MESSAGE_SIZE (64u * 1024u)
+/* Jobs in one Submit, entries in one WaitEvents. */
+#define WIRE_MAX_JOBS 1024u
+#define WIRE_MAX_WAIT_EVENTS 256u
+#define WIRE_CLIENT_NAME_MAX 64u
+#define WIRE_PROTOCOL_VERSION 1u
+
+typedef enum WireRequestType {
+        WIRE_REQUEST_HELLO = 1,
+        WIRE_REQUEST_DEVICE_INFO,
+        WIRE_REQUEST_ALLOC_BUFFER,
+        WIRE_REQUEST_IMPORT_BUFFER,
+        WIRE_REQUEST_FREE_BUFFER,
+        WIRE_REQUEST_EXPORT_BUFFER,
+        WIRE_REQUEST_CREATE_EVENT,
+        WIRE_REQUEST_DESTROY_EVENT,
+        WIRE_REQUEST_SET_EVENT,
+        WIRE_REQUEST_RESET_EVENT,
+        WIRE_REQUEST_WAIT_EVENTS,
+        WIRE_REQUEST_SUBMIT,
+        WIRE_REQUEST_QUERY,
+        WIRE_REQUEST_STATUS,
+} WireRequestType;
+
+/* Number of fds a request type must carry (1 for ImportBuffer, else 0). */
+unsigned wire_request_fds_expected(WireRequestType type);
+const char *wire_request_type_name(WireRequestType type);
+
+typedef enum WirePlacement {
+        WIRE_PLACEMENT_GTT = 0,
+        WIRE_PLACEMENT_VRAM = 1,
+} WirePlacement;
+
+typedef enum WireJobType {
+        WIRE_JOB_COPY = 1,
+        WIRE_JOB_FILL,
+        WIRE_JOB_SIGNAL_EVENT,
+        WIRE_JOB_WAIT_EVENT,
+} WireJobType;
+
+typedef struct WireJob {
+        WireJobType type;
+        union {
+                struct {
+                        uint64_t src_handle, src_offset, dst_handle, dst_offset, size;
+                } copy;
+                struct {
+                        uint64_t dst_handle, dst_offset, size;
+                        uint32_t pattern;
+                } fill;
+                struct {
+                        uint64_t handle;
+                } event; /* SIGNAL_EVENT and WAIT_EVENT */
+        };
+} WireJob;
+
+typedef struct WireWaitEntry {
+        uint64_t handle;
+        uint64_t last_event_age;
+} WireWaitEntry;
+
+typedef struct WireRequest {
+        uint64_t id;
+        WireRequestType type;
+        union {
+                struct {
+                        uint32_t protocol_version;
+                        char client_name[WIRE_CLIENT_NAME_MAX + 1]; /* NUL-terminated */
+                } hello;
+                struct {
+                        uint64_t size;
+                        WirePlacement placement;
+                        uint32_t flags;
+                } alloc_buffer;
+                struct {
+                        uint64_t handle;
+                } object; /* FREE_BUFFER, EXPORT_BUFFER, DESTROY/SET/RESET_EVENT */
+                struct {
+                        bool auto_reset;
+                } create_event;
+                struct {
+                        WireWaitEntry *entries; /* owned; freed by wire_request_done() */
+                        size_t n_entries;
+                        bool wait_all;
+                        uint32_t timeout_ms;
+                } wait_events;
+                struct {
+                        WireJob *jobs; /* owned */
+                        size_t n_jobs;
+                } submit;
+        };
+} WireRequest;
+
+/*
+ * Decodes one datagram. On failure returns:
+ *  -EMSGSIZE  len > WIRE_MAX_MESSAGE_SIZE
+ *  -EBADMSG   not a valid Request message (garbage: the caller disconnects)
+ *  -EOPNOTSUPP  a Request with no body or an unknown body
+ *  -EINVAL    a field out of range
+ * For -EOPNOTSUPP and -EINVAL, *ret_id holds the request id (so the caller can
+ * reply) and errbuf a message naming the field. ret must be released with
+ * wire_request_done() on success.
+ */
+int wire_request_decode(const void *buf, size_t len, WireRequest *ret, uint64_t *ret_id,
+                        char *errbuf, size_t errlen);
+void wire_request_done(WireRequest *r);
+
+typedef struct WireLimits {
+        uint64_t max_buffer_size, max_buffer_bytes;
+        uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
+        uint32_t max_message_size, max_wait_events;
+} WireLimits;
+
+typedef enum WireReplyType {
+        WIRE_REPLY_ERROR = 0, /* only id, error, message */
+        WIRE_REPLY_HELLO,
+        WIRE_REPLY_DEVICE_INFO,
+        WIRE_REPLY_ALLOC_BUFFER,
+        WIRE_REPLY_IMPORT_BUFFER,
+        WIRE_REPLY_EMPTY,
+        WIRE_REPLY_EXPORT_BUFFER,
+        WIRE_REPLY_CREATE_EVENT,
+        WIRE_REPLY_WAIT_EVENTS,
+        WIRE_REPLY_SUBMIT,
+        WIRE_REPLY_QUERY,
+        WIRE_REPLY_STATUS,
+        WIRE_REPLY_JOB_FAILED, /* notification, id 0 */
+} WireReplyType;
+
+typedef enum WireWaitResult {
+        WIRE_WAIT_COMPLETE = 0,
+        WIRE_WAIT_TIMEOUT = 1,
+        WIRE_WAIT_FAIL = 2,
+} WireWaitResult;
+
+typedef struct WireReply {
+        uint64_t id;
+        int error;           /* positive errno or 0 */
+        const char *message; /* NULL or error text */
+        WireReplyType type;
+        union {
+                struct {
+                        uint32_t protocol_version;
+                        const char *daemon_version;
+                        const char *const *features; /* NULL-terminated */
+                        WireLimits limits;
+                        uint64_t session_id;
+                        uint32_t session_page_size;
+                } hello;
+                struct {
+                        const char *backend, *gfx_name, *name;
+                        uint32_t gpu_id, vendor_id, device_id, cu_count;
+                        uint64_t vram_size;
+                        uint32_t kfd_major, kfd_minor, sdma_queues;
+                } device_info;
+                struct {
+                        uint64_t handle, size;
+                } buffer; /* ALLOC_BUFFER, IMPORT_BUFFER; EXPORT_BUFFER uses size */
+                struct {
+                        uint64_t handle;
+                        uint32_t slot;
+                } create_event;
+                struct {
+                        WireWaitResult result;
+                        const WireWaitEntry *entries;
+                        size_t n_entries;
+                } wait_events;
+                struct {
+                        const uint64_t *fences;
+                        size_t n_fences;
+                } submit;
+                struct {
+                        uint32_t buffers, events, jobs_in_flight;
+                        uint64_t buffer_bytes, jobs_submitted, jobs_completed, jobs_failed;
+                        uint64_t bytes_copied, bytes_filled;
+                        WireLimits limits;
+                } query;
+                struct {
+                        const char *daemon_version, *backend, *gfx_name;
+                        uint32_t sessions;
+                        uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
+                } status;
+                struct {
+                        uint64_t fence;
+                        int error;
+                        const char *message;
+                } job_failed;
+        };
+} WireReply;
+
+/* Encodes into a malloc'd buffer. -EMSGSIZE if larger than WIRE_MAX_MESSAGE_SIZE. */
+int wire_reply_encode(const WireReply *r, void **ret_buf, size_t *ret_len);
