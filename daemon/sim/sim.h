@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The simulated GPU: a software model of an RDNA2 (gfx1030) GPU behind the KFD
+ * uapi, reached only through the KfdOps table it provides. It follows the
+ * kernel's documented validation and errno values (kfd-facts §1, §4.5, §5),
+ * backs memory with memfds (exported dma-bufs are real fds another process can
+ * mmap), publishes a simulated sysfs topology, and runs engines on threads of
+ * their own that read rings after doorbells, write fences and raise
+ * "interrupts" that signal KFD events.
+ *
+ * One SimDevice models one machine with one GPU node; every open_kfd() is one
+ * KFD process context on it.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "kfd/kfd-ops.h"
+
+typedef struct SimDevice SimDevice;
+
+typedef struct SimOptions {
+        uint64_t vram_size;        /* bytes; 0 = default 1 GiB (memfd-backed, lazily) */
+        uint32_t gpu_id;           /* 0 = default 0x697D (a hash, like the kernel's) */
+        uint32_t cu_count;         /* 0 = default 40 (RX 6800 XT class gfx1030) */
+        const char *sysfs_dir;     /* NULL = create a private temp dir, removed on free */
+} SimOptions;
+
+/* Creates the device and its sysfs tree. */
+int sim_device_new(const SimOptions *opts, SimDevice **ret);
+/* Stops the engines, closes all contexts, removes the temp sysfs tree. NULL-safe. */
+SimDevice *sim_device_free(SimDevice *d);
+/* The kernel-call table that reaches this device; valid until sim_device_free(). */
+const KfdOps *sim_device_get_ops(SimDevice *d);
