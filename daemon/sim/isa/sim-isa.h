@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RDNA2 (gfx1030, wave32) instruction-set interpreter of the simulated GPU.
+ * The compute (CP) engine calls sim_isa_dispatch() once per DISPATCH_DIRECT with
+ * the register state it programmed (COMPUTE_PGM_*, COMPUTE_USER_DATA_*,
+ * COMPUTE_NUM_THREAD_*, the dispatch dimensions) and a callback that turns GPU
+ * virtual addresses into host pointers. The interpreter owns nothing beyond
+ * the call: it allocates the wave and LDS state of one workgroup at a time,
+ * runs the workgroups in order (waves of a workgroup round-robin, meeting at
+ * s_barrier) and returns how the dispatch ended.
+ *
+ * Initial wave state, as the hardware sets it from the registers
+ * (LLVM AMDGPUUsage "Initial Kernel Execution State", gfx10):
+ *   s0..             COMPUTE_USER_DATA_0..RSRC2.USER_SGPR_COUNT-1, verbatim
+ *   next SGPRs       workgroup ID X, Y, Z (each only if RSRC2 bit 7/8/9 is set),
+ *                    then workgroup info (RSRC2 bit 10; bits [5:0] = number of
+ *                    waves in the workgroup, as this model reports it),
+ *                    then the private segment wave byte offset (RSRC2 bit 0,
+ *                    SCRATCH_EN)
+ *   v0, v1, v2       work-item ID x, y, z (v1 if TIDIG_COMP_CNT >= 1, v2 if 2)
+ *   EXEC             the wave's live lanes (a trailing partial wave of a
+ *                    workgroup has fewer), VCC = 0, SCC = 0, M0 undefined (0)
+ *
+ * What the dispatcher must put into the user SGPRs (kernel_code_properties
+ * order: private segment buffer, dispatch ptr, queue ptr, kernarg ptr,
+ * dispatch id, flat scratch init, private segment size):
+ *   private segment buffer (4 SGPRs), the V# of the scratch backing:
+ *     dword0 = scratch_va[31:0]
+ *     dword1 = scratch_va[47:32] | SWIZZLE_ENABLE (bit 31), STRIDE 0
+ *     dword2 = 0xffffffff (NUM_RECORDS)
+ *     dword3 = ADD_TID_ENABLE (bit 23) | INDEX_STRIDE 32 (2 << 21) | the
+ *              DST_SEL/FORMAT bits the driver likes (ignored here)
+ *   flat scratch init (2 SGPRs): scratch_va (low, high), the per-queue base
+ *     the kernel adds its wave offset to before writing FLAT_SCRATCH.
+ * The private segment wave byte offset this model hands to wave w of a
+ * workgroup is w * 32 * scratch_per_lane: workgroups run one after another, so
+ * the scratch backing needs ceil(wg_threads / 32) * 32 * scratch_per_lane
+ * bytes (scratch_per_lane rounded up to 4). Buffer addressing with
+ * SWIZZLE_ENABLE and ADD_TID_ENABLE follows the RDNA2 ISA §8.1.6 ("Buffer
+ * Addressing", swizzled, element size 4): lane l's byte o lands at
+ * base + soffset + (o / 4) * 4 * 32 + l * 4 + o % 4.
+ *
+ * Not modelled, and documented as no-ops: caches (s_dcache_inv, buffer_gl0_inv,
+ * buffer_gl1_inv), s_waitcnt* (every memory access completes immediately),
+ * s_sendmsg (MSG_DEALLOC_VGPRS and friends), s_inst_prefetch, s_clause, s_nop,
+ * s_setprio, s_sleep. Anything else the decoder does not know fails the
+ * dispatch with -EILSEQ, never silently.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct SimIsaMemory {
+        void *userdata;
+        /* Translate a GPU VA range to host memory; -EFAULT if any byte is unmapped. */
+        int (*translate)(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host);
+} SimIsaMemory;
+
+typedef struct SimIsaDispatch {
+        uint64_t entry_va;             /* COMPUTE_PGM_LO/HI << 8 */
+        uint32_t rsrc1, rsrc2, rsrc3;  /* COMPUTE_PGM_RSRC1/2/3 as programmed */
+        uint32_t user_sgpr[16];        /* COMPUTE_USER_DATA_0..15 */
+        uint32_t grid[3];              /* workgroups in x, y, z (DISPATCH_DIRECT DIM_X/Y/Z) */
+        uint32_t wg_size[3];           /* COMPUTE_NUM_THREAD_X/Y/Z */
+        bool wave32;                   /* DISPATCH_INITIATOR.CS_W32_EN; wave64 is refused (-EINVAL) */
+        uint64_t scratch_va;           /* base of the private segment backing, 0 if none */
+        uint32_t scratch_per_lane;     /* bytes of private memory per work-item */
+        uint32_t lds_bytes;            /* RSRC2.LDS_SIZE granules * 512 (at most 65536) */
+} SimIsaDispatch;
+
+typedef struct SimIsaResult {
+        int error;                  /* 0; -EFAULT (memory fault); -EILSEQ (unknown/unsupported
+                                     * instruction); -ETIME (instruction budget exceeded);
+                                     * -EINVAL (dispatch parameters the model cannot run) */
+        uint64_t fault_va;          /* -EFAULT: first faulting address */
+        uint64_t fault_pc;          /* -EFAULT/-EILSEQ/-ETIME: pc of the instruction */
+        uint32_t bad_encoding[2];   /* the instruction dwords for -EILSEQ */
+        char message[160];          /* human-readable reason, e.g. "unsupported instruction
+                                     * v_foo_bar (encoding 0x7e1234ab) at pc 0x…" */
+        uint64_t lane_instructions; /* executed lane-instructions (active lanes summed) */
+        uint64_t wave_instructions; /* executed wave-instructions */
+} SimIsaResult;
+
+/**
+ * sim_isa_dispatch() - run one compute dispatch to completion.
+ * @d: the dispatch registers.
+ * @mem: VA translation for code, kernarg, global and scratch memory.
+ * @max_wave_instructions: budget over the whole dispatch; 0 = unlimited.
+ * @ret: filled in on every return (error, counters, message).
+ *
+ * Returns 0, or the negative errno also stored in @ret->error: -EFAULT (an
+ * access outside the mapped memory, @ret->fault_va), -EILSEQ (an instruction
+ * the interpreter does not implement), -ETIME (budget exceeded), -EINVAL
+ * (wave64, a zero-sized workgroup, LDS larger than 64 KiB), -ENOMEM.
+ * Memory writes done before a failure stay done, as on the hardware.
+ */
+int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t max_wave_instructions,
+                     SimIsaResult *ret);
+
+/**
+ * sim_isa_knows() - whether the decoder implements an instruction.
+ * @mnemonic: the name as llvm-objdump prints it for gfx1030 (e.g. "v_add_nc_u32_e32",
+ *            "s_load_dwordx2"); an _e32/_e64/_sdwa/_dpp suffix is accepted.
+ */
+bool sim_isa_knows(const char *mnemonic);
+
+/**
+ * sim_isa_disassemble_name() - the mnemonic of the instruction at @words.
+ * @words: up to 2 dwords (3 with a literal; only the first two are looked at).
+ * @ret_size: instruction size in bytes (4, 8, or 12 with a literal), may be NULL.
+ *
+ * Returns the name (static storage) or NULL for an encoding the decoder does
+ * not know.
+ */
+const char *sim_isa_name(const uint32_t *words, unsigned *ret_size);
