@@ -1,0 +1,726 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's half of the v1 protocol: one datagram in, one WireRequest out;
+ * one WireReply in, one datagram out. This is the only daemon file that sees
+ * the protobuf-c generated types. Decoding checks the datagram's length before
+ * unpacking, copies every field into the plain structs of wire.h and
+ * range-checks it there, so the session and the scheduler only ever see
+ * values the protocol allows. Errors name the field ("submit.jobs[3].fill.size:
+ * …") and never echo client bytes. The caller owns the WireRequest and releases
+ * it with wire_request_done().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kfdbroker.pb-c.h"
+#include "util/macro.h"
+#include "wire.h"
+
+typedef Kfdbroker__V1__Request PbRequest;
+typedef Kfdbroker__V1__ServerMessage PbServerMessage;
+
+static void pb_request_freep(PbRequest **p) {
+        if (*p)
+                kfdbroker__v1__request__free_unpacked(*p, NULL);
+}
+
+_printf_(3, 4) static int wire_error(char *errbuf, size_t errlen, const char *format, ...) {
+        va_list ap;
+
+        if (errbuf && errlen > 0) {
+                va_start(ap, format);
+                vsnprintf(errbuf, errlen, format, ap);
+                va_end(ap);
+        }
+        return -EINVAL;
+}
+
+static const char *const request_type_names[] = {
+        [WIRE_REQUEST_HELLO] = "Hello",
+        [WIRE_REQUEST_DEVICE_INFO] = "DeviceInfo",
+        [WIRE_REQUEST_ALLOC_BUFFER] = "AllocBuffer",
+        [WIRE_REQUEST_IMPORT_BUFFER] = "ImportBuffer",
+        [WIRE_REQUEST_FREE_BUFFER] = "FreeBuffer",
+        [WIRE_REQUEST_EXPORT_BUFFER] = "ExportBuffer",
+        [WIRE_REQUEST_CREATE_EVENT] = "CreateEvent",
+        [WIRE_REQUEST_DESTROY_EVENT] = "DestroyEvent",
+        [WIRE_REQUEST_SET_EVENT] = "SetEvent",
+        [WIRE_REQUEST_RESET_EVENT] = "ResetEvent",
+        [WIRE_REQUEST_WAIT_EVENTS] = "WaitEvents",
+        [WIRE_REQUEST_SUBMIT] = "Submit",
+        [WIRE_REQUEST_QUERY] = "Query",
+        [WIRE_REQUEST_STATUS] = "Status",
+};
+
+const char *wire_request_type_name(WireRequestType type) {
+        if ((unsigned) type >= ELEMENTSOF(request_type_names) || !request_type_names[type])
+                return "Unknown";
+        return request_type_names[type];
+}
+
+unsigned wire_request_fds_expected(WireRequestType type) {
+        return type == WIRE_REQUEST_IMPORT_BUFFER ? 1 : 0;
+}
+
+/* The first unknown field of a message, or 0: what a newer client sent that we do not know. */
+static uint32_t first_unknown_field(const ProtobufCMessage *m) {
+        return m->n_unknown_fields > 0 ? m->unknown_fields[0].tag : 0;
+}
+
+/*
+ * A minimal walk over well-formed protobuf bytes (unpack has already accepted
+ * them). protobuf-c copies strings up to their first NUL, so an embedded NUL
+ * in hello.client_name can only be seen in the raw bytes: this finds every
+ * occurrence of field `field` (length-delimited) and calls back with its bytes.
+ */
+static bool pb_read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+                uint8_t b = *(*p)++;
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return true;
+                }
+        }
+        return false;
+}
+
+typedef bool (*pb_field_cb)(const uint8_t *data, size_t len, void *userdata);
+
+/* Returns false if the callback returned false or the bytes are malformed. */
+static bool pb_for_each_field(const uint8_t *buf, size_t len, uint32_t field, pb_field_cb cb,
+                              void *userdata) {
+        const uint8_t *p = buf, *end = buf + len;
+
+        while (p < end) {
+                uint64_t key, v;
+
+                if (!pb_read_varint(&p, end, &key))
+                        return false;
+                switch (key & 7) {
+                case 0:
+                        if (!pb_read_varint(&p, end, &v))
+                                return false;
+                        break;
+                case 1:
+                        if (end - p < 8)
+                                return false;
+                        p += 8;
+                        break;
+                case 5:
+                        if (end - p < 4)
+                                return false;
+                        p += 4;
+                        break;
+                case 2:
+                        if (!pb_read_varint(&p, end, &v) || v > (uint64_t) (end - p))
+                                return false;
+                        if ((key >> 3) == field && !cb(p, (size_t) v, userdata))
+                                return false;
+                        p += v;
+                        break;
+                default:
+                        return false;
+                }
+        }
+        return true;
+}
+
+static bool name_has_nul(const uint8_t *data, size_t len, void *userdata) {
+        bool *found = userdata;
+
+        if (memchr(data, 0, len))
+                *found = true;
+        return true;
+}
+
+static bool hello_name_has_nul(const uint8_t *data, size_t len, void *userdata) {
+        /* HelloRequest.client_name = 2 */
+        return pb_for_each_field(data, len, 2, name_has_nul, userdata);
+}
+
+static int decode_hello(const PbRequest *m, const void *buf, size_t len, WireRequest *r,
+                        char *errbuf, size_t errlen) {
+        const Kfdbroker__V1__HelloRequest *h = m->hello;
+        const char *name = h->client_name ?: "";
+        size_t n = strlen(name);
+        bool nul = false;
+
+        if (h->protocol_version != WIRE_PROTOCOL_VERSION)
+                return wire_error(errbuf, errlen,
+                                  "hello.protocol_version: unsupported version %" PRIu32
+                                  ", this daemon speaks %u",
+                                  h->protocol_version, WIRE_PROTOCOL_VERSION);
+        /* Request.hello = 10 */
+        if (!pb_for_each_field(buf, len, 10, hello_name_has_nul, &nul)) {
+                if (errbuf && errlen > 0)
+                        snprintf(errbuf, errlen, "request: not a valid Request message");
+                return -EBADMSG;
+        }
+        if (nul)
+                return wire_error(errbuf, errlen, "hello.client_name: contains a NUL byte");
+        if (n > WIRE_CLIENT_NAME_MAX)
+                return wire_error(errbuf, errlen,
+                                  "hello.client_name: must be at most %u bytes, got %zu",
+                                  WIRE_CLIENT_NAME_MAX, n);
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) name[i];
+                if (c < 0x20 || c == 0x7f)
+                        return wire_error(errbuf, errlen,
+                                          "hello.client_name: control character 0x%02x at byte %zu",
+                                          c, i);
+        }
+        r->hello.protocol_version = h->protocol_version;
+        memcpy(r->hello.client_name, name, n);
+        r->hello.client_name[n] = '\0';
+        return 0;
+}
+
+static int decode_alloc_buffer(const PbRequest *m, WireRequest *r, char *errbuf, size_t errlen) {
+        const Kfdbroker__V1__AllocBufferRequest *a = m->alloc_buffer;
+
+        if (a->size == 0)
+                return wire_error(errbuf, errlen, "alloc_buffer.size: must be > 0");
+        if (align_up_u64(a->size, PAGE_SIZE_4K) == 0)
+                return wire_error(errbuf, errlen,
+                                  "alloc_buffer.size: %" PRIu64 " overflows when rounded up to 4 KiB",
+                                  a->size);
+        if (a->placement != KFDBROKER__V1__PLACEMENT__PLACEMENT_GTT &&
+            a->placement != KFDBROKER__V1__PLACEMENT__PLACEMENT_VRAM)
+                return wire_error(errbuf, errlen, "alloc_buffer.placement: unknown placement %d",
+                                  (int) a->placement);
+        if (a->flags != 0)
+                return wire_error(errbuf, errlen,
+                                  "alloc_buffer.flags: reserved, must be 0, got 0x%" PRIx32, a->flags);
+        r->alloc_buffer.size = a->size;
+        r->alloc_buffer.placement = a->placement == KFDBROKER__V1__PLACEMENT__PLACEMENT_VRAM
+                                            ? WIRE_PLACEMENT_VRAM
+                                            : WIRE_PLACEMENT_GTT;
+        r->alloc_buffer.flags = a->flags;
+        return 0;
+}
+
+static int decode_wait_events(const PbRequest *m, WireRequest *r, char *errbuf, size_t errlen) {
+        const Kfdbroker__V1__WaitEventsRequest *w = m->wait_events;
+        _cleanup_free_ WireWaitEntry *entries = NULL;
+
+        if (w->n_events < 1 || w->n_events > WIRE_MAX_WAIT_EVENTS)
+                return wire_error(errbuf, errlen,
+                                  "wait_events.events: must have 1..%u entries, got %zu",
+                                  WIRE_MAX_WAIT_EVENTS, w->n_events);
+        entries = calloc(w->n_events, sizeof(*entries));
+        if (!entries)
+                return -ENOMEM;
+        for (size_t i = 0; i < w->n_events; i++) {
+                entries[i].handle = w->events[i]->handle;
+                entries[i].last_event_age = w->events[i]->last_event_age;
+        }
+        r->wait_events.entries = TAKE_PTR(entries);
+        r->wait_events.n_entries = w->n_events;
+        r->wait_events.wait_all = w->wait_all;
+        r->wait_events.timeout_ms = w->timeout_ms;
+        return 0;
+}
+
+/* Size, offsets: the checks a copy or fill range has in common. */
+static int check_range(size_t i, const char *kind, const char *off_name, uint64_t off,
+                       uint64_t size, char *errbuf, size_t errlen) {
+        if (off % 4 != 0)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].%s.%s: must be a multiple of 4, got %" PRIu64,
+                                  i, kind, off_name, off);
+        if (off > UINT64_MAX - size)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].%s.%s: %" PRIu64 " + size %" PRIu64 " overflows",
+                                  i, kind, off_name, off, size);
+        return 0;
+}
+
+static int check_size(size_t i, const char *kind, uint64_t size, char *errbuf, size_t errlen) {
+        if (size == 0)
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].%s.size: must be > 0", i, kind);
+        if (size % 4 != 0)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].%s.size: must be a multiple of 4, got %" PRIu64,
+                                  i, kind, size);
+        return 0;
+}
+
+static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char *errbuf,
+                      size_t errlen) {
+        int r;
+
+        switch (j->kind_case) {
+        case KFDBROKER__V1__JOB__KIND_COPY: {
+                const Kfdbroker__V1__CopyJob *c = j->copy;
+                r = check_size(i, "copy", c->size, errbuf, errlen);
+                if (r < 0)
+                        return r;
+                r = check_range(i, "copy", "src_offset", c->src_offset, c->size, errbuf, errlen);
+                if (r < 0)
+                        return r;
+                r = check_range(i, "copy", "dst_offset", c->dst_offset, c->size, errbuf, errlen);
+                if (r < 0)
+                        return r;
+                out->type = WIRE_JOB_COPY;
+                out->copy.src_handle = c->src_handle;
+                out->copy.src_offset = c->src_offset;
+                out->copy.dst_handle = c->dst_handle;
+                out->copy.dst_offset = c->dst_offset;
+                out->copy.size = c->size;
+                return 0;
+        }
+        case KFDBROKER__V1__JOB__KIND_FILL: {
+                const Kfdbroker__V1__FillJob *f = j->fill;
+                r = check_size(i, "fill", f->size, errbuf, errlen);
+                if (r < 0)
+                        return r;
+                r = check_range(i, "fill", "dst_offset", f->dst_offset, f->size, errbuf, errlen);
+                if (r < 0)
+                        return r;
+                out->type = WIRE_JOB_FILL;
+                out->fill.dst_handle = f->dst_handle;
+                out->fill.dst_offset = f->dst_offset;
+                out->fill.size = f->size;
+                out->fill.pattern = f->pattern;
+                return 0;
+        }
+        case KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT:
+                out->type = WIRE_JOB_SIGNAL_EVENT;
+                out->event.handle = j->signal_event->handle;
+                return 0;
+        case KFDBROKER__V1__JOB__KIND_WAIT_EVENT:
+                out->type = WIRE_JOB_WAIT_EVENT;
+                out->event.handle = j->wait_event->handle;
+                return 0;
+        default:
+                break;
+        }
+
+        if (first_unknown_field(&j->base) != 0) {
+                if (errbuf && errlen > 0)
+                        snprintf(errbuf, errlen, "submit.jobs[%zu]: job kind %" PRIu32 " is not supported",
+                                 i, first_unknown_field(&j->base));
+                return -EOPNOTSUPP;
+        }
+        return wire_error(errbuf, errlen, "submit.jobs[%zu]: no job kind set", i);
+}
+
+static int decode_submit(const PbRequest *m, WireRequest *r, char *errbuf, size_t errlen) {
+        const Kfdbroker__V1__SubmitRequest *s = m->submit;
+        _cleanup_free_ WireJob *jobs = NULL;
+        int k;
+
+        if (s->n_jobs < 1 || s->n_jobs > WIRE_MAX_JOBS)
+                return wire_error(errbuf, errlen, "submit.jobs: must have 1..%u jobs, got %zu",
+                                  WIRE_MAX_JOBS, s->n_jobs);
+        jobs = calloc(s->n_jobs, sizeof(*jobs));
+        if (!jobs)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_jobs; i++) {
+                k = decode_job(i, s->jobs[i], &jobs[i], errbuf, errlen);
+                if (k < 0)
+                        return k;
+        }
+        r->submit.jobs = TAKE_PTR(jobs);
+        r->submit.n_jobs = s->n_jobs;
+        return 0;
+}
+
+static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequest *r,
+                       char *errbuf, size_t errlen) {
+        switch (m->body_case) {
+        case KFDBROKER__V1__REQUEST__BODY_HELLO:
+                r->type = WIRE_REQUEST_HELLO;
+                return decode_hello(m, buf, len, r, errbuf, errlen);
+        case KFDBROKER__V1__REQUEST__BODY_DEVICE_INFO:
+                r->type = WIRE_REQUEST_DEVICE_INFO;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER:
+                r->type = WIRE_REQUEST_ALLOC_BUFFER;
+                return decode_alloc_buffer(m, r, errbuf, errlen);
+        case KFDBROKER__V1__REQUEST__BODY_IMPORT_BUFFER:
+                r->type = WIRE_REQUEST_IMPORT_BUFFER;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER:
+                r->type = WIRE_REQUEST_FREE_BUFFER;
+                r->object.handle = m->free_buffer->handle;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_EXPORT_BUFFER:
+                r->type = WIRE_REQUEST_EXPORT_BUFFER;
+                r->object.handle = m->export_buffer->handle;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_CREATE_EVENT:
+                r->type = WIRE_REQUEST_CREATE_EVENT;
+                r->create_event.auto_reset = m->create_event->auto_reset;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_DESTROY_EVENT:
+                r->type = WIRE_REQUEST_DESTROY_EVENT;
+                r->object.handle = m->destroy_event->handle;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_SET_EVENT:
+                r->type = WIRE_REQUEST_SET_EVENT;
+                r->object.handle = m->set_event->handle;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_RESET_EVENT:
+                r->type = WIRE_REQUEST_RESET_EVENT;
+                r->object.handle = m->reset_event->handle;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS:
+                r->type = WIRE_REQUEST_WAIT_EVENTS;
+                return decode_wait_events(m, r, errbuf, errlen);
+        case KFDBROKER__V1__REQUEST__BODY_SUBMIT:
+                r->type = WIRE_REQUEST_SUBMIT;
+                return decode_submit(m, r, errbuf, errlen);
+        case KFDBROKER__V1__REQUEST__BODY_QUERY:
+                r->type = WIRE_REQUEST_QUERY;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_STATUS:
+                r->type = WIRE_REQUEST_STATUS;
+                return 0;
+        default:
+                break;
+        }
+
+        if (errbuf && errlen > 0) {
+                uint32_t tag = first_unknown_field(&m->base);
+                if (tag != 0 && tag != 1)
+                        snprintf(errbuf, errlen, "request: body field %" PRIu32 " is not supported",
+                                 tag);
+                else
+                        snprintf(errbuf, errlen, "request: no body set");
+        }
+        return -EOPNOTSUPP;
+}
+
+int wire_request_decode(const void *buf, size_t len, WireRequest *ret, uint64_t *ret_id,
+                        char *errbuf, size_t errlen) {
+        _cleanup_(pb_request_freep) PbRequest *m = NULL;
+        WireRequest r = {};
+        int k;
+
+        if (errbuf && errlen > 0)
+                errbuf[0] = '\0';
+        if (ret_id)
+                *ret_id = 0;
+        if (len > WIRE_MAX_MESSAGE_SIZE) {
+                if (errbuf && errlen > 0)
+                        snprintf(errbuf, errlen, "request: %zu bytes, larger than the limit of %u",
+                                 len, WIRE_MAX_MESSAGE_SIZE);
+                return -EMSGSIZE;
+        }
+        if (len > 0 && !buf)
+                return -EBADMSG;
+
+        m = kfdbroker__v1__request__unpack(NULL, len, buf);
+        if (!m) {
+                if (errbuf && errlen > 0)
+                        snprintf(errbuf, errlen, "request: not a valid Request message");
+                return -EBADMSG;
+        }
+        if (m->id == 0)
+                return wire_error(errbuf, errlen, "request.id: must not be 0");
+        if (ret_id)
+                *ret_id = m->id;
+
+        r.id = m->id;
+        k = decode_body(m, buf, len, &r, errbuf, errlen);
+        if (k < 0) {
+                wire_request_done(&r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
+void wire_request_done(WireRequest *r) {
+        if (!r)
+                return;
+        if (r->type == WIRE_REQUEST_WAIT_EVENTS) {
+                free(r->wait_events.entries);
+                r->wait_events.entries = NULL;
+                r->wait_events.n_entries = 0;
+        } else if (r->type == WIRE_REQUEST_SUBMIT) {
+                free(r->submit.jobs);
+                r->submit.jobs = NULL;
+                r->submit.n_jobs = 0;
+        }
+}
+
+/* ---- Replies ---- */
+
+static char *str_or_empty(const char *s) {
+        return (char *) (s ?: "");
+}
+
+static void limits_to_pb(const WireLimits *l, Kfdbroker__V1__Limits *p) {
+        p->max_buffer_size = l->max_buffer_size;
+        p->max_buffer_bytes = l->max_buffer_bytes;
+        p->max_buffers = l->max_buffers;
+        p->max_events = l->max_events;
+        p->max_jobs_in_flight = l->max_jobs_in_flight;
+        p->max_jobs_per_submit = l->max_jobs_per_submit;
+        p->max_message_size = l->max_message_size;
+        p->max_wait_events = l->max_wait_events;
+}
+
+/*
+ * Every sub-message a reply may need, on the stack of wire_reply_encode();
+ * protobuf-c only reads them while packing.
+ */
+typedef struct ReplyParts {
+        Kfdbroker__V1__Empty empty;
+        Kfdbroker__V1__Limits limits;
+        Kfdbroker__V1__HelloReply hello;
+        Kfdbroker__V1__DeviceInfoReply device_info;
+        Kfdbroker__V1__AllocBufferReply alloc_buffer;
+        Kfdbroker__V1__ImportBufferReply import_buffer;
+        Kfdbroker__V1__ExportBufferReply export_buffer;
+        Kfdbroker__V1__CreateEventReply create_event;
+        Kfdbroker__V1__WaitEventsReply wait_events;
+        Kfdbroker__V1__SubmitReply submit;
+        Kfdbroker__V1__QueryReply query;
+        Kfdbroker__V1__StatusReply status;
+        Kfdbroker__V1__JobFailed job_failed;
+        /* Owned temporaries, freed by reply_parts_done(). */
+        char **features;
+        Kfdbroker__V1__WaitEntry *entries;
+        Kfdbroker__V1__WaitEntry **entry_ptrs;
+} ReplyParts;
+
+static void reply_parts_done(ReplyParts *p) {
+        free(p->features);
+        free(p->entries);
+        free(p->entry_ptrs);
+}
+
+static int fill_hello(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = 0;
+
+        kfdbroker__v1__hello_reply__init(&p->hello);
+        kfdbroker__v1__limits__init(&p->limits);
+        limits_to_pb(&r->hello.limits, &p->limits);
+        if (r->hello.features)
+                while (r->hello.features[n])
+                        n++;
+        if (n > 0) {
+                p->features = calloc(n, sizeof(char *));
+                if (!p->features)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++)
+                        p->features[i] = (char *) r->hello.features[i];
+        }
+        p->hello.protocol_version = r->hello.protocol_version;
+        p->hello.daemon_version = str_or_empty(r->hello.daemon_version);
+        p->hello.n_features = n;
+        p->hello.features = p->features;
+        p->hello.limits = &p->limits;
+        p->hello.session_id = r->hello.session_id;
+        p->hello.session_page_size = r->hello.session_page_size;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_HELLO;
+        m->hello = &p->hello;
+        return 0;
+}
+
+static void fill_device_info(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        Kfdbroker__V1__DeviceInfoReply *d = &p->device_info;
+
+        kfdbroker__v1__device_info_reply__init(d);
+        d->backend = str_or_empty(r->device_info.backend);
+        d->gpu_id = r->device_info.gpu_id;
+        d->gfx_name = str_or_empty(r->device_info.gfx_name);
+        d->name = str_or_empty(r->device_info.name);
+        d->vendor_id = r->device_info.vendor_id;
+        d->device_id = r->device_info.device_id;
+        d->cu_count = r->device_info.cu_count;
+        d->vram_size = r->device_info.vram_size;
+        d->kfd_major = r->device_info.kfd_major;
+        d->kfd_minor = r->device_info.kfd_minor;
+        d->sdma_queues = r->device_info.sdma_queues;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO;
+        m->device_info = d;
+}
+
+static int fill_wait_events(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = r->wait_events.n_entries;
+
+        kfdbroker__v1__wait_events_reply__init(&p->wait_events);
+        if (n > WIRE_MAX_WAIT_EVENTS)
+                return -EMSGSIZE;
+        if (n > 0 && !r->wait_events.entries)
+                return -EINVAL;
+        switch (r->wait_events.result) {
+        case WIRE_WAIT_COMPLETE:
+                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_COMPLETE;
+                break;
+        case WIRE_WAIT_TIMEOUT:
+                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_TIMEOUT;
+                break;
+        case WIRE_WAIT_FAIL:
+                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_FAIL;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (n > 0) {
+                p->entries = calloc(n, sizeof(*p->entries));
+                p->entry_ptrs = calloc(n, sizeof(*p->entry_ptrs));
+                if (!p->entries || !p->entry_ptrs)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                kfdbroker__v1__wait_entry__init(&p->entries[i]);
+                p->entries[i].handle = r->wait_events.entries[i].handle;
+                p->entries[i].last_event_age = r->wait_events.entries[i].last_event_age;
+                p->entry_ptrs[i] = &p->entries[i];
+        }
+        p->wait_events.n_events = n;
+        p->wait_events.events = p->entry_ptrs;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_WAIT_EVENTS;
+        m->wait_events = &p->wait_events;
+        return 0;
+}
+
+static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        Kfdbroker__V1__QueryReply *q = &p->query;
+
+        kfdbroker__v1__query_reply__init(q);
+        kfdbroker__v1__limits__init(&p->limits);
+        limits_to_pb(&r->query.limits, &p->limits);
+        q->buffers = r->query.buffers;
+        q->buffer_bytes = r->query.buffer_bytes;
+        q->events = r->query.events;
+        q->jobs_submitted = r->query.jobs_submitted;
+        q->jobs_completed = r->query.jobs_completed;
+        q->jobs_failed = r->query.jobs_failed;
+        q->jobs_in_flight = r->query.jobs_in_flight;
+        q->bytes_copied = r->query.bytes_copied;
+        q->bytes_filled = r->query.bytes_filled;
+        q->limits = &p->limits;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
+        m->query = q;
+}
+
+static void fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        Kfdbroker__V1__StatusReply *s = &p->status;
+
+        kfdbroker__v1__status_reply__init(s);
+        s->daemon_version = str_or_empty(r->status.daemon_version);
+        s->backend = str_or_empty(r->status.backend);
+        s->gfx_name = str_or_empty(r->status.gfx_name);
+        s->sessions = r->status.sessions;
+        s->jobs_completed = r->status.jobs_completed;
+        s->jobs_failed = r->status.jobs_failed;
+        s->uptime_ns = r->status.uptime_ns;
+        s->buffer_bytes = r->status.buffer_bytes;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS;
+        m->status = s;
+}
+
+static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        switch (r->type) {
+        case WIRE_REPLY_ERROR:
+                return 0;
+        case WIRE_REPLY_HELLO:
+                return fill_hello(r, p, m);
+        case WIRE_REPLY_DEVICE_INFO:
+                fill_device_info(r, p, m);
+                return 0;
+        case WIRE_REPLY_ALLOC_BUFFER:
+                kfdbroker__v1__alloc_buffer_reply__init(&p->alloc_buffer);
+                p->alloc_buffer.handle = r->buffer.handle;
+                p->alloc_buffer.size = r->buffer.size;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER;
+                m->alloc_buffer = &p->alloc_buffer;
+                return 0;
+        case WIRE_REPLY_IMPORT_BUFFER:
+                kfdbroker__v1__import_buffer_reply__init(&p->import_buffer);
+                p->import_buffer.handle = r->buffer.handle;
+                p->import_buffer.size = r->buffer.size;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_IMPORT_BUFFER;
+                m->import_buffer = &p->import_buffer;
+                return 0;
+        case WIRE_REPLY_EMPTY:
+                kfdbroker__v1__empty__init(&p->empty);
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_EMPTY;
+                m->empty = &p->empty;
+                return 0;
+        case WIRE_REPLY_EXPORT_BUFFER:
+                kfdbroker__v1__export_buffer_reply__init(&p->export_buffer);
+                p->export_buffer.size = r->buffer.size;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_EXPORT_BUFFER;
+                m->export_buffer = &p->export_buffer;
+                return 0;
+        case WIRE_REPLY_CREATE_EVENT:
+                kfdbroker__v1__create_event_reply__init(&p->create_event);
+                p->create_event.handle = r->create_event.handle;
+                p->create_event.slot = r->create_event.slot;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_CREATE_EVENT;
+                m->create_event = &p->create_event;
+                return 0;
+        case WIRE_REPLY_WAIT_EVENTS:
+                return fill_wait_events(r, p, m);
+        case WIRE_REPLY_SUBMIT:
+                if (r->submit.n_fences > 0 && !r->submit.fences)
+                        return -EINVAL;
+                kfdbroker__v1__submit_reply__init(&p->submit);
+                p->submit.n_fences = r->submit.n_fences;
+                p->submit.fences = (uint64_t *) r->submit.fences;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_SUBMIT;
+                m->submit = &p->submit;
+                return 0;
+        case WIRE_REPLY_QUERY:
+                fill_query(r, p, m);
+                return 0;
+        case WIRE_REPLY_STATUS:
+                fill_status(r, p, m);
+                return 0;
+        case WIRE_REPLY_JOB_FAILED:
+                kfdbroker__v1__job_failed__init(&p->job_failed);
+                p->job_failed.fence = r->job_failed.fence;
+                p->job_failed.error = r->job_failed.error;
+                p->job_failed.message = str_or_empty(r->job_failed.message);
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED;
+                m->job_failed = &p->job_failed;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int wire_reply_encode(const WireReply *r, void **ret_buf, size_t *ret_len) {
+        _cleanup_(reply_parts_done) ReplyParts parts = {};
+        PbServerMessage m = KFDBROKER__V1__SERVER_MESSAGE__INIT;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+        int k;
+
+        if (!r || !ret_buf || !ret_len)
+                return -EINVAL;
+        if (r->error < 0)
+                return -EINVAL;
+
+        m.id = r->id;
+        m.error = r->error;
+        m.error_message = str_or_empty(r->message);
+        k = fill_body(r, &parts, &m);
+        if (k < 0)
+                return k;
+
+        size = kfdbroker__v1__server_message__get_packed_size(&m);
+        if (size > WIRE_MAX_MESSAGE_SIZE)
+                return -EMSGSIZE;
+        /* malloc(0) may return NULL; an all-default message packs to 0 bytes. */
+        buf = malloc(MAX(size, (size_t) 1));
+        if (!buf)
+                return -ENOMEM;
+        if (kfdbroker__v1__server_message__pack(&m, buf) != size)
+                return -EIO;
+        *ret_buf = TAKE_PTR(buf);
+        *ret_len = size;
+        return 0;
+}
