@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SDMA packet builders for the SDMA 5.x engines of RDNA2 (gfx10.3) user queues.
+ * Each sdma_emit_<packet>() writes one packet's dwords into a caller buffer and
+ * returns the number of dwords written; the caller (gpu-queue.c) owns the ring
+ * and decides where the packet goes. The field layouts are those of the kernel's
+ * navi10_sdma_pkt_open.h (SDMA_PKT_<PKT>_<DW>_<field>_{offset,mask,shift}),
+ * restated in kfd-facts §3.2; every builder cites its layout.
+ *
+ * The ring is a byte ring of dwords; a packet never straddles the ring's end
+ * (gpu-queue.c pads with NOPs).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Opcodes, header bits [7:0] (navi10_sdma_pkt_open.h SDMA_OP_*). */
+#define SDMA_OP_NOP 0
+#define SDMA_OP_COPY 1
+#define SDMA_OP_WRITE 2
+#define SDMA_OP_INDIRECT 4
+#define SDMA_OP_FENCE 5
+#define SDMA_OP_TRAP 6
+#define SDMA_OP_SEM 7
+#define SDMA_OP_POLL_REGMEM 8
+#define SDMA_OP_COND_EXE 9
+#define SDMA_OP_ATOMIC 10
+#define SDMA_OP_CONST_FILL 11
+#define SDMA_OP_PTEPDE 12
+#define SDMA_OP_TIMESTAMP 13
+#define SDMA_OP_SRBM_WRITE 14
+#define SDMA_OP_PRE_EXE 15
+#define SDMA_OP_GPUVM_INV 16
+#define SDMA_OP_GCR_REQ 17
+#define SDMA_OP_DUMMY_TRAP 32
+
+/* Sub-opcodes, header bits [15:8]. */
+#define SDMA_SUBOP_COPY_LINEAR 0
+#define SDMA_SUBOP_WRITE_LINEAR 0
+#define SDMA_SUBOP_TIMESTAMP_SET 0
+#define SDMA_SUBOP_TIMESTAMP_GET 1
+#define SDMA_SUBOP_TIMESTAMP_GET_GLOBAL 2
+#define SDMA_SUBOP_POLL_REGMEM 0
+#define SDMA_SUBOP_CONST_FILL 0
+
+#define SDMA_PKT_HEADER_OP(x) (((uint32_t) (x) & 0xFFu) << 0)
+#define SDMA_PKT_HEADER_SUB_OP(x) (((uint32_t) (x) & 0xFFu) << 8)
+
+/* NOP: COUNT[29:16] = payload dwords that follow the header. */
+#define SDMA_PKT_NOP_HEADER_COUNT(x) (((uint32_t) (x) & 0x3FFFu) << 16)
+#define SDMA_NOP_MAX_PAYLOAD 0x3FFFu
+
+/* COPY_LINEAR DW1 COUNT[21:0] = bytes - 1 (navi10 header: mask 0x003FFFFF). */
+#define SDMA_PKT_COPY_LINEAR_COUNT(x) (((uint32_t) (x) & 0x3FFFFFu) << 0)
+/* Largest copy one packet can describe on SDMA 5.0: 4 MiB. */
+#define SDMA_COPY_MAX_BYTES 0x400000u
+
+/* CONSTANT_FILL: header SW[17:16], FILLSIZE[31:30] (0 = byte, 2 = dword);
+ * DW4 COUNT[21:0] = bytes - 1. */
+#define SDMA_PKT_CONSTANT_FILL_HEADER_SW(x) (((uint32_t) (x) & 0x3u) << 16)
+#define SDMA_PKT_CONSTANT_FILL_HEADER_FILLSIZE(x) (((uint32_t) (x) & 0x3u) << 30)
+#define SDMA_CONSTANT_FILL_SIZE_DWORD 2
+#define SDMA_PKT_CONSTANT_FILL_COUNT(x) (((uint32_t) (x) & 0x3FFFFFu) << 0)
+/* Largest fill one packet can describe (22-bit count): 4 MiB, a dword multiple. */
+#define SDMA_FILL_MAX_BYTES 0x400000u
+
+/* FENCE header MTYPE[18:16]; tinygrad uses MTYPE 3 (uncached) on gfx10+. */
+#define SDMA_PKT_FENCE_HEADER_MTYPE(x) (((uint32_t) (x) & 0x7u) << 16)
+#define SDMA_FENCE_MTYPE_UC 3
+
+/* TRAP DW1 INT_CONTEXT[27:0]. */
+#define SDMA_PKT_TRAP_INT_CONTEXT(x) (((uint32_t) (x) & 0x0FFFFFFFu) << 0)
+
+/* POLL_REGMEM header HDP_FLUSH 26, FUNC[30:28], MEM_POLL 31; DW5
+ * INTERVAL[15:0], RETRY_COUNT[27:16]. */
+#define SDMA_PKT_POLL_REGMEM_HEADER_HDP_FLUSH(x) (((uint32_t) (x) & 0x1u) << 26)
+#define SDMA_PKT_POLL_REGMEM_HEADER_FUNC(x) (((uint32_t) (x) & 0x7u) << 28)
+#define SDMA_PKT_POLL_REGMEM_HEADER_MEM_POLL(x) (((uint32_t) (x) & 0x1u) << 31)
+#define SDMA_PKT_POLL_REGMEM_DW5_INTERVAL(x) (((uint32_t) (x) & 0xFFFFu) << 0)
+#define SDMA_PKT_POLL_REGMEM_DW5_RETRY_COUNT(x) (((uint32_t) (x) & 0xFFFu) << 16)
+#define SDMA_POLL_RETRY_FOREVER 0xFFFu
+
+/* Compare functions of POLL_REGMEM (same codes as PM4 WAIT_REG_MEM). */
+typedef enum SdmaPollFunc {
+        SDMA_POLL_FUNC_ALWAYS = 0,
+        SDMA_POLL_FUNC_LT = 1,
+        SDMA_POLL_FUNC_LE = 2,
+        SDMA_POLL_FUNC_EQ = 3,
+        SDMA_POLL_FUNC_NE = 4,
+        SDMA_POLL_FUNC_GE = 5,
+        SDMA_POLL_FUNC_GT = 6,
+} SdmaPollFunc;
+
+/* Packet sizes in dwords. */
+#define SDMA_COPY_LINEAR_DW 7
+#define SDMA_CONSTANT_FILL_DW 5
+#define SDMA_FENCE_DW 4
+#define SDMA_TRAP_DW 2
+#define SDMA_POLL_REGMEM_DW 6
+#define SDMA_TIMESTAMP_DW 3
+
+/*
+ * Each builder writes its packet at buf and returns the dword count. Arguments
+ * the hardware cannot encode (count out of range, misaligned addresses) are
+ * programmer errors of gpu-queue.c and are asserted; callers validate jobs.
+ */
+size_t sdma_emit_copy_linear(uint32_t *buf, uint64_t dst, uint64_t src, uint32_t bytes);
+size_t sdma_emit_constant_fill(uint32_t *buf, uint64_t dst, uint32_t pattern, uint32_t bytes);
+size_t sdma_emit_fence(uint32_t *buf, uint64_t addr, uint32_t data);
+size_t sdma_emit_trap(uint32_t *buf, uint32_t int_context);
+size_t sdma_emit_poll_regmem(uint32_t *buf, uint64_t addr, uint32_t value, uint32_t mask,
+                             SdmaPollFunc func);
+size_t sdma_emit_timestamp(uint32_t *buf, uint64_t addr);
+/* A NOP of ndw dwords in total (ndw >= 1, header included). */
+size_t sdma_emit_nop(uint32_t *buf, size_t ndw);

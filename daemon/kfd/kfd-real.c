@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfd_ops_real: the kernel-call table backed by the real system calls on
+ * /dev/kfd and /dev/dri/renderD<minor> (see kfd-ops.h for the contract). The
+ * GPU context calls nothing else to reach the device. Also kfd_probe_real(),
+ * which the daemon uses to decide --device=auto.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kfd/kfd-ops.h"
+#include "kfd/kfd-real.h"
+#include "kfd/kfd-topology.h"
+#include "util/macro.h"
+
+#define KFD_DEVICE_PATH "/dev/kfd"
+#define KFD_SYSFS_ROOT "/sys/devices/virtual/kfd/kfd"
+
+static int real_open_kfd(void *userdata) {
+        /* libhsakmt opens it O_RDWR | O_CLOEXEC; one open per process (kfd-facts §1.2). */
+        int fd = open(KFD_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+static int real_open_render(void *userdata, unsigned minor) {
+        char path[64];
+
+        snprintf(path, sizeof path, "/dev/dri/renderD%u", minor);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+static int real_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
+        /* WAIT_EVENTS returns -ERESTARTSYS -> EINTR to user space when a signal
+         * arrives; the kernel has written the remaining timeout back, so
+         * reissuing the same request is correct (libhsakmt's kmtIoctl loops
+         * the same way on EINTR/EAGAIN). */
+        for (;;) {
+                int r = ioctl(fd, request, arg);
+                if (r >= 0)
+                        return r;
+                if (errno != EINTR && errno != EAGAIN)
+                        return -errno;
+        }
+}
+
+static int real_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd,
+                     uint64_t offset, void **ret_addr) {
+        void *p = mmap(addr, length, prot, flags, fd, (off_t) offset);
+        if (p == MAP_FAILED)
+                return -errno;
+        *ret_addr = p;
+        return 0;
+}
+
+static int real_munmap(void *userdata, void *addr, size_t length) {
+        return munmap(addr, length) < 0 ? -errno : 0;
+}
+
+static int real_close(void *userdata, int fd) {
+        return close(fd) < 0 ? -errno : 0;
+}
+
+const KfdOps kfd_ops_real = {
+        .name = "kfd",
+        .userdata = NULL,
+        .sysfs_root = KFD_SYSFS_ROOT,
+        .open_kfd = real_open_kfd,
+        .open_render = real_open_render,
+        .ioctl = real_ioctl,
+        .mmap = real_mmap,
+        .munmap = real_munmap,
+        .close = real_close,
+};
+
+int kfd_probe_real(char *reason, size_t n) {
+        int fd = real_open_kfd(NULL);
+        if (fd < 0) {
+                const char *why = fd == -ENOENT   ? "no amdgpu KFD on this machine"
+                                  : fd == -EACCES || fd == -EPERM
+                                          ? "no permission: the daemon needs access to /dev/kfd"
+                                          : "cannot open the KFD device";
+                snprintf(reason, n, "%s: %s (%s)", KFD_DEVICE_PATH, strerror(-fd), why);
+                return fd;
+        }
+        close(fd);
+
+        KfdTopology *t = calloc(1, sizeof *t);
+        if (!t) {
+                snprintf(reason, n, "%s: out of memory", KFD_DEVICE_PATH);
+                return -ENOMEM;
+        }
+        int r = kfd_topology_read(KFD_SYSFS_ROOT, t);
+        free(t);
+        if (r < 0) {
+                snprintf(reason, n, "%s/topology: %s (KFD topology unreadable)", KFD_SYSFS_ROOT,
+                         strerror(-r));
+                return r;
+        }
+        if (r == 0) {
+                snprintf(reason, n, "%s/topology: no GPU node (KFD found no usable GPU)", KFD_SYSFS_ROOT);
+                return -ENODEV;
+        }
+        snprintf(reason, n, "%s: usable, %d GPU node(s)", KFD_DEVICE_PATH, r);
+        return 0;
+}
