@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* See listener.h. */
+#include "listener.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "manager.h"
+#include "session.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+struct Listener {
+        Manager *manager;
+        int fd;
+        char *path; /* set when we bound the socket ourselves */
+        sd_event_source *io;
+};
+
+static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Listener *l = userdata;
+
+        for (int i = 0; i < 16; i++) {
+                int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                int r;
+
+                if (c < 0) {
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                                return 0;
+                        /* EMFILE and friends: log and keep serving existing sessions. */
+                        log_warning_errno(errno, "Failed to accept a connection: %m");
+                        return 0;
+                }
+                r = session_new(l->manager, c, NULL);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to set up a session: %m");
+        }
+        return 0;
+}
+
+static int bind_path(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -EBADF;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        /* Anyone who can reach the path may connect; the directory guards it. */
+        (void) chmod(path, 0666);
+        if (listen(fd, SOMAXCONN) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+static int activated_fd(void) {
+        int n = sd_listen_fds(true);
+
+        if (n < 0)
+                return n;
+        if (n == 0)
+                return -ENOENT;
+        if (n > 1)
+                log_warning("Got %d sockets from systemd, using the first", n);
+        if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0)
+                return -ENOTSOCK;
+        return SD_LISTEN_FDS_START;
+}
+
+int listener_new(Manager *m, const char *path, Listener **ret) {
+        Listener *l;
+        int fd, r;
+
+        if (path)
+                fd = bind_path(path);
+        else
+                fd = activated_fd();
+        if (fd < 0)
+                return fd;
+        (void) sd_is_socket(fd, AF_UNIX, SOCK_SEQPACKET, 1);
+
+        l = calloc(1, sizeof(*l));
+        if (!l) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        l->manager = m;
+        l->fd = fd;
+        if (path) {
+                l->path = strdup(path);
+                if (!l->path) {
+                        listener_free(l);
+                        return -ENOMEM;
+                }
+        } else {
+                /* Socket activation hands us a blocking fd; accept must not block. */
+                int fl = fcntl(fd, F_GETFL);
+                if (fl >= 0)
+                        (void) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        }
+        r = sd_event_add_io(m->event, &l->io, fd, EPOLLIN, on_accept, l);
+        if (r < 0) {
+                listener_free(l);
+                return r;
+        }
+        (void) sd_event_source_set_description(l->io, "listener");
+        *ret = l;
+        return 0;
+}
+
+Listener *listener_free(Listener *l) {
+        if (!l)
+                return NULL;
+        sd_event_source_disable_unref(l->io);
+        safe_close(l->fd);
+        if (l->path)
+                (void) unlink(l->path);
+        free(l->path);
+        free(l);
+        return NULL;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* See manager.h. */
+#include "manager.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "job.h"
+#include "listener.h"
+#include "scheduler.h"
+#include "session.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+/* How long a shutdown waits for the GPU to retire what it has. */
+#define SHUTDOWN_DRAIN_USEC (10ull * 1000 * 1000)
+
+uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static const WireLimits default_limits = {
+        .max_buffer_size = 1ull << 30,
+        .max_buffer_bytes = 4ull << 30,
+        .max_buffers = 4096,
+        .max_events = KFDB_PAGE_MAX_EVENTS,
+        .max_jobs_in_flight = 4096,
+        .max_jobs_per_submit = WIRE_MAX_JOBS,
+        .max_message_size = WIRE_MAX_MESSAGE_SIZE,
+        .max_wait_events = WIRE_MAX_WAIT_EVENTS,
+};
+
+int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
+        GpuContextOptions opts = { .n_sdma_queues = sdma_queues,
+                                   .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT };
+        int r;
+
+        if (choice == DEVICE_AUTO) {
+                if (access("/dev/kfd", F_OK) < 0) {
+                        log_info("--device=auto: /dev/kfd does not exist on this machine, using the simulated GPU");
+                        choice = DEVICE_SIM;
+                } else {
+                        r = gpu_context_new(&kfd_ops_real, &opts, &m->gpu);
+                        if (r >= 0) {
+                                log_info("--device=auto: using /dev/kfd");
+                                goto opened;
+                        }
+                        log_warning_errno(r, "--device=auto: /dev/kfd exists but cannot be used (%m), using the simulated GPU");
+                        choice = DEVICE_SIM;
+                }
+        }
+
+        if (choice == DEVICE_KFD) {
+                r = gpu_context_new(&kfd_ops_real, &opts, &m->gpu);
+                if (r < 0)
+                        return log_error_errno(r, "--device=kfd: cannot use /dev/kfd: %m%s",
+                                               r == -ENOENT ? " (no AMD GPU with KFD on this machine)" : "");
+        } else {
+                r = sim_device_new(NULL, &m->sim);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to create the simulated GPU: %m");
+                r = gpu_context_new(sim_device_get_ops(m->sim), &opts, &m->gpu);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to bring up the simulated GPU: %m");
+        }
+opened:
+        m->info = gpu_context_get_info(m->gpu);
+        log_info("Device: %s %s (gpu_id 0x%x, %u CUs, KFD %u.%u, %u hardware queues)",
+                 m->info->backend, m->info->gfx_name, m->info->gpu_id, m->info->cu_count,
+                 m->info->kfd_major, m->info->kfd_minor, m->info->n_queues);
+        return 0;
+}
+
+static void flush_sessions(Manager *m) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                session_flush(s);
+}
+
+static void maybe_finish_shutdown(Manager *m) {
+        if (m->shutting_down && scheduler_in_flight(m->scheduler) == 0)
+                (void) sd_event_exit(m->event, 0);
+}
+
+static int on_gpu(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        r = scheduler_process_gpu(m->scheduler);
+        if (r < 0)
+                log_error_errno(r, "Failed to process GPU completions: %m");
+        flush_sessions(m);
+        maybe_finish_shutdown(m);
+        return 0;
+}
+
+static int on_exit_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        log_warning("The GPU did not retire %u jobs within %llu s, exiting anyway",
+                    scheduler_in_flight(m->scheduler), SHUTDOWN_DRAIN_USEC / 1000000);
+        return sd_event_exit(m->event, 0);
+}
+
+void manager_begin_shutdown(Manager *m) {
+        int r;
+
+        if (m->shutting_down)
+                return;
+        m->shutting_down = true;
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down: retiring jobs on the GPU");
+        log_info("Shutting down: no new connections, retiring %u jobs on the GPU",
+                 scheduler_in_flight(m->scheduler));
+        m->listener = listener_free(m->listener);
+        while (m->sessions)
+                session_disconnect(m->sessions, "daemon shutting down");
+        r = sd_event_add_time_relative(m->event, &m->exit_timer, CLOCK_MONOTONIC,
+                                       SHUTDOWN_DRAIN_USEC, 0, on_exit_timer, m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the shutdown timer: %m");
+        maybe_finish_shutdown(m);
+}
+
+static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("Received %s", strsignal((int) si->ssi_signo));
+        manager_begin_shutdown(m);
+        return 0;
+}
+
+int manager_new(const ManagerOptions *opts, Manager **ret) {
+        Manager *m;
+        sigset_t mask;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->default_limits = default_limits;
+        m->start_ns = now_ns();
+
+        r = sd_event_new(&m->event);
+        if (r < 0)
+                goto fail;
+
+        r = manager_open_device(m, opts->device, opts->sdma_queues);
+        if (r < 0)
+                goto fail;
+        r = scheduler_new(m, m->gpu, &m->scheduler);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_io(m->event, &m->gpu_source, gpu_context_get_wake_fd(m->gpu), EPOLLIN,
+                            on_gpu, m);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_description(m->gpu_source, "gpu-completions");
+
+        /* Signals are read through signalfd by sd-event; block them first. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_signal, m);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_signal(m->event, &m->sigint_source, SIGINT, on_signal, m);
+        if (r < 0)
+                goto fail;
+
+        r = listener_new(m, opts->listen_path, &m->listener);
+        if (r < 0) {
+                if (r == -ENOENT && !opts->listen_path)
+                        log_error("No socket: not socket-activated and no --listen PATH given");
+                else
+                        log_error_errno(r, "Failed to listen on %s: %m",
+                                        opts->listen_path ? opts->listen_path : "the activated socket");
+                goto fail;
+        }
+        *ret = m;
+        return 0;
+fail:
+        manager_free(m);
+        return r;
+}
+
+int manager_run(Manager *m) {
+        int r;
+
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on %s %s", m->info->backend,
+                          m->info->gfx_name);
+        log_info("kfdbrokerd %s ready", KFDBROKER_VERSION);
+        r = sd_event_loop(m->event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        m->listener = listener_free(m->listener);
+        while (m->sessions)
+                session_disconnect(m->sessions, "daemon exiting");
+        if (m->scheduler)
+                scheduler_abandon(m->scheduler);
+        m->scheduler = scheduler_free(m->scheduler);
+        sd_event_source_disable_unref(m->gpu_source);
+        sd_event_source_disable_unref(m->sigterm_source);
+        sd_event_source_disable_unref(m->sigint_source);
+        sd_event_source_disable_unref(m->exit_timer);
+        gpu_context_free(m->gpu);
+        sim_device_free(m->sim);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
+}

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * See scheduler.h. Deficit round robin (Shreedhar & Varghese, 1995) per
+ * hardware queue over the streams bound to it, in bytes of work, with each
+ * stream's quantum scaled by its session's weight.
+ */
+#include "scheduler.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client-event.h"
+#include "job.h"
+#include "manager.h"
+#include "session.h"
+#include "util/log.h"
+
+/* Work allowed on one hardware queue at once: enough to keep the engine busy
+ * between completions, small enough to bound the wait of a newly ready
+ * stream behind a flooding one. */
+#define QUEUE_MAX_JOBS 64u
+#define QUEUE_MAX_BYTES (64ull << 20)
+/* DRR quantum per unit of weight, in bytes of work. */
+#define QUANTUM_BYTES (1ull << 20)
+/* Cost floor so that empty jobs (events) are not free. */
+#define MIN_JOB_COST 4096ull
+
+typedef struct HwQueue {
+        unsigned index;
+        GpuEngine engine;
+        unsigned n_streams; /* bound streams, for balancing */
+        QUEUE_HEAD(Job, inflight);
+        QUEUE_HEAD(SchedStream, active);
+        SchedQueueStats stats;
+} HwQueue;
+
+struct Scheduler {
+        Manager *manager;
+        GpuContext *gpu;
+        unsigned n_queues;
+        HwQueue queues[GPU_MAX_QUEUES];
+        bool running;
+        bool again;
+};
+
+int scheduler_new(Manager *m, GpuContext *gpu, Scheduler **ret) {
+        const GpuDeviceInfo *info = gpu_context_get_info(gpu);
+        Scheduler *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->gpu = gpu;
+        s->n_queues = info->n_queues;
+        for (unsigned i = 0; i < s->n_queues; i++) {
+                s->queues[i].index = i;
+                s->queues[i].engine = info->queue_engine[i];
+        }
+        *ret = s;
+        return 0;
+}
+
+Scheduler *scheduler_free(Scheduler *s) {
+        if (!s)
+                return NULL;
+        /* The manager retires or cancels all jobs before freeing us. */
+        free(s);
+        return NULL;
+}
+
+void scheduler_stream_init(Scheduler *s, SchedStream *st, Session *session, GpuEngine engine,
+                           uint32_t weight) {
+        HwQueue *best = NULL;
+
+        *st = (SchedStream) { .session = session, .engine = engine, .weight = weight ? weight : 1,
+                              .queue = UINT32_MAX };
+        for (unsigned i = 0; i < s->n_queues; i++) {
+                HwQueue *q = &s->queues[i];
+                if (q->engine != engine)
+                        continue;
+                if (!best || q->n_streams < best->n_streams)
+                        best = q;
+        }
+        if (best) {
+                st->queue = best->index;
+                best->n_streams++;
+        }
+}
+
+void scheduler_stream_done(Scheduler *s, SchedStream *st) {
+        if (st->queue == UINT32_MAX)
+                return;
+        if (st->active)
+                QUEUE_REMOVE(active, s->queues[st->queue].active, st);
+        st->active = false;
+        s->queues[st->queue].n_streams--;
+        st->queue = UINT32_MAX;
+}
+
+static uint64_t job_cost(const Job *j) {
+        uint64_t c = 0;
+
+        if (j->type == WIRE_JOB_COPY)
+                c = j->gpu.copy.size;
+        else if (j->type == WIRE_JOB_FILL)
+                c = j->gpu.fill.size;
+        return c < MIN_JOB_COST ? MIN_JOB_COST : c;
+}
+
+void scheduler_enqueue(Scheduler *s, SchedStream *st, Job *j) {
+        j->cost = job_cost(j);
+        j->queued_ns = now_ns();
+        QUEUE_APPEND(queue, st->pending, j);
+        if (!st->active && st->queue != UINT32_MAX) {
+                QUEUE_APPEND(active, s->queues[st->queue].active, st);
+                st->active = true;
+        }
+}
+
+typedef enum Readiness {
+        JOB_READY,
+        JOB_BLOCKED,
+        JOB_CANCELLED,
+} Readiness;
+
+/*
+ * Resolves a wait-event job at the head of its stream (idempotent for the
+ * other kinds). The GPU, not the CPU, waits for a signal already on its way.
+ */
+static Readiness job_prepare(Job *j, unsigned queue) {
+        ClientEvent *e = j->event;
+        Job *sig;
+
+        if (j->type != WIRE_JOB_WAIT_EVENT || j->wait_resolved)
+                return JOB_READY;
+        if (e->destroyed)
+                return JOB_CANCELLED;
+        if (e->signaled) {
+                if (e->auto_reset)
+                        client_event_reset(e); /* this wait consumes the signal */
+                j->wait_resolved = true;
+                return JOB_READY;
+        }
+        LIST_FOREACH(signals, sig, e->signals) {
+                if (e->auto_reset && sig->signal_claimed)
+                        continue;
+                if (e->auto_reset)
+                        sig->signal_claimed = true;
+                /* Same ring: the signal job's packets precede ours, nothing to wait for. */
+                if (sig->queue != queue) {
+                        j->gpu.waits[0] = (GpuWait) { .queue = sig->queue, .seq = sig->seq };
+                        j->gpu.n_waits = 1;
+                }
+                j->wait_resolved = true;
+                return JOB_READY;
+        }
+        return JOB_BLOCKED;
+}
+
+static void finish_job(Scheduler *s, Job *j, int error, const char *msg, uint64_t busy_ns) {
+        Session *session = j->session;
+
+        session_job_finished(session, j, error, msg, busy_ns);
+        if (error == 0)
+                s->manager->jobs_completed++;
+        else
+                s->manager->jobs_failed++;
+        job_free(j);
+}
+
+/* Submits what the queue's budget and the streams' deficits allow.
+ * Returns true if anything changed. */
+static bool run_queue(Scheduler *s, HwQueue *q) {
+        bool changed = false, ring_full = false;
+        unsigned idle = 0;
+
+        while (q->active.first && !ring_full) {
+                SchedStream *st = q->active.first;
+                bool progress = false;
+                unsigned n_active = 0;
+                SchedStream *it;
+
+                for (it = q->active.first; it; it = it->active_next)
+                        n_active++;
+                if (idle >= n_active)
+                        break;
+
+                QUEUE_REMOVE(active, q->active, st);
+                for (bool first = true;; first = false) {
+                        Job *j = st->pending.first;
+                        Readiness rd;
+                        uint64_t seq;
+                        int r;
+
+                        if (!j)
+                                break;
+                        if (q->stats.in_flight > 0 &&
+                            (q->stats.in_flight >= QUEUE_MAX_JOBS ||
+                             q->stats.in_flight_bytes + j->cost > QUEUE_MAX_BYTES)) {
+                                ring_full = true;
+                                break;
+                        }
+                        rd = job_prepare(j, q->index);
+                        if (rd == JOB_BLOCKED)
+                                break;
+                        if (rd == JOB_CANCELLED) {
+                                QUEUE_REMOVE(queue, st->pending, j);
+                                finish_job(s, j, ECANCELED,
+                                           "the event this wait-event job waits for was destroyed",
+                                           0);
+                                progress = changed = true;
+                                continue;
+                        }
+                        if (st->deficit < (int64_t) j->cost) {
+                                if (!first)
+                                        break;
+                                st->deficit += (int64_t) (QUANTUM_BYTES * st->weight);
+                                progress = true;
+                                if (st->deficit < (int64_t) j->cost)
+                                        break;
+                        }
+
+                        r = gpu_queue_submit(s->gpu, q->index, &j->gpu, &seq);
+                        if (r == -EAGAIN) {
+                                ring_full = true;
+                                break;
+                        }
+                        QUEUE_REMOVE(queue, st->pending, j);
+                        if (r < 0) {
+                                log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s job %" PRIu64 ": %m",
+                                                  j->session->id, job_type_name(j->type), j->fence);
+                                finish_job(s, j, -r, "the GPU layer refused the job", 0);
+                                progress = changed = true;
+                                continue;
+                        }
+                        st->deficit -= (int64_t) j->cost;
+                        j->state = JOB_SUBMITTED;
+                        j->queue = q->index;
+                        j->seq = seq;
+                        j->submitted_ns = now_ns();
+                        QUEUE_APPEND(queue, q->inflight, j);
+                        q->stats.in_flight++;
+                        q->stats.in_flight_bytes += j->cost;
+                        q->stats.submitted++;
+                        if (j->type == WIRE_JOB_SIGNAL_EVENT)
+                                LIST_APPEND(signals, j->event->signals, j);
+                        progress = changed = true;
+                }
+
+                if (st->pending.first) {
+                        QUEUE_APPEND(active, q->active, st);
+                } else {
+                        st->active = false;
+                        st->deficit = 0; /* DRR: an emptied stream keeps no credit */
+                }
+                idle = progress ? 0 : idle + 1;
+        }
+        return changed;
+}
+
+void scheduler_run(Scheduler *s) {
+        if (s->running) {
+                s->again = true;
+                return;
+        }
+        s->running = true;
+        do {
+                bool changed = false;
+
+                s->again = false;
+                for (unsigned i = 0; i < s->n_queues; i++)
+                        changed |= run_queue(s, &s->queues[i]);
+                /* A signal submitted on one queue can unblock a wait on another. */
+                if (changed)
+                        s->again = true;
+        } while (s->again);
+        s->running = false;
+}
+
+static void on_completion(const GpuCompletion *c, void *userdata) {
+        Scheduler *s = userdata;
+        HwQueue *q;
+        Job *j;
+        char msg[160];
+
+        if (c->queue >= s->n_queues) {
+                log_error("GPU reported a completion on unknown queue %u", c->queue);
+                return;
+        }
+        q = &s->queues[c->queue];
+        for (j = q->inflight.first; j; j = j->queue_next)
+                if (j->seq == c->seq)
+                        break;
+        if (!j) {
+                log_error("GPU reported completion of unknown job %u:%" PRIu64, c->queue, c->seq);
+                return;
+        }
+        if (j != q->inflight.first)
+                log_warning("Queue %u retired job %" PRIu64 " out of order", c->queue, c->seq);
+
+        QUEUE_REMOVE(queue, q->inflight, j);
+        q->stats.in_flight--;
+        q->stats.in_flight_bytes -= j->cost;
+        q->stats.completed++;
+        j->state = JOB_DONE;
+
+        if (j->type == WIRE_JOB_SIGNAL_EVENT) {
+                LIST_REMOVE(signals, j->event->signals, j);
+                if (c->error == 0)
+                        client_event_signal(j->event, j->signal_claimed);
+        }
+
+        if (c->error == -EFAULT)
+                snprintf(msg, sizeof(msg), "GPU memory fault at address 0x%" PRIx64 " in %s job",
+                         c->fault_va, job_type_name(j->type));
+        else if (c->error < 0)
+                snprintf(msg, sizeof(msg), "%s job failed on the GPU: %s", job_type_name(j->type),
+                         strerror(-c->error));
+        else
+                msg[0] = '\0';
+        finish_job(s, j, -c->error, c->error ? msg : NULL,
+                   c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : 0);
+}
+
+int scheduler_process_gpu(Scheduler *s) {
+        int r = gpu_context_process(s->gpu, on_completion, s);
+
+        if (r < 0)
+                return r;
+        scheduler_run(s);
+        return r;
+}
+
+unsigned scheduler_in_flight(const Scheduler *s) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < s->n_queues; i++)
+                n += s->queues[i].stats.in_flight;
+        return n;
+}
+
+void scheduler_get_queue_stats(const Scheduler *s, unsigned queue, SchedQueueStats *ret) {
+        *ret = queue < s->n_queues ? s->queues[queue].stats : (SchedQueueStats) {};
+}
+
+void scheduler_abandon(Scheduler *s) {
+        for (unsigned i = 0; i < s->n_queues; i++) {
+                HwQueue *q = &s->queues[i];
+
+                while (q->inflight.first) {
+                        Job *j = q->inflight.first;
+                        QUEUE_REMOVE(queue, q->inflight, j);
+                        q->stats.in_flight--;
+                        q->stats.in_flight_bytes -= j->cost;
+                        if (j->type == WIRE_JOB_SIGNAL_EVENT)
+                                LIST_REMOVE(signals, j->event->signals, j);
+                        finish_job(s, j, ECANCELED, NULL, 0);
+                }
+        }
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scheduler: decides when each accepted Job goes to which hardware queue.
+ *
+ * Each session has one stream per engine, bound to one hardware queue of that
+ * engine; jobs of a stream run in order. A hardware queue serves the streams
+ * bound to it by deficit round robin weighted by the session's weight, and
+ * keeps at most a bounded amount of work on the ring (jobs and bytes), so a
+ * session that floods cannot push another session's latency beyond one
+ * bounded backlog. Wait-event jobs are resolved here: an already signaled
+ * event lets the job through, an event whose signal job is already on the
+ * GPU becomes a GPU-side wait (POLL_REGMEM on that queue's fence), and an
+ * event with no signal on the way holds its stream until one is.
+ *
+ * Owned by the Manager.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "forward.h"
+#include "gpu/gpu.h"
+#include "util/list.h"
+
+struct SchedStream {
+        Session *session; /* weak: the session detaches its streams before it goes */
+        GpuEngine engine;
+        unsigned queue;
+        uint32_t weight;
+        int64_t deficit;
+        bool active; /* on its queue's active ring */
+        QUEUE_HEAD(Job, pending);
+        LIST_FIELDS(SchedStream, active);
+};
+
+typedef struct SchedQueueStats {
+        unsigned in_flight;
+        uint64_t in_flight_bytes;
+        uint64_t submitted;
+        uint64_t completed;
+} SchedQueueStats;
+
+int scheduler_new(Manager *m, GpuContext *gpu, Scheduler **ret);
+Scheduler *scheduler_free(Scheduler *s);
+
+/* Binds a new stream for a session to the least loaded queue of engine. */
+void scheduler_stream_init(Scheduler *s, SchedStream *st, Session *session, GpuEngine engine,
+                           uint32_t weight);
+/* Removes the stream from its queue's ring; pending jobs must be gone. */
+void scheduler_stream_done(Scheduler *s, SchedStream *st);
+
+/* Queues an accepted job on its stream (takes ownership). */
+void scheduler_enqueue(Scheduler *s, SchedStream *st, Job *j);
+/* Writes ready jobs to the hardware queues, as far as budgets allow. */
+void scheduler_run(Scheduler *s);
+/* Handles the GPU's wake fd: retire completed jobs, then run. */
+int scheduler_process_gpu(Scheduler *s);
+/* Forgets jobs the GPU never retired (exit after a drain timeout). */
+void scheduler_abandon(Scheduler *s);
+/* Jobs submitted to the GPU and not yet retired, over all queues. */
+unsigned scheduler_in_flight(const Scheduler *s);
+void scheduler_get_queue_stats(const Scheduler *s, unsigned queue, SchedQueueStats *ret);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* See session-page.h. */
+#include "session-page.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util/macro.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1, include/uapi/linux/fcntl.h */
+#endif
+
+static_assert(KFDB_PAGE_SIZE % 4096 == 0, "page size");
+
+int session_page_init(SessionPage *p) {
+        _cleanup_close_ int memfd = -EBADF, efd = -EBADF;
+        void *m;
+
+        *p = (SessionPage) { .memfd = -EBADF, .eventfd = -EBADF };
+
+        memfd = memfd_create("kfdbroker-session-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (memfd < 0)
+                return -errno;
+        if (ftruncate(memfd, KFDB_PAGE_SIZE) < 0)
+                return -errno;
+        m = mmap(NULL, KFDB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        /* Our writable mapping exists; from now on nobody can get another one. */
+        if (fcntl(memfd, F_ADD_SEALS,
+                  F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+                int r = -errno;
+                munmap(m, KFDB_PAGE_SIZE);
+                return r;
+        }
+        efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (efd < 0) {
+                int r = -errno;
+                munmap(m, KFDB_PAGE_SIZE);
+                return r;
+        }
+
+        p->page = m;
+        p->page->magic = KFDB_PAGE_MAGIC;
+        p->page->version = KFDB_PAGE_VERSION;
+        p->page->size = KFDB_PAGE_SIZE;
+        p->page->max_events = KFDB_PAGE_MAX_EVENTS;
+        p->memfd = TAKE_FD(memfd);
+        p->eventfd = TAKE_FD(efd);
+        return 0;
+}
+
+void session_page_done(SessionPage *p) {
+        if (p->page)
+                munmap(p->page, KFDB_PAGE_SIZE);
+        p->page = NULL;
+        p->memfd = safe_close(p->memfd);
+        p->eventfd = safe_close(p->eventfd);
+}
+
+static void begin(SessionPage *p) {
+        atomic_store_explicit((_Atomic uint64_t *) &p->page->seq, p->page->seq + 1,
+                              memory_order_release);
+        atomic_thread_fence(memory_order_release);
+}
+
+static void end(SessionPage *p) {
+        atomic_store_explicit((_Atomic uint64_t *) &p->page->seq, p->page->seq + 1,
+                              memory_order_release);
+        p->dirty = true;
+}
+
+#define STORE(field, v) atomic_store_explicit((_Atomic uint64_t *) &(field), (v), memory_order_release)
+
+void session_page_set_fences(SessionPage *p, uint64_t completed, uint64_t submitted) {
+        if (p->page->completed_fence == completed && p->page->submitted_fence == submitted)
+                return;
+        begin(p);
+        STORE(p->page->submitted_fence, submitted);
+        STORE(p->page->completed_fence, completed);
+        end(p);
+}
+
+void session_page_job_failed(SessionPage *p, uint64_t fence, bool context_lost) {
+        begin(p);
+        STORE(p->page->jobs_failed, p->page->jobs_failed + 1);
+        STORE(p->page->last_failed_fence, fence);
+        if (context_lost)
+                STORE(p->page->context_lost, p->page->context_lost + 1);
+        end(p);
+}
+
+void session_page_set_event(SessionPage *p, uint32_t slot, uint64_t age, bool signaled, bool live) {
+        KfdbPageEvent *e;
+
+        if (slot >= KFDB_PAGE_MAX_EVENTS)
+                return;
+        e = &p->page->events[slot];
+        begin(p);
+        atomic_store_explicit((_Atomic uint32_t *) &e->signaled, signaled, memory_order_release);
+        atomic_store_explicit((_Atomic uint32_t *) &e->live, live, memory_order_release);
+        STORE(e->age, age);
+        end(p);
+}
+
+void session_page_flush(SessionPage *p) {
+        uint64_t one = 1;
+
+        if (!p->dirty)
+                return;
+        p->dirty = false;
+        /* EAGAIN means the counter is saturated: the client is already woken. */
+        (void) !write(p->eventfd, &one, sizeof(one));
+}

@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The request handlers of a Session: each resolves handles inside the calling
+ * session only, checks limits, acts, and replies. Errors name what was wrong.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client-event.h"
+#include "config.h"
+#include "job.h"
+#include "manager.h"
+#include "session.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+static const char *const features[] = {
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", NULL,
+};
+
+static const char *handle_kind(uint64_t handle) {
+        switch (handle_tag(handle)) {
+        case HANDLE_TAG_BUFFER:
+                return "a buffer handle";
+        case HANDLE_TAG_EVENT:
+                return "an event handle";
+        default:
+                return "not a handle of this session";
+        }
+}
+
+static GpuBuffer *lookup_buffer(Session *s, uint64_t id, const char *field, uint64_t handle) {
+        GpuBuffer *b = handle_table_get(&s->buffers, handle);
+
+        if (!b)
+                session_send_error(s, id, ENOENT, "%s: no buffer 0x%" PRIx64 " in this session (%s)",
+                                   field, handle, handle_kind(handle));
+        return b;
+}
+
+static ClientEvent *lookup_event(Session *s, uint64_t id, const char *field, uint64_t handle) {
+        ClientEvent *e = handle_table_get(&s->events, handle);
+
+        if (!e)
+                session_send_error(s, id, ENOENT, "%s: no event 0x%" PRIx64 " in this session (%s)",
+                                   field, handle, handle_kind(handle));
+        return e;
+}
+
+static void reply_empty(Session *s, uint64_t id) {
+        session_send(s, &(WireReply) { .id = id, .type = WIRE_REPLY_EMPTY }, NULL, 0);
+}
+
+static void handle_hello(Session *s, const WireRequest *req) {
+        int fds[2] = { s->page.memfd, s->page.eventfd };
+
+        if (s->hello_done) {
+                session_send_error(s, req->id, EPROTO, "Hello was already sent on this connection");
+                return;
+        }
+        if (req->hello.protocol_version != WIRE_PROTOCOL_VERSION) {
+                session_send_error(s, req->id, EPROTONOSUPPORT,
+                                   "hello.protocol_version: %u is not supported (this daemon speaks %u)",
+                                   req->hello.protocol_version, WIRE_PROTOCOL_VERSION);
+                return;
+        }
+        memcpy(s->client_name, req->hello.client_name, sizeof(s->client_name));
+        s->hello_done = true;
+        log_debug("Session %" PRIu64 ": hello from \"%s\"", s->id, s->client_name);
+        session_send(s, &(WireReply) {
+                             .id = req->id,
+                             .type = WIRE_REPLY_HELLO,
+                             .hello = { .protocol_version = WIRE_PROTOCOL_VERSION,
+                                        .daemon_version = KFDBROKER_VERSION,
+                                        .features = features,
+                                        .limits = s->limits,
+                                        .session_id = s->id,
+                                        .session_page_size = (uint32_t) KFDB_PAGE_SIZE },
+                     },
+                     fds, 2);
+}
+
+static void handle_device_info(Session *s, const WireRequest *req) {
+        const GpuDeviceInfo *i = s->manager->info;
+        unsigned sdma = 0;
+
+        for (unsigned q = 0; q < i->n_queues; q++)
+                sdma += i->queue_engine[q] == GPU_ENGINE_SDMA;
+        session_send(s, &(WireReply) {
+                             .id = req->id,
+                             .type = WIRE_REPLY_DEVICE_INFO,
+                             .device_info = { .backend = i->backend, .gfx_name = i->gfx_name,
+                                              .name = i->name, .gpu_id = i->gpu_id,
+                                              .vendor_id = i->vendor_id, .device_id = i->device_id,
+                                              .cu_count = i->cu_count, .vram_size = i->vram_size,
+                                              .kfd_major = i->kfd_major, .kfd_minor = i->kfd_minor,
+                                              .sdma_queues = sdma },
+                     },
+                     NULL, 0);
+}
+
+static void account_buffer(Session *s, int64_t delta) {
+        s->stats.buffer_bytes += (uint64_t) delta;
+        if (s->stats.buffer_bytes > s->stats.buffer_bytes_peak)
+                s->stats.buffer_bytes_peak = s->stats.buffer_bytes;
+}
+
+/* Stores b in the table and replies with handle (+ a dma-buf fd when export). */
+static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, WireReplyType type, bool export) {
+        uint64_t size = gpu_buffer_get_size(b), handle;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (export) {
+                r = gpu_buffer_export(b, &fd);
+                if (r < 0) {
+                        gpu_buffer_unref(b);
+                        session_send_error(s, id, -r, "exporting the buffer as a dma-buf failed: %s",
+                                           strerror(-r));
+                        return;
+                }
+        }
+        r = handle_table_add(&s->buffers, b, &handle, NULL);
+        if (r < 0) {
+                gpu_buffer_unref(b);
+                if (r == -EDQUOT)
+                        session_send_error(s, id, EDQUOT, "buffer count limit (max_buffers %u) reached",
+                                           s->limits.max_buffers);
+                else
+                        session_send_error(s, id, -r, "cannot store the buffer: %s", strerror(-r));
+                return;
+        }
+        account_buffer(s, (int64_t) size);
+        session_send(s, &(WireReply) { .id = id, .type = type,
+                                       .buffer = { .handle = handle, .size = size } },
+                     export ? &fd : NULL, export ? 1 : 0);
+}
+
+static bool check_memory_quota(Session *s, uint64_t id, uint64_t size) {
+        if (size > s->limits.max_buffer_size) {
+                session_send_error(s, id, EDQUOT,
+                                   "buffer of %" PRIu64 " bytes exceeds the max_buffer_size limit of %" PRIu64 " bytes",
+                                   size, s->limits.max_buffer_size);
+                return false;
+        }
+        if (s->stats.buffer_bytes + size > s->limits.max_buffer_bytes) {
+                session_send_error(s, id, EDQUOT,
+                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ") reached: %" PRIu64 " in use, %" PRIu64 " requested",
+                                   s->limits.max_buffer_bytes, s->stats.buffer_bytes, size);
+                return false;
+        }
+        return true;
+}
+
+static void handle_alloc_buffer(Session *s, const WireRequest *req) {
+        uint64_t size = align_up_u64(req->alloc_buffer.size, PAGE_SIZE_4K);
+        GpuBuffer *b;
+        int r;
+
+        if (size == 0) {
+                session_send_error(s, req->id, EINVAL, "alloc_buffer.size: %" PRIu64 " is too large",
+                                   req->alloc_buffer.size);
+                return;
+        }
+        if (!check_memory_quota(s, req->id, size))
+                return;
+        r = gpu_buffer_new(s->manager->gpu, size,
+                           req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? GPU_PLACEMENT_VRAM
+                                                                              : GPU_PLACEMENT_GTT,
+                           false, &b);
+        if (r < 0) {
+                session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s failed: %s",
+                                   size, req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? "VRAM" : "GTT",
+                                   strerror(-r));
+                return;
+        }
+        add_buffer(s, req->id, b, WIRE_REPLY_ALLOC_BUFFER, true);
+}
+
+static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
+        GpuBuffer *b;
+        int r;
+
+        r = gpu_buffer_import(s->manager->gpu, fd, &b);
+        if (r < 0) {
+                session_send_error(s, req->id, -r,
+                                   r == -EINVAL ? "import_buffer: the file descriptor is not a dma-buf of this GPU"
+                                                : "import_buffer: importing the dma-buf failed: %s",
+                                   strerror(-r));
+                return;
+        }
+        if (!check_memory_quota(s, req->id, gpu_buffer_get_size(b))) {
+                gpu_buffer_unref(b);
+                return;
+        }
+        add_buffer(s, req->id, b, WIRE_REPLY_IMPORT_BUFFER, false);
+}
+
+static void handle_free_buffer(Session *s, const WireRequest *req) {
+        GpuBuffer *b = lookup_buffer(s, req->id, "free_buffer.handle", req->object.handle);
+
+        if (!b)
+                return;
+        handle_table_remove(&s->buffers, req->object.handle);
+        account_buffer(s, -(int64_t) gpu_buffer_get_size(b));
+        /* Jobs still using it hold their own references. */
+        gpu_buffer_unref(b);
+        reply_empty(s, req->id);
+}
+
+static void handle_export_buffer(Session *s, const WireRequest *req) {
+        GpuBuffer *b = lookup_buffer(s, req->id, "export_buffer.handle", req->object.handle);
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!b)
+                return;
+        r = gpu_buffer_export(b, &fd);
+        if (r < 0) {
+                session_send_error(s, req->id, -r, "exporting the buffer failed: %s", strerror(-r));
+                return;
+        }
+        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_EXPORT_BUFFER,
+                                       .buffer = { .size = gpu_buffer_get_size(b) } },
+                     &fd, 1);
+}
+
+static void handle_create_event(Session *s, const WireRequest *req) {
+        ClientEvent *e = client_event_new(s, req->create_event.auto_reset);
+        uint32_t slot;
+        int r;
+
+        if (!e) {
+                session_send_error(s, req->id, ENOMEM, "out of memory creating an event");
+                return;
+        }
+        r = handle_table_add(&s->events, e, &e->handle, &slot);
+        if (r < 0) {
+                client_event_unref(e);
+                if (r == -EDQUOT)
+                        session_send_error(s, req->id, EDQUOT, "event count limit (max_events %u) reached",
+                                           s->events.max);
+                else
+                        session_send_error(s, req->id, -r, "cannot store the event: %s", strerror(-r));
+                return;
+        }
+        e->slot = slot;
+        session_page_set_event(&s->page, slot, e->age, false, true);
+        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_CREATE_EVENT,
+                                       .create_event = { .handle = e->handle, .slot = slot } },
+                     NULL, 0);
+}
+
+static void handle_event_op(Session *s, const WireRequest *req) {
+        const char *field = req->type == WIRE_REQUEST_DESTROY_EVENT ? "destroy_event.handle"
+                            : req->type == WIRE_REQUEST_SET_EVENT   ? "set_event.handle"
+                                                                    : "reset_event.handle";
+        ClientEvent *e = lookup_event(s, req->id, field, req->object.handle);
+
+        if (!e)
+                return;
+        switch (req->type) {
+        case WIRE_REQUEST_DESTROY_EVENT:
+                handle_table_remove(&s->events, req->object.handle);
+                client_event_destroy(e);
+                client_event_unref(e);
+                break;
+        case WIRE_REQUEST_SET_EVENT:
+                client_event_signal(e, false);
+                break;
+        default:
+                client_event_reset(e);
+                break;
+        }
+        reply_empty(s, req->id);
+        /* A set or a destroy can release a held wait-event job. */
+        scheduler_run(s->manager->scheduler);
+}
+
+static void handle_wait_events(Session *s, const WireRequest *req) {
+        size_t n = req->wait_events.n_entries;
+        _cleanup_free_ ClientEvent **events = NULL;
+        char field[64];
+        int r;
+
+        if (n > s->limits.max_wait_events) {
+                session_send_error(s, req->id, EINVAL,
+                                   "wait_events.events: %zu entries exceed the limit of %u", n,
+                                   s->limits.max_wait_events);
+                return;
+        }
+        events = calloc(n, sizeof(*events));
+        if (!events) {
+                session_send_error(s, req->id, ENOMEM, "out of memory");
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                snprintf(field, sizeof(field), "wait_events.events[%zu].handle", i);
+                events[i] = lookup_event(s, req->id, field, req->wait_events.entries[i].handle);
+                if (!events[i])
+                        return;
+        }
+        r = event_wait_start(s, req->id, events, req->wait_events.entries, n,
+                             req->wait_events.wait_all, req->wait_events.timeout_ms);
+        if (r < 0)
+                session_send_error(s, req->id, -r, "cannot start the wait: %s", strerror(-r));
+}
+
+/* Resolves and checks one job; on error replies and returns NULL. */
+static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, uint64_t fence) {
+        char field[80];
+        Job *j;
+
+        j = job_new(s, fence, wj->type);
+        if (!j) {
+                session_send_error(s, id, ENOMEM, "out of memory");
+                return NULL;
+        }
+        switch (wj->type) {
+        case WIRE_JOB_COPY: {
+                GpuBuffer *src, *dst;
+
+                snprintf(field, sizeof(field), "submit.jobs[%zu].copy.src_handle", idx);
+                src = lookup_buffer(s, id, field, wj->copy.src_handle);
+                if (!src)
+                        return job_free(j);
+                snprintf(field, sizeof(field), "submit.jobs[%zu].copy.dst_handle", idx);
+                dst = lookup_buffer(s, id, field, wj->copy.dst_handle);
+                if (!dst)
+                        return job_free(j);
+                if (!range_in_bounds(wj->copy.src_offset, wj->copy.size, gpu_buffer_get_size(src))) {
+                        session_send_error(s, id, ERANGE,
+                                           "submit.jobs[%zu].copy: source range offset %" PRIu64 " + size %" PRIu64 " is outside the %" PRIu64 "-byte buffer",
+                                           idx, wj->copy.src_offset, wj->copy.size, gpu_buffer_get_size(src));
+                        return job_free(j);
+                }
+                if (!range_in_bounds(wj->copy.dst_offset, wj->copy.size, gpu_buffer_get_size(dst))) {
+                        session_send_error(s, id, ERANGE,
+                                           "submit.jobs[%zu].copy: destination range offset %" PRIu64 " + size %" PRIu64 " is outside the %" PRIu64 "-byte buffer",
+                                           idx, wj->copy.dst_offset, wj->copy.size, gpu_buffer_get_size(dst));
+                        return job_free(j);
+                }
+                if (src == dst && wj->copy.src_offset < wj->copy.dst_offset + wj->copy.size &&
+                    wj->copy.dst_offset < wj->copy.src_offset + wj->copy.size) {
+                        session_send_error(s, id, EINVAL,
+                                           "submit.jobs[%zu].copy: source and destination ranges overlap",
+                                           idx);
+                        return job_free(j);
+                }
+                j->src = gpu_buffer_ref(src);
+                j->dst = gpu_buffer_ref(dst);
+                j->gpu.type = GPU_JOB_COPY;
+                j->gpu.copy.src_va = gpu_buffer_get_va(src) + wj->copy.src_offset;
+                j->gpu.copy.dst_va = gpu_buffer_get_va(dst) + wj->copy.dst_offset;
+                j->gpu.copy.size = wj->copy.size;
+                break;
+        }
+        case WIRE_JOB_FILL: {
+                GpuBuffer *dst;
+
+                snprintf(field, sizeof(field), "submit.jobs[%zu].fill.dst_handle", idx);
+                dst = lookup_buffer(s, id, field, wj->fill.dst_handle);
+                if (!dst)
+                        return job_free(j);
+                if (!range_in_bounds(wj->fill.dst_offset, wj->fill.size, gpu_buffer_get_size(dst))) {
+                        session_send_error(s, id, ERANGE,
+                                           "submit.jobs[%zu].fill: range offset %" PRIu64 " + size %" PRIu64 " is outside the %" PRIu64 "-byte buffer",
+                                           idx, wj->fill.dst_offset, wj->fill.size, gpu_buffer_get_size(dst));
+                        return job_free(j);
+                }
+                j->dst = gpu_buffer_ref(dst);
+                j->gpu.type = GPU_JOB_FILL;
+                j->gpu.fill.dst_va = gpu_buffer_get_va(dst) + wj->fill.dst_offset;
+                j->gpu.fill.size = wj->fill.size;
+                j->gpu.fill.pattern = wj->fill.pattern;
+                break;
+        }
+        case WIRE_JOB_SIGNAL_EVENT:
+        case WIRE_JOB_WAIT_EVENT: {
+                ClientEvent *e;
+
+                snprintf(field, sizeof(field), "submit.jobs[%zu].%s.handle", idx,
+                         wj->type == WIRE_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event");
+                e = lookup_event(s, id, field, wj->event.handle);
+                if (!e)
+                        return job_free(j);
+                j->event = client_event_ref(e);
+                j->gpu.type = GPU_JOB_NOP;
+                break;
+        }
+        }
+        return j;
+}
+
+static void handle_submit(Session *s, const WireRequest *req) {
+        size_t n = req->submit.n_jobs;
+        _cleanup_free_ Job **jobs = NULL;
+        _cleanup_free_ uint64_t *fences = NULL;
+
+        if (n > s->limits.max_jobs_per_submit) {
+                session_send_error(s, req->id, EINVAL, "submit.jobs: %zu jobs exceed the limit of %u per submit",
+                                   n, s->limits.max_jobs_per_submit);
+                return;
+        }
+        if (s->n_jobs + n > s->limits.max_jobs_in_flight) {
+                session_send_error(s, req->id, EDQUOT,
+                                   "jobs in flight limit (max_jobs_in_flight %u) reached: %u unfinished, %zu submitted",
+                                   s->limits.max_jobs_in_flight, s->n_jobs, n);
+                return;
+        }
+        jobs = calloc(n, sizeof(*jobs));
+        fences = calloc(n, sizeof(*fences));
+        if (!jobs || !fences) {
+                session_send_error(s, req->id, ENOMEM, "out of memory");
+                return;
+        }
+        /* All or nothing: check every job before any is queued. */
+        for (size_t i = 0; i < n; i++) {
+                jobs[i] = build_job(s, req->id, &req->submit.jobs[i], i, s->last_fence + 1 + i);
+                if (!jobs[i]) {
+                        for (size_t k = 0; k < i; k++)
+                                job_free(jobs[k]);
+                        return;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                Job *j = jobs[i];
+
+                fences[i] = j->fence;
+                QUEUE_APPEND(session_jobs, s->jobs, j);
+                s->n_jobs++;
+                scheduler_enqueue(s->manager->scheduler, &s->streams[j->engine], j);
+        }
+        s->last_fence += n;
+        s->stats.jobs_submitted += n;
+        session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
+        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_SUBMIT,
+                                       .submit = { .fences = fences, .n_fences = n } },
+                     NULL, 0);
+        scheduler_run(s->manager->scheduler);
+}
+
+static void handle_query(Session *s, const WireRequest *req) {
+        session_send(s, &(WireReply) {
+                             .id = req->id,
+                             .type = WIRE_REPLY_QUERY,
+                             .query = { .buffers = s->buffers.n_used,
+                                        .events = s->events.n_used,
+                                        .jobs_in_flight = s->n_jobs,
+                                        .buffer_bytes = s->stats.buffer_bytes,
+                                        .jobs_submitted = s->stats.jobs_submitted,
+                                        .jobs_completed = s->stats.jobs_completed,
+                                        .jobs_failed = s->stats.jobs_failed,
+                                        .bytes_copied = s->stats.bytes_copied,
+                                        .bytes_filled = s->stats.bytes_filled,
+                                        .limits = s->limits },
+                     },
+                     NULL, 0);
+}
+
+static void handle_status(Session *s, const WireRequest *req) {
+        Manager *m = s->manager;
+        uint64_t bytes = 0;
+        Session *i;
+
+        LIST_FOREACH(sessions, i, m->sessions)
+                bytes += i->stats.buffer_bytes;
+        session_send(s, &(WireReply) {
+                             .id = req->id,
+                             .type = WIRE_REPLY_STATUS,
+                             .status = { .daemon_version = KFDBROKER_VERSION,
+                                         .backend = m->info->backend,
+                                         .gfx_name = m->info->gfx_name,
+                                         .sessions = m->n_sessions,
+                                         .jobs_completed = m->jobs_completed,
+                                         .jobs_failed = m->jobs_failed,
+                                         .uptime_ns = now_ns() - m->start_ns,
+                                         .buffer_bytes = bytes },
+                     },
+                     NULL, 0);
+}
+
+void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds) {
+        switch (req->type) {
+        case WIRE_REQUEST_HELLO:
+                return handle_hello(s, req);
+        case WIRE_REQUEST_DEVICE_INFO:
+                return handle_device_info(s, req);
+        case WIRE_REQUEST_ALLOC_BUFFER:
+                return handle_alloc_buffer(s, req);
+        case WIRE_REQUEST_IMPORT_BUFFER:
+                return handle_import_buffer(s, req, fds[0]);
+        case WIRE_REQUEST_FREE_BUFFER:
+                return handle_free_buffer(s, req);
+        case WIRE_REQUEST_EXPORT_BUFFER:
+                return handle_export_buffer(s, req);
+        case WIRE_REQUEST_CREATE_EVENT:
+                return handle_create_event(s, req);
+        case WIRE_REQUEST_DESTROY_EVENT:
+        case WIRE_REQUEST_SET_EVENT:
+        case WIRE_REQUEST_RESET_EVENT:
+                return handle_event_op(s, req);
+        case WIRE_REQUEST_WAIT_EVENTS:
+                return handle_wait_events(s, req);
+        case WIRE_REQUEST_SUBMIT:
+                return handle_submit(s, req);
+        case WIRE_REQUEST_QUERY:
+                return handle_query(s, req);
+        case WIRE_REQUEST_STATUS:
+                return handle_status(s, req);
+        }
+        session_send_error(s, req->id, EOPNOTSUPP, "request type %d is not supported", (int) req->type);
+}

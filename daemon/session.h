@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Session: one client connection — its identity from the kernel, its objects
+ * by session handle (buffers, events), its limits, its accounting, its
+ * session page, its job streams and the replies waiting to be sent. Handles
+ * are looked up only inside the calling session.
+ *
+ * Lifetime: the Manager holds the session while it is connected. Jobs hold a
+ * reference, so a client that disconnects with jobs in flight keeps its
+ * Session (and buffers) alive until the GPU has retired them; everything is
+ * freed by the last unref.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <systemd/sd-event.h>
+
+#include "forward.h"
+#include "scheduler.h"
+#include "session-page.h"
+#include "util/handle-table.h"
+#include "util/list.h"
+#include "wire.h"
+
+#define HANDLE_TAG_BUFFER 0x42 /* 'B' */
+#define HANDLE_TAG_EVENT 0x45  /* 'E' */
+
+typedef struct OutMsg {
+        void *buf;
+        size_t len;
+        int fds[2];
+        unsigned n_fds;
+        LIST_FIELDS(struct OutMsg, out);
+} OutMsg;
+
+typedef struct SessionStats {
+        uint64_t jobs_submitted, jobs_completed, jobs_failed;
+        uint64_t bytes_copied, bytes_filled;
+        uint64_t buffer_bytes, buffer_bytes_peak;
+        uint64_t busy_ns[_GPU_ENGINE_MAX];
+} SessionStats;
+
+struct Session {
+        unsigned n_ref;
+        Manager *manager;
+        uint64_t id;
+
+        int fd;
+        sd_event_source *io;
+        bool connected;
+        bool hello_done;
+        bool reading_paused;
+
+        struct ucred cred;
+        int pidfd;
+        char comm[17];
+        char client_name[WIRE_CLIENT_NAME_MAX + 1];
+
+        WireLimits limits;
+        uint32_t weight;
+
+        SessionPage page;
+        HandleTable buffers; /* GpuBuffer* */
+        HandleTable events;  /* ClientEvent* */
+
+        uint64_t last_fence;      /* last fence handed out */
+        uint64_t completed_fence; /* all fences <= this are finished */
+        unsigned n_jobs;          /* unfinished jobs */
+        QUEUE_HEAD(Job, jobs);    /* unfinished jobs in fence order */
+        SchedStream streams[_GPU_ENGINE_MAX];
+
+        LIST_HEAD(EventWait, waits);
+
+        QUEUE_HEAD(OutMsg, out);
+        unsigned n_out;
+        size_t out_bytes;
+
+        SessionStats stats;
+
+        LIST_FIELDS(Session, sessions);
+};
+
+/* Takes ownership of fd (a connected SOCK_SEQPACKET socket). */
+int session_new(Manager *m, int fd, Session **ret);
+Session *session_ref(Session *s);
+Session *session_unref(Session *s);
+/* Closes the connection: cancels waits and pending jobs, drops handles. Jobs
+ * already on the GPU finish; the session is freed after the last one. */
+void session_disconnect(Session *s, const char *why);
+
+/* Queues a reply (copies fds: the caller keeps its own). Disconnects a
+ * client whose unread replies exceed the limits. */
+int session_send(Session *s, const WireReply *r, const int *fds, unsigned n_fds);
+int session_send_error(Session *s, uint64_t id, int error, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* Dispatches one decoded request (session-requests.c). */
+void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds);
+
+/* Called by the scheduler when a job finished (error 0) or failed. */
+void session_job_finished(Session *s, Job *j, int error, const char *message,
+                          uint64_t busy_ns);
+/* Publishes page changes and signals the client's eventfd. */
+void session_flush(Session *s);
