@@ -463,11 +463,16 @@ static void handle_query(Session *s, const WireRequest *req) {
 
 static void handle_status(Session *s, const WireRequest *req) {
         Manager *m = s->manager;
+        GpuContextStats gs;
         uint64_t bytes = 0;
+        uint32_t events = 0;
         Session *i;
 
-        LIST_FOREACH(sessions, i, m->sessions)
+        LIST_FOREACH(sessions, i, m->sessions) {
                 bytes += i->stats.buffer_bytes;
+                events += i->events.n_used;
+        }
+        gpu_context_get_stats(m->gpu, &gs);
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_STATUS,
@@ -478,7 +483,10 @@ static void handle_status(Session *s, const WireRequest *req) {
                                          .jobs_completed = m->jobs_completed,
                                          .jobs_failed = m->jobs_failed,
                                          .uptime_ns = now_ns() - m->start_ns,
-                                         .buffer_bytes = bytes },
+                                         .buffer_bytes = bytes,
+                                         .gpu_buffers = gs.buffers,
+                                         .jobs_in_flight = scheduler_in_flight(m->scheduler),
+                                         .events = events },
                      },
                      NULL, 0);
 }

@@ -618,6 +618,9 @@ static void fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         s->jobs_failed = r->status.jobs_failed;
         s->uptime_ns = r->status.uptime_ns;
         s->buffer_bytes = r->status.buffer_bytes;
+        s->gpu_buffers = r->status.gpu_buffers;
+        s->jobs_in_flight = r->status.jobs_in_flight;
+        s->events = r->status.events;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS;
         m->status = s;
 }
