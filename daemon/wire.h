@@ -192,8 +192,9 @@ typedef struct WireReply {
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;
-                        uint32_t sessions, gpu_buffers, jobs_in_flight, events;
+                        uint32_t sessions;
                         uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
+                        uint32_t gpu_buffers, jobs_in_flight, events;
                 } status;
                 struct {
                         uint64_t fence;
