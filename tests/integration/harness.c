@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/* See harness.h. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t next_id = 1;
+
+void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
+        const char *bin = getenv("KFDBROKERD");
+        const char *argv[32];
+        unsigned n = 0;
+
+        cr_assert(bin, "KFDBROKERD is not set (run through meson test)");
+        memset(d, 0, sizeof(*d));
+        strcpy(d->dir, "/tmp/kfdbroker-test.XXXXXX");
+        cr_assert(mkdtemp(d->dir));
+        snprintf(d->sock, sizeof(d->sock), "%s/sock", d->dir);
+        snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+
+        argv[n++] = bin;
+        argv[n++] = "--device=sim";
+        argv[n++] = "--listen";
+        argv[n++] = d->sock;
+        argv[n++] = "--log-target=stderr";
+        for (unsigned i = 0; extra_args && extra_args[i] && n < 30; i++)
+                argv[n++] = extra_args[i];
+        argv[n] = NULL;
+
+        d->pid = fork();
+        cr_assert(d->pid >= 0);
+        if (d->pid == 0) {
+                int lf = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (lf >= 0)
+                        dup2(lf, STDERR_FILENO);
+                execv(bin, (char **) argv);
+                _exit(127);
+        }
+        for (int i = 0; i < 400; i++) {
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                int status;
+
+                strcpy(sa.sun_path, d->sock);
+                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0) {
+                        close(fd);
+                        return;
+                }
+                close(fd);
+                if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+                        test_daemon_dump_log(d);
+                        cr_assert_fail("kfdbrokerd exited during start-up (status 0x%x)", status);
+                }
+                usleep(10000);
+        }
+        test_daemon_dump_log(d);
+        cr_assert_fail("kfdbrokerd did not start listening within 4 s");
+}
+
+void test_daemon_dump_log(const TestDaemon *d) {
+        char buf[4096];
+        FILE *f = fopen(d->log, "re");
+        size_t n;
+
+        if (!f)
+                return;
+        fprintf(stderr, "--- kfdbrokerd log ---\n");
+        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                fwrite(buf, 1, n, stderr);
+        fclose(f);
+}
+
+int test_daemon_stop(TestDaemon *d) {
+        int status = 0, rc;
+        char cmd[160];
+
+        if (d->pid <= 0)
+                return -1;
+        kill(d->pid, SIGTERM);
+        for (int i = 0; i < 3000; i++) {
+                if (waitpid(d->pid, &status, WNOHANG) == d->pid)
+                        break;
+                if (i == 2999) {
+                        kill(d->pid, SIGKILL);
+                        waitpid(d->pid, &status, 0);
+                }
+                usleep(10000);
+        }
+        d->pid = 0;
+        rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (rc != 0)
+                test_daemon_dump_log(d);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
+        (void) !system(cmd);
+        return rc;
+}
+
+int test_daemon_count_fds(const TestDaemon *d) {
+        char path[64];
+        struct dirent *de;
+        DIR *dir;
+        int n = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int) d->pid);
+        dir = opendir(path);
+        if (!dir)
+                return -errno;
+        while ((de = readdir(dir)))
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(dir);
+        return n;
+}
+
+int raw_connect(const TestDaemon *d) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+        cr_assert(fd >= 0);
+        strcpy(sa.sun_path, d->sock);
+        cr_assert(connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0, "connect: %s",
+                  strerror(errno));
+        return fd;
+}
+
+int raw_send_bytes(int fd, const void *buf, size_t len, const int *fds, unsigned n_fds) {
+        struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * 16)];
+        } control = {};
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (n_fds > 0) {
+                struct cmsghdr *c;
+                mh.msg_control = &control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+        }
+        return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int raw_send(int fd, const Kfdbroker__V1__Request *req, const int *fds, unsigned n_fds) {
+        size_t len = kfdbroker__v1__request__get_packed_size(req);
+        uint8_t *buf = malloc(len ? len : 1);
+        int r;
+
+        kfdbroker__v1__request__pack(req, buf);
+        r = raw_send_bytes(fd, buf, len, fds, n_fds);
+        free(buf);
+        return r;
+}
+
+int raw_recv(int fd, Kfdbroker__V1__ServerMessage **ret, int *fds, unsigned *n_fds, int timeout_ms) {
+        static uint8_t buf[128 * 1024];
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * 8)];
+        } control;
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                             .msg_controllen = sizeof(control) };
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        unsigned max = n_fds ? *n_fds : 0, got = 0;
+        ssize_t n;
+        int r;
+
+        r = poll(&p, 1, timeout_ms);
+        if (r == 0)
+                return -ETIMEDOUT;
+        if (r < 0)
+                return -errno;
+        n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0)
+                return -errno;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        int *p2 = (int *) CMSG_DATA(c);
+                        unsigned k = (unsigned) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        for (unsigned i = 0; i < k; i++) {
+                                if (got < max)
+                                        fds[got++] = p2[i];
+                                else
+                                        close(p2[i]);
+                        }
+                }
+        if (n_fds)
+                *n_fds = got;
+        if (n == 0)
+                return 0;
+        *ret = kfdbroker__v1__server_message__unpack(NULL, (size_t) n, buf);
+        cr_assert(*ret, "daemon sent an undecodable message of %zd bytes", n);
+        return 1;
+}
+
+Kfdbroker__V1__ServerMessage *raw_call(int fd, Kfdbroker__V1__Request *req, const int *fds,
+                                       unsigned n_fds, int *ret_fds, unsigned *n_ret_fds) {
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        int r;
+
+        if (req->id == 0)
+                req->id = next_id++;
+        r = raw_send(fd, req, fds, n_fds);
+        cr_assert(r == 0, "send: %s", strerror(-r));
+        for (;;) {
+                unsigned cap = n_ret_fds ? *n_ret_fds : 0;
+                r = raw_recv(fd, &m, ret_fds, &cap, 10000);
+                cr_assert(r == 1, "no reply to request %llu: %s", (unsigned long long) req->id,
+                          r == 0 ? "connection closed" : strerror(-r));
+                if (m->id == req->id) {
+                        if (n_ret_fds)
+                                *n_ret_fds = cap;
+                        return m;
+                }
+                for (unsigned i = 0; i < cap; i++)
+                        close(ret_fds[i]);
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+}
+
+uint64_t raw_hello(int fd) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        int fds[2];
+        unsigned n = 2;
+        uint64_t id;
+
+        h.protocol_version = 1;
+        h.client_name = "integration-test";
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+        req.hello = &h;
+        m = raw_call(fd, &req, NULL, 0, fds, &n);
+        cr_assert_eq(m->error, 0, "hello failed: %s", m->error_message);
+        cr_assert_eq(n, 2, "hello carries the page memfd and the eventfd");
+        id = m->hello->session_id;
+        close(fds[0]);
+        close(fds[1]);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return id;
+}
+
+uint64_t raw_alloc(int fd, uint64_t size, int *ret_fd) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        int fds[1];
+        unsigned n = 1;
+        uint64_t handle;
+
+        a.size = size;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        req.alloc_buffer = &a;
+        m = raw_call(fd, &req, NULL, 0, fds, &n);
+        cr_assert_eq(m->error, 0, "alloc failed: %s", m->error_message);
+        cr_assert_eq(n, 1);
+        handle = m->alloc_buffer->handle;
+        if (ret_fd)
+                *ret_fd = fds[0];
+        else
+                close(fds[0]);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return handle;
+}
+
+Kfdbroker__V1__StatusReply *raw_status(int fd, Kfdbroker__V1__ServerMessage **holder) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__StatusRequest s = KFDBROKER__V1__STATUS_REQUEST__INIT;
+
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
+        req.status = &s;
+        *holder = raw_call(fd, &req, NULL, 0, NULL, NULL);
+        cr_assert_eq((*holder)->error, 0, "status failed: %s", (*holder)->error_message);
+        return (*holder)->status;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Integration-test harness: starts the real kfdbrokerd binary (path from the
+ * KFDBROKERD environment variable, set by meson) on the simulated GPU with a
+ * private socket, speaks the raw protocol for hostile-input tests, and reads
+ * the daemon's fd and object counts for leak checks.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kfdbroker.pb-c.h"
+
+typedef struct TestDaemon {
+        pid_t pid;
+        char dir[64];
+        char sock[128];
+        char log[128];
+} TestDaemon;
+
+/* Starts the daemon; extra_args is NULL or NULL-terminated. Asserts on failure. */
+void test_daemon_start(TestDaemon *d, const char *const *extra_args);
+/* SIGTERM, wait; returns the exit status (or 128+signal). Removes the temp dir. */
+int test_daemon_stop(TestDaemon *d);
+/* Number of open fds of the daemon process. */
+int test_daemon_count_fds(const TestDaemon *d);
+/* Prints the daemon log to stderr (for failures). */
+void test_daemon_dump_log(const TestDaemon *d);
+
+/* A raw connection. */
+int raw_connect(const TestDaemon *d);
+/* Sends bytes with optional fds. Returns 0 or -errno. */
+int raw_send_bytes(int fd, const void *buf, size_t len, const int *fds, unsigned n_fds);
+int raw_send(int fd, const Kfdbroker__V1__Request *req, const int *fds, unsigned n_fds);
+/* Receives one message within timeout_ms. Returns 1 with *ret set, 0 on EOF,
+ * -ETIMEDOUT, or another -errno. Received fds are stored (up to *n_fds) or closed. */
+int raw_recv(int fd, Kfdbroker__V1__ServerMessage **ret, int *fds, unsigned *n_fds, int timeout_ms);
+/* Request/response for a request with id; skips notifications. Asserts on transport errors. */
+Kfdbroker__V1__ServerMessage *raw_call(int fd, Kfdbroker__V1__Request *req, const int *fds,
+                                       unsigned n_fds, int *ret_fds, unsigned *n_ret_fds);
+/* Hello; returns the session id. Closes the page fds. */
+uint64_t raw_hello(int fd);
+/* Allocates a GTT buffer; returns its handle, *ret_fd gets the dma-buf (or closed if NULL). */
+uint64_t raw_alloc(int fd, uint64_t size, int *ret_fd);
+/* Status of the daemon. */
+Kfdbroker__V1__StatusReply *raw_status(int fd, Kfdbroker__V1__ServerMessage **holder);

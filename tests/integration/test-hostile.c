@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hostile and broken clients against the real daemon: each bad input gets a
+ * reply naming the problem (or, for garbage, a clean disconnect), the daemon's
+ * fd and object counts return to where they were, and another session keeps
+ * working throughout.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static TestDaemon d;
+static int bystander = -1; /* a well-behaved session that must keep working */
+static uint64_t bystander_buf;
+
+static void setup(void) {
+        test_daemon_start(&d, NULL);
+        bystander = raw_connect(&d);
+        raw_hello(bystander);
+        bystander_buf = raw_alloc(bystander, 1 << 20, NULL);
+}
+
+static void teardown(void) {
+        if (bystander >= 0)
+                close(bystander);
+        cr_assert_eq(test_daemon_stop(&d), 0, "kfdbrokerd must exit 0 on SIGTERM");
+}
+
+/* The bystander can still fill its buffer and see the result via Status. */
+static void assert_bystander_works(void) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__SubmitRequest sub = KFDBROKER__V1__SUBMIT_REQUEST__INIT;
+        Kfdbroker__V1__Job job = KFDBROKER__V1__JOB__INIT, *jobs[1] = { &job };
+        Kfdbroker__V1__FillJob fill = KFDBROKER__V1__FILL_JOB__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+
+        fill.dst_handle = bystander_buf;
+        fill.size = 4096;
+        fill.pattern = 0xabcdef01;
+        job.kind_case = KFDBROKER__V1__JOB__KIND_FILL;
+        job.fill = &fill;
+        sub.n_jobs = 1;
+        sub.jobs = jobs;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        req.submit = &sub;
+        m = raw_call(bystander, &req, NULL, 0, NULL, NULL);
+        cr_assert_eq(m->error, 0, "bystander submit failed: %s", m->error_message);
+        cr_assert_eq(m->submit->n_fences, 1);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+}
+
+static Kfdbroker__V1__ServerMessage *call_simple(int fd, Kfdbroker__V1__Request *req) {
+        return raw_call(fd, req, NULL, 0, NULL, NULL);
+}
+
+static void expect_error(Kfdbroker__V1__ServerMessage *m, int error, const char *substring) {
+        cr_assert_eq(m->error, error, "expected error %d (%s), got %d: %s", error, strerror(error),
+                     m->error, m->error_message);
+        cr_assert(strstr(m->error_message, substring), "message \"%s\" should mention \"%s\"",
+                  m->error_message, substring);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+}
+
+/* Waits until the daemon's fd count drops back to n (work retires asynchronously). */
+static void assert_fds_return_to(int n) {
+        int now = -1;
+
+        for (int i = 0; i < 300; i++) {
+                now = test_daemon_count_fds(&d);
+                if (now == n)
+                        return;
+                usleep(10000);
+        }
+        cr_assert_eq(now, n, "daemon fd count %d did not return to %d", now, n);
+}
+
+TestSuite(hostile, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(hostile, garbage_disconnects_cleanly) {
+        int base = test_daemon_count_fds(&d);
+        int fd = raw_connect(&d);
+        static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x34 };
+        Kfdbroker__V1__ServerMessage *m = NULL;
+
+        cr_assert_eq(raw_send_bytes(fd, junk, sizeof(junk), NULL, 0), 0);
+        cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 0, "garbage must end the connection");
+        close(fd);
+        assert_fds_return_to(base);
+        assert_bystander_works();
+}
+
+Test(hostile, oversized_message_is_refused_and_connection_survives) {
+        int fd = raw_connect(&d);
+        size_t len = 70 * 1024;
+        uint8_t *big = calloc(1, len);
+        Kfdbroker__V1__ServerMessage *m = NULL;
+
+        raw_hello(fd);
+        cr_assert_eq(raw_send_bytes(fd, big, len, NULL, 0), 0);
+        cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 1);
+        expect_error(m, EMSGSIZE, "exceeds the limit");
+        free(big);
+        /* Still usable. */
+        raw_alloc(fd, 4096, NULL);
+        close(fd);
+        assert_bystander_works();
+}
+
+Test(hostile, request_before_hello) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__StatusRequest st = KFDBROKER__V1__STATUS_REQUEST__INIT;
+
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
+        req.status = &st;
+        expect_error(call_simple(fd, &req), EPROTO, "must be Hello");
+        close(fd);
+}
+
+Test(hostile, unknown_message_type) {
+        int fd = raw_connect(&d);
+        /* id = 7 (field 1, varint), then field 99 (varint 1): a body this daemon does not know. */
+        static const uint8_t msg[] = { 0x08, 0x07, 0x98, 0x06, 0x01 };
+        Kfdbroker__V1__ServerMessage *m = NULL;
+
+        raw_hello(fd);
+        cr_assert_eq(raw_send_bytes(fd, msg, sizeof(msg), NULL, 0), 0);
+        cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 1);
+        cr_assert_eq(m->id, 7);
+        cr_assert_eq(m->error, EOPNOTSUPP, "got %d: %s", m->error, m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(fd);
+}
+
+Test(hostile, missing_and_extra_fds) {
+        int base = test_daemon_count_fds(&d);
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__ImportBufferRequest imp = KFDBROKER__V1__IMPORT_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__DeviceInfoRequest di = KFDBROKER__V1__DEVICE_INFO_REQUEST__INIT;
+        int extra[3];
+
+        raw_hello(fd);
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_IMPORT_BUFFER;
+        req.import_buffer = &imp;
+        expect_error(call_simple(fd, &req), EINVAL, "got 0");
+
+        for (int i = 0; i < 3; i++)
+                extra[i] = memfd_create("extra", MFD_CLOEXEC);
+        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_DEVICE_INFO;
+        req.device_info = &di;
+        expect_error(raw_call(fd, &req, extra, 3, NULL, NULL), EINVAL, "got 3");
+        for (int i = 0; i < 3; i++)
+                close(extra[i]);
+        close(fd);
+        /* The daemon closed the fds it was sent. */
+        assert_fds_return_to(base);
+}
+
+Test(hostile, import_of_a_non_dmabuf_fd) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__ImportBufferRequest imp = KFDBROKER__V1__IMPORT_BUFFER_REQUEST__INIT;
+        int mfd = memfd_create("not-a-dmabuf", MFD_CLOEXEC), p[2];
+
+        raw_hello(fd);
+        cr_assert_eq(ftruncate(mfd, 1 << 20), 0);
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_IMPORT_BUFFER;
+        req.import_buffer = &imp;
+        expect_error(raw_call(fd, &req, &mfd, 1, NULL, NULL), EINVAL, "not a dma-buf");
+        cr_assert_eq(pipe(p), 0);
+        req.id = 0;
+        expect_error(raw_call(fd, &req, &p[0], 1, NULL, NULL), EINVAL, "not a dma-buf");
+        close(p[0]);
+        close(p[1]);
+        close(mfd);
+        close(fd);
+}
+
+static Kfdbroker__V1__ServerMessage *submit_copy(int fd, uint64_t src, uint64_t src_off, uint64_t dst,
+                                                 uint64_t dst_off, uint64_t size) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__SubmitRequest sub = KFDBROKER__V1__SUBMIT_REQUEST__INIT;
+        Kfdbroker__V1__Job job = KFDBROKER__V1__JOB__INIT, *jobs[1] = { &job };
+        Kfdbroker__V1__CopyJob copy = KFDBROKER__V1__COPY_JOB__INIT;
+
+        copy.src_handle = src;
+        copy.src_offset = src_off;
+        copy.dst_handle = dst;
+        copy.dst_offset = dst_off;
+        copy.size = size;
+        job.kind_case = KFDBROKER__V1__JOB__KIND_COPY;
+        job.copy = &copy;
+        sub.n_jobs = 1;
+        sub.jobs = jobs;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        req.submit = &sub;
+        return call_simple(fd, &req);
+}
+
+Test(hostile, handles_of_nobody_and_of_another_session) {
+        int fd = raw_connect(&d);
+        uint64_t mine;
+
+        raw_hello(fd);
+        mine = raw_alloc(fd, 8192, NULL);
+        /* A made-up handle. */
+        expect_error(submit_copy(fd, 0x1234, 0, mine, 0, 4096), ENOENT, "src_handle");
+        /* The bystander's buffer: a valid handle, but not in this session. */
+        expect_error(submit_copy(fd, bystander_buf, 0, mine, 0, 4096), ENOENT, "no buffer");
+        /* And this session's handle used from the bystander. */
+        expect_error(submit_copy(bystander, mine, 0, bystander_buf, 0, 4096), ENOENT, "no buffer");
+        close(fd);
+        assert_bystander_works();
+}
+
+Test(hostile, out_of_bounds_and_wrapping_ranges) {
+        int fd = raw_connect(&d);
+        uint64_t a, b;
+
+        raw_hello(fd);
+        a = raw_alloc(fd, 8192, NULL);
+        b = raw_alloc(fd, 8192, NULL);
+        expect_error(submit_copy(fd, a, 4096, b, 0, 8192), ERANGE, "source range");
+        expect_error(submit_copy(fd, a, 0, b, 8192, 4), ERANGE, "destination range");
+        /* offset + size wraps around 2^64. */
+        expect_error(submit_copy(fd, a, 0xfffffffffffff000ull, b, 0, 0x2000), ERANGE, "source range");
+        expect_error(submit_copy(fd, a, 0, b, 0x10, 0xfffffffffffffff0ull), ERANGE, "destination range");
+        /* Overlapping copy within one buffer. */
+        expect_error(submit_copy(fd, a, 0, a, 16, 64), EINVAL, "overlap");
+        close(fd);
+}
+
+Test(hostile, zero_and_huge_allocations) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+
+        raw_hello(fd);
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        req.alloc_buffer = &a;
+        a.size = 0;
+        expect_error(call_simple(fd, &req), EINVAL, "size");
+        req.id = 0;
+        a.size = 1ull << 40;
+        expect_error(call_simple(fd, &req), EDQUOT, "max_buffer_size");
+        req.id = 0;
+        a.size = UINT64_MAX;
+        {
+                Kfdbroker__V1__ServerMessage *m = call_simple(fd, &req);
+                cr_assert(m->error == EINVAL || m->error == EDQUOT, "got %d: %s", m->error,
+                          m->error_message);
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        close(fd);
+}
+
+static uint64_t create_event(int fd) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__CreateEventRequest ce = KFDBROKER__V1__CREATE_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        uint64_t h;
+
+        ce.auto_reset = true;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_CREATE_EVENT;
+        req.create_event = &ce;
+        m = call_simple(fd, &req);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        h = m->create_event->handle;
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return h;
+}
+
+Test(hostile, waits_on_destroyed_events) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT, dreq = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__WaitEventsRequest w = KFDBROKER__V1__WAIT_EVENTS_REQUEST__INIT;
+        Kfdbroker__V1__WaitEntry e = KFDBROKER__V1__WAIT_ENTRY__INIT, *es[1] = { &e };
+        Kfdbroker__V1__DestroyEventRequest de = KFDBROKER__V1__DESTROY_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        uint64_t ev;
+
+        raw_hello(fd);
+        ev = create_event(fd);
+        /* A wait pending when the event is destroyed ends with FAIL. */
+        e.handle = ev;
+        w.n_events = 1;
+        w.events = es;
+        w.timeout_ms = UINT32_MAX;
+        req.id = 100;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS;
+        req.wait_events = &w;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        de.handle = ev;
+        dreq.id = 101;
+        dreq.body_case = KFDBROKER__V1__REQUEST__BODY_DESTROY_EVENT;
+        dreq.destroy_event = &de;
+        cr_assert_eq(raw_send(fd, &dreq, NULL, 0), 0);
+        for (int got = 0; got < 2;) {
+                cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 1);
+                if (m->id == 100) {
+                        cr_assert_eq(m->error, 0, "%s", m->error_message);
+                        cr_assert_eq(m->wait_events->result, KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_FAIL);
+                        got++;
+                } else if (m->id == 101) {
+                        cr_assert_eq(m->error, 0, "%s", m->error_message);
+                        got++;
+                }
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        /* A new wait on the destroyed handle: no such event. */
+        req.id = 0;
+        expect_error(call_simple(fd, &req), ENOENT, "no event");
+        close(fd);
+}
+
+Test(hostile, disconnect_with_jobs_in_flight) {
+        int base = test_daemon_count_fds(&d);
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__ServerMessage *holder, *m;
+        uint64_t a, b;
+
+        raw_hello(fd);
+        a = raw_alloc(fd, 32 << 20, NULL);
+        b = raw_alloc(fd, 32 << 20, NULL);
+        for (int i = 0; i < 8; i++) {
+                m = submit_copy(fd, a, 0, b, 0, 32 << 20);
+                cr_assert_eq(m->error, 0, "%s", m->error_message);
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        close(fd); /* jobs still queued or on the GPU */
+        assert_bystander_works();
+        assert_fds_return_to(base);
+        for (int i = 0; i < 500; i++) {
+                Kfdbroker__V1__StatusReply *st = raw_status(bystander, &holder);
+                bool idle = st->jobs_in_flight == 0 && st->sessions == 1;
+                kfdbroker__v1__server_message__free_unpacked(holder, NULL);
+                if (idle)
+                        break;
+                usleep(10000);
+        }
+        {
+                Kfdbroker__V1__StatusReply *st = raw_status(bystander, &holder);
+                cr_assert_eq(st->sessions, 1);
+                cr_assert_eq(st->jobs_in_flight, 0);
+                cr_assert_eq(st->buffer_bytes, 1 << 20, "only the bystander's buffer remains");
+                kfdbroker__v1__server_message__free_unpacked(holder, NULL);
+        }
+}
+
+Test(hostile, client_that_never_reads_replies) {
+        int base = test_daemon_count_fds(&d);
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__QueryRequest q = KFDBROKER__V1__QUERY_REQUEST__INIT;
+        int sndbuf = 4096;
+
+        raw_hello(fd);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf));
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
+        req.query = &q;
+        /* Send far more requests than the daemon will queue replies for. */
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        for (int i = 0; i < 5000; i++) {
+                req.id = (uint64_t) i + 1;
+                if (raw_send(fd, &req, NULL, 0) < 0)
+                        break; /* the daemon stopped reading us: back-pressure */
+        }
+        /* Others are unaffected meanwhile. */
+        assert_bystander_works();
+        close(fd);
+        assert_fds_return_to(base);
+        assert_bystander_works();
+}
