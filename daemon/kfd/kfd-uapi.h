@@ -28,6 +28,22 @@ struct kfd_ioctl_export_dmabuf_args {
 #endif
 
 /*
+ * AMDKFD_IOC_RUNTIME_ENABLE, uapi 1.13 (debugger API). mode_mask 0 is the
+ * "disable" path that tinygrad sends; bit 0 would enable the debug runtime.
+ * Source: include/uapi/linux/kfd_ioctl.h in Linux >= 6.4:
+ *   struct kfd_ioctl_runtime_enable_args { __u64 r_debug; __u32 mode_mask; __u32 capabilities_mask; };
+ *   #define AMDKFD_IOC_RUNTIME_ENABLE AMDKFD_IOWR(0x25, struct kfd_ioctl_runtime_enable_args)
+ */
+#ifndef AMDKFD_IOC_RUNTIME_ENABLE
+struct kfd_ioctl_runtime_enable_args {
+        __u64 r_debug;
+        __u32 mode_mask;
+        __u32 capabilities_mask;
+};
+#define AMDKFD_IOC_RUNTIME_ENABLE AMDKFD_IOWR(0x25, struct kfd_ioctl_runtime_enable_args)
+#endif
+
+/*
  * struct kfd_hsa_signal_event_data, uapi 1.14 ("kfd_event_data update"): the
  * first 8 bytes of kfd_event_data's union carry last_event_age, to and from
  * KFD, for SIGNAL and DEBUG events. Source: include/uapi/linux/kfd_ioctl.h in

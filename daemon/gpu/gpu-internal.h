@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private structures of the GPU layer, shared by gpu-context.c (bring-up,
+ * teardown, completion processing), gpu-buffer.c (BOs), gpu-queue.c (SDMA
+ * queues, ring writing, fault recovery) and gpu-waiter.c (the WAIT_EVENTS
+ * thread). Nothing outside daemon/gpu/ includes this; the public face is
+ * gpu.h.
+ *
+ * Threads: everything runs on the caller's (event loop) thread except the
+ * waiter, which only touches GpuContext.waiter_* fields under waiter_lock, the
+ * ages of its own wait array and the wake eventfd.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpu/gpu.h"
+#include "kfd/kfd-ops.h"
+#include "kfd/kfd-topology.h"
+#include "kfd/kfd-uapi.h"
+
+/* Allocation recipes (kfd-facts §1.5; tinygrad KFDIface.alloc, libhsakmt fmm). */
+#define GPU_BO_FLAGS_INTERNAL                                                              \
+        (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT |                  \
+         KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |             \
+         KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
+/* Client GTT buffers: fine-grained (COHERENT) system memory like libhsakmt's
+ * fine-grained host allocations, so CPU and SDMA see each other's writes
+ * without cache maintenance. */
+#define GPU_BO_FLAGS_GTT                                                                   \
+        (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT |                  \
+         KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
+/* Client VRAM: must be CPU-visible (PUBLIC, needs a large BAR, kfd-facts §5 #18). */
+#define GPU_BO_FLAGS_VRAM                                                                  \
+        (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC |                   \
+         KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
+
+struct GpuBuffer {
+        unsigned n_ref;
+        GpuContext *ctx;          /* NULL once the context is gone */
+        GpuBuffer *prev, *next;   /* ctx->buffers */
+
+        uint64_t va, size;
+        uint64_t handle;          /* KFD handle gpu_id<<32|idr, valid if allocated */
+        void *cpu;                /* == (void *) va once mapped */
+        uint32_t flags;           /* KFD_IOC_ALLOC_MEM_FLAGS_* (0 for imports) */
+
+        bool internal;            /* rings, fences, event page: not in the stats */
+        bool imported;            /* CPU view is our own mmap(2) of the dma-buf */
+        bool va_reserved;         /* PROT_NONE reservation in place */
+        bool allocated;           /* KFD BO exists (handle) */
+        bool gpu_mapped;
+        bool cpu_mapped;          /* ops->mmap of the render node (or dma-buf mmap) */
+        bool keep_bo;             /* event page: FREE_MEMORY is refused (EPERM) */
+};
+
+/* Most jobs one queue keeps in flight; bounds the timestamp slots. */
+#define GPU_QUEUE_MAX_INFLIGHT 1024u
+
+typedef struct GpuInflight {
+        uint64_t seq;
+        GpuJob job;
+        uint64_t ring_start, ring_end; /* monotonic byte positions of its packets */
+} GpuInflight;
+
+typedef struct GpuQueue {
+        unsigned index;
+        bool created;
+        uint32_t queue_id;
+        uint32_t ring_size;
+        GpuBuffer *ring, *rptr_bo, *wptr_bo;
+        uint64_t doorbell_offset;       /* as returned by CREATE_QUEUE */
+        volatile uint64_t *doorbell;    /* inside ctx->doorbells */
+
+        uint64_t wptr;       /* our monotonic byte write pointer */
+        uint64_t next_seq;   /* sequence number of the next job (1, 2, ...) */
+        uint64_t completed;  /* highest sequence number reported complete */
+
+        GpuInflight *inflight; /* circular, GPU_QUEUE_MAX_INFLIGHT entries */
+        unsigned inflight_head, inflight_count;
+} GpuQueue;
+
+/* Fence memory layout (one GTT|COHERENT|UNCACHED BO): a 32-bit completed-seq
+ * word per queue at 8-byte spacing, then per queue GPU_QUEUE_MAX_INFLIGHT
+ * {begin, end} 64-bit timestamp pairs (8-byte aligned, TIMESTAMP needs it). */
+#define GPU_FENCE_WORDS_SIZE 4096u
+#define GPU_FENCE_TS_PER_QUEUE (GPU_QUEUE_MAX_INFLIGHT * 16u)
+
+typedef struct GpuFault {
+        uint64_t va;
+        uint32_t gpu_id;
+        bool memory;   /* MEMORY event (else HW_EXCEPTION) */
+} GpuFault;
+
+#define GPU_MAX_PENDING_FAULTS 16
+
+struct GpuContext {
+        const KfdOps *ops;
+        int kfd_fd, render_fd;
+        KfdNode node;
+        GpuDeviceInfo info;
+        GpuContextOptions opts;
+        uint32_t gpu_id;
+
+        GpuBuffer *buffers;  /* every live buffer of this context */
+        unsigned n_user_buffers;
+        uint64_t user_buffer_bytes;
+        GpuContextStats stats;
+
+        /* Events (kfd-facts §1.10) */
+        GpuBuffer *event_page;
+        bool event_page_registered;
+        uint32_t completion_event, completion_slot;
+        uint32_t shutdown_event;
+        uint32_t memory_event, hw_exception_event;
+
+        GpuBuffer *fence;
+        void *doorbells;              /* the 8 KiB slice, NULL until the first queue */
+        uint64_t doorbell_mmap_offset;
+        GpuQueue queues[GPU_MAX_QUEUES];
+        unsigned n_queues;
+
+        /* Waiter thread */
+        int wake_fd;
+        pthread_t waiter;
+        bool waiter_started;
+        atomic_bool waiter_stop;
+        pthread_mutex_t waiter_lock;
+        GpuFault waiter_faults[GPU_MAX_PENDING_FAULTS];
+        unsigned waiter_n_faults;
+        int waiter_error;
+};
+
+/* gpu-buffer.c */
+int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool internal,
+                              GpuBuffer **ret);
+/* Releases the kernel objects and mappings (not the struct); idempotent. */
+void gpu_buffer_release_kernel(GpuBuffer *b);
+int gpu_map_to_gpu(GpuContext *c, uint64_t handle);
+
+/* gpu-queue.c */
+int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, uint32_t ring_size);
+void gpu_queue_teardown(GpuContext *c, GpuQueue *q);
+int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata);
+int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
+uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q);
+uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
+
+/* gpu-waiter.c */
+int gpu_waiter_start(GpuContext *c);
+void gpu_waiter_stop(GpuContext *c);
+/* Moves pending faults out; returns how many, or the waiter's error. */
+int gpu_waiter_take_faults(GpuContext *c, GpuFault *ret, unsigned max);

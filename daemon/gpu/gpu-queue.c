@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GpuQueue: one KFD SDMA user queue of a GpuContext — its ring, its rptr and
+ * wptr words, its doorbell, the jobs it has in flight — and the code that
+ * writes jobs into the ring, reports their completion from fence memory and
+ * recovers the queue after a GPU memory fault. Owned by the context; runs on
+ * the event loop thread and never blocks.
+ *
+ * Queue buffers (kfd-facts §1.6.2, kernels >= 6.12 validate them exactly): the
+ * ring is its own BO of exactly ring_size bytes; rptr and wptr each start a
+ * mapping exactly one page long, so each lives in its own one-page BO (one
+ * shared page would make the second pointer start mid-mapping and fail
+ * kfd_queue_buffer_get()). All are GTT|COHERENT|UNCACHED: MES polls the wptr
+ * through the GART on gfx11 (amdgpu_amdkfd_map_gtt_bo_to_gart).
+ *
+ * Pointers are byte offsets, monotonically increasing 64-bit values; the ring
+ * index is ptr % ring_size (kfd-facts §3.3). Submission: packets, then the wptr
+ * word (release), then a 64-bit doorbell store of the same byte wptr.
+ *
+ * Job stream (gpu_queue_submit):
+ *   TIMESTAMP(begin slot), POLL_REGMEM per cross-queue wait, body (COPY_LINEAR
+ *   split at 4 MiB / CONSTANT_FILL split at 4 MiB), TIMESTAMP(end slot),
+ *   FENCE(queue fence word, seq), FENCE(event slot, event id), TRAP(event id).
+ * The last two raise the completion interrupt the way the kernel expects from
+ * SDMA (kfd-facts §1.10: tinygrad AMDCopyQueue.signal, kfd_int_process_v10.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gpu/gpu-internal.h"
+#include "gpu/sdma.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q) {
+        return c->fence->va + (uint64_t) q * 8;
+}
+
+uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q) {
+        return (uint32_t *) ((uint8_t *) c->fence->cpu + (size_t) q * 8);
+}
+
+static uint64_t ts_offset(unsigned q, uint64_t seq) {
+        return GPU_FENCE_WORDS_SIZE + (uint64_t) q * GPU_FENCE_TS_PER_QUEUE +
+               (seq % GPU_QUEUE_MAX_INFLIGHT) * 16;
+}
+
+static volatile uint64_t *ts_cpu(GpuContext *c, unsigned q, uint64_t seq) {
+        return (volatile uint64_t *) ((uint8_t *) c->fence->cpu + ts_offset(q, seq));
+}
+
+static uint64_t ticks_to_ns(const GpuContext *c, uint64_t ticks) {
+        uint64_t hz = c->info.timestamp_hz ? c->info.timestamp_hz : 100000000;
+        return (uint64_t) ((unsigned __int128) ticks * 1000000000u / hz);
+}
+
+static int queue_create_kernel(GpuContext *c, GpuQueue *q) {
+        struct kfd_ioctl_create_queue_args a = {
+                .ring_base_address = q->ring->va,
+                .write_pointer_address = q->wptr_bo->va,
+                .read_pointer_address = q->rptr_bo->va,
+                .ring_size = q->ring_size,
+                .gpu_id = c->gpu_id,
+                .queue_type = KFD_IOC_QUEUE_TYPE_SDMA,
+                .queue_percentage = 100,
+                .queue_priority = c->opts.queue_priority,
+        };
+        int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_CREATE_QUEUE, &a);
+        if (r < 0)
+                return r;
+        q->queue_id = a.queue_id;
+        q->doorbell_offset = a.doorbell_offset;
+        q->created = true;
+
+        /* The process's doorbell slice: one 8 KiB mmap of the KFD fd at
+         * doorbell_offset & ~0x1FFF, exactly 0x2000 long (kfd_doorbell_mmap
+         * refuses any other length); the queue's doorbell is the byte offset
+         * doorbell_offset & 0x1FFF inside it (kfd-facts §1.7). */
+        uint64_t base = a.doorbell_offset & ~(uint64_t) (KFD_DOORBELL_SLICE_SIZE - 1);
+        uint64_t in_slice = a.doorbell_offset & (KFD_DOORBELL_SLICE_SIZE - 1);
+        if (!c->doorbells) {
+                void *p = NULL;
+                r = c->ops->mmap(c->ops->userdata, NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED, c->kfd_fd, base, &p);
+                if (r < 0)
+                        return r;
+                c->doorbells = p;
+                c->doorbell_mmap_offset = base;
+        } else if (base != c->doorbell_mmap_offset)
+                return -EIO; /* one slice per process and GPU */
+        if (in_slice % 8 != 0)
+                return -EIO; /* 64-bit doorbells must be 8-byte aligned */
+        q->doorbell = (volatile uint64_t *) ((uint8_t *) c->doorbells + in_slice);
+        log_debug("gpu: SDMA queue %u: queue_id %u, doorbell_offset 0x%" PRIx64, q->index, q->queue_id,
+                  q->doorbell_offset);
+        return 0;
+}
+
+static int queue_destroy_kernel(GpuContext *c, GpuQueue *q) {
+        if (!q->created)
+                return 0;
+        struct kfd_ioctl_destroy_queue_args a = { .queue_id = q->queue_id };
+        int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_DESTROY_QUEUE, &a);
+        q->created = false;
+        q->doorbell = NULL;
+        return r;
+}
+
+int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, uint32_t ring_size) {
+        int r;
+
+        *q = (GpuQueue) { .index = index, .ring_size = ring_size, .next_seq = 1 };
+        q->inflight = calloc(GPU_QUEUE_MAX_INFLIGHT, sizeof *q->inflight);
+        if (!q->inflight)
+                return -ENOMEM;
+        r = gpu_buffer_alloc_internal(c, ring_size, GPU_BO_FLAGS_INTERNAL, true, &q->ring);
+        if (r < 0)
+                return r;
+        r = gpu_buffer_alloc_internal(c, PAGE_SIZE_4K, GPU_BO_FLAGS_INTERNAL, true, &q->rptr_bo);
+        if (r < 0)
+                return r;
+        r = gpu_buffer_alloc_internal(c, PAGE_SIZE_4K, GPU_BO_FLAGS_INTERNAL, true, &q->wptr_bo);
+        if (r < 0)
+                return r;
+        memset(q->ring->cpu, 0, ring_size);
+        memset(q->rptr_bo->cpu, 0, PAGE_SIZE_4K);
+        memset(q->wptr_bo->cpu, 0, PAGE_SIZE_4K);
+        return queue_create_kernel(c, q);
+}
+
+void gpu_queue_teardown(GpuContext *c, GpuQueue *q) {
+        int r = queue_destroy_kernel(c, q);
+        if (r < 0)
+                log_debug_errno(r, "gpu: DESTROY_QUEUE %u failed: %m", q->queue_id);
+        q->ring = gpu_buffer_unref(q->ring);
+        q->rptr_bo = gpu_buffer_unref(q->rptr_bo);
+        q->wptr_bo = gpu_buffer_unref(q->wptr_bo);
+        free(q->inflight);
+        q->inflight = NULL;
+        q->inflight_count = 0;
+}
+
+static volatile uint64_t *queue_rptr(GpuQueue *q) {
+        return (volatile uint64_t *) q->rptr_bo->cpu;
+}
+
+static volatile uint64_t *queue_wptr(GpuQueue *q) {
+        return (volatile uint64_t *) q->wptr_bo->cpu;
+}
+
+/* True if the wait is already satisfied by order or by a reported fence. */
+static bool wait_needed(const GpuContext *c, unsigned qi, const GpuWait *w) {
+        return w->queue != qi && w->seq != 0 && w->seq > c->queues[w->queue].completed;
+}
+
+/* Validates a job and counts its dwords. */
+static int job_dwords(const GpuContext *c, unsigned qi, const GpuJob *job, size_t *ret) {
+        size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW;
+        uint64_t chunks;
+
+        if (job->n_waits > GPU_JOB_MAX_WAITS)
+                return -EINVAL;
+        for (unsigned i = 0; i < job->n_waits; i++) {
+                const GpuWait *w = &job->waits[i];
+                if (w->queue >= c->n_queues)
+                        return -EINVAL;
+                if (w->seq >= c->queues[w->queue].next_seq)
+                        return -EINVAL; /* a job that was never submitted: would wait forever */
+                if (wait_needed(c, qi, w))
+                        n += SDMA_POLL_REGMEM_DW;
+        }
+
+        switch (job->type) {
+        case GPU_JOB_NOP:
+                break;
+        case GPU_JOB_COPY:
+                if (job->copy.size == 0 || job->copy.src_va > UINT64_MAX - job->copy.size ||
+                    job->copy.dst_va > UINT64_MAX - job->copy.size)
+                        return -EINVAL;
+                chunks = DIV_ROUND_UP(job->copy.size, (uint64_t) SDMA_COPY_MAX_BYTES);
+                n += chunks * SDMA_COPY_LINEAR_DW;
+                break;
+        case GPU_JOB_FILL:
+                /* CONSTANT_FILL writes whole dwords (FILLSIZE 2). */
+                if (job->fill.size == 0 || job->fill.size % 4 != 0 || job->fill.dst_va % 4 != 0 ||
+                    job->fill.dst_va > UINT64_MAX - job->fill.size)
+                        return -EINVAL;
+                chunks = DIV_ROUND_UP(job->fill.size, (uint64_t) SDMA_FILL_MAX_BYTES);
+                n += chunks * SDMA_CONSTANT_FILL_DW;
+                break;
+        default:
+                return -EINVAL;
+        }
+        /* A job must fit in half the ring so that, with the padding that keeps
+         * it from straddling the end, it always fits once the ring drains. */
+        if (n * 4 > c->queues[qi].ring_size / 2)
+                return -EINVAL;
+        *ret = n;
+        return 0;
+}
+
+/*
+ * Writes the job's packets at the queue's wptr (padding the ring's tail with
+ * NOPs when the job would straddle the end) and advances q->wptr. No doorbell.
+ * -EAGAIN, with nothing written, if the ring lacks room.
+ */
+static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, size_t ndw,
+                          uint64_t *ret_start) {
+        uint64_t bytes = ndw * 4;
+        uint64_t off = q->wptr % q->ring_size;
+        uint64_t tail = q->ring_size - off;
+        uint64_t pad = bytes > tail ? tail : 0;
+        uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE);
+
+        if (rptr > q->wptr)
+                return -EIO; /* the engine claims to be ahead of us */
+        /* Strictly less than the ring: wptr == rptr + ring_size would read as empty. */
+        if ((q->wptr - rptr) + pad + bytes >= q->ring_size)
+                return -EAGAIN;
+
+        uint32_t *ring = q->ring->cpu;
+        if (pad > 0) {
+                sdma_emit_nop(ring + off / 4, pad / 4);
+                q->wptr += pad;
+        }
+        uint64_t start = q->wptr;
+        uint32_t *p = ring + (start % q->ring_size) / 4;
+        uint32_t *const p0 = p;
+        unsigned qi = q->index;
+        uint64_t ts = c->fence->va + ts_offset(qi, seq);
+
+        /* The slot may hold the timestamps of seq - GPU_QUEUE_MAX_INFLIGHT. */
+        ts_cpu(c, qi, seq)[0] = 0;
+        ts_cpu(c, qi, seq)[1] = 0;
+
+        p += sdma_emit_timestamp(p, ts);
+        for (unsigned i = 0; i < job->n_waits; i++) {
+                const GpuWait *w = &job->waits[i];
+                if (!wait_needed(c, qi, w))
+                        continue;
+                /* Wait until the other queue's 32-bit fence word >= seq. The
+                 * compare is unsigned 32-bit: after 2^32 jobs on one queue the
+                 * word wraps and a GEQ wait across the wrap would pass early.
+                 * At 1 M jobs/s that is 71 minutes of saturation of one queue;
+                 * the context must be recreated before then (not yet done). */
+                p += sdma_emit_poll_regmem(p, gpu_queue_fence_va(c, w->queue), (uint32_t) w->seq,
+                                           0xFFFFFFFFu, SDMA_POLL_FUNC_GE);
+        }
+        switch (job->type) {
+        case GPU_JOB_NOP:
+                break;
+        case GPU_JOB_COPY:
+                for (uint64_t done = 0; done < job->copy.size;) {
+                        uint32_t n = (uint32_t) MIN(job->copy.size - done, (uint64_t) SDMA_COPY_MAX_BYTES);
+                        p += sdma_emit_copy_linear(p, job->copy.dst_va + done, job->copy.src_va + done, n);
+                        done += n;
+                }
+                break;
+        case GPU_JOB_FILL:
+                for (uint64_t done = 0; done < job->fill.size;) {
+                        uint32_t n = (uint32_t) MIN(job->fill.size - done, (uint64_t) SDMA_FILL_MAX_BYTES);
+                        p += sdma_emit_constant_fill(p, job->fill.dst_va + done, job->fill.pattern, n);
+                        done += n;
+                }
+                break;
+        }
+        p += sdma_emit_timestamp(p, ts + 8);
+        p += sdma_emit_fence(p, gpu_queue_fence_va(c, qi), (uint32_t) seq);
+        p += sdma_emit_fence(p, c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event);
+        p += sdma_emit_trap(p, c->completion_event);
+
+        if ((size_t) (p - p0) != ndw)
+                return -EIO; /* job_dwords() and this function disagree: a bug */
+        q->wptr += bytes;
+        *ret_start = start;
+        return 0;
+}
+
+static void queue_kick(GpuQueue *q) {
+        /* Store wptr to memory with release semantics (the ring writes before
+         * it), then a full barrier so the doorbell store cannot pass it, then
+         * the 64-bit doorbell store of the byte wptr (kfd-facts §1.7, §3.3). */
+        __atomic_store_n(queue_wptr(q), q->wptr, __ATOMIC_RELEASE);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        *q->doorbell = q->wptr;
+}
+
+static GpuInflight *inflight_at(GpuQueue *q, unsigned i) {
+        return &q->inflight[(q->inflight_head + i) % GPU_QUEUE_MAX_INFLIGHT];
+}
+
+int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t *ret_seq) {
+        size_t ndw;
+        int r;
+
+        if (!c || !job || queue >= c->n_queues)
+                return -EINVAL;
+        GpuQueue *q = &c->queues[queue];
+        r = job_dwords(c, queue, job, &ndw);
+        if (r < 0)
+                return r;
+        if (!q->created)
+                return -EIO; /* lost in a failed recovery */
+        if (q->inflight_count >= GPU_QUEUE_MAX_INFLIGHT)
+                return -EAGAIN;
+
+        uint64_t seq = q->next_seq, start;
+        r = queue_emit_job(c, q, job, seq, ndw, &start);
+        if (r < 0)
+                return r;
+        GpuInflight *f = inflight_at(q, q->inflight_count++);
+        *f = (GpuInflight) { .seq = seq, .job = *job, .ring_start = start, .ring_end = q->wptr };
+        q->next_seq++;
+        queue_kick(q);
+        c->stats.jobs_submitted++;
+        if (ret_seq)
+                *ret_seq = seq;
+        return 0;
+}
+
+uint64_t gpu_queue_get_completed(const GpuContext *c, unsigned queue) {
+        if (!c || queue >= c->n_queues)
+                return 0;
+        return c->queues[queue].completed;
+}
+
+static void report(GpuContext *c, GpuQueue *q, const GpuInflight *f, int error, uint64_t fault_va,
+                   GpuCompletionFn cb, void *userdata) {
+        volatile uint64_t *ts = ts_cpu(c, q->index, f->seq);
+        uint64_t b = ts[0], e = ts[1];
+        GpuCompletion comp = {
+                .queue = q->index,
+                .seq = f->seq,
+                .error = error,
+                .fault_va = error == -EFAULT ? fault_va : 0,
+                .begin_ns = b ? ticks_to_ns(c, b) : 0,
+                .end_ns = e ? ticks_to_ns(c, e) : (b ? ticks_to_ns(c, b) : 0),
+        };
+        c->stats.jobs_completed++;
+        if (cb)
+                cb(&comp, userdata);
+}
+
+static void inflight_pop(GpuQueue *q) {
+        q->inflight_head = (q->inflight_head + 1) % GPU_QUEUE_MAX_INFLIGHT;
+        q->inflight_count--;
+}
+
+int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata) {
+        /* The fence word holds the low 32 bits of the last completed seq;
+         * extend it relative to what we reported last. */
+        uint32_t w = __atomic_load_n(gpu_queue_fence_word(c, q->index), __ATOMIC_ACQUIRE);
+        uint64_t done = q->completed + (uint32_t) (w - (uint32_t) q->completed);
+        int n = 0;
+
+        if (done >= q->next_seq)
+                return 0; /* not a value we wrote (or ahead of us): ignore */
+        while (q->inflight_count > 0 && inflight_at(q, 0)->seq <= done) {
+                report(c, q, inflight_at(q, 0), 0, 0, cb, userdata);
+                inflight_pop(q);
+                n++;
+        }
+        if (done > q->completed)
+                q->completed = done;
+        return n;
+}
+
+static bool range_hits_page(uint64_t start, uint64_t size, uint64_t va) {
+        uint64_t lo = start & ~(uint64_t) (PAGE_SIZE_4K - 1);
+        uint64_t hi = align_up_u64(start + size, PAGE_SIZE_4K);
+        return va >= lo && (hi == 0 || va < hi);
+}
+
+static bool job_touches(const GpuContext *c, const GpuJob *job, uint64_t va) {
+        for (unsigned i = 0; i < job->n_waits; i++)
+                if (range_hits_page(gpu_queue_fence_va((GpuContext *) c, job->waits[i].queue), 4, va))
+                        return true;
+        switch (job->type) {
+        case GPU_JOB_COPY:
+                return range_hits_page(job->copy.src_va, job->copy.size, va) ||
+                       range_hits_page(job->copy.dst_va, job->copy.size, va);
+        case GPU_JOB_FILL:
+                return range_hits_page(job->fill.dst_va, job->fill.size, va);
+        default:
+                return false;
+        }
+}
+
+/*
+ * Recreates a queue after its head job faulted: DESTROY_QUEUE, zero rptr/wptr,
+ * CREATE_QUEUE (fresh ring state), fence word := faulted seq from the CPU (so
+ * waits on it in other queues proceed), then re-emit the later in-flight jobs
+ * with their own sequence numbers and kick once.
+ */
+static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCompletionFn cb,
+                         void *userdata) {
+        int r = queue_destroy_kernel(c, q);
+        if (r < 0)
+                log_debug_errno(r, "gpu: DESTROY_QUEUE %u after fault failed: %m", q->queue_id);
+
+        __atomic_store_n(queue_rptr(q), 0, __ATOMIC_RELEASE);
+        __atomic_store_n(queue_wptr(q), 0, __ATOMIC_RELEASE);
+        q->wptr = 0;
+        __atomic_store_n(gpu_queue_fence_word(c, q->index), (uint32_t) faulted_seq, __ATOMIC_RELEASE);
+        if (faulted_seq > q->completed)
+                q->completed = faulted_seq;
+
+        r = queue_create_kernel(c, q);
+        if (r < 0) {
+                /* The queue is gone: fail what it still held. */
+                while (q->inflight_count > 0) {
+                        report(c, q, inflight_at(q, 0), -ECANCELED, 0, cb, userdata);
+                        q->completed = inflight_at(q, 0)->seq;
+                        inflight_pop(q);
+                }
+                return r;
+        }
+
+        for (unsigned i = 0; i < q->inflight_count; i++) {
+                GpuInflight *f = inflight_at(q, i);
+                size_t ndw;
+                uint64_t start;
+
+                r = job_dwords(c, q->index, &f->job, &ndw);
+                if (r >= 0)
+                        r = queue_emit_job(c, q, &f->job, f->seq, ndw, &start);
+                if (r < 0) {
+                        /* Cannot happen for jobs that fitted before (each is at
+                         * most half the ring and the ring is empty now); if it
+                         * does, fail the tail rather than leave it unreported. */
+                        for (unsigned j = i; j < q->inflight_count; j++)
+                                report(c, q, inflight_at(q, j), -ECANCELED, 0, cb, userdata);
+                        q->inflight_count = i;
+                        break;
+                }
+                f->ring_start = start;
+                f->ring_end = q->wptr;
+        }
+        if (q->wptr > 0)
+                queue_kick(q);
+        return 0;
+}
+
+int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
+        GpuQueue *by_both = NULL, *by_va = NULL, *by_rptr = NULL;
+
+        /* The faulted job is the oldest unfinished job of the queue that stopped:
+         * the engine stops with rptr at the faulting packet, so rptr lies inside
+         * that job's ring range, and the job accesses the faulting page. */
+        for (unsigned i = 0; i < c->n_queues; i++) {
+                GpuQueue *q = &c->queues[i];
+                if (!q->created || q->inflight_count == 0)
+                        continue;
+                GpuInflight *h = inflight_at(q, 0);
+                uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE);
+                bool at = rptr >= h->ring_start && rptr < h->ring_end;
+                bool va = f->memory && job_touches(c, &h->job, f->va);
+                if (at && va && !by_both)
+                        by_both = q;
+                if (va && !by_va)
+                        by_va = q;
+                if (at && !by_rptr)
+                        by_rptr = q;
+        }
+        GpuQueue *q = by_both ? by_both : by_va ? by_va : by_rptr;
+        if (!q) {
+                log_debug("gpu: %s fault at 0x%" PRIx64 " matches no in-flight job",
+                          f->memory ? "memory" : "hw exception", f->va);
+                return 0;
+        }
+
+        GpuInflight h = *inflight_at(q, 0);
+        log_debug("gpu: job %" PRIu64 " on queue %u faulted at 0x%" PRIx64 ", recovering the queue", h.seq,
+                  q->index, f->va);
+        report(c, q, &h, -EFAULT, f->va, cb, userdata);
+        inflight_pop(q);
+        int r = queue_recover(c, q, h.seq, cb, userdata);
+        if (r < 0)
+                log_debug_errno(r, "gpu: recreating SDMA queue %u failed: %m", q->index);
+        return 1;
+}
