@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdb_batch: jobs collected on the client, checked against the buffers'
+ * sizes as they are added, and sent as one Submit. Owned by its session.
+ */
+#pragma once
+
+#include "client-session.h"
+
+struct kfdb_batch {
+        ClientObject object; /* first: the session's list links */
+        kfdb_session *session;
+        ClientJob *jobs;
+        size_t n_jobs, n_allocated;
+};

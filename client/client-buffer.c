@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Buffers: AllocBuffer / ImportBuffer / ExportBuffer / FreeBuffer, and the
+ * local side of a buffer (its dma-buf fd and a cached read-write mapping).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "client-buffer.h"
+
+static void buffer_release(ClientObject *o) {
+        kfdb_buffer *b = (kfdb_buffer *) o;
+
+        session_object_unlink(&b->object);
+        if (b->map)
+                munmap(b->map, b->size);
+        safe_close(b->fd);
+        free(b);
+}
+
+static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, kfdb_buffer **ret) {
+        kfdb_buffer *b;
+
+        b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->session = s;
+        b->handle = handle;
+        b->size = size;
+        b->fd = fd;
+        session_object_link(s, &b->object, buffer_release);
+        *ret = b;
+        return 0;
+}
+
+/* Tell the daemon to forget a handle we could not wrap locally. */
+static void buffer_forget(kfdb_session *s, uint64_t handle) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_FREE_BUFFER, .object.handle = handle };
+
+        (void) session_call(s, &req, NULL, 0, &r);
+}
+
+int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_ALLOC_BUFFER };
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        if (size == 0)
+                return session_error(s, -EINVAL, "kfdb_buffer_alloc: size must be > 0");
+        if (placement != KFDB_PLACEMENT_GTT && placement != KFDB_PLACEMENT_VRAM)
+                return session_error(s, -EINVAL, "kfdb_buffer_alloc: unknown placement %d",
+                                     (int) placement);
+        req.alloc_buffer.size = size;
+        req.alloc_buffer.placement = placement;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        if (r->buffer.size < size) {
+                buffer_forget(s, r->buffer.handle);
+                return session_error(s, -EBADMSG,
+                                     "kfdbrokerd allocated %llu bytes for a request of %llu",
+                                     (unsigned long long) r->buffer.size,
+                                     (unsigned long long) size);
+        }
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, r->fds[0], ret);
+        if (k < 0) {
+                buffer_forget(s, r->buffer.handle);
+                return k;
+        }
+        r->fds[0] = -EBADF;
+        return 0;
+}
+
+int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_IMPORT_BUFFER };
+        _cleanup_close_ int copy = -EBADF;
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (copy < 0)
+                return session_error(s, -errno, "kfdb_buffer_import: bad fd %d: %m", fd);
+        k = session_call(s, &req, &copy, 1, &r);
+        if (k < 0)
+                return k;
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, copy, ret);
+        if (k < 0) {
+                buffer_forget(s, r->buffer.handle);
+                return k;
+        }
+        TAKE_FD(copy);
+        return 0;
+}
+
+int kfdb_buffer_export(kfdb_buffer *b, int *ret_fd) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_EXPORT_BUFFER };
+        int k;
+
+        if (!b || !ret_fd)
+                return -EINVAL;
+        req.object.handle = b->handle;
+        k = session_call(b->session, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret_fd = TAKE_FD(r->fds[0]);
+        return 0;
+}
+
+int kfdb_buffer_get_fd(const kfdb_buffer *b) {
+        return b ? b->fd : -EINVAL;
+}
+
+uint64_t kfdb_buffer_get_size(const kfdb_buffer *b) {
+        return b ? b->size : 0;
+}
+
+uint64_t kfdb_buffer_get_handle(const kfdb_buffer *b) {
+        return b ? b->handle : 0;
+}
+
+int kfdb_buffer_map(kfdb_buffer *b, void **ret) {
+        void *p;
+
+        if (!b || !ret)
+                return -EINVAL;
+        if (!b->map) {
+                if (b->size > SIZE_MAX)
+                        return -EFBIG;
+                p = mmap(NULL, (size_t) b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+                if (p == MAP_FAILED)
+                        return session_error(b->session, -errno,
+                                             "cannot map buffer %llu (%llu bytes): %m",
+                                             (unsigned long long) b->handle,
+                                             (unsigned long long) b->size);
+                b->map = p;
+        }
+        *ret = b->map;
+        return 0;
+}
+
+int kfdb_buffer_free(kfdb_buffer *b) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_FREE_BUFFER };
+        int k;
+
+        if (!b)
+                return 0;
+        req.object.handle = b->handle;
+        k = session_call(b->session, &req, NULL, 0, &r);
+        buffer_release(&b->object);
+        return k;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdb_buffer: a GPU buffer of a session, known to the daemon by its handle
+ * and to this process by its dma-buf fd and (once mapped) its mapping. Owned
+ * by the session that made it.
+ */
+#pragma once
+
+#include "client-session.h"
+
+struct kfdb_buffer {
+        ClientObject object; /* first: the session's list links */
+        kfdb_session *session;
+        uint64_t handle;
+        uint64_t size;
+        int fd;
+        void *map;
+};

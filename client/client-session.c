@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdb_session: one connection to kfdbrokerd. It connects, says Hello, maps
+ * the session page (after checking it), keeps the eventfd, and runs the
+ * synchronous request/reply exchange every other call uses: a request goes
+ * out with a fresh id and the call reads datagrams until the reply with that
+ * id arrives. Anything else read meanwhile is kept: replies by id (for a
+ * caller that waits for them later), job failure notifications in a queue.
+ * The session owns every buffer, event and batch made through it and
+ * releases them when freed.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "client-session.h"
+#include "client-socket.h"
+#include "config.h"
+
+int session_error(kfdb_session *s, int r, const char *format, ...) {
+        va_list ap;
+
+        va_start(ap, format);
+        vsnprintf(s->last_error, sizeof(s->last_error), format, ap);
+        va_end(ap);
+        return r;
+}
+
+uint64_t session_page_load_u64(const uint64_t *p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+uint32_t session_page_load_u32(const uint32_t *p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+uint64_t session_completed_fence(const kfdb_session *s) {
+        return session_page_load_u64(&s->page->completed_fence);
+}
+
+void session_object_link(kfdb_session *s, ClientObject *o, client_object_release_fn release) {
+        o->release = release;
+        o->prev = &s->objects;
+        o->next = s->objects.next;
+        s->objects.next->prev = o;
+        s->objects.next = o;
+}
+
+void session_object_unlink(ClientObject *o) {
+        if (!o->next)
+                return;
+        o->prev->next = o->next;
+        o->next->prev = o->prev;
+        o->prev = o->next = NULL;
+}
+
+/* ---- Receiving ---- */
+
+static void failure_push(kfdb_session *s, const ClientReply *r) {
+        kfdb_job_failure *f;
+
+        if (s->n_failures == CLIENT_FAILURES_MAX) {
+                /* Full: the oldest goes; the session page still counts every failure. */
+                s->failures_head = (s->failures_head + 1) % CLIENT_FAILURES_MAX;
+                s->n_failures--;
+        }
+        f = &s->failures[(s->failures_head + s->n_failures) % CLIENT_FAILURES_MAX];
+        f->fence = r->job_failed.fence;
+        f->error = -r->job_failed.error;
+        snprintf(f->message, sizeof(f->message), "%s", r->job_failed.message);
+        s->n_failures++;
+}
+
+int session_find_failure(kfdb_session *s, uint64_t fence) {
+        for (size_t i = 0; i < s->n_failures; i++) {
+                const kfdb_job_failure *f =
+                        &s->failures[(s->failures_head + i) % CLIENT_FAILURES_MAX];
+                if (f->fence == fence) {
+                        session_error(s, f->error, "%s", f->message);
+                        return f->error;
+                }
+        }
+        return 0;
+}
+
+int kfdb_job_failure_next(kfdb_session *s, kfdb_job_failure *ret) {
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = kfdb_process(s);
+        if (k < 0)
+                return k;
+        if (s->n_failures == 0)
+                return 0;
+        *ret = s->failures[s->failures_head];
+        s->failures_head = (s->failures_head + 1) % CLIENT_FAILURES_MAX;
+        s->n_failures--;
+        return 1;
+}
+
+static void stash_push(kfdb_session *s, ClientReply *r) {
+        if (s->n_stash == CLIENT_STASH_MAX) {
+                client_reply_free(s->stash[0]);
+                memmove(s->stash, s->stash + 1, (CLIENT_STASH_MAX - 1) * sizeof(s->stash[0]));
+                s->n_stash--;
+        }
+        s->stash[s->n_stash++] = r;
+}
+
+static ClientReply *stash_take(kfdb_session *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_stash; i++) {
+                ClientReply *r = s->stash[i];
+                if (r->id != id)
+                        continue;
+                memmove(s->stash + i, s->stash + i + 1, (s->n_stash - i - 1) * sizeof(s->stash[0]));
+                s->n_stash--;
+                return r;
+        }
+        return NULL;
+}
+
+/* Notifications are queued; replies are kept by id. Takes r. */
+static void session_dispatch(kfdb_session *s, ClientReply *r) {
+        if (r->id != 0) {
+                stash_push(s, r);
+                return;
+        }
+        if (r->type == CLIENT_REPLY_JOB_FAILED)
+                failure_push(s, r);
+        /* Other notifications (from a newer daemon) carry nothing this library uses. */
+        client_reply_free(r);
+}
+
+/* Reads one datagram if one arrives within timeout_ms: 1 with *ret, 0, or negative errno. */
+static int session_read(kfdb_session *s, int timeout_ms, ClientReply **ret) {
+        int fds[CLIENT_MAX_FDS];
+        size_t n_fds = 0, n_extra = 0;
+        ClientReply *r = NULL;
+        unsigned expected;
+        int n, k;
+
+        k = client_socket_wait(s->fd, timeout_ms);
+        if (k <= 0)
+                return k;
+        n = client_socket_recv(s->fd, s->rbuf, CLIENT_MAX_MESSAGE_SIZE, fds, CLIENT_MAX_FDS,
+                               &n_fds, &n_extra);
+        if (n == -EAGAIN)
+                return 0;
+        if (n == -ECONNRESET)
+                return session_error(s, n, "kfdbrokerd closed the connection");
+        if (n == -EBADMSG)
+                return session_error(s, n, "kfdbrokerd sent a truncated message");
+        if (n < 0)
+                return session_error(s, n, "cannot receive from kfdbrokerd: %s", strerror(-n));
+
+        k = client_reply_decode(s->rbuf, (size_t) n, &r);
+        if (k < 0) {
+                for (size_t i = 0; i < n_fds; i++)
+                        safe_close(fds[i]);
+                if (k == -ENOMEM)
+                        return k;
+                return session_error(s, -EBADMSG,
+                                     "kfdbrokerd sent a message of %d bytes that does not decode", n);
+        }
+        /* Keep only the fds this kind of message carries; close anything else. */
+        expected = r->error == 0 ? client_reply_fds_expected(r->type) : 0;
+        for (size_t i = 0; i < n_fds; i++) {
+                if (i < expected)
+                        r->fds[r->n_fds++] = fds[i];
+                else
+                        safe_close(fds[i]);
+        }
+        *ret = r;
+        return 1;
+}
+
+int session_receive(kfdb_session *s, int timeout_ms) {
+        ClientReply *r = NULL;
+        int k;
+
+        k = session_read(s, timeout_ms, &r);
+        if (k <= 0)
+                return k;
+        session_dispatch(s, r);
+        return 1;
+}
+
+int kfdb_process(kfdb_session *s) {
+        struct pollfd p;
+        uint64_t v;
+        int k, n = 0;
+
+        if (!s)
+                return -EINVAL;
+        p = (struct pollfd) { .fd = s->event_fd, .events = POLLIN };
+        if (s->event_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
+                (void) !read(s->event_fd, &v, sizeof(v));
+        for (;;) {
+                k = session_receive(s, 0);
+                if (k < 0)
+                        return k;
+                if (k == 0)
+                        return n;
+                n++;
+        }
+}
+
+/* ---- Calls ---- */
+
+static int reply_errno(int error) {
+        return error > 0 && error < 4096 ? -error : -EPROTO;
+}
+
+int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,
+                 ClientReply **ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        _cleanup_free_ void *buf = NULL;
+        const char *name = client_request_type_name(req->type);
+        ClientReplyType expected;
+        size_t len;
+        int k;
+
+        s->last_error[0] = '\0';
+        req->id = s->next_id++;
+        if (s->next_id == 0)
+                s->next_id = 1;
+        k = client_request_encode(req, &buf, &len);
+        if (k == -EMSGSIZE)
+                return session_error(s, k, "%s request larger than %u bytes", name,
+                                     CLIENT_MAX_MESSAGE_SIZE);
+        if (k < 0)
+                return session_error(s, k, "cannot encode %s request", name);
+        k = client_socket_send(s->fd, buf, len, fds, n_fds);
+        if (k < 0)
+                return session_error(s, k, "cannot send %s request to kfdbrokerd: %s", name,
+                                     strerror(-k));
+
+        for (;;) {
+                ClientReply *m = NULL;
+
+                r = stash_take(s, req->id);
+                if (r)
+                        break;
+                k = session_read(s, -1, &m);
+                if (k < 0)
+                        return k;
+                if (k == 0)
+                        continue;
+                if (m->id == req->id) {
+                        r = m;
+                        break;
+                }
+                session_dispatch(s, m);
+        }
+
+        if (r->error != 0)
+                return session_error(s, reply_errno(r->error), "%s",
+                                     r->message[0] ? r->message : strerror(r->error));
+        expected = client_request_reply_type(req->type);
+        if (r->type != expected)
+                return session_error(s, -EBADMSG, "kfdbrokerd answered %s with the wrong reply body",
+                                     name);
+        if (r->n_fds < client_reply_fds_expected(expected))
+                return session_error(s, -EBADMSG,
+                                     "kfdbrokerd answered %s with %zu fds, expected %u", name,
+                                     r->n_fds, client_reply_fds_expected(expected));
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+/* ---- Lifetime ---- */
+
+static int check_client_name(const char *name) {
+        size_t n = strlen(name);
+
+        if (n > 64)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) name[i] < 0x20 || name[i] == 0x7f)
+                        return -EINVAL;
+        return 0;
+}
+
+/* The program's name made acceptable: at most 64 bytes, control characters as '?'. */
+static void default_client_name(char *buf, size_t size) {
+        snprintf(buf, size, "%s", program_invocation_short_name ?: "");
+        for (char *p = buf; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        *p = '?';
+}
+
+static int session_map_page(kfdb_session *s, int page_fd, uint32_t page_size) {
+        const size_t header = offsetof(KfdbSessionPage, events);
+        const KfdbSessionPage *page;
+        struct stat st;
+        uint32_t size, max_events;
+        void *p;
+
+        if (page_size < header || page_size > (64u << 20))
+                return session_error(s, -EPROTO, "session page size %u is not plausible",
+                                     page_size);
+        if (fstat(page_fd, &st) < 0)
+                return session_error(s, -errno, "cannot stat the session page: %m");
+        if (st.st_size < (off_t) page_size)
+                return session_error(s, -EPROTO, "session page fd holds %lld bytes, Hello said %u",
+                                     (long long) st.st_size, page_size);
+        p = mmap(NULL, page_size, PROT_READ, MAP_SHARED, page_fd, 0);
+        if (p == MAP_FAILED)
+                return session_error(s, -errno, "cannot map the session page: %m");
+        s->page = page = p;
+        s->page_size = page_size;
+
+        if (session_page_load_u32(&page->magic) != KFDB_PAGE_MAGIC)
+                return session_error(s, -EPROTO, "session page has magic 0x%08x, expected 0x%08x",
+                                     page->magic, KFDB_PAGE_MAGIC);
+        if (session_page_load_u32(&page->version) != KFDB_PAGE_VERSION)
+                return session_error(s, -EPROTO, "session page has layout version %u, expected %u",
+                                     page->version, KFDB_PAGE_VERSION);
+        size = session_page_load_u32(&page->size);
+        max_events = session_page_load_u32(&page->max_events);
+        if (max_events > KFDB_PAGE_MAX_EVENTS)
+                return session_error(s, -EPROTO, "session page lists %u events, at most %u allowed",
+                                     max_events, KFDB_PAGE_MAX_EVENTS);
+        if (size > page_size || size < header + (size_t) max_events * sizeof(KfdbPageEvent))
+                return session_error(s, -EPROTO,
+                                     "session page says it is %u bytes (%u events), mapped %u",
+                                     size, max_events, page_size);
+        return 0;
+}
+
+static int session_hello(kfdb_session *s, const char *client_name) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_HELLO };
+        const ClientLimits *l;
+        int k;
+
+        req.hello.protocol_version = KFDB_PROTOCOL_VERSION;
+        req.hello.client_name = client_name;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        if (r->hello.protocol_version != KFDB_PROTOCOL_VERSION)
+                return session_error(s, -EPROTONOSUPPORT,
+                                     "kfdbrokerd speaks protocol version %u, this library %u",
+                                     r->hello.protocol_version, KFDB_PROTOCOL_VERSION);
+
+        k = session_map_page(s, r->fds[0], r->hello.session_page_size);
+        if (k < 0)
+                return k;
+        s->event_fd = TAKE_FD(r->fds[1]);
+
+        s->session_id = r->hello.session_id;
+        s->daemon_version = strdup(r->hello.daemon_version);
+        if (!s->daemon_version)
+                return -ENOMEM;
+        if (r->hello.n_features > 0) {
+                s->features = calloc(r->hello.n_features, sizeof(char *));
+                if (!s->features)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < r->hello.n_features; i++) {
+                s->features[i] = strdup(r->hello.features[i]);
+                if (!s->features[i])
+                        return -ENOMEM;
+                s->n_features++;
+        }
+        l = &r->hello.limits;
+        s->limits = (kfdb_limits) {
+                .max_buffer_size = l->max_buffer_size,
+                .max_buffer_bytes = l->max_buffer_bytes,
+                .max_buffers = l->max_buffers,
+                .max_events = l->max_events,
+                .max_jobs_in_flight = l->max_jobs_in_flight,
+                .max_jobs_per_submit = l->max_jobs_per_submit,
+                .max_message_size = l->max_message_size,
+                .max_wait_events = l->max_wait_events,
+        };
+        return 0;
+}
+
+DEFINE_POINTER_CLEANUP(kfdb_session, kfdb_session_free)
+
+int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret) {
+        _cleanup_(kfdb_session_freep) kfdb_session *s = NULL;
+        char name[65];
+        int type = 0, k;
+        socklen_t sl = sizeof(type);
+
+        if (fd < 0 || !ret)
+                return -EINVAL;
+        if (client_name) {
+                k = check_client_name(client_name);
+                if (k < 0)
+                        return k;
+                snprintf(name, sizeof(name), "%s", client_name);
+        } else
+                default_client_name(name, sizeof(name));
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &sl) < 0)
+                return -errno;
+        if (type != SOCK_SEQPACKET)
+                return -EPROTOTYPE;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->fd = -EBADF;
+        s->event_fd = -EBADF;
+        s->next_id = 1;
+        s->objects.prev = s->objects.next = &s->objects;
+        s->rbuf = malloc(CLIENT_MAX_MESSAGE_SIZE);
+        s->failures = calloc(CLIENT_FAILURES_MAX, sizeof(*s->failures));
+        if (!s->rbuf || !s->failures)
+                return -ENOMEM;
+        s->fd = fd;
+        k = session_hello(s, name);
+        if (k < 0) {
+                /* The caller keeps fd when we fail. */
+                s->fd = -EBADF;
+                return k;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+const char *kfdb_default_socket_path(void) {
+        return KFDBROKER_DEFAULT_SOCKET;
+}
+
+int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -EBADF;
+        int k;
+
+        if (!ret)
+                return -EINVAL;
+        if (!path)
+                path = secure_getenv("KFDBROKER_SOCKET");
+        if (!path || !*path)
+                path = KFDBROKER_DEFAULT_SOCKET;
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path));
+
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        k = kfdb_session_new_from_fd(fd, client_name, ret);
+        if (k < 0)
+                return k;
+        TAKE_FD(fd);
+        return 0;
+}
+
+kfdb_session *kfdb_session_free(kfdb_session *s) {
+        if (!s)
+                return NULL;
+        /* Objects unlink themselves in release(). */
+        while (s->objects.next && s->objects.next != &s->objects)
+                s->objects.next->release(s->objects.next);
+        for (size_t i = 0; i < s->n_stash; i++)
+                client_reply_free(s->stash[i]);
+        if (s->page)
+                munmap((void *) s->page, s->page_size);
+        safe_close(s->event_fd);
+        safe_close(s->fd);
+        for (size_t i = 0; i < s->n_features; i++)
+                free(s->features[i]);
+        free(s->features);
+        free(s->daemon_version);
+        free(s->failures);
+        free(s->rbuf);
+        free(s);
+        return NULL;
+}
+
+/* ---- Accessors and simple calls ---- */
+
+const char *kfdb_session_last_error(const kfdb_session *s) {
+        return s ? s->last_error : "";
+}
+
+int kfdb_get_fd(const kfdb_session *s) {
+        return s ? s->fd : -EINVAL;
+}
+
+int kfdb_get_event_fd(const kfdb_session *s) {
+        return s ? s->event_fd : -EINVAL;
+}
+
+uint64_t kfdb_session_get_id(const kfdb_session *s) {
+        return s ? s->session_id : 0;
+}
+
+const char *kfdb_session_get_daemon_version(const kfdb_session *s) {
+        return s && s->daemon_version ? s->daemon_version : "";
+}
+
+bool kfdb_session_has_feature(const kfdb_session *s, const char *feature) {
+        if (!s || !feature)
+                return false;
+        for (size_t i = 0; i < s->n_features; i++)
+                if (strcmp(s->features[i], feature) == 0)
+                        return true;
+        return false;
+}
+
+uint64_t kfdb_session_get_context_lost(const kfdb_session *s) {
+        return s && s->page ? session_page_load_u64(&s->page->context_lost) : 0;
+}
+
+void kfdb_session_get_limits(const kfdb_session *s, kfdb_limits *ret) {
+        if (s && ret)
+                *ret = s->limits;
+}
+
+static void copy_string(char *dst, size_t size, const char *src) {
+        snprintf(dst, size, "%s", src ?: "");
+}
+
+int kfdb_device_info(kfdb_session *s, kfdb_device *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_DEVICE_INFO };
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret = (kfdb_device) {
+                .gpu_id = r->device_info.gpu_id,
+                .vendor_id = r->device_info.vendor_id,
+                .device_id = r->device_info.device_id,
+                .cu_count = r->device_info.cu_count,
+                .vram_size = r->device_info.vram_size,
+                .kfd_major = r->device_info.kfd_major,
+                .kfd_minor = r->device_info.kfd_minor,
+                .sdma_queues = r->device_info.sdma_queues,
+        };
+        copy_string(ret->backend, sizeof(ret->backend), r->device_info.backend);
+        copy_string(ret->gfx_name, sizeof(ret->gfx_name), r->device_info.gfx_name);
+        copy_string(ret->name, sizeof(ret->name), r->device_info.name);
+        return 0;
+}
+
+int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_QUERY };
+        const ClientLimits *l;
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        l = &r->query.limits;
+        *ret = (kfdb_usage) {
+                .buffers = r->query.buffers,
+                .buffer_bytes = r->query.buffer_bytes,
+                .events = r->query.events,
+                .jobs_submitted = r->query.jobs_submitted,
+                .jobs_completed = r->query.jobs_completed,
+                .jobs_failed = r->query.jobs_failed,
+                .jobs_in_flight = r->query.jobs_in_flight,
+                .bytes_copied = r->query.bytes_copied,
+                .bytes_filled = r->query.bytes_filled,
+                .limits = {
+                        .max_buffer_size = l->max_buffer_size,
+                        .max_buffer_bytes = l->max_buffer_bytes,
+                        .max_buffers = l->max_buffers,
+                        .max_events = l->max_events,
+                        .max_jobs_in_flight = l->max_jobs_in_flight,
+                        .max_jobs_per_submit = l->max_jobs_per_submit,
+                        .max_message_size = l->max_message_size,
+                        .max_wait_events = l->max_wait_events,
+                },
+        };
+        return 0;
+}
+
+int kfdb_status(kfdb_session *s, kfdb_daemon_status *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_STATUS };
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret = (kfdb_daemon_status) {
+                .sessions = r->status.sessions,
+                .jobs_completed = r->status.jobs_completed,
+                .jobs_failed = r->status.jobs_failed,
+                .uptime_ns = r->status.uptime_ns,
+                .buffer_bytes = r->status.buffer_bytes,
+        };
+        copy_string(ret->daemon_version, sizeof(ret->daemon_version), r->status.daemon_version);
+        copy_string(ret->backend, sizeof(ret->backend), r->status.backend);
+        copy_string(ret->gfx_name, sizeof(ret->gfx_name), r->status.gfx_name);
+        return 0;
+}

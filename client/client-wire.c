@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Marshalling between the library's plain request/reply structs and the v1
+ * protobuf messages; the only client file that sees protobuf-c types. It does
+ * no I/O: client-socket.c moves the bytes and fds, client-session.c decides
+ * what a reply means.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client-wire.h"
+#include "kfdbroker.pb-c.h"
+#include "macro.h"
+
+typedef Kfdbroker__V1__ServerMessage PbServerMessage;
+
+static const char *const request_type_names[] = {
+        [CLIENT_REQUEST_HELLO] = "Hello",
+        [CLIENT_REQUEST_DEVICE_INFO] = "DeviceInfo",
+        [CLIENT_REQUEST_ALLOC_BUFFER] = "AllocBuffer",
+        [CLIENT_REQUEST_IMPORT_BUFFER] = "ImportBuffer",
+        [CLIENT_REQUEST_FREE_BUFFER] = "FreeBuffer",
+        [CLIENT_REQUEST_EXPORT_BUFFER] = "ExportBuffer",
+        [CLIENT_REQUEST_CREATE_EVENT] = "CreateEvent",
+        [CLIENT_REQUEST_DESTROY_EVENT] = "DestroyEvent",
+        [CLIENT_REQUEST_SET_EVENT] = "SetEvent",
+        [CLIENT_REQUEST_RESET_EVENT] = "ResetEvent",
+        [CLIENT_REQUEST_WAIT_EVENTS] = "WaitEvents",
+        [CLIENT_REQUEST_SUBMIT] = "Submit",
+        [CLIENT_REQUEST_QUERY] = "Query",
+        [CLIENT_REQUEST_STATUS] = "Status",
+};
+
+const char *client_request_type_name(ClientRequestType type) {
+        if ((unsigned) type >= ELEMENTSOF(request_type_names) || !request_type_names[type])
+                return "Unknown";
+        return request_type_names[type];
+}
+
+ClientReplyType client_request_reply_type(ClientRequestType type) {
+        switch (type) {
+        case CLIENT_REQUEST_HELLO:
+                return CLIENT_REPLY_HELLO;
+        case CLIENT_REQUEST_DEVICE_INFO:
+                return CLIENT_REPLY_DEVICE_INFO;
+        case CLIENT_REQUEST_ALLOC_BUFFER:
+                return CLIENT_REPLY_ALLOC_BUFFER;
+        case CLIENT_REQUEST_IMPORT_BUFFER:
+                return CLIENT_REPLY_IMPORT_BUFFER;
+        case CLIENT_REQUEST_EXPORT_BUFFER:
+                return CLIENT_REPLY_EXPORT_BUFFER;
+        case CLIENT_REQUEST_CREATE_EVENT:
+                return CLIENT_REPLY_CREATE_EVENT;
+        case CLIENT_REQUEST_WAIT_EVENTS:
+                return CLIENT_REPLY_WAIT_EVENTS;
+        case CLIENT_REQUEST_SUBMIT:
+                return CLIENT_REPLY_SUBMIT;
+        case CLIENT_REQUEST_QUERY:
+                return CLIENT_REPLY_QUERY;
+        case CLIENT_REQUEST_STATUS:
+                return CLIENT_REPLY_STATUS;
+        case CLIENT_REQUEST_FREE_BUFFER:
+        case CLIENT_REQUEST_DESTROY_EVENT:
+        case CLIENT_REQUEST_SET_EVENT:
+        case CLIENT_REQUEST_RESET_EVENT:
+                return CLIENT_REPLY_EMPTY;
+        }
+        return CLIENT_REPLY_UNKNOWN;
+}
+
+unsigned client_reply_fds_expected(ClientReplyType type) {
+        switch (type) {
+        case CLIENT_REPLY_HELLO:
+                return 2;
+        case CLIENT_REPLY_ALLOC_BUFFER:
+        case CLIENT_REPLY_EXPORT_BUFFER:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+/* ---- Requests ---- */
+
+/* Every sub-message a request may need; protobuf-c only reads them while packing. */
+typedef struct RequestParts {
+        Kfdbroker__V1__HelloRequest hello;
+        Kfdbroker__V1__DeviceInfoRequest device_info;
+        Kfdbroker__V1__AllocBufferRequest alloc_buffer;
+        Kfdbroker__V1__ImportBufferRequest import_buffer;
+        Kfdbroker__V1__FreeBufferRequest free_buffer;
+        Kfdbroker__V1__ExportBufferRequest export_buffer;
+        Kfdbroker__V1__CreateEventRequest create_event;
+        Kfdbroker__V1__DestroyEventRequest destroy_event;
+        Kfdbroker__V1__SetEventRequest set_event;
+        Kfdbroker__V1__ResetEventRequest reset_event;
+        Kfdbroker__V1__WaitEventsRequest wait_events;
+        Kfdbroker__V1__SubmitRequest submit;
+        Kfdbroker__V1__QueryRequest query;
+        Kfdbroker__V1__StatusRequest status;
+        /* Owned arrays, freed by request_parts_done(). */
+        Kfdbroker__V1__WaitEntry *entries;
+        Kfdbroker__V1__WaitEntry **entry_ptrs;
+        Kfdbroker__V1__Job *jobs;
+        Kfdbroker__V1__Job **job_ptrs;
+        Kfdbroker__V1__CopyJob *copies;
+        Kfdbroker__V1__FillJob *fills;
+        Kfdbroker__V1__SignalEventJob *signals;
+        Kfdbroker__V1__WaitEventJob *waits;
+} RequestParts;
+
+static void request_parts_done(RequestParts *p) {
+        free(p->entries);
+        free(p->entry_ptrs);
+        free(p->jobs);
+        free(p->job_ptrs);
+        free(p->copies);
+        free(p->fills);
+        free(p->signals);
+        free(p->waits);
+}
+
+static int fill_wait_events(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__Request *m) {
+        size_t n = r->wait_events.n_entries;
+
+        kfdbroker__v1__wait_events_request__init(&p->wait_events);
+        if (n > 0) {
+                if (!r->wait_events.entries)
+                        return -EINVAL;
+                p->entries = calloc(n, sizeof(*p->entries));
+                p->entry_ptrs = calloc(n, sizeof(*p->entry_ptrs));
+                if (!p->entries || !p->entry_ptrs)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                kfdbroker__v1__wait_entry__init(&p->entries[i]);
+                p->entries[i].handle = r->wait_events.entries[i].handle;
+                p->entries[i].last_event_age = r->wait_events.entries[i].last_event_age;
+                p->entry_ptrs[i] = &p->entries[i];
+        }
+        p->wait_events.n_events = n;
+        p->wait_events.events = p->entry_ptrs;
+        p->wait_events.wait_all = r->wait_events.wait_all;
+        p->wait_events.timeout_ms = r->wait_events.timeout_ms;
+        m->body_case = KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS;
+        m->wait_events = &p->wait_events;
+        return 0;
+}
+
+static int fill_job(const ClientJob *j, size_t i, RequestParts *p, Kfdbroker__V1__Job *out) {
+        kfdbroker__v1__job__init(out);
+        switch (j->type) {
+        case CLIENT_JOB_COPY:
+                kfdbroker__v1__copy_job__init(&p->copies[i]);
+                p->copies[i].src_handle = j->copy.src_handle;
+                p->copies[i].src_offset = j->copy.src_offset;
+                p->copies[i].dst_handle = j->copy.dst_handle;
+                p->copies[i].dst_offset = j->copy.dst_offset;
+                p->copies[i].size = j->copy.size;
+                out->kind_case = KFDBROKER__V1__JOB__KIND_COPY;
+                out->copy = &p->copies[i];
+                return 0;
+        case CLIENT_JOB_FILL:
+                kfdbroker__v1__fill_job__init(&p->fills[i]);
+                p->fills[i].dst_handle = j->fill.dst_handle;
+                p->fills[i].dst_offset = j->fill.dst_offset;
+                p->fills[i].size = j->fill.size;
+                p->fills[i].pattern = j->fill.pattern;
+                out->kind_case = KFDBROKER__V1__JOB__KIND_FILL;
+                out->fill = &p->fills[i];
+                return 0;
+        case CLIENT_JOB_SIGNAL_EVENT:
+                kfdbroker__v1__signal_event_job__init(&p->signals[i]);
+                p->signals[i].handle = j->event.handle;
+                out->kind_case = KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT;
+                out->signal_event = &p->signals[i];
+                return 0;
+        case CLIENT_JOB_WAIT_EVENT:
+                kfdbroker__v1__wait_event_job__init(&p->waits[i]);
+                p->waits[i].handle = j->event.handle;
+                out->kind_case = KFDBROKER__V1__JOB__KIND_WAIT_EVENT;
+                out->wait_event = &p->waits[i];
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static int fill_submit(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__Request *m) {
+        size_t n = r->submit.n_jobs;
+        int k;
+
+        kfdbroker__v1__submit_request__init(&p->submit);
+        if (n > 0) {
+                if (!r->submit.jobs)
+                        return -EINVAL;
+                /* One slot of each kind per job keeps indexing trivial; batches are small. */
+                p->jobs = calloc(n, sizeof(*p->jobs));
+                p->job_ptrs = calloc(n, sizeof(*p->job_ptrs));
+                p->copies = calloc(n, sizeof(*p->copies));
+                p->fills = calloc(n, sizeof(*p->fills));
+                p->signals = calloc(n, sizeof(*p->signals));
+                p->waits = calloc(n, sizeof(*p->waits));
+                if (!p->jobs || !p->job_ptrs || !p->copies || !p->fills || !p->signals || !p->waits)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                k = fill_job(&r->submit.jobs[i], i, p, &p->jobs[i]);
+                if (k < 0)
+                        return k;
+                p->job_ptrs[i] = &p->jobs[i];
+        }
+        p->submit.n_jobs = n;
+        p->submit.jobs = p->job_ptrs;
+        m->body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        m->submit = &p->submit;
+        return 0;
+}
+
+static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__Request *m) {
+        switch (r->type) {
+        case CLIENT_REQUEST_HELLO:
+                kfdbroker__v1__hello_request__init(&p->hello);
+                p->hello.protocol_version = r->hello.protocol_version;
+                p->hello.client_name = (char *) (r->hello.client_name ?: "");
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+                m->hello = &p->hello;
+                return 0;
+        case CLIENT_REQUEST_DEVICE_INFO:
+                kfdbroker__v1__device_info_request__init(&p->device_info);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_DEVICE_INFO;
+                m->device_info = &p->device_info;
+                return 0;
+        case CLIENT_REQUEST_ALLOC_BUFFER:
+                kfdbroker__v1__alloc_buffer_request__init(&p->alloc_buffer);
+                p->alloc_buffer.size = r->alloc_buffer.size;
+                p->alloc_buffer.placement = (Kfdbroker__V1__Placement) r->alloc_buffer.placement;
+                p->alloc_buffer.flags = r->alloc_buffer.flags;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+                m->alloc_buffer = &p->alloc_buffer;
+                return 0;
+        case CLIENT_REQUEST_IMPORT_BUFFER:
+                kfdbroker__v1__import_buffer_request__init(&p->import_buffer);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_IMPORT_BUFFER;
+                m->import_buffer = &p->import_buffer;
+                return 0;
+        case CLIENT_REQUEST_FREE_BUFFER:
+                kfdbroker__v1__free_buffer_request__init(&p->free_buffer);
+                p->free_buffer.handle = r->object.handle;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER;
+                m->free_buffer = &p->free_buffer;
+                return 0;
+        case CLIENT_REQUEST_EXPORT_BUFFER:
+                kfdbroker__v1__export_buffer_request__init(&p->export_buffer);
+                p->export_buffer.handle = r->object.handle;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_EXPORT_BUFFER;
+                m->export_buffer = &p->export_buffer;
+                return 0;
+        case CLIENT_REQUEST_CREATE_EVENT:
+                kfdbroker__v1__create_event_request__init(&p->create_event);
+                p->create_event.auto_reset = r->create_event.auto_reset;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_CREATE_EVENT;
+                m->create_event = &p->create_event;
+                return 0;
+        case CLIENT_REQUEST_DESTROY_EVENT:
+                kfdbroker__v1__destroy_event_request__init(&p->destroy_event);
+                p->destroy_event.handle = r->object.handle;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_DESTROY_EVENT;
+                m->destroy_event = &p->destroy_event;
+                return 0;
+        case CLIENT_REQUEST_SET_EVENT:
+                kfdbroker__v1__set_event_request__init(&p->set_event);
+                p->set_event.handle = r->object.handle;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
+                m->set_event = &p->set_event;
+                return 0;
+        case CLIENT_REQUEST_RESET_EVENT:
+                kfdbroker__v1__reset_event_request__init(&p->reset_event);
+                p->reset_event.handle = r->object.handle;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_RESET_EVENT;
+                m->reset_event = &p->reset_event;
+                return 0;
+        case CLIENT_REQUEST_WAIT_EVENTS:
+                return fill_wait_events(r, p, m);
+        case CLIENT_REQUEST_SUBMIT:
+                return fill_submit(r, p, m);
+        case CLIENT_REQUEST_QUERY:
+                kfdbroker__v1__query_request__init(&p->query);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
+                m->query = &p->query;
+                return 0;
+        case CLIENT_REQUEST_STATUS:
+                kfdbroker__v1__status_request__init(&p->status);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
+                m->status = &p->status;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int client_request_encode(const ClientRequest *r, void **ret_buf, size_t *ret_len) {
+        _cleanup_(request_parts_done) RequestParts parts = {};
+        Kfdbroker__V1__Request m = KFDBROKER__V1__REQUEST__INIT;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+        int k;
+
+        if (!r || !ret_buf || !ret_len || r->id == 0)
+                return -EINVAL;
+        m.id = r->id;
+        k = fill_request(r, &parts, &m);
+        if (k < 0)
+                return k;
+        size = kfdbroker__v1__request__get_packed_size(&m);
+        if (size > CLIENT_MAX_MESSAGE_SIZE)
+                return -EMSGSIZE;
+        buf = malloc(MAX(size, (size_t) 1));
+        if (!buf)
+                return -ENOMEM;
+        if (kfdbroker__v1__request__pack(&m, buf) != size)
+                return -EIO;
+        *ret_buf = TAKE_PTR(buf);
+        *ret_len = size;
+        return 0;
+}
+
+/* ---- Replies ---- */
+
+static void limits_from_pb(const Kfdbroker__V1__Limits *p, ClientLimits *l) {
+        *l = (ClientLimits) {};
+        if (!p)
+                return;
+        l->max_buffer_size = p->max_buffer_size;
+        l->max_buffer_bytes = p->max_buffer_bytes;
+        l->max_buffers = p->max_buffers;
+        l->max_events = p->max_events;
+        l->max_jobs_in_flight = p->max_jobs_in_flight;
+        l->max_jobs_per_submit = p->max_jobs_per_submit;
+        l->max_message_size = p->max_message_size;
+        l->max_wait_events = p->max_wait_events;
+}
+
+static const char *str(const char *s) {
+        return s ?: "";
+}
+
+static int decode_wait_events(const Kfdbroker__V1__WaitEventsReply *w, ClientReply *r) {
+        r->type = CLIENT_REPLY_WAIT_EVENTS;
+        r->wait_events.result = (uint32_t) w->result;
+        if (w->n_events > 0) {
+                r->wait_events.entries = calloc(w->n_events, sizeof(ClientWaitEntry));
+                if (!r->wait_events.entries)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < w->n_events; i++) {
+                r->wait_events.entries[i].handle = w->events[i]->handle;
+                r->wait_events.entries[i].last_event_age = w->events[i]->last_event_age;
+        }
+        r->wait_events.n_entries = w->n_events;
+        return 0;
+}
+
+static int decode_body(const PbServerMessage *m, ClientReply *r) {
+        switch (m->body_case) {
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY__NOT_SET:
+                /* A body from a newer daemon shows up as an unknown field. */
+                r->type = m->base.n_unknown_fields > 0 ? CLIENT_REPLY_UNKNOWN : CLIENT_REPLY_NONE;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_HELLO:
+                r->type = CLIENT_REPLY_HELLO;
+                r->hello.protocol_version = m->hello->protocol_version;
+                r->hello.daemon_version = str(m->hello->daemon_version);
+                r->hello.features = (const char *const *) m->hello->features;
+                r->hello.n_features = m->hello->n_features;
+                limits_from_pb(m->hello->limits, &r->hello.limits);
+                r->hello.session_id = m->hello->session_id;
+                r->hello.session_page_size = m->hello->session_page_size;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO: {
+                const Kfdbroker__V1__DeviceInfoReply *d = m->device_info;
+                r->type = CLIENT_REPLY_DEVICE_INFO;
+                r->device_info.backend = str(d->backend);
+                r->device_info.gfx_name = str(d->gfx_name);
+                r->device_info.name = str(d->name);
+                r->device_info.gpu_id = d->gpu_id;
+                r->device_info.vendor_id = d->vendor_id;
+                r->device_info.device_id = d->device_id;
+                r->device_info.cu_count = d->cu_count;
+                r->device_info.vram_size = d->vram_size;
+                r->device_info.kfd_major = d->kfd_major;
+                r->device_info.kfd_minor = d->kfd_minor;
+                r->device_info.sdma_queues = d->sdma_queues;
+                return 0;
+        }
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER:
+                r->type = CLIENT_REPLY_ALLOC_BUFFER;
+                r->buffer.handle = m->alloc_buffer->handle;
+                r->buffer.size = m->alloc_buffer->size;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_IMPORT_BUFFER:
+                r->type = CLIENT_REPLY_IMPORT_BUFFER;
+                r->buffer.handle = m->import_buffer->handle;
+                r->buffer.size = m->import_buffer->size;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_EMPTY:
+                r->type = CLIENT_REPLY_EMPTY;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_EXPORT_BUFFER:
+                r->type = CLIENT_REPLY_EXPORT_BUFFER;
+                r->buffer.size = m->export_buffer->size;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_CREATE_EVENT:
+                r->type = CLIENT_REPLY_CREATE_EVENT;
+                r->create_event.handle = m->create_event->handle;
+                r->create_event.slot = m->create_event->slot;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_WAIT_EVENTS:
+                return decode_wait_events(m->wait_events, r);
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_SUBMIT:
+                r->type = CLIENT_REPLY_SUBMIT;
+                r->submit.fences = m->submit->fences;
+                r->submit.n_fences = m->submit->n_fences;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY: {
+                const Kfdbroker__V1__QueryReply *q = m->query;
+                r->type = CLIENT_REPLY_QUERY;
+                r->query.buffers = q->buffers;
+                r->query.buffer_bytes = q->buffer_bytes;
+                r->query.events = q->events;
+                r->query.jobs_submitted = q->jobs_submitted;
+                r->query.jobs_completed = q->jobs_completed;
+                r->query.jobs_failed = q->jobs_failed;
+                r->query.jobs_in_flight = q->jobs_in_flight;
+                r->query.bytes_copied = q->bytes_copied;
+                r->query.bytes_filled = q->bytes_filled;
+                limits_from_pb(q->limits, &r->query.limits);
+                return 0;
+        }
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS: {
+                const Kfdbroker__V1__StatusReply *s = m->status;
+                r->type = CLIENT_REPLY_STATUS;
+                r->status.daemon_version = str(s->daemon_version);
+                r->status.backend = str(s->backend);
+                r->status.gfx_name = str(s->gfx_name);
+                r->status.sessions = s->sessions;
+                r->status.jobs_completed = s->jobs_completed;
+                r->status.jobs_failed = s->jobs_failed;
+                r->status.uptime_ns = s->uptime_ns;
+                r->status.buffer_bytes = s->buffer_bytes;
+                return 0;
+        }
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED:
+                r->type = CLIENT_REPLY_JOB_FAILED;
+                r->job_failed.fence = m->job_failed->fence;
+                r->job_failed.error = m->job_failed->error;
+                r->job_failed.message = str(m->job_failed->message);
+                /* A failure without a positive errno is not a failure we can report. */
+                if (m->job_failed->error <= 0)
+                        return -EBADMSG;
+                return 0;
+        default:
+                break;
+        }
+        r->type = CLIENT_REPLY_UNKNOWN;
+        return 0;
+}
+
+int client_reply_decode(const void *buf, size_t len, ClientReply **ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        PbServerMessage *m;
+        int k;
+
+        if (len > CLIENT_MAX_MESSAGE_SIZE)
+                return -EMSGSIZE;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        for (size_t i = 0; i < CLIENT_MAX_FDS; i++)
+                r->fds[i] = -EBADF;
+
+        m = kfdbroker__v1__server_message__unpack(NULL, len, buf);
+        if (!m)
+                return -EBADMSG;
+        r->pb = m;
+        if (m->error < 0)
+                return -EBADMSG;
+        r->id = m->id;
+        r->error = m->error;
+        r->message = str(m->error_message);
+        k = decode_body(m, r);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+ClientReply *client_reply_free(ClientReply *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n_fds && i < CLIENT_MAX_FDS; i++)
+                safe_close(r->fds[i]);
+        if (r->type == CLIENT_REPLY_WAIT_EVENTS)
+                free(r->wait_events.entries);
+        if (r->pb)
+                kfdbroker__v1__server_message__free_unpacked(r->pb, NULL);
+        free(r);
+        return NULL;
+}

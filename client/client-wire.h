@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's half of the v1 protocol: a ClientRequest (plain C) becomes one
+ * datagram, one datagram becomes a ClientReply (plain C). Only client-wire.c
+ * sees the protobuf-c generated types; the rest of the library works on these
+ * structs. A ClientReply owns the decoded message (its strings and arrays
+ * point into it) and the fds that came with the datagram; client_reply_free()
+ * releases both.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest datagram sent or accepted; the daemon's limit (daemon/wire.h). */
+#define CLIENT_MAX_MESSAGE_SIZE (64u * 1024u)
+/* Most fds any reply carries (Hello: session page and eventfd). */
+#define CLIENT_MAX_FDS 2u
+
+typedef enum ClientRequestType {
+        CLIENT_REQUEST_HELLO = 1,
+        CLIENT_REQUEST_DEVICE_INFO,
+        CLIENT_REQUEST_ALLOC_BUFFER,
+        CLIENT_REQUEST_IMPORT_BUFFER,
+        CLIENT_REQUEST_FREE_BUFFER,
+        CLIENT_REQUEST_EXPORT_BUFFER,
+        CLIENT_REQUEST_CREATE_EVENT,
+        CLIENT_REQUEST_DESTROY_EVENT,
+        CLIENT_REQUEST_SET_EVENT,
+        CLIENT_REQUEST_RESET_EVENT,
+        CLIENT_REQUEST_WAIT_EVENTS,
+        CLIENT_REQUEST_SUBMIT,
+        CLIENT_REQUEST_QUERY,
+        CLIENT_REQUEST_STATUS,
+} ClientRequestType;
+
+typedef enum ClientJobType {
+        CLIENT_JOB_COPY = 1,
+        CLIENT_JOB_FILL,
+        CLIENT_JOB_SIGNAL_EVENT,
+        CLIENT_JOB_WAIT_EVENT,
+} ClientJobType;
+
+typedef struct ClientJob {
+        ClientJobType type;
+        union {
+                struct {
+                        uint64_t src_handle, src_offset, dst_handle, dst_offset, size;
+                } copy;
+                struct {
+                        uint64_t dst_handle, dst_offset, size;
+                        uint32_t pattern;
+                } fill;
+                struct {
+                        uint64_t handle;
+                } event;
+        };
+} ClientJob;
+
+typedef struct ClientWaitEntry {
+        uint64_t handle;
+        uint64_t last_event_age;
+} ClientWaitEntry;
+
+typedef struct ClientRequest {
+        uint64_t id;
+        ClientRequestType type;
+        union {
+                struct {
+                        uint32_t protocol_version;
+                        const char *client_name;
+                } hello;
+                struct {
+                        uint64_t size;
+                        uint32_t placement; /* 0 GTT, 1 VRAM */
+                        uint32_t flags;
+                } alloc_buffer;
+                struct {
+                        uint64_t handle;
+                } object; /* FREE/EXPORT_BUFFER, DESTROY/SET/RESET_EVENT */
+                struct {
+                        bool auto_reset;
+                } create_event;
+                struct {
+                        const ClientWaitEntry *entries;
+                        size_t n_entries;
+                        bool wait_all;
+                        uint32_t timeout_ms;
+                } wait_events;
+                struct {
+                        const ClientJob *jobs;
+                        size_t n_jobs;
+                } submit;
+        };
+} ClientRequest;
+
+/* Packs into a malloc'd buffer. -EMSGSIZE if larger than CLIENT_MAX_MESSAGE_SIZE. */
+int client_request_encode(const ClientRequest *r, void **ret_buf, size_t *ret_len);
+const char *client_request_type_name(ClientRequestType type);
+
+typedef enum ClientReplyType {
+        CLIENT_REPLY_NONE = 0, /* no body: an error reply */
+        CLIENT_REPLY_HELLO,
+        CLIENT_REPLY_DEVICE_INFO,
+        CLIENT_REPLY_ALLOC_BUFFER,
+        CLIENT_REPLY_IMPORT_BUFFER,
+        CLIENT_REPLY_EMPTY,
+        CLIENT_REPLY_EXPORT_BUFFER,
+        CLIENT_REPLY_CREATE_EVENT,
+        CLIENT_REPLY_WAIT_EVENTS,
+        CLIENT_REPLY_SUBMIT,
+        CLIENT_REPLY_QUERY,
+        CLIENT_REPLY_STATUS,
+        CLIENT_REPLY_JOB_FAILED,
+        CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
+} ClientReplyType;
+
+/* The reply a request type expects, and how many fds that reply carries. */
+ClientReplyType client_request_reply_type(ClientRequestType type);
+unsigned client_reply_fds_expected(ClientReplyType type);
+
+typedef struct ClientLimits {
+        uint64_t max_buffer_size, max_buffer_bytes;
+        uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
+        uint32_t max_message_size, max_wait_events;
+} ClientLimits;
+
+typedef struct ClientReply {
+        uint64_t id;
+        int error;           /* positive errno or 0 */
+        const char *message; /* never NULL; "" if none */
+        ClientReplyType type;
+        union {
+                struct {
+                        uint32_t protocol_version;
+                        const char *daemon_version;
+                        const char *const *features;
+                        size_t n_features;
+                        ClientLimits limits;
+                        uint64_t session_id;
+                        uint32_t session_page_size;
+                } hello;
+                struct {
+                        const char *backend, *gfx_name, *name;
+                        uint32_t gpu_id, vendor_id, device_id, cu_count;
+                        uint64_t vram_size;
+                        uint32_t kfd_major, kfd_minor, sdma_queues;
+                } device_info;
+                struct {
+                        uint64_t handle, size;
+                } buffer; /* ALLOC/IMPORT_BUFFER; EXPORT_BUFFER uses size */
+                struct {
+                        uint64_t handle;
+                        uint32_t slot;
+                } create_event;
+                struct {
+                        uint32_t result; /* 0 complete, 1 timeout, 2 fail */
+                        ClientWaitEntry *entries; /* owned */
+                        size_t n_entries;
+                } wait_events;
+                struct {
+                        const uint64_t *fences;
+                        size_t n_fences;
+                } submit;
+                struct {
+                        uint32_t buffers, events, jobs_in_flight;
+                        uint64_t buffer_bytes, jobs_submitted, jobs_completed, jobs_failed;
+                        uint64_t bytes_copied, bytes_filled;
+                        ClientLimits limits;
+                } query;
+                struct {
+                        const char *daemon_version, *backend, *gfx_name;
+                        uint32_t sessions;
+                        uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
+                } status;
+                struct {
+                        uint64_t fence;
+                        int error;
+                        const char *message;
+                } job_failed;
+        };
+        int fds[CLIENT_MAX_FDS]; /* received with the datagram; -EBADF when taken */
+        size_t n_fds;
+        void *pb; /* the unpacked message the pointers above point into */
+} ClientReply;
+
+/*
+ * Decodes one datagram; returns -EMSGSIZE if too long, -EBADMSG if it is not
+ * a ServerMessage or a field is impossible (negative error, fence list of a
+ * wrong length is left to the caller).
+ */
+int client_reply_decode(const void *buf, size_t len, ClientReply **ret);
+/* Closes the fds still held and frees everything. NULL-safe. Returns NULL. */
+ClientReply *client_reply_free(ClientReply *r);
+
+static inline void client_reply_freep(ClientReply **p) {
+        if (*p)
+                client_reply_free(*p);
+}

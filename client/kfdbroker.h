@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libkfdbroker: the client library of kfdbroker.
+ *
+ * A kfdb_session is one connection to kfdbrokerd over its SOCK_SEQPACKET
+ * socket. Through it a process that has no access to /dev/kfd allocates GPU
+ * buffers (received as dma-buf fds it can mmap), creates events with KFD
+ * semantics and submits batches of jobs (copy, fill, signal event, wait
+ * event). Completion is visible without a round trip: the session page, a
+ * read-only shared mapping the daemon keeps up to date, holds the completed
+ * fence and every event's age, and an eventfd is signalled when it changes.
+ *
+ * Conventions:
+ *  - Every function that can fail returns an int: 0 (or a count) on success, a
+ *    negative errno value on failure. errno is not used as an API.
+ *  - When the daemon refuses a request, the function returns the daemon's
+ *    errno, negated, and kfdb_session_last_error() returns the daemon's
+ *    message naming the bad field. Errors found by the library itself
+ *    (bad arguments, a malformed reply) also set that message.
+ *  - Objects (buffers, events, batches) belong to the session that made them.
+ *    kfdb_session_free() releases every object of the session still alive;
+ *    pointers to them must not be used afterwards.
+ *  - A session is not thread-safe: use it from one thread at a time.
+ *  - Calls are synchronous. Replies that arrive for other requests and job
+ *    failure notifications that arrive while a call waits are kept and
+ *    handed out later, so nothing is lost to ordering.
+ *
+ * Errno values common to every call that talks to the daemon:
+ *  -ECONNRESET  the daemon closed the connection
+ *  -EBADMSG     the daemon sent a reply this library cannot decode (truncated,
+ *               wrong fds, a body that does not match the request)
+ *  -ENOMEM      out of memory
+ *  other        any errno the daemon returned for the request (for example
+ *               -EINVAL for a bad field, -ENOENT for an unknown handle,
+ *               -EDQUOT for a request over the session's limits,
+ *               -EOPNOTSUPP for a request the daemon does not implement)
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KFDB_PROTOCOL_VERSION 1u
+/* Buffer sizes are rounded up to this by the daemon; copy/fill offsets and sizes are multiples of 4. */
+#define KFDB_BUFFER_ALIGNMENT 4096u
+#define KFDB_JOB_ALIGNMENT 4u
+/* timeout_ms value that waits forever. */
+#define KFDB_TIMEOUT_INFINITE (-1)
+
+typedef struct kfdb_session kfdb_session;
+typedef struct kfdb_buffer kfdb_buffer;
+typedef struct kfdb_event kfdb_event;
+typedef struct kfdb_batch kfdb_batch;
+
+typedef enum kfdb_placement {
+        KFDB_PLACEMENT_GTT = 0,  /* system memory */
+        KFDB_PLACEMENT_VRAM = 1, /* device memory */
+} kfdb_placement;
+
+/* ---- Sessions ---- */
+
+/**
+ * kfdb_session_new() - connect to kfdbrokerd and say Hello.
+ * @path: socket path; NULL means $KFDBROKER_SOCKET if set, else the
+ *        compiled-in default (kfdb_default_socket_path()).
+ * @client_name: name shown in the daemon's logs and accounting, at most 64
+ *        bytes of printable characters; NULL means the program's name.
+ * @ret: the new session.
+ *
+ * Maps the session page read-only after checking its magic, version and
+ * size, and keeps the eventfd that signals its changes.
+ *
+ * Returns 0, or -EINVAL (bad argument, client name too long or not
+ * printable), -ENAMETOOLONG (path longer than a unix socket address),
+ * the errno of socket(2)/connect(2) (-ENOENT: no socket at that path,
+ * -ECONNREFUSED: nobody listening, -EACCES), -EPROTO (the session page is
+ * not one this library understands), or the common errors above.
+ */
+int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret);
+
+/**
+ * kfdb_session_new_from_fd() - like kfdb_session_new() on an already
+ * connected SOCK_SEQPACKET socket (socket activation, a socketpair, a socket
+ * passed in by a sandbox). On success the session owns @fd; on failure the
+ * caller still does.
+ */
+int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret);
+
+/**
+ * kfdb_session_free() - close the session: unmaps and closes every buffer
+ * and event still alive (the daemon frees its side when the connection
+ * closes), frees every batch, closes the socket. NULL-safe. Returns NULL.
+ */
+kfdb_session *kfdb_session_free(kfdb_session *s);
+
+/* Socket path used when NULL is given and $KFDBROKER_SOCKET is unset. */
+const char *kfdb_default_socket_path(void);
+
+/**
+ * kfdb_session_last_error() - the message of the last failed call on @s: the
+ * daemon's error_message if the daemon refused it, else the library's own
+ * description. Empty string if no call failed yet. Valid until the next call.
+ */
+const char *kfdb_session_last_error(const kfdb_session *s);
+
+/* The socket (readable when the daemon sent something) and the eventfd
+ * (readable when the session page changed), for a client's poll loop. After
+ * either is readable call kfdb_process(). Owned by the session. */
+int kfdb_get_fd(const kfdb_session *s);
+int kfdb_get_event_fd(const kfdb_session *s);
+
+/**
+ * kfdb_process() - without blocking: clear the eventfd and read every message
+ * waiting on the socket (job failure notifications are queued for
+ * kfdb_job_failure_next()). Returns the number of messages read, or
+ * -ECONNRESET / -EBADMSG.
+ */
+int kfdb_process(kfdb_session *s);
+
+uint64_t kfdb_session_get_id(const kfdb_session *s);
+const char *kfdb_session_get_daemon_version(const kfdb_session *s);
+/* True if the daemon announced @feature at Hello ("sdma-copy", "events", …). */
+bool kfdb_session_has_feature(const kfdb_session *s, const char *feature);
+/* Number of times a GPU fault or reset failed this session's jobs (session page). */
+uint64_t kfdb_session_get_context_lost(const kfdb_session *s);
+
+typedef struct kfdb_limits {
+        uint64_t max_buffer_size;
+        uint64_t max_buffer_bytes; /* total per session */
+        uint32_t max_buffers;
+        uint32_t max_events;
+        uint32_t max_jobs_in_flight;
+        uint32_t max_jobs_per_submit;
+        uint32_t max_message_size;
+        uint32_t max_wait_events;
+} kfdb_limits;
+
+/* The limits the daemon announced at Hello. */
+void kfdb_session_get_limits(const kfdb_session *s, kfdb_limits *ret);
+
+typedef struct kfdb_device {
+        char backend[16]; /* "kfd" or "sim" */
+        char gfx_name[32]; /* "gfx1030" */
+        char name[128];
+        uint32_t gpu_id;
+        uint32_t vendor_id;
+        uint32_t device_id;
+        uint32_t cu_count;
+        uint64_t vram_size;
+        uint32_t kfd_major;
+        uint32_t kfd_minor;
+        uint32_t sdma_queues;
+} kfdb_device;
+
+/* kfdb_device_info() - the daemon's GPU. Returns 0 or the common errors. */
+int kfdb_device_info(kfdb_session *s, kfdb_device *ret);
+
+typedef struct kfdb_usage {
+        uint32_t buffers;
+        uint64_t buffer_bytes;
+        uint32_t events;
+        uint64_t jobs_submitted;
+        uint64_t jobs_completed;
+        uint64_t jobs_failed;
+        uint32_t jobs_in_flight;
+        uint64_t bytes_copied;
+        uint64_t bytes_filled;
+        kfdb_limits limits;
+} kfdb_usage;
+
+/* kfdb_query() - this session's usage and limits. Returns 0 or the common errors. */
+int kfdb_query(kfdb_session *s, kfdb_usage *ret);
+
+typedef struct kfdb_daemon_status {
+        char daemon_version[32];
+        char backend[16];
+        char gfx_name[32];
+        uint32_t sessions;
+        uint64_t jobs_completed; /* all sessions since the daemon started */
+        uint64_t jobs_failed;
+        uint64_t uptime_ns;
+        uint64_t buffer_bytes; /* all sessions, now */
+} kfdb_daemon_status;
+
+/* kfdb_status() - the daemon's overall state. Returns 0 or the common errors. */
+int kfdb_status(kfdb_session *s, kfdb_daemon_status *ret);
+
+/* ---- Buffers ---- */
+
+/**
+ * kfdb_buffer_alloc() - allocate a GPU buffer of at least @size bytes
+ * (rounded up to 4 KiB by the daemon) and receive it as a dma-buf fd.
+ * Returns 0, -EINVAL (size 0, unknown placement), -EDQUOT (over the
+ * session's memory or buffer-count limit), -ENOMEM, or the common errors.
+ */
+int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret);
+
+/**
+ * kfdb_buffer_import() - make a dma-buf fd (exported by another client with
+ * kfdb_buffer_export()) usable in this session's jobs. @fd is not taken: the
+ * library keeps its own duplicate. Returns 0, -EBADF (bad @fd), -EINVAL (the
+ * daemon does not know that buffer), -EDQUOT, or the common errors.
+ */
+int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret);
+
+/**
+ * kfdb_buffer_export() - a new dma-buf fd for @b to hand to another process
+ * (which imports it). The caller owns *ret_fd. Returns 0 or the common errors.
+ */
+int kfdb_buffer_export(kfdb_buffer *b, int *ret_fd);
+
+/* The buffer's dma-buf fd, owned by the buffer (dup it to keep it longer). */
+int kfdb_buffer_get_fd(const kfdb_buffer *b);
+/* The size the daemon gave the buffer (rounded up). */
+uint64_t kfdb_buffer_get_size(const kfdb_buffer *b);
+/* The buffer's handle in this session (for logs; the API takes kfdb_buffer pointers). */
+uint64_t kfdb_buffer_get_handle(const kfdb_buffer *b);
+
+/**
+ * kfdb_buffer_map() - map the whole buffer read-write into this process
+ * (mmap of its dma-buf fd, MAP_SHARED). The mapping is made once and cached;
+ * it lasts until kfdb_buffer_free(). Returns 0 or the errno of mmap(2).
+ */
+int kfdb_buffer_map(kfdb_buffer *b, void **ret);
+
+/**
+ * kfdb_buffer_free() - tell the daemon to free the buffer, then unmap and
+ * close it here. The local side is released even if the daemon refused
+ * (the return value then says why). NULL-safe (returns 0).
+ * Returns 0, -EBUSY (jobs in flight still use it), or the common errors.
+ */
+int kfdb_buffer_free(kfdb_buffer *b);
+
+/* ---- Events (KFD semantics) ---- */
+
+/**
+ * kfdb_event_create() - a new event, unsignaled, age 1. An auto-reset event
+ * is reset when a wait on it completes. Returns 0, -EDQUOT (too many events),
+ * or the common errors.
+ */
+int kfdb_event_create(kfdb_session *s, bool auto_reset, kfdb_event **ret);
+
+/* kfdb_event_destroy() - destroy on both sides; NULL-safe. Returns 0 or the common errors. */
+int kfdb_event_destroy(kfdb_event *e);
+/* Signal / reset from the CPU. Return 0 or the common errors. */
+int kfdb_event_set(kfdb_event *e);
+int kfdb_event_reset(kfdb_event *e);
+
+/* The event's age in the session page (1 at creation, grows by each signal); 0 if the page no
+ * longer lists the event. No round trip. */
+uint64_t kfdb_event_get_age(const kfdb_event *e);
+/* True while the event is signaled (session page, no round trip). */
+bool kfdb_event_is_signaled(const kfdb_event *e);
+uint64_t kfdb_event_get_handle(const kfdb_event *e);
+
+typedef enum kfdb_wait_result {
+        KFDB_WAIT_COMPLETE = 0,
+        KFDB_WAIT_TIMEOUT = 1,
+        KFDB_WAIT_FAIL = 2, /* an event was destroyed before the wait completed */
+} kfdb_wait_result;
+
+typedef struct kfdb_wait_entry {
+        kfdb_event *event;
+        /* In: 0 waits for a new signal; otherwise the age last seen (returns at once if the
+         * event's age differs). Out: the event's current age. */
+        uint64_t last_event_age;
+} kfdb_wait_entry;
+
+/**
+ * kfdb_wait_events() - wait in the daemon (KFD WAIT_EVENTS semantics) until
+ * any (or, with @wait_all, every) event of @entries is signaled, or
+ * @timeout_ms passes (0 polls, KFDB_TIMEOUT_INFINITE waits forever). Each
+ * entry's last_event_age is updated to the event's current age.
+ * Returns 0 with *ret_result set, -EINVAL (n is 0 or over the daemon's
+ * max_wait_events, an event of another session), or the common errors.
+ */
+int kfdb_wait_events(kfdb_session *s, kfdb_wait_entry *entries, size_t n, bool wait_all,
+                     int timeout_ms, kfdb_wait_result *ret_result);
+
+/* ---- Jobs ---- */
+
+/* kfdb_batch_new() - an empty batch of jobs for @s. Returns 0 or -ENOMEM. */
+int kfdb_batch_new(kfdb_session *s, kfdb_batch **ret);
+/* NULL-safe; returns NULL. */
+kfdb_batch *kfdb_batch_free(kfdb_batch *b);
+/* Drop every job added so far. */
+void kfdb_batch_reset(kfdb_batch *b);
+size_t kfdb_batch_get_n_jobs(const kfdb_batch *b);
+
+/**
+ * kfdb_batch_copy() - add a copy of @size bytes from @src at @src_off to
+ * @dst at @dst_off, done by the GPU's DMA engine. kfdb_batch_fill() - add a
+ * fill of @size bytes at @off with the 32-bit @pattern repeated.
+ * Offsets and sizes must be multiples of 4 and inside the buffers.
+ * Return 0, -EINVAL (misaligned, zero size, out of the buffer's bounds, a
+ * buffer of another session; the message names which), -E2BIG (the batch
+ * already holds the daemon's max_jobs_per_submit jobs), or -ENOMEM.
+ */
+int kfdb_batch_copy(kfdb_batch *b, kfdb_buffer *dst, uint64_t dst_off, kfdb_buffer *src,
+                    uint64_t src_off, uint64_t size);
+int kfdb_batch_fill(kfdb_batch *b, kfdb_buffer *dst, uint64_t off, uint64_t size, uint32_t pattern);
+/* A job that signals @e when the jobs before it have completed. */
+int kfdb_batch_signal_event(kfdb_batch *b, kfdb_event *e);
+/* A job that holds the following jobs until @e is signaled (resolved on the GPU). */
+int kfdb_batch_wait_event(kfdb_batch *b, kfdb_event *e);
+
+/**
+ * kfdb_batch_submit() - send the batch. The daemon answers with one fence
+ * value per job, increasing; a job is done when kfdb_fence_is_done() says so.
+ * @fences_out: NULL, or room for kfdb_batch_get_n_jobs() values.
+ * @ret_last_fence: NULL, or receives the last job's fence.
+ * On success the batch is emptied and can be reused.
+ * Returns 0, -ENODATA (empty batch), -EDQUOT (too many jobs in flight),
+ * -EINVAL/-ENOENT (a job names a bad range or a freed object), or the common
+ * errors.
+ */
+int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fence);
+
+/**
+ * kfdb_fence_is_done() - 1 if the job with @fence has finished (successfully
+ * or not), 0 if not yet. Reads the session page only: no system call.
+ */
+int kfdb_fence_is_done(const kfdb_session *s, uint64_t fence);
+
+/**
+ * kfdb_fence_wait() - wait until the job with @fence has finished, sleeping in
+ * poll(2) on the eventfd and the socket (messages arriving meanwhile are
+ * read and queued). @timeout_ms: 0 checks once, KFDB_TIMEOUT_INFINITE waits
+ * forever.
+ * Returns 0 when it finished successfully, -ETIMEDOUT on timeout, the job's
+ * failure (negated errno from the daemon, e.g. -EFAULT for a GPU memory
+ * fault, -ETIME for a job timeout; the message is in
+ * kfdb_session_last_error()), -EINVAL (@fence was never handed out), or
+ * -ECONNRESET / -EBADMSG.
+ */
+int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms);
+
+typedef struct kfdb_job_failure {
+        uint64_t fence;
+        int error; /* negative errno */
+        char message[256];
+} kfdb_job_failure;
+
+/**
+ * kfdb_job_failure_next() - take the oldest job failure notification the
+ * daemon sent (reads what is waiting on the socket first, without blocking).
+ * Returns 1 and fills *ret, 0 if there is none, or -ECONNRESET / -EBADMSG.
+ */
+int kfdb_job_failure_next(kfdb_session *s, kfdb_job_failure *ret);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdbrokerctl: the command-line face of kfdbroker, built on libkfdbroker.
+ * Global options come first (--socket, --json), then a verb from the table
+ * below; each verb parses its own options. A verb returns 0 on success or a
+ * negative errno after printing what went wrong; main() turns that into the
+ * exit status.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "kfdbroker.h"
+
+#define PROG "kfdbrokerctl"
+
+typedef struct Ctl {
+        const char *socket_path; /* NULL: library default ($KFDBROKER_SOCKET, compiled-in) */
+        bool json;
+        kfdb_session *session;
+} Ctl;
+
+typedef struct Verb {
+        const char *name;
+        const char *args;
+        const char *help;
+        int (*run)(Ctl *ctl, int argc, char **argv);
+} Verb;
+
+static const char *ctl_socket_path(const Ctl *ctl) {
+        const char *e;
+
+        if (ctl->socket_path)
+                return ctl->socket_path;
+        e = secure_getenv("KFDBROKER_SOCKET");
+        return e && *e ? e : kfdb_default_socket_path();
+}
+
+static int ctl_connect(Ctl *ctl) {
+        const char *path = ctl_socket_path(ctl);
+        int r;
+
+        if (ctl->session)
+                return 0;
+        r = kfdb_session_new(path, PROG, &ctl->session);
+        if (r == -ENOENT || r == -ECONNREFUSED)
+                fprintf(stderr, PROG ": cannot connect to %s: %s (is kfdbrokerd running?)\n", path,
+                        strerror(-r));
+        else if (r == -EACCES || r == -EPERM)
+                fprintf(stderr, PROG ": cannot connect to %s: %s (may this user use the socket?)\n",
+                        path, strerror(-r));
+        else if (r < 0)
+                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, strerror(-r));
+        return r;
+}
+
+/* Prints the failure of a library call with the daemon's (or library's) message. */
+static int ctl_fail(const Ctl *ctl, int r, const char *what) {
+        const char *msg = ctl->session ? kfdb_session_last_error(ctl->session) : "";
+
+        if (msg[0])
+                fprintf(stderr, PROG ": %s: %s (%s)\n", what, msg, strerror(-r));
+        else
+                fprintf(stderr, PROG ": %s: %s\n", what, strerror(-r));
+        return r;
+}
+
+static void json_string(const char *s) {
+        putchar('"');
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        printf("\\%c", *p);
+                else if (*p < 0x20)
+                        printf("\\u%04x", *p);
+                else
+                        putchar(*p);
+        }
+        putchar('"');
+}
+
+static const char *format_bytes(uint64_t v, char *buf, size_t size) {
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        double d = (double) v;
+        size_t u = 0;
+
+        while (d >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
+                d /= 1024.0;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, size, "%" PRIu64 " B", v);
+        else
+                snprintf(buf, size, "%.1f %s", d, units[u]);
+        return buf;
+}
+
+static const char *format_duration(uint64_t ns, char *buf, size_t size) {
+        uint64_t s = ns / 1000000000u;
+
+        if (s >= 86400)
+                snprintf(buf, size, "%" PRIu64 "d %02" PRIu64 "h %02" PRIu64 "m", s / 86400,
+                         s / 3600 % 24, s / 60 % 60);
+        else if (s >= 3600)
+                snprintf(buf, size, "%" PRIu64 "h %02" PRIu64 "m %02" PRIu64 "s", s / 3600,
+                         s / 60 % 60, s % 60);
+        else if (s >= 60)
+                snprintf(buf, size, "%" PRIu64 "m %02" PRIu64 "s", s / 60, s % 60);
+        else
+                snprintf(buf, size, "%.1fs", (double) ns / 1e9);
+        return buf;
+}
+
+/* Verbs take no options of their own unless they parse them; reject stray arguments. */
+static int no_arguments(const char *verb, int argc, char **argv) {
+        if (argc > 1) {
+                fprintf(stderr, PROG " %s: unexpected argument '%s'\n", verb, argv[1]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* ---- status ---- */
+
+static int verb_status(Ctl *ctl, int argc, char **argv) {
+        kfdb_daemon_status st;
+        kfdb_device dev;
+        char b1[32], b2[32];
+        int r;
+
+        r = no_arguments("status", argc, argv);
+        if (r < 0)
+                return r;
+        r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+        r = kfdb_status(ctl->session, &st);
+        if (r < 0)
+                return ctl_fail(ctl, r, "Status failed");
+        r = kfdb_device_info(ctl->session, &dev);
+        if (r < 0)
+                return ctl_fail(ctl, r, "DeviceInfo failed");
+
+        if (ctl->json) {
+                printf("{\"daemon_version\":");
+                json_string(st.daemon_version);
+                printf(",\"backend\":");
+                json_string(st.backend);
+                printf(",\"gfx_name\":");
+                json_string(st.gfx_name);
+                printf(",\"device_name\":");
+                json_string(dev.name);
+                printf(",\"gpu_id\":%" PRIu32 ",\"sessions\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
+                       ",\"jobs_failed\":%" PRIu64 ",\"uptime_ns\":%" PRIu64
+                       ",\"buffer_bytes\":%" PRIu64 "}\n",
+                       dev.gpu_id, st.sessions, st.jobs_completed, st.jobs_failed, st.uptime_ns,
+                       st.buffer_bytes);
+                return 0;
+        }
+        printf("daemon:   kfdbrokerd %s\n", st.daemon_version);
+        printf("backend:  %s\n", st.backend);
+        printf("device:   %s%s%s%s (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.name[0] ? " \"" : "",
+               dev.name, dev.name[0] ? "\"" : "", dev.gpu_id);
+        printf("sessions: %" PRIu32 "\n", st.sessions);
+        printf("jobs:     %" PRIu64 " completed, %" PRIu64 " failed\n", st.jobs_completed,
+               st.jobs_failed);
+        printf("uptime:   %s\n", format_duration(st.uptime_ns, b1, sizeof(b1)));
+        printf("buffers:  %s (%" PRIu64 " bytes)\n", format_bytes(st.buffer_bytes, b2, sizeof(b2)),
+               st.buffer_bytes);
+        return 0;
+}
+
+/* ---- device ---- */
+
+static int verb_device(Ctl *ctl, int argc, char **argv) {
+        kfdb_device dev;
+        char b[32];
+        int r;
+
+        r = no_arguments("device", argc, argv);
+        if (r < 0)
+                return r;
+        r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+        r = kfdb_device_info(ctl->session, &dev);
+        if (r < 0)
+                return ctl_fail(ctl, r, "DeviceInfo failed");
+        if (ctl->json) {
+                printf("{\"backend\":");
+                json_string(dev.backend);
+                printf(",\"gfx_name\":");
+                json_string(dev.gfx_name);
+                printf(",\"name\":");
+                json_string(dev.name);
+                printf(",\"gpu_id\":%" PRIu32 ",\"vendor_id\":%" PRIu32 ",\"device_id\":%" PRIu32
+                       ",\"cu_count\":%" PRIu32 ",\"vram_size\":%" PRIu64 ",\"kfd_major\":%" PRIu32
+                       ",\"kfd_minor\":%" PRIu32 ",\"sdma_queues\":%" PRIu32 "}\n",
+                       dev.gpu_id, dev.vendor_id, dev.device_id, dev.cu_count, dev.vram_size,
+                       dev.kfd_major, dev.kfd_minor, dev.sdma_queues);
+                return 0;
+        }
+        printf("backend:     %s\n", dev.backend);
+        printf("name:        %s\n", dev.name);
+        printf("gfx:         %s\n", dev.gfx_name);
+        printf("gpu_id:      %" PRIu32 "\n", dev.gpu_id);
+        printf("pci id:      %04" PRIx32 ":%04" PRIx32 "\n", dev.vendor_id, dev.device_id);
+        printf("CUs:         %" PRIu32 "\n", dev.cu_count);
+        printf("VRAM:        %s\n", format_bytes(dev.vram_size, b, sizeof(b)));
+        printf("KFD:         %" PRIu32 ".%" PRIu32 "\n", dev.kfd_major, dev.kfd_minor);
+        printf("SDMA queues: %" PRIu32 "\n", dev.sdma_queues);
+        return 0;
+}
+
+/* ---- demo ---- */
+
+#define DEMO_DEFAULT_SIZE (64ull << 20)
+#define DEMO_STRIPES 16u
+#define DEMO_TIMEOUT_MS 60000
+
+static double now_s(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* A different 32-bit pattern per stripe, so a copy that lands at the wrong offset shows. */
+static uint32_t demo_pattern(unsigned stripe) {
+        return (0x9E3779B9u * (stripe + 1)) ^ 0x5A5A5A5Au;
+}
+
+/* Checks every byte of buf (filled stripe by stripe); returns the number of wrong bytes. */
+static uint64_t demo_check(const uint8_t *buf, uint64_t size, uint64_t stripe,
+                           uint64_t *ret_first_bad, uint8_t *ret_got, uint8_t *ret_want) {
+        uint64_t bad = 0;
+
+        for (uint64_t off = 0; off < size; off += 4) {
+                uint32_t want = demo_pattern((unsigned) (off / stripe)), got;
+
+                memcpy(&got, buf + off, 4);
+                if (got == want)
+                        continue;
+                for (unsigned i = 0; i < 4; i++) {
+                        uint8_t g = (uint8_t) (got >> (8 * i)), w = (uint8_t) (want >> (8 * i));
+                        if (g == w)
+                                continue;
+                        if (bad == 0) {
+                                *ret_first_bad = off + i;
+                                *ret_got = g;
+                                *ret_want = w;
+                        }
+                        bad++;
+                }
+        }
+        return bad;
+}
+
+static int parse_size(const char *s, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(s, &end, 0);
+        if (errno != 0 || end == s)
+                return -EINVAL;
+        if (*end == 'K' || *end == 'k')
+                v <<= 10, end++;
+        else if (*end == 'M' || *end == 'm')
+                v <<= 20, end++;
+        else if (*end == 'G' || *end == 'g')
+                v <<= 30, end++;
+        if (*end != '\0' || v == 0)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int demo_wait(Ctl *ctl, uint64_t fence, const char *what) {
+        int r = kfdb_fence_wait(ctl->session, fence, DEMO_TIMEOUT_MS);
+
+        if (r == -ETIMEDOUT) {
+                fprintf(stderr, PROG " demo: the %s did not complete within %d s\n", what,
+                        DEMO_TIMEOUT_MS / 1000);
+                return r;
+        }
+        if (r < 0)
+                return ctl_fail(ctl, r, what);
+        return 0;
+}
+
+static int verb_demo(Ctl *ctl, int argc, char **argv) {
+        static const struct option options[] = {
+                { "size", required_argument, NULL, 's' },
+                { "vram", no_argument, NULL, 'V' },
+                {}
+        };
+        kfdb_placement placement = KFDB_PLACEMENT_GTT;
+        uint64_t size = DEMO_DEFAULT_SIZE, stripe, fence, first_bad = 0, bad;
+        kfdb_buffer *src = NULL, *dst = NULL;
+        kfdb_batch *batch = NULL;
+        kfdb_daemon_status st;
+        kfdb_device dev;
+        void *src_map, *dst_map;
+        uint8_t got = 0, want = 0;
+        double t0, t_fill, t_copy, gbps;
+        char b[32];
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                switch (c) {
+                case 's':
+                        if (parse_size(optarg, &size) < 0 || size % (4096ull * DEMO_STRIPES) != 0) {
+                                fprintf(stderr, PROG " demo: --size must be a multiple of %u bytes, got '%s'\n",
+                                        4096u * DEMO_STRIPES, optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case 'V':
+                        placement = KFDB_PLACEMENT_VRAM;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, PROG " demo: unexpected argument '%s'\n", argv[optind]);
+                return -EINVAL;
+        }
+        stripe = size / DEMO_STRIPES;
+
+        r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+        r = kfdb_device_info(ctl->session, &dev);
+        if (r < 0)
+                return ctl_fail(ctl, r, "DeviceInfo failed");
+        if (!ctl->json)
+                printf("demo on %s (%s backend%s%s), kfdbrokerd %s\n", dev.gfx_name, dev.backend,
+                       dev.name[0] ? ", " : "", dev.name,
+                       kfdb_session_get_daemon_version(ctl->session));
+
+        /* Both buffers belong to the session: kfdb_session_free() in main() releases them on
+         * every path out of here. */
+        r = kfdb_buffer_alloc(ctl->session, size, placement, &src);
+        if (r >= 0)
+                r = kfdb_buffer_alloc(ctl->session, size, placement, &dst);
+        if (r < 0)
+                return ctl_fail(ctl, r, "cannot allocate the demo buffers");
+        r = kfdb_buffer_map(src, &src_map);
+        if (r >= 0)
+                r = kfdb_buffer_map(dst, &dst_map);
+        if (r < 0)
+                return ctl_fail(ctl, r, "cannot map the dma-buf of a demo buffer");
+        if (!ctl->json)
+                printf("  allocated 2 buffers of %s in %s, dma-buf fds %d and %d\n",
+                       format_bytes(size, b, sizeof(b)),
+                       placement == KFDB_PLACEMENT_VRAM ? "VRAM" : "GTT",
+                       kfdb_buffer_get_fd(src), kfdb_buffer_get_fd(dst));
+        /* What the GPU must overwrite: a copy or fill that does nothing cannot pass. */
+        memset(src_map, 0x11, size);
+        memset(dst_map, 0xee, size);
+
+        r = kfdb_batch_new(ctl->session, &batch);
+        if (r < 0)
+                return ctl_fail(ctl, r, "cannot make a batch");
+        for (unsigned i = 0; i < DEMO_STRIPES && r >= 0; i++)
+                r = kfdb_batch_fill(batch, src, i * stripe, stripe, demo_pattern(i));
+        if (r < 0)
+                return ctl_fail(ctl, r, "cannot add a fill job");
+        t0 = now_s();
+        r = kfdb_batch_submit(batch, NULL, &fence);
+        if (r < 0)
+                return ctl_fail(ctl, r, "Submit of the fill jobs failed");
+        r = demo_wait(ctl, fence, "fill");
+        if (r < 0)
+                return r;
+        t_fill = now_s() - t0;
+        if (!ctl->json)
+                printf("  filled %s on the GPU with %u patterns in %.2f ms\n",
+                       format_bytes(size, b, sizeof(b)), DEMO_STRIPES, t_fill * 1e3);
+
+        r = kfdb_batch_copy(batch, dst, 0, src, 0, size);
+        if (r < 0)
+                return ctl_fail(ctl, r, "cannot add the copy job");
+        t0 = now_s();
+        r = kfdb_batch_submit(batch, NULL, &fence);
+        if (r < 0)
+                return ctl_fail(ctl, r, "Submit of the copy job failed");
+        r = demo_wait(ctl, fence, "copy");
+        if (r < 0)
+                return r;
+        t_copy = now_s() - t0;
+        gbps = (double) size / t_copy / 1e9;
+        if (!ctl->json)
+                printf("  copied %s on the GPU in %.2f ms: %.2f GB/s\n",
+                       format_bytes(size, b, sizeof(b)), t_copy * 1e3, gbps);
+
+        bad = demo_check(src_map, size, stripe, &first_bad, &got, &want);
+        if (bad == 0)
+                bad = demo_check(dst_map, size, stripe, &first_bad, &got, &want);
+        else
+                fprintf(stderr, PROG " demo: the filled source buffer is wrong\n");
+
+        r = kfdb_status(ctl->session, &st);
+        if (r < 0)
+                return ctl_fail(ctl, r, "Status failed");
+
+        if (ctl->json) {
+                printf("{\"passed\":%s,\"size\":%" PRIu64 ",\"backend\":", bad == 0 ? "true" : "false",
+                       size);
+                json_string(dev.backend);
+                printf(",\"gfx_name\":");
+                json_string(dev.gfx_name);
+                printf(",\"fill_ms\":%.3f,\"copy_ms\":%.3f,\"copy_gbps\":%.3f,\"wrong_bytes\":%" PRIu64
+                       ",\"daemon_jobs_completed\":%" PRIu64 ",\"daemon_jobs_failed\":%" PRIu64 "}\n",
+                       t_fill * 1e3, t_copy * 1e3, gbps, bad, st.jobs_completed, st.jobs_failed);
+        } else {
+                if (bad == 0)
+                        printf("  checked all %" PRIu64 " bytes of both buffers through their dma-buf mappings: correct\n",
+                               size);
+                printf("  daemon: %" PRIu64 " jobs completed, %" PRIu64 " failed (all sessions)\n",
+                       st.jobs_completed, st.jobs_failed);
+        }
+        if (bad != 0) {
+                fprintf(stderr,
+                        PROG " demo: FAILED: %" PRIu64 " wrong bytes; first at offset %" PRIu64
+                             ": 0x%02x, expected 0x%02x\n",
+                        bad, first_bad, got, want);
+                return -EIO;
+        }
+        if (!ctl->json)
+                printf("demo passed\n");
+        return 0;
+}
+
+/* ---- main ---- */
+
+static const Verb verbs[] = {
+        { "status", "", "Show the daemon's version, device, sessions, jobs and memory", verb_status },
+        { "device", "", "Show the GPU the daemon serves", verb_device },
+        { "demo", "[--size=BYTES] [--vram]",
+          "Fill a 64 MiB buffer on the GPU, copy it to another, check every byte", verb_demo },
+};
+
+static void help(void) {
+        printf("Usage: " PROG " [OPTIONS] COMMAND [ARGS]\n\n"
+               "Talk to kfdbrokerd, the AMD GPU sharing daemon.\n\n"
+               "Commands:\n");
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+                char head[64];
+
+                snprintf(head, sizeof(head), "%s %s", verbs[i].name, verbs[i].args);
+                printf("  %-32s %s\n", head, verbs[i].help);
+        }
+        printf("\nOptions:\n"
+               "  --socket=PATH  socket of kfdbrokerd (default: $KFDBROKER_SOCKET, else %s)\n"
+               "  --json         print JSON instead of text\n"
+               "  -h --help      show this help\n"
+               "  --version      show the version\n",
+               kfdb_default_socket_path());
+}
+
+int main(int argc, char **argv) {
+        enum { ARG_VERSION = 0x100, ARG_SOCKET, ARG_JSON };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "json", no_argument, NULL, ARG_JSON },
+                {}
+        };
+        Ctl ctl = {};
+        const Verb *verb = NULL;
+        int c, r;
+
+        /* '+': stop at the verb, whose options are its own. */
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        help();
+                        return EXIT_SUCCESS;
+                case ARG_VERSION:
+                        printf(PROG " %s\n", KFDBROKER_VERSION);
+                        return EXIT_SUCCESS;
+                case ARG_SOCKET:
+                        ctl.socket_path = optarg;
+                        break;
+                case ARG_JSON:
+                        ctl.json = true;
+                        break;
+                default:
+                        fprintf(stderr, "Try '" PROG " --help'.\n");
+                        return EXIT_FAILURE;
+                }
+        }
+        if (optind >= argc) {
+                fprintf(stderr, PROG ": missing command. Try '" PROG " --help'.\n");
+                return EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                if (strcmp(argv[optind], verbs[i].name) == 0)
+                        verb = &verbs[i];
+        if (!verb) {
+                fprintf(stderr, PROG ": unknown command '%s'. Try '" PROG " --help'.\n", argv[optind]);
+                return EXIT_FAILURE;
+        }
+
+        r = verb->run(&ctl, argc - optind, argv + optind);
+        kfdb_session_free(ctl.session);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
