@@ -151,7 +151,9 @@ uint64_t gpu_queue_get_completed(const GpuContext *c, unsigned queue);
 typedef struct GpuCompletion {
         unsigned queue;
         uint64_t seq;
-        int error;          /* 0, or -EFAULT when the job hit a GPU memory fault */
+        int error;          /* 0, or -EFAULT when the job hit a GPU memory fault, or
+                             * -ECANCELED when its queue could not be recreated
+                             * after a fault (the job never ran) */
         uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT */
         uint64_t begin_ns;  /* GPU timestamps around the job, converted to ns */
         uint64_t end_ns;

@@ -110,3 +110,82 @@ Test(sdma, nop_padding) {
         CHECK_DWORDS(b, n, 0x00000000, 0x00000000, 0x00000000); /* three one-dword NOPs, COUNT 0 */
         cr_expect_eq(b[3], 0xFFFFFFFFu);
 }
+
+/*
+ * Second opinion: the simulator's own decoder (daemon/sim/sim-sdma-decode.c,
+ * written independently from the same documentation) must read back what the
+ * builders wrote.
+ */
+#ifdef HAVE_SIM_SDMA_DECODE
+#include "sim/sim-sdma-decode.h"
+
+static SimSdmaPacket decode(const uint32_t *dw, size_t n) {
+        SimSdmaPacket p;
+        const char *why = NULL;
+        int r = sim_sdma_decode(dw, n, &p, &why);
+        cr_assert_eq(r, 0, "sim_sdma_decode: %d (%s)", r, why ? why : "");
+        cr_assert_eq(p.n_dwords, n, "decoded length %zu, built %zu", p.n_dwords, n);
+        return p;
+}
+
+Test(sdma_decode, copy_linear) {
+        uint32_t b[8];
+        size_t n = sdma_emit_copy_linear(b, 0x00007F1234567001ull, 0x0000123400001003ull, SDMA_COPY_MAX_BYTES);
+        SimSdmaPacket p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_COPY);
+        cr_expect_eq(p.sub_op, SDMA_SUBOP_COPY_LINEAR);
+        cr_expect_eq(p.copy.src, 0x0000123400001003ull);
+        cr_expect_eq(p.copy.dst, 0x00007F1234567001ull);
+        cr_expect_eq(p.copy.bytes, (uint64_t) SDMA_COPY_MAX_BYTES);
+}
+
+Test(sdma_decode, constant_fill) {
+        uint32_t b[8];
+        size_t n = sdma_emit_constant_fill(b, 0x0000000812345600ull, 0xDEADBEEF, SDMA_FILL_MAX_BYTES);
+        SimSdmaPacket p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_CONST_FILL);
+        cr_expect_eq(p.fill.dst, 0x0000000812345600ull);
+        cr_expect_eq(p.fill.data, 0xDEADBEEFu);
+        cr_expect_eq(p.fill.bytes, (uint64_t) SDMA_FILL_MAX_BYTES);
+        cr_expect_eq(p.fill.fillsize, (unsigned) SDMA_CONSTANT_FILL_SIZE_DWORD);
+}
+
+Test(sdma_decode, fence_trap) {
+        uint32_t b[8];
+        size_t n = sdma_emit_fence(b, 0x00007FFF00010008ull, 0x11223344);
+        SimSdmaPacket p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_FENCE);
+        cr_expect_eq(p.fence.addr, 0x00007FFF00010008ull);
+        cr_expect_eq(p.fence.data, 0x11223344u);
+        n = sdma_emit_trap(b, 0x0FFFFFFF);
+        p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_TRAP);
+        cr_expect_eq(p.trap.context, 0x0FFFFFFFu);
+}
+
+Test(sdma_decode, poll_regmem) {
+        uint32_t b[8];
+        size_t n = sdma_emit_poll_regmem(b, 0x0000000100002004ull, 42, 0xFFFFFFFF, SDMA_POLL_FUNC_GE);
+        SimSdmaPacket p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_POLL_REGMEM);
+        cr_expect_eq(p.poll.addr, 0x0000000100002004ull);
+        cr_expect_eq(p.poll.value, 42u);
+        cr_expect_eq(p.poll.mask, 0xFFFFFFFFu);
+        cr_expect_eq(p.poll.func, (unsigned) SDMA_POLL_FUNC_GE);
+        cr_expect(p.poll.mem_poll);
+        cr_expect_eq(p.poll.interval, 4u);
+        cr_expect_eq(p.poll.retry_count, 0xFFFu);
+}
+
+Test(sdma_decode, timestamp_nop) {
+        uint32_t b[8];
+        size_t n = sdma_emit_timestamp(b, 0x00007F0000000FF8ull);
+        SimSdmaPacket p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_TIMESTAMP);
+        cr_expect_eq(p.sub_op, SDMA_SUBOP_TIMESTAMP_GET_GLOBAL);
+        cr_expect_eq(p.timestamp.addr, 0x00007F0000000FF8ull);
+        sdma_emit_nop(b, 1);
+        p = decode(b, 1);
+        cr_expect_eq(p.op, SDMA_OP_NOP);
+}
+#endif /* HAVE_SIM_SDMA_DECODE */
