@@ -93,11 +93,10 @@ int kfdb_job_failure_next(kfdb_session *s, kfdb_job_failure *ret) {
 
         if (!s || !ret)
                 return -EINVAL;
+        /* Failures already queued are handed out even after the daemon went away. */
         k = kfdb_process(s);
-        if (k < 0)
-                return k;
         if (s->n_failures == 0)
-                return 0;
+                return MIN(k, 0);
         *ret = s->failures[s->failures_head];
         s->failures_head = (s->failures_head + 1) % CLIENT_FAILURES_MAX;
         s->n_failures--;

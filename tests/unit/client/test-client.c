@@ -1,0 +1,767 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests of libkfdbroker against a fake kfdbrokerd: a thread on the other end
+ * of a SOCK_SEQPACKET socketpair that decodes requests and encodes replies
+ * with the daemon's own wire layer (daemon/wire.c), so both halves of the
+ * protocol are exercised together. Each test scripts what the daemon does —
+ * replies out of order, notifications in between, stray fds, truncated or
+ * malformed datagrams, errors — and checks what the library's caller sees.
+ *
+ * The fake server never uses criterion's asserts (they must run on the test's
+ * own thread): it records the first failure, and closing its socket at the end
+ * of the script makes any call still waiting fail instead of hanging.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client-session.h"
+#include "kfdbroker.h"
+#include "session-page.h"
+#include "wire.h"
+
+typedef struct Srv Srv;
+typedef void (*srv_script)(Srv *s);
+
+struct Srv {
+        int fd; /* server end */
+        int client_fd;
+        int event_fd;
+        KfdbSessionPage *page;
+        srv_script script;
+        pthread_t thread;
+        char failure[256];
+        /* Free use by scripts. */
+        int pipe[2];
+        uint64_t value;
+};
+
+#define S_CHECK(s, cond)                                                                    \
+        do {                                                                                \
+                if (!(cond)) {                                                              \
+                        if (!(s)->failure[0])                                               \
+                                snprintf((s)->failure, sizeof((s)->failure), "%s:%d: %s",   \
+                                         __FILE__, __LINE__, #cond);                        \
+                        return;                                                             \
+                }                                                                           \
+        } while (0)
+
+static int srv_send_raw(Srv *s, const void *buf, size_t len, const int *fds, size_t n_fds) {
+        char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+        struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (n_fds > 0) {
+                struct cmsghdr *c;
+                mh.msg_control = control;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+        }
+        return sendmsg(s->fd, &mh, MSG_NOSIGNAL) == (ssize_t) len ? 0 : -errno;
+}
+
+static int srv_send(Srv *s, const WireReply *r, const int *fds, size_t n_fds) {
+        void *buf = NULL;
+        size_t len = 0;
+        int k;
+
+        k = wire_reply_encode(r, &buf, &len);
+        if (k < 0)
+                return k;
+        k = srv_send_raw(s, buf, len, fds, n_fds);
+        free(buf);
+        return k;
+}
+
+/* Receives and decodes one request; fds (if any) go to *ret_fd, else -1. */
+static int srv_recv(Srv *s, WireRequest *req, int *ret_fd) {
+        static uint8_t buf[WIRE_MAX_MESSAGE_SIZE];
+        char control[CMSG_SPACE(sizeof(int) * 4)];
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                             .msg_controllen = sizeof(control) };
+        char err[256];
+        uint64_t id;
+        ssize_t n;
+
+        if (ret_fd)
+                *ret_fd = -1;
+        n = recvmsg(s->fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n <= 0)
+                return -ECONNRESET;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_type == SCM_RIGHTS && ret_fd)
+                        memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+        return wire_request_decode(buf, (size_t) n, req, &id, err, sizeof(err));
+}
+
+static void srv_page_init(Srv *s, int *ret_page_fd) {
+        int fd = memfd_create("test-session-page", MFD_CLOEXEC);
+
+        *ret_page_fd = fd;
+        if (fd < 0 || ftruncate(fd, KFDB_PAGE_SIZE) < 0)
+                return;
+        s->page = mmap(NULL, KFDB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (s->page == MAP_FAILED) {
+                s->page = NULL;
+                return;
+        }
+        s->page->magic = KFDB_PAGE_MAGIC;
+        s->page->version = KFDB_PAGE_VERSION;
+        s->page->size = (uint32_t) KFDB_PAGE_SIZE;
+        s->page->max_events = KFDB_PAGE_MAX_EVENTS;
+        s->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+static const char *const srv_features[] = { "sdma-copy", "sdma-fill", "events", "session-page", NULL };
+
+/* Answers the Hello every session starts with. */
+static void srv_hello(Srv *s) {
+        WireRequest req = {};
+        int page_fd, fds[2];
+        WireReply r = { .type = WIRE_REPLY_HELLO };
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_HELLO);
+        S_CHECK(s, req.hello.protocol_version == 1);
+        S_CHECK(s, strcmp(req.hello.client_name, "test-client") == 0);
+        srv_page_init(s, &page_fd);
+        S_CHECK(s, s->page && s->event_fd >= 0);
+        r.id = req.id;
+        r.hello.protocol_version = 1;
+        r.hello.daemon_version = "0.1.0-fake";
+        r.hello.features = srv_features;
+        r.hello.limits = (WireLimits) { .max_buffer_size = 1ull << 30, .max_buffers = 16,
+                                        .max_events = 64, .max_jobs_per_submit = 4,
+                                        .max_wait_events = 8 };
+        r.hello.session_id = 42;
+        r.hello.session_page_size = (uint32_t) KFDB_PAGE_SIZE;
+        fds[0] = page_fd;
+        fds[1] = s->event_fd;
+        S_CHECK(s, srv_send(s, &r, fds, 2) == 0);
+        close(page_fd);
+}
+
+static void *srv_main(void *userdata) {
+        Srv *s = userdata;
+
+        s->script(s);
+        close(s->fd);
+        return NULL;
+}
+
+static void srv_start(Srv *s, srv_script script) {
+        int sv[2];
+
+        memset(s, 0, sizeof(*s));
+        s->event_fd = -1;
+        s->pipe[0] = s->pipe[1] = -1;
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        s->client_fd = sv[0];
+        s->fd = sv[1];
+        s->script = script;
+        cr_assert_eq(pthread_create(&s->thread, NULL, srv_main, s), 0);
+}
+
+static void srv_join(Srv *s) {
+        cr_assert_eq(pthread_join(s->thread, NULL), 0);
+        cr_assert_str_empty(s->failure, "fake server: %s", s->failure);
+}
+
+/* Starts the server and a session on it. */
+static kfdb_session *connect_to(Srv *s, srv_script script) {
+        kfdb_session *session = NULL;
+        int k;
+
+        srv_start(s, script);
+        k = kfdb_session_new_from_fd(s->client_fd, "test-client", &session);
+        cr_assert_eq(k, 0, "kfdb_session_new_from_fd: %s", strerror(-k));
+        return session;
+}
+
+/* ---- Hello and the session page ---- */
+
+static void script_hello_only(Srv *s) {
+        srv_hello(s);
+}
+
+Test(client, hello_maps_page_and_keeps_announcements) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_hello_only);
+        kfdb_limits l;
+
+        srv_join(&s);
+        cr_assert_eq(kfdb_session_get_id(session), 42);
+        cr_assert_str_eq(kfdb_session_get_daemon_version(session), "0.1.0-fake");
+        cr_assert(kfdb_session_has_feature(session, "sdma-fill"));
+        cr_assert(!kfdb_session_has_feature(session, "dispatch"));
+        kfdb_session_get_limits(session, &l);
+        cr_assert_eq(l.max_buffers, 16);
+        cr_assert_eq(l.max_jobs_per_submit, 4);
+        cr_assert_eq(l.max_buffer_size, 1ull << 30);
+        cr_assert_eq(kfdb_get_fd(session), s.client_fd);
+        cr_assert_geq(kfdb_get_event_fd(session), 0);
+        cr_assert_str_empty(kfdb_session_last_error(session));
+
+        /* The page is live: what the daemon writes, the library reads. */
+        cr_assert_eq(kfdb_session_get_context_lost(session), 0);
+        s.page->context_lost = 3;
+        cr_assert_eq(kfdb_session_get_context_lost(session), 3);
+        kfdb_session_free(session);
+}
+
+static void script_bad_page(Srv *s) {
+        WireRequest req = {};
+        int page_fd, fds[2];
+        WireReply r = { .type = WIRE_REPLY_HELLO };
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        srv_page_init(s, &page_fd);
+        S_CHECK(s, s->page);
+        s->page->magic = (uint32_t) s->value;
+        if (s->value == KFDB_PAGE_MAGIC)
+                s->page->max_events = KFDB_PAGE_MAX_EVENTS + 1;
+        r.id = req.id;
+        r.hello.protocol_version = 1;
+        r.hello.session_page_size = (uint32_t) KFDB_PAGE_SIZE;
+        fds[0] = page_fd;
+        fds[1] = s->event_fd;
+        S_CHECK(s, srv_send(s, &r, fds, 2) == 0);
+        close(page_fd);
+}
+
+Test(client, session_page_is_checked_before_use) {
+        static const uint32_t magics[] = { 0x12345678u, KFDB_PAGE_MAGIC };
+        for (size_t i = 0; i < 2; i++) {
+                kfdb_session *session = NULL;
+                Srv s;
+
+                memset(&s, 0, sizeof(s));
+                srv_start(&s, script_bad_page);
+                s.value = magics[i];
+                cr_assert_eq(kfdb_session_new_from_fd(s.client_fd, "test-client", &session), -EPROTO);
+                cr_assert_null(session);
+                /* The caller still owns its fd after a failure. */
+                cr_assert_eq(fcntl(s.client_fd, F_GETFD), FD_CLOEXEC);
+                srv_join(&s);
+                close(s.client_fd);
+        }
+}
+
+static void script_hello_without_fds(Srv *s) {
+        WireRequest req = {};
+        WireReply r = { .type = WIRE_REPLY_HELLO };
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r.id = req.id;
+        r.hello.protocol_version = 1;
+        r.hello.session_page_size = (uint32_t) KFDB_PAGE_SIZE;
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+}
+
+Test(client, hello_without_fds_is_ebadmsg) {
+        kfdb_session *session = NULL;
+        Srv s;
+
+        srv_start(&s, script_hello_without_fds);
+        cr_assert_eq(kfdb_session_new_from_fd(s.client_fd, "test-client", &session), -EBADMSG);
+        srv_join(&s);
+        close(s.client_fd);
+}
+
+Test(client, bad_client_name_and_socket_type) {
+        kfdb_session *session = NULL;
+        int sv[2];
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+        cr_assert_eq(kfdb_session_new_from_fd(sv[0], "bad\nname", &session), -EINVAL);
+        close(sv[0]);
+        close(sv[1]);
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        cr_assert_eq(kfdb_session_new_from_fd(sv[0], "x", &session), -EPROTOTYPE);
+        close(sv[0]);
+        close(sv[1]);
+        cr_assert_eq(kfdb_session_new("/nonexistent/kfdbroker.sock", NULL, &session), -ENOENT);
+}
+
+/* ---- Out of order replies and notifications ---- */
+
+static void script_out_of_order(Srv *s) {
+        WireRequest status = {}, device = {};
+        WireReply r;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        S_CHECK(s, srv_recv(s, &status, NULL) == 0);
+        S_CHECK(s, status.type == WIRE_REQUEST_STATUS);
+        /* The reply to the *next* request first, then a notification, then the answer. */
+        r = (WireReply) { .id = status.id + 1, .type = WIRE_REPLY_DEVICE_INFO,
+                          .device_info = { .backend = "sim", .gfx_name = "gfx1030",
+                                           .name = "Simulated RDNA2", .cu_count = 40 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        r = (WireReply) { .id = 0, .type = WIRE_REPLY_JOB_FAILED,
+                          .job_failed = { 17, EFAULT, "GPU memory fault at 0x7f0000001000" } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        r = (WireReply) { .id = status.id, .type = WIRE_REPLY_STATUS,
+                          .status = { "0.1.0-fake", "sim", "gfx1030", 2, 1000, 1, 3ull * 1000000000,
+                                      128ull << 20 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        /* The DeviceInfo request still arrives; its reply was already sent. */
+        S_CHECK(s, srv_recv(s, &device, NULL) == 0);
+        S_CHECK(s, device.type == WIRE_REQUEST_DEVICE_INFO && device.id == status.id + 1);
+}
+
+Test(client, replies_out_of_order_and_notifications_between) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_out_of_order);
+        kfdb_daemon_status st;
+        kfdb_device dev;
+        kfdb_job_failure f;
+
+        cr_assert_eq(kfdb_status(session, &st), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_str_eq(st.daemon_version, "0.1.0-fake");
+        cr_assert_str_eq(st.backend, "sim");
+        cr_assert_eq(st.sessions, 2);
+        cr_assert_eq(st.jobs_completed, 1000);
+        cr_assert_eq(st.buffer_bytes, 128ull << 20);
+
+        cr_assert_eq(kfdb_device_info(session, &dev), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_str_eq(dev.gfx_name, "gfx1030");
+        cr_assert_str_eq(dev.name, "Simulated RDNA2");
+        cr_assert_eq(dev.cu_count, 40);
+
+        cr_assert_eq(kfdb_job_failure_next(session, &f), 1);
+        cr_assert_eq(f.fence, 17);
+        cr_assert_eq(f.error, -EFAULT);
+        cr_assert_str_eq(f.message, "GPU memory fault at 0x7f0000001000");
+        srv_join(&s);
+        /* The server is gone: the queue is empty and the end of the stream is reported. */
+        cr_assert_eq(kfdb_job_failure_next(session, &f), -ECONNRESET);
+        kfdb_session_free(session);
+}
+
+/* ---- fds ---- */
+
+static void script_stray_fds(Srv *s) {
+        WireRequest req = {};
+        WireReply r;
+        int fds[2], mem;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        /* A Query reply must carry no fd: the library has to close the one we attach. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_QUERY);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_QUERY, .query = { .buffers = 1 } };
+        S_CHECK(s, srv_send(s, &r, &s->pipe[1], 1) == 0);
+        /* An AllocBuffer reply carries one fd; a second one is closed too. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_ALLOC_BUFFER && req.alloc_buffer.size == 100);
+        mem = memfd_create("buffer", MFD_CLOEXEC);
+        S_CHECK(s, mem >= 0 && ftruncate(mem, 4096) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_ALLOC_BUFFER, .buffer = { 7, 4096 } };
+        fds[0] = mem;
+        fds[1] = s->pipe[1];
+        S_CHECK(s, srv_send(s, &r, fds, 2) == 0);
+        close(mem);
+        close(s->pipe[1]);
+        s->pipe[1] = -1;
+}
+
+Test(client, unexpected_fds_are_closed) {
+        Srv s;
+        kfdb_session *session;
+        kfdb_buffer *b = NULL;
+        kfdb_usage u;
+        struct pollfd p;
+        char c;
+
+        srv_start(&s, script_stray_fds);
+        cr_assert_eq(pipe2(s.pipe, O_CLOEXEC), 0);
+        cr_assert_eq(kfdb_session_new_from_fd(s.client_fd, "test-client", &session), 0);
+        cr_assert_eq(kfdb_query(session, &u), 0);
+        cr_assert_eq(u.buffers, 1);
+        cr_assert_eq(kfdb_buffer_alloc(session, 100, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_get_size(b), 4096);
+        cr_assert_eq(kfdb_buffer_get_handle(b), 7);
+        srv_join(&s);
+        /* Every write end is closed (ours by the server, both copies by the library): EOF. */
+        p = (struct pollfd) { .fd = s.pipe[0], .events = POLLIN };
+        cr_assert_eq(poll(&p, 1, 1000), 1);
+        cr_assert_eq(read(s.pipe[0], &c, 1), 0);
+        close(s.pipe[0]);
+        kfdb_session_free(session);
+}
+
+/* ---- Broken replies ---- */
+
+static void script_broken_replies(Srv *s) {
+        static uint8_t big[WIRE_MAX_MESSAGE_SIZE + 100];
+        WireRequest req = {};
+        WireReply r;
+        void *buf;
+        size_t len;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        /* 1: a reply cut in half. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_STATUS,
+                          .status = { "0.1.0-fake", "sim", "gfx1030", 2, 1000, 1, 3, 4 } };
+        S_CHECK(s, wire_reply_encode(&r, &buf, &len) == 0);
+        S_CHECK(s, srv_send_raw(s, buf, len / 2, NULL, 0) == 0);
+        free(buf);
+        /* 2: a datagram larger than any message, with an fd that must not leak. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        memset(big, 0xff, sizeof(big));
+        S_CHECK(s, srv_send_raw(s, big, sizeof(big), &s->pipe[1], 1) == 0);
+        close(s->pipe[1]);
+        s->pipe[1] = -1;
+        /* 3: a reply whose body does not match the request. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_EMPTY };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        /* 4: after all that, a good reply still gets through. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_STATUS, .status = { .sessions = 9 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+}
+
+Test(client, broken_replies_are_ebadmsg) {
+        Srv s;
+        kfdb_session *session;
+        kfdb_daemon_status st;
+        char c;
+
+        srv_start(&s, script_broken_replies);
+        cr_assert_eq(pipe2(s.pipe, O_CLOEXEC), 0);
+        cr_assert_eq(kfdb_session_new_from_fd(s.client_fd, "test-client", &session), 0);
+
+        cr_assert_eq(kfdb_status(session, &st), -EBADMSG);
+        cr_assert(strstr(kfdb_session_last_error(session), "does not decode"), "%s",
+                  kfdb_session_last_error(session));
+        cr_assert_eq(kfdb_status(session, &st), -EBADMSG);
+        cr_assert_str_eq(kfdb_session_last_error(session), "kfdbrokerd sent a truncated message");
+        cr_assert_eq(kfdb_status(session, &st), -EBADMSG);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "kfdbrokerd answered Status with the wrong reply body");
+        cr_assert_eq(kfdb_status(session, &st), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_eq(st.sessions, 9);
+        srv_join(&s);
+        cr_assert_eq(read(s.pipe[0], &c, 1), 0);
+        close(s.pipe[0]);
+        kfdb_session_free(session);
+}
+
+/* ---- Daemon errors ---- */
+
+static void script_errors(Srv *s) {
+        WireRequest req = {};
+        WireReply r;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, req.alloc_buffer.placement == WIRE_PLACEMENT_VRAM);
+        r = (WireReply) { .id = req.id, .error = EDQUOT,
+                          .message = "alloc_buffer.size: 2147483648 bytes over the session's limit of 1073741824" };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r = (WireReply) { .id = req.id, .error = EOPNOTSUPP };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+}
+
+Test(client, daemon_error_is_negative_errno_with_message) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_errors);
+        kfdb_buffer *b = NULL;
+        kfdb_usage u;
+
+        cr_assert_eq(kfdb_buffer_alloc(session, 2ull << 30, KFDB_PLACEMENT_VRAM, &b), -EDQUOT);
+        cr_assert_null(b);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "alloc_buffer.size: 2147483648 bytes over the session's limit of 1073741824");
+        /* Without a message, the errno's text. */
+        cr_assert_eq(kfdb_query(session, &u), -EOPNOTSUPP);
+        cr_assert_str_eq(kfdb_session_last_error(session), strerror(EOPNOTSUPP));
+        srv_join(&s);
+        kfdb_session_free(session);
+}
+
+/* ---- Buffers, batches, fences ---- */
+
+static void script_buffers_and_jobs(Srv *s) {
+        WireRequest req = {};
+        WireReply r;
+        int mem[2], imported;
+        uint64_t fences[3] = { 1, 2, 3 };
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        for (int i = 0; i < 2; i++) {
+                S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+                S_CHECK(s, req.type == WIRE_REQUEST_ALLOC_BUFFER && req.alloc_buffer.size == 10000);
+                mem[i] = memfd_create("buffer", MFD_CLOEXEC);
+                S_CHECK(s, mem[i] >= 0 && ftruncate(mem[i], 12288) == 0);
+                r = (WireReply) { .id = req.id, .type = WIRE_REPLY_ALLOC_BUFFER,
+                                  .buffer = { 100 + (uint64_t) i, 12288 } };
+                S_CHECK(s, srv_send(s, &r, &mem[i], 1) == 0);
+        }
+        /* The client writes through its mapping; the daemon's side sees it. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_SUBMIT && req.submit.n_jobs == 3);
+        S_CHECK(s, req.submit.jobs[0].type == WIRE_JOB_FILL);
+        S_CHECK(s, req.submit.jobs[0].fill.dst_handle == 100);
+        S_CHECK(s, req.submit.jobs[0].fill.size == 12288);
+        S_CHECK(s, req.submit.jobs[0].fill.pattern == 0xcafef00d);
+        S_CHECK(s, req.submit.jobs[1].type == WIRE_JOB_COPY);
+        S_CHECK(s, req.submit.jobs[1].copy.src_handle == 100);
+        S_CHECK(s, req.submit.jobs[1].copy.dst_handle == 101);
+        S_CHECK(s, req.submit.jobs[1].copy.dst_offset == 4096);
+        S_CHECK(s, req.submit.jobs[1].copy.size == 8192);
+        S_CHECK(s, req.submit.jobs[2].type == WIRE_JOB_FILL);
+        wire_request_done(&req);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_SUBMIT, .submit = { fences, 3 } };
+        s->page->submitted_fence = 3;
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        /* Completes job 1 and 2 now, job 3 (failed) later. */
+        __atomic_store_n(&s->page->completed_fence, 2, __ATOMIC_RELEASE);
+        S_CHECK(s, eventfd_write(s->event_fd, 1) == 0);
+        usleep(50 * 1000);
+        r = (WireReply) { .id = 0, .type = WIRE_REPLY_JOB_FAILED,
+                          .job_failed = { 3, EFAULT, "submit job 3: GPU memory fault" } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        __atomic_store_n(&s->page->last_failed_fence, 3, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->page->completed_fence, 3, __ATOMIC_RELEASE);
+        S_CHECK(s, eventfd_write(s->event_fd, 1) == 0);
+
+        /* Import: the fd arrives with the request. */
+        S_CHECK(s, srv_recv(s, &req, &imported) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_IMPORT_BUFFER && imported >= 0);
+        close(imported);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_IMPORT_BUFFER, .buffer = { 200, 12288 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        /* Free of all three. */
+        for (int i = 0; i < 3; i++) {
+                S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+                S_CHECK(s, req.type == WIRE_REQUEST_FREE_BUFFER);
+                r = (WireReply) { .id = req.id, .type = WIRE_REPLY_EMPTY };
+                S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        }
+        {
+                uint32_t *p = mmap(NULL, 12288, PROT_READ, MAP_SHARED, mem[1], 0);
+                S_CHECK(s, p != MAP_FAILED);
+                s->value = p[0];
+                munmap(p, 12288);
+        }
+        close(mem[0]);
+        close(mem[1]);
+}
+
+Test(client, buffers_batches_and_fences) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_buffers_and_jobs);
+        kfdb_buffer *a = NULL, *b = NULL, *imp = NULL;
+        kfdb_batch *batch = NULL;
+        uint64_t fences[3], last = 0;
+        uint32_t *map, *map2;
+        kfdb_job_failure f;
+
+        cr_assert_eq(kfdb_buffer_alloc(session, 10000, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_alloc(session, 10000, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_get_size(a), 12288);
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &map), 0);
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &map2), 0);
+        cr_assert_eq(map, map2, "the mapping is cached");
+        map[0] = 0x600dc0de;
+
+        cr_assert_eq(kfdb_batch_new(session, &batch), 0);
+        /* Local checks name the problem before anything is sent. */
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 6, 0), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session), "fill: size 6 is not a multiple of 4");
+        cr_assert_eq(kfdb_batch_copy(batch, b, 2, a, 0, 4), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "copy destination: offset 2 is not a multiple of 4");
+        cr_assert_eq(kfdb_batch_copy(batch, b, 8192, a, 0, 8192), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "copy destination: range 8192+8192 exceeds the buffer's 12288 bytes");
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, NULL), -ENODATA);
+        cr_assert_eq(kfdb_batch_get_n_jobs(batch), 0);
+
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 12288, 0xcafef00d), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, b, 4096, a, 0, 8192), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4, 1), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4, 2), 0);
+        /* max_jobs_per_submit is 4 in this fake daemon. */
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4, 3), -E2BIG);
+        kfdb_batch_reset(batch);
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 12288, 0xcafef00d), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, b, 4096, a, 0, 8192), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4, 1), 0);
+
+        cr_assert_eq(kfdb_fence_wait(session, 1, 0), -EINVAL, "no fence handed out yet");
+        cr_assert_eq(kfdb_batch_submit(batch, fences, &last), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_eq(fences[0], 1);
+        cr_assert_eq(fences[2], 3);
+        cr_assert_eq(last, 3);
+        cr_assert_eq(kfdb_batch_get_n_jobs(batch), 0, "a submitted batch is emptied");
+
+        cr_assert_eq(kfdb_fence_wait(session, 2, 5000), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_eq(kfdb_fence_is_done(session, 2), 1);
+        cr_assert_eq(kfdb_fence_wait(session, 3, 5000), -EFAULT);
+        cr_assert_str_eq(kfdb_session_last_error(session), "submit job 3: GPU memory fault");
+        cr_assert_eq(kfdb_fence_is_done(session, 3), 1);
+        cr_assert_eq(kfdb_job_failure_next(session, &f), 1);
+        cr_assert_eq(f.fence, 3);
+        cr_assert_eq(kfdb_job_failure_next(session, &f), 0);
+
+        cr_assert_eq(kfdb_buffer_import(session, kfdb_buffer_get_fd(b), &imp), 0);
+        cr_assert_eq(kfdb_buffer_get_handle(imp), 200);
+        cr_assert_eq(kfdb_buffer_free(a), 0);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        cr_assert_eq(kfdb_buffer_free(imp), 0);
+        srv_join(&s);
+        cr_assert_eq(s.value, 0x600dc0de);
+        kfdb_batch_free(batch);
+        kfdb_session_free(session);
+}
+
+static void script_fence_timeout(Srv *s) {
+        WireRequest req = {};
+        uint64_t fence = 1;
+        WireReply r;
+        int mem;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        mem = memfd_create("buffer", MFD_CLOEXEC);
+        S_CHECK(s, mem >= 0 && ftruncate(mem, 4096) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_ALLOC_BUFFER, .buffer = { 1, 4096 } };
+        S_CHECK(s, srv_send(s, &r, &mem, 1) == 0);
+        close(mem);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        wire_request_done(&req);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_SUBMIT, .submit = { &fence, 1 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        /* Never completes; then the daemon goes away. */
+        (void) srv_recv(s, &req, NULL);
+}
+
+Test(client, fence_wait_times_out_and_sees_the_daemon_go) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_fence_timeout);
+        kfdb_buffer *a = NULL;
+        kfdb_batch *batch = NULL;
+        uint64_t fence = 0;
+
+        cr_assert_eq(kfdb_buffer_alloc(session, 4096, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_batch_new(session, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 4096, 0), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        cr_assert_eq(kfdb_fence_is_done(session, fence), 0);
+        cr_assert_eq(kfdb_fence_wait(session, fence, 50), -ETIMEDOUT);
+        cr_assert_eq(kfdb_fence_wait(session, fence, 0), -ETIMEDOUT);
+        /* Closing our end makes the fake server's recv fail and it closes its end. */
+        shutdown(s.client_fd, SHUT_WR);
+        srv_join(&s);
+        cr_assert_eq(kfdb_fence_wait(session, fence, 5000), -ECONNRESET);
+        cr_assert_str_eq(kfdb_session_last_error(session), "kfdbrokerd closed the connection");
+        /* Objects left alive are released with the session. */
+        kfdb_session_free(session);
+}
+
+/* ---- Events ---- */
+
+static void script_events(Srv *s) {
+        WireRequest req = {};
+        WireReply r;
+        WireWaitEntry ages[2];
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        for (uint32_t i = 0; i < 2; i++) {
+                S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+                S_CHECK(s, req.type == WIRE_REQUEST_CREATE_EVENT);
+                S_CHECK(s, req.create_event.auto_reset == (i == 0));
+                s->page->events[5 + i] = (KfdbPageEvent) { .age = 1, .live = 1 };
+                r = (WireReply) { .id = req.id, .type = WIRE_REPLY_CREATE_EVENT,
+                                  .create_event = { 50 + i, 5 + i } };
+                S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        }
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_SET_EVENT && req.object.handle == 51);
+        s->page->events[6].age = 2;
+        s->page->events[6].signaled = 1;
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_EMPTY };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_WAIT_EVENTS && req.wait_events.n_entries == 2);
+        S_CHECK(s, req.wait_events.entries[0].handle == 50);
+        S_CHECK(s, req.wait_events.entries[1].handle == 51);
+        S_CHECK(s, req.wait_events.entries[1].last_event_age == 1);
+        S_CHECK(s, !req.wait_events.wait_all);
+        S_CHECK(s, req.wait_events.timeout_ms == UINT32_MAX);
+        wire_request_done(&req);
+        ages[0] = (WireWaitEntry) { 50, 1 };
+        ages[1] = (WireWaitEntry) { 51, 2 };
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_WAIT_EVENTS,
+                          .wait_events = { WIRE_WAIT_COMPLETE, ages, 2 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_RESET_EVENT && req.object.handle == 51);
+        r = (WireReply) { .id = req.id, .error = ENOENT, .message = "reset_event.handle: no event 51" };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_DESTROY_EVENT && req.object.handle == 50);
+        s->page->events[5].live = 0;
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_EMPTY };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+}
+
+Test(client, events_ages_and_waits) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_events);
+        kfdb_event *e1 = NULL, *e2 = NULL;
+        kfdb_wait_entry w[2];
+        kfdb_wait_result result = KFDB_WAIT_FAIL;
+
+        cr_assert_eq(kfdb_event_create(session, true, &e1), 0);
+        cr_assert_eq(kfdb_event_create(session, false, &e2), 0);
+        cr_assert_eq(kfdb_event_get_handle(e2), 51);
+        cr_assert_eq(kfdb_event_get_age(e2), 1);
+        cr_assert(!kfdb_event_is_signaled(e2));
+        cr_assert_eq(kfdb_event_set(e2), 0);
+        cr_assert_eq(kfdb_event_get_age(e2), 2);
+        cr_assert(kfdb_event_is_signaled(e2));
+
+        cr_assert_eq(kfdb_wait_events(session, w, 0, false, 0, &result), -EINVAL);
+        w[0] = (kfdb_wait_entry) { e1, 0 };
+        w[1] = (kfdb_wait_entry) { e2, 1 };
+        cr_assert_eq(kfdb_wait_events(session, w, 2, false, KFDB_TIMEOUT_INFINITE, &result), 0);
+        cr_assert_eq(result, KFDB_WAIT_COMPLETE);
+        cr_assert_eq(w[0].last_event_age, 1);
+        cr_assert_eq(w[1].last_event_age, 2);
+
+        cr_assert_eq(kfdb_event_reset(e2), -ENOENT);
+        cr_assert_str_eq(kfdb_session_last_error(session), "reset_event.handle: no event 51");
+        cr_assert_eq(kfdb_event_destroy(e1), 0);
+        srv_join(&s);
+        kfdb_session_free(session);
+}
