@@ -31,6 +31,10 @@
 #define SDMA_OP_GCR_REQ 17
 
 #define SDMA_SUBOP_COPY_LINEAR 0
+#define SDMA_SUBOP_WRITE_LINEAR 0
+/* CONSTANT_FILL FILLSIZE[31:30] (Mesa sid.h SDMA_CONSTANT_FILL_EXTRA_SIZE). */
+#define SDMA_CONSTANT_FILL_BYTE 0
+#define SDMA_CONSTANT_FILL_DWORD 2
 #define SDMA_SUBOP_TIMESTAMP_SET 0
 #define SDMA_SUBOP_TIMESTAMP_GET 1
 #define SDMA_SUBOP_TIMESTAMP_GET_GLOBAL 2
@@ -43,6 +47,7 @@ typedef struct SimSdmaPacket {
                 struct { uint64_t dst; uint32_t data; uint64_t bytes; unsigned fillsize; } fill;
                 struct { uint64_t addr; uint32_t data; } fence;
                 struct { uint32_t context; } trap;
+                struct { uint64_t dst; uint32_t n_data; const uint32_t *data; } write; /* WRITE_LINEAR; data points into dw */
                 struct { uint64_t addr; uint32_t value, mask; unsigned func; bool mem_poll; unsigned interval, retry_count; } poll;
                 struct { uint64_t addr; } timestamp;                            /* GET_GLOBAL */
                 struct { unsigned count; } nop;

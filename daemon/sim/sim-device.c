@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SimDevice and the KfdOps table it serves (sim.h, sim-device.h). The
+ * ioctl entry point mirrors kfd_chardev.c kfd_ioctl: dispatch on _IOC_NR
+ * only, copy in _IOC_SIZE(request) bytes zero-extended to the simulator's own
+ * struct size, run the handler, copy the caller's size back (also on error,
+ * as the kernel does), -ENOTTY for a number past the table, -EBADF for a fd
+ * used by another process than its opener. mmap on the KFD fd serves the
+ * doorbell slice and the event page (kfd_mmap); mmap on the render fd serves
+ * BO contents at their DRM fake offsets (drm_gem_mmap).
+ *
+ * Not simulated (returns -EOPNOTSUPP): ioctls the daemon never issues (SVM,
+ * CRIU, SMI events, debugger, CU masks, GWS, scratch/trap-handler setup,
+ * queue update/wave state, memory policy, deprecated apertures, xnack), and
+ * the MMIO / reserved-memory mmap types.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-device.h"
+#include "sim-engine.h"
+#include "sim-events.h"
+#include "sim-file.h"
+#include "sim-memory.h"
+#include "sim-process.h"
+#include "sim-queue.h"
+#include "sim-sdma.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+/* AMDKFD_COMMAND_END of uapi 1.17: 0x27. */
+#define SIM_IOCTL_COUNT 0x27u
+#define SIM_DEFAULT_GPU_ID 0x697Du
+#define SIM_DEFAULT_CU_COUNT 40u
+#define SIM_DEFAULT_VRAM_SIZE (1ULL << 30)
+
+void sim_deadline_after_ns(struct timespec *ts, uint64_t ns) {
+        clock_gettime(CLOCK_MONOTONIC, ts);
+        ns += (uint64_t) ts->tv_nsec;
+        ts->tv_sec += (time_t) (ns / 1000000000ULL);
+        ts->tv_nsec = (long) (ns % 1000000000ULL);
+}
+
+typedef int (*SimIoctlFunc)(SimProcess *p, void *args);
+typedef struct SimIoctl {
+        SimIoctlFunc func;
+        size_t size; /* the simulator's struct size for this nr */
+} SimIoctl;
+
+#define HANDLER(name, fn, type)                                     \
+        static int name(SimProcess *p, void *args) {                \
+                return fn(p, (type *) args);                        \
+        }
+HANDLER(h_get_version, sim_process_get_version, struct kfd_ioctl_get_version_args)
+HANDLER(h_create_queue, sim_queue_create, SimCreateQueueArgs)
+HANDLER(h_destroy_queue, sim_queue_destroy, struct kfd_ioctl_destroy_queue_args)
+HANDLER(h_get_clock_counters, sim_process_get_clock_counters, struct kfd_ioctl_get_clock_counters_args)
+HANDLER(h_create_event, sim_events_create, struct kfd_ioctl_create_event_args)
+HANDLER(h_destroy_event, sim_events_destroy, struct kfd_ioctl_destroy_event_args)
+HANDLER(h_set_event, sim_events_set, struct kfd_ioctl_set_event_args)
+HANDLER(h_reset_event, sim_events_reset, struct kfd_ioctl_reset_event_args)
+HANDLER(h_wait_events, sim_events_wait, struct kfd_ioctl_wait_events_args)
+HANDLER(h_get_apertures, sim_process_get_apertures, struct kfd_ioctl_get_process_apertures_new_args)
+HANDLER(h_acquire_vm, sim_process_acquire_vm, struct kfd_ioctl_acquire_vm_args)
+HANDLER(h_alloc, sim_memory_alloc, struct kfd_ioctl_alloc_memory_of_gpu_args)
+HANDLER(h_free, sim_memory_free, struct kfd_ioctl_free_memory_of_gpu_args)
+HANDLER(h_map, sim_memory_map, struct kfd_ioctl_map_memory_to_gpu_args)
+HANDLER(h_unmap, sim_memory_unmap, struct kfd_ioctl_unmap_memory_from_gpu_args)
+HANDLER(h_get_dmabuf_info, sim_memory_get_dmabuf_info, struct kfd_ioctl_get_dmabuf_info_args)
+HANDLER(h_import_dmabuf, sim_memory_import_dmabuf, struct kfd_ioctl_import_dmabuf_args)
+HANDLER(h_available, sim_memory_available, struct kfd_ioctl_get_available_memory_args)
+HANDLER(h_export_dmabuf, sim_memory_export_dmabuf, struct kfd_ioctl_export_dmabuf_args)
+HANDLER(h_runtime_enable, sim_process_runtime_enable, struct kfd_ioctl_runtime_enable_args)
+
+static const SimIoctl ioctls[SIM_IOCTL_COUNT] = {
+        [0x01] = { h_get_version, sizeof(struct kfd_ioctl_get_version_args) },
+        [0x02] = { h_create_queue, sizeof(SimCreateQueueArgs) },
+        [0x03] = { h_destroy_queue, sizeof(struct kfd_ioctl_destroy_queue_args) },
+        [0x05] = { h_get_clock_counters, sizeof(struct kfd_ioctl_get_clock_counters_args) },
+        [0x08] = { h_create_event, sizeof(struct kfd_ioctl_create_event_args) },
+        [0x09] = { h_destroy_event, sizeof(struct kfd_ioctl_destroy_event_args) },
+        [0x0A] = { h_set_event, sizeof(struct kfd_ioctl_set_event_args) },
+        [0x0B] = { h_reset_event, sizeof(struct kfd_ioctl_reset_event_args) },
+        [0x0C] = { h_wait_events, sizeof(struct kfd_ioctl_wait_events_args) },
+        [0x14] = { h_get_apertures, sizeof(struct kfd_ioctl_get_process_apertures_new_args) },
+        [0x15] = { h_acquire_vm, sizeof(struct kfd_ioctl_acquire_vm_args) },
+        [0x16] = { h_alloc, sizeof(struct kfd_ioctl_alloc_memory_of_gpu_args) },
+        [0x17] = { h_free, sizeof(struct kfd_ioctl_free_memory_of_gpu_args) },
+        [0x18] = { h_map, sizeof(struct kfd_ioctl_map_memory_to_gpu_args) },
+        [0x19] = { h_unmap, sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args) },
+        [0x1C] = { h_get_dmabuf_info, sizeof(struct kfd_ioctl_get_dmabuf_info_args) },
+        [0x1D] = { h_import_dmabuf, sizeof(struct kfd_ioctl_import_dmabuf_args) },
+        [0x23] = { h_available, sizeof(struct kfd_ioctl_get_available_memory_args) },
+        [0x24] = { h_export_dmabuf, sizeof(struct kfd_ioctl_export_dmabuf_args) },
+        [0x25] = { h_runtime_enable, sizeof(struct kfd_ioctl_runtime_enable_args) },
+};
+
+static int op_open_kfd(void *userdata) {
+        SimDevice *d = userdata;
+        SimProcess *p;
+        SimFile *f;
+        int r;
+
+        /* The simulator's state lives in the creating process only. */
+        if (getpid() != d->pid)
+                return -EPERM;
+        pthread_mutex_lock(&d->lock);
+        if (d->shutting_down) {
+                r = -ENODEV;
+                goto out;
+        }
+        r = sim_process_new(d, &p);
+        if (r < 0)
+                goto out;
+        r = sim_file_new(d, SIM_FILE_KFD, &f);
+        if (r < 0) {
+                sim_process_unref(p);
+                goto out;
+        }
+        f->process = p;
+        r = f->fd;
+out:
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+static int op_open_render(void *userdata, unsigned minor) {
+        SimDevice *d = userdata;
+        SimFile *f;
+        int r;
+
+        if (getpid() != d->pid)
+                return -EPERM;
+        if (minor != d->gpu.drm_render_minor)
+                return -ENOENT;
+        pthread_mutex_lock(&d->lock);
+        r = d->shutting_down ? -ENODEV : sim_file_new(d, SIM_FILE_RENDER, &f);
+        if (r >= 0)
+                r = f->fd;
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+/* Called locked: the fd is closed now, the context goes with its last reference. */
+static void file_close(SimFile *f) {
+        SimProcess *p = NULL;
+
+        if (f->kind == SIM_FILE_KFD) {
+                p = f->process;
+                f->process = NULL;
+        }
+        f->open = false;
+        safe_close(f->fd);
+        f->fd = -EBADF;
+        sim_process_unref(p);
+        sim_file_unref(f);
+}
+
+static int op_close(void *userdata, int fd) {
+        SimDevice *d = userdata;
+        SimFile *f;
+
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(d, fd);
+        if (f)
+                file_close(f);
+        pthread_mutex_unlock(&d->lock);
+        return f ? 0 : -EBADF;
+}
+
+static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
+        SimDevice *d = userdata;
+        unsigned nr = _IOC_NR(request);
+        size_t usize = _IOC_SIZE(request), asize;
+        _cleanup_free_ void *kdata = NULL;
+        const SimIoctl *h;
+        SimProcess *p;
+        SimFile *f;
+        int r;
+
+        /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
+        if (getpid() != d->pid)
+                return -EBADF;
+        if (nr >= SIM_IOCTL_COUNT)
+                return -ENOTTY;
+        h = &ioctls[nr];
+        asize = MAX(usize, h->size);
+        kdata = calloc(1, MAX(asize, (size_t) 1));
+        if (!kdata)
+                return -ENOMEM;
+
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(d, fd);
+        if (!f || f->pid != getpid()) {
+                pthread_mutex_unlock(&d->lock);
+                return -EBADF;
+        }
+        if (f->kind != SIM_FILE_KFD || !f->process) {
+                pthread_mutex_unlock(&d->lock);
+                return -ENOTTY;
+        }
+        if (nr == 0) {
+                pthread_mutex_unlock(&d->lock);
+                return -EINVAL; /* amdkfd_ioctls[0] has no function */
+        }
+        if (!h->func) {
+                pthread_mutex_unlock(&d->lock);
+                return -EOPNOTSUPP;
+        }
+
+        p = sim_process_ref(f->process);
+        d->n_busy++;
+        if ((_IOC_DIR(request) & _IOC_WRITE) && usize > 0) {
+                if (!arg) {
+                        r = -EFAULT;
+                        goto finish;
+                }
+                memcpy(kdata, arg, usize);
+        }
+        r = h->func(p, kdata);
+        if ((_IOC_DIR(request) & _IOC_READ) && usize > 0) {
+                if (!arg)
+                        r = -EFAULT;
+                else
+                        memcpy(arg, kdata, usize);
+        }
+finish:
+        sim_process_unref(p);
+        if (--d->n_busy == 0)
+                pthread_cond_broadcast(&d->idle_cond);
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+static int map_fd(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset, void **ret_addr) {
+        void *m = mmap(addr, length, prot, flags, fd, (off_t) offset);
+        if (m == MAP_FAILED)
+                return -errno;
+        *ret_addr = m;
+        return 0;
+}
+
+/* kfd_mmap() on the KFD fd. */
+static int kfd_file_mmap(SimDevice *d, SimProcess *p, void *addr, size_t length, int prot, int flags,
+                         uint64_t offset, void **ret_addr) {
+        uint64_t type = offset & KFD_MMAP_TYPE_MASK;
+        uint32_t gpu_id = (uint32_t) KFD_MMAP_GET_GPU_ID(offset);
+
+        switch (type) {
+        case KFD_MMAP_TYPE_DOORBELL:
+                if (gpu_id != d->gpu.gpu_id)
+                        return -ENODEV; /* kfd_mmap: no device for that gpu_id */
+                /* kfd_doorbell_mmap: the length must be exactly the process slice;
+                 * the offset names the slice, not a doorbell in it. */
+                if (length != KFD_DOORBELL_SLICE_SIZE)
+                        return -EINVAL;
+                if (offset & ~(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK))
+                        return -EINVAL;
+                return map_fd(addr, length, prot, flags, p->doorbell_fd, 0, ret_addr);
+        case KFD_MMAP_TYPE_EVENTS:
+                return sim_events_mmap(p, addr, length, prot, flags, ret_addr);
+        default:
+                if (gpu_id != d->gpu.gpu_id)
+                        return -ENODEV;
+                return -EOPNOTSUPP; /* MMIO remap and reserved memory are not simulated */
+        }
+}
+
+static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
+                   void **ret_addr) {
+        SimDevice *d = userdata;
+        SimFile *f;
+        SimBo *bo;
+        int r;
+
+        if (getpid() != d->pid)
+                return -EBADF;
+        /* mmap(2): the offset must be page aligned and the length non-zero. */
+        if (length == 0 || offset % PAGE_SIZE_4K)
+                return -EINVAL;
+
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(d, fd);
+        if (!f)
+                r = -EBADF;
+        else if (f->kind == SIM_FILE_KFD)
+                r = f->process ? kfd_file_mmap(d, f->process, addr, length, prot, flags, offset, ret_addr)
+                               : -EBADF;
+        else {
+                /* drm_gem_mmap: no object at that offset -> -EINVAL; an object this
+                 * file has no handle for -> -EACCES (drm_vma_node_is_allowed). */
+                bo = sim_device_find_bo_by_offset(d, offset, length);
+                if (!bo)
+                        r = -EINVAL;
+                else if (!f->process || !sim_process_has_bo(f->process, bo))
+                        r = -EACCES;
+                else
+                        r = map_fd(addr, length, prot, flags, bo->memfd, offset - bo->mmap_offset, ret_addr);
+        }
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+static int op_munmap(void *userdata, void *addr, size_t length) {
+        if (munmap(addr, length) < 0)
+                return -errno;
+        return 0;
+}
+
+DEFINE_POINTER_CLEANUP(SimDevice, sim_device_free);
+
+int sim_device_new(const SimOptions *opts, SimDevice **ret) {
+        _cleanup_(sim_device_freep) SimDevice *d = NULL;
+        SimOptions o = opts ? *opts : (SimOptions) {};
+        pthread_condattr_t attr;
+        int r;
+
+        if (o.gpu_id == 0)
+                o.gpu_id = SIM_DEFAULT_GPU_ID;
+        if (o.cu_count == 0)
+                o.cu_count = SIM_DEFAULT_CU_COUNT;
+        if (o.vram_size == 0)
+                o.vram_size = SIM_DEFAULT_VRAM_SIZE;
+        /* gpu_id travels in 16 bits of mmap offsets (KFD_MMAP_GPU_ID). */
+        if (o.gpu_id > 0xFFFF || o.cu_count > 1024 || o.vram_size % PAGE_SIZE_4K)
+                return -EINVAL;
+
+        d = calloc(1, sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        pthread_mutex_init(&d->lock, NULL);
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&d->wait_cond, &attr);
+        pthread_condattr_destroy(&attr);
+        pthread_cond_init(&d->idle_cond, NULL);
+        d->pid = getpid();
+        sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
+
+        if (o.sysfs_dir) {
+                d->sysfs_dir = strdup(o.sysfs_dir);
+                if (!d->sysfs_dir)
+                        return -ENOMEM;
+        } else {
+                const char *tmp = getenv("TMPDIR");
+                if (asprintf(&d->sysfs_dir, "%s/kfdbroker-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0) {
+                        d->sysfs_dir = NULL;
+                        return -ENOMEM;
+                }
+                if (!mkdtemp(d->sysfs_dir))
+                        return -errno;
+                d->own_sysfs_dir = true;
+        }
+        r = sim_topology_write(&d->gpu, d->sysfs_dir);
+        if (r < 0)
+                return r;
+
+        d->ops = (KfdOps) {
+                .name = "sim",
+                .userdata = d,
+                .sysfs_root = d->sysfs_dir,
+                .open_kfd = op_open_kfd,
+                .open_render = op_open_render,
+                .ioctl = op_ioctl,
+                .mmap = op_mmap,
+                .munmap = op_munmap,
+                .close = op_close,
+        };
+
+        for (unsigned i = 0; i < d->gpu.num_sdma_engines && i < SIM_MAX_SDMA_ENGINES; i++) {
+                r = sim_engine_new(d, SIM_ENGINE_SDMA, i, sim_sdma_queue_step, &d->sdma_engines[i]);
+                if (r < 0)
+                        return r;
+        }
+
+        log_debug("sim: device gpu_id 0x%x, %u CUs, sysfs at %s", d->gpu.gpu_id, d->gpu.cu_count, d->sysfs_dir);
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+SimDevice *sim_device_free(SimDevice *d) {
+        if (!d)
+                return NULL;
+
+        /* Release sleeping waiters and let ioctls in flight finish. */
+        pthread_mutex_lock(&d->lock);
+        d->shutting_down = true;
+        pthread_cond_broadcast(&d->wait_cond);
+        while (d->n_busy > 0)
+                pthread_cond_wait(&d->idle_cond, &d->lock);
+        pthread_mutex_unlock(&d->lock);
+
+        for (unsigned i = 0; i < SIM_MAX_SDMA_ENGINES; i++)
+                d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
+
+        pthread_mutex_lock(&d->lock);
+        /* Close every fd still open; each KFD close tears its context down. */
+        for (;;) {
+                SimFile *f = d->files;
+                while (f && !f->open)
+                        f = f->next;
+                if (!f)
+                        break;
+                file_close(f);
+        }
+        /* Anything left is a bug in reference counting; free it rather than leak. */
+        while (d->processes) {
+                SimProcess *p = d->processes;
+                p->n_ref = 1;
+                sim_process_unref(p);
+        }
+        pthread_mutex_unlock(&d->lock);
+
+        if (d->own_sysfs_dir && d->sysfs_dir)
+                (void) sim_topology_remove(d->sysfs_dir);
+        free(d->sysfs_dir);
+        pthread_cond_destroy(&d->wait_cond);
+        pthread_cond_destroy(&d->idle_cond);
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+        return NULL;
+}
+
+const KfdOps *sim_device_get_ops(SimDevice *d) {
+        return &d->ops;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SimDevice behind sim.h: one simulated machine with one gfx1030 GPU. It
+ * owns the lock that guards every sim object, the condition variable
+ * WAIT_EVENTS sleeps on, the topology, the files and processes, the BO list
+ * (for dma-buf import and render-node offsets), the SDMA queue pool and the
+ * engine threads. This header is for daemon/sim only.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kfd/kfd-ops.h"
+#include "sim-topology.h"
+#include "sim-types.h"
+#include "sim.h"
+
+#define SIM_MAX_SDMA_ENGINES 8u
+#define SIM_MAX_SDMA_SLOTS 64u
+
+struct SimDevice {
+        pthread_mutex_t lock;
+        pthread_cond_t wait_cond;   /* WAIT_EVENTS sleepers; broadcast on every event change */
+        pthread_cond_t idle_cond;   /* signalled when n_busy drops to 0 */
+        pid_t pid;                  /* the process that created the device and owns its fds */
+
+        SimGpuInfo gpu;
+        char *sysfs_dir;
+        bool own_sysfs_dir;
+        KfdOps ops;
+
+        SimFile *files;
+        SimProcess *processes;
+        SimBo *bos;
+        uint64_t next_mmap_offset;
+        uint64_t vram_used;
+
+        SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */
+        SimEngine *sdma_engines[SIM_MAX_SDMA_ENGINES];
+
+        unsigned n_busy;            /* ioctls in flight */
+        bool shutting_down;
+};
+
+/* Absolute CLOCK_MONOTONIC deadline ns from now, for pthread_cond_timedwait. */
+void sim_deadline_after_ns(struct timespec *ts, uint64_t ns);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KFD events of the simulated GPU (kfd_events.c counterpart): signal events
+ * with slots in the user-provided 32 KiB GTT event page, MEMORY and
+ * HW_EXCEPTION events with non-signal ids, ages, auto-reset, WAIT_EVENTS
+ * sleeping on the device's condition variable, and the "interrupt" and fault
+ * paths the engines call. Events belong to their SimProcess. Locked.
+ */
+#pragma once
+
+#include <linux/kfd_ioctl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim-types.h"
+
+struct SimEvent {
+        SimEvent *next;          /* SimProcess.events */
+        uint32_t id;
+        uint32_t type;           /* KFD_IOC_EVENT_* */
+        bool auto_reset;
+        bool signaled;
+        uint64_t age;
+        SimWaiter *waiters;      /* sleeping WAIT_EVENTS entries */
+        struct kfd_hsa_memory_exception_data memory_exception_data;
+        struct kfd_hsa_hw_exception_data hw_exception_data;
+};
+
+int sim_events_create(SimProcess *p, struct kfd_ioctl_create_event_args *a);
+int sim_events_destroy(SimProcess *p, struct kfd_ioctl_destroy_event_args *a);
+int sim_events_set(SimProcess *p, struct kfd_ioctl_set_event_args *a);
+int sim_events_reset(SimProcess *p, struct kfd_ioctl_reset_event_args *a);
+/* Blocks (releasing the device lock) for up to the timeout. */
+int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a);
+
+/*
+ * sim_events_interrupt() - what kfd_signal_event_interrupt() does for an
+ * SDMA TRAP or CP end-of-pipe interrupt with context id partial_id of which
+ * valid_bits are meaningful.
+ */
+void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bits);
+/* GPU VM fault at va: sets every MEMORY event with {NotPresent, va, gpu_id}. */
+void sim_events_memory_fault(SimProcess *p, uint64_t va);
+/* A queue hit a packet it cannot execute: sets every HW_EXCEPTION event. */
+void sim_events_hw_exception(SimProcess *p);
+/* Destroys every event of the process, failing its waiters (teardown). */
+void sim_events_free_all(SimProcess *p);
+/* mmap of KFD_MMAP_TYPE_EVENTS on the KFD fd (kfd_event_mmap). */
+int sim_events_mmap(SimProcess *p, void *addr, size_t length, int prot, int flags, void **ret_addr);

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Buffer objects, KFD memory handles and the GPU VM of the simulated GPU
+ * (kfd_chardev.c memory ioctls, amdgpu_amdkfd_gpuvm.c, amdgpu_vm.c
+ * counterparts). See sim-memory.h for the object model.
+ *
+ * Choices where the simulator cannot or does not follow the kernel exactly:
+ *  - DOORBELL, MMIO_REMAP and USERPTR allocations return -EOPNOTSUPP: the
+ *    daemon never allocates them, and the simulator has no GPU-visible
+ *    doorbell BAR, no HDP register page and does not pin user pages.
+ *  - flags must name exactly one of VRAM/GTT/USERPTR/DOORBELL/MMIO_REMAP; the
+ *    kernel takes the first in that order, the simulator refuses the
+ *    ambiguity with -EINVAL.
+ *  - a VA range overlapping another handle of the process is refused at
+ *    ALLOC/IMPORT with -EINVAL; the kernel finds the same conflict one step
+ *    later, in amdgpu_vm_bo_map ("va ... conflict with ..."), at MAP.
+ *  - an engine access must lie inside one GPU-mapped BO; a range spanning two
+ *    adjacent mapped BOs faults (the hardware would follow the page tables).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-device.h"
+#include "sim-memory.h"
+#include "sim-process.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define DOMAIN_FLAGS                                                                    \
+        (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT |                   \
+         KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |           \
+         KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+
+/* DRM_FILE_PAGE_OFFSET_START: fake offsets start above 4 GiB (drm_gem.c). */
+#define SIM_DRM_OFFSET_START 0x100000000ULL
+
+SimBo *sim_bo_ref(SimBo *bo) {
+        if (bo)
+                bo->n_ref++;
+        return bo;
+}
+
+static SimBo *bo_free(SimBo *bo) {
+        if (!bo)
+                return NULL;
+        if (bo->device) {
+                for (SimBo **b = &bo->device->bos; *b; b = &(*b)->next)
+                        if (*b == bo) {
+                                *b = bo->next;
+                                break;
+                        }
+                if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+                        bo->device->vram_used -= bo->size;
+        }
+        if (bo->host && bo->host != MAP_FAILED)
+                munmap(bo->host, bo->size);
+        safe_close(bo->memfd);
+        free(bo);
+        return NULL;
+}
+DEFINE_POINTER_CLEANUP(SimBo, bo_free);
+
+void sim_bo_unref(SimBo *bo) {
+        if (!bo)
+                return;
+        assert(bo->n_ref > 0);
+        if (--bo->n_ref == 0)
+                bo_free(bo);
+}
+
+int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
+        _cleanup_(bo_freep) SimBo *bo = NULL;
+        struct stat st;
+
+        bo = calloc(1, sizeof *bo);
+        if (!bo)
+                return -ENOMEM;
+        bo->memfd = -EBADF;
+        bo->n_ref = 1;
+        bo->size = size;
+        bo->alloc_flags = flags;
+
+        bo->memfd = memfd_create("kfd-bo", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (bo->memfd < 0)
+                return -errno;
+        if (ftruncate(bo->memfd, (off_t) size) < 0)
+                return errno == EFBIG || errno == EINVAL ? -ENOMEM : -errno;
+        /* Importers get the same memfd: it must never change size under the engines. */
+        if (fcntl(bo->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+                return -errno;
+        if (fstat(bo->memfd, &st) < 0)
+                return -errno;
+        bo->st_dev = st.st_dev;
+        bo->st_ino = st.st_ino;
+        bo->host = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, bo->memfd, 0);
+        if (bo->host == MAP_FAILED) {
+                bo->host = NULL;
+                return -ENOMEM;
+        }
+
+        if (d->next_mmap_offset < SIM_DRM_OFFSET_START)
+                d->next_mmap_offset = SIM_DRM_OFFSET_START;
+        bo->mmap_offset = d->next_mmap_offset;
+        d->next_mmap_offset += size;
+
+        bo->device = d;
+        bo->next = d->bos;
+        d->bos = bo;
+        if (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+                d->vram_used += size;
+
+        *ret = TAKE_PTR(bo);
+        return 0;
+}
+
+SimBo *sim_device_find_bo_by_offset(SimDevice *d, uint64_t offset, uint64_t length) {
+        for (SimBo *bo = d->bos; bo; bo = bo->next)
+                if (offset >= bo->mmap_offset && offset - bo->mmap_offset < bo->size)
+                        return range_in_bounds(offset - bo->mmap_offset, length, bo->size) ? bo : NULL;
+        return NULL;
+}
+
+static SimBo *find_bo_by_inode(SimDevice *d, dev_t dev, ino_t ino) {
+        for (SimBo *bo = d->bos; bo; bo = bo->next)
+                if (bo->st_dev == dev && bo->st_ino == ino)
+                        return bo;
+        return NULL;
+}
+
+SimMem *sim_process_find_mem(SimProcess *p, uint64_t handle) {
+        uint32_t idr = KFD_HANDLE_IDR(handle);
+
+        if (KFD_HANDLE_GPU_ID(handle) != p->device->gpu.gpu_id)
+                return NULL;
+        if (idr >= p->n_mems)
+                return NULL;
+        return p->mems[idr];
+}
+
+bool sim_process_has_bo(SimProcess *p, SimBo *bo) {
+        for (uint32_t i = 0; i < p->n_mems; i++)
+                if (p->mems[i] && p->mems[i]->bo == bo)
+                        return true;
+        return false;
+}
+
+static void mem_free(SimProcess *p, SimMem *m) {
+        if (!m)
+                return;
+        if (m->idr < p->n_mems && p->mems[m->idr] == m)
+                p->mems[m->idr] = NULL;
+        sim_bo_unref(m->bo);
+        free(m);
+}
+
+void sim_process_free_mems(SimProcess *p) {
+        for (uint32_t i = 0; i < p->n_mems; i++)
+                mem_free(p, p->mems[i]);
+        free(p->mems);
+        p->mems = NULL;
+        p->n_mems = 0;
+}
+
+/* idr_alloc(&pdd->alloc_idr, mem, 0, 0): the lowest free id from 0. */
+static int mem_add(SimProcess *p, SimBo *bo, uint64_t va, uint32_t flags, SimMem **ret) {
+        uint32_t idr;
+        SimMem *m;
+
+        for (idr = 0; idr < p->n_mems; idr++)
+                if (!p->mems[idr])
+                        break;
+        if (idr == p->n_mems) {
+                uint32_t n = MAX(16u, p->n_mems * 2);
+                SimMem **a = realloc(p->mems, n * sizeof *a);
+                if (!a)
+                        return -ENOMEM;
+                memset(a + p->n_mems, 0, (n - p->n_mems) * sizeof *a);
+                p->mems = a;
+                p->n_mems = n;
+        }
+        m = calloc(1, sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        m->bo = sim_bo_ref(bo);
+        m->idr = idr;
+        m->va = va;
+        m->size = bo->size;
+        m->flags = flags;
+        p->mems[idr] = m;
+        *ret = m;
+        return 0;
+}
+
+static bool va_overlaps(SimProcess *p, uint64_t va, uint64_t size, const SimMem *except, bool mapped_only) {
+        for (uint32_t i = 0; i < p->n_mems; i++) {
+                SimMem *m = p->mems[i];
+                if (!m || m == except || (mapped_only && !m->mapped))
+                        continue;
+                if (va < m->va + m->size && m->va < va + size)
+                        return true;
+        }
+        return false;
+}
+
+SimMem *sim_vm_lookup(SimProcess *p, uint64_t va) {
+        for (uint32_t i = 0; i < p->n_mems; i++) {
+                SimMem *m = p->mems[i];
+                if (m && m->mapped && va >= m->va && va - m->va < m->size)
+                        return m;
+        }
+        return NULL;
+}
+
+int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
+        SimMem *m = sim_vm_lookup(p, va);
+
+        if (!m) {
+                *ret_fault_va = va;
+                return -EFAULT;
+        }
+        if (!range_in_bounds(va - m->va, len, m->size)) {
+                *ret_fault_va = m->va + m->size;
+                return -EFAULT;
+        }
+        *ret_host = m->bo->host + (va - m->va);
+        return 0;
+}
+
+/* kfd_chardev.c kfd_ioctl_alloc_memory_of_gpu, amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu. */
+int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
+        SimDevice *d = p->device;
+        uint32_t domain = a->flags & DOMAIN_FLAGS;
+        uint64_t size;
+        SimBo *bo;
+        SimMem *m;
+        int r;
+
+        /* kfd_ioctl_alloc_memory_of_gpu: "if (args->size == 0) return -EINVAL;" */
+        if (a->size == 0)
+                return -EINVAL;
+        /* kfd_process_device_data_by_id() fails -> -EINVAL */
+        if (a->gpu_id != d->gpu.gpu_id)
+                return -EINVAL;
+        /* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu: no known domain -> -EINVAL;
+         * the simulator also refuses more than one (see the file comment). */
+        if (domain == 0 || (domain & (domain - 1)))
+                return -EINVAL;
+        if (domain & (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |
+                      KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP))
+                return -EOPNOTSUPP;
+        /* kfd_bind_process_to_device: "if (!pdd->drm_priv) return ERR_PTR(-ENODEV);"
+         * i.e. ACQUIRE_VM must come first. */
+        if (!p->vm_file)
+                return -ENODEV;
+        /* The BO is created with PAGE_ALIGN(size) (amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu
+         * aligned_size; amdgpu_bo_create rounds up to pages). */
+        size = align_up_u64(a->size, PAGE_SIZE_4K);
+        if (size == 0)
+                return -EINVAL;
+        /* amdgpu_amdkfd_reserve_mem_limit: "Insufficient memory" -> -ENOMEM. */
+        if ((domain & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && size > d->gpu.vram_size - d->vram_used)
+                return -ENOMEM;
+        if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false))
+                return -EINVAL;
+
+        r = sim_bo_new(d, size, a->flags, &bo);
+        if (r < 0)
+                return r;
+        r = mem_add(p, bo, a->va_addr, a->flags, &m);
+        sim_bo_unref(bo);
+        if (r < 0)
+                return r;
+
+        a->handle = KFD_MAKE_HANDLE(d->gpu.gpu_id, m->idr);
+        a->mmap_offset = bo->mmap_offset;
+        log_debug("sim: alloc handle 0x%llx va 0x%llx size 0x%llx flags 0x%x",
+                  (unsigned long long) a->handle, (unsigned long long) a->va_addr,
+                  (unsigned long long) size, a->flags);
+        return 0;
+}
+
+/* kfd_ioctl_free_memory_of_gpu, amdgpu_amdkfd_gpuvm_free_memory_of_gpu. */
+int sim_memory_free(SimProcess *p, struct kfd_ioctl_free_memory_of_gpu_args *a) {
+        SimMem *m;
+
+        /* "Free signal BO is not allowed" */
+        if (p->signal_handle && p->signal_handle == a->handle)
+                return -EPERM;
+        if (KFD_HANDLE_GPU_ID(a->handle) != p->device->gpu.gpu_id)
+                return -EINVAL;
+        m = sim_process_find_mem(p, a->handle);
+        if (!m)
+                return -EINVAL;
+        /* "BO VA 0x%llx size 0x%lx is still mapped." -> -EBUSY; the handle stays. */
+        if (m->mapped)
+                return -EBUSY;
+        mem_free(p, m);
+        return 0;
+}
+
+static int map_prologue(SimProcess *p, uint64_t handle, uint64_t ids_ptr, uint32_t n_devices,
+                        uint32_t n_success, SimMem **ret) {
+        /* kfd_ioctl_map_memory_to_gpu / unmap: "Device IDs array empty" and
+         * "n_success exceeds n_devices" -> -EINVAL. */
+        if (n_devices == 0)
+                return -EINVAL;
+        if (n_success > n_devices)
+                return -EINVAL;
+        if (ids_ptr == 0)
+                return -EFAULT;
+        if (KFD_HANDLE_GPU_ID(handle) != p->device->gpu.gpu_id)
+                return -EINVAL;
+        if (!p->vm_file)
+                return -ENODEV;
+        /* kfd_process_device_translate_handle() fails -> -ENOMEM (sic, kfd_chardev.c). */
+        *ret = sim_process_find_mem(p, handle);
+        if (!*ret)
+                return -ENOMEM;
+        return 0;
+}
+
+int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
+        const uint32_t *ids = (const uint32_t *) (uintptr_t) a->device_ids_array_ptr;
+        SimMem *m;
+        int r;
+
+        r = map_prologue(p, a->handle, a->device_ids_array_ptr, a->n_devices, a->n_success, &m);
+        if (r < 0)
+                return r;
+        for (uint32_t i = a->n_success; i < a->n_devices; i++) {
+                if (ids[i] != p->device->gpu.gpu_id)
+                        return -EINVAL; /* "Getting device by id failed" */
+                if (!m->mapped) {
+                        /* amdgpu_vm_bo_map: unaligned or out-of-range VA, or a
+                         * conflict with another mapping -> -EINVAL. */
+                        if (m->va % PAGE_SIZE_4K || m->va + m->size - 1 > SIM_GPUVM_LIMIT ||
+                            m->va + m->size < m->va)
+                                return -EINVAL;
+                        if (va_overlaps(p, m->va, m->size, m, true))
+                                return -EINVAL;
+                        m->mapped = true;
+                }
+                a->n_success = i + 1;
+        }
+        return 0;
+}
+
+int sim_memory_unmap(SimProcess *p, struct kfd_ioctl_unmap_memory_from_gpu_args *a) {
+        const uint32_t *ids = (const uint32_t *) (uintptr_t) a->device_ids_array_ptr;
+        SimMem *m;
+        int r;
+
+        r = map_prologue(p, a->handle, a->device_ids_array_ptr, a->n_devices, a->n_success, &m);
+        if (r < 0)
+                return r;
+        for (uint32_t i = a->n_success; i < a->n_devices; i++) {
+                if (ids[i] != p->device->gpu.gpu_id)
+                        return -EINVAL;
+                /* amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: "If no VMs were
+                 * reserved, it means the BO wasn't actually mapped" -> -EINVAL. */
+                if (!m->mapped)
+                        return -EINVAL;
+                /* kfd_mem_unmap_...: "bo_va->queue_refcount %d" -> -EBUSY: a queue
+                 * still uses this mapping (kernels >= 6.12). */
+                if (m->queue_refcount)
+                        return -EBUSY;
+                m->mapped = false;
+                a->n_success = i + 1;
+        }
+        return 0;
+}
+
+/* kfd_ioctl_get_available_memory. */
+int sim_memory_available(SimProcess *p, struct kfd_ioctl_get_available_memory_args *a) {
+        SimDevice *d = p->device;
+
+        if (a->gpu_id != d->gpu.gpu_id)
+                return -EINVAL;
+        a->available = d->gpu.vram_size - d->vram_used;
+        return 0;
+}
+
+/* kfd_ioctl_export_dmabuf: dma_buf_fd(dmabuf, args->flags) uses only O_CLOEXEC of
+ * the flags; the dma-buf file itself is always read-write (DRM_RDWR). */
+int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args *a) {
+        SimMem *m;
+        int fd;
+
+        if (KFD_HANDLE_GPU_ID(a->handle) != p->device->gpu.gpu_id)
+                return -EINVAL;
+        m = sim_process_find_mem(p, a->handle);
+        if (!m)
+                return -EINVAL;
+        fd = fcntl(m->bo->memfd, (a->flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 3);
+        if (fd < 0)
+                return -errno;
+        m->bo->exported = true;
+        a->dmabuf_fd = (uint32_t) fd;
+        return 0;
+}
+
+/* dma_buf_get(): a closed fd -> -EBADF, an fd that is not one of our
+ * dma-bufs -> -EINVAL (amdgpu: "Can't handle non-graphics buffers"). */
+static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret) {
+        struct stat st;
+        SimBo *bo;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -EBADF;
+        bo = find_bo_by_inode(d, st.st_dev, st.st_ino);
+        if (!bo || !bo->exported)
+                return -EINVAL;
+        *ret = bo;
+        return 0;
+}
+
+/* kfd_ioctl_get_dmabuf_info, amdgpu_amdkfd_get_dmabuf_info. */
+int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_args *a) {
+        SimBo *bo;
+        int r;
+
+        r = lookup_dmabuf(p->device, (int) a->dmabuf_fd, &bo);
+        if (r < 0)
+                return r;
+        a->size = bo->size;
+        a->gpu_id = p->device->gpu.gpu_id;
+        a->flags = (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+                                                                   : KFD_IOC_ALLOC_MEM_FLAGS_GTT;
+        if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
+                a->flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+        a->metadata_size = 0; /* KFD BOs carry no metadata */
+        return 0;
+}
+
+/* kfd_ioctl_import_dmabuf, amdgpu_amdkfd_gpuvm_import_dmabuf_fd. */
+int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args *a) {
+        SimDevice *d = p->device;
+        uint32_t flags;
+        SimBo *bo;
+        SimMem *m;
+        int r;
+
+        if (a->gpu_id != d->gpu.gpu_id)
+                return -EINVAL;
+        if (!p->vm_file)
+                return -ENODEV;
+        r = lookup_dmabuf(d, (int) a->dmabuf_fd, &bo);
+        if (r < 0)
+                return r;
+        if (a->va_addr + bo->size < a->va_addr || va_overlaps(p, a->va_addr, bo->size, NULL, false))
+                return -EINVAL;
+        /* Imported BOs are VRAM or GTT, WRITABLE | EXECUTABLE. */
+        flags = ((bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+                                                                  : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |
+                KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+        r = mem_add(p, bo, a->va_addr, flags, &m);
+        if (r < 0)
+                return r;
+        a->handle = KFD_MAKE_HANDLE(d->gpu.gpu_id, m->idr);
+        return 0;
+}

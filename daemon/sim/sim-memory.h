@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory of the simulated GPU. A SimBo is a buffer object: a memfd sealed
+ * against shrinking and growing, mapped once into the simulator for the
+ * engines, with a DRM-style fake mmap offset for the render node. BOs are
+ * refcounted: a SimMem (one KFD handle of one process, `gpu_id<<32 | idr`)
+ * holds one reference, so a BO imported by another context stays alive while
+ * either handle exists, and an exported dma-buf is just another fd on the
+ * memfd. A SimMem carries the GPU VA and the GPU mapping state; the set of
+ * mapped SimMems of a process is its GPU VM, which sim_vm_access() translates
+ * for the engines. Owned by SimProcess (handles) and SimDevice (BO list).
+ * Locked.
+ */
+#pragma once
+
+#include <linux/kfd_ioctl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sim-types.h"
+
+struct SimBo {
+        SimBo *next;            /* SimDevice.bos */
+        SimDevice *device;
+        unsigned n_ref;
+        int memfd;
+        uint8_t *host;          /* the simulator's own mapping of the whole BO */
+        uint64_t size;          /* page aligned */
+        uint32_t alloc_flags;   /* KFD_IOC_ALLOC_MEM_FLAGS_* as allocated */
+        uint64_t mmap_offset;   /* render-node fake offset */
+        dev_t st_dev;
+        ino_t st_ino;
+        bool exported;          /* a dma-buf fd was handed out: importable */
+};
+
+struct SimMem {
+        SimBo *bo;
+        uint32_t idr;
+        uint64_t va;
+        uint64_t size;          /* == bo->size */
+        uint32_t flags;
+        bool mapped;
+        unsigned queue_refcount; /* queues using this mapping (kfd_queue_buffer_get) */
+};
+
+/* A new BO of size bytes (page aligned) with one reference, linked into d. */
+int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret);
+SimBo *sim_bo_ref(SimBo *bo);
+void sim_bo_unref(SimBo *bo);
+/* Finds the BO whose render-node offset range holds [offset, offset+length). */
+SimBo *sim_device_find_bo_by_offset(SimDevice *d, uint64_t offset, uint64_t length);
+
+/* The SimMem of a handle of this process, NULL if the handle is unknown. */
+SimMem *sim_process_find_mem(SimProcess *p, uint64_t handle);
+/* Frees every handle of the process (process teardown). */
+void sim_process_free_mems(SimProcess *p);
+/* True if the process holds a handle on bo (DRM mmap permission, drm_vma_node_is_allowed). */
+bool sim_process_has_bo(SimProcess *p, SimBo *bo);
+
+/*
+ * sim_vm_lookup() - the mapped SimMem whose GPU VA range holds va, or NULL.
+ */
+SimMem *sim_vm_lookup(SimProcess *p, uint64_t va);
+/*
+ * sim_vm_access() - translate [va, va+len) for an engine access.
+ * Returns 0 with the host pointer in *ret_host when the whole range lies in
+ * one GPU-mapped BO of the process, else -EFAULT with the first address that
+ * is not covered in *ret_fault_va.
+ */
+int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
+
+/* Ioctl handlers (kfd_chardev.c counterparts). Locked. */
+int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a);
+int sim_memory_free(SimProcess *p, struct kfd_ioctl_free_memory_of_gpu_args *a);
+int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a);
+int sim_memory_unmap(SimProcess *p, struct kfd_ioctl_unmap_memory_from_gpu_args *a);
+int sim_memory_available(SimProcess *p, struct kfd_ioctl_get_available_memory_args *a);
+int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_args *a);
+int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args *a);
+struct kfd_ioctl_export_dmabuf_args;
+int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args *a);

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KFD process contexts of the simulated GPU (see sim-process.h), and the
+ * ioctls that act on the context as a whole: GET_VERSION, ACQUIRE_VM,
+ * RUNTIME_ENABLE, GET_CLOCK_COUNTERS, GET_PROCESS_APERTURES_NEW
+ * (kfd_chardev.c counterparts).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-device.h"
+#include "sim-events.h"
+#include "sim-file.h"
+#include "sim-memory.h"
+#include "sim-process.h"
+#include "sim-queue.h"
+#include "sim-sdma.h"
+#include "util/macro.h"
+
+/* kfd_flat_memory.c kfd_init_apertures_v9: LDS and scratch apertures. */
+#define SIM_LDS_APERTURE_BASE (1ULL << 48)
+#define SIM_SCRATCH_APERTURE_BASE (2ULL << 48)
+#define SIM_APERTURE_SIZE 0xFFFFFFFFULL
+
+static void process_free(SimProcess *p) {
+        if (!p)
+                return;
+        for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
+                sim_queue_free(p->queues[i]);
+        sim_events_free_all(p);
+        sim_process_free_mems(p);
+        if (p->doorbells)
+                munmap(p->doorbells, KFD_DOORBELL_SLICE_SIZE);
+        safe_close(p->doorbell_fd);
+        if (p->vm_file) {
+                p->vm_file->process = NULL;
+                sim_file_unref(p->vm_file);
+        }
+        if (p->device)
+                for (SimProcess **x = &p->device->processes; *x; x = &(*x)->next)
+                        if (*x == p) {
+                                *x = p->next;
+                                break;
+                        }
+        free(p);
+}
+DEFINE_POINTER_CLEANUP(SimProcess, process_free);
+
+int sim_process_new(SimDevice *d, SimProcess **ret) {
+        _cleanup_(process_freep) SimProcess *p = NULL;
+        void *m;
+
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->n_ref = 1;
+        p->doorbell_fd = -EBADF;
+        p->signal_event_count = 1; /* kfd_event_init_process: id 0 is reserved */
+
+        /* The process doorbell slice: 1024 8-byte doorbells (kfd_doorbell.c). */
+        p->doorbell_fd = memfd_create("kfd-doorbells", MFD_CLOEXEC);
+        if (p->doorbell_fd < 0)
+                return -errno;
+        if (ftruncate(p->doorbell_fd, KFD_DOORBELL_SLICE_SIZE) < 0)
+                return -errno;
+        m = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, p->doorbell_fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        p->doorbells = m;
+
+        p->device = d;
+        p->next = d->processes;
+        d->processes = p;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+SimProcess *sim_process_ref(SimProcess *p) {
+        if (p)
+                p->n_ref++;
+        return p;
+}
+
+void sim_process_unref(SimProcess *p) {
+        if (!p)
+                return;
+        assert(p->n_ref > 0);
+        if (--p->n_ref == 0)
+                process_free(p);
+}
+
+/* kfd_ioctl_get_version: 1.14, so last_event_age (1.14) applies. */
+int sim_process_get_version(SimProcess *p, struct kfd_ioctl_get_version_args *a) {
+        a->major_version = 1;
+        a->minor_version = 14;
+        return 0;
+}
+
+static uint64_t clock_ns(clockid_t id) {
+        struct timespec ts;
+
+        clock_gettime(id, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+/* kfd_ioctl_get_clock_counters. */
+int sim_process_get_clock_counters(SimProcess *p, struct kfd_ioctl_get_clock_counters_args *a) {
+        /* "Node without GPU resource" -> 0 */
+        a->gpu_clock_counter = a->gpu_id == p->device->gpu.gpu_id ? sim_gpu_clock_counter() : 0;
+        a->cpu_clock_counter = clock_ns(CLOCK_MONOTONIC_RAW); /* ktime_get_raw_ns */
+        a->system_clock_counter = clock_ns(CLOCK_BOOTTIME);   /* ktime_get_boottime_ns */
+        a->system_clock_freq = 1000000000;
+        return 0;
+}
+
+/* kfd_ioctl_get_process_apertures_new: num_of_nodes 0 asks for the count. */
+int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a) {
+        struct kfd_process_device_apertures *pa;
+
+        if (a->num_of_nodes == 0) {
+                a->num_of_nodes = 1;
+                return 0;
+        }
+        pa = (struct kfd_process_device_apertures *) (uintptr_t) a->kfd_process_device_apertures_ptr;
+        if (!pa)
+                return -EFAULT;
+        *pa = (struct kfd_process_device_apertures) {
+                .lds_base = SIM_LDS_APERTURE_BASE,
+                .lds_limit = SIM_LDS_APERTURE_BASE | SIM_APERTURE_SIZE,
+                .scratch_base = SIM_SCRATCH_APERTURE_BASE,
+                .scratch_limit = SIM_SCRATCH_APERTURE_BASE | SIM_APERTURE_SIZE,
+                .gpuvm_base = SIM_GPUVM_BASE,
+                .gpuvm_limit = SIM_GPUVM_LIMIT,
+                .gpu_id = p->device->gpu.gpu_id,
+        };
+        a->num_of_nodes = 1;
+        return 0;
+}
+
+/* kfd_ioctl_acquire_vm + kfd_process_device_init_vm: a non-DRM (or closed) fd
+ * -> -EINVAL (fget / amdgpu_file_to_fpriv), unknown gpu -> -EINVAL, the same
+ * file again -> 0, another file -> -EBUSY, a render file already holding
+ * another process's compute VM -> -EINVAL (amdgpu_amdkfd_gpuvm_acquire_process_vm). */
+int sim_process_acquire_vm(SimProcess *p, struct kfd_ioctl_acquire_vm_args *a) {
+        SimFile *f = sim_file_find(p->device, (int) a->drm_fd);
+
+        if (!f || f->kind != SIM_FILE_RENDER)
+                return -EINVAL;
+        if (a->gpu_id != p->device->gpu.gpu_id)
+                return -EINVAL;
+        if (p->vm_file)
+                return p->vm_file == f ? 0 : -EBUSY;
+        if (f->process)
+                return -EINVAL;
+        p->vm_file = sim_file_ref(f);
+        f->process = p;
+        return 0;
+}
+
+/* kfd_ioctl_runtime_enable: ENABLE fails -EBUSY if already enabled and -EEXIST
+ * if a queue exists; mode_mask 0 disables (always succeeds). */
+int sim_process_runtime_enable(SimProcess *p, struct kfd_ioctl_runtime_enable_args *a) {
+        if (!(a->mode_mask & 1u)) {
+                p->runtime_enabled = false;
+                return 0;
+        }
+        if (p->runtime_enabled)
+                return -EBUSY;
+        for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
+                if (p->queues[i])
+                        return -EEXIST;
+        p->runtime_enabled = true;
+        return 0;
+}

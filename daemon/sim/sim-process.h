@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One KFD process context of the simulated GPU: what the kernel keeps in
+ * struct kfd_process plus its single kfd_process_device (this machine has one
+ * GPU). It is created by open_kfd() and owned by references: its KFD file
+ * holds one, every ioctl in flight holds one (so a WAIT_EVENTS sleeping while
+ * the fd is closed keeps it alive, as the kernel's file reference does), and
+ * it is torn down — queues destroyed, events destroyed, memory freed — when
+ * the last one goes. Locked.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim-types.h"
+
+struct SimProcess {
+        SimProcess *next;        /* SimDevice.processes */
+        SimDevice *device;
+        unsigned n_ref;
+
+        SimFile *vm_file;        /* render node acquired with ACQUIRE_VM (ref), or NULL */
+        bool runtime_enabled;
+
+        /* Memory handles, indexed by idr (sim-memory.c). */
+        SimMem **mems;
+        uint32_t n_mems;
+
+        /* Events (sim-events.c). */
+        SimEvent *events;
+        SimBo *signal_bo;        /* the registered event page (ref) */
+        uint64_t signal_handle;
+        uint64_t *signal_slots;  /* host view of the event page */
+        uint32_t signal_slot_count;
+        uint32_t signal_event_count; /* starts at 1: id 0 is reserved */
+        uint32_t next_nonsignal_id;
+
+        /* Queues and the doorbell slice (sim-queue.c). */
+        SimQueue *queues[SIM_MAX_QUEUES_PER_PROCESS];
+        bool doorbell_used[SIM_DOORBELL_COUNT];
+        int doorbell_fd;
+        uint64_t *doorbells;     /* host view of the 8 KiB slice */
+};
+
+int sim_process_new(SimDevice *d, SimProcess **ret);
+SimProcess *sim_process_ref(SimProcess *p);
+/* Drops a reference; tears the context down at the last one. */
+void sim_process_unref(SimProcess *p);
+
+struct kfd_ioctl_runtime_enable_args;
+struct kfd_ioctl_get_version_args;
+struct kfd_ioctl_get_clock_counters_args;
+struct kfd_ioctl_get_process_apertures_new_args;
+struct kfd_ioctl_acquire_vm_args;
+
+/* Ioctl handlers (kfd_chardev.c counterparts). Locked. */
+int sim_process_get_version(SimProcess *p, struct kfd_ioctl_get_version_args *a);
+int sim_process_get_clock_counters(SimProcess *p, struct kfd_ioctl_get_clock_counters_args *a);
+int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a);
+int sim_process_acquire_vm(SimProcess *p, struct kfd_ioctl_acquire_vm_args *a);
+int sim_process_runtime_enable(SimProcess *p, struct kfd_ioctl_runtime_enable_args *a);

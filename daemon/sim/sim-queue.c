@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CREATE_QUEUE and DESTROY_QUEUE of the simulated GPU. Validation follows
+ * kfd_chardev.c set_queue_properties_from_user and kfd_ioctl_create_queue,
+ * and kfd_queue.c kfd_queue_acquire_buffers of kernels >= 6.12 (kfd-facts
+ * §1.6): each buffer address must fall in the first page of a GPU mapping
+ * whose size, in pages, equals the expected size (kfd_queue_buffer_get; a
+ * size below one page only checks the start), and the mapping is pinned with
+ * queue_refcount until the queue is destroyed. SDMA queues come from the
+ * device-wide pool of num_sdma_engines * num_sdma_queues_per_engine slots
+ * (allocate_sdma_queue: engine = id % engines, queue = id / engines); their
+ * doorbells sit at the per-engine reserved indices, compute doorbells are the
+ * lowest free index outside them (kfd_doorbell.c init_doorbell_bitmap).
+ *
+ * Choice: an unknown queue_type returns -EOPNOTSUPP. The kernel returns
+ * -ENOTSUPP (524), an errno value internal to the kernel that user space sees
+ * as "Unknown error 524"; -EOPNOTSUPP is the portable spelling of the same
+ * refusal.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-device.h"
+#include "sim-engine.h"
+#include "sim-memory.h"
+#include "sim-process.h"
+#include "sim-queue.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+/* Navi10 doorbell layout (amdgpu_doorbell.h AMDGPU_NAVI10_DOORBELL_sDMA_ENGINE0/1):
+ * SDMA engine e's queues start at 0x100 + 0xA * e; queue q sits at
+ * base + (q & 1) * KFD_QUEUE_DOORBELL_MIRROR_OFFSET + (q >> 1)
+ * (kfd_device_queue_manager.c allocate_doorbell). */
+#define SDMA_DOORBELL_BASE 0x100u
+#define SDMA_DOORBELL_ENGINE_STRIDE 0xAu
+#define KFD_QUEUE_DOORBELL_MIRROR_OFFSET 512u
+/* init_doorbell_bitmap reserves the non-CP range and its mirror. */
+#define NON_CP_DOORBELLS_START 0x100u
+#define NON_CP_DOORBELLS_END 0x1FFu
+
+static bool access_ok(uint64_t addr, uint64_t size) {
+        return addr <= SIM_TASK_SIZE_MAX && size <= SIM_TASK_SIZE_MAX - addr;
+}
+
+static bool is_reserved_doorbell(uint32_t i) {
+        uint32_t j = i % KFD_QUEUE_DOORBELL_MIRROR_OFFSET;
+        return j >= NON_CP_DOORBELLS_START && j <= NON_CP_DOORBELLS_END;
+}
+
+/* kfd_queue.c kfd_queue_buffer_get(). */
+static int buffer_get(SimProcess *p, uint64_t addr, uint64_t expected_size, SimMem **ret) {
+        uint64_t page = addr >> 12, pages = expected_size >> 12;
+        SimMem *m = sim_vm_lookup(p, addr);
+
+        if (!m)
+                return -EINVAL;
+        if (page != m->va >> 12 || (pages != 0 && page + pages - 1 != (m->va + m->size - 1) >> 12)) {
+                log_debug("sim: expected size 0x%llx not equal to mapping addr 0x%llx size 0x%llx",
+                          (unsigned long long) expected_size, (unsigned long long) m->va,
+                          (unsigned long long) m->size);
+                return -EINVAL;
+        }
+        *ret = m;
+        return 0;
+}
+
+/* set_queue_properties_from_user(). */
+static int check_properties(SimCreateQueueArgs *a) {
+        struct kfd_ioctl_create_queue_args *b = &a->base;
+
+        if ((b->queue_percentage & 0xFF) > KFD_MAX_QUEUE_PERCENTAGE)
+                return -EINVAL;
+        if (b->queue_priority > KFD_MAX_QUEUE_PRIORITY)
+                return -EINVAL;
+        if (b->ring_base_address && !access_ok(b->ring_base_address, sizeof(uint64_t)))
+                return -EFAULT;
+        if (!is_power_of_2_u64(b->ring_size) && b->ring_size != 0)
+                return -EINVAL; /* "Ring size must be a power of 2 or 0" */
+        if (b->ring_size < KFD_MIN_QUEUE_RING_SIZE)
+                b->ring_size = KFD_MIN_QUEUE_RING_SIZE; /* clamped, and copied back */
+        if (!access_ok(b->read_pointer_address, sizeof(uint32_t)))
+                return -EFAULT;
+        if (!access_ok(b->write_pointer_address, sizeof(uint32_t)))
+                return -EFAULT;
+        if (b->eop_buffer_address && !access_ok(b->eop_buffer_address, sizeof(uint32_t)))
+                return -EFAULT;
+        if (b->ctx_save_restore_address && !access_ok(b->ctx_save_restore_address, sizeof(uint32_t)))
+                return -EFAULT;
+        switch (b->queue_type) {
+        case KFD_IOC_QUEUE_TYPE_COMPUTE:
+        case KFD_IOC_QUEUE_TYPE_SDMA:
+        case KFD_IOC_QUEUE_TYPE_COMPUTE_AQL:
+        case KFD_IOC_QUEUE_TYPE_SDMA_XGMI:
+        case SIM_QUEUE_TYPE_SDMA_BY_ENG_ID:
+                return 0;
+        default:
+                return -EOPNOTSUPP; /* kernel: -ENOTSUPP, see the file comment */
+        }
+}
+
+static bool is_sdma(uint32_t type) {
+        return type == KFD_IOC_QUEUE_TYPE_SDMA || type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI ||
+               type == SIM_QUEUE_TYPE_SDMA_BY_ENG_ID;
+}
+
+/* allocate_sdma_queue(): the lowest free slot, restricted to one engine for SDMA_BY_ENG_ID. */
+static int allocate_sdma_slot(SimDevice *d, uint32_t type, uint32_t engine_id) {
+        unsigned n_engines = d->gpu.num_sdma_engines;
+        unsigned n = n_engines * d->gpu.num_sdma_queues_per_engine;
+
+        if (type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI)
+                return -ENOMEM; /* num_sdma_xgmi_engines == 0: "No more XGMI SDMA queue to allocate" */
+        for (unsigned s = 0; s < n; s++) {
+                if (d->sdma_slots[s])
+                        continue;
+                if (type == SIM_QUEUE_TYPE_SDMA_BY_ENG_ID && s % n_engines != engine_id)
+                        continue;
+                return (int) s;
+        }
+        return -ENOMEM; /* "No more SDMA queue to allocate" */
+}
+
+int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
+        struct kfd_ioctl_create_queue_args *b = &a->base;
+        SimDevice *d = p->device;
+        const SimGpuInfo *g = &d->gpu;
+        SimMem *wptr_mem, *rptr_mem, *ring_mem, *eop_mem = NULL, *cwsr_mem = NULL;
+        uint32_t id, doorbell;
+        int slot = -1, r;
+        SimQueue *q;
+
+        r = check_properties(a);
+        if (r < 0)
+                return r;
+        /* kfd_ioctl_create_queue */
+        if (b->gpu_id != g->gpu_id)
+                return -EINVAL; /* "Could not find gpu id" */
+        if (!p->vm_file)
+                return -ESRCH; /* kfd_bind_process_to_device failed -> -ESRCH */
+        if (b->queue_type == SIM_QUEUE_TYPE_SDMA_BY_ENG_ID &&
+            a->sdma_engine_id > g->num_sdma_engines + g->num_sdma_xgmi_engines - 1)
+                return -EINVAL;
+
+        /* kfd_queue_acquire_buffers(): wptr, rptr, ring, then EOP and CWSR for compute. */
+        r = buffer_get(p, b->write_pointer_address, PAGE_SIZE_4K, &wptr_mem);
+        if (r < 0)
+                return r;
+        r = buffer_get(p, b->read_pointer_address, PAGE_SIZE_4K, &rptr_mem);
+        if (r < 0)
+                return r;
+        r = buffer_get(p, b->ring_base_address, b->ring_size, &ring_mem);
+        if (r < 0)
+                return r;
+        if (!is_sdma(b->queue_type)) {
+                /* "EOP buffer is not required for all ASICs" */
+                if (b->eop_buffer_address) {
+                        if (b->eop_buffer_size != g->eop_buffer_size)
+                                return -EINVAL;
+                        r = buffer_get(p, b->eop_buffer_address, b->eop_buffer_size, &eop_mem);
+                        if (r < 0)
+                                return r;
+                }
+                if (b->ctl_stack_size != g->ctl_stack_size)
+                        return -EINVAL;
+                if (b->ctx_save_restore_size != g->cwsr_size)
+                        return -EINVAL;
+                /* No SVM fallback: the CWSR area must be a BO mapping of exactly
+                 * ALIGN((cwsr_size + debug_memory_size) * num_xcc, PAGE_SIZE). */
+                r = buffer_get(p, b->ctx_save_restore_address, g->cwsr_bo_size, &cwsr_mem);
+                if (r < 0)
+                        return r;
+        }
+
+        /* pqm_create_queue: find_available_queue_slot(). */
+        for (id = 0; id < SIM_MAX_QUEUES_PER_PROCESS; id++)
+                if (!p->queues[id])
+                        break;
+        if (id == SIM_MAX_QUEUES_PER_PROCESS)
+                return -ENOMEM; /* "Cannot open more queues for process" */
+
+        if (is_sdma(b->queue_type)) {
+                unsigned engine, qid;
+
+                slot = allocate_sdma_slot(d, b->queue_type, a->sdma_engine_id);
+                if (slot < 0)
+                        return slot;
+                engine = (unsigned) slot % g->num_sdma_engines;
+                qid = (unsigned) slot / g->num_sdma_engines;
+                doorbell = SDMA_DOORBELL_BASE + engine * SDMA_DOORBELL_ENGINE_STRIDE +
+                           (qid & 1) * KFD_QUEUE_DOORBELL_MIRROR_OFFSET + (qid >> 1);
+        } else {
+                for (doorbell = 0; doorbell < SIM_DOORBELL_COUNT; doorbell++)
+                        if (!p->doorbell_used[doorbell] && !is_reserved_doorbell(doorbell))
+                                break;
+                if (doorbell == SIM_DOORBELL_COUNT)
+                        return -EBUSY; /* allocate_doorbell: "No doorbells available" */
+        }
+
+        q = calloc(1, sizeof *q);
+        if (!q)
+                return -ENOMEM;
+        q->process = p;
+        q->id = id;
+        q->type = b->queue_type;
+        q->ring_va = b->ring_base_address;
+        q->ring_size = b->ring_size;
+        q->rptr_va = b->read_pointer_address;
+        q->wptr_va = b->write_pointer_address;
+        q->ring_mem = ring_mem;
+        q->rptr_mem = rptr_mem;
+        q->wptr_mem = wptr_mem;
+        q->eop_mem = eop_mem;
+        q->cwsr_mem = cwsr_mem;
+        q->doorbell_index = doorbell;
+        q->sdma_slot = slot;
+        for (SimMem **m = (SimMem *[]) { ring_mem, rptr_mem, wptr_mem, eop_mem, cwsr_mem }, **end = m + 5;
+             m < end; m++)
+                if (*m)
+                        (*m)->queue_refcount++;
+
+        p->queues[id] = q;
+        p->doorbell_used[doorbell] = true;
+        /* The hardware starts at RB_RPTR = RB_WPTR = 0 and writes rptr back. */
+        __atomic_store_n(&p->doorbells[doorbell], 0, __ATOMIC_RELEASE);
+        sim_queue_store_rptr(q, 0);
+
+        if (slot >= 0) {
+                d->sdma_slots[slot] = q;
+                /* An inactive queue (queue_percentage 0) exists but is not scheduled. */
+                if ((b->queue_percentage & 0xFF) > 0)
+                        sim_engine_add_queue(d->sdma_engines[(unsigned) slot % g->num_sdma_engines], q);
+        }
+
+        b->queue_id = id;
+        b->doorbell_offset = KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(g->gpu_id) | ((uint64_t) doorbell * 8);
+        log_debug("sim: created queue %u type %u doorbell index 0x%x", id, q->type, doorbell);
+        return 0;
+}
+
+void sim_queue_free(SimQueue *q) {
+        SimProcess *p;
+
+        if (!q)
+                return;
+        p = q->process;
+        if (q->engine)
+                sim_engine_remove_queue(q->engine, q);
+        for (SimMem **m = (SimMem *[]) { q->ring_mem, q->rptr_mem, q->wptr_mem, q->eop_mem, q->cwsr_mem },
+                    **end = m + 5;
+             m < end; m++)
+                if (*m)
+                        (*m)->queue_refcount--;
+        if (q->sdma_slot >= 0)
+                p->device->sdma_slots[q->sdma_slot] = NULL;
+        p->doorbell_used[q->doorbell_index] = false;
+        p->queues[q->id] = NULL;
+        free(q);
+}
+
+/* pqm_destroy_queue: "Queue id does not match any known queue" -> -EINVAL. */
+int sim_queue_destroy(SimProcess *p, struct kfd_ioctl_destroy_queue_args *a) {
+        if (a->queue_id >= SIM_MAX_QUEUES_PER_PROCESS || !p->queues[a->queue_id])
+                return -EINVAL;
+        sim_queue_free(p->queues[a->queue_id]);
+        return 0;
+}
+
+uint8_t *sim_queue_ring(SimQueue *q) {
+        return q->ring_mem->bo->host + (q->ring_va - q->ring_mem->va);
+}
+
+void sim_queue_store_rptr(SimQueue *q, uint64_t value) {
+        uint64_t off = q->rptr_va - q->rptr_mem->va;
+        uint8_t *host = q->rptr_mem->bo->host + off;
+
+        /* rptr/wptr words are 64-bit; an unaligned one (or one cut by the end of
+         * its one-page mapping) is written bytewise, never past the BO. */
+        if (q->rptr_va % 8 == 0 && off + 8 <= q->rptr_mem->size)
+                __atomic_store_n((uint64_t *) (void *) host, value, __ATOMIC_RELEASE);
+        else
+                memcpy(host, &value, MIN((uint64_t) sizeof value, q->rptr_mem->size - off));
+}
+
+uint64_t sim_queue_load_doorbell(SimQueue *q) {
+        return __atomic_load_n(&q->process->doorbells[q->doorbell_index], __ATOMIC_ACQUIRE);
+}

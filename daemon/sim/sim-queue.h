@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A user-mode queue of the simulated GPU: CREATE_QUEUE/DESTROY_QUEUE with the
+ * validation of kfd_chardev.c set_queue_properties_from_user and kfd_queue.c
+ * kfd_queue_acquire_buffers (kernels >= 6.12), the doorbell slot, the SDMA
+ * queue pool, and the per-queue execution state an engine advances. The
+ * SimProcess owns its queues; an engine only lists the ones it runs. Compute
+ * (PM4/AQL) queues are validated and created but have no engine yet: a CP
+ * engine is a second SimEngine kind that will take them the same way. Locked.
+ */
+#pragma once
+
+#include <linux/kfd_ioctl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim-types.h"
+
+/* kfd_ioctl_create_queue_args of uapi 1.17 (96 bytes): 1.11's 88 plus
+ * sdma_engine_id and pad, for KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID. */
+typedef struct SimCreateQueueArgs {
+        struct kfd_ioctl_create_queue_args base;
+        uint32_t sdma_engine_id;
+        uint32_t pad;
+} SimCreateQueueArgs;
+#define SIM_QUEUE_TYPE_SDMA_BY_ENG_ID 4u
+
+struct SimQueue {
+        SimQueue *engine_next;   /* SimEngine.queues */
+        SimProcess *process;
+        SimEngine *engine;       /* NULL for compute queues until the CP engine exists */
+        uint32_t id;
+        uint32_t type;           /* KFD_IOC_QUEUE_TYPE_* */
+        uint64_t ring_va;
+        uint32_t ring_size;      /* bytes, power of two */
+        uint64_t rptr_va, wptr_va;
+        SimMem *ring_mem, *rptr_mem, *wptr_mem, *eop_mem, *cwsr_mem; /* queue_refcount held */
+        uint32_t doorbell_index;
+        int sdma_slot;           /* index in the device's SDMA pool, -1 for compute */
+
+        /* Engine state. */
+        uint64_t rptr;           /* bytes (SDMA), monotonic */
+        uint64_t doorbell_seen;  /* last doorbell value acted on */
+        uint64_t wptr;           /* target from the doorbell */
+        unsigned poll_tries;
+        bool stopped;            /* after a fault or a bad packet, until DESTROY_QUEUE */
+};
+
+int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a);
+int sim_queue_destroy(SimProcess *p, struct kfd_ioctl_destroy_queue_args *a);
+/* Destroys a queue: detaches it from its engine and releases its buffers. */
+void sim_queue_free(SimQueue *q);
+
+/* Host views of the queue's ring and pointer words (their mappings are pinned
+ * by queue_refcount, so these stay valid until sim_queue_free()). */
+uint8_t *sim_queue_ring(SimQueue *q);
+void sim_queue_store_rptr(SimQueue *q, uint64_t value);
+uint64_t sim_queue_load_doorbell(SimQueue *q);

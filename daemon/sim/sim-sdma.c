@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SDMA engine's queue step (see sim-sdma.h). Pointers are bytes,
+ * monotonic 64-bit; the ring index is ptr % ring_size (kfd-facts §3.3) and a
+ * packet may wrap around the end of the ring. The doorbell value is the new
+ * wptr, as the kernel writes the same value to the doorbell and RB_WPTR
+ * (sdma_v5_2_ring_set_wptr). Up to MAX_PACKETS_PER_STEP packets run per step
+ * so that queues on one engine share it.
+ *
+ * Failures never skip a packet:
+ *  - a COPY/FILL/WRITE/FENCE/POLL/TIMESTAMP access outside every GPU-mapped BO
+ *    of the process is a VM fault: the queue stops with rptr written back
+ *    pointing at the faulting packet, and every MEMORY event of the process is
+ *    set with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
+ *    down to its 4 KiB page, as kfd_signal_vm_fault_event reports
+ *    (info->page_addr << PAGE_SHIFT).
+ *  - an unknown or malformed packet (decoder -EBADMSG), a doorbell wptr that
+ *    is not dword aligned or runs more than a ring ahead of rptr, or a
+ *    POLL_REGMEM whose finite RETRY_COUNT runs out: the queue stops at that
+ *    packet and every HW_EXCEPTION event is set (the BAD_OPCODE path of
+ *    kfd_int_process_v10.c). Retries are counted per engine polling pass.
+ * A stopped queue stays stopped until DESTROY_QUEUE.
+ *
+ * Register polls (MEM_POLL = 0, e.g. the kernel's HDP flush sequence) have
+ * no register to wait for in the simulator and complete at once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim-device.h"
+#include "sim-events.h"
+#include "sim-memory.h"
+#include "sim-process.h"
+#include "sim-queue.h"
+#include "sim-sdma-decode.h"
+#include "sim-sdma.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define MAX_PACKETS_PER_STEP 64u
+#define GATHER_DWORDS 16u
+#define POLL_RETRY_FOREVER 0xFFFu
+
+typedef enum ExecResult {
+        EXEC_DONE,
+        EXEC_RETRY,
+        EXEC_FAULT,
+        EXEC_ERROR,
+} ExecResult;
+
+uint64_t sim_gpu_clock_counter(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+        /* 100 MHz: one tick per 10 ns. */
+        return ((uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec) / 10;
+}
+
+static void stop_queue(SimQueue *q) {
+        q->stopped = true;
+        q->poll_tries = 0;
+        sim_queue_store_rptr(q, q->rptr);
+}
+
+static void fail_fault(SimQueue *q, uint64_t va) {
+        log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx, queue stopped at rptr 0x%llx",
+                  q->id, (unsigned long long) va, (unsigned long long) q->rptr);
+        stop_queue(q);
+        sim_events_memory_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+}
+
+static void fail_error(SimQueue *q, const char *reason) {
+        log_debug("sim: SDMA queue %u: %s, queue stopped at rptr 0x%llx", q->id,
+                  reason ? reason : "bad packet", (unsigned long long) q->rptr);
+        stop_queue(q);
+        sim_events_hw_exception(q->process);
+}
+
+static bool poll_compare(unsigned func, uint32_t v, uint32_t ref) {
+        switch (func) {
+        case 0: return true;
+        case 1: return v < ref;
+        case 2: return v <= ref;
+        case 3: return v == ref;
+        case 4: return v != ref;
+        case 5: return v >= ref;
+        case 6: return v > ref;
+        default: return false;
+        }
+}
+
+static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
+        SimProcess *p = q->process;
+        uint8_t *src, *dst;
+
+        switch (pk->op) {
+        case SDMA_OP_NOP:
+        case SDMA_OP_GCR_REQ:
+                return EXEC_DONE;
+
+        case SDMA_OP_COPY:
+                if (sim_vm_access(p, pk->copy.src, pk->copy.bytes, &src, fault_va) < 0 ||
+                    sim_vm_access(p, pk->copy.dst, pk->copy.bytes, &dst, fault_va) < 0)
+                        return EXEC_FAULT;
+                memmove(dst, src, pk->copy.bytes);
+                return EXEC_DONE;
+
+        case SDMA_OP_WRITE:
+                if (sim_vm_access(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
+                        return EXEC_FAULT;
+                memcpy(dst, pk->write.data, (size_t) pk->write.n_data * 4);
+                return EXEC_DONE;
+
+        case SDMA_OP_CONST_FILL:
+                if (sim_vm_access(p, pk->fill.dst, pk->fill.bytes, &dst, fault_va) < 0)
+                        return EXEC_FAULT;
+                if (pk->fill.fillsize == SDMA_CONSTANT_FILL_BYTE)
+                        memset(dst, (int) (pk->fill.data & 0xFF), pk->fill.bytes);
+                else
+                        for (uint64_t i = 0; i < pk->fill.bytes; i += 4)
+                                memcpy(dst + i, &pk->fill.data, 4);
+                return EXEC_DONE;
+
+        case SDMA_OP_FENCE:
+                if (sim_vm_access(p, pk->fence.addr, 4, &dst, fault_va) < 0)
+                        return EXEC_FAULT;
+                __atomic_store_n((uint32_t *) (void *) dst, pk->fence.data, __ATOMIC_RELEASE);
+                return EXEC_DONE;
+
+        case SDMA_OP_TRAP:
+                /* SDMA_TRAP: kfd_signal_event_interrupt(pasid, context_id0 & 0xfffffff, 28). */
+                sim_events_interrupt(p, pk->trap.context, 28);
+                return EXEC_DONE;
+
+        case SDMA_OP_TIMESTAMP:
+                if (sim_vm_access(p, pk->timestamp.addr, 8, &dst, fault_va) < 0)
+                        return EXEC_FAULT;
+                __atomic_store_n((uint64_t *) (void *) dst, sim_gpu_clock_counter(), __ATOMIC_RELEASE);
+                return EXEC_DONE;
+
+        case SDMA_OP_POLL_REGMEM: {
+                uint32_t v;
+
+                if (!pk->poll.mem_poll)
+                        return EXEC_DONE;
+                if (sim_vm_access(p, pk->poll.addr, 4, &src, fault_va) < 0)
+                        return EXEC_FAULT;
+                v = __atomic_load_n((uint32_t *) (void *) src, __ATOMIC_ACQUIRE);
+                if (poll_compare(pk->poll.func, v & pk->poll.mask, pk->poll.value)) {
+                        q->poll_tries = 0;
+                        return EXEC_DONE;
+                }
+                if (pk->poll.retry_count != POLL_RETRY_FOREVER && ++q->poll_tries > pk->poll.retry_count) {
+                        *reason = "POLL_REGMEM retry count exhausted";
+                        return EXEC_ERROR;
+                }
+                return EXEC_RETRY;
+        }
+        default:
+                *reason = "packet decoded but not executable";
+                return EXEC_ERROR;
+        }
+}
+
+static void gather(SimQueue *q, uint32_t *buf, size_t n) {
+        const uint32_t *ring = (const uint32_t *) (const void *) sim_queue_ring(q);
+        uint64_t mask = q->ring_size / 4 - 1, start = q->rptr / 4;
+
+        for (size_t i = 0; i < n; i++)
+                buf[i] = ring[(start + i) & mask];
+}
+
+int sim_sdma_queue_step(SimQueue *q) {
+        int progress = 0;
+        uint64_t db;
+
+        if (q->stopped)
+                return 0;
+        db = sim_queue_load_doorbell(q);
+        if (db != q->doorbell_seen) {
+                q->doorbell_seen = db;
+                q->wptr = db;
+        }
+
+        for (unsigned n = 0; n < MAX_PACKETS_PER_STEP && q->rptr != q->wptr; n++) {
+                uint64_t avail = q->wptr - q->rptr, fault_va = 0;
+                uint32_t small[GATHER_DWORDS];
+                _cleanup_free_ uint32_t *big = NULL;
+                const char *reason = NULL;
+                size_t avail_dw, n_dw;
+                SimSdmaPacket pk;
+                ExecResult x;
+                int r;
+
+                if (avail > q->ring_size || avail % 4 || q->wptr % 4) {
+                        fail_error(q, "doorbell wptr not dword aligned or beyond the ring");
+                        return 1;
+                }
+                avail_dw = avail / 4;
+                n_dw = MIN(avail_dw, (size_t) GATHER_DWORDS);
+                gather(q, small, n_dw);
+                r = sim_sdma_decode(small, n_dw, &pk, &reason);
+                if (r == -EAGAIN && n_dw < avail_dw) {
+                        /* A long packet (burst NOP, WRITE_LINEAR): unwrap all of it. */
+                        big = malloc(avail_dw * sizeof *big);
+                        if (!big)
+                                return progress; /* retry on the next pass */
+                        gather(q, big, avail_dw);
+                        r = sim_sdma_decode(big, avail_dw, &pk, &reason);
+                }
+                if (r == -EAGAIN)
+                        break; /* the packet is not all published yet */
+                if (r < 0) {
+                        fail_error(q, reason);
+                        return 1;
+                }
+
+                x = execute(q, &pk, &fault_va, &reason);
+                switch (x) {
+                case EXEC_DONE:
+                        q->rptr += (uint64_t) pk.n_dwords * 4;
+                        sim_queue_store_rptr(q, q->rptr);
+                        progress = 1;
+                        break;
+                case EXEC_RETRY:
+                        return progress;
+                case EXEC_FAULT:
+                        fail_fault(q, fault_va);
+                        return 1;
+                case EXEC_ERROR:
+                        fail_error(q, reason);
+                        return 1;
+                }
+        }
+        return progress;
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writes the KFD sysfs topology of the simulated machine: node 0 is the CPU
+ * (gpu_id 0, simd_count 0), node 1 the gfx1030 GPU. Property names and their
+ * order follow kfd_topology.c node_show (kfd-facts §1.3); values are those of
+ * a Navi21-class RDNA2 part scaled to the configured CU count. The queue
+ * buffer sizes are computed with the formulas of kfd_queue.c
+ * kfd_queue_ctx_save_restore_size so that the values the daemon reads are
+ * the values CREATE_QUEUE validates against.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim-topology.h"
+#include "util/macro.h"
+
+void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64_t vram_size) {
+        uint32_t wave_num, wg_data_per_cu, wg_data_size, ctl;
+
+        *g = (SimGpuInfo) {
+                .gpu_id = gpu_id,
+                .gfx_target_version = 100300,
+                .cu_count = cu_count,
+                .simd_per_cu = 2,
+                .simd_count = cu_count * 2,
+                .max_waves_per_simd = 16,
+                .lds_size_in_kb = 64,
+                .wave_front_size = 32,
+                /* Navi21: 4 shader engines x 2 shader arrays; KFD reports
+                 * array_count = SEs * SAs per SE and cu_per_simd_array = CUs per SA. */
+                .array_count = 8,
+                .simd_arrays_per_engine = 2,
+                .cu_per_simd_array = DIV_ROUND_UP(cu_count, 8),
+                .max_slots_scratch_cu = 32,
+                .vendor_id = 0x1002,
+                .device_id = 0x73BF,
+                .location_id = 0x0300, /* PCI 03:00.0 */
+                .domain = 0,
+                .drm_render_minor = 128,
+                .num_sdma_engines = 2,
+                .num_sdma_xgmi_engines = 0,
+                .num_sdma_queues_per_engine = 8,
+                .num_cp_queues = 8,
+                .num_xcc = 1,
+                .max_engine_clk_fcompute = 2250,
+                .fw_version = 115,
+                .sdma_fw_version = 83,
+                .capability = 0,
+                .eop_buffer_size = 4096, /* gfx8+ (kfd_queue.c) */
+                .vram_size = vram_size,
+        };
+
+        /* kfd_queue.c kfd_queue_ctx_save_restore_size, gfx10.1..gfx12: 32 waves
+         * per CU, 12-byte control stack entries, vgpr 0x40000 per CU (RDNA2),
+         * SGPR 0x4000, LDS 0x10000, HW regs 0x1000; gfx10.x control stack
+         * clamped to 0x7000. */
+        wave_num = cu_count * 32;
+        wg_data_per_cu = 0x40000 + 0x4000 + 0x10000 + 0x1000;
+        wg_data_size = ALIGN_UP(cu_count * wg_data_per_cu, 4096u);
+        ctl = ALIGN_UP(40 + wave_num * 12 + 8, 4096u);
+        if (g->gfx_target_version >= 100100 && g->gfx_target_version < 110000)
+                ctl = MIN(ctl, 0x7000u);
+        g->ctl_stack_size = ctl;
+        g->cwsr_size = ctl + wg_data_size;
+        g->debug_memory_size = ALIGN_UP(wave_num * 32, 64u);
+        g->cwsr_bo_size = ALIGN_UP(((uint64_t) g->cwsr_size + g->debug_memory_size) * g->num_xcc, (uint64_t) 4096);
+}
+
+static int write_file(int dir_fd, const char *name, const char *text) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = strlen(text), done = 0;
+
+        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+        if (fd < 0)
+                return -errno;
+        while (done < len) {
+                ssize_t n = write(fd, text + done, len - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                done += (size_t) n;
+        }
+        return 0;
+}
+
+static int make_dir(int dir_fd, const char *name, int *ret_fd) {
+        int fd;
+
+        if (mkdirat(dir_fd, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+/* One "name value" line per property, in node_show order (kfd_topology.c). */
+static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu) {
+        FILE *f = fmemopen(buf, size, "w");
+        if (!f)
+                return -errno;
+
+#define P(name, val) fprintf(f, "%s %llu\n", name, (unsigned long long) (val))
+        P("cpu_cores_count", gpu ? 0 : 16);
+        P("simd_count", gpu ? g->simd_count : 0);
+        P("mem_banks_count", 1);
+        P("caches_count", 0);
+        P("io_links_count", 0);
+        P("p2p_links_count", 0);
+        P("cpu_core_id_base", gpu ? 0 : 0);
+        P("simd_id_base", gpu ? 0x80000000u : 0);
+        P("max_waves_per_simd", gpu ? g->max_waves_per_simd : 0);
+        P("lds_size_in_kb", gpu ? g->lds_size_in_kb : 0);
+        P("gds_size_in_kb", 0);
+        P("num_gws", gpu ? 64 : 0);
+        P("wave_front_size", gpu ? g->wave_front_size : 0);
+        P("array_count", gpu ? g->array_count : 0);
+        P("simd_arrays_per_engine", gpu ? g->simd_arrays_per_engine : 0);
+        P("cu_per_simd_array", gpu ? g->cu_per_simd_array : 0);
+        P("simd_per_cu", gpu ? g->simd_per_cu : 0);
+        P("max_slots_scratch_cu", gpu ? g->max_slots_scratch_cu : 0);
+        P("gfx_target_version", gpu ? g->gfx_target_version : 0);
+        P("vendor_id", gpu ? g->vendor_id : 0);
+        P("device_id", gpu ? g->device_id : 0);
+        P("location_id", gpu ? g->location_id : 0);
+        P("domain", gpu ? g->domain : 0);
+        P("drm_render_minor", gpu ? g->drm_render_minor : 0);
+        P("hive_id", 0);
+        P("num_sdma_engines", gpu ? g->num_sdma_engines : 0);
+        P("num_sdma_xgmi_engines", gpu ? g->num_sdma_xgmi_engines : 0);
+        P("num_sdma_queues_per_engine", gpu ? g->num_sdma_queues_per_engine : 0);
+        P("num_cp_queues", gpu ? g->num_cp_queues : 0);
+        /* Commit 8fc2796dea6f exports these after num_cp_queues. */
+        P("cwsr_size", gpu ? g->cwsr_size : 0);
+        P("ctl_stack_size", gpu ? g->ctl_stack_size : 0);
+        if (gpu) {
+                P("max_engine_clk_fcompute", g->max_engine_clk_fcompute);
+                P("local_mem_size", 0); /* always 0 in node_show; see mem_banks */
+                P("fw_version", g->fw_version);
+                P("capability", g->capability);
+                P("debug_prop", 0);
+                P("sdma_fw_version", g->sdma_fw_version);
+                P("unique_id", 0x5a1e0000cafe0001ULL);
+                P("num_xcc", g->num_xcc);
+        }
+        P("max_engine_clk_ccompute", 3600);
+#undef P
+        if (ferror(f)) {
+                fclose(f);
+                return -ENOSPC;
+        }
+        if (fclose(f) != 0)
+                return -errno;
+        return 0;
+}
+
+static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gpu) {
+        _cleanup_close_ int node_fd = -EBADF, banks_fd = -EBADF, bank_fd = -EBADF, sub_fd = -EBADF;
+        char name[16], text[4096], val[64];
+        int r;
+
+        snprintf(name, sizeof name, "%u", index);
+        r = make_dir(nodes_fd, name, &node_fd);
+        if (r < 0)
+                return r;
+        snprintf(val, sizeof val, "%u\n", gpu ? g->gpu_id : 0);
+        r = write_file(node_fd, "gpu_id", val);
+        if (r < 0)
+                return r;
+        r = write_file(node_fd, "name", gpu ? "gfx1030\n" : "\n");
+        if (r < 0)
+                return r;
+        r = node_properties(text, sizeof text, g, gpu);
+        if (r < 0)
+                return r;
+        r = write_file(node_fd, "properties", text);
+        if (r < 0)
+                return r;
+
+        for (const char *const *s = (const char *const[]) { "caches", "io_links", "p2p_links", NULL }; *s; s++) {
+                r = make_dir(node_fd, *s, &sub_fd);
+                if (r < 0)
+                        return r;
+                sub_fd = safe_close(sub_fd);
+        }
+
+        r = make_dir(node_fd, "mem_banks", &banks_fd);
+        if (r < 0)
+                return r;
+        r = make_dir(banks_fd, "0", &bank_fd);
+        if (r < 0)
+                return r;
+        /* kfd_topology.c mem_show: heap_type 1 = HSA_MEM_HEAP_TYPE_FB_PUBLIC (large BAR),
+         * 0 = system memory. */
+        snprintf(text, sizeof text,
+                 "heap_type %u\nsize_in_bytes %llu\nflags 0\nwidth %u\nmem_clk_max %u\n",
+                 gpu ? 1u : 0u,
+                 (unsigned long long) (gpu ? g->vram_size : 16ULL << 30),
+                 gpu ? 256u : 64u, gpu ? 1000u : 3200u);
+        return write_file(bank_fd, "properties", text);
+}
+
+int sim_topology_write(const SimGpuInfo *g, const char *root) {
+        _cleanup_close_ int root_fd = -EBADF, topo_fd = -EBADF, nodes_fd = -EBADF;
+        int r;
+
+        root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return -errno;
+        r = make_dir(root_fd, "topology", &topo_fd);
+        if (r < 0)
+                return r;
+        r = write_file(topo_fd, "generation_id", "1\n");
+        if (r < 0)
+                return r;
+        r = write_file(topo_fd, "system_properties", "platform_oem 0\nplatform_id 0\nplatform_rev 0\n");
+        if (r < 0)
+                return r;
+        r = make_dir(topo_fd, "nodes", &nodes_fd);
+        if (r < 0)
+                return r;
+        r = write_node(nodes_fd, 0, g, false);
+        if (r < 0)
+                return r;
+        return write_node(nodes_fd, 1, g, true);
+}
+
+static int remove_at(int parent_fd, const char *name) {
+        _cleanup_close_ int fd = -EBADF;
+        DIR *dir;
+        struct dirent *de;
+        int r = 0;
+
+        fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOTDIR || errno == ELOOP)
+                        return unlinkat(parent_fd, name, 0) < 0 ? -errno : 0;
+                return -errno;
+        }
+        dir = fdopendir(fd);
+        if (!dir)
+                return -errno;
+        fd = -EBADF; /* owned by dir now */
+        while ((de = readdir(dir))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                int k = remove_at(dirfd(dir), de->d_name);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        closedir(dir);
+        if (unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 && r == 0)
+                r = -errno;
+        return r;
+}
+
+int sim_topology_remove(const char *root) {
+        return remove_at(AT_FDCWD, root);
+}
