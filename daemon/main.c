@@ -1,2 +1,117 @@
 /* SPDX-License-Identifier: MIT */
-int main(void) { return 0; }
+/*
+ * kfdbrokerd: parses the command line, sets up logging, makes the Manager
+ * and runs it. Everything else lives in the daemon library.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "manager.h"
+#include "util/log.h"
+
+static void help(void) {
+        printf("Usage: kfdbrokerd [OPTIONS]\n"
+               "Share an AMD GPU's /dev/kfd with unprivileged clients.\n\n"
+               "  -h --help               Show this help\n"
+               "     --version            Show the version\n"
+               "     --device=DEVICE      auto (default), kfd or sim (the simulated GPU)\n"
+               "     --listen=PATH        Listen on PATH instead of a socket-activated socket\n"
+               "     --sdma-queues=N      SDMA queues to create (default 2)\n"
+               "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
+               "     --log-target=TARGET  auto (default), journal or stderr\n\n"
+               "See kfdbrokerd(8).\n");
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "device", required_argument, NULL, ARG_DEVICE },
+                { "listen", required_argument, NULL, ARG_LISTEN },
+                { "sdma-queues", required_argument, NULL, ARG_SDMA_QUEUES },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                {},
+        };
+        ManagerOptions opts = { .device = DEVICE_AUTO };
+        LogTarget target = LOG_TARGET_AUTO;
+        Manager *m = NULL;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        help();
+                        return EXIT_SUCCESS;
+                case ARG_VERSION:
+                        printf("kfdbrokerd %s\n", KFDBROKER_VERSION);
+                        return EXIT_SUCCESS;
+                case ARG_DEVICE:
+                        if (strcmp(optarg, "auto") == 0)
+                                opts.device = DEVICE_AUTO;
+                        else if (strcmp(optarg, "kfd") == 0)
+                                opts.device = DEVICE_KFD;
+                        else if (strcmp(optarg, "sim") == 0)
+                                opts.device = DEVICE_SIM;
+                        else {
+                                fprintf(stderr, "kfdbrokerd: --device: expected auto, kfd or sim, got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_LISTEN:
+                        opts.listen_path = optarg;
+                        break;
+                case ARG_SDMA_QUEUES: {
+                        char *end;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (*end || end == optarg || v < 1 || v > GPU_MAX_QUEUES) {
+                                fprintf(stderr, "kfdbrokerd: --sdma-queues: expected 1..%d, got '%s'\n",
+                                        GPU_MAX_QUEUES, optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.sdma_queues = (unsigned) v;
+                        break;
+                }
+                case ARG_LOG_LEVEL:
+                        r = log_level_from_string(optarg);
+                        if (r < 0) {
+                                fprintf(stderr, "kfdbrokerd: --log-level: unknown level '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        log_set_max_level(r);
+                        break;
+                case ARG_LOG_TARGET:
+                        if (strcmp(optarg, "auto") == 0)
+                                target = LOG_TARGET_AUTO;
+                        else if (strcmp(optarg, "journal") == 0)
+                                target = LOG_TARGET_JOURNAL;
+                        else if (strcmp(optarg, "stderr") == 0)
+                                target = LOG_TARGET_STDERR;
+                        else {
+                                fprintf(stderr, "kfdbrokerd: --log-target: expected auto, journal or stderr, got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        break;
+                default:
+                        return EXIT_FAILURE;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "kfdbrokerd: unexpected argument '%s'\n", argv[optind]);
+                return EXIT_FAILURE;
+        }
+        log_setup(target);
+
+        r = manager_new(&opts, &m);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = manager_run(m);
+        manager_free(m);
+        log_info("Stopped");
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,15 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         sigset_t mask;
         int r;
 
+        /* Signals are read through signalfd by sd-event. Block them before any
+         * thread exists (the GPU waiter, the simulator's engines), so that
+         * every thread inherits the mask and none takes the default action. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -168,11 +178,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                 goto fail;
         (void) sd_event_source_set_description(m->gpu_source, "gpu-completions");
 
-        /* Signals are read through signalfd by sd-event; block them first. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
         r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_signal, m);
         if (r < 0)
                 goto fail;

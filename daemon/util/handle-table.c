@@ -5,13 +5,19 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #define INDEX_BITS 24
 #define INDEX_MASK ((1u << INDEX_BITS) - 1)
-#define GEN_MASK 0xffffffffu
 
 void handle_table_init(HandleTable *t, uint8_t tag, uint32_t max) {
-        *t = (HandleTable) { .tag = tag, .max = max > INDEX_MASK ? INDEX_MASK : max };
+        uint32_t salt = 0;
+
+        /* Not a secret, only a per-session scramble: getrandom without blocking. */
+        if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != sizeof(salt))
+                salt = (uint32_t) (uintptr_t) t ^ (uint32_t) time(NULL);
+        *t = (HandleTable) { .tag = tag, .salt = salt, .max = max > INDEX_MASK ? INDEX_MASK : max };
 }
 
 void handle_table_done(HandleTable *t) {
@@ -21,7 +27,8 @@ void handle_table_done(HandleTable *t) {
 }
 
 static uint64_t make_handle(const HandleTable *t, uint32_t index) {
-        return (uint64_t) t->tag << 56 | (uint64_t) t->slots[index].generation << INDEX_BITS | index;
+        return (uint64_t) t->tag << 56 |
+               (uint64_t) (t->slots[index].generation ^ t->salt) << INDEX_BITS | index;
 }
 
 int handle_table_add(HandleTable *t, void *obj, uint64_t *ret_handle, uint32_t *ret_index) {
@@ -45,10 +52,8 @@ int handle_table_add(HandleTable *t, void *obj, uint64_t *ret_handle, uint32_t *
                 t->slots = s;
                 t->n_alloc = n;
         }
-        /* 32 generation bits fit in bits 24..55; wrap within them. */
-        t->slots[i].generation = (t->slots[i].generation + 1) & (GEN_MASK >> (INDEX_BITS - 24));
-        if (t->slots[i].generation == 0)
-                t->slots[i].generation = 1;
+        /* 32 generation bits fit in bits 24..55. */
+        t->slots[i].generation++;
         t->slots[i].obj = obj;
         t->n_used++;
         *ret_handle = make_handle(t, i);

@@ -6,7 +6,11 @@
  * instead of resolving to whatever reuses the slot. Lookups never cross
  * sessions because each session owns its own tables.
  *
- *   handle = tag << 56 | generation << 24 | index     (index < 2^24)
+ *   handle = tag << 56 | (generation ^ salt) << 24 | index     (index < 2^24)
+ *
+ * The salt is random per table (so per session): a handle value copied from
+ * another session resolves to nothing here rather than to this session's
+ * object in the same slot (probability 2^-32 of a match).
  */
 #pragma once
 
@@ -14,6 +18,7 @@
 
 typedef struct HandleTable {
         uint8_t tag;
+        uint32_t salt;
         uint32_t max;       /* capacity limit (slots) */
         uint32_t n_used;
         uint32_t n_alloc;

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Clients against the real daemon on the simulated GPU, through libkfdbroker:
+ * copies and fills checked byte by byte through the client's own mmap of the
+ * dma-buf, several clients at once, a buffer shared between two sessions by
+ * fd, KFD event semantics over the protocol, wait-event jobs held until a
+ * signal, and the session page.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kfdbroker.h"
+
+static TestDaemon d;
+
+static void setup(void) {
+        test_daemon_start(&d, NULL);
+}
+
+static void teardown(void) {
+        cr_assert_eq(test_daemon_stop(&d), 0, "kfdbrokerd must exit 0 on SIGTERM");
+}
+
+TestSuite(clients, .init = setup, .fini = teardown, .timeout = 120);
+
+static kfdb_session *connect_session(const char *name) {
+        kfdb_session *s = NULL;
+        int r = kfdb_session_new(d.sock, name, &s);
+
+        cr_assert_eq(r, 0, "connect: %s", strerror(-r));
+        return s;
+}
+
+static void *map(kfdb_buffer *b) {
+        void *p = NULL;
+        int r = kfdb_buffer_map(b, &p);
+
+        cr_assert_eq(r, 0, "map: %s", strerror(-r));
+        return p;
+}
+
+static void submit_and_wait(kfdb_session *s, kfdb_batch *b) {
+        uint64_t fence = 0;
+        int r = kfdb_batch_submit(b, NULL, &fence);
+
+        cr_assert_eq(r, 0, "submit: %s (%s)", strerror(-r), kfdb_session_last_error(s));
+        r = kfdb_fence_wait(s, fence, 30000);
+        cr_assert_eq(r, 0, "fence %llu: %s (%s)", (unsigned long long) fence, strerror(-r),
+                     kfdb_session_last_error(s));
+}
+
+static void fill_copy_check(kfdb_session *s, uint64_t size, uint32_t pattern) {
+        kfdb_buffer *a, *b;
+        kfdb_batch *batch;
+        uint32_t *pa, *pb;
+        int r;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, size, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, size, KFDB_PLACEMENT_VRAM, &b), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        pa = map(a);
+        pb = map(b);
+        memset(pb, 0xee, size);
+        /* Fill the first half on the GPU; write the second half from the CPU. */
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, size / 2, pattern), 0);
+        for (uint64_t i = size / 8; i < size / 4; i++)
+                pa[i] = (uint32_t) i * 2654435761u;
+        cr_assert_eq(kfdb_batch_copy(batch, b, 0, a, 0, size), 0);
+        submit_and_wait(s, batch);
+        for (uint64_t i = 0; i < size / 4; i++) {
+                uint32_t want = i < size / 8 ? pattern : (uint32_t) i * 2654435761u;
+                if (pb[i] != want)
+                        cr_assert_fail("word %llu: got 0x%08x, want 0x%08x", (unsigned long long) i,
+                                       pb[i], want);
+        }
+        r = kfdb_buffer_free(a);
+        cr_assert_eq(r, 0);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        kfdb_batch_free(batch);
+}
+
+Test(clients, copy_and_fill_checked_through_own_mapping) {
+        kfdb_session *s = connect_session("copy-fill");
+
+        fill_copy_check(s, 4096, 0x01020304);
+        fill_copy_check(s, (4u << 20) + 4096, 0xdeadbeef); /* crosses the 4 MiB packet split */
+        kfdb_session_free(s);
+}
+
+static void *client_thread(void *arg) {
+        kfdb_session *s = connect_session("parallel");
+        uintptr_t n = (uintptr_t) arg;
+
+        for (unsigned i = 0; i < 5; i++)
+                fill_copy_check(s, (1u << 20) * (1 + (n + i) % 3), 0x11111111u * (uint32_t) (n + 1));
+        kfdb_session_free(s);
+        return NULL;
+}
+
+Test(clients, several_clients_at_once) {
+        pthread_t t[4];
+        kfdb_session *s;
+        kfdb_daemon_status st;
+
+        for (uintptr_t i = 0; i < 4; i++)
+                cr_assert_eq(pthread_create(&t[i], NULL, client_thread, (void *) i), 0);
+        for (int i = 0; i < 4; i++)
+                pthread_join(t[i], NULL);
+        s = connect_session("observer");
+        cr_assert_eq(kfdb_status(s, &st), 0);
+        cr_assert_geq(st.jobs_completed, 4 * 5 * 2, "every fill and copy was retired");
+        cr_assert_eq(st.jobs_failed, 0);
+        kfdb_session_free(s);
+}
+
+Test(clients, buffer_shared_between_two_sessions_by_fd) {
+        kfdb_session *a = connect_session("exporter"), *b = connect_session("importer");
+        kfdb_buffer *ba, *bb, *dst;
+        kfdb_batch *batch;
+        uint32_t *pa, *pdst;
+        int fd, r;
+
+        cr_assert_eq(kfdb_buffer_alloc(a, 1 << 20, KFDB_PLACEMENT_GTT, &ba), 0);
+        fd = kfdb_buffer_get_fd(ba);
+        cr_assert_geq(fd, 0);
+        r = kfdb_buffer_import(b, fd, &bb);
+        cr_assert_eq(r, 0, "import: %s (%s)", strerror(-r), kfdb_session_last_error(b));
+        cr_assert_eq(kfdb_buffer_get_size(bb), 1 << 20);
+
+        /* B fills the shared buffer on the GPU; A sees it through its own mapping. */
+        cr_assert_eq(kfdb_batch_new(b, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, bb, 0, 1 << 20, 0xc0ffee00), 0);
+        submit_and_wait(b, batch);
+        pa = map(ba);
+        for (unsigned i = 0; i < (1u << 20) / 4; i++)
+                cr_assert_eq(pa[i], 0xc0ffee00, "word %u", i);
+
+        /* A drops its handle; B's import keeps the memory alive and usable. */
+        pa[7] = 0x77777777;
+        cr_assert_eq(kfdb_buffer_free(ba), 0);
+        cr_assert_eq(kfdb_buffer_alloc(b, 1 << 20, KFDB_PLACEMENT_GTT, &dst), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, dst, 0, bb, 0, 1 << 20), 0);
+        submit_and_wait(b, batch);
+        pdst = map(dst);
+        cr_assert_eq(pdst[7], 0x77777777);
+        cr_assert_eq(pdst[8], 0xc0ffee00);
+
+        kfdb_batch_free(batch);
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
+Test(clients, event_semantics) {
+        kfdb_session *s = connect_session("events");
+        kfdb_event *ar, *mr;
+        kfdb_wait_entry w[2];
+        kfdb_wait_result res;
+        kfdb_batch *batch;
+        uint64_t age;
+
+        cr_assert_eq(kfdb_event_create(s, true, &ar), 0);
+        cr_assert_eq(kfdb_event_create(s, false, &mr), 0);
+        cr_assert_eq(kfdb_event_get_age(ar), 1, "events start at age 1");
+
+        /* Poll: nothing signaled yet. */
+        w[0] = (kfdb_wait_entry) { .event = ar };
+        cr_assert_eq(kfdb_wait_events(s, w, 1, false, 0, &res), 0);
+        cr_assert_eq(res, KFDB_WAIT_TIMEOUT);
+
+        /* A signal job from the GPU. */
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_signal_event(batch, ar), 0);
+        submit_and_wait(s, batch);
+        cr_assert_eq(kfdb_event_get_age(ar), 2);
+        cr_assert(kfdb_event_is_signaled(ar), "no waiter: an auto-reset event stays signaled");
+        w[0] = (kfdb_wait_entry) { .event = ar };
+        cr_assert_eq(kfdb_wait_events(s, w, 1, false, 1000, &res), 0);
+        cr_assert_eq(res, KFDB_WAIT_COMPLETE);
+        cr_assert_eq(w[0].last_event_age, 2);
+        cr_assert(!kfdb_event_is_signaled(ar), "the wait consumed the auto-reset signal");
+        /* Consumed: a second poll times out... */
+        w[0] = (kfdb_wait_entry) { .event = ar };
+        cr_assert_eq(kfdb_wait_events(s, w, 1, false, 0, &res), 0);
+        cr_assert_eq(res, KFDB_WAIT_TIMEOUT);
+        /* ...but age tracking sees the signal it missed. */
+        w[0] = (kfdb_wait_entry) { .event = ar, .last_event_age = 1 };
+        cr_assert_eq(kfdb_wait_events(s, w, 1, false, 0, &res), 0);
+        cr_assert_eq(res, KFDB_WAIT_COMPLETE);
+        cr_assert_eq(w[0].last_event_age, 2);
+
+        /* Manual reset: stays signaled for every waiter until reset. */
+        cr_assert_eq(kfdb_event_set(mr), 0);
+        age = kfdb_event_get_age(mr);
+        cr_assert_eq(age, 2);
+        for (int i = 0; i < 2; i++) {
+                w[0] = (kfdb_wait_entry) { .event = mr };
+                cr_assert_eq(kfdb_wait_events(s, w, 1, false, 0, &res), 0);
+                cr_assert_eq(res, KFDB_WAIT_COMPLETE);
+        }
+        cr_assert_eq(kfdb_event_reset(mr), 0);
+        w[0] = (kfdb_wait_entry) { .event = mr };
+        cr_assert_eq(kfdb_wait_events(s, w, 1, false, 0, &res), 0);
+        cr_assert_eq(res, KFDB_WAIT_TIMEOUT);
+
+        /* wait_all: one of two is not enough. */
+        cr_assert_eq(kfdb_event_set(mr), 0);
+        w[0] = (kfdb_wait_entry) { .event = ar };
+        w[1] = (kfdb_wait_entry) { .event = mr };
+        cr_assert_eq(kfdb_wait_events(s, w, 2, true, 50, &res), 0);
+        cr_assert_eq(res, KFDB_WAIT_TIMEOUT);
+        cr_assert_eq(kfdb_wait_events(s, w, 2, false, 50, &res), 0);
+        cr_assert_eq(res, KFDB_WAIT_COMPLETE);
+
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+}
+
+Test(clients, wait_does_not_block_other_requests) {
+        /* Raw protocol, to have a WaitEvents outstanding while the same
+         * connection sends more requests. */
+        int fd = raw_connect(&d), other = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__CreateEventRequest ce = KFDBROKER__V1__CREATE_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__WaitEventsRequest w = KFDBROKER__V1__WAIT_EVENTS_REQUEST__INIT;
+        Kfdbroker__V1__WaitEntry e = KFDBROKER__V1__WAIT_ENTRY__INIT, *es[1] = { &e };
+        Kfdbroker__V1__QueryRequest q = KFDBROKER__V1__QUERY_REQUEST__INIT;
+        Kfdbroker__V1__SetEventRequest se = KFDBROKER__V1__SET_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m, *holder;
+        uint64_t ev;
+        bool got_wait = false, got_set = false;
+
+        raw_hello(fd);
+        raw_hello(other);
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_CREATE_EVENT;
+        req.create_event = &ce;
+        m = raw_call(fd, &req, NULL, 0, NULL, NULL);
+        cr_assert_eq(m->error, 0);
+        ev = m->create_event->handle;
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+
+        e.handle = ev;
+        w.n_events = 1;
+        w.events = es;
+        w.timeout_ms = UINT32_MAX;
+        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        req.id = 1000;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS;
+        req.wait_events = &w;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+
+        /* The same connection is still served while its wait is pending... */
+        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
+        req.query = &q;
+        m = raw_call(fd, &req, NULL, 0, NULL, NULL);
+        cr_assert_eq(m->error, 0);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        /* ...and so is another session. */
+        raw_status(other, &holder);
+        kfdbroker__v1__server_message__free_unpacked(holder, NULL);
+
+        se.handle = ev;
+        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        req.id = 1001;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
+        req.set_event = &se;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        while (!got_wait || !got_set) {
+                cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 1);
+                if (m->id == 1000) {
+                        cr_assert_eq(m->error, 0);
+                        cr_assert_eq(m->wait_events->result, KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_COMPLETE);
+                        cr_assert_eq(m->wait_events->events[0]->last_event_age, 2);
+                        got_wait = true;
+                } else if (m->id == 1001) {
+                        cr_assert_eq(m->error, 0);
+                        got_set = true;
+                }
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        close(fd);
+        close(other);
+}
+
+Test(clients, wait_event_job_holds_the_stream_until_signaled) {
+        kfdb_session *s = connect_session("wait-job");
+        kfdb_buffer *b;
+        kfdb_event *ev;
+        kfdb_batch *batch;
+        uint64_t fences[2];
+        uint32_t *p;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, 65536, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_event_create(s, true, &ev), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        p = map(b);
+        p[0] = 0;
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 65536, 0x5eed5eed), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+        cr_assert_eq(fences[1], fences[0] + 1);
+        cr_assert_eq(kfdb_fence_wait(s, fences[1], 200), -ETIMEDOUT, "held until the event is set");
+        cr_assert_eq(p[0], 0);
+        cr_assert_eq(kfdb_event_set(ev), 0);
+        cr_assert_eq(kfdb_fence_wait(s, fences[1], 10000), 0);
+        cr_assert_eq(p[0], 0x5eed5eed);
+        cr_assert(!kfdb_event_is_signaled(ev), "the wait job consumed the auto-reset signal");
+
+        /* A signal job in the same stream releases a later wait job. */
+        cr_assert_eq(kfdb_batch_signal_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x600d600d), 0);
+        submit_and_wait(s, batch);
+        cr_assert_eq(p[0], 0x600d600d);
+
+        /* Destroying the event fails a held wait job with ECANCELED. */
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+        cr_assert_eq(kfdb_event_destroy(ev), 0);
+        cr_assert_eq(kfdb_fence_wait(s, fences[0], 10000), -ECANCELED);
+
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+}
+
+Test(clients, session_page_eventfd_signals_completion) {
+        kfdb_session *s = connect_session("page");
+        kfdb_buffer *b;
+        kfdb_batch *batch;
+        uint64_t fence;
+        struct pollfd p;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, 8 << 20, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 8 << 20, 1), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        p = (struct pollfd) { .fd = kfdb_get_event_fd(s), .events = POLLIN };
+        for (int i = 0; i < 100 && !kfdb_fence_is_done(s, fence); i++) {
+                uint64_t n;
+                if (poll(&p, 1, 100) > 0)
+                        cr_assert_eq(read(p.fd, &n, sizeof(n)), (ssize_t) sizeof(n));
+        }
+        cr_assert_eq(kfdb_fence_is_done(s, fence), 1, "seen through the page without a round trip");
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+}
+
+Test(clients, limits_are_enforced_with_edquot) {
+        kfdb_session *s = connect_session("limits");
+        kfdb_limits lim;
+        kfdb_buffer *b;
+        int r;
+
+        kfdb_session_get_limits(s, &lim);
+        r = kfdb_buffer_alloc(s, lim.max_buffer_size + 4096, KFDB_PLACEMENT_GTT, &b);
+        cr_assert_eq(r, -EDQUOT);
+        cr_assert(strstr(kfdb_session_last_error(s), "max_buffer_size"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
+}
