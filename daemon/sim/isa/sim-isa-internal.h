@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State shared by the files of the RDNA2 interpreter: one SimIsaWave per
+ * wave32 of the running workgroup and one SimIsaRun per sim_isa_dispatch()
+ * call, which owns the waves, the workgroup's LDS and the translation caches.
+ * Nothing here outlives a dispatch. Operand codes follow the RDNA2 ISA
+ * reference §3.1 / chapter 13 (SSRC/VSRC fields): 0-105 SGPRs, 106/107 VCC,
+ * 124 M0, 125 NULL, 126/127 EXEC, 128-208 integer inline constants, 240-248
+ * float inline constants, 251 VCCZ, 252 EXECZ, 253 SCC, 255 literal, 256-511
+ * VGPRs.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim-isa.h"
+
+#define SIM_ISA_LANES 32u
+#define SIM_ISA_NUM_VGPRS 256u
+
+enum {
+        OPND_VCC_LO = 106,
+        OPND_VCC_HI = 107,
+        OPND_M0 = 124,
+        OPND_NULL = 125,
+        OPND_EXEC_LO = 126,
+        OPND_EXEC_HI = 127,
+        OPND_VCCZ = 251,
+        OPND_EXECZ = 252,
+        OPND_SCC = 253,
+        OPND_LITERAL = 255,
+        OPND_VGPR0 = 256,
+};
+
+/* Encoding families, RDNA2 ISA chapter 13. */
+typedef enum SimIsaEnc {
+        ENC_SOP2,
+        ENC_SOPK,
+        ENC_SOP1,
+        ENC_SOPC,
+        ENC_SOPP,
+        ENC_SMEM,
+        ENC_VOP2,
+        ENC_VOP1,
+        ENC_VOPC,
+        ENC_VOP3,
+        ENC_VOP3P,
+        ENC_DS,
+        ENC_MUBUF,
+        ENC_FLAT,
+        ENC_SCRATCH,
+        ENC_GLOBAL,
+        ENC_SDWA,      /* VOP1/2/C with src0 = 0xf9: not implemented */
+        ENC_DPP,       /* VOP1/2/C with src0 = 0xe9/0xea/0xfa: not implemented */
+        ENC_UNKNOWN,
+        _ENC_MAX,
+} SimIsaEnc;
+
+typedef struct SimIsaInst {
+        SimIsaEnc enc;
+        unsigned op;
+        unsigned size;      /* bytes, literal included */
+        uint32_t w0, w1;    /* w1 is 0 for 4-byte encodings */
+        uint32_t literal;   /* valid if has_literal */
+        bool has_literal;
+} SimIsaInst;
+
+typedef struct SimIsaWave {
+        uint32_t s[128];        /* indexed by operand code: SGPRs, VCC, TTMP, M0, EXEC */
+        uint64_t pc;
+        bool scc;
+        bool done;
+        bool at_barrier;
+        unsigned index;         /* wave number inside its workgroup */
+        uint32_t mode;          /* HW_REG_MODE, kept for s_getreg; arithmetic is round-to-nearest */
+        uint32_t flat_scratch_lo, flat_scratch_hi;
+        uint32_t v[SIM_ISA_NUM_VGPRS][SIM_ISA_LANES];
+} SimIsaWave;
+
+#define SIM_ISA_TLB_SIZE 64u
+#define SIM_ISA_PAGE 4096u
+
+typedef struct SimIsaTlbEntry {
+        uint64_t page;          /* VA of the page, UINT64_MAX if empty */
+        uint8_t *host;
+        bool writable;
+} SimIsaTlbEntry;
+
+typedef struct SimIsaRun {
+        const SimIsaDispatch *d;
+        const SimIsaMemory *mem;
+        SimIsaResult *ret;
+        uint8_t *lds;
+        uint32_t lds_size;
+        uint32_t wg_id[3];
+        unsigned n_waves;
+        SimIsaTlbEntry tlb[SIM_ISA_TLB_SIZE];
+        /* Fetch cache: host pointer of the page holding pc. */
+        uint64_t code_page;
+        const uint8_t *code_host;
+} SimIsaRun;
+
+#define ELEMS(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN_U(a, b) ((a) < (b) ? (a) : (b))
+
+static inline uint32_t wave_exec(const SimIsaWave *w) {
+        return w->s[OPND_EXEC_LO];
+}
+
+static inline uint32_t wave_vcc(const SimIsaWave *w) {
+        return w->s[OPND_VCC_LO];
+}
+
+static inline uint32_t f2u(float f) {
+        uint32_t u;
+        __builtin_memcpy(&u, &f, 4);
+        return u;
+}
+static inline float u2f(uint32_t u) {
+        float f;
+        __builtin_memcpy(&f, &u, 4);
+        return f;
+}
+static inline uint64_t d2u(double f) {
+        uint64_t u;
+        __builtin_memcpy(&u, &f, 8);
+        return u;
+}
+static inline double u2d(uint64_t u) {
+        double f;
+        __builtin_memcpy(&f, &u, 8);
+        return f;
+}
+
+/* sim-isa-decode.c */
+void sim_isa_decode(const uint32_t *words, SimIsaInst *ret);
+const char *sim_isa_inst_name(const SimIsaInst *inst);
+const char *sim_isa_enc_name(SimIsaEnc enc);
+bool sim_isa_needs_literal(uint32_t w0);
+bool sim_isa_bad_operand(const SimIsaInst *inst);
+
+/* sim-isa.c: failure reporting and memory. */
+int sim_isa_fail(SimIsaRun *r, int error, uint64_t pc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int sim_isa_unsupported(SimIsaRun *r, const SimIsaWave *w, const SimIsaInst *inst);
+/* Host pointer for [va, va+len) (len <= 16, may cross a page); -EFAULT recorded in r->ret. */
+int sim_isa_mem(SimIsaRun *r, const SimIsaWave *w, uint64_t va, uint32_t len, bool write, void **ret_host);
+
+/* Scalar operand access (sim-isa-salu.c). */
+uint32_t sim_isa_sread(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsigned code);
+uint64_t sim_isa_sread64(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsigned code);
+void sim_isa_swrite(SimIsaWave *w, unsigned code, uint32_t v);
+void sim_isa_swrite64(SimIsaWave *w, unsigned code, uint64_t v);
+
+/* Executors return 0 to continue after the instruction, 1 when they set pc
+ * themselves (branch, end of program), or a negative errno (recorded in run->ret). */
+int sim_isa_exec_salu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+int sim_isa_exec_vmem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Vector memory: FLAT/GLOBAL (RDNA2 ISA chapter 10 "Flat Memory
+ * Instructions"), MUBUF buffer loads, stores and atomics (chapter 8 "Vector
+ * Memory Operations", §8.1.6 buffer addressing with swizzle), and the LDS
+ * instructions DS_* (chapter 11 "Data Share Operations") on the workgroup's
+ * LDS. Every access goes through sim_isa_mem(), so an address outside the
+ * mapped memory fails the dispatch with -EFAULT and the address. Lanes are
+ * processed in order 0..31, which makes atomics on one address deterministic.
+ * FLAT is treated as GLOBAL: this model has no shared/private apertures
+ * (their inline constants are refused by the decoder).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sim-isa-internal.h"
+#include "sim-isa-opcodes.h"
+
+typedef enum AtomicOp {
+        AT_NONE, AT_SWAP, AT_CMPSWAP, AT_ADD, AT_SUB, AT_RSUB, AT_SMIN, AT_UMIN, AT_SMAX, AT_UMAX,
+        AT_AND, AT_OR, AT_XOR, AT_INC, AT_DEC,
+} AtomicOp;
+
+static uint64_t atomic_apply(AtomicOp a, uint64_t old, uint64_t src, uint64_t cmp, bool is64) {
+        uint64_t m = is64 ? ~0ull : 0xffffffffull;
+        int64_t so = is64 ? (int64_t) old : (int32_t) old, ss = is64 ? (int64_t) src : (int32_t) src;
+        switch (a) {
+        case AT_SWAP: return src;
+        case AT_CMPSWAP: return old == cmp ? src : old;
+        case AT_ADD: return (old + src) & m;
+        case AT_SUB: return (old - src) & m;
+        case AT_RSUB: return (src - old) & m;
+        case AT_SMIN: return so < ss ? old : src;
+        case AT_UMIN: return old < src ? old : src;
+        case AT_SMAX: return so > ss ? old : src;
+        case AT_UMAX: return old > src ? old : src;
+        case AT_AND: return old & src;
+        case AT_OR: return old | src;
+        case AT_XOR: return old ^ src;
+        case AT_INC: return old >= src ? 0 : (old + 1) & m;
+        case AT_DEC: return (old == 0 || old > src) ? src : old - 1;
+        default: return old;
+        }
+}
+
+/* GLOBAL/FLAT/MUBUF share opcode numbers for loads, stores and atomics. */
+typedef struct MemOp {
+        unsigned bytes;         /* per dword-slot access: 1, 2 or 4 */
+        unsigned dwords;        /* number of dwords moved */
+        bool store, sign;
+        AtomicOp atomic;
+        bool is64;              /* 64-bit atomic */
+} MemOp;
+
+static bool memop_from_flat(unsigned op, MemOp *m) {
+        memset(m, 0, sizeof(*m));
+        m->bytes = 4;
+        m->dwords = 1;
+        switch (op) {
+        case GLOBAL_GLOBAL_LOAD_UBYTE: m->bytes = 1; return true;
+        case GLOBAL_GLOBAL_LOAD_SBYTE: m->bytes = 1; m->sign = true; return true;
+        case GLOBAL_GLOBAL_LOAD_USHORT: m->bytes = 2; return true;
+        case GLOBAL_GLOBAL_LOAD_SSHORT: m->bytes = 2; m->sign = true; return true;
+        case GLOBAL_GLOBAL_LOAD_DWORD: return true;
+        case GLOBAL_GLOBAL_LOAD_DWORDX2: m->dwords = 2; return true;
+        case GLOBAL_GLOBAL_LOAD_DWORDX3: m->dwords = 3; return true;
+        case GLOBAL_GLOBAL_LOAD_DWORDX4: m->dwords = 4; return true;
+        case GLOBAL_GLOBAL_STORE_BYTE: m->bytes = 1; m->store = true; return true;
+        case GLOBAL_GLOBAL_STORE_SHORT: m->bytes = 2; m->store = true; return true;
+        case GLOBAL_GLOBAL_STORE_DWORD: m->store = true; return true;
+        case GLOBAL_GLOBAL_STORE_DWORDX2: m->dwords = 2; m->store = true; return true;
+        case GLOBAL_GLOBAL_STORE_DWORDX3: m->dwords = 3; m->store = true; return true;
+        case GLOBAL_GLOBAL_STORE_DWORDX4: m->dwords = 4; m->store = true; return true;
+        }
+        static const AtomicOp at[] = {
+                [GLOBAL_GLOBAL_ATOMIC_SWAP - 48] = AT_SWAP, [GLOBAL_GLOBAL_ATOMIC_CMPSWAP - 48] = AT_CMPSWAP,
+                [GLOBAL_GLOBAL_ATOMIC_ADD - 48] = AT_ADD, [GLOBAL_GLOBAL_ATOMIC_SUB - 48] = AT_SUB,
+                [GLOBAL_GLOBAL_ATOMIC_SMIN - 48] = AT_SMIN, [GLOBAL_GLOBAL_ATOMIC_UMIN - 48] = AT_UMIN,
+                [GLOBAL_GLOBAL_ATOMIC_SMAX - 48] = AT_SMAX, [GLOBAL_GLOBAL_ATOMIC_UMAX - 48] = AT_UMAX,
+                [GLOBAL_GLOBAL_ATOMIC_AND - 48] = AT_AND, [GLOBAL_GLOBAL_ATOMIC_OR - 48] = AT_OR,
+                [GLOBAL_GLOBAL_ATOMIC_XOR - 48] = AT_XOR, [GLOBAL_GLOBAL_ATOMIC_INC - 48] = AT_INC,
+                [GLOBAL_GLOBAL_ATOMIC_DEC - 48] = AT_DEC,
+        };
+        if (op >= 48 && op < 48 + ELEMS(at) && at[op - 48]) {
+                m->atomic = at[op - 48];
+                return true;
+        }
+        if (op >= 80 && op < 80 + ELEMS(at) && at[op - 80]) {
+                m->atomic = at[op - 80];
+                m->is64 = true;
+                m->dwords = 2;
+                return true;
+        }
+        return false;
+}
+
+/* One lane's access at va: loads into v[vdst..], stores from v[vdata..],
+ * atomics with v[vdata..] as source (and compare), returning the old value to
+ * v[vdst..] when glc is set. addr_of maps the k-th dword offset to its VA so
+ * swizzled buffers can place each dword separately. */
+typedef uint64_t (*AddrFn)(const void *ctx, unsigned lane, uint32_t byte_offset);
+
+static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lane, AddrFn addr_of,
+                       const void *ctx, unsigned vdst, unsigned vdata, bool glc) {
+        void *p;
+        int k;
+
+        if (m->atomic) {
+                unsigned n = m->is64 ? 8 : 4;
+                uint64_t va = addr_of(ctx, lane, 0), old = 0, src, cmp = 0, nv;
+                k = sim_isa_mem(r, w, va, n, true, &p);
+                if (k < 0)
+                        return k;
+                memcpy(&old, p, n);
+                if (m->is64) {
+                        src = w->v[vdata][lane] | (uint64_t) w->v[(vdata + 1) & 255][lane] << 32;
+                        if (m->atomic == AT_CMPSWAP)
+                                cmp = w->v[(vdata + 2) & 255][lane] | (uint64_t) w->v[(vdata + 3) & 255][lane] << 32;
+                } else {
+                        src = w->v[vdata][lane];
+                        if (m->atomic == AT_CMPSWAP)
+                                cmp = w->v[(vdata + 1) & 255][lane];
+                }
+                nv = atomic_apply(m->atomic, old, src, cmp, m->is64);
+                memcpy(p, &nv, n);
+                if (glc) {
+                        w->v[vdst][lane] = (uint32_t) old;
+                        if (m->is64)
+                                w->v[(vdst + 1) & 255][lane] = (uint32_t) (old >> 32);
+                }
+                return 0;
+        }
+        /* All addresses first: a load may overwrite its own address VGPRs. */
+        uint64_t vas[4];
+        for (unsigned i = 0; i < m->dwords; i++)
+                vas[i] = addr_of(ctx, lane, 4 * i);
+        for (unsigned i = 0; i < m->dwords; i++) {
+                uint64_t va = vas[i];
+                k = sim_isa_mem(r, w, va, m->bytes, m->store, &p);
+                if (k < 0)
+                        return k;
+                if (m->store) {
+                        uint32_t x = w->v[(vdata + i) & 255][lane];
+                        memcpy(p, &x, m->bytes);
+                } else {
+                        uint32_t x = 0;
+                        memcpy(&x, p, m->bytes);
+                        if (m->sign)
+                                x = m->bytes == 1 ? (uint32_t) (int32_t) (int8_t) x : (uint32_t) (int32_t) (int16_t) x;
+                        w->v[(vdst + i) & 255][lane] = x;
+                }
+        }
+        return 0;
+}
+
+typedef struct FlatCtx {
+        const SimIsaWave *w;
+        unsigned vaddr;
+        bool saddr_valid;
+        uint64_t saddr;
+        int32_t offset;
+} FlatCtx;
+
+static uint64_t flat_addr(const void *c, unsigned lane, uint32_t byte_offset) {
+        const FlatCtx *f = c;
+        uint64_t a;
+        if (f->saddr_valid)
+                a = f->saddr + f->w->v[f->vaddr][lane];
+        else
+                a = f->w->v[f->vaddr][lane] | (uint64_t) f->w->v[(f->vaddr + 1) & 255][lane] << 32;
+        return a + (int64_t) f->offset + byte_offset;
+}
+
+/* FLAT/GLOBAL: offset[11:0] (signed on gfx10), dlc 12, lds 13, seg[15:14],
+ * glc 16, slc 17, op[24:18]; dword 1: addr[7:0], data[15:8], saddr[22:16]
+ * (0x7d/0x7f = off), vdst[31:24]. */
+static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
+        MemOp m;
+        FlatCtx f = { .w = w };
+        uint32_t exec = wave_exec(w);
+        unsigned saddr = (in->w1 >> 16) & 0x7f, vdst = in->w1 >> 24, vdata = (in->w1 >> 8) & 0xff;
+        bool glc = (in->w0 >> 16) & 1;
+
+        if (in->enc == ENC_SCRATCH || !memop_from_flat(in->op, &m) || ((in->w0 >> 13) & 1))
+                return sim_isa_unsupported(r, w, in);
+        f.vaddr = in->w1 & 0xff;
+        f.offset = (int32_t) (in->w0 << 20) >> 20;
+        if (in->enc == ENC_GLOBAL && saddr != 0x7d && saddr != 0x7f) {
+                f.saddr_valid = true;
+                f.saddr = w->s[saddr] | (uint64_t) w->s[saddr + 1] << 32;
+        }
+        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
+                if (!((exec >> l) & 1))
+                        continue;
+                int k = lane_access(r, w, &m, l, flat_addr, &f, vdst, vdata, glc);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+typedef struct BufCtx {
+        const SimIsaWave *w;
+        uint64_t base;
+        uint32_t stride, soffset, inst_offset, index_stride;
+        bool swizzle, add_tid, idxen, offen;
+        unsigned vaddr;
+} BufCtx;
+
+/* RDNA2 ISA §8.1.6: buffer address = base + soffset + (swizzled) f(index, offset). */
+static uint64_t buf_addr(const void *c, unsigned lane, uint32_t byte_offset) {
+        const BufCtx *b = c;
+        uint32_t index = 0, offset = b->inst_offset + byte_offset;
+        unsigned v = b->vaddr;
+
+        if (b->idxen)
+                index = b->w->v[v++ & 255][lane];
+        if (b->offen)
+                offset += b->w->v[v & 255][lane];
+        if (b->add_tid)
+                index += lane;
+        if (!b->swizzle)
+                return b->base + b->soffset + offset + (uint64_t) index * b->stride;
+        /* Element size is 4 bytes on gfx10. */
+        uint64_t index_msb = index / b->index_stride, index_lsb = index % b->index_stride;
+        uint64_t off_msb = offset / 4, off_lsb = offset % 4;
+        return b->base + b->soffset + (index_msb * b->stride + off_msb * 4) * b->index_stride + index_lsb * 4 + off_lsb;
+}
+
+/* MUBUF: offset[11:0], offen 12, idxen 13, glc 14, dlc 15, lds 16, op[25:18];
+ * dword 1: vaddr[7:0], vdata[15:8], srsrc[20:16] (x4), slc 22, tfe 23,
+ * soffset[31:24]. V#: base[47:0], stride[61:48], swizzle_en 63, num_records
+ * dword 2, dword 3: index_stride[22:21], add_tid_enable 23. */
+static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
+        MemOp m;
+        BufCtx b = { .w = w };
+        uint32_t exec = wave_exec(w);
+        unsigned srsrc = ((in->w1 >> 16) & 0x1f) * 4, vdata = (in->w1 >> 8) & 0xff;
+        bool glc = (in->w0 >> 14) & 1;
+        uint32_t d0, d1, d3;
+
+        if (in->op == MUBUF_BUFFER_GL0_INV || in->op == MUBUF_BUFFER_GL1_INV)
+                return 0;
+        switch (in->op) {
+        /* Loads and stores have the GLOBAL numbers; the buffer atomics too. */
+        case MUBUF_BUFFER_LOAD_UBYTE: case MUBUF_BUFFER_LOAD_SBYTE: case MUBUF_BUFFER_LOAD_USHORT:
+        case MUBUF_BUFFER_LOAD_SSHORT: case MUBUF_BUFFER_LOAD_DWORD: case MUBUF_BUFFER_LOAD_DWORDX2:
+        case MUBUF_BUFFER_LOAD_DWORDX3: case MUBUF_BUFFER_LOAD_DWORDX4: case MUBUF_BUFFER_STORE_BYTE:
+        case MUBUF_BUFFER_STORE_SHORT: case MUBUF_BUFFER_STORE_DWORD: case MUBUF_BUFFER_STORE_DWORDX2:
+        case MUBUF_BUFFER_STORE_DWORDX3: case MUBUF_BUFFER_STORE_DWORDX4:
+        case MUBUF_BUFFER_ATOMIC_SWAP: case MUBUF_BUFFER_ATOMIC_CMPSWAP: case MUBUF_BUFFER_ATOMIC_ADD:
+        case MUBUF_BUFFER_ATOMIC_SUB: case MUBUF_BUFFER_ATOMIC_SMIN: case MUBUF_BUFFER_ATOMIC_UMIN:
+        case MUBUF_BUFFER_ATOMIC_SMAX: case MUBUF_BUFFER_ATOMIC_UMAX: case MUBUF_BUFFER_ATOMIC_AND:
+        case MUBUF_BUFFER_ATOMIC_OR: case MUBUF_BUFFER_ATOMIC_XOR: case MUBUF_BUFFER_ATOMIC_INC:
+        case MUBUF_BUFFER_ATOMIC_DEC:
+                break;
+        default:
+                return sim_isa_unsupported(r, w, in);
+        }
+        if (!memop_from_flat(in->op, &m) || ((in->w0 >> 16) & 1) || ((in->w1 >> 23) & 1))
+                return sim_isa_unsupported(r, w, in);
+        d0 = w->s[srsrc], d1 = w->s[srsrc + 1], d3 = w->s[srsrc + 3];
+        b.base = d0 | (uint64_t) (d1 & 0xffff) << 32;
+        b.stride = (d1 >> 16) & 0x3fff;
+        b.swizzle = (d1 >> 31) & 1;
+        b.index_stride = 8u << ((d3 >> 21) & 3);
+        b.add_tid = (d3 >> 23) & 1;
+        b.soffset = sim_isa_sread(r, w, in, in->w1 >> 24);
+        b.inst_offset = in->w0 & 0xfff;
+        b.offen = (in->w0 >> 12) & 1;
+        b.idxen = (in->w0 >> 13) & 1;
+        b.vaddr = in->w1 & 0xff;
+        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
+                if (!((exec >> l) & 1))
+                        continue;
+                int k = lane_access(r, w, &m, l, buf_addr, &b, vdata, vdata, glc);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+int sim_isa_exec_vmem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
+        switch (in->enc) {
+        case ENC_FLAT: case ENC_GLOBAL: case ENC_SCRATCH: return exec_flat(r, w, in);
+        case ENC_MUBUF: return exec_mubuf(r, w, in);
+        default: return sim_isa_unsupported(r, w, in);
+        }
+}
+
+/* LDS access for one lane; -EFAULT with the LDS byte address when outside the
+ * workgroup's allocation (the hardware would discard it; a model that faults
+ * finds the bug). */
+static int lds_ptr(SimIsaRun *r, SimIsaWave *w, uint32_t addr, unsigned len, void **ret) {
+        if ((uint64_t) addr + len > r->lds_size)
+                return sim_isa_fail(r, -EFAULT, w->pc, "LDS access of %u bytes at 0x%x outside the %u bytes of LDS at pc 0x%llx",
+                                    len, addr, r->lds_size, (unsigned long long) w->pc);
+        *ret = r->lds + addr;
+        return 0;
+}
+
+/* DS: offset0[7:0], offset1[15:8], gds 17, op[25:18]; dword 1: addr[7:0],
+ * data0[15:8], data1[23:16], vdst[31:24]. M0 does not bound LDS on gfx10. */
+int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
+        uint32_t exec = wave_exec(w);
+        unsigned off0 = in->w0 & 0xff, off1 = (in->w0 >> 8) & 0xff, op = in->op;
+        uint32_t offset = off0 | off1 << 8;
+        unsigned vaddr = in->w1 & 0xff, data0 = (in->w1 >> 8) & 0xff, data1 = (in->w1 >> 16) & 0xff,
+                 vdst = in->w1 >> 24;
+        AtomicOp at = AT_NONE;
+        bool rtn = false, is64 = false;
+        void *p = NULL;
+        int k;
+
+        if ((in->w0 >> 17) & 1)
+                return sim_isa_unsupported(r, w, in);   /* GDS */
+
+        switch (op) {
+        case DS_DS_ADD_U32: case DS_DS_ADD_RTN_U32: at = AT_ADD; break;
+        case DS_DS_SUB_U32: case DS_DS_SUB_RTN_U32: at = AT_SUB; break;
+        case DS_DS_RSUB_U32: case DS_DS_RSUB_RTN_U32: at = AT_RSUB; break;
+        case DS_DS_INC_U32: case DS_DS_INC_RTN_U32: at = AT_INC; break;
+        case DS_DS_DEC_U32: case DS_DS_DEC_RTN_U32: at = AT_DEC; break;
+        case DS_DS_MIN_I32: case DS_DS_MIN_RTN_I32: at = AT_SMIN; break;
+        case DS_DS_MAX_I32: case DS_DS_MAX_RTN_I32: at = AT_SMAX; break;
+        case DS_DS_MIN_U32: case DS_DS_MIN_RTN_U32: at = AT_UMIN; break;
+        case DS_DS_MAX_U32: case DS_DS_MAX_RTN_U32: at = AT_UMAX; break;
+        case DS_DS_AND_B32: case DS_DS_AND_RTN_B32: at = AT_AND; break;
+        case DS_DS_OR_B32: case DS_DS_OR_RTN_B32: at = AT_OR; break;
+        case DS_DS_XOR_B32: case DS_DS_XOR_RTN_B32: at = AT_XOR; break;
+        case DS_DS_WRXCHG_RTN_B32: at = AT_SWAP; break;
+        case DS_DS_CMPST_B32: case DS_DS_CMPST_RTN_B32: at = AT_CMPSWAP; break;
+        case DS_DS_ADD_U64: case DS_DS_ADD_RTN_U64: at = AT_ADD; is64 = true; break;
+        case DS_DS_SUB_U64: case DS_DS_SUB_RTN_U64: at = AT_SUB; is64 = true; break;
+        case DS_DS_MIN_U64: case DS_DS_MIN_RTN_U64: at = AT_UMIN; is64 = true; break;
+        case DS_DS_MAX_U64: case DS_DS_MAX_RTN_U64: at = AT_UMAX; is64 = true; break;
+        case DS_DS_MIN_I64: case DS_DS_MIN_RTN_I64: at = AT_SMIN; is64 = true; break;
+        case DS_DS_MAX_I64: case DS_DS_MAX_RTN_I64: at = AT_SMAX; is64 = true; break;
+        case DS_DS_AND_B64: case DS_DS_AND_RTN_B64: at = AT_AND; is64 = true; break;
+        case DS_DS_OR_B64: case DS_DS_OR_RTN_B64: at = AT_OR; is64 = true; break;
+        case DS_DS_XOR_B64: case DS_DS_XOR_RTN_B64: at = AT_XOR; is64 = true; break;
+        case DS_DS_WRXCHG_RTN_B64: at = AT_SWAP; is64 = true; break;
+        case DS_DS_CMPST_B64: case DS_DS_CMPST_RTN_B64: at = AT_CMPSWAP; is64 = true; break;
+        }
+        if (at != AT_NONE) {
+                rtn = (op >= DS_DS_ADD_RTN_U32 && op <= DS_DS_WRAP_RTN_B32) || op >= DS_DS_ADD_RTN_U64;
+                unsigned n = is64 ? 8 : 4;
+                for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
+                        if (!((exec >> l) & 1))
+                                continue;
+                        k = lds_ptr(r, w, w->v[vaddr][l] + offset, n, &p);
+                        if (k < 0)
+                                return k;
+                        uint64_t old = 0, src, cmp = 0, nv;
+                        memcpy(&old, p, n);
+                        src = w->v[data0][l] | (is64 ? (uint64_t) w->v[(data0 + 1) & 255][l] << 32 : 0);
+                        /* ds_cmpst: data0 is the compare value, data1 the new one. */
+                        if (at == AT_CMPSWAP) {
+                                cmp = src;
+                                src = w->v[data1][l] | (is64 ? (uint64_t) w->v[(data1 + 1) & 255][l] << 32 : 0);
+                        }
+                        nv = atomic_apply(at, old, src, cmp, is64);
+                        memcpy(p, &nv, n);
+                        if (rtn) {
+                                w->v[vdst][l] = (uint32_t) old;
+                                if (is64)
+                                        w->v[(vdst + 1) & 255][l] = (uint32_t) (old >> 32);
+                        }
+                }
+                return 0;
+        }
+
+        unsigned size = 0, ndw = 0, stride = 0;
+        bool store = false, two = false, sign = false;
+        switch (op) {
+        case DS_DS_WRITE_B8: size = 1; ndw = 1; store = true; break;
+        case DS_DS_WRITE_B16: size = 2; ndw = 1; store = true; break;
+        case DS_DS_WRITE_B32: size = 4; ndw = 1; store = true; break;
+        case DS_DS_WRITE_B64: size = 4; ndw = 2; store = true; break;
+        case DS_DS_WRITE_B96: size = 4; ndw = 3; store = true; break;
+        case DS_DS_WRITE_B128: size = 4; ndw = 4; store = true; break;
+        case DS_DS_WRITE2_B32: size = 4; ndw = 1; store = two = true; stride = 4; break;
+        case DS_DS_WRITE2ST64_B32: size = 4; ndw = 1; store = two = true; stride = 256; break;
+        case DS_DS_WRITE2_B64: size = 4; ndw = 2; store = two = true; stride = 8; break;
+        case DS_DS_WRITE2ST64_B64: size = 4; ndw = 2; store = two = true; stride = 512; break;
+        case DS_DS_READ_U8: size = 1; ndw = 1; break;
+        case DS_DS_READ_I8: size = 1; ndw = 1; sign = true; break;
+        case DS_DS_READ_U16: size = 2; ndw = 1; break;
+        case DS_DS_READ_I16: size = 2; ndw = 1; sign = true; break;
+        case DS_DS_READ_B32: size = 4; ndw = 1; break;
+        case DS_DS_READ_B64: size = 4; ndw = 2; break;
+        case DS_DS_READ_B96: size = 4; ndw = 3; break;
+        case DS_DS_READ_B128: size = 4; ndw = 4; break;
+        case DS_DS_READ2_B32: size = 4; ndw = 1; two = true; stride = 4; break;
+        case DS_DS_READ2ST64_B32: size = 4; ndw = 1; two = true; stride = 256; break;
+        case DS_DS_READ2_B64: size = 4; ndw = 2; two = true; stride = 8; break;
+        case DS_DS_READ2ST64_B64: size = 4; ndw = 2; two = true; stride = 512; break;
+        default:
+                return sim_isa_unsupported(r, w, in);
+        }
+        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
+                if (!((exec >> l) & 1))
+                        continue;
+                uint32_t base = w->v[vaddr][l];
+                for (unsigned half = 0; half < (two ? 2u : 1u); half++) {
+                        uint32_t a = two ? base + (half ? off1 : off0) * stride : base + offset;
+                        unsigned src = half ? data1 : data0, dst = vdst + half * ndw;
+                        for (unsigned i = 0; i < ndw; i++) {
+                                k = lds_ptr(r, w, a + 4 * i, size, &p);
+                                if (k < 0)
+                                        return k;
+                                if (store) {
+                                        uint32_t x = w->v[(src + i) & 255][l];
+                                        memcpy(p, &x, size);
+                                } else {
+                                        uint32_t x = 0;
+                                        memcpy(&x, p, size);
+                                        if (sign)
+                                                x = size == 1 ? (uint32_t) (int32_t) (int8_t) x : (uint32_t) (int32_t) (int16_t) x;
+                                        w->v[(dst + i) & 255][l] = x;
+                                }
+                        }
+                }
+        }
+        return 0;
+}

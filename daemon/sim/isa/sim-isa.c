@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sim_isa_dispatch(): the interpreter loop. Runs the workgroups of a dispatch
+ * one after another; inside a workgroup the waves take turns (a slice of
+ * instructions each, round-robin) and meet at s_barrier. Sets up the initial
+ * wave state from the dispatch registers as described in sim-isa.h, fetches
+ * instructions through the caller's translate callback (one cached page), and
+ * turns every failure into a SimIsaResult with the pc and a message. Owns the
+ * waves and the LDS of the running workgroup for the duration of the call.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim-isa-internal.h"
+
+#define SLICE 256u
+#define MAX_LDS (64u * 1024u)
+
+int sim_isa_fail(SimIsaRun *r, int error, uint64_t pc, const char *fmt, ...) {
+        va_list ap;
+
+        if (r->ret->error == 0) {
+                r->ret->error = error;
+                r->ret->fault_pc = pc;
+                va_start(ap, fmt);
+                vsnprintf(r->ret->message, sizeof(r->ret->message), fmt, ap);
+                va_end(ap);
+        }
+        return error;
+}
+
+int sim_isa_unsupported(SimIsaRun *r, const SimIsaWave *w, const SimIsaInst *inst) {
+        const char *name = sim_isa_inst_name(inst);
+
+        r->ret->bad_encoding[0] = inst->w0;
+        r->ret->bad_encoding[1] = inst->w1;
+        if (name)
+                return sim_isa_fail(r, -EILSEQ, w->pc,
+                                    "unsupported form of instruction %s (encoding 0x%08x 0x%08x) at pc 0x%llx", name,
+                                    inst->w0, inst->w1, (unsigned long long) w->pc);
+        return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction %s opcode %u (encoding 0x%08x 0x%08x) at pc 0x%llx",
+                            sim_isa_enc_name(inst->enc), inst->op, inst->w0, inst->w1, (unsigned long long) w->pc);
+}
+
+static int translate_page(SimIsaRun *r, uint64_t page, bool write, uint8_t **ret) {
+        void *p;
+        int k = r->mem->translate(r->mem->userdata, page, SIM_ISA_PAGE, write, &p);
+        if (k < 0)
+                return k;
+        *ret = p;
+        return 0;
+}
+
+int sim_isa_mem(SimIsaRun *r, const SimIsaWave *w, uint64_t va, uint32_t len, bool write, void **ret_host) {
+        uint64_t page = va & ~(uint64_t) (SIM_ISA_PAGE - 1);
+        SimIsaTlbEntry *e;
+        int k;
+
+        if (va + len < va)
+                goto fault;
+        if (((va + len - 1) & ~(uint64_t) (SIM_ISA_PAGE - 1)) != page) {
+                /* Crosses a page: ask for exactly this range. */
+                k = r->mem->translate(r->mem->userdata, va, len, write, ret_host);
+                if (k < 0)
+                        goto fault;
+                return 0;
+        }
+        e = &r->tlb[(page / SIM_ISA_PAGE) % SIM_ISA_TLB_SIZE];
+        if (e->page == page && (e->writable || !write)) {
+                *ret_host = e->host + (va - page);
+                return 0;
+        }
+        uint8_t *host;
+        if (translate_page(r, page, write, &host) >= 0) {
+                e->page = page;
+                e->host = host;
+                e->writable = write;
+                *ret_host = host + (va - page);
+                return 0;
+        }
+        /* The page is only partly mapped: translate the exact range, uncached. */
+        k = r->mem->translate(r->mem->userdata, va, len, write, ret_host);
+        if (k >= 0)
+                return 0;
+fault:
+        r->ret->fault_va = va;
+        return sim_isa_fail(r, -EFAULT, w->pc, "memory fault: %s of %u bytes at 0x%llx, pc 0x%llx",
+                            write ? "write" : "read", len, (unsigned long long) va, (unsigned long long) w->pc);
+}
+
+static int fetch(SimIsaRun *r, const SimIsaWave *w, uint64_t va, uint32_t *ret) {
+        uint64_t page = va & ~(uint64_t) (SIM_ISA_PAGE - 1);
+
+        if (va & 3) {
+                r->ret->fault_va = va;
+                return sim_isa_fail(r, -EFAULT, w->pc, "misaligned pc 0x%llx", (unsigned long long) va);
+        }
+        if (!r->code_host || r->code_page != page) {
+                uint8_t *host;
+                void *p;
+                if (translate_page(r, page, false, &host) < 0) {
+                        /* Code near the end of a mapping: fetch the dword alone. */
+                        if (r->mem->translate(r->mem->userdata, va, 4, false, &p) < 0) {
+                                r->ret->fault_va = va;
+                                return sim_isa_fail(r, -EFAULT, w->pc, "instruction fetch fault at 0x%llx",
+                                                    (unsigned long long) va);
+                        }
+                        memcpy(ret, p, 4);
+                        return 0;
+                }
+                r->code_page = page;
+                r->code_host = host;
+        }
+        memcpy(ret, r->code_host + (va - page), 4);
+        return 0;
+}
+
+/* Fetch, decode and execute one instruction of w. */
+static int step(SimIsaRun *r, SimIsaWave *w) {
+        uint32_t words[3] = { 0 };
+        SimIsaInst inst;
+        int k;
+
+        k = fetch(r, w, w->pc, &words[0]);
+        if (k < 0)
+                return k;
+        /* Every 8-byte encoding has bit 31 set and is not SOP*; fetch the second dword lazily. */
+        if ((words[0] >> 30) == 3) {
+                k = fetch(r, w, w->pc + 4, &words[1]);
+                if (k < 0)
+                        return k;
+        } else if ((words[0] >> 31) == 0 || (words[0] >> 30) == 2) {
+                /* VOP1/2/C or SALU: the second dword may be a literal. */
+                if (sim_isa_needs_literal(words[0])) {
+                        k = fetch(r, w, w->pc + 4, &words[1]);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        sim_isa_decode(words, &inst);
+        if (inst.has_literal && inst.size == 12) {
+                k = fetch(r, w, w->pc + 8, &inst.literal);
+                if (k < 0)
+                        return k;
+        }
+        if (!sim_isa_inst_name(&inst) || sim_isa_bad_operand(&inst)) {
+                r->ret->bad_encoding[0] = inst.w0;
+                r->ret->bad_encoding[1] = inst.w1;
+                return sim_isa_unsupported(r, w, &inst);
+        }
+
+        r->ret->wave_instructions++;
+        r->ret->lane_instructions += __builtin_popcount(wave_exec(w));
+
+        switch (inst.enc) {
+        case ENC_SOP2: case ENC_SOPK: case ENC_SOP1: case ENC_SOPC: case ENC_SOPP:
+                k = sim_isa_exec_salu(r, w, &inst);
+                break;
+        case ENC_SMEM:
+                k = sim_isa_exec_smem(r, w, &inst);
+                break;
+        case ENC_VOP1: case ENC_VOP2: case ENC_VOPC: case ENC_VOP3:
+                k = sim_isa_exec_valu(r, w, &inst);
+                break;
+        case ENC_FLAT: case ENC_GLOBAL: case ENC_SCRATCH: case ENC_MUBUF:
+                k = sim_isa_exec_vmem(r, w, &inst);
+                break;
+        case ENC_DS:
+                k = sim_isa_exec_ds(r, w, &inst);
+                break;
+        default:
+                k = sim_isa_unsupported(r, w, &inst);
+        }
+        if (k < 0)
+                return k;
+        if (k == 0)
+                w->pc += inst.size;
+        return 0;
+}
+
+/* Initial state of wave `index` of workgroup r->wg_id (sim-isa.h). */
+static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_threads) {
+        const SimIsaDispatch *d = r->d;
+        unsigned user = (d->rsrc2 >> 1) & 31, n = 0, tidig = (d->rsrc2 >> 11) & 3;
+        unsigned first = index * SIM_ISA_LANES, live = MIN_U(SIM_ISA_LANES, wg_threads - first);
+
+        memset(w->s, 0, sizeof(w->s));
+        for (n = 0; n < user && n < 16; n++)
+                w->s[n] = d->user_sgpr[n];
+        for (unsigned i = 0; i < 3; i++)
+                if ((d->rsrc2 >> (7 + i)) & 1)
+                        w->s[n++] = r->wg_id[i];
+        if ((d->rsrc2 >> 10) & 1)
+                w->s[n++] = r->n_waves;
+        if (d->rsrc2 & 1)
+                w->s[n++] = index * SIM_ISA_LANES * ((d->scratch_per_lane + 3) & ~3u);
+        w->s[OPND_EXEC_LO] = live >= 32 ? ~0u : (1u << live) - 1;
+        w->pc = d->entry_va;
+        w->scc = false;
+        w->done = w->at_barrier = false;
+        w->index = index;
+        w->mode = 0;
+        w->flat_scratch_lo = w->flat_scratch_hi = 0;
+        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
+                unsigned t = first + l, x = t % d->wg_size[0], y = (t / d->wg_size[0]) % d->wg_size[1],
+                         z = t / (d->wg_size[0] * d->wg_size[1]);
+                if (l >= live)
+                        x = y = z = 0;
+                w->v[0][l] = x;
+                w->v[1][l] = tidig >= 1 ? y : 0;
+                w->v[2][l] = tidig >= 2 ? z : 0;
+        }
+}
+
+static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, unsigned n_waves, unsigned wg_threads, uint64_t budget) {
+        unsigned done = 0;
+
+        memset(r->lds, 0, r->lds_size);
+        for (unsigned i = 0; i < n_waves; i++)
+                wave_init(r, &waves[i], i, wg_threads);
+
+        while (done < n_waves) {
+                unsigned waiting = 0;
+                bool progressed = false;
+
+                for (unsigned i = 0; i < n_waves; i++) {
+                        SimIsaWave *w = &waves[i];
+                        for (unsigned n = 0; n < SLICE && !w->done && !w->at_barrier; n++) {
+                                if (budget && r->ret->wave_instructions >= budget)
+                                        return sim_isa_fail(r, -ETIME, w->pc,
+                                                            "instruction budget of %llu wave instructions exceeded at pc 0x%llx",
+                                                            (unsigned long long) budget, (unsigned long long) w->pc);
+                                int k = step(r, w);
+                                if (k < 0)
+                                        return k;
+                                progressed = true;
+                                if (w->done)
+                                        done++;
+                        }
+                }
+                for (unsigned i = 0; i < n_waves; i++)
+                        waiting += waves[i].at_barrier;
+                if (waiting > 0 && waiting == n_waves - done) {
+                        /* Every live wave arrived: release the barrier. */
+                        for (unsigned i = 0; i < n_waves; i++)
+                                waves[i].at_barrier = false;
+                        progressed = true;
+                }
+                if (!progressed && done < n_waves)
+                        return sim_isa_fail(r, -EDEADLK, waves[0].pc, "workgroup deadlocked");
+        }
+        return 0;
+}
+
+int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t max_wave_instructions, SimIsaResult *ret) {
+        SimIsaRun r = { .d = d, .mem = mem, .ret = ret };
+        uint64_t wg_threads;
+        unsigned n_waves;
+        int k = 0;
+
+        memset(ret, 0, sizeof(*ret));
+        for (unsigned i = 0; i < SIM_ISA_TLB_SIZE; i++)
+                r.tlb[i].page = UINT64_MAX;
+        if (!d->wave32)
+                return sim_isa_fail(&r, -EINVAL, d->entry_va, "wave64 dispatch is not modelled");
+        wg_threads = (uint64_t) d->wg_size[0] * d->wg_size[1] * d->wg_size[2];
+        if (wg_threads == 0 || wg_threads > 1024)
+                return sim_isa_fail(&r, -EINVAL, d->entry_va, "workgroup size %ux%ux%u is not 1..1024 threads",
+                                    d->wg_size[0], d->wg_size[1], d->wg_size[2]);
+        if (d->lds_bytes > MAX_LDS)
+                return sim_isa_fail(&r, -EINVAL, d->entry_va, "LDS size %u exceeds 64 KiB", d->lds_bytes);
+        if (d->grid[0] == 0 || d->grid[1] == 0 || d->grid[2] == 0)
+                return 0;
+
+        n_waves = (unsigned) ((wg_threads + SIM_ISA_LANES - 1) / SIM_ISA_LANES);
+        SimIsaWave *waves = calloc(n_waves, sizeof(SimIsaWave));
+        r.lds_size = d->lds_bytes;
+        r.lds = calloc(1, d->lds_bytes ? d->lds_bytes : 1);
+        if (!waves || !r.lds) {
+                free(waves);
+                free(r.lds);
+                return sim_isa_fail(&r, -ENOMEM, d->entry_va, "out of memory for %u waves", n_waves);
+        }
+        r.n_waves = n_waves;
+
+        for (uint32_t z = 0; z < d->grid[2] && k >= 0; z++)
+                for (uint32_t y = 0; y < d->grid[1] && k >= 0; y++)
+                        for (uint32_t x = 0; x < d->grid[0] && k >= 0; x++) {
+                                r.wg_id[0] = x, r.wg_id[1] = y, r.wg_id[2] = z;
+                                k = run_workgroup(&r, waves, n_waves, (unsigned) wg_threads, max_wave_instructions);
+                        }
+        free(waves);
+        free(r.lds);
+        return k < 0 ? k : 0;
+}
