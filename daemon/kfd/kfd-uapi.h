@@ -11,6 +11,14 @@
 #include <linux/kfd_ioctl.h>
 
 /*
+ * The uapi header spells this flag (1 << 31): a signed shift into the sign
+ * bit, undefined behaviour in C that UBSan reports at every use. Same value,
+ * unsigned. (include/uapi/linux/kfd_ioctl.h, all versions up to 1.17.)
+ */
+#undef KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+#define KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE (1u << 31)
+
+/*
  * AMDKFD_IOC_EXPORT_DMABUF, uapi 1.12 ("Add DMA-buf export ioctl").
  * Source: include/uapi/linux/kfd_ioctl.h in Linux >= 6.1:
  *   struct kfd_ioctl_export_dmabuf_args { __u64 handle; __u32 flags; __u32 dmabuf_fd; };

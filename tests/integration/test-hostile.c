@@ -67,17 +67,18 @@ static void expect_error(Kfdbroker__V1__ServerMessage *m, int error, const char 
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
 }
 
-/* Waits until the daemon's fd count drops back to n (work retires asynchronously). */
+/* Waits until the daemon holds no more fds than before (work retires
+ * asynchronously; under ASan it takes a while). */
 static void assert_fds_return_to(int n) {
         int now = -1;
 
-        for (int i = 0; i < 300; i++) {
+        for (int i = 0; i < 2000; i++) {
                 now = test_daemon_count_fds(&d);
-                if (now == n)
+                if (now >= 0 && now <= n)
                         return;
                 usleep(10000);
         }
-        cr_assert_eq(now, n, "daemon fd count %d did not return to %d", now, n);
+        cr_assert_leq(now, n, "daemon fd count %d did not return to %d", now, n);
 }
 
 TestSuite(hostile, .init = setup, .fini = teardown, .timeout = 60);
