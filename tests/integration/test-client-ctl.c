@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdbrokerctl and libkfdbroker's poll-loop integration against the real
+ * kfdbrokerd on the simulated GPU: what a user sees from `kfdbrokerctl
+ * status` (text and JSON) and `kfdbrokerctl demo` (the user story: two
+ * 64 MiB buffers, a GPU fill and copy, every byte checked), the message when
+ * no daemon listens, and a client that drives completion from its own poll(2)
+ * loop on kfdb_get_event_fd() and kfdb_get_fd().
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kfdbroker.h"
+
+extern char **environ;
+
+static TestDaemon d;
+
+static void setup(void) {
+        test_daemon_start(&d, NULL);
+}
+
+static void teardown(void) {
+        cr_assert_eq(test_daemon_stop(&d), 0, "kfdbrokerd must exit 0 on SIGTERM");
+}
+
+TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Reads all of fd into a malloc'd string. */
+static char *slurp(int fd) {
+        size_t n = 0, cap = 4096;
+        char *buf = malloc(cap);
+        ssize_t k;
+
+        cr_assert_not_null(buf);
+        while ((k = read(fd, buf + n, cap - n - 1)) > 0) {
+                n += (size_t) k;
+                if (cap - n < 2) {
+                        cap *= 2;
+                        buf = realloc(buf, cap);
+                        cr_assert_not_null(buf);
+                }
+        }
+        buf[n] = '\0';
+        return buf;
+}
+
+/* Runs kfdbrokerctl with args; returns its exit status, stdout and stderr. */
+static int run_ctl(const char *const *args, char **ret_out, char **ret_err) {
+        const char *ctl = getenv("KFDBROKERCTL");
+        posix_spawn_file_actions_t fa;
+        char *argv[16];
+        int out[2], err[2], status = 0;
+        size_t n = 0;
+        pid_t pid;
+
+        cr_assert_not_null(ctl, "KFDBROKERCTL is not set (run through meson test)");
+        argv[n++] = (char *) ctl;
+        for (; args[n - 1] && n < 15; n++)
+                argv[n] = (char *) args[n - 1];
+        argv[n] = NULL;
+        cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+        cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+        cr_assert_eq(posix_spawn(&pid, ctl, &fa, NULL, argv, environ), 0);
+        posix_spawn_file_actions_destroy(&fa);
+        close(out[1]);
+        close(err[1]);
+        *ret_out = slurp(out[0]);
+        *ret_err = slurp(err[0]);
+        close(out[0]);
+        close(err[0]);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status), "kfdbrokerctl died: %d", status);
+        return WEXITSTATUS(status);
+}
+
+Test(ctl, status_text_and_json) {
+        const char *text[] = { "--socket", d.sock, "status", NULL };
+        const char *json[] = { "--json", "--socket", d.sock, "status", NULL };
+        char *out, *err;
+
+        cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strstr(out, "daemon:   kfdbrokerd 0.1.0\n"), "%s", out);
+        cr_assert(strstr(out, "backend:  sim\n"), "%s", out);
+        cr_assert(strstr(out, "device:   gfx1030"), "%s", out);
+        /* The session of kfdbrokerctl itself. */
+        cr_assert(strstr(out, "sessions: 1\n"), "%s", out);
+        cr_assert(strstr(out, "jobs:     0 completed, 0 failed\n"), "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strstr(out, "{\"daemon_version\":\"0.1.0\",\"backend\":\"sim\",\"gfx_name\":\"gfx1030\""),
+                  "%s", out);
+        cr_assert(strstr(out, "\"sessions\":1,\"jobs_completed\":0,\"jobs_failed\":0"), "%s", out);
+        free(out);
+        free(err);
+}
+
+Test(ctl, demo_checks_every_byte_of_64_mib) {
+        const char *demo[] = { "--socket", d.sock, "demo", NULL };
+        const char *json[] = { "--socket", d.sock, "--json", "demo", "--size=1M", "--vram", NULL };
+        char *out, *err;
+
+        cr_assert_eq(run_ctl(demo, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
+        cr_assert(strstr(out, "allocated 2 buffers of 64.0 MiB in GTT"), "%s", out);
+        cr_assert(strstr(out, "checked all 67108864 bytes of both buffers"), "%s", out);
+        cr_assert(strstr(out, " GB/s\n"), "%s", out);
+        /* 16 fills and one copy, and nothing else ran on this daemon. */
+        cr_assert(strstr(out, "daemon: 17 jobs completed, 0 failed"), "%s", out);
+        cr_assert(strstr(out, "demo passed\n"), "%s", out);
+        cr_assert_str_empty(err);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(json, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
+        cr_assert(strstr(out, "{\"passed\":true,\"size\":1048576,\"backend\":\"sim\""), "%s", out);
+        cr_assert(strstr(out, "\"wrong_bytes\":0,\"daemon_jobs_completed\":34,"), "%s", out);
+        free(out);
+        free(err);
+}
+
+Test(ctl, no_daemon_and_bad_usage) {
+        const char *missing[] = { "--socket", "/nonexistent/kfdbroker.sock", "status", NULL };
+        const char *unknown[] = { "--socket", d.sock, "frobnicate", NULL };
+        const char *bad_size[] = { "--socket", d.sock, "demo", "--size=1000", NULL };
+        const char *version[] = { "--version", NULL };
+        char *out, *err;
+
+        cr_assert_eq(run_ctl(missing, &out, &err), 1);
+        cr_assert_str_eq(err, "kfdbrokerctl: cannot connect to /nonexistent/kfdbroker.sock: No such "
+                              "file or directory (is kfdbrokerd running?)\n");
+        free(out);
+        free(err);
+        cr_assert_eq(run_ctl(unknown, &out, &err), 1);
+        cr_assert_str_eq(err, "kfdbrokerctl: unknown command 'frobnicate'. Try 'kfdbrokerctl --help'.\n");
+        free(out);
+        free(err);
+        cr_assert_eq(run_ctl(bad_size, &out, &err), 1);
+        cr_assert(strstr(err, "--size must be a multiple of 65536 bytes, got '1000'"), "%s", err);
+        free(out);
+        free(err);
+        cr_assert_eq(run_ctl(version, &out, &err), 0);
+        cr_assert_str_eq(out, "kfdbrokerctl 0.1.0\n");
+        free(out);
+        free(err);
+}
+
+/* A client that owns its event loop: it polls the library's two fds itself. */
+Test(ctl, completion_through_a_clients_own_poll_loop) {
+        kfdb_session *s = NULL;
+        kfdb_buffer *a = NULL, *b = NULL;
+        kfdb_batch *batch = NULL;
+        kfdb_event *e = NULL;
+        kfdb_wait_entry w;
+        kfdb_wait_result result;
+        uint64_t fence = 0, age;
+        uint32_t *map;
+        int r;
+
+        r = kfdb_session_new(d.sock, "poll-loop", &s);
+        cr_assert_eq(r, 0, "connect: %s", strerror(-r));
+        cr_assert_eq(kfdb_buffer_alloc(s, 1 << 20, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 1 << 20, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_event_create(s, false, &e), 0, "%s", kfdb_session_last_error(s));
+        age = kfdb_event_get_age(e);
+        cr_assert_eq(age, 1, "a new event has age 1 in the session page");
+
+        /* Nothing signals the event yet: a 0 ms wait times out and reports the age. */
+        w = (kfdb_wait_entry) { e, 0 };
+        cr_assert_eq(kfdb_wait_events(s, &w, 1, false, 20, &result), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(result, KFDB_WAIT_TIMEOUT);
+
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 1 << 20, 0x01020304), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, b, 4096, a, 0, (1 << 20) - 4096), 0);
+        cr_assert_eq(kfdb_batch_signal_event(batch, e), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+
+        while (kfdb_fence_is_done(s, fence) == 0) {
+                struct pollfd p[2] = {
+                        { .fd = kfdb_get_event_fd(s), .events = POLLIN },
+                        { .fd = kfdb_get_fd(s), .events = POLLIN },
+                };
+                cr_assert_geq(poll(p, 2, 10000), 1, "no wakeup within 10 s");
+                cr_assert_geq(kfdb_process(s), 0);
+        }
+        cr_assert_eq(kfdb_fence_wait(s, fence, 0), 0, "%s", kfdb_session_last_error(s));
+        cr_assert(kfdb_event_is_signaled(e));
+        cr_assert_gt(kfdb_event_get_age(e), age, "a signal bumps the event's age");
+
+        /* The copy landed 4096 bytes in: the first page is still zero. */
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &map), 0);
+        cr_assert_eq(map[0], 0);
+        cr_assert_eq(map[1023], 0);
+        cr_assert_eq(map[1024], 0x01020304);
+        cr_assert_eq(map[(1 << 18) - 1], 0x01020304);
+
+        /* A copy past the end is refused by the library before the daemon sees it. */
+        cr_assert_eq(kfdb_batch_copy(batch, b, 8, a, 0, 1 << 20), -EINVAL);
+        kfdb_session_free(s);
+}
