@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Identity: who a client is, as the kernel tells it — never as the client
+ * says. uid/gid/pid come from SO_PEERCRED; supplementary groups, comm and the
+ * cgroup path from /proc/PID; the systemd unit, a Flatpak/snap app id and a
+ * container name are derived from the cgroup path (and, where the daemon may
+ * read it, from the process's root and namespaces). Policy rules match on it
+ * and accounting aggregates by it.
+ *
+ * An Identity is a plain value owned by whoever filled it (a Session);
+ * identity_done() frees its strings, identity_copy() duplicates it. Reading is
+ * pinned to the process through a pidfd: /proc is read first, then the pidfd
+ * is checked to still name a live process, so a pid reused in between is
+ * caught (-ESRCH) instead of yielding a stranger's identity.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+/* Upper bound on supplementary groups read (the kernel's NGROUPS_MAX). */
+#define IDENTITY_MAX_GIDS 65536u
+
+typedef enum IdentityAppSource {
+        IDENTITY_APP_NONE = 0,
+        IDENTITY_APP_FLATPAK_INFO,  /* /proc/PID/root/.flatpak-info [Application] name= */
+        IDENTITY_APP_FLATPAK_SCOPE, /* cgroup unit app-flatpak-<id>-<n>.scope */
+        IDENTITY_APP_SNAP,          /* cgroup unit snap.<name>.<app>….scope/.service */
+} IdentityAppSource;
+
+typedef enum IdentityContainerSource {
+        IDENTITY_CONTAINER_NONE = 0,
+        IDENTITY_CONTAINER_MACHINE,    /* machine-<name>.scope (systemd-machined) */
+        IDENTITY_CONTAINER_NSPAWN,     /* systemd-nspawn@<name>.service */
+        IDENTITY_CONTAINER_DOCKER,     /* docker-<id>.scope or /docker/<id> */
+        IDENTITY_CONTAINER_PODMAN,     /* libpod-<id>.scope or …/libpod-<id> */
+        IDENTITY_CONTAINER_CRI,        /* cri-containerd-<id>.scope, crio-<id>.scope */
+        IDENTITY_CONTAINER_LXC,        /* /lxc.payload.<name>, /lxc/<name> */
+        IDENTITY_CONTAINER_NAMESPACE,  /* other pid or mount namespace, no name known */
+} IdentityContainerSource;
+
+typedef struct Identity {
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        gid_t *gids; /* supplementary groups (Groups: in /proc/PID/status) */
+        size_t n_gids;
+        char comm[17]; /* client-controlled: escape before logging */
+
+        char *cgroup;      /* cgroup v2 path, e.g. "/system.slice/foo.service"; NULL if unknown */
+        char *unit;        /* system unit: first non-slice component, e.g. "foo.service" */
+        char *user_unit;   /* unit inside user@UID.service, e.g. "foo.service"; else NULL */
+        uid_t user_unit_uid; /* UID of that user@UID.service, (uid_t) -1 if none */
+        char *slice;       /* innermost slice above the system unit, e.g. "system.slice" */
+
+        char *app_id; /* Flatpak or snap app id, NULL if none */
+        IdentityAppSource app_source;
+
+        /* True if the client runs in a container: a container cgroup convention
+         * matched, or its pid or mount namespace differs from the daemon's
+         * and it is not a Flatpak app (Flatpak sandboxes also use namespaces). */
+        bool in_container;
+        char *container; /* container/machine name or id, NULL if unknown */
+        IdentityContainerSource container_source;
+        bool other_pid_ns, other_mnt_ns; /* as far as readable */
+} Identity;
+
+/* Fills *ret from a connected AF_UNIX socket: SO_PEERCRED, then a pidfd from
+ * SO_PEERPIDFD (Linux 6.5) or pidfd_open(), then /proc.
+ * Returns 0, -ESRCH if the peer died or its pid was reused while being read,
+ * -ENOMEM, or another -errno from getsockopt()/reading /proc. */
+int identity_from_peer(int sockfd, Identity *ret);
+/* Same for a process given by pid and the credentials the kernel stamped on
+ * its connection (cred may be NULL: then uid/gid come from /proc/PID/status). */
+int identity_from_pid(pid_t pid, const struct ucred *cred, Identity *ret);
+/* Same with a pidfd the caller already holds (the Session's); the pidfd is
+ * used for the liveness check and not closed. */
+int identity_from_pidfd(int pidfd, pid_t pid, const struct ucred *cred, Identity *ret);
+
+/* The worker behind the three above, with the /proc root as a parameter so
+ * tests can point it at a fabricated tree. pidfd < 0 skips the liveness check;
+ * self_ns_root is where the daemon's own ns/ links are read ("/proc/self" in
+ * production), NULL to skip the namespace comparison. */
+int identity_read(const char *proc_root, pid_t pid, int pidfd, const struct ucred *cred,
+                  const char *self_ns_root, Identity *ret);
+
+/* Derives unit, user unit, slice, app id and container from id->cgroup alone
+ * (identity_read calls it; exposed for tests). Returns 0 or -ENOMEM. */
+int identity_parse_cgroup(Identity *id);
+
+void identity_done(Identity *id);
+int identity_copy(const Identity *src, Identity *ret);
+
+/* True if gid is the primary or a supplementary group. */
+bool identity_has_gid(const Identity *id, gid_t gid);
+
+const char *identity_app_source_to_string(IdentityAppSource s);
+const char *identity_container_source_to_string(IdentityContainerSource s);

@@ -1,0 +1,1073 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * See policy.h. The loader reads each file whole (bounded), walks it line by
+ * line and builds a flat array of rules; any error aborts the whole load with
+ * "FILE:LINE: message", so the caller keeps its old Policy. User= and Group=
+ * names are resolved here, once, so resolving a client is pure matching and
+ * never touches NSS on the event loop.
+ */
+#include "policy.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "util/macro.h"
+
+typedef enum LimitKey {
+        LIMIT_BUFFER_MEMORY,
+        LIMIT_MAX_BUFFER_SIZE,
+        LIMIT_BUFFERS,
+        LIMIT_EVENTS,
+        LIMIT_JOBS_IN_FLIGHT,
+        LIMIT_WEIGHT,
+        LIMIT_PRIORITY,
+        LIMIT_COMPUTE_DISPATCH,
+        LIMIT_JOB_TIMEOUT,
+        _LIMIT_MAX,
+} LimitKey;
+
+typedef enum MatchKey {
+        MATCH_USER,
+        MATCH_GROUP,
+        MATCH_UNIT,
+        MATCH_USER_UNIT,
+        MATCH_CGROUP_PREFIX,
+        MATCH_APP_ID,
+        MATCH_CONTAINER,
+        _MATCH_MAX,
+} MatchKey;
+
+_Static_assert((int) _MATCH_MAX <= 16 && (int) _LIMIT_MAX <= 16, "key_line too small");
+
+static const char *const limit_key_names[_LIMIT_MAX] = {
+        [LIMIT_BUFFER_MEMORY] = "BufferMemory",   [LIMIT_MAX_BUFFER_SIZE] = "MaxBufferSize",
+        [LIMIT_BUFFERS] = "Buffers",              [LIMIT_EVENTS] = "Events",
+        [LIMIT_JOBS_IN_FLIGHT] = "JobsInFlight",  [LIMIT_WEIGHT] = "Weight",
+        [LIMIT_PRIORITY] = "Priority",            [LIMIT_COMPUTE_DISPATCH] = "ComputeDispatch",
+        [LIMIT_JOB_TIMEOUT] = "JobTimeout",
+};
+
+static const char *const match_key_names[_MATCH_MAX] = {
+        [MATCH_USER] = "User",          [MATCH_GROUP] = "Group",
+        [MATCH_UNIT] = "Unit",          [MATCH_USER_UNIT] = "UserUnit",
+        [MATCH_CGROUP_PREFIX] = "CgroupPrefix", [MATCH_APP_ID] = "AppId",
+        [MATCH_CONTAINER] = "Container",
+};
+
+typedef enum ContainerMatch {
+        CONTAINER_ANY = 0, /* key not given */
+        CONTAINER_YES,
+        CONTAINER_NO,
+        CONTAINER_GLOB,
+} ContainerMatch;
+
+typedef struct PolicyRule {
+        const char *file; /* points into Policy.files */
+        unsigned line;
+
+        unsigned match_set; /* bit per MatchKey */
+        uid_t uid;
+        gid_t gid;
+        char *unit, *user_unit, *cgroup_prefix, *app_id, *container_glob;
+        ContainerMatch container;
+
+        unsigned limit_set; /* bit per LimitKey */
+        PolicyLimits limits;
+} PolicyRule;
+
+struct Policy {
+        PolicyRule *rules;
+        size_t n_rules, cap_rules;
+        char **files;
+        size_t n_files;
+};
+
+void policy_limits_default(PolicyLimits *ret) {
+        *ret = (PolicyLimits) {
+                .buffer_memory = 4ull << 30,
+                .max_buffer_size = 1ull << 30,
+                .buffers = 4096,
+                .events = 1024,
+                .jobs_in_flight = 4096,
+                .weight = 1,
+                .priority = POLICY_PRIORITY_NORMAL,
+                .compute_dispatch = true,
+                .job_timeout_ns = POLICY_INFINITY,
+        };
+}
+
+static void rule_done(PolicyRule *r) {
+        free(r->unit);
+        free(r->user_unit);
+        free(r->cgroup_prefix);
+        free(r->app_id);
+        free(r->container_glob);
+}
+
+Policy *policy_free(Policy *p) {
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n_rules; i++)
+                rule_done(&p->rules[i]);
+        free(p->rules);
+        for (size_t i = 0; i < p->n_files; i++)
+                free(p->files[i]);
+        free(p->files);
+        free(p);
+        return NULL;
+}
+
+size_t policy_n_rules(const Policy *p) {
+        return p ? p->n_rules : 0;
+}
+
+size_t policy_n_files(const Policy *p) {
+        return p ? p->n_files : 0;
+}
+
+/* ---- value parsers ---- */
+
+static bool is_infinity(const char *s) {
+        return strcmp(s, "infinity") == 0;
+}
+
+/* A plain decimal number: digits only, no sign, no spaces. */
+static int parse_u64_prefix(const char *s, uint64_t *ret, const char **ret_end) {
+        uint64_t v = 0;
+        const char *p = s;
+
+        if (!isdigit((unsigned char) *p))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *p); p++) {
+                unsigned d = (unsigned) (*p - '0');
+
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        *ret_end = p;
+        return 0;
+}
+
+int policy_parse_bytes(const char *s, uint64_t *ret) {
+        static const struct {
+                char suffix;
+                unsigned shift;
+        } suffixes[] = { { 'K', 10 }, { 'M', 20 }, { 'G', 30 }, { 'T', 40 } };
+        const char *end;
+        uint64_t v;
+        int r;
+
+        if (is_infinity(s)) {
+                *ret = POLICY_INFINITY;
+                return 0;
+        }
+        r = parse_u64_prefix(s, &v, &end);
+        if (r < 0)
+                return r;
+        if (*end == 0) {
+                *ret = v;
+                return v == POLICY_INFINITY ? -ERANGE : 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++)
+                if (end[0] == suffixes[i].suffix && end[1] == 0) {
+                        if (v > (UINT64_MAX >> suffixes[i].shift) - 1)
+                                return -ERANGE;
+                        *ret = v << suffixes[i].shift;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+int policy_parse_count(const char *s, uint64_t *ret) {
+        const char *end;
+        uint64_t v;
+        int r;
+
+        if (is_infinity(s)) {
+                *ret = POLICY_INFINITY;
+                return 0;
+        }
+        r = parse_u64_prefix(s, &v, &end);
+        if (r < 0)
+                return r;
+        if (*end != 0)
+                return -EINVAL;
+        if (v >= UINT32_MAX)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+int policy_parse_timespan(const char *s, uint64_t *ret_ns) {
+        static const struct {
+                const char *name;
+                uint64_t ns;
+        } units[] = {
+                /* longest first within a prefix: "ms" before "m", "min" before "m" */
+                { "usec", 1000ull },  { "us", 1000ull },
+                { "msec", 1000000ull }, { "ms", 1000000ull },
+                { "seconds", 1000000000ull }, { "second", 1000000000ull },
+                { "sec", 1000000000ull }, { "s", 1000000000ull },
+                { "minutes", 60000000000ull }, { "minute", 60000000000ull },
+                { "min", 60000000000ull }, { "m", 60000000000ull },
+                { "hours", 3600000000000ull }, { "hour", 3600000000000ull },
+                { "hr", 3600000000000ull }, { "h", 3600000000000ull },
+                { "days", 86400000000000ull }, { "day", 86400000000000ull },
+                { "d", 86400000000000ull },
+        };
+        uint64_t total = 0;
+        const char *p = s;
+        bool any = false;
+
+        if (is_infinity(s)) {
+                *ret_ns = POLICY_INFINITY;
+                return 0;
+        }
+        while (*p) {
+                uint64_t v, mult = 1000000000ull; /* a bare number is seconds */
+                const char *end;
+                size_t ul = 0;
+                int r;
+
+                while (*p == ' ')
+                        p++;
+                if (!*p)
+                        break;
+                r = parse_u64_prefix(p, &v, &end);
+                if (r < 0)
+                        return r;
+                p = end;
+                while (*p == ' ')
+                        p++;
+                for (size_t i = 0; i < ELEMENTSOF(units); i++) {
+                        size_t l = strlen(units[i].name);
+
+                        if (strncmp(p, units[i].name, l) == 0 && !isalpha((unsigned char) p[l])) {
+                                mult = units[i].ns;
+                                ul = l;
+                                break;
+                        }
+                }
+                if (ul == 0 && isalpha((unsigned char) *p))
+                        return -EINVAL;
+                /* A bare number is only allowed alone ("30" = 30 s). */
+                if (ul == 0 && (any || (*p != 0)))
+                        return -EINVAL;
+                p += ul;
+                if (v > UINT64_MAX / mult || total > UINT64_MAX - v * mult)
+                        return -ERANGE;
+                total += v * mult;
+                any = true;
+        }
+        if (!any)
+                return -EINVAL;
+        if (total == 0 || total == POLICY_INFINITY)
+                return -ERANGE; /* 0 would fail every job: say "infinity" to disable */
+        *ret_ns = total;
+        return 0;
+}
+
+int policy_parse_boolean(const char *s) {
+        static const char *const yes[] = { "yes", "true", "on", "1" };
+        static const char *const no[] = { "no", "false", "off", "0" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (strcmp(s, yes[i]) == 0)
+                        return 1;
+                if (strcmp(s, no[i]) == 0)
+                        return 0;
+        }
+        return -EINVAL;
+}
+
+static const char *const priority_names[_POLICY_PRIORITY_MAX] = {
+        [POLICY_PRIORITY_IDLE] = "idle",
+        [POLICY_PRIORITY_LOW] = "low",
+        [POLICY_PRIORITY_NORMAL] = "normal",
+        [POLICY_PRIORITY_HIGH] = "high",
+};
+
+const char *policy_priority_to_string(PolicyPriority p) {
+        return (unsigned) p < _POLICY_PRIORITY_MAX ? priority_names[p] : NULL;
+}
+
+int policy_priority_from_string(const char *s) {
+        for (int i = 0; i < _POLICY_PRIORITY_MAX; i++)
+                if (strcmp(s, priority_names[i]) == 0)
+                        return i;
+        return -EINVAL;
+}
+
+uint32_t policy_priority_to_queue_priority(PolicyPriority p) {
+        /* libhsakmt maps thunk priorities -3..+3 to queue_priority
+         * {0,3,5,7,9,11,15} (kfd-facts §1.6.4). We use the values of MINIMUM,
+         * LOW, NORMAL and HIGH. amdkfd's pipe_priority_map turns 0..6 into the
+         * LOW pipe priority, 7..10 MEDIUM, 11..15 HIGH, so "high" reaches the
+         * HIGH pipe priority and "normal" equals the daemon's default (7);
+         * MAXIMUM (15) is left out on purpose. */
+        static const uint32_t map[_POLICY_PRIORITY_MAX] = {
+                [POLICY_PRIORITY_IDLE] = 0,
+                [POLICY_PRIORITY_LOW] = 3,
+                [POLICY_PRIORITY_NORMAL] = 7,
+                [POLICY_PRIORITY_HIGH] = 11,
+        };
+        return (unsigned) p < _POLICY_PRIORITY_MAX ? map[p] : 7;
+}
+
+/* ---- the loader ---- */
+
+typedef enum Section {
+        SECTION_NONE,
+        SECTION_MATCH,
+        SECTION_LIMITS,
+} Section;
+
+typedef struct Parser {
+        Policy *policy;
+        const char *file;
+        unsigned line;
+        Section section;
+        PolicyRule *rule;        /* the rule being filled */
+        unsigned rule_has_limits;
+        unsigned key_line[16]; /* per MatchKey or LimitKey of the current section */
+        char *err;
+        size_t errlen;
+} Parser;
+
+/* Copies at most 64 bytes of a value for a message, non-printables as '?'. */
+static void quote_value(const char *v, char *buf, size_t n) {
+        size_t i = 0, o = 0;
+
+        for (; v[i] && o + 4 < n && i < 64; i++)
+                buf[o++] = isprint((unsigned char) v[i]) ? v[i] : '?';
+        if (v[i] && o + 4 < n)
+                buf[o++] = '.', buf[o++] = '.', buf[o++] = '.';
+        buf[o] = 0;
+}
+
+static int _printf_(3, 4) parser_error(Parser *ps, int error, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (ps->err && ps->errlen > 0)
+                snprintf(ps->err, ps->errlen, "%s:%u: %s", ps->file, ps->line, msg);
+        return error;
+}
+
+static int parser_new_rule(Parser *ps) {
+        Policy *p = ps->policy;
+
+        if (p->n_rules >= POLICY_RULES_MAX)
+                return parser_error(ps, -E2BIG, "more than %u rules in total", POLICY_RULES_MAX);
+        if (p->n_rules == p->cap_rules) {
+                size_t nc = p->cap_rules ? p->cap_rules * 2 : 16;
+                PolicyRule *nr = reallocarray(p->rules, nc, sizeof(PolicyRule));
+
+                if (!nr)
+                        return -ENOMEM;
+                p->rules = nr;
+                p->cap_rules = nc;
+        }
+        ps->rule = &p->rules[p->n_rules++];
+        *ps->rule = (PolicyRule) { .file = ps->file, .line = ps->line };
+        return 0;
+}
+
+/* A rule must set something: a [Match] not followed by [Limits] is an error
+ * reported at the [Match] line. */
+static int parser_finish_rule(Parser *ps) {
+        if (ps->rule && !ps->rule_has_limits) {
+                ps->line = ps->rule->line;
+                return parser_error(ps, -EINVAL, "[Match] section is not followed by a [Limits] section");
+        }
+        return 0;
+}
+
+static int parse_section(Parser *ps, const char *name) {
+        int r;
+
+        if (strcmp(name, "Match") == 0) {
+                r = parser_finish_rule(ps);
+                if (r < 0)
+                        return r;
+                r = parser_new_rule(ps);
+                if (r < 0)
+                        return r;
+                ps->rule_has_limits = 0;
+                ps->section = SECTION_MATCH;
+        } else if (strcmp(name, "Limits") == 0) {
+                /* [Limits] right after [Match] belongs to that rule; any other
+                 * [Limits] is a rule of its own that matches everyone. */
+                if (ps->section != SECTION_MATCH) {
+                        r = parser_new_rule(ps);
+                        if (r < 0)
+                                return r;
+                }
+                ps->rule_has_limits = 1;
+                ps->section = SECTION_LIMITS;
+        } else {
+                char q[80];
+
+                quote_value(name, q, sizeof(q));
+                return parser_error(ps, -EINVAL, "unknown section [%s] (expected [Match] or [Limits])", q);
+        }
+        memset(ps->key_line, 0, sizeof(ps->key_line));
+        return 0;
+}
+
+static int resolve_user(const char *v, uid_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        struct passwd pw, *res = NULL;
+        uint64_t x;
+        const char *end;
+        long sz;
+        int r;
+
+        if (parse_u64_prefix(v, &x, &end) >= 0 && *end == 0) {
+                if (x >= UINT32_MAX)
+                        return -ERANGE;
+                *ret = (uid_t) x;
+                return 0;
+        }
+        sz = sysconf(_SC_GETPW_R_SIZE_MAX);
+        for (size_t n = sz > 0 ? (size_t) sz : 4096; n <= 1024 * 1024; n *= 2) {
+                free(buf);
+                buf = malloc(n);
+                if (!buf)
+                        return -ENOMEM;
+                r = getpwnam_r(v, &pw, buf, n, &res);
+                if (r == ERANGE)
+                        continue;
+                if (r != 0)
+                        return -r;
+                if (!res)
+                        return -ESRCH;
+                *ret = pw.pw_uid;
+                return 0;
+        }
+        return -ERANGE;
+}
+
+static int resolve_group(const char *v, gid_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        struct group gr, *res = NULL;
+        uint64_t x;
+        const char *end;
+        long sz;
+        int r;
+
+        if (parse_u64_prefix(v, &x, &end) >= 0 && *end == 0) {
+                if (x >= UINT32_MAX)
+                        return -ERANGE;
+                *ret = (gid_t) x;
+                return 0;
+        }
+        sz = sysconf(_SC_GETGR_R_SIZE_MAX);
+        for (size_t n = sz > 0 ? (size_t) sz : 4096; n <= 1024 * 1024; n *= 2) {
+                free(buf);
+                buf = malloc(n);
+                if (!buf)
+                        return -ENOMEM;
+                r = getgrnam_r(v, &gr, buf, n, &res);
+                if (r == ERANGE)
+                        continue;
+                if (r != 0)
+                        return -r;
+                if (!res)
+                        return -ESRCH;
+                *ret = gr.gr_gid;
+                return 0;
+        }
+        return -ERANGE;
+}
+
+static int set_string(char **dst, const char *v) {
+        char *c = strdup(v);
+
+        if (!c)
+                return -ENOMEM;
+        free(*dst);
+        *dst = c;
+        return 0;
+}
+
+static int parse_match_key(Parser *ps, MatchKey k, const char *v, const char *q) {
+        PolicyRule *rule = ps->rule;
+        int r;
+
+        switch (k) {
+        case MATCH_USER:
+                r = resolve_user(v, &rule->uid);
+                if (r == -ESRCH)
+                        return parser_error(ps, -EINVAL, "User=%s: no such user", q);
+                if (r < 0)
+                        return parser_error(ps, r == -ENOMEM ? r : -EINVAL,
+                                            "User=%s: cannot resolve: %s", q, strerror(-r));
+                break;
+        case MATCH_GROUP:
+                r = resolve_group(v, &rule->gid);
+                if (r == -ESRCH)
+                        return parser_error(ps, -EINVAL, "Group=%s: no such group", q);
+                if (r < 0)
+                        return parser_error(ps, r == -ENOMEM ? r : -EINVAL,
+                                            "Group=%s: cannot resolve: %s", q, strerror(-r));
+                break;
+        case MATCH_UNIT:
+                return set_string(&rule->unit, v);
+        case MATCH_USER_UNIT:
+                return set_string(&rule->user_unit, v);
+        case MATCH_APP_ID:
+                return set_string(&rule->app_id, v);
+        case MATCH_CGROUP_PREFIX: {
+                size_t len = strlen(v);
+
+                if (v[0] != '/')
+                        return parser_error(ps, -EINVAL,
+                                            "CgroupPrefix=%s: must be an absolute cgroup path", q);
+                while (len > 1 && v[len - 1] == '/')
+                        len--;
+                rule->cgroup_prefix = strndup(v, len);
+                return rule->cgroup_prefix ? 0 : -ENOMEM;
+        }
+        case MATCH_CONTAINER:
+                r = policy_parse_boolean(v);
+                if (r >= 0) {
+                        rule->container = r ? CONTAINER_YES : CONTAINER_NO;
+                        return 0;
+                }
+                rule->container = CONTAINER_GLOB;
+                return set_string(&rule->container_glob, v);
+        default:
+                break;
+        }
+        return 0;
+}
+
+static int parse_limit_key(Parser *ps, LimitKey k, const char *v, const char *q) {
+        PolicyLimits *l = &ps->rule->limits;
+        uint64_t x;
+        int r;
+
+        switch (k) {
+        case LIMIT_BUFFER_MEMORY:
+        case LIMIT_MAX_BUFFER_SIZE:
+                r = policy_parse_bytes(v, &x);
+                if (r < 0)
+                        return parser_error(ps, -EINVAL,
+                                            "invalid %s= value \"%s\": expected bytes with an optional K, M, G or T suffix (base 1024), or \"infinity\"%s",
+                                            limit_key_names[k], q, r == -ERANGE ? " (too large)" : "");
+                if (x == 0)
+                        return parser_error(ps, -EINVAL, "invalid %s= value \"%s\": must be at least 1 byte",
+                                            limit_key_names[k], q);
+                if (k == LIMIT_BUFFER_MEMORY)
+                        l->buffer_memory = x;
+                else
+                        l->max_buffer_size = x;
+                return 0;
+        case LIMIT_BUFFERS:
+        case LIMIT_EVENTS:
+        case LIMIT_JOBS_IN_FLIGHT:
+                r = policy_parse_count(v, &x);
+                if (r < 0)
+                        return parser_error(ps, -EINVAL,
+                                            "invalid %s= value \"%s\": expected a number below 4294967295 or \"infinity\"",
+                                            limit_key_names[k], q);
+                if (k == LIMIT_BUFFERS)
+                        l->buffers = x;
+                else if (k == LIMIT_EVENTS)
+                        l->events = x;
+                else {
+                        if (x == 0)
+                                return parser_error(ps, -EINVAL,
+                                                    "invalid JobsInFlight= value \"%s\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)",
+                                                    q);
+                        l->jobs_in_flight = x;
+                }
+                return 0;
+        case LIMIT_WEIGHT:
+                r = policy_parse_count(v, &x);
+                if (r < 0 || x < POLICY_WEIGHT_MIN || x > POLICY_WEIGHT_MAX)
+                        return parser_error(ps, -EINVAL, "invalid Weight= value \"%s\": expected %u..%u", q,
+                                            POLICY_WEIGHT_MIN, POLICY_WEIGHT_MAX);
+                l->weight = (uint32_t) x;
+                return 0;
+        case LIMIT_PRIORITY:
+                r = policy_priority_from_string(v);
+                if (r < 0)
+                        return parser_error(ps, -EINVAL,
+                                            "invalid Priority= value \"%s\": expected idle, low, normal or high", q);
+                l->priority = (PolicyPriority) r;
+                return 0;
+        case LIMIT_COMPUTE_DISPATCH:
+                r = policy_parse_boolean(v);
+                if (r < 0)
+                        return parser_error(ps, -EINVAL, "invalid ComputeDispatch= value \"%s\": expected yes or no", q);
+                l->compute_dispatch = r;
+                return 0;
+        case LIMIT_JOB_TIMEOUT:
+                r = policy_parse_timespan(v, &x);
+                if (r < 0)
+                        return parser_error(ps, -EINVAL,
+                                            "invalid JobTimeout= value \"%s\": expected a time span such as 500ms, 30s, 5min, 1h, or \"infinity\"%s",
+                                            q, r == -ERANGE ? " (zero or too large)" : "");
+                l->job_timeout_ns = x;
+                return 0;
+        default:
+                break;
+        }
+        return 0;
+}
+
+static char *strip(char *s) {
+        char *e;
+
+        while (*s == ' ' || *s == '\t')
+                s++;
+        e = s + strlen(s);
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+                *--e = 0;
+        return s;
+}
+
+static int parse_assignment(Parser *ps, char *line) {
+        char *eq = strchr(line, '='), *key, *value;
+        char qk[80], qv[80];
+        int idx = -1;
+
+        if (!eq) {
+                quote_value(line, qv, sizeof(qv));
+                return parser_error(ps, -EINVAL, "expected KEY=VALUE or [Section], got \"%s\"", qv);
+        }
+        *eq = 0;
+        key = strip(line);
+        value = strip(eq + 1);
+        quote_value(key, qk, sizeof(qk));
+        quote_value(value, qv, sizeof(qv));
+
+        if (ps->section == SECTION_NONE)
+                return parser_error(ps, -EINVAL, "%s=%s outside of a section (start with [Match] or [Limits])",
+                                    qk, qv);
+        if (ps->section == SECTION_MATCH) {
+                for (int i = 0; i < _MATCH_MAX; i++)
+                        if (strcmp(key, match_key_names[i]) == 0)
+                                idx = i;
+        } else {
+                for (int i = 0; i < _LIMIT_MAX; i++)
+                        if (strcmp(key, limit_key_names[i]) == 0)
+                                idx = i;
+        }
+        if (idx < 0)
+                return parser_error(ps, -EINVAL, "unknown key \"%s\" in [%s] (value \"%s\")", qk,
+                                    ps->section == SECTION_MATCH ? "Match" : "Limits", qv);
+        if (ps->key_line[idx])
+                return parser_error(ps, -EINVAL, "duplicate key %s=%s in this [%s] section (first set at line %u)",
+                                    qk, qv, ps->section == SECTION_MATCH ? "Match" : "Limits",
+                                    ps->key_line[idx]);
+        if (value[0] == 0)
+                return parser_error(ps, -EINVAL, "empty value for %s=", qk);
+        ps->key_line[idx] = ps->line;
+
+        if (ps->section == SECTION_MATCH) {
+                ps->rule->match_set |= 1u << idx;
+                return parse_match_key(ps, (MatchKey) idx, value, qv);
+        }
+        ps->rule->limit_set |= 1u << idx;
+        return parse_limit_key(ps, (LimitKey) idx, value, qv);
+}
+
+static int parse_buffer(Policy *p, const char *file, const char *text, size_t len, char *err,
+                        size_t errlen) {
+        Parser ps = { .policy = p, .file = file, .err = err, .errlen = errlen };
+        char buf[POLICY_LINE_MAX + 2];
+        size_t pos = 0;
+        int r;
+
+        if (len > POLICY_FILE_MAX)
+                return parser_error(&ps, -EFBIG, "file is larger than %u bytes", POLICY_FILE_MAX);
+        if (memchr(text, 0, len)) {
+                ps.line = 1;
+                for (const char *c = text; *c; c++)
+                        ps.line += *c == '\n';
+                return parser_error(&ps, -EINVAL, "NUL byte in file");
+        }
+
+        while (pos < len) {
+                const char *nl = memchr(text + pos, '\n', len - pos);
+                size_t ll = nl ? (size_t) (nl - (text + pos)) : len - pos;
+                char *line;
+
+                ps.line++;
+                if (ll > POLICY_LINE_MAX)
+                        return parser_error(&ps, -EFBIG, "line longer than %u bytes", POLICY_LINE_MAX);
+                memcpy(buf, text + pos, ll);
+                buf[ll] = 0;
+                pos += ll + (nl ? 1 : 0);
+
+                line = strip(buf);
+                if (line[0] == 0 || line[0] == '#' || line[0] == ';')
+                        continue;
+                if (line[0] == '[') {
+                        size_t l = strlen(line);
+
+                        if (line[l - 1] != ']') {
+                                char q[80];
+
+                                quote_value(line, q, sizeof(q));
+                                return parser_error(&ps, -EINVAL, "invalid section header \"%s\"", q);
+                        }
+                        line[l - 1] = 0;
+                        r = parse_section(&ps, line + 1);
+                } else
+                        r = parse_assignment(&ps, line);
+                if (r < 0)
+                        return r;
+        }
+        return parser_finish_rule(&ps);
+}
+
+static int policy_new(Policy **ret) {
+        *ret = calloc(1, sizeof(Policy));
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int policy_add_file(Policy *p, const char *name, const char **ret) {
+        char **nf = reallocarray(p->files, p->n_files + 1, sizeof(char *));
+
+        if (!nf)
+                return -ENOMEM;
+        p->files = nf;
+        p->files[p->n_files] = strdup(name);
+        if (!p->files[p->n_files])
+                return -ENOMEM;
+        *ret = p->files[p->n_files++];
+        return 0;
+}
+
+int policy_load_string(const char *text, size_t len, const char *filename, Policy **ret,
+                       char *err, size_t errlen) {
+        _cleanup_(policy_freep) Policy *p = NULL;
+        const char *file;
+        int r;
+
+        if (err && errlen > 0)
+                err[0] = 0;
+        r = policy_new(&p);
+        if (r < 0)
+                return r;
+        r = policy_add_file(p, filename, &file);
+        if (r < 0)
+                return r;
+        r = parse_buffer(p, file, text, len, err, errlen);
+        if (r < 0)
+                return r;
+        r = (int) p->n_rules;
+        *ret = TAKE_PTR(p);
+        return r;
+}
+
+typedef struct ConfFile {
+        char *name; /* base name, the sort key */
+        char *path;
+} ConfFile;
+
+static void conf_files_free(ConfFile *f, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(f[i].name);
+                free(f[i].path);
+        }
+        free(f);
+}
+
+static int conf_file_cmp(const void *a, const void *b) {
+        return strcmp(((const ConfFile *) a)->name, ((const ConfFile *) b)->name);
+}
+
+static bool conf_name_ok(const char *n) {
+        size_t l = strlen(n);
+
+        return n[0] != '.' && l > strlen(".conf") && strcmp(n + l - strlen(".conf"), ".conf") == 0;
+}
+
+/* Collects *.conf names over dirs; the first directory that has a name wins. */
+static int list_conf_files(const char *const *dirs, ConfFile **ret, size_t *ret_n, char *err,
+                           size_t errlen) {
+        ConfFile *files = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t d = 0; dirs && dirs[d] && r >= 0; d++) {
+                DIR *dir = opendir(dirs[d]);
+                struct dirent *de;
+
+                if (!dir) {
+                        if (errno == ENOENT || errno == ENOTDIR)
+                                continue;
+                        r = -errno;
+                        snprintf(err, errlen, "%s: cannot open directory: %s", dirs[d], strerror(-r));
+                        break;
+                }
+                while (r >= 0 && (errno = 0, de = readdir(dir))) {
+                        bool seen = false;
+                        ConfFile *nf;
+
+                        if (!conf_name_ok(de->d_name))
+                                continue;
+                        for (size_t i = 0; i < n && !seen; i++)
+                                seen = strcmp(files[i].name, de->d_name) == 0;
+                        if (seen)
+                                continue;
+                        if (n >= POLICY_FILES_MAX) {
+                                snprintf(err, errlen, "%s: more than %u policy files", dirs[d], POLICY_FILES_MAX);
+                                r = -E2BIG;
+                                break;
+                        }
+                        nf = reallocarray(files, n + 1, sizeof(ConfFile));
+                        if (!nf) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        files = nf;
+                        files[n] = (ConfFile) { strdup(de->d_name), NULL };
+                        if (!files[n].name || asprintf(&files[n].path, "%s/%s", dirs[d], de->d_name) < 0) {
+                                files[n].path = NULL;
+                                n++;
+                                r = -ENOMEM;
+                                break;
+                        }
+                        n++;
+                }
+                if (r >= 0 && errno != 0) {
+                        r = -errno;
+                        snprintf(err, errlen, "%s: cannot read directory: %s", dirs[d], strerror(-r));
+                }
+                closedir(dir);
+        }
+        if (r < 0) {
+                conf_files_free(files, n);
+                return r;
+        }
+        if (n > 0)
+                qsort(files, n, sizeof(ConfFile), conf_file_cmp);
+        *ret = files;
+        *ret_n = n;
+        return 0;
+}
+
+/* Reads one policy file, at most POLICY_FILE_MAX bytes. A symlink to
+ * /dev/null (or any empty file) masks the name and yields *ret_len == 0. */
+static int read_policy_file(const char *path, char **ret, size_t *ret_len, char *err, size_t errlen) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+                return -errno;
+        }
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) { /* /dev/null */
+                *ret = NULL;
+                *ret_len = 0;
+                return 0;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                snprintf(err, errlen, "%s: not a regular file", path);
+                return -EINVAL;
+        }
+        if (st.st_size > (off_t) POLICY_FILE_MAX) {
+                snprintf(err, errlen, "%s: file is larger than %u bytes", path, POLICY_FILE_MAX);
+                return -EFBIG;
+        }
+        buf = malloc(POLICY_FILE_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, POLICY_FILE_MAX + 1 - len);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > POLICY_FILE_MAX) { /* grew since fstat */
+                        snprintf(err, errlen, "%s: file is larger than %u bytes", path, POLICY_FILE_MAX);
+                        return -EFBIG;
+                }
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+int policy_load(const char *const *dirs, Policy **ret, char *err, size_t errlen) {
+        _cleanup_(policy_freep) Policy *p = NULL;
+        ConfFile *files = NULL;
+        size_t n = 0;
+        char dummy[1];
+        int r;
+
+        if (!err || errlen == 0) {
+                err = dummy;
+                errlen = sizeof(dummy);
+        }
+        err[0] = 0;
+        r = policy_new(&p);
+        if (r < 0)
+                return r;
+        r = list_conf_files(dirs, &files, &n, err, errlen);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                _cleanup_free_ char *text = NULL;
+                size_t len = 0;
+                const char *file;
+
+                r = read_policy_file(files[i].path, &text, &len, err, errlen);
+                if (r < 0)
+                        break;
+                r = policy_add_file(p, files[i].path, &file);
+                if (r < 0)
+                        break;
+                if (len > 0)
+                        r = parse_buffer(p, file, text, len, err, errlen);
+        }
+        conf_files_free(files, n);
+        if (r < 0) {
+                if (err[0] == 0 && errlen > 1)
+                        snprintf(err, errlen, "loading policy: %s", strerror(-r));
+                return r;
+        }
+        r = (int) p->n_rules;
+        *ret = TAKE_PTR(p);
+        return r;
+}
+
+/* ---- matching ---- */
+
+static bool glob_match(const char *pattern, const char *s) {
+        return s && fnmatch(pattern, s, 0) == 0;
+}
+
+/* "/a/b" matches "/a/b" and "/a/b/c", not "/a/bc"; "/" matches everything. */
+static bool cgroup_prefix_match(const char *prefix, const char *cg) {
+        size_t l = strlen(prefix);
+
+        if (!cg)
+                return false;
+        if (l == 1)
+                return true;
+        return strncmp(cg, prefix, l) == 0 && (cg[l] == 0 || cg[l] == '/');
+}
+
+static bool rule_matches(const PolicyRule *r, const Identity *id) {
+        if ((r->match_set & (1u << MATCH_USER)) && id->uid != r->uid)
+                return false;
+        if ((r->match_set & (1u << MATCH_GROUP)) && !identity_has_gid(id, r->gid))
+                return false;
+        if (r->unit && !glob_match(r->unit, id->unit))
+                return false;
+        if (r->user_unit && !glob_match(r->user_unit, id->user_unit))
+                return false;
+        if (r->cgroup_prefix && !cgroup_prefix_match(r->cgroup_prefix, id->cgroup))
+                return false;
+        if (r->app_id && !glob_match(r->app_id, id->app_id))
+                return false;
+        switch (r->container) {
+        case CONTAINER_YES:
+                return id->in_container;
+        case CONTAINER_NO:
+                return !id->in_container;
+        case CONTAINER_GLOB:
+                return id->in_container && glob_match(r->container_glob, id->container);
+        default:
+                return true;
+        }
+}
+
+static void apply_limits(PolicyLimits *l, const PolicyRule *r) {
+        const PolicyLimits *v = &r->limits;
+        unsigned s = r->limit_set;
+
+        if (s & (1u << LIMIT_BUFFER_MEMORY))
+                l->buffer_memory = v->buffer_memory;
+        if (s & (1u << LIMIT_MAX_BUFFER_SIZE))
+                l->max_buffer_size = v->max_buffer_size;
+        if (s & (1u << LIMIT_BUFFERS))
+                l->buffers = v->buffers;
+        if (s & (1u << LIMIT_EVENTS))
+                l->events = v->events;
+        if (s & (1u << LIMIT_JOBS_IN_FLIGHT))
+                l->jobs_in_flight = v->jobs_in_flight;
+        if (s & (1u << LIMIT_WEIGHT))
+                l->weight = v->weight;
+        if (s & (1u << LIMIT_PRIORITY))
+                l->priority = v->priority;
+        if (s & (1u << LIMIT_COMPUTE_DISPATCH))
+                l->compute_dispatch = v->compute_dispatch;
+        if (s & (1u << LIMIT_JOB_TIMEOUT))
+                l->job_timeout_ns = v->job_timeout_ns;
+}
+
+int policy_resolve(const Policy *p, const Identity *id, const PolicyLimits *defaults,
+                   PolicyLimits *ret, char *matched, size_t n) {
+        PolicyLimits l;
+        size_t used = 0;
+        int count = 0;
+        bool truncated = false;
+
+        if (defaults)
+                l = *defaults;
+        else
+                policy_limits_default(&l);
+        if (matched && n > 0)
+                matched[0] = 0;
+
+        for (size_t i = 0; p && i < p->n_rules; i++) {
+                const PolicyRule *r = &p->rules[i];
+
+                if (!rule_matches(r, id))
+                        continue;
+                apply_limits(&l, r);
+                count++;
+                if (matched && n > 0 && !truncated) {
+                        int w = snprintf(matched + used, n - used, "%s%s:%u", count > 1 ? ", " : "",
+                                         r->file, r->line);
+
+                        if (w < 0 || (size_t) w >= n - used) {
+                                truncated = true;
+                                if (n >= 4)
+                                        memcpy(matched + n - 4, "...", 4);
+                        } else
+                                used += (size_t) w;
+                }
+        }
+        *ret = l;
+        return count;
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests of daemon/identity.c: cgroup paths of the shapes systemd, Flatpak,
+ * snap, systemd-machined, nspawn, docker, podman, CRI runtimes and LXC produce
+ * give the unit, user unit, app id and container the policy matches on;
+ * fabricated /proc trees give the groups, comm, cgroup and namespace answers
+ * (and -ESRCH / -E2BIG / -EBADMSG for vanished, oversized and malformed
+ * ones); the test process itself, by pid and through a socket, reads back as
+ * what the kernel says it is; a pidfd of a dead process turns a successful
+ * read into -ESRCH.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "identity.h"
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+typedef struct CgroupCase {
+        const char *cgroup;
+        const char *unit, *user_unit, *slice;
+        long user_unit_uid;
+        const char *app_id;
+        IdentityAppSource app_source;
+        const char *container;
+        IdentityContainerSource container_source;
+} CgroupCase;
+
+static const CgroupCase cgroup_cases[] = {
+        { "/system.slice/foo.service", "foo.service", NULL, "system.slice", -1, NULL, 0, NULL, 0 },
+        { "/system.slice/foo.service/worker", "foo.service", NULL, "system.slice", -1, NULL, 0, NULL, 0 },
+        { "/init.scope", "init.scope", NULL, NULL, -1, NULL, 0, NULL, 0 },
+        { "/", NULL, NULL, NULL, -1, NULL, 0, NULL, 0 },
+        { "/user.slice/user-1000.slice/session-3.scope", "session-3.scope", NULL, "user-1000.slice", -1,
+          NULL, 0, NULL, 0 },
+        { "/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service", "user@1000.service",
+          "foo.service", "user-1000.slice", 1000, NULL, 0, NULL, 0 },
+        { "/user.slice/user-1000.slice/user@1000.service/init.scope", "user@1000.service", "init.scope",
+          "user-1000.slice", 1000, NULL, 0, NULL, 0 },
+        { "/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.gnome.Calculator-12345.scope",
+          "user@1000.service", "app-flatpak-org.gnome.Calculator-12345.scope", "user-1000.slice", 1000,
+          "org.gnome.Calculator", IDENTITY_APP_FLATPAK_SCOPE, NULL, 0 },
+        { "/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.My\\x2dApp-77.scope",
+          "user@1000.service", "app-flatpak-org.example.My\\x2dApp-77.scope", "user-1000.slice", 1000,
+          "org.example.My-App", IDENTITY_APP_FLATPAK_SCOPE, NULL, 0 },
+        { "/user.slice/user-1000.slice/user@1000.service/app.slice/snap.firefox.firefox-1b2c3d.scope",
+          "user@1000.service", "snap.firefox.firefox-1b2c3d.scope", "user-1000.slice", 1000, "firefox",
+          IDENTITY_APP_SNAP, NULL, 0 },
+        { "/system.slice/snap.lxd.daemon.service", "snap.lxd.daemon.service", NULL, "system.slice", -1, "lxd",
+          IDENTITY_APP_SNAP, NULL, 0 },
+        { "/machine.slice/machine-debian\\x2dtest.scope/payload/system.slice/x.service",
+          "machine-debian\\x2dtest.scope", NULL, "machine.slice", -1, NULL, 0, "debian-test",
+          IDENTITY_CONTAINER_MACHINE },
+        { "/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt", "machine-qemu\\x2d1\\x2dvm.scope", NULL,
+          "machine.slice", -1, NULL, 0, "qemu-1-vm", IDENTITY_CONTAINER_MACHINE },
+        { "/machine.slice/systemd-nspawn@web.service/payload", "systemd-nspawn@web.service", NULL,
+          "machine.slice", -1, NULL, 0, "web", IDENTITY_CONTAINER_NSPAWN },
+        { "/system.slice/docker-" HEX64 ".scope", "docker-" HEX64 ".scope", NULL, "system.slice", -1, NULL, 0,
+          "0123456789ab", IDENTITY_CONTAINER_DOCKER },
+        { "/docker/" HEX64, NULL, NULL, NULL, -1, NULL, 0, "0123456789ab", IDENTITY_CONTAINER_DOCKER },
+        { "/system.slice/docker.service", "docker.service", NULL, "system.slice", -1, NULL, 0, NULL, 0 },
+        { "/machine.slice/libpod-" HEX64 ".scope/container", "libpod-" HEX64 ".scope", NULL, "machine.slice", -1,
+          NULL, 0, "0123456789ab", IDENTITY_CONTAINER_PODMAN },
+        { "/machine.slice/libpod-conmon-" HEX64 ".scope", "libpod-conmon-" HEX64 ".scope", NULL,
+          "machine.slice", -1, NULL, 0, NULL, 0 },
+        { "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" HEX64 ".scope/container",
+          "user@1000.service", "libpod-" HEX64 ".scope", "user-1000.slice", 1000, NULL, 0, "0123456789ab",
+          IDENTITY_CONTAINER_PODMAN },
+        { "/libpod_parent/libpod-" HEX64, NULL, NULL, NULL, -1, NULL, 0, "0123456789ab",
+          IDENTITY_CONTAINER_PODMAN },
+        { "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-" HEX64 ".scope",
+          "cri-containerd-" HEX64 ".scope", NULL, "kubepods-burstable-pod1.slice", -1, NULL, 0, "0123456789ab",
+          IDENTITY_CONTAINER_CRI },
+        { "/kubepods.slice/crio-" HEX64 ".scope", "crio-" HEX64 ".scope", NULL, "kubepods.slice", -1, NULL, 0,
+          "0123456789ab", IDENTITY_CONTAINER_CRI },
+        { "/lxc.payload.web1/init.scope", NULL, NULL, NULL, -1, NULL, 0, "web1", IDENTITY_CONTAINER_LXC },
+        { "/lxc/old1", NULL, NULL, NULL, -1, NULL, 0, "old1", IDENTITY_CONTAINER_LXC },
+        /* Not units: junk or a bogus user@ stays out of unit/user_unit. */
+        { "/system.slice/not a unit", NULL, NULL, "system.slice", -1, NULL, 0, NULL, 0 },
+        { "/user.slice/user@x.service/app.slice/foo.service", "user@x.service", NULL, "user.slice", -1, NULL, 0,
+          NULL, 0 },
+};
+
+static void check_str(const char *what, const char *cg, const char *got, const char *want) {
+        if (!want)
+                cr_expect_null(got, "%s: %s is \"%s\", expected none", cg, what, got ? got : "");
+        else
+                cr_expect(got && strcmp(got, want) == 0, "%s: %s is \"%s\", expected \"%s\"", cg, what,
+                          got ? got : "(null)", want);
+}
+
+Test(identity, cgroup_conventions) {
+        for (size_t i = 0; i < sizeof(cgroup_cases) / sizeof(cgroup_cases[0]); i++) {
+                const CgroupCase *c = &cgroup_cases[i];
+                Identity id = { .user_unit_uid = (uid_t) -1 };
+
+                id.cgroup = strdup(c->cgroup);
+                cr_assert_eq(identity_parse_cgroup(&id), 0);
+                check_str("unit", c->cgroup, id.unit, c->unit);
+                check_str("user_unit", c->cgroup, id.user_unit, c->user_unit);
+                check_str("slice", c->cgroup, id.slice, c->slice);
+                cr_expect_eq((long) (int) id.user_unit_uid, c->user_unit_uid, "%s: user_unit_uid %ld", c->cgroup,
+                             (long) (int) id.user_unit_uid);
+                check_str("app_id", c->cgroup, id.app_id, c->app_id);
+                cr_expect_eq(id.app_source, c->app_source, "%s: app source %s", c->cgroup,
+                             identity_app_source_to_string(id.app_source));
+                check_str("container", c->cgroup, id.container, c->container);
+                cr_expect_eq(id.in_container, c->container != NULL, "%s: in_container", c->cgroup);
+                cr_expect_eq(id.container_source, c->container_source, "%s: container source %s", c->cgroup,
+                             identity_container_source_to_string(id.container_source));
+                identity_done(&id);
+        }
+}
+
+/* ---- fabricated /proc trees ---- */
+
+static char root[PATH_MAX];
+
+static void put(const char *rel, const char *content) {
+        char path[PATH_MAX * 2];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        f = fopen(path, "w");
+        cr_assert_not_null(f, "fopen %s: %s", path, strerror(errno));
+        fputs(content, f);
+        fclose(f);
+}
+
+static void mk(const char *rel) {
+        char path[PATH_MAX * 2];
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        cr_assert(mkdir(path, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", path, strerror(errno));
+}
+
+static void link_to(const char *rel, const char *target) {
+        char path[PATH_MAX * 2];
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        cr_assert_eq(symlink(target, path), 0, "symlink %s: %s", path, strerror(errno));
+}
+
+static void rm_rel(const char *rel) {
+        char path[PATH_MAX * 2];
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        cr_assert_eq(unlink(path), 0, "unlink %s: %s", path, strerror(errno));
+}
+
+static void make_tree(void) {
+        snprintf(root, sizeof(root), "/tmp/kfdb-identity-XXXXXX");
+        cr_assert_not_null(mkdtemp(root));
+        mk("self");
+        mk("self/ns");
+        link_to("self/ns/pid", "pid:[4026531836]");
+        link_to("self/ns/mnt", "mnt:[4026531841]");
+
+        mk("4242");
+        mk("4242/ns");
+        put("4242/status", "Name:\tcijob\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nPid:\t4242\n"
+                           "Uid:\t1000\t1000\t1000\t1000\nGid:\t1001\t1001\t1001\t1001\nFDSize:\t64\n"
+                           "Groups:\t27 44 105 1001 \nNStgid:\t4242\n");
+        put("4242/comm", "cijob\n");
+        put("4242/cgroup", "12:pids:/system.slice/runner.service\n"
+                           "1:name=systemd:/system.slice/runner.service\n"
+                           "0::/system.slice/runner.service\n");
+        link_to("4242/ns/pid", "pid:[4026531836]");
+        link_to("4242/ns/mnt", "mnt:[4026531841]");
+        mk("4242/rootfs");
+        link_to("4242/root", "rootfs");
+}
+
+static void remove_tree(void) {
+        char cmd[PATH_MAX + 16];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        cr_expect_eq(system(cmd), 0);
+}
+
+static char self_ns[PATH_MAX + 8];
+
+static const char *self_ns_root(void) {
+        snprintf(self_ns, sizeof(self_ns), "%s/self", root);
+        return self_ns;
+}
+
+Test(identity, fabricated_proc, .init = make_tree, .fini = remove_tree) {
+        Identity id;
+
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, self_ns_root(), &id), 0);
+        cr_expect_eq(id.pid, 4242);
+        cr_expect_eq(id.uid, 1000);
+        cr_expect_eq(id.gid, 1001);
+        cr_assert_eq(id.n_gids, 4);
+        cr_expect_eq(id.gids[0], 27);
+        cr_expect_eq(id.gids[1], 44);
+        cr_expect_eq(id.gids[2], 105);
+        cr_expect_eq(id.gids[3], 1001);
+        cr_expect(identity_has_gid(&id, 44));
+        cr_expect(identity_has_gid(&id, 1001));
+        cr_expect_not(identity_has_gid(&id, 45));
+        cr_expect_str_eq(id.comm, "cijob");
+        cr_expect_str_eq(id.cgroup, "/system.slice/runner.service");
+        cr_expect_str_eq(id.unit, "runner.service");
+        cr_expect_null(id.app_id);
+        cr_expect_not(id.in_container);
+        cr_expect_not(id.other_pid_ns);
+        cr_expect_not(id.other_mnt_ns);
+
+        /* The kernel-stamped credentials win over /proc's current ones. */
+        {
+                struct ucred cred = { .pid = 4242, .uid = 2000, .gid = 2001 };
+                Identity c;
+
+                cr_assert_eq(identity_read(root, 4242, -1, &cred, NULL, &c), 0);
+                cr_expect_eq(c.uid, 2000);
+                cr_expect_eq(c.gid, 2001);
+                cr_expect(identity_has_gid(&c, 2001));
+                identity_done(&c);
+        }
+
+        /* identity_copy duplicates everything. */
+        {
+                Identity c;
+
+                cr_assert_eq(identity_copy(&id, &c), 0);
+                cr_expect_neq(c.cgroup, id.cgroup);
+                cr_expect_str_eq(c.cgroup, id.cgroup);
+                cr_expect_str_eq(c.unit, id.unit);
+                cr_expect_eq(c.n_gids, 4);
+                cr_expect_eq(c.gids[3], 1001);
+                identity_done(&c);
+        }
+        identity_done(&id);
+        cr_expect_null(id.cgroup);
+        identity_done(&id); /* twice is harmless */
+        identity_done(NULL);
+}
+
+Test(identity, flatpak_info_and_namespaces, .init = make_tree, .fini = remove_tree) {
+        Identity id;
+
+        /* Other namespaces, no app: a container without a name. */
+        rm_rel("4242/ns/pid");
+        link_to("4242/ns/pid", "pid:[4026532999]");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, self_ns_root(), &id), 0);
+        cr_expect(id.other_pid_ns);
+        cr_expect_not(id.other_mnt_ns);
+        cr_expect(id.in_container);
+        cr_expect_eq(id.container_source, IDENTITY_CONTAINER_NAMESPACE);
+        cr_expect_null(id.container);
+        identity_done(&id);
+
+        /* A Flatpak sandbox also has its own namespaces: an app, not a container.
+         * .flatpak-info wins over the scope name. */
+        put("4242/cgroup", "0::/user.slice/user-1000.slice/user@1000.service/app.slice/"
+                           "app-flatpak-org.spoofed.Name-9.scope\n");
+        put("4242/rootfs/.flatpak-info", "[Instance]\ninstance-id=1\n[Application]\nname=org.example.Viewer\n"
+                                         "runtime=runtime/org.gnome.Platform/x86_64/45\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, self_ns_root(), &id), 0);
+        cr_expect_str_eq(id.app_id, "org.example.Viewer");
+        cr_expect_eq(id.app_source, IDENTITY_APP_FLATPAK_INFO);
+        cr_expect_not(id.in_container);
+        cr_expect_str_eq(id.user_unit, "app-flatpak-org.spoofed.Name-9.scope");
+        identity_done(&id);
+
+        /* An unreadable root (the daemon lacks ptrace access): the scope decides. */
+        put("4242/rootfs/.flatpak-info", "[Application]\nname=bad name!\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, self_ns_root(), &id), 0);
+        cr_expect_str_eq(id.app_id, "org.spoofed.Name");
+        cr_expect_eq(id.app_source, IDENTITY_APP_FLATPAK_SCOPE);
+        identity_done(&id);
+}
+
+Test(identity, cgroup_file_variants, .init = make_tree, .fini = remove_tree) {
+        Identity id;
+
+        /* Hybrid hierarchy with an undelegated v2 root: name=systemd knows the unit. */
+        put("4242/cgroup", "1:name=systemd:/system.slice/legacy.service\n0::/\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, NULL, &id), 0);
+        cr_expect_str_eq(id.cgroup, "/system.slice/legacy.service");
+        cr_expect_str_eq(id.unit, "legacy.service");
+        identity_done(&id);
+
+        /* Legacy only. */
+        put("4242/cgroup", "3:memory:/x\n1:name=systemd:/system.slice/old.service\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, NULL, &id), 0);
+        cr_expect_str_eq(id.unit, "old.service");
+        identity_done(&id);
+
+        /* A path with a colon stays whole. */
+        put("4242/cgroup", "0::/system.slice/we:ird.service\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, NULL, &id), 0);
+        cr_expect_str_eq(id.cgroup, "/system.slice/we:ird.service");
+        cr_expect_str_eq(id.unit, "we:ird.service");
+        identity_done(&id);
+
+        /* No cgroup line at all: no cgroup, no unit, still an identity. */
+        put("4242/cgroup", "garbage\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, NULL, &id), 0);
+        cr_expect_null(id.cgroup);
+        cr_expect_null(id.unit);
+        identity_done(&id);
+
+        /* A relative path is not a cgroup path. */
+        put("4242/cgroup", "0::system.slice\n");
+        cr_expect_eq(identity_read(root, 4242, -1, NULL, NULL, &id), -EBADMSG);
+}
+
+Test(identity, bad_status, .init = make_tree, .fini = remove_tree) {
+        Identity id;
+        char *big;
+        size_t pos;
+
+        cr_expect_eq(identity_read(root, 999, -1, NULL, NULL, &id), -ESRCH);
+        cr_expect_eq(identity_read(root, 0, -1, NULL, NULL, &id), -EINVAL);
+
+        put("4242/status", "Uid:\t1000\t1000\t1000\t1000\nGid:\t1\t1\t1\t1\nGroups:\t12 x3\n");
+        cr_expect_eq(identity_read(root, 4242, -1, NULL, NULL, &id), -EBADMSG);
+
+        put("4242/status", "Name:\tx\n");
+        cr_expect_eq(identity_read(root, 4242, -1, NULL, NULL, &id), -EBADMSG, "no Uid: line without cred");
+
+        /* More groups than the kernel allows. */
+        big = malloc(1024 * 1024);
+        cr_assert_not_null(big);
+        pos = (size_t) sprintf(big, "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t");
+        for (unsigned i = 0; i <= IDENTITY_MAX_GIDS; i++)
+                pos += (size_t) sprintf(big + pos, "%u ", i % 100);
+        strcpy(big + pos, "\n");
+        put("4242/status", big);
+        cr_expect_eq(identity_read(root, 4242, -1, NULL, NULL, &id), -E2BIG);
+
+        /* Over the 1 MiB read bound. */
+        memset(big, 'A', 1024 * 1024 - 1);
+        big[1024 * 1024 - 1] = 0;
+        put("4242/status", big);
+        {
+                char path[PATH_MAX + 32];
+                FILE *f;
+
+                snprintf(path, sizeof(path), "%s/4242/status", root);
+                f = fopen(path, "a");
+                fputs("more than a mebibyte", f);
+                fclose(f);
+        }
+        cr_expect_eq(identity_read(root, 4242, -1, NULL, NULL, &id), -EFBIG);
+        free(big);
+}
+
+static int my_pidfd_open(pid_t pid) {
+        return (int) syscall(SYS_pidfd_open, pid, 0);
+}
+
+Test(identity, dead_pidfd_is_esrch, .init = make_tree, .fini = remove_tree) {
+        Identity id;
+        pid_t child;
+        int pidfd, status;
+
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        pidfd = my_pidfd_open(child);
+        cr_assert_geq(pidfd, 0, "pidfd_open: %s", strerror(errno));
+
+        /* Alive: the fabricated tree is read and the pidfd check passes. */
+        cr_expect_eq(identity_read(root, 4242, pidfd, NULL, NULL, &id), 0);
+        identity_done(&id);
+
+        cr_assert_eq(kill(child, SIGKILL), 0);
+        cr_assert_eq(waitpid(child, &status, 0), child);
+
+        /* Dead: whatever /proc said may describe a new owner of the pid. */
+        cr_expect_eq(identity_read(root, 4242, pidfd, NULL, NULL, &id), -ESRCH);
+        cr_expect_eq(identity_from_pidfd(pidfd, child, NULL, &id), -ESRCH);
+        close(pidfd);
+        cr_expect_eq(identity_from_pid(child, NULL, &id), -ESRCH);
+}
+
+/* ---- the test process itself ---- */
+
+static void expect_self(const Identity *id) {
+        char comm[64] = "";
+        gid_t groups[256];
+        int n;
+        FILE *f = fopen("/proc/self/comm", "r");
+
+        cr_assert_not_null(f);
+        cr_assert_not_null(fgets(comm, sizeof(comm), f));
+        fclose(f);
+        comm[strcspn(comm, "\n")] = 0;
+
+        cr_expect_eq(id->pid, getpid());
+        cr_expect_eq(id->uid, getuid());
+        cr_expect_eq(id->gid, getgid());
+        cr_expect_str_eq(id->comm, comm);
+        cr_expect_not_null(id->cgroup, "every process has a cgroup");
+        cr_expect(id->cgroup && id->cgroup[0] == '/');
+        cr_expect_not(id->other_pid_ns);
+        cr_expect_not(id->other_mnt_ns);
+        cr_expect_not(id->in_container);
+        n = getgroups(256, groups);
+        cr_assert_geq(n, 0);
+        cr_expect_eq(id->n_gids, (size_t) n);
+        for (int i = 0; i < n; i++)
+                cr_expect(identity_has_gid(id, groups[i]), "missing supplementary group %u", groups[i]);
+}
+
+Test(identity, self_by_pid) {
+        Identity id;
+
+        cr_assert_eq(identity_from_pid(getpid(), NULL, &id), 0);
+        expect_self(&id);
+        identity_done(&id);
+}
+
+Test(identity, self_through_socket) {
+        Identity id;
+        int sv[2];
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        cr_assert_eq(identity_from_peer(sv[0], &id), 0);
+        expect_self(&id);
+        identity_done(&id);
+        close(sv[0]);
+        close(sv[1]);
+
+        cr_expect_eq(identity_from_peer(-1, &id), -EBADF);
+}
