@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim-isa-internal.h"
+#include "sim-isa-all-names.h"
 #include "sim-isa-names.h"
 #include "sim-isa-opcodes.h"
 
@@ -161,6 +162,28 @@ const char *sim_isa_inst_name(const SimIsaInst *in) {
         }
 }
 
+const char *sim_isa_any_name(const SimIsaInst *in) {
+        switch (in->enc) {
+        case ENC_SOP2: return LOOKUP(all_names_sop2, in->op);
+        case ENC_SOPK: return LOOKUP(all_names_sopk, in->op);
+        case ENC_SOP1: return LOOKUP(all_names_sop1, in->op);
+        case ENC_SOPC: return LOOKUP(all_names_sopc, in->op);
+        case ENC_SOPP: return LOOKUP(all_names_sopp, in->op);
+        case ENC_SMEM: return LOOKUP(all_names_smem, in->op);
+        case ENC_VOP2: return LOOKUP(all_names_vop2, in->op);
+        case ENC_VOP1: return LOOKUP(all_names_vop1, in->op);
+        case ENC_VOPC: return LOOKUP(all_names_vopc, in->op);
+        case ENC_VOP3: return LOOKUP(all_names_vop3, in->op);
+        case ENC_VOP3P: return LOOKUP(all_names_vop3p, in->op);
+        case ENC_DS: return LOOKUP(all_names_ds, in->op);
+        case ENC_MUBUF: return LOOKUP(all_names_mubuf, in->op);
+        case ENC_FLAT: return LOOKUP(all_names_flat, in->op);
+        case ENC_SCRATCH: return LOOKUP(all_names_scratch, in->op);
+        case ENC_GLOBAL: return LOOKUP(all_names_global, in->op);
+        default: return NULL;
+        }
+}
+
 const char *sim_isa_enc_name(SimIsaEnc enc) {
         static const char *const names[_ENC_MAX] = {
                 [ENC_SOP2] = "SOP2", [ENC_SOPK] = "SOPK", [ENC_SOP1] = "SOP1", [ENC_SOPC] = "SOPC",
@@ -215,4 +238,9 @@ bool sim_isa_knows(const char *mnemonic) {
                T(names_smem) || T(names_vop2) || T(names_vop1) || T(names_vopc) || T(names_vop3) ||
                T(names_ds) || T(names_mubuf) || T(names_flat) || T(names_global);
 #undef T
+}
+
+const char *sim_isa_opcode_name(SimIsaEnc enc, unsigned op) {
+        SimIsaInst in = { .enc = enc, .op = op };
+        return sim_isa_inst_name(&in);
 }

@@ -137,6 +137,10 @@ static inline double u2d(uint64_t u) {
 void sim_isa_decode(const uint32_t *words, SimIsaInst *ret);
 const char *sim_isa_inst_name(const SimIsaInst *inst);
 const char *sim_isa_enc_name(SimIsaEnc enc);
+/* Name of any gfx10 opcode, implemented or not (for messages); NULL if none. */
+const char *sim_isa_any_name(const SimIsaInst *inst);
+/* Name of an implemented opcode of an encoding, for tests; NULL if none. */
+const char *sim_isa_opcode_name(SimIsaEnc enc, unsigned op);
 bool sim_isa_needs_literal(uint32_t w0);
 bool sim_isa_bad_operand(const SimIsaInst *inst);
 

@@ -396,7 +396,7 @@ static void src_kinds(unsigned op, SrcKind k[3]) {
         case VOP3_V_ADD_F64: case VOP3_V_MUL_F64: case VOP3_V_MIN_F64: case VOP3_V_MAX_F64:
                 k[0] = k[1] = K64F;
                 break;
-        case VOP3_V_LDEXP_F64: case VOP3_V_TRIG_PREOP_F64:
+        case VOP3_V_LDEXP_F64:
                 k[0] = K64F;
                 break;
         case VOP3_V_LSHLREV_B64: case VOP3_V_LSHRREV_B64: case VOP3_V_ASHRREV_I64:

@@ -33,15 +33,19 @@ int sim_isa_fail(SimIsaRun *r, int error, uint64_t pc, const char *fmt, ...) {
 }
 
 int sim_isa_unsupported(SimIsaRun *r, const SimIsaWave *w, const SimIsaInst *inst) {
-        const char *name = sim_isa_inst_name(inst);
+        const char *name = sim_isa_inst_name(inst), *any = sim_isa_any_name(inst);
 
         r->ret->bad_encoding[0] = inst->w0;
         r->ret->bad_encoding[1] = inst->w1;
         if (name)
+                /* Implemented, but not with these operands or modifiers. */
                 return sim_isa_fail(r, -EILSEQ, w->pc,
                                     "unsupported form of instruction %s (encoding 0x%08x 0x%08x) at pc 0x%llx", name,
                                     inst->w0, inst->w1, (unsigned long long) w->pc);
-        return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction %s opcode %u (encoding 0x%08x 0x%08x) at pc 0x%llx",
+        if (any)
+                return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction %s (encoding 0x%08x 0x%08x) at pc 0x%llx",
+                                    any, inst->w0, inst->w1, (unsigned long long) w->pc);
+        return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction: %s opcode %u (encoding 0x%08x 0x%08x) at pc 0x%llx",
                             sim_isa_enc_name(inst->enc), inst->op, inst->w0, inst->w1, (unsigned long long) w->pc);
 }
 

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * See isa-helper.h. The ELF reader checks every offset it follows against the
+ * file size; the dispatch emulation follows kfd-facts §2.3-2.4 and LLVM
+ * AMDGPUUsage "Initial Kernel Execution State" for gfx10.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa-helper.h"
+
+static int translate(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
+        IsaMem *m = userdata;
+        for (unsigned i = 0; i < m->n; i++) {
+                IsaRegion *r = &m->regions[i];
+                if (va >= r->va && len <= r->size && va - r->va <= r->size - len) {
+                        *ret_host = r->host + (va - r->va);
+                        return 0;
+                }
+        }
+        return -EFAULT;
+}
+
+void isa_mem_init(IsaMem *m) {
+        memset(m, 0, sizeof(*m));
+        m->next_va = 0x100000000ull;
+        m->mem.userdata = m;
+        m->mem.translate = translate;
+}
+
+void isa_mem_fini(IsaMem *m) {
+        for (unsigned i = 0; i < m->n; i++)
+                free(m->regions[i].host);
+        m->n = 0;
+}
+
+void *isa_mem_map(IsaMem *m, uint64_t va, uint64_t size) {
+        if (m->n >= ISA_MEM_MAX_REGIONS)
+                abort();
+        void *p = calloc(1, size ? size : 1);
+        if (!p)
+                abort();
+        m->regions[m->n++] = (IsaRegion) { .va = va, .size = size, .host = p };
+        return p;
+}
+
+uint64_t isa_mem_alloc(IsaMem *m, uint64_t size, void **ret_host) {
+        uint64_t va = m->next_va;
+        void *p = isa_mem_map(m, va, size);
+        m->next_va = (va + size + 0x20000) & ~0xffffull;
+        if (ret_host)
+                *ret_host = p;
+        return va;
+}
+
+int isa_kernel_load(IsaMem *m, const char *path, const char *name, IsaKernel *ret) {
+        FILE *f = fopen(path, "rb");
+        if (!f)
+                return -errno;
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        uint8_t *file = malloc(n > 0 ? (size_t) n : 1);
+        if (!file || n < (long) sizeof(Elf64_Ehdr) || fread(file, 1, n, f) != (size_t) n) {
+                fclose(f);
+                free(file);
+                return -EIO;
+        }
+        fclose(f);
+        size_t size = (size_t) n;
+        const Elf64_Ehdr *eh = (const void *) file;
+        int r = -EBADMSG;
+
+#define IN_FILE(off, len) ((uint64_t) (off) <= size && (uint64_t) (len) <= size - (uint64_t) (off))
+        if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+            eh->e_machine != EM_AMDGPU || !IN_FILE(eh->e_phoff, (uint64_t) eh->e_phnum * sizeof(Elf64_Phdr)) ||
+            !IN_FILE(eh->e_shoff, (uint64_t) eh->e_shnum * sizeof(Elf64_Shdr)))
+                goto out;
+
+        /* The image: all PT_LOAD segments at image_va + p_vaddr. */
+        uint64_t image_size = 0;
+        const Elf64_Phdr *ph = (const void *) (file + eh->e_phoff);
+        for (unsigned i = 0; i < eh->e_phnum; i++)
+                if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > image_size)
+                        image_size = ph[i].p_vaddr + ph[i].p_memsz;
+        uint8_t *image;
+        uint64_t image_va = isa_mem_alloc(m, (image_size + 0xfff) & ~0xfffull, (void **) &image);
+        for (unsigned i = 0; i < eh->e_phnum; i++) {
+                if (ph[i].p_type != PT_LOAD)
+                        continue;
+                if (!IN_FILE(ph[i].p_offset, ph[i].p_filesz) || ph[i].p_filesz > ph[i].p_memsz)
+                        goto out;
+                memcpy(image + ph[i].p_vaddr, file + ph[i].p_offset, ph[i].p_filesz);
+        }
+
+        /* The "<name>.kd" symbol in .symtab. */
+        char want[256];
+        snprintf(want, sizeof(want), "%s.kd", name);
+        const Elf64_Shdr *sh = (const void *) (file + eh->e_shoff);
+        uint64_t kd_off = UINT64_MAX;
+        for (unsigned i = 0; i < eh->e_shnum && kd_off == UINT64_MAX; i++) {
+                if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum ||
+                    !IN_FILE(sh[i].sh_offset, sh[i].sh_size))
+                        continue;
+                const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+                if (!IN_FILE(strs->sh_offset, strs->sh_size))
+                        goto out;
+                const Elf64_Sym *sym = (const void *) (file + sh[i].sh_offset);
+                for (size_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); j++) {
+                        if (sym[j].st_name >= strs->sh_size)
+                                continue;
+                        const char *s = (const char *) file + strs->sh_offset + sym[j].st_name;
+                        if (strnlen(s, strs->sh_size - sym[j].st_name) == strlen(want) && strcmp(s, want) == 0) {
+                                kd_off = sym[j].st_value;
+                                break;
+                        }
+                }
+        }
+        if (kd_off == UINT64_MAX || kd_off + 64 > image_size) {
+                r = -ENOENT;
+                goto out;
+        }
+        /* AMDHSA kernel descriptor, kfd-facts §2.4. */
+        const uint8_t *kd = image + kd_off;
+        int64_t entry_off;
+        memset(ret, 0, sizeof(*ret));
+        memcpy(&ret->group_segment_size, kd + 0, 4);
+        memcpy(&ret->private_segment_size, kd + 4, 4);
+        memcpy(&ret->kernarg_size, kd + 8, 4);
+        memcpy(&entry_off, kd + 16, 8);
+        memcpy(&ret->rsrc3, kd + 44, 4);
+        memcpy(&ret->rsrc1, kd + 48, 4);
+        memcpy(&ret->rsrc2, kd + 52, 4);
+        memcpy(&ret->code_properties, kd + 56, 2);
+        ret->kd_va = image_va + kd_off;
+        ret->entry_va = ret->kd_va + (uint64_t) entry_off;
+        r = 0;
+out:
+        free(file);
+        return r;
+#undef IN_FILE
+}
+
+static void args_put(IsaArgs *a, const void *v, size_t n) {
+        a->size = (a->size + n - 1) & ~(n - 1);
+        if (a->size + n > sizeof(a->bytes))
+                abort();
+        memcpy(a->bytes + a->size, v, n);
+        a->size += n;
+}
+void isa_args_u64(IsaArgs *a, uint64_t v) {
+        args_put(a, &v, 8);
+}
+void isa_args_u32(IsaArgs *a, uint32_t v) {
+        args_put(a, &v, 4);
+}
+void isa_args_f32(IsaArgs *a, float v) {
+        args_put(a, &v, 4);
+}
+
+int isa_launch(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint32_t wg[3], const IsaArgs *args,
+               uint64_t budget, SimIsaResult *ret) {
+        SimIsaDispatch d = { 0 };
+        uint8_t *kernarg, *pkt;
+        uint32_t wg_threads = wg[0] * wg[1] * wg[2];
+        uint64_t kernarg_size = k->kernarg_size > args->size ? k->kernarg_size : args->size;
+
+        /* Kernel arguments (hidden ones, e.g. the global offsets, stay 0), then
+         * the hsa_kernel_dispatch_packet_t the dispatch pointer points at. */
+        uint64_t kernarg_va = isa_mem_alloc(m, kernarg_size + 256, (void **) &kernarg);
+        memcpy(kernarg, args->bytes, args->size);
+        uint64_t pkt_va = isa_mem_alloc(m, 64, (void **) &pkt);
+        uint16_t setup = wg[2] > 1 || grid[2] > 1 ? 3 : wg[1] > 1 || grid[1] > 1 ? 2 : 1, wgs[3];
+        uint32_t gsize[3];
+        for (unsigned i = 0; i < 3; i++) {
+                wgs[i] = (uint16_t) wg[i];
+                gsize[i] = grid[i] * wg[i];
+        }
+        memcpy(pkt + 2, &setup, 2);
+        memcpy(pkt + 4, wgs, 6);
+        memcpy(pkt + 12, gsize, 12);
+        memcpy(pkt + 24, &k->private_segment_size, 4);
+        memcpy(pkt + 28, &k->group_segment_size, 4);
+        memcpy(pkt + 32, &k->kd_va, 8);
+        memcpy(pkt + 40, &kernarg_va, 8);
+
+        /* Scratch: one wave's worth per wave of a workgroup (sim-isa.h). */
+        uint32_t per_lane = (k->private_segment_size + 3) & ~3u;
+        uint64_t scratch_va = 0;
+        if (per_lane) {
+                uint64_t bytes = (uint64_t) ((wg_threads + 31) / 32) * 32 * per_lane;
+                scratch_va = isa_mem_alloc(m, bytes, NULL);
+        }
+
+        /* User SGPRs in kernel_code_properties order. */
+        unsigned n = 0;
+        if (k->code_properties & (1u << 0)) {
+                d.user_sgpr[n++] = (uint32_t) scratch_va;
+                d.user_sgpr[n++] = (uint32_t) (scratch_va >> 32 & 0xffff) | 1u << 31;
+                d.user_sgpr[n++] = 0xffffffffu;
+                d.user_sgpr[n++] = 1u << 23 | 2u << 21;
+        }
+        if (k->code_properties & (1u << 1)) {
+                d.user_sgpr[n++] = (uint32_t) pkt_va;
+                d.user_sgpr[n++] = (uint32_t) (pkt_va >> 32);
+        }
+        if (k->code_properties & (1u << 2)) {
+                d.user_sgpr[n++] = 0;
+                d.user_sgpr[n++] = 0;
+        }
+        if (k->code_properties & (1u << 3)) {
+                d.user_sgpr[n++] = (uint32_t) kernarg_va;
+                d.user_sgpr[n++] = (uint32_t) (kernarg_va >> 32);
+        }
+        if (k->code_properties & (1u << 4)) {
+                d.user_sgpr[n++] = 0;
+                d.user_sgpr[n++] = 0;
+        }
+        if (k->code_properties & (1u << 5)) {
+                d.user_sgpr[n++] = (uint32_t) scratch_va;
+                d.user_sgpr[n++] = (uint32_t) (scratch_va >> 32);
+        }
+        if (k->code_properties & (1u << 6))
+                d.user_sgpr[n++] = per_lane;
+        if (n != ((k->rsrc2 >> 1) & 31))
+                return -EPROTO;
+
+        uint32_t lds_granules = (k->group_segment_size + 511) / 512;
+        d.entry_va = k->entry_va;
+        d.rsrc1 = k->rsrc1;
+        d.rsrc2 = k->rsrc2 | lds_granules << 15;
+        d.rsrc3 = k->rsrc3;
+        memcpy(d.grid, grid, sizeof(d.grid));
+        memcpy(d.wg_size, wg, sizeof(d.wg_size));
+        d.wave32 = (k->code_properties >> 10) & 1;
+        d.scratch_va = scratch_va;
+        d.scratch_per_lane = per_lane;
+        d.lds_bytes = lds_granules * 512;
+        return sim_isa_dispatch(&d, &m->mem, budget, ret);
+}
+
+const char *isa_kernel_path(const char *file) {
+        static char buf[4096];
+        snprintf(buf, sizeof(buf), "%s/%s", ISA_KERNEL_DIR, file);
+        return buf;
+}

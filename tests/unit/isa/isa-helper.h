@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test harness for the RDNA2 interpreter: loads an AMDHSA code object (.hsaco)
+ * with a small ELF64 reader, places its loadable segments, kernel arguments, a
+ * dispatch packet and buffers at fixed GPU VAs in an IsaMem (malloc'd regions
+ * behind a SimIsaMemory translate callback), and performs what the CP engine
+ * will do for a DISPATCH_DIRECT: registers from the kernel descriptor, user
+ * SGPRs in descriptor order, LDS and scratch sizing. Owned by the test that
+ * creates it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/isa/sim-isa.h"
+
+#define ISA_MEM_MAX_REGIONS 32
+
+typedef struct IsaRegion {
+        uint64_t va;
+        uint64_t size;
+        uint8_t *host;
+} IsaRegion;
+
+typedef struct IsaMem {
+        IsaRegion regions[ISA_MEM_MAX_REGIONS];
+        unsigned n;
+        uint64_t next_va;
+        SimIsaMemory mem;
+} IsaMem;
+
+void isa_mem_init(IsaMem *m);
+void isa_mem_fini(IsaMem *m);
+/* A zeroed region of size bytes at the next free VA (64 KiB aligned, with an
+ * unmapped gap after it); returns the VA, the host pointer in *ret_host. */
+uint64_t isa_mem_alloc(IsaMem *m, uint64_t size, void **ret_host);
+/* A region at a chosen VA. */
+void *isa_mem_map(IsaMem *m, uint64_t va, uint64_t size);
+
+typedef struct IsaKernel {
+        uint64_t kd_va, entry_va;
+        uint32_t group_segment_size, private_segment_size, kernarg_size;
+        uint32_t rsrc1, rsrc2, rsrc3;
+        uint16_t code_properties;
+} IsaKernel;
+
+/* Loads path into m and finds "<name>.kd"; 0 or a negative errno. */
+int isa_kernel_load(IsaMem *m, const char *path, const char *name, IsaKernel *ret);
+
+/* Kernel arguments, packed with natural alignment as clang lays them out. */
+typedef struct IsaArgs {
+        uint8_t bytes[256];
+        size_t size;
+} IsaArgs;
+void isa_args_u64(IsaArgs *a, uint64_t v);
+void isa_args_u32(IsaArgs *a, uint32_t v);
+void isa_args_f32(IsaArgs *a, float v);
+
+/* Dispatches grid[] workgroups of wg[] work-items (the packet's grid_size is
+ * grid * wg, as for a DISPATCH_DIRECT). Returns sim_isa_dispatch()'s value. */
+int isa_launch(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint32_t wg[3], const IsaArgs *args,
+               uint64_t budget, SimIsaResult *ret);
+
+/* Path of a corpus kernel in the build tree. */
+const char *isa_kernel_path(const char *file);

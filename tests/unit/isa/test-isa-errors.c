@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a dispatch fails: an instruction the interpreter does not implement
+ * (-EILSEQ with its encoding and name), a load from unmapped memory (-EFAULT
+ * with the address), an instruction budget (-ETIME), and parameters the model
+ * refuses (-EINVAL). Hand-assembled programs; encodings checked with
+ * llvm-mc-15 -mcpu=gfx1030 -show-encoding.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "isa-helper.h"
+#include "sim/isa/sim-isa.h"
+
+#define CODE_VA 0x200000ull
+
+static SimIsaDispatch one_wave(void) {
+        return (SimIsaDispatch) {
+                .entry_va = CODE_VA,
+                .grid = { 1, 1, 1 },
+                .wg_size = { 32, 1, 1 },
+                .wave32 = true,
+        };
+}
+
+static int run(IsaMem *m, const uint32_t *code, size_t n, SimIsaDispatch *d, uint64_t budget, SimIsaResult *res) {
+        uint32_t *p = isa_mem_map(m, CODE_VA, 4096);
+        memcpy(p, code, n * 4);
+        return sim_isa_dispatch(d, &m->mem, budget, res);
+}
+
+Test(isa, unknown_encoding_is_eilseq) {
+        /* v_pk_add_f16 v0, v1, v2 (VOP3P), then s_endpgm. */
+        static const uint32_t code[] = { 0xcc0f4000, 0x18020501, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        isa_mem_init(&m);
+        int r = run(&m, code, 3, &d, 0, &res);
+        cr_assert_eq(r, -EILSEQ);
+        cr_assert_eq(res.error, -EILSEQ);
+        cr_assert_eq(res.fault_pc, CODE_VA);
+        cr_assert_eq(res.bad_encoding[0], 0xcc0f4000);
+        cr_assert_eq(res.bad_encoding[1], 0x18020501);
+        cr_assert(strstr(res.message, "v_pk_add_f16") && strstr(res.message, "0xcc0f4000") &&
+                  strstr(res.message, "0x200000"), "message: %s", res.message);
+        cr_assert_eq(res.wave_instructions, 0);
+        isa_mem_fini(&m);
+}
+
+Test(isa, garbage_is_eilseq_not_silent) {
+        /* s_nop 0, then an image (MIMG) instruction dword, which this model has no encoding for. */
+        static const uint32_t code[] = { 0xbf800000, 0xf0000000, 0x00000000, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        isa_mem_init(&m);
+        cr_assert_eq(run(&m, code, 4, &d, 0, &res), -EILSEQ);
+        cr_assert_eq(res.fault_pc, CODE_VA + 4);
+        cr_assert_eq(res.bad_encoding[0], 0xf0000000);
+        cr_assert(strstr(res.message, "unsupported instruction"), "message: %s", res.message);
+        cr_assert_eq(res.wave_instructions, 1);
+        isa_mem_fini(&m);
+}
+
+Test(isa, unmapped_load_is_efault) {
+        /* s_mov_b32 s0, 0x7ff00000; s_mov_b32 s1, 0x12; v_mov_b32 v1, 0;
+         * global_load_dword v2, v1, s[0:1] offset:16; s_endpgm */
+        static const uint32_t code[] = { 0xbe8003ff, 0x7ff00000, 0xbe810392, 0x7e020280,
+                                         0xdc308010, 0x02000001, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        isa_mem_init(&m);
+        cr_assert_eq(run(&m, code, 7, &d, 0, &res), -EFAULT);
+        cr_assert_eq(res.fault_va, 0x127ff00010ull, "fault at %#llx", (unsigned long long) res.fault_va);
+        cr_assert_eq(res.fault_pc, CODE_VA + 16);
+        cr_assert(strstr(res.message, "0x127ff00010"), "message: %s", res.message);
+        isa_mem_fini(&m);
+}
+
+Test(isa, kernel_with_bad_pointer_faults) {
+        IsaMem m;
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        SimIsaResult res;
+        isa_mem_init(&m);
+        cr_assert_eq(isa_kernel_load(&m, isa_kernel_path("vector-add.hsaco"), "vector_add", &k), 0);
+        uint64_t xv = isa_mem_alloc(&m, 4096, NULL), zv = isa_mem_alloc(&m, 4096, NULL);
+        isa_args_u64(&a, xv), isa_args_u64(&a, 0xdead0000ull), isa_args_u64(&a, zv), isa_args_u32(&a, 64);
+        uint32_t grid[3] = { 1, 1, 1 }, wg[3] = { 64, 1, 1 };
+        cr_assert_eq(isa_launch(&m, &k, grid, wg, &a, 0, &res), -EFAULT);
+        cr_assert_eq(res.fault_va, 0xdead0000ull, "fault at %#llx: %s", (unsigned long long) res.fault_va, res.message);
+        isa_mem_fini(&m);
+}
+
+Test(isa, budget_is_etime) {
+        /* s_branch -1: a tight infinite loop. */
+        static const uint32_t code[] = { 0xbf82ffff };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        isa_mem_init(&m);
+        cr_assert_eq(run(&m, code, 1, &d, 1000, &res), -ETIME);
+        cr_assert_eq(res.wave_instructions, 1000);
+        cr_assert_eq(res.lane_instructions, 32000);
+        isa_mem_fini(&m);
+}
+
+Test(isa, wave64_and_oversized_are_einval) {
+        static const uint32_t code[] = { 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        isa_mem_init(&m);
+        d.wave32 = false;
+        cr_assert_eq(run(&m, code, 1, &d, 0, &res), -EINVAL);
+        d = one_wave();
+        d.wg_size[0] = 2048;
+        cr_assert_eq(sim_isa_dispatch(&d, &m.mem, 0, &res), -EINVAL);
+        d = one_wave();
+        d.lds_bytes = 128 * 1024;
+        cr_assert_eq(sim_isa_dispatch(&d, &m.mem, 0, &res), -EINVAL);
+        isa_mem_fini(&m);
+}
+
+Test(isa, partial_wave_exec_and_ids) {
+        /* A 40-thread workgroup is two waves, the second with 8 live lanes:
+         * v_lshlrev_b32 v1, 2, v0; global_store_dword v1, v0, s[0:1]; s_endpgm
+         * with s[0:1] = the output buffer (user SGPRs 0-1). */
+        static const uint32_t code[] = { 0x34020082, 0xdc708000, 0x00000001, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        uint32_t *out;
+        isa_mem_init(&m);
+        uint64_t ov = isa_mem_alloc(&m, 4 * 64, (void **) &out);
+        memset(out, 0xff, 4 * 64);
+        d.wg_size[0] = 40;
+        d.rsrc2 = 2 << 1;       /* USER_SGPR_COUNT = 2 */
+        d.user_sgpr[0] = (uint32_t) ov, d.user_sgpr[1] = (uint32_t) (ov >> 32);
+        cr_assert_eq(run(&m, code, 4, &d, 0, &res), 0, "%s", res.message);
+        for (uint32_t i = 0; i < 40; i++)
+                cr_assert_eq(out[i], i);
+        for (uint32_t i = 40; i < 64; i++)
+                cr_assert_eq(out[i], 0xffffffffu, "lane %u of the partial wave ran", i);
+        cr_assert_eq(res.wave_instructions, 6);
+        cr_assert_eq(res.lane_instructions, 3 * 32 + 3 * 8);
+        isa_mem_fini(&m);
+}
