@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GPU layer end to end on the simulated gfx1030: bring-up through the
+ * KfdOps table, buffers in GTT and VRAM, copy and fill jobs checked byte by
+ * byte, cross-queue waits resolved on the GPU, dma-buf export/import between
+ * two contexts, a GPU memory fault and the queue's recovery, ring wrap,
+ * -EAGAIN on a full ring, and that every object and fd goes away again.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpu/gpu.h"
+#include "kfd/kfd-real.h"
+#include "sim/sim.h"
+
+#define MiB (1024ull * 1024ull)
+
+static unsigned count_fds(void) {
+        unsigned n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        cr_assert_not_null(d);
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        return n - 1; /* the DIR's own fd */
+}
+
+#define MAX_COMPS 8192
+typedef struct Comps {
+        unsigned n;
+        GpuCompletion c[MAX_COMPS];
+} Comps;
+
+static void on_comp(const GpuCompletion *comp, void *userdata) {
+        Comps *cs = userdata;
+        cr_assert_lt(cs->n, MAX_COMPS);
+        cs->c[cs->n++] = *comp;
+}
+
+static const GpuCompletion *find_comp(const Comps *cs, unsigned q, uint64_t seq) {
+        for (unsigned i = 0; i < cs->n; i++)
+                if (cs->c[i].queue == q && cs->c[i].seq == seq)
+                        return &cs->c[i];
+        return NULL;
+}
+
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Runs the "event loop" until (q, seq) was reported, at most 30 s. */
+static const GpuCompletion *wait_seq(GpuContext *c, Comps *cs, unsigned q, uint64_t seq) {
+        double deadline = now_s() + 30;
+        while (!find_comp(cs, q, seq)) {
+                cr_assert_lt(now_s(), deadline, "queue %u seq %llu never completed", q,
+                             (unsigned long long) seq);
+                struct pollfd p = { .fd = gpu_context_get_wake_fd(c), .events = POLLIN };
+                poll(&p, 1, 100);
+                int r = gpu_context_process(c, on_comp, cs);
+                cr_assert_geq(r, 0, "gpu_context_process: %s", strerror(-r));
+        }
+        return find_comp(cs, q, seq);
+}
+
+typedef struct Fixture {
+        SimDevice *dev;
+        const KfdOps *ops;
+        GpuContext *ctx;
+        Comps comps;
+        unsigned fds_before;
+} Fixture;
+
+static Fixture fx;
+
+static void setup_opts(const GpuContextOptions *o) {
+        memset(&fx, 0, sizeof fx);
+        fx.fds_before = count_fds();
+        cr_assert_eq(sim_device_new(NULL, &fx.dev), 0);
+        fx.ops = sim_device_get_ops(fx.dev);
+        int r = gpu_context_new(fx.ops, o, &fx.ctx);
+        cr_assert_eq(r, 0, "gpu_context_new: %s", strerror(-r));
+}
+
+static void setup(void) {
+        setup_opts(NULL);
+}
+
+static void teardown(void) {
+        GpuContextStats st;
+        if (fx.ctx) {
+                gpu_context_get_stats(fx.ctx, &st);
+                cr_expect_eq(st.buffers, 0u, "buffers still alive: %u", st.buffers);
+                cr_expect_eq(st.buffer_bytes, 0u);
+        }
+        fx.ctx = gpu_context_free(fx.ctx);
+        fx.dev = sim_device_free(fx.dev);
+        cr_expect_eq(count_fds(), fx.fds_before, "fd leak: %u before, %u after", fx.fds_before, count_fds());
+}
+
+static GpuBuffer *new_buf(uint64_t size, GpuPlacement pl) {
+        GpuBuffer *b = NULL;
+        int r = gpu_buffer_new(fx.ctx, size, pl, false, &b);
+        cr_assert_eq(r, 0, "gpu_buffer_new(%llu): %s", (unsigned long long) size, strerror(-r));
+        cr_assert_eq(gpu_buffer_get_va(b), (uint64_t) (uintptr_t) gpu_buffer_get_cpu(b), "CPU VA == GPU VA");
+        return b;
+}
+
+static void fill_pattern(uint8_t *p, uint64_t n, uint32_t seed) {
+        uint32_t x = seed * 2654435761u + 1;
+        for (uint64_t i = 0; i < n; i++) {
+                x = x * 1103515245u + 12345u;
+                p[i] = (uint8_t) (x >> 16);
+        }
+}
+
+static uint64_t submit(unsigned q, const GpuJob *job) {
+        uint64_t seq = 0;
+        int r = gpu_queue_submit(fx.ctx, q, job, &seq);
+        cr_assert_eq(r, 0, "gpu_queue_submit: %s", strerror(-r));
+        return seq;
+}
+
+static void check_ok(const GpuCompletion *c) {
+        cr_assert_not_null(c);
+        cr_expect_eq(c->error, 0, "job %llu error %d", (unsigned long long) c->seq, c->error);
+        cr_expect_gt(c->end_ns, 0u, "end timestamp written");
+        cr_expect_leq(c->begin_ns, c->end_ns);
+}
+
+Test(gpu_context, bring_up, .init = setup, .fini = teardown) {
+        const GpuDeviceInfo *i = gpu_context_get_info(fx.ctx);
+        cr_expect_str_eq(i->backend, "sim");
+        cr_expect_str_eq(i->gfx_name, "gfx1030");
+        cr_expect_eq(i->gfx_target_version, 100300u);
+        cr_expect_eq(i->gpu_id, 0x697Du);
+        cr_expect_eq(i->n_queues, 2u);
+        cr_expect_eq(i->queue_engine[0], GPU_ENGINE_SDMA);
+        cr_expect_eq(i->timestamp_hz, 100000000u);
+        cr_expect_eq(i->kfd_major, 1u);
+        cr_expect_geq(gpu_context_get_wake_fd(fx.ctx), 0);
+}
+
+static void copy_roundtrip(uint64_t size, GpuPlacement src_pl, GpuPlacement dst_pl, unsigned q) {
+        GpuBuffer *src = new_buf(size, src_pl), *dst = new_buf(size, dst_pl);
+        fill_pattern(gpu_buffer_get_cpu(src), size, (uint32_t) size);
+        memset(gpu_buffer_get_cpu(dst), 0xEE, gpu_buffer_get_size(dst));
+
+        GpuJob job = { .type = GPU_JOB_COPY,
+                       .copy = { .src_va = gpu_buffer_get_va(src), .dst_va = gpu_buffer_get_va(dst), .size = size } };
+        uint64_t seq = submit(q, &job);
+        check_ok(wait_seq(fx.ctx, &fx.comps, q, seq));
+        cr_assert_eq(memcmp(gpu_buffer_get_cpu(src), gpu_buffer_get_cpu(dst), size), 0,
+                     "copy of %llu bytes differs", (unsigned long long) size);
+        /* nothing written past the end */
+        const uint8_t *d = gpu_buffer_get_cpu(dst);
+        for (uint64_t k = size; k < gpu_buffer_get_size(dst); k++)
+                cr_assert_eq(d[k], 0xEE, "byte %llu past the copy was written", (unsigned long long) k);
+        cr_expect_geq(gpu_queue_get_completed(fx.ctx, q), seq);
+        gpu_buffer_unref(src);
+        gpu_buffer_unref(dst);
+}
+
+Test(gpu_context, copy_sizes, .init = setup, .fini = teardown, .timeout = 120) {
+        copy_roundtrip(4, GPU_PLACEMENT_GTT, GPU_PLACEMENT_GTT, 0);
+        copy_roundtrip(1, GPU_PLACEMENT_GTT, GPU_PLACEMENT_VRAM, 1);
+        copy_roundtrip(4 * MiB + 4, GPU_PLACEMENT_GTT, GPU_PLACEMENT_VRAM, 0); /* crosses the 4 MiB split */
+        copy_roundtrip(64 * MiB, GPU_PLACEMENT_VRAM, GPU_PLACEMENT_GTT, 1);
+}
+
+static void fill_check(uint64_t size, GpuPlacement pl, uint32_t pattern) {
+        GpuBuffer *b = new_buf(size + 8, pl);
+        uint8_t *p = gpu_buffer_get_cpu(b);
+        memset(p, 0x11, size + 8);
+        GpuJob job = { .type = GPU_JOB_FILL,
+                       .fill = { .dst_va = gpu_buffer_get_va(b) + 4, .size = size, .pattern = pattern } };
+        uint64_t seq = submit(0, &job);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, seq));
+        for (unsigned k = 0; k < 4; k++)
+                cr_assert_eq(p[k], 0x11, "byte %u before the fill was written", k);
+        for (uint64_t k = 0; k < size; k += 4) {
+                uint32_t v;
+                memcpy(&v, p + 4 + k, 4);
+                cr_assert_eq(v, pattern, "fill dword at %llu: 0x%08x", (unsigned long long) k, v);
+        }
+        for (unsigned k = 0; k < 4; k++)
+                cr_assert_eq(p[4 + size + k], 0x11, "byte after the fill was written");
+        gpu_buffer_unref(b);
+}
+
+Test(gpu_context, fill_sizes, .init = setup, .fini = teardown, .timeout = 120) {
+        fill_check(4, GPU_PLACEMENT_GTT, 0xA5A5F00D);
+        fill_check(4 * MiB + 4, GPU_PLACEMENT_VRAM, 0x01020304);
+        fill_check(64 * MiB, GPU_PLACEMENT_GTT, 0xCAFEBABE);
+}
+
+Test(gpu_context, invalid_jobs, .init = setup, .fini = teardown) {
+        GpuBuffer *b = new_buf(4096, GPU_PLACEMENT_GTT);
+        uint64_t va = gpu_buffer_get_va(b), seq;
+        GpuJob j;
+
+        j = (GpuJob) { .type = GPU_JOB_FILL, .fill = { .dst_va = va, .size = 0 } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "fill of 0 bytes");
+        j = (GpuJob) { .type = GPU_JOB_FILL, .fill = { .dst_va = va, .size = 6 } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "fill of 6 bytes");
+        j = (GpuJob) { .type = GPU_JOB_FILL, .fill = { .dst_va = va + 2, .size = 8 } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "misaligned fill");
+        j = (GpuJob) { .type = GPU_JOB_COPY, .copy = { .src_va = va, .dst_va = va, .size = 0 } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "copy of 0 bytes");
+        j = (GpuJob) { .type = GPU_JOB_COPY, .copy = { .src_va = UINT64_MAX - 2, .dst_va = va, .size = 8 } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "wrapping range");
+        j = (GpuJob) { .type = GPU_JOB_NOP };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 2, &j, &seq), -EINVAL, "no queue 2");
+        j = (GpuJob) { .type = GPU_JOB_NOP, .n_waits = 1, .waits = { { .queue = 1, .seq = 1 } } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "wait on a job never submitted");
+        j = (GpuJob) { .type = GPU_JOB_NOP, .n_waits = 1, .waits = { { .queue = 7, .seq = 1 } } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "wait on a missing queue");
+        j = (GpuJob) { .type = 42 };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "unknown type");
+        /* copies may be any byte size and alignment */
+        j = (GpuJob) { .type = GPU_JOB_COPY, .copy = { .src_va = va + 1, .dst_va = va + 2001, .size = 3 } };
+        memcpy((uint8_t *) gpu_buffer_get_cpu(b) + 1, "xyz", 3);
+        seq = submit(0, &j);
+        cr_expect_eq(seq, 1u, "rejected jobs consume no sequence number");
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, seq));
+        cr_expect_eq(memcmp((uint8_t *) gpu_buffer_get_cpu(b) + 2001, "xyz", 3), 0);
+        GpuContextStats st;
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_expect_eq(st.jobs_submitted, 1u);
+        cr_expect_eq(st.buffers, 1u);
+        cr_expect_eq(st.buffer_bytes, 4096u);
+        gpu_buffer_unref(b);
+}
+
+Test(gpu_context, cross_queue_wait, .init = setup, .fini = teardown, .timeout = 120) {
+        uint64_t size = 32 * MiB;
+        GpuBuffer *a = new_buf(size, GPU_PLACEMENT_GTT), *b = new_buf(size, GPU_PLACEMENT_VRAM),
+                  *c = new_buf(size, GPU_PLACEMENT_GTT);
+        fill_pattern(gpu_buffer_get_cpu(a), size, 7);
+        memset(gpu_buffer_get_cpu(b), 0, size);
+
+        /* q1: F = fill b; q0: A = copy a -> b after F; q1: B = copy b -> c
+         * after A. Only the GPU-side waits make c == a: without them B copies
+         * the fill pattern whichever queue the engine serves first. */
+        GpuJob jf = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b), .size = size, .pattern = 0x0F0F0F0F } };
+        uint64_t sf = submit(1, &jf);
+        GpuJob j0 = { .type = GPU_JOB_COPY,
+                      .copy = { .src_va = gpu_buffer_get_va(a), .dst_va = gpu_buffer_get_va(b), .size = size },
+                      .n_waits = 1,
+                      .waits = { { .queue = 1, .seq = sf } } };
+        uint64_t s0 = submit(0, &j0);
+        GpuJob j1 = { .type = GPU_JOB_COPY,
+                      .copy = { .src_va = gpu_buffer_get_va(b), .dst_va = gpu_buffer_get_va(c), .size = size },
+                      .n_waits = 2,
+                      .waits = { { .queue = 0, .seq = s0 }, { .queue = 1, .seq = sf } } };
+        uint64_t s1 = submit(1, &j1);
+        const GpuCompletion *c1 = wait_seq(fx.ctx, &fx.comps, 1, s1);
+        check_ok(c1);
+        const GpuCompletion *c0 = wait_seq(fx.ctx, &fx.comps, 0, s0);
+        check_ok(c0);
+        cr_assert_eq(memcmp(gpu_buffer_get_cpu(a), gpu_buffer_get_cpu(c), size), 0,
+                     "queue 1 copied before queue 0 finished");
+        cr_expect_geq(c1->begin_ns, 0u);
+        cr_expect_geq(c1->end_ns, c0->end_ns, "the waiting job ended after the job it waited for");
+        gpu_buffer_unref(a);
+        gpu_buffer_unref(b);
+        gpu_buffer_unref(c);
+}
+
+Test(gpu_context, export_import, .init = setup, .fini = teardown, .timeout = 60) {
+        uint64_t size = 1 * MiB;
+        GpuBuffer *b = new_buf(size, GPU_PLACEMENT_VRAM);
+        fill_pattern(gpu_buffer_get_cpu(b), size, 99);
+
+        int fd = -1;
+        cr_assert_eq(gpu_buffer_export(b, &fd), 0);
+        cr_assert_geq(fd, 0);
+        void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        cr_assert_neq(m, MAP_FAILED, "mmap of the dma-buf fd: %s", strerror(errno));
+        cr_expect_eq(memcmp(m, gpu_buffer_get_cpu(b), size), 0, "dma-buf mapping shows the same bytes");
+        ((uint8_t *) m)[123] ^= 0xFF;
+        cr_expect_eq(((uint8_t *) m)[123], ((uint8_t *) gpu_buffer_get_cpu(b))[123], "writes are shared");
+        munmap(m, size);
+
+        /* A second context (another KFD process) on the same device imports it. */
+        GpuContext *c2 = NULL;
+        cr_assert_eq(gpu_context_new(fx.ops, NULL, &c2), 0);
+        GpuBuffer *imp = NULL;
+        int r = gpu_buffer_import(c2, fd, &imp);
+        cr_assert_eq(r, 0, "gpu_buffer_import: %s", strerror(-r));
+        cr_expect_eq(gpu_buffer_get_size(imp), size);
+        cr_expect_eq(memcmp(gpu_buffer_get_cpu(imp), gpu_buffer_get_cpu(b), size), 0);
+
+        GpuBuffer *local = NULL;
+        cr_assert_eq(gpu_buffer_new(c2, size, GPU_PLACEMENT_GTT, false, &local), 0);
+        /* copy imported -> local, then fill part of the imported buffer, in c2 */
+        GpuJob j = { .type = GPU_JOB_COPY,
+                     .copy = { .src_va = gpu_buffer_get_va(imp), .dst_va = gpu_buffer_get_va(local), .size = size } };
+        uint64_t seq = 0;
+        cr_assert_eq(gpu_queue_submit(c2, 0, &j, &seq), 0);
+        Comps *cs2 = calloc(1, sizeof *cs2);
+        check_ok(wait_seq(c2, cs2, 0, seq));
+        cr_expect_eq(memcmp(gpu_buffer_get_cpu(local), gpu_buffer_get_cpu(b), size), 0,
+                     "copy through the imported buffer");
+        j = (GpuJob) { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(imp), .size = 4096, .pattern = 0x5A5A5A5A } };
+        cr_assert_eq(gpu_queue_submit(c2, 1, &j, &seq), 0);
+        check_ok(wait_seq(c2, cs2, 1, seq));
+        const uint8_t *orig = gpu_buffer_get_cpu(b);
+        for (unsigned k = 0; k < 4096; k++)
+                cr_assert_eq(orig[k], 0x5A, "the exporter sees the importer's GPU write (byte %u)", k);
+        free(cs2);
+
+        gpu_buffer_unref(local);
+        gpu_buffer_unref(imp);
+        c2 = gpu_context_free(c2);
+        close(fd);
+        gpu_buffer_unref(b);
+}
+
+Test(gpu_context, import_rejects_non_dmabuf, .init = setup, .fini = teardown) {
+        GpuBuffer *imp = NULL;
+        int p[2];
+        cr_assert_eq(pipe(p), 0);
+        cr_expect_lt(gpu_buffer_import(fx.ctx, p[0], &imp), 0);
+        cr_expect_null(imp);
+        close(p[0]);
+        close(p[1]);
+}
+
+Test(gpu_context, fault_and_recovery, .init = setup, .fini = teardown, .timeout = 60) {
+        uint64_t size = 64 * 1024;
+        GpuBuffer *src = new_buf(size, GPU_PLACEMENT_GTT), *dst = new_buf(size, GPU_PLACEMENT_GTT),
+                  *dst2 = new_buf(size, GPU_PLACEMENT_GTT);
+        fill_pattern(gpu_buffer_get_cpu(src), size, 3);
+        memset(gpu_buffer_get_cpu(dst), 0, size);
+        memset(gpu_buffer_get_cpu(dst2), 0, size);
+        const uint64_t bad = 0x00000dead0000000ull;
+
+        GpuJob ok = { .type = GPU_JOB_COPY,
+                      .copy = { .src_va = gpu_buffer_get_va(src), .dst_va = gpu_buffer_get_va(dst), .size = size } };
+        GpuJob fault = { .type = GPU_JOB_COPY, .copy = { .src_va = bad, .dst_va = gpu_buffer_get_va(dst2), .size = size } };
+        GpuJob later = { .type = GPU_JOB_FILL,
+                         .fill = { .dst_va = gpu_buffer_get_va(dst2), .size = size, .pattern = 0x77777777 } };
+
+        uint64_t s1 = submit(0, &ok);
+        uint64_t s2 = submit(0, &fault);
+        uint64_t s3 = submit(0, &later);
+        uint64_t s4 = submit(0, &ok);
+        /* the other queue is unaffected */
+        GpuJob other = { .type = GPU_JOB_FILL,
+                         .fill = { .dst_va = gpu_buffer_get_va(dst), .size = 4, .pattern = 0 } };
+        (void) other;
+
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s1));
+        const GpuCompletion *f = wait_seq(fx.ctx, &fx.comps, 0, s2);
+        cr_expect_eq(f->error, -EFAULT);
+        cr_expect_geq(f->fault_va, bad & ~0xFFFull, "fault va 0x%llx", (unsigned long long) f->fault_va);
+        cr_expect_lt(f->fault_va, bad + size, "fault va 0x%llx", (unsigned long long) f->fault_va);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s3));
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s4));
+        const uint8_t *d2 = gpu_buffer_get_cpu(dst2);
+        for (uint64_t k = 0; k < size; k++)
+                cr_assert_eq(d2[k], 0x77, "job after the fault ran (byte %llu)", (unsigned long long) k);
+        cr_expect_eq(memcmp(gpu_buffer_get_cpu(src), gpu_buffer_get_cpu(dst), size), 0);
+
+        /* in order, each exactly once */
+        unsigned prev = 0;
+        for (unsigned i = 0; i < fx.comps.n; i++)
+                if (fx.comps.c[i].queue == 0) {
+                        cr_expect_eq(fx.comps.c[i].seq, prev + 1u, "completion order");
+                        prev = (unsigned) fx.comps.c[i].seq;
+                }
+
+        /* the queue keeps working after recovery; the other queue too */
+        memset(gpu_buffer_get_cpu(dst), 0, size);
+        uint64_t s5 = submit(0, &ok);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s5));
+        cr_expect_eq(memcmp(gpu_buffer_get_cpu(src), gpu_buffer_get_cpu(dst), size), 0);
+        GpuJob q1 = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(dst), .size = 8, .pattern = 0x12345678 } };
+        uint64_t t1 = submit(1, &q1);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 1, t1));
+        cr_expect_eq(((uint32_t *) gpu_buffer_get_cpu(dst))[1], 0x12345678u);
+
+        GpuContextStats st;
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_expect_geq(st.faults, 1u);
+        gpu_buffer_unref(src);
+        gpu_buffer_unref(dst);
+        gpu_buffer_unref(dst2);
+}
+
+static const GpuContextOptions small_ring = { .n_sdma_queues = 2, .sdma_ring_size = 4096,
+                                              .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT };
+
+static void setup_small(void) {
+        setup_opts(&small_ring);
+}
+
+Test(gpu_context, ring_wrap, .init = setup_small, .fini = teardown, .timeout = 120) {
+        const unsigned n_jobs = 2000; /* 4 KiB ring, ~100 bytes per job: ~50 wraps */
+        GpuBuffer *b = new_buf(n_jobs * 4, GPU_PLACEMENT_GTT);
+        uint32_t *words = gpu_buffer_get_cpu(b);
+        memset(words, 0, n_jobs * 4);
+        uint64_t last = 0;
+
+        for (unsigned i = 0; i < n_jobs; i++) {
+                GpuJob j = { .type = GPU_JOB_FILL,
+                             .fill = { .dst_va = gpu_buffer_get_va(b) + i * 4, .size = 4, .pattern = i + 1 } };
+                double deadline = now_s() + 30;
+                int r;
+                while ((r = gpu_queue_submit(fx.ctx, 0, &j, &last)) == -EAGAIN) {
+                        cr_assert_lt(now_s(), deadline, "ring never drained");
+                        struct pollfd p = { .fd = gpu_context_get_wake_fd(fx.ctx), .events = POLLIN };
+                        poll(&p, 1, 10);
+                        cr_assert_geq(gpu_context_process(fx.ctx, on_comp, &fx.comps), 0);
+                }
+                cr_assert_eq(r, 0, "submit %u: %s", i, strerror(-r));
+                cr_assert_eq(last, (uint64_t) i + 1);
+        }
+        wait_seq(fx.ctx, &fx.comps, 0, last);
+        cr_expect_eq(fx.comps.n, n_jobs);
+        for (unsigned i = 0; i < fx.comps.n; i++) {
+                cr_assert_eq(fx.comps.c[i].seq, (uint64_t) i + 1, "order");
+                cr_assert_eq(fx.comps.c[i].error, 0);
+        }
+        for (unsigned i = 0; i < n_jobs; i++)
+                cr_assert_eq(words[i], i + 1, "word %u", i);
+        gpu_buffer_unref(b);
+}
+
+Test(gpu_context, ring_full_eagain, .init = setup_small, .fini = teardown, .timeout = 60) {
+        GpuBuffer *b = new_buf(4096, GPU_PLACEMENT_GTT);
+        uint32_t *words = gpu_buffer_get_cpu(b);
+        memset(words, 0, 4096);
+
+        /* Stop queue 1 with a fault (nobody processes it yet), and make queue
+         * 0 wait on that job on the GPU: queue 0 now fills up. */
+        GpuJob fault = { .type = GPU_JOB_FILL, .fill = { .dst_va = 0x00000beef0000000ull, .size = 4096, .pattern = 1 } };
+        uint64_t sf = submit(1, &fault);
+        GpuJob w = { .type = GPU_JOB_FILL,
+                     .fill = { .dst_va = gpu_buffer_get_va(b), .size = 4, .pattern = 0xAAAA0001 },
+                     .n_waits = 1, .waits = { { .queue = 1, .seq = sf } } };
+        uint64_t first = submit(0, &w);
+        unsigned n = 1;
+        uint64_t seq = 0;
+        int r;
+        for (;;) {
+                GpuJob j = { .type = GPU_JOB_FILL,
+                             .fill = { .dst_va = gpu_buffer_get_va(b) + 4 * (n % 1000), .size = 4, .pattern = n + 1 } };
+                r = gpu_queue_submit(fx.ctx, 0, &j, &seq);
+                if (r != 0)
+                        break;
+                n++;
+                cr_assert_lt(n, 1000u, "a 4 KiB ring never filled up");
+        }
+        cr_expect_eq(r, -EAGAIN, "full ring: %s", strerror(-r));
+        cr_expect_gt(n, 10u);
+        GpuContextStats st;
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_expect_eq(st.jobs_submitted, n + 1u, "the refused job was not counted");
+        cr_expect_eq(words[0], 0u, "queue 0 is still blocked behind queue 1's fault");
+
+        /* Processing reports the fault, recovers queue 1 and releases queue 0. */
+        const GpuCompletion *f = wait_seq(fx.ctx, &fx.comps, 1, sf);
+        cr_expect_eq(f->error, -EFAULT);
+        const GpuCompletion *c = wait_seq(fx.ctx, &fx.comps, 0, first + n - 1);
+        check_ok(c);
+        cr_expect_eq(words[0], 0xAAAA0001u);
+        /* the refused job wrote nothing: a new one goes right after */
+        GpuJob j = { .type = GPU_JOB_NOP };
+        uint64_t s = submit(0, &j);
+        cr_expect_eq(s, first + n);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s));
+        gpu_buffer_unref(b);
+}
+
+Test(gpu_context, context_free_with_jobs_in_flight, .timeout = 60) {
+        SimDevice *d = NULL;
+        GpuContext *c = NULL;
+        GpuBuffer *b = NULL;
+        unsigned before = count_fds();
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &c), 0);
+        cr_assert_eq(gpu_buffer_new(c, 16 * MiB, GPU_PLACEMENT_GTT, false, &b), 0);
+        GpuJob j = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b), .size = 16 * MiB, .pattern = 9 } };
+        for (unsigned i = 0; i < 4; i++)
+                cr_assert_eq(gpu_queue_submit(c, i % 2, &j, NULL), 0);
+        /* The context goes first (queues destroyed under running jobs); the
+         * buffer outlives it detached, and its last unref only frees memory. */
+        c = gpu_context_free(c);
+        cr_expect_null(gpu_buffer_get_cpu(b), "detached buffer has no mapping");
+        b = gpu_buffer_unref(b);
+        d = sim_device_free(d);
+        cr_expect_eq(count_fds(), before);
+}
+
+Test(gpu_context, options_validation) {
+        SimDevice *d = NULL;
+        GpuContext *c = NULL;
+        unsigned before = count_fds();
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        GpuContextOptions o = { .sdma_ring_size = 3000, .queue_priority = 7 };
+        cr_expect_eq(gpu_context_new(sim_device_get_ops(d), &o, &c), -EINVAL, "ring not a power of two");
+        o = (GpuContextOptions) { .queue_priority = 16 };
+        cr_expect_eq(gpu_context_new(sim_device_get_ops(d), &o, &c), -EINVAL, "priority 16");
+        o = (GpuContextOptions) { .n_sdma_queues = 100, .queue_priority = 7 };
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), &o, &c), 0);
+        cr_expect_leq(gpu_context_get_info(c)->n_queues, (unsigned) GPU_MAX_QUEUES, "clamped");
+        cr_expect_leq(gpu_context_get_info(c)->n_queues,
+                      gpu_context_get_info(c)->num_sdma_engines * gpu_context_get_info(c)->num_sdma_queues_per_engine);
+        c = gpu_context_free(c);
+        d = sim_device_free(d);
+        cr_expect_eq(count_fds(), before);
+}
+
+Test(gpu_context, probe_real_without_kfd) {
+        if (access("/dev/kfd", F_OK) == 0)
+                cr_skip_test("this machine has /dev/kfd");
+        char reason[256] = "";
+        int r = kfd_probe_real(reason, sizeof reason);
+        cr_expect_eq(r, -ENOENT);
+        cr_expect_str_eq(reason, "/dev/kfd: No such file or directory (no amdgpu KFD on this machine)");
+        cr_expect_null(strchr(reason, '\n'), "one line");
+
+        GpuContext *c = NULL;
+        cr_expect_eq(gpu_context_new(&kfd_ops_real, NULL, &c), -ENOENT);
+        cr_expect_null(c);
+}
