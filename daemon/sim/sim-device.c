@@ -417,6 +417,7 @@ SimDevice *sim_device_free(SimDevice *d) {
                 p->n_ref = 1;
                 sim_process_unref(p);
         }
+        sim_device_free_bos(d);
         pthread_mutex_unlock(&d->lock);
 
         if (d->own_sysfs_dir && d->sysfs_dir)

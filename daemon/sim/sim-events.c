@@ -54,6 +54,8 @@ static bool is_signal_type(uint32_t type) {
 }
 
 static SimEvent *event_find(SimProcess *p, uint32_t id) {
+        if (id < KFD_SIGNAL_EVENT_LIMIT)
+                return p->signal_events[id];
         for (SimEvent *e = p->events; e; e = e->next)
                 if (e->id == id)
                         return e;
@@ -75,8 +77,10 @@ static void destroy_event(SimProcess *p, SimEvent *ev) {
                 w->event = NULL;
         ev->waiters = NULL;
         pthread_cond_broadcast(&p->device->wait_cond);
-        if (is_signal_type(ev->type))
+        if (is_signal_type(ev->type)) {
                 p->signal_event_count--;
+                p->signal_events[ev->id] = NULL;
+        }
         for (SimEvent **e = &p->events; *e; e = &(*e)->next)
                 if (*e == ev) {
                         *e = ev->next;
@@ -150,8 +154,9 @@ static int create_signal_event(SimProcess *p, SimEvent *ev) {
                 return -ENOSPC; /* "Signal event wasn't created because limit was reached" */
         /* idr_alloc(&p->event_idr, ev, 0, signal_mapped_size / 8): 0 is taken. */
         for (uint32_t id = 1; id < p->signal_slot_count; id++)
-                if (!event_find(p, id)) {
+                if (!p->signal_events[id]) {
                         ev->id = id;
+                        p->signal_events[id] = ev;
                         __atomic_store_n(&p->signal_slots[id], KFD_UNSIGNALED_EVENT_SLOT, __ATOMIC_RELEASE);
                         p->signal_event_count++;
                         return 0;

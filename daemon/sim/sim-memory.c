@@ -16,6 +16,11 @@
  *    later, in amdgpu_vm_bo_map ("va ... conflict with ..."), at MAP.
  *  - an engine access must lie inside one GPU-mapped BO; a range spanning two
  *    adjacent mapped BOs faults (the hardware would follow the page tables).
+ *  - a dma-buf is recognised by the (st_dev, st_ino) of its memfd. An exported
+ *    BO whose last handle is gone leaves that identity behind until the device
+ *    is freed, so its fds stay importable; shmem inode numbers come from a
+ *    counter, so a later unrelated memfd matching a stale record is not a
+ *    practical concern.
  */
 #include <assert.h>
 #include <errno.h>
@@ -71,8 +76,51 @@ void sim_bo_unref(SimBo *bo) {
         if (!bo)
                 return;
         assert(bo->n_ref > 0);
-        if (--bo->n_ref == 0)
+        if (--bo->n_ref > 0)
+                return;
+        if (!bo->exported) {
                 bo_free(bo);
+                return;
+        }
+        /* Keep the record so the dma-buf can still be imported; release what
+         * the simulator itself held. KFD's memory accounting is released at
+         * FREE whatever dma-bufs still pin (amdgpu_amdkfd_unreserve_mem_limit). */
+        if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+                bo->device->vram_used -= bo->size;
+        munmap(bo->host, bo->size);
+        bo->host = NULL;
+        bo->memfd = safe_close(bo->memfd);
+        bo->zombie = true;
+}
+
+void sim_device_free_bos(SimDevice *d) {
+        while (d->bos) {
+                SimBo *bo = d->bos;
+                if (bo->zombie)
+                        bo->alloc_flags &= ~KFD_IOC_ALLOC_MEM_FLAGS_VRAM; /* already unaccounted */
+                bo_free(bo);
+        }
+}
+
+/* Brings a zombie BO back from a dma-buf fd that names its memory. */
+static int bo_revive(SimBo *bo, int fd) {
+        void *host;
+        int memfd;
+
+        memfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (memfd < 0)
+                return -errno;
+        host = mmap(NULL, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+        if (host == MAP_FAILED) {
+                safe_close(memfd);
+                return -ENOMEM;
+        }
+        bo->memfd = memfd;
+        bo->host = host;
+        bo->zombie = false;
+        if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+                bo->device->vram_used += bo->size;
+        return 0;
 }
 
 int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
@@ -122,7 +170,7 @@ int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
 
 SimBo *sim_device_find_bo_by_offset(SimDevice *d, uint64_t offset, uint64_t length) {
         for (SimBo *bo = d->bos; bo; bo = bo->next)
-                if (offset >= bo->mmap_offset && offset - bo->mmap_offset < bo->size)
+                if (!bo->zombie && offset >= bo->mmap_offset && offset - bo->mmap_offset < bo->size)
                         return range_in_bounds(offset - bo->mmap_offset, length, bo->size) ? bo : NULL;
         return NULL;
 }
@@ -456,6 +504,11 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
                 return r;
         if (a->va_addr + bo->size < a->va_addr || va_overlaps(p, a->va_addr, bo->size, NULL, false))
                 return -EINVAL;
+        if (bo->zombie) {
+                r = bo_revive(bo, (int) a->dmabuf_fd);
+                if (r < 0)
+                        return r;
+        }
         /* Imported BOs are VRAM or GTT, WRITABLE | EXECUTABLE. */
         flags = ((bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM
                                                                   : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |

@@ -32,6 +32,7 @@ struct SimBo {
         dev_t st_dev;
         ino_t st_ino;
         bool exported;          /* a dma-buf fd was handed out: importable */
+        bool zombie;            /* no handle left, but exported fds may live on (see sim_bo_unref) */
 };
 
 struct SimMem {
@@ -47,7 +48,15 @@ struct SimMem {
 /* A new BO of size bytes (page aligned) with one reference, linked into d. */
 int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret);
 SimBo *sim_bo_ref(SimBo *bo);
+/*
+ * Drops a reference. At the last one the BO's memory is released, except that
+ * an exported BO leaves a small record (size, flags, memfd identity) behind:
+ * its memory lives on in the dma-buf fds, and an importer revives the BO from
+ * the fd it passes. The records go with the device.
+ */
 void sim_bo_unref(SimBo *bo);
+/* Frees every BO record of the device (teardown). */
+void sim_device_free_bos(SimDevice *d);
 /* Finds the BO whose render-node offset range holds [offset, offset+length). */
 SimBo *sim_device_find_bo_by_offset(SimDevice *d, uint64_t offset, uint64_t length);
 

@@ -28,7 +28,8 @@ struct SimProcess {
         uint32_t n_mems;
 
         /* Events (sim-events.c). */
-        SimEvent *events;
+        SimEvent *events;        /* all events */
+        SimEvent *signal_events[KFD_SIGNAL_EVENT_LIMIT]; /* signal/debug events by slot (= id) */
         SimBo *signal_bo;        /* the registered event page (ref) */
         uint64_t signal_handle;
         uint64_t *signal_slots;  /* host view of the event page */

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dma-buf export/import across two KFD contexts of one simulated device
+ * (kfd_ioctl_export_dmabuf, kfd_ioctl_import_dmabuf, kfd_ioctl_get_dmabuf_info):
+ * exported fds are real memfds with the requested fd flags, sealed against
+ * resizing; only fds this device exported can be imported (anything else is
+ * -EINVAL, like a non-dma-buf fd on the kernel); an imported BO shares the
+ * memory and outlives the exporter's handle and context.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "sim-test.h"
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+static int export(TestCtx *c, uint64_t handle, uint32_t flags, int *ret_fd) {
+        struct kfd_ioctl_export_dmabuf_args a = { .handle = handle, .flags = flags };
+        int r = t_ioctl(c, AMDKFD_IOC_EXPORT_DMABUF, &a);
+        if (r == 0)
+                *ret_fd = (int) a.dmabuf_fd;
+        return r;
+}
+
+static int import(TestCtx *c, int fd, uint64_t va, uint64_t *ret_handle) {
+        struct kfd_ioctl_import_dmabuf_args a = { .va_addr = va, .gpu_id = c->gpu_id, .dmabuf_fd = (uint32_t) fd };
+        int r = t_ioctl(c, AMDKFD_IOC_IMPORT_DMABUF, &a);
+        if (r == 0 && ret_handle)
+                *ret_handle = a.handle;
+        return r;
+}
+
+Test(sim_dmabuf, export_flags_and_info) {
+        TestCtx c;
+        t_open(&c, NULL);
+        TestBo bo = t_bo(&c, 3 * 4096, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        int fd = -1, fd2 = -1;
+
+        cr_expect_eq(export(&c, 0x697D00000099ull, O_CLOEXEC, &fd), -EINVAL, "unknown handle");
+        cr_assert_eq(export(&c, bo.handle, O_CLOEXEC | O_RDWR, &fd), 0);
+        cr_expect_geq(fd, 0);
+        cr_expect(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        cr_expect_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDWR);
+        cr_assert_eq(export(&c, bo.handle, O_RDWR, &fd2), 0);
+        cr_expect_eq(fcntl(fd2, F_GETFD) & FD_CLOEXEC, 0, "no O_CLOEXEC asked, none set");
+        close(fd2);
+
+        /* The exported fd is the BO's memory. */
+        memset(bo.cpu, 0x5A, bo.size);
+        uint8_t *m = mmap(NULL, bo.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        cr_assert_neq(m, MAP_FAILED);
+        cr_expect_eq(m[4096], 0x5A);
+        m[5] = 0x11;
+        cr_expect_eq(((uint8_t *) bo.cpu)[5], 0x11);
+        munmap(m, bo.size);
+        cr_expect_eq(ftruncate(fd, 4096), -1, "sealed against shrinking");
+        cr_expect_eq(errno, EPERM);
+        cr_expect_eq(ftruncate(fd, 1u << 20), -1, "and against growing");
+
+        struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) fd };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), 0);
+        cr_expect_eq(info.size, 3u * 4096);
+        cr_expect_eq(info.gpu_id, 0x697Du);
+        cr_expect_eq(info.flags, KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC);
+        cr_expect_eq(info.metadata_size, 0u);
+
+        int efd = eventfd(0, EFD_CLOEXEC);
+        info.dmabuf_fd = (uint32_t) efd;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), -EINVAL, "not a dma-buf");
+        int memfd = memfd_create("not-a-bo", MFD_CLOEXEC);
+        info.dmabuf_fd = (uint32_t) memfd;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), -EINVAL, "a memfd that is not ours");
+        info.dmabuf_fd = 4000;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), -EBADF, "closed fd");
+        close(efd);
+        close(memfd);
+        close(fd);
+        t_close(&c, true);
+}
+
+Test(sim_dmabuf, import_validation) {
+        TestCtx a, b;
+        t_open(&a, NULL);
+        t_open(&b, a.dev);
+        TestBo bo = t_bo(&a, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo mine = t_bo(&b, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        int fd = -1;
+        cr_assert_eq(export(&a, bo.handle, O_CLOEXEC | O_RDWR, &fd), 0);
+        uint64_t va = t_reserve_va(8192);
+
+        int efd = eventfd(0, EFD_CLOEXEC);
+        cr_expect_eq(import(&b, efd, va, NULL), -EINVAL, "a non-dma-buf fd");
+        int memfd = memfd_create("foreign", MFD_CLOEXEC);
+        cr_expect_eq(import(&b, memfd, va, NULL), -EINVAL, "a memfd this device did not export");
+        cr_expect_eq(import(&b, b.render, va, NULL), -EINVAL, "a render node fd");
+        cr_expect_eq(import(&b, 4000, va, NULL), -EBADF);
+        cr_expect_eq(import(&b, fd, mine.va + 4096, NULL), -EINVAL, "overlaps a BO of the importer");
+        struct kfd_ioctl_import_dmabuf_args bad = { .va_addr = va, .gpu_id = 0x1234, .dmabuf_fd = (uint32_t) fd };
+        cr_expect_eq(t_ioctl(&b, AMDKFD_IOC_IMPORT_DMABUF, &bad), -EINVAL, "unknown gpu");
+
+        SimDevice *other;
+        cr_assert_eq(sim_device_new(NULL, &other), 0);
+        TestCtx o;
+        t_open(&o, other);
+        cr_expect_eq(import(&o, fd, va, NULL), -EINVAL, "exported by another device");
+        t_close(&o, true);
+
+        close(efd);
+        close(memfd);
+        close(fd);
+        t_close(&b, false);
+        t_close(&a, true);
+}
+
+Test(sim_dmabuf, shared_across_contexts) {
+        TestCtx a, b;
+        t_open(&a, NULL);
+        t_open(&b, a.dev);
+        uint32_t done;
+        TestBo page = t_event_page(&b, &done);
+        TestQueue q;
+        t_sdma_queue(&b, &q, 4096);
+
+        TestBo src = t_bo(&a, 65536, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        for (size_t i = 0; i < 65536 / 4; i++)
+                ((uint32_t *) src.cpu)[i] = (uint32_t) i * 2654435761u;
+        int fd = -1;
+        cr_assert_eq(export(&a, src.handle, O_CLOEXEC | O_RDWR, &fd), 0);
+
+        /* The exporter lets go of everything: the memfd keeps the memory. */
+        t_bo_release(&a, &src);
+        t_close(&a, false);
+
+        uint64_t va = t_reserve_va(65536);
+        uint64_t handle;
+        cr_assert_eq(import(&b, fd, va, &handle), 0);
+        cr_expect_eq(KFD_HANDLE_GPU_ID(handle), 0x697Du);
+        cr_assert_eq(t_map(&b, handle), 0);
+        uint32_t *shared = mmap((void *) (uintptr_t) va, 65536, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+        cr_assert_eq((uint64_t) (uintptr_t) shared, va);
+
+        TestBo dst = t_bo(&b, 65536, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        uint32_t pk[] = { PKT_COPY(dst.va, va, 65536), PKT_FILL_DW(va, 0x77777777, 256), PKT_SIGNAL(page.va, done) };
+        t_submit(&q, pk, ELEMENTSOF(pk));
+        cr_assert_eq(t_wait1(&b, done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        for (size_t i = 0; i < 65536 / 4; i++)
+                cr_assert_eq(((uint32_t *) dst.cpu)[i], (uint32_t) i * 2654435761u, "dword %zu", i);
+        cr_expect_eq(shared[0], 0x77777777u, "the GPU wrote the shared memory");
+        cr_expect_eq(shared[64], 64u * 2654435761u);
+
+        cr_expect_eq(t_free(&b, handle), -EBUSY, "still mapped");
+        cr_expect_eq(t_unmap(&b, handle), 0);
+        cr_expect_eq(t_free(&b, handle), 0);
+        munmap(shared, 65536);
+        close(fd);
+        t_close(&b, true);
+}

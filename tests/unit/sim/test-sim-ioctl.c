@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Conformance of the simulator's ioctl entry point, context set-up, memory
+ * ioctls, mmap rules and topology with the kernel's documented behaviour
+ * (kfd-facts §1.1-§1.9; kfd_chardev.c, amdgpu_amdkfd_gpuvm.c). Each test
+ * asserts the exact errno the daemon would see from the kernel.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kfd/kfd-topology.h"
+#include "sim-test.h"
+
+#define GTT (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+#define VRAM (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+
+Test(sim_ioctl, get_version_and_dispatch) {
+        TestCtx c;
+        t_open(&c, NULL);
+
+        struct kfd_ioctl_get_version_args v = {};
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(v.major_version, 1u);
+        cr_expect_eq(v.minor_version, 14u);
+
+        /* Dispatch on _IOC_NR only; a short struct is copied back with its own size. */
+        uint32_t shortbuf[2] = { 0xFFFFFFFF, 0xFFFFFFFF };
+        cr_assert_eq(t_ioctl(&c, _IOC(_IOC_READ, 'K', 0x01, 4), shortbuf), 0);
+        cr_expect_eq(shortbuf[0], 1u);
+        cr_expect_eq(shortbuf[1], 0xFFFFFFFFu, "bytes past the caller's size are not written");
+
+        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x27, struct kfd_ioctl_get_version_args), &v), -ENOTTY);
+        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x80, struct kfd_ioctl_get_version_args), &v), -ENOTTY);
+        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x00, struct kfd_ioctl_get_version_args), &v), -EINVAL);
+        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x20, struct kfd_ioctl_get_version_args), &v), -EOPNOTSUPP);
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, AMDKFD_IOC_GET_VERSION, &v), -ENOTTY);
+        cr_expect_eq(kfd_ioctl(c.ops, 9999, AMDKFD_IOC_GET_VERSION, &v), -EBADF);
+        t_close(&c, true);
+}
+
+Test(sim_ioctl, fd_of_another_process) {
+        TestCtx c;
+        t_open(&c, NULL);
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                struct kfd_ioctl_get_version_args v = {};
+                _exit(kfd_ioctl(c.ops, c.kfd, AMDKFD_IOC_GET_VERSION, &v) == -EBADF ? 0 : 1);
+        }
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child ioctl on the parent's KFD fd must be -EBADF");
+        t_close(&c, true);
+}
+
+Test(sim_ioctl, acquire_vm) {
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        const KfdOps *ops = sim_device_get_ops(d);
+        int kfd = ops->open_kfd(ops->userdata);
+        int r1 = ops->open_render(ops->userdata, 128);
+        int r2 = ops->open_render(ops->userdata, 128);
+        cr_assert(kfd >= 0 && r1 >= 0 && r2 >= 0);
+        cr_expect_eq(ops->open_render(ops->userdata, 129), -ENOENT);
+
+        /* ALLOC and CREATE_QUEUE before ACQUIRE_VM: kfd_bind_process_to_device has no
+         * drm_priv -> -ENODEV; create_queue maps the failure to -ESRCH. */
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = { .va_addr = 0x10000000, .size = 4096, .gpu_id = 0x697D, .flags = GTT };
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a), -ENODEV);
+        struct kfd_ioctl_create_queue_args q = { .ring_size = 4096, .gpu_id = 0x697D, .queue_type = KFD_IOC_QUEUE_TYPE_SDMA };
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_CREATE_QUEUE, &q), -ESRCH);
+
+        int efd = eventfd(0, EFD_CLOEXEC);
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) efd, .gpu_id = 0x697D };
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL, "not a render node");
+        vm.drm_fd = 12345;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL, "bad fd");
+        vm = (struct kfd_ioctl_acquire_vm_args) { .drm_fd = (uint32_t) r1, .gpu_id = 0x1234 };
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL, "unknown gpu_id");
+        vm.gpu_id = 0x697D;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), 0, "same file again");
+        vm.drm_fd = (uint32_t) r2;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), -EBUSY, "another file");
+
+        /* A second context cannot take over a render file that holds a compute VM. */
+        int kfd2 = ops->open_kfd(ops->userdata);
+        vm.drm_fd = (uint32_t) r1;
+        cr_expect_eq(kfd_ioctl(ops, kfd2, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL);
+        vm.drm_fd = (uint32_t) r2;
+        cr_expect_eq(kfd_ioctl(ops, kfd2, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+
+        close(efd);
+        cr_expect_eq(ops->close(ops->userdata, kfd2), 0);
+        cr_expect_eq(ops->close(ops->userdata, kfd), 0);
+        cr_expect_eq(ops->close(ops->userdata, kfd), -EBADF, "closed twice");
+        sim_device_free(d); /* closes r1, r2 */
+}
+
+Test(sim_ioctl, alloc_validation) {
+        SimOptions o = { .vram_size = 64u << 20 };
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(&o, &d), 0);
+        TestCtx c;
+        t_open(&c, d);
+        uint64_t va = t_reserve_va(256u << 20);
+        TestBo bo;
+
+        cr_expect_eq(t_alloc_raw(&c, va, 0, GTT, NULL), -EINVAL, "size 0");
+        cr_expect_eq(t_alloc_raw(&c, va, 4096, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, NULL), -EINVAL, "no domain");
+        cr_expect_eq(t_alloc_raw(&c, va, 4096, VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL), -EINVAL, "two domains");
+        cr_expect_eq(t_alloc_raw(&c, va, 8192, KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL, NULL), -EOPNOTSUPP);
+        cr_expect_eq(t_alloc_raw(&c, va, 4096, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, NULL), -EOPNOTSUPP);
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = { .va_addr = va, .size = 4096, .gpu_id = 0x1111, .flags = GTT };
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a), -EINVAL, "unknown gpu_id");
+        cr_expect_eq(t_alloc_raw(&c, va, 65u << 20, VRAM, NULL), -ENOMEM, "more VRAM than the board has");
+
+        /* Handles are gpu_id << 32 | idr with idr from 0, lowest free first. */
+        TestBo b0, b1, b2;
+        cr_assert_eq(t_alloc_raw(&c, va, 5000, VRAM, &b0), 0);
+        cr_expect_eq(b0.handle, 0x697D00000000ull);
+        cr_assert_eq(t_alloc_raw(&c, va + 0x100000, 32u << 20, VRAM, &b1), 0);
+        cr_expect_eq(b1.handle, 0x697D00000001ull);
+        struct kfd_ioctl_get_available_memory_args av = { .gpu_id = 0x697D };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_AVAILABLE_MEMORY, &av), 0);
+        cr_expect_eq(av.available, (64ull << 20) - 8192 - (32ull << 20), "5000 bytes round up to two pages");
+        av.gpu_id = 1;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_AVAILABLE_MEMORY, &av), -EINVAL);
+        cr_expect_eq(t_alloc_raw(&c, va + (64u << 20), 32u << 20, VRAM, NULL), -ENOMEM);
+
+        /* Overlapping VA ranges (amdgpu_vm_bo_map conflict). 5000 bytes cover two pages. */
+        cr_expect_eq(t_alloc_raw(&c, va + 4096, 4096, GTT, NULL), -EINVAL);
+        cr_expect_eq(t_alloc_raw(&c, va + 0x100000 + (32u << 20) - 4096, 8192, GTT, NULL), -EINVAL);
+        cr_assert_eq(t_alloc_raw(&c, va + 8192, 4096, GTT, &b2), 0, "adjacent is fine");
+        cr_expect_eq(b2.handle, 0x697D00000002ull);
+        cr_expect_eq(t_free(&c, b1.handle), 0);
+        cr_assert_eq(t_alloc_raw(&c, va + 0x100000, 4096, GTT, &bo), 0);
+        cr_expect_eq(bo.handle, 0x697D00000001ull, "the freed idr is reused");
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_AVAILABLE_MEMORY, &(struct kfd_ioctl_get_available_memory_args) { .gpu_id = 0x697D }), 0);
+        t_close(&c, true);
+}
+
+Test(sim_ioctl, map_unmap_free) {
+        TestCtx c;
+        t_open(&c, NULL);
+        uint64_t va = t_reserve_va(1u << 20);
+        TestBo bo;
+        cr_assert_eq(t_alloc_raw(&c, va, 8192, GTT, &bo), 0);
+
+        uint32_t ids[2] = { 0x697D, 0x4242 };
+        struct kfd_ioctl_map_memory_to_gpu_args m = { .handle = bo.handle, .device_ids_array_ptr = (uint64_t) (uintptr_t) ids };
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m), -EINVAL, "n_devices 0");
+        m.n_devices = 1;
+        m.n_success = 2;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m), -EINVAL, "n_success > n_devices");
+        m.n_success = 0;
+        m.handle = 0x697D00000077ull;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m), -ENOMEM, "unknown handle (sic)");
+        m.handle = 0x123400000000ull;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m), -EINVAL, "handle of an unknown gpu");
+
+        /* n_success counts the devices done, so a failed call can be retried. */
+        m = (struct kfd_ioctl_map_memory_to_gpu_args) { .handle = bo.handle, .device_ids_array_ptr = (uint64_t) (uintptr_t) ids, .n_devices = 2 };
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m), -EINVAL);
+        cr_expect_eq(m.n_success, 1u);
+        ids[1] = 0x697D;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m), 0);
+        cr_expect_eq(m.n_success, 2u);
+        cr_expect_eq(t_map(&c, bo.handle), 0, "mapping again is a no-op");
+
+        cr_expect_eq(t_free(&c, bo.handle), -EBUSY, "still mapped");
+        cr_expect_eq(t_unmap(&c, bo.handle), 0);
+        cr_expect_eq(t_unmap(&c, bo.handle), -EINVAL, "not mapped");
+        cr_expect_eq(t_free(&c, bo.handle), 0);
+        cr_expect_eq(t_free(&c, bo.handle), -EINVAL, "freed twice");
+        cr_expect_eq(t_unmap(&c, bo.handle), -ENOMEM, "unknown handle (sic)");
+
+        /* amdgpu_vm_bo_map refuses an unaligned VA. */
+        cr_assert_eq(t_alloc_raw(&c, va + 0x10001, 4096, GTT, &bo), 0);
+        cr_expect_eq(t_map(&c, bo.handle), -EINVAL);
+        cr_expect_eq(t_free(&c, bo.handle), 0);
+        t_close(&c, true);
+}
+
+Test(sim_ioctl, clocks_apertures_runtime) {
+        TestCtx c;
+        t_open(&c, NULL);
+        struct kfd_ioctl_get_clock_counters_args k1 = { .gpu_id = 0x697D }, k2 = { .gpu_id = 0x697D }, k3 = { .gpu_id = 7 };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_CLOCK_COUNTERS, &k1), 0);
+        usleep(2000);
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_CLOCK_COUNTERS, &k2), 0);
+        cr_expect_eq(k1.system_clock_freq, 1000000000ull);
+        cr_expect_gt(k2.gpu_clock_counter, k1.gpu_clock_counter + 100000, "100 MHz: > 1e5 ticks in 2 ms");
+        cr_expect_gt(k2.cpu_clock_counter, k1.cpu_clock_counter + 1000000);
+        cr_expect_gt(k2.system_clock_counter, k1.system_clock_counter);
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_CLOCK_COUNTERS, &k3), 0);
+        cr_expect_eq(k3.gpu_clock_counter, 0u, "no GPU with that id");
+
+        struct kfd_process_device_apertures ap[2] = {};
+        struct kfd_ioctl_get_process_apertures_new_args pa = {};
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &pa), 0);
+        cr_expect_eq(pa.num_of_nodes, 1u);
+        pa = (struct kfd_ioctl_get_process_apertures_new_args) { .kfd_process_device_apertures_ptr = (uint64_t) (uintptr_t) ap, .num_of_nodes = 2 };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &pa), 0);
+        cr_expect_eq(pa.num_of_nodes, 1u);
+        cr_expect_eq(ap[0].gpu_id, 0x697Du);
+        cr_expect_eq(ap[0].lds_base, 1ull << 48);
+        cr_expect_eq(ap[0].scratch_base, 2ull << 48);
+        cr_expect_eq(ap[0].gpuvm_limit, (1ull << 47) - 1);
+
+        struct kfd_ioctl_runtime_enable_args re = { .mode_mask = 0 };
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_RUNTIME_ENABLE, &re), 0);
+        re.mode_mask = 1;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_RUNTIME_ENABLE, &re), 0);
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_RUNTIME_ENABLE, &re), -EBUSY);
+        re.mode_mask = 0;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_RUNTIME_ENABLE, &re), 0);
+        TestQueue q;
+        t_sdma_queue(&c, &q, 4096);
+        re.mode_mask = 1;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_RUNTIME_ENABLE, &re), -EEXIST);
+        t_queue_release(&c, &q);
+        t_close(&c, true);
+}
+
+Test(sim_ioctl, mmap_rules) {
+        TestCtx c, c2;
+        t_open(&c, NULL);
+        t_open(&c2, c.dev);
+        void *m = NULL;
+        uint64_t db = KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(0x697D);
+        int rw = PROT_READ | PROT_WRITE;
+
+        /* Doorbell slice: exactly 8 KiB at doorbell_offset & ~0x1FFF (kfd_doorbell_mmap). */
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.kfd, db, &m), -EINVAL);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 16384, rw, MAP_SHARED, c.kfd, db, &m), -EINVAL);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 8192, rw, MAP_SHARED, c.kfd, db | 0x1000, &m), -EINVAL);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 8192, rw, MAP_SHARED, c.kfd, db | 0x800, &m), -EINVAL);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 8192, rw, MAP_SHARED, c.kfd,
+                                 KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(0x1234), &m), -ENODEV);
+        cr_assert_eq(c.ops->mmap(c.ops->userdata, NULL, 8192, rw, MAP_SHARED, c.kfd, db, &m), 0);
+        cr_expect_eq(c.ops->munmap(c.ops->userdata, m, 8192), 0);
+
+        /* Event page: none yet -> -EINVAL; more than 32 KiB -> -EINVAL. */
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 32768, rw, MAP_SHARED, c.kfd, KFD_MMAP_TYPE_EVENTS, &m), -EINVAL);
+        uint32_t first;
+        TestBo page = t_event_page(&c, &first);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 36864, rw, MAP_SHARED, c.kfd, KFD_MMAP_TYPE_EVENTS, &m), -EINVAL);
+        cr_assert_eq(c.ops->mmap(c.ops->userdata, NULL, 32768, rw, MAP_SHARED, c.kfd, KFD_MMAP_TYPE_EVENTS, &m), 0);
+        cr_expect_eq(((uint64_t *) m)[first], ~0ull, "registered page reads unsignaled");
+        cr_expect_eq(((uint64_t *) page.cpu)[4095], ~0ull, "the whole 32 KiB is set to ~0");
+        c.ops->munmap(c.ops->userdata, m, 32768);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.kfd, KFD_MMAP_GPU_ID(0x697D), &m), -EOPNOTSUPP);
+
+        /* Render node: unknown offset -> -EINVAL, another context's BO -> -EACCES, unaligned -> -EINVAL. */
+        TestBo other = t_bo(&c2, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.render, 0x1000, &m), -EINVAL);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.render, other.mmap_offset, &m), -EACCES);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.render, page.mmap_offset + 8, &m), -EINVAL);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 40960, rw, MAP_SHARED, c.render, page.mmap_offset, &m), -EINVAL, "longer than the BO");
+        cr_assert_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.render, page.mmap_offset + 4096, &m), 0);
+        cr_expect_eq(((uint64_t *) m)[0], ~0ull, "an inner offset maps the rest of the BO");
+        c.ops->munmap(c.ops->userdata, m, 4096);
+        t_close(&c2, false);
+        t_close(&c, true);
+}
+
+static unsigned count_fds(void) {
+        unsigned n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        cr_assert_not_null(d);
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        return n;
+}
+
+Test(sim_ioctl, no_fd_leak) {
+        unsigned before = count_fds();
+        for (int round = 0; round < 2; round++) {
+                TestCtx c;
+                t_open(&c, NULL);
+                uint32_t ev;
+                TestBo page = t_event_page(&c, &ev);
+                TestBo bo = t_bo(&c, 65536, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+                struct kfd_ioctl_export_dmabuf_args ex = { .handle = bo.handle, .flags = O_CLOEXEC | O_RDWR };
+                cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_EXPORT_DMABUF, &ex), 0);
+                close((int) ex.dmabuf_fd);
+                TestQueue q;
+                t_sdma_queue(&c, &q, 4096);
+                if (round == 0) {
+                        t_queue_release(&c, &q);
+                        t_bo_release(&c, &bo);
+                } else {
+                        /* Leave everything to the context's teardown. */
+                        munmap(bo.cpu, bo.size);
+                        munmap(q.ring.cpu, q.ring.size);
+                        munmap(q.rptr.cpu, 4096);
+                        munmap(q.wptr.cpu, 4096);
+                        c.ops->munmap(c.ops->userdata, q.doorbell_page, KFD_DOORBELL_SLICE_SIZE);
+                }
+                munmap(page.cpu, page.size);
+                t_close(&c, true);
+        }
+        cr_expect_eq(count_fds(), before, "fds before %u, after %u", before, count_fds());
+}
+
+Test(sim_ioctl, topology) {
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        const KfdOps *ops = sim_device_get_ops(d);
+        KfdTopology t;
+        cr_assert_eq(kfd_topology_read(ops->sysfs_root, &t), 1);
+        const KfdNode *n = &t.nodes[0];
+        cr_expect_eq(n->node_index, 1u);
+        cr_expect_eq(n->gpu_id, 0x697Du);
+        cr_expect_eq(n->gfx_target_version, 100300u);
+        cr_expect_eq(n->simd_count, 80u);
+        cr_expect_eq(n->simd_per_cu, 2u);
+        cr_expect_eq(n->wave_front_size, 32u);
+        cr_expect_eq(n->lds_size_in_kb, 64u);
+        cr_expect_eq(n->num_sdma_engines, 2u);
+        cr_expect_eq(n->num_sdma_queues_per_engine, 8u);
+        cr_expect_eq(n->num_cp_queues, 8u);
+        cr_expect_eq(n->drm_render_minor, 128u);
+        cr_expect_eq(n->vendor_id, 4098u);
+        cr_expect_eq(n->device_id, 29631u);
+        cr_expect_eq(n->num_xcc, 1u);
+        cr_expect_eq(n->local_mem_size, 1ull << 30);
+        /* kfd_queue.c for 40 CUs: ctl = ALIGN(40 + 1280*12 + 8, 4096) = 0x4000,
+         * cwsr = 0x4000 + 40 * 0x55000 = 0xD4C000, debug = 1280*32 = 0xA000. */
+        cr_expect_eq(n->ctl_stack_size, 0x4000u);
+        cr_expect_eq(n->cwsr_size, 0xD4C000u);
+        KfdQueueSizes s;
+        cr_assert_eq(kfd_node_queue_sizes(n, &s), 0);
+        cr_expect_eq(s.cwsr_bo_size, 0xD56000u);
+        cr_expect_eq(s.eop_buffer_size, 4096u);
+
+        char path[4096];
+        snprintf(path, sizeof path, "%s/topology/nodes/0/gpu_id", ops->sysfs_root);
+        FILE *f = fopen(path, "re");
+        cr_assert_not_null(f);
+        unsigned id = 1;
+        cr_expect_eq(fscanf(f, "%u", &id), 1);
+        cr_expect_eq(id, 0u, "node 0 is the CPU");
+        fclose(f);
+        char root[4096];
+        snprintf(root, sizeof root, "%s", ops->sysfs_root);
+        sim_device_free(d);
+        cr_expect_eq(access(root, F_OK), -1, "the private sysfs tree is removed");
+}
+
+Test(sim_ioctl, topology_80cu_clamps_control_stack) {
+        SimOptions o = { .cu_count = 80 };
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(&o, &d), 0);
+        KfdTopology t;
+        cr_assert_eq(kfd_topology_read(sim_device_get_ops(d)->sysfs_root, &t), 1);
+        /* RX 6900 XT trace (tinygrad #9363): ctl 0x7000 (clamped), cwsr 0x1A97000. */
+        cr_expect_eq(t.nodes[0].ctl_stack_size, 0x7000u);
+        cr_expect_eq(t.nodes[0].cwsr_size, 0x1A97000u);
+        sim_device_free(d);
+}

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SDMA execution end to end through the KfdOps table only, as the daemon
+ * drives it: BOs allocated and mapped, an SDMA queue created, the doorbell
+ * slice mmapped, packets written to the ring, wptr stored, the doorbell
+ * rung, and completion awaited with WAIT_EVENTS on an event signalled by
+ * FENCE(slot) + TRAP. Also faults (MEMORY event with the address, queue
+ * stopped at the faulting packet), bad packets (HW_EXCEPTION), POLL_REGMEM on
+ * a value the CPU writes later, ring wrap-around and two engines at once.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "sim-test.h"
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+typedef struct Rig {
+        TestCtx c;
+        TestBo page;
+        uint32_t done;     /* SIGNAL, auto-reset: completion */
+        uint32_t mem_ev;   /* MEMORY */
+        uint32_t hw_ev;    /* HW_EXCEPTION */
+        TestQueue q;
+} Rig;
+
+static void rig_open(Rig *r, SimDevice *dev, uint32_t ring_size) {
+        t_open(&r->c, dev);
+        r->page = t_event_page(&r->c, &r->done);
+        r->mem_ev = t_event(&r->c, KFD_IOC_EVENT_MEMORY, true, 0);
+        r->hw_ev = t_event(&r->c, KFD_IOC_EVENT_HW_EXCEPTION, true, 0);
+        t_sdma_queue(&r->c, &r->q, ring_size);
+}
+
+static void rig_submit_and_wait(Rig *r, const uint32_t *dw, size_t n) {
+        t_submit(&r->q, dw, n);
+        uint32_t signal[] = { PKT_SIGNAL(r->page.va, r->done) };
+        t_submit(&r->q, signal, ELEMENTSOF(signal));
+        cr_assert_eq(t_wait1(&r->c, r->done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE, "completion event");
+        cr_expect_eq(t_rptr(&r->q), r->q.wptr_value, "rptr written back up to wptr");
+        cr_expect_eq(((uint64_t *) r->page.cpu)[r->done], ~0ull, "slot acknowledged (reset to ~0)");
+}
+
+Test(sim_sdma, copy_fill_write_fence) {
+        Rig r;
+        rig_open(&r, NULL, 65536);
+        TestBo src = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo dst = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint8_t *s = src.cpu, *d = dst.cpu;
+        for (size_t i = 0; i < src.size; i++)
+                s[i] = (uint8_t) (i * 7 + 3);
+        memset(d, 0, dst.size);
+
+        uint32_t copy[] = { PKT_COPY(dst.va + 16, src.va + 3, 100000) };
+        rig_submit_and_wait(&r, copy, ELEMENTSOF(copy));
+        cr_expect_eq(memcmp(d + 16, s + 3, 100000), 0, "copied bytes");
+        cr_expect_eq(d[15], 0, "nothing before the destination");
+        cr_expect_eq(d[16 + 100000], 0, "nothing after it");
+
+        uint32_t fill[] = { PKT_FILL_DW(dst.va + 4096, 0xCAFEF00D, 8192), PKT_FENCE(fence.va + 8, 0x12345678) };
+        rig_submit_and_wait(&r, fill, ELEMENTSOF(fill));
+        for (size_t i = 0; i < 8192 / 4; i++)
+                cr_assert_eq(((uint32_t *) (d + 4096))[i], 0xCAFEF00Du, "dword %zu", i);
+        cr_expect_eq(((uint32_t *) (d + 4096))[-1], ((uint32_t *) (d))[1023]);
+        cr_expect_eq(((uint32_t *) fence.cpu)[2], 0x12345678u, "FENCE writes 32 bits");
+        cr_expect_eq(((uint32_t *) fence.cpu)[3], 0u, "and only 32 bits");
+
+        uint32_t bytefill[] = { 0x0000000B, (uint32_t) (dst.va + 1), (uint32_t) ((dst.va + 1) >> 32), 0x1234AB, 2 };
+        uint32_t write[] = { 0x00000002, (uint32_t) (fence.va + 64), (uint32_t) ((fence.va + 64) >> 32), 1, 0xA1, 0xB2 };
+        rig_submit_and_wait(&r, bytefill, ELEMENTSOF(bytefill));
+        rig_submit_and_wait(&r, write, ELEMENTSOF(write));
+        cr_expect(d[1] == 0xAB && d[2] == 0xAB && d[3] == 0xAB && d[4] == 0, "FILLSIZE 0 fills bytes");
+        cr_expect_eq(((uint32_t *) fence.cpu)[16], 0xA1u);
+        cr_expect_eq(((uint32_t *) fence.cpu)[17], 0xB2u);
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, timestamps_are_monotonic) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo ts = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        struct kfd_ioctl_get_clock_counters_args k0 = { .gpu_id = 0x697D }, k1 = { .gpu_id = 0x697D };
+        cr_assert_eq(t_ioctl(&r.c, AMDKFD_IOC_GET_CLOCK_COUNTERS, &k0), 0);
+        uint32_t pk[] = { PKT_TIMESTAMP(ts.va), PKT_FILL_DW(ts.va + 64, 0, 4032), PKT_TIMESTAMP(ts.va + 8) };
+        rig_submit_and_wait(&r, pk, ELEMENTSOF(pk));
+        cr_assert_eq(t_ioctl(&r.c, AMDKFD_IOC_GET_CLOCK_COUNTERS, &k1), 0);
+        uint64_t t0 = ((uint64_t *) ts.cpu)[0], t1 = ((uint64_t *) ts.cpu)[1];
+        cr_expect_neq(t0, 0u);
+        cr_expect_leq(k0.gpu_clock_counter, t0);
+        cr_expect_leq(t0, t1);
+        cr_expect_leq(t1, k1.gpu_clock_counter, "the same 100 MHz counter as GET_CLOCK_COUNTERS");
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, poll_regmem_waits_for_the_cpu) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo mem = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        volatile uint32_t *flag = mem.cpu, *out = (uint32_t *) mem.cpu + 1;
+        uint32_t pk[] = { PKT_POLL_GE(mem.va, 5), PKT_FENCE(mem.va + 4, 7), PKT_SIGNAL(r.page.va, r.done) };
+        __atomic_store_n(flag, 4, __ATOMIC_RELEASE);
+        t_submit(&r.q, pk, ELEMENTSOF(pk));
+        cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT, "4 < 5: still polling");
+        cr_expect_eq(*out, 0u);
+        cr_expect_eq(t_rptr(&r.q), 0u, "rptr stays at the POLL_REGMEM packet");
+        __atomic_store_n(flag, 5, __ATOMIC_RELEASE);
+        cr_expect_eq(t_wait1(&r.c, r.done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(*out, 7u);
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, poll_regmem_retry_count_runs_out) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo mem = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        /* FUNC 3 (==) 1, RETRY_COUNT 3 */
+        uint32_t pk[] = { 0xB0000008, LO(mem.va), HI(mem.va), 1, 0xFFFFFFFF, (3u << 16) | 4 };
+        t_submit(&r.q, pk, ELEMENTSOF(pk));
+        struct kfd_event_data ev = { .event_id = r.hw_ev };
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, &ev, 1, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(ev.hw_exception_data.gpu_id, 0x697Du);
+        cr_expect_eq(t_rptr(&r.q), 0u);
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, ring_wraps_around) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        /* 40-byte rounds in a 4 KiB ring: packets straddle the end many times. */
+        for (uint32_t i = 1; i <= 400; i++) {
+                uint32_t pk[] = { PKT_FENCE(fence.va, i) };
+                rig_submit_and_wait(&r, pk, ELEMENTSOF(pk));
+                cr_assert_eq(((uint32_t *) fence.cpu)[0], i);
+        }
+        cr_expect_gt(r.q.wptr_value, 3u * 4096, "wrapped several times");
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, fault_stops_the_queue_at_the_packet) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo buf = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint64_t hole = t_reserve_va(65536); /* reserved on the CPU, never GPU-mapped */
+
+        uint32_t ok[] = { PKT_FENCE(fence.va, 1) };
+        rig_submit_and_wait(&r, ok, ELEMENTSOF(ok));
+        uint64_t fault_at = r.q.wptr_value;
+        uint32_t bad[] = { PKT_COPY(buf.va, hole + 0x2000, 64), PKT_FENCE(fence.va, 2), PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, bad, ELEMENTSOF(bad));
+
+        struct kfd_event_data ev[2] = { { .event_id = r.done }, { .event_id = r.mem_ev } };
+        kfd_event_data_set_age(&ev[0], 2); /* completion age after one signal */
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, ev, 2, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(ev[1].memory_exception_data.gpu_id, 0x697Du, "the MEMORY event fired");
+        cr_expect_eq(ev[1].memory_exception_data.va, hole + 0x2000);
+        cr_expect_eq(ev[1].memory_exception_data.failure.NotPresent, 1u);
+        cr_expect_eq(kfd_event_data_get_age(&ev[0]), 2u, "completion did not fire");
+        cr_expect_eq(t_rptr(&r.q), fault_at, "rptr points at the faulting packet");
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 1u, "nothing after the fault ran");
+
+        /* The queue stays stopped: new work is ignored until DESTROY_QUEUE. */
+        uint32_t more[] = { PKT_FENCE(fence.va, 3), PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, more, ELEMENTSOF(more));
+        cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT);
+        cr_expect_eq(t_rptr(&r.q), fault_at);
+
+        /* Recovery as the daemon does it: destroy, zero the pointers, recreate, re-emit. */
+        struct kfd_ioctl_destroy_queue_args d = { .queue_id = r.q.queue_id };
+        cr_assert_eq(t_ioctl(&r.c, AMDKFD_IOC_DESTROY_QUEUE, &d), 0);
+        *(uint64_t *) r.q.wptr.cpu = 0;
+        *(uint64_t *) r.q.rptr.cpu = 0;
+        struct kfd_ioctl_create_queue_args a;
+        cr_assert_eq(t_create_sdma_queue_args(&r.c, &r.q, &a), 0);
+        cr_expect_eq(a.doorbell_offset, r.q.doorbell_offset, "same slot, same doorbell");
+        r.q.queue_id = a.queue_id;
+        r.q.wptr_value = 0;
+        uint32_t again[] = { PKT_FENCE(fence.va, 4) };
+        rig_submit_and_wait(&r, again, ELEMENTSOF(again));
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 4u);
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, fault_past_the_end_of_a_bo) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo buf = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        /* A fill that runs 4 bytes past the BO: the fault is on the page after it. */
+        uint32_t bad[] = { PKT_FILL_DW(buf.va + 4096, 0x55, 4100) };
+        t_submit(&r.q, bad, ELEMENTSOF(bad));
+        struct kfd_event_data ev = { .event_id = r.mem_ev };
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, &ev, 1, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(ev.memory_exception_data.va, buf.va + 8192);
+        cr_expect_eq(((uint32_t *) buf.cpu)[1024], 0u, "a faulting packet writes nothing");
+
+        /* An unmapped BO faults too: the engine never touches memory it no longer maps. */
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, unmapped_buffer_faults) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo buf = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        cr_assert_eq(t_unmap(&r.c, buf.handle), 0);
+        uint32_t pk[] = { PKT_TIMESTAMP(buf.va + 8) };
+        t_submit(&r.q, pk, ELEMENTSOF(pk));
+        struct kfd_event_data ev = { .event_id = r.mem_ev };
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, &ev, 1, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(ev.memory_exception_data.va, buf.va);
+        cr_expect_eq(((uint64_t *) buf.cpu)[1], 0u);
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, bad_packet_raises_hw_exception) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint32_t ok[] = { PKT_FENCE(fence.va, 1) };
+        rig_submit_and_wait(&r, ok, ELEMENTSOF(ok));
+        uint64_t at = r.q.wptr_value;
+        uint32_t bad[] = { 0x00000007, 0, 0, 0, PKT_FENCE(fence.va, 2) }; /* SEM: not executable */
+        t_submit(&r.q, bad, ELEMENTSOF(bad));
+        struct kfd_event_data ev[2] = { { .event_id = r.hw_ev }, { .event_id = r.mem_ev } };
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, ev, 2, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(ev[0].hw_exception_data.gpu_id, 0x697Du);
+        cr_expect_eq(ev[1].memory_exception_data.gpu_id, 0u, "not a memory fault");
+        cr_expect_eq(t_rptr(&r.q), at, "stopped at the bad packet");
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 1u, "the packet after it did not run");
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, inactive_queue_is_not_scheduled) {
+        TestCtx c;
+        t_open(&c, NULL);
+        TestQueue q = { .ring_size = 4096 };
+        q.ring = t_bo(&c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        q.rptr = t_bo(&c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        q.wptr = t_bo(&c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo fence = t_bo(&c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        struct kfd_ioctl_create_queue_args a;
+        t_create_sdma_queue_args(&c, &q, &a);
+        struct kfd_ioctl_destroy_queue_args d = { .queue_id = a.queue_id };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_DESTROY_QUEUE, &d), 0);
+        a.queue_percentage = 0;
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_CREATE_QUEUE, &a), 0);
+        cr_assert_eq(c.ops->mmap(c.ops->userdata, NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, c.kfd,
+                                 a.doorbell_offset & ~0x1FFFull, &q.doorbell_page), 0);
+        q.doorbell = (volatile uint64_t *) ((char *) q.doorbell_page + (a.doorbell_offset & 0x1FFF));
+        uint32_t pk[] = { PKT_FENCE(fence.va, 9) };
+        t_submit(&q, pk, ELEMENTSOF(pk));
+        usleep(30000);
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 0u, "queue_percentage 0: inactive");
+        t_close(&c, true);
+}
+
+typedef struct Stream {
+        Rig *r;
+        TestBo fence;
+        int n;
+} Stream;
+
+static void *stream_thread(void *userdata) {
+        Stream *s = userdata;
+        for (int i = 1; i <= s->n; i++) {
+                uint32_t pk[] = { PKT_FENCE(s->fence.va, (uint32_t) i) };
+                rig_submit_and_wait(s->r, pk, ELEMENTSOF(pk));
+        }
+        return NULL;
+}
+
+Test(sim_sdma, two_contexts_two_engines) {
+        Rig a, b;
+        rig_open(&a, NULL, 4096);
+        rig_open(&b, a.c.dev, 4096);
+        cr_expect_neq(a.q.doorbell_offset & 0x1FFF, b.q.doorbell_offset & 0x1FFF,
+                      "queues land on different engines");
+        Stream sa = { .r = &a, .fence = t_bo(&a.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT), .n = 200 };
+        Stream sb = { .r = &b, .fence = t_bo(&b.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT), .n = 200 };
+        pthread_t ta, tb;
+        cr_assert_eq(pthread_create(&ta, NULL, stream_thread, &sa), 0);
+        cr_assert_eq(pthread_create(&tb, NULL, stream_thread, &sb), 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        cr_expect_eq(((uint32_t *) sa.fence.cpu)[0], 200u);
+        cr_expect_eq(((uint32_t *) sb.fence.cpu)[0], 200u);
+
+        /* A fault in one context leaves the other running. */
+        uint32_t bad[] = { PKT_FENCE(0x10000000ull, 1) };
+        t_submit(&a.q, bad, ELEMENTSOF(bad));
+        cr_expect_eq(t_wait1(&a.c, a.mem_ev, 5000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        uint32_t ok[] = { PKT_FENCE(sb.fence.va, 201) };
+        rig_submit_and_wait(&b, ok, ELEMENTSOF(ok));
+        cr_expect_eq(((uint32_t *) sb.fence.cpu)[0], 201u);
+        cr_expect_eq(t_wait1(&b.c, b.mem_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "no fault in the other context");
+        t_close(&b.c, false);
+        t_close(&a.c, true);
+}
