@@ -163,8 +163,11 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         }
         printf("daemon:   kfdbrokerd %s\n", st.daemon_version);
         printf("backend:  %s\n", st.backend);
-        printf("device:   %s%s%s%s (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.name[0] ? " \"" : "",
-               dev.name, dev.name[0] ? "\"" : "", dev.gpu_id);
+        /* The device's marketing name, when it says more than the gfx target. */
+        if (dev.name[0] && strcmp(dev.name, st.gfx_name) != 0)
+                printf("device:   %s \"%s\" (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.name, dev.gpu_id);
+        else
+                printf("device:   %s (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.gpu_id);
         printf("sessions: %" PRIu32 "\n", st.sessions);
         printf("jobs:     %" PRIu64 " completed, %" PRIu64 " failed\n", st.jobs_completed,
                st.jobs_failed);
@@ -342,7 +345,8 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
                 return ctl_fail(ctl, r, "DeviceInfo failed");
         if (!ctl->json)
                 printf("demo on %s (%s backend%s%s), kfdbrokerd %s\n", dev.gfx_name, dev.backend,
-                       dev.name[0] ? ", " : "", dev.name,
+                       strcmp(dev.name, dev.gfx_name) != 0 && dev.name[0] ? ", " : "",
+                       strcmp(dev.name, dev.gfx_name) != 0 ? dev.name : "",
                        kfdb_session_get_daemon_version(ctl->session));
 
         /* Both buffers belong to the session: kfdb_session_free() in main() releases them on
