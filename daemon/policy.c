@@ -96,6 +96,8 @@ struct Policy {
         size_t n_files;
 };
 
+const char *const policy_default_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN, POLICY_DIR_VENDOR, NULL };
+
 void policy_limits_default(PolicyLimits *ret) {
         *ret = (PolicyLimits) {
                 .buffer_memory = 4ull << 30,

@@ -14,20 +14,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "identity.h"
 
 /* "infinity" in a limit field. */
 #define POLICY_INFINITY UINT64_MAX
 
 /* Directories read by default, most important first (a file name in an
- * earlier directory hides the same name in a later one). The vendor directory
- * is where meson installs policy/ ($datadir/kfdbroker/policy.d); a build may
- * define it to match its prefix. */
+ * earlier directory hides the same name in a later one): the administrator's
+ * /etc, runtime drop-ins in /run, and the vendor directory meson installs
+ * policy/policy.d to ($prefix/$datadir/kfdbroker/policy.d, from config.h). */
 #define POLICY_DIR_ETC "/etc/kfdbroker/policy.d"
 #define POLICY_DIR_RUN "/run/kfdbroker/policy.d"
-#ifndef POLICY_DIR_VENDOR
-#define POLICY_DIR_VENDOR "/usr/share/kfdbroker/policy.d"
-#endif
+#define POLICY_DIR_VENDOR KFDBROKER_POLICY_VENDOR_DIR
+/* NULL-terminated, for policy_load(). */
+extern const char *const policy_default_dirs[];
 
 /* Bounds that keep a hostile or broken file from hurting the daemon. */
 #define POLICY_FILE_MAX (1024u * 1024u) /* bytes per file */
@@ -60,7 +61,7 @@ typedef struct PolicyLimits {
 
 typedef struct Policy Policy;
 
-/* The daemon's built-in defaults (the same values as policy/00-defaults.conf
+/* The daemon's built-in defaults (the same values as policy/policy.d/00-defaults.conf
  * and the Manager's default WireLimits): 4 GiB per session, 1 GiB per buffer,
  * 4096 buffers, 1024 events, 4096 jobs in flight, weight 1, normal priority,
  * compute dispatch allowed, no job timeout. */

@@ -454,7 +454,7 @@ Test(policy, directories, .init = make_dirs, .fini = remove_dirs) {
 }
 
 Test(policy, shipped_defaults_equal_builtin) {
-        const char *dirs[] = { SOURCE_ROOT "/policy", NULL };
+        const char *dirs[] = { SOURCE_ROOT "/policy/policy.d", NULL };
         char err[512];
         Policy *p = NULL;
         PolicyLimits def, l, poisoned;
@@ -494,4 +494,11 @@ Test(policy, shipped_example_loads) {
         cr_expect_eq(l.job_timeout_ns, 600000000000ull);
         identity_done(&runner);
         policy_free(p);
+}
+
+Test(policy, default_dirs) {
+        cr_expect_str_eq(policy_default_dirs[0], "/etc/kfdbroker/policy.d");
+        cr_expect_str_eq(policy_default_dirs[1], "/run/kfdbroker/policy.d");
+        cr_expect_str_eq(policy_default_dirs[2], KFDBROKER_POLICY_VENDOR_DIR);
+        cr_expect_null(policy_default_dirs[3]);
 }
