@@ -148,25 +148,29 @@ static bool is_denorm64(double x) {
         return fpclassify(x) == FP_SUBNORMAL;
 }
 
-/* V_DIV_SCALE_F32/F64, RDNA2 ISA §6 pseudocode: S0 is the value to scale
- * (numerator or denominator), S1 the denominator, S2 the numerator. */
+/* V_DIV_SCALE_F32/F64 (RDNA2 ISA §6, pseudocode of V_DIV_SCALE_F32): S0 is the
+ * value to scale (numerator or denominator), S1 the denominator, S2 the
+ * numerator. Both calls of a division take the same branch. Where only one
+ * operand is scaled, VCC tells V_DIV_FMAS to undo it: a huge quotient had its
+ * denominator scaled up (quotient estimate >= 2, undone by 2^+64), a denormal
+ * quotient had its numerator scaled up (estimate < 2, undone by 2^-64). The
+ * AMD pseudocode's fixed 2^32 in V_DIV_FMAS_F32 does not give IEEE results;
+ * tinygrad's RDNA emulator (test/mockgpu/amd/emu.py) found the same and
+ * chooses the direction by the estimate's exponent, as done here. Verified
+ * bit-exact against host division by tests/unit/isa divide_ieee. */
 static float div_scale32(float s0, float s1, float s2, bool *vcc) {
         *vcc = false;
-        if (s2 == 0.0f || s1 == 0.0f)
-                return NAN;
+        if (s2 == 0.0f || s1 == 0.0f || isnan(s1) || isnan(s2) || isinf(s1) || isinf(s2))
+                return NAN;     /* V_DIV_FIXUP produces the IEEE special result */
         if (fexp32(s2) - fexp32(s1) >= 96) {
                 *vcc = true;
                 return s0 == s1 ? ldexpf(s0, 64) : s0;
         }
         if (is_denorm32(s1))
                 return ldexpf(s0, 64);
-        if (is_denorm32(1.0f / s1) && is_denorm32(s2 / s1)) {
-                *vcc = true;
-                return s0 == s1 ? ldexpf(s0, 64) : s0;
-        }
         if (is_denorm32(1.0f / s1))
                 return ldexpf(s0, -64);
-        if (is_denorm32(s2 / s1)) {
+        if (fabs((double) s2 / (double) s1) < 0x1p-126) {
                 *vcc = true;
                 return s0 == s2 ? ldexpf(s0, 64) : s0;
         }
@@ -177,7 +181,7 @@ static float div_scale32(float s0, float s1, float s2, bool *vcc) {
 
 static double div_scale64(double s0, double s1, double s2, bool *vcc) {
         *vcc = false;
-        if (s2 == 0.0 || s1 == 0.0)
+        if (s2 == 0.0 || s1 == 0.0 || isnan(s1) || isnan(s2) || isinf(s1) || isinf(s2))
                 return NAN;
         if (fexp64(s2) - fexp64(s1) >= 768) {
                 *vcc = true;
@@ -185,19 +189,31 @@ static double div_scale64(double s0, double s1, double s2, bool *vcc) {
         }
         if (is_denorm64(s1))
                 return ldexp(s0, 128);
-        if (is_denorm64(1.0 / s1) && is_denorm64(s2 / s1)) {
-                *vcc = true;
-                return s0 == s1 ? ldexp(s0, 128) : s0;
-        }
         if (is_denorm64(1.0 / s1))
                 return ldexp(s0, -128);
-        if (is_denorm64(s2 / s1)) {
+        if (fabsl((long double) s2 / (long double) s1) < 0x1p-1022L) {
                 *vcc = true;
                 return s0 == s2 ? ldexp(s0, 128) : s0;
         }
         if (fexp64(s2) <= 53)
                 return ldexp(s0, 128);
         return s0;
+}
+
+/* V_DIV_FMAS: fma, rescaled when VCC; the scaling happens before the one
+ * rounding (done here with a wider intermediate). */
+static float div_fmas32(float a, float b, float c, bool vcc) {
+        if (!vcc)
+                return fmaf(a, b, c);
+        double x = fma((double) a, (double) b, (double) c);
+        return (float) ldexp(x, fexp32(c) > 127 ? 64 : -64);
+}
+
+static double div_fmas64(double a, double b, double c, bool vcc) {
+        if (!vcc)
+                return fma(a, b, c);
+        long double x = fmal((long double) a, (long double) b, (long double) c);
+        return (double) ldexpl(x, fexp64(c) > 1023 ? 128 : -128);
 }
 
 /* V_DIV_FIXUP: S0 quotient, S1 denominator, S2 numerator; special cases of
@@ -716,17 +732,13 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 return 0;
         case VOP3_V_DIV_FMAS_F32: {
                 uint32_t vcc = wave_vcc(w);
-                LANES {
-                        float x = fmaf(F(&s[0], l), F(&s[1], l), F(&s[2], l));
-                        d[l] = f2u(out_f32(v, (vcc >> l) & 1 ? ldexpf(x, 32) : x));
-                }
+                LANES d[l] = f2u(out_f32(v, div_fmas32(F(&s[0], l), F(&s[1], l), F(&s[2], l), (vcc >> l) & 1)));
                 return 0;
         }
         case VOP3_V_DIV_FMAS_F64: {
                 uint32_t vcc = wave_vcc(w);
                 LANES {
-                        double x = fma(D(&s[0], l), D(&s[1], l), D(&s[2], l));
-                        uint64_t t = d2u(out_f64(v, (vcc >> l) & 1 ? ldexp(x, 64) : x));
+                        uint64_t t = d2u(out_f64(v, div_fmas64(D(&s[0], l), D(&s[1], l), D(&s[2], l), (vcc >> l) & 1)));
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
                 }
                 return 0;

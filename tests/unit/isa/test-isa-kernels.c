@@ -458,3 +458,59 @@ Test(isa, bytes_shorts) {
                 isa_mem_fini(&m);
         }
 }
+
+/* Quotients must be bit-exact IEEE results, also where the hardware sequence
+ * rescales (denormal results, exponent differences beyond 96 / 768). */
+Test(isa, divide_ieee) {
+        static const float fa[] = {
+                1.0f, 1.0f, -7.0f, 3.0f, 1e-38f, 3e38f, 1e30f, 1e-30f, 1.4e-45f, 0.0f, 0.0f, 1.0f,
+                INFINITY, INFINITY, NAN, 5.0f, 1e-40f, 2.5e-39f, 1e38f, -0.0f, 6e-39f, 1e20f,
+        };
+        static const float fb[] = {
+                3.0f, 1e-40f, 2.0f, -0.0f, 1e10f, 1e-5f, 1e-30f, 1e30f, 3.0f, 0.0f, 5.0f, INFINITY,
+                INFINITY, -2.0f, 1.0f, NAN, 1e-39f, 7e-39f, 0.1f, 4.0f, 1e30f, 3e-20f,
+        };
+        static const double da[] = {
+                1.0, 1.0, -7.0, 3.0, 1e-300, 1.7e308, 1e250, 1e-250, 5e-324, 0.0, 0.0, 1.0,
+                INFINITY, INFINITY, NAN, 5.0, 1e-310, 2.5e-308, 1e307, -0.0, 6e-309, 1e200,
+        };
+        static const double db[] = {
+                3.0, 1e-310, 2.0, -0.0, 1e10, 1e-5, 1e-250, 1e250, 3.0, 0.0, 5.0, INFINITY,
+                INFINITY, -2.0, 1.0, NAN, 1e-309, 7e-309, 0.1, 4.0, 1e300, 3e-120,
+        };
+        const uint32_t n = 22 + 4000;
+        IsaMem m;
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        SimIsaResult res;
+        float *x, *y, *q;
+        double *c, *d, *r;
+        load(&m, "divide.hsaco", "divide", &k);
+        uint64_t xv = isa_mem_alloc(&m, 4 * n, (void **) &x), yv = isa_mem_alloc(&m, 4 * n, (void **) &y),
+                 qv = isa_mem_alloc(&m, 4 * n, (void **) &q), cv = isa_mem_alloc(&m, 8 * n, (void **) &c),
+                 dv = isa_mem_alloc(&m, 8 * n, (void **) &d), rv = isa_mem_alloc(&m, 8 * n, (void **) &r);
+        for (uint32_t i = 0; i < n; i++) {
+                if (i < 22) {
+                        x[i] = fa[i], y[i] = fb[i], c[i] = da[i], d[i] = db[i];
+                } else {
+                        /* Random bit patterns: every exponent, denormals included. */
+                        uint32_t u = rnd() << 8 ^ rnd(), v = rnd() << 8 ^ rnd();
+                        uint64_t U = (uint64_t) rnd() << 40 ^ (uint64_t) rnd() << 20 ^ rnd(),
+                                 V = (uint64_t) rnd() << 40 ^ (uint64_t) rnd() << 20 ^ rnd();
+                        memcpy(&x[i], &u, 4), memcpy(&y[i], &v, 4), memcpy(&c[i], &U, 8), memcpy(&d[i], &V, 8);
+                }
+        }
+        isa_args_u64(&a, xv), isa_args_u64(&a, yv), isa_args_u64(&a, qv);
+        isa_args_u64(&a, cv), isa_args_u64(&a, dv), isa_args_u64(&a, rv), isa_args_u32(&a, n);
+        Shape s = { n, 64 };
+        launch_1d(&m, &k, &s, &a, &res);
+        for (uint32_t i = 0; i < n; i++) {
+                float e = x[i] / y[i];
+                double E = c[i] / d[i];
+                cr_assert(memcmp(&q[i], &e, 4) == 0 || (isnan(q[i]) && isnan(e)), "f32 %u: %a / %a = %a, expected %a", i,
+                          x[i], y[i], q[i], e);
+                cr_assert(memcmp(&r[i], &E, 8) == 0 || (isnan(r[i]) && isnan(E)), "f64 %u: %a / %a = %a, expected %a", i,
+                          c[i], d[i], r[i], E);
+        }
+        isa_mem_fini(&m);
+}
