@@ -116,7 +116,6 @@ Test(sdma, nop_padding) {
  * written independently from the same documentation) must read back what the
  * builders wrote.
  */
-#ifdef HAVE_SIM_SDMA_DECODE
 #include "sim/sim-sdma-decode.h"
 
 static SimSdmaPacket decode(const uint32_t *dw, size_t n) {
@@ -188,4 +187,3 @@ Test(sdma_decode, timestamp_nop) {
         p = decode(b, 1);
         cr_expect_eq(p.op, SDMA_OP_NOP);
 }
-#endif /* HAVE_SIM_SDMA_DECODE */
