@@ -10,3 +10,4 @@ typedef struct SchedStream SchedStream;
 typedef struct Job Job;
 typedef struct ClientEvent ClientEvent;
 typedef struct EventWait EventWait;
+typedef struct Bus Bus;

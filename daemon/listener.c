@@ -40,7 +40,7 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                         log_warning_errno(errno, "Failed to accept a connection: %m");
                         return 0;
                 }
-                r = session_new(l->manager, c, NULL);
+                r = session_new(l->manager, c, NULL, NULL);
                 if (r < 0)
                         log_warning_errno(r, "Failed to set up a session: %m");
         }

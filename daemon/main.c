@@ -21,13 +21,19 @@ static void help(void) {
                "     --device=DEVICE      auto (default), kfd or sim (the simulated GPU)\n"
                "     --listen=PATH        Listen on PATH instead of a socket-activated socket\n"
                "     --sdma-queues=N      SDMA queues to create (default 2)\n"
+               "     --bus=BUS            none (default), system or session: serve the D-Bus API\n"
+               "     --policy-dir=DIR     Read policy from DIR (repeatable, most important first;\n"
+               "                          default /etc, /run and /usr/share kfdbroker/policy.d)\n"
+               "     --metrics-file=PATH  Rewrite OpenMetrics text to PATH periodically\n"
+               "     --metrics-interval=SEC  How often (default 15)\n"
                "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
                "     --log-target=TARGET  auto (default), journal or stderr\n\n"
                "See kfdbrokerd(8).\n");
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET };
+        enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
+               ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -36,9 +42,15 @@ int main(int argc, char *argv[]) {
                 { "sdma-queues", required_argument, NULL, ARG_SDMA_QUEUES },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                { "bus", required_argument, NULL, ARG_BUS },
+                { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
+                { "metrics-file", required_argument, NULL, ARG_METRICS_FILE },
+                { "metrics-interval", required_argument, NULL, ARG_METRICS_INTERVAL },
                 {},
         };
-        ManagerOptions opts = { .device = DEVICE_AUTO };
+        ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE };
+        const char *policy_dirs[17] = {};
+        unsigned n_policy_dirs = 0;
         LogTarget target = LOG_TARGET_AUTO;
         Manager *m = NULL;
         int c, r;
@@ -97,6 +109,39 @@ int main(int argc, char *argv[]) {
                                 return EXIT_FAILURE;
                         }
                         break;
+                case ARG_BUS:
+                        if (strcmp(optarg, "none") == 0)
+                                opts.bus = BUS_NONE;
+                        else if (strcmp(optarg, "system") == 0)
+                                opts.bus = BUS_SYSTEM;
+                        else if (strcmp(optarg, "session") == 0)
+                                opts.bus = BUS_SESSION;
+                        else {
+                                fprintf(stderr, "kfdbrokerd: --bus: expected none, system or session, got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_POLICY_DIR:
+                        if (n_policy_dirs >= 16) {
+                                fprintf(stderr, "kfdbrokerd: --policy-dir: at most 16 directories\n");
+                                return EXIT_FAILURE;
+                        }
+                        policy_dirs[n_policy_dirs++] = optarg;
+                        opts.policy_dirs = policy_dirs;
+                        break;
+                case ARG_METRICS_FILE:
+                        opts.metrics_file = optarg;
+                        break;
+                case ARG_METRICS_INTERVAL: {
+                        char *end;
+                        double v = strtod(optarg, &end);
+                        if (*end || end == optarg || !(v >= 0.1 && v <= 86400)) {
+                                fprintf(stderr, "kfdbrokerd: --metrics-interval: expected seconds in 0.1..86400, got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.metrics_interval_ns = (uint64_t) (v * 1e9);
+                        break;
+                }
                 default:
                         return EXIT_FAILURE;
                 }

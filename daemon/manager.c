@@ -3,6 +3,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "config.h"
 #include "job.h"
+#include "metrics.h"
 #include "listener.h"
 #include "scheduler.h"
 #include "session.h"
@@ -134,6 +137,96 @@ void manager_begin_shutdown(Manager *m) {
         maybe_finish_shutdown(m);
 }
 
+Session *manager_find_session(Manager *m, uint64_t id) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, m->sessions)
+                if (s->id == id)
+                        return s;
+        return NULL;
+}
+
+int manager_reload_policy(Manager *m, char *err, size_t errlen) {
+        Policy *p = NULL;
+        Session *s;
+        int r;
+
+        r = policy_load((const char *const *) m->policy_dirs, &p, err, errlen);
+        if (r < 0)
+                return r == -EINVAL ? -EBADMSG : r;
+        policy_free(m->policy);
+        m->policy = p;
+        LIST_FOREACH(sessions, s, m->sessions)
+                session_apply_policy(s);
+        /* Weights may have changed. */
+        scheduler_run(m->scheduler);
+        log_info("Policy loaded: %zu rules from %zu files; %u sessions re-evaluated",
+                 policy_n_rules(p), policy_n_files(p), m->n_sessions);
+        return 0;
+}
+
+void manager_session_opened(Manager *m, Session *s) {
+        if (m->bus)
+                bus_emit_session_opened(m->bus, s);
+}
+
+void manager_session_closed(Manager *m, Session *s, const char *reason) {
+        if (m->bus)
+                bus_emit_session_closed(m->bus, s, reason);
+}
+
+void manager_job_failed(Manager *m, Session *s, uint64_t fence, int error, const char *message) {
+        if (m->bus)
+                bus_emit_job_failed(m->bus, s, fence, error, message);
+}
+
+static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        char err[512];
+        int r;
+
+        (void) sd_notify(false, "RELOADING=1");
+        r = manager_reload_policy(m, err, sizeof(err));
+        if (r < 0)
+                log_error_errno(r, "Policy reload refused, keeping the old policy: %s", err);
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
+static int write_metrics_file(Manager *m) {
+        _cleanup_free_ char *tmp = NULL, *text = NULL;
+        FILE *f;
+        int r;
+
+        r = metrics_format(m, &text);
+        if (r < 0)
+                return r;
+        if (asprintf(&tmp, "%s.tmp", m->metrics_file) < 0)
+                return -ENOMEM;
+        f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fputs(text, f);
+        if (fclose(f) != 0 || rename(tmp, m->metrics_file) < 0) {
+                r = -errno;
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+static int on_metrics_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        r = write_metrics_file(m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to write %s: %m", m->metrics_file);
+        (void) sd_event_source_set_time_relative(src, m->metrics_interval_ns / 1000);
+        (void) sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+        return 0;
+}
+
 static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
@@ -160,7 +253,36 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (!m)
                 return -ENOMEM;
         m->default_limits = default_limits;
+        policy_limits_default(&m->default_policy);
         m->start_ns = now_ns();
+
+        {
+                static const char *const standard_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN,
+                                                             POLICY_DIR_VENDOR, NULL };
+                const char *const *dirs = opts->policy_dirs ? opts->policy_dirs : standard_dirs;
+                size_t n = 0;
+                char err[512];
+
+                while (dirs[n])
+                        n++;
+                m->policy_dirs = calloc(n + 1, sizeof(char *));
+                if (!m->policy_dirs) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (!(m->policy_dirs[i] = strdup(dirs[i]))) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                r = policy_load((const char *const *) m->policy_dirs, &m->policy, err, sizeof(err));
+                if (r < 0) {
+                        log_error_errno(r, "Cannot load the policy: %s", err);
+                        goto fail;
+                }
+                log_info("Policy: %zu rules from %zu files", policy_n_rules(m->policy),
+                         policy_n_files(m->policy));
+        }
 
         r = sd_event_new(&m->event);
         if (r < 0)
@@ -184,6 +306,33 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = sd_event_add_signal(m->event, &m->sigint_source, SIGINT, on_signal, m);
         if (r < 0)
                 goto fail;
+        r = sd_event_add_signal(m->event, &m->sighup_source, SIGHUP, on_sighup, m);
+        if (r < 0)
+                goto fail;
+
+        if (opts->metrics_file) {
+                m->metrics_file = strdup(opts->metrics_file);
+                m->metrics_interval_ns = opts->metrics_interval_ns ? opts->metrics_interval_ns
+                                                                    : 15ull * 1000000000ull;
+                if (!m->metrics_file) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                r = sd_event_add_time_relative(m->event, &m->metrics_timer, CLOCK_MONOTONIC, 0, 0,
+                                               on_metrics_timer, m);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_description(m->metrics_timer, "metrics-file");
+        }
+
+        if (opts->bus != BUS_NONE) {
+                r = bus_new(m, opts->bus, &m->bus);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to connect to the %s bus: %m",
+                                        opts->bus == BUS_SYSTEM ? "system" : "session");
+                        goto fail;
+                }
+        }
 
         r = listener_new(m, opts->listen_path, &m->listener);
         if (r < 0) {
@@ -219,6 +368,7 @@ Manager *manager_free(Manager *m) {
         m->listener = listener_free(m->listener);
         while (m->sessions)
                 session_disconnect(m->sessions, "daemon exiting");
+        m->bus = bus_free(m->bus);
         if (m->scheduler)
                 scheduler_abandon(m->scheduler);
         m->scheduler = scheduler_free(m->scheduler);
@@ -226,6 +376,15 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->exit_timer);
+        sd_event_source_disable_unref(m->sighup_source);
+        sd_event_source_disable_unref(m->metrics_timer);
+        free(m->metrics_file);
+        account_table_done(&m->accounts);
+        policy_free(m->policy);
+        if (m->policy_dirs)
+                for (char **d = m->policy_dirs; *d; d++)
+                        free(*d);
+        free(m->policy_dirs);
         gpu_context_free(m->gpu);
         sim_device_free(m->sim);
         sd_event_unref(m->event);

@@ -10,8 +10,10 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "accounting.h"
 #include "forward.h"
 #include "gpu/gpu.h"
+#include "policy.h"
 #include "sim/sim.h"
 #include "util/list.h"
 #include "wire.h"
@@ -22,10 +24,20 @@ typedef enum DeviceChoice {
         DEVICE_SIM,
 } DeviceChoice;
 
+typedef enum BusChoice {
+        BUS_NONE,
+        BUS_SYSTEM,
+        BUS_SESSION,
+} BusChoice;
+
 typedef struct ManagerOptions {
         DeviceChoice device;
-        const char *listen_path; /* NULL: socket activation only */
-        unsigned sdma_queues;    /* 0 = default */
+        const char *listen_path;   /* NULL: socket activation only */
+        unsigned sdma_queues;      /* 0 = default */
+        BusChoice bus;
+        const char *const *policy_dirs; /* NULL: the standard ones */
+        const char *metrics_file;  /* NULL: none; else rewritten every metrics_interval */
+        uint64_t metrics_interval_ns;
 } ManagerOptions;
 
 struct Manager {
@@ -40,6 +52,17 @@ struct Manager {
 
         Listener *listener;
         Scheduler *scheduler;
+        Bus *bus;
+
+        Policy *policy;
+        char **policy_dirs;
+        PolicyLimits default_policy;
+        sd_event_source *sighup_source;
+        AccountTable accounts;
+
+        char *metrics_file;
+        uint64_t metrics_interval_ns;
+        sd_event_source *metrics_timer;
 
         LIST_HEAD(Session, sessions);
         unsigned n_sessions;
@@ -61,5 +84,16 @@ void manager_begin_shutdown(Manager *m);
 
 /* Picks and opens the device per DeviceChoice; fills a one-line reason on failure. */
 int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues);
+
+/* Loads the policy files again and re-resolves every session's limits
+ * (sessions stay connected). On a broken file, keeps the old policy and
+ * returns -EBADMSG with "FILE:LINE: message" in err. */
+int manager_reload_policy(Manager *m, char *err, size_t errlen);
+Session *manager_find_session(Manager *m, uint64_t id);
+
+/* Hooks from sessions, forwarded to D-Bus signals when a bus is connected. */
+void manager_session_opened(Manager *m, Session *s);
+void manager_session_closed(Manager *m, Session *s, const char *reason);
+void manager_job_failed(Manager *m, Session *s, uint64_t fence, int error, const char *message);
 
 uint64_t now_ns(void);

@@ -33,12 +33,14 @@ static const char *handle_kind(uint64_t handle) {
 }
 
 static GpuBuffer *lookup_buffer(Session *s, uint64_t id, const char *field, uint64_t handle) {
-        GpuBuffer *b = handle_table_get(&s->buffers, handle);
+        SessionBuffer *b = handle_table_get(&s->buffers, handle);
 
-        if (!b)
+        if (!b) {
                 session_send_error(s, id, ENOENT, "%s: no buffer 0x%" PRIx64 " in this session (%s)",
                                    field, handle, handle_kind(handle));
-        return b;
+                return NULL;
+        }
+        return b->gpu;
 }
 
 static ClientEvent *lookup_event(Session *s, uint64_t id, const char *field, uint64_t handle) {
@@ -69,6 +71,9 @@ static void handle_hello(Session *s, const WireRequest *req) {
         }
         memcpy(s->client_name, req->hello.client_name, sizeof(s->client_name));
         s->hello_done = true;
+        /* Connections that never say Hello are not sessions of the identity. */
+        s->account->sessions_now++;
+        s->account->sessions_total++;
         log_debug("Session %" PRIu64 ": hello from \"%s\"", s->id, s->client_name);
         session_send(s, &(WireReply) {
                              .id = req->id,
@@ -102,16 +107,12 @@ static void handle_device_info(Session *s, const WireRequest *req) {
                      NULL, 0);
 }
 
-static void account_buffer(Session *s, int64_t delta) {
-        s->stats.buffer_bytes += (uint64_t) delta;
-        if (s->stats.buffer_bytes > s->stats.buffer_bytes_peak)
-                s->stats.buffer_bytes_peak = s->stats.buffer_bytes;
-}
-
 /* Stores b in the table and replies with handle (+ a dma-buf fd when export). */
-static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, WireReplyType type, bool export) {
+static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement placement,
+                       WireReplyType type, bool export) {
         uint64_t size = gpu_buffer_get_size(b), handle;
         _cleanup_close_ int fd = -EBADF;
+        SessionBuffer *sb;
         int r;
 
         if (export) {
@@ -123,8 +124,16 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, WireReplyType type
                         return;
                 }
         }
-        r = handle_table_add(&s->buffers, b, &handle, NULL);
+        sb = calloc(1, sizeof(*sb));
+        if (!sb) {
+                gpu_buffer_unref(b);
+                session_send_error(s, id, ENOMEM, "out of memory");
+                return;
+        }
+        *sb = (SessionBuffer) { .gpu = b, .placement = placement, .imported = !export };
+        r = handle_table_add(&s->buffers, sb, &handle, NULL);
         if (r < 0) {
+                free(sb);
                 gpu_buffer_unref(b);
                 if (r == -EDQUOT)
                         session_send_error(s, id, EDQUOT, "buffer count limit (max_buffers %u) reached",
@@ -133,7 +142,7 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, WireReplyType type
                         session_send_error(s, id, -r, "cannot store the buffer: %s", strerror(-r));
                 return;
         }
-        account_buffer(s, (int64_t) size);
+        session_account_buffer(s, placement, (int64_t) size);
         session_send(s, &(WireReply) { .id = id, .type = type,
                                        .buffer = { .handle = handle, .size = size } },
                      export ? &fd : NULL, export ? 1 : 0);
@@ -146,10 +155,10 @@ static bool check_memory_quota(Session *s, uint64_t id, uint64_t size) {
                                    size, s->limits.max_buffer_size);
                 return false;
         }
-        if (s->stats.buffer_bytes + size > s->limits.max_buffer_bytes) {
+        if (s->usage.buffer_bytes + size > s->limits.max_buffer_bytes) {
                 session_send_error(s, id, EDQUOT,
                                    "buffer memory limit (max_buffer_bytes %" PRIu64 ") reached: %" PRIu64 " in use, %" PRIu64 " requested",
-                                   s->limits.max_buffer_bytes, s->stats.buffer_bytes, size);
+                                   s->limits.max_buffer_bytes, s->usage.buffer_bytes, size);
                 return false;
         }
         return true;
@@ -157,6 +166,7 @@ static bool check_memory_quota(Session *s, uint64_t id, uint64_t size) {
 
 static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         uint64_t size = align_up_u64(req->alloc_buffer.size, PAGE_SIZE_4K);
+        GpuPlacement placement;
         GpuBuffer *b;
         int r;
 
@@ -167,17 +177,16 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         }
         if (!check_memory_quota(s, req->id, size))
                 return;
-        r = gpu_buffer_new(s->manager->gpu, size,
-                           req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? GPU_PLACEMENT_VRAM
-                                                                              : GPU_PLACEMENT_GTT,
-                           false, &b);
+        placement = req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? GPU_PLACEMENT_VRAM
+                                                                        : GPU_PLACEMENT_GTT;
+        r = gpu_buffer_new(s->manager->gpu, size, placement, false, &b);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s failed: %s",
                                    size, req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? "VRAM" : "GTT",
                                    strerror(-r));
                 return;
         }
-        add_buffer(s, req->id, b, WIRE_REPLY_ALLOC_BUFFER, true);
+        add_buffer(s, req->id, b, placement, WIRE_REPLY_ALLOC_BUFFER, true);
 }
 
 static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
@@ -196,18 +205,20 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
                 gpu_buffer_unref(b);
                 return;
         }
-        add_buffer(s, req->id, b, WIRE_REPLY_IMPORT_BUFFER, false);
+        /* Shared memory: counted as GTT for the importer (the exporter chose). */
+        add_buffer(s, req->id, b, GPU_PLACEMENT_GTT, WIRE_REPLY_IMPORT_BUFFER, false);
 }
 
 static void handle_free_buffer(Session *s, const WireRequest *req) {
-        GpuBuffer *b = lookup_buffer(s, req->id, "free_buffer.handle", req->object.handle);
+        SessionBuffer *b;
 
-        if (!b)
+        if (!lookup_buffer(s, req->id, "free_buffer.handle", req->object.handle))
                 return;
-        handle_table_remove(&s->buffers, req->object.handle);
-        account_buffer(s, -(int64_t) gpu_buffer_get_size(b));
+        b = handle_table_remove(&s->buffers, req->object.handle);
+        session_account_buffer(s, b->placement, -(int64_t) gpu_buffer_get_size(b->gpu));
         /* Jobs still using it hold their own references. */
-        gpu_buffer_unref(b);
+        gpu_buffer_unref(b->gpu);
+        free(b);
         reply_empty(s, req->id);
 }
 
@@ -435,7 +446,9 @@ static void handle_submit(Session *s, const WireRequest *req) {
                 scheduler_enqueue(s->manager->scheduler, &s->streams[j->engine], j);
         }
         s->last_fence += n;
-        s->stats.jobs_submitted += n;
+        s->usage.jobs_submitted += n;
+        if (s->account)
+                s->account->usage.jobs_submitted += n;
         session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_SUBMIT,
                                        .submit = { .fences = fences, .n_fences = n } },
@@ -450,12 +463,12 @@ static void handle_query(Session *s, const WireRequest *req) {
                              .query = { .buffers = s->buffers.n_used,
                                         .events = s->events.n_used,
                                         .jobs_in_flight = s->n_jobs,
-                                        .buffer_bytes = s->stats.buffer_bytes,
-                                        .jobs_submitted = s->stats.jobs_submitted,
-                                        .jobs_completed = s->stats.jobs_completed,
-                                        .jobs_failed = s->stats.jobs_failed,
-                                        .bytes_copied = s->stats.bytes_copied,
-                                        .bytes_filled = s->stats.bytes_filled,
+                                        .buffer_bytes = s->usage.buffer_bytes,
+                                        .jobs_submitted = s->usage.jobs_submitted,
+                                        .jobs_completed = s->usage.jobs_completed,
+                                        .jobs_failed = s->usage.jobs_failed,
+                                        .bytes_copied = s->usage.bytes_copied,
+                                        .bytes_filled = s->usage.bytes_filled,
                                         .limits = s->limits },
                      },
                      NULL, 0);
@@ -469,7 +482,7 @@ static void handle_status(Session *s, const WireRequest *req) {
         Session *i;
 
         LIST_FOREACH(sessions, i, m->sessions) {
-                bytes += i->stats.buffer_bytes;
+                bytes += i->usage.buffer_bytes;
                 events += i->events.n_used;
         }
         gpu_context_get_stats(m->gpu, &gs);

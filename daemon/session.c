@@ -60,36 +60,54 @@ static void update_io_events(Session *s) {
         (void) sd_event_source_set_io_events(s->io, ev);
 }
 
-static void read_identity(Session *s) {
-        socklen_t len = sizeof(s->cred);
-        char path[64];
-        int fd;
+static WireLimits wire_limits_from_policy(const WireLimits *base, const PolicyLimits *p) {
+        WireLimits l = *base;
 
-        if (getsockopt(s->fd, SOL_SOCKET, SO_PEERCRED, &s->cred, &len) < 0)
-                s->cred = (struct ucred) { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
-
-        /* A pidfd pins the identity to the process, not a reusable pid number. */
-        len = sizeof(fd);
-        if (getsockopt(s->fd, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
-                s->pidfd = fd;
-        else if (s->cred.pid > 0)
-                s->pidfd = (int) syscall(SYS_pidfd_open, s->cred.pid, 0);
-        if (s->pidfd < 0)
-                s->pidfd = -EBADF;
-
-        if (s->cred.pid > 0) {
-                FILE *f;
-                snprintf(path, sizeof(path), "/proc/%d/comm", (int) s->cred.pid);
-                f = fopen(path, "re");
-                if (f) {
-                        if (fgets(s->comm, sizeof(s->comm), f))
-                                s->comm[strcspn(s->comm, "\n")] = '\0';
-                        fclose(f);
-                }
-        }
+        l.max_buffer_size = p->max_buffer_size;
+        l.max_buffer_bytes = p->buffer_memory;
+        l.max_buffers = (uint32_t) MIN(p->buffers, (uint64_t) (1u << 24) - 1);
+        l.max_events = (uint32_t) MIN(p->events, (uint64_t) KFDB_PAGE_MAX_EVENTS);
+        l.max_jobs_in_flight = (uint32_t) MIN(p->jobs_in_flight, (uint64_t) UINT32_MAX);
+        return l;
 }
 
-int session_new(Manager *m, int fd, Session **ret) {
+void session_set_limits(Session *s, const PolicyLimits *l) {
+        s->policy = *l;
+        s->limits = wire_limits_from_policy(&s->manager->default_limits, l);
+        s->buffers.max = s->limits.max_buffers;
+        s->events.max = s->limits.max_events;
+        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
+                s->streams[e].weight = l->weight ? l->weight : 1;
+}
+
+void session_apply_policy(Session *s) {
+        PolicyLimits l;
+        int r;
+
+        if (s->limits_overridden)
+                return;
+        r = policy_resolve(s->manager->policy, &s->identity, &s->manager->default_policy, &l,
+                           s->policy_matched, sizeof(s->policy_matched));
+        if (r < 0) {
+                log_warning_errno(r, "Session %" PRIu64 ": cannot resolve the policy, using defaults: %m",
+                                  s->id);
+                l = s->manager->default_policy;
+                snprintf(s->policy_matched, sizeof(s->policy_matched), "(built-in defaults)");
+        }
+        session_set_limits(s, &l);
+}
+
+void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
+        uint64_t now = now_ns();
+
+        s->placement_bytes[placement == GPU_PLACEMENT_VRAM] += (uint64_t) delta;
+        usage_buffer_change(&s->usage, delta, now);
+        if (s->account)
+                usage_buffer_change(&s->account->usage, delta, now);
+}
+
+int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
+        char comm[80];
         Session *s;
         int r;
 
@@ -102,18 +120,27 @@ int session_new(Manager *m, int fd, Session **ret) {
         s->manager = m;
         s->id = ++m->next_session_id;
         s->fd = fd;
-        s->pidfd = -EBADF;
         s->page.memfd = s->page.eventfd = -EBADF;
-        s->limits = m->default_limits;
-        s->weight = 1;
         s->connected = true;
-        handle_table_init(&s->buffers, HANDLE_TAG_BUFFER, s->limits.max_buffers);
-        handle_table_init(&s->events, HANDLE_TAG_EVENT,
-                          MIN(s->limits.max_events, KFDB_PAGE_MAX_EVENTS));
+        s->opened_ns = now_ns();
+        usage_init(&s->usage, s->opened_ns);
+        handle_table_init(&s->buffers, HANDLE_TAG_BUFFER, 0);
+        handle_table_init(&s->events, HANDLE_TAG_EVENT, 0);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_init(m->scheduler, &s->streams[e], s, (GpuEngine) e, s->weight);
+                scheduler_stream_init(m->scheduler, &s->streams[e], s, (GpuEngine) e, 1);
 
-        read_identity(s);
+        /* Identity from the kernel, never from the client. */
+        r = id ? identity_copy(id, &s->identity) : identity_from_peer(fd, &s->identity);
+        if (r < 0) {
+                log_warning_errno(r, "Session %" PRIu64 ": cannot read the client's identity: %m", s->id);
+                goto fail;
+        }
+        session_apply_policy(s);
+        r = account_table_get(&m->accounts, s->identity.uid,
+                              s->identity.user_unit ? s->identity.user_unit : s->identity.unit,
+                              s->identity.app_id, s->identity.container, s->opened_ns, &s->account);
+        if (r < 0)
+                goto fail;
 
         r = session_page_init(&s->page);
         if (r < 0)
@@ -125,9 +152,13 @@ int session_new(Manager *m, int fd, Session **ret) {
 
         LIST_PREPEND(sessions, m->sessions, s);
         m->n_sessions++;
-        log_info("Session %" PRIu64 " opened: pid %d uid %d gid %d (%s)", s->id,
-                 (int) s->cred.pid, (int) s->cred.uid, (int) s->cred.gid,
-                 s->comm[0] ? s->comm : "?");
+        log_info("Session %" PRIu64 " opened: pid %d uid %u gid %u comm \"%s\" unit %s%s%s (policy: %s)",
+                 s->id, (int) s->identity.pid, (unsigned) s->identity.uid, (unsigned) s->identity.gid,
+                 log_escape(s->identity.comm, sizeof(s->identity.comm), comm, sizeof(comm)),
+                 s->identity.user_unit ? s->identity.user_unit : s->identity.unit ? s->identity.unit : "-",
+                 s->identity.app_id ? " app " : "", s->identity.app_id ? s->identity.app_id : "",
+                 s->policy_matched[0] ? s->policy_matched : "defaults");
+        manager_session_opened(m, s);
         if (ret)
                 *ret = s;
         return 0;
@@ -144,7 +175,9 @@ static void session_free(Session *s) {
         session_page_done(&s->page);
         handle_table_done(&s->buffers);
         handle_table_done(&s->events);
-        safe_close(s->pidfd);
+        if (s->account)
+                account_unref(s->account);
+        identity_done(&s->identity);
         safe_close(s->fd);
         free(s);
 }
@@ -164,9 +197,12 @@ Session *session_unref(Session *s) {
 
 static void drop_objects(Session *s) {
         for (uint32_t i = 0; i < s->buffers.n_alloc; i++) {
-                GpuBuffer *b = handle_table_slot(&s->buffers, i);
-                if (b)
-                        gpu_buffer_unref(b);
+                SessionBuffer *b = handle_table_slot(&s->buffers, i);
+                if (b) {
+                        session_account_buffer(s, b->placement, -(int64_t) gpu_buffer_get_size(b->gpu));
+                        gpu_buffer_unref(b->gpu);
+                        free(b);
+                }
         }
         handle_table_done(&s->buffers);
         for (uint32_t i = 0; i < s->events.n_alloc; i++) {
@@ -177,7 +213,6 @@ static void drop_objects(Session *s) {
                 }
         }
         handle_table_done(&s->events);
-        s->stats.buffer_bytes = 0;
 }
 
 void session_disconnect(Session *s, const char *why) {
@@ -214,9 +249,12 @@ void session_disconnect(Session *s, const char *why) {
                 scheduler_stream_done(m->scheduler, st);
         }
         drop_objects(s);
+        if (s->account && s->hello_done)
+                s->account->sessions_now--;
 
         LIST_REMOVE(sessions, m->sessions, s);
         m->n_sessions--;
+        manager_session_closed(m, s, why);
         /* Destroyed events may have unblocked other sessions' waits. */
         scheduler_run(m->scheduler);
         session_unref(s);
@@ -339,17 +377,22 @@ static void advance_completed(Session *s) {
 }
 
 void session_job_finished(Session *s, Job *j, int error, const char *message, uint64_t busy_ns) {
+        UsageJob u = {
+                .engine = j->engine,
+                .ok = error == 0,
+                .busy_ns = busy_ns,
+                .queued_ns = j->submitted_ns > j->queued_ns ? j->submitted_ns - j->queued_ns : 0,
+        };
+
         QUEUE_REMOVE(session_jobs, s->jobs, j);
         s->n_jobs--;
 
         if (error == 0) {
-                s->stats.jobs_completed++;
                 if (j->type == WIRE_JOB_COPY)
-                        s->stats.bytes_copied += j->gpu.copy.size;
+                        u.bytes_copied = j->gpu.copy.size;
                 else if (j->type == WIRE_JOB_FILL)
-                        s->stats.bytes_filled += j->gpu.fill.size;
+                        u.bytes_filled = j->gpu.fill.size;
         } else {
-                s->stats.jobs_failed++;
                 if (s->connected) {
                         session_page_job_failed(&s->page, j->fence, error == EFAULT);
                         if (message)
@@ -361,11 +404,15 @@ void session_job_finished(Session *s, Job *j, int error, const char *message, ui
                                              },
                                              NULL, 0);
                 }
-                if (message)
+                if (message) {
                         log_notice("Session %" PRIu64 ": job %" PRIu64 " failed: %s", s->id,
                                    j->fence, message);
+                        manager_job_failed(s->manager, s, j->fence, error, message);
+                }
         }
-        s->stats.busy_ns[j->engine] += busy_ns;
+        usage_add_job(&s->usage, &u);
+        if (s->account)
+                usage_add_job(&s->account->usage, &u);
         if (s->connected)
                 advance_completed(s);
 }

@@ -17,7 +17,10 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
+#include "accounting.h"
 #include "forward.h"
+#include "identity.h"
+#include "policy.h"
 #include "scheduler.h"
 #include "session-page.h"
 #include "util/handle-table.h"
@@ -27,6 +30,13 @@
 #define HANDLE_TAG_BUFFER 0x42 /* 'B' */
 #define HANDLE_TAG_EVENT 0x45  /* 'E' */
 
+/* What a buffer handle names in a session. */
+typedef struct SessionBuffer {
+        GpuBuffer *gpu;  /* reference */
+        GpuPlacement placement;
+        bool imported;
+} SessionBuffer;
+
 typedef struct OutMsg {
         void *buf;
         size_t len;
@@ -34,13 +44,6 @@ typedef struct OutMsg {
         unsigned n_fds;
         LIST_FIELDS(struct OutMsg, out);
 } OutMsg;
-
-typedef struct SessionStats {
-        uint64_t jobs_submitted, jobs_completed, jobs_failed;
-        uint64_t bytes_copied, bytes_filled;
-        uint64_t buffer_bytes, buffer_bytes_peak;
-        uint64_t busy_ns[_GPU_ENGINE_MAX];
-} SessionStats;
 
 struct Session {
         unsigned n_ref;
@@ -53,16 +56,17 @@ struct Session {
         bool hello_done;
         bool reading_paused;
 
-        struct ucred cred;
-        int pidfd;
-        char comm[17];
+        Identity identity;        /* from the kernel: SO_PEERCRED, pidfd, cgroup */
         char client_name[WIRE_CLIENT_NAME_MAX + 1];
+        uint64_t opened_ns;
 
-        WireLimits limits;
-        uint32_t weight;
+        PolicyLimits policy;      /* resolved from the policy for this identity */
+        char policy_matched[256]; /* which rules applied (FILE:LINE list) */
+        bool limits_overridden;   /* SetLimits changed them; reloads keep them */
+        WireLimits limits;        /* what Hello announces and requests are checked against */
 
         SessionPage page;
-        HandleTable buffers; /* GpuBuffer* */
+        HandleTable buffers; /* SessionBuffer* */
         HandleTable events;  /* ClientEvent* */
 
         uint64_t last_fence;      /* last fence handed out */
@@ -77,13 +81,24 @@ struct Session {
         unsigned n_out;
         size_t out_bytes;
 
-        SessionStats stats;
+        Usage usage;
+        Account *account; /* the identity's usage across sessions */
+        uint64_t placement_bytes[2]; /* buffer bytes by GpuPlacement (GTT, VRAM) */
 
         LIST_FIELDS(Session, sessions);
 };
 
-/* Takes ownership of fd (a connected SOCK_SEQPACKET socket). */
-int session_new(Manager *m, int fd, Session **ret);
+/* Takes ownership of fd (a connected SOCK_SEQPACKET socket). The identity is
+ * read from the socket's peer, or taken from id (copied) when it is not NULL
+ * (a session opened over D-Bus, whose peer is the D-Bus caller). */
+int session_new(Manager *m, int fd, const Identity *id, Session **ret);
+/* Resolves the session's limits from the manager's policy (unless SetLimits
+ * overrode them) and applies them to new requests. */
+void session_apply_policy(Session *s);
+/* Applies explicit limits (SetLimits). */
+void session_set_limits(Session *s, const PolicyLimits *l);
+/* Buffer memory accounting for the session and its identity. */
+void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta);
 Session *session_ref(Session *s);
 Session *session_unref(Session *s);
 /* Closes the connection: cancels waits and pending jobs, drops handles. Jobs

@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: MIT */
+/* See bus.h. The methods only read the manager's state or call the same
+ * functions the socket protocol and signals use (session_disconnect,
+ * session_set_limits, manager_reload_policy). */
+#include "bus.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "identity.h"
+#include "metrics.h"
+#include "policy.h"
+#include "scheduler.h"
+#include "session.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define BUS_ERROR_POLICY_INVALID "org.kfdbroker.Broker1.Error.PolicyInvalid"
+#define BUS_ERROR_NO_SUCH_SESSION "org.kfdbroker.Broker1.Error.NoSuchSession"
+#define UID_NONE ((uid_t) -1)
+
+typedef struct PendingAuth PendingAuth;
+
+struct Bus {
+        Manager *manager;
+        sd_bus *bus;
+        sd_bus_slot *vtable_slot;
+        sd_bus_slot *name_slot;
+        LIST_HEAD(PendingAuth, pending);
+};
+
+/* Runs a method once the caller is authorized; all = may see every session. */
+typedef int (*AuthorizedFn)(Bus *b, sd_bus_message *call, bool all, sd_bus_error *error);
+
+struct PendingAuth {
+        Bus *bus;
+        sd_bus_message *call;
+        sd_bus_slot *slot;
+        const char *action;
+        AuthorizedFn fn;
+        bool degrade; /* on refusal run fn with all = false instead of failing */
+        LIST_FIELDS(PendingAuth, pending);
+};
+
+static void pending_free(PendingAuth *p) {
+        LIST_REMOVE(pending, p->bus->pending, p);
+        sd_bus_slot_unref(p->slot);
+        sd_bus_message_unref(p->call);
+        free(p);
+}
+
+static void reply_result(sd_bus_message *call, int r, sd_bus_error *error) {
+        if (r >= 0)
+                return;
+        if (sd_bus_error_is_set(error))
+                (void) sd_bus_reply_method_error(call, error);
+        else
+                (void) sd_bus_reply_method_errno(call, r, NULL);
+}
+
+static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        PendingAuth *p = userdata;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int authorized = 0, challenge = 0, r;
+
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                const sd_bus_error *e = sd_bus_message_get_error(reply);
+                if (p->degrade)
+                        r = p->fn(p->bus, p->call, false, &error);
+                else
+                        r = sd_bus_error_setf(&error, SD_BUS_ERROR_ACCESS_DENIED,
+                                              "Access denied: %s requires root or polkit authorization for "
+                                              "action %s, and polkit could not be asked: %s",
+                                              sd_bus_message_get_member(p->call), p->action,
+                                              e && e->message ? e->message : "no reply");
+                reply_result(p->call, r, &error);
+                goto done;
+        }
+        r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+        if (r < 0) {
+                r = sd_bus_error_setf(&error, SD_BUS_ERROR_ACCESS_DENIED,
+                                      "Access denied: polkit sent a reply that cannot be read");
+                reply_result(p->call, r, &error);
+                goto done;
+        }
+        if (authorized)
+                r = p->fn(p->bus, p->call, true, &error);
+        else if (p->degrade)
+                r = p->fn(p->bus, p->call, false, &error);
+        else
+                r = sd_bus_error_setf(&error, SD_BUS_ERROR_ACCESS_DENIED,
+                                      "Access denied: polkit did not authorize action %s for %s%s",
+                                      p->action, sd_bus_message_get_member(p->call),
+                                      challenge ? " (authentication required; retry with "
+                                                  "interactive authorization allowed)" : "");
+        reply_result(p->call, r, &error);
+done:
+        sd_bus_error_free(&error);
+        pending_free(p);
+        return 0;
+}
+
+static int caller_uid(sd_bus_message *m, uid_t *ret) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
+        int r;
+
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &c);
+        if (r < 0)
+                return r;
+        return sd_bus_creds_get_euid(c, ret);
+}
+
+/*
+ * Runs fn at once for a privileged caller, or for the owner when owner is not
+ * UID_NONE and equals the caller; otherwise asks polkit for action and runs
+ * fn when it says yes. Returns what the method handler should return.
+ */
+static int authorize(Bus *b, sd_bus_message *m, const char *action, uid_t owner, bool degrade,
+                     AuthorizedFn fn, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *pk = NULL;
+        PendingAuth *p;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_query_sender_privilege(m, CAP_SYS_ADMIN);
+        if (r > 0)
+                return fn(b, m, true, error);
+        if (owner != UID_NONE && caller_uid(m, &uid) >= 0 && uid == owner)
+                return fn(b, m, false, error);
+
+        r = sd_bus_message_new_method_call(b->bus, &pk, "org.freedesktop.PolicyKit1",
+                                           "/org/freedesktop/PolicyKit1/Authority",
+                                           "org.freedesktop.PolicyKit1.Authority",
+                                           "CheckAuthorization");
+        if (r < 0)
+                return r;
+        /* Subject: the caller's bus name. Flag 1: AllowUserInteraction. */
+        r = sd_bus_message_append(pk, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s",
+                                  sd_bus_message_get_sender(m), action, 0,
+                                  (uint32_t) (!degrade &&
+                                              sd_bus_message_get_allow_interactive_authorization(m) > 0),
+                                  "");
+        if (r < 0)
+                return r;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        *p = (PendingAuth) { .bus = b, .call = sd_bus_message_ref(m), .action = action, .fn = fn,
+                             .degrade = degrade };
+        LIST_PREPEND(pending, b->pending, p);
+        r = sd_bus_call_async(b->bus, &p->slot, pk, on_polkit_reply, p, 0);
+        if (r < 0) {
+                pending_free(p);
+                if (degrade)
+                        return fn(b, m, false, error);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Access denied: %s requires root or polkit authorization for "
+                                         "action %s, and polkit could not be asked: %s",
+                                         sd_bus_message_get_member(m), action, strerror(-r));
+        }
+        return 1; /* replied from on_polkit_reply */
+}
+
+/* ---- Dictionaries ---- */
+
+static int append_sv_t(sd_bus_message *r, const char *k, uint64_t v) {
+        return sd_bus_message_append(r, "{sv}", k, "t", v);
+}
+static int append_sv_u(sd_bus_message *r, const char *k, uint32_t v) {
+        return sd_bus_message_append(r, "{sv}", k, "u", v);
+}
+static int append_sv_s(sd_bus_message *r, const char *k, const char *v) {
+        return sd_bus_message_append(r, "{sv}", k, "s", v ? v : "");
+}
+static int append_sv_d(sd_bus_message *r, const char *k, double v) {
+        return sd_bus_message_append(r, "{sv}", k, "d", v);
+}
+
+static int append_usage(sd_bus_message *r, const Usage *u) {
+        uint64_t now = now_ns();
+        int k = 0;
+
+        k |= append_sv_t(r, "JobsSubmitted", u->jobs_submitted);
+        k |= append_sv_t(r, "JobsCompleted", u->jobs_completed);
+        k |= append_sv_t(r, "JobsFailed", u->jobs_failed);
+        k |= append_sv_t(r, "BusyNSecSDMA", u->busy_ns[GPU_ENGINE_SDMA]);
+        k |= append_sv_t(r, "BusyNSecCompute", u->busy_ns[GPU_ENGINE_COMPUTE]);
+        k |= append_sv_t(r, "JobsSDMA", u->jobs[GPU_ENGINE_SDMA]);
+        k |= append_sv_t(r, "JobsCompute", u->jobs[GPU_ENGINE_COMPUTE]);
+        k |= append_sv_t(r, "QueuedNSec", u->queued_ns);
+        k |= append_sv_t(r, "BytesCopied", u->bytes_copied);
+        k |= append_sv_t(r, "BytesFilled", u->bytes_filled);
+        k |= append_sv_t(r, "BufferBytes", u->buffer_bytes);
+        k |= append_sv_t(r, "BufferBytesPeak", u->buffer_bytes_peak);
+        k |= append_sv_d(r, "BufferByteSeconds", usage_byte_seconds(u, now));
+        return k < 0 ? -ENOMEM : 0;
+}
+
+static uint64_t limit_or_max(uint64_t v) {
+        return v;
+}
+
+static int append_limits(sd_bus_message *r, const PolicyLimits *l) {
+        int k = 0;
+
+        k |= append_sv_t(r, "BufferMemory", limit_or_max(l->buffer_memory));
+        k |= append_sv_t(r, "MaxBufferSize", limit_or_max(l->max_buffer_size));
+        k |= append_sv_t(r, "Buffers", limit_or_max(l->buffers));
+        k |= append_sv_t(r, "Events", limit_or_max(l->events));
+        k |= append_sv_t(r, "JobsInFlight", limit_or_max(l->jobs_in_flight));
+        k |= append_sv_u(r, "Weight", l->weight);
+        k |= append_sv_s(r, "Priority", policy_priority_to_string(l->priority));
+        k |= sd_bus_message_append(r, "{sv}", "ComputeDispatch", "b", (int) l->compute_dispatch);
+        k |= append_sv_t(r, "JobTimeoutUSec",
+                         l->job_timeout_ns == POLICY_INFINITY ? UINT64_MAX : l->job_timeout_ns / 1000);
+        return k < 0 ? -ENOMEM : 0;
+}
+
+static int append_session(sd_bus_message *r, Session *s) {
+        const Identity *id = &s->identity;
+        _cleanup_free_ char *drm = NULL;
+        int k = 0;
+
+        k |= sd_bus_message_open_container(r, 'a', "{sv}");
+        k |= append_sv_t(r, "Id", s->id);
+        k |= append_sv_u(r, "UID", (uint32_t) id->uid);
+        k |= append_sv_u(r, "GID", (uint32_t) id->gid);
+        k |= append_sv_u(r, "PID", (uint32_t) id->pid);
+        k |= append_sv_s(r, "Comm", id->comm);
+        k |= append_sv_s(r, "ClientName", s->client_name);
+        k |= append_sv_s(r, "Unit", id->unit);
+        k |= append_sv_s(r, "UserUnit", id->user_unit);
+        k |= append_sv_s(r, "Slice", id->slice);
+        k |= append_sv_s(r, "ControlGroup", id->cgroup);
+        k |= append_sv_s(r, "AppId", id->app_id);
+        k |= append_sv_s(r, "Container", id->container);
+        k |= append_sv_t(r, "OpenedNSec", s->opened_ns);
+        k |= append_sv_u(r, "Buffers", s->buffers.n_used);
+        k |= append_sv_u(r, "Events", s->events.n_used);
+        k |= append_sv_u(r, "JobsInFlight", s->n_jobs);
+        k |= append_sv_s(r, "PolicyRules", s->policy_matched);
+        k |= sd_bus_message_append(r, "{sv}", "LimitsOverridden", "b", (int) s->limits_overridden);
+        if (metrics_format_drm_usage(s, &drm) >= 0)
+                k |= append_sv_s(r, "DrmUsage", drm);
+        k |= sd_bus_message_open_container(r, 'e', "sv");
+        k |= sd_bus_message_append(r, "s", "Limits");
+        k |= sd_bus_message_open_container(r, 'v', "a{sv}");
+        k |= sd_bus_message_open_container(r, 'a', "{sv}");
+        k |= append_limits(r, &s->policy);
+        k |= sd_bus_message_close_container(r);
+        k |= sd_bus_message_close_container(r);
+        k |= sd_bus_message_close_container(r);
+        k |= sd_bus_message_open_container(r, 'e', "sv");
+        k |= sd_bus_message_append(r, "s", "Usage");
+        k |= sd_bus_message_open_container(r, 'v', "a{sv}");
+        k |= sd_bus_message_open_container(r, 'a', "{sv}");
+        k |= append_usage(r, &s->usage);
+        k |= sd_bus_message_close_container(r);
+        k |= sd_bus_message_close_container(r);
+        k |= sd_bus_message_close_container(r);
+        k |= sd_bus_message_close_container(r);
+        return k < 0 ? -ENOMEM : 0;
+}
+
+static int append_account(sd_bus_message *r, const Account *a) {
+        int k = 0;
+
+        k |= sd_bus_message_open_container(r, 'a', "{sv}");
+        k |= append_sv_u(r, "UID", a->uid);
+        k |= append_sv_s(r, "Unit", a->unit);
+        k |= append_sv_s(r, "AppId", a->app_id);
+        k |= append_sv_s(r, "Container", a->container);
+        k |= append_sv_u(r, "SessionsNow", a->sessions_now);
+        k |= append_sv_t(r, "SessionsTotal", a->sessions_total);
+        k |= append_usage(r, &a->usage);
+        k |= sd_bus_message_close_container(r);
+        return k < 0 ? -ENOMEM : 0;
+}
+
+/* ---- Methods ---- */
+
+static int run_list_sessions(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uid_t uid = UID_NONE;
+        Session *s;
+        int r;
+
+        if (!all && caller_uid(m, &uid) < 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "Access denied: cannot determine the caller's uid");
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(tuuussss)");
+        if (r < 0)
+                return r;
+        LIST_FOREACH(sessions, s, b->manager->sessions) {
+                const Identity *id = &s->identity;
+                if (!all && id->uid != uid)
+                        continue;
+                r = sd_bus_message_append(reply, "(tuuussss)", s->id, (uint32_t) id->uid,
+                                          (uint32_t) id->gid, (uint32_t) id->pid,
+                                          id->user_unit ? id->user_unit : id->unit ? id->unit : "",
+                                          id->app_id ? id->app_id : "",
+                                          id->container ? id->container : "", s->client_name);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_sessions(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return authorize(userdata, m, POLKIT_ACTION_READ_ALL, UID_NONE, true, run_list_sessions, error);
+}
+
+static Session *session_from_message(Bus *b, sd_bus_message *m, sd_bus_error *error) {
+        uint64_t id;
+        Session *s;
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "t", &id);
+        if (r < 0) {
+                sd_bus_error_set_errno(error, r);
+                return NULL;
+        }
+        s = manager_find_session(b->manager, id);
+        if (!s)
+                sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_SESSION, "No session %" PRIu64, id);
+        return s;
+}
+
+static int run_get_session(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Session *s = session_from_message(b, m, error);
+        int r;
+
+        if (!s)
+                return -ENOENT;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = append_session(reply, s);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_session(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Bus *b = userdata;
+        Session *s = session_from_message(b, m, error);
+
+        if (!s)
+                return -ENOENT;
+        return authorize(b, m, POLKIT_ACTION_READ_ALL, s->identity.uid, false, run_get_session, error);
+}
+
+static int run_get_accounting(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uid_t uid = UID_NONE;
+        Session *s;
+        Account *a;
+        int r;
+
+        if (!all && caller_uid(m, &uid) < 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "Access denied: cannot determine the caller's uid");
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+        LIST_FOREACH(sessions, s, b->manager->sessions)
+                if (r >= 0 && (all || s->identity.uid == uid))
+                        r = append_session(reply, s);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+        LIST_FOREACH(accounts, a, b->manager->accounts.accounts)
+                if (r >= 0 && (all || a->uid == uid))
+                        r = append_account(reply, a);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_accounting(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return authorize(userdata, m, POLKIT_ACTION_READ_ALL, UID_NONE, true, run_get_accounting, error);
+}
+
+static int run_get_metrics(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
+        _cleanup_free_ char *text = NULL;
+        int r = metrics_format(b->manager, &text);
+
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(m, "s", text);
+}
+
+static int method_get_metrics(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        /* Aggregates per identity of every user: the read-all right. */
+        return authorize(userdata, m, POLKIT_ACTION_READ_ALL, UID_NONE, false, run_get_metrics, error);
+}
+
+static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key, *sig;
+                uint64_t t;
+
+                r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        return r;
+                sig = NULL;
+                r = sd_bus_message_peek_type(m, NULL, &sig);
+                if (r < 0)
+                        return r;
+#define EXPECT(s_)                                                                               \
+        if (!sig || strcmp(sig, s_) != 0)                                                        \
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,                       \
+                                         "Limit %s must be of type '%s', got '%s'", key, s_,     \
+                                         sig ? sig : "?");
+                if (strcmp(key, "BufferMemory") == 0 || strcmp(key, "MaxBufferSize") == 0 ||
+                    strcmp(key, "Buffers") == 0 || strcmp(key, "Events") == 0 ||
+                    strcmp(key, "JobsInFlight") == 0 || strcmp(key, "JobTimeoutUSec") == 0) {
+                        EXPECT("t");
+                        r = sd_bus_message_read(m, "v", "t", &t);
+                        if (r < 0)
+                                return r;
+                        if (strcmp(key, "BufferMemory") == 0)
+                                l->buffer_memory = t;
+                        else if (strcmp(key, "MaxBufferSize") == 0)
+                                l->max_buffer_size = t;
+                        else if (strcmp(key, "Buffers") == 0)
+                                l->buffers = t;
+                        else if (strcmp(key, "Events") == 0)
+                                l->events = t;
+                        else if (strcmp(key, "JobsInFlight") == 0)
+                                l->jobs_in_flight = t;
+                        else
+                                l->job_timeout_ns = t == UINT64_MAX ? POLICY_INFINITY : t * 1000;
+                } else if (strcmp(key, "Weight") == 0) {
+                        uint32_t w;
+                        EXPECT("u");
+                        r = sd_bus_message_read(m, "v", "u", &w);
+                        if (r < 0)
+                                return r;
+                        if (w < POLICY_WEIGHT_MIN || w > POLICY_WEIGHT_MAX)
+                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                         "Weight must be %u..%u, got %u",
+                                                         POLICY_WEIGHT_MIN, POLICY_WEIGHT_MAX, w);
+                        l->weight = w;
+                } else if (strcmp(key, "Priority") == 0) {
+                        const char *p;
+                        EXPECT("s");
+                        r = sd_bus_message_read(m, "v", "s", &p);
+                        if (r < 0)
+                                return r;
+                        r = policy_priority_from_string(p);
+                        if (r < 0)
+                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                         "Priority must be idle, low, normal or high, got '%s'", p);
+                        l->priority = (PolicyPriority) r;
+                } else if (strcmp(key, "ComputeDispatch") == 0) {
+                        int b;
+                        EXPECT("b");
+                        r = sd_bus_message_read(m, "v", "b", &b);
+                        if (r < 0)
+                                return r;
+                        l->compute_dispatch = b;
+                } else
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Unknown limit '%s' (known: BufferMemory, MaxBufferSize, "
+                                                 "Buffers, Events, JobsInFlight, Weight, Priority, "
+                                                 "ComputeDispatch, JobTimeoutUSec)", key);
+#undef EXPECT
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int run_set_limits(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
+        Session *s = session_from_message(b, m, error);
+        PolicyLimits l;
+        int r;
+
+        if (!s)
+                return -ENOENT;
+        l = s->policy;
+        r = parse_limits(m, &l, error);
+        if (r < 0)
+                return r;
+        session_set_limits(s, &l);
+        s->limits_overridden = true;
+        log_info("Session %" PRIu64 ": limits set over D-Bus by %s", s->id, sd_bus_message_get_sender(m));
+        scheduler_run(b->manager->scheduler);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_set_limits(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return authorize(userdata, m, POLKIT_ACTION_MANAGE, UID_NONE, false, run_set_limits, error);
+}
+
+static int run_terminate(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
+        Session *s = session_from_message(b, m, error);
+        const char *reason = NULL;
+        char why[256];
+        int r;
+
+        if (!s)
+                return -ENOENT;
+        r = sd_bus_message_read(m, "s", &reason);
+        if (r < 0)
+                return r;
+        snprintf(why, sizeof(why), "terminated over D-Bus by %s%s%s", sd_bus_message_get_sender(m),
+                 reason && *reason ? ": " : "", reason ? reason : "");
+        session_disconnect(s, why);
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_terminate(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Bus *b = userdata;
+        Session *s = session_from_message(b, m, error);
+
+        if (!s)
+                return -ENOENT;
+        /* Users may end their own sessions; others need the manage right. */
+        return authorize(b, m, POLKIT_ACTION_MANAGE, s->identity.uid, false, run_terminate, error);
+}
+
+static int run_reload(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
+        char err[512] = "";
+        int r = manager_reload_policy(b->manager, err, sizeof(err));
+
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_POLICY_INVALID,
+                                         "Policy not reloaded, the old policy stays: %s",
+                                         err[0] ? err : strerror(-r));
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return authorize(userdata, m, POLKIT_ACTION_MANAGE, UID_NONE, false, run_reload, error);
+}
+
+static int method_open_session(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
+        Bus *b = userdata;
+        _cleanup_close_ int theirs = -EBADF;
+        Identity id = {};
+        struct ucred cred;
+        int sv[2], r;
+        pid_t pid;
+        uid_t uid;
+        gid_t gid;
+
+        if (b->manager->shutting_down)
+                return sd_bus_error_set(error, SD_BUS_ERROR_NO_SERVER, "kfdbrokerd is shutting down");
+        /* The session's identity is the D-Bus caller's, from the bus. */
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_PID | SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID |
+                                                 SD_BUS_CREDS_AUGMENT, &c);
+        if (r < 0)
+                return r;
+        if (sd_bus_creds_get_pid(c, &pid) < 0 || sd_bus_creds_get_euid(c, &uid) < 0 ||
+            sd_bus_creds_get_egid(c, &gid) < 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "Cannot determine the caller's pid, uid and gid");
+        cred = (struct ucred) { .pid = pid, .uid = uid, .gid = gid };
+        r = identity_from_pid(pid, &cred, &id);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Cannot read the caller's identity: %s", strerror(-r));
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+                r = -errno;
+                identity_done(&id);
+                return r;
+        }
+        theirs = sv[1];
+        r = session_new(b->manager, sv[0], &id, NULL);
+        identity_done(&id);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(m, "h", theirs);
+}
+
+/* ---- Properties ---- */
+
+static int property_version(sd_bus *bus, const char *path, const char *interface,
+                            const char *property, sd_bus_message *reply, void *userdata,
+                            sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", KFDBROKER_VERSION);
+}
+
+static int property_devices(sd_bus *bus, const char *path, const char *interface,
+                            const char *property, sd_bus_message *reply, void *userdata,
+                            sd_bus_error *error) {
+        Bus *b = userdata;
+        const GpuDeviceInfo *i = b->manager->info;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sssuuuut)");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "(sssuuuut)", i->backend, i->gfx_name, i->name,
+                                          i->gpu_id, i->vendor_id, i->device_id, i->cu_count,
+                                          i->vram_size);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int property_session_count(sd_bus *bus, const char *path, const char *interface,
+                                  const char *property, sd_bus_message *reply, void *userdata,
+                                  sd_bus_error *error) {
+        Bus *b = userdata;
+        return sd_bus_message_append(reply, "u", b->manager->n_sessions);
+}
+
+static const sd_bus_vtable broker_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Devices", "a(sssuuuut)", property_devices, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("SessionCount", "u", property_session_count, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_NAMES("ListSessions", "", , "a(tuuussss)", SD_BUS_PARAM(sessions),
+                                 method_list_sessions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetSession", "t", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(session),
+                                 method_get_session, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetAccounting", "", , "aa{sv}aa{sv}",
+                                 SD_BUS_PARAM(sessions) SD_BUS_PARAM(identities),
+                                 method_get_accounting, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetMetrics", "", , "s", SD_BUS_PARAM(openmetrics),
+                                 method_get_metrics, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("SetLimits", "ta{sv}", SD_BUS_PARAM(id) SD_BUS_PARAM(limits), "", ,
+                                 method_set_limits, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("TerminateSession", "ts", SD_BUS_PARAM(id) SD_BUS_PARAM(reason), "", ,
+                                 method_terminate, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("ReloadPolicy", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("OpenSession", "", , "h", SD_BUS_PARAM(socket), method_open_session,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_NAMES("SessionOpened", "tus", SD_BUS_PARAM(id) SD_BUS_PARAM(uid) SD_BUS_PARAM(unit), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("SessionClosed", "ts", SD_BUS_PARAM(id) SD_BUS_PARAM(reason), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("JobFailed", "ttis",
+                                 SD_BUS_PARAM(session) SD_BUS_PARAM(fence) SD_BUS_PARAM(errno) SD_BUS_PARAM(message), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("DeviceFault", "tts",
+                                 SD_BUS_PARAM(session) SD_BUS_PARAM(fence) SD_BUS_PARAM(message), 0),
+        SD_BUS_VTABLE_END,
+};
+
+/* ---- Signals ---- */
+
+void bus_emit_session_opened(Bus *b, Session *s) {
+        const Identity *id = &s->identity;
+
+        (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_INTERFACE, "SessionOpened", "tus", s->id,
+                                  (uint32_t) id->uid,
+                                  id->user_unit ? id->user_unit : id->unit ? id->unit : "");
+        (void) sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_INTERFACE, "SessionCount", NULL);
+}
+
+void bus_emit_session_closed(Bus *b, Session *s, const char *reason) {
+        (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_INTERFACE, "SessionClosed", "ts", s->id,
+                                  reason ? reason : "");
+        (void) sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_INTERFACE, "SessionCount", NULL);
+}
+
+void bus_emit_job_failed(Bus *b, Session *s, uint64_t fence, int error, const char *message) {
+        (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_INTERFACE, "JobFailed", "ttis", s->id, fence,
+                                  (int32_t) error, message ? message : "");
+        if (error == EFAULT)
+                (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_INTERFACE, "DeviceFault", "tts", s->id,
+                                          fence, message ? message : "");
+}
+
+/* ---- Setup ---- */
+
+static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Bus *b = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        if (e) {
+                log_error("Cannot own the D-Bus name %s: %s", BUS_NAME, e->message ? e->message : e->name);
+                manager_begin_shutdown(b->manager);
+                return 0;
+        }
+        log_info("Serving %s on the bus", BUS_NAME);
+        return 0;
+}
+
+int bus_new(Manager *m, BusChoice which, Bus **ret) {
+        Bus *b;
+        int r;
+
+        b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->manager = m;
+        r = which == BUS_SYSTEM ? sd_bus_open_system(&b->bus) : sd_bus_open_user(&b->bus);
+        if (r < 0)
+                goto fail;
+        r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                goto fail;
+        r = sd_bus_add_object_vtable(b->bus, &b->vtable_slot, BUS_PATH, BUS_INTERFACE, broker_vtable, b);
+        if (r < 0)
+                goto fail;
+        r = sd_bus_request_name_async(b->bus, &b->name_slot, BUS_NAME, 0, on_name_acquired, b);
+        if (r < 0)
+                goto fail;
+        *ret = b;
+        return 0;
+fail:
+        bus_free(b);
+        return r;
+}
+
+Bus *bus_free(Bus *b) {
+        if (!b)
+                return NULL;
+        while (b->pending)
+                pending_free(b->pending);
+        sd_bus_slot_unref(b->vtable_slot);
+        sd_bus_slot_unref(b->name_slot);
+        if (b->bus) {
+                sd_bus_flush(b->bus);
+                sd_bus_detach_event(b->bus);
+                sd_bus_flush_close_unref(b->bus);
+        }
+        free(b);
+        return NULL;
+}

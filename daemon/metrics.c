@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* See metrics.h. Format: OpenMetrics 1.0 text exposition. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accounting.h"
+#include "config.h"
+#include "manager.h"
+#include "scheduler.h"
+#include "session.h"
+#include "util/macro.h"
+
+/* Label values: backslash, double quote and newline escaped (OpenMetrics ABNF). */
+static void put_label(FILE *f, const char *name, const char *v) {
+        fprintf(f, "%s=\"", name);
+        for (const char *c = v ? v : ""; *c; c++) {
+                if (*c == '\\' || *c == '"')
+                        fputc('\\', f), fputc(*c, f);
+                else if (*c == '\n')
+                        fputs("\\n", f);
+                else
+                        fputc(*c, f);
+        }
+        fputc('"', f);
+}
+
+static void put_account_labels(FILE *f, const Account *a) {
+        char uid[16];
+
+        snprintf(uid, sizeof(uid), "%u", a->uid);
+        fputc('{', f);
+        put_label(f, "uid", uid);
+        fputc(',', f);
+        put_label(f, "unit", a->unit);
+        fputc(',', f);
+        put_label(f, "app", a->app_id);
+        fputc(',', f);
+        put_label(f, "container", a->container);
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *unit, const char *help) {
+        fprintf(f, "# TYPE %s %s\n", name, type);
+        if (unit)
+                fprintf(f, "# UNIT %s %s\n", name, unit);
+        fprintf(f, "# HELP %s %s\n", name, help);
+}
+
+int metrics_format(Manager *m, char **ret) {
+        char *buf = NULL;
+        size_t len = 0;
+        uint64_t now = now_ns();
+        Account *a;
+        FILE *f;
+
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+
+        family(f, "kfdbroker_build", "info", NULL, "Daemon version and device.");
+        fprintf(f, "kfdbroker_build_info{version=\"%s\",backend=\"%s\",gfx=\"%s\"} 1\n", KFDBROKER_VERSION,
+                m->info->backend, m->info->gfx_name);
+        family(f, "kfdbroker_sessions", "gauge", NULL, "Connected client sessions.");
+        fprintf(f, "kfdbroker_sessions %u\n", m->n_sessions);
+        family(f, "kfdbroker_jobs_in_flight", "gauge", NULL, "Jobs on the GPU now.");
+        fprintf(f, "kfdbroker_jobs_in_flight %u\n", scheduler_in_flight(m->scheduler));
+        family(f, "kfdbroker_uptime_seconds", "gauge", "seconds", "Time since the daemon started.");
+        fprintf(f, "kfdbroker_uptime_seconds %.3f\n", (double) (now - m->start_ns) / 1e9);
+
+        family(f, "kfdbroker_identity_sessions", "gauge", NULL, "Connected sessions per identity.");
+        LIST_FOREACH(accounts, a, m->accounts.accounts) {
+                fputs("kfdbroker_identity_sessions", f);
+                put_account_labels(f, a);
+                fprintf(f, "} %u\n", a->sessions_now);
+        }
+        family(f, "kfdbroker_identity_jobs", "counter", NULL, "Retired jobs per identity and result.");
+        LIST_FOREACH(accounts, a, m->accounts.accounts) {
+                fputs("kfdbroker_identity_jobs_total", f);
+                put_account_labels(f, a);
+                fprintf(f, ",result=\"completed\"} %" PRIu64 "\n", a->usage.jobs_completed);
+                fputs("kfdbroker_identity_jobs_total", f);
+                put_account_labels(f, a);
+                fprintf(f, ",result=\"failed\"} %" PRIu64 "\n", a->usage.jobs_failed);
+        }
+        family(f, "kfdbroker_identity_gpu_busy_seconds", "counter", "seconds",
+               "GPU time between the timestamps around each job, per engine.");
+        LIST_FOREACH(accounts, a, m->accounts.accounts)
+                for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
+                        fputs("kfdbroker_identity_gpu_busy_seconds_total", f);
+                        put_account_labels(f, a);
+                        fprintf(f, ",engine=\"%s\"} %.9f\n", gpu_engine_to_string((GpuEngine) e),
+                                (double) a->usage.busy_ns[e] / 1e9);
+                }
+        family(f, "kfdbroker_identity_queued_seconds", "counter", "seconds",
+               "Time jobs waited between acceptance and the GPU.");
+        LIST_FOREACH(accounts, a, m->accounts.accounts) {
+                fputs("kfdbroker_identity_queued_seconds_total", f);
+                put_account_labels(f, a);
+                fprintf(f, "} %.9f\n", (double) a->usage.queued_ns / 1e9);
+        }
+        family(f, "kfdbroker_identity_bytes", "counter", "bytes", "Bytes copied and filled by the GPU.");
+        LIST_FOREACH(accounts, a, m->accounts.accounts) {
+                fputs("kfdbroker_identity_bytes_total", f);
+                put_account_labels(f, a);
+                fprintf(f, ",kind=\"copied\"} %" PRIu64 "\n", a->usage.bytes_copied);
+                fputs("kfdbroker_identity_bytes_total", f);
+                put_account_labels(f, a);
+                fprintf(f, ",kind=\"filled\"} %" PRIu64 "\n", a->usage.bytes_filled);
+        }
+        family(f, "kfdbroker_identity_buffer_bytes", "gauge", "bytes", "GPU buffer memory held now.");
+        LIST_FOREACH(accounts, a, m->accounts.accounts) {
+                fputs("kfdbroker_identity_buffer_bytes", f);
+                put_account_labels(f, a);
+                fprintf(f, "} %" PRIu64 "\n", a->usage.buffer_bytes);
+        }
+        family(f, "kfdbroker_identity_buffer_peak_bytes", "gauge", "bytes",
+               "Most GPU buffer memory held at once.");
+        LIST_FOREACH(accounts, a, m->accounts.accounts) {
+                fputs("kfdbroker_identity_buffer_peak_bytes", f);
+                put_account_labels(f, a);
+                fprintf(f, "} %" PRIu64 "\n", a->usage.buffer_bytes_peak);
+        }
+        family(f, "kfdbroker_identity_buffer_byte_seconds", "counter", NULL,
+               "Buffer memory integrated over time (byte-seconds).");
+        LIST_FOREACH(accounts, a, m->accounts.accounts) {
+                fputs("kfdbroker_identity_buffer_byte_seconds_total", f);
+                put_account_labels(f, a);
+                fprintf(f, "} %.3f\n", usage_byte_seconds(&a->usage, now));
+        }
+        fputs("# EOF\n", f);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+int metrics_format_drm_usage(Session *s, char **ret) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "drm-driver:\tkfdbroker\n");
+        fprintf(f, "drm-client-id:\t%" PRIu64 "\n", s->id);
+        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
+                fprintf(f, "drm-engine-%s:\t%" PRIu64 " ns\n", gpu_engine_to_string((GpuEngine) e),
+                        s->usage.busy_ns[e]);
+        fprintf(f, "drm-total-gtt:\t%" PRIu64 " KiB\n", s->placement_bytes[GPU_PLACEMENT_GTT] / 1024);
+        fprintf(f, "drm-total-vram:\t%" PRIu64 " KiB\n", s->placement_bytes[GPU_PLACEMENT_VRAM] / 1024);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Text exports of the accounting:
+ *  - OpenMetrics (Prometheus) exposition of the daemon and of every identity
+ *    (labels uid, unit, app, container; per-session labels would make the
+ *    series count unbounded), for `kfdbrokerctl metrics`, the D-Bus
+ *    GetMetrics method and the node-exporter textfile written by
+ *    --metrics-file;
+ *  - drm-usage-stats keys for one session (Documentation/gpu/drm-usage-stats.rst:
+ *    drm-driver, drm-client-id, drm-engine-<name>: <ns> ns,
+ *    drm-total-<region>: <n> KiB), so tools that read fdinfo can read ours.
+ */
+#pragma once
+
+#include "forward.h"
+
+/* A malloc'd NUL-terminated text. -ENOMEM. */
+int metrics_format(Manager *m, char **ret);
+int metrics_format_drm_usage(Session *s, char **ret);
