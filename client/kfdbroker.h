@@ -21,6 +21,9 @@
  *    kfdb_session_free() releases every object of the session still alive;
  *    pointers to them must not be used afterwards.
  *  - A session is not thread-safe: use it from one thread at a time.
+ *  - The structs filled by value (kfdb_limits, kfdb_device, kfdb_usage,
+ *    kfdb_daemon_status, kfdb_job_failure) are fixed for symbol version
+ *    KFDBROKER_0.1; new fields come with new functions, never by growing them.
  *  - Calls are synchronous. Replies that arrive for other requests and job
  *    failure notifications that arrive while a call waits are kept and
  *    handed out later, so nothing is lost to ordering.

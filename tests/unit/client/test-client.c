@@ -21,9 +21,11 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "client-session.h"
+#include "config.h"
 #include "kfdbroker.h"
 #include "session-page.h"
 #include "wire.h"
@@ -294,6 +296,48 @@ Test(client, bad_client_name_and_socket_type) {
         close(sv[0]);
         close(sv[1]);
         cr_assert_eq(kfdb_session_new("/nonexistent/kfdbroker.sock", NULL, &session), -ENOENT);
+}
+
+/* A listening socket: the fake server accepts one connection and says Hello. */
+static void script_accept_hello(Srv *s) {
+        int listener = s->fd;
+
+        s->fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        close(listener);
+        S_CHECK(s, s->fd >= 0);
+        srv_hello(s);
+}
+
+Test(client, socket_path_from_environment) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char dir[] = "/tmp/test-client-XXXXXX";
+        kfdb_session *session = NULL;
+        Srv s;
+
+        memset(&s, 0, sizeof(s));
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/kfdbroker.sock", dir);
+        s.fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        cr_assert_geq(s.fd, 0);
+        cr_assert_eq(bind(s.fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        cr_assert_eq(listen(s.fd, 1), 0);
+        s.script = script_accept_hello;
+        cr_assert_eq(pthread_create(&s.thread, NULL, srv_main, &s), 0);
+
+        /* NULL path: $KFDBROKER_SOCKET wins over the compiled-in default. */
+        cr_assert_eq(setenv("KFDBROKER_SOCKET", sa.sun_path, 1), 0);
+        cr_assert_eq(kfdb_session_new(NULL, "test-client", &session), 0);
+        cr_assert_eq(kfdb_session_get_id(session), 42);
+        srv_join(&s);
+        kfdb_session_free(session);
+        unlink(sa.sun_path);
+        rmdir(dir);
+
+        /* Unset: the default, which does not exist here. */
+        unsetenv("KFDBROKER_SOCKET");
+        cr_assert_str_eq(kfdb_default_socket_path(), KFDBROKER_DEFAULT_SOCKET);
+        if (access(KFDBROKER_DEFAULT_SOCKET, F_OK) < 0)
+                cr_assert_eq(kfdb_session_new(NULL, NULL, &session), -ENOENT);
 }
 
 /* ---- Out of order replies and notifications ---- */

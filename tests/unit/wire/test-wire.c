@@ -644,3 +644,32 @@ Test(wire, reply_too_large) {
         cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EMSGSIZE);
         cr_assert_null(buf);
 }
+
+Test(wire, reply_invalid_inputs) {
+        WireReply r = { .id = 1, .type = WIRE_REPLY_WAIT_EVENTS,
+                        .wait_events = { .result = 7, .entries = NULL, .n_entries = 0 } };
+        void *buf = NULL;
+        size_t len = 0;
+        Kfdbroker__V1__ServerMessage *m;
+
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EINVAL, "unknown wait result");
+        r.wait_events.result = WIRE_WAIT_COMPLETE;
+        r.wait_events.n_entries = 2;
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EINVAL, "entries missing");
+        r.wait_events.n_entries = WIRE_MAX_WAIT_EVENTS + 1;
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EMSGSIZE);
+        r = (WireReply) { .id = 1, .type = WIRE_REPLY_SUBMIT, .submit = { NULL, 3 } };
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EINVAL, "fences missing");
+        r = (WireReply) { .id = 1, .type = (WireReplyType) 99 };
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EINVAL, "unknown reply type");
+        cr_assert_eq(wire_reply_encode(NULL, &buf, &len), -EINVAL);
+        cr_assert_null(buf);
+
+        /* A Hello without features and strings still encodes: empty, not absent. */
+        r = (WireReply) { .id = 2, .type = WIRE_REPLY_HELLO, .hello = { .protocol_version = 1 } };
+        m = encode_decode(&r);
+        cr_assert_eq(m->hello->n_features, 0);
+        cr_assert_str_eq(m->hello->daemon_version, "");
+        cr_assert_not_null(m->hello->limits);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+}
