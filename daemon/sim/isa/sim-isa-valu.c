@@ -17,25 +17,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "sim-isa-internal.h"
+#include "sim-isa-valu.h"
 #include "sim-isa-opcodes.h"
 
-/* One source operand, resolved once per instruction: a VGPR (stride 1 over
- * lanes) or a uniform value (stride 0) copied before any write. */
-typedef struct Src {
-        const uint32_t *lo, *hi;
-        unsigned stride;
-        unsigned abs, neg;
-        uint32_t k[2];
-} Src;
-
-typedef enum SrcKind {
-        K32,
-        K64I,
-        K64F,
-} SrcKind;
-
-static void src_init(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Src *s, unsigned code, SrcKind kind) {
+void sim_isa_src_init(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Src *s, unsigned code, SrcKind kind) {
         s->abs = s->neg = 0;
         if (code >= OPND_VGPR0) {
                 unsigned v = code - OPND_VGPR0;
@@ -59,302 +44,6 @@ static void src_init(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Src *s, 
         s->lo = &s->k[0];
         s->hi = &s->k[1];
         s->stride = 0;
-}
-
-static inline uint32_t U(const Src *s, unsigned l) {
-        return s->lo[l * s->stride];
-}
-static inline uint64_t U64(const Src *s, unsigned l) {
-        return s->lo[l * s->stride] | (uint64_t) s->hi[l * s->stride] << 32;
-}
-static inline float F(const Src *s, unsigned l) {
-        uint32_t u = U(s, l);
-        if (s->abs)
-                u &= 0x7fffffffu;
-        if (s->neg)
-                u ^= 0x80000000u;
-        return u2f(u);
-}
-static inline double D(const Src *s, unsigned l) {
-        uint64_t u = U64(s, l);
-        if (s->abs)
-                u &= ~(1ull << 63);
-        if (s->neg)
-                u ^= 1ull << 63;
-        return u2d(u);
-}
-
-/* The decoded VOP3 view of any VALU instruction. */
-typedef struct Vop {
-        unsigned op;            /* VOP3 opcode space */
-        unsigned src[3];        /* operand codes, 9 bits */
-        unsigned nsrc;
-        unsigned vdst;          /* VGPR number, or SGPR code for readlane/readfirstlane/VOPC-in-VOP3 */
-        unsigned sdst;          /* carry/mask destination SGPR code (VOP3b, VOPC), VCC for VOP2/VOPC */
-        unsigned carry_in;      /* SGPR code of a carry-in/mask operand (VCC for VOP2) */
-        unsigned abs, neg, clamp, omod;
-} Vop;
-
-static float out_f32(const Vop *v, float x) {
-        switch (v->omod) {
-        case 1: x *= 2.0f; break;
-        case 2: x *= 4.0f; break;
-        case 3: x *= 0.5f; break;
-        }
-        if (v->clamp)
-                x = isnan(x) ? 0.0f : fminf(fmaxf(x, 0.0f), 1.0f);
-        return x;
-}
-
-static double out_f64(const Vop *v, double x) {
-        switch (v->omod) {
-        case 1: x *= 2.0; break;
-        case 2: x *= 4.0; break;
-        case 3: x *= 0.5; break;
-        }
-        if (v->clamp)
-                x = isnan(x) ? 0.0 : fmin(fmax(x, 0.0), 1.0);
-        return x;
-}
-
-/* Conversions saturate, NaN converts to 0 (RDNA2 ISA §6.3, V_CVT_*). */
-static uint32_t cvt_u32(double x) {
-        if (isnan(x) || x <= 0.0)
-                return 0;
-        if (x >= 4294967295.0)
-                return UINT32_MAX;
-        return (uint32_t) x;
-}
-static int32_t cvt_i32(double x) {
-        if (isnan(x))
-                return 0;
-        if (x <= -2147483648.0)
-                return INT32_MIN;
-        if (x >= 2147483647.0)
-                return INT32_MAX;
-        return (int32_t) x;
-}
-
-static int fexp32(float x) {
-        return (f2u(x) >> 23) & 0xff;
-}
-static int fexp64(double x) {
-        return (d2u(x) >> 52) & 0x7ff;
-}
-static bool is_denorm32(float x) {
-        return fpclassify(x) == FP_SUBNORMAL;
-}
-static bool is_denorm64(double x) {
-        return fpclassify(x) == FP_SUBNORMAL;
-}
-
-/* V_DIV_SCALE_F32/F64 (RDNA2 ISA §6, pseudocode of V_DIV_SCALE_F32): S0 is the
- * value to scale (numerator or denominator), S1 the denominator, S2 the
- * numerator. Both calls of a division take the same branch. Where only one
- * operand is scaled, VCC tells V_DIV_FMAS to undo it: a huge quotient had its
- * denominator scaled up (quotient estimate >= 2, undone by 2^+64), a denormal
- * quotient had its numerator scaled up (estimate < 2, undone by 2^-64). The
- * AMD pseudocode's fixed 2^32 in V_DIV_FMAS_F32 does not give IEEE results;
- * tinygrad's RDNA emulator (test/mockgpu/amd/emu.py) found the same and
- * chooses the direction by the estimate's exponent, as done here. Verified
- * bit-exact against host division by tests/unit/isa divide_ieee. */
-static float div_scale32(float s0, float s1, float s2, bool *vcc) {
-        *vcc = false;
-        if (s2 == 0.0f || s1 == 0.0f || isnan(s1) || isnan(s2) || isinf(s1) || isinf(s2))
-                return NAN;     /* V_DIV_FIXUP produces the IEEE special result */
-        if (fexp32(s2) - fexp32(s1) >= 96) {
-                *vcc = true;
-                return s0 == s1 ? ldexpf(s0, 64) : s0;
-        }
-        if (is_denorm32(s1))
-                return ldexpf(s0, 64);
-        if (is_denorm32(1.0f / s1))
-                return ldexpf(s0, -64);
-        if (fabs((double) s2 / (double) s1) < 0x1p-126) {
-                *vcc = true;
-                return s0 == s2 ? ldexpf(s0, 64) : s0;
-        }
-        if (fexp32(s2) <= 23)
-                return ldexpf(s0, 64);
-        return s0;
-}
-
-static double div_scale64(double s0, double s1, double s2, bool *vcc) {
-        *vcc = false;
-        if (s2 == 0.0 || s1 == 0.0 || isnan(s1) || isnan(s2) || isinf(s1) || isinf(s2))
-                return NAN;
-        if (fexp64(s2) - fexp64(s1) >= 768) {
-                *vcc = true;
-                return s0 == s1 ? ldexp(s0, 128) : s0;
-        }
-        if (is_denorm64(s1))
-                return ldexp(s0, 128);
-        if (is_denorm64(1.0 / s1))
-                return ldexp(s0, -128);
-        if (fabsl((long double) s2 / (long double) s1) < 0x1p-1022L) {
-                *vcc = true;
-                return s0 == s2 ? ldexp(s0, 128) : s0;
-        }
-        if (fexp64(s2) <= 53)
-                return ldexp(s0, 128);
-        return s0;
-}
-
-/* V_DIV_FMAS: fma, rescaled when VCC; the scaling happens before the one
- * rounding (done here with a wider intermediate). */
-static float div_fmas32(float a, float b, float c, bool vcc) {
-        if (!vcc)
-                return fmaf(a, b, c);
-        double x = fma((double) a, (double) b, (double) c);
-        return (float) ldexp(x, fexp32(c) > 127 ? 64 : -64);
-}
-
-static double div_fmas64(double a, double b, double c, bool vcc) {
-        if (!vcc)
-                return fma(a, b, c);
-        long double x = fmal((long double) a, (long double) b, (long double) c);
-        return (double) ldexpl(x, fexp64(c) > 1023 ? 128 : -128);
-}
-
-/* V_DIV_FIXUP: S0 quotient, S1 denominator, S2 numerator; special cases of
- * IEEE division, otherwise the quotient with the sign of the division. */
-static double div_fixup(double s0, double s1, double s2, bool is64) {
-        bool sign = signbit(s1) != signbit(s2);
-        if (isnan(s2))
-                return s2 + 0.0;
-        if (isnan(s1))
-                return s1 + 0.0;
-        if (s1 == 0.0 && s2 == 0.0)
-                return NAN;
-        if (isinf(s1) && isinf(s2))
-                return NAN;
-        if (s1 == 0.0 || isinf(s2))
-                return sign ? -INFINITY : INFINITY;
-        if (isinf(s1) || s2 == 0.0)
-                return sign ? -0.0 : 0.0;
-        if (isnan(s0))
-                return sign ? -INFINITY : INFINITY;
-        (void) is64;
-        return sign ? -fabs(s0) : fabs(s0);
-}
-
-static bool fp_class(double x, bool is_snan, uint32_t mask) {
-        unsigned bit;
-        if (isnan(x))
-                bit = is_snan ? 0 : 1;
-        else if (isinf(x))
-                bit = signbit(x) ? 2 : 9;
-        else if (x == 0.0)
-                bit = signbit(x) ? 5 : 6;
-        else if (fpclassify(x) == FP_SUBNORMAL)
-                bit = signbit(x) ? 4 : 7;
-        else
-                bit = signbit(x) ? 3 : 8;
-        return (mask >> bit) & 1;
-}
-
-/* VOPC condition codes in the low 4 bits (float) or 3 bits (integer). */
-static bool cmp_f(unsigned c, double a, double b) {
-        switch (c & 15) {
-        case 0: return false;
-        case 1: return a < b;
-        case 2: return a == b;
-        case 3: return a <= b;
-        case 4: return a > b;
-        case 5: return a < b || a > b;
-        case 6: return a >= b;
-        case 7: return !isnan(a) && !isnan(b);
-        case 8: return isnan(a) || isnan(b);
-        case 9: return !(a >= b);
-        case 10: return !(a < b || a > b);
-        case 11: return !(a > b);
-        case 12: return !(a <= b);
-        case 13: return !(a == b);
-        case 14: return !(a < b);
-        default: return true;
-        }
-}
-#define CMP_INT(c, a, b)                                                       \
-        ({                                                                     \
-                bool _r;                                                       \
-                switch ((c) & 7) {                                             \
-                case 0: _r = false; break;                                     \
-                case 1: _r = (a) < (b); break;                                 \
-                case 2: _r = (a) == (b); break;                                \
-                case 3: _r = (a) <= (b); break;                                \
-                case 4: _r = (a) > (b); break;                                 \
-                case 5: _r = (a) != (b); break;                                \
-                case 6: _r = (a) >= (b); break;                                \
-                default: _r = true; break;                                     \
-                }                                                              \
-                _r;                                                            \
-        })
-
-/* Returns true if it handled a compare (VOPC space, opcodes < 256). */
-static int exec_cmp(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v, Src *s) {
-        uint32_t exec = wave_exec(w), mask = 0;
-        unsigned op = v->op, c = op & 15;
-        bool x = false;
-        enum { T_F32, T_F64, T_I32, T_U32, T_I64, T_U64, T_CLASS32, T_CLASS64, T_NONE } t = T_NONE;
-
-        if (op < 0x40) {
-                t = op < 0x20 ? T_F32 : T_F64;
-                x = (op & 0x10) != 0;
-        } else if (op >= 0x80 && op < 0x100) {
-                unsigned grp = op & 0xf0, lo = op & 0xf;
-                x = (grp & 0x10) != 0;
-                if (lo == 8 && (grp == 0x80 || grp == 0x90))
-                        t = T_CLASS32;
-                else if (lo == 8 && (grp == 0xa0 || grp == 0xb0))
-                        t = T_CLASS64;
-                else if (lo < 8)
-                        switch (grp & 0xe0) {
-                        case 0x80: t = T_I32; break;
-                        case 0xa0: t = T_I64; break;
-                        case 0xc0: t = T_U32; break;
-                        case 0xe0: t = T_U64; break;
-                        }
-        }
-        if (t == T_NONE)
-                return sim_isa_unsupported(r, w, in);
-
-        SrcKind k0 = (t == T_F64 || t == T_CLASS64) ? K64F : (t == T_I64 || t == T_U64) ? K64I : K32;
-        SrcKind k1 = (t == T_CLASS32 || t == T_CLASS64) ? K32 : k0;
-        src_init(r, w, in, &s[0], v->src[0], k0);
-        src_init(r, w, in, &s[1], v->src[1], k1);
-        s[0].abs = v->abs & 1, s[0].neg = v->neg & 1;
-        s[1].abs = (v->abs >> 1) & 1, s[1].neg = (v->neg >> 1) & 1;
-
-        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
-                if (!((exec >> l) & 1))
-                        continue;
-                bool b;
-                switch (t) {
-                case T_F32: b = cmp_f(c, F(&s[0], l), F(&s[1], l)); break;
-                case T_F64: b = cmp_f(c, D(&s[0], l), D(&s[1], l)); break;
-                case T_I32: b = CMP_INT(c, (int32_t) U(&s[0], l), (int32_t) U(&s[1], l)); break;
-                case T_U32: b = CMP_INT(c, U(&s[0], l), U(&s[1], l)); break;
-                case T_I64: b = CMP_INT(c, (int64_t) U64(&s[0], l), (int64_t) U64(&s[1], l)); break;
-                case T_U64: b = CMP_INT(c, U64(&s[0], l), U64(&s[1], l)); break;
-                case T_CLASS32: {
-                        float f = F(&s[0], l);
-                        b = fp_class(f, isnan(f) && !((f2u(f) >> 22) & 1), U(&s[1], l));
-                        break;
-                }
-                default: {
-                        double f = D(&s[0], l);
-                        b = fp_class(f, isnan(f) && !((d2u(f) >> 51) & 1), U(&s[1], l));
-                        break;
-                }
-                }
-                mask |= (uint32_t) b << l;
-        }
-        if (x)
-                /* gfx10 v_cmpx writes EXEC only (LLVM VOPCInstructions.td, VOPC_Profile_NoSdst). */
-                w->s[OPND_EXEC_LO] = mask;
-        else
-                sim_isa_swrite(w, v->sdst, mask);
-        return 0;
 }
 
 static uint32_t bfe_u32(uint32_t v, uint32_t off, uint32_t width) {
@@ -393,15 +82,6 @@ static float fmin_ieee(float a, float b) {
 static float fmax_ieee(float a, float b) {
         return fmaxf(a, b);
 }
-static float fmed3(float a, float b, float c) {
-        if (isnan(a) || isnan(b) || isnan(c))
-                return fminf(fminf(a, b), c);
-        return fmaxf(fminf(a, b), fminf(fmaxf(a, b), c));
-}
-
-/* Runs the statement that follows for each active lane l (the else keeps if/else around it unambiguous). */
-#define LANES for (unsigned l = 0; l < SIM_ISA_LANES; l++) if (!((exec >> l) & 1)) continue; else
-
 /* Kinds of the three sources of each op (K32 unless listed). */
 static void src_kinds(unsigned op, SrcKind k[3]) {
         k[0] = k[1] = k[2] = K32;
@@ -439,11 +119,11 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         SrcKind k[3];
 
         if (op < 256)
-                return exec_cmp(r, w, in, v, s);
+                return sim_isa_exec_vopc(r, w, in, v);
 
         src_kinds(op, k);
         for (unsigned i = 0; i < 3; i++) {
-                src_init(r, w, in, &s[i], i < v->nsrc ? v->src[i] : 128, k[i]);
+                sim_isa_src_init(r, w, in, &s[i], i < v->nsrc ? v->src[i] : 128, k[i]);
                 s[i].abs = (v->abs >> i) & 1;
                 s[i].neg = (v->neg >> i) & 1;
         }
@@ -682,7 +362,7 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 LANES d[l] = f2u(out_f32(v, fmaxf(fmaxf(F(&s[0], l), F(&s[1], l)), F(&s[2], l))));
                 return 0;
         case VOP3_V_MED3_F32:
-                LANES d[l] = f2u(out_f32(v, fmed3(F(&s[0], l), F(&s[1], l), F(&s[2], l))));
+                LANES d[l] = f2u(out_f32(v, vfloat_med3(F(&s[0], l), F(&s[1], l), F(&s[2], l))));
                 return 0;
         case VOP3_V_FMA_F32: LANES d[l] = f2u(out_f32(v, fmaf(F(&s[0], l), F(&s[1], l), F(&s[2], l)))); return 0;
         case VOP3_V_FMA_LEGACY_F32:
@@ -716,7 +396,7 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         case VOP3_V_DIV_SCALE_F32:
                 LANES {
                         bool vcc;
-                        d[l] = f2u(div_scale32(F(&s[0], l), F(&s[1], l), F(&s[2], l), &vcc));
+                        d[l] = f2u(vfloat_div_scale32(F(&s[0], l), F(&s[1], l), F(&s[2], l), &vcc));
                         mask |= (uint32_t) vcc << l;
                 }
                 sim_isa_swrite(w, v->sdst, mask);
@@ -724,7 +404,7 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         case VOP3_V_DIV_SCALE_F64:
                 LANES {
                         bool vcc;
-                        uint64_t t = d2u(div_scale64(D(&s[0], l), D(&s[1], l), D(&s[2], l), &vcc));
+                        uint64_t t = d2u(vfloat_div_scale64(D(&s[0], l), D(&s[1], l), D(&s[2], l), &vcc));
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
                         mask |= (uint32_t) vcc << l;
                 }
@@ -732,23 +412,23 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 return 0;
         case VOP3_V_DIV_FMAS_F32: {
                 uint32_t vcc = wave_vcc(w);
-                LANES d[l] = f2u(out_f32(v, div_fmas32(F(&s[0], l), F(&s[1], l), F(&s[2], l), (vcc >> l) & 1)));
+                LANES d[l] = f2u(out_f32(v, vfloat_div_fmas32(F(&s[0], l), F(&s[1], l), F(&s[2], l), (vcc >> l) & 1)));
                 return 0;
         }
         case VOP3_V_DIV_FMAS_F64: {
                 uint32_t vcc = wave_vcc(w);
                 LANES {
-                        uint64_t t = d2u(out_f64(v, div_fmas64(D(&s[0], l), D(&s[1], l), D(&s[2], l), (vcc >> l) & 1)));
+                        uint64_t t = d2u(out_f64(v, vfloat_div_fmas64(D(&s[0], l), D(&s[1], l), D(&s[2], l), (vcc >> l) & 1)));
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
                 }
                 return 0;
         }
         case VOP3_V_DIV_FIXUP_F32:
-                LANES d[l] = f2u(out_f32(v, (float) div_fixup(F(&s[0], l), F(&s[1], l), F(&s[2], l), false)));
+                LANES d[l] = f2u(out_f32(v, (float) vfloat_div_fixup(F(&s[0], l), F(&s[1], l), F(&s[2], l))));
                 return 0;
         case VOP3_V_DIV_FIXUP_F64:
                 LANES {
-                        uint64_t t = d2u(out_f64(v, div_fixup(D(&s[0], l), D(&s[1], l), D(&s[2], l), true)));
+                        uint64_t t = d2u(out_f64(v, vfloat_div_fixup(D(&s[0], l), D(&s[1], l), D(&s[2], l))));
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
                 }
                 return 0;
@@ -778,10 +458,10 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         }
         case 384 + VOP1_V_CVT_F32_I32: LANES d[l] = f2u(out_f32(v, (float) (int32_t) U(&s[0], l))); return 0;
         case 384 + VOP1_V_CVT_F32_U32: LANES d[l] = f2u(out_f32(v, (float) U(&s[0], l))); return 0;
-        case 384 + VOP1_V_CVT_U32_F32: LANES d[l] = cvt_u32(F(&s[0], l)); return 0;
-        case 384 + VOP1_V_CVT_I32_F32: LANES d[l] = (uint32_t) cvt_i32(F(&s[0], l)); return 0;
-        case 384 + VOP1_V_CVT_RPI_I32_F32: LANES d[l] = (uint32_t) cvt_i32(floorf(F(&s[0], l) + 0.5f)); return 0;
-        case 384 + VOP1_V_CVT_FLR_I32_F32: LANES d[l] = (uint32_t) cvt_i32(floorf(F(&s[0], l))); return 0;
+        case 384 + VOP1_V_CVT_U32_F32: LANES d[l] = vfloat_cvt_u32(F(&s[0], l)); return 0;
+        case 384 + VOP1_V_CVT_I32_F32: LANES d[l] = (uint32_t) vfloat_cvt_i32(F(&s[0], l)); return 0;
+        case 384 + VOP1_V_CVT_RPI_I32_F32: LANES d[l] = (uint32_t) vfloat_cvt_i32(floorf(F(&s[0], l) + 0.5f)); return 0;
+        case 384 + VOP1_V_CVT_FLR_I32_F32: LANES d[l] = (uint32_t) vfloat_cvt_i32(floorf(F(&s[0], l))); return 0;
         case 384 + VOP1_V_CVT_F16_F32: LANES d[l] = (d[l] & 0xffff0000u) | (uint16_t) ({
                         _Float16 h = (_Float16) F(&s[0], l);
                         uint16_t hb;
@@ -803,8 +483,8 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 }
                 return 0;
         case 384 + VOP1_V_CVT_F32_F64: LANES d[l] = f2u(out_f32(v, (float) D(&s[0], l))); return 0;
-        case 384 + VOP1_V_CVT_I32_F64: LANES d[l] = (uint32_t) cvt_i32(D(&s[0], l)); return 0;
-        case 384 + VOP1_V_CVT_U32_F64: LANES d[l] = cvt_u32(D(&s[0], l)); return 0;
+        case 384 + VOP1_V_CVT_I32_F64: LANES d[l] = (uint32_t) vfloat_cvt_i32(D(&s[0], l)); return 0;
+        case 384 + VOP1_V_CVT_U32_F64: LANES d[l] = vfloat_cvt_u32(D(&s[0], l)); return 0;
         case 384 + VOP1_V_CVT_F64_F32: case 384 + VOP1_V_CVT_F64_I32: case 384 + VOP1_V_CVT_F64_U32:
         case 384 + VOP1_V_TRUNC_F64: case 384 + VOP1_V_CEIL_F64: case 384 + VOP1_V_RNDNE_F64:
         case 384 + VOP1_V_FLOOR_F64: case 384 + VOP1_V_RCP_F64: case 384 + VOP1_V_RSQ_F64:
