@@ -87,6 +87,14 @@ typedef struct SimIsaTlbEntry {
         bool writable;
 } SimIsaTlbEntry;
 
+/* Decoded instructions by pc; code is assumed not to change during a dispatch. */
+#define SIM_ISA_ICACHE_SIZE 4096u
+
+typedef struct SimIsaICacheEntry {
+        uint64_t pc;            /* UINT64_MAX if empty */
+        SimIsaInst inst;
+} SimIsaICacheEntry;
+
 typedef struct SimIsaRun {
         const SimIsaDispatch *d;
         const SimIsaMemory *mem;
@@ -99,6 +107,7 @@ typedef struct SimIsaRun {
         /* Fetch cache: host pointer of the page holding pc. */
         uint64_t code_page;
         const uint8_t *code_host;
+        SimIsaICacheEntry *icache;
 } SimIsaRun;
 
 #define ELEMS(x) (sizeof(x) / sizeof((x)[0]))

@@ -122,27 +122,25 @@ static int fetch(SimIsaRun *r, const SimIsaWave *w, uint64_t va, uint32_t *ret) 
         return 0;
 }
 
-/* Fetch, decode and execute one instruction of w. */
-static int step(SimIsaRun *r, SimIsaWave *w) {
+/* Fetch and decode the instruction at w->pc; only valid ones are cached. */
+static int decode_at(SimIsaRun *r, SimIsaWave *w, const SimIsaInst **ret) {
+        SimIsaICacheEntry *e = &r->icache[(w->pc >> 2) % SIM_ISA_ICACHE_SIZE];
         uint32_t words[3] = { 0 };
         SimIsaInst inst;
         int k;
 
+        if (e->pc == w->pc) {
+                *ret = &e->inst;
+                return 0;
+        }
         k = fetch(r, w, w->pc, &words[0]);
         if (k < 0)
                 return k;
-        /* Every 8-byte encoding has bit 31 set and is not SOP*; fetch the second dword lazily. */
-        if ((words[0] >> 30) == 3) {
+        /* Every 8-byte encoding has bits 31:30 = 11; VOP1/2/C and SALU may carry a literal. */
+        if ((words[0] >> 30) == 3 || sim_isa_needs_literal(words[0])) {
                 k = fetch(r, w, w->pc + 4, &words[1]);
                 if (k < 0)
                         return k;
-        } else if ((words[0] >> 31) == 0 || (words[0] >> 30) == 2) {
-                /* VOP1/2/C or SALU: the second dword may be a literal. */
-                if (sim_isa_needs_literal(words[0])) {
-                        k = fetch(r, w, w->pc + 4, &words[1]);
-                        if (k < 0)
-                                return k;
-                }
         }
         sim_isa_decode(words, &inst);
         if (inst.has_literal && inst.size == 12) {
@@ -150,38 +148,48 @@ static int step(SimIsaRun *r, SimIsaWave *w) {
                 if (k < 0)
                         return k;
         }
-        if (!sim_isa_inst_name(&inst) || sim_isa_bad_operand(&inst)) {
-                r->ret->bad_encoding[0] = inst.w0;
-                r->ret->bad_encoding[1] = inst.w1;
+        if (!sim_isa_inst_name(&inst) || sim_isa_bad_operand(&inst))
                 return sim_isa_unsupported(r, w, &inst);
-        }
+        e->pc = w->pc;
+        e->inst = inst;
+        *ret = &e->inst;
+        return 0;
+}
 
+/* Execute one instruction of w. */
+static int step(SimIsaRun *r, SimIsaWave *w) {
+        const SimIsaInst *in = NULL;
+        int k;
+
+        k = decode_at(r, w, &in);
+        if (k < 0)
+                return k;
         r->ret->wave_instructions++;
         r->ret->lane_instructions += __builtin_popcount(wave_exec(w));
 
-        switch (inst.enc) {
+        switch (in->enc) {
         case ENC_SOP2: case ENC_SOPK: case ENC_SOP1: case ENC_SOPC: case ENC_SOPP:
-                k = sim_isa_exec_salu(r, w, &inst);
+                k = sim_isa_exec_salu(r, w, in);
                 break;
         case ENC_SMEM:
-                k = sim_isa_exec_smem(r, w, &inst);
+                k = sim_isa_exec_smem(r, w, in);
                 break;
         case ENC_VOP1: case ENC_VOP2: case ENC_VOPC: case ENC_VOP3:
-                k = sim_isa_exec_valu(r, w, &inst);
+                k = sim_isa_exec_valu(r, w, in);
                 break;
         case ENC_FLAT: case ENC_GLOBAL: case ENC_SCRATCH: case ENC_MUBUF:
-                k = sim_isa_exec_vmem(r, w, &inst);
+                k = sim_isa_exec_vmem(r, w, in);
                 break;
         case ENC_DS:
-                k = sim_isa_exec_ds(r, w, &inst);
+                k = sim_isa_exec_ds(r, w, in);
                 break;
         default:
-                k = sim_isa_unsupported(r, w, &inst);
+                k = sim_isa_unsupported(r, w, in);
         }
         if (k < 0)
                 return k;
         if (k == 0)
-                w->pc += inst.size;
+                w->pc += in->size;
         return 0;
 }
 
@@ -283,12 +291,16 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
         SimIsaWave *waves = calloc(n_waves, sizeof(SimIsaWave));
         r.lds_size = d->lds_bytes;
         r.lds = calloc(1, d->lds_bytes ? d->lds_bytes : 1);
-        if (!waves || !r.lds) {
+        r.icache = malloc(SIM_ISA_ICACHE_SIZE * sizeof(SimIsaICacheEntry));
+        if (!waves || !r.lds || !r.icache) {
                 free(waves);
                 free(r.lds);
+                free(r.icache);
                 return sim_isa_fail(&r, -ENOMEM, d->entry_va, "out of memory for %u waves", n_waves);
         }
         r.n_waves = n_waves;
+        for (unsigned i = 0; i < SIM_ISA_ICACHE_SIZE; i++)
+                r.icache[i].pc = UINT64_MAX;
 
         for (uint32_t z = 0; z < d->grid[2] && k >= 0; z++)
                 for (uint32_t y = 0; y < d->grid[1] && k >= 0; y++)
@@ -298,5 +310,6 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
                         }
         free(waves);
         free(r.lds);
+        free(r.icache);
         return k < 0 ? k : 0;
 }
