@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Boots a Debian container under systemd-nspawn, installs kfdbroker there with
+# `meson install` (units, sysusers, tmpfiles, bus policy, polkit actions, the
+# daemon), and checks the sandbox for real:
+#   - systemd-sysusers creates kfdbroker; kfdbrokerd.socket listens;
+#   - a connection from user nobody socket-activates kfdbrokerd.service
+#     (Type=notify) and `kfdbrokerctl status` is answered through it;
+#   - inside the sandbox (an ExecStartPre= with the same settings) /dev/kfd and
+#     /dev/dri/renderD128 are present and readable through PrivateDevices= +
+#     BindPaths=, no other device is, /etc is read-only, and another user's
+#     /proc/PID/cgroup and status are readable (ProtectProc=default);
+#   - `systemctl reload` (SIGHUP) keeps the daemon running.
+# The device nodes are stand-ins (mknod with /dev/zero's numbers) because the
+# host has no GPU. Not part of `meson test` (about a minute the first time, to
+# build the rootfs); run by hand:
+#   tests/unit/core/nspawn-units.sh BUILD_DIR [ROOTFS_CACHE]
+# (BUILD_DIR configured with --prefix=/usr, as a distribution would)
+# Needs root, mmdebstrap and systemd-container.
+set -euo pipefail
+
+build=$(realpath "$1")
+cache=${2:-/var/tmp/kfdb-nspawn}
+rootfs=$cache/rootfs
+tmp=$(mktemp -d /tmp/kfdb-nspawn.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+if [[ ! -x $rootfs/usr/lib/systemd/systemd ]]; then
+        mkdir -p "$cache"
+        mmdebstrap --variant=minbase \
+                --include=systemd,systemd-sysv,dbus,polkitd,udev,libpam-systemd,libsystemd0,libprotobuf-c1,libdrm-amdgpu1,libdrm2 \
+                --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+                bookworm "$rootfs"
+fi
+# The runner: a oneshot that powers the container off when done.
+cat >"$rootfs/etc/systemd/system/kfdb-test.service" <<'EOF'
+[Unit]
+After=multi-user.target dbus.service
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+[Service]
+Type=oneshot
+ExecStart=/bin/sh /mnt/host/run.sh
+StandardOutput=file:/mnt/host/out.txt
+StandardError=inherit
+[Install]
+WantedBy=multi-user.target
+EOF
+ln -sf /etc/systemd/system/kfdb-test.service "$rootfs/etc/systemd/system/multi-user.target.wants/kfdb-test.service"
+
+meson install -C "$build" --destdir "$tmp/dest" >/dev/null
+mkdir "$tmp/host"
+cat >"$tmp/host/run.sh" <<'EOF'
+set -u
+fail=0
+check() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1"; fail=1; fi; }
+
+tar -C /mnt/dest -cf - . | tar -C / -xf - --keep-directory-symlink
+systemd-sysusers
+systemd-tmpfiles --create kfdbroker.conf
+check "sysusers made kfdbroker, in render and video" 'id kfdbroker | grep -q render && id kfdbroker | grep -q video'
+
+# Stand-ins for the GPU's nodes.
+mknod -m 0666 /dev/kfd c 1 5
+mkdir -p /dev/dri && mknod -m 0666 /dev/dri/renderD128 c 1 5
+
+# Another user's process whose /proc the daemon must be able to read.
+setpriv --reuid=65534 --regid=65534 --clear-groups sleep 600 &
+peer=$!
+
+mkdir -p /etc/systemd/system/kfdbrokerd.service.d
+cat >/etc/systemd/system/kfdbrokerd.service.d/test.conf <<EOT
+[Service]
+ExecStartPre=/bin/sh -c 'exec >/run/kfdbroker/sandbox.txt 2>&1; \
+  test -c /dev/kfd && echo kfd-present; \
+  test -c /dev/dri/renderD128 && echo render-present; \
+  head -c 8 /dev/kfd | wc -c | sed s/^/kfd-read-/; \
+  ls /dev | tr "\\\\n" " " | sed "s/^/dev: /"; echo; \
+  touch /etc/kfdb-probe 2>/dev/null || echo etc-readonly; \
+  cat /proc/$peer/cgroup >/dev/null && echo peer-cgroup-readable; \
+  grep -q "^Groups:" /proc/$peer/status && echo peer-status-readable; \
+  id -un'
+ExecStart=
+ExecStart=/usr/libexec/kfdbrokerd --device=sim
+EOT
+systemctl daemon-reload
+systemctl start kfdbrokerd.socket
+check "kfdbrokerd.socket is listening" 'systemctl is-active -q kfdbrokerd.socket'
+check "socket is a 0666 SEQPACKET socket" 'test "$(stat -c %a /run/kfdbroker/kfdbroker.sock)" = 666'
+check "kfdbrokerd.service not yet running" '! systemctl is-active -q kfdbrokerd.service'
+
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl status 2>&1)
+echo "$out" | sed 's/^/    /'
+check "kfdbrokerctl status as nobody is answered" '[ -n "$out" ] && systemctl is-active -q kfdbrokerd.service'
+check "Type=notify: the service reached active (READY=1)" 'systemctl show -P ActiveState kfdbrokerd.service | grep -qx active'
+check "runs as kfdbroker" 'stat -c %U /proc/$(systemctl show -P MainPID kfdbrokerd.service) | grep -qx kfdbroker'
+sed 's/^/    /' /run/kfdbroker/sandbox.txt
+check "/dev/kfd visible in the sandbox" 'grep -qx kfd-present /run/kfdbroker/sandbox.txt'
+check "/dev/dri/renderD128 visible in the sandbox" 'grep -qx render-present /run/kfdbroker/sandbox.txt'
+check "/dev/kfd readable in the sandbox" 'grep -qx kfd-read-8 /run/kfdbroker/sandbox.txt'
+check "no block devices or other hardware in the sandbox /dev" 'grep -q "^dev: " /run/kfdbroker/sandbox.txt && ! grep -Eq "^dev: .*(sda|vda|nvme|loop|mem |port |kmsg)" /run/kfdbroker/sandbox.txt'
+check "/etc is read-only in the sandbox" 'grep -qx etc-readonly /run/kfdbroker/sandbox.txt'
+check "another user's /proc/PID/cgroup is readable" 'grep -qx peer-cgroup-readable /run/kfdbroker/sandbox.txt'
+check "another user's /proc/PID/status is readable" 'grep -qx peer-status-readable /run/kfdbroker/sandbox.txt'
+check "sandbox runs as kfdbroker" 'tail -1 /run/kfdbroker/sandbox.txt | grep -qx kfdbroker'
+
+pid=$(systemctl show -P MainPID kfdbrokerd.service)
+check "systemctl reload succeeds" 'systemctl reload kfdbrokerd.service'
+sleep 0.5
+check "the reload (SIGHUP) keeps the same daemon" '[ "$(systemctl show -P MainPID kfdbrokerd.service)" = "$pid" ] && systemctl is-active -q kfdbrokerd.service'
+
+journalctl -q -u kfdbrokerd.service --no-pager | tail -15 | sed 's/^/    journal: /'
+systemctl stop kfdbrokerd.service
+check "stops cleanly" '! systemctl is-failed -q kfdbrokerd.service'
+kill $peer
+echo "exit $fail"
+EOF
+
+systemd-nspawn -q --register=no --keep-unit -D "$rootfs" --volatile=overlay \
+        --bind="$tmp/host:/mnt/host" --bind-ro="$tmp/dest:/mnt/dest" -b >"$tmp/boot.log" 2>&1 || true
+if [[ ! -f $tmp/host/out.txt ]]; then
+        echo "the container did not run the test:"
+        tail -30 "$tmp/boot.log"
+        exit 1
+fi
+cat "$tmp/host/out.txt"
+passed=$(grep -c '^ok - ' "$tmp/host/out.txt" || true)
+failed=$(grep -c '^not ok - ' "$tmp/host/out.txt" || true)
+echo "$passed passed, $failed failed"
+[[ $failed == 0 && $passed -gt 0 ]]
