@@ -25,11 +25,6 @@ static SimIsaEnc classify(uint32_t w0) {
         if ((w0 >> 30) == 0x2)
                 return ENC_SOP2;        /* 10 */
         if ((w0 >> 31) == 0) {
-                unsigned src0 = w0 & 0x1ff;
-                if (src0 == 0xf9)
-                        return ENC_SDWA;
-                if (src0 == 0xfa || src0 == 0xe9 || src0 == 0xea)
-                        return ENC_DPP;
                 if ((w0 >> 25) == 0x3f)
                         return ENC_VOP1;        /* 0111 111 */
                 if ((w0 >> 25) == 0x3e)
@@ -53,6 +48,15 @@ static SimIsaEnc classify(uint32_t w0) {
         return ENC_UNKNOWN;
 }
 
+static SimIsaExt vop_ext(uint32_t w0) {
+        unsigned src0 = w0 & 0x1ff;
+        if (src0 == 0xf9)
+                return EXT_SDWA;
+        if (src0 == 0xfa || src0 == 0xe9 || src0 == 0xea)
+                return EXT_DPP;
+        return EXT_NONE;
+}
+
 static bool vop2_has_k(unsigned op) {
         return op == VOP2_V_FMAMK_F32 || op == VOP2_V_FMAAK_F32 || op == VOP2_V_FMAMK_F16 || op == VOP2_V_FMAAK_F16;
 }
@@ -66,9 +70,9 @@ bool sim_isa_needs_literal(uint32_t w0) {
         case ENC_SOPK:
                 return ((w0 >> 23) & 31) == SOPK_S_SETREG_IMM32_B32;
         case ENC_VOP1: case ENC_VOPC:
-                return (w0 & 0x1ff) == OPND_LITERAL;
+                return (w0 & 0x1ff) == OPND_LITERAL || vop_ext(w0) != EXT_NONE;
         case ENC_VOP2:
-                return (w0 & 0x1ff) == OPND_LITERAL || vop2_has_k((w0 >> 25) & 0x3f);
+                return (w0 & 0x1ff) == OPND_LITERAL || vop_ext(w0) != EXT_NONE || vop2_has_k((w0 >> 25) & 0x3f);
         default:
                 return false;
         }
@@ -88,7 +92,6 @@ void sim_isa_decode(const uint32_t *words, SimIsaInst *ret) {
         case ENC_VOP2: in.op = (w0 >> 25) & 0x3f; break;
         case ENC_VOP1: in.op = (w0 >> 9) & 0xff; break;
         case ENC_VOPC: in.op = (w0 >> 17) & 0xff; break;
-        case ENC_SDWA: case ENC_DPP: in.op = 0; in.size = 8; in.w1 = words[1]; break;
         case ENC_SMEM: in.op = (w0 >> 18) & 0xff; in.size = 8; break;
         case ENC_VOP3: in.op = (w0 >> 16) & 0x3ff; in.size = 8; break;
         case ENC_VOP3P: in.op = (w0 >> 16) & 0x7f; in.size = 8; break;
@@ -97,7 +100,13 @@ void sim_isa_decode(const uint32_t *words, SimIsaInst *ret) {
         case ENC_FLAT: case ENC_SCRATCH: case ENC_GLOBAL: in.op = (w0 >> 18) & 0x7f; in.size = 8; break;
         default: break;
         }
-        if (in.size == 8 && in.enc != ENC_SDWA && in.enc != ENC_DPP) {
+        if (in.enc == ENC_VOP1 || in.enc == ENC_VOP2 || in.enc == ENC_VOPC)
+                in.ext = vop_ext(w0);
+        if (in.ext != EXT_NONE) {
+                /* The second dword holds the SDWA/DPP controls (and src0). */
+                in.w1 = words[1];
+                in.size = 8;
+        } else if (in.size == 8) {
                 in.w1 = words[1];
                 if (in.enc == ENC_VOP3 || in.enc == ENC_VOP3P) {
                         uint32_t w1 = in.w1;
@@ -132,7 +141,11 @@ bool sim_isa_bad_operand(const SimIsaInst *in) {
         case ENC_SOP1:
                 return bad_code(w0 & 0xff);
         case ENC_VOP1: case ENC_VOP2: case ENC_VOPC:
-                return bad_code(w0 & 0x1ff);
+                if (in->ext == EXT_SDWA)
+                        /* src0/src1 are 8-bit codes with an SGPR flag (bits 23/31). */
+                        return (((w1 >> 23) & 1) && bad_code(w1 & 0xff)) ||
+                               (in->enc != ENC_VOP1 && ((w1 >> 31) & 1) && bad_code((w0 >> 9) & 0xff));
+                return in->ext == EXT_NONE && bad_code(w0 & 0x1ff);
         case ENC_VOP3:
                 return bad_code(w1 & 0x1ff) || bad_code((w1 >> 9) & 0x1ff) || bad_code((w1 >> 18) & 0x1ff);
         default:
@@ -143,6 +156,8 @@ bool sim_isa_bad_operand(const SimIsaInst *in) {
 #define LOOKUP(table, op) ((op) < ELEMS(table) ? (table)[op] : NULL)
 
 const char *sim_isa_inst_name(const SimIsaInst *in) {
+        if (in->ext == EXT_DPP)
+                return NULL;
         switch (in->enc) {
         case ENC_SOP2: return LOOKUP(names_sop2, in->op);
         case ENC_SOPK: return LOOKUP(names_sopk, in->op);
@@ -190,7 +205,7 @@ const char *sim_isa_enc_name(SimIsaEnc enc) {
                 [ENC_SOPP] = "SOPP", [ENC_SMEM] = "SMEM", [ENC_VOP2] = "VOP2", [ENC_VOP1] = "VOP1",
                 [ENC_VOPC] = "VOPC", [ENC_VOP3] = "VOP3", [ENC_VOP3P] = "VOP3P", [ENC_DS] = "DS",
                 [ENC_MUBUF] = "MUBUF", [ENC_FLAT] = "FLAT", [ENC_SCRATCH] = "SCRATCH", [ENC_GLOBAL] = "GLOBAL",
-                [ENC_SDWA] = "SDWA", [ENC_DPP] = "DPP", [ENC_UNKNOWN] = "unknown encoding",
+                [ENC_UNKNOWN] = "unknown encoding",
         };
         return enc < _ENC_MAX ? names[enc] : "unknown encoding";
 }
@@ -225,8 +240,13 @@ static bool ends_with(const char *s, size_t len, const char *suffix, size_t *ret
 bool sim_isa_knows(const char *mnemonic) {
         size_t len = strlen(mnemonic), base;
 
-        if (ends_with(mnemonic, len, "_sdwa", &base) || ends_with(mnemonic, len, "_dpp", &base))
+        if (ends_with(mnemonic, len, "_dpp", &base))
                 return false;
+        if (ends_with(mnemonic, len, "_sdwa", &base))
+                /* SDWA applies to the 32-bit VOP1/VOP2/VOPC operations. */
+                return in_table(names_vop1, ELEMS(names_vop1), mnemonic, base) ||
+                       in_table(names_vop2, ELEMS(names_vop2), mnemonic, base) ||
+                       in_table(names_vopc, ELEMS(names_vopc), mnemonic, base);
         if (ends_with(mnemonic, len, "_e64", &base))
                 return in_table(names_vop3, ELEMS(names_vop3), mnemonic, base);
         if (ends_with(mnemonic, len, "_e32", &base))

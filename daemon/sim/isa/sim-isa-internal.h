@@ -51,14 +51,20 @@ typedef enum SimIsaEnc {
         ENC_FLAT,
         ENC_SCRATCH,
         ENC_GLOBAL,
-        ENC_SDWA,      /* VOP1/2/C with src0 = 0xf9: not implemented */
-        ENC_DPP,       /* VOP1/2/C with src0 = 0xe9/0xea/0xfa: not implemented */
         ENC_UNKNOWN,
         _ENC_MAX,
 } SimIsaEnc;
 
+/* Extensions of VOP1/VOP2/VOPC selected by src0 (RDNA2 ISA §6.3.2, §6.3.3). */
+typedef enum SimIsaExt {
+        EXT_NONE,
+        EXT_SDWA,       /* src0 = 0xf9: sub-dword selection, second dword */
+        EXT_DPP,        /* src0 = 0xe9/0xea/0xfa: data-parallel primitives, not implemented */
+} SimIsaExt;
+
 typedef struct SimIsaInst {
         SimIsaEnc enc;
+        SimIsaExt ext;
         unsigned op;
         unsigned size;      /* bytes, literal included */
         uint32_t w0, w1;    /* w1 is 0 for 4-byte encodings */
@@ -75,8 +81,14 @@ typedef struct SimIsaWave {
         unsigned index;         /* wave number inside its workgroup */
         uint32_t mode;          /* HW_REG_MODE, kept for s_getreg; arithmetic is round-to-nearest */
         uint32_t flat_scratch_lo, flat_scratch_hi;
-        uint32_t v[SIM_ISA_NUM_VGPRS][SIM_ISA_LANES];
+        /* VGPRs, plus three rows of the model's own for SDWA operand selection. */
+        uint32_t v[SIM_ISA_NUM_VGPRS + 3][SIM_ISA_LANES];
 } SimIsaWave;
+
+/* The hidden rows: SDWA src0 and src1 after selection, and the unmerged result. */
+#define SIM_ISA_SDWA_SRC0 256u
+#define SIM_ISA_SDWA_SRC1 257u
+#define SIM_ISA_SDWA_DST 258u
 
 #define SIM_ISA_TLB_SIZE 64u
 #define SIM_ISA_PAGE 4096u
@@ -150,6 +162,7 @@ const char *sim_isa_enc_name(SimIsaEnc enc);
 const char *sim_isa_any_name(const SimIsaInst *inst);
 /* Name of an implemented opcode of an encoding, for tests; NULL if none. */
 const char *sim_isa_opcode_name(SimIsaEnc enc, unsigned op);
+/* Whether a 4-byte-encoding dword is followed by a second one (literal, SDWA, DPP). */
 bool sim_isa_needs_literal(uint32_t w0);
 bool sim_isa_bad_operand(const SimIsaInst *inst);
 

@@ -231,8 +231,16 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 }
                 sim_isa_swrite(w, v->sdst, mask);
                 return 0;
-        case VOP3_V_ADD_NC_I32: LANES d[l] = U(&s[0], l) + U(&s[1], l); return 0;
-        case VOP3_V_SUB_NC_I32: LANES d[l] = U(&s[0], l) - U(&s[1], l); return 0;
+        case VOP3_V_ADD_NC_I32: case VOP3_V_SUB_NC_I32:
+                /* clamp saturates to the signed range (OpenCL add_sat/sub_sat). */
+                LANES {
+                        int64_t a = (int32_t) U(&s[0], l), b = (int32_t) U(&s[1], l);
+                        int64_t t = op == VOP3_V_ADD_NC_I32 ? a + b : a - b;
+                        if (v->clamp)
+                                t = t > INT32_MAX ? INT32_MAX : t < INT32_MIN ? INT32_MIN : t;
+                        d[l] = (uint32_t) t;
+                }
+                return 0;
         case VOP3_V_ADD_NC_U16: LANES d[l] = (U(&s[0], l) + U(&s[1], l)) & 0xffff; return 0;
         case VOP3_V_SUB_NC_U16: LANES d[l] = (U(&s[0], l) - U(&s[1], l)) & 0xffff; return 0;
         case VOP3_V_MUL_LO_U16: LANES d[l] = (U(&s[0], l) * U(&s[1], l)) & 0xffff; return 0;
@@ -594,6 +602,77 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         }
 }
 
+/* SDWA operand selection: BYTE_0..3 = 0..3, WORD_0/1 = 4/5, DWORD = 6 (RDNA2 ISA §6.3.2). */
+static uint32_t sdwa_select(uint32_t x, unsigned sel, bool sext) {
+        if (sel < 4) {
+                x = (x >> (8 * sel)) & 0xff;
+                return sext ? (uint32_t) (int32_t) (int8_t) x : x;
+        }
+        if (sel < 6) {
+                x = (x >> (16 * (sel - 4))) & 0xffff;
+                return sext ? (uint32_t) (int32_t) (int16_t) x : x;
+        }
+        return x;
+}
+
+/* Places a result into the dst_sel part of old; dst_unused 0 pads with zeros,
+ * 1 sign-extends the result upwards, 2 keeps the other bits of old. */
+static uint32_t sdwa_merge(uint32_t old, uint32_t x, unsigned sel, unsigned unused) {
+        unsigned shift, bits;
+        if (sel >= 6)
+                return x;
+        shift = sel < 4 ? 8 * sel : 16 * (sel - 4);
+        bits = sel < 4 ? 8 : 16;
+        uint32_t mask = ((1u << bits) - 1) << shift, v = (x << shift) & mask;
+        if (unused == 2)
+                return (old & ~mask) | v;
+        if (unused == 1 && ((x >> (bits - 1)) & 1) && shift + bits < 32)
+                v |= ~0u << (shift + bits);
+        return v;
+}
+
+/* SDWA form of a VOP1/VOP2/VOPC (dword 1: src0[7:0], dst_sel[10:8],
+ * dst_unused[12:11], clamp 13, omod[15:14] (VOPC: sdst[14:8], sd 15),
+ * src0_sel[18:16], src0_sext 19, src0_neg 20, src0_abs 21, s0 23,
+ * src1_sel[26:24], src1_sext 27, src1_neg 28, src1_abs 29, s1 31): the
+ * selected operands go through the model's hidden VGPR rows, the operation runs
+ * unchanged, and its result is merged into the destination by dst_sel. */
+static int exec_sdwa(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Vop *v) {
+        uint32_t w1 = in->w1, exec = wave_exec(w);
+        unsigned src0 = ((w1 >> 23) & 1) ? (w1 & 0xff) : OPND_VGPR0 + (w1 & 0xff);
+        unsigned src1 = v->src[1];
+        unsigned dst_sel = (w1 >> 8) & 7, dst_unused = (w1 >> 11) & 3, real_dst = v->vdst;
+        Src s0, s1;
+        int k;
+
+        if (in->enc != ENC_VOP1 && ((w1 >> 31) & 1))
+                src1 = (in->w0 >> 9) & 0xff;    /* vsrc1 names an SGPR or constant */
+        sim_isa_src_init(r, w, in, &s0, src0, K32);
+        sim_isa_src_init(r, w, in, &s1, in->enc == ENC_VOP1 ? 128 : src1, K32);
+        LANES {
+                w->v[SIM_ISA_SDWA_SRC0][l] = sdwa_select(U(&s0, l), (w1 >> 16) & 7, (w1 >> 19) & 1);
+                w->v[SIM_ISA_SDWA_SRC1][l] = sdwa_select(U(&s1, l), (w1 >> 24) & 7, (w1 >> 27) & 1);
+        }
+        v->src[0] = OPND_VGPR0 + SIM_ISA_SDWA_SRC0;
+        v->src[1] = OPND_VGPR0 + SIM_ISA_SDWA_SRC1;
+        v->abs = ((w1 >> 21) & 1) | ((w1 >> 29) & 1) << 1;
+        v->neg = ((w1 >> 20) & 1) | ((w1 >> 28) & 1) << 1;
+        if (in->enc == ENC_VOPC) {
+                if ((w1 >> 15) & 1)
+                        v->sdst = (w1 >> 8) & 0x7f;
+                return sim_isa_exec_vopc(r, w, in, v);
+        }
+        v->clamp = (w1 >> 13) & 1;
+        v->omod = (w1 >> 14) & 3;
+        v->vdst = SIM_ISA_SDWA_DST;
+        memcpy(w->v[SIM_ISA_SDWA_DST], w->v[real_dst], sizeof(w->v[0]));
+        k = exec_vop(r, w, in, v);
+        if (k < 0)
+                return k;
+        LANES w->v[real_dst][l] = sdwa_merge(w->v[real_dst][l], w->v[SIM_ISA_SDWA_DST][l], dst_sel, dst_unused);
+        return 0;
+}
+
 int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         Vop v = { 0 };
         uint32_t w0 = in->w0, w1 = in->w1;
@@ -662,5 +741,9 @@ int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         default:
                 return sim_isa_unsupported(r, w, in);
         }
+        if (in->ext == EXT_SDWA)
+                return exec_sdwa(r, w, in, &v);
+        if (in->ext != EXT_NONE)
+                return sim_isa_unsupported(r, w, in);
         return exec_vop(r, w, in, &v);
 }

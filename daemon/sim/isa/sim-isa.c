@@ -43,8 +43,9 @@ int sim_isa_unsupported(SimIsaRun *r, const SimIsaWave *w, const SimIsaInst *ins
                                     "unsupported form of instruction %s (encoding 0x%08x 0x%08x) at pc 0x%llx", name,
                                     inst->w0, inst->w1, (unsigned long long) w->pc);
         if (any)
-                return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction %s (encoding 0x%08x 0x%08x) at pc 0x%llx",
-                                    any, inst->w0, inst->w1, (unsigned long long) w->pc);
+                return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction %s%s (encoding 0x%08x 0x%08x) at pc 0x%llx",
+                                    any, inst->ext == EXT_DPP ? "_dpp" : "", inst->w0, inst->w1,
+                                    (unsigned long long) w->pc);
         return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction: %s opcode %u (encoding 0x%08x 0x%08x) at pc 0x%llx",
                             sim_isa_enc_name(inst->enc), inst->op, inst->w0, inst->w1, (unsigned long long) w->pc);
 }

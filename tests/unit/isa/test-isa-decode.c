@@ -16,9 +16,9 @@
 #include "sim/isa/sim-isa-opcodes.h"
 
 static void strip_suffix(char *name) {
-        static const char *const suffixes[] = { "_e32", "_e64" };
+        static const char *const suffixes[] = { "_e32", "_e64", "_sdwa" };
         size_t n = strlen(name);
-        for (size_t i = 0; i < 2; i++) {
+        for (size_t i = 0; i < 3; i++) {
                 size_t k = strlen(suffixes[i]);
                 if (n > k && strcmp(name + n - k, suffixes[i]) == 0)
                         name[n - k] = 0;
@@ -75,7 +75,8 @@ Test(isa, knows_suffixes) {
         cr_assert(sim_isa_knows("s_waitcnt_vscnt"));
         cr_assert(!sim_isa_knows("v_fmamk_f32_e64"), "fmamk has no VOP3 form");
         cr_assert(!sim_isa_knows("v_pk_add_f16"));
-        cr_assert(!sim_isa_knows("v_mov_b32_sdwa"));
+        cr_assert(sim_isa_knows("v_mov_b32_sdwa"));
+        cr_assert(!sim_isa_knows("v_mov_b32_dpp"));
         cr_assert(!sim_isa_knows("image_sample"));
 }
 

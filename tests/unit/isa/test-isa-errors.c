@@ -14,6 +14,7 @@
 #include "sim/isa/sim-isa.h"
 
 #define CODE_VA 0x200000ull
+#define ELEMENTS(x) (sizeof(x) / sizeof((x)[0]))
 
 static SimIsaDispatch one_wave(void) {
         return (SimIsaDispatch) {
@@ -147,5 +148,41 @@ Test(isa, partial_wave_exec_and_ids) {
                 cr_assert_eq(out[i], 0xffffffffu, "lane %u of the partial wave ran", i);
         cr_assert_eq(res.wave_instructions, 6);
         cr_assert_eq(res.lane_instructions, 3 * 32 + 3 * 8);
+        isa_mem_fini(&m);
+}
+
+Test(isa, sdwa_select_and_merge) {
+        /* s_mov_b32 s2, 0x80ff7f01; v_mov_b32 v0, s2; v_mov_b32 v2, 0xaaaaaaaa;
+         * v_add_nc_u32_sdwa v2, v0, v0 dst_sel:BYTE_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_0 src1_sel:BYTE_3
+         * v_mov_b32_sdwa v3, sext(v0) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_3
+         * v_mov_b32_sdwa v4, v0 dst_sel:BYTE_0 dst_unused:UNUSED_SEXT src0_sel:BYTE_3
+         * v_mov_b32 v5, 0; global_store_dwordx3 v5, v[2:4], s[0:1]; s_endpgm */
+        static const uint32_t code[] = { 0xbe8203ff, 0x80ff7f01, 0x7e000202, 0x7e0402ff, 0xaaaaaaaa,
+                                         0x4a0400f9, 0x03001100, 0x7e0602f9, 0x000b0600, 0x7e0802f9, 0x00030800,
+                                         0x7e0a0280, 0xdc7c8000, 0x00000205, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        uint32_t *out;
+        isa_mem_init(&m);
+        uint64_t ov = isa_mem_alloc(&m, 4096, (void **) &out);
+        d.rsrc2 = 2 << 1;
+        d.user_sgpr[0] = (uint32_t) ov, d.user_sgpr[1] = (uint32_t) (ov >> 32);
+        cr_assert_eq(run(&m, code, ELEMENTS(code), &d, 0, &res), 0, "%s", res.message);
+        cr_assert_eq(out[0], 0xaaaa81aau, "%#x", out[0]);
+        cr_assert_eq(out[1], 0xffffff80u, "%#x", out[1]);
+        cr_assert_eq(out[2], 0xffffff80u, "%#x", out[2]);
+        isa_mem_fini(&m);
+}
+
+Test(isa, dpp_is_eilseq) {
+        /* v_mov_b32_dpp v1, v0 quad_perm:[1,0,3,2] */
+        static const uint32_t code[] = { 0x7e0202fa, 0xff00b100, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        isa_mem_init(&m);
+        cr_assert_eq(run(&m, code, 3, &d, 0, &res), -EILSEQ);
+        cr_assert(strstr(res.message, "v_mov_b32_dpp"), "message: %s", res.message);
         isa_mem_fini(&m);
 }

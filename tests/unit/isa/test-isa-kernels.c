@@ -514,3 +514,113 @@ Test(isa, divide_ieee) {
         }
         isa_mem_fini(&m);
 }
+
+static int32_t sat_i32(int64_t v) {
+        return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t) v;
+}
+
+static void int_builtins_ref(int32_t x, int32_t y, uint32_t o[16]) {
+        uint32_t ux = (uint32_t) x, uy = (uint32_t) y;
+        o[0] = (uint32_t) __builtin_popcount(ux) + (ux ? (uint32_t) __builtin_clz(ux) : 32u) * 64u +
+               (uy ? (uint32_t) __builtin_ctz(uy) : 32u) * 4096u;
+        o[1] = (uy & 31) ? (ux << (uy & 31)) | (ux >> (32 - (uy & 31))) : ux;
+        o[2] = (uint32_t) ((x & 0x7fffff) * (y & 0x3fff)) + (uint32_t) ((x >> 12) * (y >> 20)) + 7u;
+        o[3] = (uint32_t) (((int64_t) x * y) >> 32) ^ (uint32_t) (((uint64_t) ux * uy) >> 32);
+        o[4] = (uint32_t) llabs((int64_t) x - y) + (uint32_t) (x < 0 ? -(int64_t) x : x);
+        o[5] = (uint32_t) (((int64_t) x + y) >> 1) + (uint32_t) (((int64_t) x + y + 1) >> 1);
+        o[6] = (uint32_t) sat_i32((int64_t) x + y) ^ (uint32_t) sat_i32((int64_t) x - y);
+        o[7] = (uint32_t) (x < -1000 ? -1000 : x > 1000 ? 1000 : x) + (uint32_t) (x < y ? x : y) - (ux > uy ? ux : uy);
+        o[8] = (uint32_t) (x < y ? y : x) * 3u + (uint32_t) (x > y ? 11 : -11);
+        o[9] = ((ux >> (uy & 15)) & 0xfff) | ((ux & 0xff) << 20);
+        int8_t cx = (int8_t) x, cy = (int8_t) y;
+        int16_t sx = (int16_t) x, sy = (int16_t) y;
+        o[10] = (uint32_t) (int32_t) (int8_t) (cx * cy + cx / (cy | 1)) + (uint32_t) (int32_t) (int16_t) (sx * sy - sx % (sy | 1));
+        o[11] = (uint32_t) (uint8_t) ((uint8_t) x + (uint8_t) y) + (uint32_t) (uint16_t) ((uint16_t) x >> 3);
+        float f = (float) x * 1e6f;
+        int32_t fi = isnan(f) ? 0 : f >= 2147483648.0f ? INT32_MAX : f <= -2147483648.0f ? INT32_MIN : (int32_t) f;
+        o[12] = (uint32_t) fi ^ (uint32_t) (y < 0 ? 0 : y > 255 ? 255 : y);
+        o[13] = (uint32_t) (x < 0 ? x / 7 : x % 13);
+        o[14] = uy / (ux | 1u) + uy % (ux | 1u);
+        o[15] = ((ux & 0xffff) << 16 | (uy & 0xffff)) + ((ux & ~0xf0f0f0f0u) | (uy & 0xf0f0f0f0u));
+}
+
+Test(isa, int_builtins) {
+        for (size_t t = 0; t < ELEMS_(shapes_1d); t++) {
+                const Shape *s = &shapes_1d[t];
+                IsaMem m;
+                IsaKernel k;
+                IsaArgs a = { 0 };
+                SimIsaResult res;
+                int32_t *x, *y;
+                uint32_t *out;
+                load(&m, "int-builtins.hsaco", "int_builtins", &k);
+                uint64_t xv = isa_mem_alloc(&m, 4 * s->n, (void **) &x), yv = isa_mem_alloc(&m, 4 * s->n, (void **) &y),
+                         ov = isa_mem_alloc(&m, 64 * s->n, (void **) &out);
+                for (uint32_t i = 0; i < s->n; i++) {
+                        static const int32_t special[] = { 0, 1, -1, INT32_MAX, INT32_MIN, 255, 256, -129 };
+                        x[i] = i < 8 ? special[i] : (int32_t) (rnd() << 8 ^ rnd());
+                        y[i] = i < 8 ? special[7 - i] : i % 3 ? (int32_t) (rnd() % 600) - 300 : (int32_t) (rnd() << 8 ^ rnd());
+                }
+                isa_args_u64(&a, xv), isa_args_u64(&a, yv), isa_args_u64(&a, ov), isa_args_u32(&a, s->n);
+                launch_1d(&m, &k, s, &a, &res);
+                for (uint32_t i = 0; i < s->n; i++) {
+                        uint32_t e[16];
+                        int_builtins_ref(x[i], y[i], e);
+                        for (unsigned j = 0; j < 16; j++)
+                                cr_assert_eq(out[16 * i + j], e[j], "i=%u part %u x=%d y=%d: %#x != %#x", i, j, x[i], y[i],
+                                             out[16 * i + j], e[j]);
+                }
+                isa_mem_fini(&m);
+        }
+}
+
+Test(isa, float_builtins) {
+        for (size_t t = 0; t < ELEMS_(shapes_1d); t++) {
+                const Shape *s = &shapes_1d[t];
+                IsaMem m;
+                IsaKernel k;
+                IsaArgs a = { 0 };
+                SimIsaResult res;
+                float *x, *y, *out;
+                double *dout;
+                load(&m, "float-builtins.hsaco", "float_builtins", &k);
+                uint64_t xv = isa_mem_alloc(&m, 4 * s->n, (void **) &x), yv = isa_mem_alloc(&m, 4 * s->n, (void **) &y),
+                         ov = isa_mem_alloc(&m, 48 * s->n, (void **) &out), dv = isa_mem_alloc(&m, 16 * s->n, (void **) &dout);
+                for (uint32_t i = 0; i < s->n; i++) {
+                        x[i] = (float) (rnd() % 100000) / 100.0f - 500.0f;
+                        y[i] = i % 9 == 0 ? 0.0f : (float) (rnd() % 100000) / 100.0f - 500.0f;
+                }
+                isa_args_u64(&a, xv), isa_args_u64(&a, yv), isa_args_u64(&a, ov), isa_args_u64(&a, dv), isa_args_u32(&a, s->n);
+                launch_1d(&m, &k, s, &a, &res);
+                for (uint32_t i = 0; i < s->n; i++) {
+                        float X = x[i], Y = y[i], e[12];
+                        int ex;
+                        e[0] = expf(X * 0.01f);
+                        e[1] = logf(fabsf(Y) + 1.0f);
+                        e[2] = sinf(X * 0.01f) + cosf(Y * 0.01f);
+                        e[3] = powf(fabsf(X) * 0.01f + 0.5f, 1.5f);
+                        e[4] = fmodf(X, Y == 0.0f ? 1.0f : Y);
+                        e[5] = hypotf(X, Y);
+                        e[6] = copysignf(X, Y) + roundf(Y * 0.3f) + rintf(X * 0.7f) + ceilf(Y * 0.1f);
+                        float fr = frexpf(X, &ex);
+                        e[7] = ldexpf(fr, 3) + (float) ex;
+                        e[8] = tanhf(X * 0.001f) + atan2f(Y, X + 0.5f);
+                        e[9] = exp2f(X * 0.001f) + log2f(fabsf(X) + 2.0f) + 1.0f / sqrtf(fabsf(Y) + 1.0f);
+                        e[10] = cbrtf(X) + fmaf(X, Y, 1.0f);
+                        e[11] = fabsf(X) - truncf(Y * 0.5f);
+                        /* The device library's functions are within a few ulp; allow 4e-6 of the largest term. */
+                        for (unsigned j = 0; j < 12; j++) {
+                                float tol = 4e-6f * (fabsf(e[j]) + (j == 2 || j == 8 ? 2.0f : 0.0f) + (j == 10 ? fabsf(X * Y) : 0.0f));
+                                cr_assert(fabsf(out[12 * i + j] - e[j]) <= tol, "i=%u part %u x=%a y=%a: %a != %a", i, j, X, Y,
+                                          out[12 * i + j], e[j]);
+                        }
+                        double dx = X, dy = Y;
+                        double d0 = dx * dy + dx / (dy == 0.0 ? 3.0 : dy) - sqrt(fabs(dx));
+                        double d1 = floor(dx * 0.37) + (double) (int64_t) (dy * 1e3) + fmax(dx, dy);
+                        cr_assert(fabs(dout[2 * i] - d0) <= 1e-12 * (fabs(dx * dy) + fabs(d0) + 1.0), "i=%u: %a != %a", i,
+                                  dout[2 * i], d0);
+                        cr_assert_eq(dout[2 * i + 1], d1, "i=%u: %a != %a", i, dout[2 * i + 1], d1);
+                }
+                isa_mem_fini(&m);
+        }
+}
