@@ -7,6 +7,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -108,4 +111,31 @@ int kfd_probe_real(char *reason, size_t n) {
         }
         snprintf(reason, n, "%s: usable, %d GPU node(s)", KFD_DEVICE_PATH, r);
         return 0;
+}
+
+static atomic_uint fault_signals;
+
+static void on_sigsegv(int sig, siginfo_t *si, void *ucontext) {
+        if (si && si->si_code == SI_USER) {
+                /* KFD's notification of a GPU fault (or a kill -SEGV): the
+                 * MEMORY event carries the details; nothing to do here. */
+                atomic_fetch_add(&fault_signals, 1);
+                return;
+        }
+        /* A real fault of ours: back to the default action; returning
+         * re-executes the faulting instruction, which now kills us. */
+        signal(SIGSEGV, SIG_DFL);
+}
+
+int kfd_fault_signal_install(void) {
+        struct sigaction sa = {
+                .sa_sigaction = on_sigsegv,
+                .sa_flags = SA_SIGINFO | SA_RESTART,
+        };
+        sigemptyset(&sa.sa_mask);
+        return sigaction(SIGSEGV, &sa, NULL) < 0 ? -errno : 0;
+}
+
+unsigned kfd_fault_signal_count(void) {
+        return atomic_load(&fault_signals);
 }

@@ -17,6 +17,21 @@
  */
 int kfd_probe_real(char *reason, size_t n);
 
+/*
+ * On a GPU VM fault the kernel sets the process's MEMORY events *and* sends
+ * SIGSEGV to it: kfd_events.c lookup_events_by_type_and_signal() calls
+ * send_sig(SIGSEGV, p->lead_thread, 0) for every KFD_EVENT_TYPE_MEMORY fault
+ * (kfd-facts §5 #20). The daemon recovers from GPU faults, so it must survive
+ * that signal. This installs a SIGSEGV handler that ignores signals sent with
+ * si_code SI_USER (send_sig(..., 0) and kill(2)) and restores the default
+ * action for real faults (SEGV_MAPERR, SEGV_ACCERR, SI_KERNEL, ...), whose
+ * instruction then faults again and dumps core as usual. Call it once, early,
+ * when using the real device. Returns 0 or a negative errno.
+ */
+int kfd_fault_signal_install(void);
+/* How many kernel-sent SIGSEGVs the handler has swallowed. */
+unsigned kfd_fault_signal_count(void);
+
 /* What libdrm_amdgpu says about a render node (kfd-drm.c). */
 typedef struct KfdDrmInfo {
         char driver[16];          /* "amdgpu" */
