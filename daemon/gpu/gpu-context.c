@@ -225,6 +225,11 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
 
         KfdDrmInfo drm = {}, *drmp = NULL;
         if (c->ops == &kfd_ops_real) {
+                /* The kernel sends SIGSEGV with every GPU VM fault; we recover
+                 * from those, so do not die of the notification. */
+                r = kfd_fault_signal_install();
+                if (r < 0)
+                        return r;
                 r = kfd_drm_identify(c->render_fd, &drm);
                 if (r < 0)
                         return r;

@@ -67,7 +67,9 @@ typedef struct GpuContextOptions {
  * Opens the device through ops (GET_VERSION, topology, render node,
  * ACQUIRE_VM, event page + internal events, queues, fence memory) and starts
  * the waiter thread. -ENODEV if the topology has no GPU node, -ENOENT if there
- * is no KFD, other errors from the kernel calls.
+ * is no KFD, other errors from the kernel calls. With the real device
+ * (kfd_ops_real) it also installs kfd_fault_signal_install()'s SIGSEGV
+ * handler: the kernel signals every GPU VM fault with SIGSEGV (kfd-real.h).
  */
 int gpu_context_new(const KfdOps *ops, const GpuContextOptions *opts, GpuContext **ret);
 /* Stops the waiter, destroys queues, frees every buffer still held by the
