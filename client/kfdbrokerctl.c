@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "ctl-bus.h"
 #include "kfdbroker.h"
 
 #define PROG "kfdbrokerctl"
@@ -443,6 +444,23 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
         return 0;
 }
 
+/* ---- D-Bus verbs (every session of the daemon) ---- */
+
+static int verb_sessions(Ctl *ctl, int argc, char **argv) {
+        int r = no_arguments("sessions", argc, argv);
+        return r < 0 ? r : ctl_bus_sessions(PROG, ctl->json);
+}
+
+static int verb_accounting(Ctl *ctl, int argc, char **argv) {
+        int r = no_arguments("accounting", argc, argv);
+        return r < 0 ? r : ctl_bus_accounting(PROG, ctl->json);
+}
+
+static int verb_metrics(Ctl *ctl, int argc, char **argv) {
+        int r = no_arguments("metrics", argc, argv);
+        return r < 0 ? r : ctl_bus_metrics(PROG);
+}
+
 /* ---- main ---- */
 
 static const Verb verbs[] = {
@@ -450,6 +468,9 @@ static const Verb verbs[] = {
         { "device", "", "Show the GPU the daemon serves", verb_device },
         { "demo", "[--size=BYTES] [--vram]",
           "Fill a 64 MiB buffer on the GPU, copy it to another, check every byte", verb_demo },
+        { "sessions", "", "List every client session (D-Bus)", verb_sessions },
+        { "accounting", "", "GPU use per session and per identity (D-Bus)", verb_accounting },
+        { "metrics", "", "Print the daemon's OpenMetrics text (D-Bus)", verb_metrics },
 };
 
 static void help(void) {
@@ -463,7 +484,8 @@ static void help(void) {
                 printf("  %-32s %s\n", head, verbs[i].help);
         }
         printf("\nOptions:\n"
-               "  --socket=PATH  socket of kfdbrokerd (default: $KFDBROKER_SOCKET, else %s)\n"
+               "  --socket=PATH  socket of kfdbrokerd (default: $KFDBROKER_SOCKET, else %s);\n"
+               "                 D-Bus verbs use the system bus ($DBUS_SYSTEM_BUS_ADDRESS)\n"
                "  --json         print JSON instead of text\n"
                "  -h --help      show this help\n"
                "  --version      show the version\n",

@@ -5,12 +5,14 @@
  * status` (text and JSON) and `kfdbrokerctl demo` (the user story: two
  * 64 MiB buffers, a GPU fill and copy, every byte checked), the message when
  * no daemon listens, and a client that drives completion from its own poll(2)
- * loop on kfdb_get_event_fd() and kfdb_get_fd().
+ * loop on kfdb_get_event_fd() and kfdb_get_fd(); then the D-Bus verbs
+ * (sessions, accounting, metrics) against the daemon on a private bus.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,4 +213,131 @@ Test(ctl, completion_through_a_clients_own_poll_loop) {
         /* A copy past the end is refused by the library before the daemon sees it. */
         cr_assert_eq(kfdb_batch_copy(batch, b, 8, a, 0, 1 << 20), -EINVAL);
         kfdb_session_free(s);
+}
+
+/* ---- The D-Bus verbs, on a private bus ---- */
+
+static pid_t bus_pid = -1;
+
+/* A private dbus-daemon (session configuration: no policy in the way); the daemon and
+ * kfdbrokerctl both reach it as the "system" bus through DBUS_SYSTEM_BUS_ADDRESS. */
+static void start_private_bus(void) {
+        char addr[256];
+        FILE *f = popen("dbus-daemon --session --fork --print-address=1 --print-pid=1", "re");
+
+        cr_assert_not_null(f, "cannot run dbus-daemon");
+        cr_assert_not_null(fgets(addr, sizeof(addr), f), "dbus-daemon printed no address");
+        addr[strcspn(addr, "\n")] = '\0';
+        cr_assert_eq(fscanf(f, "%d", &bus_pid), 1);
+        pclose(f);
+        cr_assert_eq(setenv("DBUS_SYSTEM_BUS_ADDRESS", addr, 1), 0);
+}
+
+static void stop_private_bus(void) {
+        if (bus_pid > 0)
+                kill(bus_pid, SIGTERM);
+        bus_pid = -1;
+}
+
+static void bus_setup(void) {
+        static const char *const args[] = { "--bus=system", NULL };
+        const char *list[] = { "sessions", NULL };
+        char *out, *err;
+        int rc = 1;
+
+        start_private_bus();
+        test_daemon_start(&d, args);
+        /* The daemon takes its name asynchronously after start-up. */
+        for (int i = 0; i < 200 && rc != 0; i++) {
+                rc = run_ctl(list, &out, &err);
+                free(out);
+                free(err);
+                if (rc != 0)
+                        usleep(10000);
+        }
+        cr_assert_eq(rc, 0, "org.kfdbroker.Broker1 never appeared on the private bus");
+}
+
+static void bus_teardown(void) {
+        teardown();
+        stop_private_bus();
+}
+
+TestSuite(ctl_bus, .init = bus_setup, .fini = bus_teardown, .timeout = 120);
+
+Test(ctl_bus, sessions_lists_every_client) {
+        const char *json[] = { "--json", "sessions", NULL };
+        const char *text[] = { "sessions", NULL };
+        kfdb_session *s = NULL;
+        char *out, *err, want[128];
+
+        cr_assert_eq(kfdb_session_new(d.sock, "bus-test-client", &s), 0);
+        cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
+        snprintf(want, sizeof(want), "\"uid\":%u,\"gid\":%u,\"pid\":%d,", (unsigned) getuid(),
+                 (unsigned) getgid(), (int) getpid());
+        cr_assert(strstr(out, want), "%s should contain %s", out, want);
+        cr_assert(strstr(out, "\"client_name\":\"bus-test-client\"}]"), "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strncmp(out, "ID     UID     GID     PID      UNIT", strlen("ID     UID     GID     PID      UNIT")) == 0,
+                  "%s", out);
+        cr_assert(strstr(out, " bus-test-client\n"), "%s", out);
+        free(out);
+        free(err);
+        kfdb_session_free(s);
+}
+
+Test(ctl_bus, accounting_and_metrics_after_a_demo) {
+        const char *demo[] = { "--socket", d.sock, "demo", "--size=1M", NULL };
+        const char *json[] = { "--json", "accounting", NULL };
+        const char *text[] = { "accounting", NULL };
+        const char *metrics[] = { "metrics", NULL };
+        char *out, *err;
+
+        cr_assert_eq(run_ctl(demo, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
+        free(out);
+        free(err);
+
+        /* The demo's session is gone; its identity (this uid) keeps the totals. */
+        cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strncmp(out, "{\"sessions\":[],\"identities\":[{", strlen("{\"sessions\":[],\"identities\":[{")) == 0,
+                  "%s", out);
+        cr_assert(strstr(out, "\"JobsCompleted\":17,"), "%s", out);
+        cr_assert(strstr(out, "\"BytesCopied\":1048576,"), "%s", out);
+        cr_assert(strstr(out, "\"BytesFilled\":1048576,"), "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strstr(out, "Sessions:\n  (none)\n\nIdentities:\n"), "%s", out);
+        cr_assert(strstr(out, "  JobsCompleted        17\n"), "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(metrics, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strstr(out, "kfdbroker_build_info{version=\"0.1.0\",backend=\"sim\",gfx=\"gfx1030\"} 1\n"),
+                  "%s", out);
+        free(out);
+        free(err);
+}
+
+Test(ctl_bus_missing, no_bus_and_no_daemon_on_the_bus) {
+        const char *list[] = { "sessions", NULL };
+        char *out, *err;
+
+        cr_assert_eq(setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/bus", 1), 0);
+        cr_assert_eq(run_ctl(list, &out, &err), 1);
+        cr_assert_str_eq(err, "kfdbrokerctl: cannot connect to the system bus: No such file or directory\n");
+        free(out);
+        free(err);
+
+        start_private_bus();
+        cr_assert_eq(run_ctl(list, &out, &err), 1);
+        stop_private_bus();
+        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is "
+                              "kfdbrokerd running?)\n");
+        free(out);
+        free(err);
 }
