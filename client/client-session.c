@@ -333,10 +333,22 @@ static int session_map_page(kfdb_session *s, int page_fd, uint32_t page_size) {
         return 0;
 }
 
+static kfdb_limits limits_from_reply(const ClientLimits *l) {
+        return (kfdb_limits) {
+                .max_buffer_size = l->max_buffer_size,
+                .max_buffer_bytes = l->max_buffer_bytes,
+                .max_buffers = l->max_buffers,
+                .max_events = l->max_events,
+                .max_jobs_in_flight = l->max_jobs_in_flight,
+                .max_jobs_per_submit = l->max_jobs_per_submit,
+                .max_message_size = l->max_message_size,
+                .max_wait_events = l->max_wait_events,
+        };
+}
+
 static int session_hello(kfdb_session *s, const char *client_name) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_HELLO };
-        const ClientLimits *l;
         int k;
 
         req.hello.protocol_version = KFDB_PROTOCOL_VERSION;
@@ -369,17 +381,7 @@ static int session_hello(kfdb_session *s, const char *client_name) {
                         return -ENOMEM;
                 s->n_features++;
         }
-        l = &r->hello.limits;
-        s->limits = (kfdb_limits) {
-                .max_buffer_size = l->max_buffer_size,
-                .max_buffer_bytes = l->max_buffer_bytes,
-                .max_buffers = l->max_buffers,
-                .max_events = l->max_events,
-                .max_jobs_in_flight = l->max_jobs_in_flight,
-                .max_jobs_per_submit = l->max_jobs_per_submit,
-                .max_message_size = l->max_message_size,
-                .max_wait_events = l->max_wait_events,
-        };
+        s->limits = limits_from_reply(&r->hello.limits);
         return 0;
 }
 
@@ -553,7 +555,6 @@ int kfdb_device_info(kfdb_session *s, kfdb_device *ret) {
 int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_QUERY };
-        const ClientLimits *l;
         int k;
 
         if (!s || !ret)
@@ -561,7 +562,6 @@ int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
         k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
                 return k;
-        l = &r->query.limits;
         *ret = (kfdb_usage) {
                 .buffers = r->query.buffers,
                 .buffer_bytes = r->query.buffer_bytes,
@@ -572,16 +572,7 @@ int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
                 .jobs_in_flight = r->query.jobs_in_flight,
                 .bytes_copied = r->query.bytes_copied,
                 .bytes_filled = r->query.bytes_filled,
-                .limits = {
-                        .max_buffer_size = l->max_buffer_size,
-                        .max_buffer_bytes = l->max_buffer_bytes,
-                        .max_buffers = l->max_buffers,
-                        .max_events = l->max_events,
-                        .max_jobs_in_flight = l->max_jobs_in_flight,
-                        .max_jobs_per_submit = l->max_jobs_per_submit,
-                        .max_message_size = l->max_message_size,
-                        .max_wait_events = l->max_wait_events,
-                },
+                .limits = limits_from_reply(&r->query.limits),
         };
         return 0;
 }

@@ -14,23 +14,11 @@
 #include <systemd/sd-bus.h>
 
 #include "ctl-bus.h"
+#include "ctl-json.h"
 
 #define BROKER_NAME "org.kfdbroker.Broker1"
 #define BROKER_PATH "/org/kfdbroker/Broker1"
 #define BROKER_INTERFACE "org.kfdbroker.Broker1"
-
-static void json_string(const char *s) {
-        putchar('"');
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        printf("\\%c", *p);
-                else if (*p < 0x20)
-                        printf("\\u%04x", *p);
-                else
-                        putchar(*p);
-        }
-        putchar('"');
-}
 
 /* Calls a method without arguments; prints why it failed. */
 static int bus_call(const char *prog, const char *method, sd_bus **ret_bus, sd_bus_message **ret) {

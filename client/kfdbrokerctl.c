@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "ctl-bus.h"
+#include "ctl-json.h"
 #include "kfdbroker.h"
 
 #define PROG "kfdbrokerctl"
@@ -71,19 +72,6 @@ static int ctl_fail(const Ctl *ctl, int r, const char *what) {
         return r;
 }
 
-static void json_string(const char *s) {
-        putchar('"');
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        printf("\\%c", *p);
-                else if (*p < 0x20)
-                        printf("\\u%04x", *p);
-                else
-                        putchar(*p);
-        }
-        putchar('"');
-}
-
 static const char *format_bytes(uint64_t v, char *buf, size_t size) {
         static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
         double d = (double) v;
@@ -125,6 +113,12 @@ static int no_arguments(const char *verb, int argc, char **argv) {
         return 0;
 }
 
+/* For a verb without options that talks to the daemon over the socket. */
+static int ctl_prepare(Ctl *ctl, int argc, char **argv) {
+        int r = no_arguments(argv[0], argc, argv);
+        return r < 0 ? r : ctl_connect(ctl);
+}
+
 /* ---- status ---- */
 
 static int verb_status(Ctl *ctl, int argc, char **argv) {
@@ -133,10 +127,7 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         char b1[32], b2[32];
         int r;
 
-        r = no_arguments("status", argc, argv);
-        if (r < 0)
-                return r;
-        r = ctl_connect(ctl);
+        r = ctl_prepare(ctl, argc, argv);
         if (r < 0)
                 return r;
         r = kfdb_status(ctl->session, &st);
@@ -147,14 +138,10 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                 return ctl_fail(ctl, r, "DeviceInfo failed");
 
         if (ctl->json) {
-                printf("{\"daemon_version\":");
-                json_string(st.daemon_version);
-                printf(",\"backend\":");
-                json_string(st.backend);
-                printf(",\"gfx_name\":");
-                json_string(st.gfx_name);
-                printf(",\"device_name\":");
-                json_string(dev.name);
+                json_member_string("{", "daemon_version", st.daemon_version);
+                json_member_string(",", "backend", st.backend);
+                json_member_string(",", "gfx_name", st.gfx_name);
+                json_member_string(",", "device_name", dev.name);
                 printf(",\"gpu_id\":%" PRIu32 ",\"sessions\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
                        ",\"jobs_failed\":%" PRIu64 ",\"uptime_ns\":%" PRIu64
                        ",\"buffer_bytes\":%" PRIu64 "}\n",
@@ -185,22 +172,16 @@ static int verb_device(Ctl *ctl, int argc, char **argv) {
         char b[32];
         int r;
 
-        r = no_arguments("device", argc, argv);
-        if (r < 0)
-                return r;
-        r = ctl_connect(ctl);
+        r = ctl_prepare(ctl, argc, argv);
         if (r < 0)
                 return r;
         r = kfdb_device_info(ctl->session, &dev);
         if (r < 0)
                 return ctl_fail(ctl, r, "DeviceInfo failed");
         if (ctl->json) {
-                printf("{\"backend\":");
-                json_string(dev.backend);
-                printf(",\"gfx_name\":");
-                json_string(dev.gfx_name);
-                printf(",\"name\":");
-                json_string(dev.name);
+                json_member_string("{", "backend", dev.backend);
+                json_member_string(",", "gfx_name", dev.gfx_name);
+                json_member_string(",", "name", dev.name);
                 printf(",\"gpu_id\":%" PRIu32 ",\"vendor_id\":%" PRIu32 ",\"device_id\":%" PRIu32
                        ",\"cu_count\":%" PRIu32 ",\"vram_size\":%" PRIu64 ",\"kfd_major\":%" PRIu32
                        ",\"kfd_minor\":%" PRIu32 ",\"sdma_queues\":%" PRIu32 "}\n",
@@ -417,11 +398,9 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
                 return ctl_fail(ctl, r, "Status failed");
 
         if (ctl->json) {
-                printf("{\"passed\":%s,\"size\":%" PRIu64 ",\"backend\":", bad == 0 ? "true" : "false",
-                       size);
-                json_string(dev.backend);
-                printf(",\"gfx_name\":");
-                json_string(dev.gfx_name);
+                printf("{\"passed\":%s,\"size\":%" PRIu64, bad == 0 ? "true" : "false", size);
+                json_member_string(",", "backend", dev.backend);
+                json_member_string(",", "gfx_name", dev.gfx_name);
                 printf(",\"fill_ms\":%.3f,\"copy_ms\":%.3f,\"copy_gbps\":%.3f,\"wrong_bytes\":%" PRIu64
                        ",\"daemon_jobs_completed\":%" PRIu64 ",\"daemon_jobs_failed\":%" PRIu64 "}\n",
                        t_fill * 1e3, t_copy * 1e3, gbps, bad, st.jobs_completed, st.jobs_failed);
