@@ -82,7 +82,8 @@ typedef enum kfdb_placement {
  * printable), -ENAMETOOLONG (path longer than a unix socket address),
  * the errno of socket(2)/connect(2) (-ENOENT: no socket at that path,
  * -ECONNREFUSED: nobody listening, -EACCES), -EPROTO (the session page is
- * not one this library understands), or the common errors above.
+ * not one this library understands), -EPROTONOSUPPORT (the daemon speaks
+ * another protocol version), or the common errors above.
  */
 int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret);
 
@@ -90,7 +91,8 @@ int kfdb_session_new(const char *path, const char *client_name, kfdb_session **r
  * kfdb_session_new_from_fd() - like kfdb_session_new() on an already
  * connected SOCK_SEQPACKET socket (socket activation, a socketpair, a socket
  * passed in by a sandbox). On success the session owns @fd; on failure the
- * caller still does.
+ * caller still does. Returns what kfdb_session_new() returns, and
+ * -EPROTOTYPE if @fd is not a SOCK_SEQPACKET socket (-ENOTSOCK if no socket).
  */
 int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret);
 
