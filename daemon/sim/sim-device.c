@@ -398,9 +398,6 @@ SimDevice *sim_device_free(SimDevice *d) {
                 pthread_cond_wait(&d->idle_cond, &d->lock);
         pthread_mutex_unlock(&d->lock);
 
-        for (unsigned i = 0; i < SIM_MAX_SDMA_ENGINES; i++)
-                d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
-
         pthread_mutex_lock(&d->lock);
         /* Close every fd still open; each KFD close tears its context down. */
         for (;;) {
@@ -417,8 +414,12 @@ SimDevice *sim_device_free(SimDevice *d) {
                 p->n_ref = 1;
                 sim_process_unref(p);
         }
-        sim_device_free_bos(d);
         pthread_mutex_unlock(&d->lock);
+
+        /* No queue is left on any engine now; stop the threads. */
+        for (unsigned i = 0; i < SIM_MAX_SDMA_ENGINES; i++)
+                d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
+        sim_device_free_bos(d);
 
         if (d->own_sysfs_dir && d->sysfs_dir)
                 (void) sim_topology_remove(d->sysfs_dir);

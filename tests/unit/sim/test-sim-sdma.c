@@ -309,3 +309,17 @@ Test(sim_sdma, two_contexts_two_engines) {
         t_close(&b.c, false);
         t_close(&a.c, true);
 }
+
+Test(sim_sdma, device_free_with_busy_queues) {
+        /* sim_device_free() with contexts, queues and a POLL_REGMEM that never
+         * completes still open: it closes everything and stops the engines. */
+        Rig a, b;
+        rig_open(&a, NULL, 4096);
+        rig_open(&b, a.c.dev, 4096);
+        TestBo mem = t_bo(&a.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint32_t pk[] = { PKT_POLL_GE(mem.va, 1) };
+        t_submit(&a.q, pk, ELEMENTSOF(pk));
+        t_submit(&b.q, pk, 0);
+        usleep(5000);
+        sim_device_free(a.c.dev);
+}
