@@ -444,41 +444,103 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCo
         return 0;
 }
 
-int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
-        GpuQueue *by_both = NULL, *by_va = NULL, *by_rptr = NULL;
+/* The live, GPU-mapped buffer of this context that contains va, or NULL. */
+static const GpuBuffer *buffer_at(const GpuContext *c, uint64_t va) {
+        for (const GpuBuffer *b = c->buffers; b; b = b->next)
+                if (b->gpu_mapped && va >= b->va && va - b->va < b->size)
+                        return b;
+        return NULL;
+}
 
-        /* The faulted job is the oldest unfinished job of the queue that stopped:
-         * the engine stops with rptr at the faulting packet, so rptr lies inside
-         * that job's ring range, and the job accesses the faulting page. */
+/* First address of [start, start+size) that no buffer of ours maps. */
+static bool range_unmapped(const GpuContext *c, uint64_t start, uint64_t size, uint64_t *ret_va) {
+        uint64_t va = start, end = start + size;
+        while (va < end) {
+                const GpuBuffer *b = buffer_at(c, va);
+                if (!b) {
+                        *ret_va = va;
+                        return true;
+                }
+                va = b->va + b->size;
+        }
+        return false;
+}
+
+/* Whether the job touches memory outside every buffer of the context: such a
+ * job cannot run without a VM fault. Sources first (a copy reads before it
+ * writes). */
+static bool job_unmapped_va(const GpuContext *c, const GpuJob *job, uint64_t *ret_va) {
+        switch (job->type) {
+        case GPU_JOB_COPY:
+                return range_unmapped(c, job->copy.src_va, job->copy.size, ret_va) ||
+                       range_unmapped(c, job->copy.dst_va, job->copy.size, ret_va);
+        case GPU_JOB_FILL:
+                return range_unmapped(c, job->fill.dst_va, job->fill.size, ret_va);
+        default:
+                return false;
+        }
+}
+
+static void fault_queue(GpuContext *c, GpuQueue *q, uint64_t va, GpuCompletionFn cb, void *userdata) {
+        GpuInflight h = *inflight_at(q, 0);
+        log_debug("gpu: job %" PRIu64 " on queue %u faulted at 0x%" PRIx64 ", recovering the queue", h.seq,
+                  q->index, va);
+        report(c, q, &h, -EFAULT, va, cb, userdata);
+        inflight_pop(q);
+        int r = queue_recover(c, q, h.seq, cb, userdata);
+        if (r < 0)
+                log_debug_errno(r, "gpu: recreating SDMA queue %u failed: %m", q->index);
+}
+
+/*
+ * A MEMORY event names an address, not a queue. The faulted job is the oldest
+ * unfinished job of a queue that stopped: the engine stops with rptr at the
+ * faulting packet, so rptr lies inside that job's ring range; the job accesses
+ * the faulting page; and (since every buffer we hand out is mapped writable)
+ * it touches memory outside all our buffers. Score the head job of every queue
+ * on these and take the best one that at least touches the page or unmapped
+ * memory. KFD keeps one exception record per event, so two queues faulting
+ * before the waiter reads the event look like one fault: after the named one,
+ * any other queue stopped inside a job that touches unmapped memory is failed
+ * and recovered too (such a job cannot complete anyway).
+ */
+int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
+        GpuQueue *best = NULL;
+        unsigned best_score = 0;
+        int n = 0;
+
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
                 if (!q->created || q->inflight_count == 0)
                         continue;
                 GpuInflight *h = inflight_at(q, 0);
-                uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE);
+                uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE), unmapped;
                 bool at = rptr >= h->ring_start && rptr < h->ring_end;
                 bool va = f->memory && job_touches(c, &h->job, f->va);
-                if (at && va && !by_both)
-                        by_both = q;
-                if (va && !by_va)
-                        by_va = q;
-                if (at && !by_rptr)
-                        by_rptr = q;
+                bool bad = job_unmapped_va(c, &h->job, &unmapped);
+                unsigned score = (va ? 4 : 0) + (bad ? 2 : 0) + (at ? 1 : 0);
+                if ((va || bad) && score > best_score) {
+                        best = q;
+                        best_score = score;
+                }
         }
-        GpuQueue *q = by_both ? by_both : by_va ? by_va : by_rptr;
-        if (!q) {
+        if (best) {
+                fault_queue(c, best, f->va, cb, userdata);
+                n++;
+        } else
                 log_debug("gpu: %s fault at 0x%" PRIx64 " matches no in-flight job",
                           f->memory ? "memory" : "hw exception", f->va);
-                return 0;
-        }
 
-        GpuInflight h = *inflight_at(q, 0);
-        log_debug("gpu: job %" PRIu64 " on queue %u faulted at 0x%" PRIx64 ", recovering the queue", h.seq,
-                  q->index, f->va);
-        report(c, q, &h, -EFAULT, f->va, cb, userdata);
-        inflight_pop(q);
-        int r = queue_recover(c, q, h.seq, cb, userdata);
-        if (r < 0)
-                log_debug_errno(r, "gpu: recreating SDMA queue %u failed: %m", q->index);
-        return 1;
+        for (unsigned i = 0; i < c->n_queues; i++) {
+                GpuQueue *q = &c->queues[i];
+                if (q == best || !q->created || q->inflight_count == 0)
+                        continue;
+                GpuInflight *h = inflight_at(q, 0);
+                uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE), unmapped;
+                if (rptr >= h->ring_start && rptr < h->ring_end && job_unmapped_va(c, &h->job, &unmapped)) {
+                        fault_queue(c, q, unmapped, cb, userdata);
+                        n++;
+                }
+        }
+        return n;
 }

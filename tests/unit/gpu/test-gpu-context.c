@@ -399,6 +399,34 @@ Test(gpu_context, fault_and_recovery, .init = setup, .fini = teardown, .timeout 
         gpu_buffer_unref(dst2);
 }
 
+Test(gpu_context, faults_on_both_queues, .init = setup, .fini = teardown, .timeout = 60) {
+        GpuBuffer *b = new_buf(8192, GPU_PLACEMENT_GTT);
+        uint32_t *w = gpu_buffer_get_cpu(b);
+        memset(w, 0, 8192);
+        /* Both queues fault at about the same time: KFD keeps one record per
+         * MEMORY event, so the second fault may arrive folded into the first. */
+        GpuJob f0 = { .type = GPU_JOB_FILL, .fill = { .dst_va = 0x00000a0000000000ull, .size = 64, .pattern = 1 } };
+        GpuJob f1 = { .type = GPU_JOB_COPY, .copy = { .src_va = 0x00000b0000000000ull, .dst_va = gpu_buffer_get_va(b), .size = 64 } };
+        uint64_t a0 = submit(0, &f0), a1 = submit(1, &f1);
+        GpuJob g0 = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b) + 4096, .size = 4, .pattern = 0xC0C0C0C0 } };
+        GpuJob g1 = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b) + 4100, .size = 4, .pattern = 0xC1C1C1C1 } };
+        uint64_t b0 = submit(0, &g0), b1 = submit(1, &g1);
+
+        const GpuCompletion *c;
+        c = wait_seq(fx.ctx, &fx.comps, 0, a0);
+        cr_expect_eq(c->error, -EFAULT);
+        cr_expect_eq(c->fault_va & ~0xFFFull, 0x00000a0000000000ull, "queue 0 fault va 0x%llx", (unsigned long long) c->fault_va);
+        c = wait_seq(fx.ctx, &fx.comps, 1, a1);
+        cr_expect_eq(c->error, -EFAULT);
+        cr_expect_eq(c->fault_va & ~0xFFFull, 0x00000b0000000000ull, "queue 1 fault va 0x%llx", (unsigned long long) c->fault_va);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, b0));
+        check_ok(wait_seq(fx.ctx, &fx.comps, 1, b1));
+        cr_expect_eq(w[1024], 0xC0C0C0C0u);
+        cr_expect_eq(w[1025], 0xC1C1C1C1u);
+        cr_expect_eq(w[0], 0u, "the faulted copy wrote nothing");
+        gpu_buffer_unref(b);
+}
+
 static const GpuContextOptions small_ring = { .n_sdma_queues = 2, .sdma_ring_size = 4096,
                                               .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT };
 
