@@ -40,11 +40,33 @@
  * Addressing", swizzled, element size 4): lane l's byte o lands at
  * base + soffset + (o / 4) * 4 * 32 + l * 4 + o % 4.
  *
- * Not modelled, and documented as no-ops: caches (s_dcache_inv, buffer_gl0_inv,
- * buffer_gl1_inv), s_waitcnt* (every memory access completes immediately),
- * s_sendmsg (MSG_DEALLOC_VGPRS and friends), s_inst_prefetch, s_clause, s_nop,
- * s_setprio, s_sleep. Anything else the decoder does not know fails the
- * dispatch with -EILSEQ, never silently.
+ * Implemented (sim-isa-names.h has the exact list, named as llvm-objdump-15
+ * prints them): SOP1/SOP2/SOPK/SOPC/SOPP, SMEM loads, VOP1/VOP2/VOPC/VOP3
+ * for 32- and 64-bit integer and float operations (IEEE division via
+ * v_div_scale/fmas/fixup, bit-exact), SDWA forms of VOP1/VOP2/VOPC, GLOBAL and
+ * FLAT loads/stores/atomics, MUBUF loads/stores/atomics (the scratch path),
+ * DS loads/stores/atomics on the workgroup's LDS.
+ *
+ * No-ops, as nothing they act on is modelled: caches (s_dcache_inv,
+ * s_gl1_inv, buffer_gl0_inv, buffer_gl1_inv, s_icache_inv), s_waitcnt* (every
+ * access completes when issued), s_sendmsg (MSG_DEALLOC_VGPRS and friends),
+ * s_inst_prefetch, s_clause, s_nop, s_setprio, s_sleep, s_round_mode,
+ * s_denorm_mode (arithmetic is always round-to-nearest-even with denormals,
+ * what clang's gfx1030 descriptors request). s_memtime/s_memrealtime return
+ * the dispatch's wave-instruction count, so results stay deterministic.
+ *
+ * Refused with -EILSEQ and the instruction's name and encoding, never run
+ * wrongly: VOP3P (packed 16-bit and v_fma_mix), DPP, VOP3 op_sel, 16-bit
+ * compares, SCRATCH_* and MIMG/MTBUF encodings, GDS, the shared/private
+ * aperture constants (so generic pointers to LDS or private memory are not
+ * supported: FLAT addresses are treated as global), LDS_DIRECT, s_trap and
+ * every opcode not in sim-isa-names.h.
+ *
+ * Other limits: code must not change during a dispatch (decoded instructions
+ * are cached by pc); an LDS access outside lds_bytes is -EFAULT (the hardware
+ * would drop it); MUBUF NUM_RECORDS range checking is not modelled; lanes of
+ * a wave execute memory operations in lane order and waves take turns in
+ * slices of 256 instructions, so results are deterministic.
  */
 #pragma once
 
@@ -72,7 +94,9 @@ typedef struct SimIsaDispatch {
 typedef struct SimIsaResult {
         int error;                  /* 0; -EFAULT (memory fault); -EILSEQ (unknown/unsupported
                                      * instruction); -ETIME (instruction budget exceeded);
-                                     * -EINVAL (dispatch parameters the model cannot run) */
+                                     * -EINVAL (dispatch parameters the model cannot run);
+                                     * -EDEADLK (waves of a workgroup can no longer progress);
+                                     * -ENOMEM */
         uint64_t fault_va;          /* -EFAULT: first faulting address */
         uint64_t fault_pc;          /* -EFAULT/-EILSEQ/-ETIME: pc of the instruction */
         uint32_t bad_encoding[2];   /* the instruction dwords for -EILSEQ */
@@ -92,7 +116,8 @@ typedef struct SimIsaResult {
  * Returns 0, or the negative errno also stored in @ret->error: -EFAULT (an
  * access outside the mapped memory, @ret->fault_va), -EILSEQ (an instruction
  * the interpreter does not implement), -ETIME (budget exceeded), -EINVAL
- * (wave64, a zero-sized workgroup, LDS larger than 64 KiB), -ENOMEM.
+ * (wave64, a workgroup of 0 or more than 1024 work-items, LDS larger than
+ * 64 KiB), -EDEADLK, -ENOMEM.
  * Memory writes done before a failure stay done, as on the hardware.
  */
 int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t max_wave_instructions,
@@ -106,11 +131,11 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
 bool sim_isa_knows(const char *mnemonic);
 
 /**
- * sim_isa_disassemble_name() - the mnemonic of the instruction at @words.
- * @words: up to 2 dwords (3 with a literal; only the first two are looked at).
+ * sim_isa_name() - the mnemonic of the instruction at @words, if implemented.
+ * @words: the instruction's first two dwords (a VOP3 literal is not needed).
  * @ret_size: instruction size in bytes (4, 8, or 12 with a literal), may be NULL.
  *
- * Returns the name (static storage) or NULL for an encoding the decoder does
- * not know.
+ * Returns the base name (static storage, without _e32/_e64/_sdwa) or NULL
+ * for an encoding the interpreter does not implement.
  */
 const char *sim_isa_name(const uint32_t *words, unsigned *ret_size);

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "isa-helper.h"
@@ -184,5 +185,64 @@ Test(isa, dpp_is_eilseq) {
         isa_mem_init(&m);
         cr_assert_eq(run(&m, code, 3, &d, 0, &res), -EILSEQ);
         cr_assert(strstr(res.message, "v_mov_b32_dpp"), "message: %s", res.message);
+        isa_mem_fini(&m);
+}
+
+/* Random instruction words never crash the interpreter: every run ends with
+ * success or one of the documented errors (run this under ASan/UBSan). */
+Test(isa, random_code_never_crashes) {
+        static const uint32_t prefixes[] = {
+                0x00000000, 0x7e000000, 0x7c000000, 0x80000000, 0xb0000000, 0xbe800000, 0xbf000000, 0xbf800000,
+                0xd4000000, 0xd5000000, 0xd6000000, 0xd7000000, 0xd8000000, 0xdc000000, 0xdc008000, 0xe0000000,
+                0xf4000000, 0xcc000000,
+        };
+        /* ISA_FUZZ_SEED picks another sequence for longer local runs. */
+        uint32_t state = getenv("ISA_FUZZ_SEED") ? (uint32_t) strtoul(getenv("ISA_FUZZ_SEED"), NULL, 0) : 12345;
+        IsaMem m;
+        isa_mem_init(&m);
+        isa_mem_map(&m, 0, 1u << 16);   /* zero registers address memory that exists */
+        uint32_t *code = isa_mem_map(&m, CODE_VA, 4096);
+        unsigned counts[5] = { 0 };
+
+        for (unsigned iter = 0; iter < 3000; iter++) {
+                for (unsigned i = 0; i < 1000;) {
+                        uint32_t w[3];
+                        unsigned size = 0;
+                        for (unsigned j = 0; j < 3; j++) {
+                                state = state * 1664525u + 1013904223u;
+                                w[j] = state ^ (state >> 13);
+                        }
+                        /* A format prefix with random fields; mostly instructions the decoder
+                         * knows (random operands), sometimes anything. */
+                        w[0] = prefixes[w[2] % (sizeof(prefixes) / sizeof(prefixes[0]))] | (w[0] & 0x03ffffff);
+                        /* Clear the bits of forms the model refuses (VOP3 op_sel, GDS, LDS/TFE). */
+                        switch (w[0] >> 26) {
+                        case 0x35: w[0] &= ~(15u << 11); break;
+                        case 0x36: w[0] &= ~(1u << 17); break;
+                        case 0x37: w[0] &= ~(1u << 13); break;
+                        case 0x38: w[0] &= ~(1u << 16); w[1] &= ~(1u << 23); break;
+                        }
+                        if (!sim_isa_name(w, &size) && (iter % 8 != 0 || (w[2] & 255)))
+                                continue;
+                        if (size < 4 || size > 12)
+                                size = 4;
+                        memcpy(&code[i], w, size);
+                        i += size / 4;
+                }
+                SimIsaDispatch d = one_wave();
+                SimIsaResult res;
+                d.wg_size[0] = 1 + state % 96;
+                d.lds_bytes = 4096;
+                d.rsrc2 = (state >> 8) & 0x1fff;
+                int r = sim_isa_dispatch(&d, &m.mem, 2000, &res);
+                cr_assert(r == 0 || r == -EILSEQ || r == -EFAULT || r == -ETIME || r == -EDEADLK,
+                          "iteration %u: %d (%s)", iter, r, res.message);
+                cr_assert_eq(r, res.error);
+                counts[r == 0 ? 0 : r == -EILSEQ ? 1 : r == -EFAULT ? 2 : r == -ETIME ? 3 : 4]++;
+        }
+        cr_log_info("random code: %u ok, %u EILSEQ, %u EFAULT, %u ETIME, %u EDEADLK", counts[0], counts[1], counts[2],
+                    counts[3], counts[4]);
+        cr_assert_gt(counts[1], 0);
+        cr_assert_gt(counts[0] + counts[2] + counts[3], 300, "too few programs ran past their first instructions");
         isa_mem_fini(&m);
 }

@@ -524,7 +524,7 @@ static void int_builtins_ref(int32_t x, int32_t y, uint32_t o[16]) {
         o[0] = (uint32_t) __builtin_popcount(ux) + (ux ? (uint32_t) __builtin_clz(ux) : 32u) * 64u +
                (uy ? (uint32_t) __builtin_ctz(uy) : 32u) * 4096u;
         o[1] = (uy & 31) ? (ux << (uy & 31)) | (ux >> (32 - (uy & 31))) : ux;
-        o[2] = (uint32_t) ((x & 0x7fffff) * (y & 0x3fff)) + (uint32_t) ((x >> 12) * (y >> 20)) + 7u;
+        o[2] = (uint32_t) (x & 0x7fffff) * (uint32_t) (y & 0x3fff) + (uint32_t) ((x >> 12) * (y >> 20)) + 7u;
         o[3] = (uint32_t) (((int64_t) x * y) >> 32) ^ (uint32_t) (((uint64_t) ux * uy) >> 32);
         o[4] = (uint32_t) llabs((int64_t) x - y) + (uint32_t) (x < 0 ? -(int64_t) x : x);
         o[5] = (uint32_t) (((int64_t) x + y) >> 1) + (uint32_t) (((int64_t) x + y + 1) >> 1);
