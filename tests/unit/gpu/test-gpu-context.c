@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -530,6 +531,59 @@ Test(gpu_context, context_free_with_jobs_in_flight, .timeout = 60) {
         b = gpu_buffer_unref(b);
         d = sim_device_free(d);
         cr_expect_eq(count_fds(), before);
+}
+
+/* Mappings of simulated device memory (BOs, dma-bufs, doorbells are memfds).
+ * Counting every line of /proc/self/maps would also count the allocator's
+ * own growth (ASan's in particular). */
+static unsigned count_maps(void) {
+        FILE *f = fopen("/proc/self/maps", "re");
+        cr_assert_not_null(f);
+        unsigned n = 0;
+        char line[512];
+        while (fgets(line, sizeof line, f))
+                if (strstr(line, "/memfd:"))
+                        n++;
+        fclose(f);
+        return n;
+}
+
+static void one_round(const KfdOps *ops) {
+        GpuContext *c = NULL;
+        GpuBuffer *a = NULL, *b = NULL, *imp = NULL;
+        Comps *cs = calloc(1, sizeof *cs);
+        int fd = -1;
+        uint64_t seq;
+
+        cr_assert_eq(gpu_context_new(ops, NULL, &c), 0);
+        cr_assert_eq(gpu_buffer_new(c, 1 * MiB, GPU_PLACEMENT_GTT, false, &a), 0);
+        cr_assert_eq(gpu_buffer_new(c, 1 * MiB, GPU_PLACEMENT_VRAM, true, &b), 0);
+        cr_assert_eq(gpu_buffer_export(b, &fd), 0);
+        cr_assert_eq(gpu_buffer_import(c, fd, &imp), 0);
+        GpuJob j = { .type = GPU_JOB_COPY, .copy = { .src_va = gpu_buffer_get_va(a), .dst_va = gpu_buffer_get_va(imp), .size = 1 * MiB } };
+        cr_assert_eq(gpu_queue_submit(c, 0, &j, &seq), 0);
+        check_ok(wait_seq(c, cs, 0, seq));
+        j.copy.src_va = 0x00000c0000000000ull; /* and a fault + recovery */
+        cr_assert_eq(gpu_queue_submit(c, 1, &j, &seq), 0);
+        cr_expect_eq(wait_seq(c, cs, 1, seq)->error, -EFAULT);
+        close(fd);
+        gpu_buffer_unref(imp);
+        gpu_buffer_unref(b);
+        gpu_buffer_unref(a);
+        gpu_context_free(c);
+        free(cs);
+}
+
+Test(gpu_context, no_mapping_or_fd_leak_per_context, .timeout = 60) {
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        one_round(sim_device_get_ops(d)); /* warm up: thread arenas, lazily created sim state */
+        unsigned maps = count_maps(), fds = count_fds();
+        for (unsigned i = 0; i < 3; i++)
+                one_round(sim_device_get_ops(d));
+        cr_expect_eq(count_maps(), maps, "mappings: %u before, %u after three contexts", maps, count_maps());
+        cr_expect_eq(count_fds(), fds);
+        sim_device_free(d);
 }
 
 Test(gpu_context, options_validation) {
