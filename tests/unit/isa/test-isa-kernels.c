@@ -624,3 +624,35 @@ Test(isa, float_builtins) {
                 isa_mem_fini(&m);
         }
 }
+
+Test(isa, index_3d) {
+        static const uint32_t dims[][6] = { /* nx, ny, nz, wg x, y, z */
+                { 4, 4, 4, 4, 4, 4 }, { 9, 5, 7, 4, 2, 3 }, { 33, 2, 3, 32, 1, 2 }, { 1, 1, 40, 1, 1, 16 }, { 6, 7, 2, 3, 3, 2 },
+        };
+        for (size_t t = 0; t < ELEMS_(dims); t++) {
+                const uint32_t *D = dims[t];
+                IsaMem m;
+                IsaKernel k;
+                IsaArgs a = { 0 };
+                SimIsaResult res;
+                uint32_t *out, total = D[0] * D[1] * D[2];
+                load(&m, "index-3d.hsaco", "index_3d", &k);
+                cr_assert_eq((k.rsrc2 >> 11) & 3, 2, "TIDIG_COMP_CNT must ask for v0, v1 and v2");
+                uint64_t ov = isa_mem_alloc(&m, 8 * total, (void **) &out);
+                isa_args_u64(&a, ov), isa_args_u32(&a, D[0]), isa_args_u32(&a, D[1]), isa_args_u32(&a, D[2]);
+                uint32_t grid[3] = { (D[0] + D[3] - 1) / D[3], (D[1] + D[4] - 1) / D[4], (D[2] + D[5] - 1) / D[5] };
+                uint32_t wg[3] = { D[3], D[4], D[5] };
+                int r = isa_launch(&m, &k, grid, wg, &a, 100000000, &res);
+                cr_assert_eq(r, 0, "%s", res.message);
+                for (uint32_t z = 0; z < D[2]; z++)
+                        for (uint32_t y = 0; y < D[1]; y++)
+                                for (uint32_t x = 0; x < D[0]; x++) {
+                                        uint32_t i = (z * D[1] + y) * D[0] + x;
+                                        uint32_t e0 = ((x % D[3]) | (y % D[4]) << 8 | (z % D[5]) << 16) ^ (z / D[5]) << 24;
+                                        uint32_t e1 = ((x / D[3]) | (y / D[4]) << 12) + D[5] * 100000u;
+                                        cr_assert_eq(out[2 * i], e0, "(%u,%u,%u): %#x != %#x", x, y, z, out[2 * i], e0);
+                                        cr_assert_eq(out[2 * i + 1], e1, "(%u,%u,%u): %#x != %#x", x, y, z, out[2 * i + 1], e1);
+                                }
+                isa_mem_fini(&m);
+        }
+}
