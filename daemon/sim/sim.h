@@ -26,9 +26,21 @@ typedef struct SimOptions {
         const char *sysfs_dir;     /* NULL = create a private temp dir, removed on free */
 } SimOptions;
 
-/* Creates the device and its sysfs tree. */
+/*
+ * Creates the device, writes its sysfs tree and starts one SDMA engine thread
+ * per SDMA engine. opts may be NULL (all defaults). Returns 0, -EINVAL for
+ * options out of range (gpu_id above 16 bits, more than 1024 CUs, VRAM size
+ * not page aligned), -ENOMEM, or a negative errno from creating the tree or
+ * the threads. All fds the device hands out belong to the calling process.
+ */
 int sim_device_new(const SimOptions *opts, SimDevice **ret);
-/* Stops the engines, closes all contexts, removes the temp sysfs tree. NULL-safe. */
+/*
+ * Releases WAIT_EVENTS sleepers (they return FAIL / -EIO), waits for ioctls in
+ * flight, closes every fd the device handed out that is still open (which
+ * tears down the contexts: queues, events, memory), stops the engines and
+ * removes the temp sysfs tree. Exported dma-buf fds stay valid memfds.
+ * NULL-safe; returns NULL.
+ */
 SimDevice *sim_device_free(SimDevice *d);
 /* The kernel-call table that reaches this device; valid until sim_device_free(). */
 const KfdOps *sim_device_get_ops(SimDevice *d);
