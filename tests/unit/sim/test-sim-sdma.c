@@ -323,3 +323,26 @@ Test(sim_sdma, device_free_with_busy_queues) {
         usleep(5000);
         sim_device_free(a.c.dev);
 }
+
+Test(sim_sdma, trap_context_lookup) {
+        /* kfd_signal_event_interrupt: the context id finds the event only if its
+         * slot was written; a bogus id falls back to scanning signaled slots. */
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        uint32_t other = t_event(&r.c, KFD_IOC_EVENT_SIGNAL, true, 0);
+
+        uint32_t no_slot[] = { PKT_TRAP(other) };
+        t_submit(&r.q, no_slot, ELEMENTSOF(no_slot));
+        cr_expect_eq(t_wait1(&r.c, other, 50), KFD_IOC_WAIT_RESULT_TIMEOUT, "slot still ~0: no event");
+
+        uint32_t bogus[] = { PKT_FENCE(r.page.va + 8ull * other, other), PKT_TRAP(0x0ABCDEF) };
+        t_submit(&r.q, bogus, ELEMENTSOF(bogus));
+        cr_expect_eq(t_wait1(&r.c, other, 5000), KFD_IOC_WAIT_RESULT_COMPLETE, "found by the exhaustive search");
+        cr_expect_eq(t_wait1(&r.c, r.done, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "only the written slot fires");
+
+        /* Burst NOP, GCR_REQ and a register poll (HDP flush style) are accepted. */
+        uint32_t misc[] = { 2u << 16, 0xDEAD, 0xBEEF, 0x00000011, 0, 0, 0, 0,
+                            0x34000008, 0x1000, 0x2000, 0, 0, 0x0FFF0004 };
+        rig_submit_and_wait(&r, misc, ELEMENTSOF(misc));
+        t_close(&r.c, true);
+}
