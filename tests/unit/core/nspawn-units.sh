@@ -82,9 +82,11 @@ ExecStartPre=/bin/sh -c 'exec >/run/kfdbroker/sandbox.txt 2>&1; \
   grep -q "^Groups:" /proc/$peer/status && echo peer-status-readable; \
   id -un'
 ExecStart=
-ExecStart=/usr/libexec/kfdbrokerd --device=sim
+ExecStart=/usr/libexec/kfdbrokerd --device=sim --bus=system
 EOT
 systemctl daemon-reload
+# dbus-daemon read its policy at boot, before the files were copied in.
+busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig
 systemctl start kfdbrokerd.socket
 check "kfdbrokerd.socket is listening" 'systemctl is-active -q kfdbrokerd.socket'
 check "socket is a 0666 SEQPACKET socket" 'test "$(stat -c %a /run/kfdbroker/kfdbroker.sock)" = 666'
@@ -104,6 +106,25 @@ check "/etc is read-only in the sandbox" 'grep -qx etc-readonly /run/kfdbroker/s
 check "another user's /proc/PID/cgroup is readable" 'grep -qx peer-cgroup-readable /run/kfdbroker/sandbox.txt'
 check "another user's /proc/PID/status is readable" 'grep -qx peer-status-readable /run/kfdbroker/sandbox.txt'
 check "sandbox runs as kfdbroker" 'tail -1 /run/kfdbroker/sandbox.txt | grep -qx kfdbroker'
+
+# D-Bus: the bus policy lets kfdbroker own the name, activation started the
+# unit, everyone may introspect; admin methods go through polkit.
+check "polkit knows org.kfdbroker.manage (auth_admin_keep)" 'pkaction --action-id org.kfdbroker.manage --verbose | grep -q "implicit active: *auth_admin_keep"'
+check "polkit knows org.kfdbroker.read-all" 'pkaction --action-id org.kfdbroker.read-all --verbose | grep -q "implicit any: *auth_admin_keep"'
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups busctl --system introspect org.kfdbroker.Broker1 /org/kfdbroker/Broker1 2>&1)
+echo "$out" | head -12 | sed 's/^/    /'
+check "nobody can introspect org.kfdbroker.Broker1" 'echo "$out" | grep -q "^org.kfdbroker.Broker1 *interface"'
+busctl --system status org.kfdbroker.Broker1 | grep -Ei "^(EUID|UID|Unit|Comm)=" | sed 's/^/    /'
+check "the name is owned by kfdbrokerd as kfdbroker" 'busctl --system status org.kfdbroker.Broker1 | grep -Eq "^EUID=$(id -u kfdbroker)$"'
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups dbus-send --system --print-reply --dest=org.kfdbroker.Broker1 /org/kfdbroker/Broker1 org.kfdbroker.Broker1.ReloadPolicy 2>&1)
+echo "    nobody ReloadPolicy: $out"
+check "nobody may not ReloadPolicy: polkit was asked and said no" 'echo "$out" | grep -q "org.kfdbroker.manage" && ! echo "$out" | grep -q "could not be asked"'
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus RequestName su org.kfdbroker.Broker1 4 2>&1)
+check "nobody may not own org.kfdbroker.Broker1" 'echo "$out" | grep -qi "access denied"'
+check "root may ReloadPolicy" 'busctl --system call org.kfdbroker.Broker1 /org/kfdbroker/Broker1 org.kfdbroker.Broker1 ReloadPolicy'
+systemctl stop kfdbrokerd.service
+out=$(busctl --system introspect org.kfdbroker.Broker1 /org/kfdbroker/Broker1 2>&1)
+check "a D-Bus call activates the stopped service (SystemdService=)" 'systemctl is-active -q kfdbrokerd.service && echo "$out" | grep -q "^org.kfdbroker.Broker1 *interface"'
 
 pid=$(systemctl show -P MainPID kfdbrokerd.service)
 check "systemctl reload succeeds" 'systemctl reload kfdbrokerd.service'

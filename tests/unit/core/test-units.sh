@@ -48,8 +48,8 @@ else
 fi
 
 # The unit as installed must name the installed daemon, with --device=auto.
-if grep -q "^ExecStart=/.*/kfdbrokerd --device=auto$" "$units/kfdbrokerd.service"; then
-        ok "ExecStart names the installed kfdbrokerd --device=auto"
+if grep -q "^ExecStart=/.*/kfdbrokerd --device=auto --bus=system$" "$units/kfdbrokerd.service"; then
+        ok "ExecStart names the installed kfdbrokerd --device=auto --bus=system"
 else
         not_ok "ExecStart" "$(grep ExecStart "$units/kfdbrokerd.service")"
 fi
