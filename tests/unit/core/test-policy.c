@@ -502,3 +502,40 @@ Test(policy, default_dirs) {
         cr_expect_str_eq(policy_default_dirs[2], KFDBROKER_POLICY_VENDOR_DIR);
         cr_expect_null(policy_default_dirs[3]);
 }
+
+/* Mutated copies of a valid file: every outcome is either a policy or a
+ * refusal with "FILE:LINE: " and a message; nothing crashes or leaks (ASan). */
+Test(policy, mutated_files_fail_cleanly) {
+        size_t len = strlen(example);
+        char *buf = malloc(len + 1);
+        unsigned seed = 12345, refused = 0, loaded = 0;
+        static const char alphabet[] = "[]=#;\n \tMatchLimitsUserWeight0123456789GKinfinity*\x01\xff";
+
+        cr_assert_not_null(buf);
+        for (unsigned iter = 0; iter < 3000; iter++) {
+                Policy *p = NULL;
+                char err[512];
+                int r;
+
+                memcpy(buf, example, len + 1);
+                for (unsigned k = 0; k < 1 + iter % 4; k++) {
+                        seed = seed * 1103515245u + 12345u;
+                        buf[(seed >> 8) % len] = alphabet[(seed >> 20) % (sizeof(alphabet) - 1)];
+                }
+                r = policy_load_string(buf, len, "m.conf", &p, err, sizeof(err));
+                if (r >= 0) {
+                        cr_assert_not_null(p);
+                        cr_assert_eq((size_t) r, policy_n_rules(p));
+                        policy_free(p);
+                        loaded++;
+                } else {
+                        cr_assert_null(p);
+                        cr_assert(strncmp(err, "m.conf:", 7) == 0 && strstr(err, ": ") && strlen(err) > 12,
+                                  "refusal without a location: \"%s\" (%d)", err, r);
+                        refused++;
+                }
+        }
+        cr_expect_gt(refused, 100);
+        cr_expect_gt(loaded, 100);
+        free(buf);
+}
