@@ -593,6 +593,9 @@ int kfdb_status(kfdb_session *s, kfdb_daemon_status *ret) {
                 .jobs_failed = r->status.jobs_failed,
                 .uptime_ns = r->status.uptime_ns,
                 .buffer_bytes = r->status.buffer_bytes,
+                .gpu_buffers = r->status.gpu_buffers,
+                .jobs_in_flight = r->status.jobs_in_flight,
+                .events = r->status.events,
         };
         copy_string(ret->daemon_version, sizeof(ret->daemon_version), r->status.daemon_version);
         copy_string(ret->backend, sizeof(ret->backend), r->status.backend);

@@ -447,6 +447,9 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->status.jobs_failed = s->jobs_failed;
                 r->status.uptime_ns = s->uptime_ns;
                 r->status.buffer_bytes = s->buffer_bytes;
+                r->status.gpu_buffers = s->gpu_buffers;
+                r->status.jobs_in_flight = s->jobs_in_flight;
+                r->status.events = s->events;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED:

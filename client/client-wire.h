@@ -171,7 +171,7 @@ typedef struct ClientReply {
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;
-                        uint32_t sessions;
+                        uint32_t sessions, gpu_buffers, jobs_in_flight, events;
                         uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
                 } status;
                 struct {

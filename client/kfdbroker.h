@@ -190,6 +190,9 @@ typedef struct kfdb_daemon_status {
         uint64_t jobs_failed;
         uint64_t uptime_ns;
         uint64_t buffer_bytes; /* all sessions, now */
+        uint32_t gpu_buffers;    /* GPU buffer objects alive in the daemon (client + internal) */
+        uint32_t jobs_in_flight; /* jobs on the GPU now, all sessions */
+        uint32_t events;         /* client events alive, all sessions */
 } kfdb_daemon_status;
 
 /* kfdb_status() - the daemon's overall state. Returns 0 or the common errors. */

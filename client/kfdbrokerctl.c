@@ -143,10 +143,11 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                 json_member_string(",", "gfx_name", st.gfx_name);
                 json_member_string(",", "device_name", dev.name);
                 printf(",\"gpu_id\":%" PRIu32 ",\"sessions\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
-                       ",\"jobs_failed\":%" PRIu64 ",\"uptime_ns\":%" PRIu64
-                       ",\"buffer_bytes\":%" PRIu64 "}\n",
-                       dev.gpu_id, st.sessions, st.jobs_completed, st.jobs_failed, st.uptime_ns,
-                       st.buffer_bytes);
+                       ",\"jobs_failed\":%" PRIu64 ",\"jobs_in_flight\":%" PRIu32
+                       ",\"uptime_ns\":%" PRIu64 ",\"buffer_bytes\":%" PRIu64
+                       ",\"gpu_buffers\":%" PRIu32 ",\"events\":%" PRIu32 "}\n",
+                       dev.gpu_id, st.sessions, st.jobs_completed, st.jobs_failed, st.jobs_in_flight,
+                       st.uptime_ns, st.buffer_bytes, st.gpu_buffers, st.events);
                 return 0;
         }
         printf("daemon:   kfdbrokerd %s\n", st.daemon_version);
@@ -157,11 +158,12 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         else
                 printf("device:   %s (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.gpu_id);
         printf("sessions: %" PRIu32 "\n", st.sessions);
-        printf("jobs:     %" PRIu64 " completed, %" PRIu64 " failed\n", st.jobs_completed,
-               st.jobs_failed);
+        printf("jobs:     %" PRIu64 " completed, %" PRIu64 " failed, %" PRIu32 " on the GPU\n",
+               st.jobs_completed, st.jobs_failed, st.jobs_in_flight);
         printf("uptime:   %s\n", format_duration(st.uptime_ns, b1, sizeof(b1)));
-        printf("buffers:  %s (%" PRIu64 " bytes)\n", format_bytes(st.buffer_bytes, b2, sizeof(b2)),
-               st.buffer_bytes);
+        printf("buffers:  %s (%" PRIu64 " bytes), %" PRIu32 " GPU buffer objects\n",
+               format_bytes(st.buffer_bytes, b2, sizeof(b2)), st.buffer_bytes, st.gpu_buffers);
+        printf("events:   %" PRIu32 "\n", st.events);
         return 0;
 }
 

@@ -172,7 +172,7 @@ static int replies(const char *dir) {
         r |= write_reply(dir, "submit", &(WireReply) {
                 .id = 6, .type = WIRE_REPLY_SUBMIT, .submit = { fences, 3 } });
         r |= write_reply(dir, "status", &(WireReply) {
-                .id = 7, .type = WIRE_REPLY_STATUS, .status = { "0.1.0", "sim", "gfx1030", 1, 2, 3, 4, 5 } });
+                .id = 7, .type = WIRE_REPLY_STATUS, .status = { "0.1.0", "sim", "gfx1030", 1, 2, 3, 4, 5, 6, 7, 8 } });
         r |= write_reply(dir, "query", &(WireReply) {
                 .id = 8, .type = WIRE_REPLY_QUERY, .query = { .buffers = 2, .limits = { .max_events = 9 } } });
         r |= write_reply(dir, "job-failed", &(WireReply) {

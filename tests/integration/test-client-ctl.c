@@ -99,14 +99,18 @@ Test(ctl, status_text_and_json) {
         cr_assert(strstr(out, "device:   gfx1030"), "%s", out);
         /* The session of kfdbrokerctl itself. */
         cr_assert(strstr(out, "sessions: 1\n"), "%s", out);
-        cr_assert(strstr(out, "jobs:     0 completed, 0 failed\n"), "%s", out);
+        cr_assert(strstr(out, "jobs:     0 completed, 0 failed, 0 on the GPU\n"), "%s", out);
+        cr_assert(strstr(out, "buffers:  0 B (0 bytes), "), "%s", out);
+        cr_assert(strstr(out, "events:   0\n"), "%s", out);
         free(out);
         free(err);
 
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
         cr_assert(strstr(out, "{\"daemon_version\":\"0.1.0\",\"backend\":\"sim\",\"gfx_name\":\"gfx1030\""),
                   "%s", out);
-        cr_assert(strstr(out, "\"sessions\":1,\"jobs_completed\":0,\"jobs_failed\":0"), "%s", out);
+        cr_assert(strstr(out, "\"sessions\":1,\"jobs_completed\":0,\"jobs_failed\":0,\"jobs_in_flight\":0,"),
+                  "%s", out);
+        cr_assert(strstr(out, "\"buffer_bytes\":0,\"gpu_buffers\":"), "%s", out);
         free(out);
         free(err);
 }

@@ -360,7 +360,7 @@ static void script_out_of_order(Srv *s) {
         S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
         r = (WireReply) { .id = status.id, .type = WIRE_REPLY_STATUS,
                           .status = { "0.1.0-fake", "sim", "gfx1030", 2, 1000, 1, 3ull * 1000000000,
-                                      128ull << 20 } };
+                                      128ull << 20, 5, 3, 7 } };
         S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
         /* The DeviceInfo request still arrives; its reply was already sent. */
         S_CHECK(s, srv_recv(s, &device, NULL) == 0);
@@ -380,6 +380,9 @@ Test(client, replies_out_of_order_and_notifications_between) {
         cr_assert_eq(st.sessions, 2);
         cr_assert_eq(st.jobs_completed, 1000);
         cr_assert_eq(st.buffer_bytes, 128ull << 20);
+        cr_assert_eq(st.gpu_buffers, 5);
+        cr_assert_eq(st.jobs_in_flight, 3);
+        cr_assert_eq(st.events, 7);
 
         cr_assert_eq(kfdb_device_info(session, &dev), 0, "%s", kfdb_session_last_error(session));
         cr_assert_str_eq(dev.gfx_name, "gfx1030");

@@ -606,13 +606,18 @@ Test(wire, reply_bodies) {
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
 
         r = (WireReply) { .id = 9, .type = WIRE_REPLY_STATUS,
-                          .status = { "0.1.0", "sim", "gfx1030", 3, 100, 2, 5000000000ull, 1 << 20 } };
+                          .status = { "0.1.0", "sim", "gfx1030", 3, 100, 2, 5000000000ull, 1 << 20,
+                                      4, 2, 6 } };
         m = encode_decode(&r);
         cr_assert_str_eq(m->status->backend, "sim");
         cr_assert_str_eq(m->status->gfx_name, "gfx1030");
         cr_assert_eq(m->status->sessions, 3);
         cr_assert_eq(m->status->jobs_completed, 100);
         cr_assert_eq(m->status->uptime_ns, 5000000000ull);
+        cr_assert_eq(m->status->buffer_bytes, 1 << 20);
+        cr_assert_eq(m->status->gpu_buffers, 4);
+        cr_assert_eq(m->status->jobs_in_flight, 2);
+        cr_assert_eq(m->status->events, 6);
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
 
         r = (WireReply) { .id = 10, .type = WIRE_REPLY_QUERY,
