@@ -38,7 +38,9 @@ struct Job {
 
         unsigned queue;    /* hardware queue once submitted */
         uint64_t seq;      /* its sequence number there */
-        uint64_t cost;     /* scheduling cost (bytes moved, at least a minimum) */
+        uint64_t cost;     /* bytes moved (ring budget) */
+        uint64_t est_ns;   /* GPU time charged to its stream while it runs */
+        SchedStream *stream; /* the stream it was queued on */
         bool signal_claimed; /* SIGNAL job whose signal a GPU wait already consumes */
         bool wait_resolved;  /* WAIT job whose wait was turned into GPU waits (or none) */
         uint64_t queued_ns, submitted_ns;

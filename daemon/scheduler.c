@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * See scheduler.h. Deficit round robin (Shreedhar & Varghese, 1995) per
- * hardware queue over the streams bound to it, in bytes of work, with each
- * stream's quantum scaled by its session's weight.
+ * See scheduler.h. Start-time fair queueing (Goyal, Vin & Cheng, 1996) per
+ * hardware queue, with the virtual-time bookkeeping of Linux's CFS: charge
+ * what a job really used, when it is known.
  */
 #include "scheduler.h"
 
@@ -23,15 +23,16 @@
  * stream behind a flooding one. */
 #define QUEUE_MAX_JOBS 64u
 #define QUEUE_MAX_BYTES (64ull << 20)
-/* DRR quantum per unit of weight, in bytes of work. */
-#define QUANTUM_BYTES (1ull << 20)
-/* Cost floor so that empty jobs (events) are not free. */
+/* Cost floor so that empty jobs (events) are not free in the ring budget. */
 #define MIN_JOB_COST 4096ull
+/* Estimate for a job with no bytes (events) until it is measured. */
+#define EMPTY_JOB_NS 2000ull
 
 typedef struct HwQueue {
         unsigned index;
         GpuEngine engine;
         unsigned n_streams; /* bound streams, for balancing */
+        double bytes_per_ns; /* measured throughput, for estimates (moving average) */
         QUEUE_HEAD(Job, inflight);
         QUEUE_HEAD(SchedStream, active);
         SchedQueueStats stats;
@@ -58,6 +59,7 @@ int scheduler_new(Manager *m, GpuContext *gpu, Scheduler **ret) {
         for (unsigned i = 0; i < s->n_queues; i++) {
                 s->queues[i].index = i;
                 s->queues[i].engine = info->queue_engine[i];
+                s->queues[i].bytes_per_ns = 1.0; /* 1 GB/s until measured */
         }
         *ret = s;
         return 0;
@@ -110,12 +112,29 @@ static uint64_t job_cost(const Job *j) {
         return c < MIN_JOB_COST ? MIN_JOB_COST : c;
 }
 
+/* The least virtual time among the queue's active streams, or -1. */
+static double min_active_vtime(const HwQueue *q) {
+        double m = -1;
+
+        for (SchedStream *it = q->active.first; it; it = it->active_next)
+                if (m < 0 || it->vtime < m)
+                        m = it->vtime;
+        return m;
+}
+
 void scheduler_enqueue(Scheduler *s, SchedStream *st, Job *j) {
         j->cost = job_cost(j);
         j->queued_ns = now_ns();
+        j->stream = st;
         QUEUE_APPEND(queue, st->pending, j);
         if (!st->active && st->queue != UINT32_MAX) {
-                QUEUE_APPEND(active, s->queues[st->queue].active, st);
+                HwQueue *q = &s->queues[st->queue];
+                double m = min_active_vtime(q);
+
+                /* Waking from idle: no credit for the time it did not compete. */
+                if (m > st->vtime)
+                        st->vtime = m;
+                QUEUE_APPEND(active, q->active, st);
                 st->active = true;
         }
 }
@@ -171,92 +190,95 @@ static void finish_job(Scheduler *s, Job *j, int error, const char *msg, uint64_
         job_free(j);
 }
 
-/* Submits what the queue's budget and the streams' deficits allow.
- * Returns true if anything changed. */
+static bool queue_has_room(const HwQueue *q, const Job *j) {
+        /* An empty queue always takes one job, however large. */
+        return q->stats.in_flight == 0 ||
+               (q->stats.in_flight < QUEUE_MAX_JOBS && q->stats.in_flight_bytes + j->cost <= QUEUE_MAX_BYTES);
+}
+
+static uint64_t estimate_ns(const HwQueue *q, const Job *j) {
+        uint64_t bytes = j->type == WIRE_JOB_COPY ? j->gpu.copy.size
+                         : j->type == WIRE_JOB_FILL ? j->gpu.fill.size : 0;
+
+        return bytes ? (uint64_t) ((double) bytes / q->bytes_per_ns) + EMPTY_JOB_NS : EMPTY_JOB_NS;
+}
+
+/* Where the stream stands, counting its jobs on the GPU at their estimate. */
+static double stream_key(const SchedStream *st) {
+        return st->vtime + (double) st->inflight_est / st->weight;
+}
+
+/* Drops the stream from the active list once it has nothing pending. */
+static void stream_maybe_idle(HwQueue *q, SchedStream *st) {
+        if (st->pending.first || !st->active)
+                return;
+        QUEUE_REMOVE(active, q->active, st);
+        st->active = false;
+}
+
+/*
+ * Fills the hardware queue: while it has room, submit the head job of the
+ * ready stream with the least virtual time. Returns true if anything changed.
+ */
 static bool run_queue(Scheduler *s, HwQueue *q) {
-        bool changed = false, ring_full = false;
-        unsigned idle = 0;
+        bool changed = false;
 
-        while (q->active.first && !ring_full) {
-                SchedStream *st = q->active.first;
-                bool progress = false;
-                unsigned n_active = 0;
-                SchedStream *it;
+        for (;;) {
+                SchedStream *best = NULL, *st, *next;
+                Job *j;
+                uint64_t seq;
+                int r;
 
-                for (it = q->active.first; it; it = it->active_next)
-                        n_active++;
-                if (idle >= n_active)
-                        break;
-
-                QUEUE_REMOVE(active, q->active, st);
-                for (bool first = true;; first = false) {
-                        Job *j = st->pending.first;
-                        Readiness rd;
-                        uint64_t seq;
-                        int r;
-
-                        if (!j)
-                                break;
-                        if (q->stats.in_flight > 0 &&
-                            (q->stats.in_flight >= QUEUE_MAX_JOBS ||
-                             q->stats.in_flight_bytes + j->cost > QUEUE_MAX_BYTES)) {
-                                ring_full = true;
-                                break;
-                        }
-                        rd = job_prepare(j, q->index);
-                        if (rd == JOB_BLOCKED)
-                                break;
-                        if (rd == JOB_CANCELLED) {
+                for (st = q->active.first; st; st = next) {
+                        next = st->active_next;
+                        j = st->pending.first;
+                        switch (job_prepare(j, q->index)) {
+                        case JOB_CANCELLED:
                                 QUEUE_REMOVE(queue, st->pending, j);
                                 finish_job(s, j, ECANCELED,
-                                           "the event this wait-event job waits for was destroyed",
-                                           0);
-                                progress = changed = true;
+                                           "the event this wait-event job waits for was destroyed", 0);
+                                stream_maybe_idle(q, st);
+                                changed = true;
                                 continue;
-                        }
-                        if (st->deficit < (int64_t) j->cost) {
-                                if (!first)
-                                        break;
-                                st->deficit += (int64_t) (QUANTUM_BYTES * st->weight);
-                                progress = true;
-                                if (st->deficit < (int64_t) j->cost)
-                                        break;
-                        }
-
-                        r = gpu_queue_submit(s->gpu, q->index, &j->gpu, &seq);
-                        if (r == -EAGAIN) {
-                                ring_full = true;
+                        case JOB_BLOCKED:
+                                continue;
+                        case JOB_READY:
+                                if (!best || stream_key(st) < stream_key(best))
+                                        best = st;
                                 break;
                         }
-                        QUEUE_REMOVE(queue, st->pending, j);
-                        if (r < 0) {
-                                log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s job %" PRIu64 ": %m",
-                                                  j->session->id, job_type_name(j->type), j->fence);
-                                finish_job(s, j, -r, "the GPU layer refused the job", 0);
-                                progress = changed = true;
-                                continue;
-                        }
-                        st->deficit -= (int64_t) j->cost;
-                        j->state = JOB_SUBMITTED;
-                        j->queue = q->index;
-                        j->seq = seq;
-                        j->submitted_ns = now_ns();
-                        QUEUE_APPEND(queue, q->inflight, j);
-                        q->stats.in_flight++;
-                        q->stats.in_flight_bytes += j->cost;
-                        q->stats.submitted++;
-                        if (j->type == WIRE_JOB_SIGNAL_EVENT)
-                                LIST_APPEND(signals, j->event->signals, j);
-                        progress = changed = true;
                 }
-
-                if (st->pending.first) {
-                        QUEUE_APPEND(active, q->active, st);
-                } else {
-                        st->active = false;
-                        st->deficit = 0; /* DRR: an emptied stream keeps no credit */
+                if (!best)
+                        break;
+                j = best->pending.first;
+                if (!queue_has_room(q, j))
+                        break;
+                r = gpu_queue_submit(s->gpu, q->index, &j->gpu, &seq);
+                if (r == -EAGAIN)
+                        break;
+                QUEUE_REMOVE(queue, best->pending, j);
+                if (r < 0) {
+                        log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s job %" PRIu64 ": %m",
+                                          j->session->id, job_type_name(j->type), j->fence);
+                        finish_job(s, j, -r, "the GPU layer refused the job", 0);
+                        stream_maybe_idle(q, best);
+                        changed = true;
+                        continue;
                 }
-                idle = progress ? 0 : idle + 1;
+                j->state = JOB_SUBMITTED;
+                j->queue = q->index;
+                j->seq = seq;
+                j->submitted_ns = now_ns();
+                j->est_ns = estimate_ns(q, j);
+                best->inflight_est += j->est_ns;
+                QUEUE_APPEND(queue, q->inflight, j);
+                q->stats.in_flight++;
+                q->stats.in_flight_bytes += j->cost;
+                q->stats.submitted++;
+                if (j->type == WIRE_JOB_SIGNAL_EVENT)
+                        LIST_APPEND(signals, j->event->signals, j);
+                stream_maybe_idle(q, best);
+                changed = true;
         }
         return changed;
 }
@@ -278,6 +300,21 @@ void scheduler_run(Scheduler *s) {
                         s->again = true;
         } while (s->again);
         s->running = false;
+}
+
+/* Charges a retired job's measured GPU time to its stream and refines the
+ * queue's throughput estimate. */
+static void charge(HwQueue *q, Job *j, uint64_t busy_ns) {
+        SchedStream *st = j->stream;
+        uint64_t bytes = j->type == WIRE_JOB_COPY ? j->gpu.copy.size
+                         : j->type == WIRE_JOB_FILL ? j->gpu.fill.size : 0;
+
+        if (st) {
+                st->inflight_est -= MIN(st->inflight_est, j->est_ns);
+                st->vtime += (double) busy_ns / st->weight;
+        }
+        if (bytes >= (1u << 20) && busy_ns > 0)
+                q->bytes_per_ns = 0.9 * q->bytes_per_ns + 0.1 * ((double) bytes / (double) busy_ns);
 }
 
 static void on_completion(const GpuCompletion *c, void *userdata) {
@@ -306,6 +343,7 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
         q->stats.in_flight_bytes -= j->cost;
         q->stats.completed++;
         j->state = JOB_DONE;
+        charge(q, j, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : j->est_ns);
 
         if (j->type == WIRE_JOB_SIGNAL_EVENT) {
                 LIST_REMOVE(signals, j->event->signals, j);
@@ -355,6 +393,7 @@ void scheduler_abandon(Scheduler *s) {
                         QUEUE_REMOVE(queue, q->inflight, j);
                         q->stats.in_flight--;
                         q->stats.in_flight_bytes -= j->cost;
+                        charge(q, j, 0);
                         if (j->type == WIRE_JOB_SIGNAL_EVENT)
                                 LIST_REMOVE(signals, j->event->signals, j);
                         finish_job(s, j, ECANCELED, NULL, 0);

@@ -3,11 +3,18 @@
  * Scheduler: decides when each accepted Job goes to which hardware queue.
  *
  * Each session has one stream per engine, bound to one hardware queue of that
- * engine; jobs of a stream run in order. A hardware queue serves the streams
- * bound to it by deficit round robin weighted by the session's weight, and
- * keeps at most a bounded amount of work on the ring (jobs and bytes), so a
- * session that floods cannot push another session's latency beyond one
- * bounded backlog. Wait-event jobs are resolved here: an already signaled
+ * engine; jobs of a stream run in order. A hardware queue serves its streams
+ * by start-time fair queueing on measured GPU time: every stream has a
+ * virtual time that advances by each retired job's GPU busy time (from the
+ * timestamps around it) divided by the session's weight, jobs still on the
+ * GPU count with an estimate until they retire, and the next slot goes to the
+ * ready stream with the least virtual time. Charging measured time rather
+ * than bytes makes weights mean shares of engine time for any kind of job
+ * (a copy's speed depends on memory, a dispatch's on its kernel). A stream
+ * that was idle starts at the least virtual time of the active ones, so it
+ * cannot bank credit. The queue keeps at most a bounded amount of work on the
+ * ring (jobs and bytes), so a session that floods cannot push another
+ * session's latency beyond one bounded backlog. Wait-event jobs are resolved here: an already signaled
  * event lets the job through, an event whose signal job is already on the
  * GPU becomes a GPU-side wait (POLL_REGMEM on that queue's fence), and an
  * event with no signal on the way holds its stream until one is.
@@ -28,8 +35,9 @@ struct SchedStream {
         GpuEngine engine;
         unsigned queue;
         uint32_t weight;
-        int64_t deficit;
-        bool active; /* on its queue's active ring */
+        double vtime;           /* GPU ns / weight charged so far */
+        uint64_t inflight_est;  /* estimated GPU ns of its jobs on the GPU now */
+        bool active;            /* has pending jobs (on its queue's active list) */
         QUEUE_HEAD(Job, pending);
         LIST_FIELDS(SchedStream, active);
 };

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -289,4 +290,61 @@ Kfdbroker__V1__StatusReply *raw_status(int fd, Kfdbroker__V1__ServerMessage **ho
         *holder = raw_call(fd, &req, NULL, 0, NULL, NULL);
         cr_assert_eq((*holder)->error, 0, "status failed: %s", (*holder)->error_message);
         return (*holder)->status;
+}
+
+void test_bus_start(TestBus *b) {
+        char conf[256], cmd[512], addr[256];
+        FILE *f;
+
+        strcpy(b->dir, "/tmp/kfdbroker-bus.XXXXXX");
+        cr_assert(mkdtemp(b->dir));
+        chmod(b->dir, 0755); /* the unprivileged caller must reach the socket */
+        snprintf(conf, sizeof(conf), "%s/system.conf", b->dir);
+        f = fopen(conf, "we");
+        cr_assert(f);
+        fprintf(f,
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+                " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                "<busconfig>\n"
+                "  <type>system</type>\n"
+                "  <listen>unix:path=%s/system_bus_socket</listen>\n"
+                "  <auth>EXTERNAL</auth>\n"
+                "  <policy context=\"default\">\n"
+                "    <allow user=\"*\"/>\n"
+                "    <deny own=\"*\"/>\n"
+                "    <deny send_type=\"method_call\"/>\n"
+                "    <allow send_type=\"signal\"/>\n"
+                "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
+                "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
+                "    <allow receive_type=\"method_call\"/>\n"
+                "    <allow receive_type=\"method_return\"/>\n"
+                "    <allow receive_type=\"error\"/>\n"
+                "    <allow receive_type=\"signal\"/>\n"
+                "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
+                "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
+                "  </policy>\n"
+                "  <include>%s/org.kfdbroker.Broker1.conf</include>\n"
+                "  <!-- Tests run the daemon as root instead of the kfdbroker user. -->\n"
+                "  <policy user=\"root\"><allow own=\"org.kfdbroker.Broker1\"/></policy>\n"
+                "</busconfig>\n",
+                b->dir, getenv("KFDBROKER_POLICY_SRC"));
+        fclose(f);
+        snprintf(cmd, sizeof(cmd), "dbus-daemon --config-file=%s --fork --print-address=1 --print-pid=1", conf);
+        f = popen(cmd, "re");
+        cr_assert(f, "cannot run dbus-daemon");
+        cr_assert(fgets(addr, sizeof(addr), f), "dbus-daemon printed no address");
+        addr[strcspn(addr, "\n")] = '\0';
+        cr_assert_eq(fscanf(f, "%d", &b->pid), 1);
+        pclose(f);
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", addr, 1);
+}
+
+void test_bus_stop(TestBus *b) {
+        char cmd[128];
+
+        if (b->pid > 0)
+                kill(b->pid, SIGTERM);
+        b->pid = 0;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", b->dir);
+        (void) !system(cmd);
 }

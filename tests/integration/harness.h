@@ -29,6 +29,16 @@ int test_daemon_count_fds(const TestDaemon *d);
 /* Prints the daemon log to stderr (for failures). */
 void test_daemon_dump_log(const TestDaemon *d);
 
+/* A private system-like D-Bus bus: the stock default-deny policy plus the
+ * project's bus policy (KFDBROKER_POLICY_SRC), and root allowed to own the
+ * name (tests run the daemon as root). Sets DBUS_SYSTEM_BUS_ADDRESS. */
+typedef struct TestBus {
+        char dir[64];
+        pid_t pid;
+} TestBus;
+void test_bus_start(TestBus *b);
+void test_bus_stop(TestBus *b);
+
 /* A raw connection. */
 int raw_connect(const TestDaemon *d);
 /* Sends bytes with optional fds. Returns 0 or -errno. */

@@ -27,74 +27,23 @@
 #define IFACE "org.kfdbroker.Broker1"
 
 static TestDaemon d;
-static char busdir[64], policydir[128];
-static pid_t bus_pid;
-
-static void start_bus(void) {
-        char conf[256], cmd[512], addr[256];
-        FILE *f;
-
-        strcpy(busdir, "/tmp/kfdbroker-bus.XXXXXX");
-        cr_assert(mkdtemp(busdir));
-        chmod(busdir, 0755); /* the unprivileged caller must reach the socket */
-        snprintf(conf, sizeof(conf), "%s/system.conf", busdir);
-        f = fopen(conf, "we");
-        cr_assert(f);
-        fprintf(f,
-                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-                " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-                "<busconfig>\n"
-                "  <type>system</type>\n"
-                "  <listen>unix:path=%s/system_bus_socket</listen>\n"
-                "  <auth>EXTERNAL</auth>\n"
-                "  <policy context=\"default\">\n"
-                "    <allow user=\"*\"/>\n"
-                "    <deny own=\"*\"/>\n"
-                "    <deny send_type=\"method_call\"/>\n"
-                "    <allow send_type=\"signal\"/>\n"
-                "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
-                "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
-                "    <allow receive_type=\"method_call\"/>\n"
-                "    <allow receive_type=\"method_return\"/>\n"
-                "    <allow receive_type=\"error\"/>\n"
-                "    <allow receive_type=\"signal\"/>\n"
-                "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
-                "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
-                "  </policy>\n"
-                "  <include>%s/org.kfdbroker.Broker1.conf</include>\n"
-                "  <!-- Tests run the daemon as root instead of the kfdbroker user. -->\n"
-                "  <policy user=\"root\"><allow own=\"" NAME "\"/></policy>\n"
-                "</busconfig>\n",
-                busdir, getenv("KFDBROKER_POLICY_SRC"));
-        fclose(f);
-        snprintf(cmd, sizeof(cmd), "dbus-daemon --config-file=%s --fork --print-address=1 --print-pid=1", conf);
-        f = popen(cmd, "re");
-        cr_assert(f, "cannot run dbus-daemon");
-        cr_assert(fgets(addr, sizeof(addr), f), "dbus-daemon printed no address");
-        addr[strcspn(addr, "\n")] = '\0';
-        cr_assert_eq(fscanf(f, "%d", &bus_pid), 1);
-        pclose(f);
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", addr, 1);
-}
+static TestBus tb;
+static char policydir[128];
 
 static void setup(void) {
         char arg[160];
         const char *args[] = { "--bus=system", arg, NULL };
 
-        start_bus();
-        snprintf(policydir, sizeof(policydir), "%s/policy.d", busdir);
+        test_bus_start(&tb);
+        snprintf(policydir, sizeof(policydir), "%s/policy.d", tb.dir);
         cr_assert_eq(mkdir(policydir, 0755), 0);
         snprintf(arg, sizeof(arg), "--policy-dir=%s", policydir);
         test_daemon_start(&d, args);
 }
 
 static void teardown(void) {
-        char cmd[128];
-
         cr_assert_eq(test_daemon_stop(&d), 0, "kfdbrokerd must exit 0");
-        kill(bus_pid, SIGTERM);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", busdir);
-        (void) !system(cmd);
+        test_bus_stop(&tb);
 }
 
 TestSuite(dbus, .init = setup, .fini = teardown, .timeout = 60);

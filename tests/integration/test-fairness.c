@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scheduler fairness on a saturated engine: one SDMA queue, two sessions
+ * with weights 1 and 3 (set over D-Bus), both keeping the engine busy with
+ * copies. Over a window where both are backlogged, their shares of GPU busy
+ * time must be within +-10% (relative) of 25% and 75%. Also: a light session
+ * next to a flooding one sees its jobs finish within a bounded time.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kfdbroker.h"
+
+#define NAME "org.kfdbroker.Broker1"
+#define PATH "/org/kfdbroker/Broker1"
+#define IFACE "org.kfdbroker.Broker1"
+#define JOB_BYTES (2u << 20)
+/* Each client copies a different slice every time out of a working set much
+ * larger than the CPU's caches: the simulated SDMA engine copies with the
+ * CPU, and a cache-resident job would run faster than one from DRAM, which a
+ * real engine's DMA does not see. */
+#define SET_BYTES (96u << 20)
+#define OUTSTANDING 96 /* more than the hardware queue takes (64 jobs / 64 MiB), so both stay backlogged */
+
+static TestDaemon d;
+static TestBus tb;
+
+static void setup(void) {
+        static const char *const args[] = { "--bus=system", "--sdma-queues=1", NULL };
+
+        test_bus_start(&tb);
+        test_daemon_start(&d, args);
+}
+
+static void teardown(void) {
+        cr_assert_eq(test_daemon_stop(&d), 0);
+        test_bus_stop(&tb);
+}
+
+TestSuite(fairness, .init = setup, .fini = teardown, .timeout = 120);
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+typedef struct Client {
+        kfdb_session *s;
+        kfdb_buffer *src, *dst;
+        kfdb_batch *batch;
+        uint64_t fences[4096];
+        unsigned head, tail; /* outstanding fences in [head, tail) */
+} Client;
+
+static void client_open(Client *c) {
+        memset(c, 0, sizeof(*c));
+        cr_assert_eq(kfdb_session_new(d.sock, "fairness", &c->s), 0);
+        cr_assert_eq(kfdb_buffer_alloc(c->s, SET_BYTES, KFDB_PLACEMENT_GTT, &c->src), 0);
+        cr_assert_eq(kfdb_buffer_alloc(c->s, SET_BYTES, KFDB_PLACEMENT_GTT, &c->dst), 0);
+        cr_assert_eq(kfdb_batch_new(c->s, &c->batch), 0);
+        /* Make every page resident first: first-touch page faults in the
+         * simulated engine are real GPU time of whoever touches first. */
+        {
+                uint64_t f;
+                cr_assert_eq(kfdb_batch_fill(c->batch, c->src, 0, SET_BYTES, 0x01010101), 0);
+                cr_assert_eq(kfdb_batch_fill(c->batch, c->dst, 0, SET_BYTES, 0), 0);
+                cr_assert_eq(kfdb_batch_submit(c->batch, NULL, &f), 0);
+                cr_assert_eq(kfdb_fence_wait(c->s, f, 60000), 0);
+        }
+}
+
+/* Retires finished fences and tops up to OUTSTANDING jobs. */
+static void client_pump(Client *c, unsigned outstanding) {
+        int r;
+
+        while (c->head < c->tail && kfdb_fence_is_done(c->s, c->fences[c->head % 4096]) == 1)
+                c->head++;
+        while (c->tail - c->head < outstanding) {
+                uint64_t f;
+                uint64_t off = (uint64_t) (c->tail % (SET_BYTES / JOB_BYTES)) * JOB_BYTES;
+                cr_assert_eq(kfdb_batch_copy(c->batch, c->dst, off, c->src, off, JOB_BYTES), 0);
+                r = kfdb_batch_submit(c->batch, NULL, &f);
+                cr_assert_eq(r, 0, "%s", kfdb_session_last_error(c->s));
+                c->fences[c->tail++ % 4096] = f;
+        }
+}
+
+static void client_close(Client *c) {
+        if (c->tail > 0)
+                (void) kfdb_fence_wait(c->s, c->fences[(c->tail - 1) % 4096], 60000);
+        kfdb_batch_free(c->batch);
+        kfdb_session_free(c->s);
+}
+
+static uint64_t busy_ns(sd_bus *bus, uint64_t id) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        uint64_t v = UINT64_MAX;
+        int r;
+
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, &reply, "t", id);
+        cr_assert_geq(r, 0, "%s", e.message);
+        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "{sv}"), 0);
+        while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+                const char *key;
+                cr_assert_geq(sd_bus_message_read(reply, "s", &key), 0);
+                if (strcmp(key, "Usage") == 0) {
+                        cr_assert_geq(sd_bus_message_enter_container(reply, 'v', "a{sv}"), 0);
+                        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "{sv}"), 0);
+                        while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+                                const char *k;
+                                cr_assert_geq(sd_bus_message_read(reply, "s", &k), 0);
+                                if (strcmp(k, "BusyNSecSDMA") == 0)
+                                        cr_assert_geq(sd_bus_message_read(reply, "v", "t", &v), 0);
+                                else
+                                        cr_assert_geq(sd_bus_message_skip(reply, "v"), 0);
+                                cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+                        }
+                        cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+                        cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+                } else
+                        cr_assert_geq(sd_bus_message_skip(reply, "v"), 0);
+                cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+        }
+        sd_bus_message_unref(reply);
+        cr_assert_neq(v, UINT64_MAX);
+        return v;
+}
+
+static void set_weight(sd_bus *bus, uint64_t id, uint32_t w) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", id, 1,
+                                   "Weight", "u", w);
+        cr_assert_geq(r, 0, "%s", e.message);
+}
+
+static sd_bus *open_bus(void) {
+        sd_bus *bus;
+
+        cr_assert_eq(sd_bus_open_system(&bus), 0);
+        for (int i = 0; i < 200 && sd_bus_get_name_creds(bus, NAME, 0, NULL) < 0; i++)
+                usleep(10000);
+        return bus;
+}
+
+static void run_for(Client *a, Client *b, uint64_t ns) {
+        uint64_t end = now_ns() + ns;
+
+        while (now_ns() < end) {
+                struct pollfd p[2] = { { .fd = kfdb_get_event_fd(a->s), .events = POLLIN },
+                                       { .fd = kfdb_get_event_fd(b->s), .events = POLLIN } };
+                uint64_t n;
+
+                client_pump(a, OUTSTANDING);
+                client_pump(b, OUTSTANDING);
+                if (poll(p, 2, 10) > 0)
+                        for (int i = 0; i < 2; i++)
+                                if (p[i].revents & POLLIN)
+                                        (void) !read(p[i].fd, &n, sizeof(n));
+        }
+}
+
+Test(fairness, weights_1_to_3_share_a_saturated_engine_25_75) {
+        sd_bus *bus = open_bus();
+        Client a, b;
+        uint64_t a0, b0, a1, b1, abytes0, bbytes0;
+        double share;
+
+        client_open(&a);
+        client_open(&b);
+        set_weight(bus, kfdb_session_get_id(a.s), 1);
+        set_weight(bus, kfdb_session_get_id(b.s), 3);
+
+        run_for(&a, &b, 300000000ull); /* warm up: both backlogged */
+        a0 = busy_ns(bus, kfdb_session_get_id(a.s));
+        b0 = busy_ns(bus, kfdb_session_get_id(b.s));
+        {
+                kfdb_usage ua, ub;
+                cr_assert_eq(kfdb_query(a.s, &ua), 0);
+                cr_assert_eq(kfdb_query(b.s, &ub), 0);
+                abytes0 = ua.bytes_copied;
+                bbytes0 = ub.bytes_copied;
+        }
+        run_for(&a, &b, 2000000000ull);
+        a1 = busy_ns(bus, kfdb_session_get_id(a.s));
+        b1 = busy_ns(bus, kfdb_session_get_id(b.s));
+        {
+                kfdb_usage ua, ub;
+                double bshare;
+                cr_assert_eq(kfdb_query(a.s, &ua), 0);
+                cr_assert_eq(kfdb_query(b.s, &ub), 0);
+                bshare = (double) (ua.bytes_copied - abytes0) /
+                         (double) (ua.bytes_copied - abytes0 + ub.bytes_copied - bbytes0);
+                fprintf(stderr, "fairness: weight-1 session moved %.1f%% of the bytes (%llu vs %llu MiB)\n",
+                        100 * bshare, (unsigned long long) (ua.bytes_copied - abytes0) >> 20,
+                        (unsigned long long) (ub.bytes_copied - bbytes0) >> 20);
+
+        }
+
+        share = (double) (a1 - a0) / (double) ((a1 - a0) + (b1 - b0));
+        fprintf(stderr, "fairness: weight-1 session had %.1f%% of the GPU busy time (%.0f vs %.0f ms)\n", share * 100,
+                    (double) (a1 - a0) / 1e6, (double) (b1 - b0) / 1e6);
+        cr_assert(share >= 0.225 && share <= 0.275,
+                  "weight 1:3 should give 25%% +-10%%, got %.1f%% (%.0f vs %.0f ms busy)", share * 100,
+                  (double) (a1 - a0) / 1e6, (double) (b1 - b0) / 1e6);
+        client_close(&a);
+        client_close(&b);
+        sd_bus_unref(bus);
+}
+
+Test(fairness, a_flood_does_not_starve_a_light_session) {
+        Client flood, light;
+        uint64_t worst = 0;
+        kfdb_buffer *small;
+        kfdb_batch *batch;
+
+        client_open(&flood);
+        client_open(&light);
+        cr_assert_eq(kfdb_buffer_alloc(light.s, 4096, KFDB_PLACEMENT_GTT, &small), 0);
+        cr_assert_eq(kfdb_batch_new(light.s, &batch), 0);
+        /* The flood keeps far more work queued than the hardware queue takes. */
+        client_pump(&flood, 2000);
+        for (int i = 0; i < 20; i++) {
+                uint64_t f, t0 = now_ns(), dt;
+                cr_assert_eq(kfdb_batch_fill(batch, small, 0, 4096, (uint32_t) i), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &f), 0);
+                cr_assert_eq(kfdb_fence_wait(light.s, f, 30000), 0);
+                dt = now_ns() - t0;
+                worst = dt > worst ? dt : worst;
+                client_pump(&flood, 2000);
+        }
+        /* Bounded by the hardware queue's budget (64 jobs / 64 MiB), not by the
+         * 2000 jobs (4 GiB) the flood has queued. */
+        cr_log_info("light session worst latency next to a flood: %.1f ms", (double) worst / 1e6);
+        cr_assert_lt(worst, 3000000000ull, "a 4 KiB fill waited %.1f ms behind the flood",
+                     (double) worst / 1e6);
+        kfdb_batch_free(batch);
+        kfdb_session_free(light.s);
+        kfdb_session_free(flood.s); /* its queued jobs are dropped */
+}
