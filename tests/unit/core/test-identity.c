@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -441,4 +442,43 @@ Test(identity, self_through_socket) {
         close(sv[1]);
 
         cr_expect_eq(identity_from_peer(-1, &id), -EBADF);
+}
+
+/* What kfdbrokerd sees as an unprivileged user reading another user's client:
+ * signal 0 through the pidfd is EPERM (alive, not ours), the namespace links
+ * and the root are unreadable, status and cgroup are readable. Needs root to
+ * drop to nobody. */
+Test(identity, unprivileged_reader_of_other_user) {
+        int pipefd[2], status;
+        pid_t child, me = getpid();
+        char buf[256] = "";
+        ssize_t n;
+
+        if (getuid() != 0)
+                cr_skip_test("needs root to run a reader as nobody");
+        cr_assert_eq(pipe(pipefd), 0);
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) {
+                Identity id;
+                int r;
+
+                close(pipefd[0]);
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(2);
+                r = identity_from_pid(me, NULL, &id);
+                if (r < 0)
+                        dprintf(pipefd[1], "error %d", r);
+                else
+                        dprintf(pipefd[1], "uid %u pidns %d mntns %d container %d cgroup %s", (unsigned) id.uid,
+                                id.other_pid_ns, id.other_mnt_ns, id.in_container, id.cgroup ? "yes" : "no");
+                _exit(0);
+        }
+        close(pipefd[1]);
+        n = read(pipefd[0], buf, sizeof(buf) - 1);
+        close(pipefd[0]);
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child could not drop privileges");
+        cr_assert_gt(n, 0);
+        cr_expect_str_eq(buf, "uid 0 pidns 0 mntns 0 container 0 cgroup yes");
 }
