@@ -17,6 +17,7 @@ Job *job_new(Session *s, uint64_t fence, WireJobType type) {
         j->type = type;
         j->engine = GPU_ENGINE_SDMA;
         j->state = JOB_PENDING;
+        j->timeout_ns = UINT64_MAX;
         return j;
 }
 

@@ -44,6 +44,7 @@ struct Job {
         bool signal_claimed; /* SIGNAL job whose signal a GPU wait already consumes */
         bool wait_resolved;  /* WAIT job whose wait was turned into GPU waits (or none) */
         uint64_t queued_ns, submitted_ns;
+        uint64_t timeout_ns; /* from the session's policy; UINT64_MAX = none */
 
         LIST_FIELDS(Job, session_jobs); /* the session's unfinished jobs, fence order */
         LIST_FIELDS(Job, queue);        /* stream pending queue or hw in-flight queue */

@@ -16,6 +16,7 @@
 #include "job.h"
 #include "manager.h"
 #include "session.h"
+#include "util/macro.h"
 #include "util/log.h"
 
 /* Work allowed on one hardware queue at once: enough to keep the engine busy
@@ -30,6 +31,7 @@
 
 typedef struct HwQueue {
         unsigned index;
+        uint64_t head_since_ns; /* when the oldest job on the GPU became the oldest */
         GpuEngine engine;
         unsigned n_streams; /* bound streams, for balancing */
         double bytes_per_ns; /* measured throughput, for estimates (moving average) */
@@ -41,6 +43,7 @@ typedef struct HwQueue {
 struct Scheduler {
         Manager *manager;
         GpuContext *gpu;
+        sd_event_source *timeout_timer;
         unsigned n_queues;
         HwQueue queues[GPU_MAX_QUEUES];
         bool running;
@@ -68,6 +71,7 @@ int scheduler_new(Manager *m, GpuContext *gpu, Scheduler **ret) {
 Scheduler *scheduler_free(Scheduler *s) {
         if (!s)
                 return NULL;
+        sd_event_source_disable_unref(s->timeout_timer);
         /* The manager retires or cancels all jobs before freeing us. */
         free(s);
         return NULL;
@@ -241,9 +245,15 @@ static bool run_queue(Scheduler *s, HwQueue *q) {
                                 changed = true;
                                 continue;
                         case JOB_BLOCKED:
+                                if (st->blocked_head != j) {
+                                        st->blocked_head = j;
+                                        st->blocked_since_ns = now_ns();
+                                }
                                 continue;
                         case JOB_READY:
-                                if (!best || stream_key(st) < stream_key(best))
+                                st->blocked_head = NULL;
+                                if (!best || st->klass > best->klass ||
+                                    (st->klass == best->klass && stream_key(st) < stream_key(best)))
                                         best = st;
                                 break;
                         }
@@ -271,6 +281,8 @@ static bool run_queue(Scheduler *s, HwQueue *q) {
                 j->submitted_ns = now_ns();
                 j->est_ns = estimate_ns(q, j);
                 best->inflight_est += j->est_ns;
+                if (!q->inflight.first)
+                        q->head_since_ns = j->submitted_ns;
                 QUEUE_APPEND(queue, q->inflight, j);
                 q->stats.in_flight++;
                 q->stats.in_flight_bytes += j->cost;
@@ -281,6 +293,89 @@ static bool run_queue(Scheduler *s, HwQueue *q) {
                 changed = true;
         }
         return changed;
+}
+
+/* The earliest timeout deadline of any running or held job, or UINT64_MAX. */
+static uint64_t next_deadline(const Scheduler *s) {
+        uint64_t next = UINT64_MAX;
+
+        for (unsigned i = 0; i < s->n_queues; i++) {
+                const HwQueue *q = &s->queues[i];
+                const Job *h = q->inflight.first;
+
+                if (h && h->timeout_ns != UINT64_MAX)
+                        next = MIN(next, q->head_since_ns + h->timeout_ns);
+                for (const SchedStream *st = q->active.first; st; st = st->active_next)
+                        if (st->blocked_head && st->blocked_head == st->pending.first &&
+                            st->blocked_head->timeout_ns != UINT64_MAX)
+                                next = MIN(next, st->blocked_since_ns + st->blocked_head->timeout_ns);
+        }
+        return next;
+}
+
+static void on_completion(const GpuCompletion *c, void *userdata);
+static void arm_timeouts(Scheduler *s);
+
+static int on_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
+        Scheduler *s = userdata;
+        uint64_t now = now_ns();
+
+        for (unsigned i = 0; i < s->n_queues; i++) {
+                HwQueue *q = &s->queues[i];
+                Job *h = q->inflight.first;
+                SchedStream *st, *next;
+
+                if (h && h->timeout_ns != UINT64_MAX && now >= q->head_since_ns + h->timeout_ns) {
+                        int r = gpu_queue_abort(s->gpu, q->index, h->seq, -ETIME, on_completion, s);
+                        if (r < 0)
+                                log_warning_errno(r, "Failed to abort job %" PRIu64 " on queue %u: %m",
+                                                  h->seq, q->index);
+                }
+                for (st = q->active.first; st; st = next) {
+                        Job *j = st->pending.first;
+                        char msg[160];
+
+                        next = st->active_next;
+                        if (!j || j != st->blocked_head || j->timeout_ns == UINT64_MAX ||
+                            now < st->blocked_since_ns + j->timeout_ns)
+                                continue;
+                        QUEUE_REMOVE(queue, st->pending, j);
+                        st->blocked_head = NULL;
+                        snprintf(msg, sizeof(msg),
+                                 "wait-event job waited longer than its timeout of %.3f s for its event",
+                                 (double) j->timeout_ns / 1e9);
+                        finish_job(s, j, ETIME, msg, 0);
+                        stream_maybe_idle(q, st);
+                }
+        }
+        scheduler_run(s);
+        for (Session *x = s->manager->sessions; x; x = x->sessions_next)
+                session_flush(x);
+        return 0;
+}
+
+static void arm_timeouts(Scheduler *s) {
+        uint64_t next = next_deadline(s);
+        int r;
+
+        if (next == UINT64_MAX) {
+                if (s->timeout_timer)
+                        (void) sd_event_source_set_enabled(s->timeout_timer, SD_EVENT_OFF);
+                return;
+        }
+        /* CLOCK_MONOTONIC in usec, as now_ns() is CLOCK_MONOTONIC. */
+        if (!s->timeout_timer) {
+                r = sd_event_add_time(s->manager->event, &s->timeout_timer, CLOCK_MONOTONIC,
+                                      next / 1000 + 1, 1000, on_timeout, s);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to arm the job timeout timer: %m");
+                        return;
+                }
+                (void) sd_event_source_set_description(s->timeout_timer, "job-timeouts");
+                return;
+        }
+        (void) sd_event_source_set_time(s->timeout_timer, next / 1000 + 1);
+        (void) sd_event_source_set_enabled(s->timeout_timer, SD_EVENT_ONESHOT);
 }
 
 void scheduler_run(Scheduler *s) {
@@ -300,6 +395,7 @@ void scheduler_run(Scheduler *s) {
                         s->again = true;
         } while (s->again);
         s->running = false;
+        arm_timeouts(s);
 }
 
 /* Charges a retired job's measured GPU time to its stream and refines the
@@ -342,6 +438,7 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
         q->stats.in_flight--;
         q->stats.in_flight_bytes -= j->cost;
         q->stats.completed++;
+        q->head_since_ns = now_ns(); /* the next job starts now */
         j->state = JOB_DONE;
         charge(q, j, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : j->est_ns);
 
@@ -354,6 +451,9 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
         if (c->error == -EFAULT)
                 snprintf(msg, sizeof(msg), "GPU memory fault at address 0x%" PRIx64 " in %s job",
                          c->fault_va, job_type_name(j->type));
+        else if (c->error == -ETIME)
+                snprintf(msg, sizeof(msg), "%s job ran longer than its timeout of %.3f s and was aborted",
+                         job_type_name(j->type), (double) j->timeout_ns / 1e9);
         else if (c->error < 0)
                 snprintf(msg, sizeof(msg), "%s job failed on the GPU: %s", job_type_name(j->type),
                          strerror(-c->error));

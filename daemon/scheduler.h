@@ -12,7 +12,14 @@
  * than bytes makes weights mean shares of engine time for any kind of job
  * (a copy's speed depends on memory, a dispatch's on its kernel). A stream
  * that was idle starts at the least virtual time of the active ones, so it
- * cannot bank credit. The queue keeps at most a bounded amount of work on the
+ * cannot bank credit. Priority classes come first: a ready stream of a higher
+ * class is always served before one of a lower class (KFD ignores
+ * queue_priority for SDMA queues — only compute MQDs get a pipe priority,
+ * kfd_mqd_manager_v10.c set_priority — so on SDMA the class is enforced here).
+ * Jobs carry a timeout from the session's policy: one running on the GPU past
+ * it is aborted (gpu_queue_abort) and fails with ETIME; a wait-event job held
+ * at the head of its stream past it fails with ETIME too.
+ * The queue keeps at most a bounded amount of work on the
  * ring (jobs and bytes), so a session that floods cannot push another
  * session's latency beyond one bounded backlog. Wait-event jobs are resolved here: an already signaled
  * event lets the job through, an event whose signal job is already on the
@@ -35,9 +42,12 @@ struct SchedStream {
         GpuEngine engine;
         unsigned queue;
         uint32_t weight;
+        unsigned klass;         /* priority class: higher is served first */
         double vtime;           /* GPU ns / weight charged so far */
         uint64_t inflight_est;  /* estimated GPU ns of its jobs on the GPU now */
         bool active;            /* has pending jobs (on its queue's active list) */
+        Job *blocked_head;      /* head job found blocked, and since when */
+        uint64_t blocked_since_ns;
         QUEUE_HEAD(Job, pending);
         LIST_FIELDS(SchedStream, active);
 };

@@ -330,6 +330,7 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                 session_send_error(s, id, ENOMEM, "out of memory");
                 return NULL;
         }
+        j->timeout_ns = s->policy.job_timeout_ns == POLICY_INFINITY ? UINT64_MAX : s->policy.job_timeout_ns;
         switch (wj->type) {
         case WIRE_JOB_COPY: {
                 GpuBuffer *src, *dst;

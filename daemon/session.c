@@ -76,8 +76,10 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         s->limits = wire_limits_from_policy(&s->manager->default_limits, l);
         s->buffers.max = s->limits.max_buffers;
         s->events.max = s->limits.max_events;
-        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
+        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 s->streams[e].weight = l->weight ? l->weight : 1;
+                s->streams[e].klass = (unsigned) l->priority;
+        }
 }
 
 void session_apply_policy(Session *s) {

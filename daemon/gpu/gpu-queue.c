@@ -544,3 +544,28 @@ int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb,
         }
         return n;
 }
+
+int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuCompletionFn cb,
+                    void *userdata) {
+        GpuQueue *q;
+        GpuInflight h;
+        int r;
+
+        if (!c || queue >= c->n_queues || error >= 0)
+                return -EINVAL;
+        q = &c->queues[queue];
+        /* Retire what already finished first: the job may have completed just now. */
+        gpu_queue_collect(c, q, cb, userdata);
+        if (q->inflight_count == 0 || inflight_at(q, 0)->seq != seq)
+                return 0;
+        /* Preempt by destroying the queue, as a fault does; jobs behind it are
+         * re-emitted on the recreated queue with their own sequence numbers. */
+        h = *inflight_at(q, 0);
+        log_debug("gpu: aborting job %" PRIu64 " on queue %u (%s)", h.seq, q->index, strerror(-error));
+        report(c, q, &h, error, 0, cb, userdata);
+        inflight_pop(q);
+        r = queue_recover(c, q, h.seq, cb, userdata);
+        if (r < 0)
+                log_debug_errno(r, "gpu: recreating queue %u after an abort failed: %m", q->index);
+        return 1;
+}

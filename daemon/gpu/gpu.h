@@ -164,6 +164,17 @@ typedef struct GpuCompletion {
 typedef void (*GpuCompletionFn)(const GpuCompletion *comp, void *userdata);
 
 /*
+ * Aborts the job @seq if it is the oldest unfinished job of @queue (the one
+ * the engine is running): reports it through @cb with @error (e.g. -ETIME),
+ * then destroys and recreates the queue and re-emits the jobs behind it, the
+ * same recovery a memory fault gets. Jobs that finished meanwhile are
+ * reported first. Returns 1 if it aborted, 0 if the job was not running (it
+ * finished or has not started), -EINVAL for bad arguments. Never blocks.
+ */
+int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuCompletionFn cb,
+                    void *userdata);
+
+/*
  * Drains the wake fd, reads fences and fault events, and reports every job
  * that finished since the last call exactly once, in sequence order per queue.
  * A queue that faulted is recovered (recreated, later jobs re-emitted) before

@@ -215,6 +215,38 @@ Test(fairness, weights_1_to_3_share_a_saturated_engine_25_75) {
         sd_bus_unref(bus);
 }
 
+static void set_priority(sd_bus *bus, uint64_t id, const char *prio) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", id, 1,
+                                   "Priority", "s", prio);
+        cr_assert_geq(r, 0, "%s", e.message);
+}
+
+Test(fairness, higher_priority_class_is_served_first) {
+        sd_bus *bus = open_bus();
+        Client lo, hi;
+        uint64_t l0, h0, l1, h1;
+        double share;
+
+        client_open(&lo);
+        client_open(&hi);
+        set_priority(bus, kfdb_session_get_id(hi.s), "high");
+        set_priority(bus, kfdb_session_get_id(lo.s), "low");
+        run_for(&lo, &hi, 300000000ull);
+        l0 = busy_ns(bus, kfdb_session_get_id(lo.s));
+        h0 = busy_ns(bus, kfdb_session_get_id(hi.s));
+        run_for(&lo, &hi, 1000000000ull);
+        l1 = busy_ns(bus, kfdb_session_get_id(lo.s));
+        h1 = busy_ns(bus, kfdb_session_get_id(hi.s));
+        share = (double) (h1 - h0) / (double) ((h1 - h0) + (l1 - l0));
+        fprintf(stderr, "priority: the high-class session had %.1f%% of the GPU busy time\n", 100 * share);
+        /* Both backlogged: the low class only gets what the high class leaves. */
+        cr_assert_gt(share, 0.9, "high class got only %.1f%%", 100 * share);
+        client_close(&lo);
+        client_close(&hi);
+        sd_bus_unref(bus);
+}
+
 Test(fairness, a_flood_does_not_starve_a_light_session) {
         Client flood, light;
         uint64_t worst = 0;

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-job timeouts from the policy (JobTimeout=): a job that runs on the GPU
+ * past it is aborted and fails with ETIME, the session is told, and the queue
+ * keeps working; a wait-event job held past it fails with ETIME too.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kfdbroker.h"
+
+static TestDaemon d;
+static char policydir[64];
+
+static void setup(void) {
+        char arg[128], path[160];
+        const char *args[] = { arg, "--sdma-queues=1", NULL };
+        FILE *f;
+
+        strcpy(policydir, "/tmp/kfdbroker-policy.XXXXXX");
+        cr_assert(mkdtemp(policydir));
+        snprintf(path, sizeof(path), "%s/50-timeout.conf", policydir);
+        f = fopen(path, "we");
+        cr_assert(f);
+        fprintf(f, "[Match]\nUser=%u\n\n[Limits]\nJobTimeout=150ms\n", (unsigned) getuid());
+        fclose(f);
+        snprintf(arg, sizeof(arg), "--policy-dir=%s", policydir);
+        test_daemon_start(&d, args);
+}
+
+static void teardown(void) {
+        char cmd[128];
+
+        cr_assert_eq(test_daemon_stop(&d), 0);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", policydir);
+        (void) !system(cmd);
+}
+
+TestSuite(timeouts, .init = setup, .fini = teardown, .timeout = 120);
+
+static kfdb_session *connect_session(void) {
+        kfdb_session *s;
+        cr_assert_eq(kfdb_session_new(d.sock, "timeouts", &s), 0);
+        return s;
+}
+
+Test(timeouts, long_gpu_job_is_aborted_and_the_queue_recovers) {
+        kfdb_session *s = connect_session(), *other = connect_session();
+        kfdb_buffer *a, *b, *small;
+        kfdb_batch *batch, *ob;
+        uint64_t fences[4], f;
+        uint32_t *p;
+        int r;
+
+        /* 1 GiB of copies in 4 MiB packets, into pages never touched before:
+         * far longer than 150 ms on the simulated engine. */
+        cr_assert_eq(kfdb_buffer_alloc(s, 1ull << 30, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 1ull << 30, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &small), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, b, 0, a, 0, 1ull << 30), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, small, 0, 4096, 0x7e7e7e7e), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+
+        r = kfdb_fence_wait(s, fences[0], 30000);
+        cr_assert_eq(r, -ETIME, "got %d (%s)", r, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "timeout"), "%s", kfdb_session_last_error(s));
+        /* The job behind it still ran, on the recreated queue. */
+        cr_assert_eq(kfdb_fence_wait(s, fences[1], 30000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_map(small, (void **) &p), 0);
+        cr_assert_eq(p[1023], 0x7e7e7e7e);
+
+        /* Another session on the same queue works too. */
+        cr_assert_eq(kfdb_batch_new(other, &ob), 0);
+        {
+                kfdb_buffer *ob_buf;
+                cr_assert_eq(kfdb_buffer_alloc(other, 65536, KFDB_PLACEMENT_GTT, &ob_buf), 0);
+                cr_assert_eq(kfdb_batch_fill(ob, ob_buf, 0, 65536, 1), 0);
+                cr_assert_eq(kfdb_batch_submit(ob, NULL, &f), 0);
+                cr_assert_eq(kfdb_fence_wait(other, f, 30000), 0);
+        }
+        kfdb_batch_free(ob);
+        kfdb_batch_free(batch);
+        kfdb_session_free(other);
+        kfdb_session_free(s);
+}
+
+Test(timeouts, held_wait_event_job_times_out) {
+        kfdb_session *s = connect_session();
+        kfdb_event *ev;
+        kfdb_batch *batch;
+        uint64_t fence;
+        int r;
+
+        cr_assert_eq(kfdb_event_create(s, true, &ev), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        r = kfdb_fence_wait(s, fence, 30000);
+        cr_assert_eq(r, -ETIME, "got %d (%s)", r, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "waited longer than its timeout"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+}
