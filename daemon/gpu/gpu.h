@@ -23,6 +23,7 @@
 
 typedef struct GpuContext GpuContext;
 typedef struct GpuBuffer GpuBuffer;
+typedef struct GpuCodeObject GpuCodeObject;
 
 typedef enum GpuPlacement {
         GPU_PLACEMENT_GTT = 0,  /* system memory */
@@ -54,10 +55,17 @@ typedef struct GpuDeviceInfo {
         uint64_t timestamp_hz;      /* GPU timestamp counter frequency */
         unsigned n_queues;          /* hardware queues created by this context */
         GpuEngine queue_engine[GPU_MAX_QUEUES];
+        uint32_t queue_priority[GPU_MAX_QUEUES]; /* KFD queue_priority each was created with */
 } GpuDeviceInfo;
 
 typedef struct GpuContextOptions {
         unsigned n_sdma_queues;  /* SDMA queues to create; 0 = default (2, clamped to the node) */
+        /* Compute (PM4) queues, one per entry, with these KFD queue priorities
+         * (0..15; KFD maps them to the HQD pipe priority). n_compute_queues 0 =
+         * default: one queue at GPU_QUEUE_PRIORITY_DEFAULT. */
+        unsigned n_compute_queues;
+        uint32_t compute_priority[GPU_MAX_QUEUES];
+        uint32_t compute_ring_size; /* bytes, power of two; 0 = default (256 KiB) */
         uint32_t sdma_ring_size; /* bytes, power of two; 0 = default (256 KiB) */
         uint32_t queue_priority; /* 0..15; default 7 when 0 is not meant: use GPU_QUEUE_PRIORITY_DEFAULT */
 } GpuContextOptions;
@@ -111,10 +119,60 @@ void *gpu_buffer_get_cpu(const GpuBuffer *b);
 /* ---- Jobs ---- */
 
 typedef enum GpuJobType {
-        GPU_JOB_NOP,  /* only waits + completion (used for event signal/wait jobs) */
-        GPU_JOB_COPY, /* SDMA COPY_LINEAR, split at the packet count limit */
-        GPU_JOB_FILL, /* SDMA CONSTANT_FILL, split at the count limit */
+        GPU_JOB_NOP,      /* only waits + completion (used for event signal/wait jobs); any engine */
+        GPU_JOB_COPY,     /* SDMA COPY_LINEAR, split at the packet count limit */
+        GPU_JOB_FILL,     /* SDMA CONSTANT_FILL, split at the count limit */
+        GPU_JOB_DISPATCH, /* compute: one kernel dispatch (PM4 DISPATCH_DIRECT) */
 } GpuJobType;
+
+/* ---- Code objects (AMDHSA ELF for the device's gfx target) ---- */
+
+typedef enum GpuArgKind {
+        GPU_ARG_BY_VALUE,       /* bytes copied verbatim */
+        GPU_ARG_GLOBAL_BUFFER,  /* a 64-bit GPU address (client names buffer + offset) */
+        GPU_ARG_DYNAMIC_LDS,    /* a `local` pointer: LDS offset filled by the dispatcher */
+        GPU_ARG_HIDDEN,         /* filled by the dispatcher (global offsets, grid info, ...) */
+} GpuArgKind;
+
+typedef struct GpuKernelArg {
+        char name[64];          /* from the metadata; "" if absent */
+        uint32_t offset, size;  /* in the kernarg segment */
+        GpuArgKind kind;
+        char value_kind[32];    /* the metadata's .value_kind, e.g. "hidden_global_offset_x" */
+} GpuKernelArg;
+
+#define GPU_KERNEL_MAX_ARGS 64
+
+typedef struct GpuKernel {
+        char name[128];                  /* symbol name without ".kd" */
+        uint32_t kernarg_size, kernarg_align;
+        uint32_t group_segment_size;     /* static LDS bytes */
+        uint32_t private_segment_size;   /* scratch bytes per work-item */
+        uint32_t max_flat_workgroup_size;
+        unsigned n_args;                 /* explicit + hidden, in offset order */
+        GpuKernelArg args[GPU_KERNEL_MAX_ARGS];
+} GpuKernel;
+
+/*
+ * Parses an AMDHSA code object (ELF64, EM_AMDGPU, e_flags matching the
+ * device's gfx target), its kernel descriptors (.kd symbols) and its
+ * metadata note (NT_AMDGPU_METADATA, msgpack), and copies its loadable
+ * segments into an executable buffer of the context. Errors: -ENOEXEC (not an
+ * AMDHSA ELF: truncated, wrong class/machine/OS ABI, no descriptor), -EINVAL
+ * (a size, offset or descriptor field out of range), -EXDEV (built for
+ * another gfx target), -E2BIG (over GPU_CODE_OBJECT_MAX_SIZE); err names the
+ * problem ("section .text extends past the end of the file", "built for
+ * gfx1100, this device is gfx1030", ...).
+ */
+#define GPU_CODE_OBJECT_MAX_SIZE (64u << 20)
+int gpu_code_object_load(GpuContext *c, const void *elf, size_t size, GpuCodeObject **ret,
+                         char *err, size_t errlen);
+GpuCodeObject *gpu_code_object_ref(GpuCodeObject *co);
+GpuCodeObject *gpu_code_object_unref(GpuCodeObject *co); /* NULL-safe */
+unsigned gpu_code_object_n_kernels(const GpuCodeObject *co);
+const GpuKernel *gpu_code_object_kernel(const GpuCodeObject *co, unsigned index);
+/* Index of the kernel called name, or -ENOENT. */
+int gpu_code_object_find(const GpuCodeObject *co, const char *name);
 
 /* Wait on the GPU until queue's completed sequence number >= seq. */
 typedef struct GpuWait {
@@ -134,6 +192,21 @@ typedef struct GpuJob {
                         uint64_t dst_va, size;
                         uint32_t pattern;
                 } fill;
+                struct {
+                        GpuCodeObject *co;      /* the caller keeps a reference while the job lives */
+                        unsigned kernel;
+                        uint32_t grid[3];       /* work-items in x, y, z (partial workgroups allowed) */
+                        uint32_t block[3];      /* workgroup size */
+                        uint32_t dynamic_lds;   /* bytes of LDS beyond the kernel's static size */
+                        /* Explicit argument values laid out by the caller in kernarg order:
+                         * for each explicit arg of the kernel, args_data holds its bytes at
+                         * the arg's offset (global buffers as 64-bit GPU addresses). The GPU
+                         * layer fills the hidden arguments and dynamic LDS offsets, copies
+                         * the kernarg segment and an hsa_kernel_dispatch_packet_t into
+                         * memory of its own, and programs the dispatch. */
+                        const uint8_t *args_data;
+                        uint32_t args_size;
+                } dispatch;
         };
         unsigned n_waits;
         GpuWait waits[GPU_JOB_MAX_WAITS];
