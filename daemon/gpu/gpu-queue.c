@@ -266,6 +266,8 @@ static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_
                         done += n;
                 }
                 break;
+        case GPU_JOB_DISPATCH:
+                break; /* refused by job_dwords(): SDMA queues cannot dispatch */
         }
         p += sdma_emit_timestamp(p, ts + 8);
         p += sdma_emit_fence(p, gpu_queue_fence_va(c, qi), (uint32_t) seq);
