@@ -77,23 +77,66 @@ Scheduler *scheduler_free(Scheduler *s) {
         return NULL;
 }
 
-void scheduler_stream_init(Scheduler *s, SchedStream *st, Session *session, GpuEngine engine,
-                           uint32_t weight) {
+/* The least loaded queue of the engine, preferring the KFD priority wanted. */
+static HwQueue *pick_queue(Scheduler *s, GpuEngine engine, uint32_t want_priority) {
+        const GpuDeviceInfo *info = gpu_context_get_info(s->gpu);
         HwQueue *best = NULL;
+        bool best_match = false;
 
-        *st = (SchedStream) { .session = session, .engine = engine, .weight = weight ? weight : 1,
-                              .queue = UINT32_MAX };
         for (unsigned i = 0; i < s->n_queues; i++) {
                 HwQueue *q = &s->queues[i];
+                bool match = engine != GPU_ENGINE_COMPUTE || info->queue_priority[i] == want_priority;
+
                 if (q->engine != engine)
                         continue;
-                if (!best || q->n_streams < best->n_streams)
+                if (!best || (match && !best_match) ||
+                    (match == best_match && q->n_streams < best->n_streams)) {
                         best = q;
+                        best_match = match;
+                }
         }
-        if (best) {
-                st->queue = best->index;
-                best->n_streams++;
-        }
+        return best;
+}
+
+static void stream_bind(Scheduler *s, SchedStream *st) {
+        HwQueue *q = pick_queue(s, st->engine, st->want_priority);
+
+        st->queue = q ? q->index : UINT32_MAX;
+        if (q)
+                q->n_streams++;
+}
+
+void scheduler_stream_init(Scheduler *s, SchedStream *st, Session *session, GpuEngine engine,
+                           uint32_t weight) {
+        *st = (SchedStream) { .session = session, .engine = engine, .weight = weight ? weight : 1,
+                              .queue = UINT32_MAX, .want_priority = GPU_QUEUE_PRIORITY_DEFAULT };
+        stream_bind(s, st);
+}
+
+bool scheduler_stream_has_queue(const SchedStream *st) {
+        return st->queue != UINT32_MAX;
+}
+
+/* Moves an idle compute stream to a queue of the priority it wants. */
+static void stream_maybe_rebind(Scheduler *s, SchedStream *st) {
+        const GpuDeviceInfo *info = gpu_context_get_info(s->gpu);
+        HwQueue *q;
+
+        if (st->engine != GPU_ENGINE_COMPUTE || st->queue == UINT32_MAX || st->active ||
+            st->n_inflight > 0 || info->queue_priority[st->queue] == st->want_priority)
+                return;
+        q = pick_queue(s, st->engine, st->want_priority);
+        if (!q || q->index == st->queue || info->queue_priority[q->index] != st->want_priority)
+                return;
+        s->queues[st->queue].n_streams--;
+        st->queue = q->index;
+        q->n_streams++;
+}
+
+void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority) {
+        st->klass = klass;
+        st->want_priority = kfd_priority;
+        stream_maybe_rebind(s, st);
 }
 
 void scheduler_stream_done(Scheduler *s, SchedStream *st) {
@@ -281,6 +324,7 @@ static bool run_queue(Scheduler *s, HwQueue *q) {
                 j->submitted_ns = now_ns();
                 j->est_ns = estimate_ns(q, j);
                 best->inflight_est += j->est_ns;
+                best->n_inflight++;
                 if (!q->inflight.first)
                         q->head_since_ns = j->submitted_ns;
                 QUEUE_APPEND(queue, q->inflight, j);
@@ -408,6 +452,8 @@ static void charge(HwQueue *q, Job *j, uint64_t busy_ns) {
         if (st) {
                 st->inflight_est -= MIN(st->inflight_est, j->est_ns);
                 st->vtime += (double) busy_ns / st->weight;
+                if (st->n_inflight > 0)
+                        st->n_inflight--;
         }
         if (bytes >= (1u << 20) && busy_ns > 0)
                 q->bytes_per_ns = 0.9 * q->bytes_per_ns + 0.1 * ((double) bytes / (double) busy_ns);
@@ -441,6 +487,8 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
         q->head_since_ns = now_ns(); /* the next job starts now */
         j->state = JOB_DONE;
         charge(q, j, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : j->est_ns);
+        if (j->stream)
+                stream_maybe_rebind(s, j->stream);
 
         if (j->type == WIRE_JOB_SIGNAL_EVENT) {
                 LIST_REMOVE(signals, j->event->signals, j);

@@ -46,6 +46,8 @@ struct SchedStream {
         double vtime;           /* GPU ns / weight charged so far */
         uint64_t inflight_est;  /* estimated GPU ns of its jobs on the GPU now */
         bool active;            /* has pending jobs (on its queue's active list) */
+        unsigned n_inflight;    /* its jobs on the GPU now */
+        uint32_t want_priority; /* KFD queue priority its class maps to */
         Job *blocked_head;      /* head job found blocked, and since when */
         uint64_t blocked_since_ns;
         QUEUE_HEAD(Job, pending);
@@ -65,6 +67,11 @@ Scheduler *scheduler_free(Scheduler *s);
 /* Binds a new stream for a session to the least loaded queue of engine. */
 void scheduler_stream_init(Scheduler *s, SchedStream *st, Session *session, GpuEngine engine,
                            uint32_t weight);
+/* Sets the stream's priority class. Compute streams move to a compute queue
+ * created with kfd_priority (KFD honours it there) as soon as they are idle. */
+void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority);
+/* True if the device has a hardware queue for the stream's engine. */
+bool scheduler_stream_has_queue(const SchedStream *st);
 /* Removes the stream from its queue's ring; pending jobs must be gone. */
 void scheduler_stream_done(Scheduler *s, SchedStream *st);
 
