@@ -288,16 +288,24 @@ static int append_account(sd_bus_message *r, const Account *a) {
 
 /* ---- Methods ---- */
 
+/* Starts the reply of a method that shows every session when all, else only
+ * the caller's own: *ret_uid is the caller's uid (UID_NONE when all). */
+static int begin_filtered_reply(sd_bus_message *m, bool all, uid_t *ret_uid, sd_bus_message **ret,
+                                sd_bus_error *error) {
+        *ret_uid = UID_NONE;
+        if (!all && caller_uid(m, ret_uid) < 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "Access denied: cannot determine the caller's uid");
+        return sd_bus_message_new_method_return(m, ret);
+}
+
 static int run_list_sessions(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        uid_t uid = UID_NONE;
+        uid_t uid;
         Session *s;
         int r;
 
-        if (!all && caller_uid(m, &uid) < 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "Access denied: cannot determine the caller's uid");
-        r = sd_bus_message_new_method_return(m, &reply);
+        r = begin_filtered_reply(m, all, &uid, &reply, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', "(tuuussss)");
@@ -369,15 +377,12 @@ static int method_get_session(sd_bus_message *m, void *userdata, sd_bus_error *e
 
 static int run_get_accounting(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        uid_t uid = UID_NONE;
+        uid_t uid;
         Session *s;
         Account *a;
         int r;
 
-        if (!all && caller_uid(m, &uid) < 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "Access denied: cannot determine the caller's uid");
-        r = sd_bus_message_new_method_return(m, &reply);
+        r = begin_filtered_reply(m, all, &uid, &reply, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', "a{sv}");
