@@ -10,10 +10,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -603,6 +605,152 @@ Test(gpu_context, options_validation) {
         c = gpu_context_free(c);
         d = sim_device_free(d);
         cr_expect_eq(count_fds(), before);
+}
+
+static void write_text(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+        cr_assert_not_null(f, "%s", path);
+        fputs(text, f);
+        fclose(f);
+}
+
+Test(gpu_context, bring_up_errors_clean_up, .timeout = 60) {
+        SimDevice *d = NULL;
+        GpuContext *c = NULL;
+        char root[] = "/tmp/test-gpu-topo-XXXXXX", path[256];
+        unsigned before = count_fds();
+
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        KfdOps ops = *sim_device_get_ops(d);
+        cr_assert_not_null(mkdtemp(root));
+
+        /* no topology at all */
+        ops.sysfs_root = root;
+        cr_expect_eq(gpu_context_new(&ops, NULL, &c), -ENOENT);
+        cr_expect_null(c);
+
+        /* only a CPU node */
+        snprintf(path, sizeof path, "%s/topology", root);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/topology/nodes", root);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/topology/nodes/0", root);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/topology/nodes/0/gpu_id", root);
+        write_text(path, "0\n");
+        snprintf(path, sizeof path, "%s/topology/nodes/0/properties", root);
+        write_text(path, "cpu_cores_count 4\nsimd_count 0\n");
+        cr_expect_eq(gpu_context_new(&ops, NULL, &c), -ENODEV);
+
+        /* a GPU node the device does not know: the kernel refuses ACQUIRE_VM */
+        snprintf(path, sizeof path, "%s/topology/nodes/1", root);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/topology/nodes/1/gpu_id", root);
+        write_text(path, "4660\n");
+        snprintf(path, sizeof path, "%s/topology/nodes/1/properties", root);
+        write_text(path, "simd_count 80\nsimd_per_cu 2\ngfx_target_version 100300\n"
+                         "drm_render_minor 128\nnum_sdma_engines 2\nnum_sdma_queues_per_engine 2\n");
+        int r = gpu_context_new(&ops, NULL, &c);
+        cr_expect_lt(r, 0, "gpu_id 4660 is not the device's");
+        cr_expect_null(c);
+
+        /* a GPU without SDMA queues */
+        snprintf(path, sizeof path, "%s/topology/nodes/1/properties", root);
+        write_text(path, "simd_count 80\nsimd_per_cu 2\ngfx_target_version 100300\ndrm_render_minor 128\n");
+        cr_expect_eq(gpu_context_new(&ops, NULL, &c), -ENODEV);
+
+        snprintf(path, sizeof path, "rm -rf '%s'", root);
+        cr_expect_eq(system(path), 0);
+        d = sim_device_free(d);
+        cr_expect_eq(count_fds(), before, "every failed bring-up closed what it opened");
+}
+
+/* A KfdOps that forwards to the simulator but fails the Nth call of a kind
+ * made by the bring-up thread (not the waiter's WAIT_EVENTS). */
+typedef struct FailOps {
+        KfdOps ops;
+        const KfdOps *inner;
+        pthread_t thread;
+        unsigned n_ioctl, fail_ioctl, n_mmap, fail_mmap;
+} FailOps;
+
+static int fail_open_kfd(void *u) {
+        FailOps *f = u;
+        return f->inner->open_kfd(f->inner->userdata);
+}
+static int fail_open_render(void *u, unsigned minor) {
+        FailOps *f = u;
+        return f->inner->open_render(f->inner->userdata, minor);
+}
+static int fail_ioctl(void *u, int fd, unsigned long req, void *arg) {
+        FailOps *f = u;
+        if (pthread_equal(pthread_self(), f->thread) && ++f->n_ioctl == f->fail_ioctl)
+                return -ENOMEM;
+        return f->inner->ioctl(f->inner->userdata, fd, req, arg);
+}
+static int fail_mmap(void *u, void *addr, size_t len, int prot, int flags, int fd, uint64_t off, void **ret) {
+        FailOps *f = u;
+        if (pthread_equal(pthread_self(), f->thread) && ++f->n_mmap == f->fail_mmap)
+                return -ENOMEM;
+        return f->inner->mmap(f->inner->userdata, addr, len, prot, flags, fd, off, ret);
+}
+static int fail_munmap(void *u, void *addr, size_t len) {
+        FailOps *f = u;
+        return f->inner->munmap(f->inner->userdata, addr, len);
+}
+static int fail_close(void *u, int fd) {
+        FailOps *f = u;
+        return f->inner->close(f->inner->userdata, fd);
+}
+
+static void failops_init(FailOps *f, const KfdOps *inner) {
+        *f = (FailOps) { .inner = inner, .thread = pthread_self() };
+        f->ops = (KfdOps) { .name = inner->name, .userdata = f, .sysfs_root = inner->sysfs_root,
+                            .open_kfd = fail_open_kfd, .open_render = fail_open_render,
+                            .ioctl = fail_ioctl, .mmap = fail_mmap, .munmap = fail_munmap,
+                            .close = fail_close };
+}
+
+Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
+        SimDevice *d = NULL;
+        unsigned fds = count_fds();
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        unsigned maps = count_maps();
+        FailOps f;
+
+        /* Fail the 1st, 2nd, ... ioctl of the bring-up until it needs no more. */
+        for (unsigned n = 1;; n++) {
+                GpuContext *c = NULL;
+                failops_init(&f, sim_device_get_ops(d));
+                f.fail_ioctl = n;
+                int r = gpu_context_new(&f.ops, NULL, &c);
+                if (f.n_ioctl < n) {
+                        cr_assert_eq(r, 0, "bring-up without injected failure: %s", strerror(-r));
+                        c = gpu_context_free(c);
+                        cr_expect_gt(n, 10u, "the bring-up made %u ioctls", n - 1);
+                        break;
+                }
+                cr_expect_eq(r, -ENOMEM, "failing ioctl #%u: got %d", n, r);
+                cr_expect_null(c);
+                cr_assert_eq(count_maps(), maps, "failing ioctl #%u leaked a mapping", n);
+                cr_assert_eq(count_fds(), fds + 0u, "failing ioctl #%u leaked an fd", n);
+        }
+        for (unsigned n = 1;; n++) {
+                GpuContext *c = NULL;
+                failops_init(&f, sim_device_get_ops(d));
+                f.fail_mmap = n;
+                int r = gpu_context_new(&f.ops, NULL, &c);
+                if (f.n_mmap < n) {
+                        cr_assert_eq(r, 0);
+                        c = gpu_context_free(c);
+                        break;
+                }
+                cr_expect_eq(r, -ENOMEM, "failing mmap #%u: got %d", n, r);
+                cr_assert_eq(count_maps(), maps, "failing mmap #%u leaked a mapping", n);
+                cr_assert_eq(count_fds(), fds, "failing mmap #%u leaked an fd", n);
+        }
+        d = sim_device_free(d);
+        cr_expect_eq(count_fds(), fds);
 }
 
 Test(gpu_context, probe_real_without_kfd) {
