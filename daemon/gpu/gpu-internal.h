@@ -83,6 +83,30 @@ typedef struct GpuQueue {
         unsigned inflight_head, inflight_count;
 } GpuQueue;
 
+/*
+ * A loaded code object (gpu-code-object.c builds it, gpu-queue.c dispatches
+ * from it). The public half of each kernel is GpuKernel (gpu.h); GpuKernelCode
+ * is what programming a dispatch needs from its AMDHSA kernel descriptor
+ * (kfd-facts §2.4; LLVM AMDGPUUsage "Kernel Descriptor").
+ */
+typedef struct GpuKernelCode {
+        uint64_t kd_va;             /* the 64-byte kernel descriptor, in ->code */
+        uint64_t entry_va;          /* kd_va + kernel_code_entry_byte_offset; 256-byte aligned */
+        uint32_t rsrc1, rsrc2, rsrc3; /* compute_pgm_rsrc1/2/3 as the descriptor holds them */
+        uint16_t code_properties;   /* kernel_code_properties (user SGPR enables, wave32) */
+        bool wave32;                /* kernel_code_properties bit 10 */
+} GpuKernelCode;
+
+struct GpuCodeObject {
+        unsigned n_ref;
+        GpuContext *ctx;
+        GpuBuffer *code;            /* executable buffer holding the loaded PT_LOAD segments at
+                                     * code->va + p_vaddr (relocations applied) */
+        unsigned n_kernels;
+        GpuKernel *kernels;         /* n_kernels, public information */
+        GpuKernelCode *kernel_code; /* n_kernels, same order */
+};
+
 /* Fence memory layout (one GTT|COHERENT|UNCACHED BO): a 32-bit completed-seq
  * word per queue at 8-byte spacing, then per queue GPU_QUEUE_MAX_INFLIGHT
  * {begin, end} 64-bit timestamp pairs (8-byte aligned, TIMESTAMP needs it). */

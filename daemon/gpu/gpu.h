@@ -227,9 +227,14 @@ typedef struct GpuCompletion {
         unsigned queue;
         uint64_t seq;
         int error;          /* 0, or -EFAULT when the job hit a GPU memory fault, or
+                             * -EIO when it raised a GPU exception other than a memory
+                             * fault (an illegal instruction, a malformed packet), or
                              * -ECANCELED when its queue could not be recreated
-                             * after a fault (the job never ran) */
+                             * after a fault (the job never ran), or the error passed
+                             * to gpu_queue_abort() */
         uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT */
+        const char *message; /* NULL, or what the device said about the failure
+                              * (KfdOps.exception_info); valid during the callback */
         uint64_t begin_ns;  /* GPU timestamps around the job, converted to ns */
         uint64_t end_ns;
 } GpuCompletion;

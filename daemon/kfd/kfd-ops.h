@@ -23,6 +23,15 @@
  *  - sysfs_root is the directory that stands for /sys/devices/virtual/kfd/kfd
  *    (it holds topology/nodes/N/{gpu_id,name,properties}).
  *  - dri_root stands for /dev/dri (used only to name the render node in logs).
+ *  - exception_info() is optional (NULL on the real kernel, which has no such
+ *    channel outside the debugger API). After a HW_EXCEPTION event it hands
+ *    out the oldest exception record of the KFD process behind kfd_fd that has
+ *    not been taken yet: the KFD queue_id of the queue it stopped and a
+ *    human-readable reason (NUL-terminated, truncated to buflen), e.g. the
+ *    simulator's "unsupported instruction v_pk_fma_f16 (encoding 0x...) at pc
+ *    0x...". Returns 0, -ENOENT when no record is pending, -EBADF for an fd
+ *    that is not a KFD fd of this table. It only adds words to an error
+ *    message: nothing above this table depends on it to recover a queue.
  */
 #pragma once
 
@@ -42,6 +51,8 @@ typedef struct KfdOps {
                     uint64_t offset, void **ret_addr);
         int (*munmap)(void *userdata, void *addr, size_t length);
         int (*close)(void *userdata, int fd);
+        int (*exception_info)(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf,
+                              size_t buflen); /* optional, may be NULL */
 } KfdOps;
 
 /* The real kernel (kfd-real.c). Does not open anything. */
