@@ -197,13 +197,21 @@ typedef struct GpuJob {
                         unsigned kernel;
                         uint32_t grid[3];       /* work-items in x, y, z (partial workgroups allowed) */
                         uint32_t block[3];      /* workgroup size */
-                        uint32_t dynamic_lds;   /* bytes of LDS beyond the kernel's static size */
+                        uint32_t dynamic_lds;   /* extra LDS bytes beyond the static size and the
+                                                 * local-pointer regions below (normally 0) */
                         /* Explicit argument values laid out by the caller in kernarg order:
                          * for each explicit arg of the kernel, args_data holds its bytes at
-                         * the arg's offset (global buffers as 64-bit GPU addresses). The GPU
-                         * layer fills the hidden arguments and dynamic LDS offsets, copies
-                         * the kernarg segment and an hsa_kernel_dispatch_packet_t into
-                         * memory of its own, and programs the dispatch. */
+                         * the arg's offset (global buffers as 64-bit GPU addresses). For a
+                         * GPU_ARG_DYNAMIC_LDS arg (a `local` pointer) the caller stores the
+                         * byte size it wants as a little-endian u32 at the arg's offset; the
+                         * GPU layer replaces it with the region's LDS address (regions follow
+                         * the static LDS in argument order, each 16-byte aligned). The GPU
+                         * layer also fills the hidden arguments, copies the kernarg segment
+                         * and an hsa_kernel_dispatch_packet_t into memory of its own, and
+                         * programs the dispatch. gpu_queue_submit() refuses (-EINVAL) a
+                         * dispatch the hardware cannot run: LDS beyond the device's, a
+                         * workgroup over 1024 work-items or the kernel's maximum, args_size
+                         * other than the kernel's explicit kernarg bytes. */
                         const uint8_t *args_data;
                         uint32_t args_size;
                 } dispatch;
