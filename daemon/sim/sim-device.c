@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sim-cp.h"
 #include "sim-device.h"
 #include "sim-engine.h"
 #include "sim-events.h"
@@ -309,6 +310,25 @@ static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flag
         return r;
 }
 
+/* KfdOps.exception_info (kfd-ops.h): the oldest HW exception record of the
+ * KFD context behind kfd_fd. */
+static int op_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf, size_t buflen) {
+        SimDevice *d = userdata;
+        SimFile *f;
+        int r;
+
+        if (getpid() != d->pid)
+                return -EBADF;
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(d, kfd_fd);
+        if (!f || f->kind != SIM_FILE_KFD || !f->process)
+                r = -EBADF;
+        else
+                r = sim_events_take_exception(f->process, ret_queue_id, buf, buflen);
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
 static int op_munmap(void *userdata, void *addr, size_t length) {
         if (munmap(addr, length) < 0)
                 return -errno;
@@ -342,7 +362,10 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         pthread_cond_init(&d->wait_cond, &attr);
         pthread_condattr_destroy(&attr);
         pthread_cond_init(&d->idle_cond, NULL);
+        pthread_cond_init(&d->cp_cond, NULL);
         d->pid = getpid();
+        d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
+                                                              : SIM_DEFAULT_DISPATCH_BUDGET;
         sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
 
         if (o.sysfs_dir) {
@@ -373,10 +396,16 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                 .mmap = op_mmap,
                 .munmap = op_munmap,
                 .close = op_close,
+                .exception_info = op_exception_info,
         };
 
         for (unsigned i = 0; i < d->gpu.num_sdma_engines && i < SIM_MAX_SDMA_ENGINES; i++) {
                 r = sim_engine_new(d, SIM_ENGINE_SDMA, i, sim_sdma_queue_step, &d->sdma_engines[i]);
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned i = 0; i < SIM_CP_PIPES; i++) {
+                r = sim_engine_new(d, SIM_ENGINE_CP, i, sim_cp_queue_step, &d->cp_engines[i]);
                 if (r < 0)
                         return r;
         }
@@ -419,6 +448,8 @@ SimDevice *sim_device_free(SimDevice *d) {
         /* No queue is left on any engine now; stop the threads. */
         for (unsigned i = 0; i < SIM_MAX_SDMA_ENGINES; i++)
                 d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
+        for (unsigned i = 0; i < SIM_CP_PIPES; i++)
+                d->cp_engines[i] = sim_engine_free(d->cp_engines[i]);
         sim_device_free_bos(d);
 
         if (d->own_sysfs_dir && d->sysfs_dir)
@@ -426,6 +457,7 @@ SimDevice *sim_device_free(SimDevice *d) {
         free(d->sysfs_dir);
         pthread_cond_destroy(&d->wait_cond);
         pthread_cond_destroy(&d->idle_cond);
+        pthread_cond_destroy(&d->cp_cond);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return NULL;

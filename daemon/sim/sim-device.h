@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "kfd/kfd-ops.h"
+#include "sim-cp.h"
 #include "sim-topology.h"
 #include "sim-types.h"
 #include "sim.h"
@@ -40,6 +41,10 @@ struct SimDevice {
 
         SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */
         SimEngine *sdma_engines[SIM_MAX_SDMA_ENGINES];
+        SimEngine *cp_engines[SIM_CP_PIPES];      /* one per MEC pipe (sim-cp.h) */
+        unsigned next_cp_pipe;
+        pthread_cond_t cp_cond;     /* broadcast when a dispatch lets go of its queue */
+        uint64_t dispatch_budget;   /* wave-instructions per dispatch (SimOptions) */
 
         unsigned n_busy;            /* ioctls in flight */
         bool shutting_down;

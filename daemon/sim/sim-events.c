@@ -24,6 +24,7 @@
  *    their events had been destroyed.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -296,7 +297,8 @@ void sim_events_memory_fault(SimProcess *p, uint64_t va) {
                           (unsigned long long) va);
 }
 
-void sim_events_hw_exception(SimProcess *p) {
+void sim_events_hw_exception(SimProcess *p, uint32_t queue_id, const char *text) {
+        SimException *x;
         struct kfd_hsa_hw_exception_data data = {
                 .reset_type = 0,
                 .reset_cause = KFD_HW_EXCEPTION_GPU_HANG,
@@ -304,11 +306,35 @@ void sim_events_hw_exception(SimProcess *p) {
                 .gpu_id = p->device->gpu.gpu_id,
         };
 
+        if (p->exception_count == SIM_MAX_EXCEPTIONS) {
+                /* Bounded: the oldest record gives way. */
+                p->exception_first = (p->exception_first + 1) % SIM_MAX_EXCEPTIONS;
+                p->exception_count--;
+        }
+        x = &p->exceptions[(p->exception_first + p->exception_count++) % SIM_MAX_EXCEPTIONS];
+        x->queue_id = queue_id;
+        snprintf(x->text, sizeof x->text, "%s", text ? text : "unknown GPU exception");
+
         for (SimEvent *e = p->events; e; e = e->next)
                 if (e->type == KFD_IOC_EVENT_HW_EXCEPTION) {
                         e->hw_exception_data = data;
                         set_event(p, e);
                 }
+}
+
+int sim_events_take_exception(SimProcess *p, uint32_t *ret_queue_id, char *buf, size_t buflen) {
+        SimException *x;
+
+        if (p->exception_count == 0)
+                return -ENOENT;
+        x = &p->exceptions[p->exception_first];
+        if (ret_queue_id)
+                *ret_queue_id = x->queue_id;
+        if (buf && buflen > 0)
+                snprintf(buf, buflen, "%s", x->text);
+        p->exception_first = (p->exception_first + 1) % SIM_MAX_EXCEPTIONS;
+        p->exception_count--;
+        return 0;
 }
 
 /* init_event_waiter(). */
