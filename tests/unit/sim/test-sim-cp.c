@@ -138,16 +138,18 @@ Test(sim_cp, interrupt_only_and_data_after_write_confirm) {
         rig_open(&r, 4096);
         TestBo buf = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint64_t slot = r.page.va + 8ull * r.done;
-        /* INT_SEL 3 ("send data after write confirm") writes without an interrupt (Mesa radv). */
+        /* INT_SEL 3 ("send data after write confirm") writes the slot without an
+         * interrupt (Mesa radv: "don't send an interrupt"). */
         pm4_release_mem(&r.p, 1, 3, buf.va, 7, r.done);
+        pm4_release_mem(&r.p, 1, 3, slot, r.done, r.done);
         t_submit_pm4_buf(&r.q, &r.p);
         for (int i = 0; i < 500 && t_rptr_dw(&r.q) != t_wptr_dw(&r.q); i++)
                 usleep(1000);
+        cr_assert_eq(t_rptr_dw(&r.q), t_wptr_dw(&r.q));
         cr_assert_eq(((uint32_t *) buf.cpu)[0], 7u);
+        cr_assert_eq(((uint32_t *) r.page.cpu)[2 * r.done], r.done, "the slot's low dword was written");
         cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT, "INT_SEL 3: no interrupt");
-        /* INT_SEL 1 (interrupt only, DATA_SEL 0) after the slot was written another way. */
-        uint32_t id[] = { r.done };
-        pm4_write_data(&r.p, 5, slot, id, 1);
+        /* INT_SEL 1 (interrupt only, DATA_SEL 0) finds the written slot. */
         pm4_release_mem(&r.p, 0, 1, 0, 0, r.done);
         t_submit_pm4_buf(&r.q, &r.p);
         cr_expect_eq(t_wait1(&r.c, r.done, 10000), KFD_IOC_WAIT_RESULT_COMPLETE, "INT_SEL 1 interrupts");
