@@ -318,7 +318,7 @@ Test(sim_cp, dispatch_vector_add_with_partial_workgroup) {
         CpLaunch l = { .grid = { 16, 1, 1 }, .wg = { 64, 1, 1 }, .partial = { 40, 0, 0 } };
         TestBo argbo, scratch;
         cp_prepare(&r.c, &k, &args, &l, &argbo, &scratch);
-        pm4_dispatch(&r.p, &k, &l);
+        pm4_dispatch(&r.p, &k.k, &l);
         rig_run(&r);
         for (uint32_t i = 0; i < 1000; i++)
                 cr_assert_eq(z[i], x[i] + y[i], "i=%u: %f != %f", i, z[i], x[i] + y[i]);
@@ -329,7 +329,7 @@ Test(sim_cp, dispatch_vector_add_with_partial_workgroup) {
         CpLaunch full = { .grid = { 16, 1, 1 }, .wg = { 64, 1, 1 } };
         TestBo argbo2, scratch2;
         cp_prepare(&r.c, &k, &args, &full, &argbo2, &scratch2);
-        pm4_dispatch(&r.p, &k, &full);
+        pm4_dispatch(&r.p, &k.k, &full);
         rig_run(&r);
         for (uint32_t i = 1000; i < 1024; i++)
                 cr_assert_eq(z[i], x[i] + y[i], "i=%u", i);
@@ -361,7 +361,7 @@ Test(sim_cp, dispatch_private_array_with_scratch) {
                 TestBo argbo, scratch;
                 cp_prepare(&r.c, &k, &args, &l, &argbo, &scratch);
                 cr_assert_gt(l.scratch_wavesize_kib, 0u);
-                pm4_dispatch(&r.p, &k, &l);
+                pm4_dispatch(&r.p, &k.k, &l);
                 rig_run(&r);
                 for (uint32_t i = 0; i < n; i++) {
                         uint32_t v = iv[i], e = 0;
@@ -399,7 +399,7 @@ Test(sim_cp, dispatch_index_3d_partial) {
                        .partial = { partial[0], partial[1], partial[2] } };
         TestBo argbo, scratch;
         cp_prepare(&r.c, &k, &args, &l, &argbo, &scratch);
-        pm4_dispatch(&r.p, &k, &l);
+        pm4_dispatch(&r.p, &k.k, &l);
         rig_run(&r);
         for (uint32_t z = 0; z < full[2]; z++)
                 for (uint32_t y = 0; y < full[1]; y++)
@@ -430,7 +430,7 @@ Test(sim_cp, dispatch_fault_stops_the_queue_at_the_dispatch) {
         CpLaunch l = { .grid = { 1, 1, 1 }, .wg = { 64, 1, 1 } };
         TestBo argbo, scratch;
         cp_prepare(&r.c, &k, &args, &l, &argbo, &scratch);
-        pm4_dispatch(&r.p, &k, &l);
+        pm4_dispatch(&r.p, &k.k, &l);
         size_t dispatch_at = 0;
         for (size_t i = 0; i < r.p.n; i++)
                 if (r.p.dw[i] == PKT3(OP_DISPATCH_DIRECT, 3))
