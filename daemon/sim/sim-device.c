@@ -177,26 +177,50 @@ static int op_close(void *userdata, int fd) {
         return f ? 0 : -EBADF;
 }
 
-static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
-        SimDevice *d = userdata;
-        unsigned nr = _IOC_NR(request);
-        size_t usize = _IOC_SIZE(request), asize;
-        _cleanup_free_ void *kdata = NULL;
-        const SimIoctl *h;
+/* The thread's cancelability on entry to the ioctl in flight (see sim_ioctl_cancellable()). */
+static __thread int caller_cancel_state = PTHREAD_CANCEL_ENABLE;
+
+void sim_ioctl_cancellable(bool on) {
+        (void) pthread_setcancelstate(on ? caller_cancel_state : PTHREAD_CANCEL_DISABLE, NULL);
+}
+
+typedef struct IoctlUnwind {
+        SimDevice *d;
+        SimProcess *p;
+        void *kdata;
+} IoctlUnwind;
+
+/* The thread was cancelled in a cancellable sleep of the handler: the device
+ * lock is held again (pthread_cond_wait reacquires it); undo the ioctl's
+ * bookkeeping and let go of the lock, as the kernel's ioctl returns
+ * -ERESTARTSYS to a dying thread. */
+static void ioctl_cancelled(void *userdata) {
+        IoctlUnwind *u = userdata;
+
+        sim_process_unref(u->p);
+        if (--u->d->n_busy == 0)
+                pthread_cond_broadcast(&u->d->idle_cond);
+        pthread_mutex_unlock(&u->d->lock);
+        free(u->kdata);
+}
+
+/* Runs the handler with the unwind handler in place (a function of its own so
+ * that pthread_cleanup_push's setjmp sees few locals). */
+static int call_handler(const SimIoctl *h, SimProcess *p, void *kdata, IoctlUnwind *unwind) {
+        volatile int r;
+
+        pthread_cleanup_push(ioctl_cancelled, unwind);
+        r = h->func(p, kdata);
+        pthread_cleanup_pop(0);
+        return r;
+}
+
+static int ioctl_dispatch(SimDevice *d, const SimIoctl *h, unsigned nr, int fd, unsigned long request, void *arg,
+                          void *kdata) {
+        size_t usize = _IOC_SIZE(request);
         SimProcess *p;
         SimFile *f;
         int r;
-
-        /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
-        if (getpid() != d->pid)
-                return -EBADF;
-        if (nr >= SIM_IOCTL_COUNT)
-                return -ENOTTY;
-        h = &ioctls[nr];
-        asize = MAX(usize, h->size);
-        kdata = calloc(1, MAX(asize, (size_t) 1));
-        if (!kdata)
-                return -ENOMEM;
 
         pthread_mutex_lock(&d->lock);
         f = sim_file_find(d, fd);
@@ -226,7 +250,7 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                 }
                 memcpy(kdata, arg, usize);
         }
-        r = h->func(p, kdata);
+        r = call_handler(h, p, kdata, &(IoctlUnwind) { .d = d, .p = p, .kdata = kdata });
         if ((_IOC_DIR(request) & _IOC_READ) && usize > 0) {
                 if (!arg)
                         r = -EFAULT;
@@ -238,6 +262,32 @@ finish:
         if (--d->n_busy == 0)
                 pthread_cond_broadcast(&d->idle_cond);
         pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
+        SimDevice *d = userdata;
+        unsigned nr = _IOC_NR(request);
+        const SimIoctl *h;
+        void *kdata;
+        int old, r;
+
+        /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
+        if (getpid() != d->pid)
+                return -EBADF;
+        if (nr >= SIM_IOCTL_COUNT)
+                return -ENOTTY;
+        h = &ioctls[nr];
+        kdata = calloc(1, MAX(MAX((size_t) _IOC_SIZE(request), h->size), (size_t) 1));
+        if (!kdata)
+                return -ENOMEM;
+        /* Only a sleep may be cancelled (sim_ioctl_cancellable()): nowhere else
+         * can a cancelled thread leave the device lock held or state half done. */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+        caller_cancel_state = old;
+        r = ioctl_dispatch(d, h, nr, fd, request, arg, kdata);
+        pthread_setcancelstate(old, NULL);
+        free(kdata);
         return r;
 }
 

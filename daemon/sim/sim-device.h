@@ -50,5 +50,17 @@ struct SimDevice {
         bool shutting_down;
 };
 
+/*
+ * Thread cancellation inside an ioctl: the simulator runs ioctls with
+ * cancellation disabled, except around the sleeps the kernel would let a
+ * signal interrupt (WAIT_EVENTS), which a handler brackets with
+ * sim_ioctl_cancellable(true) / (false); there the caller's own state
+ * applies. A thread cancelled while it sleeps unwinds through cleanup
+ * handlers that release the device lock and undo the ioctl's bookkeeping, so
+ * a caller that pthread_cancel()s a thread blocked in WAIT_EVENTS (the
+ * daemon's waiter, when it cannot wake it) does not leave the device locked.
+ */
+void sim_ioctl_cancellable(bool on);
+
 /* Absolute CLOCK_MONOTONIC deadline ns from now, for pthread_cond_timedwait. */
 void sim_deadline_after_ns(struct timespec *ts, uint64_t ns);
