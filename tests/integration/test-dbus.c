@@ -249,6 +249,44 @@ Test(dbus, set_limits_and_terminate) {
         sd_bus_unref(bus);
 }
 
+/* The ranges a policy file allows hold for SetLimits too; a refused call changes nothing. */
+Test(dbus, set_limits_refuses_values_out_of_range) {
+        static const struct {
+                const char *key;
+                uint64_t value;
+                const char *message;
+        } bad[] = {
+                { "JobsInFlight", 0, "Limit JobsInFlight must be 1..4294967294, or 18446744073709551615 for no limit, got 0" },
+                { "JobTimeoutUSec", 0, "Limit JobTimeoutUSec must be 1..18446744073709551 microseconds, or "
+                                       "18446744073709551615 for no limit, got 0" },
+                { "JobTimeoutUSec", 18446744073709552ull, "Limit JobTimeoutUSec must be 1..18446744073709551 "
+                                                          "microseconds, or 18446744073709551615 for no limit, got "
+                                                          "18446744073709552" },
+                { "BufferMemory", 0, "Limit BufferMemory must be 1..18446744073709551614 bytes, or "
+                                     "18446744073709551615 for no limit, got 0" },
+                { "Buffers", 4294967295ull, "Limit Buffers must be 0..4294967294, or 18446744073709551615 for no "
+                                            "limit, got 4294967295" },
+        };
+        sd_bus *bus = open_bus();
+        kfdb_session *s = connect_session();
+        uint64_t id = kfdb_session_get_id(s);
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+                int r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", id, 2,
+                                           "Weight", "u", (uint32_t) 9, bad[i].key, "t", bad[i].value);
+
+                cr_expect_lt(r, 0, "%s", bad[i].key);
+                cr_expect(sd_bus_error_has_name(&e, SD_BUS_ERROR_INVALID_ARGS), "%s", e.name);
+                cr_expect_str_eq(e.message, bad[i].message);
+                sd_bus_error_free(&e);
+        }
+        cr_assert_eq(session_number(bus, id, "Weight"), 1, "nothing of a refused call is applied");
+        cr_assert_eq(session_number(bus, id, "BufferMemory"), (int64_t) (4ull << 30));
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+}
+
 Test(dbus, reload_policy_refuses_broken_file_and_keeps_sessions) {
         sd_bus *bus = open_bus();
         sd_bus_error e = SD_BUS_ERROR_NULL;
