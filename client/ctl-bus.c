@@ -171,8 +171,30 @@ int ctl_bus_read_string(sd_bus_message *m, const char *contents, char *buf, size
         return r;
 }
 
-/* Prints one variant of a basic type (the a{sv} values the daemon sends). */
-static int print_variant(sd_bus_message *m, bool json) {
+/* A string value in text mode: control characters shown as '?', except that
+ * a multi-line value (DrmUsage) continues on lines indented to column, with
+ * its tabs as spaces. */
+static void print_text_block(const char *s, size_t column) {
+        for (const char *line = s; *line;) {
+                size_t n = strcspn(line, "\n");
+                char buf[1024];
+
+                if (line != s)
+                        printf("\n%*s", (int) MIN(column, (size_t) 200), "");
+                snprintf(buf, sizeof(buf), "%.*s", (int) MIN(n, sizeof(buf) - 1), line);
+                for (char *c = buf; *c; c++)
+                        if (*c == '\t')
+                                *c = ' ';
+                fputs(ctl_sanitize(buf, buf, sizeof(buf)), stdout);
+                line += n;
+                if (*line == '\n')
+                        line++;
+        }
+}
+
+/* Prints one variant of a basic type (the a{sv} values the daemon sends);
+ * column is where a text value starts, for continuation lines. */
+static int print_variant(sd_bus_message *m, bool json, size_t column) {
         const char *contents = NULL;
         char type;
         int r;
@@ -190,10 +212,9 @@ static int print_variant(sd_bus_message *m, bool json) {
                 if (r >= 0) {
                         if (json)
                                 json_string(s);
-                        else if (s[0]) {
-                                char buf[1024];
-                                fputs(ctl_sanitize(s, buf, sizeof(buf)), stdout);
-                        } else
+                        else if (s[0])
+                                print_text_block(s, column);
+                        else
                                 putchar('-');
                 }
                 break;
@@ -264,19 +285,38 @@ int ctl_bus_print_dict(sd_bus_message *m, bool json, const char *indent) {
         while ((r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv")) > 0) {
                 const char *key;
 
+                const char *contents = NULL;
+                bool nested;
+
                 r = sd_bus_message_read_basic(m, 's', &key);
+                if (r >= 0)
+                        r = sd_bus_message_peek_type(m, NULL, &contents);
                 if (r < 0)
                         return r;
+                /* Usage and Limits of a session are dictionaries of their own. */
+                nested = contents && strcmp(contents, "a{sv}") == 0;
                 if (json) {
                         printf("%s", first ? "" : ",");
                         json_string(key);
                         putchar(':');
-                } else
+                } else if (nested)
+                        printf("%s%s:\n", indent, key);
+                else
                         printf("%s%-20s ", indent, key);
-                r = print_variant(m, json);
+                if (nested) {
+                        char deeper[64];
+
+                        snprintf(deeper, sizeof(deeper), "%s  ", indent);
+                        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents);
+                        if (r >= 0)
+                                r = ctl_bus_print_dict(m, json, deeper);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                } else
+                        r = print_variant(m, json, strlen(indent) + 21);
                 if (r < 0)
                         return r;
-                if (!json)
+                if (!json && !nested)
                         putchar('\n');
                 first = false;
                 r = sd_bus_message_exit_container(m);

@@ -237,6 +237,42 @@ Test(ctl_manage, top_bad_usage_and_no_daemon) {
         sd_bus_unref(wait_for_name());
 }
 
+/* ---- accounting: a session's Usage and Limits dictionaries ---- */
+
+Test(ctl_manage, accounting_shows_each_sessions_usage_and_limits) {
+        const char *json[] = { "--json", "accounting", NULL }, *text[] = { "accounting", NULL };
+        kfdb_session *s = connect_session("acct");
+        kfdb_buffer *a;
+        kfdb_batch *b;
+        uint64_t fence;
+        char *out, *err;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, 1u << 20, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        cr_assert_eq(kfdb_batch_fill(b, a, 0, 65536, 7), 0);
+        cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0);
+
+        cr_assert_eq(test_run_ctl(json, false, &out, &err), 0, "%s", err);
+        cr_assert(strstr(out, "\"ClientName\":\"acct\","), "%s", out);
+        cr_assert(strstr(out, ",\"Limits\":{\"BufferMemory\":4294967296,"), "%s", out);
+        cr_assert(strstr(out, ",\"Usage\":{\"JobsSubmitted\":1,\"JobsCompleted\":1,\"JobsFailed\":0,"
+                              "\"BusyNSecSDMA\":"), "%s", out);
+        cr_assert(strstr(out, ",\"BytesFilled\":65536,\"BufferBytes\":1048576,"), "%s", out);
+        cr_assert(strstr(out, "\"DrmUsage\":\"drm-driver:\\tkfdbroker\\n"), "%s", out);
+        free_outputs(out, err);
+
+        cr_assert_eq(test_run_ctl(text, false, &out, &err), 0, "%s", err);
+        cr_assert(strstr(out, "\n  Limits:\n    BufferMemory         4294967296\n"), "%s", out);
+        cr_assert(strstr(out, "\n  Usage:\n    JobsSubmitted        1\n    JobsCompleted        1\n"), "%s", out);
+        cr_assert(strstr(out, "\n    BytesFilled          65536\n"), "%s", out);
+        cr_assert(strstr(out, "\n  DrmUsage             drm-driver: kfdbroker\n"
+                              "                       drm-client-id: "), "%s", out);
+        free_outputs(out, err);
+        kfdb_batch_free(b);
+        kfdb_session_free(s);
+}
+
 /* ---- limits ---- */
 
 static char *limits_show(uint64_t id, bool json) {
