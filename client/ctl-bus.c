@@ -40,11 +40,13 @@ int ctl_bus_new_call(sd_bus *bus, const char *method, sd_bus_message **ret) {
 
 int ctl_bus_send(sd_bus *bus, sd_bus_message *m, sd_bus_message **ret, char *err, size_t errlen) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        const char *method = sd_bus_message_get_member(m);
+        const char *method;
         int r;
 
         r = sd_bus_call(bus, m, 0, &error, ret);
         if (r < 0) {
+                /* Only now: the header moves while arguments are appended and at sealing. */
+                method = sd_bus_message_get_member(m);
                 if (sd_bus_error_has_name(&error, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
                     sd_bus_error_has_name(&error, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
                         snprintf(err, errlen, "%s is not on the system bus (is kfdbrokerd running?)",

@@ -227,12 +227,14 @@ static void top_compute_rates(Top *t) {
         if (!t->have_prev || t->cur.when_ns <= t->prev.when_ns)
                 return;
         dt = (double) (t->cur.when_ns - t->prev.when_ns);
-        qsort(t->prev.rows, t->prev.n, sizeof(TopRow), row_cmp_id);
+        if (t->prev.n > 0)
+                qsort(t->prev.rows, t->prev.n, sizeof(TopRow), row_cmp_id);
         for (size_t i = 0; i < t->cur.n; i++) {
                 TopRow *r = &t->cur.rows[i];
-                const TopRow *p = bsearch(r, t->prev.rows, t->prev.n, sizeof(TopRow), row_cmp_id);
-                const TopRow zero = {};
+                const TopRow zero = {}, *p = NULL;
 
+                if (t->prev.n > 0)
+                        p = bsearch(r, t->prev.rows, t->prev.n, sizeof(TopRow), row_cmp_id);
                 if (!p)
                         p = &zero;
                 r->have_rates = true;
@@ -320,7 +322,8 @@ static void top_draw(Top *t) {
         f = open_memstream(&text, &len);
         if (!f)
                 return;
-        qsort(t->cur.rows, t->cur.n, sizeof(TopRow), row_cmp_busy);
+        if (t->cur.n > 0)
+                qsort(t->cur.rows, t->cur.n, sizeof(TopRow), row_cmp_busy);
         for (size_t i = 0; i < t->cur.n; i++) {
                 const TopRow *r = &t->cur.rows[i];
                 jobs += r->jobs_per_s;

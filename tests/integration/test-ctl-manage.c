@@ -11,12 +11,17 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
+#include <pty.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
@@ -235,6 +240,120 @@ Test(ctl_manage, top_bad_usage_and_no_daemon) {
         free_outputs(out, err);
         test_daemon_start(&d, (const char *const[]) { "--bus=system", NULL });
         sd_bus_unref(wait_for_name());
+}
+
+/* Reads what the pty master gives within timeout_ms and appends it to buf; stops early
+ * once buf contains until. Returns the bytes added. */
+static size_t pty_read(int fd, char *buf, size_t cap, size_t *len, const char *until, int timeout_ms) {
+        size_t before = *len;
+
+        for (int waited = 0; waited < timeout_ms; waited += 10) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                ssize_t n;
+
+                if (poll(&p, 1, 10) == 1) {
+                        n = read(fd, buf + *len, cap - *len - 1);
+                        if (n <= 0)
+                                break;
+                        *len += (size_t) n;
+                        buf[*len] = 0;
+                }
+                if (until && strstr(buf + before, until))
+                        break;
+        }
+        return *len - before;
+}
+
+/* The longest line of a stretch of terminal output, escape sequences removed. */
+static size_t widest_line(const char *s, unsigned *ret_lines) {
+        size_t widest = 0, cur = 0;
+        unsigned lines = 1;
+
+        for (; *s; s++) {
+                if (*s == '\033') {
+                        /* CSI: ESC [ parameters, then a final byte in @..~ */
+                        for (s++; *s && s[1] && !(s[1] >= '@' && s[1] <= '~' && s[1] != '['); s++)
+                                ;
+                        if (*s)
+                                s++;
+                        continue;
+                }
+                if (*s == '\r')
+                        continue;
+                if (*s == '\n') {
+                        widest = cur > widest ? cur : widest;
+                        cur = 0;
+                        lines++;
+                        continue;
+                }
+                cur++;
+        }
+        *ret_lines = lines;
+        return cur > widest ? cur : widest;
+}
+
+/* On a terminal: the alternate screen, redrawn in place, cut to the window and
+ * redrawn when it changes; 'q' and Ctrl-C quit with exit 0 and give the
+ * terminal back (screen, cursor, line mode). */
+Test(ctl_manage, top_on_a_terminal_follows_the_window_and_quits) {
+        static const char quit_keys[] = { 'q', '\003' };
+        kfdb_session *s[3] = { connect_session("pty-a"), connect_session("pty-b"), connect_session("pty-c") };
+
+        for (unsigned k = 0; k < sizeof(quit_keys); k++) {
+                struct winsize ws = { .ws_row = 24, .ws_col = 100 };
+                static char out[65536];
+                size_t len = 0;
+                unsigned lines;
+                struct termios tio;
+                int master, status;
+                pid_t pid;
+
+                pid = forkpty(&master, NULL, NULL, &ws);
+                cr_assert_geq(pid, 0);
+                if (pid == 0) {
+                        execl(getenv("KFDBROKERCTL"), "kfdbrokerctl", "top", "--delay=0.2", (char *) NULL);
+                        _exit(127);
+                }
+                /* The first frame: alternate screen, no cursor, home, the header. */
+                pty_read(master, out, sizeof(out), &len, "\033[J", 5000);
+                cr_assert(strncmp(out, "\033[?1049h\033[?25l\033[H", 16) == 0, "%s", out);
+                cr_assert(strstr(out, "pty-c"), "%s", out);
+                cr_assert_leq(widest_line(out, &lines), 100, "%s", out);
+
+                /* A window of 40 columns and 5 rows: the kernel sends SIGWINCH. */
+                ws = (struct winsize) { .ws_row = 5, .ws_col = 40 };
+                cr_assert_eq(ioctl(master, TIOCSWINSZ, &ws), 0);
+                usleep(300000);
+                len = 0;
+                pty_read(master, out, sizeof(out), &len, NULL, 300);
+                {
+                        const char *home = NULL; /* the last frame: from its "\033[H" */
+
+                        for (const char *p = out; (p = strstr(p, "\033[H")); p++)
+                                home = p;
+                        cr_assert_not_null(home, "no redraw after the resize: %s", out);
+                        cr_assert_leq(widest_line(home, &lines), 40, "cut to 40 columns: %s", home);
+                        cr_assert_leq(lines, 5, "cut to 5 rows: %s", home);
+                        cr_assert(strstr(home, "more)"), "the rows that do not fit are counted: %s", home);
+                }
+
+                /* Line mode is off while it runs... */
+                cr_assert_eq(tcgetattr(master, &tio), 0);
+                cr_assert_eq(tio.c_lflag & (ICANON | ECHO), 0);
+                cr_assert_eq(write(master, &quit_keys[k], 1), 1);
+                len = 0;
+                pty_read(master, out, sizeof(out), &len, "\033[?1049l", 5000);
+                cr_assert_eq(waitpid(pid, &status, 0), pid);
+                cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "key 0x%02x: status 0x%x", quit_keys[k],
+                          status);
+                cr_assert(strstr(out, "\033[?25h\033[?1049l"), "cursor and screen given back: %s", out);
+                /* ...and back on after. */
+                cr_assert_eq(tcgetattr(master, &tio), 0);
+                cr_assert_eq(tio.c_lflag & (ICANON | ECHO), (tcflag_t) (ICANON | ECHO));
+                close(master);
+        }
+        for (unsigned i = 0; i < 3; i++)
+                kfdb_session_free(s[i]);
 }
 
 /* ---- accounting: a session's Usage and Limits dictionaries ---- */
