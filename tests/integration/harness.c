@@ -325,8 +325,11 @@ void test_bus_start(TestBus *b) {
                 "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
                 "  </policy>\n"
                 "  <include>%s/org.kfdbroker.Broker1.conf</include>\n"
-                "  <!-- Tests run the daemon as root instead of the kfdbroker user. -->\n"
-                "  <policy user=\"root\"><allow own=\"org.kfdbroker.Broker1\"/></policy>\n"
+                "  <!-- Tests run the daemon as root instead of the kfdbroker user, and may\n"
+                "       stand in for polkit's authority (test-dbus). -->\n"
+                "  <policy user=\"root\"><allow own=\"org.kfdbroker.Broker1\"/>\n"
+                "    <allow own=\"org.freedesktop.PolicyKit1\"/></policy>\n"
+                "  <policy context=\"default\"><allow send_destination=\"org.freedesktop.PolicyKit1\"/></policy>\n"
                 "</busconfig>\n",
                 b->dir, getenv("KFDBROKER_POLICY_SRC"));
         fclose(f);
