@@ -330,6 +330,46 @@ Test(dbus, signals_tell_of_sessions_and_failed_jobs) {
         sd_bus_unref(bus);
 }
 
+/* --metrics-file: the same OpenMetrics text, rewritten in place for a node
+ * exporter's textfile collector, following the accounting as it changes. */
+Test(dbus, metrics_file_is_rewritten) {
+        char path[160], arg[200], text[16384];
+        const char *args[] = { arg, "--metrics-interval=0.1", NULL };
+        TestDaemon other;
+        kfdb_session *s;
+        kfdb_buffer *a;
+        bool seen = false, torn = false;
+
+        snprintf(path, sizeof(path), "%s/kfdbroker.prom", tb.dir);
+        snprintf(arg, sizeof(arg), "--metrics-file=%s", path);
+        test_daemon_start(&other, args);
+        cr_assert_eq(kfdb_session_new(other.sock, "metrics-file", &s), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 3u << 20, KFDB_PLACEMENT_GTT, &a), 0);
+        for (int i = 0; i < 300 && !seen && !torn; i++) {
+                FILE *f = fopen(path, "re");
+                size_t n = 0;
+
+                if (f) {
+                        n = fread(text, 1, sizeof(text) - 1, f);
+                        fclose(f);
+                }
+                text[n] = 0;
+                /* Never half a file: it is replaced by rename(). */
+                torn = n > 0 && (strncmp(text, "# TYPE kfdbroker_build info\n", 28) != 0 ||
+                                 strcmp(text + n - 6, "# EOF\n") != 0);
+                seen = strstr(text, "\nkfdbroker_identity_buffer_bytes{uid=\"0\",unit=\"\",app=\"\",container=\"\"} "
+                                    "3145728\n");
+                if (!seen)
+                        usleep(10000);
+        }
+        kfdb_session_free(s);
+        /* Stop the second daemon before any assertion can end the test. */
+        cr_assert_eq(test_daemon_stop(&other), 0);
+        cr_assert(!torn, "a torn file: %s", text);
+        cr_assert(seen, "the file never showed the session's 3 MiB: %s", text);
+        cr_assert(access(path, F_OK) == 0);
+}
+
 Test(dbus, set_limits_and_terminate) {
         sd_bus *bus = open_bus();
         sd_bus_error e = SD_BUS_ERROR_NULL;
