@@ -8,10 +8,11 @@
  * session's jobs (the BusyNSec* counters, GPU time between the timestamps
  * written around each job). Memory and jobs in flight are the values now.
  *
- * Two modes. Interactive (stdout a terminal, no -b): the alternate screen,
- * redrawn in place, rows and columns cut to the window (re-read on
- * SIGWINCH); stdin, when it is a terminal, is put in non-canonical mode so
- * that 'q' quits at once; Ctrl-C, SIGTERM and 'q' all restore the terminal.
+ * Two modes. Interactive (stdout a terminal, no -b): the alternate screen
+ * (the normal one with -n, so the last refresh stays), redrawn in place,
+ * rows and columns cut to the window (re-read on SIGWINCH); stdin, when it
+ * is a terminal, is put in non-canonical mode so that 'q' quits at once;
+ * Ctrl-C, SIGTERM and 'q' all restore the terminal, Ctrl-Z suspends.
  * Batch (-b, or stdout not a terminal): one plain frame per interval, no
  * escape codes, nothing cut, so it can be piped and tested.
  */
@@ -66,7 +67,8 @@ typedef struct Top {
         uint64_t iterations; /* 0: until quit */
         bool batch;
         bool raw;                 /* stdin switched to non-canonical mode */
-        bool screen;              /* alternate screen entered */
+        bool screen;              /* terminal taken over (cursor hidden) */
+        bool alt_screen;          /* ...on the alternate screen */
         struct termios saved_tio; /* stdin's settings to restore */
         sigset_t saved_mask;
         int sigfd;
@@ -421,19 +423,24 @@ static int top_setup_terminal(Top *t) {
                 if (tcsetattr(STDIN_FILENO, TCSANOW, &tio) == 0)
                         t->raw = true;
         }
-        /* The alternate screen, without a cursor. */
-        fputs("\033[?1049h\033[?25l", stdout);
+        /* Without a cursor, on the alternate screen; with -n on the normal one,
+         * cleared, so that the last refresh stays (as systemd-cgtop -n does). */
+        t->alt_screen = t->iterations == 0;
+        fputs(t->alt_screen ? "\033[?1049h\033[?25l" : "\033[H\033[2J\033[?25l", stdout);
         fflush(stdout);
         t->screen = true;
         top_read_window(t);
         return 0;
 }
 
+static void top_leave_screen(Top *t) {
+        if (t->screen)
+                fputs(t->alt_screen ? "\033[?25h\033[?1049l" : "\033[?25h\n", stdout);
+        fflush(stdout);
+}
+
 static void top_restore_terminal(Top *t) {
-        if (t->screen) {
-                fputs("\033[?25h\033[?1049l", stdout);
-                fflush(stdout);
-        }
+        top_leave_screen(t);
         if (t->raw)
                 (void) tcsetattr(STDIN_FILENO, TCSANOW, &t->saved_tio);
         t->sigfd = safe_close(t->sigfd);
@@ -442,9 +449,7 @@ static void top_restore_terminal(Top *t) {
 
 /* Ctrl-Z: give the terminal back while stopped, take it again on SIGCONT. */
 static void top_suspend(Top *t) {
-        if (t->screen)
-                fputs("\033[?25h\033[?1049l", stdout);
-        fflush(stdout);
+        top_leave_screen(t);
         if (t->raw)
                 (void) tcsetattr(STDIN_FILENO, TCSANOW, &t->saved_tio);
         (void) kill(getpid(), SIGSTOP);
@@ -454,7 +459,7 @@ static void top_suspend(Top *t) {
                 (void) tcsetattr(STDIN_FILENO, TCSANOW, &tio);
         }
         if (t->screen)
-                fputs("\033[?1049h\033[?25l", stdout);
+                fputs(t->alt_screen ? "\033[?1049h\033[?25l" : "\033[H\033[2J\033[?25l", stdout);
         top_read_window(t);
         top_draw(t);
 }
