@@ -625,6 +625,60 @@ static int unprivileged_calls(uint64_t root_session) {
         return 0;
 }
 
+/* An unprivileged user's own session, opened over D-Bus: readable, listed and
+ * terminable by that user without polkit. */
+static int own_session_calls(uint64_t unused) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        kfdb_session *s = NULL;
+        sd_bus *bus = NULL;
+        uint64_t id, listed;
+        uint32_t uid;
+        int fd, r;
+
+        if (sd_bus_open_system(&bus) < 0)
+                return 10;
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "OpenSession", &e, &reply, "");
+        if (r < 0 || sd_bus_message_read(reply, "h", &fd) < 0)
+                return 11;
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        if (kfdb_session_new_from_fd(fd, "nobody's", &s) < 0)
+                return 12;
+        id = kfdb_session_get_id(s);
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, &reply, "t", id);
+        if (r < 0) {
+                fprintf(stderr, "GetSession: %s\n", e.message);
+                return 13;
+        }
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "ListSessions", &e, &reply, "");
+        if (r < 0 || sd_bus_message_enter_container(reply, 'a', "(tuuussss)") < 0 ||
+            sd_bus_message_read(reply, "(tuuussss)", &listed, &uid, NULL, NULL, NULL, NULL, NULL, NULL) <= 0 ||
+            listed != id || uid != 65534 || sd_bus_message_at_end(reply, false) <= 0)
+                return 14;
+        sd_bus_message_unref(reply);
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "TerminateSession", &e, NULL, "ts", id, "done");
+        if (r < 0) {
+                fprintf(stderr, "TerminateSession: %s\n", e.message);
+                return 15;
+        }
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+        return 0;
+}
+
+Test(dbus, a_user_reads_and_ends_their_own_session) {
+        sd_bus *bus = open_bus();
+        kfdb_session *root = connect_session();
+
+        cr_assert_eq(as_nobody(own_session_calls, 0), 0);
+        kfdb_session_free(root);
+        sd_bus_unref(bus);
+}
+
 Test(dbus, unauthorised_peer_is_refused_with_a_reason) {
         sd_bus *bus = open_bus();
         kfdb_session *s = connect_session();
