@@ -98,19 +98,21 @@ static int limits_field(sd_bus_message *m, const char *key, const char *contents
                 r = ctl_bus_read_number(m, contents, &x);
                 if (r < 0)
                         return r;
-                switch (k) {
-                case POLICY_LIMIT_BUFFER_MEMORY: l->buffer_memory = x; break;
-                case POLICY_LIMIT_MAX_BUFFER_SIZE: l->max_buffer_size = x; break;
-                case POLICY_LIMIT_BUFFERS: l->buffers = x; break;
-                case POLICY_LIMIT_EVENTS: l->events = x; break;
-                case POLICY_LIMIT_JOBS_IN_FLIGHT: l->jobs_in_flight = x; break;
-                case POLICY_LIMIT_WEIGHT: l->weight = (uint32_t) MIN(x, (uint64_t) UINT32_MAX); break;
-                default:
-                        /* Microseconds; 2^64-1 is no timeout. */
+                if (k == POLICY_LIMIT_BUFFER_MEMORY)
+                        l->buffer_memory = x;
+                else if (k == POLICY_LIMIT_MAX_BUFFER_SIZE)
+                        l->max_buffer_size = x;
+                else if (k == POLICY_LIMIT_BUFFERS)
+                        l->buffers = x;
+                else if (k == POLICY_LIMIT_EVENTS)
+                        l->events = x;
+                else if (k == POLICY_LIMIT_JOBS_IN_FLIGHT)
+                        l->jobs_in_flight = x;
+                else if (k == POLICY_LIMIT_WEIGHT)
+                        l->weight = (uint32_t) MIN(x, (uint64_t) UINT32_MAX);
+                else /* JobTimeoutUSec: microseconds, 2^64-1 for none */
                         l->job_timeout_ns = x == UINT64_MAX ? POLICY_INFINITY
                                           : x > (POLICY_INFINITY - 1) / 1000 ? POLICY_INFINITY - 1 : x * 1000;
-                        break;
-                }
         }
         v->limits_seen |= 1u << k;
         return 1;
