@@ -253,8 +253,12 @@ static size_t pty_read(int fd, char *buf, size_t cap, size_t *len, const char *u
 
                 if (poll(&p, 1, 10) == 1) {
                         n = read(fd, buf + *len, cap - *len - 1);
-                        if (n <= 0)
-                                break;
+                        /* EIO while no slave is open (the child not yet started, or gone):
+                         * keep waiting until the deadline. */
+                        if (n <= 0) {
+                                usleep(10000);
+                                continue;
+                        }
                         *len += (size_t) n;
                         buf[*len] = 0;
                 }
@@ -308,6 +312,7 @@ Test(ctl_manage, top_on_a_terminal_follows_the_window_and_quits) {
                 int master, status;
                 pid_t pid;
 
+                out[0] = 0;
                 pid = forkpty(&master, NULL, NULL, &ws);
                 cr_assert_geq(pid, 0);
                 if (pid == 0) {
