@@ -2,46 +2,102 @@
 /*
  * kfdbrokerctl's verbs that read the daemon's D-Bus management API
  * (org.kfdbroker.Broker1 on the system bus, or $DBUS_SYSTEM_BUS_ADDRESS):
- * sessions, accounting and metrics. They see every client of the daemon,
- * where the socket verbs see only the caller's own session. Dictionaries
- * (a{sv}) are printed generically, so fields the daemon adds later show up
- * without a change here.
+ * sessions, accounting and metrics, and the helpers that `top` (ctl-top.c)
+ * and `limits` (ctl-limits.c) share with them: calling a method with the
+ * D-Bus error's own message on failure, walking an a{sv}, and making strings
+ * from the daemon safe for a terminal (unit and container names come from
+ * cgroup paths, which a delegated user can name). They see every client of
+ * the daemon, where the socket verbs see only the caller's own session.
+ * Dictionaries (a{sv}) are printed generically, so fields the daemon adds
+ * later show up without a change here.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
 
 #include "ctl-bus.h"
 #include "ctl-json.h"
+#include "util/macro.h"
 
 #define BROKER_NAME "org.kfdbroker.Broker1"
 #define BROKER_PATH "/org/kfdbroker/Broker1"
 #define BROKER_INTERFACE "org.kfdbroker.Broker1"
 
-/* Calls a method without arguments; prints why it failed. */
-static int bus_call(const char *prog, const char *method, sd_bus **ret_bus, sd_bus_message **ret) {
+int ctl_bus_open(const char *prog, sd_bus **ret) {
+        int r = sd_bus_open_system(ret);
+
+        if (r < 0)
+                fprintf(stderr, "%s: cannot connect to the system bus: %s\n", prog, strerror(-r));
+        return r;
+}
+
+int ctl_bus_new_call(sd_bus *bus, const char *method, sd_bus_message **ret) {
+        return sd_bus_message_new_method_call(bus, ret, BROKER_NAME, BROKER_PATH, BROKER_INTERFACE, method);
+}
+
+int ctl_bus_send(sd_bus *bus, sd_bus_message *m, sd_bus_message **ret, char *err, size_t errlen) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *method;
+        int r;
+
+        r = sd_bus_call(bus, m, 0, &error, ret);
+        if (r < 0) {
+                /* Only now: the header moves while arguments are appended and at sealing. */
+                method = sd_bus_message_get_member(m);
+                if (sd_bus_error_has_name(&error, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
+                    sd_bus_error_has_name(&error, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+                        snprintf(err, errlen, "%s is not on the system bus (is kfdbrokerd running?)",
+                                 BROKER_NAME);
+                else
+                        snprintf(err, errlen, "%s failed: %s", method,
+                                 error.message ? error.message : strerror(-r));
+                sd_bus_error_free(&error);
+        }
+        return r;
+}
+
+int ctl_bus_callv(sd_bus *bus, const char *method, sd_bus_message **ret, char *err, size_t errlen,
+                  const char *types, va_list ap) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = ctl_bus_new_call(bus, method, &m);
+        if (r >= 0 && types)
+                r = sd_bus_message_appendv(m, types, ap);
+        if (r < 0) {
+                snprintf(err, errlen, "cannot build the %s call: %s", method, strerror(-r));
+                return r;
+        }
+        return ctl_bus_send(bus, m, ret, err, errlen);
+}
+
+int ctl_bus_call(const char *prog, sd_bus *bus, const char *method, sd_bus_message **ret,
+                 const char *types, ...) {
+        char err[1024];
+        va_list ap;
+        int r;
+
+        va_start(ap, types);
+        r = ctl_bus_callv(bus, method, ret, err, sizeof(err), types, ap);
+        va_end(ap);
+        if (r < 0)
+                fprintf(stderr, "%s: %s\n", prog, err);
+        return r;
+}
+
+/* Opens the bus and calls a method without arguments. */
+static int bus_call(const char *prog, const char *method, sd_bus **ret_bus, sd_bus_message **ret) {
         sd_bus *bus = NULL;
         int r;
 
-        r = sd_bus_open_system(&bus);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot connect to the system bus: %s\n", prog, strerror(-r));
+        r = ctl_bus_open(prog, &bus);
+        if (r < 0)
                 return r;
-        }
-        r = sd_bus_call_method(bus, BROKER_NAME, BROKER_PATH, BROKER_INTERFACE, method, &error, ret,
-                               "");
+        r = ctl_bus_call(prog, bus, method, ret, NULL);
         if (r < 0) {
-                if (sd_bus_error_has_name(&error, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
-                    sd_bus_error_has_name(&error, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
-                        fprintf(stderr, "%s: %s is not on the system bus (is kfdbrokerd running?)\n",
-                                prog, BROKER_NAME);
-                else
-                        fprintf(stderr, "%s: %s failed: %s\n", prog, method,
-                                error.message ? error.message : strerror(-r));
-                sd_bus_error_free(&error);
                 sd_bus_unref(bus);
                 return r;
         }
@@ -49,8 +105,98 @@ static int bus_call(const char *prog, const char *method, sd_bus **ret_bus, sd_b
         return 0;
 }
 
-/* Prints one variant of a basic type (the a{sv} values the daemon sends). */
-static int print_variant(sd_bus_message *m, bool json) {
+const char *ctl_sanitize(const char *s, char *buf, size_t n) {
+        size_t i = 0;
+
+        if (n == 0)
+                return buf;
+        for (; s[i] && i + 1 < n; i++) {
+                unsigned char c = (unsigned char) s[i];
+                buf[i] = c < 0x20 || c == 0x7f ? '?' : (char) c;
+        }
+        buf[i] = 0;
+        return buf;
+}
+
+int ctl_bus_read_dict(sd_bus_message *m, CtlDictFn fn, void *userdata) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv")) > 0) {
+                const char *key, *contents;
+
+                r = sd_bus_message_read_basic(m, 's', &key);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_peek_type(m, NULL, &contents);
+                if (r < 0)
+                        return r;
+                r = fn(m, key, contents, userdata);
+                if (r == 0)
+                        r = sd_bus_message_skip(m, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+int ctl_bus_read_number(sd_bus_message *m, const char *contents, uint64_t *ret) {
+        uint32_t u;
+        int r;
+
+        if (strcmp(contents, "t") == 0)
+                return sd_bus_message_read(m, "v", "t", ret);
+        if (strcmp(contents, "u") != 0)
+                return -EBADMSG;
+        r = sd_bus_message_read(m, "v", "u", &u);
+        if (r >= 0)
+                *ret = u;
+        return r;
+}
+
+int ctl_bus_read_string(sd_bus_message *m, const char *contents, char *buf, size_t n) {
+        const char *s;
+        int r;
+
+        if (strcmp(contents, "s") != 0)
+                return -EBADMSG;
+        r = sd_bus_message_read(m, "v", "s", &s);
+        if (r >= 0)
+                snprintf(buf, n, "%s", s);
+        return r;
+}
+
+/* A string value in text mode: control characters shown as '?', except that
+ * a multi-line value (DrmUsage) continues on lines indented to column, with
+ * its tabs as spaces. */
+static void print_text_block(const char *s, size_t column) {
+        for (const char *line = s; *line;) {
+                size_t n = strcspn(line, "\n");
+                char buf[1024];
+
+                if (line != s)
+                        printf("\n%*s", (int) MIN(column, (size_t) 200), "");
+                snprintf(buf, sizeof(buf), "%.*s", (int) MIN(n, sizeof(buf) - 1), line);
+                for (char *c = buf; *c; c++)
+                        if (*c == '\t')
+                                *c = ' ';
+                fputs(ctl_sanitize(buf, buf, sizeof(buf)), stdout);
+                line += n;
+                if (*line == '\n')
+                        line++;
+        }
+}
+
+/* Prints one variant of a basic type (the a{sv} values the daemon sends);
+ * column is where a text value starts, for continuation lines. */
+static int print_variant(sd_bus_message *m, bool json, size_t column) {
         const char *contents = NULL;
         char type;
         int r;
@@ -68,8 +214,10 @@ static int print_variant(sd_bus_message *m, bool json) {
                 if (r >= 0) {
                         if (json)
                                 json_string(s);
+                        else if (s[0])
+                                print_text_block(s, column);
                         else
-                                fputs(s[0] ? s : "-", stdout);
+                                putchar('-');
                 }
                 break;
         }
@@ -127,8 +275,7 @@ static int print_variant(sd_bus_message *m, bool json) {
         return sd_bus_message_exit_container(m);
 }
 
-/* Prints an a{sv}: as a JSON object, or as "  key: value" lines. */
-static int print_dict(sd_bus_message *m, bool json, const char *indent) {
+int ctl_bus_print_dict(sd_bus_message *m, bool json, const char *indent) {
         bool first = true;
         int r;
 
@@ -140,19 +287,38 @@ static int print_dict(sd_bus_message *m, bool json, const char *indent) {
         while ((r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv")) > 0) {
                 const char *key;
 
+                const char *contents = NULL;
+                bool nested;
+
                 r = sd_bus_message_read_basic(m, 's', &key);
+                if (r >= 0)
+                        r = sd_bus_message_peek_type(m, NULL, &contents);
                 if (r < 0)
                         return r;
+                /* Usage and Limits of a session are dictionaries of their own. */
+                nested = contents && strcmp(contents, "a{sv}") == 0;
                 if (json) {
                         printf("%s", first ? "" : ",");
                         json_string(key);
                         putchar(':');
-                } else
+                } else if (nested)
+                        printf("%s%s:\n", indent, key);
+                else
                         printf("%s%-20s ", indent, key);
-                r = print_variant(m, json);
+                if (nested) {
+                        char deeper[64];
+
+                        snprintf(deeper, sizeof(deeper), "%s  ", indent);
+                        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents);
+                        if (r >= 0)
+                                r = ctl_bus_print_dict(m, json, deeper);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                } else
+                        r = print_variant(m, json, strlen(indent) + 21);
                 if (r < 0)
                         return r;
-                if (!json)
+                if (!json && !nested)
                         putchar('\n');
                 first = false;
                 r = sd_bus_message_exit_container(m);
@@ -198,10 +364,13 @@ int ctl_bus_sessions(const char *prog, bool json) {
                         printf(",\"client_name\":");
                         json_string(name);
                         putchar('}');
-                } else
+                } else {
+                        char u[256], a[256], n[256];
                         printf("%-6" PRIu64 " %-7" PRIu32 " %-7" PRIu32 " %-8" PRIu32 " %-28s %-20s %s\n",
-                               id, uid, gid, pid, unit[0] ? unit : "-",
-                               app[0] ? app : container[0] ? container : "-", name);
+                               id, uid, gid, pid, unit[0] ? ctl_sanitize(unit, u, sizeof(u)) : "-",
+                               ctl_sanitize(app[0] ? app : container[0] ? container : "-", a, sizeof(a)),
+                               ctl_sanitize(name, n, sizeof(n)));
+                }
                 first = false;
         }
         if (r >= 0)
@@ -235,7 +404,7 @@ static int print_dict_array(sd_bus_message *m, bool json, const char *title) {
                         putchar(',');
                 else if (!json && !first)
                         putchar('\n');
-                r = print_dict(m, json, "  ");
+                r = ctl_bus_print_dict(m, json, "  ");
                 if (r < 0)
                         return r;
                 first = false;

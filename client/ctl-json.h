@@ -12,7 +12,11 @@ static inline void json_string(const char *s) {
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
                 if (*p == '"' || *p == '\\')
                         printf("\\%c", *p);
-                else if (*p < 0x20)
+                else if (*p == '\n')
+                        fputs("\\n", stdout);
+                else if (*p == '\t')
+                        fputs("\\t", stdout);
+                else if (*p < 0x20 || *p == 0x7f)
                         printf("\\u%04x", *p);
                 else
                         putchar(*p);

@@ -2,9 +2,9 @@
 /*
  * kfdbrokerctl: the command-line face of kfdbroker, built on libkfdbroker.
  * Global options come first (--socket, --json), then a verb from the table
- * below; each verb parses its own options. A verb returns 0 on success or a
- * negative errno after printing what went wrong; main() turns that into the
- * exit status.
+ * below; each verb parses its own options. A verb returns 0 on success, a
+ * negative errno after printing what went wrong (exit status 1), or
+ * CTL_EXIT_USAGE (2) for bad usage when nothing was sent.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -442,6 +442,14 @@ static int verb_metrics(Ctl *ctl, int argc, char **argv) {
         return r < 0 ? r : ctl_bus_metrics(PROG);
 }
 
+static int verb_top(Ctl *ctl, int argc, char **argv) {
+        return ctl_top(PROG, ctl->json, argc, argv);
+}
+
+static int verb_limits(Ctl *ctl, int argc, char **argv) {
+        return ctl_limits(PROG, ctl->json, argc, argv);
+}
+
 /* ---- main ---- */
 
 static const Verb verbs[] = {
@@ -452,6 +460,8 @@ static const Verb verbs[] = {
         { "sessions", "", "List every client session (D-Bus)", verb_sessions },
         { "accounting", "", "GPU use per session and per identity (D-Bus)", verb_accounting },
         { "metrics", "", "Print the daemon's OpenMetrics text (D-Bus)", verb_metrics },
+        { "top", "[-b] [-d SEC] [-n N]", "Live view of every session's GPU use (D-Bus)", verb_top },
+        { "limits", "ID [KEY=VALUE...]", "Show or set a session's limits (D-Bus)", verb_limits },
 };
 
 static void help(void) {
@@ -520,5 +530,5 @@ int main(int argc, char **argv) {
 
         r = verb->run(&ctl, argc - optind, argv + optind);
         kfdb_session_free(ctl.session);
-        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        return r == CTL_EXIT_USAGE ? CTL_EXIT_USAGE : r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

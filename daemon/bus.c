@@ -205,18 +205,14 @@ static int append_usage(sd_bus_message *r, const Usage *u) {
         return k < 0 ? -ENOMEM : 0;
 }
 
-static uint64_t limit_or_max(uint64_t v) {
-        return v;
-}
-
 static int append_limits(sd_bus_message *r, const PolicyLimits *l) {
         int k = 0;
 
-        k |= append_sv_t(r, "BufferMemory", limit_or_max(l->buffer_memory));
-        k |= append_sv_t(r, "MaxBufferSize", limit_or_max(l->max_buffer_size));
-        k |= append_sv_t(r, "Buffers", limit_or_max(l->buffers));
-        k |= append_sv_t(r, "Events", limit_or_max(l->events));
-        k |= append_sv_t(r, "JobsInFlight", limit_or_max(l->jobs_in_flight));
+        k |= append_sv_t(r, "BufferMemory", l->buffer_memory);
+        k |= append_sv_t(r, "MaxBufferSize", l->max_buffer_size);
+        k |= append_sv_t(r, "Buffers", l->buffers);
+        k |= append_sv_t(r, "Events", l->events);
+        k |= append_sv_t(r, "JobsInFlight", l->jobs_in_flight);
         k |= append_sv_u(r, "Weight", l->weight);
         k |= append_sv_s(r, "Priority", policy_priority_to_string(l->priority));
         k |= sd_bus_message_append(r, "{sv}", "ComputeDispatch", "b", (int) l->compute_dispatch);
@@ -421,6 +417,33 @@ static int method_get_metrics(sd_bus_message *m, void *userdata, sd_bus_error *e
         return authorize(userdata, m, POLKIT_ACTION_READ_ALL, UID_NONE, false, run_get_metrics, error);
 }
 
+/* The ranges policy files allow (policy_limit_parse()), for the numbers of
+ * SetLimits; 2^64-1 means "infinity" for each of them. */
+static int check_limit_number(const char *key, uint64_t t, sd_bus_error *error) {
+        uint64_t min = 0, max = UINT32_MAX - 1;
+        const char *unit = "";
+
+        if (t == UINT64_MAX)
+                return 0;
+        if (strcmp(key, "BufferMemory") == 0 || strcmp(key, "MaxBufferSize") == 0) {
+                min = 1;
+                max = UINT64_MAX - 1;
+                unit = " bytes";
+        } else if (strcmp(key, "JobsInFlight") == 0)
+                min = 1;
+        else if (strcmp(key, "JobTimeoutUSec") == 0) {
+                min = 1;
+                max = (POLICY_INFINITY - 1) / 1000;
+                unit = " microseconds";
+        }
+        if (t < min || t > max)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Limit %s must be %" PRIu64 "..%" PRIu64 "%s, or %" PRIu64
+                                         " for no limit, got %" PRIu64,
+                                         key, min, max, unit, UINT64_MAX, t);
+        return 0;
+}
+
 static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error) {
         int r;
 
@@ -448,6 +471,9 @@ static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error)
                     strcmp(key, "JobsInFlight") == 0 || strcmp(key, "JobTimeoutUSec") == 0) {
                         EXPECT("t");
                         r = sd_bus_message_read(m, "v", "t", &t);
+                        if (r < 0)
+                                return r;
+                        r = check_limit_number(key, t, error);
                         if (r < 0)
                                 return r;
                         if (strcmp(key, "BufferMemory") == 0)

@@ -27,19 +27,6 @@
 
 #include "util/macro.h"
 
-typedef enum LimitKey {
-        LIMIT_BUFFER_MEMORY,
-        LIMIT_MAX_BUFFER_SIZE,
-        LIMIT_BUFFERS,
-        LIMIT_EVENTS,
-        LIMIT_JOBS_IN_FLIGHT,
-        LIMIT_WEIGHT,
-        LIMIT_PRIORITY,
-        LIMIT_COMPUTE_DISPATCH,
-        LIMIT_JOB_TIMEOUT,
-        _LIMIT_MAX,
-} LimitKey;
-
 typedef enum MatchKey {
         MATCH_USER,
         MATCH_GROUP,
@@ -51,15 +38,7 @@ typedef enum MatchKey {
         _MATCH_MAX,
 } MatchKey;
 
-_Static_assert((int) _MATCH_MAX <= 16 && (int) _LIMIT_MAX <= 16, "key_line too small");
-
-static const char *const limit_key_names[_LIMIT_MAX] = {
-        [LIMIT_BUFFER_MEMORY] = "BufferMemory",   [LIMIT_MAX_BUFFER_SIZE] = "MaxBufferSize",
-        [LIMIT_BUFFERS] = "Buffers",              [LIMIT_EVENTS] = "Events",
-        [LIMIT_JOBS_IN_FLIGHT] = "JobsInFlight",  [LIMIT_WEIGHT] = "Weight",
-        [LIMIT_PRIORITY] = "Priority",            [LIMIT_COMPUTE_DISPATCH] = "ComputeDispatch",
-        [LIMIT_JOB_TIMEOUT] = "JobTimeout",
-};
+_Static_assert((int) _MATCH_MAX <= 16 && (int) _POLICY_LIMIT_MAX <= 16, "key_line too small");
 
 static const char *const match_key_names[_MATCH_MAX] = {
         [MATCH_USER] = "User",          [MATCH_GROUP] = "Group",
@@ -98,20 +77,6 @@ struct Policy {
 
 const char *const policy_default_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN, POLICY_DIR_VENDOR, NULL };
 
-void policy_limits_default(PolicyLimits *ret) {
-        *ret = (PolicyLimits) {
-                .buffer_memory = 4ull << 30,
-                .max_buffer_size = 1ull << 30,
-                .buffers = 4096,
-                .events = 1024,
-                .jobs_in_flight = 4096,
-                .weight = 1,
-                .priority = POLICY_PRIORITY_NORMAL,
-                .compute_dispatch = true,
-                .job_timeout_ns = POLICY_INFINITY,
-        };
-}
-
 static void rule_done(PolicyRule *r) {
         free(r->unit);
         free(r->user_unit);
@@ -139,197 +104,6 @@ size_t policy_n_rules(const Policy *p) {
 
 size_t policy_n_files(const Policy *p) {
         return p ? p->n_files : 0;
-}
-
-/* ---- value parsers ---- */
-
-static bool is_infinity(const char *s) {
-        return strcmp(s, "infinity") == 0;
-}
-
-/* A plain decimal number: digits only, no sign, no spaces. */
-static int parse_u64_prefix(const char *s, uint64_t *ret, const char **ret_end) {
-        uint64_t v = 0;
-        const char *p = s;
-
-        if (!isdigit((unsigned char) *p))
-                return -EINVAL;
-        for (; isdigit((unsigned char) *p); p++) {
-                unsigned d = (unsigned) (*p - '0');
-
-                if (v > (UINT64_MAX - d) / 10)
-                        return -ERANGE;
-                v = v * 10 + d;
-        }
-        *ret = v;
-        *ret_end = p;
-        return 0;
-}
-
-int policy_parse_bytes(const char *s, uint64_t *ret) {
-        static const struct {
-                char suffix;
-                unsigned shift;
-        } suffixes[] = { { 'K', 10 }, { 'M', 20 }, { 'G', 30 }, { 'T', 40 } };
-        const char *end;
-        uint64_t v;
-        int r;
-
-        if (is_infinity(s)) {
-                *ret = POLICY_INFINITY;
-                return 0;
-        }
-        r = parse_u64_prefix(s, &v, &end);
-        if (r < 0)
-                return r;
-        if (*end == 0) {
-                *ret = v;
-                return v == POLICY_INFINITY ? -ERANGE : 0;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++)
-                if (end[0] == suffixes[i].suffix && end[1] == 0) {
-                        if (v > (UINT64_MAX >> suffixes[i].shift) - 1)
-                                return -ERANGE;
-                        *ret = v << suffixes[i].shift;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-int policy_parse_count(const char *s, uint64_t *ret) {
-        const char *end;
-        uint64_t v;
-        int r;
-
-        if (is_infinity(s)) {
-                *ret = POLICY_INFINITY;
-                return 0;
-        }
-        r = parse_u64_prefix(s, &v, &end);
-        if (r < 0)
-                return r;
-        if (*end != 0)
-                return -EINVAL;
-        if (v >= UINT32_MAX)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
-int policy_parse_timespan(const char *s, uint64_t *ret_ns) {
-        static const struct {
-                const char *name;
-                uint64_t ns;
-        } units[] = {
-                /* longest first within a prefix: "ms" before "m", "min" before "m" */
-                { "usec", 1000ull },  { "us", 1000ull },
-                { "msec", 1000000ull }, { "ms", 1000000ull },
-                { "seconds", 1000000000ull }, { "second", 1000000000ull },
-                { "sec", 1000000000ull }, { "s", 1000000000ull },
-                { "minutes", 60000000000ull }, { "minute", 60000000000ull },
-                { "min", 60000000000ull }, { "m", 60000000000ull },
-                { "hours", 3600000000000ull }, { "hour", 3600000000000ull },
-                { "hr", 3600000000000ull }, { "h", 3600000000000ull },
-                { "days", 86400000000000ull }, { "day", 86400000000000ull },
-                { "d", 86400000000000ull },
-        };
-        uint64_t total = 0;
-        const char *p = s;
-        bool any = false;
-
-        if (is_infinity(s)) {
-                *ret_ns = POLICY_INFINITY;
-                return 0;
-        }
-        while (*p) {
-                uint64_t v, mult = 1000000000ull; /* a bare number is seconds */
-                const char *end;
-                size_t ul = 0;
-                int r;
-
-                while (*p == ' ')
-                        p++;
-                if (!*p)
-                        break;
-                r = parse_u64_prefix(p, &v, &end);
-                if (r < 0)
-                        return r;
-                p = end;
-                while (*p == ' ')
-                        p++;
-                for (size_t i = 0; i < ELEMENTSOF(units); i++) {
-                        size_t l = strlen(units[i].name);
-
-                        if (strncmp(p, units[i].name, l) == 0 && !isalpha((unsigned char) p[l])) {
-                                mult = units[i].ns;
-                                ul = l;
-                                break;
-                        }
-                }
-                if (ul == 0 && isalpha((unsigned char) *p))
-                        return -EINVAL;
-                /* A bare number is only allowed alone ("30" = 30 s). */
-                if (ul == 0 && (any || (*p != 0)))
-                        return -EINVAL;
-                p += ul;
-                if (v > UINT64_MAX / mult || total > UINT64_MAX - v * mult)
-                        return -ERANGE;
-                total += v * mult;
-                any = true;
-        }
-        if (!any)
-                return -EINVAL;
-        if (total == 0 || total == POLICY_INFINITY)
-                return -ERANGE; /* 0 would fail every job: say "infinity" to disable */
-        *ret_ns = total;
-        return 0;
-}
-
-int policy_parse_boolean(const char *s) {
-        static const char *const yes[] = { "yes", "true", "on", "1" };
-        static const char *const no[] = { "no", "false", "off", "0" };
-
-        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
-                if (strcmp(s, yes[i]) == 0)
-                        return 1;
-                if (strcmp(s, no[i]) == 0)
-                        return 0;
-        }
-        return -EINVAL;
-}
-
-static const char *const priority_names[_POLICY_PRIORITY_MAX] = {
-        [POLICY_PRIORITY_IDLE] = "idle",
-        [POLICY_PRIORITY_LOW] = "low",
-        [POLICY_PRIORITY_NORMAL] = "normal",
-        [POLICY_PRIORITY_HIGH] = "high",
-};
-
-const char *policy_priority_to_string(PolicyPriority p) {
-        return (unsigned) p < _POLICY_PRIORITY_MAX ? priority_names[p] : NULL;
-}
-
-int policy_priority_from_string(const char *s) {
-        for (int i = 0; i < _POLICY_PRIORITY_MAX; i++)
-                if (strcmp(s, priority_names[i]) == 0)
-                        return i;
-        return -EINVAL;
-}
-
-uint32_t policy_priority_to_queue_priority(PolicyPriority p) {
-        /* libhsakmt maps thunk priorities -3..+3 to queue_priority
-         * {0,3,5,7,9,11,15} (kfd-facts §1.6.4). We use the values of MINIMUM,
-         * LOW, NORMAL and HIGH. amdkfd's pipe_priority_map turns 0..6 into the
-         * LOW pipe priority, 7..10 MEDIUM, 11..15 HIGH, so "high" reaches the
-         * HIGH pipe priority and "normal" equals the daemon's default (7);
-         * MAXIMUM (15) is left out on purpose. */
-        static const uint32_t map[_POLICY_PRIORITY_MAX] = {
-                [POLICY_PRIORITY_IDLE] = 0,
-                [POLICY_PRIORITY_LOW] = 3,
-                [POLICY_PRIORITY_NORMAL] = 7,
-                [POLICY_PRIORITY_HIGH] = 11,
-        };
-        return (unsigned) p < _POLICY_PRIORITY_MAX ? map[p] : 7;
 }
 
 /* ---- the loader ---- */
@@ -440,11 +214,10 @@ static int resolve_user(const char *v, uid_t *ret) {
         _cleanup_free_ char *buf = NULL;
         struct passwd pw, *res = NULL;
         uint64_t x;
-        const char *end;
         long sz;
         int r;
 
-        if (parse_u64_prefix(v, &x, &end) >= 0 && *end == 0) {
+        if (policy_parse_uint(v, &x) >= 0) {
                 if (x >= UINT32_MAX)
                         return -ERANGE;
                 *ret = (uid_t) x;
@@ -473,11 +246,10 @@ static int resolve_group(const char *v, gid_t *ret) {
         _cleanup_free_ char *buf = NULL;
         struct group gr, *res = NULL;
         uint64_t x;
-        const char *end;
         long sz;
         int r;
 
-        if (parse_u64_prefix(v, &x, &end) >= 0 && *end == 0) {
+        if (policy_parse_uint(v, &x) >= 0) {
                 if (x >= UINT32_MAX)
                         return -ERANGE;
                 *ret = (gid_t) x;
@@ -564,79 +336,11 @@ static int parse_match_key(Parser *ps, MatchKey k, const char *v, const char *q)
         return 0;
 }
 
-static int parse_limit_key(Parser *ps, LimitKey k, const char *v, const char *q) {
-        PolicyLimits *l = &ps->rule->limits;
-        uint64_t x;
-        int r;
+static int parse_limit_key(Parser *ps, PolicyLimitKey k, const char *v) {
+        char msg[400];
+        int r = policy_limit_parse(k, v, &ps->rule->limits, msg, sizeof(msg));
 
-        switch (k) {
-        case LIMIT_BUFFER_MEMORY:
-        case LIMIT_MAX_BUFFER_SIZE:
-                r = policy_parse_bytes(v, &x);
-                if (r < 0)
-                        return parser_error(ps, -EINVAL,
-                                            "invalid %s= value \"%s\": expected bytes with an optional K, M, G or T suffix (base 1024), or \"infinity\"%s",
-                                            limit_key_names[k], q, r == -ERANGE ? " (too large)" : "");
-                if (x == 0)
-                        return parser_error(ps, -EINVAL, "invalid %s= value \"%s\": must be at least 1 byte",
-                                            limit_key_names[k], q);
-                if (k == LIMIT_BUFFER_MEMORY)
-                        l->buffer_memory = x;
-                else
-                        l->max_buffer_size = x;
-                return 0;
-        case LIMIT_BUFFERS:
-        case LIMIT_EVENTS:
-        case LIMIT_JOBS_IN_FLIGHT:
-                r = policy_parse_count(v, &x);
-                if (r < 0)
-                        return parser_error(ps, -EINVAL,
-                                            "invalid %s= value \"%s\": expected a number below 4294967295 or \"infinity\"",
-                                            limit_key_names[k], q);
-                if (k == LIMIT_BUFFERS)
-                        l->buffers = x;
-                else if (k == LIMIT_EVENTS)
-                        l->events = x;
-                else {
-                        if (x == 0)
-                                return parser_error(ps, -EINVAL,
-                                                    "invalid JobsInFlight= value \"%s\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)",
-                                                    q);
-                        l->jobs_in_flight = x;
-                }
-                return 0;
-        case LIMIT_WEIGHT:
-                r = policy_parse_count(v, &x);
-                if (r < 0 || x < POLICY_WEIGHT_MIN || x > POLICY_WEIGHT_MAX)
-                        return parser_error(ps, -EINVAL, "invalid Weight= value \"%s\": expected %u..%u", q,
-                                            POLICY_WEIGHT_MIN, POLICY_WEIGHT_MAX);
-                l->weight = (uint32_t) x;
-                return 0;
-        case LIMIT_PRIORITY:
-                r = policy_priority_from_string(v);
-                if (r < 0)
-                        return parser_error(ps, -EINVAL,
-                                            "invalid Priority= value \"%s\": expected idle, low, normal or high", q);
-                l->priority = (PolicyPriority) r;
-                return 0;
-        case LIMIT_COMPUTE_DISPATCH:
-                r = policy_parse_boolean(v);
-                if (r < 0)
-                        return parser_error(ps, -EINVAL, "invalid ComputeDispatch= value \"%s\": expected yes or no", q);
-                l->compute_dispatch = r;
-                return 0;
-        case LIMIT_JOB_TIMEOUT:
-                r = policy_parse_timespan(v, &x);
-                if (r < 0)
-                        return parser_error(ps, -EINVAL,
-                                            "invalid JobTimeout= value \"%s\": expected a time span such as 500ms, 30s, 5min, 1h, or \"infinity\"%s",
-                                            q, r == -ERANGE ? " (zero or too large)" : "");
-                l->job_timeout_ns = x;
-                return 0;
-        default:
-                break;
-        }
-        return 0;
+        return r < 0 ? parser_error(ps, r, "%s", msg) : 0;
 }
 
 static char *strip(char *s) {
@@ -672,11 +376,8 @@ static int parse_assignment(Parser *ps, char *line) {
                 for (int i = 0; i < _MATCH_MAX; i++)
                         if (strcmp(key, match_key_names[i]) == 0)
                                 idx = i;
-        } else {
-                for (int i = 0; i < _LIMIT_MAX; i++)
-                        if (strcmp(key, limit_key_names[i]) == 0)
-                                idx = i;
-        }
+        } else
+                idx = policy_limit_key_from_string(key);
         if (idx < 0)
                 return parser_error(ps, -EINVAL, "unknown key \"%s\" in [%s] (value \"%s\")", qk,
                                     ps->section == SECTION_MATCH ? "Match" : "Limits", qv);
@@ -693,7 +394,7 @@ static int parse_assignment(Parser *ps, char *line) {
                 return parse_match_key(ps, (MatchKey) idx, value, qv);
         }
         ps->rule->limit_set |= 1u << idx;
-        return parse_limit_key(ps, (LimitKey) idx, value, qv);
+        return parse_limit_key(ps, (PolicyLimitKey) idx, value);
 }
 
 static int parse_buffer(Policy *p, const char *file, const char *text, size_t len, char *err,
@@ -1017,23 +718,23 @@ static void apply_limits(PolicyLimits *l, const PolicyRule *r) {
         const PolicyLimits *v = &r->limits;
         unsigned s = r->limit_set;
 
-        if (s & (1u << LIMIT_BUFFER_MEMORY))
+        if (s & (1u << POLICY_LIMIT_BUFFER_MEMORY))
                 l->buffer_memory = v->buffer_memory;
-        if (s & (1u << LIMIT_MAX_BUFFER_SIZE))
+        if (s & (1u << POLICY_LIMIT_MAX_BUFFER_SIZE))
                 l->max_buffer_size = v->max_buffer_size;
-        if (s & (1u << LIMIT_BUFFERS))
+        if (s & (1u << POLICY_LIMIT_BUFFERS))
                 l->buffers = v->buffers;
-        if (s & (1u << LIMIT_EVENTS))
+        if (s & (1u << POLICY_LIMIT_EVENTS))
                 l->events = v->events;
-        if (s & (1u << LIMIT_JOBS_IN_FLIGHT))
+        if (s & (1u << POLICY_LIMIT_JOBS_IN_FLIGHT))
                 l->jobs_in_flight = v->jobs_in_flight;
-        if (s & (1u << LIMIT_WEIGHT))
+        if (s & (1u << POLICY_LIMIT_WEIGHT))
                 l->weight = v->weight;
-        if (s & (1u << LIMIT_PRIORITY))
+        if (s & (1u << POLICY_LIMIT_PRIORITY))
                 l->priority = v->priority;
-        if (s & (1u << LIMIT_COMPUTE_DISPATCH))
+        if (s & (1u << POLICY_LIMIT_COMPUTE_DISPATCH))
                 l->compute_dispatch = v->compute_dispatch;
-        if (s & (1u << LIMIT_JOB_TIMEOUT))
+        if (s & (1u << POLICY_LIMIT_JOB_TIMEOUT))
                 l->job_timeout_ns = v->job_timeout_ns;
 }
 

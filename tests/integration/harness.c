@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -324,8 +325,11 @@ void test_bus_start(TestBus *b) {
                 "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
                 "  </policy>\n"
                 "  <include>%s/org.kfdbroker.Broker1.conf</include>\n"
-                "  <!-- Tests run the daemon as root instead of the kfdbroker user. -->\n"
-                "  <policy user=\"root\"><allow own=\"org.kfdbroker.Broker1\"/></policy>\n"
+                "  <!-- Tests run the daemon as root instead of the kfdbroker user, and may\n"
+                "       stand in for polkit's authority (test-dbus). -->\n"
+                "  <policy user=\"root\"><allow own=\"org.kfdbroker.Broker1\"/>\n"
+                "    <allow own=\"org.freedesktop.PolicyKit1\"/></policy>\n"
+                "  <policy context=\"default\"><allow send_destination=\"org.freedesktop.PolicyKit1\"/></policy>\n"
                 "</busconfig>\n",
                 b->dir, getenv("KFDBROKER_POLICY_SRC"));
         fclose(f);
@@ -347,4 +351,63 @@ void test_bus_stop(TestBus *b) {
         b->pid = 0;
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", b->dir);
         (void) !system(cmd);
+}
+
+/* Reads all of fd into a malloc'd string. */
+static char *slurp(int fd) {
+        size_t n = 0, cap = 4096;
+        char *buf = malloc(cap);
+        ssize_t k;
+
+        cr_assert_not_null(buf);
+        while ((k = read(fd, buf + n, cap - n - 1)) > 0) {
+                n += (size_t) k;
+                if (cap - n < 2) {
+                        cap *= 2;
+                        buf = realloc(buf, cap);
+                        cr_assert_not_null(buf);
+                }
+        }
+        buf[n] = '\0';
+        return buf;
+}
+
+int test_run_ctl(const char *const *args, bool as_nobody, char **ret_out, char **ret_err) {
+        const char *ctl = getenv("KFDBROKERCTL");
+        char *argv[32];
+        int out[2], err[2], status = 0;
+        size_t n = 0;
+        pid_t pid;
+
+        cr_assert_not_null(ctl, "KFDBROKERCTL is not set (run through meson test)");
+        argv[n++] = (char *) ctl;
+        for (; args[n - 1] && n < 31; n++)
+                argv[n] = (char *) args[n - 1];
+        argv[n] = NULL;
+        cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+        cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+                if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+                        _exit(126);
+                if (as_nobody && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                                  setresuid(65534, 65534, 65534) < 0))
+                        _exit(125);
+                execv(ctl, argv);
+                _exit(127);
+        }
+        close(out[1]);
+        close(err[1]);
+        /* stdout is read to its end before stderr: fine while stderr stays below a pipe's 64 KiB. */
+        *ret_out = slurp(out[0]);
+        *ret_err = slurp(err[0]);
+        close(out[0]);
+        close(err[0]);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status), "kfdbrokerctl died: status 0x%x", status);
+        cr_assert_lt(WEXITSTATUS(status), 125, "kfdbrokerctl could not be started (%d)", WEXITSTATUS(status));
+        return WEXITSTATUS(status);
 }

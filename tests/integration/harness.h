@@ -39,6 +39,12 @@ typedef struct TestBus {
 void test_bus_start(TestBus *b);
 void test_bus_stop(TestBus *b);
 
+/* Runs $KFDBROKERCTL (set by meson) with args (NULL-terminated), as uid and
+ * gid nobody (65534) when as_nobody, with stdin from /dev/null; returns its
+ * exit status and everything it wrote to stdout and stderr (malloc'd).
+ * Asserts if it could not be run or died of a signal. */
+int test_run_ctl(const char *const *args, bool as_nobody, char **ret_out, char **ret_err);
+
 /* A raw connection. */
 int raw_connect(const TestDaemon *d);
 /* Sends bytes with optional fds. Returns 0 or -errno. */

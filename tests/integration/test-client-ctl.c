@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,6 @@
 
 #include "harness.h"
 #include "kfdbroker.h"
-
-extern char **environ;
 
 static TestDaemon d;
 
@@ -37,55 +34,8 @@ static void teardown(void) {
 
 TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Reads all of fd into a malloc'd string. */
-static char *slurp(int fd) {
-        size_t n = 0, cap = 4096;
-        char *buf = malloc(cap);
-        ssize_t k;
-
-        cr_assert_not_null(buf);
-        while ((k = read(fd, buf + n, cap - n - 1)) > 0) {
-                n += (size_t) k;
-                if (cap - n < 2) {
-                        cap *= 2;
-                        buf = realloc(buf, cap);
-                        cr_assert_not_null(buf);
-                }
-        }
-        buf[n] = '\0';
-        return buf;
-}
-
-/* Runs kfdbrokerctl with args; returns its exit status, stdout and stderr. */
 static int run_ctl(const char *const *args, char **ret_out, char **ret_err) {
-        const char *ctl = getenv("KFDBROKERCTL");
-        posix_spawn_file_actions_t fa;
-        char *argv[16];
-        int out[2], err[2], status = 0;
-        size_t n = 0;
-        pid_t pid;
-
-        cr_assert_not_null(ctl, "KFDBROKERCTL is not set (run through meson test)");
-        argv[n++] = (char *) ctl;
-        for (; args[n - 1] && n < 15; n++)
-                argv[n] = (char *) args[n - 1];
-        argv[n] = NULL;
-        cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
-        cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-        cr_assert_eq(posix_spawn(&pid, ctl, &fa, NULL, argv, environ), 0);
-        posix_spawn_file_actions_destroy(&fa);
-        close(out[1]);
-        close(err[1]);
-        *ret_out = slurp(out[0]);
-        *ret_err = slurp(err[0]);
-        close(out[0]);
-        close(err[0]);
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert(WIFEXITED(status), "kfdbrokerctl died: %d", status);
-        return WEXITSTATUS(status);
+        return test_run_ctl(args, false, ret_out, ret_err);
 }
 
 Test(ctl, status_text_and_json) {

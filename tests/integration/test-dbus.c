@@ -3,8 +3,9 @@
  * The D-Bus management API on a private system-like bus: a dbus-daemon with
  * the stock default-deny policy plus the project's bus policy
  * (policy/org.kfdbroker.Broker1.conf), kfdbrokerd --bus=system on it, and
- * callers that are root or an unprivileged uid. Accounting is checked against
- * jobs of known sizes.
+ * callers that are root or an unprivileged uid, with polkit absent or played
+ * by a stand-in authority that says yes or no. Accounting is checked against
+ * jobs of known sizes; the signals against sessions and a failing job.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -213,6 +214,162 @@ Test(dbus, accounting_matches_jobs_of_known_sizes) {
         sd_bus_unref(bus);
 }
 
+/* A bigger job takes longer on the engine: busy time is ordered by size. */
+Test(dbus, busy_time_is_ordered_by_job_size) {
+        sd_bus *bus = open_bus();
+        kfdb_session *small = connect_session(), *big = connect_session();
+        kfdb_session *ss[2] = { small, big };
+        const uint64_t sizes[2] = { 256u << 10, 32u << 20 };
+        int64_t busy[2];
+
+        for (unsigned i = 0; i < 2; i++) {
+                kfdb_buffer *a, *b;
+                kfdb_batch *batch;
+                uint64_t fence;
+
+                cr_assert_eq(kfdb_buffer_alloc(ss[i], sizes[i], KFDB_PLACEMENT_GTT, &a), 0);
+                cr_assert_eq(kfdb_buffer_alloc(ss[i], sizes[i], KFDB_PLACEMENT_GTT, &b), 0);
+                cr_assert_eq(kfdb_batch_new(ss[i], &batch), 0);
+                cr_assert_eq(kfdb_batch_copy(batch, b, 0, a, 0, sizes[i]), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+                cr_assert_eq(kfdb_fence_wait(ss[i], fence, 10000), 0);
+                kfdb_batch_free(batch);
+                busy[i] = session_number(bus, kfdb_session_get_id(ss[i]), "BusyNSecSDMA");
+                cr_assert_eq(session_number(bus, kfdb_session_get_id(ss[i]), "BytesCopied"), (int64_t) sizes[i]);
+        }
+        cr_assert_gt(busy[0], 0);
+        cr_assert_gt(busy[1], busy[0], "32 MiB took %lld ns, 256 KiB %lld ns", (long long) busy[1],
+                     (long long) busy[0]);
+        kfdb_session_free(small);
+        kfdb_session_free(big);
+        sd_bus_unref(bus);
+}
+
+typedef struct Signals {
+        uint64_t opened_id, closed_id, failed_session, failed_fence;
+        uint32_t opened_uid;
+        int32_t failed_errno;
+        char closed_reason[256], failed_message[256];
+} Signals;
+
+static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Signals *sig = userdata;
+        const char *unit, *text;
+        uint64_t id, fence;
+        uint32_t uid;
+        int32_t err;
+
+        if (sd_bus_message_is_signal(m, IFACE, "SessionOpened") &&
+            sd_bus_message_read(m, "tus", &id, &uid, &unit) >= 0) {
+                sig->opened_id = id;
+                sig->opened_uid = uid;
+        } else if (sd_bus_message_is_signal(m, IFACE, "SessionClosed") &&
+                   sd_bus_message_read(m, "ts", &id, &text) >= 0) {
+                sig->closed_id = id;
+                snprintf(sig->closed_reason, sizeof(sig->closed_reason), "%s", text);
+        } else if (sd_bus_message_is_signal(m, IFACE, "JobFailed") &&
+                   sd_bus_message_read(m, "ttis", &id, &fence, &err, &text) >= 0) {
+                sig->failed_session = id;
+                sig->failed_fence = fence;
+                sig->failed_errno = err;
+                snprintf(sig->failed_message, sizeof(sig->failed_message), "%s", text);
+        }
+        return 0;
+}
+
+/* Runs the bus until *what is non-zero or 10 s pass. */
+static void wait_for(sd_bus *bus, const uint64_t *what) {
+        for (int i = 0; i < 1000 && *what == 0; i++) {
+                int r = sd_bus_process(bus, NULL);
+                cr_assert_geq(r, 0);
+                if (r == 0)
+                        cr_assert_geq(sd_bus_wait(bus, 10000), 0);
+        }
+        cr_assert_neq(*what, 0, "the signal did not come");
+}
+
+Test(dbus, signals_tell_of_sessions_and_failed_jobs) {
+        sd_bus *bus = open_bus();
+        Signals sig = {};
+        kfdb_session *s;
+        kfdb_event *ev;
+        kfdb_batch *batch;
+        uint64_t id, fence;
+        int r;
+
+        cr_assert_geq(sd_bus_match_signal(bus, NULL, NAME, PATH, IFACE, NULL, on_signal, &sig), 0);
+        /* The match is in place once a call has gone through the bus after it. */
+        cr_assert_geq(sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                         "org.freedesktop.DBus", "GetId", NULL, NULL, ""), 0);
+        s = connect_session();
+        id = kfdb_session_get_id(s);
+        wait_for(bus, &sig.opened_id);
+        cr_assert_eq(sig.opened_id, id);
+        cr_assert_eq(sig.opened_uid, getuid());
+
+        /* A wait on an event nobody signals, past a 100 ms JobTimeout set over D-Bus. */
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", NULL, NULL, "ta{sv}", id, 1,
+                               "JobTimeoutUSec", "t", (uint64_t) 100000);
+        cr_assert_geq(r, 0);
+        cr_assert_eq(kfdb_event_create(s, true, &ev), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        wait_for(bus, &sig.failed_session);
+        cr_assert_eq(sig.failed_session, id);
+        cr_assert_eq(sig.failed_fence, fence);
+        cr_assert_eq(sig.failed_errno, ETIME);
+        cr_assert(strstr(sig.failed_message, "timeout"), "%s", sig.failed_message);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 1000), -ETIME);
+
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+        wait_for(bus, &sig.closed_id);
+        cr_assert_eq(sig.closed_id, id);
+        cr_assert_str_neq(sig.closed_reason, "");
+        sd_bus_unref(bus);
+}
+
+/* --metrics-file: the same OpenMetrics text, rewritten in place for a node
+ * exporter's textfile collector, following the accounting as it changes. */
+Test(dbus, metrics_file_is_rewritten) {
+        char path[160], arg[200], text[16384];
+        const char *args[] = { arg, "--metrics-interval=0.1", NULL };
+        TestDaemon other;
+        kfdb_session *s;
+        kfdb_buffer *a;
+        bool seen = false, torn = false;
+
+        snprintf(path, sizeof(path), "%s/kfdbroker.prom", tb.dir);
+        snprintf(arg, sizeof(arg), "--metrics-file=%s", path);
+        test_daemon_start(&other, args);
+        cr_assert_eq(kfdb_session_new(other.sock, "metrics-file", &s), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 3u << 20, KFDB_PLACEMENT_GTT, &a), 0);
+        for (int i = 0; i < 300 && !seen && !torn; i++) {
+                FILE *f = fopen(path, "re");
+                size_t n = 0;
+
+                if (f) {
+                        n = fread(text, 1, sizeof(text) - 1, f);
+                        fclose(f);
+                }
+                text[n] = 0;
+                /* Never half a file: it is replaced by rename(). */
+                torn = n > 0 && (strncmp(text, "# TYPE kfdbroker_build info\n", 28) != 0 ||
+                                 strcmp(text + n - 6, "# EOF\n") != 0);
+                seen = strstr(text, "\nkfdbroker_identity_buffer_bytes{uid=\"0\",unit=\"\",app=\"\",container=\"\"} "
+                                    "3145728\n");
+                if (!seen)
+                        usleep(10000);
+        }
+        kfdb_session_free(s);
+        /* Stop the second daemon before any assertion can end the test. */
+        cr_assert_eq(test_daemon_stop(&other), 0);
+        cr_assert(!torn, "a torn file: %s", text);
+        cr_assert(seen, "the file never showed the session's 3 MiB: %s", text);
+        cr_assert(access(path, F_OK) == 0);
+}
+
 Test(dbus, set_limits_and_terminate) {
         sd_bus *bus = open_bus();
         sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -245,6 +402,90 @@ Test(dbus, set_limits_and_terminate) {
         cr_assert_lt(r, 0);
         cr_assert(sd_bus_error_has_name(&e, "org.kfdbroker.Broker1.Error.NoSuchSession"), "%s", e.name);
         sd_bus_error_free(&e);
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+}
+
+/* Every countable limit, lowered over D-Bus, refuses the next request with
+ * EDQUOT and a message naming it. */
+Test(dbus, each_limit_is_enforced_with_its_error) {
+        sd_bus *bus = open_bus();
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        kfdb_session *s = connect_session();
+        uint64_t id = kfdb_session_get_id(s);
+        kfdb_buffer *a, *b, *c;
+        kfdb_event *e1, *e2;
+        kfdb_batch *batch;
+        uint64_t fence;
+        int r;
+
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", id, 4,
+                               "BufferMemory", "t", (uint64_t) (1u << 20), "MaxBufferSize", "t",
+                               (uint64_t) (512u << 10), "Events", "t", (uint64_t) 1, "JobsInFlight", "t",
+                               (uint64_t) 1);
+        cr_assert_geq(r, 0, "%s", e.message);
+
+        cr_assert_eq(kfdb_buffer_alloc(s, 1u << 20, KFDB_PLACEMENT_GTT, &a), -EDQUOT);
+        cr_assert(strstr(kfdb_session_last_error(s), "max_buffer_size limit of 524288 bytes"), "%s",
+                  kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_alloc(s, 512u << 10, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 512u << 10, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &c), -EDQUOT);
+        cr_assert(strstr(kfdb_session_last_error(s), "buffer memory limit (max_buffer_bytes 1048576)"), "%s",
+                  kfdb_session_last_error(s));
+
+        cr_assert_eq(kfdb_event_create(s, false, &e1), 0);
+        cr_assert_eq(kfdb_event_create(s, false, &e2), -EDQUOT);
+        cr_assert(strstr(kfdb_session_last_error(s), "max_events 1"), "%s", kfdb_session_last_error(s));
+
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 4096, 1), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 2), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), -EDQUOT);
+        cr_assert(strstr(kfdb_session_last_error(s), "max_jobs_in_flight 1"), "%s", kfdb_session_last_error(s));
+        kfdb_batch_reset(batch);
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 4096, 1), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "one job is within the limit");
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0);
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+}
+
+/* The ranges a policy file allows hold for SetLimits too; a refused call changes nothing. */
+Test(dbus, set_limits_refuses_values_out_of_range) {
+        static const struct {
+                const char *key;
+                uint64_t value;
+                const char *message;
+        } bad[] = {
+                { "JobsInFlight", 0, "Limit JobsInFlight must be 1..4294967294, or 18446744073709551615 for no limit, got 0" },
+                { "JobTimeoutUSec", 0, "Limit JobTimeoutUSec must be 1..18446744073709551 microseconds, or "
+                                       "18446744073709551615 for no limit, got 0" },
+                { "JobTimeoutUSec", 18446744073709552ull, "Limit JobTimeoutUSec must be 1..18446744073709551 "
+                                                          "microseconds, or 18446744073709551615 for no limit, got "
+                                                          "18446744073709552" },
+                { "BufferMemory", 0, "Limit BufferMemory must be 1..18446744073709551614 bytes, or "
+                                     "18446744073709551615 for no limit, got 0" },
+                { "Buffers", 4294967295ull, "Limit Buffers must be 0..4294967294, or 18446744073709551615 for no "
+                                            "limit, got 4294967295" },
+        };
+        sd_bus *bus = open_bus();
+        kfdb_session *s = connect_session();
+        uint64_t id = kfdb_session_get_id(s);
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+                int r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", id, 2,
+                                           "Weight", "u", (uint32_t) 9, bad[i].key, "t", bad[i].value);
+
+                cr_expect_lt(r, 0, "%s", bad[i].key);
+                cr_expect(sd_bus_error_has_name(&e, SD_BUS_ERROR_INVALID_ARGS), "%s", e.name);
+                cr_expect_str_eq(e.message, bad[i].message);
+                sd_bus_error_free(&e);
+        }
+        cr_assert_eq(session_number(bus, id, "Weight"), 1, "nothing of a refused call is applied");
+        cr_assert_eq(session_number(bus, id, "BufferMemory"), (int64_t) (4ull << 30));
         kfdb_session_free(s);
         sd_bus_unref(bus);
 }
@@ -384,6 +625,60 @@ static int unprivileged_calls(uint64_t root_session) {
         return 0;
 }
 
+/* An unprivileged user's own session, opened over D-Bus: readable, listed and
+ * terminable by that user without polkit. */
+static int own_session_calls(uint64_t unused) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        kfdb_session *s = NULL;
+        sd_bus *bus = NULL;
+        uint64_t id, listed;
+        uint32_t uid;
+        int fd, r;
+
+        if (sd_bus_open_system(&bus) < 0)
+                return 10;
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "OpenSession", &e, &reply, "");
+        if (r < 0 || sd_bus_message_read(reply, "h", &fd) < 0)
+                return 11;
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        if (kfdb_session_new_from_fd(fd, "nobody's", &s) < 0)
+                return 12;
+        id = kfdb_session_get_id(s);
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, &reply, "t", id);
+        if (r < 0) {
+                fprintf(stderr, "GetSession: %s\n", e.message);
+                return 13;
+        }
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "ListSessions", &e, &reply, "");
+        if (r < 0 || sd_bus_message_enter_container(reply, 'a', "(tuuussss)") < 0 ||
+            sd_bus_message_read(reply, "(tuuussss)", &listed, &uid, NULL, NULL, NULL, NULL, NULL, NULL) <= 0 ||
+            listed != id || uid != 65534 || sd_bus_message_at_end(reply, false) <= 0)
+                return 14;
+        sd_bus_message_unref(reply);
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "TerminateSession", &e, NULL, "ts", id, "done");
+        if (r < 0) {
+                fprintf(stderr, "TerminateSession: %s\n", e.message);
+                return 15;
+        }
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+        return 0;
+}
+
+Test(dbus, a_user_reads_and_ends_their_own_session) {
+        sd_bus *bus = open_bus();
+        kfdb_session *root = connect_session();
+
+        cr_assert_eq(as_nobody(own_session_calls, 0), 0);
+        kfdb_session_free(root);
+        sd_bus_unref(bus);
+}
+
 Test(dbus, unauthorised_peer_is_refused_with_a_reason) {
         sd_bus *bus = open_bus();
         kfdb_session *s = connect_session();
@@ -392,6 +687,161 @@ Test(dbus, unauthorised_peer_is_refused_with_a_reason) {
         cr_assert_eq(as_nobody(unprivileged_calls, id), 0);
         /* And nothing changed. */
         cr_assert_eq(session_number(bus, id, "Id"), (int64_t) id);
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+}
+
+/* ---- polkit's answer ---- */
+
+/* A stand-in for polkit's authority on the private bus: it owns
+ * org.freedesktop.PolicyKit1 and answers CheckAuthorization "yes" for the
+ * actions in allow (comma-separated), "no" for the rest. In a child process,
+ * so the callers can fork freely. Returns its pid once it owns the name. */
+static int authority_check(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *allow = userdata, *kind, *action;
+        char list[256];
+        bool yes = false;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'r', "sa{sv}");
+        if (r >= 0)
+                r = sd_bus_message_read(m, "s", &kind);
+        if (r >= 0)
+                r = sd_bus_message_skip(m, "a{sv}");
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "s", &action);
+        if (r < 0)
+                return r;
+        snprintf(list, sizeof(list), ",%s,", allow);
+        {
+                char want[160];
+                snprintf(want, sizeof(want), ",%s,", action);
+                yes = strcmp(kind, "system-bus-name") == 0 && strstr(list, want);
+        }
+        return sd_bus_reply_method_return(m, "(bba{ss})", (int) yes, 0, 0);
+}
+
+static const sd_bus_vtable authority_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("CheckAuthorization", "(sa{sv})sa{ss}us", "(bba{ss})", authority_check,
+                      SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+static pid_t start_authority(const char *allow) {
+        int ready[2];
+        pid_t pid;
+        char c;
+
+        cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                sd_bus *bus = NULL;
+
+                int r = -EEXIST;
+
+                if (sd_bus_open_system(&bus) < 0 ||
+                    sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/PolicyKit1/Authority",
+                                             "org.freedesktop.PolicyKit1.Authority", authority_vtable,
+                                             (void *) allow) < 0)
+                        _exit(1);
+                /* The previous stand-in's name may take a moment to be released. */
+                for (int i = 0; i < 200 && r == -EEXIST; i++)
+                        if ((r = sd_bus_request_name(bus, "org.freedesktop.PolicyKit1", 0)) == -EEXIST)
+                                usleep(10000);
+                if (r < 0)
+                        _exit(1);
+                (void) !write(ready[1], "r", 1);
+                for (;;) {
+                        r = sd_bus_process(bus, NULL);
+                        if (r < 0)
+                                _exit(2);
+                        if (r == 0 && sd_bus_wait(bus, UINT64_MAX) < 0)
+                                _exit(3);
+                }
+        }
+        close(ready[1]);
+        cr_assert_eq(read(ready[0], &c, 1), 1, "the stand-in authority did not start");
+        close(ready[0]);
+        return pid;
+}
+
+static void stop_authority(pid_t pid) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+}
+
+static int granted_calls(uint64_t root_session) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        sd_bus *bus = NULL;
+        uint64_t id;
+        int r;
+
+        if (sd_bus_open_system(&bus) < 0)
+                return 10;
+        /* org.kfdbroker.manage granted: another user's session may be changed. */
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", root_session, 1,
+                               "Weight", "u", (uint32_t) 6);
+        if (r < 0) {
+                fprintf(stderr, "SetLimits: %s\n", e.message);
+                return 11;
+        }
+        /* org.kfdbroker.read-all granted: every session is listed. */
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "ListSessions", &e, &reply, "");
+        if (r < 0 || sd_bus_message_enter_container(reply, 'a', "(tuuussss)") < 0 ||
+            sd_bus_message_read(reply, "(tuuussss)", &id, NULL, NULL, NULL, NULL, NULL, NULL, NULL) <= 0 ||
+            id != root_session)
+                return 12;
+        sd_bus_message_unref(reply);
+        sd_bus_unref(bus);
+        return 0;
+}
+
+static int denied_calls(uint64_t root_session) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        sd_bus *bus = NULL;
+        int r;
+
+        if (sd_bus_open_system(&bus) < 0)
+                return 10;
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", root_session, 1,
+                               "Weight", "u", (uint32_t) 7);
+        if (r >= 0 || !sd_bus_error_has_name(&e, SD_BUS_ERROR_ACCESS_DENIED) ||
+            strcmp(e.message, "Access denied: polkit did not authorize action org.kfdbroker.manage for SetLimits") != 0) {
+                fprintf(stderr, "SetLimits: %d %s\n", r, e.message);
+                return 11;
+        }
+        sd_bus_error_free(&e);
+        /* Read-all refused: the list degrades to the caller's own sessions (none). */
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "ListSessions", &e, &reply, "");
+        if (r < 0 || sd_bus_message_enter_container(reply, 'a', "(tuuussss)") < 0 ||
+            sd_bus_message_at_end(reply, false) <= 0)
+                return 12;
+        sd_bus_message_unref(reply);
+        sd_bus_unref(bus);
+        return 0;
+}
+
+Test(dbus, polkit_decides_for_other_users) {
+        sd_bus *bus = open_bus();
+        kfdb_session *s = connect_session();
+        uint64_t id = kfdb_session_get_id(s);
+        pid_t authority;
+
+        authority = start_authority("org.kfdbroker.manage,org.kfdbroker.read-all");
+        cr_assert_eq(as_nobody(granted_calls, id), 0);
+        stop_authority(authority);
+        cr_assert_eq(session_number(bus, id, "Weight"), 6, "the granted SetLimits took effect");
+
+        authority = start_authority("");
+        cr_assert_eq(as_nobody(denied_calls, id), 0);
+        stop_authority(authority);
+        cr_assert_eq(session_number(bus, id, "Weight"), 6, "the refused SetLimits changed nothing");
         kfdb_session_free(s);
         sd_bus_unref(bus);
 }

@@ -13,12 +13,19 @@
 #     /proc/PID/cgroup and status are readable (ProtectProc=default);
 #   - `systemctl reload` (SIGHUP) keeps the daemon running.
 # The device nodes are stand-ins (mknod with /dev/zero's numbers) because the
-# host has no GPU. Not part of `meson test` (about a minute the first time, to
-# build the rootfs); run by hand:
+# host has no GPU. Not part of the default `meson test` or `./dev test` (about
+# a minute the first time, to build the rootfs, and it needs the network, root,
+# mmdebstrap and systemd-container). It runs as the meson test 'nspawn-units'
+# (suite 'nspawn') in a build configured with -Dslow_tests=true --prefix=/usr,
+# and skips (77) where it cannot run; or by hand:
 #   tests/unit/core/nspawn-units.sh BUILD_DIR [ROOTFS_CACHE]
 # (BUILD_DIR configured with --prefix=/usr, as a distribution would)
-# Needs root, mmdebstrap and systemd-container.
 set -euo pipefail
+
+if [[ $(id -u) != 0 ]] || ! command -v mmdebstrap >/dev/null || ! command -v systemd-nspawn >/dev/null; then
+        echo "needs root, mmdebstrap and systemd-nspawn (apt-get install mmdebstrap systemd-container)"
+        exit 77
+fi
 
 build=$(realpath "$1")
 cache=${2:-/var/tmp/kfdb-nspawn}

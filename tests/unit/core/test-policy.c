@@ -100,6 +100,65 @@ Test(policy, timespans) {
         cr_expect_eq(policy_parse_timespan("99999999999999d", &v), -ERANGE);
 }
 
+/* What `kfdbrokerctl limits` prints must read back to the same value. */
+Test(policy, format_reads_back) {
+        static const uint64_t bytes[] = { 1, 512, 1024, 1536, 64ull << 10, 1536ull << 20, 4ull << 30, 3ull << 40,
+                                          (1ull << 40) + 1, ((UINT64_MAX >> 40) - 1) << 40, UINT64_MAX - 1,
+                                          POLICY_INFINITY };
+        static const uint64_t spans[] = { 1000, 250000, 500000000, 30000000000ull, 90000000000ull,
+                                          3723000000000ull, 86400000000000ull + 1000, POLICY_INFINITY };
+        char buf[64];
+        uint64_t v;
+
+        for (size_t i = 0; i < sizeof(bytes) / sizeof(bytes[0]); i++) {
+                policy_format_bytes(bytes[i], buf, sizeof(buf));
+                cr_expect_eq(policy_parse_bytes(buf, &v), 0, "%s", buf);
+                cr_expect_eq(v, bytes[i], "%s", buf);
+        }
+        cr_expect_str_eq(policy_format_bytes(1536ull << 20, buf, sizeof(buf)), "1536M");
+        cr_expect_str_eq(policy_format_bytes(4ull << 30, buf, sizeof(buf)), "4G");
+        cr_expect_str_eq(policy_format_bytes(1000, buf, sizeof(buf)), "1000");
+        cr_expect_str_eq(policy_format_bytes(POLICY_INFINITY, buf, sizeof(buf)), "infinity");
+        for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {
+                policy_format_timespan(spans[i], buf, sizeof(buf));
+                cr_expect_eq(policy_parse_timespan(buf, &v), 0, "%s", buf);
+                cr_expect_eq(v, spans[i], "%s", buf);
+        }
+        cr_expect_str_eq(policy_format_timespan(90000000000ull, buf, sizeof(buf)), "1min 30s");
+        cr_expect_str_eq(policy_format_timespan(3723000000000ull, buf, sizeof(buf)), "1h 2min 3s");
+        cr_expect_str_eq(policy_format_timespan(250000, buf, sizeof(buf)), "250us");
+}
+
+Test(policy, one_limit_parsed_and_printed) {
+        PolicyLimits l, def;
+        char err[256], buf[64];
+
+        policy_limits_default(&def);
+        l = def;
+        cr_expect_eq(policy_limit_key_from_string("JobTimeout"), POLICY_LIMIT_JOB_TIMEOUT);
+        cr_expect_eq(policy_limit_key_from_string("jobtimeout"), -EINVAL);
+        cr_expect_str_eq(policy_limit_key_to_string(POLICY_LIMIT_BUFFER_MEMORY), "BufferMemory");
+        cr_expect_null(policy_limit_key_to_string(_POLICY_LIMIT_MAX));
+
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_BUFFERS, "7", &l, err, sizeof(err)), 0);
+        cr_expect_eq(l.buffers, 7);
+        cr_expect_eq(l.events, def.events, "only the named field changes");
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_PRIORITY, "idle", &l, err, sizeof(err)), 0);
+        cr_expect_eq(l.priority, POLICY_PRIORITY_IDLE);
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_COMPUTE_DISPATCH, "off", &l, err, sizeof(err)), 0);
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_COMPUTE_DISPATCH, &l, buf, sizeof(buf)), "no");
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_PRIORITY, &l, buf, sizeof(buf)), "idle");
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_JOB_TIMEOUT, &l, buf, sizeof(buf)), "infinity");
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_BUFFER_MEMORY, &l, buf, sizeof(buf)), "4G");
+
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_WEIGHT, "0", &l, err, sizeof(err)), -EINVAL);
+        cr_expect_str_eq(err, "invalid Weight= value \"0\": expected 1..1000");
+        cr_expect_eq(l.weight, def.weight, "a refused value changes nothing");
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_BUFFER_MEMORY, "16777216T", &l, err, sizeof(err)), -EINVAL);
+        cr_expect_str_eq(err, "invalid BufferMemory= value \"16777216T\": expected bytes with an optional K, M, G "
+                              "or T suffix (base 1024), or \"infinity\" (too large)");
+}
+
 static Policy *load(const char *text) {
         char err[512];
         Policy *p = NULL;

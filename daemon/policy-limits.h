@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PolicyLimits: the limits one session runs under, their built-in defaults,
+ * and the value syntax the policy files use for them (512M, 30s, yes,
+ * infinity). The policy loader (policy.c), the D-Bus SetLimits method and
+ * `kfdbrokerctl limits` all parse and print limits through these functions,
+ * so a value is written the same way everywhere. Pure functions: nothing here
+ * allocates, logs or touches the system, which is why kfdbrokerctl can build
+ * this file on its own.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* "infinity" in a limit field. */
+#define POLICY_INFINITY UINT64_MAX
+
+#define POLICY_WEIGHT_MIN 1u
+#define POLICY_WEIGHT_MAX 1000u
+
+typedef enum PolicyPriority {
+        POLICY_PRIORITY_IDLE,
+        POLICY_PRIORITY_LOW,
+        POLICY_PRIORITY_NORMAL,
+        POLICY_PRIORITY_HIGH,
+        _POLICY_PRIORITY_MAX,
+} PolicyPriority;
+
+typedef struct PolicyLimits {
+        uint64_t buffer_memory;   /* BufferMemory=: bytes of all buffers of a session */
+        uint64_t max_buffer_size; /* MaxBufferSize=: bytes of one buffer */
+        uint64_t buffers;         /* Buffers= */
+        uint64_t events;          /* Events= */
+        uint64_t jobs_in_flight;  /* JobsInFlight= */
+        uint32_t weight;          /* Weight=, 1..1000 */
+        PolicyPriority priority;  /* Priority= */
+        bool compute_dispatch;    /* ComputeDispatch= */
+        uint64_t job_timeout_ns;  /* JobTimeout=, POLICY_INFINITY = none */
+} PolicyLimits;
+
+/* The keys of a [Limits] section, in the order they are documented. */
+typedef enum PolicyLimitKey {
+        POLICY_LIMIT_BUFFER_MEMORY,
+        POLICY_LIMIT_MAX_BUFFER_SIZE,
+        POLICY_LIMIT_BUFFERS,
+        POLICY_LIMIT_EVENTS,
+        POLICY_LIMIT_JOBS_IN_FLIGHT,
+        POLICY_LIMIT_WEIGHT,
+        POLICY_LIMIT_PRIORITY,
+        POLICY_LIMIT_COMPUTE_DISPATCH,
+        POLICY_LIMIT_JOB_TIMEOUT,
+        _POLICY_LIMIT_MAX,
+} PolicyLimitKey;
+
+/* The daemon's built-in defaults (the same values as policy/policy.d/00-defaults.conf
+ * and the Manager's default WireLimits): 4 GiB per session, 1 GiB per buffer,
+ * 4096 buffers, 1024 events, 4096 jobs in flight, weight 1, normal priority,
+ * compute dispatch allowed, no job timeout. */
+void policy_limits_default(PolicyLimits *ret);
+
+/* The key's name in a policy file ("BufferMemory", …, "JobTimeout"), or NULL. */
+const char *policy_limit_key_to_string(PolicyLimitKey k);
+/* PolicyLimitKey for a policy-file key name (case-sensitive), or -EINVAL. */
+int policy_limit_key_from_string(const char *s);
+
+/*
+ * policy_limit_parse() - parse one limit's value as a policy file writes it.
+ * @k:     which limit.
+ * @value: the text after "KEY=", without surrounding blanks.
+ * @l:     receives the value in the field of @k; other fields are untouched.
+ * @err:   on failure, a message naming the key and the value, e.g.
+ *         `invalid Buffers= value "lots": expected a number below 4294967295
+ *         or "infinity"` (control characters shown as '?').
+ *
+ * Applies the same range checks everywhere (sizes at least 1 byte,
+ * JobsInFlight at least 1, Weight 1..1000, a non-zero JobTimeout).
+ * Returns 0, or -EINVAL for a value that is not allowed.
+ */
+int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, char *err, size_t errlen);
+
+/*
+ * policy_limit_format() - the value of limit @k in @l, written so that
+ * policy_limit_parse() reads it back to the same value: "4G", "1536M",
+ * "4096", "infinity", "normal", "yes", "1min 30s", "250us". Returns buf.
+ */
+const char *policy_limit_format(PolicyLimitKey k, const PolicyLimits *l, char *buf, size_t n);
+
+/* Parsers of the value syntax. Each returns 0 or -EINVAL (-ERANGE on overflow). */
+int policy_parse_uint(const char *s, uint64_t *ret);      /* decimal digits only */
+int policy_parse_bytes(const char *s, uint64_t *ret);     /* 512, 64K, 2G, infinity */
+int policy_parse_count(const char *s, uint64_t *ret);     /* 4096, infinity */
+int policy_parse_timespan(const char *s, uint64_t *ret_ns); /* 500ms, 1min 30s, infinity */
+int policy_parse_boolean(const char *s);                  /* 1/0 or -EINVAL */
+
+/* The inverse of policy_parse_bytes() and policy_parse_timespan(): exact, with
+ * the largest suffixes that divide the value ("1536M", "1min 30s"). */
+const char *policy_format_bytes(uint64_t v, char *buf, size_t n);
+const char *policy_format_timespan(uint64_t ns, char *buf, size_t n);
+
+const char *policy_priority_to_string(PolicyPriority p);
+int policy_priority_from_string(const char *s); /* PolicyPriority or -EINVAL */
+/* KFD queue_priority (0..15) for CREATE_QUEUE: idle 0, low 3, normal 7, high 11
+ * (libhsakmt's values for thunk priorities MINIMUM, LOW, NORMAL, HIGH). */
+uint32_t policy_priority_to_queue_priority(PolicyPriority p);
