@@ -53,6 +53,8 @@ static const char *const request_type_names[] = {
         [WIRE_REQUEST_SUBMIT] = "Submit",
         [WIRE_REQUEST_QUERY] = "Query",
         [WIRE_REQUEST_STATUS] = "Status",
+        [WIRE_REQUEST_LOAD_CODE_OBJECT] = "LoadCodeObject",
+        [WIRE_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
 };
 
 const char *wire_request_type_name(WireRequestType type) {
@@ -62,7 +64,7 @@ const char *wire_request_type_name(WireRequestType type) {
 }
 
 unsigned wire_request_fds_expected(WireRequestType type) {
-        return type == WIRE_REQUEST_IMPORT_BUFFER ? 1 : 0;
+        return type == WIRE_REQUEST_IMPORT_BUFFER || type == WIRE_REQUEST_LOAD_CODE_OBJECT ? 1 : 0;
 }
 
 /* The first unknown field of a message, or 0: what a newer client sent that we do not know. */
@@ -251,6 +253,155 @@ static int check_size(size_t i, const char *kind, uint64_t size, char *errbuf, s
         return 0;
 }
 
+static int decode_engine(size_t i, const char *kind, Kfdbroker__V1__Engine e, WireEngine *ret,
+                         char *errbuf, size_t errlen) {
+        switch (e) {
+        case KFDBROKER__V1__ENGINE__ENGINE_AUTO:
+                *ret = WIRE_ENGINE_AUTO;
+                return 0;
+        case KFDBROKER__V1__ENGINE__ENGINE_SDMA:
+                *ret = WIRE_ENGINE_SDMA;
+                return 0;
+        case KFDBROKER__V1__ENGINE__ENGINE_COMPUTE:
+                *ret = WIRE_ENGINE_COMPUTE;
+                return 0;
+        default:
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].%s.engine: unknown engine %d", i,
+                                  kind, (int) e);
+        }
+}
+
+/* Kernel names are symbol names: 1..WIRE_KERNEL_NAME_MAX printable ASCII
+ * bytes (so that errors may name them). protobuf-c stops a string at its
+ * first NUL, but a NUL cannot reach a symbol lookup of ours anyway. */
+static int decode_kernel_name(size_t i, const char *name, char *ret, char *errbuf, size_t errlen) {
+        size_t n = name ? strlen(name) : 0;
+
+        if (n == 0)
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].dispatch.kernel: must not be empty", i);
+        if (n > WIRE_KERNEL_NAME_MAX)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.kernel: must be at most %u bytes, got %zu",
+                                  i, WIRE_KERNEL_NAME_MAX, n);
+        for (size_t k = 0; k < n; k++) {
+                unsigned char c = (unsigned char) name[k];
+                if (c < 0x21 || c > 0x7e)
+                        return wire_error(errbuf, errlen,
+                                          "submit.jobs[%zu].dispatch.kernel: byte 0x%02x at %zu is not printable ASCII",
+                                          i, c, k);
+        }
+        memcpy(ret, name, n + 1);
+        return 0;
+}
+
+static int decode_kernel_arg(size_t i, size_t a, const Kfdbroker__V1__KernelArg *p, WireKernelArg *out,
+                             char *errbuf, size_t errlen) {
+        switch (p->value_case) {
+        case KFDBROKER__V1__KERNEL_ARG__VALUE_BYTES:
+                if (p->bytes.len == 0 || p->bytes.len > WIRE_DISPATCH_MAX_ARG_BYTES)
+                        return wire_error(errbuf, errlen,
+                                          "submit.jobs[%zu].dispatch.args[%zu].bytes: must be 1..%u bytes, got %zu",
+                                          i, a, WIRE_DISPATCH_MAX_ARG_BYTES, p->bytes.len);
+                out->bytes = malloc(p->bytes.len);
+                if (!out->bytes)
+                        return -ENOMEM;
+                memcpy(out->bytes, p->bytes.data, p->bytes.len);
+                out->n_bytes = (uint32_t) p->bytes.len;
+                out->type = WIRE_ARG_BYTES;
+                return 0;
+        case KFDBROKER__V1__KERNEL_ARG__VALUE_BUFFER:
+                out->type = WIRE_ARG_BUFFER;
+                out->handle = p->buffer->handle;
+                out->offset = p->buffer->offset;
+                return 0;
+        case KFDBROKER__V1__KERNEL_ARG__VALUE_LOCAL_SIZE:
+                if (p->local_size == 0)
+                        return wire_error(errbuf, errlen,
+                                          "submit.jobs[%zu].dispatch.args[%zu].local_size: must be > 0", i, a);
+                out->type = WIRE_ARG_LOCAL_SIZE;
+                out->local_size = p->local_size;
+                return 0;
+        default:
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].dispatch.args[%zu]: no value set", i, a);
+        }
+}
+
+static int decode_dims(size_t i, const char *what, size_t n, const uint32_t *v, uint32_t ret[3],
+                       char *errbuf, size_t errlen) {
+        for (size_t d = 0; d < 3; d++) {
+                if (d < n && v[d] == 0)
+                        return wire_error(errbuf, errlen, "submit.jobs[%zu].dispatch.%s[%zu]: must be >= 1",
+                                          i, what, d);
+                ret[d] = d < n ? v[d] : 1;
+        }
+        return 0;
+}
+
+static void wire_job_done(WireJob *j) {
+        if (j->type != WIRE_JOB_DISPATCH || !j->dispatch.args)
+                return;
+        for (size_t a = 0; a < j->dispatch.n_args; a++)
+                free(j->dispatch.args[a].bytes);
+        free(j->dispatch.args);
+        j->dispatch.args = NULL;
+        j->dispatch.n_args = 0;
+}
+
+static int decode_dispatch(size_t i, const Kfdbroker__V1__DispatchJob *p, WireJob *out, char *errbuf,
+                           size_t errlen) {
+        uint64_t threads = 1, groups = 1;
+        int r;
+
+        out->dispatch.code_object = p->code_object;
+        r = decode_kernel_name(i, p->kernel, out->dispatch.kernel, errbuf, errlen);
+        if (r < 0)
+                return r;
+        if (p->n_grid < 1 || p->n_grid > 3)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.grid: must have 1..3 dimensions, got %zu", i,
+                                  p->n_grid);
+        if (p->n_block != p->n_grid)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.block: must have as many dimensions as grid (%zu), got %zu",
+                                  i, p->n_grid, p->n_block);
+        out->dispatch.n_dims = (unsigned) p->n_grid;
+        r = decode_dims(i, "grid", p->n_grid, p->grid, out->dispatch.grid, errbuf, errlen);
+        if (r < 0)
+                return r;
+        r = decode_dims(i, "block", p->n_block, p->block, out->dispatch.block, errbuf, errlen);
+        if (r < 0)
+                return r;
+        for (unsigned d = 0; d < 3; d++) {
+                threads *= out->dispatch.block[d];
+                groups *= DIV_ROUND_UP((uint64_t) out->dispatch.grid[d], out->dispatch.block[d]);
+        }
+        if (threads > WIRE_DISPATCH_MAX_BLOCK)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.block: %" PRIu64 " work-items per workgroup, at most %u allowed",
+                                  i, threads, WIRE_DISPATCH_MAX_BLOCK);
+        if (groups > WIRE_DISPATCH_MAX_WORKGROUPS)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.grid: %" PRIu64 " workgroups, at most %u allowed",
+                                  i, groups, WIRE_DISPATCH_MAX_WORKGROUPS);
+        if (p->n_args > WIRE_DISPATCH_MAX_ARGS)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.args: at most %u arguments, got %zu", i,
+                                  WIRE_DISPATCH_MAX_ARGS, p->n_args);
+        if (p->n_args > 0) {
+                out->dispatch.args = calloc(p->n_args, sizeof(WireKernelArg));
+                if (!out->dispatch.args)
+                        return -ENOMEM;
+        }
+        /* n_args counts what is allocated, so wire_job_done() frees a partial list. */
+        for (size_t a = 0; a < p->n_args; a++) {
+                out->dispatch.n_args = a + 1;
+                r = decode_kernel_arg(i, a, p->args[a], &out->dispatch.args[a], errbuf, errlen);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char *errbuf,
                       size_t errlen) {
         int r;
@@ -293,11 +444,16 @@ static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char 
         case KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT:
                 out->type = WIRE_JOB_SIGNAL_EVENT;
                 out->event.handle = j->signal_event->handle;
-                return 0;
+                return decode_engine(i, "signal_event", j->signal_event->engine, &out->event.engine,
+                                     errbuf, errlen);
         case KFDBROKER__V1__JOB__KIND_WAIT_EVENT:
                 out->type = WIRE_JOB_WAIT_EVENT;
                 out->event.handle = j->wait_event->handle;
-                return 0;
+                return decode_engine(i, "wait_event", j->wait_event->engine, &out->event.engine,
+                                     errbuf, errlen);
+        case KFDBROKER__V1__JOB__KIND_DISPATCH:
+                out->type = WIRE_JOB_DISPATCH;
+                return decode_dispatch(i, j->dispatch, out, errbuf, errlen);
         default:
                 break;
         }
@@ -313,22 +469,21 @@ static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char 
 
 static int decode_submit(const PbRequest *m, WireRequest *r, char *errbuf, size_t errlen) {
         const Kfdbroker__V1__SubmitRequest *s = m->submit;
-        _cleanup_free_ WireJob *jobs = NULL;
         int k;
 
         if (s->n_jobs < 1 || s->n_jobs > WIRE_MAX_JOBS)
                 return wire_error(errbuf, errlen, "submit.jobs: must have 1..%u jobs, got %zu",
                                   WIRE_MAX_JOBS, s->n_jobs);
-        jobs = calloc(s->n_jobs, sizeof(*jobs));
-        if (!jobs)
+        r->submit.jobs = calloc(s->n_jobs, sizeof(WireJob));
+        if (!r->submit.jobs)
                 return -ENOMEM;
+        /* n_jobs counts the jobs decoded so far: wire_request_done() frees what they own. */
         for (size_t i = 0; i < s->n_jobs; i++) {
-                k = decode_job(i, s->jobs[i], &jobs[i], errbuf, errlen);
+                r->submit.n_jobs = i + 1;
+                k = decode_job(i, s->jobs[i], &r->submit.jobs[i], errbuf, errlen);
                 if (k < 0)
                         return k;
         }
-        r->submit.jobs = TAKE_PTR(jobs);
-        r->submit.n_jobs = s->n_jobs;
         return 0;
 }
 
@@ -382,6 +537,13 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
                 return 0;
         case KFDBROKER__V1__REQUEST__BODY_STATUS:
                 r->type = WIRE_REQUEST_STATUS;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_LOAD_CODE_OBJECT:
+                r->type = WIRE_REQUEST_LOAD_CODE_OBJECT;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_FREE_CODE_OBJECT:
+                r->type = WIRE_REQUEST_FREE_CODE_OBJECT;
+                r->object.handle = m->free_code_object->handle;
                 return 0;
         default:
                 break;
@@ -446,6 +608,8 @@ void wire_request_done(WireRequest *r) {
                 r->wait_events.entries = NULL;
                 r->wait_events.n_entries = 0;
         } else if (r->type == WIRE_REQUEST_SUBMIT) {
+                for (size_t i = 0; r->submit.jobs && i < r->submit.n_jobs; i++)
+                        wire_job_done(&r->submit.jobs[i]);
                 free(r->submit.jobs);
                 r->submit.jobs = NULL;
                 r->submit.n_jobs = 0;
@@ -487,16 +651,25 @@ typedef struct ReplyParts {
         Kfdbroker__V1__QueryReply query;
         Kfdbroker__V1__StatusReply status;
         Kfdbroker__V1__JobFailed job_failed;
+        Kfdbroker__V1__LoadCodeObjectReply load_code_object;
         /* Owned temporaries, freed by reply_parts_done(). */
         char **features;
         Kfdbroker__V1__WaitEntry *entries;
         Kfdbroker__V1__WaitEntry **entry_ptrs;
+        Kfdbroker__V1__KernelInfo *kernels;
+        Kfdbroker__V1__KernelInfo **kernel_ptrs;
+        Kfdbroker__V1__KernelArgInfo *arg_infos;
+        Kfdbroker__V1__KernelArgInfo **arg_ptrs;
 } ReplyParts;
 
 static void reply_parts_done(ReplyParts *p) {
         free(p->features);
         free(p->entries);
         free(p->entry_ptrs);
+        free(p->kernels);
+        free(p->kernel_ptrs);
+        free(p->arg_infos);
+        free(p->arg_ptrs);
 }
 
 static int fill_hello(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
@@ -542,6 +715,7 @@ static void fill_device_info(const WireReply *r, ReplyParts *p, PbServerMessage 
         d->kfd_major = r->device_info.kfd_major;
         d->kfd_minor = r->device_info.kfd_minor;
         d->sdma_queues = r->device_info.sdma_queues;
+        d->compute_queues = r->device_info.compute_queues;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO;
         m->device_info = d;
 }
@@ -602,6 +776,7 @@ static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         q->bytes_copied = r->query.bytes_copied;
         q->bytes_filled = r->query.bytes_filled;
         q->limits = &p->limits;
+        q->code_objects = r->query.code_objects;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
         m->query = q;
 }
@@ -621,8 +796,66 @@ static void fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         s->gpu_buffers = r->status.gpu_buffers;
         s->jobs_in_flight = r->status.jobs_in_flight;
         s->events = r->status.events;
+        s->code_objects = r->status.code_objects;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS;
         m->status = s;
+}
+
+static int fill_load_code_object(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = r->load_code_object.n_kernels, n_args = 0, a = 0;
+        const WireKernelInfo *ks = r->load_code_object.kernels;
+
+        if (n > 0 && !ks)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (ks[i].n_args > 0 && !ks[i].args)
+                        return -EINVAL;
+                if (ks[i].n_args > SIZE_MAX / 2 - n_args)
+                        return -EMSGSIZE;
+                n_args += ks[i].n_args;
+        }
+        if (n > 0) {
+                p->kernels = calloc(n, sizeof(*p->kernels));
+                p->kernel_ptrs = calloc(n, sizeof(*p->kernel_ptrs));
+                if (!p->kernels || !p->kernel_ptrs)
+                        return -ENOMEM;
+        }
+        if (n_args > 0) {
+                p->arg_infos = calloc(n_args, sizeof(*p->arg_infos));
+                p->arg_ptrs = calloc(n_args, sizeof(*p->arg_ptrs));
+                if (!p->arg_infos || !p->arg_ptrs)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                Kfdbroker__V1__KernelInfo *k = &p->kernels[i];
+
+                kfdbroker__v1__kernel_info__init(k);
+                k->name = str_or_empty(ks[i].name);
+                k->kernarg_size = ks[i].kernarg_size;
+                k->group_segment_size = ks[i].group_segment_size;
+                k->private_segment_size = ks[i].private_segment_size;
+                k->max_workgroup_size = ks[i].max_workgroup_size;
+                k->n_args = ks[i].n_args;
+                k->args = ks[i].n_args > 0 ? &p->arg_ptrs[a] : NULL;
+                for (size_t j = 0; j < ks[i].n_args; j++, a++) {
+                        Kfdbroker__V1__KernelArgInfo *ai = &p->arg_infos[a];
+
+                        kfdbroker__v1__kernel_arg_info__init(ai);
+                        ai->name = str_or_empty(ks[i].args[j].name);
+                        ai->offset = ks[i].args[j].offset;
+                        ai->size = ks[i].args[j].size;
+                        ai->kind = str_or_empty(ks[i].args[j].kind);
+                        p->arg_ptrs[a] = ai;
+                }
+                p->kernel_ptrs[i] = k;
+        }
+        kfdbroker__v1__load_code_object_reply__init(&p->load_code_object);
+        p->load_code_object.handle = r->load_code_object.handle;
+        p->load_code_object.n_kernels = n;
+        p->load_code_object.kernels = p->kernel_ptrs;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_LOAD_CODE_OBJECT;
+        m->load_code_object = &p->load_code_object;
+        return 0;
 }
 
 static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
@@ -691,6 +924,8 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED;
                 m->job_failed = &p->job_failed;
                 return 0;
+        case WIRE_REPLY_LOAD_CODE_OBJECT:
+                return fill_load_code_object(r, p, m);
         }
         return -EINVAL;
 }
