@@ -131,33 +131,81 @@ GpuContext *gpu_context_free(GpuContext *c) {
 }
 DEFINE_POINTER_CLEANUP(GpuContext, gpu_context_free);
 
+static bool ring_size_ok(uint32_t size) {
+        return is_power_of_2_u64(size) && size >= PAGE_SIZE_4K && size <= GPU_MAX_RING_SIZE;
+}
+
 static int resolve_options(const KfdNode *n, const GpuContextOptions *in, GpuContextOptions *out) {
         GpuContextOptions o = {
                 .n_sdma_queues = GPU_DEFAULT_SDMA_QUEUES,
+                .n_compute_queues = 1,
+                .compute_priority = { GPU_QUEUE_PRIORITY_DEFAULT },
                 .sdma_ring_size = GPU_DEFAULT_RING_SIZE,
+                .compute_ring_size = GPU_DEFAULT_RING_SIZE,
                 .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
         };
         if (in) {
                 if (in->n_sdma_queues != 0)
                         o.n_sdma_queues = in->n_sdma_queues;
+                if (in->n_compute_queues != 0) {
+                        o.n_compute_queues = in->n_compute_queues;
+                        memcpy(o.compute_priority, in->compute_priority, sizeof o.compute_priority);
+                }
                 if (in->sdma_ring_size != 0)
                         o.sdma_ring_size = in->sdma_ring_size;
+                if (in->compute_ring_size != 0)
+                        o.compute_ring_size = in->compute_ring_size;
                 o.queue_priority = in->queue_priority;
         }
-        /* KFD_MAX_QUEUE_PRIORITY 15; ring: power of two (KFD), a whole number of
-         * pages (it is its own BO whose size must equal ring_size). */
-        if (o.queue_priority > 15)
+        /* KFD_MAX_QUEUE_PRIORITY 15; rings: power of two (KFD), a whole number
+         * of pages (each is its own BO whose size must equal ring_size). */
+        if (o.queue_priority > 15 || o.n_compute_queues > GPU_MAX_QUEUES)
                 return -EINVAL;
-        if (!is_power_of_2_u64(o.sdma_ring_size) || o.sdma_ring_size < PAGE_SIZE_4K ||
-            o.sdma_ring_size > GPU_MAX_RING_SIZE)
+        for (unsigned i = 0; i < o.n_compute_queues; i++)
+                if (o.compute_priority[i] > 15)
+                        return -EINVAL;
+        if (!ring_size_ok(o.sdma_ring_size) || !ring_size_ok(o.compute_ring_size))
                 return -EINVAL;
         /* SDMA queues are a fixed pool of engines x queues per engine (kfd-facts §3.3). */
         unsigned pool = n->num_sdma_engines * n->num_sdma_queues_per_engine;
         o.n_sdma_queues = MIN(o.n_sdma_queues, MIN(pool, (unsigned) GPU_MAX_QUEUES));
         if (o.n_sdma_queues == 0)
                 return -ENODEV;
+        /* Compute queues share the HQD slots KFD exposes (num_cp_queues; beyond
+         * them the HWS oversubscribes with time slicing, kfd-facts §5 #13) and
+         * the queue table with the SDMA queues. A node without CP queues (or
+         * whose CWSR sizes we cannot compute) gets none: copies still work. */
+        o.n_compute_queues = MIN(o.n_compute_queues, GPU_MAX_QUEUES - o.n_sdma_queues);
+        if (n->num_cp_queues == 0)
+                o.n_compute_queues = 0;
+        else
+                o.n_compute_queues = MIN(o.n_compute_queues, n->num_cp_queues);
         *out = o;
         return 0;
+}
+
+/* The LDS and scratch apertures of our node (GET_PROCESS_APERTURES_NEW, asked
+ * for the count first): code object v4/v5 kernels read their upper halves
+ * for generic address casts (gpu-dispatch.c). */
+static int read_apertures(GpuContext *c) {
+        struct kfd_ioctl_get_process_apertures_new_args a = {};
+        int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
+        if (r < 0)
+                return r;
+        if (a.num_of_nodes == 0 || a.num_of_nodes > KFD_TOPOLOGY_MAX_NODES)
+                return -EIO;
+        struct kfd_process_device_apertures ap[KFD_TOPOLOGY_MAX_NODES] = {};
+        a.kfd_process_device_apertures_ptr = (uint64_t) (uintptr_t) ap;
+        r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < a.num_of_nodes && i < KFD_TOPOLOGY_MAX_NODES; i++)
+                if (ap[i].gpu_id == c->gpu_id) {
+                        c->lds_aperture_base = ap[i].lds_base;
+                        c->scratch_aperture_base = ap[i].scratch_base;
+                        return 0;
+                }
+        return -ENODEV;
 }
 
 static void fill_info(GpuContext *c, const KfdDrmInfo *drm) {
@@ -218,6 +266,11 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         r = resolve_options(&c->node, opts, &c->opts);
         if (r < 0)
                 return r;
+        if (c->opts.n_compute_queues > 0 && kfd_node_queue_sizes(&c->node, &c->queue_sizes) < 0) {
+                log_debug("gpu: no CWSR/EOP sizes for gfx target %u: no compute queues",
+                          c->node.gfx_target_version);
+                c->opts.n_compute_queues = 0;
+        }
 
         c->render_fd = c->ops->open_render(c->ops->userdata, c->node.drm_render_minor);
         if (c->render_fd < 0)
@@ -274,18 +327,30 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         if (r < 0)
                 return r;
 
-        r = gpu_buffer_alloc_internal(c, GPU_FENCE_WORDS_SIZE + c->opts.n_sdma_queues * GPU_FENCE_TS_PER_QUEUE,
+        unsigned n_queues = c->opts.n_sdma_queues + c->opts.n_compute_queues;
+        r = gpu_buffer_alloc_internal(c, GPU_FENCE_WORDS_SIZE + n_queues * GPU_FENCE_TS_PER_QUEUE,
                                       GPU_BO_FLAGS_INTERNAL, true, &c->fence);
         if (r < 0)
                 return r;
         memset(c->fence->cpu, 0, c->fence->size);
 
-        for (unsigned i = 0; i < c->opts.n_sdma_queues; i++) {
-                c->n_queues = i + 1; /* so that a half-built queue is torn down */
-                r = gpu_queue_setup(c, &c->queues[i], i, c->opts.sdma_ring_size);
+        if (c->opts.n_compute_queues > 0) {
+                r = read_apertures(c);
                 if (r < 0)
                         return r;
-                c->info.queue_engine[i] = GPU_ENGINE_SDMA;
+        }
+        for (unsigned i = 0; i < n_queues; i++) {
+                bool sdma = i < c->opts.n_sdma_queues;
+                GpuEngine engine = sdma ? GPU_ENGINE_SDMA : GPU_ENGINE_COMPUTE;
+                uint32_t prio = sdma ? c->opts.queue_priority : c->opts.compute_priority[i - c->opts.n_sdma_queues];
+
+                c->n_queues = i + 1; /* so that a half-built queue is torn down */
+                r = gpu_queue_setup(c, &c->queues[i], i, engine,
+                                    sdma ? c->opts.sdma_ring_size : c->opts.compute_ring_size, prio);
+                if (r < 0)
+                        return r;
+                c->info.queue_engine[i] = engine;
+                c->info.queue_priority[i] = prio;
         }
         c->info.n_queues = c->n_queues;
 
@@ -311,9 +376,9 @@ int gpu_context_new(const KfdOps *ops, const GpuContextOptions *opts, GpuContext
                 log_debug_errno(r, "gpu: bring-up on %s failed: %m", ops->name ? ops->name : "?");
                 return r;
         }
-        log_debug("gpu: %s context on gpu_id 0x%x (%s, %s), KFD %u.%u, %u SDMA queue(s)", c->info.backend,
-                  c->gpu_id, c->info.gfx_name, c->info.name, c->info.kfd_major, c->info.kfd_minor,
-                  c->n_queues);
+        log_debug("gpu: %s context on gpu_id 0x%x (%s, %s), KFD %u.%u, %u SDMA and %u compute queue(s)",
+                  c->info.backend, c->gpu_id, c->info.gfx_name, c->info.name, c->info.kfd_major,
+                  c->info.kfd_minor, c->opts.n_sdma_queues, c->opts.n_compute_queues);
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -348,13 +413,16 @@ int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
          * recreate queues and set fence words), then whatever moved since. */
         for (unsigned i = 0; i < c->n_queues; i++)
                 n += gpu_queue_collect(c, &c->queues[i], cb, userdata);
+        bool exception = false;
         for (int i = 0; i < nf; i++) {
                 c->stats.faults++;
                 if (faults[i].memory)
                         n += gpu_queue_handle_fault(c, &faults[i], cb, userdata);
                 else
-                        log_debug("gpu: HW exception on gpu_id 0x%x", faults[i].gpu_id);
+                        exception = true;
         }
+        if (exception)
+                n += gpu_queue_handle_exception(c, cb, userdata);
         if (nf > 0)
                 for (unsigned i = 0; i < c->n_queues; i++)
                         n += gpu_queue_collect(c, &c->queues[i], cb, userdata);

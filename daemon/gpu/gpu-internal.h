@@ -62,16 +62,35 @@ struct GpuBuffer {
 
 typedef struct GpuInflight {
         uint64_t seq;
-        GpuJob job;
+        GpuJob job;           /* dispatch: args_data is cleared, the kernargs live in the slot */
         uint64_t ring_start, ring_end; /* monotonic byte positions of its packets */
+        GpuBuffer *scratch;   /* dispatch: the scratch backing it was programmed with (a ref) */
+        uint32_t tmpring;     /* dispatch: COMPUTE_TMPRING_SIZE it was programmed with */
+        uint32_t lds_bytes;   /* dispatch: static + dynamic LDS */
 } GpuInflight;
+
+/* Compute queues: one kernarg slot per in-flight job (seq % GPU_QUEUE_MAX_INFLIGHT),
+ * holding the kernarg segment and, in its last 64 bytes, the
+ * hsa_kernel_dispatch_packet_t the dispatch pointer points at; after the slots
+ * one page holding the amd_queue_t the queue pointer points at. */
+#define GPU_KERNARG_SLOT_SIZE 4096u
+#define GPU_DISPATCH_PACKET_SIZE 64u
+#define GPU_KERNARG_MAX (GPU_KERNARG_SLOT_SIZE - GPU_DISPATCH_PACKET_SIZE)
+#define GPU_KERNARG_BO_SIZE ((uint64_t) GPU_QUEUE_MAX_INFLIGHT * GPU_KERNARG_SLOT_SIZE + 4096u)
 
 typedef struct GpuQueue {
         unsigned index;
+        GpuEngine engine;
+        uint32_t priority;   /* KFD queue_priority */
         bool created;
         uint32_t queue_id;
         uint32_t ring_size;
+        unsigned ptr_shift;  /* rptr/wptr/doorbell unit: bytes (SDMA, 0) or dwords (PM4, 2) */
         GpuBuffer *ring, *rptr_bo, *wptr_bo;
+        GpuBuffer *eop, *cwsr;       /* compute only */
+        GpuBuffer *kernargs;         /* compute only */
+        GpuBuffer *scratch;          /* compute: the current scratch backing, NULL until needed */
+        uint32_t scratch_wave_bytes; /* per wave, what ->scratch backs */
         uint64_t doorbell_offset;       /* as returned by CREATE_QUEUE */
         volatile uint64_t *doorbell;    /* inside ctx->doorbells */
 
@@ -141,7 +160,9 @@ struct GpuContext {
         uint32_t shutdown_event;
         uint32_t memory_event, hw_exception_event;
 
+        KfdQueueSizes queue_sizes;   /* EOP/CWSR sizes compute queues are created with */
         GpuBuffer *fence;
+        uint64_t lds_aperture_base, scratch_aperture_base; /* GET_PROCESS_APERTURES_NEW */
         void *doorbells;              /* the 8 KiB slice, NULL until the first queue */
         uint64_t doorbell_mmap_offset;
         GpuQueue queues[GPU_MAX_QUEUES];
@@ -166,12 +187,28 @@ void gpu_buffer_release_kernel(GpuBuffer *b);
 int gpu_map_to_gpu(GpuContext *c, uint64_t handle);
 
 /* gpu-queue.c */
-int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, uint32_t ring_size);
+int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine, uint32_t ring_size,
+                    uint32_t priority);
 void gpu_queue_teardown(GpuContext *c, GpuQueue *q);
 int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata);
 int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
+int gpu_queue_handle_exception(GpuContext *c, GpuCompletionFn cb, void *userdata);
 uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q);
 uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
+uint64_t gpu_queue_ts_va(GpuContext *c, unsigned q, uint64_t seq);
+
+/* gpu-dispatch.c: the compute (PM4) job stream */
+int gpu_dispatch_check(const GpuContext *c, const GpuJob *job);
+/* Writes the kernarg slot of seq and makes sure the queue's scratch backs the
+ * kernel; fills f->scratch (a ref) and f->tmpring. Called once per job. */
+int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f);
+/* Dwords of the job's PM4 stream (job->waits holds only the waits to emit);
+ * gpu_compute_emit_job() writes exactly that many. */
+size_t gpu_compute_job_dwords(const GpuJob *job);
+size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const GpuInflight *f,
+                            uint32_t *p);
+/* Pads ndw dwords of ring tail. */
+void gpu_compute_emit_pad(uint32_t *p, size_t ndw);
 
 /* gpu-waiter.c */
 int gpu_waiter_start(GpuContext *c);

@@ -1,28 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * GpuQueue: one KFD SDMA user queue of a GpuContext — its ring, its rptr and
- * wptr words, its doorbell, the jobs it has in flight — and the code that
- * writes jobs into the ring, reports their completion from fence memory and
- * recovers the queue after a GPU memory fault. Owned by the context; runs on
- * the event loop thread and never blocks.
+ * GpuQueue: one KFD user queue of a GpuContext — an SDMA queue or a compute
+ * (PM4) queue — with its ring, its rptr and wptr words, its doorbell, the jobs
+ * it has in flight; the code that writes jobs into the ring, reports their
+ * completion from fence memory and recovers the queue after a GPU memory fault,
+ * a GPU exception or an abort. Owned by the context; runs on the event loop
+ * thread and never blocks. The compute job stream itself is gpu-dispatch.c.
  *
  * Queue buffers (kfd-facts §1.6.2, kernels >= 6.12 validate them exactly): the
  * ring is its own BO of exactly ring_size bytes; rptr and wptr each start a
  * mapping exactly one page long, so each lives in its own one-page BO (one
  * shared page would make the second pointer start mid-mapping and fail
  * kfd_queue_buffer_get()). All are GTT|COHERENT|UNCACHED: MES polls the wptr
- * through the GART on gfx11 (amdgpu_amdkfd_map_gtt_bo_to_gart).
+ * through the GART on gfx11 (amdgpu_amdkfd_map_gtt_bo_to_gart). Compute
+ * queues add the EOP buffer (eop_buffer_size, 4 KiB on gfx8+) and the CWSR
+ * area (ALIGN((cwsr_size + debug_memory_size) * num_xcc, 4 KiB)) with the
+ * topology's ctl_stack_size and cwsr_size (kfd-facts §1.6.3, kfd_queue.c), the
+ * sizes kfd_node_queue_sizes() computes when the topology does not export them.
  *
- * Pointers are byte offsets, monotonically increasing 64-bit values; the ring
- * index is ptr % ring_size (kfd-facts §3.3). Submission: packets, then the wptr
- * word (release), then a 64-bit doorbell store of the same byte wptr.
+ * Pointers are kept here as byte offsets, monotonically increasing 64-bit
+ * values; the ring index is ptr % ring_size. The rptr/wptr words and the
+ * doorbell count bytes on SDMA and dwords on PM4 queues (kfd-facts §1.7,
+ * §6 #4: "PM4 = dwords, SDMA = bytes"). Submission: packets, then the wptr
+ * word (release), then a 64-bit doorbell store of the same wptr.
  *
- * Job stream (gpu_queue_submit):
+ * SDMA job stream (gpu_queue_submit):
  *   TIMESTAMP(begin slot), POLL_REGMEM per cross-queue wait, body (COPY_LINEAR
  *   split at 4 MiB / CONSTANT_FILL split at 4 MiB), TIMESTAMP(end slot),
  *   FENCE(queue fence word, seq), FENCE(event slot, event id), TRAP(event id).
  * The last two raise the completion interrupt the way the kernel expects from
  * SDMA (kfd-facts §1.10: tinygrad AMDCopyQueue.signal, kfd_int_process_v10.c).
+ * A job never straddles the ring's end: the tail is padded with NOPs of the
+ * queue's kind.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +40,7 @@
 #include <sys/mman.h>
 
 #include "gpu/gpu-internal.h"
+#include "gpu/pm4.h"
 #include "gpu/sdma.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -46,6 +56,10 @@ uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q) {
 static uint64_t ts_offset(unsigned q, uint64_t seq) {
         return GPU_FENCE_WORDS_SIZE + (uint64_t) q * GPU_FENCE_TS_PER_QUEUE +
                (seq % GPU_QUEUE_MAX_INFLIGHT) * 16;
+}
+
+uint64_t gpu_queue_ts_va(GpuContext *c, unsigned q, uint64_t seq) {
+        return c->fence->va + ts_offset(q, seq);
 }
 
 static volatile uint64_t *ts_cpu(GpuContext *c, unsigned q, uint64_t seq) {
@@ -64,10 +78,18 @@ static int queue_create_kernel(GpuContext *c, GpuQueue *q) {
                 .read_pointer_address = q->rptr_bo->va,
                 .ring_size = q->ring_size,
                 .gpu_id = c->gpu_id,
-                .queue_type = KFD_IOC_QUEUE_TYPE_SDMA,
+                .queue_type = q->engine == GPU_ENGINE_COMPUTE ? KFD_IOC_QUEUE_TYPE_COMPUTE
+                                                              : KFD_IOC_QUEUE_TYPE_SDMA,
                 .queue_percentage = 100,
-                .queue_priority = c->opts.queue_priority,
+                .queue_priority = q->priority,
         };
+        if (q->engine == GPU_ENGINE_COMPUTE) {
+                a.eop_buffer_address = q->eop->va;
+                a.eop_buffer_size = q->eop->size;
+                a.ctx_save_restore_address = q->cwsr->va;
+                a.ctx_save_restore_size = c->queue_sizes.cwsr_size;
+                a.ctl_stack_size = c->queue_sizes.ctl_stack_size;
+        }
         int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_CREATE_QUEUE, &a);
         if (r < 0)
                 return r;
@@ -94,7 +116,8 @@ static int queue_create_kernel(GpuContext *c, GpuQueue *q) {
         if (in_slice % 8 != 0)
                 return -EIO; /* 64-bit doorbells must be 8-byte aligned */
         q->doorbell = (volatile uint64_t *) ((uint8_t *) c->doorbells + in_slice);
-        log_debug("gpu: SDMA queue %u: queue_id %u, doorbell_offset 0x%" PRIx64, q->index, q->queue_id,
+        log_debug("gpu: %s queue %u: queue_id %u, priority %u, doorbell_offset 0x%" PRIx64,
+                  q->engine == GPU_ENGINE_COMPUTE ? "compute" : "SDMA", q->index, q->queue_id, q->priority,
                   q->doorbell_offset);
         return 0;
 }
@@ -109,10 +132,26 @@ static int queue_destroy_kernel(GpuContext *c, GpuQueue *q) {
         return r;
 }
 
-int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, uint32_t ring_size) {
+/* The amd_queue_t the queue pointer user SGPRs point at: only the two fields
+ * code object v4 kernels read for generic address casts, the upper halves of
+ * the LDS and scratch apertures at 0x40 and 0x44 (LLVM SIISelLowering
+ * getSegmentAperture: "StructOffset = AS == LOCAL ? 0x40 : 0x44"; ROCr
+ * amd_hsa_queue.h group/private_segment_aperture_base_hi). */
+static void fill_amd_queue(const GpuContext *c, GpuQueue *q) {
+        uint8_t *page = (uint8_t *) q->kernargs->cpu + GPU_KERNARG_BO_SIZE - 4096u;
+        uint32_t lds_hi = (uint32_t) (c->lds_aperture_base >> 32);
+        uint32_t scratch_hi = (uint32_t) (c->scratch_aperture_base >> 32);
+
+        memcpy(page + 0x40, &lds_hi, 4);
+        memcpy(page + 0x44, &scratch_hi, 4);
+}
+
+int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine, uint32_t ring_size,
+                    uint32_t priority) {
         int r;
 
-        *q = (GpuQueue) { .index = index, .ring_size = ring_size, .next_seq = 1 };
+        *q = (GpuQueue) { .index = index, .engine = engine, .priority = priority, .ring_size = ring_size,
+                          .ptr_shift = engine == GPU_ENGINE_COMPUTE ? 2 : 0, .next_seq = 1 };
         q->inflight = calloc(GPU_QUEUE_MAX_INFLIGHT, sizeof *q->inflight);
         if (!q->inflight)
                 return -ENOMEM;
@@ -125,30 +164,65 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, uint32_t ring_si
         r = gpu_buffer_alloc_internal(c, PAGE_SIZE_4K, GPU_BO_FLAGS_INTERNAL, true, &q->wptr_bo);
         if (r < 0)
                 return r;
+        if (engine == GPU_ENGINE_COMPUTE) {
+                r = gpu_buffer_alloc_internal(c, c->queue_sizes.eop_buffer_size, GPU_BO_FLAGS_INTERNAL, true,
+                                              &q->eop);
+                if (r < 0)
+                        return r;
+                r = gpu_buffer_alloc_internal(c, c->queue_sizes.cwsr_bo_size, GPU_BO_FLAGS_GTT, true, &q->cwsr);
+                if (r < 0)
+                        return r;
+                r = gpu_buffer_alloc_internal(c, GPU_KERNARG_BO_SIZE, GPU_BO_FLAGS_INTERNAL, true, &q->kernargs);
+                if (r < 0)
+                        return r;
+                memset(q->eop->cpu, 0, q->eop->size);
+                memset(q->kernargs->cpu, 0, GPU_KERNARG_BO_SIZE);
+                fill_amd_queue(c, q);
+        }
         memset(q->ring->cpu, 0, ring_size);
         memset(q->rptr_bo->cpu, 0, PAGE_SIZE_4K);
         memset(q->wptr_bo->cpu, 0, PAGE_SIZE_4K);
         return queue_create_kernel(c, q);
 }
 
+static GpuInflight *inflight_at(GpuQueue *q, unsigned i) {
+        return &q->inflight[(q->inflight_head + i) % GPU_QUEUE_MAX_INFLIGHT];
+}
+
+static void inflight_pop(GpuQueue *q) {
+        inflight_at(q, 0)->scratch = gpu_buffer_unref(inflight_at(q, 0)->scratch);
+        q->inflight_head = (q->inflight_head + 1) % GPU_QUEUE_MAX_INFLIGHT;
+        q->inflight_count--;
+}
+
 void gpu_queue_teardown(GpuContext *c, GpuQueue *q) {
         int r = queue_destroy_kernel(c, q);
         if (r < 0)
                 log_debug_errno(r, "gpu: DESTROY_QUEUE %u failed: %m", q->queue_id);
+        if (q->inflight)
+                while (q->inflight_count > 0)
+                        inflight_pop(q);
         q->ring = gpu_buffer_unref(q->ring);
         q->rptr_bo = gpu_buffer_unref(q->rptr_bo);
         q->wptr_bo = gpu_buffer_unref(q->wptr_bo);
+        q->eop = gpu_buffer_unref(q->eop);
+        q->cwsr = gpu_buffer_unref(q->cwsr);
+        q->kernargs = gpu_buffer_unref(q->kernargs);
+        q->scratch = gpu_buffer_unref(q->scratch);
         free(q->inflight);
         q->inflight = NULL;
         q->inflight_count = 0;
 }
 
-static volatile uint64_t *queue_rptr(GpuQueue *q) {
-        return (volatile uint64_t *) q->rptr_bo->cpu;
+/* The rptr and wptr words count bytes (SDMA) or dwords (PM4); q->wptr and
+ * what these return are bytes. */
+static uint64_t queue_read_rptr(GpuQueue *q) {
+        return __atomic_load_n((volatile uint64_t *) q->rptr_bo->cpu, __ATOMIC_ACQUIRE) << q->ptr_shift;
 }
 
-static volatile uint64_t *queue_wptr(GpuQueue *q) {
-        return (volatile uint64_t *) q->wptr_bo->cpu;
+static void queue_store_ptrs(GpuQueue *q, uint64_t rptr, uint64_t wptr) {
+        __atomic_store_n((volatile uint64_t *) q->rptr_bo->cpu, rptr >> q->ptr_shift, __ATOMIC_RELEASE);
+        __atomic_store_n((volatile uint64_t *) q->wptr_bo->cpu, wptr >> q->ptr_shift, __ATOMIC_RELEASE);
 }
 
 /* True if the wait is already satisfied by order or by a reported fence. */
@@ -156,13 +230,33 @@ static bool wait_needed(const GpuContext *c, unsigned qi, const GpuWait *w) {
         return w->queue != qi && w->seq != 0 && w->seq > c->queues[w->queue].completed;
 }
 
-/* Validates a job and counts its dwords. */
-static int job_dwords(const GpuContext *c, unsigned qi, const GpuJob *job, size_t *ret) {
-        size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW;
-        uint64_t chunks;
+/* Dwords of a job job_plan() accepted, as the queue's emitter writes it. */
+static size_t job_ndw(const GpuQueue *q, const GpuJob *job) {
+        if (q->engine == GPU_ENGINE_COMPUTE)
+                return gpu_compute_job_dwords(job);
+
+        size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW + job->n_waits * SDMA_POLL_REGMEM_DW;
+        if (job->type == GPU_JOB_COPY)
+                n += DIV_ROUND_UP(job->copy.size, (uint64_t) SDMA_COPY_MAX_BYTES) * SDMA_COPY_LINEAR_DW;
+        else if (job->type == GPU_JOB_FILL)
+                n += DIV_ROUND_UP(job->fill.size, (uint64_t) SDMA_FILL_MAX_BYTES) * SDMA_CONSTANT_FILL_DW;
+        return n;
+}
+
+/*
+ * Validates a job for queue qi and returns in *ret the job as it will be
+ * emitted: only the waits still needed (the others are satisfied by order
+ * or by a reported fence); *ret_ndw its dwords.
+ */
+static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob *ret, size_t *ret_ndw) {
+        const GpuQueue *q = &c->queues[qi];
+        size_t n;
+        int r;
 
         if (job->n_waits > GPU_JOB_MAX_WAITS)
                 return -EINVAL;
+        *ret = *job;
+        ret->n_waits = 0;
         for (unsigned i = 0; i < job->n_waits; i++) {
                 const GpuWait *w = &job->waits[i];
                 if (w->queue >= c->n_queues)
@@ -170,88 +264,58 @@ static int job_dwords(const GpuContext *c, unsigned qi, const GpuJob *job, size_
                 if (w->seq >= c->queues[w->queue].next_seq)
                         return -EINVAL; /* a job that was never submitted: would wait forever */
                 if (wait_needed(c, qi, w))
-                        n += SDMA_POLL_REGMEM_DW;
+                        ret->waits[ret->n_waits++] = *w;
         }
 
-        switch (job->type) {
-        case GPU_JOB_NOP:
-                break;
-        case GPU_JOB_COPY:
-                if (job->copy.size == 0 || job->copy.src_va > UINT64_MAX - job->copy.size ||
-                    job->copy.dst_va > UINT64_MAX - job->copy.size)
-                        return -EINVAL;
-                chunks = DIV_ROUND_UP(job->copy.size, (uint64_t) SDMA_COPY_MAX_BYTES);
-                n += chunks * SDMA_COPY_LINEAR_DW;
-                break;
-        case GPU_JOB_FILL:
-                /* CONSTANT_FILL writes whole dwords (FILLSIZE 2). */
-                if (job->fill.size == 0 || job->fill.size % 4 != 0 || job->fill.dst_va % 4 != 0 ||
-                    job->fill.dst_va > UINT64_MAX - job->fill.size)
-                        return -EINVAL;
-                chunks = DIV_ROUND_UP(job->fill.size, (uint64_t) SDMA_FILL_MAX_BYTES);
-                n += chunks * SDMA_CONSTANT_FILL_DW;
-                break;
-        default:
-                return -EINVAL;
+        if (q->engine == GPU_ENGINE_COMPUTE) {
+                if (job->type == GPU_JOB_DISPATCH) {
+                        r = gpu_dispatch_check(c, job);
+                        if (r < 0)
+                                return r;
+                } else if (job->type != GPU_JOB_NOP)
+                        return -EINVAL; /* copies and fills run on SDMA queues */
+        } else {
+                switch (job->type) {
+                case GPU_JOB_NOP:
+                        break;
+                case GPU_JOB_COPY:
+                        if (job->copy.size == 0 || job->copy.src_va > UINT64_MAX - job->copy.size ||
+                            job->copy.dst_va > UINT64_MAX - job->copy.size)
+                                return -EINVAL;
+                        break;
+                case GPU_JOB_FILL:
+                        /* CONSTANT_FILL writes whole dwords (FILLSIZE 2). */
+                        if (job->fill.size == 0 || job->fill.size % 4 != 0 || job->fill.dst_va % 4 != 0 ||
+                            job->fill.dst_va > UINT64_MAX - job->fill.size)
+                                return -EINVAL;
+                        break;
+                default:
+                        return -EINVAL; /* dispatches run on compute queues */
+                }
         }
+        n = job_ndw(q, ret);
         /* A job must fit in half the ring so that, with the padding that keeps
          * it from straddling the end, it always fits once the ring drains. */
-        if (n * 4 > c->queues[qi].ring_size / 2)
+        if (n * 4 > q->ring_size / 2)
                 return -EINVAL;
-        *ret = n;
+        *ret_ndw = n;
         return 0;
 }
 
-/*
- * Writes the job's packets at the queue's wptr (padding the ring's tail with
- * NOPs when the job would straddle the end) and advances q->wptr. No doorbell.
- * -EAGAIN, with nothing written, if the ring lacks room.
- */
-static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, size_t ndw,
-                          uint64_t *ret_start) {
-        uint64_t bytes = ndw * 4;
-        uint64_t off = q->wptr % q->ring_size;
-        uint64_t tail = q->ring_size - off;
-        uint64_t pad = bytes > tail ? tail : 0;
-        uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE);
-
-        if (rptr > q->wptr)
-                return -EIO; /* the engine claims to be ahead of us */
-        /* Strictly less than the ring: wptr == rptr + ring_size would read as empty. */
-        if ((q->wptr - rptr) + pad + bytes >= q->ring_size)
-                return -EAGAIN;
-
-        uint32_t *ring = q->ring->cpu;
-        if (pad > 0) {
-                sdma_emit_nop(ring + off / 4, pad / 4);
-                q->wptr += pad;
-        }
-        uint64_t start = q->wptr;
-        uint32_t *p = ring + (start % q->ring_size) / 4;
+static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, uint32_t *p) {
         uint32_t *const p0 = p;
-        unsigned qi = q->index;
-        uint64_t ts = c->fence->va + ts_offset(qi, seq);
-
-        /* The slot may hold the timestamps of seq - GPU_QUEUE_MAX_INFLIGHT. */
-        ts_cpu(c, qi, seq)[0] = 0;
-        ts_cpu(c, qi, seq)[1] = 0;
+        uint64_t ts = gpu_queue_ts_va(c, q->index, seq);
 
         p += sdma_emit_timestamp(p, ts);
-        for (unsigned i = 0; i < job->n_waits; i++) {
-                const GpuWait *w = &job->waits[i];
-                if (!wait_needed(c, qi, w))
-                        continue;
+        for (unsigned i = 0; i < job->n_waits; i++)
                 /* Wait until the other queue's 32-bit fence word >= seq. The
                  * compare is unsigned 32-bit: after 2^32 jobs on one queue the
                  * word wraps and a GEQ wait across the wrap would pass early.
                  * At 1 M jobs/s that is 71 minutes of saturation of one queue;
                  * the context must be recreated before then (not yet done). */
-                p += sdma_emit_poll_regmem(p, gpu_queue_fence_va(c, w->queue), (uint32_t) w->seq,
-                                           0xFFFFFFFFu, SDMA_POLL_FUNC_GE);
-        }
+                p += sdma_emit_poll_regmem(p, gpu_queue_fence_va(c, job->waits[i].queue),
+                                           (uint32_t) job->waits[i].seq, 0xFFFFFFFFu, SDMA_POLL_FUNC_GE);
         switch (job->type) {
-        case GPU_JOB_NOP:
-                break;
         case GPU_JOB_COPY:
                 for (uint64_t done = 0; done < job->copy.size;) {
                         uint32_t n = (uint32_t) MIN(job->copy.size - done, (uint64_t) SDMA_COPY_MAX_BYTES);
@@ -266,16 +330,56 @@ static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_
                         done += n;
                 }
                 break;
-        case GPU_JOB_DISPATCH:
-                break; /* refused by job_dwords(): SDMA queues cannot dispatch */
+        case GPU_JOB_NOP:
+        case GPU_JOB_DISPATCH: /* refused by job_plan() */
+                break;
         }
         p += sdma_emit_timestamp(p, ts + 8);
-        p += sdma_emit_fence(p, gpu_queue_fence_va(c, qi), (uint32_t) seq);
+        p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
         p += sdma_emit_fence(p, c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event);
         p += sdma_emit_trap(p, c->completion_event);
+        return (size_t) (p - p0);
+}
 
-        if ((size_t) (p - p0) != ndw)
-                return -EIO; /* job_dwords() and this function disagree: a bug */
+/*
+ * Writes the job's packets at the queue's wptr (padding the ring's tail with
+ * NOPs when the job would straddle the end) and advances q->wptr. No doorbell.
+ * -EAGAIN, with nothing written, if the ring lacks room. f holds the job's seq
+ * and what gpu_dispatch_prepare() set up for a dispatch.
+ */
+static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const GpuInflight *f, size_t ndw,
+                          uint64_t *ret_start) {
+        uint64_t bytes = ndw * 4;
+        uint64_t off = q->wptr % q->ring_size;
+        uint64_t tail = q->ring_size - off;
+        uint64_t pad = bytes > tail ? tail : 0;
+        uint64_t rptr = queue_read_rptr(q);
+
+        if (rptr > q->wptr)
+                return -EIO; /* the engine claims to be ahead of us */
+        /* Strictly less than the ring: wptr == rptr + ring_size would read as empty. */
+        if ((q->wptr - rptr) + pad + bytes >= q->ring_size)
+                return -EAGAIN;
+
+        uint32_t *ring = q->ring->cpu;
+        if (pad > 0) {
+                if (q->engine == GPU_ENGINE_COMPUTE)
+                        gpu_compute_emit_pad(ring + off / 4, pad / 4);
+                else
+                        sdma_emit_nop(ring + off / 4, pad / 4);
+                q->wptr += pad;
+        }
+        uint64_t start = q->wptr;
+        uint32_t *p = ring + (start % q->ring_size) / 4;
+
+        /* The slot may hold the timestamps of seq - GPU_QUEUE_MAX_INFLIGHT. */
+        ts_cpu(c, q->index, f->seq)[0] = 0;
+        ts_cpu(c, q->index, f->seq)[1] = 0;
+
+        size_t written = q->engine == GPU_ENGINE_COMPUTE ? gpu_compute_emit_job(c, q, job, f, p)
+                                                         : sdma_emit_job(c, q, job, f->seq, p);
+        if (written != ndw)
+                return -EIO; /* job_plan() and the emitter disagree: a bug */
         q->wptr += bytes;
         *ret_start = start;
         return 0;
@@ -284,24 +388,23 @@ static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_
 static void queue_kick(GpuQueue *q) {
         /* Store wptr to memory with release semantics (the ring writes before
          * it), then a full barrier so the doorbell store cannot pass it, then
-         * the 64-bit doorbell store of the byte wptr (kfd-facts §1.7, §3.3). */
-        __atomic_store_n(queue_wptr(q), q->wptr, __ATOMIC_RELEASE);
+         * the 64-bit doorbell store of the same wptr, in the queue's unit
+         * (kfd-facts §1.7, §3.3). */
+        __atomic_store_n((volatile uint64_t *) q->wptr_bo->cpu, q->wptr >> q->ptr_shift, __ATOMIC_RELEASE);
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        *q->doorbell = q->wptr;
-}
-
-static GpuInflight *inflight_at(GpuQueue *q, unsigned i) {
-        return &q->inflight[(q->inflight_head + i) % GPU_QUEUE_MAX_INFLIGHT];
+        *q->doorbell = q->wptr >> q->ptr_shift;
 }
 
 int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t *ret_seq) {
+        GpuJob plan;
         size_t ndw;
+        uint64_t start;
         int r;
 
         if (!c || !job || queue >= c->n_queues)
                 return -EINVAL;
         GpuQueue *q = &c->queues[queue];
-        r = job_dwords(c, queue, job, &ndw);
+        r = job_plan(c, queue, job, &plan, &ndw);
         if (r < 0)
                 return r;
         if (!q->created)
@@ -309,17 +412,26 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
         if (q->inflight_count >= GPU_QUEUE_MAX_INFLIGHT)
                 return -EAGAIN;
 
-        uint64_t seq = q->next_seq, start;
-        r = queue_emit_job(c, q, job, seq, ndw, &start);
+        GpuInflight f = { .seq = q->next_seq, .job = plan };
+        r = gpu_dispatch_prepare(c, q, job, f.seq, &f);
         if (r < 0)
                 return r;
-        GpuInflight *f = inflight_at(q, q->inflight_count++);
-        *f = (GpuInflight) { .seq = seq, .job = *job, .ring_start = start, .ring_end = q->wptr };
+        /* The kernarg slot holds the arguments now and re-emission after a
+         * fault reuses it: the caller's pointer is not kept. */
+        f.job.dispatch.args_data = NULL;
+        r = queue_emit_job(c, q, &f.job, &f, ndw, &start);
+        if (r < 0) {
+                gpu_buffer_unref(f.scratch);
+                return r;
+        }
+        f.ring_start = start;
+        f.ring_end = q->wptr;
+        *inflight_at(q, q->inflight_count++) = f;
         q->next_seq++;
         queue_kick(q);
         c->stats.jobs_submitted++;
         if (ret_seq)
-                *ret_seq = seq;
+                *ret_seq = f.seq;
         return 0;
 }
 
@@ -330,7 +442,7 @@ uint64_t gpu_queue_get_completed(const GpuContext *c, unsigned queue) {
 }
 
 static void report(GpuContext *c, GpuQueue *q, const GpuInflight *f, int error, uint64_t fault_va,
-                   GpuCompletionFn cb, void *userdata) {
+                   const char *message, GpuCompletionFn cb, void *userdata) {
         volatile uint64_t *ts = ts_cpu(c, q->index, f->seq);
         uint64_t b = ts[0], e = ts[1];
         GpuCompletion comp = {
@@ -340,15 +452,11 @@ static void report(GpuContext *c, GpuQueue *q, const GpuInflight *f, int error, 
                 .fault_va = error == -EFAULT ? fault_va : 0,
                 .begin_ns = b ? ticks_to_ns(c, b) : 0,
                 .end_ns = e ? ticks_to_ns(c, e) : (b ? ticks_to_ns(c, b) : 0),
+                .message = message,
         };
         c->stats.jobs_completed++;
         if (cb)
                 cb(&comp, userdata);
-}
-
-static void inflight_pop(GpuQueue *q) {
-        q->inflight_head = (q->inflight_head + 1) % GPU_QUEUE_MAX_INFLIGHT;
-        q->inflight_count--;
 }
 
 int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata) {
@@ -361,7 +469,7 @@ int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *user
         if (done >= q->next_seq)
                 return 0; /* not a value we wrote (or ahead of us): ignore */
         while (q->inflight_count > 0 && inflight_at(q, 0)->seq <= done) {
-                report(c, q, inflight_at(q, 0), 0, 0, cb, userdata);
+                report(c, q, inflight_at(q, 0), 0, 0, NULL, cb, userdata);
                 inflight_pop(q);
                 n++;
         }
@@ -403,8 +511,7 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCo
         if (r < 0)
                 log_debug_errno(r, "gpu: DESTROY_QUEUE %u after fault failed: %m", q->queue_id);
 
-        __atomic_store_n(queue_rptr(q), 0, __ATOMIC_RELEASE);
-        __atomic_store_n(queue_wptr(q), 0, __ATOMIC_RELEASE);
+        queue_store_ptrs(q, 0, 0);
         q->wptr = 0;
         __atomic_store_n(gpu_queue_fence_word(c, q->index), (uint32_t) faulted_seq, __ATOMIC_RELEASE);
         if (faulted_seq > q->completed)
@@ -414,7 +521,7 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCo
         if (r < 0) {
                 /* The queue is gone: fail what it still held. */
                 while (q->inflight_count > 0) {
-                        report(c, q, inflight_at(q, 0), -ECANCELED, 0, cb, userdata);
+                        report(c, q, inflight_at(q, 0), -ECANCELED, 0, NULL, cb, userdata);
                         q->completed = inflight_at(q, 0)->seq;
                         inflight_pop(q);
                 }
@@ -423,18 +530,20 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCo
 
         for (unsigned i = 0; i < q->inflight_count; i++) {
                 GpuInflight *f = inflight_at(q, i);
-                size_t ndw;
                 uint64_t start;
 
-                r = job_dwords(c, q->index, &f->job, &ndw);
-                if (r >= 0)
-                        r = queue_emit_job(c, q, &f->job, f->seq, ndw, &start);
+                /* Emitted as planned at submission: waits satisfied since are
+                 * harmless, and the kernarg slot still holds the arguments. */
+                r = queue_emit_job(c, q, &f->job, f, job_ndw(q, &f->job), &start);
                 if (r < 0) {
                         /* Cannot happen for jobs that fitted before (each is at
                          * most half the ring and the ring is empty now); if it
                          * does, fail the tail rather than leave it unreported. */
-                        for (unsigned j = i; j < q->inflight_count; j++)
-                                report(c, q, inflight_at(q, j), -ECANCELED, 0, cb, userdata);
+                        for (unsigned j = i; j < q->inflight_count; j++) {
+                                GpuInflight *t = inflight_at(q, j);
+                                report(c, q, t, -ECANCELED, 0, NULL, cb, userdata);
+                                t->scratch = gpu_buffer_unref(t->scratch);
+                        }
                         q->inflight_count = i;
                         break;
                 }
@@ -483,32 +592,45 @@ static bool job_unmapped_va(const GpuContext *c, const GpuJob *job, uint64_t *re
         }
 }
 
-static void fault_queue(GpuContext *c, GpuQueue *q, uint64_t va, GpuCompletionFn cb, void *userdata) {
+/* Fails the head job of q with error and recovers the queue. */
+static void fail_head(GpuContext *c, GpuQueue *q, int error, uint64_t va, const char *message,
+                      GpuCompletionFn cb, void *userdata) {
         GpuInflight h = *inflight_at(q, 0);
-        log_debug("gpu: job %" PRIu64 " on queue %u faulted at 0x%" PRIx64 ", recovering the queue", h.seq,
-                  q->index, va);
-        report(c, q, &h, -EFAULT, va, cb, userdata);
+
+        log_debug("gpu: job %" PRIu64 " on queue %u failed (%s, va 0x%" PRIx64 "), recovering the queue", h.seq,
+                  q->index, strerror(-error), va);
+        report(c, q, &h, error, va, message, cb, userdata);
         inflight_pop(q);
         int r = queue_recover(c, q, h.seq, cb, userdata);
         if (r < 0)
-                log_debug_errno(r, "gpu: recreating SDMA queue %u failed: %m", q->index);
+                log_debug_errno(r, "gpu: recreating queue %u failed: %m", q->index);
+}
+
+/* Whether the head job of q is being executed (the engine's rptr is inside it). */
+static bool head_running(GpuQueue *q) {
+        GpuInflight *h = inflight_at(q, 0);
+        uint64_t rptr = queue_read_rptr(q);
+        return rptr >= h->ring_start && rptr < h->ring_end;
 }
 
 /*
  * A MEMORY event names an address, not a queue. The faulted job is the oldest
  * unfinished job of a queue that stopped: the engine stops with rptr at the
- * faulting packet, so rptr lies inside that job's ring range; the job accesses
- * the faulting page; and (since every buffer we hand out is mapped writable)
- * it touches memory outside all our buffers. Score the head job of every queue
- * on these and take the best one that at least touches the page or unmapped
- * memory. KFD keeps one exception record per event, so two queues faulting
- * before the waiter reads the event look like one fault: after the named one,
- * any other queue stopped inside a job that touches unmapped memory is failed
- * and recovered too (such a job cannot complete anyway).
+ * faulting packet, so rptr lies inside that job's ring range; a copy or fill
+ * accesses the faulting page; and (since every buffer we hand out is mapped
+ * writable) it touches memory outside all our buffers. A dispatch may touch
+ * any address, so for a running dispatch only "the fault is outside all our
+ * buffers" counts. Score the head job of every queue on these and take the
+ * best one that at least touches the page or unmapped memory. KFD keeps one
+ * exception record per event, so two queues faulting before the waiter reads
+ * the event look like one fault: after the named one, any other queue stopped
+ * inside a copy or fill that touches unmapped memory is failed and recovered
+ * too (such a job cannot complete anyway).
  */
 int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
         GpuQueue *best = NULL;
         unsigned best_score = 0;
+        uint64_t unmapped;
         int n = 0;
 
         for (unsigned i = 0; i < c->n_queues; i++) {
@@ -516,10 +638,14 @@ int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb,
                 if (!q->created || q->inflight_count == 0)
                         continue;
                 GpuInflight *h = inflight_at(q, 0);
-                uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE), unmapped;
-                bool at = rptr >= h->ring_start && rptr < h->ring_end;
-                bool va = f->memory && job_touches(c, &h->job, f->va);
-                bool bad = job_unmapped_va(c, &h->job, &unmapped);
+                bool at = head_running(q), va, bad;
+                if (h->job.type == GPU_JOB_DISPATCH) {
+                        va = false;
+                        bad = at && range_unmapped(c, f->va, 1, &unmapped);
+                } else {
+                        va = job_touches(c, &h->job, f->va);
+                        bad = job_unmapped_va(c, &h->job, &unmapped);
+                }
                 unsigned score = (va ? 4 : 0) + (bad ? 2 : 0) + (at ? 1 : 0);
                 if ((va || bad) && score > best_score) {
                         best = q;
@@ -527,31 +653,61 @@ int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb,
                 }
         }
         if (best) {
-                fault_queue(c, best, f->va, cb, userdata);
+                fail_head(c, best, -EFAULT, f->va, NULL, cb, userdata);
                 n++;
         } else
-                log_debug("gpu: %s fault at 0x%" PRIx64 " matches no in-flight job",
-                          f->memory ? "memory" : "hw exception", f->va);
+                log_debug("gpu: memory fault at 0x%" PRIx64 " matches no in-flight job", f->va);
 
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
-                if (q == best || !q->created || q->inflight_count == 0)
+                if (q == best || !q->created || q->inflight_count == 0 ||
+                    inflight_at(q, 0)->job.type == GPU_JOB_DISPATCH)
                         continue;
-                GpuInflight *h = inflight_at(q, 0);
-                uint64_t rptr = __atomic_load_n(queue_rptr(q), __ATOMIC_ACQUIRE), unmapped;
-                if (rptr >= h->ring_start && rptr < h->ring_end && job_unmapped_va(c, &h->job, &unmapped)) {
-                        fault_queue(c, q, unmapped, cb, userdata);
+                if (head_running(q) && job_unmapped_va(c, &inflight_at(q, 0)->job, &unmapped)) {
+                        fail_head(c, q, -EFAULT, unmapped, NULL, cb, userdata);
                         n++;
                 }
         }
         return n;
 }
 
+/*
+ * A HW_EXCEPTION event names neither queue nor cause. Where the kernel-call
+ * table can say more (KfdOps.exception_info: the simulator), each record names
+ * the KFD queue it stopped and why: fail that queue's head job with -EIO and
+ * the device's words, and recover the queue. Without it (the real kernel
+ * outside the debugger API) nothing can be attributed safely: the jobs of a
+ * hung queue end by their timeout (gpu_queue_abort).
+ */
+int gpu_queue_handle_exception(GpuContext *c, GpuCompletionFn cb, void *userdata) {
+        char text[256];
+        uint32_t queue_id;
+        int n = 0, r;
+
+        if (!c->ops->exception_info) {
+                log_debug("gpu: HW exception on gpu_id 0x%x; the device does not say which queue", c->gpu_id);
+                return 0;
+        }
+        while ((r = c->ops->exception_info(c->ops->userdata, c->kfd_fd, &queue_id, text, sizeof text)) >= 0) {
+                GpuQueue *q = NULL;
+                for (unsigned i = 0; i < c->n_queues; i++)
+                        if (c->queues[i].created && c->queues[i].queue_id == queue_id)
+                                q = &c->queues[i];
+                if (!q || q->inflight_count == 0) {
+                        log_debug("gpu: HW exception on KFD queue %u with no job of ours: %s", queue_id, text);
+                        continue;
+                }
+                fail_head(c, q, -EIO, 0, text, cb, userdata);
+                n++;
+        }
+        if (r != -ENOENT)
+                log_debug_errno(r, "gpu: reading the exception records failed: %m");
+        return n;
+}
+
 int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuCompletionFn cb,
                     void *userdata) {
         GpuQueue *q;
-        GpuInflight h;
-        int r;
 
         if (!c || queue >= c->n_queues || error >= 0)
                 return -EINVAL;
@@ -562,12 +718,6 @@ int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuC
                 return 0;
         /* Preempt by destroying the queue, as a fault does; jobs behind it are
          * re-emitted on the recreated queue with their own sequence numbers. */
-        h = *inflight_at(q, 0);
-        log_debug("gpu: aborting job %" PRIu64 " on queue %u (%s)", h.seq, q->index, strerror(-error));
-        report(c, q, &h, error, 0, cb, userdata);
-        inflight_pop(q);
-        r = queue_recover(c, q, h.seq, cb, userdata);
-        if (r < 0)
-                log_debug_errno(r, "gpu: recreating queue %u after an abort failed: %m", q->index);
+        fail_head(c, q, error, 0, NULL, cb, userdata);
         return 1;
 }

@@ -3,7 +3,7 @@
  * The waiter: a thread of the GpuContext that sleeps in AMDKFD_IOC_WAIT_EVENTS
  * — the only blocking kernel call of the GPU layer — and wakes the event loop
  * through the context's eventfd. It waits for any of (wait_for_all = 0,
- * infinite timeout):
+ * a timeout of WAITER_TIMEOUT_MS):
  *   - the completion event (SIGNAL, auto-reset; every job ends with FENCE to
  *     its slot + TRAP with its id),
  *   - the MEMORY event (GPU VM faults: va, gpu_id),
@@ -14,6 +14,12 @@
  * return at once instead of being lost (kfd_wait_on_events/init_event_waiter,
  * kfd-facts §1.10). The fault data of activated MEMORY/HW_EXCEPTION events are
  * queued under waiter_lock for gpu_context_process().
+ *
+ * The wait is not infinite: every WAITER_TIMEOUT_MS the thread looks at
+ * waiter_stop again, so that stopping never needs pthread_cancel() — a thread
+ * cancelled inside an ioctl of the simulator (or of any KfdOps that waits on a
+ * condition variable) would die holding its lock. One idle wake-up a second
+ * is the price.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +29,8 @@
 #include "gpu/gpu-internal.h"
 #include "util/log.h"
 #include "util/macro.h"
+
+#define WAITER_TIMEOUT_MS 1000u
 
 enum {
         WAIT_COMPLETION,
@@ -64,7 +72,7 @@ static void *waiter_main(void *userdata) {
                         .events_ptr = (uint64_t) (uintptr_t) ev,
                         .num_events = _WAIT_MAX,
                         .wait_for_all = 0,
-                        .timeout = KFD_EVENT_TIMEOUT_INFINITE,
+                        .timeout = WAITER_TIMEOUT_MS,
                 };
                 int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_WAIT_EVENTS, &a);
                 if (r == -EINTR)
@@ -77,6 +85,9 @@ static void *waiter_main(void *userdata) {
                         log_debug_errno(r, "gpu: WAIT_EVENTS failed, waiter exits: %m");
                         break;
                 }
+
+                if (a.wait_result == KFD_IOC_WAIT_RESULT_TIMEOUT)
+                        continue;
 
                 uint64_t age = kfd_event_data_get_age(&ev[WAIT_COMPLETION]);
                 if (age != 0)
@@ -115,11 +126,9 @@ void gpu_waiter_stop(GpuContext *c) {
         atomic_store(&c->waiter_stop, true);
         struct kfd_ioctl_set_event_args a = { .event_id = c->shutdown_event };
         int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_SET_EVENT, &a);
-        if (r < 0) {
-                /* Nothing else can wake an infinite WAIT_EVENTS. */
-                log_debug_errno(r, "gpu: SET_EVENT(shutdown) failed, cancelling the waiter: %m");
-                pthread_cancel(c->waiter);
-        }
+        if (r < 0)
+                /* The waiter sees waiter_stop within WAITER_TIMEOUT_MS. */
+                log_debug_errno(r, "gpu: SET_EVENT(shutdown) failed, the waiter stops at its next timeout: %m");
         pthread_join(c->waiter, NULL);
         c->waiter_started = false;
 }

@@ -147,8 +147,12 @@ Test(gpu_context, bring_up, .init = setup, .fini = teardown) {
         cr_expect_str_eq(i->gfx_name, "gfx1030");
         cr_expect_eq(i->gfx_target_version, 100300u);
         cr_expect_eq(i->gpu_id, 0x697Du);
-        cr_expect_eq(i->n_queues, 2u);
+        /* default: two SDMA queues and one compute queue at the normal priority */
+        cr_expect_eq(i->n_queues, 3u);
         cr_expect_eq(i->queue_engine[0], GPU_ENGINE_SDMA);
+        cr_expect_eq(i->queue_engine[1], GPU_ENGINE_SDMA);
+        cr_expect_eq(i->queue_engine[2], GPU_ENGINE_COMPUTE);
+        cr_expect_eq(i->queue_priority[2], (uint32_t) GPU_QUEUE_PRIORITY_DEFAULT);
         cr_expect_eq(i->timestamp_hz, 100000000u);
         cr_expect_eq(i->kfd_major, 1u);
         cr_expect_geq(gpu_context_get_wake_fd(fx.ctx), 0);
@@ -223,7 +227,12 @@ Test(gpu_context, invalid_jobs, .init = setup, .fini = teardown) {
         j = (GpuJob) { .type = GPU_JOB_COPY, .copy = { .src_va = UINT64_MAX - 2, .dst_va = va, .size = 8 } };
         cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "wrapping range");
         j = (GpuJob) { .type = GPU_JOB_NOP };
-        cr_expect_eq(gpu_queue_submit(fx.ctx, 2, &j, &seq), -EINVAL, "no queue 2");
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 3, &j, &seq), -EINVAL, "no queue 3");
+        j = (GpuJob) { .type = GPU_JOB_FILL, .fill = { .dst_va = va, .size = 8 } };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 2, &j, &seq), -EINVAL, "a fill on the compute queue");
+        j = (GpuJob) { .type = GPU_JOB_DISPATCH };
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "a dispatch on an SDMA queue");
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 2, &j, &seq), -EINVAL, "a dispatch without a code object");
         j = (GpuJob) { .type = GPU_JOB_NOP, .n_waits = 1, .waits = { { .queue = 1, .seq = 1 } } };
         cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "wait on a job never submitted");
         j = (GpuJob) { .type = GPU_JOB_NOP, .n_waits = 1, .waits = { { .queue = 7, .seq = 1 } } };
