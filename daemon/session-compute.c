@@ -208,7 +208,9 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
         map = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
                 r = -errno;
-                session_send_error(s, req->id, r == -ENOMEM ? ENOMEM : EBADF,
+                /* Readability was checked: what is left is memory, or a memfd that
+                 * cannot be mapped this way (hugetlb with an unaligned size). */
+                session_send_error(s, req->id, r == -ENOMEM ? ENOMEM : EINVAL,
                                    "load_code_object: cannot map the memfd: %s", strerror(-r));
                 return;
         }
