@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sim-cp.h"
 #include "sim-device.h"
 #include "sim-engine.h"
 #include "sim-events.h"
@@ -176,26 +177,50 @@ static int op_close(void *userdata, int fd) {
         return f ? 0 : -EBADF;
 }
 
-static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
-        SimDevice *d = userdata;
-        unsigned nr = _IOC_NR(request);
-        size_t usize = _IOC_SIZE(request), asize;
-        _cleanup_free_ void *kdata = NULL;
-        const SimIoctl *h;
+/* The thread's cancelability on entry to the ioctl in flight (see sim_ioctl_cancellable()). */
+static __thread int caller_cancel_state = PTHREAD_CANCEL_ENABLE;
+
+void sim_ioctl_cancellable(bool on) {
+        (void) pthread_setcancelstate(on ? caller_cancel_state : PTHREAD_CANCEL_DISABLE, NULL);
+}
+
+typedef struct IoctlUnwind {
+        SimDevice *d;
+        SimProcess *p;
+        void *kdata;
+} IoctlUnwind;
+
+/* The thread was cancelled in a cancellable sleep of the handler: the device
+ * lock is held again (pthread_cond_wait reacquires it); undo the ioctl's
+ * bookkeeping and let go of the lock, as the kernel's ioctl returns
+ * -ERESTARTSYS to a dying thread. */
+static void ioctl_cancelled(void *userdata) {
+        IoctlUnwind *u = userdata;
+
+        sim_process_unref(u->p);
+        if (--u->d->n_busy == 0)
+                pthread_cond_broadcast(&u->d->idle_cond);
+        pthread_mutex_unlock(&u->d->lock);
+        free(u->kdata);
+}
+
+/* Runs the handler with the unwind handler in place (a function of its own so
+ * that pthread_cleanup_push's setjmp sees few locals). */
+static int call_handler(const SimIoctl *h, SimProcess *p, void *kdata, IoctlUnwind *unwind) {
+        volatile int r;
+
+        pthread_cleanup_push(ioctl_cancelled, unwind);
+        r = h->func(p, kdata);
+        pthread_cleanup_pop(0);
+        return r;
+}
+
+static int ioctl_dispatch(SimDevice *d, const SimIoctl *h, unsigned nr, int fd, unsigned long request, void *arg,
+                          void *kdata) {
+        size_t usize = _IOC_SIZE(request);
         SimProcess *p;
         SimFile *f;
         int r;
-
-        /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
-        if (getpid() != d->pid)
-                return -EBADF;
-        if (nr >= SIM_IOCTL_COUNT)
-                return -ENOTTY;
-        h = &ioctls[nr];
-        asize = MAX(usize, h->size);
-        kdata = calloc(1, MAX(asize, (size_t) 1));
-        if (!kdata)
-                return -ENOMEM;
 
         pthread_mutex_lock(&d->lock);
         f = sim_file_find(d, fd);
@@ -225,7 +250,7 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                 }
                 memcpy(kdata, arg, usize);
         }
-        r = h->func(p, kdata);
+        r = call_handler(h, p, kdata, &(IoctlUnwind) { .d = d, .p = p, .kdata = kdata });
         if ((_IOC_DIR(request) & _IOC_READ) && usize > 0) {
                 if (!arg)
                         r = -EFAULT;
@@ -237,6 +262,32 @@ finish:
         if (--d->n_busy == 0)
                 pthread_cond_broadcast(&d->idle_cond);
         pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
+        SimDevice *d = userdata;
+        unsigned nr = _IOC_NR(request);
+        const SimIoctl *h;
+        void *kdata;
+        int old, r;
+
+        /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
+        if (getpid() != d->pid)
+                return -EBADF;
+        if (nr >= SIM_IOCTL_COUNT)
+                return -ENOTTY;
+        h = &ioctls[nr];
+        kdata = calloc(1, MAX(MAX((size_t) _IOC_SIZE(request), h->size), (size_t) 1));
+        if (!kdata)
+                return -ENOMEM;
+        /* Only a sleep may be cancelled (sim_ioctl_cancellable()): nowhere else
+         * can a cancelled thread leave the device lock held or state half done. */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+        caller_cancel_state = old;
+        r = ioctl_dispatch(d, h, nr, fd, request, arg, kdata);
+        pthread_setcancelstate(old, NULL);
+        free(kdata);
         return r;
 }
 
@@ -309,6 +360,25 @@ static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flag
         return r;
 }
 
+/* KfdOps.exception_info (kfd-ops.h): the oldest HW exception record of the
+ * KFD context behind kfd_fd. */
+static int op_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf, size_t buflen) {
+        SimDevice *d = userdata;
+        SimFile *f;
+        int r;
+
+        if (getpid() != d->pid)
+                return -EBADF;
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(d, kfd_fd);
+        if (!f || f->kind != SIM_FILE_KFD || !f->process)
+                r = -EBADF;
+        else
+                r = sim_events_take_exception(f->process, ret_queue_id, buf, buflen);
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
 static int op_munmap(void *userdata, void *addr, size_t length) {
         if (munmap(addr, length) < 0)
                 return -errno;
@@ -342,7 +412,10 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         pthread_cond_init(&d->wait_cond, &attr);
         pthread_condattr_destroy(&attr);
         pthread_cond_init(&d->idle_cond, NULL);
+        pthread_cond_init(&d->cp_cond, NULL);
         d->pid = getpid();
+        d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
+                                                              : SIM_DEFAULT_DISPATCH_BUDGET;
         sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
 
         if (o.sysfs_dir) {
@@ -373,10 +446,16 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                 .mmap = op_mmap,
                 .munmap = op_munmap,
                 .close = op_close,
+                .exception_info = op_exception_info,
         };
 
         for (unsigned i = 0; i < d->gpu.num_sdma_engines && i < SIM_MAX_SDMA_ENGINES; i++) {
                 r = sim_engine_new(d, SIM_ENGINE_SDMA, i, sim_sdma_queue_step, &d->sdma_engines[i]);
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned i = 0; i < SIM_CP_PIPES; i++) {
+                r = sim_engine_new(d, SIM_ENGINE_CP, i, sim_cp_queue_step, &d->cp_engines[i]);
                 if (r < 0)
                         return r;
         }
@@ -419,6 +498,8 @@ SimDevice *sim_device_free(SimDevice *d) {
         /* No queue is left on any engine now; stop the threads. */
         for (unsigned i = 0; i < SIM_MAX_SDMA_ENGINES; i++)
                 d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
+        for (unsigned i = 0; i < SIM_CP_PIPES; i++)
+                d->cp_engines[i] = sim_engine_free(d->cp_engines[i]);
         sim_device_free_bos(d);
 
         if (d->own_sysfs_dir && d->sysfs_dir)
@@ -426,6 +507,7 @@ SimDevice *sim_device_free(SimDevice *d) {
         free(d->sysfs_dir);
         pthread_cond_destroy(&d->wait_cond);
         pthread_cond_destroy(&d->idle_cond);
+        pthread_cond_destroy(&d->cp_cond);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return NULL;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "kfd/kfd-ops.h"
+#include "sim-cp.h"
 #include "sim-topology.h"
 #include "sim-types.h"
 #include "sim.h"
@@ -40,10 +41,26 @@ struct SimDevice {
 
         SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */
         SimEngine *sdma_engines[SIM_MAX_SDMA_ENGINES];
+        SimEngine *cp_engines[SIM_CP_PIPES];      /* one per MEC pipe (sim-cp.h) */
+        unsigned next_cp_pipe;
+        pthread_cond_t cp_cond;     /* broadcast when a dispatch lets go of its queue */
+        uint64_t dispatch_budget;   /* wave-instructions per dispatch (SimOptions) */
 
         unsigned n_busy;            /* ioctls in flight */
         bool shutting_down;
 };
+
+/*
+ * Thread cancellation inside an ioctl: the simulator runs ioctls with
+ * cancellation disabled, except around the sleeps the kernel would let a
+ * signal interrupt (WAIT_EVENTS), which a handler brackets with
+ * sim_ioctl_cancellable(true) / (false); there the caller's own state
+ * applies. A thread cancelled while it sleeps unwinds through cleanup
+ * handlers that release the device lock and undo the ioctl's bookkeeping, so
+ * a caller that pthread_cancel()s a thread blocked in WAIT_EVENTS (the
+ * daemon's waiter, when it cannot wake it) does not leave the device locked.
+ */
+void sim_ioctl_cancellable(bool on);
 
 /* Absolute CLOCK_MONOTONIC deadline ns from now, for pthread_cond_timedwait. */
 void sim_deadline_after_ns(struct timespec *ts, uint64_t ns);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine thread of the simulated GPU (see sim-engine.h). One polling pass
- * runs every queue's step with the device lock held; between passes the lock
- * is released. Backoff: after a pass that made progress the thread yields for
+ * runs every queue's step with the device lock held (a step may drop it for a
+ * while, see SimEngineStep); between passes the lock is released. The list is
+ * walked by reading q->engine_next after q's step returns, with the lock held,
+ * so queues added or removed while a step had dropped the lock are seen
+ * correctly. Backoff: after a pass that made progress the thread yields for
  * up to SPIN_PASSES passes (a doorbell written right after a completion is
  * seen within microseconds), then sleeps 10 µs, 20 µs, ... up to 1 ms per pass
  * while idle (at most ~1000 wake-ups a second per engine), and with no queue

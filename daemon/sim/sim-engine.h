@@ -7,9 +7,9 @@
  * emulation/rocjitsu docs/vm-design.md): a spin/yield phase right after
  * activity keeps the latency of the next doorbell small, then sleeps grow to
  * 1 ms while idle, and with no queues at all the thread sleeps until one is
- * added. What "advance a queue" means is the engine kind's step function (SDMA
- * now; a CP engine for PM4/AQL queues plugs in the same way). The SimDevice
- * owns its engines.
+ * added. What "advance a queue" means is the engine kind's step function
+ * (sim-sdma.c for SDMA queues, sim-cp.c for PM4 compute queues). The
+ * SimDevice owns its engines.
  */
 #pragma once
 
@@ -23,7 +23,11 @@ typedef enum SimEngineKind {
         SIM_ENGINE_CP,
 } SimEngineKind;
 
-/* Advances q; returns > 0 if it made progress, 0 if it has nothing to do now. Locked. */
+/* Advances q; returns > 0 if it made progress, 0 if it has nothing to do now.
+ * Called locked. A step may release the lock for long work that touches no
+ * shared state (the CP step around a shader dispatch); it then keeps q pinned
+ * itself, retakes the lock before it returns, and must not rely on anything
+ * but q staying as it was. */
 typedef int (*SimEngineStep)(SimQueue *q);
 
 struct SimEngine {

@@ -24,6 +24,7 @@
  *    their events had been destroyed.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -296,7 +297,8 @@ void sim_events_memory_fault(SimProcess *p, uint64_t va) {
                           (unsigned long long) va);
 }
 
-void sim_events_hw_exception(SimProcess *p) {
+void sim_events_hw_exception(SimProcess *p, uint32_t queue_id, const char *text) {
+        SimException *x;
         struct kfd_hsa_hw_exception_data data = {
                 .reset_type = 0,
                 .reset_cause = KFD_HW_EXCEPTION_GPU_HANG,
@@ -304,11 +306,35 @@ void sim_events_hw_exception(SimProcess *p) {
                 .gpu_id = p->device->gpu.gpu_id,
         };
 
+        if (p->exception_count == SIM_MAX_EXCEPTIONS) {
+                /* Bounded: the oldest record gives way. */
+                p->exception_first = (p->exception_first + 1) % SIM_MAX_EXCEPTIONS;
+                p->exception_count--;
+        }
+        x = &p->exceptions[(p->exception_first + p->exception_count++) % SIM_MAX_EXCEPTIONS];
+        x->queue_id = queue_id;
+        snprintf(x->text, sizeof x->text, "%s", text ? text : "unknown GPU exception");
+
         for (SimEvent *e = p->events; e; e = e->next)
                 if (e->type == KFD_IOC_EVENT_HW_EXCEPTION) {
                         e->hw_exception_data = data;
                         set_event(p, e);
                 }
+}
+
+int sim_events_take_exception(SimProcess *p, uint32_t *ret_queue_id, char *buf, size_t buflen) {
+        SimException *x;
+
+        if (p->exception_count == 0)
+                return -ENOENT;
+        x = &p->exceptions[p->exception_first];
+        if (ret_queue_id)
+                *ret_queue_id = x->queue_id;
+        if (buf && buflen > 0)
+                snprintf(buf, buflen, "%s", x->text);
+        p->exception_first = (p->exception_first + 1) % SIM_MAX_EXCEPTIONS;
+        p->exception_count--;
+        return 0;
 }
 
 /* init_event_waiter(). */
@@ -382,13 +408,54 @@ static int copy_event_data(uint32_t n, const SimWaiter *w, struct kfd_event_data
         return 0;
 }
 
+typedef struct WaitUnwind {
+        uint32_t n;
+        SimWaiter *w;
+} WaitUnwind;
+
+/* Cancelled while sleeping (sim_ioctl_cancellable()): unlink the waiters from
+ * their events before the stack they live on goes. Locked. */
+static void wait_cancelled(void *userdata) {
+        WaitUnwind *u = userdata;
+
+        free_waiters(u->n, u->w);
+        free(u->w);
+}
+
+/* Sleeps on wait_cond until the condition holds, the deadline passes or the
+ * device shuts down: the one place an ioctl of the simulator may be cancelled.
+ * (A function of its own so that pthread_cleanup_push's setjmp sees few locals.) */
+static uint32_t sleep_for_events(SimDevice *d, bool all, uint32_t n, SimWaiter *w, const struct timespec *deadline) {
+        WaitUnwind unwind = { .n = n, .w = w };
+        volatile uint32_t result = KFD_IOC_WAIT_RESULT_TIMEOUT;
+
+        pthread_cleanup_push(wait_cancelled, &unwind);
+        for (;;) {
+                int k;
+
+                if (d->shutting_down) {
+                        result = KFD_IOC_WAIT_RESULT_FAIL;
+                        break;
+                }
+                sim_ioctl_cancellable(true);
+                k = deadline ? pthread_cond_timedwait(&d->wait_cond, &d->lock, deadline)
+                             : pthread_cond_wait(&d->wait_cond, &d->lock);
+                sim_ioctl_cancellable(false);
+                result = test_condition(all, n, w);
+                if (result != KFD_IOC_WAIT_RESULT_TIMEOUT || k == ETIMEDOUT)
+                        break;
+        }
+        pthread_cleanup_pop(0);
+        return result;
+}
+
 /* kfd_wait_on_events(). Called with the device lock held; sleeps on wait_cond. */
 int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a) {
         SimDevice *d = p->device;
         struct kfd_event_data *data = (struct kfd_event_data *) (uintptr_t) a->events_ptr;
         bool all = a->wait_for_all != 0;
         uint32_t n = a->num_events, result = KFD_IOC_WAIT_RESULT_TIMEOUT;
-        _cleanup_free_ SimWaiter *w = NULL;
+        SimWaiter *w = NULL;
         struct timespec deadline;
         bool infinite = a->timeout == KFD_EVENT_TIMEOUT_INFINITE;
         int r = 0;
@@ -407,6 +474,7 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a) {
                 r = init_waiter(p, &w[i], &data[i]);
                 if (r < 0) {
                         free_waiters(i, w);
+                        free(w);
                         a->wait_result = KFD_IOC_WAIT_RESULT_FAIL;
                         return r;
                 }
@@ -417,24 +485,13 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a) {
                 /* user_timeout_to_jiffies(): finite values are capped at 0x7FFFFFFF ms. */
                 if (!infinite)
                         sim_deadline_after_ns(&deadline, (uint64_t) MIN(a->timeout, 0x7FFFFFFFu) * 1000000ULL);
-                for (;;) {
-                        int k;
-
-                        if (d->shutting_down) {
-                                result = KFD_IOC_WAIT_RESULT_FAIL;
-                                break;
-                        }
-                        k = infinite ? pthread_cond_wait(&d->wait_cond, &d->lock)
-                                     : pthread_cond_timedwait(&d->wait_cond, &d->lock, &deadline);
-                        result = test_condition(all, n, w);
-                        if (result != KFD_IOC_WAIT_RESULT_TIMEOUT || k == ETIMEDOUT)
-                                break;
-                }
+                result = sleep_for_events(d, all, n, w, infinite ? NULL : &deadline);
         }
 
         if (result == KFD_IOC_WAIT_RESULT_COMPLETE)
                 r = copy_event_data(n, w, data);
         free_waiters(n, w);
+        free(w);
 
         if (r < 0)
                 result = KFD_IOC_WAIT_RESULT_FAIL;

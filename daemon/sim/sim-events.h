@@ -41,8 +41,19 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a);
 void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bits);
 /* GPU VM fault at va: sets every MEMORY event with {NotPresent, va, gpu_id}. */
 void sim_events_memory_fault(SimProcess *p, uint64_t va);
-/* A queue hit a packet it cannot execute: sets every HW_EXCEPTION event. */
-void sim_events_hw_exception(SimProcess *p);
+/*
+ * A queue hit a packet it cannot execute (or a shader it cannot run): records
+ * {queue_id, text} for KfdOps.exception_info, dropping the oldest record
+ * beyond SIM_MAX_EXCEPTIONS and truncating text to SIM_EXCEPTION_TEXT - 1
+ * bytes, then sets every HW_EXCEPTION event.
+ */
+void sim_events_hw_exception(SimProcess *p, uint32_t queue_id, const char *text);
+/*
+ * Takes the oldest exception record: the queue id and its text (NUL
+ * terminated, truncated to buflen; buf may be NULL when buflen is 0).
+ * Returns 0, or -ENOENT when none is pending.
+ */
+int sim_events_take_exception(SimProcess *p, uint32_t *ret_queue_id, char *buf, size_t buflen);
 /* Destroys every event of the process, failing its waiters (teardown). */
 void sim_events_free_all(SimProcess *p);
 /* mmap of KFD_MMAP_TYPE_EVENTS on the KFD fd (kfd_event_mmap). */

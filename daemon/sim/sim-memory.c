@@ -281,6 +281,67 @@ int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, 
         return 0;
 }
 
+static int entry_cmp(const void *a, const void *b) {
+        const SimVmEntry *x = a, *y = b;
+        return x->va < y->va ? -1 : x->va > y->va;
+}
+
+int sim_vm_snapshot_new(SimProcess *p, SimVmSnapshot *ret) {
+        SimVmEntry *e;
+        size_t n = 0;
+
+        for (uint32_t i = 0; i < p->n_mems; i++)
+                if (p->mems[i] && p->mems[i]->mapped)
+                        n++;
+        e = calloc(MAX(n, (size_t) 1), sizeof *e);
+        if (!e)
+                return -ENOMEM;
+        n = 0;
+        for (uint32_t i = 0; i < p->n_mems; i++) {
+                SimMem *m = p->mems[i];
+                if (!m || !m->mapped)
+                        continue;
+                e[n++] = (SimVmEntry) { .va = m->va, .size = m->size, .host = m->bo->host, .bo = sim_bo_ref(m->bo) };
+        }
+        /* Mapped ranges never overlap (sim_memory_map refuses it), so the
+         * sorted array has at most one candidate for any address. */
+        qsort(e, n, sizeof *e, entry_cmp);
+        *ret = (SimVmSnapshot) { .entries = e, .n = n };
+        return 0;
+}
+
+void sim_vm_snapshot_release(SimVmSnapshot *s) {
+        for (size_t i = 0; i < s->n; i++)
+                sim_bo_unref(s->entries[i].bo);
+        free(s->entries);
+        *s = (SimVmSnapshot) {};
+}
+
+int sim_vm_snapshot_access(const SimVmSnapshot *s, uint64_t va, uint64_t len, uint8_t **ret_host,
+                           uint64_t *ret_fault_va) {
+        size_t lo = 0, hi = s->n;
+
+        /* The last entry starting at or below va. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->entries[mid].va <= va)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || va - s->entries[lo - 1].va >= s->entries[lo - 1].size) {
+                *ret_fault_va = va;
+                return -EFAULT;
+        }
+        const SimVmEntry *e = &s->entries[lo - 1];
+        if (!range_in_bounds(va - e->va, len, e->size)) {
+                *ret_fault_va = e->va + e->size;
+                return -EFAULT;
+        }
+        *ret_host = e->host + (va - e->va);
+        return 0;
+}
+
 /* kfd_chardev.c kfd_ioctl_alloc_memory_of_gpu, amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu. */
 int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
         SimDevice *d = p->device;

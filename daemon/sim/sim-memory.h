@@ -79,6 +79,35 @@ SimMem *sim_vm_lookup(SimProcess *p, uint64_t va);
  */
 int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
 
+/*
+ * A snapshot of a process's GPU VM for an engine that runs without the device
+ * lock (the CP engine's shader dispatches): every mapped SimMem's range and
+ * host pointer, sorted by VA, each holding a reference on its BO so that the
+ * memory stays valid however UNMAP/FREE race with the dispatch. The dispatch
+ * therefore sees the VM as it was when it started; unmapping takes effect for
+ * the packets after it, as a TLB flush would. Create and release locked;
+ * translate without any lock.
+ */
+typedef struct SimVmEntry {
+        uint64_t va, size;
+        uint8_t *host;
+        SimBo *bo;              /* reference held */
+} SimVmEntry;
+
+typedef struct SimVmSnapshot {
+        SimVmEntry *entries;
+        size_t n;
+} SimVmSnapshot;
+
+/* Locked. Returns 0 or -ENOMEM. */
+int sim_vm_snapshot_new(SimProcess *p, SimVmSnapshot *ret);
+/* Locked. Drops the BO references. Safe on a zeroed snapshot. */
+void sim_vm_snapshot_release(SimVmSnapshot *s);
+/* Lock-free; the sim_vm_access() rule: [va, va+len) inside one entry, else
+ * -EFAULT with the first address not covered in *ret_fault_va. */
+int sim_vm_snapshot_access(const SimVmSnapshot *s, uint64_t va, uint64_t len, uint8_t **ret_host,
+                           uint64_t *ret_fault_va);
+
 /* Ioctl handlers (kfd_chardev.c counterparts). Locked. */
 int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a);
 int sim_memory_free(SimProcess *p, struct kfd_ioctl_free_memory_of_gpu_args *a);

@@ -15,6 +15,14 @@
 
 #include "sim-types.h"
 
+/* Exception records handed out by KfdOps.exception_info (sim-events.c). */
+#define SIM_MAX_EXCEPTIONS 16u
+#define SIM_EXCEPTION_TEXT 256u
+typedef struct SimException {
+        uint32_t queue_id;
+        char text[SIM_EXCEPTION_TEXT];
+} SimException;
+
 struct SimProcess {
         SimProcess *next;        /* SimDevice.processes */
         SimDevice *device;
@@ -36,6 +44,9 @@ struct SimProcess {
         uint32_t signal_slot_count;
         uint32_t signal_event_count; /* starts at 1: id 0 is reserved */
         uint32_t next_nonsignal_id;
+        /* HW exceptions not yet taken, oldest first (a ring of SIM_MAX_EXCEPTIONS). */
+        SimException exceptions[SIM_MAX_EXCEPTIONS];
+        unsigned exception_first, exception_count;
 
         /* Queues and the doorbell slice (sim-queue.c). */
         SimQueue *queues[SIM_MAX_QUEUES_PER_PROCESS];

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sim-cp.h"
 #include "sim-device.h"
 #include "sim-engine.h"
 #include "sim-memory.h"
@@ -202,6 +203,13 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         q = calloc(1, sizeof *q);
         if (!q)
                 return -ENOMEM;
+        if (b->queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE) {
+                r = sim_cp_state_new(&q->cp);
+                if (r < 0) {
+                        free(q);
+                        return r;
+                }
+        }
         q->process = p;
         q->id = id;
         q->type = b->queue_type;
@@ -227,11 +235,15 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         __atomic_store_n(&p->doorbells[doorbell], 0, __ATOMIC_RELEASE);
         sim_queue_store_rptr(q, 0);
 
+        /* An inactive queue (queue_percentage 0) exists but is not scheduled. */
         if (slot >= 0) {
                 d->sdma_slots[slot] = q;
-                /* An inactive queue (queue_percentage 0) exists but is not scheduled. */
                 if ((b->queue_percentage & 0xFF) > 0)
                         sim_engine_add_queue(d->sdma_engines[(unsigned) slot % g->num_sdma_engines], q);
+        } else if (q->cp && (b->queue_percentage & 0xFF) > 0) {
+                /* allocate_hqd(): pipes in turn (dqm->next_pipe_to_allocate). */
+                sim_engine_add_queue(d->cp_engines[d->next_cp_pipe], q);
+                d->next_cp_pipe = (d->next_cp_pipe + 1) % SIM_CP_PIPES;
         }
 
         b->queue_id = id;
@@ -246,6 +258,10 @@ void sim_queue_free(SimQueue *q) {
         if (!q)
                 return;
         p = q->process;
+        /* First, while everything of q still stands: a dispatch running
+         * without the lock may still use it. */
+        q->destroying = true;
+        sim_cp_state_free(q);
         if (q->engine)
                 sim_engine_remove_queue(q->engine, q);
         for (SimMem **m = (SimMem *[]) { q->ring_mem, q->rptr_mem, q->wptr_mem, q->eop_mem, q->cwsr_mem },
@@ -262,7 +278,8 @@ void sim_queue_free(SimQueue *q) {
 
 /* pqm_destroy_queue: "Queue id does not match any known queue" -> -EINVAL. */
 int sim_queue_destroy(SimProcess *p, struct kfd_ioctl_destroy_queue_args *a) {
-        if (a->queue_id >= SIM_MAX_QUEUES_PER_PROCESS || !p->queues[a->queue_id])
+        /* A queue another thread is destroying (waiting out its dispatch) is gone already. */
+        if (a->queue_id >= SIM_MAX_QUEUES_PER_PROCESS || !p->queues[a->queue_id] || p->queues[a->queue_id]->destroying)
                 return -EINVAL;
         sim_queue_free(p->queues[a->queue_id]);
         return 0;

@@ -4,9 +4,10 @@
  * validation of kfd_chardev.c set_queue_properties_from_user and kfd_queue.c
  * kfd_queue_acquire_buffers (kernels >= 6.12), the doorbell slot, the SDMA
  * queue pool, and the per-queue execution state an engine advances. The
- * SimProcess owns its queues; an engine only lists the ones it runs. Compute
- * (PM4/AQL) queues are validated and created but have no engine yet: a CP
- * engine is a second SimEngine kind that will take them the same way. Locked.
+ * SimProcess owns its queues; an engine only lists the ones it runs: SDMA
+ * queues go to the SDMA engine of their slot, PM4 compute queues to a CP
+ * engine (one per MEC pipe, round-robin). AQL queues are validated and
+ * created but not executed. Locked.
  */
 #pragma once
 
@@ -28,7 +29,7 @@ typedef struct SimCreateQueueArgs {
 struct SimQueue {
         SimQueue *engine_next;   /* SimEngine.queues */
         SimProcess *process;
-        SimEngine *engine;       /* NULL for compute queues until the CP engine exists */
+        SimEngine *engine;       /* NULL while inactive (queue_percentage 0) and for AQL queues */
         uint32_t id;
         uint32_t type;           /* KFD_IOC_QUEUE_TYPE_* */
         uint64_t ring_va;
@@ -44,11 +45,14 @@ struct SimQueue {
         uint64_t wptr;           /* target from the doorbell */
         unsigned poll_tries;
         bool stopped;            /* after a fault or a bad packet, until DESTROY_QUEUE */
+        SimCpState *cp;          /* PM4 compute queues: registers, IB and dispatch state (sim-cp.h) */
+        bool destroying;         /* sim_queue_free() is waiting for the engine to let go */
 };
 
 int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a);
 int sim_queue_destroy(SimProcess *p, struct kfd_ioctl_destroy_queue_args *a);
-/* Destroys a queue: detaches it from its engine and releases its buffers. */
+/* Destroys a queue: cancels and waits out a running dispatch (releasing the
+ * device lock meanwhile), detaches it from its engine, releases its buffers. */
 void sim_queue_free(SimQueue *q);
 
 /* Host views of the queue's ring and pointer words (their mappings are pinned

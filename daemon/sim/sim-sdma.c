@@ -25,6 +25,7 @@
  * no register to wait for in the simulator and complete at once.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,10 +73,13 @@ static void fail_fault(SimQueue *q, uint64_t va) {
 }
 
 static void fail_error(SimQueue *q, const char *reason) {
-        log_debug("sim: SDMA queue %u: %s, queue stopped at rptr 0x%llx", q->id,
-                  reason ? reason : "bad packet", (unsigned long long) q->rptr);
+        char text[SIM_EXCEPTION_TEXT];
+
+        snprintf(text, sizeof text, "SDMA: %s (packet at rptr 0x%llx)", reason ? reason : "bad packet",
+                 (unsigned long long) q->rptr);
+        log_debug("sim: SDMA queue %u: %s, queue stopped", q->id, text);
         stop_queue(q);
-        sim_events_hw_exception(q->process);
+        sim_events_hw_exception(q->process, q->id, text);
 }
 
 static bool poll_compare(unsigned func, uint32_t v, uint32_t ref) {

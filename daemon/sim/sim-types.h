@@ -4,7 +4,8 @@
  * share, so that each object's header can name the others. Locking rule for
  * all of daemon/sim: every object below is guarded by its SimDevice's one
  * mutex (SimDevice.lock); functions documented "locked" expect the caller to
- * hold it. Engine threads take the same lock around each polling pass.
+ * hold it. Engine threads take the same lock around each polling pass; the CP
+ * engine releases it while the interpreter runs a dispatch (sim-cp.c).
  */
 #pragma once
 
@@ -21,6 +22,7 @@ typedef struct SimEvent SimEvent;
 typedef struct SimWaiter SimWaiter;
 typedef struct SimQueue SimQueue;
 typedef struct SimEngine SimEngine;
+typedef struct SimCpState SimCpState;
 
 /* kfd_priv.h KFD_MAX_NUM_OF_QUEUES_PER_PROCESS: queue ids and doorbell indices. */
 #define SIM_MAX_QUEUES_PER_PROCESS 1024u

@@ -19,16 +19,26 @@
 
 typedef struct SimDevice SimDevice;
 
+/* Default instruction budget of one compute dispatch (SimOptions). */
+#define SIM_DEFAULT_DISPATCH_BUDGET (1ULL << 30)
+
 typedef struct SimOptions {
         uint64_t vram_size;        /* bytes; 0 = default 1 GiB (memfd-backed, lazily) */
         uint32_t gpu_id;           /* 0 = default 0x697D (a hash, like the kernel's) */
         uint32_t cu_count;         /* 0 = default 40 (RX 6800 XT class gfx1030) */
         const char *sysfs_dir;     /* NULL = create a private temp dir, removed on free */
+        /* Instruction budget of one compute dispatch, in wave-instructions
+         * (instructions issued per wave, summed over all waves); a dispatch that
+         * exceeds it stops its queue with a HW exception ("instruction budget
+         * ... exceeded"), so a kernel that loops forever cannot hold a CP pipe
+         * for ever. 0 = default SIM_DEFAULT_DISPATCH_BUDGET (2^30, about a
+         * minute of interpretation on one core). */
+        uint64_t max_dispatch_wave_instructions;
 } SimOptions;
 
 /*
  * Creates the device, writes its sysfs tree and starts one SDMA engine thread
- * per SDMA engine. opts may be NULL (all defaults). Returns 0, -EINVAL for
+ * per SDMA engine and one CP engine thread per MEC pipe (SIM_CP_PIPES). opts may be NULL (all defaults). Returns 0, -EINVAL for
  * options out of range (gpu_id above 16 bits, more than 1024 CUs, VRAM size
  * not page aligned), -ENOMEM, or a negative errno from creating the tree or
  * the threads. All fds the device hands out belong to the calling process.

@@ -114,7 +114,8 @@ typedef struct SimIsaRun {
         uint8_t *lds;
         uint32_t lds_size;
         uint32_t wg_id[3];
-        unsigned n_waves;
+        uint32_t wg_size[3];    /* work-items of the running workgroup (partial in a last one) */
+        unsigned n_waves;       /* waves of the running workgroup */
         SimIsaTlbEntry tlb[SIM_ISA_TLB_SIZE];
         /* Fetch cache: host pointer of the page holding pc. */
         uint64_t code_page;

@@ -197,6 +197,7 @@ static int step(SimIsaRun *r, SimIsaWave *w) {
 /* Initial state of wave `index` of workgroup r->wg_id (sim-isa.h). */
 static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_threads) {
         const SimIsaDispatch *d = r->d;
+        const uint32_t *size = r->wg_size;
         unsigned user = (d->rsrc2 >> 1) & 31, n = 0, tidig = (d->rsrc2 >> 11) & 3;
         unsigned first = index * SIM_ISA_LANES, live = MIN_U(SIM_ISA_LANES, wg_threads - first);
 
@@ -218,8 +219,7 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         w->mode = 0;
         w->flat_scratch_lo = w->flat_scratch_hi = 0;
         for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
-                unsigned t = first + l, x = t % d->wg_size[0], y = (t / d->wg_size[0]) % d->wg_size[1],
-                         z = t / (d->wg_size[0] * d->wg_size[1]);
+                unsigned t = first + l, x = t % size[0], y = (t / size[0]) % size[1], z = t / (size[0] * size[1]);
                 if (l >= live)
                         x = y = z = 0;
                 w->v[0][l] = x;
@@ -228,9 +228,15 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         }
 }
 
-static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, unsigned n_waves, unsigned wg_threads, uint64_t budget) {
-        unsigned done = 0;
+static bool cancelled(const SimIsaRun *r) {
+        return r->d->cancel && __atomic_load_n(r->d->cancel, __ATOMIC_RELAXED) != 0;
+}
 
+static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, uint64_t budget) {
+        unsigned done = 0, n_waves, wg_threads = r->wg_size[0] * r->wg_size[1] * r->wg_size[2];
+
+        n_waves = (wg_threads + SIM_ISA_LANES - 1) / SIM_ISA_LANES;
+        r->n_waves = n_waves;
         memset(r->lds, 0, r->lds_size);
         for (unsigned i = 0; i < n_waves; i++)
                 wave_init(r, &waves[i], i, wg_threads);
@@ -241,6 +247,9 @@ static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, unsigned n_waves, unsi
 
                 for (unsigned i = 0; i < n_waves; i++) {
                         SimIsaWave *w = &waves[i];
+                        if (cancelled(r))
+                                return sim_isa_fail(r, -ECANCELED, w->pc, "dispatch cancelled at pc 0x%llx",
+                                                    (unsigned long long) w->pc);
                         for (unsigned n = 0; n < SLICE && !w->done && !w->at_barrier; n++) {
                                 if (budget && r->ret->wave_instructions >= budget)
                                         return sim_isa_fail(r, -ETIME, w->pc,
@@ -283,6 +292,11 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
         if (wg_threads == 0 || wg_threads > 1024)
                 return sim_isa_fail(&r, -EINVAL, d->entry_va, "workgroup size %ux%ux%u is not 1..1024 threads",
                                     d->wg_size[0], d->wg_size[1], d->wg_size[2]);
+        for (unsigned i = 0; i < 3; i++)
+                if (d->partial[i] > d->wg_size[i])
+                        return sim_isa_fail(&r, -EINVAL, d->entry_va,
+                                            "partial workgroup size %u in dimension %u exceeds the full size %u",
+                                            d->partial[i], i, d->wg_size[i]);
         if (d->lds_bytes > MAX_LDS)
                 return sim_isa_fail(&r, -EINVAL, d->entry_va, "LDS size %u exceeds 64 KiB", d->lds_bytes);
         if (d->grid[0] == 0 || d->grid[1] == 0 || d->grid[2] == 0)
@@ -299,15 +313,19 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
                 free(r.icache);
                 return sim_isa_fail(&r, -ENOMEM, d->entry_va, "out of memory for %u waves", n_waves);
         }
-        r.n_waves = n_waves;
         for (unsigned i = 0; i < SIM_ISA_ICACHE_SIZE; i++)
                 r.icache[i].pc = UINT64_MAX;
 
         for (uint32_t z = 0; z < d->grid[2] && k >= 0; z++)
                 for (uint32_t y = 0; y < d->grid[1] && k >= 0; y++)
                         for (uint32_t x = 0; x < d->grid[0] && k >= 0; x++) {
-                                r.wg_id[0] = x, r.wg_id[1] = y, r.wg_id[2] = z;
-                                k = run_workgroup(&r, waves, n_waves, (unsigned) wg_threads, max_wave_instructions);
+                                const uint32_t id[3] = { x, y, z };
+                                for (unsigned i = 0; i < 3; i++) {
+                                        bool last = id[i] == d->grid[i] - 1;
+                                        r.wg_id[i] = d->wg_id_base[i] + id[i];
+                                        r.wg_size[i] = last && d->partial[i] ? d->partial[i] : d->wg_size[i];
+                                }
+                                k = run_workgroup(&r, waves, max_wave_instructions);
                         }
         free(waves);
         free(r.lds);

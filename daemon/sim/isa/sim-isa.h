@@ -84,7 +84,13 @@ typedef struct SimIsaDispatch {
         uint32_t rsrc1, rsrc2, rsrc3;  /* COMPUTE_PGM_RSRC1/2/3 as programmed */
         uint32_t user_sgpr[16];        /* COMPUTE_USER_DATA_0..15 */
         uint32_t grid[3];              /* workgroups in x, y, z (DISPATCH_DIRECT DIM_X/Y/Z) */
-        uint32_t wg_size[3];           /* COMPUTE_NUM_THREAD_X/Y/Z */
+        uint32_t wg_size[3];           /* COMPUTE_NUM_THREAD_X/Y/Z NUM_THREAD_FULL */
+        uint32_t partial[3];           /* work-items of the last workgroup in each dimension
+                                        * (NUM_THREAD_PARTIAL with PARTIAL_TG_EN); 0 = full */
+        uint32_t wg_id_base[3];        /* workgroup ID of the first workgroup (COMPUTE_START_X/Y/Z
+                                        * unless FORCE_START_AT_000); IDs run base .. base+grid-1 */
+        const int *cancel;             /* if set, polled between instruction slices: non-zero
+                                        * ends the dispatch with -ECANCELED */
         bool wave32;                   /* DISPATCH_INITIATOR.CS_W32_EN; wave64 is refused (-EINVAL) */
         uint64_t scratch_va;           /* base of the private segment backing, 0 if none */
         uint32_t scratch_per_lane;     /* bytes of private memory per work-item */
@@ -96,7 +102,7 @@ typedef struct SimIsaResult {
                                      * instruction); -ETIME (instruction budget exceeded);
                                      * -EINVAL (dispatch parameters the model cannot run);
                                      * -EDEADLK (waves of a workgroup can no longer progress);
-                                     * -ENOMEM */
+                                     * -ECANCELED (*cancel was set); -ENOMEM */
         uint64_t fault_va;          /* -EFAULT: first faulting address */
         uint64_t fault_pc;          /* -EFAULT/-EILSEQ/-ETIME: pc of the instruction */
         uint32_t bad_encoding[2];   /* the instruction dwords for -EILSEQ */
@@ -116,8 +122,17 @@ typedef struct SimIsaResult {
  * Returns 0, or the negative errno also stored in @ret->error: -EFAULT (an
  * access outside the mapped memory, @ret->fault_va), -EILSEQ (an instruction
  * the interpreter does not implement), -ETIME (budget exceeded), -EINVAL
- * (wave64, a workgroup of 0 or more than 1024 work-items, LDS larger than
- * 64 KiB), -EDEADLK, -ENOMEM.
+ * (wave64, a workgroup of 0 or more than 1024 work-items, a partial size
+ * above the full one, LDS larger than 64 KiB), -EDEADLK, -ECANCELED (@d->cancel
+ * became non-zero; checked at least every 256 wave-instructions), -ENOMEM.
+ *
+ * Partial workgroups: the last workgroup in dimension i (index grid[i]-1) has
+ * partial[i] work-items in that dimension instead of wg_size[i] when
+ * partial[i] is non-zero, as the hardware launches it with
+ * COMPUTE_DISPATCH_INITIATOR.PARTIAL_TG_EN (Mesa radeonsi si_compute.c
+ * si_emit_dispatch_packets). Its work-items are numbered densely over the
+ * partial extents (x fastest), so every work-item ID stays below the size of
+ * its own workgroup, and it has only the waves those work-items fill.
  * Memory writes done before a failure stay done, as on the hardware.
  */
 int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t max_wave_instructions,

@@ -163,6 +163,11 @@ void isa_args_f32(IsaArgs *a, float v) {
 
 int isa_launch(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint32_t wg[3], const IsaArgs *args,
                uint64_t budget, SimIsaResult *ret) {
+        return isa_launch_partial(m, k, grid, wg, NULL, args, budget, ret);
+}
+
+int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint32_t wg[3],
+                       const uint32_t partial[3], const IsaArgs *args, uint64_t budget, SimIsaResult *ret) {
         SimIsaDispatch d = { 0 };
         uint8_t *kernarg, *pkt;
         uint32_t wg_threads = wg[0] * wg[1] * wg[2];
@@ -178,6 +183,8 @@ int isa_launch(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint
         for (unsigned i = 0; i < 3; i++) {
                 wgs[i] = (uint16_t) wg[i];
                 gsize[i] = grid[i] * wg[i];
+                if (partial && partial[i] && grid[i] > 0)
+                        gsize[i] = (grid[i] - 1) * wg[i] + partial[i];
         }
         memcpy(pkt + 2, &setup, 2);
         memcpy(pkt + 4, wgs, 6);
@@ -235,6 +242,8 @@ int isa_launch(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint
         d.rsrc3 = k->rsrc3;
         memcpy(d.grid, grid, sizeof(d.grid));
         memcpy(d.wg_size, wg, sizeof(d.wg_size));
+        if (partial)
+                memcpy(d.partial, partial, sizeof(d.partial));
         d.wave32 = (k->code_properties >> 10) & 1;
         d.scratch_va = scratch_va;
         d.scratch_per_lane = per_lane;

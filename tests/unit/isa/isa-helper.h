@@ -63,5 +63,12 @@ void isa_args_f32(IsaArgs *a, float v);
 int isa_launch(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint32_t wg[3], const IsaArgs *args,
                uint64_t budget, SimIsaResult *ret);
 
+/* As isa_launch(), with hardware partial workgroups: the last workgroup of
+ * dimension i has partial[i] work-items when partial[i] is non-zero (what
+ * COMPUTE_DISPATCH_INITIATOR.PARTIAL_TG_EN launches); the dispatch packet's
+ * grid_size is (grid - 1) * wg + partial, as a dispatcher writes it. */
+int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], const uint32_t wg[3],
+                       const uint32_t partial[3], const IsaArgs *args, uint64_t budget, SimIsaResult *ret);
+
 /* Path of a corpus kernel in the build tree. */
 const char *isa_kernel_path(const char *file);

@@ -2,14 +2,17 @@
 /*
  * How a dispatch fails: an instruction the interpreter does not implement
  * (-EILSEQ with its encoding and name), a load from unmapped memory (-EFAULT
- * with the address), an instruction budget (-ETIME), and parameters the model
- * refuses (-EINVAL). Hand-assembled programs; encodings checked with
+ * with the address), an instruction budget (-ETIME), cancellation
+ * (-ECANCELED), and parameters the model refuses (-EINVAL). Hand-assembled programs; encodings checked with
  * llvm-mc-15 -mcpu=gfx1030 -show-encoding.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "isa-helper.h"
 #include "sim/isa/sim-isa.h"
@@ -244,5 +247,81 @@ Test(isa, random_code_never_crashes) {
                     counts[3], counts[4]);
         cr_assert_gt(counts[1], 0);
         cr_assert_gt(counts[0] + counts[2] + counts[3], 300, "too few programs ran past their first instructions");
+        isa_mem_fini(&m);
+}
+
+Test(isa, partial_above_full_is_einval) {
+        static const uint32_t code[] = { 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        isa_mem_init(&m);
+        d.partial[1] = 2; /* wg_size[1] is 1 */
+        cr_assert_eq(run(&m, code, 1, &d, 0, &res), -EINVAL);
+        cr_assert(strstr(res.message, "partial"), "message: %s", res.message);
+        isa_mem_fini(&m);
+}
+
+/* Workgroup IDs start at wg_id_base (COMPUTE_START_X without FORCE_START_AT_000):
+ * one-item workgroups store their workgroup ID X (s2) at out[s2]:
+ * v_mov_b32 v0, s2; v_lshlrev_b32 v1, 2, v0; global_store_dword v1, v0, s[0:1]; s_endpgm */
+Test(isa, workgroup_ids_start_at_base) {
+        static const uint32_t code[] = { 0x7e000202, 0x34020082, 0xdc708000, 0x00000001, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        uint32_t *out;
+        isa_mem_init(&m);
+        uint64_t ov = isa_mem_alloc(&m, 4 * 16, (void **) &out);
+        memset(out, 0xff, 4 * 16);
+        d.wg_size[0] = 1;
+        d.grid[0] = 3;
+        d.wg_id_base[0] = 5;
+        d.rsrc2 = 2 << 1 | 1 << 7; /* USER_SGPR_COUNT = 2, WORKGROUP_ID_X */
+        d.user_sgpr[0] = (uint32_t) ov, d.user_sgpr[1] = (uint32_t) (ov >> 32);
+        cr_assert_eq(run(&m, code, 5, &d, 0, &res), 0, "%s", res.message);
+        for (uint32_t i = 0; i < 16; i++)
+                cr_assert_eq(out[i], i >= 5 && i < 8 ? i : 0xffffffffu, "out[%u] = %#x", i, out[i]);
+        isa_mem_fini(&m);
+}
+
+Test(isa, cancel_flag_set_before_is_ecanceled) {
+        static const uint32_t code[] = { 0xbf82ffff }; /* s_branch -1 */
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        int cancel = 1;
+        isa_mem_init(&m);
+        d.cancel = &cancel;
+        cr_assert_eq(run(&m, code, 1, &d, 0, &res), -ECANCELED);
+        cr_assert_eq(res.wave_instructions, 0);
+        isa_mem_fini(&m);
+}
+
+static void *cancel_later(void *userdata) {
+        usleep(20000);
+        __atomic_store_n((int *) userdata, 1, __ATOMIC_RELAXED);
+        return NULL;
+}
+
+Test(isa, cancel_stops_an_endless_loop) {
+        static const uint32_t code[] = { 0xbf82ffff }; /* s_branch -1, no budget */
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        struct timespec t0, t1;
+        pthread_t t;
+        int cancel = 0;
+        isa_mem_init(&m);
+        d.wg_size[0] = 256; /* 8 waves taking turns */
+        d.cancel = &cancel;
+        cr_assert_eq(pthread_create(&t, NULL, cancel_later, &cancel), 0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        cr_assert_eq(run(&m, code, 1, &d, 0, &res), -ECANCELED);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        pthread_join(t, NULL);
+        cr_assert_gt(res.wave_instructions, 0);
+        cr_assert_lt((t1.tv_sec - t0.tv_sec) * 1000.0 + (t1.tv_nsec - t0.tv_nsec) / 1e6, 2000.0, "cancelled promptly");
+        cr_assert(strstr(res.message, "cancel"), "message: %s", res.message);
         isa_mem_fini(&m);
 }

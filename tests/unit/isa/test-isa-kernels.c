@@ -656,3 +656,79 @@ Test(isa, index_3d) {
                 isa_mem_fini(&m);
         }
 }
+
+/* Hardware partial workgroups (PARTIAL_TG_EN): the last workgroup of each
+ * dimension is launched with fewer work-items, so the kernel's guard does not
+ * matter (nx/ny/nz cover the whole rounded-up grid here); work-items past the
+ * partial extents never run, and every local ID stays below the size of its
+ * own workgroup. */
+Test(isa, index_3d_partial_workgroups) {
+        static const uint32_t dims[][6] = { /* total extents x, y, z; wg x, y, z */
+                { 9, 5, 7, 4, 2, 3 }, { 33, 2, 3, 32, 1, 2 }, { 1, 1, 40, 1, 1, 16 }, { 70, 1, 1, 64, 1, 1 }, { 6, 7, 2, 3, 3, 2 },
+        };
+        for (size_t t = 0; t < ELEMS_(dims); t++) {
+                const uint32_t *D = dims[t];
+                IsaMem m;
+                IsaKernel k;
+                IsaArgs a = { 0 };
+                SimIsaResult res;
+                uint32_t grid[3], wg[3] = { D[3], D[4], D[5] }, partial[3], full[3], *out;
+                for (unsigned i = 0; i < 3; i++) {
+                        grid[i] = (D[i] + D[3 + i] - 1) / D[3 + i];
+                        full[i] = grid[i] * D[3 + i];
+                        partial[i] = D[i] - (grid[i] - 1) * D[3 + i];
+                }
+                uint32_t total = full[0] * full[1] * full[2];
+                load(&m, "index-3d.hsaco", "index_3d", &k);
+                uint64_t ov = isa_mem_alloc(&m, 8ull * total, (void **) &out);
+                memset(out, 0xA5, 8ull * total);
+                /* The guard extents are the full rounded-up grid: only the hardware limits the work-items. */
+                isa_args_u64(&a, ov), isa_args_u32(&a, full[0]), isa_args_u32(&a, full[1]), isa_args_u32(&a, full[2]);
+                int r = isa_launch_partial(&m, &k, grid, wg, partial, &a, 100000000, &res);
+                cr_assert_eq(r, 0, "%s", res.message);
+                for (uint32_t z = 0; z < full[2]; z++)
+                        for (uint32_t y = 0; y < full[1]; y++)
+                                for (uint32_t x = 0; x < full[0]; x++) {
+                                        uint32_t i = (z * full[1] + y) * full[0] + x;
+                                        if (x >= D[0] || y >= D[1] || z >= D[2]) {
+                                                cr_assert_eq(out[2 * i], 0xA5A5A5A5u, "(%u,%u,%u) beyond the partial "
+                                                             "workgroup ran", x, y, z);
+                                                continue;
+                                        }
+                                        /* get_local_size(2) comes from the dispatch packet: partial in the last group. */
+                                        uint32_t lsz = z / D[5] == grid[2] - 1 ? partial[2] : D[5];
+                                        uint32_t e0 = ((x % D[3]) | (y % D[4]) << 8 | (z % D[5]) << 16) ^ (z / D[5]) << 24;
+                                        uint32_t e1 = ((x / D[3]) | (y / D[4]) << 12) + lsz * 100000u;
+                                        cr_assert_eq(out[2 * i], e0, "(%u,%u,%u): %#x != %#x", x, y, z, out[2 * i], e0);
+                                        cr_assert_eq(out[2 * i + 1], e1, "(%u,%u,%u): %#x != %#x", x, y, z, out[2 * i + 1], e1);
+                                }
+                isa_mem_fini(&m);
+        }
+}
+
+/* A partial workgroup has only the waves its work-items fill: vector_add over
+ * 70 items in workgroups of 64 runs 2 + 1 waves, not 2 + 2. */
+Test(isa, partial_workgroup_launches_fewer_waves) {
+        IsaMem m;
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        SimIsaResult full_res, part_res;
+        float *z;
+        uint32_t grid[3] = { 2, 1, 1 }, wg[3] = { 64, 1, 1 }, partial[3] = { 6, 1, 1 };
+        load(&m, "vector-add.hsaco", "vector_add", &k);
+        uint64_t xv = isa_mem_alloc(&m, 4 * 128, NULL), yv = isa_mem_alloc(&m, 4 * 128, NULL),
+                 zv = isa_mem_alloc(&m, 4 * 128, (void **) &z);
+        isa_args_u64(&a, xv), isa_args_u64(&a, yv), isa_args_u64(&a, zv), isa_args_u32(&a, 128);
+        cr_assert_eq(isa_launch(&m, &k, grid, wg, &a, 0, &full_res), 0, "%s", full_res.message);
+        memset(z, 0xA5, 4 * 128);
+        cr_assert_eq(isa_launch_partial(&m, &k, grid, wg, partial, &a, 0, &part_res), 0, "%s", part_res.message);
+        cr_assert_lt(part_res.wave_instructions, full_res.wave_instructions);
+        cr_assert_eq(full_res.wave_instructions % 4, 0, "4 identical waves");
+        cr_assert_eq(part_res.wave_instructions, full_res.wave_instructions / 4 * 3, "3 waves of the same program");
+        for (unsigned i = 0; i < 128; i++)
+                if (i < 70)
+                        cr_assert_eq(z[i], 0.0f, "i=%u", i);
+                else
+                        cr_assert_eq(((uint32_t *) z)[i], 0xA5A5A5A5u, "i=%u ran past the partial workgroup", i);
+        isa_mem_fini(&m);
+}

@@ -289,3 +289,29 @@ Test(sim_events, device_shutdown_releases_waiters) {
         cr_expect_eq(w.r, -EIO);
         cr_expect_eq(w.result, KFD_IOC_WAIT_RESULT_FAIL);
 }
+
+/* A thread cancelled while it sleeps in WAIT_EVENTS (what the daemon's waiter
+ * falls back to when it cannot wake it) leaves the device unlocked and its
+ * waiters unlinked: the event still works afterwards, for other threads too. */
+Test(sim_events, cancelled_waiter_leaves_no_lock_behind, .timeout = 10) {
+        TestCtx c;
+        t_open(&c, NULL);
+        uint32_t id;
+        t_event_page(&c, &id);
+        for (int i = 0; i < 3; i++) {
+                Waiter w = { .c = &c, .id = id, .result = 99 };
+                pthread_t t;
+                void *ret;
+                cr_assert_eq(pthread_create(&t, NULL, waiter_thread, &w), 0);
+                usleep(20000); /* asleep in the simulator by now */
+                cr_assert_eq(pthread_cancel(t), 0);
+                cr_assert_eq(pthread_join(t, &ret), 0);
+                cr_expect_eq(ret, PTHREAD_CANCELED);
+                cr_expect_eq(w.result, 99u, "the ioctl never returned");
+        }
+        /* The lock is free and no stale waiter hangs off the event. */
+        struct kfd_ioctl_set_event_args set = { .event_id = id };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_SET_EVENT, &set), 0);
+        cr_expect_eq(t_wait1(&c, id, 1000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        t_close(&c, true);
+}

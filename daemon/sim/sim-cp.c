@@ -1,0 +1,733 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CP engine's queue step for PM4 compute queues (see sim-cp.h).
+ *
+ * Pointers (kfd-facts §1.7, §6 #4): rptr, wptr and the doorbell are 64-bit
+ * monotonic dword counts ("PM4/CP counts in dwords", kfd_mqd_manager_v10.c);
+ * the ring index is ptr % (ring_size / 4), and a packet may wrap around the
+ * end of the ring, as the CP reads the ring modulo its size. The doorbell
+ * value is the new wptr. rptr is written back after every ring packet; while
+ * an indirect buffer runs it stays at the ring's INDIRECT_BUFFER packet. A
+ * doorbell more than a ring ahead of rptr (or behind it) stops the queue with
+ * a HW exception; in dword units no doorbell value is misaligned.
+ *
+ * Execution is in order: a packet starts when the one before it has finished,
+ * so RELEASE_MEM writes after all earlier work of the queue, EVENT_WRITE
+ * CS_PARTIAL_FLUSH and ACQUIRE_MEM (no caches are modelled) only have their
+ * fields checked, and WAIT_REG_MEM on memory re-polls on the next engine pass
+ * without blocking the engine thread (register waits complete at once, as the
+ * SDMA model's register polls do; the simulator has no registers to wait on).
+ * Up to MAX_PACKETS_PER_STEP packets run per step, and a step ends after a
+ * dispatch, so the queues of one pipe share it.
+ *
+ * DISPATCH_DIRECT builds a SimIsaDispatch from the queue's SH registers
+ * (kfd-facts §2.3; Mesa si_compute.c si_emit_dispatch_packets):
+ *   entry = (COMPUTE_PGM_HI[7:0]:COMPUTE_PGM_LO) << 8; RSRC1/2/3 verbatim;
+ *   s0.. = COMPUTE_USER_DATA_0..(RSRC2.USER_SGPR_COUNT - 1), at most 16;
+ *   workgroup size = NUM_THREAD_X/Y/Z.NUM_THREAD_FULL [15:0]; with
+ *   DISPATCH_INITIATOR.PARTIAL_TG_EN the last workgroup of each dimension has
+ *   NUM_THREAD_PARTIAL [31:16] work-items ("If no partial_block, these should
+ *   be an entire block size, not 0", so 0 is refused);
+ *   workgroup IDs run from COMPUTE_START_X/Y/Z (0 with FORCE_START_AT_000) up
+ *   to DIM - 1: DIM_X/Y/Z are end values, not counts, when START is used
+ *   (Mesa radv_emit_dispatch_packets "The blocks in the packet are not counts
+ *   but end values");
+ *   CS_W32_EN selects wave32 (wave64 is refused by the interpreter);
+ *   LDS = RSRC2.LDS_SIZE [23:15] x 512 bytes;
+ *   scratch (RSRC2.SCRATCH_EN): COMPUTE_TMPRING_SIZE.WAVESIZE [24:12] in
+ *   1 KiB units per wave (gfx10), so wave w of a workgroup gets the private
+ *   segment wave byte offset w x WAVESIZE x 1024 (workgroups run one at a
+ *   time); WAVES [11:0] must cover one workgroup's waves. The base address
+ *   reaches the kernel through the private segment buffer V# the daemon puts
+ *   in the user SGPRs, as on gfx10 hardware, which has no scratch base
+ *   register.
+ *
+ * The interpreter runs WITHOUT the device lock, so a long dispatch stalls
+ * neither ioctls, WAIT_EVENTS wake-ups nor the other engines. Its memory is a
+ * snapshot of the process's GPU VM taken when the dispatch starts, holding a
+ * reference on every mapped BO (sim_vm_snapshot_new): UNMAP and FREE may race
+ * with the dispatch without pulling memory from under it, and translation
+ * takes no lock. SimCpState.busy pins the queue; DESTROY_QUEUE and teardown
+ * set SimCpState.cancel, which the interpreter polls between instruction
+ * slices, and wait for busy to clear before freeing anything. Every dispatch
+ * has a finite instruction budget (SimOptions.max_dispatch_wave_instructions),
+ * so a kernel that loops forever ends as a HW exception.
+ *
+ * Failures never skip a packet; the queue stops with rptr written back
+ * pointing at the packet (for a packet inside an indirect buffer: at the
+ * ring's INDIRECT_BUFFER packet):
+ *  - an access outside every GPU-mapped BO of the process, by a packet or by
+ *    the shader (interpreter -EFAULT), is a VM fault: every MEMORY event of
+ *    the process is set with {NotPresent, va rounded down to its page,
+ *    gpu_id}, as the SDMA engine does;
+ *  - a packet the decoder refuses, a documented feature the model does not
+ *    have, a dispatch the interpreter cannot run (-EILSEQ, -ETIME, -EINVAL,
+ *    -EDEADLK), or a RELEASE_MEM on a queue without an EOP buffer: every
+ *    HW_EXCEPTION event is set, and an exception record {queue id, text} is
+ *    kept for KfdOps.exception_info: the interpreter's message for a shader
+ *    failure, the decoder's or the engine's reason with the packet's place for
+ *    a packet.
+ *
+ * Interrupts: RELEASE_MEM INT_SEL 1 (interrupt only) and 2 (interrupt after
+ * the write is confirmed) raise CP_END_OF_PIPE with INT_CTXID, which
+ * kfd_int_process_v10.c hands to kfd_signal_event_interrupt(pasid, ctxid, 32).
+ * INT_SEL 3 ("send data after write confirm") writes without an interrupt:
+ * Mesa radv_cs_emit_write_event_eop uses it to "wait for write confirmation
+ * before writing data, but don't send an interrupt". INT_SEL 4..6
+ * (context-id and conditional interrupts) are not modelled.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa/sim-isa.h"
+#include "sim-cp.h"
+#include "sim-device.h"
+#include "sim-events.h"
+#include "sim-memory.h"
+#include "sim-process.h"
+#include "sim-queue.h"
+#include "sim-sdma.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define MAX_PACKETS_PER_STEP 64u
+
+/* COMPUTE_* registers, absolute dword offsets (kfd-facts §2.3; Mesa sid.h R_00B8xx / 4). */
+#define COMPUTE_DISPATCH_INITIATOR 0x2E00u
+#define COMPUTE_DIM_X 0x2E01u
+#define COMPUTE_START_X 0x2E04u
+#define COMPUTE_NUM_THREAD_X 0x2E07u
+#define COMPUTE_PGM_LO 0x2E0Cu
+#define COMPUTE_PGM_HI 0x2E0Du
+#define COMPUTE_PGM_RSRC1 0x2E12u
+#define COMPUTE_PGM_RSRC2 0x2E13u
+#define COMPUTE_TMPRING_SIZE 0x2E18u
+#define COMPUTE_PGM_RSRC3 0x2E28u
+#define COMPUTE_USER_DATA_0 0x2E40u
+#define COMPUTE_USER_DATA_COUNT 16u
+#define SH(cp, reg) ((cp)->sh[(reg) - SIM_SH_REG_START])
+
+/* COMPUTE_DISPATCH_INITIATOR bits (kfd-facts §2.3, gc register headers). */
+#define CSI_COMPUTE_SHADER_EN (1u << 0)
+#define CSI_PARTIAL_TG_EN (1u << 1)
+#define CSI_FORCE_START_AT_000 (1u << 2)
+#define CSI_ORDERED_APPEND_ENBL (1u << 3)
+#define CSI_ORDERED_APPEND_MODE (1u << 4)
+#define CSI_USE_THREAD_DIMENSIONS (1u << 5)
+#define CSI_ORDER_MODE (1u << 6)
+#define CSI_SCALAR_L1_INV_VOL (1u << 10)
+#define CSI_VECTOR_L1_INV_VOL (1u << 11)
+#define CSI_TUNNEL_ENABLE (1u << 13)
+#define CSI_RESTORE (1u << 14)
+#define CSI_CS_W32_EN (1u << 15)
+/* Accepted and without effect here: wave launch order, L1 invalidation, tunneling. */
+#define CSI_MODELLED (CSI_COMPUTE_SHADER_EN | CSI_PARTIAL_TG_EN | CSI_FORCE_START_AT_000 | CSI_ORDER_MODE | \
+                      CSI_SCALAR_L1_INV_VOL | CSI_VECTOR_L1_INV_VOL | CSI_TUNNEL_ENABLE | CSI_CS_W32_EN)
+
+/* Events (Mesa sid.h V_028A90_*). */
+#define EVENT_INDEX_SAMPLE_FIRST 1u
+#define EVENT_INDEX_SAMPLE_LAST 3u
+
+typedef enum ExecResult {
+        EXEC_DONE,       /* advance past the packet */
+        EXEC_IB,         /* an indirect buffer was entered or chained to: no advance */
+        EXEC_RETRY,      /* WAIT_REG_MEM not satisfied yet */
+        EXEC_FAULT,      /* VM fault at Failure.fault_va */
+        EXEC_ERROR,      /* HW exception with Failure.text */
+        EXEC_CANCELLED,  /* the queue is being destroyed: touch nothing more */
+} ExecResult;
+
+typedef struct Failure {
+        uint64_t fault_va;
+        bool verbatim;   /* text is complete (the interpreter's message) */
+        char text[SIM_EXCEPTION_TEXT];
+} Failure;
+
+_printf_(2, 3) static ExecResult failf(Failure *f, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(f->text, sizeof f->text, fmt, ap);
+        va_end(ap);
+        return EXEC_ERROR;
+}
+
+static ExecResult fault(Failure *f, uint64_t va) {
+        f->fault_va = va;
+        return EXEC_FAULT;
+}
+
+int sim_cp_state_new(SimCpState **ret) {
+        SimCpState *cp = calloc(1, sizeof *cp);
+
+        if (!cp)
+                return -ENOMEM;
+        *ret = cp;
+        return 0;
+}
+
+void sim_cp_state_free(SimQueue *q) {
+        SimCpState *cp = q->cp;
+        SimDevice *d = q->process->device;
+
+        if (!cp)
+                return;
+        __atomic_store_n(&cp->cancel, 1, __ATOMIC_RELEASE);
+        while (cp->busy)
+                pthread_cond_wait(&d->cp_cond, &d->lock);
+        free(cp);
+        q->cp = NULL;
+}
+
+static void stop_queue(SimQueue *q) {
+        q->stopped = true;
+        q->cp->in_ib = false;
+        sim_queue_store_rptr(q, q->rptr);
+}
+
+static void where(const SimQueue *q, char *buf, size_t size) {
+        const SimCpState *cp = q->cp;
+
+        if (cp->in_ib)
+                snprintf(buf, size, "IB 0x%llx dword %u (ring dword 0x%llx)", (unsigned long long) cp->ib_va,
+                         cp->ib_pos, (unsigned long long) q->rptr);
+        else
+                snprintf(buf, size, "ring dword 0x%llx", (unsigned long long) q->rptr);
+}
+
+static void fail_fault(SimQueue *q, uint64_t va) {
+        char at[96];
+
+        where(q, at, sizeof at);
+        log_debug("sim: compute queue %u: GPU VM fault at 0x%llx, queue stopped at %s", q->id,
+                  (unsigned long long) va, at);
+        stop_queue(q);
+        sim_events_memory_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+}
+
+/* A HW exception for the packet at the current position (header, if known). */
+static void fail_error(SimQueue *q, const char *reason, bool verbatim, const uint32_t *header) {
+        char text[SIM_EXCEPTION_TEXT], at[96];
+
+        where(q, at, sizeof at);
+        if (verbatim)
+                snprintf(text, sizeof text, "%s", reason);
+        else if (header)
+                snprintf(text, sizeof text, "%s (PM4 header 0x%08x at %s)", reason, *header, at);
+        else
+                snprintf(text, sizeof text, "%s (at %s)", reason, at);
+        log_debug("sim: compute queue %u: %s; queue stopped", q->id, text);
+        stop_queue(q);
+        sim_events_hw_exception(q->process, q->id, text);
+}
+
+static bool compare(unsigned function, uint32_t v, uint32_t ref) {
+        switch (function) {
+        case 0: return true;
+        case 1: return v < ref;
+        case 2: return v <= ref;
+        case 3: return v == ref;
+        case 4: return v != ref;
+        case 5: return v >= ref;
+        case 6: return v > ref;
+        default: return false;
+        }
+}
+
+static bool in_sh_window(uint64_t reg, uint64_t n) {
+        return reg >= SIM_SH_REG_START && reg < SIM_SH_REG_END && n <= SIM_SH_REG_END - reg;
+}
+
+static ExecResult exec_write_data(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        const typeof(pk->write_data) *w = &pk->write_data;
+        uint8_t *dst;
+
+        /* gfx_v10_0 emits ENGINE_SEL(0) on compute rings: the MEC has no PFP/CE. */
+        if (w->engine_sel != 0)
+                return failf(f, "WRITE_DATA: ENGINE_SEL %u names an engine a compute queue does not have (ME only)",
+                             w->engine_sel);
+        if (w->dst_sel == SIM_WRITE_DATA_DST_GDS)
+                return failf(f, "WRITE_DATA: DST_SEL 3 (GDS) is not modelled");
+        if (w->dst_sel == SIM_WRITE_DATA_DST_REG) {
+                uint64_t reg = w->addr & 0x3FFFF;
+                if (!in_sh_window(reg, w->one_addr ? 1 : w->n))
+                        return failf(f, "WRITE_DATA: register 0x%llx outside the SH window 0x2C00..0x2FFF is not writable "
+                                        "from this model's user queue", (unsigned long long) reg);
+                for (uint32_t i = 0; i < w->n; i++)
+                        q->cp->sh[reg - SIM_SH_REG_START + (w->one_addr ? 0 : i)] = w->data[i];
+                return EXEC_DONE;
+        }
+        if (sim_vm_access(q->process, w->addr, w->one_addr ? 4 : (uint64_t) w->n * 4, &dst, &f->fault_va) < 0)
+                return EXEC_FAULT;
+        for (uint32_t i = 0; i < w->n; i++)
+                __atomic_store_n((uint32_t *) (void *) (dst + (w->one_addr ? 0 : 4 * i)), w->data[i], __ATOMIC_RELEASE);
+        return EXEC_DONE;
+}
+
+static ExecResult exec_release_mem(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        const typeof(pk->release_mem) *m = &pk->release_mem;
+        uint8_t *dst;
+
+        /* The end-of-pipe write goes through the EOP queue the MQD describes
+         * (cp_hqd_eop_base_addr); tinygrad: "this needs an EOP buffer on the
+         * queue or it will NULL pointer". */
+        if (!q->eop_mem)
+                return failf(f, "RELEASE_MEM on a queue created without an EOP buffer");
+        if (m->dst_sel > 1)
+                return failf(f, "RELEASE_MEM: DST_SEL %u (queue write pointer) is not modelled", m->dst_sel);
+        if (m->int_sel > SIM_RELEASE_MEM_DATA_AFTER_WRITE)
+                return failf(f, "RELEASE_MEM: INT_SEL %u (context-id or conditional interrupt) is not modelled", m->int_sel);
+        if (m->data_sel > SIM_RELEASE_MEM_DATA_GPU_CLOCK)
+                return failf(f, "RELEASE_MEM: DATA_SEL %u (%s) is not modelled", m->data_sel,
+                             m->data_sel == 4 ? "CP perfcounter" : "GDS");
+
+        switch (m->data_sel) {
+        case SIM_RELEASE_MEM_DATA_32:
+                if (sim_vm_access(q->process, m->addr, 4, &dst, &f->fault_va) < 0)
+                        return EXEC_FAULT;
+                __atomic_store_n((uint32_t *) (void *) dst, (uint32_t) m->data, __ATOMIC_RELEASE);
+                break;
+        case SIM_RELEASE_MEM_DATA_64:
+        case SIM_RELEASE_MEM_DATA_GPU_CLOCK:
+                if (sim_vm_access(q->process, m->addr, 8, &dst, &f->fault_va) < 0)
+                        return EXEC_FAULT;
+                __atomic_store_n((uint64_t *) (void *) dst,
+                                 m->data_sel == SIM_RELEASE_MEM_DATA_64 ? m->data : sim_gpu_clock_counter(),
+                                 __ATOMIC_RELEASE);
+                break;
+        default:
+                break;
+        }
+        /* kfd_int_process_v10.c: CP_END_OF_PIPE -> kfd_signal_event_interrupt(pasid, context_id0, 32). */
+        if (m->int_sel == SIM_RELEASE_MEM_INT_ONLY || m->int_sel == SIM_RELEASE_MEM_INT_AFTER_WRITE)
+                sim_events_interrupt(q->process, m->int_ctxid, 32);
+        return EXEC_DONE;
+}
+
+static ExecResult exec_wait_reg_mem(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        const typeof(pk->wait_reg_mem) *w = &pk->wait_reg_mem;
+        uint8_t *src;
+        uint32_t v;
+
+        if (w->engine != 0)
+                return failf(f, "WAIT_REG_MEM: ENGINE 1 (PFP) does not exist on a compute queue");
+        if (w->mem_space == 0)
+                return EXEC_DONE; /* no registers to wait for (see the file comment) */
+        if (sim_vm_access(q->process, w->addr, 4, &src, &f->fault_va) < 0)
+                return EXEC_FAULT;
+        v = __atomic_load_n((uint32_t *) (void *) src, __ATOMIC_ACQUIRE);
+        return compare(w->function, v & w->mask, w->ref) ? EXEC_DONE : EXEC_RETRY;
+}
+
+static ExecResult exec_copy_data(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        const typeof(pk->copy_data) *c = &pk->copy_data;
+        unsigned bytes = c->count_64 ? 8 : 4;
+        uint64_t value;
+        uint8_t *host;
+
+        switch (c->src_sel) {
+        case 0: /* register */
+                if (!in_sh_window(c->src & 0x3FFFF, c->count_64 ? 2 : 1))
+                        return failf(f, "COPY_DATA: source register outside the SH window is not modelled");
+                value = SH(q->cp, c->src & 0x3FFFF);
+                if (c->count_64)
+                        value |= (uint64_t) SH(q->cp, (c->src & 0x3FFFF) + 1) << 32;
+                break;
+        case 1:
+        case SIM_COPY_DATA_SRC_MEM:
+                if (sim_vm_access(q->process, c->src, bytes, &host, &f->fault_va) < 0)
+                        return EXEC_FAULT;
+                value = c->count_64 ? __atomic_load_n((uint64_t *) (void *) host, __ATOMIC_ACQUIRE)
+                                    : __atomic_load_n((uint32_t *) (void *) host, __ATOMIC_ACQUIRE);
+                break;
+        case SIM_COPY_DATA_SRC_IMM:
+                value = c->src;
+                break;
+        case SIM_COPY_DATA_SRC_GPU_CLOCK:
+                value = sim_gpu_clock_counter();
+                break;
+        default:
+                return failf(f, "COPY_DATA: SRC_SEL %u (GDS, perfcounters, atomic return data, system clock) is not modelled",
+                             c->src_sel);
+        }
+        if (!c->count_64)
+                value &= 0xFFFFFFFFu;
+
+        switch (c->dst_sel) {
+        case 0:
+                if (!in_sh_window(c->dst & 0x3FFFF, c->count_64 ? 2 : 1))
+                        return failf(f, "COPY_DATA: destination register outside the SH window is not modelled");
+                SH(q->cp, c->dst & 0x3FFFF) = (uint32_t) value;
+                if (c->count_64)
+                        SH(q->cp, (c->dst & 0x3FFFF) + 1) = (uint32_t) (value >> 32);
+                return EXEC_DONE;
+        case 1:
+        case SIM_COPY_DATA_DST_TC_L2:
+        case SIM_COPY_DATA_DST_MEM:
+                if (sim_vm_access(q->process, c->dst, bytes, &host, &f->fault_va) < 0)
+                        return EXEC_FAULT;
+                if (c->count_64)
+                        __atomic_store_n((uint64_t *) (void *) host, value, __ATOMIC_RELEASE);
+                else
+                        __atomic_store_n((uint32_t *) (void *) host, (uint32_t) value, __ATOMIC_RELEASE);
+                return EXEC_DONE;
+        default:
+                return failf(f, "COPY_DATA: DST_SEL %u (GDS, perfcounters) is not modelled", c->dst_sel);
+        }
+}
+
+static ExecResult exec_dma_data(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        const typeof(pk->dma_data) *m = &pk->dma_data;
+        uint8_t *src, *dst;
+
+        if (m->src_sel == 1 || m->dst_sel == 1)
+                return failf(f, "DMA_DATA: GDS is not modelled");
+        if (sim_vm_access(q->process, m->dst, m->byte_count, &dst, &f->fault_va) < 0)
+                return EXEC_FAULT;
+        if (m->src_sel == 2) {
+                uint32_t v = (uint32_t) m->src;
+                for (uint32_t i = 0; i < m->byte_count; i += 4)
+                        memcpy(dst + i, &v, 4);
+                return EXEC_DONE;
+        }
+        if (sim_vm_access(q->process, m->src, m->byte_count, &src, &f->fault_va) < 0)
+                return EXEC_FAULT;
+        memmove(dst, src, m->byte_count);
+        return EXEC_DONE;
+}
+
+static ExecResult exec_indirect_buffer(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        SimCpState *cp = q->cp;
+        uint8_t *host;
+
+        if (pk->ib.priv)
+                return failf(f, "INDIRECT_BUFFER: PRIV set on a user queue");
+        /* KFD user queues leave VMID 0: the queue's own VMID applies (kfd-facts §2.2). */
+        if (pk->ib.vmid != 0)
+                return failf(f, "INDIRECT_BUFFER: VMID %u on a user queue (must be 0)", pk->ib.vmid);
+        if (!cp->in_ib && pk->ib.chain)
+                return failf(f, "INDIRECT_BUFFER: CHAIN in the ring (chaining replaces the rest of the current IB; "
+                                "the ring is not one)");
+        if (cp->in_ib && !pk->ib.chain)
+                return failf(f, "INDIRECT_BUFFER inside an indirect buffer: one level of IB is modelled (CHAIN is)");
+        if (sim_vm_access(q->process, pk->ib.addr, (uint64_t) pk->ib.size_dw * 4, &host, &f->fault_va) < 0)
+                return EXEC_FAULT;
+        if (!cp->in_ib)
+                cp->ib_packet_dw = (uint32_t) pk->n_dwords;
+        cp->in_ib = true;
+        cp->ib_va = pk->ib.addr;
+        cp->ib_size_dw = pk->ib.size_dw;
+        cp->ib_pos = 0;
+        return EXEC_IB;
+}
+
+static int snapshot_translate(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
+        uint64_t fault_va;
+        uint8_t *host;
+        int r;
+
+        r = sim_vm_snapshot_access(userdata, va, len, &host, &fault_va);
+        if (r < 0)
+                return r;
+        *ret_host = host;
+        return 0;
+}
+
+/* The SimIsaDispatch the registers describe (see the file comment). */
+static ExecResult build_dispatch(SimCpState *cp, const SimPm4Packet *pk, SimIsaDispatch *d, Failure *f) {
+        uint32_t init = pk->dispatch.initiator, pgm_hi = SH(cp, COMPUTE_PGM_HI), rsrc2, user;
+        uint64_t wg_threads = 1;
+        static const char dim_name[3] = { 'X', 'Y', 'Z' };
+
+        SH(cp, COMPUTE_DISPATCH_INITIATOR) = init;
+        for (unsigned i = 0; i < 3; i++)
+                SH(cp, COMPUTE_DIM_X + i) = pk->dispatch.dim[i];
+
+        if (!(init & CSI_COMPUTE_SHADER_EN))
+                return failf(f, "DISPATCH_DIRECT: COMPUTE_DISPATCH_INITIATOR.COMPUTE_SHADER_EN (bit 0) is clear");
+        if (init & CSI_USE_THREAD_DIMENSIONS)
+                return failf(f, "DISPATCH_DIRECT: USE_THREAD_DIMENSIONS (DIM in threads) is not modelled");
+        if (init & (CSI_ORDERED_APPEND_ENBL | CSI_ORDERED_APPEND_MODE))
+                return failf(f, "DISPATCH_DIRECT: ordered append (GDS) is not modelled");
+        if (init & CSI_RESTORE)
+                return failf(f, "DISPATCH_DIRECT: RESTORE (context restore) is not modelled");
+        if (init & ~CSI_MODELLED)
+                return failf(f, "DISPATCH_DIRECT: reserved COMPUTE_DISPATCH_INITIATOR bits 0x%x set", init & ~CSI_MODELLED);
+        if (pgm_hi & ~0xFFu)
+                return failf(f, "DISPATCH_DIRECT: COMPUTE_PGM_HI 0x%x has bits above DATA [7:0] (PGM_LO/HI hold "
+                                "the code address >> 8)", pgm_hi);
+
+        *d = (SimIsaDispatch) {
+                .entry_va = (((uint64_t) pgm_hi << 32) | SH(cp, COMPUTE_PGM_LO)) << 8,
+                .rsrc1 = SH(cp, COMPUTE_PGM_RSRC1),
+                .rsrc2 = SH(cp, COMPUTE_PGM_RSRC2),
+                .rsrc3 = SH(cp, COMPUTE_PGM_RSRC3),
+                .wave32 = (init & CSI_CS_W32_EN) != 0,
+                .cancel = &cp->cancel,
+        };
+        rsrc2 = d->rsrc2;
+        user = (rsrc2 >> 1) & 31;
+        if (user > COMPUTE_USER_DATA_COUNT)
+                return failf(f, "DISPATCH_DIRECT: RSRC2.USER_SGPR_COUNT %u exceeds the 16 COMPUTE_USER_DATA registers", user);
+        memcpy(d->user_sgpr, &SH(cp, COMPUTE_USER_DATA_0), sizeof d->user_sgpr);
+
+        for (unsigned i = 0; i < 3; i++) {
+                uint32_t nt = SH(cp, COMPUTE_NUM_THREAD_X + i), full = nt & 0xFFFF, partial = nt >> 16;
+                uint32_t start = (init & CSI_FORCE_START_AT_000) ? 0 : SH(cp, COMPUTE_START_X + i);
+
+                d->wg_size[i] = full;
+                wg_threads *= full;
+                if (init & CSI_PARTIAL_TG_EN) {
+                        /* Mesa si_compute.c: "If no partial_block, these should be an
+                         * entire block size, not 0." */
+                        if (partial == 0)
+                                return failf(f, "DISPATCH_DIRECT: PARTIAL_TG_EN with COMPUTE_NUM_THREAD_%c.NUM_THREAD_PARTIAL 0 "
+                                                "(a dimension without a partial workgroup carries the full size)", dim_name[i]);
+                        if (partial > full)
+                                return failf(f, "DISPATCH_DIRECT: COMPUTE_NUM_THREAD_%c.NUM_THREAD_PARTIAL %u exceeds "
+                                                "NUM_THREAD_FULL %u", dim_name[i], partial, full);
+                        d->partial[i] = partial;
+                }
+                d->wg_id_base[i] = start;
+                d->grid[i] = pk->dispatch.dim[i] > start ? pk->dispatch.dim[i] - start : 0;
+        }
+
+        d->lds_bytes = ((rsrc2 >> 15) & 0x1FF) * 512;
+        if (rsrc2 & 1) {
+                uint32_t tmpring = SH(cp, COMPUTE_TMPRING_SIZE), waves = tmpring & 0xFFF, wavesize = (tmpring >> 12) & 0x1FFF;
+                uint64_t wg_waves = (wg_threads + 31) / 32;
+
+                if (tmpring >> 25)
+                        return failf(f, "DISPATCH_DIRECT: COMPUTE_TMPRING_SIZE 0x%x has bits above WAVESIZE [24:12] "
+                                        "(gfx10 layout)", tmpring);
+                if (wavesize == 0)
+                        return failf(f, "DISPATCH_DIRECT: RSRC2.SCRATCH_EN with COMPUTE_TMPRING_SIZE.WAVESIZE 0 "
+                                        "(the waves would get no private memory)");
+                if (waves < wg_waves)
+                        return failf(f, "DISPATCH_DIRECT: COMPUTE_TMPRING_SIZE.WAVES %u is fewer than the %llu waves of "
+                                        "one workgroup", waves, (unsigned long long) wg_waves);
+                /* WAVESIZE is in 1 KiB units per wave on gfx10; the interpreter
+                 * gives wave w the offset w * 32 * scratch_per_lane. */
+                d->scratch_per_lane = wavesize * 1024 / 32;
+        }
+        return EXEC_DONE;
+}
+
+static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        SimCpState *cp = q->cp;
+        SimDevice *dev = q->process->device;
+        SimVmSnapshot snap;
+        SimIsaDispatch d;
+        SimIsaResult res;
+        SimIsaMemory mem;
+        uint64_t budget = dev->dispatch_budget, t0, t1;
+        ExecResult x;
+
+        x = build_dispatch(cp, pk, &d, f);
+        if (x != EXEC_DONE)
+                return x;
+        if (sim_vm_snapshot_new(q->process, &snap) < 0)
+                return EXEC_RETRY; /* out of memory: try again on the next pass */
+        mem = (SimIsaMemory) { .userdata = &snap, .translate = snapshot_translate };
+
+        cp->busy = true;
+        pthread_mutex_unlock(&dev->lock);
+        t0 = sim_gpu_clock_counter();
+        (void) sim_isa_dispatch(&d, &mem, budget, &res);
+        t1 = sim_gpu_clock_counter();
+        pthread_mutex_lock(&dev->lock);
+        sim_vm_snapshot_release(&snap);
+        cp->busy = false;
+        pthread_cond_broadcast(&dev->cp_cond);
+
+        log_debug("sim: compute queue %u: dispatch %ux%ux%u ended (%d) after %llu wave / %llu lane instructions in %llu us",
+                  q->id, d.grid[0], d.grid[1], d.grid[2], res.error, (unsigned long long) res.wave_instructions,
+                  (unsigned long long) res.lane_instructions, (unsigned long long) (t1 - t0) / 100);
+        if (__atomic_load_n(&cp->cancel, __ATOMIC_ACQUIRE))
+                return EXEC_CANCELLED;
+        switch (res.error) {
+        case 0:
+                return EXEC_DONE;
+        case -EFAULT:
+                return fault(f, res.fault_va);
+        default:
+                f->verbatim = true;
+                snprintf(f->text, sizeof f->text, "%s", res.message[0] ? res.message : "dispatch failed");
+                return EXEC_ERROR;
+        }
+}
+
+static ExecResult execute(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        SimCpState *cp = q->cp;
+
+        if (pk->predicate)
+                return failf(f, "%s: predicated packets (header PREDICATE bit) are not modelled",
+                             sim_pm4_opcode_name(pk->opcode));
+
+        switch (pk->opcode) {
+        case SIM_PKT3_NOP:
+        case SIM_PKT3_ACQUIRE_MEM:
+                /* No caches are modelled: the fields were checked by the decoder. */
+                return EXEC_DONE;
+        case SIM_PKT3_SET_SH_REG:
+                memcpy(&SH(cp, pk->set_reg.reg), pk->set_reg.values, (size_t) pk->set_reg.n * 4);
+                return EXEC_DONE;
+        case SIM_PKT3_SET_UCONFIG_REG:
+                memcpy(&cp->uconfig[pk->set_reg.reg - SIM_UCONFIG_REG_START], pk->set_reg.values,
+                       (size_t) pk->set_reg.n * 4);
+                return EXEC_DONE;
+        case SIM_PKT3_WRITE_DATA:
+                return exec_write_data(q, pk, f);
+        case SIM_PKT3_RELEASE_MEM:
+                return exec_release_mem(q, pk, f);
+        case SIM_PKT3_WAIT_REG_MEM:
+                return exec_wait_reg_mem(q, pk, f);
+        case SIM_PKT3_EVENT_WRITE:
+                /* In order, so CS_PARTIAL_FLUSH has nothing to wait for. */
+                if (pk->event_write.event_index >= EVENT_INDEX_SAMPLE_FIRST &&
+                    pk->event_write.event_index <= EVENT_INDEX_SAMPLE_LAST)
+                        return failf(f, "EVENT_WRITE: sample events (EVENT_INDEX %u) are not modelled",
+                                     pk->event_write.event_index);
+                return EXEC_DONE;
+        case SIM_PKT3_DISPATCH_DIRECT:
+                return exec_dispatch(q, pk, f);
+        case SIM_PKT3_INDIRECT_BUFFER:
+                return exec_indirect_buffer(q, pk, f);
+        case SIM_PKT3_COPY_DATA:
+                return exec_copy_data(q, pk, f);
+        case SIM_PKT3_DMA_DATA:
+                return exec_dma_data(q, pk, f);
+        default:
+                return failf(f, "PM4 opcode 0x%02x decoded but not executable", pk->opcode);
+        }
+}
+
+/* The packet at rptr, unwrapped if it straddles the end of the ring. Returns
+ * 0, -EAGAIN (not all published yet), -EBADMSG with a reason, -ENOMEM. */
+static int fetch_ring(SimQueue *q, SimPm4Packet *pk, uint32_t **ret_copy, uint32_t *ret_header, const char **reason) {
+        const uint32_t *ring = (const uint32_t *) (const void *) sim_queue_ring(q);
+        uint64_t ring_dw = q->ring_size / 4, idx = q->rptr & (ring_dw - 1), avail = q->wptr - q->rptr;
+        size_t contig = (size_t) MIN(avail, ring_dw - idx);
+        uint32_t *copy;
+        int r;
+
+        *ret_header = ring[idx];
+        r = sim_pm4_decode(ring + idx, contig, pk, reason);
+        if (r != -EAGAIN)
+                return r;
+        if (pk->n_dwords > ring_dw) {
+                *reason = "packet longer than the ring";
+                return -EBADMSG;
+        }
+        if (pk->n_dwords > avail)
+                return -EAGAIN;
+        copy = malloc(pk->n_dwords * sizeof *copy);
+        if (!copy)
+                return -ENOMEM;
+        for (size_t i = 0; i < pk->n_dwords; i++)
+                copy[i] = ring[(idx + i) & (ring_dw - 1)];
+        *ret_copy = copy;
+        return sim_pm4_decode(copy, pk->n_dwords, pk, reason);
+}
+
+/* The next packet of the running indirect buffer. Returns 0, -EFAULT (IB memory
+ * not mapped, *ret_fault_va), -EBADMSG with a reason. */
+static int fetch_ib(SimQueue *q, SimPm4Packet *pk, uint32_t *ret_header, const char **reason, uint64_t *ret_fault_va) {
+        SimCpState *cp = q->cp;
+        uint32_t left = cp->ib_size_dw - cp->ib_pos;
+        const uint32_t *dw;
+        uint8_t *host;
+        int r;
+
+        if (sim_vm_access(q->process, cp->ib_va + (uint64_t) cp->ib_pos * 4, (uint64_t) left * 4, &host, ret_fault_va) < 0)
+                return -EFAULT;
+        dw = (const uint32_t *) (const void *) host;
+        *ret_header = dw[0];
+        r = sim_pm4_decode(dw, left, pk, reason);
+        if (r == -EAGAIN) {
+                *reason = "packet runs past the end of the indirect buffer";
+                return -EBADMSG;
+        }
+        return r;
+}
+
+int sim_cp_queue_step(SimQueue *q) {
+        SimCpState *cp = q->cp;
+        uint64_t ring_dw = q->ring_size / 4, db;
+        int progress = 0;
+
+        if (q->stopped || !cp)
+                return 0;
+        db = sim_queue_load_doorbell(q);
+        if (db != q->doorbell_seen) {
+                q->doorbell_seen = db;
+                q->wptr = db;
+        }
+
+        for (unsigned n = 0; n < MAX_PACKETS_PER_STEP; n++) {
+                _cleanup_free_ uint32_t *copy = NULL;
+                const char *reason = NULL;
+                uint32_t header = 0;
+                SimPm4Packet pk = {};
+                Failure f = {};
+                ExecResult x;
+                int r;
+
+                if (cp->in_ib)
+                        r = fetch_ib(q, &pk, &header, &reason, &f.fault_va);
+                else {
+                        if (q->rptr == q->wptr)
+                                break;
+                        if (q->wptr - q->rptr > ring_dw) {
+                                fail_error(q, "doorbell wptr more than a ring ahead of rptr (or behind it)", false, NULL);
+                                return 1;
+                        }
+                        r = fetch_ring(q, &pk, &copy, &header, &reason);
+                }
+                if (r == -EAGAIN || r == -ENOMEM)
+                        break; /* not all published yet, or retry on the next pass */
+                if (r == -EFAULT) {
+                        fail_fault(q, f.fault_va);
+                        return 1;
+                }
+                if (r < 0) {
+                        fail_error(q, reason ? reason : "malformed PM4 packet", false, &header);
+                        return 1;
+                }
+
+                x = execute(q, &pk, &f);
+                switch (x) {
+                case EXEC_DONE:
+                        progress = 1;
+                        if (cp->in_ib) {
+                                cp->ib_pos += (uint32_t) pk.n_dwords;
+                                if (cp->ib_pos < cp->ib_size_dw)
+                                        break;
+                                cp->in_ib = false;
+                                q->rptr += cp->ib_packet_dw;
+                        } else
+                                q->rptr += pk.n_dwords;
+                        sim_queue_store_rptr(q, q->rptr);
+                        break;
+                case EXEC_IB:
+                        progress = 1;
+                        break;
+                case EXEC_RETRY:
+                        return progress;
+                case EXEC_FAULT:
+                        fail_fault(q, f.fault_va);
+                        return 1;
+                case EXEC_ERROR:
+                        fail_error(q, f.text, f.verbatim, &header);
+                        return 1;
+                case EXEC_CANCELLED:
+                        return 1;
+                }
+                if (pk.opcode == SIM_PKT3_DISPATCH_DIRECT)
+                        break; /* let the other queues of this pipe have the engine */
+        }
+        return progress;
+}
