@@ -107,6 +107,15 @@ GpuContext *gpu_context_free(GpuContext *c) {
         destroy_event(c, &c->hw_exception_event);
         c->event_page = gpu_buffer_unref(c->event_page);
 
+        /* Code objects still referenced elsewhere keep their struct and
+         * kernels; their buffer is detached below like any other. */
+        while (c->code_objects) {
+                GpuCodeObject *co = c->code_objects;
+                c->code_objects = co->next;
+                co->prev = co->next = NULL;
+                co->ctx = NULL;
+        }
+
         /* Buffers still referenced elsewhere (a caller bug, or a core that
          * frees the context first at exit): release their kernel objects and
          * mappings now and detach them; their last unref frees the struct. */

@@ -2,8 +2,8 @@
 /*
  * Private structures of the GPU layer, shared by gpu-context.c (bring-up,
  * teardown, completion processing), gpu-buffer.c (BOs), gpu-queue.c (SDMA
- * queues, ring writing, fault recovery) and gpu-waiter.c (the WAIT_EVENTS
- * thread). Nothing outside daemon/gpu/ includes this; the public face is
+ * queues, ring writing, fault recovery), gpu-waiter.c (the WAIT_EVENTS
+ * thread) and gpu-code-object.c (code objects). Nothing outside daemon/gpu/ includes this; the public face is
  * gpu.h.
  *
  * Threads: everything runs on the caller's (event loop) thread except the
@@ -118,7 +118,8 @@ typedef struct GpuKernelCode {
 
 struct GpuCodeObject {
         unsigned n_ref;
-        GpuContext *ctx;
+        GpuContext *ctx;            /* NULL once the context is gone */
+        GpuCodeObject *prev, *next; /* ctx->code_objects */
         GpuBuffer *code;            /* executable buffer holding the loaded PT_LOAD segments at
                                      * code->va + p_vaddr (relocations applied) */
         unsigned n_kernels;
@@ -149,6 +150,7 @@ struct GpuContext {
         uint32_t gpu_id;
 
         GpuBuffer *buffers;  /* every live buffer of this context */
+        GpuCodeObject *code_objects; /* every live code object (detached at free) */
         unsigned n_user_buffers;
         uint64_t user_buffer_bytes;
         GpuContextStats stats;

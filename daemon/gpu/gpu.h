@@ -160,11 +160,16 @@ typedef struct GpuKernel {
  * segments into an executable buffer of the context. Errors: -ENOEXEC (not an
  * AMDHSA ELF: truncated, wrong class/machine/OS ABI, no descriptor), -EINVAL
  * (a size, offset or descriptor field out of range), -EXDEV (built for
- * another gfx target), -E2BIG (over GPU_CODE_OBJECT_MAX_SIZE); err names the
- * problem ("section .text extends past the end of the file", "built for
- * gfx1100, this device is gfx1030", ...).
+ * another gfx target), -E2BIG (over GPU_CODE_OBJECT_MAX_SIZE, or more than
+ * GPU_CODE_OBJECT_MAX_KERNELS kernels or GPU_KERNEL_MAX_ARGS arguments in a
+ * kernel); err names the problem ("section .text extends past the end of the
+ * file", "built for gfx1100, this device is gfx1030", ...). Errors of the
+ * buffer allocation (-ENOMEM, ...) are passed on. The rules are listed at the
+ * top of gpu-code-object.c. The code buffer counts in the context's buffer
+ * stats like any other buffer.
  */
 #define GPU_CODE_OBJECT_MAX_SIZE (64u << 20)
+#define GPU_CODE_OBJECT_MAX_KERNELS 1024u
 int gpu_code_object_load(GpuContext *c, const void *elf, size_t size, GpuCodeObject **ret,
                          char *err, size_t errlen);
 GpuCodeObject *gpu_code_object_ref(GpuCodeObject *co);
@@ -173,6 +178,9 @@ unsigned gpu_code_object_n_kernels(const GpuCodeObject *co);
 const GpuKernel *gpu_code_object_kernel(const GpuCodeObject *co, unsigned index);
 /* Index of the kernel called name, or -ENOENT. */
 int gpu_code_object_find(const GpuCodeObject *co, const char *name);
+/* Bytes of GPU memory the loaded code occupies (its buffer's size), to
+ * charge to whoever loaded it. */
+uint64_t gpu_code_object_get_size(const GpuCodeObject *co);
 
 /* Wait on the GPU until queue's completed sequence number >= seq. */
 typedef struct GpuWait {
