@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,38 +212,41 @@ static const char *kind_wants(kfdb_kernel_arg_kind k) {
 /* Checks one explicit argument against the kernel's metadata. */
 static int check_arg(kfdb_batch *b, const kfdb_kernel *k, size_t i, const kfdb_kernel_arg *ka,
                      const kfdb_arg *a) {
+        char name[160];
         bool ok = (ka->kind == KFDB_KERNEL_ARG_BY_VALUE && a->type == KFDB_ARG_VALUE) ||
                   (ka->kind == KFDB_KERNEL_ARG_GLOBAL_BUFFER && a->type == KFDB_ARG_BUFFER) ||
                   (ka->kind == KFDB_KERNEL_ARG_DYNAMIC_LDS && a->type == KFDB_ARG_LOCAL);
 
+        if (ka->name[0])
+                snprintf(name, sizeof(name), "argument %zu (\"%s\")", i, ka->name);
+        else
+                snprintf(name, sizeof(name), "argument %zu", i);
         if (!ok)
                 return session_error(b->session, -EINVAL,
-                                     "dispatch: argument %zu (\"%s\") of kernel \"%s\" takes %s, got %s", i,
-                                     ka->name, k->name, kind_wants(ka->kind), arg_type_name(a->type));
+                                     "dispatch: %s of kernel \"%s\" takes %s, got %s", name, k->name,
+                                     kind_wants(ka->kind), arg_type_name(a->type));
         switch (a->type) {
         case KFDB_ARG_VALUE:
                 if (!a->value || a->size != ka->size)
                         return session_error(b->session, -EINVAL,
-                                             "dispatch: argument %zu (\"%s\") of kernel \"%s\" takes %" PRIu32
+                                             "dispatch: %s of kernel \"%s\" takes %" PRIu32
                                              " bytes, got %zu",
-                                             i, ka->name, k->name, ka->size, a->value ? a->size : 0);
+                                             name, k->name, ka->size, a->value ? a->size : 0);
                 return 0;
         case KFDB_ARG_BUFFER:
                 if (!a->buffer || a->buffer->session != b->session)
                         return session_error(b->session, -EINVAL,
-                                             "dispatch: argument %zu (\"%s\"): not a buffer of this session", i,
-                                             ka->name);
+                                             "dispatch: %s: not a buffer of this session", name);
                 if (a->offset >= a->buffer->size)
                         return session_error(b->session, -EINVAL,
-                                             "dispatch: argument %zu (\"%s\"): offset %" PRIu64
+                                             "dispatch: %s: offset %" PRIu64
                                              " is outside the %" PRIu64 "-byte buffer",
-                                             i, ka->name, a->offset, a->buffer->size);
+                                             name, a->offset, a->buffer->size);
                 return 0;
         case KFDB_ARG_LOCAL:
                 if (a->local_size == 0)
                         return session_error(b->session, -EINVAL,
-                                             "dispatch: argument %zu (\"%s\"): the local size must be > 0", i,
-                                             ka->name);
+                                             "dispatch: %s: the local size must be > 0", name);
                 return 0;
         }
         return -EINVAL;

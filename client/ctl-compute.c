@@ -196,12 +196,13 @@ static void print_kernel_text(const kfdb_kernel *k) {
                " bytes per work-item; kernarg segment %" PRIu32 " bytes\n",
                kfdb_kernel_get_max_workgroup_size(k), kfdb_kernel_get_group_segment_size(k),
                kfdb_kernel_get_private_segment_size(k), kfdb_kernel_get_kernarg_size(k));
-        for (size_t i = 0; i < kfdb_kernel_get_n_args(k); i++) {
+        for (size_t i = 0, e = 0; i < kfdb_kernel_get_n_args(k); i++) {
                 (void) kfdb_kernel_get_arg(k, i, &a);
                 if (a.kind == KFDB_KERNEL_ARG_HIDDEN)
                         continue;
-                printf("  arg %-16s %-14s offset %4" PRIu32 "  size %3" PRIu32 "\n", a.name[0] ? a.name : "(unnamed)",
-                       kind_name(a.kind), a.offset, a.size);
+                /* Names are in the metadata only with clang -cl-kernel-arg-info. */
+                printf("  arg %zu: %-14s offset %4" PRIu32 "  size %3" PRIu32 "%s%s\n", e++, kind_name(a.kind),
+                       a.offset, a.size, a.name[0] ? "  " : "", a.name);
         }
         if (hidden > 0)
                 printf("  (and %zu hidden argument%s the daemon fills)\n", hidden, hidden == 1 ? "" : "s");

@@ -6,9 +6,9 @@
  * GpuJob the GPU layer runs. Like every handler, it looks handles up only in
  * the calling session and replies with an error naming the bad field.
  *
- * A code object is charged to the session like a buffer: its size counts in
- * the buffer memory (max_buffer_bytes) and the object itself counts against
- * max_buffers. A dispatch job holds references to its code object and to
+ * A code object is charged to the session like a buffer: the GPU memory its
+ * code occupies counts in the buffer memory (max_buffer_bytes) and the object
+ * itself counts against max_buffers. A dispatch job holds references to its code object and to
  * every buffer its arguments name until it retires, so FreeCodeObject and
  * FreeBuffer never pull memory from under a running kernel.
  */
@@ -199,10 +199,10 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
         size = check_code_object_fd(s, req->id, fd);
         if (size < 0)
                 return;
-        /* What the session pays: the code object's bytes, in whole pages. The
-         * loaded image (its PT_LOAD segments) is never larger than the file. */
-        charge = align_up_u64((uint64_t) size, PAGE_SIZE_4K);
-        if (!session_check_object_count(s, req->id) || !session_check_memory_quota(s, req->id, charge))
+        /* Refuse early what cannot fit: the loaded image is at least as large
+         * as the file's code, in whole pages. */
+        if (!session_check_object_count(s, req->id) ||
+            !session_check_memory_quota(s, req->id, align_up_u64((uint64_t) size, PAGE_SIZE_4K)))
                 return;
 
         map = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -218,6 +218,13 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
         code_object_unmap(map, (size_t) size);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "load_code_object: %s", err[0] ? err : strerror(-r));
+                return;
+        }
+        /* What the session pays: the GPU memory the loaded code occupies (its
+         * image can be larger than the file: zero-filled segments). */
+        charge = gpu_code_object_get_size(co);
+        if (!session_check_memory_quota(s, req->id, charge)) {
+                gpu_code_object_unref(co);
                 return;
         }
 
@@ -319,15 +326,21 @@ static void put_le(uint8_t *dst, uint32_t size, uint64_t v) {
  */
 static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKernel *k,
                    const GpuKernelArg *ka, const WireKernelArg *wa, Job *j, uint64_t *lds) {
-        char field[96], name[sizeof(ka->name) * 4 + 1];
+        char field[96], esc[sizeof(ka->name) * 4 + 1], name[sizeof(esc) + 64];
 
         snprintf(field, sizeof(field), "submit.jobs[%zu].dispatch.args[%zu]", idx, a);
-        /* Argument names come from the client's ELF: escaped in messages (they get logged). */
-        log_escape(ka->name, sizeof(ka->name), name, sizeof(name));
+        /* "argument 1 ("x")", or "argument 1" when the metadata has no names
+         * (clang without -cl-kernel-arg-info). Names come from the client's
+         * ELF: escaped, since messages get logged. */
+        log_escape(ka->name, sizeof(ka->name), esc, sizeof(esc));
+        if (esc[0])
+                snprintf(name, sizeof(name), "argument %zu (\"%s\")", a, esc);
+        else
+                snprintf(name, sizeof(name), "argument %zu", a);
         if ((ka->kind == GPU_ARG_BY_VALUE && wa->type != WIRE_ARG_BYTES) ||
             (ka->kind == GPU_ARG_GLOBAL_BUFFER && wa->type != WIRE_ARG_BUFFER) ||
             (ka->kind == GPU_ARG_DYNAMIC_LDS && wa->type != WIRE_ARG_LOCAL_SIZE))
-                return fail(s, id, EINVAL, "%s: argument \"%s\" of kernel \"%s\" is %s, got %s",
+                return fail(s, id, EINVAL, "%s: %s of kernel \"%s\" is %s, got %s",
                             field, name, k->name, arg_kind_description(ka->kind),
                             wire_arg_name(wa->type));
 
@@ -335,7 +348,7 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
         case GPU_ARG_BY_VALUE:
                 if (wa->n_bytes != ka->size)
                         return fail(s, id, EINVAL,
-                                    "%s.bytes: argument \"%s\" of kernel \"%s\" takes %" PRIu32 " bytes, got %" PRIu32,
+                                    "%s.bytes: %s of kernel \"%s\" takes %" PRIu32 " bytes, got %" PRIu32,
                                     field, name, k->name, ka->size, wa->n_bytes);
                 memcpy(j->args + ka->offset, wa->bytes, wa->n_bytes);
                 return 0;
@@ -345,7 +358,7 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
 
                 if (ka->size != 8)
                         return fail(s, id, EINVAL,
-                                    "%s: argument \"%s\" of kernel \"%s\" is a %" PRIu32 "-byte pointer; only 64-bit pointers are supported",
+                                    "%s: %s of kernel \"%s\" is a %" PRIu32 "-byte pointer; only 64-bit pointers are supported",
                                     field, name, k->name, ka->size);
                 snprintf(hfield, sizeof(hfield), "%s.buffer.handle", field);
                 b = session_lookup_buffer(s, id, hfield, wa->handle);
@@ -366,12 +379,12 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
 
                 if (ka->size < 4)
                         return fail(s, id, EINVAL,
-                                    "%s: argument \"%s\" of kernel \"%s\" is a %" PRIu32 "-byte local pointer, too small to hold an LDS address",
+                                    "%s: %s of kernel \"%s\" is a %" PRIu32 "-byte local pointer, too small to hold an LDS address",
                                     field, name, k->name, ka->size);
                 *lds = align_up_u64(*lds, 16) + wa->local_size;
                 if (*lds > max)
                         return fail(s, id, EINVAL,
-                                    "%s.local_size: %" PRIu32 " bytes for argument \"%s\" bring kernel \"%s\" to %" PRIu64 " bytes of LDS (%" PRIu32 " static + local regions, 16-byte aligned), the device has %" PRIu32,
+                                    "%s.local_size: %" PRIu32 " bytes for %s bring kernel \"%s\" to %" PRIu64 " bytes of LDS (%" PRIu32 " static + local regions, 16-byte aligned), the device has %" PRIu32,
                                     field, wa->local_size, name, k->name, *lds,
                                     k->group_segment_size, max);
                 /* The GPU layer replaces the size with the region's LDS address. */

@@ -19,7 +19,7 @@
 
 /* Skips the test when the kernels could not be built (no clang-15). */
 static inline void compute_require_kernels(void) {
-#ifndef COMPUTE_CORPUS_DIR
+#ifndef COMPUTE_KERNEL_DIR
         cr_skip_test("the test kernels were not built: clang-15 with the AMDGPU device libraries is missing");
 #endif
 }
@@ -30,11 +30,8 @@ static inline const char *kernel_path(const char *name) {
         static unsigned next;
         char *p = path[next++ % 4];
 
-#if defined(COMPUTE_CORPUS_DIR) && defined(COMPUTE_EXTRA_DIR)
-        snprintf(p, sizeof(path[0]), "%s/%s.hsaco", COMPUTE_EXTRA_DIR, name);
-        if (access(p, R_OK) == 0)
-                return p;
-        snprintf(p, sizeof(path[0]), "%s/%s.hsaco", COMPUTE_CORPUS_DIR, name);
+#ifdef COMPUTE_KERNEL_DIR
+        snprintf(p, sizeof(path[0]), "%s/%s.hsaco", COMPUTE_KERNEL_DIR, name);
 #else
         snprintf(p, sizeof(path[0]), "(not built)/%s.hsaco", name);
 #endif

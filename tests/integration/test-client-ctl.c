@@ -126,7 +126,7 @@ Test(ctl, demo_checks_every_byte_of_64_mib) {
         cr_assert(strstr(out, "allocated 2 buffers of 64.0 MiB in GTT"), "%s", out);
         cr_assert(strstr(out, "checked all 67108864 bytes of both buffers"), "%s", out);
         cr_assert(strstr(out, " GB/s\n"), "%s", out);
-#ifdef COMPUTE_CORPUS_DIR
+#ifdef COMPUTE_KERNEL_DIR
         cr_assert(strstr(out, "saxpy on the GPU: y = 2.5 * x + y over 16777216 floats in "), "%s", out);
         cr_assert(strstr(out, " M elements/s\n"), "%s", out);
         cr_assert(strstr(out, "checked all 16777216 elements of y through its dma-buf mapping against the CPU: correct\n"),
@@ -141,7 +141,7 @@ Test(ctl, demo_checks_every_byte_of_64_mib) {
 
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
         cr_assert(strstr(out, "{\"passed\":true,\"size\":1048576,\"backend\":\"sim\""), "%s", out);
-#ifdef COMPUTE_CORPUS_DIR
+#ifdef COMPUTE_KERNEL_DIR
         cr_assert(strstr(out, "\"wrong_bytes\":0,\"saxpy\":{\"elements\":4096,\"ms\":"), "%s", out);
         cr_assert(strstr(out, ",\"wrong_elements\":0},\"daemon_jobs_completed\":36,"), "%s", out);
 #endif
@@ -149,10 +149,10 @@ Test(ctl, demo_checks_every_byte_of_64_mib) {
         free(err);
 }
 
-#ifdef COMPUTE_CORPUS_DIR
+#ifdef COMPUTE_KERNEL_DIR
 Test(ctl, kernels_lists_what_the_daemon_loaded) {
-        const char *text[] = { "--socket", d.sock, "kernels", COMPUTE_EXTRA_DIR "/local-sum.hsaco", NULL };
-        const char *json[] = { "--socket", d.sock, "--json", "kernels", COMPUTE_CORPUS_DIR "/saxpy.hsaco", NULL };
+        const char *text[] = { "--socket", d.sock, "kernels", COMPUTE_KERNEL_DIR "/local-sum.hsaco", NULL };
+        const char *json[] = { "--socket", d.sock, "--json", "kernels", COMPUTE_KERNEL_DIR "/saxpy.hsaco", NULL };
         const char *bad[] = { "--socket", d.sock, "kernels", "/etc/hostname", NULL };
         const char *none[] = { "--socket", d.sock, "kernels", NULL };
         char *out, *err;
@@ -160,17 +160,17 @@ Test(ctl, kernels_lists_what_the_daemon_loaded) {
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
         cr_assert(strstr(out, "local_sum\n  workgroup: at most 256 work-items; LDS 0 bytes; scratch 0 bytes per work-item; kernarg segment "),
                   "%s", out);
-        cr_assert(strstr(out, "  arg in               global_buffer  offset    0  size   8\n"), "%s", out);
-        cr_assert(strstr(out, "  arg n                by_value       offset   16  size   4\n"), "%s", out);
-        cr_assert(strstr(out, "  arg sums             dynamic_lds    offset   20  size   4\n"), "%s", out);
+        cr_assert(strstr(out, "  arg 0: global_buffer  offset    0  size   8\n"), "%s", out);
+        cr_assert(strstr(out, "  arg 2: by_value       offset   16  size   4\n"), "%s", out);
+        cr_assert(strstr(out, "  arg 3: dynamic_lds    offset   20  size   4\n"), "%s", out);
         cr_assert(strstr(out, " hidden arguments the daemon fills)\n"), "%s", out);
         free(out);
         free(err);
 
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
         cr_assert(strstr(out, "\"kernels\":[{\"name\":\"saxpy\",\"kernarg_size\":"), "%s", out);
-        cr_assert(strstr(out, "{\"name\":\"a\",\"kind\":\"by_value\",\"offset\":0,\"size\":4}"), "%s", out);
-        cr_assert(strstr(out, "{\"name\":\"x\",\"kind\":\"global_buffer\",\"offset\":8,\"size\":8}"), "%s", out);
+        cr_assert(strstr(out, "{\"name\":\"\",\"kind\":\"by_value\",\"offset\":0,\"size\":4}"), "%s", out);
+        cr_assert(strstr(out, "{\"name\":\"\",\"kind\":\"global_buffer\",\"offset\":8,\"size\":8}"), "%s", out);
         free(out);
         free(err);
 
@@ -356,7 +356,7 @@ Test(ctl_bus, accounting_and_metrics_after_a_demo) {
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
         cr_assert(strncmp(out, "{\"sessions\":[],\"identities\":[{", strlen("{\"sessions\":[],\"identities\":[{")) == 0,
                   "%s", out);
-#ifdef COMPUTE_CORPUS_DIR
+#ifdef COMPUTE_KERNEL_DIR
         cr_assert(strstr(out, "\"JobsCompleted\":18,"), "%s", out);
         cr_assert(strstr(out, "\"JobsCompute\":1,"), "%s", out);
 #else
@@ -369,7 +369,7 @@ Test(ctl_bus, accounting_and_metrics_after_a_demo) {
 
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
         cr_assert(strstr(out, "Sessions:\n  (none)\n\nIdentities:\n"), "%s", out);
-#ifdef COMPUTE_CORPUS_DIR
+#ifdef COMPUTE_KERNEL_DIR
         cr_assert(strstr(out, "  JobsCompleted        18\n"), "%s", out);
 #else
         cr_assert(strstr(out, "  JobsCompleted        17\n"), "%s", out);

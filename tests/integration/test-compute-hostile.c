@@ -484,7 +484,7 @@ Test(compute_hostile, bad_dispatches_name_the_field) {
         rd_buffer(&r, y, 0);
         rd_bytes(&r, &n, 4);
         expect_error(rd_submit(sock, &r), EINVAL,
-                     "submit.jobs[0].dispatch.args[0].bytes: argument \"a\" of kernel \"saxpy\" takes 4 bytes, got 8");
+                     "submit.jobs[0].dispatch.args[0].bytes: argument 0 of kernel \"saxpy\" takes 4 bytes, got 8");
 
         rd_init(&r, co, "saxpy", n, 64);
         rd_bytes(&r, &a, 4);
@@ -492,21 +492,21 @@ Test(compute_hostile, bad_dispatches_name_the_field) {
         rd_buffer(&r, y, 0);
         rd_bytes(&r, &n, 4);
         expect_error(rd_submit(sock, &r), EINVAL,
-                     "submit.jobs[0].dispatch.args[1]: argument \"x\" of kernel \"saxpy\" is a global pointer (buffer), got bytes");
+                     "submit.jobs[0].dispatch.args[1]: argument 1 of kernel \"saxpy\" is a global pointer (buffer), got bytes");
         rd_init(&r, co, "saxpy", n, 64);
         rd_buffer(&r, x, 0);
         rd_buffer(&r, x, 0);
         rd_buffer(&r, y, 0);
         rd_bytes(&r, &n, 4);
         expect_error(rd_submit(sock, &r), EINVAL,
-                     "submit.jobs[0].dispatch.args[0]: argument \"a\" of kernel \"saxpy\" is a by-value argument (bytes), got buffer");
+                     "submit.jobs[0].dispatch.args[0]: argument 0 of kernel \"saxpy\" is a by-value argument (bytes), got buffer");
         rd_init(&r, co, "saxpy", n, 64);
         rd_bytes(&r, &a, 4);
         rd_local(&r, 64);
         rd_buffer(&r, y, 0);
         rd_bytes(&r, &n, 4);
         expect_error(rd_submit(sock, &r), EINVAL,
-                     "submit.jobs[0].dispatch.args[1]: argument \"x\" of kernel \"saxpy\" is a global pointer (buffer), got local_size");
+                     "submit.jobs[0].dispatch.args[1]: argument 1 of kernel \"saxpy\" is a global pointer (buffer), got local_size");
 
         rd_saxpy(&r, co, x, other_buf, n, 64);
         snprintf(msg, sizeof(msg),
@@ -549,7 +549,7 @@ Test(compute_hostile, bad_dispatches_name_the_field) {
         rd_local(&r, 40000);
         rd_local(&r, 40000);
         expect_error(rd_submit(sock, &r), EINVAL,
-                     "submit.jobs[0].dispatch.args[4].local_size: 40000 bytes for argument \"maxes\" bring kernel \"local_sum\" to 80000 bytes of LDS (0 static + local regions, 16-byte aligned), the device has 65536");
+                     "submit.jobs[0].dispatch.args[4].local_size: 40000 bytes for argument 4 bring kernel \"local_sum\" to 80000 bytes of LDS (0 static + local regions, 16-byte aligned), the device has 65536");
         r.args[3].local_size = 0;
         expect_error(rd_submit(sock, &r), EINVAL, "submit.jobs[0].dispatch.args[3].local_size: must be > 0");
 
@@ -652,7 +652,7 @@ Test(compute_hostile, instruction_the_gpu_cannot_run_fails_with_eio) {
         cr_assert(strstr(kfdb_session_last_error(s), "unsupported instruction v_pk_fma_f16 (encoding 0xcc0e4000 0x1c020100)"),
                   "%s", kfdb_session_last_error(s));
         cr_assert_eq(p[0], 1, "the kernel ran up to the instruction");
-        cr_assert_eq(p[63], 1);
+        cr_assert_eq(p[1], 1);
         kfdb_batch_free(batch);
         kfdb_session_free(s);
 
@@ -743,7 +743,7 @@ Test(compute_hostile, code_objects_count_against_the_buffer_limits) {
         char msg[256];
 
         teardown();
-        start("[Limits]\nBuffers=2\nBufferMemory=64K\n");
+        start("[Limits]\nBuffers=2\nBufferMemory=1M\n");
         bystander_co = load_kernel(bystander, "vector-add");
         sock = raw_connect(&d);
         raw_hello(sock);
@@ -757,10 +757,9 @@ Test(compute_hostile, code_objects_count_against_the_buffer_limits) {
 
         sock = raw_connect(&d);
         raw_hello(sock);
-        raw_alloc(sock, 60 << 10, NULL);
+        raw_alloc(sock, 1 << 20, NULL);
         fd = memfd_with(elf, len, ALL_SEALS);
-        snprintf(msg, sizeof(msg),
-                 "buffer memory limit (max_buffer_bytes 65536) reached: 61440 in use, %zu requested",
+        snprintf(msg, sizeof(msg), "buffer memory limit (max_buffer_bytes 1048576) reached: 1048576 in use, %zu requested",
                  (len + 4095) / 4096 * 4096);
         expect_error(load_raw(sock, &fd, 1), EDQUOT, msg);
         close(fd);
