@@ -599,7 +599,7 @@ Test(compute_hostile, faulting_kernel_fails_its_job_and_the_daemon_serves_on) {
         kfdb_batch *batch;
         kfdb_job_failure f;
         uint32_t one = 1, *p;
-        uint64_t off = 1ull << 38, fence; /* 1 TiB past the buffer: no mapping there */
+        uint64_t off = 1ull << 38, fences[2]; /* 1 TiB past the buffer: no mapping there */
         int r;
 
         cr_assert_eq(kfdb_session_new(d.sock, "faulter", &s), 0);
@@ -609,16 +609,16 @@ Test(compute_hostile, faulting_kernel_fails_its_job_and_the_daemon_serves_on) {
         cr_assert_eq(kfdb_batch_new(s, &batch), 0);
         cr_assert_eq(kfdb_batch_dispatch(batch, co, "fault", 1, &one, &one, args, 2), 0);
         cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x600d600d), 0);
-        cr_assert_eq(kfdb_batch_submit(batch, &fence, NULL), 0);
-        r = kfdb_fence_wait(s, fence, DISPATCH_TIMEOUT_MS);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+        r = kfdb_fence_wait(s, fences[0], DISPATCH_TIMEOUT_MS);
         cr_assert_eq(r, -EFAULT, "got %d: %s", r, kfdb_session_last_error(s));
         cr_assert(strstr(kfdb_session_last_error(s), "GPU memory fault at address 0x"), "%s", kfdb_session_last_error(s));
         cr_assert(strstr(kfdb_session_last_error(s), "in dispatch of kernel \"fault\""), "%s", kfdb_session_last_error(s));
         cr_assert_eq(kfdb_job_failure_next(s, &f), 1);
         cr_assert_eq(f.error, -EFAULT);
-        cr_assert_eq(f.fence, fence);
+        cr_assert_eq(f.fence, fences[0]);
         /* The job after it ran. */
-        cr_assert_eq(kfdb_fence_wait(s, fence + 1, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fences[1], DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
         cr_assert_eq(p[1023], 0x600d600d);
         cr_assert_geq(kfdb_session_get_context_lost(s), 1);
         kfdb_batch_free(batch);
@@ -662,7 +662,7 @@ Test(compute_hostile, instruction_the_gpu_cannot_run_fails_with_eio) {
 
 Test(compute_hostile, code_object_freed_while_its_dispatch_runs) {
         int sock = raw_connect(&d), flag_fd;
-        uint64_t co, flag, out, fence;
+        uint64_t co, flag, out;
         uint32_t *flag_map, max = UINT32_MAX;
         RawDispatch r;
         Msg *m, *holder;
@@ -680,7 +680,7 @@ Test(compute_hostile, code_object_freed_while_its_dispatch_runs) {
         rd_bytes(&r, &max, 4);
         m = rd_submit(sock, &r);
         cr_assert_eq(m->error, 0, "%s", m->error_message);
-        fence = m->submit->fences[0];
+        cr_assert_eq(m->submit->n_fences, 1);
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
 
         /* Freed while the kernel spins: the handle is gone, the code is not. */
@@ -704,7 +704,6 @@ Test(compute_hostile, code_object_freed_while_its_dispatch_runs) {
                 kfdbroker__v1__server_message__free_unpacked(holder, NULL);
                 usleep(10000);
         }
-        (void) fence;
         munmap(flag_map, 4096);
         close(flag_fd);
         close(sock);
