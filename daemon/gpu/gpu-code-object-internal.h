@@ -22,10 +22,12 @@
 /* A kernel's name is its descriptor symbol without ".kd"; GpuKernel.name
  * holds at most this many bytes. */
 #define GPU_KERNEL_NAME_MAX (sizeof(((GpuKernel *) 0)->name) - 1)
-/* Largest kernarg segment the loader accepts (the explicit arguments of an
- * OpenCL kernel are at most 1 KiB on ROCm, hidden ones add a few hundred
- * bytes); a sanity bound, not a hardware one. */
-#define GPU_KERNEL_MAX_KERNARG_SIZE (64u * 1024u)
+/* Largest kernarg segment the loader accepts: what one kernarg slot of a
+ * compute queue holds (gpu-internal.h GPU_KERNARG_MAX, 4032 bytes; the
+ * explicit arguments of an OpenCL kernel are at most 1 KiB on ROCm, hidden
+ * ones add a few hundred bytes), so that every kernel that loads can be
+ * dispatched. */
+#define GPU_KERNEL_MAX_KERNARG_SIZE GPU_KERNARG_MAX
 
 /* What the metadata says about one kernel; GpuKernel.name is left empty (the
  * loader takes it from the descriptor symbol). */

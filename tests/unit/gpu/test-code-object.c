@@ -938,6 +938,13 @@ Test(code_object, lds_over_the_device) {
         free(b.data);
 }
 
+/* A kernel whose kernel arguments do not fit a compute queue's kernarg slot. */
+Test(code_object, kernarg_over_the_slot) {
+        Blob b = read_blob("big-args.hsaco");
+        load_fails(&b, -EINVAL, ".kernarg_segment_size 4160 is over the limit of 4032");
+        free(b.data);
+}
+
 Test(code_object, metadata_problems) {
         Blob b = read_blob("vector-add.hsaco"), t;
         Sec note;

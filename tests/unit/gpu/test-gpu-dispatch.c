@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compute on the GPU layer, end to end on the simulated gfx1030: corpus code
+ * objects loaded into the context, dispatched on the PM4 compute queue and
+ * checked element by element (partial workgroups, scratch, LDS, local-pointer
+ * arguments), compute timestamps, SDMA -> compute -> SDMA chains ordered on the
+ * GPU with every job submitted before the first one finishes, a dispatch that
+ * faults, an instruction the device does not know (its words reach the
+ * completion), an aborted endless kernel, and the queue's recovery after each.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu-test.h"
+#include "gpu/gpu-internal.h" /* white box: the code object's entry, the fence words */
+
+#define COMPUTE_QUEUE 2u /* default context: SDMA 0 and 1, compute 2 */
+
+static void *read_file(const char *name, size_t *ret_size) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", KERNEL_DIR, name);
+        FILE *f = fopen(path, "rbe");
+        cr_assert_not_null(f, "%s", path);
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        void *p = malloc((size_t) n);
+        cr_assert(p && fread(p, 1, (size_t) n, f) == (size_t) n);
+        fclose(f);
+        *ret_size = (size_t) n;
+        return p;
+}
+
+static GpuCodeObject *load(const char *file) {
+        size_t size;
+        char err[256] = "";
+        GpuCodeObject *co = NULL;
+        void *elf = read_file(file, &size);
+        int r = gpu_code_object_load(fx.ctx, elf, size, &co, err, sizeof err);
+        free(elf);
+        cr_assert_eq(r, 0, "loading %s: %s (%s)", file, strerror(-r), err);
+        return co;
+}
+
+/* Kernel arguments by value, in the kernel's explicit argument order. */
+typedef struct Args {
+        uint8_t data[1024];
+        uint32_t size;
+        unsigned next;
+} Args;
+
+static void arg(Args *a, const GpuKernel *k, const void *v, uint32_t n) {
+        while (a->next < k->n_args && k->args[a->next].kind == GPU_ARG_HIDDEN)
+                a->next++;
+        cr_assert_lt(a->next, k->n_args, "more arguments than %s takes", k->name);
+        const GpuKernelArg *ka = &k->args[a->next++];
+        cr_assert_eq(ka->size, ka->kind == GPU_ARG_DYNAMIC_LDS ? ka->size : n, "arg %s size", ka->name);
+        memcpy(a->data + ka->offset, v, n);
+        if (ka->offset + ka->size > a->size)
+                a->size = ka->offset + ka->size;
+}
+static void arg_u32(Args *a, const GpuKernel *k, uint32_t v) {
+        arg(a, k, &v, 4);
+}
+static void arg_ptr(Args *a, const GpuKernel *k, uint64_t v) {
+        arg(a, k, &v, 8);
+}
+
+static GpuJob dispatch_job(GpuCodeObject *co, const char *kernel, uint32_t gx, uint32_t bx, const Args *a) {
+        int idx = gpu_code_object_find(co, kernel);
+        cr_assert_geq(idx, 0, "kernel %s", kernel);
+        return (GpuJob) { .type = GPU_JOB_DISPATCH,
+                          .dispatch = { .co = co, .kernel = (unsigned) idx, .grid = { gx, 1, 1 },
+                                        .block = { bx, 1, 1 }, .args_data = a->data, .args_size = a->size } };
+}
+
+static const GpuKernel *kernel_of(GpuCodeObject *co, const char *name) {
+        int idx = gpu_code_object_find(co, name);
+        cr_assert_geq(idx, 0, "kernel %s", name);
+        return gpu_code_object_kernel(co, (unsigned) idx);
+}
+
+static void check_ok(const GpuCompletion *c) {
+        cr_assert_not_null(c);
+        cr_expect_eq(c->error, 0, "job %llu error %d (%s)", (unsigned long long) c->seq, c->error,
+                     c->message ? c->message : "");
+        cr_expect_gt(c->end_ns, 0u, "end timestamp written");
+        cr_expect_leq(c->begin_ns, c->end_ns);
+}
+
+static void vector_add(GpuCodeObject *co, uint32_t n, uint32_t block) {
+        const GpuKernel *k = kernel_of(co, "vector_add");
+        uint64_t bytes = (uint64_t) n * 4 + 4096;
+        GpuBuffer *a = new_buf(bytes, GPU_PLACEMENT_GTT), *b = new_buf(bytes, GPU_PLACEMENT_VRAM),
+                  *c = new_buf(bytes, GPU_PLACEMENT_GTT);
+        float *pa = gpu_buffer_get_cpu(a), *pb = gpu_buffer_get_cpu(b), *pc = gpu_buffer_get_cpu(c);
+        for (uint32_t i = 0; i < n + 1024; i++) {
+                pa[i] = (float) i * 0.5f;
+                pb[i] = 1000.0f - (float) i;
+                pc[i] = -1.0f;
+        }
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(a));
+        arg_ptr(&args, k, gpu_buffer_get_va(b));
+        arg_ptr(&args, k, gpu_buffer_get_va(c));
+        arg_u32(&args, k, n);
+        /* The grid is n work-items, not rounded up: the last workgroup is partial. */
+        GpuJob j = dispatch_job(co, "vector_add", n, block, &args);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t i = 0; i < n; i++)
+                cr_assert_eq(pc[i], pa[i] + pb[i], "n %u block %u: c[%u] = %f", n, block, i, pc[i]);
+        for (uint32_t i = n; i < n + 1024; i++)
+                cr_assert_eq(pc[i], -1.0f, "n %u block %u: c[%u] written past the grid", n, block, i);
+        gpu_buffer_unref(a);
+        gpu_buffer_unref(b);
+        gpu_buffer_unref(c);
+}
+
+Test(gpu_dispatch, vector_add_shapes, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("vector-add.hsaco");
+        static const uint32_t shapes[][2] = { { 1, 64 }, { 100, 32 }, { 1000, 256 }, { 77, 48 }, { 4097, 128 },
+                                              { 33, 1 }, { 65536, 256 } };
+        for (unsigned i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+                vector_add(co, shapes[i][0], shapes[i][1]);
+        gpu_code_object_unref(co);
+}
+
+Test(gpu_dispatch, nop_on_compute_queue, .init = setup, .fini = teardown) {
+        GpuJob j = { .type = GPU_JOB_NOP };
+        uint64_t s1 = submit(COMPUTE_QUEUE, &j), s2 = submit(COMPUTE_QUEUE, &j);
+        cr_expect_eq(s2, s1 + 1);
+        const GpuCompletion *c1 = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s1);
+        check_ok(c1);
+        const GpuCompletion *c2 = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s2);
+        check_ok(c2);
+        cr_expect_leq(c1->end_ns, c2->begin_ns, "in order on one queue");
+        cr_expect_eq(gpu_queue_get_completed(fx.ctx, COMPUTE_QUEUE), s2);
+}
+
+Test(gpu_dispatch, scratch_private_array, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("private-array.hsaco");
+        const GpuKernel *k = kernel_of(co, "private_array");
+        cr_assert_gt(k->private_segment_size, 0u, "the kernel needs scratch");
+        uint32_t n = 3000;
+        GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in), *po = gpu_buffer_get_cpu(out);
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = i * 2654435761u;
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(in));
+        arg_ptr(&args, k, gpu_buffer_get_va(out));
+        arg_u32(&args, k, n);
+        GpuJob j = dispatch_job(co, "private_array", n, 64, &args);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t v = pi[i], a[64], acc = 0;
+                for (int q = 0; q < 64; q++)
+                        a[q] = v * (uint32_t) q + i;
+                for (int q = 0; q < 16; q++)
+                        acc += a[(v + (uint32_t) q * 7) & 63];
+                cr_assert_eq(po[i], acc, "out[%u]", i);
+        }
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+}
+
+Test(gpu_dispatch, lds_reduction, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("reduce-lds.hsaco");
+        const GpuKernel *k = kernel_of(co, "reduce_lds");
+        cr_assert_gt(k->group_segment_size, 0u, "static LDS");
+        uint32_t n = 256 * 37, groups = 37;
+        GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(groups * 4, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in), *po = gpu_buffer_get_cpu(out);
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = i ^ 0x5A5A;
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(in));
+        arg_ptr(&args, k, gpu_buffer_get_va(out));
+        arg_u32(&args, k, n);
+        GpuJob j = dispatch_job(co, "reduce_lds", n, 256, &args);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t g = 0; g < groups; g++) {
+                uint32_t sum = 0;
+                for (uint32_t i = 0; i < 256; i++)
+                        sum += pi[g * 256 + i];
+                cr_assert_eq(po[g], sum, "partial[%u]", g);
+        }
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+}
+
+/* SDMA fill -> compute -> SDMA copy, each waiting for the one before on the
+ * GPU, all submitted before the first finishes. The dispatch reads the last
+ * elements the 64 MiB fill writes and the copy reads what the dispatch writes,
+ * so a wait that did not hold shows up as zeros in the result. */
+Test(gpu_dispatch, cross_engine_chain, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("vector-add.hsaco");
+        const GpuKernel *k = kernel_of(co, "vector_add");
+        uint64_t big = 64 * MiB, small = 4096;
+        GpuBuffer *a = new_buf(big, GPU_PLACEMENT_GTT), *c = new_buf(small, GPU_PLACEMENT_GTT),
+                  *d = new_buf(small, GPU_PLACEMENT_GTT);
+        memset(gpu_buffer_get_cpu(c), 0, small);
+        memset(gpu_buffer_get_cpu(d), 0, small);
+
+        float one = 1.5f;
+        uint32_t pattern;
+        memcpy(&pattern, &one, 4);
+        GpuJob fill = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(a), .size = big,
+                                                       .pattern = pattern } };
+        uint64_t s_fill = submit(0, &fill);
+
+        Args args = { 0 };
+        uint64_t tail = gpu_buffer_get_va(a) + big - small;
+        arg_ptr(&args, k, tail);
+        arg_ptr(&args, k, tail);
+        arg_ptr(&args, k, gpu_buffer_get_va(c));
+        arg_u32(&args, k, 1024);
+        GpuJob disp = dispatch_job(co, "vector_add", 1024, 256, &args);
+        disp.n_waits = 1;
+        disp.waits[0] = (GpuWait) { .queue = 0, .seq = s_fill };
+        uint64_t s_disp = submit(COMPUTE_QUEUE, &disp);
+
+        GpuJob copy = { .type = GPU_JOB_COPY, .copy = { .src_va = gpu_buffer_get_va(c),
+                                                       .dst_va = gpu_buffer_get_va(d), .size = small },
+                        .n_waits = 1, .waits = { { .queue = COMPUTE_QUEUE, .seq = s_disp } } };
+        uint64_t s_copy = submit(1, &copy);
+        /* The CPU never waited: the fill's fence was not yet written when the
+         * whole chain was on the GPU's queues. */
+        cr_expect_lt(__atomic_load_n(gpu_queue_fence_word(fx.ctx, 0), __ATOMIC_ACQUIRE), (uint32_t) s_fill,
+                     "the fill was still running when the chain was queued");
+
+        const GpuCompletion *cf = wait_seq(fx.ctx, &fx.comps, 0, s_fill);
+        const GpuCompletion *cd = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_disp);
+        const GpuCompletion *cc = wait_seq(fx.ctx, &fx.comps, 1, s_copy);
+        check_ok(cf);
+        check_ok(cd);
+        check_ok(cc);
+        cr_expect_leq(cf->end_ns, cd->end_ns, "the dispatch ended after the fill it waited for");
+        cr_expect_leq(cd->end_ns, cc->end_ns, "the copy ended after the dispatch it waited for");
+        const float *pd = gpu_buffer_get_cpu(d);
+        for (uint32_t i = 0; i < 1024; i++)
+                cr_assert_eq(pd[i], 3.0f, "d[%u] = %f", i, pd[i]);
+        gpu_buffer_unref(a);
+        gpu_buffer_unref(c);
+        gpu_buffer_unref(d);
+        gpu_code_object_unref(co);
+}
+
+Test(gpu_dispatch, fault_then_recovery, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("vector-add.hsaco");
+        const GpuKernel *k = kernel_of(co, "vector_add");
+        GpuBuffer *a = new_buf(4096, GPU_PLACEMENT_GTT);
+        Args args = { 0 };
+        uint64_t unmapped = 0x7E0000000000ull; /* no buffer of the context lives there */
+        arg_ptr(&args, k, gpu_buffer_get_va(a));
+        arg_ptr(&args, k, gpu_buffer_get_va(a));
+        arg_ptr(&args, k, unmapped);
+        arg_u32(&args, k, 64);
+        GpuJob bad = dispatch_job(co, "vector_add", 64, 64, &args);
+        uint64_t s_bad = submit(COMPUTE_QUEUE, &bad);
+        GpuJob nop = { .type = GPU_JOB_NOP };
+        uint64_t s_next = submit(COMPUTE_QUEUE, &nop);
+
+        const GpuCompletion *cb = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_bad);
+        cr_expect_eq(cb->error, -EFAULT);
+        cr_expect_eq(cb->fault_va & ~0xFFFull, unmapped, "fault at 0x%llx", (unsigned long long) cb->fault_va);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_next));
+        gpu_buffer_unref(a);
+        vector_add(co, 500, 64); /* the recreated queue runs kernels again */
+        gpu_code_object_unref(co);
+}
+
+/* Overwrites the kernel's first instruction with one the device does not
+ * implement (v_pk_fma_f16, VOP3P, refused by the simulator's interpreter). */
+Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("vector-add.hsaco");
+        const GpuKernel *k = kernel_of(co, "vector_add");
+        int idx = gpu_code_object_find(co, "vector_add");
+        GpuBuffer *a = new_buf(4096, GPU_PLACEMENT_GTT);
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(a));
+        arg_ptr(&args, k, gpu_buffer_get_va(a));
+        arg_ptr(&args, k, gpu_buffer_get_va(a));
+        arg_u32(&args, k, 64);
+
+        /* v_pk_fma_f16 v0, v1, v2, v3 (llvm-mc-15 -mcpu=gfx1030): CC0E4000 1C0E0501 */
+        uint32_t *entry = (uint32_t *) (uintptr_t) co->kernel_code[idx].entry_va; /* CPU VA == GPU VA */
+        entry[0] = 0xCC0E4000u;
+        entry[1] = 0x1C0E0501u;
+        GpuJob j = dispatch_job(co, "vector_add", 64, 64, &args);
+        uint64_t s = submit(COMPUTE_QUEUE, &j);
+        GpuJob nop = { .type = GPU_JOB_NOP };
+        uint64_t s_next = submit(COMPUTE_QUEUE, &nop);
+        const GpuCompletion *c = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s);
+        cr_expect_eq(c->error, -EIO);
+        cr_assert_not_null(c->message, "the simulator says what went wrong");
+        cr_expect(strstr(c->message, "v_pk_fma_f16") != NULL, "message: %s", c->message);
+        cr_expect(strstr(c->message, "cc0e4000") || strstr(c->message, "CC0E4000"), "encoding named: %s",
+                  c->message);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_next));
+        gpu_buffer_unref(a);
+        gpu_code_object_unref(co);
+}
+
+/* A job the caller gives up on (a timeout) is aborted: the queue is destroyed,
+ * the dispatch cancelled, the queue recreated and the jobs behind it rerun. */
+Test(gpu_dispatch, abort_running_dispatch, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("collatz.hsaco");
+        const GpuKernel *k = kernel_of(co, "collatz");
+        uint32_t n = 1u << 20;
+        GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in);
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = 0x7FFFFFFFu - i; /* long trips: seconds of interpretation */
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(in));
+        arg_ptr(&args, k, gpu_buffer_get_va(out));
+        arg_u32(&args, k, n);
+        GpuJob j = dispatch_job(co, "collatz", n, 256, &args);
+        uint64_t s = submit(COMPUTE_QUEUE, &j);
+        GpuJob nop = { .type = GPU_JOB_NOP };
+        uint64_t s_next = submit(COMPUTE_QUEUE, &nop);
+
+        double t0 = now_s();
+        int r;
+        while ((r = gpu_queue_abort(fx.ctx, COMPUTE_QUEUE, s, -ETIME, on_comp, &fx.comps)) == 0) {
+                cr_assert_lt(now_s() - t0, 10.0, "the dispatch never started");
+                gpu_context_process(fx.ctx, on_comp, &fx.comps);
+        }
+        cr_expect_eq(r, 1);
+        cr_expect_lt(now_s() - t0, 5.0, "aborting took %.1f s", now_s() - t0);
+        const GpuCompletion *c = find_comp(&fx.comps, COMPUTE_QUEUE, s);
+        cr_assert_not_null(c);
+        cr_expect_eq(c->error, -ETIME);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_next));
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+}
+
+Test(gpu_dispatch, refused_dispatches, .init = setup, .fini = teardown) {
+        GpuCodeObject *co = load("vector-add.hsaco");
+        const GpuKernel *k = kernel_of(co, "vector_add");
+        Args args = { 0 };
+        arg_ptr(&args, k, 0);
+        arg_ptr(&args, k, 0);
+        arg_ptr(&args, k, 0);
+        arg_u32(&args, k, 0); /* n = 0: the one dispatch that runs touches no memory */
+        uint64_t seq;
+        GpuJob j = dispatch_job(co, "vector_add", 64, 64, &args);
+
+        j.dispatch.block[0] = 2048;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "block of 2048");
+        j.dispatch.block[0] = k->max_flat_workgroup_size + 1;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "block over the kernel's maximum");
+        j.dispatch.block[0] = 64;
+        j.dispatch.grid[1] = 0;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "empty grid");
+        j.dispatch.grid[1] = 1;
+        j.dispatch.args_size = 8;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "arguments missing");
+        j.dispatch.args_size = args.size;
+        j.dispatch.dynamic_lds = 65536 + 4;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "LDS beyond 64 KiB");
+        j.dispatch.dynamic_lds = 0;
+        j.dispatch.kernel = 99;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "no kernel 99");
+        j = dispatch_job(co, "vector_add", 64, 64, &args);
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 0, &j, &seq), -EINVAL, "a dispatch on an SDMA queue");
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), 0);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, seq));
+        cr_expect_eq(seq, 1u, "refused jobs consume no sequence number");
+        gpu_code_object_unref(co);
+}
+
+/* Local-pointer arguments get LDS regions of the sizes asked for, after the
+ * static LDS, not overlapping; a partial workgroup sees its real size. */
+Test(gpu_dispatch, local_pointer_args, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("local-arg.hsaco");
+        const GpuKernel *k = kernel_of(co, "local_arg");
+        uint32_t n = 1000, block = 128; /* 7 full workgroups and one of 104 */
+        GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in), *po = gpu_buffer_get_cpu(out);
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = i * 7 + 1;
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(in));
+        arg_ptr(&args, k, gpu_buffer_get_va(out));
+        arg_u32(&args, k, block * 4); /* a: block uints */
+        arg_u32(&args, k, block * 4); /* b: block uints */
+        arg_u32(&args, k, n);
+        GpuJob j = dispatch_job(co, "local_arg", n, block, &args);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t g = i / block, lid = i % block, ls = g == n / block ? n % block : block;
+                uint32_t src = g * block + (ls - 1 - lid);
+                uint32_t want = pi[src] + (((ls - 1 - lid) * 3u) << 20);
+                cr_assert_eq(po[i], want, "out[%u] = 0x%x, want 0x%x", i, po[i], want);
+        }
+        /* Too much: two regions of 40 KiB do not fit 64 KiB. */
+        Args big = { 0 };
+        arg_ptr(&big, k, gpu_buffer_get_va(in));
+        arg_ptr(&big, k, gpu_buffer_get_va(out));
+        arg_u32(&big, k, 40 << 10);
+        arg_u32(&big, k, 40 << 10);
+        arg_u32(&big, k, n);
+        j = dispatch_job(co, "local_arg", n, block, &big);
+        uint64_t seq;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL);
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+}
