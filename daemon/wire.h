@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The wire layer: turns one datagram of the v1 protocol into a plain C
- * WireRequest and a WireReply back into bytes. Only wire.c sees the generated
- * protobuf-c types. Decoding checks the length first, copies into plain
- * structs and range-checks every field, so code above never sees a value the
- * protocol does not allow.
+ * WireRequest and a WireReply back into bytes. Only wire.c (requests) and
+ * wire-reply.c (replies) see the generated protobuf-c types. Decoding checks
+ * the length first, copies into plain structs and range-checks every field,
+ * so code above never sees a value the protocol does not allow.
  */
 #pragma once
 

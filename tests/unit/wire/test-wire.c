@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of daemon/wire.c: requests built with the generated protobuf-c types
+ * Tests of daemon/wire.c and wire-reply.c: requests built with the generated protobuf-c types
  * (what a client sends) decode into the plain structs of wire.h with every
  * field intact; each range check rejects with the errno and the message a
  * client would see; garbage, truncated and oversized datagrams are refused;
