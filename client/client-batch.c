@@ -6,20 +6,32 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client-batch.h"
 #include "client-buffer.h"
+#include "client-code-object.h"
 #include "client-event.h"
 
 /* When the daemon announced no limit, the protocol's own. */
 #define BATCH_DEFAULT_MAX_JOBS 1024u
 
+/* A dispatch job owns one block: its ClientKernelArg array, the kernel name
+ * and the argument bytes (dispatch.args points at its start). */
+static void batch_jobs_clear(kfdb_batch *b) {
+        for (size_t i = 0; i < b->n_jobs; i++)
+                if (b->jobs[i].type == CLIENT_JOB_DISPATCH)
+                        free((void *) b->jobs[i].dispatch.args);
+        b->n_jobs = 0;
+}
+
 static void batch_release(ClientObject *o) {
         kfdb_batch *b = (kfdb_batch *) o;
 
         session_object_unlink(&b->object);
+        batch_jobs_clear(b);
         free(b->jobs);
         free(b);
 }
@@ -46,7 +58,7 @@ kfdb_batch *kfdb_batch_free(kfdb_batch *b) {
 
 void kfdb_batch_reset(kfdb_batch *b) {
         if (b)
-                b->n_jobs = 0;
+                batch_jobs_clear(b);
 }
 
 size_t kfdb_batch_get_n_jobs(const kfdb_batch *b) {
@@ -141,24 +153,194 @@ int kfdb_batch_fill(kfdb_batch *b, kfdb_buffer *dst, uint64_t off, uint64_t size
         return batch_add(b, &job);
 }
 
-static int batch_event_job(kfdb_batch *b, kfdb_event *e, ClientJobType type) {
+static int batch_event_job(kfdb_batch *b, kfdb_event *e, ClientJobType type, kfdb_engine engine) {
+        const char *what = type == CLIENT_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event";
         ClientJob job = { .type = type };
 
         if (!b)
                 return -EINVAL;
         if (!e || e->session != b->session)
-                return session_error(b->session, -EINVAL, "%s: not an event of this session",
-                                     type == CLIENT_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event");
+                return session_error(b->session, -EINVAL, "%s: not an event of this session", what);
+        if (engine != KFDB_ENGINE_AUTO && engine != KFDB_ENGINE_SDMA && engine != KFDB_ENGINE_COMPUTE)
+                return session_error(b->session, -EINVAL, "%s: unknown engine %d", what, (int) engine);
         job.event.handle = e->handle;
+        job.event.engine = (uint32_t) engine;
         return batch_add(b, &job);
 }
 
 int kfdb_batch_signal_event(kfdb_batch *b, kfdb_event *e) {
-        return batch_event_job(b, e, CLIENT_JOB_SIGNAL_EVENT);
+        return batch_event_job(b, e, CLIENT_JOB_SIGNAL_EVENT, KFDB_ENGINE_AUTO);
 }
 
 int kfdb_batch_wait_event(kfdb_batch *b, kfdb_event *e) {
-        return batch_event_job(b, e, CLIENT_JOB_WAIT_EVENT);
+        return batch_event_job(b, e, CLIENT_JOB_WAIT_EVENT, KFDB_ENGINE_AUTO);
+}
+
+int kfdb_batch_signal_event_on(kfdb_batch *b, kfdb_event *e, kfdb_engine engine) {
+        return batch_event_job(b, e, CLIENT_JOB_SIGNAL_EVENT, engine);
+}
+
+int kfdb_batch_wait_event_on(kfdb_batch *b, kfdb_event *e, kfdb_engine engine) {
+        return batch_event_job(b, e, CLIENT_JOB_WAIT_EVENT, engine);
+}
+
+static const char *arg_type_name(kfdb_arg_type t) {
+        switch (t) {
+        case KFDB_ARG_VALUE:
+                return "a value";
+        case KFDB_ARG_BUFFER:
+                return "a buffer";
+        case KFDB_ARG_LOCAL:
+                return "a local size";
+        }
+        return "an unknown argument type";
+}
+
+static const char *kind_wants(kfdb_kernel_arg_kind k) {
+        switch (k) {
+        case KFDB_KERNEL_ARG_BY_VALUE:
+                return "a value (kfdb_arg_value)";
+        case KFDB_KERNEL_ARG_GLOBAL_BUFFER:
+                return "a buffer (kfdb_arg_buffer)";
+        case KFDB_KERNEL_ARG_DYNAMIC_LDS:
+                return "a local size (kfdb_arg_local)";
+        default:
+                return "an argument kind this library cannot pass";
+        }
+}
+
+/* Checks one explicit argument against the kernel's metadata. */
+static int check_arg(kfdb_batch *b, const kfdb_kernel *k, size_t i, const kfdb_kernel_arg *ka,
+                     const kfdb_arg *a) {
+        char name[160];
+        bool ok = (ka->kind == KFDB_KERNEL_ARG_BY_VALUE && a->type == KFDB_ARG_VALUE) ||
+                  (ka->kind == KFDB_KERNEL_ARG_GLOBAL_BUFFER && a->type == KFDB_ARG_BUFFER) ||
+                  (ka->kind == KFDB_KERNEL_ARG_DYNAMIC_LDS && a->type == KFDB_ARG_LOCAL);
+
+        if (ka->name[0])
+                snprintf(name, sizeof(name), "argument %zu (\"%s\")", i, ka->name);
+        else
+                snprintf(name, sizeof(name), "argument %zu", i);
+        if (!ok)
+                return session_error(b->session, -EINVAL,
+                                     "dispatch: %s of kernel \"%s\" takes %s, got %s", name, k->name,
+                                     kind_wants(ka->kind), arg_type_name(a->type));
+        switch (a->type) {
+        case KFDB_ARG_VALUE:
+                if (!a->value || a->size != ka->size)
+                        return session_error(b->session, -EINVAL,
+                                             "dispatch: %s of kernel \"%s\" takes %" PRIu32
+                                             " bytes, got %zu",
+                                             name, k->name, ka->size, a->value ? a->size : 0);
+                return 0;
+        case KFDB_ARG_BUFFER:
+                if (!a->buffer || a->buffer->session != b->session)
+                        return session_error(b->session, -EINVAL,
+                                             "dispatch: %s: not a buffer of this session", name);
+                if (a->offset >= a->buffer->size)
+                        return session_error(b->session, -EINVAL,
+                                             "dispatch: %s: offset %" PRIu64
+                                             " is outside the %" PRIu64 "-byte buffer",
+                                             name, a->offset, a->buffer->size);
+                return 0;
+        case KFDB_ARG_LOCAL:
+                if (a->local_size == 0)
+                        return session_error(b->session, -EINVAL,
+                                             "dispatch: %s: the local size must be > 0", name);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int kfdb_batch_dispatch(kfdb_batch *b, const kfdb_code_object *co, const char *name, unsigned n_dims,
+                        const uint32_t *grid, const uint32_t *block, const kfdb_arg *args, size_t n_args) {
+        ClientJob job = { .type = CLIENT_JOB_DISPATCH };
+        const kfdb_kernel *k;
+        ClientKernelArg *cargs;
+        size_t blob, name_len, a, value_bytes = 0;
+        uint64_t threads = 1;
+        uint32_t max_wg;
+        uint8_t *p;
+        int r;
+
+        if (!b)
+                return -EINVAL;
+        if (!co || co->session != b->session)
+                return session_error(b->session, -EINVAL, "dispatch: not a code object of this session");
+        if (!name)
+                return session_error(b->session, -EINVAL, "dispatch: no kernel name");
+        k = kfdb_code_object_find_kernel(co, name);
+        if (!k)
+                return session_error(b->session, -ENOENT, "dispatch: no kernel \"%s\" in the code object", name);
+        if (n_dims < 1 || n_dims > 3 || !grid || !block)
+                return session_error(b->session, -EINVAL, "dispatch: 1 to 3 grid and block dimensions needed, got %u",
+                                     n_dims);
+        for (unsigned d = 0; d < n_dims; d++) {
+                if (grid[d] == 0 || block[d] == 0)
+                        return session_error(b->session, -EINVAL, "dispatch: %s[%u] must be >= 1",
+                                             grid[d] == 0 ? "grid" : "block", d);
+                threads *= block[d];
+        }
+        max_wg = k->max_workgroup_size && k->max_workgroup_size < 1024 ? k->max_workgroup_size : 1024;
+        if (threads > max_wg)
+                return session_error(b->session, -EINVAL,
+                                     "dispatch: %" PRIu64 " work-items per workgroup, kernel \"%s\" allows at most %" PRIu32,
+                                     threads, k->name, max_wg);
+        if (n_args != k->n_explicit || (n_args > 0 && !args))
+                return session_error(b->session, -EINVAL, "dispatch: kernel \"%s\" takes %zu arguments, got %zu",
+                                     k->name, k->n_explicit, n_args);
+        a = 0;
+        for (size_t i = 0; i < k->n_args; i++) {
+                if (k->args[i].kind == KFDB_KERNEL_ARG_HIDDEN)
+                        continue;
+                r = check_arg(b, k, a, &k->args[i], &args[a]);
+                if (r < 0)
+                        return r;
+                if (args[a].type == KFDB_ARG_VALUE)
+                        value_bytes += args[a].size;
+                a++;
+        }
+
+        /* One block: the argument array, the name, the values. */
+        name_len = strlen(k->name) + 1;
+        blob = n_args * sizeof(ClientKernelArg) + name_len + value_bytes;
+        cargs = calloc(1, blob ? blob : 1);
+        if (!cargs)
+                return -ENOMEM;
+        p = (uint8_t *) (cargs + n_args);
+        memcpy(p, k->name, name_len);
+        job.dispatch.kernel = (const char *) p;
+        p += name_len;
+        for (a = 0; a < n_args; a++) {
+                switch (args[a].type) {
+                case KFDB_ARG_VALUE:
+                        memcpy(p, args[a].value, args[a].size);
+                        cargs[a] = (ClientKernelArg) { .type = CLIENT_ARG_BYTES, .bytes = p,
+                                                       .n_bytes = (uint32_t) args[a].size };
+                        p += args[a].size;
+                        break;
+                case KFDB_ARG_BUFFER:
+                        cargs[a] = (ClientKernelArg) { .type = CLIENT_ARG_BUFFER, .handle = args[a].buffer->handle,
+                                                       .offset = args[a].offset };
+                        break;
+                case KFDB_ARG_LOCAL:
+                        cargs[a] = (ClientKernelArg) { .type = CLIENT_ARG_LOCAL_SIZE,
+                                                       .local_size = args[a].local_size };
+                        break;
+                }
+        }
+        job.dispatch.code_object = co->handle;
+        job.dispatch.n_dims = n_dims;
+        for (unsigned d = 0; d < 3; d++) {
+                job.dispatch.grid[d] = d < n_dims ? grid[d] : 1;
+                job.dispatch.block[d] = d < n_dims ? block[d] : 1;
+        }
+        job.dispatch.args = cargs;
+        job.dispatch.n_args = n_args;
+        r = batch_add(b, &job);
+        if (r < 0)
+                free(cargs);
+        return r;
 }
 
 int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fence) {
@@ -189,6 +371,6 @@ int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fe
         s->last_fence = MAX(s->last_fence, r->submit.fences[r->submit.n_fences - 1]);
         if (ret_last_fence)
                 *ret_last_fence = r->submit.fences[r->submit.n_fences - 1];
-        b->n_jobs = 0;
+        batch_jobs_clear(b);
         return 0;
 }

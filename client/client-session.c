@@ -552,6 +552,20 @@ int kfdb_device_info(kfdb_session *s, kfdb_device *ret) {
         return 0;
 }
 
+int kfdb_device_compute_queues(kfdb_session *s, uint32_t *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_DEVICE_INFO };
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret = r->device_info.compute_queues;
+        return 0;
+}
+
 int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_QUERY };

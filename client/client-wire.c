@@ -30,6 +30,8 @@ static const char *const request_type_names[] = {
         [CLIENT_REQUEST_SUBMIT] = "Submit",
         [CLIENT_REQUEST_QUERY] = "Query",
         [CLIENT_REQUEST_STATUS] = "Status",
+        [CLIENT_REQUEST_LOAD_CODE_OBJECT] = "LoadCodeObject",
+        [CLIENT_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
 };
 
 const char *client_request_type_name(ClientRequestType type) {
@@ -60,6 +62,9 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
                 return CLIENT_REPLY_QUERY;
         case CLIENT_REQUEST_STATUS:
                 return CLIENT_REPLY_STATUS;
+        case CLIENT_REQUEST_LOAD_CODE_OBJECT:
+                return CLIENT_REPLY_LOAD_CODE_OBJECT;
+        case CLIENT_REQUEST_FREE_CODE_OBJECT:
         case CLIENT_REQUEST_FREE_BUFFER:
         case CLIENT_REQUEST_DESTROY_EVENT:
         case CLIENT_REQUEST_SET_EVENT:
@@ -99,6 +104,8 @@ typedef struct RequestParts {
         Kfdbroker__V1__SubmitRequest submit;
         Kfdbroker__V1__QueryRequest query;
         Kfdbroker__V1__StatusRequest status;
+        Kfdbroker__V1__LoadCodeObjectRequest load_code_object;
+        Kfdbroker__V1__FreeCodeObjectRequest free_code_object;
         /* Owned arrays, freed by request_parts_done(). */
         Kfdbroker__V1__WaitEntry *entries;
         Kfdbroker__V1__WaitEntry **entry_ptrs;
@@ -108,6 +115,11 @@ typedef struct RequestParts {
         Kfdbroker__V1__FillJob *fills;
         Kfdbroker__V1__SignalEventJob *signals;
         Kfdbroker__V1__WaitEventJob *waits;
+        Kfdbroker__V1__DispatchJob *dispatches;
+        Kfdbroker__V1__KernelArg *args;      /* every dispatch's arguments, one after another */
+        Kfdbroker__V1__KernelArg **arg_ptrs;
+        Kfdbroker__V1__BufferRef *refs;
+        size_t next_arg;
 } RequestParts;
 
 static void request_parts_done(RequestParts *p) {
@@ -119,6 +131,10 @@ static void request_parts_done(RequestParts *p) {
         free(p->fills);
         free(p->signals);
         free(p->waits);
+        free(p->dispatches);
+        free(p->args);
+        free(p->arg_ptrs);
+        free(p->refs);
 }
 
 static int fill_wait_events(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__Request *m) {
@@ -148,6 +164,52 @@ static int fill_wait_events(const ClientRequest *r, RequestParts *p, Kfdbroker__
         return 0;
 }
 
+static int fill_dispatch(const ClientJob *j, size_t i, RequestParts *p, Kfdbroker__V1__Job *out) {
+        Kfdbroker__V1__DispatchJob *d = &p->dispatches[i];
+        size_t first = p->next_arg;
+
+        if (j->dispatch.n_dims < 1 || j->dispatch.n_dims > 3 || !j->dispatch.kernel ||
+            (j->dispatch.n_args > 0 && !j->dispatch.args))
+                return -EINVAL;
+        kfdbroker__v1__dispatch_job__init(d);
+        d->code_object = j->dispatch.code_object;
+        d->kernel = (char *) j->dispatch.kernel;
+        d->n_grid = d->n_block = j->dispatch.n_dims;
+        d->grid = (uint32_t *) j->dispatch.grid;
+        d->block = (uint32_t *) j->dispatch.block;
+        for (size_t a = 0; a < j->dispatch.n_args; a++) {
+                const ClientKernelArg *ca = &j->dispatch.args[a];
+                Kfdbroker__V1__KernelArg *ka = &p->args[p->next_arg];
+
+                kfdbroker__v1__kernel_arg__init(ka);
+                switch (ca->type) {
+                case CLIENT_ARG_BYTES:
+                        ka->value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BYTES;
+                        ka->bytes = (ProtobufCBinaryData) { .len = ca->n_bytes, .data = (uint8_t *) ca->bytes };
+                        break;
+                case CLIENT_ARG_BUFFER:
+                        kfdbroker__v1__buffer_ref__init(&p->refs[p->next_arg]);
+                        p->refs[p->next_arg].handle = ca->handle;
+                        p->refs[p->next_arg].offset = ca->offset;
+                        ka->value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BUFFER;
+                        ka->buffer = &p->refs[p->next_arg];
+                        break;
+                case CLIENT_ARG_LOCAL_SIZE:
+                        ka->value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_LOCAL_SIZE;
+                        ka->local_size = ca->local_size;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+                p->arg_ptrs[p->next_arg++] = ka;
+        }
+        d->n_args = j->dispatch.n_args;
+        d->args = j->dispatch.n_args > 0 ? &p->arg_ptrs[first] : NULL;
+        out->kind_case = KFDBROKER__V1__JOB__KIND_DISPATCH;
+        out->dispatch = d;
+        return 0;
+}
+
 static int fill_job(const ClientJob *j, size_t i, RequestParts *p, Kfdbroker__V1__Job *out) {
         kfdbroker__v1__job__init(out);
         switch (j->type) {
@@ -173,21 +235,25 @@ static int fill_job(const ClientJob *j, size_t i, RequestParts *p, Kfdbroker__V1
         case CLIENT_JOB_SIGNAL_EVENT:
                 kfdbroker__v1__signal_event_job__init(&p->signals[i]);
                 p->signals[i].handle = j->event.handle;
+                p->signals[i].engine = (Kfdbroker__V1__Engine) j->event.engine;
                 out->kind_case = KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT;
                 out->signal_event = &p->signals[i];
                 return 0;
         case CLIENT_JOB_WAIT_EVENT:
                 kfdbroker__v1__wait_event_job__init(&p->waits[i]);
                 p->waits[i].handle = j->event.handle;
+                p->waits[i].engine = (Kfdbroker__V1__Engine) j->event.engine;
                 out->kind_case = KFDBROKER__V1__JOB__KIND_WAIT_EVENT;
                 out->wait_event = &p->waits[i];
                 return 0;
+        case CLIENT_JOB_DISPATCH:
+                return fill_dispatch(j, i, p, out);
         }
         return -EINVAL;
 }
 
 static int fill_submit(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__Request *m) {
-        size_t n = r->submit.n_jobs;
+        size_t n = r->submit.n_jobs, n_args = 0;
         int k;
 
         kfdbroker__v1__submit_request__init(&p->submit);
@@ -201,7 +267,19 @@ static int fill_submit(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__R
                 p->fills = calloc(n, sizeof(*p->fills));
                 p->signals = calloc(n, sizeof(*p->signals));
                 p->waits = calloc(n, sizeof(*p->waits));
-                if (!p->jobs || !p->job_ptrs || !p->copies || !p->fills || !p->signals || !p->waits)
+                p->dispatches = calloc(n, sizeof(*p->dispatches));
+                if (!p->jobs || !p->job_ptrs || !p->copies || !p->fills || !p->signals || !p->waits ||
+                    !p->dispatches)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (r->submit.jobs[i].type == CLIENT_JOB_DISPATCH)
+                        n_args += r->submit.jobs[i].dispatch.n_args;
+        if (n_args > 0) {
+                p->args = calloc(n_args, sizeof(*p->args));
+                p->arg_ptrs = calloc(n_args, sizeof(*p->arg_ptrs));
+                p->refs = calloc(n_args, sizeof(*p->refs));
+                if (!p->args || !p->arg_ptrs || !p->refs)
                         return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
@@ -294,6 +372,17 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
                 m->status = &p->status;
                 return 0;
+        case CLIENT_REQUEST_LOAD_CODE_OBJECT:
+                kfdbroker__v1__load_code_object_request__init(&p->load_code_object);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_LOAD_CODE_OBJECT;
+                m->load_code_object = &p->load_code_object;
+                return 0;
+        case CLIENT_REQUEST_FREE_CODE_OBJECT:
+                kfdbroker__v1__free_code_object_request__init(&p->free_code_object);
+                p->free_code_object.handle = r->object.handle;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_FREE_CODE_OBJECT;
+                m->free_code_object = &p->free_code_object;
+                return 0;
         }
         return -EINVAL;
 }
@@ -360,6 +449,49 @@ static int decode_wait_events(const Kfdbroker__V1__WaitEventsReply *w, ClientRep
         return 0;
 }
 
+static void kernel_infos_free(ClientKernelInfo *k, size_t n) {
+        for (size_t i = 0; k && i < n; i++)
+                free(k[i].args);
+        free(k);
+}
+
+static int decode_load_code_object(const Kfdbroker__V1__LoadCodeObjectReply *l, ClientReply *r) {
+        r->type = CLIENT_REPLY_LOAD_CODE_OBJECT;
+        r->load_code_object.handle = l->handle;
+        if (l->n_kernels == 0)
+                return 0;
+        r->load_code_object.kernels = calloc(l->n_kernels, sizeof(ClientKernelInfo));
+        if (!r->load_code_object.kernels)
+                return -ENOMEM;
+        /* n_kernels counts what is filled, so client_reply_free() frees a partial list. */
+        for (size_t i = 0; i < l->n_kernels; i++) {
+                const Kfdbroker__V1__KernelInfo *k = l->kernels[i];
+                ClientKernelInfo *ck = &r->load_code_object.kernels[i];
+
+                r->load_code_object.n_kernels = i + 1;
+                *ck = (ClientKernelInfo) { .name = str(k->name),
+                                           .kernarg_size = k->kernarg_size,
+                                           .group_segment_size = k->group_segment_size,
+                                           .private_segment_size = k->private_segment_size,
+                                           .max_workgroup_size = k->max_workgroup_size };
+                if (k->n_args == 0)
+                        continue;
+                ck->args = calloc(k->n_args, sizeof(ClientKernelArgInfo));
+                if (!ck->args)
+                        return -ENOMEM;
+                ck->n_args = k->n_args;
+                for (size_t a = 0; a < k->n_args; a++) {
+                        const Kfdbroker__V1__KernelArgInfo *ai = k->args[a];
+                        /* An argument that wraps around the kernarg segment is nonsense. */
+                        if (ai->offset > UINT32_MAX - ai->size)
+                                return -EBADMSG;
+                        ck->args[a] = (ClientKernelArgInfo) { .name = str(ai->name), .offset = ai->offset,
+                                                              .size = ai->size, .kind = str(ai->kind) };
+                }
+        }
+        return 0;
+}
+
 static int decode_body(const PbServerMessage *m, ClientReply *r) {
         switch (m->body_case) {
         case KFDBROKER__V1__SERVER_MESSAGE__BODY__NOT_SET:
@@ -390,6 +522,7 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->device_info.kfd_major = d->kfd_major;
                 r->device_info.kfd_minor = d->kfd_minor;
                 r->device_info.sdma_queues = d->sdma_queues;
+                r->device_info.compute_queues = d->compute_queues;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER:
@@ -434,6 +567,7 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->query.bytes_copied = q->bytes_copied;
                 r->query.bytes_filled = q->bytes_filled;
                 limits_from_pb(q->limits, &r->query.limits);
+                r->query.code_objects = q->code_objects;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS: {
@@ -450,8 +584,11 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->status.gpu_buffers = s->gpu_buffers;
                 r->status.jobs_in_flight = s->jobs_in_flight;
                 r->status.events = s->events;
+                r->status.code_objects = s->code_objects;
                 return 0;
         }
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_LOAD_CODE_OBJECT:
+                return decode_load_code_object(m->load_code_object, r);
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED:
                 r->type = CLIENT_REPLY_JOB_FAILED;
                 r->job_failed.fence = m->job_failed->fence;
@@ -504,6 +641,8 @@ ClientReply *client_reply_free(ClientReply *r) {
                 safe_close(r->fds[i]);
         if (r->type == CLIENT_REPLY_WAIT_EVENTS)
                 free(r->wait_events.entries);
+        else if (r->type == CLIENT_REPLY_LOAD_CODE_OBJECT)
+                kernel_infos_free(r->load_code_object.kernels, r->load_code_object.n_kernels);
         if (r->pb)
                 kfdbroker__v1__server_message__free_unpacked(r->pb, NULL);
         free(r);

@@ -33,6 +33,8 @@ typedef enum ClientRequestType {
         CLIENT_REQUEST_SUBMIT,
         CLIENT_REQUEST_QUERY,
         CLIENT_REQUEST_STATUS,
+        CLIENT_REQUEST_LOAD_CODE_OBJECT, /* carries the sealed memfd */
+        CLIENT_REQUEST_FREE_CODE_OBJECT,
 } ClientRequestType;
 
 typedef enum ClientJobType {
@@ -40,7 +42,22 @@ typedef enum ClientJobType {
         CLIENT_JOB_FILL,
         CLIENT_JOB_SIGNAL_EVENT,
         CLIENT_JOB_WAIT_EVENT,
+        CLIENT_JOB_DISPATCH,
 } ClientJobType;
+
+typedef enum ClientArgType {
+        CLIENT_ARG_BYTES = 1,
+        CLIENT_ARG_BUFFER,
+        CLIENT_ARG_LOCAL_SIZE,
+} ClientArgType;
+
+typedef struct ClientKernelArg {
+        ClientArgType type;
+        uint32_t local_size;
+        uint64_t handle, offset;
+        const uint8_t *bytes; /* n_bytes */
+        uint32_t n_bytes;
+} ClientKernelArg;
 
 typedef struct ClientJob {
         ClientJobType type;
@@ -54,7 +71,16 @@ typedef struct ClientJob {
                 } fill;
                 struct {
                         uint64_t handle;
+                        uint32_t engine; /* 0 auto, 1 SDMA, 2 compute (proto Engine) */
                 } event;
+                struct {
+                        uint64_t code_object;
+                        const char *kernel;
+                        unsigned n_dims;
+                        uint32_t grid[3], block[3];
+                        const ClientKernelArg *args;
+                        size_t n_args;
+                } dispatch;
         };
 } ClientJob;
 
@@ -78,7 +104,7 @@ typedef struct ClientRequest {
                 } alloc_buffer;
                 struct {
                         uint64_t handle;
-                } object; /* FREE/EXPORT_BUFFER, DESTROY/SET/RESET_EVENT */
+                } object; /* FREE/EXPORT_BUFFER, DESTROY/SET/RESET_EVENT, FREE_CODE_OBJECT */
                 struct {
                         bool auto_reset;
                 } create_event;
@@ -113,6 +139,7 @@ typedef enum ClientReplyType {
         CLIENT_REPLY_QUERY,
         CLIENT_REPLY_STATUS,
         CLIENT_REPLY_JOB_FAILED,
+        CLIENT_REPLY_LOAD_CODE_OBJECT,
         CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
 } ClientReplyType;
 
@@ -125,6 +152,19 @@ typedef struct ClientLimits {
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
         uint32_t max_message_size, max_wait_events;
 } ClientLimits;
+
+typedef struct ClientKernelArgInfo {
+        const char *name; /* points into the reply */
+        uint32_t offset, size;
+        const char *kind; /* "by_value", "global_buffer", "dynamic_lds", "hidden", or newer */
+} ClientKernelArgInfo;
+
+typedef struct ClientKernelInfo {
+        const char *name;
+        uint32_t kernarg_size, group_segment_size, private_segment_size, max_workgroup_size;
+        ClientKernelArgInfo *args; /* owned by the reply */
+        size_t n_args;
+} ClientKernelInfo;
 
 typedef struct ClientReply {
         uint64_t id;
@@ -145,7 +185,7 @@ typedef struct ClientReply {
                         const char *backend, *gfx_name, *name;
                         uint32_t gpu_id, vendor_id, device_id, cu_count;
                         uint64_t vram_size;
-                        uint32_t kfd_major, kfd_minor, sdma_queues;
+                        uint32_t kfd_major, kfd_minor, sdma_queues, compute_queues;
                 } device_info;
                 struct {
                         uint64_t handle, size;
@@ -168,10 +208,11 @@ typedef struct ClientReply {
                         uint64_t buffer_bytes, jobs_submitted, jobs_completed, jobs_failed;
                         uint64_t bytes_copied, bytes_filled;
                         ClientLimits limits;
+                        uint32_t code_objects;
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;
-                        uint32_t sessions, gpu_buffers, jobs_in_flight, events;
+                        uint32_t sessions, gpu_buffers, jobs_in_flight, events, code_objects;
                         uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
                 } status;
                 struct {
@@ -179,6 +220,11 @@ typedef struct ClientReply {
                         int error;
                         const char *message;
                 } job_failed;
+                struct {
+                        uint64_t handle;
+                        ClientKernelInfo *kernels; /* owned */
+                        size_t n_kernels;
+                } load_code_object;
         };
         int fds[CLIENT_MAX_FDS]; /* received with the datagram; -EBADF when taken */
         size_t n_fds;

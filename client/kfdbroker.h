@@ -5,8 +5,9 @@
  * A kfdb_session is one connection to kfdbrokerd over its SOCK_SEQPACKET
  * socket. Through it a process that has no access to /dev/kfd allocates GPU
  * buffers (received as dma-buf fds it can mmap), creates events with KFD
- * semantics and submits batches of jobs (copy, fill, signal event, wait
- * event). Completion is visible without a round trip: the session page, a
+ * semantics, loads GPU code objects and submits batches of jobs (copy, fill,
+ * kernel dispatch, signal event, wait event). Completion is visible without
+ * a round trip: the session page, a
  * read-only shared mapping the daemon keeps up to date, holds the completed
  * fence and every event's age, and an eventfd is signalled when it changes.
  *
@@ -23,7 +24,8 @@
  *  - A session is not thread-safe: use it from one thread at a time.
  *  - The structs filled by value (kfdb_limits, kfdb_device, kfdb_usage,
  *    kfdb_daemon_status, kfdb_job_failure) are fixed for symbol version
- *    KFDBROKER_0.1; new fields come with new functions, never by growing them.
+ *    KFDBROKER_0.1, kfdb_kernel_arg and kfdb_arg for KFDBROKER_0.2; new
+ *    fields come with new functions, never by growing them.
  *  - Calls are synchronous. Replies that arrive for other requests and job
  *    failure notifications that arrive while a call waits are kept and
  *    handed out later, so nothing is lost to ordering.
@@ -59,6 +61,8 @@ typedef struct kfdb_session kfdb_session;
 typedef struct kfdb_buffer kfdb_buffer;
 typedef struct kfdb_event kfdb_event;
 typedef struct kfdb_batch kfdb_batch;
+typedef struct kfdb_code_object kfdb_code_object;
+typedef struct kfdb_kernel kfdb_kernel;
 
 typedef enum kfdb_placement {
         KFDB_PLACEMENT_GTT = 0,  /* system memory */
@@ -164,6 +168,14 @@ typedef struct kfdb_device {
 
 /* kfdb_device_info() - the daemon's GPU. Returns 0 or the common errors. */
 int kfdb_device_info(kfdb_session *s, kfdb_device *ret);
+
+/**
+ * kfdb_device_compute_queues() - the number of compute (PM4) queues the
+ * daemon runs dispatches on; 0 if the device runs none (then Hello does not
+ * announce the "compute" feature and dispatches are refused with
+ * -EOPNOTSUPP). Returns 0 or the common errors. (KFDBROKER_0.2)
+ */
+int kfdb_device_compute_queues(kfdb_session *s, uint32_t *ret);
 
 typedef struct kfdb_usage {
         uint32_t buffers;
@@ -317,6 +329,31 @@ int kfdb_batch_signal_event(kfdb_batch *b, kfdb_event *e);
 /* A job that holds the following jobs until @e is signaled (resolved on the GPU). */
 int kfdb_batch_wait_event(kfdb_batch *b, kfdb_event *e);
 
+/*
+ * Engines. Jobs of one session on one engine run in order; across engines
+ * (copies and fills run on SDMA, dispatches on compute) order is expressed
+ * with events: a signal-event job on one engine and a wait-event job on the
+ * other. The daemon turns such a wait into a wait on the GPU (the engine
+ * polls the other queue's fence memory), so a copy -> dispatch -> copy chain
+ * submitted at once runs without a round trip through the CPU.
+ */
+typedef enum kfdb_engine {
+        /* A signal goes on the engine of the job before it in the batch, a wait
+         * on the engine of the job after it; SDMA when there is none. */
+        KFDB_ENGINE_AUTO = 0,
+        KFDB_ENGINE_SDMA = 1,
+        KFDB_ENGINE_COMPUTE = 2,
+} kfdb_engine;
+
+/*
+ * kfdb_batch_signal_event_on(), kfdb_batch_wait_event_on() - event jobs on
+ * a chosen engine (kfdb_batch_signal_event() and kfdb_batch_wait_event() use
+ * KFDB_ENGINE_AUTO). Return 0, -EINVAL (an event of another session, an
+ * unknown engine), -E2BIG, -ENOMEM. (KFDBROKER_0.2)
+ */
+int kfdb_batch_signal_event_on(kfdb_batch *b, kfdb_event *e, kfdb_engine engine);
+int kfdb_batch_wait_event_on(kfdb_batch *b, kfdb_event *e, kfdb_engine engine);
+
 /**
  * kfdb_batch_submit() - send the batch. The daemon answers with one fence
  * value per job, increasing; a job is done when kfdb_fence_is_done() says so.
@@ -347,6 +384,143 @@ int kfdb_fence_is_done(const kfdb_session *s, uint64_t fence);
  * -ECONNRESET / -EBADMSG.
  */
 int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms);
+
+/* ---- Compute: code objects and dispatch (KFDBROKER_0.2) ---- */
+
+/*
+ * A code object is an AMDHSA ELF built for the daemon's GPU (kfdb_device's
+ * gfx_name), for example with
+ *   clang -x cl -target amdgcn-amd-amdhsa -mcpu=gfx1030 -O2 kernel.cl -o kernel.hsaco
+ * The daemon checks it, copies its code into GPU memory and lists its
+ * kernels. A loaded code object counts as one buffer against the session's
+ * max_buffers limit and its size counts in max_buffer_bytes.
+ *
+ * Security: kernels run in the daemon's GPU address space, which holds
+ * every client's buffers; a kernel is not confined to the buffers its
+ * arguments name. Dispatch is therefore a right the administrator grants by
+ * policy (ComputeDispatch=); see docs/security.md.
+ */
+
+/**
+ * kfdb_code_object_load() - load a code object from memory. The library
+ * copies @elf into a memfd sealed against writes and resizes
+ * (F_SEAL_WRITE, F_SEAL_SHRINK, F_SEAL_GROW) and sends it to the daemon.
+ * kfdb_code_object_load_file() does the same with the contents of @path.
+ * Returns 0, -EINVAL (size 0), -E2BIG (larger than the daemon's 64 MiB
+ * limit, or too many kernels to describe in one reply), -ENOEXEC (not an
+ * AMDHSA code object: truncated, wrong ELF class, machine or OS ABI, no
+ * kernel descriptor), -EXDEV (built for another GPU), -EDQUOT (over the
+ * session's buffer count or memory limit), the errno of reading @path, or
+ * the common errors. The daemon's message (kfdb_session_last_error()) says
+ * what was wrong with the ELF.
+ */
+int kfdb_code_object_load(kfdb_session *s, const void *elf, size_t size, kfdb_code_object **ret);
+int kfdb_code_object_load_file(kfdb_session *s, const char *path, kfdb_code_object **ret);
+
+/**
+ * kfdb_code_object_free() - tell the daemon to free the code object, then
+ * release it here (its kfdb_kernel pointers with it). Dispatches already
+ * submitted keep the code alive in the daemon until they retire. NULL-safe.
+ * Returns 0 or the common errors (the local side is released anyway).
+ */
+int kfdb_code_object_free(kfdb_code_object *co);
+
+/* The code object's handle in this session (for logs). */
+uint64_t kfdb_code_object_get_handle(const kfdb_code_object *co);
+/* Its kernels, in the order the daemon listed them. */
+size_t kfdb_code_object_get_n_kernels(const kfdb_code_object *co);
+/* The kernel at @index, or NULL past the end. Valid until the code object is freed. */
+const kfdb_kernel *kfdb_code_object_get_kernel(const kfdb_code_object *co, size_t index);
+/* The kernel called @name (its symbol name, without ".kd"), or NULL. */
+const kfdb_kernel *kfdb_code_object_find_kernel(const kfdb_code_object *co, const char *name);
+
+const char *kfdb_kernel_get_name(const kfdb_kernel *k);
+/* Bytes of the kernel argument segment (explicit and hidden arguments). */
+uint32_t kfdb_kernel_get_kernarg_size(const kfdb_kernel *k);
+/* Static LDS bytes per workgroup (dynamic LDS comes on top, see kfdb_arg_local()). */
+uint32_t kfdb_kernel_get_group_segment_size(const kfdb_kernel *k);
+/* Scratch (private) bytes per work-item. */
+uint32_t kfdb_kernel_get_private_segment_size(const kfdb_kernel *k);
+/* Most work-items one workgroup of this kernel may have. */
+uint32_t kfdb_kernel_get_max_workgroup_size(const kfdb_kernel *k);
+
+typedef enum kfdb_kernel_arg_kind {
+        KFDB_KERNEL_ARG_BY_VALUE = 0,      /* pass with kfdb_arg_value() */
+        KFDB_KERNEL_ARG_GLOBAL_BUFFER = 1, /* pass with kfdb_arg_buffer() */
+        KFDB_KERNEL_ARG_DYNAMIC_LDS = 2,   /* a `local` pointer: pass with kfdb_arg_local() */
+        KFDB_KERNEL_ARG_HIDDEN = 3,        /* filled by the daemon; not passed */
+        KFDB_KERNEL_ARG_UNKNOWN = 4,       /* a kind this library does not know */
+} kfdb_kernel_arg_kind;
+
+typedef struct kfdb_kernel_arg {
+        const char *name; /* from the code object's metadata; "" if absent */
+        uint32_t offset;  /* in the kernel argument segment */
+        uint32_t size;
+        kfdb_kernel_arg_kind kind;
+} kfdb_kernel_arg;
+
+/* Every argument of the kernel, explicit and hidden, in offset order. */
+size_t kfdb_kernel_get_n_args(const kfdb_kernel *k);
+/* The explicit arguments only: what kfdb_batch_dispatch() takes, in this order. */
+size_t kfdb_kernel_get_n_explicit_args(const kfdb_kernel *k);
+/* Fills *ret with argument @index (of kfdb_kernel_get_n_args()). Returns 0 or -EINVAL. */
+int kfdb_kernel_get_arg(const kfdb_kernel *k, size_t index, kfdb_kernel_arg *ret);
+
+typedef enum kfdb_arg_type {
+        KFDB_ARG_VALUE = 1,  /* by value: exactly the argument's size in bytes */
+        KFDB_ARG_BUFFER = 2, /* global pointer: buffer + offset */
+        KFDB_ARG_LOCAL = 3,  /* local pointer: bytes of dynamic LDS */
+} kfdb_arg_type;
+
+/* One explicit argument of a dispatch; build it with the helpers below. */
+typedef struct kfdb_arg {
+        kfdb_arg_type type;
+        const void *value;   /* KFDB_ARG_VALUE: copied when the job is added */
+        size_t size;         /* KFDB_ARG_VALUE */
+        kfdb_buffer *buffer; /* KFDB_ARG_BUFFER */
+        uint64_t offset;     /* KFDB_ARG_BUFFER: the kernel gets the buffer's GPU address + offset */
+        uint32_t local_size; /* KFDB_ARG_LOCAL */
+} kfdb_arg;
+
+static inline kfdb_arg kfdb_arg_value(const void *value, size_t size) {
+        kfdb_arg a = { KFDB_ARG_VALUE, value, size, NULL, 0, 0 };
+        return a;
+}
+static inline kfdb_arg kfdb_arg_buffer(kfdb_buffer *buffer, uint64_t offset) {
+        kfdb_arg a = { KFDB_ARG_BUFFER, NULL, 0, buffer, offset, 0 };
+        return a;
+}
+/* A region of @bytes of LDS for a `local` pointer argument; the regions of a
+ * dispatch follow the kernel's static LDS, each 16-byte aligned, and all of
+ * it must fit the device's LDS (64 KiB). */
+static inline kfdb_arg kfdb_arg_local(uint32_t bytes) {
+        kfdb_arg a = { KFDB_ARG_LOCAL, NULL, 0, NULL, 0, bytes };
+        return a;
+}
+
+/**
+ * kfdb_batch_dispatch() - add a dispatch of kernel @name of @co.
+ * @n_dims: 1 to 3; @grid and @block hold that many values.
+ * @grid: work-items per dimension (not workgroups), each >= 1; a grid that is
+ *        not a multiple of the block ends in partial workgroups.
+ * @block: work-items per workgroup per dimension, each >= 1; their product at
+ *        most the kernel's kfdb_kernel_get_max_workgroup_size() and 1024.
+ * @args, @n_args: exactly the kernel's explicit arguments, in order, each of
+ *        the type its kind asks for; values are copied, buffers must be of
+ *        this session with an offset inside them. A kernel given a buffer
+ *        may read and write all of it.
+ * The daemon runs it on its compute engine; use event jobs to order it
+ * after copies and before later copies (see kfdb_engine).
+ * Return 0, -ENOENT (no such kernel), -EINVAL (bad dimensions or
+ * arguments; the message names which), -E2BIG (the batch is full), or
+ * -ENOMEM. A submit can still be refused by the daemon: -EPERM when the
+ * policy does not allow compute dispatch, -EOPNOTSUPP when the device has no
+ * compute queue. A kernel that faults fails its job with -EFAULT, one the GPU
+ * stops with an exception (an illegal instruction) with -EIO; the job
+ * failure's message says what happened.
+ */
+int kfdb_batch_dispatch(kfdb_batch *b, const kfdb_code_object *co, const char *name, unsigned n_dims,
+                        const uint32_t *grid, const uint32_t *block, const kfdb_arg *args, size_t n_args);
 
 typedef struct kfdb_job_failure {
         uint64_t fence;

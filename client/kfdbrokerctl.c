@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "ctl-bus.h"
+#include "ctl-compute.h"
 #include "ctl-json.h"
 #include "kfdbroker.h"
 
@@ -284,10 +285,13 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
         static const struct option options[] = {
                 { "size", required_argument, NULL, 's' },
                 { "vram", no_argument, NULL, 'V' },
+                { "elements", required_argument, NULL, 'e' },
                 {}
         };
         kfdb_placement placement = KFDB_PLACEMENT_GTT;
         uint64_t size = DEMO_DEFAULT_SIZE, stripe, fence, first_bad = 0, bad;
+        uint64_t elements = CTL_SAXPY_DEFAULT_ELEMENTS;
+        CtlSaxpyResult saxpy = {};
         kfdb_buffer *src = NULL, *dst = NULL;
         kfdb_batch *batch = NULL;
         kfdb_daemon_status st;
@@ -310,6 +314,13 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
                         break;
                 case 'V':
                         placement = KFDB_PLACEMENT_VRAM;
+                        break;
+                case 'e':
+                        if (parse_size(optarg, &elements) < 0 || elements > UINT32_MAX) {
+                                fprintf(stderr, PROG " demo: --elements must be 1..%u, got '%s'\n", UINT32_MAX,
+                                        optarg);
+                                return -EINVAL;
+                        }
                         break;
                 default:
                         return -EINVAL;
@@ -395,6 +406,17 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
         else
                 fprintf(stderr, PROG " demo: the filled source buffer is wrong\n");
 
+        if (bad == 0 && !ctl->json)
+                printf("  checked all %" PRIu64 " bytes of both buffers through their dma-buf mappings: correct\n",
+                       size);
+
+        /* Compute: saxpy through the broker (skipped, and said so, where it cannot run). */
+        if (bad == 0) {
+                r = ctl_demo_saxpy(ctl->session, PROG, ctl->json, elements, &saxpy);
+                if (r < 0)
+                        return r;
+        }
+
         r = kfdb_status(ctl->session, &st);
         if (r < 0)
                 return ctl_fail(ctl, r, "Status failed");
@@ -403,13 +425,17 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
                 printf("{\"passed\":%s,\"size\":%" PRIu64, bad == 0 ? "true" : "false", size);
                 json_member_string(",", "backend", dev.backend);
                 json_member_string(",", "gfx_name", dev.gfx_name);
-                printf(",\"fill_ms\":%.3f,\"copy_ms\":%.3f,\"copy_gbps\":%.3f,\"wrong_bytes\":%" PRIu64
-                       ",\"daemon_jobs_completed\":%" PRIu64 ",\"daemon_jobs_failed\":%" PRIu64 "}\n",
-                       t_fill * 1e3, t_copy * 1e3, gbps, bad, st.jobs_completed, st.jobs_failed);
+                printf(",\"fill_ms\":%.3f,\"copy_ms\":%.3f,\"copy_gbps\":%.3f,\"wrong_bytes\":%" PRIu64,
+                       t_fill * 1e3, t_copy * 1e3, gbps, bad);
+                if (saxpy.ran)
+                        printf(",\"saxpy\":{\"elements\":%" PRIu64 ",\"ms\":%.3f,\"elements_per_s\":%.0f"
+                               ",\"wrong_elements\":%" PRIu64 "}",
+                               saxpy.elements, saxpy.ms, saxpy.elements_per_s, saxpy.wrong);
+                else
+                        json_member_string(",", "saxpy_skipped", saxpy.skip_reason);
+                printf(",\"daemon_jobs_completed\":%" PRIu64 ",\"daemon_jobs_failed\":%" PRIu64 "}\n",
+                       st.jobs_completed, st.jobs_failed);
         } else {
-                if (bad == 0)
-                        printf("  checked all %" PRIu64 " bytes of both buffers through their dma-buf mappings: correct\n",
-                               size);
                 printf("  daemon: %" PRIu64 " jobs completed, %" PRIu64 " failed (all sessions)\n",
                        st.jobs_completed, st.jobs_failed);
         }
@@ -423,6 +449,19 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
         if (!ctl->json)
                 printf("demo passed\n");
         return 0;
+}
+
+/* ---- kernels ---- */
+
+static int verb_kernels(Ctl *ctl, int argc, char **argv) {
+        int r;
+
+        if (argc != 2) {
+                fprintf(stderr, PROG " kernels: expected one code object file, got %d arguments\n", argc - 1);
+                return -EINVAL;
+        }
+        r = ctl_connect(ctl);
+        return r < 0 ? r : ctl_kernels(ctl->session, PROG, ctl->json, argv[1]);
 }
 
 /* ---- D-Bus verbs (every session of the daemon) ---- */
@@ -455,8 +494,10 @@ static int verb_limits(Ctl *ctl, int argc, char **argv) {
 static const Verb verbs[] = {
         { "status", "", "Show the daemon's version, device, sessions, jobs and memory", verb_status },
         { "device", "", "Show the GPU the daemon serves", verb_device },
-        { "demo", "[--size=BYTES] [--vram]",
-          "Fill a 64 MiB buffer on the GPU, copy it to another, check every byte", verb_demo },
+        { "demo", "[--size=BYTES] [--vram] [--elements=N]",
+          "Fill a 64 MiB buffer on the GPU, copy it to another, check every byte; run saxpy over 16 M floats",
+          verb_demo },
+        { "kernels", "FILE", "List the kernels of a GPU code object, as the daemon loads it", verb_kernels },
         { "sessions", "", "List every client session (D-Bus)", verb_sessions },
         { "accounting", "", "GPU use per session and per identity (D-Bus)", verb_accounting },
         { "metrics", "", "Print the daemon's OpenMetrics text (D-Bus)", verb_metrics },

@@ -2,6 +2,7 @@
 /* See job.h. */
 #include "job.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "client-event.h"
@@ -26,6 +27,11 @@ Job *job_free(Job *j) {
                 return NULL;
         gpu_buffer_unref(j->src);
         gpu_buffer_unref(j->dst);
+        for (unsigned i = 0; i < j->n_buffers; i++)
+                gpu_buffer_unref(j->buffers[i]);
+        free(j->buffers);
+        free(j->args);
+        gpu_code_object_unref(j->co);
         client_event_unref(j->event);
         session_unref(j->session);
         free(j);
@@ -42,6 +48,17 @@ const char *job_type_name(WireJobType t) {
                 return "signal-event";
         case WIRE_JOB_WAIT_EVENT:
                 return "wait-event";
+        case WIRE_JOB_DISPATCH:
+                return "dispatch";
         }
         return "unknown";
+}
+
+void job_describe(const Job *j, char *buf, size_t size) {
+        if (j->type == WIRE_JOB_DISPATCH && j->co &&
+            j->gpu.dispatch.kernel < gpu_code_object_n_kernels(j->co))
+                snprintf(buf, size, "dispatch of kernel \"%s\"",
+                         gpu_code_object_kernel(j->co, j->gpu.dispatch.kernel)->name);
+        else
+                snprintf(buf, size, "%s job", job_type_name(j->type));
 }

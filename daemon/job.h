@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Job: one unit of client work (copy, fill, signal-event, wait-event) from
- * the moment a Submit is accepted until it is retired. A Job holds references
- * to its session, its buffers and its event, so nothing it touches is freed
+ * Job: one unit of client work (copy, fill, dispatch, signal-event,
+ * wait-event) from the moment a Submit is accepted until it is retired. A Job
+ * holds references to its session, its buffers, its code object and its
+ * event, so nothing it touches is freed
  * while the GPU may still use it. Jobs sit on their session's list in fence
  * order, and on their stream's pending queue or their hardware queue's
  * in-flight queue. The Scheduler owns the decision of when a job goes to the
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "forward.h"
@@ -35,6 +37,11 @@ struct Job {
         GpuBuffer *src;    /* references, or NULL */
         GpuBuffer *dst;
         ClientEvent *event; /* reference for SIGNAL/WAIT_EVENT jobs */
+        GpuCodeObject *co;  /* reference for DISPATCH jobs (gpu.dispatch.co) */
+        GpuBuffer **buffers; /* references to the buffers a DISPATCH's arguments name */
+        unsigned n_buffers;
+        uint8_t *args;      /* DISPATCH: the explicit kernarg bytes (gpu.dispatch.args_data) */
+        bool engine_auto;   /* event job whose engine follows its neighbours (ENGINE_AUTO) */
 
         unsigned queue;    /* hardware queue once submitted */
         uint64_t seq;      /* its sequence number there */
@@ -56,3 +63,5 @@ Job *job_new(Session *s, uint64_t fence, WireJobType type);
 Job *job_free(Job *j);
 /* Human-readable kind for logs and errors: "copy", "fill", ... */
 const char *job_type_name(WireJobType t);
+/* "copy job", or for a dispatch 'dispatch of kernel "saxpy"': for messages. */
+void job_describe(const Job *j, char *buf, size_t size);

@@ -50,6 +50,13 @@ int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
                                    .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT };
         int r;
 
+        /* One compute queue per priority class, created with the class's KFD
+         * queue priority (KFD maps it to the HQD pipe priority); the scheduler
+         * binds each session's compute stream to the queue of its class. */
+        opts.n_compute_queues = _POLICY_PRIORITY_MAX;
+        for (unsigned p = 0; p < _POLICY_PRIORITY_MAX; p++)
+                opts.compute_priority[p] = policy_priority_to_queue_priority((PolicyPriority) p);
+
         if (choice == DEVICE_AUTO) {
                 if (access("/dev/kfd", F_OK) < 0) {
                         log_info("--device=auto: /dev/kfd does not exist on this machine, using the simulated GPU");

@@ -311,9 +311,19 @@ static bool run_queue(Scheduler *s, HwQueue *q) {
                         break;
                 QUEUE_REMOVE(queue, best->pending, j);
                 if (r < 0) {
-                        log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s job %" PRIu64 ": %m",
-                                          j->session->id, job_type_name(j->type), j->fence);
-                        finish_job(s, j, -r, "the GPU layer refused the job", 0);
+                        char what[192], msg[320];
+
+                        job_describe(j, what, sizeof(what));
+                        log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s %" PRIu64 ": %m",
+                                          j->session->id, what, j->fence);
+                        if (j->type == WIRE_JOB_DISPATCH)
+                                snprintf(msg, sizeof(msg),
+                                         "the GPU layer refused the %s: the hardware cannot run it (%s)",
+                                         what, strerror(-r));
+                        else
+                                snprintf(msg, sizeof(msg), "the GPU layer refused the %s (%s)", what,
+                                         strerror(-r));
+                        finish_job(s, j, -r, msg, 0);
                         stream_maybe_idle(q, best);
                         changed = true;
                         continue;
@@ -463,7 +473,7 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
         Scheduler *s = userdata;
         HwQueue *q;
         Job *j;
-        char msg[160];
+        char msg[512], what[192];
 
         if (c->queue >= s->n_queues) {
                 log_error("GPU reported a completion on unknown queue %u", c->queue);
@@ -496,15 +506,21 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
                         client_event_signal(j->event, j->signal_claimed);
         }
 
+        /* What the client reads in JobFailed: what happened, and what the
+         * device said about it (the simulator names the instruction). */
+        job_describe(j, what, sizeof(what));
         if (c->error == -EFAULT)
-                snprintf(msg, sizeof(msg), "GPU memory fault at address 0x%" PRIx64 " in %s job",
-                         c->fault_va, job_type_name(j->type));
+                snprintf(msg, sizeof(msg), "GPU memory fault at address 0x%" PRIx64 " in %s%s%s", c->fault_va,
+                         what, c->message ? ": " : "", c->message ? c->message : "");
+        else if (c->error == -EIO)
+                snprintf(msg, sizeof(msg), "%s raised a GPU exception: %s", what,
+                         c->message ? c->message : "the device gave no details");
         else if (c->error == -ETIME)
-                snprintf(msg, sizeof(msg), "%s job ran longer than its timeout of %.3f s and was aborted",
-                         job_type_name(j->type), (double) j->timeout_ns / 1e9);
+                snprintf(msg, sizeof(msg), "%s ran longer than its timeout of %.3f s and was aborted", what,
+                         (double) j->timeout_ns / 1e9);
         else if (c->error < 0)
-                snprintf(msg, sizeof(msg), "%s job failed on the GPU: %s", job_type_name(j->type),
-                         strerror(-c->error));
+                snprintf(msg, sizeof(msg), "%s failed on the GPU: %s%s%s", what, strerror(-c->error),
+                         c->message ? ": " : "", c->message ? c->message : "");
         else
                 msg[0] = '\0';
         finish_job(s, j, -c->error, c->error ? msg : NULL,

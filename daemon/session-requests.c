@@ -17,30 +17,48 @@
 #include "util/log.h"
 #include "util/macro.h"
 
+/* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", NULL,
 };
+static const char *const features_compute[] = {
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "compute", NULL,
+};
 
-static const char *handle_kind(uint64_t handle) {
+const char *session_handle_kind(uint64_t handle) {
         switch (handle_tag(handle)) {
         case HANDLE_TAG_BUFFER:
                 return "a buffer handle";
         case HANDLE_TAG_EVENT:
                 return "an event handle";
+        case HANDLE_TAG_CODE_OBJECT:
+                return "a code object handle";
         default:
                 return "not a handle of this session";
         }
 }
 
-static GpuBuffer *lookup_buffer(Session *s, uint64_t id, const char *field, uint64_t handle) {
+GpuBuffer *session_lookup_buffer(Session *s, uint64_t id, const char *field, uint64_t handle) {
         SessionBuffer *b = handle_table_get(&s->buffers, handle);
 
         if (!b) {
                 session_send_error(s, id, ENOENT, "%s: no buffer 0x%" PRIx64 " in this session (%s)",
-                                   field, handle, handle_kind(handle));
+                                   field, handle, session_handle_kind(handle));
                 return NULL;
         }
         return b->gpu;
+}
+
+bool session_check_object_count(Session *s, uint64_t id) {
+        uint64_t n = (uint64_t) s->buffers.n_used + s->code_objects.n_used;
+
+        if (n >= s->limits.max_buffers) {
+                session_send_error(s, id, EDQUOT,
+                                   "buffer count limit (max_buffers %u) reached: %u buffers and %u code objects (a code object counts as a buffer)",
+                                   s->limits.max_buffers, s->buffers.n_used, s->code_objects.n_used);
+                return false;
+        }
+        return true;
 }
 
 static ClientEvent *lookup_event(Session *s, uint64_t id, const char *field, uint64_t handle) {
@@ -48,7 +66,7 @@ static ClientEvent *lookup_event(Session *s, uint64_t id, const char *field, uin
 
         if (!e)
                 session_send_error(s, id, ENOENT, "%s: no event 0x%" PRIx64 " in this session (%s)",
-                                   field, handle, handle_kind(handle));
+                                   field, handle, session_handle_kind(handle));
         return e;
 }
 
@@ -80,7 +98,7 @@ static void handle_hello(Session *s, const WireRequest *req) {
                              .type = WIRE_REPLY_HELLO,
                              .hello = { .protocol_version = WIRE_PROTOCOL_VERSION,
                                         .daemon_version = KFDBROKER_VERSION,
-                                        .features = features,
+                                        .features = session_has_compute(s) ? features_compute : features,
                                         .limits = s->limits,
                                         .session_id = s->id,
                                         .session_page_size = (uint32_t) KFDB_PAGE_SIZE },
@@ -90,10 +108,12 @@ static void handle_hello(Session *s, const WireRequest *req) {
 
 static void handle_device_info(Session *s, const WireRequest *req) {
         const GpuDeviceInfo *i = s->manager->info;
-        unsigned sdma = 0;
+        unsigned sdma = 0, compute = 0;
 
-        for (unsigned q = 0; q < i->n_queues; q++)
+        for (unsigned q = 0; q < i->n_queues; q++) {
                 sdma += i->queue_engine[q] == GPU_ENGINE_SDMA;
+                compute += i->queue_engine[q] == GPU_ENGINE_COMPUTE;
+        }
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_DEVICE_INFO,
@@ -102,7 +122,8 @@ static void handle_device_info(Session *s, const WireRequest *req) {
                                               .vendor_id = i->vendor_id, .device_id = i->device_id,
                                               .cu_count = i->cu_count, .vram_size = i->vram_size,
                                               .kfd_major = i->kfd_major, .kfd_minor = i->kfd_minor,
-                                              .sdma_queues = sdma },
+                                              .sdma_queues = sdma,
+                                              .compute_queues = compute },
                      },
                      NULL, 0);
 }
@@ -123,6 +144,10 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                                            strerror(-r));
                         return;
                 }
+        }
+        if (!session_check_object_count(s, id)) {
+                gpu_buffer_unref(b);
+                return;
         }
         sb = calloc(1, sizeof(*sb));
         if (!sb) {
@@ -148,7 +173,7 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                      export ? &fd : NULL, export ? 1 : 0);
 }
 
-static bool check_memory_quota(Session *s, uint64_t id, uint64_t size) {
+bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size) {
         if (size > s->limits.max_buffer_size) {
                 session_send_error(s, id, EDQUOT,
                                    "buffer of %" PRIu64 " bytes exceeds the max_buffer_size limit of %" PRIu64 " bytes",
@@ -175,7 +200,7 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
                                    req->alloc_buffer.size);
                 return;
         }
-        if (!check_memory_quota(s, req->id, size))
+        if (!session_check_memory_quota(s, req->id, size))
                 return;
         placement = req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? GPU_PLACEMENT_VRAM
                                                                         : GPU_PLACEMENT_GTT;
@@ -201,7 +226,7 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
                                    strerror(-r));
                 return;
         }
-        if (!check_memory_quota(s, req->id, gpu_buffer_get_size(b))) {
+        if (!session_check_memory_quota(s, req->id, gpu_buffer_get_size(b))) {
                 gpu_buffer_unref(b);
                 return;
         }
@@ -212,7 +237,7 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
 static void handle_free_buffer(Session *s, const WireRequest *req) {
         SessionBuffer *b;
 
-        if (!lookup_buffer(s, req->id, "free_buffer.handle", req->object.handle))
+        if (!session_lookup_buffer(s, req->id, "free_buffer.handle", req->object.handle))
                 return;
         b = handle_table_remove(&s->buffers, req->object.handle);
         session_account_buffer(s, b->placement, -(int64_t) gpu_buffer_get_size(b->gpu));
@@ -223,7 +248,7 @@ static void handle_free_buffer(Session *s, const WireRequest *req) {
 }
 
 static void handle_export_buffer(Session *s, const WireRequest *req) {
-        GpuBuffer *b = lookup_buffer(s, req->id, "export_buffer.handle", req->object.handle);
+        GpuBuffer *b = session_lookup_buffer(s, req->id, "export_buffer.handle", req->object.handle);
         _cleanup_close_ int fd = -EBADF;
         int r;
 
@@ -336,11 +361,11 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                 GpuBuffer *src, *dst;
 
                 snprintf(field, sizeof(field), "submit.jobs[%zu].copy.src_handle", idx);
-                src = lookup_buffer(s, id, field, wj->copy.src_handle);
+                src = session_lookup_buffer(s, id, field, wj->copy.src_handle);
                 if (!src)
                         return job_free(j);
                 snprintf(field, sizeof(field), "submit.jobs[%zu].copy.dst_handle", idx);
-                dst = lookup_buffer(s, id, field, wj->copy.dst_handle);
+                dst = session_lookup_buffer(s, id, field, wj->copy.dst_handle);
                 if (!dst)
                         return job_free(j);
                 if (!range_in_bounds(wj->copy.src_offset, wj->copy.size, gpu_buffer_get_size(src))) {
@@ -374,7 +399,7 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                 GpuBuffer *dst;
 
                 snprintf(field, sizeof(field), "submit.jobs[%zu].fill.dst_handle", idx);
-                dst = lookup_buffer(s, id, field, wj->fill.dst_handle);
+                dst = session_lookup_buffer(s, id, field, wj->fill.dst_handle);
                 if (!dst)
                         return job_free(j);
                 if (!range_in_bounds(wj->fill.dst_offset, wj->fill.size, gpu_buffer_get_size(dst))) {
@@ -401,10 +426,70 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                         return job_free(j);
                 j->event = client_event_ref(e);
                 j->gpu.type = GPU_JOB_NOP;
+                switch (wj->event.engine) {
+                case WIRE_ENGINE_AUTO:
+                        j->engine_auto = true;
+                        break;
+                case WIRE_ENGINE_SDMA:
+                        j->engine = GPU_ENGINE_SDMA;
+                        break;
+                case WIRE_ENGINE_COMPUTE:
+                        if (!session_has_compute(s)) {
+                                session_send_error(s, id, EOPNOTSUPP,
+                                                   "submit.jobs[%zu].%s.engine: this device has no compute queue",
+                                                   idx, wj->type == WIRE_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event");
+                                return job_free(j);
+                        }
+                        j->engine = GPU_ENGINE_COMPUTE;
+                        break;
+                }
                 break;
         }
+        case WIRE_JOB_DISPATCH:
+                if (session_build_dispatch(s, id, wj, idx, j) < 0)
+                        return job_free(j);
+                break;
         }
         return j;
+}
+
+/* The job's engine if it is decided: not an event job left on ENGINE_AUTO. */
+static bool engine_known(Job *const *jobs, size_t n, size_t i, const bool *resolved) {
+        return i < n && (!jobs[i]->engine_auto || resolved[i]);
+}
+
+/*
+ * ENGINE_AUTO (proto Engine): a signal goes on the engine of the job before
+ * it in the batch — the work it signals the end of — and a wait on the engine
+ * of the job after it — the work it holds; SDMA when there is no such job.
+ * Chains of event jobs resolve through each other (signals front to back,
+ * waits back to front, then signals once more for those that followed an
+ * AUTO wait); whatever is still open (a wait and a signal pointing at each
+ * other) goes on SDMA.
+ */
+static int resolve_auto_engines(Job **jobs, size_t n) {
+        _cleanup_free_ bool *resolved = calloc(MAX(n, (size_t) 1), sizeof(bool));
+
+        if (!resolved)
+                return -ENOMEM;
+        for (unsigned pass = 0; pass < 2; pass++) {
+                for (size_t i = 0; i < n; i++)
+                        if (jobs[i]->engine_auto && !resolved[i] && jobs[i]->type == WIRE_JOB_SIGNAL_EVENT &&
+                            i > 0 && engine_known(jobs, n, i - 1, resolved)) {
+                                jobs[i]->engine = jobs[i - 1]->engine;
+                                resolved[i] = true;
+                        }
+                for (size_t i = n; i-- > 0;)
+                        if (jobs[i]->engine_auto && !resolved[i] && jobs[i]->type == WIRE_JOB_WAIT_EVENT &&
+                            engine_known(jobs, n, i + 1, resolved)) {
+                                jobs[i]->engine = jobs[i + 1]->engine;
+                                resolved[i] = true;
+                        }
+        }
+        for (size_t i = 0; i < n; i++)
+                if (jobs[i]->engine_auto && !resolved[i])
+                        jobs[i]->engine = GPU_ENGINE_SDMA;
+        return 0;
 }
 
 static void handle_submit(Session *s, const WireRequest *req) {
@@ -438,6 +523,12 @@ static void handle_submit(Session *s, const WireRequest *req) {
                         return;
                 }
         }
+        if (resolve_auto_engines(jobs, n) < 0) {
+                for (size_t k = 0; k < n; k++)
+                        job_free(jobs[k]);
+                session_send_error(s, req->id, ENOMEM, "out of memory");
+                return;
+        }
         for (size_t i = 0; i < n; i++) {
                 Job *j = jobs[i];
 
@@ -470,7 +561,8 @@ static void handle_query(Session *s, const WireRequest *req) {
                                         .jobs_failed = s->usage.jobs_failed,
                                         .bytes_copied = s->usage.bytes_copied,
                                         .bytes_filled = s->usage.bytes_filled,
-                                        .limits = s->limits },
+                                        .limits = s->limits,
+                                        .code_objects = s->code_objects.n_used },
                      },
                      NULL, 0);
 }
@@ -479,12 +571,13 @@ static void handle_status(Session *s, const WireRequest *req) {
         Manager *m = s->manager;
         GpuContextStats gs;
         uint64_t bytes = 0;
-        uint32_t events = 0;
+        uint32_t events = 0, code_objects = 0;
         Session *i;
 
         LIST_FOREACH(sessions, i, m->sessions) {
                 bytes += i->usage.buffer_bytes;
                 events += i->events.n_used;
+                code_objects += i->code_objects.n_used;
         }
         gpu_context_get_stats(m->gpu, &gs);
         session_send(s, &(WireReply) {
@@ -500,7 +593,8 @@ static void handle_status(Session *s, const WireRequest *req) {
                                          .buffer_bytes = bytes,
                                          .gpu_buffers = gs.buffers,
                                          .jobs_in_flight = scheduler_in_flight(m->scheduler),
-                                         .events = events },
+                                         .events = events,
+                                         .code_objects = code_objects },
                      },
                      NULL, 0);
 }
@@ -533,6 +627,10 @@ void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_f
                 return handle_query(s, req);
         case WIRE_REQUEST_STATUS:
                 return handle_status(s, req);
+        case WIRE_REQUEST_LOAD_CODE_OBJECT:
+                return session_load_code_object(s, req, fds[0]);
+        case WIRE_REQUEST_FREE_CODE_OBJECT:
+                return session_free_code_object(s, req);
         }
         session_send_error(s, req->id, EOPNOTSUPP, "request type %d is not supported", (int) req->type);
 }

@@ -75,10 +75,13 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         s->policy = *l;
         s->limits = wire_limits_from_policy(&s->manager->default_limits, l);
         s->buffers.max = s->limits.max_buffers;
+        s->code_objects.max = s->limits.max_buffers;
         s->events.max = s->limits.max_events;
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 s->streams[e].weight = l->weight ? l->weight : 1;
-                s->streams[e].klass = (unsigned) l->priority;
+                /* Compute streams move to a queue of the class's KFD priority once idle. */
+                scheduler_stream_set_class(s->manager->scheduler, &s->streams[e], (unsigned) l->priority,
+                                           policy_priority_to_queue_priority(l->priority));
         }
 }
 
@@ -128,6 +131,7 @@ int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
         usage_init(&s->usage, s->opened_ns);
         handle_table_init(&s->buffers, HANDLE_TAG_BUFFER, 0);
         handle_table_init(&s->events, HANDLE_TAG_EVENT, 0);
+        handle_table_init(&s->code_objects, HANDLE_TAG_CODE_OBJECT, 0);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
                 scheduler_stream_init(m->scheduler, &s->streams[e], s, (GpuEngine) e, 1);
 
@@ -177,6 +181,7 @@ static void session_free(Session *s) {
         session_page_done(&s->page);
         handle_table_done(&s->buffers);
         handle_table_done(&s->events);
+        handle_table_done(&s->code_objects);
         if (s->account)
                 account_unref(s->account);
         identity_done(&s->identity);
@@ -215,6 +220,7 @@ static void drop_objects(Session *s) {
                 }
         }
         handle_table_done(&s->events);
+        session_drop_code_objects(s);
 }
 
 void session_disconnect(Session *s, const char *why) {

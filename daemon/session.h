@@ -29,6 +29,7 @@
 
 #define HANDLE_TAG_BUFFER 0x42 /* 'B' */
 #define HANDLE_TAG_EVENT 0x45  /* 'E' */
+#define HANDLE_TAG_CODE_OBJECT 0x43 /* 'C' */
 
 /* What a buffer handle names in a session. */
 typedef struct SessionBuffer {
@@ -36,6 +37,12 @@ typedef struct SessionBuffer {
         GpuPlacement placement;
         bool imported;
 } SessionBuffer;
+
+/* What a code object handle names in a session. */
+typedef struct SessionCodeObject {
+        GpuCodeObject *co; /* reference; dispatch jobs hold their own */
+        uint64_t charged;  /* bytes counted in the session's buffer memory */
+} SessionCodeObject;
 
 typedef struct OutMsg {
         void *buf;
@@ -68,6 +75,7 @@ struct Session {
         SessionPage page;
         HandleTable buffers; /* SessionBuffer* */
         HandleTable events;  /* ClientEvent* */
+        HandleTable code_objects; /* SessionCodeObject*; each also counts against max_buffers */
 
         uint64_t last_fence;      /* last fence handed out */
         uint64_t completed_fence; /* all fences <= this are finished */
@@ -113,6 +121,28 @@ int session_send_error(Session *s, uint64_t id, int error, const char *fmt, ...)
 
 /* Dispatches one decoded request (session-requests.c). */
 void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds);
+
+/* How a handle that resolved to nothing looks ("a buffer handle", ...), for errors. */
+const char *session_handle_kind(uint64_t handle);
+/* Handle lookups for request handlers: the object, or NULL after replying
+ * ENOENT with a message naming @field (session-requests.c). */
+GpuBuffer *session_lookup_buffer(Session *s, uint64_t id, const char *field, uint64_t handle);
+/* EDQUOT reply unless one more buffer or code object fits the session's
+ * max_buffers (a code object counts as a buffer). */
+bool session_check_object_count(Session *s, uint64_t id);
+/* EDQUOT reply unless @size more bytes fit the session's memory limits. */
+bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size);
+
+/* Compute (session-compute.c): LoadCodeObject with its sealed memfd,
+ * FreeCodeObject, and the resolution of a DispatchJob into a Job (0, or a
+ * negative errno after replying with the error). */
+void session_load_code_object(Session *s, const WireRequest *req, int fd);
+void session_free_code_object(Session *s, const WireRequest *req);
+int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t idx, Job *j);
+/* Drops every code object handle (disconnect). */
+void session_drop_code_objects(Session *s);
+/* Whether the device runs dispatches: a compute queue exists for this session. */
+bool session_has_compute(const Session *s);
 
 /* Called by the scheduler when a job finished (error 0) or failed. */
 void session_job_finished(Session *s, Job *j, int error, const char *message,

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The daemon's half of the v1 protocol: one datagram in, one WireRequest out;
- * one WireReply in, one datagram out. This is the only daemon file that sees
- * the protobuf-c generated types. Decoding checks the datagram's length before
- * unpacking, copies every field into the plain structs of wire.h and
- * range-checks it there, so the session and the scheduler only ever see
- * values the protocol allows. Errors name the field ("submit.jobs[3].fill.size:
+ * The daemon's half of the v1 protocol, requests: one datagram in, one
+ * WireRequest out (replies: wire-reply.c). With wire-reply.c the only daemon
+ * files that see the protobuf-c generated types. Decoding checks the
+ * datagram's length before unpacking, copies every field into the plain
+ * structs of wire.h and range-checks it there, so the session and the
+ * scheduler only ever see values the protocol allows. Errors name the field ("submit.jobs[3].fill.size:
  * …") and never echo client bytes. The caller owns the WireRequest and releases
  * it with wire_request_done().
  */
@@ -20,7 +20,6 @@
 #include "wire.h"
 
 typedef Kfdbroker__V1__Request PbRequest;
-typedef Kfdbroker__V1__ServerMessage PbServerMessage;
 
 static void pb_request_freep(PbRequest **p) {
         if (*p)
@@ -53,6 +52,8 @@ static const char *const request_type_names[] = {
         [WIRE_REQUEST_SUBMIT] = "Submit",
         [WIRE_REQUEST_QUERY] = "Query",
         [WIRE_REQUEST_STATUS] = "Status",
+        [WIRE_REQUEST_LOAD_CODE_OBJECT] = "LoadCodeObject",
+        [WIRE_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
 };
 
 const char *wire_request_type_name(WireRequestType type) {
@@ -62,7 +63,7 @@ const char *wire_request_type_name(WireRequestType type) {
 }
 
 unsigned wire_request_fds_expected(WireRequestType type) {
-        return type == WIRE_REQUEST_IMPORT_BUFFER ? 1 : 0;
+        return type == WIRE_REQUEST_IMPORT_BUFFER || type == WIRE_REQUEST_LOAD_CODE_OBJECT ? 1 : 0;
 }
 
 /* The first unknown field of a message, or 0: what a newer client sent that we do not know. */
@@ -251,6 +252,155 @@ static int check_size(size_t i, const char *kind, uint64_t size, char *errbuf, s
         return 0;
 }
 
+static int decode_engine(size_t i, const char *kind, Kfdbroker__V1__Engine e, WireEngine *ret,
+                         char *errbuf, size_t errlen) {
+        switch (e) {
+        case KFDBROKER__V1__ENGINE__ENGINE_AUTO:
+                *ret = WIRE_ENGINE_AUTO;
+                return 0;
+        case KFDBROKER__V1__ENGINE__ENGINE_SDMA:
+                *ret = WIRE_ENGINE_SDMA;
+                return 0;
+        case KFDBROKER__V1__ENGINE__ENGINE_COMPUTE:
+                *ret = WIRE_ENGINE_COMPUTE;
+                return 0;
+        default:
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].%s.engine: unknown engine %d", i,
+                                  kind, (int) e);
+        }
+}
+
+/* Kernel names are symbol names: 1..WIRE_KERNEL_NAME_MAX printable ASCII
+ * bytes (so that errors may name them). protobuf-c stops a string at its
+ * first NUL, but a NUL cannot reach a symbol lookup of ours anyway. */
+static int decode_kernel_name(size_t i, const char *name, char *ret, char *errbuf, size_t errlen) {
+        size_t n = name ? strlen(name) : 0;
+
+        if (n == 0)
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].dispatch.kernel: must not be empty", i);
+        if (n > WIRE_KERNEL_NAME_MAX)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.kernel: must be at most %u bytes, got %zu",
+                                  i, WIRE_KERNEL_NAME_MAX, n);
+        for (size_t k = 0; k < n; k++) {
+                unsigned char c = (unsigned char) name[k];
+                if (c < 0x21 || c > 0x7e)
+                        return wire_error(errbuf, errlen,
+                                          "submit.jobs[%zu].dispatch.kernel: byte 0x%02x at %zu is not printable ASCII",
+                                          i, c, k);
+        }
+        memcpy(ret, name, n + 1);
+        return 0;
+}
+
+static int decode_kernel_arg(size_t i, size_t a, const Kfdbroker__V1__KernelArg *p, WireKernelArg *out,
+                             char *errbuf, size_t errlen) {
+        switch (p->value_case) {
+        case KFDBROKER__V1__KERNEL_ARG__VALUE_BYTES:
+                if (p->bytes.len == 0 || p->bytes.len > WIRE_DISPATCH_MAX_ARG_BYTES)
+                        return wire_error(errbuf, errlen,
+                                          "submit.jobs[%zu].dispatch.args[%zu].bytes: must be 1..%u bytes, got %zu",
+                                          i, a, WIRE_DISPATCH_MAX_ARG_BYTES, p->bytes.len);
+                out->bytes = malloc(p->bytes.len);
+                if (!out->bytes)
+                        return -ENOMEM;
+                memcpy(out->bytes, p->bytes.data, p->bytes.len);
+                out->n_bytes = (uint32_t) p->bytes.len;
+                out->type = WIRE_ARG_BYTES;
+                return 0;
+        case KFDBROKER__V1__KERNEL_ARG__VALUE_BUFFER:
+                out->type = WIRE_ARG_BUFFER;
+                out->handle = p->buffer->handle;
+                out->offset = p->buffer->offset;
+                return 0;
+        case KFDBROKER__V1__KERNEL_ARG__VALUE_LOCAL_SIZE:
+                if (p->local_size == 0)
+                        return wire_error(errbuf, errlen,
+                                          "submit.jobs[%zu].dispatch.args[%zu].local_size: must be > 0", i, a);
+                out->type = WIRE_ARG_LOCAL_SIZE;
+                out->local_size = p->local_size;
+                return 0;
+        default:
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].dispatch.args[%zu]: no value set", i, a);
+        }
+}
+
+static int decode_dims(size_t i, const char *what, size_t n, const uint32_t *v, uint32_t ret[3],
+                       char *errbuf, size_t errlen) {
+        for (size_t d = 0; d < 3; d++) {
+                if (d < n && v[d] == 0)
+                        return wire_error(errbuf, errlen, "submit.jobs[%zu].dispatch.%s[%zu]: must be >= 1",
+                                          i, what, d);
+                ret[d] = d < n ? v[d] : 1;
+        }
+        return 0;
+}
+
+static void wire_job_done(WireJob *j) {
+        if (j->type != WIRE_JOB_DISPATCH || !j->dispatch.args)
+                return;
+        for (size_t a = 0; a < j->dispatch.n_args; a++)
+                free(j->dispatch.args[a].bytes);
+        free(j->dispatch.args);
+        j->dispatch.args = NULL;
+        j->dispatch.n_args = 0;
+}
+
+static int decode_dispatch(size_t i, const Kfdbroker__V1__DispatchJob *p, WireJob *out, char *errbuf,
+                           size_t errlen) {
+        uint64_t threads = 1, groups = 1;
+        int r;
+
+        out->dispatch.code_object = p->code_object;
+        r = decode_kernel_name(i, p->kernel, out->dispatch.kernel, errbuf, errlen);
+        if (r < 0)
+                return r;
+        if (p->n_grid < 1 || p->n_grid > 3)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.grid: must have 1..3 dimensions, got %zu", i,
+                                  p->n_grid);
+        if (p->n_block != p->n_grid)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.block: must have as many dimensions as grid (%zu), got %zu",
+                                  i, p->n_grid, p->n_block);
+        out->dispatch.n_dims = (unsigned) p->n_grid;
+        r = decode_dims(i, "grid", p->n_grid, p->grid, out->dispatch.grid, errbuf, errlen);
+        if (r < 0)
+                return r;
+        r = decode_dims(i, "block", p->n_block, p->block, out->dispatch.block, errbuf, errlen);
+        if (r < 0)
+                return r;
+        for (unsigned d = 0; d < 3; d++) {
+                threads *= out->dispatch.block[d];
+                groups *= DIV_ROUND_UP((uint64_t) out->dispatch.grid[d], out->dispatch.block[d]);
+        }
+        if (threads > WIRE_DISPATCH_MAX_BLOCK)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.block: %" PRIu64 " work-items per workgroup, at most %u allowed",
+                                  i, threads, WIRE_DISPATCH_MAX_BLOCK);
+        if (groups > WIRE_DISPATCH_MAX_WORKGROUPS)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.grid: %" PRIu64 " workgroups, at most %u allowed",
+                                  i, groups, WIRE_DISPATCH_MAX_WORKGROUPS);
+        if (p->n_args > WIRE_DISPATCH_MAX_ARGS)
+                return wire_error(errbuf, errlen,
+                                  "submit.jobs[%zu].dispatch.args: at most %u arguments, got %zu", i,
+                                  WIRE_DISPATCH_MAX_ARGS, p->n_args);
+        if (p->n_args > 0) {
+                out->dispatch.args = calloc(p->n_args, sizeof(WireKernelArg));
+                if (!out->dispatch.args)
+                        return -ENOMEM;
+        }
+        /* n_args counts what is allocated, so wire_job_done() frees a partial list. */
+        for (size_t a = 0; a < p->n_args; a++) {
+                out->dispatch.n_args = a + 1;
+                r = decode_kernel_arg(i, a, p->args[a], &out->dispatch.args[a], errbuf, errlen);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char *errbuf,
                       size_t errlen) {
         int r;
@@ -293,11 +443,16 @@ static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char 
         case KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT:
                 out->type = WIRE_JOB_SIGNAL_EVENT;
                 out->event.handle = j->signal_event->handle;
-                return 0;
+                return decode_engine(i, "signal_event", j->signal_event->engine, &out->event.engine,
+                                     errbuf, errlen);
         case KFDBROKER__V1__JOB__KIND_WAIT_EVENT:
                 out->type = WIRE_JOB_WAIT_EVENT;
                 out->event.handle = j->wait_event->handle;
-                return 0;
+                return decode_engine(i, "wait_event", j->wait_event->engine, &out->event.engine,
+                                     errbuf, errlen);
+        case KFDBROKER__V1__JOB__KIND_DISPATCH:
+                out->type = WIRE_JOB_DISPATCH;
+                return decode_dispatch(i, j->dispatch, out, errbuf, errlen);
         default:
                 break;
         }
@@ -313,22 +468,21 @@ static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char 
 
 static int decode_submit(const PbRequest *m, WireRequest *r, char *errbuf, size_t errlen) {
         const Kfdbroker__V1__SubmitRequest *s = m->submit;
-        _cleanup_free_ WireJob *jobs = NULL;
         int k;
 
         if (s->n_jobs < 1 || s->n_jobs > WIRE_MAX_JOBS)
                 return wire_error(errbuf, errlen, "submit.jobs: must have 1..%u jobs, got %zu",
                                   WIRE_MAX_JOBS, s->n_jobs);
-        jobs = calloc(s->n_jobs, sizeof(*jobs));
-        if (!jobs)
+        r->submit.jobs = calloc(s->n_jobs, sizeof(WireJob));
+        if (!r->submit.jobs)
                 return -ENOMEM;
+        /* n_jobs counts the jobs decoded so far: wire_request_done() frees what they own. */
         for (size_t i = 0; i < s->n_jobs; i++) {
-                k = decode_job(i, s->jobs[i], &jobs[i], errbuf, errlen);
+                r->submit.n_jobs = i + 1;
+                k = decode_job(i, s->jobs[i], &r->submit.jobs[i], errbuf, errlen);
                 if (k < 0)
                         return k;
         }
-        r->submit.jobs = TAKE_PTR(jobs);
-        r->submit.n_jobs = s->n_jobs;
         return 0;
 }
 
@@ -382,6 +536,13 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
                 return 0;
         case KFDBROKER__V1__REQUEST__BODY_STATUS:
                 r->type = WIRE_REQUEST_STATUS;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_LOAD_CODE_OBJECT:
+                r->type = WIRE_REQUEST_LOAD_CODE_OBJECT;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_FREE_CODE_OBJECT:
+                r->type = WIRE_REQUEST_FREE_CODE_OBJECT;
+                r->object.handle = m->free_code_object->handle;
                 return 0;
         default:
                 break;
@@ -446,284 +607,10 @@ void wire_request_done(WireRequest *r) {
                 r->wait_events.entries = NULL;
                 r->wait_events.n_entries = 0;
         } else if (r->type == WIRE_REQUEST_SUBMIT) {
+                for (size_t i = 0; r->submit.jobs && i < r->submit.n_jobs; i++)
+                        wire_job_done(&r->submit.jobs[i]);
                 free(r->submit.jobs);
                 r->submit.jobs = NULL;
                 r->submit.n_jobs = 0;
         }
-}
-
-/* ---- Replies ---- */
-
-static char *str_or_empty(const char *s) {
-        return (char *) (s ?: "");
-}
-
-static void limits_to_pb(const WireLimits *l, Kfdbroker__V1__Limits *p) {
-        p->max_buffer_size = l->max_buffer_size;
-        p->max_buffer_bytes = l->max_buffer_bytes;
-        p->max_buffers = l->max_buffers;
-        p->max_events = l->max_events;
-        p->max_jobs_in_flight = l->max_jobs_in_flight;
-        p->max_jobs_per_submit = l->max_jobs_per_submit;
-        p->max_message_size = l->max_message_size;
-        p->max_wait_events = l->max_wait_events;
-}
-
-/*
- * Every sub-message a reply may need, on the stack of wire_reply_encode();
- * protobuf-c only reads them while packing.
- */
-typedef struct ReplyParts {
-        Kfdbroker__V1__Empty empty;
-        Kfdbroker__V1__Limits limits;
-        Kfdbroker__V1__HelloReply hello;
-        Kfdbroker__V1__DeviceInfoReply device_info;
-        Kfdbroker__V1__AllocBufferReply alloc_buffer;
-        Kfdbroker__V1__ImportBufferReply import_buffer;
-        Kfdbroker__V1__ExportBufferReply export_buffer;
-        Kfdbroker__V1__CreateEventReply create_event;
-        Kfdbroker__V1__WaitEventsReply wait_events;
-        Kfdbroker__V1__SubmitReply submit;
-        Kfdbroker__V1__QueryReply query;
-        Kfdbroker__V1__StatusReply status;
-        Kfdbroker__V1__JobFailed job_failed;
-        /* Owned temporaries, freed by reply_parts_done(). */
-        char **features;
-        Kfdbroker__V1__WaitEntry *entries;
-        Kfdbroker__V1__WaitEntry **entry_ptrs;
-} ReplyParts;
-
-static void reply_parts_done(ReplyParts *p) {
-        free(p->features);
-        free(p->entries);
-        free(p->entry_ptrs);
-}
-
-static int fill_hello(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
-        size_t n = 0;
-
-        kfdbroker__v1__hello_reply__init(&p->hello);
-        kfdbroker__v1__limits__init(&p->limits);
-        limits_to_pb(&r->hello.limits, &p->limits);
-        if (r->hello.features)
-                while (r->hello.features[n])
-                        n++;
-        if (n > 0) {
-                p->features = calloc(n, sizeof(char *));
-                if (!p->features)
-                        return -ENOMEM;
-                for (size_t i = 0; i < n; i++)
-                        p->features[i] = (char *) r->hello.features[i];
-        }
-        p->hello.protocol_version = r->hello.protocol_version;
-        p->hello.daemon_version = str_or_empty(r->hello.daemon_version);
-        p->hello.n_features = n;
-        p->hello.features = p->features;
-        p->hello.limits = &p->limits;
-        p->hello.session_id = r->hello.session_id;
-        p->hello.session_page_size = r->hello.session_page_size;
-        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_HELLO;
-        m->hello = &p->hello;
-        return 0;
-}
-
-static void fill_device_info(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
-        Kfdbroker__V1__DeviceInfoReply *d = &p->device_info;
-
-        kfdbroker__v1__device_info_reply__init(d);
-        d->backend = str_or_empty(r->device_info.backend);
-        d->gpu_id = r->device_info.gpu_id;
-        d->gfx_name = str_or_empty(r->device_info.gfx_name);
-        d->name = str_or_empty(r->device_info.name);
-        d->vendor_id = r->device_info.vendor_id;
-        d->device_id = r->device_info.device_id;
-        d->cu_count = r->device_info.cu_count;
-        d->vram_size = r->device_info.vram_size;
-        d->kfd_major = r->device_info.kfd_major;
-        d->kfd_minor = r->device_info.kfd_minor;
-        d->sdma_queues = r->device_info.sdma_queues;
-        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO;
-        m->device_info = d;
-}
-
-static int fill_wait_events(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
-        size_t n = r->wait_events.n_entries;
-
-        kfdbroker__v1__wait_events_reply__init(&p->wait_events);
-        if (n > WIRE_MAX_WAIT_EVENTS)
-                return -EMSGSIZE;
-        if (n > 0 && !r->wait_events.entries)
-                return -EINVAL;
-        switch (r->wait_events.result) {
-        case WIRE_WAIT_COMPLETE:
-                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_COMPLETE;
-                break;
-        case WIRE_WAIT_TIMEOUT:
-                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_TIMEOUT;
-                break;
-        case WIRE_WAIT_FAIL:
-                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_FAIL;
-                break;
-        default:
-                return -EINVAL;
-        }
-        if (n > 0) {
-                p->entries = calloc(n, sizeof(*p->entries));
-                p->entry_ptrs = calloc(n, sizeof(*p->entry_ptrs));
-                if (!p->entries || !p->entry_ptrs)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-                kfdbroker__v1__wait_entry__init(&p->entries[i]);
-                p->entries[i].handle = r->wait_events.entries[i].handle;
-                p->entries[i].last_event_age = r->wait_events.entries[i].last_event_age;
-                p->entry_ptrs[i] = &p->entries[i];
-        }
-        p->wait_events.n_events = n;
-        p->wait_events.events = p->entry_ptrs;
-        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_WAIT_EVENTS;
-        m->wait_events = &p->wait_events;
-        return 0;
-}
-
-static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
-        Kfdbroker__V1__QueryReply *q = &p->query;
-
-        kfdbroker__v1__query_reply__init(q);
-        kfdbroker__v1__limits__init(&p->limits);
-        limits_to_pb(&r->query.limits, &p->limits);
-        q->buffers = r->query.buffers;
-        q->buffer_bytes = r->query.buffer_bytes;
-        q->events = r->query.events;
-        q->jobs_submitted = r->query.jobs_submitted;
-        q->jobs_completed = r->query.jobs_completed;
-        q->jobs_failed = r->query.jobs_failed;
-        q->jobs_in_flight = r->query.jobs_in_flight;
-        q->bytes_copied = r->query.bytes_copied;
-        q->bytes_filled = r->query.bytes_filled;
-        q->limits = &p->limits;
-        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
-        m->query = q;
-}
-
-static void fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
-        Kfdbroker__V1__StatusReply *s = &p->status;
-
-        kfdbroker__v1__status_reply__init(s);
-        s->daemon_version = str_or_empty(r->status.daemon_version);
-        s->backend = str_or_empty(r->status.backend);
-        s->gfx_name = str_or_empty(r->status.gfx_name);
-        s->sessions = r->status.sessions;
-        s->jobs_completed = r->status.jobs_completed;
-        s->jobs_failed = r->status.jobs_failed;
-        s->uptime_ns = r->status.uptime_ns;
-        s->buffer_bytes = r->status.buffer_bytes;
-        s->gpu_buffers = r->status.gpu_buffers;
-        s->jobs_in_flight = r->status.jobs_in_flight;
-        s->events = r->status.events;
-        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS;
-        m->status = s;
-}
-
-static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
-        switch (r->type) {
-        case WIRE_REPLY_ERROR:
-                return 0;
-        case WIRE_REPLY_HELLO:
-                return fill_hello(r, p, m);
-        case WIRE_REPLY_DEVICE_INFO:
-                fill_device_info(r, p, m);
-                return 0;
-        case WIRE_REPLY_ALLOC_BUFFER:
-                kfdbroker__v1__alloc_buffer_reply__init(&p->alloc_buffer);
-                p->alloc_buffer.handle = r->buffer.handle;
-                p->alloc_buffer.size = r->buffer.size;
-                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER;
-                m->alloc_buffer = &p->alloc_buffer;
-                return 0;
-        case WIRE_REPLY_IMPORT_BUFFER:
-                kfdbroker__v1__import_buffer_reply__init(&p->import_buffer);
-                p->import_buffer.handle = r->buffer.handle;
-                p->import_buffer.size = r->buffer.size;
-                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_IMPORT_BUFFER;
-                m->import_buffer = &p->import_buffer;
-                return 0;
-        case WIRE_REPLY_EMPTY:
-                kfdbroker__v1__empty__init(&p->empty);
-                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_EMPTY;
-                m->empty = &p->empty;
-                return 0;
-        case WIRE_REPLY_EXPORT_BUFFER:
-                kfdbroker__v1__export_buffer_reply__init(&p->export_buffer);
-                p->export_buffer.size = r->buffer.size;
-                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_EXPORT_BUFFER;
-                m->export_buffer = &p->export_buffer;
-                return 0;
-        case WIRE_REPLY_CREATE_EVENT:
-                kfdbroker__v1__create_event_reply__init(&p->create_event);
-                p->create_event.handle = r->create_event.handle;
-                p->create_event.slot = r->create_event.slot;
-                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_CREATE_EVENT;
-                m->create_event = &p->create_event;
-                return 0;
-        case WIRE_REPLY_WAIT_EVENTS:
-                return fill_wait_events(r, p, m);
-        case WIRE_REPLY_SUBMIT:
-                if (r->submit.n_fences > 0 && !r->submit.fences)
-                        return -EINVAL;
-                kfdbroker__v1__submit_reply__init(&p->submit);
-                p->submit.n_fences = r->submit.n_fences;
-                p->submit.fences = (uint64_t *) r->submit.fences;
-                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_SUBMIT;
-                m->submit = &p->submit;
-                return 0;
-        case WIRE_REPLY_QUERY:
-                fill_query(r, p, m);
-                return 0;
-        case WIRE_REPLY_STATUS:
-                fill_status(r, p, m);
-                return 0;
-        case WIRE_REPLY_JOB_FAILED:
-                kfdbroker__v1__job_failed__init(&p->job_failed);
-                p->job_failed.fence = r->job_failed.fence;
-                p->job_failed.error = r->job_failed.error;
-                p->job_failed.message = str_or_empty(r->job_failed.message);
-                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED;
-                m->job_failed = &p->job_failed;
-                return 0;
-        }
-        return -EINVAL;
-}
-
-int wire_reply_encode(const WireReply *r, void **ret_buf, size_t *ret_len) {
-        _cleanup_(reply_parts_done) ReplyParts parts = {};
-        PbServerMessage m = KFDBROKER__V1__SERVER_MESSAGE__INIT;
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t size;
-        int k;
-
-        if (!r || !ret_buf || !ret_len)
-                return -EINVAL;
-        if (r->error < 0)
-                return -EINVAL;
-
-        m.id = r->id;
-        m.error = r->error;
-        m.error_message = str_or_empty(r->message);
-        k = fill_body(r, &parts, &m);
-        if (k < 0)
-                return k;
-
-        size = kfdbroker__v1__server_message__get_packed_size(&m);
-        if (size > WIRE_MAX_MESSAGE_SIZE)
-                return -EMSGSIZE;
-        /* malloc(0) may return NULL; an all-default message packs to 0 bytes. */
-        buf = malloc(MAX(size, (size_t) 1));
-        if (!buf)
-                return -ENOMEM;
-        if (kfdbroker__v1__server_message__pack(&m, buf) != size)
-                return -EIO;
-        *ret_buf = TAKE_PTR(buf);
-        *ret_len = size;
-        return 0;
 }

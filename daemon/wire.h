@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The wire layer: turns one datagram of the v1 protocol into a plain C
- * WireRequest and a WireReply back into bytes. Only wire.c sees the generated
- * protobuf-c types. Decoding checks the length first, copies into plain
- * structs and range-checks every field, so code above never sees a value the
- * protocol does not allow.
+ * WireRequest and a WireReply back into bytes. Only wire.c (requests) and
+ * wire-reply.c (replies) see the generated protobuf-c types. Decoding checks
+ * the length first, copies into plain structs and range-checks every field,
+ * so code above never sees a value the protocol does not allow.
  */
 #pragma once
 
@@ -19,6 +19,17 @@
 #define WIRE_MAX_WAIT_EVENTS 256u
 #define WIRE_CLIENT_NAME_MAX 64u
 #define WIRE_PROTOCOL_VERSION 1u
+/* Dispatch jobs: a kernel name (the GPU layer's GpuKernel.name holds 127
+ * bytes), explicit arguments (GPU_KERNEL_MAX_ARGS counts hidden ones too),
+ * bytes of one by-value argument, work-items of one workgroup (the hardware's
+ * and OpenCL's limit), and workgroups of one dispatch (DISPATCH_DIRECT
+ * counts each dimension in 32 bits; more than 2^32 in all would run for
+ * hours on real hardware and forever on the simulated one). */
+#define WIRE_KERNEL_NAME_MAX 127u
+#define WIRE_DISPATCH_MAX_ARGS 64u
+#define WIRE_DISPATCH_MAX_ARG_BYTES 4096u
+#define WIRE_DISPATCH_MAX_BLOCK 1024u
+#define WIRE_DISPATCH_MAX_WORKGROUPS UINT32_MAX
 
 typedef enum WireRequestType {
         WIRE_REQUEST_HELLO = 1,
@@ -35,9 +46,12 @@ typedef enum WireRequestType {
         WIRE_REQUEST_SUBMIT,
         WIRE_REQUEST_QUERY,
         WIRE_REQUEST_STATUS,
+        WIRE_REQUEST_LOAD_CODE_OBJECT,
+        WIRE_REQUEST_FREE_CODE_OBJECT,
 } WireRequestType;
 
-/* Number of fds a request type must carry (1 for ImportBuffer, else 0). */
+/* Number of fds a request type must carry (1 for ImportBuffer and
+ * LoadCodeObject, else 0). */
 unsigned wire_request_fds_expected(WireRequestType type);
 const char *wire_request_type_name(WireRequestType type);
 
@@ -51,7 +65,30 @@ typedef enum WireJobType {
         WIRE_JOB_FILL,
         WIRE_JOB_SIGNAL_EVENT,
         WIRE_JOB_WAIT_EVENT,
+        WIRE_JOB_DISPATCH,
 } WireJobType;
+
+/* The engine an event job goes on (proto Engine). */
+typedef enum WireEngine {
+        WIRE_ENGINE_AUTO = 0, /* signal: the previous job's; wait: the next job's; else SDMA */
+        WIRE_ENGINE_SDMA = 1,
+        WIRE_ENGINE_COMPUTE = 2,
+} WireEngine;
+
+typedef enum WireArgType {
+        WIRE_ARG_BYTES = 1, /* by value */
+        WIRE_ARG_BUFFER,    /* global pointer: buffer handle + offset */
+        WIRE_ARG_LOCAL_SIZE, /* local pointer: bytes of dynamic LDS */
+} WireArgType;
+
+typedef struct WireKernelArg {
+        WireArgType type;
+        uint32_t local_size;   /* LOCAL_SIZE: >= 1; the session checks it against the device LDS */
+        uint64_t handle;       /* BUFFER */
+        uint64_t offset;       /* BUFFER */
+        uint8_t *bytes;        /* BYTES: owned, n_bytes (1..WIRE_DISPATCH_MAX_ARG_BYTES) */
+        uint32_t n_bytes;
+} WireKernelArg;
 
 typedef struct WireJob {
         WireJobType type;
@@ -65,7 +102,17 @@ typedef struct WireJob {
                 } fill;
                 struct {
                         uint64_t handle;
+                        WireEngine engine;
                 } event; /* SIGNAL_EVENT and WAIT_EVENT */
+                struct {
+                        uint64_t code_object;
+                        char kernel[WIRE_KERNEL_NAME_MAX + 1]; /* printable ASCII, NUL-terminated */
+                        unsigned n_dims;         /* 1..3 */
+                        uint32_t grid[3];        /* work-items, >= 1; unused dimensions are 1 */
+                        uint32_t block[3];       /* >= 1, product <= WIRE_DISPATCH_MAX_BLOCK */
+                        WireKernelArg *args;     /* owned */
+                        size_t n_args;           /* <= WIRE_DISPATCH_MAX_ARGS */
+                } dispatch;
         };
 } WireJob;
 
@@ -89,7 +136,7 @@ typedef struct WireRequest {
                 } alloc_buffer;
                 struct {
                         uint64_t handle;
-                } object; /* FREE_BUFFER, EXPORT_BUFFER, DESTROY/SET/RESET_EVENT */
+                } object; /* FREE_BUFFER, EXPORT_BUFFER, DESTROY/SET/RESET_EVENT, FREE_CODE_OBJECT */
                 struct {
                         bool auto_reset;
                 } create_event;
@@ -140,6 +187,7 @@ typedef enum WireReplyType {
         WIRE_REPLY_QUERY,
         WIRE_REPLY_STATUS,
         WIRE_REPLY_JOB_FAILED, /* notification, id 0 */
+        WIRE_REPLY_LOAD_CODE_OBJECT,
 } WireReplyType;
 
 typedef enum WireWaitResult {
@@ -147,6 +195,19 @@ typedef enum WireWaitResult {
         WIRE_WAIT_TIMEOUT = 1,
         WIRE_WAIT_FAIL = 2,
 } WireWaitResult;
+
+typedef struct WireKernelArgInfo {
+        const char *name;
+        uint32_t offset, size;
+        const char *kind; /* "by_value", "global_buffer", "dynamic_lds", "hidden" */
+} WireKernelArgInfo;
+
+typedef struct WireKernelInfo {
+        const char *name;
+        uint32_t kernarg_size, group_segment_size, private_segment_size, max_workgroup_size;
+        const WireKernelArgInfo *args;
+        size_t n_args;
+} WireKernelInfo;
 
 typedef struct WireReply {
         uint64_t id;
@@ -166,7 +227,7 @@ typedef struct WireReply {
                         const char *backend, *gfx_name, *name;
                         uint32_t gpu_id, vendor_id, device_id, cu_count;
                         uint64_t vram_size;
-                        uint32_t kfd_major, kfd_minor, sdma_queues;
+                        uint32_t kfd_major, kfd_minor, sdma_queues, compute_queues;
                 } device_info;
                 struct {
                         uint64_t handle, size;
@@ -189,18 +250,24 @@ typedef struct WireReply {
                         uint64_t buffer_bytes, jobs_submitted, jobs_completed, jobs_failed;
                         uint64_t bytes_copied, bytes_filled;
                         WireLimits limits;
+                        uint32_t code_objects;
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;
                         uint32_t sessions;
                         uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
-                        uint32_t gpu_buffers, jobs_in_flight, events;
+                        uint32_t gpu_buffers, jobs_in_flight, events, code_objects;
                 } status;
                 struct {
                         uint64_t fence;
                         int error;
                         const char *message;
                 } job_failed;
+                struct {
+                        uint64_t handle;
+                        const WireKernelInfo *kernels;
+                        size_t n_kernels;
+                } load_code_object;
         };
 } WireReply;
 

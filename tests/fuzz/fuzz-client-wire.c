@@ -61,6 +61,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case CLIENT_REPLY_DEVICE_INFO:
                 sum += strlen(r->device_info.backend) + strlen(r->device_info.name);
                 break;
+        case CLIENT_REPLY_LOAD_CODE_OBJECT:
+                for (size_t i = 0; i < r->load_code_object.n_kernels; i++) {
+                        const ClientKernelInfo *ki = &r->load_code_object.kernels[i];
+                        sum += strlen(ki->name);
+                        for (size_t a = 0; a < ki->n_args; a++) {
+                                check(ki->args[a].offset <= UINT32_MAX - ki->args[a].size, "argument wraps");
+                                sum += strlen(ki->args[a].name) + strlen(ki->args[a].kind);
+                        }
+                }
+                break;
         default:
                 break;
         }

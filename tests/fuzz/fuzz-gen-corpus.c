@@ -73,6 +73,16 @@ static int requests(const char *dir) {
         Kfdbroker__V1__StatusRequest status = KFDBROKER__V1__STATUS_REQUEST__INIT;
         Kfdbroker__V1__DeviceInfoRequest dev = KFDBROKER__V1__DEVICE_INFO_REQUEST__INIT;
         Kfdbroker__V1__ImportBufferRequest import = KFDBROKER__V1__IMPORT_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__LoadCodeObjectRequest load = KFDBROKER__V1__LOAD_CODE_OBJECT_REQUEST__INIT;
+        Kfdbroker__V1__FreeCodeObjectRequest free_co = KFDBROKER__V1__FREE_CODE_OBJECT_REQUEST__INIT;
+        Kfdbroker__V1__DispatchJob dispatch = KFDBROKER__V1__DISPATCH_JOB__INIT;
+        Kfdbroker__V1__KernelArg ka[4] = { KFDBROKER__V1__KERNEL_ARG__INIT, KFDBROKER__V1__KERNEL_ARG__INIT,
+                                           KFDBROKER__V1__KERNEL_ARG__INIT, KFDBROKER__V1__KERNEL_ARG__INIT };
+        Kfdbroker__V1__KernelArg *kap[4] = { &ka[0], &ka[1], &ka[2], &ka[3] };
+        Kfdbroker__V1__BufferRef refs[2] = { KFDBROKER__V1__BUFFER_REF__INIT, KFDBROKER__V1__BUFFER_REF__INIT };
+        uint32_t grid[2] = { 1000, 3 }, block[2] = { 64, 2 };
+        float alpha = 2.0f;
+        uint32_t n = 1000;
         int r = 0;
 
         m.id = 1;
@@ -148,6 +158,54 @@ static int requests(const char *dir) {
         m.body_case = KFDBROKER__V1__REQUEST__BODY_IMPORT_BUFFER;
         m.import_buffer = &import;
         r |= write_request(dir, "import-buffer", &m);
+
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_LOAD_CODE_OBJECT;
+        m.load_code_object = &load;
+        r |= write_request(dir, "load-code-object", &m);
+        free_co.handle = 0x4300000100000000ull;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_FREE_CODE_OBJECT;
+        m.free_code_object = &free_co;
+        r |= write_request(dir, "free-code-object", &m);
+
+        /* saxpy(a, x, y, n) with a local-size argument's shape too, between
+         * event jobs on explicit and automatic engines. */
+        ka[0].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BYTES;
+        ka[0].bytes = (ProtobufCBinaryData) { .len = sizeof(alpha), .data = (uint8_t *) &alpha };
+        refs[0].handle = 1;
+        refs[1].handle = 2;
+        refs[1].offset = 64;
+        ka[1].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BUFFER;
+        ka[1].buffer = &refs[0];
+        ka[2].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BUFFER;
+        ka[2].buffer = &refs[1];
+        ka[3].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BYTES;
+        ka[3].bytes = (ProtobufCBinaryData) { .len = sizeof(n), .data = (uint8_t *) &n };
+        dispatch.code_object = 0x4300000100000000ull;
+        dispatch.kernel = (char *) "saxpy";
+        dispatch.n_grid = dispatch.n_block = 2;
+        dispatch.grid = grid;
+        dispatch.block = block;
+        dispatch.n_args = 4;
+        dispatch.args = kap;
+        sig.engine = KFDBROKER__V1__ENGINE__ENGINE_AUTO;
+        wj.engine = KFDBROKER__V1__ENGINE__ENGINE_COMPUTE;
+        fill.size = 4096;
+        jobs[0].kind_case = KFDBROKER__V1__JOB__KIND_WAIT_EVENT;
+        jobs[0].wait_event = &wj;
+        jobs[1].kind_case = KFDBROKER__V1__JOB__KIND_DISPATCH;
+        jobs[1].dispatch = &dispatch;
+        jobs[2].kind_case = KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT;
+        jobs[2].signal_event = &sig;
+        jobs[3].kind_case = KFDBROKER__V1__JOB__KIND_FILL;
+        jobs[3].fill = &fill;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        m.submit = &submit;
+        r |= write_request(dir, "submit-dispatch", &m);
+        ka[3].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_LOCAL_SIZE;
+        ka[3].local_size = 4096;
+        r |= write_request(dir, "submit-dispatch-local", &m);
+        block[1] = 1024;
+        r |= write_request(dir, "submit-dispatch-bad-block", &m);
         return r;
 }
 
@@ -155,6 +213,15 @@ static int replies(const char *dir) {
         static const char *const features[] = { "sdma-copy", "events", NULL };
         static const WireWaitEntry entries[] = { { 5, 2 }, { 6, 4 } };
         static const uint64_t fences[] = { 7, 8, 9 };
+        static const WireKernelArgInfo args[] = {
+                { "a", 0, 4, "by_value" }, { "x", 8, 8, "global_buffer" },
+                { "y", 16, 8, "global_buffer" }, { "n", 24, 4, "by_value" },
+                { "", 32, 8, "hidden" },
+        };
+        static const WireKernelInfo kernels[] = {
+                { "saxpy", 280, 0, 0, 256, args, 5 },
+                { "empty", 0, 0, 0, 1024, NULL, 0 },
+        };
         int r = 0;
 
         r |= write_reply(dir, "hello", &(WireReply) {
@@ -178,6 +245,9 @@ static int replies(const char *dir) {
         r |= write_reply(dir, "job-failed", &(WireReply) {
                 .type = WIRE_REPLY_JOB_FAILED, .job_failed = { 9, EFAULT, "GPU memory fault" } });
         r |= write_reply(dir, "empty", &(WireReply) { .id = 10, .type = WIRE_REPLY_EMPTY });
+        r |= write_reply(dir, "load-code-object", &(WireReply) {
+                .id = 11, .type = WIRE_REPLY_LOAD_CODE_OBJECT,
+                .load_code_object = { 0x4300000100000000ull, kernels, 2 } });
         return r;
 }
 

@@ -26,6 +26,41 @@ static void check(bool ok, const char *what) {
         }
 }
 
+static void check_dispatch(const WireJob *j) {
+        size_t n = strlen(j->dispatch.kernel);
+        uint64_t threads = 1;
+
+        check(n >= 1 && n <= WIRE_KERNEL_NAME_MAX, "kernel name length");
+        for (size_t i = 0; i < n; i++)
+                check(j->dispatch.kernel[i] > 0x20 && j->dispatch.kernel[i] < 0x7f, "kernel name byte");
+        check(j->dispatch.n_dims >= 1 && j->dispatch.n_dims <= 3, "dispatch dimensions");
+        for (unsigned d = 0; d < 3; d++) {
+                check(j->dispatch.grid[d] >= 1 && j->dispatch.block[d] >= 1, "grid/block zero");
+                check(d < j->dispatch.n_dims || (j->dispatch.grid[d] == 1 && j->dispatch.block[d] == 1),
+                      "unused dimension not 1");
+                threads *= j->dispatch.block[d];
+        }
+        check(threads <= WIRE_DISPATCH_MAX_BLOCK, "workgroup size");
+        check(j->dispatch.n_args <= WIRE_DISPATCH_MAX_ARGS, "argument count");
+        for (size_t a = 0; a < j->dispatch.n_args; a++) {
+                const WireKernelArg *k = &j->dispatch.args[a];
+                switch (k->type) {
+                case WIRE_ARG_BYTES:
+                        check(k->n_bytes >= 1 && k->n_bytes <= WIRE_DISPATCH_MAX_ARG_BYTES && k->bytes,
+                              "argument bytes");
+                        (void) *(volatile uint8_t *) &k->bytes[k->n_bytes - 1];
+                        break;
+                case WIRE_ARG_BUFFER:
+                        break;
+                case WIRE_ARG_LOCAL_SIZE:
+                        check(k->local_size >= 1, "local size");
+                        break;
+                default:
+                        check(false, "argument type");
+                }
+        }
+}
+
 static void check_request(const WireRequest *r) {
         check(r->id != 0, "accepted id 0");
         switch (r->type) {
@@ -68,6 +103,12 @@ static void check_request(const WireRequest *r) {
                                 break;
                         case WIRE_JOB_SIGNAL_EVENT:
                         case WIRE_JOB_WAIT_EVENT:
+                                check(j->event.engine == WIRE_ENGINE_AUTO || j->event.engine == WIRE_ENGINE_SDMA ||
+                                              j->event.engine == WIRE_ENGINE_COMPUTE,
+                                      "event engine");
+                                break;
+                        case WIRE_JOB_DISPATCH:
+                                check_dispatch(j);
                                 break;
                         default:
                                 check(false, "job type");
@@ -75,7 +116,7 @@ static void check_request(const WireRequest *r) {
                 }
                 break;
         default:
-                check(r->type >= WIRE_REQUEST_HELLO && r->type <= WIRE_REQUEST_STATUS, "request type");
+                check(r->type >= WIRE_REQUEST_HELLO && r->type <= WIRE_REQUEST_FREE_CODE_OBJECT, "request type");
                 break;
         }
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -25,6 +26,7 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         const char *bin = getenv("KFDBROKERD");
         const char *argv[32];
         unsigned n = 0;
+        pid_t parent;
 
         cr_assert(bin, "KFDBROKERD is not set (run through meson test)");
         memset(d, 0, sizeof(*d));
@@ -42,10 +44,16 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
                 argv[n++] = extra_args[i];
         argv[n] = NULL;
 
+        parent = getpid();
         d->pid = fork();
         cr_assert(d->pid >= 0);
         if (d->pid == 0) {
                 int lf = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                /* A test that dies (an assertion in its setup skips the teardown)
+                 * must not leave its daemon running. */
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                        _exit(127);
                 if (lf >= 0)
                         dup2(lf, STDERR_FILENO);
                 execv(bin, (char **) argv);

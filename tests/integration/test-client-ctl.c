@@ -2,8 +2,10 @@
 /*
  * kfdbrokerctl and libkfdbroker's poll-loop integration against the real
  * kfdbrokerd on the simulated GPU: what a user sees from `kfdbrokerctl
- * status` (text and JSON) and `kfdbrokerctl demo` (the user story: two
- * 64 MiB buffers, a GPU fill and copy, every byte checked), the message when
+ * status` (text and JSON), `kfdbrokerctl demo` (the user story: two
+ * 64 MiB buffers, a GPU fill and copy, every byte checked; saxpy over 16 M
+ * floats through the broker, every element checked) and `kfdbrokerctl
+ * kernels FILE`, the message when
  * no daemon listens, and a client that drives completion from its own poll(2)
  * loop on kfdb_get_event_fd() and kfdb_get_fd(); then the D-Bus verbs
  * (sessions, accounting, metrics) against the daemon on a private bus.
@@ -67,15 +69,21 @@ Test(ctl, status_text_and_json) {
 
 Test(ctl, demo_checks_every_byte_of_64_mib) {
         const char *demo[] = { "--socket", d.sock, "demo", NULL };
-        const char *json[] = { "--socket", d.sock, "--json", "demo", "--size=1M", "--vram", NULL };
+        const char *json[] = { "--socket", d.sock, "--json", "demo", "--size=1M", "--vram", "--elements=4096", NULL };
         char *out, *err;
 
         cr_assert_eq(run_ctl(demo, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
         cr_assert(strstr(out, "allocated 2 buffers of 64.0 MiB in GTT"), "%s", out);
         cr_assert(strstr(out, "checked all 67108864 bytes of both buffers"), "%s", out);
         cr_assert(strstr(out, " GB/s\n"), "%s", out);
-        /* 16 fills and one copy, and nothing else ran on this daemon. */
-        cr_assert(strstr(out, "daemon: 17 jobs completed, 0 failed"), "%s", out);
+#ifdef COMPUTE_KERNEL_DIR
+        cr_assert(strstr(out, "saxpy on the GPU: y = 2.5 * x + y over 16777216 floats in "), "%s", out);
+        cr_assert(strstr(out, " M elements/s\n"), "%s", out);
+        cr_assert(strstr(out, "checked all 16777216 elements of y through its dma-buf mapping against the CPU: correct\n"),
+                  "%s", out);
+        /* 16 fills, one copy, one dispatch, and nothing else ran on this daemon. */
+        cr_assert(strstr(out, "daemon: 18 jobs completed, 0 failed"), "%s", out);
+#endif
         cr_assert(strstr(out, "demo passed\n"), "%s", out);
         cr_assert_str_empty(err);
         free(out);
@@ -83,10 +91,50 @@ Test(ctl, demo_checks_every_byte_of_64_mib) {
 
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
         cr_assert(strstr(out, "{\"passed\":true,\"size\":1048576,\"backend\":\"sim\""), "%s", out);
-        cr_assert(strstr(out, "\"wrong_bytes\":0,\"daemon_jobs_completed\":34,"), "%s", out);
+#ifdef COMPUTE_KERNEL_DIR
+        cr_assert(strstr(out, "\"wrong_bytes\":0,\"saxpy\":{\"elements\":4096,\"ms\":"), "%s", out);
+        cr_assert(strstr(out, ",\"wrong_elements\":0},\"daemon_jobs_completed\":36,"), "%s", out);
+#endif
         free(out);
         free(err);
 }
+
+#ifdef COMPUTE_KERNEL_DIR
+Test(ctl, kernels_lists_what_the_daemon_loaded) {
+        const char *text[] = { "--socket", d.sock, "kernels", COMPUTE_KERNEL_DIR "/local-sum.hsaco", NULL };
+        const char *json[] = { "--socket", d.sock, "--json", "kernels", COMPUTE_KERNEL_DIR "/saxpy.hsaco", NULL };
+        const char *bad[] = { "--socket", d.sock, "kernels", "/etc/hostname", NULL };
+        const char *none[] = { "--socket", d.sock, "kernels", NULL };
+        char *out, *err;
+
+        cr_assert_eq(run_ctl(text, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
+        cr_assert(strstr(out, "local_sum\n  workgroup: at most 256 work-items; LDS 0 bytes; scratch 0 bytes per work-item; kernarg segment "),
+                  "%s", out);
+        cr_assert(strstr(out, "  arg 0: global_buffer  offset    0  size   8\n"), "%s", out);
+        cr_assert(strstr(out, "  arg 2: by_value       offset   16  size   4\n"), "%s", out);
+        cr_assert(strstr(out, "  arg 3: dynamic_lds    offset   20  size   4\n"), "%s", out);
+        cr_assert(strstr(out, " hidden arguments the daemon fills)\n"), "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(json, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
+        cr_assert(strstr(out, "\"kernels\":[{\"name\":\"saxpy\",\"kernarg_size\":"), "%s", out);
+        cr_assert(strstr(out, "{\"name\":\"\",\"kind\":\"by_value\",\"offset\":0,\"size\":4}"), "%s", out);
+        cr_assert(strstr(out, "{\"name\":\"\",\"kind\":\"global_buffer\",\"offset\":8,\"size\":8}"), "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(bad, &out, &err), 1);
+        cr_assert(strstr(err, "kfdbrokerctl: cannot load /etc/hostname: load_code_object: "), "%s", err);
+        cr_assert(strstr(err, "(Exec format error)\n"), "%s", err);
+        free(out);
+        free(err);
+        cr_assert_eq(run_ctl(none, &out, &err), 1);
+        cr_assert_str_eq(err, "kfdbrokerctl kernels: expected one code object file, got 0 arguments\n");
+        free(out);
+        free(err);
+}
+#endif
 
 Test(ctl, no_daemon_and_bad_usage) {
         const char *missing[] = { "--socket", "/nonexistent/kfdbroker.sock", "status", NULL };
@@ -244,7 +292,7 @@ Test(ctl_bus, sessions_lists_every_client) {
 }
 
 Test(ctl_bus, accounting_and_metrics_after_a_demo) {
-        const char *demo[] = { "--socket", d.sock, "demo", "--size=1M", NULL };
+        const char *demo[] = { "--socket", d.sock, "demo", "--size=1M", "--elements=4096", NULL };
         const char *json[] = { "--json", "accounting", NULL };
         const char *text[] = { "accounting", NULL };
         const char *metrics[] = { "metrics", NULL };
@@ -258,7 +306,12 @@ Test(ctl_bus, accounting_and_metrics_after_a_demo) {
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
         cr_assert(strncmp(out, "{\"sessions\":[],\"identities\":[{", strlen("{\"sessions\":[],\"identities\":[{")) == 0,
                   "%s", out);
+#ifdef COMPUTE_KERNEL_DIR
+        cr_assert(strstr(out, "\"JobsCompleted\":18,"), "%s", out);
+        cr_assert(strstr(out, "\"JobsCompute\":1,"), "%s", out);
+#else
         cr_assert(strstr(out, "\"JobsCompleted\":17,"), "%s", out);
+#endif
         cr_assert(strstr(out, "\"BytesCopied\":1048576,"), "%s", out);
         cr_assert(strstr(out, "\"BytesFilled\":1048576,"), "%s", out);
         free(out);
@@ -266,7 +319,11 @@ Test(ctl_bus, accounting_and_metrics_after_a_demo) {
 
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
         cr_assert(strstr(out, "Sessions:\n  (none)\n\nIdentities:\n"), "%s", out);
+#ifdef COMPUTE_KERNEL_DIR
+        cr_assert(strstr(out, "  JobsCompleted        18\n"), "%s", out);
+#else
         cr_assert(strstr(out, "  JobsCompleted        17\n"), "%s", out);
+#endif
         free(out);
         free(err);
 

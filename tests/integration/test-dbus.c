@@ -20,6 +20,7 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "compute-util.h"
 #include "harness.h"
 #include "kfdbroker.h"
 
@@ -842,6 +843,72 @@ Test(dbus, polkit_decides_for_other_users) {
         cr_assert_eq(as_nobody(denied_calls, id), 0);
         stop_authority(authority);
         cr_assert_eq(session_number(bus, id, "Weight"), 6, "the refused SetLimits changed nothing");
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+}
+
+/* Compute jobs are accounted per session and identity on their own engine:
+ * D-Bus (JobsCompute, BusyNSecCompute), drm-usage-stats (drm-engine-compute)
+ * and the metrics (engine="compute"). */
+Test(dbus, compute_accounting) {
+        sd_bus *bus = open_bus();
+        kfdb_session *s = connect_session();
+        uint64_t id = kfdb_session_get_id(s), fence = 0;
+        kfdb_code_object *co;
+        kfdb_buffer *b;
+        kfdb_batch *batch;
+        uint32_t n = 4096, block = 256, *p;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        const char *text, *drm;
+        char *line;
+
+        compute_require_kernels();
+        co = load_kernel(s, "collatz");
+        b = new_buffer(s, n * 4, 0, (void **) &p);
+        for (uint32_t i = 0; i < n; i++)
+                p[i] = i + 1;
+        kfdb_arg args[] = { kfdb_arg_buffer(b, 0), kfdb_arg_buffer(b, 0), kfdb_arg_value(&n, 4) };
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        for (int i = 0; i < 3; i++)
+                cr_assert_eq(kfdb_batch_dispatch(batch, co, "collatz", 1, &n, &block, args, 3), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+
+        cr_assert_eq(session_number(bus, id, "JobsCompute"), 3);
+        cr_assert_eq(session_number(bus, id, "JobsSDMA"), 1);
+        cr_assert_gt(session_number(bus, id, "BusyNSecCompute"), 0, "GPU time from the compute timestamps");
+
+        cr_assert_geq(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, &reply, "t", id), 0, "%s",
+                      e.message);
+        drm = NULL;
+        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "{sv}"), 0);
+        while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+                const char *key;
+                cr_assert_geq(sd_bus_message_read(reply, "s", &key), 0);
+                if (strcmp(key, "DrmUsage") == 0)
+                        cr_assert_geq(sd_bus_message_read(reply, "v", "s", &drm), 0);
+                else
+                        cr_assert_geq(sd_bus_message_skip(reply, "v"), 0);
+                cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+        }
+        cr_assert_not_null(drm, "GetSession has no DrmUsage");
+        line = strstr(drm, "drm-engine-compute:\t");
+        cr_assert_not_null(line, "%s", drm);
+        cr_assert_gt(strtoull(line + strlen("drm-engine-compute:\t"), NULL, 10), 0, "%s", drm);
+        sd_bus_message_unref(reply);
+        reply = NULL;
+
+        cr_assert_geq(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetMetrics", &e, &reply, ""), 0, "%s", e.message);
+        cr_assert_geq(sd_bus_message_read(reply, "s", &text), 0);
+        line = strstr(text, ",engine=\"compute\"} ");
+        cr_assert_not_null(line, "%s", text);
+        cr_assert_gt(strtod(line + strlen(",engine=\"compute\"} "), NULL), 0.0, "%s", text);
+        sd_bus_message_unref(reply);
+
+        kfdb_batch_free(batch);
+        kfdb_code_object_free(co);
         kfdb_session_free(s);
         sd_bus_unref(bus);
 }

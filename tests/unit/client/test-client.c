@@ -812,3 +812,257 @@ Test(client, events_ages_and_waits) {
         srv_join(&s);
         kfdb_session_free(session);
 }
+
+/* ---- Compute: code objects and dispatch ---- */
+
+static const uint8_t fake_elf[] = "\x7f" "ELF not really, the fake daemon only compares bytes";
+
+/* saxpy(float a, global float *x, global float *y, uint n) plus one hidden
+ * argument, and a kernel with a local pointer. */
+static const WireKernelArgInfo saxpy_args[] = {
+        { "a", 0, 4, "by_value" }, { "x", 8, 8, "global_buffer" }, { "y", 16, 8, "global_buffer" },
+        { "n", 24, 4, "by_value" }, { "", 32, 8, "hidden" },
+};
+static const WireKernelArgInfo lds_args[] = {
+        { "out", 0, 8, "global_buffer" }, { "tmp", 8, 4, "dynamic_lds" }, { "", 16, 8, "hidden" },
+};
+static const WireKernelArgInfo odd_args[] = { { "img", 0, 32, "image_from_a_newer_daemon" } };
+static const WireKernelInfo fake_kernels[] = {
+        { "saxpy", 40, 0, 0, 256, saxpy_args, 5 },
+        { "lds", 24, 512, 16, 1024, lds_args, 3 },
+        { "odd", 32, 0, 0, 1024, odd_args, 1 },
+};
+
+/* Checks the memfd the client sent: sealed as the daemon requires, holding fake_elf. */
+static void srv_check_code_memfd(Srv *s, int fd) {
+        uint8_t buf[sizeof(fake_elf) + 8];
+        int seals = fcntl(fd, F_GET_SEALS);
+
+        S_CHECK(s, seals >= 0);
+        S_CHECK(s, (seals & (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ==
+                           (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+        S_CHECK(s, pread(fd, buf, sizeof(buf), 0) == (ssize_t) sizeof(fake_elf));
+        S_CHECK(s, memcmp(buf, fake_elf, sizeof(fake_elf)) == 0);
+}
+
+static void script_code_objects(Srv *s) {
+        WireRequest req = {};
+        WireReply r;
+        uint64_t fences[4] = { 1, 2, 3, 4 };
+        int fd, mem;
+        float a;
+        uint32_t n;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        /* From memory, then from a file: both arrive as sealed memfds. */
+        for (int i = 0; i < 2; i++) {
+                S_CHECK(s, srv_recv(s, &req, &fd) == 0);
+                S_CHECK(s, req.type == WIRE_REQUEST_LOAD_CODE_OBJECT && fd >= 0);
+                srv_check_code_memfd(s, fd);
+                close(fd);
+                r = (WireReply) { .id = req.id, .type = WIRE_REPLY_LOAD_CODE_OBJECT,
+                                  .load_code_object = { 0x4300 + (uint64_t) i, fake_kernels, 3 } };
+                S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        }
+        /* The daemon refuses the third. */
+        S_CHECK(s, srv_recv(s, &req, &fd) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_LOAD_CODE_OBJECT && fd >= 0);
+        close(fd);
+        r = (WireReply) { .id = req.id, .error = ENOEXEC,
+                          .message = "load_code_object: not an ELF file (bad magic)" };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_ALLOC_BUFFER);
+        mem = memfd_create("buffer", MFD_CLOEXEC);
+        S_CHECK(s, mem >= 0 && ftruncate(mem, 8192) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_ALLOC_BUFFER, .buffer = { 0x4201, 8192 } };
+        S_CHECK(s, srv_send(s, &r, &mem, 1) == 0);
+        close(mem);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_DEVICE_INFO);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_DEVICE_INFO,
+                          .device_info = { .backend = "fake", .sdma_queues = 2, .compute_queues = 4 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_CREATE_EVENT);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_CREATE_EVENT, .create_event = { 0x4501, 0 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        /* wait(compute) dispatch(saxpy) dispatch(lds) signal(auto) */
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_SUBMIT && req.submit.n_jobs == 4);
+        S_CHECK(s, req.submit.jobs[0].type == WIRE_JOB_WAIT_EVENT);
+        S_CHECK(s, req.submit.jobs[0].event.engine == WIRE_ENGINE_COMPUTE);
+        {
+                const WireJob *j = &req.submit.jobs[1];
+                S_CHECK(s, j->type == WIRE_JOB_DISPATCH);
+                S_CHECK(s, j->dispatch.code_object == 0x4300);
+                S_CHECK(s, strcmp(j->dispatch.kernel, "saxpy") == 0);
+                S_CHECK(s, j->dispatch.n_dims == 1);
+                S_CHECK(s, j->dispatch.grid[0] == 1000 && j->dispatch.block[0] == 256);
+                S_CHECK(s, j->dispatch.grid[1] == 1 && j->dispatch.block[2] == 1);
+                S_CHECK(s, j->dispatch.n_args == 4);
+                S_CHECK(s, j->dispatch.args[0].type == WIRE_ARG_BYTES && j->dispatch.args[0].n_bytes == 4);
+                memcpy(&a, j->dispatch.args[0].bytes, 4);
+                S_CHECK(s, a == 2.5f);
+                S_CHECK(s, j->dispatch.args[1].type == WIRE_ARG_BUFFER);
+                S_CHECK(s, j->dispatch.args[1].handle == 0x4201 && j->dispatch.args[1].offset == 0);
+                S_CHECK(s, j->dispatch.args[2].handle == 0x4201 && j->dispatch.args[2].offset == 4096);
+                memcpy(&n, j->dispatch.args[3].bytes, 4);
+                S_CHECK(s, n == 1000);
+                j = &req.submit.jobs[2];
+                S_CHECK(s, j->type == WIRE_JOB_DISPATCH && strcmp(j->dispatch.kernel, "lds") == 0);
+                S_CHECK(s, j->dispatch.code_object == 0x4301);
+                S_CHECK(s, j->dispatch.n_dims == 3);
+                S_CHECK(s, j->dispatch.grid[2] == 5 && j->dispatch.block[1] == 4);
+                S_CHECK(s, j->dispatch.args[1].type == WIRE_ARG_LOCAL_SIZE);
+                S_CHECK(s, j->dispatch.args[1].local_size == 2048);
+        }
+        S_CHECK(s, req.submit.jobs[3].type == WIRE_JOB_SIGNAL_EVENT);
+        S_CHECK(s, req.submit.jobs[3].event.engine == WIRE_ENGINE_AUTO);
+        wire_request_done(&req);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_SUBMIT, .submit = { fences, 4 } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        /* Frees of both code objects. */
+        for (int i = 0; i < 2; i++) {
+                S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+                S_CHECK(s, req.type == WIRE_REQUEST_FREE_CODE_OBJECT);
+                S_CHECK(s, req.object.handle == 0x4300 + (uint64_t) i);
+                r = (WireReply) { .id = req.id, .type = WIRE_REPLY_EMPTY };
+                S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        }
+}
+
+Test(client, code_objects_and_dispatch) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_code_objects);
+        kfdb_code_object *co = NULL, *co2 = NULL, *bad = NULL;
+        const kfdb_kernel *k;
+        kfdb_kernel_arg ka;
+        kfdb_buffer *buf = NULL;
+        kfdb_batch *batch = NULL;
+        kfdb_event *ev;
+        char path[] = "/tmp/test-client-co-XXXXXX";
+        uint32_t grid[3] = { 1000, 7, 5 }, block[3] = { 256, 4, 1 }, queues = 0;
+        float alpha = 2.5f;
+        uint32_t n = 1000;
+        uint64_t fences[4];
+        int fd;
+
+        cr_assert_eq(kfdb_code_object_load(session, NULL, 0, &co), -EINVAL);
+        cr_assert_eq(kfdb_code_object_load(session, fake_elf, 0, &co), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session), "kfdb_code_object_load: the code object is empty");
+        cr_assert_eq(kfdb_code_object_load(session, fake_elf, (64u << 20) + 1, &co), -E2BIG);
+
+        cr_assert_eq(kfdb_code_object_load(session, fake_elf, sizeof(fake_elf), &co), 0, "%s",
+                     kfdb_session_last_error(session));
+        fd = mkstemp(path);
+        cr_assert(fd >= 0);
+        cr_assert_eq(write(fd, fake_elf, sizeof(fake_elf)), (ssize_t) sizeof(fake_elf));
+        close(fd);
+        cr_assert_eq(kfdb_code_object_load_file(session, path, &co2), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_eq(kfdb_code_object_load_file(session, path, &bad), -ENOEXEC);
+        cr_assert_str_eq(kfdb_session_last_error(session), "load_code_object: not an ELF file (bad magic)");
+        cr_assert_null(bad);
+        unlink(path);
+        cr_assert_eq(kfdb_code_object_load_file(session, path, &bad), -ENOENT);
+
+        cr_assert_eq(kfdb_code_object_get_handle(co), 0x4300);
+        cr_assert_eq(kfdb_code_object_get_n_kernels(co), 3);
+        k = kfdb_code_object_get_kernel(co, 1);
+        cr_assert_str_eq(kfdb_kernel_get_name(k), "lds");
+        cr_assert_null(kfdb_code_object_get_kernel(co, 3));
+        cr_assert_null(kfdb_code_object_find_kernel(co, "nope"));
+        k = kfdb_code_object_find_kernel(co, "saxpy");
+        cr_assert_not_null(k);
+        cr_assert_eq(kfdb_kernel_get_kernarg_size(k), 40);
+        cr_assert_eq(kfdb_kernel_get_max_workgroup_size(k), 256);
+        cr_assert_eq(kfdb_kernel_get_n_args(k), 5);
+        cr_assert_eq(kfdb_kernel_get_n_explicit_args(k), 4);
+        cr_assert_eq(kfdb_kernel_get_arg(k, 2, &ka), 0);
+        cr_assert_str_eq(ka.name, "y");
+        cr_assert_eq(ka.offset, 16);
+        cr_assert_eq(ka.size, 8);
+        cr_assert_eq(ka.kind, KFDB_KERNEL_ARG_GLOBAL_BUFFER);
+        cr_assert_eq(kfdb_kernel_get_arg(k, 4, &ka), 0);
+        cr_assert_eq(ka.kind, KFDB_KERNEL_ARG_HIDDEN);
+        cr_assert_eq(kfdb_kernel_get_arg(k, 5, &ka), -EINVAL);
+        k = kfdb_code_object_find_kernel(co, "lds");
+        cr_assert_eq(kfdb_kernel_get_group_segment_size(k), 512);
+        cr_assert_eq(kfdb_kernel_get_private_segment_size(k), 16);
+        cr_assert_eq(kfdb_kernel_get_n_explicit_args(k), 2);
+        k = kfdb_code_object_find_kernel(co, "odd");
+        cr_assert_eq(kfdb_kernel_get_arg(k, 0, &ka), 0);
+        cr_assert_eq(ka.kind, KFDB_KERNEL_ARG_UNKNOWN, "a kind from a newer daemon");
+        cr_assert_eq(kfdb_kernel_get_n_explicit_args(k), 1, "an unknown kind is not assumed hidden");
+
+        cr_assert_eq(kfdb_buffer_alloc(session, 8192, KFDB_PLACEMENT_GTT, &buf), 0);
+        cr_assert_eq(kfdb_device_compute_queues(session, &queues), 0);
+        cr_assert_eq(queues, 4);
+
+        /* Every local check names what was wrong; nothing is added. */
+        cr_assert_eq(kfdb_batch_new(session, &batch), 0);
+        kfdb_arg args[4] = { kfdb_arg_value(&alpha, 4), kfdb_arg_buffer(buf, 0), kfdb_arg_buffer(buf, 4096),
+                             kfdb_arg_value(&n, 4) };
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "sax", 1, grid, block, args, 4), -ENOENT);
+        cr_assert_str_eq(kfdb_session_last_error(session), "dispatch: no kernel \"sax\" in the code object");
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 0, grid, block, args, 4), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session), "dispatch: 1 to 3 grid and block dimensions needed, got 0");
+        block[0] = 512;
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, grid, block, args, 4), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "dispatch: 512 work-items per workgroup, kernel \"saxpy\" allows at most 256");
+        block[0] = 256;
+        grid[0] = 0;
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, grid, block, args, 4), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session), "dispatch: grid[0] must be >= 1");
+        grid[0] = 1000;
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, grid, block, args, 3), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session), "dispatch: kernel \"saxpy\" takes 4 arguments, got 3");
+        args[1] = kfdb_arg_value(&n, 4);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, grid, block, args, 4), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "dispatch: argument 1 (\"x\") of kernel \"saxpy\" takes a buffer (kfdb_arg_buffer), got a value");
+        args[1] = kfdb_arg_buffer(buf, 8192);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, grid, block, args, 4), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "dispatch: argument 1 (\"x\"): offset 8192 is outside the 8192-byte buffer");
+        args[1] = kfdb_arg_buffer(buf, 0);
+        args[0] = kfdb_arg_value(&alpha, 8);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, grid, block, args, 4), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "dispatch: argument 0 (\"a\") of kernel \"saxpy\" takes 4 bytes, got 8");
+        args[0] = kfdb_arg_value(&alpha, 4);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "odd", 1, grid, block, args, 1), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session),
+                         "dispatch: argument 0 (\"img\") of kernel \"odd\" takes an argument kind this library cannot pass, got a value");
+        cr_assert_eq(kfdb_batch_get_n_jobs(batch), 0);
+
+        cr_assert_eq(kfdb_event_create(session, false, &ev), 0);
+        cr_assert_eq(kfdb_batch_wait_event_on(batch, ev, (kfdb_engine) 9), -EINVAL);
+        cr_assert_str_eq(kfdb_session_last_error(session), "wait_event: unknown engine 9");
+        cr_assert_eq(kfdb_batch_wait_event_on(batch, ev, KFDB_ENGINE_COMPUTE), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, grid, block, args, 4), 0, "%s",
+                     kfdb_session_last_error(session));
+        /* The values were copied: changing them now changes nothing sent. */
+        alpha = -1.0f;
+        kfdb_arg largs[2] = { kfdb_arg_buffer(buf, 0), kfdb_arg_local(2048) };
+        cr_assert_eq(kfdb_batch_dispatch(batch, co2, "lds", 3, grid, block, largs, 2), 0, "%s",
+                     kfdb_session_last_error(session));
+        cr_assert_eq(kfdb_batch_signal_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_eq(fences[3], 4);
+
+        cr_assert_eq(kfdb_code_object_free(co), 0);
+        cr_assert_eq(kfdb_code_object_free(co2), 0);
+        cr_assert_eq(kfdb_code_object_free(NULL), 0);
+        srv_join(&s);
+        kfdb_batch_free(batch);
+        /* The session releases the rest (buffer, event) without a daemon. */
+        kfdb_session_free(session);
+}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of daemon/wire.c: requests built with the generated protobuf-c types
+ * Tests of daemon/wire.c and wire-reply.c: requests built with the generated protobuf-c types
  * (what a client sends) decode into the plain structs of wire.h with every
  * field intact; each range check rejects with the errno and the message a
  * client would see; garbage, truncated and oversized datagrams are refused;
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kfdbroker.pb-c.h"
+#include "util/macro.h"
 #include "wire.h"
 
 typedef struct Packed {
@@ -676,5 +677,300 @@ Test(wire, reply_invalid_inputs) {
         cr_assert_eq(m->hello->n_features, 0);
         cr_assert_str_eq(m->hello->daemon_version, "");
         cr_assert_not_null(m->hello->limits);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+}
+
+/* ---- Compute: code objects and dispatch jobs ---- */
+
+Test(wire, code_object_requests) {
+        REQ(m);
+        Kfdbroker__V1__LoadCodeObjectRequest load = KFDBROKER__V1__LOAD_CODE_OBJECT_REQUEST__INIT;
+        Kfdbroker__V1__FreeCodeObjectRequest fr = KFDBROKER__V1__FREE_CODE_OBJECT_REQUEST__INIT;
+        WireRequest r = {};
+        char err[128];
+
+        m.id = 31;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_LOAD_CODE_OBJECT;
+        m.load_code_object = &load;
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_eq(r.type, WIRE_REQUEST_LOAD_CODE_OBJECT);
+        cr_assert_eq(r.id, 31);
+        cr_assert_eq(wire_request_fds_expected(r.type), 1, "LoadCodeObject carries its memfd");
+        cr_assert_str_eq(wire_request_type_name(r.type), "LoadCodeObject");
+        wire_request_done(&r);
+
+        fr.handle = 0x4300000100000002ull;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_FREE_CODE_OBJECT;
+        m.free_code_object = &fr;
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_eq(r.type, WIRE_REQUEST_FREE_CODE_OBJECT);
+        cr_assert_eq(r.object.handle, 0x4300000100000002ull);
+        cr_assert_eq(wire_request_fds_expected(r.type), 0);
+        cr_assert_str_eq(wire_request_type_name(r.type), "FreeCodeObject");
+        wire_request_done(&r);
+}
+
+/* One dispatch job with a by-value, a buffer and a local-size argument. */
+typedef struct DispatchFixture {
+        Kfdbroker__V1__SubmitRequest s;
+        Kfdbroker__V1__Job job[2], *jp[2];
+        Kfdbroker__V1__DispatchJob d;
+        Kfdbroker__V1__KernelArg args[WIRE_DISPATCH_MAX_ARGS + 1], *ap[WIRE_DISPATCH_MAX_ARGS + 1];
+        Kfdbroker__V1__BufferRef ref;
+        Kfdbroker__V1__SignalEventJob sig;
+        Kfdbroker__V1__WaitEventJob wait;
+        uint32_t grid[4], block[4];
+        uint8_t bytes[WIRE_DISPATCH_MAX_ARG_BYTES + 1];
+} DispatchFixture;
+
+static void dispatch_fixture_init(DispatchFixture *f, Kfdbroker__V1__Request *m) {
+        memset(f, 0, sizeof(*f));
+        kfdbroker__v1__submit_request__init(&f->s);
+        kfdbroker__v1__dispatch_job__init(&f->d);
+        kfdbroker__v1__buffer_ref__init(&f->ref);
+        kfdbroker__v1__signal_event_job__init(&f->sig);
+        kfdbroker__v1__wait_event_job__init(&f->wait);
+        for (size_t i = 0; i < 2; i++) {
+                kfdbroker__v1__job__init(&f->job[i]);
+                f->jp[i] = &f->job[i];
+        }
+        f->job[0].kind_case = KFDBROKER__V1__JOB__KIND_DISPATCH;
+        f->job[0].dispatch = &f->d;
+        f->job[1].kind_case = KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT;
+        f->job[1].signal_event = &f->sig;
+        f->sig.handle = 0x45;
+        f->sig.engine = KFDBROKER__V1__ENGINE__ENGINE_COMPUTE;
+        for (size_t i = 0; i < ELEMENTSOF(f->args); i++) {
+                kfdbroker__v1__kernel_arg__init(&f->args[i]);
+                f->ap[i] = &f->args[i];
+        }
+        for (size_t i = 0; i < sizeof(f->bytes); i++)
+                f->bytes[i] = (uint8_t) i;
+        f->args[0].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BYTES;
+        f->args[0].bytes = (ProtobufCBinaryData) { .len = 4, .data = f->bytes };
+        f->ref.handle = 0x42;
+        f->ref.offset = 256;
+        f->args[1].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BUFFER;
+        f->args[1].buffer = &f->ref;
+        f->args[2].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_LOCAL_SIZE;
+        f->args[2].local_size = 1024;
+        f->d.code_object = 0x43;
+        f->d.kernel = (char *) "saxpy";
+        f->grid[0] = 1000;
+        f->grid[1] = 3;
+        f->block[0] = 64;
+        f->block[1] = 2;
+        f->d.grid = f->grid;
+        f->d.n_grid = 2;
+        f->d.block = f->block;
+        f->d.n_block = 2;
+        f->d.args = f->ap;
+        f->d.n_args = 3;
+        f->s.jobs = f->jp;
+        f->s.n_jobs = 2;
+        m->id = 7;
+        m->body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        m->submit = &f->s;
+}
+
+Test(wire, dispatch_round_trip) {
+        REQ(m);
+        static DispatchFixture f;
+        WireRequest r = {};
+        const WireJob *j;
+        char err[256];
+
+        dispatch_fixture_init(&f, &m);
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_eq(r.submit.n_jobs, 2);
+        j = &r.submit.jobs[0];
+        cr_assert_eq(j->type, WIRE_JOB_DISPATCH);
+        cr_assert_eq(j->dispatch.code_object, 0x43);
+        cr_assert_str_eq(j->dispatch.kernel, "saxpy");
+        cr_assert_eq(j->dispatch.n_dims, 2);
+        cr_assert_eq(j->dispatch.grid[0], 1000);
+        cr_assert_eq(j->dispatch.grid[1], 3);
+        cr_assert_eq(j->dispatch.grid[2], 1, "an unused dimension is 1");
+        cr_assert_eq(j->dispatch.block[0], 64);
+        cr_assert_eq(j->dispatch.block[1], 2);
+        cr_assert_eq(j->dispatch.block[2], 1);
+        cr_assert_eq(j->dispatch.n_args, 3);
+        cr_assert_eq(j->dispatch.args[0].type, WIRE_ARG_BYTES);
+        cr_assert_eq(j->dispatch.args[0].n_bytes, 4);
+        cr_assert_arr_eq(j->dispatch.args[0].bytes, f.bytes, 4);
+        cr_assert_eq(j->dispatch.args[1].type, WIRE_ARG_BUFFER);
+        cr_assert_eq(j->dispatch.args[1].handle, 0x42);
+        cr_assert_eq(j->dispatch.args[1].offset, 256);
+        cr_assert_eq(j->dispatch.args[2].type, WIRE_ARG_LOCAL_SIZE);
+        cr_assert_eq(j->dispatch.args[2].local_size, 1024);
+        cr_assert_eq(r.submit.jobs[1].type, WIRE_JOB_SIGNAL_EVENT);
+        cr_assert_eq(r.submit.jobs[1].event.engine, WIRE_ENGINE_COMPUTE);
+        wire_request_done(&r);
+        cr_assert_null(r.submit.jobs);
+
+        /* The limits themselves are accepted: 3 dimensions, 1024 work-items
+         * per workgroup, 64 arguments, a 4096-byte value, a 127-byte name. */
+        static char name[WIRE_KERNEL_NAME_MAX + 1];
+        memset(name, 'k', WIRE_KERNEL_NAME_MAX);
+        f.d.kernel = name;
+        f.grid[2] = 7;
+        f.block[0] = 512;
+        f.block[1] = 1;
+        f.block[2] = 2;
+        f.d.n_grid = f.d.n_block = 3;
+        for (size_t i = 3; i < WIRE_DISPATCH_MAX_ARGS; i++)
+                f.args[i] = f.args[0];
+        f.args[0].bytes.len = WIRE_DISPATCH_MAX_ARG_BYTES;
+        f.d.n_args = WIRE_DISPATCH_MAX_ARGS;
+        f.sig.engine = KFDBROKER__V1__ENGINE__ENGINE_AUTO;
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        j = &r.submit.jobs[0];
+        cr_assert_eq(strlen(j->dispatch.kernel), WIRE_KERNEL_NAME_MAX);
+        cr_assert_eq(j->dispatch.n_args, WIRE_DISPATCH_MAX_ARGS);
+        cr_assert_eq(j->dispatch.args[0].n_bytes, WIRE_DISPATCH_MAX_ARG_BYTES);
+        cr_assert_arr_eq(j->dispatch.args[0].bytes, f.bytes, WIRE_DISPATCH_MAX_ARG_BYTES);
+        cr_assert_eq(j->dispatch.grid[2], 7);
+        cr_assert_eq(r.submit.jobs[1].event.engine, WIRE_ENGINE_AUTO);
+        wire_request_done(&r);
+}
+
+Test(wire, dispatch_range_checks) {
+        REQ(m);
+        static DispatchFixture f;
+        static char name[WIRE_KERNEL_NAME_MAX + 2];
+
+        dispatch_fixture_init(&f, &m);
+        f.d.kernel = (char *) "";
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.kernel: must not be empty");
+        memset(name, 'k', WIRE_KERNEL_NAME_MAX + 1);
+        f.d.kernel = name;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.kernel: must be at most 127 bytes, got 128");
+        f.d.kernel = (char *) "sa xpy";
+        expect_error(&m, -EINVAL,
+                     "submit.jobs[0].dispatch.kernel: byte 0x20 at 2 is not printable ASCII");
+        f.d.kernel = (char *) "saxpy\x1b[2J";
+        expect_error(&m, -EINVAL,
+                     "submit.jobs[0].dispatch.kernel: byte 0x1b at 5 is not printable ASCII");
+        f.d.kernel = (char *) "saxpy";
+
+        f.d.n_grid = f.d.n_block = 0;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.grid: must have 1..3 dimensions, got 0");
+        f.d.n_grid = f.d.n_block = 4;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.grid: must have 1..3 dimensions, got 4");
+        f.d.n_grid = 2;
+        f.d.n_block = 1;
+        expect_error(&m, -EINVAL,
+                     "submit.jobs[0].dispatch.block: must have as many dimensions as grid (2), got 1");
+        f.d.n_block = 2;
+        f.grid[1] = 0;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.grid[1]: must be >= 1");
+        f.grid[1] = 3;
+        f.block[0] = 0;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.block[0]: must be >= 1");
+        f.block[0] = 1024;
+        expect_error(&m, -EINVAL,
+                     "submit.jobs[0].dispatch.block: 2048 work-items per workgroup, at most 1024 allowed");
+        f.block[0] = 1;
+        f.block[1] = 1;
+        f.grid[0] = UINT32_MAX;
+        f.grid[1] = 2;
+        expect_error(&m, -EINVAL,
+                     "submit.jobs[0].dispatch.grid: 8589934590 workgroups, at most 4294967295 allowed");
+        f.grid[0] = 1000;
+        f.block[0] = 64;
+
+        f.d.n_args = WIRE_DISPATCH_MAX_ARGS + 1;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.args: at most 64 arguments, got 65");
+        f.d.n_args = 3;
+        f.args[0].bytes.len = 0;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.args[0].bytes: must be 1..4096 bytes, got 0");
+        f.args[0].bytes.len = WIRE_DISPATCH_MAX_ARG_BYTES + 1;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.args[0].bytes: must be 1..4096 bytes, got 4097");
+        f.args[0].bytes.len = 4;
+        /* Errors after an argument's bytes were copied free them (ASan checks). */
+        f.args[2].local_size = 0;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.args[2].local_size: must be > 0");
+        f.args[2].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE__NOT_SET;
+        expect_error(&m, -EINVAL, "submit.jobs[0].dispatch.args[2]: no value set");
+        f.args[2].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_LOCAL_SIZE;
+        f.args[2].local_size = 16;
+
+        f.sig.engine = (Kfdbroker__V1__Engine) 7;
+        expect_error(&m, -EINVAL, "submit.jobs[1].signal_event.engine: unknown engine 7");
+        f.job[1].kind_case = KFDBROKER__V1__JOB__KIND_WAIT_EVENT;
+        f.job[1].wait_event = &f.wait;
+        f.wait.engine = (Kfdbroker__V1__Engine) 7;
+        expect_error(&m, -EINVAL, "submit.jobs[1].wait_event.engine: unknown engine 7");
+}
+
+Test(wire, reply_load_code_object) {
+        static const WireKernelArgInfo args[] = {
+                { "a", 0, 4, "by_value" }, { "x", 8, 8, "global_buffer" },
+                { "tmp", 16, 4, "dynamic_lds" }, { "", 24, 8, "hidden" },
+        };
+        static const WireKernelInfo kernels[] = {
+                { "saxpy", 272, 0, 0, 256, args, 4 },
+                { "empty", 0, 64, 16, 1024, NULL, 0 },
+        };
+        WireReply r = { .id = 12, .type = WIRE_REPLY_LOAD_CODE_OBJECT,
+                        .load_code_object = { 0x4311, kernels, 2 } };
+        Kfdbroker__V1__ServerMessage *m = encode_decode(&r);
+        const Kfdbroker__V1__KernelInfo *k;
+        void *buf = NULL;
+        size_t len = 0;
+
+        cr_assert_eq(m->body_case, KFDBROKER__V1__SERVER_MESSAGE__BODY_LOAD_CODE_OBJECT);
+        cr_assert_eq(m->load_code_object->handle, 0x4311);
+        cr_assert_eq(m->load_code_object->n_kernels, 2);
+        k = m->load_code_object->kernels[0];
+        cr_assert_str_eq(k->name, "saxpy");
+        cr_assert_eq(k->kernarg_size, 272);
+        cr_assert_eq(k->max_workgroup_size, 256);
+        cr_assert_eq(k->n_args, 4);
+        cr_assert_str_eq(k->args[1]->name, "x");
+        cr_assert_eq(k->args[1]->offset, 8);
+        cr_assert_eq(k->args[1]->size, 8);
+        cr_assert_str_eq(k->args[1]->kind, "global_buffer");
+        cr_assert_str_eq(k->args[3]->kind, "hidden");
+        k = m->load_code_object->kernels[1];
+        cr_assert_str_eq(k->name, "empty");
+        cr_assert_eq(k->group_segment_size, 64);
+        cr_assert_eq(k->private_segment_size, 16);
+        cr_assert_eq(k->n_args, 0);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+
+        r.load_code_object.kernels = NULL;
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EINVAL, "kernels missing");
+        r.load_code_object.kernels = (WireKernelInfo[]) { { "k", 0, 0, 0, 0, NULL, 3 } };
+        r.load_code_object.n_kernels = 1;
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EINVAL, "args missing");
+
+        /* A kernel list that does not fit one datagram is refused, not truncated. */
+        static WireKernelInfo many[2000];
+        for (size_t i = 0; i < ELEMENTSOF(many); i++)
+                many[i] = (WireKernelInfo) { "a_kernel_with_a_long_enough_name", 272, 0, 0, 256, args, 4 };
+        r.load_code_object.kernels = many;
+        r.load_code_object.n_kernels = ELEMENTSOF(many);
+        cr_assert_eq(wire_reply_encode(&r, &buf, &len), -EMSGSIZE);
+        cr_assert_null(buf);
+}
+
+Test(wire, compute_counts_in_replies) {
+        WireReply r = { .id = 1, .type = WIRE_REPLY_DEVICE_INFO,
+                        .device_info = { .backend = "sim", .sdma_queues = 2, .compute_queues = 4 } };
+        Kfdbroker__V1__ServerMessage *m = encode_decode(&r);
+
+        cr_assert_eq(m->device_info->sdma_queues, 2);
+        cr_assert_eq(m->device_info->compute_queues, 4);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+
+        r = (WireReply) { .id = 2, .type = WIRE_REPLY_QUERY, .query = { .code_objects = 3 } };
+        m = encode_decode(&r);
+        cr_assert_eq(m->query->code_objects, 3);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+
+        r = (WireReply) { .id = 3, .type = WIRE_REPLY_STATUS, .status = { .code_objects = 5 } };
+        m = encode_decode(&r);
+        cr_assert_eq(m->status->code_objects, 5);
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
 }

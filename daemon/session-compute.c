@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The compute half of a Session: code objects by session handle
+ * (LoadCodeObject from a sealed memfd, FreeCodeObject) and the resolution of
+ * a DispatchJob — policy, code object, kernel, grid, arguments — into the
+ * GpuJob the GPU layer runs. Like every handler, it looks handles up only in
+ * the calling session and replies with an error naming the bad field.
+ *
+ * A code object is charged to the session like a buffer: the GPU memory its
+ * code occupies counts in the buffer memory (max_buffer_bytes) and the object
+ * itself counts against max_buffers. A dispatch job holds references to its code object and to
+ * every buffer its arguments name until it retires, so FreeCodeObject and
+ * FreeBuffer never pull memory from under a running kernel.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "job.h"
+#include "manager.h"
+#include "session.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define REQUIRED_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)
+
+/* Replies with error and a message; returns -error for the caller to pass on. */
+_printf_(4, 5) static int fail(Session *s, uint64_t id, int error, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        session_send_error(s, id, error, "%s", msg);
+        return -error;
+}
+
+/* The LDS a workgroup may use on this device (the GPU layer's own limit). */
+static uint32_t device_lds_bytes(const Session *s) {
+        uint32_t kb = s->manager->info->lds_size_in_kb ? s->manager->info->lds_size_in_kb : 64;
+        return MIN(kb, 64u) * 1024u;
+}
+
+bool session_has_compute(const Session *s) {
+        return scheduler_stream_has_queue(&s->streams[GPU_ENGINE_COMPUTE]);
+}
+
+static const char *arg_kind_wire_name(GpuArgKind k) {
+        switch (k) {
+        case GPU_ARG_BY_VALUE:
+                return "by_value";
+        case GPU_ARG_GLOBAL_BUFFER:
+                return "global_buffer";
+        case GPU_ARG_DYNAMIC_LDS:
+                return "dynamic_lds";
+        case GPU_ARG_HIDDEN:
+                return "hidden";
+        }
+        return "unknown";
+}
+
+/* What the client must send for an argument of this kind, for errors. */
+static const char *arg_kind_description(GpuArgKind k) {
+        switch (k) {
+        case GPU_ARG_BY_VALUE:
+                return "a by-value argument (bytes)";
+        case GPU_ARG_GLOBAL_BUFFER:
+                return "a global pointer (buffer)";
+        case GPU_ARG_DYNAMIC_LDS:
+                return "a local pointer (local_size)";
+        case GPU_ARG_HIDDEN:
+                return "a hidden argument";
+        }
+        return "an argument of unknown kind";
+}
+
+static const char *wire_arg_name(WireArgType t) {
+        switch (t) {
+        case WIRE_ARG_BYTES:
+                return "bytes";
+        case WIRE_ARG_BUFFER:
+                return "buffer";
+        case WIRE_ARG_LOCAL_SIZE:
+                return "local_size";
+        }
+        return "nothing";
+}
+
+static void seal_names(int missing, char *buf, size_t size) {
+        snprintf(buf, size, "%s%s%s%s%s",
+                 missing & F_SEAL_WRITE ? "F_SEAL_WRITE" : "",
+                 (missing & F_SEAL_WRITE) && (missing & (F_SEAL_SHRINK | F_SEAL_GROW)) ? ", " : "",
+                 missing & F_SEAL_SHRINK ? "F_SEAL_SHRINK" : "",
+                 (missing & F_SEAL_SHRINK) && (missing & F_SEAL_GROW) ? ", " : "",
+                 missing & F_SEAL_GROW ? "F_SEAL_GROW" : "");
+}
+
+/*
+ * The fd must be a memfd sealed against writes and resizes: then what the
+ * daemon checked and loads cannot change underneath it, and reading its
+ * mapping never faults (no truncation, no SIGBUS). Returns its size, or
+ * replies and returns a negative errno.
+ */
+static int64_t check_code_object_fd(Session *s, uint64_t id, int fd) {
+        struct stat st;
+        char missing[64];
+        int seals, fl;
+
+        if (fstat(fd, &st) < 0)
+                return fail(s, id, EBADF, "load_code_object: cannot inspect the file descriptor: %s",
+                            strerror(errno));
+        seals = fcntl(fd, F_GET_SEALS);
+        if (seals < 0 && errno == EBADF)
+                return fail(s, id, EBADF,
+                            "load_code_object: the file descriptor cannot be read (an O_PATH descriptor?)");
+        if (seals < 0 || !S_ISREG(st.st_mode))
+                return fail(s, id, EINVAL,
+                            "load_code_object: the file descriptor is not a memfd (it must be a memfd_create(2) file sealed with F_SEAL_WRITE, F_SEAL_SHRINK and F_SEAL_GROW)");
+        if ((seals & REQUIRED_SEALS) != REQUIRED_SEALS) {
+                seal_names(REQUIRED_SEALS & ~seals, missing, sizeof(missing));
+                return fail(s, id, EINVAL,
+                            "load_code_object: the memfd is not sealed against change: %s missing (it needs F_SEAL_WRITE, F_SEAL_SHRINK and F_SEAL_GROW)",
+                            missing);
+        }
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY)
+                return fail(s, id, EBADF, "load_code_object: the memfd is not open for reading");
+        if (st.st_size == 0)
+                return fail(s, id, EINVAL, "load_code_object: the memfd is empty");
+        if ((uint64_t) st.st_size > GPU_CODE_OBJECT_MAX_SIZE)
+                return fail(s, id, E2BIG,
+                            "load_code_object: %" PRIu64 " bytes, more than the limit of %u bytes",
+                            (uint64_t) st.st_size, GPU_CODE_OBJECT_MAX_SIZE);
+        return st.st_size;
+}
+
+static void kernel_infos_free(WireKernelInfo *k, size_t n) {
+        for (size_t i = 0; k && i < n; i++)
+                free((void *) k[i].args);
+        free(k);
+}
+
+/* The reply's view of the kernels (names point into the code object). */
+static int kernel_infos_new(const GpuCodeObject *co, WireKernelInfo **ret, size_t *ret_n) {
+        unsigned n = gpu_code_object_n_kernels(co);
+        WireKernelInfo *infos = calloc(MAX(n, 1u), sizeof(*infos));
+
+        if (!infos)
+                return -ENOMEM;
+        for (unsigned i = 0; i < n; i++) {
+                const GpuKernel *k = gpu_code_object_kernel(co, i);
+                WireKernelArgInfo *args = calloc(MAX(k->n_args, 1u), sizeof(*args));
+
+                if (!args) {
+                        kernel_infos_free(infos, i);
+                        return -ENOMEM;
+                }
+                for (unsigned a = 0; a < k->n_args; a++)
+                        args[a] = (WireKernelArgInfo) { .name = k->args[a].name,
+                                                        .offset = k->args[a].offset,
+                                                        .size = k->args[a].size,
+                                                        .kind = arg_kind_wire_name(k->args[a].kind) };
+                infos[i] = (WireKernelInfo) { .name = k->name,
+                                              .kernarg_size = k->kernarg_size,
+                                              .group_segment_size = k->group_segment_size,
+                                              .private_segment_size = k->private_segment_size,
+                                              .max_workgroup_size = k->max_flat_workgroup_size,
+                                              .args = args,
+                                              .n_args = k->n_args };
+        }
+        *ret = infos;
+        *ret_n = n;
+        return 0;
+}
+
+static void code_object_unmap(void *p, size_t size) {
+        if (p && p != MAP_FAILED)
+                munmap(p, size);
+}
+
+void session_load_code_object(Session *s, const WireRequest *req, int fd) {
+        WireKernelInfo *infos = NULL;
+        SessionCodeObject *sco;
+        GpuCodeObject *co = NULL;
+        char err[256] = "";
+        void *map, *buf = NULL;
+        uint64_t handle, charge;
+        int64_t size;
+        size_t n_infos = 0, len = 0;
+        int r;
+
+        size = check_code_object_fd(s, req->id, fd);
+        if (size < 0)
+                return;
+        /* Refuse early what cannot fit: the loaded image is at least as large
+         * as the file's code, in whole pages. */
+        if (!session_check_object_count(s, req->id) ||
+            !session_check_memory_quota(s, req->id, align_up_u64((uint64_t) size, PAGE_SIZE_4K)))
+                return;
+
+        map = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+                r = -errno;
+                /* Readability was checked: what is left is memory, or a memfd that
+                 * cannot be mapped this way (hugetlb with an unaligned size). */
+                session_send_error(s, req->id, r == -ENOMEM ? ENOMEM : EINVAL,
+                                   "load_code_object: cannot map the memfd: %s", strerror(-r));
+                return;
+        }
+        r = gpu_code_object_load(s->manager->gpu, map, (size_t) size, &co, err, sizeof(err));
+        code_object_unmap(map, (size_t) size);
+        if (r < 0) {
+                session_send_error(s, req->id, -r, "load_code_object: %s", err[0] ? err : strerror(-r));
+                return;
+        }
+        /* What the session pays: the GPU memory the loaded code occupies (its
+         * image can be larger than the file: zero-filled segments). */
+        charge = gpu_code_object_get_size(co);
+        if (!session_check_memory_quota(s, req->id, charge)) {
+                gpu_code_object_unref(co);
+                return;
+        }
+
+        r = kernel_infos_new(co, &infos, &n_infos);
+        if (r < 0) {
+                gpu_code_object_unref(co);
+                session_send_error(s, req->id, ENOMEM, "out of memory");
+                return;
+        }
+        /* Make sure the kernel list fits in one reply before keeping anything. */
+        r = wire_reply_encode(&(WireReply) { .id = req->id, .type = WIRE_REPLY_LOAD_CODE_OBJECT,
+                                             .load_code_object = { .handle = UINT64_MAX,
+                                                                   .kernels = infos,
+                                                                   .n_kernels = n_infos } },
+                              &buf, &len);
+        free(buf);
+        if (r < 0) {
+                kernel_infos_free(infos, n_infos);
+                gpu_code_object_unref(co);
+                if (r == -EMSGSIZE)
+                        session_send_error(s, req->id, E2BIG,
+                                           "load_code_object: the description of its %zu kernels does not fit in one reply of %u bytes",
+                                           n_infos, WIRE_MAX_MESSAGE_SIZE);
+                else
+                        session_send_error(s, req->id, -r, "load_code_object: cannot encode the reply: %s",
+                                           strerror(-r));
+                return;
+        }
+
+        sco = calloc(1, sizeof(*sco));
+        if (!sco) {
+                kernel_infos_free(infos, n_infos);
+                gpu_code_object_unref(co);
+                session_send_error(s, req->id, ENOMEM, "out of memory");
+                return;
+        }
+        *sco = (SessionCodeObject) { .co = co, .charged = charge };
+        r = handle_table_add(&s->code_objects, sco, &handle, NULL);
+        if (r < 0) {
+                kernel_infos_free(infos, n_infos);
+                gpu_code_object_unref(co);
+                free(sco);
+                session_send_error(s, req->id, -r, "cannot store the code object: %s", strerror(-r));
+                return;
+        }
+        session_account_buffer(s, GPU_PLACEMENT_GTT, (int64_t) charge);
+        log_debug("Session %" PRIu64 ": code object 0x%" PRIx64 " loaded, %u kernels, %" PRId64 " bytes",
+                  s->id, handle, gpu_code_object_n_kernels(co), size);
+        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_LOAD_CODE_OBJECT,
+                                       .load_code_object = { .handle = handle,
+                                                             .kernels = infos,
+                                                             .n_kernels = n_infos } },
+                     NULL, 0);
+        kernel_infos_free(infos, n_infos);
+}
+
+static void code_object_drop(Session *s, SessionCodeObject *sco) {
+        session_account_buffer(s, GPU_PLACEMENT_GTT, -(int64_t) sco->charged);
+        /* Dispatch jobs still using it hold their own references. */
+        gpu_code_object_unref(sco->co);
+        free(sco);
+}
+
+static SessionCodeObject *lookup_code_object(Session *s, uint64_t id, const char *field, uint64_t handle) {
+        SessionCodeObject *sco = handle_table_get(&s->code_objects, handle);
+
+        if (!sco)
+                session_send_error(s, id, ENOENT, "%s: no code object 0x%" PRIx64 " in this session (%s)",
+                                   field, handle, session_handle_kind(handle));
+        return sco;
+}
+
+void session_free_code_object(Session *s, const WireRequest *req) {
+        if (!lookup_code_object(s, req->id, "free_code_object.handle", req->object.handle))
+                return;
+        code_object_drop(s, handle_table_remove(&s->code_objects, req->object.handle));
+        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_EMPTY }, NULL, 0);
+}
+
+void session_drop_code_objects(Session *s) {
+        for (uint32_t i = 0; i < s->code_objects.n_alloc; i++) {
+                SessionCodeObject *sco = handle_table_slot(&s->code_objects, i);
+                if (sco)
+                        code_object_drop(s, sco);
+        }
+        handle_table_done(&s->code_objects);
+}
+
+static void put_le(uint8_t *dst, uint32_t size, uint64_t v) {
+        for (uint32_t i = 0; i < size; i++)
+                dst[i] = i < 8 ? (uint8_t) (v >> (8 * i)) : 0;
+}
+
+/*
+ * Lays one explicit argument's value into the kernarg bytes, after checking
+ * it against the kernel's metadata. *lds is the LDS used so far (static +
+ * earlier local-pointer regions), advanced for a local pointer the way the
+ * GPU layer places them: each region 16-byte aligned, in argument order.
+ */
+static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKernel *k,
+                   const GpuKernelArg *ka, const WireKernelArg *wa, Job *j, uint64_t *lds) {
+        char field[96], esc[sizeof(ka->name) * 4 + 1], name[sizeof(esc) + 64];
+
+        snprintf(field, sizeof(field), "submit.jobs[%zu].dispatch.args[%zu]", idx, a);
+        /* "argument 1 ("x")", or "argument 1" when the metadata has no names
+         * (clang without -cl-kernel-arg-info). Names come from the client's
+         * ELF: escaped, since messages get logged. */
+        log_escape(ka->name, sizeof(ka->name), esc, sizeof(esc));
+        if (esc[0])
+                snprintf(name, sizeof(name), "argument %zu (\"%s\")", a, esc);
+        else
+                snprintf(name, sizeof(name), "argument %zu", a);
+        if ((ka->kind == GPU_ARG_BY_VALUE && wa->type != WIRE_ARG_BYTES) ||
+            (ka->kind == GPU_ARG_GLOBAL_BUFFER && wa->type != WIRE_ARG_BUFFER) ||
+            (ka->kind == GPU_ARG_DYNAMIC_LDS && wa->type != WIRE_ARG_LOCAL_SIZE))
+                return fail(s, id, EINVAL, "%s: %s of kernel \"%s\" is %s, got %s",
+                            field, name, k->name, arg_kind_description(ka->kind),
+                            wire_arg_name(wa->type));
+
+        switch (ka->kind) {
+        case GPU_ARG_BY_VALUE:
+                if (wa->n_bytes != ka->size)
+                        return fail(s, id, EINVAL,
+                                    "%s.bytes: %s of kernel \"%s\" takes %" PRIu32 " bytes, got %" PRIu32,
+                                    field, name, k->name, ka->size, wa->n_bytes);
+                memcpy(j->args + ka->offset, wa->bytes, wa->n_bytes);
+                return 0;
+        case GPU_ARG_GLOBAL_BUFFER: {
+                GpuBuffer *b;
+                char hfield[112];
+
+                if (ka->size != 8)
+                        return fail(s, id, EINVAL,
+                                    "%s: %s of kernel \"%s\" is a %" PRIu32 "-byte pointer; only 64-bit pointers are supported",
+                                    field, name, k->name, ka->size);
+                snprintf(hfield, sizeof(hfield), "%s.buffer.handle", field);
+                b = session_lookup_buffer(s, id, hfield, wa->handle);
+                if (!b)
+                        return -ENOENT;
+                if (wa->offset >= gpu_buffer_get_size(b))
+                        return fail(s, id, ERANGE,
+                                    "%s.buffer.offset: %" PRIu64 " is outside the %" PRIu64 "-byte buffer",
+                                    field, wa->offset, gpu_buffer_get_size(b));
+                /* The kernel gets the address; it may reach the whole buffer
+                 * (and, in the shared GPU address space, beyond: docs/security.md). */
+                put_le(j->args + ka->offset, 8, gpu_buffer_get_va(b) + wa->offset);
+                j->buffers[j->n_buffers++] = gpu_buffer_ref(b);
+                return 0;
+        }
+        case GPU_ARG_DYNAMIC_LDS: {
+                uint32_t max = device_lds_bytes(s);
+
+                if (ka->size < 4)
+                        return fail(s, id, EINVAL,
+                                    "%s: %s of kernel \"%s\" is a %" PRIu32 "-byte local pointer, too small to hold an LDS address",
+                                    field, name, k->name, ka->size);
+                *lds = align_up_u64(*lds, 16) + wa->local_size;
+                if (*lds > max)
+                        return fail(s, id, EINVAL,
+                                    "%s.local_size: %" PRIu32 " bytes for %s bring kernel \"%s\" to %" PRIu64 " bytes of LDS (%" PRIu32 " static + local regions, 16-byte aligned), the device has %" PRIu32,
+                                    field, wa->local_size, name, k->name, *lds,
+                                    k->group_segment_size, max);
+                /* The GPU layer replaces the size with the region's LDS address. */
+                put_le(j->args + ka->offset, ka->size, wa->local_size);
+                return 0;
+        }
+        case GPU_ARG_HIDDEN:
+                break;
+        }
+        return -EINVAL;
+}
+
+static int check_grid(Session *s, uint64_t id, size_t idx, const WireJob *wj, const GpuKernel *k) {
+        uint64_t threads = (uint64_t) wj->dispatch.block[0] * wj->dispatch.block[1] * wj->dispatch.block[2];
+        uint32_t max = k->max_flat_workgroup_size ? MIN(k->max_flat_workgroup_size, WIRE_DISPATCH_MAX_BLOCK)
+                                                  : WIRE_DISPATCH_MAX_BLOCK;
+
+        if (threads > max)
+                return fail(s, id, EINVAL,
+                            "submit.jobs[%zu].dispatch.block: %" PRIu64 " work-items per workgroup, kernel \"%s\" allows at most %" PRIu32,
+                            idx, threads, k->name, max);
+        return 0;
+}
+
+int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t idx, Job *j) {
+        const GpuKernel *k;
+        SessionCodeObject *sco;
+        uint32_t args_size = 0;
+        uint64_t lds;
+        unsigned n_explicit = 0;
+        char field[80];
+        size_t a;
+        int r, ki;
+
+        if (!s->policy.compute_dispatch)
+                return fail(s, id, EPERM,
+                            "submit.jobs[%zu].dispatch: compute dispatch is not allowed for this client by policy (ComputeDispatch=no%s%s)",
+                            idx, s->limits_overridden ? ", set by SetLimits" : "; rules: ",
+                            s->limits_overridden ? "" : s->policy_matched[0] ? s->policy_matched : "defaults");
+        if (!session_has_compute(s))
+                return fail(s, id, EOPNOTSUPP,
+                            "submit.jobs[%zu].dispatch: this device has no compute queue", idx);
+        snprintf(field, sizeof(field), "submit.jobs[%zu].dispatch.code_object", idx);
+        sco = lookup_code_object(s, id, field, wj->dispatch.code_object);
+        if (!sco)
+                return -ENOENT;
+        ki = gpu_code_object_find(sco->co, wj->dispatch.kernel);
+        if (ki < 0)
+                return fail(s, id, ENOENT,
+                            "submit.jobs[%zu].dispatch.kernel: no kernel \"%s\" in code object 0x%" PRIx64,
+                            idx, wj->dispatch.kernel, wj->dispatch.code_object);
+        k = gpu_code_object_kernel(sco->co, (unsigned) ki);
+        r = check_grid(s, id, idx, wj, k);
+        if (r < 0)
+                return r;
+
+        for (unsigned i = 0; i < k->n_args; i++)
+                if (k->args[i].kind != GPU_ARG_HIDDEN) {
+                        n_explicit++;
+                        args_size = MAX(args_size, k->args[i].offset + k->args[i].size);
+                }
+        if (wj->dispatch.n_args != n_explicit)
+                return fail(s, id, EINVAL,
+                            "submit.jobs[%zu].dispatch.args: kernel \"%s\" takes %u argument%s, got %zu",
+                            idx, k->name, n_explicit, n_explicit == 1 ? "" : "s",
+                            wj->dispatch.n_args);
+        if (args_size > 0) {
+                j->args = calloc(1, args_size);
+                if (!j->args)
+                        return fail(s, id, ENOMEM, "out of memory");
+        }
+        if (n_explicit > 0) {
+                j->buffers = calloc(n_explicit, sizeof(*j->buffers));
+                if (!j->buffers)
+                        return fail(s, id, ENOMEM, "out of memory");
+        }
+
+        /* Explicit arguments in the kernel's order (its metadata lists them by offset). */
+        lds = k->group_segment_size;
+        a = 0;
+        for (unsigned i = 0; i < k->n_args; i++) {
+                if (k->args[i].kind == GPU_ARG_HIDDEN)
+                        continue;
+                r = lay_arg(s, id, idx, a, k, &k->args[i], &wj->dispatch.args[a], j, &lds);
+                if (r < 0)
+                        return r;
+                a++;
+        }
+        if (lds > device_lds_bytes(s))
+                return fail(s, id, EINVAL,
+                            "submit.jobs[%zu].dispatch: kernel \"%s\" needs %" PRIu64 " bytes of LDS, the device has %" PRIu32,
+                            idx, k->name, lds, device_lds_bytes(s));
+
+        j->engine = GPU_ENGINE_COMPUTE;
+        j->co = gpu_code_object_ref(sco->co);
+        j->gpu.type = GPU_JOB_DISPATCH;
+        j->gpu.dispatch.co = j->co;
+        j->gpu.dispatch.kernel = (unsigned) ki;
+        memcpy(j->gpu.dispatch.grid, wj->dispatch.grid, sizeof(j->gpu.dispatch.grid));
+        memcpy(j->gpu.dispatch.block, wj->dispatch.block, sizeof(j->gpu.dispatch.block));
+        j->gpu.dispatch.dynamic_lds = 0;
+        j->gpu.dispatch.args_data = j->args;
+        j->gpu.dispatch.args_size = args_size;
+        return 0;
+}

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's half of the v1 protocol, replies: one WireReply (plain C, see
+ * wire.h) in, one ServerMessage datagram out. With wire.c (requests) the only
+ * daemon files that see the protobuf-c generated types. The caller keeps
+ * ownership of everything the WireReply points to; the bytes out are a
+ * malloc'd buffer of at most WIRE_MAX_MESSAGE_SIZE.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfdbroker.pb-c.h"
+#include "util/macro.h"
+#include "wire.h"
+
+typedef Kfdbroker__V1__ServerMessage PbServerMessage;
+
+static char *str_or_empty(const char *s) {
+        return (char *) (s ?: "");
+}
+
+static void limits_to_pb(const WireLimits *l, Kfdbroker__V1__Limits *p) {
+        p->max_buffer_size = l->max_buffer_size;
+        p->max_buffer_bytes = l->max_buffer_bytes;
+        p->max_buffers = l->max_buffers;
+        p->max_events = l->max_events;
+        p->max_jobs_in_flight = l->max_jobs_in_flight;
+        p->max_jobs_per_submit = l->max_jobs_per_submit;
+        p->max_message_size = l->max_message_size;
+        p->max_wait_events = l->max_wait_events;
+}
+
+/*
+ * Every sub-message a reply may need, on the stack of wire_reply_encode();
+ * protobuf-c only reads them while packing.
+ */
+typedef struct ReplyParts {
+        Kfdbroker__V1__Empty empty;
+        Kfdbroker__V1__Limits limits;
+        Kfdbroker__V1__HelloReply hello;
+        Kfdbroker__V1__DeviceInfoReply device_info;
+        Kfdbroker__V1__AllocBufferReply alloc_buffer;
+        Kfdbroker__V1__ImportBufferReply import_buffer;
+        Kfdbroker__V1__ExportBufferReply export_buffer;
+        Kfdbroker__V1__CreateEventReply create_event;
+        Kfdbroker__V1__WaitEventsReply wait_events;
+        Kfdbroker__V1__SubmitReply submit;
+        Kfdbroker__V1__QueryReply query;
+        Kfdbroker__V1__StatusReply status;
+        Kfdbroker__V1__JobFailed job_failed;
+        Kfdbroker__V1__LoadCodeObjectReply load_code_object;
+        /* Owned temporaries, freed by reply_parts_done(). */
+        char **features;
+        Kfdbroker__V1__WaitEntry *entries;
+        Kfdbroker__V1__WaitEntry **entry_ptrs;
+        Kfdbroker__V1__KernelInfo *kernels;
+        Kfdbroker__V1__KernelInfo **kernel_ptrs;
+        Kfdbroker__V1__KernelArgInfo *arg_infos;
+        Kfdbroker__V1__KernelArgInfo **arg_ptrs;
+} ReplyParts;
+
+static void reply_parts_done(ReplyParts *p) {
+        free(p->features);
+        free(p->entries);
+        free(p->entry_ptrs);
+        free(p->kernels);
+        free(p->kernel_ptrs);
+        free(p->arg_infos);
+        free(p->arg_ptrs);
+}
+
+static int fill_hello(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = 0;
+
+        kfdbroker__v1__hello_reply__init(&p->hello);
+        kfdbroker__v1__limits__init(&p->limits);
+        limits_to_pb(&r->hello.limits, &p->limits);
+        if (r->hello.features)
+                while (r->hello.features[n])
+                        n++;
+        if (n > 0) {
+                p->features = calloc(n, sizeof(char *));
+                if (!p->features)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++)
+                        p->features[i] = (char *) r->hello.features[i];
+        }
+        p->hello.protocol_version = r->hello.protocol_version;
+        p->hello.daemon_version = str_or_empty(r->hello.daemon_version);
+        p->hello.n_features = n;
+        p->hello.features = p->features;
+        p->hello.limits = &p->limits;
+        p->hello.session_id = r->hello.session_id;
+        p->hello.session_page_size = r->hello.session_page_size;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_HELLO;
+        m->hello = &p->hello;
+        return 0;
+}
+
+static void fill_device_info(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        Kfdbroker__V1__DeviceInfoReply *d = &p->device_info;
+
+        kfdbroker__v1__device_info_reply__init(d);
+        d->backend = str_or_empty(r->device_info.backend);
+        d->gpu_id = r->device_info.gpu_id;
+        d->gfx_name = str_or_empty(r->device_info.gfx_name);
+        d->name = str_or_empty(r->device_info.name);
+        d->vendor_id = r->device_info.vendor_id;
+        d->device_id = r->device_info.device_id;
+        d->cu_count = r->device_info.cu_count;
+        d->vram_size = r->device_info.vram_size;
+        d->kfd_major = r->device_info.kfd_major;
+        d->kfd_minor = r->device_info.kfd_minor;
+        d->sdma_queues = r->device_info.sdma_queues;
+        d->compute_queues = r->device_info.compute_queues;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO;
+        m->device_info = d;
+}
+
+static int fill_wait_events(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = r->wait_events.n_entries;
+
+        kfdbroker__v1__wait_events_reply__init(&p->wait_events);
+        if (n > WIRE_MAX_WAIT_EVENTS)
+                return -EMSGSIZE;
+        if (n > 0 && !r->wait_events.entries)
+                return -EINVAL;
+        switch (r->wait_events.result) {
+        case WIRE_WAIT_COMPLETE:
+                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_COMPLETE;
+                break;
+        case WIRE_WAIT_TIMEOUT:
+                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_TIMEOUT;
+                break;
+        case WIRE_WAIT_FAIL:
+                p->wait_events.result = KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_FAIL;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (n > 0) {
+                p->entries = calloc(n, sizeof(*p->entries));
+                p->entry_ptrs = calloc(n, sizeof(*p->entry_ptrs));
+                if (!p->entries || !p->entry_ptrs)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                kfdbroker__v1__wait_entry__init(&p->entries[i]);
+                p->entries[i].handle = r->wait_events.entries[i].handle;
+                p->entries[i].last_event_age = r->wait_events.entries[i].last_event_age;
+                p->entry_ptrs[i] = &p->entries[i];
+        }
+        p->wait_events.n_events = n;
+        p->wait_events.events = p->entry_ptrs;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_WAIT_EVENTS;
+        m->wait_events = &p->wait_events;
+        return 0;
+}
+
+static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        Kfdbroker__V1__QueryReply *q = &p->query;
+
+        kfdbroker__v1__query_reply__init(q);
+        kfdbroker__v1__limits__init(&p->limits);
+        limits_to_pb(&r->query.limits, &p->limits);
+        q->buffers = r->query.buffers;
+        q->buffer_bytes = r->query.buffer_bytes;
+        q->events = r->query.events;
+        q->jobs_submitted = r->query.jobs_submitted;
+        q->jobs_completed = r->query.jobs_completed;
+        q->jobs_failed = r->query.jobs_failed;
+        q->jobs_in_flight = r->query.jobs_in_flight;
+        q->bytes_copied = r->query.bytes_copied;
+        q->bytes_filled = r->query.bytes_filled;
+        q->limits = &p->limits;
+        q->code_objects = r->query.code_objects;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
+        m->query = q;
+}
+
+static void fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        Kfdbroker__V1__StatusReply *s = &p->status;
+
+        kfdbroker__v1__status_reply__init(s);
+        s->daemon_version = str_or_empty(r->status.daemon_version);
+        s->backend = str_or_empty(r->status.backend);
+        s->gfx_name = str_or_empty(r->status.gfx_name);
+        s->sessions = r->status.sessions;
+        s->jobs_completed = r->status.jobs_completed;
+        s->jobs_failed = r->status.jobs_failed;
+        s->uptime_ns = r->status.uptime_ns;
+        s->buffer_bytes = r->status.buffer_bytes;
+        s->gpu_buffers = r->status.gpu_buffers;
+        s->jobs_in_flight = r->status.jobs_in_flight;
+        s->events = r->status.events;
+        s->code_objects = r->status.code_objects;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS;
+        m->status = s;
+}
+
+static int fill_load_code_object(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = r->load_code_object.n_kernels, n_args = 0, a = 0;
+        const WireKernelInfo *ks = r->load_code_object.kernels;
+
+        if (n > 0 && !ks)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (ks[i].n_args > 0 && !ks[i].args)
+                        return -EINVAL;
+                if (ks[i].n_args > SIZE_MAX / 2 - n_args)
+                        return -EMSGSIZE;
+                n_args += ks[i].n_args;
+        }
+        if (n > 0) {
+                p->kernels = calloc(n, sizeof(*p->kernels));
+                p->kernel_ptrs = calloc(n, sizeof(*p->kernel_ptrs));
+                if (!p->kernels || !p->kernel_ptrs)
+                        return -ENOMEM;
+        }
+        if (n_args > 0) {
+                p->arg_infos = calloc(n_args, sizeof(*p->arg_infos));
+                p->arg_ptrs = calloc(n_args, sizeof(*p->arg_ptrs));
+                if (!p->arg_infos || !p->arg_ptrs)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                Kfdbroker__V1__KernelInfo *k = &p->kernels[i];
+
+                kfdbroker__v1__kernel_info__init(k);
+                k->name = str_or_empty(ks[i].name);
+                k->kernarg_size = ks[i].kernarg_size;
+                k->group_segment_size = ks[i].group_segment_size;
+                k->private_segment_size = ks[i].private_segment_size;
+                k->max_workgroup_size = ks[i].max_workgroup_size;
+                k->n_args = ks[i].n_args;
+                k->args = ks[i].n_args > 0 ? &p->arg_ptrs[a] : NULL;
+                for (size_t j = 0; j < ks[i].n_args; j++, a++) {
+                        Kfdbroker__V1__KernelArgInfo *ai = &p->arg_infos[a];
+
+                        kfdbroker__v1__kernel_arg_info__init(ai);
+                        ai->name = str_or_empty(ks[i].args[j].name);
+                        ai->offset = ks[i].args[j].offset;
+                        ai->size = ks[i].args[j].size;
+                        ai->kind = str_or_empty(ks[i].args[j].kind);
+                        p->arg_ptrs[a] = ai;
+                }
+                p->kernel_ptrs[i] = k;
+        }
+        kfdbroker__v1__load_code_object_reply__init(&p->load_code_object);
+        p->load_code_object.handle = r->load_code_object.handle;
+        p->load_code_object.n_kernels = n;
+        p->load_code_object.kernels = p->kernel_ptrs;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_LOAD_CODE_OBJECT;
+        m->load_code_object = &p->load_code_object;
+        return 0;
+}
+
+static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        switch (r->type) {
+        case WIRE_REPLY_ERROR:
+                return 0;
+        case WIRE_REPLY_HELLO:
+                return fill_hello(r, p, m);
+        case WIRE_REPLY_DEVICE_INFO:
+                fill_device_info(r, p, m);
+                return 0;
+        case WIRE_REPLY_ALLOC_BUFFER:
+                kfdbroker__v1__alloc_buffer_reply__init(&p->alloc_buffer);
+                p->alloc_buffer.handle = r->buffer.handle;
+                p->alloc_buffer.size = r->buffer.size;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER;
+                m->alloc_buffer = &p->alloc_buffer;
+                return 0;
+        case WIRE_REPLY_IMPORT_BUFFER:
+                kfdbroker__v1__import_buffer_reply__init(&p->import_buffer);
+                p->import_buffer.handle = r->buffer.handle;
+                p->import_buffer.size = r->buffer.size;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_IMPORT_BUFFER;
+                m->import_buffer = &p->import_buffer;
+                return 0;
+        case WIRE_REPLY_EMPTY:
+                kfdbroker__v1__empty__init(&p->empty);
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_EMPTY;
+                m->empty = &p->empty;
+                return 0;
+        case WIRE_REPLY_EXPORT_BUFFER:
+                kfdbroker__v1__export_buffer_reply__init(&p->export_buffer);
+                p->export_buffer.size = r->buffer.size;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_EXPORT_BUFFER;
+                m->export_buffer = &p->export_buffer;
+                return 0;
+        case WIRE_REPLY_CREATE_EVENT:
+                kfdbroker__v1__create_event_reply__init(&p->create_event);
+                p->create_event.handle = r->create_event.handle;
+                p->create_event.slot = r->create_event.slot;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_CREATE_EVENT;
+                m->create_event = &p->create_event;
+                return 0;
+        case WIRE_REPLY_WAIT_EVENTS:
+                return fill_wait_events(r, p, m);
+        case WIRE_REPLY_SUBMIT:
+                if (r->submit.n_fences > 0 && !r->submit.fences)
+                        return -EINVAL;
+                kfdbroker__v1__submit_reply__init(&p->submit);
+                p->submit.n_fences = r->submit.n_fences;
+                p->submit.fences = (uint64_t *) r->submit.fences;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_SUBMIT;
+                m->submit = &p->submit;
+                return 0;
+        case WIRE_REPLY_QUERY:
+                fill_query(r, p, m);
+                return 0;
+        case WIRE_REPLY_STATUS:
+                fill_status(r, p, m);
+                return 0;
+        case WIRE_REPLY_JOB_FAILED:
+                kfdbroker__v1__job_failed__init(&p->job_failed);
+                p->job_failed.fence = r->job_failed.fence;
+                p->job_failed.error = r->job_failed.error;
+                p->job_failed.message = str_or_empty(r->job_failed.message);
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED;
+                m->job_failed = &p->job_failed;
+                return 0;
+        case WIRE_REPLY_LOAD_CODE_OBJECT:
+                return fill_load_code_object(r, p, m);
+        }
+        return -EINVAL;
+}
+
+int wire_reply_encode(const WireReply *r, void **ret_buf, size_t *ret_len) {
+        _cleanup_(reply_parts_done) ReplyParts parts = {};
+        PbServerMessage m = KFDBROKER__V1__SERVER_MESSAGE__INIT;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+        int k;
+
+        if (!r || !ret_buf || !ret_len)
+                return -EINVAL;
+        if (r->error < 0)
+                return -EINVAL;
+
+        m.id = r->id;
+        m.error = r->error;
+        m.error_message = str_or_empty(r->message);
+        k = fill_body(r, &parts, &m);
+        if (k < 0)
+                return k;
+
+        size = kfdbroker__v1__server_message__get_packed_size(&m);
+        if (size > WIRE_MAX_MESSAGE_SIZE)
+                return -EMSGSIZE;
+        /* malloc(0) may return NULL; an all-default message packs to 0 bytes. */
+        buf = malloc(MAX(size, (size_t) 1));
+        if (!buf)
+                return -ENOMEM;
+        if (kfdbroker__v1__server_message__pack(&m, buf) != size)
+                return -EIO;
+        *ret_buf = TAKE_PTR(buf);
+        *ret_len = size;
+        return 0;
+}
