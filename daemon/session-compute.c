@@ -488,5 +488,11 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         j->gpu.dispatch.dynamic_lds = 0;
         j->gpu.dispatch.args_data = j->args;
         j->gpu.dispatch.args_size = args_size;
+
+        /* What only the GPU layer knows to refuse (a wave64 kernel, scratch
+         * beyond a queue's), now rather than as a JobFailed later. */
+        char why[256];
+        if (gpu_dispatch_check(s->manager->gpu, &j->gpu, why, sizeof why) < 0)
+                return fail(s, id, EINVAL, "submit.jobs[%zu].dispatch: %s", idx, why);
         return 0;
 }

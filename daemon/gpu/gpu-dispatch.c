@@ -54,6 +54,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gpu/gpu-internal.h"
@@ -135,37 +136,52 @@ static int lds_layout(const GpuContext *c, const GpuJob *job, uint32_t *ret_offs
         return 0;
 }
 
-int gpu_dispatch_check(const GpuContext *c, const GpuJob *job) {
+#define REFUSE(...) (err ? (void) snprintf(err, errlen, __VA_ARGS__) : (void) 0, -EINVAL)
+
+int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t errlen) {
         const GpuCodeObject *co = job->dispatch.co;
         uint64_t threads = 1;
         uint32_t lds;
 
+        if (!c || job->type != GPU_JOB_DISPATCH)
+                return REFUSE("not a dispatch");
         if (!co || co->ctx != c || job->dispatch.kernel >= co->n_kernels)
-                return -EINVAL;
+                return REFUSE("no such kernel in a code object of this device");
         const GpuKernel *k = job_kernel(job);
         const GpuKernelCode *kc = job_code(job);
 
         if (!kc->wave32)
-                return -EINVAL; /* the queues run wave32 (CS_W32_EN); gfx10 wave64 is not offered */
+                return REFUSE("kernel \"%s\" is built for wave64; the compute queues run wave32 (CS_W32_EN)",
+                              k->name);
         for (unsigned d = 0; d < 3; d++) {
-                if (job->dispatch.grid[d] == 0 || job->dispatch.block[d] == 0 || job->dispatch.block[d] > 1024)
-                        return -EINVAL;
+                if (job->dispatch.grid[d] == 0 || job->dispatch.block[d] == 0)
+                        return REFUSE("grid and workgroup sizes must be at least 1 in every dimension");
                 threads *= job->dispatch.block[d];
         }
         if (threads > 1024 || (k->max_flat_workgroup_size && threads > k->max_flat_workgroup_size))
-                return -EINVAL;
-        if (k->kernarg_size > GPU_KERNARG_MAX || job->dispatch.args_size > k->kernarg_size ||
-            (job->dispatch.args_size > 0 && !job->dispatch.args_data))
-                return -EINVAL;
+                return REFUSE("%" PRIu64 " work-items per workgroup, kernel \"%s\" allows at most %" PRIu32, threads,
+                              k->name, k->max_flat_workgroup_size ? MIN(k->max_flat_workgroup_size, 1024u) : 1024u);
+        if (k->kernarg_size > GPU_KERNARG_MAX)
+                return REFUSE("kernel \"%s\" has %" PRIu32 " bytes of kernel arguments, at most %u fit", k->name,
+                              k->kernarg_size, GPU_KERNARG_MAX);
+        if (job->dispatch.args_size > k->kernarg_size || (job->dispatch.args_size > 0 && !job->dispatch.args_data))
+                return REFUSE("%" PRIu32 " bytes of arguments for kernel \"%s\", which takes %" PRIu32,
+                              job->dispatch.args_size, k->name, k->kernarg_size);
         for (unsigned i = 0; i < k->n_args; i++)
                 if (k->args[i].kind != GPU_ARG_HIDDEN &&
                     k->args[i].offset + k->args[i].size > job->dispatch.args_size)
-                        return -EINVAL; /* an explicit argument the caller did not provide */
+                        return REFUSE("argument %u of kernel \"%s\" is missing", i, k->name);
         if (RSRC2_USER_SGPR_COUNT(kc->rsrc2) > PM4_MAX_USER_DATA)
-                return -EINVAL;
+                return REFUSE("kernel \"%s\" wants %u user SGPRs, at most %u", k->name,
+                              RSRC2_USER_SGPR_COUNT(kc->rsrc2), PM4_MAX_USER_DATA);
         if (uses_scratch(k) && scratch_wave_bytes(k) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX)
-                return -EINVAL;
-        return lds_layout(c, job, NULL, &lds);
+                return REFUSE("kernel \"%s\" needs %" PRIu32 " bytes of scratch per work-item, more than the %llu MiB "
+                              "of scratch a queue backs allow",
+                              k->name, k->private_segment_size, GPU_SCRATCH_MAX >> 20);
+        if (lds_layout(c, job, NULL, &lds) < 0)
+                return REFUSE("kernel \"%s\" needs more LDS than the device's %" PRIu32 " bytes", k->name,
+                              lds_limit(c));
+        return 0;
 }
 
 static uint32_t workgroups(const GpuJob *job, unsigned d) {

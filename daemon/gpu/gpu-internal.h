@@ -200,7 +200,6 @@ uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
 uint64_t gpu_queue_ts_va(GpuContext *c, unsigned q, uint64_t seq);
 
 /* gpu-dispatch.c: the compute (PM4) job stream */
-int gpu_dispatch_check(const GpuContext *c, const GpuJob *job);
 /* Writes the kernarg slot of seq and makes sure the queue's scratch backs the
  * kernel; fills f->scratch (a ref) and f->tmpring. Called once per job. */
 int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f);

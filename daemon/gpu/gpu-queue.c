@@ -269,7 +269,7 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
 
         if (q->engine == GPU_ENGINE_COMPUTE) {
                 if (job->type == GPU_JOB_DISPATCH) {
-                        r = gpu_dispatch_check(c, job);
+                        r = gpu_dispatch_check(c, job, NULL, 0);
                         if (r < 0)
                                 return r;
                 } else if (job->type != GPU_JOB_NOP)

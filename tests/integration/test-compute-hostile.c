@@ -465,6 +465,13 @@ Test(compute_hostile, bad_dispatches_name_the_field) {
                 kfdbroker__v1__server_message__free_unpacked(m, NULL);
         }
 
+        /* Only the GPU layer knows the queues run wave32: still refused at Submit. */
+        uint64_t w64 = load_ok(sock, "saxpy-w64");
+        rd_saxpy(&r, w64, x, y, n, 64);
+        expect_error(rd_submit(sock, &r), EINVAL,
+                     "submit.jobs[0].dispatch: kernel \"saxpy\" is built for wave64; the compute queues run wave32 "
+                     "(CS_W32_EN)");
+
         rd_saxpy(&r, co, x, y, n, 64);
         r.d.kernel = (char *) "saxpyy";
         snprintf(msg, sizeof(msg), "submit.jobs[0].dispatch.kernel: no kernel \"saxpyy\" in code object 0x%" PRIx64, co);

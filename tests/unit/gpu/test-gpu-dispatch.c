@@ -356,6 +356,9 @@ Test(gpu_dispatch, refused_dispatches, .init = setup, .fini = teardown) {
 
         j.dispatch.block[0] = 2048;
         cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "block of 2048");
+        char why[256];
+        cr_expect_eq(gpu_dispatch_check(fx.ctx, &j, why, sizeof why), -EINVAL);
+        cr_expect_str_eq(why, "2048 work-items per workgroup, kernel \"vector_add\" allows at most 256");
         j.dispatch.block[0] = k->max_flat_workgroup_size + 1;
         cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "block over the kernel's maximum");
         j.dispatch.block[0] = 64;
