@@ -202,7 +202,9 @@ typedef struct kfdb_daemon_status {
         uint64_t jobs_failed;
         uint64_t uptime_ns;
         uint64_t buffer_bytes; /* all sessions, now */
-        uint32_t gpu_buffers;    /* GPU buffer objects alive in the daemon (client + internal) */
+        uint32_t gpu_buffers;    /* GPU buffer objects held for clients (buffers and code objects, all
+                                  * sessions, also freed ones a job in flight still uses); the
+                                  * daemon's own rings and fences are not counted */
         uint32_t jobs_in_flight; /* jobs on the GPU now, all sessions */
         uint32_t events;         /* client events alive, all sessions */
 } kfdb_daemon_status;

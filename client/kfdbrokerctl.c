@@ -181,15 +181,20 @@ static int verb_device(Ctl *ctl, int argc, char **argv) {
         r = kfdb_device_info(ctl->session, &dev);
         if (r < 0)
                 return ctl_fail(ctl, r, "DeviceInfo failed");
+        uint32_t compute = 0;
+        r = kfdb_device_compute_queues(ctl->session, &compute);
+        if (r < 0)
+                return ctl_fail(ctl, r, "DeviceInfo failed");
         if (ctl->json) {
                 json_member_string("{", "backend", dev.backend);
                 json_member_string(",", "gfx_name", dev.gfx_name);
                 json_member_string(",", "name", dev.name);
                 printf(",\"gpu_id\":%" PRIu32 ",\"vendor_id\":%" PRIu32 ",\"device_id\":%" PRIu32
                        ",\"cu_count\":%" PRIu32 ",\"vram_size\":%" PRIu64 ",\"kfd_major\":%" PRIu32
-                       ",\"kfd_minor\":%" PRIu32 ",\"sdma_queues\":%" PRIu32 "}\n",
+                       ",\"kfd_minor\":%" PRIu32 ",\"sdma_queues\":%" PRIu32 ",\"compute_queues\":%" PRIu32
+                       "}\n",
                        dev.gpu_id, dev.vendor_id, dev.device_id, dev.cu_count, dev.vram_size,
-                       dev.kfd_major, dev.kfd_minor, dev.sdma_queues);
+                       dev.kfd_major, dev.kfd_minor, dev.sdma_queues, compute);
                 return 0;
         }
         printf("backend:     %s\n", dev.backend);
@@ -201,6 +206,7 @@ static int verb_device(Ctl *ctl, int argc, char **argv) {
         printf("VRAM:        %s\n", format_bytes(dev.vram_size, b, sizeof(b)));
         printf("KFD:         %" PRIu32 ".%" PRIu32 "\n", dev.kfd_major, dev.kfd_minor);
         printf("SDMA queues: %" PRIu32 "\n", dev.sdma_queues);
+        printf("compute queues: %" PRIu32 "%s\n", compute, compute ? "" : " (no compute dispatch)");
         return 0;
 }
 

@@ -67,6 +67,25 @@ Test(ctl, status_text_and_json) {
         free(err);
 }
 
+Test(ctl, device_text_and_json) {
+        const char *text[] = { "--socket", d.sock, "device", NULL };
+        const char *json[] = { "--json", "--socket", d.sock, "device", NULL };
+        char *out, *err;
+
+        cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strstr(out, "gfx:         gfx1030\n"), "%s", out);
+        cr_assert(strstr(out, "SDMA queues: 2\n"), "%s", out);
+        /* one per priority class (idle, low, normal, high) */
+        cr_assert(strstr(out, "compute queues: 4\n"), "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
+        cr_assert(strstr(out, ",\"sdma_queues\":2,\"compute_queues\":4}\n"), "%s", out);
+        free(out);
+        free(err);
+}
+
 Test(ctl, demo_checks_every_byte_of_64_mib) {
         const char *demo[] = { "--socket", d.sock, "demo", NULL };
         const char *json[] = { "--socket", d.sock, "--json", "demo", "--size=1M", "--vram", "--elements=4096", NULL };
