@@ -51,6 +51,15 @@
  * backing they were programmed with, so a bigger one never pulls memory from
  * under a running dispatch. It is shared by every session's dispatches on the
  * queue (docs/security.md).
+ *
+ * gfx11 (RDNA3) differs (kfd-facts §2.4, §2.5, tinygrad ops_amd.py): the base
+ * also goes into COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (architected flat
+ * scratch), TMPRING_SIZE.WAVESIZE counts 256-byte units in a wider field and
+ * WAVES counts per shader engine, the V#'s dword3 is 0x20C14000, and
+ * RSRC1.PRIV is set (tinygrad: "to workaround cwsr"). Work-item IDs arrive
+ * packed in v0 there, which is the hardware's doing, not ours. The simulator
+ * models gfx1030 only; the gfx11 stream is checked packet by packet in
+ * tests/unit/gpu/test-gpu-dispatch.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -79,8 +88,19 @@
 #define GPU_SCRATCH_MAX (512ull << 20)
 #define GPU_SCRATCH_MIN_WAVES 32u
 
-/* tinygrad's gfx10 scratch V# dword3 (see the file comment). */
+/* The scratch V#'s dword3: tinygrad's gfx10 value (see the file comment) and
+ * its gfx11 one, 0x20C14000 (ops_amd.py; kfd-facts §2.4). */
 #define SCRATCH_RSRC_DWORD3 0x00C00000u
+#define SCRATCH_RSRC_DWORD3_GFX11 0x20C14000u
+
+/* gfx11 (RDNA3) programs scratch differently from gfx10.3 (kfd-facts §2.5). */
+static bool is_gfx11(const GpuContext *c) {
+        return c->info.gfx_target_version >= 110000;
+}
+
+static uint32_t wavesize_unit(const GpuContext *c) {
+        return is_gfx11(c) ? PM4_TMPRING_WAVESIZE_UNIT_GFX11 : PM4_TMPRING_WAVESIZE_UNIT;
+}
 
 #define WAIT_POLL_INTERVAL 4u
 
@@ -102,9 +122,9 @@ static bool uses_scratch(const GpuKernel *k) {
 }
 
 /* Per-wave scratch bytes for the kernel, in whole WAVESIZE units (wave32). */
-static uint64_t scratch_wave_bytes(const GpuKernel *k) {
+static uint64_t scratch_wave_bytes(const GpuContext *c, const GpuKernel *k) {
         uint64_t per_lane = align_up_u64(k->private_segment_size, 4);
-        return align_up_u64(per_lane * 32, PM4_TMPRING_WAVESIZE_UNIT);
+        return align_up_u64(per_lane * 32, wavesize_unit(c));
 }
 
 /* The LDS regions of the local-pointer args and the total LDS in bytes;
@@ -174,7 +194,7 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
         if (RSRC2_USER_SGPR_COUNT(kc->rsrc2) > PM4_MAX_USER_DATA)
                 return REFUSE("kernel \"%s\" wants %u user SGPRs, at most %u", k->name,
                               RSRC2_USER_SGPR_COUNT(kc->rsrc2), PM4_MAX_USER_DATA);
-        if (uses_scratch(k) && scratch_wave_bytes(k) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX)
+        if (uses_scratch(k) && scratch_wave_bytes(c, k) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX)
                 return REFUSE("kernel \"%s\" needs %" PRIu32 " bytes of scratch per work-item, more than the %llu MiB "
                               "of scratch a queue backs allow",
                               k->name, k->private_segment_size, GPU_SCRATCH_MAX >> 20);
@@ -309,13 +329,21 @@ int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t
         f->tmpring = 0;
         f->lds_bytes = lds_total;
         if (uses_scratch(k)) {
-                uint64_t wave_bytes = scratch_wave_bytes(k);
+                uint64_t wave_bytes = scratch_wave_bytes(c, k);
                 r = ensure_scratch(c, q, wave_bytes);
                 if (r < 0)
                         return r;
                 f->scratch = gpu_buffer_ref(q->scratch);
-                f->tmpring = COMPUTE_TMPRING_SIZE(gpu_buffer_get_size(q->scratch) / q->scratch_wave_bytes,
-                                                  q->scratch_wave_bytes / PM4_TMPRING_WAVESIZE_UNIT);
+                uint64_t waves = gpu_buffer_get_size(q->scratch) / q->scratch_wave_bytes;
+                uint32_t wavesize = q->scratch_wave_bytes / wavesize_unit(c);
+                if (is_gfx11(c)) {
+                        /* WAVES counts per shader engine on gfx11. */
+                        uint32_t se = c->node.simd_arrays_per_engine
+                                              ? MAX(c->node.array_count / c->node.simd_arrays_per_engine, 1u)
+                                              : 1u;
+                        f->tmpring = COMPUTE_TMPRING_SIZE_GFX11(waves / se, wavesize);
+                } else
+                        f->tmpring = COMPUTE_TMPRING_SIZE(waves, wavesize);
         }
 
         uint8_t *slot = slot_cpu(q, seq);
@@ -332,7 +360,8 @@ int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t
         return 0;
 }
 
-static unsigned user_sgprs(const GpuQueue *q, const GpuJob *job, const GpuInflight *f, uint32_t *v) {
+static unsigned user_sgprs(const GpuContext *c, const GpuQueue *q, const GpuJob *job, const GpuInflight *f,
+                           uint32_t *v) {
         const GpuKernelCode *kc = job_code(job);
         uint64_t scratch = f->scratch ? gpu_buffer_get_va(f->scratch) : 0;
         uint64_t kernarg = slot_va(q, f->seq);
@@ -344,7 +373,7 @@ static unsigned user_sgprs(const GpuQueue *q, const GpuJob *job, const GpuInflig
                 v[n++] = (uint32_t) scratch;
                 v[n++] = (uint32_t) (scratch >> 32 & 0xFFFFu) | 1u << 31; /* SWIZZLE_ENABLE */
                 v[n++] = 0xFFFFFFFFu;                                       /* NUM_RECORDS */
-                v[n++] = SCRATCH_RSRC_DWORD3;
+                v[n++] = is_gfx11(c) ? SCRATCH_RSRC_DWORD3_GFX11 : SCRATCH_RSRC_DWORD3;
         }
         if (kc->code_properties & KCP_DISPATCH_PTR)
                 PUT64(kernarg + GPU_KERNARG_MAX);
@@ -365,7 +394,8 @@ static unsigned user_sgprs(const GpuQueue *q, const GpuJob *job, const GpuInflig
 /* Dwords of the dispatch body for the job's kernel. */
 static size_t dispatch_dwords(const GpuJob *job) {
         unsigned nuser = RSRC2_USER_SGPR_COUNT(job_code(job)->rsrc2);
-        return PM4_ACQUIRE_MEM_DW + PM4_SET_SH_REG_DW(2) /* PGM_LO/HI */ + PM4_SET_SH_REG_DW(2) /* RSRC1/2 */ +
+        return (is_gfx11(job->dispatch.co->ctx) ? PM4_SET_SH_REG_DW(2) /* DISPATCH_SCRATCH_BASE */ : 0) +
+               PM4_ACQUIRE_MEM_DW + PM4_SET_SH_REG_DW(2) /* PGM_LO/HI */ + PM4_SET_SH_REG_DW(2) /* RSRC1/2 */ +
                PM4_SET_SH_REG_DW(1) /* RSRC3 */ + PM4_SET_SH_REG_DW(1) /* TMPRING */ +
                PM4_SET_SH_REG_DW(3) /* RESTART */ + (nuser ? PM4_SET_SH_REG_DW(nuser) : 0) +
                PM4_SET_SH_REG_DW(1) /* RESOURCE_LIMITS */ + PM4_SET_SH_REG_DW(8) /* START..PERFCOUNT */ +
@@ -400,11 +430,18 @@ static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                                              ACQUIRE_MEM_GCR_GLV_INV | ACQUIRE_MEM_GCR_GL1_INV);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_LO,
                                  (uint32_t[]) { (uint32_t) (kc->entry_va >> 8), (uint32_t) (kc->entry_va >> 40) }, 2);
-        p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_RSRC1, (uint32_t[]) { kc->rsrc1, rsrc2 }, 2);
+        p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_RSRC1,
+                                 (uint32_t[]) { kc->rsrc1 | (is_gfx11(c) ? COMPUTE_PGM_RSRC1_PRIV : 0), rsrc2 }, 2);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_RSRC3, &kc->rsrc3, 1);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_TMPRING_SIZE, &f->tmpring, 1);
+        if (is_gfx11(c)) {
+                /* Architected flat scratch: the base in a register (kfd-facts §2.3 step 5). */
+                uint64_t base = f->scratch ? gpu_buffer_get_va(f->scratch) : 0;
+                p += pm4_emit_set_sh_reg(p, mmCOMPUTE_DISPATCH_SCRATCH_BASE_LO,
+                                         (uint32_t[]) { (uint32_t) (base >> 8), (uint32_t) (base >> 40) }, 2);
+        }
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_RESTART_X, (uint32_t[]) { 0, 0, 0 }, 3);
-        unsigned nuser = user_sgprs(q, job, f, v);
+        unsigned nuser = user_sgprs(c, q, job, f, v);
         if (nuser > 0)
                 p += pm4_emit_set_sh_reg(p, mmCOMPUTE_USER_DATA_0, v, nuser);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_RESOURCE_LIMITS, (uint32_t[]) { 0 }, 1);

@@ -46,6 +46,7 @@
 #define mmCOMPUTE_START_X 0x2E04u
 #define mmCOMPUTE_NUM_THREAD_X 0x2E07u
 #define mmCOMPUTE_PGM_LO 0x2E0Cu
+#define mmCOMPUTE_DISPATCH_SCRATCH_BASE_LO 0x2E10u /* gfx11+: scratch base >> 8 */
 #define mmCOMPUTE_PGM_RSRC1 0x2E12u
 #define mmCOMPUTE_RESOURCE_LIMITS 0x2E15u
 #define mmCOMPUTE_TMPRING_SIZE 0x2E18u
@@ -75,6 +76,15 @@
 #define COMPUTE_TMPRING_SIZE(waves, wavesize) (((uint32_t) (waves) & 0xFFFu) | ((uint32_t) (wavesize) & 0x1FFFu) << 12)
 #define PM4_TMPRING_WAVES_MAX 0xFFFu
 #define PM4_TMPRING_WAVESIZE_UNIT 1024u
+/* gfx11: WAVESIZE [26:12] in 256-byte units, WAVES per shader engine
+ * (kfd-facts §2.5; tinygrad AMDDevice._ensure_has_local_memory). */
+#define COMPUTE_TMPRING_SIZE_GFX11(waves, wavesize) \
+        (((uint32_t) (waves) & 0xFFFu) | ((uint32_t) (wavesize) & 0x7FFFu) << 12)
+#define PM4_TMPRING_WAVESIZE_UNIT_GFX11 256u
+
+/* COMPUTE_PGM_RSRC1.PRIV (bit 20): tinygrad sets it on gfx11 "to workaround
+ * cwsr" (kfd-facts §5 #7). */
+#define COMPUTE_PGM_RSRC1_PRIV (1u << 20)
 
 /* EVENT_WRITE / RELEASE_MEM event types (VGT_EVENT_TYPE) and indexes. */
 #define PM4_EVENT_CS_PARTIAL_FLUSH 0x07u

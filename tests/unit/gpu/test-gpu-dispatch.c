@@ -419,3 +419,74 @@ Test(gpu_dispatch, local_pointer_args, .init = setup, .fini = teardown, .timeout
         gpu_buffer_unref(out);
         gpu_code_object_unref(co);
 }
+
+/* The values of the SET_SH_REG packets in a PM4 stream, by register. */
+typedef struct ShRegs {
+        bool set[0x400];
+        uint32_t v[0x400];
+} ShRegs;
+
+static void walk_sh_regs(const uint32_t *p, size_t n, ShRegs *ret) {
+        memset(ret, 0, sizeof *ret);
+        for (size_t i = 0; i < n;) {
+                uint32_t h = p[i];
+                cr_assert_eq(h >> 30, 3u, "type-3 header at dword %zu", i);
+                uint32_t count = (h >> 16) & 0x3FFF, op = (h >> 8) & 0xFF;
+                size_t len = count == 0x3FFF ? 1 : count + 2;
+                if (op == 0x76)
+                        for (uint32_t r = 0; r < count; r++) {
+                                uint32_t reg = p[i + 1] + r;
+                                cr_assert_lt(reg, 0x400u);
+                                ret->set[reg] = true;
+                                ret->v[reg] = p[i + 2 + r];
+                        }
+                i += len;
+        }
+}
+
+/* The stream a gfx11 device gets (the simulator models gfx1030, so the
+ * stream is built and read here, not run): the architected scratch base, the
+ * gfx11 TMPRING_SIZE and V#, RSRC1.PRIV — and none of them on gfx10. */
+Test(gpu_dispatch, gfx11_scratch_programming, .init = setup, .fini = teardown) {
+        GpuCodeObject *co = load("private-array.hsaco");
+        const GpuKernel *k = kernel_of(co, "private_array");
+        Args args = { 0 };
+        arg_ptr(&args, k, 0);
+        arg_ptr(&args, k, 0);
+        arg_u32(&args, k, 0);
+        GpuJob j = dispatch_job(co, "private_array", 64, 64, &args);
+        GpuQueue *q = &fx.ctx->queues[COMPUTE_QUEUE];
+        uint32_t saved = fx.ctx->info.gfx_target_version;
+        uint32_t ring[512];
+        ShRegs regs;
+
+        for (int gfx11 = 0; gfx11 <= 1; gfx11++) {
+                fx.ctx->info.gfx_target_version = gfx11 ? 110000 : saved;
+                GpuInflight f = { .seq = 7, .job = j };
+                cr_assert_eq(gpu_dispatch_prepare(fx.ctx, q, &j, f.seq, &f), 0);
+                size_t n = gpu_compute_emit_job(fx.ctx, q, &j, &f, ring);
+                cr_assert_eq(n, gpu_compute_job_dwords(&j), "the dword count matches the stream");
+                walk_sh_regs(ring, n, &regs);
+                uint64_t scratch = gpu_buffer_get_va(f.scratch);
+                uint32_t per_lane = (k->private_segment_size + 3) & ~3u;
+
+                cr_expect_eq(regs.set[0x210], (bool) gfx11, "COMPUTE_DISPATCH_SCRATCH_BASE only on gfx11");
+                if (gfx11) {
+                        cr_expect_eq(regs.v[0x210], (uint32_t) (scratch >> 8));
+                        cr_expect_eq(regs.v[0x211], (uint32_t) (scratch >> 40));
+                }
+                cr_expect_eq((regs.v[0x212] >> 20) & 1, (uint32_t) gfx11, "RSRC1.PRIV");
+                uint32_t unit = gfx11 ? 256 : 1024, tmpring = regs.v[0x218];
+                uint32_t wavesize = gfx11 ? (tmpring >> 12) & 0x7FFF : (tmpring >> 12) & 0x1FFF;
+                /* the queue's backing may be bigger than this kernel needs (reused) */
+                cr_expect_eq(wavesize * unit, q->scratch_wave_bytes, "TMPRING_SIZE.WAVESIZE in %u-byte units", unit);
+                cr_expect_geq(q->scratch_wave_bytes, per_lane * 32);
+                cr_expect_gt(tmpring & 0xFFF, 0u, "TMPRING_SIZE.WAVES");
+                /* user SGPRs: the private segment buffer V# first */
+                cr_expect_eq(regs.v[0x240], (uint32_t) scratch);
+                cr_expect_eq(regs.v[0x243], gfx11 ? 0x20C14000u : 0x00C00000u, "V# dword3");
+                gpu_buffer_unref(f.scratch);
+        }
+        fx.ctx->info.gfx_target_version = saved;
+        gpu_code_object_unref(co);
+}
