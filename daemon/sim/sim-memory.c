@@ -435,8 +435,26 @@ static int map_prologue(SimProcess *p, uint64_t handle, uint64_t ids_ptr, uint32
         return 0;
 }
 
+/*
+ * Backs every page of a BO that was just mapped to the GPU, as validating a
+ * BO for a GPU mapping gives it backing pages on the real device (TTM
+ * populates GTT pages when amdgpu binds them; VRAM is allocated at creation),
+ * so the first copy into a buffer does not pay for faulting its pages in.
+ * Called locked; drops the device lock meanwhile (it can take long for a big
+ * BO and must not stall the engines), holding a reference on the BO. Best
+ * effort: MADV_POPULATE_WRITE needs Linux 5.14.
+ */
+static void bo_populate(SimDevice *d, SimBo *bo) {
+        sim_bo_ref(bo);
+        pthread_mutex_unlock(&d->lock);
+        (void) madvise(bo->host, bo->size, MADV_POPULATE_WRITE);
+        pthread_mutex_lock(&d->lock);
+        sim_bo_unref(bo);
+}
+
 int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
         const uint32_t *ids = (const uint32_t *) (uintptr_t) a->device_ids_array_ptr;
+        SimBo *populate = NULL;
         SimMem *m;
         int r;
 
@@ -455,9 +473,12 @@ int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
                         if (va_overlaps(p, m->va, m->size, m, true))
                                 return -EINVAL;
                         m->mapped = true;
+                        populate = m->bo;
                 }
                 a->n_success = i + 1;
         }
+        if (populate)
+                bo_populate(p->device, populate); /* m may be gone after this */
         return 0;
 }
 
