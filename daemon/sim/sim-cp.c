@@ -224,19 +224,6 @@ static void fail_error(SimQueue *q, const char *reason, bool verbatim, const uin
         sim_events_hw_exception(q->process, q->id, text);
 }
 
-static bool compare(unsigned function, uint32_t v, uint32_t ref) {
-        switch (function) {
-        case 0: return true;
-        case 1: return v < ref;
-        case 2: return v <= ref;
-        case 3: return v == ref;
-        case 4: return v != ref;
-        case 5: return v >= ref;
-        case 6: return v > ref;
-        default: return false;
-        }
-}
-
 static bool in_sh_window(uint64_t reg, uint64_t n) {
         return reg >= SIM_SH_REG_START && reg < SIM_SH_REG_END && n <= SIM_SH_REG_END - reg;
 }
@@ -319,7 +306,7 @@ static ExecResult exec_wait_reg_mem(SimQueue *q, const SimPm4Packet *pk, Failure
         if (sim_vm_access(q->process, w->addr, 4, &src, &f->fault_va) < 0)
                 return EXEC_FAULT;
         v = __atomic_load_n((uint32_t *) (void *) src, __ATOMIC_ACQUIRE);
-        return compare(w->function, v & w->mask, w->ref) ? EXEC_DONE : EXEC_RETRY;
+        return sim_queue_compare(w->function, v & w->mask, w->ref) ? EXEC_DONE : EXEC_RETRY;
 }
 
 static ExecResult exec_copy_data(SimQueue *q, const SimPm4Packet *pk, Failure *f) {

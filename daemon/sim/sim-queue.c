@@ -304,3 +304,16 @@ void sim_queue_store_rptr(SimQueue *q, uint64_t value) {
 uint64_t sim_queue_load_doorbell(SimQueue *q) {
         return __atomic_load_n(&q->process->doorbells[q->doorbell_index], __ATOMIC_ACQUIRE);
 }
+
+bool sim_queue_compare(unsigned func, uint32_t v, uint32_t ref) {
+        switch (func) {
+        case 0: return true;
+        case 1: return v < ref;
+        case 2: return v <= ref;
+        case 3: return v == ref;
+        case 4: return v != ref;
+        case 5: return v >= ref;
+        case 6: return v > ref;
+        default: return false;
+        }
+}

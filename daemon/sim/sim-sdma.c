@@ -82,19 +82,6 @@ static void fail_error(SimQueue *q, const char *reason) {
         sim_events_hw_exception(q->process, q->id, text);
 }
 
-static bool poll_compare(unsigned func, uint32_t v, uint32_t ref) {
-        switch (func) {
-        case 0: return true;
-        case 1: return v < ref;
-        case 2: return v <= ref;
-        case 3: return v == ref;
-        case 4: return v != ref;
-        case 5: return v >= ref;
-        case 6: return v > ref;
-        default: return false;
-        }
-}
-
 static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
         SimProcess *p = q->process;
         uint8_t *src, *dst;
@@ -152,7 +139,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 if (sim_vm_access(p, pk->poll.addr, 4, &src, fault_va) < 0)
                         return EXEC_FAULT;
                 v = __atomic_load_n((uint32_t *) (void *) src, __ATOMIC_ACQUIRE);
-                if (poll_compare(pk->poll.func, v & pk->poll.mask, pk->poll.value)) {
+                if (sim_queue_compare(pk->poll.func, v & pk->poll.mask, pk->poll.value)) {
                         q->poll_tries = 0;
                         return EXEC_DONE;
                 }
