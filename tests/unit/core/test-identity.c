@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "identity.h"
+#include "test-fini.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -187,7 +188,8 @@ static void remove_tree(void) {
         char cmd[PATH_MAX + 16];
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-        cr_expect_eq(system(cmd), 0);
+        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+        test_fini_end();
 }
 
 static char self_ns[PATH_MAX + 8];

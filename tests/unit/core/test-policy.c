@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "policy.h"
+#include "test-fini.h"
 
 #define GiB (1ull << 30)
 #define MiB (1ull << 20)
@@ -447,7 +448,8 @@ static void remove_dirs(void) {
         char cmd[PATH_MAX + 16];
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-        cr_expect_eq(system(cmd), 0);
+        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+        test_fini_end();
 }
 
 Test(policy, directories, .init = make_dirs, .fini = remove_dirs) {

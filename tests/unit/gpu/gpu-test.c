@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared fixture of the GPU-layer tests (gpu-test.h). */
 #include <criterion/criterion.h>
-#include <dirent.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <poll.h>
 #include <stdio.h>
@@ -10,18 +8,6 @@
 #include <time.h>
 
 #include "gpu-test.h"
-
-unsigned count_fds(void) {
-        unsigned n = 0;
-        DIR *d = opendir("/proc/self/fd");
-        cr_assert_not_null(d);
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        n++;
-        closedir(d);
-        return n - 1; /* the DIR's own fd */
-}
 
 void on_comp(const GpuCompletion *comp, void *userdata) {
         Comps *cs = userdata;
@@ -66,7 +52,7 @@ Fixture fx;
 
 void setup_opts(const GpuContextOptions *o) {
         memset(&fx, 0, sizeof fx);
-        fx.fds_before = count_fds();
+        fx.fds_before = test_count_fds();
         cr_assert_eq(sim_device_new(NULL, &fx.dev), 0);
         fx.ops = sim_device_get_ops(fx.dev);
         int r = gpu_context_new(fx.ops, o, &fx.ctx);
@@ -77,44 +63,20 @@ void setup(void) {
         setup_opts(NULL);
 }
 
-/*
- * Criterion 2.4 prints a failed cr_expect in a .fini function but fails
- * neither the test nor the run, so the teardown aborts instead; and its
- * workers do not exit through LeakSanitizer's atexit check, so under ASan the
- * teardown asks for one (meson runs these tests with --jobs 1 and without the
- * libcriterion suppression, which would match every allocation of a test).
- */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define LEAK_CHECK() __lsan_do_recoverable_leak_check()
-#else
-#define LEAK_CHECK() 0
-#endif
-
+/* Fails the test on buffers still alive, fds or memory leaked (test-fini.h). */
 void teardown(void) {
-        bool ok = true;
-        GpuContextStats st;
-
         if (fx.ctx) {
+                GpuContextStats st;
+
                 gpu_context_get_stats(fx.ctx, &st);
-                if (st.buffers != 0 || st.buffer_bytes != 0) {
-                        fprintf(stderr, "teardown: %u buffers (%llu bytes) still alive\n", st.buffers,
-                                (unsigned long long) st.buffer_bytes);
-                        ok = false;
-                }
+                test_fini_expect(st.buffers == 0 && st.buffer_bytes == 0, "%u buffers (%llu bytes) still alive",
+                                 st.buffers, (unsigned long long) st.buffer_bytes);
         }
         fx.ctx = gpu_context_free(fx.ctx);
         fx.dev = sim_device_free(fx.dev);
-        if (count_fds() != fx.fds_before) {
-                fprintf(stderr, "teardown: fd leak: %u before, %u after\n", fx.fds_before, count_fds());
-                ok = false;
-        }
-        if (LEAK_CHECK() != 0) {
-                fprintf(stderr, "teardown: LeakSanitizer found leaks (reported above)\n");
-                ok = false;
-        }
-        if (!ok)
-                abort();
+        test_fini_expect(test_count_fds() == fx.fds_before, "fd leak: %u before, %u after", fx.fds_before,
+                         test_count_fds());
+        test_fini_end();
 }
 
 GpuBuffer *new_buf(uint64_t size, GpuPlacement pl) {

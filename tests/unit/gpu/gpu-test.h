@@ -2,7 +2,8 @@
 /*
  * Shared fixture of the GPU-layer tests: a simulated device with one
  * GpuContext on it, completions collected by a stand-in for the event loop,
- * and fd accounting. Used by test-gpu-context.c and test-gpu-dispatch.c.
+ * and a teardown that fails the test on leaked buffers, fds or memory
+ * (test-fini.h). Used by test-gpu-context.c and test-gpu-dispatch.c.
  */
 #pragma once
 
@@ -10,6 +11,7 @@
 
 #include "gpu/gpu.h"
 #include "sim/sim.h"
+#include "test-fini.h"
 
 #define MiB (1024ull * 1024ull)
 
@@ -31,7 +33,6 @@ typedef struct Fixture {
 
 extern Fixture fx;
 
-unsigned count_fds(void);
 void on_comp(const GpuCompletion *comp, void *userdata);
 const GpuCompletion *find_comp(const Comps *cs, unsigned q, uint64_t seq);
 double now_s(void);

@@ -11,7 +11,6 @@
  * failures.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -24,44 +23,7 @@
 #include "gpu/gpu-internal.h"
 #include "gpu/gpu.h"
 #include "sim/sim.h"
-
-/*
- * Leak checks, in the teardown. Two things about Criterion 2.4 decide how:
- * a failed cr_expect in a .fini function is printed but neither fails the
- * test nor the run (exit status 0), so the teardown aborts instead, which
- * makes the run fail; and the workers that run the tests do not exit
- * through LeakSanitizer's atexit check, so under ASan the teardown asks for
- * one (meson runs this test with --jobs 1 and without the libcriterion
- * suppression: that suppression would match every allocation a test makes,
- * as libcriterion is on every test's stack).
- */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define LEAK_CHECK() __lsan_do_recoverable_leak_check()
-#else
-#define LEAK_CHECK() 0
-#endif
-
-static unsigned count_fds(void) {
-        unsigned n = 0;
-        DIR *d = opendir("/proc/self/fd");
-        cr_assert_not_null(d);
-        struct dirent *de;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        n++;
-        closedir(d);
-        return n - 1;
-}
-
-static bool teardown_ok;
-
-static void teardown_expect(bool ok, const char *what) {
-        if (!ok) {
-                fprintf(stderr, "teardown: %s\n", what);
-                teardown_ok = false;
-        }
-}
+#include "test-fini.h"
 
 typedef struct Fixture {
         SimDevice *dev;
@@ -73,27 +35,28 @@ static Fixture fx;
 
 static void setup(void) {
         memset(&fx, 0, sizeof fx);
-        fx.fds_before = count_fds();
+        fx.fds_before = test_count_fds();
         cr_assert_eq(sim_device_new(NULL, &fx.dev), 0);
         int r = gpu_context_new(sim_device_get_ops(fx.dev), NULL, &fx.ctx);
         cr_assert_eq(r, 0, "gpu_context_new: %s", strerror(-r));
         cr_assert_eq(elf_version(EV_CURRENT), EV_CURRENT);
 }
 
+/* Fails the test on buffers or code objects still alive, fds or memory leaked (test-fini.h). */
 static void teardown(void) {
-        teardown_ok = true;
         if (fx.ctx) {
                 GpuContextStats st;
+
                 gpu_context_get_stats(fx.ctx, &st);
-                teardown_expect(st.buffers == 0 && st.buffer_bytes == 0, "buffers still alive");
-                teardown_expect(!fx.ctx->code_objects, "a code object is still linked to the context");
+                test_fini_expect(st.buffers == 0 && st.buffer_bytes == 0, "%u buffers (%llu bytes) still alive",
+                                 st.buffers, (unsigned long long) st.buffer_bytes);
+                test_fini_expect(!fx.ctx->code_objects, "a code object is still linked to the context");
         }
         fx.ctx = gpu_context_free(fx.ctx);
         fx.dev = sim_device_free(fx.dev);
-        teardown_expect(count_fds() == fx.fds_before, "fd leak");
-        teardown_expect(LEAK_CHECK() == 0, "LeakSanitizer found leaks (reported above)");
-        if (!teardown_ok)
-                abort();
+        test_fini_expect(test_count_fds() == fx.fds_before, "fd leak: %u before, %u after", fx.fds_before,
+                         test_count_fds());
+        test_fini_end();
 }
 
 TestSuite(code_object, .init = setup, .fini = teardown, .timeout = 240);

@@ -418,7 +418,7 @@ Test(gpu_context, context_free_with_jobs_in_flight, .timeout = 60) {
         SimDevice *d = NULL;
         GpuContext *c = NULL;
         GpuBuffer *b = NULL;
-        unsigned before = count_fds();
+        unsigned before = test_count_fds();
         cr_assert_eq(sim_device_new(NULL, &d), 0);
         cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &c), 0);
         cr_assert_eq(gpu_buffer_new(c, 16 * MiB, GPU_PLACEMENT_GTT, false, &b), 0);
@@ -431,7 +431,7 @@ Test(gpu_context, context_free_with_jobs_in_flight, .timeout = 60) {
         cr_expect_null(gpu_buffer_get_cpu(b), "detached buffer has no mapping");
         b = gpu_buffer_unref(b);
         d = sim_device_free(d);
-        cr_expect_eq(count_fds(), before);
+        cr_expect_eq(test_count_fds(), before);
 }
 
 /* Mappings of simulated device memory (BOs, dma-bufs, doorbells are memfds).
@@ -479,18 +479,18 @@ Test(gpu_context, no_mapping_or_fd_leak_per_context, .timeout = 60) {
         SimDevice *d = NULL;
         cr_assert_eq(sim_device_new(NULL, &d), 0);
         one_round(sim_device_get_ops(d)); /* warm up: thread arenas, lazily created sim state */
-        unsigned maps = count_maps(), fds = count_fds();
+        unsigned maps = count_maps(), fds = test_count_fds();
         for (unsigned i = 0; i < 3; i++)
                 one_round(sim_device_get_ops(d));
         cr_expect_eq(count_maps(), maps, "mappings: %u before, %u after three contexts", maps, count_maps());
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(test_count_fds(), fds);
         sim_device_free(d);
 }
 
 Test(gpu_context, options_validation) {
         SimDevice *d = NULL;
         GpuContext *c = NULL;
-        unsigned before = count_fds();
+        unsigned before = test_count_fds();
         cr_assert_eq(sim_device_new(NULL, &d), 0);
         GpuContextOptions o = { .sdma_ring_size = 3000, .queue_priority = 7 };
         cr_expect_eq(gpu_context_new(sim_device_get_ops(d), &o, &c), -EINVAL, "ring not a power of two");
@@ -503,7 +503,7 @@ Test(gpu_context, options_validation) {
                       gpu_context_get_info(c)->num_sdma_engines * gpu_context_get_info(c)->num_sdma_queues_per_engine);
         c = gpu_context_free(c);
         d = sim_device_free(d);
-        cr_expect_eq(count_fds(), before);
+        cr_expect_eq(test_count_fds(), before);
 }
 
 static void write_text(const char *path, const char *text) {
@@ -517,7 +517,7 @@ Test(gpu_context, bring_up_errors_clean_up, .timeout = 60) {
         SimDevice *d = NULL;
         GpuContext *c = NULL;
         char root[] = "/tmp/test-gpu-topo-XXXXXX", path[256];
-        unsigned before = count_fds();
+        unsigned before = test_count_fds();
 
         cr_assert_eq(sim_device_new(NULL, &d), 0);
         KfdOps ops = *sim_device_get_ops(d);
@@ -561,7 +561,7 @@ Test(gpu_context, bring_up_errors_clean_up, .timeout = 60) {
         snprintf(path, sizeof path, "rm -rf '%s'", root);
         cr_expect_eq(system(path), 0);
         d = sim_device_free(d);
-        cr_expect_eq(count_fds(), before, "every failed bring-up closed what it opened");
+        cr_expect_eq(test_count_fds(), before, "every failed bring-up closed what it opened");
 }
 
 /* A KfdOps that forwards to the simulator but fails the Nth call of a kind
@@ -612,7 +612,7 @@ static void failops_init(FailOps *f, const KfdOps *inner) {
 
 Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
         SimDevice *d = NULL;
-        unsigned fds = count_fds();
+        unsigned fds = test_count_fds();
         cr_assert_eq(sim_device_new(NULL, &d), 0);
         unsigned maps = count_maps();
         FailOps f;
@@ -632,7 +632,7 @@ Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
                 cr_expect_eq(r, -ENOMEM, "failing ioctl #%u: got %d", n, r);
                 cr_expect_null(c);
                 cr_assert_eq(count_maps(), maps, "failing ioctl #%u leaked a mapping", n);
-                cr_assert_eq(count_fds(), fds + 0u, "failing ioctl #%u leaked an fd", n);
+                cr_assert_eq(test_count_fds(), fds + 0u, "failing ioctl #%u leaked an fd", n);
         }
         for (unsigned n = 1;; n++) {
                 GpuContext *c = NULL;
@@ -646,10 +646,10 @@ Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
                 }
                 cr_expect_eq(r, -ENOMEM, "failing mmap #%u: got %d", n, r);
                 cr_assert_eq(count_maps(), maps, "failing mmap #%u leaked a mapping", n);
-                cr_assert_eq(count_fds(), fds, "failing mmap #%u leaked an fd", n);
+                cr_assert_eq(test_count_fds(), fds, "failing mmap #%u leaked an fd", n);
         }
         d = sim_device_free(d);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(test_count_fds(), fds);
 }
 
 Test(gpu_context, probe_real_without_kfd) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kfd/kfd-topology.h"
+#include "test-fini.h"
 
 static char root[256];
 
@@ -41,7 +42,8 @@ static void setup_root(void) {
 static void teardown_root(void) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-        cr_expect_eq(system(cmd), 0);
+        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+        test_fini_end();
 }
 
 static const char props_gfx1030[] =

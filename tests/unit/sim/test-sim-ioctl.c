@@ -6,7 +6,6 @@
  * asserts the exact errno the daemon would see from the kernel.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 
 #include "kfd/kfd-topology.h"
 #include "sim-test.h"
+#include "test-fini.h"
 
 #define GTT (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 #define VRAM (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
@@ -273,19 +273,8 @@ Test(sim_ioctl, mmap_rules) {
         t_close(&c, true);
 }
 
-static unsigned count_fds(void) {
-        unsigned n = 0;
-        DIR *d = opendir("/proc/self/fd");
-        cr_assert_not_null(d);
-        for (struct dirent *de; (de = readdir(d));)
-                if (de->d_name[0] != '.')
-                        n++;
-        closedir(d);
-        return n;
-}
-
 Test(sim_ioctl, no_fd_leak) {
-        unsigned before = count_fds();
+        unsigned before = test_count_fds();
         for (int round = 0; round < 2; round++) {
                 TestCtx c;
                 t_open(&c, NULL);
@@ -311,7 +300,7 @@ Test(sim_ioctl, no_fd_leak) {
                 munmap(page.cpu, page.size);
                 t_close(&c, true);
         }
-        cr_expect_eq(count_fds(), before, "fds before %u, after %u", before, count_fds());
+        cr_expect_eq(test_count_fds(), before, "fds before %u, after %u", before, test_count_fds());
 }
 
 Test(sim_ioctl, topology) {
