@@ -93,6 +93,23 @@ void test_daemon_dump_log(const TestDaemon *d) {
         fclose(f);
 }
 
+/* Whether the daemon's log holds a report of ASan, LeakSanitizer or UBSan. */
+static bool log_has_sanitizer_report(const TestDaemon *d) {
+        static const char *const marks[] = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error: " };
+        char line[4096];
+        bool found = false;
+        FILE *f = fopen(d->log, "re");
+
+        if (!f)
+                return false;
+        while (!found && fgets(line, sizeof(line), f))
+                for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+                        if (strstr(line, marks[i]))
+                                found = true;
+        fclose(f);
+        return found;
+}
+
 int test_daemon_stop(TestDaemon *d) {
         int status = 0, rc;
         char cmd[160];
@@ -111,11 +128,28 @@ int test_daemon_stop(TestDaemon *d) {
         }
         d->pid = 0;
         rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (rc == 0 && log_has_sanitizer_report(d))
+                rc = TEST_DAEMON_SANITIZER_REPORT;
         if (rc != 0)
                 test_daemon_dump_log(d);
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
         (void) !system(cmd);
         return rc;
+}
+
+void test_daemon_fini(TestDaemon *d) {
+        int rc;
+
+        if (d->pid <= 0)
+                return;
+        rc = test_daemon_stop(d);
+        if (rc == TEST_DAEMON_SANITIZER_REPORT)
+                test_fini_expect(false, "kfdbrokerd exited 0 but its log (above) has a sanitizer report");
+        else if (rc > 128)
+                test_fini_expect(false, "kfdbrokerd died of signal %d (%s) after SIGTERM (its log is above)", rc - 128,
+                                 strsignal(rc - 128));
+        else
+                test_fini_expect(rc == 0, "kfdbrokerd exited with status %d on SIGTERM (its log is above)", rc);
 }
 
 int test_daemon_count_fds(const TestDaemon *d) {
@@ -415,7 +449,7 @@ int test_run_ctl(const char *const *args, bool as_nobody, char **ret_out, char *
         close(out[0]);
         close(err[0]);
         cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert(WIFEXITED(status), "kfdbrokerctl died: status 0x%x", status);
+        cr_assert(WIFEXITED(status), "kfdbrokerctl died: status 0x%x; its stderr:\n%s", status, *ret_err);
         cr_assert_lt(WEXITSTATUS(status), 125, "kfdbrokerctl could not be started (%d)", WEXITSTATUS(status));
         return WEXITSTATUS(status);
 }

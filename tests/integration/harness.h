@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "kfdbroker.pb-c.h"
+#include "test-fini.h"
 
 typedef struct TestDaemon {
         pid_t pid;
@@ -22,8 +23,20 @@ typedef struct TestDaemon {
 
 /* Starts the daemon; extra_args is NULL or NULL-terminated. Asserts on failure. */
 void test_daemon_start(TestDaemon *d, const char *const *extra_args);
-/* SIGTERM, wait; returns the exit status (or 128+signal). Removes the temp dir. */
+/*
+ * SIGTERM, wait (SIGKILL after 30 s); returns the exit status, 128+signal, or
+ * TEST_DAEMON_SANITIZER_REPORT if it exited 0 but its log has an ASan,
+ * LeakSanitizer or UBSan report. Prints the log unless 0. Removes the temp dir.
+ */
+#define TEST_DAEMON_SANITIZER_REPORT 256
 int test_daemon_stop(TestDaemon *d);
+/*
+ * For a teardown: stops the daemon if it runs, and fails the test
+ * (test-fini.h) unless it exited 0 without a sanitizer report. Under ASan a
+ * leak at exit makes it abort (tests/meson.build), so leaks fail the test
+ * too, with the report in the log.
+ */
+void test_daemon_fini(TestDaemon *d);
 /* Number of open fds of the daemon process. */
 int test_daemon_count_fds(const TestDaemon *d);
 /* Prints the daemon log to stderr (for failures). */

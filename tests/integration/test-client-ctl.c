@@ -31,7 +31,8 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        cr_assert_eq(test_daemon_stop(&d), 0, "kfdbrokerd must exit 0 on SIGTERM");
+        test_daemon_fini(&d);
+        test_fini_end();
 }
 
 TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 120);
@@ -280,8 +281,9 @@ static void bus_setup(void) {
 }
 
 static void bus_teardown(void) {
-        teardown();
+        test_daemon_fini(&d);
         stop_private_bus();
+        test_fini_end();
 }
 
 TestSuite(ctl_bus, .init = bus_setup, .fini = bus_teardown, .timeout = 120);

@@ -44,8 +44,9 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        cr_assert_eq(test_daemon_stop(&d), 0, "kfdbrokerd must exit 0");
+        test_daemon_fini(&d);
         test_bus_stop(&tb);
+        test_fini_end();
 }
 
 TestSuite(dbus, .init = setup, .fini = teardown, .timeout = 60);

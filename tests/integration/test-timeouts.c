@@ -36,9 +36,10 @@ static void setup(void) {
 static void teardown(void) {
         char cmd[128];
 
-        cr_assert_eq(test_daemon_stop(&d), 0);
+        test_daemon_fini(&d);
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", policydir);
-        (void) !system(cmd);
+        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+        test_fini_end();
 }
 
 TestSuite(timeouts, .init = setup, .fini = teardown, .timeout = 120);
