@@ -107,7 +107,8 @@ int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool json, uint64_t elemen
         t0 = now_s();
         r = kfdb_batch_submit(batch, NULL, &fence);
         if (r == -EPERM) {
-                skip(ret, "compute dispatch is not allowed for this user by the daemon's policy");
+                skip(ret, "the daemon's policy does not grant this user compute dispatch (ComputeDispatch=, "
+                          "see kfdbroker-policy(5))");
                 if (!json)
                         printf("  compute skipped: %s\n", ret->skip_reason);
                 return 0;

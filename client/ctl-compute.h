@@ -20,7 +20,7 @@ extern const char ctl_saxpy_hsaco_missing[];
 
 typedef struct CtlSaxpyResult {
         bool ran;             /* false: skipped (skip_reason says why) */
-        char skip_reason[160];
+        char skip_reason[256];
         uint64_t elements;
         uint64_t wrong;       /* elements that differ from the CPU's result */
         double ms;            /* submit -> completion seen */

@@ -37,7 +37,10 @@ void policy_limits_default(PolicyLimits *ret) {
                 .jobs_in_flight = 4096,
                 .weight = 1,
                 .priority = POLICY_PRIORITY_NORMAL,
-                .compute_dispatch = true,
+                /* Kernels run in the daemon's one GPU address space, where they
+                 * can reach every client's buffers: a right a rule grants
+                 * (docs/security.md), not a default. */
+                .compute_dispatch = false,
                 .job_timeout_ns = POLICY_INFINITY,
         };
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,16 +49,27 @@ static void die(kfdb_session *s, const char *what, int r) {
         exit(1);
 }
 
-static pid_t start_daemon(const char *sock) {
+/* The daemon's policy denies compute dispatch unless a rule grants it: one
+ * rule in dir/policy.d grants it to our uid. */
+static pid_t start_daemon(const char *dir, const char *sock) {
         const char *bin = getenv("KFDBROKERD");
+        char policy[160], file[200], arg[180];
         pid_t pid;
+        FILE *f;
 
         if (!bin)
                 bin = KFDBROKERD_BUILD_PATH;
+        snprintf(policy, sizeof(policy), "%s/policy.d", dir);
+        snprintf(file, sizeof(file), "%s/50-bench.conf", policy);
+        snprintf(arg, sizeof(arg), "--policy-dir=%s", policy);
+        if (mkdir(policy, 0755) < 0 || !(f = fopen(file, "we")))
+                die(NULL, "writing the policy", errno);
+        fprintf(f, "[Match]\nUser=%u\n[Limits]\nComputeDispatch=yes\n", (unsigned) getuid());
+        fclose(f);
         pid = fork();
         if (pid == 0) {
                 execl(bin, bin, "--device=sim", "--listen", sock, "--log-level=warning", "--log-target=stderr",
-                      (char *) NULL);
+                      arg, (char *) NULL);
                 _exit(127);
         }
         for (int i = 0; i < 400; i++) {
@@ -111,7 +123,7 @@ static void bench(void) {
         if (!mkdtemp(dir))
                 die(NULL, "mkdtemp", errno);
         snprintf(sock, sizeof(sock), "%s/sock", dir);
-        pid = start_daemon(sock);
+        pid = start_daemon(dir, sock);
         r = kfdb_session_new(sock, "bench-compute", &s);
         if (r < 0)
                 die(NULL, "connect", r);
@@ -149,6 +161,13 @@ static void bench(void) {
         kfdb_session_free(s);
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
+        {
+                char path[200];
+                snprintf(path, sizeof(path), "%s/policy.d/50-bench.conf", dir);
+                unlink(path);
+                snprintf(path, sizeof(path), "%s/policy.d", dir);
+                rmdir(path);
+        }
         unlink(sock);
         rmdir(dir);
 }

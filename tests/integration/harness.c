@@ -40,8 +40,24 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         argv[n++] = "--listen";
         argv[n++] = d->sock;
         argv[n++] = "--log-target=stderr";
-        for (unsigned i = 0; extra_args && extra_args[i] && n < 30; i++)
+        for (unsigned i = 0; extra_args && extra_args[i] && n < 29; i++)
                 argv[n++] = extra_args[i];
+        /* The built-in policy denies compute dispatch; the tests' own uid is
+         * granted it by a rule in the least important policy directory, read
+         * first by its name, so a test's own policy files still override it. */
+        snprintf(d->grant_dir, sizeof(d->grant_dir), "%s/grant.d", d->dir);
+        snprintf(d->grant_arg, sizeof(d->grant_arg), "--policy-dir=%s", d->grant_dir);
+        cr_assert_eq(mkdir(d->grant_dir, 0755), 0);
+        {
+                char path[256];
+                snprintf(path, sizeof(path), "%s/00-tests-may-dispatch.conf", d->grant_dir);
+                FILE *f = fopen(path, "we");
+                cr_assert_not_null(f);
+                fprintf(f, "# The tests' clients run kernels.\n[Match]\nUser=%u\n[Limits]\nComputeDispatch=yes\n",
+                        (unsigned) getuid());
+                cr_assert_eq(fclose(f), 0);
+        }
+        argv[n++] = d->grant_arg;
         argv[n] = NULL;
 
         parent = getpid();

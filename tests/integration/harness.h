@@ -19,6 +19,7 @@ typedef struct TestDaemon {
         char dir[64];
         char sock[128];
         char log[128];
+        char grant_dir[128], grant_arg[160]; /* the policy granting this uid compute dispatch */
 } TestDaemon;
 
 /* Starts the daemon; extra_args is NULL or NULL-terminated. Asserts on failure. */

@@ -802,8 +802,9 @@ Test(compute_hostile, compute_denied_by_policy) {
         x = raw_alloc(sock, 4096, NULL);
         rd_saxpy(&r, co, x, x, 16, 16);
         snprintf(msg, sizeof(msg),
-                 "submit.jobs[0].dispatch: compute dispatch is not allowed for this client by policy (ComputeDispatch=no; rules: %s/50-test.conf:1)",
-                 policydir);
+                 "submit.jobs[0].dispatch: compute dispatch is not allowed for this client by policy (ComputeDispatch=no; "
+                 "rules: %s/00-tests-may-dispatch.conf:2, %s/50-test.conf:1)",
+                 d.grant_dir, policydir);
         expect_error(rd_submit(sock, &r), EPERM, msg);
         close(sock);
 }

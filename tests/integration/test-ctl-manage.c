@@ -416,7 +416,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         kfdb_session *s = connect_session("limits-test");
         uint64_t id = kfdb_session_get_id(s);
         kfdb_buffer *a, *b;
-        char ids[32], want[160], *out, *err;
+        char ids[32], want[512], *out, *err;
         const char *set[] = { "limits", ids, "Buffers=1", "BufferMemory=512M", "JobTimeout=1min 30s",
                               "Priority=high", "Weight=3", "ComputeDispatch=no", NULL };
         const char *set_usec[] = { "limits", ids, "JobTimeoutUSec=250us", "Events=infinity", NULL };
@@ -427,10 +427,14 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         snprintf(want, sizeof(want), "Session %llu: uid %u, client \"limits-test\"\n",
                  (unsigned long long) id, (unsigned) getuid());
         cr_assert(strncmp(out, want, strlen(want)) == 0, "%s", out);
-        cr_assert(strstr(out, "\nLimits: the built-in defaults (no policy rule matched)\n"
-                              "  BufferMemory=4G\n  MaxBufferSize=1G\n  Buffers=4096\n  Events=1024\n"
-                              "  JobsInFlight=4096\n  Weight=1\n  Priority=normal\n  ComputeDispatch=yes\n"
-                              "  JobTimeout=infinity\n"), "%s", out);
+        /* The harness's rule granting compute dispatch (harness.c) is the one that matched. */
+        snprintf(want, sizeof(want),
+                 "\nLimits from the policy rules %s/00-tests-may-dispatch.conf:2\n"
+                 "  BufferMemory=4G\n  MaxBufferSize=1G\n  Buffers=4096\n  Events=1024\n"
+                 "  JobsInFlight=4096\n  Weight=1\n  Priority=normal\n  ComputeDispatch=yes\n"
+                 "  JobTimeout=infinity\n",
+                 d.grant_dir);
+        cr_assert(strstr(out, want), "%s", out);
         free(out);
 
         cr_assert_eq(test_run_ctl(set, false, &out, &err), 0, "stderr: %s", err);
@@ -454,8 +458,10 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
                               "  JobTimeout=1min 30s\n"), "%s", out);
         free(out);
         out = limits_show(id, true);
-        snprintf(want, sizeof(want), "{\"id\":%llu,\"uid\":%u,\"client_name\":\"limits-test\",\"policy_rules\":\"\","
-                 "\"limits_overridden\":true,\"limits\":{", (unsigned long long) id, (unsigned) getuid());
+        snprintf(want, sizeof(want),
+                 "{\"id\":%llu,\"uid\":%u,\"client_name\":\"limits-test\",\"policy_rules\":\"%s/00-tests-may-dispatch.conf:2\","
+                 "\"limits_overridden\":true,\"limits\":{",
+                 (unsigned long long) id, (unsigned) getuid(), d.grant_dir);
         cr_assert(strncmp(out, want, strlen(want)) == 0, "%s", out);
         cr_assert(strstr(out, "\"BufferMemory\":536870912,\"MaxBufferSize\":1073741824,\"Buffers\":1,"
                               "\"Events\":1024,\"JobsInFlight\":4096,\"Weight\":3,\"Priority\":\"high\","
@@ -494,7 +500,8 @@ Test(ctl_manage, limits_refused_for_another_user) {
         /* Nothing changed. */
         out = limits_show(kfdb_session_get_id(s), false);
         cr_assert(strstr(out, "  Weight=1\n"), "%s", out);
-        cr_assert(strstr(out, "Limits: the built-in defaults"), "%s", out);
+        cr_assert(strstr(out, "Limits from the policy rules ") && strstr(out, "/00-tests-may-dispatch.conf:2\n"),
+                  "%s", out);
         free(out);
         kfdb_session_free(s);
 }
@@ -566,7 +573,8 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
         }
         /* Nothing was sent: the session still has the defaults, not overridden. */
         out = limits_show(kfdb_session_get_id(s), false);
-        cr_assert(strstr(out, "Limits: the built-in defaults"), "%s", out);
+        cr_assert(strstr(out, "Limits from the policy rules ") && strstr(out, "/00-tests-may-dispatch.conf:2\n"),
+                  "%s", out);
         cr_assert(strstr(out, "  Buffers=4096\n  Events=1024\n  JobsInFlight=4096\n  Weight=1\n"), "%s", out);
         free(out);
         kfdb_session_free(s);

@@ -246,7 +246,7 @@ Test(policy, resolve_key_by_key) {
 
         cr_expect_eq(policy_resolve(p, &other, NULL, &l, desc, sizeof(desc)), 1);
         cr_expect_str_eq(desc, "test.conf:2");
-        cr_expect_eq(l.compute_dispatch, true);
+        cr_expect_eq(l.compute_dispatch, false, "the built-in default: compute is a right a rule grants");
         cr_expect_eq(l.job_timeout_ns, POLICY_INFINITY);
 
         /* Caller-supplied defaults, a short description buffer, no policy. */
@@ -526,7 +526,7 @@ Test(policy, shipped_defaults_equal_builtin) {
         cr_assert_geq(r, 1, "%s", err);
         policy_limits_default(&def);
         /* Start from values that differ in every field: the file must set them all. */
-        poisoned = (PolicyLimits) { 1, 1, 1, 1, 1, 2, POLICY_PRIORITY_IDLE, false, 1 };
+        poisoned = (PolicyLimits) { 1, 1, 1, 1, 1, 2, POLICY_PRIORITY_IDLE, !def.compute_dispatch, 1 };
         policy_resolve(p, &id, &poisoned, &l, NULL, 0);
         cr_expect_eq(l.buffer_memory, def.buffer_memory);
         cr_expect_eq(l.max_buffer_size, def.max_buffer_size);
@@ -537,6 +537,13 @@ Test(policy, shipped_defaults_equal_builtin) {
         cr_expect_eq(l.priority, def.priority);
         cr_expect_eq(l.compute_dispatch, def.compute_dispatch);
         cr_expect_eq(l.job_timeout_ns, def.job_timeout_ns);
+        cr_expect_eq(l.compute_dispatch, false, "compute dispatch is a right a rule grants");
+
+        /* The one rule of the shipped file: root's clients may dispatch. */
+        Identity root = ident(0, 0, "/system.slice/x.service");
+        cr_expect_eq(policy_resolve(p, &root, NULL, &l, NULL, 0), 2);
+        cr_expect_eq(l.compute_dispatch, true);
+        identity_done(&root);
         policy_free(p);
         identity_done(&id);
 }
