@@ -248,10 +248,10 @@ Test(dbus, busy_time_is_ordered_by_job_size) {
 }
 
 typedef struct Signals {
-        uint64_t opened_id, closed_id, failed_session, failed_fence;
+        uint64_t opened_id, closed_id, failed_session, failed_fence, fault_session, fault_fence;
         uint32_t opened_uid;
         int32_t failed_errno;
-        char closed_reason[256], failed_message[256];
+        char closed_reason[256], failed_message[256], fault_message[256];
 } Signals;
 
 static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -275,6 +275,11 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 sig->failed_fence = fence;
                 sig->failed_errno = err;
                 snprintf(sig->failed_message, sizeof(sig->failed_message), "%s", text);
+        } else if (sd_bus_message_is_signal(m, IFACE, "DeviceFault") &&
+                   sd_bus_message_read(m, "tts", &id, &fence, &text) >= 0) {
+                sig->fault_session = id;
+                sig->fault_fence = fence;
+                snprintf(sig->fault_message, sizeof(sig->fault_message), "%s", text);
         }
         return 0;
 }
@@ -329,6 +334,58 @@ Test(dbus, signals_tell_of_sessions_and_failed_jobs) {
         wait_for(bus, &sig.closed_id);
         cr_assert_eq(sig.closed_id, id);
         cr_assert_str_neq(sig.closed_reason, "");
+        sd_bus_unref(bus);
+}
+
+/* A kernel that stores outside every buffer: the GPU memory fault is told to
+ * the administrator as DeviceFault (and JobFailed with EFAULT), naming the
+ * session, the job and the address; the session goes on working. */
+Test(dbus, device_fault_signal_names_the_job) {
+        sd_bus *bus = open_bus();
+        Signals sig = {};
+        kfdb_session *s;
+        kfdb_code_object *co;
+        kfdb_buffer *b;
+        kfdb_batch *batch;
+        uint64_t id, fence, offset = 1ull << 36; /* 256 GiB past the buffer: mapped by nothing */
+        uint32_t grid = 1, block = 1;
+        void *map;
+
+        compute_require_kernels();
+        cr_assert_geq(sd_bus_match_signal(bus, NULL, NAME, PATH, IFACE, NULL, on_signal, &sig), 0);
+        cr_assert_geq(sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                         "org.freedesktop.DBus", "GetId", NULL, NULL, ""), 0);
+        s = connect_session();
+        id = kfdb_session_get_id(s);
+        co = load_kernel(s, "fault");
+        b = new_buffer(s, 4096, 0, &map);
+        kfdb_arg args[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&offset, 8) };
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "fault", 1, &grid, &block, args, 2), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+
+        wait_for(bus, &sig.fault_session);
+        cr_assert_eq(sig.fault_session, id);
+        cr_assert_eq(sig.fault_fence, fence);
+        cr_assert(strstr(sig.fault_message, "GPU memory fault at address 0x"), "%s", sig.fault_message);
+        cr_assert(strstr(sig.fault_message, "kernel \"fault\""), "%s", sig.fault_message);
+        wait_for(bus, &sig.failed_session);
+        cr_assert_eq(sig.failed_fence, fence);
+        cr_assert_eq(sig.failed_errno, EFAULT);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), -EFAULT);
+
+        /* The session still works: a fill on the same buffer. */
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x5A5A5A5Au), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(((uint32_t *) map)[1023], 0x5A5A5A5Au);
+
+        kfdb_batch_free(batch);
+        kfdb_buffer_free(b);
+        kfdb_code_object_free(co);
+        kfdb_session_free(s);
         sd_bus_unref(bus);
 }
 
