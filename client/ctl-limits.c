@@ -20,17 +20,9 @@
 
 /* The D-Bus SetLimits/GetSession key of each limit: the policy file's name,
  * except the timeout, which D-Bus carries in microseconds. */
-static const char *const bus_keys[_POLICY_LIMIT_MAX] = {
-        [POLICY_LIMIT_BUFFER_MEMORY] = "BufferMemory",
-        [POLICY_LIMIT_MAX_BUFFER_SIZE] = "MaxBufferSize",
-        [POLICY_LIMIT_BUFFERS] = "Buffers",
-        [POLICY_LIMIT_EVENTS] = "Events",
-        [POLICY_LIMIT_JOBS_IN_FLIGHT] = "JobsInFlight",
-        [POLICY_LIMIT_WEIGHT] = "Weight",
-        [POLICY_LIMIT_PRIORITY] = "Priority",
-        [POLICY_LIMIT_COMPUTE_DISPATCH] = "ComputeDispatch",
-        [POLICY_LIMIT_JOB_TIMEOUT] = "JobTimeoutUSec",
-};
+static const char *bus_key(int k) {
+        return k == POLICY_LIMIT_JOB_TIMEOUT ? "JobTimeoutUSec" : policy_limit_key_to_string((PolicyLimitKey) k);
+}
 
 /* The policy file's name, or the D-Bus name (JobTimeoutUSec). */
 static int limit_key_from_arg(const char *s) {
@@ -39,7 +31,7 @@ static int limit_key_from_arg(const char *s) {
         if (k >= 0)
                 return k;
         for (int i = 0; i < _POLICY_LIMIT_MAX; i++)
-                if (strcmp(s, bus_keys[i]) == 0)
+                if (strcmp(s, bus_key(i)) == 0)
                         return i;
         return -EINVAL;
 }
@@ -69,7 +61,7 @@ static int limits_field(sd_bus_message *m, const char *key, const char *contents
         int k = -1, r;
 
         for (int i = 0; i < _POLICY_LIMIT_MAX; i++)
-                if (strcmp(key, bus_keys[i]) == 0)
+                if (strcmp(key, bus_key(i)) == 0)
                         k = i;
         if (k < 0)
                 return 0; /* a limit this kfdbrokerctl does not know yet */
@@ -293,7 +285,7 @@ static int parse_assignments(const char *prog, int argc, char **argv, PolicyLimi
 }
 
 static int append_limit(sd_bus_message *m, PolicyLimitKey k, const PolicyLimits *l) {
-        const char *key = bus_keys[k];
+        const char *key = bus_key(k);
 
         switch (k) {
         case POLICY_LIMIT_BUFFER_MEMORY:

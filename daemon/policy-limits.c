@@ -267,7 +267,7 @@ uint32_t policy_priority_to_queue_priority(PolicyPriority p) {
 /* ---- one limit ---- */
 
 /* Copies at most 64 bytes of a value for a message, non-printables as '?'. */
-static void quote_value(const char *v, char *buf, size_t n) {
+void policy_quote_value(const char *v, char *buf, size_t n) {
         size_t i = 0, o = 0;
 
         for (; v[i] && o + 4 < n && i < 64; i++)
@@ -296,7 +296,7 @@ int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, cha
 
         if (!name)
                 return -EINVAL;
-        quote_value(value, q, sizeof(q));
+        policy_quote_value(value, q, sizeof(q));
         switch (k) {
         case POLICY_LIMIT_BUFFER_MEMORY:
         case POLICY_LIMIT_MAX_BUFFER_SIZE:

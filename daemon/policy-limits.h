@@ -62,6 +62,9 @@ void policy_limits_default(PolicyLimits *ret);
 
 /* The key's name in a policy file ("BufferMemory", …, "JobTimeout"), or NULL. */
 const char *policy_limit_key_to_string(PolicyLimitKey k);
+/* A value from a file or a caller, safe to put into an error message: at most
+ * 64 bytes, non-printable bytes as '?', "..." when cut. */
+void policy_quote_value(const char *v, char *buf, size_t n);
 /* PolicyLimitKey for a policy-file key name (case-sensitive), or -EINVAL. */
 int policy_limit_key_from_string(const char *s);
 

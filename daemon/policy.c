@@ -127,16 +127,6 @@ typedef struct Parser {
 } Parser;
 
 /* Copies at most 64 bytes of a value for a message, non-printables as '?'. */
-static void quote_value(const char *v, char *buf, size_t n) {
-        size_t i = 0, o = 0;
-
-        for (; v[i] && o + 4 < n && i < 64; i++)
-                buf[o++] = isprint((unsigned char) v[i]) ? v[i] : '?';
-        if (v[i] && o + 4 < n)
-                buf[o++] = '.', buf[o++] = '.', buf[o++] = '.';
-        buf[o] = 0;
-}
-
 static int _printf_(3, 4) parser_error(Parser *ps, int error, const char *fmt, ...) {
         char msg[512];
         va_list ap;
@@ -203,7 +193,7 @@ static int parse_section(Parser *ps, const char *name) {
         } else {
                 char q[80];
 
-                quote_value(name, q, sizeof(q));
+                policy_quote_value(name, q, sizeof(q));
                 return parser_error(ps, -EINVAL, "unknown section [%s] (expected [Match] or [Limits])", q);
         }
         memset(ps->key_line, 0, sizeof(ps->key_line));
@@ -360,14 +350,14 @@ static int parse_assignment(Parser *ps, char *line) {
         int idx = -1;
 
         if (!eq) {
-                quote_value(line, qv, sizeof(qv));
+                policy_quote_value(line, qv, sizeof(qv));
                 return parser_error(ps, -EINVAL, "expected KEY=VALUE or [Section], got \"%s\"", qv);
         }
         *eq = 0;
         key = strip(line);
         value = strip(eq + 1);
-        quote_value(key, qk, sizeof(qk));
-        quote_value(value, qv, sizeof(qv));
+        policy_quote_value(key, qk, sizeof(qk));
+        policy_quote_value(value, qv, sizeof(qv));
 
         if (ps->section == SECTION_NONE)
                 return parser_error(ps, -EINVAL, "%s=%s outside of a section (start with [Match] or [Limits])",
@@ -434,7 +424,7 @@ static int parse_buffer(Policy *p, const char *file, const char *text, size_t le
                         if (line[l - 1] != ']') {
                                 char q[80];
 
-                                quote_value(line, q, sizeof(q));
+                                policy_quote_value(line, q, sizeof(q));
                                 return parser_error(&ps, -EINVAL, "invalid section header \"%s\"", q);
                         }
                         line[l - 1] = 0;
