@@ -424,12 +424,9 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                         return -ENOMEM;
         } else {
                 const char *tmp = getenv("TMPDIR");
-                if (asprintf(&d->sysfs_dir, "%s/kfdbroker-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0) {
-                        d->sysfs_dir = NULL;
-                        return -ENOMEM;
-                }
-                if (!mkdtemp(d->sysfs_dir))
-                        return -errno;
+                r = sim_topology_mkdtemp(tmp && *tmp ? tmp : "/tmp", &d->sysfs_dir);
+                if (r < 0)
+                        return r;
                 d->own_sysfs_dir = true;
         }
         r = sim_topology_write(&d->gpu, d->sysfs_dir);

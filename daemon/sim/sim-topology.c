@@ -11,7 +11,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -264,4 +267,52 @@ static int remove_at(int parent_fd, const char *name) {
 
 int sim_topology_remove(const char *root) {
         return remove_at(AT_FDCWD, root);
+}
+
+#define SIM_DIR_PREFIX "kfdbroker-sim-"
+
+/* Removes "<tmpdir>/kfdbroker-sim-<pid>-*" of our uid whose pid no longer exists. */
+static void sweep_stale(const char *tmpdir) {
+        DIR *dir = opendir(tmpdir);
+        struct dirent *de;
+
+        if (!dir)
+                return;
+        while ((de = readdir(dir))) {
+                const char *s = de->d_name;
+                struct stat st;
+                char *end;
+                uintmax_t pid;
+
+                if (strncmp(s, SIM_DIR_PREFIX, strlen(SIM_DIR_PREFIX)) != 0)
+                        continue;
+                s += strlen(SIM_DIR_PREFIX);
+                errno = 0;
+                pid = strtoumax(s, &end, 10);
+                if (errno || end == s || *end != '-' || pid == 0 || pid > INT32_MAX)
+                        continue;
+                /* A live process (or one we may not signal) keeps its directory. */
+                if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+                    st.st_uid != geteuid())
+                        continue;
+                (void) remove_at(dirfd(dir), de->d_name);
+        }
+        closedir(dir);
+}
+
+int sim_topology_mkdtemp(const char *tmpdir, char **ret) {
+        char *path;
+
+        sweep_stale(tmpdir);
+        if (asprintf(&path, "%s/" SIM_DIR_PREFIX "%d-XXXXXX", tmpdir, (int) getpid()) < 0)
+                return -ENOMEM;
+        if (!mkdtemp(path)) {
+                int r = -errno;
+                free(path);
+                return r;
+        }
+        *ret = path;
+        return 0;
 }

@@ -57,3 +57,11 @@ int sim_topology_write(const SimGpuInfo *g, const char *root);
 
 /* Removes the tree below root and root itself (rm -r). Returns 0 or -errno. */
 int sim_topology_remove(const char *root);
+
+/*
+ * Creates a private topology directory "<tmpdir>/kfdbroker-sim-<pid>-XXXXXX" for
+ * this process. Directories of that name left by a process of ours that is gone
+ * (a daemon killed before it could remove its own) are removed first. On
+ * success *ret is the new path (free it).
+ */
+int sim_topology_mkdtemp(const char *tmpdir, char **ret);

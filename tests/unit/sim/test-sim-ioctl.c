@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -346,6 +347,47 @@ Test(sim_ioctl, topology) {
         snprintf(root, sizeof root, "%s", ops->sysfs_root);
         sim_device_free(d);
         cr_expect_eq(access(root, F_OK), -1, "the private sysfs tree is removed");
+}
+
+/* A daemon killed before it removed its private sysfs tree leaves it behind;
+ * the next simulator of the same user removes it, but never a live process's. */
+Test(sim_ioctl, stale_topology_dirs_swept) {
+        char tmp[] = "/tmp/kfdbroker-sweep.XXXXXX", dead[4200], live[4200], other[4200], cmd[4300];
+        pid_t child;
+        int status;
+
+        cr_assert(mkdtemp(tmp));
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0)
+                _exit(0);
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        /* child's pid is gone now (and not reused within this test, barring a wrap). */
+        snprintf(dead, sizeof dead, "%s/kfdbroker-sim-%d-AbCdEf", tmp, (int) child);
+        snprintf(live, sizeof live, "%s/kfdbroker-sim-%d-GhIjKl", tmp, (int) getppid());
+        snprintf(other, sizeof other, "%s/kfdbroker-sim-notapid", tmp);
+        cr_assert_eq(mkdir(dead, 0700), 0);
+        cr_assert_eq(mkdir(live, 0700), 0);
+        cr_assert_eq(mkdir(other, 0700), 0);
+        snprintf(cmd, sizeof cmd, "%s/topology", dead);
+        cr_assert_eq(mkdir(cmd, 0700), 0);
+
+        cr_assert_eq(setenv("TMPDIR", tmp, 1), 0);
+        SimDevice *d;
+        int r = sim_device_new(NULL, &d);
+        unsetenv("TMPDIR");
+        cr_assert_eq(r, 0, "%s", strerror(-r));
+        const char *root = sim_device_get_ops(d)->sysfs_root;
+        char want[4200];
+        snprintf(want, sizeof want, "%s/kfdbroker-sim-%d-", tmp, (int) getpid());
+        cr_expect_eq(strncmp(root, want, strlen(want)), 0, "%s names its pid (%s)", root, want);
+        cr_expect_eq(access(dead, F_OK), -1, "a dead process's tree is removed");
+        cr_expect_eq(access(live, F_OK), 0, "a live process's tree is kept");
+        cr_expect_eq(access(other, F_OK), 0, "a name without a pid is not ours to remove");
+        sim_device_free(d);
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+        cr_assert_eq(system(cmd), 0);
 }
 
 Test(sim_ioctl, topology_80cu_clamps_control_stack) {
