@@ -165,7 +165,10 @@ static int resolve_options(const KfdNode *n, const GpuContextOptions *in, GpuCon
                 if (in->compute_ring_size != 0)
                         o.compute_ring_size = in->compute_ring_size;
                 o.queue_priority = in->queue_priority;
+                o.first_seq = in->first_seq;
         }
+        if (o.first_seq == 0)
+                o.first_seq = 1;
         /* KFD_MAX_QUEUE_PRIORITY 15; rings: power of two (KFD), a whole number
          * of pages (each is its own BO whose size must equal ring_size). */
         if (o.queue_priority > 15 || o.n_compute_queues > GPU_MAX_QUEUES)

@@ -151,7 +151,9 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
         int r;
 
         *q = (GpuQueue) { .index = index, .engine = engine, .priority = priority, .ring_size = ring_size,
-                          .ptr_shift = engine == GPU_ENGINE_COMPUTE ? 2 : 0, .next_seq = 1 };
+                          .ptr_shift = engine == GPU_ENGINE_COMPUTE ? 2 : 0, .next_seq = c->opts.first_seq,
+                          .completed = c->opts.first_seq - 1 };
+        __atomic_store_n(gpu_queue_fence_word(c, index), (uint32_t) q->completed, __ATOMIC_RELEASE);
         q->inflight = calloc(GPU_QUEUE_MAX_INFLIGHT, sizeof *q->inflight);
         if (!q->inflight)
                 return -ENOMEM;
@@ -308,11 +310,9 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
 
         p += sdma_emit_timestamp(p, ts);
         for (unsigned i = 0; i < job->n_waits; i++)
-                /* Wait until the other queue's 32-bit fence word >= seq. The
-                 * compare is unsigned 32-bit: after 2^32 jobs on one queue the
-                 * word wraps and a GEQ wait across the wrap would pass early.
-                 * At 1 M jobs/s that is 71 minutes of saturation of one queue;
-                 * the context must be recreated before then (not yet done). */
+                /* Wait until the other queue's 32-bit fence word >= seq: an
+                 * unsigned compare, exact because no wait spans a wrap of the
+                 * word (queue_turn_epoch()). */
                 p += sdma_emit_poll_regmem(p, gpu_queue_fence_va(c, job->waits[i].queue),
                                            (uint32_t) job->waits[i].seq, 0xFFFFFFFFu, SDMA_POLL_FUNC_GE);
         switch (job->type) {
@@ -395,6 +395,37 @@ static void queue_kick(GpuQueue *q) {
         *q->doorbell = q->wptr >> q->ptr_shift;
 }
 
+/*
+ * The fence word holds the low 32 bits of a queue's completed seq, and GPU
+ * waits compare it unsigned, >= (POLL_REGMEM, WAIT_REG_MEM). Across a wrap that
+ * compare is wrong both ways: a wait for seq 2^32 (word 0) passes at once, and
+ * a wait for 2^32 - 1 never passes once the word reads 0. So the wrap is
+ * crossed only while nothing can see it: when the next seq would write 0, the
+ * queue first drains, and no job of another queue may still wait on it (a
+ * wait on a job that is already complete is never emitted, job_plan()); then
+ * the CPU writes 0 to the word itself and that seq is skipped. Every wait
+ * emitted afterwards is for a seq of the new epoch, whose low word is >= 1.
+ * Until then the queue refuses jobs with -EAGAIN, like a full ring; the
+ * caller submits again when a completion arrives. Once every 2^32 jobs.
+ */
+static int queue_turn_epoch(GpuContext *c, GpuQueue *q) {
+        if (q->inflight_count > 0)
+                return -EAGAIN;
+        for (unsigned i = 0; i < c->n_queues; i++) {
+                GpuQueue *o = &c->queues[i];
+                for (unsigned k = 0; k < o->inflight_count; k++) {
+                        const GpuInflight *f = inflight_at(o, k);
+                        for (unsigned w = 0; w < f->job.n_waits; w++)
+                                if (f->job.waits[w].queue == q->index)
+                                        return -EAGAIN;
+                }
+        }
+        __atomic_store_n(gpu_queue_fence_word(c, q->index), 0u, __ATOMIC_RELEASE);
+        q->completed = q->next_seq++;
+        log_debug("gpu: queue %u turned its fence word's epoch at seq %" PRIu64, q->index, q->completed);
+        return 0;
+}
+
 int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t *ret_seq) {
         GpuJob plan;
         size_t ndw;
@@ -411,6 +442,11 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
                 return -EIO; /* lost in a failed recovery */
         if (q->inflight_count >= GPU_QUEUE_MAX_INFLIGHT)
                 return -EAGAIN;
+        if ((uint32_t) q->next_seq == 0) {
+                r = queue_turn_epoch(c, q);
+                if (r < 0)
+                        return r;
+        }
 
         GpuInflight f = { .seq = q->next_seq, .job = plan };
         r = gpu_dispatch_prepare(c, q, job, f.seq, &f);

@@ -68,6 +68,9 @@ typedef struct GpuContextOptions {
         uint32_t compute_ring_size; /* bytes, power of two; 0 = default (256 KiB) */
         uint32_t sdma_ring_size; /* bytes, power of two; 0 = default (256 KiB) */
         uint32_t queue_priority; /* 0..15; default 7 when 0 is not meant: use GPU_QUEUE_PRIORITY_DEFAULT */
+        /* Sequence number of every queue's first job; 0 = 1. Lets a test start
+         * next to the 2^32 wrap of the fence words (gpu-queue.c, epoch turn). */
+        uint64_t first_seq;
 } GpuContextOptions;
 #define GPU_QUEUE_PRIORITY_DEFAULT 7
 
@@ -242,9 +245,11 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
 /*
  * Writes the job's packets to the queue's ring — timestamp, waits, body,
  * timestamp, fence (seq) and trap — stores wptr and rings the doorbell. Never
- * blocks. Returns -EAGAIN if the ring has no room now (retry after
- * completions), -EINVAL for a job the engine cannot run.
- * *ret_seq is the job's sequence number on that queue (1, 2, 3, ...).
+ * blocks. Returns -EAGAIN if the ring has no room now, or if the queue is
+ * draining before its 32-bit fence word wraps (once every 2^32 jobs; retry
+ * after completions), -EINVAL for a job the engine cannot run.
+ * *ret_seq is the job's sequence number on that queue (1, 2, 3, ...,
+ * skipping the multiples of 2^32).
  */
 int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t *ret_seq);
 /* Highest sequence number known complete on the queue (from fence memory). */

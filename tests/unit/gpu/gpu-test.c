@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared fixture of the GPU-layer tests (gpu-test.h). */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <poll.h>
 #include <stdio.h>
@@ -98,6 +99,23 @@ void fill_pattern(uint8_t *p, uint64_t n, uint32_t seed) {
 uint64_t submit(unsigned q, const GpuJob *job) {
         uint64_t seq = 0;
         int r = gpu_queue_submit(fx.ctx, q, job, &seq);
+        cr_assert_eq(r, 0, "gpu_queue_submit: %s", strerror(-r));
+        return seq;
+}
+
+uint64_t submit_when_room(unsigned q, const GpuJob *job, unsigned *ret_eagain) {
+        double deadline = now_s() + 30;
+        uint64_t seq = 0;
+        int r;
+
+        while ((r = gpu_queue_submit(fx.ctx, q, job, &seq)) == -EAGAIN) {
+                cr_assert_lt(now_s(), deadline, "queue %u never took the job", q);
+                if (ret_eagain)
+                        (*ret_eagain)++;
+                struct pollfd p = { .fd = gpu_context_get_wake_fd(fx.ctx), .events = POLLIN };
+                poll(&p, 1, 10);
+                cr_assert_geq(gpu_context_process(fx.ctx, on_comp, &fx.comps), 0);
+        }
         cr_assert_eq(r, 0, "gpu_queue_submit: %s", strerror(-r));
         return seq;
 }

@@ -44,3 +44,6 @@ void teardown(void);
 GpuBuffer *new_buf(uint64_t size, GpuPlacement pl);
 void fill_pattern(uint8_t *p, uint64_t n, uint32_t seed);
 uint64_t submit(unsigned q, const GpuJob *job);
+/* Submits, processing completions while the queue answers -EAGAIN (as the
+ * scheduler does), at most 30 s; counts the refusals in *ret_eagain if given. */
+uint64_t submit_when_room(unsigned q, const GpuJob *job, unsigned *ret_eagain);

@@ -346,15 +346,7 @@ Test(gpu_context, ring_wrap, .init = setup_small, .fini = teardown, .timeout = 1
         for (unsigned i = 0; i < n_jobs; i++) {
                 GpuJob j = { .type = GPU_JOB_FILL,
                              .fill = { .dst_va = gpu_buffer_get_va(b) + i * 4, .size = 4, .pattern = i + 1 } };
-                double deadline = now_s() + 30;
-                int r;
-                while ((r = gpu_queue_submit(fx.ctx, 0, &j, &last)) == -EAGAIN) {
-                        cr_assert_lt(now_s(), deadline, "ring never drained");
-                        struct pollfd p = { .fd = gpu_context_get_wake_fd(fx.ctx), .events = POLLIN };
-                        poll(&p, 1, 10);
-                        cr_assert_geq(gpu_context_process(fx.ctx, on_comp, &fx.comps), 0);
-                }
-                cr_assert_eq(r, 0, "submit %u: %s", i, strerror(-r));
+                last = submit_when_room(0, &j, NULL);
                 cr_assert_eq(last, (uint64_t) i + 1);
         }
         wait_seq(fx.ctx, &fx.comps, 0, last);
@@ -366,6 +358,113 @@ Test(gpu_context, ring_wrap, .init = setup_small, .fini = teardown, .timeout = 1
         for (unsigned i = 0; i < n_jobs; i++)
                 cr_assert_eq(words[i], i + 1, "word %u", i);
         gpu_buffer_unref(b);
+}
+
+/* Queues whose first seq is 2^32 - 1: the next job is the one whose low 32
+ * bits, all a fence word holds, would be 0 (gpu-queue.c, queue_turn_epoch). */
+static const GpuContextOptions near_wrap = { .n_sdma_queues = 2, .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
+                                             .first_seq = (1ull << 32) - 1 };
+
+static void setup_near_wrap(void) {
+        setup_opts(&near_wrap);
+}
+
+/* A wait for the first job past the wrap must not pass early: with the word
+ * at 0xFFFFFFFF, an unsigned >= 0 is true at once. Built as cross_queue_wait:
+ * only a wait that holds makes c == a. */
+Test(gpu_context, fence_wrap_wait_holds, .init = setup_near_wrap, .fini = teardown, .timeout = 120) {
+        uint64_t size = 32 * MiB;
+        GpuBuffer *a = new_buf(size, GPU_PLACEMENT_GTT), *b = new_buf(size, GPU_PLACEMENT_VRAM),
+                  *c = new_buf(size, GPU_PLACEMENT_GTT);
+        fill_pattern(gpu_buffer_get_cpu(a), size, 11);
+        memset(gpu_buffer_get_cpu(b), 0, size);
+        memset(gpu_buffer_get_cpu(c), 0, size);
+
+        /* Queue 1 crosses its wrap first; queue 0 is left one job before its own. */
+        GpuJob nop = { .type = GPU_JOB_NOP };
+        cr_assert_eq(submit(0, &nop), (1ull << 32) - 1);
+        cr_assert_eq(submit(1, &nop), (1ull << 32) - 1);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, (1ull << 32) - 1));
+        check_ok(wait_seq(fx.ctx, &fx.comps, 1, (1ull << 32) - 1));
+        uint64_t n1 = submit(1, &nop);
+        cr_assert_eq(n1, (1ull << 32) + 1, "seq 2^32 (fence word 0) is skipped, got %llu", (unsigned long long) n1);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 1, n1));
+
+        /* q1: F = fill b; q0: A = copy a -> b after F; q1: B = copy b -> c after A. */
+        GpuJob jf = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b), .size = size, .pattern = 0x0F0F0F0F } };
+        uint64_t sf = submit(1, &jf);
+        GpuJob j0 = { .type = GPU_JOB_COPY,
+                      .copy = { .src_va = gpu_buffer_get_va(a), .dst_va = gpu_buffer_get_va(b), .size = size },
+                      .n_waits = 1,
+                      .waits = { { .queue = 1, .seq = sf } } };
+        uint64_t s0 = submit(0, &j0); /* queue 0 is idle and nobody waits on it: it turns at once */
+        cr_assert_eq(s0, (1ull << 32) + 1);
+        GpuJob j1 = { .type = GPU_JOB_COPY,
+                      .copy = { .src_va = gpu_buffer_get_va(b), .dst_va = gpu_buffer_get_va(c), .size = size },
+                      .n_waits = 1,
+                      .waits = { { .queue = 0, .seq = s0 } } };
+        uint64_t s1 = submit(1, &j1);
+        const GpuCompletion *c1 = wait_seq(fx.ctx, &fx.comps, 1, s1);
+        check_ok(c1);
+        const GpuCompletion *c0 = wait_seq(fx.ctx, &fx.comps, 0, s0);
+        check_ok(c0);
+        cr_assert_eq(memcmp(gpu_buffer_get_cpu(a), gpu_buffer_get_cpu(c), size), 0,
+                     "queue 1 passed its wait on queue 0 across the wrap before queue 0 copied");
+        cr_expect_geq(c1->end_ns, c0->end_ns);
+        cr_expect_null(find_comp(&fx.comps, 0, 1ull << 32), "no completion for the skipped seq");
+        cr_expect_eq(gpu_queue_get_completed(fx.ctx, 0), s0);
+        gpu_buffer_unref(a);
+        gpu_buffer_unref(b);
+        gpu_buffer_unref(c);
+}
+
+/* The turn waits until the queue is idle and no job of another queue still
+ * waits on it (that wait, for 0xFFFFFFFF, would never pass once the word
+ * reads 0); meanwhile the queue answers -EAGAIN, and then everything runs. */
+Test(gpu_context, fence_wrap_turn_waits_for_waiters, .init = setup_near_wrap, .fini = teardown, .timeout = 120) {
+        uint64_t size = 32 * MiB;
+        GpuBuffer *a = new_buf(size, GPU_PLACEMENT_GTT), *b = new_buf(size, GPU_PLACEMENT_VRAM),
+                  *c = new_buf(size, GPU_PLACEMENT_GTT), *w = new_buf(4096, GPU_PLACEMENT_GTT);
+        uint32_t *words = gpu_buffer_get_cpu(w);
+        fill_pattern(gpu_buffer_get_cpu(a), size, 13);
+        memset(gpu_buffer_get_cpu(c), 0, size);
+        memset(words, 0, 4096);
+
+        GpuJob j0 = { .type = GPU_JOB_COPY,
+                      .copy = { .src_va = gpu_buffer_get_va(a), .dst_va = gpu_buffer_get_va(b), .size = size } };
+        uint64_t s0 = submit(0, &j0);
+        cr_assert_eq(s0, (1ull << 32) - 1);
+        GpuJob j1 = { .type = GPU_JOB_COPY,
+                      .copy = { .src_va = gpu_buffer_get_va(b), .dst_va = gpu_buffer_get_va(c), .size = size },
+                      .n_waits = 1,
+                      .waits = { { .queue = 0, .seq = s0 } } };
+        uint64_t s1 = submit(1, &j1);
+
+        GpuJob f = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(w), .size = 4, .pattern = 0xC0FFEE } };
+        uint64_t seq = 0;
+        cr_assert_eq(gpu_queue_submit(fx.ctx, 0, &f, &seq), -EAGAIN,
+                     "queue 0 must drain, and queue 1 stop waiting on it, before its fence word wraps");
+        unsigned refused = 0;
+        uint64_t s2 = submit_when_room(0, &f, &refused);
+        cr_expect_eq(s2, (1ull << 32) + 1);
+        cr_expect_not_null(find_comp(&fx.comps, 1, s1), "the turn came only after queue 1's wait was done");
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s2));
+        check_ok(find_comp(&fx.comps, 0, s0));
+        check_ok(find_comp(&fx.comps, 1, s1));
+        cr_assert_eq(memcmp(gpu_buffer_get_cpu(a), gpu_buffer_get_cpu(c), size), 0);
+        cr_expect_eq(words[0], 0xC0FFEEu);
+
+        /* The new epoch's fences order jobs as before. */
+        GpuJob g = { .type = GPU_JOB_FILL,
+                     .fill = { .dst_va = gpu_buffer_get_va(w) + 4, .size = 4, .pattern = 0xBEEF },
+                     .n_waits = 1, .waits = { { .queue = 0, .seq = s2 } } };
+        uint64_t s3 = submit(1, &g);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 1, s3));
+        cr_expect_eq(words[1], 0xBEEFu);
+        gpu_buffer_unref(a);
+        gpu_buffer_unref(b);
+        gpu_buffer_unref(c);
+        gpu_buffer_unref(w);
 }
 
 Test(gpu_context, ring_full_eagain, .init = setup_small, .fini = teardown, .timeout = 60) {
