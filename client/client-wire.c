@@ -427,6 +427,7 @@ static void limits_from_pb(const Kfdbroker__V1__Limits *p, ClientLimits *l) {
         l->max_jobs_per_submit = p->max_jobs_per_submit;
         l->max_message_size = p->max_message_size;
         l->max_wait_events = p->max_wait_events;
+        l->max_pending_waits = p->max_pending_waits;
 }
 
 static const char *str(const char *s) {

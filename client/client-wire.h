@@ -150,7 +150,7 @@ unsigned client_reply_fds_expected(ClientReplyType type);
 typedef struct ClientLimits {
         uint64_t max_buffer_size, max_buffer_bytes;
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
-        uint32_t max_message_size, max_wait_events;
+        uint32_t max_message_size, max_wait_events, max_pending_waits;
 } ClientLimits;
 
 typedef struct ClientKernelArgInfo {

@@ -115,8 +115,10 @@ static void event_wait_free(EventWait *w) {
                 }
         }
         sd_event_source_disable_unref(w->timer);
-        if (w->session)
+        if (w->session) {
                 LIST_REMOVE(waits, w->session->waits, w);
+                w->session->n_waits--;
+        }
         free(w->waiters);
         free(w);
 }
@@ -191,6 +193,7 @@ int event_wait_start(Session *s, uint64_t request_id, ClientEvent **events,
         w->wait_all = wait_all;
         w->n = n;
         LIST_PREPEND(waits, s->waits, w);
+        s->n_waits++;
 
         /* init_event_waiter(): activated if signaled (auto-reset consumed), or if
          * age tracking is on and the age moved since the caller last looked. */

@@ -24,7 +24,40 @@ struct Listener {
         int fd;
         char *path; /* set when we bound the socket ourselves */
         sd_event_source *io;
+        sd_event_source *retry; /* re-enables io after a resource shortage */
+        unsigned n_refused;     /* accept failures since the last log line */
 };
+
+/* How long accepting pauses when the daemon is out of fds or memory: the
+ * listening socket stays readable, so without a pause the loop would spin. */
+#define ACCEPT_BACKOFF_USEC (250 * 1000)
+
+static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        Listener *l = userdata;
+
+        l->retry = sd_event_source_disable_unref(l->retry);
+        if (l->n_refused > 1)
+                log_warning("Accepting again; %u more accept attempts failed meanwhile", l->n_refused - 1);
+        l->n_refused = 0;
+        (void) sd_event_source_set_enabled(l->io, SD_EVENT_ON);
+        return 0;
+}
+
+static void pause_accepting(Listener *l, int error) {
+        int r;
+
+        if (l->n_refused++ == 0)
+                log_warning_errno(error, "Failed to accept a connection, pausing for %d ms: %m",
+                                  ACCEPT_BACKOFF_USEC / 1000);
+        if (l->retry)
+                return;
+        r = sd_event_add_time_relative(l->manager->event, &l->retry, CLOCK_MONOTONIC,
+                                       ACCEPT_BACKOFF_USEC, 0, on_retry, l);
+        if (r < 0)
+                return; /* keep accepting; better a busy loop than a dead listener */
+        (void) sd_event_source_set_description(l->retry, "listener-retry");
+        (void) sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+}
 
 static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Listener *l = userdata;
@@ -36,8 +69,8 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 if (c < 0) {
                         if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
                                 return 0;
-                        /* EMFILE and friends: log and keep serving existing sessions. */
-                        log_warning_errno(errno, "Failed to accept a connection: %m");
+                        /* EMFILE and friends: existing sessions keep being served. */
+                        pause_accepting(l, errno);
                         return 0;
                 }
                 r = session_new(l->manager, c, NULL, NULL);
@@ -54,6 +87,14 @@ static int bind_path(const char *path) {
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        /* A stale socket file (its daemon is gone) is replaced; one that a
+         * live daemon still answers on is not taken over. */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0 || errno == EAGAIN)
+                return -EADDRINUSE;
+        safe_close(fd);
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
@@ -126,6 +167,7 @@ Listener *listener_free(Listener *l) {
         if (!l)
                 return NULL;
         sd_event_source_disable_unref(l->io);
+        sd_event_source_disable_unref(l->retry);
         safe_close(l->fd);
         if (l->path)
                 (void) unlink(l->path);

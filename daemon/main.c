@@ -8,10 +8,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "manager.h"
 #include "util/log.h"
+
+/* Every client buffer of the simulated GPU and every connection holds fds, so
+ * the soft RLIMIT_NOFILE of 1024 that systemd and shells hand out is far too
+ * low; raise it to the hard limit (systemd's default hard limit is 524288,
+ * meant for exactly this: see systemd.exec(5), LimitNOFILE=). select() is not
+ * used anywhere, so large fd numbers are safe. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warning_errno(errno, "Cannot raise the open file limit to %llu: %m",
+                                  (unsigned long long) rl.rlim_max);
+}
 
 static void help(void) {
         printf("Usage: kfdbrokerd [OPTIONS]\n"
@@ -26,6 +43,8 @@ static void help(void) {
                "                          default /etc, /run and /usr/share kfdbroker/policy.d)\n"
                "     --metrics-file=PATH  Rewrite OpenMetrics text to PATH periodically\n"
                "     --metrics-interval=SEC  How often (default 15)\n"
+               "     --max-connections-per-user=N  Refuse a user's connections beyond N\n"
+               "                          (default 128; 0 = no limit)\n"
                "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
                "     --log-target=TARGET  auto (default), journal or stderr\n\n"
                "See kfdbrokerd(8).\n");
@@ -33,7 +52,8 @@ static void help(void) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
-               ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL };
+               ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
+               ARG_MAX_CONNECTIONS };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -46,9 +66,11 @@ int main(int argc, char *argv[]) {
                 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
                 { "metrics-file", required_argument, NULL, ARG_METRICS_FILE },
                 { "metrics-interval", required_argument, NULL, ARG_METRICS_INTERVAL },
+                { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 {},
         };
-        ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE };
+        ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
+                                .max_connections_per_user = 128 };
         const char *policy_dirs[17] = {};
         unsigned n_policy_dirs = 0;
         LogTarget target = LOG_TARGET_AUTO;
@@ -142,6 +164,17 @@ int main(int argc, char *argv[]) {
                         opts.metrics_interval_ns = (uint64_t) (v * 1e9);
                         break;
                 }
+                case ARG_MAX_CONNECTIONS: {
+                        char *end;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (*end || end == optarg || optarg[0] == '-' || v > 1000000) {
+                                fprintf(stderr, "kfdbrokerd: --max-connections-per-user: expected 0..1000000, got '%s'\n",
+                                        optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.max_connections_per_user = (unsigned) v;
+                        break;
+                }
                 default:
                         return EXIT_FAILURE;
                 }
@@ -151,6 +184,7 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         log_setup(target);
+        raise_fd_limit();
 
         r = manager_new(&opts, &m);
         if (r < 0)

@@ -17,6 +17,7 @@
 #include "bus.h"
 #include "config.h"
 #include "job.h"
+#include "kfd/kfd-real.h"
 #include "metrics.h"
 #include "listener.h"
 #include "scheduler.h"
@@ -43,12 +44,14 @@ static const WireLimits default_limits = {
         .max_jobs_per_submit = WIRE_MAX_JOBS,
         .max_message_size = WIRE_MAX_MESSAGE_SIZE,
         .max_wait_events = WIRE_MAX_WAIT_EVENTS,
+        .max_pending_waits = WIRE_MAX_PENDING_WAITS,
 };
 
 int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
         GpuContextOptions opts = { .n_sdma_queues = sdma_queues,
                                    .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT };
-        int r;
+        char reason[256] = "";
+        int probe = 0, r;
 
         /* One compute queue per priority class, created with the class's KFD
          * queue priority (KFD maps it to the HQD pipe priority); the scheduler
@@ -57,9 +60,11 @@ int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
         for (unsigned p = 0; p < _POLICY_PRIORITY_MAX; p++)
                 opts.compute_priority[p] = policy_priority_to_queue_priority((PolicyPriority) p);
 
+        if (choice != DEVICE_SIM)
+                probe = kfd_probe_real(reason, sizeof(reason));
         if (choice == DEVICE_AUTO) {
-                if (access("/dev/kfd", F_OK) < 0) {
-                        log_info("--device=auto: /dev/kfd does not exist on this machine, using the simulated GPU");
+                if (probe < 0) {
+                        log_info("--device=auto: %s; using the simulated GPU", reason);
                         choice = DEVICE_SIM;
                 } else {
                         r = gpu_context_new(&kfd_ops_real, &opts, &m->gpu);
@@ -73,6 +78,8 @@ int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
         }
 
         if (choice == DEVICE_KFD) {
+                if (probe < 0)
+                        return log_error_errno(probe, "--device=kfd: %s", reason);
                 r = gpu_context_new(&kfd_ops_real, &opts, &m->gpu);
                 if (r < 0)
                         return log_error_errno(r, "--device=kfd: cannot use /dev/kfd: %m%s",
@@ -317,6 +324,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (r < 0)
                 goto fail;
 
+        m->max_connections_per_user = opts->max_connections_per_user;
         if (opts->metrics_file) {
                 m->metrics_file = strdup(opts->metrics_file);
                 m->metrics_interval_ns = opts->metrics_interval_ns ? opts->metrics_interval_ns
@@ -345,6 +353,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (r < 0) {
                 if (r == -ENOENT && !opts->listen_path)
                         log_error("No socket: not socket-activated and no --listen PATH given");
+                else if (r == -EADDRINUSE)
+                        log_error("Failed to listen on %s: a daemon is already accepting connections there",
+                                  opts->listen_path);
                 else
                         log_error_errno(r, "Failed to listen on %s: %m",
                                         opts->listen_path ? opts->listen_path : "the activated socket");

@@ -38,6 +38,7 @@ typedef struct ManagerOptions {
         const char *const *policy_dirs; /* NULL: the standard ones */
         const char *metrics_file;  /* NULL: none; else rewritten every metrics_interval */
         uint64_t metrics_interval_ns;
+        unsigned max_connections_per_user; /* 0 = unlimited */
 } ManagerOptions;
 
 struct Manager {
@@ -66,6 +67,7 @@ struct Manager {
 
         LIST_HEAD(Session, sessions);
         unsigned n_sessions;
+        unsigned max_connections_per_user; /* 0 = unlimited */
         uint64_t next_session_id;
 
         WireLimits default_limits;

@@ -328,6 +328,12 @@ static void handle_wait_events(Session *s, const WireRequest *req) {
                                    s->limits.max_wait_events);
                 return;
         }
+        if (s->n_waits >= s->limits.max_pending_waits) {
+                session_send_error(s, req->id, EDQUOT,
+                                   "pending wait limit (max_pending_waits %u) reached: let a WaitEvents complete or time out first",
+                                   s->limits.max_pending_waits);
+                return;
+        }
         events = calloc(n, sizeof(*events));
         if (!events) {
                 session_send_error(s, req->id, ENOMEM, "out of memory");

@@ -111,6 +111,31 @@ void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
                 usage_buffer_change(&s->account->usage, delta, now);
 }
 
+/* Refuses a connection of a user who already holds max_connections_per_user:
+ * one error datagram (id 0, nothing was asked yet) says why, then the caller
+ * closes the socket. The cap keeps one user from exhausting the daemon's fds. */
+static int check_connection_limit(Manager *m, int fd, const Identity *id) {
+        _cleanup_free_ void *buf = NULL;
+        char msg[160];
+        unsigned n = 0;
+        size_t len;
+        Session *o;
+
+        if (m->max_connections_per_user == 0)
+                return 0;
+        LIST_FOREACH(sessions, o, m->sessions)
+                n += o->connected && o->identity.uid == id->uid;
+        if (n < m->max_connections_per_user)
+                return 0;
+        snprintf(msg, sizeof(msg),
+                 "too many connections: uid %u already holds %u (kfdbrokerd --max-connections-per-user=%u)",
+                 (unsigned) id->uid, n, m->max_connections_per_user);
+        log_notice("Refusing a connection from pid %d: %s", (int) id->pid, msg);
+        if (wire_reply_encode(&(WireReply) { .error = EUSERS, .message = msg }, &buf, &len) == 0)
+                (void) send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        return -EUSERS;
+}
+
 int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
         char comm[80];
         Session *s;
@@ -141,6 +166,9 @@ int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
                 log_warning_errno(r, "Session %" PRIu64 ": cannot read the client's identity: %m", s->id);
                 goto fail;
         }
+        r = check_connection_limit(m, fd, &s->identity);
+        if (r < 0)
+                goto fail;
         session_apply_policy(s);
         r = account_table_get(&m->accounts, s->identity.uid,
                               s->identity.user_unit ? s->identity.user_unit : s->identity.unit,
@@ -475,7 +503,18 @@ static int receive_one(Session *s) {
 
         if (mh.msg_flags & MSG_CTRUNC) {
                 close_fds(fds, n_fds);
-                session_send_error(s, 0, EBADMSG,
+                /* Answer the request by its id when the message decodes;
+                 * otherwise id 0 is all the client can be told. */
+                if ((size_t) n <= sizeof(buf)) {
+                        uint64_t maybe_id = 0;
+
+                        r = wire_request_decode(buf, (size_t) n, &req, &maybe_id, err, sizeof(err));
+                        if (r == 0)
+                                wire_request_done(&req);
+                        if (r == 0 || r == -EINVAL || r == -EOPNOTSUPP)
+                                id = maybe_id;
+                }
+                session_send_error(s, id, EBADMSG,
                                    "too many file descriptors in one message (at most %u are read)",
                                    (unsigned) MAX_RECV_FDS);
                 return 1;

@@ -84,6 +84,7 @@ struct Session {
         SchedStream streams[_GPU_ENGINE_MAX];
 
         LIST_HEAD(EventWait, waits);
+        unsigned n_waits; /* entries of waits */
 
         QUEUE_HEAD(OutMsg, out);
         unsigned n_out;

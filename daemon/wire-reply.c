@@ -29,6 +29,7 @@ static void limits_to_pb(const WireLimits *l, Kfdbroker__V1__Limits *p) {
         p->max_jobs_per_submit = l->max_jobs_per_submit;
         p->max_message_size = l->max_message_size;
         p->max_wait_events = l->max_wait_events;
+        p->max_pending_waits = l->max_pending_waits;
 }
 
 /*

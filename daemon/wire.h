@@ -17,6 +17,9 @@
 /* Jobs in one Submit, entries in one WaitEvents. */
 #define WIRE_MAX_JOBS 1024u
 #define WIRE_MAX_WAIT_EVENTS 256u
+/* WaitEvents of one session pending at once (each holds up to
+ * WIRE_MAX_WAIT_EVENTS waiters in daemon memory). */
+#define WIRE_MAX_PENDING_WAITS 256u
 #define WIRE_CLIENT_NAME_MAX 64u
 #define WIRE_PROTOCOL_VERSION 1u
 /* Dispatch jobs: a kernel name (the GPU layer's GpuKernel.name holds 127
@@ -170,7 +173,7 @@ void wire_request_done(WireRequest *r);
 typedef struct WireLimits {
         uint64_t max_buffer_size, max_buffer_bytes;
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
-        uint32_t max_message_size, max_wait_events;
+        uint32_t max_message_size, max_wait_events, max_pending_waits;
 } WireLimits;
 
 typedef enum WireReplyType {

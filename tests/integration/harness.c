@@ -109,6 +109,22 @@ void test_daemon_dump_log(const TestDaemon *d) {
         fclose(f);
 }
 
+char *test_daemon_read_log(const TestDaemon *d) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&buf, &len), *f = fopen(d->log, "re");
+        char chunk[4096];
+        size_t n;
+
+        cr_assert_not_null(out);
+        while (f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+                fwrite(chunk, 1, n, out);
+        if (f)
+                fclose(f);
+        cr_assert_eq(fclose(out), 0);
+        return buf;
+}
+
 /* Whether the daemon's log holds a report of ASan, LeakSanitizer or UBSan. */
 static bool log_has_sanitizer_report(const TestDaemon *d) {
         static const char *const marks[] = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error: " };

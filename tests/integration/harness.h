@@ -42,6 +42,8 @@ void test_daemon_fini(TestDaemon *d);
 int test_daemon_count_fds(const TestDaemon *d);
 /* Prints the daemon log to stderr (for failures). */
 void test_daemon_dump_log(const TestDaemon *d);
+/* The daemon log so far, malloc'd (never NULL; asserts). */
+char *test_daemon_read_log(const TestDaemon *d);
 
 /* A private system-like D-Bus bus: the stock default-deny policy plus the
  * project's bus policy (KFDBROKER_POLICY_SRC), and root allowed to own the

@@ -8,6 +8,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -18,17 +20,78 @@
 static TestDaemon d;
 static int bystander = -1; /* a well-behaved session that must keep working */
 static uint64_t bystander_buf;
+static int base_fds; /* the daemon's fds with only the bystander connected */
+
+static uint64_t create_event(int fd, bool auto_reset);
+static Kfdbroker__V1__ServerMessage *wait_one(int fd, uint64_t event, uint32_t timeout_ms);
+static Kfdbroker__V1__ServerMessage *call_simple(int fd, Kfdbroker__V1__Request *req);
+
+static void destroy_event(int fd, uint64_t ev) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__DestroyEventRequest de = KFDBROKER__V1__DESTROY_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+
+        de.handle = ev;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_DESTROY_EVENT;
+        req.destroy_event = &de;
+        m = call_simple(fd, &req);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+}
+
+/* True once only the bystander's session and its one buffer are left and the
+ * daemon holds no more fds than base_fds; *why says what is not yet so. */
+static bool nothing_left(char *why, size_t len) {
+        Kfdbroker__V1__ServerMessage *holder;
+        Kfdbroker__V1__StatusReply *st = raw_status(bystander, &holder);
+        int fds = test_daemon_count_fds(&d);
+
+        snprintf(why, len,
+                 "sessions %u (want 1), buffer_bytes %" PRIu64 " (want %u), gpu_buffers %u (want 1), events %u, code_objects %u, jobs_in_flight %u (want 0), fds %d (want <= %d)",
+                 st->sessions, st->buffer_bytes, 1u << 20, st->gpu_buffers, st->events, st->code_objects,
+                 st->jobs_in_flight, fds, base_fds);
+        bool ok = st->sessions == 1 && st->buffer_bytes == 1u << 20 && st->gpu_buffers == 1 &&
+                  st->events == 0 && st->code_objects == 0 && st->jobs_in_flight == 0 && fds >= 0 &&
+                  fds <= base_fds;
+        kfdbroker__v1__server_message__free_unpacked(holder, NULL);
+        return ok;
+}
 
 static void setup(void) {
+        char why[512];
+        uint64_t ev;
+
         test_daemon_start(&d, NULL);
         bystander = raw_connect(&d);
         raw_hello(bystander);
         bystander_buf = raw_alloc(bystander, 1 << 20, NULL);
+        /* What the daemon sets up once and keeps: the event page (first
+         * CREATE_EVENT) and sd-event's timer fd (first timed wait). */
+        ev = create_event(bystander, true);
+        kfdbroker__v1__server_message__free_unpacked(wait_one(bystander, ev, 1), NULL);
+        destroy_event(bystander, ev);
+        /* The harness's start-up probes close asynchronously. */
+        base_fds = INT32_MAX;
+        for (int i = 0; i < 500 && !nothing_left(why, sizeof(why)); i++)
+                usleep(10000);
+        base_fds = test_daemon_count_fds(&d);
+        cr_assert(nothing_left(why, sizeof(why)), "%s", why);
 }
 
+/* Every test ends with the daemon back where setup left it: each bad input
+ * above was answered without leaking an fd or an object. */
 static void teardown(void) {
-        if (bystander >= 0)
+        char why[512] = "";
+
+        if (bystander >= 0) {
+                bool ok = false;
+
+                for (int i = 0; i < 2000 && !(ok = nothing_left(why, sizeof(why))); i++)
+                        usleep(10000);
+                test_fini_expect(ok, "the daemon did not return to its state before the test: %s", why);
                 close(bystander);
+                bystander = -1;
+        }
         test_daemon_fini(&d);
         test_fini_end();
 }
@@ -207,13 +270,13 @@ static Kfdbroker__V1__ServerMessage *submit_copy(int fd, uint64_t src, uint64_t 
         return call_simple(fd, &req);
 }
 
-static uint64_t create_event(int fd) {
+static uint64_t create_event(int fd, bool auto_reset) {
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__CreateEventRequest ce = KFDBROKER__V1__CREATE_EVENT_REQUEST__INIT;
         Kfdbroker__V1__ServerMessage *m;
         uint64_t h;
 
-        ce.auto_reset = true;
+        ce.auto_reset = auto_reset;
         req.body_case = KFDBROKER__V1__REQUEST__BODY_CREATE_EVENT;
         req.create_event = &ce;
         m = call_simple(fd, &req);
@@ -234,7 +297,7 @@ Test(hostile, handles_of_nobody_and_of_another_session) {
         /* The bystander's buffer: a live handle, but of another session. */
         expect_error(submit_copy(fd, bystander_buf, 0, mine, 0, 4096), ENOENT, "no buffer");
         /* An event handle where a buffer belongs: named as such. */
-        expect_error(submit_copy(fd, create_event(fd), 0, mine, 0, 4096), ENOENT, "an event handle");
+        expect_error(submit_copy(fd, create_event(fd, true), 0, mine, 0, 4096), ENOENT, "an event handle");
         /* And this session's handle used from the bystander. */
         expect_error(submit_copy(bystander, mine, 0, bystander_buf, 0, 4096), ENOENT, "no buffer");
         close(fd);
@@ -292,7 +355,7 @@ Test(hostile, waits_on_destroyed_events) {
         uint64_t ev;
 
         raw_hello(fd);
-        ev = create_event(fd);
+        ev = create_event(fd, true);
         /* A wait pending when the event is destroyed ends with FAIL. */
         e.handle = ev;
         w.n_events = 1;
@@ -382,4 +445,173 @@ Test(hostile, client_that_never_reads_replies) {
         close(fd);
         assert_fds_return_to(base);
         assert_bystander_works();
+}
+
+static void send_wait(int fd, uint64_t id, uint64_t event, uint32_t timeout_ms) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__WaitEventsRequest w = KFDBROKER__V1__WAIT_EVENTS_REQUEST__INIT;
+        Kfdbroker__V1__WaitEntry e = KFDBROKER__V1__WAIT_ENTRY__INIT, *es[1] = { &e };
+
+        e.handle = event;
+        w.n_events = 1;
+        w.events = es;
+        w.timeout_ms = timeout_ms;
+        req.id = id;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS;
+        req.wait_events = &w;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+}
+
+/* One WaitEvents on one event, answered. */
+static Kfdbroker__V1__ServerMessage *wait_one(int fd, uint64_t event, uint32_t timeout_ms) {
+        Kfdbroker__V1__ServerMessage *m = NULL;
+
+        send_wait(fd, 0x7ffff000, event, timeout_ms);
+        do {
+                if (m)
+                        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+                cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 10000), 1);
+        } while (m->id != 0x7ffff000);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        return m;
+}
+
+Test(hostile, pending_waits_are_limited) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__SetEventRequest se = KFDBROKER__V1__SET_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        unsigned limit, completed = 0;
+        int fds[2];
+        unsigned n = 2;
+        uint64_t ev;
+
+        {
+                Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
+                h.protocol_version = 1;
+                req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+                req.hello = &h;
+                m = raw_call(fd, &req, NULL, 0, fds, &n);
+                cr_assert_eq(m->error, 0, "%s", m->error_message);
+                limit = m->hello->limits->max_pending_waits;
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+                close(fds[0]);
+                close(fds[1]);
+        }
+        cr_assert_eq(limit, 256, "Hello announces max_pending_waits");
+        ev = create_event(fd, false);
+        /* Fill the limit with waits that never time out; none is answered yet. */
+        for (unsigned i = 0; i < limit; i++)
+                send_wait(fd, 1000 + i, ev, UINT32_MAX);
+        send_wait(fd, 5000, ev, UINT32_MAX);
+        cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 10000), 1);
+        cr_assert_eq(m->id, 5000, "only the wait over the limit is answered, got id %" PRIu64, m->id);
+        expect_error(m, EDQUOT, "max_pending_waits 256");
+        assert_bystander_works();
+
+        /* Setting the (manual-reset) event completes them all; then waits work again. */
+        se.handle = ev;
+        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        req.id = 6000;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
+        req.set_event = &se;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        for (unsigned got = 0; got < limit + 1;) {
+                cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 10000), 1);
+                cr_assert_eq(m->error, 0, "id %" PRIu64 ": %s", m->id, m->error_message);
+                if (m->id >= 1000 && m->id < 1000 + limit) {
+                        cr_assert_eq(m->wait_events->result, KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_COMPLETE);
+                        completed++;
+                }
+                got++;
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        cr_assert_eq(completed, limit);
+        m = wait_one(fd, ev, 0);
+        cr_assert_eq(m->wait_events->result, KFDBROKER__V1__WAIT_RESULT__WAIT_RESULT_COMPLETE);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(fd);
+}
+
+Test(hostile, truncated_message_disconnects_cleanly) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        int fd = raw_connect(&d);
+        uint8_t buf[64];
+        size_t len;
+
+        raw_hello(fd);
+        a.size = 1 << 20;
+        req.id = 42;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        req.alloc_buffer = &a;
+        len = kfdbroker__v1__request__get_packed_size(&req);
+        cr_assert_lt(len, sizeof(buf));
+        kfdbroker__v1__request__pack(&req, buf);
+        /* The body's length prefix promises bytes that are not there. */
+        cr_assert_eq(raw_send_bytes(fd, buf, len - 2, NULL, 0), 0);
+        cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 0, "a truncated message ends the connection");
+        close(fd);
+}
+
+Test(hostile, too_many_fds_are_refused_by_request_id) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__DeviceInfoRequest di = KFDBROKER__V1__DEVICE_INFO_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        int many[12];
+
+        raw_hello(fd);
+        for (int i = 0; i < 12; i++)
+                many[i] = memfd_create("many", MFD_CLOEXEC);
+        req.id = 77;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_DEVICE_INFO;
+        req.device_info = &di;
+        cr_assert_eq(raw_send(fd, &req, many, 12), 0);
+        cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 1);
+        cr_assert_eq(m->id, 77, "the reply names the request, got id %" PRIu64, m->id);
+        expect_error(m, EBADMSG, "too many file descriptors");
+        for (int i = 0; i < 12; i++)
+                close(many[i]);
+        /* Still usable. */
+        raw_alloc(fd, 4096, NULL);
+        close(fd);
+}
+
+Test(hostile, session_page_cannot_be_written) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        char path[64];
+        int fds[2], again;
+        unsigned n = 2;
+        void *p;
+
+        h.protocol_version = 1;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+        req.hello = &h;
+        m = raw_call(fd, &req, NULL, 0, fds, &n);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+
+        cr_assert_eq(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0), MAP_FAILED,
+                     "a writable shared mapping of the page must fail");
+        p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fds[0], 0);
+        cr_assert_neq(p, MAP_FAILED, "the page maps read-only: %s", strerror(errno));
+        cr_assert_eq(mprotect(p, 4096, PROT_READ | PROT_WRITE), -1, "nor may it become writable");
+        munmap(p, 4096);
+        cr_assert_eq(write(fds[0], "x", 1), -1, "write(2) to the page fails");
+        /* Nor through a new open of the same file. */
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+        again = open(path, O_RDWR | O_CLOEXEC);
+        if (again >= 0) {
+                cr_assert_eq(pwrite(again, "x", 1, 0), -1, "a reopened page is sealed too");
+                close(again);
+        }
+        cr_assert_eq(ftruncate(fds[0], 0), -1, "the page cannot shrink");
+        close(fds[0]);
+        close(fds[1]);
+        close(fd);
 }

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon binary's life cycle: device choice and its one-line reasons,
+ * socket activation, sd_notify, an orderly SIGTERM with jobs on the GPU,
+ * refusing to take over a live socket, and the per-user connection limit.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ __attribute__((cleanup(freep)))
+
+static char dir[64];
+
+static void set_path(struct sockaddr_un *sa, const char *path) {
+        cr_assert_lt(strlen(path), sizeof(sa->sun_path), "socket path too long: %s", path);
+        memcpy(sa->sun_path, path, strlen(path) + 1);
+}
+
+static void setup(void) {
+        strcpy(dir, "/tmp/kfdbroker-daemon-test.XXXXXX");
+        cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+        char cmd[128];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        (void) !system(cmd);
+        test_fini_end();
+}
+
+TestSuite(daemon, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Forks the daemon with argv (argv[0] is replaced by $KFDBROKERD), stderr to
+ * log. setup_child runs in the child before exec (NULL: nothing). */
+static pid_t spawn(const char **argv, const char *log, void (*setup_child)(void)) {
+        pid_t pid;
+
+        argv[0] = getenv("KFDBROKERD");
+        cr_assert_not_null(argv[0], "KFDBROKERD is not set (run through meson test)");
+        pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                if (lf >= 0)
+                        dup2(lf, STDERR_FILENO);
+                if (setup_child)
+                        setup_child();
+                execv(argv[0], (char **) argv);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* Exit status of pid within timeout_ms, or -1 (then it is killed). */
+static int wait_exit(pid_t pid, int timeout_ms) {
+        int status;
+
+        for (int i = 0; i < timeout_ms / 10; i++) {
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                usleep(10000);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -1;
+}
+
+static char *slurp(const char *path) {
+        TestDaemon d = {};
+
+        snprintf(d.log, sizeof(d.log), "%s", path);
+        return test_daemon_read_log(&d);
+}
+
+static int connect_to(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+        cr_assert(fd >= 0);
+        set_path(&sa, path);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                close(fd);
+                return -errno;
+        }
+        return fd;
+}
+
+static int connect_retrying(const char *path, pid_t pid, const char *log) {
+        for (int i = 0; i < 500; i++) {
+                int fd = connect_to(path), status;
+
+                if (fd >= 0)
+                        return fd;
+                if (waitpid(pid, &status, WNOHANG) == pid) {
+                        char *l = slurp(log);
+                        cr_assert_fail("kfdbrokerd exited during start-up (status 0x%x):\n%s", status, l);
+                }
+                usleep(10000);
+        }
+        cr_assert_fail("kfdbrokerd did not answer on %s within 5 s", path);
+        return -1;
+}
+
+Test(daemon, device_kfd_without_kfd_fails_with_one_line_reason) {
+        char sock[128], log[128];
+        const char *argv[] = { NULL, "--device=kfd", "--listen", sock, "--log-target=stderr", NULL };
+        _cleanup_free_ char *out = NULL;
+        unsigned error_lines = 0;
+
+        if (access("/dev/kfd", F_OK) == 0)
+                cr_skip_test("this machine has /dev/kfd");
+        snprintf(sock, sizeof(sock), "%s/sock", dir);
+        snprintf(log, sizeof(log), "%s/log", dir);
+        cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1);
+        out = slurp(log);
+        for (const char *p = out; (p = strstr(p, "error: ")); p++)
+                error_lines++;
+        cr_assert_eq(error_lines, 1, "one error line expected:\n%s", out);
+        cr_assert(strstr(out, "error: --device=kfd: /dev/kfd: No such file or directory (no amdgpu KFD on this machine)\n"),
+                  "the reason names the device and the cause:\n%s", out);
+        cr_assert_eq(access(sock, F_OK), -1, "no socket is left behind");
+}
+
+Test(daemon, device_auto_says_which_and_why) {
+        TestDaemon d;
+        const char *extra[] = { "--device=auto", NULL };
+        _cleanup_free_ char *out = NULL;
+
+        test_daemon_start(&d, extra);
+        out = test_daemon_read_log(&d);
+        if (access("/dev/kfd", F_OK) == 0)
+                cr_assert(strstr(out, "--device=auto: "), "%s", out);
+        else
+                cr_assert(strstr(out, "--device=auto: /dev/kfd: No such file or directory (no amdgpu KFD on this machine); using the simulated GPU"),
+                          "%s", out);
+        cr_assert(strstr(out, "Device: "), "%s", out);
+        test_daemon_fini(&d);
+}
+
+static char notify_path[128];
+
+/* The daemon's sd_notify() messages, each up to 4 KiB, joined by '|'. */
+static void read_notify(int fd, char *buf, size_t len, const char *until, int timeout_ms) {
+        size_t used = strlen(buf);
+
+        for (int i = 0; i < timeout_ms / 10 && !strstr(buf, until); i++) {
+                char msg[4096];
+                ssize_t n = recv(fd, msg, sizeof(msg) - 1, MSG_DONTWAIT);
+
+                if (n < 0) {
+                        usleep(10000);
+                        continue;
+                }
+                msg[n] = 0;
+                used += (size_t) snprintf(buf + used, len - used, "%s|", msg);
+                cr_assert_lt(used, len);
+        }
+        cr_assert(strstr(buf, until), "no %s in the notifications: %s", until, buf);
+}
+
+static int listen_fd_for_child = -1;
+
+/* As systemd does for an activated service: the socket on fd 3, and
+ * LISTEN_FDS / LISTEN_PID naming this process (sd_listen_fds(3)). */
+static void become_socket_activated(void) {
+        char pid[32];
+
+        if (dup2(listen_fd_for_child, 3) < 0)
+                _exit(126);
+        snprintf(pid, sizeof(pid), "%d", (int) getpid());
+        setenv("LISTEN_FDS", "1", 1);
+        setenv("LISTEN_PID", pid, 1);
+        setenv("NOTIFY_SOCKET", notify_path, 1);
+}
+
+Test(daemon, socket_activation_notify_and_sigterm) {
+        char sock[128], log[128], notes[16384] = "";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *argv[] = { NULL, "--device=sim", "--log-target=stderr", NULL };
+        Kfdbroker__V1__ServerMessage *holder;
+        _cleanup_free_ char *out = NULL;
+        int nfd, c;
+        pid_t pid;
+
+        snprintf(sock, sizeof(sock), "%s/activated.sock", dir);
+        snprintf(log, sizeof(log), "%s/log", dir);
+        snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
+
+        /* What kfdbrokerd.socket sets up: a listening SOCK_SEQPACKET socket. */
+        listen_fd_for_child = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        set_path(&sa, sock);
+        cr_assert_eq(bind(listen_fd_for_child, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        cr_assert_eq(listen(listen_fd_for_child, 16), 0);
+        nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        set_path(&sa, notify_path);
+        cr_assert_eq(bind(nfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+
+        pid = spawn(argv, log, become_socket_activated);
+        close(listen_fd_for_child);
+        read_notify(nfd, notes, sizeof(notes), "READY=1", 10000);
+        cr_assert(strstr(notes, "STATUS="), "a STATUS line comes with READY: %s", notes);
+
+        c = connect_retrying(sock, pid, log);
+        raw_hello(c);
+        cr_assert_eq(raw_status(c, &holder)->sessions, 1);
+        kfdbroker__v1__server_message__free_unpacked(holder, NULL);
+
+        kill(pid, SIGTERM);
+        read_notify(nfd, notes, sizeof(notes), "STOPPING=1", 10000);
+        cr_assert_eq(wait_exit(pid, 30000), 0);
+        out = slurp(log);
+        cr_assert(strstr(out, "Shutting down"), "%s", out);
+        cr_assert_eq(access(sock, F_OK), 0, "the activated socket belongs to systemd: not removed");
+        {
+                Kfdbroker__V1__ServerMessage *m = NULL;
+                cr_assert_eq(raw_recv(c, &m, NULL, NULL, 5000), 0, "the session ends with the daemon");
+        }
+        close(c);
+        close(nfd);
+}
+
+static void submit_copy(int fd, uint64_t id, uint64_t src, uint64_t dst, uint64_t size) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__SubmitRequest sub = KFDBROKER__V1__SUBMIT_REQUEST__INIT;
+        Kfdbroker__V1__Job job = KFDBROKER__V1__JOB__INIT, *jobs[1] = { &job };
+        Kfdbroker__V1__CopyJob copy = KFDBROKER__V1__COPY_JOB__INIT;
+
+        copy.src_handle = src;
+        copy.dst_handle = dst;
+        copy.size = size;
+        job.kind_case = KFDBROKER__V1__JOB__KIND_COPY;
+        job.copy = &copy;
+        sub.n_jobs = 1;
+        sub.jobs = jobs;
+        req.id = id;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        req.submit = &sub;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+}
+
+Test(daemon, sigterm_with_jobs_on_the_gpu_retires_them_and_exits_0) {
+        TestDaemon d;
+        _cleanup_free_ char *out = NULL;
+        int c, status, rc;
+        uint64_t a, b;
+
+        test_daemon_start(&d, NULL);
+        c = raw_connect(&d);
+        raw_hello(c);
+        a = raw_alloc(c, 64 << 20, NULL);
+        b = raw_alloc(c, 64 << 20, NULL);
+        for (uint64_t i = 0; i < 16; i++)
+                submit_copy(c, 100 + i, a, b, 64 << 20);
+        /* Wait for the first fence so that jobs are on the GPU, not just queued. */
+        {
+                Kfdbroker__V1__ServerMessage *m = NULL;
+                cr_assert_eq(raw_recv(c, &m, NULL, NULL, 5000), 1);
+                cr_assert_eq(m->error, 0, "%s", m->error_message);
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        kill(d.pid, SIGTERM);
+        for (int i = 0; i < 6000 && waitpid(d.pid, &status, WNOHANG) != d.pid; i++)
+                usleep(10000);
+        cr_assert(WIFEXITED(status), "kfdbrokerd died of a signal");
+        rc = WEXITSTATUS(status);
+        out = test_daemon_read_log(&d);
+        d.pid = 0;
+        cr_assert_eq(rc, 0, "exit status %d:\n%s", rc, out);
+        cr_assert(!strstr(out, "ERROR: AddressSanitizer") && !strstr(out, "ERROR: LeakSanitizer") &&
+                          !strstr(out, "runtime error: "),
+                  "sanitizer report:\n%s", out);
+        cr_assert(strstr(out, "Shutting down: no new connections, retiring "), "%s", out);
+        cr_assert(strstr(out, "Stopped"), "%s", out);
+        cr_assert_eq(access(d.sock, F_OK), -1, "the daemon removes the socket it bound");
+        close(c);
+        (void) test_daemon_stop(&d); /* removes the directory */
+}
+
+Test(daemon, second_daemon_does_not_take_over_a_live_socket) {
+        TestDaemon d;
+        char log[128];
+        const char *argv[] = { NULL, "--device=sim", "--listen", NULL, "--log-target=stderr", NULL };
+        _cleanup_free_ char *out = NULL;
+        Kfdbroker__V1__ServerMessage *holder;
+        int c;
+
+        test_daemon_start(&d, NULL);
+        argv[3] = d.sock;
+        snprintf(log, sizeof(log), "%s/second.log", dir);
+        cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1);
+        out = slurp(log);
+        cr_assert(strstr(out, "a daemon is already accepting connections there"), "%s", out);
+        /* The first daemon still serves on its socket. */
+        c = raw_connect(&d);
+        raw_hello(c);
+        cr_assert_eq(raw_status(c, &holder)->sessions, 1);
+        kfdbroker__v1__server_message__free_unpacked(holder, NULL);
+        close(c);
+        test_daemon_fini(&d);
+}
+
+Test(daemon, stale_socket_file_is_replaced) {
+        char sock[128], log[128];
+        const char *argv[] = { NULL, "--device=sim", "--listen", sock, "--log-target=stderr", NULL };
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int s, c;
+        pid_t pid;
+
+        /* A socket file whose daemon is gone: bound, never listening, closed. */
+        snprintf(sock, sizeof(sock), "%s/stale.sock", dir);
+        snprintf(log, sizeof(log), "%s/log", dir);
+        s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        set_path(&sa, sock);
+        cr_assert_eq(bind(s, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        close(s);
+        pid = spawn(argv, log, NULL);
+        c = connect_retrying(sock, pid, log);
+        raw_hello(c);
+        close(c);
+        kill(pid, SIGTERM);
+        cr_assert_eq(wait_exit(pid, 30000), 0);
+}
+
+Test(daemon, connections_per_user_are_limited) {
+        TestDaemon d;
+        const char *extra[] = { "--max-connections-per-user=3", NULL };
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        _cleanup_free_ char *out = NULL;
+        int c[3], extra_c, base;
+
+        test_daemon_start(&d, extra);
+        /* The harness's start-up probes are gone once the daemon has seen them close. */
+        usleep(200000);
+        base = test_daemon_count_fds(&d);
+        for (int i = 0; i < 3; i++) {
+                c[i] = raw_connect(&d);
+                raw_hello(c[i]);
+        }
+        extra_c = raw_connect(&d);
+        cr_assert_eq(raw_recv(extra_c, &m, NULL, NULL, 5000), 1, "the refusal says why");
+        cr_assert_eq(m->id, 0);
+        cr_assert_eq(m->error, EUSERS, "got %d: %s", m->error, m->error_message);
+        cr_assert(strstr(m->error_message, "already holds 3 (kfdbrokerd --max-connections-per-user=3)"),
+                  "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        cr_assert_eq(raw_recv(extra_c, &m, NULL, NULL, 5000), 0, "then the connection is closed");
+        close(extra_c);
+
+        /* The sessions already open are untouched; a closed one frees a place. */
+        {
+                Kfdbroker__V1__ServerMessage *holder;
+                cr_assert_eq(raw_status(c[0], &holder)->sessions, 3);
+                kfdbroker__v1__server_message__free_unpacked(holder, NULL);
+        }
+        close(c[2]);
+        for (int i = 0; i < 500; i++) {
+                c[2] = raw_connect(&d);
+                if (raw_recv(c[2], &m, NULL, NULL, 300) == -ETIMEDOUT)
+                        break; /* not refused */
+                if (m)
+                        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+                m = NULL;
+                close(c[2]);
+                usleep(10000);
+        }
+        raw_hello(c[2]);
+        for (int i = 0; i < 3; i++)
+                close(c[i]);
+        for (int i = 0; i < 500 && test_daemon_count_fds(&d) > base; i++)
+                usleep(10000);
+        cr_assert_leq(test_daemon_count_fds(&d), base, "refused connections leave no fds behind");
+        out = test_daemon_read_log(&d);
+        cr_assert(strstr(out, "Refusing a connection from pid "), "%s", out);
+        test_daemon_fini(&d);
+}
