@@ -24,6 +24,8 @@
  * stream behind a flooding one. */
 #define QUEUE_MAX_JOBS 64u
 #define QUEUE_MAX_BYTES (64ull << 20)
+/* Extra room for signal and wait event jobs (see queue_has_room()). */
+#define QUEUE_EVENT_JOBS 64u
 /* Cost floor so that empty jobs (events) are not free in the ring budget. */
 #define MIN_JOB_COST 4096ull
 /* Estimate for a job with no bytes (events) until it is measured. */
@@ -239,8 +241,16 @@ static void finish_job(Scheduler *s, Job *j, int error, const char *msg, uint64_
 
 static bool queue_has_room(const HwQueue *q, const Job *j) {
         /* An empty queue always takes one job, however large. */
-        return q->stats.in_flight == 0 ||
-               (q->stats.in_flight < QUEUE_MAX_JOBS && q->stats.in_flight_bytes + j->cost <= QUEUE_MAX_BYTES);
+        if (q->stats.in_flight == 0)
+                return true;
+        /* Event jobs move no data, so the byte budget does not hold them back,
+         * and they get room of their own in the job budget: a signal queued
+         * behind a large copy goes to the ring at once, so the other engine's
+         * wait for it is resolved and submitted too, and the GPU (POLL_REGMEM /
+         * WAIT_REG_MEM on the fence) does the waiting, not this scheduler. */
+        if (j->type == WIRE_JOB_SIGNAL_EVENT || j->type == WIRE_JOB_WAIT_EVENT)
+                return q->stats.in_flight < QUEUE_MAX_JOBS + QUEUE_EVENT_JOBS;
+        return q->stats.in_flight < QUEUE_MAX_JOBS && q->stats.in_flight_bytes + j->cost <= QUEUE_MAX_BYTES;
 }
 
 static uint64_t estimate_ns(const HwQueue *q, const Job *j) {

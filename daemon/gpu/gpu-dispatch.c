@@ -348,7 +348,8 @@ int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t
 
         uint8_t *slot = slot_cpu(q, seq);
         memset(slot, 0, GPU_KERNARG_SLOT_SIZE);
-        memcpy(slot, job->dispatch.args_data, job->dispatch.args_size);
+        if (job->dispatch.args_size > 0) /* a kernel without arguments may pass args_data NULL */
+                memcpy(slot, job->dispatch.args_data, job->dispatch.args_size);
         for (unsigned i = 0; i < k->n_args; i++) {
                 const GpuKernelArg *a = &k->args[i];
                 if (a->kind == GPU_ARG_DYNAMIC_LDS)

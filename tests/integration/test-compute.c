@@ -619,6 +619,54 @@ Test(compute, copy_dispatch_copy_chain_is_ordered_on_the_gpu) {
         kfdb_code_object_free(gate);
 }
 
+/*
+ * A fill far over the scheduler's per-queue byte budget, then signal E ->
+ * wait E -> dispatch. The signal must follow the fill into the SDMA ring at
+ * once (it moves no data), so that the compute queue's wait is resolved to a
+ * GPU-side WAIT_REG_MEM and the dispatch is submitted behind it while the
+ * fill still runs: Status (jobs on the GPU) equals Query (unfinished jobs).
+ * A scheduler that held the signal back until the fill retired would keep
+ * the wait and the dispatch on the CPU in the meantime.
+ */
+Test(compute, large_copy_does_not_hold_a_dispatch_on_the_cpu) {
+        kfdb_code_object *co = load_kernel(s, "empty");
+        const uint64_t big = 256ull << 20;
+        const uint32_t one = 1;
+        void *map;
+        kfdb_buffer *bbig = new_buffer(s, big, 0, &map);
+        kfdb_event *e;
+        kfdb_batch *b;
+        kfdb_usage u;
+        kfdb_daemon_status st;
+        uint64_t fences[4];
+        bool observed = false;
+
+        cr_assert_eq(kfdb_event_create(s, true, &e), 0);
+        for (int attempt = 0; attempt < 3 && !observed; attempt++) {
+                cr_assert_eq(kfdb_batch_new(s, &b), 0);
+                cr_assert_eq(kfdb_batch_fill(b, bbig, 0, big, 0x5a5a5a5au + (uint32_t) attempt), 0);
+                cr_assert_eq(kfdb_batch_signal_event(b, e), 0);
+                cr_assert_eq(kfdb_batch_wait_event(b, e), 0);
+                cr_assert_eq(kfdb_batch_dispatch(b, co, "empty", 1, &one, &one, NULL, 0), 0, "%s",
+                             kfdb_session_last_error(s));
+                cr_assert_eq(kfdb_batch_submit(b, fences, NULL), 0, "%s", kfdb_session_last_error(s));
+                cr_assert_eq(kfdb_query(s, &u), 0, "%s", kfdb_session_last_error(s));
+                cr_assert_eq(kfdb_status(s, &st), 0, "%s", kfdb_session_last_error(s));
+                /* Only meaningful while the fill still runs. */
+                if (kfdb_fence_is_done(s, fences[0]) == 0) {
+                        observed = true;
+                        cr_assert_eq(st.jobs_in_flight, u.jobs_in_flight,
+                                     "every unfinished job must be on the GPU while the fill runs: %u of %u are",
+                                     st.jobs_in_flight, u.jobs_in_flight);
+                }
+                cr_assert_eq(kfdb_fence_wait(s, fences[3], DISPATCH_TIMEOUT_MS), 0, "%s",
+                             kfdb_session_last_error(s));
+                kfdb_batch_free(b);
+        }
+        cr_assert(observed, "a 256 MiB fill finished before Status could be read, 3 times");
+        kfdb_code_object_free(co);
+}
+
 /* The reverse direction and explicit engines: fill (SDMA) -> dispatch ->
  * fill over the input (SDMA) that must not overtake the dispatch. */
 Test(compute, explicit_engines_order_both_directions) {
