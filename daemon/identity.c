@@ -27,6 +27,7 @@
 
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/utf8.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77 /* Linux 6.5, include/uapi/asm-generic/socket.h */
@@ -521,6 +522,24 @@ static int pidfd_alive(int pidfd) {
         return errno == ESRCH ? -ESRCH : -errno;
 }
 
+int identity_make_valid_utf8(Identity *id) {
+        char **fields[] = { &id->cgroup, &id->unit, &id->user_unit, &id->slice, &id->app_id, &id->container };
+
+        utf8_replace_invalid(id->comm);
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                char *e;
+
+                if (!*fields[i] || utf8_is_valid(*fields[i]))
+                        continue;
+                e = utf8_escape_invalid(*fields[i]);
+                if (!e)
+                        return -ENOMEM;
+                free(*fields[i]);
+                *fields[i] = e;
+        }
+        return 0;
+}
+
 int identity_read(const char *proc_root, pid_t pid, int pidfd, const struct ucred *cred,
                   const char *self_ns_root, Identity *ret) {
         _cleanup_(identity_done) Identity id = { .user_unit_uid = (uid_t) -1 };
@@ -598,6 +617,10 @@ int identity_read(const char *proc_root, pid_t pid, int pidfd, const struct ucre
                         id.container_source = IDENTITY_CONTAINER_NAMESPACE;
                 }
         }
+
+        r = identity_make_valid_utf8(&id);
+        if (r < 0)
+                return r;
 
         /* Everything above may describe whoever holds the pid number now;
          * if the pidfd's process is still alive, it was ours. */

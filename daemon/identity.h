@@ -90,6 +90,12 @@ int identity_read(const char *proc_root, pid_t pid, int pidfd, const struct ucre
  * (identity_read calls it; exposed for tests). Returns 0 or -ENOMEM. */
 int identity_parse_cgroup(Identity *id);
 
+/* Makes every string of id valid UTF-8 (identity_read calls it): the bytes
+ * of an invalid sequence become "\xNN" (comm: '?'). Names a client picks
+ * (a cgroup, a scope's escaped app id, its comm) may be any bytes, and D-Bus
+ * refuses a reply with one invalid string. Returns 0 or -ENOMEM. */
+int identity_make_valid_utf8(Identity *id);
+
 void identity_done(Identity *id);
 int identity_copy(const Identity *src, Identity *ret);
 

@@ -17,6 +17,7 @@
 
 #include "kfdbroker.pb-c.h"
 #include "util/macro.h"
+#include "util/utf8.h"
 #include "wire.h"
 
 typedef Kfdbroker__V1__Request PbRequest;
@@ -176,6 +177,9 @@ static int decode_hello(const PbRequest *m, const void *buf, size_t len, WireReq
                                           "hello.client_name: control character 0x%02x at byte %zu",
                                           c, i);
         }
+        /* It is shown over D-Bus, which refuses a reply with invalid UTF-8. */
+        if (!utf8_is_valid(name))
+                return wire_error(errbuf, errlen, "hello.client_name: not valid UTF-8");
         r->hello.protocol_version = h->protocol_version;
         memcpy(r->hello.client_name, name, n);
         r->hello.client_name[n] = '\0';

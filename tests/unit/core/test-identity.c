@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "identity.h"
+#include "util/utf8.h"
 #include "test-fini.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -250,6 +251,62 @@ Test(identity, fabricated_proc, .init = make_tree, .fini = remove_tree) {
         cr_expect_null(id.cgroup);
         identity_done(&id); /* twice is harmless */
         identity_done(NULL);
+}
+
+/*
+ * A client names its own cgroup, scope and comm, with any bytes: every string
+ * the daemon derives must still be valid UTF-8, because D-Bus refuses a reply
+ * that holds one invalid string (root's ListSessions would fail for everyone).
+ */
+Test(identity, names_that_are_not_utf8_are_escaped, .init = make_tree, .fini = remove_tree) {
+        Identity id;
+
+        put("4242/comm", "bad\xff\xc0name\n");
+        /* A Flatpak scope whose escaped app id decodes to bytes that are not UTF-8. */
+        put("4242/cgroup", "0::/user.slice/user-1000.slice/user@1000.service/app.slice/"
+                           "app-flatpak-org.ex\\xffmple-42.scope\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, NULL, &id), 0);
+        cr_expect_str_eq(id.comm, "bad??name");
+        cr_assert_not_null(id.app_id);
+        cr_expect_str_eq(id.app_id, "org.ex\\xffmple");
+        cr_expect(utf8_is_valid(id.cgroup), "cgroup \"%s\"", id.cgroup);
+        cr_expect(utf8_is_valid(id.user_unit), "user unit \"%s\"", id.user_unit);
+        identity_done(&id);
+
+        /* Raw invalid bytes in the cgroup path itself. */
+        put("4242/cgroup", "0::/system.slice/r\xe9nner.service\n");
+        cr_assert_eq(identity_read(root, 4242, -1, NULL, NULL, &id), 0);
+        cr_expect_str_eq(id.cgroup, "/system.slice/r\\xe9nner.service");
+        cr_expect_null(id.unit, "not a valid unit name"); /* systemd allows only ASCII in unit names */
+        identity_done(&id);
+}
+
+Test(identity, utf8_validation) {
+        static const char *const valid[] = { "", "abc", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                             "\xef\xbf\xbd" /* U+FFFD */ };
+        static const char *const invalid[] = {
+                "\xff", "\xc0\x80" /* overlong NUL */, "\xe0\x80\xaf" /* overlong */,
+                "\xed\xa0\x80" /* surrogate */, "\xf4\x90\x80\x80" /* > U+10FFFF */,
+                "\xef\xbf\xbe" /* U+FFFE */, "\xef\xb7\x90" /* U+FDD0 */, "\xc3" /* truncated */,
+                "ab\xe2\x82" /* truncated at the end */,
+        };
+
+        for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++)
+                cr_expect(utf8_is_valid(valid[i]), "valid[%zu]", i);
+        for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+                char *e;
+
+                cr_expect_not(utf8_is_valid(invalid[i]), "invalid[%zu]", i);
+                e = utf8_escape_invalid(invalid[i]);
+                cr_assert_not_null(e);
+                cr_expect(utf8_is_valid(e), "escaped invalid[%zu] is \"%s\"", i, e);
+                free(e);
+        }
+        {
+                char *e = utf8_escape_invalid("a\xff" "b\xc3\xa9");
+                cr_expect_str_eq(e, "a\\xffb\xc3\xa9");
+                free(e);
+        }
 }
 
 Test(identity, flatpak_info_and_namespaces, .init = make_tree, .fini = remove_tree) {

@@ -112,6 +112,10 @@ Test(wire, hello_range_checks) {
         expect_error(&m, -EINVAL, "hello.client_name: control character 0x0a at byte 3");
         h.client_name = (char *) "del\x7f";
         expect_error(&m, -EINVAL, "hello.client_name: control character 0x7f at byte 3");
+        h.client_name = (char *) "bad \xff";
+        expect_error(&m, -EINVAL, "hello.client_name: not valid UTF-8");
+        h.client_name = (char *) "surrogate \xed\xa0\x80";
+        expect_error(&m, -EINVAL, "hello.client_name: not valid UTF-8");
 }
 
 Test(wire, hello_name_with_embedded_nul) {
