@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kfdbrokerctl: the command-line face of kfdbroker, built on libkfdbroker.
- * Global options come first (--socket, --json), then a verb from the table
- * below; each verb parses its own options. A verb returns 0 on success, a
+ * Global options (--socket, --json) come before or after a verb from the
+ * table below; each verb parses its own options. A verb returns 0 on success, a
  * negative errno after printing what went wrong (exit status 1), or
  * CTL_EXIT_USAGE (2) for bad usage when nothing was sent.
  */
@@ -526,8 +526,43 @@ static void help(void) {
                "                 D-Bus verbs use the system bus ($DBUS_SYSTEM_BUS_ADDRESS)\n"
                "  --json         print JSON instead of text\n"
                "  -h --help      show this help\n"
-               "  --version      show the version\n",
+               "  --version      show the version\n"
+               "--socket and --json may also follow the command.\n",
                kfdb_default_socket_path());
+}
+
+/*
+ * Takes the global options out of a verb's arguments (argv[0] is the verb),
+ * so "kfdbrokerctl accounting --json" means what "--json accounting" does.
+ * Stops at "--". Returns 0, or -EINVAL when --socket lacks its value.
+ */
+static int take_global_options(Ctl *ctl, int *argc, char **argv) {
+        int out = 1;
+
+        for (int i = 1; i < *argc; i++) {
+                const char *a = argv[i];
+
+                if (strcmp(a, "--") == 0) {
+                        while (i < *argc)
+                                argv[out++] = argv[i++];
+                        break;
+                }
+                if (strcmp(a, "--json") == 0)
+                        ctl->json = true;
+                else if (strncmp(a, "--socket=", 9) == 0)
+                        ctl->socket_path = a + 9;
+                else if (strcmp(a, "--socket") == 0) {
+                        if (i + 1 >= *argc) {
+                                fprintf(stderr, PROG ": option '--socket' requires an argument\n");
+                                return -EINVAL;
+                        }
+                        ctl->socket_path = argv[++i];
+                } else
+                        argv[out++] = argv[i];
+        }
+        *argc = out;
+        argv[out] = NULL;
+        return 0;
 }
 
 int main(int argc, char **argv) {
@@ -575,7 +610,11 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
 
-        r = verb->run(&ctl, argc - optind, argv + optind);
+        argc -= optind;
+        argv += optind;
+        if (take_global_options(&ctl, &argc, argv) < 0)
+                return CTL_EXIT_USAGE;
+        r = verb->run(&ctl, argc, argv);
         kfdb_session_free(ctl.session);
         return r == CTL_EXIT_USAGE ? CTL_EXIT_USAGE : r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -314,7 +314,7 @@ Test(ctl_bus, sessions_lists_every_client) {
 
 Test(ctl_bus, accounting_and_metrics_after_a_demo) {
         const char *demo[] = { "--socket", d.sock, "demo", "--size=1M", "--elements=4096", NULL };
-        const char *json[] = { "--json", "accounting", NULL };
+        const char *json[] = { "accounting", "--json", NULL }; /* global options may follow the verb */
         const char *text[] = { "accounting", NULL };
         const char *metrics[] = { "metrics", NULL };
         char *out, *err;
