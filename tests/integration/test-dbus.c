@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -618,6 +620,74 @@ Test(dbus, open_session_returns_a_working_socket) {
         cr_assert_eq(session_number(bus, kfdb_session_get_id(s), "PID"), getpid(),
                      "the identity is the D-Bus caller's");
         kfdb_session_free(s);
+        sd_bus_unref(bus);
+}
+
+static int as_nobody(int (*fn)(uint64_t), uint64_t arg);
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* As nobody: subscribes to the daemon's signals, says so on fd arg, then
+ * listens for 1.5 s. Exit 0 if no signal of the interface arrived. */
+static int listen_for_signals(uint64_t ready_fd) {
+        Signals sig = {};
+        sd_bus *bus = NULL;
+
+        if (sd_bus_open_system(&bus) < 0)
+                return 10;
+        if (sd_bus_match_signal(bus, NULL, NAME, PATH, IFACE, NULL, on_signal, &sig) < 0 ||
+            sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetId", NULL, NULL, "") < 0)
+                return 11;
+        if (write((int) ready_fd, "r", 1) != 1)
+                return 12;
+        for (uint64_t end = now_usec() + 1500000; now_usec() < end;) {
+                if (sd_bus_process(bus, NULL) == 0)
+                        (void) sd_bus_wait(bus, 100000);
+        }
+        sd_bus_unref(bus);
+        if (sig.opened_id || sig.closed_id) {
+                fprintf(stderr, "nobody received SessionOpened %" PRIu64 " / SessionClosed %" PRIu64 "\n",
+                        sig.opened_id, sig.closed_id);
+                return 13;
+        }
+        return 0;
+}
+
+Test(dbus, signals_reach_root_but_not_other_users) {
+        sd_bus *bus = open_bus();
+        Signals sig = {};
+        kfdb_session *s;
+        int p[2], status;
+        char c;
+        pid_t pid;
+
+        cr_assert_geq(sd_bus_match_signal(bus, NULL, NAME, PATH, IFACE, NULL, on_signal, &sig), 0);
+        cr_assert_geq(sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                         "org.freedesktop.DBus", "GetId", NULL, NULL, ""), 0);
+        cr_assert_eq(pipe(p), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                close(p[0]);
+                _exit(as_nobody(listen_for_signals, (uint64_t) p[1]));
+        }
+        close(p[1]);
+        cr_assert_eq(read(p[0], &c, 1), 1, "the unprivileged listener did not get ready");
+        close(p[0]);
+        s = connect_session();
+        wait_for(bus, &sig.opened_id);
+        cr_assert_eq(sig.opened_id, kfdb_session_get_id(s), "root receives SessionOpened");
+        kfdb_session_free(s);
+        wait_for(bus, &sig.closed_id);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "uid nobody must not receive the daemon's signals (status 0x%x)", status);
         sd_bus_unref(bus);
 }
 
