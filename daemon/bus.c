@@ -405,7 +405,7 @@ static int method_get_accounting(sd_bus_message *m, void *userdata, sd_bus_error
 
 static int run_get_metrics(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
         _cleanup_free_ char *text = NULL;
-        int r = metrics_format(b->manager, &text);
+        int r = metrics_format(b->manager, METRICS_OPENMETRICS, &text);
 
         if (r < 0)
                 return r;

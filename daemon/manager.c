@@ -212,7 +212,7 @@ static int write_metrics_file(Manager *m) {
         FILE *f;
         int r;
 
-        r = metrics_format(m, &text);
+        r = metrics_format(m, METRICS_PROMETHEUS_TEXT, &text);
         if (r < 0)
                 return r;
         if (asprintf(&tmp, "%s.tmp", m->metrics_file) < 0)

@@ -43,14 +43,29 @@ static void put_account_labels(FILE *f, const Account *a) {
         put_label(f, "container", a->container);
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *unit, const char *help) {
-        fprintf(f, "# TYPE %s %s\n", name, type);
+/*
+ * The metadata of a metric family. OpenMetrics names a counter family X and
+ * its samples X_total, and has an info type (samples X_info). The Prometheus
+ * text format (0.0.4), which node exporter's textfile collector parses, has
+ * no info type and wants the family named as its samples; otherwise it drops
+ * the whole file ("unknown metric type") or imports the samples untyped. The
+ * samples are the same in both; "# UNIT" and "# EOF" are comments there.
+ */
+static void family(FILE *f, MetricsFormat fmt, const char *name, const char *type, const char *unit,
+                   const char *help) {
+        const char *suffix = "";
+
+        if (fmt == METRICS_PROMETHEUS_TEXT && strcmp(type, "counter") == 0)
+                suffix = "_total";
+        else if (fmt == METRICS_PROMETHEUS_TEXT && strcmp(type, "info") == 0)
+                suffix = "_info", type = "gauge";
+        fprintf(f, "# TYPE %s%s %s\n", name, suffix, type);
         if (unit)
-                fprintf(f, "# UNIT %s %s\n", name, unit);
-        fprintf(f, "# HELP %s %s\n", name, help);
+                fprintf(f, "# UNIT %s%s %s\n", name, suffix, unit);
+        fprintf(f, "# HELP %s%s %s\n", name, suffix, help);
 }
 
-int metrics_format(Manager *m, char **ret) {
+int metrics_format(Manager *m, MetricsFormat fmt, char **ret) {
         char *buf = NULL;
         size_t len = 0;
         uint64_t now = now_ns();
@@ -61,23 +76,23 @@ int metrics_format(Manager *m, char **ret) {
         if (!f)
                 return -ENOMEM;
 
-        family(f, "kfdbroker_build", "info", NULL, "Daemon version and device.");
+        family(f, fmt, "kfdbroker_build", "info", NULL, "Daemon version and device.");
         fprintf(f, "kfdbroker_build_info{version=\"%s\",backend=\"%s\",gfx=\"%s\"} 1\n", KFDBROKER_VERSION,
                 m->info->backend, m->info->gfx_name);
-        family(f, "kfdbroker_sessions", "gauge", NULL, "Connected client sessions.");
+        family(f, fmt, "kfdbroker_sessions", "gauge", NULL, "Connected client sessions.");
         fprintf(f, "kfdbroker_sessions %u\n", m->n_sessions);
-        family(f, "kfdbroker_jobs_in_flight", "gauge", NULL, "Jobs on the GPU now.");
+        family(f, fmt, "kfdbroker_jobs_in_flight", "gauge", NULL, "Jobs on the GPU now.");
         fprintf(f, "kfdbroker_jobs_in_flight %u\n", scheduler_in_flight(m->scheduler));
-        family(f, "kfdbroker_uptime_seconds", "gauge", "seconds", "Time since the daemon started.");
+        family(f, fmt, "kfdbroker_uptime_seconds", "gauge", "seconds", "Time since the daemon started.");
         fprintf(f, "kfdbroker_uptime_seconds %.3f\n", (double) (now - m->start_ns) / 1e9);
 
-        family(f, "kfdbroker_identity_sessions", "gauge", NULL, "Connected sessions per identity.");
+        family(f, fmt, "kfdbroker_identity_sessions", "gauge", NULL, "Connected sessions per identity.");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {
                 fputs("kfdbroker_identity_sessions", f);
                 put_account_labels(f, a);
                 fprintf(f, "} %u\n", a->sessions_now);
         }
-        family(f, "kfdbroker_identity_jobs", "counter", NULL, "Retired jobs per identity and result.");
+        family(f, fmt, "kfdbroker_identity_jobs", "counter", NULL, "Retired jobs per identity and result.");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {
                 fputs("kfdbroker_identity_jobs_total", f);
                 put_account_labels(f, a);
@@ -86,7 +101,7 @@ int metrics_format(Manager *m, char **ret) {
                 put_account_labels(f, a);
                 fprintf(f, ",result=\"failed\"} %" PRIu64 "\n", a->usage.jobs_failed);
         }
-        family(f, "kfdbroker_identity_gpu_busy_seconds", "counter", "seconds",
+        family(f, fmt, "kfdbroker_identity_gpu_busy_seconds", "counter", "seconds",
                "GPU time between the timestamps around each job, per engine.");
         LIST_FOREACH(accounts, a, m->accounts.accounts)
                 for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
@@ -95,14 +110,14 @@ int metrics_format(Manager *m, char **ret) {
                         fprintf(f, ",engine=\"%s\"} %.9f\n", gpu_engine_to_string((GpuEngine) e),
                                 (double) a->usage.busy_ns[e] / 1e9);
                 }
-        family(f, "kfdbroker_identity_queued_seconds", "counter", "seconds",
+        family(f, fmt, "kfdbroker_identity_queued_seconds", "counter", "seconds",
                "Time jobs waited between acceptance and the GPU.");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {
                 fputs("kfdbroker_identity_queued_seconds_total", f);
                 put_account_labels(f, a);
                 fprintf(f, "} %.9f\n", (double) a->usage.queued_ns / 1e9);
         }
-        family(f, "kfdbroker_identity_bytes", "counter", "bytes", "Bytes copied and filled by the GPU.");
+        family(f, fmt, "kfdbroker_identity_bytes", "counter", "bytes", "Bytes copied and filled by the GPU.");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {
                 fputs("kfdbroker_identity_bytes_total", f);
                 put_account_labels(f, a);
@@ -111,20 +126,20 @@ int metrics_format(Manager *m, char **ret) {
                 put_account_labels(f, a);
                 fprintf(f, ",kind=\"filled\"} %" PRIu64 "\n", a->usage.bytes_filled);
         }
-        family(f, "kfdbroker_identity_buffer_bytes", "gauge", "bytes", "GPU buffer memory held now.");
+        family(f, fmt, "kfdbroker_identity_buffer_bytes", "gauge", "bytes", "GPU buffer memory held now.");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {
                 fputs("kfdbroker_identity_buffer_bytes", f);
                 put_account_labels(f, a);
                 fprintf(f, "} %" PRIu64 "\n", a->usage.buffer_bytes);
         }
-        family(f, "kfdbroker_identity_buffer_peak_bytes", "gauge", "bytes",
+        family(f, fmt, "kfdbroker_identity_buffer_peak_bytes", "gauge", "bytes",
                "Most GPU buffer memory held at once.");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {
                 fputs("kfdbroker_identity_buffer_peak_bytes", f);
                 put_account_labels(f, a);
                 fprintf(f, "} %" PRIu64 "\n", a->usage.buffer_bytes_peak);
         }
-        family(f, "kfdbroker_identity_buffer_byte_seconds", "counter", NULL,
+        family(f, fmt, "kfdbroker_identity_buffer_byte_seconds", "counter", NULL,
                "Buffer memory integrated over time (byte-seconds).");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {
                 fputs("kfdbroker_identity_buffer_byte_seconds_total", f);

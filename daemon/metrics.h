@@ -14,6 +14,11 @@
 
 #include "forward.h"
 
+typedef enum MetricsFormat {
+        METRICS_OPENMETRICS,     /* OpenMetrics 1.0: D-Bus GetMetrics, kfdbrokerctl metrics */
+        METRICS_PROMETHEUS_TEXT, /* Prometheus text 0.0.4: the --metrics-file for node exporter */
+} MetricsFormat;
+
 /* A malloc'd NUL-terminated text. -ENOMEM. */
-int metrics_format(Manager *m, char **ret);
+int metrics_format(Manager *m, MetricsFormat fmt, char **ret);
 int metrics_format_drm_usage(Session *s, char **ret);

@@ -212,6 +212,9 @@ Test(dbus, accounting_matches_jobs_of_known_sizes) {
                 cr_assert(strstr(text, "kfdbroker_identity_bytes_total{uid=\"0\""), "%s", text);
                 cr_assert(strstr(text, "kind=\"filled\"} 1048576"), "%s", text);
                 cr_assert(strstr(text, "# EOF\n"));
+                /* OpenMetrics: the counter family is named without _total; an info type. */
+                cr_assert(strstr(text, "# TYPE kfdbroker_identity_bytes counter\n"), "%s", text);
+                cr_assert(strstr(text, "# TYPE kfdbroker_build info\n"), "%s", text);
                 sd_bus_message_unref(reply);
         }
         kfdb_session_free(s);
@@ -393,6 +396,43 @@ Test(dbus, device_fault_signal_names_the_job) {
 
 /* --metrics-file: the same OpenMetrics text, rewritten in place for a node
  * exporter's textfile collector, following the accounting as it changes. */
+/*
+ * What node exporter's textfile collector (the Prometheus text format 0.0.4
+ * parser) demands and OpenMetrics does not: only counter, gauge, summary,
+ * histogram and untyped types, and every sample named as the family whose
+ * TYPE line precedes it (else the file is dropped or read untyped). NULL if
+ * text complies, else the offending line (in a static buffer).
+ */
+static const char *prometheus_text_problem(const char *text) {
+        static char bad[256];
+        char family[128] = "";
+
+        for (const char *line = text; *line;) {
+                const char *end = strchrnul(line, '\n');
+                int len = (int) (end - line);
+                char name[128], type[32];
+
+                if (sscanf(line, "# TYPE %127s %31s", name, type) == 2) {
+                        if (strcmp(type, "counter") && strcmp(type, "gauge") && strcmp(type, "untyped"))
+                                goto fail;
+                        snprintf(family, sizeof(family), "%s", name);
+                } else if (sscanf(line, "# HELP %127s", name) == 1 || sscanf(line, "# UNIT %127s", name) == 1) {
+                        if (strcmp(name, family) != 0)
+                                goto fail;
+                } else if (line[0] != '#' && len > 0) {
+                        size_t n = strcspn(line, "{ ");
+                        if (n != strlen(family) || strncmp(line, family, n) != 0)
+                                goto fail;
+                }
+                line = *end ? end + 1 : end;
+                continue;
+        fail:
+                snprintf(bad, sizeof(bad), "%.*s", len, line);
+                return bad;
+        }
+        return NULL;
+}
+
 Test(dbus, metrics_file_is_rewritten) {
         char path[160], arg[200], text[16384];
         const char *args[] = { arg, "--metrics-interval=0.1", NULL };
@@ -416,7 +456,7 @@ Test(dbus, metrics_file_is_rewritten) {
                 }
                 text[n] = 0;
                 /* Never half a file: it is replaced by rename(). */
-                torn = n > 0 && (strncmp(text, "# TYPE kfdbroker_build info\n", 28) != 0 ||
+                torn = n > 0 && (strncmp(text, "# TYPE kfdbroker_build_info gauge\n", 34) != 0 ||
                                  strcmp(text + n - 6, "# EOF\n") != 0);
                 seen = strstr(text, "\nkfdbroker_identity_buffer_bytes{uid=\"0\",unit=\"\",app=\"\",container=\"\"} "
                                     "3145728\n");
@@ -428,6 +468,9 @@ Test(dbus, metrics_file_is_rewritten) {
         cr_assert_eq(test_daemon_stop(&other), 0);
         cr_assert(!torn, "a torn file: %s", text);
         cr_assert(seen, "the file never showed the session's 3 MiB: %s", text);
+        cr_assert_null(prometheus_text_problem(text), "not what a textfile collector reads: \"%s\" in\n%s",
+                       prometheus_text_problem(text), text);
+        cr_assert(strstr(text, "# TYPE kfdbroker_identity_jobs_total counter\n"), "%s", text);
         cr_assert(access(path, F_OK) == 0);
 }
 
