@@ -66,7 +66,7 @@ check() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1"; fail=1; fi
 tar -C /mnt/dest -cf - . | tar -C / -xf - --keep-directory-symlink
 systemd-sysusers
 systemd-tmpfiles --create kfdbroker.conf
-check "sysusers made kfdbroker, in render and video" 'id kfdbroker | grep -q render && id kfdbroker | grep -q video'
+check "sysusers made kfdbroker, in render and not video" 'id kfdbroker | grep -q render && ! id kfdbroker | grep -q video'
 
 # Stand-ins for the GPU's nodes.
 mknod -m 0666 /dev/kfd c 1 5
