@@ -356,6 +356,54 @@ uint64_t raw_alloc(int fd, uint64_t size, int *ret_fd) {
         return handle;
 }
 
+void raw_send_wait(int fd, uint64_t id, uint64_t event, uint32_t timeout_ms) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__WaitEventsRequest w = KFDBROKER__V1__WAIT_EVENTS_REQUEST__INIT;
+        Kfdbroker__V1__WaitEntry e = KFDBROKER__V1__WAIT_ENTRY__INIT, *es[1] = { &e };
+
+        e.handle = event;
+        w.n_events = 1;
+        w.events = es;
+        w.timeout_ms = timeout_ms;
+        req.id = id;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS;
+        req.wait_events = &w;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+}
+
+void raw_send_set_event(int fd, uint64_t id, uint64_t event) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__SetEventRequest se = KFDBROKER__V1__SET_EVENT_REQUEST__INIT;
+
+        se.handle = event;
+        req.id = id;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
+        req.set_event = &se;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+}
+
+Kfdbroker__V1__Request *raw_copy_request(RawCopy *c, uint64_t id, uint64_t src, uint64_t src_off, uint64_t dst,
+                                         uint64_t dst_off, uint64_t size) {
+        c->req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        c->sub = (Kfdbroker__V1__SubmitRequest) KFDBROKER__V1__SUBMIT_REQUEST__INIT;
+        c->job = (Kfdbroker__V1__Job) KFDBROKER__V1__JOB__INIT;
+        c->copy = (Kfdbroker__V1__CopyJob) KFDBROKER__V1__COPY_JOB__INIT;
+        c->copy.src_handle = src;
+        c->copy.src_offset = src_off;
+        c->copy.dst_handle = dst;
+        c->copy.dst_offset = dst_off;
+        c->copy.size = size;
+        c->job.kind_case = KFDBROKER__V1__JOB__KIND_COPY;
+        c->job.copy = &c->copy;
+        c->jobs[0] = &c->job;
+        c->sub.n_jobs = 1;
+        c->sub.jobs = c->jobs;
+        c->req.id = id;
+        c->req.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        c->req.submit = &c->sub;
+        return &c->req;
+}
+
 Kfdbroker__V1__StatusReply *raw_status(int fd, Kfdbroker__V1__ServerMessage **holder) {
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__StatusRequest s = KFDBROKER__V1__STATUS_REQUEST__INIT;

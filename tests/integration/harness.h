@@ -76,5 +76,18 @@ Kfdbroker__V1__ServerMessage *raw_call(int fd, Kfdbroker__V1__Request *req, cons
 uint64_t raw_hello(int fd);
 /* Allocates a GTT buffer; returns its handle, *ret_fd gets the dma-buf (or closed if NULL). */
 uint64_t raw_alloc(int fd, uint64_t size, int *ret_fd);
+/* Sends WaitEvents { events [event], timeout_ms } with id, without waiting for the answer. */
+void raw_send_wait(int fd, uint64_t id, uint64_t event, uint32_t timeout_ms);
+/* Sends SetEvent { event } with id, without waiting for the answer. */
+void raw_send_set_event(int fd, uint64_t id, uint64_t event);
+/* A Submit of one copy job, in caller-provided storage (protobuf-c points into it). */
+typedef struct RawCopy {
+        Kfdbroker__V1__Request req;
+        Kfdbroker__V1__SubmitRequest sub;
+        Kfdbroker__V1__Job job, *jobs[1];
+        Kfdbroker__V1__CopyJob copy;
+} RawCopy;
+Kfdbroker__V1__Request *raw_copy_request(RawCopy *c, uint64_t id, uint64_t src, uint64_t src_off, uint64_t dst,
+                                         uint64_t dst_off, uint64_t size);
 /* Status of the daemon. */
 Kfdbroker__V1__StatusReply *raw_status(int fd, Kfdbroker__V1__ServerMessage **holder);

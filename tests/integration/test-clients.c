@@ -228,10 +228,7 @@ Test(clients, wait_does_not_block_other_requests) {
         int fd = raw_connect(&d), other = raw_connect(&d);
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__CreateEventRequest ce = KFDBROKER__V1__CREATE_EVENT_REQUEST__INIT;
-        Kfdbroker__V1__WaitEventsRequest w = KFDBROKER__V1__WAIT_EVENTS_REQUEST__INIT;
-        Kfdbroker__V1__WaitEntry e = KFDBROKER__V1__WAIT_ENTRY__INIT, *es[1] = { &e };
         Kfdbroker__V1__QueryRequest q = KFDBROKER__V1__QUERY_REQUEST__INIT;
-        Kfdbroker__V1__SetEventRequest se = KFDBROKER__V1__SET_EVENT_REQUEST__INIT;
         Kfdbroker__V1__ServerMessage *m, *holder;
         uint64_t ev;
         bool got_wait = false, got_set = false;
@@ -245,15 +242,7 @@ Test(clients, wait_does_not_block_other_requests) {
         ev = m->create_event->handle;
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
 
-        e.handle = ev;
-        w.n_events = 1;
-        w.events = es;
-        w.timeout_ms = UINT32_MAX;
-        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
-        req.id = 1000;
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS;
-        req.wait_events = &w;
-        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        raw_send_wait(fd, 1000, ev, UINT32_MAX);
 
         /* The same connection is still served while its wait is pending... */
         req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
@@ -266,12 +255,7 @@ Test(clients, wait_does_not_block_other_requests) {
         raw_status(other, &holder);
         kfdbroker__v1__server_message__free_unpacked(holder, NULL);
 
-        se.handle = ev;
-        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
-        req.id = 1001;
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
-        req.set_event = &se;
-        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        raw_send_set_event(fd, 1001, ev);
         while (!got_wait || !got_set) {
                 cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 5000), 1);
                 if (m->id == 1000) {

@@ -237,22 +237,9 @@ Test(daemon, socket_activation_notify_and_sigterm) {
 }
 
 static void submit_copy(int fd, uint64_t id, uint64_t src, uint64_t dst, uint64_t size) {
-        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__SubmitRequest sub = KFDBROKER__V1__SUBMIT_REQUEST__INIT;
-        Kfdbroker__V1__Job job = KFDBROKER__V1__JOB__INIT, *jobs[1] = { &job };
-        Kfdbroker__V1__CopyJob copy = KFDBROKER__V1__COPY_JOB__INIT;
+        RawCopy c;
 
-        copy.src_handle = src;
-        copy.dst_handle = dst;
-        copy.size = size;
-        job.kind_case = KFDBROKER__V1__JOB__KIND_COPY;
-        job.copy = &copy;
-        sub.n_jobs = 1;
-        sub.jobs = jobs;
-        req.id = id;
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
-        req.submit = &sub;
-        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        cr_assert_eq(raw_send(fd, raw_copy_request(&c, id, src, 0, dst, 0, size), NULL, 0), 0);
 }
 
 Test(daemon, sigterm_with_jobs_on_the_gpu_retires_them_and_exits_0) {

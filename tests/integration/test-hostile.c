@@ -251,23 +251,9 @@ Test(hostile, import_of_a_non_dmabuf_fd) {
 
 static Kfdbroker__V1__ServerMessage *submit_copy(int fd, uint64_t src, uint64_t src_off, uint64_t dst,
                                                  uint64_t dst_off, uint64_t size) {
-        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__SubmitRequest sub = KFDBROKER__V1__SUBMIT_REQUEST__INIT;
-        Kfdbroker__V1__Job job = KFDBROKER__V1__JOB__INIT, *jobs[1] = { &job };
-        Kfdbroker__V1__CopyJob copy = KFDBROKER__V1__COPY_JOB__INIT;
+        RawCopy c;
 
-        copy.src_handle = src;
-        copy.src_offset = src_off;
-        copy.dst_handle = dst;
-        copy.dst_offset = dst_off;
-        copy.size = size;
-        job.kind_case = KFDBROKER__V1__JOB__KIND_COPY;
-        job.copy = &copy;
-        sub.n_jobs = 1;
-        sub.jobs = jobs;
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
-        req.submit = &sub;
-        return call_simple(fd, &req);
+        return call_simple(fd, raw_copy_request(&c, 0, src, src_off, dst, dst_off, size));
 }
 
 static uint64_t create_event(int fd, bool auto_reset) {
@@ -447,26 +433,11 @@ Test(hostile, client_that_never_reads_replies) {
         assert_bystander_works();
 }
 
-static void send_wait(int fd, uint64_t id, uint64_t event, uint32_t timeout_ms) {
-        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__WaitEventsRequest w = KFDBROKER__V1__WAIT_EVENTS_REQUEST__INIT;
-        Kfdbroker__V1__WaitEntry e = KFDBROKER__V1__WAIT_ENTRY__INIT, *es[1] = { &e };
-
-        e.handle = event;
-        w.n_events = 1;
-        w.events = es;
-        w.timeout_ms = timeout_ms;
-        req.id = id;
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_WAIT_EVENTS;
-        req.wait_events = &w;
-        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
-}
-
 /* One WaitEvents on one event, answered. */
 static Kfdbroker__V1__ServerMessage *wait_one(int fd, uint64_t event, uint32_t timeout_ms) {
         Kfdbroker__V1__ServerMessage *m = NULL;
 
-        send_wait(fd, 0x7ffff000, event, timeout_ms);
+        raw_send_wait(fd, 0x7ffff000, event, timeout_ms);
         do {
                 if (m)
                         kfdbroker__v1__server_message__free_unpacked(m, NULL);
@@ -479,7 +450,6 @@ static Kfdbroker__V1__ServerMessage *wait_one(int fd, uint64_t event, uint32_t t
 Test(hostile, pending_waits_are_limited) {
         int fd = raw_connect(&d);
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__SetEventRequest se = KFDBROKER__V1__SET_EVENT_REQUEST__INIT;
         Kfdbroker__V1__ServerMessage *m = NULL;
         unsigned limit, completed = 0;
         int fds[2];
@@ -502,20 +472,15 @@ Test(hostile, pending_waits_are_limited) {
         ev = create_event(fd, false);
         /* Fill the limit with waits that never time out; none is answered yet. */
         for (unsigned i = 0; i < limit; i++)
-                send_wait(fd, 1000 + i, ev, UINT32_MAX);
-        send_wait(fd, 5000, ev, UINT32_MAX);
+                raw_send_wait(fd, 1000 + i, ev, UINT32_MAX);
+        raw_send_wait(fd, 5000, ev, UINT32_MAX);
         cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 10000), 1);
         cr_assert_eq(m->id, 5000, "only the wait over the limit is answered, got id %" PRIu64, m->id);
         expect_error(m, EDQUOT, "max_pending_waits 256");
         assert_bystander_works();
 
         /* Setting the (manual-reset) event completes them all; then waits work again. */
-        se.handle = ev;
-        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
-        req.id = 6000;
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
-        req.set_event = &se;
-        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        raw_send_set_event(fd, 6000, ev);
         for (unsigned got = 0; got < limit + 1;) {
                 cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 10000), 1);
                 cr_assert_eq(m->error, 0, "id %" PRIu64 ": %s", m->id, m->error_message);
