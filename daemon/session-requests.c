@@ -54,7 +54,7 @@ bool session_check_object_count(Session *s, uint64_t id) {
 
         if (n >= s->limits.max_buffers) {
                 session_send_error(s, id, EDQUOT,
-                                   "buffer count limit (max_buffers %u) reached: %u buffers and %u code objects (a code object counts as a buffer)",
+                                   "buffer count limit (max_buffers %u, policy Buffers=) reached: %u buffers and %u code objects (a code object counts as a buffer)",
                                    s->limits.max_buffers, s->buffers.n_used, s->code_objects.n_used);
                 return false;
         }
@@ -161,7 +161,7 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                 free(sb);
                 gpu_buffer_unref(b);
                 if (r == -EDQUOT)
-                        session_send_error(s, id, EDQUOT, "buffer count limit (max_buffers %u) reached",
+                        session_send_error(s, id, EDQUOT, "buffer count limit (max_buffers %u, policy Buffers=) reached",
                                            s->limits.max_buffers);
                 else
                         session_send_error(s, id, -r, "cannot store the buffer: %s", strerror(-r));
@@ -176,13 +176,13 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
 bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size) {
         if (size > s->limits.max_buffer_size) {
                 session_send_error(s, id, EDQUOT,
-                                   "buffer of %" PRIu64 " bytes exceeds the max_buffer_size limit of %" PRIu64 " bytes",
+                                   "buffer of %" PRIu64 " bytes exceeds the max_buffer_size limit (policy MaxBufferSize=) of %" PRIu64 " bytes",
                                    size, s->limits.max_buffer_size);
                 return false;
         }
         if (s->usage.buffer_bytes + size > s->limits.max_buffer_bytes) {
                 session_send_error(s, id, EDQUOT,
-                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ") reached: %" PRIu64 " in use, %" PRIu64 " requested",
+                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ", policy BufferMemory=) reached: %" PRIu64 " in use, %" PRIu64 " requested",
                                    s->limits.max_buffer_bytes, s->usage.buffer_bytes, size);
                 return false;
         }
@@ -277,7 +277,7 @@ static void handle_create_event(Session *s, const WireRequest *req) {
         if (r < 0) {
                 client_event_unref(e);
                 if (r == -EDQUOT)
-                        session_send_error(s, req->id, EDQUOT, "event count limit (max_events %u) reached",
+                        session_send_error(s, req->id, EDQUOT, "event count limit (max_events %u, policy Events=) reached",
                                            s->events.max);
                 else
                         session_send_error(s, req->id, -r, "cannot store the event: %s", strerror(-r));
@@ -510,7 +510,7 @@ static void handle_submit(Session *s, const WireRequest *req) {
         }
         if (s->n_jobs + n > s->limits.max_jobs_in_flight) {
                 session_send_error(s, req->id, EDQUOT,
-                                   "jobs in flight limit (max_jobs_in_flight %u) reached: %u unfinished, %zu submitted",
+                                   "jobs in flight limit (max_jobs_in_flight %u, policy JobsInFlight=) reached: %u unfinished, %zu submitted",
                                    s->limits.max_jobs_in_flight, s->n_jobs, n);
                 return;
         }

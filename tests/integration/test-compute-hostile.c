@@ -771,7 +771,7 @@ Test(compute_hostile, code_objects_count_against_the_buffer_limits) {
         raw_alloc(sock, 4096, NULL);
         fd = memfd_with(elf, len, ALL_SEALS);
         expect_error(load_raw(sock, &fd, 1), EDQUOT,
-                     "buffer count limit (max_buffers 2) reached: 1 buffers and 1 code objects (a code object counts as a buffer)");
+                     "buffer count limit (max_buffers 2, policy Buffers=) reached: 1 buffers and 1 code objects (a code object counts as a buffer)");
         close(fd);
         close(sock);
 
@@ -779,7 +779,7 @@ Test(compute_hostile, code_objects_count_against_the_buffer_limits) {
         raw_hello(sock);
         raw_alloc(sock, 1 << 20, NULL);
         fd = memfd_with(elf, len, ALL_SEALS);
-        snprintf(msg, sizeof(msg), "buffer memory limit (max_buffer_bytes 1048576) reached: 1048576 in use, %zu requested",
+        snprintf(msg, sizeof(msg), "buffer memory limit (max_buffer_bytes 1048576, policy BufferMemory=) reached: 1048576 in use, %zu requested",
                  (len + 4095) / 4096 * 4096);
         expect_error(load_raw(sock, &fd, 1), EDQUOT, msg);
         close(fd);
