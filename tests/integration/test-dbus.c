@@ -79,36 +79,77 @@ static kfdb_session *connect_session(void) {
 }
 
 /* Reads a{sv} into a few known keys: returns the value of key as u64 (t or u), or -1. */
-static int64_t dict_get_number(sd_bus_message *m, const char *want) {
-        int64_t found = -1;
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* A value of an a{sv} dictionary (searched into nested a{sv} values too). */
+typedef struct DictValue {
+        char type; /* 0 if not found, else 't', 'u', 'd' or 's' */
+        uint64_t number;
+        double real;
+        char *string; /* malloc'd */
+} DictValue;
+
+static void dict_find(sd_bus_message *m, const char *want, DictValue *ret) {
         int r;
 
         cr_assert_geq(sd_bus_message_enter_container(m, 'a', "{sv}"), 0);
         while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *key, *sig;
+                const char *key, *sig, *str;
                 cr_assert_geq(sd_bus_message_read(m, "s", &key), 0);
                 cr_assert_geq(sd_bus_message_peek_type(m, NULL, &sig), 0);
                 if (strcmp(key, want) == 0 && strcmp(sig, "t") == 0) {
-                        uint64_t v;
-                        cr_assert_geq(sd_bus_message_read(m, "v", "t", &v), 0);
-                        found = (int64_t) v;
+                        cr_assert_geq(sd_bus_message_read(m, "v", "t", &ret->number), 0);
+                        ret->type = 't';
                 } else if (strcmp(key, want) == 0 && strcmp(sig, "u") == 0) {
                         uint32_t v;
                         cr_assert_geq(sd_bus_message_read(m, "v", "u", &v), 0);
-                        found = v;
+                        ret->number = v;
+                        ret->type = 'u';
+                } else if (strcmp(key, want) == 0 && strcmp(sig, "d") == 0) {
+                        cr_assert_geq(sd_bus_message_read(m, "v", "d", &ret->real), 0);
+                        ret->type = 'd';
+                } else if (strcmp(key, want) == 0 && strcmp(sig, "s") == 0) {
+                        cr_assert_geq(sd_bus_message_read(m, "v", "s", &str), 0);
+                        free(ret->string);
+                        ret->string = strdup(str);
+                        ret->type = 's';
                 } else if (strcmp(sig, "a{sv}") == 0) {
-                        int64_t inner;
                         cr_assert_geq(sd_bus_message_enter_container(m, 'v', "a{sv}"), 0);
-                        inner = dict_get_number(m, want);
-                        if (inner >= 0)
-                                found = inner;
+                        dict_find(m, want, ret);
                         cr_assert_geq(sd_bus_message_exit_container(m), 0);
                 } else
                         cr_assert_geq(sd_bus_message_skip(m, "v"), 0);
                 cr_assert_geq(sd_bus_message_exit_container(m), 0);
         }
         cr_assert_geq(sd_bus_message_exit_container(m), 0);
-        return found;
+}
+
+/* A number ('t' or 'u') of the dictionary, or -1. */
+static int64_t dict_get_number(sd_bus_message *m, const char *want) {
+        DictValue v = {};
+
+        dict_find(m, want, &v);
+        free(v.string);
+        return v.type == 't' || v.type == 'u' ? (int64_t) v.number : -1;
+}
+
+/* GetSession(id)'s value for key; asserts it is there. */
+static DictValue session_value(sd_bus *bus, uint64_t id, const char *key) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        DictValue v = {};
+
+        cr_assert_geq(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, &reply, "t", id), 0,
+                      "GetSession: %s", e.message);
+        dict_find(reply, key, &v);
+        sd_bus_message_unref(reply);
+        cr_assert_neq(v.type, 0, "GetSession has no %s", key);
+        return v;
 }
 
 static int64_t session_number(sd_bus *bus, uint64_t id, const char *key) {
@@ -158,10 +199,14 @@ Test(dbus, accounting_matches_jobs_of_known_sizes) {
         kfdb_session *s = connect_session();
         kfdb_buffer *a, *b;
         kfdb_batch *batch;
-        uint64_t fence, id = kfdb_session_get_id(s);
+        kfdb_event *ev;
+        uint64_t fence, id = kfdb_session_get_id(s), t_alloc, t_held;
+        DictValue v;
 
+        t_alloc = now_usec();
         cr_assert_eq(kfdb_buffer_alloc(s, 1 << 20, KFDB_PLACEMENT_GTT, &a), 0);
         cr_assert_eq(kfdb_buffer_alloc(s, 1 << 20, KFDB_PLACEMENT_VRAM, &b), 0);
+        t_held = now_usec();
         cr_assert_eq(kfdb_batch_new(s, &batch), 0);
         cr_assert_eq(kfdb_batch_fill(batch, a, 0, 1 << 20, 7), 0);
         cr_assert_eq(kfdb_batch_copy(batch, b, 4096, a, 0, 512 << 10), 0);
@@ -176,6 +221,37 @@ Test(dbus, accounting_matches_jobs_of_known_sizes) {
         cr_assert_eq(session_number(bus, id, "BufferBytes"), 2 << 20);
         cr_assert_eq(session_number(bus, id, "BufferBytesPeak"), 2 << 20);
         cr_assert_eq(session_number(bus, id, "UID"), getuid());
+        /* drm-usage-stats: the two buffers by placement, in KiB. */
+        v = session_value(bus, id, "DrmUsage");
+        cr_assert(strstr(v.string, "drm-total-gtt:\t1024 KiB\n") && strstr(v.string, "drm-total-vram:\t1024 KiB\n"),
+                  "%s", v.string);
+        free(v.string);
+
+        /* Time queued: a wait job held 200 ms for its event counts it. */
+        cr_assert_eq(session_number(bus, id, "QueuedNSec") < 100000000, 1, "the two jobs queued briefly");
+        cr_assert_eq(kfdb_event_create(s, true, &ev), 0);
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        usleep(200000);
+        cr_assert_eq(kfdb_event_set(ev), 0);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0);
+        cr_assert_geq(session_number(bus, id, "QueuedNSec"), 200000000, "the held wait job was queued >= 200 ms");
+
+        /* Byte-seconds: 2 MiB held since the allocations, no more than since before them. */
+        {
+                uint64_t t_before = now_usec();
+                double lo, hi;
+
+                v = session_value(bus, id, "BufferByteSeconds");
+                lo = (double) (2 << 20) * (double) (t_before - t_held) / 1e6;
+                hi = (double) (2 << 20) * (double) (now_usec() - t_alloc) / 1e6;
+                cr_assert_eq(v.type, 'd');
+                cr_assert(v.real >= lo * 0.99 && v.real <= hi * 1.01, "BufferByteSeconds %.0f outside [%.0f, %.0f]",
+                          v.real, lo, hi);
+        }
+        kfdb_event_destroy(ev);
 
         /* Per identity, across reconnects. */
         kfdb_batch_free(batch);
@@ -668,13 +744,6 @@ Test(dbus, open_session_returns_a_working_socket) {
 
 static int as_nobody(int (*fn)(uint64_t), uint64_t arg);
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 /* As nobody: subscribes to the daemon's signals, says so on fd arg, then
  * listens for 1.5 s. Exit 0 if no signal of the interface arrived. */
 static int listen_for_signals(uint64_t ready_fd) {
@@ -1031,7 +1100,8 @@ Test(dbus, compute_accounting) {
         uint32_t n = 4096, block = 256, *p;
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
-        const char *text, *drm;
+        const char *text;
+        DictValue drm_usage;
         char *line;
 
         compute_require_kernels();
@@ -1051,25 +1121,11 @@ Test(dbus, compute_accounting) {
         cr_assert_eq(session_number(bus, id, "JobsSDMA"), 1);
         cr_assert_gt(session_number(bus, id, "BusyNSecCompute"), 0, "GPU time from the compute timestamps");
 
-        cr_assert_geq(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, &reply, "t", id), 0, "%s",
-                      e.message);
-        drm = NULL;
-        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "{sv}"), 0);
-        while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
-                const char *key;
-                cr_assert_geq(sd_bus_message_read(reply, "s", &key), 0);
-                if (strcmp(key, "DrmUsage") == 0)
-                        cr_assert_geq(sd_bus_message_read(reply, "v", "s", &drm), 0);
-                else
-                        cr_assert_geq(sd_bus_message_skip(reply, "v"), 0);
-                cr_assert_geq(sd_bus_message_exit_container(reply), 0);
-        }
-        cr_assert_not_null(drm, "GetSession has no DrmUsage");
-        line = strstr(drm, "drm-engine-compute:\t");
-        cr_assert_not_null(line, "%s", drm);
-        cr_assert_gt(strtoull(line + strlen("drm-engine-compute:\t"), NULL, 10), 0, "%s", drm);
-        sd_bus_message_unref(reply);
-        reply = NULL;
+        drm_usage = session_value(bus, id, "DrmUsage");
+        line = strstr(drm_usage.string, "drm-engine-compute:\t");
+        cr_assert_not_null(line, "%s", drm_usage.string);
+        cr_assert_gt(strtoull(line + strlen("drm-engine-compute:\t"), NULL, 10), 0, "%s", drm_usage.string);
+        free(drm_usage.string);
 
         cr_assert_geq(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetMetrics", &e, &reply, ""), 0, "%s", e.message);
         cr_assert_geq(sd_bus_message_read(reply, "s", &text), 0);
