@@ -703,6 +703,27 @@ Test(dbus, reload_policy_refuses_broken_file_and_keeps_sessions) {
         }
         cr_assert_eq(session_number(bus, id, "Weight"), 5);
 
+        /* A broken file now: refused, and the policy in force (Buffers=7, not the
+         * defaults) stays, for this session and for one that connects after. */
+        f = fopen(path, "we");
+        fprintf(f, "[Match]\nUser=%u\n[Limits]\nBuffers=7\nWeight=heavy\n", (unsigned) getuid());
+        fclose(f);
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "ReloadPolicy", &e, NULL, "");
+        cr_assert_lt(r, 0);
+        cr_assert(strstr(e.message, "10-test.conf:5"), "names file and line: %s", e.message);
+        sd_bus_error_free(&e);
+        {
+                kfdb_session *later = connect_session();
+                kfdb_usage u;
+
+                cr_assert_eq(kfdb_query(s, &u), 0);
+                cr_assert_eq(u.limits.max_buffers, 7, "the old policy stays for a connected session");
+                cr_assert_eq(kfdb_query(later, &u), 0);
+                cr_assert_eq(u.limits.max_buffers, 7, "and for a new one");
+                cr_assert_eq(session_number(bus, kfdb_session_get_id(later), "Weight"), 5);
+                kfdb_session_free(later);
+        }
+
         /* SIGHUP reloads too. */
         f = fopen(path, "we");
         fprintf(f, "[Match]\nUser=%u\n[Limits]\nBuffers=9\n", (unsigned) getuid());
