@@ -74,7 +74,7 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                         return 0;
                 }
                 r = session_new(l->manager, c, NULL, NULL);
-                if (r < 0)
+                if (r < 0 && r != -EUSERS) /* a refusal over the connection limit is logged already */
                         log_warning_errno(r, "Failed to set up a session: %m");
         }
         return 0;
