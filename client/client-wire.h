@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Largest datagram sent or accepted; the daemon's limit (daemon/wire.h). */
+/* Largest datagram sent or accepted; the daemon's limit (daemon/wire/wire.h). */
 #define CLIENT_MAX_MESSAGE_SIZE (64u * 1024u)
 /* Most fds any reply carries (Hello: session page and eventfd). */
 #define CLIENT_MAX_FDS 2u

@@ -15,7 +15,7 @@
 
 #include "ctl-bus.h"
 #include "ctl-json.h"
-#include "policy-limits.h"
+#include "policy/policy-limits.h"
 #include "util/macro.h"
 
 /* The D-Bus SetLimits/GetSession key of each limit: the policy file's name,

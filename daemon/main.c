@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 
 #include "config.h"
-#include "manager.h"
+#include "manager/manager.h"
 #include "util/log.h"
 
 /* Every client buffer of the simulated GPU and every connection holds fds, so

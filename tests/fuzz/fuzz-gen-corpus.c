@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "kfdbroker.pb-c.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 static int write_seed(const char *dir, const char *name, const void *buf, size_t len) {
         char path[4096];

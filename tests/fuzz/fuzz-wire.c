@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the daemon's request decoder (daemon/wire.c), the first
+ * Fuzz target for the daemon's request decoder (daemon/wire/wire.c), the first
  * code that touches a client's bytes. Besides "no crash, no leak, no UB"
  * (ASan/UBSan), it checks the decoder's promises: only the documented errnos,
  * a message for every rejection the client is told about, and every field of
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,7 +2,7 @@
 /*
  * Tests of libkfdbroker against a fake kfdbrokerd: a thread on the other end
  * of a SOCK_SEQPACKET socketpair that decodes requests and encodes replies
- * with the daemon's own wire layer (daemon/wire.c), so both halves of the
+ * with the daemon's own wire layer (daemon/wire/wire.c), so both halves of the
  * protocol are exercised together. Each test scripts what the daemon does —
  * replies out of order, notifications in between, stray fds, truncated or
  * malformed datagrams, errors — and checks what the library's caller sees.
@@ -27,8 +27,8 @@
 #include "client-session.h"
 #include "config.h"
 #include "kfdbroker.h"
-#include "session-page.h"
-#include "wire.h"
+#include "sessions/session-page.h"
+#include "wire/wire.h"
 
 typedef struct Srv Srv;
 typedef void (*srv_script)(Srv *s);

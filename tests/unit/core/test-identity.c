@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of daemon/identity.c: cgroup paths of the shapes systemd, Flatpak,
+ * Tests of daemon/policy/identity.c: cgroup paths of the shapes systemd, Flatpak,
  * snap, systemd-machined, nspawn, docker, podman, CRI runtimes and LXC produce
  * give the unit, user unit, app id and container the policy matches on;
  * fabricated /proc trees give the groups, comm, cgroup and namespace answers
@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "identity.h"
+#include "policy/identity.h"
 #include "util/utf8.h"
 #include "test-fini.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of daemon/policy.c: the value syntax (bytes, counts, time spans,
+ * Tests of daemon/policy/policy.c: the value syntax (bytes, counts, time spans,
  * booleans, priorities) with exact results; rules resolved for identities
  * with later rules overriding key by key and the matching rules named;
  * every kind of broken file refused with the exact "FILE:LINE: message" an
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 #include "test-fini.h"
 
 #define GiB (1ull << 30)

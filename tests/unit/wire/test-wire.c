@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of daemon/wire.c and wire-reply.c: requests built with the generated protobuf-c types
+ * Tests of daemon/wire/wire.c and wire-reply.c: requests built with the generated protobuf-c types
  * (what a client sends) decode into the plain structs of wire.h with every
  * field intact; each range check rejects with the errno and the message a
  * client would see; garbage, truncated and oversized datagrams are refused;
@@ -12,7 +12,7 @@
 
 #include "kfdbroker.pb-c.h"
 #include "util/macro.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 typedef struct Packed {
         uint8_t *buf;

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client-event.h"
+#include "sessions/client-event.h"
 #include "config.h"
-#include "job.h"
-#include "manager.h"
-#include "session.h"
+#include "scheduler/job.h"
+#include "manager/manager.h"
+#include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
 

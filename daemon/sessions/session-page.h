@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../proto/session-page.h" /* the layout is part of the protocol */
+#include "../../proto/session-page.h" /* the layout is part of the protocol */
 
 typedef struct SessionPage {
         int memfd;

@@ -4,7 +4,7 @@
  * queue, identity) and the request handlers; the handlers only resolve this
  * session's handles, check limits and hand jobs to the scheduler.
  */
-#include "session.h"
+#include "sessions/session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +19,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "client-event.h"
+#include "sessions/client-event.h"
 #include "config.h"
-#include "job.h"
-#include "manager.h"
+#include "scheduler/job.h"
+#include "manager/manager.h"
 #include "util/log.h"
 #include "util/macro.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* See session-page.h. */
-#include "session-page.h"
+#include "sessions/session-page.h"
 
 #include <assert.h>
 #include <errno.h>

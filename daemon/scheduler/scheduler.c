@@ -4,7 +4,7 @@
  * hardware queue, with the virtual-time bookkeeping of Linux's CFS: charge
  * what a job really used, when it is known.
  */
-#include "scheduler.h"
+#include "scheduler/scheduler.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client-event.h"
-#include "job.h"
-#include "manager.h"
-#include "session.h"
+#include "sessions/client-event.h"
+#include "scheduler/job.h"
+#include "manager/manager.h"
+#include "sessions/session.h"
 #include "util/macro.h"
 #include "util/log.h"
 

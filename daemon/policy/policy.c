@@ -6,7 +6,7 @@
  * names are resolved here, once, so resolving a client is pure matching and
  * never touches NSS on the event loop.
  */
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -18,7 +18,7 @@
 #include "kfdbroker.pb-c.h"
 #include "util/macro.h"
 #include "util/utf8.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 typedef Kfdbroker__V1__Request PbRequest;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* See accounting.h. */
-#include "accounting.h"
+#include "scheduler/accounting.h"
 
 #include <errno.h>
 #include <stdio.h>

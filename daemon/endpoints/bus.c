@@ -2,7 +2,7 @@
 /* See bus.h. The methods only read the manager's state or call the same
  * functions the socket protocol and signals use (session_disconnect,
  * session_set_limits, manager_reload_policy). */
-#include "bus.h"
+#include "endpoints/bus.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "identity.h"
-#include "metrics.h"
-#include "policy.h"
-#include "scheduler.h"
-#include "session.h"
+#include "policy/identity.h"
+#include "manager/metrics.h"
+#include "policy/policy.h"
+#include "scheduler/scheduler.h"
+#include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* See manager.h. */
-#include "manager.h"
+#include "manager/manager.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,14 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus.h"
+#include "endpoints/bus.h"
 #include "config.h"
-#include "job.h"
+#include "scheduler/job.h"
 #include "kfd/kfd-real.h"
-#include "metrics.h"
-#include "listener.h"
-#include "scheduler.h"
-#include "session.h"
+#include "manager/metrics.h"
+#include "endpoints/listener.h"
+#include "scheduler/scheduler.h"
+#include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* See listener.h. */
-#include "listener.h"
+#include "endpoints/listener.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
-#include "manager.h"
-#include "session.h"
+#include "manager/manager.h"
+#include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
 

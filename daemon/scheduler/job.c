@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* See job.h. */
-#include "job.h"
+#include "scheduler/job.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "client-event.h"
-#include "session.h"
+#include "sessions/client-event.h"
+#include "sessions/session.h"
 
 Job *job_new(Session *s, uint64_t fence, WireJobType type) {
         Job *j = calloc(1, sizeof(*j));

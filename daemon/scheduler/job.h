@@ -18,7 +18,7 @@
 #include "forward.h"
 #include "gpu/gpu.h"
 #include "util/list.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 typedef enum JobState {
         JOB_PENDING,   /* accepted, waiting in its stream */

@@ -5,13 +5,13 @@
  * copy_signaled_event_data) as summarised in kfd-facts §1.10, applied to
  * daemon-side objects so that waiting never blocks the loop.
  */
-#include "client-event.h"
+#include "sessions/client-event.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "manager.h"
-#include "session.h"
+#include "manager/manager.h"
+#include "sessions/session.h"
 #include "util/log.h"
 
 ClientEvent *client_event_new(Session *s, bool auto_reset) {

@@ -10,13 +10,13 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "accounting.h"
+#include "scheduler/accounting.h"
 #include "forward.h"
 #include "gpu/gpu.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "sim/sim.h"
 #include "util/list.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 typedef enum DeviceChoice {
         DEVICE_AUTO,

@@ -5,7 +5,7 @@
  * "infinity"), because the administrators who write kfdbroker policy write
  * those too.
  */
-#include "policy-limits.h"
+#include "policy/policy-limits.h"
 
 #include <ctype.h>
 #include <errno.h>

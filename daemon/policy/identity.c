@@ -11,7 +11,7 @@
  * *.slice components, the next component is the unit; inside user@UID.service
  * the same rule again gives the user unit.
  */
-#include "identity.h"
+#include "policy/identity.h"
 
 #include <ctype.h>
 #include <errno.h>

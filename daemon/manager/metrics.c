@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* See metrics.h. Format: OpenMetrics 1.0 text exposition. */
-#include "metrics.h"
+#include "manager/metrics.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "accounting.h"
+#include "scheduler/accounting.h"
 #include "config.h"
-#include "manager.h"
-#include "scheduler.h"
-#include "session.h"
+#include "manager/manager.h"
+#include "scheduler/scheduler.h"
+#include "sessions/session.h"
 #include "util/macro.h"
 
 /* Label values: backslash, double quote and newline escaped (OpenMetrics ABNF). */

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "forward.h"
-#include "manager.h"
+#include "manager/manager.h"
 
 #define BUS_NAME "org.kfdbroker.Broker1"
 #define BUS_PATH "/org/kfdbroker/Broker1"

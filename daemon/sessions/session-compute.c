@@ -22,9 +22,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "job.h"
-#include "manager.h"
-#include "session.h"
+#include "scheduler/job.h"
+#include "manager/manager.h"
+#include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
 

@@ -20,7 +20,7 @@
 
 #include "forward.h"
 #include "util/list.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 typedef struct EventWaiter {
         EventWait *wait;

@@ -17,15 +17,15 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
-#include "accounting.h"
+#include "scheduler/accounting.h"
 #include "forward.h"
-#include "identity.h"
-#include "policy.h"
-#include "scheduler.h"
-#include "session-page.h"
+#include "policy/identity.h"
+#include "policy/policy.h"
+#include "scheduler/scheduler.h"
+#include "sessions/session-page.h"
 #include "util/handle-table.h"
 #include "util/list.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 #define HANDLE_TAG_BUFFER 0x42 /* 'B' */
 #define HANDLE_TAG_EVENT 0x45  /* 'E' */

@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "identity.h"
-#include "policy-limits.h"
+#include "policy/identity.h"
+#include "policy/policy-limits.h"
 
 /* Directories read by default, most important first (a file name in an
  * earlier directory hides the same name in a later one): the administrator's

@@ -12,7 +12,7 @@
 
 #include "kfdbroker.pb-c.h"
 #include "util/macro.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 typedef Kfdbroker__V1__ServerMessage PbServerMessage;
 
