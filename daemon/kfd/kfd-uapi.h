@@ -52,6 +52,26 @@ struct kfd_ioctl_runtime_enable_args {
 #endif
 
 /*
+ * AMDKFD_IOC_CREATE_PROCESS, uapi 1.19 ("Add a new ioctl to create secondary
+ * kfd processes"; Linux 7.0). No payload. On a /dev/kfd fd that still holds
+ * the process's primary KFD context it replaces it with a new secondary
+ * context — its own GPU VM, PASID, events, doorbells and queues — destroyed
+ * when that fd is closed (kfd-facts §7.3). Source: include/uapi/linux/kfd_ioctl.h
+ * in Linux >= 7.0 (amd-gfx "[PATCH V7 18/18] amdkfd: introduce new ioctl
+ * AMDKFD_IOC_CREATE_PROCESS"):
+ *   #define AMDKFD_IOC_CREATE_PROCESS AMDKFD_IO(0x27)
+ * An older kernel answers -EINVAL (or -ENOTTY) for the number: gate on the
+ * version (minor >= 19), not on the errno.
+ */
+#ifndef AMDKFD_IOC_CREATE_PROCESS
+#define AMDKFD_IOC_CREATE_PROCESS AMDKFD_IO(0x27)
+#endif
+#define KFD_MINOR_CREATE_PROCESS 19u
+#define KFD_MINOR_EXPORT_DMABUF 12u
+#define KFD_MINOR_RUNTIME_ENABLE 13u
+#define KFD_MINOR_EVENT_AGE 14u
+
+/*
  * struct kfd_hsa_signal_event_data, uapi 1.14 ("kfd_event_data update"): the
  * first 8 bytes of kfd_event_data's union carry last_event_age, to and from
  * KFD, for SIGNAL and DEBUG events. Source: include/uapi/linux/kfd_ioctl.h in

@@ -57,9 +57,11 @@
  * pointing at the packet (for a packet inside an indirect buffer: at the
  * ring's INDIRECT_BUFFER packet):
  *  - an access outside every GPU-mapped BO of the process, by a packet or by
- *    the shader (interpreter -EFAULT), is a VM fault: every MEMORY event of
- *    the process is set with {NotPresent, va rounded down to its page,
- *    gpu_id}, as the SDMA engine does;
+ *    the shader (interpreter -EFAULT), is a VM fault: every queue of the
+ *    process is evicted (a dispatch running on another of them is cancelled
+ *    and never completes) and every MEMORY event of the process is set with
+ *    {NotPresent, va rounded down to its page, gpu_id}, as the SDMA engine
+ *    does;
  *  - a packet the decoder refuses, a documented feature the model does not
  *    have, a dispatch the interpreter cannot run (-EILSEQ, -ETIME, -EINVAL,
  *    -EDEADLK), or a RELEASE_MEM on a queue without an EOP buffer: every
@@ -182,6 +184,11 @@ void sim_cp_state_free(SimQueue *q) {
         q->cp = NULL;
 }
 
+void sim_cp_preempt(SimQueue *q) {
+        if (q->cp)
+                __atomic_store_n(&q->cp->cancel, 1, __ATOMIC_RELEASE);
+}
+
 static void stop_queue(SimQueue *q) {
         q->stopped = true;
         q->cp->in_ib = false;
@@ -205,7 +212,7 @@ static void fail_fault(SimQueue *q, uint64_t va) {
         log_debug("sim: compute queue %u: GPU VM fault at 0x%llx, queue stopped at %s", q->id,
                   (unsigned long long) va, at);
         stop_queue(q);
-        sim_events_memory_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        sim_process_vm_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
 }
 
 /* A HW exception for the packet at the current position (header, if known). */
@@ -646,7 +653,7 @@ int sim_cp_queue_step(SimQueue *q) {
         uint64_t ring_dw = q->ring_size / 4, db;
         int progress = 0;
 
-        if (q->stopped || !cp)
+        if (q->stopped || !cp || q->process->evicted)
                 return 0;
         db = sim_queue_load_doorbell(q);
         if (db != q->doorbell_seen) {

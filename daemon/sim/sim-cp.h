@@ -51,5 +51,9 @@ int sim_cp_state_new(SimCpState **ret);
  */
 void sim_cp_state_free(SimQueue *q);
 
+/* Locked. Asks a dispatch running on q to stop for good (process eviction):
+ * it ends without completing and the queue does not run again. No wait. */
+void sim_cp_preempt(SimQueue *q);
+
 /* A SimEngineStep for PM4 compute queues. */
 int sim_cp_queue_step(SimQueue *q);

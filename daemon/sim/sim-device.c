@@ -4,8 +4,10 @@
  * ioctl entry point mirrors kfd_chardev.c kfd_ioctl: dispatch on _IOC_NR
  * only, copy in _IOC_SIZE(request) bytes zero-extended to the simulator's own
  * struct size, run the handler, copy the caller's size back (also on error,
- * as the kernel does), -ENOTTY for a number past the table, -EBADF for a fd
- * used by another process than its opener. mmap on the KFD fd serves the
+ * as the kernel does), -EINVAL (-ENOTTY from uapi 1.19) for a number past the
+ * table of the simulated uapi version, -EBADF for a fd used by another process
+ * than its opener. Opens of one mm share its primary KFD process;
+ * CREATE_PROCESS gives a fd a secondary one (sim-device.h SimMm). mmap on the KFD fd serves the
  * doorbell slice and the event page (kfd_mmap); mmap on the render fd serves
  * BO contents at their DRM fake offsets (drm_gem_mmap).
  *
@@ -37,8 +39,9 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-/* AMDKFD_COMMAND_END of uapi 1.17: 0x27. */
-#define SIM_IOCTL_COUNT 0x27u
+/* AMDKFD_COMMAND_END of uapi 1.19: 0x28 (CREATE_PROCESS is 0x27). */
+#define SIM_IOCTL_COUNT 0x28u
+#define SIM_IOC_NR_CREATE_PROCESS 0x27u
 #define SIM_DEFAULT_GPU_ID 0x697Du
 #define SIM_DEFAULT_CU_COUNT 40u
 #define SIM_DEFAULT_VRAM_SIZE (1ULL << 30)
@@ -104,9 +107,24 @@ static const SimIoctl ioctls[SIM_IOCTL_COUNT] = {
         [0x25] = { h_runtime_enable, sizeof(struct kfd_ioctl_runtime_enable_args) },
 };
 
+/* uapi versions and the ioctls they brought (kfd_ioctl.h's history):
+ * 1.12 EXPORT_DMABUF (0x24), 1.13 RUNTIME_ENABLE and DBG_TRAP (0x25, 0x26),
+ * 1.19 CREATE_PROCESS (0x27). */
+unsigned sim_device_command_end(const SimDevice *d) {
+        if (d->kfd_minor >= 19)
+                return 0x28;
+        if (d->kfd_minor >= 13)
+                return 0x27;
+        if (d->kfd_minor >= 12)
+                return 0x25;
+        return 0x24;
+}
+
+/* kfd_open -> kfd_create_process: the mm's primary process, created by the
+ * first open; each open file holds a reference. */
 static int op_open_kfd(void *userdata) {
-        SimDevice *d = userdata;
-        SimProcess *p;
+        SimMm *mm = userdata;
+        SimDevice *d = mm->device;
         SimFile *f;
         int r;
 
@@ -118,15 +136,15 @@ static int op_open_kfd(void *userdata) {
                 r = -ENODEV;
                 goto out;
         }
-        r = sim_process_new(d, &p);
+        if (!mm->primary) {
+                r = sim_process_new(d, true, &mm->primary);
+                if (r < 0)
+                        goto out;
+        }
+        r = sim_file_new(d, SIM_FILE_KFD, &f);
         if (r < 0)
                 goto out;
-        r = sim_file_new(d, SIM_FILE_KFD, &f);
-        if (r < 0) {
-                sim_process_unref(p);
-                goto out;
-        }
-        f->process = p;
+        f->process = sim_process_ref(mm->primary);
         r = f->fd;
 out:
         pthread_mutex_unlock(&d->lock);
@@ -134,7 +152,7 @@ out:
 }
 
 static int op_open_render(void *userdata, unsigned minor) {
-        SimDevice *d = userdata;
+        SimDevice *d = ((SimMm *) userdata)->device;
         SimFile *f;
         int r;
 
@@ -166,7 +184,7 @@ static void file_close(SimFile *f) {
 }
 
 static int op_close(void *userdata, int fd) {
-        SimDevice *d = userdata;
+        SimDevice *d = ((SimMm *) userdata)->device;
         SimFile *f;
 
         pthread_mutex_lock(&d->lock);
@@ -236,6 +254,12 @@ static int ioctl_dispatch(SimDevice *d, const SimIoctl *h, unsigned nr, int fd, 
                 pthread_mutex_unlock(&d->lock);
                 return -EINVAL; /* amdkfd_ioctls[0] has no function */
         }
+        if (nr == SIM_IOC_NR_CREATE_PROCESS) {
+                /* AMDKFD_IO: no payload; it acts on the file, not the process. */
+                r = sim_process_create_secondary(f);
+                pthread_mutex_unlock(&d->lock);
+                return r;
+        }
         if (!h->func) {
                 pthread_mutex_unlock(&d->lock);
                 return -EOPNOTSUPP;
@@ -266,7 +290,7 @@ finish:
 }
 
 static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
-        SimDevice *d = userdata;
+        SimDevice *d = ((SimMm *) userdata)->device;
         unsigned nr = _IOC_NR(request);
         const SimIoctl *h;
         void *kdata;
@@ -275,8 +299,11 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
         if (getpid() != d->pid)
                 return -EBADF;
-        if (nr >= SIM_IOCTL_COUNT)
-                return -ENOTTY;
+        /* Past this kernel's table: -EINVAL as kfd_ioctl answered for years,
+         * -ENOTTY on the kernels that speak 1.19 (a 2025 change; libhsakmt
+         * takes either as "not supported", rocm-systems#6102). */
+        if (nr >= sim_device_command_end(d) || nr >= SIM_IOCTL_COUNT)
+                return d->kfd_minor >= 19 ? -ENOTTY : -EINVAL;
         h = &ioctls[nr];
         kdata = calloc(1, MAX(MAX((size_t) _IOC_SIZE(request), h->size), (size_t) 1));
         if (!kdata)
@@ -327,7 +354,7 @@ static int kfd_file_mmap(SimDevice *d, SimProcess *p, void *addr, size_t length,
 
 static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
                    void **ret_addr) {
-        SimDevice *d = userdata;
+        SimDevice *d = ((SimMm *) userdata)->device;
         SimFile *f;
         SimBo *bo;
         int r;
@@ -363,7 +390,7 @@ static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flag
 /* KfdOps.exception_info (kfd-ops.h): the oldest HW exception record of the
  * KFD context behind kfd_fd. */
 static int op_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf, size_t buflen) {
-        SimDevice *d = userdata;
+        SimDevice *d = ((SimMm *) userdata)->device;
         SimFile *f;
         int r;
 
@@ -387,6 +414,22 @@ static int op_munmap(void *userdata, void *addr, size_t length) {
 
 DEFINE_POINTER_CLEANUP(SimDevice, sim_device_free);
 
+static void mm_init(SimMm *mm, SimDevice *d) {
+        mm->device = d;
+        mm->ops = (KfdOps) {
+                .name = "sim",
+                .userdata = mm,
+                .sysfs_root = d->sysfs_dir,
+                .open_kfd = op_open_kfd,
+                .open_render = op_open_render,
+                .ioctl = op_ioctl,
+                .mmap = op_mmap,
+                .munmap = op_munmap,
+                .close = op_close,
+                .exception_info = op_exception_info,
+        };
+}
+
 int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         _cleanup_(sim_device_freep) SimDevice *d = NULL;
         SimOptions o = opts ? *opts : (SimOptions) {};
@@ -399,8 +442,11 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                 o.cu_count = SIM_DEFAULT_CU_COUNT;
         if (o.vram_size == 0)
                 o.vram_size = SIM_DEFAULT_VRAM_SIZE;
+        if (o.kfd_minor == 0)
+                o.kfd_minor = SIM_DEFAULT_KFD_MINOR;
         /* gpu_id travels in 16 bits of mmap offsets (KFD_MMAP_GPU_ID). */
-        if (o.gpu_id > 0xFFFF || o.cu_count > 1024 || o.vram_size % PAGE_SIZE_4K)
+        if (o.gpu_id > 0xFFFF || o.cu_count > 1024 || o.vram_size % PAGE_SIZE_4K ||
+            o.kfd_minor < SIM_MIN_KFD_MINOR || o.kfd_minor > SIM_DEFAULT_KFD_MINOR)
                 return -EINVAL;
 
         d = calloc(1, sizeof *d);
@@ -414,6 +460,7 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         pthread_cond_init(&d->idle_cond, NULL);
         pthread_cond_init(&d->cp_cond, NULL);
         d->pid = getpid();
+        d->kfd_minor = o.kfd_minor;
         d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
                                                               : SIM_DEFAULT_DISPATCH_BUDGET;
         sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
@@ -433,18 +480,7 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         if (r < 0)
                 return r;
 
-        d->ops = (KfdOps) {
-                .name = "sim",
-                .userdata = d,
-                .sysfs_root = d->sysfs_dir,
-                .open_kfd = op_open_kfd,
-                .open_render = op_open_render,
-                .ioctl = op_ioctl,
-                .mmap = op_mmap,
-                .munmap = op_munmap,
-                .close = op_close,
-                .exception_info = op_exception_info,
-        };
+        mm_init(&d->mm, d);
 
         for (unsigned i = 0; i < d->gpu.num_sdma_engines && i < SIM_MAX_SDMA_ENGINES; i++) {
                 r = sim_engine_new(d, SIM_ENGINE_SDMA, i, sim_sdma_queue_step, &d->sdma_engines[i]);
@@ -484,6 +520,14 @@ SimDevice *sim_device_free(SimDevice *d) {
                         break;
                 file_close(f);
         }
+        /* The mms exit: their primary processes go. */
+        sim_process_unref(TAKE_PTR(d->mm.primary));
+        while (d->extra_mms) {
+                SimMm *mm = d->extra_mms;
+                d->extra_mms = mm->next;
+                sim_process_unref(mm->primary);
+                free(mm);
+        }
         /* Anything left is a bug in reference counting; free it rather than leak. */
         while (d->processes) {
                 SimProcess *p = d->processes;
@@ -511,5 +555,19 @@ SimDevice *sim_device_free(SimDevice *d) {
 }
 
 const KfdOps *sim_device_get_ops(SimDevice *d) {
-        return &d->ops;
+        return &d->mm.ops;
+}
+
+int sim_device_add_mm(SimDevice *d, const KfdOps **ret) {
+        SimMm *mm = calloc(1, sizeof *mm);
+
+        if (!mm)
+                return -ENOMEM;
+        mm_init(mm, d);
+        pthread_mutex_lock(&d->lock);
+        mm->next = d->extra_mms;
+        d->extra_mms = mm;
+        pthread_mutex_unlock(&d->lock);
+        *ret = &mm->ops;
+        return 0;
 }

@@ -22,6 +22,23 @@
 #define SIM_MAX_SDMA_ENGINES 8u
 #define SIM_MAX_SDMA_SLOTS 64u
 
+/*
+ * One simulated user process as KFD tells them apart: by address space
+ * (kfd_process is looked up by current->mm). Every open_kfd() through its
+ * KfdOps table refers to the same primary KFD process, created by the first
+ * open and kept until the device goes (the kernel keeps it until the mm
+ * exits, whatever fds are closed); AMDKFD_IOC_CREATE_PROCESS turns one open
+ * fd into a secondary context of its own. The device's own mm is the calling
+ * process; sim_device_add_mm() makes more, for tests that need two processes
+ * on one GPU.
+ */
+typedef struct SimMm {
+        struct SimMm *next;   /* SimDevice.extra_mms */
+        SimDevice *device;
+        KfdOps ops;           /* userdata = this mm */
+        SimProcess *primary;  /* reference; NULL until the first open_kfd() */
+} SimMm;
+
 struct SimDevice {
         pthread_mutex_t lock;
         pthread_cond_t wait_cond;   /* WAIT_EVENTS sleepers; broadcast on every event change */
@@ -31,7 +48,9 @@ struct SimDevice {
         SimGpuInfo gpu;
         char *sysfs_dir;
         bool own_sysfs_dir;
-        KfdOps ops;
+        uint32_t kfd_minor;         /* KFD uapi minor version this kernel speaks (SimOptions) */
+        SimMm mm;                   /* the creating process */
+        SimMm *extra_mms;           /* sim_device_add_mm() */
 
         SimFile *files;
         SimProcess *processes;
@@ -61,6 +80,10 @@ struct SimDevice {
  * daemon's waiter, when it cannot wake it) does not leave the device locked.
  */
 void sim_ioctl_cancellable(bool on);
+
+/* AMDKFD_COMMAND_END of the device's uapi version: ioctl numbers at or past
+ * it do not exist on that kernel. */
+unsigned sim_device_command_end(const SimDevice *d);
 
 /* Absolute CLOCK_MONOTONIC deadline ns from now, for pthread_cond_timedwait. */
 void sim_deadline_after_ns(struct timespec *ts, uint64_t ns);

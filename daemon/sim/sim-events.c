@@ -347,8 +347,9 @@ static int init_waiter(SimProcess *p, SimWaiter *w, const struct kfd_event_data 
         w->event = ev;
         w->activated = ev->signaled;
         ev->signaled = ev->signaled && !ev->auto_reset;
-        /* last_event_age = 0 is reserved for backward compatibility. */
-        last_age = kfd_event_data_get_age(data);
+        /* last_event_age = 0 is reserved for backward compatibility; kernels
+         * before uapi 1.14 have no ages and ignore those bytes. */
+        last_age = p->device->kfd_minor >= 14 ? kfd_event_data_get_age(data) : 0;
         if (ev->type == KFD_IOC_EVENT_SIGNAL && last_age != 0) {
                 w->event_age_enabled = true;
                 if (ev->age != last_age)

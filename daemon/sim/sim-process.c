@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sim-cp.h"
 #include "sim-device.h"
 #include "sim-events.h"
 #include "sim-file.h"
@@ -51,7 +52,7 @@ static void process_free(SimProcess *p) {
 }
 DEFINE_POINTER_CLEANUP(SimProcess, process_free);
 
-int sim_process_new(SimDevice *d, SimProcess **ret) {
+int sim_process_new(SimDevice *d, bool primary, SimProcess **ret) {
         _cleanup_(process_freep) SimProcess *p = NULL;
         void *m;
 
@@ -59,6 +60,7 @@ int sim_process_new(SimDevice *d, SimProcess **ret) {
         if (!p)
                 return -ENOMEM;
         p->n_ref = 1;
+        p->primary = primary;
         p->doorbell_fd = -EBADF;
         p->signal_event_count = 1; /* kfd_event_init_process: id 0 is reserved */
 
@@ -94,10 +96,32 @@ void sim_process_unref(SimProcess *p) {
                 process_free(p);
 }
 
-/* kfd_ioctl_get_version: 1.14, so last_event_age (1.14) applies. */
+void sim_process_vm_fault(SimProcess *p, uint64_t va) {
+        p->evicted = true;
+        for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
+                if (p->queues[i] && p->queues[i]->cp)
+                        sim_cp_preempt(p->queues[i]);
+        sim_events_memory_fault(p, va);
+}
+
+int sim_process_create_secondary(SimFile *f) {
+        SimProcess *p = f->process, *s;
+        int r;
+
+        if (!p || !p->primary)
+                return -EINVAL; /* "Each FD owns only one kfd_process" */
+        r = sim_process_new(p->device, false, &s);
+        if (r < 0)
+                return r;
+        f->process = s;
+        sim_process_unref(p); /* "Each open() increases kref of the primary kfd_process" */
+        return 0;
+}
+
+/* kfd_ioctl_get_version: the device's uapi version (SimOptions.kfd_minor). */
 int sim_process_get_version(SimProcess *p, struct kfd_ioctl_get_version_args *a) {
         a->major_version = 1;
-        a->minor_version = 14;
+        a->minor_version = p->device->kfd_minor;
         return 0;
 }
 

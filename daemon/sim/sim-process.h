@@ -2,11 +2,14 @@
 /*
  * One KFD process context of the simulated GPU: what the kernel keeps in
  * struct kfd_process plus its single kfd_process_device (this machine has one
- * GPU). It is created by open_kfd() and owned by references: its KFD file
- * holds one, every ioctl in flight holds one (so a WAIT_EVENTS sleeping while
- * the fd is closed keeps it alive, as the kernel's file reference does), and
- * it is torn down — queues destroyed, events destroyed, memory freed — when
- * the last one goes. Locked.
+ * GPU). A primary one is created by the first open_kfd() of its mm and held by
+ * the mm until the device goes (the kernel keeps it until the process exits);
+ * a secondary one is created by CREATE_PROCESS on a fd. Either is owned by
+ * references: every KFD file on it holds one, every ioctl in flight holds one
+ * (so a WAIT_EVENTS sleeping while the fd is closed keeps it alive, as the
+ * kernel's file reference does), and it is torn down — queues destroyed,
+ * events destroyed, memory freed — when the last one goes, which for a
+ * secondary context is the close of its fd. Locked.
  */
 #pragma once
 
@@ -27,6 +30,12 @@ struct SimProcess {
         SimProcess *next;        /* SimDevice.processes */
         SimDevice *device;
         unsigned n_ref;
+        bool primary;            /* the mm's own context (else made by CREATE_PROCESS) */
+        /* A GPU VM fault evicted every queue of the context, for good
+         * (kfd_set_dbg_ev_from_interrupt -> kfd_dqm_evict_pasid, kfd-facts
+         * §7.1): no queue runs again, and queues created afterwards start
+         * evicted (create_queue_cpsch: is_evicted = qpd->evicted). */
+        bool evicted;
 
         SimFile *vm_file;        /* render node acquired with ACQUIRE_VM (ref), or NULL */
         bool runtime_enabled;
@@ -55,7 +64,7 @@ struct SimProcess {
         uint64_t *doorbells;     /* host view of the 8 KiB slice */
 };
 
-int sim_process_new(SimDevice *d, SimProcess **ret);
+int sim_process_new(SimDevice *d, bool primary, SimProcess **ret);
 SimProcess *sim_process_ref(SimProcess *p);
 /* Drops a reference; tears the context down at the last one. */
 void sim_process_unref(SimProcess *p);
@@ -65,6 +74,24 @@ struct kfd_ioctl_get_version_args;
 struct kfd_ioctl_get_clock_counters_args;
 struct kfd_ioctl_get_process_apertures_new_args;
 struct kfd_ioctl_acquire_vm_args;
+
+/*
+ * A GPU VM fault at va in a queue of p (the interrupt path of
+ * kfd_int_process_v10.c for a process that is not being debugged): every
+ * queue of p is evicted — a dispatch running on another of its queues is
+ * preempted and never resumes — then its MEMORY events are signalled with the
+ * address. Other processes are untouched. Locked.
+ */
+void sim_process_vm_fault(SimProcess *p, uint64_t va);
+
+/*
+ * AMDKFD_IOC_CREATE_PROCESS on file f (kfd_ioctl_create_process, uapi 1.19):
+ * only on a fd that still holds its mm's primary process (-EINVAL otherwise,
+ * also for a fd that already holds a secondary one); gives f a new secondary
+ * context — its own VM to acquire, events, doorbells and queues — and drops
+ * f's reference on the primary. Locked.
+ */
+int sim_process_create_secondary(SimFile *f);
 
 /* Ioctl handlers (kfd_chardev.c counterparts). Locked. */
 int sim_process_get_version(SimProcess *p, struct kfd_ioctl_get_version_args *a);

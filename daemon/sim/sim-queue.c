@@ -69,7 +69,7 @@ static int buffer_get(SimProcess *p, uint64_t addr, uint64_t expected_size, SimM
 }
 
 /* set_queue_properties_from_user(). */
-static int check_properties(SimCreateQueueArgs *a) {
+static int check_properties(const SimDevice *d, SimCreateQueueArgs *a) {
         struct kfd_ioctl_create_queue_args *b = &a->base;
 
         if ((b->queue_percentage & 0xFF) > KFD_MAX_QUEUE_PERCENTAGE)
@@ -95,8 +95,10 @@ static int check_properties(SimCreateQueueArgs *a) {
         case KFD_IOC_QUEUE_TYPE_SDMA:
         case KFD_IOC_QUEUE_TYPE_COMPUTE_AQL:
         case KFD_IOC_QUEUE_TYPE_SDMA_XGMI:
-        case SIM_QUEUE_TYPE_SDMA_BY_ENG_ID:
                 return 0;
+        case SIM_QUEUE_TYPE_SDMA_BY_ENG_ID:
+                /* uapi 1.17; an older kernel does not know the type. */
+                return d->kfd_minor >= 17 ? 0 : -EOPNOTSUPP;
         default:
                 return -EOPNOTSUPP; /* kernel: -ENOTSUPP, see the file comment */
         }
@@ -133,7 +135,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         int slot = -1, r;
         SimQueue *q;
 
-        r = check_properties(a);
+        r = check_properties(p->device, a);
         if (r < 0)
                 return r;
         /* kfd_ioctl_create_queue */

@@ -10,8 +10,9 @@
  * Failures never skip a packet:
  *  - a COPY/FILL/WRITE/FENCE/POLL/TIMESTAMP access outside every GPU-mapped BO
  *    of the process is a VM fault: the queue stops with rptr written back
- *    pointing at the faulting packet, and every MEMORY event of the process is
- *    set with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
+ *    pointing at the faulting packet, every other queue of the process is
+ *    evicted with it (sim_process_vm_fault), and every MEMORY event of the
+ *    process is set with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
  *    down to its 4 KiB page, as kfd_signal_vm_fault_event reports
  *    (info->page_addr << PAGE_SHIFT).
  *  - an unknown or malformed packet (decoder -EBADMSG), a doorbell wptr that
@@ -19,7 +20,8 @@
  *    POLL_REGMEM whose finite RETRY_COUNT runs out: the queue stops at that
  *    packet and every HW_EXCEPTION event is set (the BAD_OPCODE path of
  *    kfd_int_process_v10.c). Retries are counted per engine polling pass.
- * A stopped queue stays stopped until DESTROY_QUEUE.
+ * A stopped queue stays stopped until DESTROY_QUEUE; the queues of an evicted
+ * process never run again.
  *
  * Register polls (MEM_POLL = 0, e.g. the kernel's HDP flush sequence) have
  * no register to wait for in the simulator and complete at once.
@@ -69,7 +71,7 @@ static void fail_fault(SimQueue *q, uint64_t va) {
         log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx, queue stopped at rptr 0x%llx",
                   q->id, (unsigned long long) va, (unsigned long long) q->rptr);
         stop_queue(q);
-        sim_events_memory_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        sim_process_vm_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
 }
 
 static void fail_error(SimQueue *q, const char *reason) {
@@ -167,7 +169,7 @@ int sim_sdma_queue_step(SimQueue *q) {
         int progress = 0;
         uint64_t db;
 
-        if (q->stopped)
+        if (q->stopped || q->process->evicted)
                 return 0;
         db = sim_queue_load_doorbell(q);
         if (db != q->doorbell_seen) {

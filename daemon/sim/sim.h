@@ -34,7 +34,19 @@ typedef struct SimOptions {
          * for ever. 0 = default SIM_DEFAULT_DISPATCH_BUDGET (2^30, about a
          * minute of interpretation on one core). */
         uint64_t max_dispatch_wave_instructions;
+        /* The KFD uapi minor version the simulated kernel reports and behaves
+         * as (major is 1): 0 = SIM_DEFAULT_KFD_MINOR. 11 is Linux 6.1 (Debian
+         * 12), 19 Linux 7.0. Older versions lack what came later, as those
+         * kernels do: no EXPORT_DMABUF before 12, no RUNTIME_ENABLE before 13,
+         * no event ages before 14, no SDMA-by-engine queues before 17, no
+         * CREATE_PROCESS (secondary contexts) before 19; an ioctl past the
+         * version's table is -EINVAL (-ENOTTY from 19 on, as kfd_ioctl answers
+         * since "report -ENOTTY for unknown ioctls"). */
+        uint32_t kfd_minor;
 } SimOptions;
+
+#define SIM_MIN_KFD_MINOR 11u
+#define SIM_DEFAULT_KFD_MINOR 19u
 
 /*
  * Creates the device, writes its sysfs tree and starts one SDMA engine thread
@@ -52,5 +64,14 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret);
  * NULL-safe; returns NULL.
  */
 SimDevice *sim_device_free(SimDevice *d);
-/* The kernel-call table that reaches this device; valid until sim_device_free(). */
+/* The kernel-call table that reaches this device from the calling process;
+ * valid until sim_device_free(). */
 const KfdOps *sim_device_get_ops(SimDevice *d);
+/*
+ * Another simulated user process on the same GPU: a table whose open_kfd()
+ * reaches a primary KFD process of its own (as a second program opening
+ * /dev/kfd would), for tests of what crosses processes — dma-buf sharing,
+ * per-process VMs. Real fds in this process all the same. Valid until
+ * sim_device_free(); -ENOMEM.
+ */
+int sim_device_add_mm(SimDevice *d, const KfdOps **ret);

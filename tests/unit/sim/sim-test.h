@@ -49,14 +49,38 @@ static inline int t_ioctl(TestCtx *c, unsigned long req, void *arg) {
 
 /* Opens a KFD context on dev (creating dev if NULL) and acquires the VM. */
 static inline void t_open(TestCtx *c, SimDevice *dev) {
+        bool dev_given = dev != NULL;
+
         memset(c, 0, sizeof *c);
         if (!dev)
                 cr_assert_eq(sim_device_new(NULL, &dev), 0);
+        c->dev = dev;
+        /* A context of its own: the device's own process, or for a second
+         * context on a device another simulated process (opens of one
+         * process share its primary KFD process, as the kernel's do). */
+        if (dev_given)
+                cr_assert_eq(sim_device_add_mm(dev, &c->ops), 0);
+        else
+                c->ops = sim_device_get_ops(dev);
+        c->gpu_id = 0x697D;
+        c->kfd = c->ops->open_kfd(c->ops->userdata);
+        cr_assert_geq(c->kfd, 0);
+        c->render = c->ops->open_render(c->ops->userdata, 128);
+        cr_assert_geq(c->render, 0);
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) c->render, .gpu_id = c->gpu_id };
+        cr_assert_eq(t_ioctl(c, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+}
+
+/* A secondary KFD context (AMDKFD_IOC_CREATE_PROCESS) of dev's own process
+ * on a fresh KFD fd, with a fresh render fd acquired as its VM (kfd-facts §7.3). */
+static inline void t_open_secondary(TestCtx *c, SimDevice *dev) {
+        memset(c, 0, sizeof *c);
         c->dev = dev;
         c->ops = sim_device_get_ops(dev);
         c->gpu_id = 0x697D;
         c->kfd = c->ops->open_kfd(c->ops->userdata);
         cr_assert_geq(c->kfd, 0);
+        cr_assert_eq(t_ioctl(c, AMDKFD_IOC_CREATE_PROCESS, NULL), 0);
         c->render = c->ops->open_render(c->ops->userdata, 128);
         cr_assert_geq(c->render, 0);
         struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) c->render, .gpu_id = c->gpu_id };

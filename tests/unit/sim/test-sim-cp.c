@@ -447,7 +447,9 @@ Test(sim_cp, dispatch_fault_stops_the_queue_at_the_dispatch) {
         cr_expect_eq(t_wait1(&r.c, r.hw_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "a fault is not a HW exception");
         cr_expect_eq(r.c.ops->exception_info(r.c.ops->userdata, r.c.kfd, NULL, NULL, 0), -ENOENT);
 
-        /* Stopped until DESTROY_QUEUE; then a new queue on the same buffers works. */
+        /* The fault evicted the whole process (kfd-facts §7.1): its queues
+         * stay stopped, and a queue created afterwards starts evicted, so
+         * destroying and recreating the faulting queue brings nothing back. */
         pm4_put(&r.p, NOP1);
         t_submit_pm4_buf(&r.q, &r.p);
         usleep(20000);
@@ -457,12 +459,15 @@ Test(sim_cp, dispatch_fault_stops_the_queue_at_the_dispatch) {
         *(uint64_t *) r.q.q.wptr.cpu = 0;
         *(uint64_t *) r.q.q.rptr.cpu = 0;
         struct kfd_ioctl_create_queue_args ca;
-        cr_assert_eq(t_create_compute_queue_args(&r.c, &r.q, &ca), 0);
+        cr_assert_eq(t_create_compute_queue_args(&r.c, &r.q, &ca), 0, "CREATE_QUEUE itself succeeds");
         r.q.q.queue_id = ca.queue_id;
         r.q.q.wptr_value = 0;
         pm4_write_data(&r.p, 5, buf.va, after, 1);
-        rig_run(&r);
-        cr_expect_eq(((uint32_t *) buf.cpu)[0], 0x99u);
+        pm4_signal(&r.p, r.page.va, r.done);
+        t_submit_pm4_buf(&r.q, &r.p);
+        cr_expect_eq(t_wait1(&r.c, r.done, 100), KFD_IOC_WAIT_RESULT_TIMEOUT, "the new queue never runs");
+        cr_expect_eq(((uint32_t *) buf.cpu)[0], 0u);
+        cr_expect_eq(t_rptr_dw(&r.q), 0u);
         t_close(&r.c, true);
 }
 

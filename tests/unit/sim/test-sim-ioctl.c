@@ -30,7 +30,7 @@ Test(sim_ioctl, get_version_and_dispatch) {
         struct kfd_ioctl_get_version_args v = {};
         cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_VERSION, &v), 0);
         cr_expect_eq(v.major_version, 1u);
-        cr_expect_eq(v.minor_version, 14u);
+        cr_expect_eq(v.minor_version, SIM_DEFAULT_KFD_MINOR, "uapi 1.19 (Linux 7.0) unless told otherwise");
 
         /* Dispatch on _IOC_NR only; a short struct is copied back with its own size. */
         uint32_t shortbuf[2] = { 0xFFFFFFFF, 0xFFFFFFFF };
@@ -38,7 +38,7 @@ Test(sim_ioctl, get_version_and_dispatch) {
         cr_expect_eq(shortbuf[0], 1u);
         cr_expect_eq(shortbuf[1], 0xFFFFFFFFu, "bytes past the caller's size are not written");
 
-        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x27, struct kfd_ioctl_get_version_args), &v), -ENOTTY);
+        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x28, struct kfd_ioctl_get_version_args), &v), -ENOTTY);
         cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x80, struct kfd_ioctl_get_version_args), &v), -ENOTTY);
         cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x00, struct kfd_ioctl_get_version_args), &v), -EINVAL);
         cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x20, struct kfd_ioctl_get_version_args), &v), -EOPNOTSUPP);
@@ -92,8 +92,15 @@ Test(sim_ioctl, acquire_vm) {
         vm.drm_fd = (uint32_t) r2;
         cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), -EBUSY, "another file");
 
-        /* A second context cannot take over a render file that holds a compute VM. */
+        /* A second open of the same process is the same (primary) context. */
         int kfd2 = ops->open_kfd(ops->userdata);
+        vm.drm_fd = (uint32_t) r1;
+        cr_expect_eq(kfd_ioctl(ops, kfd2, AMDKFD_IOC_ACQUIRE_VM, &vm), 0, "same context, same file");
+        vm.drm_fd = (uint32_t) r2;
+        cr_expect_eq(kfd_ioctl(ops, kfd2, AMDKFD_IOC_ACQUIRE_VM, &vm), -EBUSY, "same context, another file");
+
+        /* A secondary context cannot take over a render file that holds a compute VM. */
+        cr_assert_eq(kfd_ioctl(ops, kfd2, AMDKFD_IOC_CREATE_PROCESS, NULL), 0);
         vm.drm_fd = (uint32_t) r1;
         cr_expect_eq(kfd_ioctl(ops, kfd2, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL);
         vm.drm_fd = (uint32_t) r2;

@@ -173,19 +173,20 @@ Test(sim_sdma, fault_stops_the_queue_at_the_packet) {
         cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT);
         cr_expect_eq(t_rptr(&r.q), fault_at);
 
-        /* Recovery as the daemon does it: destroy, zero the pointers, recreate, re-emit. */
+        /* The fault evicted the process for good (kfd-facts §7.1): a queue
+         * created after it starts evicted and never runs. */
         struct kfd_ioctl_destroy_queue_args d = { .queue_id = r.q.queue_id };
         cr_assert_eq(t_ioctl(&r.c, AMDKFD_IOC_DESTROY_QUEUE, &d), 0);
         *(uint64_t *) r.q.wptr.cpu = 0;
         *(uint64_t *) r.q.rptr.cpu = 0;
         struct kfd_ioctl_create_queue_args a;
-        cr_assert_eq(t_create_sdma_queue_args(&r.c, &r.q, &a), 0);
-        cr_expect_eq(a.doorbell_offset, r.q.doorbell_offset, "same slot, same doorbell");
+        cr_assert_eq(t_create_sdma_queue_args(&r.c, &r.q, &a), 0, "CREATE_QUEUE itself succeeds");
         r.q.queue_id = a.queue_id;
         r.q.wptr_value = 0;
-        uint32_t again[] = { PKT_FENCE(fence.va, 4) };
-        rig_submit_and_wait(&r, again, ELEMENTSOF(again));
-        cr_expect_eq(((uint32_t *) fence.cpu)[0], 4u);
+        uint32_t again[] = { PKT_FENCE(fence.va, 4), PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, again, ELEMENTSOF(again));
+        cr_expect_eq(t_wait1(&r.c, r.done, 100), KFD_IOC_WAIT_RESULT_TIMEOUT, "the new queue never runs");
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 1u);
         t_close(&r.c, true);
 }
 
