@@ -141,15 +141,52 @@ static void buffer_unlink(GpuBuffer *b) {
         }
 }
 
-/* Frees the struct after releasing everything; for half-built buffers too. */
+static void shadow_unlink(GpuBuffer *sh) {
+        GpuBuffer *o = sh->origin;
+        if (!o)
+                return;
+        for (GpuBuffer **x = &o->shadows; *x; x = &(*x)->shadow_next)
+                if (*x == sh) {
+                        *x = sh->shadow_next;
+                        break;
+                }
+        sh->origin = NULL;
+        sh->shadow_next = NULL;
+}
+
+/* Frees the struct after releasing everything; for half-built buffers too.
+ * A buffer's shadows in other contexts go with it. */
 static void buffer_destroy(GpuBuffer *b) {
         if (!b)
                 return;
+        while (b->shadows) {
+                GpuBuffer *sh = b->shadows;
+                shadow_unlink(sh);
+                buffer_destroy(sh);
+        }
+        shadow_unlink(b);
         gpu_buffer_release_kernel(b);
         buffer_unlink(b);
         free(b);
 }
 DEFINE_POINTER_CLEANUP(GpuBuffer, buffer_destroy);
+
+void gpu_buffers_release_all(GpuContext *c) {
+        while (c->buffers) {
+                GpuBuffer *b = c->buffers;
+                if (b->origin) {
+                        /* An import of another context's buffer: ours alone. */
+                        buffer_destroy(b);
+                        continue;
+                }
+                gpu_buffer_release_kernel(b);
+                c->buffers = b->next;
+                if (c->buffers)
+                        c->buffers->prev = NULL;
+                b->prev = b->next = NULL;
+                b->ctx = NULL;
+        }
+}
 
 static void buffer_account(GpuBuffer *b) {
         if (!b->internal) {
@@ -233,7 +270,9 @@ int gpu_buffer_new(GpuContext *c, uint64_t size, GpuPlacement placement, bool ex
         return gpu_buffer_alloc_internal(c, size, flags, false, ret);
 }
 
-int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
+/* IMPORT_DMABUF at a VA of our own and MAP; with cpu_map also mmap(2) of the
+ * dma-buf at that VA (a shadow needs no CPU view: the origin has one). */
+static int buffer_import(GpuContext *c, int dmabuf_fd, bool cpu_map, bool internal, GpuBuffer **ret) {
         int r;
 
         if (!c || !ret || dmabuf_fd < 0)
@@ -263,6 +302,7 @@ int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
         b->n_ref = 1;
         b->size = size;
         b->imported = true;
+        b->internal = internal;
         buffer_link(c, b);
         buffer_account(b);
 
@@ -287,14 +327,50 @@ int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
                 return r;
         b->gpu_mapped = true;
 
-        void *p = mmap((void *) (uintptr_t) b->va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                       dmabuf_fd, 0);
-        if (p == MAP_FAILED)
-                return -errno;
-        b->cpu_mapped = true;
-        b->cpu = p;
+        if (cpu_map) {
+                void *p = mmap((void *) (uintptr_t) b->va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                               dmabuf_fd, 0);
+                if (p == MAP_FAILED)
+                        return -errno;
+                b->cpu_mapped = true;
+                b->cpu = p;
+        }
 
         *ret = TAKE_PTR(b);
+        return 0;
+}
+
+int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
+        return buffer_import(c, dmabuf_fd, true, false, ret);
+}
+
+int gpu_buffer_map_in(GpuBuffer *b, GpuContext *other, GpuBuffer **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        GpuBuffer *sh;
+        int r;
+
+        if (!b || !other || !ret)
+                return -EINVAL;
+        if (b->ctx == other) {
+                *ret = b;
+                return 0;
+        }
+        for (sh = b->shadows; sh; sh = sh->shadow_next)
+                if (sh->ctx == other) {
+                        *ret = sh;
+                        return 0;
+                }
+        r = gpu_buffer_export(b, &fd);
+        if (r < 0)
+                return r;
+        /* Counted as the context's mapped memory, not as a buffer of its own. */
+        r = buffer_import(other, fd, false, true, &sh);
+        if (r < 0)
+                return r;
+        sh->origin = b;
+        sh->shadow_next = b->shadows;
+        b->shadows = sh;
+        *ret = sh;
         return 0;
 }
 

@@ -77,6 +77,7 @@ void gpu_code_object_loader_done(Loader *l) {
         if (l->elf)
                 elf_end(l->elf);
         free(l->file);
+        free(l->heap_image);
         gpu_buffer_unref(l->code);
 }
 
@@ -102,7 +103,7 @@ const Segment *gpu_code_object_segment_of(const Loader *l, uint64_t vaddr, uint6
 /* ---- ELF header ---- */
 
 static int check_target(Loader *l, uint32_t flags) {
-        const GpuDeviceInfo *info = gpu_context_get_info(l->ctx);
+        const GpuDeviceInfo *info = l->info;
         const GfxTarget *dev = target_by_version(info->gfx_target_version);
         uint32_t mach = flags & EF_AMDGPU_MACH;
         const GfxTarget *obj = target_by_mach(mach);
@@ -502,12 +503,20 @@ static int parse_metadata(Loader *l) {
 /* ---- loading and relocation ---- */
 
 static int load_image(Loader *l) {
-        int r = gpu_buffer_new(l->ctx, l->image_size, GPU_PLACEMENT_GTT, true, &l->code);
-        if (r < 0)
-                return FAIL(l, r, "allocating %" PRIu64 " bytes of code memory failed: %s", l->image_size,
-                            strerror(-r));
-        l->image = gpu_buffer_get_cpu(l->code);
-        l->base = gpu_buffer_get_va(l->code);
+        if (!l->ctx) {
+                l->heap_image = malloc(l->image_size);
+                if (!l->heap_image)
+                        return FAIL(l, -ENOMEM, "out of memory");
+                l->image = l->heap_image;
+                l->base = 0;
+        } else {
+                int r = gpu_buffer_new(l->ctx, l->image_size, GPU_PLACEMENT_GTT, true, &l->code);
+                if (r < 0)
+                        return FAIL(l, r, "allocating %" PRIu64 " bytes of code memory failed: %s",
+                                    l->image_size, strerror(-r));
+                l->image = gpu_buffer_get_cpu(l->code);
+                l->base = gpu_buffer_get_va(l->code);
+        }
         memset(l->image, 0, l->image_size);
         for (size_t i = 0; i < l->n_loads; i++) {
                 const Segment *s = &l->loads[i];

@@ -94,7 +94,8 @@ typedef struct KdSym {
 } KdSym;
 
 typedef struct Loader {
-        GpuContext *ctx;
+        GpuContext *ctx;            /* where to load; NULL to parse only */
+        const GpuDeviceInfo *info;  /* the device it is for */
         char *err;
         size_t errlen;
 
@@ -114,6 +115,7 @@ typedef struct Loader {
         GpuCodeObjectMetadata md;
 
         GpuBuffer *code;
+        uint8_t *heap_image;        /* parse only: the image, loaded at base 0 */
         uint8_t *image;
         uint64_t base;
 } Loader;
@@ -122,8 +124,8 @@ typedef struct Loader {
  * kernel descriptor symbols, the metadata note and its match with the
  * symbols) without allocating GPU memory; fills l. */
 int gpu_code_object_elf_check(Loader *l);
-/* Allocates the code buffer (l->code), copies the segments and applies the
- * relocations. */
+/* Allocates the code buffer (l->code) — or, parsing only, an image in memory
+ * at base 0 — copies the segments and applies the relocations. */
 int gpu_code_object_elf_load(Loader *l);
 void gpu_code_object_loader_done(Loader *l);
 /* The PT_LOAD whose [vaddr, vaddr + len) lies inside its file bytes (or, with

@@ -264,7 +264,7 @@ static int read_descriptor(Loader *l, const KdSym *kd, const GpuKernelMetadata *
                 return FAIL(l, -EINVAL,
                             "kernel %s: the descriptor is wave%u, the metadata says wavefront size %u",
                             name, wave32 ? 32 : 64, km->wavefront_size);
-        uint32_t lds = gpu_context_get_info(l->ctx)->lds_size_in_kb * 1024u;
+        uint32_t lds = l->info->lds_size_in_kb * 1024u;
         if (lds > 0 && group > lds)
                 return FAIL(l, -EINVAL, "kernel %s needs %u bytes of LDS, the device has %u", name, group,
                             lds);
@@ -283,33 +283,66 @@ static int read_descriptor(Loader *l, const KdSym *kd, const GpuKernelMetadata *
 
 /* ---- the object ---- */
 
+static void code_object_unlink_ctx(GpuCodeObject *co) {
+        if (!co->ctx)
+                return;
+        if (co->prev)
+                co->prev->next = co->next;
+        else
+                co->ctx->code_objects = co->next;
+        if (co->next)
+                co->next->prev = co->prev;
+        co->prev = co->next = NULL;
+        co->ctx = NULL;
+}
+
+static void code_object_unlink_origin(GpuCodeObject *co) {
+        if (!co->origin)
+                return;
+        for (GpuCodeObject **x = &co->origin->loads; *x; x = &(*x)->load_next)
+                if (*x == co) {
+                        *x = co->load_next;
+                        break;
+                }
+        co->origin = NULL;
+        co->load_next = NULL;
+}
+
+/* Frees the object and what was loaded from it into other contexts. */
 static void code_object_free(GpuCodeObject *co) {
         if (!co)
                 return;
-        if (co->ctx) {
-                if (co->prev)
-                        co->prev->next = co->next;
-                else
-                        co->ctx->code_objects = co->next;
-                if (co->next)
-                        co->next->prev = co->prev;
-        }
+        while (co->loads)
+                code_object_free(co->loads); /* unlinks itself */
+        code_object_unlink_origin(co);
+        code_object_unlink_ctx(co);
         gpu_buffer_unref(co->code);
+        free(co->file);
         free(co->kernels);
         free(co->kernel_code);
         free(co);
 }
 DEFINE_POINTER_CLEANUP(GpuCodeObject, code_object_free);
 
-int gpu_code_object_load(GpuContext *c, const void *elf, size_t size, GpuCodeObject **ret, char *err,
-                         size_t errlen) {
+void gpu_code_objects_release_all(GpuContext *c) {
+        while (c->code_objects) {
+                GpuCodeObject *co = c->code_objects;
+                if (co->origin)
+                        code_object_free(co); /* a copy of another object: ours alone */
+                else
+                        code_object_unlink_ctx(co);
+        }
+}
+
+static int load(GpuContext *c, const GpuDeviceInfo *info, const void *elf, size_t size, GpuCodeObject **ret,
+                char *err, size_t errlen) {
         _cleanup_(gpu_code_object_loader_done)
-                Loader l = { .ctx = c, .err = err, .errlen = errlen, .size = size };
+                Loader l = { .ctx = c, .info = info, .err = err, .errlen = errlen, .size = size };
         int r;
 
         if (err && errlen > 0)
                 err[0] = '\0';
-        if (!c || !ret || (!elf && size > 0))
+        if (!info || !ret || (!elf && size > 0))
                 return gpu_code_object_error(err, errlen, -EINVAL, "invalid arguments");
         if (size > GPU_CODE_OBJECT_MAX_SIZE)
                 return FAIL(&l, -E2BIG, "the code object is %zu bytes, the limit is %u", size,
@@ -346,13 +379,60 @@ int gpu_code_object_load(GpuContext *c, const void *elf, size_t size, GpuCodeObj
                         return r;
         }
         co->n_kernels = l.md.n_kernels;
-        co->code = TAKE_PTR(l.code);
-        co->ctx = c;
-        co->next = c->code_objects;
-        if (c->code_objects)
-                c->code_objects->prev = co;
-        c->code_objects = co;
+        co->image_size = align_up_u64(l.image_size, PAGE_SIZE_4K);
+        if (c) {
+                co->code = TAKE_PTR(l.code);
+                co->ctx = c;
+                co->next = c->code_objects;
+                if (c->code_objects)
+                        c->code_objects->prev = co;
+                c->code_objects = co;
+        } else {
+                /* Parsed only: keep the file to load it where it is dispatched. */
+                co->file = TAKE_PTR(l.file);
+                co->file_size = size;
+        }
         *ret = TAKE_PTR(co);
+        return 0;
+}
+
+int gpu_code_object_load(GpuContext *c, const void *elf, size_t size, GpuCodeObject **ret, char *err,
+                         size_t errlen) {
+        if (!c)
+                return gpu_code_object_error(err, errlen, -EINVAL, "invalid arguments");
+        return load(c, gpu_context_get_info(c), elf, size, ret, err, errlen);
+}
+
+int gpu_code_object_parse(const GpuDeviceInfo *dev, const void *elf, size_t size, GpuCodeObject **ret,
+                          char *err, size_t errlen) {
+        return load(NULL, dev, elf, size, ret, err, errlen);
+}
+
+int gpu_code_object_load_in(GpuCodeObject *co, GpuContext *c, GpuCodeObject **ret, char *err, size_t errlen) {
+        GpuCodeObject *copy;
+        int r;
+
+        if (!co || !c || !ret)
+                return gpu_code_object_error(err, errlen, -EINVAL, "invalid arguments");
+        if (co->ctx == c) {
+                *ret = co;
+                return 0;
+        }
+        for (copy = co->loads; copy; copy = copy->load_next)
+                if (copy->ctx == c) {
+                        *ret = copy;
+                        return 0;
+                }
+        if (!co->file)
+                return gpu_code_object_error(err, errlen, -EINVAL,
+                                             "the code object was loaded into another context, not parsed");
+        r = gpu_code_object_load(c, co->file, co->file_size, &copy, err, errlen);
+        if (r < 0)
+                return r;
+        copy->origin = co;
+        copy->load_next = co->loads;
+        co->loads = copy;
+        *ret = copy;
         return 0;
 }
 
@@ -388,5 +468,7 @@ int gpu_code_object_find(const GpuCodeObject *co, const char *name) {
 }
 
 uint64_t gpu_code_object_get_size(const GpuCodeObject *co) {
-        return co && co->code ? gpu_buffer_get_size(co->code) : 0;
+        if (!co)
+                return 0;
+        return co->code ? gpu_buffer_get_size(co->code) : co->image_size;
 }

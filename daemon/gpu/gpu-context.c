@@ -108,26 +108,13 @@ GpuContext *gpu_context_free(GpuContext *c) {
         c->event_page = gpu_buffer_unref(c->event_page);
 
         /* Code objects still referenced elsewhere keep their struct and
-         * kernels; their buffer is detached below like any other. */
-        while (c->code_objects) {
-                GpuCodeObject *co = c->code_objects;
-                c->code_objects = co->next;
-                co->prev = co->next = NULL;
-                co->ctx = NULL;
-        }
-
-        /* Buffers still referenced elsewhere (a caller bug, or a core that
-         * frees the context first at exit): release their kernel objects and
-         * mappings now and detach them; their last unref frees the struct. */
-        while (c->buffers) {
-                GpuBuffer *b = c->buffers;
-                gpu_buffer_release_kernel(b);
-                c->buffers = b->next;
-                if (c->buffers)
-                        c->buffers->prev = NULL;
-                b->prev = b->next = NULL;
-                b->ctx = NULL;
-        }
+         * kernels (copies loaded from another object go); buffers still
+         * referenced elsewhere (a caller bug, or a core that frees the
+         * context first at exit) lose their kernel objects and mappings now,
+         * their last unref frees the struct; imports of other contexts'
+         * buffers go. */
+        gpu_code_objects_release_all(c);
+        gpu_buffers_release_all(c);
 
         if (c->render_fd >= 0)
                 c->ops->close(c->ops->userdata, c->render_fd);
@@ -152,8 +139,12 @@ static int resolve_options(const KfdNode *n, const GpuContextOptions *in, GpuCon
                 .sdma_ring_size = GPU_DEFAULT_RING_SIZE,
                 .compute_ring_size = GPU_DEFAULT_RING_SIZE,
                 .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
+                .max_inflight = GPU_QUEUE_MAX_INFLIGHT,
         };
         if (in) {
+                o.flags = in->flags;
+                if (in->max_inflight != 0)
+                        o.max_inflight = in->max_inflight;
                 if (in->n_sdma_queues != 0)
                         o.n_sdma_queues = in->n_sdma_queues;
                 if (in->n_compute_queues != 0) {
@@ -169,6 +160,8 @@ static int resolve_options(const KfdNode *n, const GpuContextOptions *in, GpuCon
         }
         if (o.first_seq == 0)
                 o.first_seq = 1;
+        if (!is_power_of_2_u64(o.max_inflight) || o.max_inflight > GPU_QUEUE_MAX_INFLIGHT)
+                return -EINVAL;
         /* KFD_MAX_QUEUE_PRIORITY 15; rings: power of two (KFD), a whole number
          * of pages (each is its own BO whose size must equal ring_size). */
         if (o.queue_priority > 15 || o.n_compute_queues > GPU_MAX_QUEUES)
@@ -181,14 +174,16 @@ static int resolve_options(const KfdNode *n, const GpuContextOptions *in, GpuCon
         /* SDMA queues are a fixed pool of engines x queues per engine (kfd-facts §3.3). */
         unsigned pool = n->num_sdma_engines * n->num_sdma_queues_per_engine;
         o.n_sdma_queues = MIN(o.n_sdma_queues, MIN(pool, (unsigned) GPU_MAX_QUEUES));
-        if (o.n_sdma_queues == 0)
+        if (o.flags & GPU_CONTEXT_NO_SDMA)
+                o.n_sdma_queues = 0;
+        else if (o.n_sdma_queues == 0)
                 return -ENODEV;
         /* Compute queues share the HQD slots KFD exposes (num_cp_queues; beyond
          * them the HWS oversubscribes with time slicing, kfd-facts §5 #13) and
          * the queue table with the SDMA queues. A node without CP queues (or
          * whose CWSR sizes we cannot compute) gets none: copies still work. */
         o.n_compute_queues = MIN(o.n_compute_queues, GPU_MAX_QUEUES - o.n_sdma_queues);
-        if (n->num_cp_queues == 0)
+        if (n->num_cp_queues == 0 || (o.flags & GPU_CONTEXT_NO_COMPUTE))
                 o.n_compute_queues = 0;
         else
                 o.n_compute_queues = MIN(o.n_compute_queues, n->num_cp_queues);
@@ -246,6 +241,62 @@ static void fill_info(GpuContext *c, const KfdDrmInfo *drm) {
                                                      : timestamp_hz_for(n->gfx_target_version);
 }
 
+/* Reads the CWSR/EOP sizes and the apertures compute queues need, once. */
+static int compute_prepare(GpuContext *c) {
+        int r;
+
+        if (c->compute_ready)
+                return 0;
+        if (c->node.num_cp_queues == 0)
+                return -ENODEV;
+        r = kfd_node_queue_sizes(&c->node, &c->queue_sizes);
+        if (r < 0) {
+                log_debug("gpu: no CWSR/EOP sizes for gfx target %u: no compute queues",
+                          c->node.gfx_target_version);
+                return -ENODEV;
+        }
+        r = read_apertures(c);
+        if (r < 0)
+                return r;
+        c->compute_ready = true;
+        return 0;
+}
+
+static int add_queue(GpuContext *c, GpuEngine engine, uint32_t priority, unsigned *ret_index) {
+        unsigned i = c->n_queues;
+        int r;
+
+        if (i >= GPU_MAX_QUEUES)
+                return -ENOSPC;
+        if (engine == GPU_ENGINE_COMPUTE) {
+                r = compute_prepare(c);
+                if (r < 0)
+                        return r;
+        }
+        c->n_queues = i + 1; /* so that a half-built queue is torn down */
+        r = gpu_queue_setup(c, &c->queues[i], i, engine,
+                            engine == GPU_ENGINE_SDMA ? c->opts.sdma_ring_size : c->opts.compute_ring_size, priority);
+        if (r < 0) {
+                gpu_queue_teardown(c, &c->queues[i]);
+                c->n_queues = i;
+                return r;
+        }
+        c->info.queue_engine[i] = engine;
+        c->info.queue_priority[i] = priority;
+        c->info.n_queues = c->n_queues;
+        if (ret_index)
+                *ret_index = i;
+        return 0;
+}
+
+int gpu_context_add_queue(GpuContext *c, GpuEngine engine, uint32_t priority, unsigned *ret_index) {
+        if (!c || priority > 15 || (engine != GPU_ENGINE_SDMA && engine != GPU_ENGINE_COMPUTE))
+                return -EINVAL;
+        if (c->lost)
+                return -ENODEV;
+        return add_queue(c, engine, priority, ret_index);
+}
+
 static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         int r;
 
@@ -261,6 +312,15 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         c->info.kfd_minor = v.minor_version;
         if (v.major_version != 1)
                 return -EPROTONOSUPPORT;
+        if (opts && (opts->flags & GPU_CONTEXT_SECONDARY)) {
+                /* Gate on the version, not on the errno: an older kernel's
+                 * table ends before 0x27 (kfd-facts §7.3). */
+                if (v.minor_version < KFD_MINOR_CREATE_PROCESS)
+                        return -EOPNOTSUPP;
+                r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_CREATE_PROCESS, NULL);
+                if (r < 0)
+                        return r;
+        }
 
         KfdTopology *t = calloc(1, sizeof *t);
         if (!t)
@@ -283,6 +343,7 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
                           c->node.gfx_target_version);
                 c->opts.n_compute_queues = 0;
         }
+        c->max_inflight = c->opts.max_inflight;
 
         c->render_fd = c->ops->open_render(c->ops->userdata, c->node.drm_render_minor);
         if (c->render_fd < 0)
@@ -311,7 +372,7 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
 
         /* mode_mask 0 takes the runtime_disable() path: harmless, and what
          * tinygrad sends; only a debugger cares (kfd-facts §1.4). */
-        if (v.minor_version >= 13) {
+        if (v.minor_version >= KFD_MINOR_RUNTIME_ENABLE) {
                 struct kfd_ioctl_runtime_enable_args re = {};
                 r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_RUNTIME_ENABLE, &re);
                 if (r < 0 && r != -ENOTTY)
@@ -339,32 +400,24 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         if (r < 0)
                 return r;
 
-        unsigned n_queues = c->opts.n_sdma_queues + c->opts.n_compute_queues;
-        r = gpu_buffer_alloc_internal(c, GPU_FENCE_WORDS_SIZE + n_queues * GPU_FENCE_TS_PER_QUEUE,
+        /* Room for every queue the context may ever have (gpu_context_add_queue);
+         * a fresh BO is zero, so only the fence words are written here. */
+        r = gpu_buffer_alloc_internal(c, GPU_FENCE_WORDS_SIZE + GPU_MAX_QUEUES * GPU_FENCE_TS_PER_QUEUE(c->max_inflight),
                                       GPU_BO_FLAGS_INTERNAL, true, &c->fence);
         if (r < 0)
                 return r;
-        memset(c->fence->cpu, 0, c->fence->size);
+        memset(c->fence->cpu, 0, GPU_FENCE_WORDS_SIZE);
 
-        if (c->opts.n_compute_queues > 0) {
-                r = read_apertures(c);
+        for (unsigned i = 0; i < c->opts.n_sdma_queues; i++) {
+                r = add_queue(c, GPU_ENGINE_SDMA, c->opts.queue_priority, NULL);
                 if (r < 0)
                         return r;
         }
-        for (unsigned i = 0; i < n_queues; i++) {
-                bool sdma = i < c->opts.n_sdma_queues;
-                GpuEngine engine = sdma ? GPU_ENGINE_SDMA : GPU_ENGINE_COMPUTE;
-                uint32_t prio = sdma ? c->opts.queue_priority : c->opts.compute_priority[i - c->opts.n_sdma_queues];
-
-                c->n_queues = i + 1; /* so that a half-built queue is torn down */
-                r = gpu_queue_setup(c, &c->queues[i], i, engine,
-                                    sdma ? c->opts.sdma_ring_size : c->opts.compute_ring_size, prio);
+        for (unsigned i = 0; i < c->opts.n_compute_queues; i++) {
+                r = add_queue(c, GPU_ENGINE_COMPUTE, c->opts.compute_priority[i], NULL);
                 if (r < 0)
                         return r;
-                c->info.queue_engine[i] = engine;
-                c->info.queue_priority[i] = prio;
         }
-        c->info.n_queues = c->n_queues;
 
         c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (c->wake_fd < 0)
@@ -388,9 +441,10 @@ int gpu_context_new(const KfdOps *ops, const GpuContextOptions *opts, GpuContext
                 log_debug_errno(r, "gpu: bring-up on %s failed: %m", ops->name ? ops->name : "?");
                 return r;
         }
-        log_debug("gpu: %s context on gpu_id 0x%x (%s, %s), KFD %u.%u, %u SDMA and %u compute queue(s)",
-                  c->info.backend, c->gpu_id, c->info.gfx_name, c->info.name, c->info.kfd_major,
-                  c->info.kfd_minor, c->opts.n_sdma_queues, c->opts.n_compute_queues);
+        log_debug("gpu: %s %scontext on gpu_id 0x%x (%s, %s), KFD %u.%u, %u SDMA and %u compute queue(s)",
+                  c->info.backend, (c->opts.flags & GPU_CONTEXT_SECONDARY) ? "secondary " : "", c->gpu_id,
+                  c->info.gfx_name, c->info.name, c->info.kfd_major, c->info.kfd_minor, c->opts.n_sdma_queues,
+                  c->opts.n_compute_queues);
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -403,10 +457,26 @@ int gpu_context_get_wake_fd(const GpuContext *c) {
         return c->wake_fd;
 }
 
+bool gpu_context_is_lost(const GpuContext *c, const char **reason) {
+        if (reason)
+                *reason = c->lost ? c->lost_reason : NULL;
+        return c->lost;
+}
+
 void gpu_context_get_stats(const GpuContext *c, GpuContextStats *ret) {
         *ret = c->stats;
         ret->buffers = c->n_user_buffers;
         ret->buffer_bytes = c->user_buffer_bytes;
+        ret->mapped_buffers = 0;
+        ret->mapped_bytes = 0;
+        ret->internal_bytes = 0;
+        for (const GpuBuffer *b = c->buffers; b; b = b->next)
+                if (b->origin) {
+                        ret->mapped_buffers++;
+                        ret->mapped_bytes += b->size;
+                } else if (b->internal)
+                        ret->internal_bytes += b->size;
+        ret->queues = c->n_queues;
 }
 
 int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
@@ -421,19 +491,21 @@ int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
 
         int nf = gpu_waiter_take_faults(c, faults, ELEMENTSOF(faults));
 
-        /* First what finished before any fault, then the faults (which may
-         * recreate queues and set fence words), then whatever moved since. */
+        /* First what finished before any fault, then the faults (a memory
+         * fault ends the context and fails everything still in flight; an
+         * exception recreates its queue), then whatever moved since. */
         for (unsigned i = 0; i < c->n_queues; i++)
                 n += gpu_queue_collect(c, &c->queues[i], cb, userdata);
         bool exception = false;
         for (int i = 0; i < nf; i++) {
                 c->stats.faults++;
-                if (faults[i].memory)
-                        n += gpu_queue_handle_fault(c, &faults[i], cb, userdata);
-                else
+                if (faults[i].memory) {
+                        if (!c->lost)
+                                n += gpu_context_lose(c, &faults[i], cb, userdata);
+                } else
                         exception = true;
         }
-        if (exception)
+        if (exception && !c->lost)
                 n += gpu_queue_handle_exception(c, cb, userdata);
         if (nf > 0)
                 for (unsigned i = 0; i < c->n_queues; i++)

@@ -165,7 +165,9 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
 
         if (!c || job->type != GPU_JOB_DISPATCH)
                 return REFUSE("not a dispatch");
-        if (!co || co->ctx != c || job->dispatch.kernel >= co->n_kernels)
+        /* A code object loaded in c, or one parsed for this device (checked
+         * before it is loaded anywhere). */
+        if (!co || (co->ctx != c && (co->ctx || co->code)) || job->dispatch.kernel >= co->n_kernels)
                 return REFUSE("no such kernel in a code object of this device");
         const GpuKernel *k = job_kernel(job);
         const GpuKernelCode *kc = job_code(job);
@@ -223,11 +225,11 @@ static void put_le(uint8_t *dst, uint32_t size, uint64_t v) {
 
 /* The amd_queue_t page after the kernarg slots. */
 static uint64_t queue_ptr_va(const GpuQueue *q) {
-        return q->kernargs->va + GPU_KERNARG_BO_SIZE - 4096u;
+        return q->kernargs->va + GPU_KERNARG_BO_SIZE(q->max_inflight) - 4096u;
 }
 
 static uint64_t slot_va(const GpuQueue *q, uint64_t seq) {
-        return q->kernargs->va + (seq % GPU_QUEUE_MAX_INFLIGHT) * GPU_KERNARG_SLOT_SIZE;
+        return q->kernargs->va + (seq % q->max_inflight) * GPU_KERNARG_SLOT_SIZE;
 }
 
 /* "hidden_block_count_y" with prefix "hidden_block_count_" -> 1; -1 if kind
@@ -267,7 +269,7 @@ static uint64_t hidden_value(const GpuContext *c, const GpuQueue *q, const GpuJo
 }
 
 static uint8_t *slot_cpu(const GpuQueue *q, uint64_t seq) {
-        return (uint8_t *) q->kernargs->cpu + (seq % GPU_QUEUE_MAX_INFLIGHT) * GPU_KERNARG_SLOT_SIZE;
+        return (uint8_t *) q->kernargs->cpu + (seq % q->max_inflight) * GPU_KERNARG_SLOT_SIZE;
 }
 
 /*

@@ -55,9 +55,17 @@ struct GpuBuffer {
         bool gpu_mapped;
         bool cpu_mapped;          /* ops->mmap of the render node (or dma-buf mmap) */
         bool keep_bo;             /* event page: FREE_MEMORY is refused (EPERM) */
+
+        /* gpu_buffer_map_in(): a shadow is an import of origin into another
+         * context, owned by origin (freed with it, or with its own context);
+         * origin lists its shadows. */
+        GpuBuffer *origin;        /* weak; NULL unless this is a shadow */
+        GpuBuffer *shadows;       /* first shadow of this buffer */
+        GpuBuffer *shadow_next;   /* next in origin->shadows */
 };
 
-/* Most jobs one queue keeps in flight; bounds the timestamp slots. */
+/* Most jobs one queue keeps in flight (GpuContextOptions.max_inflight may
+ * lower it per context); bounds the timestamp and kernel argument slots. */
 #define GPU_QUEUE_MAX_INFLIGHT 1024u
 
 typedef struct GpuInflight {
@@ -69,19 +77,20 @@ typedef struct GpuInflight {
         uint32_t lds_bytes;   /* dispatch: static + dynamic LDS */
 } GpuInflight;
 
-/* Compute queues: one kernarg slot per in-flight job (seq % GPU_QUEUE_MAX_INFLIGHT),
+/* Compute queues: one kernarg slot per in-flight job (seq % max_inflight),
  * holding the kernarg segment and, in its last 64 bytes, the
  * hsa_kernel_dispatch_packet_t the dispatch pointer points at; after the slots
  * one page holding the amd_queue_t the queue pointer points at. */
 #define GPU_KERNARG_SLOT_SIZE 4096u
 #define GPU_DISPATCH_PACKET_SIZE 64u
 #define GPU_KERNARG_MAX (GPU_KERNARG_SLOT_SIZE - GPU_DISPATCH_PACKET_SIZE)
-#define GPU_KERNARG_BO_SIZE ((uint64_t) GPU_QUEUE_MAX_INFLIGHT * GPU_KERNARG_SLOT_SIZE + 4096u)
+#define GPU_KERNARG_BO_SIZE(max_inflight) ((uint64_t) (max_inflight) * GPU_KERNARG_SLOT_SIZE + 4096u)
 
 typedef struct GpuQueue {
         unsigned index;
         GpuEngine engine;
         uint32_t priority;   /* KFD queue_priority */
+        uint32_t max_inflight; /* the context's, a power of two */
         bool created;
         uint32_t queue_id;
         uint32_t ring_size;
@@ -98,7 +107,7 @@ typedef struct GpuQueue {
         uint64_t next_seq;   /* sequence number of the next job (1, 2, ...) */
         uint64_t completed;  /* highest sequence number reported complete */
 
-        GpuInflight *inflight; /* circular, GPU_QUEUE_MAX_INFLIGHT entries */
+        GpuInflight *inflight; /* circular, max_inflight entries */
         unsigned inflight_head, inflight_count;
 } GpuQueue;
 
@@ -121,17 +130,26 @@ struct GpuCodeObject {
         GpuContext *ctx;            /* NULL once the context is gone */
         GpuCodeObject *prev, *next; /* ctx->code_objects */
         GpuBuffer *code;            /* executable buffer holding the loaded PT_LOAD segments at
-                                     * code->va + p_vaddr (relocations applied) */
+                                     * code->va + p_vaddr (relocations applied); NULL when parsed
+                                     * only (ctx NULL) */
+        uint8_t *file;              /* parsed only: our copy of the ELF, to load it later */
+        size_t file_size;
+        uint64_t image_size;        /* bytes the loaded image occupies */
+        GpuCodeObject *origin;      /* loaded by gpu_code_object_load_in(): the parsed object
+                                     * it was loaded from (weak), which owns it */
+        GpuCodeObject *loads;       /* parsed: what gpu_code_object_load_in() loaded */
+        GpuCodeObject *load_next;   /* next in origin->loads */
         unsigned n_kernels;
         GpuKernel *kernels;         /* n_kernels, public information */
         GpuKernelCode *kernel_code; /* n_kernels, same order */
 };
 
 /* Fence memory layout (one GTT|COHERENT|UNCACHED BO): a 32-bit completed-seq
- * word per queue at 8-byte spacing, then per queue GPU_QUEUE_MAX_INFLIGHT
- * {begin, end} 64-bit timestamp pairs (8-byte aligned, TIMESTAMP needs it). */
+ * word per queue at 8-byte spacing, then per queue max_inflight {begin, end}
+ * 64-bit timestamp pairs (8-byte aligned, TIMESTAMP needs it), room for
+ * GPU_MAX_QUEUES queues. */
 #define GPU_FENCE_WORDS_SIZE 4096u
-#define GPU_FENCE_TS_PER_QUEUE (GPU_QUEUE_MAX_INFLIGHT * 16u)
+#define GPU_FENCE_TS_PER_QUEUE(max_inflight) ((uint64_t) (max_inflight) * 16u)
 
 typedef struct GpuFault {
         uint64_t va;
@@ -162,6 +180,7 @@ struct GpuContext {
         uint32_t shutdown_event;
         uint32_t memory_event, hw_exception_event;
 
+        uint32_t max_inflight;       /* per queue, a power of two (GpuContextOptions) */
         KfdQueueSizes queue_sizes;   /* EOP/CWSR sizes compute queues are created with */
         GpuBuffer *fence;
         uint64_t lds_aperture_base, scratch_aperture_base; /* GET_PROCESS_APERTURES_NEW */
@@ -169,6 +188,11 @@ struct GpuContext {
         uint64_t doorbell_mmap_offset;
         GpuQueue queues[GPU_MAX_QUEUES];
         unsigned n_queues;
+        bool compute_ready;           /* queue_sizes and apertures read */
+
+        /* A memory fault ended the context (gpu_context_is_lost()). */
+        bool lost;
+        char lost_reason[160];
 
         /* Waiter thread */
         int wake_fd;
@@ -184,16 +208,24 @@ struct GpuContext {
 /* gpu-buffer.c */
 int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool internal,
                               GpuBuffer **ret);
+/* Context teardown: releases every buffer's kernel objects; shadows of other
+ * contexts' buffers are freed, the context's own buffers detached. */
+void gpu_buffers_release_all(GpuContext *c);
 /* Releases the kernel objects and mappings (not the struct); idempotent. */
 void gpu_buffer_release_kernel(GpuBuffer *b);
 int gpu_map_to_gpu(GpuContext *c, uint64_t handle);
 
+/* gpu-code-object.c: context teardown, loaded copies freed, own ones detached. */
+void gpu_code_objects_release_all(GpuContext *c);
+
 /* gpu-queue.c */
 int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine, uint32_t ring_size,
                     uint32_t priority);
+/* A memory fault: fails every job in flight on every queue (see GpuCompletion)
+ * and marks the context lost. */
+int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
 void gpu_queue_teardown(GpuContext *c, GpuQueue *q);
 int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata);
-int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
 int gpu_queue_handle_exception(GpuContext *c, GpuCompletionFn cb, void *userdata);
 uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q);
 uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);

@@ -3,8 +3,9 @@
  * GpuQueue: one KFD user queue of a GpuContext — an SDMA queue or a compute
  * (PM4) queue — with its ring, its rptr and wptr words, its doorbell, the jobs
  * it has in flight; the code that writes jobs into the ring, reports their
- * completion from fence memory and recovers the queue after a GPU memory fault,
- * a GPU exception or an abort. Owned by the context; runs on the event loop
+ * completion from fence memory, recovers the queue after a GPU exception or an
+ * abort, and reports everything in flight when a memory fault ends the
+ * context (gpu_context_lose). Owned by the context; runs on the event loop
  * thread and never blocks. The compute job stream itself is gpu-dispatch.c.
  *
  * Queue buffers (kfd-facts §1.6.2, kernels >= 6.12 validate them exactly): the
@@ -35,6 +36,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -53,17 +55,17 @@ uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q) {
         return (uint32_t *) ((uint8_t *) c->fence->cpu + (size_t) q * 8);
 }
 
-static uint64_t ts_offset(unsigned q, uint64_t seq) {
-        return GPU_FENCE_WORDS_SIZE + (uint64_t) q * GPU_FENCE_TS_PER_QUEUE +
-               (seq % GPU_QUEUE_MAX_INFLIGHT) * 16;
+static uint64_t ts_offset(const GpuContext *c, unsigned q, uint64_t seq) {
+        return GPU_FENCE_WORDS_SIZE + (uint64_t) q * GPU_FENCE_TS_PER_QUEUE(c->max_inflight) +
+               (seq % c->max_inflight) * 16;
 }
 
 uint64_t gpu_queue_ts_va(GpuContext *c, unsigned q, uint64_t seq) {
-        return c->fence->va + ts_offset(q, seq);
+        return c->fence->va + ts_offset(c, q, seq);
 }
 
 static volatile uint64_t *ts_cpu(GpuContext *c, unsigned q, uint64_t seq) {
-        return (volatile uint64_t *) ((uint8_t *) c->fence->cpu + ts_offset(q, seq));
+        return (volatile uint64_t *) ((uint8_t *) c->fence->cpu + ts_offset(c, q, seq));
 }
 
 static uint64_t ticks_to_ns(const GpuContext *c, uint64_t ticks) {
@@ -138,7 +140,7 @@ static int queue_destroy_kernel(GpuContext *c, GpuQueue *q) {
  * getSegmentAperture: "StructOffset = AS == LOCAL ? 0x40 : 0x44"; ROCr
  * amd_hsa_queue.h group/private_segment_aperture_base_hi). */
 static void fill_amd_queue(const GpuContext *c, GpuQueue *q) {
-        uint8_t *page = (uint8_t *) q->kernargs->cpu + GPU_KERNARG_BO_SIZE - 4096u;
+        uint8_t *page = (uint8_t *) q->kernargs->cpu + GPU_KERNARG_BO_SIZE(q->max_inflight) - 4096u;
         uint32_t lds_hi = (uint32_t) (c->lds_aperture_base >> 32);
         uint32_t scratch_hi = (uint32_t) (c->scratch_aperture_base >> 32);
 
@@ -151,10 +153,10 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
         int r;
 
         *q = (GpuQueue) { .index = index, .engine = engine, .priority = priority, .ring_size = ring_size,
-                          .ptr_shift = engine == GPU_ENGINE_COMPUTE ? 2 : 0, .next_seq = c->opts.first_seq,
-                          .completed = c->opts.first_seq - 1 };
+                          .max_inflight = c->max_inflight, .ptr_shift = engine == GPU_ENGINE_COMPUTE ? 2 : 0,
+                          .next_seq = c->opts.first_seq, .completed = c->opts.first_seq - 1 };
         __atomic_store_n(gpu_queue_fence_word(c, index), (uint32_t) q->completed, __ATOMIC_RELEASE);
-        q->inflight = calloc(GPU_QUEUE_MAX_INFLIGHT, sizeof *q->inflight);
+        q->inflight = calloc(q->max_inflight, sizeof *q->inflight);
         if (!q->inflight)
                 return -ENOMEM;
         r = gpu_buffer_alloc_internal(c, ring_size, GPU_BO_FLAGS_INTERNAL, true, &q->ring);
@@ -174,26 +176,25 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
                 r = gpu_buffer_alloc_internal(c, c->queue_sizes.cwsr_bo_size, GPU_BO_FLAGS_GTT, true, &q->cwsr);
                 if (r < 0)
                         return r;
-                r = gpu_buffer_alloc_internal(c, GPU_KERNARG_BO_SIZE, GPU_BO_FLAGS_INTERNAL, true, &q->kernargs);
+                r = gpu_buffer_alloc_internal(c, GPU_KERNARG_BO_SIZE(q->max_inflight), GPU_BO_FLAGS_INTERNAL, true,
+                                              &q->kernargs);
                 if (r < 0)
                         return r;
-                memset(q->eop->cpu, 0, q->eop->size);
-                memset(q->kernargs->cpu, 0, GPU_KERNARG_BO_SIZE);
                 fill_amd_queue(c, q);
         }
-        memset(q->ring->cpu, 0, ring_size);
-        memset(q->rptr_bo->cpu, 0, PAGE_SIZE_4K);
-        memset(q->wptr_bo->cpu, 0, PAGE_SIZE_4K);
+        /* Fresh BOs are zero (the kernel clears what it hands out): the EOP
+         * buffer, the ring and the pointer words start at 0 without being
+         * written, and pages nobody touches cost no memory. */
         return queue_create_kernel(c, q);
 }
 
 static GpuInflight *inflight_at(GpuQueue *q, unsigned i) {
-        return &q->inflight[(q->inflight_head + i) % GPU_QUEUE_MAX_INFLIGHT];
+        return &q->inflight[(q->inflight_head + i) % q->max_inflight];
 }
 
 static void inflight_pop(GpuQueue *q) {
         inflight_at(q, 0)->scratch = gpu_buffer_unref(inflight_at(q, 0)->scratch);
-        q->inflight_head = (q->inflight_head + 1) % GPU_QUEUE_MAX_INFLIGHT;
+        q->inflight_head = (q->inflight_head + 1) % q->max_inflight;
         q->inflight_count--;
 }
 
@@ -271,6 +272,8 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
 
         if (q->engine == GPU_ENGINE_COMPUTE) {
                 if (job->type == GPU_JOB_DISPATCH) {
+                        if (!job->dispatch.co || job->dispatch.co->ctx != c)
+                                return -EINVAL; /* gpu_code_object_load_in() first */
                         r = gpu_dispatch_check(c, job, NULL, 0);
                         if (r < 0)
                                 return r;
@@ -372,7 +375,7 @@ static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const G
         uint64_t start = q->wptr;
         uint32_t *p = ring + (start % q->ring_size) / 4;
 
-        /* The slot may hold the timestamps of seq - GPU_QUEUE_MAX_INFLIGHT. */
+        /* The slot may hold the timestamps of seq - max_inflight. */
         ts_cpu(c, q->index, f->seq)[0] = 0;
         ts_cpu(c, q->index, f->seq)[1] = 0;
 
@@ -438,9 +441,11 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
         r = job_plan(c, queue, job, &plan, &ndw);
         if (r < 0)
                 return r;
+        if (c->lost)
+                return -ENODEV;
         if (!q->created)
                 return -EIO; /* lost in a failed recovery */
-        if (q->inflight_count >= GPU_QUEUE_MAX_INFLIGHT)
+        if (q->inflight_count >= q->max_inflight)
                 return -EAGAIN;
         if ((uint32_t) q->next_seq == 0) {
                 r = queue_turn_epoch(c, q);
@@ -650,57 +655,78 @@ static bool head_running(GpuQueue *q) {
 }
 
 /*
- * A MEMORY event names an address, not a queue. The faulted job is the oldest
- * unfinished job of a queue that stopped: the engine stops with rptr at the
- * faulting packet, so rptr lies inside that job's ring range; a copy or fill
- * accesses the faulting page; and (since every buffer we hand out is mapped
- * writable) it touches memory outside all our buffers. A dispatch may touch
- * any address, so for a running dispatch only "the fault is outside all our
- * buffers" counts. Score the head job of every queue on these and take the
- * best one that at least touches the page or unmapped memory. KFD keeps one
- * exception record per event, so two queues faulting before the waiter reads
- * the event look like one fault: after the named one, any other queue stopped
- * inside a copy or fill that touches unmapped memory is failed and recovered
- * too (such a job cannot complete anyway).
+ * A MEMORY event names an address, not a queue, and the kernel has already
+ * evicted every queue of the context for good (kfd-facts §7.1): nothing of it
+ * will run again. Every job still in flight is reported now, each once:
+ *  - a copy or fill the engine was executing (rptr inside it) that touches
+ *    memory outside every buffer of the context certainly faulted (every
+ *    buffer is mapped writable, so nothing else can): -EFAULT, at the event's
+ *    address if its range covers that page, else at its own first unmapped
+ *    address (KFD keeps one record per event, so two faults close together
+ *    arrive as one);
+ *  - if no such copy or fill covers the event's page, the dispatches being
+ *    executed are the candidates — a kernel computes its own addresses: if
+ *    there is exactly one, it gets -EFAULT at the address; if there are
+ *    several, none is blamed (each gets -ECANCELED, the message says why):
+ *    telling an innocent client its kernel faulted would be worse;
+ *  - every other job gets -ECANCELED.
+ * The context is then lost (gpu_context_is_lost()).
  */
-int gpu_queue_handle_fault(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
-        GpuQueue *best = NULL;
-        unsigned best_score = 0;
-        uint64_t unmapped;
+int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
+        bool certain[GPU_MAX_QUEUES] = {}, page_explained = false;
+        uint64_t own_va[GPU_MAX_QUEUES] = {};
+        unsigned n_dispatch = 0, dispatch_q = 0;
+        char msg[200];
         int n = 0;
 
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
-                if (!q->created || q->inflight_count == 0)
+                if (!q->created || q->inflight_count == 0 || !head_running(q))
                         continue;
                 GpuInflight *h = inflight_at(q, 0);
-                bool at = head_running(q), va, bad;
                 if (h->job.type == GPU_JOB_DISPATCH) {
-                        va = false;
-                        bad = at && range_unmapped(c, f->va, 1, &unmapped);
-                } else {
-                        va = job_touches(c, &h->job, f->va);
-                        bad = job_unmapped_va(c, &h->job, &unmapped);
-                }
-                unsigned score = (va ? 4 : 0) + (bad ? 2 : 0) + (at ? 1 : 0);
-                if ((va || bad) && score > best_score) {
-                        best = q;
-                        best_score = score;
+                        n_dispatch++;
+                        dispatch_q = i;
+                } else if (job_unmapped_va(c, &h->job, &own_va[i])) {
+                        certain[i] = true;
+                        if (job_touches(c, &h->job, f->va)) {
+                                own_va[i] = f->va;
+                                page_explained = true;
+                        }
                 }
         }
-        if (best) {
-                fail_head(c, best, -EFAULT, f->va, NULL, cb, userdata);
-                n++;
-        } else
-                log_debug("gpu: memory fault at 0x%" PRIx64 " matches no in-flight job", f->va);
+        if (!page_explained && n_dispatch == 1) {
+                certain[dispatch_q] = true;
+                own_va[dispatch_q] = f->va;
+                page_explained = true;
+        }
+
+        c->lost = true;
+        snprintf(c->lost_reason, sizeof c->lost_reason, "a GPU memory fault at 0x%" PRIx64 "%s", f->va,
+                 page_explained ? ""
+                 : n_dispatch > 1 ? " by one of the kernels running at once (the device does not say which)"
+                                  : " that no job in flight can have caused");
+        log_debug("gpu: context on gpu_id 0x%x lost: %s", c->gpu_id, c->lost_reason);
 
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
-                if (q == best || !q->created || q->inflight_count == 0 ||
-                    inflight_at(q, 0)->job.type == GPU_JOB_DISPATCH)
-                        continue;
-                if (head_running(q) && job_unmapped_va(c, &inflight_at(q, 0)->job, &unmapped)) {
-                        fail_head(c, q, -EFAULT, unmapped, NULL, cb, userdata);
+                bool head = true;
+                while (q->inflight_count > 0) {
+                        GpuInflight *h = inflight_at(q, 0);
+                        if (head && certain[i])
+                                report(c, q, h, -EFAULT, own_va[i], NULL, cb, userdata);
+                        else {
+                                snprintf(msg, sizeof msg, "its GPU context was lost to %s",
+                                         page_explained ? "another job's memory fault"
+                                         : n_dispatch > 1 && head && h->job.type == GPU_JOB_DISPATCH
+                                                 ? "a memory fault of this or another kernel running with it "
+                                                   "(the device does not say which)"
+                                                 : "a memory fault of a job running with it");
+                                report(c, q, h, -ECANCELED, 0, msg, cb, userdata);
+                        }
+                        head = false;
+                        q->completed = h->seq;
+                        inflight_pop(q);
                         n++;
                 }
         }
@@ -747,6 +773,8 @@ int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuC
 
         if (!c || queue >= c->n_queues || error >= 0)
                 return -EINVAL;
+        if (c->lost)
+                return 0; /* everything was reported when it was lost */
         q = &c->queues[queue];
         /* Retire what already finished first: the job may have completed just now. */
         gpu_queue_collect(c, q, cb, userdata);

@@ -58,7 +58,21 @@ typedef struct GpuDeviceInfo {
         uint32_t queue_priority[GPU_MAX_QUEUES]; /* KFD queue_priority each was created with */
 } GpuDeviceInfo;
 
+/* GpuContextOptions.flags */
+enum {
+        /* A secondary KFD context of this process (AMDKFD_IOC_CREATE_PROCESS,
+         * uapi >= 1.19; kfd-facts §7.3): its own GPU VM, events, doorbells,
+         * queues and fault domain, on a fresh /dev/kfd fd and a fresh render
+         * fd. -EOPNOTSUPP on an older kernel. */
+        GPU_CONTEXT_SECONDARY = 1u << 0,
+        /* Create no SDMA / no compute queues at bring-up; compute queues can
+         * be added later with gpu_context_add_queue(). */
+        GPU_CONTEXT_NO_SDMA = 1u << 1,
+        GPU_CONTEXT_NO_COMPUTE = 1u << 2,
+};
+
 typedef struct GpuContextOptions {
+        unsigned flags;          /* GPU_CONTEXT_* */
         unsigned n_sdma_queues;  /* SDMA queues to create; 0 = default (2, clamped to the node) */
         /* Compute (PM4) queues, one per entry, with these KFD queue priorities
          * (0..15; KFD maps them to the HQD pipe priority). n_compute_queues 0 =
@@ -71,6 +85,10 @@ typedef struct GpuContextOptions {
         /* Sequence number of every queue's first job; 0 = 1. Lets a test start
          * next to the 2^32 wrap of the fence words (gpu-queue.c, epoch turn). */
         uint64_t first_seq;
+        /* Jobs one queue may have in flight, 1..GPU_QUEUE_MAX_INFLIGHT (a
+         * power of two); 0 = GPU_QUEUE_MAX_INFLIGHT. Bounds the kernel
+         * argument slots a compute queue reserves. */
+        unsigned max_inflight;
 } GpuContextOptions;
 #define GPU_QUEUE_PRIORITY_DEFAULT 7
 
@@ -84,8 +102,27 @@ typedef struct GpuContextOptions {
  */
 int gpu_context_new(const KfdOps *ops, const GpuContextOptions *opts, GpuContext **ret);
 /* Stops the waiter, destroys queues, frees every buffer still held by the
- * context itself. Buffers still referenced elsewhere must be unref'd first. */
+ * context itself. Buffers still referenced elsewhere must be unref'd first.
+ * For a secondary context, closing its fd tears down what is left of it in
+ * the kernel. */
 GpuContext *gpu_context_free(GpuContext *c);
+
+/*
+ * Adds a hardware queue of engine with KFD queue_priority (0..15) to a live
+ * context; *ret_index is its index for gpu_queue_submit(). -ENOSPC when the
+ * context has GPU_MAX_QUEUES queues, -ENODEV when the node has no queue of
+ * that engine, -ENODEV on a lost context, errors of CREATE_QUEUE.
+ */
+int gpu_context_add_queue(GpuContext *c, GpuEngine engine, uint32_t priority, unsigned *ret_index);
+
+/*
+ * Whether a GPU memory fault ended the context. The kernel evicts every
+ * queue of a KFD context on a fault, for good, and queues created afterwards
+ * start evicted (kfd-facts §7.1): gpu_context_process() then reports every
+ * job still in flight (see GpuCompletion) and the context can do nothing but
+ * be freed. reason (if not NULL) gets a sentence for logs.
+ */
+bool gpu_context_is_lost(const GpuContext *c, const char **reason);
 
 const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c);
 /* An eventfd that becomes readable when the waiter saw a KFD event (a job
@@ -93,8 +130,13 @@ const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c);
 int gpu_context_get_wake_fd(const GpuContext *c);
 /* Live counters for diagnostics (objects the context currently holds). */
 typedef struct GpuContextStats {
-        unsigned buffers;         /* GpuBuffers alive */
+        unsigned buffers;         /* GpuBuffers alive (allocated or imported by a caller) */
         uint64_t buffer_bytes;
+        unsigned mapped_buffers;  /* buffers of other contexts mapped here (gpu_buffer_map_in) */
+        uint64_t mapped_bytes;
+        uint64_t internal_bytes;  /* the context's own memory: rings, fences, event page, EOP,
+                                   * CWSR areas, kernel arguments, scratch */
+        unsigned queues;
         uint64_t jobs_submitted;
         uint64_t jobs_completed;
         uint64_t faults;
@@ -111,6 +153,15 @@ int gpu_buffer_new(GpuContext *c, uint64_t size, GpuPlacement placement, bool ex
 int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 /* A new dma-buf fd for the buffer (EXPORT_DMABUF, O_CLOEXEC|O_RDWR). */
 int gpu_buffer_export(GpuBuffer *b, int *ret_fd);
+/*
+ * The buffer as mapped in another context of the same device: b itself if it
+ * belongs to other, else an import of it there (EXPORT_DMABUF, IMPORT_DMABUF
+ * at an address of its own, MAP) made on first use and kept until b is freed
+ * or other is. *ret is borrowed: valid as long as both live. Its VA is where
+ * a job of other reaches the buffer; other's VM holds nothing else of b's
+ * context. Errors of the export and import.
+ */
+int gpu_buffer_map_in(GpuBuffer *b, GpuContext *other, GpuBuffer **ret);
 GpuBuffer *gpu_buffer_ref(GpuBuffer *b);
 /* The last unref unmaps (CPU and GPU) and frees the BO. NULL-safe. */
 GpuBuffer *gpu_buffer_unref(GpuBuffer *b);
@@ -175,14 +226,29 @@ typedef struct GpuKernel {
 #define GPU_CODE_OBJECT_MAX_KERNELS 1024u
 int gpu_code_object_load(GpuContext *c, const void *elf, size_t size, GpuCodeObject **ret,
                          char *err, size_t errlen);
+/*
+ * The same checks without loading anything: a code object of no context,
+ * for the device info describes (its gfx target, LDS), that answers the
+ * kernel queries and gpu_dispatch_check(), and that gpu_code_object_load_in()
+ * loads into contexts later (it keeps its own copy of the file).
+ * gpu_code_object_get_size() tells what loading it will occupy.
+ */
+int gpu_code_object_parse(const GpuDeviceInfo *dev, const void *elf, size_t size, GpuCodeObject **ret,
+                          char *err, size_t errlen);
+/*
+ * co loaded in c: co itself if it was loaded there, else a copy loaded from
+ * co's file on first use and kept until co or c is freed (*ret borrowed).
+ * Errors as gpu_code_object_load().
+ */
+int gpu_code_object_load_in(GpuCodeObject *co, GpuContext *c, GpuCodeObject **ret, char *err, size_t errlen);
 GpuCodeObject *gpu_code_object_ref(GpuCodeObject *co);
 GpuCodeObject *gpu_code_object_unref(GpuCodeObject *co); /* NULL-safe */
 unsigned gpu_code_object_n_kernels(const GpuCodeObject *co);
 const GpuKernel *gpu_code_object_kernel(const GpuCodeObject *co, unsigned index);
 /* Index of the kernel called name, or -ENOENT. */
 int gpu_code_object_find(const GpuCodeObject *co, const char *name);
-/* Bytes of GPU memory the loaded code occupies (its buffer's size), to
- * charge to whoever loaded it. */
+/* Bytes of GPU memory the loaded code occupies (its buffer's size; for a
+ * parsed object, what loading it occupies), to charge to whoever loaded it. */
 uint64_t gpu_code_object_get_size(const GpuCodeObject *co);
 
 /* Wait on the GPU until queue's completed sequence number >= seq. */
@@ -258,12 +324,14 @@ uint64_t gpu_queue_get_completed(const GpuContext *c, unsigned queue);
 typedef struct GpuCompletion {
         unsigned queue;
         uint64_t seq;
-        int error;          /* 0, or -EFAULT when the job hit a GPU memory fault, or
-                             * -EIO when it raised a GPU exception other than a memory
-                             * fault (an illegal instruction, a malformed packet), or
-                             * -ECANCELED when its queue could not be recreated
-                             * after a fault (the job never ran), or the error passed
-                             * to gpu_queue_abort() */
+        int error;          /* 0, or -EFAULT when the job hit a GPU memory fault (which
+                             * ends the context: gpu_context_is_lost()), or -ECANCELED
+                             * when the context was lost under it (a fault of another
+                             * job, or one that cannot be told apart from others
+                             * running with it), or -EIO when it raised a GPU
+                             * exception other than a memory fault (an illegal
+                             * instruction, a malformed packet), or the error
+                             * passed to gpu_queue_abort() */
         uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT */
         const char *message; /* NULL, or what the device said about the failure
                               * (KfdOps.exception_info); valid during the callback */

@@ -560,6 +560,49 @@ Test(code_object, context_freed_first) {
         free(b.data);
 }
 
+/* Parsed once for the device, loaded where it is dispatched: each context
+ * gets a copy of its own, kept until the parsed object or the context goes. */
+Test(code_object, parsed_then_loaded_per_context) {
+        Blob b = read_blob("matmul-tiled.hsaco");
+        GpuCodeObject *p = NULL, *here = NULL, *again = NULL, *there = NULL;
+        char err[256];
+        cr_assert_eq(gpu_code_object_parse(gpu_context_get_info(fx.ctx), b.data, b.size, &p, err, sizeof err), 0,
+                     "%s", err);
+        cr_expect_null(p->ctx);
+        cr_expect_null(p->code);
+        cr_expect_eq(gpu_code_object_n_kernels(p), 1u);
+        cr_expect_str_eq(gpu_code_object_kernel(p, 0)->name, "matmul_tiled");
+        cr_expect_gt(gpu_code_object_get_size(p), 0u, "what loading it will occupy");
+        GpuContextStats st;
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_expect_eq(st.buffers, 0u, "parsing allocates nothing on the GPU");
+
+        cr_assert_eq(gpu_code_object_load_in(p, fx.ctx, &here, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(here->ctx, fx.ctx);
+        cr_expect_eq(gpu_code_object_get_size(here), gpu_code_object_get_size(p));
+        cr_assert_eq(gpu_code_object_load_in(p, fx.ctx, &again, err, sizeof err), 0);
+        cr_expect_eq(again, here, "loaded once per context");
+
+        GpuContext *other = NULL;
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY };
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(fx.dev), &o, &other), 0);
+        cr_assert_eq(gpu_code_object_load_in(p, other, &there, err, sizeof err), 0, "%s", err);
+        cr_expect_neq(there->kernel_code[0].entry_va, here->kernel_code[0].entry_va, "its own copy");
+        cr_expect_eq(there->kernel_code[0].entry_va - gpu_buffer_get_va(there->code),
+                     here->kernel_code[0].entry_va - gpu_buffer_get_va(here->code));
+        gpu_context_get_stats(other, &st);
+        cr_expect_eq(st.buffers, 1u);
+        /* The other context goes first: its copy goes with it. */
+        other = gpu_context_free(other);
+        cr_expect_null(p->loads->load_next, "one copy left");
+        /* A loaded (not parsed) object cannot be loaded elsewhere. */
+        cr_expect_eq(gpu_code_object_load_in(here, fx.ctx, &again, err, sizeof err), 0, "itself");
+        gpu_code_object_unref(p); /* takes the copy in fx.ctx with it */
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_expect_eq(st.buffers, 0u);
+        free(b.data);
+}
+
 Test(code_object, bad_arguments) {
         GpuCodeObject *co = NULL;
         cr_expect_eq(gpu_code_object_load(NULL, "x", 1, &co, NULL, 0), -EINVAL);

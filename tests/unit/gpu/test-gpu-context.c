@@ -200,9 +200,11 @@ Test(gpu_context, export_import, .init = setup, .fini = teardown, .timeout = 60)
         cr_expect_eq(((uint8_t *) m)[123], ((uint8_t *) gpu_buffer_get_cpu(b))[123], "writes are shared");
         munmap(m, size);
 
-        /* A second context (another KFD process) on the same device imports it. */
+        /* A second context (another process's KFD context) on the same device imports it. */
         GpuContext *c2 = NULL;
-        cr_assert_eq(gpu_context_new(fx.ops, NULL, &c2), 0);
+        const KfdOps *other = NULL;
+        cr_assert_eq(sim_device_add_mm(fx.dev, &other), 0);
+        cr_assert_eq(gpu_context_new(other, NULL, &c2), 0);
         GpuBuffer *imp = NULL;
         int r = gpu_buffer_import(c2, fd, &imp);
         cr_assert_eq(r, 0, "gpu_buffer_import: %s", strerror(-r));
@@ -245,7 +247,7 @@ Test(gpu_context, import_rejects_non_dmabuf, .init = setup, .fini = teardown) {
         close(p[1]);
 }
 
-Test(gpu_context, fault_and_recovery, .init = setup, .fini = teardown, .timeout = 60) {
+Test(gpu_context, a_fault_ends_the_context, .init = setup, .fini = teardown, .timeout = 60) {
         uint64_t size = 64 * 1024;
         GpuBuffer *src = new_buf(size, GPU_PLACEMENT_GTT), *dst = new_buf(size, GPU_PLACEMENT_GTT),
                   *dst2 = new_buf(size, GPU_PLACEMENT_GTT);
@@ -264,22 +266,19 @@ Test(gpu_context, fault_and_recovery, .init = setup, .fini = teardown, .timeout 
         uint64_t s2 = submit(0, &fault);
         uint64_t s3 = submit(0, &later);
         uint64_t s4 = submit(0, &ok);
-        /* the other queue is unaffected */
-        GpuJob other = { .type = GPU_JOB_FILL,
-                         .fill = { .dst_va = gpu_buffer_get_va(dst), .size = 4, .pattern = 0 } };
-        (void) other;
 
         check_ok(wait_seq(fx.ctx, &fx.comps, 0, s1));
         const GpuCompletion *f = wait_seq(fx.ctx, &fx.comps, 0, s2);
         cr_expect_eq(f->error, -EFAULT);
         cr_expect_geq(f->fault_va, bad & ~0xFFFull, "fault va 0x%llx", (unsigned long long) f->fault_va);
         cr_expect_lt(f->fault_va, bad + size, "fault va 0x%llx", (unsigned long long) f->fault_va);
-        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s3));
-        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s4));
-        const uint8_t *d2 = gpu_buffer_get_cpu(dst2);
-        for (uint64_t k = 0; k < size; k++)
-                cr_assert_eq(d2[k], 0x77, "job after the fault ran (byte %llu)", (unsigned long long) k);
-        cr_expect_eq(memcmp(gpu_buffer_get_cpu(src), gpu_buffer_get_cpu(dst), size), 0);
+        /* The kernel evicts every queue of the context for good (kfd-facts
+         * §7.1): the jobs behind it never run and are reported cancelled. */
+        const GpuCompletion *c3 = wait_seq(fx.ctx, &fx.comps, 0, s3), *c4 = wait_seq(fx.ctx, &fx.comps, 0, s4);
+        cr_expect_eq(c3->error, -ECANCELED);
+        cr_expect_eq(c4->error, -ECANCELED);
+        cr_expect_str_eq(c3->message, "its GPU context was lost to another job's memory fault");
+        cr_expect_eq(((uint8_t *) gpu_buffer_get_cpu(dst2))[0], 0, "the job after the fault did not run");
 
         /* in order, each exactly once */
         unsigned prev = 0;
@@ -288,20 +287,34 @@ Test(gpu_context, fault_and_recovery, .init = setup, .fini = teardown, .timeout 
                         cr_expect_eq(fx.comps.c[i].seq, prev + 1u, "completion order");
                         prev = (unsigned) fx.comps.c[i].seq;
                 }
+        cr_expect_eq(prev, 4u);
 
-        /* the queue keeps working after recovery; the other queue too */
-        memset(gpu_buffer_get_cpu(dst), 0, size);
-        uint64_t s5 = submit(0, &ok);
-        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s5));
-        cr_expect_eq(memcmp(gpu_buffer_get_cpu(src), gpu_buffer_get_cpu(dst), size), 0);
-        GpuJob q1 = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(dst), .size = 8, .pattern = 0x12345678 } };
-        uint64_t t1 = submit(1, &q1);
-        check_ok(wait_seq(fx.ctx, &fx.comps, 1, t1));
-        cr_expect_eq(((uint32_t *) gpu_buffer_get_cpu(dst))[1], 0x12345678u);
-
+        const char *why = NULL;
+        cr_expect(gpu_context_is_lost(fx.ctx, &why));
+        cr_expect(why && strstr(why, "memory fault at 0x"), "reason: %s", why ? why : "(null)");
+        uint64_t seq;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, 1, &ok, &seq), -ENODEV, "nothing is submitted to a lost context");
+        unsigned idx;
+        cr_expect_eq(gpu_context_add_queue(fx.ctx, GPU_ENGINE_SDMA, 7, &idx), -ENODEV);
         GpuContextStats st;
         gpu_context_get_stats(fx.ctx, &st);
         cr_expect_geq(st.faults, 1u);
+
+        /* The process goes on: a new (secondary) context on the same GPU works. */
+        GpuContext *c2 = NULL;
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY };
+        cr_assert_eq(gpu_context_new(fx.ops, &o, &c2), 0);
+        GpuBuffer *b2 = NULL;
+        cr_assert_eq(gpu_buffer_new(c2, 4096, GPU_PLACEMENT_GTT, false, &b2), 0);
+        GpuJob fill = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b2), .size = 4096, .pattern = 0x42424242 } };
+        cr_assert_eq(gpu_queue_submit(c2, 0, &fill, &seq), 0);
+        Comps *cs2 = calloc(1, sizeof *cs2);
+        check_ok(wait_seq(c2, cs2, 0, seq));
+        cr_expect_eq(((uint32_t *) gpu_buffer_get_cpu(b2))[1023], 0x42424242u);
+        free(cs2);
+        gpu_buffer_unref(b2);
+        gpu_context_free(c2);
+
         gpu_buffer_unref(src);
         gpu_buffer_unref(dst);
         gpu_buffer_unref(dst2);
@@ -312,13 +325,13 @@ Test(gpu_context, faults_on_both_queues, .init = setup, .fini = teardown, .timeo
         uint32_t *w = gpu_buffer_get_cpu(b);
         memset(w, 0, 8192);
         /* Both queues fault at about the same time: KFD keeps one record per
-         * MEMORY event, so the second fault may arrive folded into the first. */
+         * MEMORY event, so the second fault may arrive folded into the first.
+         * Each job touches unmapped memory, so each certainly faulted. */
         GpuJob f0 = { .type = GPU_JOB_FILL, .fill = { .dst_va = 0x00000a0000000000ull, .size = 64, .pattern = 1 } };
         GpuJob f1 = { .type = GPU_JOB_COPY, .copy = { .src_va = 0x00000b0000000000ull, .dst_va = gpu_buffer_get_va(b), .size = 64 } };
         uint64_t a0 = submit(0, &f0), a1 = submit(1, &f1);
         GpuJob g0 = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b) + 4096, .size = 4, .pattern = 0xC0C0C0C0 } };
-        GpuJob g1 = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b) + 4100, .size = 4, .pattern = 0xC1C1C1C1 } };
-        uint64_t b0 = submit(0, &g0), b1 = submit(1, &g1);
+        uint64_t b0 = submit(0, &g0);
 
         const GpuCompletion *c;
         c = wait_seq(fx.ctx, &fx.comps, 0, a0);
@@ -327,10 +340,8 @@ Test(gpu_context, faults_on_both_queues, .init = setup, .fini = teardown, .timeo
         c = wait_seq(fx.ctx, &fx.comps, 1, a1);
         cr_expect_eq(c->error, -EFAULT);
         cr_expect_eq(c->fault_va & ~0xFFFull, 0x00000b0000000000ull, "queue 1 fault va 0x%llx", (unsigned long long) c->fault_va);
-        check_ok(wait_seq(fx.ctx, &fx.comps, 0, b0));
-        check_ok(wait_seq(fx.ctx, &fx.comps, 1, b1));
-        cr_expect_eq(w[1024], 0xC0C0C0C0u);
-        cr_expect_eq(w[1025], 0xC1C1C1C1u);
+        cr_expect_eq(wait_seq(fx.ctx, &fx.comps, 0, b0)->error, -ECANCELED);
+        cr_expect_eq(w[1024], 0u, "nothing ran after the faults");
         cr_expect_eq(w[0], 0u, "the faulted copy wrote nothing");
         gpu_buffer_unref(b);
 }
@@ -487,17 +498,14 @@ Test(gpu_context, ring_full_eagain, .init = setup_small, .fini = teardown, .time
         cr_expect_eq(st.jobs_submitted, n + 1u, "the refused job was not counted");
         cr_expect_eq(words[0], 0u, "queue 0 is still blocked behind queue 1's fault");
 
-        /* Processing reports the fault, recovers queue 1 and releases queue 0. */
+        /* Processing reports the fault, which ended the context: every job of
+         * the full queue 0 is reported cancelled, each once, and nothing ran. */
         const GpuCompletion *f = wait_seq(fx.ctx, &fx.comps, 1, sf);
         cr_expect_eq(f->error, -EFAULT);
         const GpuCompletion *c = wait_seq(fx.ctx, &fx.comps, 0, first + n - 1);
-        check_ok(c);
-        cr_expect_eq(words[0], 0xAAAA0001u);
-        /* the refused job wrote nothing: a new one goes right after */
-        GpuJob j = { .type = GPU_JOB_NOP };
-        uint64_t s = submit(0, &j);
-        cr_expect_eq(s, first + n);
-        check_ok(wait_seq(fx.ctx, &fx.comps, 0, s));
+        cr_expect_eq(c->error, -ECANCELED);
+        cr_expect_eq(fx.comps.n, n + 1u, "every job reported once");
+        cr_expect_eq(words[0], 0u);
         gpu_buffer_unref(b);
 }
 
@@ -543,7 +551,8 @@ static void one_round(const KfdOps *ops) {
         int fd = -1;
         uint64_t seq;
 
-        cr_assert_eq(gpu_context_new(ops, NULL, &c), 0);
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY };
+        cr_assert_eq(gpu_context_new(ops, &o, &c), 0);
         cr_assert_eq(gpu_buffer_new(c, 1 * MiB, GPU_PLACEMENT_GTT, false, &a), 0);
         cr_assert_eq(gpu_buffer_new(c, 1 * MiB, GPU_PLACEMENT_VRAM, true, &b), 0);
         cr_assert_eq(gpu_buffer_export(b, &fd), 0);
@@ -551,7 +560,7 @@ static void one_round(const KfdOps *ops) {
         GpuJob j = { .type = GPU_JOB_COPY, .copy = { .src_va = gpu_buffer_get_va(a), .dst_va = gpu_buffer_get_va(imp), .size = 1 * MiB } };
         cr_assert_eq(gpu_queue_submit(c, 0, &j, &seq), 0);
         check_ok(wait_seq(c, cs, 0, seq));
-        j.copy.src_va = 0x00000c0000000000ull; /* and a fault + recovery */
+        j.copy.src_va = 0x00000c0000000000ull; /* and a fault, which ends the context */
         cr_assert_eq(gpu_queue_submit(c, 1, &j, &seq), 0);
         cr_expect_eq(wait_seq(c, cs, 1, seq)->error, -EFAULT);
         close(fd);
@@ -697,11 +706,19 @@ static void failops_init(FailOps *f, const KfdOps *inner) {
                             .close = fail_close };
 }
 
+/* Secondary contexts are what the daemon makes and drops per client; a
+ * failed bring-up must leave nothing behind. (The process's primary context
+ * cannot be made twice: the kernel keeps it until the process exits, its VM
+ * acquired once — see primary_context_is_made_once.) */
 Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
         SimDevice *d = NULL;
-        unsigned fds = test_count_fds();
+        const GpuContextOptions secondary = { .flags = GPU_CONTEXT_SECONDARY };
         cr_assert_eq(sim_device_new(NULL, &d), 0);
-        unsigned maps = count_maps();
+        /* The primary context comes with the process's first open and stays. */
+        int k = sim_device_get_ops(d)->open_kfd(sim_device_get_ops(d)->userdata);
+        cr_assert_geq(k, 0);
+        sim_device_get_ops(d)->close(sim_device_get_ops(d)->userdata, k);
+        unsigned maps = count_maps(), fds = test_count_fds();
         FailOps f;
 
         /* Fail the 1st, 2nd, ... ioctl of the bring-up until it needs no more. */
@@ -709,7 +726,7 @@ Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
                 GpuContext *c = NULL;
                 failops_init(&f, sim_device_get_ops(d));
                 f.fail_ioctl = n;
-                int r = gpu_context_new(&f.ops, NULL, &c);
+                int r = gpu_context_new(&f.ops, &secondary, &c);
                 if (f.n_ioctl < n) {
                         cr_assert_eq(r, 0, "bring-up without injected failure: %s", strerror(-r));
                         c = gpu_context_free(c);
@@ -725,7 +742,7 @@ Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
                 GpuContext *c = NULL;
                 failops_init(&f, sim_device_get_ops(d));
                 f.fail_mmap = n;
-                int r = gpu_context_new(&f.ops, NULL, &c);
+                int r = gpu_context_new(&f.ops, &secondary, &c);
                 if (f.n_mmap < n) {
                         cr_assert_eq(r, 0);
                         c = gpu_context_free(c);
@@ -735,6 +752,126 @@ Test(gpu_context, every_failed_bring_up_step_cleans_up, .timeout = 120) {
                 cr_assert_eq(count_maps(), maps, "failing mmap #%u leaked a mapping", n);
                 cr_assert_eq(test_count_fds(), fds, "failing mmap #%u leaked an fd", n);
         }
+        d = sim_device_free(d);
+}
+
+Test(gpu_context, primary_context_is_made_once, .timeout = 60) {
+        SimDevice *d = NULL;
+        GpuContext *c = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &c), 0);
+        c = gpu_context_free(c);
+        /* Closing the fds leaves the primary context with its VM acquired; a
+         * fresh render fd cannot become its VM (ACQUIRE_VM: -EBUSY). */
+        cr_expect_eq(gpu_context_new(sim_device_get_ops(d), NULL, &c), -EBUSY);
+        cr_expect_null(c);
+        /* Secondary contexts come and go. */
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY };
+        for (unsigned i = 0; i < 3; i++) {
+                cr_assert_eq(gpu_context_new(sim_device_get_ops(d), &o, &c), 0);
+                c = gpu_context_free(c);
+        }
+        d = sim_device_free(d);
+}
+
+Test(gpu_context, secondary_contexts_need_uapi_1_19, .timeout = 60) {
+        SimOptions so = { .kfd_minor = 18 };
+        SimDevice *d = NULL;
+        GpuContext *c = NULL;
+        unsigned fds = test_count_fds();
+        cr_assert_eq(sim_device_new(&so, &d), 0);
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY };
+        cr_expect_eq(gpu_context_new(sim_device_get_ops(d), &o, &c), -EOPNOTSUPP);
+        cr_expect_null(c);
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &c), 0, "the primary context works");
+        cr_expect_eq(gpu_context_get_info(c)->kfd_minor, 18u);
+        c = gpu_context_free(c);
+        d = sim_device_free(d);
+        cr_expect_eq(test_count_fds(), fds);
+}
+
+Test(gpu_context, queues_added_later, .timeout = 60) {
+        SimDevice *d = NULL;
+        GpuContext *c = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY | GPU_CONTEXT_NO_SDMA | GPU_CONTEXT_NO_COMPUTE,
+                                .max_inflight = 64 };
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), &o, &c), 0);
+        cr_expect_eq(gpu_context_get_info(c)->n_queues, 0u, "no queue until one is asked for");
+        unsigned qi = 99;
+        cr_assert_eq(gpu_context_add_queue(c, GPU_ENGINE_COMPUTE, 11, &qi), 0);
+        cr_expect_eq(qi, 0u);
+        cr_expect_eq(gpu_context_get_info(c)->queue_priority[0], 11u);
+        cr_expect_eq(gpu_context_add_queue(c, GPU_ENGINE_COMPUTE, 16, &qi), -EINVAL, "priority 16");
+        GpuJob nop = { .type = GPU_JOB_NOP };
+        Comps *cs = calloc(1, sizeof *cs);
+        uint64_t seq = 0;
+        for (unsigned i = 0; i < 200; i++) {
+                int r;
+                while ((r = gpu_queue_submit(c, 0, &nop, &seq)) == -EAGAIN)
+                        gpu_context_process(c, on_comp, cs);
+                cr_assert_eq(r, 0, "job %u: %s", i, strerror(-r));
+        }
+        check_ok(wait_seq(c, cs, 0, seq));
+        cr_expect_eq(cs->n, 200u, "more jobs than in-flight slots, all completed");
+        GpuContextStats st;
+        gpu_context_get_stats(c, &st);
+        cr_expect_eq(st.queues, 1u);
+        cr_expect_gt(st.internal_bytes, 0u);
+        free(cs);
+        c = gpu_context_free(c);
+        d = sim_device_free(d);
+}
+
+Test(gpu_context, buffers_mapped_into_another_context, .timeout = 60) {
+        SimDevice *d = NULL;
+        GpuContext *home = NULL, *guest = NULL;
+        unsigned fds = test_count_fds();
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &home), 0);
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY };
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), &o, &guest), 0);
+
+        GpuBuffer *a = NULL, *b = NULL, *sa = NULL, *sb = NULL, *again = NULL;
+        cr_assert_eq(gpu_buffer_new(home, 64 * 1024, GPU_PLACEMENT_GTT, false, &a), 0);
+        cr_assert_eq(gpu_buffer_new(home, 64 * 1024, GPU_PLACEMENT_VRAM, false, &b), 0);
+        fill_pattern(gpu_buffer_get_cpu(a), 64 * 1024, 5);
+        cr_assert_eq(gpu_buffer_map_in(a, home, &sa), 0);
+        cr_expect_eq(sa, a, "a buffer of the context itself");
+        cr_assert_eq(gpu_buffer_map_in(a, guest, &sa), 0);
+        cr_assert_eq(gpu_buffer_map_in(b, guest, &sb), 0);
+        cr_assert_eq(gpu_buffer_map_in(a, guest, &again), 0);
+        cr_expect_eq(again, sa, "mapped once, kept");
+        cr_expect_neq(gpu_buffer_get_va(sa), gpu_buffer_get_va(a), "an address of the guest's own");
+        GpuContextStats st;
+        gpu_context_get_stats(guest, &st);
+        cr_expect_eq(st.mapped_buffers, 2u);
+        cr_expect_eq(st.mapped_bytes, 128u * 1024);
+        cr_expect_eq(st.buffers, 0u, "not buffers of the guest's own");
+
+        /* The guest copies a -> b through its own addresses. */
+        GpuJob j = { .type = GPU_JOB_COPY,
+                     .copy = { .src_va = gpu_buffer_get_va(sa), .dst_va = gpu_buffer_get_va(sb), .size = 64 * 1024 } };
+        uint64_t seq;
+        Comps *cs = calloc(1, sizeof *cs);
+        cr_assert_eq(gpu_queue_submit(guest, 0, &j, &seq), 0);
+        check_ok(wait_seq(guest, cs, 0, seq));
+        cr_expect_eq(memcmp(gpu_buffer_get_cpu(a), gpu_buffer_get_cpu(b), 64 * 1024), 0);
+
+        /* Freeing the buffer takes its mapping out of the guest. */
+        b = gpu_buffer_unref(b);
+        gpu_context_get_stats(guest, &st);
+        cr_expect_eq(st.mapped_buffers, 1u);
+        /* ... and the home address is not the guest's: a fault there. */
+        j.copy.src_va = gpu_buffer_get_va(a);
+        cr_assert_eq(gpu_queue_submit(guest, 0, &j, &seq), 0);
+        const GpuCompletion *f = wait_seq(guest, cs, 0, seq);
+        cr_expect_eq(f->error, -EFAULT, "an address of another context faults");
+        free(cs);
+        /* The guest goes first; a's mapping there goes with it. */
+        guest = gpu_context_free(guest);
+        a = gpu_buffer_unref(a);
+        home = gpu_context_free(home);
         d = sim_device_free(d);
         cr_expect_eq(test_count_fds(), fds);
 }

@@ -251,7 +251,7 @@ Test(gpu_dispatch, cross_engine_chain, .init = setup, .fini = teardown, .timeout
         gpu_code_object_unref(co);
 }
 
-Test(gpu_dispatch, fault_then_recovery, .init = setup, .fini = teardown, .timeout = 120) {
+Test(gpu_dispatch, a_faulting_kernel_ends_its_context, .init = setup, .fini = teardown, .timeout = 120) {
         GpuCodeObject *co = load("vector-add.hsaco");
         const GpuKernel *k = kernel_of(co, "vector_add");
         GpuBuffer *a = new_buf(4096, GPU_PLACEMENT_GTT);
@@ -266,13 +266,53 @@ Test(gpu_dispatch, fault_then_recovery, .init = setup, .fini = teardown, .timeou
         GpuJob nop = { .type = GPU_JOB_NOP };
         uint64_t s_next = submit(COMPUTE_QUEUE, &nop);
 
+        /* The one running kernel is the only one that can have faulted. */
         const GpuCompletion *cb = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_bad);
         cr_expect_eq(cb->error, -EFAULT);
         cr_expect_eq(cb->fault_va & ~0xFFFull, unmapped, "fault at 0x%llx", (unsigned long long) cb->fault_va);
-        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_next));
+        cr_expect_eq(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_next)->error, -ECANCELED);
+        cr_expect(gpu_context_is_lost(fx.ctx, NULL));
         gpu_buffer_unref(a);
-        vector_add(co, 500, 64); /* the recreated queue runs kernels again */
         gpu_code_object_unref(co);
+}
+
+/* Two kernels of one context run at once on two queues and one faults: the
+ * fault names an address, not a queue, so neither is blamed. */
+Test(gpu_dispatch, a_fault_among_running_kernels_blames_none, .timeout = 120) {
+        GpuContextOptions o = { .n_compute_queues = 2, .compute_priority = { 7, 7 } };
+        setup_opts(&o);
+        GpuCodeObject *co = load("collatz.hsaco");
+        const GpuKernel *k = kernel_of(co, "collatz");
+        uint32_t n = 1u << 16;
+        GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in);
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = 0x7FFFFFFFu - i; /* long trips: the kernel runs a while */
+        Args good = { 0 }, bad = { 0 };
+        arg_ptr(&good, k, gpu_buffer_get_va(in));
+        arg_ptr(&good, k, gpu_buffer_get_va(out));
+        arg_u32(&good, k, n);
+        arg_ptr(&bad, k, gpu_buffer_get_va(in));
+        arg_ptr(&bad, k, 0x7E0000000000ull);
+        arg_u32(&bad, k, n);
+        GpuJob jg = dispatch_job(co, "collatz", n, 256, &good), jb = dispatch_job(co, "collatz", n, 256, &bad);
+        unsigned q0 = COMPUTE_QUEUE, q1 = COMPUTE_QUEUE + 1;
+        uint64_t sg = submit(q0, &jg), sb = submit(q1, &jb);
+        const GpuCompletion *cg = wait_seq(fx.ctx, &fx.comps, q0, sg), *cbad = wait_seq(fx.ctx, &fx.comps, q1, sb);
+        /* Whether the good one was still running when the fault arrived
+         * depends on timing; either way no innocent kernel gets EFAULT. */
+        cr_expect_neq(cg->error, -EFAULT, "the innocent kernel is not blamed");
+        cr_expect(cbad->error == -EFAULT || cbad->error == -ECANCELED, "got %d", cbad->error);
+        if (cg->error == -ECANCELED) {
+                cr_expect_eq(cbad->error, -ECANCELED, "two running kernels: neither is blamed");
+                cr_expect(cbad->message && strstr(cbad->message, "does not say which"), "message: %s",
+                          cbad->message ? cbad->message : "(null)");
+        }
+        cr_expect(gpu_context_is_lost(fx.ctx, NULL));
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+        teardown();
 }
 
 /* Overwrites the kernel's first instruction with one the device does not
