@@ -19,9 +19,15 @@
 #include "util/macro.h"
 
 /* The D-Bus SetLimits/GetSession key of each limit: the policy file's name,
- * except the timeout, which D-Bus carries in microseconds. */
+ * except the timeouts, which D-Bus carries in microseconds. */
 static const char *bus_key(int k) {
-        return k == POLICY_LIMIT_JOB_TIMEOUT ? "JobTimeoutUSec" : policy_limit_key_to_string((PolicyLimitKey) k);
+        return k == POLICY_LIMIT_JOB_TIMEOUT        ? "JobTimeoutUSec"
+               : k == POLICY_LIMIT_DISPATCH_TIMEOUT ? "DispatchTimeoutUSec"
+                                                    : policy_limit_key_to_string((PolicyLimitKey) k);
+}
+
+static bool is_timeout(int k) {
+        return k == POLICY_LIMIT_JOB_TIMEOUT || k == POLICY_LIMIT_DISPATCH_TIMEOUT;
 }
 
 /* The policy file's name, or the D-Bus name (JobTimeoutUSec). */
@@ -75,15 +81,23 @@ static int limits_field(sd_bus_message *m, const char *key, const char *contents
                 if (r < 0)
                         return -EBADMSG;
                 l->priority = (PolicyPriority) r;
-        } else if (k == POLICY_LIMIT_COMPUTE_DISPATCH) {
-                int b;
+        } else if (k == POLICY_LIMIT_COMPUTE_DISPATCH || k == POLICY_LIMIT_ISOLATION) {
+                char p[32];
 
-                if (strcmp(contents, "b") != 0)
-                        return -EBADMSG;
-                r = sd_bus_message_read(m, "v", "b", &b);
+                r = ctl_bus_read_string(m, contents, p, sizeof(p));
                 if (r < 0)
                         return r;
-                l->compute_dispatch = b;
+                if (k == POLICY_LIMIT_ISOLATION) {
+                        r = policy_isolation_from_string(p);
+                        if (r < 0)
+                                return -EBADMSG;
+                        l->isolation = (PolicyIsolation) r;
+                } else {
+                        r = policy_compute_from_string(p);
+                        if (r < 0)
+                                return -EBADMSG;
+                        l->compute_dispatch = (PolicyCompute) r;
+                }
         } else {
                 uint64_t x;
 
@@ -102,9 +116,14 @@ static int limits_field(sd_bus_message *m, const char *key, const char *contents
                         l->jobs_in_flight = x;
                 else if (k == POLICY_LIMIT_WEIGHT)
                         l->weight = (uint32_t) MIN(x, (uint64_t) UINT32_MAX);
-                else /* JobTimeoutUSec: microseconds, 2^64-1 for none */
-                        l->job_timeout_ns = x == UINT64_MAX ? POLICY_INFINITY
-                                          : x > (POLICY_INFINITY - 1) / 1000 ? POLICY_INFINITY - 1 : x * 1000;
+                else { /* *TimeoutUSec: microseconds, 2^64-1 for none */
+                        uint64_t ns = x == UINT64_MAX ? POLICY_INFINITY
+                                    : x > (POLICY_INFINITY - 1) / 1000 ? POLICY_INFINITY - 1 : x * 1000;
+                        if (k == POLICY_LIMIT_JOB_TIMEOUT)
+                                l->job_timeout_ns = ns;
+                        else
+                                l->dispatch_timeout_ns = ns;
+                }
         }
         v->limits_seen |= 1u << k;
         return 1;
@@ -248,7 +267,8 @@ static int parse_assignments(const char *prog, int argc, char **argv, PolicyLimi
                 if (k < 0) {
                         fprintf(stderr,
                                 "%s limits: unknown limit '%s' (known: BufferMemory, MaxBufferSize, Buffers, "
-                                "Events, JobsInFlight, Weight, Priority, ComputeDispatch, JobTimeout)\n",
+                                "Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
+                                "DispatchTimeout)\n",
                                 prog, ctl_sanitize(key, err, sizeof(err)));
                         return -EINVAL;
                 }
@@ -264,13 +284,13 @@ static int parse_assignments(const char *prog, int argc, char **argv, PolicyLimi
                 }
                 /* JobTimeoutUSec=30000000 would read as 30000000 s in the policy
                  * syntax: insist on a unit rather than guess. */
-                if (k == POLICY_LIMIT_JOB_TIMEOUT && strcmp(key, "JobTimeoutUSec") == 0) {
+                if (is_timeout(k) && strcmp(key, bus_key(k)) == 0) {
                         uint64_t x;
                         if (policy_parse_uint(value, &x) >= 0) {
                                 fprintf(stderr,
-                                        "%s limits: invalid JobTimeoutUSec= value \"%s\": give a unit, "
+                                        "%s limits: invalid %s= value \"%s\": give a unit, "
                                         "e.g. 30s, 500ms or 250us, or \"infinity\"\n",
-                                        prog, ctl_sanitize(value, err, sizeof(err)));
+                                        prog, bus_key(k), ctl_sanitize(value, err, sizeof(err)));
                                 return -EINVAL;
                         }
                 }
@@ -303,12 +323,15 @@ static int append_limit(sd_bus_message *m, PolicyLimitKey k, const PolicyLimits 
         case POLICY_LIMIT_PRIORITY:
                 return sd_bus_message_append(m, "{sv}", key, "s", policy_priority_to_string(l->priority));
         case POLICY_LIMIT_COMPUTE_DISPATCH:
-                return sd_bus_message_append(m, "{sv}", key, "b", (int) l->compute_dispatch);
+                return sd_bus_message_append(m, "{sv}", key, "s", policy_compute_to_string(l->compute_dispatch));
+        case POLICY_LIMIT_ISOLATION:
+                return sd_bus_message_append(m, "{sv}", key, "s", policy_isolation_to_string(l->isolation));
         case POLICY_LIMIT_JOB_TIMEOUT:
+        case POLICY_LIMIT_DISPATCH_TIMEOUT: {
                 /* Whole microseconds: the syntax's smallest unit. */
-                return sd_bus_message_append(m, "{sv}", key, "t",
-                                             l->job_timeout_ns == POLICY_INFINITY ? UINT64_MAX
-                                                                                  : l->job_timeout_ns / 1000);
+                uint64_t ns = k == POLICY_LIMIT_JOB_TIMEOUT ? l->job_timeout_ns : l->dispatch_timeout_ns;
+                return sd_bus_message_append(m, "{sv}", key, "t", ns == POLICY_INFINITY ? UINT64_MAX : ns / 1000);
+        }
         default:
                 return -EINVAL;
         }

@@ -215,9 +215,12 @@ static int append_limits(sd_bus_message *r, const PolicyLimits *l) {
         k |= append_sv_t(r, "JobsInFlight", l->jobs_in_flight);
         k |= append_sv_u(r, "Weight", l->weight);
         k |= append_sv_s(r, "Priority", policy_priority_to_string(l->priority));
-        k |= sd_bus_message_append(r, "{sv}", "ComputeDispatch", "b", (int) l->compute_dispatch);
+        k |= append_sv_s(r, "ComputeDispatch", policy_compute_to_string(l->compute_dispatch));
+        k |= append_sv_s(r, "Isolation", policy_isolation_to_string(l->isolation));
         k |= append_sv_t(r, "JobTimeoutUSec",
                          l->job_timeout_ns == POLICY_INFINITY ? UINT64_MAX : l->job_timeout_ns / 1000);
+        k |= append_sv_t(r, "DispatchTimeoutUSec",
+                         l->dispatch_timeout_ns == POLICY_INFINITY ? UINT64_MAX : l->dispatch_timeout_ns / 1000);
         return k < 0 ? -ENOMEM : 0;
 }
 
@@ -431,7 +434,7 @@ static int check_limit_number(const char *key, uint64_t t, sd_bus_error *error) 
                 unit = " bytes";
         } else if (strcmp(key, "JobsInFlight") == 0)
                 min = 1;
-        else if (strcmp(key, "JobTimeoutUSec") == 0) {
+        else if (strcmp(key, "JobTimeoutUSec") == 0 || strcmp(key, "DispatchTimeoutUSec") == 0) {
                 min = 1;
                 max = (POLICY_INFINITY - 1) / 1000;
                 unit = " microseconds";
@@ -468,7 +471,8 @@ static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error)
                                          sig ? sig : "?");
                 if (strcmp(key, "BufferMemory") == 0 || strcmp(key, "MaxBufferSize") == 0 ||
                     strcmp(key, "Buffers") == 0 || strcmp(key, "Events") == 0 ||
-                    strcmp(key, "JobsInFlight") == 0 || strcmp(key, "JobTimeoutUSec") == 0) {
+                    strcmp(key, "JobsInFlight") == 0 || strcmp(key, "JobTimeoutUSec") == 0 ||
+                    strcmp(key, "DispatchTimeoutUSec") == 0) {
                         EXPECT("t");
                         r = sd_bus_message_read(m, "v", "t", &t);
                         if (r < 0)
@@ -486,8 +490,10 @@ static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error)
                                 l->events = t;
                         else if (strcmp(key, "JobsInFlight") == 0)
                                 l->jobs_in_flight = t;
-                        else
+                        else if (strcmp(key, "JobTimeoutUSec") == 0)
                                 l->job_timeout_ns = t == UINT64_MAX ? POLICY_INFINITY : t * 1000;
+                        else
+                                l->dispatch_timeout_ns = t == UINT64_MAX ? POLICY_INFINITY : t * 1000;
                 } else if (strcmp(key, "Weight") == 0) {
                         uint32_t w;
                         EXPECT("u");
@@ -510,18 +516,37 @@ static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error)
                                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                          "Priority must be idle, low, normal or high, got '%s'", p);
                         l->priority = (PolicyPriority) r;
-                } else if (strcmp(key, "ComputeDispatch") == 0) {
+                } else if (strcmp(key, "ComputeDispatch") == 0 && sig && strcmp(sig, "b") == 0) {
+                        /* The boolean of earlier versions: yes or no. */
                         int b;
-                        EXPECT("b");
                         r = sd_bus_message_read(m, "v", "b", &b);
                         if (r < 0)
                                 return r;
-                        l->compute_dispatch = b;
+                        l->compute_dispatch = b ? POLICY_COMPUTE_YES : POLICY_COMPUTE_NO;
+                } else if (strcmp(key, "ComputeDispatch") == 0 || strcmp(key, "Isolation") == 0) {
+                        const char *v;
+                        EXPECT("s");
+                        r = sd_bus_message_read(m, "v", "s", &v);
+                        if (r < 0)
+                                return r;
+                        if (strcmp(key, "Isolation") == 0) {
+                                r = policy_isolation_from_string(v);
+                                if (r < 0)
+                                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                                 "Isolation must be session, identity or shared, got '%s'", v);
+                                l->isolation = (PolicyIsolation) r;
+                        } else {
+                                r = policy_compute_from_string(v);
+                                if (r < 0)
+                                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                                 "ComputeDispatch must be no, isolated or yes, got '%s'", v);
+                                l->compute_dispatch = (PolicyCompute) r;
+                        }
                 } else
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Unknown limit '%s' (known: BufferMemory, MaxBufferSize, "
                                                  "Buffers, Events, JobsInFlight, Weight, Priority, "
-                                                 "ComputeDispatch, JobTimeoutUSec)", key);
+                                                 "ComputeDispatch, Isolation, JobTimeoutUSec, DispatchTimeoutUSec)", key);
 #undef EXPECT
                 r = sd_bus_message_exit_container(m);
                 if (r < 0)

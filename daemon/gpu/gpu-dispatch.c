@@ -472,9 +472,13 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
         uint64_t ts = gpu_queue_ts_va(c, q->index, f->seq);
 
         p += emit_timestamp(p, ts);
-        for (unsigned i = 0; i < job->n_waits; i++)
-                p += pm4_emit_wait_reg_mem(p, PM4_WAIT_GE, gpu_queue_fence_va(c, job->waits[i].queue),
-                                           (uint32_t) job->waits[i].seq, 0xFFFFFFFFu, WAIT_POLL_INTERVAL);
+        for (unsigned i = 0; i < job->n_waits; i++) {
+                uint64_t va;
+                uint32_t value;
+
+                gpu_wait_target(c, &job->waits[i], &va, &value);
+                p += pm4_emit_wait_reg_mem(p, PM4_WAIT_GE, va, value, 0xFFFFFFFFu, WAIT_POLL_INTERVAL);
+        }
         if (job->type == GPU_JOB_DISPATCH)
                 p += emit_dispatch(c, q, job, f, p);
         p += emit_timestamp(p, ts + 8);

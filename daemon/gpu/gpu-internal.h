@@ -229,6 +229,8 @@ int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *user
 int gpu_queue_handle_exception(GpuContext *c, GpuCompletionFn cb, void *userdata);
 uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q);
 uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
+/* The word a GpuWait polls and the value it waits for (>=). */
+void gpu_wait_target(GpuContext *c, const GpuWait *w, uint64_t *ret_va, uint32_t *ret_value);
 uint64_t gpu_queue_ts_va(GpuContext *c, unsigned q, uint64_t seq);
 
 /* gpu-dispatch.c: the compute (PM4) job stream */

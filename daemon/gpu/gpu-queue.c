@@ -228,9 +228,22 @@ static void queue_store_ptrs(GpuQueue *q, uint64_t rptr, uint64_t wptr) {
         __atomic_store_n((volatile uint64_t *) q->wptr_bo->cpu, wptr >> q->ptr_shift, __ATOMIC_RELEASE);
 }
 
-/* True if the wait is already satisfied by order or by a reported fence. */
+/* True if the wait is already satisfied by order or by a reported fence (a
+ * wait on another context's word always stands). */
 static bool wait_needed(const GpuContext *c, unsigned qi, const GpuWait *w) {
+        if (w->va)
+                return true;
         return w->queue != qi && w->seq != 0 && w->seq > c->queues[w->queue].completed;
+}
+
+void gpu_wait_target(GpuContext *c, const GpuWait *w, uint64_t *ret_va, uint32_t *ret_value) {
+        if (w->va) {
+                *ret_va = w->va;
+                *ret_value = w->value;
+        } else {
+                *ret_va = gpu_queue_fence_va(c, w->queue);
+                *ret_value = (uint32_t) w->seq;
+        }
 }
 
 /* Dwords of a job job_plan() accepted, as the queue's emitter writes it. */
@@ -238,7 +251,8 @@ static size_t job_ndw(const GpuQueue *q, const GpuJob *job) {
         if (q->engine == GPU_ENGINE_COMPUTE)
                 return gpu_compute_job_dwords(job);
 
-        size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW + job->n_waits * SDMA_POLL_REGMEM_DW;
+        size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW + job->n_waits * SDMA_POLL_REGMEM_DW +
+                   (job->signal_va ? SDMA_FENCE_DW : 0);
         if (job->type == GPU_JOB_COPY)
                 n += DIV_ROUND_UP(job->copy.size, (uint64_t) SDMA_COPY_MAX_BYTES) * SDMA_COPY_LINEAR_DW;
         else if (job->type == GPU_JOB_FILL)
@@ -262,13 +276,20 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
         ret->n_waits = 0;
         for (unsigned i = 0; i < job->n_waits; i++) {
                 const GpuWait *w = &job->waits[i];
-                if (w->queue >= c->n_queues)
-                        return -EINVAL;
-                if (w->seq >= c->queues[w->queue].next_seq)
-                        return -EINVAL; /* a job that was never submitted: would wait forever */
+                if (w->va) {
+                        if (w->va % 4 != 0)
+                                return -EINVAL;
+                } else {
+                        if (w->queue >= c->n_queues)
+                                return -EINVAL;
+                        if (w->seq >= c->queues[w->queue].next_seq)
+                                return -EINVAL; /* a job that was never submitted: would wait forever */
+                }
                 if (wait_needed(c, qi, w))
                         ret->waits[ret->n_waits++] = *w;
         }
+        if (job->signal_va && (job->signal_va % 4 != 0 || q->engine != GPU_ENGINE_SDMA))
+                return -EINVAL;
 
         if (q->engine == GPU_ENGINE_COMPUTE) {
                 if (job->type == GPU_JOB_DISPATCH) {
@@ -312,12 +333,16 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         uint64_t ts = gpu_queue_ts_va(c, q->index, seq);
 
         p += sdma_emit_timestamp(p, ts);
-        for (unsigned i = 0; i < job->n_waits; i++)
+        for (unsigned i = 0; i < job->n_waits; i++) {
+                uint64_t va;
+                uint32_t value;
+
                 /* Wait until the other queue's 32-bit fence word >= seq: an
                  * unsigned compare, exact because no wait spans a wrap of the
                  * word (queue_turn_epoch()). */
-                p += sdma_emit_poll_regmem(p, gpu_queue_fence_va(c, job->waits[i].queue),
-                                           (uint32_t) job->waits[i].seq, 0xFFFFFFFFu, SDMA_POLL_FUNC_GE);
+                gpu_wait_target(c, &job->waits[i], &va, &value);
+                p += sdma_emit_poll_regmem(p, va, value, 0xFFFFFFFFu, SDMA_POLL_FUNC_GE);
+        }
         switch (job->type) {
         case GPU_JOB_COPY:
                 for (uint64_t done = 0; done < job->copy.size;) {
@@ -339,6 +364,8 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         }
         p += sdma_emit_timestamp(p, ts + 8);
         p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
+        if (job->signal_va)
+                p += sdma_emit_fence(p, job->signal_va, job->signal_value);
         p += sdma_emit_fence(p, c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event);
         p += sdma_emit_trap(p, c->completion_event);
         return (size_t) (p - p0);
@@ -526,9 +553,15 @@ static bool range_hits_page(uint64_t start, uint64_t size, uint64_t va) {
 }
 
 static bool job_touches(const GpuContext *c, const GpuJob *job, uint64_t va) {
-        for (unsigned i = 0; i < job->n_waits; i++)
-                if (range_hits_page(gpu_queue_fence_va((GpuContext *) c, job->waits[i].queue), 4, va))
+        for (unsigned i = 0; i < job->n_waits; i++) {
+                uint64_t wva;
+                uint32_t value;
+                gpu_wait_target((GpuContext *) c, &job->waits[i], &wva, &value);
+                if (range_hits_page(wva, 4, va))
                         return true;
+        }
+        if (job->signal_va && range_hits_page(job->signal_va, 4, va))
+                return true;
         switch (job->type) {
         case GPU_JOB_COPY:
                 return range_hits_page(job->copy.src_va, job->copy.size, va) ||

@@ -251,10 +251,14 @@ int gpu_code_object_find(const GpuCodeObject *co, const char *name);
  * parsed object, what loading it occupies), to charge to whoever loaded it. */
 uint64_t gpu_code_object_get_size(const GpuCodeObject *co);
 
-/* Wait on the GPU until queue's completed sequence number >= seq. */
+/* Wait on the GPU until queue's completed sequence number >= seq; or, with
+ * va set, until the 32-bit word at va (in this context's VM) >= value — a
+ * word another context's job writes there (GpuJob.signal_va). */
 typedef struct GpuWait {
         unsigned queue;
         uint64_t seq;
+        uint64_t va;
+        uint32_t value;
 } GpuWait;
 
 #define GPU_JOB_MAX_WAITS 4
@@ -295,6 +299,12 @@ typedef struct GpuJob {
         };
         unsigned n_waits;
         GpuWait waits[GPU_JOB_MAX_WAITS];
+        /* SDMA only: after the job, write signal_value to the 32-bit word at
+         * signal_va (4-byte aligned), an address of this context's VM; 0 =
+         * none. How a job tells a job of another context that it is done
+         * (that context's GpuWait.va). */
+        uint64_t signal_va;
+        uint32_t signal_value;
 } GpuJob;
 
 /*

@@ -16,24 +16,18 @@
 
 #include "endpoints/bus.h"
 #include "config.h"
-#include "scheduler/job.h"
+#include "sessions/job.h"
 #include "kfd/kfd-real.h"
 #include "manager/metrics.h"
 #include "endpoints/listener.h"
 #include "scheduler/scheduler.h"
+#include "sessions/client-event.h"
 #include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
 
 /* How long a shutdown waits for the GPU to retire what it has. */
 #define SHUTDOWN_DRAIN_USEC (10ull * 1000 * 1000)
-
-uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
 
 static const WireLimits default_limits = {
         .max_buffer_size = 1ull << 30,
@@ -47,18 +41,81 @@ static const WireLimits default_limits = {
         .max_pending_waits = WIRE_MAX_PENDING_WAITS,
 };
 
-int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
-        GpuContextOptions opts = { .n_sdma_queues = sdma_queues,
-                                   .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT };
+/* ---- the layers below, wired together ---- */
+
+static void flush_sessions(Manager *m);
+static void maybe_finish_shutdown(Manager *m);
+
+static void on_job_finished(SchedJob *sj, int error, const char *message, uint64_t busy_ns, void *userdata) {
+        session_job_finished(job_from_sched(sj), error, message, busy_ns);
+}
+
+static void on_event_signal(SchedEvent *e, bool consumed, void *userdata) {
+        client_event_signal(client_event_from_sched(e), consumed);
+}
+
+static void on_event_reset(SchedEvent *e, void *userdata) {
+        client_event_reset(client_event_from_sched(e));
+}
+
+static void on_settled(void *userdata) {
+        Manager *m = userdata;
+
+        flush_sessions(m);
+        maybe_finish_shutdown(m);
+}
+
+static void on_completion(Context *ctx, const GpuCompletion *comp, void *userdata) {
+        Manager *m = userdata;
+
+        scheduler_on_completion(m->scheduler, ctx, comp);
+}
+
+static void on_context_losing(Context *ctx, const char *reason, void *userdata) {
+        Manager *m = userdata;
+        Session *s, *next;
+
+        for (s = m->sessions; s; s = next) {
+                next = s->sessions_next;
+                session_context_lost(s, ctx, reason);
+        }
+}
+
+static void on_context_gone(Context *ctx, bool lost, const char *reason, void *userdata) {
+        Manager *m = userdata;
+
+        scheduler_on_context_gone(m->scheduler, ctx, lost, reason);
+        if (lost && context_is_device(ctx)) {
+                /* Shared mode: the kernel keeps this process's only KFD
+                 * context evicted until the process exits (kfd-facts §7.1).
+                 * Nothing more can run; a new daemon gets a new context. */
+                log_error("The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
+                          "the service manager starts a new daemon.", reason);
+                m->device_lost = true;
+                (void) sd_event_exit(m->event, -ENODEV);
+        }
+}
+
+static void on_processed(void *userdata) {
+        Manager *m = userdata;
+
+        scheduler_run(m->scheduler);
+}
+
+int manager_open_device(Manager *m, const ManagerOptions *o) {
+        ContextPoolOptions po = {
+                .device = { .n_sdma_queues = o->sdma_queues, .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
+                            /* compute queues come per priority class when a
+                             * shared-mode session first dispatches */
+                            .flags = GPU_CONTEXT_NO_COMPUTE },
+                .max_contexts = o->max_contexts,
+                .force_shared = o->shared_contexts,
+        };
+        ContextPoolCallbacks cb = { .userdata = m, .completion = on_completion, .losing = on_context_losing,
+                                    .gone = on_context_gone, .processed = on_processed };
+        DeviceChoice choice = o->device;
         char reason[256] = "";
         int probe = 0, r;
-
-        /* One compute queue per priority class, created with the class's KFD
-         * queue priority (KFD maps it to the HQD pipe priority); the scheduler
-         * binds each session's compute stream to the queue of its class. */
-        opts.n_compute_queues = _POLICY_PRIORITY_MAX;
-        for (unsigned p = 0; p < _POLICY_PRIORITY_MAX; p++)
-                opts.compute_priority[p] = policy_priority_to_queue_priority((PolicyPriority) p);
 
         if (choice != DEVICE_SIM)
                 probe = kfd_probe_real(reason, sizeof(reason));
@@ -67,7 +124,7 @@ int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
                         log_info("--device=auto: %s; using the simulated GPU", reason);
                         choice = DEVICE_SIM;
                 } else {
-                        r = gpu_context_new(&kfd_ops_real, &opts, &m->gpu);
+                        r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts);
                         if (r >= 0) {
                                 log_info("--device=auto: using /dev/kfd");
                                 goto opened;
@@ -80,23 +137,29 @@ int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues) {
         if (choice == DEVICE_KFD) {
                 if (probe < 0)
                         return log_error_errno(probe, "--device=kfd: %s", reason);
-                r = gpu_context_new(&kfd_ops_real, &opts, &m->gpu);
+                r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts);
                 if (r < 0)
                         return log_error_errno(r, "--device=kfd: cannot use /dev/kfd: %m%s",
                                                r == -ENOENT ? " (no AMD GPU with KFD on this machine)" : "");
         } else {
-                r = sim_device_new(NULL, &m->sim);
+                SimOptions so = { .kfd_minor = o->sim_kfd_minor };
+                r = sim_device_new(&so, &m->sim);
                 if (r < 0)
                         return log_error_errno(r, "Failed to create the simulated GPU: %m");
-                r = gpu_context_new(sim_device_get_ops(m->sim), &opts, &m->gpu);
+                r = context_pool_new(m->event, sim_device_get_ops(m->sim), &po, &cb, &m->contexts);
                 if (r < 0)
                         return log_error_errno(r, "Failed to bring up the simulated GPU: %m");
         }
 opened:
-        m->info = gpu_context_get_info(m->gpu);
-        log_info("Device: %s %s (gpu_id 0x%x, %u CUs, KFD %u.%u, %u hardware queues)",
-                 m->info->backend, m->info->gfx_name, m->info->gpu_id, m->info->cu_count,
-                 m->info->kfd_major, m->info->kfd_minor, m->info->n_queues);
+        m->info = context_pool_info(m->contexts);
+        log_info("Device: %s %s (gpu_id 0x%x, %u CUs, KFD %u.%u, %u SDMA queues)", m->info->backend,
+                 m->info->gfx_name, m->info->gpu_id, m->info->cu_count, m->info->kfd_major, m->info->kfd_minor,
+                 m->info->n_queues);
+        /* Said once: what isolation the clients get here. */
+        if (context_pool_mechanism(m->contexts) == CONTEXT_MECHANISM_NONE)
+                log_warning("GPU contexts: %s", context_pool_mechanism_reason(m->contexts));
+        else
+                log_info("GPU contexts: %s", context_pool_mechanism_reason(m->contexts));
         return 0;
 }
 
@@ -110,18 +173,6 @@ static void flush_sessions(Manager *m) {
 static void maybe_finish_shutdown(Manager *m) {
         if (m->shutting_down && scheduler_in_flight(m->scheduler) == 0)
                 (void) sd_event_exit(m->event, 0);
-}
-
-static int on_gpu(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
-        int r;
-
-        r = scheduler_process_gpu(m->scheduler);
-        if (r < 0)
-                log_error_errno(r, "Failed to process GPU completions: %m");
-        flush_sessions(m);
-        maybe_finish_shutdown(m);
-        return 0;
 }
 
 static int on_exit_timer(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -302,17 +353,16 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (r < 0)
                 goto fail;
 
-        r = manager_open_device(m, opts->device, opts->sdma_queues);
+        r = manager_open_device(m, opts);
         if (r < 0)
                 goto fail;
-        r = scheduler_new(m, m->gpu, &m->scheduler);
+        r = scheduler_new(m->event, m->contexts,
+                          &(SchedulerCallbacks) { .userdata = m, .job_finished = on_job_finished,
+                                                  .event_signal = on_event_signal, .event_reset = on_event_reset,
+                                                  .settled = on_settled },
+                          &m->scheduler);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_io(m->event, &m->gpu_source, gpu_context_get_wake_fd(m->gpu), EPOLLIN,
-                            on_gpu, m);
-        if (r < 0)
-                goto fail;
-        (void) sd_event_source_set_description(m->gpu_source, "gpu-completions");
 
         r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_signal, m);
         if (r < 0)
@@ -375,6 +425,8 @@ int manager_run(Manager *m) {
                           m->info->gfx_name);
         log_info("kfdbrokerd %s ready", KFDBROKER_VERSION);
         r = sd_event_loop(m->event);
+        if (r < 0 && m->device_lost)
+                return r; /* said when it happened */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         return 0;
@@ -389,8 +441,11 @@ Manager *manager_free(Manager *m) {
         m->bus = bus_free(m->bus);
         if (m->scheduler)
                 scheduler_abandon(m->scheduler);
+        /* The client contexts go first (telling the scheduler), then the
+         * scheduler lets go of the slots, then the device context. */
+        context_pool_drop_clients(m->contexts);
         m->scheduler = scheduler_free(m->scheduler);
-        sd_event_source_disable_unref(m->gpu_source);
+        m->contexts = context_pool_free(m->contexts);
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->exit_timer);
@@ -403,7 +458,6 @@ Manager *manager_free(Manager *m) {
                 for (char **d = m->policy_dirs; *d; d++)
                         free(*d);
         free(m->policy_dirs);
-        gpu_context_free(m->gpu);
         sim_device_free(m->sim);
         sd_event_unref(m->event);
         free(m);

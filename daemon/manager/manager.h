@@ -10,12 +10,15 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "scheduler/accounting.h"
+#include "contexts/context.h"
 #include "forward.h"
 #include "gpu/gpu.h"
+#include "scheduler/accounting.h"
+#include "scheduler/scheduler.h"
 #include "policy/policy.h"
 #include "sim/sim.h"
 #include "util/list.h"
+#include "util/time-util.h"
 #include "wire/wire.h"
 
 typedef enum DeviceChoice {
@@ -39,16 +42,18 @@ typedef struct ManagerOptions {
         const char *metrics_file;  /* NULL: none; else rewritten every metrics_interval */
         uint64_t metrics_interval_ns;
         unsigned max_connections_per_user; /* 0 = unlimited */
+        unsigned max_contexts;     /* client GPU contexts alive at once; 0 = default (64) */
+        bool shared_contexts;      /* --contexts=shared: no client contexts */
+        uint32_t sim_kfd_minor;    /* --device=sim: the simulated KFD uapi minor; 0 = default */
 } ManagerOptions;
 
 struct Manager {
         sd_event *event;
-        sd_event_source *gpu_source;
         sd_event_source *sigterm_source, *sigint_source;
         sd_event_source *exit_timer;
 
         SimDevice *sim;
-        GpuContext *gpu;
+        ContextPool *contexts;
         const GpuDeviceInfo *info;
 
         Listener *listener;
@@ -72,8 +77,8 @@ struct Manager {
 
         WireLimits default_limits;
         uint64_t start_ns;
-        uint64_t jobs_completed, jobs_failed;
         bool shutting_down;
+        bool device_lost;
 };
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
@@ -84,8 +89,9 @@ int manager_run(Manager *m);
  * GPU to retire what it has, then exit the loop. */
 void manager_begin_shutdown(Manager *m);
 
-/* Picks and opens the device per DeviceChoice; fills a one-line reason on failure. */
-int manager_open_device(Manager *m, DeviceChoice choice, unsigned sdma_queues);
+/* Picks and opens the device per the options (DeviceChoice, queues, the
+ * context pool's limits); logs a one-line reason on failure. */
+int manager_open_device(Manager *m, const ManagerOptions *opts);
 
 /* Loads the policy files again and re-resolves every session's limits
  * (sessions stay connected). On a broken file, keeps the old policy and
@@ -98,4 +104,3 @@ void manager_session_opened(Manager *m, Session *s);
 void manager_session_closed(Manager *m, Session *s, const char *reason);
 void manager_job_failed(Manager *m, Session *s, uint64_t fence, int error, const char *message);
 
-uint64_t now_ns(void);

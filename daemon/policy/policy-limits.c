@@ -25,7 +25,9 @@ static const char *const limit_key_names[_POLICY_LIMIT_MAX] = {
         [POLICY_LIMIT_WEIGHT] = "Weight",
         [POLICY_LIMIT_PRIORITY] = "Priority",
         [POLICY_LIMIT_COMPUTE_DISPATCH] = "ComputeDispatch",
+        [POLICY_LIMIT_ISOLATION] = "Isolation",
         [POLICY_LIMIT_JOB_TIMEOUT] = "JobTimeout",
+        [POLICY_LIMIT_DISPATCH_TIMEOUT] = "DispatchTimeout",
 };
 
 void policy_limits_default(PolicyLimits *ret) {
@@ -37,11 +39,15 @@ void policy_limits_default(PolicyLimits *ret) {
                 .jobs_in_flight = 4096,
                 .weight = 1,
                 .priority = POLICY_PRIORITY_NORMAL,
-                /* Kernels run in the daemon's one GPU address space, where they
-                 * can reach every client's buffers: a right a rule grants
-                 * (docs/security.md), not a default. */
-                .compute_dispatch = false,
+                /* A client's kernels run in a GPU context of their own, where
+                 * they reach only that client's buffers; in a context shared
+                 * with others (a kernel without secondary contexts, or
+                 * Isolation=shared) only by a rule's grant (docs/security.md). */
+                .compute_dispatch = POLICY_COMPUTE_ISOLATED,
+                .isolation = POLICY_ISOLATION_SESSION,
                 .job_timeout_ns = POLICY_INFINITY,
+                /* A kernel that runs a minute is stopped: the GPU is shared. */
+                .dispatch_timeout_ns = 60ull * 1000000000ull,
         };
 }
 
@@ -230,6 +236,44 @@ int policy_parse_boolean(const char *s) {
         return -EINVAL;
 }
 
+static const char *const compute_names[_POLICY_COMPUTE_MAX] = {
+        [POLICY_COMPUTE_NO] = "no",
+        [POLICY_COMPUTE_ISOLATED] = "isolated",
+        [POLICY_COMPUTE_YES] = "yes",
+};
+
+const char *policy_compute_to_string(PolicyCompute c) {
+        return (unsigned) c < _POLICY_COMPUTE_MAX ? compute_names[c] : NULL;
+}
+
+int policy_compute_from_string(const char *s) {
+        int b;
+
+        if (strcmp(s, "isolated") == 0)
+                return POLICY_COMPUTE_ISOLATED;
+        b = policy_parse_boolean(s);
+        if (b < 0)
+                return -EINVAL;
+        return b ? POLICY_COMPUTE_YES : POLICY_COMPUTE_NO;
+}
+
+static const char *const isolation_names[_POLICY_ISOLATION_MAX] = {
+        [POLICY_ISOLATION_SESSION] = "session",
+        [POLICY_ISOLATION_IDENTITY] = "identity",
+        [POLICY_ISOLATION_SHARED] = "shared",
+};
+
+const char *policy_isolation_to_string(PolicyIsolation i) {
+        return (unsigned) i < _POLICY_ISOLATION_MAX ? isolation_names[i] : NULL;
+}
+
+int policy_isolation_from_string(const char *s) {
+        for (int i = 0; i < _POLICY_ISOLATION_MAX; i++)
+                if (strcmp(s, isolation_names[i]) == 0)
+                        return i;
+        return -EINVAL;
+}
+
 static const char *const priority_names[_POLICY_PRIORITY_MAX] = {
         [POLICY_PRIORITY_IDLE] = "idle",
         [POLICY_PRIORITY_LOW] = "low",
@@ -348,18 +392,30 @@ int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, cha
                 l->priority = (PolicyPriority) r;
                 return 0;
         case POLICY_LIMIT_COMPUTE_DISPATCH:
-                r = policy_parse_boolean(value);
+                r = policy_compute_from_string(value);
                 if (r < 0)
-                        return limit_error(err, errlen, "invalid ComputeDispatch= value \"%s\": expected yes or no", q);
-                l->compute_dispatch = r;
+                        return limit_error(err, errlen,
+                                           "invalid ComputeDispatch= value \"%s\": expected no, isolated or yes", q);
+                l->compute_dispatch = (PolicyCompute) r;
+                return 0;
+        case POLICY_LIMIT_ISOLATION:
+                r = policy_isolation_from_string(value);
+                if (r < 0)
+                        return limit_error(err, errlen,
+                                           "invalid Isolation= value \"%s\": expected session, identity or shared", q);
+                l->isolation = (PolicyIsolation) r;
                 return 0;
         case POLICY_LIMIT_JOB_TIMEOUT:
+        case POLICY_LIMIT_DISPATCH_TIMEOUT:
                 r = policy_parse_timespan(value, &x);
                 if (r < 0)
                         return limit_error(err, errlen,
-                                           "invalid JobTimeout= value \"%s\": expected a time span such as 500ms, 30s, 5min, 1h, or \"infinity\"%s",
-                                           q, r == -ERANGE ? " (zero or too large)" : "");
-                l->job_timeout_ns = x;
+                                           "invalid %s= value \"%s\": expected a time span such as 500ms, 30s, 5min, 1h, or \"infinity\"%s",
+                                           name, q, r == -ERANGE ? " (zero or too large)" : "");
+                if (k == POLICY_LIMIT_JOB_TIMEOUT)
+                        l->job_timeout_ns = x;
+                else
+                        l->dispatch_timeout_ns = x;
                 return 0;
         default:
                 return -EINVAL;
@@ -446,11 +502,20 @@ const char *policy_limit_format(PolicyLimitKey k, const PolicyLimits *l, char *b
                 snprintf(buf, n, "%s", p ? p : "?");
                 return buf;
         }
-        case POLICY_LIMIT_COMPUTE_DISPATCH:
-                snprintf(buf, n, "%s", l->compute_dispatch ? "yes" : "no");
+        case POLICY_LIMIT_COMPUTE_DISPATCH: {
+                const char *c = policy_compute_to_string(l->compute_dispatch);
+                snprintf(buf, n, "%s", c ? c : "?");
                 return buf;
+        }
+        case POLICY_LIMIT_ISOLATION: {
+                const char *i = policy_isolation_to_string(l->isolation);
+                snprintf(buf, n, "%s", i ? i : "?");
+                return buf;
+        }
         case POLICY_LIMIT_JOB_TIMEOUT:
                 return policy_format_timespan(l->job_timeout_ns, buf, n);
+        case POLICY_LIMIT_DISPATCH_TIMEOUT:
+                return policy_format_timespan(l->dispatch_timeout_ns, buf, n);
         default:
                 snprintf(buf, n, "?");
                 return buf;

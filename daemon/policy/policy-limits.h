@@ -28,6 +28,22 @@ typedef enum PolicyPriority {
         _POLICY_PRIORITY_MAX,
 } PolicyPriority;
 
+/* ComputeDispatch=: who may run their own kernels, and where. */
+typedef enum PolicyCompute {
+        POLICY_COMPUTE_NO,       /* no dispatch at all */
+        POLICY_COMPUTE_ISOLATED, /* only in a GPU context no other trust domain shares */
+        POLICY_COMPUTE_YES,      /* also in a context shared with other clients */
+        _POLICY_COMPUTE_MAX,
+} PolicyCompute;
+
+/* Isolation=: which sessions share a GPU context (its VM and fault domain). */
+typedef enum PolicyIsolation {
+        POLICY_ISOLATION_SESSION,  /* each session its own, made on its first dispatch */
+        POLICY_ISOLATION_IDENTITY, /* the sessions of one identity (uid, unit, app, container) */
+        POLICY_ISOLATION_SHARED,   /* one context for every session that says so */
+        _POLICY_ISOLATION_MAX,
+} PolicyIsolation;
+
 typedef struct PolicyLimits {
         uint64_t buffer_memory;   /* BufferMemory=: bytes of all buffers of a session */
         uint64_t max_buffer_size; /* MaxBufferSize=: bytes of one buffer */
@@ -36,8 +52,10 @@ typedef struct PolicyLimits {
         uint64_t jobs_in_flight;  /* JobsInFlight= */
         uint32_t weight;          /* Weight=, 1..1000 */
         PolicyPriority priority;  /* Priority= */
-        bool compute_dispatch;    /* ComputeDispatch= */
+        PolicyCompute compute_dispatch; /* ComputeDispatch= */
+        PolicyIsolation isolation;      /* Isolation= */
         uint64_t job_timeout_ns;  /* JobTimeout=, POLICY_INFINITY = none */
+        uint64_t dispatch_timeout_ns; /* DispatchTimeout=: dispatches only, POLICY_INFINITY = none */
 } PolicyLimits;
 
 /* The keys of a [Limits] section, in the order they are documented. */
@@ -50,17 +68,20 @@ typedef enum PolicyLimitKey {
         POLICY_LIMIT_WEIGHT,
         POLICY_LIMIT_PRIORITY,
         POLICY_LIMIT_COMPUTE_DISPATCH,
+        POLICY_LIMIT_ISOLATION,
         POLICY_LIMIT_JOB_TIMEOUT,
+        POLICY_LIMIT_DISPATCH_TIMEOUT,
         _POLICY_LIMIT_MAX,
 } PolicyLimitKey;
 
 /* The daemon's built-in defaults (the same values as policy/policy.d/00-defaults.conf
  * and the Manager's default WireLimits): 4 GiB per session, 1 GiB per buffer,
  * 4096 buffers, 1024 events, 4096 jobs in flight, weight 1, normal priority,
- * compute dispatch allowed, no job timeout. */
+ * compute dispatch in an isolated context, a context per session, no job
+ * timeout, dispatches stopped after a minute on the GPU. */
 void policy_limits_default(PolicyLimits *ret);
 
-/* The key's name in a policy file ("BufferMemory", …, "JobTimeout"), or NULL. */
+/* The key's name in a policy file ("BufferMemory", …, "DispatchTimeout"), or NULL. */
 const char *policy_limit_key_to_string(PolicyLimitKey k);
 /* A value from a file or a caller, safe to put into an error message: at most
  * 64 bytes, non-printable bytes as '?', "..." when cut. */
@@ -101,6 +122,11 @@ int policy_parse_boolean(const char *s);                  /* 1/0 or -EINVAL */
  * the largest suffixes that divide the value ("1536M", "1min 30s"). */
 const char *policy_format_bytes(uint64_t v, char *buf, size_t n);
 const char *policy_format_timespan(uint64_t ns, char *buf, size_t n);
+
+const char *policy_compute_to_string(PolicyCompute c);        /* "no", "isolated", "yes" */
+int policy_compute_from_string(const char *s);                /* also yes/no synonyms; or -EINVAL */
+const char *policy_isolation_to_string(PolicyIsolation i);    /* "session", "identity", "shared" */
+int policy_isolation_from_string(const char *s);              /* PolicyIsolation or -EINVAL */
 
 const char *policy_priority_to_string(PolicyPriority p);
 int policy_priority_from_string(const char *s); /* PolicyPriority or -EINVAL */

@@ -724,8 +724,12 @@ static void apply_limits(PolicyLimits *l, const PolicyRule *r) {
                 l->priority = v->priority;
         if (s & (1u << POLICY_LIMIT_COMPUTE_DISPATCH))
                 l->compute_dispatch = v->compute_dispatch;
+        if (s & (1u << POLICY_LIMIT_ISOLATION))
+                l->isolation = v->isolation;
         if (s & (1u << POLICY_LIMIT_JOB_TIMEOUT))
                 l->job_timeout_ns = v->job_timeout_ns;
+        if (s & (1u << POLICY_LIMIT_DISPATCH_TIMEOUT))
+                l->dispatch_timeout_ns = v->dispatch_timeout_ns;
 }
 
 int policy_resolve(const Policy *p, const Identity *id, const PolicyLimits *defaults,

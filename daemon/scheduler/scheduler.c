@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * See scheduler.h. Start-time fair queueing (Goyal, Vin & Cheng, 1996) per
- * hardware queue, with the virtual-time bookkeeping of Linux's CFS: charge
- * what a job really used, when it is known.
+ * group of hardware queues, with the virtual-time bookkeeping of Linux's CFS:
+ * charge what a job really used, when it is known.
  */
 #include "scheduler/scheduler.h"
 
@@ -12,12 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sessions/client-event.h"
-#include "scheduler/job.h"
-#include "manager/manager.h"
-#include "sessions/session.h"
-#include "util/macro.h"
 #include "util/log.h"
+#include "util/macro.h"
+#include "util/time-util.h"
 
 /* Work allowed on one hardware queue at once: enough to keep the engine busy
  * between completions, small enough to bound the wait of a newly ready
@@ -26,46 +23,101 @@
 #define QUEUE_MAX_BYTES (64ull << 20)
 /* Extra room for signal and wait event jobs (see queue_has_room()). */
 #define QUEUE_EVENT_JOBS 64u
+/* Dispatches on the GPU at once, over every compute queue of every context:
+ * what makes weights and classes hold across contexts (the hardware would
+ * give every queue with work the same share). Enough to keep the CP pipes
+ * busy between completions. */
+#define COMPUTE_GROUP_MAX_JOBS 16u
 /* Cost floor so that empty jobs (events) are not free in the ring budget. */
 #define MIN_JOB_COST 4096ull
 /* Estimate for a job with no bytes (events) until it is measured. */
 #define EMPTY_JOB_NS 2000ull
 
-typedef struct HwQueue {
-        unsigned index;
-        uint64_t head_since_ns; /* when the oldest job on the GPU became the oldest */
-        GpuEngine engine;
-        unsigned n_streams; /* bound streams, for balancing */
-        double bytes_per_ns; /* measured throughput, for estimates (moving average) */
-        QUEUE_HEAD(Job, inflight);
+struct SchedGroup {
+        unsigned max_jobs;      /* work (not event) jobs on the GPU over its queues; 0 = no group limit */
+        unsigned work_in_flight;
         QUEUE_HEAD(SchedStream, active);
+};
+
+struct HwQueue {
+        Context *ctx;           /* a reference */
+        unsigned index;         /* in ctx's current incarnation */
+        GpuEngine engine;
+        uint32_t priority;      /* the KFD queue priority it was created with */
+        SchedGroup *group;
+        SchedGroup own_group;   /* an SDMA queue is a group of its own */
+        unsigned n_streams;     /* bound streams, for balancing */
+        bool full;              /* refused more work in this pass */
+        uint64_t head_since_ns; /* when the oldest job on the GPU became the oldest */
+        double bytes_per_ns;    /* measured throughput, for estimates (moving average) */
+        QUEUE_HEAD(SchedJob, inflight);
+        LIST_HEAD(SchedStream, bound); /* streams bound to it */
         SchedQueueStats stats;
-} HwQueue;
+        LIST_FIELDS(HwQueue, queues);
+};
 
 struct Scheduler {
-        Manager *manager;
-        GpuContext *gpu;
+        sd_event *event;
+        ContextPool *pool;
+        SchedulerCallbacks cb;
         sd_event_source *timeout_timer;
-        unsigned n_queues;
-        HwQueue queues[GPU_MAX_QUEUES];
+        LIST_HEAD(HwQueue, queues);
+        SchedGroup compute;
+        uint64_t jobs_completed, jobs_failed;
         bool running;
         bool again;
 };
 
-int scheduler_new(Manager *m, GpuContext *gpu, Scheduler **ret) {
-        const GpuDeviceInfo *info = gpu_context_get_info(gpu);
+static HwQueue *hwq_new(Scheduler *s, Context *ctx, unsigned index, GpuEngine engine) {
+        HwQueue *q = calloc(1, sizeof *q);
+
+        if (!q)
+                return NULL;
+        q->ctx = context_ref(ctx);
+        q->index = index;
+        q->engine = engine;
+        q->bytes_per_ns = 1.0; /* 1 GB/s until measured */
+        q->group = engine == GPU_ENGINE_COMPUTE ? &s->compute : &q->own_group;
+        LIST_APPEND(queues, s->queues, q);
+        return q;
+}
+
+static void stream_unbind(SchedStream *st);
+
+static void hwq_free(Scheduler *s, HwQueue *q) {
+        while (q->bound)
+                stream_unbind(q->bound);
+        LIST_REMOVE(queues, s->queues, q);
+        context_unref(q->ctx);
+        free(q);
+}
+
+static HwQueue *hwq_find(Scheduler *s, Context *ctx, unsigned index) {
+        HwQueue *q;
+
+        LIST_FOREACH(queues, q, s->queues)
+                if (q->ctx == ctx && q->index == index)
+                        return q;
+        return NULL;
+}
+
+int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *cb, Scheduler **ret) {
+        Context *dev = context_pool_device(pool);
+        const GpuDeviceInfo *info = context_pool_info(pool);
         Scheduler *s = calloc(1, sizeof(*s));
 
         if (!s)
                 return -ENOMEM;
-        s->manager = m;
-        s->gpu = gpu;
-        s->n_queues = info->n_queues;
-        for (unsigned i = 0; i < s->n_queues; i++) {
-                s->queues[i].index = i;
-                s->queues[i].engine = info->queue_engine[i];
-                s->queues[i].bytes_per_ns = 1.0; /* 1 GB/s until measured */
-        }
+        s->event = sd_event_ref(event);
+        s->pool = pool;
+        s->cb = *cb;
+        s->compute.max_jobs = COMPUTE_GROUP_MAX_JOBS;
+        /* The device context's SDMA queues exist from the start. */
+        for (unsigned i = 0; i < info->n_queues; i++)
+                if (info->queue_engine[i] == GPU_ENGINE_SDMA && !hwq_new(s, dev, i, GPU_ENGINE_SDMA)) {
+                        scheduler_free(s);
+                        return -ENOMEM;
+                }
         *ret = s;
         return 0;
 }
@@ -75,117 +127,177 @@ Scheduler *scheduler_free(Scheduler *s) {
                 return NULL;
         sd_event_source_disable_unref(s->timeout_timer);
         /* The manager retires or cancels all jobs before freeing us. */
+        while (s->queues)
+                hwq_free(s, s->queues);
+        sd_event_unref(s->event);
         free(s);
         return NULL;
 }
 
-/* The least loaded queue of the engine, preferring the KFD priority wanted. */
-static HwQueue *pick_queue(Scheduler *s, GpuEngine engine, uint32_t want_priority) {
-        const GpuDeviceInfo *info = gpu_context_get_info(s->gpu);
-        HwQueue *best = NULL;
-        bool best_match = false;
+/* ---- streams ---- */
 
-        for (unsigned i = 0; i < s->n_queues; i++) {
-                HwQueue *q = &s->queues[i];
-                bool match = engine != GPU_ENGINE_COMPUTE || info->queue_priority[i] == want_priority;
-
-                if (q->engine != engine)
-                        continue;
-                if (!best || (match && !best_match) ||
-                    (match == best_match && q->n_streams < best->n_streams)) {
-                        best = q;
-                        best_match = match;
-                }
+static void stream_unbind(SchedStream *st) {
+        if (st->hwq) {
+                st->hwq->n_streams--;
+                LIST_REMOVE(bound, st->hwq->bound, st);
         }
+        st->hwq = NULL;
+}
+
+static void stream_bind(SchedStream *st, HwQueue *q) {
+        stream_unbind(st);
+        st->hwq = q;
+        q->n_streams++;
+        LIST_PREPEND(bound, q->bound, st);
+}
+
+/* The least loaded SDMA queue of the device context. */
+static HwQueue *pick_sdma(Scheduler *s) {
+        HwQueue *q, *best = NULL;
+
+        LIST_FOREACH(queues, q, s->queues)
+                if (q->engine == GPU_ENGINE_SDMA && (!best || q->n_streams < best->n_streams))
+                        best = q;
         return best;
 }
 
-static void stream_bind(Scheduler *s, SchedStream *st) {
-        HwQueue *q = pick_queue(s, st->engine, st->want_priority);
-
-        st->queue = q ? q->index : UINT32_MAX;
-        if (q)
-                q->n_streams++;
+void scheduler_stream_init(Scheduler *s, SchedStream *st, uint64_t owner_id, GpuEngine engine, uint32_t weight) {
+        *st = (SchedStream) { .owner_id = owner_id, .engine = engine, .weight = weight ? weight : 1,
+                              .want_priority = GPU_QUEUE_PRIORITY_DEFAULT };
+        if (engine == GPU_ENGINE_SDMA) {
+                HwQueue *q = pick_sdma(s);
+                if (q) {
+                        stream_bind(st, q);
+                        st->group = q->group;
+                }
+        } else
+                st->group = &s->compute;
 }
 
-void scheduler_stream_init(Scheduler *s, SchedStream *st, Session *session, GpuEngine engine,
-                           uint32_t weight) {
-        *st = (SchedStream) { .session = session, .engine = engine, .weight = weight ? weight : 1,
-                              .queue = UINT32_MAX, .want_priority = GPU_QUEUE_PRIORITY_DEFAULT };
-        stream_bind(s, st);
+/* Whether the stream has nothing pending or on the GPU. */
+static bool stream_idle(const SchedStream *st) {
+        return !st->active && st->n_inflight == 0;
 }
 
-bool scheduler_stream_has_queue(const SchedStream *st) {
-        return st->queue != UINT32_MAX;
-}
+/* An idle compute stream bound to a queue of the wrong priority or context
+ * lets go of it; it binds again when it next has work. */
+static void stream_maybe_rebind(SchedStream *st) {
+        HwQueue *q = st->hwq;
 
-/* Moves an idle compute stream to a queue of the priority it wants. */
-static void stream_maybe_rebind(Scheduler *s, SchedStream *st) {
-        const GpuDeviceInfo *info = gpu_context_get_info(s->gpu);
-        HwQueue *q;
-
-        if (st->engine != GPU_ENGINE_COMPUTE || st->queue == UINT32_MAX || st->active ||
-            st->n_inflight > 0 || info->queue_priority[st->queue] == st->want_priority)
+        if (st->engine != GPU_ENGINE_COMPUTE || !q || !stream_idle(st))
                 return;
-        q = pick_queue(s, st->engine, st->want_priority);
-        if (!q || q->index == st->queue || info->queue_priority[q->index] != st->want_priority)
+        if (q->ctx != st->ctx || q->priority != st->want_priority)
+                stream_unbind(st);
+}
+
+void scheduler_stream_set_context(Scheduler *s, SchedStream *st, Context *ctx) {
+        if (st->ctx == ctx)
                 return;
-        s->queues[st->queue].n_streams--;
-        st->queue = q->index;
-        q->n_streams++;
+        context_unref(st->ctx);
+        st->ctx = context_ref(ctx);
+        stream_maybe_rebind(st);
 }
 
 void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority) {
         st->klass = klass;
         st->want_priority = kfd_priority;
-        stream_maybe_rebind(s, st);
+        stream_maybe_rebind(st);
 }
 
 void scheduler_stream_done(Scheduler *s, SchedStream *st) {
-        if (st->queue == UINT32_MAX)
-                return;
-        if (st->active)
-                QUEUE_REMOVE(active, s->queues[st->queue].active, st);
+        if (st->active && st->group)
+                QUEUE_REMOVE(active, st->group->active, st);
         st->active = false;
-        s->queues[st->queue].n_streams--;
-        st->queue = UINT32_MAX;
+        stream_unbind(st);
+        st->ctx = context_unref(st->ctx);
 }
 
-static uint64_t job_cost(const Job *j) {
-        uint64_t c = 0;
+/* ---- jobs ---- */
 
-        if (j->type == WIRE_JOB_COPY)
-                c = j->gpu.copy.size;
-        else if (j->type == WIRE_JOB_FILL)
-                c = j->gpu.fill.size;
+static uint64_t job_bytes(const SchedJob *j) {
+        if (j->kind != SCHED_JOB_WORK)
+                return 0;
+        if (j->gpu.type == GPU_JOB_COPY)
+                return j->gpu.copy.size;
+        if (j->gpu.type == GPU_JOB_FILL)
+                return j->gpu.fill.size;
+        return 0;
+}
+
+static uint64_t job_cost(const SchedJob *j) {
+        uint64_t c = job_bytes(j);
+
         return c < MIN_JOB_COST ? MIN_JOB_COST : c;
 }
 
-/* The least virtual time among the queue's active streams, or -1. */
-static double min_active_vtime(const HwQueue *q) {
+void sched_job_describe(const SchedJob *j, char *buf, size_t size) {
+        switch (j->kind) {
+        case SCHED_JOB_SIGNAL:
+                snprintf(buf, size, "signal-event job");
+                return;
+        case SCHED_JOB_WAIT:
+                snprintf(buf, size, "wait-event job");
+                return;
+        case SCHED_JOB_RELAY:
+                snprintf(buf, size, "relay job");
+                return;
+        case SCHED_JOB_WORK:
+                break;
+        }
+        if (j->gpu.type == GPU_JOB_DISPATCH && j->gpu.dispatch.co &&
+            j->gpu.dispatch.kernel < gpu_code_object_n_kernels(j->gpu.dispatch.co))
+                snprintf(buf, size, "dispatch of kernel \"%s\"",
+                         gpu_code_object_kernel(j->gpu.dispatch.co, j->gpu.dispatch.kernel)->name);
+        else
+                snprintf(buf, size, "%s job", j->gpu.type == GPU_JOB_COPY ? "copy" : j->gpu.type == GPU_JOB_FILL ? "fill"
+                                                                           : "dispatch");
+}
+
+/* The least virtual time among the group's active streams, or -1. */
+static double min_active_vtime(const SchedGroup *g) {
         double m = -1;
 
-        for (SchedStream *it = q->active.first; it; it = it->active_next)
+        for (SchedStream *it = g->active.first; it; it = it->active_next)
                 if (m < 0 || it->vtime < m)
                         m = it->vtime;
         return m;
 }
 
-void scheduler_enqueue(Scheduler *s, SchedStream *st, Job *j) {
+void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
         j->cost = job_cost(j);
         j->queued_ns = now_ns();
         j->stream = st;
+        j->state = SCHED_JOB_PENDING;
         QUEUE_APPEND(queue, st->pending, j);
-        if (!st->active && st->queue != UINT32_MAX) {
-                HwQueue *q = &s->queues[st->queue];
-                double m = min_active_vtime(q);
+        if (!st->active && st->group) {
+                double m = min_active_vtime(st->group);
 
                 /* Waking from idle: no credit for the time it did not compete. */
                 if (m > st->vtime)
                         st->vtime = m;
-                QUEUE_APPEND(active, q->active, st);
+                QUEUE_APPEND(active, st->group->active, st);
                 st->active = true;
         }
+}
+
+/* Drops the stream from the active list once it has nothing pending. */
+static void stream_maybe_idle(SchedStream *st) {
+        if (st->pending.first || !st->active)
+                return;
+        QUEUE_REMOVE(active, st->group->active, st);
+        st->active = false;
+        stream_maybe_rebind(st);
+}
+
+void scheduler_dequeue(Scheduler *s, SchedJob *j) {
+        SchedStream *st = j->stream;
+
+        if (j->state != SCHED_JOB_PENDING || !st)
+                return;
+        QUEUE_REMOVE(queue, st->pending, j);
+        if (st->blocked_head == j)
+                st->blocked_head = NULL;
+        stream_maybe_idle(st);
 }
 
 typedef enum Readiness {
@@ -194,32 +306,53 @@ typedef enum Readiness {
         JOB_CANCELLED,
 } Readiness;
 
-/*
- * Resolves a wait-event job at the head of its stream (idempotent for the
- * other kinds). The GPU, not the CPU, waits for a signal already on its way.
- */
-static Readiness job_prepare(Job *j, unsigned queue) {
-        ClientEvent *e = j->event;
-        Job *sig;
+static bool relay(Scheduler *s, HwQueue *from, Context *to, GpuWait *ret_wait);
 
-        if (j->type != WIRE_JOB_WAIT_EVENT || j->wait_resolved)
+/*
+ * Resolves a wait-event job at the head of its stream, bound to q
+ * (idempotent for the other kinds). The GPU, not the CPU, waits for a signal
+ * already on its way in the same GPU context.
+ */
+static Readiness job_prepare(Scheduler *s, SchedJob *j, HwQueue *q) {
+        SchedEvent *e = j->event;
+        SchedJob *sig;
+        GpuWait w;
+
+        if (j->kind != SCHED_JOB_WAIT || j->wait_resolved)
                 return JOB_READY;
         if (e->destroyed)
                 return JOB_CANCELLED;
         if (e->signaled) {
                 if (e->auto_reset)
-                        client_event_reset(e); /* this wait consumes the signal */
+                        s->cb.event_reset(e, s->cb.userdata); /* this wait consumes the signal */
                 j->wait_resolved = true;
                 return JOB_READY;
         }
         LIST_FOREACH(signals, sig, e->signals) {
                 if (e->auto_reset && sig->signal_claimed)
                         continue;
+                /* Another context's queue: its fence is memory this context
+                 * cannot see, and must not. A device-context SDMA queue can
+                 * write a word of this (client) context when it gets there — a
+                 * relay; the other way round a device queue would poll memory
+                 * a client's kernel can write, so the signal sets the event
+                 * when it completes and the wait is resolved here. */
+                if (sig->hwq->ctx != q->ctx) {
+                        if (!context_is_device(sig->hwq->ctx) || sig->hwq->engine != GPU_ENGINE_SDMA ||
+                            context_is_device(q->ctx) || !relay(s, sig->hwq, q->ctx, &w))
+                                continue;
+                        if (e->auto_reset)
+                                sig->signal_claimed = true;
+                        j->gpu.waits[0] = w;
+                        j->gpu.n_waits = 1;
+                        j->wait_resolved = true;
+                        return JOB_READY;
+                }
                 if (e->auto_reset)
                         sig->signal_claimed = true;
                 /* Same ring: the signal job's packets precede ours, nothing to wait for. */
-                if (sig->queue != queue) {
-                        j->gpu.waits[0] = (GpuWait) { .queue = sig->queue, .seq = sig->seq };
+                if (sig->hwq != q) {
+                        j->gpu.waits[0] = (GpuWait) { .queue = sig->hwq->index, .seq = sig->seq };
                         j->gpu.n_waits = 1;
                 }
                 j->wait_resolved = true;
@@ -228,18 +361,27 @@ static Readiness job_prepare(Job *j, unsigned queue) {
         return JOB_BLOCKED;
 }
 
-static void finish_job(Scheduler *s, Job *j, int error, const char *msg, uint64_t busy_ns) {
-        Session *session = j->session;
-
-        session_job_finished(session, j, error, msg, busy_ns);
+static void finish_job(Scheduler *s, SchedJob *j, int error, const char *msg, uint64_t busy_ns) {
+        if (j->kind == SCHED_JOB_RELAY) {
+                if (error != 0)
+                        log_debug("A relay job on the GPU failed (%s)", strerror(error));
+                gpu_buffer_unref(j->hold);
+                free(j);
+                return;
+        }
         if (error == 0)
-                s->manager->jobs_completed++;
+                s->jobs_completed++;
         else
-                s->manager->jobs_failed++;
-        job_free(j);
+                s->jobs_failed++;
+        j->state = SCHED_JOB_DONE;
+        s->cb.job_finished(j, error, msg, busy_ns, s->cb.userdata);
 }
 
-static bool queue_has_room(const HwQueue *q, const Job *j) {
+static bool is_event_job(const SchedJob *j) {
+        return j->kind != SCHED_JOB_WORK;
+}
+
+static bool queue_has_room(const HwQueue *q, const SchedJob *j) {
         /* An empty queue always takes one job, however large. */
         if (q->stats.in_flight == 0)
                 return true;
@@ -248,14 +390,17 @@ static bool queue_has_room(const HwQueue *q, const Job *j) {
          * behind a large copy goes to the ring at once, so the other engine's
          * wait for it is resolved and submitted too, and the GPU (POLL_REGMEM /
          * WAIT_REG_MEM on the fence) does the waiting, not this scheduler. */
-        if (j->type == WIRE_JOB_SIGNAL_EVENT || j->type == WIRE_JOB_WAIT_EVENT)
+        if (is_event_job(j))
                 return q->stats.in_flight < QUEUE_MAX_JOBS + QUEUE_EVENT_JOBS;
         return q->stats.in_flight < QUEUE_MAX_JOBS && q->stats.in_flight_bytes + j->cost <= QUEUE_MAX_BYTES;
 }
 
-static uint64_t estimate_ns(const HwQueue *q, const Job *j) {
-        uint64_t bytes = j->type == WIRE_JOB_COPY ? j->gpu.copy.size
-                         : j->type == WIRE_JOB_FILL ? j->gpu.fill.size : 0;
+static bool group_has_room(const SchedGroup *g, const SchedJob *j) {
+        return is_event_job(j) || g->max_jobs == 0 || g->work_in_flight == 0 || g->work_in_flight < g->max_jobs;
+}
+
+static uint64_t estimate_ns(const HwQueue *q, const SchedJob *j) {
+        uint64_t bytes = job_bytes(j);
 
         return bytes ? (uint64_t) ((double) bytes / q->bytes_per_ns) + EMPTY_JOB_NS : EMPTY_JOB_NS;
 }
@@ -265,36 +410,181 @@ static double stream_key(const SchedStream *st) {
         return st->vtime + (double) st->inflight_est / st->weight;
 }
 
-/* Drops the stream from the active list once it has nothing pending. */
-static void stream_maybe_idle(HwQueue *q, SchedStream *st) {
-        if (st->pending.first || !st->active)
+/* Binds a compute stream to a queue of its class in its context, bringing
+ * the context up if needed. 0, -EAGAIN (the pool is full: try later) or
+ * another error with err set. */
+static int stream_bind_compute(Scheduler *s, SchedStream *st, char *err, size_t errlen) {
+        uint32_t prio;
+        unsigned idx;
+        HwQueue *q;
+        int r;
+
+        if (!st->ctx) {
+                snprintf(err, errlen, "no GPU context for compute");
+                return -ENODEV;
+        }
+        r = context_get_queue(st->ctx, GPU_ENGINE_COMPUTE, st->want_priority, &idx, &prio, err, errlen);
+        if (r < 0)
+                return r;
+        q = hwq_find(s, st->ctx, idx);
+        if (!q) {
+                q = hwq_new(s, st->ctx, idx, GPU_ENGINE_COMPUTE);
+                if (!q) {
+                        snprintf(err, errlen, "out of memory");
+                        return -ENOMEM;
+                }
+                q->priority = prio;
+        }
+        stream_bind(st, q);
+        return 0;
+}
+
+/* Fails the head job of a stream that cannot run it. */
+static void fail_head(Scheduler *s, SchedStream *st, int error, const char *msg) {
+        SchedJob *j = st->pending.first;
+
+        QUEUE_REMOVE(queue, st->pending, j);
+        if (st->blocked_head == j)
+                st->blocked_head = NULL;
+        finish_job(s, j, error, msg, 0);
+        stream_maybe_idle(st);
+}
+
+/* Puts the in-flight bookkeeping of a job written to q. */
+static void track_submitted(HwQueue *q, SchedJob *j, uint64_t seq) {
+        j->state = SCHED_JOB_SUBMITTED;
+        j->hwq = q;
+        j->seq = seq;
+        j->submitted_ns = now_ns();
+        j->est_ns = estimate_ns(q, j);
+        if (!q->inflight.first)
+                q->head_since_ns = j->submitted_ns;
+        QUEUE_APPEND(queue, q->inflight, j);
+        if (j->kind == SCHED_JOB_RELAY)
+                return; /* the scheduler's own, tiny: not in the counts */
+        q->stats.in_flight++;
+        q->stats.in_flight_bytes += j->cost;
+        q->stats.submitted++;
+}
+
+/* Writes one job to its stream's hardware queue. */
+static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
+        HwQueue *q = st->hwq;
+        char err[256] = "", what[192], msg[512];
+        uint64_t seq;
+        int r;
+
+        r = context_submit(q->ctx, q->index, &j->gpu, j->code, j->relocs, j->n_relocs, &seq, err, sizeof err);
+        if (r == -EAGAIN) {
+                q->full = true; /* no room on the ring now: after completions */
                 return;
-        QUEUE_REMOVE(active, q->active, st);
-        st->active = false;
+        }
+        QUEUE_REMOVE(queue, st->pending, j);
+        if (r < 0) {
+                sched_job_describe(j, what, sizeof(what));
+                log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s: %s", j->owner_id, what,
+                                  err[0] ? err : strerror(-r));
+                if (j->gpu.type == GPU_JOB_DISPATCH && r == -EINVAL)
+                        snprintf(msg, sizeof(msg), "the GPU layer refused the %s: the hardware cannot run it (%s)",
+                                 what, err[0] ? err : strerror(-r));
+                else
+                        snprintf(msg, sizeof(msg), "the GPU layer refused the %s (%s)", what,
+                                 err[0] ? err : strerror(-r));
+                finish_job(s, j, -r, msg, 0);
+                stream_maybe_idle(st);
+                return;
+        }
+        track_submitted(q, j, seq);
+        st->inflight_est += j->est_ns;
+        st->n_inflight++;
+        if (!is_event_job(j))
+                q->group->work_in_flight++;
+        if (j->kind == SCHED_JOB_SIGNAL)
+                LIST_APPEND(signals, j->event->signals, j);
+        stream_maybe_idle(st);
 }
 
 /*
- * Fills the hardware queue: while it has room, submit the head job of the
- * ready stream with the least virtual time. Returns true if anything changed.
+ * Writes a relay job to `from` (a device-context SDMA queue): when the queue
+ * gets to it — past everything submitted there so far — it writes a word of
+ * `to`, and *ret_wait waits for that word in `to`. False if none can be made
+ * now (no room on the ring, no relay page): then the wait is resolved on the
+ * CPU.
  */
-static bool run_queue(Scheduler *s, HwQueue *q) {
-        bool changed = false;
+static bool relay(Scheduler *s, HwQueue *from, Context *to, GpuWait *ret_wait) {
+        char err[128];
+        uint64_t write_va, wait_va, seq;
+        uint32_t value;
+        SchedJob *r;
+        int k;
 
+        r = calloc(1, sizeof *r);
+        if (!r)
+                return false;
+        *r = (SchedJob) { .kind = SCHED_JOB_RELAY, .engine = GPU_ENGINE_SDMA, .timeout_ns = UINT64_MAX,
+                          .cost = MIN_JOB_COST, .gpu = { .type = GPU_JOB_NOP } };
+        k = context_relay(to, from->index, &r->hold, &write_va, &wait_va, &value);
+        if (k < 0) {
+                free(r);
+                return false;
+        }
+        r->gpu.signal_va = write_va;
+        r->gpu.signal_value = value;
+        k = context_submit(from->ctx, from->index, &r->gpu, NULL, NULL, 0, &seq, err, sizeof err);
+        if (k < 0) {
+                /* The value is spent unwritten: later relays on this slot write
+                 * larger ones, which a wait for this one would pass early — but
+                 * nobody waits for it. */
+                gpu_buffer_unref(r->hold);
+                free(r);
+                return false;
+        }
+        track_submitted(from, r, seq);
+        *ret_wait = (GpuWait) { .va = wait_va, .value = value };
+        return true;
+}
+
+/*
+ * Fills the group's hardware queues: while they have room, submit the head
+ * job of the ready stream with the least virtual time. A stream whose job
+ * does not fit its queue keeps that queue for itself in this pass (nobody
+ * overtakes it there); one that does not fit the group's budget stops the
+ * group. Returns true if anything changed.
+ */
+static bool run_group(Scheduler *s, SchedGroup *g) {
+        bool changed = false;
+        HwQueue *q;
+
+        LIST_FOREACH(queues, q, s->queues)
+                if (q->group == g)
+                        q->full = false;
         for (;;) {
                 SchedStream *best = NULL, *st, *next;
-                Job *j;
-                uint64_t seq;
+                char err[256];
+                SchedJob *j;
                 int r;
 
-                for (st = q->active.first; st; st = next) {
+                for (st = g->active.first; st; st = next) {
                         next = st->active_next;
                         j = st->pending.first;
-                        switch (job_prepare(j, q->index)) {
+                        if (!st->hwq) {
+                                err[0] = '\0';
+                                r = stream_bind_compute(s, st, err, sizeof err);
+                                if (r == -EAGAIN)
+                                        continue; /* no context free now: after completions */
+                                if (r < 0) {
+                                        char msg[320];
+                                        snprintf(msg, sizeof msg, "no GPU context to run it in: %s", err);
+                                        fail_head(s, st, -r, msg);
+                                        changed = true;
+                                        continue;
+                                }
+                        }
+                        if (st->hwq->full)
+                                continue;
+                        switch (job_prepare(s, j, st->hwq)) {
                         case JOB_CANCELLED:
-                                QUEUE_REMOVE(queue, st->pending, j);
-                                finish_job(s, j, ECANCELED,
-                                           "the event this wait-event job waits for was destroyed", 0);
-                                stream_maybe_idle(q, st);
+                                fail_head(s, st, ECANCELED, "the event this wait-event job waits for was destroyed");
                                 changed = true;
                                 continue;
                         case JOB_BLOCKED:
@@ -314,107 +604,106 @@ static bool run_queue(Scheduler *s, HwQueue *q) {
                 if (!best)
                         break;
                 j = best->pending.first;
-                if (!queue_has_room(q, j))
+                if (!group_has_room(g, j))
                         break;
-                r = gpu_queue_submit(s->gpu, q->index, &j->gpu, &seq);
-                if (r == -EAGAIN)
-                        break;
-                QUEUE_REMOVE(queue, best->pending, j);
-                if (r < 0) {
-                        char what[192], msg[320];
-
-                        job_describe(j, what, sizeof(what));
-                        log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s %" PRIu64 ": %m",
-                                          j->session->id, what, j->fence);
-                        if (j->type == WIRE_JOB_DISPATCH)
-                                snprintf(msg, sizeof(msg),
-                                         "the GPU layer refused the %s: the hardware cannot run it (%s)",
-                                         what, strerror(-r));
-                        else
-                                snprintf(msg, sizeof(msg), "the GPU layer refused the %s (%s)", what,
-                                         strerror(-r));
-                        finish_job(s, j, -r, msg, 0);
-                        stream_maybe_idle(q, best);
-                        changed = true;
+                if (!queue_has_room(best->hwq, j)) {
+                        best->hwq->full = true;
                         continue;
                 }
-                j->state = JOB_SUBMITTED;
-                j->queue = q->index;
-                j->seq = seq;
-                j->submitted_ns = now_ns();
-                j->est_ns = estimate_ns(q, j);
-                best->inflight_est += j->est_ns;
-                best->n_inflight++;
-                if (!q->inflight.first)
-                        q->head_since_ns = j->submitted_ns;
-                QUEUE_APPEND(queue, q->inflight, j);
-                q->stats.in_flight++;
-                q->stats.in_flight_bytes += j->cost;
-                q->stats.submitted++;
-                if (j->type == WIRE_JOB_SIGNAL_EVENT)
-                        LIST_APPEND(signals, j->event->signals, j);
-                stream_maybe_idle(q, best);
-                changed = true;
+                submit_job(s, best, j);
+                if (!best->hwq || !best->hwq->full)
+                        changed = true;
         }
         return changed;
+}
+
+/* Stops the running jobs of clients that went away (one abort each, as they
+ * come to the head of their queue). */
+static void reap_cancelled(Scheduler *s) {
+        HwQueue *q, *next;
+
+        for (q = s->queues; q; q = next) {
+                next = q->queues_next;
+                for (unsigned guard = 0; guard < QUEUE_MAX_JOBS + QUEUE_EVENT_JOBS; guard++) {
+                        SchedJob *h = q->inflight.first;
+                        if (!h || !h->cancel_requested)
+                                break;
+                        if (context_abort(q->ctx, q->index, h->seq, -ECANCELED) <= 0 && q->inflight.first == h)
+                                break;
+                }
+        }
 }
 
 /* The earliest timeout deadline of any running or held job, or UINT64_MAX. */
 static uint64_t next_deadline(const Scheduler *s) {
         uint64_t next = UINT64_MAX;
+        const SchedGroup *groups[2] = { &s->compute, NULL };
+        HwQueue *q;
 
-        for (unsigned i = 0; i < s->n_queues; i++) {
-                const HwQueue *q = &s->queues[i];
-                const Job *h = q->inflight.first;
+        LIST_FOREACH(queues, q, s->queues) {
+                const SchedJob *h = q->inflight.first;
 
                 if (h && h->timeout_ns != UINT64_MAX)
                         next = MIN(next, q->head_since_ns + h->timeout_ns);
-                for (const SchedStream *st = q->active.first; st; st = st->active_next)
-                        if (st->blocked_head && st->blocked_head == st->pending.first &&
-                            st->blocked_head->timeout_ns != UINT64_MAX)
-                                next = MIN(next, st->blocked_since_ns + st->blocked_head->timeout_ns);
+                if (q->group == &q->own_group)
+                        groups[1] = &q->own_group;
+                else
+                        groups[1] = NULL;
+                for (unsigned g = 0; g < 2; g++)
+                        for (const SchedStream *st = groups[g] ? groups[g]->active.first : NULL; st; st = st->active_next)
+                                if (st->blocked_head && st->blocked_head == st->pending.first &&
+                                    st->blocked_head->timeout_ns != UINT64_MAX)
+                                        next = MIN(next, st->blocked_since_ns + st->blocked_head->timeout_ns);
         }
+        /* Compute streams not bound to any queue yet. */
+        for (const SchedStream *st = s->compute.active.first; st; st = st->active_next)
+                if (st->blocked_head && st->blocked_head == st->pending.first && st->blocked_head->timeout_ns != UINT64_MAX)
+                        next = MIN(next, st->blocked_since_ns + st->blocked_head->timeout_ns);
         return next;
 }
 
-static void on_completion(const GpuCompletion *c, void *userdata);
 static void arm_timeouts(Scheduler *s);
+
+/* Held wait-event jobs past their timeout fail with ETIME. */
+static void expire_held(Scheduler *s, SchedGroup *g, uint64_t now) {
+        SchedStream *st, *next;
+
+        for (st = g->active.first; st; st = next) {
+                SchedJob *j = st->pending.first;
+                char msg[160];
+
+                next = st->active_next;
+                if (!j || j != st->blocked_head || j->timeout_ns == UINT64_MAX ||
+                    now < st->blocked_since_ns + j->timeout_ns)
+                        continue;
+                snprintf(msg, sizeof(msg),
+                         "wait-event job waited longer than its timeout of %.3f s for its event",
+                         (double) j->timeout_ns / 1e9);
+                fail_head(s, st, ETIME, msg);
+        }
+}
 
 static int on_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
         Scheduler *s = userdata;
         uint64_t now = now_ns();
+        HwQueue *q, *next;
 
-        for (unsigned i = 0; i < s->n_queues; i++) {
-                HwQueue *q = &s->queues[i];
-                Job *h = q->inflight.first;
-                SchedStream *st, *next;
+        for (q = s->queues; q; q = next) {
+                SchedJob *h = q->inflight.first;
 
+                next = q->queues_next;
                 if (h && h->timeout_ns != UINT64_MAX && now >= q->head_since_ns + h->timeout_ns) {
-                        int r = gpu_queue_abort(s->gpu, q->index, h->seq, -ETIME, on_completion, s);
+                        int r = context_abort(q->ctx, q->index, h->seq, -ETIME);
                         if (r < 0)
-                                log_warning_errno(r, "Failed to abort job %" PRIu64 " on queue %u: %m",
-                                                  h->seq, q->index);
-                }
-                for (st = q->active.first; st; st = next) {
-                        Job *j = st->pending.first;
-                        char msg[160];
-
-                        next = st->active_next;
-                        if (!j || j != st->blocked_head || j->timeout_ns == UINT64_MAX ||
-                            now < st->blocked_since_ns + j->timeout_ns)
-                                continue;
-                        QUEUE_REMOVE(queue, st->pending, j);
-                        st->blocked_head = NULL;
-                        snprintf(msg, sizeof(msg),
-                                 "wait-event job waited longer than its timeout of %.3f s for its event",
-                                 (double) j->timeout_ns / 1e9);
-                        finish_job(s, j, ETIME, msg, 0);
-                        stream_maybe_idle(q, st);
+                                log_warning_errno(r, "Failed to abort job %" PRIu64 " on queue %u of GPU context %" PRIu64 ": %m",
+                                                  h->seq, q->index, context_get_id(q->ctx));
                 }
         }
+        expire_held(s, &s->compute, now);
+        LIST_FOREACH(queues, q, s->queues)
+                if (q->group == &q->own_group)
+                        expire_held(s, &q->own_group, now);
         scheduler_run(s);
-        for (Session *x = s->manager->sessions; x; x = x->sessions_next)
-                session_flush(x);
         return 0;
 }
 
@@ -429,8 +718,8 @@ static void arm_timeouts(Scheduler *s) {
         }
         /* CLOCK_MONOTONIC in usec, as now_ns() is CLOCK_MONOTONIC. */
         if (!s->timeout_timer) {
-                r = sd_event_add_time(s->manager->event, &s->timeout_timer, CLOCK_MONOTONIC,
-                                      next / 1000 + 1, 1000, on_timeout, s);
+                r = sd_event_add_time(s->event, &s->timeout_timer, CLOCK_MONOTONIC, next / 1000 + 1, 1000,
+                                      on_timeout, s);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to arm the job timeout timer: %m");
                         return;
@@ -450,24 +739,40 @@ void scheduler_run(Scheduler *s) {
         s->running = true;
         do {
                 bool changed = false;
+                HwQueue *q;
 
                 s->again = false;
-                for (unsigned i = 0; i < s->n_queues; i++)
-                        changed |= run_queue(s, &s->queues[i]);
+                reap_cancelled(s);
+                LIST_FOREACH(queues, q, s->queues)
+                        if (q->group == &q->own_group)
+                                changed |= run_group(s, &q->own_group);
+                changed |= run_group(s, &s->compute);
                 /* A signal submitted on one queue can unblock a wait on another. */
                 if (changed)
                         s->again = true;
         } while (s->again);
         s->running = false;
         arm_timeouts(s);
+        if (s->cb.settled)
+                s->cb.settled(s->cb.userdata);
+}
+
+void scheduler_cancel_running(Scheduler *s, SchedStream *st) {
+        HwQueue *q;
+        SchedJob *j;
+
+        LIST_FOREACH(queues, q, s->queues)
+                if (q->engine == GPU_ENGINE_COMPUTE)
+                        for (j = q->inflight.first; j; j = j->queue_next)
+                                if (j->stream == st && j->gpu.type == GPU_JOB_DISPATCH)
+                                        j->cancel_requested = true;
 }
 
 /* Charges a retired job's measured GPU time to its stream and refines the
  * queue's throughput estimate. */
-static void charge(HwQueue *q, Job *j, uint64_t busy_ns) {
+static void charge(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
         SchedStream *st = j->stream;
-        uint64_t bytes = j->type == WIRE_JOB_COPY ? j->gpu.copy.size
-                         : j->type == WIRE_JOB_FILL ? j->gpu.fill.size : 0;
+        uint64_t bytes = job_bytes(j);
 
         if (st) {
                 st->inflight_est -= MIN(st->inflight_est, j->est_ns);
@@ -479,17 +784,34 @@ static void charge(HwQueue *q, Job *j, uint64_t busy_ns) {
                 q->bytes_per_ns = 0.9 * q->bytes_per_ns + 0.1 * ((double) bytes / (double) busy_ns);
 }
 
-static void on_completion(const GpuCompletion *c, void *userdata) {
-        Scheduler *s = userdata;
-        HwQueue *q;
-        Job *j;
+/* Takes a retired job off its queue. */
+static void retire(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
+        QUEUE_REMOVE(queue, q->inflight, j);
+        if (j->kind == SCHED_JOB_RELAY)
+                return;
+        q->stats.in_flight--;
+        q->stats.in_flight_bytes -= j->cost;
+        q->stats.completed++;
+        if (!is_event_job(j) && q->group->work_in_flight > 0)
+                q->group->work_in_flight--;
+        q->head_since_ns = now_ns(); /* the next job starts now */
+        charge(q, j, busy_ns);
+        if (j->kind == SCHED_JOB_SIGNAL)
+                LIST_REMOVE(signals, j->event->signals, j);
+        if (j->stream)
+                stream_maybe_rebind(j->stream);
+}
+
+void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *c) {
+        HwQueue *q = hwq_find(s, ctx, c->queue);
+        SchedJob *j;
         char msg[512], what[192];
 
-        if (c->queue >= s->n_queues) {
-                log_error("GPU reported a completion on unknown queue %u", c->queue);
+        if (!q) {
+                log_error("GPU context %" PRIu64 " reported a completion on unknown queue %u", context_get_id(ctx),
+                          c->queue);
                 return;
         }
-        q = &s->queues[c->queue];
         for (j = q->inflight.first; j; j = j->queue_next)
                 if (j->seq == c->seq)
                         break;
@@ -500,25 +822,13 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
         if (j != q->inflight.first)
                 log_warning("Queue %u retired job %" PRIu64 " out of order", c->queue, c->seq);
 
-        QUEUE_REMOVE(queue, q->inflight, j);
-        q->stats.in_flight--;
-        q->stats.in_flight_bytes -= j->cost;
-        q->stats.completed++;
-        q->head_since_ns = now_ns(); /* the next job starts now */
-        j->state = JOB_DONE;
-        charge(q, j, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : j->est_ns);
-        if (j->stream)
-                stream_maybe_rebind(s, j->stream);
-
-        if (j->type == WIRE_JOB_SIGNAL_EVENT) {
-                LIST_REMOVE(signals, j->event->signals, j);
-                if (c->error == 0)
-                        client_event_signal(j->event, j->signal_claimed);
-        }
+        retire(q, j, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : j->est_ns);
+        if (j->kind == SCHED_JOB_SIGNAL && c->error == 0)
+                s->cb.event_signal(j->event, j->signal_claimed, s->cb.userdata);
 
         /* What the client reads in JobFailed: what happened, and what the
          * device said about it (the simulator names the instruction). */
-        job_describe(j, what, sizeof(what));
+        sched_job_describe(j, what, sizeof(what));
         if (c->error == -EFAULT)
                 snprintf(msg, sizeof(msg), "GPU memory fault at address 0x%" PRIx64 " in %s%s%s", c->fault_va,
                          what, c->message ? ": " : "", c->message ? c->message : "");
@@ -528,49 +838,93 @@ static void on_completion(const GpuCompletion *c, void *userdata) {
         else if (c->error == -ETIME)
                 snprintf(msg, sizeof(msg), "%s ran longer than its timeout of %.3f s and was aborted", what,
                          (double) j->timeout_ns / 1e9);
+        else if (c->error == -ECANCELED && c->message)
+                snprintf(msg, sizeof(msg), "%s was cancelled: %s", what, c->message);
         else if (c->error < 0)
                 snprintf(msg, sizeof(msg), "%s failed on the GPU: %s%s%s", what, strerror(-c->error),
                          c->message ? ": " : "", c->message ? c->message : "");
         else
                 msg[0] = '\0';
-        finish_job(s, j, -c->error, c->error ? msg : NULL,
-                   c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : 0);
+        finish_job(s, j, -c->error, c->error ? msg : NULL, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : 0);
 }
 
-int scheduler_process_gpu(Scheduler *s) {
-        int r = gpu_context_process(s->gpu, on_completion, s);
+static void cancel_pending(Scheduler *s, SchedStream *st, const char *msg) {
+        while (st->pending.first)
+                fail_head(s, st, ECANCELED, msg);
+}
 
-        if (r < 0)
-                return r;
+void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char *reason) {
+        HwQueue *q, *next;
+        SchedStream *st, *snext;
+        char msg[320];
+
+        snprintf(msg, sizeof msg, "its GPU context was lost before it ran (%s)", reason ? reason : "lost");
+        /* Streams of that context that wait for work: in shared mode the
+         * device context's SDMA streams are no better off. */
+        if (lost)
+                for (st = s->compute.active.first; st; st = snext) {
+                        snext = st->active_next;
+                        if (st->ctx == ctx)
+                                cancel_pending(s, st, msg);
+                }
+        for (q = s->queues; q; q = next) {
+                next = q->queues_next;
+                if (q->ctx != ctx)
+                        continue;
+                if (lost && q->engine == GPU_ENGINE_SDMA)
+                        for (st = q->own_group.active.first; st; st = snext) {
+                                snext = st->active_next;
+                                cancel_pending(s, st, msg);
+                        }
+                /* Everything on it was reported (lost) or nothing was there
+                 * (reclaimed); whatever is left cannot finish any more. */
+                while (q->inflight.first) {
+                        SchedJob *j = q->inflight.first;
+                        retire(q, j, 0);
+                        finish_job(s, j, ECANCELED, msg, 0);
+                }
+                if (q->engine == GPU_ENGINE_SDMA && context_is_device(ctx))
+                        continue; /* the device context's SDMA queues stay, refusing work */
+                hwq_free(s, q); /* unbinds its streams: they bind again in the next incarnation */
+        }
         scheduler_run(s);
-        return r;
 }
 
 unsigned scheduler_in_flight(const Scheduler *s) {
         unsigned n = 0;
+        const HwQueue *q;
 
-        for (unsigned i = 0; i < s->n_queues; i++)
-                n += s->queues[i].stats.in_flight;
+        LIST_FOREACH(queues, q, s->queues)
+                n += q->stats.in_flight;
         return n;
 }
 
+uint64_t scheduler_jobs_completed(const Scheduler *s) {
+        return s->jobs_completed;
+}
+
+uint64_t scheduler_jobs_failed(const Scheduler *s) {
+        return s->jobs_failed;
+}
+
 void scheduler_get_queue_stats(const Scheduler *s, unsigned queue, SchedQueueStats *ret) {
-        *ret = queue < s->n_queues ? s->queues[queue].stats : (SchedQueueStats) {};
+        const HwQueue *q;
+
+        LIST_FOREACH(queues, q, s->queues)
+                if (context_is_device(q->ctx) && q->index == queue) {
+                        *ret = q->stats;
+                        return;
+                }
+        *ret = (SchedQueueStats) {};
 }
 
 void scheduler_abandon(Scheduler *s) {
-        for (unsigned i = 0; i < s->n_queues; i++) {
-                HwQueue *q = &s->queues[i];
+        HwQueue *q;
 
+        LIST_FOREACH(queues, q, s->queues)
                 while (q->inflight.first) {
-                        Job *j = q->inflight.first;
-                        QUEUE_REMOVE(queue, q->inflight, j);
-                        q->stats.in_flight--;
-                        q->stats.in_flight_bytes -= j->cost;
-                        charge(q, j, 0);
-                        if (j->type == WIRE_JOB_SIGNAL_EVENT)
-                                LIST_REMOVE(signals, j->event->signals, j);
+                        SchedJob *j = q->inflight.first;
+                        retire(q, j, 0);
                         finish_job(s, j, ECANCELED, NULL, 0);
                 }
-        }
 }

@@ -1,58 +1,92 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Scheduler: decides when each accepted Job goes to which hardware queue.
+ * Scheduler: decides when each accepted job goes to which hardware queue of
+ * which GPU context.
  *
- * Each session has one stream per engine, bound to one hardware queue of that
- * engine; jobs of a stream run in order. A hardware queue serves its streams
- * by start-time fair queueing on measured GPU time: every stream has a
- * virtual time that advances by each retired job's GPU busy time (from the
- * timestamps around it) divided by the session's weight, jobs still on the
- * GPU count with an estimate until they retire, and the next slot goes to the
- * ready stream with the least virtual time. Charging measured time rather
- * than bytes makes weights mean shares of engine time for any kind of job
- * (a copy's speed depends on memory, a dispatch's on its kernel). A stream
- * that was idle starts at the least virtual time of the active ones, so it
- * cannot bank credit. Priority classes come first: a ready stream of a higher
- * class is always served before one of a lower class (KFD ignores
- * queue_priority for SDMA queues — only compute MQDs get a pipe priority,
- * kfd_mqd_manager_v10.c set_priority — so on SDMA the class is enforced here).
- * Jobs carry a timeout from the session's policy: one running on the GPU past
- * it is aborted (gpu_queue_abort) and fails with ETIME; a wait-event job held
- * at the head of its stream past it fails with ETIME too.
- * The queue keeps at most a bounded amount of work on the
- * ring (jobs and bytes), so a session that floods cannot push another
- * session's latency beyond one bounded backlog. Wait-event jobs are resolved here: an already signaled
- * event lets the job through, an event whose signal job is already on the
- * GPU becomes a GPU-side wait (POLL_REGMEM on that queue's fence), and an
- * event with no signal on the way holds its stream until one is.
+ * Each session has one stream per engine. An SDMA stream is bound to one SDMA
+ * queue of the device context; a compute stream runs in the session's GPU
+ * context (its own, its identity's, the shared one or, in shared mode, the
+ * device context), on a queue of its priority class there, found or made when
+ * it first has work. Jobs of a stream run in order.
  *
- * Owned by the Manager.
+ * Streams compete by start-time fair queueing on measured GPU time, in
+ * groups that share a budget of work on the GPU: each SDMA queue is a group,
+ * and all compute queues of all contexts are one group — so weights and
+ * priority classes hold across contexts, as the hardware would otherwise give
+ * every queue with work the same share. Every stream has a virtual time that
+ * advances by each retired job's GPU busy time (from the timestamps around it)
+ * divided by the session's weight; jobs still on the GPU count with an
+ * estimate until they retire; the next slot goes to the ready stream with the
+ * least virtual time. A stream that was idle starts at the least virtual time
+ * of the active ones, so it cannot bank credit. Priority classes come first:
+ * a ready stream of a higher class is always served before one of a lower
+ * class (KFD ignores queue_priority for SDMA queues — only compute MQDs get a
+ * pipe priority, kfd_mqd_manager_v10.c set_priority — so on SDMA the class is
+ * enforced here). The budgets bound how much work waits on the GPU, so a
+ * session that floods cannot push another's latency beyond one bounded
+ * backlog.
+ *
+ * Wait-event jobs are resolved here: an already signaled event lets the job
+ * through; an event whose signal job is already on the GPU in the same GPU
+ * context becomes a GPU-side wait (POLL_REGMEM / WAIT_REG_MEM on that queue's
+ * fence); one whose signal job runs in another context waits here for that
+ * job to finish (a queue must never poll memory another trust domain can
+ * write); an event with no signal on the way holds its stream until one is.
+ *
+ * Jobs carry a timeout: one running on the GPU past it is aborted and fails
+ * with ETIME; a wait-event job held at the head of its stream past it too.
+ * When a context's GPU context is lost, its jobs on the GPU are reported by
+ * the GPU layer and the jobs still waiting in streams bound to it are
+ * cancelled (ECANCELED); the next work brings up a new one.
+ *
+ * Owned by the Manager; reaches sessions only through its callbacks.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <systemd/sd-event.h>
 
-#include "forward.h"
-#include "gpu/gpu.h"
+#include "contexts/context.h"
+#include "scheduler/sched-job.h"
 #include "util/list.h"
 
+typedef struct Scheduler Scheduler;
+typedef struct SchedGroup SchedGroup;
+
 struct SchedStream {
-        Session *session; /* weak: the session detaches its streams before it goes */
+        uint64_t owner_id;      /* the session's id, for logs */
         GpuEngine engine;
-        unsigned queue;
+        Context *ctx;           /* compute: the context it runs in (a reference), NULL until set */
+        HwQueue *hwq;           /* the hardware queue it is bound to, NULL while unbound */
+        SchedGroup *group;      /* where it competes while active */
         uint32_t weight;
         unsigned klass;         /* priority class: higher is served first */
         double vtime;           /* GPU ns / weight charged so far */
         uint64_t inflight_est;  /* estimated GPU ns of its jobs on the GPU now */
-        bool active;            /* has pending jobs (on its queue's active list) */
+        bool active;            /* has pending jobs (on its group's active list) */
         unsigned n_inflight;    /* its jobs on the GPU now */
         uint32_t want_priority; /* KFD queue priority its class maps to */
-        Job *blocked_head;      /* head job found blocked, and since when */
+        SchedJob *blocked_head; /* head job found blocked, and since when */
         uint64_t blocked_since_ns;
-        QUEUE_HEAD(Job, pending);
+        QUEUE_HEAD(SchedJob, pending);
         LIST_FIELDS(SchedStream, active);
+        LIST_FIELDS(SchedStream, bound);  /* its queue's bound streams */
 };
+
+typedef struct SchedulerCallbacks {
+        void *userdata;
+        /* A job finished (error 0) or failed (a positive errno and a message
+         * for the client, or none for a job dropped without a word). The
+         * owner frees it; the scheduler no longer knows it. */
+        void (*job_finished)(SchedJob *j, int error, const char *message, uint64_t busy_ns, void *userdata);
+        /* A signal job completed: set its event (consumed: a GPU wait already took the signal). */
+        void (*event_signal)(SchedEvent *e, bool consumed, void *userdata);
+        /* A wait consumed an auto-reset event's signal. */
+        void (*event_reset)(SchedEvent *e, void *userdata);
+        /* A pass of scheduling or retiring is over: a good time to publish. */
+        void (*settled)(void *userdata);
+} SchedulerCallbacks;
 
 typedef struct SchedQueueStats {
         unsigned in_flight;
@@ -61,28 +95,42 @@ typedef struct SchedQueueStats {
         uint64_t completed;
 } SchedQueueStats;
 
-int scheduler_new(Manager *m, GpuContext *gpu, Scheduler **ret);
+int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *cb, Scheduler **ret);
 Scheduler *scheduler_free(Scheduler *s);
 
-/* Binds a new stream for a session to the least loaded queue of engine. */
-void scheduler_stream_init(Scheduler *s, SchedStream *st, Session *session, GpuEngine engine,
-                           uint32_t weight);
-/* Sets the stream's priority class. Compute streams move to a compute queue
- * created with kfd_priority (KFD honours it there) as soon as they are idle. */
+/* An SDMA stream is bound to the least loaded SDMA queue of the device
+ * context at once; a compute stream when it first has work, in the context
+ * scheduler_stream_set_context() gave it. */
+void scheduler_stream_init(Scheduler *s, SchedStream *st, uint64_t owner_id, GpuEngine engine, uint32_t weight);
+/* The context a compute stream's jobs run in (a new reference is taken; the
+ * stream moves there once it is idle). */
+void scheduler_stream_set_context(Scheduler *s, SchedStream *st, Context *ctx);
+/* Sets the stream's priority class. Compute streams move to a queue created
+ * with kfd_priority (KFD honours it there) as soon as they are idle. */
 void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority);
-/* True if the device has a hardware queue for the stream's engine. */
-bool scheduler_stream_has_queue(const SchedStream *st);
-/* Removes the stream from its queue's ring; pending jobs must be gone. */
+/* Unbinds the stream; its pending jobs must be gone. */
 void scheduler_stream_done(Scheduler *s, SchedStream *st);
 
-/* Queues an accepted job on its stream (takes ownership). */
-void scheduler_enqueue(Scheduler *s, SchedStream *st, Job *j);
+/* Queues an accepted job on its stream. */
+void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j);
+/* Removes a job still pending in its stream (its owner drops it). */
+void scheduler_dequeue(Scheduler *s, SchedJob *j);
 /* Writes ready jobs to the hardware queues, as far as budgets allow. */
 void scheduler_run(Scheduler *s);
-/* Handles the GPU's wake fd: retire completed jobs, then run. */
-int scheduler_process_gpu(Scheduler *s);
+/* Asks for the owner's jobs on compute queues to be stopped (their client
+ * went away): each is aborted as soon as it runs; they finish ECANCELED. */
+void scheduler_cancel_running(Scheduler *s, SchedStream *st);
+
+/* From the context pool's callbacks. */
+void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *comp);
+void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char *reason);
+
 /* Forgets jobs the GPU never retired (exit after a drain timeout). */
 void scheduler_abandon(Scheduler *s);
 /* Jobs submitted to the GPU and not yet retired, over all queues. */
 unsigned scheduler_in_flight(const Scheduler *s);
+/* Jobs retired since start, by outcome. */
+uint64_t scheduler_jobs_completed(const Scheduler *s);
+uint64_t scheduler_jobs_failed(const Scheduler *s);
+/* The device context's queue's counters (by index). */
 void scheduler_get_queue_stats(const Scheduler *s, unsigned queue, SchedQueueStats *ret);

@@ -21,7 +21,7 @@ ClientEvent *client_event_new(Session *s, bool auto_reset) {
                 return NULL;
         e->n_ref = 1;
         e->session = s;
-        e->auto_reset = auto_reset;
+        e->sched.auto_reset = auto_reset;
         e->age = 1; /* kfd_events.c: events start with event_age = 1 */
         return e;
 }
@@ -40,8 +40,8 @@ ClientEvent *client_event_unref(ClientEvent *e) {
 }
 
 static void publish(ClientEvent *e) {
-        if (e->session && !e->destroyed)
-                session_page_set_event(&e->session->page, e->slot, e->age, e->signaled, true);
+        if (e->session && !e->sched.destroyed)
+                session_page_set_event(&e->session->page, e->slot, e->age, e->sched.signaled, true);
 }
 
 static void event_wait_check(EventWait *w);
@@ -50,14 +50,14 @@ void client_event_signal(ClientEvent *e, bool consumed) {
         EventWaiter *w, *n;
         bool waiters;
 
-        if (e->destroyed)
+        if (e->sched.destroyed)
                 return;
         /* kfd_events.c set_event(): age wraps past 0 and 1, which are reserved. */
         e->age++;
         if (e->age < 2)
                 e->age = 2;
         waiters = consumed || e->waiters;
-        e->signaled = !e->auto_reset || !waiters;
+        e->sched.signaled = !e->sched.auto_reset || !waiters;
         publish(e);
 
         LIST_FOREACH_SAFE(waiters, w, n, e->waiters) {
@@ -73,20 +73,20 @@ void client_event_signal(ClientEvent *e, bool consumed) {
 }
 
 void client_event_reset(ClientEvent *e) {
-        if (e->destroyed || !e->signaled)
+        if (e->sched.destroyed || !e->sched.signaled)
                 return;
-        e->signaled = false;
+        e->sched.signaled = false;
         publish(e);
 }
 
 static void event_wait_reply(EventWait *w, WireWaitResult result);
 
 void client_event_destroy(ClientEvent *e) {
-        if (e->destroyed)
+        if (e->sched.destroyed)
                 return;
         if (e->session)
                 session_page_set_event(&e->session->page, e->slot, e->age, false, false);
-        e->destroyed = true;
+        e->sched.destroyed = true;
         e->session = NULL;
         /* kfd_wait_on_events: an event destroyed under a waiter ends the wait with FAIL. */
         while (e->waiters) {
@@ -203,9 +203,9 @@ int event_wait_start(Session *s, uint64_t request_id, ClientEvent **events,
 
                 x->wait = w;
                 x->event = client_event_ref(e);
-                x->activated = e->signaled;
-                if (e->signaled && e->auto_reset) {
-                        e->signaled = false;
+                x->activated = e->sched.signaled;
+                if (e->sched.signaled && e->sched.auto_reset) {
+                        e->sched.signaled = false;
                         publish(e);
                 }
                 if (entries[i].last_event_age != 0) {

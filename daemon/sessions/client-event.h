@@ -18,7 +18,9 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "forward.h"
+#include "scheduler/sched-job.h"
+#include "sessions/forward.h"
+#include "util/macro.h"
 #include "util/list.h"
 #include "wire/wire.h"
 
@@ -32,17 +34,18 @@ typedef struct EventWaiter {
 } EventWaiter;
 
 struct ClientEvent {
+        SchedEvent sched;   /* signaled, auto_reset, destroyed, and its signal jobs on the GPU */
         unsigned n_ref;
         Session *session; /* owner; NULL once destroyed */
         uint64_t handle;
         uint32_t slot;
-        bool auto_reset;
-        bool signaled;
-        bool destroyed;
         uint64_t age;
         LIST_HEAD(EventWaiter, waiters);
-        LIST_HEAD(Job, signals); /* submitted, unfinished signal jobs, oldest first */
 };
+
+static inline ClientEvent *client_event_from_sched(SchedEvent *e) {
+        return container_of(e, ClientEvent, sched);
+}
 
 struct EventWait {
         Session *session; /* weak: the session cancels its waits before it goes */

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "scheduler/job.h"
+#include "sessions/job.h"
 #include "manager/manager.h"
 #include "sessions/session.h"
 #include "util/log.h"
@@ -49,7 +49,66 @@ static uint32_t device_lds_bytes(const Session *s) {
 }
 
 bool session_has_compute(const Session *s) {
-        return scheduler_stream_has_queue(&s->streams[GPU_ENGINE_COMPUTE]);
+        return s->manager->info->num_cp_queues > 0;
+}
+
+/* "(ComputeDispatch=isolated; rules: FILE:LINE, …)" for messages. */
+static void policy_words(const Session *s, char *buf, size_t size) {
+        snprintf(buf, size, "ComputeDispatch=%s, Isolation=%s%s%s",
+                 policy_compute_to_string(s->policy.compute_dispatch), policy_isolation_to_string(s->policy.isolation),
+                 s->limits_overridden ? ", set by SetLimits" : "; rules: ",
+                 s->limits_overridden ? "" : s->policy_matched[0] ? s->policy_matched : "defaults");
+}
+
+int session_compute_context(Session *s, uint64_t id, const char *field, Context **ret) {
+        ContextPool *pool = s->manager->contexts;
+        bool shared = context_pool_mechanism(pool) == CONTEXT_MECHANISM_NONE ||
+                      s->policy.isolation == POLICY_ISOLATION_SHARED;
+        char key[sizeof s->compute_key], words[400], err[320] = "";
+        Context *ctx;
+        int r;
+
+        policy_words(s, words, sizeof words);
+        if (s->policy.compute_dispatch == POLICY_COMPUTE_NO)
+                return fail(s, id, EPERM, "%s: compute dispatch is not allowed for this client by policy (%s)",
+                            field, words);
+        if (shared && s->policy.compute_dispatch != POLICY_COMPUTE_YES) {
+                if (context_pool_mechanism(pool) == CONTEXT_MECHANISM_NONE)
+                        return fail(s, id, EPERM,
+                                    "%s: compute dispatch needs a GPU context of this client's own, and this daemon "
+                                    "has none to give (%s); kernels would share one context with every other "
+                                    "client, which policy allows only with ComputeDispatch=yes (%s)",
+                                    field, context_pool_mechanism_reason(pool), words);
+                return fail(s, id, EPERM,
+                            "%s: Isolation=shared runs this client's kernels in a GPU context shared with other "
+                            "clients, which policy allows only with ComputeDispatch=yes (%s)",
+                            field, words);
+        }
+        switch (shared ? POLICY_ISOLATION_SHARED : s->policy.isolation) {
+        case POLICY_ISOLATION_SESSION:
+                snprintf(key, sizeof key, "session %" PRIu64, s->id);
+                break;
+        case POLICY_ISOLATION_IDENTITY:
+                snprintf(key, sizeof key, "identity %s", s->account ? s->account->key : "?");
+                break;
+        default:
+                snprintf(key, sizeof key, "shared");
+                break;
+        }
+        if (!s->compute_ctx || strcmp(key, s->compute_key) != 0) {
+                r = context_pool_get(pool, key, &ctx);
+                if (r < 0)
+                        return fail(s, id, -r, "%s: cannot make a GPU context: %s", field, strerror(-r));
+                context_release(s->compute_ctx);
+                s->compute_ctx = ctx;
+                snprintf(s->compute_key, sizeof s->compute_key, "%s", key);
+                scheduler_stream_set_context(s->manager->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
+        }
+        r = context_ensure(s->compute_ctx, err, sizeof err);
+        if (r < 0)
+                return fail(s, id, -r, "%s: %s", field, err);
+        *ret = s->compute_ctx;
+        return 0;
 }
 
 static const char *arg_kind_wire_name(GpuArgKind k) {
@@ -214,7 +273,8 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
                                    "load_code_object: cannot map the memfd: %s", strerror(-r));
                 return;
         }
-        r = gpu_code_object_load(s->manager->gpu, map, (size_t) size, &co, err, sizeof(err));
+        /* Checked and described now; loaded into a GPU context where it is dispatched. */
+        r = gpu_code_object_parse(s->manager->info, map, (size_t) size, &co, err, sizeof(err));
         code_object_unmap(map, (size_t) size);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "load_code_object: %s", err[0] ? err : strerror(-r));
@@ -368,9 +428,12 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
                         return fail(s, id, ERANGE,
                                     "%s.buffer.offset: %" PRIu64 " is outside the %" PRIu64 "-byte buffer",
                                     field, wa->offset, gpu_buffer_get_size(b));
-                /* The kernel gets the address; it may reach the whole buffer
-                 * (and, in the shared GPU address space, beyond: docs/security.md). */
-                put_le(j->args + ka->offset, 8, gpu_buffer_get_va(b) + wa->offset);
+                /* The kernel gets the buffer's address in the GPU context it
+                 * runs in, filled in when it is submitted there; it may reach
+                 * the whole buffer, and whatever else that context maps
+                 * (docs/security.md). */
+                j->relocs[j->n_buffers] = (ContextReloc) { .arg_offset = ka->offset, .buffer = b,
+                                                          .offset = wa->offset };
                 j->buffers[j->n_buffers++] = gpu_buffer_ref(b);
                 return 0;
         }
@@ -416,17 +479,16 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         uint64_t lds;
         unsigned n_explicit = 0;
         char field[80];
+        Context *ctx;
         size_t a;
         int r, ki;
 
-        if (!s->policy.compute_dispatch)
-                return fail(s, id, EPERM,
-                            "submit.jobs[%zu].dispatch: compute dispatch is not allowed for this client by policy (ComputeDispatch=no%s%s)",
-                            idx, s->limits_overridden ? ", set by SetLimits" : "; rules: ",
-                            s->limits_overridden ? "" : s->policy_matched[0] ? s->policy_matched : "defaults");
+        snprintf(field, sizeof(field), "submit.jobs[%zu].dispatch", idx);
         if (!session_has_compute(s))
-                return fail(s, id, EOPNOTSUPP,
-                            "submit.jobs[%zu].dispatch: this device has no compute queue", idx);
+                return fail(s, id, EOPNOTSUPP, "%s: this device has no compute queue", field);
+        r = session_compute_context(s, id, field, &ctx);
+        if (r < 0)
+                return r;
         snprintf(field, sizeof(field), "submit.jobs[%zu].dispatch.code_object", idx);
         sco = lookup_code_object(s, id, field, wj->dispatch.code_object);
         if (!sco)
@@ -458,7 +520,8 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         }
         if (n_explicit > 0) {
                 j->buffers = calloc(n_explicit, sizeof(*j->buffers));
-                if (!j->buffers)
+                j->relocs = calloc(n_explicit, sizeof(*j->relocs));
+                if (!j->buffers || !j->relocs)
                         return fail(s, id, ENOMEM, "out of memory");
         }
 
@@ -478,21 +541,27 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
                             "submit.jobs[%zu].dispatch: kernel \"%s\" needs %" PRIu64 " bytes of LDS, the device has %" PRIu32,
                             idx, k->name, lds, device_lds_bytes(s));
 
-        j->engine = GPU_ENGINE_COMPUTE;
+        j->sched.engine = GPU_ENGINE_COMPUTE;
         j->co = gpu_code_object_ref(sco->co);
-        j->gpu.type = GPU_JOB_DISPATCH;
-        j->gpu.dispatch.co = j->co;
-        j->gpu.dispatch.kernel = (unsigned) ki;
-        memcpy(j->gpu.dispatch.grid, wj->dispatch.grid, sizeof(j->gpu.dispatch.grid));
-        memcpy(j->gpu.dispatch.block, wj->dispatch.block, sizeof(j->gpu.dispatch.block));
-        j->gpu.dispatch.dynamic_lds = 0;
-        j->gpu.dispatch.args_data = j->args;
-        j->gpu.dispatch.args_size = args_size;
+        j->sched.code = j->co;
+        j->sched.relocs = j->relocs;
+        j->sched.n_relocs = j->n_buffers;
+        j->sched.gpu.type = GPU_JOB_DISPATCH;
+        j->sched.gpu.dispatch.co = j->co;
+        j->sched.gpu.dispatch.kernel = (unsigned) ki;
+        memcpy(j->sched.gpu.dispatch.grid, wj->dispatch.grid, sizeof(j->sched.gpu.dispatch.grid));
+        memcpy(j->sched.gpu.dispatch.block, wj->dispatch.block, sizeof(j->sched.gpu.dispatch.block));
+        j->sched.gpu.dispatch.dynamic_lds = 0;
+        j->sched.gpu.dispatch.args_data = j->args;
+        j->sched.gpu.dispatch.args_size = args_size;
+        /* A kernel is stopped after DispatchTimeout= on the GPU (or JobTimeout=, if shorter). */
+        if (s->policy.dispatch_timeout_ns != POLICY_INFINITY)
+                j->sched.timeout_ns = MIN(j->sched.timeout_ns, s->policy.dispatch_timeout_ns);
 
         /* What only the GPU layer knows to refuse (a wave64 kernel, scratch
          * beyond a queue's), now rather than as a JobFailed later. */
         char why[256];
-        if (gpu_dispatch_check(s->manager->gpu, &j->gpu, why, sizeof why) < 0)
+        if (gpu_dispatch_check(context_pool_device_gpu(s->manager->contexts), &j->sched.gpu, why, sizeof why) < 0)
                 return fail(s, id, EINVAL, "submit.jobs[%zu].dispatch: %s", idx, why);
         return 0;
 }

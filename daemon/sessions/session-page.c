@@ -88,12 +88,16 @@ void session_page_set_fences(SessionPage *p, uint64_t completed, uint64_t submit
         end(p);
 }
 
-void session_page_job_failed(SessionPage *p, uint64_t fence, bool context_lost) {
+void session_page_job_failed(SessionPage *p, uint64_t fence) {
         begin(p);
         STORE(p->page->jobs_failed, p->page->jobs_failed + 1);
         STORE(p->page->last_failed_fence, fence);
-        if (context_lost)
-                STORE(p->page->context_lost, p->page->context_lost + 1);
+        end(p);
+}
+
+void session_page_context_lost(SessionPage *p) {
+        begin(p);
+        STORE(p->page->context_lost, p->page->context_lost + 1);
         end(p);
 }
 

@@ -25,7 +25,9 @@ void session_page_done(SessionPage *p);
 
 /* Field updates; each marks the page dirty. */
 void session_page_set_fences(SessionPage *p, uint64_t completed, uint64_t submitted);
-void session_page_job_failed(SessionPage *p, uint64_t fence, bool context_lost);
+void session_page_job_failed(SessionPage *p, uint64_t fence);
+/* The session's GPU context was lost (a fault or a reset): +1. */
+void session_page_context_lost(SessionPage *p);
 void session_page_set_event(SessionPage *p, uint32_t slot, uint64_t age, bool signaled, bool live);
 /* Signals the eventfd once if anything changed since the last flush. */
 void session_page_flush(SessionPage *p);

@@ -11,7 +11,7 @@
 
 #include "sessions/client-event.h"
 #include "config.h"
-#include "scheduler/job.h"
+#include "sessions/job.h"
 #include "manager/manager.h"
 #include "sessions/session.h"
 #include "util/log.h"
@@ -110,10 +110,11 @@ static void handle_device_info(Session *s, const WireRequest *req) {
         const GpuDeviceInfo *i = s->manager->info;
         unsigned sdma = 0, compute = 0;
 
-        for (unsigned q = 0; q < i->n_queues; q++) {
+        for (unsigned q = 0; q < i->n_queues; q++)
                 sdma += i->queue_engine[q] == GPU_ENGINE_SDMA;
-                compute += i->queue_engine[q] == GPU_ENGINE_COMPUTE;
-        }
+        /* Compute queues are made per GPU context when it first dispatches:
+         * say how many the device offers a context (KFD's num_cp_queues). */
+        compute = i->num_cp_queues;
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_DEVICE_INFO,
@@ -204,7 +205,7 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
                 return;
         placement = req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? GPU_PLACEMENT_VRAM
                                                                         : GPU_PLACEMENT_GTT;
-        r = gpu_buffer_new(s->manager->gpu, size, placement, false, &b);
+        r = gpu_buffer_new(context_pool_device_gpu(s->manager->contexts), size, placement, false, &b);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s failed: %s",
                                    size, req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? "VRAM" : "GTT",
@@ -218,7 +219,7 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
         GpuBuffer *b;
         int r;
 
-        r = gpu_buffer_import(s->manager->gpu, fd, &b);
+        r = gpu_buffer_import(context_pool_device_gpu(s->manager->contexts), fd, &b);
         if (r < 0) {
                 session_send_error(s, req->id, -r,
                                    r == -EINVAL ? "import_buffer: the file descriptor is not a dma-buf of this GPU"
@@ -361,7 +362,7 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                 session_send_error(s, id, ENOMEM, "out of memory");
                 return NULL;
         }
-        j->timeout_ns = s->policy.job_timeout_ns == POLICY_INFINITY ? UINT64_MAX : s->policy.job_timeout_ns;
+        j->sched.timeout_ns = s->policy.job_timeout_ns == POLICY_INFINITY ? UINT64_MAX : s->policy.job_timeout_ns;
         switch (wj->type) {
         case WIRE_JOB_COPY: {
                 GpuBuffer *src, *dst;
@@ -395,10 +396,10 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                 }
                 j->src = gpu_buffer_ref(src);
                 j->dst = gpu_buffer_ref(dst);
-                j->gpu.type = GPU_JOB_COPY;
-                j->gpu.copy.src_va = gpu_buffer_get_va(src) + wj->copy.src_offset;
-                j->gpu.copy.dst_va = gpu_buffer_get_va(dst) + wj->copy.dst_offset;
-                j->gpu.copy.size = wj->copy.size;
+                j->sched.gpu.type = GPU_JOB_COPY;
+                j->sched.gpu.copy.src_va = gpu_buffer_get_va(src) + wj->copy.src_offset;
+                j->sched.gpu.copy.dst_va = gpu_buffer_get_va(dst) + wj->copy.dst_offset;
+                j->sched.gpu.copy.size = wj->copy.size;
                 break;
         }
         case WIRE_JOB_FILL: {
@@ -415,10 +416,10 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                         return job_free(j);
                 }
                 j->dst = gpu_buffer_ref(dst);
-                j->gpu.type = GPU_JOB_FILL;
-                j->gpu.fill.dst_va = gpu_buffer_get_va(dst) + wj->fill.dst_offset;
-                j->gpu.fill.size = wj->fill.size;
-                j->gpu.fill.pattern = wj->fill.pattern;
+                j->sched.gpu.type = GPU_JOB_FILL;
+                j->sched.gpu.fill.dst_va = gpu_buffer_get_va(dst) + wj->fill.dst_offset;
+                j->sched.gpu.fill.size = wj->fill.size;
+                j->sched.gpu.fill.pattern = wj->fill.pattern;
                 break;
         }
         case WIRE_JOB_SIGNAL_EVENT:
@@ -431,23 +432,29 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                 if (!e)
                         return job_free(j);
                 j->event = client_event_ref(e);
-                j->gpu.type = GPU_JOB_NOP;
+                j->sched.event = &e->sched;
+                j->sched.gpu.type = GPU_JOB_NOP;
                 switch (wj->event.engine) {
                 case WIRE_ENGINE_AUTO:
                         j->engine_auto = true;
                         break;
                 case WIRE_ENGINE_SDMA:
-                        j->engine = GPU_ENGINE_SDMA;
+                        j->sched.engine = GPU_ENGINE_SDMA;
                         break;
-                case WIRE_ENGINE_COMPUTE:
+                case WIRE_ENGINE_COMPUTE: {
+                        Context *ctx;
+
+                        snprintf(field, sizeof(field), "submit.jobs[%zu].%s.engine", idx,
+                                 wj->type == WIRE_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event");
                         if (!session_has_compute(s)) {
-                                session_send_error(s, id, EOPNOTSUPP,
-                                                   "submit.jobs[%zu].%s.engine: this device has no compute queue",
-                                                   idx, wj->type == WIRE_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event");
+                                session_send_error(s, id, EOPNOTSUPP, "%s: this device has no compute queue", field);
                                 return job_free(j);
                         }
-                        j->engine = GPU_ENGINE_COMPUTE;
+                        if (session_compute_context(s, id, field, &ctx) < 0)
+                                return job_free(j);
+                        j->sched.engine = GPU_ENGINE_COMPUTE;
                         break;
+                }
                 }
                 break;
         }
@@ -482,19 +489,19 @@ static int resolve_auto_engines(Job **jobs, size_t n) {
                 for (size_t i = 0; i < n; i++)
                         if (jobs[i]->engine_auto && !resolved[i] && jobs[i]->type == WIRE_JOB_SIGNAL_EVENT &&
                             i > 0 && engine_known(jobs, n, i - 1, resolved)) {
-                                jobs[i]->engine = jobs[i - 1]->engine;
+                                jobs[i]->sched.engine = jobs[i - 1]->sched.engine;
                                 resolved[i] = true;
                         }
                 for (size_t i = n; i-- > 0;)
                         if (jobs[i]->engine_auto && !resolved[i] && jobs[i]->type == WIRE_JOB_WAIT_EVENT &&
                             engine_known(jobs, n, i + 1, resolved)) {
-                                jobs[i]->engine = jobs[i + 1]->engine;
+                                jobs[i]->sched.engine = jobs[i + 1]->sched.engine;
                                 resolved[i] = true;
                         }
         }
         for (size_t i = 0; i < n; i++)
                 if (jobs[i]->engine_auto && !resolved[i])
-                        jobs[i]->engine = GPU_ENGINE_SDMA;
+                        jobs[i]->sched.engine = GPU_ENGINE_SDMA;
         return 0;
 }
 
@@ -541,7 +548,7 @@ static void handle_submit(Session *s, const WireRequest *req) {
                 fences[i] = j->fence;
                 QUEUE_APPEND(session_jobs, s->jobs, j);
                 s->n_jobs++;
-                scheduler_enqueue(s->manager->scheduler, &s->streams[j->engine], j);
+                scheduler_enqueue(s->manager->scheduler, &s->streams[j->sched.engine], &j->sched);
         }
         s->last_fence += n;
         s->usage.jobs_submitted += n;
@@ -585,7 +592,7 @@ static void handle_status(Session *s, const WireRequest *req) {
                 events += i->events.n_used;
                 code_objects += i->code_objects.n_used;
         }
-        gpu_context_get_stats(m->gpu, &gs);
+        gpu_context_get_stats(context_pool_device_gpu(m->contexts), &gs);
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_STATUS,
@@ -593,8 +600,8 @@ static void handle_status(Session *s, const WireRequest *req) {
                                          .backend = m->info->backend,
                                          .gfx_name = m->info->gfx_name,
                                          .sessions = m->n_sessions,
-                                         .jobs_completed = m->jobs_completed,
-                                         .jobs_failed = m->jobs_failed,
+                                         .jobs_completed = scheduler_jobs_completed(m->scheduler),
+                                         .jobs_failed = scheduler_jobs_failed(m->scheduler),
                                          .uptime_ns = now_ns() - m->start_ns,
                                          .buffer_bytes = bytes,
                                          .gpu_buffers = gs.buffers,

@@ -21,7 +21,7 @@
 
 #include "sessions/client-event.h"
 #include "config.h"
-#include "scheduler/job.h"
+#include "sessions/job.h"
 #include "manager/manager.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -83,6 +83,8 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
                 scheduler_stream_set_class(s->manager->scheduler, &s->streams[e], (unsigned) l->priority,
                                            policy_priority_to_queue_priority(l->priority));
         }
+        /* Isolation= may have changed: the next compute job takes its context anew. */
+        s->compute_key[0] = '\0';
 }
 
 void session_apply_policy(Session *s) {
@@ -158,7 +160,7 @@ int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
         handle_table_init(&s->events, HANDLE_TAG_EVENT, 0);
         handle_table_init(&s->code_objects, HANDLE_TAG_CODE_OBJECT, 0);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_init(m->scheduler, &s->streams[e], s, (GpuEngine) e, 1);
+                scheduler_stream_init(m->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
 
         /* Identity from the kernel, never from the client. */
         r = id ? identity_copy(id, &s->identity) : identity_from_peer(fd, &s->identity);
@@ -206,6 +208,7 @@ static void session_free(Session *s) {
         /* Only reached once disconnected and every job has retired. */
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
                 scheduler_stream_done(s->manager->scheduler, &s->streams[e]);
+        context_release(s->compute_ctx);
         session_page_done(&s->page);
         handle_table_done(&s->buffers);
         handle_table_done(&s->events);
@@ -273,17 +276,21 @@ void session_disconnect(Session *s, const char *why) {
         while (s->waits)
                 event_wait_cancel(s->waits);
 
-        /* Jobs not yet on the GPU are dropped; jobs on the GPU retire normally. */
+        /* Jobs not yet on the GPU are dropped; copies and fills on the GPU
+         * retire normally; the client's kernels are stopped. */
+        scheduler_cancel_running(m->scheduler, &s->streams[GPU_ENGINE_COMPUTE]);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 SchedStream *st = &s->streams[e];
                 while (st->pending.first) {
-                        Job *j = st->pending.first;
-                        QUEUE_REMOVE(queue, st->pending, j);
-                        session_job_finished(s, j, ECANCELED, NULL, 0);
-                        job_free(j);
+                        Job *j = job_from_sched(st->pending.first);
+                        scheduler_dequeue(m->scheduler, &j->sched);
+                        session_job_finished(j, ECANCELED, NULL, 0);
                 }
                 scheduler_stream_done(m->scheduler, st);
         }
+        /* Its GPU context goes once what runs there has stopped (unless
+         * other sessions use it). */
+        s->compute_ctx = context_release(s->compute_ctx);
         drop_objects(s);
         if (s->account && s->hello_done)
                 s->account->sessions_now--;
@@ -412,12 +419,13 @@ static void advance_completed(Session *s) {
         session_page_set_fences(&s->page, completed, s->last_fence);
 }
 
-void session_job_finished(Session *s, Job *j, int error, const char *message, uint64_t busy_ns) {
+void session_job_finished(Job *j, int error, const char *message, uint64_t busy_ns) {
+        Session *s = session_ref(j->session);
         UsageJob u = {
-                .engine = j->engine,
+                .engine = j->sched.engine,
                 .ok = error == 0,
                 .busy_ns = busy_ns,
-                .queued_ns = j->submitted_ns > j->queued_ns ? j->submitted_ns - j->queued_ns : 0,
+                .queued_ns = j->sched.submitted_ns > j->sched.queued_ns ? j->sched.submitted_ns - j->sched.queued_ns : 0,
         };
 
         QUEUE_REMOVE(session_jobs, s->jobs, j);
@@ -425,12 +433,12 @@ void session_job_finished(Session *s, Job *j, int error, const char *message, ui
 
         if (error == 0) {
                 if (j->type == WIRE_JOB_COPY)
-                        u.bytes_copied = j->gpu.copy.size;
+                        u.bytes_copied = j->sched.gpu.copy.size;
                 else if (j->type == WIRE_JOB_FILL)
-                        u.bytes_filled = j->gpu.fill.size;
+                        u.bytes_filled = j->sched.gpu.fill.size;
         } else {
                 if (s->connected) {
-                        session_page_job_failed(&s->page, j->fence, error == EFAULT);
+                        session_page_job_failed(&s->page, j->fence);
                         if (message)
                                 session_send(s, &(WireReply) {
                                                      .type = WIRE_REPLY_JOB_FAILED,
@@ -451,6 +459,17 @@ void session_job_finished(Session *s, Job *j, int error, const char *message, ui
                 usage_add_job(&s->account->usage, &u);
         if (s->connected)
                 advance_completed(s);
+        job_free(j);
+        session_unref(s);
+}
+
+void session_context_lost(Session *s, Context *ctx, const char *reason) {
+        if (!s->connected || s->compute_ctx != ctx)
+                return;
+        log_notice("Session %" PRIu64 ": its GPU context %" PRIu64 " was lost (%s); its next compute work runs in a new one",
+                   s->id, context_get_id(ctx), reason);
+        session_page_context_lost(&s->page);
+        session_flush(s);
 }
 
 /* ---- Receiving ---- */

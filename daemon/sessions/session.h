@@ -18,14 +18,17 @@
 #include <systemd/sd-event.h>
 
 #include "scheduler/accounting.h"
-#include "forward.h"
+#include "sessions/forward.h"
 #include "policy/identity.h"
 #include "policy/policy.h"
+#include "contexts/context.h"
 #include "scheduler/scheduler.h"
 #include "sessions/session-page.h"
 #include "util/handle-table.h"
 #include "util/list.h"
 #include "wire/wire.h"
+
+typedef struct Manager Manager;
 
 #define HANDLE_TAG_BUFFER 0x42 /* 'B' */
 #define HANDLE_TAG_EVENT 0x45  /* 'E' */
@@ -40,7 +43,7 @@ typedef struct SessionBuffer {
 
 /* What a code object handle names in a session. */
 typedef struct SessionCodeObject {
-        GpuCodeObject *co; /* reference; dispatch jobs hold their own */
+        GpuCodeObject *co; /* reference, parsed (loaded into a context where it runs); jobs hold their own */
         uint64_t charged;  /* bytes counted in the session's buffer memory */
 } SessionCodeObject;
 
@@ -76,6 +79,9 @@ struct Session {
         HandleTable buffers; /* SessionBuffer* */
         HandleTable events;  /* ClientEvent* */
         HandleTable code_objects; /* SessionCodeObject*; each also counts against max_buffers */
+
+        Context *compute_ctx;     /* where its kernels run (a reference), NULL until its first dispatch */
+        char compute_key[160];    /* the context key it was taken for */
 
         uint64_t last_fence;      /* last fence handed out */
         uint64_t completed_fence; /* all fences <= this are finished */
@@ -142,11 +148,20 @@ void session_free_code_object(Session *s, const WireRequest *req);
 int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t idx, Job *j);
 /* Drops every code object handle (disconnect). */
 void session_drop_code_objects(Session *s);
-/* Whether the device runs dispatches: a compute queue exists for this session. */
+/* Whether the device runs dispatches at all (it has compute queues). */
 bool session_has_compute(const Session *s);
+/* The GPU context the session's kernels and compute-engine jobs run in, taken
+ * (and brought up) as its policy says: Isolation=, ComputeDispatch= and the
+ * mechanism the daemon has. 0, or a negative errno after replying with an
+ * error naming @field (EPERM by policy, EAGAIN when the context limit is
+ * reached). */
+int session_compute_context(Session *s, uint64_t id, const char *field, Context **ret);
 
-/* Called by the scheduler when a job finished (error 0) or failed. */
-void session_job_finished(Session *s, Job *j, int error, const char *message,
-                          uint64_t busy_ns);
+/* A job finished (error 0) or failed: fence bookkeeping, accounting, the
+ * client told; the job is freed. */
+void session_job_finished(Job *j, int error, const char *message, uint64_t busy_ns);
+/* The GPU context ctx lost an incarnation: sessions running there are told
+ * (the session page's context_lost). */
+void session_context_lost(Session *s, Context *ctx, const char *reason);
 /* Publishes page changes and signals the client's eventfd. */
 void session_flush(Session *s);

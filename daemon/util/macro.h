@@ -83,3 +83,6 @@ static inline bool range_in_bounds(uint64_t off, uint64_t len, uint64_t size) {
 }
 
 #define PAGE_SIZE_4K 4096u
+
+/* The struct that holds member ptr (offsetof arithmetic, as the kernel's). */
+#define container_of(ptr, type, member) ((type *) (void *) ((char *) (ptr) - offsetof(type, member)))

@@ -76,13 +76,13 @@ Test(ctl, device_text_and_json) {
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
         cr_assert(strstr(out, "gfx:         gfx1030\n"), "%s", out);
         cr_assert(strstr(out, "SDMA queues: 2\n"), "%s", out);
-        /* one per priority class (idle, low, normal, high) */
-        cr_assert(strstr(out, "compute queues: 4\n"), "%s", out);
+        /* the hardware queues KFD offers a context (the topology's num_cp_queues) */
+        cr_assert(strstr(out, "compute queues: 8\n"), "%s", out);
         free(out);
         free(err);
 
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
-        cr_assert(strstr(out, ",\"sdma_queues\":2,\"compute_queues\":4}\n"), "%s", out);
+        cr_assert(strstr(out, ",\"sdma_queues\":2,\"compute_queues\":8}\n"), "%s", out);
         free(out);
         free(err);
 }

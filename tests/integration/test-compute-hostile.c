@@ -71,9 +71,15 @@ static void start(const char *policy) {
         cr_assert_eq(r, 0, "%s", strerror(-r));
 }
 
+static void assert_bystander_works(void);
+
 static void setup(void) {
         start(NULL);
         bystander_co = load_kernel(bystander, "vector-add");
+        /* The bystander's GPU context (its own: Isolation=session) is up
+         * before the baseline is taken: it stays while the bystander is
+         * connected, and its fds and buffers with it. */
+        assert_bystander_works();
         baseline();
 }
 
@@ -802,8 +808,8 @@ Test(compute_hostile, compute_denied_by_policy) {
         x = raw_alloc(sock, 4096, NULL);
         rd_saxpy(&r, co, x, x, 16, 16);
         snprintf(msg, sizeof(msg),
-                 "submit.jobs[0].dispatch: compute dispatch is not allowed for this client by policy (ComputeDispatch=no; "
-                 "rules: %s/00-tests-may-dispatch.conf:2, %s/50-test.conf:1)",
+                 "submit.jobs[0].dispatch: compute dispatch is not allowed for this client by policy (ComputeDispatch=no, "
+                 "Isolation=session; rules: %s/00-tests-may-dispatch.conf:2, %s/50-test.conf:1)",
                  d.grant_dir, policydir);
         expect_error(rd_submit(sock, &r), EPERM, msg);
         close(sock);

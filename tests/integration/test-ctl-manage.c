@@ -432,7 +432,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
                  "\nLimits from the policy rules %s/00-tests-may-dispatch.conf:2\n"
                  "  BufferMemory=4G\n  MaxBufferSize=1G\n  Buffers=4096\n  Events=1024\n"
                  "  JobsInFlight=4096\n  Weight=1\n  Priority=normal\n  ComputeDispatch=yes\n"
-                 "  JobTimeout=infinity\n",
+                 "  Isolation=session\n  JobTimeout=infinity\n  DispatchTimeout=1min\n",
                  d.grant_dir);
         cr_assert(strstr(out, want), "%s", out);
         free(out);
@@ -455,7 +455,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         cr_assert(strstr(out, "\nLimits set with SetLimits (policy reloads keep them)\n"
                               "  BufferMemory=512M\n  MaxBufferSize=1G\n  Buffers=1\n  Events=1024\n"
                               "  JobsInFlight=4096\n  Weight=3\n  Priority=high\n  ComputeDispatch=no\n"
-                              "  JobTimeout=1min 30s\n"), "%s", out);
+                              "  Isolation=session\n  JobTimeout=1min 30s\n  DispatchTimeout=1min\n"), "%s", out);
         free(out);
         out = limits_show(id, true);
         snprintf(want, sizeof(want),
@@ -465,7 +465,8 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         cr_assert(strncmp(out, want, strlen(want)) == 0, "%s", out);
         cr_assert(strstr(out, "\"BufferMemory\":536870912,\"MaxBufferSize\":1073741824,\"Buffers\":1,"
                               "\"Events\":1024,\"JobsInFlight\":4096,\"Weight\":3,\"Priority\":\"high\","
-                              "\"ComputeDispatch\":false,\"JobTimeoutUSec\":90000000}}\n"), "%s", out);
+                              "\"ComputeDispatch\":\"no\",\"Isolation\":\"session\",\"JobTimeoutUSec\":90000000,"
+                              "\"DispatchTimeoutUSec\":60000000}}\n"), "%s", out);
         free(out);
 
         /* The D-Bus key name works too (with a unit), and "infinity". */
@@ -514,10 +515,11 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
                 const char *err;
         } bad[] = {
                 { { "Bogus=1" }, "kfdbrokerctl limits: unknown limit 'Bogus' (known: BufferMemory, MaxBufferSize, "
-                                 "Buffers, Events, JobsInFlight, Weight, Priority, ComputeDispatch, JobTimeout)\n" },
+                                 "Buffers, Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
+                                 "DispatchTimeout)\n" },
                 { { "Buffers=2", "Wieght=3" }, "kfdbrokerctl limits: unknown limit 'Wieght' (known: BufferMemory, "
                                                "MaxBufferSize, Buffers, Events, JobsInFlight, Weight, Priority, "
-                                               "ComputeDispatch, JobTimeout)\n" },
+                                               "ComputeDispatch, Isolation, JobTimeout, DispatchTimeout)\n" },
                 { { "Buffers=lots" }, "kfdbrokerctl limits: invalid Buffers= value \"lots\": expected a number below "
                                       "4294967295 or \"infinity\"\n" },
                 { { "BufferMemory=2X" }, "kfdbrokerctl limits: invalid BufferMemory= value \"2X\": expected bytes with "
@@ -529,7 +531,9 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
                 { { "Priority=realtime" }, "kfdbrokerctl limits: invalid Priority= value \"realtime\": expected idle, "
                                            "low, normal or high\n" },
                 { { "ComputeDispatch=perhaps" }, "kfdbrokerctl limits: invalid ComputeDispatch= value \"perhaps\": "
-                                                 "expected yes or no\n" },
+                                                 "expected no, isolated or yes\n" },
+                { { "Isolation=process" }, "kfdbrokerctl limits: invalid Isolation= value \"process\": "
+                                           "expected session, identity or shared\n" },
                 { { "JobTimeout=0" }, "kfdbrokerctl limits: invalid JobTimeout= value \"0\": expected a time span such "
                                       "as 500ms, 30s, 5min, 1h, or \"infinity\" (zero or too large)\n" },
                 { { "JobTimeoutUSec=30000000" }, "kfdbrokerctl limits: invalid JobTimeoutUSec= value \"30000000\": "

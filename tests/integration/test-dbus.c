@@ -413,7 +413,8 @@ Test(dbus, signals_tell_of_sessions_and_failed_jobs) {
         kfdb_batch_free(batch);
         kfdb_session_free(s);
         wait_for(bus, &sig.closed_id);
-        cr_assert_eq(sig.closed_id, id);
+        cr_assert_eq(sig.closed_id, id, "closed %llu, expected %llu (%s)", (unsigned long long) sig.closed_id,
+                     (unsigned long long) id, sig.closed_reason);
         cr_assert_str_neq(sig.closed_reason, "");
         sd_bus_unref(bus);
 }

@@ -229,7 +229,7 @@ Test(policy, resolve_key_by_key) {
         cr_expect_eq(l.buffer_memory, 2 * GiB);
         cr_expect_eq(l.events, 512);
         cr_expect_eq(l.weight, 1);
-        cr_expect_eq(l.compute_dispatch, false);
+        cr_expect_eq(l.compute_dispatch, POLICY_COMPUTE_NO);
         cr_expect_eq(l.job_timeout_ns, 300000000000ull);
         cr_expect_eq(l.max_buffer_size, def.max_buffer_size, "untouched keys keep the default");
         cr_expect_eq(l.buffers, 4096);
@@ -241,12 +241,14 @@ Test(policy, resolve_key_by_key) {
         cr_expect_eq(l.weight, 100);
         cr_expect_eq(l.priority, POLICY_PRIORITY_HIGH);
         cr_expect_eq(l.buffer_memory, POLICY_INFINITY);
-        cr_expect_eq(l.compute_dispatch, false);
+        cr_expect_eq(l.compute_dispatch, POLICY_COMPUTE_NO);
         cr_expect_eq(l.job_timeout_ns, 300000000000ull);
 
         cr_expect_eq(policy_resolve(p, &other, NULL, &l, desc, sizeof(desc)), 1);
         cr_expect_str_eq(desc, "test.conf:2");
-        cr_expect_eq(l.compute_dispatch, false, "the built-in default: compute is a right a rule grants");
+        cr_expect_eq(l.compute_dispatch, POLICY_COMPUTE_ISOLATED, "the built-in default: in a context of its own");
+        cr_expect_eq(l.isolation, POLICY_ISOLATION_SESSION);
+        cr_expect_eq(l.dispatch_timeout_ns, 60000000000ull, "a kernel is stopped after a minute");
         cr_expect_eq(l.job_timeout_ns, POLICY_INFINITY);
 
         /* Caller-supplied defaults, a short description buffer, no policy. */
@@ -350,7 +352,12 @@ Test(policy, refused_files) {
         cr_expect_str_eq(refuse("[Limits]\nPriority=realtime\n", -EINVAL),
                          F ":2: invalid Priority= value \"realtime\": expected idle, low, normal or high");
         cr_expect_str_eq(refuse("[Limits]\nComputeDispatch=perhaps\n", -EINVAL),
-                         F ":2: invalid ComputeDispatch= value \"perhaps\": expected yes or no");
+                         F ":2: invalid ComputeDispatch= value \"perhaps\": expected no, isolated or yes");
+        cr_expect_str_eq(refuse("[Limits]\nIsolation=process\n", -EINVAL),
+                         F ":2: invalid Isolation= value \"process\": expected session, identity or shared");
+        cr_expect_str_eq(refuse("[Limits]\nDispatchTimeout=0\n", -EINVAL),
+                         F ":2: invalid DispatchTimeout= value \"0\": expected a time span such as 500ms, 30s, "
+                           "5min, 1h, or \"infinity\" (zero or too large)");
         cr_expect_str_eq(refuse("[Limits]\nJobTimeout=0\n", -EINVAL),
                          F ":2: invalid JobTimeout= value \"0\": expected a time span such as 500ms, 30s, 5min, "
                            "1h, or \"infinity\" (zero or too large)");
@@ -526,7 +533,8 @@ Test(policy, shipped_defaults_equal_builtin) {
         cr_assert_geq(r, 1, "%s", err);
         policy_limits_default(&def);
         /* Start from values that differ in every field: the file must set them all. */
-        poisoned = (PolicyLimits) { 1, 1, 1, 1, 1, 2, POLICY_PRIORITY_IDLE, !def.compute_dispatch, 1 };
+        poisoned = (PolicyLimits) { 1, 1, 1, 1, 1, 2, POLICY_PRIORITY_IDLE, POLICY_COMPUTE_NO, POLICY_ISOLATION_SHARED,
+                                    1, 1 };
         policy_resolve(p, &id, &poisoned, &l, NULL, 0);
         cr_expect_eq(l.buffer_memory, def.buffer_memory);
         cr_expect_eq(l.max_buffer_size, def.max_buffer_size);
@@ -536,13 +544,15 @@ Test(policy, shipped_defaults_equal_builtin) {
         cr_expect_eq(l.weight, def.weight);
         cr_expect_eq(l.priority, def.priority);
         cr_expect_eq(l.compute_dispatch, def.compute_dispatch);
+        cr_expect_eq(l.isolation, def.isolation);
         cr_expect_eq(l.job_timeout_ns, def.job_timeout_ns);
-        cr_expect_eq(l.compute_dispatch, false, "compute dispatch is a right a rule grants");
+        cr_expect_eq(l.dispatch_timeout_ns, def.dispatch_timeout_ns);
+        cr_expect_eq(l.compute_dispatch, POLICY_COMPUTE_ISOLATED, "compute in a context of the client's own");
 
-        /* The one rule of the shipped file: root's clients may dispatch. */
+        /* The one rule of the shipped file: root's clients may dispatch in a shared context too. */
         Identity root = ident(0, 0, "/system.slice/x.service");
         cr_expect_eq(policy_resolve(p, &root, NULL, &l, NULL, 0), 2);
-        cr_expect_eq(l.compute_dispatch, true);
+        cr_expect_eq(l.compute_dispatch, POLICY_COMPUTE_YES);
         identity_done(&root);
         policy_free(p);
         identity_done(&id);
@@ -558,7 +568,7 @@ Test(policy, shipped_example_loads) {
         cr_assert_eq(policy_load(dirs, &p, err, sizeof(err)), 5, "%s", err);
         policy_resolve(p, &runner, NULL, &l, NULL, 0);
         cr_expect_eq(l.buffer_memory, 2 * GiB);
-        cr_expect_eq(l.compute_dispatch, false);
+        cr_expect_eq(l.compute_dispatch, POLICY_COMPUTE_NO);
         cr_expect_eq(l.job_timeout_ns, 600000000000ull);
         identity_done(&runner);
         policy_free(p);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* See job.h. */
-#include "scheduler/job.h"
+#include "sessions/job.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +16,12 @@ Job *job_new(Session *s, uint64_t fence, WireJobType type) {
         j->session = session_ref(s);
         j->fence = fence;
         j->type = type;
-        j->engine = GPU_ENGINE_SDMA;
-        j->state = JOB_PENDING;
-        j->timeout_ns = UINT64_MAX;
+        j->sched.kind = type == WIRE_JOB_SIGNAL_EVENT ? SCHED_JOB_SIGNAL
+                        : type == WIRE_JOB_WAIT_EVENT ? SCHED_JOB_WAIT
+                                                      : SCHED_JOB_WORK;
+        j->sched.engine = GPU_ENGINE_SDMA;
+        j->sched.owner_id = s->id;
+        j->sched.timeout_ns = UINT64_MAX;
         return j;
 }
 
@@ -31,6 +34,7 @@ Job *job_free(Job *j) {
                 gpu_buffer_unref(j->buffers[i]);
         free(j->buffers);
         free(j->args);
+        free(j->relocs);
         gpu_code_object_unref(j->co);
         client_event_unref(j->event);
         session_unref(j->session);
@@ -52,13 +56,4 @@ const char *job_type_name(WireJobType t) {
                 return "dispatch";
         }
         return "unknown";
-}
-
-void job_describe(const Job *j, char *buf, size_t size) {
-        if (j->type == WIRE_JOB_DISPATCH && j->co &&
-            j->gpu.dispatch.kernel < gpu_code_object_n_kernels(j->co))
-                snprintf(buf, size, "dispatch of kernel \"%s\"",
-                         gpu_code_object_kernel(j->co, j->gpu.dispatch.kernel)->name);
-        else
-                snprintf(buf, size, "%s job", job_type_name(j->type));
 }

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One Context slot (context.h): its incarnations — brought up on demand,
+ * watched on the event loop, dropped when lost or idle — and the work the
+ * scheduler hands it: queues made on first use, dispatches whose code and
+ * buffers are brought into this context's VM before they are submitted.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "contexts/context-internal.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/time-util.h"
+
+int context_new(ContextPool *p, const char *key, bool device, Context **ret) {
+        Context *c = calloc(1, sizeof *c);
+
+        if (!c)
+                return -ENOMEM;
+        c->key = strdup(key);
+        if (!c->key) {
+                free(c);
+                return -ENOMEM;
+        }
+        c->n_ref = 1;
+        c->pool = p;
+        c->id = ++p->next_id;
+        c->device = device;
+        c->last_used_ns = now_ns();
+        *ret = c;
+        return 0;
+}
+
+Context *context_ref(Context *c) {
+        if (c)
+                c->n_ref++;
+        return c;
+}
+
+/* Ends the incarnation without a word to anyone. */
+static void incarnation_free(Context *c) {
+        if (!c->gpu)
+                return;
+        /* Relay jobs still on the way hold the page (and its mapping in the
+         * device context) until they are done. */
+        c->relay = gpu_buffer_unref(c->relay);
+        c->relay_device = NULL;
+        memset(c->relay_values, 0, sizeof c->relay_values);
+        c->wake = sd_event_source_disable_unref(c->wake);
+        c->gpu = gpu_context_free(c->gpu);
+        c->inflight = 0;
+        if (c->pool && !c->device)
+                c->pool->n_live--;
+}
+
+static void context_free(Context *c) {
+        /* Nobody uses the slot any more (hardware queues hold references
+         * too): nothing to tell. */
+        if (!c->device)
+                incarnation_free(c);
+        if (c->pool)
+                context_pool_unlink(c->pool, c);
+        free(c->key);
+        free(c);
+}
+
+Context *context_unref(Context *c) {
+        if (c && --c->n_ref == 0)
+                context_free(c);
+        return NULL;
+}
+
+/* A slot nobody uses gives its incarnation up once nothing is in flight. */
+static void maybe_drop_unused(Context *c) {
+        if (!c->device && c->users == 0 && c->gpu && c->pool)
+                context_pool_schedule_reap(c->pool);
+}
+
+Context *context_release(Context *c) {
+        if (!c)
+                return NULL;
+        if (c->users > 0)
+                c->users--;
+        maybe_drop_unused(c);
+        return context_unref(c);
+}
+
+bool context_is_device(const Context *c) {
+        return c->device;
+}
+
+const char *context_get_key(const Context *c) {
+        return c->key;
+}
+
+uint64_t context_get_id(const Context *c) {
+        return c->id;
+}
+
+unsigned context_get_losses(const Context *c) {
+        return c->losses;
+}
+
+void context_get_stats(const Context *c, ContextStats *ret) {
+        *ret = (ContextStats) {
+                .id = c->id,
+                .key = c->key,
+                .device = c->device,
+                .live = c->gpu != NULL,
+                .incarnations = c->incarnations,
+                .losses = c->losses,
+                .users = c->users,
+                .jobs_in_flight = c->inflight,
+                .created_ns = c->gpu ? c->created_ns : 0,
+                .bring_up_ns = c->bring_up_ns,
+        };
+        if (c->gpu)
+                gpu_context_get_stats(c->gpu, &ret->gpu);
+}
+
+/* Announces a loss once per incarnation, before its failed jobs. */
+static void announce_loss(Context *c) {
+        const char *why = NULL;
+
+        if (c->losing_told || !c->gpu || !gpu_context_is_lost(c->gpu, &why))
+                return;
+        c->losing_told = true;
+        if (c->pool && c->pool->cb.losing)
+                c->pool->cb.losing(c, why, c->pool->cb.userdata);
+}
+
+/* Reports a completion of the current incarnation upwards. */
+static void on_completion(const GpuCompletion *comp, void *userdata) {
+        Context *c = userdata;
+
+        announce_loss(c);
+        if (c->inflight > 0)
+                c->inflight--;
+        c->last_used_ns = now_ns();
+        maybe_drop_unused(c);
+        if (c->pool && c->pool->cb.completion)
+                c->pool->cb.completion(c, comp, c->pool->cb.userdata);
+}
+
+static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Context *c = context_ref(userdata);
+        ContextPool *p = c->pool;
+        const char *why = NULL;
+        int r;
+
+        if (c->gpu) {
+                r = gpu_context_process(c->gpu, on_completion, c);
+                if (r < 0 && !gpu_context_is_lost(c->gpu, NULL))
+                        log_error_errno(r, "GPU context %" PRIu64 " (%s): cannot wait for its completions any more: %m",
+                                        c->id, c->key);
+                if (c->gpu && gpu_context_is_lost(c->gpu, &why)) {
+                        char reason[200];
+                        announce_loss(c); /* if nothing was in flight */
+                        snprintf(reason, sizeof reason, "%s", why);
+                        context_drop(c, true, reason);
+                }
+        }
+        if (p && p->cb.processed)
+                p->cb.processed(p->cb.userdata);
+        context_unref(c);
+        return 0;
+}
+
+int context_adopt(Context *c, GpuContext *gpu, uint64_t bring_up_ns) {
+        int r;
+
+        r = sd_event_add_io(c->pool->event, &c->wake, gpu_context_get_wake_fd(gpu), EPOLLIN, on_wake, c);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(c->wake, c->device ? "gpu-device-context" : "gpu-client-context");
+        c->gpu = gpu;
+        c->inflight = 0;
+        c->losing_told = false;
+        c->created_ns = now_ns();
+        c->bring_up_ns = bring_up_ns;
+        c->last_used_ns = c->created_ns;
+        c->incarnations++;
+        return 0;
+}
+
+void context_drop(Context *c, bool lost, const char *reason) {
+        ContextPool *p = c->pool;
+
+        if (!c->gpu)
+                return;
+        if (c->device) {
+                /* The device context is never given up: a lost one stays,
+                 * refusing work, until the daemon goes (shared mode). Its
+                 * loss is reported once. */
+                if (!lost || c->losses > 0)
+                        return;
+                c->losses++;
+                if (p && p->cb.gone)
+                        p->cb.gone(c, true, reason, p->cb.userdata);
+                return;
+        }
+        if (lost)
+                c->losses++;
+        if (lost)
+                log_warning("GPU context %" PRIu64 " (%s) lost: %s", c->id, c->key, reason);
+        else
+                log_debug("GPU context %" PRIu64 " (%s) reclaimed: %s", c->id, c->key, reason);
+        incarnation_free(c);
+        if (p && p->cb.gone)
+                p->cb.gone(c, lost, reason, p->cb.userdata);
+}
+
+int context_ensure(Context *c, char *err, size_t errlen) {
+        if (c->gpu) {
+                if (c->pool)
+                        context_pool_touch(c->pool, c);
+                return 0;
+        }
+        if (!c->pool || c->device) {
+                snprintf(err, errlen, "the device's GPU context is gone");
+                return -ENODEV;
+        }
+        return context_pool_bring_up(c->pool, c, err, errlen);
+}
+
+int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, unsigned *ret_index,
+                      uint32_t *ret_priority, char *err, size_t errlen) {
+        const GpuDeviceInfo *info;
+        int fallback = -1, r;
+
+        r = context_ensure(c, err, errlen);
+        if (r < 0)
+                return r;
+        info = gpu_context_get_info(c->gpu);
+        for (unsigned i = 0; i < info->n_queues; i++) {
+                if (info->queue_engine[i] != engine)
+                        continue;
+                if (engine == GPU_ENGINE_SDMA || info->queue_priority[i] == priority) {
+                        *ret_index = i;
+                        *ret_priority = info->queue_priority[i];
+                        return 0;
+                }
+                if (fallback < 0)
+                        fallback = (int) i;
+        }
+        r = gpu_context_add_queue(c->gpu, engine, priority, ret_index);
+        if (r >= 0) {
+                *ret_priority = priority;
+                return 0;
+        }
+        if (fallback >= 0 && r == -ENOSPC) {
+                *ret_index = (unsigned) fallback;
+                *ret_priority = info->queue_priority[fallback];
+                return 0;
+        }
+        snprintf(err, errlen, "cannot create a %s queue in GPU context %" PRIu64 ": %s",
+                 engine == GPU_ENGINE_COMPUTE ? "compute" : "SDMA", c->id, strerror(-r));
+        return r;
+}
+
+static void put_le64(uint8_t *dst, uint64_t v) {
+        for (unsigned i = 0; i < 8; i++)
+                dst[i] = (uint8_t) (v >> (8 * i));
+}
+
+int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code, const ContextReloc *relocs,
+                   unsigned n_relocs, uint64_t *ret_seq, char *err, size_t errlen) {
+        int r;
+
+        if (!c->gpu) {
+                snprintf(err, errlen, "GPU context %" PRIu64 " is gone", c->id);
+                return -ENODEV;
+        }
+        if (job->type == GPU_JOB_DISPATCH) {
+                GpuCodeObject *here;
+                uint8_t *args = (uint8_t *) job->dispatch.args_data;
+
+                r = gpu_code_object_load_in(code, c->gpu, &here, err, errlen);
+                if (r < 0)
+                        return r;
+                job->dispatch.co = here;
+                for (unsigned i = 0; i < n_relocs; i++) {
+                        GpuBuffer *b;
+
+                        if (!args || relocs[i].arg_offset + 8 > job->dispatch.args_size)
+                                return -EINVAL;
+                        r = gpu_buffer_map_in(relocs[i].buffer, c->gpu, &b);
+                        if (r < 0) {
+                                snprintf(err, errlen, "mapping a buffer into GPU context %" PRIu64 " failed: %s",
+                                         c->id, strerror(-r));
+                                return r;
+                        }
+                        put_le64(args + relocs[i].arg_offset, gpu_buffer_get_va(b) + relocs[i].offset);
+                }
+        }
+        r = gpu_queue_submit(c->gpu, queue, job, ret_seq);
+        if (r < 0) {
+                if (r != -EAGAIN)
+                        snprintf(err, errlen, "%s", strerror(-r));
+                return r;
+        }
+        c->inflight++;
+        c->last_used_ns = now_ns();
+        return 0;
+}
+
+int context_relay(Context *c, unsigned device_queue, GpuBuffer **ret_hold, uint64_t *ret_write_va,
+                  uint64_t *ret_wait_va, uint32_t *ret_value) {
+        int r;
+
+        if (!c->gpu || c->device || !c->pool || device_queue >= GPU_MAX_QUEUES)
+                return -ENODEV;
+        if (!c->relay) {
+                GpuBuffer *b, *shadow;
+
+                r = gpu_buffer_new(c->gpu, 4096, GPU_PLACEMENT_GTT, false, &b);
+                if (r < 0)
+                        return r;
+                r = gpu_buffer_map_in(b, context_pool_device_gpu(c->pool), &shadow);
+                if (r < 0) {
+                        gpu_buffer_unref(b);
+                        return r;
+                }
+                c->relay = b;
+                c->relay_device = shadow;
+        }
+        /* Values only grow, each slot written by one queue in its order; a
+         * wait compares >=, so the slot is retired before it wraps. */
+        if (c->relay_values[device_queue] >= UINT32_MAX / 2)
+                return -ERANGE;
+        *ret_value = ++c->relay_values[device_queue];
+        *ret_write_va = gpu_buffer_get_va(c->relay_device) + 4ull * device_queue;
+        *ret_wait_va = gpu_buffer_get_va(c->relay) + 4ull * device_queue;
+        *ret_hold = gpu_buffer_ref(c->relay);
+        return 0;
+}
+
+int context_abort(Context *c, unsigned queue, uint64_t seq, int error) {
+        if (!c->gpu)
+                return 0;
+        return gpu_queue_abort(c->gpu, queue, seq, error, on_completion, c);
+}

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU contexts: which GPU context serves which client.
+ *
+ * A Context is one trust domain's place on the GPU: the device context (the
+ * daemon's own KFD process context, which runs every copy and fill on its
+ * SDMA queues, with every client's buffers in its VM), or a client context —
+ * a VM, queues, event page, doorbells and fault domain of its own — in which
+ * the kernels of one session, one identity or all "shared" sessions run.
+ *
+ * A client Context is a slot named by a key ("session 12", "identity uid=1000
+ * unit=-…", "shared"). Its GPU context — its incarnation — is brought up
+ * when work needs it and goes away when it is lost (a memory fault or a
+ * reset: every job in flight is reported first) or reclaimed (idle: nothing
+ * in flight for the pool's idle time, or the least recently used idle one
+ * when the pool is full). The slot outlives incarnations: what a client
+ * loaded and allocated is mapped into the next one on demand, from the
+ * device context's buffers (dma-bufs) and the parsed code objects.
+ *
+ * Mechanisms (kfd-facts §7.3): "kernel" — secondary KFD contexts of this
+ * process (AMDKFD_IOC_CREATE_PROCESS, KFD uapi >= 1.19, Linux 7.0); "none" —
+ * no way to make one: every key maps to the device context (shared mode), a
+ * kernel's fault there loses the device context, and compute is a right only
+ * ComputeDispatch=yes grants. The interface takes plain values (buffers and
+ * code objects of the GPU layer, queue indexes, sequence numbers), never
+ * sessions, so a further mechanism — one worker process per context — fits
+ * behind it.
+ *
+ * Owned by the Manager (the pool); sessions hold references on the slots they
+ * use. Everything runs on the event loop and never blocks.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "gpu/gpu.h"
+#include "kfd/kfd-ops.h"
+
+typedef struct Context Context;
+typedef struct ContextPool ContextPool;
+
+typedef enum ContextMechanism {
+        CONTEXT_MECHANISM_NONE,   /* shared mode: everything in the device context */
+        CONTEXT_MECHANISM_KERNEL, /* secondary KFD contexts (CREATE_PROCESS) */
+        _CONTEXT_MECHANISM_MAX,
+} ContextMechanism;
+
+const char *context_mechanism_to_string(ContextMechanism m); /* "none", "kernel" */
+
+typedef struct ContextPoolCallbacks {
+        void *userdata;
+        /* A job on queue comp->queue of ctx finished or failed. */
+        void (*completion)(Context *ctx, const GpuCompletion *comp, void *userdata);
+        /* ctx's incarnation is being lost (a fault): called once, before the
+         * completions of the jobs it takes down, so that its users learn of
+         * the loss no later than of its first failed job. */
+        void (*losing)(Context *ctx, const char *reason, void *userdata);
+        /* ctx's incarnation went: lost (after its jobs were reported through
+         * completion) or reclaimed (nothing was in flight). Its queue indexes
+         * mean nothing from now on; the next work brings up a new one. */
+        void (*gone)(Context *ctx, bool lost, const char *reason, void *userdata);
+        /* A wake-up's completions are all reported: time to schedule. */
+        void (*processed)(void *userdata);
+} ContextPoolCallbacks;
+
+typedef struct ContextPoolOptions {
+        GpuContextOptions device;     /* the device context's queues */
+        unsigned max_contexts;        /* client incarnations alive at once; 0 = 64 */
+        uint64_t idle_timeout_ns;     /* reclaim after this long without work; 0 = 30 s */
+        bool force_shared;            /* no client contexts even where the kernel has them */
+} ContextPoolOptions;
+
+/*
+ * Brings up the device context on ops and decides the mechanism. Errors of
+ * gpu_context_new(). The callbacks are called from the event loop.
+ */
+int context_pool_new(sd_event *event, const KfdOps *ops, const ContextPoolOptions *opts,
+                     const ContextPoolCallbacks *cb, ContextPool **ret);
+/* Frees client contexts first (the kernel wants secondaries closed before the
+ * primary), then the device context. Slots still referenced are detached. */
+ContextPool *context_pool_free(ContextPool *p);
+
+/* Ends every client incarnation (gone callbacks are called): exit. */
+void context_pool_drop_clients(ContextPool *p);
+
+ContextMechanism context_pool_mechanism(const ContextPool *p);
+/* One line for logs and `kfdbrokerctl status`: which mechanism and why. */
+const char *context_pool_mechanism_reason(const ContextPool *p);
+const GpuDeviceInfo *context_pool_info(const ContextPool *p);
+Context *context_pool_device(ContextPool *p);
+/* The device context's GPU context: where client buffers are allocated. */
+GpuContext *context_pool_device_gpu(ContextPool *p);
+unsigned context_pool_max(const ContextPool *p);
+unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive */
+
+/*
+ * The client context slot for key, created on first use (the device context
+ * with the "none" mechanism), for a new user: give it back with
+ * context_release(). -ENOMEM.
+ */
+int context_pool_get(ContextPool *p, const char *key, Context **ret);
+/* A user is done with it; a slot nobody uses ends its incarnation as soon as
+ * nothing of it is in flight. NULL-safe; returns NULL. */
+Context *context_release(Context *c);
+
+typedef struct ContextStats {
+        uint64_t id;
+        const char *key;              /* "device" for the device context */
+        bool device;
+        bool live;                    /* an incarnation is up */
+        unsigned incarnations;        /* brought up so far */
+        unsigned losses;              /* incarnations lost to faults */
+        unsigned users;               /* sessions using it */
+        unsigned jobs_in_flight;
+        uint64_t created_ns;          /* when the current incarnation came up (0 if none) */
+        uint64_t bring_up_ns;         /* how long its bring-up took */
+        GpuContextStats gpu;          /* of the current incarnation */
+} ContextStats;
+
+/* Calls fn for the device context and every client context slot. */
+void context_pool_foreach(ContextPool *p, void (*fn)(Context *c, void *userdata), void *userdata);
+
+Context *context_ref(Context *c);
+Context *context_unref(Context *c);
+void context_get_stats(const Context *c, ContextStats *ret);
+bool context_is_device(const Context *c);
+const char *context_get_key(const Context *c);
+uint64_t context_get_id(const Context *c);
+/* Bumped each time an incarnation of this slot is lost. */
+unsigned context_get_losses(const Context *c);
+
+/*
+ * Makes sure an incarnation is up, bringing one up (and, when the pool is
+ * full, reclaiming the least recently used idle one) if needed. -EAGAIN when
+ * the pool holds context_pool_max() busy contexts, with err saying so;
+ * errors of the bring-up otherwise.
+ */
+int context_ensure(Context *c, char *err, size_t errlen);
+
+/*
+ * The index of a queue of engine with KFD priority prio in the current
+ * incarnation (brought up if needed), created on first use; *ret_priority
+ * gets the priority it has: a queue of another priority serves when no more
+ * can be made. Errors of context_ensure() and gpu_context_add_queue().
+ */
+int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, unsigned *ret_index,
+                      uint32_t *ret_priority, char *err, size_t errlen);
+
+/* A 64-bit buffer address a dispatch's kernel arguments carry. */
+typedef struct ContextReloc {
+        uint32_t arg_offset; /* where the address goes in the argument bytes */
+        GpuBuffer *buffer;   /* a buffer of the device context (the caller holds a reference) */
+        uint64_t offset;     /* into the buffer */
+} ContextReloc;
+
+/*
+ * Submits job to queue of the current incarnation. For a dispatch, code is
+ * the parsed code object (loaded into this context on first use) and relocs
+ * the buffer addresses to write into job->dispatch.args_data (which the
+ * caller owns and lets this write) as the addresses the buffers have here
+ * (mapped on first use). err names what failed. Errors of
+ * gpu_code_object_load_in(), gpu_buffer_map_in(), gpu_queue_submit() (-EAGAIN:
+ * no room now), -ENODEV when the incarnation is gone.
+ */
+int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code, const ContextReloc *relocs,
+                   unsigned n_relocs, uint64_t *ret_seq, char *err, size_t errlen);
+
+/*
+ * A relay from the device context's queue `device_queue` to c (a client
+ * context): a 32-bit word of c that a job on that queue writes when it is
+ * done (GpuJob.signal_va = *ret_write_va, signal_value = *ret_value), and a
+ * job of c waits for (GpuWait.va = *ret_wait_va, .value = *ret_value). The
+ * word lives in c's memory: the device context writes it, and never reads
+ * memory a client's kernel can write. *ret_hold is a reference the writing
+ * job keeps until it is done (the word's mapping must outlive it). -ENODEV
+ * without an incarnation or for the device context, -ERANGE when the slot's
+ * values are used up (wait on the CPU instead).
+ */
+int context_relay(Context *c, unsigned device_queue, GpuBuffer **ret_hold, uint64_t *ret_write_va,
+                  uint64_t *ret_wait_va, uint32_t *ret_value);
+
+/* gpu_queue_abort() on the current incarnation (0 if there is none). */
+int context_abort(Context *c, unsigned queue, uint64_t seq, int error);

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the scheduler knows of a client's work: a SchedJob (one copy, fill,
+ * dispatch, signal-event or wait-event job, embedded in the session's Job)
+ * and a SchedEvent (the part of a client event the scheduler reads: whether
+ * it is signaled, auto-reset or destroyed, and which signal jobs are on the
+ * GPU for it). The owner of both — the session layer — allocates them, keeps
+ * what they reference alive, and is told through the scheduler's callbacks
+ * when a job finished and when an event is signaled or reset.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "contexts/context.h"
+#include "gpu/gpu.h"
+#include "util/list.h"
+
+typedef struct SchedJob SchedJob;
+typedef struct SchedStream SchedStream;
+typedef struct HwQueue HwQueue;
+
+typedef enum SchedJobKind {
+        SCHED_JOB_WORK,   /* copy, fill or dispatch */
+        SCHED_JOB_SIGNAL, /* signals its event when everything before it on its stream is done */
+        SCHED_JOB_WAIT,   /* holds its stream until its event is signaled */
+        SCHED_JOB_RELAY,  /* the scheduler's own: tells another context that a queue got this far */
+} SchedJobKind;
+
+typedef enum SchedJobState {
+        SCHED_JOB_PENDING,   /* accepted, waiting in its stream */
+        SCHED_JOB_SUBMITTED, /* written to a hardware queue */
+        SCHED_JOB_DONE,
+} SchedJobState;
+
+typedef struct SchedEvent {
+        bool signaled;
+        bool auto_reset;
+        bool destroyed;
+        LIST_HEAD(SchedJob, signals); /* submitted, unfinished signal jobs, oldest first */
+} SchedEvent;
+
+struct SchedJob {
+        SchedJobKind kind;
+        GpuEngine engine;
+        SchedJobState state;
+        uint64_t owner_id;        /* for logs: the session's id */
+
+        GpuJob gpu;               /* what the GPU layer runs */
+        GpuCodeObject *code;      /* dispatch: the parsed code object (kept alive by the owner) */
+        ContextReloc *relocs;     /* dispatch: the buffer addresses its arguments carry */
+        unsigned n_relocs;
+        SchedEvent *event;        /* signal and wait jobs (kept alive by the owner) */
+        uint64_t timeout_ns;      /* on the GPU, or held for its event; UINT64_MAX = none */
+
+        /* The scheduler's. */
+        HwQueue *hwq;             /* once submitted */
+        uint64_t seq;             /* its sequence number there */
+        uint64_t cost;            /* bytes moved (ring budget) */
+        uint64_t est_ns;          /* GPU time charged to its stream while it runs */
+        SchedStream *stream;
+        bool signal_claimed;      /* signal job whose signal a GPU wait already consumes */
+        bool wait_resolved;       /* wait job whose wait was turned into GPU waits (or none) */
+        bool cancel_requested;    /* its owner went away: stop it if it runs */
+        GpuBuffer *hold;          /* relay: the word's page, kept mapped until it is written */
+        uint64_t queued_ns, submitted_ns;
+
+        LIST_FIELDS(SchedJob, queue);   /* stream pending queue or hardware in-flight queue */
+        LIST_FIELDS(SchedJob, signals); /* the event's submitted, unfinished signal jobs */
+};
+
+/* "copy job", or for a dispatch 'dispatch of kernel "saxpy"': for messages. */
+void sched_job_describe(const SchedJob *j, char *buf, size_t size);

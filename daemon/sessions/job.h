@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Job: one unit of client work (copy, fill, dispatch, signal-event,
+ * wait-event) from the moment a Submit is accepted until it is retired. A Job
+ * holds references to its session, its buffers, its code object and its
+ * event, so nothing it touches is freed while the GPU may still use it. Jobs
+ * sit on their session's list in fence order; the SchedJob inside is what the
+ * Scheduler sees and moves (its stream's pending queue, then a hardware
+ * queue). The Scheduler owns the decision of when a job goes to the GPU; the
+ * Session owns its fence bookkeeping and frees it when the Scheduler reports
+ * it finished.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/gpu.h"
+#include "scheduler/sched-job.h"
+#include "sessions/forward.h"
+#include "util/list.h"
+#include "util/macro.h"
+#include "wire/wire.h"
+
+struct Job {
+        SchedJob sched;
+        Session *session; /* reference */
+        uint64_t fence;
+        WireJobType type;
+        bool engine_auto;   /* event job whose engine follows its neighbours (ENGINE_AUTO) */
+
+        GpuBuffer *src;    /* references, or NULL */
+        GpuBuffer *dst;
+        ClientEvent *event; /* reference for SIGNAL/WAIT_EVENT jobs */
+        GpuCodeObject *co;  /* reference for DISPATCH jobs: the parsed code object */
+        GpuBuffer **buffers; /* references to the buffers a DISPATCH's arguments name */
+        unsigned n_buffers;
+        uint8_t *args;      /* DISPATCH: the explicit kernarg bytes (sched.gpu.dispatch.args_data) */
+        ContextReloc *relocs; /* DISPATCH: where its buffers' addresses go (sched.relocs) */
+
+        LIST_FIELDS(Job, session_jobs); /* the session's unfinished jobs, fence order */
+};
+
+static inline Job *job_from_sched(SchedJob *j) {
+        return container_of(j, Job, sched);
+}
+
+Job *job_new(Session *s, uint64_t fence, WireJobType type);
+/* Drops every reference the job holds and frees it. NULL-safe. */
+Job *job_free(Job *j);
+/* Human-readable kind for logs and errors: "copy", "fill", ... */
+const char *job_type_name(WireJobType t);
