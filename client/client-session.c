@@ -591,6 +591,30 @@ int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
         return 0;
 }
 
+int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_context *list, size_t max_list) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_STATUS };
+        int k;
+
+        if (!s || !ret || (max_list > 0 && !list))
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret = (kfdb_gpu_contexts) { .max = r->status.max_contexts, .n = r->status.n_contexts };
+        copy_string(ret->mechanism, sizeof(ret->mechanism), r->status.context_mechanism);
+        copy_string(ret->reason, sizeof(ret->reason), r->status.context_mechanism_reason);
+        for (size_t i = 0; i < r->status.n_contexts && i < max_list; i++) {
+                const ClientContextInfo *c = &r->status.contexts[i];
+
+                list[i] = (kfdb_gpu_context) { .id = c->id, .live = c->live, .users = c->users,
+                                               .jobs_in_flight = c->jobs_in_flight, .losses = c->losses,
+                                               .memory_bytes = c->memory_bytes, .mapped_bytes = c->mapped_bytes };
+                copy_string(list[i].kind, sizeof(list[i].kind), c->kind);
+        }
+        return 0;
+}
+
 int kfdb_status(kfdb_session *s, kfdb_daemon_status *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_STATUS };

@@ -586,6 +586,23 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->status.jobs_in_flight = s->jobs_in_flight;
                 r->status.events = s->events;
                 r->status.code_objects = s->code_objects;
+                r->status.context_mechanism = str(s->context_mechanism);
+                r->status.context_mechanism_reason = str(s->context_mechanism_reason);
+                r->status.max_contexts = s->max_contexts;
+                if (s->n_contexts > 0) {
+                        r->status.contexts = calloc(s->n_contexts, sizeof(ClientContextInfo));
+                        if (!r->status.contexts)
+                                return -ENOMEM;
+                        for (size_t i = 0; i < s->n_contexts; i++) {
+                                const Kfdbroker__V1__ContextInfo *c = s->contexts[i];
+                                r->status.contexts[i] = (ClientContextInfo) {
+                                        .id = c->id, .kind = str(c->kind), .live = c->live, .users = c->users,
+                                        .jobs_in_flight = c->jobs_in_flight, .losses = c->losses,
+                                        .memory_bytes = c->memory_bytes, .mapped_bytes = c->mapped_bytes,
+                                };
+                        }
+                        r->status.n_contexts = s->n_contexts;
+                }
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_LOAD_CODE_OBJECT:
@@ -644,6 +661,8 @@ ClientReply *client_reply_free(ClientReply *r) {
                 free(r->wait_events.entries);
         else if (r->type == CLIENT_REPLY_LOAD_CODE_OBJECT)
                 kernel_infos_free(r->load_code_object.kernels, r->load_code_object.n_kernels);
+        else if (r->type == CLIENT_REPLY_STATUS)
+                free(r->status.contexts);
         if (r->pb)
                 kfdbroker__v1__server_message__free_unpacked(r->pb, NULL);
         free(r);

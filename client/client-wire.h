@@ -166,6 +166,15 @@ typedef struct ClientKernelInfo {
         size_t n_args;
 } ClientKernelInfo;
 
+/* StatusReply.contexts (proto ContextInfo); strings point into the message. */
+typedef struct ClientContextInfo {
+        uint64_t id;
+        const char *kind;
+        bool live;
+        uint32_t users, jobs_in_flight, losses;
+        uint64_t memory_bytes, mapped_bytes;
+} ClientContextInfo;
+
 typedef struct ClientReply {
         uint64_t id;
         int error;           /* positive errno or 0 */
@@ -214,6 +223,10 @@ typedef struct ClientReply {
                         const char *daemon_version, *backend, *gfx_name;
                         uint32_t sessions, gpu_buffers, jobs_in_flight, events, code_objects;
                         uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
+                        const char *context_mechanism, *context_mechanism_reason;
+                        uint32_t max_contexts;
+                        ClientContextInfo *contexts; /* owned */
+                        size_t n_contexts;
                 } status;
                 struct {
                         uint64_t fence;

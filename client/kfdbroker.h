@@ -212,6 +212,36 @@ typedef struct kfdb_daemon_status {
 /* kfdb_status() - the daemon's overall state. Returns 0 or the common errors. */
 int kfdb_status(kfdb_session *s, kfdb_daemon_status *ret);
 
+/* ---- GPU contexts (KFDBROKER_0.3) ---- */
+
+/* One GPU context: its own GPU address space, queues and fault domain. */
+typedef struct kfdb_gpu_context {
+        uint64_t id;
+        char kind[16];          /* "device" (the daemon's own: copies, fills, shared-mode kernels),
+                                 * "session", "identity" or "shared" */
+        bool live;              /* up now (else made again by the next dispatch that needs it) */
+        uint32_t users;         /* sessions using it */
+        uint32_t jobs_in_flight;
+        uint32_t losses;        /* times it was lost to a GPU fault */
+        uint64_t memory_bytes;  /* what it holds for itself: rings, CWSR areas, scratch, ... */
+        uint64_t mapped_bytes;  /* clients' buffers mapped into it (counted where allocated) */
+} kfdb_gpu_context;
+
+typedef struct kfdb_gpu_contexts {
+        char mechanism[16];     /* "kernel": a GPU context per client; "none": shared mode */
+        char reason[320];       /* one line: what isolation clients get on this machine, and why */
+        uint32_t max;           /* client contexts alive at once, at most */
+        size_t n;               /* contexts the daemon listed (the device context first) */
+} kfdb_gpu_contexts;
+
+/**
+ * kfdb_gpu_contexts_get() - how this daemon keeps clients' kernels apart, and
+ * its GPU contexts: fills @ret and the first @max_list entries of @list
+ * (@list may be NULL when @max_list is 0); @ret->n tells how many there are.
+ * Returns 0, -EINVAL, or the common errors.
+ */
+int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_context *list, size_t max_list);
+
 /* ---- Buffers ---- */
 
 /**

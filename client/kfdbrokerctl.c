@@ -19,6 +19,7 @@
 #include "ctl-compute.h"
 #include "ctl-json.h"
 #include "kfdbroker.h"
+#include "util/macro.h"
 
 #define PROG "kfdbrokerctl"
 
@@ -122,10 +123,15 @@ static int ctl_prepare(Ctl *ctl, int argc, char **argv) {
 
 /* ---- status ---- */
 
+#define MAX_LISTED_CONTEXTS 4097u
+
 static int verb_status(Ctl *ctl, int argc, char **argv) {
+        _cleanup_free_ kfdb_gpu_context *list = NULL;
+        kfdb_gpu_contexts cs;
         kfdb_daemon_status st;
         kfdb_device dev;
         char b1[32], b2[32];
+        size_t n;
         int r;
 
         r = ctl_prepare(ctl, argc, argv);
@@ -137,6 +143,13 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         r = kfdb_device_info(ctl->session, &dev);
         if (r < 0)
                 return ctl_fail(ctl, r, "DeviceInfo failed");
+        list = calloc(MAX_LISTED_CONTEXTS, sizeof(*list));
+        if (!list)
+                return ctl_fail(ctl, -ENOMEM, "Status failed");
+        r = kfdb_gpu_contexts_get(ctl->session, &cs, list, MAX_LISTED_CONTEXTS);
+        if (r < 0)
+                return ctl_fail(ctl, r, "Status failed");
+        n = MIN(cs.n, (size_t) MAX_LISTED_CONTEXTS);
 
         if (ctl->json) {
                 json_member_string("{", "daemon_version", st.daemon_version);
@@ -146,9 +159,21 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                 printf(",\"gpu_id\":%" PRIu32 ",\"sessions\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
                        ",\"jobs_failed\":%" PRIu64 ",\"jobs_in_flight\":%" PRIu32
                        ",\"uptime_ns\":%" PRIu64 ",\"buffer_bytes\":%" PRIu64
-                       ",\"gpu_buffers\":%" PRIu32 ",\"events\":%" PRIu32 "}\n",
+                       ",\"gpu_buffers\":%" PRIu32 ",\"events\":%" PRIu32,
                        dev.gpu_id, st.sessions, st.jobs_completed, st.jobs_failed, st.jobs_in_flight,
                        st.uptime_ns, st.buffer_bytes, st.gpu_buffers, st.events);
+                json_member_string(",", "context_mechanism", cs.mechanism);
+                json_member_string(",", "context_mechanism_reason", cs.reason);
+                printf(",\"max_contexts\":%" PRIu32 ",\"contexts\":[", cs.max);
+                for (size_t i = 0; i < n; i++) {
+                        printf("%s{\"id\":%" PRIu64, i ? "," : "", list[i].id);
+                        json_member_string(",", "kind", list[i].kind);
+                        printf(",\"live\":%s,\"users\":%" PRIu32 ",\"jobs_in_flight\":%" PRIu32
+                               ",\"losses\":%" PRIu32 ",\"memory_bytes\":%" PRIu64 ",\"mapped_bytes\":%" PRIu64 "}",
+                               list[i].live ? "true" : "false", list[i].users, list[i].jobs_in_flight,
+                               list[i].losses, list[i].memory_bytes, list[i].mapped_bytes);
+                }
+                printf("]}\n");
                 return 0;
         }
         printf("daemon:   kfdbrokerd %s\n", st.daemon_version);
@@ -165,6 +190,24 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         printf("buffers:  %s (%" PRIu64 " bytes), %" PRIu32 " GPU buffer objects\n",
                format_bytes(st.buffer_bytes, b2, sizeof(b2)), st.buffer_bytes, st.gpu_buffers);
         printf("events:   %" PRIu32 "\n", st.events);
+        /* How clients' kernels are kept apart here, said as the daemon says it. */
+        printf("contexts: %s: %s\n", cs.mechanism, cs.reason);
+        for (size_t i = 0; i < n; i++) {
+                unsigned live = 0;
+                for (size_t k = 1; k < n; k++)
+                        live += list[k].live;
+                if (i == 0)
+                        printf("          %u of at most %" PRIu32 " client contexts up\n", live, cs.max);
+                printf("          #%" PRIu64 " %-8s %s, %" PRIu32 " session%s, %" PRIu32 " jobs on the GPU, %s of its own",
+                       list[i].id, list[i].kind, list[i].live ? "up" : "down", list[i].users,
+                       list[i].users == 1 ? "" : "s", list[i].jobs_in_flight,
+                       format_bytes(list[i].memory_bytes, b1, sizeof(b1)));
+                if (list[i].mapped_bytes)
+                        printf(", %s of clients' buffers mapped", format_bytes(list[i].mapped_bytes, b2, sizeof(b2)));
+                if (list[i].losses)
+                        printf(", lost %" PRIu32 " time%s", list[i].losses, list[i].losses == 1 ? "" : "s");
+                printf("\n");
+        }
         return 0;
 }
 

@@ -45,6 +45,11 @@ static void help(void) {
                "     --metrics-interval=SEC  How often (default 15)\n"
                "     --max-connections-per-user=N  Refuse a user's connections beyond N\n"
                "                          (default 128; 0 = no limit)\n"
+               "     --contexts=MODE      auto (default): a GPU context per client where the\n"
+               "                          kernel can make them (KFD 1.19); shared: never\n"
+               "     --max-contexts=N     Client GPU contexts alive at once (default 64)\n"
+               "     --sim-kfd-version=1.N  The KFD version the simulated GPU's kernel\n"
+               "                          speaks, 1.11..1.19 (default 1.19; with --device=sim)\n"
                "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
                "     --log-target=TARGET  auto (default), journal or stderr\n\n"
                "See kfdbrokerd(8).\n");
@@ -53,7 +58,7 @@ static void help(void) {
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
-               ARG_MAX_CONNECTIONS };
+               ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_SIM_KFD_VERSION };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -67,6 +72,9 @@ int main(int argc, char *argv[]) {
                 { "metrics-file", required_argument, NULL, ARG_METRICS_FILE },
                 { "metrics-interval", required_argument, NULL, ARG_METRICS_INTERVAL },
                 { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
+                { "contexts", required_argument, NULL, ARG_CONTEXTS },
+                { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
+                { "sim-kfd-version", required_argument, NULL, ARG_SIM_KFD_VERSION },
                 {},
         };
         ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
@@ -173,6 +181,38 @@ int main(int argc, char *argv[]) {
                                 return EXIT_FAILURE;
                         }
                         opts.max_connections_per_user = (unsigned) v;
+                        break;
+                }
+                case ARG_CONTEXTS:
+                        if (strcmp(optarg, "auto") == 0)
+                                opts.shared_contexts = false;
+                        else if (strcmp(optarg, "shared") == 0)
+                                opts.shared_contexts = true;
+                        else {
+                                fprintf(stderr, "kfdbrokerd: --contexts: expected auto or shared, got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_MAX_CONTEXTS: {
+                        char *end;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (*end || end == optarg || optarg[0] == '-' || v < 1 || v > 4096) {
+                                fprintf(stderr, "kfdbrokerd: --max-contexts: expected 1..4096, got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.max_contexts = (unsigned) v;
+                        break;
+                }
+                case ARG_SIM_KFD_VERSION: {
+                        unsigned major, minor;
+                        char tail;
+                        if (sscanf(optarg, "%u.%u%c", &major, &minor, &tail) != 2 || major != 1 ||
+                            minor < SIM_MIN_KFD_MINOR || minor > SIM_DEFAULT_KFD_MINOR) {
+                                fprintf(stderr, "kfdbrokerd: --sim-kfd-version: expected 1.%u..1.%u, got '%s'\n",
+                                        SIM_MIN_KFD_MINOR, SIM_DEFAULT_KFD_MINOR, optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.sim_kfd_minor = minor;
                         break;
                 }
                 default:

@@ -59,6 +59,8 @@ typedef struct ReplyParts {
         Kfdbroker__V1__KernelInfo **kernel_ptrs;
         Kfdbroker__V1__KernelArgInfo *arg_infos;
         Kfdbroker__V1__KernelArgInfo **arg_ptrs;
+        Kfdbroker__V1__ContextInfo *contexts;
+        Kfdbroker__V1__ContextInfo **context_ptrs;
 } ReplyParts;
 
 static void reply_parts_done(ReplyParts *p) {
@@ -69,6 +71,8 @@ static void reply_parts_done(ReplyParts *p) {
         free(p->kernel_ptrs);
         free(p->arg_infos);
         free(p->arg_ptrs);
+        free(p->contexts);
+        free(p->context_ptrs);
 }
 
 static int fill_hello(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
@@ -180,7 +184,7 @@ static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         m->query = q;
 }
 
-static void fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+static int fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         Kfdbroker__V1__StatusReply *s = &p->status;
 
         kfdbroker__v1__status_reply__init(s);
@@ -196,8 +200,39 @@ static void fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         s->jobs_in_flight = r->status.jobs_in_flight;
         s->events = r->status.events;
         s->code_objects = r->status.code_objects;
+        s->context_mechanism = str_or_empty(r->status.context_mechanism);
+        s->context_mechanism_reason = str_or_empty(r->status.context_mechanism_reason);
+        s->max_contexts = r->status.max_contexts;
+        if (r->status.n_contexts > 0) {
+                size_t n = r->status.n_contexts;
+
+                if (!r->status.contexts)
+                        return -EINVAL;
+                p->contexts = calloc(n, sizeof(*p->contexts));
+                p->context_ptrs = calloc(n, sizeof(*p->context_ptrs));
+                if (!p->contexts || !p->context_ptrs)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++) {
+                        const WireContextInfo *w = &r->status.contexts[i];
+                        Kfdbroker__V1__ContextInfo *c = &p->contexts[i];
+
+                        kfdbroker__v1__context_info__init(c);
+                        c->id = w->id;
+                        c->kind = str_or_empty(w->kind);
+                        c->live = w->live;
+                        c->users = w->users;
+                        c->jobs_in_flight = w->jobs_in_flight;
+                        c->memory_bytes = w->memory_bytes;
+                        c->mapped_bytes = w->mapped_bytes;
+                        c->losses = w->losses;
+                        p->context_ptrs[i] = c;
+                }
+                s->n_contexts = n;
+                s->contexts = p->context_ptrs;
+        }
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS;
         m->status = s;
+        return 0;
 }
 
 static int fill_load_code_object(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
@@ -313,8 +348,7 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 fill_query(r, p, m);
                 return 0;
         case WIRE_REPLY_STATUS:
-                fill_status(r, p, m);
-                return 0;
+                return fill_status(r, p, m);
         case WIRE_REPLY_JOB_FAILED:
                 kfdbroker__v1__job_failed__init(&p->job_failed);
                 p->job_failed.fence = r->job_failed.fence;

@@ -212,6 +212,15 @@ typedef struct WireKernelInfo {
         size_t n_args;
 } WireKernelInfo;
 
+/* StatusReply.contexts (proto ContextInfo). */
+typedef struct WireContextInfo {
+        uint64_t id;
+        const char *kind;
+        bool live;
+        uint32_t users, jobs_in_flight, losses;
+        uint64_t memory_bytes, mapped_bytes;
+} WireContextInfo;
+
 typedef struct WireReply {
         uint64_t id;
         int error;           /* positive errno or 0 */
@@ -260,6 +269,10 @@ typedef struct WireReply {
                         uint32_t sessions;
                         uint64_t jobs_completed, jobs_failed, uptime_ns, buffer_bytes;
                         uint32_t gpu_buffers, jobs_in_flight, events, code_objects;
+                        const char *context_mechanism, *context_mechanism_reason;
+                        uint32_t max_contexts;
+                        const WireContextInfo *contexts;
+                        size_t n_contexts;
                 } status;
                 struct {
                         uint64_t fence;

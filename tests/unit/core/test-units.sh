@@ -47,9 +47,9 @@ else
         not_ok "systemd-analyze verify (rc $rc)" "$out"
 fi
 
-# The unit as installed must name the installed daemon, with --device=auto.
-if grep -q "^ExecStart=/.*/kfdbrokerd --device=auto --bus=system$" "$units/kfdbrokerd.service"; then
-        ok "ExecStart names the installed kfdbrokerd --device=auto --bus=system"
+# The unit as installed must name the installed daemon, on the real GPU only.
+if grep -q "^ExecStart=/.*/kfdbrokerd --device=kfd --bus=system$" "$units/kfdbrokerd.service"; then
+        ok "ExecStart names the installed kfdbrokerd --device=kfd --bus=system"
 else
         not_ok "ExecStart" "$(grep ExecStart "$units/kfdbrokerd.service")"
 fi
