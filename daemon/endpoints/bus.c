@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* See bus.h. The methods only read the manager's state or call the same
+/* See bus.h. The methods only read the sessions' state or call the same
  * functions the socket protocol and signals use (session_disconnect,
- * session_set_limits, manager_reload_policy). */
+ * session_set_limits, session_set_reload_policy). */
 #include "endpoints/bus.h"
 
 #include <errno.h>
@@ -15,12 +15,14 @@
 
 #include "config.h"
 #include "policy/identity.h"
-#include "manager/metrics.h"
+#include "endpoints/metrics.h"
 #include "policy/policy.h"
 #include "scheduler/scheduler.h"
+#include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/time-util.h"
 
 #define BUS_ERROR_POLICY_INVALID "org.kfdbroker.Broker1.Error.PolicyInvalid"
 #define BUS_ERROR_NO_SUCH_SESSION "org.kfdbroker.Broker1.Error.NoSuchSession"
@@ -29,7 +31,8 @@
 typedef struct PendingAuth PendingAuth;
 
 struct Bus {
-        Manager *manager;
+        SessionSet *set;
+        BusCallbacks cb;
         sd_bus *bus;
         sd_bus_slot *vtable_slot;
         sd_bus_slot *name_slot;
@@ -310,7 +313,7 @@ static int run_list_sessions(Bus *b, sd_bus_message *m, bool all, sd_bus_error *
         r = sd_bus_message_open_container(reply, 'a', "(tuuussss)");
         if (r < 0)
                 return r;
-        LIST_FOREACH(sessions, s, b->manager->sessions) {
+        LIST_FOREACH(sessions, s, b->set->sessions) {
                 const Identity *id = &s->identity;
                 if (!all && id->uid != uid)
                         continue;
@@ -344,7 +347,7 @@ static Session *session_from_message(Bus *b, sd_bus_message *m, sd_bus_error *er
                 sd_bus_error_set_errno(error, r);
                 return NULL;
         }
-        s = manager_find_session(b->manager, id);
+        s = session_set_find(b->set, id);
         if (!s)
                 sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_SESSION, "No session %" PRIu64, id);
         return s;
@@ -385,14 +388,14 @@ static int run_get_accounting(Bus *b, sd_bus_message *m, bool all, sd_bus_error 
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', "a{sv}");
-        LIST_FOREACH(sessions, s, b->manager->sessions)
+        LIST_FOREACH(sessions, s, b->set->sessions)
                 if (r >= 0 && (all || s->identity.uid == uid))
                         r = append_session(reply, s);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "a{sv}");
-        LIST_FOREACH(accounts, a, b->manager->accounts.accounts)
+        LIST_FOREACH(accounts, a, b->set->accounts.accounts)
                 if (r >= 0 && (all || a->uid == uid))
                         r = append_account(reply, a);
         if (r >= 0)
@@ -408,7 +411,7 @@ static int method_get_accounting(sd_bus_message *m, void *userdata, sd_bus_error
 
 static int run_get_metrics(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
         _cleanup_free_ char *text = NULL;
-        int r = metrics_format(b->manager, METRICS_OPENMETRICS, &text);
+        int r = metrics_format(b->set, METRICS_OPENMETRICS, &text);
 
         if (r < 0)
                 return r;
@@ -571,7 +574,7 @@ static int run_set_limits(Bus *b, sd_bus_message *m, bool all, sd_bus_error *err
         session_set_limits(s, &l);
         s->limits_overridden = true;
         log_info("Session %" PRIu64 ": limits set over D-Bus by %s", s->id, sd_bus_message_get_sender(m));
-        scheduler_run(b->manager->scheduler);
+        scheduler_run(b->set->scheduler);
         return sd_bus_reply_method_return(m, NULL);
 }
 
@@ -608,7 +611,7 @@ static int method_terminate(sd_bus_message *m, void *userdata, sd_bus_error *err
 
 static int run_reload(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
         char err[512] = "";
-        int r = manager_reload_policy(b->manager, err, sizeof(err));
+        int r = session_set_reload_policy(b->set, err, sizeof(err));
 
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_POLICY_INVALID,
@@ -632,7 +635,7 @@ static int method_open_session(sd_bus_message *m, void *userdata, sd_bus_error *
         uid_t uid;
         gid_t gid;
 
-        if (b->manager->shutting_down)
+        if (b->set->shutting_down)
                 return sd_bus_error_set(error, SD_BUS_ERROR_NO_SERVER, "kfdbrokerd is shutting down");
         /* The session's identity is the D-Bus caller's, from the bus. */
         r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_PID | SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID |
@@ -654,7 +657,7 @@ static int method_open_session(sd_bus_message *m, void *userdata, sd_bus_error *
                 return r;
         }
         theirs = sv[1];
-        r = session_new(b->manager, sv[0], &id, NULL);
+        r = session_new(b->set, sv[0], &id, NULL);
         identity_done(&id);
         if (r < 0)
                 return r;
@@ -673,7 +676,7 @@ static int property_devices(sd_bus *bus, const char *path, const char *interface
                             const char *property, sd_bus_message *reply, void *userdata,
                             sd_bus_error *error) {
         Bus *b = userdata;
-        const GpuDeviceInfo *i = b->manager->info;
+        const GpuDeviceInfo *i = b->set->info;
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(sssuuuut)");
@@ -690,7 +693,7 @@ static int property_session_count(sd_bus *bus, const char *path, const char *int
                                   const char *property, sd_bus_message *reply, void *userdata,
                                   sd_bus_error *error) {
         Bus *b = userdata;
-        return sd_bus_message_append(reply, "u", b->manager->n_sessions);
+        return sd_bus_message_append(reply, "u", b->set->n_sessions);
 }
 
 static const sd_bus_vtable broker_vtable[] = {
@@ -757,25 +760,28 @@ static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error 
 
         if (e) {
                 log_error("Cannot own the D-Bus name %s: %s", BUS_NAME, e->message ? e->message : e->name);
-                manager_begin_shutdown(b->manager);
+                if (b->cb.shutdown)
+                        b->cb.shutdown(b->cb.userdata);
                 return 0;
         }
         log_info("Serving %s on the bus", BUS_NAME);
         return 0;
 }
 
-int bus_new(Manager *m, BusChoice which, Bus **ret) {
+int bus_new(sd_event *event, SessionSet *set, BusChoice which, const BusCallbacks *cb, Bus **ret) {
         Bus *b;
         int r;
 
         b = calloc(1, sizeof(*b));
         if (!b)
                 return -ENOMEM;
-        b->manager = m;
+        b->set = set;
+        if (cb)
+                b->cb = *cb;
         r = which == BUS_SYSTEM ? sd_bus_open_system(&b->bus) : sd_bus_open_user(&b->bus);
         if (r < 0)
                 goto fail;
-        r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        r = sd_bus_attach_event(b->bus, event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 goto fail;
         r = sd_bus_add_object_vtable(b->bus, &b->vtable_slot, BUS_PATH, BUS_INTERFACE, broker_vtable, b);

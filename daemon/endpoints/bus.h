@@ -16,8 +16,11 @@
 
 #include <stdint.h>
 
-#include "forward.h"
-#include "manager/manager.h"
+#include <systemd/sd-event.h>
+
+#include "sessions/forward.h"
+
+typedef struct Bus Bus;
 
 #define BUS_NAME "org.kfdbroker.Broker1"
 #define BUS_PATH "/org/kfdbroker/Broker1"
@@ -25,7 +28,19 @@
 #define POLKIT_ACTION_MANAGE "org.kfdbroker.manage"
 #define POLKIT_ACTION_READ_ALL "org.kfdbroker.read-all"
 
-int bus_new(Manager *m, BusChoice which, Bus **ret);
+typedef enum BusChoice {
+        BUS_NONE,
+        BUS_SYSTEM,
+        BUS_SESSION,
+} BusChoice;
+
+typedef struct BusCallbacks {
+        void *userdata;
+        /* The daemon cannot serve its name: stop. */
+        void (*shutdown)(void *userdata);
+} BusCallbacks;
+
+int bus_new(sd_event *event, SessionSet *set, BusChoice which, const BusCallbacks *cb, Bus **ret);
 Bus *bus_free(Bus *b);
 
 void bus_emit_session_opened(Bus *b, Session *s);

@@ -14,13 +14,13 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
-#include "manager/manager.h"
+#include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
 
 struct Listener {
-        Manager *manager;
+        SessionSet *set;
         int fd;
         char *path; /* set when we bound the socket ourselves */
         sd_event_source *io;
@@ -51,7 +51,7 @@ static void pause_accepting(Listener *l, int error) {
                                   ACCEPT_BACKOFF_USEC / 1000);
         if (l->retry)
                 return;
-        r = sd_event_add_time_relative(l->manager->event, &l->retry, CLOCK_MONOTONIC,
+        r = sd_event_add_time_relative(l->set->event, &l->retry, CLOCK_MONOTONIC,
                                        ACCEPT_BACKOFF_USEC, 0, on_retry, l);
         if (r < 0)
                 return; /* keep accepting; better a busy loop than a dead listener */
@@ -73,7 +73,7 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                         pause_accepting(l, errno);
                         return 0;
                 }
-                r = session_new(l->manager, c, NULL, NULL);
+                r = session_new(l->set, c, NULL, NULL);
                 if (r < 0 && r != -EUSERS) /* a refusal over the connection limit is logged already */
                         log_warning_errno(r, "Failed to set up a session: %m");
         }
@@ -122,7 +122,7 @@ static int activated_fd(void) {
         return SD_LISTEN_FDS_START;
 }
 
-int listener_new(Manager *m, const char *path, Listener **ret) {
+int listener_new(SessionSet *m, const char *path, Listener **ret) {
         Listener *l;
         int fd, r;
 
@@ -139,7 +139,7 @@ int listener_new(Manager *m, const char *path, Listener **ret) {
                 safe_close(fd);
                 return -ENOMEM;
         }
-        l->manager = m;
+        l->set = m;
         l->fd = fd;
         if (path) {
                 l->path = strdup(path);

@@ -6,9 +6,11 @@
  */
 #pragma once
 
-#include "forward.h"
+#include "sessions/forward.h"
+
+typedef struct Listener Listener;
 
 /* path NULL: use the socket-activated fd; -ENOENT if there is none. */
-int listener_new(Manager *m, const char *path, Listener **ret);
+int listener_new(SessionSet *set, const char *path, Listener **ret);
 /* Stops accepting, closes the socket, removes a socket file we created. */
 Listener *listener_free(Listener *l);

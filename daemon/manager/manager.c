@@ -18,7 +18,7 @@
 #include "config.h"
 #include "sessions/job.h"
 #include "kfd/kfd-real.h"
-#include "manager/metrics.h"
+#include "endpoints/metrics.h"
 #include "endpoints/listener.h"
 #include "scheduler/scheduler.h"
 #include "sessions/client-event.h"
@@ -29,19 +29,12 @@
 /* How long a shutdown waits for the GPU to retire what it has. */
 #define SHUTDOWN_DRAIN_USEC (10ull * 1000 * 1000)
 
-static const WireLimits default_limits = {
-        .max_buffer_size = 1ull << 30,
-        .max_buffer_bytes = 4ull << 30,
-        .max_buffers = 4096,
-        .max_events = KFDB_PAGE_MAX_EVENTS,
-        .max_jobs_in_flight = 4096,
-        .max_jobs_per_submit = WIRE_MAX_JOBS,
-        .max_message_size = WIRE_MAX_MESSAGE_SIZE,
-        .max_wait_events = WIRE_MAX_WAIT_EVENTS,
-        .max_pending_waits = WIRE_MAX_PENDING_WAITS,
-};
 
 /* ---- the layers below, wired together ---- */
+
+static void on_bus_shutdown(void *userdata) {
+        manager_begin_shutdown(userdata);
+}
 
 static void flush_sessions(Manager *m);
 static void maybe_finish_shutdown(Manager *m);
@@ -73,12 +66,8 @@ static void on_completion(Context *ctx, const GpuCompletion *comp, void *userdat
 
 static void on_context_losing(Context *ctx, const char *reason, void *userdata) {
         Manager *m = userdata;
-        Session *s, *next;
 
-        for (s = m->sessions; s; s = next) {
-                next = s->sessions_next;
-                session_context_lost(s, ctx, reason);
-        }
+        session_set_context_lost(&m->set, ctx, reason);
 }
 
 static void on_context_gone(Context *ctx, bool lost, const char *reason, void *userdata) {
@@ -164,10 +153,7 @@ opened:
 }
 
 static void flush_sessions(Manager *m) {
-        Session *s;
-
-        LIST_FOREACH(sessions, s, m->sessions)
-                session_flush(s);
+        session_set_flush(&m->set);
 }
 
 static void maybe_finish_shutdown(Manager *m) {
@@ -192,9 +178,10 @@ void manager_begin_shutdown(Manager *m) {
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down: retiring jobs on the GPU");
         log_info("Shutting down: no new connections, retiring %u jobs on the GPU",
                  scheduler_in_flight(m->scheduler));
+        m->set.shutting_down = true;
         m->listener = listener_free(m->listener);
-        while (m->sessions)
-                session_disconnect(m->sessions, "daemon shutting down");
+        while (m->set.sessions)
+                session_disconnect(m->set.sessions, "daemon shutting down");
         r = sd_event_add_time_relative(m->event, &m->exit_timer, CLOCK_MONOTONIC,
                                        SHUTDOWN_DRAIN_USEC, 0, on_exit_timer, m);
         if (r < 0)
@@ -202,45 +189,24 @@ void manager_begin_shutdown(Manager *m) {
         maybe_finish_shutdown(m);
 }
 
-Session *manager_find_session(Manager *m, uint64_t id) {
-        Session *s;
+/* Session hooks, forwarded to D-Bus signals when a bus is connected. */
+static void on_session_opened(Session *s, void *userdata) {
+        Manager *m = userdata;
 
-        LIST_FOREACH(sessions, s, m->sessions)
-                if (s->id == id)
-                        return s;
-        return NULL;
-}
-
-int manager_reload_policy(Manager *m, char *err, size_t errlen) {
-        Policy *p = NULL;
-        Session *s;
-        int r;
-
-        r = policy_load((const char *const *) m->policy_dirs, &p, err, errlen);
-        if (r < 0)
-                return r == -EINVAL ? -EBADMSG : r;
-        policy_free(m->policy);
-        m->policy = p;
-        LIST_FOREACH(sessions, s, m->sessions)
-                session_apply_policy(s);
-        /* Weights may have changed. */
-        scheduler_run(m->scheduler);
-        log_info("Policy loaded: %zu rules from %zu files; %u sessions re-evaluated",
-                 policy_n_rules(p), policy_n_files(p), m->n_sessions);
-        return 0;
-}
-
-void manager_session_opened(Manager *m, Session *s) {
         if (m->bus)
                 bus_emit_session_opened(m->bus, s);
 }
 
-void manager_session_closed(Manager *m, Session *s, const char *reason) {
+static void on_session_closed(Session *s, const char *reason, void *userdata) {
+        Manager *m = userdata;
+
         if (m->bus)
                 bus_emit_session_closed(m->bus, s, reason);
 }
 
-void manager_job_failed(Manager *m, Session *s, uint64_t fence, int error, const char *message) {
+static void on_job_failed_told(Session *s, uint64_t fence, int error, const char *message, void *userdata) {
+        Manager *m = userdata;
+
         if (m->bus)
                 bus_emit_job_failed(m->bus, s, fence, error, message);
 }
@@ -251,7 +217,7 @@ static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, vo
         int r;
 
         (void) sd_notify(false, "RELOADING=1");
-        r = manager_reload_policy(m, err, sizeof(err));
+        r = session_set_reload_policy(&m->set, err, sizeof(err));
         if (r < 0)
                 log_error_errno(r, "Policy reload refused, keeping the old policy: %s", err);
         (void) sd_notify(false, "READY=1");
@@ -263,7 +229,7 @@ static int write_metrics_file(Manager *m) {
         FILE *f;
         int r;
 
-        r = metrics_format(m, METRICS_PROMETHEUS_TEXT, &text);
+        r = metrics_format(&m->set, METRICS_PROMETHEUS_TEXT, &text);
         if (r < 0)
                 return r;
         if (asprintf(&tmp, "%s.tmp", m->metrics_file) < 0)
@@ -317,36 +283,14 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
-        m->default_limits = default_limits;
-        policy_limits_default(&m->default_policy);
-        m->start_ns = now_ns();
-
         {
-                static const char *const standard_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN,
-                                                             POLICY_DIR_VENDOR, NULL };
-                const char *const *dirs = opts->policy_dirs ? opts->policy_dirs : standard_dirs;
-                size_t n = 0;
                 char err[512];
 
-                while (dirs[n])
-                        n++;
-                m->policy_dirs = calloc(n + 1, sizeof(char *));
-                if (!m->policy_dirs) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                for (size_t i = 0; i < n; i++)
-                        if (!(m->policy_dirs[i] = strdup(dirs[i]))) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                r = policy_load((const char *const *) m->policy_dirs, &m->policy, err, sizeof(err));
+                r = session_set_init(&m->set, opts->policy_dirs, err, sizeof(err));
                 if (r < 0) {
                         log_error_errno(r, "Cannot load the policy: %s", err);
                         goto fail;
                 }
-                log_info("Policy: %zu rules from %zu files", policy_n_rules(m->policy),
-                         policy_n_files(m->policy));
         }
 
         r = sd_event_new(&m->event);
@@ -363,6 +307,13 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                           &m->scheduler);
         if (r < 0)
                 goto fail;
+        m->set.event = m->event;
+        m->set.scheduler = m->scheduler;
+        m->set.contexts = m->contexts;
+        m->set.info = m->info;
+        m->set.max_connections_per_user = opts->max_connections_per_user;
+        m->set.cb = (SessionSetCallbacks) { .userdata = m, .opened = on_session_opened,
+                                            .closed = on_session_closed, .job_failed = on_job_failed_told };
 
         r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_signal, m);
         if (r < 0)
@@ -374,7 +325,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (r < 0)
                 goto fail;
 
-        m->max_connections_per_user = opts->max_connections_per_user;
         if (opts->metrics_file) {
                 m->metrics_file = strdup(opts->metrics_file);
                 m->metrics_interval_ns = opts->metrics_interval_ns ? opts->metrics_interval_ns
@@ -391,7 +341,8 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         }
 
         if (opts->bus != BUS_NONE) {
-                r = bus_new(m, opts->bus, &m->bus);
+                r = bus_new(m->event, &m->set, opts->bus,
+                            &(BusCallbacks) { .userdata = m, .shutdown = on_bus_shutdown }, &m->bus);
                 if (r < 0) {
                         log_error_errno(r, "Failed to connect to the %s bus: %m",
                                         opts->bus == BUS_SYSTEM ? "system" : "session");
@@ -399,7 +350,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                 }
         }
 
-        r = listener_new(m, opts->listen_path, &m->listener);
+        r = listener_new(&m->set, opts->listen_path, &m->listener);
         if (r < 0) {
                 if (r == -ENOENT && !opts->listen_path)
                         log_error("No socket: not socket-activated and no --listen PATH given");
@@ -436,8 +387,8 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         m->listener = listener_free(m->listener);
-        while (m->sessions)
-                session_disconnect(m->sessions, "daemon exiting");
+        while (m->set.sessions)
+                session_disconnect(m->set.sessions, "daemon exiting");
         m->bus = bus_free(m->bus);
         if (m->scheduler)
                 scheduler_abandon(m->scheduler);
@@ -452,12 +403,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sighup_source);
         sd_event_source_disable_unref(m->metrics_timer);
         free(m->metrics_file);
-        account_table_done(&m->accounts);
-        policy_free(m->policy);
-        if (m->policy_dirs)
-                for (char **d = m->policy_dirs; *d; d++)
-                        free(*d);
-        free(m->policy_dirs);
+        session_set_done(&m->set);
         sim_device_free(m->sim);
         sd_event_unref(m->event);
         free(m);

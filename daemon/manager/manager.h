@@ -11,10 +11,13 @@
 #include <systemd/sd-event.h>
 
 #include "contexts/context.h"
+#include "endpoints/bus.h"
+#include "endpoints/listener.h"
 #include "forward.h"
 #include "gpu/gpu.h"
 #include "scheduler/accounting.h"
 #include "scheduler/scheduler.h"
+#include "sessions/session-set.h"
 #include "policy/policy.h"
 #include "sim/sim.h"
 #include "util/list.h"
@@ -26,12 +29,6 @@ typedef enum DeviceChoice {
         DEVICE_KFD,
         DEVICE_SIM,
 } DeviceChoice;
-
-typedef enum BusChoice {
-        BUS_NONE,
-        BUS_SYSTEM,
-        BUS_SESSION,
-} BusChoice;
 
 typedef struct ManagerOptions {
         DeviceChoice device;
@@ -59,24 +56,13 @@ struct Manager {
         Listener *listener;
         Scheduler *scheduler;
         Bus *bus;
+        SessionSet set;          /* the sessions, the policy in force, the accounts */
 
-        Policy *policy;
-        char **policy_dirs;
-        PolicyLimits default_policy;
         sd_event_source *sighup_source;
-        AccountTable accounts;
-
         char *metrics_file;
         uint64_t metrics_interval_ns;
         sd_event_source *metrics_timer;
 
-        LIST_HEAD(Session, sessions);
-        unsigned n_sessions;
-        unsigned max_connections_per_user; /* 0 = unlimited */
-        uint64_t next_session_id;
-
-        WireLimits default_limits;
-        uint64_t start_ns;
         bool shutting_down;
         bool device_lost;
 };
@@ -93,14 +79,4 @@ void manager_begin_shutdown(Manager *m);
  * context pool's limits); logs a one-line reason on failure. */
 int manager_open_device(Manager *m, const ManagerOptions *opts);
 
-/* Loads the policy files again and re-resolves every session's limits
- * (sessions stay connected). On a broken file, keeps the old policy and
- * returns -EBADMSG with "FILE:LINE: message" in err. */
-int manager_reload_policy(Manager *m, char *err, size_t errlen);
-Session *manager_find_session(Manager *m, uint64_t id);
-
-/* Hooks from sessions, forwarded to D-Bus signals when a bus is connected. */
-void manager_session_opened(Manager *m, Session *s);
-void manager_session_closed(Manager *m, Session *s, const char *reason);
-void manager_job_failed(Manager *m, Session *s, uint64_t fence, int error, const char *message);
 

@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "manager/manager.h"
+#include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
 
@@ -230,7 +230,7 @@ int event_wait_start(Session *s, uint64_t request_id, ClientEvent **events,
                         LIST_PREPEND(waiters, events[i]->waiters, &w->waiters[i]);
 
         if (timeout_ms != UINT32_MAX) {
-                r = sd_event_add_time_relative(s->manager->event, &w->timer, CLOCK_MONOTONIC,
+                r = sd_event_add_time_relative(s->set->event, &w->timer, CLOCK_MONOTONIC,
                                                (uint64_t) timeout_ms * 1000, 1000,
                                                on_wait_timeout, w);
                 if (r < 0) {

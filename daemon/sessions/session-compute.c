@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 
 #include "sessions/job.h"
-#include "manager/manager.h"
+#include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -44,12 +44,12 @@ _printf_(4, 5) static int fail(Session *s, uint64_t id, int error, const char *f
 
 /* The LDS a workgroup may use on this device (the GPU layer's own limit). */
 static uint32_t device_lds_bytes(const Session *s) {
-        uint32_t kb = s->manager->info->lds_size_in_kb ? s->manager->info->lds_size_in_kb : 64;
+        uint32_t kb = s->set->info->lds_size_in_kb ? s->set->info->lds_size_in_kb : 64;
         return MIN(kb, 64u) * 1024u;
 }
 
 bool session_has_compute(const Session *s) {
-        return s->manager->info->num_cp_queues > 0;
+        return s->set->info->num_cp_queues > 0;
 }
 
 /* "(ComputeDispatch=isolated; rules: FILE:LINE, …)" for messages. */
@@ -61,7 +61,7 @@ static void policy_words(const Session *s, char *buf, size_t size) {
 }
 
 int session_compute_context(Session *s, uint64_t id, const char *field, Context **ret) {
-        ContextPool *pool = s->manager->contexts;
+        ContextPool *pool = s->set->contexts;
         bool shared = context_pool_mechanism(pool) == CONTEXT_MECHANISM_NONE ||
                       s->policy.isolation == POLICY_ISOLATION_SHARED;
         char key[sizeof s->compute_key], words[400], err[320] = "";
@@ -102,7 +102,7 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
                 context_release(s->compute_ctx);
                 s->compute_ctx = ctx;
                 snprintf(s->compute_key, sizeof s->compute_key, "%s", key);
-                scheduler_stream_set_context(s->manager->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
+                scheduler_stream_set_context(s->set->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         }
         r = context_ensure(s->compute_ctx, err, sizeof err);
         if (r < 0)
@@ -274,7 +274,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
                 return;
         }
         /* Checked and described now; loaded into a GPU context where it is dispatched. */
-        r = gpu_code_object_parse(s->manager->info, map, (size_t) size, &co, err, sizeof(err));
+        r = gpu_code_object_parse(s->set->info, map, (size_t) size, &co, err, sizeof(err));
         code_object_unmap(map, (size_t) size);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "load_code_object: %s", err[0] ? err : strerror(-r));
@@ -561,7 +561,7 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         /* What only the GPU layer knows to refuse (a wave64 kernel, scratch
          * beyond a queue's), now rather than as a JobFailed later. */
         char why[256];
-        if (gpu_dispatch_check(context_pool_device_gpu(s->manager->contexts), &j->sched.gpu, why, sizeof why) < 0)
+        if (gpu_dispatch_check(context_pool_device_gpu(s->set->contexts), &j->sched.gpu, why, sizeof why) < 0)
                 return fail(s, id, EINVAL, "submit.jobs[%zu].dispatch: %s", idx, why);
         return 0;
 }

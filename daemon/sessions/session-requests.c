@@ -12,10 +12,11 @@
 #include "sessions/client-event.h"
 #include "config.h"
 #include "sessions/job.h"
-#include "manager/manager.h"
+#include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/time-util.h"
 
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
@@ -107,7 +108,7 @@ static void handle_hello(Session *s, const WireRequest *req) {
 }
 
 static void handle_device_info(Session *s, const WireRequest *req) {
-        const GpuDeviceInfo *i = s->manager->info;
+        const GpuDeviceInfo *i = s->set->info;
         unsigned sdma = 0, compute = 0;
 
         for (unsigned q = 0; q < i->n_queues; q++)
@@ -205,7 +206,7 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
                 return;
         placement = req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? GPU_PLACEMENT_VRAM
                                                                         : GPU_PLACEMENT_GTT;
-        r = gpu_buffer_new(context_pool_device_gpu(s->manager->contexts), size, placement, false, &b);
+        r = gpu_buffer_new(context_pool_device_gpu(s->set->contexts), size, placement, false, &b);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s failed: %s",
                                    size, req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? "VRAM" : "GTT",
@@ -219,7 +220,7 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
         GpuBuffer *b;
         int r;
 
-        r = gpu_buffer_import(context_pool_device_gpu(s->manager->contexts), fd, &b);
+        r = gpu_buffer_import(context_pool_device_gpu(s->set->contexts), fd, &b);
         if (r < 0) {
                 session_send_error(s, req->id, -r,
                                    r == -EINVAL ? "import_buffer: the file descriptor is not a dma-buf of this GPU"
@@ -314,7 +315,7 @@ static void handle_event_op(Session *s, const WireRequest *req) {
         }
         reply_empty(s, req->id);
         /* A set or a destroy can release a held wait-event job. */
-        scheduler_run(s->manager->scheduler);
+        scheduler_run(s->set->scheduler);
 }
 
 static void handle_wait_events(Session *s, const WireRequest *req) {
@@ -548,7 +549,7 @@ static void handle_submit(Session *s, const WireRequest *req) {
                 fences[i] = j->fence;
                 QUEUE_APPEND(session_jobs, s->jobs, j);
                 s->n_jobs++;
-                scheduler_enqueue(s->manager->scheduler, &s->streams[j->sched.engine], &j->sched);
+                scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
         }
         s->last_fence += n;
         s->usage.jobs_submitted += n;
@@ -558,7 +559,7 @@ static void handle_submit(Session *s, const WireRequest *req) {
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_SUBMIT,
                                        .submit = { .fences = fences, .n_fences = n } },
                      NULL, 0);
-        scheduler_run(s->manager->scheduler);
+        scheduler_run(s->set->scheduler);
 }
 
 static void handle_query(Session *s, const WireRequest *req) {
@@ -611,7 +612,7 @@ static void add_context_info(Context *c, void *userdata) {
 }
 
 static void handle_status(Session *s, const WireRequest *req) {
-        Manager *m = s->manager;
+        SessionSet *m = s->set;
         ContextList cl = {};
         GpuContextStats gs;
         uint64_t bytes = 0;

@@ -22,9 +22,10 @@
 #include "sessions/client-event.h"
 #include "config.h"
 #include "sessions/job.h"
-#include "manager/manager.h"
+#include "sessions/session-set.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/time-util.h"
 
 /* A client that leaves this many replies unread stops being read from; past
  * the hard limit it is disconnected. */
@@ -73,14 +74,14 @@ static WireLimits wire_limits_from_policy(const WireLimits *base, const PolicyLi
 
 void session_set_limits(Session *s, const PolicyLimits *l) {
         s->policy = *l;
-        s->limits = wire_limits_from_policy(&s->manager->default_limits, l);
+        s->limits = wire_limits_from_policy(&s->set->default_limits, l);
         s->buffers.max = s->limits.max_buffers;
         s->code_objects.max = s->limits.max_buffers;
         s->events.max = s->limits.max_events;
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 s->streams[e].weight = l->weight ? l->weight : 1;
                 /* Compute streams move to a queue of the class's KFD priority once idle. */
-                scheduler_stream_set_class(s->manager->scheduler, &s->streams[e], (unsigned) l->priority,
+                scheduler_stream_set_class(s->set->scheduler, &s->streams[e], (unsigned) l->priority,
                                            policy_priority_to_queue_priority(l->priority));
         }
         /* Isolation= may have changed: the next compute job takes its context anew. */
@@ -93,12 +94,12 @@ void session_apply_policy(Session *s) {
 
         if (s->limits_overridden)
                 return;
-        r = policy_resolve(s->manager->policy, &s->identity, &s->manager->default_policy, &l,
+        r = policy_resolve(s->set->policy, &s->identity, &s->set->default_policy, &l,
                            s->policy_matched, sizeof(s->policy_matched));
         if (r < 0) {
                 log_warning_errno(r, "Session %" PRIu64 ": cannot resolve the policy, using defaults: %m",
                                   s->id);
-                l = s->manager->default_policy;
+                l = s->set->default_policy;
                 snprintf(s->policy_matched, sizeof(s->policy_matched), "(built-in defaults)");
         }
         session_set_limits(s, &l);
@@ -116,7 +117,7 @@ void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
 /* Refuses a connection of a user who already holds max_connections_per_user:
  * one error datagram (id 0, nothing was asked yet) says why, then the caller
  * closes the socket. The cap keeps one user from exhausting the daemon's fds. */
-static int check_connection_limit(Manager *m, int fd, const Identity *id) {
+static int check_connection_limit(SessionSet *m, int fd, const Identity *id) {
         _cleanup_free_ void *buf = NULL;
         char msg[160];
         unsigned n = 0;
@@ -138,7 +139,7 @@ static int check_connection_limit(Manager *m, int fd, const Identity *id) {
         return -EUSERS;
 }
 
-int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
+int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
         char comm[80];
         Session *s;
         int r;
@@ -149,7 +150,7 @@ int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
                 return -ENOMEM;
         }
         s->n_ref = 1;
-        s->manager = m;
+        s->set = m;
         s->id = ++m->next_session_id;
         s->fd = fd;
         s->page.memfd = s->page.eventfd = -EBADF;
@@ -194,7 +195,8 @@ int session_new(Manager *m, int fd, const Identity *id, Session **ret) {
                  s->identity.user_unit ? s->identity.user_unit : s->identity.unit ? s->identity.unit : "-",
                  s->identity.app_id ? " app " : "", s->identity.app_id ? s->identity.app_id : "",
                  s->policy_matched[0] ? s->policy_matched : "defaults");
-        manager_session_opened(m, s);
+        if (m->cb.opened)
+                m->cb.opened(s, m->cb.userdata);
         if (ret)
                 *ret = s;
         return 0;
@@ -207,7 +209,7 @@ fail:
 static void session_free(Session *s) {
         /* Only reached once disconnected and every job has retired. */
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_done(s->manager->scheduler, &s->streams[e]);
+                scheduler_stream_done(s->set->scheduler, &s->streams[e]);
         context_release(s->compute_ctx);
         session_page_done(&s->page);
         handle_table_done(&s->buffers);
@@ -255,7 +257,7 @@ static void drop_objects(Session *s) {
 }
 
 void session_disconnect(Session *s, const char *why) {
-        Manager *m = s->manager;
+        SessionSet *m = s->set;
 
         if (!s->connected)
                 return;
@@ -297,7 +299,8 @@ void session_disconnect(Session *s, const char *why) {
 
         LIST_REMOVE(sessions, m->sessions, s);
         m->n_sessions--;
-        manager_session_closed(m, s, why);
+        if (m->cb.closed)
+                m->cb.closed(s, why, m->cb.userdata);
         /* Destroyed events may have unblocked other sessions' waits. */
         scheduler_run(m->scheduler);
         session_unref(s);
@@ -451,7 +454,8 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
                 if (message) {
                         log_notice("Session %" PRIu64 ": job %" PRIu64 " failed: %s", s->id,
                                    j->fence, message);
-                        manager_job_failed(s->manager, s, j->fence, error, message);
+                        if (s->set->cb.job_failed)
+                                s->set->cb.job_failed(s, j->fence, error, message, s->set->cb.userdata);
                 }
         }
         usage_add_job(&s->usage, &u);

@@ -5,7 +5,7 @@
  * session page, its job streams and the replies waiting to be sent. Handles
  * are looked up only inside the calling session.
  *
- * Lifetime: the Manager holds the session while it is connected. Jobs hold a
+ * Lifetime: its SessionSet holds the session while it is connected. Jobs hold a
  * reference, so a client that disconnects with jobs in flight keeps its
  * Session (and buffers) alive until the GPU has retired them; everything is
  * freed by the last unref.
@@ -27,8 +27,6 @@
 #include "util/handle-table.h"
 #include "util/list.h"
 #include "wire/wire.h"
-
-typedef struct Manager Manager;
 
 #define HANDLE_TAG_BUFFER 0x42 /* 'B' */
 #define HANDLE_TAG_EVENT 0x45  /* 'E' */
@@ -57,7 +55,7 @@ typedef struct OutMsg {
 
 struct Session {
         unsigned n_ref;
-        Manager *manager;
+        SessionSet *set;
         uint64_t id;
 
         int fd;
@@ -106,8 +104,8 @@ struct Session {
 /* Takes ownership of fd (a connected SOCK_SEQPACKET socket). The identity is
  * read from the socket's peer, or taken from id (copied) when it is not NULL
  * (a session opened over D-Bus, whose peer is the D-Bus caller). */
-int session_new(Manager *m, int fd, const Identity *id, Session **ret);
-/* Resolves the session's limits from the manager's policy (unless SetLimits
+int session_new(SessionSet *m, int fd, const Identity *id, Session **ret);
+/* Resolves the session's limits from the policy in force (unless SetLimits
  * overrode them) and applies them to new requests. */
 void session_apply_policy(Session *s);
 /* Applies explicit limits (SetLimits). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* See metrics.h. Format: OpenMetrics 1.0 text exposition. */
-#include "manager/metrics.h"
+#include "endpoints/metrics.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,10 +10,11 @@
 
 #include "scheduler/accounting.h"
 #include "config.h"
-#include "manager/manager.h"
+#include "sessions/session-set.h"
 #include "scheduler/scheduler.h"
 #include "sessions/session.h"
 #include "util/macro.h"
+#include "util/time-util.h"
 
 /* Label values: backslash, double quote and newline escaped (OpenMetrics ABNF). */
 static void put_label(FILE *f, const char *name, const char *v) {
@@ -65,7 +66,41 @@ static void family(FILE *f, MetricsFormat fmt, const char *name, const char *typ
         fprintf(f, "# HELP %s%s %s\n", name, suffix, help);
 }
 
-int metrics_format(Manager *m, MetricsFormat fmt, char **ret) {
+typedef struct ContextSeries {
+        FILE *f;
+        int pass; /* 0: memory, 1: mapped, 2: jobs, 3: losses */
+} ContextSeries;
+
+static void put_context(Context *c, void *userdata) {
+        ContextSeries *cs = userdata;
+        ContextStats st;
+        size_t k;
+
+        context_get_stats(c, &st);
+        /* The key's first word (device, session, identity, shared); keys name
+         * sessions and identities, which the per-identity series label already. */
+        k = strcspn(st.key, " ");
+        switch (cs->pass) {
+        case 0:
+                fprintf(cs->f, "kfdbroker_gpu_context_memory_bytes{context=\"%" PRIu64 "\",kind=\"%.*s\"} %" PRIu64 "\n",
+                        st.id, (int) k, st.key, st.gpu.internal_bytes);
+                break;
+        case 1:
+                fprintf(cs->f, "kfdbroker_gpu_context_mapped_bytes{context=\"%" PRIu64 "\",kind=\"%.*s\"} %" PRIu64 "\n",
+                        st.id, (int) k, st.key, st.gpu.mapped_bytes);
+                break;
+        case 2:
+                fprintf(cs->f, "kfdbroker_gpu_context_jobs_in_flight{context=\"%" PRIu64 "\",kind=\"%.*s\"} %u\n",
+                        st.id, (int) k, st.key, st.jobs_in_flight);
+                break;
+        default:
+                fprintf(cs->f, "kfdbroker_gpu_context_losses_total{context=\"%" PRIu64 "\",kind=\"%.*s\"} %u\n",
+                        st.id, (int) k, st.key, st.losses);
+                break;
+        }
+}
+
+int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
         char *buf = NULL;
         size_t len = 0;
         uint64_t now = now_ns();
@@ -85,6 +120,33 @@ int metrics_format(Manager *m, MetricsFormat fmt, char **ret) {
         fprintf(f, "kfdbroker_jobs_in_flight %u\n", scheduler_in_flight(m->scheduler));
         family(f, fmt, "kfdbroker_uptime_seconds", "gauge", "seconds", "Time since the daemon started.");
         fprintf(f, "kfdbroker_uptime_seconds %.3f\n", (double) (now - m->start_ns) / 1e9);
+
+        /* GPU contexts: how many are up, and what each costs (the device
+         * context and every client context up now, by id). */
+        family(f, fmt, "kfdbroker_gpu_contexts", "gauge", NULL,
+               "Client GPU contexts up now, and the mechanism that makes them (kernel, or none: shared mode).");
+        fprintf(f, "kfdbroker_gpu_contexts{mechanism=\"%s\"} %u\n",
+                context_mechanism_to_string(context_pool_mechanism(m->contexts)), context_pool_live(m->contexts));
+        family(f, fmt, "kfdbroker_gpu_contexts_max", "gauge", NULL, "Client GPU contexts up at once, at most.");
+        fprintf(f, "kfdbroker_gpu_contexts_max %u\n", context_pool_max(m->contexts));
+        {
+                static const struct {
+                        const char *name, *type, *unit, *help;
+                } fams[] = {
+                        { "kfdbroker_gpu_context_memory_bytes", "gauge", "bytes",
+                          "Memory a GPU context holds for itself: rings, CWSR areas, EOP, scratch, kernel arguments, fences, event page." },
+                        { "kfdbroker_gpu_context_mapped_bytes", "gauge", "bytes",
+                          "Clients' buffers mapped into a GPU context (allocated, and counted, in the device context)." },
+                        { "kfdbroker_gpu_context_jobs_in_flight", "gauge", NULL, "Jobs on the GPU in a GPU context." },
+                        { "kfdbroker_gpu_context_losses", "counter", NULL, "Times a GPU context was lost to a GPU fault." },
+                };
+                ContextSeries cs = { .f = f };
+
+                for (cs.pass = 0; cs.pass < 4; cs.pass++) {
+                        family(f, fmt, fams[cs.pass].name, fams[cs.pass].type, fams[cs.pass].unit, fams[cs.pass].help);
+                        context_pool_foreach(m->contexts, put_context, &cs);
+                }
+        }
 
         family(f, fmt, "kfdbroker_identity_sessions", "gauge", NULL, "Connected sessions per identity.");
         LIST_FOREACH(accounts, a, m->accounts.accounts) {

@@ -12,7 +12,7 @@
  */
 #pragma once
 
-#include "forward.h"
+#include "sessions/forward.h"
 
 typedef enum MetricsFormat {
         METRICS_OPENMETRICS,     /* OpenMetrics 1.0: D-Bus GetMetrics, kfdbrokerctl metrics */
@@ -20,5 +20,5 @@ typedef enum MetricsFormat {
 } MetricsFormat;
 
 /* A malloc'd NUL-terminated text. -ENOMEM. */
-int metrics_format(Manager *m, MetricsFormat fmt, char **ret);
+int metrics_format(SessionSet *set, MetricsFormat fmt, char **ret);
 int metrics_format_drm_usage(Session *s, char **ret);

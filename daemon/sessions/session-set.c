@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* See session-set.h. */
+#include "sessions/session-set.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "sessions/session.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/time-util.h"
+
+static const WireLimits default_limits = {
+        .max_buffer_size = 1ull << 30,
+        .max_buffer_bytes = 4ull << 30,
+        .max_buffers = 4096,
+        .max_events = KFDB_PAGE_MAX_EVENTS,
+        .max_jobs_in_flight = 4096,
+        .max_jobs_per_submit = WIRE_MAX_JOBS,
+        .max_message_size = WIRE_MAX_MESSAGE_SIZE,
+        .max_wait_events = WIRE_MAX_WAIT_EVENTS,
+        .max_pending_waits = WIRE_MAX_PENDING_WAITS,
+};
+
+int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err, size_t errlen) {
+        static const char *const standard_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN, POLICY_DIR_VENDOR, NULL };
+        const char *const *dirs = policy_dirs ? policy_dirs : standard_dirs;
+        size_t n = 0;
+        int r;
+
+        set->default_limits = default_limits;
+        policy_limits_default(&set->default_policy);
+        set->start_ns = now_ns();
+        while (dirs[n])
+                n++;
+        set->policy_dirs = calloc(n + 1, sizeof(char *));
+        if (!set->policy_dirs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(set->policy_dirs[i] = strdup(dirs[i])))
+                        return -ENOMEM;
+        r = policy_load((const char *const *) set->policy_dirs, &set->policy, err, errlen);
+        if (r < 0)
+                return r;
+        log_info("Policy: %zu rules from %zu files", policy_n_rules(set->policy), policy_n_files(set->policy));
+        return 0;
+}
+
+void session_set_done(SessionSet *set) {
+        while (set->sessions)
+                session_disconnect(set->sessions, "daemon exiting");
+        account_table_done(&set->accounts);
+        policy_free(set->policy);
+        set->policy = NULL;
+        if (set->policy_dirs)
+                for (char **d = set->policy_dirs; *d; d++)
+                        free(*d);
+        free(set->policy_dirs);
+        set->policy_dirs = NULL;
+}
+
+Session *session_set_find(SessionSet *set, uint64_t id) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, set->sessions)
+                if (s->id == id)
+                        return s;
+        return NULL;
+}
+
+int session_set_reload_policy(SessionSet *set, char *err, size_t errlen) {
+        Policy *p = NULL;
+        Session *s;
+        int r;
+
+        r = policy_load((const char *const *) set->policy_dirs, &p, err, errlen);
+        if (r < 0)
+                return r == -EINVAL ? -EBADMSG : r;
+        policy_free(set->policy);
+        set->policy = p;
+        LIST_FOREACH(sessions, s, set->sessions)
+                session_apply_policy(s);
+        /* Weights may have changed. */
+        scheduler_run(set->scheduler);
+        log_info("Policy loaded: %zu rules from %zu files; %u sessions re-evaluated",
+                 policy_n_rules(p), policy_n_files(p), set->n_sessions);
+        return 0;
+}
+
+void session_set_flush(SessionSet *set) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, set->sessions)
+                session_flush(s);
+}
+
+void session_set_context_lost(SessionSet *set, Context *ctx, const char *reason) {
+        Session *s, *next;
+
+        for (s = set->sessions; s; s = next) {
+                next = s->sessions_next;
+                session_context_lost(s, ctx, reason);
+        }
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SessionSet: every connected session, and what a session needs from the
+ * rest of the daemon — the event loop, the scheduler and the GPU contexts
+ * its work goes to, the device's description, the policy in force with the
+ * defaults under it, the accounts that outlive sessions — handed in by the
+ * Manager that owns it. Layers above (the listener, the D-Bus API, the
+ * metrics) reach sessions through it; sessions tell the layers above what
+ * happened through its callbacks, never by including them.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "contexts/context.h"
+#include "gpu/gpu.h"
+#include "policy/policy.h"
+#include "scheduler/accounting.h"
+#include "scheduler/scheduler.h"
+#include "sessions/forward.h"
+#include "util/list.h"
+#include "wire/wire.h"
+
+typedef struct SessionSetCallbacks {
+        void *userdata;
+        void (*opened)(Session *s, void *userdata);
+        void (*closed)(Session *s, const char *reason, void *userdata);
+        /* A job failed with a message for the client (positive errno). */
+        void (*job_failed)(Session *s, uint64_t fence, int error, const char *message, void *userdata);
+} SessionSetCallbacks;
+
+struct SessionSet {
+        /* Handed in by the owner, which keeps them alive longer than any session. */
+        sd_event *event;
+        Scheduler *scheduler;
+        ContextPool *contexts;
+        const GpuDeviceInfo *info;
+        SessionSetCallbacks cb;
+
+        /* The policy in force, the directories it comes from, and what a
+         * session gets where no rule says otherwise. */
+        Policy *policy;
+        char **policy_dirs;
+        PolicyLimits default_policy;
+        WireLimits default_limits;
+
+        AccountTable accounts;
+        LIST_HEAD(Session, sessions);
+        unsigned n_sessions;
+        unsigned max_connections_per_user; /* 0 = unlimited */
+        uint64_t next_session_id;
+        uint64_t start_ns;
+        bool shutting_down;               /* no new sessions */
+};
+
+/* Loads the policy from dirs (NULL: the standard ones) and sets the
+ * defaults. On a broken policy: -EBADMSG (or another errno) with
+ * "FILE:LINE: message" in err. */
+int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err, size_t errlen);
+/* Disconnects every session and frees what the set owns. */
+void session_set_done(SessionSet *set);
+
+Session *session_set_find(SessionSet *set, uint64_t id);
+/* Loads the policy files again and re-resolves every session's limits
+ * (sessions stay connected). On a broken file, keeps the old policy and
+ * returns -EBADMSG with "FILE:LINE: message" in err. */
+int session_set_reload_policy(SessionSet *set, char *err, size_t errlen);
+/* Publishes every session's page changes. */
+void session_set_flush(SessionSet *set);
+/* The GPU context ctx is being lost: the sessions running there are told. */
+void session_set_context_lost(SessionSet *set, Context *ctx, const char *reason);
