@@ -84,14 +84,18 @@ class Buffer:
         return int(lib().kfdb_buffer_get_fd(ptr))
 
     def _mapping(self, operation: str) -> mmap.mmap:
-        self._checked(operation)
-        if self._map is None:
-            try:
-                self._map = mmap.mmap(self.fd, self.size, flags=mmap.MAP_SHARED,
-                                      prot=mmap.PROT_READ | mmap.PROT_WRITE)
-            except OSError as e:
-                raise errors.from_errno(e.errno or 5, f"cannot map the dma-buf: {e.strerror}", operation) from None
-        return self._map
+        # Python's own mapping of the dma-buf (not kfdb_buffer_map()'s): numpy arrays and
+        # memoryviews hold a reference to it, so they stay valid after free() or close().
+        with self._session._lock:
+            self._checked(operation)
+            if self._map is None:
+                try:
+                    self._map = mmap.mmap(self.fd, self.size, flags=mmap.MAP_SHARED,
+                                          prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                except OSError as e:
+                    raise errors.from_errno(e.errno or 5, f"cannot map the dma-buf: {e.strerror}",
+                                            operation) from None
+            return self._map
 
     def memoryview(self) -> memoryview:
         """A writable memoryview of the whole buffer (bytes, no copy)."""

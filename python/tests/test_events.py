@@ -123,3 +123,26 @@ def test_bad_batch_arguments(session, daemon):
         batch.submit()
     assert e.value.errno == errno.ENODATA
     assert e.value.message == "kfdb_batch_submit: the batch is empty"
+
+
+def test_threads_share_a_session_one_call_at_a_time(session):
+    import threading
+
+    bufs = [session.alloc(4096) for _ in range(4)]
+    failures = []
+
+    def work(i):
+        try:
+            for k in range(25):
+                session.wait(session.fill(bufs[i], i * 1000 + k), timeout=30)
+                assert int(bufs[i].numpy(np.uint32)[1023]) == i * 1000 + k
+        except Exception as e:  # reported below, with the thread's number
+            failures.append((i, e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failures == []
+    assert session.usage().jobs_completed == 100
