@@ -1,27 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * JSON output helpers shared by kfdbrokerctl's verbs: strings escaped for
- * JSON, and "key":"value" members.
+ * JSON (to stdout or any stream), and "key":"value" members.
  */
 #pragma once
 
 #include <stdio.h>
 
-static inline void json_string(const char *s) {
-        putchar('"');
+/* Writes s to f as a JSON string, quoted and escaped. */
+static inline void json_fstring(FILE *f, const char *s) {
+        fputc('"', f);
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
                 if (*p == '"' || *p == '\\')
-                        printf("\\%c", *p);
+                        fprintf(f, "\\%c", *p);
                 else if (*p == '\n')
-                        fputs("\\n", stdout);
+                        fputs("\\n", f);
                 else if (*p == '\t')
-                        fputs("\\t", stdout);
+                        fputs("\\t", f);
                 else if (*p < 0x20 || *p == 0x7f)
-                        printf("\\u%04x", *p);
+                        fprintf(f, "\\u%04x", *p);
                 else
-                        putchar(*p);
+                        fputc(*p, f);
         }
-        putchar('"');
+        fputc('"', f);
+}
+
+static inline void json_string(const char *s) {
+        json_fstring(stdout, s);
 }
 
 /* Prints sep (e.g. "{" or ","), then "key":"value". */

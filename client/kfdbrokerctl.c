@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "ctl-bus.h"
+#include "ctl-cdi.h"
 #include "ctl-compute.h"
 #include "ctl-json.h"
 #include "kfdbroker.h"
@@ -513,6 +514,12 @@ static int verb_kernels(Ctl *ctl, int argc, char **argv) {
         return r < 0 ? r : ctl_kernels(ctl->session, PROG, ctl->json, argv[1]);
 }
 
+/* ---- cdi ---- */
+
+static int verb_cdi(Ctl *ctl, int argc, char **argv) {
+        return ctl_cdi(PROG, ctl_socket_path(ctl), argc, argv);
+}
+
 /* ---- D-Bus verbs (every session of the daemon) ---- */
 
 static int verb_sessions(Ctl *ctl, int argc, char **argv) {
@@ -547,6 +554,8 @@ static const Verb verbs[] = {
           "Fill a 64 MiB buffer on the GPU, copy it to another, check every byte; run saxpy over 16 M floats",
           verb_demo },
         { "kernels", "FILE", "List the kernels of a GPU code object, as the daemon loads it", verb_kernels },
+        { "cdi", "[--output=FILE]", "Print a CDI spec giving containers the socket (kfdbroker.org/gpu=all)",
+          verb_cdi },
         { "sessions", "", "List every client session (D-Bus)", verb_sessions },
         { "accounting", "", "GPU use per session and per identity (D-Bus)", verb_accounting },
         { "metrics", "", "Print the daemon's OpenMetrics text (D-Bus)", verb_metrics },

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: MIT
+"""Sessions: connecting, what the daemon reports, closing, and where the
+socket and the library come from."""
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kfdbroker
+from conftest import GRANT
+
+
+def test_session_reports_the_simulated_device(session):
+    dev = session.device()
+    assert (dev.backend, dev.gfx_name, dev.cu_count, dev.sdma_queues, dev.compute_queues) == \
+        ("sim", "gfx1030", 40, 2, 4)
+    assert session.daemon_version == "0.1.0"
+    assert session.id >= 1
+    assert session.has_feature("compute") and not session.has_feature("no-such-feature")
+    # The built-in limits (policy/policy.d/00-defaults.conf): 4096 buffers, 1 GiB each, 4 GiB in all.
+    assert (session.limits.max_buffers, session.limits.max_buffer_size, session.limits.max_buffer_bytes) == \
+        (4096, 1 << 30, 4 << 30)
+
+
+def test_status_and_usage_count_what_the_session_holds(make_daemon):
+    d = make_daemon()
+    with kfdbroker.Session(d.socket) as s:
+        a = s.alloc(10000)
+        s.event()
+        s.wait(s.fill(a, 7))
+        u = s.usage()
+        assert (u.buffers, u.buffer_bytes, u.events, u.jobs_completed, u.bytes_filled) == (1, 12288, 1, 1, 12288)
+        st = s.status()
+        assert (st.sessions, st.buffer_bytes, st.events, st.jobs_completed, st.backend) == (1, 12288, 1, 1, "sim")
+    with kfdbroker.Session(d.socket) as s:
+        # The first session's buffer and event went with it.
+        st = s.status()
+        assert (st.sessions, st.buffer_bytes, st.events) == (1, 0, 0)
+
+
+def test_socket_comes_from_the_environment(daemon, monkeypatch):
+    monkeypatch.setenv("KFDBROKER_SOCKET", daemon.socket)
+    assert kfdbroker.default_socket_path() == daemon.socket
+    with kfdbroker.Session() as s:
+        assert s.socket == daemon.socket
+        assert s.device().backend == "sim"
+    monkeypatch.delenv("KFDBROKER_SOCKET")
+    assert kfdbroker.default_socket_path() == "/run/kfdbroker/kfdbroker.sock"
+
+
+def test_no_daemon_is_named(tmp_path):
+    path = str(tmp_path / "nothing.sock")
+    with pytest.raises(kfdbroker.NotFound) as e:
+        kfdbroker.Session(path)
+    assert e.value.errno == errno.ENOENT
+    assert e.value.message == f"cannot connect to {path}: No such file or directory (is kfdbrokerd running?)"
+    assert str(e.value) == (f"Session({path!r}): cannot connect to {path}: No such file or directory "
+                            "(is kfdbrokerd running?) [ENOENT: No such file or directory]")
+
+
+def test_nobody_listening_is_connection_refused(tmp_path):
+    import socket
+    path = str(tmp_path / "stale.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.bind(path)
+    s.close()  # the file stays, nothing listens
+    with pytest.raises(kfdbroker.ConnectionRefused) as e:
+        kfdbroker.Session(path)
+    assert isinstance(e.value, ConnectionRefusedError) and e.value.errno == errno.ECONNREFUSED
+
+
+def test_bad_client_name_is_refused_by_the_library(daemon):
+    with pytest.raises(kfdbroker.InvalidArgument) as e:
+        kfdbroker.Session(daemon.socket, client_name="x" * 65)
+    assert e.value.errno == errno.EINVAL
+
+
+def test_closed_session_refuses_everything(daemon):
+    s = kfdbroker.Session(daemon.socket)
+    buf = s.alloc(4096)
+    ev = s.event()
+    f = s.fill(buf, 1)
+    s.close()
+    s.close()  # a second close does nothing
+    assert s.closed and buf.freed
+    for call, op in [(lambda: s.alloc(4096), "alloc(4096, 'gtt')"),
+                     (lambda: s.fill(buf, 1), "fill("),
+                     (lambda: buf.numpy(), "Buffer.numpy("),
+                     (lambda: ev.set(), "Event("),
+                     (lambda: s.wait(f), "wait("),
+                     (lambda: f.done, "Fence.done"),
+                     (lambda: s.device(), "device()")]:
+        with pytest.raises(kfdbroker.Closed) as e:
+            call()
+        assert e.value.errno == errno.EBADF
+        assert e.value.message == "the session is closed"
+        assert e.value.operation.startswith(op), e.value.operation
+        assert isinstance(e.value, ValueError)
+    buf.free()  # freeing after close does nothing
+
+
+def test_context_manager_closes(daemon):
+    with kfdbroker.Session(daemon.socket) as s:
+        b = s.alloc(1)
+    assert s.closed and b.freed
+    assert "closed" in repr(s)
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess:
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=60)
+
+
+def test_library_from_kfdbroker_library(tmp_path):
+    missing = str(tmp_path / "libkfdbroker.so.0")
+    p = _python("import kfdbroker\ntry:\n  kfdbroker.Session('/nonexistent')\n"
+                "except kfdbroker.LibraryNotFound as e:\n  print(e)\n", KFDBROKER_LIBRARY=missing)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"cannot load libkfdbroker from $KFDBROKER_LIBRARY={missing}: "), p.stdout
+
+
+def test_library_by_soname_says_how_to_get_it(tmp_path):
+    """Without $KFDBROKER_LIBRARY the dynamic loader looks for libkfdbroker.so.0."""
+    # In a fresh process: in this one the library is loaded already, and dlopen() finds it by soname.
+    # meson test puts build/client on LD_LIBRARY_PATH: not here.
+    if _python("import ctypes\nctypes.CDLL('libkfdbroker.so.0')", LD_LIBRARY_PATH="").returncode == 0:
+        pytest.skip("libkfdbroker.so.0 is installed on this machine: the loader finds it")
+    p = _python("import kfdbroker\ntry:\n  kfdbroker.Session('/nonexistent')\n"
+                "except ImportError as e:\n  print(type(e).__name__, e)\n", KFDBROKER_LIBRARY="", LD_LIBRARY_PATH="")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("LibraryNotFound cannot load libkfdbroker.so.0: "), p.stdout
+    assert "set KFDBROKER_LIBRARY to the library's path" in p.stdout, p.stdout
+
+
+def test_library_from_ld_library_path(daemon):
+    """The soname through LD_LIBRARY_PATH, as an installed library is found."""
+    libdir = os.path.dirname(os.environ["KFDBROKER_LIBRARY"])
+    p = _python(f"import kfdbroker\nwith kfdbroker.Session({daemon.socket!r}) as s:\n  print(s.device().gfx_name)\n",
+                KFDBROKER_LIBRARY="", LD_LIBRARY_PATH=libdir)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "gfx1030\n"
+
+
+def test_policy_limits_reach_the_session(make_daemon):
+    d = make_daemon({"50-grant.conf": GRANT, "60-small.conf": "[Limits]\nBuffers=3\nEvents=2\n"})
+    with kfdbroker.Session(d.socket) as s:
+        assert (s.limits.max_buffers, s.limits.max_events) == (3, 2)
