@@ -96,7 +96,8 @@ class Device:
     kfd_minor: int
     sdma_queues: int
     compute_queues: int
-    """0 if the daemon runs no compute queue (then dispatch raises NotSupported)."""
+    """Hardware compute queues the device offers a GPU context; 0 if it runs no dispatches (then
+    dispatch raises NotSupported)."""
 
 
 @dataclass(frozen=True)

@@ -166,5 +166,5 @@ def test_policy_without_compute_refuses_dispatch(make_daemon, tmp_path):
             s.dispatch(co, "empty", 1, 1)
         assert isinstance(e.value, PermissionError) and e.value.errno == errno.EPERM
         assert e.value.message.startswith("submit.jobs[0].dispatch: compute dispatch is not allowed for this "
-                                          "client by policy (ComputeDispatch=no; rules: "), e.value.message
+                                          "client by policy (ComputeDispatch=no, Isolation=session; rules: "), e.value.message
         assert e.value.operation.startswith(f"dispatch({co!r}, 'empty', 1, 1"), e.value.operation
