@@ -48,6 +48,7 @@ static void help(void) {
                "     --contexts=MODE      auto (default): a GPU context per client where the\n"
                "                          kernel can make them (KFD 1.19); shared: never\n"
                "     --max-contexts=N     Client GPU contexts alive at once (default 64)\n"
+               "     --context-idle=SEC   Give up a client GPU context idle this long (default 30)\n"
                "     --sim-kfd-version=1.N  The KFD version the simulated GPU's kernel\n"
                "                          speaks, 1.11..1.19 (default 1.19; with --device=sim)\n"
                "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
@@ -58,7 +59,7 @@ static void help(void) {
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
-               ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_SIM_KFD_VERSION };
+               ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -74,6 +75,7 @@ int main(int argc, char *argv[]) {
                 { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "contexts", required_argument, NULL, ARG_CONTEXTS },
                 { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
+                { "context-idle", required_argument, NULL, ARG_CONTEXT_IDLE },
                 { "sim-kfd-version", required_argument, NULL, ARG_SIM_KFD_VERSION },
                 {},
         };
@@ -201,6 +203,17 @@ int main(int argc, char *argv[]) {
                                 return EXIT_FAILURE;
                         }
                         opts.max_contexts = (unsigned) v;
+                        break;
+                }
+                case ARG_CONTEXT_IDLE: {
+                        char *end;
+                        double v = strtod(optarg, &end);
+                        if (*end || end == optarg || !(v >= 0.01 && v <= 86400)) {
+                                fprintf(stderr, "kfdbrokerd: --context-idle: expected seconds in 0.01..86400, got '%s'\n",
+                                        optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.context_idle_ns = (uint64_t) (v * 1e9);
                         break;
                 }
                 case ARG_SIM_KFD_VERSION: {

@@ -98,6 +98,7 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                              * shared-mode session first dispatches */
                             .flags = GPU_CONTEXT_NO_COMPUTE },
                 .max_contexts = o->max_contexts,
+                .idle_timeout_ns = o->context_idle_ns,
                 .force_shared = o->shared_contexts,
         };
         ContextPoolCallbacks cb = { .userdata = m, .completion = on_completion, .losing = on_context_losing,

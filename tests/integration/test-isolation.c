@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU contexts per client, from the outside: a client's kernel cannot reach
+ * another client's buffers, a fault stops only the client that made it, even
+ * under load from others; sessions of one identity share a context with
+ * Isolation=identity; the context limit says what it is; idle contexts are
+ * given up and made again; and on a kernel without secondary contexts (the
+ * simulated KFD at uapi 1.18) the daemon runs in shared mode, says so, and
+ * lets only ComputeDispatch=yes dispatch.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "compute-util.h"
+#include "harness.h"
+#include "kfdbroker.h"
+
+static TestDaemon d;
+static char policydir[64];
+static bool running;
+
+/* Starts the daemon with extra options and, when policy is not NULL, a policy
+ * file of its own (read after the harness's grant, so it overrides it). */
+static void start(const char *policy, const char *const *extra) {
+        const char *args[12] = {};
+        char arg[128], path[160];
+        unsigned n = 0;
+
+        compute_require_kernels();
+        strcpy(policydir, "/tmp/kfdbroker-policy.XXXXXX");
+        cr_assert(mkdtemp(policydir));
+        if (policy) {
+                FILE *f;
+
+                snprintf(path, sizeof(path), "%s/50-test.conf", policydir);
+                f = fopen(path, "we");
+                cr_assert(f);
+                fputs(policy, f);
+                fclose(f);
+        }
+        snprintf(arg, sizeof(arg), "--policy-dir=%s", policydir);
+        args[n++] = arg;
+        for (unsigned i = 0; extra && extra[i] && n < 11; i++)
+                args[n++] = extra[i];
+        test_daemon_start(&d, args);
+        running = true;
+}
+
+static void teardown_daemon(void) {
+        char cmd[128];
+
+        if (!running)
+                return;
+        test_daemon_fini(&d);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", policydir);
+        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+        running = false;
+}
+
+static void teardown(void) {
+        teardown_daemon();
+        test_fini_end();
+}
+
+TestSuite(isolation, .fini = teardown, .timeout = 300);
+
+static kfdb_session *connect_session(const char *name) {
+        kfdb_session *s = NULL;
+        int r = kfdb_session_new(d.sock, name, &s);
+
+        cr_assert_eq(r, 0, "%s: %s", name, strerror(-r));
+        return s;
+}
+
+/* Every address at which the daemon maps the memory behind a buffer's
+ * dma-buf (its mappings of the same memfd, from /proc/PID/maps): among them
+ * the buffer's GPU address in the daemon's own context, where CPU and GPU
+ * addresses are the same. */
+static unsigned daemon_addresses_of(const kfdb_buffer *b, uint64_t *ret, unsigned max) {
+        char path[64], line[512];
+        struct stat st;
+        unsigned n = 0;
+        FILE *f;
+
+        cr_assert_eq(fstat(kfdb_buffer_get_fd(b), &st), 0);
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int) d.pid);
+        f = fopen(path, "re");
+        cr_assert_not_null(f);
+        while (fgets(line, sizeof(line), f) && n < max) {
+                unsigned long long lo, hi, off, ino;
+                char perms[8], dev[16];
+
+                if (sscanf(line, "%llx-%llx %7s %llx %15s %llu", &lo, &hi, perms, &off, dev, &ino) == 6 &&
+                    ino == (unsigned long long) st.st_ino && strstr(line, "memfd:"))
+                        ret[n++] = lo;
+        }
+        fclose(f);
+        return n;
+}
+
+/* Runs poke(addr, value, n, out) and returns the job's result (0 or -errno). */
+static int poke(kfdb_session *s, const kfdb_code_object *co, uint64_t addr, uint32_t value, uint32_t n,
+                kfdb_buffer *out) {
+        uint32_t block = 64;
+        kfdb_arg args[] = { kfdb_arg_value(&addr, 8), kfdb_arg_value(&value, 4), kfdb_arg_value(&n, 4),
+                            kfdb_arg_buffer(out, 0) };
+        kfdb_batch *b = NULL;
+        uint64_t fence;
+        int r;
+
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        cr_assert_eq(kfdb_batch_dispatch(b, co, "poke", 1, &n, &block, args, 4), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        r = kfdb_fence_wait(s, fence, DISPATCH_TIMEOUT_MS);
+        kfdb_batch_free(b);
+        return r;
+}
+
+/* saxpy over n floats in s: y = 2 x + y with known inputs, checked. */
+static void saxpy_checked(kfdb_session *s, const kfdb_code_object *co, uint32_t n, uint32_t seed) {
+        float *x, *y, a = 2.0f;
+        uint32_t block = 128;
+        kfdb_buffer *bx = new_buffer(s, n * 4, 0, (void **) &x);
+        kfdb_buffer *by = new_buffer(s, n * 4, 0, (void **) &y);
+
+        for (uint32_t i = 0; i < n; i++) {
+                x[i] = (float) (i + seed);
+                y[i] = (float) (i % 7);
+        }
+        kfdb_arg args[] = { kfdb_arg_value(&a, 4), kfdb_arg_buffer(bx, 0), kfdb_arg_buffer(by, 0),
+                            kfdb_arg_value(&n, 4) };
+        run_dispatch(s, co, "saxpy", 1, &n, &block, args, 4);
+        for (uint32_t i = 0; i < n; i++)
+                cr_assert_eq(y[i], fmaf(2.0f, (float) (i + seed), (float) (i % 7)), "y[%u] = %g", i, (double) y[i]);
+        kfdb_buffer_free(bx);
+        kfdb_buffer_free(by);
+}
+
+static bool pattern_intact(const uint32_t *p, size_t words, uint32_t magic) {
+        for (size_t i = 0; i < words; i++)
+                if (p[i] != (magic ^ (uint32_t) i))
+                        return false;
+        return true;
+}
+
+/*
+ * The cross-client probe. B's buffer holds a pattern. A's kernel reads and
+ * writes at every address where the daemon maps B's memory — among them B's
+ * GPU address in the daemon's context, which a kernel running there (shared
+ * mode) would reach. Each attempt faults in A's own context: A's job gets
+ * EFAULT and its context is lost; B's data is untouched, B's kernels and A's
+ * next kernel run.
+ */
+Test(isolation, a_kernel_cannot_reach_another_clients_buffer) {
+        start(NULL, NULL);
+        kfdb_session *a = connect_session("prober"), *b = connect_session("victim");
+        kfdb_code_object *pa = load_kernel(a, "poke"), *sa = load_kernel(a, "saxpy"), *sb = load_kernel(b, "saxpy");
+        const size_t words = 16384;
+        uint32_t *vict, *out, magic = 0x5eed0000u;
+        kfdb_buffer *bv = new_buffer(b, words * 4, 0, (void **) &vict);
+        kfdb_buffer *bo = new_buffer(a, 4096 * 4, 0x11, (void **) &out);
+        uint64_t addr[8];
+        unsigned n;
+
+        for (size_t i = 0; i < words; i++)
+                vict[i] = magic ^ (uint32_t) i;
+        saxpy_checked(b, sb, 1000, 1); /* B has a context of its own and its buffers are mapped there */
+        n = daemon_addresses_of(bv, addr, 8);
+        cr_assert_geq(n, 2, "the daemon maps B's buffer at least in its own context and the simulator");
+
+        for (unsigned i = 0; i < n; i++) {
+                int r = poke(a, pa, addr[i], 0xbad0bad0u, 4096, bo);
+                cr_assert_eq(r, -EFAULT, "poke at 0x%" PRIx64 ": got %d (%s)", addr[i], r, kfdb_session_last_error(a));
+                cr_assert(strstr(kfdb_session_last_error(a), "GPU memory fault at address 0x"), "%s",
+                          kfdb_session_last_error(a));
+                for (size_t k = 0; k < 4096; k++)
+                        cr_assert_eq(out[k], 0x11111111u, "A read B's memory at 0x%" PRIx64, addr[i]);
+                cr_assert(pattern_intact(vict, words, magic), "A's kernel changed B's buffer through 0x%" PRIx64,
+                          addr[i]);
+        }
+        cr_assert_geq(kfdb_session_get_context_lost(a), n, "A was told each time its context went");
+        cr_assert_eq(kfdb_session_get_context_lost(b), 0, "B's context was never lost");
+        saxpy_checked(b, sb, 5000, 2);
+        saxpy_checked(a, sa, 5000, 3); /* A goes on, in a new context */
+        cr_assert(pattern_intact(vict, words, magic));
+
+        kfdb_code_object_free(pa);
+        kfdb_code_object_free(sa);
+        kfdb_code_object_free(sb);
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
+typedef struct Worker {
+        pthread_t thread;
+        const char *name;
+        uint32_t seed;
+        int rounds;
+        bool faulter;
+        uint64_t lost;
+        int failed; /* errors seen by a client that should see none */
+} Worker;
+
+static void *worker_main(void *userdata) {
+        Worker *w = userdata;
+        kfdb_session *s = NULL;
+        kfdb_code_object *sx = NULL, *fa = NULL;
+        uint32_t n = 20000, block = 128, one = 1;
+        float *x, *y;
+        kfdb_buffer *bx, *by, *bc;
+        void *cmap;
+
+        if (kfdb_session_new(d.sock, w->name, &s) < 0 || kfdb_code_object_load_file(s, kernel_path("saxpy"), &sx) < 0) {
+                w->failed++;
+                return NULL;
+        }
+        if (w->faulter && kfdb_code_object_load_file(s, kernel_path("fault"), &fa) < 0) {
+                w->failed++;
+                return NULL;
+        }
+        if (kfdb_buffer_alloc(s, n * 4, KFDB_PLACEMENT_GTT, &bx) < 0 ||
+            kfdb_buffer_alloc(s, n * 4, KFDB_PLACEMENT_GTT, &by) < 0 ||
+            kfdb_buffer_alloc(s, n * 4, KFDB_PLACEMENT_GTT, &bc) < 0 || kfdb_buffer_map(bx, (void **) &x) < 0 ||
+            kfdb_buffer_map(by, (void **) &y) < 0 || kfdb_buffer_map(bc, &cmap) < 0) {
+                w->failed++;
+                return NULL;
+        }
+        for (int round = 0; round < w->rounds; round++) {
+                kfdb_batch *b = NULL;
+                uint64_t fences[3];
+                float a = 3.0f;
+                int r;
+
+                if (w->faulter) {
+                        uint64_t off = 1ull << 38; /* 1 TiB past the buffer: mapped nowhere */
+                        kfdb_arg fargs[] = { kfdb_arg_buffer(bx, 0), kfdb_arg_value(&off, 8) };
+                        kfdb_batch_new(s, &b);
+                        kfdb_batch_dispatch(b, fa, "fault", 1, &one, &one, fargs, 2);
+                        if (kfdb_batch_submit(b, fences, NULL) < 0 ||
+                            kfdb_fence_wait(s, fences[0], DISPATCH_TIMEOUT_MS) != -EFAULT)
+                                w->failed++;
+                        kfdb_batch_free(b);
+                }
+                for (uint32_t i = 0; i < n; i++) {
+                        x[i] = (float) (i + w->seed + (uint32_t) round);
+                        y[i] = 1.0f;
+                }
+                kfdb_arg args[] = { kfdb_arg_value(&a, 4), kfdb_arg_buffer(bx, 0), kfdb_arg_buffer(by, 0),
+                                    kfdb_arg_value(&n, 4) };
+                kfdb_batch_new(s, &b);
+                kfdb_batch_dispatch(b, sx, "saxpy", 1, &n, &block, args, 4);
+                kfdb_batch_copy(b, bc, 0, bx, 0, n * 4);
+                r = kfdb_batch_submit(b, fences, NULL);
+                if (r < 0 || kfdb_fence_wait(s, fences[1], DISPATCH_TIMEOUT_MS) < 0 ||
+                    kfdb_fence_wait(s, fences[0], DISPATCH_TIMEOUT_MS) < 0)
+                        w->failed++;
+                else
+                        for (uint32_t i = 0; i < n; i++)
+                                if (y[i] != fmaf(3.0f, (float) (i + w->seed + (uint32_t) round), 1.0f) ||
+                                    ((float *) cmap)[i] != x[i]) {
+                                        w->failed++;
+                                        break;
+                                }
+                kfdb_batch_free(b);
+        }
+        w->lost = kfdb_session_get_context_lost(s);
+        kfdb_session_free(s);
+        return NULL;
+}
+
+/*
+ * Three clients dispatch and copy at once; one of them runs a faulting kernel
+ * before each of its good ones. Only that client's jobs fail (EFAULT), it is
+ * told of each lost context and goes on; the others' results are all right
+ * and their contexts are never lost.
+ */
+Test(isolation, a_fault_under_load_stops_only_the_faulting_client) {
+        start(NULL, NULL);
+        Worker w[3] = {
+                { .name = "steady-1", .seed = 10, .rounds = 6 },
+                { .name = "steady-2", .seed = 20, .rounds = 6 },
+                { .name = "faulter", .seed = 30, .rounds = 4, .faulter = true },
+        };
+
+        for (unsigned i = 0; i < 3; i++)
+                cr_assert_eq(pthread_create(&w[i].thread, NULL, worker_main, &w[i]), 0);
+        for (unsigned i = 0; i < 3; i++)
+                pthread_join(w[i].thread, NULL);
+        for (unsigned i = 0; i < 3; i++)
+                cr_expect_eq(w[i].failed, 0, "%s saw %d unexpected results", w[i].name, w[i].failed);
+        cr_expect_eq(w[0].lost, 0);
+        cr_expect_eq(w[1].lost, 0);
+        cr_expect_eq(w[2].lost, 4, "the faulter lost one context per fault");
+}
+
+/* With Isolation=identity the sessions of one user share one context. */
+Test(isolation, sessions_of_one_identity_share_a_context) {
+        start("[Limits]\nIsolation=identity\n", NULL);
+        kfdb_session *a = connect_session("one"), *b = connect_session("two");
+        kfdb_code_object *ca = load_kernel(a, "saxpy"), *cb = load_kernel(b, "saxpy");
+        kfdb_gpu_context list[8];
+        kfdb_gpu_contexts cs;
+        unsigned identity = 0;
+
+        saxpy_checked(a, ca, 1000, 1);
+        saxpy_checked(b, cb, 1000, 2);
+        cr_assert_eq(kfdb_gpu_contexts_get(a, &cs, list, 8), 0);
+        cr_assert_str_eq(cs.mechanism, "kernel");
+        cr_assert_eq(cs.n, 2, "the device context and one client context");
+        for (size_t i = 0; i < cs.n; i++)
+                if (strcmp(list[i].kind, "identity") == 0) {
+                        identity++;
+                        cr_expect(list[i].live);
+                        cr_expect_eq(list[i].users, 2);
+                        cr_expect_gt(list[i].memory_bytes, 0u);
+                        cr_expect_eq(list[i].mapped_bytes, 0u, "the buffers both sessions mapped into it went with them");
+                }
+        cr_assert_eq(identity, 1);
+        kfdb_code_object_free(ca);
+        kfdb_code_object_free(cb);
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
+/* --max-contexts=1: a second client that needs a context while the only one
+ * is busy is told why; once it is idle, it is reclaimed for the newcomer. */
+Test(isolation, the_context_limit_names_itself) {
+        const char *extra[] = { "--max-contexts=1", NULL };
+        start(NULL, extra);
+        kfdb_session *a = connect_session("holder"), *b = connect_session("waiter");
+        kfdb_code_object *gate = load_kernel(a, "gate"), *sb = load_kernel(b, "saxpy");
+        uint32_t *flag, *gout, one = 1, max = UINT32_MAX;
+        kfdb_buffer *bf = new_buffer(a, 4096, 0, (void **) &flag), *bg = new_buffer(a, 4096, 0, (void **) &gout);
+        kfdb_arg gargs[] = { kfdb_arg_buffer(bf, 0), kfdb_arg_buffer(bg, 0), kfdb_arg_value(&max, 4) };
+        kfdb_batch *hb = NULL, *bb = NULL;
+        uint64_t hold, f;
+        float *x, *y, two = 2.0f;
+        uint32_t n = 64, block = 64;
+        kfdb_buffer *bx = new_buffer(b, 4096, 0, (void **) &x), *by = new_buffer(b, 4096, 0, (void **) &y);
+        kfdb_arg sargs[] = { kfdb_arg_value(&two, 4), kfdb_arg_buffer(bx, 0), kfdb_arg_buffer(by, 0),
+                             kfdb_arg_value(&n, 4) };
+        int r;
+
+        cr_assert_eq(kfdb_batch_new(a, &hb), 0);
+        cr_assert_eq(kfdb_batch_dispatch(hb, gate, "gate", 1, &one, &one, gargs, 3), 0);
+        cr_assert_eq(kfdb_batch_submit(hb, NULL, &hold), 0, "%s", kfdb_session_last_error(a));
+        cr_assert_eq(kfdb_batch_new(b, &bb), 0);
+        r = kfdb_batch_dispatch(bb, sb, "saxpy", 1, &n, &block, sargs, 4);
+        if (r == 0)
+                r = kfdb_batch_submit(bb, NULL, &f);
+        cr_assert_eq(r, -EAGAIN, "got %d: %s", r, kfdb_session_last_error(b));
+        cr_assert(strstr(kfdb_session_last_error(b),
+                         "the GPU context limit (1, kfdbrokerd --max-contexts) is reached and every context has work "
+                         "on the GPU"),
+                  "%s", kfdb_session_last_error(b));
+        kfdb_batch_free(bb);
+
+        __atomic_store_n(&flag[0], 1u, __ATOMIC_RELEASE);
+        cr_assert_eq(kfdb_fence_wait(a, hold, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(a));
+        run_dispatch(b, sb, "saxpy", 1, &n, &block, sargs, 4); /* the idle context gives way */
+        kfdb_batch_free(hb);
+        kfdb_code_object_free(gate);
+        kfdb_code_object_free(sb);
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
+static bool client_context_live(kfdb_session *s) {
+        kfdb_gpu_context list[8];
+        kfdb_gpu_contexts cs;
+        bool live = false;
+
+        cr_assert_eq(kfdb_gpu_contexts_get(s, &cs, list, 8), 0);
+        for (size_t i = 0; i < cs.n && i < 8; i++)
+                live |= strcmp(list[i].kind, "session") == 0 && list[i].live;
+        return live;
+}
+
+/* An idle context is given up (--context-idle) and made again on demand. */
+Test(isolation, an_idle_context_is_given_up_and_made_again) {
+        const char *extra[] = { "--context-idle=0.2", NULL };
+        start(NULL, extra);
+        kfdb_session *s = connect_session("idler");
+        kfdb_code_object *co = load_kernel(s, "saxpy");
+
+        saxpy_checked(s, co, 1000, 1);
+        cr_assert(client_context_live(s));
+        for (int i = 0; i < 100 && client_context_live(s); i++)
+                usleep(20000);
+        cr_assert(!client_context_live(s), "the idle context was not given up within 2 s");
+        saxpy_checked(s, co, 1000, 2); /* code and buffers brought into a new one */
+        cr_assert(client_context_live(s));
+        cr_assert_eq(kfdb_session_get_context_lost(s), 0, "giving an idle context up is not a loss");
+        kfdb_code_object_free(co);
+        kfdb_session_free(s);
+}
+
+/*
+ * A kernel without secondary contexts (simulated KFD 1.18, Linux 6.12 .. 6.19):
+ * shared mode, said at start-up and in the status; ComputeDispatch=isolated (the
+ * default) refuses with the reason; ComputeDispatch=yes runs in the shared context.
+ */
+Test(isolation, an_older_kernel_runs_shared_and_gates_compute) {
+        const char *extra[] = { "--sim-kfd-version=1.18", NULL };
+        start("[Limits]\nComputeDispatch=isolated\n", extra);
+        kfdb_session *s = connect_session("old-kernel");
+        kfdb_code_object *co = load_kernel(s, "saxpy");
+        kfdb_gpu_contexts cs;
+        kfdb_batch *b = NULL;
+        float *x, *y, two = 2.0f;
+        uint32_t n = 64, block = 64;
+        kfdb_buffer *bx = new_buffer(s, 4096, 0, (void **) &x), *by = new_buffer(s, 4096, 0, (void **) &y);
+        kfdb_arg args[] = { kfdb_arg_value(&two, 4), kfdb_arg_buffer(bx, 0), kfdb_arg_buffer(by, 0),
+                            kfdb_arg_value(&n, 4) };
+        char *log;
+        int r;
+
+        cr_assert_eq(kfdb_gpu_contexts_get(s, &cs, NULL, 0), 0);
+        cr_assert_str_eq(cs.mechanism, "none");
+        cr_assert(strstr(cs.reason, "shared mode: KFD 1.18 has no secondary contexts (they need uapi 1.19, Linux 7.0)"),
+                  "%s", cs.reason);
+        log = test_daemon_read_log(&d);
+        cr_assert(strstr(log, "GPU contexts: shared mode: KFD 1.18 has no secondary contexts"), "%s", log);
+        free(log);
+
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        r = kfdb_batch_dispatch(b, co, "saxpy", 1, &n, &block, args, 4);
+        if (r == 0)
+                r = kfdb_batch_submit(b, NULL, NULL);
+        cr_assert_eq(r, -EPERM, "got %d: %s", r, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s),
+                         "compute dispatch needs a GPU context of this client's own, and this daemon has none to give"),
+                  "%s", kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "which policy allows only with ComputeDispatch=yes"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_batch_free(b);
+        kfdb_code_object_free(co);
+        kfdb_session_free(s);
+        teardown_daemon();
+
+        /* Granted: it runs, in the daemon's own context. */
+        start("[Limits]\nComputeDispatch=yes\n", extra);
+        s = connect_session("old-kernel-granted");
+        co = load_kernel(s, "saxpy");
+        saxpy_checked(s, co, 2000, 5);
+        kfdb_code_object_free(co);
+        kfdb_session_free(s);
+}
