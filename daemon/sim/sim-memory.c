@@ -281,6 +281,14 @@ int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, 
         return 0;
 }
 
+int sim_vm_access_bulk_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
+        int r = sim_vm_access(p, va, len, ret_host, ret_fault_va);
+
+        if (r >= 0)
+                sim_bo_populate(sim_vm_lookup(p, va)->bo);
+        return r;
+}
+
 static int entry_cmp(const void *a, const void *b) {
         const SimVmEntry *x = a, *y = b;
         return x->va < y->va ? -1 : x->va > y->va;
@@ -436,25 +444,23 @@ static int map_prologue(SimProcess *p, uint64_t handle, uint64_t ids_ptr, uint32
 }
 
 /*
- * Backs every page of a BO that was just mapped to the GPU, as validating a
- * BO for a GPU mapping gives it backing pages on the real device (TTM
- * populates GTT pages when amdgpu binds them; VRAM is allocated at creation),
- * so the first copy into a buffer does not pay for faulting its pages in.
- * Called locked; drops the device lock meanwhile (it can take long for a big
- * BO and must not stall the engines), holding a reference on the BO. Best
- * effort: MADV_POPULATE_WRITE needs Linux 5.14.
+ * Backs every page of a BO the first time an engine writes it. The real device
+ * backs a GTT BO when it is validated for a GPU mapping (TTM populates the pages
+ * amdgpu binds); the simulator waits for the first engine access so that a
+ * buffer nobody touches — a queue's CWSR area, a kernel-argument pool — costs
+ * the host nothing, while a big copy still does not pay for faulting its pages
+ * in one by one. Best effort: MADV_POPULATE_WRITE needs Linux 5.14. Called
+ * under the device lock, like the copy that follows it.
  */
-static void bo_populate(SimDevice *d, SimBo *bo) {
-        sim_bo_ref(bo);
-        pthread_mutex_unlock(&d->lock);
+void sim_bo_populate(SimBo *bo) {
+        if (bo->populated)
+                return;
+        bo->populated = true;
         (void) madvise(bo->host, bo->size, MADV_POPULATE_WRITE);
-        pthread_mutex_lock(&d->lock);
-        sim_bo_unref(bo);
 }
 
 int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
         const uint32_t *ids = (const uint32_t *) (uintptr_t) a->device_ids_array_ptr;
-        SimBo *populate = NULL;
         SimMem *m;
         int r;
 
@@ -473,12 +479,9 @@ int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
                         if (va_overlaps(p, m->va, m->size, m, true))
                                 return -EINVAL;
                         m->mapped = true;
-                        populate = m->bo;
                 }
                 a->n_success = i + 1;
         }
-        if (populate)
-                bo_populate(p->device, populate); /* m may be gone after this */
         return 0;
 }
 

@@ -33,6 +33,7 @@ struct SimBo {
         ino_t st_ino;
         bool exported;          /* a dma-buf fd was handed out: importable */
         bool zombie;            /* no handle left, but exported fds may live on (see sim_bo_unref) */
+        bool populated;         /* an engine wrote it: every page backed (sim_bo_populate) */
 };
 
 struct SimMem {
@@ -48,6 +49,8 @@ struct SimMem {
 /* A new BO of size bytes (page aligned) with one reference, linked into d. */
 int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret);
 SimBo *sim_bo_ref(SimBo *bo);
+/* Backs all of bo's pages once, at the first engine write (see sim-memory.c). */
+void sim_bo_populate(SimBo *bo);
 /*
  * Drops a reference. At the last one the BO's memory is released, except that
  * an exported BO leaves a small record (size, flags, memfd identity) behind:
@@ -78,6 +81,9 @@ SimMem *sim_vm_lookup(SimProcess *p, uint64_t va);
  * is not covered in *ret_fault_va.
  */
 int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
+/* sim_vm_access() for a bulk engine write (copy or fill destination): backs the
+ * BO's pages first (sim_bo_populate). */
+int sim_vm_access_bulk_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
 
 /*
  * A snapshot of a process's GPU VM for an engine that runs without the device

@@ -95,7 +95,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
 
         case SDMA_OP_COPY:
                 if (sim_vm_access(p, pk->copy.src, pk->copy.bytes, &src, fault_va) < 0 ||
-                    sim_vm_access(p, pk->copy.dst, pk->copy.bytes, &dst, fault_va) < 0)
+                    sim_vm_access_bulk_write(p, pk->copy.dst, pk->copy.bytes, &dst, fault_va) < 0)
                         return EXEC_FAULT;
                 memmove(dst, src, pk->copy.bytes);
                 return EXEC_DONE;
@@ -107,7 +107,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 return EXEC_DONE;
 
         case SDMA_OP_CONST_FILL:
-                if (sim_vm_access(p, pk->fill.dst, pk->fill.bytes, &dst, fault_va) < 0)
+                if (sim_vm_access_bulk_write(p, pk->fill.dst, pk->fill.bytes, &dst, fault_va) < 0)
                         return EXEC_FAULT;
                 if (pk->fill.fillsize == SDMA_CONSTANT_FILL_BYTE)
                         memset(dst, (int) (pk->fill.data & 0xFF), pk->fill.bytes);
