@@ -2,7 +2,8 @@
 /*
  * Writes the seed corpora of the fuzz targets: one valid Request of every
  * type (plus a few rejected ones) into the first directory, one
- * ServerMessage of every type into the second. Run at build time; the
+ * ServerMessage of every type into the second, instruction streams for the
+ * interpreter into the third. Run at build time; the
  * fuzz-*-corpus tests replay the result, and a libFuzzer run starts from it.
  */
 #include <errno.h>
@@ -251,15 +252,230 @@ static int replies(const char *dir) {
         return r;
 }
 
+/*
+ * The interpreter's seeds (fuzz-isa.c: a 16-byte dispatch header, then the
+ * instruction stream): short gfx1030 programs assembled with llvm-mc-15
+ * (encodings below, each with its instruction), each under a few dispatch
+ * headers; random dword streams; and mutations of the programs (flipped bits,
+ * replaced or dropped dwords), all from a fixed-seed generator so the corpus
+ * is the same on every build.
+ */
+/* global-rmw */
+static const uint32_t isa_global_rmw[] = {
+        0xf4040103, 0xfa000000, /* s_load_dwordx2 s[4:5], s[6:7], 0x0 */
+        0xbf8cc07f, /* s_waitcnt lgkmcnt(0) */
+        0x34020082, /* v_lshlrev_b32_e32 v1, 2, v0 */
+        0x7e040204, /* v_mov_b32_e32 v2, s4 */
+        0x7e060205, /* v_mov_b32_e32 v3, s5 */
+        0xd70f6a02, 0x00020302, /* v_add_co_u32 v2, vcc_lo, v2, v1 */
+        0x50060680, /* v_add_co_ci_u32_e32 v3, vcc_lo, 0, v3, vcc_lo */
+        0xdc308000, 0x047d0002, /* global_load_dword v4, v[2:3], off */
+        0xbf8c3f70, /* s_waitcnt vmcnt(0) */
+        0x4a080881, /* v_add_nc_u32_e32 v4, 1, v4 */
+        0xdc708000, 0x007d0402, /* global_store_dword v[2:3], v4, off */
+        0xd8340000, 0x00000401, /* ds_write_b32 v1, v4 */
+        0xd8d80000, 0x05000001, /* ds_read_b32 v5, v1 */
+        0xbf8a0000, /* s_barrier */
+        0x7d880090, /* v_cmp_gt_u32_e32 vcc_lo, 16, v0 */
+        0xbe863c6a, /* s_and_saveexec_b32 s6, vcc_lo */
+        0xbf880002, /* s_cbranch_execz 2 */
+        0x100c0904, /* v_mul_f32_e32 v6, v4, v4 */
+        0x7e0e5506, /* v_rcp_f32_e32 v7, v6 */
+        0x887e067e, /* s_or_b32 exec_lo, exec_lo, s6 */
+        0xe0700004, 0x80000400, /* buffer_store_dword v4, off, s[0:3], 0 offset:4 */
+        0x80088108, /* s_add_u32 s8, s8, 1 */
+        0xbf0a8a08, /* s_cmp_lt_u32 s8, 10 */
+        0xbf85fffd, /* s_cbranch_scc1 -3 */
+        0xbf810000, /* s_endpgm */
+};
+/* scalar-loop */
+static const uint32_t isa_scalar_loop[] = {
+        0xbe880380, /* s_mov_b32 s8, 0 */
+        0xbe890381, /* s_mov_b32 s9, 1 */
+        0x80080908, /* s_add_u32 s8, s8, s9 */
+        0x8f098109, /* s_lshl_b32 s9, s9, 1 */
+        0xbf0aff08, 0x00000064, /* s_cmp_lt_u32 s8, 0x64 */
+        0xbf85fffc, /* s_cbranch_scc1 -4 */
+        0xf4080302, 0xfa000010, /* s_load_dwordx4 s[12:15], s[4:5], 0x10 */
+        0xf4000403, 0xfa000004, /* s_load_dword s16, s[6:7], 0x4 */
+        0xbf8cc07f, /* s_waitcnt lgkmcnt(0) */
+        0x93110c10, /* s_mul_i32 s17, s16, s12 */
+        0x9392ff11, 0x00080004, /* s_bfe_u32 s18, s17, 0x80004 */
+        0xbe941f00, /* s_getpc_b64 s[20:21] */
+        0xbe961311, /* s_ff1_i32_b32 s22, s17 */
+        0xbf810000, /* s_endpgm */
+};
+/* float-math */
+static const uint32_t isa_float_math[] = {
+        0x7e020d00, /* v_cvt_f32_u32_e32 v1, v0 */
+        0x100402ff, 0x40490fdb, /* v_mul_f32_e32 v2, 0x40490fdb, v1 */
+        0x7e066b02, /* v_sin_f32_e32 v3, v2 */
+        0x7e086701, /* v_sqrt_f32_e32 v4, v1 */
+        0x7e0a5d01, /* v_rsq_f32_e32 v5, v1 */
+        0xd54b0006, 0x04160903, /* v_fma_f32 v6, v3, v4, v5 */
+        0x7e102106, /* v_cvt_f64_f32_e32 v[8:9], v6 */
+        0xd565000a, 0x00021108, /* v_mul_f64 v[10:11], v[8:9], v[8:9] */
+        0xd56d6a0c, 0x04060901, /* v_div_scale_f32 v12, vcc_lo, v1, v4, v1 */
+        0x7e1a550c, /* v_rcp_f32_e32 v13, v12 */
+        0x7e1c110d, /* v_cvt_i32_f32_e32 v14, v13 */
+        0xd488006a, 0x0001ff0d, 0x000003ff, /* v_cmp_class_f32_e64 vcc_lo, v13, 0x3ff */
+        0x021e010e, /* v_cndmask_b32_e32 v15, v14, v0, vcc_lo */
+        0x34020082, /* v_lshlrev_b32_e32 v1, 2, v0 */
+        0x7e040206, /* v_mov_b32_e32 v2, s6 */
+        0x7e060207, /* v_mov_b32_e32 v3, s7 */
+        0xd70f6a02, 0x00020302, /* v_add_co_u32 v2, vcc_lo, v2, v1 */
+        0x50060680, /* v_add_co_ci_u32_e32 v3, vcc_lo, 0, v3, vcc_lo */
+        0xdc708000, 0x007d0f02, /* global_store_dword v[2:3], v15, off */
+        0xbf810000, /* s_endpgm */
+};
+/* atomics-lds */
+static const uint32_t isa_atomics_lds[] = {
+        0x34020082, /* v_lshlrev_b32_e32 v1, 2, v0 */
+        0x7e040204, /* v_mov_b32_e32 v2, s4 */
+        0x7e060205, /* v_mov_b32_e32 v3, s5 */
+        0xdcc98000, 0x047d0002, /* global_atomic_add v4, v[2:3], v0, off glc */
+        0xdcc58008, 0x057d0002, /* global_atomic_cmpswap v5, v[2:3], v[0:1], off offset:8 glc */
+        0xd8000000, 0x00000001, /* ds_add_u32 v1, v0 */
+        0xd8dc0100, 0x06000001, /* ds_read2_b32 v[6:7], v1 offset1:1 */
+        0xd8a00000, 0x08000001, /* ds_max_rtn_u32 v8, v1, v0 */
+        0xbf8c0070, /* s_waitcnt vmcnt(0) lgkmcnt(0) */
+        0xbf8a0000, /* s_barrier */
+        0xdc300000, 0x097d0002, /* flat_load_dword v9, v[2:3] */
+        0xdcf10000, 0x0a7d0002, /* flat_atomic_inc v10, v[2:3], v0 glc */
+        0xbf8c0070, /* s_waitcnt vmcnt(0) lgkmcnt(0) */
+        0xdc748040, 0x007d0602, /* global_store_dwordx2 v[2:3], v[6:7], off offset:64 */
+        0xbf810000, /* s_endpgm */
+};
+/* scratch */
+static const uint32_t isa_scratch[] = {
+        0x7e0202ff, 0x00001234, /* v_mov_b32_e32 v1, 0x1234 */
+        0xe0700004, 0x80000100, /* buffer_store_dword v1, off, s[0:3], 0 offset:4 */
+        0xe0700008, 0x80000000, /* buffer_store_dword v0, off, s[0:3], 0 offset:8 */
+        0xe0300004, 0x80000200, /* buffer_load_dword v2, off, s[0:3], 0 offset:4 */
+        0xbf8c3f70, /* s_waitcnt vmcnt(0) */
+        0x4a060102, /* v_add_nc_u32_e32 v3, v2, v0 */
+        0xe070000c, 0x80000300, /* buffer_store_dword v3, off, s[0:3], 0 offset:12 */
+        0xbf810000, /* s_endpgm */
+};
+/* divergent */
+static const uint32_t isa_divergent[] = {
+        0x36020081, /* v_and_b32_e32 v1, 1, v0 */
+        0x7d840280, /* v_cmp_eq_u32_e32 vcc_lo, 0, v1 */
+        0xbe883c6a, /* s_and_saveexec_b32 s8, vcc_lo */
+        0xbf880003, /* s_cbranch_execz 3 */
+        0x4a04008a, /* v_add_nc_u32_e32 v2, 10, v0 */
+        0xd5690002, 0x00020502, /* v_mul_lo_u32 v2, v2, v2 */
+        0xbf800000, /* s_nop 0 */
+        0xbe883f08, /* s_andn2_saveexec_b32 s8, s8 */
+        0x4c040080, /* v_sub_nc_u32_e32 v2, 0, v0 */
+        0x887e087e, /* s_or_b32 exec_lo, exec_lo, s8 */
+        0x7e120502, /* v_readfirstlane_b32 s9, v2 */
+        0xd7610003, 0x00010a09, /* v_writelane_b32 v3, s9, 5 */
+        0xd760000a, 0x00010b03, /* v_readlane_b32 s10, v3, 5 */
+        0xbf810000, /* s_endpgm */
+};
+
+typedef struct IsaSeed {
+        const char *name;
+        const uint32_t *words;
+        size_t n;
+} IsaSeed;
+
+#define ISA_SEED(n) { #n, isa_##n, sizeof(isa_##n) / sizeof(isa_##n[0]) }
+static const IsaSeed isa_seeds[] = {
+        ISA_SEED(global_rmw), ISA_SEED(scalar_loop), ISA_SEED(float_math),
+        ISA_SEED(atomics_lds), ISA_SEED(scratch), ISA_SEED(divergent),
+};
+
+/* Headers (fuzz-isa.c dispatch_from_header): flags, wg x/y/z, grid x/y,
+ * partial, user SGPRs, LDS granules, scratch dwords per lane, TIDIG count,
+ * SGPR multiplier, RSRC1. */
+static const uint8_t isa_headers[][16] = {
+        { 0x02, 63, 0, 0, 1, 0, 0x00, 8, 8, 4, 0, 1, 0, 0, 0, 0 },      /* wave32, 2 x 64 work-items */
+        { 0x1e, 31, 1, 0, 2, 1, 0xc5, 16, 128, 16, 2, 3, 0, 0, 0xaf, 0 }, /* 3-D ids, partial x, 64 KiB LDS */
+        { 0x01, 63, 0, 0, 0, 0, 0x00, 8, 2, 0, 0, 0, 0, 0, 0, 0 },      /* wave64 */
+        { 0x22, 95, 0, 0, 2, 0, 0x00, 4, 130, 255, 0, 9, 0, 0, 0, 0 },  /* LDS over the limit */
+};
+
+static uint64_t xorshift(uint64_t *s) {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        return *s;
+}
+
+static int write_isa(const char *dir, const char *name, const uint8_t header[16], const uint32_t *words, size_t n) {
+        uint8_t buf[16 + 4 * 1024];
+
+        if (n > 1024)
+                n = 1024;
+        memcpy(buf, header, 16);
+        memcpy(buf + 16, words, n * 4);
+        return write_seed(dir, name, buf, 16 + n * 4);
+}
+
+static int isa_corpus(const char *dir) {
+        uint64_t rng = 0x9e3779b97f4a7c15ull;
+        uint32_t words[1024];
+        uint8_t header[16];
+        char name[64];
+
+        for (size_t i = 0; i < sizeof(isa_seeds) / sizeof(isa_seeds[0]); i++)
+                for (size_t h = 0; h < sizeof(isa_headers) / sizeof(isa_headers[0]); h++) {
+                        snprintf(name, sizeof name, "%s-%zu", isa_seeds[i].name, h);
+                        if (write_isa(dir, name, isa_headers[h], isa_seeds[i].words, isa_seeds[i].n) < 0)
+                                return -1;
+                }
+        for (unsigned i = 0; i < 64; i++) {
+                size_t n = 1 + xorshift(&rng) % 64;
+                for (size_t k = 0; k < n; k++)
+                        words[k] = (uint32_t) xorshift(&rng);
+                for (size_t k = 0; k < 16; k++)
+                        header[k] = (uint8_t) xorshift(&rng);
+                if (xorshift(&rng) % 8) /* wave32 mostly, as clang builds for gfx1030 */
+                        header[0] &= (uint8_t) ~0x01;
+                snprintf(name, sizeof name, "random-%u", i);
+                if (write_isa(dir, name, header, words, n) < 0)
+                        return -1;
+        }
+        for (unsigned i = 0; i < 192; i++) {
+                const IsaSeed *s = &isa_seeds[xorshift(&rng) % (sizeof(isa_seeds) / sizeof(isa_seeds[0]))];
+                size_t n = s->n;
+                memcpy(words, s->words, n * 4);
+                for (unsigned m = 0, k = 1 + xorshift(&rng) % 4; m < k; m++) {
+                        size_t at = xorshift(&rng) % n;
+                        switch (xorshift(&rng) % 3) {
+                        case 0: /* a flipped bit */
+                                words[at] ^= 1u << (xorshift(&rng) % 32);
+                                break;
+                        case 1: /* a replaced dword */
+                                words[at] = (uint32_t) xorshift(&rng);
+                                break;
+                        default: /* a dropped dword: the rest shifts */
+                                if (n > 1) {
+                                        memmove(words + at, words + at + 1, (n - at - 1) * 4);
+                                        n--;
+                                }
+                        }
+                }
+                memcpy(header, isa_headers[xorshift(&rng) % 2], 16); /* the two that run */
+                snprintf(name, sizeof name, "mutant-%u", i);
+                if (write_isa(dir, name, header, words, n) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
-        if (argc != 3) {
-                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR\n", argv[0]);
+        if (argc != 4) {
+                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR ISA-DIR\n", argv[0]);
                 return EXIT_FAILURE;
         }
-        for (int i = 1; i < 3; i++)
+        for (int i = 1; i < 4; i++)
                 if (mkdir(argv[i], 0755) < 0 && errno != EEXIST) {
                         fprintf(stderr, "%s: %s\n", argv[i], strerror(errno));
                         return EXIT_FAILURE;
                 }
-        return requests(argv[1]) == 0 && replies(argv[2]) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return requests(argv[1]) == 0 && replies(argv[2]) == 0 && isa_corpus(argv[3]) == 0 ? EXIT_SUCCESS
+                                                                                            : EXIT_FAILURE;
 }
