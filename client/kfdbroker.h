@@ -135,7 +135,9 @@ uint64_t kfdb_session_get_id(const kfdb_session *s);
 const char *kfdb_session_get_daemon_version(const kfdb_session *s);
 /* True if the daemon announced @feature at Hello ("sdma-copy", "events", …). */
 bool kfdb_session_has_feature(const kfdb_session *s, const char *feature);
-/* Number of times a GPU fault or reset failed this session's jobs (session page). */
+/* Number of times this session's GPU context was lost to a GPU fault (session
+ * page): its jobs on the GPU failed (-EFAULT, -ECANCELED) and the next
+ * dispatch runs in a new context. Buffers and handles are not affected. */
 uint64_t kfdb_session_get_context_lost(const kfdb_session *s);
 
 typedef struct kfdb_limits {
@@ -365,9 +367,12 @@ int kfdb_batch_wait_event(kfdb_batch *b, kfdb_event *e);
  * Engines. Jobs of one session on one engine run in order; across engines
  * (copies and fills run on SDMA, dispatches on compute) order is expressed
  * with events: a signal-event job on one engine and a wait-event job on the
- * other. The daemon turns such a wait into a wait on the GPU (the engine
- * polls the other queue's fence memory), so a copy -> dispatch -> copy chain
- * submitted at once runs without a round trip through the CPU.
+ * other. The daemon turns such a wait into a wait on the GPU where it can (the
+ * engine polls the other queue's fence memory), so a copy -> dispatch chain
+ * submitted at once runs without a round trip through the CPU; a copy that
+ * waits for a dispatch in the session's own GPU context is released by the
+ * daemon when it sees the dispatch finish (the daemon's copy queues never
+ * poll memory a client's kernel can write).
  */
 typedef enum kfdb_engine {
         /* A signal goes on the engine of the job before it in the batch, a wait
@@ -427,10 +432,12 @@ int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms);
  * kernels. A loaded code object counts as one buffer against the session's
  * max_buffers limit and its size counts in max_buffer_bytes.
  *
- * Security: kernels run in the daemon's GPU address space, which holds
- * every client's buffers; a kernel is not confined to the buffers its
- * arguments name. Dispatch is therefore a right the administrator grants by
- * policy (ComputeDispatch=); see docs/security.md.
+ * Security: a session's kernels run in a GPU context of its own (its own
+ * address space and fault domain), which holds only the buffers its
+ * dispatches name and its own code; the policy decides (ComputeDispatch=,
+ * Isolation=). Where the kernel cannot make one (Linux < 7.0), kernels would
+ * share the daemon's address space with every client's buffers, and only
+ * clients granted ComputeDispatch=yes may dispatch. See docs/security.md.
  */
 
 /**
@@ -546,10 +553,14 @@ static inline kfdb_arg kfdb_arg_local(uint32_t bytes) {
  * Return 0, -ENOENT (no such kernel), -EINVAL (bad dimensions or
  * arguments; the message names which), -E2BIG (the batch is full), or
  * -ENOMEM. A submit can still be refused by the daemon: -EPERM when the
- * policy does not allow compute dispatch, -EOPNOTSUPP when the device has no
- * compute queue. A kernel that faults fails its job with -EFAULT, one the GPU
- * stops with an exception (an illegal instruction) with -EIO; the job
- * failure's message says what happened.
+ * policy does not allow compute dispatch where it would run, -EAGAIN when the
+ * daemon's GPU contexts are all busy (kfdbrokerd --max-contexts),
+ * -EOPNOTSUPP when the device has no compute queue. A kernel that faults
+ * fails its job with -EFAULT and loses its GPU context (the session's other
+ * jobs on the GPU fail with -ECANCELED; see kfdb_session_get_context_lost()),
+ * one the GPU stops with an exception (an illegal instruction) with -EIO, one
+ * that runs too long (DispatchTimeout=) with -ETIME; the job failure's
+ * message says what happened.
  */
 int kfdb_batch_dispatch(kfdb_batch *b, const kfdb_code_object *co, const char *name, unsigned n_dims,
                         const uint32_t *grid, const uint32_t *block, const kfdb_arg *args, size_t n_args);

@@ -132,6 +132,7 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         kfdb_daemon_status st;
         kfdb_device dev;
         char b1[32], b2[32];
+        unsigned live = 0;
         size_t n;
         int r;
 
@@ -193,12 +194,11 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         printf("events:   %" PRIu32 "\n", st.events);
         /* How clients' kernels are kept apart here, said as the daemon says it. */
         printf("contexts: %s: %s\n", cs.mechanism, cs.reason);
+        for (size_t k = 1; k < n; k++)
+                live += list[k].live;
+        if (n > 0)
+                printf("          %u of at most %" PRIu32 " client contexts up\n", live, cs.max);
         for (size_t i = 0; i < n; i++) {
-                unsigned live = 0;
-                for (size_t k = 1; k < n; k++)
-                        live += list[k].live;
-                if (i == 0)
-                        printf("          %u of at most %" PRIu32 " client contexts up\n", live, cs.max);
                 printf("          #%" PRIu64 " %-8s %s, %" PRIu32 " session%s, %" PRIu32 " jobs on the GPU, %s of its own",
                        list[i].id, list[i].kind, list[i].live ? "up" : "down", list[i].users,
                        list[i].users == 1 ? "" : "s", list[i].jobs_in_flight,

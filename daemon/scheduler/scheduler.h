@@ -29,9 +29,12 @@
  * Wait-event jobs are resolved here: an already signaled event lets the job
  * through; an event whose signal job is already on the GPU in the same GPU
  * context becomes a GPU-side wait (POLL_REGMEM / WAIT_REG_MEM on that queue's
- * fence); one whose signal job runs in another context waits here for that
- * job to finish (a queue must never poll memory another trust domain can
- * write); an event with no signal on the way holds its stream until one is.
+ * fence); a compute job waiting for a device-context SDMA job waits on the GPU
+ * through a relay (a word of the client context that a relay job behind the
+ * signal on the SDMA queue writes); any other wait across contexts — an SDMA
+ * job waiting for a kernel — is held here until that job finishes (a device
+ * queue must never poll memory a client's kernel can write); an event with no
+ * signal on the way holds its stream until one is.
  *
  * Jobs carry a timeout: one running on the GPU past it is aborted and fails
  * with ETIME; a wait-event job held at the head of its stream past it too.
