@@ -42,9 +42,12 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         argv[n++] = "--log-target=stderr";
         for (unsigned i = 0; extra_args && extra_args[i] && n < 29; i++)
                 argv[n++] = extra_args[i];
-        /* The built-in policy denies compute dispatch; the tests' own uid is
-         * granted it by a rule in the least important policy directory, read
-         * first by its name, so a test's own policy files still override it. */
+        /* The built-in policy lets clients dispatch only in GPU contexts of
+         * their own (ComputeDispatch=isolated); the tests' own uid is granted
+         * ComputeDispatch=yes (shared contexts too) by a rule in the least
+         * important policy directory, read first by its name, so a test's own
+         * policy files still override it. Other uids (nobody, in the tests
+         * that switch to it) get the built-in policy. */
         snprintf(d->grant_dir, sizeof(d->grant_dir), "%s/grant.d", d->dir);
         snprintf(d->grant_arg, sizeof(d->grant_arg), "--policy-dir=%s", d->grant_dir);
         cr_assert_eq(mkdir(d->grant_dir, 0755), 0);

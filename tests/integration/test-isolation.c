@@ -454,3 +454,23 @@ Test(isolation, an_older_kernel_runs_shared_and_gates_compute) {
         kfdb_code_object_free(co);
         kfdb_session_free(s);
 }
+
+/* The built-in policy (ComputeDispatch=isolated): a client of another user,
+ * whom no policy file names, dispatches in a GPU context of its own. The
+ * harness's grant names only the tests' own uid. */
+Test(isolation, an_unprivileged_client_dispatches_under_the_default_policy) {
+        const char *args[] = { "--socket", d.sock, "demo", "--size=1M", "--elements=4096", NULL };
+        char *out = NULL, *err = NULL;
+        int rc;
+
+        if (geteuid() != 0)
+                cr_skip_test("needs root to run the client as nobody (65534)");
+        start(NULL, NULL);
+        cr_assert_eq(chmod(d.dir, 0755), 0); /* nobody must reach the socket */
+        rc = test_run_ctl(args, true, &out, &err);
+        cr_assert_eq(rc, 0, "kfdbrokerctl demo as nobody: %d\nstdout: %s\nstderr: %s", rc, out, err);
+        cr_assert(strstr(out, "saxpy on the GPU"), "the demo ran no kernel: %s", out);
+        cr_assert(strstr(out, "elements of y through its dma-buf mapping against the CPU: correct"), "%s", out);
+        free(out);
+        free(err);
+}
