@@ -81,6 +81,10 @@ static int write_file(int dir_fd, const char *name, const char *text) {
         fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
         if (fd < 0)
                 return -errno;
+        /* Read-only for everyone whatever the umask, as sysfs attributes are:
+         * a worker process of another user reads the tree (sim-remote.h). */
+        if (fchmod(fd, 0444) < 0)
+                return -errno;
         while (done < len) {
                 ssize_t n = write(fd, text + done, len - done);
                 if (n < 0) {
@@ -101,6 +105,11 @@ static int make_dir(int dir_fd, const char *name, int *ret_fd) {
         fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
+        if (fchmod(fd, 0755) < 0) {
+                int r = -errno;
+                safe_close(fd);
+                return r;
+        }
         *ret_fd = fd;
         return 0;
 }
@@ -308,7 +317,9 @@ int sim_topology_mkdtemp(const char *tmpdir, char **ret) {
         sweep_stale(tmpdir);
         if (asprintf(&path, "%s/" SIM_DIR_PREFIX "%d-XXXXXX", tmpdir, (int) getpid()) < 0)
                 return -ENOMEM;
-        if (!mkdtemp(path)) {
+        /* mkdtemp makes it 0700; it holds nothing secret, and worker
+         * processes of other users read the topology below it. */
+        if (!mkdtemp(path) || chmod(path, 0755) < 0) {
                 int r = -errno;
                 free(path);
                 return r;

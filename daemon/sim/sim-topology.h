@@ -50,8 +50,10 @@ typedef struct SimGpuInfo {
 void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64_t vram_size);
 
 /*
- * Writes <root>/topology/{generation_id,system_properties,nodes/0 (CPU),nodes/1 (GPU)}.
- * root must exist. Returns 0 or a negative errno from the file system.
+ * Writes <root>/topology/{generation_id,system_properties,nodes/0 (CPU),nodes/1 (GPU)}:
+ * directories 0755, files 0444 whatever the umask, so that processes of other
+ * users can read it. root must exist. Returns 0 or a negative errno from the
+ * file system.
  */
 int sim_topology_write(const SimGpuInfo *g, const char *root);
 
@@ -59,8 +61,9 @@ int sim_topology_write(const SimGpuInfo *g, const char *root);
 int sim_topology_remove(const char *root);
 
 /*
- * Creates a private topology directory "<tmpdir>/kfdbroker-sim-<pid>-XXXXXX" for
- * this process. Directories of that name left by a process of ours that is gone
+ * Creates a topology directory "<tmpdir>/kfdbroker-sim-<pid>-XXXXXX" for this
+ * process, mode 0755 (readable by processes of other users, sim-remote.h;
+ * only its creator writes it). Directories of that name left by a process of ours that is gone
  * (a daemon killed before it could remove its own) are removed first. On
  * success *ret is the new path (free it).
  */
