@@ -6,7 +6,8 @@
  * struct size, run the handler, copy the caller's size back (also on error,
  * as the kernel does), -EINVAL (-ENOTTY from uapi 1.19) for a number past the
  * table of the simulated uapi version, -EBADF for a fd used by another process
- * than its opener. Opens of one mm share its primary KFD process;
+ * than its opener (a host process, or a simulated one: SimMm). Opens of one mm
+ * share its primary KFD process;
  * CREATE_PROCESS gives a fd a secondary one (sim-device.h SimMm). mmap on the KFD fd serves the
  * doorbell slice and the event page (kfd_mmap); mmap on the render fd serves
  * BO contents at their DRM fake offsets (drm_gem_mmap).
@@ -16,7 +17,9 @@
  * queue update/wave state, memory policy, deprecated apertures, xnack), and
  * the MMIO / reserved-memory mmap types.
  */
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +113,10 @@ static const SimIoctl ioctls[SIM_IOCTL_COUNT] = {
 /* uapi versions and the ioctls they brought (kfd_ioctl.h's history):
  * 1.12 EXPORT_DMABUF (0x24), 1.13 RUNTIME_ENABLE and DBG_TRAP (0x25, 0x26),
  * 1.19 CREATE_PROCESS (0x27). */
+bool sim_device_ioctl_simulated(unsigned nr) {
+        return nr == SIM_IOC_NR_CREATE_PROCESS || (nr < SIM_IOCTL_COUNT && ioctls[nr].func);
+}
+
 unsigned sim_device_command_end(const SimDevice *d) {
         if (d->kfd_minor >= 19)
                 return 0x28;
@@ -137,11 +144,11 @@ static int op_open_kfd(void *userdata) {
                 goto out;
         }
         if (!mm->primary) {
-                r = sim_process_new(d, true, &mm->primary);
+                r = sim_process_new(mm, true, &mm->primary);
                 if (r < 0)
                         goto out;
         }
-        r = sim_file_new(d, SIM_FILE_KFD, &f);
+        r = sim_file_new(mm, SIM_FILE_KFD, &f);
         if (r < 0)
                 goto out;
         f->process = sim_process_ref(mm->primary);
@@ -152,7 +159,8 @@ out:
 }
 
 static int op_open_render(void *userdata, unsigned minor) {
-        SimDevice *d = ((SimMm *) userdata)->device;
+        SimMm *mm = userdata;
+        SimDevice *d = mm->device;
         SimFile *f;
         int r;
 
@@ -161,7 +169,7 @@ static int op_open_render(void *userdata, unsigned minor) {
         if (minor != d->gpu.drm_render_minor)
                 return -ENOENT;
         pthread_mutex_lock(&d->lock);
-        r = d->shutting_down ? -ENODEV : sim_file_new(d, SIM_FILE_RENDER, &f);
+        r = d->shutting_down ? -ENODEV : sim_file_new(mm, SIM_FILE_RENDER, &f);
         if (r >= 0)
                 r = f->fd;
         pthread_mutex_unlock(&d->lock);
@@ -184,11 +192,12 @@ static void file_close(SimFile *f) {
 }
 
 static int op_close(void *userdata, int fd) {
-        SimDevice *d = ((SimMm *) userdata)->device;
+        SimMm *mm = userdata;
+        SimDevice *d = mm->device;
         SimFile *f;
 
         pthread_mutex_lock(&d->lock);
-        f = sim_file_find(d, fd);
+        f = sim_file_find(mm, fd);
         if (f)
                 file_close(f);
         pthread_mutex_unlock(&d->lock);
@@ -203,10 +212,26 @@ void sim_ioctl_cancellable(bool on) {
 }
 
 typedef struct IoctlUnwind {
-        SimDevice *d;
+        SimMm *mm;
         SimProcess *p;
         void *kdata;
 } IoctlUnwind;
+
+/* An ioctl of mm is in flight (locked). */
+static void busy_get(SimMm *mm) {
+        mm->device->n_busy++;
+        mm->n_busy++;
+}
+
+/* It is over: wake sim_device_free() and sim_mm_free() when they wait for it. Locked. */
+static void busy_put(SimMm *mm) {
+        SimDevice *d = mm->device;
+
+        d->n_busy--;
+        mm->n_busy--;
+        if (d->n_busy == 0 || mm->n_busy == 0)
+                pthread_cond_broadcast(&d->idle_cond);
+}
 
 /* The thread was cancelled in a cancellable sleep of the handler: the device
  * lock is held again (pthread_cond_wait reacquires it); undo the ioctl's
@@ -216,9 +241,8 @@ static void ioctl_cancelled(void *userdata) {
         IoctlUnwind *u = userdata;
 
         sim_process_unref(u->p);
-        if (--u->d->n_busy == 0)
-                pthread_cond_broadcast(&u->d->idle_cond);
-        pthread_mutex_unlock(&u->d->lock);
+        busy_put(u->mm);
+        pthread_mutex_unlock(&u->mm->device->lock);
         free(u->kdata);
 }
 
@@ -233,15 +257,16 @@ static int call_handler(const SimIoctl *h, SimProcess *p, void *kdata, IoctlUnwi
         return r;
 }
 
-static int ioctl_dispatch(SimDevice *d, const SimIoctl *h, unsigned nr, int fd, unsigned long request, void *arg,
+static int ioctl_dispatch(SimMm *mm, const SimIoctl *h, unsigned nr, int fd, unsigned long request, void *arg,
                           void *kdata) {
+        SimDevice *d = mm->device;
         size_t usize = _IOC_SIZE(request);
         SimProcess *p;
         SimFile *f;
         int r;
 
         pthread_mutex_lock(&d->lock);
-        f = sim_file_find(d, fd);
+        f = sim_file_find(mm, fd);
         if (!f || f->pid != getpid()) {
                 pthread_mutex_unlock(&d->lock);
                 return -EBADF;
@@ -266,7 +291,7 @@ static int ioctl_dispatch(SimDevice *d, const SimIoctl *h, unsigned nr, int fd, 
         }
 
         p = sim_process_ref(f->process);
-        d->n_busy++;
+        busy_get(mm);
         if ((_IOC_DIR(request) & _IOC_WRITE) && usize > 0) {
                 if (!arg) {
                         r = -EFAULT;
@@ -274,7 +299,7 @@ static int ioctl_dispatch(SimDevice *d, const SimIoctl *h, unsigned nr, int fd, 
                 }
                 memcpy(kdata, arg, usize);
         }
-        r = call_handler(h, p, kdata, &(IoctlUnwind) { .d = d, .p = p, .kdata = kdata });
+        r = call_handler(h, p, kdata, &(IoctlUnwind) { .mm = mm, .p = p, .kdata = kdata });
         if ((_IOC_DIR(request) & _IOC_READ) && usize > 0) {
                 if (!arg)
                         r = -EFAULT;
@@ -283,14 +308,14 @@ static int ioctl_dispatch(SimDevice *d, const SimIoctl *h, unsigned nr, int fd, 
         }
 finish:
         sim_process_unref(p);
-        if (--d->n_busy == 0)
-                pthread_cond_broadcast(&d->idle_cond);
+        busy_put(mm);
         pthread_mutex_unlock(&d->lock);
         return r;
 }
 
 static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
-        SimDevice *d = ((SimMm *) userdata)->device;
+        SimMm *mm = userdata;
+        SimDevice *d = mm->device;
         unsigned nr = _IOC_NR(request);
         const SimIoctl *h;
         void *kdata;
@@ -312,23 +337,15 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
          * can a cancelled thread leave the device lock held or state half done. */
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
         caller_cancel_state = old;
-        r = ioctl_dispatch(d, h, nr, fd, request, arg, kdata);
+        r = ioctl_dispatch(mm, h, nr, fd, request, arg, kdata);
         pthread_setcancelstate(old, NULL);
         free(kdata);
         return r;
 }
 
-static int map_fd(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset, void **ret_addr) {
-        void *m = mmap(addr, length, prot, flags, fd, (off_t) offset);
-        if (m == MAP_FAILED)
-                return -errno;
-        *ret_addr = m;
-        return 0;
-}
-
-/* kfd_mmap() on the KFD fd. */
-static int kfd_file_mmap(SimDevice *d, SimProcess *p, void *addr, size_t length, int prot, int flags,
-                         uint64_t offset, void **ret_addr) {
+/* kfd_mmap() on the KFD fd: the memfd and offset it maps (borrowed). */
+static int kfd_file_mmap_target(SimDevice *d, SimProcess *p, size_t length, uint64_t offset, int *ret_memfd,
+                                uint64_t *ret_offset) {
         uint64_t type = offset & KFD_MMAP_TYPE_MASK;
         uint32_t gpu_id = (uint32_t) KFD_MMAP_GET_GPU_ID(offset);
 
@@ -342,9 +359,12 @@ static int kfd_file_mmap(SimDevice *d, SimProcess *p, void *addr, size_t length,
                         return -EINVAL;
                 if (offset & ~(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK))
                         return -EINVAL;
-                return map_fd(addr, length, prot, flags, p->doorbell_fd, 0, ret_addr);
+                *ret_memfd = p->doorbell_fd;
+                *ret_offset = 0;
+                return 0;
         case KFD_MMAP_TYPE_EVENTS:
-                return sim_events_mmap(p, addr, length, prot, flags, ret_addr);
+                *ret_offset = 0;
+                return sim_events_mmap_target(p, length, ret_memfd);
         default:
                 if (gpu_id != d->gpu.gpu_id)
                         return -ENODEV;
@@ -352,52 +372,108 @@ static int kfd_file_mmap(SimDevice *d, SimProcess *p, void *addr, size_t length,
         }
 }
 
-static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
-                   void **ret_addr) {
-        SimDevice *d = ((SimMm *) userdata)->device;
+/*
+ * What an mmap of mm's fd at offset for length maps: the memfd (borrowed,
+ * valid while the lock is held) and the offset in it, or the errno. The
+ * in-process table maps it at once; sim_mm_mmap_resolve() hands it to a
+ * remote process, which maps it itself. Locked.
+ */
+static int mmap_target(SimMm *mm, int fd, size_t length, uint64_t offset, int *ret_memfd, uint64_t *ret_offset) {
+        SimDevice *d = mm->device;
         SimFile *f;
         SimBo *bo;
-        int r;
 
-        if (getpid() != d->pid)
-                return -EBADF;
         /* mmap(2): the offset must be page aligned and the length non-zero. */
         if (length == 0 || offset % PAGE_SIZE_4K)
                 return -EINVAL;
-
-        pthread_mutex_lock(&d->lock);
-        f = sim_file_find(d, fd);
+        f = sim_file_find(mm, fd);
         if (!f)
-                r = -EBADF;
-        else if (f->kind == SIM_FILE_KFD)
-                r = f->process ? kfd_file_mmap(d, f->process, addr, length, prot, flags, offset, ret_addr)
-                               : -EBADF;
-        else {
-                /* drm_gem_mmap: no object at that offset -> -EINVAL; an object this
-                 * file has no handle for -> -EACCES (drm_vma_node_is_allowed). */
-                bo = sim_device_find_bo_by_offset(d, offset, length);
-                if (!bo)
-                        r = -EINVAL;
-                else if (!f->process || !sim_process_has_bo(f->process, bo))
-                        r = -EACCES;
+                return -EBADF;
+        if (f->kind == SIM_FILE_KFD)
+                return f->process ? kfd_file_mmap_target(d, f->process, length, offset, ret_memfd, ret_offset)
+                                  : -EBADF;
+        /* drm_gem_mmap: no object at that offset -> -EINVAL; an object this
+         * file has no handle for -> -EACCES (drm_vma_node_is_allowed). */
+        bo = sim_device_find_bo_by_offset(d, offset, length);
+        if (!bo)
+                return -EINVAL;
+        if (!f->process || !sim_process_has_bo(f->process, bo))
+                return -EACCES;
+        *ret_memfd = bo->memfd;
+        *ret_offset = offset - bo->mmap_offset;
+        return 0;
+}
+
+static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
+                   void **ret_addr) {
+        SimMm *mm = userdata;
+        SimDevice *d = mm->device;
+        uint64_t memfd_offset = 0;
+        int memfd = -EBADF, r;
+        void *m;
+
+        if (getpid() != d->pid)
+                return -EBADF;
+        pthread_mutex_lock(&d->lock);
+        r = mmap_target(mm, fd, length, offset, &memfd, &memfd_offset);
+        if (r >= 0) {
+                m = mmap(addr, length, prot, flags, memfd, (off_t) memfd_offset);
+                if (m == MAP_FAILED)
+                        r = -errno;
                 else
-                        r = map_fd(addr, length, prot, flags, bo->memfd, offset - bo->mmap_offset, ret_addr);
+                        *ret_addr = m;
         }
         pthread_mutex_unlock(&d->lock);
         return r;
 }
 
+int sim_mm_dup_file(SimMm *mm, int fd) {
+        SimDevice *d = mm->device;
+        SimFile *f;
+        int r;
+
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(mm, fd);
+        r = f ? fcntl(f->fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+        if (r == -1)
+                r = -errno;
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+int sim_mm_mmap_resolve(SimMm *mm, int fd, size_t length, uint64_t offset, int *ret_memfd, uint64_t *ret_offset) {
+        SimDevice *d = mm->device;
+        uint64_t memfd_offset = 0;
+        int memfd = -EBADF, r;
+
+        pthread_mutex_lock(&d->lock);
+        r = mmap_target(mm, fd, length, offset, &memfd, &memfd_offset);
+        if (r >= 0) {
+                /* A copy of our own: the BO may be freed as soon as we unlock. */
+                r = fcntl(memfd, F_DUPFD_CLOEXEC, 3);
+                if (r < 0)
+                        r = -errno;
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (r < 0)
+                return r;
+        *ret_memfd = r;
+        *ret_offset = memfd_offset;
+        return 0;
+}
+
 /* KfdOps.exception_info (kfd-ops.h): the oldest HW exception record of the
  * KFD context behind kfd_fd. */
 static int op_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf, size_t buflen) {
-        SimDevice *d = ((SimMm *) userdata)->device;
+        SimMm *mm = userdata;
+        SimDevice *d = mm->device;
         SimFile *f;
         int r;
 
         if (getpid() != d->pid)
                 return -EBADF;
         pthread_mutex_lock(&d->lock);
-        f = sim_file_find(d, kfd_fd);
+        f = sim_file_find(mm, kfd_fd);
         if (!f || f->kind != SIM_FILE_KFD || !f->process)
                 r = -EBADF;
         else
@@ -498,6 +574,20 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         return 0;
 }
 
+/* Closes every open file of mm (of every mm if NULL); each KFD close tears
+ * its context down. Locked (the lock may be let go in between, while a
+ * queue's dispatch is cancelled: the list is walked again each time). */
+static void close_files(SimDevice *d, SimMm *mm) {
+        for (;;) {
+                SimFile *f = d->files;
+                while (f && (!f->open || (mm && f->mm != mm)))
+                        f = f->next;
+                if (!f)
+                        break;
+                file_close(f);
+        }
+}
+
 SimDevice *sim_device_free(SimDevice *d) {
         if (!d)
                 return NULL;
@@ -508,18 +598,9 @@ SimDevice *sim_device_free(SimDevice *d) {
         pthread_cond_broadcast(&d->wait_cond);
         while (d->n_busy > 0)
                 pthread_cond_wait(&d->idle_cond, &d->lock);
-        pthread_mutex_unlock(&d->lock);
 
-        pthread_mutex_lock(&d->lock);
         /* Close every fd still open; each KFD close tears its context down. */
-        for (;;) {
-                SimFile *f = d->files;
-                while (f && !f->open)
-                        f = f->next;
-                if (!f)
-                        break;
-                file_close(f);
-        }
+        close_files(d, NULL);
         /* The mms exit: their primary processes go. */
         sim_process_unref(TAKE_PTR(d->mm.primary));
         while (d->extra_mms) {
@@ -558,16 +639,100 @@ const KfdOps *sim_device_get_ops(SimDevice *d) {
         return &d->mm.ops;
 }
 
-int sim_device_add_mm(SimDevice *d, const KfdOps **ret) {
+int sim_mm_new(SimDevice *d, SimMm **ret) {
         SimMm *mm = calloc(1, sizeof *mm);
 
         if (!mm)
                 return -ENOMEM;
         mm_init(mm, d);
         pthread_mutex_lock(&d->lock);
+        if (d->shutting_down) {
+                pthread_mutex_unlock(&d->lock);
+                free(mm);
+                return -ENODEV;
+        }
         mm->next = d->extra_mms;
         d->extra_mms = mm;
         pthread_mutex_unlock(&d->lock);
+        *ret = mm;
+        return 0;
+}
+
+void sim_mm_kill(SimMm *mm) {
+        SimDevice *d = mm->device;
+
+        pthread_mutex_lock(&d->lock);
+        mm->killed = true;
+        pthread_cond_broadcast(&d->wait_cond);
+        pthread_mutex_unlock(&d->lock);
+}
+
+void sim_mm_free(SimMm *mm) {
+        SimDevice *d;
+
+        if (!mm)
+                return;
+        d = mm->device;
+        assert(mm != &d->mm);
+        pthread_mutex_lock(&d->lock);
+        mm->killed = true;
+        pthread_cond_broadcast(&d->wait_cond);
+        while (mm->n_busy > 0)
+                pthread_cond_wait(&d->idle_cond, &d->lock);
+        /* kfd_process_notifier_release: every file of the process is closed
+         * (secondary contexts go with theirs), then the primary context. */
+        close_files(d, mm);
+        sim_process_unref(TAKE_PTR(mm->primary));
+        for (SimMm **x = &d->extra_mms; *x; x = &(*x)->next)
+                if (*x == mm) {
+                        *x = mm->next;
+                        break;
+                }
+        pthread_mutex_unlock(&d->lock);
+        free(mm);
+}
+
+int sim_device_add_mm(SimDevice *d, const KfdOps **ret) {
+        SimMm *mm;
+        int r;
+
+        r = sim_mm_new(d, &mm);
+        if (r < 0)
+                return r;
         *ret = &mm->ops;
         return 0;
+}
+
+int sim_device_remove_mm(SimDevice *d, const KfdOps *ops) {
+        SimMm *mm = NULL;
+
+        pthread_mutex_lock(&d->lock);
+        for (SimMm *x = d->extra_mms; x; x = x->next)
+                if (&x->ops == ops)
+                        mm = x;
+        pthread_mutex_unlock(&d->lock);
+        if (!mm)
+                return -EINVAL;
+        sim_mm_free(mm);
+        return 0;
+}
+
+void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret) {
+        SimDeviceStats st = { .processes = 1 };
+
+        pthread_mutex_lock(&d->lock);
+        for (SimMm *mm = d->extra_mms; mm; mm = mm->next)
+                st.processes++;
+        for (SimProcess *p = d->processes; p; p = p->next) {
+                st.contexts++;
+                for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
+                        if (p->queues[i])
+                                st.queues++;
+        }
+        for (SimFile *f = d->files; f; f = f->next)
+                if (f->open)
+                        st.files++;
+        st.ioctls_in_flight = d->n_busy;
+        pthread_mutex_unlock(&d->lock);
+        *ret = st;
 }

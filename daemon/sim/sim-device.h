@@ -26,18 +26,25 @@
  * One simulated user process as KFD tells them apart: by address space
  * (kfd_process is looked up by current->mm). Every open_kfd() through its
  * KfdOps table refers to the same primary KFD process, created by the first
- * open and kept until the device goes (the kernel keeps it until the mm
- * exits, whatever fds are closed); AMDKFD_IOC_CREATE_PROCESS turns one open
- * fd into a secondary context of its own. The device's own mm is the calling
- * process; sim_device_add_mm() makes more, for tests that need two processes
- * on one GPU.
+ * open and kept until the process exits (the kernel keeps it until the mm
+ * goes, whatever fds are closed); AMDKFD_IOC_CREATE_PROCESS turns one open
+ * fd into a secondary context of its own. The files it opens are its own: a
+ * number another process names does not reach them. The device's own mm is
+ * the calling process; sim_device_add_mm() makes more (tests that need two
+ * processes on one GPU), and
+ * sim_mm_free() ends one as the process's exit does.
  */
-typedef struct SimMm {
-        struct SimMm *next;   /* SimDevice.extra_mms */
+struct SimMm {
+        SimMm *next;          /* SimDevice.extra_mms */
         SimDevice *device;
         KfdOps ops;           /* userdata = this mm */
         SimProcess *primary;  /* reference; NULL until the first open_kfd() */
-} SimMm;
+        unsigned n_busy;      /* its ioctls in flight */
+        /* The process is exiting (sim_mm_kill): a fatal signal is pending
+         * for each of its threads, so a WAIT_EVENTS sleeping for it returns
+         * -EINTR (kfd_wait_on_events: fatal_signal_pending). */
+        bool killed;
+};
 
 struct SimDevice {
         pthread_mutex_t lock;
@@ -84,6 +91,43 @@ void sim_ioctl_cancellable(bool on);
 /* AMDKFD_COMMAND_END of the device's uapi version: ioctl numbers at or past
  * it do not exist on that kernel. */
 unsigned sim_device_command_end(const SimDevice *d);
+/* Whether ioctl number nr runs a handler of the simulator (else it answers an
+ * errno without reading the argument: -EINVAL, -ENOTTY or -EOPNOTSUPP). */
+bool sim_device_ioctl_simulated(unsigned nr);
+
+/*
+ * A new simulated user process on d (the table is &(*ret)->ops). -ENODEV
+ * once the device shuts down, -ENOMEM. Takes the lock.
+ */
+int sim_mm_new(SimDevice *d, SimMm **ret);
+/*
+ * The process is being killed: its WAIT_EVENTS sleepers wake and return
+ * -EINTR, and any it starts later return at once. Takes the lock.
+ */
+void sim_mm_kill(SimMm *mm);
+/*
+ * The process exits (kfd_process_notifier_release): kills it, waits for its
+ * ioctls in flight, closes every file it still has open — which destroys its
+ * secondary contexts — and drops its primary context: queues, events and
+ * memory go; dma-bufs it exported stay valid. Then frees mm. Not for the
+ * device's own mm. Takes the lock.
+ */
+void sim_mm_free(SimMm *mm);
+/*
+ * A new fd (O_CLOEXEC) on the memfd of mm's open file fd, taken under the
+ * lock so that it is that file's even if the number is closed (and reused)
+ * right after: -EBADF when mm has no file at fd. Takes the lock.
+ */
+int sim_mm_dup_file(SimMm *mm, int fd);
+/*
+ * What mmap(addr, length, prot, flags, fd, offset) through mm's table would
+ * map, with the same validation and errnos (sim-device.c op_mmap): a new fd
+ * (O_CLOEXEC) on the memfd behind it in *ret_memfd, owned by the caller, and
+ * the offset within that memfd. Mapping *ret_memfd at *ret_offset gives the
+ * same memory as the mmap would. Takes the lock.
+ */
+int sim_mm_mmap_resolve(SimMm *mm, int fd, size_t length, uint64_t offset, int *ret_memfd,
+                        uint64_t *ret_offset);
 
 /* Absolute CLOCK_MONOTONIC deadline ns from now, for pthread_cond_timedwait. */
 void sim_deadline_after_ns(struct timespec *ts, uint64_t ns);

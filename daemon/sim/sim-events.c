@@ -423,10 +423,13 @@ static void wait_cancelled(void *userdata) {
         free(u->w);
 }
 
-/* Sleeps on wait_cond until the condition holds, the deadline passes or the
- * device shuts down: the one place an ioctl of the simulator may be cancelled.
- * (A function of its own so that pthread_cleanup_push's setjmp sees few locals.) */
-static uint32_t sleep_for_events(SimDevice *d, bool all, uint32_t n, SimWaiter *w, const struct timespec *deadline) {
+/* Sleeps on wait_cond until the condition holds, the deadline passes, the
+ * device shuts down or the calling process is killed (*ret_killed): the one
+ * place an ioctl of the simulator may be cancelled. (A function of its own so
+ * that pthread_cleanup_push's setjmp sees few locals.) */
+static uint32_t sleep_for_events(SimProcess *p, bool all, uint32_t n, SimWaiter *w, const struct timespec *deadline,
+                                 bool *ret_killed) {
+        SimDevice *d = p->device;
         WaitUnwind unwind = { .n = n, .w = w };
         volatile uint32_t result = KFD_IOC_WAIT_RESULT_TIMEOUT;
 
@@ -436,6 +439,12 @@ static uint32_t sleep_for_events(SimDevice *d, bool all, uint32_t n, SimWaiter *
 
                 if (d->shutting_down) {
                         result = KFD_IOC_WAIT_RESULT_FAIL;
+                        break;
+                }
+                /* kfd_wait_on_events: "if (fatal_signal_pending(current)) ret = -EINTR" */
+                if (p->mm->killed) {
+                        result = KFD_IOC_WAIT_RESULT_FAIL;
+                        *ret_killed = true;
                         break;
                 }
                 sim_ioctl_cancellable(true);
@@ -452,13 +461,12 @@ static uint32_t sleep_for_events(SimDevice *d, bool all, uint32_t n, SimWaiter *
 
 /* kfd_wait_on_events(). Called with the device lock held; sleeps on wait_cond. */
 int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a) {
-        SimDevice *d = p->device;
         struct kfd_event_data *data = (struct kfd_event_data *) (uintptr_t) a->events_ptr;
         bool all = a->wait_for_all != 0;
         uint32_t n = a->num_events, result = KFD_IOC_WAIT_RESULT_TIMEOUT;
         SimWaiter *w = NULL;
         struct timespec deadline;
-        bool infinite = a->timeout == KFD_EVENT_TIMEOUT_INFINITE;
+        bool infinite = a->timeout == KFD_EVENT_TIMEOUT_INFINITE, killed = false;
         int r = 0;
 
         if (n > 0 && !data) {
@@ -486,7 +494,7 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a) {
                 /* user_timeout_to_jiffies(): finite values are capped at 0x7FFFFFFF ms. */
                 if (!infinite)
                         sim_deadline_after_ns(&deadline, (uint64_t) MIN(a->timeout, 0x7FFFFFFFu) * 1000000ULL);
-                result = sleep_for_events(d, all, n, w, infinite ? NULL : &deadline);
+                result = sleep_for_events(p, all, n, w, infinite ? NULL : &deadline, &killed);
         }
 
         if (result == KFD_IOC_WAIT_RESULT_COMPLETE)
@@ -494,6 +502,8 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a) {
         free_waiters(n, w);
         free(w);
 
+        if (killed)
+                r = -EINTR; /* nothing copied out, auto-reset consumption kept, as the kernel's */
         if (r < 0)
                 result = KFD_IOC_WAIT_RESULT_FAIL;
         else if (result == KFD_IOC_WAIT_RESULT_FAIL)
@@ -503,19 +513,16 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a) {
 }
 
 /* kfd_event_mmap(): at most the 32 KiB page, which must exist. */
-int sim_events_mmap(SimProcess *p, void *addr, size_t length, int prot, int flags, void **ret_addr) {
-        void *m;
-
+int sim_events_mmap_target(SimProcess *p, size_t length, int *ret_memfd) {
         if (length == 0 || length > KFD_EVENT_PAGE_SIZE)
                 return -EINVAL; /* "Event page mmap requested illegal size" */
         if (!p->signal_bo)
                 return -EINVAL; /* "Signal page could not be found" */
-        m = mmap(addr, length, prot, flags, p->signal_bo->memfd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        /* A kernel-allocated page: the mapped length sets the usable slots. */
+        /* A kernel-allocated page: the mapped length sets the usable slots
+         * (the kernel sets signal_mapped_size once remap_pfn_range succeeded;
+         * here once the mapping is resolved). */
         if (p->signal_handle == 0)
                 p->signal_slot_count = (uint32_t) MIN(length / 8, (size_t) KFD_SIGNAL_EVENT_LIMIT);
-        *ret_addr = m;
+        *ret_memfd = p->signal_bo->memfd;
         return 0;
 }

@@ -10,6 +10,7 @@
 
 #include <linux/kfd_ioctl.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim-types.h"
@@ -56,5 +57,7 @@ void sim_events_hw_exception(SimProcess *p, uint32_t queue_id, const char *text)
 int sim_events_take_exception(SimProcess *p, uint32_t *ret_queue_id, char *buf, size_t buflen);
 /* Destroys every event of the process, failing its waiters (teardown). */
 void sim_events_free_all(SimProcess *p);
-/* mmap of KFD_MMAP_TYPE_EVENTS on the KFD fd (kfd_event_mmap). */
-int sim_events_mmap(SimProcess *p, void *addr, size_t length, int prot, int flags, void **ret_addr);
+/* mmap of KFD_MMAP_TYPE_EVENTS on the KFD fd (kfd_event_mmap): the memfd of
+ * the event page (borrowed, valid while locked) to map from offset 0, or the
+ * errno of the mmap. */
+int sim_events_mmap_target(SimProcess *p, size_t length, int *ret_memfd);

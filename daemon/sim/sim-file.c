@@ -6,6 +6,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,15 +16,17 @@
 #include "sim-file.h"
 #include "util/macro.h"
 
-int sim_file_new(SimDevice *d, SimFileKind kind, SimFile **ret) {
+int sim_file_new(SimMm *mm, SimFileKind kind, SimFile **ret) {
+        SimDevice *d = mm->device;
         struct stat st;
         SimFile *f;
         int fd;
 
-        fd = memfd_create(kind == SIM_FILE_KFD ? "kfd" : "renderD128", MFD_CLOEXEC);
+        fd = memfd_create(kind == SIM_FILE_KFD ? "kfd" : "renderD128", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return -errno;
-        if (fstat(fd, &st) < 0) {
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+            fstat(fd, &st) < 0) {
                 int r = -errno;
                 safe_close(fd);
                 return r;
@@ -41,19 +44,20 @@ int sim_file_new(SimDevice *d, SimFileKind kind, SimFile **ret) {
         f->st_dev = st.st_dev;
         f->st_ino = st.st_ino;
         f->pid = getpid();
+        f->mm = mm;
         f->next = d->files;
         d->files = f;
         *ret = f;
         return 0;
 }
 
-SimFile *sim_file_find(SimDevice *d, int fd) {
+SimFile *sim_file_find(SimMm *mm, int fd) {
         struct stat st;
 
         if (fd < 0)
                 return NULL;
-        for (SimFile *f = d->files; f; f = f->next)
-                if (f->open && f->fd == fd) {
+        for (SimFile *f = mm->device->files; f; f = f->next)
+                if (f->open && f->fd == fd && f->mm == mm) {
                         /* The number must still name our memfd (not a reused fd). */
                         if (fstat(fd, &st) < 0 || st.st_dev != f->st_dev || st.st_ino != f->st_ino)
                                 return NULL;

@@ -4,7 +4,11 @@
  * a real memfd (so close() and fd accounting behave) plus what it stands for.
  * A KFD file owns one reference on its SimProcess; a render-node file is
  * referenced by the SimProcess that ACQUIRE_VM'd it (the kernel keeps that
- * drm file alive the same way). The SimDevice owns the list. Locked.
+ * drm file alive the same way). The SimDevice owns the list. A file belongs
+ * to the simulated process (SimMm) that opened it: another process naming its
+ * number reaches nothing, as fget() in another process's fd table would.
+ * The memfd is sealed (empty, no writes): it only stands for the node, and a
+ * remote process may hold a copy of it (sim-remote.c). Locked.
  */
 #pragma once
 
@@ -28,13 +32,15 @@ struct SimFile {
         dev_t st_dev;        /* identity of the memfd, to tell a reused fd number apart */
         ino_t st_ino;
         pid_t pid;           /* the opener */
+        SimMm *mm;           /* the simulated process that opened it */
         SimProcess *process; /* KFD: the context; RENDER: the context that acquired this VM */
 };
 
-/* Opens a new memfd-backed file of kind and links it into the device. */
-int sim_file_new(SimDevice *d, SimFileKind kind, SimFile **ret);
-/* Finds an open file by fd number, checking that the number still names our memfd. */
-SimFile *sim_file_find(SimDevice *d, int fd);
+/* Opens a new memfd-backed file of kind for mm and links it into the device. */
+int sim_file_new(SimMm *mm, SimFileKind kind, SimFile **ret);
+/* Finds an open file of mm by fd number, checking that the number still names
+ * our memfd; NULL for a number mm did not open. */
+SimFile *sim_file_find(SimMm *mm, int fd);
 SimFile *sim_file_ref(SimFile *f);
 /* Drops a reference; unlinks and frees the file when unreferenced and closed. */
 void sim_file_unref(SimFile *f);

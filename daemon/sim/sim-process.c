@@ -7,6 +7,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -52,8 +53,9 @@ static void process_free(SimProcess *p) {
 }
 DEFINE_POINTER_CLEANUP(SimProcess, process_free);
 
-int sim_process_new(SimDevice *d, bool primary, SimProcess **ret) {
+int sim_process_new(SimMm *mm, bool primary, SimProcess **ret) {
         _cleanup_(process_freep) SimProcess *p = NULL;
+        SimDevice *d = mm->device;
         void *m;
 
         p = calloc(1, sizeof *p);
@@ -64,11 +66,16 @@ int sim_process_new(SimDevice *d, bool primary, SimProcess **ret) {
         p->doorbell_fd = -EBADF;
         p->signal_event_count = 1; /* kfd_event_init_process: id 0 is reserved */
 
-        /* The process doorbell slice: 1024 8-byte doorbells (kfd_doorbell.c). */
-        p->doorbell_fd = memfd_create("kfd-doorbells", MFD_CLOEXEC);
+        /* The process doorbell slice: 1024 8-byte doorbells (kfd_doorbell.c).
+         * Sealed at its size: the engines read it through the mapping below,
+         * and a remote process holds the memfd too (sim-remote.c) — shrunk
+         * under the engines it would fault them. */
+        p->doorbell_fd = memfd_create("kfd-doorbells", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (p->doorbell_fd < 0)
                 return -errno;
         if (ftruncate(p->doorbell_fd, KFD_DOORBELL_SLICE_SIZE) < 0)
+                return -errno;
+        if (fcntl(p->doorbell_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
                 return -errno;
         m = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, p->doorbell_fd, 0);
         if (m == MAP_FAILED)
@@ -76,6 +83,7 @@ int sim_process_new(SimDevice *d, bool primary, SimProcess **ret) {
         p->doorbells = m;
 
         p->device = d;
+        p->mm = mm;
         p->next = d->processes;
         d->processes = p;
         *ret = TAKE_PTR(p);
@@ -110,7 +118,7 @@ int sim_process_create_secondary(SimFile *f) {
 
         if (!p || !p->primary)
                 return -EINVAL; /* "Each FD owns only one kfd_process" */
-        r = sim_process_new(p->device, false, &s);
+        r = sim_process_new(p->mm, false, &s);
         if (r < 0)
                 return r;
         f->process = s;
@@ -166,12 +174,13 @@ int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertu
         return 0;
 }
 
-/* kfd_ioctl_acquire_vm + kfd_process_device_init_vm: a non-DRM (or closed) fd
- * -> -EINVAL (fget / amdgpu_file_to_fpriv), unknown gpu -> -EINVAL, the same
+/* kfd_ioctl_acquire_vm + kfd_process_device_init_vm: a non-DRM (or closed) fd,
+ * or one of another process's fd table, -> -EINVAL (fget / amdgpu_file_to_fpriv),
+ * unknown gpu -> -EINVAL, the same
  * file again -> 0, another file -> -EBUSY, a render file already holding
  * another process's compute VM -> -EINVAL (amdgpu_amdkfd_gpuvm_acquire_process_vm). */
 int sim_process_acquire_vm(SimProcess *p, struct kfd_ioctl_acquire_vm_args *a) {
-        SimFile *f = sim_file_find(p->device, (int) a->drm_fd);
+        SimFile *f = sim_file_find(p->mm, (int) a->drm_fd);
 
         if (!f || f->kind != SIM_FILE_RENDER)
                 return -EINVAL;

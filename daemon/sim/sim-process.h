@@ -29,6 +29,7 @@ typedef struct SimException {
 struct SimProcess {
         SimProcess *next;        /* SimDevice.processes */
         SimDevice *device;
+        SimMm *mm;               /* the simulated user process it belongs to */
         unsigned n_ref;
         bool primary;            /* the mm's own context (else made by CREATE_PROCESS) */
         /* A GPU VM fault evicted every queue of the context, for good
@@ -64,7 +65,7 @@ struct SimProcess {
         uint64_t *doorbells;     /* host view of the 8 KiB slice */
 };
 
-int sim_process_new(SimDevice *d, bool primary, SimProcess **ret);
+int sim_process_new(SimMm *mm, bool primary, SimProcess **ret);
 SimProcess *sim_process_ref(SimProcess *p);
 /* Drops a reference; tears the context down at the last one. */
 void sim_process_unref(SimProcess *p);

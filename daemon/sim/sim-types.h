@@ -14,6 +14,7 @@
 #include "kfd/kfd-uapi.h"
 
 typedef struct SimDevice SimDevice;
+typedef struct SimMm SimMm;
 typedef struct SimFile SimFile;
 typedef struct SimProcess SimProcess;
 typedef struct SimBo SimBo;

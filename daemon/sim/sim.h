@@ -75,3 +75,21 @@ const KfdOps *sim_device_get_ops(SimDevice *d);
  * sim_device_free(); -ENOMEM.
  */
 int sim_device_add_mm(SimDevice *d, const KfdOps **ret);
+/*
+ * That process exits: its WAIT_EVENTS sleepers return -EINTR, its ioctls in
+ * flight are waited for, every file it still has open is closed and its
+ * primary KFD context destroyed (kfd_process_notifier_release): queues, events
+ * and memory go, dma-bufs it exported stay valid. ops is invalid afterwards.
+ * -EINVAL if ops is not a table of sim_device_add_mm() on d.
+ */
+int sim_device_remove_mm(SimDevice *d, const KfdOps *ops);
+
+/* What the device holds now, for tests and diagnostics. */
+typedef struct SimDeviceStats {
+        unsigned processes;        /* simulated user processes (SimMm), the device's own included */
+        unsigned contexts;         /* KFD contexts, primary and secondary */
+        unsigned queues;           /* user-mode queues of every context */
+        unsigned files;            /* open KFD and render-node files */
+        unsigned ioctls_in_flight; /* e.g. WAIT_EVENTS asleep */
+} SimDeviceStats;
+void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret);
