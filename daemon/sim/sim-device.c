@@ -38,6 +38,7 @@
 #include "sim-memory.h"
 #include "sim-process.h"
 #include "sim-queue.h"
+#include "sim-remote-server.h"
 #include "sim-sdma.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -535,6 +536,7 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         pthread_condattr_destroy(&attr);
         pthread_cond_init(&d->idle_cond, NULL);
         pthread_cond_init(&d->cp_cond, NULL);
+        pthread_cond_init(&d->servers_cond, NULL);
         d->pid = getpid();
         d->kfd_minor = o.kfd_minor;
         d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
@@ -592,10 +594,16 @@ SimDevice *sim_device_free(SimDevice *d) {
         if (!d)
                 return NULL;
 
-        /* Release sleeping waiters and let ioctls in flight finish. */
+        /* Release sleeping waiters, then end the remote processes: their
+         * threads run ioctls of their own (sim-remote-server.c). */
         pthread_mutex_lock(&d->lock);
         d->shutting_down = true;
         pthread_cond_broadcast(&d->wait_cond);
+        pthread_mutex_unlock(&d->lock);
+        sim_remote_servers_stop(d);
+
+        /* Let ioctls in flight finish. */
+        pthread_mutex_lock(&d->lock);
         while (d->n_busy > 0)
                 pthread_cond_wait(&d->idle_cond, &d->lock);
 
@@ -630,6 +638,7 @@ SimDevice *sim_device_free(SimDevice *d) {
         pthread_cond_destroy(&d->wait_cond);
         pthread_cond_destroy(&d->idle_cond);
         pthread_cond_destroy(&d->cp_cond);
+        pthread_cond_destroy(&d->servers_cond);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return NULL;
@@ -733,6 +742,7 @@ void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret) {
                 if (f->open)
                         st.files++;
         st.ioctls_in_flight = d->n_busy;
+        st.remote_processes = d->n_servers;
         pthread_mutex_unlock(&d->lock);
         *ret = st;
 }

@@ -31,7 +31,7 @@
  * fd into a secondary context of its own. The files it opens are its own: a
  * number another process names does not reach them. The device's own mm is
  * the calling process; sim_device_add_mm() makes more (tests that need two
- * processes on one GPU), and
+ * processes on one GPU, and sim-remote.c, one per remote process), and
  * sim_mm_free() ends one as the process's exit does.
  */
 struct SimMm {
@@ -74,6 +74,12 @@ struct SimDevice {
 
         unsigned n_busy;            /* ioctls in flight */
         bool shutting_down;
+
+        /* Remote processes served over sockets (sim-remote-server.c), each
+         * with an mm of its own; sim_device_free() ends them first. */
+        SimRemoteServer *servers;
+        unsigned n_servers;
+        pthread_cond_t servers_cond; /* broadcast when a server is unlinked */
 };
 
 /*

@@ -24,6 +24,7 @@ typedef struct SimWaiter SimWaiter;
 typedef struct SimQueue SimQueue;
 typedef struct SimEngine SimEngine;
 typedef struct SimCpState SimCpState;
+typedef struct SimRemoteServer SimRemoteServer;
 
 /* kfd_priv.h KFD_MAX_NUM_OF_QUEUES_PER_PROCESS: queue ids and doorbell indices. */
 #define SIM_MAX_QUEUES_PER_PROCESS 1024u

@@ -91,5 +91,6 @@ typedef struct SimDeviceStats {
         unsigned queues;           /* user-mode queues of every context */
         unsigned files;            /* open KFD and render-node files */
         unsigned ioctls_in_flight; /* e.g. WAIT_EVENTS asleep */
+        unsigned remote_processes; /* served by sim_remote_serve() and not yet torn down */
 } SimDeviceStats;
 void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret);

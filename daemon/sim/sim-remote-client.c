@@ -1,0 +1,700 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process's end of sim-remote (sim_remote_ops_new() in sim-remote.h,
+ * wire in sim-remote-protocol.h): a KfdOps table whose calls are carried out
+ * by the daemon's simulated GPU. Owned by whoever made it; the KfdOps is the
+ * first member, its userdata the SimRemoteOps.
+ *
+ * Channels: a call takes an idle channel from a pool, or opens a new one (a
+ * socketpair whose other end goes to the daemon over the control channel),
+ * sends its request, waits for the reply on that channel alone, and gives the
+ * channel back. So calls of several threads proceed at once, a WAIT_EVENTS
+ * asleep holds only its own channel, and there are never more channels than
+ * calls that were in flight at once (at most SIM_REMOTE_MAX_CHANNELS).
+ *
+ * Files: the daemon hands out its file with each open (SCM_RIGHTS), so the
+ * caller gets a real fd of its own; a table maps it to the daemon's number,
+ * checked by identity (st_dev, st_ino) on every use as the simulator checks
+ * its own, so a number the caller closed behind our back and reused names
+ * nothing. An fd the table does not know goes out as -1: the daemon answers
+ * what the simulator answers for a file that is not there.
+ *
+ * mmap: the daemon resolves (fd, offset, length) with the simulator's own
+ * checks and sends the memfd behind it; it is mapped here with the caller's
+ * address and flags. munmap is local: the simulator keeps nothing per mapping.
+ *
+ * Cancellation follows the simulator: calls run with cancellation disabled,
+ * except while WAIT_EVENTS waits for its reply; a thread cancelled there
+ * gives up its channel (closed: the daemon's thread for it ends once the
+ * wait is over) and unwinds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-remote-protocol.h"
+#include "sim-remote.h"
+#include "util/macro.h"
+
+/* How long the handshake may take before sim_remote_ops_new() gives up. */
+#define HANDSHAKE_TIMEOUT_MS 10000
+
+typedef struct RemoteChannel {
+        int fd;                  /* -EBADF: an unused slot */
+        bool busy;
+        uint8_t *buf;            /* replies, SIM_REMOTE_MAX_MESSAGE bytes */
+} RemoteChannel;
+
+typedef struct RemoteFile {
+        int local, remote;
+        dev_t dev;
+        ino_t ino;
+} RemoteFile;
+
+typedef struct SimRemoteOps {
+        KfdOps ops;              /* first: what callers hold */
+        pthread_mutex_t lock;    /* channels, files, the control channel */
+        int control_fd;
+        char *sysfs_root;
+        RemoteChannel channels[SIM_REMOTE_MAX_CHANNELS];
+        RemoteFile *files;
+        size_t n_files;
+} SimRemoteOps;
+
+/* One request and its reply. The reply's argument and array point into the
+ * channel's buffer, valid until call_end(). */
+typedef struct Call {
+        SimRemoteRequest req;
+        const void *arg;
+        size_t arg_size;
+        const void *array;
+        size_t array_size;
+        int send_fd;             /* borrowed, or -1 */
+        bool cancellable;
+
+        unsigned channel;
+        bool have_channel;
+        int old_cancel;
+        SimRemoteReply rep;
+        const uint8_t *rep_arg;
+        size_t rep_arg_size;
+        const uint8_t *rep_array;
+        size_t rep_array_size;
+        int rep_fd;              /* owned */
+} Call;
+
+/* ---- Files ---- */
+
+static int files_add(SimRemoteOps *o, int local, int remote) {
+        struct stat st;
+
+        if (fstat(local, &st) < 0)
+                return -errno;
+        pthread_mutex_lock(&o->lock);
+        RemoteFile *f = realloc(o->files, (o->n_files + 1) * sizeof *f);
+        if (!f) {
+                pthread_mutex_unlock(&o->lock);
+                return -ENOMEM;
+        }
+        o->files = f;
+        o->files[o->n_files++] = (RemoteFile) { .local = local, .remote = remote, .dev = st.st_dev, .ino = st.st_ino };
+        pthread_mutex_unlock(&o->lock);
+        return 0;
+}
+
+/* The index of the file at local, or -1 (a stale entry — the number was
+ * closed behind our back — is dropped). Locked. */
+static ssize_t files_find(SimRemoteOps *o, int local) {
+        struct stat st;
+
+        for (size_t i = 0; i < o->n_files; i++) {
+                if (o->files[i].local != local)
+                        continue;
+                if (fstat(local, &st) == 0 && st.st_dev == o->files[i].dev && st.st_ino == o->files[i].ino)
+                        return (ssize_t) i;
+                o->files[i] = o->files[--o->n_files];
+                return -1;
+        }
+        return -1;
+}
+
+/* The daemon's number of our file at local, or -1 if it is none of ours. */
+static int files_remote(SimRemoteOps *o, int local) {
+        int r = -1;
+
+        if (local < 0)
+                return -1;
+        pthread_mutex_lock(&o->lock);
+        ssize_t i = files_find(o, local);
+        if (i >= 0)
+                r = o->files[i].remote;
+        pthread_mutex_unlock(&o->lock);
+        return r;
+}
+
+/* ---- Channels ---- */
+
+static void channel_retire(SimRemoteOps *o, unsigned i) {
+        pthread_mutex_lock(&o->lock);
+        o->channels[i].fd = safe_close(o->channels[i].fd);
+        o->channels[i].busy = false;
+        pthread_mutex_unlock(&o->lock);
+}
+
+static void channel_release(SimRemoteOps *o, unsigned i) {
+        pthread_mutex_lock(&o->lock);
+        o->channels[i].busy = false;
+        pthread_mutex_unlock(&o->lock);
+}
+
+/* Opens channel slot i: NEW_CHANNEL with one end of a fresh socketpair. Locked. */
+static int channel_open(SimRemoteOps *o, unsigned i) {
+        _cleanup_close_ int ours = -EBADF, theirs = -EBADF;
+        SimRemoteRequest req = { .op = SIM_REMOTE_OP_NEW_CHANNEL, .fd = -1 };
+        SimRemoteReply rep;
+        int sv[2], fd;
+        ssize_t n;
+        int r;
+
+        if (!o->channels[i].buf) {
+                o->channels[i].buf = malloc(SIM_REMOTE_MAX_MESSAGE);
+                if (!o->channels[i].buf)
+                        return -ENOMEM;
+        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        ours = sv[0];
+        theirs = sv[1];
+        r = sim_remote_send(o->control_fd, &(struct iovec) { .iov_base = &req, .iov_len = sizeof req }, 1, theirs);
+        if (r < 0)
+                return r == -EPIPE ? -ENODEV : r;
+        n = sim_remote_recv(o->control_fd, &rep, sizeof rep, &fd);
+        if (n == 0)
+                return -ENODEV;
+        if (n < 0)
+                return (int) n;
+        safe_close(fd);
+        if ((size_t) n != sizeof rep || fd >= 0 || rep.arg_size != 0 || rep.ret > 0)
+                return -EPROTO;
+        if (rep.ret < 0)
+                return rep.ret;
+        o->channels[i].fd = TAKE_FD(ours);
+        return 0;
+}
+
+/* An idle channel, or a new one: -EMFILE when SIM_REMOTE_MAX_CHANNELS are busy. */
+static int channel_acquire(SimRemoteOps *o, unsigned *ret) {
+        int free_slot = -1, r;
+
+        pthread_mutex_lock(&o->lock);
+        for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++) {
+                if (o->channels[i].fd >= 0 && !o->channels[i].busy) {
+                        o->channels[i].busy = true;
+                        pthread_mutex_unlock(&o->lock);
+                        *ret = i;
+                        return 0;
+                }
+                if (o->channels[i].fd < 0 && free_slot < 0)
+                        free_slot = (int) i;
+        }
+        if (free_slot < 0)
+                r = -EMFILE;
+        else {
+                r = channel_open(o, (unsigned) free_slot);
+                if (r >= 0) {
+                        o->channels[free_slot].busy = true;
+                        *ret = (unsigned) free_slot;
+                }
+        }
+        pthread_mutex_unlock(&o->lock);
+        return r;
+}
+
+typedef struct CancelUnwind {
+        SimRemoteOps *o;
+        unsigned channel;
+} CancelUnwind;
+
+/* Cancelled while waiting for a reply: the channel is out of step for good. */
+static void call_cancelled(void *userdata) {
+        CancelUnwind *u = userdata;
+        channel_retire(u->o, u->channel);
+}
+
+/* Receives the reply; a function of its own so that pthread_cleanup_push's
+ * setjmp sees few locals. */
+static ssize_t call_recv(SimRemoteOps *o, Call *c) {
+        RemoteChannel *ch = &o->channels[c->channel];
+        CancelUnwind unwind = { .o = o, .channel = c->channel };
+        volatile ssize_t n;
+
+        if (!c->cancellable || c->old_cancel != PTHREAD_CANCEL_ENABLE)
+                return sim_remote_recv(ch->fd, ch->buf, SIM_REMOTE_MAX_MESSAGE, &c->rep_fd);
+        pthread_cleanup_push(call_cancelled, &unwind);
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+        n = sim_remote_recv(ch->fd, ch->buf, SIM_REMOTE_MAX_MESSAGE, &c->rep_fd);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+        pthread_cleanup_pop(0);
+        return n;
+}
+
+static void call_end(SimRemoteOps *o, Call *c) {
+        c->rep_fd = safe_close(c->rep_fd);
+        if (c->have_channel)
+                channel_release(o, c->channel);
+        c->have_channel = false;
+        pthread_setcancelstate(c->old_cancel, NULL);
+}
+
+/*
+ * Sends c's request on a channel and receives the reply into c. On success
+ * the channel stays c's until call_end(), which the caller must call whatever
+ * this returns. -ENODEV when the daemon's end is gone, -EPROTO for a reply
+ * that is not one, -EMFILE, -EBADF when send_fd is not open.
+ */
+static int call_begin(SimRemoteOps *o, Call *c) {
+        struct iovec iov[3];
+        size_t n_iov = 0;
+        ssize_t n;
+        int r;
+
+        c->rep_fd = -EBADF;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &c->old_cancel);
+        r = channel_acquire(o, &c->channel);
+        if (r < 0)
+                return r;
+        c->have_channel = true;
+
+        c->req.arg_size = (uint32_t) c->arg_size;
+        iov[n_iov++] = (struct iovec) { .iov_base = &c->req, .iov_len = sizeof c->req };
+        if (c->arg_size > 0)
+                iov[n_iov++] = (struct iovec) { .iov_base = (void *) c->arg, .iov_len = c->arg_size };
+        if (c->array_size > 0)
+                iov[n_iov++] = (struct iovec) { .iov_base = (void *) c->array, .iov_len = c->array_size };
+        r = sim_remote_send(o->channels[c->channel].fd, iov, n_iov, c->send_fd);
+        if (r == -EBADF && c->send_fd >= 0)
+                return r; /* nothing went out: the channel is fine */
+        if (r < 0)
+                goto broken;
+
+        n = call_recv(o, c);
+        if (n <= 0) {
+                r = n == 0 ? -ENODEV : (int) n;
+                goto broken;
+        }
+        if ((size_t) n < sizeof c->rep) {
+                r = -EPROTO;
+                goto broken;
+        }
+        const uint8_t *buf = o->channels[c->channel].buf;
+        memcpy(&c->rep, buf, sizeof c->rep);
+        if (c->rep.arg_size > (size_t) n - sizeof c->rep) {
+                r = -EPROTO;
+                goto broken;
+        }
+        c->rep_arg = buf + sizeof c->rep;
+        c->rep_arg_size = c->rep.arg_size;
+        c->rep_array = c->rep_arg + c->rep_arg_size;
+        c->rep_array_size = (size_t) n - sizeof c->rep - c->rep_arg_size;
+        return 0;
+
+broken:
+        c->rep_fd = safe_close(c->rep_fd);
+        channel_retire(o, c->channel);
+        c->have_channel = false;
+        return r == -EPIPE ? -ENODEV : r;
+}
+
+/* A reply of the header alone (no argument, array or fd) with an errno or 0. */
+static int call_simple(SimRemoteOps *o, Call *c) {
+        int r = call_begin(o, c);
+
+        if (r >= 0) {
+                r = c->rep.ret;
+                if (c->rep_arg_size || c->rep_array_size || c->rep_fd >= 0 || r > 0)
+                        r = -EPROTO;
+        }
+        call_end(o, c);
+        return r;
+}
+
+/* ---- Operations ---- */
+
+static int open_file(SimRemoteOps *o, SimRemoteOp op, unsigned minor) {
+        Call c = { .req = { .op = op, .fd = -1, .u64 = { minor } }, .send_fd = -1 };
+        int r = call_begin(o, &c), local;
+
+        if (r >= 0) {
+                r = c.rep.ret;
+                if (c.rep_arg_size || c.rep_array_size || (r >= 0) != (c.rep_fd >= 0))
+                        r = -EPROTO;
+                else if (r >= 0) {
+                        local = c.rep_fd;
+                        int k = files_add(o, local, r);
+                        if (k < 0)
+                                r = k;
+                        else {
+                                c.rep_fd = -EBADF;
+                                r = local;
+                        }
+                }
+        }
+        call_end(o, &c);
+        return r;
+}
+
+static int op_open_kfd(void *userdata) {
+        return open_file(userdata, SIM_REMOTE_OP_OPEN_KFD, 0);
+}
+
+static int op_open_render(void *userdata, unsigned minor) {
+        return open_file(userdata, SIM_REMOTE_OP_OPEN_RENDER, minor);
+}
+
+static int op_close(void *userdata, int fd) {
+        SimRemoteOps *o = userdata;
+        int remote;
+
+        pthread_mutex_lock(&o->lock);
+        ssize_t i = fd >= 0 ? files_find(o, fd) : -1;
+        if (i < 0) {
+                pthread_mutex_unlock(&o->lock);
+                return -EBADF;
+        }
+        remote = o->files[i].remote;
+        o->files[i] = o->files[--o->n_files];
+        pthread_mutex_unlock(&o->lock);
+        safe_close(fd);
+
+        Call c = { .req = { .op = SIM_REMOTE_OP_CLOSE, .fd = remote }, .send_fd = -1 };
+        return call_simple(o, &c);
+}
+
+/* The value of a 32-bit field of the argument as the simulator would read it
+ * (zero where the caller's struct does not reach), and whether all of it is
+ * the caller's. */
+static uint32_t view_u32(const uint8_t *view, size_t usize, size_t off, bool *ret_whole) {
+        uint32_t v;
+        memcpy(&v, view + off, sizeof v);
+        if (ret_whole)
+                *ret_whole = off + sizeof v <= usize;
+        return v;
+}
+
+static uint64_t view_u64(const uint8_t *view, size_t off) {
+        uint64_t v;
+        memcpy(&v, view + off, sizeof v);
+        return v;
+}
+
+/* The dma-buf fd field at off: our fd goes along with the request; a closed
+ * one goes as none, and the daemon answers what the simulator answers for it. */
+static int dmabuf_fd_to_send(const uint8_t *view, size_t usize, size_t off) {
+        int local = (int) view_u32(view, usize, off, NULL);
+
+        return local >= 0 && fcntl(local, F_GETFD) >= 0 ? local : -1;
+}
+
+static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
+        SimRemoteOps *o = userdata;
+        unsigned dir = _IOC_DIR(request);
+        size_t usize = _IOC_SIZE(request);
+        SimRemoteIoctlKind kind = sim_remote_ioctl_kind(_IOC_NR(request));
+        size_t vsize = MAX(usize, sim_remote_ioctl_struct_size(kind));
+        _cleanup_free_ uint8_t *view = NULL;
+        Call c = {
+                .req = { .op = SIM_REMOTE_OP_IOCTL, .fd = files_remote(o, fd), .u64 = { (uint32_t) request } },
+                .send_fd = -1,
+        };
+        void *out_array = NULL;
+        size_t out_cap = 0; /* bytes of the caller's array the reply may fill */
+        bool whole;
+        int r;
+
+        /* The argument as it goes out: the caller's bytes if the request
+         * writes (the simulator reads nothing otherwise), zero-extended to
+         * the struct we parse. */
+        view = calloc(1, MAX(vsize, (size_t) 1));
+        if (!view)
+                return -ENOMEM;
+        if (arg && (dir & _IOC_WRITE))
+                memcpy(view, arg, usize);
+        if (arg) {
+                c.arg = view;
+                c.arg_size = usize;
+        } else
+                c.req.flags = SIM_REMOTE_ARG_NULL;
+
+        if (arg)
+                switch (kind) {
+                case SIM_REMOTE_IOCTL_ACQUIRE_VM: {
+                        size_t off = offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd);
+                        uint32_t local = view_u32(view, usize, off, &whole);
+                        if (whole && (dir & _IOC_WRITE)) {
+                                int32_t remote = files_remote(o, (int) local);
+                                memcpy(view + off, &remote, sizeof remote);
+                        }
+                        break;
+                }
+                case SIM_REMOTE_IOCTL_WAIT_EVENTS: {
+                        uint64_t ptr = view_u64(view, offsetof(struct kfd_ioctl_wait_events_args, events_ptr));
+                        uint32_t n = view_u32(view, usize, offsetof(struct kfd_ioctl_wait_events_args, num_events), NULL);
+                        if (ptr == 0 || n == 0)
+                                break;
+                        if (n > SIM_REMOTE_MAX_WAIT_EVENTS) {
+                                /* What kfd_ioctl copies out when the waiters cannot be allocated. */
+                                uint32_t fail = KFD_IOC_WAIT_RESULT_FAIL;
+                                size_t off = offsetof(struct kfd_ioctl_wait_events_args, wait_result);
+                                if ((dir & _IOC_READ) && off + sizeof fail <= usize) {
+                                        memcpy(arg, view, usize);
+                                        memcpy((uint8_t *) arg + off, &fail, sizeof fail);
+                                }
+                                return -ENOMEM;
+                        }
+                        c.array = out_array = (void *) (uintptr_t) ptr;
+                        c.array_size = out_cap = (size_t) n * sizeof(struct kfd_event_data);
+                        c.cancellable = true;
+                        break;
+                }
+                case SIM_REMOTE_IOCTL_MAP: {
+                        uint64_t ptr = view_u64(view, offsetof(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_array_ptr));
+                        uint32_t n = view_u32(view, usize, offsetof(struct kfd_ioctl_map_memory_to_gpu_args, n_devices), NULL);
+                        if (ptr == 0 || n == 0)
+                                break;
+                        if (n > SIM_REMOTE_MAX_DEVICE_IDS)
+                                return -ENOMEM; /* kmalloc_array of the ids, for a count this large */
+                        c.array = (const void *) (uintptr_t) ptr;
+                        c.array_size = (size_t) n * sizeof(uint32_t);
+                        break;
+                }
+                case SIM_REMOTE_IOCTL_APERTURES: {
+                        uint64_t ptr = view_u64(view, offsetof(struct kfd_ioctl_get_process_apertures_new_args,
+                                                               kfd_process_device_apertures_ptr));
+                        uint32_t n = view_u32(view, usize,
+                                              offsetof(struct kfd_ioctl_get_process_apertures_new_args, num_of_nodes), NULL);
+                        if (ptr != 0 && n > 0) {
+                                out_array = (void *) (uintptr_t) ptr;
+                                out_cap = (size_t) MIN(n, SIM_REMOTE_MAX_APERTURES) *
+                                          sizeof(struct kfd_process_device_apertures);
+                        }
+                        break;
+                }
+                case SIM_REMOTE_IOCTL_DMABUF_INFO: {
+                        uint64_t ptr = view_u64(view, offsetof(struct kfd_ioctl_get_dmabuf_info_args, metadata_ptr));
+                        uint32_t m = view_u32(view, usize, offsetof(struct kfd_ioctl_get_dmabuf_info_args, metadata_size), NULL);
+                        if (ptr != 0) {
+                                out_array = (void *) (uintptr_t) ptr;
+                                out_cap = MIN(m, SIM_REMOTE_MAX_METADATA);
+                        }
+                        c.send_fd = dmabuf_fd_to_send(view, usize, offsetof(struct kfd_ioctl_get_dmabuf_info_args, dmabuf_fd));
+                        break;
+                }
+                case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
+                        c.send_fd = dmabuf_fd_to_send(view, usize, offsetof(struct kfd_ioctl_import_dmabuf_args, dmabuf_fd));
+                        break;
+                default:
+                        break;
+                }
+
+        r = call_begin(o, &c);
+        if (r < 0) {
+                call_end(o, &c);
+                return r;
+        }
+        r = c.rep.ret;
+        /* The reply's shape: the argument back iff the request reads, an fd
+         * only with a successful EXPORT_DMABUF, an array only where one may
+         * come and never larger than the caller's. */
+        if (c.rep_arg_size != (arg && (dir & _IOC_READ) ? usize : 0) || r > 0 ||
+            (c.rep_fd >= 0) != (kind == SIM_REMOTE_IOCTL_EXPORT_DMABUF && arg && r == 0) ||
+            c.rep_array_size > out_cap ||
+            (kind == SIM_REMOTE_IOCTL_WAIT_EVENTS && c.rep_array_size != out_cap) ||
+            (kind == SIM_REMOTE_IOCTL_APERTURES && c.rep_array_size % sizeof(struct kfd_process_device_apertures))) {
+                call_end(o, &c);
+                return -EPROTO;
+        }
+        if (c.rep_array_size > 0)
+                memcpy(out_array, c.rep_array, c.rep_array_size);
+        if (c.rep_arg_size > 0)
+                memcpy(arg, c.rep_arg, c.rep_arg_size);
+        if (c.rep_fd >= 0) {
+                /* The exported dma-buf: ours now, O_CLOEXEC as the caller asked. */
+                size_t off = offsetof(struct kfd_ioctl_export_dmabuf_args, dmabuf_fd);
+                uint32_t flags = view_u32(view, usize, offsetof(struct kfd_ioctl_export_dmabuf_args, flags), NULL);
+                if (!(flags & O_CLOEXEC))
+                        (void) fcntl(c.rep_fd, F_SETFD, 0);
+                if ((dir & _IOC_READ) && off + sizeof(uint32_t) <= usize) {
+                        uint32_t local = (uint32_t) TAKE_FD(c.rep_fd);
+                        memcpy((uint8_t *) arg + off, &local, sizeof local);
+                }
+                /* else the caller cannot learn the number: the fd is closed */
+        }
+        call_end(o, &c);
+        return r;
+}
+
+static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
+                   void **ret_addr) {
+        SimRemoteOps *o = userdata;
+        Call c = {
+                .req = { .op = SIM_REMOTE_OP_MMAP, .fd = files_remote(o, fd), .u64 = { length, offset } },
+                .send_fd = -1,
+        };
+        int r = call_begin(o, &c);
+
+        if (r >= 0) {
+                r = c.rep.ret;
+                if (c.rep_arg_size || c.rep_array_size || r > 0 || (r == 0) != (c.rep_fd >= 0) ||
+                    c.rep.u64[0] > INT64_MAX)
+                        r = -EPROTO;
+                else if (r == 0) {
+                        void *m = mmap(addr, length, prot, flags, c.rep_fd, (off_t) c.rep.u64[0]);
+                        if (m == MAP_FAILED)
+                                r = -errno;
+                        else
+                                *ret_addr = m;
+                }
+        }
+        call_end(o, &c);
+        return r;
+}
+
+static int op_munmap(void *userdata, void *addr, size_t length) {
+        return munmap(addr, length) < 0 ? -errno : 0;
+}
+
+static int op_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf, size_t buflen) {
+        SimRemoteOps *o = userdata;
+        Call c = {
+                .req = { .op = SIM_REMOTE_OP_EXCEPTION_INFO, .fd = files_remote(o, kfd_fd), .u64 = { buf ? buflen : 0 } },
+                .send_fd = -1,
+        };
+        int r = call_begin(o, &c);
+
+        if (r >= 0) {
+                r = c.rep.ret;
+                const char *text = (const char *) c.rep_array;
+                bool text_ok = c.rep_array_size == 0 || memchr(text, 0, c.rep_array_size) != NULL;
+                if (c.rep_arg_size || c.rep_fd >= 0 || r > 0 || c.rep.u64[0] > UINT32_MAX || !text_ok ||
+                    (r < 0 && c.rep_array_size))
+                        r = -EPROTO;
+                else if (r == 0) {
+                        if (ret_queue_id)
+                                *ret_queue_id = (uint32_t) c.rep.u64[0];
+                        if (buf && buflen > 0)
+                                snprintf(buf, buflen, "%s", c.rep_array_size ? text : "");
+                }
+        }
+        call_end(o, &c);
+        return r;
+}
+
+/* ---- The table ---- */
+
+static int handshake(SimRemoteOps *o) {
+        SimRemoteRequest req = {
+                .op = SIM_REMOTE_OP_HELLO,
+                .fd = -1,
+                .u64 = { SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32 },
+        };
+        _cleanup_free_ uint8_t *buf = malloc(sizeof(SimRemoteReply) + SIM_REMOTE_MAX_PATH);
+        struct pollfd p = { .fd = o->control_fd, .events = POLLIN };
+        SimRemoteReply rep;
+        ssize_t n;
+        int fd, r;
+
+        if (!buf)
+                return -ENOMEM;
+        r = sim_remote_send(o->control_fd, &(struct iovec) { .iov_base = &req, .iov_len = sizeof req }, 1, -1);
+        if (r < 0)
+                return r == -EPIPE ? -EPROTO : r;
+        do
+                r = poll(&p, 1, HANDSHAKE_TIMEOUT_MS);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        if (r == 0)
+                return -ETIMEDOUT;
+        n = sim_remote_recv(o->control_fd, buf, sizeof(SimRemoteReply) + SIM_REMOTE_MAX_PATH, &fd);
+        if (n < 0 && n != -EPROTO)
+                return (int) n;
+        safe_close(fd);
+        if (n < (ssize_t) sizeof rep || fd >= 0)
+                return -EPROTO;
+        memcpy(&rep, buf, sizeof rep);
+        if (rep.u64[0] != (SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32) || rep.arg_size != 0 || rep.ret > 0)
+                return -EPROTO;
+        if (rep.ret < 0)
+                return rep.ret;
+        const char *root = (const char *) buf + sizeof rep;
+        size_t len = (size_t) n - sizeof rep;
+        if (len < 2 || root[len - 1] != '\0' || strlen(root) != len - 1)
+                return -EPROTO;
+        o->sysfs_root = strdup(root);
+        return o->sysfs_root ? 0 : -ENOMEM;
+}
+
+void sim_remote_ops_free(const KfdOps *ops) {
+        SimRemoteOps *o;
+
+        if (!ops)
+                return;
+        o = container_of(ops, SimRemoteOps, ops);
+        for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++) {
+                safe_close(o->channels[i].fd);
+                free(o->channels[i].buf);
+        }
+        /* The daemon's end sees EOF: the process is torn down there. */
+        safe_close(o->control_fd);
+        for (size_t i = 0; i < o->n_files; i++)
+                safe_close(o->files[i].local);
+        free(o->files);
+        free(o->sysfs_root);
+        pthread_mutex_destroy(&o->lock);
+        free(o);
+}
+
+int sim_remote_ops_new(int fd, const KfdOps **ret) {
+        _cleanup_close_ int sock = fd;
+        SimRemoteOps *o;
+        int r;
+
+        if (fd < 0)
+                return -EBADF;
+        o = calloc(1, sizeof *o);
+        if (!o)
+                return -ENOMEM;
+        pthread_mutex_init(&o->lock, NULL);
+        for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++)
+                o->channels[i].fd = -EBADF;
+        o->control_fd = TAKE_FD(sock);
+        o->ops = (KfdOps) {
+                .name = "sim",
+                .userdata = o,
+                .open_kfd = op_open_kfd,
+                .open_render = op_open_render,
+                .ioctl = op_ioctl,
+                .mmap = op_mmap,
+                .munmap = op_munmap,
+                .close = op_close,
+                .exception_info = op_exception_info,
+        };
+        r = handshake(o);
+        if (r < 0) {
+                sim_remote_ops_free(&o->ops);
+                return r;
+        }
+        o->ops.sysfs_root = o->sysfs_root;
+        *ret = &o->ops;
+        return 0;
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sim-remote wire (sim-remote-protocol.h): which ioctl fields need more
+ * than a copy of the struct, and one-message send/receive with at most one
+ * fd attached.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-device.h"
+#include "sim-remote-protocol.h"
+#include "util/macro.h"
+
+/* MAP and UNMAP share one layout, which the server reads through the MAP struct. */
+_Static_assert(offsetof(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_array_ptr) ==
+                       offsetof(struct kfd_ioctl_unmap_memory_from_gpu_args, device_ids_array_ptr) &&
+               offsetof(struct kfd_ioctl_map_memory_to_gpu_args, n_devices) ==
+                       offsetof(struct kfd_ioctl_unmap_memory_from_gpu_args, n_devices) &&
+               sizeof(struct kfd_ioctl_map_memory_to_gpu_args) ==
+                       sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args),
+               "MAP and UNMAP arguments differ");
+
+SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned nr) {
+        switch (nr) {
+        case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM):
+                return SIM_REMOTE_IOCTL_ACQUIRE_VM;
+        case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW):
+                return SIM_REMOTE_IOCTL_APERTURES;
+        case _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU):
+        case _IOC_NR(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU):
+                return SIM_REMOTE_IOCTL_MAP;
+        case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS):
+                return SIM_REMOTE_IOCTL_WAIT_EVENTS;
+        case _IOC_NR(AMDKFD_IOC_IMPORT_DMABUF):
+                return SIM_REMOTE_IOCTL_IMPORT_DMABUF;
+        case _IOC_NR(AMDKFD_IOC_GET_DMABUF_INFO):
+                return SIM_REMOTE_IOCTL_DMABUF_INFO;
+        case _IOC_NR(AMDKFD_IOC_EXPORT_DMABUF):
+                return SIM_REMOTE_IOCTL_EXPORT_DMABUF;
+        /* Numbers and handles only: GPU addresses are numbers to the kernel;
+         * RUNTIME_ENABLE's r_debug is stored for a debugger, never read;
+         * ALLOC's mmap_offset is a CPU address of the caller only for USERPTR,
+         * which the simulator refuses (sim-memory.c) — should it ever take
+         * USERPTR, ALLOC needs a kind of its own here. */
+        case _IOC_NR(AMDKFD_IOC_GET_VERSION):
+        case _IOC_NR(AMDKFD_IOC_CREATE_QUEUE):
+        case _IOC_NR(AMDKFD_IOC_DESTROY_QUEUE):
+        case _IOC_NR(AMDKFD_IOC_GET_CLOCK_COUNTERS):
+        case _IOC_NR(AMDKFD_IOC_CREATE_EVENT):
+        case _IOC_NR(AMDKFD_IOC_DESTROY_EVENT):
+        case _IOC_NR(AMDKFD_IOC_SET_EVENT):
+        case _IOC_NR(AMDKFD_IOC_RESET_EVENT):
+        case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
+        case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
+        case _IOC_NR(AMDKFD_IOC_AVAILABLE_MEMORY):
+        case _IOC_NR(AMDKFD_IOC_RUNTIME_ENABLE):
+        case _IOC_NR(AMDKFD_IOC_CREATE_PROCESS):
+                return SIM_REMOTE_IOCTL_PLAIN;
+        default:
+                /* The simulator answers the others with an errno, without
+                 * reading the argument; should it learn one, this table must
+                 * learn its fields first (test-sim-remote checks). */
+                return sim_device_ioctl_simulated(nr) ? SIM_REMOTE_IOCTL_REFUSED : SIM_REMOTE_IOCTL_PLAIN;
+        }
+}
+
+size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind) {
+        switch (kind) {
+        case SIM_REMOTE_IOCTL_ACQUIRE_VM:
+                return sizeof(struct kfd_ioctl_acquire_vm_args);
+        case SIM_REMOTE_IOCTL_APERTURES:
+                return sizeof(struct kfd_ioctl_get_process_apertures_new_args);
+        case SIM_REMOTE_IOCTL_MAP:
+                return sizeof(struct kfd_ioctl_map_memory_to_gpu_args);
+        case SIM_REMOTE_IOCTL_WAIT_EVENTS:
+                return sizeof(struct kfd_ioctl_wait_events_args);
+        case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
+                return sizeof(struct kfd_ioctl_import_dmabuf_args);
+        case SIM_REMOTE_IOCTL_DMABUF_INFO:
+                return sizeof(struct kfd_ioctl_get_dmabuf_info_args);
+        case SIM_REMOTE_IOCTL_EXPORT_DMABUF:
+                return sizeof(struct kfd_ioctl_export_dmabuf_args);
+        default:
+                return 0;
+        }
+}
+
+int sim_remote_send(int sock, const struct iovec *iov, size_t n_iov, int fd) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct msghdr mh = {
+                .msg_iov = (struct iovec *) iov,
+                .msg_iovlen = n_iov,
+        };
+
+        if (fd >= 0) {
+                mh.msg_control = control.buf;
+                mh.msg_controllen = sizeof control.buf;
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        }
+        for (;;) {
+                if (sendmsg(sock, &mh, MSG_NOSIGNAL) >= 0)
+                        return 0;
+                if (errno != EINTR)
+                        return errno == ECONNRESET ? -EPIPE : -errno;
+        }
+}
+
+/* Up to this many fds are taken in at once, to be closed, when a peer sends
+ * more than the one a message may carry (the kernel drops the rest). */
+#define RECV_MAX_FDS 8
+
+ssize_t sim_remote_recv(int sock, void *buf, size_t size, int *ret_fd) {
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * RECV_MAX_FDS)];
+        } control;
+        struct iovec iov = { .iov_base = buf, .iov_len = size };
+        struct msghdr mh;
+        ssize_t n;
+        int fds = 0, fd = -EBADF;
+        bool bad = false;
+
+        *ret_fd = -EBADF;
+        for (;;) {
+                mh = (struct msghdr) {
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf,
+                };
+                n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+                if (n >= 0)
+                        break;
+                if (errno != EINTR)
+                        return errno == ECONNRESET ? 0 : -errno;
+        }
+
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+                        bad = true;
+                        continue;
+                }
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k; i++) {
+                        int x;
+                        memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        if (fds++ == 0)
+                                fd = x;
+                        else
+                                safe_close(x);
+                }
+        }
+        if (bad || fds > 1 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+                safe_close(fd);
+                return -EPROTO;
+        }
+        if (n == 0) {
+                /* An empty message reads as EOF; whatever it carried goes. */
+                safe_close(fd);
+                return 0;
+        }
+        *ret_fd = fd;
+        return n;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire of sim-remote (sim-remote.h): the messages a remote simulated
+ * process (sim-remote-client.c) and the daemon's server
+ * (sim-remote-server.c) exchange over connected AF_UNIX SOCK_SEQPACKET
+ * sockets, and the send/receive helpers both sides use. Kept apart from the
+ * two ends so that both read one description of every message, and so that
+ * tests can speak it directly (tests/unit/sim/test-sim-remote.c).
+ *
+ * Channels. The socket handed to sim_remote_serve() is the control channel:
+ * HELLO (the handshake), then only NEW_CHANNEL, each carrying one end of a
+ * fresh socketpair in SCM_RIGHTS. Every other request travels on such a
+ * channel, strictly one request and its reply at a time; the server runs one
+ * thread per channel, so a WAIT_EVENTS asleep on one channel holds up no other.
+ * The control channel stands for the process: when it ends (EOF, error or a
+ * malformed message) the process is gone and the server tears it down.
+ *
+ * Messages. A request is a SimRemoteRequest followed by arg_size bytes (the
+ * ioctl argument) and then the array its ioctl carries (WAIT_EVENTS events,
+ * MAP/UNMAP device ids), exactly as long as the argument says. A reply is a
+ * SimRemoteReply followed by arg_size bytes and the array out (WAIT_EVENTS
+ * events, apertures, dma-buf metadata; the exception text; the sysfs path of
+ * HELLO). At most one fd travels with a message, and only where the op takes
+ * one. Anything else — a short or long message, an unknown op or flag, an
+ * array longer than its bound, an fd where none belongs — is a protocol error
+ * that ends the channel. Files are named by the daemon's fd numbers; the
+ * client translates its own.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define SIM_REMOTE_MAGIC 0x524d4953u   /* "SIMR" */
+#define SIM_REMOTE_VERSION 1u
+
+/* Bounds, on both sides: a message (a whole ioctl argument — _IOC_SIZE is 14
+ * bits — plus the largest array) and each array. */
+#define SIM_REMOTE_MAX_MESSAGE (96u * 1024u)
+#define SIM_REMOTE_MAX_ARG 16383u                    /* (1 << _IOC_SIZEBITS) - 1 */
+#define SIM_REMOTE_MAX_WAIT_EVENTS 1024u             /* 48 KiB of kfd_event_data */
+#define SIM_REMOTE_MAX_DEVICE_IDS 1024u
+#define SIM_REMOTE_MAX_APERTURES 64u
+#define SIM_REMOTE_MAX_METADATA 4096u
+#define SIM_REMOTE_MAX_PATH 4096u
+/* Channels a process may open besides the control channel. */
+#define SIM_REMOTE_MAX_CHANNELS 64u
+
+typedef enum SimRemoteOp {
+        SIM_REMOTE_OP_HELLO = 1,       /* u64[0] = magic | version << 32 -> reply: same, sysfs root */
+        SIM_REMOTE_OP_NEW_CHANNEL,     /* + fd: a channel's socket -> 0, -EMFILE past the bound */
+        SIM_REMOTE_OP_OPEN_KFD,        /* -> the daemon's fd number + fd: a copy of the file */
+        SIM_REMOTE_OP_OPEN_RENDER,     /* u64[0] = minor -> as OPEN_KFD */
+        SIM_REMOTE_OP_CLOSE,           /* fd */
+        SIM_REMOTE_OP_IOCTL,           /* fd, u64[0] = request, argument, array; + fd (IMPORT_DMABUF,
+                                        * GET_DMABUF_INFO) -> argument out, array out; + fd (EXPORT_DMABUF) */
+        SIM_REMOTE_OP_MMAP,            /* fd, u64[0] = length, u64[1] = offset -> u64[0] = offset in the
+                                        * memfd + fd: the memfd */
+        SIM_REMOTE_OP_EXCEPTION_INFO,  /* fd, u64[0] = buflen -> u64[0] = queue id, text */
+        _SIM_REMOTE_OP_MAX,
+} SimRemoteOp;
+
+/* SimRemoteRequest.flags */
+#define SIM_REMOTE_ARG_NULL 0x1u       /* IOCTL: the caller passed arg = NULL */
+
+typedef struct SimRemoteRequest {
+        uint32_t op;
+        uint32_t flags;
+        int32_t fd;
+        uint32_t arg_size;
+        uint64_t u64[2];
+} SimRemoteRequest;
+
+typedef struct SimRemoteReply {
+        int32_t ret;                   /* 0, a file number or a negative errno */
+        uint32_t arg_size;
+        uint64_t u64[2];
+} SimRemoteReply;
+
+/*
+ * How an ioctl's argument travels. PLAIN: the struct is all (no field is a
+ * pointer or an fd of the caller). The others name the fields each side
+ * rewrites: pointers become the server's own buffers, fd numbers the daemon's.
+ */
+typedef enum SimRemoteIoctlKind {
+        SIM_REMOTE_IOCTL_PLAIN,
+        SIM_REMOTE_IOCTL_ACQUIRE_VM,     /* drm_fd: a file of this table (client translates) */
+        SIM_REMOTE_IOCTL_APERTURES,      /* kfd_process_device_apertures_ptr: num_of_nodes entries out */
+        SIM_REMOTE_IOCTL_MAP,            /* device_ids_array_ptr: n_devices ids in (MAP and UNMAP) */
+        SIM_REMOTE_IOCTL_WAIT_EVENTS,    /* events_ptr: num_events kfd_event_data in and out */
+        SIM_REMOTE_IOCTL_IMPORT_DMABUF,  /* dmabuf_fd in */
+        SIM_REMOTE_IOCTL_DMABUF_INFO,    /* dmabuf_fd in, metadata_ptr: metadata_size bytes out */
+        SIM_REMOTE_IOCTL_EXPORT_DMABUF,  /* dmabuf_fd out */
+        SIM_REMOTE_IOCTL_REFUSED,        /* simulated, with fields this wire does not carry */
+} SimRemoteIoctlKind;
+
+/* The kind of ioctl number nr (_IOC_NR). */
+SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned nr);
+/* The uapi struct size of a kind other than PLAIN and REFUSED (0 for those). */
+size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind);
+
+/*
+ * Sends one message (the iovecs, at most SIM_REMOTE_MAX_MESSAGE bytes) with
+ * fd in SCM_RIGHTS unless fd < 0. Never raises SIGPIPE. Returns 0, -EPIPE
+ * when the peer is gone, -EBADF when fd is not open, other -errno.
+ */
+int sim_remote_send(int sock, const struct iovec *iov, size_t n_iov, int fd);
+/*
+ * Receives one message into buf (size bytes) and at most one fd, which lands
+ * O_CLOEXEC in *ret_fd (-EBADF if none came). Returns its length, 0 at EOF
+ * (the peer closed), -EPROTO for a message larger than size, several fds or
+ * control data other than SCM_RIGHTS (every fd that came is closed then),
+ * other -errno.
+ */
+ssize_t sim_remote_recv(int sock, void *buf, size_t size, int *ret_fd);

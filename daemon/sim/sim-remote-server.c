@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's end of sim-remote (sim-remote.h, wire in
+ * sim-remote-protocol.h): a SimRemoteServer serves one remote process — a
+ * SimMm of the device — over its control socket and the channels the process
+ * adds. Threads: the control thread (detached) does the handshake, starts a
+ * thread per channel and, when the control socket ends, tears the process
+ * down and frees the server; each channel thread runs one request at a time
+ * as the process's kernel call through the mm's KfdOps table, in the daemon,
+ * where the simulator lives.
+ *
+ * The process is not trusted. Every message is checked for its exact length
+ * and bounds before anything runs; an ioctl reaches the simulator with the
+ * process's struct in a buffer of ours, every pointer field replaced by a
+ * buffer of ours (or NULL) and every fd field by an fd the process sent with
+ * the message (or -1), so no address or fd number it chose is ever used in
+ * the daemon — except numbers of its own files, which the simulator looks up
+ * in its mm only. Replies carry back what the process sent in those fields,
+ * never a daemon address. A protocol error ends the channel (the control
+ * channel: the process).
+ *
+ * Teardown, at EOF of the control socket or by sim_remote_servers_stop():
+ * the mm is killed (WAIT_EVENTS asleep for it return -EINTR), the channel
+ * sockets are shut down (threads in recv or send return), the channel
+ * threads joined, the mm freed (files closed, contexts destroyed: the
+ * kernel's process exit), the server unlinked from the device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-device.h"
+#include "sim-process.h"
+#include "sim-remote-protocol.h"
+#include "sim-remote-server.h"
+#include "sim-remote.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+typedef struct SimRemoteChannel SimRemoteChannel;
+
+struct SimRemoteChannel {
+        SimRemoteChannel *next;
+        SimRemoteServer *server;
+        int fd;
+        pthread_t thread;
+        bool done;               /* the thread returned: join it (server lock) */
+};
+
+struct SimRemoteServer {
+        SimRemoteServer *next;   /* SimDevice.servers (device lock) */
+        SimDevice *device;
+        SimMm *mm;
+        int fd;                  /* the control channel; closed only once unlinked */
+        pthread_mutex_t lock;    /* channels */
+        SimRemoteChannel *channels;
+        unsigned n_channels;
+};
+
+/* A reply being built: header, argument and array in one buffer of
+ * SIM_REMOTE_MAX_MESSAGE bytes, and the fd to send with it. */
+typedef struct Reply {
+        SimRemoteReply h;
+        uint8_t *arg;            /* SIM_REMOTE_MAX_ARG bytes, after the header */
+        const void *array;
+        size_t array_size;
+        int fd;                  /* borrowed */
+} Reply;
+
+static int reply_send(int sock, uint8_t *buf, Reply *r) {
+        size_t len = sizeof r->h + r->h.arg_size;
+
+        memcpy(buf, &r->h, sizeof r->h);
+        if (r->array_size > 0) {
+                memcpy(buf + len, r->array, r->array_size);
+                len += r->array_size;
+        }
+        return sim_remote_send(sock, &(struct iovec) { .iov_base = buf, .iov_len = len }, 1, r->fd);
+}
+
+/* Copies the bytes of field [off, off+size) that the caller's usize bytes
+ * hold from src to dst: what the reply gives back of a field we replaced. */
+static void restore_field(uint8_t *dst, const uint8_t *src, size_t usize, size_t off, size_t size) {
+        if (off < usize)
+                memcpy(dst + off, src + off, MIN(size, usize - off));
+}
+
+#define FIELD(type, member) offsetof(type, member), sizeof(((type *) NULL)->member)
+
+/*
+ * An ioctl whose struct holds pointers or fds (sim-remote-protocol.h). kdata
+ * is the struct as the simulator would see it from the process — its usize
+ * bytes if the request writes, zeros beyond — with the pointer and fd fields
+ * replaced; the request goes to the simulator as read-write and at least the
+ * struct's size, which changes nothing it sees and lets us read what it
+ * wrote (an exported fd must come back to us even if the process's request
+ * word does not read). Returns the ioctl's result in rep->h.ret, or -EPROTO.
+ */
+static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, SimRemoteIoctlKind kind,
+                            const uint8_t *arg, const uint8_t *array, size_t array_size, int in_fd, Reply *rep,
+                            void **ret_scratch, int *ret_out_fd) {
+        const KfdOps *ops = &s->mm->ops;
+        unsigned long request = (unsigned long) req->u64[0];
+        size_t usize = _IOC_SIZE(request), ksize = MAX(usize, sim_remote_ioctl_struct_size(kind));
+        _cleanup_free_ uint8_t *view = calloc(1, ksize), *kdata = calloc(1, ksize);
+        void *buf = NULL;
+        uint64_t cap = 0;
+        int r;
+
+        if (!view || !kdata)
+                return -ENOMEM;
+        if (_IOC_DIR(request) & _IOC_WRITE)
+                memcpy(view, arg, usize);
+        memcpy(kdata, view, ksize);
+
+        switch (kind) {
+        case SIM_REMOTE_IOCTL_WAIT_EVENTS: {
+                struct kfd_ioctl_wait_events_args *a = (void *) kdata;
+                bool has = a->events_ptr != 0 && a->num_events > 0;
+
+                if (in_fd >= 0)
+                        return -EPROTO;
+                if (has) {
+                        if (a->num_events > SIM_REMOTE_MAX_WAIT_EVENTS ||
+                            array_size != (size_t) a->num_events * sizeof(struct kfd_event_data))
+                                return -EPROTO;
+                        buf = malloc(array_size);
+                        if (!buf)
+                                return -ENOMEM;
+                        memcpy(buf, array, array_size);
+                        cap = array_size;
+                } else if (array_size != 0)
+                        return -EPROTO;
+                a->events_ptr = (uint64_t) (uintptr_t) buf;
+                break;
+        }
+        case SIM_REMOTE_IOCTL_MAP: {
+                struct kfd_ioctl_map_memory_to_gpu_args *a = (void *) kdata;
+                bool has = a->device_ids_array_ptr != 0 && a->n_devices > 0;
+
+                if (in_fd >= 0)
+                        return -EPROTO;
+                if (has) {
+                        if (a->n_devices > SIM_REMOTE_MAX_DEVICE_IDS || array_size != (size_t) a->n_devices * 4)
+                                return -EPROTO;
+                        buf = malloc(array_size);
+                        if (!buf)
+                                return -ENOMEM;
+                        memcpy(buf, array, array_size);
+                } else if (array_size != 0)
+                        return -EPROTO;
+                a->device_ids_array_ptr = (uint64_t) (uintptr_t) buf;
+                break;
+        }
+        case SIM_REMOTE_IOCTL_APERTURES: {
+                struct kfd_ioctl_get_process_apertures_new_args *a = (void *) kdata;
+
+                if (in_fd >= 0 || array_size != 0)
+                        return -EPROTO;
+                if (a->kfd_process_device_apertures_ptr != 0 && a->num_of_nodes > 0) {
+                        /* Room for what we can carry back; the simulator fills one. */
+                        a->num_of_nodes = MIN(a->num_of_nodes, SIM_REMOTE_MAX_APERTURES);
+                        cap = a->num_of_nodes;
+                        buf = calloc(cap, sizeof(struct kfd_process_device_apertures));
+                        if (!buf)
+                                return -ENOMEM;
+                }
+                a->kfd_process_device_apertures_ptr = (uint64_t) (uintptr_t) buf;
+                break;
+        }
+        case SIM_REMOTE_IOCTL_IMPORT_DMABUF: {
+                struct kfd_ioctl_import_dmabuf_args *a = (void *) kdata;
+
+                if (array_size != 0)
+                        return -EPROTO;
+                a->dmabuf_fd = (uint32_t) (in_fd >= 0 ? in_fd : -1);
+                break;
+        }
+        case SIM_REMOTE_IOCTL_DMABUF_INFO: {
+                struct kfd_ioctl_get_dmabuf_info_args *a = (void *) kdata;
+
+                if (array_size != 0)
+                        return -EPROTO;
+                a->dmabuf_fd = (uint32_t) (in_fd >= 0 ? in_fd : -1);
+                if (a->metadata_ptr != 0) {
+                        a->metadata_size = MIN(a->metadata_size, SIM_REMOTE_MAX_METADATA);
+                        cap = a->metadata_size;
+                        buf = calloc(1, MAX(cap, (uint64_t) 1));
+                        if (!buf)
+                                return -ENOMEM;
+                }
+                a->metadata_ptr = (uint64_t) (uintptr_t) buf;
+                break;
+        }
+        case SIM_REMOTE_IOCTL_EXPORT_DMABUF: {
+                struct kfd_ioctl_export_dmabuf_args *a = (void *) kdata;
+
+                if (in_fd >= 0 || array_size != 0)
+                        return -EPROTO;
+                /* Our copy of the fd lives only until it is sent. */
+                a->flags |= O_CLOEXEC;
+                break;
+        }
+        default:
+                return -EPROTO;
+        }
+        *ret_scratch = buf;
+
+        r = ops->ioctl(ops->userdata, req->fd,
+                       _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize), kdata);
+        rep->h.ret = r;
+
+        /* What goes back: the arrays the process gave, and in the struct its own
+         * values of every field we replaced (in-out counts as the simulator left them). */
+        switch (kind) {
+        case SIM_REMOTE_IOCTL_WAIT_EVENTS:
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_wait_events_args, events_ptr));
+                rep->array = buf;
+                rep->array_size = cap;
+                break;
+        case SIM_REMOTE_IOCTL_MAP:
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_array_ptr));
+                break;
+        case SIM_REMOTE_IOCTL_APERTURES: {
+                struct kfd_ioctl_get_process_apertures_new_args *a = (void *) kdata;
+                restore_field(kdata, view, usize,
+                              FIELD(struct kfd_ioctl_get_process_apertures_new_args, kfd_process_device_apertures_ptr));
+                if (r < 0) /* the count we passed (clamped) is not the process's business */
+                        restore_field(kdata, view, usize,
+                                      FIELD(struct kfd_ioctl_get_process_apertures_new_args, num_of_nodes));
+                else if (buf) {
+                        rep->array = buf;
+                        rep->array_size = MIN((uint64_t) a->num_of_nodes, cap) * sizeof(struct kfd_process_device_apertures);
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_import_dmabuf_args, dmabuf_fd));
+                break;
+        case SIM_REMOTE_IOCTL_DMABUF_INFO: {
+                struct kfd_ioctl_get_dmabuf_info_args *a = (void *) kdata;
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_dmabuf_info_args, dmabuf_fd));
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_dmabuf_info_args, metadata_ptr));
+                if (r < 0)
+                        restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_dmabuf_info_args, metadata_size));
+                else if (buf) {
+                        rep->array = buf;
+                        rep->array_size = MIN((uint64_t) a->metadata_size, cap);
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_EXPORT_DMABUF: {
+                struct kfd_ioctl_export_dmabuf_args *a = (void *) kdata;
+                if (r >= 0) {
+                        *ret_out_fd = (int) a->dmabuf_fd;
+                        a->dmabuf_fd = 0; /* the process's own number comes with the fd */
+                }
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_export_dmabuf_args, flags));
+                break;
+        }
+        default:
+                break;
+        }
+        if (_IOC_DIR(request) & _IOC_READ) {
+                memcpy(rep->arg, kdata, usize);
+                rep->h.arg_size = (uint32_t) usize;
+        }
+        return 0;
+}
+
+static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const uint8_t *payload, size_t payload_size,
+                       int in_fd, Reply *rep, void **ret_scratch, int *ret_out_fd) {
+        const KfdOps *ops = &s->mm->ops;
+        unsigned long request;
+        bool arg_null = req->flags & SIM_REMOTE_ARG_NULL;
+        SimRemoteIoctlKind kind;
+        size_t usize;
+
+        /* Request words are 32 bits (_IOC). */
+        if (req->u64[0] > UINT32_MAX || req->u64[1] != 0 || (req->flags & ~SIM_REMOTE_ARG_NULL))
+                return -EPROTO;
+        request = (unsigned long) req->u64[0];
+        usize = _IOC_SIZE(request);
+        if (req->arg_size != (arg_null ? 0 : usize) || payload_size < req->arg_size)
+                return -EPROTO;
+        kind = sim_remote_ioctl_kind(_IOC_NR(request));
+
+        switch (kind) {
+        case SIM_REMOTE_IOCTL_REFUSED:
+                if (in_fd >= 0 || payload_size != req->arg_size)
+                        return -EPROTO;
+                rep->h.ret = -ENOTTY;
+                return 0;
+        case SIM_REMOTE_IOCTL_PLAIN:
+        case SIM_REMOTE_IOCTL_ACQUIRE_VM:
+                /* Numbers only; ACQUIRE_VM's drm_fd is looked up among the
+                 * process's own files (sim_process_acquire_vm). */
+                if (in_fd >= 0 || payload_size != req->arg_size)
+                        return -EPROTO;
+                memcpy(rep->arg, payload, req->arg_size);
+                rep->h.ret = ops->ioctl(ops->userdata, req->fd, request, arg_null ? NULL : rep->arg);
+                if (!arg_null && (_IOC_DIR(request) & _IOC_READ))
+                        rep->h.arg_size = (uint32_t) usize;
+                return 0;
+        default:
+                if (arg_null) {
+                        if (in_fd >= 0 || payload_size != 0)
+                                return -EPROTO;
+                        rep->h.ret = ops->ioctl(ops->userdata, req->fd, request, NULL);
+                        return 0;
+                }
+                return serve_marshalled(s, req, kind, payload, payload + usize, payload_size - usize, in_fd, rep,
+                                        ret_scratch, ret_out_fd);
+        }
+}
+
+/*
+ * One request on a channel: runs it and sends the reply. Returns 0, or a
+ * negative errno that ends the channel (-EPROTO: the process broke the
+ * protocol; others: the reply could not be sent).
+ */
+static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_t n, int fd_in, uint8_t *out) {
+        _cleanup_close_ int in_fd = fd_in, out_fd = -EBADF;
+        _cleanup_free_ void *scratch = NULL;
+        const KfdOps *ops = &s->mm->ops;
+        Reply rep = { .arg = out + sizeof(SimRemoteReply), .fd = -EBADF };
+        char text[SIM_EXCEPTION_TEXT] = "";
+        SimRemoteRequest req;
+        const uint8_t *payload;
+        size_t payload_size;
+        uint64_t offset = 0;
+        uint32_t queue_id = 0;
+        bool plain;
+        int r;
+
+        if (n < sizeof req)
+                return -EPROTO;
+        memcpy(&req, msg, sizeof req);
+        payload = msg + sizeof req;
+        payload_size = n - sizeof req;
+        /* Everything but IOCTL is the header alone, without an fd. */
+        plain = payload_size == 0 && req.arg_size == 0 && req.flags == 0 && in_fd < 0;
+
+        switch (req.op) {
+        case SIM_REMOTE_OP_OPEN_KFD:
+        case SIM_REMOTE_OP_OPEN_RENDER:
+                if (!plain || req.u64[1] != 0 || req.u64[0] > (req.op == SIM_REMOTE_OP_OPEN_KFD ? 0 : UINT32_MAX))
+                        return -EPROTO;
+                r = req.op == SIM_REMOTE_OP_OPEN_KFD ? ops->open_kfd(ops->userdata)
+                                                     : ops->open_render(ops->userdata, (unsigned) req.u64[0]);
+                if (r >= 0) {
+                        /* A copy taken under the device lock: a close of the number
+                         * from another channel cannot hand out a reused one. */
+                        out_fd = sim_mm_dup_file(s->mm, r);
+                        if (out_fd < 0)
+                                r = out_fd;
+                }
+                rep.h.ret = r;
+                rep.fd = out_fd;
+                break;
+        case SIM_REMOTE_OP_CLOSE:
+                if (!plain || req.u64[0] != 0 || req.u64[1] != 0)
+                        return -EPROTO;
+                rep.h.ret = ops->close(ops->userdata, req.fd);
+                break;
+        case SIM_REMOTE_OP_IOCTL:
+                r = serve_ioctl(s, &req, payload, payload_size, in_fd, &rep, &scratch, &out_fd);
+                if (r < 0)
+                        return r;
+                rep.fd = rep.h.ret >= 0 ? out_fd : -EBADF;
+                break;
+        case SIM_REMOTE_OP_MMAP:
+                if (!plain)
+                        return -EPROTO;
+                rep.h.ret = sim_mm_mmap_resolve(s->mm, req.fd, (size_t) req.u64[0], req.u64[1], &out_fd, &offset);
+                rep.h.u64[0] = offset;
+                rep.fd = out_fd;
+                break;
+        case SIM_REMOTE_OP_EXCEPTION_INFO:
+                if (!plain || req.u64[1] != 0)
+                        return -EPROTO;
+                rep.h.ret = ops->exception_info(ops->userdata, req.fd, &queue_id, text,
+                                                (size_t) MIN(req.u64[0], (uint64_t) sizeof text));
+                if (rep.h.ret >= 0) {
+                        rep.h.u64[0] = queue_id;
+                        if (req.u64[0] > 0) {
+                                rep.array = text;
+                                rep.array_size = strnlen(text, sizeof text - 1) + 1;
+                        }
+                }
+                break;
+        default:
+                return -EPROTO;
+        }
+        return reply_send(sock, out, &rep);
+}
+
+static void *channel_main(void *userdata) {
+        SimRemoteChannel *ch = userdata;
+        SimRemoteServer *s = ch->server;
+        uint8_t *in = malloc(SIM_REMOTE_MAX_MESSAGE), *out = malloc(SIM_REMOTE_MAX_MESSAGE);
+
+        if (in && out)
+                for (;;) {
+                        int fd;
+                        ssize_t n = sim_remote_recv(ch->fd, in, SIM_REMOTE_MAX_MESSAGE, &fd);
+                        if (n <= 0) {
+                                if (n < 0)
+                                        log_debug_errno((int) n, "sim-remote: channel %d ends: %m", ch->fd);
+                                break;
+                        }
+                        int r = serve_request(s, ch->fd, in, (size_t) n, fd, out);
+                        if (r < 0) {
+                                log_debug_errno(r, "sim-remote: channel %d ends: %m", ch->fd);
+                                break;
+                        }
+                }
+        free(in);
+        free(out);
+        /* The peer sees the channel end now; the fd itself is closed when the
+         * thread is joined (closing it here could let server_end() shut down
+         * a number reused meanwhile). */
+        (void) shutdown(ch->fd, SHUT_RDWR);
+        pthread_mutex_lock(&s->lock);
+        ch->done = true;
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/* Joins and frees the channels whose threads returned. Server lock. */
+static void reap_channels(SimRemoteServer *s) {
+        for (SimRemoteChannel **x = &s->channels; *x;) {
+                SimRemoteChannel *ch = *x;
+                if (!ch->done) {
+                        x = &ch->next;
+                        continue;
+                }
+                pthread_join(ch->thread, NULL);
+                *x = ch->next;
+                safe_close(ch->fd);
+                free(ch);
+                s->n_channels--;
+        }
+}
+
+/* NEW_CHANNEL: a thread for the socket fd (taken over). */
+static int channel_start(SimRemoteServer *s, int fd) {
+        SimRemoteChannel *ch;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        reap_channels(s);
+        if (s->n_channels >= SIM_REMOTE_MAX_CHANNELS) {
+                r = -EMFILE;
+                goto fail;
+        }
+        ch = calloc(1, sizeof *ch);
+        if (!ch) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        ch->server = s;
+        ch->fd = fd;
+        r = -pthread_create(&ch->thread, NULL, channel_main, ch);
+        if (r < 0) {
+                free(ch);
+                goto fail;
+        }
+        ch->next = s->channels;
+        s->channels = ch;
+        s->n_channels++;
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+fail:
+        pthread_mutex_unlock(&s->lock);
+        safe_close(fd);
+        return r;
+}
+
+static bool is_seqpacket_socket(int fd) {
+        int type = 0, domain = 0;
+        socklen_t l1 = sizeof type, l2 = sizeof domain;
+
+        return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) == 0 && type == SOCK_SEQPACKET &&
+               getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l2) == 0 && domain == AF_UNIX;
+}
+
+static int handshake(SimRemoteServer *s, uint8_t *buf) {
+        const char *root = s->device->sysfs_dir;
+        size_t root_len = strlen(root) + 1;
+        SimRemoteRequest req;
+        Reply rep = { .fd = -EBADF };
+        ssize_t n;
+        int fd;
+
+        n = sim_remote_recv(s->fd, buf, SIM_REMOTE_MAX_MESSAGE, &fd);
+        if (n <= 0)
+                return n < 0 ? (int) n : -ECONNRESET;
+        if (fd >= 0 || (size_t) n != sizeof req) {
+                safe_close(fd);
+                return -EPROTO;
+        }
+        memcpy(&req, buf, sizeof req);
+        if (req.op != SIM_REMOTE_OP_HELLO || req.flags != 0 || req.arg_size != 0 || req.u64[1] != 0 ||
+            (uint32_t) req.u64[0] != SIM_REMOTE_MAGIC)
+                return -EPROTO;
+
+        rep.h.u64[0] = SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32;
+        if (req.u64[0] >> 32 != SIM_REMOTE_VERSION)
+                rep.h.ret = -EPROTONOSUPPORT;
+        else if (root_len > SIM_REMOTE_MAX_PATH)
+                rep.h.ret = -ENAMETOOLONG;
+        else {
+                rep.array = root;
+                rep.array_size = root_len;
+        }
+        int r = reply_send(s->fd, buf, &rep);
+        if (r < 0)
+                return r;
+        return rep.h.ret;
+}
+
+/* One message on the control channel. Returns 0, or < 0 when the process is gone. */
+static int control_step(SimRemoteServer *s, uint8_t *buf) {
+        SimRemoteRequest req;
+        Reply rep = { .fd = -EBADF };
+        ssize_t n;
+        int fd;
+
+        n = sim_remote_recv(s->fd, buf, SIM_REMOTE_MAX_MESSAGE, &fd);
+        if (n <= 0)
+                return n < 0 ? (int) n : -ECONNRESET;
+        if ((size_t) n != sizeof req || fd < 0) {
+                safe_close(fd);
+                return -EPROTO;
+        }
+        memcpy(&req, buf, sizeof req);
+        if (req.op != SIM_REMOTE_OP_NEW_CHANNEL || req.flags != 0 || req.arg_size != 0 || req.u64[0] != 0 ||
+            req.u64[1] != 0 || !is_seqpacket_socket(fd)) {
+                safe_close(fd);
+                return -EPROTO;
+        }
+        rep.h.ret = channel_start(s, fd);
+        return reply_send(s->fd, buf, &rep);
+}
+
+/* The process is gone: tear it down as its exit would, then let go of the device. */
+static void server_end(SimRemoteServer *s) {
+        SimDevice *d = s->device;
+
+        sim_mm_kill(s->mm);
+        pthread_mutex_lock(&s->lock);
+        for (SimRemoteChannel *ch = s->channels; ch; ch = ch->next)
+                (void) shutdown(ch->fd, SHUT_RDWR);
+        pthread_mutex_unlock(&s->lock);
+        /* No channel is added any more: this thread was the one adding them. */
+        while (s->channels) {
+                SimRemoteChannel *ch = s->channels;
+                s->channels = ch->next;
+                pthread_join(ch->thread, NULL);
+                safe_close(ch->fd);
+                free(ch);
+        }
+        sim_mm_free(s->mm);
+
+        pthread_mutex_lock(&d->lock);
+        for (SimRemoteServer **x = &d->servers; *x; x = &(*x)->next)
+                if (*x == s) {
+                        *x = s->next;
+                        break;
+                }
+        d->n_servers--;
+        pthread_cond_broadcast(&d->servers_cond);
+        pthread_mutex_unlock(&d->lock);
+
+        safe_close(s->fd);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+}
+
+static void *server_main(void *userdata) {
+        SimRemoteServer *s = userdata;
+        uint8_t *buf = malloc(SIM_REMOTE_MAX_MESSAGE);
+        int r = buf ? handshake(s, buf) : -ENOMEM;
+
+        while (r >= 0)
+                r = control_step(s, buf);
+        log_debug_errno(r, "sim-remote: process ends: %m");
+        free(buf);
+        server_end(s);
+        return NULL;
+}
+
+int sim_remote_serve(SimDevice *d, int fd) {
+        _cleanup_close_ int sock = fd;
+        SimRemoteServer *s;
+        pthread_attr_t attr;
+        pthread_t thread;
+        int r;
+
+        if (fd < 0)
+                return -EBADF;
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        r = sim_mm_new(d, &s->mm);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        s->device = d;
+        s->fd = TAKE_FD(sock);
+        pthread_mutex_init(&s->lock, NULL);
+
+        pthread_mutex_lock(&d->lock);
+        if (d->shutting_down)
+                r = -ENODEV;
+        else {
+                s->next = d->servers;
+                d->servers = s;
+                d->n_servers++;
+        }
+        pthread_mutex_unlock(&d->lock);
+
+        if (r >= 0) {
+                pthread_attr_init(&attr);
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                r = -pthread_create(&thread, &attr, server_main, s);
+                pthread_attr_destroy(&attr);
+                if (r >= 0)
+                        return 0;
+                pthread_mutex_lock(&d->lock);
+                for (SimRemoteServer **x = &d->servers; *x; x = &(*x)->next)
+                        if (*x == s) {
+                                *x = s->next;
+                                break;
+                        }
+                d->n_servers--;
+                pthread_cond_broadcast(&d->servers_cond);
+                pthread_mutex_unlock(&d->lock);
+        }
+        sim_mm_free(s->mm);
+        safe_close(s->fd);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return r;
+}
+
+void sim_remote_servers_stop(SimDevice *d) {
+        pthread_mutex_lock(&d->lock);
+        /* EOF on each control socket: every control thread ends its process. */
+        for (SimRemoteServer *s = d->servers; s; s = s->next)
+                (void) shutdown(s->fd, SHUT_RDWR);
+        while (d->servers)
+                pthread_cond_wait(&d->servers_cond, &d->lock);
+        pthread_mutex_unlock(&d->lock);
+}
