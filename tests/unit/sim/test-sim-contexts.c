@@ -5,12 +5,15 @@
  * AMDKFD_IOC_CREATE_PROCESS makes a secondary one with a VM of its own, so an
  * address valid in one context faults in another; a fault evicts every queue
  * of that context — and only of that context — for good; closing a secondary
- * context's fd tears it down; the engines stay shared. And the uapi version:
- * what an older kernel lacks, it refuses as that kernel does.
+ * context's fd tears it down; the engines stay shared. Processes: a file
+ * belongs to the process that opened it, and a process's exit takes its
+ * contexts with it (not its dma-bufs). And the uapi version: what an older
+ * kernel lacks, it refuses as that kernel does.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "sim-test.h"
@@ -269,4 +272,115 @@ Test(sim_contexts, event_ages_need_uapi_1_14) {
                         cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE, "1.14 compares it");
                 t_close(&c, true);
         }
+}
+
+Test(sim_contexts, a_process_reaches_no_file_of_another) {
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        TestCtx a, b;
+        t_open(&a, d);
+        t_open(&b, d);
+        TestBo bo = t_bo(&a, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+
+        /* a's numbers through b's table: as in another process's fd table. */
+        struct kfd_ioctl_get_version_args v = {};
+        cr_expect_eq(kfd_ioctl(b.ops, a.kfd, AMDKFD_IOC_GET_VERSION, &v), -EBADF);
+        void *m = NULL;
+        cr_expect_eq(b.ops->mmap(b.ops->userdata, NULL, 4096, PROT_READ, MAP_SHARED, a.render, bo.mmap_offset, &m),
+                     -EBADF, "a's render fd is no file of b");
+        cr_expect_eq(b.ops->close(b.ops->userdata, a.kfd), -EBADF);
+        cr_expect_eq(b.ops->exception_info(b.ops->userdata, a.kfd, NULL, NULL, 0), -EBADF);
+        cr_expect_eq(kfd_ioctl(a.ops, a.kfd, AMDKFD_IOC_GET_VERSION, &v), 0, "a's fd is still open");
+
+        /* ACQUIRE_VM with another process's render fd: fget finds nothing. */
+        TestCtx s;
+        t_open_secondary(&s, d);
+        int render = s.ops->open_render(s.ops->userdata, 128);
+        cr_assert_geq(render, 0);
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) render, .gpu_id = 0x697D };
+        int kfd2 = b.ops->open_kfd(b.ops->userdata);
+        cr_assert_geq(kfd2, 0);
+        cr_expect_eq(t_ioctl(&(TestCtx) { .ops = b.ops, .kfd = kfd2 }, AMDKFD_IOC_CREATE_PROCESS, NULL), 0);
+        cr_expect_eq(kfd_ioctl(b.ops, kfd2, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL);
+        cr_expect_eq(kfd_ioctl(s.ops, s.kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(b.ops->close(b.ops->userdata, kfd2), 0);
+        cr_expect_eq(s.ops->close(s.ops->userdata, render), 0);
+        t_close(&s, false);
+        t_bo_release(&a, &bo);
+        t_close(&b, false);
+        t_close(&a, true);
+}
+
+typedef struct Sleeper {
+        TestCtx *c;
+        uint32_t event;
+        int r;
+        uint32_t result;
+} Sleeper;
+
+static void *sleeper_main(void *userdata) {
+        Sleeper *s = userdata;
+        struct kfd_event_data ev = { .event_id = s->event };
+        s->r = t_wait(s->c, &ev, 1, false, KFD_EVENT_TIMEOUT_INFINITE, &s->result);
+        return NULL;
+}
+
+Test(sim_contexts, a_process_exit_takes_its_contexts_and_leaves_its_dma_bufs) {
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        TestCtx a;
+        t_open(&a, d);
+        SimDeviceStats base, st;
+        sim_device_get_stats(d, &base);
+
+        /* Process b: its primary context with a queue and an exported buffer,
+         * a secondary one, and a thread asleep in WAIT_EVENTS. */
+        Ctx b = {};
+        t_open(&b.c, d);
+        ctx_setup(&b);
+        Ctx b2;
+        memset(&b2, 0, sizeof b2);
+        b2.c.ops = b.c.ops;
+        b2.c.gpu_id = 0x697D;
+        b2.c.kfd = b.c.ops->open_kfd(b.c.ops->userdata);
+        cr_assert_geq(b2.c.kfd, 0);
+        cr_assert_eq(t_ioctl(&b2.c, AMDKFD_IOC_CREATE_PROCESS, NULL), 0);
+        TestBo shared = t_bo(&b.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        memset(shared.cpu, 0x6B, 8192);
+        struct kfd_ioctl_export_dmabuf_args e = { .handle = shared.handle, .flags = O_CLOEXEC };
+        cr_assert_eq(t_ioctl(&b.c, AMDKFD_IOC_EXPORT_DMABUF, &e), 0);
+        munmap(shared.cpu, 8192);
+        Sleeper sl = { .c = &b.c, .event = b.done, .r = 1 };
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, sleeper_main, &sl), 0);
+        do {
+                usleep(1000);
+                sim_device_get_stats(d, &st);
+        } while (st.ioctls_in_flight == 0);
+        cr_expect_eq(st.processes, base.processes + 1);
+        cr_expect_eq(st.contexts, base.contexts + 2);
+        cr_expect_eq(st.queues, base.queues + 1);
+
+        /* b exits with its fds open and its thread asleep. */
+        cr_assert_eq(sim_device_remove_mm(d, b.c.ops), 0);
+        pthread_join(t, NULL);
+        cr_expect_eq(sl.r, -EINTR, "the sleeper of a killed process: %d", sl.r);
+        cr_expect_eq(sl.result, KFD_IOC_WAIT_RESULT_FAIL);
+        sim_device_get_stats(d, &st);
+        cr_expect_eq(st.processes, base.processes);
+        cr_expect_eq(st.contexts, base.contexts, "both of b's contexts are gone");
+        cr_expect_eq(st.queues, base.queues);
+        cr_expect_eq(st.files, base.files, "b's files are closed");
+        cr_expect_eq(sim_device_remove_mm(d, sim_device_get_ops(d)), -EINVAL, "the device's own process stays");
+
+        /* Its dma-buf lives on: a maps it and imports it. */
+        uint8_t *m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, (int) e.dmabuf_fd, 0);
+        cr_assert_neq(m, MAP_FAILED);
+        cr_expect_eq(m[8191], 0x6B);
+        munmap(m, 8192);
+        struct kfd_ioctl_import_dmabuf_args im = { .va_addr = t_reserve_va(8192), .gpu_id = 0x697D,
+                                                   .dmabuf_fd = e.dmabuf_fd };
+        cr_expect_eq(t_ioctl(&a, AMDKFD_IOC_IMPORT_DMABUF, &im), 0);
+        close((int) e.dmabuf_fd);
+        t_close(&a, true);
 }

@@ -22,6 +22,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -824,6 +826,37 @@ Test(sim_remote, sim_device_free_ends_live_processes, .timeout = 120) {
         sim_device_free(d);
         cr_expect_lt(now_s() - t0, 5.0, "sim_device_free() did not hang on the process");
         child_finish(&ch);
+}
+
+/* ---- The topology, for a worker of another user ---- */
+
+static unsigned tree_dirs, tree_files, tree_bad;
+
+static int check_mode(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        mode_t want = type == FTW_D ? 0755 : 0444;
+        if (type == FTW_D)
+                tree_dirs++;
+        else
+                tree_files++;
+        if ((st->st_mode & 07777) != want) {
+                fprintf(stderr, "%s: mode %o, not %o\n", path, (unsigned) (st->st_mode & 07777), (unsigned) want);
+                tree_bad++;
+        }
+        return 0;
+}
+
+Test(sim_remote, the_topology_is_readable_by_other_users_whatever_the_umask) {
+        mode_t old = umask(077);
+        SimDevice *d = NULL;
+        int r = sim_device_new(NULL, &d);
+        umask(old);
+        cr_assert_eq(r, 0);
+        tree_dirs = tree_files = tree_bad = 0;
+        cr_assert_eq(nftw(sim_device_get_ops(d)->sysfs_root, check_mode, 16, FTW_PHYS), 0);
+        cr_expect_geq(tree_dirs, 5u);
+        cr_expect_geq(tree_files, 8u);
+        cr_expect_eq(tree_bad, 0u, "directories 0755, files 0444 (listed above)");
+        sim_device_free(d);
 }
 
 /* ---- A hostile process ---- */
