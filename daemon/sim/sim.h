@@ -57,7 +57,8 @@ typedef struct SimOptions {
  */
 int sim_device_new(const SimOptions *opts, SimDevice **ret);
 /*
- * Releases WAIT_EVENTS sleepers (they return FAIL / -EIO), waits for ioctls in
+ * Releases WAIT_EVENTS sleepers (they return FAIL / -EIO), ends every remote
+ * process (sim-remote.h) and waits for its server, waits for ioctls in
  * flight, closes every fd the device handed out that is still open (which
  * tears down the contexts: queues, events, memory), stops the engines and
  * removes the temp sysfs tree. Exported dma-buf fds stay valid memfds.
@@ -71,8 +72,9 @@ const KfdOps *sim_device_get_ops(SimDevice *d);
  * Another simulated user process on the same GPU: a table whose open_kfd()
  * reaches a primary KFD process of its own (as a second program opening
  * /dev/kfd would), for tests of what crosses processes — dma-buf sharing,
- * per-process VMs. Real fds in this process all the same. Valid until
- * sim_device_free(); -ENOMEM.
+ * per-process VMs. Real fds in this process all the same; its fd numbers
+ * reach only its own files. Valid until sim_device_remove_mm() or
+ * sim_device_free(); -ENOMEM, -ENODEV once the device is shutting down.
  */
 int sim_device_add_mm(SimDevice *d, const KfdOps **ret);
 /*
