@@ -182,13 +182,15 @@ static bool no_remote_process(const SimDeviceStats *st, const void *arg) {
 typedef struct Comps {
         unsigned n;
         GpuCompletion c[64];
+        char messages[64][256]; /* copies of GpuCompletion.message */
 } Comps;
 
 static void on_comp(const GpuCompletion *comp, void *userdata) {
         Comps *cs = userdata;
         if (cs->n < 64) {
                 cs->c[cs->n] = *comp;
-                cs->c[cs->n].message = NULL;
+                snprintf(cs->messages[cs->n], sizeof cs->messages[0], "%s", comp->message ? comp->message : "");
+                cs->c[cs->n].message = cs->messages[cs->n];
                 cs->n++;
         }
 }
@@ -249,16 +251,58 @@ static void *read_kernel(const char *name, size_t *ret_size) {
         return p;
 }
 
-/* vector_add(a, b, c, n) on the compute queue, checked element by element. */
-static int child_dispatch(GpuContext *c, Comps *cs) {
+static GpuCodeObject *child_load(GpuContext *c, const char *file) {
         size_t size = 0;
         char err[256] = "";
-        void *elf = read_kernel("vector-add.hsaco", &size);
-        CHILD_CHECK(elf, 30, "no vector-add.hsaco in %s", KERNEL_DIR);
+        void *elf = read_kernel(file, &size);
+        CHILD_CHECK(elf, 30, "no %s in %s", file, KERNEL_DIR);
         GpuCodeObject *co = NULL;
         int r = gpu_code_object_load(c, elf, size, &co, err, sizeof err);
         free(elf);
-        CHILD_CHECK(r == 0, 31, "gpu_code_object_load: %s (%s)", strerror(-r), err);
+        CHILD_CHECK(r == 0, 31, "gpu_code_object_load(%s): %s (%s)", file, strerror(-r), err);
+        return co;
+}
+
+/* An instruction the simulator does not run: the job fails with -EIO, and
+ * the words of KfdOps.exception_info, carried over the wire, name it; the
+ * queue is recreated and runs the next job. */
+static int child_illegal(GpuContext *c, Comps *cs) {
+        GpuCodeObject *co = child_load(c, "illegal.hsaco");
+        int idx = gpu_code_object_find(co, "illegal");
+        CHILD_CHECK(idx >= 0, 40, "no illegal kernel");
+        GpuBuffer *out = NULL;
+        CHILD_CHECK(gpu_buffer_new(c, 4096, GPU_PLACEMENT_GTT, false, &out) == 0, 41, "buffer");
+        uint64_t va = gpu_buffer_get_va(out);
+        const GpuKernel *k = gpu_code_object_kernel(co, (unsigned) idx);
+        uint8_t args[64] = { 0 };
+        uint32_t args_size = 0;
+        for (unsigned i = 0; i < k->n_args; i++)
+                if (k->args[i].kind != GPU_ARG_HIDDEN) {
+                        memcpy(args + k->args[i].offset, &va, 8);
+                        args_size = k->args[i].offset + 8;
+                }
+        GpuJob j = { .type = GPU_JOB_DISPATCH,
+                     .dispatch = { .co = co, .kernel = (unsigned) idx, .grid = { 1, 1, 1 }, .block = { 1, 1, 1 },
+                                   .args_data = args, .args_size = args_size } };
+        const GpuCompletion *done = NULL;
+        int r = run_job(c, cs, 2, &j, &done);
+        CHILD_CHECK(r == 0, 42, "the illegal dispatch was never reported: %s", strerror(-r));
+        CHILD_CHECK(done->error == -EIO, 43, "error %d", done->error);
+        CHILD_CHECK(strstr(done->message, "unsupported instruction v_pk_fma_f16"), 44, "message: %s", done->message);
+        CHILD_CHECK(!gpu_context_is_lost(c, NULL), 45, "a GPU exception does not end the context");
+        GpuJob nop = { .type = GPU_JOB_NOP };
+        r = run_job(c, cs, 2, &nop, &done);
+        CHILD_CHECK(r == 0 && done->error == 0, 46, "the recreated queue: %s, error %d", strerror(-r),
+                    r == 0 ? done->error : 0);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+        return 0;
+}
+
+/* vector_add(a, b, c, n) on the compute queue, checked element by element. */
+static int child_dispatch(GpuContext *c, Comps *cs) {
+        GpuCodeObject *co = child_load(c, "vector-add.hsaco");
+        int r;
         int idx = gpu_code_object_find(co, "vector_add");
         CHILD_CHECK(idx >= 0, 32, "no vector_add kernel");
         const GpuKernel *k = gpu_code_object_kernel(co, (unsigned) idx);
@@ -357,12 +401,20 @@ static int child_gpu_context(const KfdOps *ops, int test_sock) {
         r = child_dispatch(c, cs);
         if (r != 0)
                 return r;
+        r = child_illegal(c, cs);
+        if (r != 0)
+                return r;
 #else
         fprintf(stderr, "child: no kernel corpus (clang-15): the dispatch is skipped\n");
 #endif
         GpuContextStats st;
         gpu_context_get_stats(c, &st);
-        CHILD_CHECK(st.buffers == 0 && st.faults == 0, 20, "%u buffers left, %llu faults", st.buffers,
+#ifdef KERNEL_DIR
+        const uint64_t faults = 1; /* the illegal instruction */
+#else
+        const uint64_t faults = 0;
+#endif
+        CHILD_CHECK(st.buffers == 0 && st.faults == faults, 20, "%u buffers left, %llu faults", st.buffers,
                     (unsigned long long) st.faults);
         gpu_context_free(c);
         free(cs);
@@ -414,10 +466,27 @@ static int child_export(const KfdOps *ops, int test_sock) {
         CHILD_CHECK(fcntl(fd, F_GETFD) == FD_CLOEXEC, 14, "the dma-buf fd is O_CLOEXEC as asked");
         send_byte(test_sock, 'E', fd);
         close(fd);
-        /* The parent has seen the bytes; it writes one of its own. */
-        CHILD_CHECK(recv_byte(test_sock, NULL) == 'W', 15, "parent's go");
+        /* The parent has seen the bytes and written one of its own; it sends
+         * a buffer of its own the other way (GET_DMABUF_INFO and IMPORT_DMABUF
+         * carry the fd to the daemon). */
+        int pfd = -1;
+        CHILD_CHECK(recv_byte(test_sock, &pfd) == 'W' && pfd >= 0, 15, "parent's dma-buf");
         const uint8_t flipped = (uint8_t) ~pattern_byte(5, 7);
         CHILD_CHECK(p[5] == flipped, 16, "the parent's write through its mapping: 0x%x", p[5]);
+        GpuBuffer *imp = NULL;
+        r = gpu_buffer_import(c, pfd, &imp);
+        CHILD_CHECK(r == 0, 17, "gpu_buffer_import: %s", strerror(-r));
+        CHILD_CHECK(gpu_buffer_get_size(imp) == 8192, 18, "size %llu", (unsigned long long) gpu_buffer_get_size(imp));
+        GpuJob copy = { .type = GPU_JOB_COPY,
+                        .copy = { .src_va = gpu_buffer_get_va(imp), .dst_va = gpu_buffer_get_va(b), .size = 8192 } };
+        r = run_job(c, cs, 1, &copy, &done);
+        CHILD_CHECK(r == 0 && done->error == 0, 19, "copy from the parent's buffer");
+        for (uint64_t i = 0; i < 8192; i++)
+                CHILD_CHECK(p[i] == pattern_byte(i, 9), 20, "byte %llu of the parent's buffer: 0x%x",
+                            (unsigned long long) i, p[i]);
+        CHILD_CHECK(((uint8_t *) gpu_buffer_get_cpu(imp))[100] == pattern_byte(100, 9), 21, "the CPU view of the import");
+        close(pfd);
+        gpu_buffer_unref(imp);
         gpu_buffer_unref(b);
         gpu_context_free(c);
         free(cs);
@@ -456,8 +525,16 @@ Test(sim_remote, a_dma_buf_of_the_child_is_the_same_memory_in_the_parent, .timeo
         cr_assert_eq(done->error, 0);
         cr_expect_eq(memcmp(gpu_buffer_get_cpu(local), m, size), 0, "the parent's GPU read the child's bytes");
 
-        send_byte(ch.test_sock, 'W', -1);
+        GpuBuffer *mine = NULL;
+        cr_assert_eq(gpu_buffer_new(pc, 8192, GPU_PLACEMENT_GTT, false, &mine), 0);
+        for (uint64_t i = 0; i < 8192; i++)
+                ((uint8_t *) gpu_buffer_get_cpu(mine))[i] = pattern_byte(i, 9);
+        int mine_fd = -1;
+        cr_assert_eq(gpu_buffer_export(mine, &mine_fd), 0);
+        send_byte(ch.test_sock, 'W', mine_fd);
+        close(mine_fd);
         child_finish(&ch);
+        gpu_buffer_unref(mine);
         cr_assert(stats_wait(d, no_remote_process, NULL, NULL), "the child's process is torn down");
 
         /* The exporter is gone; its dma-buf is not. */
