@@ -57,7 +57,6 @@ int sim_remote_ops_new(int fd, const KfdOps **ret);
 /*
  * Closes everything: the channels (the daemon then tears the process down,
  * closing its files) and the fds of files still open. No other thread may be
- * inside an operation of ops or exit after having used it while this runs.
- * NULL-safe.
+ * inside an operation of ops while this runs. NULL-safe.
  */
 void sim_remote_ops_free(const KfdOps *ops);
