@@ -81,6 +81,7 @@ typedef struct Call {
         size_t array_size;
         int send_fd;             /* borrowed, or -1 */
         bool cancellable;
+        void *owned;             /* the caller's buffer, freed if the thread is cancelled */
 
         unsigned channel;
         bool have_channel;
@@ -223,29 +224,38 @@ static int channel_acquire(SimRemoteOps *o, unsigned *ret) {
 typedef struct CancelUnwind {
         SimRemoteOps *o;
         unsigned channel;
+        void *owned;
 } CancelUnwind;
 
-/* Cancelled while waiting for a reply: the channel is out of step for good. */
+/* Cancelled while waiting for a reply: the channel is out of step for good,
+ * and the caller's frame goes without its cleanup. */
 static void call_cancelled(void *userdata) {
         CancelUnwind *u = userdata;
         channel_retire(u->o, u->channel);
+        free(u->owned);
 }
 
-/* Receives the reply; a function of its own so that pthread_cleanup_push's
- * setjmp sees few locals. */
-static ssize_t call_recv(SimRemoteOps *o, Call *c) {
-        RemoteChannel *ch = &o->channels[c->channel];
-        CancelUnwind unwind = { .o = o, .channel = c->channel };
-        volatile ssize_t n;
+/* Waits for the reply with cancellation enabled (poll is the cancellation
+ * point, so nothing is half received when the thread goes); a function of
+ * its own so that pthread_cleanup_push's setjmp sees few locals. */
+static void call_wait_cancellable(SimRemoteOps *o, Call *c) {
+        CancelUnwind unwind = { .o = o, .channel = c->channel, .owned = c->owned };
+        struct pollfd p = { .fd = o->channels[c->channel].fd, .events = POLLIN };
 
-        if (!c->cancellable || c->old_cancel != PTHREAD_CANCEL_ENABLE)
-                return sim_remote_recv(ch->fd, ch->buf, SIM_REMOTE_MAX_MESSAGE, &c->rep_fd);
         pthread_cleanup_push(call_cancelled, &unwind);
         pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-        n = sim_remote_recv(ch->fd, ch->buf, SIM_REMOTE_MAX_MESSAGE, &c->rep_fd);
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                ;
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
         pthread_cleanup_pop(0);
-        return n;
+}
+
+static ssize_t call_recv(SimRemoteOps *o, Call *c) {
+        RemoteChannel *ch = &o->channels[c->channel];
+
+        if (c->cancellable && c->old_cancel == PTHREAD_CANCEL_ENABLE)
+                call_wait_cancellable(o, c);
+        return sim_remote_recv(ch->fd, ch->buf, SIM_REMOTE_MAX_MESSAGE, &c->rep_fd);
 }
 
 static void call_end(SimRemoteOps *o, Call *c) {
@@ -434,6 +444,7 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                 c.arg_size = usize;
         } else
                 c.req.flags = SIM_REMOTE_ARG_NULL;
+        c.owned = view;
 
         if (arg)
                 switch (kind) {

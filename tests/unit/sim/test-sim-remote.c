@@ -777,6 +777,71 @@ Test(sim_remote, a_sleeping_wait_holds_up_no_allocation, .timeout = 120) {
         sim_device_free(d);
 }
 
+/* ---- Channels: cancellation, the bound ---- */
+
+static void *cancellable_wait(void *userdata) {
+        Waiter *w = userdata;
+        pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
+        waiter_main(w);
+        return NULL;
+}
+
+static int child_channels(const KfdOps *ops, int test_sock) {
+        RawCtx x;
+        raw_open(&x, ops);
+        struct kfd_ioctl_get_version_args v = {};
+
+        /* A thread cancelled in WAIT_EVENTS gives its channel up and unwinds,
+         * as the in-process simulator lets it; the others go on. */
+        Waiter w = { .x = &x, .timeout = KFD_EVENT_TIMEOUT_INFINITE };
+        w.ev[0].event_id = x.event;
+        pthread_t t;
+        void *ret = NULL;
+        CHILD_CHECK(pthread_create(&t, NULL, cancellable_wait, &w) == 0, 10, "thread");
+        usleep(200 * 1000);
+        CHILD_CHECK(pthread_cancel(t) == 0 && pthread_join(t, &ret) == 0, 11, "cancel");
+        CHILD_CHECK(ret == PTHREAD_CANCELED && !atomic_load(&w.done), 12, "the thread was cancelled in its wait");
+        CHILD_CHECK(raw_ioctl(&x, AMDKFD_IOC_GET_VERSION, &v) == 0 && v.major_version == 1, 13, "GET_VERSION after");
+        struct kfd_ioctl_set_event_args se = { .event_id = x.event };
+        CHILD_CHECK(raw_ioctl(&x, AMDKFD_IOC_SET_EVENT, &se) == 0, 14, "SET_EVENT");
+        /* That ends the daemon's thread of the given-up channel (its wait
+         * completes, its answer finds no reader); give it a moment to go, so
+         * that it does not count against the bound below. */
+        usleep(200 * 1000);
+
+        /* SIM_REMOTE_MAX_CHANNELS calls in flight at once, and not one more. */
+        static Waiter ws[SIM_REMOTE_MAX_CHANNELS];
+        pthread_t ts[SIM_REMOTE_MAX_CHANNELS];
+        for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++) {
+                ws[i] = (Waiter) { .x = &x, .timeout = 3000 };
+                ws[i].ev[0].event_id = x.event;
+                CHILD_CHECK(pthread_create(&ts[i], NULL, waiter_main, &ws[i]) == 0, 15, "thread %u", i);
+        }
+        usleep(1000 * 1000); /* every waiter holds its channel by now */
+        int r = raw_ioctl(&x, AMDKFD_IOC_GET_VERSION, &v);
+        CHILD_CHECK(r == -EMFILE, 16, "a call beside %u sleeping ones: %d", SIM_REMOTE_MAX_CHANNELS, r);
+        for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++) {
+                pthread_join(ts[i], NULL);
+                /* The event was set before they slept and is auto-reset: one
+                 * of them may take it, the others time out. */
+                CHILD_CHECK(ws[i].r == 0 && (ws[i].result == KFD_IOC_WAIT_RESULT_TIMEOUT ||
+                                             ws[i].result == KFD_IOC_WAIT_RESULT_COMPLETE),
+                            17, "waiter %u: %d, result %u", i, ws[i].r, ws[i].result);
+        }
+        CHILD_CHECK(raw_ioctl(&x, AMDKFD_IOC_GET_VERSION, &v) == 0, 18, "GET_VERSION once they are back");
+        return 0;
+}
+
+Test(sim_remote, a_cancelled_wait_gives_its_channel_up_and_calls_are_bounded, .timeout = 120) {
+        Child ch = child_start(child_channels);
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        cr_assert_eq(sim_remote_serve(d, ch.sock), 0);
+        child_finish(&ch);
+        cr_expect(stats_wait(d, no_remote_process, NULL, NULL));
+        sim_device_free(d);
+}
+
 /* ---- Killed while asleep ---- */
 
 static int child_sleep_forever(const KfdOps *ops, int test_sock) {
