@@ -609,7 +609,8 @@ int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_cont
 
                 list[i] = (kfdb_gpu_context) { .id = c->id, .live = c->live, .users = c->users,
                                                .jobs_in_flight = c->jobs_in_flight, .losses = c->losses,
-                                               .memory_bytes = c->memory_bytes, .mapped_bytes = c->mapped_bytes };
+                                               .memory_bytes = c->memory_bytes, .mapped_bytes = c->mapped_bytes,
+                                               .pid = c->pid };
                 copy_string(list[i].kind, sizeof(list[i].kind), c->kind);
         }
         return 0;

@@ -599,6 +599,7 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                                         .id = c->id, .kind = str(c->kind), .live = c->live, .users = c->users,
                                         .jobs_in_flight = c->jobs_in_flight, .losses = c->losses,
                                         .memory_bytes = c->memory_bytes, .mapped_bytes = c->mapped_bytes,
+                                        .pid = c->pid,
                                 };
                         }
                         r->status.n_contexts = s->n_contexts;

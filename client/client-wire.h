@@ -173,6 +173,7 @@ typedef struct ClientContextInfo {
         bool live;
         uint32_t users, jobs_in_flight, losses;
         uint64_t memory_bytes, mapped_bytes;
+        uint32_t pid;
 } ClientContextInfo;
 
 typedef struct ClientReply {

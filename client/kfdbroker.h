@@ -227,10 +227,12 @@ typedef struct kfdb_gpu_context {
         uint32_t losses;        /* times it was lost to a GPU fault */
         uint64_t memory_bytes;  /* what it holds for itself: rings, CWSR areas, scratch, ... */
         uint64_t mapped_bytes;  /* clients' buffers mapped into it (counted where allocated) */
+        uint32_t pid;           /* its worker process (mechanism "process"), else 0 */
 } kfdb_gpu_context;
 
 typedef struct kfdb_gpu_contexts {
-        char mechanism[16];     /* "kernel": a GPU context per client; "none": shared mode */
+        char mechanism[16];     /* "kernel": a GPU context per client (secondary KFD contexts);
+                                 * "process": the same, a worker process each; "none": shared mode */
         char reason[320];       /* one line: what isolation clients get on this machine, and why */
         uint32_t max;           /* client contexts alive at once, at most */
         size_t n;               /* contexts the daemon listed (the device context first) */

@@ -171,9 +171,10 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                         printf("%s{\"id\":%" PRIu64, i ? "," : "", list[i].id);
                         json_member_string(",", "kind", list[i].kind);
                         printf(",\"live\":%s,\"users\":%" PRIu32 ",\"jobs_in_flight\":%" PRIu32
-                               ",\"losses\":%" PRIu32 ",\"memory_bytes\":%" PRIu64 ",\"mapped_bytes\":%" PRIu64 "}",
+                               ",\"losses\":%" PRIu32 ",\"memory_bytes\":%" PRIu64 ",\"mapped_bytes\":%" PRIu64
+                               ",\"pid\":%" PRIu32 "}",
                                list[i].live ? "true" : "false", list[i].users, list[i].jobs_in_flight,
-                               list[i].losses, list[i].memory_bytes, list[i].mapped_bytes);
+                               list[i].losses, list[i].memory_bytes, list[i].mapped_bytes, list[i].pid);
                 }
                 printf("]}\n");
                 return 0;
@@ -207,6 +208,8 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                         printf(", %s of clients' buffers mapped", format_bytes(list[i].mapped_bytes, b2, sizeof(b2)));
                 if (list[i].losses)
                         printf(", lost %" PRIu32 " time%s", list[i].losses, list[i].losses == 1 ? "" : "s");
+                if (list[i].pid)
+                        printf(", worker pid %" PRIu32, list[i].pid);
                 printf("\n");
         }
         return 0;

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "manager/manager.h"
 #include "util/log.h"
+#include "worker/worker.h"
 
 /* Every client buffer of the simulated GPU and every connection holds fds, so
  * the soft RLIMIT_NOFILE of 1024 that systemd and shells hand out is far too
@@ -45,8 +46,12 @@ static void help(void) {
                "     --metrics-interval=SEC  How often (default 15)\n"
                "     --max-connections-per-user=N  Refuse a user's connections beyond N\n"
                "                          (default 128; 0 = no limit)\n"
-               "     --contexts=MODE      auto (default): a GPU context per client where the\n"
-               "                          kernel can make them (KFD 1.19); shared: never\n"
+               "     --contexts=MODE      How clients get GPU contexts of their own: auto\n"
+               "                          (default: kernel, else process, else shared), kernel\n"
+               "                          (secondary KFD contexts, KFD 1.19), process (a worker\n"
+               "                          process each) or shared (none)\n"
+               "     --worker-user=USER   The user worker processes of a root daemon run as\n"
+               "                          (default kfdbroker, else nobody)\n"
                "     --max-contexts=N     Client GPU contexts alive at once (default 64)\n"
                "     --context-idle=SEC   Give up a client GPU context idle this long (default 30)\n"
                "     --sim-kfd-version=1.N  The KFD version the simulated GPU's kernel\n"
@@ -59,7 +64,8 @@ static void help(void) {
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
-               ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION };
+               ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
+               ARG_WORKER_USER };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -77,6 +83,7 @@ int main(int argc, char *argv[]) {
                 { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
                 { "context-idle", required_argument, NULL, ARG_CONTEXT_IDLE },
                 { "sim-kfd-version", required_argument, NULL, ARG_SIM_KFD_VERSION },
+                { "worker-user", required_argument, NULL, ARG_WORKER_USER },
                 {},
         };
         ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
@@ -86,6 +93,10 @@ int main(int argc, char *argv[]) {
         LogTarget target = LOG_TARGET_AUTO;
         Manager *m = NULL;
         int c, r;
+
+        /* A worker process (context-worker.c starts them): its own program. */
+        if (argc > 1 && strcmp(argv[1], "--worker") == 0)
+                return worker_main(argc, argv);
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
@@ -187,13 +198,21 @@ int main(int argc, char *argv[]) {
                 }
                 case ARG_CONTEXTS:
                         if (strcmp(optarg, "auto") == 0)
-                                opts.shared_contexts = false;
+                                opts.contexts = CONTEXT_CHOICE_AUTO;
+                        else if (strcmp(optarg, "kernel") == 0)
+                                opts.contexts = CONTEXT_CHOICE_KERNEL;
+                        else if (strcmp(optarg, "process") == 0)
+                                opts.contexts = CONTEXT_CHOICE_PROCESS;
                         else if (strcmp(optarg, "shared") == 0)
-                                opts.shared_contexts = true;
+                                opts.contexts = CONTEXT_CHOICE_SHARED;
                         else {
-                                fprintf(stderr, "kfdbrokerd: --contexts: expected auto or shared, got '%s'\n", optarg);
+                                fprintf(stderr, "kfdbrokerd: --contexts: expected auto, kernel, process or shared, got '%s'\n",
+                                        optarg);
                                 return EXIT_FAILURE;
                         }
+                        break;
+                case ARG_WORKER_USER:
+                        opts.worker_user = optarg;
                         break;
                 case ARG_MAX_CONTEXTS: {
                         char *end;

@@ -8,6 +8,14 @@
 
 #include "contexts/context.h"
 
+/* A client context's queues: at most this many jobs each (the scheduler keeps
+ * fewer), rings of this size — small, since a dispatch is a few dozen dwords. */
+#define CLIENT_MAX_INFLIGHT 128u
+#define CLIENT_RING_SIZE (64u * 1024u)
+
+typedef struct WorkerLink WorkerLink;
+typedef struct WorkerReaper WorkerReaper;
+
 struct Context {
         unsigned n_ref;
         unsigned users;          /* sessions that took it with context_pool_get() */
@@ -17,8 +25,10 @@ struct Context {
         char *key;
         bool device;
 
-        /* The current incarnation. */
+        /* The current incarnation: a GPU context of this process, or a
+         * worker process's (context-worker.c). */
         GpuContext *gpu;
+        WorkerLink *worker;
         sd_event_source *wake;
         unsigned inflight;
         uint64_t created_ns, bring_up_ns;
@@ -49,12 +59,23 @@ struct ContextPool {
         uint64_t next_id;
         sd_event_source *idle_timer;
         sd_event_source *reap;   /* deferred: drops incarnations nobody uses */
+        int exe_fd;              /* this program, for worker processes (O_PATH) */
+        WorkerReaper *reapers;   /* workers on their way out */
 };
 
 /* context.c */
 int context_new(ContextPool *p, const char *key, bool device, Context **ret);
 /* Takes over gpu as the slot's incarnation and watches its wake fd. */
 int context_adopt(Context *c, GpuContext *gpu, uint64_t bring_up_ns);
+/* Takes over a worker process as the slot's incarnation. */
+void context_adopt_worker(Context *c, WorkerLink *w);
+/* Whether an incarnation is up. */
+bool context_live(const Context *c);
+/* A completion of the current incarnation, upwards. */
+void context_report(Context *c, const GpuCompletion *comp);
+/* The current incarnation is being lost: tells the users once, before the
+ * completions of its jobs. */
+void context_announce_losing(Context *c, const char *reason);
 /* Ends the current incarnation (nothing may be in flight unless lost).
  * lost: reported to the callbacks as a loss. */
 void context_drop(Context *c, bool lost, const char *reason);
@@ -67,3 +88,32 @@ void context_pool_unlink(ContextPool *p, Context *c);
 /* Soon (on the next loop iteration, outside whatever calls this): drop the
  * incarnations of slots no session uses and with nothing in flight. */
 void context_pool_schedule_reap(ContextPool *p);
+
+/* context-worker-process.c: worker processes as processes. */
+/* Starts `kfdbrokerd --worker` with its control socket (*ret_sock, the
+ * daemon's end, non-blocking) and the device's connection, and sends it its
+ * setup with a relay page of the device context (*ret_relay). */
+int worker_process_spawn(ContextPool *p, uint64_t context_id, pid_t *ret_pid, int *ret_pidfd, int *ret_sock,
+                         GpuBuffer **ret_relay, char *err, size_t errlen);
+/* At start: whether a worker comes up here, and how long it takes. Blocks. */
+int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t errlen);
+/* Reaps it when it exits (taking the pidfd over), killing it if it has not
+ * within a grace; killed: we sent it SIGKILL already (its death is no news). */
+void worker_process_reap_later(ContextPool *p, pid_t pid, int pidfd, uint64_t context_id, bool killed);
+/* Kills and reaps every worker still on its way out: the daemon exits. */
+void worker_reapers_free(ContextPool *p);
+
+/* context-worker.c: the link to a running worker. */
+/* Starts a worker for c (not waiting for it to come up). */
+int worker_link_spawn(ContextPool *p, Context *c, WorkerLink **ret, char *err, size_t errlen);
+/* Tells the worker to exit and lets it go (reaped later, killed if it
+ * lingers). NULL-safe; returns NULL. */
+WorkerLink *worker_link_free(WorkerLink *w);
+int worker_link_get_queue(WorkerLink *w, GpuEngine engine, uint32_t priority, unsigned *ret_index,
+                          uint32_t *ret_priority, char *err, size_t errlen);
+int worker_link_submit(WorkerLink *w, unsigned queue, const GpuJob *job, GpuCodeObject *code,
+                       const ContextReloc *relocs, unsigned n_relocs, uint64_t *ret_seq, char *err, size_t errlen);
+int worker_link_relay(WorkerLink *w, unsigned device_queue, GpuBuffer **ret_hold, uint64_t *ret_write_va,
+                      uint64_t *ret_wait_va, uint32_t *ret_value);
+int worker_link_abort(WorkerLink *w, unsigned queue, uint64_t seq, int error);
+void worker_link_get_stats(const WorkerLink *w, ContextStats *ret);

@@ -4,13 +4,16 @@
  * client contexts, the client slots by key, the limit on client contexts
  * alive at once, and the reclaim of idle ones.
  *
- * The mechanism is decided once, at start: "kernel" where the KFD speaks
- * uapi 1.19 (AMDKFD_IOC_CREATE_PROCESS) and a first secondary context comes
- * up (it is freed again; its bring-up time is logged), else "none" with the
- * reason, which the Manager states once in the journal and `kfdbrokerctl
- * status` shows.
+ * The mechanism is decided once, at start, as kfdbrokerd --contexts= asks:
+ * "kernel" where the KFD speaks uapi 1.19 (AMDKFD_IOC_CREATE_PROCESS) and a
+ * first secondary context comes up (it is freed again; its bring-up time is
+ * logged); else "process" where a first worker process comes up (the same);
+ * else "none" with the reasons, which the Manager states once in the journal
+ * and `kfdbrokerctl status` shows. An explicit choice that cannot work is an
+ * error: the daemon says why and does not start.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +27,11 @@
 
 #define DEFAULT_MAX_CONTEXTS 64u
 #define DEFAULT_IDLE_TIMEOUT_NS (30ull * 1000000000ull)
-/* A client context's queues: at most this many jobs each (the scheduler keeps
- * fewer), rings of this size — small, since a dispatch is a few dozen dwords. */
-#define CLIENT_MAX_INFLIGHT 128u
-#define CLIENT_RING_SIZE (64u * 1024u)
 
 static const char *const mechanism_names[_CONTEXT_MECHANISM_MAX] = {
         [CONTEXT_MECHANISM_NONE] = "none",
         [CONTEXT_MECHANISM_KERNEL] = "kernel",
+        [CONTEXT_MECHANISM_PROCESS] = "process",
 };
 
 const char *context_mechanism_to_string(ContextMechanism m) {
@@ -53,44 +53,100 @@ static int bring_up_client(ContextPool *p, GpuContext **ret, uint64_t *ret_ns) {
         return r;
 }
 
-/* Whether client contexts can be made here, and why (not). */
-static void decide_mechanism(ContextPool *p) {
+/* Whether secondary contexts work here: 0 and their bring-up time, or why not. */
+static int try_kernel(ContextPool *p, uint64_t *ret_ns, char *why, size_t whylen) {
         const GpuDeviceInfo *i = gpu_context_get_info(p->device->gpu);
         GpuContext *probe = NULL;
+        int r;
+
+        if (i->kfd_minor < KFD_MINOR_CREATE_PROCESS) {
+                snprintf(why, whylen, "KFD %u.%u has no secondary contexts (they need uapi 1.%u, Linux 7.0)",
+                         i->kfd_major, i->kfd_minor, KFD_MINOR_CREATE_PROCESS);
+                return -EOPNOTSUPP;
+        }
+        r = bring_up_client(p, &probe, ret_ns);
+        if (r < 0) {
+                snprintf(why, whylen, "KFD %u.%u offers secondary contexts but making one failed (%s)", i->kfd_major,
+                         i->kfd_minor, strerror(-r));
+                return r;
+        }
+        gpu_context_free(probe);
+        return 0;
+}
+
+/* Whether worker processes work here: 0 and a first one's start-up time. */
+static int try_process(ContextPool *p, uint64_t *ret_ns, char *why, size_t whylen) {
+        char err[256] = "";
+        int r;
+
+        if (p->exe_fd < 0 && !p->opts.worker_exe) {
+                p->exe_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+                if (p->exe_fd < 0) {
+                        r = -errno;
+                        snprintf(why, whylen, "this program cannot find itself to start workers (/proc/self/exe: %s)",
+                                 strerror(-r));
+                        return r;
+                }
+        }
+        r = worker_process_probe(p, ret_ns, err, sizeof err);
+        if (r < 0)
+                snprintf(why, whylen, "a worker process did not come up (%s)", err);
+        return r;
+}
+
+/* Which mechanism makes client contexts here, and why (not). */
+static int decide_mechanism(ContextPool *p, char *err, size_t errlen) {
+        const GpuDeviceInfo *i = gpu_context_get_info(p->device->gpu);
+        char why_kernel[320] = "", why_process[320] = "";
         uint64_t ns = 0;
         int r;
 
-        if (p->opts.force_shared) {
+        switch (p->opts.choice) {
+        case CONTEXT_CHOICE_SHARED:
                 p->mechanism = CONTEXT_MECHANISM_NONE;
                 snprintf(p->mechanism_reason, sizeof p->mechanism_reason,
                          "shared mode by configuration: every client's kernels run in the daemon's one GPU context "
                          "(compute needs ComputeDispatch=yes)");
-                return;
+                return 0;
+        case CONTEXT_CHOICE_AUTO:
+        case CONTEXT_CHOICE_KERNEL:
+                r = try_kernel(p, &ns, why_kernel, sizeof why_kernel);
+                if (r >= 0) {
+                        p->mechanism = CONTEXT_MECHANISM_KERNEL;
+                        snprintf(p->mechanism_reason, sizeof p->mechanism_reason,
+                                 "a GPU context per client: secondary KFD contexts (KFD %u.%u), at most %u at once, "
+                                 "one brought up in %.1f ms",
+                                 i->kfd_major, i->kfd_minor, p->opts.max_contexts, (double) ns / 1e6);
+                        return 0;
+                }
+                if (p->opts.choice == CONTEXT_CHOICE_KERNEL) {
+                        snprintf(err, errlen, "--contexts=kernel: %s", why_kernel);
+                        return -EOPNOTSUPP;
+                }
+                _fallthrough_;
+        case CONTEXT_CHOICE_PROCESS:
+                r = try_process(p, &ns, why_process, sizeof why_process);
+                if (r >= 0) {
+                        p->mechanism = CONTEXT_MECHANISM_PROCESS;
+                        snprintf(p->mechanism_reason, sizeof p->mechanism_reason,
+                                 "a GPU context per client: a worker process each%s%s%s, at most %u at once, one "
+                                 "started in %.1f ms",
+                                 why_kernel[0] ? " (" : "", why_kernel, why_kernel[0] ? ")" : "",
+                                 p->opts.max_contexts, (double) ns / 1e6);
+                        return 0;
+                }
+                if (p->opts.choice == CONTEXT_CHOICE_PROCESS) {
+                        snprintf(err, errlen, "--contexts=process: %s", why_process);
+                        return -EOPNOTSUPP;
+                }
+                break;
         }
-        if (i->kfd_minor < KFD_MINOR_CREATE_PROCESS) {
-                p->mechanism = CONTEXT_MECHANISM_NONE;
-                snprintf(p->mechanism_reason, sizeof p->mechanism_reason,
-                         "shared mode: KFD %u.%u has no secondary contexts (they need uapi 1.%u, Linux 7.0), so "
-                         "every client's kernels run in the daemon's one GPU context (compute needs "
-                         "ComputeDispatch=yes)",
-                         i->kfd_major, i->kfd_minor, KFD_MINOR_CREATE_PROCESS);
-                return;
-        }
-        r = bring_up_client(p, &probe, &ns);
-        if (r < 0) {
-                p->mechanism = CONTEXT_MECHANISM_NONE;
-                snprintf(p->mechanism_reason, sizeof p->mechanism_reason,
-                         "shared mode: KFD %u.%u offers secondary contexts but making one failed (%s), so every "
-                         "client's kernels run in the daemon's one GPU context (compute needs ComputeDispatch=yes)",
-                         i->kfd_major, i->kfd_minor, strerror(-r));
-                return;
-        }
-        gpu_context_free(probe);
-        p->mechanism = CONTEXT_MECHANISM_KERNEL;
+        p->mechanism = CONTEXT_MECHANISM_NONE;
         snprintf(p->mechanism_reason, sizeof p->mechanism_reason,
-                 "a GPU context per client: secondary KFD contexts (KFD %u.%u), at most %u at once, one brought "
-                 "up in %.1f ms",
-                 i->kfd_major, i->kfd_minor, p->opts.max_contexts, (double) ns / 1e6);
+                 "shared mode: %s, and %s, so every client's kernels run in the daemon's one GPU context (compute "
+                 "needs ComputeDispatch=yes)",
+                 why_kernel, why_process);
+        return 0;
 }
 
 static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -101,7 +157,7 @@ static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         for (c = p->clients; c; c = next) {
                 /* Dropping tells the scheduler, which may let go of the slot. */
                 context_ref(c);
-                if (c->gpu && c->inflight == 0 && now - c->last_used_ns >= p->opts.idle_timeout_ns)
+                if (context_live(c) && c->inflight == 0 && now - c->last_used_ns >= p->opts.idle_timeout_ns)
                         context_drop(c, false, "idle");
                 next = c->next;
                 context_unref(c);
@@ -112,7 +168,7 @@ static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 }
 
 int context_pool_new(sd_event *event, const KfdOps *ops, const ContextPoolOptions *opts,
-                     const ContextPoolCallbacks *cb, ContextPool **ret) {
+                     const ContextPoolCallbacks *cb, ContextPool **ret, char *err, size_t errlen) {
         ContextPool *p = calloc(1, sizeof *p);
         GpuContext *gpu = NULL;
         uint64_t t0 = now_ns();
@@ -122,6 +178,7 @@ int context_pool_new(sd_event *event, const KfdOps *ops, const ContextPoolOption
                 return -ENOMEM;
         p->event = sd_event_ref(event);
         p->ops = ops;
+        p->exe_fd = -EBADF;
         if (opts)
                 p->opts = *opts;
         if (p->opts.max_contexts == 0)
@@ -144,7 +201,11 @@ int context_pool_new(sd_event *event, const KfdOps *ops, const ContextPoolOption
                 gpu_context_free(gpu);
                 goto fail;
         }
-        decide_mechanism(p);
+        if (err && errlen)
+                err[0] = '\0';
+        r = decide_mechanism(p, err, errlen);
+        if (r < 0)
+                goto fail;
         r = sd_event_add_time_relative(event, &p->idle_timer, CLOCK_MONOTONIC, p->opts.idle_timeout_ns / 2000,
                                        0, on_idle_timer, p);
         if (r < 0)
@@ -164,7 +225,7 @@ static int on_reap(sd_event_source *src, void *userdata) {
         (void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
         for (c = p->clients; c; c = next) {
                 context_ref(c);
-                if (c->users == 0 && c->gpu && c->inflight == 0)
+                if (c->users == 0 && context_live(c) && c->inflight == 0)
                         context_drop(c, false, "no client uses it any more");
                 next = c->next;
                 context_unref(c);
@@ -194,6 +255,8 @@ ContextPool *context_pool_free(ContextPool *p) {
                 context_drop(c, false, "daemon exiting");
                 context_pool_unlink(p, c);
         }
+        worker_reapers_free(p);
+        safe_close(p->exe_fd);
         if (p->device) {
                 Context *d = p->device;
                 d->wake = sd_event_source_disable_unref(d->wake);
@@ -294,7 +357,7 @@ static Context *least_recently_used_idle(ContextPool *p) {
         Context *best = NULL;
 
         for (Context *c = p->clients; c; c = c->next)
-                if (c->gpu && c->inflight == 0 && (!best || c->last_used_ns < best->last_used_ns))
+                if (context_live(c) && c->inflight == 0 && (!best || c->last_used_ns < best->last_used_ns))
                         best = c;
         return best;
 }
@@ -316,6 +379,18 @@ int context_pool_bring_up(ContextPool *p, Context *c, char *err, size_t errlen) 
                 context_ref(victim);
                 context_drop(victim, false, "reclaimed for another client (the pool is full)");
                 context_unref(victim);
+        }
+        if (p->mechanism == CONTEXT_MECHANISM_PROCESS) {
+                WorkerLink *w;
+
+                r = worker_link_spawn(p, c, &w, err, errlen);
+                if (r < 0)
+                        return r;
+                context_adopt_worker(c, w);
+                p->n_live++;
+                log_debug("GPU context %" PRIu64 " (%s): a worker process started (%u of %u)", c->id, c->key,
+                          p->n_live, p->opts.max_contexts);
+                return 0;
         }
         r = bring_up_client(p, &gpu, &ns);
         if (r < 0) {

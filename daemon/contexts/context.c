@@ -42,10 +42,15 @@ Context *context_ref(Context *c) {
         return c;
 }
 
+bool context_live(const Context *c) {
+        return c->gpu || c->worker;
+}
+
 /* Ends the incarnation without a word to anyone. */
 static void incarnation_free(Context *c) {
-        if (!c->gpu)
+        if (!context_live(c))
                 return;
+        c->worker = worker_link_free(c->worker);
         /* Relay jobs still on the way hold the page (and its mapping in the
          * device context) until they are done. */
         c->relay = gpu_buffer_unref(c->relay);
@@ -77,7 +82,7 @@ Context *context_unref(Context *c) {
 
 /* A slot nobody uses gives its incarnation up once nothing is in flight. */
 static void maybe_drop_unused(Context *c) {
-        if (!c->device && c->users == 0 && c->gpu && c->pool)
+        if (!c->device && c->users == 0 && context_live(c) && c->pool)
                 context_pool_schedule_reap(c->pool);
 }
 
@@ -111,40 +116,51 @@ void context_get_stats(const Context *c, ContextStats *ret) {
                 .id = c->id,
                 .key = c->key,
                 .device = c->device,
-                .live = c->gpu != NULL,
+                .live = context_live(c),
                 .incarnations = c->incarnations,
                 .losses = c->losses,
                 .users = c->users,
                 .jobs_in_flight = c->inflight,
-                .created_ns = c->gpu ? c->created_ns : 0,
+                .created_ns = context_live(c) ? c->created_ns : 0,
                 .bring_up_ns = c->bring_up_ns,
         };
         if (c->gpu)
                 gpu_context_get_stats(c->gpu, &ret->gpu);
+        else if (c->worker)
+                worker_link_get_stats(c->worker, ret);
 }
 
-/* Announces a loss once per incarnation, before its failed jobs. */
-static void announce_loss(Context *c) {
-        const char *why = NULL;
-
-        if (c->losing_told || !c->gpu || !gpu_context_is_lost(c->gpu, &why))
+void context_announce_losing(Context *c, const char *reason) {
+        if (c->losing_told || !context_live(c))
                 return;
         c->losing_told = true;
         if (c->pool && c->pool->cb.losing)
-                c->pool->cb.losing(c, why, c->pool->cb.userdata);
+                c->pool->cb.losing(c, reason, c->pool->cb.userdata);
 }
 
-/* Reports a completion of the current incarnation upwards. */
-static void on_completion(const GpuCompletion *comp, void *userdata) {
-        Context *c = userdata;
+/* Announces a loss of a context of this process once, before its failed jobs. */
+static void announce_loss(Context *c) {
+        const char *why = NULL;
 
-        announce_loss(c);
+        if (c->gpu && gpu_context_is_lost(c->gpu, &why))
+                context_announce_losing(c, why);
+}
+
+void context_report(Context *c, const GpuCompletion *comp) {
         if (c->inflight > 0)
                 c->inflight--;
         c->last_used_ns = now_ns();
         maybe_drop_unused(c);
         if (c->pool && c->pool->cb.completion)
                 c->pool->cb.completion(c, comp, c->pool->cb.userdata);
+}
+
+/* A completion of a GPU context of this process. */
+static void on_completion(const GpuCompletion *comp, void *userdata) {
+        Context *c = userdata;
+
+        announce_loss(c);
+        context_report(c, comp);
 }
 
 static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -188,10 +204,20 @@ int context_adopt(Context *c, GpuContext *gpu, uint64_t bring_up_ns) {
         return 0;
 }
 
+void context_adopt_worker(Context *c, WorkerLink *w) {
+        c->worker = w;
+        c->inflight = 0;
+        c->losing_told = false;
+        c->created_ns = now_ns();
+        c->bring_up_ns = 0; /* the worker says, when it is up */
+        c->last_used_ns = c->created_ns;
+        c->incarnations++;
+}
+
 void context_drop(Context *c, bool lost, const char *reason) {
         ContextPool *p = c->pool;
 
-        if (!c->gpu)
+        if (!context_live(c))
                 return;
         if (c->device) {
                 /* The device context is never given up: a lost one stays,
@@ -216,7 +242,7 @@ void context_drop(Context *c, bool lost, const char *reason) {
 }
 
 int context_ensure(Context *c, char *err, size_t errlen) {
-        if (c->gpu) {
+        if (context_live(c)) {
                 if (c->pool)
                         context_pool_touch(c->pool, c);
                 return 0;
@@ -236,6 +262,8 @@ int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, unsigned 
         r = context_ensure(c, err, errlen);
         if (r < 0)
                 return r;
+        if (c->worker)
+                return worker_link_get_queue(c->worker, engine, priority, ret_index, ret_priority, err, errlen);
         info = gpu_context_get_info(c->gpu);
         for (unsigned i = 0; i < info->n_queues; i++) {
                 if (info->queue_engine[i] != engine)
@@ -272,9 +300,17 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
                    unsigned n_relocs, uint64_t *ret_seq, char *err, size_t errlen) {
         int r;
 
-        if (!c->gpu) {
+        if (!context_live(c)) {
                 snprintf(err, errlen, "GPU context %" PRIu64 " is gone", c->id);
                 return -ENODEV;
+        }
+        if (c->worker) {
+                r = worker_link_submit(c->worker, queue, job, code, relocs, n_relocs, ret_seq, err, errlen);
+                if (r < 0)
+                        return r;
+                c->inflight++;
+                c->last_used_ns = now_ns();
+                return 0;
         }
         if (job->type == GPU_JOB_DISPATCH) {
                 GpuCodeObject *here;
@@ -313,8 +349,10 @@ int context_relay(Context *c, unsigned device_queue, GpuBuffer **ret_hold, uint6
                   uint64_t *ret_wait_va, uint32_t *ret_value) {
         int r;
 
-        if (!c->gpu || c->device || !c->pool || device_queue >= GPU_MAX_QUEUES)
+        if (!context_live(c) || c->device || !c->pool || device_queue >= GPU_MAX_QUEUES)
                 return -ENODEV;
+        if (c->worker)
+                return worker_link_relay(c->worker, device_queue, ret_hold, ret_write_va, ret_wait_va, ret_value);
         if (!c->relay) {
                 GpuBuffer *b, *shadow;
 
@@ -341,6 +379,8 @@ int context_relay(Context *c, unsigned device_queue, GpuBuffer **ret_hold, uint6
 }
 
 int context_abort(Context *c, unsigned queue, uint64_t seq, int error) {
+        if (c->worker)
+                return worker_link_abort(c->worker, queue, seq, error);
         if (!c->gpu)
                 return 0;
         return gpu_queue_abort(c->gpu, queue, seq, error, on_completion, c);

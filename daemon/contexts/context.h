@@ -18,13 +18,15 @@
  * device context's buffers (dma-bufs) and the parsed code objects.
  *
  * Mechanisms (kfd-facts §7.3): "kernel" — secondary KFD contexts of this
- * process (AMDKFD_IOC_CREATE_PROCESS, KFD uapi >= 1.19, Linux 7.0); "none" —
- * no way to make one: every key maps to the device context (shared mode), a
- * kernel's fault there loses the device context, and compute is a right only
- * ComputeDispatch=yes grants. The interface takes plain values (buffers and
- * code objects of the GPU layer, queue indexes, sequence numbers), never
- * sessions, so a further mechanism — one worker process per context — fits
- * behind it.
+ * process (AMDKFD_IOC_CREATE_PROCESS, KFD uapi >= 1.19, Linux 7.0);
+ * "process" — one worker process per context (`kfdbrokerd --worker`,
+ * context-worker.c), which opens /dev/kfd itself and so gets a KFD context of
+ * its own on any kernel; "none" — neither works: every key maps to the
+ * device context (shared mode), a kernel's fault there loses the device
+ * context, and compute is a right only ComputeDispatch=yes grants. The
+ * interface takes plain values (buffers and code objects of the GPU layer,
+ * queue indexes, sequence numbers), never sessions, and is the same for the
+ * three.
  *
  * Owned by the Manager (the pool); sessions hold references on the slots they
  * use. Everything runs on the event loop and never blocks.
@@ -42,12 +44,21 @@ typedef struct Context Context;
 typedef struct ContextPool ContextPool;
 
 typedef enum ContextMechanism {
-        CONTEXT_MECHANISM_NONE,   /* shared mode: everything in the device context */
-        CONTEXT_MECHANISM_KERNEL, /* secondary KFD contexts (CREATE_PROCESS) */
+        CONTEXT_MECHANISM_NONE,    /* shared mode: everything in the device context */
+        CONTEXT_MECHANISM_KERNEL,  /* secondary KFD contexts (CREATE_PROCESS) */
+        CONTEXT_MECHANISM_PROCESS, /* a worker process per context */
         _CONTEXT_MECHANISM_MAX,
 } ContextMechanism;
 
-const char *context_mechanism_to_string(ContextMechanism m); /* "none", "kernel" */
+const char *context_mechanism_to_string(ContextMechanism m); /* "none", "kernel", "process" */
+
+/* What the administrator asked for (kfdbrokerd --contexts=). */
+typedef enum ContextChoice {
+        CONTEXT_CHOICE_AUTO,    /* kernel where the KFD has it, else process, else shared */
+        CONTEXT_CHOICE_KERNEL,  /* secondary contexts or fail */
+        CONTEXT_CHOICE_PROCESS, /* worker processes or fail */
+        CONTEXT_CHOICE_SHARED,  /* no client contexts */
+} ContextChoice;
 
 typedef struct ContextPoolCallbacks {
         void *userdata;
@@ -69,15 +80,29 @@ typedef struct ContextPoolOptions {
         GpuContextOptions device;     /* the device context's queues */
         unsigned max_contexts;        /* client incarnations alive at once; 0 = 64 */
         uint64_t idle_timeout_ns;     /* reclaim after this long without work; 0 = 30 s */
-        bool force_shared;            /* no client contexts even where the kernel has them */
+        ContextChoice choice;
+
+        /* Worker processes (the "process" mechanism). */
+        const char *worker_exe;       /* the kfdbrokerd to run as `--worker`; NULL = this program */
+        /* A connection for a new worker to reach the device, as its fd 4, or
+         * -1 with no connection: a worker on the real kernel opens /dev/kfd
+         * itself (NULL = that). The simulated GPU lives in the daemon and
+         * serves each worker over such a connection (sim-remote). */
+        int (*worker_device)(void *userdata, int *ret_fd);
+        void *worker_userdata;
+        uint32_t worker_uid, worker_gid; /* a root daemon's workers switch to these */
+        unsigned n_worker_groups;
+        uint32_t worker_groups[8];    /* and keep these supplementary groups (render, video) */
 } ContextPoolOptions;
 
 /*
  * Brings up the device context on ops and decides the mechanism. Errors of
- * gpu_context_new(). The callbacks are called from the event loop.
+ * gpu_context_new(); -EOPNOTSUPP when the mechanism the choice insists on
+ * cannot work here (context_pool_mechanism_reason() of the failed pool is
+ * gone: err says why). The callbacks are called from the event loop.
  */
 int context_pool_new(sd_event *event, const KfdOps *ops, const ContextPoolOptions *opts,
-                     const ContextPoolCallbacks *cb, ContextPool **ret);
+                     const ContextPoolCallbacks *cb, ContextPool **ret, char *err, size_t errlen);
 /* Frees client contexts first (the kernel wants secondaries closed before the
  * primary), then the device context. Slots still referenced are detached. */
 ContextPool *context_pool_free(ContextPool *p);
@@ -116,6 +141,7 @@ typedef struct ContextStats {
         unsigned jobs_in_flight;
         uint64_t created_ns;          /* when the current incarnation came up (0 if none) */
         uint64_t bring_up_ns;         /* how long its bring-up took */
+        uint32_t pid;                 /* its worker process (the "process" mechanism), else 0 */
         GpuContextStats gpu;          /* of the current incarnation */
 } ContextStats;
 
@@ -181,5 +207,11 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
 int context_relay(Context *c, unsigned device_queue, GpuBuffer **ret_hold, uint64_t *ret_write_va,
                   uint64_t *ret_wait_va, uint32_t *ret_value);
 
-/* gpu_queue_abort() on the current incarnation (0 if there is none). */
+/*
+ * Stops job seq of queue if it runs: gpu_queue_abort() on the current
+ * incarnation, which reports it (and what finished before it) through the
+ * completion callback before returning 1. In a worker process the abort is
+ * asked for and reported later: 1 all the same. 0 if the job is not running
+ * or there is no incarnation.
+ */
 int context_abort(Context *c, unsigned queue, uint64_t seq, int error);

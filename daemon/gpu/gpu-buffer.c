@@ -159,6 +159,7 @@ static void shadow_unlink(GpuBuffer *sh) {
 static void buffer_destroy(GpuBuffer *b) {
         if (!b)
                 return;
+        gpu_watches_fire(&b->watches);
         while (b->shadows) {
                 GpuBuffer *sh = b->shadows;
                 shadow_unlink(sh);
@@ -342,6 +343,49 @@ static int buffer_import(GpuContext *c, int dmabuf_fd, bool cpu_map, bool intern
 
 int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
         return buffer_import(c, dmabuf_fd, true, false, ret);
+}
+
+int gpu_buffer_import_mapped(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
+        int r = buffer_import(c, dmabuf_fd, false, true, ret);
+
+        if (r >= 0)
+                (*ret)->mapped_in = true;
+        return r;
+}
+
+void gpu_watch_add(GpuWatch **head, GpuWatch *w) {
+        gpu_watch_cancel(w);
+        w->head = head;
+        w->prev = NULL;
+        w->next = *head;
+        if (*head)
+                (*head)->prev = w;
+        *head = w;
+}
+
+void gpu_buffer_watch(GpuBuffer *b, GpuWatch *w) {
+        gpu_watch_add(&b->watches, w);
+}
+
+void gpu_watch_cancel(GpuWatch *w) {
+        if (!w || !w->head)
+                return;
+        if (w->prev)
+                w->prev->next = w->next;
+        else
+                *w->head = w->next;
+        if (w->next)
+                w->next->prev = w->prev;
+        w->prev = w->next = NULL;
+        w->head = NULL;
+}
+
+void gpu_watches_fire(GpuWatch **head) {
+        while (*head) {
+                GpuWatch *w = *head;
+                gpu_watch_cancel(w);
+                w->gone(w);
+        }
 }
 
 int gpu_buffer_map_in(GpuBuffer *b, GpuContext *other, GpuBuffer **ret) {

@@ -312,6 +312,7 @@ static void code_object_unlink_origin(GpuCodeObject *co) {
 static void code_object_free(GpuCodeObject *co) {
         if (!co)
                 return;
+        gpu_watches_fire(&co->watches);
         while (co->loads)
                 code_object_free(co->loads); /* unlinks itself */
         code_object_unlink_origin(co);
@@ -465,6 +466,17 @@ int gpu_code_object_find(const GpuCodeObject *co, const char *name) {
                 if (streq(co->kernels[i].name, name))
                         return (int) i;
         return -ENOENT;
+}
+
+void gpu_code_object_watch(GpuCodeObject *co, GpuWatch *w) {
+        gpu_watch_add(&co->watches, w);
+}
+
+const void *gpu_code_object_get_file(const GpuCodeObject *co, size_t *ret_size) {
+        if (!co || !co->file)
+                return NULL;
+        *ret_size = co->file_size;
+        return co->file;
 }
 
 uint64_t gpu_code_object_get_size(const GpuCodeObject *co) {

@@ -471,7 +471,7 @@ void gpu_context_get_stats(const GpuContext *c, GpuContextStats *ret) {
         ret->mapped_bytes = 0;
         ret->internal_bytes = 0;
         for (const GpuBuffer *b = c->buffers; b; b = b->next)
-                if (b->origin) {
+                if (b->origin || b->mapped_in) {
                         ret->mapped_buffers++;
                         ret->mapped_bytes += b->size;
                 } else if (b->internal)

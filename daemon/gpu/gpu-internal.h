@@ -62,6 +62,8 @@ struct GpuBuffer {
         GpuBuffer *origin;        /* weak; NULL unless this is a shadow */
         GpuBuffer *shadows;       /* first shadow of this buffer */
         GpuBuffer *shadow_next;   /* next in origin->shadows */
+        bool mapped_in;           /* gpu_buffer_import_mapped(): another process's buffer */
+        GpuWatch *watches;        /* gpu_buffer_watch() */
 };
 
 /* Most jobs one queue keeps in flight (GpuContextOptions.max_inflight may
@@ -142,7 +144,13 @@ struct GpuCodeObject {
         unsigned n_kernels;
         GpuKernel *kernels;         /* n_kernels, public information */
         GpuKernelCode *kernel_code; /* n_kernels, same order */
+        GpuWatch *watches;          /* gpu_code_object_watch() */
 };
+
+/* Puts w on the list *head (off any list it was on). */
+void gpu_watch_add(GpuWatch **head, GpuWatch *w);
+/* Calls gone() of every watch in *head (and empties it). */
+void gpu_watches_fire(GpuWatch **head);
 
 /* Fence memory layout (one GTT|COHERENT|UNCACHED BO): a 32-bit completed-seq
  * word per queue at 8-byte spacing, then per queue max_inflight {begin, end}

@@ -25,6 +25,24 @@ typedef struct GpuContext GpuContext;
 typedef struct GpuBuffer GpuBuffer;
 typedef struct GpuCodeObject GpuCodeObject;
 
+/*
+ * A watch on a buffer or a code object: gone() is called once, when the
+ * object is freed (its last reference dropped, or its context freed), for
+ * whoever keeps a copy of it elsewhere — a worker process that imported a
+ * buffer or loaded a code object — and must let go of it then. The struct is
+ * the caller's (embed it); the fields after gone are private.
+ */
+typedef struct GpuWatch GpuWatch;
+struct GpuWatch {
+        void (*gone)(GpuWatch *w);
+        GpuWatch *prev, *next;
+        GpuWatch **head;
+};
+void gpu_buffer_watch(GpuBuffer *b, GpuWatch *w);
+void gpu_code_object_watch(GpuCodeObject *co, GpuWatch *w);
+/* Stops watching (gone() will not be called); NULL-safe, idempotent. */
+void gpu_watch_cancel(GpuWatch *w);
+
 typedef enum GpuPlacement {
         GPU_PLACEMENT_GTT = 0,  /* system memory */
         GPU_PLACEMENT_VRAM = 1, /* device memory (CPU-visible: PUBLIC, needs large BAR) */
@@ -151,6 +169,10 @@ int gpu_buffer_new(GpuContext *c, uint64_t size, GpuPlacement placement, bool ex
 /* Imports a dma-buf fd (IMPORT_DMABUF + MAP + CPU mapping). The fd is not
  * consumed. -EINVAL if it is not a dma-buf the device accepts. */
 int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
+/* The same for the GPU alone (no CPU mapping), counted as memory mapped in
+ * from elsewhere (GpuContextStats.mapped_*), not as a buffer of this
+ * context: how a worker process maps a client's buffer into its VM. */
+int gpu_buffer_import_mapped(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 /* A new dma-buf fd for the buffer (EXPORT_DMABUF, O_CLOEXEC|O_RDWR). */
 int gpu_buffer_export(GpuBuffer *b, int *ret_fd);
 /*
@@ -250,6 +272,9 @@ int gpu_code_object_find(const GpuCodeObject *co, const char *name);
 /* Bytes of GPU memory the loaded code occupies (its buffer's size; for a
  * parsed object, what loading it occupies), to charge to whoever loaded it. */
 uint64_t gpu_code_object_get_size(const GpuCodeObject *co);
+/* A parsed object's copy of its ELF file (to load it in another process),
+ * or NULL for one loaded into a context. */
+const void *gpu_code_object_get_file(const GpuCodeObject *co, size_t *ret_size);
 
 /* Wait on the GPU until queue's completed sequence number >= seq; or, with
  * va set, until the 32-bit word at va (in this context's VM) >= value — a

@@ -3,6 +3,8 @@
 #include "manager/manager.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +24,7 @@
 #include "endpoints/metrics.h"
 #include "endpoints/listener.h"
 #include "scheduler/scheduler.h"
+#include "sim/sim-remote.h"
 #include "sessions/client-event.h"
 #include "sessions/session.h"
 #include "util/log.h"
@@ -91,6 +95,53 @@ static void on_processed(void *userdata) {
         scheduler_run(m->scheduler);
 }
 
+/* A worker process's connection to the simulated GPU, which lives here. */
+static int connect_sim_worker(void *userdata, int *ret_fd) {
+        Manager *m = userdata;
+        int sv[2], r;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        r = sim_remote_serve(m->sim, sv[0]);
+        if (r < 0) {
+                close(sv[1]);
+                return r;
+        }
+        *ret_fd = sv[1];
+        return 0;
+}
+
+/* Who a root daemon's workers run as: --worker-user=, else the service's
+ * user, else nobody; with the groups that own GPU device nodes. */
+static int worker_identity(const ManagerOptions *o, ContextPoolOptions *po) {
+        static const char *const groups[] = { "render", "video" };
+        const char *name = o->worker_user;
+        struct passwd *pw = NULL;
+
+        if (geteuid() != 0) {
+                po->worker_uid = (uint32_t) getuid();
+                po->worker_gid = (uint32_t) getgid();
+                return 0;
+        }
+        if (name)
+                pw = getpwnam(name);
+        else {
+                pw = getpwnam("kfdbroker");
+                if (!pw)
+                        pw = getpwnam("nobody");
+        }
+        if (!pw)
+                return log_error_errno(ENOENT, "--worker-user: no user '%s'", name ? name : "nobody");
+        po->worker_uid = (uint32_t) pw->pw_uid;
+        po->worker_gid = (uint32_t) pw->pw_gid;
+        for (size_t i = 0; i < ELEMENTSOF(groups); i++) {
+                struct group *g = getgrnam(groups[i]);
+                if (g && po->n_worker_groups < ELEMENTSOF(po->worker_groups))
+                        po->worker_groups[po->n_worker_groups++] = (uint32_t) g->gr_gid;
+        }
+        return 0;
+}
+
 int manager_open_device(Manager *m, const ManagerOptions *o) {
         ContextPoolOptions po = {
                 .device = { .n_sdma_queues = o->sdma_queues, .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
@@ -99,13 +150,17 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                             .flags = GPU_CONTEXT_NO_COMPUTE },
                 .max_contexts = o->max_contexts,
                 .idle_timeout_ns = o->context_idle_ns,
-                .force_shared = o->shared_contexts,
+                .choice = o->contexts,
         };
         ContextPoolCallbacks cb = { .userdata = m, .completion = on_completion, .losing = on_context_losing,
                                     .gone = on_context_gone, .processed = on_processed };
         DeviceChoice choice = o->device;
-        char reason[256] = "";
+        char reason[256] = "", err[400] = "";
         int probe = 0, r;
+
+        r = worker_identity(o, &po);
+        if (r < 0)
+                return r;
 
         if (choice != DEVICE_SIM)
                 probe = kfd_probe_real(reason, sizeof(reason));
@@ -114,11 +169,13 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                         log_info("--device=auto: %s; using the simulated GPU", reason);
                         choice = DEVICE_SIM;
                 } else {
-                        r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts);
+                        r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts, err, sizeof err);
                         if (r >= 0) {
                                 log_info("--device=auto: using /dev/kfd");
                                 goto opened;
                         }
+                        if (r == -EOPNOTSUPP && err[0])
+                                return log_error_errno(r, "%s", err);
                         log_warning_errno(r, "--device=auto: /dev/kfd exists but cannot be used (%m), using the simulated GPU");
                         choice = DEVICE_SIM;
                 }
@@ -127,7 +184,9 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
         if (choice == DEVICE_KFD) {
                 if (probe < 0)
                         return log_error_errno(probe, "--device=kfd: %s", reason);
-                r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts);
+                r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts, err, sizeof err);
+                if (r == -EOPNOTSUPP && err[0])
+                        return log_error_errno(r, "%s", err);
                 if (r < 0)
                         return log_error_errno(r, "--device=kfd: cannot use /dev/kfd: %m%s",
                                                r == -ENOENT ? " (no AMD GPU with KFD on this machine)" : "");
@@ -136,7 +195,11 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 r = sim_device_new(&so, &m->sim);
                 if (r < 0)
                         return log_error_errno(r, "Failed to create the simulated GPU: %m");
-                r = context_pool_new(m->event, sim_device_get_ops(m->sim), &po, &cb, &m->contexts);
+                po.worker_device = connect_sim_worker;
+                po.worker_userdata = m;
+                r = context_pool_new(m->event, sim_device_get_ops(m->sim), &po, &cb, &m->contexts, err, sizeof err);
+                if (r == -EOPNOTSUPP && err[0])
+                        return log_error_errno(r, "%s", err);
                 if (r < 0)
                         return log_error_errno(r, "Failed to bring up the simulated GPU: %m");
         }

@@ -41,7 +41,8 @@ typedef struct ManagerOptions {
         unsigned max_connections_per_user; /* 0 = unlimited */
         unsigned max_contexts;     /* client GPU contexts alive at once; 0 = default (64) */
         uint64_t context_idle_ns;  /* give an idle client context up after this; 0 = default (30 s) */
-        bool shared_contexts;      /* --contexts=shared: no client contexts */
+        ContextChoice contexts;    /* --contexts= */
+        const char *worker_user;   /* --worker-user=: a root daemon's workers run as this user */
         uint32_t sim_kfd_minor;    /* --device=sim: the simulated KFD uapi minor; 0 = default */
 } ManagerOptions;
 

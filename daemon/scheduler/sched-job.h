@@ -64,6 +64,8 @@ struct SchedJob {
         bool signal_claimed;      /* signal job whose signal a GPU wait already consumes */
         bool wait_resolved;       /* wait job whose wait was turned into GPU waits (or none) */
         bool cancel_requested;    /* its owner went away: stop it if it runs */
+        bool abort_sent;          /* asked to stop (timeout or cancel); a worker process's
+                                   * context reports it later, not from context_abort() */
         GpuBuffer *hold;          /* relay: the word's page, kept mapped until it is written */
         uint64_t queued_ns, submitted_ns;
 

@@ -626,10 +626,15 @@ static void reap_cancelled(Scheduler *s) {
                 next = q->queues_next;
                 for (unsigned guard = 0; guard < QUEUE_MAX_JOBS + QUEUE_EVENT_JOBS; guard++) {
                         SchedJob *h = q->inflight.first;
-                        if (!h || !h->cancel_requested)
+                        int r;
+                        if (!h || !h->cancel_requested || h->abort_sent)
                                 break;
-                        if (context_abort(q->ctx, q->index, h->seq, -ECANCELED) <= 0 && q->inflight.first == h)
+                        r = context_abort(q->ctx, q->index, h->seq, -ECANCELED);
+                        if (q->inflight.first == h) {
+                                /* Not running (r == 0), or stopping: reported later. */
+                                h->abort_sent = r > 0;
                                 break;
+                        }
                 }
         }
 }
@@ -643,7 +648,7 @@ static uint64_t next_deadline(const Scheduler *s) {
         LIST_FOREACH(queues, q, s->queues) {
                 const SchedJob *h = q->inflight.first;
 
-                if (h && h->timeout_ns != UINT64_MAX)
+                if (h && h->timeout_ns != UINT64_MAX && !h->abort_sent)
                         next = MIN(next, q->head_since_ns + h->timeout_ns);
                 if (q->group == &q->own_group)
                         groups[1] = &q->own_group;
@@ -692,11 +697,13 @@ static int on_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
                 SchedJob *h = q->inflight.first;
 
                 next = q->queues_next;
-                if (h && h->timeout_ns != UINT64_MAX && now >= q->head_since_ns + h->timeout_ns) {
+                if (h && h->timeout_ns != UINT64_MAX && !h->abort_sent && now >= q->head_since_ns + h->timeout_ns) {
                         int r = context_abort(q->ctx, q->index, h->seq, -ETIME);
                         if (r < 0)
                                 log_warning_errno(r, "Failed to abort job %" PRIu64 " on queue %u of GPU context %" PRIu64 ": %m",
                                                   h->seq, q->index, context_get_id(q->ctx));
+                        else if (r > 0 && q->inflight.first == h)
+                                h->abort_sent = true; /* its report comes from a worker */
                 }
         }
         expire_held(s, &s->compute, now);

@@ -607,6 +607,7 @@ static void add_context_info(Context *c, void *userdata) {
                 .losses = st.losses,
                 .memory_bytes = st.gpu.internal_bytes,
                 .mapped_bytes = st.gpu.mapped_bytes,
+                .pid = st.pid,
         };
         l->n++;
 }

@@ -18,6 +18,7 @@
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _fallthrough_ __attribute__((fallthrough))
 #define _warn_unused_result_ __attribute__((warn_unused_result))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))

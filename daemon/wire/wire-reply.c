@@ -225,6 +225,7 @@ static int fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                         c->memory_bytes = w->memory_bytes;
                         c->mapped_bytes = w->mapped_bytes;
                         c->losses = w->losses;
+                        c->pid = w->pid;
                         p->context_ptrs[i] = c;
                 }
                 s->n_contexts = n;

@@ -219,6 +219,7 @@ typedef struct WireContextInfo {
         bool live;
         uint32_t users, jobs_in_flight, losses;
         uint64_t memory_bytes, mapped_bytes;
+        uint32_t pid;
 } WireContextInfo;
 
 typedef struct WireReply {

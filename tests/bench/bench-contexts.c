@@ -8,7 +8,12 @@
  *   2. the same per compute session, at 100 sessions, each with one 4 KiB
  *      buffer and one finished dispatch (goal: <= 1 MiB each);
  *   3. what a context costs in time: a session's first dispatch (which brings
- *      its context up) against its second, in the median of the 100.
+ *      its context up) against its second, in the median of the 100;
+ *   4. the same with worker processes (a daemon whose simulated kernel has no
+ *      secondary contexts, KFD 1.18), at 20 sessions: the daemon's RSS per
+ *      session, each worker's proportional set size (PSS: its own pages and
+ *      its share of the program and libraries), and a worker's start against
+ *      a dispatch.
  * Baselines come from the same run. On the simulator, memory the GPU context
  * never touches (the CWSR save areas) is not resident; on hardware each
  * compute queue's CWSR area is real GTT memory of tens of MiB.
@@ -29,6 +34,7 @@
 
 #define COPY_SESSIONS 300
 #define COMPUTE_SESSIONS 100
+#define WORKER_SESSIONS 20
 
 static uint64_t now_ns(void) {
         struct timespec ts;
@@ -51,7 +57,7 @@ static uint64_t median(uint64_t *v, size_t n) {
         return v[n / 2];
 }
 
-static pid_t start_daemon(const char *sock) {
+static pid_t start_daemon(const char *sock, const char *version) {
         const char *bin = getenv("KFDBROKERD");
         pid_t pid;
 
@@ -60,7 +66,7 @@ static pid_t start_daemon(const char *sock) {
         pid = fork();
         if (pid == 0) {
                 execl(bin, bin, "--device=sim", "--listen", sock, "--log-level=warning", "--log-target=stderr",
-                      "--max-connections-per-user=1000", "--max-contexts=128", (char *) NULL);
+                      "--max-connections-per-user=1000", "--max-contexts=128", version, (char *) NULL);
                 _exit(127);
         }
         for (int i = 0; i < 400; i++) {
@@ -72,21 +78,29 @@ static pid_t start_daemon(const char *sock) {
         return -1;
 }
 
-/* The daemon's resident memory, in KiB (VmRSS). */
-static uint64_t rss_kib(pid_t pid) {
+/* A field of /proc/PID/<file> in KiB ("VmRSS" of status, "Pss" of smaps_rollup). */
+static uint64_t proc_kib(pid_t pid, const char *file, const char *field) {
         char path[64], line[256];
+        size_t n = strlen(field);
         uint64_t kib = 0;
         FILE *f;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
         f = fopen(path, "re");
         if (!f)
-                die("reading the daemon's status", errno);
+                die(path, errno);
         while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "VmRSS: %lu kB", (unsigned long *) &kib) == 1)
+                if (strncmp(line, field, n) == 0 && line[n] == ':') {
+                        kib = strtoull(line + n + 1, NULL, 10);
                         break;
+                }
         fclose(f);
         return kib;
+}
+
+/* The daemon's resident memory, in KiB (VmRSS). */
+static uint64_t rss_kib(pid_t pid) {
+        return proc_kib(pid, "status", "VmRSS");
 }
 
 /* Lets the daemon settle: completions published, allocator caches trimmed
@@ -177,7 +191,7 @@ int main(void) {
         if (!mkdtemp(dir))
                 die("mkdtemp", errno);
         snprintf(sock, sizeof(sock), "%s/sock", dir);
-        pid = start_daemon(sock);
+        pid = start_daemon(sock, "--sim-kfd-version=1.19");
 
         /* Warm up: the first session of each kind sets up what stays. */
         kfdb_session_free(copy_session(sock));
@@ -220,6 +234,54 @@ int main(void) {
                 kfdb_session_free(sessions[i]);
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
+
+#ifdef SAXPY_HSACO
+        {
+                static uint64_t first[WORKER_SESSIONS], second[WORKER_SESSIONS];
+                kfdb_gpu_context list[WORKER_SESSIONS + 1];
+                kfdb_gpu_contexts cs;
+                uint64_t w1, w2, after, pss = 0;
+                unsigned workers = 0;
+
+                /* A socket of its own: the first daemon's may still be there. */
+                snprintf(sock, sizeof(sock), "%s/sock-workers", dir);
+                pid = start_daemon(sock, "--sim-kfd-version=1.18");
+                kfdb_session_free(compute_session(sock, &w1, &w2));
+                settle();
+                base = rss_kib(pid);
+                for (unsigned i = 0; i < WORKER_SESSIONS; i++)
+                        sessions[i] = compute_session(sock, &first[i], &second[i]);
+                settle();
+                after = rss_kib(pid);
+                if (kfdb_gpu_contexts_get(sessions[0], &cs, list, WORKER_SESSIONS + 1) < 0 ||
+                    strcmp(cs.mechanism, "process") != 0)
+                        die("the daemon at KFD 1.18 does not run worker processes", EINVAL);
+                for (size_t i = 0; i < cs.n && i < WORKER_SESSIONS + 1; i++)
+                        if (list[i].pid) {
+                                pss += proc_kib((pid_t) list[i].pid, "smaps_rollup", "Pss");
+                                workers++;
+                        }
+                if (workers == 0)
+                        die("no worker process found", ESRCH);
+                printf("worker processes: daemon RSS %lu -> %lu KiB over %u sessions: %.1f KiB each; each worker "
+                       "%.1f KiB PSS (mean of %u)\n",
+                       (unsigned long) base, (unsigned long) after, WORKER_SESSIONS,
+                       (double) (after - base) / WORKER_SESSIONS, (double) pss / workers, workers);
+                uint64_t f = median(first, WORKER_SESSIONS), s = median(second, WORKER_SESSIONS);
+                printf("worker process: a session's first dispatch %.3f ms (starts its worker), its second %.3f ms "
+                       "(median of %u): %.3f ms for the worker, %.1fx a dispatch\n",
+                       (double) f / 1e6, (double) s / 1e6, WORKER_SESSIONS, (double) (f > s ? f - s : 0) / 1e6,
+                       (double) f / (double) s);
+                for (unsigned i = 0; i < WORKER_SESSIONS; i++)
+                        kfdb_session_free(sessions[i]);
+                kill(pid, SIGTERM);
+                waitpid(pid, &status, 0);
+        }
+#endif
+        snprintf(sock, sizeof(sock), "%s/sock", dir);
+        unlink(sock);
+        snprintf(sock, sizeof(sock), "%s/sock-workers", dir);
+        unlink(sock);
         rmdir(dir);
         return 0;
 }

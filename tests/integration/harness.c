@@ -40,8 +40,12 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         argv[n++] = "--listen";
         argv[n++] = d->sock;
         argv[n++] = "--log-target=stderr";
-        for (unsigned i = 0; extra_args && extra_args[i] && n < 29; i++)
+        for (unsigned i = 0; extra_args && extra_args[i] && n < 26; i++)
                 argv[n++] = extra_args[i];
+        /* A whole suite again in another mode (meson.build: the worker-process
+         * variants set --sim-kfd-version=1.18). One option, no spaces. */
+        if (getenv("KFDBROKER_TEST_DAEMON_ARG") && n < 27)
+                argv[n++] = getenv("KFDBROKER_TEST_DAEMON_ARG");
         /* The built-in policy lets clients dispatch only in GPU contexts of
          * their own (ComputeDispatch=isolated); the tests' own uid is granted
          * ComputeDispatch=yes (shared contexts too) by a rule in the least

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * GPU contexts per client, from the outside: a client's kernel cannot reach
+ * GPU contexts per client, from the outside, with both mechanisms — secondary
+ * KFD contexts (the simulated KFD at uapi 1.19) and worker processes (at
+ * 1.18, as on the kernels people run today): a client's kernel cannot reach
  * another client's buffers, a fault stops only the client that made it, even
- * under load from others; sessions of one identity share a context with
- * Isolation=identity; the context limit says what it is; idle contexts are
- * given up and made again; and on a kernel without secondary contexts (the
- * simulated KFD at uapi 1.18) the daemon runs in shared mode, says so, and
- * lets only ComputeDispatch=yes dispatch.
+ * under load from others; a killed worker fails only its client's jobs, and a
+ * killed daemon leaves no worker behind; sessions of one identity share a
+ * context with Isolation=identity; the context limit says what it is; idle
+ * contexts are given up and made again; in shared mode (--contexts=shared)
+ * the daemon says so and lets only ComputeDispatch=yes dispatch.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -15,8 +17,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compute-util.h"
@@ -26,6 +31,9 @@
 static TestDaemon d;
 static char policydir[64];
 static bool running;
+
+/* The worker-process mechanism: a kernel without secondary contexts. */
+static const char *const worker_mode[] = { "--sim-kfd-version=1.18", NULL };
 
 /* Starts the daemon with extra options and, when policy is not NULL, a policy
  * file of its own (read after the harness's grant, so it overrides it). */
@@ -80,10 +88,12 @@ static kfdb_session *connect_session(const char *name) {
         return s;
 }
 
-/* Every address at which the daemon maps the memory behind a buffer's
- * dma-buf (its mappings of the same memfd, from /proc/PID/maps): among them
- * the buffer's GPU address in the daemon's own context, where CPU and GPU
- * addresses are the same. */
+/*
+ * Addresses at which the daemon maps the memory behind a buffer (its mappings
+ * of the buffer's memfd, from /proc/PID/maps): among them the buffer's GPU
+ * address in the daemon's own context, where CPU and GPU addresses are the
+ * same.
+ */
 static unsigned daemon_addresses_of(const kfdb_buffer *b, uint64_t *ret, unsigned max) {
         char path[64], line[512];
         struct stat st;
@@ -104,6 +114,36 @@ static unsigned daemon_addresses_of(const kfdb_buffer *b, uint64_t *ret, unsigne
         }
         fclose(f);
         return n;
+}
+
+/* The GPU address buffer b has in its owner's own GPU context: what a kernel
+ * of that client sees (tests/kernels/address.cl). */
+static uint64_t own_address_of(kfdb_session *s, kfdb_buffer *b) {
+        kfdb_code_object *co = load_kernel(s, "address");
+        uint64_t *out, addr;
+        uint32_t one = 1;
+        kfdb_buffer *bo = new_buffer(s, 4096, 0, (void **) &out);
+        kfdb_arg args[] = { kfdb_arg_buffer(b, 0), kfdb_arg_buffer(bo, 0) };
+
+        run_dispatch(s, co, "address", 1, &one, &one, args, 2);
+        addr = out[0];
+        kfdb_buffer_free(bo);
+        kfdb_code_object_free(co);
+        return addr;
+}
+
+/* The worker process of the one client context of kind "session" that s's
+ * daemon lists with the given user count, or 0. */
+static pid_t worker_of_only_session_context(kfdb_session *s) {
+        kfdb_gpu_context list[8];
+        kfdb_gpu_contexts cs;
+        pid_t pid = 0;
+
+        cr_assert_eq(kfdb_gpu_contexts_get(s, &cs, list, 8), 0);
+        for (size_t i = 0; i < cs.n && i < 8; i++)
+                if (strcmp(list[i].kind, "session") == 0 && list[i].live)
+                        pid = (pid_t) list[i].pid;
+        return pid;
 }
 
 /* Runs poke(addr, value, n, out) and returns the job's result (0 or -errno). */
@@ -159,22 +199,31 @@ static bool pattern_intact(const uint32_t *p, size_t words, uint32_t magic) {
  * EFAULT and its context is lost; B's data is untouched, B's kernels and A's
  * next kernel run.
  */
-Test(isolation, a_kernel_cannot_reach_another_clients_buffer) {
-        start(NULL, NULL);
+static void probe_test(const char *const *extra, const char *mechanism) {
+        start(NULL, extra);
         kfdb_session *a = connect_session("prober"), *b = connect_session("victim");
         kfdb_code_object *pa = load_kernel(a, "poke"), *sa = load_kernel(a, "saxpy"), *sb = load_kernel(b, "saxpy");
         const size_t words = 16384;
         uint32_t *vict, *out, magic = 0x5eed0000u;
         kfdb_buffer *bv = new_buffer(b, words * 4, 0, (void **) &vict);
         kfdb_buffer *bo = new_buffer(a, 4096 * 4, 0x11, (void **) &out);
-        uint64_t addr[8];
+        kfdb_gpu_contexts cs;
+        uint64_t addr[16];
+        pid_t worker_b;
         unsigned n;
 
+        cr_assert_eq(kfdb_gpu_contexts_get(a, &cs, NULL, 0), 0);
+        cr_assert_str_eq(cs.mechanism, mechanism, "%s", cs.reason);
         for (size_t i = 0; i < words; i++)
                 vict[i] = magic ^ (uint32_t) i;
         saxpy_checked(b, sb, 1000, 1); /* B has a context of its own and its buffers are mapped there */
-        n = daemon_addresses_of(bv, addr, 8);
+        worker_b = worker_of_only_session_context(b);
+        cr_assert_eq(worker_b != 0, strcmp(mechanism, "process") == 0, "B's context has a worker: pid %d",
+                     (int) worker_b);
+        n = daemon_addresses_of(bv, addr, 15);
         cr_assert_geq(n, 2, "the daemon maps B's buffer at least in its own context and the simulator");
+        /* And where B's own context has it, which B's kernels reach. */
+        addr[n++] = own_address_of(b, bv);
 
         for (unsigned i = 0; i < n; i++) {
                 int r = poke(a, pa, addr[i], 0xbad0bad0u, 4096, bo);
@@ -197,6 +246,14 @@ Test(isolation, a_kernel_cannot_reach_another_clients_buffer) {
         kfdb_code_object_free(sb);
         kfdb_session_free(a);
         kfdb_session_free(b);
+}
+
+Test(isolation, a_kernel_cannot_reach_another_clients_buffer) {
+        probe_test(NULL, "kernel");
+}
+
+Test(isolation, a_kernel_in_a_worker_cannot_reach_another_clients_buffer) {
+        probe_test(worker_mode, "process");
 }
 
 typedef struct Worker {
@@ -282,8 +339,8 @@ static void *worker_main(void *userdata) {
  * told of each lost context and goes on; the others' results are all right
  * and their contexts are never lost.
  */
-Test(isolation, a_fault_under_load_stops_only_the_faulting_client) {
-        start(NULL, NULL);
+static void fault_under_load(const char *const *extra) {
+        start(NULL, extra);
         Worker w[3] = {
                 { .name = "steady-1", .seed = 10, .rounds = 6 },
                 { .name = "steady-2", .seed = 20, .rounds = 6 },
@@ -299,6 +356,14 @@ Test(isolation, a_fault_under_load_stops_only_the_faulting_client) {
         cr_expect_eq(w[0].lost, 0);
         cr_expect_eq(w[1].lost, 0);
         cr_expect_eq(w[2].lost, 4, "the faulter lost one context per fault");
+}
+
+Test(isolation, a_fault_under_load_stops_only_the_faulting_client) {
+        fault_under_load(NULL);
+}
+
+Test(isolation, a_fault_under_load_stops_only_the_faulting_worker) {
+        fault_under_load(worker_mode);
 }
 
 /* With Isolation=identity the sessions of one user share one context. */
@@ -385,8 +450,8 @@ static bool client_context_live(kfdb_session *s) {
 }
 
 /* An idle context is given up (--context-idle) and made again on demand. */
-Test(isolation, an_idle_context_is_given_up_and_made_again) {
-        const char *extra[] = { "--context-idle=0.2", NULL };
+static void idle_test(const char *version) {
+        const char *extra[] = { "--context-idle=0.2", version, NULL };
         start(NULL, extra);
         kfdb_session *s = connect_session("idler");
         kfdb_code_object *co = load_kernel(s, "saxpy");
@@ -403,15 +468,24 @@ Test(isolation, an_idle_context_is_given_up_and_made_again) {
         kfdb_session_free(s);
 }
 
+Test(isolation, an_idle_context_is_given_up_and_made_again) {
+        idle_test("--sim-kfd-version=1.19");
+}
+
+Test(isolation, an_idle_worker_is_given_up_and_made_again) {
+        idle_test(worker_mode[0]);
+}
+
 /*
- * A kernel without secondary contexts (simulated KFD 1.18, Linux 6.12 .. 6.19):
- * shared mode, said at start-up and in the status; ComputeDispatch=isolated (the
- * default) refuses with the reason; ComputeDispatch=yes runs in the shared context.
+ * Shared mode (--contexts=shared; also where neither secondary contexts nor
+ * worker processes work): said at start-up and in the status;
+ * ComputeDispatch=isolated (the default) refuses with the reason;
+ * ComputeDispatch=yes runs in the shared context.
  */
-Test(isolation, an_older_kernel_runs_shared_and_gates_compute) {
-        const char *extra[] = { "--sim-kfd-version=1.18", NULL };
+Test(isolation, shared_mode_gates_compute) {
+        const char *extra[] = { "--contexts=shared", NULL };
         start("[Limits]\nComputeDispatch=isolated\n", extra);
-        kfdb_session *s = connect_session("old-kernel");
+        kfdb_session *s = connect_session("shared");
         kfdb_code_object *co = load_kernel(s, "saxpy");
         kfdb_gpu_contexts cs;
         kfdb_batch *b = NULL;
@@ -425,10 +499,9 @@ Test(isolation, an_older_kernel_runs_shared_and_gates_compute) {
 
         cr_assert_eq(kfdb_gpu_contexts_get(s, &cs, NULL, 0), 0);
         cr_assert_str_eq(cs.mechanism, "none");
-        cr_assert(strstr(cs.reason, "shared mode: KFD 1.18 has no secondary contexts (they need uapi 1.19, Linux 7.0)"),
-                  "%s", cs.reason);
+        cr_assert(strstr(cs.reason, "shared mode by configuration"), "%s", cs.reason);
         log = test_daemon_read_log(&d);
-        cr_assert(strstr(log, "GPU contexts: shared mode: KFD 1.18 has no secondary contexts"), "%s", log);
+        cr_assert(strstr(log, "GPU contexts: shared mode by configuration"), "%s", log);
         free(log);
 
         cr_assert_eq(kfdb_batch_new(s, &b), 0);
@@ -448,24 +521,190 @@ Test(isolation, an_older_kernel_runs_shared_and_gates_compute) {
 
         /* Granted: it runs, in the daemon's own context. */
         start("[Limits]\nComputeDispatch=yes\n", extra);
-        s = connect_session("old-kernel-granted");
+        s = connect_session("shared-granted");
         co = load_kernel(s, "saxpy");
         saxpy_checked(s, co, 2000, 5);
         kfdb_code_object_free(co);
         kfdb_session_free(s);
 }
 
+/* A kernel without secondary contexts (simulated KFD 1.18, Linux 6.12 ..
+ * 6.19): a worker process per context, said at start-up and in the status. */
+Test(isolation, an_older_kernel_gets_worker_processes) {
+        kfdb_session *s;
+        kfdb_code_object *co;
+        kfdb_gpu_contexts cs;
+        char *log;
+
+        start(NULL, worker_mode);
+        s = connect_session("old-kernel");
+        co = load_kernel(s, "saxpy");
+        cr_assert_eq(kfdb_gpu_contexts_get(s, &cs, NULL, 0), 0);
+        cr_assert_str_eq(cs.mechanism, "process");
+        cr_assert(strstr(cs.reason, "a GPU context per client: a worker process each (KFD 1.18 has no secondary "
+                                    "contexts (they need uapi 1.19, Linux 7.0))"),
+                  "%s", cs.reason);
+        log = test_daemon_read_log(&d);
+        cr_assert(strstr(log, "GPU contexts: a GPU context per client: a worker process each"), "%s", log);
+        free(log);
+        saxpy_checked(s, co, 3000, 7);
+        cr_assert_neq(worker_of_only_session_context(s), 0, "the context runs in a worker process");
+        kfdb_code_object_free(co);
+        kfdb_session_free(s);
+}
+
+/* Runs the gate kernel (holds until *flag != 0) and returns its fence. */
+static uint64_t hold_gpu(kfdb_session *s, const kfdb_code_object *gate, kfdb_buffer *flag, kfdb_buffer *out) {
+        uint32_t one = 1, max = UINT32_MAX;
+        kfdb_arg args[] = { kfdb_arg_buffer(flag, 0), kfdb_arg_buffer(out, 0), kfdb_arg_value(&max, 4) };
+        kfdb_batch *b = NULL;
+        uint64_t fence;
+
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        cr_assert_eq(kfdb_batch_dispatch(b, gate, "gate", 1, &one, &one, args, 3), 0);
+        cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        kfdb_batch_free(b);
+        return fence;
+}
+
+/*
+ * SIGKILL to a worker while its kernel runs: that client's job fails
+ * (ECANCELED, the message says the worker went), its context is lost and
+ * made again for its next dispatch; another client's work is untouched.
+ */
+Test(isolation, a_killed_worker_fails_only_its_clients_jobs) {
+        start(NULL, worker_mode);
+        kfdb_session *a = connect_session("killed"), *b = connect_session("bystander");
+        kfdb_code_object *gate = load_kernel(a, "gate"), *sa = load_kernel(a, "saxpy"), *sb = load_kernel(b, "saxpy");
+        uint32_t *flag, *gout;
+        kfdb_buffer *bf = new_buffer(a, 4096, 0, (void **) &flag), *bg = new_buffer(a, 4096, 0, (void **) &gout);
+        uint64_t fence;
+        pid_t worker;
+        int r;
+
+        fence = hold_gpu(a, gate, bf, bg);
+        worker = worker_of_only_session_context(a);
+        cr_assert_gt(worker, 0, "A's context runs in a worker");
+        saxpy_checked(b, sb, 4000, 1); /* B's own worker runs alongside */
+
+        cr_assert_eq(kill(worker, SIGKILL), 0);
+        r = kfdb_fence_wait(a, fence, DISPATCH_TIMEOUT_MS);
+        cr_assert_eq(r, -ECANCELED, "got %d (%s)", r, kfdb_session_last_error(a));
+        cr_assert(strstr(kfdb_session_last_error(a), "worker process"), "%s", kfdb_session_last_error(a));
+        cr_assert_eq(kfdb_session_get_context_lost(a), 1);
+        cr_assert_eq(kfdb_session_get_context_lost(b), 0);
+
+        saxpy_checked(b, sb, 4000, 2);
+        saxpy_checked(a, sa, 4000, 3); /* A goes on, in a new worker */
+        cr_assert_neq(worker_of_only_session_context(a), worker);
+        kfdb_code_object_free(gate);
+        kfdb_code_object_free(sa);
+        kfdb_code_object_free(sb);
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
+static bool process_gone(pid_t pid) {
+        char path[64], state = 0, line[512];
+        FILE *f;
+
+        /* Gone, or a zombie nobody reaps (its parent is dead: init will). */
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return true;
+        if (fgets(line, sizeof(line), f)) {
+                const char *p = strrchr(line, ')');
+                if (p && p[1] == ' ')
+                        state = p[2];
+        }
+        fclose(f);
+        return state == 'Z' || state == 'X';
+}
+
+static uint64_t mono_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/*
+ * A worker that does not stop a job when told to (here: stopped with
+ * SIGSTOP, so it cannot even read the request) is killed after its grace
+ * (5 s); the job fails with the reason and the client goes on.
+ */
+Test(isolation, a_worker_that_does_not_stop_a_job_is_killed) {
+        start("[Limits]\nDispatchTimeout=200ms\n", worker_mode);
+        kfdb_session *a = connect_session("stuck");
+        kfdb_code_object *gate = load_kernel(a, "gate"), *sa = load_kernel(a, "saxpy");
+        uint32_t *flag, *gout;
+        kfdb_buffer *bf = new_buffer(a, 4096, 0, (void **) &flag), *bg = new_buffer(a, 4096, 0, (void **) &gout);
+        uint64_t fence, t0;
+        pid_t worker;
+        int r;
+
+        fence = hold_gpu(a, gate, bf, bg);
+        worker = worker_of_only_session_context(a);
+        cr_assert_gt(worker, 0);
+        cr_assert_eq(kill(worker, SIGSTOP), 0);
+        t0 = mono_ns();
+        r = kfdb_fence_wait(a, fence, 20000);
+        cr_assert_eq(r, -ECANCELED, "got %d (%s)", r, kfdb_session_last_error(a));
+        cr_assert(strstr(kfdb_session_last_error(a), "did not stop a job when asked to"), "%s",
+                  kfdb_session_last_error(a));
+        cr_assert_geq(mono_ns() - t0, 4000000000ull, "killed before its grace of 5 s");
+        cr_assert(process_gone(worker) || kill(worker, 0) < 0, "the stuck worker still runs");
+        saxpy_checked(a, sa, 2000, 4); /* a new worker */
+        kfdb_code_object_free(gate);
+        kfdb_code_object_free(sa);
+        kfdb_session_free(a);
+}
+
+/* SIGKILL to the daemon: its workers go with it (PR_SET_PDEATHSIG). */
+Test(isolation, a_killed_daemon_leaves_no_worker_behind) {
+        start(NULL, worker_mode);
+        kfdb_session *a = connect_session("one"), *b = connect_session("two");
+        kfdb_code_object *gate = load_kernel(a, "gate"), *sb = load_kernel(b, "saxpy");
+        uint32_t *flag, *gout;
+        kfdb_buffer *bf = new_buffer(a, 4096, 0, (void **) &flag), *bg = new_buffer(a, 4096, 0, (void **) &gout);
+        pid_t workers[2];
+        int i;
+
+        (void) hold_gpu(a, gate, bf, bg);
+        saxpy_checked(b, sb, 1000, 1);
+        {
+                kfdb_gpu_context list[8];
+                kfdb_gpu_contexts cs;
+                unsigned n = 0;
+
+                cr_assert_eq(kfdb_gpu_contexts_get(a, &cs, list, 8), 0);
+                for (size_t k = 0; k < cs.n && k < 8; k++)
+                        if (list[k].pid && n < 2)
+                                workers[n++] = (pid_t) list[k].pid;
+                cr_assert_eq(n, 2, "two clients, two workers");
+        }
+        cr_assert_eq(kill(d.pid, SIGKILL), 0);
+        cr_assert_eq(waitpid(d.pid, NULL, 0), d.pid);
+        for (i = 0; i < 200 && !(process_gone(workers[0]) && process_gone(workers[1])); i++)
+                usleep(10000);
+        cr_assert(process_gone(workers[0]) && process_gone(workers[1]), "workers %d and %d outlived the daemon",
+                  (int) workers[0], (int) workers[1]);
+        d.pid = 0; /* nothing left to stop */
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
 /* The built-in policy (ComputeDispatch=isolated): a client of another user,
  * whom no policy file names, dispatches in a GPU context of its own. The
  * harness's grant names only the tests' own uid. */
-Test(isolation, an_unprivileged_client_dispatches_under_the_default_policy) {
+static void unprivileged_demo(const char *const *extra) {
         const char *args[] = { "--socket", d.sock, "demo", "--size=1M", "--elements=4096", NULL };
         char *out = NULL, *err = NULL;
         int rc;
 
         if (geteuid() != 0)
                 cr_skip_test("needs root to run the client as nobody (65534)");
-        start(NULL, NULL);
+        start(NULL, extra);
         cr_assert_eq(chmod(d.dir, 0755), 0); /* nobody must reach the socket */
         rc = test_run_ctl(args, true, &out, &err);
         cr_assert_eq(rc, 0, "kfdbrokerctl demo as nobody: %d\nstdout: %s\nstderr: %s", rc, out, err);
@@ -473,4 +712,12 @@ Test(isolation, an_unprivileged_client_dispatches_under_the_default_policy) {
         cr_assert(strstr(out, "elements of y through its dma-buf mapping against the CPU: correct"), "%s", out);
         free(out);
         free(err);
+}
+
+Test(isolation, an_unprivileged_client_dispatches_under_the_default_policy) {
+        unprivileged_demo(NULL);
+}
+
+Test(isolation, an_unprivileged_client_dispatches_in_a_worker_under_the_default_policy) {
+        unprivileged_demo(worker_mode);
 }

@@ -11,7 +11,10 @@
 #     /dev/dri/renderD128 are present and readable through PrivateDevices= +
 #     BindPaths=, no other device is, /etc is read-only, and another user's
 #     /proc/PID/cgroup and status are readable (ProtectProc=default);
-#   - `systemctl reload` (SIGHUP) keeps the daemon running.
+#   - `systemctl reload` (SIGHUP) keeps the daemon running;
+#   - worker processes work inside the unit's sandbox (the simulated kernel at
+#     KFD 1.18 has no secondary contexts): nobody's `kfdbrokerctl demo` runs
+#     its kernel in a worker of user kfdbroker, which leaves with the daemon.
 # The device nodes are stand-ins (mknod with /dev/zero's numbers) because the
 # host has no GPU. Not part of the default `meson test` or `./dev test` (about
 # a minute the first time, to build the rootfs, and it needs the network, root,
@@ -62,6 +65,8 @@ cat >"$tmp/host/run.sh" <<'EOF'
 set -u
 fail=0
 check() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1"; fail=1; fi; }
+# Worker processes (kfdbrokerd --worker) alive now; no procps in the rootfs.
+workers() { for p in /proc/[0-9]*; do tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q '^kfdbrokerd --worker ' && echo "${p#/proc/}"; done; true; }
 
 tar -C /mnt/dest -cf - . | tar -C / -xf - --keep-directory-symlink
 systemd-sysusers
@@ -89,7 +94,7 @@ ExecStartPre=/bin/sh -c 'exec >/run/kfdbroker/sandbox.txt 2>&1; \
   grep -q "^Groups:" /proc/$peer/status && echo peer-status-readable; \
   id -un'
 ExecStart=
-ExecStart=/usr/libexec/kfdbrokerd --device=sim --bus=system
+ExecStart=/usr/libexec/kfdbrokerd --device=sim --sim-kfd-version=1.18 --bus=system
 EOT
 systemctl daemon-reload
 # dbus-daemon read its policy at boot, before the files were copied in.
@@ -138,9 +143,19 @@ check "systemctl reload succeeds" 'systemctl reload kfdbrokerd.service'
 sleep 0.5
 check "the reload (SIGHUP) keeps the same daemon" '[ "$(systemctl show -P MainPID kfdbrokerd.service)" = "$pid" ] && systemctl is-active -q kfdbrokerd.service'
 
+# Worker processes under the unit's sandbox (SystemCallFilter=, NoNewPrivileges=, ...).
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl status 2>&1)
+check "the daemon runs a worker process per GPU context" 'echo "$out" | grep -q "^contexts: process: "'
+out=$(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl demo --size=1M --elements=4096 2>&1)
+echo "$out" | sed 's/^/    /'
+check "nobody's demo runs its kernel (in a worker)" 'echo "$out" | grep -q "elements of y through its dma-buf mapping against the CPU: correct"'
+sleep 1
+check "the demo's worker was given up when its session ended" '[ -z "$(workers)" ]'
+
 journalctl -q -u kfdbrokerd.service --no-pager | tail -15 | sed 's/^/    journal: /'
 systemctl stop kfdbrokerd.service
 check "stops cleanly" '! systemctl is-failed -q kfdbrokerd.service'
+check "no worker outlives the daemon" '[ -z "$(workers)" ]'
 kill $peer
 echo "exit $fail"
 EOF
