@@ -329,6 +329,10 @@ Test(dbus, busy_time_is_ordered_by_job_size) {
 }
 
 typedef struct Signals {
+        /* When set, session signals of other sessions are ignored: the
+         * harness's readiness probe (a connect) is a session too, and its
+         * SessionOpened/Closed may reach the bus after the test's match. */
+        uint64_t only_session;
         uint64_t opened_id, closed_id, failed_session, failed_fence, fault_session, fault_fence;
         uint32_t opened_uid;
         int32_t failed_errno;
@@ -344,10 +348,14 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 
         if (sd_bus_message_is_signal(m, IFACE, "SessionOpened") &&
             sd_bus_message_read(m, "tus", &id, &uid, &unit) >= 0) {
+                if (sig->only_session && id != sig->only_session)
+                        return 0;
                 sig->opened_id = id;
                 sig->opened_uid = uid;
         } else if (sd_bus_message_is_signal(m, IFACE, "SessionClosed") &&
                    sd_bus_message_read(m, "ts", &id, &text) >= 0) {
+                if (sig->only_session && id != sig->only_session)
+                        return 0;
                 sig->closed_id = id;
                 snprintf(sig->closed_reason, sizeof(sig->closed_reason), "%s", text);
         } else if (sd_bus_message_is_signal(m, IFACE, "JobFailed") &&
@@ -393,6 +401,7 @@ Test(dbus, signals_tell_of_sessions_and_failed_jobs) {
                                          "org.freedesktop.DBus", "GetId", NULL, NULL, ""), 0);
         s = connect_session();
         id = kfdb_session_get_id(s);
+        sig.only_session = id;
         wait_for(bus, &sig.opened_id);
         cr_assert_eq(sig.opened_id, id);
         cr_assert_eq(sig.opened_uid, getuid());
@@ -817,6 +826,7 @@ Test(dbus, signals_reach_root_but_not_other_users) {
         cr_assert_eq(read(p[0], &c, 1), 1, "the unprivileged listener did not get ready");
         close(p[0]);
         s = connect_session();
+        sig.only_session = kfdb_session_get_id(s);
         wait_for(bus, &sig.opened_id);
         cr_assert_eq(sig.opened_id, kfdb_session_get_id(s), "root receives SessionOpened");
         kfdb_session_free(s);
