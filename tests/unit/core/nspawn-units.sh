@@ -32,14 +32,18 @@ fi
 
 build=$(realpath "$1")
 cache=${2:-/var/tmp/kfdb-nspawn}
-rootfs=$cache/rootfs
+# What the container needs: systemd and friends, and every library the
+# installed daemon and client link (readelf -d build/daemon/kfdbrokerd).
+packages=systemd,systemd-sysv,dbus,polkitd,udev,libpam-systemd,libsystemd0,libprotobuf-c1,libdrm-amdgpu1,libdrm2,libelf1,libmsgpackc2,libseccomp2
+# The cached root filesystem is keyed by that list, so a new library makes a new one.
+rootfs=$cache/rootfs-$(printf %s "$packages" | sha1sum | cut -c1-12)
 tmp=$(mktemp -d /tmp/kfdb-nspawn.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 if [[ ! -x $rootfs/usr/lib/systemd/systemd ]]; then
         mkdir -p "$cache"
         mmdebstrap --variant=minbase \
-                --include=systemd,systemd-sysv,dbus,polkitd,udev,libpam-systemd,libsystemd0,libprotobuf-c1,libdrm-amdgpu1,libdrm2 \
+                --include="$packages" \
                 --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
                 bookworm "$rootfs"
 fi
