@@ -6,9 +6,9 @@
  * gpu-queue.c, which owns the ring; runs on the event loop and never blocks.
  *
  * Job stream (every packet from pm4.c, layouts in kfd-facts §2.2):
- *   RELEASE_MEM(DATA_SEL 3: GPU clock → begin timestamp slot),
  *   WAIT_REG_MEM(memory, >=, mask ~0) per cross-queue wait (another queue's
- *     32-bit fence word >= its seq),
+ *     32-bit fence word >= its seq, or a relay word),
+ *   RELEASE_MEM(DATA_SEL 3: GPU clock → begin timestamp slot),
  *   dispatch body (below) or nothing for a NOP job,
  *   RELEASE_MEM(DATA_SEL 3 → end timestamp slot),
  *   RELEASE_MEM(DATA_SEL 1: queue fence word := seq),
@@ -16,8 +16,9 @@
  *     event id) — the END_OF_PIPE interrupt KFD turns into the completion
  *     event (kfd-facts §1.10; tinygrad AMDComputeQueue.signal).
  * The timestamps are end-of-pipe events: "begin" is when the work before this
- * job on the queue (and its waits' predecessors) retired, "end" when the
- * dispatch's CS_PARTIAL_FLUSH completed.
+ * job on the queue retired and its waits were met (waiting is not the job's
+ * GPU time; a written begin also tells that the job runs, gpu-queue.c
+ * head_running()), "end" when the dispatch's CS_PARTIAL_FLUSH completed.
  *
  * Dispatch body (tinygrad AMDComputeQueue.exec, kfd-facts §2.3, §2.4):
  *   ACQUIRE_MEM invalidating the L0/L1/K$ (GL2 and I$ are left alone),
@@ -471,7 +472,6 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
         uint32_t *const p0 = p;
         uint64_t ts = gpu_queue_ts_va(c, q->index, f->seq);
 
-        p += emit_timestamp(p, ts);
         for (unsigned i = 0; i < job->n_waits; i++) {
                 uint64_t va;
                 uint32_t value;
@@ -479,6 +479,7 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                 gpu_wait_target(c, &job->waits[i], &va, &value);
                 p += pm4_emit_wait_reg_mem(p, PM4_WAIT_GE, va, value, 0xFFFFFFFFu, WAIT_POLL_INTERVAL);
         }
+        p += emit_timestamp(p, ts);
         if (job->type == GPU_JOB_DISPATCH)
                 p += emit_dispatch(c, q, job, f, p);
         p += emit_timestamp(p, ts + 8);

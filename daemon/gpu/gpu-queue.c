@@ -20,13 +20,21 @@
  * sizes kfd_node_queue_sizes() computes when the topology does not export them.
  *
  * Pointers are kept here as byte offsets, monotonically increasing 64-bit
- * values; the ring index is ptr % ring_size. The rptr/wptr words and the
- * doorbell count bytes on SDMA and dwords on PM4 queues (kfd-facts §1.7,
- * §6 #4: "PM4 = dwords, SDMA = bytes"). Submission: packets, then the wptr
- * word (release), then a 64-bit doorbell store of the same wptr.
+ * values; the ring index is ptr % ring_size. The wptr word and the doorbell
+ * count bytes on SDMA and dwords on PM4 queues (kfd-facts §1.7, §6 #4: "PM4 =
+ * dwords, SDMA = bytes"). The read pointers differ (kfd-facts §7.7): SDMA's is
+ * a monotonic byte count (ROCr HwIndexMonotonic), but the CP writes back a
+ * 32-bit position *inside* the ring, in dwords, and only every
+ * 2^RPTR_BLOCK_SIZE qwords (RPTR_BLOCK_SIZE 5 in the kernel's MQD setup,
+ * kfd_mqd_manager_v10.c): queue_read_rptr() turns it back into a monotonic
+ * value from our wptr, which is unambiguous because the ring is never full
+ * and the report only lags. A lagging report is fine for ring space; whether
+ * a compute job runs is read from its begin timestamp instead (head_running).
+ * Submission: packets, then the wptr word (release), then a 64-bit doorbell
+ * store of the same wptr.
  *
  * SDMA job stream (gpu_queue_submit):
- *   TIMESTAMP(begin slot), POLL_REGMEM per cross-queue wait, body (COPY_LINEAR
+ *   POLL_REGMEM per cross-queue wait, TIMESTAMP(begin slot), body (COPY_LINEAR
  *   split at 4 MiB / CONSTANT_FILL split at 4 MiB), TIMESTAMP(end slot),
  *   FENCE(queue fence word, seq), FENCE(event slot, event id), TRAP(event id).
  * The last two raise the completion interrupt the way the kernel expects from
@@ -217,10 +225,18 @@ void gpu_queue_teardown(GpuContext *c, GpuQueue *q) {
         q->inflight_count = 0;
 }
 
-/* The rptr and wptr words count bytes (SDMA) or dwords (PM4); q->wptr and
- * what these return are bytes. */
+/* The engine's read pointer as a monotonic byte offset (see the top of the
+ * file): SDMA's word is one already; the CP's is a wrapped dword position,
+ * block-granular, so it is placed at the latest offset not after our wptr
+ * that has it (the ring is never full, so that is the one). */
 static uint64_t queue_read_rptr(GpuQueue *q) {
-        return __atomic_load_n((volatile uint64_t *) q->rptr_bo->cpu, __ATOMIC_ACQUIRE) << q->ptr_shift;
+        uint64_t pos, back;
+
+        if (q->engine != GPU_ENGINE_COMPUTE)
+                return __atomic_load_n((volatile uint64_t *) q->rptr_bo->cpu, __ATOMIC_ACQUIRE);
+        pos = (uint64_t) __atomic_load_n((volatile uint32_t *) q->rptr_bo->cpu, __ATOMIC_ACQUIRE) * 4 % q->ring_size;
+        back = (q->wptr % q->ring_size + q->ring_size - pos) % q->ring_size;
+        return q->wptr - back;
 }
 
 static void queue_store_ptrs(GpuQueue *q, uint64_t rptr, uint64_t wptr) {
@@ -332,7 +348,6 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         uint32_t *const p0 = p;
         uint64_t ts = gpu_queue_ts_va(c, q->index, seq);
 
-        p += sdma_emit_timestamp(p, ts);
         for (unsigned i = 0; i < job->n_waits; i++) {
                 uint64_t va;
                 uint32_t value;
@@ -343,6 +358,8 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
                 gpu_wait_target(c, &job->waits[i], &va, &value);
                 p += sdma_emit_poll_regmem(p, va, value, 0xFFFFFFFFu, SDMA_POLL_FUNC_GE);
         }
+        /* After the waits: time spent waiting is not the job's. */
+        p += sdma_emit_timestamp(p, ts);
         switch (job->type) {
         case GPU_JOB_COPY:
                 for (uint64_t done = 0; done < job->copy.size;) {
@@ -680,10 +697,16 @@ static void fail_head(GpuContext *c, GpuQueue *q, int error, uint64_t va, const 
                 log_debug_errno(r, "gpu: recreating queue %u failed: %m", q->index);
 }
 
-/* Whether the head job of q is being executed (the engine's rptr is inside it). */
-static bool head_running(GpuQueue *q) {
+/* Whether the head job of q is being executed: for SDMA, the engine's rptr
+ * is inside it; for a compute queue, whose rptr report lags by a block, its
+ * begin timestamp (written once its waits are met) is there. */
+static bool head_running(GpuContext *c, GpuQueue *q) {
         GpuInflight *h = inflight_at(q, 0);
-        uint64_t rptr = queue_read_rptr(q);
+        uint64_t rptr;
+
+        if (q->engine == GPU_ENGINE_COMPUTE)
+                return __atomic_load_n(&ts_cpu(c, q->index, h->seq)[0], __ATOMIC_ACQUIRE) != 0;
+        rptr = queue_read_rptr(q);
         return rptr >= h->ring_start && rptr < h->ring_end;
 }
 
@@ -714,7 +737,7 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
 
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
-                if (!q->created || q->inflight_count == 0 || !head_running(q))
+                if (!q->created || q->inflight_count == 0 || !head_running(c, q))
                         continue;
                 GpuInflight *h = inflight_at(q, 0);
                 if (h->job.type == GPU_JOB_DISPATCH) {

@@ -2,14 +2,20 @@
 /*
  * The CP engine's queue step for PM4 compute queues (see sim-cp.h).
  *
- * Pointers (kfd-facts §1.7, §6 #4): rptr, wptr and the doorbell are 64-bit
+ * Pointers (kfd-facts §1.7, §6 #4): wptr and the doorbell are 64-bit
  * monotonic dword counts ("PM4/CP counts in dwords", kfd_mqd_manager_v10.c);
  * the ring index is ptr % (ring_size / 4), and a packet may wrap around the
  * end of the ring, as the CP reads the ring modulo its size. The doorbell
- * value is the new wptr. rptr is written back after every ring packet; while
- * an indirect buffer runs it stays at the ring's INDIRECT_BUFFER packet. A
- * doorbell more than a ring ahead of rptr (or behind it) stops the queue with
- * a HW exception; in dword units no doorbell value is misaligned.
+ * value is the new wptr. The engine keeps its read position as a monotonic
+ * count too, but writes back what the CP writes (kfd-facts §7.7): a 32-bit
+ * position inside the ring, in dwords, and only every 2^RPTR_BLOCK_SIZE
+ * qwords — RPTR_BLOCK_SIZE 5 in the kernel's MQD (kfd_mqd_manager_v10.c
+ * init_mqd), so the report is the position rounded down to 64 dwords, modulo
+ * the ring. A driver that reads it as a growing count jams after one trip
+ * round the ring. While an indirect buffer runs the position stays at the
+ * ring's INDIRECT_BUFFER packet. A doorbell more than a ring ahead of rptr
+ * (or behind it) stops the queue with a HW exception; in dword units no
+ * doorbell value is misaligned.
  *
  * Execution is in order: a packet starts when the one before it has finished,
  * so RELEASE_MEM writes after all earlier work of the queue, EVENT_WRITE
@@ -189,10 +195,19 @@ void sim_cp_preempt(SimQueue *q) {
                 __atomic_store_n(&q->cp->cancel, 1, __ATOMIC_RELEASE);
 }
 
+/* The CP's read-pointer report: block-granular, wrapped (see the top). */
+#define RPTR_BLOCK_DW 64u
+
+static void report_rptr(SimQueue *q) {
+        uint64_t ring_dw = q->ring_size / 4;
+
+        sim_queue_store_rptr32(q, (uint32_t) ((q->rptr & ~(uint64_t) (RPTR_BLOCK_DW - 1)) % ring_dw));
+}
+
 static void stop_queue(SimQueue *q) {
         q->stopped = true;
         q->cp->in_ib = false;
-        sim_queue_store_rptr(q, q->rptr);
+        report_rptr(q);
 }
 
 static void where(const SimQueue *q, char *buf, size_t size) {
@@ -704,7 +719,7 @@ int sim_cp_queue_step(SimQueue *q) {
                                 q->rptr += cp->ib_packet_dw;
                         } else
                                 q->rptr += pk.n_dwords;
-                        sim_queue_store_rptr(q, q->rptr);
+                        report_rptr(q);
                         break;
                 case EXEC_IB:
                         progress = 1;

@@ -291,16 +291,28 @@ uint8_t *sim_queue_ring(SimQueue *q) {
         return q->ring_mem->bo->host + (q->ring_va - q->ring_mem->va);
 }
 
-void sim_queue_store_rptr(SimQueue *q, uint64_t value) {
+/* The read-pointer report, 8 bytes (SDMA) or 4 (the CP, sim-cp.c): aligned,
+ * one release store; unaligned (or cut by the end of its one-page mapping),
+ * bytewise, never past the BO. */
+static void store_rptr(SimQueue *q, const void *value, size_t n) {
         uint64_t off = q->rptr_va - q->rptr_mem->va;
         uint8_t *host = q->rptr_mem->bo->host + off;
 
-        /* rptr/wptr words are 64-bit; an unaligned one (or one cut by the end of
-         * its one-page mapping) is written bytewise, never past the BO. */
-        if (q->rptr_va % 8 == 0 && off + 8 <= q->rptr_mem->size)
-                __atomic_store_n((uint64_t *) (void *) host, value, __ATOMIC_RELEASE);
-        else
-                memcpy(host, &value, MIN((uint64_t) sizeof value, q->rptr_mem->size - off));
+        if (q->rptr_va % n == 0 && off + n <= q->rptr_mem->size) {
+                if (n == 8)
+                        __atomic_store_n((uint64_t *) (void *) host, *(const uint64_t *) value, __ATOMIC_RELEASE);
+                else
+                        __atomic_store_n((uint32_t *) (void *) host, *(const uint32_t *) value, __ATOMIC_RELEASE);
+        } else
+                memcpy(host, value, MIN((uint64_t) n, q->rptr_mem->size - off));
+}
+
+void sim_queue_store_rptr(SimQueue *q, uint64_t value) {
+        store_rptr(q, &value, sizeof value);
+}
+
+void sim_queue_store_rptr32(SimQueue *q, uint32_t value) {
+        store_rptr(q, &value, sizeof value);
 }
 
 uint64_t sim_queue_load_doorbell(SimQueue *q) {

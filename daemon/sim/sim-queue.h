@@ -59,6 +59,8 @@ void sim_queue_free(SimQueue *q);
  * by queue_refcount, so these stay valid until sim_queue_free()). */
 uint8_t *sim_queue_ring(SimQueue *q);
 void sim_queue_store_rptr(SimQueue *q, uint64_t value);
+/* The 32-bit report a CP writes (sim-cp.c), at the same place. */
+void sim_queue_store_rptr32(SimQueue *q, uint32_t value);
 /* The compare functions of SDMA POLL_REGMEM and PM4 WAIT_REG_MEM, which share
  * their codes (0 always, 1 <, 2 <=, 3 ==, 4 !=, 5 >=, 6 >; kfd-facts §2.2,
  * §3.2); an undefined code never passes. */

@@ -111,9 +111,15 @@ static inline void t_submit_pm4_buf(TestComputeQueue *cq, Pm4 *p) {
         p->n = 0;
 }
 
-/* rptr as the CP writes it back, in dwords. */
+/* rptr as the CP writes it back: a 32-bit dword position inside the ring,
+ * reported only every 64 dwords (kfd-facts §7.7). */
 static inline uint64_t t_rptr_dw(TestComputeQueue *cq) {
-        return __atomic_load_n((uint64_t *) cq->q.rptr.cpu, __ATOMIC_ACQUIRE);
+        return __atomic_load_n((uint32_t *) cq->q.rptr.cpu, __ATOMIC_ACQUIRE);
+}
+
+/* What the CP reports when it has read up to dword count dw (monotonic). */
+static inline uint64_t t_rptr_at(TestComputeQueue *cq, uint64_t dw) {
+        return (dw & ~63ull) % (cq->q.ring_size / 4);
 }
 
 static inline uint64_t t_wptr_dw(TestComputeQueue *cq) {
