@@ -449,6 +449,7 @@ int worker_link_submit(WorkerLink *w, unsigned queue, const GpuJob *job, GpuCode
         m.queue = queue;
         m.type = job->type;
         m.seq = q->next_seq;
+        m.chain = job->chain;
         for (unsigned i = 0; i < job->n_waits; i++) {
                 const GpuWait *gw = &job->waits[i];
                 if (gw->va >= WORKER_RELAY_TOKEN && gw->va < WORKER_RELAY_TOKEN + 4096)

@@ -77,6 +77,8 @@ typedef struct GpuInflight {
         GpuBuffer *scratch;   /* dispatch: the scratch backing it was programmed with (a ref) */
         uint32_t tmpring;     /* dispatch: COMPUTE_TMPRING_SIZE it was programmed with */
         uint32_t lds_bytes;   /* dispatch: static + dynamic LDS */
+        bool dropped;         /* ordered after a failed job of its chain: not on the ring,
+                               * reported -ECANCELED when it comes to the head */
 } GpuInflight;
 
 /* Compute queues: one kernarg slot per in-flight job (seq % max_inflight),

@@ -544,6 +544,34 @@ static void report(GpuContext *c, GpuQueue *q, const GpuInflight *f, int error, 
                 cb(&comp, userdata);
 }
 
+#define DROPPED_MESSAGE "not run: a job before it in its stream failed"
+
+/* Reports the dropped jobs at the head of q (see drop_chain()). */
+/* Moves the fence word to seq from the CPU unless the engine has already
+ * written a later one (it may be running the jobs after seq): waits on seq in
+ * other queues proceed, as they do past a failed job. */
+static void fence_advance(GpuContext *c, GpuQueue *q, uint64_t seq) {
+        uint32_t *word = gpu_queue_fence_word(c, q->index), cur = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+
+        while ((int32_t) ((uint32_t) seq - cur) > 0 &&
+               !__atomic_compare_exchange_n(word, &cur, (uint32_t) seq, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+                ;
+        if (seq > q->completed)
+                q->completed = seq;
+}
+
+static int report_dropped(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata) {
+        int n = 0;
+
+        for (; q->inflight_count > 0 && inflight_at(q, 0)->dropped; n++) {
+                GpuInflight *f = inflight_at(q, 0);
+                fence_advance(c, q, f->seq);
+                report(c, q, f, -ECANCELED, 0, DROPPED_MESSAGE, cb, userdata);
+                inflight_pop(q);
+        }
+        return n;
+}
+
 int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata) {
         /* The fence word holds the low 32 bits of the last completed seq;
          * extend it relative to what we reported last. */
@@ -553,7 +581,10 @@ int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *user
 
         if (done >= q->next_seq)
                 return 0; /* not a value we wrote (or ahead of us): ignore */
-        while (q->inflight_count > 0 && inflight_at(q, 0)->seq <= done) {
+        for (;;) {
+                n += report_dropped(c, q, cb, userdata);
+                if (q->inflight_count == 0 || inflight_at(q, 0)->seq > done)
+                        break;
                 report(c, q, inflight_at(q, 0), 0, 0, NULL, cb, userdata);
                 inflight_pop(q);
                 n++;
@@ -591,12 +622,31 @@ static bool job_touches(const GpuContext *c, const GpuJob *job, uint64_t va) {
 }
 
 /*
+ * Marks the in-flight jobs of chain (nonzero) dropped: they were ordered after
+ * a job of their chain that failed, so they are not emitted again; each is
+ * reported -ECANCELED in its turn, so that a queue's reports stay in order
+ * (the jobs before it may still run).
+ */
+static void drop_chain(GpuQueue *q, uint32_t chain) {
+        if (chain == 0)
+                return;
+        for (unsigned i = 0; i < q->inflight_count; i++) {
+                GpuInflight *f = inflight_at(q, i);
+                if (f->job.chain == chain && !f->dropped) {
+                        f->dropped = true;
+                        f->scratch = gpu_buffer_unref(f->scratch);
+                }
+        }
+}
+
+/*
  * Recreates a queue after its head job faulted: DESTROY_QUEUE, zero rptr/wptr,
  * CREATE_QUEUE (fresh ring state), fence word := faulted seq from the CPU (so
  * waits on it in other queues proceed), then re-emit the later in-flight jobs
- * with their own sequence numbers and kick once.
+ * — but those of the failed job's chain, which are dropped — with their own
+ * sequence numbers and kick once.
  */
-static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCompletionFn cb,
+static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, uint32_t chain, GpuCompletionFn cb,
                          void *userdata) {
         int r = queue_destroy_kernel(c, q);
         if (r < 0)
@@ -608,6 +658,7 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCo
         if (faulted_seq > q->completed)
                 q->completed = faulted_seq;
 
+        drop_chain(q, chain);
         r = queue_create_kernel(c, q);
         if (r < 0) {
                 /* The queue is gone: fail what it still held. */
@@ -623,6 +674,10 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCo
                 GpuInflight *f = inflight_at(q, i);
                 uint64_t start;
 
+                if (f->dropped) {
+                        f->ring_start = f->ring_end = q->wptr;
+                        continue;
+                }
                 /* Emitted as planned at submission: waits satisfied since are
                  * harmless, and the kernarg slot still holds the arguments. */
                 r = queue_emit_job(c, q, &f->job, f, job_ndw(q, &f->job), &start);
@@ -643,6 +698,7 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, GpuCo
         }
         if (q->wptr > 0)
                 queue_kick(q);
+        (void) report_dropped(c, q, cb, userdata);
         return 0;
 }
 
@@ -692,7 +748,7 @@ static void fail_head(GpuContext *c, GpuQueue *q, int error, uint64_t va, const 
                   q->index, strerror(-error), va);
         report(c, q, &h, error, va, message, cb, userdata);
         inflight_pop(q);
-        int r = queue_recover(c, q, h.seq, cb, userdata);
+        int r = queue_recover(c, q, h.seq, h.job.chain, cb, userdata);
         if (r < 0)
                 log_debug_errno(r, "gpu: recreating queue %u failed: %m", q->index);
 }

@@ -330,6 +330,12 @@ typedef struct GpuJob {
          * (that context's GpuWait.va). */
         uint64_t signal_va;
         uint32_t signal_value;
+        /* Jobs of one queue with the same nonzero chain are ordered work of
+         * one client stream: when one fails on the GPU (its own fault, an
+         * exception, gpu_queue_abort()), the later ones of its chain still
+         * in flight are not run but reported -ECANCELED (the queue is
+         * recreated without them); other chains' jobs go on. 0: no chain. */
+        uint32_t chain;
 } GpuJob;
 
 /*

@@ -64,6 +64,7 @@ struct Scheduler {
         LIST_HEAD(HwQueue, queues);
         SchedGroup compute;
         uint64_t jobs_completed, jobs_failed;
+        uint32_t last_chain;
         bool running;
         bool again;
 };
@@ -162,8 +163,12 @@ static HwQueue *pick_sdma(Scheduler *s) {
 }
 
 void scheduler_stream_init(Scheduler *s, SchedStream *st, uint64_t owner_id, GpuEngine engine, uint32_t weight) {
+        /* 2^32 streams before a chain comes round again: by then the old
+         * one's jobs are long gone. */
+        if (++s->last_chain == 0)
+                s->last_chain = 1;
         *st = (SchedStream) { .owner_id = owner_id, .engine = engine, .weight = weight ? weight : 1,
-                              .want_priority = GPU_QUEUE_PRIORITY_DEFAULT };
+                              .want_priority = GPU_QUEUE_PRIORITY_DEFAULT, .chain = s->last_chain };
         if (engine == GPU_ENGINE_SDMA) {
                 HwQueue *q = pick_sdma(s);
                 if (q) {
@@ -361,7 +366,31 @@ static Readiness job_prepare(Scheduler *s, SchedJob *j, HwQueue *q) {
         return JOB_BLOCKED;
 }
 
+static void fail_head(Scheduler *s, SchedStream *st, int error, const char *msg);
+
+/*
+ * A job of st (described as `what`) failed: the jobs ordered after it that
+ * are still waiting in the stream fail too, without running (those already
+ * on the GPU behind it are dropped by the GPU layer: GpuJob.chain). A job
+ * submitted after this runs.
+ */
+static void fail_ordered_after(Scheduler *s, SchedStream *st, const char *what) {
+        char msg[256];
+
+        if (st->failing || !st->pending.first)
+                return;
+        snprintf(msg, sizeof msg, "not run: the %s before it in its stream failed", what);
+        st->failing = true;
+        while (st->pending.first)
+                fail_head(s, st, ECANCELED, msg);
+        st->failing = false;
+}
+
 static void finish_job(Scheduler *s, SchedJob *j, int error, const char *msg, uint64_t busy_ns) {
+        SchedStream *st = j->stream;
+        char what[192];
+        bool ordering;
+
         if (j->kind == SCHED_JOB_RELAY) {
                 if (error != 0)
                         log_debug("A relay job on the GPU failed (%s)", strerror(error));
@@ -374,7 +403,14 @@ static void finish_job(Scheduler *s, SchedJob *j, int error, const char *msg, ui
         else
                 s->jobs_failed++;
         j->state = SCHED_JOB_DONE;
-        s->cb.job_finished(j, error, msg, busy_ns, s->cb.userdata);
+        /* A job dropped without a word (its client went away, and every job
+         * of it goes) orders nothing. */
+        ordering = error != 0 && st && msg && !st->failing && st->pending.first;
+        if (ordering)
+                sched_job_describe(j, what, sizeof what);
+        s->cb.job_finished(j, error, msg, busy_ns, s->cb.userdata); /* frees j */
+        if (ordering)
+                fail_ordered_after(s, st, what);
 }
 
 static bool is_event_job(const SchedJob *j) {
@@ -474,6 +510,7 @@ static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
         uint64_t seq;
         int r;
 
+        j->gpu.chain = st->chain;
         r = context_submit(q->ctx, q->index, &j->gpu, j->code, j->relocs, j->n_relocs, &seq, err, sizeof err);
         if (r == -EAGAIN) {
                 q->full = true; /* no room on the ring now: after completions */

@@ -70,6 +70,8 @@ struct SchedStream {
         bool active;            /* has pending jobs (on its group's active list) */
         unsigned n_inflight;    /* its jobs on the GPU now */
         uint32_t want_priority; /* KFD queue priority its class maps to */
+        uint32_t chain;         /* GpuJob.chain of its jobs: unique among live streams, nonzero */
+        bool failing;           /* failing the jobs ordered after a failed one */
         SchedJob *blocked_head; /* head job found blocked, and since when */
         uint64_t blocked_since_ns;
         QUEUE_HEAD(SchedJob, pending);

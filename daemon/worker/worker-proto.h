@@ -113,7 +113,7 @@ typedef struct WorkerSubmit {
         uint32_t args_size;    /* bytes of kernel arguments after this struct */
         uint32_t n_relocs;     /* WorkerReloc entries after the arguments */
         uint32_t n_waits;
-        uint32_t pad;
+        uint32_t chain;        /* GpuJob.chain: the daemon's stream, for ordering on failure */
         WorkerWait waits[GPU_JOB_MAX_WAITS];
 } WorkerSubmit;
 

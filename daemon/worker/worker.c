@@ -365,6 +365,7 @@ static void do_submit(W *w, const WorkerMsg *msg) {
                 return;
         }
         job.type = (GpuJobType) m->type;
+        job.chain = m->chain;
         for (unsigned i = 0; i < m->n_waits; i++) {
                 const WorkerWait *wt = &m->waits[i];
                 uint64_t wseq;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compute-util.h"
 #include "harness.h"
 #include "kfdbroker.h"
 
@@ -71,9 +72,20 @@ Test(timeouts, long_gpu_job_is_aborted_and_the_queue_recovers) {
         r = kfdb_fence_wait(s, fences[0], 30000);
         cr_assert_eq(r, -ETIME, "got %d (%s)", r, kfdb_session_last_error(s));
         cr_assert(strstr(kfdb_session_last_error(s), "timeout"), "%s", kfdb_session_last_error(s));
-        /* The job behind it still ran, on the recreated queue. */
-        cr_assert_eq(kfdb_fence_wait(s, fences[1], 30000), 0, "%s", kfdb_session_last_error(s));
+        /* The fill ordered after it in its stream was on the GPU already: it
+         * is dropped, not run. */
+        r = kfdb_fence_wait(s, fences[1], 30000);
+        cr_assert_eq(r, -ECANCELED, "got %d (%s)", r, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "before it in its stream failed"), "%s",
+                  kfdb_session_last_error(s));
         cr_assert_eq(kfdb_buffer_map(small, (void **) &p), 0);
+        cr_assert_eq(p[1023], 0u, "the fill ran after the copy it was ordered after failed");
+        /* What is submitted after the failure runs, on the recreated queue. */
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, small, 0, 4096, 0x7e7e7e7e), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &f), 0);
+        cr_assert_eq(kfdb_fence_wait(s, f, 30000), 0, "%s", kfdb_session_last_error(s));
         cr_assert_eq(p[1023], 0x7e7e7e7e);
 
         /* Another session on the same queue works too. */
@@ -88,6 +100,95 @@ Test(timeouts, long_gpu_job_is_aborted_and_the_queue_recovers) {
         kfdb_batch_free(ob);
         kfdb_batch_free(batch);
         kfdb_session_free(other);
+        kfdb_session_free(s);
+}
+
+/* A wait-event job that times out fails the jobs ordered after it in its
+ * stream, which never run; the stream goes on with what comes after. */
+Test(timeouts, jobs_after_a_timed_out_wait_do_not_run) {
+        kfdb_session *s = connect_session();
+        kfdb_buffer *b;
+        kfdb_event *ev;
+        kfdb_batch *batch;
+        uint64_t fences[3], f;
+        uint32_t *p;
+        int r;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &p), 0);
+        cr_assert_eq(kfdb_event_create(s, true, &ev), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0xdeadbeef), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 8, 0x0badf00d), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+        r = kfdb_fence_wait(s, fences[0], 30000);
+        cr_assert_eq(r, -ETIME, "got %d (%s)", r, kfdb_session_last_error(s));
+        for (unsigned i = 1; i < 3; i++) {
+                r = kfdb_fence_wait(s, fences[i], 30000);
+                cr_assert_eq(r, -ECANCELED, "job %u: got %d (%s)", i, r, kfdb_session_last_error(s));
+                cr_assert(strstr(kfdb_session_last_error(s), "not run: the wait-event job before it in its stream failed"),
+                          "%s", kfdb_session_last_error(s));
+        }
+        {
+                kfdb_job_failure jf;
+                unsigned n = 0;
+                while (kfdb_job_failure_next(s, &jf) == 1) {
+                        cr_assert_eq(jf.fence, fences[n], "failures reported in fence order");
+                        n++;
+                }
+                cr_assert_eq(n, 3);
+        }
+        cr_assert_eq(p[0], 0u, "a fill ordered after the failed wait ran");
+        cr_assert_eq(p[1023], 0u);
+        kfdb_batch_free(batch);
+
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x600d600d), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &f), 0);
+        cr_assert_eq(kfdb_fence_wait(s, f, 30000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(p[1023], 0x600d600d);
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+}
+
+/* A kernel past its timeout is stopped; the dispatch queued behind it in the
+ * same stream (on the GPU already, in the client's GPU context or its worker
+ * process) is dropped, not run; the next submission runs. */
+Test(timeouts, dispatch_after_a_timed_out_kernel_does_not_run) {
+        compute_require_kernels();
+        kfdb_session *s = connect_session();
+        kfdb_code_object *gate = load_kernel(s, "gate");
+        uint32_t *flag, *out, *flag2, *out2, max = UINT32_MAX, one = 1;
+        kfdb_buffer *bf = new_buffer(s, 4096, 0, (void **) &flag), *bo = new_buffer(s, 4096, 0x5a, (void **) &out);
+        kfdb_buffer *bf2 = new_buffer(s, 4096, 0, (void **) &flag2), *bo2 = new_buffer(s, 4096, 0x5a, (void **) &out2);
+        kfdb_arg spin[] = { kfdb_arg_buffer(bf, 0), kfdb_arg_buffer(bo, 0), kfdb_arg_value(&max, 4) };
+        kfdb_arg quick[] = { kfdb_arg_buffer(bf2, 0), kfdb_arg_buffer(bo2, 0), kfdb_arg_value(&max, 4) };
+        kfdb_batch *batch;
+        uint64_t fences[2], f;
+        int r;
+
+        flag2[0] = 1; /* the second gate is open: it would return at once */
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, gate, "gate", 1, &one, &one, spin, 3), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, gate, "gate", 1, &one, &one, quick, 3), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+        r = kfdb_fence_wait(s, fences[0], DISPATCH_TIMEOUT_MS);
+        cr_assert_eq(r, -ETIME, "got %d (%s)", r, kfdb_session_last_error(s));
+        r = kfdb_fence_wait(s, fences[1], DISPATCH_TIMEOUT_MS);
+        cr_assert_eq(r, -ECANCELED, "got %d (%s)", r, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "before it in its stream failed"), "%s",
+                  kfdb_session_last_error(s));
+        cr_assert_eq(out2[1], 0x5a5a5a5au, "the dispatch ordered after the stopped kernel ran");
+        kfdb_batch_free(batch);
+
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, gate, "gate", 1, &one, &one, quick, 3), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &f), 0);
+        cr_assert_eq(kfdb_fence_wait(s, f, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(out2[1], 1u);
+        kfdb_batch_free(batch);
+        kfdb_code_object_free(gate);
         kfdb_session_free(s);
 }
 

@@ -353,7 +353,9 @@ Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .
 }
 
 /* A job the caller gives up on (a timeout) is aborted: the queue is destroyed,
- * the dispatch cancelled, the queue recreated and the jobs behind it rerun. */
+ * the dispatch cancelled, the queue recreated and the jobs behind it rerun —
+ * but those of its chain (ordered after it), which are reported -ECANCELED in
+ * their turn without running. */
 Test(gpu_dispatch, abort_running_dispatch, .init = setup, .fini = teardown, .timeout = 120) {
         GpuCodeObject *co = load("collatz.hsaco");
         const GpuKernel *k = kernel_of(co, "collatz");
@@ -367,9 +369,15 @@ Test(gpu_dispatch, abort_running_dispatch, .init = setup, .fini = teardown, .tim
         arg_ptr(&args, k, gpu_buffer_get_va(out));
         arg_u32(&args, k, n);
         GpuJob j = dispatch_job(co, "collatz", n, 256, &args);
+        j.chain = 7;
         uint64_t s = submit(COMPUTE_QUEUE, &j);
-        GpuJob nop = { .type = GPU_JOB_NOP };
+        GpuJob nop = { .type = GPU_JOB_NOP, .chain = 9 };
         uint64_t s_next = submit(COMPUTE_QUEUE, &nop);
+        /* Chain 7 again, after it: a fill of `out` by a dispatch would show;
+         * a NOP's completion order does. */
+        GpuJob same = { .type = GPU_JOB_NOP, .chain = 7 };
+        uint64_t s_same = submit(COMPUTE_QUEUE, &same);
+        uint64_t s_last = submit(COMPUTE_QUEUE, &nop);
 
         double t0 = now_s();
         int r;
@@ -383,6 +391,18 @@ Test(gpu_dispatch, abort_running_dispatch, .init = setup, .fini = teardown, .tim
         cr_assert_not_null(c);
         cr_expect_eq(c->error, -ETIME);
         check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_next));
+        c = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_same);
+        cr_expect_eq(c->error, -ECANCELED, "the job of the aborted one's chain was dropped");
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_last));
+        {
+                /* Reported in queue order: s, s_next, s_same, s_last. */
+                uint64_t order[4] = { s, s_next, s_same, s_last };
+                unsigned m = 0;
+                for (unsigned i = 0; i < fx.comps.n && m < 4; i++)
+                        if (fx.comps.c[i].queue == COMPUTE_QUEUE && fx.comps.c[i].seq == order[m])
+                                m++;
+                cr_expect_eq(m, 4u, "completions out of order");
+        }
         gpu_buffer_unref(in);
         gpu_buffer_unref(out);
         gpu_code_object_unref(co);
