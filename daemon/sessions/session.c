@@ -346,6 +346,15 @@ static int flush_out(Session *s) {
         return 0;
 }
 
+/* A reply or notification that cannot be queued would leave the client
+ * waiting for it, holding what it was about (a buffer it never got the fd
+ * of, say): the session ends instead, which returns everything it held. */
+static int send_failed(Session *s, int r, const char *what) {
+        log_warning_errno(r, "Session %" PRIu64 ": cannot send a reply (%s), closing the session: %m", s->id, what);
+        session_disconnect(s, "a reply could not be sent");
+        return r;
+}
+
 int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_fds) {
         _cleanup_free_ void *buf = NULL;
         OutMsg *o;
@@ -357,17 +366,17 @@ int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_
         assert(n_fds <= 2);
         r = wire_reply_encode(reply, &buf, &len);
         if (r < 0)
-                return log_error_errno(r, "Session %" PRIu64 ": failed to encode a reply: %m", s->id);
+                return send_failed(s, r, "encoding it failed");
         o = calloc(1, sizeof(*o));
         if (!o)
-                return -ENOMEM;
+                return send_failed(s, -ENOMEM, "out of memory");
         for (unsigned i = 0; i < n_fds; i++) {
                 o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
                 if (o->fds[i] < 0) {
                         r = -errno;
                         o->n_fds = i;
                         out_free(o);
-                        return r;
+                        return send_failed(s, r, "duplicating its file descriptor failed");
                 }
         }
         o->n_fds = n_fds;

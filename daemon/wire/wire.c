@@ -153,11 +153,12 @@ static int decode_hello(const PbRequest *m, const void *buf, size_t len, WireReq
         size_t n = strlen(name);
         bool nul = false;
 
-        if (h->protocol_version != WIRE_PROTOCOL_VERSION)
-                return wire_error(errbuf, errlen,
-                                  "hello.protocol_version: unsupported version %" PRIu32
-                                  ", this daemon speaks %u",
+        if (h->protocol_version != WIRE_PROTOCOL_VERSION) {
+                (void) wire_error(errbuf, errlen,
+                                  "hello.protocol_version: unsupported version %" PRIu32 ", this daemon speaks %u",
                                   h->protocol_version, WIRE_PROTOCOL_VERSION);
+                return -EPROTONOSUPPORT; /* docs/protocol.md "Session" */
+        }
         /* Request.hello = 10 */
         if (!pb_for_each_field(buf, len, 10, hello_name_has_nul, &nul)) {
                 if (errbuf && errlen > 0)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -185,6 +186,22 @@ Test(hostile, request_before_hello) {
         req.body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
         req.status = &st;
         expect_error(call_simple(fd, &req), EPROTO, "must be Hello");
+        close(fd);
+}
+
+/* A protocol version the daemon does not speak: EPROTONOSUPPORT, as
+ * docs/protocol.md says, and the connection can say Hello again. */
+Test(hostile, unknown_protocol_version) {
+        int fd = raw_connect(&d);
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
+
+        h.protocol_version = 2;
+        h.client_name = "from-the-future";
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+        req.hello = &h;
+        expect_error(call_simple(fd, &req), EPROTONOSUPPORT, "hello.protocol_version: unsupported version 2");
+        raw_hello(fd);
         close(fd);
 }
 
@@ -579,4 +596,116 @@ Test(hostile, session_page_cannot_be_written) {
         close(fds[0]);
         close(fds[1]);
         close(fd);
+}
+
+/* One request, raw: 1 and *ret with its reply (and its fds closed), 0 if the
+ * daemon ended the connection, or -ETIMEDOUT if no reply came: a lost reply. */
+static int try_call(int fd, Kfdbroker__V1__Request *req, Kfdbroker__V1__ServerMessage **ret) {
+        static uint64_t id = 1u << 20;
+        int fds[2], r;
+
+        req->id = id++;
+        r = raw_send(fd, req, NULL, 0);
+        if (r < 0)
+                return 0; /* EPIPE / ECONNRESET: closed */
+        for (;;) {
+                unsigned n = 2;
+                r = raw_recv(fd, ret, fds, &n, 5000);
+                if (r <= 0)
+                        return r == 0 || r == -ECONNRESET ? 0 : r;
+                for (unsigned i = 0; i < n; i++)
+                        close(fds[i]);
+                if ((*ret)->id == req->id)
+                        return 1;
+                kfdbroker__v1__server_message__free_unpacked(*ret, NULL);
+        }
+}
+
+/*
+ * The daemon out of file descriptors (its RLIMIT_NOFILE lowered to a few
+ * above what it holds): a reply that carries a dma-buf fd can then not be
+ * queued. No request may go unanswered — the client gets its reply, an error
+ * reply, or the end of its session, which returns everything it held — and
+ * other sessions go on once the limit is back.
+ */
+Test(hostile, a_reply_that_cannot_be_sent_ends_the_session) {
+        struct rlimit old, low;
+        uint64_t handles[256];
+        unsigned n = 0, steps = 0;
+        bool closed = false;
+        int sock = raw_connect(&d), r, before;
+
+        raw_hello(sock);
+        before = test_daemon_count_fds(&d);
+        cr_assert_gt(before, 0);
+        cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &old), 0, "%m");
+        low = old;
+        low.rlim_cur = (rlim_t) before + 24;
+        cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0, "%m");
+
+        /* Allocate until the daemon refuses; then free one buffer at a time
+         * and export another, so that the spare fds go through every small
+         * number (a dma-buf export needs one for the export and one for the
+         * reply's copy). */
+        while (!closed && steps++ < 300) {
+                Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+                Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+                Kfdbroker__V1__FreeBufferRequest f = KFDBROKER__V1__FREE_BUFFER_REQUEST__INIT;
+                Kfdbroker__V1__ExportBufferRequest e = KFDBROKER__V1__EXPORT_BUFFER_REQUEST__INIT;
+                Kfdbroker__V1__ServerMessage *m;
+                bool refused_alloc = n == (sizeof handles / sizeof handles[0]);
+
+                if (!refused_alloc) {
+                        a.size = 4096;
+                        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+                        req.alloc_buffer = &a;
+                        r = try_call(sock, &req, &m);
+                        cr_assert_neq(r, -ETIMEDOUT, "alloc %u: no reply and the session still open (a lost reply)", n);
+                        if (r == 0) {
+                                closed = true;
+                                break;
+                        }
+                        if (m->error == 0)
+                                handles[n++] = m->alloc_buffer->handle;
+                        else
+                                refused_alloc = true;
+                        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+                        if (!refused_alloc)
+                                continue;
+                }
+                if (n < 2)
+                        break;
+                f.handle = handles[--n];
+                req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+                req.body_case = KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER;
+                req.free_buffer = &f;
+                r = try_call(sock, &req, &m);
+                cr_assert_neq(r, -ETIMEDOUT, "free: no reply");
+                if (r == 0) {
+                        closed = true;
+                        break;
+                }
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+                e.handle = handles[0];
+                req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+                req.body_case = KFDBROKER__V1__REQUEST__BODY_EXPORT_BUFFER;
+                req.export_buffer = &e;
+                r = try_call(sock, &req, &m);
+                cr_assert_neq(r, -ETIMEDOUT, "export with %u buffers: no reply and the session still open (a lost reply)",
+                              n);
+                if (r == 0) {
+                        closed = true;
+                        break;
+                }
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        cr_assert(closed, "the daemon never ran out of descriptors for a reply (%u steps, %u buffers)", steps, n);
+        cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &old, NULL), 0, "%m");
+        close(sock);
+        {
+                char *log = test_daemon_read_log(&d);
+                cr_assert(log && strstr(log, "cannot send a reply"), "the daemon did not say why it closed the session");
+                free(log);
+        }
+        assert_bystander_works();
 }

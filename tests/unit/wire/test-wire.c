@@ -99,9 +99,9 @@ Test(wire, hello_range_checks) {
         m.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
         m.hello = &h;
         h.protocol_version = 2;
-        expect_error(&m, -EINVAL, "hello.protocol_version: unsupported version 2, this daemon speaks 1");
+        expect_error(&m, -EPROTONOSUPPORT, "hello.protocol_version: unsupported version 2, this daemon speaks 1");
         h.protocol_version = 0;
-        expect_error(&m, -EINVAL, "hello.protocol_version: unsupported version 0, this daemon speaks 1");
+        expect_error(&m, -EPROTONOSUPPORT, "hello.protocol_version: unsupported version 0, this daemon speaks 1");
 
         h.protocol_version = 1;
         memset(name, 'x', 65);
