@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -538,6 +539,8 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         pthread_cond_init(&d->cp_cond, NULL);
         pthread_cond_init(&d->servers_cond, NULL);
         d->pid = getpid();
+        if (getrandom(&d->bo_tag, sizeof d->bo_tag, 0) != (ssize_t) sizeof d->bo_tag)
+                d->bo_tag = (uint32_t) d->pid ^ (uint32_t) (uintptr_t) d; /* no entropy: unique enough in one host */
         d->kfd_minor = o.kfd_minor;
         d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
                                                               : SIM_DEFAULT_DISPATCH_BUDGET;

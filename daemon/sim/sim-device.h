@@ -64,6 +64,7 @@ struct SimDevice {
         SimBo *bos;
         uint64_t next_mmap_offset;
         uint64_t vram_used;
+        uint32_t bo_tag;            /* random, in every BO memfd's name: this device's (sim-memory.c) */
 
         SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */
         SimEngine *sdma_engines[SIM_MAX_SDMA_ENGINES];

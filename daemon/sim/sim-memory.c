@@ -16,15 +16,21 @@
  *    later, in amdgpu_vm_bo_map ("va ... conflict with ..."), at MAP.
  *  - an engine access must lie inside one GPU-mapped BO; a range spanning two
  *    adjacent mapped BOs faults (the hardware would follow the page tables).
- *  - a dma-buf is recognised by the (st_dev, st_ino) of its memfd. An exported
- *    BO whose last handle is gone leaves that identity behind until the device
- *    is freed, so its fds stay importable; shmem inode numbers come from a
- *    counter, so a later unrelated memfd matching a stale record is not a
- *    practical concern.
+ *  - a dma-buf is recognised by the (st_dev, st_ino) of its memfd while its
+ *    BO has a handle. In the kernel the GEM object outlives its last handle
+ *    while a dma-buf fd holds it; here the BO record goes with its last
+ *    handle (nothing else would ever free it: the simulator cannot see when
+ *    the last fd elsewhere closes) and the memory lives on in the memfd, whose
+ *    name carries what an importer needs (BO_NAME_FMT: the device's gpu_id
+ *    and random tag, the allocation flags; the size is the memfd's): an
+ *    import of such an fd makes a new record for it. A memfd a client made up with that name,
+ *    sealed against resizing, is accepted like a foreign dma-buf would be.
  */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -42,6 +48,9 @@
         (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT |                   \
          KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |           \
          KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+
+/* The name of every BO's memfd (see the top of the file). */
+#define BO_NAME_FMT "kfd-bo:%08" PRIx32 ":%08" PRIx32 ":%08" PRIx32 /* gpu_id, bo_tag, flags */
 
 /* DRM_FILE_PAGE_OFFSET_START: fake offsets start above 4 GiB (drm_gem.c). */
 #define SIM_DRM_OFFSET_START 0x100000000ULL
@@ -76,56 +85,46 @@ void sim_bo_unref(SimBo *bo) {
         if (!bo)
                 return;
         assert(bo->n_ref > 0);
-        if (--bo->n_ref > 0)
-                return;
-        if (!bo->exported) {
-                bo_free(bo);
-                return;
-        }
-        /* Keep the record so the dma-buf can still be imported; release what
-         * the simulator itself held. KFD's memory accounting is released at
-         * FREE whatever dma-bufs still pin (amdgpu_amdkfd_unreserve_mem_limit). */
-        if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-                bo->device->vram_used -= bo->size;
-        munmap(bo->host, bo->size);
-        bo->host = NULL;
-        bo->memfd = safe_close(bo->memfd);
-        bo->zombie = true;
+        if (--bo->n_ref == 0)
+                bo_free(bo); /* dma-bufs exported from it keep the memfd: see the top */
 }
 
 void sim_device_free_bos(SimDevice *d) {
-        while (d->bos) {
-                SimBo *bo = d->bos;
-                if (bo->zombie)
-                        bo->alloc_flags &= ~KFD_IOC_ALLOC_MEM_FLAGS_VRAM; /* already unaccounted */
-                bo_free(bo);
-        }
+        while (d->bos)
+                bo_free(d->bos);
 }
 
-/* Brings a zombie BO back from a dma-buf fd that names its memory. */
-static int bo_revive(SimBo *bo, int fd) {
-        void *host;
-        int memfd;
+/* Maps bo->memfd (size bytes) for the engines, gives it its render-node
+ * offset range and links it into d. */
+static int bo_attach(SimDevice *d, SimBo *bo) {
+        struct stat st;
 
-        memfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (memfd < 0)
+        if (fstat(bo->memfd, &st) < 0)
                 return -errno;
-        host = mmap(NULL, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
-        if (host == MAP_FAILED) {
-                safe_close(memfd);
+        bo->st_dev = st.st_dev;
+        bo->st_ino = st.st_ino;
+        bo->host = mmap(NULL, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, bo->memfd, 0);
+        if (bo->host == MAP_FAILED) {
+                bo->host = NULL;
                 return -ENOMEM;
         }
-        bo->memfd = memfd;
-        bo->host = host;
-        bo->zombie = false;
+        if (d->next_mmap_offset < SIM_DRM_OFFSET_START)
+                d->next_mmap_offset = SIM_DRM_OFFSET_START;
+        bo->mmap_offset = d->next_mmap_offset;
+        d->next_mmap_offset += bo->size;
+
+        bo->device = d;
+        bo->next = d->bos;
+        d->bos = bo;
         if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-                bo->device->vram_used += bo->size;
+                d->vram_used += bo->size;
         return 0;
 }
 
 int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
         _cleanup_(bo_freep) SimBo *bo = NULL;
-        struct stat st;
+        char name[64];
+        int r;
 
         bo = calloc(1, sizeof *bo);
         if (!bo)
@@ -135,7 +134,8 @@ int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
         bo->size = size;
         bo->alloc_flags = flags;
 
-        bo->memfd = memfd_create("kfd-bo", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        snprintf(name, sizeof name, BO_NAME_FMT, d->gpu.gpu_id, d->bo_tag, flags);
+        bo->memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (bo->memfd < 0)
                 return -errno;
         if (ftruncate(bo->memfd, (off_t) size) < 0)
@@ -143,34 +143,16 @@ int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
         /* Importers get the same memfd: it must never change size under the engines. */
         if (fcntl(bo->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
                 return -errno;
-        if (fstat(bo->memfd, &st) < 0)
-                return -errno;
-        bo->st_dev = st.st_dev;
-        bo->st_ino = st.st_ino;
-        bo->host = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, bo->memfd, 0);
-        if (bo->host == MAP_FAILED) {
-                bo->host = NULL;
-                return -ENOMEM;
-        }
-
-        if (d->next_mmap_offset < SIM_DRM_OFFSET_START)
-                d->next_mmap_offset = SIM_DRM_OFFSET_START;
-        bo->mmap_offset = d->next_mmap_offset;
-        d->next_mmap_offset += size;
-
-        bo->device = d;
-        bo->next = d->bos;
-        d->bos = bo;
-        if (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-                d->vram_used += size;
-
+        r = bo_attach(d, bo);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(bo);
         return 0;
 }
 
 SimBo *sim_device_find_bo_by_offset(SimDevice *d, uint64_t offset, uint64_t length) {
         for (SimBo *bo = d->bos; bo; bo = bo->next)
-                if (!bo->zombie && offset >= bo->mmap_offset && offset - bo->mmap_offset < bo->size)
+                if (offset >= bo->mmap_offset && offset - bo->mmap_offset < bo->size)
                         return range_in_bounds(offset - bo->mmap_offset, length, bo->size) ? bo : NULL;
         return NULL;
 }
@@ -539,34 +521,98 @@ int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args 
         return 0;
 }
 
+/* What the name of a memfd of a BO of d (BO_NAME_FMT) says of it, for a fd
+ * whose BO record is gone: 0 and its allocation flags, or -EINVAL. */
+static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, uint32_t *ret_flags) {
+        char path[64], link[256], expect[64], tail[16];
+        uint32_t flags;
+        int seals;
+        ssize_t n;
+
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        n = readlink(path, link, sizeof link - 1);
+        if (n < 0)
+                return -EINVAL;
+        link[n] = '\0';
+        /* "/memfd:kfd-bo:<gpu_id>:<bo_tag>:<flags> (deleted)" */
+        snprintf(expect, sizeof expect, "/memfd:kfd-bo:%08" PRIx32 ":%08" PRIx32 ":", d->gpu.gpu_id, d->bo_tag);
+        if (strncmp(link, expect, strlen(expect)) != 0 ||
+            sscanf(link + strlen(expect), "%8" SCNx32 "%15s", &flags, tail) != 2 || strcmp(tail, "(deleted)") != 0)
+                return -EINVAL;
+        if (!(flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT)))
+                return -EINVAL;
+        seals = fcntl(fd, F_GET_SEALS);
+        if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+                return -EINVAL;
+        if (st->st_size <= 0 || st->st_size % 4096 != 0)
+                return -EINVAL;
+        *ret_flags = flags;
+        return 0;
+}
+
 /* dma_buf_get(): a closed fd -> -EBADF, an fd that is not one of our
- * dma-bufs -> -EINVAL (amdgpu: "Can't handle non-graphics buffers"). */
-static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret) {
+ * dma-bufs -> -EINVAL (amdgpu: "Can't handle non-graphics buffers"). The BO
+ * of a live handle in *ret; or, for a dma-buf whose BO record went with its
+ * last handle, *ret NULL and its size and flags. */
+static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, uint64_t *ret_size, uint32_t *ret_flags) {
         struct stat st;
         SimBo *bo;
+        int r;
 
         if (fd < 0 || fstat(fd, &st) < 0)
                 return -EBADF;
         bo = find_bo_by_inode(d, st.st_dev, st.st_ino);
-        if (!bo || !bo->exported)
-                return -EINVAL;
-        *ret = bo;
+        if (bo) {
+                if (!bo->exported)
+                        return -EINVAL;
+                *ret = bo;
+                *ret_size = bo->size;
+                *ret_flags = bo->alloc_flags;
+                return 0;
+        }
+        r = dmabuf_identity(d, fd, &st, ret_flags);
+        if (r < 0)
+                return r;
+        *ret = NULL;
+        *ret_size = (uint64_t) st.st_size;
+        return 0;
+}
+
+/* A BO record for the memfd of a dma-buf whose record is gone. */
+static int bo_from_dmabuf(SimDevice *d, int fd, uint64_t size, uint32_t flags, SimBo **ret) {
+        _cleanup_(bo_freep) SimBo *bo = calloc(1, sizeof *bo);
+        int r;
+
+        if (!bo)
+                return -ENOMEM;
+        bo->n_ref = 1;
+        bo->size = size;
+        bo->alloc_flags = flags;
+        bo->exported = true;
+        bo->memfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (bo->memfd < 0)
+                return -errno;
+        r = bo_attach(d, bo);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(bo);
         return 0;
 }
 
 /* kfd_ioctl_get_dmabuf_info, amdgpu_amdkfd_get_dmabuf_info. */
 int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_args *a) {
+        uint32_t flags;
+        uint64_t size;
         SimBo *bo;
         int r;
 
-        r = lookup_dmabuf(p->device, (int) a->dmabuf_fd, &bo);
+        r = lookup_dmabuf(p->device, (int) a->dmabuf_fd, &bo, &size, &flags);
         if (r < 0)
                 return r;
-        a->size = bo->size;
+        a->size = size;
         a->gpu_id = p->device->gpu.gpu_id;
-        a->flags = (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM
-                                                                   : KFD_IOC_ALLOC_MEM_FLAGS_GTT;
-        if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
+        a->flags = (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM : KFD_IOC_ALLOC_MEM_FLAGS_GTT;
+        if (flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
                 a->flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
         a->metadata_size = 0; /* KFD BOs carry no metadata */
         return 0;
@@ -575,8 +621,9 @@ int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_a
 /* kfd_ioctl_import_dmabuf, amdgpu_amdkfd_gpuvm_import_dmabuf_fd. */
 int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args *a) {
         SimDevice *d = p->device;
-        uint32_t flags;
-        SimBo *bo;
+        uint32_t flags, bo_flags;
+        uint64_t size;
+        SimBo *bo, *fresh = NULL;
         SimMem *m;
         int r;
 
@@ -584,21 +631,23 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
                 return -EINVAL;
         if (!p->vm_file)
                 return -ENODEV;
-        r = lookup_dmabuf(d, (int) a->dmabuf_fd, &bo);
+        r = lookup_dmabuf(d, (int) a->dmabuf_fd, &bo, &size, &bo_flags);
         if (r < 0)
                 return r;
-        if (a->va_addr + bo->size < a->va_addr || va_overlaps(p, a->va_addr, bo->size, NULL, false))
+        if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false))
                 return -EINVAL;
-        if (bo->zombie) {
-                r = bo_revive(bo, (int) a->dmabuf_fd);
+        if (!bo) {
+                r = bo_from_dmabuf(d, (int) a->dmabuf_fd, size, bo_flags, &fresh);
                 if (r < 0)
                         return r;
+                bo = fresh;
         }
         /* Imported BOs are VRAM or GTT, WRITABLE | EXECUTABLE. */
-        flags = ((bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM
-                                                                  : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |
+        flags = ((bo_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+                                                           : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |
                 KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
         r = mem_add(p, bo, a->va_addr, flags, &m);
+        sim_bo_unref(fresh); /* the handle holds it now, or nothing does */
         if (r < 0)
                 return r;
         a->handle = KFD_MAKE_HANDLE(d->gpu.gpu_id, m->idr);

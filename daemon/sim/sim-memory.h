@@ -32,7 +32,6 @@ struct SimBo {
         dev_t st_dev;
         ino_t st_ino;
         bool exported;          /* a dma-buf fd was handed out: importable */
-        bool zombie;            /* no handle left, but exported fds may live on (see sim_bo_unref) */
         bool populated;         /* an engine wrote it: every page backed (sim_bo_populate) */
 };
 
@@ -52,10 +51,9 @@ SimBo *sim_bo_ref(SimBo *bo);
 /* Backs all of bo's pages once, at the first engine write (see sim-memory.c). */
 void sim_bo_populate(SimBo *bo);
 /*
- * Drops a reference. At the last one the BO's memory is released, except that
- * an exported BO leaves a small record (size, flags, memfd identity) behind:
- * its memory lives on in the dma-buf fds, and an importer revives the BO from
- * the fd it passes. The records go with the device.
+ * Drops a reference. At the last one the BO record and the simulator's
+ * mapping go; the memory of an exported BO lives on in its dma-buf fds, whose
+ * memfd name lets an importer make a new record (sim-memory.c).
  */
 void sim_bo_unref(SimBo *bo);
 /* Frees every BO record of the device (teardown). */

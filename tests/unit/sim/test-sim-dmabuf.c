@@ -10,10 +10,13 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "sim-test.h"
+#include "sim/sim-device.h" /* white box: the BO records */
+#include "sim/sim-memory.h"
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -157,4 +160,74 @@ Test(sim_dmabuf, shared_across_contexts) {
         munmap(shared, 65536);
         close(fd);
         t_close(&b, true);
+}
+
+static void t_free_bo(TestCtx *c, TestBo *bo) {
+        cr_assert_eq(t_unmap(c, bo->handle), 0);
+        munmap(bo->cpu, bo->size);
+        cr_assert_eq(t_free(c, bo->handle), 0);
+}
+
+static unsigned bo_records(SimDevice *d) {
+        unsigned n = 0;
+
+        for (SimBo *bo = d->bos; bo; bo = bo->next)
+                n++;
+        return n;
+}
+
+/*
+ * A BO whose dma-buf was exported keeps no record once its last handle is
+ * gone (there used to be one for ever: ~96 bytes per exported buffer, and
+ * every client buffer is exported), yet a dma-buf fd that outlived it still
+ * imports — the same memory, its data intact — as a GEM object outlives its
+ * handles in the kernel.
+ */
+Test(sim_dmabuf, no_record_outlives_the_last_handle) {
+        TestCtx a, b;
+        t_open(&a, NULL);
+        t_open(&b, a.dev);
+        unsigned base = bo_records(a.dev);
+        int kept = -1;
+
+        for (unsigned i = 0; i < 2000; i++) {
+                TestBo bo = t_bo(&a, 4096, i % 2 ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM : KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                int fd = -1;
+                cr_assert_eq(export(&a, bo.handle, O_CLOEXEC | O_RDWR, &fd), 0);
+                if (i == 1) {
+                        memset(bo.cpu, 0xC4, 4096);
+                        kept = fd;
+                } else
+                        close(fd);
+                t_free_bo(&a, &bo);
+        }
+        cr_expect_eq(bo_records(a.dev), base, "BO records left behind by freed, exported BOs");
+        cr_expect_eq(a.dev->vram_used, 0u);
+
+        struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) kept };
+        cr_assert_eq(t_ioctl(&b, AMDKFD_IOC_GET_DMABUF_INFO, &info), 0);
+        cr_expect_eq(info.size, 4096u);
+        cr_expect(info.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM, "the VRAM BO is still VRAM");
+        uint64_t va = t_reserve_va(4096), h;
+        cr_assert_eq(import(&b, kept, va, &h), 0);
+        cr_expect_eq(bo_records(a.dev), base + 1);
+        cr_expect_eq(a.dev->vram_used, 4096u);
+        uint8_t *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, kept, 0);
+        cr_assert_neq(m, MAP_FAILED);
+        cr_expect_eq(m[100], 0xC4);
+        munmap(m, 4096);
+        /* A memfd named like a BO of this device but resizable is no dma-buf. */
+        {
+                char name[64];
+                snprintf(name, sizeof name, "kfd-bo:%08x:%08x:%08x", a.dev->gpu.gpu_id, a.dev->bo_tag,
+                         KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                int fake = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                cr_assert_geq(fake, 0);
+                cr_assert_eq(ftruncate(fake, 4096), 0);
+                cr_expect_eq(import(&b, fake, t_reserve_va(4096), NULL), -EINVAL, "an unsealed memfd");
+                close(fake);
+        }
+        close(kept);
+        t_close(&b, false);
+        t_close(&a, true);
 }
