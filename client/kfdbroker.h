@@ -560,9 +560,10 @@ static inline kfdb_arg kfdb_arg_local(uint32_t bytes) {
  * -EOPNOTSUPP when the device has no compute queue. A kernel that faults
  * fails its job with -EFAULT and loses its GPU context (the session's other
  * jobs on the GPU fail with -ECANCELED; see kfdb_session_get_context_lost()),
- * one the GPU stops with an exception (an illegal instruction) with -EIO, one
- * that runs too long (DispatchTimeout=) with -ETIME; the job failure's
- * message says what happened.
+ * one that runs too long (DispatchTimeout=) with -ETIME — so does one with an
+ * instruction the GPU cannot run, which stops its queue without a word (the
+ * simulated GPU's words are added to the message); the job failure's message
+ * says what happened.
  */
 int kfdb_batch_dispatch(kfdb_batch *b, const kfdb_code_object *co, const char *name, unsigned n_dims,
                         const uint32_t *grid, const uint32_t *block, const kfdb_arg *args, size_t n_args);

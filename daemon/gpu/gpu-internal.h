@@ -99,6 +99,7 @@ typedef struct GpuQueue {
         uint32_t queue_id;
         uint32_t ring_size;
         unsigned ptr_shift;  /* rptr/wptr/doorbell unit: bytes (SDMA, 0) or dwords (PM4, 2) */
+        char stop_reason[256]; /* why the device stopped it, if it said (KfdOps.exception_info) */
         GpuBuffer *ring, *rptr_bo, *wptr_bo;
         GpuBuffer *eop, *cwsr;       /* compute only */
         GpuBuffer *kernargs;         /* compute only */

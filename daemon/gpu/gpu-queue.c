@@ -846,37 +846,40 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
 }
 
 /*
- * A HW_EXCEPTION event names neither queue nor cause. Where the kernel-call
- * table can say more (KfdOps.exception_info: the simulator), each record names
- * the KFD queue it stopped and why: fail that queue's head job with -EIO and
- * the device's words, and recover the queue. Without it (the real kernel
- * outside the debugger API) nothing can be attributed safely: the jobs of a
- * hung queue end by their timeout (gpu_queue_abort).
+ * A HW_EXCEPTION event: on the kernel, a GPU reset or RAS poison (kfd-facts
+ * §7.2), never an illegal instruction or a bad packet — a queue that stops at
+ * one of those says nothing, and its job ends by its timeout
+ * (gpu_queue_abort()). The event names neither queue nor cause, so nothing is
+ * failed here: jobs the reset ended end by their timeouts too.
  */
 int gpu_queue_handle_exception(GpuContext *c, GpuCompletionFn cb, void *userdata) {
-        char text[256];
-        uint32_t queue_id;
-        int n = 0, r;
+        log_warning("GPU gpu_id 0x%x raised a HW exception (a reset or a RAS error); jobs it ended fail at their timeout",
+                    c->gpu_id);
+        return 0;
+}
 
-        if (!c->ops->exception_info) {
-                log_debug("gpu: HW exception on gpu_id 0x%x; the device does not say which queue", c->gpu_id);
-                return 0;
-        }
+/* Where the kernel-call table can say why a queue stopped (KfdOps.
+ * exception_info: the simulator), files each record with its queue, for the
+ * message of the job that is given up on there. */
+static void take_stop_reasons(GpuContext *c) {
+        char text[sizeof c->queues[0].stop_reason];
+        uint32_t queue_id;
+        int r;
+
+        if (!c->ops->exception_info)
+                return;
         while ((r = c->ops->exception_info(c->ops->userdata, c->kfd_fd, &queue_id, text, sizeof text)) >= 0) {
-                GpuQueue *q = NULL;
+                bool filed = false;
                 for (unsigned i = 0; i < c->n_queues; i++)
-                        if (c->queues[i].created && c->queues[i].queue_id == queue_id)
-                                q = &c->queues[i];
-                if (!q || q->inflight_count == 0) {
-                        log_debug("gpu: HW exception on KFD queue %u with no job of ours: %s", queue_id, text);
-                        continue;
-                }
-                fail_head(c, q, -EIO, 0, text, cb, userdata);
-                n++;
+                        if (c->queues[i].queue_id == queue_id) {
+                                snprintf(c->queues[i].stop_reason, sizeof c->queues[i].stop_reason, "%s", text);
+                                filed = true;
+                        }
+                if (!filed)
+                        log_debug("gpu: KFD queue %u, not one of ours, stopped: %s", queue_id, text);
         }
         if (r != -ENOENT)
-                log_debug_errno(r, "gpu: reading the exception records failed: %m");
-        return n;
+                log_debug_errno(r, "gpu: reading why queues stopped failed: %m");
 }
 
 int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuCompletionFn cb,
@@ -893,7 +896,18 @@ int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuC
         if (q->inflight_count == 0 || inflight_at(q, 0)->seq != seq)
                 return 0;
         /* Preempt by destroying the queue, as a fault does; jobs behind it are
-         * re-emitted on the recreated queue with their own sequence numbers. */
-        fail_head(c, q, error, 0, NULL, cb, userdata);
+         * re-emitted on the recreated queue with their own sequence numbers.
+         * If the device said why the queue had stopped, the job's message says it. */
+        {
+                char reason[sizeof q->stop_reason];
+                int r = queue_destroy_kernel(c, q); /* stopped now: whatever it stopped at is on record */
+
+                if (r < 0)
+                        log_debug_errno(r, "gpu: DESTROY_QUEUE %u to abort job %" PRIu64 " failed: %m", q->queue_id, seq);
+                take_stop_reasons(c);
+                snprintf(reason, sizeof reason, "%s", q->stop_reason);
+                q->stop_reason[0] = '\0';
+                fail_head(c, q, error, 0, reason[0] ? reason : NULL, cb, userdata);
+        }
         return 1;
 }

@@ -24,9 +24,10 @@
  *    (it holds topology/nodes/N/{gpu_id,name,properties}).
  *  - dri_root stands for /dev/dri (used only to name the render node in logs).
  *  - exception_info() is optional (NULL on the real kernel, which has no such
- *    channel outside the debugger API). After a HW_EXCEPTION event it hands
- *    out the oldest exception record of the KFD process behind kfd_fd that has
- *    not been taken yet: the KFD queue_id of the queue it stopped and a
+ *    channel outside the debugger API). A queue that stops at a packet or an
+ *    instruction it cannot run raises no event (kfd-facts §7.2); this hands
+ *    out the oldest record of such a stop in the KFD process behind kfd_fd
+ *    that has not been taken yet: the KFD queue_id of the queue it stopped and a
  *    human-readable reason (NUL-terminated, truncated to buflen), e.g. the
  *    simulator's "unsupported instruction v_pk_fma_f16 (encoding 0x...) at pc
  *    0x...". Returns 0, -ENOENT when no record is pending, -EBADF for an fd

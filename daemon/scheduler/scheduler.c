@@ -880,8 +880,12 @@ void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *c)
                 snprintf(msg, sizeof(msg), "%s raised a GPU exception: %s", what,
                          c->message ? c->message : "the device gave no details");
         else if (c->error == -ETIME)
-                snprintf(msg, sizeof(msg), "%s ran longer than its timeout of %.3f s and was aborted", what,
-                         (double) j->timeout_ns / 1e9);
+                /* A queue that stopped at something it cannot run says
+                 * nothing (kfd-facts §7.2); the simulator's words, if any,
+                 * say what it was. */
+                snprintf(msg, sizeof(msg), "%s ran longer than its timeout of %.3f s and was aborted%s%s", what,
+                         (double) j->timeout_ns / 1e9, c->message ? "; the GPU had stopped it: " : "",
+                         c->message ? c->message : "");
         else if (c->error == -ECANCELED && c->message)
                 snprintf(msg, sizeof(msg), "%s was cancelled: %s", what, c->message);
         else if (c->error < 0)

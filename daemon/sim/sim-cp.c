@@ -70,11 +70,13 @@
  *    does;
  *  - a packet the decoder refuses, a documented feature the model does not
  *    have, a dispatch the interpreter cannot run (-EILSEQ, -ETIME, -EINVAL,
- *    -EDEADLK), or a RELEASE_MEM on a queue without an EOP buffer: every
- *    HW_EXCEPTION event is set, and an exception record {queue id, text} is
- *    kept for KfdOps.exception_info: the interpreter's message for a shader
- *    failure, the decoder's or the engine's reason with the packet's place for
- *    a packet.
+ *    -EDEADLK), or a RELEASE_MEM on a queue without an EOP buffer: the queue
+ *    stops there and nothing else happens — no event, as the kernel raises
+ *    none for an illegal instruction or a bad packet (kfd-facts §7.2): the job
+ *    never completes, and only a timeout notices. The simulator keeps a
+ *    record {queue id, text} for KfdOps.exception_info (words a real GPU does
+ *    not give): the interpreter's message for a shader failure, the
+ *    decoder's or the engine's reason with the packet's place for a packet.
  *
  * Interrupts: RELEASE_MEM INT_SEL 1 (interrupt only) and 2 (interrupt after
  * the write is confirmed) raise CP_END_OF_PIPE with INT_CTXID, which
@@ -243,7 +245,7 @@ static void fail_error(SimQueue *q, const char *reason, bool verbatim, const uin
                 snprintf(text, sizeof text, "%s (at %s)", reason, at);
         log_debug("sim: compute queue %u: %s; queue stopped", q->id, text);
         stop_queue(q);
-        sim_events_hw_exception(q->process, q->id, text);
+        sim_events_queue_stopped(q->process, q->id, text);
 }
 
 static bool in_sh_window(uint64_t reg, uint64_t n) {

@@ -14,10 +14,10 @@
  *    amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel; kfd-facts §1.10) of at least
  *    32 KiB (stable patch "Event page size %llu is too small"); usable slots
  *    are capped at KFD_SIGNAL_EVENT_LIMIT.
- *  - HW_EXCEPTION events raised by a queue that hit a packet it cannot run
- *    carry {reset_type 0, reset_cause GPU_HANG, memory_lost 0, gpu_id} so a
- *    waiter can tell which GPU failed (kfd_signal_hw_exception_event passes
- *    no data; kfd_signal_reset_event fills the same fields).
+ *  - a queue that hits a packet or an instruction it cannot run sets no
+ *    event, as on the kernel (kfd-facts §7.2): it stops, and its job never
+ *    completes. The simulator keeps a record of why (sim_events_queue_stopped)
+ *    that KfdOps.exception_info hands out, words a real GPU does not give.
  *  - no SIGSEGV is sent on a VM fault (the kernel does, pitfall #20): the
  *    simulator runs inside the daemon.
  *  - when the device shuts down, sleeping waiters return FAIL (-EIO), as if
@@ -297,14 +297,8 @@ void sim_events_memory_fault(SimProcess *p, uint64_t va) {
                           (unsigned long long) va);
 }
 
-void sim_events_hw_exception(SimProcess *p, uint32_t queue_id, const char *text) {
+void sim_events_queue_stopped(SimProcess *p, uint32_t queue_id, const char *text) {
         SimException *x;
-        struct kfd_hsa_hw_exception_data data = {
-                .reset_type = 0,
-                .reset_cause = KFD_HW_EXCEPTION_GPU_HANG,
-                .memory_lost = 0,
-                .gpu_id = p->device->gpu.gpu_id,
-        };
 
         if (p->exception_count == SIM_MAX_EXCEPTIONS) {
                 /* Bounded: the oldest record gives way. */
@@ -314,12 +308,6 @@ void sim_events_hw_exception(SimProcess *p, uint32_t queue_id, const char *text)
         x = &p->exceptions[(p->exception_first + p->exception_count++) % SIM_MAX_EXCEPTIONS];
         x->queue_id = queue_id;
         snprintf(x->text, sizeof x->text, "%s", text ? text : "unknown GPU exception");
-
-        for (SimEvent *e = p->events; e; e = e->next)
-                if (e->type == KFD_IOC_EVENT_HW_EXCEPTION) {
-                        e->hw_exception_data = data;
-                        set_event(p, e);
-                }
 }
 
 int sim_events_take_exception(SimProcess *p, uint32_t *ret_queue_id, char *buf, size_t buflen) {

@@ -43,12 +43,15 @@ void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bit
 /* GPU VM fault at va: sets every MEMORY event with {NotPresent, va, gpu_id}. */
 void sim_events_memory_fault(SimProcess *p, uint64_t va);
 /*
- * A queue hit a packet it cannot execute (or a shader it cannot run): records
- * {queue_id, text} for KfdOps.exception_info, dropping the oldest record
- * beyond SIM_MAX_EXCEPTIONS and truncating text to SIM_EXCEPTION_TEXT - 1
- * bytes, then sets every HW_EXCEPTION event.
+ * A queue stopped at a packet it cannot execute (or a shader it cannot run):
+ * records {queue_id, text} for KfdOps.exception_info, dropping the oldest
+ * record beyond SIM_MAX_EXCEPTIONS and truncating text to
+ * SIM_EXCEPTION_TEXT - 1 bytes. No event is set: the kernel raises none for
+ * an illegal instruction or a bad packet (kfd-facts §7.2), the job simply
+ * never completes; the record is the simulator's extra words for whoever
+ * gives up on it.
  */
-void sim_events_hw_exception(SimProcess *p, uint32_t queue_id, const char *text);
+void sim_events_queue_stopped(SimProcess *p, uint32_t queue_id, const char *text);
 /*
  * Takes the oldest exception record: the queue id and its text (NUL
  * terminated, truncated to buflen; buf may be NULL when buflen is 0).

@@ -18,8 +18,9 @@
  *  - an unknown or malformed packet (decoder -EBADMSG), a doorbell wptr that
  *    is not dword aligned or runs more than a ring ahead of rptr, or a
  *    POLL_REGMEM whose finite RETRY_COUNT runs out: the queue stops at that
- *    packet and every HW_EXCEPTION event is set (the BAD_OPCODE path of
- *    kfd_int_process_v10.c). Retries are counted per engine polling pass.
+ *    packet, and no event is set (kfd-facts §7.2: the kernel raises none for
+ *    a bad packet; the job never completes); the simulator records why for
+ *    KfdOps.exception_info. Retries are counted per engine polling pass.
  * A stopped queue stays stopped until DESTROY_QUEUE; the queues of an evicted
  * process never run again.
  *
@@ -81,7 +82,7 @@ static void fail_error(SimQueue *q, const char *reason) {
                  (unsigned long long) q->rptr);
         log_debug("sim: SDMA queue %u: %s, queue stopped", q->id, text);
         stop_queue(q);
-        sim_events_hw_exception(q->process, q->id, text);
+        sim_events_queue_stopped(q->process, q->id, text);
 }
 
 static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {

@@ -655,38 +655,6 @@ Test(compute_hostile, faulting_kernel_fails_its_job_and_the_daemon_serves_on) {
         assert_back_to_baseline();
 }
 
-Test(compute_hostile, instruction_the_gpu_cannot_run_fails_with_eio) {
-        kfdb_session *s;
-        kfdb_code_object *co;
-        kfdb_buffer *b;
-        uint32_t n = 64, *p;
-        kfdb_batch *batch;
-        uint64_t fence;
-        int r;
-
-        cr_assert_eq(kfdb_session_new(d.sock, "illegal", &s), 0);
-        co = load_kernel(s, "illegal");
-        b = new_buffer(s, 4096, 0, (void **) &p);
-        kfdb_arg args[] = { kfdb_arg_buffer(b, 0) };
-        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
-        cr_assert_eq(kfdb_batch_dispatch(batch, co, "illegal", 1, &n, &n, args, 1), 0);
-        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
-        r = kfdb_fence_wait(s, fence, DISPATCH_TIMEOUT_MS);
-        cr_assert_eq(r, -EIO, "got %d: %s", r, kfdb_session_last_error(s));
-        /* What happened, and the device's own words: the instruction and its encoding. */
-        cr_assert(strstr(kfdb_session_last_error(s), "dispatch of kernel \"illegal\" raised a GPU exception: "),
-                  "%s", kfdb_session_last_error(s));
-        cr_assert(strstr(kfdb_session_last_error(s), "unsupported instruction v_pk_fma_f16 (encoding 0xcc0e4000 0x1c020100)"),
-                  "%s", kfdb_session_last_error(s));
-        cr_assert_eq(p[0], 1, "the kernel ran up to the instruction");
-        cr_assert_eq(p[1], 1);
-        kfdb_batch_free(batch);
-        kfdb_session_free(s);
-
-        assert_bystander_works();
-        assert_back_to_baseline();
-}
-
 Test(compute_hostile, code_object_freed_while_its_dispatch_runs) {
         int sock = raw_connect(&d), flag_fd;
         uint64_t co, flag, out, failed = 0;

@@ -192,6 +192,50 @@ Test(timeouts, dispatch_after_a_timed_out_kernel_does_not_run) {
         kfdb_session_free(s);
 }
 
+/* An instruction the GPU cannot run stops the queue, and nothing says so —
+ * the kernel raises no event for it (kfd-facts §7.2) — so the job ends at its
+ * timeout; on the simulated GPU its message then carries the device's words,
+ * the instruction and its encoding. The session goes on. */
+Test(timeouts, instruction_the_gpu_cannot_run_ends_at_the_timeout) {
+        compute_require_kernels();
+        kfdb_session *s = connect_session();
+        kfdb_code_object *co = load_kernel(s, "illegal");
+        uint32_t n = 64, *p;
+        kfdb_buffer *b = new_buffer(s, 4096, 0, (void **) &p);
+        kfdb_arg args[] = { kfdb_arg_buffer(b, 0) };
+        kfdb_batch *batch;
+        uint64_t fence;
+        int r;
+
+        /* 20 ms is short: a first dispatch in a new worker process may not
+         * reach the instruction before it is aborted (then nobody can say
+         * why it did not finish). Try until one did, ten times at most. */
+        for (unsigned attempt = 0;
+             attempt < 10 && !strstr(kfdb_session_last_error(s) ?: "", "the GPU had stopped it"); attempt++) {
+                cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+                cr_assert_eq(kfdb_batch_dispatch(batch, co, "illegal", 1, &n, &n, args, 1), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+                r = kfdb_fence_wait(s, fence, DISPATCH_TIMEOUT_MS);
+                cr_assert_eq(r, -ETIME, "got %d: %s", r, kfdb_session_last_error(s));
+                cr_assert(strstr(kfdb_session_last_error(s), "dispatch of kernel \"illegal\" ran longer than its timeout"),
+                          "%s", kfdb_session_last_error(s));
+                kfdb_batch_free(batch);
+        }
+        cr_assert_eq(p[0], 1, "the kernel never ran up to the instruction");
+        cr_assert(strstr(kfdb_session_last_error(s),
+                         "the GPU had stopped it: unsupported instruction v_pk_fma_f16 (encoding 0xcc0e4000 0x1c020100)"),
+                  "%s", kfdb_session_last_error(s));
+
+        /* The next work of the session runs. */
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 7), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        cr_assert_eq(kfdb_fence_wait(s, fence, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        kfdb_batch_free(batch);
+        kfdb_code_object_free(co);
+        kfdb_session_free(s);
+}
+
 Test(timeouts, held_wait_event_job_times_out) {
         kfdb_session *s = connect_session();
         kfdb_event *ev;

@@ -321,7 +321,10 @@ Test(gpu_dispatch, a_fault_among_running_kernels_blames_none, .timeout = 120) {
 }
 
 /* Overwrites the kernel's first instruction with one the device does not
- * implement (v_pk_fma_f16, VOP3P, refused by the simulator's interpreter). */
+ * implement (v_pk_fma_f16, VOP3P, refused by the simulator's interpreter).
+ * The queue stops there and says nothing — no event, as on the kernel
+ * (kfd-facts §7.2) — until the job is given up on at its timeout; then its
+ * message carries the simulator's words. */
 Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .timeout = 120) {
         GpuCodeObject *co = load("vector-add.hsaco");
         const GpuKernel *k = kernel_of(co, "vector_add");
@@ -341,8 +344,13 @@ Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .
         uint64_t s = submit(COMPUTE_QUEUE, &j);
         GpuJob nop = { .type = GPU_JOB_NOP };
         uint64_t s_next = submit(COMPUTE_QUEUE, &nop);
+        double t0 = now_s();
+        while (now_s() - t0 < 0.3)
+                (void) gpu_context_process(fx.ctx, on_comp, &fx.comps);
+        cr_assert_null(find_comp(&fx.comps, COMPUTE_QUEUE, s), "a stopped queue reported its job");
+        cr_assert_eq(gpu_queue_abort(fx.ctx, COMPUTE_QUEUE, s, -ETIME, on_comp, &fx.comps), 1);
         const GpuCompletion *c = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s);
-        cr_expect_eq(c->error, -EIO);
+        cr_expect_eq(c->error, -ETIME);
         cr_assert_not_null(c->message, "the simulator says what went wrong");
         cr_expect(strstr(c->message, "v_pk_fma_f16") != NULL, "message: %s", c->message);
         cr_expect(strstr(c->message, "cc0e4000") || strstr(c->message, "CC0E4000"), "encoding named: %s",

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "kfd/kfd-ops.h"
 #include "kfd/kfd-uapi.h"
@@ -181,6 +182,16 @@ static inline int t_wait(TestCtx *c, struct kfd_event_data *ev, uint32_t n, bool
         int r = t_ioctl(c, AMDKFD_IOC_WAIT_EVENTS, &a);
         if (ret_result)
                 *ret_result = a.wait_result;
+        return r;
+}
+
+/* Takes the simulator's record of why a queue stopped (KfdOps.exception_info),
+ * waiting up to 10 s for it: no event announces a stop (kfd-facts §7.2). */
+static inline int t_take_stop_record(TestCtx *c, uint32_t *ret_qid, char *text, size_t size) {
+        int r = -ENOENT;
+        for (int i = 0; i < 10000 && (r = c->ops->exception_info(c->ops->userdata, c->kfd, ret_qid, text, size)) == -ENOENT;
+             i++)
+                usleep(1000);
         return r;
 }
 
