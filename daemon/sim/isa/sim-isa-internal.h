@@ -16,7 +16,8 @@
 
 #include "sim-isa.h"
 
-#define SIM_ISA_LANES 32u
+/* Lanes of a wave64; a wave32 uses the first 32 of every VGPR row. */
+#define SIM_ISA_MAX_LANES 64u
 #define SIM_ISA_NUM_VGPRS 256u
 
 enum {
@@ -79,10 +80,11 @@ typedef struct SimIsaWave {
         bool done;
         bool at_barrier;
         unsigned index;         /* wave number inside its workgroup */
+        unsigned lanes;         /* 32 or 64 (DISPATCH_INITIATOR.CS_W32_EN) */
         uint32_t mode;          /* HW_REG_MODE, kept for s_getreg; arithmetic is round-to-nearest */
         uint32_t flat_scratch_lo, flat_scratch_hi;
         /* VGPRs, plus three rows of the model's own for SDWA operand selection. */
-        uint32_t v[SIM_ISA_NUM_VGPRS + 3][SIM_ISA_LANES];
+        uint32_t v[SIM_ISA_NUM_VGPRS + 3][SIM_ISA_MAX_LANES];
 } SimIsaWave;
 
 /* The hidden rows: SDWA src0 and src1 after selection, and the unmerged result. */
@@ -116,6 +118,7 @@ typedef struct SimIsaRun {
         uint32_t wg_id[3];
         uint32_t wg_size[3];    /* work-items of the running workgroup (partial in a last one) */
         unsigned n_waves;       /* waves of the running workgroup */
+        unsigned lanes;         /* wave size of the dispatch: 32 or 64 */
         SimIsaTlbEntry tlb[SIM_ISA_TLB_SIZE];
         /* Fetch cache: host pointer of the page holding pc. */
         uint64_t code_page;
@@ -126,13 +129,34 @@ typedef struct SimIsaRun {
 #define ELEMS(x) (sizeof(x) / sizeof((x)[0]))
 #define MIN_U(a, b) ((a) < (b) ? (a) : (b))
 
-static inline uint32_t wave_exec(const SimIsaWave *w) {
-        return w->s[OPND_EXEC_LO];
+/* Lane masks: EXEC and VCC are one SGPR in wave32 (the _LO half; the _HI
+ * SGPR is then an ordinary register) and an SGPR pair in wave64 (RDNA2 ISA
+ * §3.2 "Wave32 and Wave64"). */
+static inline uint64_t wave_mask_at(const SimIsaWave *w, unsigned code) {
+        uint64_t m = w->s[code];
+        if (w->lanes > 32)
+                m |= (uint64_t) w->s[code + 1] << 32;
+        return m;
 }
 
-static inline uint32_t wave_vcc(const SimIsaWave *w) {
-        return w->s[OPND_VCC_LO];
+static inline uint64_t wave_exec(const SimIsaWave *w) {
+        return wave_mask_at(w, OPND_EXEC_LO);
 }
+
+static inline uint64_t wave_vcc(const SimIsaWave *w) {
+        return wave_mask_at(w, OPND_VCC_LO);
+}
+
+static inline void wave_set_exec(SimIsaWave *w, uint64_t m) {
+        w->s[OPND_EXEC_LO] = (uint32_t) m;
+        if (w->lanes > 32)
+                w->s[OPND_EXEC_HI] = (uint32_t) (m >> 32);
+}
+
+/* Runs the statement that follows once for each lane l set in the uint64_t
+ * `exec` in scope, lowest first, up to the highest set lane (the else keeps
+ * if/else around it unambiguous). */
+#define LANES for (unsigned l = 0, _n = 64 - (unsigned) __builtin_clzll(exec | 1); l < _n; l++) if (!((exec >> l) & 1)) continue; else
 
 static inline uint32_t f2u(float f) {
         uint32_t u;
@@ -178,6 +202,9 @@ uint32_t sim_isa_sread(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsi
 uint64_t sim_isa_sread64(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsigned code);
 void sim_isa_swrite(SimIsaWave *w, unsigned code, uint32_t v);
 void sim_isa_swrite64(SimIsaWave *w, unsigned code, uint64_t v);
+/* A lane mask operand (VCC, a carry, a compare result): one SGPR in wave32, a pair in wave64. */
+uint64_t sim_isa_sread_mask(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsigned code);
+void sim_isa_swrite_mask(SimIsaWave *w, unsigned code, uint64_t m);
 
 /* Executors return 0 to continue after the instruction, 1 when they set pc
  * themselves (branch, end of program), or a negative errno (recorded in run->ret). */

@@ -177,7 +177,7 @@ static uint64_t flat_addr(const void *c, unsigned lane, uint32_t byte_offset) {
 static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         MemOp m;
         FlatCtx f = { .w = w };
-        uint32_t exec = wave_exec(w);
+        uint64_t exec = wave_exec(w);
         unsigned saddr = (in->w1 >> 16) & 0x7f, vdst = in->w1 >> 24, vdata = (in->w1 >> 8) & 0xff;
         bool glc = (in->w0 >> 16) & 1;
 
@@ -189,9 +189,7 @@ static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                 f.saddr_valid = true;
                 f.saddr = w->s[saddr] | (uint64_t) w->s[saddr + 1] << 32;
         }
-        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
-                if (!((exec >> l) & 1))
-                        continue;
+        LANES {
                 int k = lane_access(r, w, &m, l, flat_addr, &f, vdst, vdata, glc);
                 if (k < 0)
                         return k;
@@ -234,7 +232,7 @@ static uint64_t buf_addr(const void *c, unsigned lane, uint32_t byte_offset) {
 static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         MemOp m;
         BufCtx b = { .w = w };
-        uint32_t exec = wave_exec(w);
+        uint64_t exec = wave_exec(w);
         unsigned srsrc = ((in->w1 >> 16) & 0x1f) * 4, vdata = (in->w1 >> 8) & 0xff;
         bool glc = (in->w0 >> 14) & 1;
         uint32_t d0, d1, d3;
@@ -270,9 +268,7 @@ static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         b.offen = (in->w0 >> 12) & 1;
         b.idxen = (in->w0 >> 13) & 1;
         b.vaddr = in->w1 & 0xff;
-        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
-                if (!((exec >> l) & 1))
-                        continue;
+        LANES {
                 int k = lane_access(r, w, &m, l, buf_addr, &b, vdata, vdata, glc);
                 if (k < 0)
                         return k;
@@ -302,7 +298,7 @@ static int lds_ptr(SimIsaRun *r, SimIsaWave *w, uint32_t addr, unsigned len, voi
 /* DS: offset0[7:0], offset1[15:8], gds 17, op[25:18]; dword 1: addr[7:0],
  * data0[15:8], data1[23:16], vdst[31:24]. M0 does not bound LDS on gfx10. */
 int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
-        uint32_t exec = wave_exec(w);
+        uint64_t exec = wave_exec(w);
         unsigned off0 = in->w0 & 0xff, off1 = (in->w0 >> 8) & 0xff, op = in->op;
         uint32_t offset = off0 | off1 << 8;
         unsigned vaddr = in->w1 & 0xff, data0 = (in->w1 >> 8) & 0xff, data1 = (in->w1 >> 16) & 0xff,
@@ -345,9 +341,7 @@ int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         if (at != AT_NONE) {
                 rtn = (op >= DS_DS_ADD_RTN_U32 && op <= DS_DS_WRAP_RTN_B32) || op >= DS_DS_ADD_RTN_U64;
                 unsigned n = is64 ? 8 : 4;
-                for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
-                        if (!((exec >> l) & 1))
-                                continue;
+                LANES {
                         k = lds_ptr(r, w, w->v[vaddr][l] + offset, n, &p);
                         if (k < 0)
                                 return k;
@@ -398,9 +392,7 @@ int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         default:
                 return sim_isa_unsupported(r, w, in);
         }
-        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
-                if (!((exec >> l) & 1))
-                        continue;
+        LANES {
                 uint32_t base = w->v[vaddr][l];
                 for (unsigned half = 0; half < (two ? 2u : 1u); half++) {
                         uint32_t a = two ? base + (half ? off1 : off0) * stride : base + offset;

@@ -56,6 +56,17 @@ uint64_t sim_isa_sread64(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, un
         return sim_isa_sread(r, w, inst, code);
 }
 
+uint64_t sim_isa_sread_mask(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsigned code) {
+        return w->lanes > 32 ? sim_isa_sread64(r, w, inst, code) : sim_isa_sread(r, w, inst, code);
+}
+
+void sim_isa_swrite_mask(SimIsaWave *w, unsigned code, uint64_t m) {
+        if (w->lanes > 32)
+                sim_isa_swrite64(w, code, m);
+        else
+                sim_isa_swrite(w, code, (uint32_t) m);
+}
+
 void sim_isa_swrite(SimIsaWave *w, unsigned code, uint32_t v) {
         if (code < 128 && code != OPND_NULL)
                 w->s[code] = v;
@@ -308,7 +319,7 @@ static int exec_sopk(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
 
 static int exec_sop1(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         unsigned sdst = (in->w0 >> 16) & 0x7f, c0 = in->w0 & 0xff;
-        uint32_t a = sim_isa_sread(r, w, in, c0), d, exec = wave_exec(w);
+        uint32_t a = sim_isa_sread(r, w, in, c0), d, exec = w->s[OPND_EXEC_LO];
         uint64_t a64;
 
         switch (in->op) {

@@ -112,7 +112,7 @@ static void src_kinds(unsigned op, SrcKind k[3]) {
 }
 
 static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v) {
-        uint32_t exec = wave_exec(w), mask = 0;
+        uint64_t exec = v->exec, mask = 0;
         unsigned op = v->op, vd = v->vdst;
         uint32_t *d = w->v[vd], *d1 = w->v[(vd + 1) & 255];
         Src s[3];
@@ -132,7 +132,7 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         switch (op) {
         /* VOP2 (256 + op) */
         case 256 + VOP2_V_CNDMASK_B32: {
-                uint32_t m = sim_isa_sread(r, w, in, v->carry_in);
+                uint64_t m = sim_isa_sread_mask(r, w, in, v->carry_in);
                 LANES d[l] = (m >> l) & 1 ? f2u(F(&s[1], l)) : f2u(F(&s[0], l));
                 return 0;
         }
@@ -203,18 +203,18 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                         LANES d[l] = U(&s[1], l) - U(&s[0], l);
                 return 0;
         case 256 + VOP2_V_ADD_CO_CI_U32: case 256 + VOP2_V_SUB_CO_CI_U32: case 256 + VOP2_V_SUBREV_CO_CI_U32: {
-                uint32_t ci = sim_isa_sread(r, w, in, v->carry_in);
+                uint64_t ci = sim_isa_sread_mask(r, w, in, v->carry_in);
                 LANES {
                         uint64_t a = U(&s[0], l), b = U(&s[1], l), c = (ci >> l) & 1, t;
                         if (op == 256 + VOP2_V_ADD_CO_CI_U32)
-                                t = a + b + c, mask |= (uint32_t) (t >> 32 != 0) << l;
+                                t = a + b + c, mask |= (uint64_t) (t >> 32 != 0) << l;
                         else if (op == 256 + VOP2_V_SUB_CO_CI_U32)
-                                t = a - b - c, mask |= (uint32_t) (b + c > a) << l;
+                                t = a - b - c, mask |= (uint64_t) (b + c > a) << l;
                         else
-                                t = b - a - c, mask |= (uint32_t) (a + c > b) << l;
+                                t = b - a - c, mask |= (uint64_t) (a + c > b) << l;
                         d[l] = (uint32_t) t;
                 }
-                sim_isa_swrite(w, v->sdst, mask);
+                sim_isa_swrite_mask(w, v->sdst, mask);
                 return 0;
         }
         /* VOP3-only, VOP3b carry forms */
@@ -222,14 +222,14 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 LANES {
                         uint64_t a = U(&s[0], l), b = U(&s[1], l), t;
                         if (op == VOP3_V_ADD_CO_U32)
-                                t = a + b, mask |= (uint32_t) (t >> 32 != 0) << l;
+                                t = a + b, mask |= (uint64_t) (t >> 32 != 0) << l;
                         else if (op == VOP3_V_SUB_CO_U32)
-                                t = a - b, mask |= (uint32_t) (b > a) << l;
+                                t = a - b, mask |= (uint64_t) (b > a) << l;
                         else
-                                t = b - a, mask |= (uint32_t) (a > b) << l;
+                                t = b - a, mask |= (uint64_t) (a > b) << l;
                         d[l] = (uint32_t) t;
                 }
-                sim_isa_swrite(w, v->sdst, mask);
+                sim_isa_swrite_mask(w, v->sdst, mask);
                 return 0;
         case VOP3_V_ADD_NC_I32: case VOP3_V_SUB_NC_I32:
                 /* clamp saturates to the signed range (OpenCL add_sat/sub_sat). */
@@ -266,18 +266,18 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 LANES {
                         unsigned __int128 t = (unsigned __int128) ((uint64_t) U(&s[0], l) * U(&s[1], l)) + U64(&s[2], l);
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
-                        mask |= (uint32_t) ((t >> 64) != 0) << l;
+                        mask |= (uint64_t) ((t >> 64) != 0) << l;
                 }
-                sim_isa_swrite(w, v->sdst, mask);
+                sim_isa_swrite_mask(w, v->sdst, mask);
                 return 0;
         case VOP3_V_MAD_I64_I32:
                 LANES {
                         __int128 t = (__int128) ((int64_t) (int32_t) U(&s[0], l) * (int32_t) U(&s[1], l)) +
                                      (int64_t) U64(&s[2], l);
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) ((uint64_t) t >> 32);
-                        mask |= (uint32_t) (t != (int64_t) t) << l;
+                        mask |= (uint64_t) (t != (int64_t) t) << l;
                 }
-                sim_isa_swrite(w, v->sdst, mask);
+                sim_isa_swrite_mask(w, v->sdst, mask);
                 return 0;
         case VOP3_V_LSHLREV_B64:
                 LANES {
@@ -405,26 +405,26 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 LANES {
                         bool vcc;
                         d[l] = f2u(vfloat_div_scale32(F(&s[0], l), F(&s[1], l), F(&s[2], l), &vcc));
-                        mask |= (uint32_t) vcc << l;
+                        mask |= (uint64_t) vcc << l;
                 }
-                sim_isa_swrite(w, v->sdst, mask);
+                sim_isa_swrite_mask(w, v->sdst, mask);
                 return 0;
         case VOP3_V_DIV_SCALE_F64:
                 LANES {
                         bool vcc;
                         uint64_t t = d2u(vfloat_div_scale64(D(&s[0], l), D(&s[1], l), D(&s[2], l), &vcc));
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
-                        mask |= (uint32_t) vcc << l;
+                        mask |= (uint64_t) vcc << l;
                 }
-                sim_isa_swrite(w, v->sdst, mask);
+                sim_isa_swrite_mask(w, v->sdst, mask);
                 return 0;
         case VOP3_V_DIV_FMAS_F32: {
-                uint32_t vcc = wave_vcc(w);
+                uint64_t vcc = wave_vcc(w);
                 LANES d[l] = f2u(out_f32(v, vfloat_div_fmas32(F(&s[0], l), F(&s[1], l), F(&s[2], l), (vcc >> l) & 1)));
                 return 0;
         }
         case VOP3_V_DIV_FMAS_F64: {
-                uint32_t vcc = wave_vcc(w);
+                uint64_t vcc = wave_vcc(w);
                 LANES {
                         uint64_t t = d2u(out_f64(v, vfloat_div_fmas64(D(&s[0], l), D(&s[1], l), D(&s[2], l), (vcc >> l) & 1)));
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
@@ -441,18 +441,20 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 }
                 return 0;
         case VOP3_V_BCNT_U32_B32: LANES d[l] = __builtin_popcount(U(&s[0], l)) + U(&s[1], l); return 0;
+        /* Bits of S0 below the lane in the low (LO) or high (HI) half of a
+         * 64-bit thread mask (RDNA2 ISA, V_MBCNT_LO/HI_U32_B32). */
         case VOP3_V_MBCNT_LO_U32_B32:
-                LANES d[l] = __builtin_popcount(U(&s[0], l) & ((1u << l) - 1)) + U(&s[1], l);
+                LANES d[l] = __builtin_popcount(U(&s[0], l) & (l >= 32 ? ~0u : (1u << l) - 1)) + U(&s[1], l);
                 return 0;
         case VOP3_V_MBCNT_HI_U32_B32:
-                /* Lanes 32-63 do not exist in wave32: nothing below them in the high half. */
-                LANES d[l] = U(&s[1], l);
+                LANES d[l] = (l > 32 ? __builtin_popcount(U(&s[0], l) & ((1u << (l - 32)) - 1)) : 0) + U(&s[1], l);
                 return 0;
+        /* The lane select is S1 modulo the wave size (its low 5 or 6 bits). */
         case VOP3_V_READLANE_B32:
-                sim_isa_swrite(w, v->vdst, s[0].lo[(U(&s[1], 0) & 31) * s[0].stride]);
+                sim_isa_swrite(w, v->vdst, s[0].lo[(U(&s[1], 0) & (w->lanes - 1)) * s[0].stride]);
                 return 0;
         case VOP3_V_WRITELANE_B32:
-                d[U(&s[1], 0) & 31] = U(&s[0], 0);
+                d[U(&s[1], 0) & (w->lanes - 1)] = U(&s[0], 0);
                 return 0;
 
         /* VOP1 (384 + op) */
@@ -460,7 +462,7 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 return 0;
         case 384 + VOP1_V_MOV_B32: LANES d[l] = U(&s[0], l); return 0;
         case 384 + VOP1_V_READFIRSTLANE_B32: {
-                unsigned lane = exec ? (unsigned) __builtin_ctz(exec) : 0;
+                unsigned lane = exec ? (unsigned) __builtin_ctzll(exec) : 0;
                 sim_isa_swrite(w, v->vdst, U(&s[0], lane));
                 return 0;
         }
@@ -638,7 +640,8 @@ static uint32_t sdwa_merge(uint32_t old, uint32_t x, unsigned sel, unsigned unus
  * selected operands go through the model's hidden VGPR rows, the operation runs
  * unchanged, and its result is merged into the destination by dst_sel. */
 static int exec_sdwa(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Vop *v) {
-        uint32_t w1 = in->w1, exec = wave_exec(w);
+        uint32_t w1 = in->w1;
+        uint64_t exec = v->exec;
         unsigned src0 = ((w1 >> 23) & 1) ? (w1 & 0xff) : OPND_VGPR0 + (w1 & 0xff);
         unsigned src1 = v->src[1];
         unsigned dst_sel = (w1 >> 8) & 7, dst_unused = (w1 >> 11) & 3, real_dst = v->vdst;
@@ -674,7 +677,7 @@ static int exec_sdwa(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Vop *v) 
 }
 
 int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
-        Vop v = { 0 };
+        Vop v = { .exec = wave_exec(w) };
         uint32_t w0 = in->w0, w1 = in->w1;
 
         switch (in->enc) {

@@ -61,6 +61,7 @@ typedef struct Vop {
         unsigned sdst;          /* carry/mask destination SGPR code (VOP3b, VOPC), VCC for VOP2/VOPC */
         unsigned carry_in;      /* SGPR code of a carry-in/mask operand (VCC for VOP2) */
         unsigned abs, neg, clamp, omod;
+        uint64_t exec;          /* lanes to execute: EXEC, narrowed by DPP row/bank masks */
 } Vop;
 
 static inline float out_f32(const Vop *v, float x) {
@@ -84,9 +85,6 @@ static inline double out_f64(const Vop *v, double x) {
                 x = isnan(x) ? 0.0 : fmin(fmax(x, 0.0), 1.0);
         return x;
 }
-
-/* Runs the statement that follows for each active lane l (the else keeps if/else around it unambiguous). */
-#define LANES for (unsigned l = 0; l < SIM_ISA_LANES; l++) if (!((exec >> l) & 1)) continue; else
 
 
 /* sim-isa-vopc.c: VOPC compares (VOP3 opcodes 0-255), result to SGPR or EXEC. */

@@ -50,7 +50,7 @@ static bool cmp_f(unsigned c, double a, double b) {
  * i32/u32/i64/u64 with 8, and V_CMP_CLASS; 16-bit compares are not implemented. */
 int sim_isa_exec_vopc(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v) {
         Src s[2];
-        uint32_t exec = wave_exec(w), mask = 0;
+        uint64_t exec = v->exec, mask = 0;
         unsigned op = v->op, c = op & 15;
         bool x = false;
         enum { T_F32, T_F64, T_I32, T_U32, T_I64, T_U64, T_CLASS32, T_CLASS64, T_NONE } t = T_NONE;
@@ -83,9 +83,7 @@ int sim_isa_exec_vopc(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const V
         s[0].abs = v->abs & 1, s[0].neg = v->neg & 1;
         s[1].abs = (v->abs >> 1) & 1, s[1].neg = (v->neg >> 1) & 1;
 
-        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
-                if (!((exec >> l) & 1))
-                        continue;
+        LANES {
                 bool b;
                 switch (t) {
                 case T_F32: b = cmp_f(c, F(&s[0], l), F(&s[1], l)); break;
@@ -105,13 +103,13 @@ int sim_isa_exec_vopc(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const V
                         break;
                 }
                 }
-                mask |= (uint32_t) b << l;
+                mask |= (uint64_t) b << l;
         }
         if (x)
                 /* gfx10 v_cmpx writes EXEC only (LLVM VOPCInstructions.td, VOPC_Profile_NoSdst). */
-                w->s[OPND_EXEC_LO] = mask;
+                wave_set_exec(w, mask);
         else
-                sim_isa_swrite(w, v->sdst, mask);
+                sim_isa_swrite_mask(w, v->sdst, mask);
         return 0;
 }
 

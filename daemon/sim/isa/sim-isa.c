@@ -166,7 +166,7 @@ static int step(SimIsaRun *r, SimIsaWave *w) {
         if (k < 0)
                 return k;
         r->ret->wave_instructions++;
-        r->ret->lane_instructions += __builtin_popcount(wave_exec(w));
+        r->ret->lane_instructions += __builtin_popcountll(wave_exec(w));
 
         switch (in->enc) {
         case ENC_SOP2: case ENC_SOPK: case ENC_SOP1: case ENC_SOPC: case ENC_SOPP:
@@ -199,7 +199,7 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         const SimIsaDispatch *d = r->d;
         const uint32_t *size = r->wg_size;
         unsigned user = (d->rsrc2 >> 1) & 31, n = 0, tidig = (d->rsrc2 >> 11) & 3;
-        unsigned first = index * SIM_ISA_LANES, live = MIN_U(SIM_ISA_LANES, wg_threads - first);
+        unsigned lanes = r->lanes, first = index * lanes, live = MIN_U(lanes, wg_threads - first);
 
         memset(w->s, 0, sizeof(w->s));
         for (n = 0; n < user && n < 16; n++)
@@ -210,15 +210,16 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         if ((d->rsrc2 >> 10) & 1)
                 w->s[n++] = r->n_waves;
         if (d->rsrc2 & 1)
-                w->s[n++] = index * SIM_ISA_LANES * ((d->scratch_per_lane + 3) & ~3u);
-        w->s[OPND_EXEC_LO] = live >= 32 ? ~0u : (1u << live) - 1;
+                w->s[n++] = index * lanes * ((d->scratch_per_lane + 3) & ~3u);
+        w->lanes = lanes;
+        wave_set_exec(w, live >= 64 ? ~0ull : (1ull << live) - 1);
         w->pc = d->entry_va;
         w->scc = false;
         w->done = w->at_barrier = false;
         w->index = index;
         w->mode = 0;
         w->flat_scratch_lo = w->flat_scratch_hi = 0;
-        for (unsigned l = 0; l < SIM_ISA_LANES; l++) {
+        for (unsigned l = 0; l < lanes; l++) {
                 unsigned t = first + l, x = t % size[0], y = (t / size[0]) % size[1], z = t / (size[0] * size[1]);
                 if (l >= live)
                         x = y = z = 0;
@@ -235,7 +236,7 @@ static bool cancelled(const SimIsaRun *r) {
 static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, uint64_t budget) {
         unsigned done = 0, n_waves, wg_threads = r->wg_size[0] * r->wg_size[1] * r->wg_size[2];
 
-        n_waves = (wg_threads + SIM_ISA_LANES - 1) / SIM_ISA_LANES;
+        n_waves = (wg_threads + r->lanes - 1) / r->lanes;
         r->n_waves = n_waves;
         memset(r->lds, 0, r->lds_size);
         for (unsigned i = 0; i < n_waves; i++)
@@ -302,7 +303,8 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
         if (d->grid[0] == 0 || d->grid[1] == 0 || d->grid[2] == 0)
                 return 0;
 
-        n_waves = (unsigned) ((wg_threads + SIM_ISA_LANES - 1) / SIM_ISA_LANES);
+        r.lanes = d->wave32 ? 32 : 64;
+        n_waves = (unsigned) ((wg_threads + r.lanes - 1) / r.lanes);
         SimIsaWave *waves = calloc(n_waves, sizeof(SimIsaWave));
         r.lds_size = d->lds_bytes;
         r.lds = calloc(1, d->lds_bytes ? d->lds_bytes : 1);
