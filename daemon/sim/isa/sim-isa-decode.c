@@ -156,8 +156,8 @@ bool sim_isa_bad_operand(const SimIsaInst *in) {
 #define LOOKUP(table, op) ((op) < ELEMS(table) ? (table)[op] : NULL)
 
 const char *sim_isa_inst_name(const SimIsaInst *in) {
-        if (in->ext == EXT_DPP)
-                return NULL;
+        if (in->ext != EXT_NONE && in->enc == ENC_VOP2 && vop2_has_k(in->op))
+                return NULL;    /* the literal forms have no SDWA or DPP variant */
         switch (in->enc) {
         case ENC_SOP2: return LOOKUP(names_sop2, in->op);
         case ENC_SOPK: return LOOKUP(names_sopk, in->op);
@@ -240,13 +240,16 @@ static bool ends_with(const char *s, size_t len, const char *suffix, size_t *ret
 bool sim_isa_knows(const char *mnemonic) {
         size_t len = strlen(mnemonic), base;
 
-        if (ends_with(mnemonic, len, "_dpp", &base))
-                return false;
-        if (ends_with(mnemonic, len, "_sdwa", &base))
-                /* SDWA applies to the 32-bit VOP1/VOP2/VOPC operations. */
+        if (ends_with(mnemonic, len, "_sdwa", &base) || ends_with(mnemonic, len, "_dpp", &base)) {
+                /* SDWA and DPP apply to the VOP1/VOP2/VOPC operations without a literal. */
+                for (unsigned op = 0; op < ELEMS(names_vop2); op++)
+                        if (vop2_has_k(op) && names_vop2[op] && strlen(names_vop2[op]) == base &&
+                            memcmp(names_vop2[op], mnemonic, base) == 0)
+                                return false;
                 return in_table(names_vop1, ELEMS(names_vop1), mnemonic, base) ||
                        in_table(names_vop2, ELEMS(names_vop2), mnemonic, base) ||
                        in_table(names_vopc, ELEMS(names_vopc), mnemonic, base);
+        }
         if (ends_with(mnemonic, len, "_e64", &base))
                 return in_table(names_vop3, ELEMS(names_vop3), mnemonic, base);
         if (ends_with(mnemonic, len, "_e32", &base))

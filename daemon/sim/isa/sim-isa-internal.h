@@ -60,7 +60,7 @@ typedef enum SimIsaEnc {
 typedef enum SimIsaExt {
         EXT_NONE,
         EXT_SDWA,       /* src0 = 0xf9: sub-dword selection, second dword */
-        EXT_DPP,        /* src0 = 0xe9/0xea/0xfa: data-parallel primitives, not implemented */
+        EXT_DPP,        /* src0 = 0xfa (DPP16), 0xe9/0xea (DPP8, DPP8 with FI): lane permutation of src0 */
 } SimIsaExt;
 
 typedef struct SimIsaInst {
@@ -213,3 +213,4 @@ int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_vmem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+int sim_isa_exec_ds_permute(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);

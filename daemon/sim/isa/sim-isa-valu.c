@@ -111,6 +111,11 @@ static void src_kinds(unsigned op, SrcKind k[3]) {
         }
 }
 
+/* VOP3 opcodes whose op_sel bits mean something. */
+static bool vop3_has_opsel(unsigned op) {
+        return op == VOP3_V_PERMLANE16_B32 || op == VOP3_V_PERMLANEX16_B32;
+}
+
 static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v) {
         uint64_t exec = v->exec, mask = 0;
         unsigned op = v->op, vd = v->vdst;
@@ -456,6 +461,8 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         case VOP3_V_WRITELANE_B32:
                 d[U(&s[1], 0) & (w->lanes - 1)] = U(&s[0], 0);
                 return 0;
+        case VOP3_V_PERMLANE16_B32: case VOP3_V_PERMLANEX16_B32:
+                return sim_isa_exec_permlane(r, w, in, v);
 
         /* VOP1 (384 + op) */
         case 384 + VOP1_V_NOP:
@@ -726,8 +733,9 @@ int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                         v.sdst = (w0 >> 8) & 0x7f;
                 } else {
                         v.abs = (w0 >> 8) & 7;
-                        if ((w0 >> 11) & 15)
-                                /* op_sel selects 16-bit halves; not needed by 32-bit ops and not modelled. */
+                        v.opsel = (w0 >> 11) & 15;
+                        if (v.opsel && !vop3_has_opsel(in->op))
+                                /* op_sel means nothing to a 32-bit operation: refuse rather than ignore it. */
                                 return sim_isa_unsupported(r, w, in);
                 }
                 if (in->op < 256)
@@ -746,7 +754,14 @@ int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         }
         if (in->ext == EXT_SDWA)
                 return exec_sdwa(r, w, in, &v);
-        if (in->ext != EXT_NONE)
-                return sim_isa_unsupported(r, w, in);
+        if (in->ext == EXT_DPP) {
+                SrcKind kinds[3];
+                src_kinds(v.op, kinds);
+                if (kinds[0] != K32 || kinds[1] != K32)
+                        return sim_isa_unsupported(r, w, in);   /* DPP permutes 32-bit operands only */
+                int k = sim_isa_dpp_prepare(r, w, in, &v);
+                if (k < 0)
+                        return k;
+        }
         return exec_vop(r, w, in, &v);
 }

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -61,6 +62,7 @@ typedef struct Vop {
         unsigned sdst;          /* carry/mask destination SGPR code (VOP3b, VOPC), VCC for VOP2/VOPC */
         unsigned carry_in;      /* SGPR code of a carry-in/mask operand (VCC for VOP2) */
         unsigned abs, neg, clamp, omod;
+        unsigned opsel;         /* VOP3 op_sel[3:0]: 16-bit halves of src0-2 and dst, or permlane FI/BC */
         uint64_t exec;          /* lanes to execute: EXEC, narrowed by DPP row/bank masks */
 } Vop;
 
@@ -86,6 +88,11 @@ static inline double out_f64(const Vop *v, double x) {
         return x;
 }
 
+
+/* sim-isa-lanes.c: DPP operand permutation (narrows v->exec to the lanes
+ * written and points src0 at the permuted copy), v_permlane16/x16. */
+int sim_isa_dpp_prepare(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Vop *v);
+int sim_isa_exec_permlane(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v);
 
 /* sim-isa-vopc.c: VOPC compares (VOP3 opcodes 0-255), result to SGPR or EXEC. */
 int sim_isa_exec_vopc(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v);

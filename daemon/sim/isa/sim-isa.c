@@ -40,8 +40,9 @@ int sim_isa_unsupported(SimIsaRun *r, const SimIsaWave *w, const SimIsaInst *ins
         if (name)
                 /* Implemented, but not with these operands or modifiers. */
                 return sim_isa_fail(r, -EILSEQ, w->pc,
-                                    "unsupported form of instruction %s (encoding 0x%08x 0x%08x) at pc 0x%llx", name,
-                                    inst->w0, inst->w1, (unsigned long long) w->pc);
+                                    "unsupported form of instruction %s%s (encoding 0x%08x 0x%08x) at pc 0x%llx", name,
+                                    inst->ext == EXT_DPP ? "_dpp" : inst->ext == EXT_SDWA ? "_sdwa" : "", inst->w0,
+                                    inst->w1, (unsigned long long) w->pc);
         if (any)
                 return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported instruction %s%s (encoding 0x%08x 0x%08x) at pc 0x%llx",
                                     any, inst->ext == EXT_DPP ? "_dpp" : "", inst->w0, inst->w1,

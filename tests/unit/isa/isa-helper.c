@@ -256,3 +256,20 @@ const char *isa_kernel_path(const char *file) {
         snprintf(buf, sizeof(buf), "%s/%s", ISA_KERNEL_DIR, file);
         return buf;
 }
+
+int isa_objdump_count(const char *file, const char *needle) {
+        char cmd[4200], line[1024];
+        int n = 0;
+        FILE *p;
+
+        snprintf(cmd, sizeof(cmd), "%s -d --mcpu=gfx1030 '%s'", ISA_OBJDUMP, isa_kernel_path(file));
+        p = popen(cmd, "r");
+        if (!p)
+                return -errno;
+        while (fgets(line, sizeof(line), p))
+                if (line[0] == '\t' && strstr(line, needle))
+                        n++;
+        if (pclose(p) != 0)
+                return -EIO;
+        return n;
+}

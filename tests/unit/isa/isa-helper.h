@@ -72,3 +72,9 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
 
 /* Path of a corpus kernel in the build tree. */
 const char *isa_kernel_path(const char *file);
+
+/* How many instruction lines of llvm-objdump-15's disassembly of a corpus
+ * kernel contain needle (e.g. "v_pk_fma_f16", "row_xmask:"); -errno if the
+ * disassembler cannot run. Tests use it to prove that a kernel still makes
+ * clang emit the instruction they are about. */
+int isa_objdump_count(const char *file, const char *needle);

@@ -17,9 +17,9 @@
 #include "sim/isa/sim-isa-opcodes.h"
 
 static void strip_suffix(char *name) {
-        static const char *const suffixes[] = { "_e32", "_e64", "_sdwa" };
+        static const char *const suffixes[] = { "_e32", "_e64", "_sdwa", "_dpp" };
         size_t n = strlen(name);
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < 4; i++) {
                 size_t k = strlen(suffixes[i]);
                 if (n > k && strcmp(name + n - k, suffixes[i]) == 0)
                         name[n - k] = 0;
@@ -77,7 +77,9 @@ Test(isa, knows_suffixes) {
         cr_assert(!sim_isa_knows("v_fmamk_f32_e64"), "fmamk has no VOP3 form");
         cr_assert(!sim_isa_knows("v_pk_add_f16"));
         cr_assert(sim_isa_knows("v_mov_b32_sdwa"));
-        cr_assert(!sim_isa_knows("v_mov_b32_dpp"));
+        cr_assert(sim_isa_knows("v_mov_b32_dpp"));
+        cr_assert(sim_isa_knows("v_add_nc_u32_dpp"));
+        cr_assert(!sim_isa_knows("v_fmamk_f32_dpp"), "fmamk has no DPP form");
         cr_assert(!sim_isa_knows("image_sample"));
 }
 

@@ -179,9 +179,9 @@ Test(isa, sdwa_select_and_merge) {
         isa_mem_fini(&m);
 }
 
-Test(isa, dpp_is_eilseq) {
-        /* v_mov_b32_dpp v1, v0 quad_perm:[1,0,3,2] */
-        static const uint32_t code[] = { 0x7e0202fa, 0xff00b100, 0xbf810000 };
+Test(isa, gfx9_only_dpp_is_eilseq) {
+        /* v_mov_b32_dpp v1, v0 row_bcast:15 (a gfx9 control that gfx10 does not have) */
+        static const uint32_t code[] = { 0x7e0202fa, 0xff014200, 0xbf810000 };
         IsaMem m;
         SimIsaResult res;
         SimIsaDispatch d = one_wave();
