@@ -478,6 +478,9 @@ static ExecResult build_dispatch(SimCpState *cp, const SimPm4Packet *pk, SimIsaD
                 .rsrc3 = SH(cp, COMPUTE_PGM_RSRC3),
                 .wave32 = (init & CSI_CS_W32_EN) != 0,
                 .cancel = &cp->cancel,
+                /* As kfd_device_queue_manager_v10.c compute_sh_mem_bases_64bit
+                 * computes it from the process's apertures. */
+                .sh_mem_bases = (uint32_t) (SIM_SCRATCH_APERTURE_BASE >> 48) | (uint32_t) (SIM_LDS_APERTURE_BASE >> 48) << 16,
         };
         rsrc2 = d->rsrc2;
         user = (rsrc2 >> 1) & 31;

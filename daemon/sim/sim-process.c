@@ -24,10 +24,6 @@
 #include "sim-sdma.h"
 #include "util/macro.h"
 
-/* kfd_flat_memory.c kfd_init_apertures_v9: LDS and scratch apertures. */
-#define SIM_LDS_APERTURE_BASE (1ULL << 48)
-#define SIM_SCRATCH_APERTURE_BASE (2ULL << 48)
-#define SIM_APERTURE_SIZE 0xFFFFFFFFULL
 
 static void process_free(SimProcess *p) {
         if (!p)

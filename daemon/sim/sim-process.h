@@ -19,6 +19,12 @@
 #include "sim-types.h"
 
 /* Exception records handed out by KfdOps.exception_info (sim-events.c). */
+/* kfd_flat_memory.c kfd_init_apertures_v9: the LDS and scratch apertures of
+ * generic (flat) addresses, 4 GiB each. */
+#define SIM_LDS_APERTURE_BASE (1ULL << 48)
+#define SIM_SCRATCH_APERTURE_BASE (2ULL << 48)
+#define SIM_APERTURE_SIZE 0xFFFFFFFFULL
+
 #define SIM_MAX_EXCEPTIONS 16u
 #define SIM_EXCEPTION_TEXT 256u
 typedef struct SimException {

@@ -615,6 +615,7 @@ static const char *const names_vop3[1024] = {
         [366] = "v_div_scale_f64",
         [367] = "v_div_fmas_f32",
         [368] = "v_div_fmas_f64",
+        [372] = "v_trig_preop_f64",
         [374] = "v_mad_u64_u32",
         [375] = "v_mad_i64_i32",
         [376] = "v_xor3_b32",

@@ -288,6 +288,7 @@ static int exec_sopk(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                 /* hwreg(id[5:0], offset[10:6], size-1[15:11]); RDNA2 ISA §3.3.2. */
                 unsigned id = imm & 63, off = (imm >> 6) & 31, size = ((imm >> 11) & 31) + 1;
                 uint32_t mask = (size >= 32 ? ~0u : (1u << size) - 1) << off, *reg, scratch = 0;
+                bool read_only = false;
                 switch (id) {
                 case 1: reg = &w->mode; break;                  /* HW_REG_MODE */
                 case 20: reg = &w->flat_scratch_lo; break;      /* HW_REG_FLAT_SCR_LO */
@@ -296,12 +297,25 @@ static int exec_sopk(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                         /* STATUS, TRAPSTS, HW_ID, GPR_ALLOC, LDS_ALLOC, IB_STS, HW_ID1/2: read as 0. */
                         reg = &scratch;
                         break;
+                case 15:
+                        /* HW_REG_SH_MEM_BASES (LLVM SIDefines.h Hwreg::ID_MEM_BASES): what clang
+                         * reads to turn a local or private pointer into a generic one
+                         * (SIISelLowering.cpp getSegmentAperture: s_getreg_b32
+                         * hwreg(HW_REG_SH_MEM_BASES, 16, 16) << 16 is bits 63:32 of the LDS
+                         * aperture, offset 0 the scratch one). Not writable by a shader. */
+                        scratch = r->d->sh_mem_bases;
+                        reg = &scratch;
+                        read_only = true;
+                        break;
                 default:
                         return sim_isa_fail(r, -EILSEQ, w->pc, "unsupported hardware register %u in %s at pc 0x%llx",
                                             id, sim_isa_inst_name(in), (unsigned long long) w->pc);
                 }
                 if (in->op == SOPK_S_GETREG_B32) {
                         sim_isa_swrite(w, sdst, (*reg & mask) >> off);
+                } else if (read_only) {
+                        return sim_isa_fail(r, -EILSEQ, w->pc, "hardware register %u is read-only in %s at pc 0x%llx",
+                                            id, sim_isa_inst_name(in), (unsigned long long) w->pc);
                 } else if (reg != &scratch) {
                         uint32_t v = in->op == SOPK_S_SETREG_IMM32_B32 ? in->literal : s;
                         *reg = (*reg & ~mask) | ((v << off) & mask);

@@ -9,9 +9,20 @@
  * modifiers; one switch then executes it over the active lanes of EXEC.
  * Float arithmetic is the host's IEEE single/double arithmetic, round to
  * nearest even, denormals kept (the descriptors clang emits for gfx1030 set
- * FLOAT_DENORM_MODE to "preserve"). The transcendental ops (v_rcp, v_rsq,
- * v_sqrt, v_exp, v_log, v_sin, v_cos) are computed exactly rather than with the
- * hardware's 1 ulp approximation.
+ * FLOAT_DENORM_MODE to "preserve").
+ *
+ * The ISA documents v_rcp_f32, v_rsq_f32 and v_sqrt_f32 as IEEE with 1 ULP
+ * accuracy, and v_rcp/v_rsq/v_sqrt_f64 as 2^29 ULP (RDNA2 ISA §6.2, VOP1
+ * opcode descriptions); their hardware results are not specified to the
+ * bit. This model returns the correctly rounded value, which is within
+ * those bounds and deterministic: v_rcp and v_sqrt are the host's IEEE
+ * division and square root, v_rsq_f32/f64 the correctly rounded 1/sqrt(x)
+ * (vfloat_rsq, exact integer comparison against the rounding midpoints),
+ * so the hardware's own result may differ from it by 1 ULP. v_exp_f32,
+ * v_log_f32, v_sin_f32 and v_cos_f32 are the host C library's exp2f, log2f,
+ * sin and cos (glibc: within 1 ULP, the same bits for a given libm). As on
+ * the hardware, v_rcp/v_rsq/v_sqrt/v_exp/v_log_f32 flush denormal inputs
+ * and results to zero whatever the mode register says.
  */
 #include <errno.h>
 #include <math.h>
@@ -76,6 +87,11 @@ static uint32_t perm_byte(uint64_t both, uint32_t s0, uint32_t s1, unsigned sel)
         }
 }
 
+/* A denormal as the zero of its sign. */
+static float ftz(float x) {
+        return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+}
+
 static float fmin_ieee(float a, float b) {
         return fminf(a, b);
 }
@@ -92,7 +108,7 @@ static void src_kinds(unsigned op, SrcKind k[3]) {
         case VOP3_V_ADD_F64: case VOP3_V_MUL_F64: case VOP3_V_MIN_F64: case VOP3_V_MAX_F64:
                 k[0] = k[1] = K64F;
                 break;
-        case VOP3_V_LDEXP_F64:
+        case VOP3_V_LDEXP_F64: case VOP3_V_TRIG_PREOP_F64:
                 k[0] = K64F;
                 break;
         case VOP3_V_LSHLREV_B64: case VOP3_V_LSHRREV_B64: case VOP3_V_ASHRREV_I64:
@@ -405,6 +421,12 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                         d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
                 }
                 return 0;
+        case VOP3_V_TRIG_PREOP_F64:
+                LANES {
+                        uint64_t t = d2u(out_f64(v, vfloat_trig_preop(D(&s[0], l), U(&s[1], l))));
+                        d[l] = (uint32_t) t, d1[l] = (uint32_t) (t >> 32);
+                }
+                return 0;
         case VOP3_V_LDEXP_F32: LANES d[l] = f2u(out_f32(v, ldexpf(F(&s[0], l), (int32_t) U(&s[1], l)))); return 0;
         case VOP3_V_DIV_SCALE_F32:
                 LANES {
@@ -517,7 +539,7 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                         case VOP1_V_RNDNE_F64: x = nearbyint(D(&s[0], l)); break;
                         case VOP1_V_FLOOR_F64: x = floor(D(&s[0], l)); break;
                         case VOP1_V_RCP_F64: x = 1.0 / D(&s[0], l); break;
-                        case VOP1_V_RSQ_F64: x = 1.0 / sqrt(D(&s[0], l)); break;
+                        case VOP1_V_RSQ_F64: x = vfloat_rsq(D(&s[0], l), 53); break;
                         case VOP1_V_SQRT_F64: x = sqrt(D(&s[0], l)); break;
                         case VOP1_V_FRACT_F64: {
                                 double a = D(&s[0], l);
@@ -560,13 +582,17 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         case 384 + VOP1_V_CEIL_F32: LANES d[l] = f2u(out_f32(v, ceilf(F(&s[0], l)))); return 0;
         case 384 + VOP1_V_RNDNE_F32: LANES d[l] = f2u(out_f32(v, nearbyintf(F(&s[0], l)))); return 0;
         case 384 + VOP1_V_FLOOR_F32: LANES d[l] = f2u(out_f32(v, floorf(F(&s[0], l)))); return 0;
-        case 384 + VOP1_V_EXP_F32: LANES d[l] = f2u(out_f32(v, exp2f(F(&s[0], l)))); return 0;
-        case 384 + VOP1_V_LOG_F32: LANES d[l] = f2u(out_f32(v, log2f(F(&s[0], l)))); return 0;
+        /* These five flush denormal inputs and results to zero whatever the
+         * mode (Mesa src/amd/compiler/aco_ir.h, enum fp_denorm: "v_rcp_f32,
+         * v_exp_f32, v_log_f32, v_sqrt_f32, v_rsq_f32 ... always flush
+         * denormals"; llvm/llvm-project pull request #211017 for v_rcp_f32). */
+        case 384 + VOP1_V_EXP_F32: LANES d[l] = f2u(out_f32(v, ftz(exp2f(ftz(F(&s[0], l)))))); return 0;
+        case 384 + VOP1_V_LOG_F32: LANES d[l] = f2u(out_f32(v, ftz(log2f(ftz(F(&s[0], l)))))); return 0;
         case 384 + VOP1_V_RCP_F32: case 384 + VOP1_V_RCP_IFLAG_F32:
-                LANES d[l] = f2u(out_f32(v, 1.0f / F(&s[0], l)));
+                LANES d[l] = f2u(out_f32(v, ftz(1.0f / ftz(F(&s[0], l)))));
                 return 0;
-        case 384 + VOP1_V_RSQ_F32: LANES d[l] = f2u(out_f32(v, 1.0f / sqrtf(F(&s[0], l)))); return 0;
-        case 384 + VOP1_V_SQRT_F32: LANES d[l] = f2u(out_f32(v, sqrtf(F(&s[0], l)))); return 0;
+        case 384 + VOP1_V_RSQ_F32: LANES d[l] = f2u(out_f32(v, (float) vfloat_rsq(ftz(F(&s[0], l)), 24))); return 0;
+        case 384 + VOP1_V_SQRT_F32: LANES d[l] = f2u(out_f32(v, ftz(sqrtf(ftz(F(&s[0], l)))))); return 0;
         case 384 + VOP1_V_SIN_F32:
                 LANES d[l] = f2u(out_f32(v, (float) sin((double) F(&s[0], l) * 2.0 * M_PI)));
                 return 0;

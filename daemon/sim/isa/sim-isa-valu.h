@@ -109,3 +109,5 @@ double vfloat_div_fmas64(double a, double b, double c, bool vcc);
 double vfloat_div_fixup(double s0, double s1, double s2);
 bool vfloat_class(double x, bool is_snan, uint32_t mask);
 float vfloat_med3(float a, float b, float c);
+double vfloat_rsq(double x, int p);
+double vfloat_trig_preop(double s0, uint32_t s1);

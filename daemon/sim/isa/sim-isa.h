@@ -95,6 +95,10 @@ typedef struct SimIsaDispatch {
         uint64_t scratch_va;           /* base of the private segment backing, 0 if none */
         uint32_t scratch_per_lane;     /* bytes of private memory per work-item */
         uint32_t lds_bytes;            /* RSRC2.LDS_SIZE granules * 512 (at most 65536) */
+        uint32_t sh_mem_bases;         /* SH_MEM_BASES as the KFD programs it for the VMID:
+                                        * PRIVATE_BASE [15:0] and SHARED_BASE [31:16], bits
+                                        * 63:48 of the scratch and LDS apertures of flat
+                                        * addresses (s_getreg HW_REG_SH_MEM_BASES) */
 } SimIsaDispatch;
 
 typedef struct SimIsaResult {

@@ -248,6 +248,7 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
         d.scratch_va = scratch_va;
         d.scratch_per_lane = per_lane;
         d.lds_bytes = lds_granules * 512;
+        d.sh_mem_bases = ISA_SH_MEM_BASES;
         return sim_isa_dispatch(&d, &m->mem, budget, ret);
 }
 

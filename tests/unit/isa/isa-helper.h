@@ -18,6 +18,13 @@
 
 #define ISA_MEM_MAX_REGIONS 32
 
+/* The flat-address apertures the simulated GPU's process reports
+ * (sim-process.h SIM_LDS/SCRATCH_APERTURE_BASE) and the SH_MEM_BASES value
+ * isa_launch() programs for them. */
+#define ISA_LDS_APERTURE (1ull << 48)
+#define ISA_SCRATCH_APERTURE (2ull << 48)
+#define ISA_SH_MEM_BASES 0x00010002u
+
 typedef struct IsaRegion {
         uint64_t va;
         uint64_t size;
