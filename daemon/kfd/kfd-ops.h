@@ -29,7 +29,7 @@
  *    out the oldest record of such a stop in the KFD process behind kfd_fd
  *    that has not been taken yet: the KFD queue_id of the queue it stopped and a
  *    human-readable reason (NUL-terminated, truncated to buflen), e.g. the
- *    simulator's "unsupported instruction v_pk_fma_f16 (encoding 0x...) at pc
+ *    simulator's "unsupported instruction v_dot2_f32_f16 (encoding 0x...) at pc
  *    0x...". Returns 0, -ENOENT when no record is pending, -EBADF for an fd
  *    that is not a KFD fd of this table. It only adds words to an error
  *    message: nothing above this table depends on it to recover a queue.

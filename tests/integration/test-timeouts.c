@@ -223,7 +223,7 @@ Test(timeouts, instruction_the_gpu_cannot_run_ends_at_the_timeout) {
         }
         cr_assert_eq(p[0], 1, "the kernel never ran up to the instruction");
         cr_assert(strstr(kfdb_session_last_error(s),
-                         "the GPU had stopped it: unsupported instruction v_pk_fma_f16 (encoding 0xcc0e4000 0x1c020100)"),
+                         "the GPU had stopped it: unsupported instruction v_dot2_f32_f16 (encoding 0xcc134000 0x1c020100)"),
                   "%s", kfdb_session_last_error(s));
 
         /* The next work of the session runs. */

@@ -110,7 +110,7 @@ def write_opcodes(table):
 def write_names(path, comment, table, prefix):
     out = [HEAD + '/*\n' + comment + ' */\n#pragma once\n']
     for enc, n in SIZES.items():
-        if prefix == 'names' and enc in ('VOP3P', 'SCRATCH'):
+        if prefix == 'names' and enc == 'SCRATCH':
             continue
         out.append('static const char *const %s_%s[%d] = {' % (prefix, enc.lower(), n))
         for op in sorted(table.get(enc, {})):
@@ -144,9 +144,9 @@ def implemented(table):
         if base == '256': impl['VOP2'].add(op); impl['VOP3'].add(256 + op)
         elif base == '384': impl['VOP1'].add(op); impl['VOP3'].add(384 + op)
         else: impl[enc].add(op)
-    # sim-isa-vopc.c decodes compares by opcode range: all but the 16-bit ones.
+    # sim-isa-vopc.c decodes compares by opcode range: all of them.
     for op, name in table['VOPC'].items():
-        if '16' not in name: impl['VOPC'].add(op); impl['VOP3'].add(op)
+        impl['VOPC'].add(op); impl['VOP3'].add(op)
     # sim-isa-mem.c maps GLOBAL/FLAT atomics through a table (no float atomics).
     for sym, v in defs.items():
         if sym.startswith('GLOBAL_GLOBAL_ATOMIC_') and not re.search('FMIN|FMAX|FCMPSWAP', sym):

@@ -146,7 +146,7 @@ bool sim_isa_bad_operand(const SimIsaInst *in) {
                         return (((w1 >> 23) & 1) && bad_code(w1 & 0xff)) ||
                                (in->enc != ENC_VOP1 && ((w1 >> 31) & 1) && bad_code((w0 >> 9) & 0xff));
                 return in->ext == EXT_NONE && bad_code(w0 & 0x1ff);
-        case ENC_VOP3:
+        case ENC_VOP3: case ENC_VOP3P:
                 return bad_code(w1 & 0x1ff) || bad_code((w1 >> 9) & 0x1ff) || bad_code((w1 >> 18) & 0x1ff);
         default:
                 return false;
@@ -169,6 +169,7 @@ const char *sim_isa_inst_name(const SimIsaInst *in) {
         case ENC_VOP1: return LOOKUP(names_vop1, in->op);
         case ENC_VOPC: return LOOKUP(names_vopc, in->op);
         case ENC_VOP3: return LOOKUP(names_vop3, in->op);
+        case ENC_VOP3P: return LOOKUP(names_vop3p, in->op);
         case ENC_DS: return LOOKUP(names_ds, in->op);
         case ENC_MUBUF: return LOOKUP(names_mubuf, in->op);
         case ENC_FLAT: return LOOKUP(names_flat, in->op);
@@ -259,7 +260,7 @@ bool sim_isa_knows(const char *mnemonic) {
 #define T(x) in_table(x, ELEMS(x), mnemonic, len)
         return T(names_sop2) || T(names_sopk) || T(names_sop1) || T(names_sopc) || T(names_sopp) ||
                T(names_smem) || T(names_vop2) || T(names_vop1) || T(names_vopc) || T(names_vop3) ||
-               T(names_ds) || T(names_mubuf) || T(names_flat) || T(names_global);
+               T(names_vop3p) || T(names_ds) || T(names_mubuf) || T(names_flat) || T(names_global);
 #undef T
 }
 

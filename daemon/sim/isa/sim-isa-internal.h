@@ -211,6 +211,7 @@ void sim_isa_swrite_mask(SimIsaWave *w, unsigned code, uint64_t m);
 int sim_isa_exec_salu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+int sim_isa_exec_vop3p(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_vmem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_ds_permute(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);

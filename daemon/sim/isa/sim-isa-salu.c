@@ -500,10 +500,18 @@ static int exec_sopp(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         case SOPP_S_NOP: case SOPP_S_WAITCNT: case SOPP_S_SLEEP: case SOPP_S_SETPRIO:
         case SOPP_S_SENDMSG: case SOPP_S_ICACHE_INV: case SOPP_S_INCPERFLEVEL: case SOPP_S_DECPERFLEVEL:
         case SOPP_S_TTRACEDATA: case SOPP_S_TTRACEDATA_IMM: case SOPP_S_INST_PREFETCH: case SOPP_S_CLAUSE:
-        case SOPP_S_WAIT_IDLE: case SOPP_S_WAITCNT_DEPCTR: case SOPP_S_ROUND_MODE: case SOPP_S_DENORM_MODE:
-        case SOPP_S_CODE_END:
+        case SOPP_S_WAIT_IDLE: case SOPP_S_WAITCNT_DEPCTR: case SOPP_S_CODE_END:
                 /* No caches, no counters, no messages, one rounding mode: nothing to do.
                  * s_sendmsg is only ever MSG_DEALLOC_VGPRS-style bookkeeping in compute. */
+                return 0;
+        case SOPP_S_ROUND_MODE:
+                /* MODE.FP_ROUND [3:0] = SIMM16[3:0] (RDNA2 ISA S_ROUND_MODE); arithmetic
+                 * still rounds to nearest even, see sim-isa.h. */
+                w->mode = (w->mode & ~0xfu) | (in->w0 & 0xf);
+                return 0;
+        case SOPP_S_DENORM_MODE:
+                /* MODE.FP_DENORM [7:4] = SIMM16[3:0] (RDNA2 ISA S_DENORM_MODE). */
+                w->mode = (w->mode & ~0xf0u) | (in->w0 & 0xf) << 4;
                 return 0;
         case SOPP_S_ENDPGM:
                 w->done = true;

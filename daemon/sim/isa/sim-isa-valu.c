@@ -129,7 +129,7 @@ static void src_kinds(unsigned op, SrcKind k[3]) {
 
 /* VOP3 opcodes whose op_sel bits mean something. */
 static bool vop3_has_opsel(unsigned op) {
-        return op == VOP3_V_PERMLANE16_B32 || op == VOP3_V_PERMLANEX16_B32;
+        return op == VOP3_V_PERMLANE16_B32 || op == VOP3_V_PERMLANEX16_B32 || sim_isa_vop16_has_opsel(op);
 }
 
 static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v) {
@@ -261,16 +261,6 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                                 t = t > INT32_MAX ? INT32_MAX : t < INT32_MIN ? INT32_MIN : t;
                         d[l] = (uint32_t) t;
                 }
-                return 0;
-        case VOP3_V_ADD_NC_U16: LANES d[l] = (U(&s[0], l) + U(&s[1], l)) & 0xffff; return 0;
-        case VOP3_V_SUB_NC_U16: LANES d[l] = (U(&s[0], l) - U(&s[1], l)) & 0xffff; return 0;
-        case VOP3_V_MUL_LO_U16: LANES d[l] = (U(&s[0], l) * U(&s[1], l)) & 0xffff; return 0;
-        case VOP3_V_LSHLREV_B16: LANES d[l] = (U(&s[1], l) << (U(&s[0], l) & 15)) & 0xffff; return 0;
-        case VOP3_V_LSHRREV_B16: LANES d[l] = (U(&s[1], l) & 0xffff) >> (U(&s[0], l) & 15); return 0;
-        case VOP3_V_MAD_U16: LANES d[l] = ((U(&s[0], l) & 0xffff) * (U(&s[1], l) & 0xffff) + U(&s[2], l)) & 0xffff; return 0;
-        case VOP3_V_MAD_U32_U16: LANES d[l] = (U(&s[0], l) & 0xffff) * (U(&s[1], l) & 0xffff) + U(&s[2], l); return 0;
-        case VOP3_V_MAD_I32_I16:
-                LANES d[l] = (uint32_t) ((int32_t) (int16_t) U(&s[0], l) * (int16_t) U(&s[1], l)) + U(&s[2], l);
                 return 0;
         case VOP3_V_MAD_U32_U24:
                 LANES d[l] = (U(&s[0], l) & 0xffffff) * (U(&s[1], l) & 0xffffff) + U(&s[2], l);
@@ -501,26 +491,6 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
         case 384 + VOP1_V_CVT_I32_F32: LANES d[l] = (uint32_t) vfloat_cvt_i32(F(&s[0], l)); return 0;
         case 384 + VOP1_V_CVT_RPI_I32_F32: LANES d[l] = (uint32_t) vfloat_cvt_i32(floorf(F(&s[0], l) + 0.5f)); return 0;
         case 384 + VOP1_V_CVT_FLR_I32_F32: LANES d[l] = (uint32_t) vfloat_cvt_i32(floorf(F(&s[0], l))); return 0;
-        case 384 + VOP1_V_CVT_F16_F32: LANES d[l] = (d[l] & 0xffff0000u) | (uint16_t) ({
-                        _Float16 h = (_Float16) F(&s[0], l);
-                        uint16_t hb;
-                        memcpy(&hb, &h, 2);
-                        hb;
-                });
-                return 0;
-        case 384 + VOP1_V_CVT_F32_F16:
-                LANES {
-                        uint16_t hb = (uint16_t) U(&s[0], l);
-                        _Float16 h;
-                        memcpy(&h, &hb, 2);
-                        float f = (float) h;
-                        if (s[0].abs)
-                                f = fabsf(f);
-                        if (s[0].neg)
-                                f = -f;
-                        d[l] = f2u(out_f32(v, f));
-                }
-                return 0;
         case 384 + VOP1_V_CVT_F32_F64: LANES d[l] = f2u(out_f32(v, (float) D(&s[0], l))); return 0;
         case 384 + VOP1_V_CVT_I32_F64: LANES d[l] = (uint32_t) vfloat_cvt_i32(D(&s[0], l)); return 0;
         case 384 + VOP1_V_CVT_U32_F64: LANES d[l] = vfloat_cvt_u32(D(&s[0], l)); return 0;
@@ -633,7 +603,8 @@ static int exec_vop(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop
                 }
                 return 0;
         default:
-                return sim_isa_unsupported(r, w, in);
+                /* The 16-bit operations, or an error naming the instruction. */
+                return sim_isa_exec_vop16(r, w, in, v);
         }
 }
 
@@ -783,7 +754,7 @@ int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         if (in->ext == EXT_DPP) {
                 SrcKind kinds[3];
                 src_kinds(v.op, kinds);
-                if (kinds[0] != K32 || kinds[1] != K32)
+                if (kinds[0] != K32 || kinds[1] != K32 || kinds[2] != K32)
                         return sim_isa_unsupported(r, w, in);   /* DPP permutes 32-bit operands only */
                 int k = sim_isa_dpp_prepare(r, w, in, &v);
                 if (k < 0)

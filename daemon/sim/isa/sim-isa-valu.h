@@ -89,6 +89,30 @@ static inline double out_f64(const Vop *v, double x) {
 }
 
 
+/* sim-isa-f16.c: binary16 helpers (values as their bit patterns) and the
+ * 16-bit VALU operations. MODE.FP_DENORM[7:6] decides whether denormal
+ * inputs (half_in) and results (half_out) survive. */
+typedef enum HalfOp {
+        HALF_ADD,
+        HALF_MUL,
+        HALF_FMA,
+        HALF_MIN,
+        HALF_MAX,
+} HalfOp;
+bool half_is_denorm(uint16_t h);
+uint16_t half_in(uint16_t h, uint32_t mode);
+uint16_t half_out(uint16_t h, uint32_t mode);
+uint16_t half_from(double x);           /* round to nearest even */
+double half_to(uint16_t h);             /* exact */
+uint16_t half_fma(uint16_t a, uint16_t b, uint16_t c);
+uint16_t half_clamp(uint16_t h);
+/* One operation with MODE's denormal handling of inputs and result (c only for HALF_FMA). */
+uint16_t half_arith(HalfOp op, uint16_t a, uint16_t b, uint16_t c, uint32_t mode);
+/* A source whose float inline constants are the half-precision values. */
+void sim_isa_src_init16(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Src *s, unsigned code);
+int sim_isa_exec_vop16(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, const Vop *v);
+bool sim_isa_vop16_has_opsel(unsigned op);
+
 /* sim-isa-lanes.c: DPP operand permutation (narrows v->exec to the lanes
  * written and points src0 at the permuted copy), v_permlane16/x16. */
 int sim_isa_dpp_prepare(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in, Vop *v);

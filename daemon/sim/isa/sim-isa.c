@@ -179,6 +179,9 @@ static int step(SimIsaRun *r, SimIsaWave *w) {
         case ENC_VOP1: case ENC_VOP2: case ENC_VOPC: case ENC_VOP3:
                 k = sim_isa_exec_valu(r, w, in);
                 break;
+        case ENC_VOP3P:
+                k = sim_isa_exec_vop3p(r, w, in);
+                break;
         case ENC_FLAT: case ENC_GLOBAL: case ENC_SCRATCH: case ENC_MUBUF:
                 k = sim_isa_exec_vmem(r, w, in);
                 break;
@@ -218,7 +221,10 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         w->scc = false;
         w->done = w->at_barrier = false;
         w->index = index;
-        w->mode = 0;
+        /* MODE from COMPUTE_PGM_RSRC1, as the CP sets it (LLVM AMDGPUUsage, "compute_pgm_rsrc1
+         * for GFX6-GFX11": FLOAT_ROUND_MODE_32/16_64 [15:12] and FLOAT_DENORM_MODE_32/16_64
+         * [19:16] are MODE[7:0], DX10_CLAMP [21] MODE[8], IEEE_MODE [23] MODE[9]). */
+        w->mode = ((d->rsrc1 >> 12) & 0xff) | ((d->rsrc1 >> 21) & 1) << 8 | ((d->rsrc1 >> 23) & 1) << 9;
         w->flat_scratch_lo = w->flat_scratch_hi = 0;
         for (unsigned l = 0; l < lanes; l++) {
                 unsigned t = first + l, x = t % size[0], y = (t / size[0]) % size[1], z = t / (size[0] * size[1]);

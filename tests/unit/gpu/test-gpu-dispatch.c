@@ -321,7 +321,7 @@ Test(gpu_dispatch, a_fault_among_running_kernels_blames_none, .timeout = 120) {
 }
 
 /* Overwrites the kernel's first instruction with one the device does not
- * implement (v_pk_fma_f16, VOP3P, refused by the simulator's interpreter).
+ * implement (v_dot2_f32_f16, VOP3P, refused by the simulator's interpreter).
  * The queue stops there and says nothing — no event, as on the kernel
  * (kfd-facts §7.2) — until the job is given up on at its timeout; then its
  * message carries the simulator's words. */
@@ -336,9 +336,9 @@ Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .
         arg_ptr(&args, k, gpu_buffer_get_va(a));
         arg_u32(&args, k, 64);
 
-        /* v_pk_fma_f16 v0, v1, v2, v3 (llvm-mc-15 -mcpu=gfx1030): CC0E4000 1C0E0501 */
+        /* v_dot2_f32_f16 v0, v1, v2, v3 (llvm-mc-15 -mcpu=gfx1030): CC134000 1C0E0501 */
         uint32_t *entry = (uint32_t *) (uintptr_t) co->kernel_code[idx].entry_va; /* CPU VA == GPU VA */
-        entry[0] = 0xCC0E4000u;
+        entry[0] = 0xCC134000u;
         entry[1] = 0x1C0E0501u;
         GpuJob j = dispatch_job(co, "vector_add", 64, 64, &args);
         uint64_t s = submit(COMPUTE_QUEUE, &j);
@@ -352,8 +352,8 @@ Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .
         const GpuCompletion *c = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s);
         cr_expect_eq(c->error, -ETIME);
         cr_assert_not_null(c->message, "the simulator says what went wrong");
-        cr_expect(strstr(c->message, "v_pk_fma_f16") != NULL, "message: %s", c->message);
-        cr_expect(strstr(c->message, "cc0e4000") || strstr(c->message, "CC0E4000"), "encoding named: %s",
+        cr_expect(strstr(c->message, "v_dot2_f32_f16") != NULL, "message: %s", c->message);
+        cr_expect(strstr(c->message, "cc134000") || strstr(c->message, "CC134000"), "encoding named: %s",
                   c->message);
         check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_next));
         gpu_buffer_unref(a);

@@ -75,7 +75,9 @@ Test(isa, knows_suffixes) {
         cr_assert(sim_isa_knows("global_atomic_cmpswap"));
         cr_assert(sim_isa_knows("s_waitcnt_vscnt"));
         cr_assert(!sim_isa_knows("v_fmamk_f32_e64"), "fmamk has no VOP3 form");
-        cr_assert(!sim_isa_knows("v_pk_add_f16"));
+        cr_assert(sim_isa_knows("v_pk_add_f16"));
+        cr_assert(sim_isa_knows("v_add_f16_e64"));
+        cr_assert(!sim_isa_knows("v_dot2_f32_f16"));
         cr_assert(sim_isa_knows("v_mov_b32_sdwa"));
         cr_assert(sim_isa_knows("v_mov_b32_dpp"));
         cr_assert(sim_isa_knows("v_add_nc_u32_dpp"));
@@ -93,10 +95,11 @@ static unsigned encode(SimIsaEnc enc, unsigned op, uint32_t *w) {
         case ENC_SOPC: w[0] = 0xbf000000u | op << 16; return 1;
         case ENC_SOPP: w[0] = 0xbf800000u | op << 16; return 1;
         case ENC_SMEM: w[0] = 0xf4000000u | op << 18 | 2u << 6; w[1] = 0xfa000000u; return 2;
-        case ENC_VOP2: w[0] = op << 25 | 1u << 17 | 0x100; w[1] = 0x3f800000; return op == VOP2_V_FMAMK_F32 || op == VOP2_V_FMAAK_F32 ? 2 : 1;
+        case ENC_VOP2: w[0] = op << 25 | 1u << 17 | 0x100; w[1] = 0x3f800000; return op == VOP2_V_FMAMK_F32 || op == VOP2_V_FMAAK_F32 || op == VOP2_V_FMAMK_F16 || op == VOP2_V_FMAAK_F16 ? 2 : 1;
         case ENC_VOP1: w[0] = 0x7e000000u | 1u << 17 | op << 9 | 0x100; return 1;
         case ENC_VOPC: w[0] = 0x7c000000u | op << 17 | 0x100; return 1;
         case ENC_VOP3: w[0] = 0xd4000000u | op << 16 | 2; w[1] = 0x100 | 0x100 << 9 | 0x100 << 18; return 2;
+        case ENC_VOP3P: w[0] = 0xcc004000u | op << 16 | 2; w[1] = 0x18000000u | 0x100 | 0x100 << 9 | 0x100 << 18; return 2;
         case ENC_DS: w[0] = 0xd8000000u | op << 18; w[1] = 4u << 24; return 2;
         case ENC_MUBUF: w[0] = 0xe0000000u | op << 18; w[1] = 0x80000000u | 4u << 8; return 2;
         case ENC_FLAT: w[0] = 0xdc000000u | op << 18; w[1] = 4u << 24 | 0x7d0000 | 2u << 8; return 2;
@@ -107,7 +110,7 @@ static unsigned encode(SimIsaEnc enc, unsigned op, uint32_t *w) {
 
 Test(isa, every_known_instruction_executes) {
         static const SimIsaEnc encs[] = { ENC_SOP2, ENC_SOPK, ENC_SOP1, ENC_SOPC, ENC_SOPP, ENC_SMEM, ENC_VOP2, ENC_VOP1,
-                                          ENC_VOPC, ENC_VOP3, ENC_DS, ENC_MUBUF, ENC_FLAT, ENC_GLOBAL };
+                                          ENC_VOPC, ENC_VOP3, ENC_VOP3P, ENC_DS, ENC_MUBUF, ENC_FLAT, ENC_GLOBAL };
         unsigned tried = 0, failed = 0;
         IsaMem m;
         isa_mem_init(&m);

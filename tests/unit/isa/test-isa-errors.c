@@ -36,8 +36,8 @@ static int run(IsaMem *m, const uint32_t *code, size_t n, SimIsaDispatch *d, uin
 }
 
 Test(isa, unknown_encoding_is_eilseq) {
-        /* v_pk_add_f16 v0, v1, v2 (VOP3P), then s_endpgm. */
-        static const uint32_t code[] = { 0xcc0f4000, 0x18020501, 0xbf810000 };
+        /* v_dot2_f32_f16 v0, v1, v2, v3 (VOP3P, not implemented), then s_endpgm. */
+        static const uint32_t code[] = { 0xcc134000, 0x1c0e0501, 0xbf810000 };
         IsaMem m;
         SimIsaResult res;
         SimIsaDispatch d = one_wave();
@@ -46,9 +46,9 @@ Test(isa, unknown_encoding_is_eilseq) {
         cr_assert_eq(r, -EILSEQ);
         cr_assert_eq(res.error, -EILSEQ);
         cr_assert_eq(res.fault_pc, CODE_VA);
-        cr_assert_eq(res.bad_encoding[0], 0xcc0f4000);
-        cr_assert_eq(res.bad_encoding[1], 0x18020501);
-        cr_assert(strstr(res.message, "v_pk_add_f16") && strstr(res.message, "0xcc0f4000") &&
+        cr_assert_eq(res.bad_encoding[0], 0xcc134000);
+        cr_assert_eq(res.bad_encoding[1], 0x1c0e0501);
+        cr_assert(strstr(res.message, "v_dot2_f32_f16") && strstr(res.message, "0xcc134000") &&
                   strstr(res.message, "0x200000"), "message: %s", res.message);
         cr_assert_eq(res.wave_instructions, 0);
         isa_mem_fini(&m);

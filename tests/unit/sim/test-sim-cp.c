@@ -496,9 +496,9 @@ Test(sim_cp, dispatch_fault_stops_the_queue_at_the_dispatch) {
         t_close(&r.c, true);
 }
 
-/* v_pk_add_f16 v0, v1, v2 (VOP3P): the interpreter refuses it by name. */
+/* v_dot2_f32_f16 v0, v1, v2, v3 (VOP3P): the interpreter refuses it by name. */
 Test(sim_cp, illegal_instruction_stops_the_queue_with_its_name) {
-        static const uint32_t code[] = { 0xcc0f4000, 0x18020501, 0xbf810000 };
+        static const uint32_t code[] = { 0xcc134000, 0x1c0e0501, 0xbf810000 };
         Rig r;
         rig_open(&r, 4096);
         TestBo prog = cp_code(&r.c, code, ELEMENTSOF(code));
@@ -508,8 +508,8 @@ Test(sim_cp, illegal_instruction_stops_the_queue_with_its_name) {
         t_submit_pm4_buf(&r.q, &r.p);
         char text[256];
         rig_expect_stopped(&r, text, sizeof text);
-        cr_expect(strstr(text, "v_pk_add_f16"), "text: %s", text);
-        cr_expect(strstr(text, "0xcc0f4000"), "text names the encoding: %s", text);
+        cr_expect(strstr(text, "v_dot2_f32_f16"), "text: %s", text);
+        cr_expect(strstr(text, "0xcc134000"), "text names the encoding: %s", text);
         char pc[32];
         snprintf(pc, sizeof pc, "0x%llx", (unsigned long long) prog.va);
         cr_expect(strstr(text, pc), "text names the pc %s: %s", pc, text);

@@ -299,7 +299,7 @@ static int child_illegal(GpuContext *c, Comps *cs) {
         CHILD_CHECK(gpu_queue_abort(c, 2, seq, -ETIME, on_comp, cs) == 1, 43, "abort");
         done = run_until(c, cs, 2, seq);
         CHILD_CHECK(done && done->error == -ETIME, 43, "error %d", done ? done->error : 0);
-        CHILD_CHECK(done->message && strstr(done->message, "unsupported instruction v_pk_fma_f16"), 44, "message: %s",
+        CHILD_CHECK(done->message && strstr(done->message, "unsupported instruction v_dot2_f32_f16"), 44, "message: %s",
                     done->message ? done->message : "(none)");
         CHILD_CHECK(!gpu_context_is_lost(c, NULL), 45, "a stopped queue does not end the context");
         GpuJob nop = { .type = GPU_JOB_NOP };
