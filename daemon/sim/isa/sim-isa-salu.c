@@ -331,6 +331,38 @@ static int exec_sopk(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         }
 }
 
+/* The _b64 EXEC manipulations (RDNA2 ISA §5.3), which wave64 code uses: on
+ * the whole of EXEC_LO:EXEC_HI, whatever the wave size. */
+static int exec_sop1_b64_exec(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
+        unsigned sdst = (in->w0 >> 16) & 0x7f;
+        uint64_t a = sim_isa_sread64(r, w, in, in->w0 & 0xff), d;
+        uint64_t exec = w->s[OPND_EXEC_LO] | (uint64_t) w->s[OPND_EXEC_HI] << 32;
+        bool save = true;
+
+        switch (in->op) {
+        case SOP1_S_AND_SAVEEXEC_B64: d = a & exec; break;
+        case SOP1_S_OR_SAVEEXEC_B64: d = a | exec; break;
+        case SOP1_S_XOR_SAVEEXEC_B64: d = a ^ exec; break;
+        case SOP1_S_ANDN2_SAVEEXEC_B64: d = a & ~exec; break;
+        case SOP1_S_ORN2_SAVEEXEC_B64: d = a | ~exec; break;
+        case SOP1_S_NAND_SAVEEXEC_B64: d = ~(a & exec); break;
+        case SOP1_S_NOR_SAVEEXEC_B64: d = ~(a | exec); break;
+        case SOP1_S_XNOR_SAVEEXEC_B64: d = ~(a ^ exec); break;
+        case SOP1_S_ANDN1_SAVEEXEC_B64: d = ~a & exec; break;
+        case SOP1_S_ORN1_SAVEEXEC_B64: d = ~a | exec; break;
+        /* wrexec: the new EXEC goes to SDST too, not the old one. */
+        case SOP1_S_ANDN1_WREXEC_B64: d = ~a & exec, save = false; break;
+        case SOP1_S_ANDN2_WREXEC_B64: d = a & ~exec, save = false; break;
+        default:
+                return sim_isa_unsupported(r, w, in);
+        }
+        sim_isa_swrite64(w, sdst, save ? exec : d);
+        w->s[OPND_EXEC_LO] = (uint32_t) d;
+        w->s[OPND_EXEC_HI] = (uint32_t) (d >> 32);
+        w->scc = d != 0;
+        return 0;
+}
+
 static int exec_sop1(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         unsigned sdst = (in->w0 >> 16) & 0x7f, c0 = in->w0 & 0xff;
         uint32_t a = sim_isa_sread(r, w, in, c0), d, exec = w->s[OPND_EXEC_LO];
@@ -456,7 +488,7 @@ static int exec_sop1(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                 sim_isa_swrite(w, sdst, d);
                 return 0;
         default:
-                return sim_isa_unsupported(r, w, in);
+                return exec_sop1_b64_exec(r, w, in);
         }
 }
 

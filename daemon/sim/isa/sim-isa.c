@@ -294,8 +294,6 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
         memset(ret, 0, sizeof(*ret));
         for (unsigned i = 0; i < SIM_ISA_TLB_SIZE; i++)
                 r.tlb[i].page = UINT64_MAX;
-        if (!d->wave32)
-                return sim_isa_fail(&r, -EINVAL, d->entry_va, "wave64 dispatch is not modelled");
         wg_threads = (uint64_t) d->wg_size[0] * d->wg_size[1] * d->wg_size[2];
         if (wg_threads == 0 || wg_threads > 1024)
                 return sim_isa_fail(&r, -EINVAL, d->entry_va, "workgroup size %ux%ux%u is not 1..1024 threads",

@@ -194,11 +194,14 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
         memcpy(pkt + 32, &k->kd_va, 8);
         memcpy(pkt + 40, &kernarg_va, 8);
 
-        /* Scratch: one wave's worth per wave of a workgroup (sim-isa.h). */
+        /* Scratch: one wave's worth per wave of a workgroup (sim-isa.h);
+         * kernel_code_properties bit 10 is ENABLE_WAVEFRONT_SIZE32. */
+        bool wave32 = (k->code_properties >> 10) & 1;
+        uint32_t lanes = wave32 ? 32 : 64;
         uint32_t per_lane = (k->private_segment_size + 3) & ~3u;
         uint64_t scratch_va = 0;
         if (per_lane) {
-                uint64_t bytes = (uint64_t) ((wg_threads + 31) / 32) * 32 * per_lane;
+                uint64_t bytes = (uint64_t) ((wg_threads + lanes - 1) / lanes) * lanes * per_lane;
                 scratch_va = isa_mem_alloc(m, bytes, NULL);
         }
 
@@ -208,7 +211,7 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
                 d.user_sgpr[n++] = (uint32_t) scratch_va;
                 d.user_sgpr[n++] = (uint32_t) (scratch_va >> 32 & 0xffff) | 1u << 31;
                 d.user_sgpr[n++] = 0xffffffffu;
-                d.user_sgpr[n++] = 1u << 23 | 2u << 21;
+                d.user_sgpr[n++] = 1u << 23 | (wave32 ? 2u : 3u) << 21; /* ADD_TID, INDEX_STRIDE 32 or 64 */
         }
         if (k->code_properties & (1u << 1)) {
                 d.user_sgpr[n++] = (uint32_t) pkt_va;
@@ -244,7 +247,7 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
         memcpy(d.wg_size, wg, sizeof(d.wg_size));
         if (partial)
                 memcpy(d.partial, partial, sizeof(d.partial));
-        d.wave32 = (k->code_properties >> 10) & 1;
+        d.wave32 = wave32;
         d.scratch_va = scratch_va;
         d.scratch_per_lane = per_lane;
         d.lds_bytes = lds_granules * 512;

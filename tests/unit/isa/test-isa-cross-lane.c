@@ -4,8 +4,9 @@
  * (ds_bpermute/ds_permute, DPP16 and DPP8, v_permlane16/x16, sub-group
  * reductions and scans) against a CPU model of each instruction written from
  * its definition, on workgroups whose last wave is partial (so some sources are
- * inactive lanes) and inside a branch; plus hand-assembled DPP16 forms the
- * kernel does not reach (fi, masks on a VOP2, refused controls).
+ * inactive lanes) and inside a branch, in wave32 and (cross-lane-w64.hsaco)
+ * wave64; plus hand-assembled DPP16 forms the kernel does not reach (fi,
+ * masks on a VOP2, refused controls).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 
 #define OLD 0x0bad0000u
 #define WAVE 32u
+#define MAX_WAVE 64u
 
 static uint32_t rng_state = 12345;
 static uint32_t rnd(void) {
@@ -68,11 +70,12 @@ static uint32_t ref_bpermute(const uint32_t *v, uint64_t exec, unsigned from) {
         return on(exec, from) ? v[from] : 0;
 }
 
-static void ref_permute(const uint32_t *v, uint64_t exec, unsigned mul, unsigned add, uint32_t *ret) {
-        memset(ret, 0, WAVE * 4);
-        for (unsigned l = 0; l < WAVE; l++)
+/* ds_permute to lane (l * mul + add) % 32 of lane l's 32-lane half. */
+static void ref_permute(const uint32_t *v, uint64_t exec, unsigned mul, unsigned add, unsigned lanes, uint32_t *ret) {
+        memset(ret, 0, MAX_WAVE * 4);
+        for (unsigned l = 0; l < lanes; l++)
                 if (on(exec, l))
-                        ret[(l * mul + add) & 31] = v[l];
+                        ret[(l & 32) | ((l * mul + add) & 31)] = v[l];
 }
 
 static float u2f_(uint32_t u) {
@@ -81,25 +84,26 @@ static float u2f_(uint32_t u) {
         return f;
 }
 
-/* Expected 24 words of every lane of one wave (sub-group) with lanes exec. */
-static void ref_wave(const uint32_t *v, uint64_t exec, uint32_t (*e)[24]) {
-        uint32_t perm[WAVE], perm2[WAVE], sum = 0, incl = 0, mx = 0, fmin_bits = 0x7f800000;
+/* Expected 24 words of every lane of one wave (sub-group) of `lanes` with
+ * the lanes of exec live. ds_(b)permute work on each 32-lane half alone. */
+static void ref_wave(const uint32_t *v, uint64_t exec, unsigned lanes, uint32_t (*e)[24]) {
+        uint32_t perm[MAX_WAVE], perm2[MAX_WAVE], sum = 0, incl = 0, mx = 0, fmin_bits = 0x7f800000;
         uint64_t odd = 0;
 
-        ref_permute(v, exec, 7, 0, perm);
-        for (unsigned l = 0; l < WAVE; l++)
+        ref_permute(v, exec, 7, 0, lanes, perm);
+        for (unsigned l = 0; l < lanes; l++)
                 if (on(exec, l)) {
                         sum += v[l];
                         if (u2f_(v[l] >> 2) < u2f_(fmin_bits))
                                 fmin_bits = v[l] >> 2;
                         odd |= (uint64_t) (v[l] & 1) << l;
                 }
-        ref_permute(v, odd, 11, 2, perm2);
-        for (unsigned l = 0; l < WAVE; l++) {
+        ref_permute(v, odd, 11, 2, lanes, perm2);
+        for (unsigned l = 0; l < lanes; l++) {
                 if (!on(exec, l))
                         continue;
                 uint32_t *x = e[l];
-                x[0] = ref_bpermute(v, exec, (l * 5 + 3) & 31);
+                x[0] = ref_bpermute(v, exec, (l & 32) | ((l * 5 + 3) & 31));
                 x[1] = perm[l];
                 x[2] = ref_dpp16(v, exec, l, 0x4e, 0xf, 0xf, false);
                 x[3] = ref_dpp16(v, exec, l, 0x103, 0xf, 0xf, false);
@@ -124,7 +128,7 @@ static void ref_wave(const uint32_t *v, uint64_t exec, uint32_t (*e)[24]) {
                                 x[k] = OLD;
                         continue;
                 }
-                x[18] = ref_bpermute(v, odd, (l * 3 + 1) & 31);
+                x[18] = ref_bpermute(v, odd, (l & 32) | ((l * 3 + 1) & 31));
                 x[19] = perm2[l];
                 x[20] = ref_dpp16(v, odd, l, 0x102, 0xf, 0xf, false);
                 x[21] = ref_dpp16(v, odd, l, 0x113, 0xf, 0xf, true);
@@ -145,11 +149,8 @@ Test(isa_cross_lane, kernel_uses_every_form) {
                              "clang no longer emits %s for cross-lane.cl", needles[i]);
 }
 
-Test(isa_cross_lane, kernel_matches_reference) {
-        /* Workgroup sizes: whole waves, a last wave of 16, 8 and 1 lanes, one tiny wave. */
-        static const uint32_t shapes[][2] = { { 4, 32 }, { 2, 64 }, { 3, 48 }, { 2, 40 }, { 2, 33 }, { 5, 4 } };
-
-        for (size_t t = 0; t < sizeof(shapes) / sizeof(shapes[0]); t++) {
+static void check_kernel(const char *file, unsigned lanes, const uint32_t (*shapes)[2], size_t nshapes) {
+        for (size_t t = 0; t < nshapes; t++) {
                 uint32_t groups = shapes[t][0], wg = shapes[t][1], n = groups * wg, *in, *out;
                 IsaMem m;
                 IsaKernel k;
@@ -157,33 +158,50 @@ Test(isa_cross_lane, kernel_matches_reference) {
                 SimIsaResult res;
 
                 isa_mem_init(&m);
-                cr_assert_eq(isa_kernel_load(&m, isa_kernel_path("cross-lane.hsaco"), "cross_lane", &k), 0);
+                cr_assert_eq(isa_kernel_load(&m, isa_kernel_path(file), "cross_lane", &k), 0);
+                cr_assert_eq((k.code_properties >> 10) & 1, lanes == 32, "%s: ENABLE_WAVEFRONT_SIZE32", file);
                 uint64_t iv = isa_mem_alloc(&m, 4 * n, (void **) &in), ov = isa_mem_alloc(&m, 96 * n, (void **) &out);
                 for (uint32_t i = 0; i < n; i++)
                         in[i] = rnd() % 5 == 0 ? rnd() % 64 : rnd();
                 isa_args_u64(&a, iv), isa_args_u64(&a, ov);
                 uint32_t grid[3] = { groups, 1, 1 }, wgs[3] = { wg, 1, 1 };
                 int r = isa_launch(&m, &k, grid, wgs, &a, 10000000, &res);
-                cr_assert_eq(r, 0, "wg %u: %s", wg, res.message);
+                cr_assert_eq(r, 0, "%s wg %u: %s", file, wg, res.message);
 
                 for (uint32_t g = 0; g < groups; g++)
-                        for (uint32_t w0 = 0; w0 < wg; w0 += WAVE) {
-                                uint32_t v[WAVE] = { 0 }, e[WAVE][24], live = wg - w0 < WAVE ? wg - w0 : WAVE;
+                        for (uint32_t w0 = 0; w0 < wg; w0 += lanes) {
+                                uint32_t v[MAX_WAVE] = { 0 }, e[MAX_WAVE][24], live = wg - w0 < lanes ? wg - w0 : lanes;
                                 uint64_t exec = live == 64 ? ~0ull : (1ull << live) - 1;
                                 for (unsigned l = 0; l < live; l++)
                                         v[l] = in[g * wg + w0 + l];
-                                ref_wave(v, exec, e);
+                                ref_wave(v, exec, lanes, e);
                                 for (unsigned l = 0; l < live; l++)
                                         for (unsigned j = 0; j < 24; j++) {
                                                 if (j == 16 && live <= 3)
                                                         continue;       /* broadcast of an inactive lane */
                                                 uint32_t got = out[24 * (g * wg + w0 + l) + j];
-                                                cr_assert_eq(got, e[l][j], "wg %u group %u lane %u word %u: %#x, expected %#x",
-                                                             wg, g, w0 + l, j, got, e[l][j]);
+                                                cr_assert_eq(got, e[l][j], "%s wg %u group %u lane %u word %u: %#x, expected %#x",
+                                                             file, wg, g, w0 + l, j, got, e[l][j]);
                                         }
                         }
                 isa_mem_fini(&m);
         }
+}
+
+Test(isa_cross_lane, kernel_matches_reference) {
+        /* Workgroup sizes: whole waves, a last wave of 16, 8 and 1 lanes, one tiny wave. */
+        static const uint32_t shapes[][2] = { { 4, 32 }, { 2, 64 }, { 3, 48 }, { 2, 40 }, { 2, 33 }, { 5, 4 } };
+        check_kernel("cross-lane.hsaco", 32, shapes, sizeof(shapes) / sizeof(shapes[0]));
+}
+
+/* The same kernel built for wave64: DPP over four rows, permlanex16 pairing
+ * rows 2 and 3, ds_(b)permute within each half, and the device library's
+ * sub-group reductions combining the halves with v_readlane. */
+Test(isa_cross_lane, wave64_kernel_matches_reference) {
+        static const uint32_t shapes[][2] = { { 2, 64 }, { 2, 128 }, { 3, 96 }, { 2, 100 }, { 2, 33 }, { 3, 4 } };
+        cr_assert_gt(isa_objdump_count("cross-lane-w64.hsaco", "v_readlane_b32"), 0);
+        cr_assert_gt(isa_objdump_count("cross-lane-w64.hsaco", "exec, exec, s["), 0, "64-bit EXEC");
+        check_kernel("cross-lane-w64.hsaco", 64, shapes, sizeof(shapes) / sizeof(shapes[0]));
 }
 
 /* Runs one wave32 of hand-assembled code (encodings from llvm-mc-15

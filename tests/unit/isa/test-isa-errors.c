@@ -113,14 +113,19 @@ Test(isa, budget_is_etime) {
         isa_mem_fini(&m);
 }
 
-Test(isa, wave64_and_oversized_are_einval) {
+/* Wave64 runs (a 100-item workgroup is two waves of 64 and 36 lanes); oversized
+ * workgroups and LDS are refused. */
+Test(isa, wave64_runs_oversized_is_einval) {
         static const uint32_t code[] = { 0xbf810000 };
         IsaMem m;
         SimIsaResult res;
         SimIsaDispatch d = one_wave();
         isa_mem_init(&m);
         d.wave32 = false;
-        cr_assert_eq(run(&m, code, 1, &d, 0, &res), -EINVAL);
+        d.wg_size[0] = 100;
+        cr_assert_eq(run(&m, code, 1, &d, 0, &res), 0, "%s", res.message);
+        cr_assert_eq(res.wave_instructions, 2, "two waves");
+        cr_assert_eq(res.lane_instructions, 100, "of 64 and 36 lanes");
         d = one_wave();
         d.wg_size[0] = 2048;
         cr_assert_eq(sim_isa_dispatch(&d, &m.mem, 0, &res), -EINVAL);
