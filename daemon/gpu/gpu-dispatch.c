@@ -27,8 +27,11 @@
  *   TMPRING_SIZE, RESTART_X..Z = 0, USER_DATA_0.. (user SGPRs in descriptor
  *   order), RESOURCE_LIMITS = 0, START_X..Z = 0 with NUM_THREAD_X..Z (FULL
  *   and PARTIAL) and PIPELINESTAT/PERFCOUNT = 0, DISPATCH_DIRECT(workgroups,
- *   COMPUTE_SHADER_EN | FORCE_START_AT_000 | CS_W32_EN | PARTIAL_TG_EN when
- *   the grid is not a multiple of the block), EVENT_WRITE CS_PARTIAL_FLUSH.
+ *   COMPUTE_SHADER_EN | FORCE_START_AT_000 | CS_W32_EN for a kernel whose
+ *   descriptor sets ENABLE_WAVEFRONT_SIZE32 (kernel_code_properties bit 10;
+ *   LLVM AMDGPUUsage: gfx10 kernels run wave32 with it, wave64 without) |
+ *   PARTIAL_TG_EN when the grid is not a multiple of the block), EVENT_WRITE
+ *   CS_PARTIAL_FLUSH.
  *
  * Partial workgroups: the grid is given in work-items, as in an HSA dispatch
  * packet; DIM_X/Y/Z count workgroups rounded up and NUM_THREAD_PARTIAL tells
@@ -47,7 +50,11 @@
  * scratch init SGPRs, and the hardware hands each wave a byte offset into it
  * (wave slot × TMPRING_SIZE.WAVESIZE KiB). The V# is the one tinygrad used on
  * gfx10 (PR #5926): base, SWIZZLE_ENABLE, NUM_RECORDS 0xFFFFFFFF, and dword3
- * 0x00C00000 = INDEX_STRIDE 2 (32 lanes) | ADD_TID_ENABLE. One backing per
+ * 0x00C00000 = INDEX_STRIDE 2 (32 lanes) | ADD_TID_ENABLE; a wave64 kernel
+ * gets INDEX_STRIDE 3 (64 lanes, dword3 0x00E00000), so that ADD_TID_ENABLE
+ * gives each of its 64 lanes a dword column of its own (RDNA2 ISA §8.1.6,
+ * swizzled buffer addressing; with STRIDE 0 the lanes past the index stride
+ * would alias the first ones), and WAVESIZE covers 64 lanes. One backing per
  * queue, grown when a kernel needs more per wave; jobs hold a reference to the
  * backing they were programmed with, so a bigger one never pulls memory from
  * under a running dispatch. It is shared by every session's dispatches on the
@@ -90,9 +97,11 @@
 #define GPU_SCRATCH_MIN_WAVES 32u
 
 /* The scratch V#'s dword3: tinygrad's gfx10 value (see the file comment) and
- * its gfx11 one, 0x20C14000 (ops_amd.py; kfd-facts §2.4). */
+ * its gfx11 one, 0x20C14000 (ops_amd.py; kfd-facts §2.4), both with
+ * INDEX_STRIDE [22:21] 2 (32 lanes); a wave64 kernel's has INDEX_STRIDE 3. */
 #define SCRATCH_RSRC_DWORD3 0x00C00000u
 #define SCRATCH_RSRC_DWORD3_GFX11 0x20C14000u
+#define SCRATCH_RSRC_INDEX_STRIDE_64 (3u << 21)
 
 /* gfx11 (RDNA3) programs scratch differently from gfx10.3 (kfd-facts §2.5). */
 static bool is_gfx11(const GpuContext *c) {
@@ -122,10 +131,14 @@ static bool uses_scratch(const GpuKernel *k) {
         return k->private_segment_size > 0;
 }
 
-/* Per-wave scratch bytes for the kernel, in whole WAVESIZE units (wave32). */
-static uint64_t scratch_wave_bytes(const GpuContext *c, const GpuKernel *k) {
+static unsigned wave_lanes(const GpuKernelCode *kc) {
+        return kc->wave32 ? 32 : 64;
+}
+
+/* Per-wave scratch bytes for the kernel, in whole WAVESIZE units. */
+static uint64_t scratch_wave_bytes(const GpuContext *c, const GpuKernel *k, const GpuKernelCode *kc) {
         uint64_t per_lane = align_up_u64(k->private_segment_size, 4);
-        return align_up_u64(per_lane * 32, wavesize_unit(c));
+        return align_up_u64(per_lane * wave_lanes(kc), wavesize_unit(c));
 }
 
 /* The LDS regions of the local-pointer args and the total LDS in bytes;
@@ -173,9 +186,6 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
         const GpuKernel *k = job_kernel(job);
         const GpuKernelCode *kc = job_code(job);
 
-        if (!kc->wave32)
-                return REFUSE("kernel \"%s\" is built for wave64; the compute queues run wave32 (CS_W32_EN)",
-                              k->name);
         for (unsigned d = 0; d < 3; d++) {
                 if (job->dispatch.grid[d] == 0 || job->dispatch.block[d] == 0)
                         return REFUSE("grid and workgroup sizes must be at least 1 in every dimension");
@@ -197,7 +207,7 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
         if (RSRC2_USER_SGPR_COUNT(kc->rsrc2) > PM4_MAX_USER_DATA)
                 return REFUSE("kernel \"%s\" wants %u user SGPRs, at most %u", k->name,
                               RSRC2_USER_SGPR_COUNT(kc->rsrc2), PM4_MAX_USER_DATA);
-        if (uses_scratch(k) && scratch_wave_bytes(c, k) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX)
+        if (uses_scratch(k) && scratch_wave_bytes(c, k, kc) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX)
                 return REFUSE("kernel \"%s\" needs %" PRIu32 " bytes of scratch per work-item, more than the %llu MiB "
                               "of scratch a queue backs allow",
                               k->name, k->private_segment_size, GPU_SCRATCH_MAX >> 20);
@@ -332,7 +342,7 @@ int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t
         f->tmpring = 0;
         f->lds_bytes = lds_total;
         if (uses_scratch(k)) {
-                uint64_t wave_bytes = scratch_wave_bytes(c, k);
+                uint64_t wave_bytes = scratch_wave_bytes(c, k, job_code(job));
                 r = ensure_scratch(c, q, wave_bytes);
                 if (r < 0)
                         return r;
@@ -377,7 +387,8 @@ static unsigned user_sgprs(const GpuContext *c, const GpuQueue *q, const GpuJob 
                 v[n++] = (uint32_t) scratch;
                 v[n++] = (uint32_t) (scratch >> 32 & 0xFFFFu) | 1u << 31; /* SWIZZLE_ENABLE */
                 v[n++] = 0xFFFFFFFFu;                                       /* NUM_RECORDS */
-                v[n++] = is_gfx11(c) ? SCRATCH_RSRC_DWORD3_GFX11 : SCRATCH_RSRC_DWORD3;
+                v[n++] = (is_gfx11(c) ? SCRATCH_RSRC_DWORD3_GFX11 : SCRATCH_RSRC_DWORD3) |
+                         (kc->wave32 ? 0 : SCRATCH_RSRC_INDEX_STRIDE_64);
         }
         if (kc->code_properties & KCP_DISPATCH_PTR)
                 PUT64(kernarg + GPU_KERNARG_MAX);
@@ -417,7 +428,8 @@ static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const
         const GpuKernelCode *kc = job_code(job);
         uint32_t *const p0 = p, v[PM4_MAX_USER_DATA];
         uint32_t initiator = COMPUTE_DISPATCH_INITIATOR_COMPUTE_SHADER_EN |
-                             COMPUTE_DISPATCH_INITIATOR_FORCE_START_AT_000 | COMPUTE_DISPATCH_INITIATOR_CS_W32_EN;
+                             COMPUTE_DISPATCH_INITIATOR_FORCE_START_AT_000 |
+                             (kc->wave32 ? COMPUTE_DISPATCH_INITIATOR_CS_W32_EN : 0);
         uint32_t nthread[3];
 
         uint32_t lds_granules = DIV_ROUND_UP(f->lds_bytes, PM4_LDS_GRANULE);

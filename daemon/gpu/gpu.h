@@ -342,7 +342,7 @@ typedef struct GpuJob {
  * Checks a GPU_JOB_DISPATCH job against what the device and its compute
  * queues can run — the checks gpu_queue_submit() makes of it, so a caller can
  * refuse a job at once rather than learn of it when the job reaches the
- * queue: a wave64 kernel, a workgroup over 1024 work-items or the kernel's
+ * queue: a workgroup over 1024 work-items or the kernel's
  * maximum, missing arguments, kernel arguments or scratch beyond what a queue
  * provides, LDS beyond the device's. Returns 0 or -EINVAL with err (if not
  * NULL) naming the problem. Does not look at waits.

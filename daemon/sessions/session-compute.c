@@ -558,8 +558,8 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         if (s->policy.dispatch_timeout_ns != POLICY_INFINITY)
                 j->sched.timeout_ns = MIN(j->sched.timeout_ns, s->policy.dispatch_timeout_ns);
 
-        /* What only the GPU layer knows to refuse (a wave64 kernel, scratch
-         * beyond a queue's), now rather than as a JobFailed later. */
+        /* What only the GPU layer knows to refuse (scratch beyond a queue's,
+         * LDS beyond the device's), now rather than as a JobFailed later. */
         char why[256];
         if (gpu_dispatch_check(context_pool_device_gpu(s->set->contexts), &j->sched.gpu, why, sizeof why) < 0)
                 return fail(s, id, EINVAL, "submit.jobs[%zu].dispatch: %s", idx, why);

@@ -38,12 +38,14 @@
  *   to DIM - 1: DIM_X/Y/Z are end values, not counts, when START is used
  *   (Mesa radv_emit_dispatch_packets "The blocks in the packet are not counts
  *   but end values");
- *   CS_W32_EN selects wave32 (wave64 is refused by the interpreter);
+ *   CS_W32_EN [15] selects wave32, its absence wave64 (gfx10 runs both; the
+ *   wave size comes from the initiator, not from the code);
  *   LDS = RSRC2.LDS_SIZE [23:15] x 512 bytes;
  *   scratch (RSRC2.SCRATCH_EN): COMPUTE_TMPRING_SIZE.WAVESIZE [24:12] in
  *   1 KiB units per wave (gfx10), so wave w of a workgroup gets the private
  *   segment wave byte offset w x WAVESIZE x 1024 (workgroups run one at a
- *   time); WAVES [11:0] must cover one workgroup's waves. The base address
+ *   time), WAVESIZE x 1024 / (32 or 64) bytes per lane; WAVES [11:0] must
+ *   cover one workgroup's waves of that size. The base address
  *   reaches the kernel through the private segment buffer V# the daemon puts
  *   in the user SGPRs, as on gfx10 hardware, which has no scratch base
  *   register.
@@ -512,7 +514,8 @@ static ExecResult build_dispatch(SimCpState *cp, const SimPm4Packet *pk, SimIsaD
         d->lds_bytes = ((rsrc2 >> 15) & 0x1FF) * 512;
         if (rsrc2 & 1) {
                 uint32_t tmpring = SH(cp, COMPUTE_TMPRING_SIZE), waves = tmpring & 0xFFF, wavesize = (tmpring >> 12) & 0x1FFF;
-                uint64_t wg_waves = (wg_threads + 31) / 32;
+                uint32_t lanes = d->wave32 ? 32 : 64;
+                uint64_t wg_waves = (wg_threads + lanes - 1) / lanes;
 
                 if (tmpring >> 25)
                         return failf(f, "DISPATCH_DIRECT: COMPUTE_TMPRING_SIZE 0x%x has bits above WAVESIZE [24:12] "
@@ -524,8 +527,8 @@ static ExecResult build_dispatch(SimCpState *cp, const SimPm4Packet *pk, SimIsaD
                         return failf(f, "DISPATCH_DIRECT: COMPUTE_TMPRING_SIZE.WAVES %u is fewer than the %llu waves of "
                                         "one workgroup", waves, (unsigned long long) wg_waves);
                 /* WAVESIZE is in 1 KiB units per wave on gfx10; the interpreter
-                 * gives wave w the offset w * 32 * scratch_per_lane. */
-                d->scratch_per_lane = wavesize * 1024 / 32;
+                 * gives wave w the offset w * lanes * scratch_per_lane. */
+                d->scratch_per_lane = wavesize * 1024 / lanes;
         }
         return EXEC_DONE;
 }

@@ -617,3 +617,113 @@ Test(gpu_dispatch, twenty_thousand_dispatches_wrap_the_ring, .init = setup, .fin
         cr_assert_gt(eagain, 0, "the ring was never full: the test did not wrap it");
         gpu_code_object_unref(co);
 }
+
+/* COMPUTE_DISPATCH_INITIATOR of the stream's DISPATCH_DIRECT (opcode 0x15:
+ * DIM_X, DIM_Y, DIM_Z, initiator). */
+static uint32_t dispatch_initiator(const uint32_t *p, size_t n) {
+        for (size_t i = 0; i < n;) {
+                uint32_t h = p[i], count = (h >> 16) & 0x3FFF;
+                if (((h >> 8) & 0xFF) == 0x15) {
+                        cr_assert_eq(count, 3u, "DISPATCH_DIRECT carries 4 dwords");
+                        return p[i + 4];
+                }
+                i += count == 0x3FFF ? 1 : count + 2;
+        }
+        cr_assert_fail("no DISPATCH_DIRECT in the stream");
+        return 0;
+}
+
+/* The wave size travels from the descriptor (ENABLE_WAVEFRONT_SIZE32,
+ * kernel_code_properties bit 10) to COMPUTE_DISPATCH_INITIATOR.CS_W32_EN
+ * (bit 15); a wave64 kernel's scratch is sized for 64 lanes and its V# has
+ * INDEX_STRIDE 64. */
+Test(gpu_dispatch, wave_size_programs_cs_w32_en, .init = setup, .fini = teardown) {
+        static const struct {
+                const char *file;
+                bool wave32;
+        } kernels[] = { { "private-array.hsaco", true }, { "private-array-w64.hsaco", false } };
+        GpuQueue *q = &fx.ctx->queues[COMPUTE_QUEUE];
+        uint32_t ring[512];
+        ShRegs regs;
+
+        for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
+                GpuCodeObject *co = load(kernels[i].file);
+                const GpuKernel *k = kernel_of(co, "private_array");
+                Args args = { 0 };
+                arg_ptr(&args, k, 0);
+                arg_ptr(&args, k, 0);
+                arg_u32(&args, k, 0);
+                GpuJob j = dispatch_job(co, "private_array", 100, 64, &args);
+                cr_assert_eq(co->kernel_code[j.dispatch.kernel].wave32, kernels[i].wave32, "%s", kernels[i].file);
+                GpuInflight f = { .seq = 7, .job = j };
+                cr_assert_eq(gpu_dispatch_prepare(fx.ctx, q, &j, f.seq, &f), 0);
+                size_t n = gpu_compute_emit_job(fx.ctx, q, &j, &f, ring);
+                uint32_t init = dispatch_initiator(ring, n);
+                cr_expect_eq((init >> 15) & 1, (uint32_t) kernels[i].wave32, "%s: CS_W32_EN in 0x%x", kernels[i].file, init);
+                cr_expect_eq(init & 0x7, 0x7u, "COMPUTE_SHADER_EN | PARTIAL_TG_EN | FORCE_START_AT_000 in 0x%x", init);
+                walk_sh_regs(ring, n, &regs);
+                uint32_t per_lane = (k->private_segment_size + 3) & ~3u, lanes = kernels[i].wave32 ? 32 : 64;
+                cr_expect_eq(regs.v[0x243], kernels[i].wave32 ? 0x00C00000u : 0x00E00000u, "%s: V# dword3 (INDEX_STRIDE)",
+                             kernels[i].file);
+                cr_expect_geq(((regs.v[0x218] >> 12) & 0x1FFF) * 1024u, per_lane * lanes, "%s: WAVESIZE", kernels[i].file);
+                gpu_buffer_unref(f.scratch);
+                gpu_code_object_unref(co);
+        }
+}
+
+/* Wave64 kernels run on the simulated CP: partial waves, scratch, LDS with
+ * barriers over several waves. */
+Test(gpu_dispatch, wave64_kernels_run, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("vector-add-w64.hsaco");
+        vector_add(co, 1000, 64);
+        vector_add(co, 1000, 256);
+        vector_add(co, 77, 48);
+        gpu_code_object_unref(co);
+
+        co = load("private-array-w64.hsaco");
+        const GpuKernel *k = kernel_of(co, "private_array");
+        uint32_t n = 1000;
+        GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in), *po = gpu_buffer_get_cpu(out);
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = i * 2654435761u;
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(in));
+        arg_ptr(&args, k, gpu_buffer_get_va(out));
+        arg_u32(&args, k, n);
+        GpuJob j = dispatch_job(co, "private_array", n, 128, &args);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t v = pi[i], acc = 0;
+                for (uint32_t q = 0; q < 16; q++)
+                        acc += v * ((v + q * 7) & 63) + i;
+                cr_assert_eq(po[i], acc, "out[%u]", i);
+        }
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+
+        co = load("reduce-lds-w64.hsaco");
+        k = kernel_of(co, "reduce_lds");
+        uint32_t groups = 9;
+        n = 256 * groups;
+        in = new_buf(n * 4, GPU_PLACEMENT_GTT), out = new_buf(groups * 4, GPU_PLACEMENT_GTT);
+        pi = gpu_buffer_get_cpu(in), po = gpu_buffer_get_cpu(out);
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = i ^ 0x5A5A;
+        Args rargs = { 0 };
+        arg_ptr(&rargs, k, gpu_buffer_get_va(in));
+        arg_ptr(&rargs, k, gpu_buffer_get_va(out));
+        arg_u32(&rargs, k, n);
+        j = dispatch_job(co, "reduce_lds", n, 256, &rargs);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t g = 0; g < groups; g++) {
+                uint32_t sum = 0;
+                for (uint32_t i = 0; i < 256; i++)
+                        sum += pi[g * 256 + i];
+                cr_assert_eq(po[g], sum, "partial[%u]", g);
+        }
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+}
