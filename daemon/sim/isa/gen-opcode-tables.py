@@ -110,8 +110,6 @@ def write_opcodes(table):
 def write_names(path, comment, table, prefix):
     out = [HEAD + '/*\n' + comment + ' */\n#pragma once\n']
     for enc, n in SIZES.items():
-        if prefix == 'names' and enc == 'SCRATCH':
-            continue
         out.append('static const char *const %s_%s[%d] = {' % (prefix, enc.lower(), n))
         for op in sorted(table.get(enc, {})):
             out.append('        [%d] = "%s",' % (op, table[enc][op]))
@@ -152,6 +150,8 @@ def implemented(table):
         if sym.startswith('GLOBAL_GLOBAL_ATOMIC_') and not re.search('FMIN|FMAX|FCMPSWAP', sym):
             impl['GLOBAL'].add(v)
     impl['FLAT'] = {op for op in impl['GLOBAL'] if op in table['FLAT']}
+    # SCRATCH shares the GLOBAL load/store numbers and has no atomics.
+    impl['SCRATCH'] = {op for op in impl['GLOBAL'] if op in table['SCRATCH']}
     impl['MUBUF'] |= {defs['MUBUF_BUFFER_GL0_INV'], defs['MUBUF_BUFFER_GL1_INV']}
     return {e: {op: table[e][op] for op in ops if op in table[e]} for e, ops in impl.items()}
 

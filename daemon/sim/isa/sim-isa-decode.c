@@ -173,6 +173,7 @@ const char *sim_isa_inst_name(const SimIsaInst *in) {
         case ENC_DS: return LOOKUP(names_ds, in->op);
         case ENC_MUBUF: return LOOKUP(names_mubuf, in->op);
         case ENC_FLAT: return LOOKUP(names_flat, in->op);
+        case ENC_SCRATCH: return LOOKUP(names_scratch, in->op);
         case ENC_GLOBAL: return LOOKUP(names_global, in->op);
         default: return NULL;
         }
@@ -260,7 +261,7 @@ bool sim_isa_knows(const char *mnemonic) {
 #define T(x) in_table(x, ELEMS(x), mnemonic, len)
         return T(names_sop2) || T(names_sopk) || T(names_sop1) || T(names_sopc) || T(names_sopp) ||
                T(names_smem) || T(names_vop2) || T(names_vop1) || T(names_vopc) || T(names_vop3) ||
-               T(names_vop3p) || T(names_ds) || T(names_mubuf) || T(names_flat) || T(names_global);
+               T(names_vop3p) || T(names_ds) || T(names_mubuf) || T(names_flat) || T(names_scratch) || T(names_global);
 #undef T
 }
 

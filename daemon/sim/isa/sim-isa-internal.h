@@ -119,6 +119,7 @@ typedef struct SimIsaRun {
         uint32_t wg_size[3];    /* work-items of the running workgroup (partial in a last one) */
         unsigned n_waves;       /* waves of the running workgroup */
         unsigned lanes;         /* wave size of the dispatch: 32 or 64 */
+        uint64_t lds_aperture, private_aperture;        /* bases from SH_MEM_BASES; 0 = none */
         SimIsaTlbEntry tlb[SIM_ISA_TLB_SIZE];
         /* Fetch cache: host pointer of the page holding pc. */
         uint64_t code_page;

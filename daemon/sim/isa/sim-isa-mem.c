@@ -6,9 +6,26 @@
  * instructions DS_* (chapter 11 "Data Share Operations") on the workgroup's
  * LDS. Every access goes through sim_isa_mem(), so an address outside the
  * mapped memory fails the dispatch with -EFAULT and the address. Lanes are
- * processed in order 0..31, which makes atomics on one address deterministic.
- * FLAT is treated as GLOBAL: this model has no shared/private apertures
- * (their inline constants are refused by the decoder).
+ * processed in order 0..63, which makes atomics on one address deterministic.
+ *
+ * FLAT addresses (RDNA2 ISA §10.1 "Flat Memory Instructions", "the address
+ * is checked against the LDS and private apertures") go to the workgroup's
+ * LDS when they fall in the LDS aperture (offset = address - aperture base),
+ * to the lane's private memory when in the private aperture, and to global
+ * memory otherwise; the apertures are the 4 GiB ranges whose bits 63:48
+ * SH_MEM_BASES holds (SHARED_BASE [31:16], PRIVATE_BASE [15:0]), none when
+ * that field is 0. A private address o of lane l (and the offset of a
+ * SCRATCH instruction) is at FLAT_SCRATCH + (o / 4) * 4 * wave_size + l * 4 +
+ * o % 4: the private segment is swizzled in dwords across the lanes of the
+ * wave, the layout the private segment buffer V# gives MUBUF accesses
+ * (SWIZZLE_ENABLE, element size 4, ADD_TID_ENABLE, INDEX_STRIDE = wave size:
+ * sim-isa.h), so that flat, scratch and buffer instructions see one private
+ * memory (LLVM mixes them: a __private variable written by buffer_store and
+ * read through a generic pointer). FLAT_SCRATCH is the wave's base the kernel
+ * prologue writes with s_setreg_b32 HW_REG_FLAT_SCR_LO/HI (flat scratch init
+ * SGPRs + private segment wave offset; LLVM SIFrameLowering
+ * emitEntryFunctionFlatScratchInit for GFX10). An access that would cross a
+ * dword of that layout (a 64-bit atomic, an unaligned dword) is refused.
  */
 #include <errno.h>
 #include <string.h>
@@ -96,19 +113,47 @@ static bool memop_from_flat(unsigned op, MemOp *m) {
 
 /* One lane's access at va: loads into v[vdst..], stores from v[vdata..],
  * atomics with v[vdata..] as source (and compare), returning the old value to
- * v[vdst..] when glc is set. addr_of maps the k-th dword offset to its VA so
- * swizzled buffers can place each dword separately. */
+ * v[vdst..] when glc is set. addr_of maps the k-th dword offset to its
+ * address so swizzled buffers can place each dword separately; mem_of turns
+ * an address into host memory (global VA, flat address or private offset). */
 typedef uint64_t (*AddrFn)(const void *ctx, unsigned lane, uint32_t byte_offset);
+typedef int (*MemFn)(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t addr, unsigned len, bool write, void **ret);
+
+static int global_mem(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t va, unsigned len, bool write, void **ret) {
+        (void) lane;
+        return sim_isa_mem(r, w, va, len, write, ret);
+}
+
+static int lds_ptr(SimIsaRun *r, SimIsaWave *w, uint32_t addr, unsigned len, void **ret);
+
+/* Lane's private byte o, swizzled (see the file comment). */
+static int private_mem(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t o, unsigned len, bool write, void **ret) {
+        uint64_t base = w->flat_scratch_lo | (uint64_t) w->flat_scratch_hi << 32;
+        o &= 0xffffffffu;
+        if ((o & 3) + len > 4)
+                return sim_isa_fail(r, -EILSEQ, w->pc,
+                                    "private access of %u bytes at 0x%llx crosses a dword of the swizzled private "
+                                    "segment at pc 0x%llx", len, (unsigned long long) o, (unsigned long long) w->pc);
+        return sim_isa_mem(r, w, base + (o / 4) * 4 * w->lanes + lane * 4 + (o & 3), len, write, ret);
+}
+
+static int flat_mem(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t a, unsigned len, bool write, void **ret) {
+        if (r->lds_aperture && a - r->lds_aperture <= 0xffffffffu)
+                return lds_ptr(r, w, (uint32_t) (a - r->lds_aperture), len, ret);
+        if (r->private_aperture && a - r->private_aperture <= 0xffffffffu)
+                return private_mem(r, w, lane, a - r->private_aperture, len, write, ret);
+        return sim_isa_mem(r, w, a, len, write, ret);
+}
 
 static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lane, AddrFn addr_of,
-                       const void *ctx, unsigned vdst, unsigned vdata, bool glc) {
+                       const void *ctx, MemFn mem_of, unsigned vdst, unsigned vdata, bool glc) {
         void *p;
         int k;
 
         if (m->atomic) {
                 unsigned n = m->is64 ? 8 : 4;
                 uint64_t va = addr_of(ctx, lane, 0), old = 0, src, cmp = 0, nv;
-                k = sim_isa_mem(r, w, va, n, true, &p);
+                k = mem_of(r, w, lane, va, n, true, &p);
                 if (k < 0)
                         return k;
                 memcpy(&old, p, n);
@@ -136,7 +181,7 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
                 vas[i] = addr_of(ctx, lane, 4 * i);
         for (unsigned i = 0; i < m->dwords; i++) {
                 uint64_t va = vas[i];
-                k = sim_isa_mem(r, w, va, m->bytes, m->store, &p);
+                k = mem_of(r, w, lane, va, m->bytes, m->store, &p);
                 if (k < 0)
                         return k;
                 if (m->store) {
@@ -156,41 +201,53 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
 typedef struct FlatCtx {
         const SimIsaWave *w;
         unsigned vaddr;
-        bool saddr_valid;
+        bool saddr_valid, scratch, no_vaddr;
         uint64_t saddr;
         int32_t offset;
 } FlatCtx;
 
+/* FLAT/GLOBAL: a 64-bit VGPR address, or a 64-bit SGPR base plus a 32-bit
+ * VGPR offset. SCRATCH: a 32-bit private offset from an SGPR, a VGPR
+ * (SADDR 0x7d, null) or neither (SADDR 0x7f: the instruction offset alone),
+ * as llvm-mc-15 -mcpu=gfx1030 encodes "scratch_store_dword off, v0, off". */
 static uint64_t flat_addr(const void *c, unsigned lane, uint32_t byte_offset) {
         const FlatCtx *f = c;
         uint64_t a;
-        if (f->saddr_valid)
+        if (f->scratch)
+                a = f->saddr_valid ? f->saddr : f->no_vaddr ? 0 : f->w->v[f->vaddr][lane];
+        else if (f->saddr_valid)
                 a = f->saddr + f->w->v[f->vaddr][lane];
         else
                 a = f->w->v[f->vaddr][lane] | (uint64_t) f->w->v[(f->vaddr + 1) & 255][lane] << 32;
         return a + (int64_t) f->offset + byte_offset;
 }
 
-/* FLAT/GLOBAL: offset[11:0] (signed on gfx10), dlc 12, lds 13, seg[15:14],
- * glc 16, slc 17, op[24:18]; dword 1: addr[7:0], data[15:8], saddr[22:16]
- * (0x7d/0x7f = off), vdst[31:24]. */
+/* FLAT/GLOBAL/SCRATCH: offset[11:0] (signed on gfx10), dlc 12, lds 13,
+ * seg[15:14], glc 16, slc 17, op[24:18]; dword 1: addr[7:0], data[15:8],
+ * saddr[22:16] (0x7d/0x7f = off), vdst[31:24]. */
 static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         MemOp m;
-        FlatCtx f = { .w = w };
+        FlatCtx f = { .w = w, .scratch = in->enc == ENC_SCRATCH };
         uint64_t exec = wave_exec(w);
         unsigned saddr = (in->w1 >> 16) & 0x7f, vdst = in->w1 >> 24, vdata = (in->w1 >> 8) & 0xff;
         bool glc = (in->w0 >> 16) & 1;
+        MemFn mem_of = in->enc == ENC_FLAT ? flat_mem : in->enc == ENC_SCRATCH ? private_mem : global_mem;
 
-        if (in->enc == ENC_SCRATCH || !memop_from_flat(in->op, &m) || ((in->w0 >> 13) & 1))
+        if (!memop_from_flat(in->op, &m) || ((in->w0 >> 13) & 1) || (f.scratch && m.atomic))
                 return sim_isa_unsupported(r, w, in);
         f.vaddr = in->w1 & 0xff;
         f.offset = (int32_t) (in->w0 << 20) >> 20;
         if (in->enc == ENC_GLOBAL && saddr != 0x7d && saddr != 0x7f) {
                 f.saddr_valid = true;
                 f.saddr = w->s[saddr] | (uint64_t) w->s[saddr + 1] << 32;
+        } else if (f.scratch && saddr != 0x7d && saddr != 0x7f) {
+                f.saddr_valid = true;
+                f.saddr = w->s[saddr];
+        } else if (f.scratch) {
+                f.no_vaddr = saddr == 0x7f;
         }
         LANES {
-                int k = lane_access(r, w, &m, l, flat_addr, &f, vdst, vdata, glc);
+                int k = lane_access(r, w, &m, l, flat_addr, &f, mem_of, vdst, vdata, glc);
                 if (k < 0)
                         return k;
         }
@@ -269,7 +326,7 @@ static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         b.idxen = (in->w0 >> 13) & 1;
         b.vaddr = in->w1 & 0xff;
         LANES {
-                int k = lane_access(r, w, &m, l, buf_addr, &b, vdata, vdata, glc);
+                int k = lane_access(r, w, &m, l, buf_addr, &b, global_mem, vdata, vdata, glc);
                 if (k < 0)
                         return k;
         }

@@ -1091,6 +1091,23 @@ static const char *const names_flat[128] = {
         [93] = "flat_atomic_dec_x2",
 };
 
+static const char *const names_scratch[128] = {
+        [8] = "scratch_load_ubyte",
+        [9] = "scratch_load_sbyte",
+        [10] = "scratch_load_ushort",
+        [11] = "scratch_load_sshort",
+        [12] = "scratch_load_dword",
+        [13] = "scratch_load_dwordx2",
+        [14] = "scratch_load_dwordx4",
+        [15] = "scratch_load_dwordx3",
+        [24] = "scratch_store_byte",
+        [26] = "scratch_store_short",
+        [28] = "scratch_store_dword",
+        [29] = "scratch_store_dwordx2",
+        [30] = "scratch_store_dwordx4",
+        [31] = "scratch_store_dwordx3",
+};
+
 static const char *const names_global[128] = {
         [8] = "global_load_ubyte",
         [9] = "global_load_sbyte",

@@ -309,6 +309,8 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
                 return 0;
 
         r.lanes = d->wave32 ? 32 : 64;
+        r.lds_aperture = (uint64_t) (d->sh_mem_bases >> 16) << 48;
+        r.private_aperture = (uint64_t) (d->sh_mem_bases & 0xffff) << 48;
         n_waves = (unsigned) ((wg_threads + r.lanes - 1) / r.lanes);
         SimIsaWave *waves = calloc(n_waves, sizeof(SimIsaWave));
         r.lds_size = d->lds_bytes;

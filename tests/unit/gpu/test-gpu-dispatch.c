@@ -727,3 +727,31 @@ Test(gpu_dispatch, wave64_kernels_run, .init = setup, .fini = teardown, .timeout
         gpu_buffer_unref(out);
         gpu_code_object_unref(co);
 }
+
+/* Generic pointers to __local and __private data (flat instructions in the
+ * apertures of SH_MEM_BASES, FLAT_SCRATCH from the flat scratch init SGPRs)
+ * through the daemon's dispatch and the simulated CP: the counter every
+ * work-item bumps with a flat atomic in LDS ends at the workgroup size, and
+ * the tile each even work-item updates through a generic pointer reads back. */
+Test(gpu_dispatch, generic_pointers, .init = setup, .fini = teardown, .timeout = 120) {
+        GpuCodeObject *co = load("generic-ptr.hsaco");
+        const GpuKernel *k = kernel_of(co, "generic_ptr");
+        uint32_t n = 640, block = 64;
+        GpuBuffer *in = new_buf(4096, GPU_PLACEMENT_GTT), *out = new_buf(12 * n, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in), *po = gpu_buffer_get_cpu(out);
+        for (uint32_t i = 0; i < 1024; i++)
+                pi[i] = i * 2654435761u;
+        Args args = { 0 };
+        arg_ptr(&args, k, gpu_buffer_get_va(in));
+        arg_ptr(&args, k, gpu_buffer_get_va(out));
+        GpuJob j = dispatch_job(co, "generic_ptr", n, block, &args);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t l = i % block, even = i - l % 2;
+                cr_assert_eq(po[3 * i + 2], block, "count of item %u", i);
+                cr_assert_eq(po[3 * i + 1], pi[i & 1023] * 3 + (even % block), "tile of item %u", i);
+        }
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+}

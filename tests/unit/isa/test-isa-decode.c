@@ -104,13 +104,14 @@ static unsigned encode(SimIsaEnc enc, unsigned op, uint32_t *w) {
         case ENC_MUBUF: w[0] = 0xe0000000u | op << 18; w[1] = 0x80000000u | 4u << 8; return 2;
         case ENC_FLAT: w[0] = 0xdc000000u | op << 18; w[1] = 4u << 24 | 0x7d0000 | 2u << 8; return 2;
         case ENC_GLOBAL: w[0] = 0xdc008000u | op << 18; w[1] = 4u << 24 | 0x7d0000 | 2u << 8; return 2;
+        case ENC_SCRATCH: w[0] = 0xdc004000u | op << 18; w[1] = 4u << 24 | 0x7f0000 | 2u << 8; return 2; /* offset only */
         default: return 0;
         }
 }
 
 Test(isa, every_known_instruction_executes) {
         static const SimIsaEnc encs[] = { ENC_SOP2, ENC_SOPK, ENC_SOP1, ENC_SOPC, ENC_SOPP, ENC_SMEM, ENC_VOP2, ENC_VOP1,
-                                          ENC_VOPC, ENC_VOP3, ENC_VOP3P, ENC_DS, ENC_MUBUF, ENC_FLAT, ENC_GLOBAL };
+                                          ENC_VOPC, ENC_VOP3, ENC_VOP3P, ENC_DS, ENC_MUBUF, ENC_FLAT, ENC_GLOBAL, ENC_SCRATCH };
         unsigned tried = 0, failed = 0;
         IsaMem m;
         isa_mem_init(&m);
