@@ -67,7 +67,23 @@ typedef struct MemOp {
         bool store, sign;
         AtomicOp atomic;
         bool is64;              /* 64-bit atomic */
+        /* The _d16 forms (RDNA2 ISA, e.g. GLOBAL_LOAD_SHORT_D16_HI): a load
+         * fills the low (D16_LO) or high (D16_HI) half of the VGPR and keeps
+         * the other, a byte sign- or zero-extended to 16 bits; a _d16_hi
+         * store writes from the high half. */
+        enum { D16_NONE, D16_LO, D16_HI } d16;
 } MemOp;
+
+/* A loaded 1-, 2- or 4-byte value x merged into the VGPR old as m says. */
+static uint32_t load_value(const MemOp *m, unsigned bytes, uint32_t x, uint32_t old) {
+        if (m->sign)
+                x = bytes == 1 ? (uint32_t) (int32_t) (int8_t) x : (uint32_t) (int32_t) (int16_t) x;
+        if (m->d16 == D16_LO)
+                return (old & 0xffff0000u) | (x & 0xffff);
+        if (m->d16 == D16_HI)
+                return (old & 0xffffu) | x << 16;
+        return x;
+}
 
 static bool memop_from_flat(unsigned op, MemOp *m) {
         memset(m, 0, sizeof(*m));
@@ -88,6 +104,14 @@ static bool memop_from_flat(unsigned op, MemOp *m) {
         case GLOBAL_GLOBAL_STORE_DWORDX2: m->dwords = 2; m->store = true; return true;
         case GLOBAL_GLOBAL_STORE_DWORDX3: m->dwords = 3; m->store = true; return true;
         case GLOBAL_GLOBAL_STORE_DWORDX4: m->dwords = 4; m->store = true; return true;
+        case GLOBAL_GLOBAL_LOAD_UBYTE_D16: m->bytes = 1; m->d16 = D16_LO; return true;
+        case GLOBAL_GLOBAL_LOAD_UBYTE_D16_HI: m->bytes = 1; m->d16 = D16_HI; return true;
+        case GLOBAL_GLOBAL_LOAD_SBYTE_D16: m->bytes = 1; m->sign = true; m->d16 = D16_LO; return true;
+        case GLOBAL_GLOBAL_LOAD_SBYTE_D16_HI: m->bytes = 1; m->sign = true; m->d16 = D16_HI; return true;
+        case GLOBAL_GLOBAL_LOAD_SHORT_D16: m->bytes = 2; m->d16 = D16_LO; return true;
+        case GLOBAL_GLOBAL_LOAD_SHORT_D16_HI: m->bytes = 2; m->d16 = D16_HI; return true;
+        case GLOBAL_GLOBAL_STORE_BYTE_D16_HI: m->bytes = 1; m->store = true; m->d16 = D16_HI; return true;
+        case GLOBAL_GLOBAL_STORE_SHORT_D16_HI: m->bytes = 2; m->store = true; m->d16 = D16_HI; return true;
         }
         static const AtomicOp at[] = {
                 [GLOBAL_GLOBAL_ATOMIC_SWAP - 48] = AT_SWAP, [GLOBAL_GLOBAL_ATOMIC_CMPSWAP - 48] = AT_CMPSWAP,
@@ -115,14 +139,10 @@ static bool memop_from_flat(unsigned op, MemOp *m) {
  * atomics with v[vdata..] as source (and compare), returning the old value to
  * v[vdst..] when glc is set. addr_of maps the k-th dword offset to its
  * address so swizzled buffers can place each dword separately; mem_of turns
- * an address into host memory (global VA, flat address or private offset). */
+ * an address into host memory (a flat address or a private offset; NULL for
+ * a global VA, the common case, called directly). */
 typedef uint64_t (*AddrFn)(const void *ctx, unsigned lane, uint32_t byte_offset);
 typedef int (*MemFn)(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t addr, unsigned len, bool write, void **ret);
-
-static int global_mem(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t va, unsigned len, bool write, void **ret) {
-        (void) lane;
-        return sim_isa_mem(r, w, va, len, write, ret);
-}
 
 static int lds_ptr(SimIsaRun *r, SimIsaWave *w, uint32_t addr, unsigned len, void **ret);
 
@@ -153,7 +173,7 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
         if (m->atomic) {
                 unsigned n = m->is64 ? 8 : 4;
                 uint64_t va = addr_of(ctx, lane, 0), old = 0, src, cmp = 0, nv;
-                k = mem_of(r, w, lane, va, n, true, &p);
+                k = mem_of ? mem_of(r, w, lane, va, n, true, &p) : sim_isa_mem(r, w, va, n, true, &p);
                 if (k < 0)
                         return k;
                 memcpy(&old, p, n);
@@ -181,18 +201,16 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
                 vas[i] = addr_of(ctx, lane, 4 * i);
         for (unsigned i = 0; i < m->dwords; i++) {
                 uint64_t va = vas[i];
-                k = mem_of(r, w, lane, va, m->bytes, m->store, &p);
+                k = mem_of ? mem_of(r, w, lane, va, m->bytes, m->store, &p) : sim_isa_mem(r, w, va, m->bytes, m->store, &p);
                 if (k < 0)
                         return k;
                 if (m->store) {
-                        uint32_t x = w->v[(vdata + i) & 255][lane];
+                        uint32_t x = w->v[(vdata + i) & 255][lane] >> (m->d16 == D16_HI ? 16 : 0);
                         memcpy(p, &x, m->bytes);
                 } else {
-                        uint32_t x = 0;
+                        uint32_t x = 0, *d = &w->v[(vdst + i) & 255][lane];
                         memcpy(&x, p, m->bytes);
-                        if (m->sign)
-                                x = m->bytes == 1 ? (uint32_t) (int32_t) (int8_t) x : (uint32_t) (int32_t) (int16_t) x;
-                        w->v[(vdst + i) & 255][lane] = x;
+                        *d = load_value(m, m->bytes, x, *d);
                 }
         }
         return 0;
@@ -231,7 +249,7 @@ static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         uint64_t exec = wave_exec(w);
         unsigned saddr = (in->w1 >> 16) & 0x7f, vdst = in->w1 >> 24, vdata = (in->w1 >> 8) & 0xff;
         bool glc = (in->w0 >> 16) & 1;
-        MemFn mem_of = in->enc == ENC_FLAT ? flat_mem : in->enc == ENC_SCRATCH ? private_mem : global_mem;
+        MemFn mem_of = in->enc == ENC_FLAT ? flat_mem : in->enc == ENC_SCRATCH ? private_mem : NULL;
 
         if (!memop_from_flat(in->op, &m) || ((in->w0 >> 13) & 1) || (f.scratch && m.atomic))
                 return sim_isa_unsupported(r, w, in);
@@ -303,6 +321,9 @@ static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         case MUBUF_BUFFER_LOAD_DWORDX3: case MUBUF_BUFFER_LOAD_DWORDX4: case MUBUF_BUFFER_STORE_BYTE:
         case MUBUF_BUFFER_STORE_SHORT: case MUBUF_BUFFER_STORE_DWORD: case MUBUF_BUFFER_STORE_DWORDX2:
         case MUBUF_BUFFER_STORE_DWORDX3: case MUBUF_BUFFER_STORE_DWORDX4:
+        case MUBUF_BUFFER_LOAD_UBYTE_D16: case MUBUF_BUFFER_LOAD_UBYTE_D16_HI: case MUBUF_BUFFER_LOAD_SBYTE_D16:
+        case MUBUF_BUFFER_LOAD_SBYTE_D16_HI: case MUBUF_BUFFER_LOAD_SHORT_D16: case MUBUF_BUFFER_LOAD_SHORT_D16_HI:
+        case MUBUF_BUFFER_STORE_BYTE_D16_HI: case MUBUF_BUFFER_STORE_SHORT_D16_HI:
         case MUBUF_BUFFER_ATOMIC_SWAP: case MUBUF_BUFFER_ATOMIC_CMPSWAP: case MUBUF_BUFFER_ATOMIC_ADD:
         case MUBUF_BUFFER_ATOMIC_SUB: case MUBUF_BUFFER_ATOMIC_SMIN: case MUBUF_BUFFER_ATOMIC_UMIN:
         case MUBUF_BUFFER_ATOMIC_SMAX: case MUBUF_BUFFER_ATOMIC_UMAX: case MUBUF_BUFFER_ATOMIC_AND:
@@ -326,7 +347,7 @@ static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         b.idxen = (in->w0 >> 13) & 1;
         b.vaddr = in->w1 & 0xff;
         LANES {
-                int k = lane_access(r, w, &m, l, buf_addr, &b, global_mem, vdata, vdata, glc);
+                int k = lane_access(r, w, &m, l, buf_addr, &b, NULL, vdata, vdata, glc);
                 if (k < 0)
                         return k;
         }
@@ -423,7 +444,8 @@ int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         }
 
         unsigned size = 0, ndw = 0, stride = 0;
-        bool store = false, two = false, sign = false;
+        bool store = false, two = false;
+        MemOp ld = { 0 };       /* sign and d16 of a load, d16 of a store */
         switch (op) {
         case DS_DS_WRITE_B8: size = 1; ndw = 1; store = true; break;
         case DS_DS_WRITE_B16: size = 2; ndw = 1; store = true; break;
@@ -436,9 +458,17 @@ int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         case DS_DS_WRITE2_B64: size = 4; ndw = 2; store = two = true; stride = 8; break;
         case DS_DS_WRITE2ST64_B64: size = 4; ndw = 2; store = two = true; stride = 512; break;
         case DS_DS_READ_U8: size = 1; ndw = 1; break;
-        case DS_DS_READ_I8: size = 1; ndw = 1; sign = true; break;
+        case DS_DS_READ_I8: size = 1; ndw = 1; ld.sign = true; break;
         case DS_DS_READ_U16: size = 2; ndw = 1; break;
-        case DS_DS_READ_I16: size = 2; ndw = 1; sign = true; break;
+        case DS_DS_READ_I16: size = 2; ndw = 1; ld.sign = true; break;
+        case DS_DS_READ_U8_D16: size = 1; ndw = 1; ld.d16 = D16_LO; break;
+        case DS_DS_READ_U8_D16_HI: size = 1; ndw = 1; ld.d16 = D16_HI; break;
+        case DS_DS_READ_I8_D16: size = 1; ndw = 1; ld.sign = true; ld.d16 = D16_LO; break;
+        case DS_DS_READ_I8_D16_HI: size = 1; ndw = 1; ld.sign = true; ld.d16 = D16_HI; break;
+        case DS_DS_READ_U16_D16: size = 2; ndw = 1; ld.d16 = D16_LO; break;
+        case DS_DS_READ_U16_D16_HI: size = 2; ndw = 1; ld.d16 = D16_HI; break;
+        case DS_DS_WRITE_B8_D16_HI: size = 1; ndw = 1; store = true; ld.d16 = D16_HI; break;
+        case DS_DS_WRITE_B16_D16_HI: size = 2; ndw = 1; store = true; ld.d16 = D16_HI; break;
         case DS_DS_READ_B32: size = 4; ndw = 1; break;
         case DS_DS_READ_B64: size = 4; ndw = 2; break;
         case DS_DS_READ_B96: size = 4; ndw = 3; break;
@@ -460,14 +490,12 @@ int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                                 if (k < 0)
                                         return k;
                                 if (store) {
-                                        uint32_t x = w->v[(src + i) & 255][l];
+                                        uint32_t x = w->v[(src + i) & 255][l] >> (ld.d16 == D16_HI ? 16 : 0);
                                         memcpy(p, &x, size);
                                 } else {
-                                        uint32_t x = 0;
+                                        uint32_t x = 0, *d = &w->v[(dst + i) & 255][l];
                                         memcpy(&x, p, size);
-                                        if (sign)
-                                                x = size == 1 ? (uint32_t) (int32_t) (int8_t) x : (uint32_t) (int32_t) (int16_t) x;
-                                        w->v[(dst + i) & 255][l] = x;
+                                        *d = load_value(&ld, size, x, *d);
                                 }
                         }
                 }

@@ -258,6 +258,60 @@ Test(isa_half, packed_half2_matches_reference) {
         isa_mem_fini(&m);
 }
 
+/* Halves of registers loaded and stored alone: global_load_short_d16_hi,
+ * ds_write_b16_d16_hi, ds_read_u16_d16_hi and global_store_short_d16_hi
+ * keep the other half of the VGPR or take the upper one. */
+Test(isa_half, d16_loads_and_stores) {
+        static const char *const needles[] = {
+                "global_load_short_d16_hi", "ds_write_b16_d16_hi", "ds_read_u16_d16_hi", "global_store_short_d16_hi",
+        };
+        for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
+                cr_assert_gt(isa_objdump_count("d16.hsaco", needles[i]), 0, "d16.cl lost %s", needles[i]);
+
+        static const uint32_t wgs_list[] = { 64, 32, 48 };
+        for (size_t t = 0; t < sizeof(wgs_list) / sizeof(wgs_list[0]); t++) {
+                uint32_t wg = wgs_list[t], groups = 4, n = groups * wg;
+                IsaMem m;
+                IsaKernel k;
+                IsaArgs a = { 0 };
+                SimIsaResult res;
+                uint16_t *h, *h2out, *hout;
+                uint8_t *u8;
+                int8_t *s8;
+                int16_t *s16, *s2out, *sout;
+
+                isa_mem_init(&m);
+                cr_assert_eq(isa_kernel_load(&m, isa_kernel_path("d16.hsaco"), "d16", &k), 0);
+                uint64_t hv = isa_mem_alloc(&m, 2048, (void **) &h), uv = isa_mem_alloc(&m, 1024, (void **) &u8),
+                         sv = isa_mem_alloc(&m, 1024, (void **) &s8), s16v = isa_mem_alloc(&m, 2048, (void **) &s16),
+                         h2v = isa_mem_alloc(&m, 4 * n, (void **) &h2out), s2v = isa_mem_alloc(&m, 4 * n, (void **) &s2out),
+                         hov = isa_mem_alloc(&m, 2 * n, (void **) &hout), sov = isa_mem_alloc(&m, 2 * n, (void **) &sout);
+                for (uint32_t i = 0; i < 1024; i++) {
+                        h[i] = pick(i + NSPECIAL * NSPECIAL, 0);
+                        u8[i] = (uint8_t) rnd(), s8[i] = (int8_t) rnd(), s16[i] = (int16_t) rnd();
+                }
+                isa_args_u64(&a, hv), isa_args_u64(&a, uv), isa_args_u64(&a, sv), isa_args_u64(&a, s16v);
+                isa_args_u64(&a, h2v), isa_args_u64(&a, s2v), isa_args_u64(&a, hov), isa_args_u64(&a, sov);
+                uint32_t grid[3] = { groups, 1, 1 }, wgs[3] = { wg, 1, 1 };
+                cr_assert_eq(isa_launch(&m, &k, grid, wgs, &a, 10000000, &res), 0, "%s", res.message);
+                for (uint32_t i = 0; i < n; i++) {
+                        uint32_t l = i % wg, o = i - l + (l + 1) % wg;
+                        uint16_t vx = dh(hd(h[i]) * 2.0), vy = dh(hd(h[(i * 7) & 1023]) * 0.5);
+                        uint16_t vyo = dh(hd(h[(o * 7) & 1023]) * 0.5);
+                        int16_t wy = (int16_t) (s8[i] * 3), wx = (int16_t) (u8[i] - 7), wyo = (int16_t) (s8[o] * 3);
+                        uint16_t ex = dh(hd(vyo) + hd(vx)), ey = dh(hd(vy) + hd(vy));
+                        int16_t sx = (int16_t) (wyo + wx + s16[i]), sy = (int16_t) (wy + wy + s16[(i * 5) & 1023]);
+                        cr_assert(same_h(h2out[2 * i], ex) && same_h(h2out[2 * i + 1], ey), "wg %u item %u: half2 %#06x %#06x, "
+                                  "expected %#06x %#06x", wg, i, h2out[2 * i], h2out[2 * i + 1], ex, ey);
+                        cr_assert(same_h(hout[i], ey), "wg %u item %u: upper half stored alone %#06x", wg, i, hout[i]);
+                        cr_assert_eq(s2out[2 * i], sx, "wg %u item %u", wg, i);
+                        cr_assert_eq(s2out[2 * i + 1], sy, "wg %u item %u", wg, i);
+                        cr_assert_eq(sout[i], sy, "wg %u item %u", wg, i);
+                }
+                isa_mem_fini(&m);
+        }
+}
+
 /* One wave32 of hand-assembled code (encodings from llvm-mc-15 -mcpu=gfx1030
  * -show-encoding) after a prologue that sets v1 = 0x3c004000 (1.0 : 2.0),
  * v2 = 0x00013800 (2^-24 : 0.5), v3 = 0x00000001 (: 2^-24), v4 = 0x00000400
