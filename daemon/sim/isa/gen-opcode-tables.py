@@ -9,6 +9,7 @@ case labels of the interpreter's sources. Run from this directory:
 
     ./gen-opcode-tables.py            # full sweep (a few minutes) + tables
     ./gen-opcode-tables.py --names    # only sim-isa-names.h, from sim-isa-all-names.h
+    ./gen-opcode-tables.py --unimplemented  # the list for docs/simulator.md
 
 Not part of the build; the generated headers are committed.
 """
@@ -156,7 +157,33 @@ def implemented(table):
     return {e: {op: table[e][op] for op in ops if op in table[e]} for e, ops in impl.items()}
 
 
+def read_names(path, prefix):
+    table = {e: {} for e in SIZES}
+    enc = None
+    for line in open(path):
+        m = re.match(r'static const char \*const %s_(\w+)\[' % prefix, line)
+        if m: enc = m.group(1).upper()
+        m = re.match(r'\s+\[(\d+)\] = "(\w+)",', line)
+        if m: table[enc][int(m.group(1))] = m.group(2)
+    return table
+
+
+def unimplemented():
+    """Markdown lines naming every opcode the decoder knows and the interpreter
+    does not run, by encoding; for VOP3 only the VOP3-only opcodes (the VOP3
+    forms of VOP1/VOP2/VOPC opcodes follow those)."""
+    every, done = read_names('sim-isa-all-names.h', 'all_names'), read_names('sim-isa-names.h', 'names')
+    for enc in SIZES:
+        ops = [op for op in sorted(every[enc]) if op not in done[enc] and
+               (enc != 'VOP3' or 320 <= op < 384 or op >= 512)]
+        if ops:
+            print('- %s: %s' % (enc, ', '.join('`%s`' % every[enc][op] for op in ops)))
+
+
 def main():
+    if '--unimplemented' in sys.argv:
+        unimplemented()
+        return
     if '--names' in sys.argv:
         table = read_all_names()
     else:

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * State shared by the files of the RDNA2 interpreter: one SimIsaWave per
- * wave32 of the running workgroup and one SimIsaRun per sim_isa_dispatch()
- * call, which owns the waves, the workgroup's LDS and the translation caches.
+ * State shared by the files of the RDNA2 interpreter: one SimIsaWave per wave
+ * (32 or 64 lanes) of the running workgroup and one SimIsaRun per
+ * sim_isa_dispatch() call, which owns the waves, the workgroup's LDS and the
+ * translation caches.
  * Nothing here outlives a dispatch. Operand codes follow the RDNA2 ISA
  * reference §3.1 / chapter 13 (SSRC/VSRC fields): 0-105 SGPRs, 106/107 VCC,
  * 124 M0, 125 NULL, 126/127 EXEC, 128-208 integer inline constants, 240-248

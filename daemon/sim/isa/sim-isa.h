@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The RDNA2 (gfx1030, wave32) instruction-set interpreter of the simulated GPU.
+ * The RDNA2 (gfx1030, wave32 and wave64) instruction-set interpreter of the
+ * simulated GPU.
  * The compute (CP) engine calls sim_isa_dispatch() once per DISPATCH_DIRECT with
  * the register state it programmed (COMPUTE_PGM_*, COMPUTE_USER_DATA_*,
  * COMPUTE_NUM_THREAD_*, the dispatch dimensions) and a callback that turns GPU
@@ -19,7 +20,10 @@
  *                    SCRATCH_EN)
  *   v0, v1, v2       work-item ID x, y, z (v1 if TIDIG_COMP_CNT >= 1, v2 if 2)
  *   EXEC             the wave's live lanes (a trailing partial wave of a
- *                    workgroup has fewer), VCC = 0, SCC = 0, M0 undefined (0)
+ *                    workgroup has fewer), VCC = 0, SCC = 0, M0 undefined (0);
+ *                    in wave64 EXEC and VCC are SGPR pairs
+ *   MODE             FP_ROUND [3:0] and FP_DENORM [7:4] from RSRC1
+ *                    FLOAT_ROUND_MODE [15:12] and FLOAT_DENORM_MODE [19:16]
  *
  * What the dispatcher must put into the user SGPRs (kernel_code_properties
  * order: private segment buffer, dispatch ptr, queue ptr, kernarg ptr,
@@ -28,39 +32,49 @@
  *     dword0 = scratch_va[31:0]
  *     dword1 = scratch_va[47:32] | SWIZZLE_ENABLE (bit 31), STRIDE 0
  *     dword2 = 0xffffffff (NUM_RECORDS)
- *     dword3 = ADD_TID_ENABLE (bit 23) | INDEX_STRIDE 32 (2 << 21) | the
- *              DST_SEL/FORMAT bits the driver likes (ignored here)
+ *     dword3 = ADD_TID_ENABLE (bit 23) | INDEX_STRIDE = the wave size (2 << 21
+ *              for 32, 3 << 21 for 64) | the DST_SEL/FORMAT bits the driver
+ *              likes (ignored here)
  *   flat scratch init (2 SGPRs): scratch_va (low, high), the per-queue base
  *     the kernel adds its wave offset to before writing FLAT_SCRATCH.
  * The private segment wave byte offset this model hands to wave w of a
- * workgroup is w * 32 * scratch_per_lane: workgroups run one after another, so
- * the scratch backing needs ceil(wg_threads / 32) * 32 * scratch_per_lane
- * bytes (scratch_per_lane rounded up to 4). Buffer addressing with
- * SWIZZLE_ENABLE and ADD_TID_ENABLE follows the RDNA2 ISA §8.1.6 ("Buffer
- * Addressing", swizzled, element size 4): lane l's byte o lands at
- * base + soffset + (o / 4) * 4 * 32 + l * 4 + o % 4.
+ * workgroup is w * lanes * scratch_per_lane (lanes = 32 or 64): workgroups run
+ * one after another, so the scratch backing needs
+ * ceil(wg_threads / lanes) * lanes * scratch_per_lane bytes (scratch_per_lane
+ * rounded up to 4). Buffer addressing with SWIZZLE_ENABLE and ADD_TID_ENABLE
+ * follows the RDNA2 ISA §8.1.6 ("Buffer Addressing", swizzled, element size
+ * 4): lane l's byte o lands at base + soffset + (o / 4) * 4 * lanes + l * 4 +
+ * o % 4. SCRATCH instructions and FLAT addresses in the private aperture use
+ * the same layout from FLAT_SCRATCH (sim-isa-mem.c).
  *
  * Implemented (sim-isa-names.h has the exact list, named as llvm-objdump-15
- * prints them): SOP1/SOP2/SOPK/SOPC/SOPP, SMEM loads, VOP1/VOP2/VOPC/VOP3
- * for 32- and 64-bit integer and float operations (IEEE division via
- * v_div_scale/fmas/fixup, bit-exact), SDWA forms of VOP1/VOP2/VOPC, GLOBAL and
- * FLAT loads/stores/atomics, MUBUF loads/stores/atomics (the scratch path),
- * DS loads/stores/atomics on the workgroup's LDS.
+ * prints them; docs/simulator.md lists the rest): SOP1/SOP2/SOPK/SOPC/SOPP
+ * (32- and 64-bit lane-mask forms), SMEM loads, s_getreg/s_setreg of MODE and
+ * s_getreg of SH_MEM_BASES, VOP1/VOP2/VOPC/VOP3 for 16-, 32- and 64-bit
+ * integer and float operations (IEEE division via v_div_scale/fmas/fixup,
+ * bit-exact; v_rcp/v_rsq/v_sqrt correctly rounded; v_trig_preop_f64), SDWA
+ * and DPP16/DPP8 forms, VOP3P packed 16-bit math and v_fma_mix, the lane
+ * permutes (v_permlane16/x16_b32, ds_permute/ds_bpermute_b32), GLOBAL, FLAT
+ * (global, LDS aperture, private aperture) and SCRATCH loads/stores/atomics,
+ * MUBUF loads/stores/atomics (the scratch path), DS loads/stores/atomics on
+ * the workgroup's LDS, the _d16/_d16_hi loads and stores.
  *
  * No-ops, as nothing they act on is modelled: caches (s_dcache_inv,
  * s_gl1_inv, buffer_gl0_inv, buffer_gl1_inv, s_icache_inv), s_waitcnt* (every
  * access completes when issued), s_sendmsg (MSG_DEALLOC_VGPRS and friends),
- * s_inst_prefetch, s_clause, s_nop, s_setprio, s_sleep, s_round_mode,
- * s_denorm_mode (arithmetic is always round-to-nearest-even with denormals,
- * what clang's gfx1030 descriptors request). s_memtime/s_memrealtime return
- * the dispatch's wave-instruction count, so results stay deterministic.
+ * s_inst_prefetch, s_clause, s_nop, s_setprio, s_sleep.
+ * s_round_mode/s_denorm_mode set MODE; arithmetic always rounds to nearest
+ * even (what clang's gfx1030 descriptors request), f32/f64 keep denormals and
+ * f16 follows MODE.FP_DENORM [7:6]. s_memtime/s_memrealtime return the
+ * dispatch's wave-instruction count, so results stay deterministic.
  *
  * Refused with -EILSEQ and the instruction's name and encoding, never run
- * wrongly: VOP3P (packed 16-bit and v_fma_mix), DPP, VOP3 op_sel, 16-bit
- * compares, SCRATCH_* and MIMG/MTBUF encodings, GDS, the shared/private
- * aperture constants (so generic pointers to LDS or private memory are not
- * supported: FLAT addresses are treated as global), LDS_DIRECT, s_trap and
- * every opcode not in sim-isa-names.h.
+ * wrongly: every opcode not in sim-isa-names.h (v_dot2_f32_f16, s_trap,
+ * MIMG/MTBUF, ...), and unsupported forms of known ones: VOP3 op_sel on the
+ * VOP3 forms of VOP1/VOP2/VOPC opcodes, gfx9 DPP controls and DPP on 64-bit
+ * operands, GDS, LDS_DIRECT, the src_shared_base/src_private_base constants,
+ * MUBUF with LDS or TFE, and a private access crossing a dword of the
+ * swizzled segment.
  *
  * Other limits: code must not change during a dispatch (decoded instructions
  * are cached by pc); an LDS access outside lds_bytes is -EFAULT (the hardware
@@ -91,7 +105,7 @@ typedef struct SimIsaDispatch {
                                         * unless FORCE_START_AT_000); IDs run base .. base+grid-1 */
         const int *cancel;             /* if set, polled between instruction slices: non-zero
                                         * ends the dispatch with -ECANCELED */
-        bool wave32;                   /* DISPATCH_INITIATOR.CS_W32_EN; wave64 is refused (-EINVAL) */
+        bool wave32;                   /* DISPATCH_INITIATOR.CS_W32_EN: 32 lanes, else 64 */
         uint64_t scratch_va;           /* base of the private segment backing, 0 if none */
         uint32_t scratch_per_lane;     /* bytes of private memory per work-item */
         uint32_t lds_bytes;            /* RSRC2.LDS_SIZE granules * 512 (at most 65536) */
@@ -126,7 +140,7 @@ typedef struct SimIsaResult {
  * Returns 0, or the negative errno also stored in @ret->error: -EFAULT (an
  * access outside the mapped memory, @ret->fault_va), -EILSEQ (an instruction
  * the interpreter does not implement), -ETIME (budget exceeded), -EINVAL
- * (wave64, a workgroup of 0 or more than 1024 work-items, a partial size
+ * (a workgroup of 0 or more than 1024 work-items, a partial size
  * above the full one, LDS larger than 64 KiB), -EDEADLK, -ECANCELED (@d->cancel
  * became non-zero; checked at least every 256 wave-instructions), -ENOMEM.
  *

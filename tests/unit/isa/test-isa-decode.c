@@ -148,3 +148,67 @@ Test(isa, every_known_instruction_executes) {
         cr_assert_eq(failed, 0, "%u of %u known instructions refused to execute", failed, tried);
         isa_mem_fini(&m);
 }
+
+/* docs/simulator.md lists, between two markers, every opcode the decoder knows
+ * by name and the interpreter does not run ("- ENC: `name`, `name`"); the list
+ * must be exactly that set (VOP3: only the VOP3-only opcodes 320..383 and
+ * 512.., the others being VOP3 forms of VOP1/VOP2/VOPC opcodes). */
+Test(isa, simulator_doc_lists_every_unimplemented_opcode) {
+        static const SimIsaEnc encs[] = { ENC_SOP2, ENC_SOPK, ENC_SOP1, ENC_SOPC, ENC_SOPP, ENC_SMEM, ENC_VOP2, ENC_VOP1,
+                                          ENC_VOPC, ENC_VOP3, ENC_VOP3P, ENC_DS, ENC_MUBUF, ENC_FLAT, ENC_GLOBAL, ENC_SCRATCH };
+        FILE *f = fopen(ISA_SIMULATOR_DOC, "r");
+        char line[8192], listed[2048][64];
+        unsigned n_listed = 0, unlisted = 0, expected = 0;
+        bool inside = false, seen_end = false;
+
+        cr_assert(f, "cannot open %s", ISA_SIMULATOR_DOC);
+        while (fgets(line, sizeof(line), f)) {
+                char enc[16], *p;
+                if (strstr(line, "<!-- unimplemented-opcodes:begin")) {
+                        inside = true;
+                        continue;
+                }
+                if (strstr(line, "<!-- unimplemented-opcodes:end")) {
+                        seen_end = inside;
+                        break;
+                }
+                if (!inside)
+                        continue;
+                cr_assert_eq(sscanf(line, " - %15[A-Z0-9]:", enc), 1, "unexpected line in the list: %s", line);
+                for (p = strchr(line, '`'); p; p = strchr(p, '`')) {
+                        char *end = strchr(p + 1, '`');
+                        cr_assert(end && end - p < 40, "unbalanced quote: %s", line);
+                        cr_assert_lt(n_listed, 2048);
+                        snprintf(listed[n_listed++], sizeof(listed[0]), "%s:%.*s", enc, (int) (end - p - 1), p + 1);
+                        p = end + 1;
+                }
+        }
+        fclose(f);
+        cr_assert(seen_end, "markers not found in %s", ISA_SIMULATOR_DOC);
+
+        for (size_t e = 0; e < sizeof(encs) / sizeof(encs[0]); e++)
+                for (unsigned op = 0; op < 1024; op++) {
+                        SimIsaInst in = { .enc = encs[e], .op = op };
+                        const char *name = sim_isa_any_name(&in);
+                        char key[64];
+                        bool found = false;
+                        if (!name || sim_isa_opcode_name(encs[e], op))
+                                continue;
+                        if (encs[e] == ENC_VOP3 && !(op >= 320 && op < 384) && op < 512)
+                                continue;
+                        expected++;
+                        snprintf(key, sizeof(key), "%s:%s", sim_isa_enc_name(encs[e]), name);
+                        for (unsigned i = 0; i < n_listed && !found; i++)
+                                found = !strcmp(listed[i], key);
+                        if (!found) {
+                                unlisted++;
+                                cr_log_error("not listed in docs/simulator.md: %s", key);
+                        }
+                }
+        cr_assert_gt(expected, 0);
+        cr_assert_eq(unlisted, 0, "%u unimplemented opcodes missing from docs/simulator.md", unlisted);
+        cr_assert_eq(n_listed, expected,
+                     "docs/simulator.md lists %u opcodes, %u are unimplemented (a listed one runs now or is no opcode:"
+                     " regenerate with gen-opcode-tables.py --unimplemented)",
+                     n_listed, expected);
+}
