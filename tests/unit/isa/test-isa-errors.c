@@ -85,6 +85,64 @@ Test(isa, unmapped_load_is_efault) {
         isa_mem_fini(&m);
 }
 
+Test(isa, dwords_fault_one_by_one) {
+        /* s_mov_b32 s0, 0x300ff8; s_mov_b32 s1, 0; v_mov_b32 v1, 0;
+         * global_load_dwordx4 v[2:5], v1, s[0:1]; s_endpgm: the third dword is
+         * the first unmapped one. */
+        static const uint32_t load[] = { 0xbe8003ff, 0x00300ff8, 0xbe810380, 0x7e020280,
+                                         0xdc388000, 0x02000001, 0xbf810000 };
+        /* ...; v_mov_b32 v1, 4; v_mov_b32 v2, 0x1234; v_mov_b32 v3, 0x5678;
+         * global_store_dwordx2 v1, v[2:3], s[0:1]; s_endpgm: the first dword is
+         * stored, the second faults. */
+        static const uint32_t store[] = { 0xbe8003ff, 0x00300ff8, 0xbe810380, 0x7e020284, 0x7e0402ff,
+                                          0x00001234, 0x7e0602ff, 0x00005678, 0xdc748000, 0x00000201,
+                                          0xbf810000 };
+        /* v_mov_b32 v1, 0xfff8; ds_read_b64 v[2:3], v1 offset:4; s_endpgm: the
+         * second dword is past 64 KiB of LDS. */
+        static const uint32_t lds[] = { 0x7e0202ff, 0x0000fff8, 0xd9d80004, 0x02000001, 0xbf810000 };
+        IsaMem m;
+        SimIsaResult res;
+        SimIsaDispatch d = one_wave();
+        uint32_t *data;
+
+        /* A fresh memory per program: run() maps the code page anew. */
+        isa_mem_init(&m);
+        isa_mem_map(&m, 0x300000, 4096);
+        cr_assert_eq(run(&m, load, 7, &d, 0, &res), -EFAULT);
+        cr_assert_eq(res.fault_va, 0x301000ull, "fault at %#llx", (unsigned long long) res.fault_va);
+        cr_assert(strstr(res.message, "read of 4 bytes at 0x301000"), "message: %s", res.message);
+        isa_mem_fini(&m);
+
+        isa_mem_init(&m);
+        data = isa_mem_map(&m, 0x300000, 4096);
+        cr_assert_eq(run(&m, store, 11, &d, 0, &res), -EFAULT);
+        cr_assert_eq(res.fault_va, 0x301000ull, "fault at %#llx", (unsigned long long) res.fault_va);
+        cr_assert(strstr(res.message, "write of 4 bytes at 0x301000"), "message: %s", res.message);
+        cr_assert_eq(data[1023], 0x1234);
+        isa_mem_fini(&m);
+
+        isa_mem_init(&m);
+        d.lds_bytes = 65536;
+        cr_assert_eq(run(&m, lds, 5, &d, 0, &res), -EFAULT);
+        cr_assert(strstr(res.message, "LDS access of 4 bytes at 0x10000 outside the 65536 bytes"), "message: %s",
+                  res.message);
+        isa_mem_fini(&m);
+
+        /* Lanes off in EXEC do not access memory: ...; v_lshlrev_b32 v1, 12, v0;
+         * s_mov_b32 exec_lo, 1; global_store_dword v1, v1, s[0:1];
+         * global_load_dword v3, v1, s[0:1]; ds_write_b32 v1, v1; ds_read_b32 v2, v1;
+         * s_endpgm: lane l > 0 has the address l * 4096, unmapped and past the LDS. */
+        static const uint32_t masked[] = { 0xbe8003ff, 0x00300ff8, 0xbe810380, 0x3402008c, 0xbefe0381,
+                                           0xdc708000, 0x00000101, 0xdc308000, 0x03000001, 0xd8340000,
+                                           0x00000101, 0xd8d80000, 0x02000001, 0xbf810000 };
+        isa_mem_init(&m);
+        data = isa_mem_map(&m, 0x300000, 4096);
+        data[1022] = 0xdeadbeef;
+        cr_assert_eq(run(&m, masked, ELEMENTS(masked), &d, 0, &res), 0, "%s", res.message);
+        cr_assert_eq(data[1022], 0);
+        isa_mem_fini(&m);
+}
+
 Test(isa, kernel_with_bad_pointer_faults) {
         IsaMem m;
         IsaKernel k;
