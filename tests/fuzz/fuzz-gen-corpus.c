@@ -374,6 +374,83 @@ static const uint32_t isa_divergent[] = {
         0xd760000a, 0x00010b03, /* v_readlane_b32 s10, v3, 5 */
         0xbf810000, /* s_endpgm */
 };
+/* cross-lane: DPP16, DPP8, permlane, ds_(b)permute */
+static const uint32_t isa_cross_lane[] = {
+        0x34020082, /* v_lshlrev_b32_e32 v1, 2, v0 */
+        0x7e0402fa, 0xff00b100, /* v_mov_b32_dpp v2, v0 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf */
+        0x4a0604fa, 0xff091100, /* v_add_nc_u32_dpp v3, v0, v2 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1 */
+        0x7e0802fa, 0xff016100, /* v_mov_b32_dpp v4, v0 row_xmask:1 row_mask:0xf bank_mask:0xf */
+        0x7e0a02fa, 0x5a055300, /* v_mov_b32_dpp v5, v0 row_share:3 row_mask:0x5 bank_mask:0xa fi:1 */
+        0x7e0c02e9, 0x05397700, /* v_mov_b32_dpp v6, v0 dpp8:[7,6,5,4,3,2,1,0] */
+        0xd7770007, 0x00241100, /* v_permlane16_b32 v7, v0, s8, s9 */
+        0xd7780808, 0x00241100, /* v_permlanex16_b32 v8, v0, s8, s9 op_sel:[1,0] */
+        0xdacc0000, 0x09000001, /* ds_bpermute_b32 v9, v1, v0 */
+        0xdac80000, 0x0a000001, /* ds_permute_b32 v10, v1, v0 */
+        0xbf8cc07f, /* s_waitcnt lgkmcnt(0) */
+        0x061608fa, 0xff014003, /* v_add_f32_dpp v11, v3, v4 row_mirror row_mask:0xf bank_mask:0xf */
+        0x7e1a02fa, 0xff014109, /* v_mov_b32_dpp v13, v9 row_half_mirror row_mask:0xf bank_mask:0xf */
+        0x7d82150d, /* v_cmp_lt_u32_e32 vcc_lo, v13, v10 */
+        0x0218130b, /* v_cndmask_b32_e32 v12, v11, v9, vcc_lo */
+        0xdc708000, 0x00040c01, /* global_store_dword v1, v12, s[4:5] */
+        0xbf810000, /* s_endpgm */
+};
+
+/* half: f16, packed 16-bit math, fma_mix, d16 loads and stores, f64 rsq and trig_preop */
+static const uint32_t isa_half[] = {
+        0x7e02a100, /* v_cvt_f16_u16_e32 v1, v0 */
+        0x64040301, /* v_add_f16_e32 v2, v1, v1 */
+        0xd5350003, 0x0001e102, /* v_mul_f16_e64 v3, v2, 0.5 */
+        0xd74b0004, 0x040e0501, /* v_fma_f16 v4, v1, v2, v3 */
+        0xcc0f4005, 0x18020501, /* v_pk_add_f16 v5, v1, v2 */
+        0xcc104006, 0x10020b05, /* v_pk_mul_f16 v6, v5, v5 op_sel_hi:[0,1] */
+        0xcc0e4007, 0x1c160d05, /* v_pk_fma_f16 v7, v5, v6, v5 */
+        0xcc0a4008, 0x18020100, /* v_pk_add_u16 v8, v0, v0 */
+        0xcc204009, 0x1c0e0501, /* v_fma_mix_f32 v9, v1, v2, v3 op_sel_hi:[1,1,1] */
+        0x7d920501, /* v_cmp_lt_f16_e32 vcc_lo, v1, v2 */
+        0x02140f04, /* v_cndmask_b32_e32 v10, v4, v7, vcc_lo */
+        0x7e16170a, /* v_cvt_f32_f16_e32 v11, v10 */
+        0xbfa5000f, /* s_denorm_mode 15 */
+        0x7e18ab0b, /* v_sqrt_f16_e32 v12, v11 */
+        0x341a0082, /* v_lshlrev_b32_e32 v13, 2, v0 */
+        0xdc6c8000, 0x0004070d, /* global_store_short_d16_hi v13, v7, s[4:5] */
+        0xdc908000, 0x0e04000d, /* global_load_short_d16 v14, v13, s[4:5] */
+        0xdc848002, 0x0e04000d, /* global_load_ubyte_d16_hi v14, v13, s[4:5] offset:2 */
+        0xda840000, 0x0000070d, /* ds_write_b16_d16_hi v13, v7 */
+        0xda980000, 0x0f00000d, /* ds_read_u16_d16 v15, v13 */
+        0x7e206308, /* v_rsq_f64_e32 v[16:17], v[8:9] */
+        0xd5740012, 0x00020110, /* v_trig_preop_f64 v[18:19], v[16:17], v0 */
+        0xdc788000, 0x00060e0d, /* global_store_dwordx4 v13, v[14:17], s[6:7] */
+        0xbf810000, /* s_endpgm */
+};
+
+/* apertures: FLAT_SCRATCH set as the kernel prologue does, SCRATCH instructions,
+ * FLAT into the private and LDS apertures read from SH_MEM_BASES */
+static const uint32_t isa_apertures[] = {
+        0xbe8a0380, /* s_mov_b32 s10, 0 */
+        0xbe8b0383, /* s_mov_b32 s11, 3 */
+        0xb98af814, /* s_setreg_b32 hwreg(HW_REG_FLAT_SCR_LO), s10 */
+        0xb98bf815, /* s_setreg_b32 hwreg(HW_REG_FLAT_SCR_HI), s11 */
+        0xb90cf80f, /* s_getreg_b32 s12, hwreg(HW_REG_SH_MEM_BASES) */
+        0x8f0d900c, /* s_lshl_b32 s13, s12, 16 */
+        0x870eff0c, 0xffff0000, /* s_and_b32 s14, s12, 0xffff0000 */
+        0x36020083, /* v_and_b32_e32 v1, 3, v0 */
+        0x34020282, /* v_lshlrev_b32_e32 v1, 2, v1 */
+        0xdc704000, 0x007d0001, /* scratch_store_dword v1, v0, off */
+        0xdc304000, 0x027d0001, /* scratch_load_dword v2, v1, off */
+        0xdc70400c, 0x000a0000, /* scratch_store_dword off, v0, s10 offset:12 */
+        0x7e080301, /* v_mov_b32_e32 v4, v1 */
+        0x7e0a020d, /* v_mov_b32_e32 v5, s13 */
+        0xdc700000, 0x007d0004, /* flat_store_dword v[4:5], v0 */
+        0xdc300000, 0x067d0004, /* flat_load_dword v6, v[4:5] */
+        0x34080082, /* v_lshlrev_b32_e32 v4, 2, v0 */
+        0x7e0a020e, /* v_mov_b32_e32 v5, s14 */
+        0xdc700000, 0x007d0004, /* flat_store_dword v[4:5], v0 */
+        0xdcc90000, 0x077d0004, /* flat_atomic_add v7, v[4:5], v0 glc */
+        0xdc300004, 0x087d0004, /* flat_load_dword v8, v[4:5] offset:4 */
+        0xbf8c0070, /* s_waitcnt vmcnt(0) lgkmcnt(0) */
+        0xdc748000, 0x00040604, /* global_store_dwordx2 v4, v[6:7], s[4:5] */
+        0xbf810000, /* s_endpgm */
+};
 
 typedef struct IsaSeed {
         const char *name;
@@ -385,17 +462,21 @@ typedef struct IsaSeed {
 static const IsaSeed isa_seeds[] = {
         ISA_SEED(global_rmw), ISA_SEED(scalar_loop), ISA_SEED(float_math),
         ISA_SEED(atomics_lds), ISA_SEED(scratch), ISA_SEED(divergent),
+        ISA_SEED(cross_lane), ISA_SEED(half), ISA_SEED(apertures),
 };
 
 /* Headers (fuzz-isa.c dispatch_from_header): flags, wg x/y/z, grid x/y,
  * partial, user SGPRs, LDS granules, scratch dwords per lane, TIDIG count,
- * SGPR multiplier, RSRC1. */
+ * SGPR multiplier, RSRC1. All but the one over the LDS limit run. */
 static const uint8_t isa_headers[][16] = {
         { 0x02, 63, 0, 0, 1, 0, 0x00, 8, 8, 4, 0, 1, 0, 0, 0, 0 },      /* wave32, 2 x 64 work-items */
         { 0x1e, 31, 1, 0, 2, 1, 0xc5, 16, 128, 16, 2, 3, 0, 0, 0xaf, 0 }, /* 3-D ids, partial x, 64 KiB LDS */
         { 0x01, 63, 0, 0, 0, 0, 0x00, 8, 2, 0, 0, 0, 0, 0, 0, 0 },      /* wave64 */
         { 0x22, 95, 0, 0, 2, 0, 0x00, 4, 130, 255, 0, 9, 0, 0, 0, 0 },  /* LDS over the limit */
+        { 0x42, 63, 0, 0, 1, 0, 0x00, 8, 8, 4, 0, 1, 0, 0, 0, 0 },      /* wave32 with the apertures */
+        { 0x43, 63, 0, 0, 1, 0, 0x00, 8, 8, 4, 0, 1, 0, 0, 0, 0 },      /* wave64 with the apertures */
 };
+#define ISA_HEADER_OVER_LDS 3
 
 static uint64_t xorshift(uint64_t *s) {
         *s ^= *s << 13;
@@ -458,7 +539,8 @@ static int isa_corpus(const char *dir) {
                                 }
                         }
                 }
-                memcpy(header, isa_headers[xorshift(&rng) % 2], 16); /* the two that run */
+                size_t h = xorshift(&rng) % (sizeof(isa_headers) / sizeof(isa_headers[0]) - 1);
+                memcpy(header, isa_headers[h >= ISA_HEADER_OVER_LDS ? h + 1 : h], 16); /* one that runs */
                 snprintf(name, sizeof name, "mutant-%u", i);
                 if (write_isa(dir, name, header, words, n) < 0)
                         return -1;

@@ -3,10 +3,11 @@
  * Fuzz target for the RDNA2 interpreter (daemon/sim/isa), which runs client
  * code inside the privileged daemon on the simulated GPU. An input is a
  * 16-byte header that chooses the dispatch (wave size, workgroup and grid
- * sizes, user SGPR count, LDS, scratch, RSRC1/2 bits) followed by the
- * instruction stream, to which one s_endpgm is appended. The code, a data
- * region, the kernel arguments and the scratch backing are separate exact-size
- * heap blocks, so ASan sees any host access the VM translation did not grant.
+ * sizes, user SGPR count, LDS, scratch, the FLAT apertures, RSRC1/2 bits)
+ * followed by the instruction stream, to which one s_endpgm is appended. The
+ * code, a data region, the kernel arguments and the scratch backing are
+ * separate exact-size heap blocks, so ASan sees any host access the VM
+ * translation did not grant.
  *
  * Besides "no crash, no leak, no UB, no hang" it checks the interpreter's
  * promises (sim-isa.h):
@@ -135,6 +136,10 @@ static void dispatch_from_header(const uint8_t *h, uint32_t code_bytes, SimIsaDi
                    (uint32_t) (flags >> 5 & 1) << 10 | (uint32_t) (h[10] % 3u) << 11;
         memcpy(&d->rsrc1, h + 12, 4);
         d->rsrc3 = 0;
+        /* The LDS and private apertures of FLAT addresses, as the simulated
+         * CP programs them (sim-cp.c, SIM_LDS/SCRATCH_APERTURE_BASE), or none. */
+        if (flags & 0x40)
+                d->sh_mem_bases = 1u << 16 | 2u;
 
         /* s[0:3] the scratch V# (sim-isa.h), s[4:5] and s[6:7] pointers into
          * the data region, the rest small numbers. */
