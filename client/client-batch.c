@@ -36,6 +36,40 @@ static void batch_release(ClientObject *o) {
         free(b);
 }
 
+/* After a daemon restart: the jobs name the new handles of their objects. */
+static int batch_restore(ClientObject *o, ClientHandleMap *map) {
+        kfdb_batch *b = (kfdb_batch *) o;
+
+        for (size_t i = 0; i < b->n_jobs; i++) {
+                ClientJob *j = &b->jobs[i];
+
+                switch (j->type) {
+                case CLIENT_JOB_COPY:
+                        j->copy.src_handle = client_handle_map_get(map, j->copy.src_handle);
+                        j->copy.dst_handle = client_handle_map_get(map, j->copy.dst_handle);
+                        break;
+                case CLIENT_JOB_FILL:
+                        j->fill.dst_handle = client_handle_map_get(map, j->fill.dst_handle);
+                        break;
+                case CLIENT_JOB_SIGNAL_EVENT:
+                case CLIENT_JOB_WAIT_EVENT:
+                        j->event.handle = client_handle_map_get(map, j->event.handle);
+                        break;
+                case CLIENT_JOB_DISPATCH: {
+                        /* The batch owns the argument block (batch_jobs_clear). */
+                        ClientKernelArg *args = (ClientKernelArg *) j->dispatch.args;
+
+                        j->dispatch.code_object = client_handle_map_get(map, j->dispatch.code_object);
+                        for (size_t a = 0; a < j->dispatch.n_args; a++)
+                                if (args[a].type == CLIENT_ARG_BUFFER)
+                                        args[a].handle = client_handle_map_get(map, args[a].handle);
+                        break;
+                }
+                }
+        }
+        return 0;
+}
+
 int kfdb_batch_new(kfdb_session *s, kfdb_batch **ret) {
         kfdb_batch *b;
 
@@ -45,7 +79,7 @@ int kfdb_batch_new(kfdb_session *s, kfdb_batch **ret) {
         if (!b)
                 return -ENOMEM;
         b->session = s;
-        session_object_link(s, &b->object, batch_release);
+        session_object_link(s, &b->object, batch_release, batch_restore, true);
         *ret = b;
         return 0;
 }

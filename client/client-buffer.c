@@ -11,6 +11,14 @@
 
 #include "client-buffer.h"
 
+/* Tell the daemon to forget a handle we could not wrap locally. */
+static void buffer_forget(kfdb_session *s, uint64_t handle) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_FREE_BUFFER, .object.handle = handle };
+
+        (void) session_call(s, &req, NULL, 0, &r);
+}
+
 static void buffer_release(ClientObject *o) {
         kfdb_buffer *b = (kfdb_buffer *) o;
 
@@ -19,6 +27,26 @@ static void buffer_release(ClientObject *o) {
                 munmap(b->map, b->size);
         safe_close(b->fd);
         free(b);
+}
+
+/* After a daemon restart: the memory is the dma-buf's, which we hold. */
+static int buffer_restore(ClientObject *o, ClientHandleMap *map) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        kfdb_buffer *b = (kfdb_buffer *) o;
+        ClientRequest req = { .type = CLIENT_REQUEST_IMPORT_BUFFER };
+        uint64_t old = b->handle;
+        int k;
+
+        b->handle = 0;
+        k = session_call(b->session, &req, &b->fd, 1, &r);
+        if (k < 0)
+                return k;
+        if (r->buffer.size != b->size) {
+                buffer_forget(b->session, r->buffer.handle);
+                return -EBADMSG;
+        }
+        b->handle = r->buffer.handle;
+        return client_handle_map_add(map, old, b->handle);
 }
 
 static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, kfdb_buffer **ret) {
@@ -31,18 +59,11 @@ static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, k
         b->handle = handle;
         b->size = size;
         b->fd = fd;
-        session_object_link(s, &b->object, buffer_release);
+        session_object_link(s, &b->object, buffer_release, buffer_restore, false);
         *ret = b;
         return 0;
 }
 
-/* Tell the daemon to forget a handle we could not wrap locally. */
-static void buffer_forget(kfdb_session *s, uint64_t handle) {
-        _cleanup_(client_reply_freep) ClientReply *r = NULL;
-        ClientRequest req = { .type = CLIENT_REQUEST_FREE_BUFFER, .object.handle = handle };
-
-        (void) session_call(s, &req, NULL, 0, &r);
-}
 
 int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;

@@ -35,6 +35,7 @@ static void code_object_release(ClientObject *o) {
 
         session_object_unlink(&co->object);
         kernels_free(co->kernels, co->n_kernels);
+        safe_close(co->memfd);
         free(co);
 }
 
@@ -98,8 +99,25 @@ static void code_object_forget(kfdb_session *s, uint64_t handle) {
         (void) session_call(s, &req, NULL, 0, &r);
 }
 
-/* Sends the sealed memfd and wraps the reply. */
-static int code_object_load_memfd(kfdb_session *s, int memfd, kfdb_code_object **ret) {
+/* After a daemon restart: the same sealed ELF, so the same kernels. */
+static int code_object_restore(ClientObject *o, ClientHandleMap *map) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        kfdb_code_object *co = (kfdb_code_object *) o;
+        ClientRequest req = { .type = CLIENT_REQUEST_LOAD_CODE_OBJECT };
+        uint64_t old = co->handle;
+        int k;
+
+        co->handle = 0;
+        k = session_call(co->session, &req, &co->memfd, 1, &r);
+        if (k < 0)
+                return k;
+        co->handle = r->load_code_object.handle;
+        return client_handle_map_add(map, old, co->handle);
+}
+
+/* Sends the sealed memfd and wraps the reply; takes memfd. */
+static int code_object_load_memfd(kfdb_session *s, int fd, kfdb_code_object **ret) {
+        _cleanup_close_ int memfd = fd;
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_LOAD_CODE_OBJECT };
         kfdb_code_object *co;
@@ -122,9 +140,10 @@ static int code_object_load_memfd(kfdb_session *s, int memfd, kfdb_code_object *
         }
         co->session = s;
         co->handle = r->load_code_object.handle;
+        co->memfd = TAKE_FD(memfd);
         co->kernels = kernels;
         co->n_kernels = r->load_code_object.n_kernels;
-        session_object_link(s, &co->object, code_object_release);
+        session_object_link(s, &co->object, code_object_release, code_object_restore, false);
         *ret = co;
         return 0;
 }
@@ -178,7 +197,7 @@ int kfdb_code_object_load(kfdb_session *s, const void *elf, size_t size, kfdb_co
         k = memfd_seal(s, fd);
         if (k < 0)
                 return k;
-        return code_object_load_memfd(s, fd, ret);
+        return code_object_load_memfd(s, TAKE_FD(fd), ret);
 }
 
 int kfdb_code_object_load_file(kfdb_session *s, const char *path, kfdb_code_object **ret) {
@@ -225,7 +244,7 @@ int kfdb_code_object_load_file(kfdb_session *s, const char *path, kfdb_code_obje
         k = memfd_seal(s, fd);
         if (k < 0)
                 return k;
-        return code_object_load_memfd(s, fd, ret);
+        return code_object_load_memfd(s, TAKE_FD(fd), ret);
 }
 
 int kfdb_code_object_free(kfdb_code_object *co) {

@@ -21,6 +21,7 @@ struct kfdb_code_object {
         ClientObject object; /* first: the session's list links */
         kfdb_session *session;
         uint64_t handle;
+        int memfd; /* the sealed ELF, kept to load it again after a daemon restart */
         kfdb_kernel *kernels;
         size_t n_kernels;
 };

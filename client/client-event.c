@@ -26,14 +26,12 @@ static int event_call(kfdb_event *e, ClientRequestType type) {
         return session_call(e->session, &req, NULL, 0, &r);
 }
 
-int kfdb_event_create(kfdb_session *s, bool auto_reset, kfdb_event **ret) {
+/* CreateEvent: the handle and page slot of a new event. */
+static int event_make(kfdb_session *s, bool auto_reset, uint64_t *ret_handle, uint32_t *ret_slot) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_CREATE_EVENT };
-        kfdb_event *e;
         int k;
 
-        if (!s || !ret)
-                return -EINVAL;
         req.create_event.auto_reset = auto_reset;
         k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
@@ -46,14 +44,49 @@ int kfdb_event_create(kfdb_session *s, bool auto_reset, kfdb_event **ret) {
                 return session_error(s, -EBADMSG,
                                      "kfdbrokerd gave the event a slot outside the session page");
         }
+        *ret_handle = r->create_event.handle;
+        *ret_slot = r->create_event.slot;
+        return 0;
+}
+
+/* After a daemon restart: a new event, unsignaled, in a new slot. */
+static int event_restore(ClientObject *o, ClientHandleMap *map) {
+        kfdb_event *e = (kfdb_event *) o;
+        uint64_t old = e->handle;
+        int k;
+
+        e->handle = 0;
+        e->slot = UINT32_MAX;
+        k = event_make(e->session, e->auto_reset, &e->handle, &e->slot);
+        if (k < 0)
+                return k;
+        return client_handle_map_add(map, old, e->handle);
+}
+
+int kfdb_event_create(kfdb_session *s, bool auto_reset, kfdb_event **ret) {
+        uint64_t handle;
+        uint32_t slot;
+        kfdb_event *e;
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = event_make(s, auto_reset, &handle, &slot);
+        if (k < 0)
+                return k;
         e = calloc(1, sizeof(*e));
-        if (!e)
+        if (!e) {
+                ClientRequest req = { .type = CLIENT_REQUEST_DESTROY_EVENT, .object.handle = handle };
+                _cleanup_(client_reply_freep) ClientReply *r = NULL;
+
+                (void) session_call(s, &req, NULL, 0, &r);
                 return -ENOMEM;
+        }
         e->session = s;
-        e->handle = r->create_event.handle;
-        e->slot = r->create_event.slot;
+        e->handle = handle;
+        e->slot = slot;
         e->auto_reset = auto_reset;
-        session_object_link(s, &e->object, event_release);
+        session_object_link(s, &e->object, event_release, event_restore, false);
         *ret = e;
         return 0;
 }

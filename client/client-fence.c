@@ -36,6 +36,9 @@ static int fence_result(kfdb_session *s, uint64_t fence) {
         k = session_find_failure(s, fence);
         if (k < 0)
                 return k;
+        k = session_find_cancelled(s, fence);
+        if (k < 0)
+                return k;
         if (session_page_load_u64(&s->page->last_failed_fence) == fence)
                 return session_error(s, -EIO, "the job with fence %" PRIu64 " failed", fence);
         return 0;
@@ -74,6 +77,10 @@ int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms) {
                         (void) !read(s->event_fd, &v, sizeof(v));
                 if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
                         k = session_receive(s, 0);
+                        /* The daemon went away: its successor continues the
+                         * fences, and this one's fails if it was in flight. */
+                        if (k < 0)
+                                k = session_recover(s, k);
                         if (k < 0)
                                 return k;
                 }

@@ -10,7 +10,9 @@
  * releases them when freed.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -43,8 +45,11 @@ uint64_t session_completed_fence(const kfdb_session *s) {
         return session_page_load_u64(&s->page->completed_fence);
 }
 
-void session_object_link(kfdb_session *s, ClientObject *o, client_object_release_fn release) {
+void session_object_link(kfdb_session *s, ClientObject *o, client_object_release_fn release,
+                         client_object_restore_fn restore, bool restore_late) {
         o->release = release;
+        o->restore = restore;
+        o->restore_late = restore_late;
         o->prev = &s->objects;
         o->next = s->objects.next;
         s->objects.next->prev = o;
@@ -61,7 +66,7 @@ void session_object_unlink(ClientObject *o) {
 
 /* ---- Receiving ---- */
 
-static void failure_push(kfdb_session *s, const ClientReply *r) {
+void session_push_failure(kfdb_session *s, const ClientReply *r) {
         kfdb_job_failure *f;
 
         if (s->n_failures == CLIENT_FAILURES_MAX) {
@@ -131,7 +136,12 @@ static void session_dispatch(kfdb_session *s, ClientReply *r) {
                 return;
         }
         if (r->type == CLIENT_REPLY_JOB_FAILED)
-                failure_push(s, r);
+                session_push_failure(s, r);
+        else if (r->type == CLIENT_REPLY_SESSION_ENDED && !r->session_ended.reconnect) {
+                /* Ended on purpose (over D-Bus): coming back would undo that. */
+                s->ended = true;
+                snprintf(s->ended_message, sizeof(s->ended_message), "%s", r->session_ended.message);
+        }
         /* Other notifications (from a newer daemon) carry nothing this library uses. */
         client_reply_free(r);
 }
@@ -151,6 +161,8 @@ static int session_read(kfdb_session *s, int timeout_ms, ClientReply **ret) {
                                &n_fds, &n_extra);
         if (n == -EAGAIN)
                 return 0;
+        if (n == -ECONNRESET && s->ended)
+                return session_error(s, n, "kfdbrokerd ended the session: %s", s->ended_message);
         if (n == -ECONNRESET)
                 return session_error(s, n, "kfdbrokerd closed the connection");
         if (n == -EBADMSG)
@@ -202,12 +214,23 @@ int kfdb_process(kfdb_session *s) {
                 (void) !read(s->event_fd, &v, sizeof(v));
         for (;;) {
                 k = session_receive(s, 0);
-                if (k < 0)
-                        return k;
+                if (k < 0) {
+                        /* The daemon went away: come back to its successor, so
+                         * the caller's loop goes on (jobs in flight fail). */
+                        k = session_recover(s, k);
+                        if (k < 0)
+                                return k;
+                        continue;
+                }
                 if (k == 0)
                         return n;
                 n++;
         }
+}
+
+void session_drain(kfdb_session *s) {
+        while (session_receive(s, 0) > 0)
+                ;
 }
 
 /* ---- Calls ---- */
@@ -216,16 +239,16 @@ static int reply_errno(int error) {
         return error > 0 && error < 4096 ? -error : -EPROTO;
 }
 
-int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,
-                 ClientReply **ret) {
-        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+/* Sends the request and reads until its reply arrives. *ret_sent: whether it
+ * went out (a lost connection after that leaves its fate unknown). */
+static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,
+                            ClientReply **ret, bool *ret_sent) {
         _cleanup_free_ void *buf = NULL;
         const char *name = client_request_type_name(req->type);
-        ClientReplyType expected;
         size_t len;
         int k;
 
-        s->last_error[0] = '\0';
+        *ret_sent = false;
         req->id = s->next_id++;
         if (s->next_id == 0)
                 s->next_id = 1;
@@ -239,23 +262,55 @@ int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_f
         if (k < 0)
                 return session_error(s, k, "cannot send %s request to kfdbrokerd: %s", name,
                                      strerror(-k));
+        *ret_sent = true;
 
         for (;;) {
                 ClientReply *m = NULL;
 
-                r = stash_take(s, req->id);
-                if (r)
-                        break;
-                k = session_read(s, -1, &m);
+                *ret = stash_take(s, req->id);
+                if (*ret)
+                        return 0;
+                /* While reconnecting, a daemon that accepted but does not
+                 * answer must not hold the caller past the reconnect time. */
+                k = session_read(s, s->restoring ? s->reconnect_timeout_ms : -1, &m);
                 if (k < 0)
                         return k;
-                if (k == 0)
+                if (k == 0) {
+                        if (s->restoring)
+                                return session_error(s, -ETIMEDOUT, "kfdbrokerd did not answer %s within %d ms",
+                                                     name, s->reconnect_timeout_ms);
                         continue;
+                }
                 if (m->id == req->id) {
-                        r = m;
-                        break;
+                        *ret = m;
+                        return 0;
                 }
                 session_dispatch(s, m);
+        }
+}
+
+int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,
+                 ClientReply **ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        const char *name = client_request_type_name(req->type);
+        ClientReplyType expected;
+        bool sent;
+        int k;
+
+        s->last_error[0] = '\0';
+        for (;;) {
+                k = session_exchange(s, req, fds, n_fds, &r, &sent);
+                if (k >= 0)
+                        break;
+                k = session_recover(s, k);
+                if (k < 0)
+                        return k;
+                /* The old daemon may have run some of a Submit it took before
+                 * it went: running it again could run jobs twice. */
+                if (sent && req->type == CLIENT_REQUEST_SUBMIT)
+                        return session_error(s, -ECANCELED,
+                                             "kfdbrokerd restarted before it answered this Submit: some of its jobs may have run, none will complete; submit again if that is safe");
+                session_request_remap(s, req);
         }
 
         if (r->error != 0)
@@ -346,13 +401,27 @@ static kfdb_limits limits_from_reply(const ClientLimits *l) {
         };
 }
 
-static int session_hello(kfdb_session *s, const char *client_name) {
+void session_forget_hello(kfdb_session *s) {
+        if (s->page)
+                munmap((void *) s->page, s->page_size);
+        s->page = NULL;
+        for (size_t i = 0; i < s->n_features; i++)
+                free(s->features[i]);
+        free(s->features);
+        s->features = NULL;
+        s->n_features = 0;
+        free(s->daemon_version);
+        s->daemon_version = NULL;
+}
+
+int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fence) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_HELLO };
         int k;
 
         req.hello.protocol_version = KFDB_PROTOCOL_VERSION;
         req.hello.client_name = client_name;
+        req.hello.resume_fence = resume_fence;
         k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
                 return k;
@@ -419,7 +488,17 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
         if (!s->rbuf || !s->failures)
                 return -ENOMEM;
         s->fd = fd;
-        k = session_hello(s, name);
+        snprintf(s->client_name, sizeof(s->client_name), "%s", name);
+        s->reconnect_timeout_ms = CLIENT_RECONNECT_TIMEOUT_MS;
+        {
+                const char *e = secure_getenv("KFDBROKER_RECONNECT_TIMEOUT_MS");
+                char *end = NULL;
+                long v = e && *e ? strtol(e, &end, 10) : -1;
+
+                if (e && *e && end && *end == '\0' && v >= 0 && v <= INT_MAX)
+                        s->reconnect_timeout_ms = (int) v;
+        }
+        k = session_hello(s, name, 0);
         if (k < 0) {
                 /* The caller keeps fd when we fail. */
                 s->fd = -EBADF;
@@ -433,9 +512,25 @@ const char *kfdb_default_socket_path(void) {
         return KFDBROKER_DEFAULT_SOCKET;
 }
 
-int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret) {
+int session_connect(const char *path, int *ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -EBADF;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path));
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        *ret = TAKE_FD(fd);
+        return 0;
+}
+
+int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        char *copy;
         int k;
 
         if (!ret)
@@ -444,19 +539,18 @@ int kfdb_session_new(const char *path, const char *client_name, kfdb_session **r
                 path = secure_getenv("KFDBROKER_SOCKET");
         if (!path || !*path)
                 path = KFDBROKER_DEFAULT_SOCKET;
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        memcpy(sa.sun_path, path, strlen(path));
-
-        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return -errno;
-        k = kfdb_session_new_from_fd(fd, client_name, ret);
-        if (k < 0)
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        k = session_connect(path, &fd);
+        if (k >= 0)
+                k = kfdb_session_new_from_fd(fd, client_name, ret);
+        if (k < 0) {
+                free(copy);
                 return k;
+        }
         TAKE_FD(fd);
+        (*ret)->path = copy; /* it may come back here after a restart */
         return 0;
 }
 
@@ -468,14 +562,11 @@ kfdb_session *kfdb_session_free(kfdb_session *s) {
                 s->objects.next->release(s->objects.next);
         for (size_t i = 0; i < s->n_stash; i++)
                 client_reply_free(s->stash[i]);
-        if (s->page)
-                munmap((void *) s->page, s->page_size);
+        session_forget_hello(s);
         safe_close(s->event_fd);
         safe_close(s->fd);
-        for (size_t i = 0; i < s->n_features; i++)
-                free(s->features[i]);
-        free(s->features);
-        free(s->daemon_version);
+        client_handle_map_clear(&s->restore_map);
+        free(s->path);
         free(s->failures);
         free(s->rbuf);
         free(s);
@@ -511,6 +602,17 @@ bool kfdb_session_has_feature(const kfdb_session *s, const char *feature) {
                 if (strcmp(s->features[i], feature) == 0)
                         return true;
         return false;
+}
+
+uint64_t kfdb_session_get_reconnects(const kfdb_session *s) {
+        return s ? s->n_reconnects : 0;
+}
+
+int kfdb_session_set_reconnect_timeout(kfdb_session *s, int timeout_ms) {
+        if (!s || timeout_ms < 0)
+                return -EINVAL;
+        s->reconnect_timeout_ms = timeout_ms;
+        return 0;
 }
 
 uint64_t kfdb_session_get_context_lost(const kfdb_session *s) {

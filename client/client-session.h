@@ -22,12 +22,38 @@
 /* Job failures not yet taken by kfdb_job_failure_next(); older ones are dropped beyond. */
 #define CLIENT_FAILURES_MAX 1024u
 
-/* An object owned by a session: linked so kfdb_session_free() can release it. */
+/* Fences a daemon restart cancelled (jobs in flight then): first..last. */
+#define CLIENT_CANCELLED_RANGES 4u
+/* How long a session tries to reach a restarted daemon, unless
+ * KFDBROKER_RECONNECT_TIMEOUT_MS or kfdb_session_set_reconnect_timeout() say. */
+#define CLIENT_RECONNECT_TIMEOUT_MS 30000
+
+/* Handles of the previous connection -> the new one's (client-resume.c). */
+typedef struct ClientHandleMap {
+        struct ClientHandlePair {
+                uint64_t from, to;
+        } *pairs;
+        size_t n, n_allocated;
+        bool sorted;
+} ClientHandleMap;
+
+int client_handle_map_add(ClientHandleMap *m, uint64_t from, uint64_t to);
+/* The new handle of from, or from itself when the map does not know it. */
+uint64_t client_handle_map_get(ClientHandleMap *m, uint64_t from);
+void client_handle_map_clear(ClientHandleMap *m);
+
+/* An object owned by a session: linked so kfdb_session_free() can release it
+ * and a reconnect can make it again in the new session. */
 typedef struct ClientObject ClientObject;
 typedef void (*client_object_release_fn)(ClientObject *o);
+/* Makes the object again on the new connection, adding old -> new handles to
+ * map (0: done; negative errno: the object is lost, its handle 0). */
+typedef int (*client_object_restore_fn)(ClientObject *o, ClientHandleMap *map);
 struct ClientObject {
         ClientObject *prev, *next;
         client_object_release_fn release; /* local teardown only, no round trip */
+        client_object_restore_fn restore; /* NULL: nothing to make again */
+        bool restore_late;                /* after every object without it (batches: they name the others) */
 };
 
 struct kfdb_session {
@@ -51,6 +77,20 @@ struct kfdb_session {
         size_t failures_head, n_failures;
 
         ClientObject objects; /* list head */
+
+        /* Reconnecting after a daemon restart (client-resume.c). */
+        char client_name[65];     /* what Hello said */
+        char *path;               /* the socket; NULL (kfdb_session_new_from_fd): no reconnecting */
+        int reconnect_timeout_ms; /* 0: never */
+        bool restoring;           /* a lost connection now is not recovered again */
+        bool ended;               /* the daemon ended the session for good (SessionEnded) */
+        char ended_message[256];
+        uint64_t n_reconnects;
+        ClientHandleMap restore_map; /* of the last reconnect */
+        struct {
+                uint64_t first, last;
+        } cancelled[CLIENT_CANCELLED_RANGES];
+        size_t n_cancelled;
 
         uint8_t *rbuf; /* CLIENT_MAX_MESSAGE_SIZE receive buffer */
         char last_error[CLIENT_ERROR_MAX];
@@ -77,8 +117,36 @@ uint64_t session_page_load_u64(const uint64_t *p);
 uint32_t session_page_load_u32(const uint32_t *p);
 uint64_t session_completed_fence(const kfdb_session *s);
 
+/* Queues a job failure (a JOB_FAILED reply) for kfdb_job_failure_next(). */
+void session_push_failure(kfdb_session *s, const ClientReply *r);
 /* Looks for a queued failure of exactly this fence; returns its negative errno or 0. */
 int session_find_failure(kfdb_session *s, uint64_t fence);
 
-void session_object_link(kfdb_session *s, ClientObject *o, client_object_release_fn release);
+void session_object_link(kfdb_session *s, ClientObject *o, client_object_release_fn release,
+                         client_object_restore_fn restore, bool restore_late);
+
+/* Hello on s->fd (also when resuming: resume_fence = s->last_fence), maps the
+ * page, takes the eventfd, limits and features. */
+int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fence);
+/* A new connected SOCK_SEQPACKET socket to path in *ret. */
+int session_connect(const char *path, int *ret);
+/* Drops what Hello gave (page, features, version) before a new Hello. */
+void session_forget_hello(kfdb_session *s);
+/* Reads and dispatches what the old connection still holds (failures, SessionEnded). */
+void session_drain(kfdb_session *s);
+
+/* Is k a lost connection (the daemon went away)? */
+bool session_connection_lost(int k);
+/*
+ * The connection is lost (k says how): reconnects when it may — a session made
+ * from a path, not ended by the daemon on purpose, reconnecting allowed — and
+ * makes every buffer, event and code object again in the new session; jobs
+ * that were in flight are failed with ECANCELED. 0 on success; else k or the
+ * reason it could not reconnect, with last_error set.
+ */
+int session_recover(kfdb_session *s, int k);
+/* Rewrites the handles in a request built before the last reconnect. */
+void session_request_remap(kfdb_session *s, ClientRequest *req);
+/* A fence cancelled by a restart: -ECANCELED with last_error set; else 0. */
+int session_find_cancelled(kfdb_session *s, uint64_t fence);
 void session_object_unlink(ClientObject *o);

@@ -301,6 +301,7 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 kfdbroker__v1__hello_request__init(&p->hello);
                 p->hello.protocol_version = r->hello.protocol_version;
                 p->hello.client_name = (char *) (r->hello.client_name ?: "");
+                p->hello.resume_fence = r->hello.resume_fence;
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
                 m->hello = &p->hello;
                 return 0;
@@ -616,6 +617,12 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 /* A failure without a positive errno is not a failure we can report. */
                 if (m->job_failed->error <= 0)
                         return -EBADMSG;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_SESSION_ENDED:
+                r->type = CLIENT_REPLY_SESSION_ENDED;
+                r->session_ended.error = m->session_ended->error;
+                r->session_ended.message = str(m->session_ended->message);
+                r->session_ended.reconnect = m->session_ended->reconnect;
                 return 0;
         default:
                 break;

@@ -96,6 +96,7 @@ typedef struct ClientRequest {
                 struct {
                         uint32_t protocol_version;
                         const char *client_name;
+                        uint64_t resume_fence; /* 0: a new client */
                 } hello;
                 struct {
                         uint64_t size;
@@ -109,7 +110,7 @@ typedef struct ClientRequest {
                         bool auto_reset;
                 } create_event;
                 struct {
-                        const ClientWaitEntry *entries;
+                        ClientWaitEntry *entries; /* the caller's: rewritten on a reconnect */
                         size_t n_entries;
                         bool wait_all;
                         uint32_t timeout_ms;
@@ -140,6 +141,7 @@ typedef enum ClientReplyType {
         CLIENT_REPLY_STATUS,
         CLIENT_REPLY_JOB_FAILED,
         CLIENT_REPLY_LOAD_CODE_OBJECT,
+        CLIENT_REPLY_SESSION_ENDED, /* notification: the daemon ends the session */
         CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
 } ClientReplyType;
 
@@ -234,6 +236,11 @@ typedef struct ClientReply {
                         int error;
                         const char *message;
                 } job_failed;
+                struct {
+                        int error; /* positive errno */
+                        const char *message;
+                        bool reconnect;
+                } session_ended;
                 struct {
                         uint64_t handle;
                         ClientKernelInfo *kernels; /* owned */

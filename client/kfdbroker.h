@@ -88,6 +88,28 @@ typedef enum kfdb_placement {
  * -ECONNREFUSED: nobody listening, -EACCES), -EPROTO (the session page is
  * not one this library understands), -EPROTONOSUPPORT (the daemon speaks
  * another protocol version), or the common errors above.
+ *
+ * A session made here survives a restart of the daemon: when the connection
+ * is lost (the daemon stopped, crashed or was restarted), the next call —
+ * or kfdb_process(), or a kfdb_fence_wait() in progress — connects to @path
+ * again, for up to 30 s (kfdb_session_set_reconnect_timeout(),
+ * $KFDBROKER_RECONNECT_TIMEOUT_MS), and carries on in a new session:
+ * - buffers keep their memory and contents (the library holds their dma-buf
+ *   fds and hands them to the new daemon; mappings stay valid);
+ * - events and code objects are made again (events start unsignaled, and
+ *   their ages start again: a wait with an age from before returns at once);
+ * - batches not yet submitted submit as usual;
+ * - fences go on from where they were; jobs that were in flight fail with
+ *   -ECANCELED (kfdb_fence_wait(), kfdb_job_failure_next());
+ * - the socket and eventfd keep their fd numbers (a poll loop goes on);
+ * - handles change (kfdb_buffer_get_handle() etc. give the new ones) and so
+ *   does kfdb_session_get_id();
+ * - a Submit whose answer was lost to the restart fails with -ECANCELED (the
+ *   old daemon may have run some of it); every other call is sent again.
+ * A session ended on purpose (TerminateSession over D-Bus) does not come
+ * back: its calls fail with -ECONNRESET. If the daemon does not come back in
+ * time, calls fail with -ECONNRESET and the reason in
+ * kfdb_session_last_error().
  */
 int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret);
 
@@ -97,6 +119,8 @@ int kfdb_session_new(const char *path, const char *client_name, kfdb_session **r
  * passed in by a sandbox). On success the session owns @fd; on failure the
  * caller still does. Returns what kfdb_session_new() returns, and
  * -EPROTOTYPE if @fd is not a SOCK_SEQPACKET socket (-ENOTSOCK if no socket).
+ * Such a session cannot reconnect (it does not know where to): a lost
+ * connection is -ECONNRESET.
  */
 int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret);
 
@@ -127,9 +151,16 @@ int kfdb_get_event_fd(const kfdb_session *s);
  * kfdb_process() - without blocking: clear the eventfd and read every message
  * waiting on the socket (job failure notifications are queued for
  * kfdb_job_failure_next()). Returns the number of messages read, or
- * -ECONNRESET / -EBADMSG.
+ * -ECONNRESET / -EBADMSG. If the daemon went away, this is where the session
+ * reconnects (see kfdb_session_new()), which blocks until the daemon is back
+ * or the reconnect timeout ends.
  */
 int kfdb_process(kfdb_session *s);
+
+/* How many times the session reconnected after the daemon restarted. */
+uint64_t kfdb_session_get_reconnects(const kfdb_session *s);
+/* How long a lost connection is retried (ms; 0: never reconnect). Returns 0 or -EINVAL. */
+int kfdb_session_set_reconnect_timeout(kfdb_session *s, int timeout_ms);
 
 uint64_t kfdb_session_get_id(const kfdb_session *s);
 const char *kfdb_session_get_daemon_version(const kfdb_session *s);

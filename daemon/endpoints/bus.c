@@ -595,7 +595,7 @@ static int run_terminate(Bus *b, sd_bus_message *m, bool all, sd_bus_error *erro
                 return r;
         snprintf(why, sizeof(why), "terminated over D-Bus by %s%s%s", sd_bus_message_get_sender(m),
                  reason && *reason ? ": " : "", reason ? reason : "");
-        session_disconnect(s, why);
+        session_end(s, ECONNABORTED, why, false);
         return sd_bus_reply_method_return(m, NULL);
 }
 

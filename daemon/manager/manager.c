@@ -191,7 +191,10 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                         return log_error_errno(r, "--device=kfd: cannot use /dev/kfd: %m%s",
                                                r == -ENOENT ? " (no AMD GPU with KFD on this machine)" : "");
         } else {
-                SimOptions so = { .kfd_minor = o->sim_kfd_minor };
+                /* The device is "where it is served": a daemon restarted on
+                 * the same socket finds its predecessor's buffers its own. */
+                SimOptions so = { .kfd_minor = o->sim_kfd_minor,
+                                  .identity = o->listen_path ? o->listen_path : KFDBROKER_DEFAULT_SOCKET };
                 r = sim_device_new(&so, &m->sim);
                 if (r < 0)
                         return log_error_errno(r, "Failed to create the simulated GPU: %m");
@@ -245,7 +248,7 @@ void manager_begin_shutdown(Manager *m) {
         m->set.shutting_down = true;
         m->listener = listener_free(m->listener);
         while (m->set.sessions)
-                session_disconnect(m->set.sessions, "daemon shutting down");
+                session_end(m->set.sessions, ESHUTDOWN, "daemon shutting down", true);
         r = sd_event_add_time_relative(m->event, &m->exit_timer, CLOCK_MONOTONIC,
                                        SHUTDOWN_DRAIN_USEC, 0, on_exit_timer, m);
         if (r < 0)
@@ -452,7 +455,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         m->listener = listener_free(m->listener);
         while (m->set.sessions)
-                session_disconnect(m->set.sessions, "daemon exiting");
+                session_end(m->set.sessions, ESHUTDOWN, "daemon exiting", true);
         m->bus = bus_free(m->bus);
         if (m->scheduler)
                 scheduler_abandon(m->scheduler);

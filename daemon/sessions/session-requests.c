@@ -20,10 +20,10 @@
 
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", NULL,
 };
 static const char *const features_compute[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "compute", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -90,6 +90,15 @@ static void handle_hello(Session *s, const WireRequest *req) {
         }
         memcpy(s->client_name, req->hello.client_name, sizeof(s->client_name));
         s->hello_done = true;
+        if (req->hello.resume_fence > 0) {
+                /* A client back after a restart: its fences go on from where
+                 * they were (docs/protocol.md "When the daemon restarts"). */
+                s->last_fence = s->completed_fence = req->hello.resume_fence;
+                session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
+                session_page_flush(&s->page);
+                log_info("Session %" PRIu64 ": \"%s\" resumes after a daemon restart (fences after %" PRIu64 ")",
+                         s->id, s->client_name, s->last_fence);
+        }
         /* Connections that never say Hello are not sessions of the identity. */
         s->account->sessions_now++;
         s->account->sessions_total++;

@@ -50,7 +50,7 @@ int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err,
 
 void session_set_done(SessionSet *set) {
         while (set->sessions)
-                session_disconnect(set->sessions, "daemon exiting");
+                session_end(set->sessions, ESHUTDOWN, "daemon exiting", true);
         account_table_done(&set->accounts);
         policy_free(set->policy);
         set->policy = NULL;

@@ -346,6 +346,19 @@ static int flush_out(Session *s) {
         return 0;
 }
 
+void session_end(Session *s, int error, const char *why, bool reconnect) {
+        if (!s->connected)
+                return;
+        if (s->hello_done)
+                (void) session_send(s, &(WireReply) {
+                                            .type = WIRE_REPLY_SESSION_ENDED,
+                                            .session_ended = { .error = error, .message = why,
+                                                               .reconnect = reconnect },
+                                    },
+                                    NULL, 0);
+        session_disconnect(s, why);
+}
+
 /* A reply or notification that cannot be queued would leave the client
  * waiting for it, holding what it was about (a buffer it never got the fd
  * of, say): the session ends instead, which returns everything it held. */

@@ -117,6 +117,10 @@ Session *session_unref(Session *s);
 /* Closes the connection: cancels waits and pending jobs, drops handles. Jobs
  * already on the GPU finish; the session is freed after the last one. */
 void session_disconnect(Session *s, const char *why);
+/* Ends the session on purpose: tells the client why first (SessionEnded, if
+ * it can be queued: error, why, and whether a new session may pick up where
+ * this one ended), then disconnects. */
+void session_end(Session *s, int error, const char *why, bool reconnect);
 
 /* Queues a reply (copies fds: the caller keeps its own). Disconnects a
  * client whose unread replies exceed the limits. */

@@ -508,6 +508,17 @@ static void mm_init(SimMm *mm, SimDevice *d) {
         };
 }
 
+/* FNV-1a over the identity and the gpu_id: the same device, the same tag. */
+static uint32_t identity_tag(const char *identity, uint32_t gpu_id) {
+        uint32_t h = 2166136261u;
+
+        for (const char *p = identity; *p; p++)
+                h = (h ^ (uint8_t) *p) * 16777619u;
+        for (unsigned i = 0; i < 4; i++)
+                h = (h ^ (uint8_t) (gpu_id >> (8 * i))) * 16777619u;
+        return h;
+}
+
 int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         _cleanup_(sim_device_freep) SimDevice *d = NULL;
         SimOptions o = opts ? *opts : (SimOptions) {};
@@ -539,7 +550,9 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         pthread_cond_init(&d->cp_cond, NULL);
         pthread_cond_init(&d->servers_cond, NULL);
         d->pid = getpid();
-        if (getrandom(&d->bo_tag, sizeof d->bo_tag, 0) != (ssize_t) sizeof d->bo_tag)
+        if (o.identity)
+                d->bo_tag = identity_tag(o.identity, o.gpu_id);
+        else if (getrandom(&d->bo_tag, sizeof d->bo_tag, 0) != (ssize_t) sizeof d->bo_tag)
                 d->bo_tag = (uint32_t) d->pid ^ (uint32_t) (uintptr_t) d; /* no entropy: unique enough in one host */
         d->kfd_minor = o.kfd_minor;
         d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions

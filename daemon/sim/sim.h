@@ -43,6 +43,13 @@ typedef struct SimOptions {
          * version's table is -EINVAL (-ENOTTY from 19 on, as kfd_ioctl answers
          * since "report -ENOTTY for unknown ioctls"). */
         uint32_t kfd_minor;
+        /* Which simulated device this is, as a PCI address names a real one:
+         * the same identity gives the same device, so dma-bufs (memfds) it
+         * exported are its own again in a later instance (a daemon restarted
+         * on the same socket imports what its predecessor gave out, as the
+         * kernel does for a GPU that stayed). NULL = a device of its own,
+         * unlike any other (random). */
+        const char *identity;
 } SimOptions;
 
 #define SIM_MIN_KFD_MINOR 11u

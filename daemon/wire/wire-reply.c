@@ -50,6 +50,7 @@ typedef struct ReplyParts {
         Kfdbroker__V1__QueryReply query;
         Kfdbroker__V1__StatusReply status;
         Kfdbroker__V1__JobFailed job_failed;
+        Kfdbroker__V1__SessionEnded session_ended;
         Kfdbroker__V1__LoadCodeObjectReply load_code_object;
         /* Owned temporaries, freed by reply_parts_done(). */
         char **features;
@@ -357,6 +358,14 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 p->job_failed.message = str_or_empty(r->job_failed.message);
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED;
                 m->job_failed = &p->job_failed;
+                return 0;
+        case WIRE_REPLY_SESSION_ENDED:
+                kfdbroker__v1__session_ended__init(&p->session_ended);
+                p->session_ended.error = r->session_ended.error;
+                p->session_ended.message = str_or_empty(r->session_ended.message);
+                p->session_ended.reconnect = r->session_ended.reconnect;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_SESSION_ENDED;
+                m->session_ended = &p->session_ended;
                 return 0;
         case WIRE_REPLY_LOAD_CODE_OBJECT:
                 return fill_load_code_object(r, p, m);

@@ -181,7 +181,11 @@ static int decode_hello(const PbRequest *m, const void *buf, size_t len, WireReq
         /* It is shown over D-Bus, which refuses a reply with invalid UTF-8. */
         if (!utf8_is_valid(name))
                 return wire_error(errbuf, errlen, "hello.client_name: not valid UTF-8");
+        if (h->resume_fence > WIRE_MAX_RESUME_FENCE)
+                return wire_error(errbuf, errlen, "hello.resume_fence: %" PRIu64 " is above the limit of 2^62",
+                                  (uint64_t) h->resume_fence);
         r->hello.protocol_version = h->protocol_version;
+        r->hello.resume_fence = h->resume_fence;
         memcpy(r->hello.client_name, name, n);
         r->hello.client_name[n] = '\0';
         return 0;

@@ -21,6 +21,8 @@
  * WIRE_MAX_WAIT_EVENTS waiters in daemon memory). */
 #define WIRE_MAX_PENDING_WAITS 256u
 #define WIRE_CLIENT_NAME_MAX 64u
+/* HelloRequest.resume_fence: room for 2^62 more fences after it. */
+#define WIRE_MAX_RESUME_FENCE (UINT64_C(1) << 62)
 #define WIRE_PROTOCOL_VERSION 1u
 /* Dispatch jobs: a kernel name (the GPU layer's GpuKernel.name holds 127
  * bytes), explicit arguments (GPU_KERNEL_MAX_ARGS counts hidden ones too),
@@ -131,6 +133,7 @@ typedef struct WireRequest {
                 struct {
                         uint32_t protocol_version;
                         char client_name[WIRE_CLIENT_NAME_MAX + 1]; /* NUL-terminated */
+                        uint64_t resume_fence; /* <= WIRE_MAX_RESUME_FENCE */
                 } hello;
                 struct {
                         uint64_t size;
@@ -190,6 +193,7 @@ typedef enum WireReplyType {
         WIRE_REPLY_QUERY,
         WIRE_REPLY_STATUS,
         WIRE_REPLY_JOB_FAILED, /* notification, id 0 */
+        WIRE_REPLY_SESSION_ENDED, /* notification, id 0, the session's last message */
         WIRE_REPLY_LOAD_CODE_OBJECT,
 } WireReplyType;
 
@@ -280,6 +284,11 @@ typedef struct WireReply {
                         int error;
                         const char *message;
                 } job_failed;
+                struct {
+                        int error;
+                        const char *message;
+                        bool reconnect;
+                } session_ended;
                 struct {
                         uint64_t handle;
                         const WireKernelInfo *kernels;

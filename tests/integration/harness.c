@@ -22,18 +22,13 @@
 
 static uint64_t next_id = 1;
 
-void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
-        const char *bin = getenv("KFDBROKERD");
+static bool log_has_sanitizer_report(const TestDaemon *d);
+
+/* Starts the daemon binary on d's socket and waits until it listens. */
+static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extra_args) {
         const char *argv[32];
         unsigned n = 0;
         pid_t parent;
-
-        cr_assert(bin, "KFDBROKERD is not set (run through meson test)");
-        memset(d, 0, sizeof(*d));
-        strcpy(d->dir, "/tmp/kfdbroker-test.XXXXXX");
-        cr_assert(mkdtemp(d->dir));
-        snprintf(d->sock, sizeof(d->sock), "%s/sock", d->dir);
-        snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
 
         argv[n++] = bin;
         argv[n++] = "--device=sim";
@@ -46,24 +41,6 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
          * variants set --sim-kfd-version=1.18). One option, no spaces. */
         if (getenv("KFDBROKER_TEST_DAEMON_ARG") && n < 27)
                 argv[n++] = getenv("KFDBROKER_TEST_DAEMON_ARG");
-        /* The built-in policy lets clients dispatch only in GPU contexts of
-         * their own (ComputeDispatch=isolated); the tests' own uid is granted
-         * ComputeDispatch=yes (shared contexts too) by a rule in the least
-         * important policy directory, read first by its name, so a test's own
-         * policy files still override it. Other uids (nobody, in the tests
-         * that switch to it) get the built-in policy. */
-        snprintf(d->grant_dir, sizeof(d->grant_dir), "%s/grant.d", d->dir);
-        snprintf(d->grant_arg, sizeof(d->grant_arg), "--policy-dir=%s", d->grant_dir);
-        cr_assert_eq(mkdir(d->grant_dir, 0755), 0);
-        {
-                char path[256];
-                snprintf(path, sizeof(path), "%s/00-tests-may-dispatch.conf", d->grant_dir);
-                FILE *f = fopen(path, "we");
-                cr_assert_not_null(f);
-                fprintf(f, "# The tests' clients run kernels.\n[Match]\nUser=%u\n[Limits]\nComputeDispatch=yes\n",
-                        (unsigned) getuid());
-                cr_assert_eq(fclose(f), 0);
-        }
         argv[n++] = d->grant_arg;
         argv[n] = NULL;
 
@@ -71,7 +48,8 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         d->pid = fork();
         cr_assert(d->pid >= 0);
         if (d->pid == 0) {
-                int lf = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                /* Appended: a restarted daemon's log follows its predecessor's. */
+                int lf = open(d->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
                 /* A test that dies (an assertion in its setup skips the teardown)
                  * must not leave its daemon running. */
@@ -101,6 +79,53 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         }
         test_daemon_dump_log(d);
         cr_assert_fail("kfdbrokerd did not start listening within 4 s");
+}
+
+void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
+        const char *bin = getenv("KFDBROKERD");
+
+        cr_assert(bin, "KFDBROKERD is not set (run through meson test)");
+        memset(d, 0, sizeof(*d));
+        strcpy(d->dir, "/tmp/kfdbroker-test.XXXXXX");
+        cr_assert(mkdtemp(d->dir));
+        snprintf(d->sock, sizeof(d->sock), "%s/sock", d->dir);
+        snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+
+        /* The built-in policy lets clients dispatch only in GPU contexts of
+         * their own (ComputeDispatch=isolated); the tests' own uid is granted
+         * ComputeDispatch=yes (shared contexts too) by a rule in the least
+         * important policy directory, read first by its name, so a test's own
+         * policy files still override it. Other uids (nobody, in the tests
+         * that switch to it) get the built-in policy. */
+        snprintf(d->grant_dir, sizeof(d->grant_dir), "%s/grant.d", d->dir);
+        snprintf(d->grant_arg, sizeof(d->grant_arg), "--policy-dir=%s", d->grant_dir);
+        cr_assert_eq(mkdir(d->grant_dir, 0755), 0);
+        {
+                char path[256];
+                snprintf(path, sizeof(path), "%s/00-tests-may-dispatch.conf", d->grant_dir);
+                FILE *f = fopen(path, "we");
+                cr_assert_not_null(f);
+                fprintf(f, "# The tests' clients run kernels.\n[Match]\nUser=%u\n[Limits]\nComputeDispatch=yes\n",
+                        (unsigned) getuid());
+                cr_assert_eq(fclose(f), 0);
+        }
+        daemon_spawn(d, bin, extra_args);
+}
+
+int test_daemon_restart(TestDaemon *d, int sig, const char *const *extra_args) {
+        int status = 0, rc;
+
+        cr_assert_gt(d->pid, 0, "no daemon to restart");
+        kill(d->pid, sig);
+        cr_assert_eq(waitpid(d->pid, &status, 0), d->pid);
+        d->pid = 0;
+        rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (rc == 0 && log_has_sanitizer_report(d))
+                rc = TEST_DAEMON_SANITIZER_REPORT;
+        /* Its socket file stays behind after SIGKILL: the new one replaces it
+         * (the daemon refuses only a socket someone still accepts on). */
+        daemon_spawn(d, getenv("KFDBROKERD"), extra_args);
+        return rc;
 }
 
 void test_daemon_dump_log(const TestDaemon *d) {

@@ -32,6 +32,12 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args);
 #define TEST_DAEMON_SANITIZER_REPORT 256
 int test_daemon_stop(TestDaemon *d);
 /*
+ * Sends sig (SIGTERM: a clean stop, SIGKILL: a crash) and waits for the
+ * daemon, then starts it again with extra_args on the same socket, policy and
+ * log (appended). Returns how the old one ended, as test_daemon_stop().
+ */
+int test_daemon_restart(TestDaemon *d, int sig, const char *const *extra_args);
+/*
  * For a teardown: stops the daemon if it runs, and fails the test
  * (test-fini.h) unless it exited 0 without a sanitizer report. Under ASan a
  * leak at exit makes it abort (tests/meson.build), so leaks fail the test
