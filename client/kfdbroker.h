@@ -103,7 +103,7 @@ typedef enum kfdb_placement {
  *   -ECANCELED (kfdb_fence_wait(), kfdb_job_failure_next());
  * - the socket and eventfd keep their fd numbers (a poll loop goes on);
  * - handles change (kfdb_buffer_get_handle() etc. give the new ones) and so
- *   does kfdb_session_get_id();
+ *   may kfdb_session_get_id();
  * - a Submit whose answer was lost to the restart fails with -ECANCELED (the
  *   old daemon may have run some of it); every other call is sent again.
  * A session ended on purpose (TerminateSession over D-Bus) does not come

@@ -137,6 +137,8 @@ _PROTOTYPES = {
     "kfdb_session_get_daemon_version": (c_char_p, [_p]),
     "kfdb_session_has_feature": (c_bool, [_p, c_char_p]),
     "kfdb_session_get_context_lost": (c_uint64, [_p]),
+    "kfdb_session_get_reconnects": (c_uint64, [_p]),
+    "kfdb_session_set_reconnect_timeout": (c_int, [_p, c_int]),
     "kfdb_session_get_limits": (None, [_p, POINTER(kfdb_limits)]),
     "kfdb_device_info": (c_int, [_p, POINTER(kfdb_device)]),
     "kfdb_device_compute_queues": (c_int, [_p, POINTER(c_uint32)]),

@@ -484,8 +484,6 @@ class Session:
             raise errors.from_errno(r, f"cannot connect to {path}: {os.strerror(-r)}{hint}", operation)
         self._ptr = ptr.value
         L = lib()
-        self.id: int = L.kfdb_session_get_id(self._ptr)
-        """The session's id in the daemon (``kfdbrokerctl sessions``)."""
         self.daemon_version: str = _text(L.kfdb_session_get_daemon_version(self._ptr))
         lim = _lib.kfdb_limits()
         L.kfdb_session_get_limits(self._ptr, ctypes.byref(lim))
@@ -546,6 +544,31 @@ class Session:
         return self._batch
 
     # ---- information ----
+
+    @property
+    def id(self) -> int:
+        """The session's id in the daemon (``kfdbrokerctl sessions``); it may change when the session reconnects."""
+        with self._lock:
+            return int(lib().kfdb_session_get_id(self._checked("id")))
+
+    @property
+    def reconnects(self) -> int:
+        """How many times the session came back after the daemon restarted. Buffers (and their
+        contents), events and code objects carry over; jobs that were on the GPU then fail
+        (``kfdbroker.Error`` with errno ECANCELED)."""
+        with self._lock:
+            return int(lib().kfdb_session_get_reconnects(self._checked("reconnects")))
+
+    def set_reconnect_timeout(self, seconds: float) -> None:
+        """How long a lost connection is retried before calls raise ``ConnectionLost`` (default
+        30 s, or ``$KFDBROKER_RECONNECT_TIMEOUT_MS``); 0 turns reconnecting off."""
+        if seconds < 0 or seconds * 1000 > 2**31 - 1:
+            raise ValueError(f"reconnect timeout {seconds!r} s: must be 0 to 2147483 s")
+        with self._lock:
+            r = lib().kfdb_session_set_reconnect_timeout(self._checked("set_reconnect_timeout()"),
+                                                         int(seconds * 1000))
+            if r < 0:
+                raise self._error(r, "set_reconnect_timeout()")
 
     def has_feature(self, feature: str) -> bool:
         """Whether the daemon announced ``feature`` ("sdma-copy", "events", "compute", ...)."""

@@ -51,9 +51,13 @@ class Daemon:
         for name, text in policy.items():
             with open(os.path.join(policy_dir, name), "w") as f:
                 f.write(text.format(uid=os.getuid()))
-        with open(self.log, "wb") as log:
+        self.policy_dir = policy_dir
+        self._spawn()
+
+    def _spawn(self) -> None:
+        with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [KFDBROKERD, "--device=sim", "--listen", self.socket, f"--policy-dir={policy_dir}",
+                [KFDBROKERD, "--device=sim", "--listen", self.socket, f"--policy-dir={self.policy_dir}",
                  "--log-target=stderr"], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -82,6 +86,14 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
+
+    def restart(self, sig: int = signal.SIGTERM) -> int:
+        """Stops the daemon with sig (SIGKILL: a crash) and starts it again on the same socket;
+        returns how the old one ended."""
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(30)
+        self._spawn()
+        return rc
 
     def finish(self) -> None:
         rc = self.stop()

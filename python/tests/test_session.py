@@ -149,3 +149,20 @@ def test_policy_limits_reach_the_session(make_daemon):
     d = make_daemon({"50-grant.conf": GRANT, "60-small.conf": "[Limits]\nBuffers=3\nEvents=2\n"})
     with kfdbroker.Session(d.socket) as s:
         assert (s.limits.max_buffers, s.limits.max_events) == (3, 2)
+
+
+def test_a_session_survives_a_daemon_restart(make_daemon):
+    np = pytest.importorskip("numpy")
+    d = make_daemon()
+    with kfdbroker.Session(d.socket) as s:
+        a, b = s.alloc(1 << 16), s.alloc(1 << 16)
+        va, vb = a.numpy(np.uint32), b.numpy(np.uint32)
+        va[:] = np.arange(va.size, dtype=np.uint32)
+        assert d.restart() == 0
+        # Same buffers, same memory, same numpy views: the copy goes through the new daemon.
+        s.wait(s.copy(b, a), timeout=20)
+        assert (vb == np.arange(vb.size, dtype=np.uint32)).all()
+        assert s.reconnects == 1 and s.id >= 1
+        s.set_reconnect_timeout(0)
+        with pytest.raises(ValueError):
+            s.set_reconnect_timeout(-1)
