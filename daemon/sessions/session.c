@@ -349,6 +349,8 @@ static int flush_out(Session *s) {
 void session_end(Session *s, int error, const char *why, bool reconnect) {
         if (!s->connected)
                 return;
+        /* A send that fails disconnects, which may drop the last reference. */
+        s = session_ref(s);
         if (s->hello_done)
                 (void) session_send(s, &(WireReply) {
                                             .type = WIRE_REPLY_SESSION_ENDED,
@@ -357,6 +359,7 @@ void session_end(Session *s, int error, const char *why, bool reconnect) {
                                     },
                                     NULL, 0);
         session_disconnect(s, why);
+        session_unref(s);
 }
 
 /* A reply or notification that cannot be queued would leave the client
