@@ -230,6 +230,15 @@ Test(daemon, socket_activation_notify_and_sigterm) {
         cr_assert_eq(access(sock, F_OK), 0, "the activated socket belongs to systemd: not removed");
         {
                 Kfdbroker__V1__ServerMessage *m = NULL;
+                /* Told why first, and that it may come back to the next daemon. */
+                cr_assert_eq(raw_recv(c, &m, NULL, NULL, 5000), 1, "SessionEnded comes before the end");
+                cr_assert_eq(m->body_case, KFDBROKER__V1__SERVER_MESSAGE__BODY_SESSION_ENDED);
+                cr_assert_eq(m->id, 0);
+                cr_assert_eq(m->session_ended->error, ESHUTDOWN);
+                cr_assert(m->session_ended->reconnect);
+                cr_assert_str_eq(m->session_ended->message, "daemon shutting down");
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+                m = NULL;
                 cr_assert_eq(raw_recv(c, &m, NULL, NULL, 5000), 0, "the session ends with the daemon");
         }
         close(c);

@@ -589,6 +589,10 @@ Test(dbus, set_limits_and_terminate) {
         {
                 kfdb_usage u;
                 cr_assert_eq(kfdb_query(s, &u), -ECONNRESET, "the client sees its session end");
+                /* SessionEnded said why, and not to come back. */
+                cr_assert(strstr(kfdb_session_last_error(s), "kfdbrokerd ended the session: terminated over D-Bus"),
+                          "%s", kfdb_session_last_error(s));
+                cr_assert_eq(kfdb_session_get_reconnects(s), 0);
         }
         r = sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, NULL, "t", id);
         cr_assert_lt(r, 0);
