@@ -17,6 +17,26 @@
  * dma-buf fd itself (a dma-buf fd is mmappable: dma_buf_mmap_internal; the
  * render-node offset of an imported BO is not known to us without GEM calls).
  * Teardown goes backwards: UNMAP_MEMORY_FROM_GPU, FREE_MEMORY_OF_GPU, munmap.
+ *
+ * Render-node buffers (KFD uapi < 1.12, GpuDeviceInfo.render_node_buffers):
+ * such a kernel has no EXPORT_DMABUF (kfd-facts §7.4), so a buffer that must
+ * be shareable is made where dma-bufs come from — the render node — and
+ * imported into KFD, the path libhsakmt takes for graphics buffers
+ * (hsaKmtRegisterGraphicsHandleToNodes: GET_DMABUF_INFO, IMPORT_DMABUF):
+ *   1. DRM_IOCTL_AMDGPU_GEM_CREATE on the render fd (domain GTT or VRAM with
+ *      CPU_ACCESS_REQUIRED, the PUBLIC of a KFD allocation) -> GEM handle;
+ *   2. DRM_IOCTL_PRIME_HANDLE_TO_FD (DRM_CLOEXEC | DRM_RDWR: without RDWR the
+ *      dma-buf file is read-only and cannot be mapped for writing);
+ *   3. the import above with that fd (IMPORT_DMABUF at a reserved VA, MAP,
+ *      mmap(2) of the dma-buf); the fd is closed, the mapping keeps the file;
+ * every later export is another PRIME_HANDLE_TO_FD of the handle. Teardown:
+ * UNMAP, FREE_MEMORY_OF_GPU (drops KFD's reference), munmap, and GEM_CLOSE
+ * last, while the render fd is still open (gpu_context_free closes it after
+ * the buffers). The GEM calls are raw ioctls through the KfdOps table, with
+ * the structs of libdrm's amdgpu_drm.h, not libdrm_amdgpu's amdgpu_bo_alloc:
+ * that one issues the same GEM_CREATE but straight to the fd, around the
+ * table, after amdgpu_device_initialize()'s queries — the simulator could not
+ * see it, and the path would be untested.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +45,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <amdgpu_drm.h>
 
 #include "gpu/gpu-internal.h"
 #include "util/log.h"
@@ -114,6 +136,14 @@ void gpu_buffer_release_kernel(GpuBuffer *b) {
                 b->va_reserved = false;
         }
         b->cpu = NULL;
+        if (b->gem) {
+                /* Last: KFD's reference and the mapping are gone, this drops the object. */
+                struct drm_gem_close a = { .handle = b->gem_handle };
+                r = kfd_ioctl(c->ops, c->render_fd, DRM_IOCTL_GEM_CLOSE, &a);
+                if (r < 0)
+                        log_debug_errno(r, "gpu: GEM_CLOSE of handle %" PRIu32 " failed: %m", b->gem_handle);
+                b->gem = false;
+        }
 }
 
 static void buffer_link(GpuContext *c, GpuBuffer *b) {
@@ -196,6 +226,21 @@ static void buffer_account(GpuBuffer *b) {
         }
 }
 
+/* A new buffer record of size bytes, linked and counted; nothing in the kernel yet. */
+static GpuBuffer *buffer_new_record(GpuContext *c, uint64_t size, uint32_t flags, bool internal) {
+        GpuBuffer *b = calloc(1, sizeof *b);
+
+        if (!b)
+                return NULL;
+        b->n_ref = 1;
+        b->size = size;
+        b->flags = flags;
+        b->internal = internal;
+        buffer_link(c, b);
+        buffer_account(b);
+        return b;
+}
+
 int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool internal,
                               GpuBuffer **ret) {
         if (size == 0)
@@ -204,15 +249,9 @@ int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool
         if (size == 0)
                 return -E2BIG;
 
-        _cleanup_(buffer_destroyp) GpuBuffer *b = calloc(1, sizeof *b);
+        _cleanup_(buffer_destroyp) GpuBuffer *b = buffer_new_record(c, size, flags, internal);
         if (!b)
                 return -ENOMEM;
-        b->n_ref = 1;
-        b->size = size;
-        b->flags = flags;
-        b->internal = internal;
-        buffer_link(c, b);
-        buffer_account(b);
 
         int r = reserve_va(size, &b->va);
         if (r < 0)
@@ -250,40 +289,14 @@ int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool
         return 0;
 }
 
-int gpu_buffer_new(GpuContext *c, uint64_t size, GpuPlacement placement, bool executable,
-                   GpuBuffer **ret) {
-        uint32_t flags;
-
-        if (!c || !ret)
-                return -EINVAL;
-        switch (placement) {
-        case GPU_PLACEMENT_GTT:
-                flags = GPU_BO_FLAGS_GTT;
-                break;
-        case GPU_PLACEMENT_VRAM:
-                flags = GPU_BO_FLAGS_VRAM;
-                break;
-        default:
-                return -EINVAL;
-        }
-        if (executable)
-                flags |= KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
-        return gpu_buffer_alloc_internal(c, size, flags, false, ret);
-}
-
-/* IMPORT_DMABUF at a VA of our own and MAP; with cpu_map also mmap(2) of the
- * dma-buf at that VA (a shadow needs no CPU view: the origin has one). */
-static int buffer_import(GpuContext *c, int dmabuf_fd, bool cpu_map, bool internal, GpuBuffer **ret) {
-        int r;
-
-        if (!c || !ret || dmabuf_fd < 0)
-                return -EINVAL;
-
-        /* The size: GET_DMABUF_INFO (kfd_ioctl_get_dmabuf_info) answers for
-         * any dma-buf the device can take; fall back to lseek(SEEK_END), which
-         * dma_buf_llseek() supports, if the kernel lacks the request. */
+/* The size of a dma-buf: GET_DMABUF_INFO (kfd_ioctl_get_dmabuf_info) answers
+ * for any dma-buf the device can take; lseek(SEEK_END), which
+ * dma_buf_llseek() supports, if the kernel lacks the request. */
+static int dmabuf_size(GpuContext *c, int dmabuf_fd, uint64_t *ret) {
         struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) dmabuf_fd };
         uint64_t size;
+        int r;
+
         r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_GET_DMABUF_INFO, &info);
         if (r >= 0)
                 size = info.size;
@@ -296,18 +309,17 @@ static int buffer_import(GpuContext *c, int dmabuf_fd, bool cpu_map, bool intern
                 return r == -EBADF ? -EINVAL : r;
         if (size == 0 || size % PAGE_SIZE_4K != 0)
                 return -EINVAL;
+        *ret = size;
+        return 0;
+}
 
-        _cleanup_(buffer_destroyp) GpuBuffer *b = calloc(1, sizeof *b);
-        if (!b)
-                return -ENOMEM;
-        b->n_ref = 1;
-        b->size = size;
+/* IMPORT_DMABUF of dmabuf_fd (b->size bytes) at a VA of our own and MAP;
+ * with cpu_map also mmap(2) of the dma-buf at that VA. */
+static int buffer_attach_dmabuf(GpuContext *c, GpuBuffer *b, int dmabuf_fd, bool cpu_map) {
+        int r;
+
         b->imported = true;
-        b->internal = internal;
-        buffer_link(c, b);
-        buffer_account(b);
-
-        r = reserve_va(size, &b->va);
+        r = reserve_va(b->size, &b->va);
         if (r < 0)
                 return r;
         b->va_reserved = true;
@@ -329,16 +341,116 @@ static int buffer_import(GpuContext *c, int dmabuf_fd, bool cpu_map, bool intern
         b->gpu_mapped = true;
 
         if (cpu_map) {
-                void *p = mmap((void *) (uintptr_t) b->va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                void *p = mmap((void *) (uintptr_t) b->va, b->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                                dmabuf_fd, 0);
                 if (p == MAP_FAILED)
                         return -errno;
                 b->cpu_mapped = true;
                 b->cpu = p;
         }
+        return 0;
+}
 
+/* IMPORT_DMABUF at a VA of our own and MAP; with cpu_map also mmap(2) of the
+ * dma-buf at that VA (a shadow needs no CPU view: the origin has one). */
+static int buffer_import(GpuContext *c, int dmabuf_fd, bool cpu_map, bool internal, GpuBuffer **ret) {
+        uint64_t size;
+        int r;
+
+        if (!c || !ret || dmabuf_fd < 0)
+                return -EINVAL;
+        r = dmabuf_size(c, dmabuf_fd, &size);
+        if (r < 0)
+                return r;
+
+        _cleanup_(buffer_destroyp) GpuBuffer *b = buffer_new_record(c, size, 0, internal);
+        if (!b)
+                return -ENOMEM;
+        r = buffer_attach_dmabuf(c, b, dmabuf_fd, cpu_map);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(b);
         return 0;
+}
+
+/* PRIME_HANDLE_TO_FD of a GEM buffer: a new dma-buf fd on its object. */
+static int gem_export(GpuBuffer *b, int *ret_fd) {
+        GpuContext *c = b->ctx;
+        struct drm_prime_handle a = { .handle = b->gem_handle, .flags = DRM_CLOEXEC | DRM_RDWR, .fd = -1 };
+        int r;
+
+        r = kfd_ioctl(c->ops, c->render_fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &a);
+        if (r < 0)
+                return r;
+        if (a.fd < 0)
+                return -EIO;
+        *ret_fd = a.fd;
+        return 0;
+}
+
+/* A buffer on the render node, imported into KFD (see the top of the file).
+ * flags are the KFD allocation flags a KFD buffer would have had. */
+static int buffer_new_gem(GpuContext *c, uint64_t size, uint32_t flags, GpuBuffer **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        size = align_up_u64(size, PAGE_SIZE_4K);
+        if (size == 0)
+                return -E2BIG;
+        _cleanup_(buffer_destroyp) GpuBuffer *b = buffer_new_record(c, size, flags, false);
+        if (!b)
+                return -ENOMEM;
+
+        bool vram = flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
+        union drm_amdgpu_gem_create a = {
+                .in = {
+                        .bo_size = size,
+                        .alignment = PAGE_SIZE_4K,
+                        .domains = vram ? AMDGPU_GEM_DOMAIN_VRAM : AMDGPU_GEM_DOMAIN_GTT,
+                        .domain_flags = vram ? AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED : 0,
+                },
+        };
+        r = kfd_ioctl(c->ops, c->render_fd, DRM_IOCTL_AMDGPU_GEM_CREATE, &a);
+        if (r < 0)
+                return r;
+        b->gem = true;
+        b->gem_handle = a.out.handle;
+
+        r = gem_export(b, &fd);
+        if (r < 0)
+                return r;
+        r = buffer_attach_dmabuf(c, b, fd, true);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+int gpu_buffer_new(GpuContext *c, uint64_t size, GpuPlacement placement, bool executable,
+                   GpuBuffer **ret) {
+        uint32_t flags;
+
+        if (!c || !ret)
+                return -EINVAL;
+        switch (placement) {
+        case GPU_PLACEMENT_GTT:
+                flags = GPU_BO_FLAGS_GTT;
+                break;
+        case GPU_PLACEMENT_VRAM:
+                flags = GPU_BO_FLAGS_VRAM;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (executable)
+                flags |= KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+        if (size == 0)
+                return -EINVAL;
+        /* Every buffer made here may be exported (a client's dma-buf, a map
+         * into another context): on KFD < 1.12 it must come from the render node. */
+        if (c->info.render_node_buffers)
+                return buffer_new_gem(c, size, flags, ret);
+        return gpu_buffer_alloc_internal(c, size, flags, false, ret);
 }
 
 int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
@@ -423,6 +535,8 @@ int gpu_buffer_export(GpuBuffer *b, int *ret_fd) {
                 return -EINVAL;
         if (!b->ctx || !b->allocated)
                 return -ENODEV;
+        if (b->gem)
+                return gem_export(b, ret_fd);
         struct kfd_ioctl_export_dmabuf_args a = {
                 .handle = b->handle,
                 .flags = O_CLOEXEC | O_RDWR,

@@ -312,6 +312,10 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         c->info.kfd_minor = v.minor_version;
         if (v.major_version != 1)
                 return -EPROTONOSUPPORT;
+        /* Gate on the version (kfd-facts §7.4): before 1.12 the KFD ioctl
+         * table ends before EXPORT_DMABUF (0x24), so kfd_ioctl answers -EINVAL
+         * for it and buffers come from the render node (gpu-buffer.c). */
+        c->info.render_node_buffers = v.minor_version < KFD_MINOR_EXPORT_DMABUF;
         if (opts && (opts->flags & GPU_CONTEXT_SECONDARY)) {
                 /* Gate on the version, not on the errno: an older kernel's
                  * table ends before 0x27 (kfd-facts §7.3). */

@@ -55,6 +55,8 @@ struct GpuBuffer {
         bool gpu_mapped;
         bool cpu_mapped;          /* ops->mmap of the render node (or dma-buf mmap) */
         bool keep_bo;             /* event page: FREE_MEMORY is refused (EPERM) */
+        bool gem;                 /* a GEM object of the render node (gem_handle), imported into KFD */
+        uint32_t gem_handle;
 
         /* gpu_buffer_map_in(): a shadow is an import of origin into another
          * context, owned by origin (freed with it, or with its own context);

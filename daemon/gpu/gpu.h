@@ -69,6 +69,10 @@ typedef struct GpuDeviceInfo {
         uint32_t num_sdma_engines, num_sdma_queues_per_engine, num_cp_queues;
         uint32_t drm_render_minor;
         uint32_t kfd_major, kfd_minor;
+        /* Buffers are GEM objects of the render node, exported with PRIME and
+         * imported into KFD: the kernel's KFD has no EXPORT_DMABUF (uapi <
+         * 1.12, kfd-facts §7.4). Chosen at bring-up from GET_VERSION. */
+        bool render_node_buffers;
         uint64_t vram_size;         /* bytes, 0 if unknown */
         uint64_t timestamp_hz;      /* GPU timestamp counter frequency */
         unsigned n_queues;          /* hardware queues created by this context */

@@ -10,7 +10,9 @@
  * share its primary KFD process;
  * CREATE_PROCESS gives a fd a secondary one (sim-device.h SimMm). mmap on the KFD fd serves the
  * doorbell slice and the event page (kfd_mmap); mmap on the render fd serves
- * BO contents at their DRM fake offsets (drm_gem_mmap).
+ * BO contents at their DRM fake offsets (drm_gem_mmap). Ioctls on a render fd
+ * are the amdgpu GEM and PRIME calls of sim-drm.c (drm_ioctl); any other
+ * request on it is -ENOTTY.
  *
  * Not simulated (returns -EOPNOTSUPP): ioctls the daemon never issues (SVM,
  * CRIU, SMI events, debugger, CU masks, GWS, scratch/trap-handler setup,
@@ -33,6 +35,7 @@
 #include "kfd/kfd-uapi.h"
 #include "sim-cp.h"
 #include "sim-device.h"
+#include "sim-drm.h"
 #include "sim-engine.h"
 #include "sim-events.h"
 #include "sim-file.h"
@@ -315,6 +318,23 @@ finish:
         return r;
 }
 
+/* drm_ioctl on a render-node file of mm (sim-drm.h): -ENOENT if fd is not
+ * one, so that the KFD path answers (ENOTTY for a render file it is not). */
+static int render_ioctl(SimMm *mm, int fd, unsigned long request, void *arg) {
+        SimDevice *d = mm->device;
+        SimFile *f;
+        int r;
+
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(mm, fd);
+        if (f && f->kind == SIM_FILE_RENDER && sim_drm_ioctl_simulated(request))
+                r = sim_drm_ioctl(f, request, arg);
+        else
+                r = -ENOENT;
+        pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
 static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         SimMm *mm = userdata;
         SimDevice *d = mm->device;
@@ -326,6 +346,9 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
         if (getpid() != d->pid)
                 return -EBADF;
+        r = render_ioctl(mm, fd, request, arg);
+        if (r != -ENOENT)
+                return r;
         /* Past this kernel's table: -EINVAL as kfd_ioctl answered for years,
          * -ENOTTY on the kernels that speak 1.19 (a 2025 change; libhsakmt
          * takes either as "not supported", rocm-systems#6102). */
@@ -758,6 +781,7 @@ void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret) {
                 if (f->open)
                         st.files++;
         st.ioctls_in_flight = d->n_busy;
+        st.gem_handles = sim_drm_count_handles(d);
         st.remote_processes = d->n_servers;
         pthread_mutex_unlock(&d->lock);
         *ret = st;

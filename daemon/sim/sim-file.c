@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sim-device.h"
+#include "sim-drm.h"
 #include "sim-file.h"
 #include "util/macro.h"
 
@@ -85,5 +86,6 @@ void sim_file_unref(SimFile *f) {
                 }
         if (f->open)
                 safe_close(f->fd);
+        sim_drm_file_release(f); /* drm_gem_release: at the drm file's last reference */
         free(f);
 }

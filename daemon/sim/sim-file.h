@@ -13,6 +13,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sim-types.h"
@@ -34,6 +35,8 @@ struct SimFile {
         pid_t pid;           /* the opener */
         SimMm *mm;           /* the simulated process that opened it */
         SimProcess *process; /* KFD: the context; RENDER: the context that acquired this VM */
+        SimBo **gem;         /* RENDER: GEM handle h is gem[h - 1] (a reference), NULL if free (sim-drm.h) */
+        uint32_t n_gem;
 };
 
 /* Opens a new memfd-backed file of kind for mm and links it into the device. */

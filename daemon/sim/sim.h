@@ -101,5 +101,6 @@ typedef struct SimDeviceStats {
         unsigned files;            /* open KFD and render-node files */
         unsigned ioctls_in_flight; /* e.g. WAIT_EVENTS asleep */
         unsigned remote_processes; /* served by sim_remote_serve() and not yet torn down */
+        unsigned gem_handles;      /* GEM handles open on render-node files (sim-drm.h) */
 } SimDeviceStats;
 void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret);

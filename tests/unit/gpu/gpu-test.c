@@ -51,17 +51,25 @@ const GpuCompletion *wait_seq(GpuContext *c, Comps *cs, unsigned q, uint64_t seq
 
 Fixture fx;
 
-void setup_opts(const GpuContextOptions *o) {
+void setup_sim(const SimOptions *so, const GpuContextOptions *o) {
         memset(&fx, 0, sizeof fx);
         fx.fds_before = test_count_fds();
-        cr_assert_eq(sim_device_new(NULL, &fx.dev), 0);
+        cr_assert_eq(sim_device_new(so, &fx.dev), 0);
         fx.ops = sim_device_get_ops(fx.dev);
         int r = gpu_context_new(fx.ops, o, &fx.ctx);
         cr_assert_eq(r, 0, "gpu_context_new: %s", strerror(-r));
 }
 
+void setup_opts(const GpuContextOptions *o) {
+        setup_sim(NULL, o);
+}
+
 void setup(void) {
         setup_opts(NULL);
+}
+
+void setup_kfd_1_11(void) {
+        setup_sim(&(SimOptions) { .kfd_minor = 11 }, NULL);
 }
 
 /* Fails the test on buffers still alive, fds or memory leaked (test-fini.h). */

@@ -38,8 +38,11 @@ const GpuCompletion *find_comp(const Comps *cs, unsigned q, uint64_t seq);
 double now_s(void);
 /* Runs the "event loop" until (q, seq) was reported, at most 30 s. */
 const GpuCompletion *wait_seq(GpuContext *c, Comps *cs, unsigned q, uint64_t seq);
+void setup_sim(const SimOptions *so, const GpuContextOptions *o);
 void setup_opts(const GpuContextOptions *o);
 void setup(void);
+/* The device as Linux 6.1 (Debian 12) has it: KFD uapi 1.11, no EXPORT_DMABUF. */
+void setup_kfd_1_11(void);
 void teardown(void);
 GpuBuffer *new_buf(uint64_t size, GpuPlacement pl);
 void fill_pattern(uint8_t *p, uint64_t n, uint32_t seed);

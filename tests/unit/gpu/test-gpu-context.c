@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -185,7 +186,9 @@ Test(gpu_context, cross_queue_wait, .init = setup, .fini = teardown, .timeout = 
         gpu_buffer_unref(c);
 }
 
-Test(gpu_context, export_import, .init = setup, .fini = teardown, .timeout = 60) {
+/* Exports a VRAM buffer of fx.ctx, checks the dma-buf's memory, imports it
+ * into another process's context and copies and fills through it there. */
+static void export_import(void) {
         uint64_t size = 1 * MiB;
         GpuBuffer *b = new_buf(size, GPU_PLACEMENT_VRAM);
         fill_pattern(gpu_buffer_get_cpu(b), size, 99);
@@ -235,6 +238,65 @@ Test(gpu_context, export_import, .init = setup, .fini = teardown, .timeout = 60)
         c2 = gpu_context_free(c2);
         close(fd);
         gpu_buffer_unref(b);
+}
+
+Test(gpu_context, export_import, .init = setup, .fini = teardown, .timeout = 60) {
+        cr_expect_not(gpu_context_get_info(fx.ctx)->render_node_buffers, "KFD 1.19 exports its own buffers");
+        export_import();
+}
+
+/* Linux 6.1 (KFD 1.11) has no EXPORT_DMABUF: buffers come from the render
+ * node (GEM + PRIME) and are imported into KFD; sharing works all the same. */
+Test(gpu_context, export_import_kfd_1_11, .init = setup_kfd_1_11, .fini = teardown, .timeout = 60) {
+        SimDeviceStats st;
+
+        cr_expect_eq(gpu_context_get_info(fx.ctx)->kfd_minor, 11u);
+        cr_expect(gpu_context_get_info(fx.ctx)->render_node_buffers, "the gate follows GET_VERSION");
+        export_import();
+
+        /* Each buffer is one GEM object while it lives, none after. */
+        GpuBuffer *b = new_buf(64 * 1024, GPU_PLACEMENT_GTT);
+        sim_device_get_stats(fx.dev, &st);
+        cr_expect_eq(st.gem_handles, 1u, "the buffer is a GEM object of the render node");
+        int fd = -1;
+        cr_assert_eq(gpu_buffer_export(b, &fd), 0);
+        cr_expect_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDWR, "a dma-buf the client can map for writing");
+        cr_expect(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        memset(gpu_buffer_get_cpu(b), 0x42, 64 * 1024);
+        uint8_t *m = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        cr_assert_neq(m, MAP_FAILED);
+        cr_expect_eq(m[65535], 0x42);
+        munmap(m, 64 * 1024);
+        close(fd);
+        gpu_buffer_unref(b);
+        sim_device_get_stats(fx.dev, &st);
+        cr_expect_eq(st.gem_handles, 0u, "GEM_CLOSE at free");
+}
+
+/* The version gate is what keeps exports working on 1.11: KFD's own export is
+ * refused there (the ioctl table ends before 0x24), and a 1.12 kernel makes no
+ * GEM objects. */
+Test(gpu_context, kfd_export_needs_uapi_1_12, .timeout = 60) {
+        for (uint32_t minor = 11; minor <= 12; minor++) {
+                SimOptions so = { .kfd_minor = minor };
+                SimDevice *d = NULL;
+                GpuContext *c = NULL;
+                GpuBuffer *b = NULL;
+                SimDeviceStats st;
+                int fd = -1;
+
+                cr_assert_eq(sim_device_new(&so, &d), 0);
+                cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &c), 0);
+                cr_expect_eq(gpu_context_get_info(c)->render_node_buffers, minor < 12, "1.%u", minor);
+                cr_assert_eq(gpu_buffer_new(c, 4096, GPU_PLACEMENT_VRAM, false, &b), 0);
+                sim_device_get_stats(d, &st);
+                cr_expect_eq(st.gem_handles, minor < 12 ? 1u : 0u, "1.%u", minor);
+                cr_expect_eq(gpu_buffer_export(b, &fd), 0, "1.%u", minor);
+                close(fd);
+                gpu_buffer_unref(b);
+                c = gpu_context_free(c);
+                d = sim_device_free(d);
+        }
 }
 
 Test(gpu_context, import_rejects_non_dmabuf, .init = setup, .fini = teardown) {
