@@ -318,21 +318,24 @@ finish:
         return r;
 }
 
-/* drm_ioctl on a render-node file of mm (sim-drm.h): -ENOENT if fd is not
- * one, so that the KFD path answers (ENOTTY for a render file it is not). */
-static int render_ioctl(SimMm *mm, int fd, unsigned long request, void *arg) {
+/* drm_ioctl on a render-node file of mm (sim-drm.h): false if fd is not one
+ * or request not one of its calls, so that the KFD path answers (-ENOTTY for
+ * a render file). */
+static bool render_ioctl(SimMm *mm, int fd, unsigned long request, void *arg, int *ret) {
         SimDevice *d = mm->device;
         SimFile *f;
-        int r;
+        bool ran = false;
 
+        if (!sim_drm_ioctl_simulated(request))
+                return false;
         pthread_mutex_lock(&d->lock);
         f = sim_file_find(mm, fd);
-        if (f && f->kind == SIM_FILE_RENDER && sim_drm_ioctl_simulated(request))
-                r = sim_drm_ioctl(f, request, arg);
-        else
-                r = -ENOENT;
+        if (f && f->kind == SIM_FILE_RENDER) {
+                *ret = sim_drm_ioctl(f, request, arg);
+                ran = true;
+        }
         pthread_mutex_unlock(&d->lock);
-        return r;
+        return ran;
 }
 
 static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
@@ -346,8 +349,7 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         /* kfd_ioctl: "process->lead_thread != current->group_leader" -> -EBADF */
         if (getpid() != d->pid)
                 return -EBADF;
-        r = render_ioctl(mm, fd, request, arg);
-        if (r != -ENOENT)
+        if (render_ioctl(mm, fd, request, arg, &r))
                 return r;
         /* Past this kernel's table: -EINVAL as kfd_ioctl answered for years,
          * -ENOTTY on the kernels that speak 1.19 (a 2025 change; libhsakmt

@@ -41,6 +41,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <amdgpu_drm.h>
+
 #include "kfd/kfd-uapi.h"
 #include "sim-remote-protocol.h"
 #include "sim-remote.h"
@@ -419,7 +421,7 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         SimRemoteOps *o = userdata;
         unsigned dir = _IOC_DIR(request);
         size_t usize = _IOC_SIZE(request);
-        SimRemoteIoctlKind kind = sim_remote_ioctl_kind(_IOC_NR(request));
+        SimRemoteIoctlKind kind = sim_remote_ioctl_kind(request);
         size_t vsize = MAX(usize, sim_remote_ioctl_struct_size(kind));
         _cleanup_free_ uint8_t *view = NULL;
         Call c = {
@@ -524,10 +526,11 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         }
         r = c.rep.ret;
         /* The reply's shape: the argument back iff the request reads, an fd
-         * only with a successful EXPORT_DMABUF, an array only where one may
-         * come and never larger than the caller's. */
+         * only with a successful EXPORT_DMABUF or PRIME_HANDLE_TO_FD, an
+         * array only where one may come and never larger than the caller's. */
+        bool fd_out = kind == SIM_REMOTE_IOCTL_EXPORT_DMABUF || kind == SIM_REMOTE_IOCTL_PRIME_TO_FD;
         if (c.rep_arg_size != (arg && (dir & _IOC_READ) ? usize : 0) || r > 0 ||
-            (c.rep_fd >= 0) != (kind == SIM_REMOTE_IOCTL_EXPORT_DMABUF && arg && r == 0) ||
+            (c.rep_fd >= 0) != (fd_out && arg && r == 0) ||
             c.rep_array_size > out_cap ||
             (kind == SIM_REMOTE_IOCTL_WAIT_EVENTS && c.rep_array_size != out_cap) ||
             (kind == SIM_REMOTE_IOCTL_APERTURES && c.rep_array_size % sizeof(struct kfd_process_device_apertures))) {
@@ -539,9 +542,15 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         if (c.rep_arg_size > 0)
                 memcpy(arg, c.rep_arg, c.rep_arg_size);
         if (c.rep_fd >= 0) {
-                /* The exported dma-buf: ours now, O_CLOEXEC as the caller asked. */
-                size_t off = offsetof(struct kfd_ioctl_export_dmabuf_args, dmabuf_fd);
-                uint32_t flags = view_u32(view, usize, offsetof(struct kfd_ioctl_export_dmabuf_args, flags), NULL);
+                /* The exported dma-buf: ours now, O_CLOEXEC as the caller asked
+                 * (DRM_CLOEXEC is O_CLOEXEC). */
+                bool prime = kind == SIM_REMOTE_IOCTL_PRIME_TO_FD;
+                size_t off = prime ? offsetof(struct drm_prime_handle, fd)
+                                   : offsetof(struct kfd_ioctl_export_dmabuf_args, dmabuf_fd);
+                uint32_t flags = view_u32(view, usize,
+                                          prime ? offsetof(struct drm_prime_handle, flags)
+                                                : offsetof(struct kfd_ioctl_export_dmabuf_args, flags),
+                                          NULL);
                 if (!(flags & O_CLOEXEC))
                         (void) fcntl(c.rep_fd, F_SETFD, 0);
                 if ((dir & _IOC_READ) && off + sizeof(uint32_t) <= usize) {

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <amdgpu_drm.h>
+
 #include "kfd/kfd-uapi.h"
 #include "sim-device.h"
 #include "sim-remote-protocol.h"
@@ -24,7 +26,17 @@ _Static_assert(offsetof(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_arra
                        sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args),
                "MAP and UNMAP arguments differ");
 
-SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned nr) {
+SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request) {
+        unsigned nr = _IOC_NR(request);
+
+        /* The render node's calls (sim-drm.c): GEM_CREATE and GEM_CLOSE carry
+         * numbers only; PRIME_HANDLE_TO_FD makes an fd. The same words on a
+         * KFD fd are KFD numbers 0x40 and 0x2d (past every table: -EINVAL or
+         * -ENOTTY, nothing read) and 0x09 (DESTROY_EVENT, numbers only). */
+        if (request == DRM_IOCTL_PRIME_HANDLE_TO_FD)
+                return SIM_REMOTE_IOCTL_PRIME_TO_FD;
+        if (request == DRM_IOCTL_AMDGPU_GEM_CREATE || request == DRM_IOCTL_GEM_CLOSE)
+                return SIM_REMOTE_IOCTL_PLAIN;
         switch (nr) {
         case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM):
                 return SIM_REMOTE_IOCTL_ACQUIRE_VM;
@@ -84,6 +96,8 @@ size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind) {
                 return sizeof(struct kfd_ioctl_get_dmabuf_info_args);
         case SIM_REMOTE_IOCTL_EXPORT_DMABUF:
                 return sizeof(struct kfd_ioctl_export_dmabuf_args);
+        case SIM_REMOTE_IOCTL_PRIME_TO_FD:
+                return sizeof(struct drm_prime_handle);
         default:
                 return 0;
         }

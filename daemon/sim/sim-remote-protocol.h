@@ -94,11 +94,18 @@ typedef enum SimRemoteIoctlKind {
         SIM_REMOTE_IOCTL_IMPORT_DMABUF,  /* dmabuf_fd in */
         SIM_REMOTE_IOCTL_DMABUF_INFO,    /* dmabuf_fd in, metadata_ptr: metadata_size bytes out */
         SIM_REMOTE_IOCTL_EXPORT_DMABUF,  /* dmabuf_fd out */
+        SIM_REMOTE_IOCTL_PRIME_TO_FD,    /* DRM_IOCTL_PRIME_HANDLE_TO_FD on a render fd: fd out */
         SIM_REMOTE_IOCTL_REFUSED,        /* simulated, with fields this wire does not carry */
 } SimRemoteIoctlKind;
 
-/* The kind of ioctl number nr (_IOC_NR). */
-SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned nr);
+/*
+ * The kind of an ioctl request word. KFD requests go by their number
+ * (_IOC_NR), as kfd_ioctl dispatches; the render node's GEM calls
+ * (sim-drm.h) by their whole word, as the simulator runs them — so a word
+ * the simulator would run on a render fd is never carried as PLAIN, and
+ * one it would run on a KFD fd is classified by its number.
+ */
+SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request);
 /* The uapi struct size of a kind other than PLAIN and REFUSED (0 for those). */
 size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind);
 

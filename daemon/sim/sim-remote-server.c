@@ -34,6 +34,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <amdgpu_drm.h>
+
 #include "kfd/kfd-uapi.h"
 #include "sim-device.h"
 #include "sim-process.h"
@@ -207,6 +209,17 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
                 a->flags |= O_CLOEXEC;
                 break;
         }
+        case SIM_REMOTE_IOCTL_PRIME_TO_FD: {
+                struct drm_prime_handle *a = (void *) kdata;
+
+                if (in_fd >= 0 || array_size != 0)
+                        return -EPROTO;
+                /* Our copy lives only until it is sent; DRM_RDWR is the
+                 * process's choice and stays a property of the file. */
+                if (!(a->flags & ~(uint32_t) (DRM_CLOEXEC | DRM_RDWR)))
+                        a->flags |= DRM_CLOEXEC;
+                break;
+        }
         default:
                 return -EPROTO;
         }
@@ -264,6 +277,15 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
                 restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_export_dmabuf_args, flags));
                 break;
         }
+        case SIM_REMOTE_IOCTL_PRIME_TO_FD: {
+                struct drm_prime_handle *a = (void *) kdata;
+                if (r >= 0) {
+                        *ret_out_fd = a->fd;
+                        a->fd = 0; /* the process's own number comes with the fd */
+                }
+                restore_field(kdata, view, usize, FIELD(struct drm_prime_handle, flags));
+                break;
+        }
         default:
                 break;
         }
@@ -289,7 +311,7 @@ static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const ui
         usize = _IOC_SIZE(request);
         if (req->arg_size != (arg_null ? 0 : usize) || payload_size < req->arg_size)
                 return -EPROTO;
-        kind = sim_remote_ioctl_kind(_IOC_NR(request));
+        kind = sim_remote_ioctl_kind(request);
 
         switch (kind) {
         case SIM_REMOTE_IOCTL_REFUSED:

@@ -501,11 +501,14 @@ static int child_export(const KfdOps *ops, int test_sock) {
         return 0;
 }
 
-Test(sim_remote, a_dma_buf_of_the_child_is_the_same_memory_in_the_parent, .timeout = 120) {
+/* On KFD uapi minor (0: the default), where below 1.12 every buffer is a
+ * GEM object the process made on its render node through the wire. */
+static void dma_buf_across_processes(uint32_t minor) {
         const uint64_t size = 64 * 1024;
         Child ch = child_start(child_export);
         SimDevice *d = NULL;
-        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        SimDeviceStats st;
+        cr_assert_eq(sim_device_new(&(SimOptions) { .kfd_minor = minor }, &d), 0);
         GpuContext *pc = NULL;
         cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &pc), 0);
         cr_assert_eq(sim_remote_serve(d, ch.sock), 0);
@@ -513,6 +516,8 @@ Test(sim_remote, a_dma_buf_of_the_child_is_the_same_memory_in_the_parent, .timeo
         int fd = -1;
         cr_assert_eq(recv_byte(ch.test_sock, &fd), 'E');
         cr_assert_geq(fd, 0, "the dma-buf fd arrived");
+        sim_device_get_stats(d, &st);
+        cr_expect_eq(st.gem_handles, minor == 11 ? 1u : 0u, "the child's buffer came from its render node on 1.11 only");
         uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         cr_assert_neq(m, MAP_FAILED);
         for (uint64_t i = 0; i < size / 2; i++)
@@ -557,7 +562,19 @@ Test(sim_remote, a_dma_buf_of_the_child_is_the_same_memory_in_the_parent, .timeo
         gpu_buffer_unref(local);
         gpu_context_free(pc);
         free(cs);
+        sim_device_get_stats(d, &st);
+        cr_expect_eq(st.gem_handles, 0u, "every GEM handle closed");
         sim_device_free(d);
+}
+
+Test(sim_remote, a_dma_buf_of_the_child_is_the_same_memory_in_the_parent, .timeout = 120) {
+        dma_buf_across_processes(0);
+}
+
+/* KFD 1.11 has no EXPORT_DMABUF: GEM_CREATE, PRIME_HANDLE_TO_FD (an fd out)
+ * and GEM_CLOSE cross the wire. */
+Test(sim_remote, a_render_node_buffer_of_the_child_is_shared_on_kfd_1_11, .timeout = 120) {
+        dma_buf_across_processes(11);
 }
 
 /* ---- A fault ends the child's context only ---- */
@@ -1319,7 +1336,8 @@ Test(sim_remote, a_process_reaches_only_its_own_files, .timeout = 60) {
 
         /* Ioctls the simulator runs but the wire does not know are refused. */
         for (unsigned nr = 0; nr < 0x100; nr++)
-                cr_expect(!sim_device_ioctl_simulated(nr) || sim_remote_ioctl_kind(nr) != SIM_REMOTE_IOCTL_REFUSED,
+                cr_expect(!sim_device_ioctl_simulated(nr) ||
+                                  sim_remote_ioctl_kind(_IOWR('K', nr, uint64_t)) != SIM_REMOTE_IOCTL_REFUSED,
                           "ioctl 0x%x is simulated but sim-remote cannot carry it", nr);
 
         /* 64 channels at most. */

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The render node's GEM calls on the simulated GPU (sim-drm.c), against the
+ * kernel's answers (amdgpu_gem_create_ioctl, drm_gem_close_ioctl,
+ * drm_prime_handle_to_fd_ioctl of Linux 6.1): validation and errnos, handles
+ * from 1 and reused lowest first, a read-only dma-buf without DRM_RDWR, a
+ * GEM object imported into KFD outliving its handle, handles dropped with
+ * their file, and the VRAM-to-GTT retry of a full VRAM.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+
+#include <amdgpu_drm.h>
+
+#include "sim-test.h"
+
+static int gem_create(TestCtx *c, int render, uint64_t size, uint64_t domains, uint64_t flags, uint32_t *ret) {
+        union drm_amdgpu_gem_create a = { .in = { .bo_size = size, .alignment = 4096, .domains = domains,
+                                                  .domain_flags = flags } };
+        int r = kfd_ioctl(c->ops, render, DRM_IOCTL_AMDGPU_GEM_CREATE, &a);
+        if (r == 0 && ret)
+                *ret = a.out.handle;
+        return r;
+}
+
+static int gem_close(TestCtx *c, int render, uint32_t handle) {
+        struct drm_gem_close a = { .handle = handle };
+        return kfd_ioctl(c->ops, render, DRM_IOCTL_GEM_CLOSE, &a);
+}
+
+static int prime(TestCtx *c, int render, uint32_t handle, uint32_t flags, int *ret_fd) {
+        struct drm_prime_handle a = { .handle = handle, .flags = flags, .fd = -1 };
+        int r = kfd_ioctl(c->ops, render, DRM_IOCTL_PRIME_HANDLE_TO_FD, &a);
+        if (r == 0)
+                *ret_fd = a.fd;
+        return r;
+}
+
+static unsigned gem_handles(TestCtx *c) {
+        SimDeviceStats st;
+        sim_device_get_stats(c->dev, &st);
+        return st.gem_handles;
+}
+
+static SimDevice *device(uint32_t minor, uint64_t vram) {
+        SimOptions o = { .kfd_minor = minor, .vram_size = vram };
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(&o, &d), 0);
+        return d;
+}
+
+Test(sim_gem, create_validates_as_amdgpu_does) {
+        TestCtx c;
+        uint32_t h = 0;
+        t_open(&c, device(11, 0));
+
+        cr_expect_eq(gem_create(&c, c.render, 4096, AMDGPU_GEM_DOMAIN_GTT, 1ull << 40, &h), -EINVAL, "unknown flag");
+        cr_expect_eq(gem_create(&c, c.render, 4096, AMDGPU_GEM_DOMAIN_GTT, AMDGPU_GEM_CREATE_VRAM_CONTIGUOUS, &h),
+                     -EINVAL, "a flag 6.1 does not take from user space");
+        cr_expect_eq(gem_create(&c, c.render, 4096, 0x100, 0, &h), -EINVAL, "a domain outside the mask");
+        cr_expect_eq(gem_create(&c, c.render, 4096, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_ENCRYPTED, &h), -EINVAL,
+                     "no TMZ");
+        cr_expect_eq(gem_create(&c, c.render, 0, AMDGPU_GEM_DOMAIN_GTT, 0, &h), -EINVAL, "size 0");
+        cr_expect_eq(gem_handles(&c), 0u, "nothing made by a refused call");
+
+        cr_assert_eq(gem_create(&c, c.render, 100, AMDGPU_GEM_DOMAIN_GTT, 0, &h), 0);
+        cr_expect_eq(h, 1u, "handles start at 1 (idr_alloc(..., 1, 0))");
+        cr_assert_eq(gem_create(&c, c.render, 4096, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED, &h), 0);
+        cr_expect_eq(h, 2u);
+        cr_expect_eq(gem_close(&c, c.render, 1), 0);
+        cr_expect_eq(gem_close(&c, c.render, 1), -EINVAL, "closed twice");
+        cr_expect_eq(gem_close(&c, c.render, 77), -EINVAL, "never made");
+        cr_assert_eq(gem_create(&c, c.render, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h), 0);
+        cr_expect_eq(h, 1u, "the lowest free handle again");
+        cr_expect_eq(gem_handles(&c), 2u);
+
+        /* Not on the KFD fd: there the words are KFD numbers past the 1.11 table. */
+        cr_expect_eq(gem_create(&c, c.kfd, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h), -EINVAL);
+        /* And KFD's requests are not the render node's. */
+        struct kfd_ioctl_get_version_args v = {};
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, AMDKFD_IOC_GET_VERSION, &v), -ENOTTY);
+        t_close(&c, true);
+}
+
+Test(sim_gem, prime_gives_the_objects_memory_read_only_without_rdwr) {
+        TestCtx c;
+        uint32_t h = 0;
+        int fd = -1, ro = -1;
+        t_open(&c, device(11, 0));
+        cr_assert_eq(gem_create(&c, c.render, 8192, AMDGPU_GEM_DOMAIN_GTT, 0, &h), 0);
+
+        int e = prime(&c, c.render, h + 1, DRM_CLOEXEC | DRM_RDWR, &fd);
+        cr_expect_eq(e, -ENOENT, "unknown handle: %d", e);
+        cr_expect_eq(prime(&c, c.render, h, O_NONBLOCK, &fd), -EINVAL, "flags past DRM_CLOEXEC | DRM_RDWR");
+        cr_assert_eq(prime(&c, c.render, h, DRM_CLOEXEC | DRM_RDWR, &fd), 0);
+        cr_expect_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDWR);
+        cr_expect(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        cr_assert_eq(prime(&c, c.render, h, 0, &ro), 0);
+        cr_expect_eq(fcntl(ro, F_GETFL) & O_ACCMODE, O_RDONLY, "dma_buf_fd with the flags given");
+        cr_expect_eq(fcntl(ro, F_GETFD) & FD_CLOEXEC, 0);
+        cr_expect_eq(mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, ro, 0), MAP_FAILED);
+        cr_expect_eq(errno, EACCES, "a read-only dma-buf cannot be mapped for writing");
+
+        uint8_t *w = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        const uint8_t *r = mmap(NULL, 8192, PROT_READ, MAP_SHARED, ro, 0);
+        cr_assert_neq(w, MAP_FAILED);
+        cr_assert_neq(r, MAP_FAILED);
+        w[8191] = 0xA5;
+        cr_expect_eq(r[8191], 0xA5, "one object behind both fds");
+        munmap(w, 8192);
+        munmap((void *) r, 8192);
+        close(fd);
+        close(ro);
+        t_close(&c, true);
+}
+
+Test(sim_gem, an_imported_object_outlives_its_handle) {
+        TestCtx c;
+        uint32_t h = 0;
+        int fd = -1;
+        t_open(&c, device(11, 0));
+        cr_assert_eq(gem_create(&c, c.render, 3 * 4096, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED, &h),
+                     0);
+        cr_assert_eq(prime(&c, c.render, h, DRM_CLOEXEC | DRM_RDWR, &fd), 0);
+
+        struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) fd };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), 0);
+        cr_expect_eq(info.size, 3 * 4096u);
+        cr_expect_eq(info.gpu_id, c.gpu_id);
+        cr_expect(info.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM, "a VRAM object: 0x%x", info.flags);
+
+        uint64_t va = t_reserve_va(3 * 4096);
+        struct kfd_ioctl_import_dmabuf_args imp = { .va_addr = va, .gpu_id = c.gpu_id, .dmabuf_fd = (uint32_t) fd };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_IMPORT_DMABUF, &imp), 0);
+        cr_expect_eq(t_map(&c, imp.handle), 0);
+        uint8_t *cpu = mmap((void *) (uintptr_t) va, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+        cr_assert_eq((uintptr_t) cpu, va);
+        close(fd);
+
+        /* The handle goes first; KFD's reference keeps the object. */
+        cr_expect_eq(gem_close(&c, c.render, h), 0);
+        cr_expect_eq(gem_handles(&c), 0u);
+        cpu[4096] = 0x77;
+        struct kfd_ioctl_export_dmabuf_args e = { .handle = imp.handle, .flags = O_CLOEXEC };
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_EXPORT_DMABUF, &e), -EINVAL, "and KFD 1.11 still cannot export it");
+
+        cr_expect_eq(t_free(&c, imp.handle), -EBUSY, "still mapped");
+        cr_expect_eq(t_unmap(&c, imp.handle), 0);
+        cr_expect_eq(t_free(&c, imp.handle), 0);
+        munmap(cpu, 3 * 4096);
+        t_close(&c, true);
+}
+
+Test(sim_gem, handles_go_with_their_file) {
+        TestCtx c;
+        uint32_t h = 0;
+        t_open(&c, device(11, 0));
+        int other = c.ops->open_render(c.ops->userdata, 128);
+        cr_assert_geq(other, 0);
+        cr_assert_eq(gem_create(&c, other, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h), 0);
+        cr_assert_eq(gem_create(&c, other, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h), 0);
+        cr_expect_eq(gem_close(&c, c.render, h), -EINVAL, "a handle names an object of its own file only");
+        cr_expect_eq(gem_handles(&c), 2u);
+        cr_expect_eq(c.ops->close(c.ops->userdata, other), 0);
+        cr_expect_eq(gem_handles(&c), 0u, "drm_gem_release at the file's last reference");
+        t_close(&c, true);
+}
+
+Test(sim_gem, a_full_vram_falls_back_to_gtt) {
+        TestCtx c;
+        uint32_t h = 0;
+        int fd = -1;
+        t_open(&c, device(11, 1u << 20));
+        cr_assert_eq(gem_create(&c, c.render, 2u << 20, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED, &h),
+                     0, "6.1 retries with GTT added");
+        cr_assert_eq(prime(&c, c.render, h, DRM_CLOEXEC | DRM_RDWR, &fd), 0);
+        struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) fd };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), 0);
+        cr_expect(info.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT, "placed in GTT: 0x%x", info.flags);
+        struct kfd_ioctl_get_available_memory_args av = { .gpu_id = c.gpu_id };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_AVAILABLE_MEMORY, &av), 0);
+        cr_expect_eq(av.available, 1u << 20, "no VRAM taken");
+        close(fd);
+        t_close(&c, true);
+}
