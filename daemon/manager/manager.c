@@ -211,6 +211,10 @@ opened:
         log_info("Device: %s %s (gpu_id 0x%x, %u CUs, KFD %u.%u, %u SDMA queues)", m->info->backend,
                  m->info->gfx_name, m->info->gpu_id, m->info->cu_count, m->info->kfd_major, m->info->kfd_minor,
                  m->info->n_queues);
+        if (m->info->render_node_buffers)
+                log_info("Buffers: KFD %u.%u has no dma-buf export (1.12): allocated on renderD%u (GEM) and "
+                         "imported into KFD",
+                         m->info->kfd_major, m->info->kfd_minor, m->info->drm_render_minor);
         /* Said once: what isolation the clients get here. */
         if (context_pool_mechanism(m->contexts) == CONTEXT_MECHANISM_NONE)
                 log_warning("GPU contexts: %s", context_pool_mechanism_reason(m->contexts));
