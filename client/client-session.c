@@ -668,6 +668,23 @@ int kfdb_device_compute_queues(kfdb_session *s, uint32_t *ret) {
         return 0;
 }
 
+int kfdb_device_node(kfdb_session *s, char *node, size_t node_size, char *reason, size_t reason_size) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_DEVICE_INFO };
+        int k;
+
+        if (!s || (node_size > 0 && !node) || (reason_size > 0 && !reason))
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        if (node_size > 0)
+                copy_string(node, node_size, r->device_info.node);
+        if (reason_size > 0)
+                copy_string(reason, reason_size, r->device_info.node_reason);
+        return 0;
+}
+
 int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_QUERY };

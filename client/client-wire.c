@@ -525,6 +525,8 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->device_info.kfd_minor = d->kfd_minor;
                 r->device_info.sdma_queues = d->sdma_queues;
                 r->device_info.compute_queues = d->compute_queues;
+                r->device_info.node = str(d->node);
+                r->device_info.node_reason = str(d->node_reason);
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER:

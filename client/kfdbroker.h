@@ -210,6 +210,18 @@ int kfdb_device_info(kfdb_session *s, kfdb_device *ret);
  */
 int kfdb_device_compute_queues(kfdb_session *s, uint32_t *ret);
 
+/**
+ * kfdb_device_node() - which GPU of the machine's KFD topology the daemon
+ * drives, and why (kfdbrokerd --gpu=; a discrete GPU before an integrated
+ * one by default): node gets e.g. "node 2 (gfx1030, 0000:03:00.0, renderD129,
+ * discrete, 16 GiB local memory)", reason e.g. "a discrete GPU is preferred
+ * to an integrated one (1 of 2 GPU nodes look integrated)" or "chosen by
+ * --gpu=2"; each NUL-terminated and truncated to its size ("" from a daemon
+ * too old to say). Either buffer may be NULL with size 0. Returns 0, -EINVAL
+ * or the common errors. (KFDBROKER_0.5)
+ */
+int kfdb_device_node(kfdb_session *s, char *node, size_t node_size, char *reason, size_t reason_size);
+
 typedef struct kfdb_usage {
         uint32_t buffers;
         uint64_t buffer_bytes;

@@ -131,7 +131,7 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         kfdb_gpu_contexts cs;
         kfdb_daemon_status st;
         kfdb_device dev;
-        char b1[32], b2[32];
+        char b1[32], b2[32], node[256], node_reason[512];
         unsigned live = 0;
         size_t n;
         int r;
@@ -143,6 +143,9 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         if (r < 0)
                 return ctl_fail(ctl, r, "Status failed");
         r = kfdb_device_info(ctl->session, &dev);
+        if (r < 0)
+                return ctl_fail(ctl, r, "DeviceInfo failed");
+        r = kfdb_device_node(ctl->session, node, sizeof node, node_reason, sizeof node_reason);
         if (r < 0)
                 return ctl_fail(ctl, r, "DeviceInfo failed");
         list = calloc(MAX_LISTED_CONTEXTS, sizeof(*list));
@@ -158,6 +161,8 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                 json_member_string(",", "backend", st.backend);
                 json_member_string(",", "gfx_name", st.gfx_name);
                 json_member_string(",", "device_name", dev.name);
+                json_member_string(",", "gpu_node", node);
+                json_member_string(",", "gpu_node_reason", node_reason);
                 printf(",\"gpu_id\":%" PRIu32 ",\"sessions\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
                        ",\"jobs_failed\":%" PRIu64 ",\"jobs_in_flight\":%" PRIu32
                        ",\"uptime_ns\":%" PRIu64 ",\"buffer_bytes\":%" PRIu64
@@ -186,6 +191,9 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                 printf("device:   %s \"%s\" (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.name, dev.gpu_id);
         else
                 printf("device:   %s (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.gpu_id);
+        /* Which node of the machine's KFD topology, and why (kfdbrokerd --gpu=). */
+        if (node[0])
+                printf("gpu:      %s: %s\n", node, node_reason);
         printf("sessions: %" PRIu32 "\n", st.sessions);
         printf("jobs:     %" PRIu64 " completed, %" PRIu64 " failed, %" PRIu32 " on the GPU\n",
                st.jobs_completed, st.jobs_failed, st.jobs_in_flight);

@@ -54,8 +54,13 @@ static void help(void) {
                "                          (default kfdbroker, else nobody)\n"
                "     --max-contexts=N     Client GPU contexts alive at once (default 64)\n"
                "     --context-idle=SEC   Give up a client GPU context idle this long (default 30)\n"
+               "     --gpu=GPU            Which GPU: auto (default: a discrete one before an\n"
+               "                          integrated one), a KFD node id (2), a PCI address\n"
+               "                          (0000:03:00.0) or a render node (renderD128)\n"
                "     --sim-kfd-version=1.N  The KFD version the simulated GPU's kernel\n"
                "                          speaks, 1.11..1.19 (default 1.19; with --device=sim)\n"
+               "     --sim-topology=T     dgpu (default) or igpu-first: an integrated GPU listed\n"
+               "                          before the simulated one (with --device=sim)\n"
                "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
                "     --log-target=TARGET  auto (default), journal or stderr\n\n"
                "See kfdbrokerd(8).\n");
@@ -65,7 +70,7 @@ int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
                ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
-               ARG_WORKER_USER };
+               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -84,6 +89,8 @@ int main(int argc, char *argv[]) {
                 { "context-idle", required_argument, NULL, ARG_CONTEXT_IDLE },
                 { "sim-kfd-version", required_argument, NULL, ARG_SIM_KFD_VERSION },
                 { "worker-user", required_argument, NULL, ARG_WORKER_USER },
+                { "gpu", required_argument, NULL, ARG_GPU },
+                { "sim-topology", required_argument, NULL, ARG_SIM_TOPOLOGY },
                 {},
         };
         ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
@@ -247,6 +254,26 @@ int main(int argc, char *argv[]) {
                         opts.sim_kfd_minor = minor;
                         break;
                 }
+                case ARG_GPU:
+                        /* Checked against the topology once the device is known (kfd-gpu-choice.h). */
+                        if (!*optarg) {
+                                fprintf(stderr, "kfdbrokerd: --gpu: expected auto, a KFD node id, a PCI address "
+                                                "or a render node, got ''\n");
+                                return EXIT_FAILURE;
+                        }
+                        opts.gpu = optarg;
+                        break;
+                case ARG_SIM_TOPOLOGY:
+                        if (strcmp(optarg, "dgpu") == 0)
+                                opts.sim_igpu_first = false;
+                        else if (strcmp(optarg, "igpu-first") == 0)
+                                opts.sim_igpu_first = true;
+                        else {
+                                fprintf(stderr, "kfdbrokerd: --sim-topology: expected dgpu or igpu-first, got '%s'\n",
+                                        optarg);
+                                return EXIT_FAILURE;
+                        }
+                        break;
                 default:
                         return EXIT_FAILURE;
                 }

@@ -46,8 +46,13 @@ static const GpuContextOptions client_options = {
 };
 
 static int bring_up_client(ContextPool *p, GpuContext **ret, uint64_t *ret_ns) {
+        GpuContextOptions o = client_options;
         uint64_t t0 = now_ns();
-        int r = gpu_context_new(p->ops, &client_options, ret);
+        int r;
+
+        /* On the device context's GPU, whichever node the topology lists first. */
+        o.gpu_id = gpu_context_get_info(p->device->gpu)->gpu_id;
+        r = gpu_context_new(p->ops, &o, ret);
 
         *ret_ns = now_ns() - t0;
         return r;

@@ -262,6 +262,7 @@ int worker_process_spawn(ContextPool *p, uint64_t context_id, pid_t *ret_pid, in
                 .uid = p->opts.worker_uid,
                 .gid = p->opts.worker_gid,
                 .n_groups = MIN(p->opts.n_worker_groups, (unsigned) ELEMENTSOF(setup.groups)),
+                .gpu_id = gpu_context_get_info(context_pool_device_gpu(p))->gpu_id,
         };
         memcpy(setup.groups, p->opts.worker_groups, sizeof setup.groups);
         r = worker_msg_send(mine, WORKER_MSG_SETUP, &setup, sizeof setup, relay_fd);

@@ -6,7 +6,8 @@
  *
  * Bring-up (kfd-facts §1.2, the same order as tinygrad's KFDIface and
  * libhsakmt), every call through the KfdOps table:
- *   open /dev/kfd; GET_VERSION; topology (first GPU node); open the render
+ *   open /dev/kfd; GET_VERSION; topology (the GPU node opts->gpu_id names, else
+ *   kfd_gpu_choose()'s default: discrete before integrated); open the render
  *   node (drm_render_minor) and, on the real device only, identify it with
  *   libdrm (kfd-drm.c); ACQUIRE_VM; RUNTIME_ENABLE(mode 0) on uapi >= 1.13;
  *   the 32 KiB event page (GTT|COHERENT|UNCACHED BO) registered by the first
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include "gpu/gpu-internal.h"
+#include "kfd/kfd-gpu-choice.h"
 #include "kfd/kfd-real.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -297,6 +299,35 @@ int gpu_context_add_queue(GpuContext *c, GpuEngine engine, uint32_t priority, un
         return add_queue(c, engine, priority, ret_index);
 }
 
+/* The topology node with gpu_id, or kfd_gpu_choose()'s default for 0. */
+static int pick_node(GpuContext *c, uint32_t gpu_id) {
+        _cleanup_free_ KfdTopology *t = calloc(1, sizeof *t);
+        KfdGpuChoice choice;
+        char err[512];
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        r = kfd_topology_read(c->ops->sysfs_root, t);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENODEV;
+        if (gpu_id == 0) {
+                r = kfd_gpu_choose(t, NULL, &choice, err, sizeof err);
+                if (r < 0)
+                        return r;
+                c->node = t->nodes[choice.index];
+                return 0;
+        }
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                if (t->nodes[i].gpu_id == gpu_id) {
+                        c->node = t->nodes[i];
+                        return 0;
+                }
+        return -ENODEV;
+}
+
 static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         int r;
 
@@ -326,22 +357,15 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
                         return r;
         }
 
-        KfdTopology *t = calloc(1, sizeof *t);
-        if (!t)
-                return -ENOMEM;
-        r = kfd_topology_read(c->ops->sysfs_root, t);
-        if (r > 0)
-                c->node = t->nodes[0];
-        free(t);
+        r = pick_node(c, opts ? opts->gpu_id : 0);
         if (r < 0)
                 return r;
-        if (r == 0)
-                return -ENODEV;
         c->gpu_id = c->node.gpu_id;
 
         r = resolve_options(&c->node, opts, &c->opts);
         if (r < 0)
                 return r;
+        c->opts.gpu_id = c->gpu_id;
         if (c->opts.n_compute_queues > 0 && kfd_node_queue_sizes(&c->node, &c->queue_sizes) < 0) {
                 log_debug("gpu: no CWSR/EOP sizes for gfx target %u: no compute queues",
                           c->node.gfx_target_version);

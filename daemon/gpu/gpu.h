@@ -111,14 +111,18 @@ typedef struct GpuContextOptions {
          * power of two); 0 = GPU_QUEUE_MAX_INFLIGHT. Bounds the kernel
          * argument slots a compute queue reserves. */
         unsigned max_inflight;
+        /* The GPU node to drive, by its KFD gpu_id (what the daemon chose once
+         * with kfd_gpu_choose(), so that every context is on the same GPU);
+         * 0 = kfd_gpu_choose()'s default: a discrete GPU before an integrated one. */
+        uint32_t gpu_id;
 } GpuContextOptions;
 #define GPU_QUEUE_PRIORITY_DEFAULT 7
 
 /*
  * Opens the device through ops (GET_VERSION, topology, render node,
  * ACQUIRE_VM, event page + internal events, queues, fence memory) and starts
- * the waiter thread. -ENODEV if the topology has no GPU node, -ENOENT if there
- * is no KFD, other errors from the kernel calls. With the real device
+ * the waiter thread. -ENODEV if the topology has no GPU node (or none with
+ * opts->gpu_id), -ENOENT if there is no KFD, other errors from the kernel calls. With the real device
  * (kfd_ops_real) it also installs kfd_fault_signal_install()'s SIGSEGV
  * handler: the kernel signals every GPU VM fault with SIGSEGV (kfd-real.h).
  */

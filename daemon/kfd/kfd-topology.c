@@ -70,6 +70,7 @@ typedef struct PropField {
 #define U64F(f) { #f, offsetof(KfdNode, f), true }
 
 static const PropField prop_fields[] = {
+        U32F(cpu_cores_count),
         U32F(simd_count),         U32F(simd_per_cu),          U32F(max_waves_per_simd),
         U32F(lds_size_in_kb),     U32F(wave_front_size),      U32F(array_count),
         U32F(simd_arrays_per_engine), U32F(cu_per_simd_array), U32F(max_slots_scratch_cu),

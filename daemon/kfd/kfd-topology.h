@@ -16,6 +16,8 @@ typedef struct KfdNode {
         uint32_t gpu_id;       /* nodes/N/gpu_id */
         char name[64];         /* nodes/N/name (e.g. "gfx1030" or a marketing name) */
 
+        uint32_t cpu_cores_count;  /* > 0 on an APU's combined CPU+GPU node */
+
         uint32_t simd_count;
         uint32_t simd_per_cu;
         uint32_t max_waves_per_simd;

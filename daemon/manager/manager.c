@@ -142,6 +142,27 @@ static int worker_identity(const ManagerOptions *o, ContextPoolOptions *po) {
         return 0;
 }
 
+/* Reads the topology behind ops and picks the GPU --gpu= names, else a
+ * discrete one before an integrated one (kfd-gpu-choice.h); every GPU context
+ * of the daemon is then made on it. A bad value stops the daemon, naming it. */
+static int choose_gpu(Manager *m, const KfdOps *ops, const char *spec, uint32_t *ret_gpu_id) {
+        _cleanup_free_ KfdTopology *t = calloc(1, sizeof *t);
+        char err[700];
+        int r;
+
+        if (!t)
+                return log_error_errno(ENOMEM, "Out of memory");
+        r = kfd_topology_read(ops->sysfs_root, t);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the KFD topology under %s: %m", ops->sysfs_root);
+        r = kfd_gpu_choose(t, spec, &m->gpu_choice, err, sizeof err);
+        if (r < 0)
+                return log_error_errno(r, "--gpu=%s: %s", spec ? spec : "auto", err);
+        *ret_gpu_id = t->nodes[m->gpu_choice.index].gpu_id;
+        log_info("GPU: %s: %s", m->gpu_choice.description, m->gpu_choice.reason);
+        return 0;
+}
+
 int manager_open_device(Manager *m, const ManagerOptions *o) {
         ContextPoolOptions po = {
                 .device = { .n_sdma_queues = o->sdma_queues, .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
@@ -169,6 +190,9 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                         log_info("--device=auto: %s; using the simulated GPU", reason);
                         choice = DEVICE_SIM;
                 } else {
+                        r = choose_gpu(m, &kfd_ops_real, o->gpu, &po.device.gpu_id);
+                        if (r < 0)
+                                return r;
                         r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts, err, sizeof err);
                         if (r >= 0) {
                                 log_info("--device=auto: using /dev/kfd");
@@ -184,6 +208,9 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
         if (choice == DEVICE_KFD) {
                 if (probe < 0)
                         return log_error_errno(probe, "--device=kfd: %s", reason);
+                r = choose_gpu(m, &kfd_ops_real, o->gpu, &po.device.gpu_id);
+                if (r < 0)
+                        return r;
                 r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts, err, sizeof err);
                 if (r == -EOPNOTSUPP && err[0])
                         return log_error_errno(r, "%s", err);
@@ -194,17 +221,23 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 /* The device is "where it is served": a daemon restarted on
                  * the same socket finds its predecessor's buffers its own. */
                 SimOptions so = { .kfd_minor = o->sim_kfd_minor,
-                                  .identity = o->listen_path ? o->listen_path : KFDBROKER_DEFAULT_SOCKET };
+                                  .identity = o->listen_path ? o->listen_path : KFDBROKER_DEFAULT_SOCKET,
+                                  .igpu_first = o->sim_igpu_first };
                 r = sim_device_new(&so, &m->sim);
                 if (r < 0)
                         return log_error_errno(r, "Failed to create the simulated GPU: %m");
+                r = choose_gpu(m, sim_device_get_ops(m->sim), o->gpu, &po.device.gpu_id);
+                if (r < 0)
+                        return r;
                 po.worker_device = connect_sim_worker;
                 po.worker_userdata = m;
                 r = context_pool_new(m->event, sim_device_get_ops(m->sim), &po, &cb, &m->contexts, err, sizeof err);
                 if (r == -EOPNOTSUPP && err[0])
                         return log_error_errno(r, "%s", err);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to bring up the simulated GPU: %m");
+                        return log_error_errno(r, "Failed to bring up the simulated GPU on %s: %m%s",
+                                               m->gpu_choice.description,
+                                               r == -ENOENT ? " (the simulator drives only its gfx1030)" : "");
         }
 opened:
         m->info = context_pool_info(m->contexts);
@@ -382,6 +415,8 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->set.scheduler = m->scheduler;
         m->set.contexts = m->contexts;
         m->set.info = m->info;
+        m->set.gpu_node = m->gpu_choice.description;
+        m->set.gpu_node_reason = m->gpu_choice.reason;
         m->set.max_connections_per_user = opts->max_connections_per_user;
         m->set.cb = (SessionSetCallbacks) { .userdata = m, .opened = on_session_opened,
                                             .closed = on_session_closed, .job_failed = on_job_failed_told };

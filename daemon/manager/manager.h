@@ -22,6 +22,7 @@
 #include "sim/sim.h"
 #include "util/list.h"
 #include "util/time-util.h"
+#include "kfd/kfd-gpu-choice.h"
 #include "wire/wire.h"
 
 typedef enum DeviceChoice {
@@ -44,6 +45,8 @@ typedef struct ManagerOptions {
         ContextChoice contexts;    /* --contexts= */
         const char *worker_user;   /* --worker-user=: a root daemon's workers run as this user */
         uint32_t sim_kfd_minor;    /* --device=sim: the simulated KFD uapi minor; 0 = default */
+        bool sim_igpu_first;       /* --sim-topology=igpu-first: an iGPU node listed before the GPU */
+        const char *gpu;           /* --gpu=: which GPU node (kfd-gpu-choice.h); NULL = auto */
 } ManagerOptions;
 
 struct Manager {
@@ -54,6 +57,7 @@ struct Manager {
         SimDevice *sim;
         ContextPool *contexts;
         const GpuDeviceInfo *info;
+        KfdGpuChoice gpu_choice;  /* which topology node, and why (--gpu=) */
 
         Listener *listener;
         Scheduler *scheduler;

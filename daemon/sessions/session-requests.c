@@ -134,7 +134,9 @@ static void handle_device_info(Session *s, const WireRequest *req) {
                                               .cu_count = i->cu_count, .vram_size = i->vram_size,
                                               .kfd_major = i->kfd_major, .kfd_minor = i->kfd_minor,
                                               .sdma_queues = sdma,
-                                              .compute_queues = compute },
+                                              .compute_queues = compute,
+                                              .node = s->set->gpu_node,
+                                              .node_reason = s->set->gpu_node_reason },
                      },
                      NULL, 0);
 }

@@ -37,6 +37,7 @@ struct SessionSet {
         Scheduler *scheduler;
         ContextPool *contexts;
         const GpuDeviceInfo *info;
+        const char *gpu_node, *gpu_node_reason; /* the manager's choice of GPU (kfd-gpu-choice.h) */
         SessionSetCallbacks cb;
 
         /* The policy in force, the directories it comes from, and what a

@@ -583,6 +583,13 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
                                                               : SIM_DEFAULT_DISPATCH_BUDGET;
         sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
+        if (o.igpu_first) {
+                if (o.gpu_id == SIM_IGPU_GPU_ID)
+                        return -EINVAL;
+                sim_gpu_info_init_igpu(&d->igpu);
+                d->has_igpu = true;
+                d->gpu.drm_render_minor = d->igpu.drm_render_minor + 1;
+        }
 
         if (o.sysfs_dir) {
                 d->sysfs_dir = strdup(o.sysfs_dir);
@@ -595,7 +602,7 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                         return r;
                 d->own_sysfs_dir = true;
         }
-        r = sim_topology_write(&d->gpu, d->sysfs_dir);
+        r = sim_topology_write(&d->gpu, d->has_igpu ? &d->igpu : NULL, d->sysfs_dir);
         if (r < 0)
                 return r;
 

@@ -53,6 +53,8 @@ struct SimDevice {
         pid_t pid;                  /* the process that created the device and owns its fds */
 
         SimGpuInfo gpu;
+        SimGpuInfo igpu;            /* listed in the topology only (SimOptions.igpu_first) */
+        bool has_igpu;
         char *sysfs_dir;
         bool own_sysfs_dir;
         uint32_t kfd_minor;         /* KFD uapi minor version this kernel speaks (SimOptions) */

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Writes the KFD sysfs topology of the simulated machine: node 0 is the CPU
- * (gpu_id 0, simd_count 0), node 1 the gfx1030 GPU. Property names and their
+ * (gpu_id 0, simd_count 0), node 1 the gfx1030 GPU — or, for a desktop Ryzen
+ * with a discrete card (SimOptions.igpu_first), node 1 the CPU's integrated
+ * gfx1036 and node 2 the gfx1030, as such machines list them (kfd-facts §7.6).
+ * Property names and their
  * order follow kfd_topology.c node_show (kfd-facts §1.3); values are those of
  * a Navi21-class RDNA2 part scaled to the configured CU count. The queue
  * buffer sizes are computed with the formulas of kfd_queue.c
@@ -72,6 +75,22 @@ void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64
         g->cwsr_size = ctl + wg_data_size;
         g->debug_memory_size = ALIGN_UP(wave_num * 32, 64u);
         g->cwsr_bo_size = ALIGN_UP(((uint64_t) g->cwsr_size + g->debug_memory_size) * g->num_xcc, (uint64_t) 4096);
+}
+
+void sim_gpu_info_init_igpu(SimGpuInfo *g) {
+        /* A Raphael (Ryzen 7000 desktop) iGPU: gfx1036, 2 CUs in one shader
+         * array, one SDMA engine, the firmware's 512 MiB carve-out as its
+         * local memory (virtual CRAT: kfd_crat.c reports amdgpu's VRAM). */
+        sim_gpu_info_init(g, SIM_IGPU_GPU_ID, 2, 512ULL << 20);
+        g->gfx_target_version = 100306;
+        g->array_count = 1;
+        g->simd_arrays_per_engine = 1;
+        g->cu_per_simd_array = 2;
+        g->device_id = 0x164E;
+        g->location_id = 0x1000; /* PCI 10:00.0 */
+        g->drm_render_minor = 128;
+        g->num_sdma_engines = 1;
+        g->max_engine_clk_fcompute = 2200;
 }
 
 static int write_file(int dir_fd, const char *name, const char *text) {
@@ -187,7 +206,12 @@ static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gp
         r = write_file(node_fd, "gpu_id", val);
         if (r < 0)
                 return r;
-        r = write_file(node_fd, "name", gpu ? "gfx1030\n" : "\n");
+        if (gpu)
+                snprintf(val, sizeof val, "gfx%u%x%x\n", g->gfx_target_version / 10000,
+                         (g->gfx_target_version / 100) % 100, g->gfx_target_version % 100);
+        else
+                snprintf(val, sizeof val, "\n");
+        r = write_file(node_fd, "name", val);
         if (r < 0)
                 return r;
         r = node_properties(text, sizeof text, g, gpu);
@@ -220,7 +244,7 @@ static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gp
         return write_file(bank_fd, "properties", text);
 }
 
-int sim_topology_write(const SimGpuInfo *g, const char *root) {
+int sim_topology_write(const SimGpuInfo *g, const SimGpuInfo *igpu, const char *root) {
         _cleanup_close_ int root_fd = -EBADF, topo_fd = -EBADF, nodes_fd = -EBADF;
         int r;
 
@@ -242,7 +266,12 @@ int sim_topology_write(const SimGpuInfo *g, const char *root) {
         r = write_node(nodes_fd, 0, g, false);
         if (r < 0)
                 return r;
-        return write_node(nodes_fd, 1, g, true);
+        if (igpu) {
+                r = write_node(nodes_fd, 1, igpu, true);
+                if (r < 0)
+                        return r;
+        }
+        return write_node(nodes_fd, igpu ? 2 : 1, g, true);
 }
 
 static int remove_at(int parent_fd, const char *name) {

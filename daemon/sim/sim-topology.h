@@ -48,14 +48,20 @@ typedef struct SimGpuInfo {
 
 /* Fills a gfx1030 description with cu_count CUs and vram_size bytes of VRAM. */
 void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64_t vram_size);
+/* The gpu_id of the integrated GPU (a hash in the kernel too). */
+#define SIM_IGPU_GPU_ID 0x5A0Bu
+/* Fills the description of a desktop Ryzen 7000's integrated GPU (gfx1036,
+ * 2 CUs, 512 MiB carve-out, renderD128, PCI 0000:10:00.0). */
+void sim_gpu_info_init_igpu(SimGpuInfo *g);
 
 /*
- * Writes <root>/topology/{generation_id,system_properties,nodes/0 (CPU),nodes/1 (GPU)}:
+ * Writes <root>/topology/{generation_id,system_properties,nodes/0 (CPU),nodes/1 (GPU)}
+ * — with igpu (may be NULL) nodes/1 is that integrated GPU and g nodes/2:
  * directories 0755, files 0444 whatever the umask, so that processes of other
  * users can read it. root must exist. Returns 0 or a negative errno from the
  * file system.
  */
-int sim_topology_write(const SimGpuInfo *g, const char *root);
+int sim_topology_write(const SimGpuInfo *g, const SimGpuInfo *igpu, const char *root);
 
 /* Removes the tree below root and root itself (rm -r). Returns 0 or -errno. */
 int sim_topology_remove(const char *root);

@@ -50,6 +50,13 @@ typedef struct SimOptions {
          * kernel does for a GPU that stayed). NULL = a device of its own,
          * unlike any other (random). */
         const char *identity;
+        /* A desktop Ryzen with a discrete card (kfd-facts §7.6): the topology
+         * lists the CPU's integrated GPU (gfx1036, 2 CUs, 512 MiB, renderD128,
+         * PCI 0000:10:00.0) as node 1, before the simulated gfx1030, which
+         * becomes node 2 at renderD129. The simulator drives only the gfx1030:
+         * the iGPU's render node cannot be opened (-ENOENT) and KFD calls
+         * naming its gpu_id fail as for an unknown GPU. */
+        bool igpu_first;
 } SimOptions;
 
 #define SIM_MIN_KFD_MINOR 11u

@@ -120,6 +120,8 @@ static void fill_device_info(const WireReply *r, ReplyParts *p, PbServerMessage 
         d->kfd_minor = r->device_info.kfd_minor;
         d->sdma_queues = r->device_info.sdma_queues;
         d->compute_queues = r->device_info.compute_queues;
+        d->node = str_or_empty(r->device_info.node);
+        d->node_reason = str_or_empty(r->device_info.node_reason);
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO;
         m->device_info = d;
 }

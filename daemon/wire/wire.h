@@ -245,6 +245,7 @@ typedef struct WireReply {
                         uint32_t gpu_id, vendor_id, device_id, cu_count;
                         uint64_t vram_size;
                         uint32_t kfd_major, kfd_minor, sdma_queues, compute_queues;
+                        const char *node, *node_reason;
                 } device_info;
                 struct {
                         uint64_t handle, size;

@@ -26,7 +26,7 @@
 
 #include "gpu/gpu.h"
 
-#define WORKER_PROTO_VERSION 1u
+#define WORKER_PROTO_VERSION 2u
 /* Largest datagram either side sends: a dispatch's kernel arguments (4 KiB at
  * most) and its buffer relocations. */
 #define WORKER_MSG_MAX 16384u
@@ -75,7 +75,7 @@ typedef struct WorkerSetup {
         uint32_t uid, gid;         /* to switch to, when the worker starts as root */
         uint32_t n_groups;         /* supplementary groups to keep (render, video) */
         uint32_t groups[8];
-        uint32_t pad;
+        uint32_t gpu_id;           /* GpuContextOptions.gpu_id: the GPU the daemon drives */
 } WorkerSetup;
 
 typedef struct WorkerAddQueue {

@@ -641,6 +641,7 @@ int worker_main(int argc, char *argv[]) {
                 opts.max_inflight = setup.max_inflight;
         w->max_inflight = opts.max_inflight ? opts.max_inflight : 1024;
         opts.compute_ring_size = setup.ring_size;
+        opts.gpu_id = setup.gpu_id;
 
         if (sim) {
                 r = sim_remote_ops_new(WORKER_FD_DEVICE, &w->ops);

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's choice of GPU (kfd-gpu-choice.h).
+ *
+ * Telling an integrated GPU from a discrete one with what the KFD topology
+ * says (kfd_topology.c node_show(), mem_show()):
+ *  - an APU described by a CRAT table comes out as one node with both
+ *    cpu_cores_count and simd_count (kfd_crat.c parses the APU's CPU and GPU
+ *    compute-unit entries into the same proximity domain); a discrete GPU's
+ *    node has cpu_cores_count 0 (the ROCm topology documentation: "0 for a
+ *    node with no such cores, e.g a discrete HSA GPU");
+ *  - a GPU made from a virtual CRAT (every current APU, and a desktop Ryzen's
+ *    iGPU) reports as local memory what amdgpu calls VRAM: for an iGPU the
+ *    firmware's carve-out, 512 MiB on typical boards. ollama's AMD discovery
+ *    (discover/amd_linux.go) treats a KFD node whose mem_banks total less than
+ *    1 GiB (IGPUMemLimit) as an iGPU; the same bound is used here.
+ * libhsakmt asks the DRM driver instead (HsaNodeProperties.Integrated from
+ * amdgpu_query_gpu_info()'s AMDGPU_IDS_FLAGS_FUSION), which needs every
+ * render node opened through libdrm; the topology needs nothing and reads the
+ * same on the simulator.
+ *
+ * PCI addresses: kfd_topology.c sets location_id = pci_dev_id(pdev) =
+ * bus << 8 | devfn (devfn = device << 3 | function) and domain =
+ * pci_domain_nr(pdev->bus).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kfd/kfd-gpu-choice.h"
+#include "util/macro.h"
+
+bool kfd_node_is_integrated(const KfdNode *n) {
+        return n->cpu_cores_count > 0 || n->local_mem_size < KFD_IGPU_LOCAL_MEM_LIMIT;
+}
+
+void kfd_node_pci_name(const KfdNode *n, char *buf, size_t size) {
+        uint32_t bus = (n->location_id >> 8) & 0xff, devfn = n->location_id & 0xff;
+
+        snprintf(buf, size, "%04x:%02x:%02x.%x", n->domain, bus, devfn >> 3, devfn & 7);
+}
+
+static void format_size(uint64_t bytes, char *buf, size_t size) {
+        if (bytes >= (1ULL << 30) && bytes % (1ULL << 30) == 0)
+                snprintf(buf, size, "%" PRIu64 " GiB", bytes >> 30);
+        else
+                snprintf(buf, size, "%" PRIu64 " MiB", bytes >> 20);
+}
+
+static void describe(const KfdNode *n, char *buf, size_t size) {
+        char gfx[16], pci[16], mem[32];
+
+        kfd_node_gfx_name(n, gfx, sizeof gfx);
+        kfd_node_pci_name(n, pci, sizeof pci);
+        format_size(n->local_mem_size, mem, sizeof mem);
+        snprintf(buf, size, "node %u (%s, %s, renderD%u, %s, %s local memory)", n->node_index, gfx, pci,
+                 n->drm_render_minor, kfd_node_is_integrated(n) ? "integrated" : "discrete", mem);
+}
+
+/* "node 1 gfx1036 0000:0c:00.0 renderD128, node 2 ..." for error messages. */
+static void list_nodes(const KfdTopology *t, char *buf, size_t size) {
+        size_t used = 0;
+
+        buf[0] = '\0';
+        for (unsigned i = 0; i < t->n_nodes && used < size; i++) {
+                char gfx[16], pci[16];
+                kfd_node_gfx_name(&t->nodes[i], gfx, sizeof gfx);
+                kfd_node_pci_name(&t->nodes[i], pci, sizeof pci);
+                int k = snprintf(buf + used, size - used, "%snode %u %s %s renderD%u", i ? ", " : "",
+                                 t->nodes[i].node_index, gfx, pci, t->nodes[i].drm_render_minor);
+                if (k < 0)
+                        break;
+                used += (size_t) k;
+        }
+}
+
+/* Whether a is to be preferred to b by default. */
+static bool better(const KfdNode *a, const KfdNode *b) {
+        bool ia = kfd_node_is_integrated(a), ib = kfd_node_is_integrated(b);
+
+        if (ia != ib)
+                return !ia;
+        if (a->local_mem_size != b->local_mem_size)
+                return a->local_mem_size > b->local_mem_size;
+        if (kfd_node_cu_count(a) != kfd_node_cu_count(b))
+                return kfd_node_cu_count(a) > kfd_node_cu_count(b);
+        return a->node_index < b->node_index;
+}
+
+static void choose_default(const KfdTopology *t, KfdGpuChoice *ret) {
+        unsigned best = 0, n_integrated = 0;
+
+        for (unsigned i = 1; i < t->n_nodes; i++)
+                if (better(&t->nodes[i], &t->nodes[best]))
+                        best = i;
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                n_integrated += kfd_node_is_integrated(&t->nodes[i]);
+
+        ret->index = best;
+        if (t->n_nodes == 1)
+                snprintf(ret->reason, sizeof ret->reason, "the only GPU");
+        else if (!kfd_node_is_integrated(&t->nodes[best]) && n_integrated > 0)
+                snprintf(ret->reason, sizeof ret->reason,
+                         "a discrete GPU is preferred to an integrated one (%u of %u GPU nodes look integrated)",
+                         n_integrated, t->n_nodes);
+        else
+                snprintf(ret->reason, sizeof ret->reason,
+                         "of %u %s GPUs, the one with the most local memory and compute units", t->n_nodes,
+                         n_integrated == t->n_nodes ? "integrated" : "discrete");
+}
+
+/* Parses s entirely as an unsigned number in base; false if it is not one. */
+static bool parse_uint(const char *s, size_t len, int base, unsigned long max, unsigned long *ret) {
+        char buf[16], *end;
+
+        if (len == 0 || len >= sizeof buf)
+                return false;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        for (size_t i = 0; i < len; i++)
+                if (!(base == 10 ? (buf[i] >= '0' && buf[i] <= '9')
+                                 : ((buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f') ||
+                                    (buf[i] >= 'A' && buf[i] <= 'F'))))
+                        return false;
+        errno = 0;
+        unsigned long v = strtoul(buf, &end, base);
+        if (errno || *end || v > max)
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* "[DDDD:]BB:DD.F" -> domain, location_id. */
+static bool parse_pci(const char *s, uint32_t *ret_domain, uint32_t *ret_location) {
+        unsigned long domain = 0, bus, dev, fn;
+        const char *dot = strrchr(s, '.');
+        const char *c2 = dot ? memrchr(s, ':', (size_t) (dot - s)) : NULL;
+
+        if (!dot || !c2)
+                return false;
+        const char *c1 = memrchr(s, ':', (size_t) (c2 - s));
+        const char *bus_start = c1 ? c1 + 1 : s;
+        if (c1 && !parse_uint(s, (size_t) (c1 - s), 16, 0xffff, &domain))
+                return false;
+        if (c1 && memchr(s, ':', (size_t) (c1 - s)))
+                return false;
+        if (!parse_uint(bus_start, (size_t) (c2 - bus_start), 16, 0xff, &bus) ||
+            !parse_uint(c2 + 1, (size_t) (dot - c2 - 1), 16, 0x1f, &dev) ||
+            !parse_uint(dot + 1, strlen(dot + 1), 16, 7, &fn))
+                return false;
+        *ret_domain = (uint32_t) domain;
+        *ret_location = (uint32_t) (bus << 8 | dev << 3 | fn);
+        return true;
+}
+
+int kfd_gpu_choose(const KfdTopology *t, const char *spec, KfdGpuChoice *ret, char *err, size_t errlen) {
+        char nodes[512];
+        unsigned long v;
+        uint32_t domain, location;
+        const char *what;
+        int match = -1;
+
+        list_nodes(t, nodes, sizeof nodes);
+        if (t->n_nodes == 0) {
+                snprintf(err, errlen, "the KFD topology lists no GPU node");
+                return -ENODEV;
+        }
+        *ret = (KfdGpuChoice) {};
+        if (!spec || !*spec || strcmp(spec, "auto") == 0) {
+                choose_default(t, ret);
+                describe(&t->nodes[ret->index], ret->description, sizeof ret->description);
+                return 0;
+        }
+
+        if (parse_uint(spec, strlen(spec), 10, 65535, &v)) {
+                what = "KFD node";
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        if (t->nodes[i].node_index == v)
+                                match = (int) i;
+        } else if ((strncmp(spec, "renderD", 7) == 0 && parse_uint(spec + 7, strlen(spec + 7), 10, 65535, &v)) ||
+                   (strncmp(spec, "/dev/dri/renderD", 16) == 0 &&
+                    parse_uint(spec + 16, strlen(spec + 16), 10, 65535, &v))) {
+                what = "render node";
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        if (t->nodes[i].drm_render_minor == v)
+                                match = (int) i;
+        } else if (parse_pci(spec, &domain, &location)) {
+                what = "PCI address";
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        if (t->nodes[i].domain == domain && t->nodes[i].location_id == location)
+                                match = (int) i;
+        } else {
+                snprintf(err, errlen,
+                         "'%.64s' is not a GPU: expected auto, a KFD node id (2), a PCI address (0000:03:00.0) or a "
+                         "render node (renderD128)",
+                         spec);
+                return -EINVAL;
+        }
+        if (match < 0) {
+                snprintf(err, errlen, "no GPU at %s %.64s (the GPUs: %s)", what, spec, nodes);
+                return -ENODEV;
+        }
+        ret->index = (unsigned) match;
+        describe(&t->nodes[match], ret->description, sizeof ret->description);
+        snprintf(ret->reason, sizeof ret->reason, "chosen by --gpu=%.64s", spec);
+        return 0;
+}
