@@ -142,7 +142,8 @@ static bool parse_pci(const char *s, uint32_t *ret_domain, uint32_t *ret_locatio
                 return false;
         const char *c1 = memrchr(s, ':', (size_t) (c2 - s));
         const char *bus_start = c1 ? c1 + 1 : s;
-        if (c1 && !parse_uint(s, (size_t) (c1 - s), 16, 0xffff, &domain))
+        /* Domains past 16 bits exist (VMD: 10000:e0:00.0); KFD prints a u32. */
+        if (c1 && !parse_uint(s, (size_t) (c1 - s), 16, 0xffffffff, &domain))
                 return false;
         if (c1 && memchr(s, ':', (size_t) (c1 - s)))
                 return false;

@@ -2,7 +2,8 @@
 /*
  * The daemon binary's life cycle: device choice and its one-line reasons,
  * socket activation, sd_notify, an orderly SIGTERM with jobs on the GPU,
- * refusing to take over a live socket, and the per-user connection limit.
+ * refusing to take over a live socket, the per-user connection limit, and
+ * which GPU of the topology it drives (--gpu=).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "kfdbroker.h"
 
 static void freep(void *p) {
         free(*(void **) p);
@@ -385,4 +387,111 @@ Test(daemon, connections_per_user_are_limited) {
         out = test_daemon_read_log(&d);
         cr_assert(strstr(out, "Refusing a connection from pid "), "%s", out);
         test_daemon_fini(&d);
+}
+
+/* ---- Which GPU (--gpu=, kfd-facts §7.6) ---- */
+
+/* A desktop Ryzen with a discrete card: the iGPU is KFD node 1 (renderD128),
+ * the discrete GPU node 2 (renderD129). Returns kfdbrokerctl status's output. */
+static char *status_of(const TestDaemon *d) {
+        const char *args[] = { "--socket", d->sock, "status", NULL };
+        char *out = NULL, *err = NULL;
+
+        cr_assert_eq(test_run_ctl(args, false, &out, &err), 0, "status failed: %s", err);
+        free(err);
+        return out;
+}
+
+/* Fills a buffer on the GPU and checks it through the client's mapping. */
+static void fill_and_check(const TestDaemon *d) {
+        kfdb_session *s = NULL;
+        kfdb_buffer *b = NULL;
+        kfdb_batch *batch = NULL;
+        uint64_t fence = 0;
+        uint32_t *p = NULL;
+
+        cr_assert_eq(kfdb_session_new(d->sock, "gpu-choice", &s), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 1 << 20, KFDB_PLACEMENT_VRAM, &b), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 1 << 20, 0x600d600d), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, 30000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &p), 0);
+        for (unsigned i = 0; i < (1u << 20) / 4; i++)
+                cr_assert_eq(p[i], 0x600d600du, "word %u", i);
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        kfdb_session_free(s);
+}
+
+Test(daemon, gpu_a_discrete_gpu_is_preferred_to_an_integrated_one_listed_first) {
+        TestDaemon d;
+        const char *extra[] = { "--sim-topology=igpu-first", NULL };
+        _cleanup_free_ char *log = NULL, *out = NULL;
+
+        test_daemon_start(&d, extra);
+        log = test_daemon_read_log(&d);
+        cr_assert(strstr(log, "GPU: node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local memory): a discrete "
+                              "GPU is preferred to an integrated one (1 of 2 GPU nodes look integrated)\n"),
+                  "%s", log);
+        out = status_of(&d);
+        cr_assert(strstr(out, "gpu:      node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local memory): a "
+                              "discrete GPU is preferred to an integrated one"),
+                  "%s", out);
+        fill_and_check(&d);
+        test_daemon_fini(&d);
+}
+
+Test(daemon, gpu_chosen_by_pci_address_or_render_node) {
+        const char *specs[] = { "--gpu=0000:03:00.0", "--gpu=03:00.0", "--gpu=renderD129", "--gpu=/dev/dri/renderD129",
+                                "--gpu=2" };
+
+        for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+                TestDaemon d;
+                const char *extra[] = { "--sim-topology=igpu-first", specs[i], NULL };
+                char want[128];
+                _cleanup_free_ char *out = NULL;
+
+                test_daemon_start(&d, extra);
+                out = status_of(&d);
+                snprintf(want, sizeof(want), "gpu:      node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local "
+                                             "memory): chosen by %s\n", specs[i]);
+                cr_assert(strstr(out, want), "%s:\n%s", specs[i], out);
+                fill_and_check(&d);
+                test_daemon_fini(&d);
+        }
+}
+
+/* A bad --gpu= stops the daemon with one line naming the value and the GPUs there are. */
+Test(daemon, gpu_bad_values_are_named) {
+        static const struct {
+                const char *arg, *line;
+        } cases[] = {
+                { "--gpu=7", "error: --gpu=7: no GPU at KFD node 7 (the GPUs: node 1 gfx1036 0000:10:00.0 renderD128, "
+                             "node 2 gfx1030 0000:03:00.0 renderD129)\n" },
+                { "--gpu=0000:09:00.0", "error: --gpu=0000:09:00.0: no GPU at PCI address 0000:09:00.0 (the GPUs: node 1 "
+                                        "gfx1036 0000:10:00.0 renderD128, node 2 gfx1030 0000:03:00.0 renderD129)\n" },
+                { "--gpu=renderD200", "error: --gpu=renderD200: no GPU at render node renderD200 (the GPUs: " },
+                { "--gpu=discrete", "error: --gpu=discrete: 'discrete' is not a GPU: expected auto, a KFD node id (2), a PCI "
+                                    "address (0000:03:00.0) or a render node (renderD128)\n" },
+                { "--gpu=03:00.9", "error: --gpu=03:00.9: '03:00.9' is not a GPU" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char sock[128], log[128];
+                const char *argv[] = { NULL, "--device=sim", "--sim-topology=igpu-first", cases[i].arg, "--listen", sock,
+                                       "--log-target=stderr", NULL };
+                _cleanup_free_ char *out = NULL;
+                unsigned error_lines = 0;
+
+                snprintf(sock, sizeof(sock), "%s/sock", dir);
+                snprintf(log, sizeof(log), "%s/log", dir);
+                cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1, "%s", cases[i].arg);
+                out = slurp(log);
+                for (const char *p = out; (p = strstr(p, "error: ")); p++)
+                        error_lines++;
+                cr_assert_eq(error_lines, 1, "%s: one error line expected:\n%s", cases[i].arg, out);
+                cr_assert(strstr(out, cases[i].line), "%s:\n%s", cases[i].arg, out);
+                cr_assert_eq(access(sock, F_OK), -1, "no socket is left behind");
+        }
 }

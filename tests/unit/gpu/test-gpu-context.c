@@ -951,3 +951,40 @@ Test(gpu_context, probe_real_without_kfd) {
         cr_expect_eq(gpu_context_new(&kfd_ops_real, NULL, &c), -ENOENT);
         cr_expect_null(c);
 }
+
+/* A desktop Ryzen lists its iGPU first (kfd-facts §7.6): without a gpu_id
+ * the context is made on the discrete GPU, node 2; a gpu_id names a node. */
+Test(gpu_context, the_discrete_gpu_by_default_a_named_one_otherwise, .timeout = 60) {
+        SimOptions so = { .igpu_first = true };
+        SimDevice *d = NULL;
+        GpuContext *c = NULL;
+        unsigned fds = test_count_fds();
+
+        cr_assert_eq(sim_device_new(&so, &d), 0);
+        cr_assert_eq(gpu_context_new(sim_device_get_ops(d), NULL, &c), 0);
+        cr_expect_eq(gpu_context_get_info(c)->gpu_id, 0x697Du, "the gfx1030, not the gfx1036 listed before it");
+        cr_expect_eq(gpu_context_get_info(c)->drm_render_minor, 129u);
+        GpuBuffer *b = NULL;
+        cr_assert_eq(gpu_buffer_new(c, 4096, GPU_PLACEMENT_VRAM, false, &b), 0);
+        gpu_buffer_unref(b);
+        c = gpu_context_free(c);
+
+        /* Each in a process of its own: a process's KFD context keeps the
+         * render node it was first given (ACQUIRE_VM, kfd-facts §1.4). */
+        const KfdOps *other[3];
+        for (unsigned i = 0; i < 3; i++)
+                cr_assert_eq(sim_device_add_mm(d, &other[i]), 0);
+        GpuContextOptions o = { .gpu_id = 0x697D };
+        int r = gpu_context_new(other[0], &o, &c);
+        cr_assert_eq(r, 0, "%s", strerror(-r));
+        c = gpu_context_free(c);
+        o.gpu_id = 0x1234;
+        cr_expect_eq(gpu_context_new(other[1], &o, &c), -ENODEV, "no node has that gpu_id");
+        cr_expect_null(c);
+        /* The simulator lists the iGPU but does not drive it (sim.h). */
+        o.gpu_id = 0x5A0B;
+        cr_expect_eq(gpu_context_new(other[2], &o, &c), -ENOENT);
+        cr_expect_null(c);
+        d = sim_device_free(d);
+        cr_expect_eq(test_count_fds(), fds, "nothing left open by the failed bring-ups");
+}
