@@ -235,9 +235,8 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 if (r == -EOPNOTSUPP && err[0])
                         return log_error_errno(r, "%s", err);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to bring up the simulated GPU on %s: %m%s",
-                                               m->gpu_choice.description,
-                                               r == -ENOENT ? " (the simulator drives only its gfx1030)" : "");
+                        return log_error_errno(r, "Failed to bring up the simulated GPU on %s: %m",
+                                               m->gpu_choice.description);
         }
 opened:
         m->info = context_pool_info(m->contexts);

@@ -122,6 +122,14 @@ bool sim_device_ioctl_simulated(unsigned nr) {
         return nr == SIM_IOC_NR_CREATE_PROCESS || (nr < SIM_IOCTL_COUNT && ioctls[nr].func);
 }
 
+SimGpuInfo *sim_device_gpu(SimDevice *d, uint32_t gpu_id) {
+        if (gpu_id == d->gpu.gpu_id)
+                return &d->gpu;
+        if (d->has_igpu && gpu_id == d->igpu.gpu_id)
+                return &d->igpu;
+        return NULL;
+}
+
 unsigned sim_device_command_end(const SimDevice *d) {
         if (d->kfd_minor >= 19)
                 return 0x28;
@@ -166,17 +174,24 @@ out:
 static int op_open_render(void *userdata, unsigned minor) {
         SimMm *mm = userdata;
         SimDevice *d = mm->device;
+        SimGpuInfo *gpu;
         SimFile *f;
         int r;
 
         if (getpid() != d->pid)
                 return -EPERM;
-        if (minor != d->gpu.drm_render_minor)
+        if (minor == d->gpu.drm_render_minor)
+                gpu = &d->gpu;
+        else if (d->has_igpu && minor == d->igpu.drm_render_minor)
+                gpu = &d->igpu;
+        else
                 return -ENOENT;
         pthread_mutex_lock(&d->lock);
         r = d->shutting_down ? -ENODEV : sim_file_new(mm, SIM_FILE_RENDER, &f);
-        if (r >= 0)
+        if (r >= 0) {
+                f->gpu = gpu;
                 r = f->fd;
+        }
         pthread_mutex_unlock(&d->lock);
         return r;
 }
@@ -378,7 +393,7 @@ static int kfd_file_mmap_target(SimDevice *d, SimProcess *p, size_t length, uint
 
         switch (type) {
         case KFD_MMAP_TYPE_DOORBELL:
-                if (gpu_id != d->gpu.gpu_id)
+                if (!sim_process_gpu(p, gpu_id))
                         return -ENODEV; /* kfd_mmap: no device for that gpu_id */
                 /* kfd_doorbell_mmap: the length must be exactly the process slice;
                  * the offset names the slice, not a doorbell in it. */
@@ -393,7 +408,7 @@ static int kfd_file_mmap_target(SimDevice *d, SimProcess *p, size_t length, uint
                 *ret_offset = 0;
                 return sim_events_mmap_target(p, length, ret_memfd);
         default:
-                if (gpu_id != d->gpu.gpu_id)
+                if (!sim_device_gpu(d, gpu_id))
                         return -ENODEV;
                 return -EOPNOTSUPP; /* MMIO remap and reserved memory are not simulated */
         }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The SimDevice behind sim.h: one simulated machine with one gfx1030 GPU. It
+ * The SimDevice behind sim.h: one simulated machine with one gfx1030 GPU (and
+ * with SimOptions.igpu_first an integrated gfx1036 listed before it). It
  * owns the lock that guards every sim object, the condition variable
  * WAIT_EVENTS sleeps on, the topology, the files and processes, the BO list
  * (for dma-buf import and render-node offsets), the SDMA queue pool and the
@@ -53,7 +54,7 @@ struct SimDevice {
         pid_t pid;                  /* the process that created the device and owns its fds */
 
         SimGpuInfo gpu;
-        SimGpuInfo igpu;            /* listed in the topology only (SimOptions.igpu_first) */
+        SimGpuInfo igpu;            /* SimOptions.igpu_first: a second GPU, listed first */
         bool has_igpu;
         char *sysfs_dir;
         bool own_sysfs_dir;
@@ -65,7 +66,6 @@ struct SimDevice {
         SimProcess *processes;
         SimBo *bos;
         uint64_t next_mmap_offset;
-        uint64_t vram_used;
         uint32_t bo_tag;            /* random, in every BO memfd's name: this device's (sim-memory.c) */
 
         SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */
@@ -96,6 +96,10 @@ struct SimDevice {
  * daemon's waiter, when it cannot wake it) does not leave the device locked.
  */
 void sim_ioctl_cancellable(bool on);
+
+/* The device's GPU with that gpu_id (the gfx1030, or the iGPU of
+ * SimOptions.igpu_first), NULL for another id. */
+SimGpuInfo *sim_device_gpu(SimDevice *d, uint32_t gpu_id);
 
 /* AMDKFD_COMMAND_END of the device's uapi version: ioctl numbers at or past
  * it do not exist on that kernel. */

@@ -106,7 +106,7 @@ static int kmap_event_page(SimProcess *p, uint64_t handle) {
 
         if (p->signal_bo)
                 return -EINVAL; /* "Event page is already set" */
-        if (KFD_HANDLE_GPU_ID(handle) != p->device->gpu.gpu_id)
+        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(handle)))
                 return -EINVAL; /* "Getting device by id failed" */
         if (!p->vm_file)
                 return -ENODEV; /* kfd_bind_process_to_device */
@@ -133,7 +133,8 @@ static int allocate_signal_page(SimProcess *p) {
         SimBo *bo;
         int r;
 
-        r = sim_bo_new(p->device, KFD_EVENT_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &bo);
+        r = sim_bo_new(p->device, p->gpu ? p->gpu : &p->device->gpu, KFD_EVENT_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+                       &bo);
         if (r < 0)
                 return r;
         p->signal_bo = bo;
@@ -282,7 +283,7 @@ void sim_events_memory_fault(SimProcess *p, uint64_t va) {
         struct kfd_hsa_memory_exception_data data = {
                 .failure.NotPresent = 1,
                 .va = va,
-                .gpu_id = p->device->gpu.gpu_id,
+                .gpu_id = p->gpu ? p->gpu->gpu_id : p->device->gpu.gpu_id,
         };
         bool any = false;
 

@@ -71,7 +71,7 @@ static SimBo *bo_free(SimBo *bo) {
                                 break;
                         }
                 if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-                        bo->device->vram_used -= bo->size;
+                        bo->gpu->vram_used -= bo->size;
         }
         if (bo->host && bo->host != MAP_FAILED)
                 munmap(bo->host, bo->size);
@@ -117,11 +117,11 @@ static int bo_attach(SimDevice *d, SimBo *bo) {
         bo->next = d->bos;
         d->bos = bo;
         if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-                d->vram_used += bo->size;
+                bo->gpu->vram_used += bo->size;
         return 0;
 }
 
-int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
+int sim_bo_new(SimDevice *d, SimGpuInfo *gpu, uint64_t size, uint32_t flags, SimBo **ret) {
         _cleanup_(bo_freep) SimBo *bo = NULL;
         char name[64];
         int r;
@@ -133,8 +133,9 @@ int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret) {
         bo->n_ref = 1;
         bo->size = size;
         bo->alloc_flags = flags;
+        bo->gpu = gpu;
 
-        snprintf(name, sizeof name, BO_NAME_FMT, d->gpu.gpu_id, d->bo_tag, flags);
+        snprintf(name, sizeof name, BO_NAME_FMT, gpu->gpu_id, d->bo_tag, flags);
         bo->memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (bo->memfd < 0)
                 return -errno;
@@ -167,7 +168,7 @@ static SimBo *find_bo_by_inode(SimDevice *d, dev_t dev, ino_t ino) {
 SimMem *sim_process_find_mem(SimProcess *p, uint64_t handle) {
         uint32_t idr = KFD_HANDLE_IDR(handle);
 
-        if (KFD_HANDLE_GPU_ID(handle) != p->device->gpu.gpu_id)
+        if (!p->gpu || KFD_HANDLE_GPU_ID(handle) != p->gpu->gpu_id)
                 return NULL;
         if (idr >= p->n_mems)
                 return NULL;
@@ -335,6 +336,7 @@ int sim_vm_snapshot_access(const SimVmSnapshot *s, uint64_t va, uint64_t len, ui
 /* kfd_chardev.c kfd_ioctl_alloc_memory_of_gpu, amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu. */
 int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
         SimDevice *d = p->device;
+        SimGpuInfo *g;
         uint32_t domain = a->flags & DOMAIN_FLAGS;
         uint64_t size;
         SimBo *bo;
@@ -345,7 +347,8 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
         if (a->size == 0)
                 return -EINVAL;
         /* kfd_process_device_data_by_id() fails -> -EINVAL */
-        if (a->gpu_id != d->gpu.gpu_id)
+        g = sim_process_gpu(p, a->gpu_id);
+        if (!g)
                 return -EINVAL;
         /* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu: no known domain -> -EINVAL;
          * the simulator also refuses more than one (see the file comment). */
@@ -364,12 +367,12 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
         if (size == 0)
                 return -EINVAL;
         /* amdgpu_amdkfd_reserve_mem_limit: "Insufficient memory" -> -ENOMEM. */
-        if ((domain & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && size > d->gpu.vram_size - d->vram_used)
+        if ((domain & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && size > g->vram_size - g->vram_used)
                 return -ENOMEM;
         if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false))
                 return -EINVAL;
 
-        r = sim_bo_new(d, size, a->flags, &bo);
+        r = sim_bo_new(d, g, size, a->flags, &bo);
         if (r < 0)
                 return r;
         r = mem_add(p, bo, a->va_addr, a->flags, &m);
@@ -377,7 +380,7 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
         if (r < 0)
                 return r;
 
-        a->handle = KFD_MAKE_HANDLE(d->gpu.gpu_id, m->idr);
+        a->handle = KFD_MAKE_HANDLE(g->gpu_id, m->idr);
         a->mmap_offset = bo->mmap_offset;
         log_debug("sim: alloc handle 0x%llx va 0x%llx size 0x%llx flags 0x%x",
                   (unsigned long long) a->handle, (unsigned long long) a->va_addr,
@@ -392,7 +395,7 @@ int sim_memory_free(SimProcess *p, struct kfd_ioctl_free_memory_of_gpu_args *a) 
         /* "Free signal BO is not allowed" */
         if (p->signal_handle && p->signal_handle == a->handle)
                 return -EPERM;
-        if (KFD_HANDLE_GPU_ID(a->handle) != p->device->gpu.gpu_id)
+        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(a->handle)))
                 return -EINVAL;
         m = sim_process_find_mem(p, a->handle);
         if (!m)
@@ -414,7 +417,7 @@ static int map_prologue(SimProcess *p, uint64_t handle, uint64_t ids_ptr, uint32
                 return -EINVAL;
         if (ids_ptr == 0)
                 return -EFAULT;
-        if (KFD_HANDLE_GPU_ID(handle) != p->device->gpu.gpu_id)
+        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(handle)))
                 return -EINVAL;
         if (!p->vm_file)
                 return -ENODEV;
@@ -450,7 +453,7 @@ int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
         if (r < 0)
                 return r;
         for (uint32_t i = a->n_success; i < a->n_devices; i++) {
-                if (ids[i] != p->device->gpu.gpu_id)
+                if (!sim_process_gpu(p, ids[i]))
                         return -EINVAL; /* "Getting device by id failed" */
                 if (!m->mapped) {
                         /* amdgpu_vm_bo_map: unaligned or out-of-range VA, or a
@@ -476,7 +479,7 @@ int sim_memory_unmap(SimProcess *p, struct kfd_ioctl_unmap_memory_from_gpu_args 
         if (r < 0)
                 return r;
         for (uint32_t i = a->n_success; i < a->n_devices; i++) {
-                if (ids[i] != p->device->gpu.gpu_id)
+                if (!sim_process_gpu(p, ids[i]))
                         return -EINVAL;
                 /* amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: "If no VMs were
                  * reserved, it means the BO wasn't actually mapped" -> -EINVAL. */
@@ -494,11 +497,11 @@ int sim_memory_unmap(SimProcess *p, struct kfd_ioctl_unmap_memory_from_gpu_args 
 
 /* kfd_ioctl_get_available_memory. */
 int sim_memory_available(SimProcess *p, struct kfd_ioctl_get_available_memory_args *a) {
-        SimDevice *d = p->device;
+        SimGpuInfo *g = sim_process_gpu(p, a->gpu_id);
 
-        if (a->gpu_id != d->gpu.gpu_id)
+        if (!g)
                 return -EINVAL;
-        a->available = d->gpu.vram_size - d->vram_used;
+        a->available = g->vram_size - g->vram_used;
         return 0;
 }
 
@@ -508,7 +511,7 @@ int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args 
         SimMem *m;
         int fd;
 
-        if (KFD_HANDLE_GPU_ID(a->handle) != p->device->gpu.gpu_id)
+        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(a->handle)))
                 return -EINVAL;
         m = sim_process_find_mem(p, a->handle);
         if (!m)
@@ -522,10 +525,11 @@ int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args 
 }
 
 /* What the name of a memfd of a BO of d (BO_NAME_FMT) says of it, for a fd
- * whose BO record is gone: 0 and its allocation flags, or -EINVAL. */
-static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, uint32_t *ret_flags) {
+ * whose BO record is gone: 0, its GPU and its allocation flags, or -EINVAL. */
+static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, SimGpuInfo **ret_gpu, uint32_t *ret_flags) {
         char path[64], link[256], expect[64], tail[16];
-        uint32_t flags;
+        uint32_t flags, gpu_id, tag;
+        SimGpuInfo *g;
         int seals;
         ssize_t n;
 
@@ -535,7 +539,12 @@ static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, uint32_t
                 return -EINVAL;
         link[n] = '\0';
         /* "/memfd:kfd-bo:<gpu_id>:<bo_tag>:<flags> (deleted)" */
-        snprintf(expect, sizeof expect, "/memfd:kfd-bo:%08" PRIx32 ":%08" PRIx32 ":", d->gpu.gpu_id, d->bo_tag);
+        if (sscanf(link, "/memfd:kfd-bo:%8" SCNx32 ":%8" SCNx32 ":", &gpu_id, &tag) != 2 || tag != d->bo_tag)
+                return -EINVAL;
+        g = sim_device_gpu(d, gpu_id);
+        if (!g)
+                return -EINVAL;
+        snprintf(expect, sizeof expect, "/memfd:kfd-bo:%08" PRIx32 ":%08" PRIx32 ":", gpu_id, d->bo_tag);
         if (strncmp(link, expect, strlen(expect)) != 0 ||
             sscanf(link + strlen(expect), "%8" SCNx32 "%15s", &flags, tail) != 2 || strcmp(tail, "(deleted)") != 0)
                 return -EINVAL;
@@ -546,6 +555,7 @@ static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, uint32_t
                 return -EINVAL;
         if (st->st_size <= 0 || st->st_size % 4096 != 0)
                 return -EINVAL;
+        *ret_gpu = g;
         *ret_flags = flags;
         return 0;
 }
@@ -553,8 +563,9 @@ static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, uint32_t
 /* dma_buf_get(): a closed fd -> -EBADF, an fd that is not one of our
  * dma-bufs -> -EINVAL (amdgpu: "Can't handle non-graphics buffers"). The BO
  * of a live handle in *ret; or, for a dma-buf whose BO record went with its
- * last handle, *ret NULL and its size and flags. */
-static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, uint64_t *ret_size, uint32_t *ret_flags) {
+ * last handle, *ret NULL; its GPU, size and flags either way. */
+static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, SimGpuInfo **ret_gpu, uint64_t *ret_size,
+                         uint32_t *ret_flags) {
         struct stat st;
         SimBo *bo;
         int r;
@@ -566,11 +577,12 @@ static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, uint64_t *ret_size, 
                 if (!bo->exported)
                         return -EINVAL;
                 *ret = bo;
+                *ret_gpu = bo->gpu;
                 *ret_size = bo->size;
                 *ret_flags = bo->alloc_flags;
                 return 0;
         }
-        r = dmabuf_identity(d, fd, &st, ret_flags);
+        r = dmabuf_identity(d, fd, &st, ret_gpu, ret_flags);
         if (r < 0)
                 return r;
         *ret = NULL;
@@ -579,12 +591,13 @@ static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, uint64_t *ret_size, 
 }
 
 /* A BO record for the memfd of a dma-buf whose record is gone. */
-static int bo_from_dmabuf(SimDevice *d, int fd, uint64_t size, uint32_t flags, SimBo **ret) {
+static int bo_from_dmabuf(SimDevice *d, SimGpuInfo *gpu, int fd, uint64_t size, uint32_t flags, SimBo **ret) {
         _cleanup_(bo_freep) SimBo *bo = calloc(1, sizeof *bo);
         int r;
 
         if (!bo)
                 return -ENOMEM;
+        bo->gpu = gpu;
         bo->n_ref = 1;
         bo->size = size;
         bo->alloc_flags = flags;
@@ -601,16 +614,17 @@ static int bo_from_dmabuf(SimDevice *d, int fd, uint64_t size, uint32_t flags, S
 
 /* kfd_ioctl_get_dmabuf_info, amdgpu_amdkfd_get_dmabuf_info. */
 int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_args *a) {
+        SimGpuInfo *g;
         uint32_t flags;
         uint64_t size;
         SimBo *bo;
         int r;
 
-        r = lookup_dmabuf(p->device, (int) a->dmabuf_fd, &bo, &size, &flags);
+        r = lookup_dmabuf(p->device, (int) a->dmabuf_fd, &bo, &g, &size, &flags);
         if (r < 0)
                 return r;
         a->size = size;
-        a->gpu_id = p->device->gpu.gpu_id;
+        a->gpu_id = g->gpu_id; /* the exporting device's */
         a->flags = (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM : KFD_IOC_ALLOC_MEM_FLAGS_GTT;
         if (flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
                 a->flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
@@ -621,23 +635,27 @@ int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_a
 /* kfd_ioctl_import_dmabuf, amdgpu_amdkfd_gpuvm_import_dmabuf_fd. */
 int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args *a) {
         SimDevice *d = p->device;
+        SimGpuInfo *g = sim_process_gpu(p, a->gpu_id), *bo_gpu;
         uint32_t flags, bo_flags;
         uint64_t size;
         SimBo *bo, *fresh = NULL;
         SimMem *m;
         int r;
 
-        if (a->gpu_id != d->gpu.gpu_id)
+        if (!g)
                 return -EINVAL;
         if (!p->vm_file)
                 return -ENODEV;
-        r = lookup_dmabuf(d, (int) a->dmabuf_fd, &bo, &size, &bo_flags);
+        r = lookup_dmabuf(d, (int) a->dmabuf_fd, &bo, &bo_gpu, &size, &bo_flags);
         if (r < 0)
                 return r;
+        /* amdgpu_amdkfd_gpuvm_import_dmabuf: "Can't handle buffers from other devices" */
+        if (bo_gpu != g)
+                return -EINVAL;
         if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false))
                 return -EINVAL;
         if (!bo) {
-                r = bo_from_dmabuf(d, (int) a->dmabuf_fd, size, bo_flags, &fresh);
+                r = bo_from_dmabuf(d, g, (int) a->dmabuf_fd, size, bo_flags, &fresh);
                 if (r < 0)
                         return r;
                 bo = fresh;
@@ -650,6 +668,6 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
         sim_bo_unref(fresh); /* the handle holds it now, or nothing does */
         if (r < 0)
                 return r;
-        a->handle = KFD_MAKE_HANDLE(d->gpu.gpu_id, m->idr);
+        a->handle = KFD_MAKE_HANDLE(g->gpu_id, m->idr);
         return 0;
 }

@@ -18,11 +18,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sim-topology.h"
 #include "sim-types.h"
 
 struct SimBo {
         SimBo *next;            /* SimDevice.bos */
         SimDevice *device;
+        SimGpuInfo *gpu;        /* the GPU whose memory it is (VRAM accounting, dma-buf identity) */
         unsigned n_ref;
         int memfd;
         uint8_t *host;          /* the simulator's own mapping of the whole BO */
@@ -45,8 +47,9 @@ struct SimMem {
         unsigned queue_refcount; /* queues using this mapping (kfd_queue_buffer_get) */
 };
 
-/* A new BO of size bytes (page aligned) with one reference, linked into d. */
-int sim_bo_new(SimDevice *d, uint64_t size, uint32_t flags, SimBo **ret);
+/* A new BO of gpu (a GPU of d) of size bytes (page aligned) with one
+ * reference, linked into d. */
+int sim_bo_new(SimDevice *d, SimGpuInfo *gpu, uint64_t size, uint32_t flags, SimBo **ret);
 SimBo *sim_bo_ref(SimBo *bo);
 /* Backs all of bo's pages once, at the first engine write (see sim-memory.c). */
 void sim_bo_populate(SimBo *bo);

@@ -122,6 +122,14 @@ int sim_process_create_secondary(SimFile *f) {
         return 0;
 }
 
+SimGpuInfo *sim_process_gpu(SimProcess *p, uint32_t gpu_id) {
+        SimGpuInfo *g = sim_device_gpu(p->device, gpu_id);
+
+        if (!g || (p->gpu && p->gpu != g))
+                return NULL;
+        return g;
+}
+
 /* kfd_ioctl_get_version: the device's uapi version (SimOptions.kfd_minor). */
 int sim_process_get_version(SimProcess *p, struct kfd_ioctl_get_version_args *a) {
         a->major_version = 1;
@@ -139,7 +147,7 @@ static uint64_t clock_ns(clockid_t id) {
 /* kfd_ioctl_get_clock_counters. */
 int sim_process_get_clock_counters(SimProcess *p, struct kfd_ioctl_get_clock_counters_args *a) {
         /* "Node without GPU resource" -> 0 */
-        a->gpu_clock_counter = a->gpu_id == p->device->gpu.gpu_id ? sim_gpu_clock_counter() : 0;
+        a->gpu_clock_counter = sim_device_gpu(p->device, a->gpu_id) ? sim_gpu_clock_counter() : 0;
         a->cpu_clock_counter = clock_ns(CLOCK_MONOTONIC_RAW); /* ktime_get_raw_ns */
         a->system_clock_counter = clock_ns(CLOCK_BOOTTIME);   /* ktime_get_boottime_ns */
         a->system_clock_freq = 1000000000;
@@ -148,25 +156,35 @@ int sim_process_get_clock_counters(SimProcess *p, struct kfd_ioctl_get_clock_cou
 
 /* kfd_ioctl_get_process_apertures_new: num_of_nodes 0 asks for the count. */
 int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a) {
+        /* One entry per GPU, in topology order (the iGPU first when there is one). */
+        const SimGpuInfo *gpus[2];
+        unsigned n = 0;
         struct kfd_process_device_apertures *pa;
 
+        if (p->device->has_igpu)
+                gpus[n++] = &p->device->igpu;
+        gpus[n++] = &p->device->gpu;
         if (a->num_of_nodes == 0) {
-                a->num_of_nodes = 1;
+                a->num_of_nodes = n;
                 return 0;
         }
         pa = (struct kfd_process_device_apertures *) (uintptr_t) a->kfd_process_device_apertures_ptr;
         if (!pa)
                 return -EFAULT;
-        *pa = (struct kfd_process_device_apertures) {
-                .lds_base = SIM_LDS_APERTURE_BASE,
-                .lds_limit = SIM_LDS_APERTURE_BASE | SIM_APERTURE_SIZE,
-                .scratch_base = SIM_SCRATCH_APERTURE_BASE,
-                .scratch_limit = SIM_SCRATCH_APERTURE_BASE | SIM_APERTURE_SIZE,
-                .gpuvm_base = SIM_GPUVM_BASE,
-                .gpuvm_limit = SIM_GPUVM_LIMIT,
-                .gpu_id = p->device->gpu.gpu_id,
-        };
-        a->num_of_nodes = 1;
+        /* "Fill in process-aperture information for all available nodes, but
+         * not more than args->num_of_nodes". */
+        n = MIN(n, a->num_of_nodes);
+        for (unsigned i = 0; i < n; i++)
+                pa[i] = (struct kfd_process_device_apertures) {
+                        .lds_base = SIM_LDS_APERTURE_BASE,
+                        .lds_limit = SIM_LDS_APERTURE_BASE | SIM_APERTURE_SIZE,
+                        .scratch_base = SIM_SCRATCH_APERTURE_BASE,
+                        .scratch_limit = SIM_SCRATCH_APERTURE_BASE | SIM_APERTURE_SIZE,
+                        .gpuvm_base = SIM_GPUVM_BASE,
+                        .gpuvm_limit = SIM_GPUVM_LIMIT,
+                        .gpu_id = gpus[i]->gpu_id,
+                };
+        a->num_of_nodes = n;
         return 0;
 }
 
@@ -178,16 +196,23 @@ int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertu
 int sim_process_acquire_vm(SimProcess *p, struct kfd_ioctl_acquire_vm_args *a) {
         SimFile *f = sim_file_find(p->mm, (int) a->drm_fd);
 
+        SimGpuInfo *g = sim_process_gpu(p, a->gpu_id);
+
         if (!f || f->kind != SIM_FILE_RENDER)
                 return -EINVAL;
-        if (a->gpu_id != p->device->gpu.gpu_id)
+        if (!g)
                 return -EINVAL;
         if (p->vm_file)
                 return p->vm_file == f ? 0 : -EBUSY;
         if (f->process)
                 return -EINVAL;
+        /* amdgpu_amdkfd_gpuvm_acquire_process_vm() takes the VM of that
+         * device's DRM file: another GPU's render node is no VM of this one. */
+        if (f->gpu != g)
+                return -EINVAL;
         p->vm_file = sim_file_ref(f);
         f->process = p;
+        p->gpu = g;
         return 0;
 }
 

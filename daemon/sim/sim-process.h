@@ -45,6 +45,11 @@ struct SimProcess {
         bool evicted;
 
         SimFile *vm_file;        /* render node acquired with ACQUIRE_VM (ref), or NULL */
+        /* The GPU that ACQUIRE_VM put the context's VM on, NULL before. The
+         * kernel gives a process a VM on every GPU; a simulated context has
+         * one, and ids of the device's other GPU are refused once it is bound
+         * (sim_process_gpu). */
+        SimGpuInfo *gpu;
         bool runtime_enabled;
 
         /* Memory handles, indexed by idr (sim-memory.c). */
@@ -106,3 +111,10 @@ int sim_process_get_clock_counters(SimProcess *p, struct kfd_ioctl_get_clock_cou
 int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a);
 int sim_process_acquire_vm(SimProcess *p, struct kfd_ioctl_acquire_vm_args *a);
 int sim_process_runtime_enable(SimProcess *p, struct kfd_ioctl_runtime_enable_args *a);
+
+/*
+ * The device's GPU gpu_id names, as this context may use it: NULL for an id
+ * of no GPU, and for the other GPU once ACQUIRE_VM bound the context to one
+ * (the kernel's "Getting device by id failed" / -EINVAL where callers say).
+ */
+SimGpuInfo *sim_process_gpu(SimProcess *p, uint32_t gpu_id);

@@ -110,9 +110,9 @@ static bool is_sdma(uint32_t type) {
 }
 
 /* allocate_sdma_queue(): the lowest free slot, restricted to one engine for SDMA_BY_ENG_ID. */
-static int allocate_sdma_slot(SimDevice *d, uint32_t type, uint32_t engine_id) {
-        unsigned n_engines = d->gpu.num_sdma_engines;
-        unsigned n = n_engines * d->gpu.num_sdma_queues_per_engine;
+static int allocate_sdma_slot(SimDevice *d, const SimGpuInfo *g, uint32_t type, uint32_t engine_id) {
+        unsigned n_engines = g->num_sdma_engines;
+        unsigned n = MIN(n_engines * g->num_sdma_queues_per_engine, SIM_MAX_SDMA_SLOTS);
 
         if (type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI)
                 return -ENOMEM; /* num_sdma_xgmi_engines == 0: "No more XGMI SDMA queue to allocate" */
@@ -129,7 +129,7 @@ static int allocate_sdma_slot(SimDevice *d, uint32_t type, uint32_t engine_id) {
 int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         struct kfd_ioctl_create_queue_args *b = &a->base;
         SimDevice *d = p->device;
-        const SimGpuInfo *g = &d->gpu;
+        const SimGpuInfo *g;
         SimMem *wptr_mem, *rptr_mem, *ring_mem, *eop_mem = NULL, *cwsr_mem = NULL;
         uint32_t id, doorbell;
         int slot = -1, r;
@@ -139,7 +139,8 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         if (r < 0)
                 return r;
         /* kfd_ioctl_create_queue */
-        if (b->gpu_id != g->gpu_id)
+        g = sim_process_gpu(p, b->gpu_id);
+        if (!g)
                 return -EINVAL; /* "Could not find gpu id" */
         if (!p->vm_file)
                 return -ESRCH; /* kfd_bind_process_to_device failed -> -ESRCH */
@@ -187,7 +188,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         if (is_sdma(b->queue_type)) {
                 unsigned engine, qid;
 
-                slot = allocate_sdma_slot(d, b->queue_type, a->sdma_engine_id);
+                slot = allocate_sdma_slot(d, g, b->queue_type, a->sdma_engine_id);
                 if (slot < 0)
                         return slot;
                 engine = (unsigned) slot % g->num_sdma_engines;

@@ -44,6 +44,8 @@ typedef struct SimGpuInfo {
         uint32_t eop_buffer_size;
         uint64_t cwsr_bo_size;
         uint64_t vram_size;
+        /* State, under the device lock: bytes of this GPU's VRAM that BOs hold. */
+        uint64_t vram_used;
 } SimGpuInfo;
 
 /* Fills a gfx1030 description with cu_count CUs and vram_size bytes of VRAM. */

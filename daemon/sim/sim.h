@@ -8,7 +8,8 @@
  * their own that read rings after doorbells, write fences and raise
  * "interrupts" that signal KFD events.
  *
- * One SimDevice models one machine with one GPU node; every open_kfd() is one
+ * One SimDevice models one machine with one GPU node (two with
+ * SimOptions.igpu_first); every open_kfd() is one
  * KFD process context on it.
  */
 #pragma once
@@ -52,10 +53,14 @@ typedef struct SimOptions {
         const char *identity;
         /* A desktop Ryzen with a discrete card (kfd-facts §7.6): the topology
          * lists the CPU's integrated GPU (gfx1036, 2 CUs, 512 MiB, renderD128,
-         * PCI 0000:10:00.0) as node 1, before the simulated gfx1030, which
-         * becomes node 2 at renderD129. The simulator drives only the gfx1030:
-         * the iGPU's render node cannot be opened (-ENOENT) and KFD calls
-         * naming its gpu_id fail as for an unknown GPU. */
+         * PCI 0000:10:00.0, gpu_id SIM_IGPU_GPU_ID) as node 1, before the
+         * gfx1030, which becomes node 2 at renderD129. Both are driven: a
+         * context's VM goes on the GPU ACQUIRE_VM names (with that GPU's
+         * render node); its memory, VRAM limit and queue sizes are that
+         * GPU's. The engines are shared, and the interpreter runs gfx1030
+         * code on both. One departure: a simulated context uses one GPU —
+         * once bound, ids of the other are -EINVAL, where the kernel would
+         * give the process a VM on every GPU. */
         bool igpu_first;
 } SimOptions;
 

@@ -462,6 +462,23 @@ Test(daemon, gpu_chosen_by_pci_address_or_render_node) {
         }
 }
 
+/* The administrator's choice stands, even the integrated GPU. */
+Test(daemon, gpu_the_integrated_gpu_when_named) {
+        TestDaemon d;
+        const char *extra[] = { "--sim-topology=igpu-first", "--gpu=1", NULL };
+        _cleanup_free_ char *log = NULL, *out = NULL;
+
+        test_daemon_start(&d, extra);
+        log = test_daemon_read_log(&d);
+        cr_assert(strstr(log, "Device: sim gfx1036 (gpu_id 0x5a0b, 2 CUs, "), "%s", log);
+        out = status_of(&d);
+        cr_assert(strstr(out, "gpu:      node 1 (gfx1036, 0000:10:00.0, renderD128, integrated, 512 MiB local memory): "
+                              "chosen by --gpu=1\n"),
+                  "%s", out);
+        fill_and_check(&d);
+        test_daemon_fini(&d);
+}
+
 /* A bad --gpu= stops the daemon with one line naming the value and the GPUs there are. */
 Test(daemon, gpu_bad_values_are_named) {
         static const struct {

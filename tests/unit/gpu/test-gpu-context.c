@@ -953,7 +953,8 @@ Test(gpu_context, probe_real_without_kfd) {
 }
 
 /* A desktop Ryzen lists its iGPU first (kfd-facts §7.6): without a gpu_id
- * the context is made on the discrete GPU, node 2; a gpu_id names a node. */
+ * the context is made on the discrete GPU, node 2; a gpu_id names a node,
+ * the iGPU too. */
 Test(gpu_context, the_discrete_gpu_by_default_a_named_one_otherwise, .timeout = 60) {
         SimOptions so = { .igpu_first = true };
         SimDevice *d = NULL;
@@ -981,10 +982,26 @@ Test(gpu_context, the_discrete_gpu_by_default_a_named_one_otherwise, .timeout = 
         o.gpu_id = 0x1234;
         cr_expect_eq(gpu_context_new(other[1], &o, &c), -ENODEV, "no node has that gpu_id");
         cr_expect_null(c);
-        /* The simulator lists the iGPU but does not drive it (sim.h). */
+        /* The iGPU when named: its render node, its memory, its queue sizes. */
         o.gpu_id = 0x5A0B;
-        cr_expect_eq(gpu_context_new(other[2], &o, &c), -ENOENT);
-        cr_expect_null(c);
+        r = gpu_context_new(other[2], &o, &c);
+        cr_assert_eq(r, 0, "%s", strerror(-r));
+        const GpuDeviceInfo *i = gpu_context_get_info(c);
+        cr_expect_str_eq(i->gfx_name, "gfx1036");
+        cr_expect_eq(i->cu_count, 2u);
+        cr_expect_eq(i->drm_render_minor, 128u);
+        cr_expect_eq(i->vram_size, 512u << 20);
+        cr_expect_eq(gpu_buffer_new(c, 1u << 30, GPU_PLACEMENT_VRAM, false, &b), -ENOMEM, "past its 512 MiB");
+        cr_assert_eq(gpu_buffer_new(c, 64 * 1024, GPU_PLACEMENT_VRAM, false, &b), 0);
+        GpuJob j = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b), .size = 64 * 1024, .pattern = 0x1036u } };
+        uint64_t seq = 0;
+        cr_assert_eq(gpu_queue_submit(c, 0, &j, &seq), 0);
+        Comps *cs = calloc(1, sizeof *cs);
+        check_ok(wait_seq(c, cs, 0, seq));
+        free(cs);
+        cr_expect_eq(((uint32_t *) gpu_buffer_get_cpu(b))[16383], 0x1036u, "the iGPU's SDMA queue filled it");
+        gpu_buffer_unref(b);
+        c = gpu_context_free(c);
         d = sim_device_free(d);
         cr_expect_eq(test_count_fds(), fds, "nothing left open by the failed bring-ups");
 }

@@ -384,3 +384,78 @@ Test(sim_contexts, a_process_exit_takes_its_contexts_and_leaves_its_dma_bufs) {
         close((int) e.dmabuf_fd);
         t_close(&a, true);
 }
+
+/* SimOptions.igpu_first: two GPUs. A context's VM goes on the GPU its
+ * ACQUIRE_VM names, with that GPU's render node; memory is per GPU; a
+ * dma-buf of one GPU is refused by the other (6.1's import: "Can't handle
+ * buffers from other devices"). */
+Test(sim_contexts, two_gpus_an_integrated_one_listed_first) {
+        SimOptions o = { .igpu_first = true };
+        SimDevice *d = NULL;
+        const KfdOps *ops[2];
+        int kfd[2], render[2];
+        const uint32_t ids[2] = { 0x5A0B, 0x697D };
+        const unsigned minors[2] = { 128, 129 };
+
+        cr_assert_eq(sim_device_new(&o, &d), 0);
+        for (unsigned i = 0; i < 2; i++) {
+                cr_assert_eq(sim_device_add_mm(d, &ops[i]), 0);
+                kfd[i] = ops[i]->open_kfd(ops[i]->userdata);
+                cr_assert_geq(kfd[i], 0);
+                render[i] = ops[i]->open_render(ops[i]->userdata, minors[i]);
+                cr_assert_geq(render[i], 0);
+        }
+        cr_expect_eq(ops[0]->open_render(ops[0]->userdata, 130), -ENOENT, "no third render node");
+
+        /* Another GPU's render node is no VM of this one. */
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) render[0], .gpu_id = ids[1] };
+        cr_expect_eq(kfd_ioctl(ops[0], kfd[0], AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL);
+        for (unsigned i = 0; i < 2; i++) {
+                vm = (struct kfd_ioctl_acquire_vm_args) { .drm_fd = (uint32_t) render[i], .gpu_id = ids[i] };
+                cr_assert_eq(kfd_ioctl(ops[i], kfd[i], AMDKFD_IOC_ACQUIRE_VM, &vm), 0, "GPU %u", i);
+        }
+
+        /* Every GPU's apertures, the iGPU first. */
+        struct kfd_process_device_apertures ap[4] = {};
+        struct kfd_ioctl_get_process_apertures_new_args aa = { .kfd_process_device_apertures_ptr = (uint64_t) (uintptr_t) ap,
+                                                              .num_of_nodes = 4 };
+        cr_assert_eq(kfd_ioctl(ops[1], kfd[1], AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &aa), 0);
+        cr_expect_eq(aa.num_of_nodes, 2u);
+        cr_expect_eq(ap[0].gpu_id, ids[0]);
+        cr_expect_eq(ap[1].gpu_id, ids[1]);
+
+        /* VRAM per GPU: 512 MiB on the iGPU, 1 GiB on the other. */
+        struct kfd_ioctl_get_available_memory_args av = { .gpu_id = ids[0] };
+        cr_assert_eq(kfd_ioctl(ops[0], kfd[0], AMDKFD_IOC_AVAILABLE_MEMORY, &av), 0);
+        cr_expect_eq(av.available, 512u << 20);
+        av.gpu_id = ids[1];
+        cr_expect_eq(kfd_ioctl(ops[0], kfd[0], AMDKFD_IOC_AVAILABLE_MEMORY, &av), -EINVAL,
+                     "a simulated context uses the one GPU it is bound to");
+        cr_assert_eq(kfd_ioctl(ops[1], kfd[1], AMDKFD_IOC_AVAILABLE_MEMORY, &av), 0);
+        cr_expect_eq(av.available, 1u << 30);
+
+        uint64_t va = t_reserve_va(4096);
+        struct kfd_ioctl_alloc_memory_of_gpu_args al = { .va_addr = va, .size = 4096, .gpu_id = ids[0],
+                                                         .flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM };
+        cr_assert_eq(kfd_ioctl(ops[0], kfd[0], AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &al), 0);
+        cr_expect_eq(KFD_HANDLE_GPU_ID(al.handle), ids[0]);
+        av.gpu_id = ids[0];
+        cr_assert_eq(kfd_ioctl(ops[0], kfd[0], AMDKFD_IOC_AVAILABLE_MEMORY, &av), 0);
+        cr_expect_eq(av.available, (512u << 20) - 4096, "the iGPU's VRAM, not the other's");
+
+        struct kfd_ioctl_export_dmabuf_args e = { .handle = al.handle, .flags = O_CLOEXEC };
+        cr_assert_eq(kfd_ioctl(ops[0], kfd[0], AMDKFD_IOC_EXPORT_DMABUF, &e), 0);
+        struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = e.dmabuf_fd };
+        cr_assert_eq(kfd_ioctl(ops[1], kfd[1], AMDKFD_IOC_GET_DMABUF_INFO, &info), 0);
+        cr_expect_eq(info.gpu_id, ids[0], "the exporting GPU's id");
+        uint64_t va2 = t_reserve_va(4096);
+        struct kfd_ioctl_import_dmabuf_args im = { .va_addr = va2, .gpu_id = ids[1], .dmabuf_fd = e.dmabuf_fd };
+        cr_expect_eq(kfd_ioctl(ops[1], kfd[1], AMDKFD_IOC_IMPORT_DMABUF, &im), -EINVAL, "another device's buffer");
+        close((int) e.dmabuf_fd);
+        munmap((void *) (uintptr_t) va, 4096);
+        munmap((void *) (uintptr_t) va2, 4096);
+
+        for (unsigned i = 0; i < 2; i++)
+                cr_expect_eq(sim_device_remove_mm(d, ops[i]), 0);
+        sim_device_free(d);
+}

@@ -202,7 +202,7 @@ Test(sim_dmabuf, no_record_outlives_the_last_handle) {
                 t_free_bo(&a, &bo);
         }
         cr_expect_eq(bo_records(a.dev), base, "BO records left behind by freed, exported BOs");
-        cr_expect_eq(a.dev->vram_used, 0u);
+        cr_expect_eq(a.dev->gpu.vram_used, 0u);
 
         struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) kept };
         cr_assert_eq(t_ioctl(&b, AMDKFD_IOC_GET_DMABUF_INFO, &info), 0);
@@ -211,7 +211,7 @@ Test(sim_dmabuf, no_record_outlives_the_last_handle) {
         uint64_t va = t_reserve_va(4096), h;
         cr_assert_eq(import(&b, kept, va, &h), 0);
         cr_expect_eq(bo_records(a.dev), base + 1);
-        cr_expect_eq(a.dev->vram_used, 4096u);
+        cr_expect_eq(a.dev->gpu.vram_used, 4096u);
         uint8_t *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, kept, 0);
         cr_assert_neq(m, MAP_FAILED);
         cr_expect_eq(m[100], 0xC4);
