@@ -20,7 +20,9 @@
 
 /*
  * AMDKFD_IOC_EXPORT_DMABUF, uapi 1.12 ("Add DMA-buf export ioctl").
- * Source: include/uapi/linux/kfd_ioctl.h in Linux >= 6.1:
+ * Source: include/uapi/linux/kfd_ioctl.h of the kernels after 6.1 (6.1 itself
+ * speaks 1.11 and lacks it, kfd-facts §7.4: gpu-buffer.c then makes buffers on
+ * the render node):
  *   struct kfd_ioctl_export_dmabuf_args { __u64 handle; __u32 flags; __u32 dmabuf_fd; };
  *   #define AMDKFD_IOC_EXPORT_DMABUF AMDKFD_IOWR(0x24, struct kfd_ioctl_export_dmabuf_args)
  * flags are fd flags (O_CLOEXEC, O_RDWR) for dma_buf_fd() [kfd_chardev.c
