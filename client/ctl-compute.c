@@ -3,9 +3,11 @@
  * kfdbrokerctl's compute verbs (see ctl-compute.h): the saxpy step of the
  * demo and `kernels FILE`. The demo's code object is built from
  * tests/kernels/saxpy.cl with clang-15 when kfdbrokerctl is built and
- * embedded in the program (ctl-demo-kernel.c).
+ * embedded in the program (ctl-saxpy-kernel.c); `kfdbrokerctl selftest`
+ * runs it too (ctl-selftest.c).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include "ctl-compute.h"
 #include "ctl-json.h"
+#include "util/macro.h"
 
 #define SAXPY_BLOCK 256u
 #define SAXPY_TIMEOUT_MS (10 * 60 * 1000)
@@ -35,6 +38,26 @@ static int fail(kfdb_session *s, const char *prog, int r, const char *what) {
         return r;
 }
 
+/* Records what failed in ret->failure and prints it; returns r. */
+_printf_(5, 6) static int saxpy_fail(kfdb_session *s, const char *prog, CtlSaxpyResult *ret, int r,
+                                     const char *fmt, ...) {
+        const char *msg = r < 0 ? kfdb_session_last_error(s) : "";
+        char what[160];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        if (r >= 0)
+                snprintf(ret->failure, sizeof(ret->failure), "%s", what);
+        else if (msg[0])
+                snprintf(ret->failure, sizeof(ret->failure), "%s: %s (%s)", what, msg, strerror(-r));
+        else
+                snprintf(ret->failure, sizeof(ret->failure), "%s: %s", what, strerror(-r));
+        fprintf(stderr, "%s: %s\n", prog, ret->failure);
+        return r < 0 ? r : -EIO;
+}
+
 static void skip(CtlSaxpyResult *ret, const char *reason) {
         ret->ran = false;
         snprintf(ret->skip_reason, sizeof(ret->skip_reason), "%s", reason);
@@ -49,7 +72,7 @@ static float saxpy_y(uint64_t i) {
         return (float) (i % 777u) * 1.5f + 0.125f;
 }
 
-int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool json, uint64_t elements, CtlSaxpyResult *ret) {
+int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool quiet, uint64_t elements, CtlSaxpyResult *ret) {
         const float a = 2.5f;
         kfdb_code_object *co = NULL;
         kfdb_buffer *x = NULL, *y = NULL;
@@ -68,30 +91,28 @@ int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool json, uint64_t elemen
         } else if (!kfdb_session_has_feature(s, "compute"))
                 skip(ret, "the daemon's device has no compute queue");
         if (ret->skip_reason[0]) {
-                if (!json)
+                if (!quiet)
                         printf("  compute skipped: %s\n", ret->skip_reason);
                 return 0;
         }
-        if (elements == 0 || elements > UINT32_MAX) {
-                fprintf(stderr, "%s demo: the saxpy size must be 1..%u elements\n", prog, UINT32_MAX);
-                return -EINVAL;
-        }
+        if (elements == 0 || elements > UINT32_MAX)
+                return saxpy_fail(s, prog, ret, -EINVAL, "the saxpy size must be 1..%u elements", UINT32_MAX);
         grid = n = (uint32_t) elements;
 
         /* Everything made here belongs to the session, which the caller frees on every path. */
         r = kfdb_code_object_load(s, ctl_saxpy_hsaco, ctl_saxpy_hsaco_size, &co);
         if (r < 0)
-                return fail(s, prog, r, "cannot load the saxpy code object");
+                return saxpy_fail(s, prog, ret, r, "cannot load the saxpy code object");
         r = kfdb_buffer_alloc(s, bytes, KFDB_PLACEMENT_GTT, &x);
         if (r >= 0)
                 r = kfdb_buffer_alloc(s, bytes, KFDB_PLACEMENT_GTT, &y);
         if (r < 0)
-                return fail(s, prog, r, "cannot allocate the saxpy buffers");
+                return saxpy_fail(s, prog, ret, r, "cannot allocate the saxpy buffers");
         r = kfdb_buffer_map(x, (void **) &xm);
         if (r >= 0)
                 r = kfdb_buffer_map(y, (void **) &ym);
         if (r < 0)
-                return fail(s, prog, r, "cannot map the dma-buf of a saxpy buffer");
+                return saxpy_fail(s, prog, ret, r, "cannot map the dma-buf of a saxpy buffer");
         for (uint64_t i = 0; i < elements; i++) {
                 xm[i] = saxpy_x(i);
                 ym[i] = saxpy_y(i);
@@ -103,26 +124,24 @@ int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool json, uint64_t elemen
         if (r >= 0)
                 r = kfdb_batch_dispatch(batch, co, "saxpy", 1, &grid, &block, args, 4);
         if (r < 0)
-                return fail(s, prog, r, "cannot add the saxpy dispatch");
+                return saxpy_fail(s, prog, ret, r, "cannot add the saxpy dispatch");
         t0 = now_s();
         r = kfdb_batch_submit(batch, NULL, &fence);
         if (r == -EPERM) {
                 skip(ret, "the daemon's policy does not grant this user compute dispatch (ComputeDispatch=, "
                           "see kfdbroker-policy(5))");
-                if (!json)
+                if (!quiet)
                         printf("  compute skipped: %s\n", ret->skip_reason);
                 return 0;
         }
         if (r < 0)
-                return fail(s, prog, r, "Submit of the saxpy dispatch failed");
+                return saxpy_fail(s, prog, ret, r, "Submit of the saxpy dispatch failed");
         r = kfdb_fence_wait(s, fence, SAXPY_TIMEOUT_MS);
-        if (r == -ETIMEDOUT) {
-                fprintf(stderr, "%s demo: the saxpy dispatch did not complete within %d s\n", prog,
-                        SAXPY_TIMEOUT_MS / 1000);
-                return r;
-        }
+        if (r == -ETIMEDOUT)
+                return saxpy_fail(s, prog, ret, r, "the saxpy dispatch did not complete within %d s",
+                                  SAXPY_TIMEOUT_MS / 1000);
         if (r < 0)
-                return fail(s, prog, r, "the saxpy dispatch failed");
+                return saxpy_fail(s, prog, ret, r, "the saxpy dispatch failed");
         ret->ms = (now_s() - t0) * 1e3;
         ret->elements_per_s = (double) elements / (ret->ms / 1e3);
         ret->ran = true;
@@ -132,12 +151,12 @@ int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool json, uint64_t elemen
                 float want = fmaf(a, saxpy_x(i), saxpy_y(i));
                 if (memcmp(&want, &ym[i], sizeof(float)) != 0) {
                         if (ret->wrong == 0)
-                                fprintf(stderr, "%s demo: saxpy element %" PRIu64 " is %.9g, expected %.9g\n",
+                                fprintf(stderr, "%s: saxpy element %" PRIu64 " is %.9g, expected %.9g\n",
                                         prog, i, (double) ym[i], (double) want);
                         ret->wrong++;
                 }
         }
-        if (!json) {
+        if (!quiet) {
                 printf("  saxpy on the GPU: y = %.1f * x + y over %" PRIu64 " floats in %.2f ms: %.1f M elements/s\n",
                        (double) a, elements, ret->ms, ret->elements_per_s / 1e6);
                 if (ret->wrong == 0)
@@ -148,11 +167,9 @@ int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool json, uint64_t elemen
         kfdb_buffer_free(x);
         kfdb_buffer_free(y);
         kfdb_code_object_free(co);
-        if (ret->wrong != 0) {
-                fprintf(stderr, "%s demo: FAILED: %" PRIu64 " of %" PRIu64 " saxpy elements are wrong\n", prog,
-                        ret->wrong, elements);
-                return -EIO;
-        }
+        if (ret->wrong != 0)
+                return saxpy_fail(s, prog, ret, 0, "FAILED: %" PRIu64 " of %" PRIu64 " saxpy elements are wrong",
+                                  ret->wrong, elements);
         return 0;
 }
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * JSON output helpers shared by kfdbrokerctl's verbs: strings escaped for
- * JSON (to stdout or any stream), and "key":"value" members.
+ * JSON (to stdout or any stream), "key":"value" members, and doubles.
  */
 #pragma once
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Writes s to f as a JSON string, quoted and escaped. */
 static inline void json_fstring(FILE *f, const char *s) {
@@ -33,4 +35,21 @@ static inline void json_string(const char *s) {
 static inline void json_member_string(const char *sep, const char *key, const char *value) {
         printf("%s\"%s\":", sep, key);
         json_string(value);
+}
+
+/* A double as JSON: the shortest %g form that reads back as v; NaN (not
+ * measured) and the infinities, which JSON has no number for, as null. */
+static inline void json_double(double v) {
+        char buf[32];
+
+        if (isnan(v) || isinf(v)) {
+                fputs("null", stdout);
+                return;
+        }
+        for (int prec = 1; prec <= 17; prec++) {
+                snprintf(buf, sizeof(buf), "%.*g", prec, v);
+                if (strtod(buf, NULL) == v)
+                        break;
+        }
+        fputs(buf, stdout);
 }

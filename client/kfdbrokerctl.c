@@ -19,6 +19,7 @@
 #include "ctl-cdi.h"
 #include "ctl-compute.h"
 #include "ctl-json.h"
+#include "ctl-selftest.h"
 #include "kfdbroker.h"
 #include "util/macro.h"
 
@@ -473,7 +474,7 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
 
         /* Compute: saxpy through the broker (skipped, and said so, where it cannot run). */
         if (bad == 0) {
-                r = ctl_demo_saxpy(ctl->session, PROG, ctl->json, elements, &saxpy);
+                r = ctl_demo_saxpy(ctl->session, PROG " demo", ctl->json, elements, &saxpy);
                 if (r < 0)
                         return r;
         }
@@ -525,6 +526,48 @@ static int verb_kernels(Ctl *ctl, int argc, char **argv) {
         return r < 0 ? r : ctl_kernels(ctl->session, PROG, ctl->json, argv[1]);
 }
 
+/* ---- selftest ---- */
+
+static int verb_selftest(Ctl *ctl, int argc, char **argv) {
+        enum { ARG_STRICT = 0x100, ARG_TIMEOUT_WAIT };
+        static const struct option options[] = {
+                { "strict", no_argument, NULL, ARG_STRICT },
+                { "timeout-wait", required_argument, NULL, ARG_TIMEOUT_WAIT },
+                {}
+        };
+        CtlSelftestOptions o = { .json = ctl->json, .timeout_wait_ms = CTL_SELFTEST_DEFAULT_TIMEOUT_WAIT_MS };
+        unsigned long v;
+        char *end;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_STRICT:
+                        o.strict = true;
+                        break;
+                case ARG_TIMEOUT_WAIT:
+                        errno = 0;
+                        v = strtoul(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end != '\0' || v < 1 || v > 60000) {
+                                fprintf(stderr, PROG " selftest: --timeout-wait must be 1..60000 milliseconds, "
+                                                "got '%s'\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        o.timeout_wait_ms = (uint32_t) v;
+                        break;
+                default:
+                        return CTL_EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, PROG " selftest: unexpected argument '%s'\n", argv[optind]);
+                return CTL_EXIT_USAGE;
+        }
+        r = ctl_connect(ctl);
+        return r < 0 ? r : ctl_selftest(ctl->session, PROG " selftest", &o);
+}
+
 /* ---- cdi ---- */
 
 static int verb_cdi(Ctl *ctl, int argc, char **argv) {
@@ -565,6 +608,8 @@ static const Verb verbs[] = {
           "Fill a 64 MiB buffer on the GPU, copy it to another, check every byte; run saxpy over 16 M floats",
           verb_demo },
         { "kernels", "FILE", "List the kernels of a GPU code object, as the daemon loads it", verb_kernels },
+        { "selftest", "[--strict] [--timeout-wait=MS]",
+          "Check copy, fill, events, a dispatch, a fault and a timeout on the daemon's GPU", verb_selftest },
         { "cdi", "[--output=FILE]", "Print a CDI spec giving containers the socket (kfdbroker.org/gpu=all)",
           verb_cdi },
         { "sessions", "", "List every client session (D-Bus)", verb_sessions },
