@@ -66,7 +66,8 @@ typedef struct Check {
         int error;                    /* fault, timeout: the job's error (negative errno), 0 if none */
         uint64_t context_lost_before, context_lost_after; /* fault */
         const char *mechanism;        /* timeout: "job-timeout" or "client-wait" */
-        uint32_t waited_ms;           /* timeout: how long it waited for the daemon to end the job */
+        uint32_t timeout_wait_ms;     /* timeout: how long it waited for the daemon to end the job */
+        double held_ms;               /* timeout: submit -> the daemon ended the job, or the client released it */
 } Check;
 
 typedef struct Selftest {
@@ -254,7 +255,7 @@ static void check_copy(const Selftest *t, Check *c) {
                 if (copy_once(c, t, copy_sizes[i], &c->copies[i]) < 0)
                         return;
                 c->n_copies++;
-                len += (size_t) snprintf(line + len, sizeof(line) - MIN(len, sizeof(line)), "%s%s %.2f GB/s",
+                len += (size_t) snprintf(line + len, sizeof(line) - MIN(len, sizeof(line)), "%s%s %.3g GB/s",
                                          i ? ", " : "", size_name(copy_sizes[i], name, sizeof(name)),
                                          c->copies[i].gbps);
         }
@@ -322,7 +323,7 @@ static void check_fill(const Selftest *t, Check *c) {
                 return;
         c->bytes = FILL_SIZE - 8;
         c->gbps = (double) c->bytes / (ms / 1e3) / 1e9;
-        set_result(c, RESULT_PASS, "%u fills over 16 MiB at %.2f GB/s; every byte checked, none written outside",
+        set_result(c, RESULT_PASS, "%u fills over 16 MiB at %.3g GB/s; every byte checked, none written outside",
                    FILL_STRIPES, c->gbps);
 }
 
@@ -503,7 +504,7 @@ static const char *compute_missing(const Selftest *t, char *buf, size_t n) {
 static bool refused_as_skip(Check *c, const Selftest *t, int r) {
         if (r != -EPERM && r != -EOPNOTSUPP && r != -EAGAIN)
                 return false;
-        set_result(c, RESULT_SKIP, "the daemon refused the dispatch: %s (%s)", kfdb_session_last_error(t->s),
+        set_result(c, RESULT_SKIP, "the daemon refused compute work: %s (%s)", kfdb_session_last_error(t->s),
                    strerror(-r));
         return true;
 }
@@ -704,12 +705,13 @@ static void check_fault(const Selftest *t, Check *c) {
 
 /* The daemon ended the held job with ETIME: the job behind it is cancelled, the next one runs. */
 static void timeout_by_daemon(const Selftest *t, Check *c, kfdb_buffer *b, const uint32_t *p, const uint64_t *fences,
-                              const char *message) {
+                              double t0, const char *message) {
         _cleanup_batch_ kfdb_batch *batch = NULL;
         uint64_t fence;
         int r;
 
         c->mechanism = "job-timeout";
+        c->held_ms = now_ms() - t0;
         r = kfdb_fence_wait(t->s, fences[1], WAIT_MS);
         if (r != -ECANCELED)
                 return set_result(c, RESULT_FAIL, "the fill behind the timed-out job ended with %s, expected "
@@ -725,9 +727,9 @@ static void timeout_by_daemon(const Selftest *t, Check *c, kfdb_buffer *b, const
                 return;
         if (p[1023] != 0x71E0u)
                 return set_result(c, RESULT_FAIL, "the fill after the timeout completed but left 0x%08x", p[1023]);
-        set_result(c, RESULT_PASS, "the daemon ended the held job with ETIME after %" PRIu32 " ms or less (this "
-                                   "session's JobTimeout=: %s); the job behind it was cancelled; the next one ran",
-                   c->waited_ms, message);
+        set_result(c, RESULT_PASS, "the daemon ended the held job with ETIME after %.0f ms (this session's "
+                                   "JobTimeout=: \"%s\"); the job behind it was cancelled; the next one ran",
+                   c->held_ms, message);
 }
 
 /*
@@ -744,9 +746,10 @@ static void check_timeout(const Selftest *t, Check *c) {
         uint64_t fences[2], age = 0;
         char message[256];
         uint32_t *p;
+        double t0;
         int r;
 
-        c->waited_ms = t->o->timeout_wait_ms;
+        c->timeout_wait_ms = t->o->timeout_wait_ms;
         if (new_event(c, t, false, &e) < 0 || new_buffer(c, t, 4096, &b, (void **) &p) < 0 ||
             new_batch(c, t, &batch) < 0)
                 return;
@@ -756,13 +759,14 @@ static void check_timeout(const Selftest *t, Check *c) {
                 r = kfdb_batch_fill(batch, b, 0, 4096, 0x71E1u);
         if (r < 0)
                 return fail_call(c, t, r, "cannot add the wait and fill jobs");
+        t0 = now_ms();
         if (submit(c, t, batch, fences, NULL, "wait and fill") < 0)
                 return;
         r = kfdb_fence_wait(t->s, fences[0], (int) t->o->timeout_wait_ms);
         c->error = r == -ETIMEDOUT ? 0 : r;
         snprintf(message, sizeof(message), "%s", kfdb_session_last_error(t->s));
         if (r == -ETIME)
-                return timeout_by_daemon(t, c, b, p, fences, message);
+                return timeout_by_daemon(t, c, b, p, fences, t0, message);
         if (r != -ETIMEDOUT)
                 return set_result(c, RESULT_FAIL, "a wait-event job on an event nobody set ended with %s",
                                   r == 0 ? "success" : strerror(-r));
@@ -775,22 +779,24 @@ static void check_timeout(const Selftest *t, Check *c) {
         if (r != KFDB_WAIT_TIMEOUT)
                 return set_result(c, RESULT_FAIL, "WaitEvents on an event nobody set gave result %d, expected "
                                                   "a timeout", r);
+        c->held_ms = now_ms() - t0;
         r = kfdb_event_set(e);
         if (r < 0)
                 return fail_call(c, t, r, "SetEvent failed");
         r = kfdb_fence_wait(t->s, fences[0], WAIT_MS);
         if (r == -ETIME) /* the daemon's timeout came just after ours */
-                return timeout_by_daemon(t, c, b, p, fences, kfdb_session_last_error(t->s));
+                return timeout_by_daemon(t, c, b, p, fences, t0, kfdb_session_last_error(t->s));
         if (r < 0)
                 return fail_call(c, t, r, "the released wait-event job failed");
         if (wait_job(c, t, fences[1], "fill behind the released wait") < 0)
                 return;
         if (p[1023] != 0x71E1u)
                 return set_result(c, RESULT_FAIL, "the fill behind the released wait left 0x%08x", p[1023]);
-        set_result(c, RESULT_PASS, "the job was still held after %" PRIu32 " ms: this session's JobTimeout= is "
-                                   "longer, and a client cannot lower it, so the client-side timeouts were used (a "
-                                   "fence wait, WaitEvents timeout_ms); SetEvent then released it and the fill "
-                                   "behind it ran", c->waited_ms);
+        set_result(c, RESULT_PASS, "still held after %.0f ms: this session's JobTimeout= is longer than "
+                                   "--timeout-wait=%" PRIu32 " and a client cannot lower it, so the client's own "
+                                   "timeouts were used (a fence wait, WaitEvents timeout_ms); SetEvent then "
+                                   "released the job and the fill behind it ran",
+                   c->held_ms, c->timeout_wait_ms);
 }
 
 /* ---- the run ---- */
@@ -822,7 +828,8 @@ static void on_alarm(int sig) {
 static void run_check(const Selftest *t, size_t i, Check *c) {
         double t0 = now_ms();
 
-        *c = (Check) { .name = checks[i].name, .result = RESULT_FAIL, .gbps = NAN, .elements_per_s = NAN };
+        *c = (Check) { .name = checks[i].name, .result = RESULT_FAIL, .gbps = NAN, .elements_per_s = NAN,
+                       .held_ms = NAN };
         snprintf(alarm_message, sizeof(alarm_message), "%s selftest: the %s check did not finish within %u s\n",
                  t->prog, c->name, CHECK_LIMIT_S);
         alarm(CHECK_LIMIT_S);
@@ -890,7 +897,8 @@ static void print_check_json(const Check *c) {
                        c->context_lost_after);
         } else if (strcmp(c->name, "timeout") == 0) {
                 json_member_string(",", "mechanism", c->mechanism ? c->mechanism : "");
-                printf(",\"waited_ms\":%" PRIu32, c->waited_ms);
+                printf(",\"timeout_wait_ms\":%" PRIu32, c->timeout_wait_ms);
+                json_member_double("held_ms", round_us(c->held_ms));
                 json_member_errno("error", c->error);
         }
         printf("}");
