@@ -711,6 +711,7 @@ static void timeout_by_daemon(const Selftest *t, Check *c, kfdb_buffer *b, const
         int r;
 
         c->mechanism = "job-timeout";
+        c->error = -ETIME;
         c->held_ms = now_ms() - t0;
         r = kfdb_fence_wait(t->s, fences[1], WAIT_MS);
         if (r != -ECANCELED)
