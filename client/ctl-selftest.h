@@ -31,5 +31,6 @@ typedef struct CtlSelftestOptions {
  * none was skipped), -EIO when one did not, or a negative errno when the
  * suite could not start (the device could not be asked for: printed).
  * A check that does not finish within its time limit ends the program.
+ * Messages on stderr start with @prog (e.g. "kfdbrokerctl selftest").
  */
 int ctl_selftest(kfdb_session *s, const char *prog, const CtlSelftestOptions *o);
