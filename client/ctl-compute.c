@@ -132,6 +132,11 @@ int ctl_demo_saxpy(kfdb_session *s, const char *prog, bool quiet, uint64_t eleme
                           "see kfdbroker-policy(5))");
                 if (!quiet)
                         printf("  compute skipped: %s\n", ret->skip_reason);
+                /* The session lives on (kfdbrokerctl selftest goes on to other checks). */
+                kfdb_batch_free(batch);
+                kfdb_buffer_free(x);
+                kfdb_buffer_free(y);
+                kfdb_code_object_free(co);
                 return 0;
         }
         if (r < 0)
