@@ -97,8 +97,9 @@ int session_find_cancelled(kfdb_session *s, uint64_t fence) {
         for (size_t i = 0; i < s->n_cancelled; i++)
                 if (fence >= s->cancelled[i].first && fence <= s->cancelled[i].last)
                         return session_error(s, -ECANCELED,
-                                             "the job with fence %" PRIu64 " was in flight when kfdbrokerd restarted: it did not complete",
-                                             fence);
+                                             "the job with fence %" PRIu64 " was in flight when kfdbrokerd restarted%s%s%s: it did not complete",
+                                             fence, s->cancelled[i].why[0] ? " (" : "", s->cancelled[i].why,
+                                             s->cancelled[i].why[0] ? ")" : "");
         return 0;
 }
 
@@ -106,7 +107,7 @@ int session_find_cancelled(kfdb_session *s, uint64_t fence) {
 static void cancel_in_flight(kfdb_session *s) {
         uint64_t completed = session_completed_fence(s);
         ClientReply r = { .type = CLIENT_REPLY_JOB_FAILED };
-        char message[160];
+        char message[CLIENT_ERROR_MAX];
 
         if (completed >= s->last_fence)
                 return;
@@ -116,9 +117,11 @@ static void cancel_in_flight(kfdb_session *s) {
         }
         s->cancelled[s->n_cancelled].first = completed + 1;
         s->cancelled[s->n_cancelled].last = s->last_fence;
+        snprintf(s->cancelled[s->n_cancelled].why, sizeof(s->cancelled[0].why), "%s", s->restart_message);
         s->n_cancelled++;
         /* And one notification each, as for any failed job (the queue keeps the newest). */
-        snprintf(message, sizeof(message), "kfdbrokerd restarted while the job was in flight: it did not complete");
+        snprintf(message, sizeof(message), "kfdbrokerd restarted%s%s%s while the job was in flight: it did not complete",
+                 s->restart_message[0] ? " (" : "", s->restart_message, s->restart_message[0] ? ")" : "");
         r.job_failed.error = ECANCELED;
         r.job_failed.message = message;
         for (uint64_t f = MAX(completed + 1, s->last_fence > CLIENT_FAILURES_MAX ? s->last_fence - CLIENT_FAILURES_MAX + 1 : 1);
@@ -232,6 +235,7 @@ int session_recover(kfdb_session *s, int k) {
                 delay = MIN(delay * 2, (int64_t) 250);
         }
         s->restoring = false;
+        s->restart_message[0] = '\0';
         if (k < 0)
                 return session_error(s, k == -ETIMEDOUT || retry_later(k) ? -ECONNRESET : k,
                                      "%s; reconnecting to %s failed: %s", first, s->path, s->last_error);

@@ -141,7 +141,9 @@ static void session_dispatch(kfdb_session *s, ClientReply *r) {
                 /* Ended on purpose (over D-Bus): coming back would undo that. */
                 s->ended = true;
                 snprintf(s->ended_message, sizeof(s->ended_message), "%s", r->session_ended.message);
-        }
+        } else if (r->type == CLIENT_REPLY_SESSION_ENDED)
+                /* The daemon stops (or lost its GPU): the jobs it drops are told why. */
+                snprintf(s->restart_message, sizeof(s->restart_message), "%s", r->session_ended.message);
         /* Other notifications (from a newer daemon) carry nothing this library uses. */
         client_reply_free(r);
 }

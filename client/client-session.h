@@ -85,10 +85,12 @@ struct kfdb_session {
         bool restoring;           /* a lost connection now is not recovered again */
         bool ended;               /* the daemon ended the session for good (SessionEnded) */
         char ended_message[256];
+        char restart_message[256]; /* why the daemon said it went (SessionEnded, reconnect true) */
         uint64_t n_reconnects;
         ClientHandleMap restore_map; /* of the last reconnect */
         struct {
                 uint64_t first, last;
+                char why[256];
         } cancelled[CLIENT_CANCELLED_RANGES];
         size_t n_cancelled;
 

@@ -524,17 +524,15 @@ int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
          * exception recreates its queue), then whatever moved since. */
         for (unsigned i = 0; i < c->n_queues; i++)
                 n += gpu_queue_collect(c, &c->queues[i], cb, userdata);
-        bool exception = false;
         for (int i = 0; i < nf; i++) {
                 c->stats.faults++;
-                if (faults[i].memory) {
-                        if (!c->lost)
-                                n += gpu_context_lose(c, &faults[i], cb, userdata);
-                } else
-                        exception = true;
+                if (c->lost)
+                        continue;
+                if (faults[i].memory)
+                        n += gpu_context_lose(c, &faults[i], cb, userdata);
+                else
+                        n += gpu_context_reset(c, &faults[i], cb, userdata);
         }
-        if (exception && !c->lost)
-                n += gpu_queue_handle_exception(c, cb, userdata);
         if (nf > 0)
                 for (unsigned i = 0; i < c->n_queues; i++)
                         n += gpu_queue_collect(c, &c->queues[i], cb, userdata);

@@ -168,6 +168,7 @@ typedef struct GpuFault {
         uint64_t va;
         uint32_t gpu_id;
         bool memory;   /* MEMORY event (else HW_EXCEPTION) */
+        bool memory_lost; /* HW_EXCEPTION: the reset lost VRAM contents */
 } GpuFault;
 
 #define GPU_MAX_PENDING_FAULTS 16
@@ -239,7 +240,9 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
 int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
 void gpu_queue_teardown(GpuContext *c, GpuQueue *q);
 int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata);
-int gpu_queue_handle_exception(GpuContext *c, GpuCompletionFn cb, void *userdata);
+/* A HW_EXCEPTION (a GPU reset, or RAS poison): fails every job in flight with
+ * -EIO and marks the context lost. */
+int gpu_context_reset(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
 uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q);
 uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
 /* The word a GpuWait polls and the value it waits for (>=). */

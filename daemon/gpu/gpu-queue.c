@@ -846,16 +846,32 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
 }
 
 /*
- * A HW_EXCEPTION event: on the kernel, a GPU reset or RAS poison (kfd-facts
- * §7.2), never an illegal instruction or a bad packet — a queue that stops at
- * one of those says nothing, and its job ends by its timeout
- * (gpu_queue_abort()). The event names neither queue nor cause, so nothing is
- * failed here: jobs the reset ended end by their timeouts too.
+ * A HW_EXCEPTION event: on the kernel, a GPU reset (kfd_signal_reset_event,
+ * every KFD context of the GPU) or RAS poison, never an illegal instruction
+ * or a bad packet (kfd-facts §7.2: a queue that stops at one of those says
+ * nothing, and its job ends by its timeout, gpu_queue_abort()). After a reset
+ * nothing of the context's work survives — its queues were stopped, and with
+ * memory_lost its VRAM is gone — so every job in flight fails with -EIO, and
+ * the context is lost like a faulted one: the context layer makes a new one
+ * (a client context) or the daemon hands over to a new daemon (its own).
  */
-int gpu_queue_handle_exception(GpuContext *c, GpuCompletionFn cb, void *userdata) {
-        log_warning("GPU gpu_id 0x%x raised a HW exception (a reset or a RAS error); jobs it ended fail at their timeout",
-                    c->gpu_id);
-        return 0;
+int gpu_context_reset(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
+        int n = 0;
+
+        c->lost = true;
+        snprintf(c->lost_reason, sizeof c->lost_reason, "the GPU was reset%s",
+                 f->memory_lost ? " (VRAM contents lost)" : "");
+        log_warning("GPU gpu_id 0x%x raised a HW exception: %s", c->gpu_id, c->lost_reason);
+        for (unsigned i = 0; i < c->n_queues; i++) {
+                GpuQueue *q = &c->queues[i];
+                while (q->inflight_count > 0) {
+                        report(c, q, inflight_at(q, 0), -EIO, 0, c->lost_reason, cb, userdata);
+                        q->completed = inflight_at(q, 0)->seq;
+                        inflight_pop(q);
+                        n++;
+                }
+        }
+        return n;
 }
 
 /* Where the kernel-call table can say why a queue stopped (KfdOps.

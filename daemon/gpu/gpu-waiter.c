@@ -104,7 +104,8 @@ static void *waiter_main(void *userdata) {
                         push_fault(c, &(GpuFault) { .va = m->va, .gpu_id = m->gpu_id, .memory = true });
                 const struct kfd_hsa_hw_exception_data *h = &ev[WAIT_HW_EXCEPTION].hw_exception_data;
                 if (h->gpu_id != 0)
-                        push_fault(c, &(GpuFault) { .gpu_id = h->gpu_id, .memory = false });
+                        push_fault(c, &(GpuFault) { .gpu_id = h->gpu_id, .memory = false,
+                                                    .memory_lost = h->memory_lost != 0 });
 
                 wake(c);
         }

@@ -85,6 +85,8 @@ static void on_context_gone(Context *ctx, bool lost, const char *reason, void *u
                 log_error("The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
                           "the service manager starts a new daemon.", reason);
                 m->device_lost = true;
+                snprintf(m->device_lost_reason, sizeof(m->device_lost_reason),
+                         "the daemon's GPU context was lost (%s); a new daemon takes over", reason);
                 (void) sd_event_exit(m->event, -ENODEV);
         }
 }
@@ -314,6 +316,16 @@ static void on_job_failed_told(Session *s, uint64_t fence, int error, const char
                 bus_emit_job_failed(m->bus, s, fence, error, message);
 }
 
+/* --device=sim: SIGUSR2 resets the simulated GPU (VRAM lost), to test
+ * recovery as a hang on real hardware would need it (sim.h). */
+static int on_sigusr2(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        log_warning("SIGUSR2: resetting the simulated GPU (VRAM contents are lost)");
+        sim_device_reset(m->sim, true);
+        return 0;
+}
+
 static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         char err[512];
@@ -381,6 +393,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGUSR2); /* used with --device=sim only; blocked, so harmless otherwise */
         pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
         m = calloc(1, sizeof(*m));
@@ -429,6 +442,11 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = sd_event_add_signal(m->event, &m->sighup_source, SIGHUP, on_sighup, m);
         if (r < 0)
                 goto fail;
+        if (m->sim) {
+                r = sd_event_add_signal(m->event, &m->sigusr2_source, SIGUSR2, on_sigusr2, m);
+                if (r < 0)
+                        goto fail;
+        }
 
         if (opts->metrics_file) {
                 m->metrics_file = strdup(opts->metrics_file);
@@ -493,7 +511,8 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         m->listener = listener_free(m->listener);
         while (m->set.sessions)
-                session_end(m->set.sessions, ESHUTDOWN, "daemon exiting", true);
+                session_end(m->set.sessions, ESHUTDOWN, m->device_lost ? m->device_lost_reason : "daemon exiting",
+                            true);
         m->bus = bus_free(m->bus);
         if (m->scheduler)
                 scheduler_abandon(m->scheduler);
@@ -506,6 +525,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->exit_timer);
         sd_event_source_disable_unref(m->sighup_source);
+        sd_event_source_disable_unref(m->sigusr2_source);
         sd_event_source_disable_unref(m->metrics_timer);
         free(m->metrics_file);
         session_set_done(&m->set);

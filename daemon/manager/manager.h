@@ -65,12 +65,14 @@ struct Manager {
         SessionSet set;          /* the sessions, the policy in force, the accounts */
 
         sd_event_source *sighup_source;
+        sd_event_source *sigusr2_source; /* --device=sim: a simulated GPU reset */
         char *metrics_file;
         uint64_t metrics_interval_ns;
         sd_event_source *metrics_timer;
 
         bool shutting_down;
         bool device_lost;
+        char device_lost_reason[256]; /* what sessions are told at the end */
 };
 
 int manager_new(const ManagerOptions *opts, Manager **ret);

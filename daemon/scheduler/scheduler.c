@@ -877,8 +877,9 @@ void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *c)
                 snprintf(msg, sizeof(msg), "GPU memory fault at address 0x%" PRIx64 " in %s%s%s", c->fault_va,
                          what, c->message ? ": " : "", c->message ? c->message : "");
         else if (c->error == -EIO)
-                snprintf(msg, sizeof(msg), "%s raised a GPU exception: %s", what,
-                         c->message ? c->message : "the device gave no details");
+                /* A HW_EXCEPTION: a GPU reset or RAS poison (gpu_context_reset()). */
+                snprintf(msg, sizeof(msg), "%s did not complete: %s", what,
+                         c->message ? c->message : "the device raised a hardware exception");
         else if (c->error == -ETIME)
                 /* A queue that stopped at something it cannot run says
                  * nothing (kfd-facts §7.2); the simulator's words, if any,

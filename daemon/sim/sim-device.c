@@ -653,6 +653,16 @@ static void close_files(SimDevice *d, SimMm *mm) {
         }
 }
 
+void sim_device_reset(SimDevice *d, bool memory_lost) {
+        pthread_mutex_lock(&d->lock);
+        log_warning("sim: GPU reset%s", memory_lost ? ", VRAM contents lost" : "");
+        for (SimProcess *p = d->processes; p; p = p->next)
+                sim_process_gpu_reset(p, memory_lost);
+        if (memory_lost)
+                sim_memory_lose_vram(d);
+        pthread_mutex_unlock(&d->lock);
+}
+
 SimDevice *sim_device_free(SimDevice *d) {
         if (!d)
                 return NULL;

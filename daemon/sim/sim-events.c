@@ -298,6 +298,21 @@ void sim_events_memory_fault(SimProcess *p, uint64_t va) {
                           (unsigned long long) va);
 }
 
+void sim_events_gpu_reset(SimProcess *p, bool memory_lost) {
+        struct kfd_hsa_hw_exception_data data = {
+                .reset_type = KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+                .reset_cause = KFD_HW_EXCEPTION_GPU_HANG,
+                .memory_lost = memory_lost,
+                .gpu_id = p->device->gpu.gpu_id,
+        };
+
+        for (SimEvent *e = p->events; e; e = e->next)
+                if (e->type == KFD_IOC_EVENT_HW_EXCEPTION) {
+                        e->hw_exception_data = data;
+                        set_event(p, e);
+                }
+}
+
 void sim_events_queue_stopped(SimProcess *p, uint32_t queue_id, const char *text) {
         SimException *x;
 

@@ -42,6 +42,8 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a);
 void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bits);
 /* GPU VM fault at va: sets every MEMORY event with {NotPresent, va, gpu_id}. */
 void sim_events_memory_fault(SimProcess *p, uint64_t va);
+/* kfd_signal_reset_event: every HW_EXCEPTION event of p, with the reset's data. */
+void sim_events_gpu_reset(SimProcess *p, bool memory_lost);
 /*
  * A queue stopped at a packet it cannot execute (or a shader it cannot run):
  * records {queue_id, text} for KfdOps.exception_info, dropping the oldest

@@ -165,6 +165,18 @@ static SimBo *find_bo_by_inode(SimDevice *d, dev_t dev, ino_t ino) {
         return NULL;
 }
 
+void sim_memory_lose_vram(SimDevice *d) {
+        for (SimBo *bo = d->bos; bo; bo = bo->next) {
+                if (!(bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM))
+                        continue;
+                /* Every mapping of the memfd (the simulator's, clients')
+                 * sees the hole: zeros, as fresh VRAM after a reset reads. */
+                if (fallocate(bo->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t) bo->size) < 0)
+                        log_warning_errno(-errno, "sim: cannot drop the pages of a VRAM BO at the reset: %m");
+                bo->populated = false;
+        }
+}
+
 SimMem *sim_process_find_mem(SimProcess *p, uint64_t handle) {
         uint32_t idr = KFD_HANDLE_IDR(handle);
 

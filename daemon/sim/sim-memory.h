@@ -59,6 +59,9 @@ void sim_bo_populate(SimBo *bo);
  * memfd name lets an importer make a new record (sim-memory.c).
  */
 void sim_bo_unref(SimBo *bo);
+/* A GPU reset lost VRAM: every VRAM BO's pages are dropped (they read as
+ * zeros). Called with the device lock held. */
+void sim_memory_lose_vram(SimDevice *d);
 /* Frees every BO record of the device (teardown). */
 void sim_device_free_bos(SimDevice *d);
 /* Finds the BO whose render-node offset range holds [offset, offset+length). */

@@ -100,12 +100,22 @@ void sim_process_unref(SimProcess *p) {
                 process_free(p);
 }
 
-void sim_process_vm_fault(SimProcess *p, uint64_t va) {
+/* Every queue of p stops for good, and queues it makes later start stopped. */
+static void process_evict(SimProcess *p) {
         p->evicted = true;
         for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
                 if (p->queues[i] && p->queues[i]->cp)
                         sim_cp_preempt(p->queues[i]);
+}
+
+void sim_process_vm_fault(SimProcess *p, uint64_t va) {
+        process_evict(p);
         sim_events_memory_fault(p, va);
+}
+
+void sim_process_gpu_reset(SimProcess *p, bool memory_lost) {
+        process_evict(p);
+        sim_events_gpu_reset(p, memory_lost);
 }
 
 int sim_process_create_secondary(SimFile *f) {

@@ -95,6 +95,8 @@ struct kfd_ioctl_acquire_vm_args;
  * address. Other processes are untouched. Locked.
  */
 void sim_process_vm_fault(SimProcess *p, uint64_t va);
+/* A GPU reset seen by p: evicted, HW_EXCEPTION events signaled (sim_device_reset()). */
+void sim_process_gpu_reset(SimProcess *p, bool memory_lost);
 
 /*
  * AMDKFD_IOC_CREATE_PROCESS on file f (kfd_ioctl_create_process, uapi 1.19):

@@ -76,6 +76,17 @@ typedef struct SimOptions {
  */
 int sim_device_new(const SimOptions *opts, SimDevice **ret);
 /*
+ * A whole-GPU reset, as the kernel goes through one after a hang
+ * (kgd2kfd_pre_reset -> kfd_signal_reset_event, kfd-facts §7.2): every KFD
+ * context's queues stop for good (evicted, as after a fault: created queues
+ * start stopped too), every context's HW_EXCEPTION events are signaled with
+ * {WHOLE_GPU_RESET, GPU_HANG, memory_lost, gpu_id}, and with memory_lost the
+ * contents of every VRAM buffer are gone (they read as zeros). GTT memory is
+ * system memory and stays. For tests of recovery: kfdbrokerd --device=sim
+ * does this on SIGUSR2.
+ */
+void sim_device_reset(SimDevice *d, bool memory_lost);
+/*
  * Releases WAIT_EVENTS sleepers (they return FAIL / -EIO), ends every remote
  * process (sim-remote.h) and waits for its server, waits for ioctls in
  * flight, closes every fd the device handed out that is still open (which

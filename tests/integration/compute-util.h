@@ -77,6 +77,21 @@ static inline void run_dispatch(kfdb_session *s, const kfdb_code_object *co, con
         kfdb_batch_free(b);
 }
 
+/* Runs the gate kernel (tests/kernels/gate.cl: holds its queue until *flag
+ * != 0) and returns its fence. */
+static inline uint64_t hold_gpu(kfdb_session *s, const kfdb_code_object *gate, kfdb_buffer *flag, kfdb_buffer *out) {
+        uint32_t one = 1, max = UINT32_MAX;
+        kfdb_arg args[] = { kfdb_arg_buffer(flag, 0), kfdb_arg_buffer(out, 0), kfdb_arg_value(&max, 4) };
+        kfdb_batch *b = NULL;
+        uint64_t fence;
+
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        cr_assert_eq(kfdb_batch_dispatch(b, gate, "gate", 1, &one, &one, args, 3), 0);
+        cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        kfdb_batch_free(b);
+        return fence;
+}
+
 static inline uint64_t splitmix64(uint64_t x) {
         x += 0x9E3779B97F4A7C15ull;
         x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;

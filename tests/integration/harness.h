@@ -32,7 +32,8 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args);
 #define TEST_DAEMON_SANITIZER_REPORT 256
 int test_daemon_stop(TestDaemon *d);
 /*
- * Sends sig (SIGTERM: a clean stop, SIGKILL: a crash) and waits for the
+ * Sends sig (SIGTERM: a clean stop, SIGKILL: a crash; 0: none, the daemon
+ * exits on its own) and waits for the
  * daemon, then starts it again with extra_args on the same socket, policy and
  * log (appended). Returns how the old one ended, as test_daemon_stop().
  */

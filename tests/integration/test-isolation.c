@@ -553,20 +553,6 @@ Test(isolation, an_older_kernel_gets_worker_processes) {
         kfdb_session_free(s);
 }
 
-/* Runs the gate kernel (holds until *flag != 0) and returns its fence. */
-static uint64_t hold_gpu(kfdb_session *s, const kfdb_code_object *gate, kfdb_buffer *flag, kfdb_buffer *out) {
-        uint32_t one = 1, max = UINT32_MAX;
-        kfdb_arg args[] = { kfdb_arg_buffer(flag, 0), kfdb_arg_buffer(out, 0), kfdb_arg_value(&max, 4) };
-        kfdb_batch *b = NULL;
-        uint64_t fence;
-
-        cr_assert_eq(kfdb_batch_new(s, &b), 0);
-        cr_assert_eq(kfdb_batch_dispatch(b, gate, "gate", 1, &one, &one, args, 3), 0);
-        cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
-        kfdb_batch_free(b);
-        return fence;
-}
-
 /*
  * SIGKILL to a worker while its kernel runs: that client's job fails
  * (ECANCELED, the message says the worker went), its context is lost and

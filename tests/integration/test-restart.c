@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -328,4 +329,106 @@ Test(restart, hello_resume_fence) {
                 kfdbroker__v1__server_message__free_unpacked(m, NULL);
         }
         close(fd);
+}
+
+/*
+ * A GPU reset (kfd-facts §7.2: HW_EXCEPTION with memory_lost; the simulator
+ * does one on SIGUSR2): the job on the GPU fails with EIO saying so; the
+ * daemon, whose own GPU context is gone, tells its clients and exits 1 for
+ * the service manager to start a new one (here the test does); the client
+ * goes on there. GTT contents survive, VRAM contents do not.
+ */
+Test(restart, a_gpu_reset_loses_vram_and_the_client_goes_on) {
+        const size_t size = 1 << 20, words = size / 4;
+        kfdb_session *s;
+        kfdb_buffer *gtt, *vram, *dst;
+        kfdb_event *gate;
+        kfdb_batch *b = NULL;
+        uint32_t *pgtt, *pvram, *pdst;
+        uint64_t held, fence;
+        int rc;
+
+        test_daemon_start(&d, NULL);
+        s = connect_session("reset");
+        gtt = new_buffer(s, size, 0, (void **) &pgtt);
+        dst = new_buffer(s, size, 0, (void **) &pdst);
+        cr_assert_eq(kfdb_buffer_alloc(s, size, KFDB_PLACEMENT_VRAM, &vram), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_map(vram, (void **) &pvram), 0);
+        fill_words(pgtt, words, 0x6771);
+        fill_words(pvram, words, 0x7a3);
+        cr_assert_eq(kfdb_event_create(s, false, &gate), 0);
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        cr_assert_eq(kfdb_batch_wait_event(b, gate), 0);
+        cr_assert_eq(kfdb_batch_copy(b, dst, 0, gtt, 0, size), 0);
+        cr_assert_eq(kfdb_batch_submit(b, NULL, &held), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, held, 100), -ETIMEDOUT);
+
+        cr_assert_eq(kill(d.pid, SIGUSR2), 0);
+        /* The daemon exits 1; then the service manager's part: a new daemon
+         * on the same socket. */
+        cr_assert_eq(test_daemon_restart(&d, 0, NULL), 1, "the daemon exits 1 after the reset");
+        {
+                char *log = test_daemon_read_log(&d);
+                cr_assert(strstr(log, "the GPU was reset (VRAM contents lost)"), "%s", log);
+                free(log);
+        }
+
+        /* Neither the wait job nor the copy after it ran; the first says why. */
+        rc = kfdb_fence_wait(s, held - 1, 20000);
+        cr_assert_eq(rc, -ECANCELED, "got %d (%s)", rc, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "the GPU was reset (VRAM contents lost)"), "%s",
+                  kfdb_session_last_error(s));
+        rc = kfdb_fence_wait(s, held, 20000);
+        cr_assert_eq(rc, -ECANCELED, "got %d (%s)", rc, kfdb_session_last_error(s));
+        cr_assert(words_are(pgtt, words, 0x6771), "GTT is system memory: it survives a reset");
+        for (size_t i = 0; i < words; i++)
+                cr_assert_eq(pvram[i], 0, "VRAM word %zu survived the reset", i);
+        fence = submit_copy(s, dst, gtt, size);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 20000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert(words_are(pdst, words, 0x6771));
+        cr_assert_eq(kfdb_session_get_reconnects(s), 1);
+        kfdb_batch_free(b);
+        kfdb_session_free(s);
+}
+
+/* A kernel on the GPU at the reset: its job fails, saying why — EIO when its
+ * own context reported the reset first, ECANCELED when the daemon's own
+ * context did and the daemon handed over before the job's context spoke. */
+Test(restart, a_kernel_running_at_a_gpu_reset_fails_with_eio) {
+        kfdb_session *s;
+        kfdb_code_object *gate, *saxpy;
+        kfdb_buffer *flag, *out;
+        uint32_t *pflag, *pout;
+        uint64_t fence;
+        int rc;
+
+        compute_require_kernels();
+        test_daemon_start(&d, NULL);
+        s = connect_session("reset-kernel");
+        gate = load_kernel(s, "gate");
+        saxpy = load_kernel(s, "saxpy");
+        flag = new_buffer(s, 4096, 0, (void **) &pflag);
+        out = new_buffer(s, 4096, 0, (void **) &pout);
+        fence = hold_gpu(s, gate, flag, out);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 300), -ETIMEDOUT, "the gate holds");
+        cr_assert_eq(kill(d.pid, SIGUSR2), 0);
+        cr_assert_eq(test_daemon_restart(&d, 0, NULL), 1, "the daemon exits 1 after the reset");
+        rc = kfdb_fence_wait(s, fence, 20000);
+        cr_assert(rc == -EIO || rc == -ECANCELED, "got %d (%s)", rc, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "the GPU was reset (VRAM contents lost)"), "%s",
+                  kfdb_session_last_error(s));
+        {
+                const uint32_t n = 256, block = 64;
+                float a = 3.0f, *x, *y;
+                kfdb_buffer *bx = new_buffer(s, n * 4, 0, (void **) &x), *by = new_buffer(s, n * 4, 0, (void **) &y);
+                kfdb_arg args[] = { kfdb_arg_value(&a, 4), kfdb_arg_buffer(bx, 0), kfdb_arg_buffer(by, 0),
+                                    kfdb_arg_value(&n, 4) };
+
+                for (uint32_t i = 0; i < n; i++)
+                        x[i] = (float) i, y[i] = 1.0f;
+                run_dispatch(s, saxpy, "saxpy", 1, &n, &block, args, 4);
+                for (uint32_t i = 0; i < n; i++)
+                        cr_assert_eq(y[i], fmaf(3.0f, (float) i, 1.0f));
+        }
+        kfdb_session_free(s);
 }
