@@ -315,3 +315,41 @@ Test(sim_events, cancelled_waiter_leaves_no_lock_behind, .timeout = 10) {
         cr_expect_eq(t_wait1(&c, id, 1000), KFD_IOC_WAIT_RESULT_COMPLETE);
         t_close(&c, true);
 }
+
+/* sim_device_reset(): every context's HW_EXCEPTION events carry the reset's
+ * data (kfd_signal_reset_event), VRAM reads as zeros, GTT keeps its bytes. */
+Test(sim_events, gpu_reset_signals_every_context_and_loses_vram) {
+        TestCtx a, b;
+        t_open(&a, NULL);
+        t_open(&b, a.dev);
+        uint32_t ha = t_event(&a, KFD_IOC_EVENT_HW_EXCEPTION, false, 0);
+        uint32_t hb = t_event(&b, KFD_IOC_EVENT_HW_EXCEPTION, false, 0);
+        TestBo vram = t_bo(&a, 1 << 16, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo gtt = t_bo(&a, 1 << 16, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        struct kfd_event_data ev = { .event_id = ha };
+        uint32_t res;
+
+        memset(vram.cpu, 0x5a, vram.size);
+        memset(gtt.cpu, 0xa5, gtt.size);
+        cr_assert_eq(t_wait(&a, &ev, 1, false, 0, &res), 0);
+        cr_assert_eq(res, KFD_IOC_WAIT_RESULT_TIMEOUT, "no reset yet");
+
+        sim_device_reset(a.dev, true);
+        cr_assert_eq(t_wait(&a, &ev, 1, false, 1000, &res), 0);
+        cr_assert_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_assert_eq(ev.hw_exception_data.gpu_id, a.gpu_id);
+        cr_assert_eq(ev.hw_exception_data.memory_lost, 1);
+        cr_assert_eq(ev.hw_exception_data.reset_type, KFD_HW_EXCEPTION_WHOLE_GPU_RESET);
+        ev = (struct kfd_event_data) { .event_id = hb };
+        cr_assert_eq(t_wait(&b, &ev, 1, false, 1000, &res), 0);
+        cr_assert_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE, "the other context is told too");
+        cr_assert_eq(ev.hw_exception_data.memory_lost, 1);
+        for (size_t i = 0; i < vram.size; i++) {
+                cr_assert_eq(((uint8_t *) vram.cpu)[i], 0, "VRAM byte %zu survived", i);
+                cr_assert_eq(((uint8_t *) gtt.cpu)[i], 0xa5, "GTT byte %zu changed", i);
+        }
+        t_bo_release(&a, &vram);
+        t_bo_release(&a, &gtt);
+        t_close(&b, false);
+        t_close(&a, true);
+}
