@@ -143,10 +143,17 @@ Test(timeouts, jobs_after_a_timed_out_wait_do_not_run) {
         cr_assert_eq(p[1023], 0u);
         kfdb_batch_free(batch);
 
+        /* The stream goes on. (A 4 KiB fill is far below 20 ms, but on a
+         * machine loaded far beyond its cores it can take longer: one that
+         * timed out is tried again, a few times.) */
         cr_assert_eq(kfdb_batch_new(s, &batch), 0);
-        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x600d600d), 0);
-        cr_assert_eq(kfdb_batch_submit(batch, NULL, &f), 0);
-        cr_assert_eq(kfdb_fence_wait(s, f, 30000), 0, "%s", kfdb_session_last_error(s));
+        r = -ETIME;
+        for (unsigned attempt = 0; attempt < 5 && r == -ETIME; attempt++) {
+                cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x600d600d), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &f), 0);
+                r = kfdb_fence_wait(s, f, 30000);
+        }
+        cr_assert_eq(r, 0, "%s", kfdb_session_last_error(s));
         cr_assert_eq(p[1023], 0x600d600d);
         kfdb_batch_free(batch);
         kfdb_session_free(s);
