@@ -559,7 +559,7 @@ static int receive_one(Session *s) {
                         r = wire_request_decode(buf, (size_t) n, &req, &maybe_id, err, sizeof(err));
                         if (r == 0)
                                 wire_request_done(&req);
-                        if (r == 0 || r == -EINVAL || r == -EOPNOTSUPP)
+                        if (r == 0 || r == -EINVAL || r == -EOPNOTSUPP || r == -EPROTONOSUPPORT)
                                 id = maybe_id;
                 }
                 session_send_error(s, id, EBADMSG,

@@ -164,8 +164,9 @@ typedef struct WireRequest {
  *  -EMSGSIZE  len > WIRE_MAX_MESSAGE_SIZE
  *  -EBADMSG   not a valid Request message (garbage: the caller disconnects)
  *  -EOPNOTSUPP  a Request with no body or an unknown body
+ *  -EPROTONOSUPPORT  a Hello asking for a protocol version other than this daemon's
  *  -EINVAL    a field out of range
- * For -EOPNOTSUPP and -EINVAL, *ret_id holds the request id (so the caller can
+ * For -EOPNOTSUPP, -EPROTONOSUPPORT and -EINVAL, *ret_id holds the request id (so the caller can
  * reply) and errbuf a message naming the field. ret must be released with
  * wire_request_done() on success.
  */

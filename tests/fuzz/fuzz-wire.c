@@ -133,9 +133,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 wire_request_done(&r);
                 return 0;
         }
-        check(k == -EMSGSIZE || k == -EBADMSG || k == -EOPNOTSUPP || k == -EINVAL || k == -ENOMEM,
+        check(k == -EMSGSIZE || k == -EBADMSG || k == -EOPNOTSUPP || k == -EINVAL || k == -EPROTONOSUPPORT ||
+                      k == -ENOMEM,
               "undocumented errno");
-        if (k == -EINVAL || k == -EOPNOTSUPP) {
+        if (k == -EINVAL || k == -EOPNOTSUPP || k == -EPROTONOSUPPORT) {
                 WireReply reply = { .id = id, .error = -k, .message = err, .type = WIRE_REPLY_ERROR };
                 void *buf = NULL;
                 size_t len = 0;
