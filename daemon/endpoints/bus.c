@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "policy/identity.h"
+#include "endpoints/bus-args.h"
 #include "endpoints/metrics.h"
 #include "policy/policy.h"
 #include "scheduler/scheduler.h"
@@ -423,33 +424,8 @@ static int method_get_metrics(sd_bus_message *m, void *userdata, sd_bus_error *e
         return authorize(userdata, m, POLKIT_ACTION_READ_ALL, UID_NONE, false, run_get_metrics, error);
 }
 
-/* The ranges policy files allow (policy_limit_parse()), for the numbers of
- * SetLimits; 2^64-1 means "infinity" for each of them. */
-static int check_limit_number(const char *key, uint64_t t, sd_bus_error *error) {
-        uint64_t min = 0, max = UINT32_MAX - 1;
-        const char *unit = "";
-
-        if (t == UINT64_MAX)
-                return 0;
-        if (strcmp(key, "BufferMemory") == 0 || strcmp(key, "MaxBufferSize") == 0) {
-                min = 1;
-                max = UINT64_MAX - 1;
-                unit = " bytes";
-        } else if (strcmp(key, "JobsInFlight") == 0)
-                min = 1;
-        else if (strcmp(key, "JobTimeoutUSec") == 0 || strcmp(key, "DispatchTimeoutUSec") == 0) {
-                min = 1;
-                max = (POLICY_INFINITY - 1) / 1000;
-                unit = " microseconds";
-        }
-        if (t < min || t > max)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Limit %s must be %" PRIu64 "..%" PRIu64 "%s, or %" PRIu64
-                                         " for no limit, got %" PRIu64,
-                                         key, min, max, unit, UINT64_MAX, t);
-        return 0;
-}
-
+/* Reads SetLimits' a{sv} into l; bus_limit_apply() (bus-args.c) decides
+ * what each entry may be. */
 static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error) {
         int r;
 
@@ -457,100 +433,33 @@ static int parse_limits(sd_bus_message *m, PolicyLimits *l, sd_bus_error *error)
         if (r < 0)
                 return r;
         while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *key, *sig;
-                uint64_t t;
+                BusLimitValue v = {};
+                const char *key;
+                char err[512];
 
                 r = sd_bus_message_read(m, "s", &key);
                 if (r < 0)
                         return r;
-                sig = NULL;
-                r = sd_bus_message_peek_type(m, NULL, &sig);
+                r = sd_bus_message_peek_type(m, NULL, &v.signature);
                 if (r < 0)
                         return r;
-#define EXPECT(s_)                                                                               \
-        if (!sig || strcmp(sig, s_) != 0)                                                        \
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,                       \
-                                         "Limit %s must be of type '%s', got '%s'", key, s_,     \
-                                         sig ? sig : "?");
-                if (strcmp(key, "BufferMemory") == 0 || strcmp(key, "MaxBufferSize") == 0 ||
-                    strcmp(key, "Buffers") == 0 || strcmp(key, "Events") == 0 ||
-                    strcmp(key, "JobsInFlight") == 0 || strcmp(key, "JobTimeoutUSec") == 0 ||
-                    strcmp(key, "DispatchTimeoutUSec") == 0) {
-                        EXPECT("t");
-                        r = sd_bus_message_read(m, "v", "t", &t);
-                        if (r < 0)
-                                return r;
-                        r = check_limit_number(key, t, error);
-                        if (r < 0)
-                                return r;
-                        if (strcmp(key, "BufferMemory") == 0)
-                                l->buffer_memory = t;
-                        else if (strcmp(key, "MaxBufferSize") == 0)
-                                l->max_buffer_size = t;
-                        else if (strcmp(key, "Buffers") == 0)
-                                l->buffers = t;
-                        else if (strcmp(key, "Events") == 0)
-                                l->events = t;
-                        else if (strcmp(key, "JobsInFlight") == 0)
-                                l->jobs_in_flight = t;
-                        else if (strcmp(key, "JobTimeoutUSec") == 0)
-                                l->job_timeout_ns = t == UINT64_MAX ? POLICY_INFINITY : t * 1000;
-                        else
-                                l->dispatch_timeout_ns = t == UINT64_MAX ? POLICY_INFINITY : t * 1000;
-                } else if (strcmp(key, "Weight") == 0) {
-                        uint32_t w;
-                        EXPECT("u");
-                        r = sd_bus_message_read(m, "v", "u", &w);
-                        if (r < 0)
-                                return r;
-                        if (w < POLICY_WEIGHT_MIN || w > POLICY_WEIGHT_MAX)
-                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                         "Weight must be %u..%u, got %u",
-                                                         POLICY_WEIGHT_MIN, POLICY_WEIGHT_MAX, w);
-                        l->weight = w;
-                } else if (strcmp(key, "Priority") == 0) {
-                        const char *p;
-                        EXPECT("s");
-                        r = sd_bus_message_read(m, "v", "s", &p);
-                        if (r < 0)
-                                return r;
-                        r = policy_priority_from_string(p);
-                        if (r < 0)
-                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                         "Priority must be idle, low, normal or high, got '%s'", p);
-                        l->priority = (PolicyPriority) r;
-                } else if (strcmp(key, "ComputeDispatch") == 0 && sig && strcmp(sig, "b") == 0) {
-                        /* The boolean of earlier versions: yes or no. */
+                if (v.signature && strcmp(v.signature, "t") == 0)
+                        r = sd_bus_message_read(m, "v", "t", &v.t);
+                else if (v.signature && strcmp(v.signature, "u") == 0)
+                        r = sd_bus_message_read(m, "v", "u", &v.u);
+                else if (v.signature && strcmp(v.signature, "s") == 0)
+                        r = sd_bus_message_read(m, "v", "s", &v.s);
+                else if (v.signature && strcmp(v.signature, "b") == 0) {
                         int b;
                         r = sd_bus_message_read(m, "v", "b", &b);
-                        if (r < 0)
-                                return r;
-                        l->compute_dispatch = b ? POLICY_COMPUTE_YES : POLICY_COMPUTE_NO;
-                } else if (strcmp(key, "ComputeDispatch") == 0 || strcmp(key, "Isolation") == 0) {
-                        const char *v;
-                        EXPECT("s");
-                        r = sd_bus_message_read(m, "v", "s", &v);
-                        if (r < 0)
-                                return r;
-                        if (strcmp(key, "Isolation") == 0) {
-                                r = policy_isolation_from_string(v);
-                                if (r < 0)
-                                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                                 "Isolation must be session, identity or shared, got '%s'", v);
-                                l->isolation = (PolicyIsolation) r;
-                        } else {
-                                r = policy_compute_from_string(v);
-                                if (r < 0)
-                                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                                 "ComputeDispatch must be no, isolated or yes, got '%s'", v);
-                                l->compute_dispatch = (PolicyCompute) r;
-                        }
-                } else
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown limit '%s' (known: BufferMemory, MaxBufferSize, "
-                                                 "Buffers, Events, JobsInFlight, Weight, Priority, "
-                                                 "ComputeDispatch, Isolation, JobTimeoutUSec, DispatchTimeoutUSec)", key);
-#undef EXPECT
+                        v.b = b;
+                }
+                if (r < 0)
+                        return r;
+                /* A variant of another type is left unread: it is refused. */
+                r = bus_limit_apply(l, key, &v, err, sizeof err);
+                if (r < 0)
+                        return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, err);
                 r = sd_bus_message_exit_container(m);
                 if (r < 0)
                         return r;
@@ -593,8 +502,7 @@ static int run_terminate(Bus *b, sd_bus_message *m, bool all, sd_bus_error *erro
         r = sd_bus_message_read(m, "s", &reason);
         if (r < 0)
                 return r;
-        snprintf(why, sizeof(why), "terminated over D-Bus by %s%s%s", sd_bus_message_get_sender(m),
-                 reason && *reason ? ": " : "", reason ? reason : "");
+        bus_terminate_reason(sd_bus_message_get_sender(m), reason, why, sizeof why);
         session_end(s, ECONNABORTED, why, false);
         return sd_bus_reply_method_return(m, NULL);
 }
