@@ -3,7 +3,8 @@
  * Writes the seed corpora of the fuzz targets: one valid Request of every
  * type (plus a few rejected ones) into the first directory, one
  * ServerMessage of every type into the second, instruction streams for the
- * interpreter into the third. Run at build time; the
+ * interpreter into the third, SDMA and PM4 rings (fuzz-gen-queues.c) into
+ * the fourth and fifth. Run at build time; the
  * fuzz-*-corpus tests replay the result, and a libFuzzer run starts from it.
  */
 #include <errno.h>
@@ -14,8 +15,9 @@
 
 #include "kfdbroker.pb-c.h"
 #include "wire/wire.h"
+#include "fuzz-gen.h"
 
-static int write_seed(const char *dir, const char *name, const void *buf, size_t len) {
+int write_seed(const char *dir, const char *name, const void *buf, size_t len) {
         char path[4096];
         FILE *f;
 
@@ -549,15 +551,17 @@ static int isa_corpus(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-        if (argc != 4) {
-                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR ISA-DIR\n", argv[0]);
+        if (argc != 6) {
+                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR ISA-DIR SDMA-DIR PM4-DIR\n", argv[0]);
                 return EXIT_FAILURE;
         }
-        for (int i = 1; i < 4; i++)
+        for (int i = 1; i < argc; i++)
                 if (mkdir(argv[i], 0755) < 0 && errno != EEXIST) {
                         fprintf(stderr, "%s: %s\n", argv[i], strerror(errno));
                         return EXIT_FAILURE;
                 }
-        return requests(argv[1]) == 0 && replies(argv[2]) == 0 && isa_corpus(argv[3]) == 0 ? EXIT_SUCCESS
-                                                                                            : EXIT_FAILURE;
+        return requests(argv[1]) == 0 && replies(argv[2]) == 0 && isa_corpus(argv[3]) == 0 &&
+                               sdma_corpus(argv[4]) == 0 && pm4_corpus(argv[5]) == 0
+                       ? EXIT_SUCCESS
+                       : EXIT_FAILURE;
 }
