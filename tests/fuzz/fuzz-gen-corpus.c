@@ -4,7 +4,7 @@
  * type (plus a few rejected ones) into the first directory, one
  * ServerMessage of every type into the second, instruction streams for the
  * interpreter into the third, SDMA and PM4 rings (fuzz-gen-queues.c) into
- * the fourth and fifth. Run at build time; the
+ * the fourth and fifth, client sessions (fuzz-gen-session.c) into the sixth. Run at build time; the
  * fuzz-*-corpus tests replay the result, and a libFuzzer run starts from it.
  */
 #include <errno.h>
@@ -551,8 +551,8 @@ static int isa_corpus(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-        if (argc != 6) {
-                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR ISA-DIR SDMA-DIR PM4-DIR\n", argv[0]);
+        if (argc != 7) {
+                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR ISA-DIR SDMA-DIR PM4-DIR SESSION-DIR\n", argv[0]);
                 return EXIT_FAILURE;
         }
         for (int i = 1; i < argc; i++)
@@ -561,7 +561,7 @@ int main(int argc, char **argv) {
                         return EXIT_FAILURE;
                 }
         return requests(argv[1]) == 0 && replies(argv[2]) == 0 && isa_corpus(argv[3]) == 0 &&
-                               sdma_corpus(argv[4]) == 0 && pm4_corpus(argv[5]) == 0
+                               sdma_corpus(argv[4]) == 0 && pm4_corpus(argv[5]) == 0 && session_corpus(argv[6]) == 0
                        ? EXIT_SUCCESS
                        : EXIT_FAILURE;
 }

@@ -11,3 +11,6 @@ int write_seed(const char *dir, const char *name, const void *buf, size_t len);
 /* fuzz-gen-queues.c: the seeds of fuzz-sdma and fuzz-pm4. */
 int sdma_corpus(const char *dir);
 int pm4_corpus(const char *dir);
+
+/* fuzz-gen-session.c: the seeds of fuzz-session. */
+int session_corpus(const char *dir);
