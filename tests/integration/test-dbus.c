@@ -602,6 +602,46 @@ Test(dbus, set_limits_and_terminate) {
         sd_bus_unref(bus);
 }
 
+/* The reason a caller gives TerminateSession reaches SessionClosed (and the
+ * log) as printable ASCII: a newline and a UTF-8 character the 255-byte cut
+ * would split come out as '?', and the signal is sent (a string cut inside a
+ * character is not valid UTF-8, which sd-bus refuses to send). */
+Test(dbus, terminate_reason_is_printable_and_signalled) {
+        sd_bus *bus = open_bus();
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        Signals sig = {};
+        kfdb_session *s;
+        char reason[400];
+        uint64_t id;
+        size_t n;
+        int r;
+
+        cr_assert_geq(sd_bus_match_signal(bus, NULL, NAME, PATH, IFACE, NULL, on_signal, &sig), 0);
+        cr_assert_geq(sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                         "org.freedesktop.DBus", "GetId", NULL, NULL, ""), 0);
+        s = connect_session();
+        id = kfdb_session_get_id(s);
+        sig.only_session = id;
+        /* "line1\nline2" and then two-byte characters (U+00E9) up to past 255 bytes. */
+        n = (size_t) snprintf(reason, sizeof reason, "line1\nline2 ");
+        while (n + 2 < sizeof reason - 1) {
+                reason[n++] = (char) 0xc3;
+                reason[n++] = (char) 0xa9;
+        }
+        reason[n] = 0;
+        r = sd_bus_call_method(bus, NAME, PATH, IFACE, "TerminateSession", &e, NULL, "ts", id, reason);
+        cr_assert_geq(r, 0, "TerminateSession: %s", e.message);
+        wait_for(bus, &sig.closed_id);
+        cr_assert_eq(sig.closed_id, id);
+        cr_assert(strstr(sig.closed_reason, "terminated over D-Bus by "), "%s", sig.closed_reason);
+        cr_assert(strstr(sig.closed_reason, ": line1?line2 ??"), "%s", sig.closed_reason);
+        cr_assert_eq(strlen(sig.closed_reason), 255u, "%s", sig.closed_reason);
+        for (const char *p = sig.closed_reason; *p; p++)
+                cr_assert(*p >= 0x20 && *p < 0x7f, "byte 0x%02x in %s", (unsigned char) *p, sig.closed_reason);
+        kfdb_session_free(s);
+        sd_bus_unref(bus);
+}
+
 /* Every countable limit, lowered over D-Bus, refuses the next request with
  * EDQUOT and a message naming it. */
 Test(dbus, each_limit_is_enforced_with_its_error) {
