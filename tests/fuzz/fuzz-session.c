@@ -428,6 +428,10 @@ static void op_hello(Client *c, uint8_t b) {
 
         h.protocol_version = b & 0x80 ? b & 0x7f : 1;
         h.client_name = (char *) (b & 1 ? "fuzz \xc3\xa9" : "fuzz");
+        /* A client back after a restart: its fences continue after this
+         * one (0x4 asks past the limit). */
+        if (b & 2)
+                h.resume_fence = b & 4 ? WIRE_MAX_RESUME_FENCE + 1 : WIRE_MAX_RESUME_FENCE - (b & 0x78);
         r.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
         r.hello = &h;
         send_request(c, &r, -1);

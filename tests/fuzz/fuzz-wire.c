@@ -67,6 +67,7 @@ static void check_request(const WireRequest *r) {
         case WIRE_REQUEST_HELLO:
                 check(r->hello.protocol_version == WIRE_PROTOCOL_VERSION, "hello version");
                 check(strlen(r->hello.client_name) <= WIRE_CLIENT_NAME_MAX, "client_name length");
+                check(r->hello.resume_fence <= WIRE_MAX_RESUME_FENCE, "resume_fence range");
                 for (const char *p = r->hello.client_name; *p; p++)
                         check((unsigned char) *p >= 0x20 && *p != 0x7f, "client_name control char");
                 break;
