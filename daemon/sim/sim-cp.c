@@ -43,9 +43,11 @@
  *   LDS = RSRC2.LDS_SIZE [23:15] x 512 bytes;
  *   scratch (RSRC2.SCRATCH_EN): COMPUTE_TMPRING_SIZE.WAVESIZE [24:12] in
  *   1 KiB units per wave (gfx10), so wave w of a workgroup gets the private
- *   segment wave byte offset w x WAVESIZE x 1024 (workgroups run one at a
- *   time), WAVESIZE x 1024 / (32 or 64) bytes per lane; WAVES [11:0] must
- *   cover one workgroup's waves of that size. The base address
+ *   segment wave byte offset (slot x waves per workgroup + w) x WAVESIZE x
+ *   1024, where slot numbers the workgroups running at once (the device's
+ *   interpreter pool runs a dispatch's workgroups on several threads), and
+ *   WAVESIZE x 1024 / (32 or 64) bytes per lane; WAVES [11:0] must cover one
+ *   workgroup's waves of that size, and bounds how many run at once. The base address
  *   reaches the kernel through the private segment buffer V# the daemon puts
  *   in the user SGPRs, as on gfx10 hardware, which has no scratch base
  *   register.
@@ -450,7 +452,7 @@ static int snapshot_translate(void *userdata, uint64_t va, uint64_t len, bool wr
 }
 
 /* The SimIsaDispatch the registers describe (see the file comment). */
-static ExecResult build_dispatch(SimCpState *cp, const SimPm4Packet *pk, SimIsaDispatch *d, Failure *f) {
+static ExecResult build_dispatch(SimDevice *dev, SimCpState *cp, const SimPm4Packet *pk, SimIsaDispatch *d, Failure *f) {
         uint32_t init = pk->dispatch.initiator, pgm_hi = SH(cp, COMPUTE_PGM_HI), rsrc2, user;
         uint64_t wg_threads = 1;
         static const char dim_name[3] = { 'X', 'Y', 'Z' };
@@ -480,6 +482,7 @@ static ExecResult build_dispatch(SimCpState *cp, const SimPm4Packet *pk, SimIsaD
                 .rsrc3 = SH(cp, COMPUTE_PGM_RSRC3),
                 .wave32 = (init & CSI_CS_W32_EN) != 0,
                 .cancel = &cp->cancel,
+                .pool = dev->isa_pool,
                 /* As kfd_device_queue_manager_v10.c compute_sh_mem_bases_64bit
                  * computes it from the process's apertures. */
                 .sh_mem_bases = (uint32_t) (SIM_SCRATCH_APERTURE_BASE >> 48) | (uint32_t) (SIM_LDS_APERTURE_BASE >> 48) << 16,
@@ -529,6 +532,7 @@ static ExecResult build_dispatch(SimCpState *cp, const SimPm4Packet *pk, SimIsaD
                 /* WAVESIZE is in 1 KiB units per wave on gfx10; the interpreter
                  * gives wave w the offset w * lanes * scratch_per_lane. */
                 d->scratch_per_lane = wavesize * 1024 / lanes;
+                d->scratch_waves = waves;
         }
         return EXEC_DONE;
 }
@@ -543,7 +547,7 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
         uint64_t budget = dev->dispatch_budget, t0, t1;
         ExecResult x;
 
-        x = build_dispatch(cp, pk, &d, f);
+        x = build_dispatch(dev, cp, pk, &d, f);
         if (x != EXEC_DONE)
                 return x;
         if (sim_vm_snapshot_new(q->process, &snap) < 0)

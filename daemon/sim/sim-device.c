@@ -628,6 +628,10 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                 if (r < 0)
                         return r;
         }
+        r = sim_isa_pool_new(o.isa_helpers < 0 ? 0 : o.isa_helpers > 0 ? (unsigned) o.isa_helpers : sim_isa_default_helpers(),
+                             &d->isa_pool);
+        if (r < 0)
+                return r;
         for (unsigned i = 0; i < SIM_CP_PIPES; i++) {
                 r = sim_engine_new(d, SIM_ENGINE_CP, i, sim_cp_queue_step, &d->cp_engines[i]);
                 if (r < 0)
@@ -703,6 +707,7 @@ SimDevice *sim_device_free(SimDevice *d) {
                 d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
         for (unsigned i = 0; i < SIM_CP_PIPES; i++)
                 d->cp_engines[i] = sim_engine_free(d->cp_engines[i]);
+        d->isa_pool = sim_isa_pool_free(d->isa_pool);
         sim_device_free_bos(d);
 
         if (d->own_sysfs_dir && d->sysfs_dir)

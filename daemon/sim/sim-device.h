@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "isa/sim-isa.h"
 #include "kfd/kfd-ops.h"
 #include "sim-cp.h"
 #include "sim-topology.h"
@@ -74,6 +75,7 @@ struct SimDevice {
         unsigned next_cp_pipe;
         pthread_cond_t cp_cond;     /* broadcast when a dispatch lets go of its queue */
         uint64_t dispatch_budget;   /* wave-instructions per dispatch (SimOptions) */
+        SimIsaPool *isa_pool;       /* helpers running workgroups of the CP engines' dispatches */
 
         unsigned n_busy;            /* ioctls in flight */
         bool shutting_down;

@@ -62,6 +62,12 @@ typedef struct SimOptions {
          * once bound, ids of the other are -EINVAL, where the kernel would
          * give the process a VM on every GPU. */
         bool igpu_first;
+        /* Helper threads that run the workgroups of a dispatch besides the
+         * CP engine thread of its pipe (shared by the pipes, made once with
+         * the device): 0 = one fewer than the CPUs the process may run on
+         * (sim_isa_default_helpers(), at most 31), negative = none (every
+         * dispatch runs its workgroups one after another). */
+        int32_t isa_helpers;
 } SimOptions;
 
 #define SIM_MIN_KFD_MINOR 11u

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * State shared by the files of the RDNA2 interpreter: one SimIsaWave per wave
- * (32 or 64 lanes) of the running workgroup and one SimIsaRun per
- * sim_isa_dispatch() call, which owns the waves, the workgroup's LDS and the
- * translation caches.
- * Nothing here outlives a dispatch. Operand codes follow the RDNA2 ISA
+ * (32 or 64 lanes) of a running workgroup; one SimIsaRun per thread taking
+ * part in a dispatch (a participant: the calling thread, or a helper of the
+ * pool), which runs one workgroup at a time with its own waves, LDS and
+ * translation caches; one SimIsaJob per sim_isa_dispatch() call, what the
+ * participants share (the next workgroup to claim, the budget, the first
+ * failure). Nothing here outlives a dispatch but the pool (sim-isa-pool.c). Operand codes follow the RDNA2 ISA
  * reference §3.1 / chapter 13 (SSRC/VSRC fields): 0-105 SGPRs, 106/107 VCC,
  * 124 M0, 125 NULL, 126/127 EXEC, 128-208 integer inline constants, 240-248
  * float inline constants, 251 VCCZ, 252 EXECZ, 253 SCC, 255 literal, 256-511
@@ -12,6 +14,7 @@
  */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -110,15 +113,53 @@ typedef struct SimIsaICacheEntry {
         SimIsaInst inst;
 } SimIsaICacheEntry;
 
+/*
+ * One dispatch, shared by its participants. Workgroups are claimed in their
+ * serial order (x fastest) from `next`. A failing workgroup lowers `stop_at`
+ * to its index: no later workgroup starts, those running are abandoned, the
+ * earlier ones run on, and the failure of the lowest index is the
+ * dispatch's (what the serial run reports when workgroups do not depend on
+ * one another's order). The budget is handed out in chunks under `lock`, so
+ * the dispatch runs out exactly when its wave-instructions reach it.
+ */
+typedef struct SimIsaJob {
+        const SimIsaDispatch *d;
+        const SimIsaMemory *mem;
+        uint64_t n_groups;              /* grid[0] * grid[1] * grid[2] */
+        uint64_t next;                  /* atomic: the next workgroup index to claim */
+        uint64_t stop_at;               /* atomic: the lowest failed workgroup index, else n_groups */
+        unsigned wg_waves;              /* waves of a full workgroup (a scratch slot's size) */
+        unsigned max_slots;             /* participants the scratch backing has room for */
+        /* Guarded by the pool's lock (unused without a pool). */
+        unsigned n_slots;               /* participants so far; each takes the next scratch slot */
+        unsigned n_helpers;             /* helpers inside the dispatch now */
+        bool listed;                    /* on the pool's list of dispatches open to helpers */
+        struct SimIsaJob *next_job;
+        /* Guarded by lock. */
+        pthread_mutex_t lock;
+        pthread_cond_t budget_cond;     /* a participant gave back or spent its chunk */
+        uint64_t budget;                /* 0 = unlimited */
+        uint64_t budget_left;           /* not yet handed out */
+        uint64_t budget_out;            /* handed out, neither spent nor given back */
+        uint64_t fail_index;            /* workgroup of `result`'s error, UINT64_MAX if none */
+        SimIsaResult result;            /* the dispatch's: counters summed, the first failure */
+} SimIsaJob;
+
 typedef struct SimIsaRun {
         const SimIsaDispatch *d;
         const SimIsaMemory *mem;
-        SimIsaResult *ret;
+        SimIsaJob *job;
+        SimIsaResult *ret;      /* this participant's failure and counters */
         uint8_t *lds;
         uint32_t lds_size;
+        uint64_t wg_index;      /* serial index of the running workgroup */
         uint32_t wg_id[3];
         uint32_t wg_size[3];    /* work-items of the running workgroup (partial in a last one) */
         unsigned n_waves;       /* waves of the running workgroup */
+        unsigned scratch_slot;  /* wave w of a workgroup uses scratch wave scratch_slot * wg_waves + w */
+        uint64_t wg_start;      /* ret->wave_instructions when the running workgroup started */
+        uint64_t quota;         /* budget chunk left to this participant */
+        uint64_t quota_taken;   /* size of the chunk it holds */
         unsigned lanes;         /* wave size of the dispatch: 32 or 64 */
         uint64_t lds_aperture, private_aperture;        /* bases from SH_MEM_BASES; 0 = none */
         SimIsaTlbEntry tlb[SIM_ISA_TLB_SIZE];
@@ -192,6 +233,16 @@ const char *sim_isa_opcode_name(SimIsaEnc enc, unsigned op);
 /* Whether a 4-byte-encoding dword is followed by a second one (literal, SDWA, DPP). */
 bool sim_isa_needs_literal(uint32_t w0);
 bool sim_isa_bad_operand(const SimIsaInst *inst);
+
+/* sim-isa-pool.c: the workgroups of a dispatch on the pool's helper threads
+ * besides the caller. Both are no-ops without a pool. */
+void sim_isa_pool_open(SimIsaPool *pool, SimIsaJob *job);
+void sim_isa_pool_close(SimIsaPool *pool, SimIsaJob *job);
+
+/* sim-isa.c: runs workgroups of job until none is left (or the dispatch
+ * stops) on the caller's thread, as participant `slot`, with room for
+ * wg_waves waves in waves, d->lds_bytes of LDS in lds and an icache. */
+void sim_isa_participate(SimIsaJob *job, unsigned slot, SimIsaWave *waves, uint8_t *lds, SimIsaICacheEntry *icache);
 
 /* sim-isa.c: failure reporting and memory. */
 int sim_isa_fail(SimIsaRun *r, int error, uint64_t pc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

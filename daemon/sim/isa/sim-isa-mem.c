@@ -6,7 +6,9 @@
  * instructions DS_* (chapter 11 "Data Share Operations") on the workgroup's
  * LDS. Every access goes through sim_isa_mem(), so an address outside the
  * mapped memory fails the dispatch with -EFAULT and the address. Lanes are
- * processed in order 0..63, which makes atomics on one address deterministic.
+ * processed in order 0..63, which makes atomics of one workgroup on one
+ * address deterministic; atomics on global memory are host atomics, as
+ * workgroups may run at once on other threads.
  *
  * FLAT addresses (RDNA2 ISA §10.1 "Flat Memory Instructions", "the address
  * is checked against the LDS and private apertures") go to the workgroup's
@@ -28,6 +30,7 @@
  * dword of that layout (a 64-bit atomic, an unaligned dword) is refused.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "sim-isa-internal.h"
@@ -58,6 +61,37 @@ static uint64_t atomic_apply(AtomicOp a, uint64_t old, uint64_t src, uint64_t cm
         case AT_DEC: return (old == 0 || old > src) ? src : old - 1;
         default: return old;
         }
+}
+
+/* The atomic read-modify-write of n (4 or 8) bytes at p; returns the old
+ * value. Other workgroups may run on other threads (sim-isa-pool.c), and the
+ * client's CPU may touch the memory too, so an aligned one is a host
+ * compare-and-swap loop. A misaligned one (the hardware requires natural
+ * alignment) is made atomic against the other misaligned ones by a lock. */
+static uint64_t atomic_rmw(void *p, unsigned n, AtomicOp a, uint64_t src, uint64_t cmp) {
+        static pthread_mutex_t misaligned = PTHREAD_MUTEX_INITIALIZER;
+        uint64_t old = 0, nv;
+
+        if (n == 4 && ((uintptr_t) p & 3) == 0) {
+                uint32_t *q = p, o = __atomic_load_n(q, __ATOMIC_RELAXED);
+                while (!__atomic_compare_exchange_n(q, &o, (uint32_t) atomic_apply(a, o, src, cmp, false), false,
+                                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+                        ;
+                return o;
+        }
+        if (n == 8 && ((uintptr_t) p & 7) == 0) {
+                uint64_t *q = p, o = __atomic_load_n(q, __ATOMIC_RELAXED);
+                while (!__atomic_compare_exchange_n(q, &o, atomic_apply(a, o, src, cmp, true), false, __ATOMIC_SEQ_CST,
+                                                    __ATOMIC_RELAXED))
+                        ;
+                return o;
+        }
+        pthread_mutex_lock(&misaligned);
+        memcpy(&old, p, n);
+        nv = atomic_apply(a, old, src, cmp, n == 8);
+        memcpy(p, &nv, n);
+        pthread_mutex_unlock(&misaligned);
+        return old;
 }
 
 /* GLOBAL/FLAT/MUBUF share opcode numbers for loads, stores and atomics. */
@@ -172,11 +206,10 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
 
         if (m->atomic) {
                 unsigned n = m->is64 ? 8 : 4;
-                uint64_t va = addr_of(ctx, lane, 0), old = 0, src, cmp = 0, nv;
+                uint64_t va = addr_of(ctx, lane, 0), old, src, cmp = 0;
                 k = mem_of ? mem_of(r, w, lane, va, n, true, &p) : sim_isa_mem(r, w, va, n, true, &p);
                 if (k < 0)
                         return k;
-                memcpy(&old, p, n);
                 if (m->is64) {
                         src = w->v[vdata][lane] | (uint64_t) w->v[(vdata + 1) & 255][lane] << 32;
                         if (m->atomic == AT_CMPSWAP)
@@ -186,8 +219,7 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
                         if (m->atomic == AT_CMPSWAP)
                                 cmp = w->v[(vdata + 1) & 255][lane];
                 }
-                nv = atomic_apply(m->atomic, old, src, cmp, m->is64);
-                memcpy(p, &nv, n);
+                old = atomic_rmw(p, n, m->atomic, src, cmp);
                 if (glc) {
                         w->v[vdst][lane] = (uint32_t) old;
                         if (m->is64)

@@ -591,8 +591,9 @@ int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         case SMEM_S_DCACHE_INV: case SMEM_S_GL1_INV:
                 return 0;
         case SMEM_S_MEMTIME: case SMEM_S_MEMREALTIME:
-                /* Deterministic clock: the number of wave instructions so far. */
-                sim_isa_swrite64(w, sdata, r->ret->wave_instructions);
+                /* Deterministic clock, serial or parallel: the wave instructions
+                 * of the workgroup so far. */
+                sim_isa_swrite64(w, sdata, r->ret->wave_instructions - r->wg_start);
                 return 0;
         case SMEM_S_LOAD_DWORD: case SMEM_S_BUFFER_LOAD_DWORD: n = 1; break;
         case SMEM_S_LOAD_DWORDX2: case SMEM_S_BUFFER_LOAD_DWORDX2: n = 2; break;

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sim_isa_dispatch(): the interpreter loop. Runs the workgroups of a dispatch
- * one after another; inside a workgroup the waves take turns (a slice of
- * instructions each, round-robin) and meet at s_barrier. Sets up the initial
- * wave state from the dispatch registers as described in sim-isa.h, fetches
- * instructions through the caller's translate callback (one cached page), and
- * turns every failure into a SimIsaResult with the pc and a message. Owns the
- * waves and the LDS of the running workgroup for the duration of the call.
+ * sim_isa_dispatch(): the interpreter loop. Each participant of a dispatch
+ * (the caller, helpers of the pool: sim-isa-pool.c) claims workgroups in
+ * their serial order and runs them one at a time; inside a workgroup the
+ * waves take turns (a slice of instructions each, round-robin) and meet at
+ * s_barrier. Sets up the initial wave state from the dispatch registers as
+ * described in sim-isa.h, fetches instructions through the caller's
+ * translate callback (one cached page), takes the budget in chunks, and
+ * turns every failure into a SimIsaResult with the pc and a message; the
+ * lowest failing workgroup's is the dispatch's. The caller owns its waves
+ * and LDS for the duration of the call, a helper its own.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,8 @@
 
 #define SLICE 256u
 #define MAX_LDS (64u * 1024u)
+/* Wave-instructions a participant takes from the budget at a time. */
+#define BUDGET_CHUNK 4096u
 
 int sim_isa_fail(SimIsaRun *r, int error, uint64_t pc, const char *fmt, ...) {
         va_list ap;
@@ -214,7 +220,7 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         if ((d->rsrc2 >> 10) & 1)
                 w->s[n++] = r->n_waves;
         if (d->rsrc2 & 1)
-                w->s[n++] = index * lanes * ((d->scratch_per_lane + 3) & ~3u);
+                w->s[n++] = (r->scratch_slot * r->job->wg_waves + index) * lanes * ((d->scratch_per_lane + 3) & ~3u);
         w->lanes = lanes;
         wave_set_exec(w, live >= 64 ? ~0ull : (1ull << live) - 1);
         w->pc = d->entry_va;
@@ -240,11 +246,60 @@ static bool cancelled(const SimIsaRun *r) {
         return r->d->cancel && __atomic_load_n(r->d->cancel, __ATOMIC_RELAXED) != 0;
 }
 
-static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, uint64_t budget) {
+/* An earlier workgroup failed: this one would not have run in the serial order. */
+static bool superseded(const SimIsaRun *r) {
+        return __atomic_load_n(&r->job->stop_at, __ATOMIC_RELAXED) < r->wg_index;
+}
+
+typedef enum Refill {
+        REFILL_OK,
+        REFILL_EXHAUSTED,  /* every wave-instruction of the budget is spent */
+        REFILL_STOP,       /* the dispatch stops (cancelled, or an earlier workgroup failed) */
+} Refill;
+
+/* Spend the chunk r holds and take the next. When the budget has nothing left
+ * but other participants still hold chunks, wait for them to spend or give
+ * theirs back: they run on without waiting for anything, so this ends, and
+ * the dispatch runs out only when all of it is spent. */
+static Refill budget_refill(SimIsaRun *r) {
+        SimIsaJob *job = r->job;
+        Refill ret;
+
+        pthread_mutex_lock(&job->lock);
+        job->budget_out -= r->quota_taken - r->quota;
+        r->quota_taken = r->quota = 0;
+        pthread_cond_broadcast(&job->budget_cond);
+        for (;;) {
+                if (cancelled(r) || superseded(r)) {
+                        ret = REFILL_STOP;
+                        break;
+                }
+                if (job->budget_left > 0) {
+                        r->quota = r->quota_taken = job->budget_left < BUDGET_CHUNK ? job->budget_left : BUDGET_CHUNK;
+                        job->budget_left -= r->quota;
+                        job->budget_out += r->quota;
+                        ret = REFILL_OK;
+                        break;
+                }
+                if (job->budget_out == 0) {
+                        ret = REFILL_EXHAUSTED;
+                        break;
+                }
+                pthread_cond_wait(&job->budget_cond, &job->lock);
+        }
+        pthread_mutex_unlock(&job->lock);
+        return ret;
+}
+
+/* Runs the workgroup r->wg_index names. Returns 0, 1 when abandoned (an
+ * earlier workgroup failed), or the negative errno recorded in r->ret. */
+static int run_workgroup(SimIsaRun *r, SimIsaWave *waves) {
         unsigned done = 0, n_waves, wg_threads = r->wg_size[0] * r->wg_size[1] * r->wg_size[2];
+        uint64_t budget = r->job->budget;
 
         n_waves = (wg_threads + r->lanes - 1) / r->lanes;
         r->n_waves = n_waves;
+        r->wg_start = r->ret->wave_instructions;
         memset(r->lds, 0, r->lds_size);
         for (unsigned i = 0; i < n_waves; i++)
                 wave_init(r, &waves[i], i, wg_threads);
@@ -258,11 +313,19 @@ static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, uint64_t budget) {
                         if (cancelled(r))
                                 return sim_isa_fail(r, -ECANCELED, w->pc, "dispatch cancelled at pc 0x%llx",
                                                     (unsigned long long) w->pc);
+                        if (superseded(r))
+                                return 1;
                         for (unsigned n = 0; n < SLICE && !w->done && !w->at_barrier; n++) {
-                                if (budget && r->ret->wave_instructions >= budget)
-                                        return sim_isa_fail(r, -ETIME, w->pc,
-                                                            "instruction budget of %llu wave instructions exceeded at pc 0x%llx",
-                                                            (unsigned long long) budget, (unsigned long long) w->pc);
+                                if (budget && r->quota == 0) {
+                                        Refill f = budget_refill(r);
+                                        if (f == REFILL_STOP)
+                                                break; /* found out at the top of the next slice */
+                                        if (f == REFILL_EXHAUSTED)
+                                                return sim_isa_fail(r, -ETIME, w->pc,
+                                                                    "instruction budget of %llu wave instructions exceeded at pc 0x%llx",
+                                                                    (unsigned long long) budget, (unsigned long long) w->pc);
+                                }
+                                r->quota--;
                                 int k = step(r, w);
                                 if (k < 0)
                                         return k;
@@ -279,65 +342,161 @@ static int run_workgroup(SimIsaRun *r, SimIsaWave *waves, uint64_t budget) {
                                 waves[i].at_barrier = false;
                         progressed = true;
                 }
-                if (!progressed && done < n_waves)
+                if (!progressed && done < n_waves && !cancelled(r) && !superseded(r))
                         return sim_isa_fail(r, -EDEADLK, waves[0].pc, "workgroup deadlocked");
         }
+        return 0;
+}
+
+/* Workgroup `index` in the serial order (x fastest) becomes r's. */
+static void select_workgroup(SimIsaRun *r, uint64_t index) {
+        const SimIsaDispatch *d = r->d;
+        uint64_t rest = index;
+
+        r->wg_index = index;
+        for (unsigned i = 0; i < 3; i++) {
+                uint32_t id = (uint32_t) (rest % d->grid[i]);
+                bool last = id == d->grid[i] - 1;
+                rest /= d->grid[i];
+                r->wg_id[i] = d->wg_id_base[i] + id;
+                r->wg_size[i] = last && d->partial[i] ? d->partial[i] : d->wg_size[i];
+        }
+}
+
+/* r's workgroup failed: the dispatch stops after the workgroups before it,
+ * and its failure is the dispatch's unless an earlier one fails too. */
+static void job_fail(SimIsaJob *job, const SimIsaRun *r) {
+        pthread_mutex_lock(&job->lock);
+        if (r->wg_index < job->fail_index) {
+                job->fail_index = r->wg_index;
+                job->result.error = r->ret->error;
+                job->result.fault_va = r->ret->fault_va;
+                job->result.fault_pc = r->ret->fault_pc;
+                memcpy(job->result.bad_encoding, r->ret->bad_encoding, sizeof job->result.bad_encoding);
+                memcpy(job->result.message, r->ret->message, sizeof job->result.message);
+        }
+        uint64_t at = __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED);
+        while (r->wg_index < at &&
+               !__atomic_compare_exchange_n(&job->stop_at, &at, r->wg_index, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
+        pthread_cond_broadcast(&job->budget_cond);
+        pthread_mutex_unlock(&job->lock);
+}
+
+/* r is done with the dispatch: its chunk goes back, its counters are added. */
+static void job_leave(SimIsaJob *job, SimIsaRun *r) {
+        pthread_mutex_lock(&job->lock);
+        job->budget_left += r->quota;
+        job->budget_out -= r->quota_taken;
+        r->quota = r->quota_taken = 0;
+        job->result.wave_instructions += r->ret->wave_instructions;
+        job->result.lane_instructions += r->ret->lane_instructions;
+        pthread_cond_broadcast(&job->budget_cond);
+        pthread_mutex_unlock(&job->lock);
+}
+
+void sim_isa_participate(SimIsaJob *job, unsigned slot, SimIsaWave *waves, uint8_t *lds, SimIsaICacheEntry *icache) {
+        const SimIsaDispatch *d = job->d;
+        SimIsaResult ret = {};
+        SimIsaRun r = {
+                .d = d,
+                .mem = job->mem,
+                .job = job,
+                .ret = &ret,
+                .lds = lds,
+                .lds_size = d->lds_bytes,
+                .scratch_slot = slot,
+                .lanes = d->wave32 ? 32 : 64,
+                .lds_aperture = (uint64_t) (d->sh_mem_bases >> 16) << 48,
+                .private_aperture = (uint64_t) (d->sh_mem_bases & 0xffff) << 48,
+                .icache = icache,
+        };
+
+        for (unsigned i = 0; i < SIM_ISA_TLB_SIZE; i++)
+                r.tlb[i].page = UINT64_MAX;
+        for (unsigned i = 0; i < SIM_ISA_ICACHE_SIZE; i++)
+                icache[i].pc = UINT64_MAX;
+        for (;;) {
+                uint64_t index = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+                if (index >= job->n_groups || index >= __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED))
+                        break;
+                select_workgroup(&r, index);
+                int k = run_workgroup(&r, waves);
+                if (k > 0)
+                        break;
+                if (k < 0) {
+                        job_fail(job, &r);
+                        break;
+                }
+        }
+        job_leave(job, &r);
+}
+
+/* Checks what the model cannot run; 0 or the error, recorded in r->ret. */
+static int check_dispatch(SimIsaRun *r, const SimIsaDispatch *d, uint64_t wg_threads) {
+        if (wg_threads == 0 || wg_threads > 1024)
+                return sim_isa_fail(r, -EINVAL, d->entry_va, "workgroup size %ux%ux%u is not 1..1024 threads",
+                                    d->wg_size[0], d->wg_size[1], d->wg_size[2]);
+        for (unsigned i = 0; i < 3; i++)
+                if (d->partial[i] > d->wg_size[i])
+                        return sim_isa_fail(r, -EINVAL, d->entry_va,
+                                            "partial workgroup size %u in dimension %u exceeds the full size %u",
+                                            d->partial[i], i, d->wg_size[i]);
+        if (d->lds_bytes > MAX_LDS)
+                return sim_isa_fail(r, -EINVAL, d->entry_va, "LDS size %u exceeds 64 KiB", d->lds_bytes);
         return 0;
 }
 
 int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t max_wave_instructions, SimIsaResult *ret) {
         SimIsaRun r = { .d = d, .mem = mem, .ret = ret };
         uint64_t wg_threads;
-        unsigned n_waves;
-        int k = 0;
+        unsigned lanes = d->wave32 ? 32 : 64, wg_waves;
+        int k;
 
         memset(ret, 0, sizeof(*ret));
-        for (unsigned i = 0; i < SIM_ISA_TLB_SIZE; i++)
-                r.tlb[i].page = UINT64_MAX;
         wg_threads = (uint64_t) d->wg_size[0] * d->wg_size[1] * d->wg_size[2];
-        if (wg_threads == 0 || wg_threads > 1024)
-                return sim_isa_fail(&r, -EINVAL, d->entry_va, "workgroup size %ux%ux%u is not 1..1024 threads",
-                                    d->wg_size[0], d->wg_size[1], d->wg_size[2]);
-        for (unsigned i = 0; i < 3; i++)
-                if (d->partial[i] > d->wg_size[i])
-                        return sim_isa_fail(&r, -EINVAL, d->entry_va,
-                                            "partial workgroup size %u in dimension %u exceeds the full size %u",
-                                            d->partial[i], i, d->wg_size[i]);
-        if (d->lds_bytes > MAX_LDS)
-                return sim_isa_fail(&r, -EINVAL, d->entry_va, "LDS size %u exceeds 64 KiB", d->lds_bytes);
+        k = check_dispatch(&r, d, wg_threads);
+        if (k < 0)
+                return k;
         if (d->grid[0] == 0 || d->grid[1] == 0 || d->grid[2] == 0)
                 return 0;
 
-        r.lanes = d->wave32 ? 32 : 64;
-        r.lds_aperture = (uint64_t) (d->sh_mem_bases >> 16) << 48;
-        r.private_aperture = (uint64_t) (d->sh_mem_bases & 0xffff) << 48;
-        n_waves = (unsigned) ((wg_threads + r.lanes - 1) / r.lanes);
-        SimIsaWave *waves = calloc(n_waves, sizeof(SimIsaWave));
-        r.lds_size = d->lds_bytes;
-        r.lds = calloc(1, d->lds_bytes ? d->lds_bytes : 1);
-        r.icache = malloc(SIM_ISA_ICACHE_SIZE * sizeof(SimIsaICacheEntry));
-        if (!waves || !r.lds || !r.icache) {
+        wg_waves = (unsigned) ((wg_threads + lanes - 1) / lanes);
+        SimIsaWave *waves = calloc(wg_waves, sizeof(SimIsaWave));
+        uint8_t *lds = calloc(1, d->lds_bytes ? d->lds_bytes : 1);
+        SimIsaICacheEntry *icache = malloc(SIM_ISA_ICACHE_SIZE * sizeof(SimIsaICacheEntry));
+        if (!waves || !lds || !icache) {
                 free(waves);
-                free(r.lds);
-                free(r.icache);
-                return sim_isa_fail(&r, -ENOMEM, d->entry_va, "out of memory for %u waves", n_waves);
+                free(lds);
+                free(icache);
+                return sim_isa_fail(&r, -ENOMEM, d->entry_va, "out of memory for %u waves", wg_waves);
         }
-        for (unsigned i = 0; i < SIM_ISA_ICACHE_SIZE; i++)
-                r.icache[i].pc = UINT64_MAX;
 
-        for (uint32_t z = 0; z < d->grid[2] && k >= 0; z++)
-                for (uint32_t y = 0; y < d->grid[1] && k >= 0; y++)
-                        for (uint32_t x = 0; x < d->grid[0] && k >= 0; x++) {
-                                const uint32_t id[3] = { x, y, z };
-                                for (unsigned i = 0; i < 3; i++) {
-                                        bool last = id[i] == d->grid[i] - 1;
-                                        r.wg_id[i] = d->wg_id_base[i] + id[i];
-                                        r.wg_size[i] = last && d->partial[i] ? d->partial[i] : d->wg_size[i];
-                                }
-                                k = run_workgroup(&r, waves, max_wave_instructions);
-                        }
+        SimIsaJob job = {
+                .d = d,
+                .mem = mem,
+                .n_groups = (uint64_t) d->grid[0] * d->grid[1] * d->grid[2],
+                .wg_waves = wg_waves,
+                /* Each thread at work needs a workgroup's worth of the scratch ring. */
+                .max_slots = !(d->rsrc2 & 1) ? UINT32_MAX : d->scratch_waves / wg_waves > 1 ? d->scratch_waves / wg_waves : 1,
+                .n_slots = 1, /* the caller's */
+                .budget = max_wave_instructions,
+                .budget_left = max_wave_instructions,
+                .fail_index = UINT64_MAX,
+        };
+        job.stop_at = job.n_groups;
+        pthread_mutex_init(&job.lock, NULL);
+        pthread_cond_init(&job.budget_cond, NULL);
+
+        sim_isa_pool_open(d->pool, &job);
+        sim_isa_participate(&job, 0, waves, lds, icache);
+        sim_isa_pool_close(d->pool, &job);
+
+        pthread_cond_destroy(&job.budget_cond);
+        pthread_mutex_destroy(&job.lock);
         free(waves);
-        free(r.lds);
-        free(r.icache);
-        return k < 0 ? k : 0;
+        free(lds);
+        free(icache);
+        *ret = job.result;
+        return ret->error;
 }

@@ -6,9 +6,26 @@
  * the register state it programmed (COMPUTE_PGM_*, COMPUTE_USER_DATA_*,
  * COMPUTE_NUM_THREAD_*, the dispatch dimensions) and a callback that turns GPU
  * virtual addresses into host pointers. The interpreter owns nothing beyond
- * the call: it allocates the wave and LDS state of one workgroup at a time,
- * runs the workgroups in order (waves of a workgroup round-robin, meeting at
- * s_barrier) and returns how the dispatch ended.
+ * the call but an optional SimIsaPool of helper threads (one per simulated
+ * device, made once): each thread taking part in a dispatch (the caller and
+ * the helpers that join it) runs one workgroup at a time with wave and LDS
+ * state of its own (waves of a workgroup round-robin, meeting at s_barrier),
+ * claiming workgroups in their serial order; without a pool the caller runs
+ * them all in that order. The call returns how the dispatch ended.
+ *
+ * What the threads share is global memory, through the translate callback
+ * (which must be safe to call from several threads). Atomics on it are host
+ * atomic operations (a lock orders the misaligned ones, which the hardware
+ * does not allow), so they stay atomic across workgroups running at once, as
+ * on the GPU; their order across workgroups is then the threads', as it is
+ * the hardware's: a kernel whose result depends on it (a counter handing out
+ * slots) gets one of the results the hardware could give, and every kernel
+ * whose workgroups do not race gets the serial run's bytes. A failing
+ * workgroup stops the dispatch: no later workgroup (in the serial order)
+ * starts and those running are abandoned, earlier ones finish, and the
+ * failure reported is the one of the lowest workgroup that failed, as in the
+ * serial run. The instruction budget is the dispatch's, shared: it runs out
+ * exactly when the wave-instructions of all threads reach it.
  *
  * Initial wave state, as the hardware sets it from the registers
  * (LLVM AMDGPUUsage "Initial Kernel Execution State", gfx10):
@@ -38,10 +55,13 @@
  *   flat scratch init (2 SGPRs): scratch_va (low, high), the per-queue base
  *     the kernel adds its wave offset to before writing FLAT_SCRATCH.
  * The private segment wave byte offset this model hands to wave w of a
- * workgroup is w * lanes * scratch_per_lane (lanes = 32 or 64): workgroups run
- * one after another, so the scratch backing needs
- * ceil(wg_threads / lanes) * lanes * scratch_per_lane bytes (scratch_per_lane
- * rounded up to 4). Buffer addressing with SWIZZLE_ENABLE and ADD_TID_ENABLE
+ * workgroup is (slot * wg_waves + w) * lanes * scratch_per_lane (lanes = 32 or
+ * 64, wg_waves = ceil(wg_threads / lanes), scratch_per_lane rounded up to 4),
+ * where slot numbers the threads running workgroups at once (0 for the
+ * caller): as the hardware hands each wave a slot of the scratch ring, whose
+ * size (COMPUTE_TMPRING_SIZE.WAVES, scratch_waves) bounds how many
+ * workgroups run at once. One workgroup's worth of backing,
+ * wg_waves * lanes * scratch_per_lane bytes, is enough for a serial run. Buffer addressing with SWIZZLE_ENABLE and ADD_TID_ENABLE
  * follows the RDNA2 ISA §8.1.6 ("Buffer Addressing", swizzled, element size
  * 4): lane l's byte o lands at base + soffset + (o / 4) * 4 * lanes + l * 4 +
  * o % 4. SCRATCH instructions and FLAT addresses in the private aperture use
@@ -66,7 +86,8 @@
  * s_round_mode/s_denorm_mode set MODE; arithmetic always rounds to nearest
  * even (what clang's gfx1030 descriptors request), f32/f64 keep denormals and
  * f16 follows MODE.FP_DENORM [7:6]. s_memtime/s_memrealtime return the
- * dispatch's wave-instruction count, so results stay deterministic.
+ * number of wave-instructions the workgroup has executed so far, so results
+ * stay deterministic, serial or parallel.
  *
  * Refused with -EILSEQ and the instruction's name and encoding, never run
  * wrongly: every opcode not in sim-isa-names.h (v_dot2_f32_f16, s_trap,
@@ -80,12 +101,15 @@
  * are cached by pc); an LDS access outside lds_bytes is -EFAULT (the hardware
  * would drop it); MUBUF NUM_RECORDS range checking is not modelled; lanes of
  * a wave execute memory operations in lane order and waves take turns in
- * slices of 256 instructions, so results are deterministic.
+ * slices of 256 instructions, so a workgroup's results are deterministic.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* Helper threads that run workgroups of dispatches besides their callers. */
+typedef struct SimIsaPool SimIsaPool;
 
 typedef struct SimIsaMemory {
         void *userdata;
@@ -103,11 +127,16 @@ typedef struct SimIsaDispatch {
                                         * (NUM_THREAD_PARTIAL with PARTIAL_TG_EN); 0 = full */
         uint32_t wg_id_base[3];        /* workgroup ID of the first workgroup (COMPUTE_START_X/Y/Z
                                         * unless FORCE_START_AT_000); IDs run base .. base+grid-1 */
-        const int *cancel;             /* if set, polled between instruction slices: non-zero
-                                        * ends the dispatch with -ECANCELED */
+        const int *cancel;             /* if set, polled between instruction slices (by every
+                                        * thread of the dispatch): non-zero ends the dispatch
+                                        * with -ECANCELED */
+        SimIsaPool *pool;              /* helpers that may join; NULL = the caller alone */
         bool wave32;                   /* DISPATCH_INITIATOR.CS_W32_EN: 32 lanes, else 64 */
         uint64_t scratch_va;           /* base of the private segment backing, 0 if none */
         uint32_t scratch_per_lane;     /* bytes of private memory per work-item */
+        uint32_t scratch_waves;        /* waves the scratch backing holds (COMPUTE_TMPRING_SIZE
+                                        * .WAVES); fewer than two workgroups' worth (0 too)
+                                        * keeps a dispatch with SCRATCH_EN on one thread */
         uint32_t lds_bytes;            /* RSRC2.LDS_SIZE granules * 512 (at most 65536) */
         uint32_t sh_mem_bases;         /* SH_MEM_BASES as the KFD programs it for the VMID:
                                         * PRIVATE_BASE [15:0] and SHARED_BASE [31:16], bits
@@ -155,6 +184,32 @@ typedef struct SimIsaResult {
  */
 int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t max_wave_instructions,
                      SimIsaResult *ret);
+
+/**
+ * sim_isa_pool_new() - start the helper threads of a simulated device.
+ * @n_threads: helpers (the callers of sim_isa_dispatch() work too); 0 makes a
+ *             pool without threads, with which every dispatch runs serially.
+ * @ret: the pool, to free with sim_isa_pool_free().
+ *
+ * Helpers sleep until a dispatch with workgroups to spare is open, join it,
+ * run its workgroups until none is left, and go back to sleep. Returns 0,
+ * -ENOMEM, or the negative errno of pthread_create().
+ */
+int sim_isa_pool_new(unsigned n_threads, SimIsaPool **ret);
+
+/**
+ * sim_isa_pool_free() - stop and join the helpers. No dispatch may be running
+ * on the pool. NULL-safe; returns NULL.
+ */
+SimIsaPool *sim_isa_pool_free(SimIsaPool *pool);
+
+/* Helper threads of a pool (0 for NULL). */
+unsigned sim_isa_pool_threads(const SimIsaPool *pool);
+
+/* The helpers a device on this host should have: one fewer than the CPUs the
+ * process may run on (sched_getaffinity), at most SIM_ISA_MAX_HELPERS. */
+#define SIM_ISA_MAX_HELPERS 31u
+unsigned sim_isa_default_helpers(void);
 
 /**
  * sim_isa_knows() - whether the decoder implements an instruction.

@@ -194,16 +194,15 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
         memcpy(pkt + 32, &k->kd_va, 8);
         memcpy(pkt + 40, &kernarg_va, 8);
 
-        /* Scratch: one wave's worth per wave of a workgroup (sim-isa.h);
-         * kernel_code_properties bit 10 is ENABLE_WAVEFRONT_SIZE32. */
+        /* Scratch: one wave's worth per wave of a workgroup, for each thread
+         * that may run one (sim-isa.h); kernel_code_properties bit 10 is
+         * ENABLE_WAVEFRONT_SIZE32. */
         bool wave32 = (k->code_properties >> 10) & 1;
-        uint32_t lanes = wave32 ? 32 : 64;
-        uint32_t per_lane = (k->private_segment_size + 3) & ~3u;
+        uint32_t lanes = wave32 ? 32 : 64, wg_waves = (wg_threads + lanes - 1) / lanes;
+        uint32_t per_lane = (k->private_segment_size + 3) & ~3u, threads = 1 + sim_isa_pool_threads(m->pool);
         uint64_t scratch_va = 0;
-        if (per_lane) {
-                uint64_t bytes = (uint64_t) ((wg_threads + lanes - 1) / lanes) * lanes * per_lane;
-                scratch_va = isa_mem_alloc(m, bytes, NULL);
-        }
+        if (per_lane)
+                scratch_va = isa_mem_alloc(m, (uint64_t) threads * wg_waves * lanes * per_lane, NULL);
 
         /* User SGPRs in kernel_code_properties order. */
         unsigned n = 0;
@@ -250,6 +249,9 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
         d.wave32 = wave32;
         d.scratch_va = scratch_va;
         d.scratch_per_lane = per_lane;
+        d.scratch_waves = threads * wg_waves;
+        d.pool = m->pool;
+        d.cancel = m->cancel;
         d.lds_bytes = lds_granules * 512;
         d.sh_mem_bases = ISA_SH_MEM_BASES;
         return sim_isa_dispatch(&d, &m->mem, budget, ret);

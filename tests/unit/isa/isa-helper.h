@@ -36,6 +36,10 @@ typedef struct IsaMem {
         unsigned n;
         uint64_t next_va;
         SimIsaMemory mem;
+        /* Helpers isa_launch() dispatches with (NULL after isa_mem_init: the
+         * caller alone); scratch is then sized for a workgroup per thread. */
+        SimIsaPool *pool;
+        const int *cancel;      /* SimIsaDispatch.cancel of isa_launch(); NULL after isa_mem_init */
 } IsaMem;
 
 void isa_mem_init(IsaMem *m);

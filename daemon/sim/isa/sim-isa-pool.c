@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SimIsaPool: the helper threads that run workgroups of dispatches besides
+ * the threads that called sim_isa_dispatch() (on the simulator, the CP
+ * engines of its pipes). One pool per simulated device, made with it; the
+ * device owns it. A dispatch with workgroups to spare is listed while helpers
+ * may still join it (until its scratch ring has no slot left); a sleeping
+ * helper takes the oldest, runs its workgroups with wave and LDS state of
+ * its own (allocated once, for the largest workgroup) until none is left,
+ * and goes back to sleep. The caller takes the dispatch off the list when it
+ * runs out of workgroups itself and waits for the helpers inside it to
+ * leave, so nothing of a dispatch outlives sim_isa_dispatch(). Several
+ * dispatches (from different pipes) may be open at once and share the
+ * helpers, oldest first.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim-isa-internal.h"
+
+/* The largest workgroup: 1024 work-items in waves of 32. */
+#define MAX_WAVES 32u
+#define MAX_LDS (64u * 1024u)
+
+struct SimIsaPool {
+        pthread_mutex_t lock;
+        pthread_cond_t wake;            /* a dispatch was listed, or the pool stops */
+        pthread_cond_t left;            /* a helper left a dispatch */
+        SimIsaJob *jobs;                /* open to helpers, oldest first */
+        bool stopping;
+        unsigned n_threads;
+        pthread_t threads[];
+};
+
+typedef struct Helper {
+        SimIsaPool *pool;
+        SimIsaWave *waves;
+        uint8_t *lds;
+        SimIsaICacheEntry *icache;
+} Helper;
+
+static void unlist(SimIsaPool *pool, SimIsaJob *job) {
+        SimIsaJob **p = &pool->jobs;
+
+        if (!job->listed)
+                return;
+        while (*p != job)
+                p = &(*p)->next_job;
+        *p = job->next_job;
+        job->listed = false;
+}
+
+/* The oldest listed dispatch that still has workgroups to claim; drops the
+ * ones that have none. Locked. */
+static SimIsaJob *next_open_job(SimIsaPool *pool) {
+        while (pool->jobs) {
+                SimIsaJob *job = pool->jobs;
+                if (__atomic_load_n(&job->next, __ATOMIC_RELAXED) < __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED))
+                        return job;
+                unlist(pool, job);
+        }
+        return NULL;
+}
+
+static void *helper_main(void *userdata) {
+        Helper *h = userdata;
+        SimIsaPool *pool = h->pool;
+
+        pthread_mutex_lock(&pool->lock);
+        for (;;) {
+                SimIsaJob *job;
+                while (!pool->stopping && !(job = next_open_job(pool)))
+                        pthread_cond_wait(&pool->wake, &pool->lock);
+                if (pool->stopping)
+                        break;
+                unsigned slot = job->n_slots++;
+                if (job->n_slots >= job->max_slots)
+                        unlist(pool, job);
+                job->n_helpers++;
+                pthread_mutex_unlock(&pool->lock);
+
+                sim_isa_participate(job, slot, h->waves, h->lds, h->icache);
+
+                pthread_mutex_lock(&pool->lock);
+                job->n_helpers--;
+                pthread_cond_broadcast(&pool->left);
+        }
+        pthread_mutex_unlock(&pool->lock);
+        return NULL;
+}
+
+void sim_isa_pool_open(SimIsaPool *pool, SimIsaJob *job) {
+        SimIsaJob **p;
+
+        if (!pool || pool->n_threads == 0 || job->n_groups < 2 || job->max_slots < 2)
+                return;
+        pthread_mutex_lock(&pool->lock);
+        for (p = &pool->jobs; *p; p = &(*p)->next_job)
+                ;
+        *p = job;
+        job->next_job = NULL;
+        job->listed = true;
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->lock);
+}
+
+void sim_isa_pool_close(SimIsaPool *pool, SimIsaJob *job) {
+        if (!pool)
+                return;
+        pthread_mutex_lock(&pool->lock);
+        unlist(pool, job);
+        while (job->n_helpers > 0)
+                pthread_cond_wait(&pool->left, &pool->lock);
+        pthread_mutex_unlock(&pool->lock);
+}
+
+static void helper_free(Helper *h) {
+        if (!h)
+                return;
+        free(h->waves);
+        free(h->lds);
+        free(h->icache);
+        free(h);
+}
+
+static int helper_new(SimIsaPool *pool, Helper **ret) {
+        Helper *h = calloc(1, sizeof *h);
+
+        if (!h)
+                return -ENOMEM;
+        h->pool = pool;
+        h->waves = calloc(MAX_WAVES, sizeof *h->waves);
+        h->lds = calloc(1, MAX_LDS);
+        h->icache = malloc(SIM_ISA_ICACHE_SIZE * sizeof *h->icache);
+        if (!h->waves || !h->lds || !h->icache) {
+                helper_free(h);
+                return -ENOMEM;
+        }
+        *ret = h;
+        return 0;
+}
+
+static void *helper_thread(void *userdata) {
+        helper_main(userdata);
+        helper_free(userdata);
+        return NULL;
+}
+
+int sim_isa_pool_new(unsigned n_threads, SimIsaPool **ret) {
+        SimIsaPool *pool;
+
+        if (n_threads > SIM_ISA_MAX_HELPERS)
+                n_threads = SIM_ISA_MAX_HELPERS;
+        pool = calloc(1, sizeof *pool + n_threads * sizeof(pthread_t));
+        if (!pool)
+                return -ENOMEM;
+        pthread_mutex_init(&pool->lock, NULL);
+        pthread_cond_init(&pool->wake, NULL);
+        pthread_cond_init(&pool->left, NULL);
+        for (unsigned i = 0; i < n_threads; i++) {
+                Helper *h = NULL;
+                int r = helper_new(pool, &h);
+                if (r == 0) {
+                        r = -pthread_create(&pool->threads[i], NULL, helper_thread, h);
+                        if (r < 0)
+                                helper_free(h);
+                }
+                if (r < 0) {
+                        sim_isa_pool_free(pool);
+                        return r;
+                }
+                pool->n_threads++;
+        }
+        *ret = pool;
+        return 0;
+}
+
+SimIsaPool *sim_isa_pool_free(SimIsaPool *pool) {
+        if (!pool)
+                return NULL;
+        pthread_mutex_lock(&pool->lock);
+        pool->stopping = true;
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->lock);
+        for (unsigned i = 0; i < pool->n_threads; i++)
+                pthread_join(pool->threads[i], NULL);
+        pthread_cond_destroy(&pool->wake);
+        pthread_cond_destroy(&pool->left);
+        pthread_mutex_destroy(&pool->lock);
+        free(pool);
+        return NULL;
+}
+
+unsigned sim_isa_pool_threads(const SimIsaPool *pool) {
+        return pool ? pool->n_threads : 0;
+}
+
+unsigned sim_isa_default_helpers(void) {
+        cpu_set_t set;
+        int n;
+
+        if (sched_getaffinity(0, sizeof set, &set) < 0)
+                return 0;
+        n = CPU_COUNT(&set) - 1;
+        if (n <= 0)
+                return 0;
+        return (unsigned) n < SIM_ISA_MAX_HELPERS ? (unsigned) n : SIM_ISA_MAX_HELPERS;
+}

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interpreter's pool (sim-isa-pool.c): a corpus of kernels run serially
+ * and with helper threads, many workgroups each, must leave the same bytes in
+ * every buffer and count the same instructions; a fault, the budget and a
+ * cancellation end a parallel dispatch as they end a serial one. The pool has
+ * more helpers than the machine has cores, so that workgroups interleave.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "isa-helper.h"
+
+#define HELPERS 3u
+#define ITEMS 6000u
+
+static SimIsaPool *pool;
+
+static void pool_start(void) {
+        int r = sim_isa_pool_new(HELPERS, &pool);
+        cr_assert_eq(r, 0, "sim_isa_pool_new: %s", strerror(-r));
+        cr_assert_eq(sim_isa_pool_threads(pool), HELPERS);
+}
+
+static void pool_stop(void) {
+        pool = sim_isa_pool_free(pool);
+}
+
+/*
+ * A kernel's arguments, one letter each: u = a buffer of small unsigned
+ * integers (1..1000), f = of floats, d = of doubles, z = a zeroed buffer
+ * (every buffer holds 128 bytes per work-item), n = the uint ITEMS,
+ * a = the float 2.5. Which buffers a kernel writes does not matter: every
+ * byte of every region is compared.
+ */
+typedef struct Case {
+        const char *file, *name, *args;
+        uint32_t wg;            /* 1-D workgroup size; 0 = the 2-D matmul / 3-D index shapes */
+} Case;
+
+static const Case corpus[] = {
+        { "vector-add.hsaco", "vector_add", "ffzn", 256 },
+        { "saxpy.hsaco", "saxpy", "affn", 128 },
+        { "collatz.hsaco", "collatz", "uzn", 64 },
+        { "divergent.hsaco", "divergent", "uzn", 96 },
+        { "reduce-lds.hsaco", "reduce_lds", "uzn", 256 },
+        { "atomics.hsaco", "atomics", "uzzzzzn", 64 },
+        { "private-array.hsaco", "private_array", "uzn", 128 },
+        { "int64-math.hsaco", "int64_math", "uuzn", 64 },
+        { "float-math.hsaco", "float_math", "ffzn", 32 },
+        { "int-builtins.hsaco", "int_builtins", "uuzn", 256 },
+        { "divide.hsaco", "divide", "ffzddzn", 64 },
+        { "cross-lane.hsaco", "cross_lane", "uz", 64 },
+        { "generic-ptr.hsaco", "generic_ptr", "uz", 64 },
+        { "bytes-shorts.hsaco", "bytes_shorts", "uuuzzzzn", 128 },
+        { "float-builtins.hsaco", "float_builtins", "ffzzn", 64 },
+        { "matmul-tiled.hsaco", "matmul_tiled", NULL, 0 },
+        { "index-3d.hsaco", "index_3d", NULL, 0 },
+};
+
+static uint32_t rng;
+static uint32_t rnd(void) {
+        rng = rng * 1664525u + 1013904223u;
+        return rng >> 8;
+}
+
+static uint64_t fill(IsaMem *m, char kind) {
+        uint8_t *p;
+        uint64_t va = isa_mem_alloc(m, 128ull * ITEMS, (void **) &p);
+
+        for (uint32_t i = 0; i < 32 * ITEMS; i++) {
+                uint32_t u = 1 + rnd() % 1000;
+                float f = (float) (rnd() % 2000) / 16.0f - 60.0f;
+                double d = (double) (rnd() % 4000) / 64.0 - 30.0;
+                if (kind == 'u')
+                        memcpy(p + 4 * i, &u, 4);
+                else if (kind == 'f')
+                        memcpy(p + 4 * i, &f, 4);
+                else if (kind == 'd' && i < 16 * ITEMS)
+                        memcpy(p + 8 * i, &d, 8);
+        }
+        return va;
+}
+
+/* Loads and runs one case in m (with m->pool as set); the same seed gives the
+ * same memory. Returns isa_launch()'s value. */
+static int run_case(IsaMem *m, const Case *c, SimIsaResult *res) {
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        uint32_t grid[3] = { 1, 1, 1 }, wg[3] = { 1, 1, 1 };
+
+        rng = 12345;
+        int r = isa_kernel_load(m, isa_kernel_path(c->file), c->name, &k);
+        cr_assert_eq(r, 0, "loading %s: %s", c->file, strerror(-r));
+        if (!strcmp(c->name, "matmul_tiled")) {
+                uint32_t n = 80; /* not a multiple of the 16x16 tile */
+                isa_args_u64(&a, fill(m, 'f')), isa_args_u64(&a, fill(m, 'f')), isa_args_u64(&a, fill(m, 'z'));
+                isa_args_u32(&a, n), isa_args_u32(&a, n), isa_args_u32(&a, n);
+                grid[0] = grid[1] = (n + 15) / 16, wg[0] = wg[1] = 16;
+        } else if (!strcmp(c->name, "index_3d")) {
+                isa_args_u64(&a, fill(m, 'z'));
+                isa_args_u32(&a, 19), isa_args_u32(&a, 13), isa_args_u32(&a, 11);
+                grid[0] = 5, grid[1] = 4, grid[2] = 6, wg[0] = 4, wg[1] = 4, wg[2] = 2;
+        } else {
+                for (const char *p = c->args; *p; p++)
+                        if (*p == 'n')
+                                isa_args_u32(&a, ITEMS);
+                        else if (*p == 'a')
+                                isa_args_f32(&a, 2.5f);
+                        else
+                                isa_args_u64(&a, fill(m, *p));
+                grid[0] = (ITEMS + c->wg - 1) / c->wg, wg[0] = c->wg;
+        }
+        return isa_launch(m, &k, grid, wg, &a, 0, res);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* atomics.cl: which slot atomic_inc hands each work-item, and which
+ * work-item's atomic_cmpxchg wins, depend on the order the workgroups reach
+ * them, on the GPU as here: the slots are compared as a sorted list, the
+ * winner must be one of the work-items. Regions: code, in, hist, counter,
+ * slots, minmax, sub. */
+static void canonicalize_atomics(IsaMem *m) {
+        uint32_t *slots = (uint32_t *) m->regions[4].host, *sub = (uint32_t *) m->regions[6].host;
+
+        qsort(slots, ITEMS, 4, cmp_u32);
+        cr_assert(sub[2] >= 1 && sub[2] <= ITEMS, "atomic_cmpxchg stored %u", sub[2]);
+        sub[2] = 0;
+}
+
+Test(isa_parallel, corpus_bytes_match_the_serial_run, .init = pool_start, .fini = pool_stop) {
+        for (size_t i = 0; i < sizeof corpus / sizeof corpus[0]; i++) {
+                const Case *c = &corpus[i];
+                IsaMem s, p;
+                SimIsaResult rs, rp;
+
+                isa_mem_init(&s);
+                isa_mem_init(&p);
+                p.pool = pool;
+                cr_assert_eq(run_case(&s, c, &rs), 0, "%s serial: %s", c->name, rs.message);
+                cr_assert_eq(run_case(&p, c, &rp), 0, "%s parallel: %s", c->name, rp.message);
+                cr_assert_eq(rs.wave_instructions, rp.wave_instructions, "%s: %llu != %llu wave instructions", c->name,
+                             (unsigned long long) rs.wave_instructions, (unsigned long long) rp.wave_instructions);
+                cr_assert_eq(rs.lane_instructions, rp.lane_instructions, "%s", c->name);
+                if (!strcmp(c->name, "atomics")) {
+                        canonicalize_atomics(&s);
+                        canonicalize_atomics(&p);
+                }
+                cr_assert_eq(s.n, p.n);
+                for (unsigned r = 0; r < s.n; r++) {
+                        cr_assert_eq(s.regions[r].va, p.regions[r].va);
+                        /* The scratch ring is the one region that differs: a workgroup's
+                         * worth per thread, and its contents depend on which thread ran what. */
+                        if (s.regions[r].size * (HELPERS + 1) == p.regions[r].size)
+                                continue;
+                        cr_assert_eq(s.regions[r].size, p.regions[r].size, "%s region %u", c->name, r);
+                        cr_assert_eq(memcmp(s.regions[r].host, p.regions[r].host, s.regions[r].size), 0,
+                                     "%s: region %u at 0x%llx differs between the serial and the parallel run", c->name, r,
+                                     (unsigned long long) s.regions[r].va);
+                }
+                isa_mem_fini(&s);
+                isa_mem_fini(&p);
+        }
+}
+
+/* Many workgroups bumping 16 counters: a read-modify-write that is not
+ * atomic across threads loses updates. */
+Test(isa_parallel, global_atomics_stay_atomic_across_threads, .init = pool_start, .fini = pool_stop) {
+        const Case c = { "atomics.hsaco", "atomics", "uzzzzzn", 32 };
+
+        for (unsigned round = 0; round < 5; round++) {
+                IsaMem p;
+                SimIsaResult res;
+                isa_mem_init(&p);
+                p.pool = pool;
+                cr_assert_eq(run_case(&p, &c, &res), 0, "%s", res.message);
+                uint32_t *hist = (uint32_t *) p.regions[2].host, total = 0;
+                for (unsigned b = 0; b < 16; b++)
+                        total += hist[b];
+                cr_assert_eq(total, ITEMS, "round %u: the histogram lost %u of %u atomic_adds", round, ITEMS - total, ITEMS);
+                cr_assert_eq(*(uint32_t *) p.regions[3].host, ITEMS, "round %u: atomic_inc counter", round);
+                isa_mem_fini(&p);
+        }
+}
+
+/* poke.cl reads and writes n words from addr: with addr 4 KiB below the end
+ * of a buffer, every workgroup from the fourth on faults, each at its own
+ * address. The dispatch reports the first in the serial order, whichever
+ * thread got to its fault first. */
+static uint64_t run_poke(IsaMem *m, SimIsaResult *res) {
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        uint32_t grid[3] = { 64, 1, 1 }, wg[3] = { 256, 1, 1 }, n = 64 * 256;
+
+        int r = isa_kernel_load(m, isa_kernel_path("poke.hsaco"), "poke", &k);
+        cr_assert_eq(r, 0, "%s", strerror(-r));
+        uint64_t buf = isa_mem_alloc(m, 64 * 1024, NULL), out = isa_mem_alloc(m, 4ull * n, NULL);
+        isa_args_u64(&a, buf + 60 * 1024), isa_args_u32(&a, 7), isa_args_u32(&a, n), isa_args_u64(&a, out);
+        cr_assert_eq(isa_launch(m, &k, grid, wg, &a, 0, res), -EFAULT);
+        return buf + 64 * 1024;
+}
+
+Test(isa_parallel, first_fault_in_workgroup_order_is_reported, .init = pool_start, .fini = pool_stop) {
+        IsaMem s;
+        SimIsaResult rs;
+
+        isa_mem_init(&s);
+        uint64_t end = run_poke(&s, &rs);
+        cr_assert_eq(rs.fault_va, end, "fault at 0x%llx", (unsigned long long) rs.fault_va);
+        for (unsigned round = 0; round < 20; round++) {
+                IsaMem p;
+                SimIsaResult rp;
+                isa_mem_init(&p);
+                p.pool = pool;
+                run_poke(&p, &rp);
+                cr_assert_eq(rp.fault_va, rs.fault_va, "round %u: fault at 0x%llx, the serial run's at 0x%llx", round,
+                             (unsigned long long) rp.fault_va, (unsigned long long) rs.fault_va);
+                cr_assert_eq(rp.fault_pc, rs.fault_pc);
+                cr_assert_str_eq(rp.message, rs.message);
+                isa_mem_fini(&p);
+        }
+        isa_mem_fini(&s);
+}
+
+static int run_collatz(IsaMem *m, uint64_t budget, SimIsaResult *res) {
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        uint32_t grid[3] = { ITEMS / 64, 1, 1 }, wg[3] = { 64, 1, 1 };
+        uint32_t *in;
+
+        rng = 99;
+        int r = isa_kernel_load(m, isa_kernel_path("collatz.hsaco"), "collatz", &k);
+        cr_assert_eq(r, 0, "%s", strerror(-r));
+        uint64_t iv = isa_mem_alloc(m, 4ull * ITEMS, (void **) &in), ov = isa_mem_alloc(m, 4ull * ITEMS, NULL);
+        for (uint32_t i = 0; i < ITEMS; i++)
+                in[i] = 1 + rnd() % 100000;
+        isa_args_u64(&a, iv), isa_args_u64(&a, ov), isa_args_u32(&a, ITEMS);
+        return isa_launch(m, &k, grid, wg, &a, budget, res);
+}
+
+/* The budget is the dispatch's: a parallel run that needs exactly the budget
+ * completes, one instruction less and it ends with -ETIME having run exactly
+ * the budget, as the serial run does. */
+Test(isa_parallel, budget_runs_out_exactly_as_in_the_serial_run, .init = pool_start, .fini = pool_stop) {
+        IsaMem s;
+        SimIsaResult rs;
+
+        isa_mem_init(&s);
+        cr_assert_eq(run_collatz(&s, 0, &rs), 0, "%s", rs.message);
+        uint64_t need = rs.wave_instructions;
+        isa_mem_fini(&s);
+        isa_mem_init(&s);
+        cr_assert_eq(run_collatz(&s, need - 1, &rs), -ETIME);
+        cr_assert_eq(rs.wave_instructions, need - 1);
+        isa_mem_fini(&s);
+
+        for (unsigned round = 0; round < 5; round++) {
+                IsaMem p;
+                SimIsaResult rp;
+                isa_mem_init(&p);
+                p.pool = pool;
+                cr_assert_eq(run_collatz(&p, need, &rp), 0, "round %u, budget %llu: %s", round, (unsigned long long) need,
+                             rp.message);
+                cr_assert_eq(rp.wave_instructions, need);
+                isa_mem_fini(&p);
+                isa_mem_init(&p);
+                p.pool = pool;
+                cr_assert_eq(run_collatz(&p, need - 1, &rp), -ETIME, "round %u: %s", round, rp.message);
+                cr_assert_eq(rp.wave_instructions, need - 1);
+                cr_assert(strstr(rp.message, "instruction budget"), "%s", rp.message);
+                isa_mem_fini(&p);
+        }
+}
+
+typedef struct Canceller {
+        int *flag;
+        unsigned delay_ms;
+} Canceller;
+
+static void *cancel_later(void *userdata) {
+        Canceller *c = userdata;
+        nanosleep(&(struct timespec) { .tv_nsec = c->delay_ms * 1000000L }, NULL);
+        __atomic_store_n(c->flag, 1, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+static double now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A dispatch of a million work-items (seconds of work) is cancelled while the
+ * helpers run it: the call returns -ECANCELED with every helper out of it
+ * (the memory is freed right after; ASan would see a helper still in it),
+ * and the last workgroups never ran. */
+Test(isa_parallel, cancel_stops_every_thread, .init = pool_start, .fini = pool_stop) {
+        int flag = 0;
+        IsaMem p;
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        SimIsaResult res;
+        uint32_t grid[3] = { 4096, 1, 1 }, wg[3] = { 256, 1, 1 }, n = 4096 * 256, *in, *out;
+        pthread_t t;
+
+        isa_mem_init(&p);
+        p.pool = pool;
+        p.cancel = &flag;
+        cr_assert_eq(isa_kernel_load(&p, isa_kernel_path("collatz.hsaco"), "collatz", &k), 0);
+        uint64_t iv = isa_mem_alloc(&p, 4ull * n, (void **) &in), ov = isa_mem_alloc(&p, 4ull * n, (void **) &out);
+        for (uint32_t i = 0; i < n; i++)
+                in[i] = 0x7ffffffu - i;
+        isa_args_u64(&a, iv), isa_args_u64(&a, ov), isa_args_u32(&a, n);
+        Canceller c = { .flag = &flag, .delay_ms = 100 };
+        cr_assert_eq(pthread_create(&t, NULL, cancel_later, &c), 0);
+        double t0 = now();
+        int r = isa_launch(&p, &k, grid, wg, &a, 0, &res);
+        double t1 = now();
+        pthread_join(t, NULL);
+        cr_assert_eq(r, -ECANCELED, "%d: %s", r, res.message);
+        cr_assert_eq(out[n - 1], 0, "the last workgroup ran");
+        cr_assert_neq(out[0], 0, "the first workgroup did not run");
+        /* A bound for a loaded machine, far below what the whole work takes. */
+        cr_assert_lt(t1 - t0, 5.0, "cancelled after %.1f s", t1 - t0);
+        isa_mem_fini(&p);
+}
