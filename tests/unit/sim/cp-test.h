@@ -184,7 +184,7 @@ static inline void cp_prepare(TestCtx *c, const CpKernel *k, const IsaArgs *args
                 uint32_t per_lane = (k->k.private_segment_size + 3) & ~3u;
                 uint32_t wg_threads = l->wg[0] * l->wg[1] * l->wg[2];
                 l->scratch_wavesize_kib = (32 * per_lane + 1023) / 1024;
-                l->scratch_waves = (wg_threads + 31) / 32;
+                l->scratch_waves = (wg_threads + 31) / 32 * (l->scratch_workgroups ? l->scratch_workgroups : 1);
                 *scratch_bo = t_bo(c, (uint64_t) l->scratch_waves * l->scratch_wavesize_kib * 1024,
                                    KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
                 l->scratch_va = scratch_bo->va;

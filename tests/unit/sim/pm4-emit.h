@@ -133,6 +133,7 @@ typedef struct CpLaunch {
         uint32_t grid[3], wg[3], partial[3]; /* partial[i] 0: no partial workgroup in i */
         uint64_t kernarg_va, packet_va, scratch_va;
         uint32_t scratch_wavesize_kib, scratch_waves;
+        uint32_t scratch_workgroups; /* workgroups cp_prepare() sizes the scratch ring for; 0 = 1 */
 } CpLaunch;
 
 /* The per-dispatch packet stream of the daemon contract (kfd-facts §2.3 order). */

@@ -400,6 +400,45 @@ Test(sim_cp, dispatch_private_array_with_scratch) {
         t_close(&r.c, true);
 }
 
+/* private_array on a device with 3 interpreter helpers, 64 workgroups: with
+ * a scratch ring (COMPUTE_TMPRING_SIZE.WAVES) of one workgroup, the
+ * workgroups run one at a time (helpers sharing the ring would overwrite one
+ * another's private arrays); with a ring of four, up to four at once, each in
+ * its slot. Either way every result is right. */
+static void run_private_array_ring(uint32_t ring_workgroups) {
+        SimDevice *dev;
+        SimOptions o = { .isa_helpers = 3 };
+        cr_assert_eq(sim_device_new(&o, &dev), 0);
+        Rig r;
+        rig_open_dev(&r, dev, 65536, true);
+        CpKernel k;
+        cp_kernel_load(&r.c, "private-array.hsaco", "private_array", &k);
+        uint32_t n = 64 * 64;
+        TestBo in = t_bo(&r.c, 4 * n, KFD_IOC_ALLOC_MEM_FLAGS_VRAM), out = t_bo(&r.c, 4 * n, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        uint32_t *iv = in.cpu, *ov = out.cpu;
+        for (uint32_t i = 0; i < n; i++)
+                iv[i] = i * 2654435761u;
+        IsaArgs args = { 0 };
+        isa_args_u64(&args, in.va), isa_args_u64(&args, out.va), isa_args_u32(&args, n);
+        CpLaunch l = { .grid = { 64, 1, 1 }, .wg = { 64, 1, 1 }, .scratch_workgroups = ring_workgroups };
+        TestBo argbo, scratch;
+        cp_prepare(&r.c, &k, &args, &l, &argbo, &scratch);
+        pm4_dispatch(&r.p, &k.k, &l);
+        rig_run(&r);
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t v = iv[i], e = 0;
+                for (uint32_t j = 0; j < 16; j++)
+                        e += v * ((v + j * 7) & 63) + i;
+                cr_assert_eq(ov[i], e, "ring of %u workgroups, i=%u: %u != %u", ring_workgroups, i, ov[i], e);
+        }
+        t_close(&r.c, true);
+}
+
+Test(sim_cp, parallel_workgroups_take_scratch_ring_slots) {
+        run_private_array_ring(1);
+        run_private_array_ring(4);
+}
+
 /* index_3d in three dimensions with partial workgroups in each: work-item IDs
  * stay below the partial sizes, workgroup IDs X/Y/Z land where they should. */
 Test(sim_cp, dispatch_index_3d_partial) {
