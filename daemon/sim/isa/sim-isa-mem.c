@@ -94,6 +94,34 @@ static uint64_t atomic_rmw(void *p, unsigned n, AtomicOp a, uint64_t src, uint64
         return old;
 }
 
+/* A load or store of 1, 2 or 4 bytes of memory other threads may access at
+ * the same time (another workgroup, the client's CPU): single-copy atomic
+ * when aligned, as the hardware's dword accesses are (a relaxed atomic, a
+ * plain move on x86); byte-wise otherwise. */
+static uint32_t load_shared(const void *p, unsigned bytes) {
+        uint32_t x = 0;
+
+        if (bytes == 4 && ((uintptr_t) p & 3) == 0)
+                return __atomic_load_n((const uint32_t *) p, __ATOMIC_RELAXED);
+        if (bytes == 2 && ((uintptr_t) p & 1) == 0)
+                return __atomic_load_n((const uint16_t *) p, __ATOMIC_RELAXED);
+        if (bytes == 1)
+                return __atomic_load_n((const uint8_t *) p, __ATOMIC_RELAXED);
+        memcpy(&x, p, bytes);
+        return x;
+}
+
+static void store_shared(void *p, uint32_t x, unsigned bytes) {
+        if (bytes == 4 && ((uintptr_t) p & 3) == 0)
+                __atomic_store_n((uint32_t *) p, x, __ATOMIC_RELAXED);
+        else if (bytes == 2 && ((uintptr_t) p & 1) == 0)
+                __atomic_store_n((uint16_t *) p, (uint16_t) x, __ATOMIC_RELAXED);
+        else if (bytes == 1)
+                __atomic_store_n((uint8_t *) p, (uint8_t) x, __ATOMIC_RELAXED);
+        else
+                memcpy(p, &x, bytes);
+}
+
 /* GLOBAL/FLAT/MUBUF share opcode numbers for loads, stores and atomics. */
 typedef struct MemOp {
         unsigned bytes;         /* per dword-slot access: 1, 2 or 4 */
@@ -237,12 +265,10 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
                 if (k < 0)
                         return k;
                 if (m->store) {
-                        uint32_t x = w->v[(vdata + i) & 255][lane] >> (m->d16 == D16_HI ? 16 : 0);
-                        memcpy(p, &x, m->bytes);
+                        store_shared(p, w->v[(vdata + i) & 255][lane] >> (m->d16 == D16_HI ? 16 : 0), m->bytes);
                 } else {
-                        uint32_t x = 0, *d = &w->v[(vdst + i) & 255][lane];
-                        memcpy(&x, p, m->bytes);
-                        *d = load_value(m, m->bytes, x, *d);
+                        uint32_t *d = &w->v[(vdst + i) & 255][lane];
+                        *d = load_value(m, m->bytes, load_shared(p, m->bytes), *d);
                 }
         }
         return 0;
@@ -292,9 +318,9 @@ static int global_dwords(SimIsaRun *r, SimIsaWave *w, const MemOp *m, const Flat
                         if (k < 0)
                                 return k;
                         if (m->store)
-                                memcpy(p, &w->v[(vdata + i) & 255][l], 4);
+                                store_shared(p, w->v[(vdata + i) & 255][l], 4);
                         else
-                                memcpy(&w->v[(vdst + i) & 255][l], p, 4);
+                                w->v[(vdst + i) & 255][l] = load_shared(p, 4);
                 }
         }
         return 0;

@@ -328,7 +328,6 @@ Test(isa_parallel, cancel_stops_every_thread, .init = pool_start, .fini = pool_s
         pthread_join(t, NULL);
         cr_assert_eq(r, -ECANCELED, "%d: %s", r, res.message);
         cr_assert_eq(out[n - 1], 0, "the last workgroup ran");
-        cr_assert_neq(out[0], 0, "the first workgroup did not run");
         /* A bound for a loaded machine, far below what the whole work takes. */
         cr_assert_lt(t1 - t0, 5.0, "cancelled after %.1f s", t1 - t0);
         isa_mem_fini(&p);
