@@ -71,7 +71,7 @@ static void *helper_main(void *userdata) {
 
         pthread_mutex_lock(&pool->lock);
         for (;;) {
-                SimIsaJob *job;
+                SimIsaJob *job = NULL;
                 while (!pool->stopping && !(job = next_open_job(pool)))
                         pthread_cond_wait(&pool->wake, &pool->lock);
                 if (pool->stopping)
