@@ -712,6 +712,28 @@ int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
         return 0;
 }
 
+int kfdb_query_quota(kfdb_session *s, kfdb_quota *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_QUERY };
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret = (kfdb_quota) {
+                .released_buffer_bytes = r->query.released_buffer_bytes,
+                .user_buffer_bytes = r->query.user_buffer_bytes,
+                .user_buffers = r->query.user_buffers,
+                .unit_buffer_bytes = r->query.unit_buffer_bytes,
+                .max_user_buffer_bytes = r->query.limits.max_user_buffer_bytes,
+                .max_user_buffers = r->query.limits.max_user_buffers,
+                .max_unit_buffer_bytes = r->query.limits.max_unit_buffer_bytes,
+        };
+        return 0;
+}
+
 int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_context *list, size_t max_list) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_STATUS };

@@ -429,6 +429,9 @@ static void limits_from_pb(const Kfdbroker__V1__Limits *p, ClientLimits *l) {
         l->max_message_size = p->max_message_size;
         l->max_wait_events = p->max_wait_events;
         l->max_pending_waits = p->max_pending_waits;
+        l->max_user_buffer_bytes = p->max_user_buffer_bytes;
+        l->max_user_buffers = p->max_user_buffers;
+        l->max_unit_buffer_bytes = p->max_unit_buffer_bytes;
 }
 
 static const char *str(const char *s) {
@@ -572,6 +575,10 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->query.bytes_filled = q->bytes_filled;
                 limits_from_pb(q->limits, &r->query.limits);
                 r->query.code_objects = q->code_objects;
+                r->query.released_buffer_bytes = q->released_buffer_bytes;
+                r->query.user_buffer_bytes = q->user_buffer_bytes;
+                r->query.user_buffers = q->user_buffers;
+                r->query.unit_buffer_bytes = q->unit_buffer_bytes;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS: {

@@ -104,16 +104,8 @@ static int limits_field(sd_bus_message *m, const char *key, const char *contents
                 r = ctl_bus_read_number(m, contents, &x);
                 if (r < 0)
                         return r;
-                if (k == POLICY_LIMIT_BUFFER_MEMORY)
-                        l->buffer_memory = x;
-                else if (k == POLICY_LIMIT_MAX_BUFFER_SIZE)
-                        l->max_buffer_size = x;
-                else if (k == POLICY_LIMIT_BUFFERS)
-                        l->buffers = x;
-                else if (k == POLICY_LIMIT_EVENTS)
-                        l->events = x;
-                else if (k == POLICY_LIMIT_JOBS_IN_FLIGHT)
-                        l->jobs_in_flight = x;
+                if (policy_limit_number(l, (PolicyLimitKey) k))
+                        *policy_limit_number(l, (PolicyLimitKey) k) = x;
                 else if (k == POLICY_LIMIT_WEIGHT)
                         l->weight = (uint32_t) MIN(x, (uint64_t) UINT32_MAX);
                 else { /* *TimeoutUSec: microseconds, 2^64-1 for none */
@@ -268,7 +260,7 @@ static int parse_assignments(const char *prog, int argc, char **argv, PolicyLimi
                         fprintf(stderr,
                                 "%s limits: unknown limit '%s' (known: BufferMemory, MaxBufferSize, Buffers, "
                                 "Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
-                                "DispatchTimeout)\n",
+                                "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory)\n",
                                 prog, ctl_sanitize(key, err, sizeof(err)));
                         return -EINVAL;
                 }
@@ -307,17 +299,9 @@ static int parse_assignments(const char *prog, int argc, char **argv, PolicyLimi
 static int append_limit(sd_bus_message *m, PolicyLimitKey k, const PolicyLimits *l) {
         const char *key = bus_key(k);
 
+        if (policy_limit_number((PolicyLimits *) l, k))
+                return sd_bus_message_append(m, "{sv}", key, "t", *policy_limit_number((PolicyLimits *) l, k));
         switch (k) {
-        case POLICY_LIMIT_BUFFER_MEMORY:
-                return sd_bus_message_append(m, "{sv}", key, "t", l->buffer_memory);
-        case POLICY_LIMIT_MAX_BUFFER_SIZE:
-                return sd_bus_message_append(m, "{sv}", key, "t", l->max_buffer_size);
-        case POLICY_LIMIT_BUFFERS:
-                return sd_bus_message_append(m, "{sv}", key, "t", l->buffers);
-        case POLICY_LIMIT_EVENTS:
-                return sd_bus_message_append(m, "{sv}", key, "t", l->events);
-        case POLICY_LIMIT_JOBS_IN_FLIGHT:
-                return sd_bus_message_append(m, "{sv}", key, "t", l->jobs_in_flight);
         case POLICY_LIMIT_WEIGHT:
                 return sd_bus_message_append(m, "{sv}", key, "u", l->weight);
         case POLICY_LIMIT_PRIORITY:

@@ -238,6 +238,27 @@ typedef struct kfdb_usage {
 /* kfdb_query() - this session's usage and limits. Returns 0 or the common errors. */
 int kfdb_query(kfdb_session *s, kfdb_usage *ret);
 
+/* ---- Quotas shared by sessions (KFDBROKER_0.6) ---- */
+
+/* What is charged to this session beyond its live buffers, and to all
+ * sessions of its user and of its unit, with the caps the policy sets there
+ * (docs/policy.md). UINT64_MAX for a cap means none. */
+typedef struct kfdb_quota {
+        /* Of kfdb_usage.buffer_bytes: buffers freed while their dma-buf may
+         * still be held (by this client or anyone it gave it to), charged
+         * until no copy is left or the session ends. */
+        uint64_t released_buffer_bytes;
+        uint64_t user_buffer_bytes;     /* charged to all sessions of this uid */
+        uint64_t user_buffers;          /* buffers and code objects of all sessions of this uid */
+        uint64_t unit_buffer_bytes;     /* charged to all sessions of this session's unit, 0 outside one */
+        uint64_t max_user_buffer_bytes; /* UserBufferMemory= */
+        uint64_t max_user_buffers;      /* UserBuffers= */
+        uint64_t max_unit_buffer_bytes; /* UnitBufferMemory= */
+} kfdb_quota;
+
+/* kfdb_query_quota() - a Query, for what kfdb_quota holds. Returns 0 or the common errors. */
+int kfdb_query_quota(kfdb_session *s, kfdb_quota *ret);
+
 typedef struct kfdb_daemon_status {
         char daemon_version[32];
         char backend[16];

@@ -20,6 +20,9 @@ typedef enum NumberLimit {
         NUMBER_JOBS_IN_FLIGHT,
         NUMBER_JOB_TIMEOUT,
         NUMBER_DISPATCH_TIMEOUT,
+        NUMBER_USER_BUFFER_MEMORY,
+        NUMBER_USER_BUFFERS,
+        NUMBER_UNIT_BUFFER_MEMORY,
         _NUMBER_MAX,
 } NumberLimit;
 
@@ -28,6 +31,8 @@ static const char *const number_names[_NUMBER_MAX] = {
         [NUMBER_BUFFERS] = "Buffers",              [NUMBER_EVENTS] = "Events",
         [NUMBER_JOBS_IN_FLIGHT] = "JobsInFlight",  [NUMBER_JOB_TIMEOUT] = "JobTimeoutUSec",
         [NUMBER_DISPATCH_TIMEOUT] = "DispatchTimeoutUSec",
+        [NUMBER_USER_BUFFER_MEMORY] = "UserBufferMemory", [NUMBER_USER_BUFFERS] = "UserBuffers",
+        [NUMBER_UNIT_BUFFER_MEMORY] = "UnitBufferMemory",
 };
 
 static int _printf_(3, 4) refuse(char *err, size_t errlen, const char *fmt, ...) {
@@ -57,6 +62,8 @@ static int apply_number(PolicyLimits *l, NumberLimit k, uint64_t t, char *err, s
         switch (k) {
         case NUMBER_BUFFER_MEMORY:
         case NUMBER_MAX_BUFFER_SIZE:
+        case NUMBER_USER_BUFFER_MEMORY:
+        case NUMBER_UNIT_BUFFER_MEMORY:
                 min = 1;
                 max = UINT64_MAX - 1;
                 unit = " bytes";
@@ -99,6 +106,15 @@ static int apply_number(PolicyLimits *l, NumberLimit k, uint64_t t, char *err, s
                 break;
         case NUMBER_DISPATCH_TIMEOUT:
                 l->dispatch_timeout_ns = t == UINT64_MAX ? POLICY_INFINITY : t * 1000;
+                break;
+        case NUMBER_USER_BUFFER_MEMORY:
+                l->user_buffer_memory = t;
+                break;
+        case NUMBER_USER_BUFFERS:
+                l->user_buffers = t;
+                break;
+        case NUMBER_UNIT_BUFFER_MEMORY:
+                l->unit_buffer_memory = t;
                 break;
         default:
                 break;
@@ -173,7 +189,8 @@ int bus_limit_apply(PolicyLimits *l, const char *key, const BusLimitValue *v, ch
         policy_quote_value(key, q, sizeof q);
         return refuse(err, errlen,
                       "Unknown limit '%s' (known: BufferMemory, MaxBufferSize, Buffers, Events, JobsInFlight, Weight, "
-                      "Priority, ComputeDispatch, Isolation, JobTimeoutUSec, DispatchTimeoutUSec)",
+                      "Priority, ComputeDispatch, Isolation, JobTimeoutUSec, DispatchTimeoutUSec, UserBufferMemory, "
+                      "UserBuffers, UnitBufferMemory)",
                       q);
 }
 

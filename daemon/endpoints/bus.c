@@ -225,6 +225,9 @@ static int append_limits(sd_bus_message *r, const PolicyLimits *l) {
                          l->job_timeout_ns == POLICY_INFINITY ? UINT64_MAX : l->job_timeout_ns / 1000);
         k |= append_sv_t(r, "DispatchTimeoutUSec",
                          l->dispatch_timeout_ns == POLICY_INFINITY ? UINT64_MAX : l->dispatch_timeout_ns / 1000);
+        k |= append_sv_t(r, "UserBufferMemory", l->user_buffer_memory);
+        k |= append_sv_t(r, "UserBuffers", l->user_buffers);
+        k |= append_sv_t(r, "UnitBufferMemory", l->unit_buffer_memory);
         return k < 0 ? -ENOMEM : 0;
 }
 

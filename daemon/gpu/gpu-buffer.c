@@ -548,6 +548,12 @@ int gpu_buffer_export(GpuBuffer *b, int *ret_fd) {
         return 0;
 }
 
+int gpu_dmabuf_refs(GpuContext *c, int dmabuf_fd) {
+        if (!c || dmabuf_fd < 0)
+                return -EINVAL;
+        return kfd_dmabuf_refs(c->ops, dmabuf_fd);
+}
+
 GpuBuffer *gpu_buffer_ref(GpuBuffer *b) {
         if (b)
                 b->n_ref++;

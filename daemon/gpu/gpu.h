@@ -183,6 +183,10 @@ int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 int gpu_buffer_import_mapped(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 /* A new dma-buf fd for the buffer (EXPORT_DMABUF, O_CLOEXEC|O_RDWR). */
 int gpu_buffer_export(GpuBuffer *b, int *ret_fd);
+/* How many references to the dma-buf of fd exist besides fd itself (the
+ * kernel-call table's dmabuf_refs, kfd-ops.h): 0 when fd is the last copy,
+ * -EOPNOTSUPP when the device cannot tell. */
+int gpu_dmabuf_refs(GpuContext *c, int dmabuf_fd);
 /*
  * The buffer as mapped in another context of the same device: b itself if it
  * belongs to other, else an import of it there (EXPORT_DMABUF, IMPORT_DMABUF

@@ -33,9 +33,18 @@
  *    0x...". Returns 0, -ENOENT when no record is pending, -EBADF for an fd
  *    that is not a KFD fd of this table. It only adds words to an error
  *    message: nothing above this table depends on it to recover a queue.
+ *  - dmabuf_refs() is optional (NULL: cannot tell). For a dma-buf fd the
+ *    daemon holds, it returns how many other references to that dma-buf's
+ *    file exist — fds in any process, CPU mappings, fds in flight in a
+ *    socket, kernel importers — or -EOPNOTSUPP when it cannot tell, -EBADF /
+ *    -EINVAL for an fd that is not a dma-buf. 0 means no copy of the dma-buf
+ *    is left but the caller's: the memory goes when the caller closes it.
+ *    The daemon uses it to keep a freed buffer charged to its owner while
+ *    copies of its dma-buf live on (docs/policy.md, "Exported buffers").
  */
 #pragma once
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -54,7 +63,13 @@ typedef struct KfdOps {
         int (*close)(void *userdata, int fd);
         int (*exception_info)(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf,
                               size_t buflen); /* optional, may be NULL */
+        int (*dmabuf_refs)(void *userdata, int dmabuf_fd); /* optional, may be NULL */
 } KfdOps;
+
+/* ops->dmabuf_refs(), or -EOPNOTSUPP where the table has none. */
+static inline int kfd_dmabuf_refs(const KfdOps *ops, int dmabuf_fd) {
+        return ops->dmabuf_refs ? ops->dmabuf_refs(ops->userdata, dmabuf_fd) : -EOPNOTSUPP;
+}
 
 /* The real kernel (kfd-real.c). Does not open anything. */
 extern const KfdOps kfd_ops_real;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,6 +70,61 @@ static int real_close(void *userdata, int fd) {
         return close(fd) < 0 ? -errno : 0;
 }
 
+/* The "count:" of a dma-buf's fdinfo, which dma_buf_show_fdinfo()
+ * (drivers/dma-buf/dma-buf.c, since Linux 5.3) prints as
+ * file_count(dmabuf->file) - 1, leaving out the reference procfs holds while
+ * it prints. Every fd of the file in any process, every mapping of it, an fd
+ * in flight in a unix socket and every importer's dma_buf_get() hold one. */
+int kfd_dmabuf_fdinfo_count(const char *fdinfo, long *ret) {
+        const char *p = fdinfo;
+        bool is_dmabuf = false, have_count = false;
+        long count = 0;
+
+        while (p && *p) {
+                if (strncmp(p, "exp_name:", 9) == 0)
+                        is_dmabuf = true;
+                else if (strncmp(p, "count:", 6) == 0) {
+                        char *end;
+                        errno = 0;
+                        count = strtol(p + 6, &end, 10);
+                        if (errno != 0 || end == p + 6 || count < 0 || (*end != '\n' && *end != 0))
+                                return -EBADMSG;
+                        have_count = true;
+                }
+                p = strchr(p, '\n');
+                if (p)
+                        p++;
+        }
+        if (!is_dmabuf)
+                return -EINVAL;
+        if (!have_count)
+                return -EOPNOTSUPP;
+        *ret = count;
+        return 0;
+}
+
+static int real_dmabuf_refs(void *userdata, int fd) {
+        char path[64], buf[1024];
+        _cleanup_close_ int f = -EBADF;
+        ssize_t n;
+        long count;
+        int r;
+
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+        f = open(path, O_RDONLY | O_CLOEXEC);
+        if (f < 0)
+                return errno == ENOENT ? -EBADF : -errno;
+        n = read(f, buf, sizeof buf - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        r = kfd_dmabuf_fdinfo_count(buf, &count);
+        if (r < 0)
+                return r;
+        /* Our own fd is one of them. */
+        return count > 0 ? (int) MIN(count - 1, (long) INT32_MAX) : 0;
+}
+
 const KfdOps kfd_ops_real = {
         .name = "kfd",
         .userdata = NULL,
@@ -79,6 +135,7 @@ const KfdOps kfd_ops_real = {
         .mmap = real_mmap,
         .munmap = real_munmap,
         .close = real_close,
+        .dmabuf_refs = real_dmabuf_refs,
 };
 
 int kfd_probe_real(char *reason, size_t n) {

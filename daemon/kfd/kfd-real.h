@@ -32,6 +32,15 @@ int kfd_fault_signal_install(void);
 /* How many kernel-sent SIGSEGVs the handler has swallowed. */
 unsigned kfd_fault_signal_count(void);
 
+/*
+ * Parses the text of /proc/self/fdinfo/FD of a dma-buf (kfd_ops_real's
+ * dmabuf_refs): *ret = its "count:", the references to the dma-buf's file
+ * (fds, mappings, in-flight fds, importers; procfs's own left out). Returns 0,
+ * -EINVAL when the text is not a dma-buf's (no "exp_name:"), -EOPNOTSUPP for
+ * a dma-buf without "count:", -EBADMSG for a count that is not a number.
+ */
+int kfd_dmabuf_fdinfo_count(const char *fdinfo, long *ret);
+
 /* What libdrm_amdgpu says about a render node (kfd-drm.c). */
 typedef struct KfdDrmInfo {
         char driver[16];          /* "amdgpu" */

@@ -28,6 +28,9 @@ static const char *const limit_key_names[_POLICY_LIMIT_MAX] = {
         [POLICY_LIMIT_ISOLATION] = "Isolation",
         [POLICY_LIMIT_JOB_TIMEOUT] = "JobTimeout",
         [POLICY_LIMIT_DISPATCH_TIMEOUT] = "DispatchTimeout",
+        [POLICY_LIMIT_USER_BUFFER_MEMORY] = "UserBufferMemory",
+        [POLICY_LIMIT_USER_BUFFERS] = "UserBuffers",
+        [POLICY_LIMIT_UNIT_BUFFER_MEMORY] = "UnitBufferMemory",
 };
 
 void policy_limits_default(PolicyLimits *ret) {
@@ -48,7 +51,41 @@ void policy_limits_default(PolicyLimits *ret) {
                 .job_timeout_ns = POLICY_INFINITY,
                 /* A kernel that runs a minute is stopped: the GPU is shared. */
                 .dispatch_timeout_ns = 60ull * 1000000000ull,
+                /* Sessions of one user together: memory is left to the
+                 * administrator; buffers are capped so that one user cannot
+                 * take every fd of the daemon (issue 13's fd starvation). */
+                .user_buffer_memory = POLICY_INFINITY,
+                .user_buffers = 16384,
+                .unit_buffer_memory = POLICY_INFINITY,
         };
+}
+
+uint64_t *policy_limit_number(PolicyLimits *l, PolicyLimitKey k) {
+        switch (k) {
+        case POLICY_LIMIT_BUFFER_MEMORY:
+                return &l->buffer_memory;
+        case POLICY_LIMIT_MAX_BUFFER_SIZE:
+                return &l->max_buffer_size;
+        case POLICY_LIMIT_BUFFERS:
+                return &l->buffers;
+        case POLICY_LIMIT_EVENTS:
+                return &l->events;
+        case POLICY_LIMIT_JOBS_IN_FLIGHT:
+                return &l->jobs_in_flight;
+        case POLICY_LIMIT_USER_BUFFER_MEMORY:
+                return &l->user_buffer_memory;
+        case POLICY_LIMIT_USER_BUFFERS:
+                return &l->user_buffers;
+        case POLICY_LIMIT_UNIT_BUFFER_MEMORY:
+                return &l->unit_buffer_memory;
+        default:
+                return NULL;
+        }
+}
+
+bool policy_limit_is_bytes(PolicyLimitKey k) {
+        return k == POLICY_LIMIT_BUFFER_MEMORY || k == POLICY_LIMIT_MAX_BUFFER_SIZE ||
+               k == POLICY_LIMIT_USER_BUFFER_MEMORY || k == POLICY_LIMIT_UNIT_BUFFER_MEMORY;
 }
 
 const char *policy_limit_key_to_string(PolicyLimitKey k) {
@@ -344,6 +381,8 @@ int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, cha
         switch (k) {
         case POLICY_LIMIT_BUFFER_MEMORY:
         case POLICY_LIMIT_MAX_BUFFER_SIZE:
+        case POLICY_LIMIT_USER_BUFFER_MEMORY:
+        case POLICY_LIMIT_UNIT_BUFFER_MEMORY:
                 r = policy_parse_bytes(value, &x);
                 if (r < 0)
                         return limit_error(err, errlen,
@@ -352,30 +391,22 @@ int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, cha
                 if (x == 0)
                         return limit_error(err, errlen, "invalid %s= value \"%s\": must be at least 1 byte",
                                            name, q);
-                if (k == POLICY_LIMIT_BUFFER_MEMORY)
-                        l->buffer_memory = x;
-                else
-                        l->max_buffer_size = x;
+                *policy_limit_number(l, k) = x;
                 return 0;
         case POLICY_LIMIT_BUFFERS:
         case POLICY_LIMIT_EVENTS:
         case POLICY_LIMIT_JOBS_IN_FLIGHT:
+        case POLICY_LIMIT_USER_BUFFERS:
                 r = policy_parse_count(value, &x);
                 if (r < 0)
                         return limit_error(err, errlen,
                                            "invalid %s= value \"%s\": expected a number below 4294967295 or \"infinity\"",
                                            name, q);
-                if (k == POLICY_LIMIT_BUFFERS)
-                        l->buffers = x;
-                else if (k == POLICY_LIMIT_EVENTS)
-                        l->events = x;
-                else {
-                        if (x == 0)
-                                return limit_error(err, errlen,
-                                                   "invalid JobsInFlight= value \"%s\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)",
-                                                   q);
-                        l->jobs_in_flight = x;
-                }
+                if (k == POLICY_LIMIT_JOBS_IN_FLIGHT && x == 0)
+                        return limit_error(err, errlen,
+                                           "invalid JobsInFlight= value \"%s\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)",
+                                           q);
+                *policy_limit_number(l, k) = x;
                 return 0;
         case POLICY_LIMIT_WEIGHT:
                 r = policy_parse_count(value, &x);
@@ -480,14 +511,15 @@ const char *policy_format_timespan(uint64_t ns, char *buf, size_t n) {
 const char *policy_limit_format(PolicyLimitKey k, const PolicyLimits *l, char *buf, size_t n) {
         switch (k) {
         case POLICY_LIMIT_BUFFER_MEMORY:
-                return policy_format_bytes(l->buffer_memory, buf, n);
         case POLICY_LIMIT_MAX_BUFFER_SIZE:
-                return policy_format_bytes(l->max_buffer_size, buf, n);
+        case POLICY_LIMIT_USER_BUFFER_MEMORY:
+        case POLICY_LIMIT_UNIT_BUFFER_MEMORY:
+                return policy_format_bytes(*policy_limit_number((PolicyLimits *) l, k), buf, n);
         case POLICY_LIMIT_BUFFERS:
         case POLICY_LIMIT_EVENTS:
-        case POLICY_LIMIT_JOBS_IN_FLIGHT: {
-                uint64_t v = k == POLICY_LIMIT_BUFFERS ? l->buffers
-                           : k == POLICY_LIMIT_EVENTS ? l->events : l->jobs_in_flight;
+        case POLICY_LIMIT_JOBS_IN_FLIGHT:
+        case POLICY_LIMIT_USER_BUFFERS: {
+                uint64_t v = *policy_limit_number((PolicyLimits *) l, k);
                 if (v == POLICY_INFINITY)
                         snprintf(buf, n, "infinity");
                 else

@@ -56,6 +56,9 @@ typedef struct PolicyLimits {
         PolicyIsolation isolation;      /* Isolation= */
         uint64_t job_timeout_ns;  /* JobTimeout=, POLICY_INFINITY = none */
         uint64_t dispatch_timeout_ns; /* DispatchTimeout=: dispatches only, POLICY_INFINITY = none */
+        uint64_t user_buffer_memory; /* UserBufferMemory=: bytes of all sessions of the client's uid */
+        uint64_t user_buffers;       /* UserBuffers=: buffers and code objects of all sessions of the uid */
+        uint64_t unit_buffer_memory; /* UnitBufferMemory=: bytes of all sessions of the client's unit */
 } PolicyLimits;
 
 /* The keys of a [Limits] section, in the order they are documented. */
@@ -71,6 +74,9 @@ typedef enum PolicyLimitKey {
         POLICY_LIMIT_ISOLATION,
         POLICY_LIMIT_JOB_TIMEOUT,
         POLICY_LIMIT_DISPATCH_TIMEOUT,
+        POLICY_LIMIT_USER_BUFFER_MEMORY,
+        POLICY_LIMIT_USER_BUFFERS,
+        POLICY_LIMIT_UNIT_BUFFER_MEMORY,
         _POLICY_LIMIT_MAX,
 } PolicyLimitKey;
 
@@ -78,8 +84,17 @@ typedef enum PolicyLimitKey {
  * and the Manager's default WireLimits): 4 GiB per session, 1 GiB per buffer,
  * 4096 buffers, 1024 events, 4096 jobs in flight, weight 1, normal priority,
  * compute dispatch in an isolated context, a context per session, no job
- * timeout, dispatches stopped after a minute on the GPU. */
+ * timeout, dispatches stopped after a minute on the GPU, no per-user or
+ * per-unit memory cap, and UserBuffers=16384 (the daemon lowers that to a
+ * quarter of its file descriptor limit where that is smaller: on the
+ * simulated GPU every buffer holds a daemon fd). */
 void policy_limits_default(PolicyLimits *ret);
+
+/* The field of a limit whose value is a number of bytes or a count
+ * (BufferMemory=, Buffers=, UserBufferMemory=, ...), or NULL for the others. */
+uint64_t *policy_limit_number(PolicyLimits *l, PolicyLimitKey k);
+/* Whether the number of @k is bytes (else a count); only for policy_limit_number() keys. */
+bool policy_limit_is_bytes(PolicyLimitKey k);
 
 /* The key's name in a policy file ("BufferMemory", …, "DispatchTimeout"), or NULL. */
 const char *policy_limit_key_to_string(PolicyLimitKey k);

@@ -708,16 +708,10 @@ static void apply_limits(PolicyLimits *l, const PolicyRule *r) {
         const PolicyLimits *v = &r->limits;
         unsigned s = r->limit_set;
 
-        if (s & (1u << POLICY_LIMIT_BUFFER_MEMORY))
-                l->buffer_memory = v->buffer_memory;
-        if (s & (1u << POLICY_LIMIT_MAX_BUFFER_SIZE))
-                l->max_buffer_size = v->max_buffer_size;
-        if (s & (1u << POLICY_LIMIT_BUFFERS))
-                l->buffers = v->buffers;
-        if (s & (1u << POLICY_LIMIT_EVENTS))
-                l->events = v->events;
-        if (s & (1u << POLICY_LIMIT_JOBS_IN_FLIGHT))
-                l->jobs_in_flight = v->jobs_in_flight;
+        for (int k = 0; k < _POLICY_LIMIT_MAX; k++)
+                if ((s & (1u << k)) && policy_limit_number(l, (PolicyLimitKey) k))
+                        *policy_limit_number(l, (PolicyLimitKey) k) =
+                                *policy_limit_number((PolicyLimits *) v, (PolicyLimitKey) k);
         if (s & (1u << POLICY_LIMIT_WEIGHT))
                 l->weight = v->weight;
         if (s & (1u << POLICY_LIMIT_PRIORITY))

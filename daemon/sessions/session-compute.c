@@ -331,6 +331,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
                 return;
         }
         session_account_buffer(s, GPU_PLACEMENT_GTT, (int64_t) charge);
+        session_account_object(s, +1);
         log_debug("Session %" PRIu64 ": code object 0x%" PRIx64 " loaded, %u kernels, %" PRId64 " bytes",
                   s->id, handle, gpu_code_object_n_kernels(co), size);
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_LOAD_CODE_OBJECT,
@@ -343,6 +344,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
 
 static void code_object_drop(Session *s, SessionCodeObject *sco) {
         session_account_buffer(s, GPU_PLACEMENT_GTT, -(int64_t) sco->charged);
+        session_account_object(s, -1);
         /* Dispatch jobs still using it hold their own references. */
         gpu_code_object_unref(sco->co);
         free(sco);

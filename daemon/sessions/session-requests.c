@@ -50,18 +50,6 @@ GpuBuffer *session_lookup_buffer(Session *s, uint64_t id, const char *field, uin
         return b->gpu;
 }
 
-bool session_check_object_count(Session *s, uint64_t id) {
-        uint64_t n = (uint64_t) s->buffers.n_used + s->code_objects.n_used;
-
-        if (n >= s->limits.max_buffers) {
-                session_send_error(s, id, EDQUOT,
-                                   "buffer count limit (max_buffers %u, policy Buffers=) reached: %u buffers and %u code objects (a code object counts as a buffer)",
-                                   s->limits.max_buffers, s->buffers.n_used, s->code_objects.n_used);
-                return false;
-        }
-        return true;
-}
-
 static ClientEvent *lookup_event(Session *s, uint64_t id, const char *field, uint64_t handle) {
         ClientEvent *e = handle_table_get(&s->events, handle);
 
@@ -168,7 +156,7 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                 session_send_error(s, id, ENOMEM, "out of memory");
                 return;
         }
-        *sb = (SessionBuffer) { .gpu = b, .placement = placement, .imported = !export };
+        *sb = (SessionBuffer) { .gpu = b, .placement = placement, .imported = !export, .exported = export };
         r = handle_table_add(&s->buffers, sb, &handle, NULL);
         if (r < 0) {
                 free(sb);
@@ -181,25 +169,10 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                 return;
         }
         session_account_buffer(s, placement, (int64_t) size);
+        session_account_object(s, +1);
         session_send(s, &(WireReply) { .id = id, .type = type,
                                        .buffer = { .handle = handle, .size = size } },
                      export ? &fd : NULL, export ? 1 : 0);
-}
-
-bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size) {
-        if (size > s->limits.max_buffer_size) {
-                session_send_error(s, id, EDQUOT,
-                                   "buffer of %" PRIu64 " bytes exceeds the max_buffer_size limit (policy MaxBufferSize=) of %" PRIu64 " bytes",
-                                   size, s->limits.max_buffer_size);
-                return false;
-        }
-        if (s->usage.buffer_bytes + size > s->limits.max_buffer_bytes) {
-                session_send_error(s, id, EDQUOT,
-                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ", policy BufferMemory=) reached: %" PRIu64 " in use, %" PRIu64 " requested",
-                                   s->limits.max_buffer_bytes, s->usage.buffer_bytes, size);
-                return false;
-        }
-        return true;
 }
 
 static void handle_alloc_buffer(Session *s, const WireRequest *req) {
@@ -253,9 +226,7 @@ static void handle_free_buffer(Session *s, const WireRequest *req) {
         if (!session_lookup_buffer(s, req->id, "free_buffer.handle", req->object.handle))
                 return;
         b = handle_table_remove(&s->buffers, req->object.handle);
-        session_account_buffer(s, b->placement, -(int64_t) gpu_buffer_get_size(b->gpu));
-        /* Jobs still using it hold their own references. */
-        gpu_buffer_unref(b->gpu);
+        session_release_buffer(s, b);
         free(b);
         reply_empty(s, req->id);
 }
@@ -267,6 +238,7 @@ static void handle_export_buffer(Session *s, const WireRequest *req) {
 
         if (!b)
                 return;
+        ((SessionBuffer *) handle_table_get(&s->buffers, req->object.handle))->exported = true;
         r = gpu_buffer_export(b, &fd);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "exporting the buffer failed: %s", strerror(-r));
@@ -574,6 +546,8 @@ static void handle_submit(Session *s, const WireRequest *req) {
 }
 
 static void handle_query(Session *s, const WireRequest *req) {
+        /* What is charged should be what can still be held. */
+        session_refresh_released(s);
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_QUERY,
@@ -587,7 +561,11 @@ static void handle_query(Session *s, const WireRequest *req) {
                                         .bytes_copied = s->usage.bytes_copied,
                                         .bytes_filled = s->usage.bytes_filled,
                                         .limits = s->limits,
-                                        .code_objects = s->code_objects.n_used },
+                                        .code_objects = s->code_objects.n_used,
+                                        .released_buffer_bytes = s->released_bytes,
+                                        .user_buffer_bytes = s->user_tally ? s->user_tally->buffer_bytes : 0,
+                                        .user_buffers = s->user_tally ? s->user_tally->objects : 0,
+                                        .unit_buffer_bytes = s->unit_tally ? s->unit_tally->buffer_bytes : 0 },
                      },
                      NULL, 0);
 }

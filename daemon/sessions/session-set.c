@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "sessions/session.h"
@@ -24,6 +25,18 @@ static const WireLimits default_limits = {
         .max_pending_waits = WIRE_MAX_PENDING_WAITS,
 };
 
+/* UserBuffers= where no rule sets it: each buffer of the simulated GPU holds
+ * a daemon fd, so no one user may hold more than a quarter of the fds the
+ * daemon may open (RLIMIT_NOFILE, raised to its hard limit at start) —
+ * others can still connect and allocate (issue 13: 5 sessions of 4096 buffers
+ * of one user took every fd of a daemon whose limit was 20000). */
+static void default_user_buffers(PolicyLimits *l) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+                l->user_buffers = MIN(l->user_buffers, (uint64_t) rl.rlim_cur / 4);
+}
+
 int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err, size_t errlen) {
         static const char *const standard_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN, POLICY_DIR_VENDOR, NULL };
         const char *const *dirs = policy_dirs ? policy_dirs : standard_dirs;
@@ -32,6 +45,7 @@ int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err,
 
         set->default_limits = default_limits;
         policy_limits_default(&set->default_policy);
+        default_user_buffers(&set->default_policy);
         set->start_ns = now_ns();
         while (dirs[n])
                 n++;

@@ -20,6 +20,7 @@
 #include "scheduler/accounting.h"
 #include "scheduler/scheduler.h"
 #include "sessions/forward.h"
+#include "sessions/tally.h"
 #include "util/list.h"
 #include "wire/wire.h"
 
@@ -48,6 +49,7 @@ struct SessionSet {
         WireLimits default_limits;
 
         AccountTable accounts;
+        TallyTable tallies; /* per uid and per unit; each lives while a session holds it */
         LIST_HEAD(Session, sessions);
         unsigned n_sessions;
         unsigned max_connections_per_user; /* 0 = unlimited */

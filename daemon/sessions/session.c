@@ -69,6 +69,9 @@ static WireLimits wire_limits_from_policy(const WireLimits *base, const PolicyLi
         l.max_buffers = (uint32_t) MIN(p->buffers, (uint64_t) (1u << 24) - 1);
         l.max_events = (uint32_t) MIN(p->events, (uint64_t) KFDB_PAGE_MAX_EVENTS);
         l.max_jobs_in_flight = (uint32_t) MIN(p->jobs_in_flight, (uint64_t) UINT32_MAX);
+        l.max_user_buffer_bytes = p->user_buffer_memory;
+        l.max_user_buffers = p->user_buffers;
+        l.max_unit_buffer_bytes = p->unit_buffer_memory;
         return l;
 }
 
@@ -103,15 +106,6 @@ void session_apply_policy(Session *s) {
                 snprintf(s->policy_matched, sizeof(s->policy_matched), "(built-in defaults)");
         }
         session_set_limits(s, &l);
-}
-
-void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
-        uint64_t now = now_ns();
-
-        s->placement_bytes[placement == GPU_PLACEMENT_VRAM] += (uint64_t) delta;
-        usage_buffer_change(&s->usage, delta, now);
-        if (s->account)
-                usage_buffer_change(&s->account->usage, delta, now);
 }
 
 /* Refuses a connection of a user who already holds max_connections_per_user:
@@ -172,6 +166,9 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
         r = check_connection_limit(m, fd, &s->identity);
         if (r < 0)
                 goto fail;
+        r = session_tallies_attach(s);
+        if (r < 0)
+                goto fail;
         session_apply_policy(s);
         r = account_table_get(&m->accounts, s->identity.uid,
                               s->identity.user_unit ? s->identity.user_unit : s->identity.unit,
@@ -217,6 +214,7 @@ static void session_free(Session *s) {
         handle_table_done(&s->code_objects);
         if (s->account)
                 account_unref(s->account);
+        session_tallies_detach(s);
         identity_done(&s->identity);
         safe_close(s->fd);
         free(s);
@@ -240,11 +238,14 @@ static void drop_objects(Session *s) {
                 SessionBuffer *b = handle_table_slot(&s->buffers, i);
                 if (b) {
                         session_account_buffer(s, b->placement, -(int64_t) gpu_buffer_get_size(b->gpu));
+                        session_account_object(s, -1);
                         gpu_buffer_unref(b->gpu);
                         free(b);
                 }
         }
         handle_table_done(&s->buffers);
+        /* The session ends: so do the charges of what it freed. */
+        session_drop_released(s);
         for (uint32_t i = 0; i < s->events.n_alloc; i++) {
                 ClientEvent *e = handle_table_slot(&s->events, i);
                 if (e) {

@@ -24,6 +24,7 @@
 #include "contexts/context.h"
 #include "scheduler/scheduler.h"
 #include "sessions/session-page.h"
+#include "sessions/tally.h"
 #include "util/handle-table.h"
 #include "util/list.h"
 #include "wire/wire.h"
@@ -37,7 +38,11 @@ typedef struct SessionBuffer {
         GpuBuffer *gpu;  /* reference */
         GpuPlacement placement;
         bool imported;
+        bool exported;   /* its dma-buf left the daemon: charged after FreeBuffer while copies may live */
 } SessionBuffer;
+
+/* A freed buffer still charged to its session (session-quota.c). */
+typedef struct ReleasedBuffer ReleasedBuffer;
 
 /* What a code object handle names in a session. */
 typedef struct SessionCodeObject {
@@ -96,6 +101,11 @@ struct Session {
 
         Usage usage;
         Account *account; /* the identity's usage across sessions */
+        Tally *user_tally; /* what the sessions of its uid hold together */
+        Tally *unit_tally; /* ... of its systemd unit (user unit), NULL outside one */
+        LIST_HEAD(ReleasedBuffer, released); /* freed buffers still charged, in usage.buffer_bytes */
+        unsigned n_released;
+        uint64_t released_bytes;
         uint64_t placement_bytes[2]; /* buffer bytes by GpuPlacement (GTT, VRAM) */
 
         LIST_FIELDS(Session, sessions);
@@ -110,8 +120,22 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret);
 void session_apply_policy(Session *s);
 /* Applies explicit limits (SetLimits). */
 void session_set_limits(Session *s, const PolicyLimits *l);
-/* Buffer memory accounting for the session and its identity. */
+/* Quotas (session-quota.c). Buffer memory accounting for the session, its
+ * identity, its user and its unit; buffer and code object counts of its user
+ * and unit. */
 void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta);
+void session_account_object(Session *s, int delta);
+/* Takes references to the Tallies of the session's uid and unit. */
+int session_tallies_attach(Session *s);
+void session_tallies_detach(Session *s);
+/* FreeBuffer: drops the session's reference to b's GpuBuffer (b itself is the
+ * caller's to free) and its charge — unless b was exported, which stays
+ * charged while copies of its dma-buf may live (session-quota.c). */
+void session_release_buffer(Session *s, SessionBuffer *b);
+/* Drops the charges of freed buffers no copy of which is left. */
+void session_refresh_released(Session *s);
+/* Drops every released charge (the session ends). */
+void session_drop_released(Session *s);
 Session *session_ref(Session *s);
 Session *session_unref(Session *s);
 /* Closes the connection: cancels waits and pending jobs, drops handles. Jobs
@@ -137,9 +161,10 @@ const char *session_handle_kind(uint64_t handle);
  * ENOENT with a message naming @field (session-requests.c). */
 GpuBuffer *session_lookup_buffer(Session *s, uint64_t id, const char *field, uint64_t handle);
 /* EDQUOT reply unless one more buffer or code object fits the session's
- * max_buffers (a code object counts as a buffer). */
+ * max_buffers (a code object counts as a buffer) and its user's UserBuffers=. */
 bool session_check_object_count(Session *s, uint64_t id);
-/* EDQUOT reply unless @size more bytes fit the session's memory limits. */
+/* EDQUOT reply unless @size more bytes fit the session's memory limits and
+ * those of its user (UserBufferMemory=) and unit (UnitBufferMemory=). */
 bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size);
 
 /* Compute (session-compute.c): LoadCodeObject with its sealed memfd,

@@ -545,6 +545,13 @@ static void mm_init(SimMm *mm, SimDevice *d) {
                 .munmap = op_munmap,
                 .close = op_close,
                 .exception_info = op_exception_info,
+                /* No dmabuf_refs: the simulator's dma-bufs are memfds, whose
+                 * fdinfo has no reference count, and no other observable
+                 * (fdinfo, locks, leases, inotify) tells the daemon without a
+                 * way for a client to fake or hide it whether a copy of a
+                 * memfd survives elsewhere. So the daemon is told it cannot
+                 * know, and keeps a freed exported buffer charged until its
+                 * session ends — stricter than on the kernel, never kinder. */
         };
 }
 

@@ -30,6 +30,9 @@ static void limits_to_pb(const WireLimits *l, Kfdbroker__V1__Limits *p) {
         p->max_message_size = l->max_message_size;
         p->max_wait_events = l->max_wait_events;
         p->max_pending_waits = l->max_pending_waits;
+        p->max_user_buffer_bytes = l->max_user_buffer_bytes;
+        p->max_user_buffers = l->max_user_buffers;
+        p->max_unit_buffer_bytes = l->max_unit_buffer_bytes;
 }
 
 /*
@@ -183,6 +186,10 @@ static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         q->bytes_filled = r->query.bytes_filled;
         q->limits = &p->limits;
         q->code_objects = r->query.code_objects;
+        q->released_buffer_bytes = r->query.released_buffer_bytes;
+        q->user_buffer_bytes = r->query.user_buffer_bytes;
+        q->user_buffers = r->query.user_buffers;
+        q->unit_buffer_bytes = r->query.unit_buffer_bytes;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
         m->query = q;
 }

@@ -178,6 +178,7 @@ typedef struct WireLimits {
         uint64_t max_buffer_size, max_buffer_bytes;
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
         uint32_t max_message_size, max_wait_events, max_pending_waits;
+        uint64_t max_user_buffer_bytes, max_user_buffers, max_unit_buffer_bytes;
 } WireLimits;
 
 typedef enum WireReplyType {
@@ -270,6 +271,7 @@ typedef struct WireReply {
                         uint64_t bytes_copied, bytes_filled;
                         WireLimits limits;
                         uint32_t code_objects;
+                        uint64_t released_buffer_bytes, user_buffer_bytes, user_buffers, unit_buffer_bytes;
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;

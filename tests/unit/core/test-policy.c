@@ -140,6 +140,9 @@ Test(policy, one_limit_parsed_and_printed) {
         cr_expect_eq(policy_limit_key_from_string("jobtimeout"), -EINVAL);
         cr_expect_str_eq(policy_limit_key_to_string(POLICY_LIMIT_BUFFER_MEMORY), "BufferMemory");
         cr_expect_null(policy_limit_key_to_string(_POLICY_LIMIT_MAX));
+        cr_expect_str_eq(policy_limit_key_to_string(POLICY_LIMIT_USER_BUFFER_MEMORY), "UserBufferMemory");
+        cr_expect_eq(policy_limit_key_from_string("UserBuffers"), POLICY_LIMIT_USER_BUFFERS);
+        cr_expect_eq(policy_limit_key_from_string("UnitBufferMemory"), POLICY_LIMIT_UNIT_BUFFER_MEMORY);
 
         cr_expect_eq(policy_limit_parse(POLICY_LIMIT_BUFFERS, "7", &l, err, sizeof(err)), 0);
         cr_expect_eq(l.buffers, 7);
@@ -534,7 +537,7 @@ Test(policy, shipped_defaults_equal_builtin) {
         policy_limits_default(&def);
         /* Start from values that differ in every field: the file must set them all. */
         poisoned = (PolicyLimits) { 1, 1, 1, 1, 1, 2, POLICY_PRIORITY_IDLE, POLICY_COMPUTE_NO, POLICY_ISOLATION_SHARED,
-                                    1, 1 };
+                                    1, 1, 1, 1, 1 };
         policy_resolve(p, &id, &poisoned, &l, NULL, 0);
         cr_expect_eq(l.buffer_memory, def.buffer_memory);
         cr_expect_eq(l.max_buffer_size, def.max_buffer_size);
@@ -547,6 +550,10 @@ Test(policy, shipped_defaults_equal_builtin) {
         cr_expect_eq(l.isolation, def.isolation);
         cr_expect_eq(l.job_timeout_ns, def.job_timeout_ns);
         cr_expect_eq(l.dispatch_timeout_ns, def.dispatch_timeout_ns);
+        cr_expect_eq(l.user_buffer_memory, def.user_buffer_memory);
+        cr_expect_eq(l.unit_buffer_memory, def.unit_buffer_memory);
+        /* UserBuffers= is the daemon's to choose from its fd limit. */
+        cr_expect_eq(l.user_buffers, 1);
         cr_expect_eq(l.compute_dispatch, POLICY_COMPUTE_ISOLATED, "compute in a context of the client's own");
 
         /* The one rule of the shipped file: root's clients may dispatch in a shared context too. */
@@ -616,4 +623,32 @@ Test(policy, mutated_files_fail_cleanly) {
         cr_expect_gt(refused, 100);
         cr_expect_gt(loaded, 100);
         free(buf);
+}
+
+/* The caps shared by the sessions of a user or a unit parse, print and
+ * resolve like the per-session ones. */
+Test(policy, user_and_unit_caps) {
+        char err[256], buf[32];
+        PolicyLimits l;
+
+        policy_limits_default(&l);
+        cr_expect_eq(l.user_buffer_memory, POLICY_INFINITY);
+        cr_expect_eq(l.unit_buffer_memory, POLICY_INFINITY);
+        cr_expect_eq(l.user_buffers, 16384);
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_BUFFER_MEMORY, "32M", &l, err, sizeof(err)), 0);
+        cr_expect_eq(l.user_buffer_memory, 32 * MiB);
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_UNIT_BUFFER_MEMORY, "2G", &l, err, sizeof(err)), 0);
+        cr_expect_eq(l.unit_buffer_memory, 2 * GiB);
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_BUFFERS, "100", &l, err, sizeof(err)), 0);
+        cr_expect_eq(l.user_buffers, 100);
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_USER_BUFFER_MEMORY, &l, buf, sizeof(buf)), "32M");
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_USER_BUFFERS, &l, buf, sizeof(buf)), "100");
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_UNIT_BUFFER_MEMORY, "0", &l, err, sizeof(err)), -EINVAL);
+        cr_expect_str_eq(err, "invalid UnitBufferMemory= value \"0\": must be at least 1 byte");
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_BUFFERS, "lots", &l, err, sizeof(err)), -EINVAL);
+        cr_expect_str_eq(err, "invalid UserBuffers= value \"lots\": expected a number below 4294967295 or \"infinity\"");
+        cr_expect_eq(policy_limit_number(&l, POLICY_LIMIT_WEIGHT), NULL);
+        cr_expect_eq(policy_limit_number(&l, POLICY_LIMIT_USER_BUFFERS), &l.user_buffers);
+        cr_expect(policy_limit_is_bytes(POLICY_LIMIT_USER_BUFFER_MEMORY));
+        cr_expect(!policy_limit_is_bytes(POLICY_LIMIT_USER_BUFFERS));
 }

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kfd/kfd-ops.h"
 #include "kfd/kfd-real.h"
 
 Test(kfd_real, survives_kernel_sent_sigsegv) {
@@ -39,4 +40,35 @@ Test(kfd_real, probe_reason_is_one_line) {
         char small[8];
         kfd_probe_real(small, sizeof small);
         cr_expect_eq(strlen(small), sizeof small - 1);
+}
+
+/* The fdinfo of a dma-buf as dma_buf_show_fdinfo() prints it after the
+ * generic lines (fs/proc/fd.c): the count the daemon reads to see whether a
+ * freed buffer's dma-buf still has copies. */
+Test(kfd_real, dmabuf_fdinfo_count) {
+        long count = -1;
+
+        cr_expect_eq(kfd_dmabuf_fdinfo_count("pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1234\n"
+                                             "size:\t4096\ncount:\t3\nexp_name:\tamdgpu\n",
+                                             &count), 0);
+        cr_expect_eq(count, 3);
+        cr_expect_eq(kfd_dmabuf_fdinfo_count("size:\t4096\ncount:\t1\nexp_name:\tamdgpu\nname:\tx\n", &count), 0);
+        cr_expect_eq(count, 1);
+        /* A memfd (the simulator's dma-bufs): not a dma-buf, no count. */
+        cr_expect_eq(kfd_dmabuf_fdinfo_count("pos:\t0\nflags:\t02100002\nmnt_id:\t0\nino:\t41219\n", &count), -EINVAL);
+        /* A dma-buf of a kernel that does not print the count. */
+        cr_expect_eq(kfd_dmabuf_fdinfo_count("size:\t4096\nexp_name:\tamdgpu\n", &count), -EOPNOTSUPP);
+        cr_expect_eq(kfd_dmabuf_fdinfo_count("count:\tmany\nexp_name:\tamdgpu\n", &count), -EBADMSG);
+        cr_expect_eq(kfd_dmabuf_fdinfo_count("count:\t-1\nexp_name:\tamdgpu\n", &count), -EBADMSG);
+        cr_expect_eq(kfd_dmabuf_fdinfo_count("", &count), -EINVAL);
+}
+
+/* kfd_ops_real on an fd that is not a dma-buf: an error, never a count. */
+Test(kfd_real, dmabuf_refs_of_a_memfd) {
+        int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+
+        cr_assert_geq(fd, 0);
+        cr_expect_eq(kfd_dmabuf_refs(&kfd_ops_real, fd), -EINVAL);
+        close(fd);
+        cr_expect_eq(kfd_dmabuf_refs(&kfd_ops_real, fd), -EBADF);
 }

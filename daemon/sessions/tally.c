@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* See tally.h. */
+#include "sessions/tally.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/macro.h"
+
+int tally_table_get(TallyTable *table, const char *key, Tally **ret) {
+        Tally *t;
+
+        LIST_FOREACH(tallies, t, table->tallies)
+                if (strcmp(t->key, key) == 0) {
+                        *ret = tally_ref(t);
+                        return 0;
+                }
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->key = strdup(key);
+        if (!t->key) {
+                free(t);
+                return -ENOMEM;
+        }
+        t->n_ref = 1;
+        log_ratelimit_init(&t->log_limit, LOG_RATELIMIT_PEER_INTERVAL_USEC, LOG_RATELIMIT_PEER_BURST);
+        LIST_PREPEND(tallies, table->tallies, t);
+        table->n++;
+        *ret = t;
+        return 0;
+}
+
+Tally *tally_ref(Tally *t) {
+        if (t)
+                t->n_ref++;
+        return t;
+}
+
+Tally *tally_unref(TallyTable *table, Tally *t) {
+        if (!t || --t->n_ref > 0)
+                return NULL;
+        log_ratelimit_flush(&t->log_limit, t->key);
+        LIST_REMOVE(tallies, table->tallies, t);
+        table->n--;
+        free(t->key);
+        free(t);
+        return NULL;
+}
+
+void tally_add(Tally *t, int64_t bytes_delta, int64_t objects_delta) {
+        if (!t)
+                return;
+        t->buffer_bytes += (uint64_t) bytes_delta;
+        t->objects += (uint64_t) objects_delta;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tally: what the sessions of one user (uid), or of one systemd unit, hold
+ * together — the bytes charged to them and the buffers and code objects they
+ * keep — so that the policy's per-user and per-unit caps (UserBufferMemory=,
+ * UserBuffers=, UnitBufferMemory=) hold however many sessions the user opens.
+ * A session holds a reference to its user's and its unit's Tally while it
+ * exists; the TallyTable (owned by the SessionSet) drops a Tally with its last
+ * session.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "util/list.h"
+#include "util/log-ratelimit.h"
+
+typedef struct Tally {
+        unsigned n_ref;
+        char *key;             /* "uid 1000", "unit foo.service", "uid 1000 user unit bar.service" */
+        uint64_t buffer_bytes; /* charged: live buffers and code objects, and freed buffers still charged */
+        uint64_t objects;      /* buffers and code objects held (each keeps a daemon fd on the simulator) */
+        unsigned sessions;
+        LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
+        LIST_FIELDS(struct Tally, tallies);
+} Tally;
+
+typedef struct TallyTable {
+        LIST_HEAD(Tally, tallies);
+        unsigned n;
+} TallyTable;
+
+/* Finds or creates the Tally for key; returns a new reference (-ENOMEM). */
+int tally_table_get(TallyTable *t, const char *key, Tally **ret);
+Tally *tally_ref(Tally *t);
+/* Drops a reference; the last one unlinks and frees the Tally, logging what
+ * its rate limit suppressed. NULL-safe; returns NULL. */
+Tally *tally_unref(TallyTable *table, Tally *t);
+/* Adds delta (may be negative) to a counter of a Tally, NULL-safe. */
+void tally_add(Tally *t, int64_t bytes_delta, int64_t objects_delta);
