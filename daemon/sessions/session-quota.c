@@ -206,14 +206,16 @@ static uint64_t headroom(uint64_t limit, uint64_t used) {
  * of the tally's sessions once before saying no. */
 static bool check_tally_bytes(Session *s, uint64_t id, Tally *t, uint64_t limit, const char *key,
                               const char *what, uint64_t size) {
+        char v[32];
+
         if (!t || size <= headroom(limit, t->buffer_bytes))
                 return true;
         refresh_tally(s, t);
         if (size <= headroom(limit, t->buffer_bytes))
                 return true;
         session_send_error(s, id, EDQUOT,
-                           "%s buffer memory limit (policy %s=%" PRIu64 ") reached: %s holds %" PRIu64 " bytes in %u sessions, %" PRIu64 " requested",
-                           what, key, limit, t->key, t->buffer_bytes, t->sessions, size);
+                           "%s buffer memory limit (policy %s=%s) reached: %s holds %" PRIu64 " bytes in %u sessions, %" PRIu64 " requested",
+                           what, key, policy_format_bytes(limit, v, sizeof(v)), t->key, t->buffer_bytes, t->sessions, size);
         return false;
 }
 
