@@ -17,6 +17,7 @@
 #include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
+#include "util/log-ratelimit.h"
 #include "util/macro.h"
 
 struct Listener {
@@ -75,7 +76,7 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 }
                 r = session_new(l->set, c, NULL, NULL);
                 if (r < 0 && r != -EUSERS) /* a refusal over the connection limit is logged already */
-                        log_warning_errno(r, "Failed to set up a session: %m");
+                        log_ratelimited_errno(NULL, NULL, LOG_WARNING, r, "Failed to set up a session: %m");
         }
         return 0;
 }

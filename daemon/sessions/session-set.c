@@ -10,6 +10,7 @@
 #include "config.h"
 #include "sessions/session.h"
 #include "util/log.h"
+#include "util/log-ratelimit.h"
 #include "util/macro.h"
 #include "util/time-util.h"
 
@@ -66,6 +67,8 @@ void session_set_done(SessionSet *set) {
         while (set->sessions)
                 session_end(set->sessions, ESHUTDOWN, "daemon exiting", true);
         account_table_done(&set->accounts);
+        tally_table_done(&set->tallies);
+        log_ratelimit_flush(log_ratelimit_global(), NULL);
         policy_free(set->policy);
         set->policy = NULL;
         if (set->policy_dirs)

@@ -24,6 +24,7 @@
 #include "sessions/job.h"
 #include "sessions/session-set.h"
 #include "util/log.h"
+#include "util/log-ratelimit.h"
 #include "util/macro.h"
 #include "util/time-util.h"
 
@@ -111,7 +112,7 @@ void session_apply_policy(Session *s) {
 /* Refuses a connection of a user who already holds max_connections_per_user:
  * one error datagram (id 0, nothing was asked yet) says why, then the caller
  * closes the socket. The cap keeps one user from exhausting the daemon's fds. */
-static int check_connection_limit(SessionSet *m, int fd, const Identity *id) {
+static int check_connection_limit(SessionSet *m, int fd, const Identity *id, Tally *peer) {
         _cleanup_free_ void *buf = NULL;
         char msg[160];
         unsigned n = 0;
@@ -127,7 +128,8 @@ static int check_connection_limit(SessionSet *m, int fd, const Identity *id) {
         snprintf(msg, sizeof(msg),
                  "too many connections: uid %u already holds %u (kfdbrokerd --max-connections-per-user=%u)",
                  (unsigned) id->uid, n, m->max_connections_per_user);
-        log_notice("Refusing a connection from pid %d: %s", (int) id->pid, msg);
+        log_ratelimited(&peer->log_limit, peer->key, LOG_NOTICE, "Refusing a connection from pid %d: %s",
+                        (int) id->pid, msg);
         if (wire_reply_encode(&(WireReply) { .error = EUSERS, .message = msg }, &buf, &len) == 0)
                 (void) send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         return -EUSERS;
@@ -160,13 +162,14 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
         /* Identity from the kernel, never from the client. */
         r = id ? identity_copy(id, &s->identity) : identity_from_peer(fd, &s->identity);
         if (r < 0) {
-                log_warning_errno(r, "Session %" PRIu64 ": cannot read the client's identity: %m", s->id);
+                log_ratelimited_errno(NULL, NULL, LOG_WARNING, r,
+                                      "Session %" PRIu64 ": cannot read the client's identity: %m", s->id);
                 goto fail;
         }
-        r = check_connection_limit(m, fd, &s->identity);
+        r = session_tallies_attach(s);
         if (r < 0)
                 goto fail;
-        r = session_tallies_attach(s);
+        r = check_connection_limit(m, fd, &s->identity, s->user_tally);
         if (r < 0)
                 goto fail;
         session_apply_policy(s);
@@ -186,7 +189,7 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
 
         LIST_PREPEND(sessions, m->sessions, s);
         m->n_sessions++;
-        log_info("Session %" PRIu64 " opened: pid %d uid %u gid %u comm \"%s\" unit %s%s%s (policy: %s)",
+        session_log(s, LOG_INFO, "Session %" PRIu64 " opened: pid %d uid %u gid %u comm \"%s\" unit %s%s%s (policy: %s)",
                  s->id, (int) s->identity.pid, (unsigned) s->identity.uid, (unsigned) s->identity.gid,
                  log_escape(s->identity.comm, sizeof(s->identity.comm), comm, sizeof(comm)),
                  s->identity.user_unit ? s->identity.user_unit : s->identity.unit ? s->identity.unit : "-",
@@ -263,8 +266,8 @@ void session_disconnect(Session *s, const char *why) {
         if (!s->connected)
                 return;
         s->connected = false;
-        log_info("Session %" PRIu64 " closed: %s (%u jobs still on the GPU)", s->id, why,
-                 s->n_jobs);
+        session_log(s, LOG_INFO, "Session %" PRIu64 " closed: %s (%u jobs still on the GPU)", s->id, why,
+                    s->n_jobs);
 
         s->io = sd_event_source_disable_unref(s->io);
         s->fd = safe_close(s->fd);
@@ -367,7 +370,9 @@ void session_end(Session *s, int error, const char *why, bool reconnect) {
  * waiting for it, holding what it was about (a buffer it never got the fd
  * of, say): the session ends instead, which returns everything it held. */
 static int send_failed(Session *s, int r, const char *what) {
-        log_warning_errno(r, "Session %" PRIu64 ": cannot send a reply (%s), closing the session: %m", s->id, what);
+        log_ratelimited_errno(s->user_tally ? &s->user_tally->log_limit : NULL, s->user_tally ? s->user_tally->key : NULL,
+                              LOG_WARNING, r, "Session %" PRIu64 ": cannot send a reply (%s), closing the session: %m",
+                              s->id, what);
         session_disconnect(s, "a reply could not be sent");
         return r;
 }
@@ -409,7 +414,7 @@ int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_
                 return 0;
         }
         if (s->n_out > OUT_HARD_LIMIT || s->out_bytes > OUT_HARD_BYTES) {
-                log_warning("Session %" PRIu64 ": %u replies unread, disconnecting", s->id, s->n_out);
+                session_log(s, LOG_WARNING, "Session %" PRIu64 ": %u replies unread, disconnecting", s->id, s->n_out);
                 session_disconnect(s, "client does not read its replies");
                 return 0;
         }
@@ -478,8 +483,8 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
                                              NULL, 0);
                 }
                 if (message) {
-                        log_notice("Session %" PRIu64 ": job %" PRIu64 " failed: %s", s->id,
-                                   j->fence, message);
+                        session_log(s, LOG_NOTICE, "Session %" PRIu64 ": job %" PRIu64 " failed: %s", s->id,
+                                    j->fence, message);
                         if (s->set->cb.job_failed)
                                 s->set->cb.job_failed(s, j->fence, error, message, s->set->cb.userdata);
                 }
@@ -496,8 +501,8 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
 void session_context_lost(Session *s, Context *ctx, const char *reason) {
         if (!s->connected || s->compute_ctx != ctx)
                 return;
-        log_notice("Session %" PRIu64 ": its GPU context %" PRIu64 " was lost (%s); its next compute work runs in a new one",
-                   s->id, context_get_id(ctx), reason);
+        session_log(s, LOG_NOTICE, "Session %" PRIu64 ": its GPU context %" PRIu64 " was lost (%s); its next compute work runs in a new one",
+                    s->id, context_get_id(ctx), reason);
         session_page_context_lost(&s->page);
         session_flush(s);
 }
@@ -579,8 +584,8 @@ static int receive_one(Session *s) {
         r = wire_request_decode(buf, (size_t) n, &req, &id, err, sizeof(err));
         if (r == -EBADMSG) {
                 close_fds(fds, n_fds);
-                log_notice("Session %" PRIu64 ": undecodable message of %zd bytes, disconnecting",
-                           s->id, n);
+                session_log(s, LOG_NOTICE, "Session %" PRIu64 ": undecodable message of %zd bytes, disconnecting",
+                            s->id, n);
                 return -EBADMSG;
         }
         if (r < 0) {

@@ -26,6 +26,7 @@
 #include "sessions/session-page.h"
 #include "sessions/tally.h"
 #include "util/handle-table.h"
+#include "util/log-ratelimit.h"
 #include "util/list.h"
 #include "wire/wire.h"
 
@@ -110,6 +111,12 @@ struct Session {
 
         LIST_FIELDS(Session, sessions);
 };
+
+/* Logs a line the client caused, under its user's rate limit and the
+ * daemon-wide one (log-ratelimit.h). */
+#define session_log(s, level, ...)                                                               \
+        log_ratelimited((s)->user_tally ? &(s)->user_tally->log_limit : NULL,                    \
+                        (s)->user_tally ? (s)->user_tally->key : NULL, (level), __VA_ARGS__)
 
 /* Takes ownership of fd (a connected SOCK_SEQPACKET socket). The identity is
  * read from the socket's peer, or taken from id (copied) when it is not NULL

@@ -8,9 +8,30 @@
 
 #include "util/macro.h"
 
+static void tally_free(TallyTable *table, Tally *t) {
+        log_ratelimit_flush(&t->log_limit, t->key);
+        LIST_REMOVE(tallies, table->tallies, t);
+        table->n--;
+        free(t->key);
+        free(t);
+}
+
+/* A Tally no session holds stays while its log rate limit still counts: a
+ * peer that connects and disconnects in a loop keeps its limit. */
+static void prune(TallyTable *table) {
+        Tally *t, *next;
+
+        for (t = table->tallies; t; t = next) {
+                next = t->tallies_next;
+                if (t->n_ref == 0 && log_ratelimit_idle(&t->log_limit))
+                        tally_free(table, t);
+        }
+}
+
 int tally_table_get(TallyTable *table, const char *key, Tally **ret) {
         Tally *t;
 
+        prune(table);
         LIST_FOREACH(tallies, t, table->tallies)
                 if (strcmp(t->key, key) == 0) {
                         *ret = tally_ref(t);
@@ -41,12 +62,21 @@ Tally *tally_ref(Tally *t) {
 Tally *tally_unref(TallyTable *table, Tally *t) {
         if (!t || --t->n_ref > 0)
                 return NULL;
-        log_ratelimit_flush(&t->log_limit, t->key);
-        LIST_REMOVE(tallies, table->tallies, t);
-        table->n--;
-        free(t->key);
-        free(t);
+        if (table->closing || log_ratelimit_idle(&t->log_limit))
+                tally_free(table, t);
         return NULL;
+}
+
+void tally_table_done(TallyTable *table) {
+        Tally *t, *next;
+
+        /* Sessions whose jobs have not retired yet let go of theirs later. */
+        table->closing = true;
+        for (t = table->tallies; t; t = next) {
+                next = t->tallies_next;
+                if (t->n_ref == 0)
+                        tally_free(table, t);
+        }
 }
 
 void tally_add(Tally *t, int64_t bytes_delta, int64_t objects_delta) {

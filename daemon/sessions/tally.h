@@ -5,11 +5,12 @@
  * keep — so that the policy's per-user and per-unit caps (UserBufferMemory=,
  * UserBuffers=, UnitBufferMemory=) hold however many sessions the user opens.
  * A session holds a reference to its user's and its unit's Tally while it
- * exists; the TallyTable (owned by the SessionSet) drops a Tally with its last
- * session.
+ * exists; the TallyTable (owned by the SessionSet) drops a Tally after its
+ * last session, once its log rate limit has nothing left to count.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util/list.h"
@@ -28,13 +29,16 @@ typedef struct Tally {
 typedef struct TallyTable {
         LIST_HEAD(Tally, tallies);
         unsigned n;
+        bool closing; /* the daemon exits: a Tally goes with its last session */
 } TallyTable;
 
 /* Finds or creates the Tally for key; returns a new reference (-ENOMEM). */
 int tally_table_get(TallyTable *t, const char *key, Tally **ret);
 Tally *tally_ref(Tally *t);
-/* Drops a reference; the last one unlinks and frees the Tally, logging what
- * its rate limit suppressed. NULL-safe; returns NULL. */
+/* Drops a reference. After the last one the Tally goes (logging what its rate
+ * limit suppressed) once its rate-limit interval is over. NULL-safe; returns NULL. */
 Tally *tally_unref(TallyTable *table, Tally *t);
+/* Frees every Tally no session holds; the others go with their last session. */
+void tally_table_done(TallyTable *table);
 /* Adds delta (may be negative) to a counter of a Tally, NULL-safe. */
 void tally_add(Tally *t, int64_t bytes_delta, int64_t objects_delta);

@@ -21,6 +21,10 @@ void log_ratelimit_init(LogRateLimit *rl, uint64_t interval_usec, unsigned burst
         *rl = (LogRateLimit) { .interval_usec = interval_usec, .burst = burst };
 }
 
+bool log_ratelimit_idle(const LogRateLimit *rl) {
+        return rl->begin_usec == 0 || now_usec() - rl->begin_usec >= rl->interval_usec;
+}
+
 LogRateLimit *log_ratelimit_global(void) {
         return &global_limit;
 }

@@ -47,6 +47,8 @@ bool log_ratelimit_pass(LogRateLimit *rl, const char *who);
 /* Logs the summary of what rl held back, if anything, and resets it (a peer
  * that goes away). NULL-safe. */
 void log_ratelimit_flush(LogRateLimit *rl, const char *who);
+/* Whether rl has no interval running (nothing to remember). */
+bool log_ratelimit_idle(const LogRateLimit *rl);
 /* The shared limit, for the daemon's exit and tests. */
 LogRateLimit *log_ratelimit_global(void);
 

@@ -1,16 +1,39 @@
 /* SPDX-License-Identifier: MIT */
-/* See log.h. One process-wide logger; thread-safe (each message is one write). */
+/*
+ * See log.h. One process-wide logger; thread-safe (each message is one write).
+ *
+ * Logging never blocks the caller, which is often the event loop: journald
+ * can be slow to read its socket, and a writer of a full socket or pipe would
+ * wait for it (a connect flood once raised another client's latency from
+ * 0.4 ms to 453 ms). Journal entries therefore go out as datagrams of the
+ * native protocol (systemd's JOURNAL_NATIVE_PROTOCOL: KEY=value lines, a
+ * value with a newline as KEY, a 64-bit little-endian length and the bytes)
+ * on a socket of our own, sent with MSG_DONTWAIT; lines to stderr are written
+ * only when poll(2) says the write will not wait. A message that cannot go at
+ * once is dropped and counted, and the next one that goes out says how many
+ * were lost.
+ */
 #include "log.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <systemd/sd-journal.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
 
 static int max_level = LOG_INFO;
 static LogTarget target = LOG_TARGET_STDERR;
+static int journal_fd = -1;
+static atomic_uint dropped;
 
 static bool stderr_is_journal(void) {
         const char *e = getenv("JOURNAL_STREAM");
@@ -24,10 +47,94 @@ static bool stderr_is_journal(void) {
         return st.st_dev == dev && st.st_ino == ino;
 }
 
+/* A datagram socket connected to journald's native socket, non-blocking. */
+static int journal_connect(void) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
 void log_setup(LogTarget t) {
         if (t == LOG_TARGET_AUTO)
                 t = stderr_is_journal() ? LOG_TARGET_JOURNAL : LOG_TARGET_STDERR;
+        if (t == LOG_TARGET_JOURNAL && journal_fd < 0) {
+                journal_fd = journal_connect();
+                if (journal_fd < 0)
+                        t = LOG_TARGET_STDERR; /* no journal here: stderr it is */
+        }
         target = t;
+}
+
+unsigned log_get_dropped(void) {
+        return atomic_load(&dropped);
+}
+
+/* One journal entry in the native protocol, sent without waiting. */
+static int journal_write(int level, int error, const char *file, int line, const char *func,
+                         const char *msg) {
+        char head[512];
+        uint64_t len = strlen(msg);
+        uint8_t le[8];
+        struct iovec iov[5];
+        int n = 0, h;
+
+        h = snprintf(head, sizeof(head),
+                     "PRIORITY=%d\nSYSLOG_IDENTIFIER=%s\nCODE_FILE=%s\nCODE_LINE=%d\nCODE_FUNC=%s\n",
+                     level, program_invocation_short_name, file, line, func);
+        if (h < 0 || (size_t) h >= sizeof(head))
+                h = (int) strlen(head);
+        if (error > 0 && (size_t) h < sizeof(head))
+                h += snprintf(head + h, sizeof(head) - (size_t) h, "ERRNO=%d\n", error);
+        if ((size_t) h >= sizeof(head))
+                h = (int) sizeof(head) - 1;
+        iov[n++] = (struct iovec) { .iov_base = head, .iov_len = (size_t) h };
+        if (!strchr(msg, '\n')) {
+                iov[n++] = (struct iovec) { .iov_base = (void *) "MESSAGE=", .iov_len = 8 };
+                iov[n++] = (struct iovec) { .iov_base = (void *) msg, .iov_len = len };
+        } else {
+                for (unsigned i = 0; i < 8; i++)
+                        le[i] = (uint8_t) (len >> (8 * i));
+                iov[n++] = (struct iovec) { .iov_base = (void *) "MESSAGE\n", .iov_len = 8 };
+                iov[n++] = (struct iovec) { .iov_base = le, .iov_len = 8 };
+                iov[n++] = (struct iovec) { .iov_base = (void *) msg, .iov_len = len };
+        }
+        iov[n++] = (struct iovec) { .iov_base = (void *) "\n", .iov_len = 1 };
+        return sendmsg(journal_fd, &(struct msghdr) { .msg_iov = iov, .msg_iovlen = (size_t) n },
+                       MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* One line on stderr, if it can be written without waiting. */
+static int stderr_write(int level, const char *msg) {
+        static const char *const prefix[] = { "<0>", "<1>", "<2>", "error: ", "warning: ",
+                                              "notice: ", "", "debug: " };
+        struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+        char buf[2200];
+        int n;
+
+        if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLOUT))
+                return -EAGAIN;
+        n = snprintf(buf, sizeof(buf), "kfdbrokerd: %s%s\n", prefix[level & 7], msg);
+        if (n < 0)
+                return -EINVAL;
+        if ((size_t) n >= sizeof(buf)) {
+                n = (int) sizeof(buf) - 1;
+                buf[n - 1] = '\n';
+        }
+        return write(STDERR_FILENO, buf, (size_t) n) < 0 ? -errno : 0;
+}
+
+static int write_one(int level, int error, const char *file, int line, const char *func, const char *msg) {
+        if (target == LOG_TARGET_JOURNAL)
+                return journal_write(level, error, file, line, func, msg);
+        return stderr_write(level, msg);
 }
 
 void log_set_max_level(int level) {
@@ -68,19 +175,17 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         vsnprintf(msg, sizeof(msg), format, ap);
         va_end(ap);
 
-        if (target == LOG_TARGET_JOURNAL) {
-                char f[256], l[32], p[16], e[32];
-                snprintf(f, sizeof(f), "CODE_FILE=%s", file);
-                snprintf(l, sizeof(l), "CODE_LINE=%d", line);
-                snprintf(p, sizeof(p), "PRIORITY=%d", level);
-                snprintf(e, sizeof(e), "ERRNO=%d", error);
-                sd_journal_send_with_location(f, l, func, "MESSAGE=%s", msg, p,
-                                              error > 0 ? e : NULL, NULL);
-        } else {
-                static const char *const prefix[] = { "<0>", "<1>", "<2>", "error: ", "warning: ",
-                                                      "notice: ", "", "debug: " };
-                fprintf(stderr, "kfdbrokerd: %s%s\n", prefix[level & 7], msg);
+        /* Say first what was lost since the last message that went out. */
+        unsigned lost = atomic_exchange(&dropped, 0);
+        if (lost > 0) {
+                char note[128];
+                snprintf(note, sizeof(note),
+                         "%u log messages were dropped: the log could not take them without waiting", lost);
+                if (write_one(LOG_WARNING, 0, __FILE__, __LINE__, __func__, note) < 0)
+                        atomic_fetch_add(&dropped, lost);
         }
+        if (write_one(level, error, file, line, func, msg) < 0)
+                atomic_fetch_add(&dropped, 1);
         errno = saved;
         return -error;
 }

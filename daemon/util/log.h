@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Logging for the daemon. Messages go to the journal (sd_journal_send, with
- * PRIORITY, CODE_FILE/LINE and ERRNO fields) when stderr is connected to it
- * (JOURNAL_STREAM matches, see systemd.exec(5)), otherwise to stderr.
+ * Logging for the daemon. Messages go to the journal (its native protocol,
+ * with PRIORITY, CODE_FILE/LINE/FUNC and ERRNO fields) when stderr is
+ * connected to it (JOURNAL_STREAM matches, see systemd.exec(5)), otherwise to
+ * stderr. Writing never waits: what cannot be written at once is dropped and
+ * counted (log.c). Lines a client can cause go through log_ratelimited()
+ * (log-ratelimit.h).
  * Low layers (gpu/, kfd/, sim/, wire, util) log at debug level only; the layer
  * that decides what to do logs once. The log_*_errno() helpers return -|r| so
  * they can be used as `return log_error_errno(r, "Failed to …: %m");` where %m
@@ -21,7 +24,11 @@ typedef enum LogTarget {
         LOG_TARGET_JOURNAL,
 } LogTarget;
 
+/* LOG_TARGET_JOURNAL falls back to stderr where journald's socket cannot be reached. */
 void log_setup(LogTarget target);
+/* Messages dropped because the log could not take them without waiting, and
+ * not yet reported (the next message that goes out reports them). */
+unsigned log_get_dropped(void);
 void log_set_max_level(int level);
 int log_get_max_level(void);
 /* Parses "debug", "info", "notice", "warning", "err", "crit" or a number 0..7. */
