@@ -512,3 +512,41 @@ Test(daemon, gpu_bad_values_are_named) {
                 cr_assert_eq(access(sock, F_OK), -1, "no socket is left behind");
         }
 }
+
+/* Issue 16: 80 000 connects produced 650 000 journal lines. Lines a client
+ * causes are rate-limited per user and daemon-wide, and what was held back is
+ * summed up in one line (here at exit, where the limits are flushed). */
+Test(daemon, a_connect_flood_cannot_flood_the_log) {
+        enum { CONNECTS = 3000 };
+        _cleanup_free_ char *out = NULL;
+        unsigned lines = 0, opened = 0;
+        char want[64], cmd[160];
+        const char *p;
+        TestDaemon d;
+        int status;
+
+        test_daemon_start(&d, NULL);
+        for (int i = 0; i < CONNECTS; i++) {
+                int c = raw_connect(&d);
+                raw_hello(c);
+                close(c);
+        }
+        cr_assert_eq(kill(d.pid, SIGTERM), 0);
+        cr_assert_eq(waitpid(d.pid, &status, 0), d.pid);
+        d.pid = 0;
+        out = test_daemon_read_log(&d);
+        for (p = out; (p = strchr(p, '\n')); p++)
+                lines++;
+        for (p = out; (p = strstr(p, " opened: pid ")); p++)
+                opened++;
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x; log:\n%s", status, out);
+        /* Unlimited, each connect logs two lines (opened, closed). */
+        cr_assert_leq(lines, 400, "%u log lines for %d connects", lines, CONNECTS);
+        cr_assert_geq(opened, 1);
+        snprintf(want, sizeof(want), " messages from uid %u in the last ", (unsigned) getuid());
+        p = strstr(out, "Suppressed ");
+        cr_assert(p && strstr(p, want), "no summary of what was suppressed:\n%s", out);
+        cr_assert(!strstr(out, "Sanitizer") && !strstr(out, "runtime error:"), "%s", out);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d.dir);
+        (void) !system(cmd);
+}
