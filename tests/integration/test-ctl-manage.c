@@ -466,7 +466,10 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         cr_assert(strstr(out, "\"BufferMemory\":536870912,\"MaxBufferSize\":1073741824,\"Buffers\":1,"
                               "\"Events\":1024,\"JobsInFlight\":4096,\"Weight\":3,\"Priority\":\"high\","
                               "\"ComputeDispatch\":\"no\",\"Isolation\":\"session\",\"JobTimeoutUSec\":90000000,"
-                              "\"DispatchTimeoutUSec\":60000000}}\n"), "%s", out);
+                              "\"DispatchTimeoutUSec\":60000000,\"UserBufferMemory\":18446744073709551615,\"UserBuffers\":"),
+                  "%s", out);
+        /* UserBuffers= comes from the daemon's fd limit. */
+        cr_assert(strstr(out, ",\"UnitBufferMemory\":18446744073709551615}}\n"), "%s", out);
         free(out);
 
         /* The D-Bus key name works too (with a unit), and "infinity". */
@@ -516,10 +519,11 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
         } bad[] = {
                 { { "Bogus=1" }, "kfdbrokerctl limits: unknown limit 'Bogus' (known: BufferMemory, MaxBufferSize, "
                                  "Buffers, Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
-                                 "DispatchTimeout)\n" },
+                                 "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory)\n" },
                 { { "Buffers=2", "Wieght=3" }, "kfdbrokerctl limits: unknown limit 'Wieght' (known: BufferMemory, "
                                                "MaxBufferSize, Buffers, Events, JobsInFlight, Weight, Priority, "
-                                               "ComputeDispatch, Isolation, JobTimeout, DispatchTimeout)\n" },
+                                               "ComputeDispatch, Isolation, JobTimeout, DispatchTimeout, UserBufferMemory, "
+                                               "UserBuffers, UnitBufferMemory)\n" },
                 { { "Buffers=lots" }, "kfdbrokerctl limits: invalid Buffers= value \"lots\": expected a number below "
                                       "4294967295 or \"infinity\"\n" },
                 { { "BufferMemory=2X" }, "kfdbrokerctl limits: invalid BufferMemory= value \"2X\": expected bytes with "
