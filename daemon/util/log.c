@@ -47,10 +47,24 @@ static bool stderr_is_journal(void) {
         return st.st_dev == dev && st.st_ino == ino;
 }
 
+static const char *journal_socket = JOURNAL_SOCKET;
+
+void log_set_journal_socket(const char *path) {
+        journal_socket = path ? path : JOURNAL_SOCKET;
+        if (journal_fd >= 0)
+                close(journal_fd);
+        journal_fd = -1;
+}
+
 /* A datagram socket connected to journald's native socket, non-blocking. */
 static int journal_connect(void) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
-        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (strlen(journal_socket) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, journal_socket);
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
         if (fd < 0)
                 return -errno;
@@ -77,38 +91,79 @@ unsigned log_get_dropped(void) {
         return atomic_load(&dropped);
 }
 
-/* One journal entry in the native protocol, sent without waiting. */
+/* Appends n bytes to buf (of size JOURNAL_ENTRY_MAX) at *used; false when full. */
+#define JOURNAL_ENTRY_MAX 8192
+static bool put(char *buf, size_t *used, const void *p, size_t n) {
+        if (n > JOURNAL_ENTRY_MAX - *used)
+                return false;
+        memcpy(buf + *used, p, n);
+        *used += n;
+        return true;
+}
+
+/*
+ * sd_journal_sendv()'s contract — each iovec one "KEY=value" field — but
+ * never waiting: the entry is serialized in the native protocol and sent as
+ * one datagram with MSG_DONTWAIT on our own socket. -EAGAIN when journald's
+ * socket is full.
+ */
+int log_journal_sendv_nowait(const struct iovec *iov, int n) {
+        char buf[JOURNAL_ENTRY_MAX];
+        size_t used = 0;
+
+        if (journal_fd < 0)
+                return -ENOTCONN;
+        for (int i = 0; i < n; i++) {
+                const char *f = iov[i].iov_base, *eq = memchr(f, '=', iov[i].iov_len);
+                size_t klen, vlen;
+                uint8_t le[8];
+
+                if (!eq)
+                        continue; /* not a field */
+                klen = (size_t) (eq - f);
+                vlen = iov[i].iov_len - klen - 1;
+                if (!memchr(eq + 1, '\n', vlen)) {
+                        if (!put(buf, &used, f, iov[i].iov_len) || !put(buf, &used, "\n", 1))
+                                return -EMSGSIZE;
+                        continue;
+                }
+                for (unsigned b = 0; b < 8; b++)
+                        le[b] = (uint8_t) ((uint64_t) vlen >> (8 * b));
+                if (!put(buf, &used, f, klen) || !put(buf, &used, "\n", 1) || !put(buf, &used, le, 8) ||
+                    !put(buf, &used, eq + 1, vlen) || !put(buf, &used, "\n", 1))
+                        return -EMSGSIZE;
+        }
+        return send(journal_fd, buf, used, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static void iov_add(struct iovec *iov, int *n, const char *s) {
+        iov[(*n)++] = (struct iovec) { .iov_base = (void *) s, .iov_len = strlen(s) };
+}
+
+/* One journal entry, sent without waiting. */
 static int journal_write(int level, int error, const char *file, int line, const char *func,
                          const char *msg) {
-        char head[512];
-        uint64_t len = strlen(msg);
-        uint8_t le[8];
-        struct iovec iov[5];
-        int n = 0, h;
+        char m[2100], p[16], f[256], l[32], fn[128], id[64], e[32];
+        struct iovec iov[7];
+        int n = 0;
 
-        h = snprintf(head, sizeof(head),
-                     "PRIORITY=%d\nSYSLOG_IDENTIFIER=%s\nCODE_FILE=%s\nCODE_LINE=%d\nCODE_FUNC=%s\n",
-                     level, program_invocation_short_name, file, line, func);
-        if (h < 0 || (size_t) h >= sizeof(head))
-                h = (int) strlen(head);
-        if (error > 0 && (size_t) h < sizeof(head))
-                h += snprintf(head + h, sizeof(head) - (size_t) h, "ERRNO=%d\n", error);
-        if ((size_t) h >= sizeof(head))
-                h = (int) sizeof(head) - 1;
-        iov[n++] = (struct iovec) { .iov_base = head, .iov_len = (size_t) h };
-        if (!strchr(msg, '\n')) {
-                iov[n++] = (struct iovec) { .iov_base = (void *) "MESSAGE=", .iov_len = 8 };
-                iov[n++] = (struct iovec) { .iov_base = (void *) msg, .iov_len = len };
-        } else {
-                for (unsigned i = 0; i < 8; i++)
-                        le[i] = (uint8_t) (len >> (8 * i));
-                iov[n++] = (struct iovec) { .iov_base = (void *) "MESSAGE\n", .iov_len = 8 };
-                iov[n++] = (struct iovec) { .iov_base = le, .iov_len = 8 };
-                iov[n++] = (struct iovec) { .iov_base = (void *) msg, .iov_len = len };
+        snprintf(m, sizeof(m), "MESSAGE=%s", msg);
+        snprintf(p, sizeof(p), "PRIORITY=%d", level);
+        snprintf(f, sizeof(f), "CODE_FILE=%s", file);
+        snprintf(l, sizeof(l), "CODE_LINE=%d", line);
+        snprintf(fn, sizeof(fn), "CODE_FUNC=%s", func);
+        snprintf(id, sizeof(id), "SYSLOG_IDENTIFIER=%s", program_invocation_short_name);
+        iov_add(iov, &n, m);
+        iov_add(iov, &n, p);
+        iov_add(iov, &n, f);
+        iov_add(iov, &n, l);
+        iov_add(iov, &n, fn);
+        iov_add(iov, &n, id);
+        if (error > 0) {
+                snprintf(e, sizeof(e), "ERRNO=%d", error);
+                iov_add(iov, &n, e);
         }
-        iov[n++] = (struct iovec) { .iov_base = (void *) "\n", .iov_len = 1 };
-        return sendmsg(journal_fd, &(struct msghdr) { .msg_iov = iov, .msg_iovlen = (size_t) n },
-                       MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+        return log_journal_sendv_nowait(iov, n);
 }
 
 /* One line on stderr, if it can be written without waiting. */

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <stdarg.h>
+#include <sys/uio.h>
 #include <syslog.h>
 
 #include "macro.h"
@@ -24,11 +25,16 @@ typedef enum LogTarget {
         LOG_TARGET_JOURNAL,
 } LogTarget;
 
+/* Where LOG_TARGET_JOURNAL sends (NULL: /run/systemd/journal/socket); for tests. */
+void log_set_journal_socket(const char *path);
 /* LOG_TARGET_JOURNAL falls back to stderr where journald's socket cannot be reached. */
 void log_setup(LogTarget target);
 /* Messages dropped because the log could not take them without waiting, and
  * not yet reported (the next message that goes out reports them). */
 unsigned log_get_dropped(void);
+/* sd_journal_sendv() that never waits (each iovec one "KEY=value" field):
+ * 0, -EAGAIN when journald's socket is full, -ENOTCONN without a journal. */
+int log_journal_sendv_nowait(const struct iovec *iov, int n);
 void log_set_max_level(int level);
 int log_get_max_level(void);
 /* Parses "debug", "info", "notice", "warning", "err", "crit" or a number 0..7. */

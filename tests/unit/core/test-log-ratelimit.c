@@ -6,10 +6,13 @@
  * take a line at once never makes the caller wait.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,4 +138,52 @@ Test(log_ratelimit, a_full_log_never_makes_the_caller_wait, .timeout = 10) {
         cr_expect(strstr(buf, "1000 log messages were dropped"), "%s", buf);
         cr_expect(strstr(buf, "kfdbrokerd: after\n"), "%s", buf);
         cr_expect_eq(log_get_dropped(), 0);
+}
+
+/* A journald of our own: the entries arrive in the native protocol, and a
+ * journal that does not read makes nobody wait. */
+Test(log_ratelimit, journal_entries_in_the_native_protocol_without_waiting, .timeout = 10) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char dir[] = "/tmp/kfdbroker-journal.XXXXXX", buf[8192];
+        int j;
+        ssize_t n;
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/socket", dir);
+        j = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        cr_assert_geq(j, 0);
+        cr_assert_eq(bind(j, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        log_set_journal_socket(sa.sun_path);
+        log_setup(LOG_TARGET_JOURNAL);
+
+        log_notice_errno(ENOSPC, "one line: %m");
+        n = recv(j, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+        cr_assert_gt(n, 0);
+        buf[n] = 0;
+        cr_expect(strstr(buf, "MESSAGE=one line: No space left on device\n"), "%s", buf);
+        cr_expect(strstr(buf, "\nPRIORITY=5\n"), "%s", buf);
+        cr_expect(strstr(buf, "\nERRNO=28\n"), "%s", buf);
+        cr_expect(strstr(buf, "\nCODE_FUNC="), "%s", buf);
+
+        /* A value with a newline goes as KEY\n, its length (64-bit LE), the bytes. */
+        log_info("two\nlines");
+        n = recv(j, buf, sizeof(buf), MSG_DONTWAIT);
+        cr_assert_gt(n, 0);
+        cr_expect(memcmp(buf, "MESSAGE\n\x09\0\0\0\0\0\0\0two\nlines\n", 8 + 8 + 10) == 0);
+
+        /* Nobody reads: the socket's queue fills, then lines are dropped at once. */
+        for (int i = 0; i < 2000; i++)
+                log_info("unread %d", i);
+        cr_expect_gt(log_get_dropped(), 0);
+        while (recv(j, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+                ;
+        log_info("read again");
+        n = recv(j, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+        cr_assert_gt(n, 0);
+        buf[n] = 0;
+        cr_expect(strstr(buf, " log messages were dropped"), "%s", buf);
+        close(j);
+        unlink(sa.sun_path);
+        rmdir(dir);
+        log_set_journal_socket(NULL);
 }
