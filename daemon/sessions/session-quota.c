@@ -229,9 +229,14 @@ bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size) {
         if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes) && s->released)
                 session_refresh_released(s);
         if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes)) {
+                char released[96] = "";
+
+                if (s->released_bytes > 0)
+                        snprintf(released, sizeof(released),
+                                 " (%" PRIu64 " of it freed buffers whose dma-buf may still be held)", s->released_bytes);
                 session_send_error(s, id, EDQUOT,
-                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ", policy BufferMemory=) reached: %" PRIu64 " in use (%" PRIu64 " of it freed buffers whose dma-buf may still be held), %" PRIu64 " requested",
-                                   s->limits.max_buffer_bytes, s->usage.buffer_bytes, s->released_bytes, size);
+                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ", policy BufferMemory=) reached: %" PRIu64 " in use%s, %" PRIu64 " requested",
+                                   s->limits.max_buffer_bytes, s->usage.buffer_bytes, released, size);
                 return false;
         }
         return check_tally_bytes(s, id, s->user_tally, s->policy.user_buffer_memory, "UserBufferMemory",
