@@ -92,34 +92,36 @@ void session_account_object(Session *s, int delta) {
 
 /* ---- Released buffers ---- */
 
-static void released_drop(Session *s, ReleasedBuffer *rb) {
+/* Frees the record (and its probe); the charge stays with the caller. */
+static void released_free(Session *s, ReleasedBuffer *rb) {
         LIST_REMOVE(released, s->released, rb);
         s->n_released--;
-        s->released_bytes -= rb->size;
         if (rb->probe_fd >= 0)
                 session_account_object(s, -1);
-        session_account_buffer(s, rb->placement, -(int64_t) rb->size);
         safe_close(rb->probe_fd);
         free(rb);
 }
 
-/* 1 if no copy of its dma-buf is left (the charge can go), 0 if copies live
- * on or nobody can tell. */
-static int released_gone(Session *s, ReleasedBuffer *rb) {
-        int r;
+/* Charged until the session ends: a number, not a record, so that a client
+ * that frees many buffers costs the daemon nothing per buffer. */
+static void charge_until_end(Session *s, GpuPlacement placement, uint64_t size) {
+        s->released_until_end[placement == GPU_PLACEMENT_VRAM] += size;
+}
 
-        if (rb->probe_fd < 0)
-                return 0;
-        r = gpu_dmabuf_refs(device_gpu(s), rb->probe_fd);
-        if (r == 0)
-                return 1;
-        if (r < 0) {
-                /* Cannot tell (any more): charged until the session ends,
-                 * without holding a daemon fd for it. */
-                rb->probe_fd = safe_close(rb->probe_fd);
-                session_account_object(s, -1);
-        }
-        return 0;
+/* Looks at a record's probe: drops the charge when no copy of its dma-buf
+ * is left; turns it into a charge until the session ends when that cannot
+ * be told (any more). */
+static void released_check(Session *s, ReleasedBuffer *rb) {
+        int r = gpu_dmabuf_refs(device_gpu(s), rb->probe_fd);
+
+        if (r > 0)
+                return; /* copies live on */
+        if (r == 0) {
+                s->released_bytes -= rb->size;
+                session_account_buffer(s, rb->placement, -(int64_t) rb->size);
+        } else
+                charge_until_end(s, rb->placement, rb->size);
+        released_free(s, rb);
 }
 
 void session_refresh_released(Session *s) {
@@ -127,8 +129,7 @@ void session_refresh_released(Session *s) {
 
         for (rb = s->released; rb; rb = next) {
                 next = rb->released_next;
-                if (released_gone(s, rb) > 0)
-                        released_drop(s, rb);
+                released_check(s, rb);
         }
 }
 
@@ -144,30 +145,40 @@ static void refresh_tally(Session *s, Tally *t) {
 void session_release_buffer(Session *s, SessionBuffer *b) {
         uint64_t size = gpu_buffer_get_size(b->gpu);
         _cleanup_close_ int probe = -EBADF;
-        ReleasedBuffer *rb;
+        ReleasedBuffer *rb = NULL;
 
         if (b->exported && gpu_buffer_export(b->gpu, &probe) < 0)
                 probe = -EBADF;
         /* Jobs still using it hold their own references. */
         gpu_buffer_unref(b->gpu);
         session_account_object(s, -1);
-        if (!b->exported || !(rb = calloc(1, sizeof(*rb)))) {
+        if (!b->exported) {
                 session_account_buffer(s, b->placement, -(int64_t) size);
+                return;
+        }
+        s->released_bytes += size;
+        if (probe < 0 || !(rb = calloc(1, sizeof(*rb)))) {
+                charge_until_end(s, b->placement, size);
                 return;
         }
         *rb = (ReleasedBuffer) { .size = size, .placement = b->placement, .probe_fd = TAKE_FD(probe) };
         LIST_PREPEND(released, s->released, rb);
         s->n_released++;
-        s->released_bytes += size;
-        if (rb->probe_fd >= 0)
-                session_account_object(s, +1);
-        if (released_gone(s, rb) > 0)
-                released_drop(s, rb);
+        session_account_object(s, +1);
+        released_check(s, rb);
 }
 
 void session_drop_released(Session *s) {
-        while (s->released)
-                released_drop(s, s->released);
+        while (s->released) {
+                charge_until_end(s, s->released->placement, s->released->size);
+                released_free(s, s->released);
+        }
+        for (unsigned p = 0; p < 2; p++) {
+                session_account_buffer(s, p ? GPU_PLACEMENT_VRAM : GPU_PLACEMENT_GTT,
+                                       -(int64_t) s->released_until_end[p]);
+                s->released_until_end[p] = 0;
+        }
+        s->released_bytes = 0;
 }
 
 /* ---- Limits ---- */

@@ -104,9 +104,13 @@ struct Session {
         Account *account; /* the identity's usage across sessions */
         Tally *user_tally; /* what the sessions of its uid hold together */
         Tally *unit_tally; /* ... of its systemd unit (user unit), NULL outside one */
-        LIST_HEAD(ReleasedBuffer, released); /* freed buffers still charged, in usage.buffer_bytes */
+        /* Freed buffers still charged (in usage.buffer_bytes): those the
+         * daemon watches for the last copy of their dma-buf, and the bytes
+         * charged until the session ends, by placement (session-quota.c). */
+        LIST_HEAD(ReleasedBuffer, released);
         unsigned n_released;
-        uint64_t released_bytes;
+        uint64_t released_until_end[2];
+        uint64_t released_bytes; /* both together */
         uint64_t placement_bytes[2]; /* buffer bytes by GpuPlacement (GTT, VRAM) */
 
         LIST_FIELDS(Session, sessions);
