@@ -84,8 +84,8 @@ static void handle_hello(Session *s, const WireRequest *req) {
                 s->last_fence = s->completed_fence = req->hello.resume_fence;
                 session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
                 session_page_flush(&s->page);
-                log_info("Session %" PRIu64 ": \"%s\" resumes after a daemon restart (fences after %" PRIu64 ")",
-                         s->id, s->client_name, s->last_fence);
+                session_log(s, LOG_INFO, "Session %" PRIu64 ": \"%s\" resumes after a daemon restart (fences after %" PRIu64 ")",
+                    s->id, s->client_name, s->last_fence);
         }
         /* Connections that never say Hello are not sessions of the identity. */
         s->account->sessions_now++;
