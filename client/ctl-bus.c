@@ -224,7 +224,11 @@ static int print_variant(sd_bus_message *m, bool json, size_t column) {
         case SD_BUS_TYPE_UINT64: {
                 uint64_t v;
                 r = sd_bus_message_read_basic(m, 't', &v);
-                if (r >= 0)
+                if (r >= 0 && json)
+                        json_uint64(v);
+                else if (r >= 0 && v == CTL_UINT64_INFINITY)
+                        fputs("infinity", stdout);
+                else if (r >= 0)
                         printf("%" PRIu64, v);
                 break;
         }
@@ -258,9 +262,12 @@ static int print_variant(sd_bus_message *m, bool json, size_t column) {
         }
         case SD_BUS_TYPE_DOUBLE: {
                 double v;
+                char buf[32];
                 r = sd_bus_message_read_basic(m, 'd', &v);
-                if (r >= 0)
-                        printf("%.6g", v);
+                if (r >= 0 && json)
+                        json_double(v);
+                else if (r >= 0)
+                        fputs(format_double_exact(v, buf, sizeof(buf)), stdout);
                 break;
         }
         default:

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * JSON output helpers shared by kfdbrokerctl's verbs: strings escaped for
- * JSON (to stdout or any stream), "key":"value" members, and doubles.
+ * JSON (to stdout or any stream), "key":"value" members, and numbers written
+ * so that a reader gets back exactly what the daemon sent: a double in the
+ * shortest form that parses back to the same value, and the "no limit"
+ * sentinel (2^64-1 on D-Bus) as the string "infinity", never as
+ * 18446744073709551615 (which most JSON readers round to a double, 2^64).
  */
 #pragma once
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -37,19 +43,38 @@ static inline void json_member_string(const char *sep, const char *key, const ch
         json_string(value);
 }
 
-/* A double as JSON: the shortest %g form that reads back as v; NaN (not
- * measured) and the infinities, which JSON has no number for, as null. */
-static inline void json_double(double v) {
-        char buf[32];
-
-        if (isnan(v) || isinf(v)) {
-                fputs("null", stdout);
-                return;
-        }
+/*
+ * Writes into buf (at least 32 bytes) the shortest %g form of v that strtod()
+ * reads back as v: 0.1 stays "0.1", 1/3 becomes "0.3333333333333333". NaN
+ * and the infinities have no JSON number: the caller decides (json_double()).
+ */
+static inline const char *format_double_exact(double v, char *buf, size_t n) {
         for (int prec = 1; prec <= 17; prec++) {
-                snprintf(buf, sizeof(buf), "%.*g", prec, v);
+                snprintf(buf, n, "%.*g", prec, v);
                 if (strtod(buf, NULL) == v)
                         break;
         }
-        fputs(buf, stdout);
+        return buf;
+}
+
+/* A double as JSON: exact (above); NaN (not measured) and the infinities,
+ * which JSON has no number for, as null. */
+static inline void json_double(double v) {
+        char buf[32];
+
+        if (isnan(v) || isinf(v))
+                fputs("null", stdout);
+        else
+                fputs(format_double_exact(v, buf, sizeof(buf)), stdout);
+}
+
+/* The "no limit" value of a D-Bus limit or timeout (2^64-1). */
+#define CTL_UINT64_INFINITY UINT64_MAX
+
+/* A count or limit as JSON: the sentinel 2^64-1 as "infinity", anything else as a number. */
+static inline void json_uint64(uint64_t v) {
+        if (v == CTL_UINT64_INFINITY)
+                fputs("\"infinity\"", stdout);
+        else
+                printf("%" PRIu64, v);
 }

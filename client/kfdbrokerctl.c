@@ -487,13 +487,20 @@ static int verb_demo(Ctl *ctl, int argc, char **argv) {
                 printf("{\"passed\":%s,\"size\":%" PRIu64, bad == 0 ? "true" : "false", size);
                 json_member_string(",", "backend", dev.backend);
                 json_member_string(",", "gfx_name", dev.gfx_name);
-                printf(",\"fill_ms\":%.3f,\"copy_ms\":%.3f,\"copy_gbps\":%.3f,\"wrong_bytes\":%" PRIu64,
-                       t_fill * 1e3, t_copy * 1e3, gbps, bad);
-                if (saxpy.ran)
-                        printf(",\"saxpy\":{\"elements\":%" PRIu64 ",\"ms\":%.3f,\"elements_per_s\":%.0f"
-                               ",\"wrong_elements\":%" PRIu64 "}",
-                               saxpy.elements, saxpy.ms, saxpy.elements_per_s, saxpy.wrong);
-                else
+                printf(",\"fill_ms\":");
+                json_double(t_fill * 1e3);
+                printf(",\"copy_ms\":");
+                json_double(t_copy * 1e3);
+                printf(",\"copy_gbps\":");
+                json_double(gbps);
+                printf(",\"wrong_bytes\":%" PRIu64, bad);
+                if (saxpy.ran) {
+                        printf(",\"saxpy\":{\"elements\":%" PRIu64 ",\"ms\":", saxpy.elements);
+                        json_double(saxpy.ms);
+                        printf(",\"elements_per_s\":");
+                        json_double(saxpy.elements_per_s);
+                        printf(",\"wrong_elements\":%" PRIu64 "}", saxpy.wrong);
+                } else
                         json_member_string(",", "saxpy_skipped", saxpy.skip_reason);
                 printf(",\"daemon_jobs_completed\":%" PRIu64 ",\"daemon_jobs_failed\":%" PRIu64 "}\n",
                        st.jobs_completed, st.jobs_failed);

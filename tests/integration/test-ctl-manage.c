@@ -398,6 +398,77 @@ Test(ctl_manage, accounting_shows_each_sessions_usage_and_limits) {
         kfdb_session_free(s);
 }
 
+/*
+ * JSON numbers are what the daemon sent: the double BufferByteSeconds reads
+ * back bit for bit (it was printed with %.6g), and a limit of "infinity"
+ * (2^64-1 on D-Bus) is the string "infinity", never 18446744073709551615.
+ */
+Test(ctl_manage, json_doubles_exact_and_no_limit_as_infinity) {
+        const char *json[] = { "--json", "accounting", NULL }, *text[] = { "accounting", NULL };
+        sd_bus *bus = wait_for_name();
+        sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        kfdb_session *s = connect_session("json-exact");
+        char key[160], *out, *err, *p, *end;
+        double sent = -1, printed;
+        kfdb_buffer *a;
+
+        /* A buffer held for a moment and freed: the byte-seconds stop growing. */
+        cr_assert_eq(kfdb_buffer_alloc(s, 3u << 20, KFDB_PLACEMENT_GTT, &a), 0);
+        usleep(12345);
+        kfdb_buffer_free(a);
+        cr_assert_geq(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetSession", &e, &reply, "t",
+                                         kfdb_session_get_id(s)), 0, "GetSession: %s", e.message);
+        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "{sv}"), 0);
+        while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+                const char *k;
+
+                cr_assert_geq(sd_bus_message_read(reply, "s", &k), 0);
+                if (strcmp(k, "Usage") != 0) {
+                        cr_assert_geq(sd_bus_message_skip(reply, "v"), 0);
+                } else {
+                        cr_assert_geq(sd_bus_message_enter_container(reply, 'v', "a{sv}"), 0);
+                        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "{sv}"), 0);
+                        while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+                                cr_assert_geq(sd_bus_message_read(reply, "s", &k), 0);
+                                if (strcmp(k, "BufferByteSeconds") == 0)
+                                        cr_assert_geq(sd_bus_message_read(reply, "v", "d", &sent), 0);
+                                else
+                                        cr_assert_geq(sd_bus_message_skip(reply, "v"), 0);
+                                cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+                        }
+                        cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+                        cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+                }
+                cr_assert_geq(sd_bus_message_exit_container(reply), 0);
+        }
+        cr_assert_gt(sent, 0.0, "BufferByteSeconds over D-Bus: %g", sent);
+        sd_bus_message_unref(reply);
+        sd_bus_unref(bus);
+
+        cr_assert_eq(test_run_ctl(json, false, &out, &err), 0, "%s", err);
+        snprintf(key, sizeof(key), "\"ClientName\":\"json-exact\",");
+        p = strstr(out, key);
+        cr_assert_not_null(p, "%s", out);
+        p = strstr(p, "\"BufferByteSeconds\":");
+        cr_assert_not_null(p, "%s", out);
+        p += strlen("\"BufferByteSeconds\":");
+        printed = strtod(p, &end);
+        cr_assert(end > p && (*end == '}' || *end == ','), "not a JSON number: %.40s", p);
+        cr_assert(printed == sent, "BufferByteSeconds printed as %.*s, which reads back as %.17g; D-Bus sent %.17g",
+                  (int) (end - p), p, printed, sent);
+        /* The harness's policy says JobTimeout=infinity. */
+        cr_assert(strstr(out, "\"JobTimeoutUSec\":\"infinity\","), "%s", out);
+        cr_assert_null(strstr(out, "18446744073709551615"), "%s", out);
+        free_outputs(out, err);
+
+        cr_assert_eq(test_run_ctl(text, false, &out, &err), 0, "%s", err);
+        cr_assert(strstr(out, "\n    JobTimeoutUSec       infinity\n"), "%s", out);
+        cr_assert_null(strstr(out, "18446744073709551615"), "%s", out);
+        free_outputs(out, err);
+        kfdb_session_free(s);
+}
+
 /* ---- limits ---- */
 
 static char *limits_show(uint64_t id, bool json) {
