@@ -218,6 +218,7 @@ int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
 }
 
 int metrics_format_drm_usage(Session *s, char **ret) {
+        const GpuDeviceInfo *info = s->set->info;
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
@@ -225,9 +226,13 @@ int metrics_format_drm_usage(Session *s, char **ret) {
         if (!f)
                 return -ENOMEM;
         fprintf(f, "drm-driver:\tkfdbroker\n");
+        if (info)
+                fprintf(f, "drm-pdev:\t%04" PRIx32 ":%02" PRIx32 ":%02" PRIx32 ".%" PRIu32 "\n", info->pci_domain,
+                        (info->pci_location >> 8) & 0xff, (info->pci_location >> 3) & 0x1f,
+                        info->pci_location & 0x7);
         fprintf(f, "drm-client-id:\t%" PRIu64 "\n", s->id);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                fprintf(f, "drm-engine-%s:\t%" PRIu64 " ns\n", gpu_engine_to_string((GpuEngine) e),
+                fprintf(f, "drm-engine-%s:\t%" PRIu64 " ns\n", gpu_engine_to_drm_name((GpuEngine) e),
                         s->usage.busy_ns[e]);
         fprintf(f, "drm-total-gtt:\t%" PRIu64 " KiB\n", s->placement_bytes[GPU_PLACEMENT_GTT] / 1024);
         fprintf(f, "drm-total-vram:\t%" PRIu64 " KiB\n", s->placement_bytes[GPU_PLACEMENT_VRAM] / 1024);

@@ -7,8 +7,12 @@
  *    GetMetrics method and the node-exporter textfile written by
  *    --metrics-file;
  *  - drm-usage-stats keys for one session (Documentation/gpu/drm-usage-stats.rst:
- *    drm-driver, drm-client-id, drm-engine-<name>: <ns> ns,
- *    drm-total-<region>: <n> KiB), so tools that read fdinfo can read ours.
+ *    drm-driver, drm-pdev (the GPU's PCI address, domain:bus:device.function,
+ *    so a client id is unique per device as the document requires),
+ *    drm-client-id, drm-engine-<name>: <ns> ns, drm-total-<region>: <n> KiB),
+ *    so tools that read fdinfo can read ours. Engines are named as amdgpu
+ *    names them in its fdinfo (drivers/gpu/drm/amd/amdgpu/amdgpu_fdinfo.c,
+ *    amdgpu_ip_name[]): "dma" for SDMA, "compute".
  */
 #pragma once
 

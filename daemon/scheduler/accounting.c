@@ -44,6 +44,19 @@ void usage_buffer_change(Usage *u, int64_t delta, uint64_t now) {
                 u->buffer_bytes_peak = u->buffer_bytes;
 }
 
+/* amdgpu's engine names in fdinfo (amdgpu_fdinfo.c, amdgpu_ip_name[]):
+ * AMDGPU_HW_IP_DMA is "dma", AMDGPU_HW_IP_COMPUTE "compute". */
+const char *gpu_engine_to_drm_name(GpuEngine e) {
+        switch (e) {
+        case GPU_ENGINE_SDMA:
+                return "dma";
+        case GPU_ENGINE_COMPUTE:
+                return "compute";
+        default:
+                return "unknown";
+        }
+}
+
 const char *gpu_engine_to_string(GpuEngine e) {
         switch (e) {
         case GPU_ENGINE_SDMA:

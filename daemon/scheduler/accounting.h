@@ -51,6 +51,8 @@ void usage_buffer_change(Usage *u, int64_t delta, uint64_t now);
 double usage_byte_seconds(const Usage *u, uint64_t now);
 
 const char *gpu_engine_to_string(GpuEngine e); /* "sdma", "compute" */
+/* The engine's name in drm-usage-stats keys, as amdgpu has it: "dma", "compute". */
+const char *gpu_engine_to_drm_name(GpuEngine e);
 
 typedef struct Account {
         unsigned n_ref;

@@ -221,10 +221,24 @@ Test(dbus, accounting_matches_jobs_of_known_sizes) {
         cr_assert_eq(session_number(bus, id, "BufferBytes"), 2 << 20);
         cr_assert_eq(session_number(bus, id, "BufferBytesPeak"), 2 << 20);
         cr_assert_eq(session_number(bus, id, "UID"), getuid());
-        /* drm-usage-stats: the two buffers by placement, in KiB. */
+        /* drm-usage-stats: the two buffers by placement, in KiB; the device's PCI address
+         * (the simulated GPU's topology says domain 0, location_id 0x0300); the SDMA engine
+         * named "dma" as amdgpu names it (amdgpu_fdinfo.c), with the jobs' GPU time. */
         v = session_value(bus, id, "DrmUsage");
         cr_assert(strstr(v.string, "drm-total-gtt:\t1024 KiB\n") && strstr(v.string, "drm-total-vram:\t1024 KiB\n"),
                   "%s", v.string);
+        {
+                char head[128];
+                const char *dma = strstr(v.string, "\ndrm-engine-dma:\t");
+
+                snprintf(head, sizeof(head), "drm-driver:\tkfdbroker\ndrm-pdev:\t0000:03:00.0\ndrm-client-id:\t%llu\n",
+                         (unsigned long long) id);
+                cr_assert(strncmp(v.string, head, strlen(head)) == 0, "%s", v.string);
+                cr_assert_not_null(dma, "%s", v.string);
+                cr_assert_eq(strtoull(dma + strlen("\ndrm-engine-dma:\t"), NULL, 10), session_number(bus, id, "BusyNSecSDMA"),
+                             "%s", v.string);
+                cr_assert_null(strstr(v.string, "sdma"), "%s", v.string);
+        }
         free(v.string);
 
         /* Time queued: a wait job held 200 ms for its event counts it. */
