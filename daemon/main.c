@@ -44,6 +44,7 @@ static void help(void) {
                "                          default /etc, /run and /usr/share kfdbroker/policy.d)\n"
                "     --metrics-file=PATH  Rewrite OpenMetrics text to PATH periodically\n"
                "     --metrics-interval=SEC  How often (default 15)\n"
+               "     --metrics-file-mode=MODE  Its permissions, octal, within 0644 (default 0600)\n"
                "     --max-connections-per-user=N  Refuse a user's connections beyond N\n"
                "                          (default 128; 0 = no limit)\n"
                "     --contexts=MODE      How clients get GPU contexts of their own: auto\n"
@@ -70,7 +71,7 @@ int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
                ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
-               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY };
+               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY, ARG_METRICS_FILE_MODE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -83,6 +84,7 @@ int main(int argc, char *argv[]) {
                 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
                 { "metrics-file", required_argument, NULL, ARG_METRICS_FILE },
                 { "metrics-interval", required_argument, NULL, ARG_METRICS_INTERVAL },
+                { "metrics-file-mode", required_argument, NULL, ARG_METRICS_FILE_MODE },
                 { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "contexts", required_argument, NULL, ARG_CONTEXTS },
                 { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
@@ -94,7 +96,7 @@ int main(int argc, char *argv[]) {
                 {},
         };
         ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
-                                .max_connections_per_user = 128 };
+                                .max_connections_per_user = 128, .metrics_file_mode = 0600 };
         const char *policy_dirs[17] = {};
         unsigned n_policy_dirs = 0;
         LogTarget target = LOG_TARGET_AUTO;
@@ -190,6 +192,19 @@ int main(int argc, char *argv[]) {
                                 return EXIT_FAILURE;
                         }
                         opts.metrics_interval_ns = (uint64_t) (v * 1e9);
+                        break;
+                }
+                case ARG_METRICS_FILE_MODE: {
+                        char *end;
+                        unsigned long v = strtoul(optarg, &end, 8);
+                        /* Read access for group and others at most: the file is
+                         * replaced on every write, so writing it is the daemon's alone. */
+                        if (*end || end == optarg || optarg[0] == '-' || (v & ~0644ul) != 0) {
+                                fprintf(stderr, "kfdbrokerd: --metrics-file-mode: expected an octal mode within 0644 "
+                                                "(e.g. 0600, 0640, 0644), got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.metrics_file_mode = (unsigned) v;
                         break;
                 }
                 case ARG_MAX_CONNECTIONS: {

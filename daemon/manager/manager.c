@@ -3,6 +3,7 @@
 #include "manager/manager.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,17 +343,24 @@ static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, vo
 
 static int write_metrics_file(Manager *m) {
         _cleanup_free_ char *tmp = NULL, *text = NULL;
-        FILE *f;
-        int r;
+        FILE *f = NULL;
+        int fd, r;
 
         r = metrics_format(&m->set, METRICS_PROMETHEUS_TEXT, &text);
         if (r < 0)
                 return r;
         if (asprintf(&tmp, "%s.tmp", m->metrics_file) < 0)
                 return -ENOMEM;
-        f = fopen(tmp, "we");
-        if (!f)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
                 return -errno;
+        /* The mode asked for, not what the umask (0077 in the unit) leaves of it. */
+        if (fchmod(fd, m->metrics_file_mode) < 0 || !(f = fdopen(fd, "w"))) {
+                r = -errno;
+                close(fd);
+                (void) unlink(tmp);
+                return r;
+        }
         fputs(text, f);
         if (fclose(f) != 0 || rename(tmp, m->metrics_file) < 0) {
                 r = -errno;
@@ -452,6 +461,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                 m->metrics_file = strdup(opts->metrics_file);
                 m->metrics_interval_ns = opts->metrics_interval_ns ? opts->metrics_interval_ns
                                                                     : 15ull * 1000000000ull;
+                m->metrics_file_mode = opts->metrics_file_mode ? opts->metrics_file_mode : 0600;
                 if (!m->metrics_file) {
                         r = -ENOMEM;
                         goto fail;

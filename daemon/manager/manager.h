@@ -39,6 +39,7 @@ typedef struct ManagerOptions {
         const char *const *policy_dirs; /* NULL: the standard ones */
         const char *metrics_file;  /* NULL: none; else rewritten every metrics_interval */
         uint64_t metrics_interval_ns;
+        unsigned metrics_file_mode; /* its permissions (whatever the umask); 0 = 0600 */
         unsigned max_connections_per_user; /* 0 = unlimited */
         unsigned max_contexts;     /* client GPU contexts alive at once; 0 = default (64) */
         uint64_t context_idle_ns;  /* give an idle client context up after this; 0 = default (30 s) */
@@ -68,6 +69,7 @@ struct Manager {
         sd_event_source *sigusr2_source; /* --device=sim: a simulated GPU reset */
         char *metrics_file;
         uint64_t metrics_interval_ns;
+        unsigned metrics_file_mode;
         sd_event_source *metrics_timer;
 
         bool shutting_down;

@@ -140,6 +140,28 @@ Test(daemon, device_kfd_without_kfd_fails_with_one_line_reason) {
         cr_assert_eq(access(sock, F_OK), -1, "no socket is left behind");
 }
 
+/* A mode that would let others write the metrics file, or no octal number, is refused by name. */
+Test(daemon, metrics_file_mode_refused_when_not_within_0644) {
+        static const char *const bad[] = { "0664", "0755", "644x", "-1", "" };
+        char sock[128], log[128], arg[64];
+        const char *argv[] = { NULL, "--device=sim", "--listen", sock, "--metrics-file=/nonexistent/m.prom", arg,
+                               "--log-target=stderr", NULL };
+
+        snprintf(sock, sizeof(sock), "%s/sock", dir);
+        snprintf(log, sizeof(log), "%s/log", dir);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                _cleanup_free_ char *out = NULL;
+                char want[200];
+
+                snprintf(arg, sizeof(arg), "--metrics-file-mode=%s", bad[i]);
+                cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1, "%s", arg);
+                out = slurp(log);
+                snprintf(want, sizeof(want), "kfdbrokerd: --metrics-file-mode: expected an octal mode within 0644 "
+                                             "(e.g. 0600, 0640, 0644), got '%s'\n", bad[i]);
+                cr_assert_str_eq(out, want);
+        }
+}
+
 Test(daemon, device_auto_says_which_and_why) {
         TestDaemon d;
         const char *extra[] = { "--device=auto", NULL };

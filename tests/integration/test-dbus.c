@@ -543,9 +543,14 @@ Test(dbus, metrics_file_is_rewritten) {
         kfdb_buffer *a;
         bool seen = false, torn = false;
 
+        mode_t umask_before;
+        struct stat st;
+
         snprintf(path, sizeof(path), "%s/kfdbroker.prom", tb.dir);
         snprintf(arg, sizeof(arg), "--metrics-file=%s", path);
+        umask_before = umask(0077); /* the unit's UMask= */
         test_daemon_start(&other, args);
+        umask(umask_before);
         cr_assert_eq(kfdb_session_new(other.sock, "metrics-file", &s), 0);
         cr_assert_eq(kfdb_buffer_alloc(s, 3u << 20, KFDB_PLACEMENT_GTT, &a), 0);
         for (int i = 0; i < 300 && !seen && !torn; i++) {
@@ -573,7 +578,36 @@ Test(dbus, metrics_file_is_rewritten) {
         cr_assert_null(prometheus_text_problem(text), "not what a textfile collector reads: \"%s\" in\n%s",
                        prometheus_text_problem(text), text);
         cr_assert(strstr(text, "# TYPE kfdbroker_identity_jobs_total counter\n"), "%s", text);
-        cr_assert(access(path, F_OK) == 0);
+        cr_assert_eq(stat(path, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0600, "without --metrics-file-mode only the daemon's user reads it: %o",
+                     st.st_mode & 07777);
+}
+
+/* --metrics-file-mode: the mode asked for whatever the umask, so that a node
+ * exporter running as another user can read the file. */
+Test(dbus, metrics_file_mode_is_what_was_asked) {
+        static const unsigned modes[] = { 0644, 0640 };
+
+        for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+                char path[160], arg[200], mode_arg[64];
+                const char *args[] = { arg, mode_arg, "--metrics-interval=0.1", NULL };
+                TestDaemon other;
+                struct stat st = {};
+                mode_t umask_before;
+                int r = -1;
+
+                snprintf(path, sizeof(path), "%s/mode-%o.prom", tb.dir, modes[i]);
+                snprintf(arg, sizeof(arg), "--metrics-file=%s", path);
+                snprintf(mode_arg, sizeof(mode_arg), "--metrics-file-mode=%04o", modes[i]);
+                umask_before = umask(0077);
+                test_daemon_start(&other, args);
+                umask(umask_before);
+                for (int k = 0; k < 300 && (r = stat(path, &st)) < 0; k++)
+                        usleep(10000);
+                cr_assert_eq(test_daemon_stop(&other), 0);
+                cr_assert_eq(r, 0, "%s was never written", path);
+                cr_assert_eq(st.st_mode & 07777, modes[i], "%s has mode %o", mode_arg, st.st_mode & 07777);
+        }
 }
 
 Test(dbus, set_limits_and_terminate) {
