@@ -4,8 +4,9 @@
 # The man pages stay true to the programs: every command kfdbrokerctl --help
 # lists has an entry (a line ".B COMMAND" or ".BR COMMAND ...") in
 # kfdbrokerctl.1, and every option that kfdbrokerctl --help, kfdbrokerd --help
-# and the commands' usage lines name appears in the page; every page renders
-# without groff warnings.
+# and the commands' usage lines name appears in the page; every function of
+# kfdbroker.h and every symbol version of libkfdbroker.sym is in
+# libkfdbroker.3; every page renders without groff warnings.
 # Usage: test-man.sh KFDBROKERCTL KFDBROKERD SOURCE_ROOT
 set -u
 
@@ -50,6 +51,30 @@ check_page "$src/docs/man/kfdbrokerctl.1" "$help" $commands
 
 help=$("$daemon" --help) || not_ok "kfdbrokerd --help failed"
 check_page "$src/docs/man/kfdbrokerd.8" "$help"
+
+# libkfdbroker(3): every function the public header declares is in its
+# synopsis, as "NAME(" once troff's fonts are undone.
+text=$(plain "$src/docs/man/libkfdbroker.3" | tr -d '"')
+functions=$(grep -Eo '\<kfdb_[a-z0-9_]+\(' "$src/client/kfdbroker.h" | tr -d '(' | sort -u)
+if [[ $(wc -w <<<"$functions") -gt 50 ]]; then
+        ok "kfdbroker.h declares $(wc -w <<<"$functions") functions"
+else
+        not_ok "only $(wc -w <<<"$functions") functions found in kfdbroker.h"
+fi
+for f in $functions; do
+        if grep -Eq "(^|[ *])$f ?\(" <<<"$text"; then
+                ok "libkfdbroker.3 has $f()"
+        else
+                not_ok "libkfdbroker.3 does not document $f()"
+        fi
+done
+for symver in $(grep -Eo '^KFDBROKER_[0-9.]+' "$src/client/libkfdbroker.sym"); do
+        if grep -q "$symver" <<<"$text"; then
+                ok "libkfdbroker.3 names the symbol version $symver"
+        else
+                not_ok "libkfdbroker.3 does not name the symbol version $symver"
+        fi
+done
 
 for page in "$src"/docs/man/*.[0-9]; do
         if ! command -v groff >/dev/null; then
