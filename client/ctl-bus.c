@@ -20,18 +20,45 @@
 
 #include "ctl-bus.h"
 #include "ctl-json.h"
+#include "ctl-polkit.h"
 #include "util/macro.h"
 
 #define BROKER_NAME "org.kfdbroker.Broker1"
 #define BROKER_PATH "/org/kfdbroker/Broker1"
 #define BROKER_INTERFACE "org.kfdbroker.Broker1"
 
+static bool ask_password = true;
+
+void ctl_bus_set_ask_password(bool ask) {
+        ask_password = ask;
+}
+
 int ctl_bus_open(const char *prog, sd_bus **ret) {
         int r = sd_bus_open_system(ret);
 
-        if (r < 0)
+        if (r < 0) {
                 fprintf(stderr, "%s: cannot connect to the system bus: %s\n", prog, strerror(-r));
+                return r;
+        }
+        /* Every call may then be authorized interactively (the daemon tells polkit). */
+        r = sd_bus_set_allow_interactive_authorization(*ret, ask_password);
+        if (r < 0) {
+                fprintf(stderr, "%s: cannot set up the bus connection: %s\n", prog, strerror(-r));
+                *ret = sd_bus_unref(*ret);
+        }
         return r;
+}
+
+/* The methods whose authorization polkit may ask a password for; the listing
+ * methods fall back to the caller's own sessions instead (docs/dbus.md). */
+static bool method_may_ask(const char *method) {
+        static const char *const asking[] = { "SetLimits", "ReloadPolicy", "TerminateSession", "GetMetrics",
+                                              "GetSession" };
+
+        for (size_t i = 0; i < ELEMENTSOF(asking); i++)
+                if (strcmp(method, asking[i]) == 0)
+                        return true;
+        return false;
 }
 
 int ctl_bus_new_call(sd_bus *bus, const char *method, sd_bus_message **ret) {
@@ -40,10 +67,16 @@ int ctl_bus_new_call(sd_bus *bus, const char *method, sd_bus_message **ret) {
 
 int ctl_bus_send(sd_bus *bus, sd_bus_message *m, sd_bus_message **ret, char *err, size_t errlen) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        const char *method;
+        const char *method = sd_bus_message_get_member(m);
+        uint64_t timeout = 0; /* sd-bus's default, 25 s */
         int r;
 
-        r = sd_bus_call(bus, m, 0, &error, ret);
+        if (ask_password && method && method_may_ask(method)) {
+                ctl_polkit_agent_open();
+                /* Time for someone to type a password. */
+                timeout = CTL_BUS_INTERACTIVE_TIMEOUT_USEC;
+        }
+        r = sd_bus_call(bus, m, timeout, &error, ret);
         if (r < 0) {
                 /* Only now: the header moves while arguments are appended and at sealing. */
                 method = sd_bus_message_get_member(m);
@@ -469,4 +502,21 @@ int ctl_bus_metrics(const char *prog) {
         sd_bus_message_unref(reply);
         sd_bus_unref(bus);
         return r < 0 ? r : 0;
+}
+
+int ctl_bus_reload(const char *prog) {
+        sd_bus_message *reply = NULL;
+        sd_bus *bus = NULL;
+        int r;
+
+        /* Synchronous: returns when the daemon has read the policy, or refused it
+         * (org.kfdbroker.Broker1.Error.PolicyInvalid, "Policy not reloaded, the old
+         * policy stays: FILE:LINE: ..."), which is printed and makes the exit status 1
+         * (and so `systemctl reload` fail: ExecReload= runs this). */
+        r = bus_call(prog, "ReloadPolicy", &bus, &reply);
+        if (r < 0)
+                return r;
+        sd_bus_message_unref(reply);
+        sd_bus_unref(bus);
+        return 0;
 }

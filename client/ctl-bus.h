@@ -27,8 +27,15 @@ int ctl_top(const char *prog, bool json, int argc, char **argv);
 /* `limits ID [KEY=VALUE...]`: show or set a session's limits (ctl-limits.c). */
 int ctl_limits(const char *prog, bool json, int argc, char **argv);
 
-/* Opens the system bus ($DBUS_SYSTEM_BUS_ADDRESS); prints why it could not. */
+/* Opens the system bus ($DBUS_SYSTEM_BUS_ADDRESS); prints why it could not.
+ * Calls on it allow interactive authorization unless ctl_bus_set_ask_password(false). */
 int ctl_bus_open(const char *prog, sd_bus **ret);
+/* --no-ask-password: no interactive authorization, no polkit agent (ctl-polkit.h). */
+void ctl_bus_set_ask_password(bool ask);
+/* How long a call that may wait for a password is given (the daemon gives polkit as long). */
+#define CTL_BUS_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
+/* `reload`: ReloadPolicy, waiting for the daemon's answer. */
+int ctl_bus_reload(const char *prog);
 
 /*
  * ctl_bus_call() - call a method of org.kfdbroker.Broker1.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kfdbrokerctl: the command-line face of kfdbroker, built on libkfdbroker.
- * Global options (--socket, --json) come before or after a verb from the
+ * Global options (--socket, --json, --no-ask-password) come before or after a verb from the
  * table below; each verb parses its own options. A verb returns 0 on success, a
  * negative errno after printing what went wrong (exit status 1), or
  * CTL_EXIT_USAGE (2) for bad usage when nothing was sent.
@@ -19,6 +19,7 @@
 #include "ctl-cdi.h"
 #include "ctl-compute.h"
 #include "ctl-json.h"
+#include "ctl-polkit.h"
 #include "ctl-selftest.h"
 #include "kfdbroker.h"
 #include "util/macro.h"
@@ -28,6 +29,7 @@
 typedef struct Ctl {
         const char *socket_path; /* NULL: library default ($KFDBROKER_SOCKET, compiled-in) */
         bool json;
+        bool no_ask_password;
         kfdb_session *session;
 } Ctl;
 
@@ -598,6 +600,11 @@ static int verb_metrics(Ctl *ctl, int argc, char **argv) {
         return r < 0 ? r : ctl_bus_metrics(PROG);
 }
 
+static int verb_reload(Ctl *ctl, int argc, char **argv) {
+        int r = no_arguments("reload", argc, argv);
+        return r < 0 ? r : ctl_bus_reload(PROG);
+}
+
 static int verb_top(Ctl *ctl, int argc, char **argv) {
         return ctl_top(PROG, ctl->json, argc, argv);
 }
@@ -624,6 +631,7 @@ static const Verb verbs[] = {
         { "metrics", "", "Print the daemon's OpenMetrics text (D-Bus)", verb_metrics },
         { "top", "[-b] [-d SEC] [-n N]", "Live view of every session's GPU use (D-Bus)", verb_top },
         { "limits", "ID [KEY=VALUE...]", "Show or set a session's limits (D-Bus)", verb_limits },
+        { "reload", "", "Reload the policy files; fail with the reason if they are broken (D-Bus)", verb_reload },
 };
 
 static void help(void) {
@@ -640,9 +648,11 @@ static void help(void) {
                "  --socket=PATH  socket of kfdbrokerd (default: $KFDBROKER_SOCKET, else %s);\n"
                "                 D-Bus verbs use the system bus ($DBUS_SYSTEM_BUS_ADDRESS)\n"
                "  --json         print JSON instead of text\n"
+               "  --no-ask-password  do not ask for a password when polkit wants one\n"
+               "                 (D-Bus verbs; otherwise pkttyagent asks on a terminal)\n"
                "  -h --help      show this help\n"
                "  --version      show the version\n"
-               "--socket and --json may also follow the command.\n",
+               "--socket, --json and --no-ask-password may also follow the command.\n",
                kfdb_default_socket_path());
 }
 
@@ -664,6 +674,8 @@ static int take_global_options(Ctl *ctl, int *argc, char **argv) {
                 }
                 if (strcmp(a, "--json") == 0)
                         ctl->json = true;
+                else if (strcmp(a, "--no-ask-password") == 0)
+                        ctl->no_ask_password = true;
                 else if (strncmp(a, "--socket=", 9) == 0)
                         ctl->socket_path = a + 9;
                 else if (strcmp(a, "--socket") == 0) {
@@ -681,12 +693,13 @@ static int take_global_options(Ctl *ctl, int *argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-        enum { ARG_VERSION = 0x100, ARG_SOCKET, ARG_JSON };
+        enum { ARG_VERSION = 0x100, ARG_SOCKET, ARG_JSON, ARG_NO_ASK_PASSWORD };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "socket", required_argument, NULL, ARG_SOCKET },
                 { "json", no_argument, NULL, ARG_JSON },
+                { "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
                 {}
         };
         Ctl ctl = {};
@@ -707,6 +720,9 @@ int main(int argc, char **argv) {
                         break;
                 case ARG_JSON:
                         ctl.json = true;
+                        break;
+                case ARG_NO_ASK_PASSWORD:
+                        ctl.no_ask_password = true;
                         break;
                 default:
                         fprintf(stderr, "Try '" PROG " --help'.\n");
@@ -729,7 +745,9 @@ int main(int argc, char **argv) {
         argv += optind;
         if (take_global_options(&ctl, &argc, argv) < 0)
                 return CTL_EXIT_USAGE;
+        ctl_bus_set_ask_password(!ctl.no_ask_password);
         r = verb->run(&ctl, argc, argv);
+        ctl_polkit_agent_close();
         kfdb_session_free(ctl.session);
         return r == CTL_EXIT_USAGE ? CTL_EXIT_USAGE : r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

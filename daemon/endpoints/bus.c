@@ -28,6 +28,8 @@
 #define BUS_ERROR_POLICY_INVALID "org.kfdbroker.Broker1.Error.PolicyInvalid"
 #define BUS_ERROR_NO_SUCH_SESSION "org.kfdbroker.Broker1.Error.NoSuchSession"
 #define UID_NONE ((uid_t) -1)
+/* How long polkit may take when it can ask the user (AllowUserInteraction). */
+#define POLKIT_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
 
 typedef struct PendingAuth PendingAuth;
 
@@ -132,6 +134,7 @@ static int authorize(Bus *b, sd_bus_message *m, const char *action, uid_t owner,
                      AuthorizedFn fn, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *pk = NULL;
         PendingAuth *p;
+        bool interactive;
         uid_t uid;
         int r;
 
@@ -148,11 +151,9 @@ static int authorize(Bus *b, sd_bus_message *m, const char *action, uid_t owner,
         if (r < 0)
                 return r;
         /* Subject: the caller's bus name. Flag 1: AllowUserInteraction. */
+        interactive = !degrade && sd_bus_message_get_allow_interactive_authorization(m) > 0;
         r = sd_bus_message_append(pk, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s",
-                                  sd_bus_message_get_sender(m), action, 0,
-                                  (uint32_t) (!degrade &&
-                                              sd_bus_message_get_allow_interactive_authorization(m) > 0),
-                                  "");
+                                  sd_bus_message_get_sender(m), action, 0, (uint32_t) interactive, "");
         if (r < 0)
                 return r;
         p = calloc(1, sizeof(*p));
@@ -161,7 +162,10 @@ static int authorize(Bus *b, sd_bus_message *m, const char *action, uid_t owner,
         *p = (PendingAuth) { .bus = b, .call = sd_bus_message_ref(m), .action = action, .fn = fn,
                              .degrade = degrade };
         LIST_PREPEND(pending, b->pending, p);
-        r = sd_bus_call_async(b->bus, &p->slot, pk, on_polkit_reply, p, 0);
+        /* An agent may be asking someone for a password meanwhile: wait as long as
+         * kfdbrokerctl does (CTL_BUS_INTERACTIVE_TIMEOUT_USEC); the loop does not wait. */
+        r = sd_bus_call_async(b->bus, &p->slot, pk, on_polkit_reply, p,
+                              interactive ? POLKIT_INTERACTIVE_TIMEOUT_USEC : 0);
         if (r < 0) {
                 pending_free(p);
                 if (degrade)

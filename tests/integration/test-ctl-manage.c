@@ -392,6 +392,7 @@ Test(ctl_manage, accounting_shows_each_sessions_usage_and_limits) {
         cr_assert(strstr(out, "\n  Usage:\n    JobsSubmitted        1\n    JobsCompleted        1\n"), "%s", out);
         cr_assert(strstr(out, "\n    BytesFilled          65536\n"), "%s", out);
         cr_assert(strstr(out, "\n  DrmUsage             drm-driver: kfdbroker\n"
+                              "                       drm-pdev: 0000:03:00.0\n"
                               "                       drm-client-id: "), "%s", out);
         free_outputs(out, err);
         kfdb_batch_free(b);
@@ -657,4 +658,73 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
         cr_assert(strstr(out, "  Buffers=4096\n  Events=1024\n  JobsInFlight=4096\n  Weight=1\n"), "%s", out);
         free(out);
         kfdb_session_free(s);
+}
+
+/* ---- reload ---- */
+
+static void write_policy(const char *path, const char *limits) {
+        FILE *f = fopen(path, "we");
+
+        cr_assert_not_null(f, "%s", path);
+        fprintf(f, "[Match]\nUser=%u\n[Limits]\n%s", (unsigned) getuid(), limits);
+        cr_assert_eq(fclose(f), 0);
+}
+
+/*
+ * `kfdbrokerctl reload` waits for the daemon's answer: a broken policy makes
+ * it exit 1 with the daemon's reason (file and line), and the policy in force
+ * stays for connected and new sessions; a good one is applied at once (no
+ * sleep before checking); another user is refused by polkit's rules, not
+ * asked for a password (no terminal).
+ */
+Test(ctl_manage, reload_fails_with_the_reason_and_keeps_the_policy) {
+        const char *reload[] = { "reload", NULL }, *reload_nobody[] = { "--no-ask-password", "reload", NULL };
+        kfdb_session *s = connect_session("reload-test"), *later;
+        char path[256], want[512], *out, *err;
+        kfdb_usage u;
+
+        snprintf(path, sizeof(path), "%s/50-reload.conf", d.grant_dir);
+        write_policy(path, "Buffers=7\n");
+        cr_assert_eq(test_run_ctl(reload, false, &out, &err), 0, "stderr: %s", err);
+        cr_assert_str_empty(out);
+        cr_assert_str_empty(err);
+        free_outputs(out, err);
+        cr_assert_eq(kfdb_query(s, &u), 0);
+        cr_assert_eq(u.limits.max_buffers, 7, "applied when reload returned");
+
+        write_policy(path, "Buffers=9\nWeight=heavy\n");
+        cr_assert_eq(test_run_ctl(reload, false, &out, &err), 1, "stdout: %s stderr: %s", out, err);
+        snprintf(want, sizeof(want),
+                 "kfdbrokerctl: ReloadPolicy failed: Policy not reloaded, the old policy stays: %s:5: ", path);
+        cr_assert(strncmp(err, want, strlen(want)) == 0, "want '%s...', got '%s'", want, err);
+        cr_assert(strstr(err, "Weight="), "the message names the key: %s", err);
+        cr_assert_str_empty(out);
+        free_outputs(out, err);
+        cr_assert_eq(kfdb_query(s, &u), 0);
+        cr_assert_eq(u.limits.max_buffers, 7, "the old policy stays for a connected session");
+        later = connect_session("reload-later");
+        cr_assert_eq(kfdb_query(later, &u), 0);
+        cr_assert_eq(u.limits.max_buffers, 7, "and for a new one");
+        kfdb_session_free(later);
+
+        cr_assert_eq(test_run_ctl(reload_nobody, true, &out, &err), 1, "stdout: %s stderr: %s", out, err);
+        cr_assert(strstr(err, "kfdbrokerctl: ReloadPolicy failed: Access denied: ReloadPolicy requires root or polkit "
+                              "authorization for action org.kfdbroker.manage"), "%s", err);
+        free_outputs(out, err);
+
+        cr_assert_eq(unlink(path), 0);
+        cr_assert_eq(test_run_ctl(reload, false, &out, &err), 0, "stderr: %s", err);
+        free_outputs(out, err);
+        kfdb_session_free(s);
+}
+
+/* Without a daemon on the bus, reload says so and fails. */
+Test(ctl_manage, reload_without_the_daemon_says_so) {
+        const char *reload[] = { "reload", NULL };
+        char *out, *err;
+
+        cr_assert_eq(test_daemon_stop(&d), 0);
+        cr_assert_eq(test_run_ctl(reload, false, &out, &err), 1);
+        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running?)\n");
+        free_outputs(out, err);
 }

@@ -14,10 +14,10 @@
 #     it to that user;
 #   - the polkit actions validate against polkit's DTD; the activation file
 #     names the unit.
-# Usage: test-units.sh UNITS_BUILD_DIR SOURCE_ROOT KFDBROKERD THRESHOLD
+# Usage: test-units.sh UNITS_BUILD_DIR SOURCE_ROOT KFDBROKERD THRESHOLD KFDBROKERCTL
 set -u
 
-units=$1 src=$2 daemon=$(realpath -m "$3") threshold=$4
+units=$1 src=$2 daemon=$(realpath -m "$3") threshold=$4 ctl=$(realpath -m "$5")
 pass=0 fail=0
 tmp=$(mktemp -d /tmp/kfdb-units.XXXXXX)
 bus_pid=
@@ -37,7 +37,8 @@ fi
 
 # --- systemd-analyze verify ---
 mkdir "$tmp/units"
-sed "s|^ExecStart=[^ ]*|ExecStart=$daemon|" "$units/kfdbrokerd.service" >"$tmp/units/kfdbrokerd.service"
+sed -e "s|^ExecStart=[^ ]*|ExecStart=$daemon|" -e "s|^ExecReload=+[^ ]*|ExecReload=+$ctl|" \
+        "$units/kfdbrokerd.service" >"$tmp/units/kfdbrokerd.service"
 cp "$units/kfdbrokerd.socket" "$tmp/units/"
 out=$(cd "$tmp/units" && systemd-analyze verify --man=no ./kfdbrokerd.service ./kfdbrokerd.socket 2>&1)
 rc=$?
@@ -52,6 +53,14 @@ if grep -q "^ExecStart=/.*/kfdbrokerd --device=kfd --bus=system$" "$units/kfdbro
         ok "ExecStart names the installed kfdbrokerd --device=kfd --bus=system"
 else
         not_ok "ExecStart" "$(grep ExecStart "$units/kfdbrokerd.service")"
+fi
+
+# A reload must be able to fail: the synchronous D-Bus call, not a signal.
+if grep -q "^ExecReload=+/.*/kfdbrokerctl --no-ask-password reload$" "$units/kfdbrokerd.service" &&
+   ! grep -q "^ExecReload=.*kill" "$units/kfdbrokerd.service"; then
+        ok "ExecReload runs kfdbrokerctl reload (privileged, synchronous), no signal"
+else
+        not_ok "ExecReload" "$(grep ExecReload "$units/kfdbrokerd.service")"
 fi
 
 # --- systemd-analyze security ---
