@@ -5,7 +5,7 @@
 
 _kfdbrokerctl() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="status device demo kernels cdi sessions accounting metrics top limits reload"
+        local commands="status device demo kernels selftest cdi sessions accounting metrics top limits reload"
         local global="--socket= --json --no-ask-password --help --version"
         local limit_keys="BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout="
         local i verb= nargs=0
@@ -42,6 +42,7 @@ _kfdbrokerctl() {
         local opts="--socket= --json --no-ask-password"
         case $verb in
         demo) opts+=" --size= --vram --elements=" ;;
+        selftest) opts+=" --strict --timeout-wait=" ;;
         cdi) opts+=" --output=" ;;
         top) opts+=" -b --batch -d --delay= -n --iterations=" ;;
         kernels)

@@ -3,7 +3,7 @@
 # vendor_completions.d. The command list is checked against
 # `kfdbrokerctl --help` by tests/unit/core/test-completions.sh.
 
-set -l commands status device demo kernels cdi sessions accounting metrics top limits reload
+set -l commands status device demo kernels selftest cdi sessions accounting metrics top limits reload
 
 complete -c kfdbrokerctl -f
 complete -c kfdbrokerctl -l socket -r -F -d 'socket of kfdbrokerd'
@@ -16,6 +16,7 @@ complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a statu
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a device -d 'show the GPU the daemon serves'
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a demo -d 'fill, copy and check buffers on the GPU; run saxpy'
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a kernels -d 'list the kernels of a GPU code object'
+complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a selftest -d 'check copy, fill, events, a dispatch, a fault and a timeout on the GPU'
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a cdi -d 'print a CDI spec giving containers the socket'
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a sessions -d 'list every client session'
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a accounting -d 'GPU use per session and per identity'
@@ -28,6 +29,8 @@ complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l size -r -d 'bu
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l vram -d 'allocate in VRAM'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l elements -r -d 'saxpy elements'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from kernels' -F
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from selftest' -l strict -d 'fail on skipped checks too'
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from selftest' -l timeout-wait -r -d 'how long the timeout check waits (ms)'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from cdi' -l output -r -F -d 'write the spec to FILE'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s b -l batch -d 'batch mode'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s d -l delay -r -d 'seconds between refreshes'
