@@ -226,10 +226,8 @@ int metrics_format_drm_usage(Session *s, char **ret) {
         if (!f)
                 return -ENOMEM;
         fprintf(f, "drm-driver:\tkfdbroker\n");
-        if (info)
-                fprintf(f, "drm-pdev:\t%04" PRIx32 ":%02" PRIx32 ":%02" PRIx32 ".%" PRIu32 "\n", info->pci_domain,
-                        (info->pci_location >> 8) & 0xff, (info->pci_location >> 3) & 0x1f,
-                        info->pci_location & 0x7);
+        if (info && info->pci_address[0])
+                fprintf(f, "drm-pdev:\t%s\n", info->pci_address);
         fprintf(f, "drm-client-id:\t%" PRIu64 "\n", s->id);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
                 fprintf(f, "drm-engine-%s:\t%" PRIu64 " ns\n", gpu_engine_to_drm_name((GpuEngine) e),

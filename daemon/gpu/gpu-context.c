@@ -238,8 +238,7 @@ static void fill_info(GpuContext *c, const KfdDrmInfo *drm) {
         i->num_sdma_queues_per_engine = n->num_sdma_queues_per_engine;
         i->num_cp_queues = n->num_cp_queues;
         i->drm_render_minor = n->drm_render_minor;
-        i->pci_domain = n->domain;
-        i->pci_location = n->location_id;
+        kfd_node_pci_name(n, i->pci_address, sizeof i->pci_address);
         i->vram_size = n->local_mem_size ? n->local_mem_size : (drm ? drm->vram_size : 0);
         i->timestamp_hz = drm && drm->gpu_counter_hz ? drm->gpu_counter_hz
                                                      : timestamp_hz_for(n->gfx_target_version);

@@ -68,10 +68,7 @@ typedef struct GpuDeviceInfo {
         uint32_t lds_size_in_kb;
         uint32_t num_sdma_engines, num_sdma_queues_per_engine, num_cp_queues;
         uint32_t drm_render_minor;
-        /* PCI address from the topology: domain, and location_id = bus << 8 | devfn
-         * (kfd_topology.c, kfd_topology_add_device(): pci_dev_id(), pci_domain_nr();
-         * bits 31:28 hold the partition of a multi-partition node). */
-        uint32_t pci_domain, pci_location;
+        char pci_address[16];       /* "0000:03:00.0", from the topology (kfd_node_pci_name()) */
         uint32_t kfd_major, kfd_minor;
         /* Buffers are GEM objects of the render node, exported with PRIME and
          * imported into KFD: the kernel's KFD has no EXPORT_DMABUF (uapi <
