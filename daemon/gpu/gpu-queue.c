@@ -432,14 +432,17 @@ static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const G
         return 0;
 }
 
-static void queue_kick(GpuQueue *q) {
+static void queue_kick(GpuContext *c, GpuQueue *q) {
         /* Store wptr to memory with release semantics (the ring writes before
          * it), then a full barrier so the doorbell store cannot pass it, then
          * the 64-bit doorbell store of the same wptr, in the queue's unit
-         * (kfd-facts §1.7, §3.3). */
+         * (kfd-facts §1.7, §3.3). The simulator is told of the store (the
+         * GPU sees the MMIO write itself: kfd-ops.h). */
         __atomic_store_n((volatile uint64_t *) q->wptr_bo->cpu, q->wptr >> q->ptr_shift, __ATOMIC_RELEASE);
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         *q->doorbell = q->wptr >> q->ptr_shift;
+        if (c->ops->doorbell_written)
+                c->ops->doorbell_written(c->ops->userdata, c->kfd_fd, q->queue_id);
 }
 
 /*
@@ -513,7 +516,7 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
         f.ring_end = q->wptr;
         *inflight_at(q, q->inflight_count++) = f;
         q->next_seq++;
-        queue_kick(q);
+        queue_kick(c, q);
         c->stats.jobs_submitted++;
         if (ret_seq)
                 *ret_seq = f.seq;
@@ -697,7 +700,7 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, uint3
                 f->ring_end = q->wptr;
         }
         if (q->wptr > 0)
-                queue_kick(q);
+                queue_kick(c, q);
         (void) report_dropped(c, q, cb, userdata);
         return 0;
 }

@@ -41,6 +41,14 @@
  *    is left but the caller's: the memory goes when the caller closes it.
  *    The daemon uses it to keep a freed buffer charged to its owner while
  *    copies of its dma-buf live on (docs/policy.md, "Exported buffers").
+ *  - doorbell_written() is optional (NULL on the real kernel, where the 64-bit
+ *    store to the doorbell slice is itself the MMIO write the GPU reacts to).
+ *    A simulated engine cannot see a store to memory, so the daemon calls this
+ *    right after each doorbell store, naming the KFD fd and the queue_id of
+ *    CREATE_QUEUE; the simulator then wakes the engine of that queue, which
+ *    still acts only on the value it reads from the doorbell slot (a store
+ *    that was not made is not seen). It returns nothing: an engine that is
+ *    not told still finds the doorbell within a few milliseconds.
  */
 #pragma once
 
@@ -64,6 +72,7 @@ typedef struct KfdOps {
         int (*exception_info)(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf,
                               size_t buflen); /* optional, may be NULL */
         int (*dmabuf_refs)(void *userdata, int dmabuf_fd); /* optional, may be NULL */
+        void (*doorbell_written)(void *userdata, int kfd_fd, uint32_t queue_id); /* optional, may be NULL */
 } KfdOps;
 
 /* ops->dmabuf_refs(), or -EOPNOTSUPP where the table has none. */

@@ -24,7 +24,8 @@
  * without blocking the engine thread (register waits complete at once, as the
  * SDMA model's register polls do; the simulator has no registers to wait on).
  * Up to MAX_PACKETS_PER_STEP packets run per step, and a step ends after a
- * dispatch, so the queues of one pipe share it.
+ * dispatch, so the queues of one pipe share it. The device lock is held per
+ * packet (sim-engine.h): the step drops it between packets.
  *
  * DISPATCH_DIRECT builds a SimIsaDispatch from the queue's SH registers
  * (kfd-facts §2.3; Mesa si_compute.c si_emit_dispatch_packets):
@@ -99,6 +100,7 @@
 #include "isa/sim-isa.h"
 #include "sim-cp.h"
 #include "sim-device.h"
+#include "sim-engine.h"
 #include "sim-events.h"
 #include "sim-memory.h"
 #include "sim-process.h"
@@ -678,10 +680,10 @@ static int fetch_ib(SimQueue *q, SimPm4Packet *pk, uint32_t *ret_header, const c
 int sim_cp_queue_step(SimQueue *q) {
         SimCpState *cp = q->cp;
         uint64_t ring_dw = q->ring_size / 4, db;
-        int progress = 0;
+        int result = SIM_STEP_IDLE;
 
-        if (q->stopped || !cp || q->process->evicted)
-                return 0;
+        if (q->stopped || !cp || q->process->evicted || q->destroying)
+                return SIM_STEP_IDLE;
         db = sim_queue_load_doorbell(q);
         if (db != q->doorbell_seen) {
                 q->doorbell_seen = db;
@@ -697,6 +699,12 @@ int sim_cp_queue_step(SimQueue *q) {
                 ExecResult x;
                 int r;
 
+                if (n > 0) {
+                        /* The lock per packet: let the others in between two. */
+                        sim_engine_yield_lock(q);
+                        if (q->stopped || q->process->evicted || q->destroying)
+                                return SIM_STEP_PROGRESS;
+                }
                 if (cp->in_ib)
                         r = fetch_ib(q, &pk, &header, &reason, &f.fault_va);
                 else {
@@ -704,25 +712,25 @@ int sim_cp_queue_step(SimQueue *q) {
                                 break;
                         if (q->wptr - q->rptr > ring_dw) {
                                 fail_error(q, "doorbell wptr more than a ring ahead of rptr (or behind it)", false, NULL);
-                                return 1;
+                                return SIM_STEP_PROGRESS;
                         }
                         r = fetch_ring(q, &pk, &copy, &header, &reason);
                 }
-                if (r == -EAGAIN || r == -ENOMEM)
-                        break; /* not all published yet, or retry on the next pass */
+                if (r == -EAGAIN || r == -ENOMEM) /* not all published yet, or retry on the next pass */
+                        return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 if (r == -EFAULT) {
                         fail_fault(q, f.fault_va);
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 }
                 if (r < 0) {
                         fail_error(q, reason ? reason : "malformed PM4 packet", false, &header);
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 }
 
                 x = execute(q, &pk, &f);
                 switch (x) {
                 case EXEC_DONE:
-                        progress = 1;
+                        result = SIM_STEP_PROGRESS;
                         if (cp->in_ib) {
                                 cp->ib_pos += (uint32_t) pk.n_dwords;
                                 if (cp->ib_pos < cp->ib_size_dw)
@@ -734,21 +742,21 @@ int sim_cp_queue_step(SimQueue *q) {
                         report_rptr(q);
                         break;
                 case EXEC_IB:
-                        progress = 1;
+                        result = SIM_STEP_PROGRESS;
                         break;
                 case EXEC_RETRY:
-                        return progress;
+                        return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 case EXEC_FAULT:
                         fail_fault(q, f.fault_va);
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 case EXEC_ERROR:
                         fail_error(q, f.text, f.verbatim, &header);
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 case EXEC_CANCELLED:
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 }
                 if (pk.opcode == SIM_PKT3_DISPATCH_DIRECT)
                         break; /* let the other queues of this pipe have the engine */
         }
-        return progress;
+        return result;
 }

@@ -524,6 +524,26 @@ static int op_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id,
         return r;
 }
 
+/* KfdOps.doorbell_written (kfd-ops.h): wakes the engine of the queue; the
+ * engine reads the doorbell slot itself. An unknown fd or queue is ignored,
+ * as a store to an unused doorbell is. */
+static void op_doorbell_written(void *userdata, int kfd_fd, uint32_t queue_id) {
+        SimMm *mm = userdata;
+        SimDevice *d = mm->device;
+        SimFile *f;
+
+        if (getpid() != d->pid)
+                return;
+        pthread_mutex_lock(&d->lock);
+        f = sim_file_find(mm, kfd_fd);
+        if (f && f->kind == SIM_FILE_KFD && f->process && queue_id < SIM_MAX_QUEUES_PER_PROCESS) {
+                SimQueue *q = f->process->queues[queue_id];
+                if (q && q->engine)
+                        sim_engine_kick(q->engine);
+        }
+        pthread_mutex_unlock(&d->lock);
+}
+
 static int op_munmap(void *userdata, void *addr, size_t length) {
         if (munmap(addr, length) < 0)
                 return -errno;
@@ -552,6 +572,7 @@ static void mm_init(SimMm *mm, SimDevice *d) {
                  * memfd survives elsewhere. So the daemon is told it cannot
                  * know, and keeps a freed exported buffer charged until its
                  * session ends — stricter than on the kernel, never kinder. */
+                .doorbell_written = op_doorbell_written,
         };
 }
 

@@ -73,7 +73,7 @@ struct SimDevice {
         SimEngine *sdma_engines[SIM_MAX_SDMA_ENGINES];
         SimEngine *cp_engines[SIM_CP_PIPES];      /* one per MEC pipe (sim-cp.h) */
         unsigned next_cp_pipe;
-        pthread_cond_t cp_cond;     /* broadcast when a dispatch lets go of its queue */
+        pthread_cond_t cp_cond;     /* broadcast when a dispatch or an engine step lets go of its queue */
         uint64_t dispatch_budget;   /* wave-instructions per dispatch (SimOptions) */
         SimIsaPool *isa_pool;       /* helpers running workgroups of the CP engines' dispatches */
 

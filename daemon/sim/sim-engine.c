@@ -1,58 +1,82 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine thread of the simulated GPU (see sim-engine.h). One polling pass
- * runs every queue's step with the device lock held (a step may drop it for a
- * while, see SimEngineStep); between passes the lock is released. The list is
- * walked by reading q->engine_next after q's step returns, with the lock held,
- * so queues added or removed while a step had dropped the lock are seen
- * correctly. Backoff: after a pass that made progress the thread yields for
- * up to SPIN_PASSES passes (a doorbell written right after a completion is
- * seen within microseconds), then sleeps 10 µs, 20 µs, ... up to 1 ms per pass
- * while idle (at most ~1000 wake-ups a second per engine), and with no queue
- * at all it sleeps until sim_engine_add_queue() or shutdown signals it.
+ * The engine thread of the simulated GPU (see sim-engine.h). A pass runs
+ * every queue's step with the device lock held between packets; the list is
+ * walked by reading q->engine_next after q's step returns, with the lock
+ * held, and q pinned (e->current) while its step runs, so queues added or
+ * removed while a step had dropped the lock are seen correctly. Between
+ * passes the thread sleeps as sim-engine.h says: not at all after progress,
+ * a growing 10 µs .. 1 ms while a queue waits on memory, until kicked (or
+ * IDLE_SLEEP_NS) when all is idle, and until a queue is added when it has
+ * none.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include "sim-device.h"
 #include "sim-engine.h"
+#include "sim-process.h"
 #include "sim-queue.h"
 #include "util/macro.h"
 
-#define SPIN_PASSES 64u
-#define SLEEP_MIN_NS 10000ULL
-#define SLEEP_MAX_NS 1000000ULL
+#define POLL_SLEEP_MIN_NS 10000ULL
+#define POLL_SLEEP_MAX_NS 1000000ULL
+#define IDLE_SLEEP_NS 20000000ULL
+
+static void sleep_locked(SimEngine *e, uint64_t ns) {
+        struct timespec deadline;
+
+        sim_deadline_after_ns(&deadline, ns);
+        (void) pthread_cond_timedwait(&e->wake, &e->device->lock, &deadline);
+}
+
+/* One pass over the queues; returns the strongest SimStepResult seen
+ * (PROGRESS over WAITING over IDLE). Locked. */
+static int engine_pass(SimEngine *e) {
+        SimDevice *d = e->device;
+        bool waiting = false, progress = false;
+
+        for (SimQueue *q = e->queues; q; q = q->engine_next) {
+                int r;
+
+                e->current = q;
+                r = e->step(q);
+                e->current = NULL;
+                if (q->destroying)
+                        pthread_cond_broadcast(&d->cp_cond);
+                if (r == SIM_STEP_PROGRESS)
+                        progress = true;
+                else if (r == SIM_STEP_WAITING)
+                        waiting = true;
+        }
+        return progress ? SIM_STEP_PROGRESS : waiting ? SIM_STEP_WAITING : SIM_STEP_IDLE;
+}
 
 static void *engine_thread(void *userdata) {
         SimEngine *e = userdata;
         SimDevice *d = e->device;
-        unsigned idle = 0;
+        unsigned waits = 0;
 
         pthread_mutex_lock(&d->lock);
         while (!e->stop) {
-                bool progress = false;
+                int r;
 
                 if (!e->queues) {
                         pthread_cond_wait(&e->wake, &d->lock);
-                        idle = 0;
                         continue;
                 }
-                for (SimQueue *q = e->queues; q; q = q->engine_next)
-                        if (e->step(q) > 0)
-                                progress = true;
-
-                idle = progress ? 0 : idle + 1;
-                if (idle < SPIN_PASSES) {
-                        pthread_mutex_unlock(&d->lock);
-                        sched_yield();
-                        pthread_mutex_lock(&d->lock);
+                e->kicked = false;
+                r = engine_pass(e);
+                if (r == SIM_STEP_PROGRESS || e->kicked || e->stop) {
+                        waits = 0;
+                        continue;
+                }
+                if (r == SIM_STEP_WAITING) {
+                        sleep_locked(e, MIN(POLL_SLEEP_MIN_NS << MIN(waits, 7u), POLL_SLEEP_MAX_NS));
+                        waits++;
                 } else {
-                        unsigned shift = MIN(idle - SPIN_PASSES, 7u);
-                        struct timespec deadline;
-
-                        sim_deadline_after_ns(&deadline, MIN(SLEEP_MIN_NS << shift, SLEEP_MAX_NS));
-                        (void) pthread_cond_timedwait(&e->wake, &d->lock, &deadline);
+                        waits = 0;
+                        sleep_locked(e, IDLE_SLEEP_NS);
                 }
         }
         pthread_mutex_unlock(&d->lock);
@@ -114,6 +138,8 @@ void sim_engine_add_queue(SimEngine *e, SimQueue *q) {
 }
 
 void sim_engine_remove_queue(SimEngine *e, SimQueue *q) {
+        while (e->current == q)
+                pthread_cond_wait(&e->device->cp_cond, &e->device->lock);
         for (SimQueue **x = &e->queues; *x; x = &(*x)->engine_next)
                 if (*x == q) {
                         *x = q->engine_next;
@@ -121,4 +147,16 @@ void sim_engine_remove_queue(SimEngine *e, SimQueue *q) {
                 }
         q->engine = NULL;
         q->engine_next = NULL;
+}
+
+void sim_engine_kick(SimEngine *e) {
+        e->kicked = true;
+        pthread_cond_signal(&e->wake);
+}
+
+void sim_engine_yield_lock(SimQueue *q) {
+        pthread_mutex_t *lock = &q->process->device->lock;
+
+        pthread_mutex_unlock(lock);
+        pthread_mutex_lock(lock);
 }

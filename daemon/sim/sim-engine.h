@@ -1,15 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * An engine of the simulated GPU: a thread that owns a list of queues and
- * advances them. A real mapping cannot trap the client's doorbell stores, so
- * the thread polls the doorbell slots, as rocjitsu's simulator does ("…which
- * the owning XCD's command processor polls", ROCm/rocm-systems
- * emulation/rocjitsu docs/vm-design.md): a spin/yield phase right after
- * activity keeps the latency of the next doorbell small, then sleeps grow to
- * 1 ms while idle, and with no queues at all the thread sleeps until one is
- * added. What "advance a queue" means is the engine kind's step function
- * (sim-sdma.c for SDMA queues, sim-cp.c for PM4 compute queues). The
- * SimDevice owns its engines.
+ * advances them. A real engine costs the host no CPU and sees a doorbell
+ * write at once; a store to a memory mapping traps nothing, so the daemon
+ * tells the simulator after each doorbell store (KfdOps.doorbell_written),
+ * which kicks the queue's engine (sim_engine_kick). The engine still reads
+ * the doorbell slot to learn the new wptr. The thread sleeps:
+ *  - until kicked, or at most IDLE_SLEEP (a backstop for a writer that does
+ *    not tell, e.g. a test that stores to the slot itself), when every queue
+ *    is idle (rptr at the doorbell's wptr, or stopped);
+ *  - 10 µs, 20 µs, ... up to 1 ms per pass while a queue waits on memory
+ *    (POLL_REGMEM, WAIT_REG_MEM) or on a packet not all published yet — a
+ *    real engine re-polls memory at an interval too;
+ *  - never after a pass that made progress.
+ * What "advance a queue" means is the engine kind's step function (sim-sdma.c
+ * for SDMA queues, sim-cp.c for PM4 compute queues). A step holds the device
+ * lock per packet, not per pass: between packets (and around long work that
+ * touches no shared state, e.g. a large copy or a shader dispatch) it drops
+ * the lock, so ioctls, WAIT_EVENTS wake-ups and the other engines go on —
+ * a completion is reported while a long copy runs, as on hardware. The
+ * queue a step works on is pinned (SimEngine.current): sim_queue_free()
+ * waits for the engine to let go of it. The SimDevice owns its engines.
  */
 #pragma once
 
@@ -23,11 +34,18 @@ typedef enum SimEngineKind {
         SIM_ENGINE_CP,
 } SimEngineKind;
 
-/* Advances q; returns > 0 if it made progress, 0 if it has nothing to do now.
- * Called locked. A step may release the lock for long work that touches no
- * shared state (the CP step around a shader dispatch); it then keeps q pinned
- * itself, retakes the lock before it returns, and must not rely on anything
- * but q staying as it was. */
+/* What a step did. */
+typedef enum SimStepResult {
+        SIM_STEP_IDLE = 0,     /* nothing to do until the next doorbell */
+        SIM_STEP_PROGRESS = 1, /* ran at least one packet (or stopped the queue) */
+        SIM_STEP_WAITING = 2,  /* work pending, waiting on memory or a packet still being written */
+} SimStepResult;
+
+/* Advances q; returns a SimStepResult. Called locked, with q pinned by the
+ * engine. A step may release the lock between packets and around long work
+ * that touches no shared state (sim_engine_unlock_pinned); after it retakes
+ * the lock, q is still there but anything else may have changed (q may be
+ * stopped, destroying, or its process evicted: check). */
 typedef int (*SimEngineStep)(SimQueue *q);
 
 struct SimEngine {
@@ -39,7 +57,9 @@ struct SimEngine {
         bool running;
         bool stop;
         pthread_cond_t wake;
+        bool kicked;             /* a doorbell was written since the pass began */
         SimQueue *queues;
+        SimQueue *current;       /* pinned: the queue whose step runs */
 };
 
 /* Creates the engine and starts its thread. Call without the device lock. */
@@ -48,4 +68,11 @@ int sim_engine_new(SimDevice *d, SimEngineKind kind, unsigned index, SimEngineSt
 SimEngine *sim_engine_free(SimEngine *e);
 /* Locked. */
 void sim_engine_add_queue(SimEngine *e, SimQueue *q);
+/* Locked. Waits (dropping the lock meanwhile) until the engine's step has let
+ * go of q, then unlinks it. */
 void sim_engine_remove_queue(SimEngine *e, SimQueue *q);
+/* Locked. A doorbell of one of e's queues was written: run a pass soon. */
+void sim_engine_kick(SimEngine *e);
+/* Locked, from a step: lets other threads take the device lock for a moment
+ * (between two packets). */
+void sim_engine_yield_lock(SimQueue *q);

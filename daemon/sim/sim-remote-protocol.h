@@ -60,6 +60,7 @@ typedef enum SimRemoteOp {
         SIM_REMOTE_OP_MMAP,            /* fd, u64[0] = length, u64[1] = offset -> u64[0] = offset in the
                                         * memfd + fd: the memfd */
         SIM_REMOTE_OP_EXCEPTION_INFO,  /* fd, u64[0] = buflen -> u64[0] = queue id, text */
+        SIM_REMOTE_OP_DOORBELL,        /* fd, u64[0] = queue id -> 0 (KfdOps.doorbell_written) */
         _SIM_REMOTE_OP_MAX,
 } SimRemoteOp;
 

@@ -417,6 +417,12 @@ static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_
                         }
                 }
                 break;
+        case SIM_REMOTE_OP_DOORBELL:
+                if (!plain || req.u64[0] > UINT32_MAX || req.u64[1] != 0)
+                        return -EPROTO;
+                ops->doorbell_written(ops->userdata, req.fd, (uint32_t) req.u64[0]);
+                rep.h.ret = 0;
+                break;
         default:
                 return -EPROTO;
         }

@@ -4,8 +4,13 @@
  * monotonic 64-bit; the ring index is ptr % ring_size (kfd-facts §3.3) and a
  * packet may wrap around the end of the ring. The doorbell value is the new
  * wptr, as the kernel writes the same value to the doorbell and RB_WPTR
- * (sdma_v5_2_ring_set_wptr). Up to MAX_PACKETS_PER_STEP packets run per step
- * so that queues on one engine share it.
+ * (sdma_v5_2_ring_set_wptr). A step runs up to MAX_PACKETS_PER_STEP packets or
+ * STEP_BYTES of copies and fills, whichever comes first, so that the queues on
+ * one engine share it at a fine grain, as the hardware's queue arbitration
+ * does. The device lock is held per packet, not per step (sim-engine.h): it
+ * is dropped between packets, and a COPY or CONST_FILL of UNLOCKED_BYTES or
+ * more runs without it, holding a reference on the BOs it touches, so the
+ * other engines report completions and ioctls go on while it moves memory.
  *
  * Failures never skip a packet:
  *  - a COPY/FILL/WRITE/FENCE/POLL/TIMESTAMP access outside every GPU-mapped BO
@@ -34,6 +39,7 @@
 #include <time.h>
 
 #include "sim-device.h"
+#include "sim-engine.h"
 #include "sim-events.h"
 #include "sim-memory.h"
 #include "sim-process.h"
@@ -44,6 +50,8 @@
 #include "util/macro.h"
 
 #define MAX_PACKETS_PER_STEP 64u
+#define STEP_BYTES (1u << 20)
+#define UNLOCKED_BYTES (64u << 10)
 #define GATHER_DWORDS 16u
 #define POLL_RETRY_FOREVER 0xFFFu
 
@@ -85,6 +93,40 @@ static void fail_error(SimQueue *q, const char *reason) {
         sim_events_queue_stopped(q->process, q->id, text);
 }
 
+static void fill(uint8_t *dst, const SimSdmaPacket *pk) {
+        if (pk->fill.fillsize == SDMA_CONSTANT_FILL_BYTE)
+                memset(dst, (int) (pk->fill.data & 0xFF), pk->fill.bytes);
+        else
+                for (uint64_t i = 0; i < pk->fill.bytes; i += 4)
+                        memcpy(dst + i, &pk->fill.data, 4);
+}
+
+/* A copy (src != NULL) or a fill of dst. A large one runs without the device
+ * lock: the engine pins q, a reference pins each BO, so neither UNMAP nor
+ * FREE can pull the memory away meanwhile (it takes effect for later
+ * packets, as on the real VM after a TLB flush). Locked on entry and return. */
+static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint8_t *dst, uint64_t src_va,
+                       const uint8_t *src, uint64_t bytes) {
+        SimProcess *p = q->process;
+        SimBo *dst_bo = NULL, *src_bo = NULL;
+
+        if (bytes >= UNLOCKED_BYTES) {
+                dst_bo = sim_bo_ref(sim_vm_lookup(p, dst_va)->bo);
+                if (src)
+                        src_bo = sim_bo_ref(sim_vm_lookup(p, src_va)->bo);
+                pthread_mutex_unlock(&p->device->lock);
+        }
+        if (src)
+                memmove(dst, src, bytes);
+        else
+                fill(dst, pk);
+        if (dst_bo) {
+                pthread_mutex_lock(&p->device->lock);
+                sim_bo_unref(src_bo);
+                sim_bo_unref(dst_bo);
+        }
+}
+
 static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
         SimProcess *p = q->process;
         uint8_t *src, *dst;
@@ -98,7 +140,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 if (sim_vm_access(p, pk->copy.src, pk->copy.bytes, &src, fault_va) < 0 ||
                     sim_vm_access_bulk_write(p, pk->copy.dst, pk->copy.bytes, &dst, fault_va) < 0)
                         return EXEC_FAULT;
-                memmove(dst, src, pk->copy.bytes);
+                move_bytes(q, pk, pk->copy.dst, dst, pk->copy.src, src, pk->copy.bytes);
                 return EXEC_DONE;
 
         case SDMA_OP_WRITE:
@@ -110,11 +152,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
         case SDMA_OP_CONST_FILL:
                 if (sim_vm_access_bulk_write(p, pk->fill.dst, pk->fill.bytes, &dst, fault_va) < 0)
                         return EXEC_FAULT;
-                if (pk->fill.fillsize == SDMA_CONSTANT_FILL_BYTE)
-                        memset(dst, (int) (pk->fill.data & 0xFF), pk->fill.bytes);
-                else
-                        for (uint64_t i = 0; i < pk->fill.bytes; i += 4)
-                                memcpy(dst + i, &pk->fill.data, 4);
+                move_bytes(q, pk, pk->fill.dst, dst, 0, NULL, pk->fill.bytes);
                 return EXEC_DONE;
 
         case SDMA_OP_FENCE:
@@ -166,19 +204,27 @@ static void gather(SimQueue *q, uint32_t *buf, size_t n) {
                 buf[i] = ring[(start + i) & mask];
 }
 
-int sim_sdma_queue_step(SimQueue *q) {
-        int progress = 0;
-        uint64_t db;
+static bool queue_runnable(const SimQueue *q) {
+        return !q->stopped && !q->destroying && !q->process->evicted;
+}
 
-        if (q->stopped || q->process->evicted)
-                return 0;
+static uint64_t packet_bytes(const SimSdmaPacket *pk) {
+        return pk->op == SDMA_OP_COPY ? pk->copy.bytes : pk->op == SDMA_OP_CONST_FILL ? pk->fill.bytes : 0;
+}
+
+int sim_sdma_queue_step(SimQueue *q) {
+        int result = SIM_STEP_IDLE;
+        uint64_t db, moved = 0;
+
+        if (!queue_runnable(q))
+                return SIM_STEP_IDLE;
         db = sim_queue_load_doorbell(q);
         if (db != q->doorbell_seen) {
                 q->doorbell_seen = db;
                 q->wptr = db;
         }
 
-        for (unsigned n = 0; n < MAX_PACKETS_PER_STEP && q->rptr != q->wptr; n++) {
+        for (unsigned n = 0; n < MAX_PACKETS_PER_STEP && moved < STEP_BYTES && q->rptr != q->wptr; n++) {
                 uint64_t avail = q->wptr - q->rptr, fault_va = 0;
                 uint32_t small[GATHER_DWORDS];
                 _cleanup_free_ uint32_t *big = NULL;
@@ -188,9 +234,15 @@ int sim_sdma_queue_step(SimQueue *q) {
                 ExecResult x;
                 int r;
 
+                if (n > 0) {
+                        /* The lock per packet: let the others in between two. */
+                        sim_engine_yield_lock(q);
+                        if (!queue_runnable(q))
+                                return SIM_STEP_PROGRESS;
+                }
                 if (avail > q->ring_size || avail % 4 || q->wptr % 4) {
                         fail_error(q, "doorbell wptr not dword aligned or beyond the ring");
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 }
                 avail_dw = avail / 4;
                 n_dw = MIN(avail_dw, (size_t) GATHER_DWORDS);
@@ -200,15 +252,16 @@ int sim_sdma_queue_step(SimQueue *q) {
                         /* A long packet (burst NOP, WRITE_LINEAR): unwrap all of it. */
                         big = malloc(avail_dw * sizeof *big);
                         if (!big)
-                                return progress; /* retry on the next pass */
+                                return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING; /* retry on the next pass */
                         gather(q, big, avail_dw);
                         r = sim_sdma_decode(big, avail_dw, &pk, &reason);
                 }
                 if (r == -EAGAIN)
-                        break; /* the packet is not all published yet */
+                        /* The packet is not all published yet. */
+                        return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 if (r < 0) {
                         fail_error(q, reason);
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 }
 
                 x = execute(q, &pk, &fault_va, &reason);
@@ -216,17 +269,18 @@ int sim_sdma_queue_step(SimQueue *q) {
                 case EXEC_DONE:
                         q->rptr += (uint64_t) pk.n_dwords * 4;
                         sim_queue_store_rptr(q, q->rptr);
-                        progress = 1;
+                        moved += packet_bytes(&pk);
+                        result = SIM_STEP_PROGRESS;
                         break;
                 case EXEC_RETRY:
-                        return progress;
+                        return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 case EXEC_FAULT:
                         fail_fault(q, fault_va);
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 case EXEC_ERROR:
                         fail_error(q, reason);
-                        return 1;
+                        return SIM_STEP_PROGRESS;
                 }
         }
-        return progress;
+        return result;
 }

@@ -100,6 +100,7 @@ typedef struct Queue {
         Bo ring, rptr, wptr, eop, cwsr, page;   /* page: the event page (va only) */
         uint32_t event;
         volatile uint64_t *doorbell;
+        uint32_t queue_id;
         uint64_t wptr_dw;
 } Queue;
 
@@ -125,6 +126,7 @@ static void queue_new(Dev *d, Queue *q) {
         CHECK(d->ops->mmap(d->ops->userdata, NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, d->kfd,
                            a.doorbell_offset & ~0x1FFFull, &db));
         q->doorbell = (volatile uint64_t *) ((char *) db + (a.doorbell_offset & 0x1FFF));
+        q->queue_id = a.queue_id;
 }
 
 static void submit_and_wait(Dev *d, Queue *q, Pm4 *p) {
@@ -136,6 +138,8 @@ static void submit_and_wait(Dev *d, Queue *q, Pm4 *p) {
         p->n = 0;
         __atomic_store_n((uint64_t *) q->wptr.cpu, q->wptr_dw, __ATOMIC_RELEASE);
         __atomic_store_n(q->doorbell, q->wptr_dw, __ATOMIC_RELEASE);
+        if (d->ops->doorbell_written) /* as the daemon tells the simulator (kfd-ops.h) */
+                d->ops->doorbell_written(d->ops->userdata, d->kfd, q->queue_id);
         struct kfd_event_data ev = { .event_id = q->event };
         struct kfd_ioctl_wait_events_args w = {
                 .events_ptr = (uint64_t) (uintptr_t) &ev, .num_events = 1, .timeout = 600000,

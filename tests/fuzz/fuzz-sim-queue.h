@@ -34,6 +34,7 @@
 #include "kfd/kfd-uapi.h"
 #include "sim/sim-cp.h"
 #include "sim/sim-device.h"
+#include "sim/sim-engine.h"
 #include "sim/sim-events.h"
 #include "sim/sim-memory.h"
 #include "sim/sim-process.h"
@@ -238,7 +239,9 @@ static bool rig_run(Rig *rig, RigStep step, uint64_t start_ptr) {
         SimQueue *q = rig->q;
         unsigned steps = 0;
 
-        while (steps < RIG_MAX_STEPS && step(q) > 0)
+        /* Until the queue stops making progress (idle, or waiting on memory
+         * nobody will write). */
+        while (steps < RIG_MAX_STEPS && step(q) == SIM_STEP_PROGRESS)
                 steps++;
 
         if (q->stopped) {
@@ -262,6 +265,6 @@ static bool rig_run(Rig *rig, RigStep step, uint64_t start_ptr) {
         }
         /* Once stopped, a step does nothing more. */
         if (q->stopped)
-                rig_check(rig, step(q) == 0, "a stopped queue made progress");
+                rig_check(rig, step(q) == SIM_STEP_IDLE, "a stopped queue made progress");
         return q->stopped;
 }

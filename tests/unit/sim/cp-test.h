@@ -88,6 +88,8 @@ static inline void t_compute_queue(TestCtx *c, TestComputeQueue *cq, uint32_t ri
         cq->cwsr = t_bo(c, t_topology(c).cwsr_bo_size, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
         cr_assert_eq(t_create_compute_queue_args(c, cq, &a), 0);
         cq->q.queue_id = a.queue_id;
+        cq->q.ops = c->ops;
+        cq->q.kfd = c->kfd;
         cq->q.doorbell_offset = a.doorbell_offset;
         cr_assert_eq(c->ops->mmap(c->ops->userdata, NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
                                   c->kfd, a.doorbell_offset & ~0x1FFFull, &cq->q.doorbell_page), 0);
@@ -103,7 +105,7 @@ static inline void t_submit_pm4(TestComputeQueue *cq, const uint32_t *dw, size_t
                 ring[(wptr_dw + i) & mask] = dw[i];
         q->wptr_value += n * 4;
         __atomic_store_n((uint64_t *) q->wptr.cpu, q->wptr_value / 4, __ATOMIC_RELEASE);
-        __atomic_store_n(q->doorbell, q->wptr_value / 4, __ATOMIC_RELEASE);
+        t_ring_doorbell(q, q->wptr_value / 4);
 }
 
 static inline void t_submit_pm4_buf(TestComputeQueue *cq, Pm4 *p) {

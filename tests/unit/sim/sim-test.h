@@ -42,7 +42,16 @@ typedef struct TestQueue {
         void *doorbell_page;
         volatile uint64_t *doorbell;
         uint64_t wptr_value;
+        const KfdOps *ops; /* to tell the simulator of a doorbell store, as the daemon does */
+        int kfd;
 } TestQueue;
+
+/* Stores value to the doorbell and tells the simulator (kfd-ops.h). */
+static inline void t_ring_doorbell(TestQueue *q, uint64_t value) {
+        __atomic_store_n(q->doorbell, value, __ATOMIC_RELEASE);
+        if (q->ops && q->ops->doorbell_written)
+                q->ops->doorbell_written(q->ops->userdata, q->kfd, q->queue_id);
+}
 
 static inline int t_ioctl(TestCtx *c, unsigned long req, void *arg) {
         return kfd_ioctl(c->ops, c->kfd, req, arg);
@@ -227,6 +236,8 @@ static inline void t_sdma_queue(TestCtx *c, TestQueue *q, uint32_t ring_size) {
         q->wptr = t_bo(c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         cr_assert_eq(t_create_sdma_queue_args(c, q, &a), 0);
         q->queue_id = a.queue_id;
+        q->ops = c->ops;
+        q->kfd = c->kfd;
         q->doorbell_offset = a.doorbell_offset;
         cr_assert_eq(c->ops->mmap(c->ops->userdata, NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE,
                                   MAP_SHARED, c->kfd, a.doorbell_offset & ~0x1FFFull, &q->doorbell_page), 0);
@@ -250,7 +261,7 @@ static inline void t_submit(TestQueue *q, const uint32_t *dw, size_t n) {
                 ring[(q->wptr_value / 4 + i) & mask] = dw[i];
         q->wptr_value += n * 4;
         __atomic_store_n((uint64_t *) q->wptr.cpu, q->wptr_value, __ATOMIC_RELEASE);
-        __atomic_store_n(q->doorbell, q->wptr_value, __ATOMIC_RELEASE);
+        t_ring_doorbell(q, q->wptr_value);
 }
 
 static inline uint64_t t_rptr(TestQueue *q) {

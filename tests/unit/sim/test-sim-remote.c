@@ -1188,6 +1188,27 @@ Test(sim_remote, malformed_requests_end_the_channel_not_the_daemon, .timeout = 6
         cr_expect_eq(raw_ioctl_on(r.channel, kfd, AMDKFD_IOC_GET_VERSION, &v, NULL, 0, -1, &v), 0);
         cr_expect_eq(v.minor_version, SIM_DEFAULT_KFD_MINOR);
 
+        /* DOORBELL of a queue that does not exist, or on a file that is not
+         * the process's: nothing happens and the channel goes on, as a store
+         * to an unused doorbell does nothing. A queue id past 32 bits ends it. */
+        SimRemoteRequest db[] = {
+                { .op = SIM_REMOTE_OP_DOORBELL, .fd = kfd, .u64 = { 5 } },
+                { .op = SIM_REMOTE_OP_DOORBELL, .fd = kfd, .u64 = { UINT32_MAX } },
+                { .op = SIM_REMOTE_OP_DOORBELL, .fd = 1000, .u64 = { 0 } },
+                { .op = SIM_REMOTE_OP_DOORBELL, .fd = -1, .u64 = { 0 } },
+        };
+        for (size_t i = 0; i < sizeof db / sizeof db[0]; i++) {
+                cr_assert_eq(raw_send(r.channel, &db[i], NULL, 0, -1), 0);
+                cr_expect_eq(raw_reply(r.channel, &rep, sizeof rep, NULL), (ssize_t) sizeof rep, "DOORBELL %zu", i);
+                cr_expect_eq(rep.ret, 0, "DOORBELL %zu", i);
+        }
+        SimRemoteRequest db_bad = { .op = SIM_REMOTE_OP_DOORBELL, .fd = kfd, .u64 = { 1ull << 32 } };
+        cr_assert_eq(raw_send(r.channel, &db_bad, NULL, 0, -1), 0);
+        raw_expect_eof(r.channel, "a DOORBELL queue id past 32 bits");
+        close(r.channel);
+        r.channel = raw_new_channel(&r);
+        cr_assert_geq(r.channel, 0);
+
         /* A WAIT_EVENTS of 2^32-1 events with none attached. */
         struct kfd_ioctl_wait_events_args w = { .events_ptr = 0x1000, .num_events = 0xFFFFFFFFu, .timeout = 0 };
         cr_expect_eq(raw_ioctl_on(r.channel, kfd, AMDKFD_IOC_WAIT_EVENTS, &w, NULL, 0, -1, NULL), INT32_MIN,

@@ -308,6 +308,73 @@ Test(sim_sdma, two_contexts_two_engines) {
         t_close(&a.c, true);
 }
 
+Test(sim_sdma, completions_are_reported_while_a_long_copy_runs) {
+        /* As on hardware, an engine busy with a long copy does not hold up the
+         * completion of a job on another engine: the device lock is held per
+         * packet and the copy itself runs without it. A's 64 copies of 4 MiB
+         * fill one step of the SDMA engine (up to 64 packets); before, that
+         * step held the device lock throughout, so B's engine could neither
+         * read its doorbell nor signal until all of A had run. */
+        enum { N_COPIES = 64, COPY_BYTES = 4u << 20 };
+        Rig a, b;
+        rig_open(&a, NULL, 65536);
+        rig_open(&b, a.c.dev, 4096);
+        cr_assert_neq(a.q.doorbell_offset & 0x1FFF, b.q.doorbell_offset & 0x1FFF, "queues on different engines");
+        TestBo src = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo dst = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo fence = t_bo(&b.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        memset(src.cpu, 0x5A, COPY_BYTES);
+
+        for (int i = 0; i < N_COPIES; i++) {
+                uint32_t copy[] = { PKT_COPY(dst.va, src.va, COPY_BYTES) };
+                t_submit(&a.q, copy, ELEMENTSOF(copy));
+        }
+        while (t_rptr(&a.q) == 0)
+                usleep(100); /* A's engine is inside its step */
+
+        uint32_t pk[] = { PKT_FENCE(fence.va, 7), PKT_SIGNAL(b.page.va, b.done) };
+        t_submit(&b.q, pk, ELEMENTSOF(pk));
+        cr_assert_eq(t_wait1(&b.c, b.done, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "B completes");
+        uint64_t a_rptr = t_rptr(&a.q);
+        cr_expect_lt(a_rptr, a.q.wptr_value, "B completed while A's copies still ran (A at %llu of %llu bytes of ring)",
+                     (unsigned long long) a_rptr, (unsigned long long) a.q.wptr_value);
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 7u);
+
+        uint32_t signal[] = { PKT_SIGNAL(a.page.va, a.done) };
+        t_submit(&a.q, signal, ELEMENTSOF(signal));
+        cr_assert_eq(t_wait1(&a.c, a.done, 60000), KFD_IOC_WAIT_RESULT_COMPLETE, "A completes");
+        cr_expect_eq(((uint8_t *) dst.cpu)[COPY_BYTES - 1], 0x5A);
+        t_close(&b.c, false);
+        t_close(&a.c, true);
+}
+
+Test(sim_sdma, destroy_and_free_while_a_copy_runs) {
+        /* A copy running without the device lock keeps its queue and its BOs:
+         * DESTROY_QUEUE waits for the engine to let go of the queue, and
+         * UNMAP + FREE of the buffers it copies leave the memory in place until
+         * the packet ends (ASan would see a use after free otherwise), and the
+         * packet after it faults. */
+        enum { N_COPIES = 32, COPY_BYTES = 4u << 20 };
+        Rig r;
+        rig_open(&r, NULL, 65536);
+        TestBo src = t_bo(&r.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo dst = t_bo(&r.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        for (int i = 0; i < N_COPIES; i++) {
+                uint32_t copy[] = { PKT_COPY(dst.va, src.va, COPY_BYTES) };
+                t_submit(&r.q, copy, ELEMENTSOF(copy));
+        }
+        while (t_rptr(&r.q) == 0)
+                usleep(100);
+        t_bo_release(&r.c, &src);
+        t_bo_release(&r.c, &dst);
+        uint64_t at = t_rptr(&r.q);
+        cr_expect_lt(at, r.q.wptr_value, "the copies still run");
+        /* The next packet faults (its memory is gone): the queue stops there. */
+        cr_expect_eq(t_wait1(&r.c, r.mem_ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the next copy faults");
+        t_queue_release(&r.c, &r.q);
+        t_close(&r.c, true);
+}
+
 Test(sim_sdma, device_free_with_busy_queues) {
         /* sim_device_free() with contexts, queues and a POLL_REGMEM that never
          * completes still open: it closes everything and stops the engines. */
