@@ -27,6 +27,7 @@ typedef enum SchedJobKind {
         SCHED_JOB_SIGNAL, /* signals its event when everything before it on its stream is done */
         SCHED_JOB_WAIT,   /* holds its stream until its event is signaled */
         SCHED_JOB_RELAY,  /* the scheduler's own: tells another context that a queue got this far */
+        SCHED_JOB_CHUNK,  /* the scheduler's own: a piece of a large copy or fill (SchedJob.parent) */
 } SchedJobKind;
 
 typedef enum SchedJobState {
@@ -67,6 +68,15 @@ struct SchedJob {
         bool abort_sent;          /* asked to stop (timeout or cancel); a worker process's
                                    * context reports it later, not from context_abort() */
         GpuBuffer *hold;          /* relay: the word's page, kept mapped until it is written */
+        /* Chunking (scheduler.c): a large copy or fill goes to the GPU as
+         * pieces; it stays at the head of its stream until the last is
+         * written, and finishes when all of them have retired. */
+        SchedJob *parent;         /* chunk: the job it is a piece of */
+        uint64_t chunked_bytes;   /* work job: bytes handed out in chunks so far */
+        unsigned chunks_inflight; /* work job: its chunks on the GPU */
+        int chunk_error;          /* work job: the first failure among its chunks (positive errno) */
+        char *chunk_message;      /* and its message (owned; NULL for a drop without a word) */
+        uint64_t chunk_busy_ns;   /* work job: GPU time of its retired chunks */
         uint64_t queued_ns, submitted_ns;
 
         LIST_FIELDS(SchedJob, queue);   /* stream pending queue or hardware in-flight queue */

@@ -6,6 +6,7 @@
  */
 #include "scheduler/scheduler.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,9 +19,18 @@
 
 /* Work allowed on one hardware queue at once: enough to keep the engine busy
  * between completions, small enough to bound the wait of a newly ready
- * stream behind a flooding one. */
+ * stream behind a flooding one. The budget is GPU time, estimated from the
+ * queue's measured throughput: a job that becomes ready waits behind at most
+ * QUEUE_BUDGET_NS of other streams' work (and the piece running). */
 #define QUEUE_MAX_JOBS 64u
-#define QUEUE_MAX_BYTES (64ull << 20)
+#define QUEUE_BUDGET_NS (2ull * 1000 * 1000)
+/* Copies and fills larger than this go to the GPU in pieces of this size,
+ * each competing for the queue as a job of its own, so a large job never
+ * holds a queue for long. */
+#define CHUNK_BYTES (1ull << 20)
+/* With chunking off (KFDBROKERD_CHUNKING=0, for benchmarks): the budget of
+ * before, in jobs and bytes. */
+#define UNCHUNKED_QUEUE_MAX_BYTES (64ull << 20)
 /* Extra room for signal and wait event jobs (see queue_has_room()). */
 #define QUEUE_EVENT_JOBS 64u
 /* Dispatches on the GPU at once, over every compute queue of every context:
@@ -28,6 +38,9 @@
  * give every queue with work the same share). Enough to keep the CP pipes
  * busy between completions. */
 #define COMPUTE_GROUP_MAX_JOBS 16u
+/* Dispatches of one stream on the GPU at once: its jobs run in order on one
+ * queue anyway, so more would only take the group's slots from the others. */
+#define COMPUTE_STREAM_MAX_JOBS 4u
 /* Cost floor so that empty jobs (events) are not free in the ring budget. */
 #define MIN_JOB_COST 4096ull
 /* Estimate for a job with no bytes (events) until it is measured. */
@@ -48,6 +61,7 @@ struct HwQueue {
         SchedGroup own_group;   /* an SDMA queue is a group of its own */
         unsigned n_streams;     /* bound streams, for balancing */
         bool full;              /* refused more work in this pass */
+        uint64_t inflight_ns;   /* estimated GPU time of its work jobs on the GPU */
         uint64_t head_since_ns; /* when the oldest job on the GPU became the oldest */
         double bytes_per_ns;    /* measured throughput, for estimates (moving average) */
         QUEUE_HEAD(SchedJob, inflight);
@@ -65,6 +79,7 @@ struct Scheduler {
         SchedGroup compute;
         uint64_t jobs_completed, jobs_failed;
         uint32_t last_chain;
+        uint64_t chunk_bytes;   /* 0: chunking off, and the job/byte budget of before */
         bool running;
         bool again;
 };
@@ -113,6 +128,12 @@ int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *
         s->pool = pool;
         s->cb = *cb;
         s->compute.max_jobs = COMPUTE_GROUP_MAX_JOBS;
+        s->chunk_bytes = CHUNK_BYTES;
+        const char *e = getenv("KFDBROKERD_CHUNKING");
+        if (e && strcmp(e, "0") == 0) {
+                s->chunk_bytes = 0;
+                log_info("Chunking of large copies and fills is off (KFDBROKERD_CHUNKING=0)");
+        }
         /* The device context's SDMA queues exist from the start. */
         for (unsigned i = 0; i < info->n_queues; i++)
                 if (info->queue_engine[i] == GPU_ENGINE_SDMA && !hwq_new(s, dev, i, GPU_ENGINE_SDMA)) {
@@ -220,7 +241,7 @@ void scheduler_stream_done(Scheduler *s, SchedStream *st) {
 /* ---- jobs ---- */
 
 static uint64_t job_bytes(const SchedJob *j) {
-        if (j->kind != SCHED_JOB_WORK)
+        if (j->kind != SCHED_JOB_WORK && j->kind != SCHED_JOB_CHUNK)
                 return 0;
         if (j->gpu.type == GPU_JOB_COPY)
                 return j->gpu.copy.size;
@@ -246,6 +267,7 @@ void sched_job_describe(const SchedJob *j, char *buf, size_t size) {
         case SCHED_JOB_RELAY:
                 snprintf(buf, size, "relay job");
                 return;
+        case SCHED_JOB_CHUNK:
         case SCHED_JOB_WORK:
                 break;
         }
@@ -294,15 +316,39 @@ static void stream_maybe_idle(SchedStream *st) {
         stream_maybe_rebind(st);
 }
 
-void scheduler_dequeue(Scheduler *s, SchedJob *j) {
-        SchedStream *st = j->stream;
-
-        if (j->state != SCHED_JOB_PENDING || !st)
-                return;
+static void stream_remove_pending(SchedStream *st, SchedJob *j) {
         QUEUE_REMOVE(queue, st->pending, j);
         if (st->blocked_head == j)
                 st->blocked_head = NULL;
+}
+
+/* A job some of whose chunks are on the GPU leaves its stream: the rest of it
+ * never runs, and it finishes (once) when those chunks have retired, with
+ * error and msg (NULL: dropped without a word), unless one of them failed
+ * first. */
+static void chunked_job_stop(SchedJob *j, int error, const char *msg) {
+        assert(j->chunks_inflight > 0 && j->state == SCHED_JOB_PENDING);
+        stream_remove_pending(j->stream, j);
+        j->state = SCHED_JOB_SUBMITTED;
+        if (j->chunk_error == 0) {
+                j->chunk_error = error;
+                j->chunk_message = msg ? strdup(msg) : NULL;
+        }
+}
+
+int scheduler_dequeue(Scheduler *s, SchedJob *j) {
+        SchedStream *st = j->stream;
+
+        if (j->state != SCHED_JOB_PENDING || !st)
+                return 0;
+        if (j->chunks_inflight > 0) {
+                chunked_job_stop(j, ECANCELED, NULL);
+                stream_maybe_idle(st);
+                return 1;
+        }
+        stream_remove_pending(st, j);
         stream_maybe_idle(st);
+        return 0;
 }
 
 typedef enum Readiness {
@@ -391,6 +437,7 @@ static void finish_job(Scheduler *s, SchedJob *j, int error, const char *msg, ui
         char what[192];
         bool ordering;
 
+        assert(j->kind != SCHED_JOB_CHUNK && j->chunks_inflight == 0);
         if (j->kind == SCHED_JOB_RELAY) {
                 if (error != 0)
                         log_debug("A relay job on the GPU failed (%s)", strerror(error));
@@ -414,10 +461,12 @@ static void finish_job(Scheduler *s, SchedJob *j, int error, const char *msg, ui
 }
 
 static bool is_event_job(const SchedJob *j) {
-        return j->kind != SCHED_JOB_WORK;
+        return j->kind != SCHED_JOB_WORK && j->kind != SCHED_JOB_CHUNK;
 }
 
-static bool queue_has_room(const HwQueue *q, const SchedJob *j) {
+static uint64_t estimate_ns(const HwQueue *q, const SchedJob *j);
+
+static bool queue_has_room(const Scheduler *s, const HwQueue *q, const SchedJob *j) {
         /* An empty queue always takes one job, however large. */
         if (q->stats.in_flight == 0)
                 return true;
@@ -428,7 +477,11 @@ static bool queue_has_room(const HwQueue *q, const SchedJob *j) {
          * WAIT_REG_MEM on the fence) does the waiting, not this scheduler. */
         if (is_event_job(j))
                 return q->stats.in_flight < QUEUE_MAX_JOBS + QUEUE_EVENT_JOBS;
-        return q->stats.in_flight < QUEUE_MAX_JOBS && q->stats.in_flight_bytes + j->cost <= QUEUE_MAX_BYTES;
+        if (q->stats.in_flight >= QUEUE_MAX_JOBS)
+                return false;
+        if (s->chunk_bytes == 0)
+                return q->stats.in_flight_bytes + j->cost <= UNCHUNKED_QUEUE_MAX_BYTES;
+        return q->inflight_ns + estimate_ns(q, j) <= QUEUE_BUDGET_NS;
 }
 
 static bool group_has_room(const SchedGroup *g, const SchedJob *j) {
@@ -444,6 +497,22 @@ static uint64_t estimate_ns(const HwQueue *q, const SchedJob *j) {
 /* Where the stream stands, counting its jobs on the GPU at their estimate. */
 static double stream_key(const SchedStream *st) {
         return st->vtime + (double) st->inflight_est / st->weight;
+}
+
+/* Whether stream a goes before b: a higher priority class first; then the
+ * least virtual time; on a tie the one with less on the GPU — a stream that
+ * wakes from idle starts at the least virtual time of the active ones, and
+ * goes before a flooder that stands there too. */
+static bool stream_before(const SchedStream *a, const SchedStream *b) {
+        double ka, kb;
+
+        if (a->klass != b->klass)
+                return a->klass > b->klass;
+        ka = stream_key(a);
+        kb = stream_key(b);
+        if (ka != kb)
+                return ka < kb;
+        return a->n_inflight < b->n_inflight;
 }
 
 /* Binds a compute stream to a queue of its class in its context, bringing
@@ -475,14 +544,17 @@ static int stream_bind_compute(Scheduler *s, SchedStream *st, char *err, size_t 
         return 0;
 }
 
-/* Fails the head job of a stream that cannot run it. */
+/* Fails the head job of a stream that cannot run it (one with chunks on the
+ * GPU fails when they have retired). */
 static void fail_head(Scheduler *s, SchedStream *st, int error, const char *msg) {
         SchedJob *j = st->pending.first;
 
-        QUEUE_REMOVE(queue, st->pending, j);
-        if (st->blocked_head == j)
-                st->blocked_head = NULL;
-        finish_job(s, j, error, msg, 0);
+        if (j->chunks_inflight > 0)
+                chunked_job_stop(j, error, msg);
+        else {
+                stream_remove_pending(st, j);
+                finish_job(s, j, error, msg, 0);
+        }
         stream_maybe_idle(st);
 }
 
@@ -501,6 +573,16 @@ static void track_submitted(HwQueue *q, SchedJob *j, uint64_t seq) {
         q->stats.in_flight++;
         q->stats.in_flight_bytes += j->cost;
         q->stats.submitted++;
+        if (!is_event_job(j))
+                q->inflight_ns += j->est_ns;
+}
+
+/* The stream's side of a job written to its queue. */
+static void stream_track_submitted(SchedStream *st, SchedJob *j) {
+        st->inflight_est += j->est_ns;
+        st->n_inflight++;
+        if (!is_event_job(j))
+                st->hwq->group->work_in_flight++;
 }
 
 /* Writes one job to its stream's hardware queue. */
@@ -532,13 +614,100 @@ static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
                 return;
         }
         track_submitted(q, j, seq);
-        st->inflight_est += j->est_ns;
-        st->n_inflight++;
-        if (!is_event_job(j))
-                q->group->work_in_flight++;
+        stream_track_submitted(st, j);
         if (j->kind == SCHED_JOB_SIGNAL)
                 LIST_APPEND(signals, j->event->signals, j);
         stream_maybe_idle(st);
+}
+
+static bool job_wants_chunks(const Scheduler *s, const SchedJob *j) {
+        return s->chunk_bytes > 0 && j->kind == SCHED_JOB_WORK &&
+               (j->gpu.type == GPU_JOB_COPY || j->gpu.type == GPU_JOB_FILL) && job_bytes(j) > s->chunk_bytes;
+}
+
+/* The next piece of j (a copy or fill that wants chunks), not yet submitted:
+ * the first carries j's GPU waits, the last j's signal word. NULL if out of
+ * memory. */
+static SchedJob *chunk_new(const Scheduler *s, SchedJob *j) {
+        uint64_t off = j->chunked_bytes, size = MIN(s->chunk_bytes, job_bytes(j) - off);
+        SchedJob *c = calloc(1, sizeof *c);
+
+        if (!c)
+                return NULL;
+        *c = (SchedJob) { .kind = SCHED_JOB_CHUNK, .engine = j->engine, .owner_id = j->owner_id, .gpu = j->gpu,
+                          .timeout_ns = j->timeout_ns, .stream = j->stream, .parent = j, .cost = size,
+                          .state = SCHED_JOB_PENDING };
+        if (j->gpu.type == GPU_JOB_COPY) {
+                c->gpu.copy.src_va += off;
+                c->gpu.copy.dst_va += off;
+                c->gpu.copy.size = size;
+        } else {
+                c->gpu.fill.dst_va += off;
+                c->gpu.fill.size = size;
+        }
+        /* The job's timeout bounds all of it: a piece gets what its retired
+         * pieces left of it. */
+        if (j->timeout_ns != UINT64_MAX)
+                c->timeout_ns = j->timeout_ns > j->chunk_busy_ns ? j->timeout_ns - j->chunk_busy_ns : 1;
+        if (off > 0)
+                c->gpu.n_waits = 0;
+        if (off + size < job_bytes(j)) {
+                c->gpu.signal_va = 0;
+                c->gpu.signal_value = 0;
+        }
+        return c;
+}
+
+/* Writes the next piece of st's head job j to st's queue. Returns whether it
+ * went (false: the queue has no room for it now). */
+static bool submit_chunk(Scheduler *s, SchedStream *st, SchedJob *j) {
+        HwQueue *q = st->hwq;
+        char err[256] = "", what[192], msg[512];
+        SchedJob *c;
+        uint64_t seq;
+        int r;
+
+        c = chunk_new(s, j);
+        if (!c) {
+                fail_head(s, st, ENOMEM, "out of memory for a piece of the job");
+                return true;
+        }
+        if (!queue_has_room(s, q, c)) {
+                free(c);
+                q->full = true;
+                return false;
+        }
+        c->gpu.chain = st->chain;
+        r = context_submit(q->ctx, q->index, &c->gpu, NULL, NULL, 0, &seq, err, sizeof err);
+        if (r == -EAGAIN) {
+                free(c);
+                q->full = true;
+                return false;
+        }
+        if (r < 0) {
+                free(c);
+                sched_job_describe(j, what, sizeof what);
+                log_warning_errno(r, "Session %" PRIu64 ": GPU refused a piece of a %s: %s", j->owner_id, what,
+                                  err[0] ? err : strerror(-r));
+                snprintf(msg, sizeof msg, "the GPU layer refused the %s (%s)", what, err[0] ? err : strerror(-r));
+                fail_head(s, st, -r, msg);
+                return true;
+        }
+        if (j->chunked_bytes == 0)
+                j->submitted_ns = now_ns();
+        track_submitted(q, c, seq);
+        stream_track_submitted(st, c);
+        j->chunked_bytes += c->cost;
+        j->chunks_inflight++;
+        if (j->chunked_bytes == job_bytes(j)) {
+                /* All of it is on the GPU: it leaves the stream. */
+                stream_remove_pending(st, j);
+                j->state = SCHED_JOB_SUBMITTED;
+                j->hwq = q;
+                j->seq = seq;
+                stream_maybe_idle(st);
+        }
+        return true;
 }
 
 /*
@@ -604,6 +773,8 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                 for (st = g->active.first; st; st = next) {
                         next = st->active_next;
                         j = st->pending.first;
+                        if (g == &s->compute && !is_event_job(j) && st->n_inflight >= COMPUTE_STREAM_MAX_JOBS)
+                                continue; /* one stream does not take every slot of the group */
                         if (!st->hwq) {
                                 err[0] = '\0';
                                 r = stream_bind_compute(s, st, err, sizeof err);
@@ -632,8 +803,7 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                                 continue;
                         case JOB_READY:
                                 st->blocked_head = NULL;
-                                if (!best || st->klass > best->klass ||
-                                    (st->klass == best->klass && stream_key(st) < stream_key(best)))
+                                if (!best || stream_before(st, best))
                                         best = st;
                                 break;
                         }
@@ -643,7 +813,12 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                 j = best->pending.first;
                 if (!group_has_room(g, j))
                         break;
-                if (!queue_has_room(best->hwq, j)) {
+                if (job_wants_chunks(s, j)) {
+                        if (submit_chunk(s, best, j))
+                                changed = true;
+                        continue;
+                }
+                if (!queue_has_room(s, best->hwq, j)) {
                         best->hwq->full = true;
                         continue;
                 }
@@ -836,8 +1011,11 @@ static void retire(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
         q->stats.in_flight--;
         q->stats.in_flight_bytes -= j->cost;
         q->stats.completed++;
-        if (!is_event_job(j) && q->group->work_in_flight > 0)
-                q->group->work_in_flight--;
+        if (!is_event_job(j)) {
+                q->inflight_ns -= MIN(q->inflight_ns, j->est_ns);
+                if (q->group->work_in_flight > 0)
+                        q->group->work_in_flight--;
+        }
         q->head_since_ns = now_ns(); /* the next job starts now */
         charge(q, j, busy_ns);
         if (j->kind == SCHED_JOB_SIGNAL)
@@ -846,10 +1024,79 @@ static void retire(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
                 stream_maybe_rebind(j->stream);
 }
 
+/* A chunk c of job j retired (error 0) or failed: j fails once, with the
+ * first failure, and finishes when the last of its chunks on the GPU has
+ * retired and no more of it is to be written. */
+static void chunk_retired(Scheduler *s, HwQueue *q, SchedJob *c, int error, const char *msg, uint64_t busy_ns) {
+        SchedJob *j = c->parent;
+        char *m;
+
+        retire(q, c, busy_ns);
+        free(c);
+        j->chunks_inflight--;
+        j->chunk_busy_ns += busy_ns;
+        if (error != 0 && j->chunk_error == 0) {
+                j->chunk_error = error;
+                j->chunk_message = msg ? strdup(msg) : NULL;
+                if (j->state == SCHED_JOB_PENDING) {
+                        /* The rest of it never runs. */
+                        SchedStream *st = j->stream;
+                        stream_remove_pending(st, j);
+                        j->state = SCHED_JOB_SUBMITTED;
+                        stream_maybe_idle(st);
+                }
+        }
+        if (j->chunks_inflight > 0 || j->state == SCHED_JOB_PENDING)
+                return;
+        m = TAKE_PTR(j->chunk_message);
+        finish_job(s, j, j->chunk_error, m, j->chunk_busy_ns);
+        free(m);
+}
+
+/* Takes j off q and finishes it (or the piece of a job it is). */
+static void retire_and_finish(Scheduler *s, HwQueue *q, SchedJob *j, int error, const char *msg, uint64_t busy_ns) {
+        if (j->kind == SCHED_JOB_CHUNK) {
+                chunk_retired(s, q, j, error, msg, busy_ns);
+                return;
+        }
+        retire(q, j, busy_ns);
+        finish_job(s, j, error, msg, busy_ns);
+}
+
+/* What the client reads in JobFailed: what happened, and what the device
+ * said about it (the simulator names the instruction). */
+static void completion_message(const SchedJob *j, const GpuCompletion *c, char *msg, size_t size) {
+        char what[192];
+
+        sched_job_describe(j, what, sizeof(what));
+        if (c->error == -EFAULT)
+                snprintf(msg, size, "GPU memory fault at address 0x%" PRIx64 " in %s%s%s", c->fault_va,
+                         what, c->message ? ": " : "", c->message ? c->message : "");
+        else if (c->error == -EIO)
+                /* A HW_EXCEPTION: a GPU reset or RAS poison (gpu_context_reset()). */
+                snprintf(msg, size, "%s did not complete: %s", what,
+                         c->message ? c->message : "the device raised a hardware exception");
+        else if (c->error == -ETIME)
+                /* A queue that stopped at something it cannot run says
+                 * nothing (kfd-facts §7.2); the simulator's words, if any,
+                 * say what it was. */
+                snprintf(msg, size, "%s ran longer than its timeout of %.3f s and was aborted%s%s", what,
+                         (double) j->timeout_ns / 1e9, c->message ? "; the GPU had stopped it: " : "",
+                         c->message ? c->message : "");
+        else if (c->error == -ECANCELED && c->message)
+                snprintf(msg, size, "%s was cancelled: %s", what, c->message);
+        else if (c->error < 0)
+                snprintf(msg, size, "%s failed on the GPU: %s%s%s", what, strerror(-c->error),
+                         c->message ? ": " : "", c->message ? c->message : "");
+        else
+                msg[0] = '\0';
+}
+
 void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *c) {
         HwQueue *q = hwq_find(s, ctx, c->queue);
+        uint64_t busy_ns;
+        char msg[512];
         SchedJob *j;
-        char msg[512], what[192];
 
         if (!q) {
                 log_error("GPU context %" PRIu64 " reported a completion on unknown queue %u", context_get_id(ctx),
@@ -866,35 +1113,20 @@ void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *c)
         if (j != q->inflight.first)
                 log_warning("Queue %u retired job %" PRIu64 " out of order", c->queue, c->seq);
 
-        retire(q, j, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : j->est_ns);
-        if (j->kind == SCHED_JOB_SIGNAL && c->error == 0)
+        busy_ns = c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : 0;
+        if (j->kind == SCHED_JOB_SIGNAL && c->error == 0) {
+                retire(q, j, busy_ns ? busy_ns : j->est_ns);
                 s->cb.event_signal(j->event, j->signal_claimed, s->cb.userdata);
-
-        /* What the client reads in JobFailed: what happened, and what the
-         * device said about it (the simulator names the instruction). */
-        sched_job_describe(j, what, sizeof(what));
-        if (c->error == -EFAULT)
-                snprintf(msg, sizeof(msg), "GPU memory fault at address 0x%" PRIx64 " in %s%s%s", c->fault_va,
-                         what, c->message ? ": " : "", c->message ? c->message : "");
-        else if (c->error == -EIO)
-                /* A HW_EXCEPTION: a GPU reset or RAS poison (gpu_context_reset()). */
-                snprintf(msg, sizeof(msg), "%s did not complete: %s", what,
-                         c->message ? c->message : "the device raised a hardware exception");
-        else if (c->error == -ETIME)
-                /* A queue that stopped at something it cannot run says
-                 * nothing (kfd-facts §7.2); the simulator's words, if any,
-                 * say what it was. */
-                snprintf(msg, sizeof(msg), "%s ran longer than its timeout of %.3f s and was aborted%s%s", what,
-                         (double) j->timeout_ns / 1e9, c->message ? "; the GPU had stopped it: " : "",
-                         c->message ? c->message : "");
-        else if (c->error == -ECANCELED && c->message)
-                snprintf(msg, sizeof(msg), "%s was cancelled: %s", what, c->message);
-        else if (c->error < 0)
-                snprintf(msg, sizeof(msg), "%s failed on the GPU: %s%s%s", what, strerror(-c->error),
-                         c->message ? ": " : "", c->message ? c->message : "");
-        else
-                msg[0] = '\0';
-        finish_job(s, j, -c->error, c->error ? msg : NULL, c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : 0);
+                finish_job(s, j, 0, NULL, busy_ns);
+                return;
+        }
+        completion_message(j->kind == SCHED_JOB_CHUNK ? j->parent : j, c, msg, sizeof msg);
+        if (j->kind == SCHED_JOB_CHUNK) {
+                chunk_retired(s, q, j, -c->error, c->error ? msg : NULL, busy_ns ? busy_ns : j->est_ns);
+                return;
+        }
+        retire(q, j, busy_ns ? busy_ns : j->est_ns);
+        finish_job(s, j, -c->error, c->error ? msg : NULL, busy_ns);
 }
 
 static void cancel_pending(Scheduler *s, SchedStream *st, const char *msg) {
@@ -927,11 +1159,8 @@ void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char
                         }
                 /* Everything on it was reported (lost) or nothing was there
                  * (reclaimed); whatever is left cannot finish any more. */
-                while (q->inflight.first) {
-                        SchedJob *j = q->inflight.first;
-                        retire(q, j, 0);
-                        finish_job(s, j, ECANCELED, msg, 0);
-                }
+                while (q->inflight.first)
+                        retire_and_finish(s, q, q->inflight.first, ECANCELED, msg, 0);
                 if (q->engine == GPU_ENGINE_SDMA && context_is_device(ctx))
                         continue; /* the device context's SDMA queues stay, refusing work */
                 hwq_free(s, q); /* unbinds its streams: they bind again in the next incarnation */
@@ -971,9 +1200,6 @@ void scheduler_abandon(Scheduler *s) {
         HwQueue *q;
 
         LIST_FOREACH(queues, q, s->queues)
-                while (q->inflight.first) {
-                        SchedJob *j = q->inflight.first;
-                        retire(q, j, 0);
-                        finish_job(s, j, ECANCELED, NULL, 0);
-                }
+                while (q->inflight.first)
+                        retire_and_finish(s, q, q->inflight.first, ECANCELED, NULL, 0);
 }

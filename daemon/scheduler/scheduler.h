@@ -18,13 +18,23 @@
  * divided by the session's weight; jobs still on the GPU count with an
  * estimate until they retire; the next slot goes to the ready stream with the
  * least virtual time. A stream that was idle starts at the least virtual time
- * of the active ones, so it cannot bank credit. Priority classes come first:
+ * of the active ones, so it cannot bank credit, and on a tie goes before the
+ * streams that have work on the GPU already. Priority classes come first:
  * a ready stream of a higher class is always served before one of a lower
  * class (KFD ignores queue_priority for SDMA queues — only compute MQDs get a
  * pipe priority, kfd_mqd_manager_v10.c set_priority — so on SDMA the class is
  * enforced here). The budgets bound how much work waits on the GPU, so a
  * session that floods cannot push another's latency beyond one bounded
- * backlog.
+ * backlog: each hardware queue takes a few milliseconds of estimated GPU time
+ * (from its measured throughput; at most 64 jobs), and the compute group 16
+ * dispatches, at most 4 of them one stream's. Copies and fills larger than
+ * 1 MiB go to the GPU in 1 MiB pieces, each competing for its queue like a
+ * job, so a large job never holds a queue for long: the job keeps the head of
+ * its stream until its last piece is written and finishes, once, when all
+ * have retired; when a piece fails (or the job is cancelled) the rest of it
+ * never runs and the job fails with the first failure. KFDBROKERD_CHUNKING=0
+ * in the daemon's environment turns chunking off and restores the budget of
+ * 64 jobs / 64 MiB per queue (for benchmarks: docs/man/kfdbrokerd.8).
  *
  * Wait-event jobs are resolved here: an already signaled event lets the job
  * through; an event whose signal job is already on the GPU in the same GPU
@@ -118,8 +128,11 @@ void scheduler_stream_done(Scheduler *s, SchedStream *st);
 
 /* Queues an accepted job on its stream. */
 void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j);
-/* Removes a job still pending in its stream (its owner drops it). */
-void scheduler_dequeue(Scheduler *s, SchedJob *j);
+/* Removes a job still pending in its stream (its owner drops it). Returns 0
+ * when it is gone (the owner finishes it), 1 when pieces of it are on the GPU
+ * already: the rest never runs, and it is finished through
+ * SchedulerCallbacks.job_finished (ECANCELED, no message) once they retire. */
+int scheduler_dequeue(Scheduler *s, SchedJob *j);
 /* Writes ready jobs to the hardware queues, as far as budgets allow. */
 void scheduler_run(Scheduler *s);
 /* Asks for the owner's jobs on compute queues to be stopped (their client

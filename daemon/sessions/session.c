@@ -289,8 +289,8 @@ void session_disconnect(Session *s, const char *why) {
                 SchedStream *st = &s->streams[e];
                 while (st->pending.first) {
                         Job *j = job_from_sched(st->pending.first);
-                        scheduler_dequeue(m->scheduler, &j->sched);
-                        session_job_finished(j, ECANCELED, NULL, 0);
+                        if (scheduler_dequeue(m->scheduler, &j->sched) == 0)
+                                session_job_finished(j, ECANCELED, NULL, 0);
                 }
                 scheduler_stream_done(m->scheduler, st);
         }

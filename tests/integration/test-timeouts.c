@@ -103,6 +103,58 @@ Test(timeouts, long_gpu_job_is_aborted_and_the_queue_recovers) {
         kfdb_session_free(s);
 }
 
+/* A copy large enough to go to the GPU in 1 MiB pieces, each far shorter
+ * than the 20 ms timeout: the timeout bounds the whole job, which fails once
+ * (one JobFailed, with its fence), and its pieces after the failure never run. */
+Test(timeouts, chunked_copy_times_out_as_one_job) {
+        enum { SIZE = 512u << 20 };
+        kfdb_session *s = connect_session();
+        kfdb_buffer *a, *b, *small;
+        kfdb_batch *batch;
+        uint64_t fences[2];
+        uint8_t *src, *dst;
+        uint32_t *p;
+        int r;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, SIZE, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, SIZE, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &small), 0);
+        /* Every page touched here, so no single piece pays for faulting in its pages. */
+        cr_assert_eq(kfdb_buffer_map(a, (void **) &src), 0);
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &dst), 0);
+        memset(src, 0x5a, SIZE);
+        memset(dst, 0, SIZE);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, b, 0, a, 0, SIZE), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, small, 0, 4096, 0x7e7e7e7e), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+
+        r = kfdb_fence_wait(s, fences[0], 30000);
+        cr_assert_eq(r, -ETIME, "got %d (%s)", r, kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "copy job ran longer than its timeout of 0.020 s"), "%s",
+                  kfdb_session_last_error(s));
+        r = kfdb_fence_wait(s, fences[1], 30000);
+        cr_assert_eq(r, -ECANCELED, "got %d (%s)", r, kfdb_session_last_error(s));
+        {
+                kfdb_job_failure jf;
+                unsigned n = 0;
+                while (kfdb_job_failure_next(s, &jf) == 1) {
+                        cr_assert_lt(n, 2u, "one failure per job: a third for fence %llu (%s)",
+                                     (unsigned long long) jf.fence, jf.message);
+                        cr_assert_eq(jf.fence, fences[n], "failures reported in fence order");
+                        cr_assert_eq(jf.error, n == 0 ? -ETIME : -ECANCELED);
+                        n++;
+                }
+                cr_assert_eq(n, 2u);
+        }
+        sleep(1); /* anything still to run would have run by now */
+        cr_assert_eq(dst[SIZE - 1], 0, "the last piece of the copy ran after it failed");
+        cr_assert_eq(kfdb_buffer_map(small, (void **) &p), 0);
+        cr_assert_eq(p[1023], 0u, "the fill ran after the copy it was ordered after failed");
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+}
+
 /* A wait-event job that times out fails the jobs ordered after it in its
  * stream, which never run; the stream goes on with what comes after. */
 Test(timeouts, jobs_after_a_timed_out_wait_do_not_run) {
