@@ -12,6 +12,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sim-device.h"
 #include "sim-engine.h"
@@ -22,6 +25,7 @@
 #define POLL_SLEEP_MIN_NS 10000ULL
 #define POLL_SLEEP_MAX_NS 1000000ULL
 #define IDLE_SLEEP_NS 20000000ULL
+#define ENGINE_NICE 10
 
 static void sleep_locked(SimEngine *e, uint64_t ns) {
         struct timespec deadline;
@@ -52,11 +56,26 @@ static int engine_pass(SimEngine *e) {
         return progress ? SIM_STEP_PROGRESS : waiting ? SIM_STEP_WAITING : SIM_STEP_IDLE;
 }
 
+/* A real engine costs the host no CPU; a simulated one copies with it. So
+ * that it delays the threads that drive the GPU (the daemon's event loop, its
+ * WAIT_EVENTS waiter, the clients) as little as it can, the engine thread runs
+ * ENGINE_NICE steps below the process's priority (Linux: per thread). */
+static void engine_lower_priority(void) {
+        int base;
+
+        errno = 0;
+        base = getpriority(PRIO_PROCESS, 0);
+        if (base == -1 && errno != 0)
+                return;
+        (void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), MIN(base + ENGINE_NICE, 19));
+}
+
 static void *engine_thread(void *userdata) {
         SimEngine *e = userdata;
         SimDevice *d = e->device;
         unsigned waits = 0;
 
+        engine_lower_priority();
         pthread_mutex_lock(&d->lock);
         while (!e->stop) {
                 int r;
