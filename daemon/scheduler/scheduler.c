@@ -23,7 +23,12 @@
  * queue's measured throughput: a job that becomes ready waits behind at most
  * QUEUE_BUDGET_NS of other streams' work (and the piece running). */
 #define QUEUE_MAX_JOBS 64u
-#define QUEUE_BUDGET_NS (2ull * 1000 * 1000)
+#define QUEUE_BUDGET_NS (1ull * 1000 * 1000)
+/* A job of a stream with nothing on the GPU that is estimated to take at
+ * most this long goes to a full queue all the same (up to QUEUE_MAX_JOBS): a
+ * stream that wakes from idle does not wait for room behind the flooders'
+ * backlog, which it would barely lengthen. */
+#define WAKE_JOB_NS (100ull * 1000)
 /* Copies and fills larger than this go to the GPU in pieces of this size,
  * each competing for the queue as a job of its own, so a large job never
  * holds a queue for long. */
@@ -467,6 +472,8 @@ static bool is_event_job(const SchedJob *j) {
 static uint64_t estimate_ns(const HwQueue *q, const SchedJob *j);
 
 static bool queue_has_room(const Scheduler *s, const HwQueue *q, const SchedJob *j) {
+        uint64_t est;
+
         /* An empty queue always takes one job, however large. */
         if (q->stats.in_flight == 0)
                 return true;
@@ -481,7 +488,10 @@ static bool queue_has_room(const Scheduler *s, const HwQueue *q, const SchedJob 
                 return false;
         if (s->chunk_bytes == 0)
                 return q->stats.in_flight_bytes + j->cost <= UNCHUNKED_QUEUE_MAX_BYTES;
-        return q->inflight_ns + estimate_ns(q, j) <= QUEUE_BUDGET_NS;
+        est = estimate_ns(q, j);
+        if (j->stream && j->stream->n_inflight == 0 && est <= WAKE_JOB_NS)
+                return true;
+        return q->inflight_ns + est <= QUEUE_BUDGET_NS;
 }
 
 static bool group_has_room(const SchedGroup *g, const SchedJob *j) {
