@@ -25,8 +25,9 @@
  * pipe priority, kfd_mqd_manager_v10.c set_priority — so on SDMA the class is
  * enforced here). The budgets bound how much work waits on the GPU, so a
  * session that floods cannot push another's latency beyond one bounded
- * backlog: each hardware queue takes a few milliseconds of estimated GPU time
- * (from its measured throughput; at most 64 jobs), and the compute group 16
+ * backlog: each hardware queue takes 1 ms of estimated GPU time (from its
+ * measured throughput; at most 64 jobs) — a job of under 100 us of a stream
+ * with nothing on the GPU goes in all the same — and the compute group 16
  * dispatches, at most 4 of them one stream's. Copies and fills larger than
  * 1 MiB go to the GPU in 1 MiB pieces, each competing for its queue like a
  * job, so a large job never holds a queue for long: the job keeps the head of
