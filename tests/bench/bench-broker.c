@@ -1,15 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Benchmarks of the first slice, each printed next to a baseline measured in
- * the same run (compare ratios; machines here are small and noisy):
- *   1. no-op job round trip (submit -> completion seen through the session
- *      page) vs a raw SOCK_SEQPACKET request/response between two processes;
- *   2. 256 MiB GPU copy vs memcpy of the same size;
- *   3. AllocBuffer+FreeBuffer pairs vs memfd_create+ftruncate+mmap+munmap+close.
- * Starts its own kfdbrokerd --device=sim (path from $KFDBROKERD or the build tree).
+ * The broker against baselines measured in the same run (compare ratios;
+ * machines here are small and noisy), one line per ratio of issue 13 next to
+ * its goal ("ratio 0.93 (goal >= 0.9) ok" or "below"). It reports; it does
+ * not gate. Medians of several rounds throughout.
+ *   1. 4-byte fill round trip through the broker against the in-process
+ *      floor (bench-floor: the same simulated GPU layer driven directly) and
+ *      a raw SOCK_SEQPACKET echo between two processes;
+ *   2. batches of 64 4-byte fills through the broker against the floor's;
+ *   3. a 256 MiB GPU copy against memcpy of the same size;
+ *   4. AllocBuffer+FreeBuffer pairs against memfd_create+ftruncate+mmap+
+ *      munmap+close;
+ *   5. noisy neighbours: a light client's 4 KiB copies (one at a time) next
+ *      to 2 CPU burners, and next to 15 flooders each keeping one 16 MiB copy
+ *      in flight — on a daemon that splits large copies into 1 MiB pieces and
+ *      on one started with KFDBROKERD_CHUNKING=0; the light client's p99 with
+ *      flooders against its p99 with burners, and the flooders' throughput
+ *      with chunking against without.
+ * Starts its own kfdbrokerd --device=sim daemons (path from $KFDBROKERD or
+ * the build tree) and runs bench-floor ($BENCH_FLOOR or the build tree).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +39,19 @@
 
 #define ROUND_TRIPS 3000
 #define COPY_SIZE (256ull << 20)
+#define COPY_RUNS 5
 #define ALLOC_PAIRS 2000
 #define ALLOC_SIZE (64u << 10)
+#define BATCH 64
+#define BATCH_ROUNDS 5
+#define BATCH_ROUND_NS 500000000ull
+#define FLOODERS 15
+#define FLOOD_BYTES (16ull << 20)
+#define LIGHT_BYTES 4096u
+#define BURNERS 2
+#define NOISE_ROUNDS 3
+#define NOISE_WARMUP_NS 500000000ull
+#define NOISE_NS 2500000000ull
 
 static uint64_t now_ns(void) {
         struct timespec ts;
@@ -36,6 +62,16 @@ static uint64_t now_ns(void) {
 static int cmp_u64(const void *a, const void *b) {
         uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
         return x < y ? -1 : x > y;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n) {
+        qsort(v, n, sizeof *v, cmp_double);
+        return v[n / 2];
 }
 
 static void percentiles(uint64_t *v, size_t n, double *p50, double *p99) {
@@ -49,7 +85,14 @@ static void die(const char *what, int r) {
         exit(1);
 }
 
-static pid_t start_daemon(const char *sock) {
+/* One line per ratio of issue 13: what, the ratio, the goal, and whether it is met. */
+static void report(const char *what, double ratio, bool at_most, double goal) {
+        bool ok = at_most ? ratio <= goal : ratio >= goal;
+
+        printf("%-62s ratio %5.2f (goal %s %g) %s\n", what, ratio, at_most ? "<=" : ">=", goal, ok ? "ok" : "below");
+}
+
+static pid_t start_daemon(const char *sock, bool chunking) {
         const char *bin = getenv("KFDBROKERD");
         pid_t pid;
 
@@ -57,6 +100,8 @@ static pid_t start_daemon(const char *sock) {
                 bin = KFDBROKERD_BUILD_PATH;
         pid = fork();
         if (pid == 0) {
+                if (!chunking)
+                        setenv("KFDBROKERD_CHUNKING", "0", 1);
                 execl(bin, bin, "--device=sim", "--listen", sock, "--log-level=warning",
                       "--log-target=stderr", (char *) NULL);
                 _exit(127);
@@ -69,6 +114,42 @@ static pid_t start_daemon(const char *sock) {
         die("kfdbrokerd did not start", ETIMEDOUT);
         return -1;
 }
+
+static void stop_daemon(pid_t pid, const char *sock) {
+        int status;
+
+        kill(pid, SIGTERM);
+        waitpid(pid, &status, 0);
+        unlink(sock);
+}
+
+/* ---- the floor ---- */
+
+typedef struct FloorResult {
+        double rt_p50_us, rt_p99_us, batch_jobs_per_s;
+} FloorResult;
+
+static void run_floor(FloorResult *ret) {
+        const char *bin = getenv("BENCH_FLOOR");
+        char cmd[1024], line[512];
+        bool found = false;
+        FILE *f;
+
+        if (!bin)
+                bin = BENCH_FLOOR_PATH;
+        snprintf(cmd, sizeof cmd, "'%s'", bin);
+        f = popen(cmd, "r");
+        if (!f)
+                die("bench-floor", errno);
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "floor rt_p50_us=%lf rt_p99_us=%lf batch_jobs_per_s=%lf", &ret->rt_p50_us,
+                           &ret->rt_p99_us, &ret->batch_jobs_per_s) == 3)
+                        found = true;
+        if (pclose(f) != 0 || !found)
+                die("bench-floor gave no result", EPROTO);
+}
+
+/* ---- round trips ---- */
 
 static void baseline_seqpacket(double *p50, double *p99) {
         uint64_t *t = calloc(ROUND_TRIPS, sizeof(*t));
@@ -103,38 +184,75 @@ static void baseline_seqpacket(double *p50, double *p99) {
         free(t);
 }
 
-static void bench_round_trip(kfdb_session *s) {
+static void bench_round_trip(kfdb_session *s, const FloorResult *floor) {
         uint64_t *t = calloc(ROUND_TRIPS, sizeof(*t));
-        double p50, p99, b50, b99;
+        double p50, p99, e50, e99;
+        kfdb_buffer *buf;
         kfdb_batch *batch;
-        kfdb_event *ev;
         int r;
 
-        if ((r = kfdb_event_create(s, false, &ev)) < 0 || (r = kfdb_batch_new(s, &batch)) < 0)
+        if ((r = kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &buf)) < 0 || (r = kfdb_batch_new(s, &batch)) < 0)
                 die("setup", r);
         for (int i = 0; i < ROUND_TRIPS + 100; i++) {
                 uint64_t fence, t0 = now_ns();
-                if ((r = kfdb_batch_signal_event(batch, ev)) < 0 ||
+                if ((r = kfdb_batch_fill(batch, buf, 0, 4, 0x5a5a5a5a)) < 0 ||
                     (r = kfdb_batch_submit(batch, NULL, &fence)) < 0 ||
                     (r = kfdb_fence_wait(s, fence, 10000)) < 0)
-                        die("no-op job", r);
+                        die("4-byte fill", r);
                 if (i >= 100)
                         t[i - 100] = now_ns() - t0;
         }
         percentiles(t, ROUND_TRIPS, &p50, &p99);
-        baseline_seqpacket(&b50, &b99);
-        printf("no-op job round trip:   p50 %8.1f us  p99 %8.1f us\n", p50, p99);
-        printf("  raw SEQPACKET echo:   p50 %8.1f us  p99 %8.1f us   ratio p50 %.1fx  p99 %.1fx\n",
-               b50, b99, p50 / b50, p99 / b99);
+        baseline_seqpacket(&e50, &e99);
+        printf("4-byte fill round trip:     broker p50 %7.1f us  p99 %8.1f us\n", p50, p99);
+        printf("  in-process floor:                p50 %7.1f us  p99 %8.1f us\n", floor->rt_p50_us, floor->rt_p99_us);
+        printf("  raw SEQPACKET echo:              p50 %7.1f us  p99 %8.1f us\n", e50, e99);
+        report("round trip p50: broker / (floor + echo), socket path", p50 / (floor->rt_p50_us + e50), true, 1.0);
+        report("round trip p50: broker / floor (with a submission ring)", p50 / floor->rt_p50_us, true, 1.3);
         kfdb_batch_free(batch);
-        kfdb_event_destroy(ev);
+        kfdb_buffer_free(buf);
         free(t);
 }
 
+/* ---- batched small jobs ---- */
+
+static void bench_batched(kfdb_session *s, const FloorResult *floor) {
+        double rate[BATCH_ROUNDS];
+        kfdb_buffer *buf;
+        kfdb_batch *batch;
+        int r;
+
+        if ((r = kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &buf)) < 0 || (r = kfdb_batch_new(s, &batch)) < 0)
+                die("setup", r);
+        for (int k = 0; k < BATCH_ROUNDS; k++) {
+                uint64_t t0 = now_ns(), jobs = 0, t;
+                do {
+                        uint64_t last;
+                        for (int i = 0; i < BATCH; i++)
+                                if ((r = kfdb_batch_fill(batch, buf, 0, 4, 0x5a5a5a5a)) < 0)
+                                        die("batch", r);
+                        if ((r = kfdb_batch_submit(batch, NULL, &last)) < 0 || (r = kfdb_fence_wait(s, last, 10000)) < 0)
+                                die("batch", r);
+                        jobs += BATCH;
+                        t = now_ns() - t0;
+                } while (t < BATCH_ROUND_NS);
+                rate[k] = (double) jobs * 1e9 / (double) t;
+        }
+        double broker = median(rate, BATCH_ROUNDS);
+        printf("batches of %d 4-byte fills:  broker %9.0f jobs/s, floor %9.0f jobs/s (medians of %d)\n", BATCH, broker,
+               floor->batch_jobs_per_s, BATCH_ROUNDS);
+        report("batched small jobs: broker / floor throughput", broker / floor->batch_jobs_per_s, false, 0.9);
+        kfdb_batch_free(batch);
+        kfdb_buffer_free(buf);
+}
+
+/* ---- 256 MiB copy ---- */
+
 static void bench_copy(kfdb_session *s) {
+        double gpu[COPY_RUNS], cpu[COPY_RUNS];
         kfdb_buffer *a, *b;
         kfdb_batch *batch;
-        uint64_t fence, t0, gpu_ns = UINT64_MAX, cpu_ns = UINT64_MAX;
+        uint64_t fence, t0;
         char *x, *y;
         int r;
 
@@ -147,34 +265,37 @@ static void bench_copy(kfdb_session *s) {
             (r = kfdb_batch_fill(batch, b, 0, COPY_SIZE, 0)) < 0 ||
             (r = kfdb_batch_submit(batch, NULL, &fence)) < 0 || (r = kfdb_fence_wait(s, fence, 60000)) < 0)
                 die("fill", r);
-        for (int i = 0; i < 3; i++) {
+        x = malloc(COPY_SIZE);
+        y = malloc(COPY_SIZE);
+        if (!x || !y)
+                die("malloc", ENOMEM);
+        memset(x, 0x5a, COPY_SIZE);
+        memset(y, 0, COPY_SIZE);
+        /* Interleaved, so both see the same noise. */
+        for (int i = 0; i < COPY_RUNS; i++) {
                 t0 = now_ns();
                 if ((r = kfdb_batch_copy(batch, b, 0, a, 0, COPY_SIZE)) < 0 ||
                     (r = kfdb_batch_submit(batch, NULL, &fence)) < 0 ||
                     (r = kfdb_fence_wait(s, fence, 60000)) < 0)
                         die("copy", r);
-                gpu_ns = now_ns() - t0 < gpu_ns ? now_ns() - t0 : gpu_ns;
-        }
-        x = malloc(COPY_SIZE);
-        y = malloc(COPY_SIZE);
-        memset(x, 0x5a, COPY_SIZE);
-        memset(y, 0, COPY_SIZE);
-        for (int i = 0; i < 3; i++) {
+                gpu[i] = (double) COPY_SIZE / (double) (now_ns() - t0);
                 t0 = now_ns();
                 memcpy(y, x, COPY_SIZE);
                 __asm__ __volatile__("" ::"r"(y) : "memory");
-                cpu_ns = now_ns() - t0 < cpu_ns ? now_ns() - t0 : cpu_ns;
+                cpu[i] = (double) COPY_SIZE / (double) (now_ns() - t0);
         }
-        printf("256 MiB GPU copy:       %8.2f GB/s (best of 3, submit to completion seen)\n",
-               (double) COPY_SIZE / (double) gpu_ns);
-        printf("  memcpy same size:     %8.2f GB/s   ratio %.2fx\n", (double) COPY_SIZE / (double) cpu_ns,
-               (double) cpu_ns / (double) gpu_ns);
+        double g = median(gpu, COPY_RUNS), c = median(cpu, COPY_RUNS);
+        printf("256 MiB copy:               GPU %6.2f GB/s (submit to completion seen), memcpy %6.2f GB/s (medians of %d)\n",
+               g, c, COPY_RUNS);
+        report("256 MiB copy: GPU / memcpy", g / c, false, 0.8);
         free(x);
         free(y);
         kfdb_batch_free(batch);
         kfdb_buffer_free(a);
         kfdb_buffer_free(b);
 }
+
+/* ---- allocation ---- */
 
 static void bench_alloc(kfdb_session *s) {
         uint64_t t0, broker_ns, memfd_ns;
@@ -201,34 +322,230 @@ static void bench_alloc(kfdb_session *s) {
                 close(fd);
         }
         memfd_ns = now_ns() - t0;
-        printf("AllocBuffer+FreeBuffer: %8.0f pairs/s (64 KiB)\n", ALLOC_PAIRS * 1e9 / (double) broker_ns);
-        printf("  memfd+mmap+close:     %8.0f pairs/s   ratio %.1fx slower\n",
-               ALLOC_PAIRS * 1e9 / (double) memfd_ns, (double) broker_ns / (double) memfd_ns);
+        printf("AllocBuffer+FreeBuffer:     %8.0f pairs/s (64 KiB), memfd+mmap+close %8.0f pairs/s\n",
+               ALLOC_PAIRS * 1e9 / (double) broker_ns, ALLOC_PAIRS * 1e9 / (double) memfd_ns);
+        report("alloc + free: broker / memfd", (double) memfd_ns / (double) broker_ns, false, 0.25);
+}
+
+/* ---- noisy neighbours ---- */
+
+typedef struct Flooder {
+        pthread_t thread;
+        kfdb_session *s;
+        kfdb_buffer *src, *dst;
+        kfdb_batch *batch;
+        uint64_t bytes; /* copied inside the measuring window */
+} Flooder;
+
+typedef struct Noise {
+        const char *sock;
+        atomic_bool stop;
+        atomic_bool measuring;
+} Noise;
+
+typedef struct FlooderArg {
+        Flooder *f;
+        Noise *n;
+} FlooderArg;
+
+static kfdb_session *connect_to(const char *sock, const char *name) {
+        kfdb_session *s;
+        int r = kfdb_session_new(sock, name, &s);
+
+        if (r < 0)
+                die("connect", r);
+        return s;
+}
+
+static void flooder_open(Flooder *f, const char *sock) {
+        uint64_t fence;
+        int r;
+
+        *f = (Flooder) { .s = connect_to(sock, "flooder") };
+        if ((r = kfdb_buffer_alloc(f->s, FLOOD_BYTES, KFDB_PLACEMENT_GTT, &f->src)) < 0 ||
+            (r = kfdb_buffer_alloc(f->s, FLOOD_BYTES, KFDB_PLACEMENT_GTT, &f->dst)) < 0 ||
+            (r = kfdb_batch_new(f->s, &f->batch)) < 0 ||
+            (r = kfdb_batch_fill(f->batch, f->src, 0, FLOOD_BYTES, 1)) < 0 ||
+            (r = kfdb_batch_fill(f->batch, f->dst, 0, FLOOD_BYTES, 0)) < 0 ||
+            (r = kfdb_batch_submit(f->batch, NULL, &fence)) < 0 || (r = kfdb_fence_wait(f->s, fence, 60000)) < 0)
+                die("flooder setup", r);
+}
+
+static void flooder_close(Flooder *f) {
+        kfdb_batch_free(f->batch);
+        kfdb_buffer_free(f->src);
+        kfdb_buffer_free(f->dst);
+        kfdb_session_free(f->s);
+}
+
+static void *flooder_thread(void *userdata) {
+        FlooderArg *a = userdata;
+        Flooder *f = a->f;
+
+        while (!atomic_load(&a->n->stop)) {
+                uint64_t fence;
+                bool counting = atomic_load(&a->n->measuring);
+                int r;
+
+                if ((r = kfdb_batch_copy(f->batch, f->dst, 0, f->src, 0, FLOOD_BYTES)) < 0 ||
+                    (r = kfdb_batch_submit(f->batch, NULL, &fence)) < 0 || (r = kfdb_fence_wait(f->s, fence, 60000)) < 0)
+                        die("flooder copy", r);
+                if (counting && atomic_load(&a->n->measuring))
+                        f->bytes += FLOOD_BYTES;
+        }
+        return NULL;
+}
+
+static void *burner_thread(void *userdata) {
+        Noise *n = userdata;
+        volatile uint64_t x = 0;
+
+        while (!atomic_load(&n->stop))
+                x++;
+        return NULL;
+}
+
+/* The light client's 4 KiB copies, one at a time, for NOISE_NS after a
+ * warm-up; its p99 in us. */
+static double light_p99(kfdb_session *s, Noise *n) {
+        size_t cap = 1 << 20, count = 0;
+        uint64_t *t = calloc(cap, sizeof *t), start = now_ns(), end;
+        kfdb_buffer *a, *b;
+        kfdb_batch *batch;
+        double p50, p99;
+        int r;
+
+        if (!t)
+                die("calloc", ENOMEM);
+        if ((r = kfdb_buffer_alloc(s, LIGHT_BYTES, KFDB_PLACEMENT_GTT, &a)) < 0 ||
+            (r = kfdb_buffer_alloc(s, LIGHT_BYTES, KFDB_PLACEMENT_GTT, &b)) < 0 || (r = kfdb_batch_new(s, &batch)) < 0)
+                die("light setup", r);
+        end = start + NOISE_WARMUP_NS + NOISE_NS;
+        for (uint64_t now = start; now < end; now = now_ns()) {
+                uint64_t fence, t0 = now_ns();
+                if (t0 >= start + NOISE_WARMUP_NS)
+                        atomic_store(&n->measuring, true);
+                if ((r = kfdb_batch_copy(batch, b, 0, a, 0, LIGHT_BYTES)) < 0 ||
+                    (r = kfdb_batch_submit(batch, NULL, &fence)) < 0 || (r = kfdb_fence_wait(s, fence, 60000)) < 0)
+                        die("light copy", r);
+                if (t0 >= start + NOISE_WARMUP_NS && count < cap)
+                        t[count++] = now_ns() - t0;
+                usleep(200); /* a light client: not a flood of its own */
+        }
+        atomic_store(&n->measuring, false);
+        if (count == 0)
+                die("light client got no sample", ETIMEDOUT);
+        percentiles(t, count, &p50, &p99);
+        kfdb_batch_free(batch);
+        kfdb_buffer_free(a);
+        kfdb_buffer_free(b);
+        free(t);
+        return p99;
+}
+
+/* One round next to 2 CPU burners: the light client's p99 (us). */
+static double noise_burners(const char *sock) {
+        Noise n = { .sock = sock };
+        pthread_t th[BURNERS];
+        kfdb_session *s = connect_to(sock, "light");
+        double p99;
+
+        for (int i = 0; i < BURNERS; i++)
+                pthread_create(&th[i], NULL, burner_thread, &n);
+        p99 = light_p99(s, &n);
+        atomic_store(&n.stop, true);
+        for (int i = 0; i < BURNERS; i++)
+                pthread_join(th[i], NULL);
+        kfdb_session_free(s);
+        return p99;
+}
+
+/* One round next to the flooders fl (open on sock): the light client's p99
+ * (us) and the flooders' throughput (GB/s) while it measured. */
+static void noise_flooders(const char *sock, Flooder *fl, double *ret_p99, double *ret_gbps) {
+        Noise n = { .sock = sock };
+        FlooderArg args[FLOODERS];
+        kfdb_session *s = connect_to(sock, "light");
+        uint64_t t0, t1, bytes = 0;
+
+        for (int i = 0; i < FLOODERS; i++) {
+                fl[i].bytes = 0;
+                args[i] = (FlooderArg) { .f = &fl[i], .n = &n };
+                pthread_create(&fl[i].thread, NULL, flooder_thread, &args[i]);
+        }
+        t0 = now_ns() + NOISE_WARMUP_NS;
+        *ret_p99 = light_p99(s, &n);
+        t1 = now_ns();
+        atomic_store(&n.stop, true);
+        for (int i = 0; i < FLOODERS; i++) {
+                pthread_join(fl[i].thread, NULL);
+                bytes += fl[i].bytes;
+        }
+        *ret_gbps = (double) bytes / (double) (t1 - t0);
+        kfdb_session_free(s);
+}
+
+static void bench_noise(const char *sock_on, const char *sock_off) {
+        double burn[NOISE_ROUNDS], on_p99[NOISE_ROUNDS], off_p99[NOISE_ROUNDS], on_gbps[NOISE_ROUNDS],
+                off_gbps[NOISE_ROUNDS];
+        static Flooder fl_on[FLOODERS], fl_off[FLOODERS];
+
+        for (int i = 0; i < FLOODERS; i++) {
+                flooder_open(&fl_on[i], sock_on);
+                flooder_open(&fl_off[i], sock_off);
+        }
+        /* Interleaved rounds, so that all three see the same noise. */
+        for (int k = 0; k < NOISE_ROUNDS; k++) {
+                burn[k] = noise_burners(sock_on);
+                noise_flooders(sock_on, fl_on, &on_p99[k], &on_gbps[k]);
+                noise_flooders(sock_off, fl_off, &off_p99[k], &off_gbps[k]);
+        }
+        for (int i = 0; i < FLOODERS; i++) {
+                flooder_close(&fl_on[i]);
+                flooder_close(&fl_off[i]);
+        }
+        double b = median(burn, NOISE_ROUNDS), p = median(on_p99, NOISE_ROUNDS), po = median(off_p99, NOISE_ROUNDS),
+               g = median(on_gbps, NOISE_ROUNDS), go = median(off_gbps, NOISE_ROUNDS);
+        printf("light client 4 KiB copy p99: %.2f ms next to %d CPU burners, %.2f ms next to %d flooders "
+               "(%.2f ms with chunking off) (medians of %d)\n",
+               b / 1000, BURNERS, p / 1000, FLOODERS, po / 1000, NOISE_ROUNDS);
+        printf("flooders' throughput:        %.2f GB/s with chunking, %.2f GB/s without\n", g, go);
+        report("noisy neighbours: light p99, 15 flooders / 2 CPU burners", p / b, true, 2.0);
+        report("noisy neighbours: flooder throughput, chunking on / off", g / go, false, 0.7);
 }
 
 int main(void) {
-        char dir[] = "/tmp/kfdbroker-bench.XXXXXX", sock[128];
+        char dir[] = "/tmp/kfdbroker-bench.XXXXXX", sock[128], sock_off[128];
+        FloorResult floor;
         kfdb_session *s;
-        pid_t pid;
-        int r, status;
+        pid_t pid, pid_off;
+        int r;
 
         if (!mkdtemp(dir))
                 die("mkdtemp", errno);
         snprintf(sock, sizeof(sock), "%s/sock", dir);
-        pid = start_daemon(sock);
+        snprintf(sock_off, sizeof(sock_off), "%s/sock-unchunked", dir);
+        setvbuf(stdout, NULL, _IOLBF, 0);
+
+        printf("kfdbroker against baselines measured in the same run (simulated GPU; issue 13 goals)\n");
+        run_floor(&floor);
+        pid = start_daemon(sock, true);
         r = kfdb_session_new(sock, "bench-broker", &s);
         if (r < 0)
                 die("connect", r);
-
-        printf("kfdbroker benchmarks (simulated GPU; baselines measured in the same run)\n");
-        bench_round_trip(s);
+        bench_round_trip(s, &floor);
+        bench_batched(s, &floor);
         bench_copy(s);
         bench_alloc(s);
-
         kfdb_session_free(s);
-        kill(pid, SIGTERM);
-        waitpid(pid, &status, 0);
-        unlink(sock);
+
+        pid_off = start_daemon(sock_off, false);
+        bench_noise(sock, sock_off);
+        printf("not measured here: the submission ring (item 2), the fd budgets (item 3), the parallel interpreter "
+               "(item 4: bench-cp, bench-isa)\n");
+
+        stop_daemon(pid_off, sock_off);
+        stop_daemon(pid, sock);
         rmdir(dir);
         return 0;
 }
