@@ -85,6 +85,7 @@ struct Scheduler {
         uint64_t jobs_completed, jobs_failed;
         uint32_t last_chain;
         uint64_t chunk_bytes;   /* 0: chunking off, and the job/byte budget of before */
+        unsigned chunked_in_flight; /* jobs with pieces on the GPU */
         bool running;
         bool again;
 };
@@ -708,7 +709,8 @@ static bool submit_chunk(Scheduler *s, SchedStream *st, SchedJob *j) {
         track_submitted(q, c, seq);
         stream_track_submitted(st, c);
         j->chunked_bytes += c->cost;
-        j->chunks_inflight++;
+        if (j->chunks_inflight++ == 0)
+                s->chunked_in_flight++;
         if (j->chunked_bytes == job_bytes(j)) {
                 /* All of it is on the GPU: it leaves the stream. */
                 stream_remove_pending(st, j);
@@ -1043,7 +1045,8 @@ static void chunk_retired(Scheduler *s, HwQueue *q, SchedJob *c, int error, cons
 
         retire(q, c, busy_ns);
         free(c);
-        j->chunks_inflight--;
+        if (--j->chunks_inflight == 0)
+                s->chunked_in_flight--;
         j->chunk_busy_ns += busy_ns;
         if (error != 0 && j->chunk_error == 0) {
                 j->chunk_error = error;
@@ -1179,11 +1182,16 @@ void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char
 }
 
 unsigned scheduler_in_flight(const Scheduler *s) {
-        unsigned n = 0;
+        unsigned n = s->chunked_in_flight;
         const HwQueue *q;
 
-        LIST_FOREACH(queues, q, s->queues)
+        /* A job in pieces counts once. */
+        LIST_FOREACH(queues, q, s->queues) {
                 n += q->stats.in_flight;
+                for (const SchedJob *j = q->inflight.first; j; j = j->queue_next)
+                        if (j->kind == SCHED_JOB_CHUNK)
+                                n--;
+        }
         return n;
 }
 

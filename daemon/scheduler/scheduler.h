@@ -146,7 +146,8 @@ void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char
 
 /* Forgets jobs the GPU never retired (exit after a drain timeout). */
 void scheduler_abandon(Scheduler *s);
-/* Jobs submitted to the GPU and not yet retired, over all queues. */
+/* Jobs submitted to the GPU (all or some of their pieces) and not yet
+ * retired, over all queues; a job in pieces counts once. */
 unsigned scheduler_in_flight(const Scheduler *s);
 /* Jobs retired since start, by outcome. */
 uint64_t scheduler_jobs_completed(const Scheduler *s);
