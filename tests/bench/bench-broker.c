@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "kfdbroker.h"
 
 #define ROUND_TRIPS 3000
@@ -52,33 +53,6 @@
 #define NOISE_ROUNDS 3
 #define NOISE_WARMUP_NS 500000000ull
 #define NOISE_NS 2500000000ull
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-        return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-        qsort(v, n, sizeof *v, cmp_double);
-        return v[n / 2];
-}
-
-static void percentiles(uint64_t *v, size_t n, double *p50, double *p99) {
-        qsort(v, n, sizeof(*v), cmp_u64);
-        *p50 = (double) v[n / 2] / 1000.0;
-        *p99 = (double) v[(n * 99) / 100] / 1000.0;
-}
 
 static void die(const char *what, int r) {
         fprintf(stderr, "bench-broker: %s: %s\n", what, strerror(r < 0 ? -r : r));

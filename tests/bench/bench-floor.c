@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench-util.h"
 #include "gpu/gpu.h"
 #include "sim/sim.h"
 
@@ -36,17 +37,6 @@ typedef struct Floor {
         unsigned queue;
         uint64_t completed; /* highest seq reported on the queue */
 } Floor;
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
 
 static void die(const char *what, int r) {
         fprintf(stderr, "bench-floor: %s: %s\n", what, strerror(r < 0 ? -r : r));
@@ -125,9 +115,7 @@ static void round_trip(Floor *f, double *p50, double *p99) {
                 if (i >= WARMUP)
                         t[i - WARMUP] = now_ns() - t0;
         }
-        qsort(t, ROUND_TRIPS, sizeof *t, cmp_u64);
-        *p50 = (double) t[ROUND_TRIPS / 2] / 1000.0;
-        *p99 = (double) t[ROUND_TRIPS * 99 / 100] / 1000.0;
+        percentiles(t, ROUND_TRIPS, p50, p99);
         free(t);
 }
 
@@ -147,13 +135,7 @@ static double batched(Floor *f) {
                 } while (t < ROUND_NS);
                 rate[k] = (double) jobs * 1e9 / (double) t;
         }
-        for (int i = 1; i < ROUNDS; i++)
-                for (int j = i; j > 0 && rate[j] < rate[j - 1]; j--) {
-                        double x = rate[j];
-                        rate[j] = rate[j - 1];
-                        rate[j - 1] = x;
-                }
-        return rate[ROUNDS / 2];
+        return median(rate, ROUNDS);
 }
 
 int main(void) {
