@@ -12,6 +12,7 @@
 #     BindPaths=, no other device is, /etc is read-only, and another user's
 #     /proc/PID/cgroup and status are readable (ProtectProc=default);
 #   - `systemctl reload` (SIGHUP) keeps the daemon running;
+#   - a client with buffers and a job on the GPU lives through `systemctl restart`;
 #   - worker processes work inside the unit's sandbox (the simulated kernel at
 #     KFD 1.18 has no secondary contexts): nobody's `kfdbrokerctl demo` runs
 #     its kernel in a worker of user kfdbroker, which leaves with the daemon.
@@ -65,6 +66,8 @@ ln -sf /etc/systemd/system/kfdb-test.service "$rootfs/etc/systemd/system/multi-u
 
 meson install -C "$build" --destdir "$tmp/dest" >/dev/null
 mkdir "$tmp/host"
+# A client that must live through `systemctl restart` (tests/integration/restart-client.c).
+cp "$build/tests/integration/restart-client" "$tmp/host/"
 cat >"$tmp/host/run.sh" <<'EOF'
 set -u
 fail=0
@@ -155,6 +158,23 @@ echo "$out" | sed 's/^/    /'
 check "nobody's demo runs its kernel (in a worker)" 'echo "$out" | grep -q "elements of y through its dma-buf mapping against the CPU: correct"'
 sleep 1
 check "the demo's worker was given up when its session ended" '[ -z "$(workers)" ]'
+
+# A package upgrade restarts the service: a client holding buffers and a job on the GPU goes on
+# in the new daemon (docs/protocol.md "When the daemon restarts").
+install -m 0755 /mnt/host/restart-client /usr/local/bin/restart-client
+mkfifo /tmp/restart-in
+setpriv --reuid=65534 --regid=65534 --clear-groups restart-client </tmp/restart-in >/tmp/restart-out 2>&1 &
+client=$!
+exec 7>/tmp/restart-in
+for i in $(seq 100); do grep -q '^ready' /tmp/restart-out && break; sleep 0.1; done
+pid=$(systemctl show -P MainPID kfdbrokerd.service)
+systemctl restart kfdbrokerd.service
+check "systemctl restart starts a new daemon" '[ "$(systemctl show -P MainPID kfdbrokerd.service)" != "$pid" ] && systemctl is-active -q kfdbrokerd.service'
+echo go >&7
+exec 7>&-
+wait $client; rc=$?
+sed 's/^/    restart-client: /' /tmp/restart-out
+check "a client with buffers and a job on the GPU lives through systemctl restart" '[ $rc = 0 ] && grep -q "^ok - the session reconnected once" /tmp/restart-out'
 
 journalctl -q -u kfdbrokerd.service --no-pager | tail -15 | sed 's/^/    journal: /'
 systemctl stop kfdbrokerd.service
