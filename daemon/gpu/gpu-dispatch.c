@@ -48,13 +48,20 @@
  * Scratch on gfx10 (kfd-facts §2.4, §2.5): no scratch base register; the
  * kernel finds its backing through the private segment buffer V# and the flat
  * scratch init SGPRs, and the hardware hands each wave a byte offset into it
- * (wave slot × TMPRING_SIZE.WAVESIZE KiB). The V# is the one tinygrad used on
- * gfx10 (PR #5926): base, SWIZZLE_ENABLE, NUM_RECORDS 0xFFFFFFFF, and dword3
- * 0x00C00000 = INDEX_STRIDE 2 (32 lanes) | ADD_TID_ENABLE; a wave64 kernel
- * gets INDEX_STRIDE 3 (64 lanes, dword3 0x00E00000), so that ADD_TID_ENABLE
- * gives each of its 64 lanes a dword column of its own (RDNA2 ISA §8.1.6,
+ * (wave slot × TMPRING_SIZE.WAVESIZE KiB). The V# is the one ROCr builds
+ * (AqlQueue::InitScratchSRD, FillBufRsrcWord0..3_Gfx10; layout in
+ * sim-isa-vsharp.c): base, SWIZZLE_ENABLE, STRIDE 0, NUM_RECORDS = the
+ * backing's size, and word 3 = DST_SEL XYZW | FORMAT 32_UINT | ADD_TID_ENABLE
+ * | RESOURCE_LEVEL 1 | OOB_SELECT 2 ("no bounds check in swizzle mode") |
+ * INDEX_STRIDE, which ROCr leaves to the CP and we set to the wave size: 2
+ * (32 lanes, word 3 0x21C14FAC) or 3 (64 lanes, 0x21E14FAC), so that
+ * ADD_TID_ENABLE gives each lane a dword column of its own (RDNA2 ISA §8.1.6,
  * swizzled buffer addressing; with STRIDE 0 the lanes past the index stride
- * would alias the first ones), and WAVESIZE covers 64 lanes. One backing per
+ * would alias the first ones), and WAVESIZE covers the wave's lanes.
+ * tinygrad's gfx10 word 3 (PR #5926), 0x00C00000, has FORMAT INVALID,
+ * RESOURCE_LEVEL 0 and OOB_SELECT 0, which with STRIDE 0 puts every scratch
+ * access out of range (Mesa ac_descriptors.c, the GFX10 OOB_SELECT table):
+ * spills and private arrays would read zeros on hardware. One backing per
  * queue, grown when a kernel needs more per wave; jobs hold a reference to the
  * backing they were programmed with, so a bigger one never pulls memory from
  * under a running dispatch. It is shared by every session's dispatches on the
@@ -63,8 +70,12 @@
  * gfx11 (RDNA3) differs (kfd-facts §2.4, §2.5, tinygrad ops_amd.py): the base
  * also goes into COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (architected flat
  * scratch), TMPRING_SIZE.WAVESIZE counts 256-byte units in a wider field and
- * WAVES counts per shader engine, the V#'s dword3 is 0x20C14000, and
- * RSRC1.PRIV is set (tinygrad: "to workaround cwsr"). Work-item IDs arrive
+ * WAVES counts per shader engine, the V# is ROCr's gfx11 one
+ * (FillBufRsrcWord1_Gfx11, FillBufRsrcWord3_Gfx11: SWIZZLE_ENABLE is the
+ * 2-bit field [31:30] of word 1 and ROCr and Mesa radv write 1 there, where
+ * tinygrad writes 2; word 3 has no RESOURCE_LEVEL and a 6-bit FORMAT,
+ * 0x20C14FAC for 32 lanes), and RSRC1.PRIV is set (tinygrad: "to workaround
+ * cwsr"). Work-item IDs arrive
  * packed in v0 there, which is the hardware's doing, not ours. The simulator
  * models gfx1030 only; the gfx11 stream is checked packet by packet in
  * tests/unit/gpu/test-gpu-dispatch.c.
@@ -96,12 +107,16 @@
 #define GPU_SCRATCH_MAX (512ull << 20)
 #define GPU_SCRATCH_MIN_WAVES 32u
 
-/* The scratch V#'s dword3: tinygrad's gfx10 value (see the file comment) and
- * its gfx11 one, 0x20C14000 (ops_amd.py; kfd-facts §2.4), both with
- * INDEX_STRIDE [22:21] 2 (32 lanes); a wave64 kernel's has INDEX_STRIDE 3. */
-#define SCRATCH_RSRC_DWORD3 0x00C00000u
-#define SCRATCH_RSRC_DWORD3_GFX11 0x20C14000u
-#define SCRATCH_RSRC_INDEX_STRIDE_64 (3u << 21)
+/* The scratch V# (see the file comment; ROCr amd_aql_queue.cpp and
+ * registers.h SQ_BUF_RSRC_WORD1/WORD3_GFX10/WORD3_GFX11). Word 3 without
+ * INDEX_STRIDE: DST_SEL X,Y,Z,W = 4,5,6,7 [11:0], FORMAT 32_UINT = 20 at
+ * [18:12], ADD_TID_ENABLE 23, RESOURCE_LEVEL 24 (gfx10 only), OOB_SELECT 2 at
+ * [29:28]; INDEX_STRIDE [22:21] is 2 (32 lanes) or 3 (64). */
+#define SCRATCH_RSRC_DWORD3 0x21814FACu
+#define SCRATCH_RSRC_DWORD3_GFX11 0x20814FACu
+#define SCRATCH_RSRC_INDEX_STRIDE(wave32) ((wave32) ? 2u << 21 : 3u << 21)
+#define SCRATCH_RSRC_SWIZZLE_ENABLE (1u << 31)
+#define SCRATCH_RSRC_SWIZZLE_ENABLE_GFX11 (1u << 30)
 
 /* gfx11 (RDNA3) programs scratch differently from gfx10.3 (kfd-facts §2.5). */
 static bool is_gfx11(const GpuContext *c) {
@@ -385,10 +400,11 @@ static unsigned user_sgprs(const GpuContext *c, const GpuQueue *q, const GpuJob 
 #define PUT64(x) do { v[n++] = (uint32_t) (x); v[n++] = (uint32_t) ((x) >> 32); } while (0)
         if (kc->code_properties & KCP_PRIVATE_SEGMENT_BUFFER) {
                 v[n++] = (uint32_t) scratch;
-                v[n++] = (uint32_t) (scratch >> 32 & 0xFFFFu) | 1u << 31; /* SWIZZLE_ENABLE */
-                v[n++] = 0xFFFFFFFFu;                                       /* NUM_RECORDS */
+                v[n++] = (uint32_t) (scratch >> 32 & 0xFFFFu) |
+                         (is_gfx11(c) ? SCRATCH_RSRC_SWIZZLE_ENABLE_GFX11 : SCRATCH_RSRC_SWIZZLE_ENABLE);
+                v[n++] = f->scratch ? (uint32_t) MIN(gpu_buffer_get_size(f->scratch), UINT32_MAX) : 0; /* NUM_RECORDS */
                 v[n++] = (is_gfx11(c) ? SCRATCH_RSRC_DWORD3_GFX11 : SCRATCH_RSRC_DWORD3) |
-                         (kc->wave32 ? 0 : SCRATCH_RSRC_INDEX_STRIDE_64);
+                         SCRATCH_RSRC_INDEX_STRIDE(kc->wave32);
         }
         if (kc->code_properties & KCP_DISPATCH_PTR)
                 PUT64(kernarg + GPU_KERNARG_MAX);

@@ -266,5 +266,21 @@ int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_valu(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_vop3p(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_vmem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+
+/* A MUBUF instruction's buffer resource (V#), decoded (sim-isa-vsharp.c has
+ * the layout, the addressing and the range checks, with their sources). */
+typedef struct SimIsaVsharp {
+        uint64_t base;
+        uint32_t stride, num_records, index_stride;
+        unsigned oob_select;
+        bool swizzle, add_tid;
+        bool usable;    /* FORMAT valid, RESOURCE_LEVEL 1, TYPE buffer; else every access is out of range */
+} SimIsaVsharp;
+void sim_isa_vsharp_decode(const uint32_t d[4], SimIsaVsharp *ret);
+/* The address of lane's access to record index, byte offset, with soffset
+ * added; false when the range check puts it out of range (a load returns 0,
+ * a store or atomic does nothing). */
+bool sim_isa_vsharp_address(const SimIsaVsharp *v, unsigned lane, uint32_t index, uint32_t offset, uint32_t soffset,
+                            uint64_t *ret_va);
 int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_ds_permute(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);

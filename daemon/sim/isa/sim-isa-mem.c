@@ -2,7 +2,8 @@
 /*
  * Vector memory: FLAT/GLOBAL (RDNA2 ISA chapter 10 "Flat Memory
  * Instructions"), MUBUF buffer loads, stores and atomics (chapter 8 "Vector
- * Memory Operations", §8.1.6 buffer addressing with swizzle), and the LDS
+ * Memory Operations": addressed and range-checked by the V# as
+ * sim-isa-vsharp.c decodes it), and the LDS
  * instructions DS_* (chapter 11 "Data Share Operations") on the workgroup's
  * LDS. Every access goes through sim_isa_mem(), so an address outside the
  * mapped memory fails the dispatch with -EFAULT and the address. Lanes are
@@ -200,10 +201,12 @@ static bool memop_from_flat(unsigned op, MemOp *m) {
 /* One lane's access at va: loads into v[vdst..], stores from v[vdata..],
  * atomics with v[vdata..] as source (and compare), returning the old value to
  * v[vdst..] when glc is set. addr_of maps the k-th dword offset to its
- * address so swizzled buffers can place each dword separately; mem_of turns
- * an address into host memory (a flat address or a private offset; NULL for
- * a global VA, the common case, called directly). */
-typedef uint64_t (*AddrFn)(const void *ctx, unsigned lane, uint32_t byte_offset);
+ * address so swizzled buffers can place each dword separately, and returns
+ * false when a buffer's range check puts that dword out of range (a load of
+ * it gives 0, a store of it does nothing; an atomic is in or out as a whole);
+ * mem_of turns an address into host memory (a flat address or a private
+ * offset; NULL for a global VA, the common case, called directly). */
+typedef bool (*AddrFn)(const void *ctx, unsigned lane, uint32_t byte_offset, uint64_t *ret_addr);
 typedef int (*MemFn)(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t addr, unsigned len, bool write, void **ret);
 
 static int lds_ptr(SimIsaRun *r, SimIsaWave *w, uint32_t addr, unsigned len, void **ret);
@@ -234,7 +237,16 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
 
         if (m->atomic) {
                 unsigned n = m->is64 ? 8 : 4;
-                uint64_t va = addr_of(ctx, lane, 0), old, src, cmp = 0;
+                uint64_t va, va_hi, old = 0, src, cmp = 0;
+                bool in = addr_of(ctx, lane, 0, &va) && (!m->is64 || addr_of(ctx, lane, 4, &va_hi));
+                if (!in) {
+                        if (glc) {
+                                w->v[vdst][lane] = 0;
+                                if (m->is64)
+                                        w->v[(vdst + 1) & 255][lane] = 0;
+                        }
+                        return 0;
+                }
                 k = mem_of ? mem_of(r, w, lane, va, n, true, &p) : sim_isa_mem(r, w, va, n, true, &p);
                 if (k < 0)
                         return k;
@@ -257,10 +269,18 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
         }
         /* All addresses first: a load may overwrite its own address VGPRs. */
         uint64_t vas[4];
+        bool in[4];
         for (unsigned i = 0; i < m->dwords; i++)
-                vas[i] = addr_of(ctx, lane, 4 * i);
+                in[i] = addr_of(ctx, lane, 4 * i, &vas[i]);
         for (unsigned i = 0; i < m->dwords; i++) {
                 uint64_t va = vas[i];
+                if (!in[i]) {
+                        if (!m->store) {
+                                uint32_t *d = &w->v[(vdst + i) & 255][lane];
+                                *d = load_value(m, m->bytes, 0, *d);
+                        }
+                        continue;
+                }
                 k = mem_of ? mem_of(r, w, lane, va, m->bytes, m->store, &p) : sim_isa_mem(r, w, va, m->bytes, m->store, &p);
                 if (k < 0)
                         return k;
@@ -286,7 +306,7 @@ typedef struct FlatCtx {
  * VGPR offset. SCRATCH: a 32-bit private offset from an SGPR, a VGPR
  * (SADDR 0x7d, null) or neither (SADDR 0x7f: the instruction offset alone),
  * as llvm-mc-15 -mcpu=gfx1030 encodes "scratch_store_dword off, v0, off". */
-static uint64_t flat_addr(const void *c, unsigned lane, uint32_t byte_offset) {
+static bool flat_addr(const void *c, unsigned lane, uint32_t byte_offset, uint64_t *ret_addr) {
         const FlatCtx *f = c;
         uint64_t a;
         if (f->scratch)
@@ -295,7 +315,8 @@ static uint64_t flat_addr(const void *c, unsigned lane, uint32_t byte_offset) {
                 a = f->saddr + f->w->v[f->vaddr][lane];
         else
                 a = f->w->v[f->vaddr][lane] | (uint64_t) f->w->v[(f->vaddr + 1) & 255][lane] << 32;
-        return a + (int64_t) f->offset + byte_offset;
+        *ret_addr = a + (int64_t) f->offset + byte_offset;
+        return true;
 }
 
 /* GLOBAL dword loads and stores (no atomics, sub-dword sizes or d16): most of
@@ -362,14 +383,16 @@ static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
 
 typedef struct BufCtx {
         const SimIsaWave *w;
-        uint64_t base;
-        uint32_t stride, soffset, inst_offset, index_stride;
-        bool swizzle, add_tid, idxen, offen;
+        SimIsaVsharp v;
+        uint32_t soffset, inst_offset;
+        bool idxen, offen;
         unsigned vaddr;
 } BufCtx;
 
-/* RDNA2 ISA §8.1.6: buffer address = base + soffset + (swizzled) f(index, offset). */
-static uint64_t buf_addr(const void *c, unsigned lane, uint32_t byte_offset) {
+/* The index and offset of a MUBUF access from its VGPRs (IDXEN: index in
+ * the first, OFFEN: offset in the next), placed and range-checked by the V#
+ * (sim-isa-vsharp.c). */
+static bool buf_addr(const void *c, unsigned lane, uint32_t byte_offset, uint64_t *ret_addr) {
         const BufCtx *b = c;
         uint32_t index = 0, offset = b->inst_offset + byte_offset;
         unsigned v = b->vaddr;
@@ -378,27 +401,18 @@ static uint64_t buf_addr(const void *c, unsigned lane, uint32_t byte_offset) {
                 index = b->w->v[v++ & 255][lane];
         if (b->offen)
                 offset += b->w->v[v & 255][lane];
-        if (b->add_tid)
-                index += lane;
-        if (!b->swizzle)
-                return b->base + b->soffset + offset + (uint64_t) index * b->stride;
-        /* Element size is 4 bytes on gfx10. */
-        uint64_t index_msb = index / b->index_stride, index_lsb = index % b->index_stride;
-        uint64_t off_msb = offset / 4, off_lsb = offset % 4;
-        return b->base + b->soffset + (index_msb * b->stride + off_msb * 4) * b->index_stride + index_lsb * 4 + off_lsb;
+        return sim_isa_vsharp_address(&b->v, lane, index, offset, b->soffset, ret_addr);
 }
 
 /* MUBUF: offset[11:0], offen 12, idxen 13, glc 14, dlc 15, lds 16, op[25:18];
  * dword 1: vaddr[7:0], vdata[15:8], srsrc[20:16] (x4), slc 22, tfe 23,
- * soffset[31:24]. V#: base[47:0], stride[61:48], swizzle_en 63, num_records
- * dword 2, dword 3: index_stride[22:21], add_tid_enable 23. */
+ * soffset[31:24]. */
 static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         MemOp m;
         BufCtx b = { .w = w };
         uint64_t exec = wave_exec(w);
         unsigned srsrc = ((in->w1 >> 16) & 0x1f) * 4, vdata = (in->w1 >> 8) & 0xff;
         bool glc = (in->w0 >> 14) & 1;
-        uint32_t d0, d1, d3;
 
         if (in->op == MUBUF_BUFFER_GL0_INV || in->op == MUBUF_BUFFER_GL1_INV)
                 return 0;
@@ -423,12 +437,7 @@ static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         }
         if (!memop_from_flat(in->op, &m) || ((in->w0 >> 16) & 1) || ((in->w1 >> 23) & 1))
                 return sim_isa_unsupported(r, w, in);
-        d0 = w->s[srsrc], d1 = w->s[srsrc + 1], d3 = w->s[srsrc + 3];
-        b.base = d0 | (uint64_t) (d1 & 0xffff) << 32;
-        b.stride = (d1 >> 16) & 0x3fff;
-        b.swizzle = (d1 >> 31) & 1;
-        b.index_stride = 8u << ((d3 >> 21) & 3);
-        b.add_tid = (d3 >> 23) & 1;
+        sim_isa_vsharp_decode(&w->s[srsrc], &b.v);
         b.soffset = sim_isa_sread(r, w, in, in->w1 >> 24);
         b.inst_offset = in->w0 & 0xfff;
         b.offen = (in->w0 >> 12) & 1;

@@ -45,13 +45,19 @@
  * What the dispatcher must put into the user SGPRs (kernel_code_properties
  * order: private segment buffer, dispatch ptr, queue ptr, kernarg ptr,
  * dispatch id, flat scratch init, private segment size):
- *   private segment buffer (4 SGPRs), the V# of the scratch backing:
+ *   private segment buffer (4 SGPRs), the V# of the scratch backing, as ROCr
+ *   builds it for gfx10 (AqlQueue::FillBufRsrcWord0..3_Gfx10) with the
+ *   INDEX_STRIDE the CP would fill in:
  *     dword0 = scratch_va[31:0]
  *     dword1 = scratch_va[47:32] | SWIZZLE_ENABLE (bit 31), STRIDE 0
- *     dword2 = 0xffffffff (NUM_RECORDS)
- *     dword3 = ADD_TID_ENABLE (bit 23) | INDEX_STRIDE = the wave size (2 << 21
- *              for 32, 3 << 21 for 64) | the DST_SEL/FORMAT bits the driver
- *              likes (ignored here)
+ *     dword2 = NUM_RECORDS, not 0 (ROCr: the backing's size)
+ *     dword3 = SIM_ISA_SCRATCH_RSRC3(wave32): DST_SEL XYZW | FORMAT 32_UINT |
+ *              INDEX_STRIDE = the wave size (2 << 21 for 32, 3 << 21 for 64) |
+ *              ADD_TID_ENABLE | RESOURCE_LEVEL 1 | OOB_SELECT 2
+ *   The model honours every field (sim-isa-vsharp.c): a word 3 without a
+ *   FORMAT, RESOURCE_LEVEL or a fitting OOB_SELECT (tinygrad's 0x00C00000)
+ *   leaves every scratch load 0 and drops every store, and an INDEX_STRIDE
+ *   other than the wave size makes lanes share dwords.
  *   flat scratch init (2 SGPRs): scratch_va (low, high), the per-queue base
  *     the kernel adds its wave offset to before writing FLAT_SCRATCH.
  * The private segment wave byte offset this model hands to wave w of a
@@ -61,8 +67,8 @@
  * caller): as the hardware hands each wave a slot of the scratch ring, whose
  * size (COMPUTE_TMPRING_SIZE.WAVES, scratch_waves) bounds how many
  * workgroups run at once. One workgroup's worth of backing,
- * wg_waves * lanes * scratch_per_lane bytes, is enough for a serial run. Buffer addressing with SWIZZLE_ENABLE and ADD_TID_ENABLE
- * follows the RDNA2 ISA §8.1.6 ("Buffer Addressing", swizzled, element size
+ * wg_waves * lanes * scratch_per_lane bytes, is enough for a serial run.
+ * Buffer addressing with that V# (RDNA2 ISA §8.1.6, swizzled, element size
  * 4): lane l's byte o lands at base + soffset + (o / 4) * 4 * lanes + l * 4 +
  * o % 4. SCRATCH instructions and FLAT addresses in the private aperture use
  * the same layout from FLAT_SCRATCH (sim-isa-mem.c).
@@ -109,6 +115,12 @@
 #include <stdint.h>
 
 /* Helper threads that run workgroups of dispatches besides their callers. */
+/* Word 3 of the scratch V# as ROCr builds it for gfx10 (FillBufRsrcWord3_Gfx10:
+ * DST_SEL X, Y, Z, W = 4, 5, 6, 7, FORMAT 20 = 32_UINT, ADD_TID_ENABLE,
+ * RESOURCE_LEVEL 1, OOB_SELECT 2, TYPE 0) with INDEX_STRIDE the wave size
+ * (2: 32, 3: 64), which the CP fills in on the AQL path. */
+#define SIM_ISA_SCRATCH_RSRC3(wave32) (0x21814FACu | ((wave32) ? 2u : 3u) << 21)
+
 typedef struct SimIsaPool SimIsaPool;
 
 typedef struct SimIsaMemory {

@@ -557,7 +557,14 @@ Test(gpu_dispatch, gfx11_scratch_programming, .init = setup, .fini = teardown) {
                 cr_expect_gt(tmpring & 0xFFF, 0u, "TMPRING_SIZE.WAVES");
                 /* user SGPRs: the private segment buffer V# first */
                 cr_expect_eq(regs.v[0x240], (uint32_t) scratch);
-                cr_expect_eq(regs.v[0x243], gfx11 ? 0x20C14000u : 0x00C00000u, "V# dword3");
+                /* ROCr's scratch V# (FillBufRsrcWord1/_Gfx11, Word2, Word3_Gfx10/_Gfx11) with
+                 * INDEX_STRIDE 32: SWIZZLE_ENABLE (bit 31; gfx11: the field [31:30] = 1),
+                 * NUM_RECORDS the backing's size, FORMAT 32_UINT, ADD_TID, RESOURCE_LEVEL
+                 * 1 (gfx10), OOB_SELECT 2. */
+                cr_expect_eq(regs.v[0x241], (uint32_t) (scratch >> 32 & 0xFFFF) | (gfx11 ? 1u << 30 : 1u << 31),
+                             "V# dword1");
+                cr_expect_eq(regs.v[0x242], (uint32_t) gpu_buffer_get_size(f.scratch), "V# NUM_RECORDS");
+                cr_expect_eq(regs.v[0x243], gfx11 ? 0x20C14FACu : 0x21C14FACu, "V# dword3");
                 gpu_buffer_unref(f.scratch);
         }
         fx.ctx->info.gfx_target_version = saved;
@@ -663,7 +670,7 @@ Test(gpu_dispatch, wave_size_programs_cs_w32_en, .init = setup, .fini = teardown
                 cr_expect_eq(init & 0x7, 0x7u, "COMPUTE_SHADER_EN | PARTIAL_TG_EN | FORCE_START_AT_000 in 0x%x", init);
                 walk_sh_regs(ring, n, &regs);
                 uint32_t per_lane = (k->private_segment_size + 3) & ~3u, lanes = kernels[i].wave32 ? 32 : 64;
-                cr_expect_eq(regs.v[0x243], kernels[i].wave32 ? 0x00C00000u : 0x00E00000u, "%s: V# dword3 (INDEX_STRIDE)",
+                cr_expect_eq(regs.v[0x243], kernels[i].wave32 ? 0x21C14FACu : 0x21E14FACu, "%s: V# dword3 (INDEX_STRIDE)",
                              kernels[i].file);
                 cr_expect_geq(((regs.v[0x218] >> 12) & 0x1FFF) * 1024u, per_lane * lanes, "%s: WAVESIZE", kernels[i].file);
                 gpu_buffer_unref(f.scratch);

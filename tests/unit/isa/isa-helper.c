@@ -209,8 +209,8 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
         if (k->code_properties & (1u << 0)) {
                 d.user_sgpr[n++] = (uint32_t) scratch_va;
                 d.user_sgpr[n++] = (uint32_t) (scratch_va >> 32 & 0xffff) | 1u << 31;
-                d.user_sgpr[n++] = 0xffffffffu;
-                d.user_sgpr[n++] = 1u << 23 | (wave32 ? 2u : 3u) << 21; /* ADD_TID, INDEX_STRIDE 32 or 64 */
+                d.user_sgpr[n++] = m->scratch_rsrc_override ? m->scratch_rsrc[2] : 0xffffffffu;
+                d.user_sgpr[n++] = m->scratch_rsrc_override ? m->scratch_rsrc[3] : SIM_ISA_SCRATCH_RSRC3(wave32);
         }
         if (k->code_properties & (1u << 1)) {
                 d.user_sgpr[n++] = (uint32_t) pkt_va;

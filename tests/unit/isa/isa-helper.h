@@ -40,6 +40,10 @@ typedef struct IsaMem {
          * caller alone); scratch is then sized for a workgroup per thread. */
         SimIsaPool *pool;
         const int *cancel;      /* SimIsaDispatch.cancel of isa_launch(); NULL after isa_mem_init */
+        /* When set, words 2 and 3 of the scratch V# isa_launch() passes (else
+         * NUM_RECORDS 0xffffffff and SIM_ISA_SCRATCH_RSRC3). */
+        bool scratch_rsrc_override;
+        uint32_t scratch_rsrc[4];
 } IsaMem;
 
 void isa_mem_init(IsaMem *m);

@@ -145,7 +145,7 @@ static inline void pm4_dispatch(Pm4 *p, const IsaKernel *kk, const CpLaunch *l) 
                 user[n++] = LO(l->scratch_va);
                 user[n++] = (HI(l->scratch_va) & 0xFFFF) | (1u << 31);
                 user[n++] = 0xFFFFFFFFu;
-                user[n++] = (1u << 23) | (2u << 21);
+                user[n++] = SIM_ISA_SCRATCH_RSRC3(true); /* wave32 (CS_W32_EN below) */
         }
         if (kk->code_properties & (1u << 1)) {
                 user[n++] = LO(l->packet_va);
