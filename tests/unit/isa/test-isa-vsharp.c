@@ -35,6 +35,17 @@ static const uint32_t store_load_x2[] = {
         0xbf810000,             /* s_endpgm */
 };
 
+/* Each lane adds 5 to its dword at offset 8 with buffer_atomic_add glc and
+ * writes the old value it got to out[l]. */
+static const uint32_t atomic_add[] = {
+        0x7e020285,             /* v_mov_b32_e32 v1, 5 */
+        0xe0c84008, 0x06000100, /* buffer_atomic_add v1, off, s[0:3], s6 offset:8 glc */
+        0xbf8c3f70,             /* s_waitcnt vmcnt(0) */
+        0x34060082,             /* v_lshlrev_b32_e32 v3, 2, v0 */
+        0xdc708000, 0x00040103, /* global_store_dword v3, v1, s[4:5] */
+        0xbf810000,             /* s_endpgm */
+};
+
 #define RSRC3_ROCR_W32 0x21C14FACu  /* ROCr's gfx10 word 3, INDEX_STRIDE 32 */
 #define RSRC3_ROCR_W64 0x21E14FACu  /* the same, INDEX_STRIDE 64 */
 #define RSRC3_TINYGRAD 0x00C00000u  /* INDEX_STRIDE 32 | ADD_TID_ENABLE, nothing else */
@@ -54,7 +65,7 @@ typedef struct Run {
         uint64_t scratch_va;
 } Run;
 
-static void run_case(Run *r, const Case *c) {
+static void run_code(Run *r, const Case *c, const uint32_t *code, size_t code_bytes) {
         SimIsaResult res;
         unsigned lanes = c->wave32 ? 32 : 64;
 
@@ -63,7 +74,7 @@ static void run_case(Run *r, const Case *c) {
         uint64_t ov = isa_mem_alloc(&r->m, 8 * 64, (void **) &r->out);
         memset(r->scratch, 0xAB, SCRATCH_BYTES);
         memset(r->out, 0xEE, 8 * 64);
-        memcpy(isa_mem_map(&r->m, CODE_VA, 4096), store_load_x2, sizeof(store_load_x2));
+        memcpy(isa_mem_map(&r->m, CODE_VA, 4096), code, code_bytes);
         SimIsaDispatch d = {
                 .entry_va = CODE_VA,
                 .grid = { 1, 1, 1 },
@@ -79,6 +90,10 @@ static void run_case(Run *r, const Case *c) {
                 },
         };
         cr_assert_eq(sim_isa_dispatch(&d, &r->m.mem, 0, &res), 0, "%s: %s", c->what, res.message);
+}
+
+static void run_case(Run *r, const Case *c) {
+        run_code(r, c, store_load_x2, sizeof(store_load_x2));
 }
 
 /* Dword k (0, 1: offsets 8 and 12) of lane l, swizzled with INDEX_STRIDE =
@@ -151,6 +166,28 @@ Test(isa_vsharp, invalid_format_resource_level_or_type_is_out_of_range) {
         check_case(&(Case) { "FORMAT 0", 0, SCRATCH_BYTES, RSRC3_ROCR_W32 & ~(0x7fu << 12), 0, true, 0, 0 });
         check_case(&(Case) { "RESOURCE_LEVEL 0", 0, SCRATCH_BYTES, RSRC3_ROCR_W32 & ~(1u << 24), 0, true, 0, 0 });
         check_case(&(Case) { "TYPE 2 (an image)", 0, SCRATCH_BYTES, RSRC3_ROCR_W32 | 2u << 30, 0, true, 0, 0 });
+}
+
+/* An atomic in range returns the old value and adds; out of range it returns
+ * 0 and leaves memory alone. */
+Test(isa_vsharp, atomic_in_or_out_of_range) {
+        const Case cases[] = {
+                { "ROCr V#", 0, SCRATCH_BYTES, RSRC3_ROCR_W32, 0, true, 32, 32 },
+                { "0x00C00000", 0, 0xffffffffu, RSRC3_TINYGRAD, 0, true, 0, 0 },
+                { "OOB_SELECT 3, NUM_RECORDS 320", 0, 320, RSRC3_WITH_OOB(3), 0, true, 16, 16 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const Case *c = &cases[i];
+                Run r;
+                run_code(&r, c, atomic_add, sizeof(atomic_add));
+                for (unsigned l = 0; l < 32; l++) {
+                        bool in = l < c->in0;
+                        cr_expect_eq(r.out[l], in ? UNTOUCHED : 0, "%s: lane %u got 0x%x", c->what, l, r.out[l]);
+                        cr_expect_eq(r.scratch[dword_index(c, l, 0)], in ? UNTOUCHED + 5 : UNTOUCHED, "%s: lane %u's dword",
+                                     c->what, l);
+                }
+                isa_mem_fini(&r.m);
+        }
 }
 
 /* A wave64 access through a V# with INDEX_STRIDE 32: lane l + 32 lands on
