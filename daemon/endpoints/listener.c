@@ -26,6 +26,9 @@ struct Listener {
         char *path; /* set when we bound the socket ourselves */
         sd_event_source *io;
         sd_event_source *retry; /* re-enables io after a resource shortage */
+        sd_event_source *catch_up; /* accepts when busy sessions starve io */
+        sd_event_source *busy;     /* post source: the loop served something */
+        bool catching_up;          /* the dispatch that just ran was catch_up's */
         unsigned n_refused;     /* accept failures since the last log line */
 };
 
@@ -66,25 +69,83 @@ static void pause_accepting(Listener *l, int error) {
  * every ACCEPTS_PER_WAKEUP connections (bench-flood measures it). */
 #define ACCEPTS_PER_WAKEUP 2
 
-static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Listener *l = userdata;
+/* New connections wait until the sessions already there, established and
+ * young, have been served (session-set.h, "Young sessions"): the listener's
+ * priority is below theirs. So that sessions kept busy all the time cannot
+ * starve it, a catch-up timer of a higher priority also accepts, at most
+ * ACCEPT_CATCH_UP_USEC after the loop served anything (a post source arms
+ * it); an idle daemon stays asleep. */
+#define LISTENER_PRIORITY (SESSION_PRIORITY_YOUNG + 5)
+#define ACCEPT_CATCH_UP_USEC (10 * 1000)
+
+static void arm_catch_up(Listener *l);
+
+/* Takes up to ACCEPTS_PER_WAKEUP connections; how many it took. */
+static unsigned accept_some(Listener *l) {
+        unsigned n = 0;
 
         for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
-                int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                int c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 int r;
 
                 if (c < 0) {
                         if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-                                return 0;
+                                break;
                         /* EMFILE and friends: existing sessions keep being served. */
                         pause_accepting(l, errno);
-                        return 0;
+                        break;
                 }
+                n++;
                 r = session_new(l->set, c, NULL, NULL);
                 if (r < 0 && r != -EUSERS) /* a refusal over the connection limit is logged already */
                         log_ratelimited_errno(NULL, NULL, LOG_WARNING, r, "Failed to set up a session: %m");
         }
+        return n;
+}
+
+static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void) accept_some(userdata);
         return 0;
+}
+
+static int on_catch_up(sd_event_source *src, uint64_t usec, void *userdata) {
+        Listener *l = userdata;
+
+        l->catching_up = true; /* not a sign of work for on_busy */
+        /* Not while accepting pauses (out of fds): on_retry ends that. */
+        if (!l->retry)
+                (void) accept_some(l);
+        return 0;
+}
+
+static int on_busy(sd_event_source *src, void *userdata) {
+        Listener *l = userdata;
+
+        if (l->catching_up)
+                l->catching_up = false;
+        else
+                arm_catch_up(l);
+        return 0;
+}
+
+/* Fires once, ACCEPT_CATCH_UP_USEC after the first thing the loop served
+ * since it last fired. */
+static void arm_catch_up(Listener *l) {
+        int r;
+
+        if (!l->catch_up) {
+                r = sd_event_add_time_relative(l->set->event, &l->catch_up, CLOCK_MONOTONIC, ACCEPT_CATCH_UP_USEC,
+                                               ACCEPT_CATCH_UP_USEC / 5, on_catch_up, l);
+                if (r < 0)
+                        return;
+                (void) sd_event_source_set_description(l->catch_up, "listener-catch-up");
+                (void) sd_event_source_set_priority(l->catch_up, SD_EVENT_PRIORITY_NORMAL - 1);
+                return;
+        }
+        if (sd_event_source_get_enabled(l->catch_up, NULL) > 0)
+                return;
+        if (sd_event_source_set_time_relative(l->catch_up, ACCEPT_CATCH_UP_USEC) >= 0)
+                (void) sd_event_source_set_enabled(l->catch_up, SD_EVENT_ONESHOT);
 }
 
 static int bind_path(const char *path) {
@@ -166,6 +227,13 @@ int listener_new(SessionSet *m, const char *path, Listener **ret) {
                 return r;
         }
         (void) sd_event_source_set_description(l->io, "listener");
+        (void) sd_event_source_set_priority(l->io, LISTENER_PRIORITY);
+        r = sd_event_add_post(m->event, &l->busy, on_busy, l);
+        if (r < 0) {
+                listener_free(l);
+                return r;
+        }
+        (void) sd_event_source_set_description(l->busy, "listener-busy");
         *ret = l;
         return 0;
 }
@@ -175,6 +243,8 @@ Listener *listener_free(Listener *l) {
                 return NULL;
         sd_event_source_disable_unref(l->io);
         sd_event_source_disable_unref(l->retry);
+        sd_event_source_disable_unref(l->catch_up);
+        sd_event_source_disable_unref(l->busy);
         safe_close(l->fd);
         if (l->path)
                 (void) unlink(l->path);

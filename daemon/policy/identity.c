@@ -499,6 +499,36 @@ static int parse_flatpak_info(const char *text, char **ret) {
         return -ENODATA;
 }
 
+/* The daemon's own namespace links: it never changes namespace, so they are
+ * read once (for the real /proc/self; a test's fabricated root every time). */
+static ssize_t self_ns_link(const char *self_ns_root, const char *which, char *buf, size_t size) {
+        static struct {
+                const char *which;
+                char link[128];
+                ssize_t n;
+        } cache[] = { { "pid" }, { "mnt" } };
+        char path[PATH_MAX];
+        ssize_t n;
+
+        if (strcmp(self_ns_root, "/proc/self") == 0)
+                for (size_t i = 0; i < ELEMENTSOF(cache); i++)
+                        if (strcmp(cache[i].which, which) == 0 && cache[i].n > 0 && (size_t) cache[i].n <= size) {
+                                memcpy(buf, cache[i].link, (size_t) cache[i].n);
+                                return cache[i].n;
+                        }
+        snprintf(path, sizeof(path), "%s/ns/%s", self_ns_root, which);
+        n = readlink(path, buf, size);
+        if (n < 0)
+                return -errno;
+        if (strcmp(self_ns_root, "/proc/self") == 0)
+                for (size_t i = 0; i < ELEMENTSOF(cache); i++)
+                        if (strcmp(cache[i].which, which) == 0 && (size_t) n <= sizeof(cache[i].link)) {
+                                memcpy(cache[i].link, buf, (size_t) n);
+                                cache[i].n = n;
+                        }
+        return n;
+}
+
 /* 1 if the ns link differs from the daemon's, 0 if equal, <0 if unreadable. */
 static int ns_differs(int dirfd, const char *self_ns_root, const char *which) {
         char path[PATH_MAX], a[128], b[128];
@@ -508,10 +538,9 @@ static int ns_differs(int dirfd, const char *self_ns_root, const char *which) {
         na = readlinkat(dirfd, path, a, sizeof(a) - 1);
         if (na < 0)
                 return -errno;
-        snprintf(path, sizeof(path), "%s/ns/%s", self_ns_root, which);
-        nb = readlink(path, b, sizeof(b) - 1);
+        nb = self_ns_link(self_ns_root, which, b, sizeof(b) - 1);
         if (nb < 0)
-                return -errno;
+                return (int) nb;
         return na != nb || memcmp(a, b, (size_t) na) != 0;
 }
 
@@ -709,7 +738,11 @@ int identity_from_peer(int sockfd, Identity *ret) {
                 pidfd = fd;
         else
                 return identity_from_pid(cred.pid, &cred, ret);
-        return identity_from_pidfd(pidfd, cred.pid, &cred, ret);
+        /* SO_PEERCRED's pid and SO_PEERPIDFD's pidfd are the same struct pid
+         * (both sk_peer_pid, net/core/sock.c), so the pidfd needs no check
+         * that it is cred.pid's (identity_from_pidfd's fdinfo read): only
+         * the liveness check at the end of identity_read(). */
+        return identity_read("/proc", cred.pid, pidfd, &cred, "/proc/self", ret);
 }
 
 void identity_done(Identity *id) {

@@ -63,9 +63,83 @@ int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err,
         return 0;
 }
 
+/* Makes every session opened before cutoff established. The list holds the
+ * newest first, and every session before the last cutoff grew up then. */
+static void grow_up_sessions(SessionSet *set, uint64_t cutoff) {
+        Session *s;
+
+        LIST_FOREACH(sessions, s, set->sessions) {
+                if (s->opened_ns < set->grown_up_before_ns)
+                        break;
+                if (!s->young || s->opened_ns >= cutoff)
+                        continue;
+                s->young = false;
+                set->n_young--;
+                (void) sd_event_source_set_priority(s->io, SD_EVENT_PRIORITY_NORMAL);
+        }
+        set->grown_up_before_ns = cutoff;
+}
+
+static int on_grow_up(sd_event_source *src, uint64_t usec, void *userdata) {
+        SessionSet *set = userdata;
+        uint64_t now = now_ns();
+
+        grow_up_sessions(set, now - SESSION_YOUNG_NS + 1);
+        if (set->n_young == 0)
+                return 0; /* a one-shot timer: off until the next young session */
+        /* The oldest young session is at most a timer period younger. */
+        if (sd_event_source_set_time_relative(src, SESSION_YOUNG_NS / 2000) < 0 ||
+            sd_event_source_set_enabled(src, SD_EVENT_ONESHOT) < 0)
+                grow_up_sessions(set, UINT64_MAX);
+        return 0;
+}
+
+static void arm_grow_up(SessionSet *set) {
+        int r;
+
+        if (!set->grow_up) {
+                r = sd_event_add_time_relative(set->event, &set->grow_up, CLOCK_MONOTONIC, SESSION_YOUNG_NS / 1000,
+                                               SESSION_YOUNG_NS / 5000, on_grow_up, set);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_description(set->grow_up, "sessions-grow-up");
+                /* Before the sessions it serves, so that it is not starved by them. */
+                (void) sd_event_source_set_priority(set->grow_up, SD_EVENT_PRIORITY_NORMAL - 1);
+                return;
+        }
+        r = sd_event_source_get_enabled(set->grow_up, NULL);
+        if (r > 0)
+                return;
+        r = sd_event_source_set_time_relative(set->grow_up, SESSION_YOUNG_NS / 1000);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(set->grow_up, SD_EVENT_ONESHOT);
+        if (r >= 0)
+                return;
+fail:
+        /* No timer: the session is served as established from the start. */
+        log_debug_errno(r, "sessions: cannot arm the grow-up timer: %m");
+        grow_up_sessions(set, UINT64_MAX);
+}
+
+void session_set_add_young(SessionSet *set, Session *s) {
+        if (sd_event_source_set_priority(s->io, SESSION_PRIORITY_YOUNG) < 0)
+                return;
+        s->young = true;
+        set->n_young++;
+        arm_grow_up(set);
+}
+
+void session_set_forget_young(SessionSet *set, Session *s) {
+        if (!s->young)
+                return;
+        s->young = false;
+        set->n_young--;
+}
+
 void session_set_done(SessionSet *set) {
         while (set->sessions)
                 session_end(set->sessions, ESHUTDOWN, "daemon exiting", true);
+        set->grow_up = sd_event_source_disable_unref(set->grow_up);
         account_table_done(&set->accounts);
         tally_table_done(&set->tallies);
         log_ratelimit_flush(log_ratelimit_global(), NULL);

@@ -56,7 +56,31 @@ struct SessionSet {
         uint64_t next_session_id;
         uint64_t start_ns;
         bool shutting_down;               /* no new sessions */
+
+        /* Young sessions (see below). */
+        sd_event_source *grow_up;
+        unsigned n_young;
+        uint64_t grown_up_before_ns; /* every session opened before this is established */
 };
+
+/*
+ * Young sessions. A session is young for its first SESSION_YOUNG_NS, and its
+ * socket is served at SESSION_PRIORITY_YOUNG: after every established
+ * session's (SD_EVENT_PRIORITY_NORMAL) and before new connections are taken
+ * (the listener's priority is lower still). So a flood of connections — each
+ * one a session set up, a Hello and a hang-up — waits while the clients that
+ * were already there are served, instead of the other way round
+ * (tests/bench/bench-flood). A timer makes sessions established when they
+ * reach that age, so a young session is never starved for long by busy
+ * established ones.
+ */
+#define SESSION_YOUNG_NS (50ull * 1000000ull)
+#define SESSION_PRIORITY_YOUNG (SD_EVENT_PRIORITY_NORMAL + 5)
+
+/* s was just opened: serve it as young, and make sure it will grow up. */
+void session_set_add_young(SessionSet *set, Session *s);
+/* s goes away while young. */
+void session_set_forget_young(SessionSet *set, Session *s);
 
 /* Loads the policy from dirs (NULL: the standard ones) and sets the
  * defaults. On a broken policy: -EBADMSG (or another errno) with

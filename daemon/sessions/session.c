@@ -189,6 +189,7 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
 
         LIST_PREPEND(sessions, m->sessions, s);
         m->n_sessions++;
+        session_set_add_young(m, s);
         session_log(s, LOG_INFO, "Session %" PRIu64 " opened: pid %d uid %u gid %u comm \"%s\" unit %s%s%s (policy: %s)",
                  s->id, (int) s->identity.pid, (unsigned) s->identity.uid, (unsigned) s->identity.gid,
                  log_escape(s->identity.comm, sizeof(s->identity.comm), comm, sizeof(comm)),
@@ -303,6 +304,7 @@ void session_disconnect(Session *s, const char *why) {
 
         LIST_REMOVE(sessions, m->sessions, s);
         m->n_sessions--;
+        session_set_forget_young(m, s);
         if (m->cb.closed)
                 m->cb.closed(s, why, m->cb.userdata);
         /* Destroyed events may have unblocked other sessions' waits. */

@@ -68,6 +68,7 @@ struct Session {
         sd_event_source *io;
         bool connected;
         bool hello_done;
+        bool young; /* served after established sessions (session-set.h, "Young sessions") */
         bool reading_paused;
 
         Identity identity;        /* from the kernel: SO_PEERCRED, pidfd, cgroup */
