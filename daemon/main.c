@@ -47,6 +47,8 @@ static void help(void) {
                "     --metrics-file-mode=MODE  Its permissions, octal, within 0644 (default 0600)\n"
                "     --max-connections-per-user=N  Refuse a user's connections beyond N\n"
                "                          (default 128; 0 = no limit)\n"
+               "     --max-connect-rate-per-user=N  Take at most N connections a second from\n"
+               "                          one user; more wait their turn (default 1000; 0 = no limit)\n"
                "     --contexts=MODE      How clients get GPU contexts of their own: auto\n"
                "                          (default: kernel, else process, else shared), kernel\n"
                "                          (secondary KFD contexts, KFD 1.19), process (a worker\n"
@@ -70,7 +72,7 @@ static void help(void) {
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
-               ARG_MAX_CONNECTIONS, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
+               ARG_MAX_CONNECTIONS, ARG_MAX_CONNECT_RATE, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
                ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY, ARG_METRICS_FILE_MODE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -86,6 +88,7 @@ int main(int argc, char *argv[]) {
                 { "metrics-interval", required_argument, NULL, ARG_METRICS_INTERVAL },
                 { "metrics-file-mode", required_argument, NULL, ARG_METRICS_FILE_MODE },
                 { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
+                { "max-connect-rate-per-user", required_argument, NULL, ARG_MAX_CONNECT_RATE },
                 { "contexts", required_argument, NULL, ARG_CONTEXTS },
                 { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
                 { "context-idle", required_argument, NULL, ARG_CONTEXT_IDLE },
@@ -96,7 +99,8 @@ int main(int argc, char *argv[]) {
                 {},
         };
         ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
-                                .max_connections_per_user = 128, .metrics_file_mode = 0600 };
+                                .max_connections_per_user = 128, .max_connect_rate_per_user = 1000,
+                                .metrics_file_mode = 0600 };
         const char *policy_dirs[17] = {};
         unsigned n_policy_dirs = 0;
         LogTarget target = LOG_TARGET_AUTO;
@@ -216,6 +220,17 @@ int main(int argc, char *argv[]) {
                                 return EXIT_FAILURE;
                         }
                         opts.max_connections_per_user = (unsigned) v;
+                        break;
+                }
+                case ARG_MAX_CONNECT_RATE: {
+                        char *end;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (*end || end == optarg || optarg[0] == '-' || v > 1000000) {
+                                fprintf(stderr, "kfdbrokerd: --max-connect-rate-per-user: expected 0..1000000, got '%s'\n",
+                                        optarg);
+                                return EXIT_FAILURE;
+                        }
+                        opts.max_connect_rate_per_user = (unsigned) v;
                         break;
                 }
                 case ARG_CONTEXTS:

@@ -86,7 +86,6 @@ static unsigned accept_some(Listener *l) {
 
         for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
                 int c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                int r;
 
                 if (c < 0) {
                         if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
@@ -96,9 +95,7 @@ static unsigned accept_some(Listener *l) {
                         break;
                 }
                 n++;
-                r = session_new(l->set, c, NULL, NULL);
-                if (r < 0 && r != -EUSERS) /* a refusal over the connection limit is logged already */
-                        log_ratelimited_errno(NULL, NULL, LOG_WARNING, r, "Failed to set up a session: %m");
+                session_set_admit(l->set, c);
         }
         return n;
 }

@@ -140,6 +140,7 @@ void session_set_done(SessionSet *set) {
         while (set->sessions)
                 session_end(set->sessions, ESHUTDOWN, "daemon exiting", true);
         set->grow_up = sd_event_source_disable_unref(set->grow_up);
+        set->turn = sd_event_source_disable_unref(set->turn);
         account_table_done(&set->accounts);
         tally_table_done(&set->tallies);
         log_ratelimit_flush(log_ratelimit_global(), NULL);

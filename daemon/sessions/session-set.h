@@ -53,6 +53,8 @@ struct SessionSet {
         LIST_HEAD(Session, sessions);
         unsigned n_sessions;
         unsigned max_connections_per_user; /* 0 = unlimited */
+        unsigned max_connect_rate_per_user; /* connections taken per second from one uid; 0 = unlimited */
+        sd_event_source *turn;             /* session-admit.c: when waiting connections get their turn */
         uint64_t next_session_id;
         uint64_t start_ns;
         bool shutting_down;               /* no new sessions */
@@ -76,6 +78,12 @@ struct SessionSet {
  */
 #define SESSION_YOUNG_NS (50ull * 1000000ull)
 #define SESSION_PRIORITY_YOUNG (SD_EVENT_PRIORITY_NORMAL + 5)
+
+/* Takes a connection the listener accepted: sets its session up now, or
+ * when its user's connect rate allows (session-admit.c); fd is the set's. */
+void session_set_admit(SessionSet *set, int fd);
+/* Connections waiting for their turn, all users together. */
+unsigned session_set_n_waiting(SessionSet *set);
 
 /* s was just opened: serve it as young, and make sure it will grow up. */
 void session_set_add_young(SessionSet *set, Session *s);

@@ -7,23 +7,33 @@
 #include <string.h>
 
 #include "util/macro.h"
+#include "util/time-util.h"
+
+bool tally_idle(const Tally *t, uint64_t now) {
+        return log_ratelimit_idle(&t->log_limit) && t->connect_tat_ns <= now && t->n_waiting == 0;
+}
 
 static void tally_free(TallyTable *table, Tally *t) {
         log_ratelimit_flush(&t->log_limit, t->key);
+        for (unsigned i = 0; i < t->n_waiting; i++)
+                safe_close(t->waiting[(t->waiting_head + i) % t->n_waiting_alloc]);
+        free(t->waiting);
         LIST_REMOVE(tallies, table->tallies, t);
         table->n--;
         free(t->key);
         free(t);
 }
 
-/* A Tally no session holds stays while its log rate limit still counts: a
- * peer that connects and disconnects in a loop keeps its limit. */
+/* A Tally no session holds stays while its log rate limit or its connect
+ * rate still counts: a peer that connects and disconnects in a loop keeps
+ * its limits. */
 static void prune(TallyTable *table) {
+        uint64_t now = now_ns();
         Tally *t, *next;
 
         for (t = table->tallies; t; t = next) {
                 next = t->tallies_next;
-                if (t->n_ref == 0 && log_ratelimit_idle(&t->log_limit))
+                if (t->n_ref == 0 && tally_idle(t, now))
                         tally_free(table, t);
         }
 }
@@ -62,7 +72,7 @@ Tally *tally_ref(Tally *t) {
 Tally *tally_unref(TallyTable *table, Tally *t) {
         if (!t || --t->n_ref > 0)
                 return NULL;
-        if (table->closing || log_ratelimit_idle(&t->log_limit))
+        if (table->closing || tally_idle(t, now_ns()))
                 tally_free(table, t);
         return NULL;
 }

@@ -23,6 +23,13 @@ typedef struct Tally {
         uint64_t objects;      /* buffers and code objects held (each keeps a daemon fd on the simulator) */
         unsigned sessions;
         LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
+
+        /* Its connections taken per second (session-admit.c): the theoretical
+         * arrival time of the generic cell rate algorithm, and the
+         * connections waiting for their turn, oldest first. */
+        uint64_t connect_tat_ns;
+        int *waiting;
+        unsigned n_waiting, n_waiting_alloc, waiting_head;
         LIST_FIELDS(struct Tally, tallies);
 } Tally;
 
@@ -31,6 +38,9 @@ typedef struct TallyTable {
         unsigned n;
         bool closing; /* the daemon exits: a Tally goes with its last session */
 } TallyTable;
+
+/* Whether a Tally no session holds has nothing left to remember. */
+bool tally_idle(const Tally *t, uint64_t now_ns);
 
 /* Finds or creates the Tally for key; returns a new reference (-ENOMEM). */
 int tally_table_get(TallyTable *t, const char *key, Tally **ret);

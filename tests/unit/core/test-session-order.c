@@ -253,3 +253,85 @@ Test(session_order, a_busy_session_starves_neither_young_sessions_nor_new_connec
         close(y_fd);
         settle();
 }
+
+/* An error datagram waiting on fd (the daemon refused the connection), its
+ * message in msg. */
+static bool refused(int fd, char *msg, size_t size) {
+        uint8_t buf[4096];
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        Kfdbroker__V1__ServerMessage *m;
+        bool r;
+
+        if (n <= 0)
+                return false;
+        m = kfdbroker__v1__server_message__unpack(NULL, (size_t) n, buf);
+        cr_assert(m, "an undecodable datagram");
+        r = m->error != 0;
+        if (r)
+                snprintf(msg, size, "%s", m->error_message);
+        cr_expect_eq(m->error, EUSERS, "error %d: %s", m->error, m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return r;
+}
+
+Test(session_order, connections_over_the_connect_rate_wait_their_turn) {
+        enum { RATE = 10, N = 25 };
+        int fds[N];
+        unsigned n0 = manager->set.n_sessions;
+        uint64_t t0, deadline;
+        char msg[256];
+
+        manager->set.max_connect_rate_per_user = RATE;
+        t0 = now_usec();
+        for (unsigned i = 0; i < N; i++)
+                fds[i] = pending_connection();
+        deadline = t0 + 10 * 1000000u;
+        while (manager->set.n_sessions < n0 + N) {
+                double elapsed = (double) (now_usec() - t0) / 1e6;
+
+                cr_assert_lt(now_usec(), deadline, "%u of %d connections taken in 10 s", manager->set.n_sessions - n0, N);
+                cr_assert_geq(sd_event_run(manager->event, 10 * 1000), 0);
+                /* The burst (a second's worth), then RATE a second. */
+                cr_assert_leq(manager->set.n_sessions - n0, RATE + RATE * elapsed + 1,
+                              "%u sessions after %.3f s at %d a second", manager->set.n_sessions - n0, elapsed, RATE);
+        }
+        cr_expect_geq(now_usec() - t0, (uint64_t) (N - RATE - 1) * 1000000u / RATE,
+                      "%d connections over the burst were taken faster than %d a second", N - RATE, RATE);
+        cr_expect_eq(session_set_n_waiting(&manager->set), 0u);
+        for (unsigned i = 0; i < N; i++) {
+                cr_expect(!refused(fds[i], msg, sizeof(msg)), "connection %u refused: %s", i, msg);
+                close(fds[i]);
+        }
+        settle();
+}
+
+Test(session_order, a_user_with_too_many_connections_waiting_is_refused) {
+        enum { N = 6, CAP = 3 };
+        int fds[N];
+        unsigned n_refused = 0;
+        uint64_t deadline;
+        char msg[256] = "";
+
+        manager->set.max_connect_rate_per_user = 1; /* a burst of one */
+        manager->set.max_connections_per_user = CAP;
+        for (unsigned i = 0; i < N; i++)
+                fds[i] = pending_connection();
+        /* One is taken, CAP wait, the others are refused. */
+        deadline = now_usec() + 10 * 1000000u;
+        while (n_refused < N - 1 - CAP) {
+                cr_assert_lt(now_usec(), deadline, "%u refused, %u waiting", n_refused,
+                             session_set_n_waiting(&manager->set));
+                cr_assert_geq(sd_event_run(manager->event, 10 * 1000), 0);
+                for (unsigned i = 0; i < N; i++)
+                        if (fds[i] >= 0 && refused(fds[i], msg, sizeof(msg))) {
+                                cr_expect(strstr(msg, "waiting for their turn"), "%s", msg);
+                                close(fds[i]);
+                                fds[i] = -1;
+                                n_refused++;
+                        }
+        }
+        cr_expect_eq(session_set_n_waiting(&manager->set), (unsigned) CAP);
+        for (unsigned i = 0; i < N; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+}
