@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +39,8 @@ void ctl_polkit_agent_open(void) {
                 /* The write end, kept open across exec: pkttyagent closes it once registered. */
                 int fd = fcntl(pipefd[1], F_DUPFD, 3);
 
-                if (fd < 0)
+                /* Never an agent left behind for a kfdbrokerctl that was killed. */
+                if (fd < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() == 1)
                         _exit(EXIT_FAILURE);
                 snprintf(fd_arg, sizeof(fd_arg), "%d", fd);
                 /* --fallback: do not replace an agent the desktop already runs. */
