@@ -21,6 +21,7 @@
 #include "scheduler/scheduler.h"
 #include "sessions/session-set.h"
 #include "sessions/session.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/time-util.h"
@@ -492,7 +493,14 @@ static int run_set_limits(Bus *b, sd_bus_message *m, bool all, sd_bus_error *err
                 return r;
         session_set_limits(s, &l);
         s->limits_overridden = true;
-        log_info("Session %" PRIu64 ": limits set over D-Bus by %s", s->id, sd_bus_message_get_sender(m));
+        {
+                LogFields f = {};
+
+                session_log_fields(s, &f);
+                log_fields_add(&f, "KFDBROKER_BUS_SENDER=%s", sd_bus_message_get_sender(m));
+                log_struct(LOG_INFO, KFDBROKER_MESSAGE_LIMITS_SET, &f, "Session %" PRIu64 ": limits set over D-Bus by %s",
+                           s->id, sd_bus_message_get_sender(m));
+        }
         scheduler_run(b->set->scheduler);
         return sd_bus_reply_method_return(m, NULL);
 }
@@ -529,7 +537,7 @@ static int method_terminate(sd_bus_message *m, void *userdata, sd_bus_error *err
 
 static int run_reload(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
         char err[512] = "";
-        int r = session_set_reload_policy(b->set, err, sizeof(err));
+        int r = session_set_reload_policy(b->set, "D-Bus", err, sizeof(err));
 
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_POLICY_INVALID,

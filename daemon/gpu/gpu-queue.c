@@ -52,6 +52,7 @@
 #include "gpu/gpu-internal.h"
 #include "gpu/pm4.h"
 #include "gpu/sdma.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -859,12 +860,16 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
  * (a client context) or the daemon hands over to a new daemon (its own).
  */
 int gpu_context_reset(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata) {
+        LogFields fields = {};
         int n = 0;
 
         c->lost = true;
         snprintf(c->lost_reason, sizeof c->lost_reason, "the GPU was reset%s",
                  f->memory_lost ? " (VRAM contents lost)" : "");
-        log_warning("GPU gpu_id 0x%x raised a HW exception: %s", c->gpu_id, c->lost_reason);
+        log_fields_add(&fields, "KFDBROKER_GPU_ID=0x%x", c->gpu_id);
+        log_fields_add(&fields, "KFDBROKER_VRAM_LOST=%s", f->memory_lost ? "yes" : "no");
+        log_struct(LOG_WARNING, KFDBROKER_MESSAGE_GPU_RESET, &fields, "GPU gpu_id 0x%x raised a HW exception: %s",
+                   c->gpu_id, c->lost_reason);
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
                 while (q->inflight_count > 0) {

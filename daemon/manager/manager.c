@@ -29,6 +29,7 @@
 #include "sim/sim-remote.h"
 #include "sessions/client-event.h"
 #include "sessions/session.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -84,8 +85,13 @@ static void on_context_gone(Context *ctx, bool lost, const char *reason, void *u
                 /* Shared mode: the kernel keeps this process's only KFD
                  * context evicted until the process exits (kfd-facts §7.1).
                  * Nothing more can run; a new daemon gets a new context. */
-                log_error("The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
-                          "the service manager starts a new daemon.", reason);
+                LogFields f = {};
+
+                log_fields_add(&f, "KFDBROKER_CONTEXT=%" PRIu64, context_get_id(ctx));
+                log_fields_add(&f, "KFDBROKER_REASON=%s", reason);
+                log_struct(LOG_ERR, KFDBROKER_MESSAGE_DEVICE_LOST, &f,
+                           "The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
+                           "the service manager starts a new daemon.", reason);
                 m->device_lost = true;
                 snprintf(m->device_lost_reason, sizeof(m->device_lost_reason),
                          "the daemon's GPU context was lost (%s); a new daemon takes over", reason);
@@ -271,20 +277,28 @@ static void maybe_finish_shutdown(Manager *m) {
 static int on_exit_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
-        log_warning("The GPU did not retire %u jobs within %llu s, exiting anyway",
-                    scheduler_in_flight(m->scheduler), SHUTDOWN_DRAIN_USEC / 1000000);
+        LogFields f = {};
+
+        log_fields_add(&f, "KFDBROKER_JOBS_IN_FLIGHT=%u", scheduler_in_flight(m->scheduler));
+        log_struct(LOG_WARNING, KFDBROKER_MESSAGE_SHUTDOWN_TIMEOUT, &f,
+                   "The GPU did not retire %u jobs within %llu s, exiting anyway", scheduler_in_flight(m->scheduler),
+                   SHUTDOWN_DRAIN_USEC / 1000000);
         return sd_event_exit(m->event, 0);
 }
 
 void manager_begin_shutdown(Manager *m) {
+        LogFields f = {};
         int r;
 
         if (m->shutting_down)
                 return;
         m->shutting_down = true;
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down: retiring jobs on the GPU");
-        log_info("Shutting down: no new connections, retiring %u jobs on the GPU",
-                 scheduler_in_flight(m->scheduler));
+        log_fields_add(&f, "KFDBROKER_JOBS_IN_FLIGHT=%u", scheduler_in_flight(m->scheduler));
+        log_fields_add(&f, "KFDBROKER_SESSIONS=%u", m->set.n_sessions);
+        log_struct(LOG_INFO, KFDBROKER_MESSAGE_SHUTTING_DOWN, &f,
+                   "Shutting down: no new connections, retiring %u jobs on the GPU (%u sessions end)",
+                   scheduler_in_flight(m->scheduler), m->set.n_sessions);
         m->set.shutting_down = true;
         m->listener = listener_free(m->listener);
         while (m->set.sessions)
@@ -331,12 +345,9 @@ static int on_sigusr2(sd_event_source *src, const struct signalfd_siginfo *si, v
 static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         char err[512];
-        int r;
 
         (void) sd_notify(false, "RELOADING=1");
-        r = session_set_reload_policy(&m->set, err, sizeof(err));
-        if (r < 0)
-                log_error_errno(r, "Policy reload refused, keeping the old policy: %s", err);
+        (void) session_set_reload_policy(&m->set, "SIGHUP", err, sizeof(err)); /* logged there */
         (void) sd_notify(false, "READY=1");
         return 0;
 }
@@ -508,7 +519,14 @@ int manager_run(Manager *m) {
 
         (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on %s %s", m->info->backend,
                           m->info->gfx_name);
-        log_info("kfdbrokerd %s ready", KFDBROKER_VERSION);
+        {
+                LogFields f = {};
+
+                log_fields_add(&f, "KFDBROKER_VERSION=%s", KFDBROKER_VERSION);
+                log_fields_add(&f, "KFDBROKER_BACKEND=%s", m->info->backend);
+                log_fields_add(&f, "KFDBROKER_GFX=%s", m->info->gfx_name);
+                log_struct(LOG_INFO, KFDBROKER_MESSAGE_READY, &f, "kfdbrokerd %s ready", KFDBROKER_VERSION);
+        }
         r = sd_event_loop(m->event);
         if (r < 0 && m->device_lost)
                 return r; /* said when it happened */

@@ -25,6 +25,7 @@
 
 #include "sessions/session-set.h"
 #include "sessions/session.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/log-ratelimit.h"
 #include "util/macro.h"
@@ -148,15 +149,24 @@ static int on_turn(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static void refuse(Tally *t, int fd, uid_t uid, unsigned limit) {
+/* The journal fields of a connection not yet a session, in f. */
+static const LogFields *peer_fields(LogFields *f, const struct ucred *cred) {
+        log_fields_add(f, "KFDBROKER_UID=%u", (unsigned) cred->uid);
+        log_fields_add(f, "KFDBROKER_PID=%d", (int) cred->pid);
+        return f;
+}
+
+static void refuse(Tally *t, int fd, const struct ucred *cred, unsigned limit) {
         _cleanup_free_ void *buf = NULL;
+        LogFields fields = {};
         char msg[200];
         size_t len;
 
         snprintf(msg, sizeof(msg),
                  "too many connections: uid %u has %u waiting for their turn (kfdbrokerd --max-connect-rate-per-user)",
-                 (unsigned) uid, limit);
-        log_ratelimited(&t->log_limit, t->key, LOG_NOTICE, "Refusing a connection: %s", msg);
+                 (unsigned) cred->uid, limit);
+        log_struct_ratelimited(&t->log_limit, t->key, LOG_NOTICE, EUSERS, KFDBROKER_MESSAGE_SESSION_REFUSED,
+                               peer_fields(&fields, cred), "Refusing a connection: %s", msg);
         if (wire_reply_encode(&(WireReply) { .error = EUSERS, .message = msg }, &buf, &len) == 0)
                 (void) send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         safe_close(fd);
@@ -188,12 +198,17 @@ void session_set_admit(SessionSet *set, int fd) {
         }
         limit = set->max_connections_per_user ? set->max_connections_per_user : MAX_WAITING;
         if (t->n_waiting >= limit || push_waiting(t, fd) < 0)
-                refuse(t, fd, cred.uid, t->n_waiting);
+                refuse(t, fd, &cred, t->n_waiting);
         else {
-                if (t->n_waiting == 1)
-                        log_ratelimited(&t->log_limit, t->key, LOG_NOTICE,
-                                        "Connections from uid %u come faster than %u a second: they wait for their turn",
-                                        (unsigned) cred.uid, set->max_connect_rate_per_user);
+                if (t->n_waiting == 1) {
+                        LogFields fields = {};
+
+                        log_fields_add(&fields, "KFDBROKER_CONNECT_RATE=%u", set->max_connect_rate_per_user);
+                        log_struct_ratelimited(&t->log_limit, t->key, LOG_NOTICE, 0,
+                                               KFDBROKER_MESSAGE_CONNECTIONS_THROTTLED, peer_fields(&fields, &cred),
+                                               "Connections from uid %u come faster than %u a second: they wait for their turn",
+                                               (unsigned) cred.uid, set->max_connect_rate_per_user);
+                }
                 when = next_turn(set, t, now);
                 arm_turn(set, when ? when : now);
         }

@@ -14,6 +14,7 @@
 #include "sessions/job.h"
 #include "sessions/session-set.h"
 #include "sessions/session.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/time-util.h"
@@ -84,8 +85,12 @@ static void handle_hello(Session *s, const WireRequest *req) {
                 s->last_fence = s->completed_fence = req->hello.resume_fence;
                 session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
                 session_page_flush(&s->page);
-                session_log(s, LOG_INFO, "Session %" PRIu64 ": \"%s\" resumes after a daemon restart (fences after %" PRIu64 ")",
-                    s->id, s->client_name, s->last_fence);
+                LogFields extra = {};
+
+                log_fields_add(&extra, "KFDBROKER_RESUME_FENCE=%" PRIu64, s->last_fence);
+                session_log_struct(s, LOG_INFO, 0, KFDBROKER_MESSAGE_SESSION_RESUMED, &extra,
+                                   "Session %" PRIu64 ": \"%s\" resumes after a daemon restart (fences after %" PRIu64 ")",
+                                   s->id, s->client_name, s->last_fence);
         }
         /* Connections that never say Hello are not sessions of the identity. */
         s->account->sessions_now++;

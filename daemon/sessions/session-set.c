@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "sessions/session.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/log-ratelimit.h"
 #include "util/macro.h"
@@ -162,22 +163,33 @@ Session *session_set_find(SessionSet *set, uint64_t id) {
         return NULL;
 }
 
-int session_set_reload_policy(SessionSet *set, char *err, size_t errlen) {
+int session_set_reload_policy(SessionSet *set, const char *origin, char *err, size_t errlen) {
+        LogFields f = {};
         Policy *p = NULL;
         Session *s;
         int r;
 
+        if (errlen > 0)
+                err[0] = '\0';
+        log_fields_add(&f, "KFDBROKER_RELOAD_ORIGIN=%s", origin);
         r = policy_load((const char *const *) set->policy_dirs, &p, err, errlen);
-        if (r < 0)
+        if (r < 0) {
+                log_struct_errno(LOG_ERR, r, KFDBROKER_MESSAGE_POLICY_RELOAD_FAILED, &f,
+                                 "Policy reload (%s) refused, keeping the old policy: %s", origin,
+                                 err[0] ? err : strerror(-r));
                 return r == -EINVAL ? -EBADMSG : r;
+        }
         policy_free(set->policy);
         set->policy = p;
         LIST_FOREACH(sessions, s, set->sessions)
                 session_apply_policy(s);
         /* Weights may have changed. */
         scheduler_run(set->scheduler);
-        log_info("Policy loaded: %zu rules from %zu files; %u sessions re-evaluated",
-                 policy_n_rules(p), policy_n_files(p), set->n_sessions);
+        log_fields_add(&f, "KFDBROKER_POLICY_RULES=%zu", policy_n_rules(p));
+        log_fields_add(&f, "KFDBROKER_POLICY_FILES=%zu", policy_n_files(p));
+        log_struct(LOG_INFO, KFDBROKER_MESSAGE_POLICY_RELOADED, &f,
+                   "Policy loaded (%s): %zu rules from %zu files; %u sessions re-evaluated", origin,
+                   policy_n_rules(p), policy_n_files(p), set->n_sessions);
         return 0;
 }
 

@@ -100,8 +100,10 @@ void session_set_done(SessionSet *set);
 Session *session_set_find(SessionSet *set, uint64_t id);
 /* Loads the policy files again and re-resolves every session's limits
  * (sessions stay connected). On a broken file, keeps the old policy and
- * returns -EBADMSG with "FILE:LINE: message" in err. */
-int session_set_reload_policy(SessionSet *set, char *err, size_t errlen);
+ * returns -EBADMSG with "FILE:LINE: message" in err. Logs the outcome
+ * (KFDBROKER_MESSAGE_POLICY_RELOADED or _RELOAD_FAILED, with origin, e.g.
+ * "SIGHUP" or "D-Bus", in KFDBROKER_RELOAD_ORIGIN). */
+int session_set_reload_policy(SessionSet *set, const char *origin, char *err, size_t errlen);
 /* Publishes every session's page changes. */
 void session_set_flush(SessionSet *set);
 /* The GPU context ctx is being lost: the sessions running there are told. */

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "sessions/job.h"
 #include "sessions/session-set.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/log-ratelimit.h"
 #include "util/macro.h"
@@ -109,11 +110,26 @@ void session_apply_policy(Session *s) {
         session_set_limits(s, &l);
 }
 
+/* The journal fields of a refused connection, in f. */
+static const LogFields *refused_fields(LogFields *f, const Identity *id) {
+        char buf[512];
+
+        log_fields_add(f, "KFDBROKER_UID=%u", (unsigned) id->uid);
+        log_fields_add(f, "KFDBROKER_PID=%d", (int) id->pid);
+        log_fields_add(f, "KFDBROKER_COMM=%s", log_escape(id->comm, sizeof(id->comm), buf, sizeof(buf)));
+        if (id->unit)
+                log_fields_add(f, "KFDBROKER_UNIT=%s", log_escape(id->unit, SIZE_MAX, buf, sizeof(buf)));
+        if (id->user_unit)
+                log_fields_add(f, "KFDBROKER_USER_UNIT=%s", log_escape(id->user_unit, SIZE_MAX, buf, sizeof(buf)));
+        return f;
+}
+
 /* Refuses a connection of a user who already holds max_connections_per_user:
  * one error datagram (id 0, nothing was asked yet) says why, then the caller
  * closes the socket. The cap keeps one user from exhausting the daemon's fds. */
 static int check_connection_limit(SessionSet *m, int fd, const Identity *id, Tally *peer) {
         _cleanup_free_ void *buf = NULL;
+        LogFields fields = {};
         char msg[160];
         unsigned n = 0;
         size_t len;
@@ -128,14 +144,40 @@ static int check_connection_limit(SessionSet *m, int fd, const Identity *id, Tal
         snprintf(msg, sizeof(msg),
                  "too many connections: uid %u already holds %u (kfdbrokerd --max-connections-per-user=%u)",
                  (unsigned) id->uid, n, m->max_connections_per_user);
-        log_ratelimited(&peer->log_limit, peer->key, LOG_NOTICE, "Refusing a connection from pid %d: %s",
-                        (int) id->pid, msg);
+        log_struct_ratelimited(&peer->log_limit, peer->key, LOG_NOTICE, EUSERS, KFDBROKER_MESSAGE_SESSION_REFUSED,
+                               refused_fields(&fields, id), "Refusing a connection from pid %d: %s", (int) id->pid,
+                               msg);
         if (wire_reply_encode(&(WireReply) { .error = EUSERS, .message = msg }, &buf, &len) == 0)
                 (void) send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         return -EUSERS;
 }
 
+void session_log_fields(const Session *s, LogFields *f) {
+        const Identity *id = &s->identity;
+        char buf[512];
+
+        log_fields_add(f, "KFDBROKER_SESSION=%" PRIu64, s->id);
+        log_fields_add(f, "KFDBROKER_UID=%u", (unsigned) id->uid);
+        log_fields_add(f, "KFDBROKER_GID=%u", (unsigned) id->gid);
+        log_fields_add(f, "KFDBROKER_PID=%d", (int) id->pid);
+        log_fields_add(f, "KFDBROKER_COMM=%s", log_escape(id->comm, sizeof(id->comm), buf, sizeof(buf)));
+        if (s->client_name[0])
+                log_fields_add(f, "KFDBROKER_CLIENT=%s",
+                               log_escape(s->client_name, sizeof(s->client_name), buf, sizeof(buf)));
+        if (id->unit)
+                log_fields_add(f, "KFDBROKER_UNIT=%s", log_escape(id->unit, SIZE_MAX, buf, sizeof(buf)));
+        if (id->user_unit)
+                log_fields_add(f, "KFDBROKER_USER_UNIT=%s", log_escape(id->user_unit, SIZE_MAX, buf, sizeof(buf)));
+        if (id->slice)
+                log_fields_add(f, "KFDBROKER_SLICE=%s", log_escape(id->slice, SIZE_MAX, buf, sizeof(buf)));
+        if (id->app_id)
+                log_fields_add(f, "KFDBROKER_APP_ID=%s", log_escape(id->app_id, SIZE_MAX, buf, sizeof(buf)));
+        if (id->container)
+                log_fields_add(f, "KFDBROKER_CONTAINER=%s", log_escape(id->container, SIZE_MAX, buf, sizeof(buf)));
+}
+
 int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
+        LogFields extra = {};
         char comm[80];
         Session *s;
         int r;
@@ -190,7 +232,9 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
         LIST_PREPEND(sessions, m->sessions, s);
         m->n_sessions++;
         session_set_add_young(m, s);
-        session_log(s, LOG_INFO, "Session %" PRIu64 " opened: pid %d uid %u gid %u comm \"%s\" unit %s%s%s (policy: %s)",
+        log_fields_add(&extra, "KFDBROKER_POLICY_RULES=%s", s->policy_matched[0] ? s->policy_matched : "defaults");
+        session_log_struct(s, LOG_INFO, 0, KFDBROKER_MESSAGE_SESSION_OPENED, &extra,
+                 "Session %" PRIu64 " opened: pid %d uid %u gid %u comm \"%s\" unit %s%s%s (policy: %s)",
                  s->id, (int) s->identity.pid, (unsigned) s->identity.uid, (unsigned) s->identity.gid,
                  log_escape(s->identity.comm, sizeof(s->identity.comm), comm, sizeof(comm)),
                  s->identity.user_unit ? s->identity.user_unit : s->identity.unit ? s->identity.unit : "-",
@@ -261,14 +305,35 @@ static void drop_objects(Session *s) {
         session_drop_code_objects(s);
 }
 
-void session_disconnect(Session *s, const char *why) {
+/* The line that says a session is gone: closed (by the client, or for
+ * something it did), or ended by the daemon, which told it (when it had said
+ * Hello) whether to reconnect (session_end()). */
+static void log_disconnect(Session *s, const char *why, bool ended, int error, bool reconnect) {
+        LogFields extra = {};
+
+        log_fields_add(&extra, "KFDBROKER_REASON=%s", why);
+        log_fields_add(&extra, "KFDBROKER_JOBS_COMPLETED=%" PRIu64, s->usage.jobs_completed);
+        log_fields_add(&extra, "KFDBROKER_JOBS_FAILED=%" PRIu64, s->usage.jobs_failed);
+        if (!ended) {
+                session_log_struct(s, LOG_INFO, 0, KFDBROKER_MESSAGE_SESSION_CLOSED, &extra,
+                                   "Session %" PRIu64 " closed: %s (%u jobs still on the GPU)", s->id, why, s->n_jobs);
+                return;
+        }
+        if (s->hello_done)
+                log_fields_add(&extra, "KFDBROKER_RECONNECT=%s", reconnect ? "yes" : "no");
+        session_log_struct(s, LOG_INFO, error, KFDBROKER_MESSAGE_SESSION_ENDED, &extra,
+                           "Session %" PRIu64 " ended by the daemon: %s%s (%u jobs still on the GPU)", s->id, why,
+                           !s->hello_done ? "" : reconnect ? "; the client was told to reconnect" : "; the client was told",
+                           s->n_jobs);
+}
+
+static void disconnect(Session *s, const char *why, bool ended, int error, bool reconnect) {
         SessionSet *m = s->set;
 
         if (!s->connected)
                 return;
         s->connected = false;
-        session_log(s, LOG_INFO, "Session %" PRIu64 " closed: %s (%u jobs still on the GPU)", s->id, why,
-                    s->n_jobs);
+        log_disconnect(s, why, ended, error, reconnect);
 
         s->io = sd_event_source_disable_unref(s->io);
         s->fd = safe_close(s->fd);
@@ -352,6 +417,10 @@ static int flush_out(Session *s) {
         return 0;
 }
 
+void session_disconnect(Session *s, const char *why) {
+        disconnect(s, why, false, 0, false);
+}
+
 void session_end(Session *s, int error, const char *why, bool reconnect) {
         if (!s->connected)
                 return;
@@ -364,7 +433,7 @@ void session_end(Session *s, int error, const char *why, bool reconnect) {
                                                                .reconnect = reconnect },
                                     },
                                     NULL, 0);
-        session_disconnect(s, why);
+        disconnect(s, why, true, error, reconnect);
         session_unref(s);
 }
 
@@ -485,8 +554,11 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
                                              NULL, 0);
                 }
                 if (message) {
-                        session_log(s, LOG_NOTICE, "Session %" PRIu64 ": job %" PRIu64 " failed: %s", s->id,
-                                    j->fence, message);
+                        LogFields extra = {};
+
+                        log_fields_add(&extra, "KFDBROKER_FENCE=%" PRIu64, j->fence);
+                        session_log_struct(s, LOG_NOTICE, error, KFDBROKER_MESSAGE_JOB_FAILED, &extra,
+                                           "Session %" PRIu64 ": job %" PRIu64 " failed: %s", s->id, j->fence, message);
                         if (s->set->cb.job_failed)
                                 s->set->cb.job_failed(s, j->fence, error, message, s->set->cb.userdata);
                 }
@@ -503,8 +575,13 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
 void session_context_lost(Session *s, Context *ctx, const char *reason) {
         if (!s->connected || s->compute_ctx != ctx)
                 return;
-        session_log(s, LOG_NOTICE, "Session %" PRIu64 ": its GPU context %" PRIu64 " was lost (%s); its next compute work runs in a new one",
-                    s->id, context_get_id(ctx), reason);
+        LogFields extra = {};
+
+        log_fields_add(&extra, "KFDBROKER_CONTEXT=%" PRIu64, context_get_id(ctx));
+        log_fields_add(&extra, "KFDBROKER_REASON=%s", reason);
+        session_log_struct(s, LOG_NOTICE, 0, KFDBROKER_MESSAGE_CONTEXT_LOST, &extra,
+                           "Session %" PRIu64 ": its GPU context %" PRIu64 " was lost (%s); its next compute work runs in a new one",
+                           s->id, context_get_id(ctx), reason);
         session_page_context_lost(&s->page);
         session_flush(s);
 }

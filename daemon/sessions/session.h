@@ -117,11 +117,36 @@ struct Session {
         LIST_FIELDS(Session, sessions);
 };
 
-/* Logs a line the client caused, under its user's rate limit and the
- * daemon-wide one (log-ratelimit.h). */
-#define session_log(s, level, ...)                                                               \
-        log_ratelimited((s)->user_tally ? &(s)->user_tally->log_limit : NULL,                    \
-                        (s)->user_tally ? (s)->user_tally->key : NULL, (level), __VA_ARGS__)
+/*
+ * session_log_fields() - add the session's journal fields to f:
+ * KFDBROKER_SESSION, KFDBROKER_UID, KFDBROKER_GID, KFDBROKER_PID,
+ * KFDBROKER_COMM and, where known, KFDBROKER_CLIENT (the name it gave at
+ * Hello), KFDBROKER_UNIT, KFDBROKER_USER_UNIT, KFDBROKER_SLICE,
+ * KFDBROKER_APP_ID and KFDBROKER_CONTAINER (docs/journal.md). What a client
+ * controls (comm, its name, cgroup names) is escaped as log_escape() does.
+ */
+void session_log_fields(const Session *s, LogFields *f);
+
+/*
+ * Logs a line the client caused, under its user's rate limit and the
+ * daemon-wide one (log-ratelimit.h), as a journal entry with message_id
+ * (log-ids.h; NULL: none), the session's fields (session_log_fields(), built
+ * only when the line passes) and the fields of extra (NULL: none).
+ */
+#define session_log_struct(s, level, error, message_id, extra, ...)                                      \
+        do {                                                                                            \
+                const Session *_ls_ = (s);                                                              \
+                int _ls_level_ = (level);                                                               \
+                if (log_get_max_level() >= _ls_level_ &&                                                \
+                    log_ratelimit_pass(_ls_->user_tally ? &_ls_->user_tally->log_limit : NULL,          \
+                                       _ls_->user_tally ? _ls_->user_tally->key : NULL)) {              \
+                        LogFields _ls_f_ = {};                                                          \
+                        session_log_fields(_ls_, &_ls_f_);                                              \
+                        log_fields_append(&_ls_f_, (extra));                                            \
+                        (void) log_struct_errno(_ls_level_, (error), (message_id), &_ls_f_, __VA_ARGS__); \
+                }                                                                                       \
+        } while (0)
+#define session_log(s, level, ...) session_log_struct(s, level, 0, NULL, NULL, __VA_ARGS__)
 
 /* Takes ownership of fd (a connected SOCK_SEQPACKET socket). The identity is
  * read from the socket's peer, or taken from id (copied) when it is not NULL

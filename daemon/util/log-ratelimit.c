@@ -2,6 +2,8 @@
 /* See log-ratelimit.h. */
 #include "util/log-ratelimit.h"
 
+#include "util/log-ids.h"
+
 #include <stdio.h>
 #include <time.h>
 
@@ -29,16 +31,25 @@ LogRateLimit *log_ratelimit_global(void) {
         return &global_limit;
 }
 
+/* The line that says what rl held back: "from uid 1000" for a peer's limit
+ * (who its Tally key), the daemon-wide one for who NULL. */
 static void summarize(LogRateLimit *rl, const char *who, uint64_t now) {
+        LogFields f = {};
         uint64_t secs;
 
         if (rl->suppressed == 0)
                 return;
         /* Rounded up: "in the last 0 s" would read as nothing. */
         secs = (now - rl->first_suppressed_usec + 999999ull) / 1000000ull;
-        log_internal(LOG_NOTICE, 0, __FILE__, __LINE__, __func__,
-                     "Suppressed %u messages %s in the last %llu s", rl->suppressed,
-                     who ? who : "(all clients, over the daemon-wide limit)", (unsigned long long) secs);
+        log_fields_add(&f, "KFDBROKER_SUPPRESSED=%u", rl->suppressed);
+        log_fields_add(&f, "KFDBROKER_SUPPRESSED_SEC=%llu", (unsigned long long) secs);
+        log_fields_add(&f, "KFDBROKER_RATELIMIT=%s", who ? "peer" : "daemon");
+        if (who)
+                log_fields_add(&f, "KFDBROKER_PEER=%s", who);
+        log_struct_internal(LOG_NOTICE, 0, __FILE__, __LINE__, __func__, KFDBROKER_MESSAGE_LOG_SUPPRESSED, &f,
+                            "Suppressed %u messages %s%s in the last %llu s", rl->suppressed,
+                            who ? "from " : "", who ? who : "(all clients, over the daemon-wide limit)",
+                            (unsigned long long) secs);
         rl->suppressed = 0;
 }
 
@@ -59,22 +70,15 @@ static bool test_one(LogRateLimit *rl, const char *who, uint64_t now) {
 }
 
 bool log_ratelimit_pass(LogRateLimit *rl, const char *who) {
-        char from[160];
         uint64_t now = now_usec();
 
-        if (who)
-                snprintf(from, sizeof(from), "from %s", who);
-        if (rl && !test_one(rl, who ? from : NULL, now))
+        if (rl && !test_one(rl, who, now))
                 return false;
         return test_one(&global_limit, NULL, now);
 }
 
 void log_ratelimit_flush(LogRateLimit *rl, const char *who) {
-        char from[160];
-
         if (!rl)
                 return;
-        if (who)
-                snprintf(from, sizeof(from), "from %s", who);
-        summarize(rl, who ? from : NULL, now_usec());
+        summarize(rl, rl == &global_limit ? NULL : who, now_usec());
 }

@@ -14,7 +14,13 @@
  *
  *   log_ratelimited(&tally->log_limit, tally->key, LOG_INFO, "Session %" PRIu64 " opened: ...", ...);
  *
- * with rl NULL for a line that only the shared limit applies to. Meant for
+ * with rl NULL for a line that only the shared limit applies to, or, for a
+ * structured entry (log.h), as
+ *
+ *   log_struct_ratelimited(&tally->log_limit, tally->key, LOG_NOTICE, 0, KFDBROKER_MESSAGE_..., &fields, "...");
+ *
+ * The summary is itself a structured entry (KFDBROKER_MESSAGE_LOG_SUPPRESSED,
+ * docs/journal.md). Meant for
  * the event loop's thread (the limits are not locked).
  */
 #pragma once
@@ -63,4 +69,12 @@ LogRateLimit *log_ratelimit_global(void);
                 int _rl_level_ = (level);                                                   \
                 if (log_get_max_level() >= _rl_level_ && log_ratelimit_pass((rl), (who)))   \
                         (void) log_full_errno(_rl_level_, (error), __VA_ARGS__);            \
+        } while (0)
+/* A structured entry (log_struct_errno()) under the limits; fields is
+ * evaluated only when the line passes. */
+#define log_struct_ratelimited(rl, who, level, error, message_id, fields, ...)                          \
+        do {                                                                                           \
+                int _rl_level_ = (level);                                                              \
+                if (log_get_max_level() >= _rl_level_ && log_ratelimit_pass((rl), (who)))              \
+                        (void) log_struct_errno(_rl_level_, (error), (message_id), (fields), __VA_ARGS__); \
         } while (0)

@@ -15,6 +15,8 @@
  */
 #include "log.h"
 
+#include "log-ids.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -140,11 +142,32 @@ static void iov_add(struct iovec *iov, int *n, const char *s) {
         iov[(*n)++] = (struct iovec) { .iov_base = (void *) s, .iov_len = strlen(s) };
 }
 
+void log_fields_add(LogFields *f, const char *format, ...) {
+        size_t room = sizeof(f->buf) - f->used;
+        va_list ap;
+        int k;
+
+        if (f->n >= LOG_FIELDS_MAX || room == 0)
+                return;
+        va_start(ap, format);
+        k = vsnprintf(f->buf + f->used, room, format, ap);
+        va_end(ap);
+        if (k < 0 || (size_t) k >= room)
+                return; /* truncated: better no field than a wrong one */
+        f->v[f->n++] = f->buf + f->used;
+        f->used += (size_t) k + 1;
+}
+
+void log_fields_append(LogFields *f, const LogFields *from) {
+        for (size_t i = 0; from && i < from->n; i++)
+                log_fields_add(f, "%s", from->v[i]);
+}
+
 /* One journal entry, sent without waiting. */
 static int journal_write(int level, int error, const char *file, int line, const char *func,
-                         const char *msg) {
-        char m[2100], p[16], f[256], l[32], fn[128], id[64], e[32];
-        struct iovec iov[7];
+                         const char *message_id, const LogFields *fields, const char *msg) {
+        char m[2100], p[16], f[256], l[32], fn[128], ident[64], e[32], mid[64];
+        struct iovec iov[8 + LOG_FIELDS_MAX];
         int n = 0;
 
         snprintf(m, sizeof(m), "MESSAGE=%s", msg);
@@ -152,17 +175,23 @@ static int journal_write(int level, int error, const char *file, int line, const
         snprintf(f, sizeof(f), "CODE_FILE=%s", file);
         snprintf(l, sizeof(l), "CODE_LINE=%d", line);
         snprintf(fn, sizeof(fn), "CODE_FUNC=%s", func);
-        snprintf(id, sizeof(id), "SYSLOG_IDENTIFIER=%s", program_invocation_short_name);
+        snprintf(ident, sizeof(ident), "SYSLOG_IDENTIFIER=%s", program_invocation_short_name);
         iov_add(iov, &n, m);
         iov_add(iov, &n, p);
         iov_add(iov, &n, f);
         iov_add(iov, &n, l);
         iov_add(iov, &n, fn);
-        iov_add(iov, &n, id);
+        iov_add(iov, &n, ident);
         if (error > 0) {
                 snprintf(e, sizeof(e), "ERRNO=%d", error);
                 iov_add(iov, &n, e);
         }
+        if (message_id) {
+                snprintf(mid, sizeof(mid), "MESSAGE_ID=%s", message_id);
+                iov_add(iov, &n, mid);
+        }
+        for (size_t i = 0; fields && i < fields->n; i++)
+                iov_add(iov, &n, fields->v[i]);
         return log_journal_sendv_nowait(iov, n);
 }
 
@@ -186,9 +215,10 @@ static int stderr_write(int level, const char *msg) {
         return write(STDERR_FILENO, buf, (size_t) n) < 0 ? -errno : 0;
 }
 
-static int write_one(int level, int error, const char *file, int line, const char *func, const char *msg) {
+static int write_one(int level, int error, const char *file, int line, const char *func,
+                     const char *message_id, const LogFields *fields, const char *msg) {
         if (target == LOG_TARGET_JOURNAL)
-                return journal_write(level, error, file, line, func, msg);
+                return journal_write(level, error, file, line, func, message_id, fields, msg);
         return stderr_write(level, msg);
 }
 
@@ -218,6 +248,26 @@ int log_level_from_string(const char *s) {
         return (int) v;
 }
 
+/* Writes msg, saying first what was lost since the last message that went out. */
+static void log_dispatch(int level, int error, const char *file, int line, const char *func,
+                         const char *message_id, const LogFields *fields, const char *msg) {
+        unsigned lost = atomic_exchange(&dropped, 0);
+
+        if (lost > 0) {
+                char note[128];
+                LogFields f = {};
+
+                snprintf(note, sizeof(note),
+                         "%u log messages were dropped: the log could not take them without waiting", lost);
+                log_fields_add(&f, "KFDBROKER_DROPPED=%u", lost);
+                if (write_one(LOG_WARNING, 0, __FILE__, __LINE__, __func__, KFDBROKER_MESSAGE_LOG_DROPPED, &f,
+                              note) < 0)
+                        atomic_fetch_add(&dropped, lost);
+        }
+        if (write_one(level, error, file, line, func, message_id, fields, msg) < 0)
+                atomic_fetch_add(&dropped, 1);
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *format, ...) {
         char msg[2048];
@@ -229,18 +279,22 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         va_start(ap, format);
         vsnprintf(msg, sizeof(msg), format, ap);
         va_end(ap);
+        log_dispatch(level, error, file, line, func, NULL, NULL, msg);
+        errno = saved;
+        return -error;
+}
 
-        /* Say first what was lost since the last message that went out. */
-        unsigned lost = atomic_exchange(&dropped, 0);
-        if (lost > 0) {
-                char note[128];
-                snprintf(note, sizeof(note),
-                         "%u log messages were dropped: the log could not take them without waiting", lost);
-                if (write_one(LOG_WARNING, 0, __FILE__, __LINE__, __func__, note) < 0)
-                        atomic_fetch_add(&dropped, lost);
-        }
-        if (write_one(level, error, file, line, func, msg) < 0)
-                atomic_fetch_add(&dropped, 1);
+int log_struct_internal(int level, int error, const char *file, int line, const char *func,
+                        const char *message_id, const LogFields *fields, const char *format, ...) {
+        char msg[2048];
+        va_list ap;
+        int saved = errno;
+
+        errno = error;
+        va_start(ap, format);
+        vsnprintf(msg, sizeof(msg), format, ap);
+        va_end(ap);
+        log_dispatch(level, error, file, line, func, message_id, fields, msg);
         errno = saved;
         return -error;
 }
