@@ -13,7 +13,9 @@
 #     refuses org.kfdbroker.Broker1 to anyone but the policy's user, and grants
 #     it to that user;
 #   - the polkit actions validate against polkit's DTD; the activation file
-#     names the unit.
+#     names the unit;
+#   - journalctl compiles the message catalog, which has an entry for every
+#     MESSAGE_ID the daemon logs (daemon/util/log-ids.h) and no other.
 # Usage: test-units.sh UNITS_BUILD_DIR SOURCE_ROOT KFDBROKERD THRESHOLD KFDBROKERCTL
 set -u
 
@@ -111,7 +113,12 @@ fi
 
 # --- bus policy on a private system-like bus ---
 start_bus() { # start_bus POLICYFILE
-        [[ -n $bus_pid ]] && kill "$bus_pid" 2>/dev/null
+        # The old bus must be gone before the new one listens on the same path:
+        # dbus-daemon unlinks its socket as it exits, which would take the new
+        # bus's socket away (the rare "the policy's user could not own the name").
+        if [[ -n $bus_pid ]] && kill "$bus_pid" 2>/dev/null; then
+                for _ in $(seq 500); do kill -0 "$bus_pid" 2>/dev/null || break; sleep 0.01; done
+        fi
         rm -rf "$tmp/bus" && mkdir -p "$tmp/bus/system.d"
         cp "$1" "$tmp/bus/system.d/org.kfdbroker.Broker1.conf"
         cat >"$tmp/bus/bus.conf" <<EOF
@@ -190,6 +197,24 @@ if command -v xmllint >/dev/null; then
         fi
 else
         not_ok "xmllint is needed (apt-get install libxml2-utils)"
+fi
+
+# --- the journal's message catalog ---
+# journalctl compiles it as the systemd package's trigger would; every
+# MESSAGE_ID of daemon/util/log-ids.h has an entry, and no entry is stale.
+mkdir -p "$tmp/catalog-root/usr/lib/systemd/catalog"
+cp "$src/units/kfdbroker.catalog" "$tmp/catalog-root/usr/lib/systemd/catalog/"
+if out=$(journalctl --root="$tmp/catalog-root" --update-catalog 2>&1) && [[ -z $out ]]; then
+        ok "journalctl --update-catalog reads kfdbroker.catalog without a word"
+else
+        not_ok "journalctl --update-catalog" "$out"
+fi
+listed=$(journalctl --root="$tmp/catalog-root" --list-catalog 2>&1 | awk '$2 == "kfdbroker:" { print $1 }' | sort)
+ids=$(sed -n 's/^#define KFDBROKER_MESSAGE_[A-Z_]* "\([0-9a-f]\{32\}\)"$/\1/p' "$src/daemon/util/log-ids.h" | sort)
+if [[ -n $ids && $listed == "$ids" ]]; then
+        ok "the catalog has exactly the $(wc -w <<<"$ids") MESSAGE_IDs of log-ids.h"
+else
+        not_ok "catalog and log-ids.h differ" "log-ids.h: $(echo $ids)" "catalog:   $(echo $listed)"
 fi
 
 echo "$pass passed, $fail failed"
