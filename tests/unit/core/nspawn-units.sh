@@ -3,7 +3,7 @@
 #
 # Boots a Debian container under systemd-nspawn, installs kfdbroker there with
 # `meson install` (units, sysusers, tmpfiles, bus policy, polkit actions, the
-# daemon), and checks the sandbox for real:
+# journal catalog, completions, the daemon), and checks the sandbox for real:
 #   - systemd-sysusers creates kfdbroker; kfdbrokerd.socket listens;
 #   - a connection from user nobody socket-activates kfdbrokerd.service
 #     (Type=notify) and `kfdbrokerctl status` is answered through it;
@@ -11,27 +11,46 @@
 #     /dev/dri/renderD128 are present and readable through PrivateDevices= +
 #     BindPaths=, no other device is, /etc is read-only, and another user's
 #     /proc/PID/cgroup and status are readable (ProtectProc=default);
-#   - `systemctl reload` (SIGHUP) keeps the daemon running;
-#   - a client with buffers and a job on the GPU lives through `systemctl restart`;
+#   - D-Bus: the bus policy (only kfdbroker owns the name, everyone may
+#     introspect), activation of the stopped service by a call, polkit's
+#     actions and its refusal for nobody;
+#   - journald: the daemon's entries carry their MESSAGE_IDs and the session
+#     fields (the nobody session of the runner unit is found by
+#     KFDBROKER_UID, KFDBROKER_UNIT and KFDBROKER_SESSION, its opening and its
+#     closing), and the catalog explains them (journalctl -x);
+#   - `systemctl reload` of a broken policy fails, saying why (ExecReload=
+#     runs `kfdbrokerctl reload`), keeps the same daemon and the old policy
+#     (a new session still gets the good rule), and a fixed one reloads;
+#   - polkit asks: nobody's `kfdbrokerctl reload` on a terminal starts
+#     pkttyagent, which asks for root's password (right: reloaded; wrong:
+#     refused), and with --no-ask-password it is refused at once;
+#   - a client with buffers and a job on the GPU lives through `systemctl
+#     restart`, and the new daemon logs its resumed session (SESSION_RESUMED)
+#     after the old one's shutdown (SHUTTING_DOWN, SESSION_ENDED);
+#   - --metrics-file-mode=0644 lets another user read the metrics file under
+#     the unit's UMask=0077;
 #   - worker processes work inside the unit's sandbox (the simulated kernel at
 #     KFD 1.18 has no secondary contexts): nobody's `kfdbrokerctl demo` runs
 #     its kernel in a worker of user kfdbroker, which leaves with the daemon.
 # The device nodes are stand-ins (mknod with /dev/zero's numbers) because the
-# host has no GPU. Not part of the default `meson test` or `./dev test` (about
-# a minute the first time, to build the rootfs, and it needs the network, root,
-# mmdebstrap and systemd-container). It runs as the meson test 'nspawn-units'
-# (suite 'nspawn') in a build configured with -Dslow_tests=true --prefix=/usr,
-# and skips (77) where it cannot run; or by hand:
+# host has no GPU. It runs in `./dev test` as the meson test 'nspawn-units'
+# (suite 'nspawn', once: not in sanitizer builds) in a build configured with
+# --prefix=/usr, as a distribution would (./dev does). It needs root,
+# mmdebstrap and systemd-nspawn (./dev test installs them), and the Debian
+# archive the first time, to build the root filesystem (about a minute;
+# cached in /var/tmp/kfdb-nspawn by its package list). Where one of these is
+# missing it skips (77), naming it. By hand:
 #   tests/unit/core/nspawn-units.sh BUILD_DIR [ROOTFS_CACHE]
-# (BUILD_DIR configured with --prefix=/usr, as a distribution would)
 set -euo pipefail
 
-if [[ $(id -u) != 0 ]] || ! command -v mmdebstrap >/dev/null || ! command -v systemd-nspawn >/dev/null; then
-        echo "needs root, mmdebstrap and systemd-nspawn (apt-get install mmdebstrap systemd-container)"
-        exit 77
-fi
+skip() { echo "SKIP: $*"; exit 77; }
+[[ $(id -u) == 0 ]] || skip "needs root (it boots a container and installs into it)"
+command -v mmdebstrap >/dev/null || skip "needs mmdebstrap (apt-get install mmdebstrap)"
+command -v systemd-nspawn >/dev/null || skip "needs systemd-nspawn (apt-get install systemd-container)"
 
 build=$(realpath "$1")
+prefix=$(meson introspect --buildoptions "$build" | grep -o '"name": "prefix", "value": "[^"]*"' | sed 's/.*"value": "//; s/"$//')
+[[ $prefix == /usr ]] || skip "needs a build configured with --prefix=/usr (this one has '$prefix'; ./dev configures build so)"
 cache=${2:-/var/tmp/kfdb-nspawn}
 # What the container needs: systemd and friends, and every library the
 # installed daemon and client link (readelf -d build/daemon/kfdbrokerd).
@@ -43,10 +62,17 @@ trap 'rm -rf "$tmp"' EXIT
 
 if [[ ! -x $rootfs/usr/lib/systemd/systemd ]]; then
         mkdir -p "$cache"
-        mmdebstrap --variant=minbase \
+        # Built aside and renamed when complete: an interrupted build is never used.
+        rm -rf "$rootfs.tmp"
+        if ! mmdebstrap --variant=minbase \
                 --include="$packages" \
                 --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
-                bookworm "$rootfs"
+                bookworm "$rootfs.tmp" >"$tmp/mmdebstrap.log" 2>&1; then
+                tail -5 "$tmp/mmdebstrap.log"
+                rm -rf "$rootfs.tmp"
+                skip "mmdebstrap could not build the Debian root filesystem (is the Debian archive reachable?)"
+        fi
+        mv "$rootfs.tmp" "$rootfs"
 fi
 # The runner: a oneshot that powers the container off when done.
 cat >"$rootfs/etc/systemd/system/kfdb-test.service" <<'EOF'
@@ -64,7 +90,7 @@ WantedBy=multi-user.target
 EOF
 ln -sf /etc/systemd/system/kfdb-test.service "$rootfs/etc/systemd/system/multi-user.target.wants/kfdb-test.service"
 
-meson install -C "$build" --destdir "$tmp/dest" >/dev/null
+meson install -C "$build" --no-rebuild --destdir "$tmp/dest" >/dev/null
 mkdir "$tmp/host"
 # A client that must live through `systemctl restart` (tests/integration/restart-client.c).
 cp "$build/tests/integration/restart-client" "$tmp/host/"
@@ -75,9 +101,32 @@ check() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1"; fail=1; fi
 # Worker processes (kfdbrokerd --worker) alive now; no procps in the rootfs.
 workers() { for p in /proc/[0-9]*; do tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q '^kfdbrokerd --worker ' && echo "${p#/proc/}"; done; true; }
 
+# The journal's entries of one MESSAGE_ID (and more matches), as KEY=VALUE lines.
+entries() { journalctl -q --no-pager -o export "MESSAGE_ID=$@" 2>/dev/null; }
+# The value of FIELD in the last entry matching the rest.
+last_field() { local f=$1; shift; entries "$@" | sed -n "s/^$f=//p" | tail -1; }
+MSG_READY=465d0f4138044c94bbf095884326fdc8
+MSG_OPENED=171de76a94a04903bf4201b4f08e9564
+MSG_CLOSED=f588fb37f4474ff5b3db2bf8eea07aeb
+MSG_RELOADED=c99222b1f1634bf591681a214ae4f496
+MSG_RELOAD_FAILED=edd4e5628305495a9418c75a6f4dcb49
+MSG_SHUTTING_DOWN=188a6a2d2ecc478bac5e1f41c59a5b0b
+MSG_ENDED=3180036822904ce8961dfe6a89bf0d87
+MSG_RESUMED=8abe204c4dbe437693de8e2fa4a69841
+
 tar -C /mnt/dest -cf - . | tar -C / -xf - --keep-directory-symlink
 systemd-sysusers
 systemd-tmpfiles --create kfdbroker.conf
+journalctl --update-catalog
+check "completions installed for bash, zsh and fish" 'test -f /usr/share/bash-completion/completions/kfdbrokerctl && test -f /usr/share/zsh/site-functions/_kfdbrokerctl && test -f /usr/share/fish/vendor_completions.d/kfdbrokerctl.fish'
+check "libkfdbroker(3) installed" 'test -f /usr/share/man/man3/libkfdbroker.3 || test -f /usr/share/man/man3/libkfdbroker.3.gz'
+
+# polkit's administrator here is root (Debian's default rule names the group
+# sudo, which is empty), with a password the agent test types.
+echo root:kfdb-test-pw | chpasswd
+mkdir -p /etc/polkit-1/rules.d
+echo 'polkit.addAdminRule(function(action, subject) { return ["unix-user:0"]; });' >/etc/polkit-1/rules.d/10-kfdb-test-admin.rules
+systemctl restart polkit.service
 check "sysusers made kfdbroker, in render and not video" 'id kfdbroker | grep -q render && ! id kfdbroker | grep -q video'
 
 # Stand-ins for the GPU's nodes.
@@ -101,7 +150,8 @@ ExecStartPre=/bin/sh -c 'exec >/run/kfdbroker/sandbox.txt 2>&1; \
   grep -q "^Groups:" /proc/$peer/status && echo peer-status-readable; \
   id -un'
 ExecStart=
-ExecStart=/usr/libexec/kfdbrokerd --device=sim --sim-kfd-version=1.18 --bus=system
+ExecStart=/usr/libexec/kfdbrokerd --device=sim --sim-kfd-version=1.18 --bus=system \
+  --metrics-file=/run/kfdbroker/kfdbroker.prom --metrics-file-mode=0644 --metrics-interval=0.2
 EOT
 systemctl daemon-reload
 # dbus-daemon read its policy at boot, before the files were copied in.
@@ -116,6 +166,17 @@ echo "$out" | sed 's/^/    /'
 check "kfdbrokerctl status as nobody is answered" '[ -n "$out" ] && systemctl is-active -q kfdbrokerd.service'
 check "Type=notify: the service reached active (READY=1)" 'systemctl show -P ActiveState kfdbrokerd.service | grep -qx active'
 check "runs as kfdbroker" 'stat -c %U /proc/$(systemctl show -P MainPID kfdbrokerd.service) | grep -qx kfdbroker'
+
+# The journal: the nobody session of this runner unit, by its fields.
+sleep 0.3
+sid=$(last_field KFDBROKER_SESSION $MSG_OPENED KFDBROKER_UID=65534 KFDBROKER_UNIT=kfdb-test.service)
+entries $MSG_OPENED KFDBROKER_SESSION="$sid" | grep -E '^(MESSAGE|PRIORITY|KFDBROKER_[A-Z_]*)=' | sed 's/^/    journal: /'
+check "journal: SESSION_OPENED with KFDBROKER_SESSION, _UID=65534, _UNIT=kfdb-test.service, priority info" '[ -n "$sid" ] && entries $MSG_OPENED KFDBROKER_SESSION=$sid | grep -qx "PRIORITY=6"'
+check "journal: SESSION_CLOSED for the same session, with the client's name" 'entries $MSG_CLOSED KFDBROKER_SESSION=$sid KFDBROKER_UID=65534 | grep -qx "KFDBROKER_CLIENT=kfdbrokerctl"'
+check "journal: every entry of the session is found by KFDBROKER_SESSION alone" '[ "$(journalctl -q -u kfdbrokerd.service KFDBROKER_SESSION=$sid -o cat | wc -l)" -ge 2 ]'
+check "journal: READY with the version and backend" 'entries $MSG_READY | grep -qx "KFDBROKER_BACKEND=sim"'
+check "journal catalog: journalctl -x explains the entry" 'journalctl -q -x -u kfdbrokerd.service MESSAGE_ID=$MSG_OPENED KFDBROKER_SESSION=$sid --no-pager | grep -q "GPU session $sid opened by uid 65534"'
+check "metrics file 0644 under UMask=0077, readable by nobody" 'test "$(stat -c %a /run/kfdbroker/kfdbroker.prom)" = 644 && setpriv --reuid=65534 --regid=65534 --clear-groups cat /run/kfdbroker/kfdbroker.prom | grep -q "^kfdbroker_build_info"'
 sed 's/^/    /' /run/kfdbroker/sandbox.txt
 check "/dev/kfd visible in the sandbox" 'grep -qx kfd-present /run/kfdbroker/sandbox.txt'
 check "/dev/dri/renderD128 visible in the sandbox" 'grep -qx render-present /run/kfdbroker/sandbox.txt'
@@ -145,10 +206,55 @@ systemctl stop kfdbrokerd.service
 out=$(busctl --system introspect org.kfdbroker.Broker1 /org/kfdbroker/Broker1 2>&1)
 check "a D-Bus call activates the stopped service (SystemdService=)" 'systemctl is-active -q kfdbrokerd.service && echo "$out" | grep -q "^org.kfdbroker.Broker1 *interface"'
 
+# Reload: a good policy, then a broken one next to it, then fixed.
 pid=$(systemctl show -P MainPID kfdbrokerd.service)
-check "systemctl reload succeeds" 'systemctl reload kfdbrokerd.service'
-sleep 0.5
-check "the reload (SIGHUP) keeps the same daemon" '[ "$(systemctl show -P MainPID kfdbrokerd.service)" = "$pid" ] && systemctl is-active -q kfdbrokerd.service'
+mkdir -p /etc/kfdbroker/policy.d
+printf '[Match]\nUser=nobody\n[Limits]\nWeight=5\n' >/etc/kfdbroker/policy.d/40-good.conf
+check "systemctl reload of a good policy succeeds" 'systemctl reload kfdbrokerd.service'
+check "journal: POLICY_RELOADED (origin D-Bus)" 'entries $MSG_RELOADED | grep -qx "KFDBROKER_RELOAD_ORIGIN=D-Bus"'
+printf '[Match]\nUser=nobody\n[Limits]\nWeight=heavy\n' >/etc/kfdbroker/policy.d/50-broken.conf
+out=$(systemctl reload kfdbrokerd.service 2>&1); rc=$?
+echo "    systemctl reload: rc $rc: $out"
+check "systemctl reload of a broken policy fails" '[ $rc != 0 ]'
+journalctl -q -u kfdbrokerd.service -o cat --no-pager | grep -F "ReloadPolicy failed" | tail -1 | sed 's/^/    journal: /'
+check "... and the unit's journal says why, naming file and line" 'journalctl -q -u kfdbrokerd.service -o cat --no-pager | grep -F "kfdbrokerctl: ReloadPolicy failed: Policy not reloaded, the old policy stays: /etc/kfdbroker/policy.d/50-broken.conf:4: "'
+check "journal: POLICY_RELOAD_FAILED, priority err" 'entries $MSG_RELOAD_FAILED KFDBROKER_RELOAD_ORIGIN=D-Bus | grep -qx "PRIORITY=3"'
+check "the failed reload keeps the same daemon, active" '[ "$(systemctl show -P MainPID kfdbrokerd.service)" = "$pid" ] && systemctl is-active -q kfdbrokerd.service'
+setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl status >/dev/null 2>&1
+sleep 0.3
+check "the old policy stays: a new session of nobody gets the good rule" 'last_field KFDBROKER_POLICY_RULES $MSG_OPENED KFDBROKER_UID=65534 | grep -q "/etc/kfdbroker/policy.d/40-good.conf:1$"'
+rm /etc/kfdbroker/policy.d/50-broken.conf
+check "systemctl reload succeeds once the file is fixed" 'systemctl reload kfdbrokerd.service'
+check "SIGHUP still reloads" 'kill -HUP $pid && sleep 0.5 && entries $MSG_RELOADED | grep -qx "KFDBROKER_RELOAD_ORIGIN=SIGHUP"'
+
+# polkit asks for a password through pkttyagent when kfdbrokerctl has a terminal.
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl --no-ask-password reload 2>&1); rc=$?
+echo "    nobody --no-ask-password reload: rc $rc: $out"
+check "nobody's reload without asking is refused at once: authentication required" '[ $rc = 1 ] && echo "$out" | grep -q "authentication required"'
+# nobody's reload in a login session on a terminal, as after `ssh nobody@host`: runuser -l
+# opens a logind session (pam_systemd), -P gives it a terminal; script(1) types PASSWORD
+# when asked (thrice at most). polkit takes kfdbrokerctl's agent (pkttyagent --fallback)
+# only for a subject in a session.
+# Its transcript goes to /tmp/agent.txt; returns kfdbrokerctl's exit status.
+agent() {
+        (for _ in 1 2 3; do sleep 2; printf '%s\n' "$1"; done; sleep 3) |
+                timeout 60 script -qefc "runuser -P -l nobody -s /bin/sh -c 'kfdbrokerctl reload'" /dev/null >/tmp/agent.raw 2>&1
+        agent_rc=$?
+        tr -d '\r' </tmp/agent.raw | grep -v "cannot change directory" >/tmp/agent.txt
+        return $agent_rc
+}
+reloads() { entries $MSG_RELOADED KFDBROKER_RELOAD_ORIGIN=D-Bus | grep -c '^MESSAGE='; }
+before=$(reloads)
+agent kfdb-test-pw; rc=$?
+out=$(cat /tmp/agent.txt)
+echo "$out" | sed 's/^/    agent: /'
+check "on a terminal pkttyagent asks for org.kfdbroker.manage" 'echo "$out" | grep -q "AUTHENTICATING FOR org.kfdbroker.manage"'
+check "... and with root's password nobody's reload succeeds" '[ $rc = 0 ] && [ "$(reloads)" -gt "$before" ]'
+before=$(reloads)
+agent wrong-pw; rc=$?
+out=$(cat /tmp/agent.txt)
+echo "$out" | tail -3 | sed 's/^/    agent: /'
+check "... and with a wrong one it is refused, saying so" '[ $rc = 1 ] && echo "$out" | grep -q "polkit did not authorize action org.kfdbroker.manage" && [ "$(reloads)" = "$before" ]'
 
 # Worker processes under the unit's sandbox (SystemCallFilter=, NoNewPrivileges=, ...).
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl status 2>&1)
@@ -175,6 +281,11 @@ exec 7>&-
 wait $client; rc=$?
 sed 's/^/    restart-client: /' /tmp/restart-out
 check "a client with buffers and a job on the GPU lives through systemctl restart" '[ $rc = 0 ] && grep -q "^ok - the session reconnected once" /tmp/restart-out'
+check "journal: the old daemon said SHUTTING_DOWN" 'entries $MSG_SHUTTING_DOWN | grep -q "^KFDBROKER_SESSIONS=[1-9]"'
+entries $MSG_ENDED KFDBROKER_UID=65534 | grep -E '^(MESSAGE|ERRNO|KFDBROKER_RECONNECT)=' | tail -3 | sed 's/^/    journal: /'
+check "journal: the client's session ENDED by the daemon, told to reconnect (ESHUTDOWN)" 'entries $MSG_ENDED KFDBROKER_UID=65534 KFDBROKER_RECONNECT=yes | grep -qx "ERRNO=108"'
+check "journal: the new daemon logged SESSION_RESUMED with the client's fence" 'entries $MSG_RESUMED KFDBROKER_UID=65534 | grep -q "^KFDBROKER_RESUME_FENCE=[1-9]"'
+check "journal catalog: journalctl -x explains the resumed session" 'journalctl -q -x -u kfdbrokerd.service MESSAGE_ID=$MSG_RESUMED --no-pager | grep -q "its fences continue after"'
 
 journalctl -q -u kfdbrokerd.service --no-pager | tail -15 | sed 's/^/    journal: /'
 systemctl stop kfdbrokerd.service
