@@ -289,6 +289,44 @@ int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool
         return 0;
 }
 
+int gpu_buffer_alloc_hdp_page(GpuContext *c, GpuBuffer **ret) {
+        const uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
+                               KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
+        _cleanup_(buffer_destroyp) GpuBuffer *b = buffer_new_record(c, PAGE_SIZE_4K, flags, true);
+        if (!b)
+                return -ENOMEM;
+
+        int r = reserve_va(PAGE_SIZE_4K, &b->va);
+        if (r < 0)
+                return r;
+        b->va_reserved = true;
+
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = b->va,
+                .size = PAGE_SIZE_4K,
+                .gpu_id = c->gpu_id,
+                .flags = flags,
+        };
+        r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+        if (r < 0)
+                return r;
+        b->handle = a.handle;
+        b->allocated = true;
+
+        void *p = NULL;
+        r = c->ops->mmap(c->ops->userdata, (void *) (uintptr_t) b->va, PAGE_SIZE_4K, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_FIXED, c->kfd_fd, a.mmap_offset, &p);
+        if (r < 0)
+                return r;
+        b->cpu_mapped = true;
+        if (p != (void *) (uintptr_t) b->va)
+                return -EFAULT;
+        b->cpu = p;
+
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
 /* The size of a dma-buf: GET_DMABUF_INFO (kfd_ioctl_get_dmabuf_info) answers
  * for any dma-buf the device can take; lseek(SEEK_END), which
  * dma_buf_llseek() supports, if the kernel lacks the request. */

@@ -102,6 +102,7 @@ GpuContext *gpu_context_free(GpuContext *c) {
                 c->doorbells = NULL;
         }
         c->fence = gpu_buffer_unref(c->fence);
+        c->hdp_page = gpu_buffer_unref(c->hdp_page);
 
         destroy_event(c, &c->completion_event);
         destroy_event(c, &c->shutdown_event);
@@ -429,6 +430,13 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         if (r < 0)
                 return r;
 
+        /* The HDP flush page (gpu-queue.c, "HDP flush"). Without it the
+         * context still works, but CPU writes into VRAM may reach the GPU late. */
+        r = gpu_buffer_alloc_hdp_page(c, &c->hdp_page);
+        if (r < 0)
+                log_debug_errno(r, "gpu: no HDP flush page on gpu_id 0x%x (%m): what clients write into VRAM "
+                               "buffers may reach the GPU late", c->gpu_id);
+
         /* Room for every queue the context may ever have (gpu_context_add_queue);
          * a fresh BO is zero, so only the fence words are written here. */
         r = gpu_buffer_alloc_internal(c, GPU_FENCE_WORDS_SIZE + GPU_MAX_QUEUES * GPU_FENCE_TS_PER_QUEUE(c->max_inflight),
@@ -476,6 +484,16 @@ int gpu_context_new(const KfdOps *ops, const GpuContextOptions *opts, GpuContext
                   c->opts.n_compute_queues);
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+void gpu_context_flush_hdp(GpuContext *c) {
+        volatile uint32_t *cntl;
+
+        if (!c->hdp_page)
+                return;
+        cntl = (volatile uint32_t *) c->hdp_page->cpu + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL / 4;
+        *cntl = 1;
+        (void) *cntl;
 }
 
 const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c) {

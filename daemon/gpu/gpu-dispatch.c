@@ -11,7 +11,9 @@
  *   RELEASE_MEM(DATA_SEL 3: GPU clock → begin timestamp slot),
  *   dispatch body (below) or nothing for a NOP job,
  *   RELEASE_MEM(DATA_SEL 3 → end timestamp slot),
- *   RELEASE_MEM(DATA_SEL 1: queue fence word := seq),
+ *   RELEASE_MEM(DATA_SEL 1: queue fence word := seq; GCR GL2_WB | GLM_WB |
+ *     GLM_INV, the kernel's fence form: what the job wrote leaves the GL2
+ *     before the CPU or another engine can see the fence),
  *   RELEASE_MEM(DATA_SEL 1: event slot := event id, INT_SEL 2, INT_CTXID =
  *     event id) — the END_OF_PIPE interrupt KFD turns into the completion
  *     event (kfd-facts §1.10; tinygrad AMDComputeQueue.signal).
@@ -21,7 +23,8 @@
  * head_running()), "end" when the dispatch's CS_PARTIAL_FLUSH completed.
  *
  * Dispatch body (tinygrad AMDComputeQueue.exec, kfd-facts §2.3, §2.4):
- *   ACQUIRE_MEM invalidating the L0/L1/K$ (GL2 and I$ are left alone),
+ *   ACQUIRE_MEM invalidating the instruction cache, K$, L0/GL1 and GL2 (GL2
+ *   written back first; DISPATCH_ACQUIRE_GCR says why),
  *   SET_SH_REG COMPUTE_PGM_LO/HI = entry >> 8, PGM_RSRC1/RSRC2 (RSRC2.LDS_SIZE
  *   from static + dynamic LDS in 512-byte granules), PGM_RSRC3,
  *   TMPRING_SIZE, RESTART_X..Z = 0, USER_DATA_0.. (user SGPRs in descriptor
@@ -440,6 +443,22 @@ size_t gpu_compute_job_dwords(const GpuJob *job) {
         return n;
 }
 
+/*
+ * What the ACQUIRE_MEM before every dispatch makes visible to it (kfd-facts
+ * §2.2, §7.5): code loaded since the last dispatch — a new code object may sit
+ * where a freed one was, so the instruction cache is invalidated (GLI_INV ALL,
+ * Mesa gfx10_emit_cache_flush for SI_CONTEXT_INV_ICACHE) — and data that the
+ * CPU (through the HDP, flushed at the doorbell: gpu-queue.c queue_kick) or
+ * another engine wrote: the scalar (GLK), vector (GLV), GL1 and GL2 caches are
+ * written back and invalidated, GL2 included (Mesa: INV_L2 is GL2_INV |
+ * GL2_WB; tinygrad's AMDComputeQueue.memory_barrier ends in acquire_mem() with
+ * every bit, gli=1 and gl2=1, after the HDP flush).
+ */
+#define DISPATCH_ACQUIRE_GCR                                                                          \
+        (ACQUIRE_MEM_GCR_GLI_INV_ALL | ACQUIRE_MEM_GCR_GLM_WB | ACQUIRE_MEM_GCR_GLM_INV |          \
+         ACQUIRE_MEM_GCR_GLK_WB | ACQUIRE_MEM_GCR_GLK_INV | ACQUIRE_MEM_GCR_GLV_INV |               \
+         ACQUIRE_MEM_GCR_GL1_INV | ACQUIRE_MEM_GCR_GL2_WB | ACQUIRE_MEM_GCR_GL2_INV)
+
 static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const GpuInflight *f, uint32_t *p) {
         const GpuKernelCode *kc = job_code(job);
         uint32_t *const p0 = p, v[PM4_MAX_USER_DATA];
@@ -458,8 +477,7 @@ static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                         initiator |= COMPUTE_DISPATCH_INITIATOR_PARTIAL_TG_EN;
         }
 
-        p += pm4_emit_acquire_mem(p, ACQUIRE_MEM_GCR_GLM_WB | ACQUIRE_MEM_GCR_GLM_INV | ACQUIRE_MEM_GCR_GLK_INV |
-                                             ACQUIRE_MEM_GCR_GLV_INV | ACQUIRE_MEM_GCR_GL1_INV);
+        p += pm4_emit_acquire_mem(p, DISPATCH_ACQUIRE_GCR);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_LO,
                                  (uint32_t[]) { (uint32_t) (kc->entry_va >> 8), (uint32_t) (kc->entry_va >> 40) }, 2);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_RSRC1,

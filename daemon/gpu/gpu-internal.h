@@ -199,6 +199,7 @@ struct GpuContext {
         GpuBuffer *fence;
         uint64_t lds_aperture_base, scratch_aperture_base; /* GET_PROCESS_APERTURES_NEW */
         void *doorbells;              /* the 8 KiB slice, NULL until the first queue */
+        GpuBuffer *hdp_page;          /* the HDP flush register page (MMIO_REMAP), NULL without */
         uint64_t doorbell_mmap_offset;
         GpuQueue queues[GPU_MAX_QUEUES];
         unsigned n_queues;
@@ -220,6 +221,18 @@ struct GpuContext {
 };
 
 /* gpu-buffer.c */
+/*
+ * The HDP flush register page of the context's GPU: a one-page MMIO_REMAP BO
+ * (ALLOC_MEMORY_OF_GPU, kfd_chardev.c: size must be PAGE_SIZE, the returned
+ * mmap_offset is KFD_MMAP_TYPE_MMIO | gpu_id) mapped through the KFD fd
+ * (kfd_mmio_mmap), at its reserved VA. Not mapped to the GPU. Returns 0 or
+ * the errno of the ioctl or the mmap (the kernel answers ENOMEM when the
+ * device has no remap page, e.g. with a CPU page size above 4 KiB).
+ */
+int gpu_buffer_alloc_hdp_page(GpuContext *c, GpuBuffer **ret);
+/* Flushes the HDP (a store to HDP_MEM_FLUSH_CNTL, read back to complete it,
+ * as hdp_v5_0_flush_hdp does); nothing without the page. */
+void gpu_context_flush_hdp(GpuContext *c);
 int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool internal,
                               GpuBuffer **ret);
 /* Context teardown: releases every buffer's kernel objects; shadows of other

@@ -30,12 +30,27 @@
  * value from our wptr, which is unambiguous because the ring is never full
  * and the report only lags. A lagging report is fine for ring space; whether
  * a compute job runs is read from its begin timestamp instead (head_running).
- * Submission: packets, then the wptr word (release), then a 64-bit doorbell
- * store of the same wptr.
+ * Submission: packets, then the HDP flush (below), then the wptr word
+ * (release), then a 64-bit doorbell store of the same wptr.
+ *
+ * HDP flush (kfd-facts §7.5): the CPU's writes into VRAM (a client's mapping of
+ * a VRAM buffer) pass the host data path, which may hold them until it is
+ * flushed. User mode on KFD flushes it from the CPU: KFD maps the HDP flush
+ * register page (ALLOC_MEMORY_OF_GPU with KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP,
+ * one page, then mmap of /dev/kfd at the returned offset: kfd_mmio_mmap), and
+ * a store to HDP_MEM_FLUSH_CNTL (byte 0, enum kfd_mmio_remap) flushes it
+ * (libhsakmt's kfdtest HostHdpFlush: CPU write to VRAM, store 1 there, the
+ * shader sees the data; the kernel's hdp_v5_0_flush_hdp writes the same
+ * register and reads it back). queue_kick() does this before every doorbell,
+ * so a job sees what was written before it was submitted; a device without
+ * the page (MMIO_REMAP refused) goes without, and says so once.
  *
  * SDMA job stream (gpu_queue_submit):
- *   POLL_REGMEM per cross-queue wait, TIMESTAMP(begin slot), body (COPY_LINEAR
- *   split at 4 MiB / CONSTANT_FILL split at 4 MiB), TIMESTAMP(end slot),
+ *   POLL_REGMEM per cross-queue wait, TIMESTAMP(begin slot), for a copy or a
+ *   fill GCR_REQ(acquire: GL2/GL1/GLV/GLK written back and invalidated), the
+ *   body (COPY_LINEAR split at 4 MiB / CONSTANT_FILL split at 4 MiB),
+ *   GCR_REQ(release: GL2/GLK written back) — ROCr brackets every SDMA command
+ *   so on gfx10+ (amd_blit_sdma.cpp useGCR, BuildGCRCommand) — TIMESTAMP(end slot),
  *   FENCE(queue fence word, seq), FENCE(event slot, event id), TRAP(event id).
  * The last two raise the completion interrupt the way the kernel expects from
  * SDMA (kfd-facts §1.10: tinygrad AMDCopyQueue.signal, kfd_int_process_v10.c).
@@ -274,6 +289,8 @@ static size_t job_ndw(const GpuQueue *q, const GpuJob *job) {
                 n += DIV_ROUND_UP(job->copy.size, (uint64_t) SDMA_COPY_MAX_BYTES) * SDMA_COPY_LINEAR_DW;
         else if (job->type == GPU_JOB_FILL)
                 n += DIV_ROUND_UP(job->fill.size, (uint64_t) SDMA_FILL_MAX_BYTES) * SDMA_CONSTANT_FILL_DW;
+        if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
+                n += 2 * SDMA_GCR_REQ_DW;
         return n;
 }
 
@@ -361,6 +378,13 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         }
         /* After the waits: time spent waiting is not the job's. */
         p += sdma_emit_timestamp(p, ts);
+        /* gfx10+ SDMA reads and writes through the GL2 (every target this
+         * daemon drives is gfx10.3 or gfx11): a copy or fill is bracketed by
+         * ROCr's two GCR requests (sdma.h SDMA_GCR_ACQUIRE/RELEASE), so it
+         * reads what the CPU or a shader wrote, and what it wrote is in
+         * memory before the fence the CPU waits on. */
+        if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
+                p += sdma_emit_gcr_req(p, SDMA_GCR_ACQUIRE);
         switch (job->type) {
         case GPU_JOB_COPY:
                 for (uint64_t done = 0; done < job->copy.size;) {
@@ -380,6 +404,8 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         case GPU_JOB_DISPATCH: /* refused by job_plan() */
                 break;
         }
+        if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
+                p += sdma_emit_gcr_req(p, SDMA_GCR_RELEASE);
         p += sdma_emit_timestamp(p, ts + 8);
         p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
         if (job->signal_va)
@@ -434,11 +460,15 @@ static int queue_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const G
 }
 
 static void queue_kick(GpuContext *c, GpuQueue *q) {
-        /* Store wptr to memory with release semantics (the ring writes before
-         * it), then a full barrier so the doorbell store cannot pass it, then
-         * the 64-bit doorbell store of the same wptr, in the queue's unit
+        /* A full barrier (what the CPU wrote, write-combined VRAM included,
+         * is out), the HDP flush (see the top of the file), then the wptr
+         * store with release semantics (the ring writes before it), then a
+         * full barrier so the doorbell store cannot pass it, then the 64-bit
+         * doorbell store of the same wptr, in the queue's unit
          * (kfd-facts §1.7, §3.3). The simulator is told of the store (the
          * GPU sees the MMIO write itself: kfd-ops.h). */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        gpu_context_flush_hdp(c);
         __atomic_store_n((volatile uint64_t *) q->wptr_bo->cpu, q->wptr >> q->ptr_shift, __ATOMIC_RELEASE);
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         *q->doorbell = q->wptr >> q->ptr_shift;

@@ -111,12 +111,19 @@ typedef enum Pm4IntSel {
         PM4_INT_AFTER_WRITE_CONFIRM = 2,
 } Pm4IntSel;
 
-/* ACQUIRE_MEM GCR_CNTL bits (gfx10+, nvd.h PACKET3_ACQUIRE_MEM_GCR_CNTL_*). */
+/* ACQUIRE_MEM GCR_CNTL bits (gfx10+, nvd.h PACKET3_ACQUIRE_MEM_GCR_CNTL_*;
+ * kfd-facts §2.2). GLI_INV [1:0] = 1 invalidates the whole instruction cache
+ * (Mesa sid.h V_586_GLI_ALL). The same GCR_CNTL layout is the SDMA GCR_REQ's
+ * GCR_CONTROL (sdma.h). */
+#define ACQUIRE_MEM_GCR_GLI_INV_ALL (1u << 0)
 #define ACQUIRE_MEM_GCR_GLM_WB (1u << 4)
 #define ACQUIRE_MEM_GCR_GLM_INV (1u << 5)
+#define ACQUIRE_MEM_GCR_GLK_WB (1u << 6)
 #define ACQUIRE_MEM_GCR_GLK_INV (1u << 7)
 #define ACQUIRE_MEM_GCR_GLV_INV (1u << 8)
 #define ACQUIRE_MEM_GCR_GL1_INV (1u << 9)
+#define ACQUIRE_MEM_GCR_GL2_INV (1u << 14)
+#define ACQUIRE_MEM_GCR_GL2_WB (1u << 15)
 
 /* WAIT_REG_MEM functions (same codes as SDMA POLL_REGMEM). */
 typedef enum Pm4WaitFunc {

@@ -119,6 +119,26 @@ size_t sdma_emit_timestamp(uint32_t *buf, uint64_t addr) {
 }
 
 /*
+ * GCR_REQ, 5 dwords [K10 SDMA_PKT_GCR_REQ_*; kfd-facts §3.2; ROCr
+ * amd_blit_sdma.cpp BuildGCRCommand]:
+ *   DW0 OP=17 SUB_OP=1 (user GCR)
+ *   DW1 BASE_VA[31:7] = 0
+ *   DW2 BASE_VA[47:32] in [15:0] = 0, GCR_CONTROL[15:0] in [31:16]
+ *   DW3 GCR_CONTROL[18:16] in [2:0], LIMIT_VA[31:7] = 0
+ *   DW4 LIMIT_VA[47:32] in [15:0] = 0, VMID[27:24] = 0 (the queue's)
+ * GL2_RANGE (bits 12:11) 0 acts on the whole cache, as ROCr asks.
+ */
+size_t sdma_emit_gcr_req(uint32_t *buf, uint32_t gcr_control) {
+        assert(gcr_control < (1u << 19));
+        buf[0] = SDMA_PKT_HEADER_OP(SDMA_OP_GCR_REQ) | SDMA_PKT_HEADER_SUB_OP(SDMA_SUBOP_USER_GCR);
+        buf[1] = 0;
+        buf[2] = (gcr_control & 0xFFFFu) << 16;
+        buf[3] = gcr_control >> 16;
+        buf[4] = 0;
+        return SDMA_GCR_REQ_DW;
+}
+
+/*
  * NOP [K10 SDMA_PKT_NOP_*]: DW0 OP=0, COUNT[29:16] = payload dwords. We pad with
  * ndw one-dword NOPs (all-zero dwords, COUNT 0) as tinygrad does at the ring's
  * end: an engine that honours COUNT and one that skips dword by dword (the

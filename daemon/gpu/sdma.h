@@ -92,6 +92,26 @@ typedef enum SdmaPollFunc {
         SDMA_POLL_FUNC_GT = 6,
 } SdmaPollFunc;
 
+/* GCR_REQ (SDMA 5.x, gfx10.1+): SUB_OP 1 is the user GCR request (ROCr
+ * amd_blit_sdma.cpp BuildGCRCommand: SDMA_SUBOP_USER_GCR). GCR_CONTROL
+ * [18:0] has the ACQUIRE_MEM GCR_CNTL layout (pm4.h): DW2 [31:16] holds its
+ * bits [15:0], DW3 [2:0] its bits [18:16] (kfd-facts §3.2). */
+#define SDMA_SUBOP_USER_GCR 1
+#define SDMA_GCR_GLK_WB (1u << 6)
+#define SDMA_GCR_GLK_INV (1u << 7)
+#define SDMA_GCR_GLV_INV (1u << 8)
+#define SDMA_GCR_GL1_INV (1u << 9)
+#define SDMA_GCR_GL2_INV (1u << 14)
+#define SDMA_GCR_GL2_WB (1u << 15)
+/* ROCr's two requests around every SDMA command on gfx10+ (useGCR): before,
+ * write back and invalidate GL2/GL1/GLV/GLK so the engine reads what the CPU
+ * or a shader wrote; after, write back GL2/GLK so what it wrote leaves the
+ * GL2 before the fence (BuildGCRCommand(invalidate = true / false)). */
+#define SDMA_GCR_ACQUIRE                                                                           \
+        (SDMA_GCR_GLK_WB | SDMA_GCR_GLK_INV | SDMA_GCR_GLV_INV | SDMA_GCR_GL1_INV | SDMA_GCR_GL2_INV | \
+         SDMA_GCR_GL2_WB)
+#define SDMA_GCR_RELEASE (SDMA_GCR_GLK_WB | SDMA_GCR_GL2_WB)
+
 /* Packet sizes in dwords. */
 #define SDMA_COPY_LINEAR_DW 7
 #define SDMA_CONSTANT_FILL_DW 5
@@ -99,6 +119,7 @@ typedef enum SdmaPollFunc {
 #define SDMA_TRAP_DW 2
 #define SDMA_POLL_REGMEM_DW 6
 #define SDMA_TIMESTAMP_DW 3
+#define SDMA_GCR_REQ_DW 5
 
 /*
  * Each builder writes its packet at buf and returns the dword count. Arguments
@@ -112,5 +133,8 @@ size_t sdma_emit_trap(uint32_t *buf, uint32_t int_context);
 size_t sdma_emit_poll_regmem(uint32_t *buf, uint64_t addr, uint32_t value, uint32_t mask,
                              SdmaPollFunc func);
 size_t sdma_emit_timestamp(uint32_t *buf, uint64_t addr);
+/* A whole-cache GCR request (BASE_VA = LIMIT_VA = 0, GL2_RANGE 0: all of it)
+ * with gcr_control [18:0]. */
+size_t sdma_emit_gcr_req(uint32_t *buf, uint32_t gcr_control);
 /* A NOP of ndw dwords in total (ndw >= 1, header included). */
 size_t sdma_emit_nop(uint32_t *buf, size_t ndw);

@@ -19,8 +19,7 @@
  *
  * Execution is in order: a packet starts when the one before it has finished,
  * so RELEASE_MEM writes after all earlier work of the queue, EVENT_WRITE
- * CS_PARTIAL_FLUSH and ACQUIRE_MEM (no caches are modelled) only have their
- * fields checked, and WAIT_REG_MEM on memory re-polls on the next engine pass
+ * CS_PARTIAL_FLUSH only has its fields checked, and WAIT_REG_MEM on memory re-polls on the next engine pass
  * without blocking the engine thread (register waits complete at once, as the
  * SDMA model's register polls do; the simulator has no registers to wait on).
  * Up to MAX_PACKETS_PER_STEP packets run per step, and a step ends after a
@@ -52,6 +51,14 @@
  *   reaches the kernel through the private segment buffer V# the daemon puts
  *   in the user SGPRs, as on gfx10 hardware, which has no scratch base
  *   register.
+ *
+ * Caches (sim-cache.h): ACQUIRE_MEM's GCR_CNTL invalidates the process's
+ * instruction cache (GLI_INV) and writes back (GL2_WB) and invalidates
+ * (GL2_INV) the GL2; RELEASE_MEM's GL2_WB/GL2_INV act at the end of the pipe,
+ * before its write. A dispatch reads and writes VRAM through the GL2 and
+ * fetches code through the instruction cache. The other packets' memory
+ * accesses go to memory. The HDP flush page is read before each pass over a
+ * queue.
  *
  * The interpreter runs WITHOUT the device lock, so a long dispatch stalls
  * neither ioctls, WAIT_EVENTS wake-ups nor the other engines. Its memory is a
@@ -301,6 +308,10 @@ static ExecResult exec_release_mem(SimQueue *q, const SimPm4Packet *pk, Failure 
                 return failf(f, "RELEASE_MEM: DATA_SEL %u (%s) is not modelled", m->data_sel,
                              m->data_sel == 4 ? "CP perfcounter" : "GDS");
 
+        /* The cache actions come at the end of the pipe, before the write
+         * (GCR bits [22:12] of DW1: GL2_INV 20, GL2_WB 21). */
+        sim_cache_gl2(q->process->device, m->gcr & (1u << (21 - 12)), m->gcr & (1u << (20 - 12)));
+
         switch (m->data_sel) {
         case SIM_RELEASE_MEM_DATA_32:
                 if (sim_vm_access(q->process, m->addr, 4, &dst, &f->fault_va) < 0)
@@ -441,16 +452,62 @@ static ExecResult exec_indirect_buffer(SimQueue *q, const SimPm4Packet *pk, Fail
         return EXEC_IB;
 }
 
-static int snapshot_translate(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
-        uint64_t fault_va;
-        uint8_t *host;
+/* What a dispatch's shaders see of memory: the VM snapshot, VRAM through the
+ * GL2 (sim-cache.h) with the pages it writes pinned until it ends, code
+ * through the process's instruction cache. */
+typedef struct DispatchMemory {
+        SimVmSnapshot snap;
+        SimICache *icache;
+        pthread_mutex_t lock; /* pins: the helper threads translate too */
+        struct Pin { SimBo *bo; uint64_t off, len; } *pins;
+        size_t n_pins, cap_pins;
+} DispatchMemory;
+
+static int dispatch_translate(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
+        DispatchMemory *m = userdata;
+        const SimVmEntry *e;
+        uint64_t fault_va, off;
         int r;
 
-        r = sim_vm_snapshot_access(userdata, va, len, &host, &fault_va);
+        r = sim_vm_snapshot_find(&m->snap, va, len, &e, &fault_va);
         if (r < 0)
                 return r;
-        *ret_host = host;
+        off = va - e->va;
+        if (!e->bo->cache) {
+                *ret_host = e->host + off;
+                return 0;
+        }
+        if (write) {
+                pthread_mutex_lock(&m->lock);
+                if (m->n_pins == m->cap_pins) {
+                        size_t n = MAX((size_t) 16, m->cap_pins * 2);
+                        struct Pin *a = realloc(m->pins, n * sizeof *a);
+                        if (!a) {
+                                pthread_mutex_unlock(&m->lock);
+                                return -ENOMEM;
+                        }
+                        m->pins = a;
+                        m->cap_pins = n;
+                }
+                m->pins[m->n_pins++] = (struct Pin) { e->bo, off, len };
+                pthread_mutex_unlock(&m->lock);
+        }
+        *ret_host = sim_cache_view(e->bo, off, len, write, write);
         return 0;
+}
+
+static int dispatch_fetch(void *userdata, uint64_t va, uint32_t *ret) {
+        DispatchMemory *m = userdata;
+        return sim_icache_fetch(m->icache, va, ret, dispatch_translate, m);
+}
+
+/* Locked: the pins go; the snapshot's references last until here. */
+static void dispatch_memory_release(DispatchMemory *m) {
+        for (size_t i = 0; i < m->n_pins; i++)
+                sim_cache_unpin(m->pins[i].bo, m->pins[i].off, m->pins[i].len);
+        free(m->pins);
+        pthread_mutex_destroy(&m->lock);
+        sim_vm_snapshot_release(&m->snap);
 }
 
 /* The SimIsaDispatch the registers describe (see the file comment). */
@@ -542,7 +599,7 @@ static ExecResult build_dispatch(SimDevice *dev, SimCpState *cp, const SimPm4Pac
 static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
         SimCpState *cp = q->cp;
         SimDevice *dev = q->process->device;
-        SimVmSnapshot snap;
+        DispatchMemory dm = {};
         SimIsaDispatch d;
         SimIsaResult res;
         SimIsaMemory mem;
@@ -552,9 +609,10 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
         x = build_dispatch(dev, cp, pk, &d, f);
         if (x != EXEC_DONE)
                 return x;
-        if (sim_vm_snapshot_new(q->process, &snap) < 0)
+        if (sim_icache_get(q->process, &dm.icache) < 0 || sim_vm_snapshot_new(q->process, &dm.snap) < 0)
                 return EXEC_RETRY; /* out of memory: try again on the next pass */
-        mem = (SimIsaMemory) { .userdata = &snap, .translate = snapshot_translate };
+        pthread_mutex_init(&dm.lock, NULL);
+        mem = (SimIsaMemory) { .userdata = &dm, .translate = dispatch_translate, .fetch = dispatch_fetch };
 
         cp->busy = true;
         pthread_mutex_unlock(&dev->lock);
@@ -562,7 +620,7 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
         (void) sim_isa_dispatch(&d, &mem, budget, &res);
         t1 = sim_gpu_clock_counter();
         pthread_mutex_lock(&dev->lock);
-        sim_vm_snapshot_release(&snap);
+        dispatch_memory_release(&dm);
         cp->busy = false;
         pthread_cond_broadcast(&dev->cp_cond);
 
@@ -592,8 +650,14 @@ static ExecResult execute(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
 
         switch (pk->opcode) {
         case SIM_PKT3_NOP:
+                return EXEC_DONE;
         case SIM_PKT3_ACQUIRE_MEM:
-                /* No caches are modelled: the fields were checked by the decoder. */
+                /* The whole caches, whatever COHER_BASE/SIZE say (more than
+                 * asked is what a cache may always do). */
+                if (pk->acquire_mem.gcr_cntl & SIM_GCR_GLI_INV_MASK)
+                        sim_icache_invalidate(q->process->icache);
+                sim_cache_gl2(q->process->device, pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_WB,
+                              pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_INV);
                 return EXEC_DONE;
         case SIM_PKT3_SET_SH_REG:
                 memcpy(&SH(cp, pk->set_reg.reg), pk->set_reg.values, (size_t) pk->set_reg.n * 4);
@@ -685,6 +749,8 @@ int sim_cp_queue_step(SimQueue *q) {
         if (q->stopped || !cp || q->process->evicted || q->destroying)
                 return SIM_STEP_IDLE;
         db = sim_queue_load_doorbell(q);
+        /* After the doorbell: a flush stored before it is seen now. */
+        sim_cache_poll_hdp(q->process->device);
         if (db != q->doorbell_seen) {
                 q->doorbell_seen = db;
                 q->wptr = db;

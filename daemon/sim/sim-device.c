@@ -17,7 +17,8 @@
  * Not simulated (returns -EOPNOTSUPP): ioctls the daemon never issues (SVM,
  * CRIU, SMI events, debugger, CU masks, GWS, scratch/trap-handler setup,
  * queue update/wave state, memory policy, deprecated apertures, xnack), and
- * the MMIO / reserved-memory mmap types.
+ * the reserved-memory mmap type. The MMIO type maps the HDP flush page
+ * (sim-cache.h).
  */
 #include <assert.h>
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sim-cache.h"
 #include "sim-cp.h"
 #include "sim-device.h"
 #include "sim-drm.h"
@@ -407,10 +409,22 @@ static int kfd_file_mmap_target(SimDevice *d, SimProcess *p, size_t length, uint
         case KFD_MMAP_TYPE_EVENTS:
                 *ret_offset = 0;
                 return sim_events_mmap_target(p, length, ret_memfd);
+        case KFD_MMAP_TYPE_MMIO:
+                if (!sim_device_gpu(d, gpu_id))
+                        return -ENODEV;
+                /* kfd_mmio_mmap: exactly one page, the HDP flush page. The
+                 * kernel maps the register page whether or not an MMIO_REMAP
+                 * handle exists; the simulator's page lives with its handles,
+                 * so it wants one (-EINVAL without: sim-memory.c). */
+                if (length != PAGE_SIZE_4K || !d->mmio_bo)
+                        return -EINVAL;
+                *ret_memfd = d->mmio_bo->memfd;
+                *ret_offset = 0;
+                return 0;
         default:
                 if (!sim_device_gpu(d, gpu_id))
                         return -ENODEV;
-                return -EOPNOTSUPP; /* MMIO remap and reserved memory are not simulated */
+                return -EOPNOTSUPP; /* reserved memory is not simulated */
         }
 }
 

@@ -67,6 +67,10 @@ struct SimDevice {
         SimProcess *processes;
         SimBo *bos;
         uint64_t next_mmap_offset;
+        /* Caches (sim-cache.h): HDP flushes seen, the HDP flush count the last
+         * GL2 invalidate published (atomics), the MMIO remap page. */
+        uint32_t hdp_gen, gl2_inv_gen;
+        SimBo *mmio_bo;
         uint32_t bo_tag;            /* random, in every BO memfd's name: this device's (sim-memory.c) */
 
         SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */

@@ -5,9 +5,11 @@
  * counterparts). See sim-memory.h for the object model.
  *
  * Choices where the simulator cannot or does not follow the kernel exactly:
- *  - DOORBELL, MMIO_REMAP and USERPTR allocations return -EOPNOTSUPP: the
- *    daemon never allocates them, and the simulator has no GPU-visible
- *    doorbell BAR, no HDP register page and does not pin user pages.
+ *  - DOORBELL and USERPTR allocations return -EOPNOTSUPP: the daemon never
+ *    allocates them, and the simulator has no GPU-visible doorbell BAR and
+ *    does not pin user pages. MMIO_REMAP is the device's HDP flush page
+ *    (sim-cache.h), one 4 KiB BO that every such handle shares; it lives
+ *    while a handle holds it, and mmap of the MMIO offset wants one.
  *  - flags must name exactly one of VRAM/GTT/USERPTR/DOORBELL/MMIO_REMAP; the
  *    kernel takes the first in that order, the simulator refuses the
  *    ambiguity with -EINVAL.
@@ -72,7 +74,10 @@ static SimBo *bo_free(SimBo *bo) {
                         }
                 if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
                         bo->gpu->vram_used -= bo->size;
+                if (bo->device->mmio_bo == bo)
+                        bo->device->mmio_bo = NULL;
         }
+        sim_cache_bo_free(bo);
         if (bo->host && bo->host != MAP_FAILED)
                 munmap(bo->host, bo->size);
         safe_close(bo->memfd);
@@ -95,8 +100,9 @@ void sim_device_free_bos(SimDevice *d) {
 }
 
 /* Maps bo->memfd (size bytes) for the engines, gives it its render-node
- * offset range and links it into d. */
-static int bo_attach(SimDevice *d, SimBo *bo) {
+ * offset range, links it into d and gives it its GL2 state (fresh: a new,
+ * zeroed BO). */
+static int bo_attach(SimDevice *d, SimBo *bo, bool fresh) {
         struct stat st;
 
         if (fstat(bo->memfd, &st) < 0)
@@ -118,7 +124,7 @@ static int bo_attach(SimDevice *d, SimBo *bo) {
         d->bos = bo;
         if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
                 bo->gpu->vram_used += bo->size;
-        return 0;
+        return sim_cache_bo_init(bo, fresh);
 }
 
 int sim_bo_new(SimDevice *d, SimGpuInfo *gpu, uint64_t size, uint32_t flags, SimBo **ret) {
@@ -144,7 +150,7 @@ int sim_bo_new(SimDevice *d, SimGpuInfo *gpu, uint64_t size, uint32_t flags, Sim
         /* Importers get the same memfd: it must never change size under the engines. */
         if (fcntl(bo->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
                 return -errno;
-        r = bo_attach(d, bo);
+        r = bo_attach(d, bo, true);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(bo);
@@ -174,6 +180,7 @@ void sim_memory_lose_vram(SimDevice *d) {
                 if (fallocate(bo->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t) bo->size) < 0)
                         log_warning_errno(-errno, "sim: cannot drop the pages of a VRAM BO at the reset: %m");
                 bo->populated = false;
+                sim_cache_bo_lost(bo);
         }
 }
 
@@ -320,8 +327,8 @@ void sim_vm_snapshot_release(SimVmSnapshot *s) {
         *s = (SimVmSnapshot) {};
 }
 
-int sim_vm_snapshot_access(const SimVmSnapshot *s, uint64_t va, uint64_t len, uint8_t **ret_host,
-                           uint64_t *ret_fault_va) {
+int sim_vm_snapshot_find(const SimVmSnapshot *s, uint64_t va, uint64_t len, const SimVmEntry **ret_entry,
+                         uint64_t *ret_fault_va) {
         size_t lo = 0, hi = s->n;
 
         /* The last entry starting at or below va. */
@@ -341,7 +348,7 @@ int sim_vm_snapshot_access(const SimVmSnapshot *s, uint64_t va, uint64_t len, ui
                 *ret_fault_va = e->va + e->size;
                 return -EFAULT;
         }
-        *ret_host = e->host + (va - e->va);
+        *ret_entry = e;
         return 0;
 }
 
@@ -366,9 +373,11 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
          * the simulator also refuses more than one (see the file comment). */
         if (domain == 0 || (domain & (domain - 1)))
                 return -EINVAL;
-        if (domain & (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |
-                      KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP))
+        if (domain & (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL))
                 return -EOPNOTSUPP;
+        /* kfd_ioctl_alloc_memory_of_gpu: "if (args->size != PAGE_SIZE) return -EINVAL;" */
+        if ((domain & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) && a->size != PAGE_SIZE_4K)
+                return -EINVAL;
         /* kfd_bind_process_to_device: "if (!pdd->drm_priv) return ERR_PTR(-ENODEV);"
          * i.e. ACQUIRE_VM must come first. */
         if (!p->vm_file)
@@ -384,16 +393,25 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
         if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false))
                 return -EINVAL;
 
-        r = sim_bo_new(d, g, size, a->flags, &bo);
-        if (r < 0)
-                return r;
+        if (domain & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) {
+                r = sim_cache_mmio_bo(d, &bo);
+                if (r < 0)
+                        return r;
+        } else {
+                r = sim_bo_new(d, g, size, a->flags, &bo);
+                if (r < 0)
+                        return r;
+        }
         r = mem_add(p, bo, a->va_addr, a->flags, &m);
         sim_bo_unref(bo);
         if (r < 0)
                 return r;
 
         a->handle = KFD_MAKE_HANDLE(g->gpu_id, m->idr);
-        a->mmap_offset = bo->mmap_offset;
+        /* "MMIO is mapped through kfd device": the offset of kfd_mmio_mmap. */
+        a->mmap_offset = (domain & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+                                 ? KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(g->gpu_id)
+                                 : bo->mmap_offset;
         log_debug("sim: alloc handle 0x%llx va 0x%llx size 0x%llx flags 0x%x",
                   (unsigned long long) a->handle, (unsigned long long) a->va_addr,
                   (unsigned long long) size, a->flags);
@@ -617,7 +635,7 @@ static int bo_from_dmabuf(SimDevice *d, SimGpuInfo *gpu, int fd, uint64_t size, 
         bo->memfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (bo->memfd < 0)
                 return -errno;
-        r = bo_attach(d, bo);
+        r = bo_attach(d, bo, false);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(bo);

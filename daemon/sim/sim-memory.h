@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sim-cache.h"
 #include "sim-topology.h"
 #include "sim-types.h"
 
@@ -35,6 +36,7 @@ struct SimBo {
         ino_t st_ino;
         bool exported;          /* a dma-buf fd was handed out: importable */
         bool populated;         /* an engine wrote it: every page backed (sim_bo_populate) */
+        SimBoCache *cache;      /* its GL2 state if it is VRAM (sim-cache.h), else NULL */
 };
 
 struct SimMem {
@@ -113,10 +115,11 @@ typedef struct SimVmSnapshot {
 int sim_vm_snapshot_new(SimProcess *p, SimVmSnapshot *ret);
 /* Locked. Drops the BO references. Safe on a zeroed snapshot. */
 void sim_vm_snapshot_release(SimVmSnapshot *s);
-/* Lock-free; the sim_vm_access() rule: [va, va+len) inside one entry, else
+/* Lock-free; the sim_vm_access() rule: [va, va+len) inside one entry (its
+ * memory at entry->host + va - entry->va, or its GPU view: sim-cache.h), else
  * -EFAULT with the first address not covered in *ret_fault_va. */
-int sim_vm_snapshot_access(const SimVmSnapshot *s, uint64_t va, uint64_t len, uint8_t **ret_host,
-                           uint64_t *ret_fault_va);
+int sim_vm_snapshot_find(const SimVmSnapshot *s, uint64_t va, uint64_t len, const SimVmEntry **ret_entry,
+                         uint64_t *ret_fault_va);
 
 /* Ioctl handlers (kfd_chardev.c counterparts). Locked. */
 int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a);

@@ -52,6 +52,8 @@ struct SimProcess {
         SimGpuInfo *gpu;
         bool runtime_enabled;
 
+        SimICache *icache;       /* instruction cache (sim-cache.h), NULL before the first dispatch */
+
         /* Memory handles, indexed by idr (sim-memory.c). */
         SimMem **mems;
         uint32_t n_mems;

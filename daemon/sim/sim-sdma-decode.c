@@ -155,6 +155,26 @@ static int decode_timestamp(const uint32_t *dw, SimSdmaPacket *p, const char **r
         return 0;
 }
 
+/* GCR_REQ, 5 dwords (kfd-facts §3.2; navi10_sdma_pkt_open.h SDMA_PKT_GCR_REQ):
+ * DW0 op 17, SUB_OP 0 (the kernel's rings) or 1 (user GCR: ROCr
+ * BuildGCRCommand); DW1 BASE_VA[31:7] in
+ * [31:7]; DW2 BASE_VA[47:32] in [15:0], GCR_CONTROL[15:0] in [31:16]; DW3
+ * GCR_CONTROL[18:16] in [2:0], LIMIT_VA[31:7] in [31:7]; DW4 LIMIT_VA[47:32]
+ * in [15:0], VMID[27:24]. */
+static int decode_gcr(const uint32_t *dw, SimSdmaPacket *p, const char **ret_reason) {
+        if (p->sub_op > 1)
+                return bad(ret_reason, "GCR_REQ: SUB_OP must be 0 (the kernel's sdma_v5_2_ring_emit_mem_sync) or 1 "
+                                       "(user GCR)");
+        if (dw[0] & ~MASK(15, 0))
+                return bad(ret_reason, "GCR_REQ: reserved header bits set");
+        if ((dw[1] & MASK(6, 0)) || (dw[3] & MASK(6, 3)) || (dw[4] & ~(MASK(15, 0) | MASK(27, 24))))
+                return bad(ret_reason, "GCR_REQ: reserved bits set");
+        p->gcr.control = BITS(dw[2], 31, 16) | BITS(dw[3], 2, 0) << 16;
+        p->gcr.base = (uint64_t) (dw[1] & ~MASK(6, 0)) | (uint64_t) BITS(dw[2], 15, 0) << 32;
+        p->gcr.limit = (uint64_t) (dw[3] & ~MASK(6, 0)) | (uint64_t) BITS(dw[4], 15, 0) << 32;
+        return 0;
+}
+
 int sim_sdma_decode(const uint32_t *dw, size_t avail_dwords, SimSdmaPacket *ret, const char **ret_reason) {
         SimSdmaPacket p = {};
         int r;
@@ -205,8 +225,7 @@ int sim_sdma_decode(const uint32_t *dw, size_t avail_dwords, SimSdmaPacket *ret,
                 p.n_dwords = 3;
                 break;
         case SDMA_OP_GCR_REQ:
-                /* GCR_REQ, 5 dwords: a cache flush/invalidate request; the simulator
-                 * has no caches, so it decodes and then does nothing. */
+                /* GCR_REQ, 5 dwords: a cache write-back/invalidate request. */
                 p.n_dwords = 5;
                 break;
         default:
@@ -240,6 +259,9 @@ int sim_sdma_decode(const uint32_t *dw, size_t avail_dwords, SimSdmaPacket *ret,
                 break;
         case SDMA_OP_TIMESTAMP:
                 r = decode_timestamp(dw, &p, ret_reason);
+                break;
+        case SDMA_OP_GCR_REQ:
+                r = decode_gcr(dw, &p, ret_reason);
                 break;
         default:
                 r = 0;

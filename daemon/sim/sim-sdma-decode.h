@@ -51,6 +51,7 @@ typedef struct SimSdmaPacket {
                 struct { uint64_t addr; uint32_t value, mask; unsigned func; bool mem_poll; unsigned interval, retry_count; } poll;
                 struct { uint64_t addr; } timestamp;                            /* GET_GLOBAL */
                 struct { unsigned count; } nop;
+                struct { uint32_t control; uint64_t base, limit; } gcr;         /* GCR_REQ: GCR_CONTROL [18:0] */
         };
 } SimSdmaPacket;
 

@@ -31,6 +31,13 @@
  *
  * Register polls (MEM_POLL = 0, e.g. the kernel's HDP flush sequence) have
  * no register to wait for in the simulator and complete at once.
+ *
+ * Caches (sim-cache.h): COPY, CONST_FILL and WRITE read and write through the
+ * GL2 (VRAM is seen as the GL2 holds it; what they write stays there until a
+ * GCR_REQ with GL2_WB, or a RELEASE_MEM or ACQUIRE_MEM with it on a compute
+ * queue); GCR_REQ acts on the whole GL2 (GL2_WB, GL2_INV) and on the process's
+ * instruction cache (GLI_INV); FENCE, TIMESTAMP and POLL_REGMEM go to memory
+ * (MTYPE UC). The HDP flush page is read before each pass over a queue.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -127,33 +134,69 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
         }
 }
 
+/* The GPU's view (sim-cache.h: through the GL2 for VRAM) of [va, va + len),
+ * which sim_vm_access() accepted; the BO and offset it lies at. */
+static uint8_t *gpu_view(SimProcess *p, uint64_t va, uint64_t len, bool write, bool pin, SimBo **ret_bo,
+                         uint64_t *ret_off) {
+        SimMem *m = sim_vm_lookup(p, va);
+
+        *ret_bo = m->bo;
+        *ret_off = va - m->va;
+        return sim_cache_view(m->bo, va - m->va, len, write, pin);
+}
+
+/* A copy (src_va != 0 with bytes to read) or a fill of [dst_va, dst_va + bytes),
+ * through the GL2: the destination's pages stay pinned while the bytes move. */
+static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint64_t src_va, uint64_t bytes,
+                       uint64_t *fault_va) {
+        SimProcess *p = q->process;
+        uint8_t *src = NULL, *dst;
+        uint64_t soff, doff;
+        SimBo *sbo, *dbo;
+
+        if ((pk->op == SDMA_OP_COPY && sim_vm_access(p, src_va, bytes, &src, fault_va) < 0) ||
+            sim_vm_access_bulk_write(p, dst_va, bytes, &dst, fault_va) < 0)
+                return EXEC_FAULT;
+        if (pk->op == SDMA_OP_COPY)
+                src = gpu_view(p, src_va, bytes, false, false, &sbo, &soff);
+        dst = gpu_view(p, dst_va, bytes, true, true, &dbo, &doff);
+        sim_bo_ref(dbo); /* the unpin below comes after an unlocked move */
+        move_bytes(q, pk, dst_va, dst, src_va, src, bytes);
+        sim_cache_unpin(dbo, doff, bytes);
+        sim_bo_unref(dbo);
+        return EXEC_DONE;
+}
+
 static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
         SimProcess *p = q->process;
         uint8_t *src, *dst;
+        uint64_t off;
+        SimBo *bo;
 
         switch (pk->op) {
         case SDMA_OP_NOP:
+                return EXEC_DONE;
+
         case SDMA_OP_GCR_REQ:
+                /* The whole cache, whatever the range (more than asked is
+                 * what a cache may always do). */
+                sim_cache_gl2(p->device, pk->gcr.control & SIM_GCR_GL2_WB, pk->gcr.control & SIM_GCR_GL2_INV);
+                if (pk->gcr.control & SIM_GCR_GLI_INV_MASK)
+                        sim_icache_invalidate(p->icache);
                 return EXEC_DONE;
 
         case SDMA_OP_COPY:
-                if (sim_vm_access(p, pk->copy.src, pk->copy.bytes, &src, fault_va) < 0 ||
-                    sim_vm_access_bulk_write(p, pk->copy.dst, pk->copy.bytes, &dst, fault_va) < 0)
-                        return EXEC_FAULT;
-                move_bytes(q, pk, pk->copy.dst, dst, pk->copy.src, src, pk->copy.bytes);
-                return EXEC_DONE;
+                return move(q, pk, pk->copy.dst, pk->copy.src, pk->copy.bytes, fault_va);
 
         case SDMA_OP_WRITE:
                 if (sim_vm_access(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
                         return EXEC_FAULT;
+                dst = gpu_view(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, true, false, &bo, &off);
                 memcpy(dst, pk->write.data, (size_t) pk->write.n_data * 4);
                 return EXEC_DONE;
 
         case SDMA_OP_CONST_FILL:
-                if (sim_vm_access_bulk_write(p, pk->fill.dst, pk->fill.bytes, &dst, fault_va) < 0)
-                        return EXEC_FAULT;
-                move_bytes(q, pk, pk->fill.dst, dst, 0, NULL, pk->fill.bytes);
-                return EXEC_DONE;
+                return move(q, pk, pk->fill.dst, 0, pk->fill.bytes, fault_va);
 
         case SDMA_OP_FENCE:
                 if (sim_vm_access(p, pk->fence.addr, 4, &dst, fault_va) < 0)
@@ -219,6 +262,8 @@ int sim_sdma_queue_step(SimQueue *q) {
         if (!queue_runnable(q))
                 return SIM_STEP_IDLE;
         db = sim_queue_load_doorbell(q);
+        /* After the doorbell: a flush stored before it is seen now. */
+        sim_cache_poll_hdp(q->process->device);
         if (db != q->doorbell_seen) {
                 q->doorbell_seen = db;
                 q->wptr = db;

@@ -25,6 +25,8 @@ typedef struct SimQueue SimQueue;
 typedef struct SimEngine SimEngine;
 typedef struct SimCpState SimCpState;
 typedef struct SimRemoteServer SimRemoteServer;
+typedef struct SimBoCache SimBoCache;
+typedef struct SimICache SimICache;
 
 /* kfd_priv.h KFD_MAX_NUM_OF_QUEUES_PER_PROCESS: queue ids and doorbell indices. */
 #define SIM_MAX_QUEUES_PER_PROCESS 1024u

@@ -110,6 +110,14 @@ static int fetch(SimIsaRun *r, const SimIsaWave *w, uint64_t va, uint32_t *ret) 
                 r->ret->fault_va = va;
                 return sim_isa_fail(r, -EFAULT, w->pc, "misaligned pc 0x%llx", (unsigned long long) va);
         }
+        if (r->mem->fetch) {
+                if (r->mem->fetch(r->mem->userdata, va, ret) < 0) {
+                        r->ret->fault_va = va;
+                        return sim_isa_fail(r, -EFAULT, w->pc, "instruction fetch fault at 0x%llx",
+                                            (unsigned long long) va);
+                }
+                return 0;
+        }
         if (!r->code_host || r->code_page != page) {
                 uint8_t *host;
                 void *p;

@@ -127,6 +127,11 @@ typedef struct SimIsaMemory {
         void *userdata;
         /* Translate a GPU VA range to host memory; -EFAULT if any byte is unmapped. */
         int (*translate)(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host);
+        /* Optional: the code dword at va (dword aligned), as the instruction
+         * cache has it; 0 or -EFAULT. Without it code is read through
+         * translate. Called when an instruction is decoded, not each time it
+         * runs (decoded instructions are cached by pc for the dispatch). */
+        int (*fetch)(void *userdata, uint64_t va, uint32_t *ret);
 } SimIsaMemory;
 
 typedef struct SimIsaDispatch {

@@ -142,7 +142,7 @@ static inline void cp_kernel_load(TestCtx *c, const char *file, const char *name
         int r = isa_kernel_load(&m, isa_kernel_path(file), name, &ret->k);
         cr_assert_eq(r, 0, "loading %s: %s", file, strerror(-r));
         IsaRegion *img = &m.regions[0];
-        ret->image = t_bo(c, (img->size + 4095) & ~4095ull, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        ret->image = t_bo(c, (img->size + 4095) & ~4095ull, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         memcpy(ret->image.cpu, img->host, img->size);
         ret->k.kd_va = ret->image.va + (ret->k.kd_va - img->va);
         ret->k.entry_va = ret->image.va + (ret->k.entry_va - img->va);
@@ -195,7 +195,7 @@ static inline void cp_prepare(TestCtx *c, const CpKernel *k, const IsaArgs *args
 
 /* A hand-assembled program at a 256-byte aligned address of a fresh BO. */
 static inline TestBo cp_code(TestCtx *c, const uint32_t *code, size_t n) {
-        TestBo bo = t_bo(c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo bo = t_bo(c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         memcpy(bo.cpu, code, n * 4);
         return bo;
 }

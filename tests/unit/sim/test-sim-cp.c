@@ -333,8 +333,8 @@ Test(sim_cp, dispatch_vector_add_with_partial_workgroup) {
         rig_open(&r, 65536);
         CpKernel k;
         cp_kernel_load(&r.c, "vector-add.hsaco", "vector_add", &k);
-        TestBo a = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM), b = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM),
-               cc = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo a = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT), b = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT),
+               cc = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         float *x = a.cpu, *y = b.cpu, *z = cc.cpu;
         for (uint32_t i = 0; i < 2048; i++)
                 x[i] = (float) i * 0.5f, y[i] = (float) (i % 97) - 3.25f, z[i] = -1.0f;
@@ -372,7 +372,7 @@ Test(sim_cp, dispatch_private_array_with_scratch) {
         cp_kernel_load(&r.c, "private-array.hsaco", "private_array", &k);
         cr_assert(k.k.rsrc2 & 1, "SCRATCH_EN");
         cr_assert_geq(k.k.private_segment_size, 256u);
-        TestBo in = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM), out = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo in = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT), out = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint32_t *iv = in.cpu, *ov = out.cpu;
         for (uint32_t i = 0; i < 2048; i++)
                 iv[i] = i * 2654435761u;
@@ -414,7 +414,7 @@ static void run_private_array_ring(uint32_t ring_workgroups) {
         CpKernel k;
         cp_kernel_load(&r.c, "private-array.hsaco", "private_array", &k);
         uint32_t n = 64 * 64;
-        TestBo in = t_bo(&r.c, 4 * n, KFD_IOC_ALLOC_MEM_FLAGS_VRAM), out = t_bo(&r.c, 4 * n, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo in = t_bo(&r.c, 4 * n, KFD_IOC_ALLOC_MEM_FLAGS_GTT), out = t_bo(&r.c, 4 * n, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint32_t *iv = in.cpu, *ov = out.cpu;
         for (uint32_t i = 0; i < n; i++)
                 iv[i] = i * 2654435761u;
@@ -454,7 +454,7 @@ Test(sim_cp, dispatch_index_3d_partial) {
                 partial[i] = D[i] - (grid[i] - 1) * D[3 + i];
         }
         uint32_t total = full[0] * full[1] * full[2];
-        TestBo out = t_bo(&r.c, 8ull * total + 4096, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo out = t_bo(&r.c, 8ull * total + 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint32_t *o = out.cpu;
         memset(o, 0xA5, 8ull * total);
         IsaArgs args = { 0 };
@@ -487,7 +487,7 @@ Test(sim_cp, dispatch_fault_stops_the_queue_at_the_dispatch) {
         rig_open(&r, 65536);
         CpKernel k;
         cp_kernel_load(&r.c, "vector-add.hsaco", "vector_add", &k);
-        TestBo a = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_VRAM), buf = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo a = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT), buf = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint64_t hole = t_reserve_va(1 << 20);
         IsaArgs args = { 0 };
         isa_args_u64(&args, a.va), isa_args_u64(&args, hole + 0x5000), isa_args_u64(&args, a.va), isa_args_u32(&args, 64);
@@ -668,7 +668,7 @@ Test(sim_cp, free_memory_under_a_running_dispatch) {
         Rig r;
         rig_open_dev(&r, dev, 4096, true);
         TestBo prog = cp_code(&r.c, code, ELEMENTSOF(code));
-        TestBo victim = t_bo(&r.c, 65536, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo victim = t_bo(&r.c, 65536, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint32_t user[2] = { LO(victim.va), HI(victim.va) };
         pm4_dispatch_raw(&r.p, prog.va, 0, user, 2, 1, 64);
         uint32_t v[] = { 1 };

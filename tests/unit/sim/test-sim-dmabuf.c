@@ -127,7 +127,7 @@ Test(sim_dmabuf, shared_across_contexts) {
         TestQueue q;
         t_sdma_queue(&b, &q, 4096);
 
-        TestBo src = t_bo(&a, 65536, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo src = t_bo(&a, 65536, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         for (size_t i = 0; i < 65536 / 4; i++)
                 ((uint32_t *) src.cpu)[i] = (uint32_t) i * 2654435761u;
         int fd = -1;
@@ -145,7 +145,7 @@ Test(sim_dmabuf, shared_across_contexts) {
         uint32_t *shared = mmap((void *) (uintptr_t) va, 65536, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
         cr_assert_eq((uint64_t) (uintptr_t) shared, va);
 
-        TestBo dst = t_bo(&b, 65536, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo dst = t_bo(&b, 65536, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint32_t pk[] = { PKT_COPY(dst.va, va, 65536), PKT_FILL_DW(va, 0x77777777, 256), PKT_SIGNAL(page.va, done) };
         t_submit(&q, pk, ELEMENTSOF(pk));
         cr_assert_eq(t_wait1(&b, done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE);

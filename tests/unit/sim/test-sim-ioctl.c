@@ -126,7 +126,13 @@ Test(sim_ioctl, alloc_validation) {
         cr_expect_eq(t_alloc_raw(&c, va, 4096, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, NULL), -EINVAL, "no domain");
         cr_expect_eq(t_alloc_raw(&c, va, 4096, VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT, NULL), -EINVAL, "two domains");
         cr_expect_eq(t_alloc_raw(&c, va, 8192, KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL, NULL), -EOPNOTSUPP);
-        cr_expect_eq(t_alloc_raw(&c, va, 4096, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, NULL), -EOPNOTSUPP);
+        /* MMIO_REMAP: the HDP flush page, exactly one page (kfd_ioctl_alloc_memory_of_gpu). */
+        cr_expect_eq(t_alloc_raw(&c, va + (200u << 20), 8192, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, NULL), -EINVAL);
+        TestBo mmio = {};
+        cr_assert_eq(t_alloc_raw(&c, va + (200u << 20), 4096, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, &mmio), 0);
+        cr_expect_eq(mmio.mmap_offset, KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(0x697D), "mapped through the KFD fd");
+        struct kfd_ioctl_free_memory_of_gpu_args fm = { .handle = mmio.handle };
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fm), 0);
         struct kfd_ioctl_alloc_memory_of_gpu_args a = { .va_addr = va, .size = 4096, .gpu_id = 0x1111, .flags = GTT };
         cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a), -EINVAL, "unknown gpu_id");
         cr_expect_eq(t_alloc_raw(&c, va, 65u << 20, VRAM, NULL), -ENOMEM, "more VRAM than the board has");
@@ -266,7 +272,16 @@ Test(sim_ioctl, mmap_rules) {
         cr_expect_eq(((uint64_t *) m)[first], ~0ull, "registered page reads unsignaled");
         cr_expect_eq(((uint64_t *) page.cpu)[4095], ~0ull, "the whole 32 KiB is set to ~0");
         c.ops->munmap(c.ops->userdata, m, 32768);
-        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.kfd, KFD_MMAP_GPU_ID(0x697D), &m), -EOPNOTSUPP);
+        /* MMIO: the HDP flush page, one page, once an MMIO_REMAP handle holds it. */
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.kfd, KFD_MMAP_GPU_ID(0x697D), &m), -EINVAL);
+        TestBo mmio = {};
+        cr_assert_eq(t_alloc_raw(&c, t_reserve_va(4096), 4096, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, &mmio), 0);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 8192, rw, MAP_SHARED, c.kfd, mmio.mmap_offset, &m), -EINVAL);
+        cr_assert_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.kfd, mmio.mmap_offset, &m), 0);
+        cr_expect_eq(((uint32_t *) m)[0], 0xFFFFFFFFu, "HDP_MEM_FLUSH_CNTL reads idle");
+        c.ops->munmap(c.ops->userdata, m, 4096);
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, rw, MAP_SHARED, c.kfd, KFD_MMAP_TYPE_RESERVED_MEM | KFD_MMAP_GPU_ID(0x697D), &m),
+                     -EOPNOTSUPP, "reserved memory is not simulated");
 
         /* Render node: unknown offset -> -EINVAL, another context's BO -> -EACCES, unaligned -> -EINVAL. */
         TestBo other = t_bo(&c2, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);

@@ -46,8 +46,8 @@ static void rig_submit_and_wait(Rig *r, const uint32_t *dw, size_t n) {
 Test(sim_sdma, copy_fill_write_fence) {
         Rig r;
         rig_open(&r, NULL, 65536);
-        TestBo src = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
-        TestBo dst = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo src = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo dst = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint8_t *s = src.cpu, *d = dst.cpu;
         for (size_t i = 0; i < src.size; i++)
@@ -320,8 +320,8 @@ Test(sim_sdma, completions_are_reported_while_a_long_copy_runs) {
         rig_open(&a, NULL, 65536);
         rig_open(&b, a.c.dev, 4096);
         cr_assert_neq(a.q.doorbell_offset & 0x1FFF, b.q.doorbell_offset & 0x1FFF, "queues on different engines");
-        TestBo src = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
-        TestBo dst = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        TestBo src = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo dst = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         TestBo fence = t_bo(&b.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         memset(src.cpu, 0x5A, COPY_BYTES);
 

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The simulated GPU's HDP, GL2 and instruction caches (see sim-cache.h). The
+ * GL2 view and the pre-images of a VRAM BO are anonymous mappings of its size,
+ * so the pages the GPU never touches cost nothing; the page states are an
+ * array beside them.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kfd/kfd-uapi.h"
+#include "sim-cache.h"
+#include "sim-device.h"
+#include "sim-memory.h"
+#include "sim-process.h"
+#include "util/macro.h"
+
+#define PAGE PAGE_SIZE_4K
+#define ICACHE_LINE 64u
+#define ICACHE_LINES 512u /* 32 KiB, one RDNA2 SQC instruction cache */
+
+enum {
+        PAGE_CLEAN,   /* view == the memory as of the fill (gen) */
+        PAGE_DIRTY,   /* the GPU wrote it; pre holds the view before the first write */
+        PAGE_INVALID, /* the view was never filled: fill at the next access */
+};
+
+typedef struct CachePage {
+        uint32_t gen;      /* the HDP flush count when the view was filled */
+        uint16_t writers;  /* running engines writing it (pins) */
+        uint8_t state;
+} CachePage;
+
+struct SimBoCache {
+        pthread_mutex_t lock;
+        uint8_t *view, *pre; /* bo->size each */
+        CachePage *pages;
+        uint32_t *dirty;     /* indices of the dirty pages, n_dirty of them */
+        size_t n_dirty;
+};
+
+typedef struct ICacheLine {
+        uint64_t va;         /* line address; 0 with !valid */
+        bool valid;
+        uint8_t bytes[ICACHE_LINE];
+} ICacheLine;
+
+struct SimICache {
+        pthread_mutex_t lock;
+        ICacheLine lines[ICACHE_LINES];
+};
+
+static uint8_t *anon(uint64_t size) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+}
+
+void sim_cache_bo_free(SimBo *bo) {
+        SimBoCache *c = bo->cache;
+
+        if (!c)
+                return;
+        if (c->view)
+                munmap(c->view, bo->size);
+        if (c->pre)
+                munmap(c->pre, bo->size);
+        free(c->pages);
+        free(c->dirty);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        bo->cache = NULL;
+}
+
+int sim_cache_bo_init(SimBo *bo, bool fresh) {
+        uint64_t n = bo->size / PAGE;
+        SimBoCache *c;
+
+        if (!(bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM))
+                return 0;
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        pthread_mutex_init(&c->lock, NULL);
+        bo->cache = c;
+        c->view = anon(bo->size);
+        c->pre = anon(bo->size);
+        c->pages = calloc(n, sizeof *c->pages);
+        c->dirty = calloc(n, sizeof *c->dirty);
+        if (!c->view || !c->pre || !c->pages || !c->dirty) {
+                sim_cache_bo_free(bo);
+                return -ENOMEM;
+        }
+        /* A new BO's memory and view are both zero: clean as of now. */
+        uint32_t gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
+        for (uint64_t i = 0; i < n; i++)
+                c->pages[i] = (CachePage) { .gen = gen, .state = fresh ? PAGE_CLEAN : PAGE_INVALID };
+        return 0;
+}
+
+void sim_cache_bo_lost(SimBo *bo) {
+        SimBoCache *c = bo->cache;
+
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->lock);
+        (void) madvise(c->view, bo->size, MADV_DONTNEED);
+        for (uint64_t i = 0; i < bo->size / PAGE; i++) {
+                c->pages[i].state = PAGE_CLEAN;
+                c->pages[i].gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
+        }
+        c->n_dirty = 0;
+        pthread_mutex_unlock(&c->lock);
+}
+
+/* Brings page i of the view up to date for an access; locked by c->lock. */
+static void page_access(SimBo *bo, SimBoCache *c, uint64_t i, bool write, bool pin, uint32_t hdp_gen,
+                        uint32_t inv_gen) {
+        CachePage *pg = &c->pages[i];
+        uint64_t o = i * PAGE;
+
+        if (pg->state == PAGE_INVALID || (pg->state == PAGE_CLEAN && pg->gen < inv_gen)) {
+                /* An HDP flush, then a GL2 invalidate, since the view was filled. */
+                memcpy(c->view + o, bo->host + o, PAGE);
+                pg->state = PAGE_CLEAN;
+                pg->gen = hdp_gen;
+        }
+        if (!write)
+                return;
+        if (pg->state == PAGE_CLEAN) {
+                memcpy(c->pre + o, c->view + o, PAGE);
+                pg->state = PAGE_DIRTY;
+                c->dirty[c->n_dirty++] = (uint32_t) i;
+        }
+        if (pin)
+                pg->writers++;
+}
+
+uint8_t *sim_cache_view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool pin) {
+        SimBoCache *c = bo->cache;
+
+        if (!c)
+                return bo->host + off;
+        uint32_t hdp_gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
+        uint32_t inv_gen = __atomic_load_n(&bo->device->gl2_inv_gen, __ATOMIC_ACQUIRE);
+        pthread_mutex_lock(&c->lock);
+        for (uint64_t i = off / PAGE; i <= (off + len - 1) / PAGE; i++)
+                page_access(bo, c, i, write, pin, hdp_gen, inv_gen);
+        pthread_mutex_unlock(&c->lock);
+        return c->view + off;
+}
+
+void sim_cache_unpin(SimBo *bo, uint64_t off, uint64_t len) {
+        SimBoCache *c = bo->cache;
+
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->lock);
+        for (uint64_t i = off / PAGE; i <= (off + len - 1) / PAGE; i++)
+                if (c->pages[i].writers > 0)
+                        c->pages[i].writers--;
+        pthread_mutex_unlock(&c->lock);
+}
+
+/* The bytes of page o that the GPU changed since its pre-image go to memory. */
+static void page_write_back(SimBo *bo, SimBoCache *c, uint64_t o) {
+        const uint8_t *v = c->view + o, *pre = c->pre + o;
+        uint8_t *mem = bo->host + o;
+
+        for (uint64_t k = 0; k < PAGE; k += 8) {
+                if (memcmp(v + k, pre + k, 8) == 0)
+                        continue;
+                for (uint64_t b = k; b < k + 8; b++)
+                        if (v[b] != pre[b])
+                                mem[b] = v[b];
+        }
+}
+
+static void bo_write_back(SimBo *bo) {
+        SimBoCache *c = bo->cache;
+        size_t kept = 0;
+
+        pthread_mutex_lock(&c->lock);
+        for (size_t k = 0; k < c->n_dirty; k++) {
+                uint32_t i = c->dirty[k];
+                if (c->pages[i].writers > 0) {
+                        c->dirty[kept++] = i; /* still being written: it stays dirty */
+                        continue;
+                }
+                page_write_back(bo, c, (uint64_t) i * PAGE);
+                c->pages[i].state = PAGE_CLEAN;
+        }
+        c->n_dirty = kept;
+        pthread_mutex_unlock(&c->lock);
+}
+
+void sim_cache_gl2(SimDevice *d, bool writeback, bool invalidate) {
+        if (writeback)
+                for (SimBo *bo = d->bos; bo; bo = bo->next)
+                        if (bo->cache && bo->cache->n_dirty > 0)
+                                bo_write_back(bo);
+        if (invalidate)
+                __atomic_store_n(&d->gl2_inv_gen, __atomic_load_n(&d->hdp_gen, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+}
+
+int sim_cache_mmio_bo(SimDevice *d, SimBo **ret) {
+        int r;
+
+        /* d->mmio_bo is weak: the handles hold the BO (sim-memory.c bo_free
+         * clears the pointer), so a device whose processes are gone keeps no
+         * fd for it. */
+        if (d->mmio_bo) {
+                *ret = sim_bo_ref(d->mmio_bo);
+                return 0;
+        }
+        r = sim_bo_new(d, &d->gpu, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, &d->mmio_bo);
+        if (r < 0)
+                return r;
+        __atomic_store_n((uint32_t *) (void *) (d->mmio_bo->host + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL), SIM_HDP_IDLE,
+                         __ATOMIC_RELEASE);
+        *ret = d->mmio_bo;
+        return 0;
+}
+
+void sim_cache_poll_hdp(SimDevice *d) {
+        if (!d->mmio_bo)
+                return;
+        uint32_t v = __atomic_exchange_n((uint32_t *) (void *) (d->mmio_bo->host + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL),
+                                         SIM_HDP_IDLE, __ATOMIC_ACQ_REL);
+        if (v != SIM_HDP_IDLE)
+                __atomic_add_fetch(&d->hdp_gen, 1, __ATOMIC_ACQ_REL);
+}
+
+int sim_icache_get(SimProcess *p, SimICache **ret) {
+        if (!p->icache) {
+                SimICache *ic = calloc(1, sizeof *ic);
+                if (!ic)
+                        return -ENOMEM;
+                pthread_mutex_init(&ic->lock, NULL);
+                p->icache = ic;
+        }
+        *ret = p->icache;
+        return 0;
+}
+
+void sim_icache_free(SimICache *ic) {
+        if (!ic)
+                return;
+        pthread_mutex_destroy(&ic->lock);
+        free(ic);
+}
+
+void sim_icache_invalidate(SimICache *ic) {
+        if (!ic)
+                return;
+        pthread_mutex_lock(&ic->lock);
+        for (unsigned i = 0; i < ICACHE_LINES; i++)
+                ic->lines[i].valid = false;
+        pthread_mutex_unlock(&ic->lock);
+}
+
+int sim_icache_fetch(SimICache *ic, uint64_t va, uint32_t *ret,
+                     int (*fill)(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host),
+                     void *userdata) {
+        uint64_t line_va = va & ~(uint64_t) (ICACHE_LINE - 1);
+        ICacheLine *l = &ic->lines[(line_va / ICACHE_LINE) % ICACHE_LINES];
+        void *host;
+        int r = 0;
+
+        pthread_mutex_lock(&ic->lock);
+        if (!l->valid || l->va != line_va) {
+                if (fill(userdata, line_va, ICACHE_LINE, false, &host) >= 0) {
+                        memcpy(l->bytes, host, ICACHE_LINE);
+                        l->va = line_va;
+                        l->valid = true;
+                } else {
+                        /* Code near the end of a mapping: this dword alone, uncached. */
+                        r = fill(userdata, va, 4, false, &host);
+                        if (r >= 0)
+                                memcpy(ret, host, 4);
+                        pthread_mutex_unlock(&ic->lock);
+                        return r;
+                }
+        }
+        memcpy(ret, l->bytes + (va - line_va), 4);
+        pthread_mutex_unlock(&ic->lock);
+        return r;
+}
