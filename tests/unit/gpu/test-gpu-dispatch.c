@@ -16,81 +16,8 @@
 #include <unistd.h>
 
 #include "gpu-test.h"
+#include "dispatch-test.h"
 #include "gpu/gpu-internal.h" /* white box: the code object's entry, the fence words */
-
-#define COMPUTE_QUEUE 2u /* default context: SDMA 0 and 1, compute 2 */
-
-static void *read_file(const char *name, size_t *ret_size) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", KERNEL_DIR, name);
-        FILE *f = fopen(path, "rbe");
-        cr_assert_not_null(f, "%s", path);
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        void *p = malloc((size_t) n);
-        cr_assert(p && fread(p, 1, (size_t) n, f) == (size_t) n);
-        fclose(f);
-        *ret_size = (size_t) n;
-        return p;
-}
-
-static GpuCodeObject *load(const char *file) {
-        size_t size;
-        char err[256] = "";
-        GpuCodeObject *co = NULL;
-        void *elf = read_file(file, &size);
-        int r = gpu_code_object_load(fx.ctx, elf, size, &co, err, sizeof err);
-        free(elf);
-        cr_assert_eq(r, 0, "loading %s: %s (%s)", file, strerror(-r), err);
-        return co;
-}
-
-/* Kernel arguments by value, in the kernel's explicit argument order. */
-typedef struct Args {
-        uint8_t data[1024];
-        uint32_t size;
-        unsigned next;
-} Args;
-
-static void arg(Args *a, const GpuKernel *k, const void *v, uint32_t n) {
-        while (a->next < k->n_args && k->args[a->next].kind == GPU_ARG_HIDDEN)
-                a->next++;
-        cr_assert_lt(a->next, k->n_args, "more arguments than %s takes", k->name);
-        const GpuKernelArg *ka = &k->args[a->next++];
-        cr_assert_eq(ka->size, ka->kind == GPU_ARG_DYNAMIC_LDS ? ka->size : n, "arg %s size", ka->name);
-        memcpy(a->data + ka->offset, v, n);
-        if (ka->offset + ka->size > a->size)
-                a->size = ka->offset + ka->size;
-}
-static void arg_u32(Args *a, const GpuKernel *k, uint32_t v) {
-        arg(a, k, &v, 4);
-}
-static void arg_ptr(Args *a, const GpuKernel *k, uint64_t v) {
-        arg(a, k, &v, 8);
-}
-
-static GpuJob dispatch_job(GpuCodeObject *co, const char *kernel, uint32_t gx, uint32_t bx, const Args *a) {
-        int idx = gpu_code_object_find(co, kernel);
-        cr_assert_geq(idx, 0, "kernel %s", kernel);
-        return (GpuJob) { .type = GPU_JOB_DISPATCH,
-                          .dispatch = { .co = co, .kernel = (unsigned) idx, .grid = { gx, 1, 1 },
-                                        .block = { bx, 1, 1 }, .args_data = a->data, .args_size = a->size } };
-}
-
-static const GpuKernel *kernel_of(GpuCodeObject *co, const char *name) {
-        int idx = gpu_code_object_find(co, name);
-        cr_assert_geq(idx, 0, "kernel %s", name);
-        return gpu_code_object_kernel(co, (unsigned) idx);
-}
-
-static void check_ok(const GpuCompletion *c) {
-        cr_assert_not_null(c);
-        cr_expect_eq(c->error, 0, "job %llu error %d (%s)", (unsigned long long) c->seq, c->error,
-                     c->message ? c->message : "");
-        cr_expect_gt(c->end_ns, 0u, "end timestamp written");
-        cr_expect_leq(c->begin_ns, c->end_ns);
-}
 
 static void vector_add(GpuCodeObject *co, uint32_t n, uint32_t block) {
         const GpuKernel *k = kernel_of(co, "vector_add");
@@ -121,7 +48,7 @@ static void vector_add(GpuCodeObject *co, uint32_t n, uint32_t block) {
 }
 
 Test(gpu_dispatch, vector_add_shapes, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("vector-add.hsaco");
+        GpuCodeObject *co = load_kernel_file("vector-add.hsaco");
         static const uint32_t shapes[][2] = { { 1, 64 }, { 100, 32 }, { 1000, 256 }, { 77, 48 }, { 4097, 128 },
                                               { 33, 1 }, { 65536, 256 } };
         for (unsigned i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -142,7 +69,7 @@ Test(gpu_dispatch, nop_on_compute_queue, .init = setup, .fini = teardown) {
 }
 
 Test(gpu_dispatch, scratch_private_array, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("private-array.hsaco");
+        GpuCodeObject *co = load_kernel_file("private-array.hsaco");
         const GpuKernel *k = kernel_of(co, "private_array");
         cr_assert_gt(k->private_segment_size, 0u, "the kernel needs scratch");
         uint32_t n = 3000;
@@ -170,7 +97,7 @@ Test(gpu_dispatch, scratch_private_array, .init = setup, .fini = teardown, .time
 }
 
 Test(gpu_dispatch, lds_reduction, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("reduce-lds.hsaco");
+        GpuCodeObject *co = load_kernel_file("reduce-lds.hsaco");
         const GpuKernel *k = kernel_of(co, "reduce_lds");
         cr_assert_gt(k->group_segment_size, 0u, "static LDS");
         uint32_t n = 256 * 37, groups = 37;
@@ -200,7 +127,7 @@ Test(gpu_dispatch, lds_reduction, .init = setup, .fini = teardown, .timeout = 12
  * elements the 64 MiB fill writes and the copy reads what the dispatch writes,
  * so a wait that did not hold shows up as zeros in the result. */
 Test(gpu_dispatch, cross_engine_chain, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("vector-add.hsaco");
+        GpuCodeObject *co = load_kernel_file("vector-add.hsaco");
         const GpuKernel *k = kernel_of(co, "vector_add");
         uint64_t big = 64 * MiB, small = 4096;
         GpuBuffer *a = new_buf(big, GPU_PLACEMENT_GTT), *c = new_buf(small, GPU_PLACEMENT_GTT),
@@ -253,7 +180,7 @@ Test(gpu_dispatch, cross_engine_chain, .init = setup, .fini = teardown, .timeout
 }
 
 Test(gpu_dispatch, a_faulting_kernel_ends_its_context, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("vector-add.hsaco");
+        GpuCodeObject *co = load_kernel_file("vector-add.hsaco");
         const GpuKernel *k = kernel_of(co, "vector_add");
         GpuBuffer *a = new_buf(4096, GPU_PLACEMENT_GTT);
         Args args = { 0 };
@@ -282,7 +209,7 @@ Test(gpu_dispatch, a_faulting_kernel_ends_its_context, .init = setup, .fini = te
 Test(gpu_dispatch, a_fault_among_running_kernels_blames_none, .timeout = 120) {
         GpuContextOptions o = { .n_compute_queues = 2, .compute_priority = { 7, 7 } };
         setup_opts(&o);
-        GpuCodeObject *co = load("collatz.hsaco");
+        GpuCodeObject *co = load_kernel_file("collatz.hsaco");
         const GpuKernel *k = kernel_of(co, "collatz");
         uint32_t n = 1u << 16;
         GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
@@ -326,7 +253,7 @@ Test(gpu_dispatch, a_fault_among_running_kernels_blames_none, .timeout = 120) {
  * (kfd-facts §7.2) — until the job is given up on at its timeout; then its
  * message carries the simulator's words. */
 Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("vector-add.hsaco");
+        GpuCodeObject *co = load_kernel_file("vector-add.hsaco");
         const GpuKernel *k = kernel_of(co, "vector_add");
         int idx = gpu_code_object_find(co, "vector_add");
         GpuBuffer *a = new_buf(4096, GPU_PLACEMENT_GTT);
@@ -365,7 +292,7 @@ Test(gpu_dispatch, unknown_instruction_named, .init = setup, .fini = teardown, .
  * but those of its chain (ordered after it), which are reported -ECANCELED in
  * their turn without running. */
 Test(gpu_dispatch, abort_running_dispatch, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("collatz.hsaco");
+        GpuCodeObject *co = load_kernel_file("collatz.hsaco");
         const GpuKernel *k = kernel_of(co, "collatz");
         uint32_t n = 1u << 20;
         GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
@@ -417,7 +344,7 @@ Test(gpu_dispatch, abort_running_dispatch, .init = setup, .fini = teardown, .tim
 }
 
 Test(gpu_dispatch, refused_dispatches, .init = setup, .fini = teardown) {
-        GpuCodeObject *co = load("vector-add.hsaco");
+        GpuCodeObject *co = load_kernel_file("vector-add.hsaco");
         const GpuKernel *k = kernel_of(co, "vector_add");
         Args args = { 0 };
         arg_ptr(&args, k, 0);
@@ -457,7 +384,7 @@ Test(gpu_dispatch, refused_dispatches, .init = setup, .fini = teardown) {
 /* Local-pointer arguments get LDS regions of the sizes asked for, after the
  * static LDS, not overlapping; a partial workgroup sees its real size. */
 Test(gpu_dispatch, local_pointer_args, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("local-arg.hsaco");
+        GpuCodeObject *co = load_kernel_file("local-arg.hsaco");
         const GpuKernel *k = kernel_of(co, "local_arg");
         uint32_t n = 1000, block = 128; /* 7 full workgroups and one of 104 */
         GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
@@ -521,7 +448,7 @@ static void walk_sh_regs(const uint32_t *p, size_t n, ShRegs *ret) {
  * stream is built and read here, not run): the architected scratch base, the
  * gfx11 TMPRING_SIZE and V#, RSRC1.PRIV — and none of them on gfx10. */
 Test(gpu_dispatch, gfx11_scratch_programming, .init = setup, .fini = teardown) {
-        GpuCodeObject *co = load("private-array.hsaco");
+        GpuCodeObject *co = load_kernel_file("private-array.hsaco");
         const GpuKernel *k = kernel_of(co, "private_array");
         Args args = { 0 };
         arg_ptr(&args, k, 0);
@@ -595,7 +522,7 @@ static void tally(const GpuCompletion *c, void *userdata) {
  * stop. Every job must complete, in order, without error.
  */
 Test(gpu_dispatch, twenty_thousand_dispatches_wrap_the_ring, .init = setup, .fini = teardown, .timeout = 180) {
-        GpuCodeObject *co = load("empty.hsaco");
+        GpuCodeObject *co = load_kernel_file("empty.hsaco");
         Args args = { 0 };
         GpuJob j = dispatch_job(co, "empty", 1, 1, &args);
         Tally t = { .in_order = true };
@@ -654,7 +581,7 @@ Test(gpu_dispatch, wave_size_programs_cs_w32_en, .init = setup, .fini = teardown
         ShRegs regs;
 
         for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
-                GpuCodeObject *co = load(kernels[i].file);
+                GpuCodeObject *co = load_kernel_file(kernels[i].file);
                 const GpuKernel *k = kernel_of(co, "private_array");
                 Args args = { 0 };
                 arg_ptr(&args, k, 0);
@@ -681,13 +608,13 @@ Test(gpu_dispatch, wave_size_programs_cs_w32_en, .init = setup, .fini = teardown
 /* Wave64 kernels run on the simulated CP: partial waves, scratch, LDS with
  * barriers over several waves. */
 Test(gpu_dispatch, wave64_kernels_run, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("vector-add-w64.hsaco");
+        GpuCodeObject *co = load_kernel_file("vector-add-w64.hsaco");
         vector_add(co, 1000, 64);
         vector_add(co, 1000, 256);
         vector_add(co, 77, 48);
         gpu_code_object_unref(co);
 
-        co = load("private-array-w64.hsaco");
+        co = load_kernel_file("private-array-w64.hsaco");
         const GpuKernel *k = kernel_of(co, "private_array");
         uint32_t n = 1000;
         GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
@@ -710,7 +637,7 @@ Test(gpu_dispatch, wave64_kernels_run, .init = setup, .fini = teardown, .timeout
         gpu_buffer_unref(out);
         gpu_code_object_unref(co);
 
-        co = load("reduce-lds-w64.hsaco");
+        co = load_kernel_file("reduce-lds-w64.hsaco");
         k = kernel_of(co, "reduce_lds");
         uint32_t groups = 9;
         n = 256 * groups;
@@ -741,7 +668,7 @@ Test(gpu_dispatch, wave64_kernels_run, .init = setup, .fini = teardown, .timeout
  * work-item bumps with a flat atomic in LDS ends at the workgroup size, and
  * the tile each even work-item updates through a generic pointer reads back. */
 Test(gpu_dispatch, generic_pointers, .init = setup, .fini = teardown, .timeout = 120) {
-        GpuCodeObject *co = load("generic-ptr.hsaco");
+        GpuCodeObject *co = load_kernel_file("generic-ptr.hsaco");
         const GpuKernel *k = kernel_of(co, "generic_ptr");
         uint32_t n = 640, block = 64;
         GpuBuffer *in = new_buf(4096, GPU_PLACEMENT_GTT), *out = new_buf(12 * n, GPU_PLACEMENT_GTT);
