@@ -63,6 +63,8 @@ void sim_cache_bo_free(SimBo *bo) {
 
         if (!c)
                 return;
+        if (c->n_dirty > 0)
+                __atomic_sub_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
         if (c->view)
                 munmap(c->view, bo->size);
         if (c->pre)
@@ -111,6 +113,8 @@ void sim_cache_bo_lost(SimBo *bo) {
                 c->pages[i].state = PAGE_CLEAN;
                 c->pages[i].gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
         }
+        if (c->n_dirty > 0)
+                __atomic_sub_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
         c->n_dirty = 0;
         pthread_mutex_unlock(&c->lock);
 }
@@ -132,7 +136,9 @@ static void page_access(SimBo *bo, SimBoCache *c, uint64_t i, bool write, bool p
         if (pg->state == PAGE_CLEAN) {
                 memcpy(c->pre + o, c->view + o, PAGE);
                 pg->state = PAGE_DIRTY;
-                c->dirty[c->n_dirty++] = (uint32_t) i;
+                if (c->n_dirty++ == 0)
+                        __atomic_add_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
+                c->dirty[c->n_dirty - 1] = (uint32_t) i;
         }
         if (pin)
                 pg->writers++;
@@ -192,12 +198,15 @@ static void bo_write_back(SimBo *bo) {
                 page_write_back(bo, c, (uint64_t) i * PAGE);
                 c->pages[i].state = PAGE_CLEAN;
         }
+        if (kept == 0)
+                __atomic_sub_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
         c->n_dirty = kept;
         pthread_mutex_unlock(&c->lock);
 }
 
 void sim_cache_gl2(SimDevice *d, bool writeback, bool invalidate) {
-        if (writeback)
+        /* Every job's streams write back: the walk only when a BO is dirty. */
+        if (writeback && __atomic_load_n(&d->n_dirty_bos, __ATOMIC_ACQUIRE) > 0)
                 for (SimBo *bo = d->bos; bo; bo = bo->next)
                         if (bo->cache && bo->cache->n_dirty > 0)
                                 bo_write_back(bo);

@@ -70,6 +70,7 @@ struct SimDevice {
         /* Caches (sim-cache.h): HDP flushes seen, the HDP flush count the last
          * GL2 invalidate published (atomics), the MMIO remap page. */
         uint32_t hdp_gen, gl2_inv_gen;
+        unsigned n_dirty_bos;       /* BOs with dirty GL2 pages (atomic) */
         SimBo *mmio_bo;
         uint32_t bo_tag;            /* random, in every BO memfd's name: this device's (sim-memory.c) */
 

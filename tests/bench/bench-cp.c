@@ -206,13 +206,13 @@ static void bench(Dev *d, Queue *q, unsigned scale, Run *run) {
         IsaRegion image = m.regions[0];
 
         /* Through the CP: the same code object, arguments and grid in GPU BOs. */
-        Bo code = bo_new(d, (image.size + 4095) & ~4095ull, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        Bo code = bo_new(d, (image.size + 4095) & ~4095ull, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         memcpy(code.cpu, image.host, image.size);
         k.kd_va = code.va + (k.kd_va - image.va);
         k.entry_va = code.va + (k.entry_va - image.va);
         Bo buf[3];
         for (unsigned i = 0; i < 3; i++) {
-                buf[i] = bo_new(d, size, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+                buf[i] = bo_new(d, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
                 va[i] = buf[i].va;
                 host[i] = buf[i].cpu;
         }
