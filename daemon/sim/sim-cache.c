@@ -189,6 +189,10 @@ static void bo_write_back(SimBo *bo) {
         size_t kept = 0;
 
         pthread_mutex_lock(&c->lock);
+        if (c->n_dirty == 0) { /* the caller looked without the lock */
+                pthread_mutex_unlock(&c->lock);
+                return;
+        }
         for (size_t k = 0; k < c->n_dirty; k++) {
                 uint32_t i = c->dirty[k];
                 if (c->pages[i].writers > 0) {
@@ -208,7 +212,7 @@ void sim_cache_gl2(SimDevice *d, bool writeback, bool invalidate) {
         /* Every job's streams write back: the walk only when a BO is dirty. */
         if (writeback && __atomic_load_n(&d->n_dirty_bos, __ATOMIC_ACQUIRE) > 0)
                 for (SimBo *bo = d->bos; bo; bo = bo->next)
-                        if (bo->cache && bo->cache->n_dirty > 0)
+                        if (bo->cache)
                                 bo_write_back(bo);
         if (invalidate)
                 __atomic_store_n(&d->gl2_inv_gen, __atomic_load_n(&d->hdp_gen, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);

@@ -162,6 +162,30 @@ Test(sim_decode, write_linear) {
         bad(dw, 5, -EAGAIN);
 }
 
+/* GCR_REQ as ROCr's BuildGCRCommand(invalidate = true) writes it on a user
+ * queue: SUB_OP 1, GCR_CONTROL GLK_WB|GLK_INV|GLV_INV|GL1_INV|GL2_INV|GL2_WB
+ * (0xC3C0) in DW2 [31:16], whole cache; the kernel's ring form has SUB_OP 0
+ * and GCR_CONTROL [18:16] in DW3 [2:0]. */
+Test(sim_decode, gcr_req) {
+        uint32_t user[] = { 0x00000111, 0, 0xC3C00000, 0, 0 };
+        SimSdmaPacket p = ok(user, 5);
+        cr_expect_eq(p.op, SDMA_OP_GCR_REQ);
+        cr_expect_eq(p.n_dwords, 5u);
+        cr_expect_eq(p.gcr.control, 0xC3C0u);
+        uint32_t ring[] = { 0x00000011, 0x00001080, 0x00010002, 0x00002005, 0x03000003 };
+        p = ok(ring, 5);
+        cr_expect_eq(p.gcr.control, 0x50001u, "GCR_CONTROL [18:16] from DW3 [2:0]");
+        cr_expect_eq(p.gcr.base, 0x0000000200001080ull);
+        cr_expect_eq(p.gcr.limit, 0x0000000300002000ull);
+        bad(user, 4, -EAGAIN);
+        uint32_t subop[] = { 0x00000211, 0, 0, 0, 0 };
+        bad(subop, 5, -EBADMSG);
+        uint32_t low_base[] = { 0x00000111, 0x00000040, 0, 0, 0 };
+        bad(low_base, 5, -EBADMSG);
+        uint32_t reserved[] = { 0x00000111, 0, 0, 0x00000008, 0 };
+        bad(reserved, 5, -EBADMSG);
+}
+
 Test(sim_decode, unknown) {
         uint32_t sem[] = { 0x00000007, 0, 0, 0 };
         bad(sem, 4, -EBADMSG);
