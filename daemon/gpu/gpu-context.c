@@ -434,8 +434,8 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
          * context still works, but CPU writes into VRAM may reach the GPU late. */
         r = gpu_buffer_alloc_hdp_page(c, &c->hdp_page);
         if (r < 0)
-                log_debug_errno(r, "gpu: no HDP flush page on gpu_id 0x%x (%m): what clients write into VRAM "
-                               "buffers may reach the GPU late", c->gpu_id);
+                log_debug_errno(r, "gpu: no HDP flush page on gpu_id 0x%x: %m", c->gpu_id);
+        c->info.hdp_flush = c->hdp_page;
 
         /* Room for every queue the context may ever have (gpu_context_add_queue);
          * a fresh BO is zero, so only the fence words are written here. */

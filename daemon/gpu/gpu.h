@@ -74,6 +74,10 @@ typedef struct GpuDeviceInfo {
          * imported into KFD: the kernel's KFD has no EXPORT_DMABUF (uapi <
          * 1.12, kfd-facts §7.4). Chosen at bring-up from GET_VERSION. */
         bool render_node_buffers;
+        /* The HDP flush page is mapped (an MMIO_REMAP BO through /dev/kfd):
+         * the context flushes the HDP before each doorbell, so what the CPU
+         * wrote into VRAM reaches the GPU (gpu-queue.c). */
+        bool hdp_flush;
         uint64_t vram_size;         /* bytes, 0 if unknown */
         uint64_t timestamp_hz;      /* GPU timestamp counter frequency */
         unsigned n_queues;          /* hardware queues created by this context */

@@ -257,6 +257,9 @@ opened:
                 log_info("Buffers: KFD %u.%u has no dma-buf export (1.12): allocated on renderD%u (GEM) and "
                          "imported into KFD",
                          m->info->kfd_major, m->info->kfd_minor, m->info->drm_render_minor);
+        if (!m->info->hdp_flush)
+                log_warning("HDP: KFD maps no HDP flush page for this GPU: what clients write into VRAM "
+                            "buffers may reach the GPU late (use GTT buffers)");
         /* Said once: what isolation the clients get here. */
         if (context_pool_mechanism(m->contexts) == CONTEXT_MECHANISM_NONE)
                 log_warning("GPU contexts: %s", context_pool_mechanism_reason(m->contexts));

@@ -381,6 +381,7 @@ static int child_gpu_context(const KfdOps *ops, int test_sock) {
                     info->kfd_major, info->kfd_minor);
         CHILD_CHECK(info->n_queues == 3 && info->queue_engine[2] == GPU_ENGINE_COMPUTE, 13, "%u queues",
                     info->n_queues);
+        CHILD_CHECK(info->hdp_flush, 22, "the HDP flush page is mapped over the remote table");
 
         /* SDMA fill of a, then a copy of a into b on the other SDMA queue,
          * ordered on the GPU; the bytes checked through the CPU mappings. */
