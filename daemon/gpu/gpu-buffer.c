@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <amdgpu_drm.h>
@@ -328,10 +329,17 @@ int gpu_buffer_alloc_hdp_page(GpuContext *c, GpuBuffer **ret) {
 }
 
 /* The size of a dma-buf: GET_DMABUF_INFO (kfd_ioctl_get_dmabuf_info) answers
- * for any dma-buf the device can take; lseek(SEEK_END), which
- * dma_buf_llseek() supports, if the kernel lacks the request. */
+ * for a dma-buf amdgpu made; lseek(SEEK_END), which dma_buf_llseek()
+ * supports, if the kernel lacks the request. For a dma-buf of another driver
+ * (a camera's, udmabuf's) it says EINVAL (amdgpu_amdkfd_get_dmabuf_info:
+ * dma_buf->ops != &amdgpu_dmabuf_ops), yet IMPORT_DMABUF takes one from KFD
+ * 1.15 on (kfd-facts §7.6): its size is then the file's, which
+ * dma_buf_getfile() sets to the buffer's (fstat, which unlike lseek leaves
+ * the file position of a non-dma-buf alone); whether it is a dma-buf at all
+ * is for IMPORT_DMABUF to say. */
 static int dmabuf_size(GpuContext *c, int dmabuf_fd, uint64_t *ret) {
         struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) dmabuf_fd };
+        struct stat st;
         uint64_t size;
         int r;
 
@@ -343,6 +351,10 @@ static int dmabuf_size(GpuContext *c, int dmabuf_fd, uint64_t *ret) {
                 if (end < 0)
                         return -EINVAL;
                 size = (uint64_t) end;
+        } else if (r == -EINVAL && c->info.kfd_minor >= 15) {
+                if (fstat(dmabuf_fd, &st) < 0 || st.st_size <= 0)
+                        return -EINVAL;
+                size = (uint64_t) st.st_size;
         } else
                 return r == -EBADF ? -EINVAL : r;
         if (size == 0 || size % PAGE_SIZE_4K != 0)

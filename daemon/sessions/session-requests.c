@@ -210,13 +210,19 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
         int r;
 
         r = gpu_buffer_import(context_pool_device_gpu(s->set->contexts), fd, &b);
-        if (r < 0) {
-                session_send_error(s, req->id, -r,
-                                   r == -EINVAL ? "import_buffer: the file descriptor is not a dma-buf of this GPU"
-                                                : "import_buffer: importing the dma-buf failed: %s",
-                                   strerror(-r));
+        if (r == -EINVAL && s->set->info->kfd_minor < 15)
+                session_send_error(s, req->id, EINVAL,
+                                   "import_buffer: the file descriptor is not a dma-buf of this GPU (this kernel's "
+                                   "KFD %" PRIu32 ".%" PRIu32 " imports no dma-buf of another driver; KFD 1.15, "
+                                   "Linux 6.8, does)",
+                                   s->set->info->kfd_major, s->set->info->kfd_minor);
+        else if (r == -EINVAL)
+                session_send_error(s, req->id, EINVAL,
+                                   "import_buffer: the file descriptor is not a dma-buf this GPU can import");
+        else if (r < 0)
+                session_send_error(s, req->id, -r, "import_buffer: importing the dma-buf failed: %s", strerror(-r));
+        if (r < 0)
                 return;
-        }
         if (!session_check_memory_quota(s, req->id, gpu_buffer_get_size(b))) {
                 gpu_buffer_unref(b);
                 return;

@@ -37,7 +37,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "kfd/kfd-uapi.h"
 #include "sim-device.h"
@@ -590,6 +593,41 @@ static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, SimGpuIn
         return 0;
 }
 
+/*
+ * A dma-buf another driver exported (kfd-facts §7.6): a real dma-buf (its
+ * file system is DMA_BUF_MAGIC, linux/magic.h), or the simulator's stand-in
+ * for one — there is no other exporter on a machine without a GPU — a memfd
+ * named "foreign-dmabuf:..." and sealed against shrinking and growing, the
+ * way udmabuf wants the memfds it turns into dma-bufs (F_SEAL_SHRINK,
+ * drivers/dma-buf/udmabuf.c). Its size in *ret_size.
+ */
+static int foreign_dmabuf(int fd, const struct stat *st, uint64_t *ret_size) {
+        char path[64], link[256];
+        struct statfs sfs;
+        ssize_t n;
+        int seals;
+
+        if (fstatfs(fd, &sfs) < 0)
+                return -EBADF;
+        if (sfs.f_type != DMA_BUF_MAGIC) {
+                snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+                n = readlink(path, link, sizeof link - 1);
+                if (n < 0)
+                        return -EINVAL;
+                link[n] = '\0';
+                if (strncmp(link, "/memfd:foreign-dmabuf:", strlen("/memfd:foreign-dmabuf:")) != 0)
+                        return -EINVAL;
+                seals = fcntl(fd, F_GET_SEALS);
+                if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+                        return -EINVAL;
+        }
+        /* dma_buf_getfile() sets the inode's size to the buffer's. */
+        if (st->st_size <= 0 || st->st_size % 4096 != 0)
+                return -EINVAL;
+        *ret_size = (uint64_t) st->st_size;
+        return 0;
+}
+
 /* dma_buf_get(): a closed fd -> -EBADF, an fd that is not one of our
  * dma-bufs -> -EINVAL (amdgpu: "Can't handle non-graphics buffers"). The BO
  * of a live handle in *ret; or, for a dma-buf whose BO record went with its
@@ -604,7 +642,7 @@ static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, SimGpuInfo **ret_gpu
                 return -EBADF;
         bo = find_bo_by_inode(d, st.st_dev, st.st_ino);
         if (bo) {
-                if (!bo->exported)
+                if (!bo->exported || bo->foreign)
                         return -EINVAL;
                 *ret = bo;
                 *ret_gpu = bo->gpu;
@@ -662,6 +700,40 @@ int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_a
         return 0;
 }
 
+/*
+ * IMPORT_DMABUF of another driver's dma-buf: from KFD 1.15 (Linux 6.8) the
+ * kernel imports through DRM (drm_gem_prime_fd_to_handle, "drm/amdkfd: Import
+ * DMABufs for interop through DRM"; the minor version bump "Enable managing
+ * mappings in compute VMs with GEM_VA ioctl" is of the same series), and
+ * amdgpu_gem_prime_import attaches a foreign dma-buf as a GTT BO; before
+ * that, amdgpu_amdkfd_gpuvm_import_dmabuf refused it with -EINVAL ("Can't
+ * handle non-graphics buffers"). GET_DMABUF_INFO refuses it either way.
+ * The BO of an fd imported before, or a new one in *ret.
+ */
+static int import_foreign(SimDevice *d, SimGpuInfo *g, int fd, SimBo **ret, SimBo **ret_fresh) {
+        struct stat st;
+        uint64_t size;
+        SimBo *bo;
+        int r;
+
+        if (d->kfd_minor < 15 || fstat(fd, &st) < 0)
+                return -EINVAL;
+        bo = find_bo_by_inode(d, st.st_dev, st.st_ino);
+        if (bo && bo->foreign && bo->gpu == g) {
+                *ret = bo;
+                return 0;
+        }
+        r = foreign_dmabuf(fd, &st, &size);
+        if (r < 0)
+                return r;
+        r = bo_from_dmabuf(d, g, fd, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT, ret_fresh);
+        if (r < 0)
+                return r;
+        (*ret_fresh)->foreign = true;
+        *ret = *ret_fresh;
+        return 0;
+}
+
 /* kfd_ioctl_import_dmabuf, amdgpu_amdkfd_gpuvm_import_dmabuf_fd. */
 int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args *a) {
         SimDevice *d = p->device;
@@ -677,13 +749,25 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
         if (!p->vm_file)
                 return -ENODEV;
         r = lookup_dmabuf(d, (int) a->dmabuf_fd, &bo, &bo_gpu, &size, &bo_flags);
+        if (r == -EINVAL) {
+                r = import_foreign(d, g, (int) a->dmabuf_fd, &bo, &fresh);
+                if (r < 0)
+                        return r;
+                bo_gpu = g;
+                size = bo->size;
+                bo_flags = bo->alloc_flags;
+        }
         if (r < 0)
                 return r;
         /* amdgpu_amdkfd_gpuvm_import_dmabuf: "Can't handle buffers from other devices" */
-        if (bo_gpu != g)
+        if (bo_gpu != g) {
+                sim_bo_unref(fresh);
                 return -EINVAL;
-        if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false))
+        }
+        if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false)) {
+                sim_bo_unref(fresh);
                 return -EINVAL;
+        }
         if (!bo) {
                 r = bo_from_dmabuf(d, g, (int) a->dmabuf_fd, size, bo_flags, &fresh);
                 if (r < 0)

@@ -35,6 +35,7 @@ struct SimBo {
         dev_t st_dev;
         ino_t st_ino;
         bool exported;          /* a dma-buf fd was handed out: importable */
+        bool foreign;           /* another driver's dma-buf, imported (sim-memory.c) */
         bool populated;         /* an engine wrote it: every page backed (sim_bo_populate) */
         SimBoCache *cache;      /* its GL2 state if it is VRAM (sim-cache.h), else NULL */
 };

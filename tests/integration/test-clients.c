@@ -3,8 +3,8 @@
  * Clients against the real daemon on the simulated GPU, through libkfdbroker:
  * copies and fills checked byte by byte through the client's own mmap of the
  * dma-buf, several clients at once, a buffer shared between two sessions by
- * fd, KFD event semantics over the protocol, wait-event jobs held until a
- * signal, and the session page.
+ * fd, a dma-buf of another driver, KFD event semantics over the protocol,
+ * wait-event jobs held until a signal, and the session page.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -202,6 +203,78 @@ Test(clients, buffer_shared_between_two_sessions_by_fd) {
         kfdb_batch_free(batch);
         kfdb_session_free(a);
         kfdb_session_free(b);
+}
+
+/* The simulator's stand-in for a dma-buf of another driver (a camera's,
+ * udmabuf's): a memfd named "foreign-dmabuf:..." sealed against resizing
+ * (sim-memory.c). */
+static int foreign_dmabuf(size_t size) {
+        int fd = memfd_create("foreign-dmabuf:test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(ftruncate(fd, (off_t) size), 0);
+        cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+        return fd;
+}
+
+/* KFD 1.15 (Linux 6.8) imports dma-bufs amdgpu did not make (kfd-facts §7.6):
+ * filled on the GPU, seen through the exporter's own mapping, copied out. */
+Test(clients, a_dma_buf_of_another_driver_is_imported) {
+        kfdb_session *s = connect_session("foreign");
+        kfdb_buffer *b = NULL, *dst;
+        kfdb_batch *batch;
+        int fd = foreign_dmabuf(64 << 10), r;
+        uint32_t *p, *pd;
+
+        p = mmap(NULL, 64 << 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        cr_assert_neq(p, MAP_FAILED);
+        p[100] = 0x5eed;
+        r = kfdb_buffer_import(s, fd, &b);
+        cr_assert_eq(r, 0, "import: %s (%s)", strerror(-r), kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_get_size(b), 64u << 10);
+        cr_assert_eq(kfdb_buffer_alloc(s, 64 << 10, KFDB_PLACEMENT_VRAM, &dst), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, dst, 0, b, 0, 64 << 10), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0xf0f0f0f0), 0);
+        submit_and_wait(s, batch);
+        for (unsigned i = 0; i < 1024; i++)
+                cr_assert_eq(p[i], 0xf0f0f0f0, "word %u of the foreign buffer", i);
+        cr_assert_eq(p[1024], 0);
+        pd = map(dst);
+        cr_expect_eq(pd[100], 0x5eed, "the copy read what the exporter wrote");
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        munmap(p, 64 << 10);
+        close(fd);
+        kfdb_session_free(s);
+}
+
+/* Before KFD 1.15 (Linux 6.1's 1.11, say) the kernel refuses them, and the
+ * error says so; an ordinary memfd is no dma-buf anywhere. */
+Test(clients, a_dma_buf_of_another_driver_on_an_older_kernel_is_refused_with_a_reason) {
+        const char *args[] = { "--sim-kfd-version=1.14", NULL };
+        TestDaemon old;
+        kfdb_session *s;
+        kfdb_buffer *b = NULL;
+        int fd = foreign_dmabuf(4096), plain = memfd_create("plain", MFD_CLOEXEC), r;
+
+        test_daemon_start(&old, args);
+        cr_assert_eq(kfdb_session_new(old.sock, "foreign", &s), 0);
+        r = kfdb_buffer_import(s, fd, &b);
+        cr_assert_eq(r, -EINVAL, "import on KFD 1.14: %d", r);
+        cr_expect(strstr(kfdb_session_last_error(s), "KFD 1.14 imports no dma-buf of another driver"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
+        test_daemon_fini(&old);
+
+        cr_assert_eq(ftruncate(plain, 4096), 0);
+        s = connect_session("plain");
+        cr_expect_eq(kfdb_buffer_import(s, plain, &b), -EINVAL, "an ordinary memfd");
+        cr_expect(strstr(kfdb_session_last_error(s), "not a dma-buf this GPU can import"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
+        close(fd);
+        close(plain);
 }
 
 Test(clients, event_semantics) {

@@ -3,9 +3,10 @@
  * dma-buf export/import across two KFD contexts of one simulated device
  * (kfd_ioctl_export_dmabuf, kfd_ioctl_import_dmabuf, kfd_ioctl_get_dmabuf_info):
  * exported fds are real memfds with the requested fd flags, sealed against
- * resizing; only fds this device exported can be imported (anything else is
- * -EINVAL, like a non-dma-buf fd on the kernel); an imported BO shares the
- * memory and outlives the exporter's handle and context.
+ * resizing; only fds this device exported can be imported, and from KFD 1.15
+ * on another driver's dma-buf (anything else is -EINVAL, like a non-dma-buf
+ * fd on the kernel); an imported BO shares the memory and outlives the
+ * exporter's handle and context.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -230,4 +231,59 @@ Test(sim_dmabuf, no_record_outlives_the_last_handle) {
         close(kept);
         t_close(&b, false);
         t_close(&a, true);
+}
+
+/* The stand-in for another driver's dma-buf (sim-memory.c): a memfd named
+ * "foreign-dmabuf:..." sealed against resizing, or unsealed (no dma-buf). */
+static int foreign_memfd(size_t size, bool sealed) {
+        int fd = memfd_create("foreign-dmabuf:camera", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(ftruncate(fd, (off_t) size), 0);
+        if (sealed)
+                cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+        return fd;
+}
+
+/* kfd-facts §7.6: GET_DMABUF_INFO refuses a dma-buf amdgpu did not make;
+ * IMPORT_DMABUF takes it from KFD 1.15 on (as a GTT BO on the same memory),
+ * not before. */
+Test(sim_dmabuf, another_drivers_dma_buf) {
+        SimOptions old = { .kfd_minor = 14 };
+        SimDevice *dev14;
+        TestCtx c, c14;
+        int fd = foreign_memfd(8192, true), loose = foreign_memfd(8192, false);
+        uint64_t va = t_reserve_va(8192), handle = 0;
+        struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) fd };
+        uint8_t *m;
+
+        t_open(&c, NULL);
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), -EINVAL, "not amdgpu's");
+        cr_expect_eq(import(&c, loose, va, NULL), -EINVAL, "a resizable memfd is no dma-buf");
+        cr_assert_eq(import(&c, fd, va, &handle), 0);
+        cr_assert_eq(t_map(&c, handle), 0);
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_DMABUF_INFO, &info), -EINVAL, "still not amdgpu's once imported");
+
+        /* The BO is the memfd's memory. */
+        m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        cr_assert_neq(m, MAP_FAILED);
+        m[4097] = 0x42;
+        unsigned n_foreign = 0;
+        for (SimBo *bo = c.dev->bos; bo; bo = bo->next)
+                if (bo->foreign) {
+                        n_foreign++;
+                        cr_expect_eq(bo->host[4097], 0x42);
+                        cr_expect_eq(bo->alloc_flags, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                }
+        cr_expect_eq(n_foreign, 1u);
+        munmap(m, 8192);
+
+        cr_assert_eq(sim_device_new(&old, &dev14), 0);
+        t_open(&c14, dev14);
+        cr_expect_eq(import(&c14, fd, t_reserve_va(8192), NULL), -EINVAL, "KFD 1.14 takes only amdgpu's");
+        t_close(&c14, true);
+
+        close(fd);
+        close(loose);
+        t_close(&c, true);
 }
