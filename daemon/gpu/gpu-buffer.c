@@ -503,6 +503,19 @@ int gpu_buffer_new(GpuContext *c, uint64_t size, GpuPlacement placement, bool ex
         return gpu_buffer_alloc_internal(c, size, flags, false, ret);
 }
 
+int gpu_buffer_alloc_gpu_only(GpuContext *c, uint64_t size, GpuBuffer **ret) {
+        int r = -ENOMEM;
+
+        if (c->info.vram_size > 0)
+                r = gpu_buffer_alloc_internal(c, size, GPU_BO_FLAGS_GPU_ONLY, true, ret);
+        if (r == -ENOMEM || r == -ENOSPC) {
+                if (c->info.vram_size > 0)
+                        log_debug("gpu: %" PRIu64 " bytes for the GPU alone do not fit in VRAM; using GTT", size);
+                r = gpu_buffer_alloc_internal(c, size, GPU_BO_FLAGS_GTT, true, ret);
+        }
+        return r;
+}
+
 int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret) {
         return buffer_import(c, dmabuf_fd, true, false, ret);
 }

@@ -334,7 +334,7 @@ static int ensure_scratch(GpuContext *c, GpuQueue *q, uint64_t wave_bytes) {
         waves = MIN(waves, GPU_SCRATCH_MAX / wave_bytes);
         if (waves < GPU_SCRATCH_MIN_WAVES)
                 return -EINVAL;
-        int r = gpu_buffer_alloc_internal(c, waves * wave_bytes, GPU_BO_FLAGS_GTT, true, &b);
+        int r = gpu_buffer_alloc_gpu_only(c, waves * wave_bytes, &b);
         if (r < 0)
                 return r;
         log_debug("gpu: compute queue %u: scratch of %" PRIu64 " waves x %" PRIu64 " bytes", q->index, waves,

@@ -33,6 +33,13 @@
 #define GPU_BO_FLAGS_GTT                                                                   \
         (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT |                  \
          KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
+/* Scratch and the CWSR save area: only the GPU touches them, so VRAM (the
+ * daemon's mapping is never used); in GTT|COHERENT the waves would reach them
+ * uncached over PCIe. tinygrad keeps both in VRAM (kfd-facts §7.6);
+ * gpu_buffer_alloc_gpu_only() falls back to GTT where VRAM refuses. */
+#define GPU_BO_FLAGS_GPU_ONLY                                                              \
+        (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC |                   \
+         KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
 /* Client VRAM: must be CPU-visible (PUBLIC, needs a large BAR, kfd-facts §5 #18). */
 #define GPU_BO_FLAGS_VRAM                                                                  \
         (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC |                   \
@@ -233,6 +240,10 @@ int gpu_buffer_alloc_hdp_page(GpuContext *c, GpuBuffer **ret);
 /* Flushes the HDP (a store to HDP_MEM_FLUSH_CNTL, read back to complete it,
  * as hdp_v5_0_flush_hdp does); nothing without the page. */
 void gpu_context_flush_hdp(GpuContext *c);
+/* An internal buffer only the GPU uses (scratch, CWSR): in VRAM
+ * (GPU_BO_FLAGS_GPU_ONLY), else — no VRAM, or not enough of it visible — in
+ * GTT (GPU_BO_FLAGS_GTT). */
+int gpu_buffer_alloc_gpu_only(GpuContext *c, uint64_t size, GpuBuffer **ret);
 int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool internal,
                               GpuBuffer **ret);
 /* Context teardown: releases every buffer's kernel objects; shadows of other

@@ -197,7 +197,7 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
                                               &q->eop);
                 if (r < 0)
                         return r;
-                r = gpu_buffer_alloc_internal(c, c->queue_sizes.cwsr_bo_size, GPU_BO_FLAGS_GTT, true, &q->cwsr);
+                r = gpu_buffer_alloc_gpu_only(c, c->queue_sizes.cwsr_bo_size, &q->cwsr);
                 if (r < 0)
                         return r;
                 r = gpu_buffer_alloc_internal(c, GPU_KERNARG_BO_SIZE(q->max_inflight), GPU_BO_FLAGS_INTERNAL, true,

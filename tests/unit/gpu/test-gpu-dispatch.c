@@ -91,6 +91,11 @@ Test(gpu_dispatch, scratch_private_array, .init = setup, .fini = teardown, .time
                         acc += a[(v + (uint32_t) q * 7) & 63];
                 cr_assert_eq(po[i], acc, "out[%u]", i);
         }
+        /* Scratch and the CWSR area are the GPU's alone: VRAM (kfd-facts §7.6). */
+        GpuQueue *q = &fx.ctx->queues[COMPUTE_QUEUE];
+        cr_assert(q->scratch && q->cwsr);
+        cr_expect(q->scratch->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM, "scratch flags 0x%x", q->scratch->flags);
+        cr_expect(q->cwsr->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM, "CWSR flags 0x%x", q->cwsr->flags);
         gpu_buffer_unref(in);
         gpu_buffer_unref(out);
         gpu_code_object_unref(co);
