@@ -225,6 +225,16 @@ Test(clients, a_dma_buf_of_another_driver_is_imported) {
         kfdb_batch *batch;
         int fd = foreign_dmabuf(64 << 10), r;
         uint32_t *p, *pd;
+        kfdb_device dev;
+
+        cr_assert_eq(kfdb_device_info(s, &dev), 0);
+        if (dev.kfd_minor < 15) {
+                /* (this suite also runs at KFD 1.11) */
+                cr_expect_eq(kfdb_buffer_import(s, fd, &b), -EINVAL);
+                kfdb_session_free(s);
+                close(fd);
+                return;
+        }
 
         p = mmap(NULL, 64 << 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         cr_assert_neq(p, MAP_FAILED);
@@ -262,7 +272,7 @@ Test(clients, a_dma_buf_of_another_driver_on_an_older_kernel_is_refused_with_a_r
         cr_assert_eq(kfdb_session_new(old.sock, "foreign", &s), 0);
         r = kfdb_buffer_import(s, fd, &b);
         cr_assert_eq(r, -EINVAL, "import on KFD 1.14: %d", r);
-        cr_expect(strstr(kfdb_session_last_error(s), "KFD 1.14 imports no dma-buf of another driver"), "%s",
+        cr_expect(strstr(kfdb_session_last_error(s), "imports no dma-buf of another driver; KFD 1.15"), "%s",
                   kfdb_session_last_error(s));
         kfdb_session_free(s);
         test_daemon_fini(&old);
@@ -270,7 +280,7 @@ Test(clients, a_dma_buf_of_another_driver_on_an_older_kernel_is_refused_with_a_r
         cr_assert_eq(ftruncate(plain, 4096), 0);
         s = connect_session("plain");
         cr_expect_eq(kfdb_buffer_import(s, plain, &b), -EINVAL, "an ordinary memfd");
-        cr_expect(strstr(kfdb_session_last_error(s), "not a dma-buf this GPU can import"), "%s",
+        cr_expect(strstr(kfdb_session_last_error(s), "not a dma-buf"), "%s",
                   kfdb_session_last_error(s));
         kfdb_session_free(s);
         close(fd);
