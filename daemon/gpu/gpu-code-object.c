@@ -173,7 +173,7 @@ static bool all_zero(const uint8_t *p, size_t n) {
 
 /* ---- kernel descriptors ---- */
 
-static unsigned user_sgprs_enabled(uint16_t kcp) {
+unsigned gpu_kernel_user_sgprs(uint16_t kcp) {
         return (kcp & KCP_PRIVATE_SEGMENT_BUFFER ? 4 : 0) + (kcp & KCP_DISPATCH_PTR ? 2 : 0) +
                (kcp & KCP_QUEUE_PTR ? 2 : 0) + (kcp & KCP_KERNARG_SEGMENT_PTR ? 2 : 0) +
                (kcp & KCP_DISPATCH_ID ? 2 : 0) + (kcp & KCP_FLAT_SCRATCH_INIT ? 2 : 0) +
@@ -223,8 +223,12 @@ static int read_descriptor(Loader *l, const KdSym *kd, const GpuKernelMetadata *
         if (rsrc3 & ~(l->target->gfx == 10 ? RSRC3_VALID_GFX10 : RSRC3_VALID_GFX11))
                 return FAIL(l, -EINVAL, "kernel %s: COMPUTE_PGM_RSRC3 0x%x sets bits reserved on %s", name,
                             rsrc3, t);
-        unsigned want = user_sgprs_enabled(kcp);
-        if (RSRC2_USER_SGPR_COUNT(rsrc2) != want)
+        /* "must be greater than or equal to the number of user data registers
+         * enabled" (LLVM AMDGPUUsage, compute_pgm_rsrc2, since D117936): clang
+         * 15 builds gfx11 kernels with 15 (their system SGPRs from s15) for two
+         * enabled; the CP then loads USER_DATA registers nobody reads. */
+        unsigned want = gpu_kernel_user_sgprs(kcp);
+        if (RSRC2_USER_SGPR_COUNT(rsrc2) < want)
                 return FAIL(l, -EINVAL,
                             "kernel %s: COMPUTE_PGM_RSRC2.USER_SGPR_COUNT is %u but kernel_code_properties "
                             "0x%x enables %u user SGPRs",

@@ -427,7 +427,7 @@ static unsigned user_sgprs(const GpuContext *c, const GpuQueue *q, const GpuJob 
 
 /* Dwords of the dispatch body for the job's kernel. */
 static size_t dispatch_dwords(const GpuJob *job) {
-        unsigned nuser = RSRC2_USER_SGPR_COUNT(job_code(job)->rsrc2);
+        unsigned nuser = gpu_kernel_user_sgprs(job_code(job)->code_properties);
         return (is_gfx11(job->dispatch.co->ctx) ? PM4_SET_SH_REG_DW(2) /* DISPATCH_SCRATCH_BASE */ : 0) +
                PM4_ACQUIRE_MEM_DW + PM4_SET_SH_REG_DW(2) /* PGM_LO/HI */ + PM4_SET_SH_REG_DW(2) /* RSRC1/2 */ +
                PM4_SET_SH_REG_DW(1) /* RSRC3 */ + PM4_SET_SH_REG_DW(1) /* TMPRING */ +

@@ -131,6 +131,10 @@ typedef struct GpuQueue {
  * is what programming a dispatch needs from its AMDHSA kernel descriptor
  * (kfd-facts §2.4; LLVM AMDGPUUsage "Kernel Descriptor").
  */
+/* The user SGPRs kernel_code_properties enables (what the dispatch writes;
+ * RSRC2.USER_SGPR_COUNT may say more, gpu-code-object.c). */
+unsigned gpu_kernel_user_sgprs(uint16_t kernel_code_properties);
+
 typedef struct GpuKernelCode {
         uint64_t kd_va;             /* the 64-byte kernel descriptor, in ->code */
         uint64_t entry_va;          /* kd_va + kernel_code_entry_byte_offset; 256-byte aligned */

@@ -503,6 +503,82 @@ Test(gpu_dispatch, gfx11_scratch_programming, .init = setup, .fini = teardown) {
         gpu_code_object_unref(co);
 }
 
+/*
+ * gfx11 as far as the toolchain goes (docs/simulator.md, "Other GPU
+ * generations"): one kernel that needs no device library, built by clang-15
+ * for gfx1030 and for gfx1100. The gfx1030 build runs on the simulator and
+ * gives the CPU's results (so the source is right); the gfx1100 build loads
+ * into a context that calls itself gfx1100 — the loader's gfx11 target and
+ * descriptor checks — and gets the gfx11 stream for what its descriptor asks:
+ * RSRC1 with PRIV, RSRC2 with the descriptor's user SGPR count (clang-15 says
+ * 15 for the 2 it enables: the loader once refused that, and the stream's
+ * dword count once disagreed with the emitter, so every such dispatch failed
+ * EIO) and the enabled USER_DATA registers, RSRC3 as built, the architected
+ * scratch base and TMPRING_SIZE in 256-byte units when it uses scratch.
+ */
+Test(gpu_dispatch, gfx1100_code_object_built_by_clang, .init = setup, .fini = teardown, .timeout = 120) {
+        uint32_t n = 1000, saved = fx.ctx->info.gfx_target_version, ring[512];
+        GpuCodeObject *co = load("builtins-private-array-gfx1030.hsaco");
+        const GpuKernel *k = kernel_of(co, "private_array_builtins");
+        GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
+        uint32_t *pi = gpu_buffer_get_cpu(in), *po = gpu_buffer_get_cpu(out);
+        GpuQueue *q = &fx.ctx->queues[COMPUTE_QUEUE];
+        Args args = { 0 };
+        ShRegs regs;
+
+        for (uint32_t i = 0; i < n; i++)
+                pi[i] = i * 2246822519u;
+        arg_ptr(&args, k, gpu_buffer_get_va(in));
+        arg_ptr(&args, k, gpu_buffer_get_va(out));
+        arg_u32(&args, k, n);
+        GpuJob j = dispatch_job(co, "private_array_builtins", n, 64, &args);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t v = pi[i], a[64], acc = 0;
+                for (int x = 0; x < 64; x++)
+                        a[x] = v * (uint32_t) x + i;
+                for (int x = 0; x < 16; x++)
+                        acc += a[(v + (uint32_t) x * 7) & 63];
+                cr_assert_eq(po[i], acc, "gfx1030 build: out[%u]", i);
+        }
+        gpu_code_object_unref(co);
+
+        fx.ctx->info.gfx_target_version = 110000;
+        co = load("builtins-private-array-gfx1100.hsaco");
+        k = kernel_of(co, "private_array_builtins");
+        const GpuKernelCode *kc = &co->kernel_code[0];
+        cr_expect(kc->wave32, "clang builds gfx11 kernels for wave32");
+        GpuJob j11 = dispatch_job(co, "private_array_builtins", n, 64, &args);
+        GpuInflight f = { .seq = 9, .job = j11 };
+        cr_assert_eq(gpu_dispatch_prepare(fx.ctx, q, &j11, f.seq, &f), 0);
+        size_t len = gpu_compute_emit_job(fx.ctx, q, &j11, &f, ring);
+        cr_assert_eq(len, gpu_compute_job_dwords(&j11), "the dword count matches the stream");
+        walk_sh_regs(ring, len, &regs);
+
+        uint32_t user_sgprs = (kc->rsrc2 >> 1) & 0x1F, n_user = 0;
+        cr_expect_eq(regs.v[0x212], kc->rsrc1 | 1u << 20, "RSRC1 as built, with PRIV");
+        cr_expect_eq((regs.v[0x213] >> 1) & 0x1F, user_sgprs, "RSRC2.USER_SGPR_COUNT as the descriptor's");
+        for (unsigned r = 0x240; r < 0x250; r++)
+                n_user += regs.set[r];
+        /* clang-15 asks for 15 with 2 enabled (system SGPRs from s15): the
+         * enabled ones are written, the CP loads the rest unread. */
+        cr_expect_eq(n_user, gpu_kernel_user_sgprs(kc->code_properties), "USER_DATA registers written");
+        cr_expect_geq(user_sgprs, n_user);
+        if (regs.set[0x228])
+                cr_expect_eq(regs.v[0x228], kc->rsrc3, "RSRC3 as built");
+        if (k->private_segment_size > 0) {
+                uint64_t scratch = gpu_buffer_get_va(f.scratch);
+                cr_expect_eq(regs.v[0x210], (uint32_t) (scratch >> 8), "COMPUTE_DISPATCH_SCRATCH_BASE_LO");
+                cr_expect_eq(((regs.v[0x218] >> 12) & 0x7FFF) * 256u, q->scratch_wave_bytes,
+                             "TMPRING_SIZE.WAVESIZE in 256-byte units");
+                gpu_buffer_unref(f.scratch);
+        }
+        fx.ctx->info.gfx_target_version = saved;
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_code_object_unref(co);
+}
+
 typedef struct Tally {
         unsigned done, failed;
         uint64_t last_seq;
