@@ -518,7 +518,7 @@ Test(gpu_dispatch, gfx11_scratch_programming, .init = setup, .fini = teardown) {
  */
 Test(gpu_dispatch, gfx1100_code_object_built_by_clang, .init = setup, .fini = teardown, .timeout = 120) {
         uint32_t n = 1000, saved = fx.ctx->info.gfx_target_version, ring[512];
-        GpuCodeObject *co = load("builtins-private-array-gfx1030.hsaco");
+        GpuCodeObject *co = load_kernel_file("builtins-private-array-gfx1030.hsaco");
         const GpuKernel *k = kernel_of(co, "private_array_builtins");
         GpuBuffer *in = new_buf(n * 4, GPU_PLACEMENT_GTT), *out = new_buf(n * 4, GPU_PLACEMENT_GTT);
         uint32_t *pi = gpu_buffer_get_cpu(in), *po = gpu_buffer_get_cpu(out);
@@ -544,7 +544,7 @@ Test(gpu_dispatch, gfx1100_code_object_built_by_clang, .init = setup, .fini = te
         gpu_code_object_unref(co);
 
         fx.ctx->info.gfx_target_version = 110000;
-        co = load("builtins-private-array-gfx1100.hsaco");
+        co = load_kernel_file("builtins-private-array-gfx1100.hsaco");
         k = kernel_of(co, "private_array_builtins");
         const GpuKernelCode *kc = &co->kernel_code[0];
         cr_expect(kc->wave32, "clang builds gfx11 kernels for wave32");
