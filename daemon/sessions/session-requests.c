@@ -550,10 +550,17 @@ static void handle_submit(Session *s, const WireRequest *req) {
         if (s->account)
                 s->account->usage.jobs_submitted += n;
         session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
+        /* The jobs go to the GPU before the reply goes out (issue 13: the
+         * reply first put the ring write on the client's critical path); the
+         * reply still comes before anything said about the jobs. */
+        session_ref(s);
+        session_cork(s);
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_SUBMIT,
                                        .submit = { .fences = fences, .n_fences = n } },
                      NULL, 0);
         scheduler_run(s->set->scheduler);
+        session_uncork(s);
+        session_unref(s);
 }
 
 static void handle_query(Session *s, const WireRequest *req) {

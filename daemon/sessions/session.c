@@ -426,7 +426,8 @@ void session_end(Session *s, int error, const char *why, bool reconnect) {
                 return;
         /* A send that fails disconnects, which may drop the last reference. */
         s = session_ref(s);
-        if (s->hello_done)
+        session_uncork(s); /* what waits goes first */
+        if (s->hello_done && s->connected)
                 (void) session_send(s, &(WireReply) {
                                             .type = WIRE_REPLY_SESSION_ENDED,
                                             .session_ended = { .error = error, .message = why,
@@ -479,6 +480,8 @@ int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_
         s->n_out++;
         s->out_bytes += len;
 
+        if (s->corked)
+                return 0;
         r = flush_out(s);
         if (r < 0) {
                 session_disconnect(s, "send failed");
@@ -495,6 +498,20 @@ int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_
                 update_io_events(s);
         }
         return 0;
+}
+
+void session_cork(Session *s) {
+        s->corked = true;
+}
+
+void session_uncork(Session *s) {
+        if (!s->corked)
+                return;
+        s->corked = false;
+        if (!s->connected || !s->out.first)
+                return;
+        if (flush_out(s) < 0)
+                session_disconnect(s, "send failed");
 }
 
 int session_send_error(Session *s, uint64_t id, int error, const char *fmt, ...) {

@@ -70,6 +70,7 @@ struct Session {
         bool hello_done;
         bool young; /* served after established sessions (session-set.h, "Young sessions") */
         bool reading_paused;
+        bool corked; /* replies queue up without being sent (session_cork) */
 
         Identity identity;        /* from the kernel: SO_PEERCRED, pidfd, cgroup */
         char client_name[WIRE_CLIENT_NAME_MAX + 1];
@@ -186,6 +187,12 @@ void session_end(Session *s, int error, const char *why, bool reconnect);
 /* Queues a reply (copies fds: the caller keeps its own). Disconnects a
  * client whose unread replies exceed the limits. */
 int session_send(Session *s, const WireReply *r, const int *fds, unsigned n_fds);
+/* While corked, replies keep their order but wait in the queue; uncorking
+ * sends what waits. A Submit's reply is corked while its jobs go to the GPU,
+ * so the client learns its fences after the ring was written, and before any
+ * notification about those jobs. */
+void session_cork(Session *s);
+void session_uncork(Session *s);
 int session_send_error(Session *s, uint64_t id, int error, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
