@@ -9,7 +9,8 @@
  * kernel dispatch, signal event, wait event). Completion is visible without
  * a round trip: the session page, a
  * read-only shared mapping the daemon keeps up to date, holds the completed
- * fence and every event's age, and an eventfd is signalled when it changes.
+ * fence and every event's age, and an eventfd is signalled when a job
+ * completes or fails or an event changes (not when a job is submitted).
  *
  * Conventions:
  *  - Every function that can fail returns an int: 0 (or a count) on success, a
@@ -142,7 +143,8 @@ const char *kfdb_default_socket_path(void);
 const char *kfdb_session_last_error(const kfdb_session *s);
 
 /* The socket (readable when the daemon sent something) and the eventfd
- * (readable when the session page changed), for a client's poll loop. After
+ * (readable when a job completed or failed or an event changed on the session
+ * page; a submission alone does not signal it), for a client's poll loop. After
  * either is readable call kfdb_process(). Owned by the session. */
 int kfdb_get_fd(const kfdb_session *s);
 int kfdb_get_event_fd(const kfdb_session *s);

@@ -80,12 +80,19 @@ static void end(SessionPage *p) {
 #define STORE(field, v) atomic_store_explicit((_Atomic uint64_t *) &(field), (v), memory_order_release)
 
 void session_page_set_fences(SessionPage *p, uint64_t completed, uint64_t submitted) {
-        if (p->page->completed_fence == completed && p->page->submitted_fence == submitted)
+        bool completion = p->page->completed_fence != completed, was_dirty = p->dirty;
+
+        if (!completion && p->page->submitted_fence == submitted)
                 return;
         begin(p);
         STORE(p->page->submitted_fence, submitted);
         STORE(p->page->completed_fence, completed);
         end(p);
+        /* A submission alone signals nothing: the client that submitted
+         * knows (docs/protocol.md: completions, failures, event signals and
+         * resets signal; issue 13 counted the spurious wake at submit). */
+        if (!completion)
+                p->dirty = was_dirty;
 }
 
 void session_page_job_failed(SessionPage *p, uint64_t fence) {

@@ -466,6 +466,33 @@ Test(clients, session_page_eventfd_signals_completion) {
         kfdb_session_free(s);
 }
 
+/* The eventfd says something happened: a completion, not a submission (the
+ * client that submitted knows; a wake for it is a wasted one). */
+Test(clients, session_page_eventfd_is_quiet_at_submit) {
+        kfdb_session *s = connect_session("page-quiet");
+        struct pollfd p = { .fd = kfdb_get_event_fd(s), .events = POLLIN };
+        kfdb_buffer *b;
+        kfdb_event *ev;
+        kfdb_batch *batch;
+        uint64_t fence, n;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, 65536, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_event_create(s, true, &ev), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, ev), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 7), 0);
+        /* What came before (the event's slot) may signal a moment after its reply. */
+        while (poll(&p, 1, 200) > 0)
+                cr_assert_eq(read(p.fd, &n, sizeof(n)), (ssize_t) sizeof(n));
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0);
+        cr_expect_eq(poll(&p, 1, 100), 0, "the eventfd signalled a submission");
+        cr_assert_eq(kfdb_event_set(ev), 0);
+        cr_expect_eq(poll(&p, 1, 10000), 1, "the eventfd did not signal the completion");
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0);
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+}
+
 Test(clients, limits_are_enforced_with_edquot) {
         kfdb_session *s = connect_session("limits");
         kfdb_limits lim;
