@@ -19,6 +19,7 @@
 #include "util/log.h"
 #include "util/log-ratelimit.h"
 #include "util/macro.h"
+#include "wire/wire.h"
 
 struct Listener {
         SessionSet *set;
@@ -30,6 +31,7 @@ struct Listener {
         sd_event_source *busy;     /* post source: the loop served something */
         bool catching_up;          /* the dispatch that just ran was catch_up's */
         unsigned n_refused;     /* accept failures since the last log line */
+        int reserve_fd;         /* /dev/null, given up to refuse a connection at the fd limit */
 };
 
 /* How long accepting pauses when the daemon is out of fds or memory: the
@@ -80,6 +82,34 @@ static void pause_accepting(Listener *l, int error) {
 
 static void arm_catch_up(Listener *l);
 
+/*
+ * At the fd limit (EMFILE, ENFILE) a connection cannot even be accepted to be
+ * told why, and its client would wait for a Hello reply that never comes. So
+ * the listener keeps one fd in reserve: it gives it up, accepts, sends the
+ * client an error (EMFILE, the reason, id 0 — as a refusal over a connection
+ * limit is sent), closes, and takes the reserve back. 0 if a connection was
+ * refused so, else -errno (no reserve, or no connection after all).
+ */
+static int refuse_at_fd_limit(Listener *l, int error) {
+        _cleanup_free_ void *buf = NULL;
+        const char *msg = "the daemon is out of file descriptors; try again later";
+        size_t len;
+        int c;
+
+        if (l->reserve_fd < 0)
+                return -EBADF;
+        l->reserve_fd = safe_close(l->reserve_fd);
+        c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c >= 0) {
+                if (wire_reply_encode(&(WireReply) { .error = error, .message = msg }, &buf, &len) == 0)
+                        (void) send(c, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+                safe_close(c);
+                log_ratelimited_errno(NULL, NULL, LOG_WARNING, error, "Refused a connection: %s: %m", msg);
+        }
+        l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        return c >= 0 ? 0 : -errno;
+}
+
 /* Takes up to ACCEPTS_PER_WAKEUP connections; how many it took. */
 static unsigned accept_some(Listener *l) {
         unsigned n = 0;
@@ -88,10 +118,14 @@ static unsigned accept_some(Listener *l) {
                 int c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
                 if (c < 0) {
-                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                        int error = errno;
+
+                        if (error == EAGAIN || error == EINTR || error == ECONNABORTED)
                                 break;
-                        /* EMFILE and friends: existing sessions keep being served. */
-                        pause_accepting(l, errno);
+                        if ((error == EMFILE || error == ENFILE) && refuse_at_fd_limit(l, error) == 0)
+                                continue;
+                        /* Out of memory, or no reserve: existing sessions keep being served. */
+                        pause_accepting(l, error);
                         break;
                 }
                 n++;
@@ -206,6 +240,7 @@ int listener_new(SessionSet *m, const char *path, Listener **ret) {
         }
         l->set = m;
         l->fd = fd;
+        l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (path) {
                 l->path = strdup(path);
                 if (!l->path) {
@@ -242,6 +277,7 @@ Listener *listener_free(Listener *l) {
         sd_event_source_disable_unref(l->retry);
         sd_event_source_disable_unref(l->catch_up);
         sd_event_source_disable_unref(l->busy);
+        safe_close(l->reserve_fd);
         safe_close(l->fd);
         if (l->path)
                 (void) unlink(l->path);

@@ -246,6 +246,16 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
                 *ret = s;
         return 0;
 fail:
+        /* Tell the client (a refusal over the connection limit did already). */
+        if (r != -EUSERS) {
+                _cleanup_free_ void *buf = NULL;
+                char msg[160];
+                size_t len;
+
+                snprintf(msg, sizeof(msg), "the daemon cannot set up a session: %s", strerror(-r));
+                if (wire_reply_encode(&(WireReply) { .error = -r, .message = msg }, &buf, &len) == 0)
+                        (void) send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
         s->connected = false;
         session_unref(s);
         return r;
@@ -441,10 +451,18 @@ void session_end(Session *s, int error, const char *why, bool reconnect) {
 /* A reply or notification that cannot be queued would leave the client
  * waiting for it, holding what it was about (a buffer it never got the fd
  * of, say): the session ends instead, which returns everything it held. */
-static int send_failed(Session *s, int r, const char *what) {
+static int send_failed(Session *s, uint64_t id, int r, const char *what) {
+        _cleanup_free_ void *buf = NULL;
+        char msg[200];
+        size_t len;
+
         log_ratelimited_errno(s->user_tally ? &s->user_tally->log_limit : NULL, s->user_tally ? s->user_tally->key : NULL,
                               LOG_WARNING, r, "Session %" PRIu64 ": cannot send a reply (%s), closing the session: %m",
                               s->id, what);
+        /* Still say why, if a plain error fits (it needs no fd and little memory). */
+        snprintf(msg, sizeof(msg), "the daemon cannot send its reply (%s: %s); the session ends", what, strerror(-r));
+        if (!s->out.first && wire_reply_encode(&(WireReply) { .id = id, .error = -r, .message = msg }, &buf, &len) == 0)
+                (void) send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         session_disconnect(s, "a reply could not be sent");
         return r;
 }
@@ -460,17 +478,17 @@ int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_
         assert(n_fds <= 2);
         r = wire_reply_encode(reply, &buf, &len);
         if (r < 0)
-                return send_failed(s, r, "encoding it failed");
+                return send_failed(s, reply->id, r, "encoding it failed");
         o = calloc(1, sizeof(*o));
         if (!o)
-                return send_failed(s, -ENOMEM, "out of memory");
+                return send_failed(s, reply->id, -ENOMEM, "out of memory");
         for (unsigned i = 0; i < n_fds; i++) {
                 o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
                 if (o->fds[i] < 0) {
                         r = -errno;
                         o->n_fds = i;
                         out_free(o);
-                        return send_failed(s, r, "duplicating its file descriptor failed");
+                        return send_failed(s, reply->id, r, "duplicating its file descriptor failed");
                 }
         }
         o->n_fds = n_fds;

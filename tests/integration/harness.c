@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -57,6 +58,8 @@ static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extr
                         _exit(127);
                 if (lf >= 0)
                         dup2(lf, STDERR_FILENO);
+                if (d->nofile && setrlimit(RLIMIT_NOFILE, &(struct rlimit) { d->nofile, d->nofile }) < 0)
+                        _exit(127);
                 execv(bin, (char **) argv);
                 _exit(127);
         }
@@ -82,6 +85,10 @@ static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extr
 }
 
 void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
+        test_daemon_start_limited(d, extra_args, 0);
+}
+
+void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, unsigned nofile) {
         const char *bin = getenv("KFDBROKERD");
 
         cr_assert(bin, "KFDBROKERD is not set (run through meson test)");
@@ -90,6 +97,7 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         cr_assert(mkdtemp(d->dir));
         snprintf(d->sock, sizeof(d->sock), "%s/sock", d->dir);
         snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+        d->nofile = nofile;
 
         /* The built-in policy lets clients dispatch only in GPU contexts of
          * their own (ComputeDispatch=isolated); the tests' own uid is granted

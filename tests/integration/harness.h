@@ -20,10 +20,13 @@ typedef struct TestDaemon {
         char sock[128];
         char log[128];
         char grant_dir[128], grant_arg[160]; /* the policy granting this uid compute dispatch */
+        unsigned nofile; /* the daemon's RLIMIT_NOFILE (soft and hard); 0 = inherited */
 } TestDaemon;
 
 /* Starts the daemon; extra_args is NULL or NULL-terminated. Asserts on failure. */
 void test_daemon_start(TestDaemon *d, const char *const *extra_args);
+/* The same with the daemon's fd limit set to nofile (soft and hard). */
+void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, unsigned nofile);
 /*
  * SIGTERM, wait (SIGKILL after 30 s); returns the exit status, 128+signal, or
  * TEST_DAEMON_SANITIZER_REPORT if it exited 0 but its log has an ASan,

@@ -358,6 +358,70 @@ Test(daemon, stale_socket_file_is_replaced) {
         cr_assert_eq(wait_exit(pid, 30000), 0);
 }
 
+/* At its fd limit the daemon tells a new client so (an error with id 0, as
+ * for a refusal over the connection limit) instead of leaving it waiting for
+ * a Hello reply; the sessions it has keep working, and once fds are free a
+ * new client gets in. (Buffers cannot fill the table: UserBuffers= defaults
+ * to a quarter of it; sessions can, up to --max-connections-per-user.) */
+Test(daemon, a_connection_at_the_fd_limit_is_refused_with_a_reason) {
+        TestDaemon d;
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        int c[64], r = 0;
+        unsigned n = 0;
+
+        test_daemon_start_limited(&d, NULL, 64);
+        for (; n < 64; n++) {
+                Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+                Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
+                int fds[2];
+                unsigned nfd = 2;
+
+                c[n] = raw_connect(&d);
+                h.protocol_version = 1;
+                h.client_name = "fd-limit";
+                req.id = 1;
+                req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+                req.hello = &h;
+                cr_assert_eq(raw_send(c[n], &req, NULL, 0), 0);
+                r = raw_recv(c[n], &m, fds, &nfd, 5000);
+                cr_assert_eq(r, 1, "connection %u: a client at the fd limit is left waiting (%d)", n, r);
+                for (unsigned i = 0; i < nfd; i++)
+                        close(fds[i]);
+                if (m->error != 0)
+                        break;
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        cr_assert_lt(n, 64u, "the daemon's fds did not run out");
+        /* Refused at accept or at set-up: id 0; at the Hello reply: the Hello's. */
+        cr_expect(m->id == 0 || m->id == 1, "id %llu", (unsigned long long) m->id);
+        cr_expect(m->error == EMFILE || m->error == ENFILE, "got %d: %s", m->error, m->error_message);
+        cr_expect(strstr(m->error_message, "file descriptors") || strstr(m->error_message, "open files"), "%s",
+                  m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(c[n]);
+
+        /* The sessions are served; a closed one makes room for a new client. */
+        {
+                Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+                Kfdbroker__V1__StatusRequest st = KFDBROKER__V1__STATUS_REQUEST__INIT;
+
+                req.body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
+                req.status = &st;
+                m = raw_call(c[0], &req, NULL, 0, NULL, NULL);
+                cr_expect_eq(m->error, 0, "an existing session is served: %s", m->error_message);
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        close(c[1]);
+        close(c[2]);
+        usleep(200000);
+        c[1] = raw_connect(&d);
+        raw_hello(c[1]);
+        for (unsigned i = 0; i < n; i++)
+                if (i != 2)
+                        close(c[i]);
+        test_daemon_fini(&d);
+}
+
 Test(daemon, connections_per_user_are_limited) {
         TestDaemon d;
         const char *extra[] = { "--max-connections-per-user=3", NULL };
