@@ -159,6 +159,18 @@ static void flood(const char *sock, volatile uint64_t *n) {
         }
 }
 
+/* Ends the victim's session, the daemon and its log reader; removes the socket and its directory. */
+static void stop(kfdb_session *s, kfdb_buffer *b, pid_t daemon, pid_t reader, const char *sock, const char *dir) {
+        kfdb_buffer_free(b);
+        kfdb_session_free(s);
+        kill(daemon, SIGTERM);
+        waitpid(daemon, NULL, 0);
+        kill(reader, SIGTERM);
+        waitpid(reader, NULL, 0);
+        unlink(sock);
+        rmdir(dir);
+}
+
 /* The victim next to the connect flood, on a daemon of its own started with
  * rate_arg; prints the line and returns p50 (ms) in *f50, p99 in *f99. */
 static void flood_round(const char *label, const char *rate_arg, volatile uint64_t *connects, double *f50,
@@ -168,7 +180,7 @@ static void flood_round(const char *label, const char *rate_arg, volatile uint64
         uint64_t t0, total = 0;
         kfdb_session *s;
         kfdb_buffer *b;
-        int logpipe[2], status;
+        int logpipe[2];
 
         if (!mkdtemp(dir) || pipe(logpipe) < 0)
                 die("setup", errno);
@@ -188,14 +200,7 @@ static void flood_round(const char *label, const char *rate_arg, volatile uint64
         printf("  next to %d connect flooders, %s (%.0f connects/s): p50 %7.3f ms  p99 %7.3f ms\n", FLOODERS, label,
                (double) total * 1e9 / (double) (now_ns() - t0), *f50, *f99);
 
-        kfdb_buffer_free(b);
-        kfdb_session_free(s);
-        kill(daemon, SIGTERM);
-        waitpid(daemon, &status, 0);
-        kill(reader, SIGTERM);
-        waitpid(reader, NULL, 0);
-        unlink(sock);
-        rmdir(dir);
+        stop(s, b, daemon, reader, sock, dir);
 }
 
 int main(void) {
@@ -205,7 +210,7 @@ int main(void) {
         pid_t daemon, reader, load[FLOODERS];
         kfdb_session *s;
         kfdb_buffer *b;
-        int logpipe[2], status;
+        int logpipe[2];
 
         setvbuf(stdout, NULL, _IOLBF, 0);
         if (!mkdtemp(dir) || pipe(logpipe) < 0)
@@ -228,14 +233,7 @@ int main(void) {
         victim(s, b, &b50, &b99);
         stop_load(load);
         printf("  next to %d CPU burners (baseline):         p50 %7.3f ms  p99 %7.3f ms\n", FLOODERS, b50, b99);
-        kfdb_buffer_free(b);
-        kfdb_session_free(s);
-        kill(daemon, SIGTERM);
-        waitpid(daemon, &status, 0);
-        kill(reader, SIGTERM);
-        waitpid(reader, NULL, 0);
-        unlink(sock);
-        rmdir(dir);
+        stop(s, b, daemon, reader, sock, dir);
 
         flood_round("default connect rate", NULL, connects, &f50, &f99);
         flood_round("no connect rate", "--max-connect-rate-per-user=0", connects, &u50, &u99);
