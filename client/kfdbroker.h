@@ -358,6 +358,91 @@ int kfdb_buffer_map(kfdb_buffer *b, void **ret);
  */
 int kfdb_buffer_free(kfdb_buffer *b);
 
+/* ---- Many small buffers in one: the sub-allocator (KFDBROKER_0.7) ---- */
+
+/*
+ * A kfdb_suballocator hands out slices of a few large daemon buffers
+ * ("blocks"), with no round trip to the daemon once a block is there: for
+ * programs that need many small buffers, where one AllocBuffer each would
+ * cost a round trip, a daemon file descriptor and a GPU mapping. The daemon
+ * sees only the blocks: they are what is charged against the session's
+ * limits, what jobs name (a slice is its block + an offset), what is mapped
+ * and what kfdb_buffer_export() hands on. So slices of one block are not
+ * isolated from each other: a job or a mapping of the block reaches all of
+ * it. Use separate allocators (or kfdb_buffer_alloc()) for memory that must
+ * be kept apart.
+ *
+ * A slice is a power-of-two number of 256-byte granules, aligned to its own
+ * size inside its block (a buddy allocator; its bookkeeping is in this
+ * process's heap, not in the block). A request larger than the block size
+ * gets a block of its own. Each block is mapped read-write into this process
+ * when it is made. A block whose slices are all freed is given back to the
+ * daemon, but for one kept for the next allocation.
+ *
+ * Like every object of a session, an allocator belongs to its session:
+ * kfdb_session_free() releases it and its blocks, and they live through a
+ * daemon restart as the session's buffers do. Not thread-safe.
+ */
+typedef struct kfdb_suballocator kfdb_suballocator;
+
+typedef struct kfdb_slice {
+        kfdb_buffer *buffer; /* the block: name it in jobs, with offset */
+        uint64_t offset;     /* of the slice in the block */
+        uint64_t size;       /* bytes reserved: the size asked for, rounded up */
+        void *ptr;           /* the slice in this process: the block's mapping + offset */
+} kfdb_slice;
+
+typedef struct kfdb_suballocator_stats {
+        uint32_t blocks;        /* daemon buffers held, dedicated ones included */
+        uint64_t block_bytes;   /* their bytes: what the daemon charges */
+        uint32_t slices;        /* live slices, pending frees included */
+        uint64_t slice_bytes;   /* bytes they reserve */
+        uint32_t pending_frees; /* slices freed after a fence not yet done */
+} kfdb_suballocator_stats;
+
+/**
+ * kfdb_suballocator_new() - an allocator whose blocks are @block_size bytes
+ * of @placement memory (0: 4 MiB; else a power of two from 64 KiB to
+ * 256 MiB). No block is allocated until the first slice. Returns 0, -EINVAL
+ * (the message says which argument), or -ENOMEM.
+ */
+int kfdb_suballocator_new(kfdb_session *s, kfdb_placement placement, uint64_t block_size,
+                          kfdb_suballocator **ret);
+
+/**
+ * kfdb_suballocator_free() - free every block (live slices with them: jobs
+ * in flight keep their blocks alive in the daemon until they finish) and the
+ * allocator. NULL-safe; returns NULL.
+ */
+kfdb_suballocator *kfdb_suballocator_free(kfdb_suballocator *a);
+
+/**
+ * kfdb_slice_alloc() - a slice of at least @size bytes, aligned to
+ * @alignment (0: 256; a power of two, at most the block size) in its block.
+ * Reuses a free range when there is one (no system call), else allocates a
+ * block (kfdb_buffer_alloc(), one round trip) and maps it. The memory of a
+ * reused range holds what was last written to it (this process's own data;
+ * a new block is zeroed by the daemon). Returns 0, -EINVAL (@size 0 or
+ * @alignment not a power of two or larger than the block; the message
+ * says which), or the errors of kfdb_buffer_alloc() and kfdb_buffer_map()
+ * (-EDQUOT when a new block would go over the session's limits).
+ */
+int kfdb_slice_alloc(kfdb_suballocator *a, uint64_t size, uint64_t alignment, kfdb_slice *ret);
+
+/**
+ * kfdb_slice_free() - give @slice back. With @after_fence 0 its range is free
+ * at once; else only once that job has finished (succeeded or failed; see
+ * kfdb_fence_is_done()), so a job still reading or writing the slice is not
+ * raced by a new owner of the range. Pending frees are completed by later
+ * calls of this allocator. Returns 0, or -EINVAL (a slice this allocator
+ * does not hold: another allocator's, freed already, or altered; a fence never
+ * handed out), with the message saying which.
+ */
+int kfdb_slice_free(kfdb_suballocator *a, const kfdb_slice *slice, uint64_t after_fence);
+
+/* kfdb_suballocator_get_stats() - what @a holds now (completes pending frees first). */
+int kfdb_suballocator_get_stats(kfdb_suballocator *a, kfdb_suballocator_stats *ret);
+
 /* ---- Events (KFD semantics) ---- */
 
 /**

@@ -9,8 +9,9 @@
  *      a raw SOCK_SEQPACKET echo between two processes;
  *   2. batches of 64 4-byte fills through the broker against the floor's;
  *   3. a 256 MiB GPU copy against memcpy of the same size;
- *   4. AllocBuffer+FreeBuffer pairs against memfd_create+ftruncate+mmap+
- *      munmap+close;
+ *   4. AllocBuffer+FreeBuffer pairs, and kfdb_slice_alloc+kfdb_slice_free
+ *      pairs of libkfdbroker's sub-allocator, against memfd_create+ftruncate+
+ *      mmap+munmap+close;
  *   5. noisy neighbours: a light client's 4 KiB copies (one at a time) next
  *      to 2 CPU burners, and next to 15 flooders each keeping one 16 MiB copy
  *      in flight — on a daemon that splits large copies into 1 MiB pieces and
@@ -43,6 +44,7 @@
 #define COPY_RUNS 5
 #define ALLOC_PAIRS 2000
 #define ALLOC_SIZE (64u << 10)
+#define ALLOC_ROUNDS 5
 #define BATCH 64
 #define BATCH_ROUNDS 5
 #define BATCH_ROUND_NS 500000000ull
@@ -271,6 +273,24 @@ static void bench_copy(kfdb_session *s) {
 
 /* ---- allocation ---- */
 
+/* memfd_create+ftruncate+mmap+munmap+close, ALLOC_PAIRS times: the baseline. */
+static uint64_t memfd_pairs_ns(void) {
+        uint64_t t0 = now_ns();
+
+        for (int i = 0; i < ALLOC_PAIRS; i++) {
+                int fd = memfd_create("bench", MFD_CLOEXEC);
+                void *p;
+                if (fd < 0 || ftruncate(fd, ALLOC_SIZE) < 0)
+                        die("memfd", errno);
+                p = mmap(NULL, ALLOC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (p == MAP_FAILED)
+                        die("mmap", errno);
+                munmap(p, ALLOC_SIZE);
+                close(fd);
+        }
+        return now_ns() - t0;
+}
+
 static void bench_alloc(kfdb_session *s) {
         uint64_t t0, broker_ns, memfd_ns;
         int r;
@@ -283,22 +303,38 @@ static void bench_alloc(kfdb_session *s) {
                         die("alloc/free", r);
         }
         broker_ns = now_ns() - t0;
-        t0 = now_ns();
-        for (int i = 0; i < ALLOC_PAIRS; i++) {
-                int fd = memfd_create("bench", MFD_CLOEXEC);
-                void *p;
-                if (fd < 0 || ftruncate(fd, ALLOC_SIZE) < 0)
-                        die("memfd", errno);
-                p = mmap(NULL, ALLOC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-                if (p == MAP_FAILED)
-                        die("mmap", errno);
-                munmap(p, ALLOC_SIZE);
-                close(fd);
-        }
-        memfd_ns = now_ns() - t0;
+        memfd_ns = memfd_pairs_ns();
         printf("AllocBuffer+FreeBuffer:     %8.0f pairs/s (64 KiB), memfd+mmap+close %8.0f pairs/s\n",
                ALLOC_PAIRS * 1e9 / (double) broker_ns, ALLOC_PAIRS * 1e9 / (double) memfd_ns);
         report("alloc + free: broker / memfd", (double) memfd_ns / (double) broker_ns, false, 0.25);
+}
+
+/* Slices of 4 MiB blocks (kfdb_suballocator): the first slice brings a block
+ * in, the rest cost no round trip. Medians of ALLOC_ROUNDS rounds, each with
+ * its own memfd baseline and a new allocator. */
+static void bench_suballoc(kfdb_session *s) {
+        double ratio[ALLOC_ROUNDS], rate[ALLOC_ROUNDS];
+        int r;
+
+        for (int k = 0; k < ALLOC_ROUNDS; k++) {
+                kfdb_suballocator *a;
+                uint64_t t0, ns;
+                if ((r = kfdb_suballocator_new(s, KFDB_PLACEMENT_GTT, 0, &a)) < 0)
+                        die("kfdb_suballocator_new", r);
+                t0 = now_ns();
+                for (int i = 0; i < ALLOC_PAIRS; i++) {
+                        kfdb_slice sl;
+                        if ((r = kfdb_slice_alloc(a, ALLOC_SIZE, 0, &sl)) < 0 || (r = kfdb_slice_free(a, &sl, 0)) < 0)
+                                die("slice alloc/free", r);
+                }
+                ns = now_ns() - t0;
+                kfdb_suballocator_free(a);
+                ratio[k] = (double) memfd_pairs_ns() / (double) ns;
+                rate[k] = ALLOC_PAIRS * 1e9 / (double) ns;
+        }
+        printf("kfdb_slice_alloc+free:      %8.0f pairs/s (64 KiB slices of 4 MiB blocks, median of %d)\n",
+               median(rate, ALLOC_ROUNDS), ALLOC_ROUNDS);
+        report("alloc + free: sub-allocated / memfd", median(ratio, ALLOC_ROUNDS), false, 1.0);
 }
 
 /* ---- noisy neighbours ---- */
@@ -511,6 +547,7 @@ int main(void) {
         bench_batched(s, &floor);
         bench_copy(s);
         bench_alloc(s);
+        bench_suballoc(s);
         kfdb_session_free(s);
 
         pid_off = start_daemon(sock_off, false);
