@@ -206,6 +206,39 @@ Test(restart, kernels_run_after_a_restart) {
         kfdb_session_free(s);
 }
 
+/* A sub-allocator's blocks are the session's buffers: after a restart its
+ * slices hold their data, jobs on them run, and it hands out and takes back
+ * slices as before. */
+Test(restart, slices_of_a_sub_allocator_live_through_a_restart) {
+        kfdb_session *s;
+        kfdb_suballocator *a;
+        kfdb_slice x, y, z;
+        kfdb_batch *b;
+        uint64_t fence;
+
+        test_daemon_start(&d, NULL);
+        s = connect_session("slices");
+        cr_assert_eq(kfdb_suballocator_new(s, KFDB_PLACEMENT_GTT, 64u << 10, &a), 0);
+        cr_assert_eq(kfdb_slice_alloc(a, 4096, 0, &x), 0);
+        cr_assert_eq(kfdb_slice_alloc(a, 4096, 0, &y), 0);
+        fill_words(x.ptr, 1024, 0x51ce);
+        cr_assert_eq(test_daemon_restart(&d, SIGTERM, NULL), 0);
+
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        cr_assert_eq(kfdb_batch_copy(b, y.buffer, y.offset, x.buffer, x.offset, 4096), 0);
+        cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, 30000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert(words_are(y.ptr, 1024, 0x51ce), "the copy between two slices after the restart");
+        cr_assert_eq(kfdb_session_get_reconnects(s), 1);
+        cr_assert_eq(kfdb_slice_free(a, &x, fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_slice_alloc(a, 60u << 10, 0, &z), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_slice_free(a, &z, 0), 0);
+        cr_assert_eq(kfdb_slice_free(a, &y, 0), 0);
+        kfdb_batch_free(b);
+        kfdb_suballocator_free(a);
+        kfdb_session_free(s);
+}
+
 /* The daemon's parent-death signal follows the thread that forked it: the
  * thread that restarts it stays until the daemon is stopped. */
 static int thread_done[2];
