@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "sim-test.h"
+#include "sim/sim-device.h"  /* white box: an event's waiters */
+#include "sim/sim-events.h"
+#include "sim/sim-process.h"
 
 static uint64_t now_ms(void) {
         struct timespec ts;
@@ -275,6 +278,29 @@ static void *waiter_thread(void *userdata) {
         return NULL;
 }
 
+/* Until the waiter sleeps inside WAIT_EVENTS (white box: it is on the event's
+ * list of waiters), so the test acts on a waiter in the simulator rather than
+ * on one still on its way there, however loaded the machine. */
+static bool has_waiter(SimDevice *dev, uint32_t id) {
+        bool found = false;
+        pthread_mutex_lock(&dev->lock);
+        for (SimProcess *p = dev->processes; p; p = p->next)
+                for (SimEvent *e = p->events; e; e = e->next)
+                        if (e->id == id && e->waiters)
+                                found = true;
+        pthread_mutex_unlock(&dev->lock);
+        return found;
+}
+
+static void wait_until_asleep(Waiter *w) {
+        for (int i = 0; i < 5000; i++) {
+                if (has_waiter(w->c->dev, w->id))
+                        return;
+                usleep(1000);
+        }
+        cr_assert_fail("the waiter thread never went to sleep in WAIT_EVENTS");
+}
+
 Test(sim_events, device_shutdown_releases_waiters) {
         TestCtx c;
         t_open(&c, NULL);
@@ -283,7 +309,7 @@ Test(sim_events, device_shutdown_releases_waiters) {
         Waiter w = { .c = &c, .id = id, .result = 99 };
         pthread_t t;
         cr_assert_eq(pthread_create(&t, NULL, waiter_thread, &w), 0);
-        usleep(20000);
+        wait_until_asleep(&w);
         sim_device_free(c.dev);
         pthread_join(t, NULL);
         cr_expect_eq(w.r, -EIO);
@@ -303,7 +329,7 @@ Test(sim_events, cancelled_waiter_leaves_no_lock_behind, .timeout = 10) {
                 pthread_t t;
                 void *ret;
                 cr_assert_eq(pthread_create(&t, NULL, waiter_thread, &w), 0);
-                usleep(20000); /* asleep in the simulator by now */
+                wait_until_asleep(&w);
                 cr_assert_eq(pthread_cancel(t), 0);
                 cr_assert_eq(pthread_join(t, &ret), 0);
                 cr_expect_eq(ret, PTHREAD_CANCELED);
