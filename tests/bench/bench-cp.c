@@ -145,9 +145,13 @@ static void submit_and_wait(Dev *d, Queue *q, Pm4 *p) {
                 .events_ptr = (uint64_t) (uintptr_t) &ev, .num_events = 1, .timeout = 600000,
         };
         CHECK(dev_ioctl(d, AMDKFD_IOC_WAIT_EVENTS, &w));
-        if (w.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE ||
-            __atomic_load_n((uint64_t *) q->rptr.cpu, __ATOMIC_ACQUIRE) != q->wptr_dw) {
-                fprintf(stderr, "the dispatch did not complete\n");
+        /* The CP writes back a 32-bit dword position inside the ring, per
+         * 64-dword block (kfd-facts §7.7), not a growing count. */
+        uint32_t rptr = __atomic_load_n((uint32_t *) q->rptr.cpu, __ATOMIC_ACQUIRE);
+        uint32_t want = (uint32_t) ((q->wptr_dw & ~63ull) % (65536 / 4));
+        if (w.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE || rptr != want) {
+                fprintf(stderr, "the dispatch did not complete (wait result %u, rptr %u, expected %u)\n",
+                        w.wait_result, rptr, want);
                 exit(1);
         }
 }
