@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "sim-device.h"
+#include "sim-dma-move.h"
 #include "sim-engine.h"
 #include "sim-events.h"
 #include "sim-memory.h"
@@ -100,12 +101,14 @@ static void fail_error(SimQueue *q, const char *reason) {
         sim_events_queue_stopped(q->process, q->id, text);
 }
 
+/* A byte fill is a dword fill of the byte four times (the byte count of
+ * either is a multiple of 4: the decoder's check). */
 static void fill(uint8_t *dst, const SimSdmaPacket *pk) {
+        uint32_t pattern = pk->fill.data;
+
         if (pk->fill.fillsize == SDMA_CONSTANT_FILL_BYTE)
-                memset(dst, (int) (pk->fill.data & 0xFF), pk->fill.bytes);
-        else
-                for (uint64_t i = 0; i < pk->fill.bytes; i += 4)
-                        memcpy(dst + i, &pk->fill.data, 4);
+                pattern = (pattern & 0xFF) * 0x01010101u;
+        sim_dma_fill32(dst, pattern, pk->fill.bytes);
 }
 
 /* A copy (src != NULL) or a fill of dst. A large one runs without the device
@@ -124,7 +127,7 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
                 pthread_mutex_unlock(&p->device->lock);
         }
         if (src)
-                memmove(dst, src, bytes);
+                sim_dma_copy(dst, src, bytes);
         else
                 fill(dst, pk);
         if (dst_bo) {

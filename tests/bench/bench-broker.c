@@ -20,6 +20,8 @@
  *      with chunking against without.
  * Starts its own kfdbrokerd --device=sim daemons (path from $KFDBROKERD or
  * the build tree) and runs bench-floor ($BENCH_FLOOR or the build tree).
+ * Usage: bench-broker [round-trip|batched|copy|alloc|suballoc|noise...] (all of them
+ * without arguments).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -524,7 +526,18 @@ static void bench_noise(const char *sock_on, const char *sock_off) {
         report("noisy neighbours: flooder throughput, chunking on / off", g / go, false, 0.7);
 }
 
-int main(void) {
+/* Whether to run the part named `name`: all of them without arguments,
+ * else the ones named (round-trip, batched, copy, alloc, suballoc, noise). */
+static bool want(int argc, char **argv, const char *name) {
+        if (argc < 2)
+                return true;
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], name) == 0)
+                        return true;
+        return false;
+}
+
+int main(int argc, char **argv) {
         char dir[] = "/tmp/kfdbroker-bench.XXXXXX", sock[128], sock_off[128];
         FloorResult floor;
         kfdb_session *s;
@@ -538,24 +551,31 @@ int main(void) {
         setvbuf(stdout, NULL, _IOLBF, 0);
 
         printf("kfdbroker against baselines measured in the same run (simulated GPU; issue 13 goals)\n");
-        run_floor(&floor);
+        if (want(argc, argv, "round-trip") || want(argc, argv, "batched"))
+                run_floor(&floor);
         pid = start_daemon(sock, true);
         r = kfdb_session_new(sock, "bench-broker", &s);
         if (r < 0)
                 die("connect", r);
-        bench_round_trip(s, &floor);
-        bench_batched(s, &floor);
-        bench_copy(s);
-        bench_alloc(s);
-        bench_suballoc(s);
+        if (want(argc, argv, "round-trip"))
+                bench_round_trip(s, &floor);
+        if (want(argc, argv, "batched"))
+                bench_batched(s, &floor);
+        if (want(argc, argv, "copy"))
+                bench_copy(s);
+        if (want(argc, argv, "alloc"))
+                bench_alloc(s);
+        if (want(argc, argv, "suballoc"))
+                bench_suballoc(s);
         kfdb_session_free(s);
 
-        pid_off = start_daemon(sock_off, false);
-        bench_noise(sock, sock_off);
+        if (want(argc, argv, "noise")) {
+                pid_off = start_daemon(sock_off, false);
+                bench_noise(sock, sock_off);
+                stop_daemon(pid_off, sock_off);
+        }
         printf("not measured here: the submission ring (item 2), the fd budgets (item 3), the parallel interpreter "
                "(item 4: bench-cp, bench-isa)\n");
-
-        stop_daemon(pid_off, sock_off);
         stop_daemon(pid, sock);
         rmdir(dir);
         return 0;
