@@ -61,6 +61,7 @@ struct SchedJob {
         uint64_t seq;             /* its sequence number there */
         uint64_t cost;            /* bytes moved (ring budget) */
         uint64_t est_ns;          /* GPU time charged to its stream while it runs */
+        unsigned klass;           /* its stream's class when it was submitted */
         SchedStream *stream;
         bool signal_claimed;      /* signal job whose signal a GPU wait already consumes */
         bool wait_resolved;       /* wait job whose wait was turned into GPU waits (or none) */

@@ -46,6 +46,8 @@
 /* Dispatches of one stream on the GPU at once: its jobs run in order on one
  * queue anyway, so more would only take the group's slots from the others. */
 #define COMPUTE_STREAM_MAX_JOBS 4u
+/* Priority classes counted per group (PolicyPriority has four; more clamp). */
+#define SCHED_CLASSES 8u
 /* Cost floor so that empty jobs (events) are not free in the ring budget. */
 #define MIN_JOB_COST 4096ull
 /* Estimate for a job with no bytes (events) until it is measured. */
@@ -54,6 +56,7 @@
 struct SchedGroup {
         unsigned max_jobs;      /* work (not event) jobs on the GPU over its queues; 0 = no group limit */
         unsigned work_in_flight;
+        unsigned class_in_flight[SCHED_CLASSES]; /* work jobs on the GPU, by the class they went with */
         QUEUE_HEAD(SchedStream, active);
 };
 
@@ -588,12 +591,19 @@ static void track_submitted(HwQueue *q, SchedJob *j, uint64_t seq) {
                 q->inflight_ns += j->est_ns;
 }
 
+static unsigned class_index(unsigned klass) {
+        return MIN(klass, SCHED_CLASSES - 1);
+}
+
 /* The stream's side of a job written to its queue. */
 static void stream_track_submitted(SchedStream *st, SchedJob *j) {
         st->inflight_est += j->est_ns;
         st->n_inflight++;
-        if (!is_event_job(j))
+        j->klass = class_index(st->klass);
+        if (!is_event_job(j)) {
                 st->hwq->group->work_in_flight++;
+                st->hwq->group->class_in_flight[j->klass]++;
+        }
 }
 
 /* Writes one job to its stream's hardware queue. */
@@ -763,11 +773,37 @@ static bool relay(Scheduler *s, HwQueue *from, Context *to, GpuWait *ret_wait) {
 }
 
 /*
+ * The class below which compute work waits: the highest class with work on
+ * the GPU or ready to go there (a work job at the head of a stream bound to
+ * a queue). The compute queues of different classes run side by side, on
+ * pipes of their own priority or on one pipe taking turns with another queue
+ * (where the hardware scheduler put them; queue priority within a pipe is not
+ * set by amdkfd since 73463e26f7e2), so a class holds on compute only if a
+ * lower class gets no new work onto the GPU while a higher one has work
+ * there or waiting. Work already on the GPU runs on; what the GPU does with
+ * it, the pipes' priorities decide (sim-isa.h, SIM_PIPE_PRIORITY_*). Event
+ * jobs are never held: a higher class may wait for a lower one's signal.
+ */
+static unsigned compute_hold_class(const SchedGroup *g) {
+        unsigned top = 0;
+
+        for (unsigned k = 0; k < SCHED_CLASSES; k++)
+                if (g->class_in_flight[k] > 0)
+                        top = k;
+        for (const SchedStream *st = g->active.first; st; st = st->active_next)
+                if (st->hwq && !is_event_job(st->pending.first))
+                        top = MAX(top, class_index(st->klass));
+        return top;
+}
+
+/*
  * Fills the group's hardware queues: while they have room, submit the head
  * job of the ready stream with the least virtual time. A stream whose job
  * does not fit its queue keeps that queue for itself in this pass (nobody
  * overtakes it there); one that does not fit the group's budget stops the
- * group. Returns true if anything changed.
+ * group. On compute, a lower class's work waits while a higher class has
+ * work on the GPU or ready (compute_hold_class()). Returns true if anything
+ * changed.
  */
 static bool run_group(Scheduler *s, SchedGroup *g) {
         bool changed = false;
@@ -778,6 +814,7 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                         q->full = false;
         for (;;) {
                 SchedStream *best = NULL, *st, *next;
+                unsigned hold = g == &s->compute ? compute_hold_class(g) : 0;
                 char err[256];
                 SchedJob *j;
                 int r;
@@ -787,6 +824,8 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                         j = st->pending.first;
                         if (g == &s->compute && !is_event_job(j) && st->n_inflight >= COMPUTE_STREAM_MAX_JOBS)
                                 continue; /* one stream does not take every slot of the group */
+                        if (!is_event_job(j) && class_index(st->klass) < hold)
+                                continue; /* a higher class has the compute engine */
                         if (!st->hwq) {
                                 err[0] = '\0';
                                 r = stream_bind_compute(s, st, err, sizeof err);
@@ -1027,6 +1066,8 @@ static void retire(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
                 q->inflight_ns -= MIN(q->inflight_ns, j->est_ns);
                 if (q->group->work_in_flight > 0)
                         q->group->work_in_flight--;
+                if (q->group->class_in_flight[j->klass] > 0)
+                        q->group->class_in_flight[j->klass]--;
         }
         q->head_since_ns = now_ns(); /* the next job starts now */
         charge(q, j, busy_ns);

@@ -609,6 +609,7 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
         x = build_dispatch(dev, cp, pk, &d, f);
         if (x != EXEC_DONE)
                 return x;
+        d.priority = q->pipe_priority; /* the SPI's wave launch order (sim-isa.h) */
         if (sim_icache_get(q->process, &dm.icache) < 0 || sim_vm_snapshot_new(q->process, &dm.snap) < 0)
                 return EXEC_RETRY; /* out of memory: try again on the next pass */
         pthread_mutex_init(&dm.lock, NULL);

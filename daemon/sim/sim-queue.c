@@ -24,6 +24,7 @@
 #include "kfd/kfd-uapi.h"
 #include "sim-cp.h"
 #include "sim-device.h"
+#include "isa/sim-isa.h"
 #include "sim-engine.h"
 #include "sim-memory.h"
 #include "sim-process.h"
@@ -102,6 +103,20 @@ static int check_properties(const SimDevice *d, SimCreateQueueArgs *a) {
         default:
                 return -EOPNOTSUPP; /* kernel: -ENOTSUPP, see the file comment */
         }
+}
+
+/*
+ * The HQD's pipe priority, as the MQD managers set it (kfd_mqd_manager_v10.c
+ * set_priority: cp_hqd_pipe_priority = pipe_priority_map[queue_priority];
+ * kfd_mqd_manager.c pipe_priority_map: 0-6 CS_LOW (0), 7-10 CS_MEDIUM (1),
+ * 11-15 CS_HIGH (2)). The queue priority itself (cp_hqd_queue_priority) is
+ * not modelled: amdkfd stopped setting it ("drm/amdkfd: Disable MQD queue
+ * priority", 73463e26f7e2, 2026), so queues of one pipe take turns.
+ */
+static unsigned pipe_priority(uint32_t queue_priority) {
+        return queue_priority >= 11 ? SIM_PIPE_PRIORITY_HIGH
+               : queue_priority >= 7 ? SIM_PIPE_PRIORITY_MEDIUM
+                                     : SIM_PIPE_PRIORITY_LOW;
 }
 
 static bool is_sdma(uint32_t type) {
@@ -227,6 +242,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         q->cwsr_mem = cwsr_mem;
         q->doorbell_index = doorbell;
         q->sdma_slot = slot;
+        q->pipe_priority = pipe_priority(b->queue_priority);
         for (SimMem **m = (SimMem *[]) { ring_mem, rptr_mem, wptr_mem, eop_mem, cwsr_mem }, **end = m + 5;
              m < end; m++)
                 if (*m)
@@ -245,6 +261,8 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
                         sim_engine_add_queue(d->sdma_engines[(unsigned) slot % g->num_sdma_engines], q);
         } else if (q->cp && (b->queue_percentage & 0xFF) > 0) {
                 /* allocate_hqd(): pipes in turn (dqm->next_pipe_to_allocate). */
+                log_debug("sim: compute queue %u of process %p on pipe %u, pipe priority %u", id, (void *) p,
+                          d->next_cp_pipe, q->pipe_priority);
                 sim_engine_add_queue(d->cp_engines[d->next_cp_pipe], q);
                 d->next_cp_pipe = (d->next_cp_pipe + 1) % SIM_CP_PIPES;
         }

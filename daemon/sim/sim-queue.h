@@ -38,6 +38,7 @@ struct SimQueue {
         SimMem *ring_mem, *rptr_mem, *wptr_mem, *eop_mem, *cwsr_mem; /* queue_refcount held */
         uint32_t doorbell_index;
         int sdma_slot;           /* index in the device's SDMA pool, -1 for compute */
+        unsigned pipe_priority;  /* compute: CP_HQD_PIPE_PRIORITY from queue_priority (sim-queue.c) */
 
         /* Engine state. */
         uint64_t rptr;           /* bytes (SDMA), monotonic */

@@ -134,6 +134,7 @@ typedef struct SimIsaJob {
         unsigned n_slots;               /* participants so far; each takes the next scratch slot */
         unsigned n_helpers;             /* helpers inside the dispatch now */
         bool listed;                    /* on the pool's list of dispatches open to helpers */
+        bool launching;                 /* counted in the pool's launching[priority] */
         struct SimIsaJob *next_job;
         /* Guarded by lock. */
         pthread_mutex_t lock;
@@ -235,14 +236,21 @@ bool sim_isa_needs_literal(uint32_t w0);
 bool sim_isa_bad_operand(const SimIsaInst *inst);
 
 /* sim-isa-pool.c: the workgroups of a dispatch on the pool's helper threads
- * besides the caller. Both are no-ops without a pool. */
+ * besides the caller. Both are no-ops without a pool. From open() to close()
+ * the dispatch holds back the workgroups of dispatches of lower priority. */
 void sim_isa_pool_open(SimIsaPool *pool, SimIsaJob *job);
 void sim_isa_pool_close(SimIsaPool *pool, SimIsaJob *job);
+/* Whether job may start a workgroup now: no dispatch of a higher priority
+ * is open (true without a pool). Lock-free. */
+bool sim_isa_pool_may_launch(SimIsaPool *pool, const SimIsaJob *job);
+/* Waits until sim_isa_pool_may_launch() or *cancel (if set) is non-zero. */
+void sim_isa_pool_wait_launch(SimIsaPool *pool, const SimIsaJob *job, const int *cancel);
 
 /* sim-isa.c: runs workgroups of job until none is left (or the dispatch
  * stops) on the caller's thread, as participant `slot`, with room for
  * wg_waves waves in waves, d->lds_bytes of LDS in lds and an icache. */
-void sim_isa_participate(SimIsaJob *job, unsigned slot, SimIsaWave *waves, uint8_t *lds, SimIsaICacheEntry *icache);
+void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave *waves, uint8_t *lds,
+                         SimIsaICacheEntry *icache);
 
 /* sim-isa.c: failure reporting and memory. */
 int sim_isa_fail(SimIsaRun *r, int error, uint64_t pc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -11,13 +11,26 @@
  * runs out of workgroups itself and waits for the helpers inside it to
  * leave, so nothing of a dispatch outlives sim_isa_dispatch(). Several
  * dispatches (from different pipes) may be open at once and share the
- * helpers, oldest first.
+ * helpers: the highest priority first, then the oldest.
+ *
+ * Wave launch (sim-isa.h, SIM_PIPE_PRIORITY_*): launching[p] counts the
+ * dispatches of priority p that are open (from sim_isa_pool_open() until
+ * every participant has left in sim_isa_pool_close()). A participant starts
+ * a workgroup only while no higher count is non-zero: a helper leaves for the
+ * higher dispatch, the caller (a pipe's CP engine) waits, as a pipe whose
+ * waves the SPI does not launch stalls. The hardware launches a lower pipe's
+ * waves as soon as the higher dispatch has none left to launch, on the CUs it
+ * does not use; here the "CUs" are host threads that outnumber the host's
+ * CPUs and share them, so a lower dispatch started then would slow the
+ * higher one's last workgroups down: it waits until they have finished. The
+ * counts are written under the lock and read without it.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim-isa-internal.h"
 
@@ -25,10 +38,15 @@
 #define MAX_WAVES 32u
 #define MAX_LDS (64u * 1024u)
 
+/* How long a gated caller sleeps before it looks at its cancel flag again. */
+#define LAUNCH_WAIT_NS 2000000ull
+
 struct SimIsaPool {
         pthread_mutex_t lock;
-        pthread_cond_t wake;            /* a dispatch was listed, or the pool stops */
+        pthread_cond_t wake;            /* a dispatch was listed or may launch again, or the pool stops */
         pthread_cond_t left;            /* a helper left a dispatch */
+        pthread_cond_t launch;          /* a count in launching[] went down */
+        unsigned launching[SIM_PIPE_PRIORITY_LEVELS];
         SimIsaJob *jobs;                /* open to helpers, oldest first */
         bool stopping;
         unsigned n_threads;
@@ -53,16 +71,70 @@ static void unlist(SimIsaPool *pool, SimIsaJob *job) {
         job->listed = false;
 }
 
-/* The oldest listed dispatch that still has workgroups to claim; drops the
- * ones that have none. Locked. */
-static SimIsaJob *next_open_job(SimIsaPool *pool) {
-        while (pool->jobs) {
-                SimIsaJob *job = pool->jobs;
-                if (__atomic_load_n(&job->next, __ATOMIC_RELAXED) < __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED))
-                        return job;
-                unlist(pool, job);
+static unsigned job_priority(const SimIsaJob *job) {
+        return job->d->priority < SIM_PIPE_PRIORITY_LEVELS ? job->d->priority : SIM_PIPE_PRIORITY_LEVELS - 1;
+}
+
+bool sim_isa_pool_may_launch(SimIsaPool *pool, const SimIsaJob *job) {
+        if (!pool)
+                return true;
+        for (unsigned p = job_priority(job) + 1; p < SIM_PIPE_PRIORITY_LEVELS; p++)
+                if (__atomic_load_n(&pool->launching[p], __ATOMIC_ACQUIRE) > 0)
+                        return false;
+        return true;
+}
+
+static void launch_begin(SimIsaPool *pool, SimIsaJob *job) {
+        job->launching = true;
+        __atomic_store_n(&pool->launching[job_priority(job)], pool->launching[job_priority(job)] + 1,
+                         __ATOMIC_RELEASE);
+}
+
+static void launch_end(SimIsaPool *pool, SimIsaJob *job) {
+        pthread_mutex_lock(&pool->lock);
+        if (job->launching) {
+                job->launching = false;
+                __atomic_store_n(&pool->launching[job_priority(job)], pool->launching[job_priority(job)] - 1,
+                                 __ATOMIC_RELEASE);
+                pthread_cond_broadcast(&pool->launch);
+                pthread_cond_broadcast(&pool->wake); /* helpers may join what was held back */
         }
-        return NULL;
+        pthread_mutex_unlock(&pool->lock);
+}
+
+void sim_isa_pool_wait_launch(SimIsaPool *pool, const SimIsaJob *job, const int *cancel) {
+        if (!pool)
+                return;
+        pthread_mutex_lock(&pool->lock);
+        while (!sim_isa_pool_may_launch(pool, job) && !(cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED))) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_nsec += (long) LAUNCH_WAIT_NS;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
+                (void) pthread_cond_timedwait(&pool->launch, &pool->lock, &ts);
+        }
+        pthread_mutex_unlock(&pool->lock);
+}
+
+/* The listed dispatch a helper should join: of those that still have
+ * workgroups to claim and may launch them, the highest priority, then the
+ * oldest; drops the ones that have none left. Locked. */
+static SimIsaJob *next_open_job(SimIsaPool *pool) {
+        SimIsaJob *best = NULL, *job, *next;
+
+        for (job = pool->jobs; job; job = next) {
+                next = job->next_job;
+                if (__atomic_load_n(&job->next, __ATOMIC_RELAXED) >= __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED)) {
+                        unlist(pool, job);
+                        continue;
+                }
+                if (sim_isa_pool_may_launch(pool, job) && (!best || job_priority(job) > job_priority(best)))
+                        best = job;
+        }
+        return best;
 }
 
 static void *helper_main(void *userdata) {
@@ -82,7 +154,7 @@ static void *helper_main(void *userdata) {
                 job->n_helpers++;
                 pthread_mutex_unlock(&pool->lock);
 
-                sim_isa_participate(job, slot, h->waves, h->lds, h->icache);
+                sim_isa_participate(job, slot, true, h->waves, h->lds, h->icache);
 
                 pthread_mutex_lock(&pool->lock);
                 job->n_helpers--;
@@ -95,9 +167,14 @@ static void *helper_main(void *userdata) {
 void sim_isa_pool_open(SimIsaPool *pool, SimIsaJob *job) {
         SimIsaJob **p;
 
-        if (!pool || pool->n_threads == 0 || job->n_groups < 2 || job->max_slots < 2)
+        if (!pool)
                 return;
         pthread_mutex_lock(&pool->lock);
+        launch_begin(pool, job);
+        if (pool->n_threads == 0 || job->n_groups < 2 || job->max_slots < 2) {
+                pthread_mutex_unlock(&pool->lock);
+                return;
+        }
         for (p = &pool->jobs; *p; p = &(*p)->next_job)
                 ;
         *p = job;
@@ -115,6 +192,7 @@ void sim_isa_pool_close(SimIsaPool *pool, SimIsaJob *job) {
         while (job->n_helpers > 0)
                 pthread_cond_wait(&pool->left, &pool->lock);
         pthread_mutex_unlock(&pool->lock);
+        launch_end(pool, job);
 }
 
 static void helper_free(Helper *h) {
@@ -160,6 +238,13 @@ int sim_isa_pool_new(unsigned n_threads, SimIsaPool **ret) {
         pthread_mutex_init(&pool->lock, NULL);
         pthread_cond_init(&pool->wake, NULL);
         pthread_cond_init(&pool->left, NULL);
+        {
+                pthread_condattr_t attr;
+                pthread_condattr_init(&attr);
+                pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+                pthread_cond_init(&pool->launch, &attr);
+                pthread_condattr_destroy(&attr);
+        }
         for (unsigned i = 0; i < n_threads; i++) {
                 Helper *h = NULL;
                 int r = helper_new(pool, &h);
@@ -189,6 +274,7 @@ SimIsaPool *sim_isa_pool_free(SimIsaPool *pool) {
                 pthread_join(pool->threads[i], NULL);
         pthread_cond_destroy(&pool->wake);
         pthread_cond_destroy(&pool->left);
+        pthread_cond_destroy(&pool->launch);
         pthread_mutex_destroy(&pool->lock);
         free(pool);
         return NULL;

@@ -403,7 +403,8 @@ static void job_leave(SimIsaJob *job, SimIsaRun *r) {
         pthread_mutex_unlock(&job->lock);
 }
 
-void sim_isa_participate(SimIsaJob *job, unsigned slot, SimIsaWave *waves, uint8_t *lds, SimIsaICacheEntry *icache) {
+void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave *waves, uint8_t *lds,
+                         SimIsaICacheEntry *icache) {
         const SimIsaDispatch *d = job->d;
         SimIsaResult ret = {};
         SimIsaRun r = {
@@ -425,6 +426,13 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, SimIsaWave *waves, uint8
         for (unsigned i = 0; i < SIM_ISA_ICACHE_SIZE; i++)
                 icache[i].pc = UINT64_MAX;
         for (;;) {
+                /* Wave launch: a dispatch of a higher priority goes first; a
+                 * helper goes over to it, the caller waits. */
+                if (!sim_isa_pool_may_launch(d->pool, job)) {
+                        if (helper)
+                                break;
+                        sim_isa_pool_wait_launch(d->pool, job, d->cancel);
+                }
                 uint64_t index = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
                 if (index >= job->n_groups || index >= __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED))
                         break;
@@ -497,7 +505,7 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
         pthread_cond_init(&job.budget_cond, NULL);
 
         sim_isa_pool_open(d->pool, &job);
-        sim_isa_participate(&job, 0, waves, lds, icache);
+        sim_isa_participate(&job, 0, false, waves, lds, icache);
         sim_isa_pool_close(d->pool, &job);
 
         pthread_cond_destroy(&job.budget_cond);

@@ -148,6 +148,10 @@ typedef struct SimIsaDispatch {
                                         * thread of the dispatch): non-zero ends the dispatch
                                         * with -ECANCELED */
         SimIsaPool *pool;              /* helpers that may join; NULL = the caller alone */
+        unsigned priority;             /* wave-launch priority, SIM_PIPE_PRIORITY_* (the HQD's
+                                        * CP_HQD_PIPE_PRIORITY): with a pool, no workgroup of
+                                        * this dispatch starts while one of higher priority
+                                        * runs */
         bool wave32;                   /* DISPATCH_INITIATOR.CS_W32_EN: 32 lanes, else 64 */
         uint64_t scratch_va;           /* base of the private segment backing, 0 if none */
         uint32_t scratch_per_lane;     /* bytes of private memory per work-item */
@@ -202,6 +206,23 @@ typedef struct SimIsaResult {
 int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t max_wave_instructions,
                      SimIsaResult *ret);
 
+/*
+ * Pipe priorities (CP_HQD_PIPE_PRIORITY, amdkfd's KFD_PIPE_PRIORITY_CS_*): the
+ * SPI launches the waves of a dispatch from a pipe of higher priority before
+ * those of a lower one (amdgpu's high-priority compute rings rely on it:
+ * gfx_v10_0_compute_mqd_set_priority; "SPI scheduling ... near perfect
+ * scheduling latency" for a high-priority compute context next to a low one,
+ * amd-gfx, 2017-02-28, "Add support for high priority scheduling in
+ * amdgpu"). Waves already running are not preempted for it. The model is
+ * stricter than the hardware in one way: a lower dispatch starts no
+ * workgroup until the higher one has finished, not only launched, all of
+ * its own (sim-isa-pool.c says why).
+ */
+#define SIM_PIPE_PRIORITY_LOW 0u
+#define SIM_PIPE_PRIORITY_MEDIUM 1u
+#define SIM_PIPE_PRIORITY_HIGH 2u
+#define SIM_PIPE_PRIORITY_LEVELS 3u
+
 /**
  * sim_isa_pool_new() - start the helper threads of a simulated device.
  * @n_threads: helpers (the callers of sim_isa_dispatch() work too); 0 makes a
@@ -209,7 +230,11 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
  * @ret: the pool, to free with sim_isa_pool_free().
  *
  * Helpers sleep until a dispatch with workgroups to spare is open, join it,
- * run its workgroups until none is left, and go back to sleep. Returns 0,
+ * run its workgroups until none is left, and go back to sleep. The pool is
+ * also the device's wave launcher: a dispatch's workgroups start only while
+ * no dispatch of a higher SimIsaDispatch.priority runs (its callers wait,
+ * its helpers go to the other dispatch), and helpers join the open dispatch
+ * of the highest priority first, then the oldest. Returns 0,
  * -ENOMEM, or the negative errno of pthread_create().
  */
 int sim_isa_pool_new(unsigned n_threads, SimIsaPool **ret);

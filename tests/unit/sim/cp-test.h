@@ -52,6 +52,7 @@ typedef struct TestComputeQueue {
         TestQueue q;   /* wptr_value in bytes, as t_submit() keeps it */
         TestBo eop, cwsr;
         bool has_eop;
+        uint32_t priority; /* queue_priority (t_compute_queue: 7, the daemon's normal) */
 } TestComputeQueue;
 
 static inline int t_create_compute_queue_args(TestCtx *c, TestComputeQueue *cq, struct kfd_ioctl_create_queue_args *a) {
@@ -64,7 +65,7 @@ static inline int t_create_compute_queue_args(TestCtx *c, TestComputeQueue *cq, 
                 .gpu_id = c->gpu_id,
                 .queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE,
                 .queue_percentage = 100,
-                .queue_priority = 7,
+                .queue_priority = cq->priority,
                 .eop_buffer_address = cq->has_eop ? cq->eop.va : 0,
                 .eop_buffer_size = cq->has_eop ? 4096 : 0,
                 .ctx_save_restore_address = cq->cwsr.va,
@@ -74,10 +75,13 @@ static inline int t_create_compute_queue_args(TestCtx *c, TestComputeQueue *cq, 
         return t_ioctl(c, AMDKFD_IOC_CREATE_QUEUE, a);
 }
 
-/* A PM4 compute queue as the daemon builds it; maps the doorbell slice. */
-static inline void t_compute_queue(TestCtx *c, TestComputeQueue *cq, uint32_t ring_size, bool with_eop) {
+/* A PM4 compute queue as the daemon builds it, at a queue priority (0..15);
+ * maps the doorbell slice. */
+static inline void t_compute_queue_prio(TestCtx *c, TestComputeQueue *cq, uint32_t ring_size, bool with_eop,
+                                        uint32_t priority) {
         struct kfd_ioctl_create_queue_args a;
         memset(cq, 0, sizeof *cq);
+        cq->priority = priority;
         cq->q.ring_size = ring_size;
         cq->q.ring = t_bo(c, ring_size, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         cq->q.rptr = t_bo(c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
@@ -94,6 +98,10 @@ static inline void t_compute_queue(TestCtx *c, TestComputeQueue *cq, uint32_t ri
         cr_assert_eq(c->ops->mmap(c->ops->userdata, NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
                                   c->kfd, a.doorbell_offset & ~0x1FFFull, &cq->q.doorbell_page), 0);
         cq->q.doorbell = (volatile uint64_t *) ((char *) cq->q.doorbell_page + (a.doorbell_offset & 0x1FFF));
+}
+
+static inline void t_compute_queue(TestCtx *c, TestComputeQueue *cq, uint32_t ring_size, bool with_eop) {
+        t_compute_queue_prio(c, cq, ring_size, with_eop, 7);
 }
 
 /* Writes dwords at wptr (wrapping), stores the dword wptr, rings the doorbell with it. */

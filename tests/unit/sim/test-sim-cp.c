@@ -814,3 +814,88 @@ Test(sim_cp, sdma_bad_packet_leaves_a_record) {
         cr_expect(strstr(text, "SDMA") && strstr(text, "unknown SDMA opcode"), "text: %s", text);
         t_close(&r.c, true);
 }
+
+/* Counts the entries of out[0..n) that a dispatch has written (not poison). */
+static unsigned written(const volatile uint32_t *out, unsigned n) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < n; i++)
+                k += out[i] != 0xFFFFFFFFu;
+        return k;
+}
+
+static void collatz_launch(Rig *r, CpKernel *k, TestBo *in, TestBo *out, uint32_t n) {
+        IsaArgs args = { 0 };
+        TestBo argbo, scratch;
+        CpLaunch l = { .grid = { n / 64, 1, 1 }, .wg = { 64, 1, 1 } };
+
+        for (uint32_t i = 0; i < n; i++)
+                ((uint32_t *) in->cpu)[i] = i + 1, ((uint32_t *) out->cpu)[i] = 0xFFFFFFFFu;
+        isa_args_u64(&args, in->va), isa_args_u64(&args, out->va), isa_args_u32(&args, n);
+        cp_prepare(&r->c, k, &args, &l, &argbo, &scratch);
+        pm4_dispatch(&r->p, &k->k, &l);
+        pm4_signal(&r->p, r->page.va, r->done);
+        t_submit_pm4_buf(&r->q, &r->p);
+}
+
+/*
+ * Pipe priority (sim-isa.h): queues of queue_priority 3 (CS_LOW) and 11
+ * (CS_HIGH) land on two pipes. While the high queue's dispatch runs, the
+ * low one's starts no workgroup: from the high dispatch's first results to
+ * half of them, the low dispatch, started first, finishes only the
+ * workgroups that were running then (at most one per thread) — counted in
+ * its output, not timed. A look that came too late (the high dispatch had
+ * ended: a loaded host) does not count; the run is repeated. With equal
+ * priorities the two share the threads. Returns false if no look was in time.
+ */
+static bool pipe_priority_run(uint32_t lo_prio, uint32_t hi_prio, unsigned *ret_lo_during) {
+        enum { LO_N = 64 * 4096, HI_N = 64 * 256 };
+        bool in_time = false;
+        Rig lo, hi;
+        CpKernel klo, khi;
+
+        rig_open(&lo, 65536);
+        memset(&hi, 0, sizeof hi);
+        t_open(&hi.c, lo.c.dev);
+        hi.page = t_event_page(&hi.c, &hi.done);
+        t_compute_queue_prio(&lo.c, &lo.q, 65536, true, lo_prio);
+        t_compute_queue_prio(&hi.c, &hi.q, 65536, true, hi_prio);
+        cp_kernel_load(&lo.c, "collatz.hsaco", "collatz", &klo);
+        cp_kernel_load(&hi.c, "collatz.hsaco", "collatz", &khi);
+        TestBo lin = t_bo(&lo.c, LO_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT), lout = t_bo(&lo.c, LO_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo hin = t_bo(&hi.c, HI_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT), hout = t_bo(&hi.c, HI_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+
+        for (int attempt = 0; attempt < 5 && !in_time; attempt++) {
+                collatz_launch(&lo, &klo, &lin, &lout, LO_N);
+                while (written(lout.cpu, LO_N) < 64 * 8) /* the low dispatch runs */
+                        usleep(100);
+                collatz_launch(&hi, &khi, &hin, &hout, HI_N);
+                while (written(hout.cpu, HI_N) == 0)
+                        usleep(50);
+                unsigned before = written(lout.cpu, LO_N);
+                while (written(hout.cpu, HI_N) < HI_N / 2)
+                        usleep(50);
+                unsigned mid = written(lout.cpu, LO_N);
+                in_time = written(hout.cpu, HI_N) < HI_N;
+                *ret_lo_during = (mid - before + 63) / 64;
+                cr_assert_eq(t_wait1(&hi.c, hi.done, 60000), KFD_IOC_WAIT_RESULT_COMPLETE, "the high dispatch completes");
+                cr_assert_eq(written(hout.cpu, HI_N), HI_N);
+                cr_assert_eq(t_wait1(&lo.c, lo.done, 120000), KFD_IOC_WAIT_RESULT_COMPLETE, "the low dispatch completes");
+                cr_assert_eq(written(lout.cpu, LO_N), LO_N);
+        }
+        t_close(&hi.c, false);
+        t_close(&lo.c, true);
+        return in_time;
+}
+
+Test(sim_cp, a_high_priority_pipe_runs_its_workgroups_first) {
+        unsigned lo_during = 0, shared_during = 0;
+        unsigned threads = sim_isa_default_helpers() + 2; /* both pipes' CP threads and the helpers */
+
+        cr_assert(pipe_priority_run(3, 11, &lo_during), "the high dispatch ended before the test looked, 5 times");
+        (void) pipe_priority_run(7, 7, &shared_during);
+        cr_log_info("low-priority workgroups completed during the first half of a high-priority dispatch: %u "
+                    "(%u with equal priorities)", lo_during, shared_during);
+        cr_assert_leq(lo_during, threads,
+                      "%u workgroups of the low-priority dispatch ran while the high-priority one ran", lo_during);
+}
