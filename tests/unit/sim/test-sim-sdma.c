@@ -352,25 +352,35 @@ Test(sim_sdma, destroy_and_free_while_a_copy_runs) {
         /* A copy running without the device lock keeps its queue and its BOs:
          * DESTROY_QUEUE waits for the engine to let go of the queue, and
          * UNMAP + FREE of the buffers it copies leave the memory in place until
-         * the packet ends (ASan would see a use after free otherwise), and the
-         * packet after it faults. */
+         * the packet ends (ASan would see a use after free otherwise), and a
+         * copy after the FREE faults. The buffers are released as soon as the
+         * first copy is done; a POLL_REGMEM on a word the test sets after the
+         * FREE holds back one more copy, so there is always one that starts
+         * after it (the engine may have finished the 32 by then: how fast it
+         * copies is the host's business; it used to make the test fail). */
         enum { N_COPIES = 32, COPY_BYTES = 4u << 20 };
         Rig r;
         rig_open(&r, NULL, 65536);
         TestBo src = t_bo(&r.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
         TestBo dst = t_bo(&r.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-        for (int i = 0; i < N_COPIES; i++) {
-                uint32_t copy[] = { PKT_COPY(dst.va, src.va, COPY_BYTES) };
+        TestBo gate = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint32_t copy[] = { PKT_COPY(dst.va, src.va, COPY_BYTES) }, wait[] = { PKT_POLL_GE(gate.va, 1) };
+        for (int i = 0; i < N_COPIES; i++)
                 t_submit(&r.q, copy, ELEMENTSOF(copy));
-        }
+        t_submit(&r.q, wait, ELEMENTSOF(wait));
+        t_submit(&r.q, copy, ELEMENTSOF(copy));
         while (t_rptr(&r.q) == 0)
                 usleep(100);
         t_bo_release(&r.c, &src);
         t_bo_release(&r.c, &dst);
         uint64_t at = t_rptr(&r.q);
-        cr_expect_lt(at, r.q.wptr_value, "the copies still run");
-        /* The next packet faults (its memory is gone): the queue stops there. */
-        cr_expect_eq(t_wait1(&r.c, r.mem_ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the next copy faults");
+        cr_log_info("FREE done with %llu of %d copies left to start", (unsigned long long) (N_COPIES - at / sizeof copy),
+                    N_COPIES);
+        __atomic_store_n((uint32_t *) gate.cpu, 1, __ATOMIC_RELEASE);
+        /* The first copy after the FREE (one of the 32, or the one behind the
+         * gate) faults, its memory gone: the queue stops there. */
+        cr_expect_eq(t_wait1(&r.c, r.mem_ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the copy after the FREE faults");
+        cr_expect_lt(t_rptr(&r.q), r.q.wptr_value, "the queue stopped at the faulting copy");
         t_queue_release(&r.c, &r.q);
         t_close(&r.c, true);
 }
