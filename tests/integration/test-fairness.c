@@ -162,20 +162,25 @@ static sd_bus *open_bus(void) {
         return bus;
 }
 
+/* Sleeps until either session's event fd fires (or 10 ms), and drains them. */
+static void wait_either(kfdb_session *a, kfdb_session *b) {
+        struct pollfd p[2] = { { .fd = kfdb_get_event_fd(a), .events = POLLIN },
+                               { .fd = kfdb_get_event_fd(b), .events = POLLIN } };
+        uint64_t n;
+
+        if (poll(p, 2, 10) > 0)
+                for (int i = 0; i < 2; i++)
+                        if (p[i].revents & POLLIN)
+                                (void) !read(p[i].fd, &n, sizeof(n));
+}
+
 static void run_for(Client *a, Client *b, uint64_t ns) {
         uint64_t end = now_ns() + ns;
 
         while (now_ns() < end) {
-                struct pollfd p[2] = { { .fd = kfdb_get_event_fd(a->s), .events = POLLIN },
-                                       { .fd = kfdb_get_event_fd(b->s), .events = POLLIN } };
-                uint64_t n;
-
                 client_pump(a, OUTSTANDING);
                 client_pump(b, OUTSTANDING);
-                if (poll(p, 2, 10) > 0)
-                        for (int i = 0; i < 2; i++)
-                                if (p[i].revents & POLLIN)
-                                        (void) !read(p[i].fd, &n, sizeof(n));
+                wait_either(a->s, b->s);
         }
 }
 
@@ -450,16 +455,9 @@ static void dispatchers_run_for(Dispatcher *a, Dispatcher *b, unsigned outstandi
         uint64_t end = now_ns() + ns;
 
         while (now_ns() < end) {
-                struct pollfd p[2] = { { .fd = kfdb_get_event_fd(a->s), .events = POLLIN },
-                                       { .fd = kfdb_get_event_fd(b->s), .events = POLLIN } };
-                uint64_t n;
-
                 dispatcher_pump(a, outstanding);
                 dispatcher_pump(b, outstanding);
-                if (poll(p, 2, 10) > 0)
-                        for (int i = 0; i < 2; i++)
-                                if (p[i].revents & POLLIN)
-                                        (void) !read(p[i].fd, &n, sizeof n);
+                wait_either(a->s, b->s);
         }
 }
 
