@@ -19,7 +19,8 @@ static const size_t lengths[] = { 0, 1, 3, 4, 63, 4096, SIM_DMA_STREAM_MIN - 1, 
 static uint8_t *pattern_buf(size_t n, unsigned seed) {
         uint8_t *b = malloc(n);
 
-        cr_assert_not_null(b);
+        if (!b) /* abort(), not an assert: the compiler knows it does not return */
+                abort();
         for (size_t i = 0; i < n; i++)
                 b[i] = (uint8_t) (i * 131u + seed * 7u + (i >> 9));
         return b;
@@ -33,7 +34,8 @@ Test(sim_dma_move, copy_matches_memmove_at_every_alignment) {
                                 uint8_t *src = pattern_buf(total, 1), *dst = pattern_buf(total, 2),
                                         *want = pattern_buf(total, 2);
 
-                                memmove(want + GUARD + dof, src + GUARD + so, n);
+                                for (size_t i = 0; i < n; i++)
+                                        want[GUARD + dof + i] = src[GUARD + so + i];
                                 sim_dma_copy(dst + GUARD + dof, src + GUARD + so, n);
                                 cr_assert(memcmp(dst, want, total) == 0, "copy of %zu bytes, src +%u, dst +%u", n,
                                           so, dof);
@@ -47,10 +49,12 @@ Test(sim_dma_move, overlapping_copy_is_a_memmove) {
         size_t n = SIM_DMA_STREAM_MIN * 2, total = n + 4096;
         uint8_t *a = pattern_buf(total, 3), *want = pattern_buf(total, 3);
 
-        memmove(want + 100, want, n);
+        for (size_t i = n; i-- > 0;) /* memmove, by hand: backwards */
+                want[100 + i] = want[i];
         sim_dma_copy(a + 100, a, n);
         cr_assert(memcmp(a, want, total) == 0, "forward overlap");
-        memmove(want, want + 100, n);
+        for (size_t i = 0; i < n; i++)
+                want[i] = want[100 + i];
         sim_dma_copy(a, a + 100, n);
         cr_assert(memcmp(a, want, total) == 0, "backward overlap");
         free(a);
