@@ -388,6 +388,16 @@ int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fe
         s = b->session;
         if (b->n_jobs == 0)
                 return session_error(s, -ENODATA, "kfdb_batch_submit: the batch is empty");
+        /* Through the submit ring when it can take the batch: no round trip. */
+        k = session_ring_submit(s, b->jobs, b->n_jobs, fences_out);
+        if (k < 0)
+                return k;
+        if (k > 0) {
+                if (ret_last_fence)
+                        *ret_last_fence = s->last_fence;
+                batch_jobs_clear(b);
+                return 0;
+        }
         req.submit.jobs = b->jobs;
         req.submit.n_jobs = b->n_jobs;
         k = session_call(s, &req, NULL, 0, &r);

@@ -404,6 +404,7 @@ static kfdb_limits limits_from_reply(const ClientLimits *l) {
 }
 
 void session_forget_hello(kfdb_session *s) {
+        session_ring_close(s);
         if (s->page)
                 munmap((void *) s->page, s->page_size);
         s->page = NULL;
@@ -453,7 +454,7 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
                 s->n_features++;
         }
         s->limits = limits_from_reply(&r->hello.limits);
-        return 0;
+        return session_ring_open(s);
 }
 
 DEFINE_POINTER_CLEANUP(kfdb_session, kfdb_session_free)
@@ -483,6 +484,7 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
                 return -ENOMEM;
         s->fd = -EBADF;
         s->event_fd = -EBADF;
+        s->ring_doorbell = -EBADF;
         s->next_id = 1;
         s->objects.prev = s->objects.next = &s->objects;
         s->rbuf = malloc(CLIENT_MAX_MESSAGE_SIZE);
@@ -492,6 +494,11 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
         s->fd = fd;
         snprintf(s->client_name, sizeof(s->client_name), "%s", name);
         s->reconnect_timeout_ms = CLIENT_RECONNECT_TIMEOUT_MS;
+        {
+                const char *e = secure_getenv("KFDBROKER_SUBMIT_RING");
+
+                s->ring_wanted = !e || strcmp(e, "0") != 0;
+        }
         {
                 const char *e = secure_getenv("KFDBROKER_RECONNECT_TIMEOUT_MS");
                 char *end = NULL;
@@ -608,6 +615,10 @@ bool kfdb_session_has_feature(const kfdb_session *s, const char *feature) {
 
 uint64_t kfdb_session_get_reconnects(const kfdb_session *s) {
         return s ? s->n_reconnects : 0;
+}
+
+uint64_t kfdb_session_get_ring_submits(const kfdb_session *s) {
+        return s ? s->ring_submits : 0;
 }
 
 int kfdb_session_set_reconnect_timeout(kfdb_session *s, int timeout_ms) {

@@ -15,6 +15,7 @@
 #include "kfdbroker.h"
 #include "macro.h"
 #include "session-page.h"
+#include "submit-ring.h"
 
 #define CLIENT_ERROR_MAX 512u
 /* Replies for requests no one waits for any more are kept up to this many. */
@@ -94,6 +95,14 @@ struct kfdb_session {
         } cancelled[CLIENT_CANCELLED_RANGES];
         size_t n_cancelled;
 
+        /* The submit ring (client-ring.c), when the daemon offers it and
+         * KFDBROKER_SUBMIT_RING is not 0. */
+        bool ring_wanted;
+        KfdbSubmitRing *ring; /* mapped read-write; NULL: Submit over the socket */
+        int ring_doorbell;
+        uint64_t ring_head;   /* records published */
+        uint64_t ring_submits; /* batches that went through the ring */
+
         uint8_t *rbuf; /* CLIENT_MAX_MESSAGE_SIZE receive buffer */
         char last_error[CLIENT_ERROR_MAX];
 };
@@ -136,6 +145,18 @@ int session_connect(const char *path, int *ret);
 void session_forget_hello(kfdb_session *s);
 /* Reads and dispatches what the old connection still holds (failures, SessionEnded). */
 void session_drain(kfdb_session *s);
+
+/* The submit ring (client-ring.c). Opens it after Hello when the daemon
+ * offers "submit-ring" and the session wants it; 0 also when it does not (the
+ * socket path is used), a negative errno only for a lost connection. */
+int session_ring_open(kfdb_session *s);
+void session_ring_close(kfdb_session *s);
+/* Submits the jobs through the ring when it can take them (no dispatch, room
+ * in the ring, under the in-flight limit): 1 with the fences assigned, 0 when
+ * the caller must use a Submit request, or a negative errno. */
+int session_ring_submit(kfdb_session *s, const ClientJob *jobs, size_t n, uint64_t *fences_out);
+/* Spins on the page for a short while when the ring is in use: true if the fence completed. */
+bool session_ring_spin(const kfdb_session *s, uint64_t fence);
 
 /* Is k a lost connection (the daemon went away)? */
 bool session_connection_lost(int k);

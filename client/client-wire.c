@@ -32,6 +32,7 @@ static const char *const request_type_names[] = {
         [CLIENT_REQUEST_STATUS] = "Status",
         [CLIENT_REQUEST_LOAD_CODE_OBJECT] = "LoadCodeObject",
         [CLIENT_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
+        [CLIENT_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
 };
 
 const char *client_request_type_name(ClientRequestType type) {
@@ -64,6 +65,8 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
                 return CLIENT_REPLY_STATUS;
         case CLIENT_REQUEST_LOAD_CODE_OBJECT:
                 return CLIENT_REPLY_LOAD_CODE_OBJECT;
+        case CLIENT_REQUEST_OPEN_SUBMIT_RING:
+                return CLIENT_REPLY_OPEN_SUBMIT_RING;
         case CLIENT_REQUEST_FREE_CODE_OBJECT:
         case CLIENT_REQUEST_FREE_BUFFER:
         case CLIENT_REQUEST_DESTROY_EVENT:
@@ -77,6 +80,7 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
 unsigned client_reply_fds_expected(ClientReplyType type) {
         switch (type) {
         case CLIENT_REPLY_HELLO:
+        case CLIENT_REPLY_OPEN_SUBMIT_RING:
                 return 2;
         case CLIENT_REPLY_ALLOC_BUFFER:
         case CLIENT_REPLY_EXPORT_BUFFER:
@@ -106,6 +110,7 @@ typedef struct RequestParts {
         Kfdbroker__V1__StatusRequest status;
         Kfdbroker__V1__LoadCodeObjectRequest load_code_object;
         Kfdbroker__V1__FreeCodeObjectRequest free_code_object;
+        Kfdbroker__V1__OpenSubmitRingRequest open_submit_ring;
         /* Owned arrays, freed by request_parts_done(). */
         Kfdbroker__V1__WaitEntry *entries;
         Kfdbroker__V1__WaitEntry **entry_ptrs;
@@ -384,6 +389,11 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_FREE_CODE_OBJECT;
                 m->free_code_object = &p->free_code_object;
                 return 0;
+        case CLIENT_REQUEST_OPEN_SUBMIT_RING:
+                kfdbroker__v1__open_submit_ring_request__init(&p->open_submit_ring);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SUBMIT_RING;
+                m->open_submit_ring = &p->open_submit_ring;
+                return 0;
         }
         return -EINVAL;
 }
@@ -632,6 +642,11 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->session_ended.error = m->session_ended->error;
                 r->session_ended.message = str(m->session_ended->message);
                 r->session_ended.reconnect = m->session_ended->reconnect;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SUBMIT_RING:
+                r->type = CLIENT_REPLY_OPEN_SUBMIT_RING;
+                r->submit_ring.size = m->open_submit_ring->size;
+                r->submit_ring.records = m->open_submit_ring->records;
                 return 0;
         default:
                 break;

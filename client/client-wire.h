@@ -35,6 +35,7 @@ typedef enum ClientRequestType {
         CLIENT_REQUEST_STATUS,
         CLIENT_REQUEST_LOAD_CODE_OBJECT, /* carries the sealed memfd */
         CLIENT_REQUEST_FREE_CODE_OBJECT,
+        CLIENT_REQUEST_OPEN_SUBMIT_RING,
 } ClientRequestType;
 
 typedef enum ClientJobType {
@@ -142,6 +143,7 @@ typedef enum ClientReplyType {
         CLIENT_REPLY_JOB_FAILED,
         CLIENT_REPLY_LOAD_CODE_OBJECT,
         CLIENT_REPLY_SESSION_ENDED, /* notification: the daemon ends the session */
+        CLIENT_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell */
         CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
 } ClientReplyType;
 
@@ -249,6 +251,9 @@ typedef struct ClientReply {
                         ClientKernelInfo *kernels; /* owned */
                         size_t n_kernels;
                 } load_code_object;
+                struct {
+                        uint32_t size, records;
+                } submit_ring;
         };
         int fds[CLIENT_MAX_FDS]; /* received with the datagram; -EBADF when taken */
         size_t n_fds;

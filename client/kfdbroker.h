@@ -161,6 +161,9 @@ int kfdb_process(kfdb_session *s);
 
 /* How many times the session reconnected after the daemon restarted. */
 uint64_t kfdb_session_get_reconnects(const kfdb_session *s);
+/* How many batches kfdb_batch_submit() sent through the submit ring (0 when
+ * the session has none: see kfdb_batch_submit()). (KFDBROKER_0.8) */
+uint64_t kfdb_session_get_ring_submits(const kfdb_session *s);
 /* How long a lost connection is retried (ms; 0: never reconnect). Returns 0 or -EINVAL. */
 int kfdb_session_set_reconnect_timeout(kfdb_session *s, int timeout_ms);
 
@@ -545,14 +548,26 @@ int kfdb_batch_signal_event_on(kfdb_batch *b, kfdb_event *e, kfdb_engine engine)
 int kfdb_batch_wait_event_on(kfdb_batch *b, kfdb_event *e, kfdb_engine engine);
 
 /**
- * kfdb_batch_submit() - send the batch. The daemon answers with one fence
- * value per job, increasing; a job is done when kfdb_fence_is_done() says so.
+ * kfdb_batch_submit() - send the batch. Each job gets one fence value,
+ * increasing; a job is done when kfdb_fence_is_done() says so.
  * @fences_out: NULL, or room for kfdb_batch_get_n_jobs() values.
  * @ret_last_fence: NULL, or receives the last job's fence.
  * On success the batch is emptied and can be reused.
  * Returns 0, -ENODATA (empty batch), -EDQUOT (too many jobs in flight),
  * -EINVAL/-ENOENT (a job names a bad range or a freed object), or the common
  * errors.
+ *
+ * Where the daemon offers the feature "submit-ring", a batch of copies, fills
+ * and event jobs goes through the session's submit ring (shared memory, no
+ * round trip; docs/protocol.md) and the library assigns its fences itself
+ * (they are sequential per session); a batch with a dispatch, or one the
+ * ring has no room for, goes as a Submit request. A job the daemon refuses
+ * from the ring (a handle freed meanwhile, say) is not an error of this call:
+ * it fails with its reason, as kfdb_fence_wait() and kfdb_job_failure_next()
+ * report. KFDBROKER_SUBMIT_RING=0 in the environment (read when the session
+ * is made) keeps every batch on the socket; kfdb_fence_wait() then does not
+ * spin either (with the ring it looks at the session page for up to 20 us
+ * before it sleeps).
  */
 int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fence);
 

@@ -21,10 +21,10 @@
 
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", NULL,
 };
 static const char *const features_compute[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "compute", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -500,47 +500,49 @@ static int resolve_auto_engines(Job **jobs, size_t n) {
         return 0;
 }
 
-static void handle_submit(Session *s, const WireRequest *req) {
-        size_t n = req->submit.n_jobs;
+/*
+ * Checks n jobs and queues them, all or nothing, with the fences after the
+ * session's last one. 0, or a negative errno after replying to @id with an
+ * error naming what was wrong (or handing it to the session's error sink).
+ * The caller runs the scheduler.
+ */
+static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) {
         _cleanup_free_ Job **jobs = NULL;
-        _cleanup_free_ uint64_t *fences = NULL;
 
         if (n > s->limits.max_jobs_per_submit) {
-                session_send_error(s, req->id, EINVAL, "submit.jobs: %zu jobs exceed the limit of %u per submit",
+                session_send_error(s, id, EINVAL, "submit.jobs: %zu jobs exceed the limit of %u per submit",
                                    n, s->limits.max_jobs_per_submit);
-                return;
+                return -EINVAL;
         }
         if (s->n_jobs + n > s->limits.max_jobs_in_flight) {
-                session_send_error(s, req->id, EDQUOT,
+                session_send_error(s, id, EDQUOT,
                                    "jobs in flight limit (max_jobs_in_flight %u, policy JobsInFlight=) reached: %u unfinished, %zu submitted",
                                    s->limits.max_jobs_in_flight, s->n_jobs, n);
-                return;
+                return -EDQUOT;
         }
         jobs = calloc(n, sizeof(*jobs));
-        fences = calloc(n, sizeof(*fences));
-        if (!jobs || !fences) {
-                session_send_error(s, req->id, ENOMEM, "out of memory");
-                return;
+        if (!jobs) {
+                session_send_error(s, id, ENOMEM, "out of memory");
+                return -ENOMEM;
         }
         /* All or nothing: check every job before any is queued. */
         for (size_t i = 0; i < n; i++) {
-                jobs[i] = build_job(s, req->id, &req->submit.jobs[i], i, s->last_fence + 1 + i);
+                jobs[i] = build_job(s, id, &wjobs[i], i, s->last_fence + 1 + i);
                 if (!jobs[i]) {
                         for (size_t k = 0; k < i; k++)
                                 job_free(jobs[k]);
-                        return;
+                        return -EINVAL;
                 }
         }
         if (resolve_auto_engines(jobs, n) < 0) {
                 for (size_t k = 0; k < n; k++)
                         job_free(jobs[k]);
-                session_send_error(s, req->id, ENOMEM, "out of memory");
-                return;
+                session_send_error(s, id, ENOMEM, "out of memory");
+                return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
                 Job *j = jobs[i];
 
-                fences[i] = j->fence;
                 QUEUE_APPEND(session_jobs, s->jobs, j);
                 s->n_jobs++;
                 scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
@@ -550,6 +552,21 @@ static void handle_submit(Session *s, const WireRequest *req) {
         if (s->account)
                 s->account->usage.jobs_submitted += n;
         session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
+        return 0;
+}
+
+static void handle_submit(Session *s, const WireRequest *req) {
+        size_t n = req->submit.n_jobs;
+        _cleanup_free_ uint64_t *fences = calloc(MAX(n, (size_t) 1), sizeof(uint64_t));
+
+        if (!fences) {
+                session_send_error(s, req->id, ENOMEM, "out of memory");
+                return;
+        }
+        if (submit_jobs(s, req->id, req->submit.jobs, n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                fences[i] = s->last_fence - n + 1 + i;
         /* The jobs go to the GPU before the reply goes out (issue 13: the
          * reply first put the ring write on the client's critical path); the
          * reply still comes before anything said about the jobs. */
@@ -561,6 +578,48 @@ static void handle_submit(Session *s, const WireRequest *req) {
         scheduler_run(s->set->scheduler);
         session_uncork(s);
         session_unref(s);
+}
+
+/* A batch nothing of which may run still has its fences (the client counted
+ * them): each job fails at once with the reason. */
+static void fail_batch(Session *s, const WireJob *wjobs, size_t n, int error, const char *why) {
+        uint64_t first = s->last_fence + 1;
+        char message[640];
+
+        snprintf(message, sizeof(message), "refused (submit ring batch of fences %" PRIu64 "..%" PRIu64 "): %s",
+                 first, first + n - 1, why);
+        s->usage.jobs_submitted += n;
+        if (s->account)
+                s->account->usage.jobs_submitted += n;
+        for (size_t i = 0; i < n; i++) {
+                Job *j = job_new(s, ++s->last_fence, wjobs[i].type ? wjobs[i].type : WIRE_JOB_COPY);
+
+                if (!j) {
+                        /* Out of memory: the session cannot keep its fences. */
+                        session_end(s, ENOMEM, "out of memory failing a submit ring batch", false);
+                        return;
+                }
+                QUEUE_APPEND(session_jobs, s->jobs, j);
+                s->n_jobs++;
+                session_job_finished(j, error, message, 0);
+        }
+}
+
+int session_submit_ring_batch(Session *s, const WireJob *wjobs, size_t n, int decode_error,
+                              const char *decode_message) {
+        SessionErrorSink sink = {};
+        int r;
+
+        if (decode_error != 0) {
+                fail_batch(s, wjobs, n, decode_error, decode_message);
+                return -decode_error;
+        }
+        s->error_sink = &sink;
+        r = submit_jobs(s, 0, wjobs, n);
+        s->error_sink = NULL;
+        if (r < 0)
+                fail_batch(s, wjobs, n, sink.error ? sink.error : -r, sink.error ? sink.message : strerror(-r));
+        return r;
 }
 
 static void handle_query(Session *s, const WireRequest *req) {
@@ -705,6 +764,8 @@ void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_f
                 return session_load_code_object(s, req, fds[0]);
         case WIRE_REQUEST_FREE_CODE_OBJECT:
                 return session_free_code_object(s, req);
+        case WIRE_REQUEST_OPEN_SUBMIT_RING:
+                return session_open_submit_ring(s, req);
         }
         session_send_error(s, req->id, EOPNOTSUPP, "request type %d is not supported", (int) req->type);
 }

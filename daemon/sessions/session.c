@@ -266,6 +266,7 @@ static void session_free(Session *s) {
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
                 scheduler_stream_done(s->set->scheduler, &s->streams[e]);
         context_release(s->compute_ctx);
+        session_ring_free(s);
         session_page_done(&s->page);
         handle_table_done(&s->buffers);
         handle_table_done(&s->events);
@@ -347,6 +348,7 @@ static void disconnect(Session *s, const char *why, bool ended, int error, bool 
 
         s->io = sd_event_source_disable_unref(s->io);
         s->fd = safe_close(s->fd);
+        session_ring_stop(s);
         while (s->out.first) {
                 OutMsg *o = s->out.first;
                 QUEUE_REMOVE(out, s->out, o);
@@ -539,6 +541,14 @@ int session_send_error(Session *s, uint64_t id, int error, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        if (s->error_sink) {
+                /* A submit ring batch is being checked: its jobs carry the first error. */
+                if (s->error_sink->error == 0) {
+                        s->error_sink->error = error;
+                        snprintf(s->error_sink->message, sizeof(s->error_sink->message), "%s", msg);
+                }
+                return 0;
+        }
         log_debug("Session %" PRIu64 ": request %" PRIu64 " failed: %s", s->id, id, msg);
         return session_send(s, &(WireReply) { .id = id, .error = error, .message = msg,
                                               .type = WIRE_REPLY_ERROR },
@@ -723,7 +733,10 @@ static int receive_one(Session *s) {
                 return 1;
         }
 
-        session_handle_request(s, &req, fds, n_fds);
+        /* What the client put in its submit ring before this request comes first. */
+        session_ring_drain(s);
+        if (s->connected)
+                session_handle_request(s, &req, fds, n_fds);
         close_fds(fds, n_fds);
         wire_request_done(&req);
         return 1;

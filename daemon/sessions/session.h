@@ -51,6 +51,15 @@ typedef struct SessionCodeObject {
         uint64_t charged;  /* bytes counted in the session's buffer memory */
 } SessionCodeObject;
 
+/* Where session_send_error() puts the first error instead of sending it,
+ * while a submit ring batch is checked (its jobs fail with it). */
+typedef struct SessionErrorSink {
+        int error;
+        char message[512];
+} SessionErrorSink;
+
+typedef struct SessionRing SessionRing;
+
 typedef struct OutMsg {
         void *buf;
         size_t len;
@@ -101,6 +110,9 @@ struct Session {
         QUEUE_HEAD(OutMsg, out);
         unsigned n_out;
         size_t out_bytes;
+
+        SessionRing *ring;           /* the submit ring (session-ring.c), NULL until OpenSubmitRing */
+        SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
         Usage usage;
         Account *account; /* the identity's usage across sessions */
@@ -195,6 +207,24 @@ void session_cork(Session *s);
 void session_uncork(Session *s);
 int session_send_error(Session *s, uint64_t id, int error, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+
+/*
+ * Submits one batch read from the submit ring as a Submit of those jobs, with
+ * the same checks (session-requests.c). When a check fails, or decode_error
+ * (a positive errno: the ring decoder refused a field, decode_message says
+ * which) is set, the batch's jobs still take their fences and each fails at
+ * once with a JobFailed naming the reason. 0 or a negative errno; the caller
+ * runs the scheduler.
+ */
+int session_submit_ring_batch(Session *s, const WireJob *wjobs, size_t n, int decode_error,
+                              const char *decode_message);
+/* The submit ring (session-ring.c): OpenSubmitRing; taking what the client
+ * published (before each request from the socket, so the two stay in order);
+ * stopping its sources (disconnect); freeing it (with the session). */
+void session_open_submit_ring(Session *s, const WireRequest *req);
+void session_ring_drain(Session *s);
+void session_ring_stop(Session *s);
+void session_ring_free(Session *s);
 
 /* Dispatches one decoded request (session-requests.c). */
 void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds);

@@ -55,6 +55,7 @@ typedef struct ReplyParts {
         Kfdbroker__V1__JobFailed job_failed;
         Kfdbroker__V1__SessionEnded session_ended;
         Kfdbroker__V1__LoadCodeObjectReply load_code_object;
+        Kfdbroker__V1__OpenSubmitRingReply open_submit_ring;
         /* Owned temporaries, freed by reply_parts_done(). */
         char **features;
         Kfdbroker__V1__WaitEntry *entries;
@@ -378,6 +379,13 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 return 0;
         case WIRE_REPLY_LOAD_CODE_OBJECT:
                 return fill_load_code_object(r, p, m);
+        case WIRE_REPLY_OPEN_SUBMIT_RING:
+                kfdbroker__v1__open_submit_ring_reply__init(&p->open_submit_ring);
+                p->open_submit_ring.size = r->submit_ring.size;
+                p->open_submit_ring.records = r->submit_ring.records;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SUBMIT_RING;
+                m->open_submit_ring = &p->open_submit_ring;
+                return 0;
         }
         return -EINVAL;
 }

@@ -55,6 +55,7 @@ static const char *const request_type_names[] = {
         [WIRE_REQUEST_STATUS] = "Status",
         [WIRE_REQUEST_LOAD_CODE_OBJECT] = "LoadCodeObject",
         [WIRE_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
+        [WIRE_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
 };
 
 const char *wire_request_type_name(WireRequestType type) {
@@ -261,8 +262,8 @@ static int check_size(size_t i, const char *kind, uint64_t size, char *errbuf, s
         return 0;
 }
 
-static int decode_engine(size_t i, const char *kind, Kfdbroker__V1__Engine e, WireEngine *ret,
-                         char *errbuf, size_t errlen) {
+static int decode_engine(size_t i, const char *kind, int64_t e, WireEngine *ret, char *errbuf,
+                         size_t errlen) {
         switch (e) {
         case KFDBROKER__V1__ENGINE__ENGINE_AUTO:
                 *ret = WIRE_ENGINE_AUTO;
@@ -274,9 +275,57 @@ static int decode_engine(size_t i, const char *kind, Kfdbroker__V1__Engine e, Wi
                 *ret = WIRE_ENGINE_COMPUTE;
                 return 0;
         default:
-                return wire_error(errbuf, errlen, "submit.jobs[%zu].%s.engine: unknown engine %d", i,
-                                  kind, (int) e);
+                return wire_error(errbuf, errlen, "submit.jobs[%zu].%s.engine: unknown engine %" PRIi64, i,
+                                  kind, e);
         }
+}
+
+int wire_job_copy(size_t i, uint64_t src_handle, uint64_t src_offset, uint64_t dst_handle,
+                  uint64_t dst_offset, uint64_t size, WireJob *out, char *errbuf, size_t errlen) {
+        int r;
+
+        r = check_size(i, "copy", size, errbuf, errlen);
+        if (r < 0)
+                return r;
+        r = check_range(i, "copy", "src_offset", src_offset, size, errbuf, errlen);
+        if (r < 0)
+                return r;
+        r = check_range(i, "copy", "dst_offset", dst_offset, size, errbuf, errlen);
+        if (r < 0)
+                return r;
+        out->type = WIRE_JOB_COPY;
+        out->copy.src_handle = src_handle;
+        out->copy.src_offset = src_offset;
+        out->copy.dst_handle = dst_handle;
+        out->copy.dst_offset = dst_offset;
+        out->copy.size = size;
+        return 0;
+}
+
+int wire_job_fill(size_t i, uint64_t dst_handle, uint64_t dst_offset, uint64_t size, uint32_t pattern,
+                  WireJob *out, char *errbuf, size_t errlen) {
+        int r;
+
+        r = check_size(i, "fill", size, errbuf, errlen);
+        if (r < 0)
+                return r;
+        r = check_range(i, "fill", "dst_offset", dst_offset, size, errbuf, errlen);
+        if (r < 0)
+                return r;
+        out->type = WIRE_JOB_FILL;
+        out->fill.dst_handle = dst_handle;
+        out->fill.dst_offset = dst_offset;
+        out->fill.size = size;
+        out->fill.pattern = pattern;
+        return 0;
+}
+
+int wire_job_event(size_t i, WireJobType type, uint64_t handle, int64_t engine, WireJob *out,
+                   char *errbuf, size_t errlen) {
+        out->type = type;
+        out->event.handle = handle;
+        return decode_engine(i, type == WIRE_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event", engine,
+                             &out->event.engine, errbuf, errlen);
 }
 
 /* Kernel names are symbol names: 1..WIRE_KERNEL_NAME_MAX printable ASCII
@@ -412,53 +461,19 @@ static int decode_dispatch(size_t i, const Kfdbroker__V1__DispatchJob *p, WireJo
 
 static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char *errbuf,
                       size_t errlen) {
-        int r;
-
         switch (j->kind_case) {
-        case KFDBROKER__V1__JOB__KIND_COPY: {
-                const Kfdbroker__V1__CopyJob *c = j->copy;
-                r = check_size(i, "copy", c->size, errbuf, errlen);
-                if (r < 0)
-                        return r;
-                r = check_range(i, "copy", "src_offset", c->src_offset, c->size, errbuf, errlen);
-                if (r < 0)
-                        return r;
-                r = check_range(i, "copy", "dst_offset", c->dst_offset, c->size, errbuf, errlen);
-                if (r < 0)
-                        return r;
-                out->type = WIRE_JOB_COPY;
-                out->copy.src_handle = c->src_handle;
-                out->copy.src_offset = c->src_offset;
-                out->copy.dst_handle = c->dst_handle;
-                out->copy.dst_offset = c->dst_offset;
-                out->copy.size = c->size;
-                return 0;
-        }
-        case KFDBROKER__V1__JOB__KIND_FILL: {
-                const Kfdbroker__V1__FillJob *f = j->fill;
-                r = check_size(i, "fill", f->size, errbuf, errlen);
-                if (r < 0)
-                        return r;
-                r = check_range(i, "fill", "dst_offset", f->dst_offset, f->size, errbuf, errlen);
-                if (r < 0)
-                        return r;
-                out->type = WIRE_JOB_FILL;
-                out->fill.dst_handle = f->dst_handle;
-                out->fill.dst_offset = f->dst_offset;
-                out->fill.size = f->size;
-                out->fill.pattern = f->pattern;
-                return 0;
-        }
+        case KFDBROKER__V1__JOB__KIND_COPY:
+                return wire_job_copy(i, j->copy->src_handle, j->copy->src_offset, j->copy->dst_handle,
+                                     j->copy->dst_offset, j->copy->size, out, errbuf, errlen);
+        case KFDBROKER__V1__JOB__KIND_FILL:
+                return wire_job_fill(i, j->fill->dst_handle, j->fill->dst_offset, j->fill->size,
+                                     j->fill->pattern, out, errbuf, errlen);
         case KFDBROKER__V1__JOB__KIND_SIGNAL_EVENT:
-                out->type = WIRE_JOB_SIGNAL_EVENT;
-                out->event.handle = j->signal_event->handle;
-                return decode_engine(i, "signal_event", j->signal_event->engine, &out->event.engine,
-                                     errbuf, errlen);
+                return wire_job_event(i, WIRE_JOB_SIGNAL_EVENT, j->signal_event->handle,
+                                      j->signal_event->engine, out, errbuf, errlen);
         case KFDBROKER__V1__JOB__KIND_WAIT_EVENT:
-                out->type = WIRE_JOB_WAIT_EVENT;
-                out->event.handle = j->wait_event->handle;
-                return decode_engine(i, "wait_event", j->wait_event->engine, &out->event.engine,
-                                     errbuf, errlen);
+                return wire_job_event(i, WIRE_JOB_WAIT_EVENT, j->wait_event->handle, j->wait_event->engine,
+                                      out, errbuf, errlen);
         case KFDBROKER__V1__JOB__KIND_DISPATCH:
                 out->type = WIRE_JOB_DISPATCH;
                 return decode_dispatch(i, j->dispatch, out, errbuf, errlen);
@@ -552,6 +567,9 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
         case KFDBROKER__V1__REQUEST__BODY_FREE_CODE_OBJECT:
                 r->type = WIRE_REQUEST_FREE_CODE_OBJECT;
                 r->object.handle = m->free_code_object->handle;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_OPEN_SUBMIT_RING:
+                r->type = WIRE_REQUEST_OPEN_SUBMIT_RING;
                 return 0;
         default:
                 break;

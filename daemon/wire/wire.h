@@ -53,6 +53,7 @@ typedef enum WireRequestType {
         WIRE_REQUEST_STATUS,
         WIRE_REQUEST_LOAD_CODE_OBJECT,
         WIRE_REQUEST_FREE_CODE_OBJECT,
+        WIRE_REQUEST_OPEN_SUBMIT_RING,
 } WireRequestType;
 
 /* Number of fds a request type must carry (1 for ImportBuffer and
@@ -174,6 +175,20 @@ int wire_request_decode(const void *buf, size_t len, WireRequest *ret, uint64_t 
                         char *errbuf, size_t errlen);
 void wire_request_done(WireRequest *r);
 
+/*
+ * The field checks a Submit's copy, fill and event jobs get (size > 0,
+ * multiples of 4, no wrap past 2^64, a known engine), for jobs that come
+ * another way (the submit ring, wire-ring.c). Each fills *out and returns 0,
+ * or -EINVAL with errbuf naming "submit.jobs[i].<kind>.<field>".
+ */
+int wire_job_copy(size_t i, uint64_t src_handle, uint64_t src_offset, uint64_t dst_handle,
+                  uint64_t dst_offset, uint64_t size, WireJob *out, char *errbuf, size_t errlen);
+int wire_job_fill(size_t i, uint64_t dst_handle, uint64_t dst_offset, uint64_t size, uint32_t pattern,
+                  WireJob *out, char *errbuf, size_t errlen);
+/* type: WIRE_JOB_SIGNAL_EVENT or WIRE_JOB_WAIT_EVENT; engine as proto Engine. */
+int wire_job_event(size_t i, WireJobType type, uint64_t handle, int64_t engine, WireJob *out,
+                   char *errbuf, size_t errlen);
+
 typedef struct WireLimits {
         uint64_t max_buffer_size, max_buffer_bytes;
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
@@ -197,6 +212,7 @@ typedef enum WireReplyType {
         WIRE_REPLY_JOB_FAILED, /* notification, id 0 */
         WIRE_REPLY_SESSION_ENDED, /* notification, id 0, the session's last message */
         WIRE_REPLY_LOAD_CODE_OBJECT,
+        WIRE_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell eventfd */
 } WireReplyType;
 
 typedef enum WireWaitResult {
@@ -298,6 +314,9 @@ typedef struct WireReply {
                         const WireKernelInfo *kernels;
                         size_t n_kernels;
                 } load_code_object;
+                struct {
+                        uint32_t size, records;
+                } submit_ring;
         };
 } WireReply;
 

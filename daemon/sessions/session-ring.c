@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SessionRing: the daemon side of a session's submit ring (proto/submit-ring.h,
+ * docs/protocol.md "The submit ring"). Owned by one Session, made at
+ * OpenSubmitRing, its event sources stopped when the session disconnects and
+ * the rest freed with the session.
+ *
+ * The ring is a memfd the daemon makes, maps and seals against shrinking and
+ * growing before the client sees it, so the client can write anything into
+ * it but cannot take the daemon's mapping away (no SIGBUS). Everything in it
+ * is the client's: the daemon keeps its own count of records taken (the
+ * shared `tail` is only told), copies what was published before looking at
+ * it, and checks each record as a Submit's job (wire-ring.c, then
+ * session_submit_ring_batch()). A ring whose indices or records make no
+ * sense ends its session with SessionEnded naming what was wrong; a batch
+ * whose jobs a Submit would refuse fails job by job (JobFailed).
+ *
+ * Waking: the client writes the doorbell eventfd when `doorbell_armed` is
+ * set. After taking records, or a completion of the session's, the daemon
+ * polls the ring for a while (RING_POLL_NS) from the event loop — a defer
+ * source, so other sources are still served between looks — and only then
+ * arms the doorbell again: a client that submits right after its last job
+ * completed is picked up without a wake-up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sessions/session-set.h"
+#include "sessions/session.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/time-util.h"
+#include "wire/wire-ring.h"
+
+/* How long the loop keeps looking at the ring after activity. */
+#define RING_POLL_NS (30u * 1000u)
+
+struct SessionRing {
+        int memfd;
+        int doorbell;
+        KfdbSubmitRing *shared; /* our read-write mapping of memfd */
+        uint64_t tail;          /* records taken: ours, never read back */
+        KfdbRingRecord *copy;   /* private copy of what was published */
+        WireJob *jobs;          /* one batch, decoded */
+        sd_event_source *doorbell_src;
+        sd_event_source *poll_src;
+        uint64_t poll_until_ns;
+};
+
+static uint64_t load_head(SessionRing *r) {
+        return atomic_load_explicit((_Atomic uint64_t *) &r->shared->head, memory_order_acquire);
+}
+
+static void set_armed(SessionRing *r, uint32_t v) {
+        atomic_store_explicit((_Atomic uint32_t *) &r->shared->doorbell_armed, v, memory_order_seq_cst);
+}
+
+void session_ring_stop(Session *s) {
+        SessionRing *r = s->ring;
+
+        if (!r)
+                return;
+        r->doorbell_src = sd_event_source_disable_unref(r->doorbell_src);
+        r->poll_src = sd_event_source_disable_unref(r->poll_src);
+}
+
+void session_ring_free(Session *s) {
+        SessionRing *r = s->ring;
+
+        if (!r)
+                return;
+        session_ring_stop(s);
+        if (r->shared)
+                munmap(r->shared, KFDB_RING_SIZE);
+        safe_close(r->memfd);
+        safe_close(r->doorbell);
+        free(r->copy);
+        free(r->jobs);
+        free(r);
+        s->ring = NULL;
+}
+
+/* Copies records [from, to) out of the shared ring. */
+static void copy_published(SessionRing *r, uint64_t from, uint64_t to) {
+        for (uint64_t i = from; i < to; i++)
+                memcpy(&r->copy[i - from], kfdb_ring_record(r->shared, i), sizeof(KfdbRingRecord));
+}
+
+/*
+ * Takes one batch starting at copy[at] (ring index @index), at most @left
+ * records: decodes it and submits it. Returns the records it took (> 0), or
+ * a negative errno with why filled when the ring is garbage.
+ */
+static int take_batch(Session *s, SessionRing *r, size_t at, uint64_t index, size_t left, char *why,
+                      size_t whylen) {
+        char err[512] = "";
+        int decode_error = 0;
+        bool end = false;
+        size_t n = 0;
+
+        while (!end) {
+                char e[512];
+                int k;
+
+                if (n == left) {
+                        snprintf(why, whylen,
+                                 "submit ring: the records from %" PRIu64 " to the producer index %" PRIu64 " end no batch (no record has KFDB_RING_END_OF_BATCH)",
+                                 index, index + n);
+                        return -EPROTO;
+                }
+                k = wire_ring_decode_record(&r->copy[at + n], index + n, n, &r->jobs[n], &end, e, sizeof(e));
+                if (k == -EPROTO) {
+                        snprintf(why, whylen, "%s", e);
+                        return k;
+                }
+                if (k < 0 && decode_error == 0) {
+                        decode_error = -k;
+                        snprintf(err, sizeof(err), "%s", e);
+                }
+                n++;
+        }
+        (void) session_submit_ring_batch(s, r->jobs, n, decode_error, err);
+        return (int) n;
+}
+
+/* Takes what was published; false when the session ended over it. */
+static bool ring_take(Session *s) {
+        SessionRing *r = s->ring;
+        uint64_t head = load_head(r), tail = r->tail, pending = head - tail;
+        char why[600] = "";
+        size_t at = 0;
+
+        if (pending == 0)
+                return true;
+        if ((int64_t) pending < 0)
+                snprintf(why, sizeof(why),
+                         "submit ring: the producer index moved backwards, to %" PRIu64 ", behind the %" PRIu64 " records already taken",
+                         head, tail);
+        else if (pending > KFDB_RING_RECORDS)
+                snprintf(why, sizeof(why),
+                         "submit ring: the producer index %" PRIu64 " is %" PRIu64 " records ahead of the consumer index %" PRIu64 ", more than the ring's %u",
+                         head, pending, tail, KFDB_RING_RECORDS);
+        if (!why[0]) {
+                copy_published(r, tail, head);
+                while (at < pending && s->connected) {
+                        int k = take_batch(s, r, at, tail + at, (size_t) (pending - at), why, sizeof(why));
+                        if (k < 0)
+                                break;
+                        at += (size_t) k;
+                }
+        }
+        if (!s->connected)
+                return false;
+        if (why[0]) {
+                session_log(s, LOG_NOTICE, "Session %" PRIu64 ": %s; ending the session", s->id, why);
+                session_end(s, EPROTO, why, false);
+                return false;
+        }
+        r->tail = head;
+        atomic_store_explicit((_Atomic uint64_t *) &r->shared->tail, head, memory_order_release);
+        r->poll_until_ns = now_ns() + RING_POLL_NS;
+        scheduler_run(s->set->scheduler);
+        return s->connected;
+}
+
+/* Polls until RING_POLL_NS after the last activity, then arms the doorbell. */
+static void ring_poll_start(SessionRing *r) {
+        if (!r->poll_src)
+                return;
+        set_armed(r, 0);
+        (void) sd_event_source_set_enabled(r->poll_src, SD_EVENT_ON);
+}
+
+void session_ring_drain(Session *s) {
+        if (!s->ring || !s->connected)
+                return;
+        session_ref(s);
+        (void) ring_take(s);
+        session_unref(s);
+}
+
+static int on_poll(sd_event_source *src, void *userdata) {
+        Session *s = userdata;
+        SessionRing *r = s->ring;
+
+        session_ref(s);
+        if (ring_take(s) && now_ns() >= r->poll_until_ns) {
+                /* Sleep on the doorbell, unless the client published while we armed it. */
+                set_armed(r, 1);
+                atomic_thread_fence(memory_order_seq_cst);
+                if (load_head(r) != r->tail) {
+                        set_armed(r, 0);
+                        (void) ring_take(s);
+                } else
+                        (void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
+        }
+        session_flush(s);
+        session_unref(s);
+        return 0;
+}
+
+static int on_doorbell(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Session *s = userdata;
+        uint64_t v;
+
+        (void) !read(fd, &v, sizeof(v));
+        session_ref(s);
+        ring_poll_start(s->ring);
+        (void) ring_take(s);
+        session_flush(s);
+        session_unref(s);
+        return 0;
+}
+
+/* Makes the memfd, maps and seals it, the doorbell and the sources; the
+ * caller frees a half-made ring. */
+static int ring_setup(Session *s, SessionRing *r) {
+        void *m;
+        int k;
+
+        r->copy = calloc(KFDB_RING_RECORDS, sizeof(*r->copy));
+        r->jobs = calloc(KFDB_RING_RECORDS, sizeof(*r->jobs));
+        if (!r->copy || !r->jobs)
+                return -ENOMEM;
+        r->memfd = memfd_create("kfdbroker-submit-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (r->memfd < 0 || ftruncate(r->memfd, KFDB_RING_SIZE) < 0)
+                return -errno;
+        m = mmap(NULL, KFDB_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, r->memfd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        r->shared = m;
+        /* The client may write it, but never make it smaller under our mapping. */
+        if (fcntl(r->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+                return -errno;
+        r->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (r->doorbell < 0)
+                return -errno;
+        *r->shared = (KfdbSubmitRing) {
+                .magic = KFDB_RING_MAGIC,
+                .version = KFDB_RING_VERSION,
+                .size = KFDB_RING_SIZE,
+                .records = KFDB_RING_RECORDS,
+                .record_size = KFDB_RING_RECORD_SIZE,
+                .header_size = KFDB_RING_HEADER_SIZE,
+                .doorbell_armed = 1,
+        };
+        k = sd_event_add_io(s->set->event, &r->doorbell_src, r->doorbell, EPOLLIN, on_doorbell, s);
+        if (k < 0)
+                return k;
+        (void) sd_event_source_set_description(r->doorbell_src, "session-ring-doorbell");
+        k = sd_event_add_defer(s->set->event, &r->poll_src, on_poll, s);
+        if (k < 0)
+                return k;
+        (void) sd_event_source_set_description(r->poll_src, "session-ring-poll");
+        return sd_event_source_set_enabled(r->poll_src, SD_EVENT_OFF);
+}
+
+static int ring_new(Session *s) {
+        int k;
+
+        s->ring = calloc(1, sizeof(*s->ring));
+        if (!s->ring)
+                return -ENOMEM;
+        s->ring->memfd = s->ring->doorbell = -EBADF;
+        k = ring_setup(s, s->ring);
+        if (k < 0)
+                session_ring_free(s);
+        return k;
+}
+
+void session_open_submit_ring(Session *s, const WireRequest *req) {
+        int fds[2], k;
+
+        if (s->ring) {
+                session_send_error(s, req->id, EEXIST, "open_submit_ring: this session has its submit ring already");
+                return;
+        }
+        k = ring_new(s);
+        if (k < 0) {
+                session_send_error(s, req->id, -k, "open_submit_ring: cannot make the ring: %s", strerror(-k));
+                return;
+        }
+        fds[0] = s->ring->memfd;
+        fds[1] = s->ring->doorbell;
+        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_SUBMIT_RING,
+                                       .submit_ring = { .size = KFDB_RING_SIZE, .records = KFDB_RING_RECORDS } },
+                     fds, 2);
+}
