@@ -6,8 +6,11 @@
  * not gate. Medians of several rounds throughout.
  *   1. 4-byte fill round trip through the broker against the in-process
  *      floor (bench-floor: the same simulated GPU layer driven directly) and
- *      a raw SOCK_SEQPACKET echo between two processes;
- *   2. batches of 64 4-byte fills through the broker against the floor's;
+ *      a raw SOCK_SEQPACKET echo between two processes, with the submit ring
+ *      and on the socket path (a session made with KFDBROKER_SUBMIT_RING=0),
+ *      in alternating rounds;
+ *   2. batches of 64 4-byte fills through the broker against the floor's
+ *      (both paths, alternating);
  *   3. a 256 MiB GPU copy against memcpy of the same size;
  *   4. AllocBuffer+FreeBuffer pairs, and kfdb_slice_alloc+kfdb_slice_free
  *      pairs of libkfdbroker's sub-allocator, against memfd_create+ftruncate+
@@ -42,6 +45,7 @@
 #include "kfdbroker.h"
 
 #define ROUND_TRIPS 3000
+#define RT_ROUNDS 6
 #define COPY_SIZE (256ull << 20)
 #define COPY_RUNS 5
 #define ALLOC_PAIRS 2000
@@ -162,16 +166,11 @@ static void baseline_seqpacket(double *p50, double *p99) {
         free(t);
 }
 
-static void bench_round_trip(kfdb_session *s, const FloorResult *floor) {
-        uint64_t *t = calloc(ROUND_TRIPS, sizeof(*t));
-        double p50, p99, e50, e99;
-        kfdb_buffer *buf;
-        kfdb_batch *batch;
+/* Round trips of one 4-byte fill on s, into t[0..n). */
+static void fill_round_trips(kfdb_session *s, kfdb_buffer *buf, kfdb_batch *batch, uint64_t *t, int n) {
         int r;
 
-        if ((r = kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &buf)) < 0 || (r = kfdb_batch_new(s, &batch)) < 0)
-                die("setup", r);
-        for (int i = 0; i < ROUND_TRIPS + 100; i++) {
+        for (int i = 0; i < n + 100; i++) {
                 uint64_t fence, t0 = now_ns();
                 if ((r = kfdb_batch_fill(batch, buf, 0, 4, 0x5a5a5a5a)) < 0 ||
                     (r = kfdb_batch_submit(batch, NULL, &fence)) < 0 ||
@@ -180,48 +179,103 @@ static void bench_round_trip(kfdb_session *s, const FloorResult *floor) {
                 if (i >= 100)
                         t[i - 100] = now_ns() - t0;
         }
-        percentiles(t, ROUND_TRIPS, &p50, &p99);
+}
+
+/* A buffer and a batch on each of the two sessions. */
+typedef struct Pair {
+        kfdb_buffer *rbuf, *sbuf;
+        kfdb_batch *rbatch, *sbatch;
+} Pair;
+
+static void pair_open(Pair *p, kfdb_session *ring, kfdb_session *sock) {
+        int r;
+
+        if ((r = kfdb_buffer_alloc(ring, 4096, KFDB_PLACEMENT_GTT, &p->rbuf)) < 0 ||
+            (r = kfdb_batch_new(ring, &p->rbatch)) < 0 ||
+            (r = kfdb_buffer_alloc(sock, 4096, KFDB_PLACEMENT_GTT, &p->sbuf)) < 0 ||
+            (r = kfdb_batch_new(sock, &p->sbatch)) < 0)
+                die("setup", r);
+}
+
+static void pair_close(Pair *p) {
+        kfdb_batch_free(p->rbatch);
+        kfdb_buffer_free(p->rbuf);
+        kfdb_batch_free(p->sbatch);
+        kfdb_buffer_free(p->sbuf);
+}
+
+/* Both paths, in alternating rounds so that both see the same noise: the
+ * session with the submit ring (ring) and one with KFDBROKER_SUBMIT_RING=0. */
+static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, const FloorResult *floor) {
+        const int per_round = ROUND_TRIPS / RT_ROUNDS;
+        uint64_t *tr = calloc(ROUND_TRIPS, sizeof(*tr)), *ts = calloc(ROUND_TRIPS, sizeof(*ts));
+        double p50, p99, s50, s99, e50, e99;
+        bool ring_used;
+        Pair p;
+
+        if (!tr || !ts)
+                die("calloc", ENOMEM);
+        pair_open(&p, ring, sock);
+        for (int k = 0; k < RT_ROUNDS; k++) {
+                fill_round_trips(sock, p.sbuf, p.sbatch, ts + k * per_round, per_round);
+                fill_round_trips(ring, p.rbuf, p.rbatch, tr + k * per_round, per_round);
+        }
+        ring_used = kfdb_session_get_ring_submits(ring) > 0 && kfdb_session_get_ring_submits(sock) == 0;
+        percentiles(ts, (size_t) per_round * RT_ROUNDS, &s50, &s99);
+        percentiles(tr, (size_t) per_round * RT_ROUNDS, &p50, &p99);
         baseline_seqpacket(&e50, &e99);
-        printf("4-byte fill round trip:     broker p50 %7.1f us  p99 %8.1f us\n", p50, p99);
+        printf("4-byte fill round trip:     broker p50 %7.1f us  p99 %8.1f us (socket path, KFDBROKER_SUBMIT_RING=0)\n",
+               s50, s99);
+        printf("                            broker p50 %7.1f us  p99 %8.1f us (submit ring%s)\n", p50, p99,
+               ring_used ? "" : " NOT IN USE");
         printf("  in-process floor:                p50 %7.1f us  p99 %8.1f us\n", floor->rt_p50_us, floor->rt_p99_us);
         printf("  raw SEQPACKET echo:              p50 %7.1f us  p99 %8.1f us\n", e50, e99);
-        report("round trip p50: broker / (floor + echo), socket path", p50 / (floor->rt_p50_us + e50), true, 1.0);
-        report("round trip p50: broker / floor (with a submission ring)", p50 / floor->rt_p50_us, true, 1.3);
-        kfdb_batch_free(batch);
-        kfdb_buffer_free(buf);
-        free(t);
+        report("round trip p50: broker / (floor + echo), socket path", s50 / (floor->rt_p50_us + e50), true, 1.0);
+        report(ring_used ? "round trip p50: broker / floor (with a submission ring)"
+                         : "round trip p50: broker / floor (ring NOT in use)",
+               p50 / floor->rt_p50_us, true, 1.3);
+        pair_close(&p);
+        free(tr);
+        free(ts);
 }
 
 /* ---- batched small jobs ---- */
 
-static void bench_batched(kfdb_session *s, const FloorResult *floor) {
-        double rate[BATCH_ROUNDS];
-        kfdb_buffer *buf;
-        kfdb_batch *batch;
+/* Jobs per second in batches of BATCH 4-byte fills for BATCH_ROUND_NS. */
+static double batched_rate(kfdb_session *s, kfdb_buffer *buf, kfdb_batch *batch) {
+        uint64_t t0 = now_ns(), jobs = 0, t;
         int r;
 
-        if ((r = kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &buf)) < 0 || (r = kfdb_batch_new(s, &batch)) < 0)
-                die("setup", r);
-        for (int k = 0; k < BATCH_ROUNDS; k++) {
-                uint64_t t0 = now_ns(), jobs = 0, t;
-                do {
-                        uint64_t last;
-                        for (int i = 0; i < BATCH; i++)
-                                if ((r = kfdb_batch_fill(batch, buf, 0, 4, 0x5a5a5a5a)) < 0)
-                                        die("batch", r);
-                        if ((r = kfdb_batch_submit(batch, NULL, &last)) < 0 || (r = kfdb_fence_wait(s, last, 10000)) < 0)
+        do {
+                uint64_t last;
+                for (int i = 0; i < BATCH; i++)
+                        if ((r = kfdb_batch_fill(batch, buf, 0, 4, 0x5a5a5a5a)) < 0)
                                 die("batch", r);
-                        jobs += BATCH;
-                        t = now_ns() - t0;
-                } while (t < BATCH_ROUND_NS);
-                rate[k] = (double) jobs * 1e9 / (double) t;
+                if ((r = kfdb_batch_submit(batch, NULL, &last)) < 0 || (r = kfdb_fence_wait(s, last, 10000)) < 0)
+                        die("batch", r);
+                jobs += BATCH;
+                t = now_ns() - t0;
+        } while (t < BATCH_ROUND_NS);
+        return (double) jobs * 1e9 / (double) t;
+}
+
+static void bench_batched(kfdb_session *ring, kfdb_session *sock, const FloorResult *floor) {
+        double rate[BATCH_ROUNDS], srate[BATCH_ROUNDS];
+        Pair p;
+
+        pair_open(&p, ring, sock);
+        for (int k = 0; k < BATCH_ROUNDS; k++) {
+                srate[k] = batched_rate(sock, p.sbuf, p.sbatch);
+                rate[k] = batched_rate(ring, p.rbuf, p.rbatch);
         }
-        double broker = median(rate, BATCH_ROUNDS);
-        printf("batches of %d 4-byte fills:  broker %9.0f jobs/s, floor %9.0f jobs/s (medians of %d)\n", BATCH, broker,
-               floor->batch_jobs_per_s, BATCH_ROUNDS);
+        double broker = median(rate, BATCH_ROUNDS), socket_path = median(srate, BATCH_ROUNDS);
+        printf("batches of %d 4-byte fills:  broker %9.0f jobs/s with the submit ring, %9.0f over the socket, "
+               "floor %9.0f jobs/s (medians of %d)\n",
+               BATCH, broker, socket_path, floor->batch_jobs_per_s, BATCH_ROUNDS);
         report("batched small jobs: broker / floor throughput", broker / floor->batch_jobs_per_s, false, 0.9);
-        kfdb_batch_free(batch);
-        kfdb_buffer_free(buf);
+        report("batched small jobs: broker / floor throughput, socket path", socket_path / floor->batch_jobs_per_s,
+               false, 0.9);
+        pair_close(&p);
 }
 
 /* ---- 256 MiB copy ---- */
@@ -540,7 +594,7 @@ static bool want(int argc, char **argv, const char *name) {
 int main(int argc, char **argv) {
         char dir[] = "/tmp/kfdbroker-bench.XXXXXX", sock[128], sock_off[128];
         FloorResult floor;
-        kfdb_session *s;
+        kfdb_session *s, *s_sock;
         pid_t pid, pid_off;
         int r;
 
@@ -557,10 +611,17 @@ int main(int argc, char **argv) {
         r = kfdb_session_new(sock, "bench-broker", &s);
         if (r < 0)
                 die("connect", r);
+        /* The same client on the socket path (read when the session is made). */
+        setenv("KFDBROKER_SUBMIT_RING", "0", 1);
+        r = kfdb_session_new(sock, "bench-broker-socket", &s_sock);
+        if (r < 0)
+                die("connect", r);
+        unsetenv("KFDBROKER_SUBMIT_RING");
         if (want(argc, argv, "round-trip"))
-                bench_round_trip(s, &floor);
+                bench_round_trip(s, s_sock, &floor);
         if (want(argc, argv, "batched"))
-                bench_batched(s, &floor);
+                bench_batched(s, s_sock, &floor);
+        kfdb_session_free(s_sock);
         if (want(argc, argv, "copy"))
                 bench_copy(s);
         if (want(argc, argv, "alloc"))
@@ -574,8 +635,7 @@ int main(int argc, char **argv) {
                 bench_noise(sock, sock_off);
                 stop_daemon(pid_off, sock_off);
         }
-        printf("not measured here: the submission ring (item 2), the fd budgets (item 3), the parallel interpreter "
-               "(item 4: bench-cp, bench-isa)\n");
+        printf("not measured here: the fd budgets (item 3), the parallel interpreter (item 4: bench-cp, bench-isa)\n");
         stop_daemon(pid, sock);
         rmdir(dir);
         return 0;
