@@ -61,7 +61,7 @@ int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms) {
                 };
                 int64_t left;
 
-                if (session_completed_fence(s) >= fence || session_ring_spin(s, fence))
+                if (session_completed_fence(s) >= fence)
                         return fence_result(s, fence);
                 left = deadline == INT64_MAX ? -1 : MAX(deadline - now_ms(), (int64_t) 0);
                 if (left == 0)

@@ -17,13 +17,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client-session.h"
-
-/* How long kfdb_fence_wait() looks at the page before it sleeps. */
-#define RING_SPIN_NS 20000
 
 static bool ring_layout_ok(const KfdbSubmitRing *r) {
         return r->magic == KFDB_RING_MAGIC && r->version == KFDB_RING_VERSION && r->size == KFDB_RING_SIZE &&
@@ -160,27 +156,4 @@ int session_ring_submit(kfdb_session *s, const ClientJob *jobs, size_t n, uint64
         s->last_fence += n;
         s->ring_submits++;
         return 1;
-}
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-bool session_ring_spin(const kfdb_session *s, uint64_t fence) {
-        uint64_t until;
-
-        if (!s->ring)
-                return false;
-        until = now_ns() + RING_SPIN_NS;
-        do {
-                if (session_completed_fence(s) >= fence)
-                        return true;
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
-        } while (now_ns() < until);
-        return false;
 }

@@ -155,8 +155,6 @@ void session_ring_close(kfdb_session *s);
  * in the ring, under the in-flight limit): 1 with the fences assigned, 0 when
  * the caller must use a Submit request, or a negative errno. */
 int session_ring_submit(kfdb_session *s, const ClientJob *jobs, size_t n, uint64_t *fences_out);
-/* Spins on the page for a short while when the ring is in use: true if the fence completed. */
-bool session_ring_spin(const kfdb_session *s, uint64_t fence);
 
 /* Is k a lost connection (the daemon went away)? */
 bool session_connection_lost(int k);

@@ -565,9 +565,7 @@ int kfdb_batch_wait_event_on(kfdb_batch *b, kfdb_event *e, kfdb_engine engine);
  * from the ring (a handle freed meanwhile, say) is not an error of this call:
  * it fails with its reason, as kfdb_fence_wait() and kfdb_job_failure_next()
  * report. KFDBROKER_SUBMIT_RING=0 in the environment (read when the session
- * is made) keeps every batch on the socket; kfdb_fence_wait() then does not
- * spin either (with the ring it looks at the session page for up to 20 us
- * before it sleeps).
+ * is made) keeps every batch on the socket.
  */
 int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fence);
 
