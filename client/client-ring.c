@@ -97,11 +97,16 @@ static void record_from_job(const ClientJob *j, bool end, KfdbRingRecord *rec) {
 static bool ring_takes(kfdb_session *s, const ClientJob *jobs, size_t n) {
         uint64_t tail = atomic_load_explicit((_Atomic uint64_t *) &s->ring->tail, memory_order_acquire);
         uint64_t in_flight = s->last_fence - session_completed_fence(s);
+        uint64_t limit = session_page_load_u64(&s->page->max_jobs_in_flight);
 
         if (s->ring_head - tail + n > KFDB_RING_RECORDS)
                 return false;
-        /* Over the limit the daemon would refuse it: let a Submit say so. */
-        if (s->limits.max_jobs_in_flight > 0 && in_flight + n > s->limits.max_jobs_in_flight)
+        /* Over the limit (now: SetLimits may have changed it since Hello) the
+         * daemon would refuse it: let a Submit say so. The page's completed
+         * fence may lag, so this errs towards the Submit. */
+        if (limit == 0)
+                limit = s->limits.max_jobs_in_flight;
+        if (limit > 0 && in_flight + n > limit)
                 return false;
         for (size_t i = 0; i < n; i++)
                 if (jobs[i].type == CLIENT_JOB_DISPATCH)

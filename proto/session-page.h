@@ -34,7 +34,8 @@ typedef struct KfdbSessionPage {
         uint64_t jobs_failed;
         uint64_t last_failed_fence;
         uint64_t context_lost;   /* bumped when a GPU fault or reset failed jobs */
-        uint64_t reserved[8];
+        uint64_t max_jobs_in_flight; /* the session's limit now (SetLimits may change it); 0: not said */
+        uint64_t reserved[7];
         KfdbPageEvent events[KFDB_PAGE_MAX_EVENTS];
 } KfdbSessionPage;
 

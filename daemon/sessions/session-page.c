@@ -108,6 +108,11 @@ void session_page_context_lost(SessionPage *p) {
         end(p);
 }
 
+void session_page_set_jobs_limit(SessionPage *p, uint64_t max_jobs_in_flight) {
+        /* One field nobody reads together with others: no seq, no signal. */
+        STORE(p->page->max_jobs_in_flight, max_jobs_in_flight);
+}
+
 void session_page_set_event(SessionPage *p, uint32_t slot, uint64_t age, bool signaled, bool live) {
         KfdbPageEvent *e;
 

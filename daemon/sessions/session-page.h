@@ -28,6 +28,8 @@ void session_page_set_fences(SessionPage *p, uint64_t completed, uint64_t submit
 void session_page_job_failed(SessionPage *p, uint64_t fence);
 /* The session's GPU context was lost (a fault or a reset): +1. */
 void session_page_context_lost(SessionPage *p);
+/* The session's max_jobs_in_flight now (a submit ring client checks it). */
+void session_page_set_jobs_limit(SessionPage *p, uint64_t max_jobs_in_flight);
 void session_page_set_event(SessionPage *p, uint32_t slot, uint64_t age, bool signaled, bool live);
 /* Signals the eventfd once if anything changed since the last flush. */
 void session_page_flush(SessionPage *p);
