@@ -42,7 +42,7 @@
 #include "wire/wire-ring.h"
 
 struct SessionRing {
-        int memfd;
+        int memfd;              /* until the reply that hands it out is queued */
         int doorbell;
         KfdbSubmitRing *shared; /* our read-write mapping of memfd */
         uint64_t tail;          /* records taken: ours, never read back */
@@ -254,4 +254,7 @@ void session_open_submit_ring(Session *s, const WireRequest *req) {
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_SUBMIT_RING,
                                        .submit_ring = { .size = KFDB_RING_SIZE, .records = KFDB_RING_RECORDS } },
                      fds, 2);
+        /* The reply holds its own copy; our mapping keeps the memory: one fd
+         * less per session. */
+        s->ring->memfd = safe_close(s->ring->memfd);
 }
