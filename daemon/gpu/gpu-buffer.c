@@ -242,6 +242,50 @@ static GpuBuffer *buffer_new_record(GpuContext *c, uint64_t size, uint32_t flags
         return b;
 }
 
+/*
+ * The steps of a KFD allocation (see the top of the file): reserve the VA,
+ * ALLOC_MEMORY_OF_GPU there, MAP_MEMORY_TO_GPU unless gpu_map is false, and
+ * map it for the CPU over the reservation through mmap_fd (the render node
+ * for memory, the KFD fd for the MMIO remap page) at the offset KFD gave.
+ * b is a new record of b->size bytes; a failure leaves it for buffer_destroy.
+ */
+static int buffer_alloc_kfd(GpuContext *c, GpuBuffer *b, bool gpu_map, int mmap_fd) {
+        int r = reserve_va(b->size, &b->va);
+        if (r < 0)
+                return r;
+        b->va_reserved = true;
+
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = b->va,
+                .size = b->size,
+                .gpu_id = c->gpu_id,
+                .flags = b->flags,
+        };
+        r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+        if (r < 0)
+                return r;
+        b->handle = a.handle;
+        b->allocated = true;
+
+        if (gpu_map) {
+                r = gpu_map_to_gpu(c, b->handle);
+                if (r < 0)
+                        return r;
+                b->gpu_mapped = true;
+        }
+
+        void *p = NULL;
+        r = c->ops->mmap(c->ops->userdata, (void *) (uintptr_t) b->va, b->size, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_FIXED, mmap_fd, a.mmap_offset, &p);
+        if (r < 0)
+                return r;
+        b->cpu_mapped = true;
+        if (p != (void *) (uintptr_t) b->va)
+                return -EFAULT; /* MAP_FIXED must land on the GPU VA */
+        b->cpu = p;
+        return 0;
+}
+
 int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool internal,
                               GpuBuffer **ret) {
         if (size == 0)
@@ -253,77 +297,24 @@ int gpu_buffer_alloc_internal(GpuContext *c, uint64_t size, uint32_t flags, bool
         _cleanup_(buffer_destroyp) GpuBuffer *b = buffer_new_record(c, size, flags, internal);
         if (!b)
                 return -ENOMEM;
-
-        int r = reserve_va(size, &b->va);
+        int r = buffer_alloc_kfd(c, b, true, c->render_fd);
         if (r < 0)
                 return r;
-        b->va_reserved = true;
-
-        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
-                .va_addr = b->va,
-                .size = size,
-                .gpu_id = c->gpu_id,
-                .flags = flags,
-        };
-        r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
-        if (r < 0)
-                return r;
-        b->handle = a.handle;
-        b->allocated = true;
-
-        r = gpu_map_to_gpu(c, b->handle);
-        if (r < 0)
-                return r;
-        b->gpu_mapped = true;
-
-        void *p = NULL;
-        r = c->ops->mmap(c->ops->userdata, (void *) (uintptr_t) b->va, size, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_FIXED, c->render_fd, a.mmap_offset, &p);
-        if (r < 0)
-                return r;
-        b->cpu_mapped = true;
-        if (p != (void *) (uintptr_t) b->va)
-                return -EFAULT; /* MAP_FIXED must land on the GPU VA */
-        b->cpu = p;
-
         *ret = TAKE_PTR(b);
         return 0;
 }
 
+/* The HDP flush page: MMIO_REMAP, CPU-mapped through the KFD fd, not mapped
+ * to the GPU (only the CPU writes it). */
 int gpu_buffer_alloc_hdp_page(GpuContext *c, GpuBuffer **ret) {
         const uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
                                KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
         _cleanup_(buffer_destroyp) GpuBuffer *b = buffer_new_record(c, PAGE_SIZE_4K, flags, true);
         if (!b)
                 return -ENOMEM;
-
-        int r = reserve_va(PAGE_SIZE_4K, &b->va);
+        int r = buffer_alloc_kfd(c, b, false, c->kfd_fd);
         if (r < 0)
                 return r;
-        b->va_reserved = true;
-
-        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
-                .va_addr = b->va,
-                .size = PAGE_SIZE_4K,
-                .gpu_id = c->gpu_id,
-                .flags = flags,
-        };
-        r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
-        if (r < 0)
-                return r;
-        b->handle = a.handle;
-        b->allocated = true;
-
-        void *p = NULL;
-        r = c->ops->mmap(c->ops->userdata, (void *) (uintptr_t) b->va, PAGE_SIZE_4K, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_FIXED, c->kfd_fd, a.mmap_offset, &p);
-        if (r < 0)
-                return r;
-        b->cpu_mapped = true;
-        if (p != (void *) (uintptr_t) b->va)
-                return -EFAULT;
-        b->cpu = p;
-
         *ret = TAKE_PTR(b);
         return 0;
 }
