@@ -117,6 +117,7 @@ int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret) {
                 buffer_forget(s, r->buffer.handle);
                 return k;
         }
+        (*ret)->fd_shared = true; /* the caller's fd is the same dma-buf */
         TAKE_FD(copy);
         return 0;
 }
@@ -137,7 +138,13 @@ int kfdb_buffer_export(kfdb_buffer *b, int *ret_fd) {
 }
 
 int kfdb_buffer_get_fd(const kfdb_buffer *b) {
-        return b ? b->fd : -EINVAL;
+        if (!b)
+                return -EINVAL;
+        /* The caller may dup it and keep it past kfdb_buffer_free(). The
+         * object is never const itself: the const is the API's promise not to
+         * change what the caller sees. */
+        ((kfdb_buffer *) b)->fd_shared = true;
+        return b->fd;
 }
 
 uint64_t kfdb_buffer_get_size(const kfdb_buffer *b) {
@@ -168,15 +175,30 @@ int kfdb_buffer_map(kfdb_buffer *b, void **ret) {
         return 0;
 }
 
+/* A daemon that announces "free-no-reply" is not waited for: one round trip
+ * less for every alloc and free pair (docs/protocol.md, "Buffers"). The local
+ * side goes first, so that no copy is left here when the daemon reads the
+ * request. A send that fails means the connection is gone, and with it the
+ * session's buffers; the next call reconnects (without this buffer). Older
+ * daemons are waited for, before the local side goes, as a reconnect then
+ * makes the buffer again in the new session and frees it there. */
 int kfdb_buffer_free(kfdb_buffer *b) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_FREE_BUFFER };
+        kfdb_session *s;
         int k;
 
         if (!b)
                 return 0;
+        s = b->session;
         req.object.handle = b->handle;
-        k = session_call(b->session, &req, NULL, 0, &r);
+        req.object.no_copy_kept = !b->fd_shared;
+        if (kfdb_session_has_feature(s, "free-no-reply")) {
+                req.object.no_reply = true;
+                buffer_release(&b->object);
+                return session_send_only(s, &req);
+        }
+        k = session_call(s, &req, NULL, 0, &r);
         buffer_release(&b->object);
         return k;
 }

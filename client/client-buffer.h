@@ -15,4 +15,8 @@ struct kfdb_buffer {
         uint64_t size;
         int fd;
         void *map;
+        /* Its fd was handed to the caller (kfdb_buffer_get_fd) or the buffer
+         * imported: a copy may live on after kfdb_buffer_free(), so the
+         * daemon is not told that none is kept. */
+        bool fd_shared;
 };

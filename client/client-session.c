@@ -129,8 +129,26 @@ static ClientReply *stash_take(kfdb_session *s, uint64_t id) {
         return NULL;
 }
 
+/* The error of a request sent without waiting (session_send_only): queued
+ * like a job failure, with fence 0. Takes r. */
+static void push_no_reply_error(kfdb_session *s, ClientReply *r) {
+        if (r->error != 0) {
+                ClientReply f = { .type = CLIENT_REPLY_JOB_FAILED };
+
+                f.job_failed.fence = 0;
+                f.job_failed.error = r->error;
+                f.job_failed.message = r->message[0] ? r->message : strerror(r->error);
+                session_push_failure(s, &f);
+        }
+        client_reply_free(r);
+}
+
 /* Notifications are queued; replies are kept by id. Takes r. */
 static void session_dispatch(kfdb_session *s, ClientReply *r) {
+        if (r->id & CLIENT_NO_REPLY_ID_BIT) {
+                push_no_reply_error(s, r);
+                return;
+        }
         if (r->id != 0) {
                 stash_push(s, r);
                 return;
@@ -252,7 +270,7 @@ static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds,
 
         *ret_sent = false;
         req->id = s->next_id++;
-        if (s->next_id == 0)
+        if (s->next_id & CLIENT_NO_REPLY_ID_BIT)
                 s->next_id = 1;
         k = client_request_encode(req, &buf, &len);
         if (k == -EMSGSIZE)
@@ -289,6 +307,24 @@ static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds,
                 }
                 session_dispatch(s, m);
         }
+}
+
+int session_send_only(kfdb_session *s, ClientRequest *req) {
+        _cleanup_free_ void *buf = NULL;
+        size_t len;
+        int k;
+
+        req->id = s->next_id++ | CLIENT_NO_REPLY_ID_BIT;
+        if (s->next_id & CLIENT_NO_REPLY_ID_BIT)
+                s->next_id = 1;
+        k = client_request_encode(req, &buf, &len);
+        if (k < 0)
+                return session_error(s, k, "cannot encode %s request", client_request_type_name(req->type));
+        k = client_socket_send(s->fd, buf, len, NULL, 0);
+        if (k < 0)
+                return session_error(s, k, "cannot send %s request to kfdbrokerd: %s",
+                                     client_request_type_name(req->type), strerror(-k));
+        return 0;
 }
 
 int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,

@@ -23,6 +23,11 @@
 /* Job failures not yet taken by kfdb_job_failure_next(); older ones are dropped beyond. */
 #define CLIENT_FAILURES_MAX 1024u
 
+/* The ids of requests sent without waiting for a reply (session_send_only)
+ * have this bit set, so an error the daemon sends for one later is told
+ * apart from the replies of calls. */
+#define CLIENT_NO_REPLY_ID_BIT (UINT64_C(1) << 63)
+
 /* Fences a daemon restart cancelled (jobs in flight then): first..last. */
 #define CLIENT_CANCELLED_RANGES 4u
 /* How long a session tries to reach a restarted daemon, unless
@@ -119,6 +124,15 @@ int session_error(kfdb_session *s, int r, const char *format, ...) _printf_(3, 4
  */
 int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,
                  ClientReply **ret);
+
+/*
+ * Sends a request the daemon answers only when it fails (FreeBuffer with
+ * no_reply) and returns without waiting: 0, or the negative errno of a send
+ * that failed (nothing was sent then; the connection may be lost). The
+ * daemon's error, if one comes, is queued as a failure with fence 0 for
+ * kfdb_job_failure_next().
+ */
+int session_send_only(kfdb_session *s, ClientRequest *req);
 
 /* Reads and dispatches one message if one arrives within timeout_ms: 1, 0 (none) or negative errno. */
 int session_receive(kfdb_session *s, int timeout_ms);

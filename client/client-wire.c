@@ -331,6 +331,8 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
         case CLIENT_REQUEST_FREE_BUFFER:
                 kfdbroker__v1__free_buffer_request__init(&p->free_buffer);
                 p->free_buffer.handle = r->object.handle;
+                p->free_buffer.no_reply = r->object.no_reply;
+                p->free_buffer.no_copy_kept = r->object.no_copy_kept;
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER;
                 m->free_buffer = &p->free_buffer;
                 return 0;
@@ -442,6 +444,7 @@ static void limits_from_pb(const Kfdbroker__V1__Limits *p, ClientLimits *l) {
         l->max_user_buffer_bytes = p->max_user_buffer_bytes;
         l->max_user_buffers = p->max_user_buffers;
         l->max_unit_buffer_bytes = p->max_unit_buffer_bytes;
+        l->max_user_fds = p->max_user_fds;
 }
 
 static const char *str(const char *s) {
@@ -589,6 +592,8 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->query.user_buffer_bytes = q->user_buffer_bytes;
                 r->query.user_buffers = q->user_buffers;
                 r->query.unit_buffer_bytes = q->unit_buffer_bytes;
+                r->query.pooled_buffer_bytes = q->pooled_buffer_bytes;
+                r->query.user_fds = q->user_fds;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS: {

@@ -106,6 +106,8 @@ typedef struct ClientRequest {
                 } alloc_buffer;
                 struct {
                         uint64_t handle;
+                        bool no_reply; /* FREE_BUFFER: the daemon answers only an error */
+                        bool no_copy_kept; /* FREE_BUFFER: no fd or mapping of it is left here */
                 } object; /* FREE/EXPORT_BUFFER, DESTROY/SET/RESET_EVENT, FREE_CODE_OBJECT */
                 struct {
                         bool auto_reset;
@@ -156,6 +158,7 @@ typedef struct ClientLimits {
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
         uint32_t max_message_size, max_wait_events, max_pending_waits;
         uint64_t max_user_buffer_bytes, max_user_buffers, max_unit_buffer_bytes;
+        uint64_t max_user_fds;
 } ClientLimits;
 
 typedef struct ClientKernelArgInfo {
@@ -226,6 +229,7 @@ typedef struct ClientReply {
                         ClientLimits limits;
                         uint32_t code_objects;
                         uint64_t released_buffer_bytes, user_buffer_bytes, user_buffers, unit_buffer_bytes;
+                        uint64_t pooled_buffer_bytes, user_fds;
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,9 @@ static void help(void) {
                "                          (default 128; 0 = no limit)\n"
                "     --max-connect-rate-per-user=N  Take at most N connections a second from\n"
                "                          one user; more wait their turn (default 1000; 0 = no limit)\n"
+               "     --max-fds-per-user=N  File descriptors the daemon may hold for one user's\n"
+               "                          sessions (default: half of what the open file limit\n"
+               "                          leaves after a reserve; infinity = no limit)\n"
                "     --contexts=MODE      How clients get GPU contexts of their own: auto\n"
                "                          (default: kernel, else process, else shared), kernel\n"
                "                          (secondary KFD contexts, KFD 1.19), process (a worker\n"
@@ -73,7 +77,7 @@ int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
                ARG_MAX_CONNECTIONS, ARG_MAX_CONNECT_RATE, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
-               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY, ARG_METRICS_FILE_MODE };
+               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY, ARG_METRICS_FILE_MODE, ARG_MAX_FDS };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -89,6 +93,7 @@ int main(int argc, char *argv[]) {
                 { "metrics-file-mode", required_argument, NULL, ARG_METRICS_FILE_MODE },
                 { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "max-connect-rate-per-user", required_argument, NULL, ARG_MAX_CONNECT_RATE },
+                { "max-fds-per-user", required_argument, NULL, ARG_MAX_FDS },
                 { "contexts", required_argument, NULL, ARG_CONTEXTS },
                 { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
                 { "context-idle", required_argument, NULL, ARG_CONTEXT_IDLE },
@@ -220,6 +225,19 @@ int main(int argc, char *argv[]) {
                                 return EXIT_FAILURE;
                         }
                         opts.max_connections_per_user = (unsigned) v;
+                        break;
+                }
+                case ARG_MAX_FDS: {
+                        char *end;
+                        unsigned long long v = strtoull(optarg, &end, 10);
+                        if (strcmp(optarg, "infinity") == 0)
+                                opts.max_fds_per_user = UINT64_MAX;
+                        else if (*end || end == optarg || optarg[0] == '-' || v == 0 || v == ULLONG_MAX) {
+                                fprintf(stderr, "kfdbrokerd: --max-fds-per-user: expected a number of file descriptors "
+                                                "(at least 1) or infinity, got '%s'\n", optarg);
+                                return EXIT_FAILURE;
+                        } else
+                                opts.max_fds_per_user = (uint64_t) v;
                         break;
                 }
                 case ARG_MAX_CONNECT_RATE: {

@@ -634,3 +634,14 @@ uint64_t gpu_buffer_get_size(const GpuBuffer *b) {
 void *gpu_buffer_get_cpu(const GpuBuffer *b) {
         return b->cpu;
 }
+
+bool gpu_buffer_is_shared(const GpuBuffer *b) {
+        return b->n_ref > 1;
+}
+
+int gpu_buffer_zero(GpuBuffer *b) {
+        if (!b->cpu)
+                return -ENODEV;
+        memset(b->cpu, 0, b->size);
+        return 0;
+}

@@ -349,6 +349,7 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
          * table ends before EXPORT_DMABUF (0x24), so kfd_ioctl answers -EINVAL
          * for it and buffers come from the render node (gpu-buffer.c). */
         c->info.render_node_buffers = v.minor_version < KFD_MINOR_EXPORT_DMABUF;
+        c->info.fds_per_buffer = c->ops->fds_per_bo;
         if (opts && (opts->flags & GPU_CONTEXT_SECONDARY)) {
                 /* Gate on the version, not on the errno: an older kernel's
                  * table ends before 0x27 (kfd-facts §7.3). */

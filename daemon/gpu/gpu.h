@@ -78,6 +78,9 @@ typedef struct GpuDeviceInfo {
          * the context flushes the HDP before each doorbell, so what the CPU
          * wrote into VRAM reaches the GPU (gpu-queue.c). */
         bool hdp_flush;
+        /* Daemon file descriptors each buffer keeps open while it exists:
+         * 0 on the kernel, 1 on the simulator (KfdOps.fds_per_bo). */
+        unsigned fds_per_buffer;
         uint64_t vram_size;         /* bytes, 0 if unknown */
         uint64_t timestamp_hz;      /* GPU timestamp counter frequency */
         unsigned n_queues;          /* hardware queues created by this context */
@@ -208,6 +211,13 @@ uint64_t gpu_buffer_get_va(const GpuBuffer *b);
 uint64_t gpu_buffer_get_size(const GpuBuffer *b);
 /* The daemon's own CPU mapping of the buffer. */
 void *gpu_buffer_get_cpu(const GpuBuffer *b);
+/* Whether anything but its owner holds the buffer: a job in flight, a
+ * reference of another object. */
+bool gpu_buffer_is_shared(const GpuBuffer *b);
+/* Writes zeros over the whole buffer through the daemon's CPU mapping (what
+ * the GPU reads next sees them: jobs invalidate its caches before they read,
+ * and the HDP is flushed before every doorbell). -ENODEV without a mapping. */
+int gpu_buffer_zero(GpuBuffer *b);
 
 /* ---- Jobs ---- */
 

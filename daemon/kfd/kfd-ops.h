@@ -41,6 +41,14 @@
  *    is left but the caller's: the memory goes when the caller closes it.
  *    The daemon uses it to keep a freed buffer charged to its owner while
  *    copies of its dma-buf live on (docs/policy.md, "Exported buffers").
+ *  - fds_per_bo is how many file descriptors of the daemon's process the
+ *    table keeps open for each buffer object while it exists: 0 on the
+ *    kernel, whose objects are no files of the process (a GEM object is held
+ *    by its KFD handle, a CPU mapping by the mapping itself); 1 on the
+ *    simulator, whose buffer objects are memfds it must keep an fd of to
+ *    export them again (an mmap cannot be turned back into an fd without
+ *    privileges). The daemon counts them in its fd budgets
+ *    (docs/policy.md, "File descriptors").
  *  - doorbell_written() is optional (NULL on the real kernel, where the 64-bit
  *    store to the doorbell slice is itself the MMIO write the GPU reacts to).
  *    A simulated engine cannot see a store to memory, so the daemon calls this
@@ -61,6 +69,7 @@ typedef struct KfdOps {
         const char *name; /* "kfd" or "sim" */
         void *userdata;   /* passed to every operation */
         const char *sysfs_root;
+        unsigned fds_per_bo; /* daemon fds each buffer object keeps open (see above) */
 
         int (*open_kfd)(void *userdata);
         int (*open_render)(void *userdata, unsigned minor);

@@ -261,6 +261,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
         /* Refuse early what cannot fit: the loaded image is at least as large
          * as the file's code, in whole pages. */
         if (!session_check_object_count(s, req->id) ||
+            !session_check_fds(s, req->id, session_buffer_fds(s), "LoadCodeObject") ||
             !session_check_memory_quota(s, req->id, align_up_u64((uint64_t) size, PAGE_SIZE_4K)))
                 return;
 

@@ -66,6 +66,7 @@ int session_tallies_attach(Session *s) {
 }
 
 void session_tallies_detach(Session *s) {
+        session_account_fds(s, -(int64_t) s->fds);
         if (s->user_tally)
                 s->user_tally->sessions--;
         if (s->unit_tally)
@@ -88,6 +89,13 @@ void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
 void session_account_object(Session *s, int delta) {
         tally_add(s->user_tally, 0, delta);
         tally_add(s->unit_tally, 0, delta);
+        session_account_fds(s, (int64_t) delta * session_buffer_fds(s));
+}
+
+void session_account_probe(Session *s, int delta) {
+        tally_add(s->user_tally, 0, delta);
+        tally_add(s->unit_tally, 0, delta);
+        session_account_fds(s, delta);
 }
 
 /* ---- Released buffers ---- */
@@ -97,7 +105,7 @@ static void released_free(Session *s, ReleasedBuffer *rb) {
         LIST_REMOVE(released, s->released, rb);
         s->n_released--;
         if (rb->probe_fd >= 0)
-                session_account_object(s, -1);
+                session_account_probe(s, -1);
         safe_close(rb->probe_fd);
         free(rb);
 }
@@ -138,14 +146,31 @@ static void refresh_tally(Session *s, Tally *t) {
         Session *o;
 
         LIST_FOREACH(sessions, o, s->set->sessions)
-                if (o->user_tally == t || o->unit_tally == t)
+                if (o->user_tally == t || o->unit_tally == t) {
+                        session_pool_drop(o);
                         session_refresh_released(o);
+                }
+}
+
+void session_release_exported(Session *s, GpuPlacement placement, uint64_t size, int probe_fd) {
+        _cleanup_close_ int probe = probe_fd;
+        ReleasedBuffer *rb = NULL;
+
+        s->released_bytes += size;
+        if (probe < 0 || !(rb = calloc(1, sizeof(*rb)))) {
+                charge_until_end(s, placement, size);
+                return;
+        }
+        *rb = (ReleasedBuffer) { .size = size, .placement = placement, .probe_fd = TAKE_FD(probe) };
+        LIST_PREPEND(released, s->released, rb);
+        s->n_released++;
+        session_account_probe(s, +1);
+        released_check(s, rb);
 }
 
 void session_release_buffer(Session *s, SessionBuffer *b) {
         uint64_t size = gpu_buffer_get_size(b->gpu);
-        _cleanup_close_ int probe = -EBADF;
-        ReleasedBuffer *rb = NULL;
+        int probe = -EBADF;
 
         if (b->exported && gpu_buffer_export(b->gpu, &probe) < 0)
                 probe = -EBADF;
@@ -156,16 +181,7 @@ void session_release_buffer(Session *s, SessionBuffer *b) {
                 session_account_buffer(s, b->placement, -(int64_t) size);
                 return;
         }
-        s->released_bytes += size;
-        if (probe < 0 || !(rb = calloc(1, sizeof(*rb)))) {
-                charge_until_end(s, b->placement, size);
-                return;
-        }
-        *rb = (ReleasedBuffer) { .size = size, .placement = b->placement, .probe_fd = TAKE_FD(probe) };
-        LIST_PREPEND(released, s->released, rb);
-        s->n_released++;
-        session_account_object(s, +1);
-        released_check(s, rb);
+        session_release_exported(s, b->placement, size, probe);
 }
 
 void session_drop_released(Session *s) {
@@ -197,7 +213,7 @@ static bool check_user_objects(Session *s, uint64_t id) {
         return false;
 }
 
-bool session_check_object_count(Session *s, uint64_t id) {
+bool session_check_handle_count(Session *s, uint64_t id) {
         uint64_t n = (uint64_t) s->buffers.n_used + s->code_objects.n_used;
 
         if (n >= s->limits.max_buffers) {
@@ -206,7 +222,11 @@ bool session_check_object_count(Session *s, uint64_t id) {
                                    s->limits.max_buffers, s->buffers.n_used, s->code_objects.n_used);
                 return false;
         }
-        return check_user_objects(s, id);
+        return true;
+}
+
+bool session_check_object_count(Session *s, uint64_t id) {
+        return session_check_handle_count(s, id) && check_user_objects(s, id);
 }
 
 static uint64_t headroom(uint64_t limit, uint64_t used) {
@@ -237,8 +257,10 @@ bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size) {
                                    size, s->limits.max_buffer_size);
                 return false;
         }
-        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes) && s->released)
+        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes) && (s->released || s->n_pooled)) {
+                session_pool_drop(s);
                 session_refresh_released(s);
+        }
         if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes)) {
                 char released[96] = "";
 

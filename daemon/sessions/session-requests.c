@@ -21,10 +21,11 @@
 
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply", NULL,
 };
 static const char *const features_compute[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "compute", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
+        "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -134,9 +135,21 @@ static void handle_device_info(Session *s, const WireRequest *req) {
                      NULL, 0);
 }
 
-/* Stores b in the table and replies with handle (+ a dma-buf fd when export). */
+/* A buffer add_buffer() could not store: a pooled one (pooled) keeps its
+ * charge under the rule for freed exported buffers, as if freed again. */
+static void drop_new_buffer(Session *s, GpuBuffer *b, GpuPlacement placement, bool pooled) {
+        SessionBuffer sb = { .gpu = b, .placement = placement, .exported = true };
+
+        if (pooled)
+                session_release_buffer(s, &sb);
+        else
+                gpu_buffer_unref(b);
+}
+
+/* Stores b in the table and replies with handle (+ a dma-buf fd when export).
+ * pooled: b came from the session's pool, charged already. */
 static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement placement,
-                       WireReplyType type, bool export) {
+                       WireReplyType type, bool export, bool pooled) {
         uint64_t size = gpu_buffer_get_size(b), handle;
         _cleanup_close_ int fd = -EBADF;
         SessionBuffer *sb;
@@ -145,19 +158,19 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
         if (export) {
                 r = gpu_buffer_export(b, &fd);
                 if (r < 0) {
-                        gpu_buffer_unref(b);
+                        drop_new_buffer(s, b, placement, pooled);
                         session_send_error(s, id, -r, "exporting the buffer as a dma-buf failed: %s",
                                            strerror(-r));
                         return;
                 }
         }
-        if (!session_check_object_count(s, id)) {
-                gpu_buffer_unref(b);
+        if (!(pooled ? session_check_handle_count(s, id) : session_check_object_count(s, id))) {
+                drop_new_buffer(s, b, placement, pooled);
                 return;
         }
         sb = calloc(1, sizeof(*sb));
         if (!sb) {
-                gpu_buffer_unref(b);
+                drop_new_buffer(s, b, placement, pooled);
                 session_send_error(s, id, ENOMEM, "out of memory");
                 return;
         }
@@ -165,7 +178,7 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
         r = handle_table_add(&s->buffers, sb, &handle, NULL);
         if (r < 0) {
                 free(sb);
-                gpu_buffer_unref(b);
+                drop_new_buffer(s, b, placement, pooled);
                 if (r == -EDQUOT)
                         session_send_error(s, id, EDQUOT, "buffer count limit (max_buffers %u, policy Buffers=) reached",
                                            s->limits.max_buffers);
@@ -173,8 +186,10 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                         session_send_error(s, id, -r, "cannot store the buffer: %s", strerror(-r));
                 return;
         }
-        session_account_buffer(s, placement, (int64_t) size);
-        session_account_object(s, +1);
+        if (!pooled) {
+                session_account_buffer(s, placement, (int64_t) size);
+                session_account_object(s, +1);
+        }
         session_send(s, &(WireReply) { .id = id, .type = type,
                                        .buffer = { .handle = handle, .size = size } },
                      export ? &fd : NULL, export ? 1 : 0);
@@ -191,10 +206,22 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
                                    req->alloc_buffer.size);
                 return;
         }
-        if (!session_check_memory_quota(s, req->id, size))
-                return;
         placement = req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? GPU_PLACEMENT_VRAM
                                                                         : GPU_PLACEMENT_GTT;
+        /* One the session freed, zeroed: charged already, and its fds
+         * counted (session-pool.c); the reply's dma-buf fd is not. */
+        b = size <= s->limits.max_buffer_size ? session_pool_take(s, size, placement) : NULL;
+        if (b) {
+                if (!session_check_fds(s, req->id, 1, "AllocBuffer")) {
+                        drop_new_buffer(s, b, placement, true);
+                        return;
+                }
+                add_buffer(s, req->id, b, placement, WIRE_REPLY_ALLOC_BUFFER, true, true);
+                return;
+        }
+        if (!session_check_memory_quota(s, req->id, size) ||
+            !session_check_fds(s, req->id, session_buffer_fds(s) + 1, "AllocBuffer"))
+                return;
         r = gpu_buffer_new(context_pool_device_gpu(s->set->contexts), size, placement, false, &b);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s failed: %s",
@@ -202,13 +229,15 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
                                    strerror(-r));
                 return;
         }
-        add_buffer(s, req->id, b, placement, WIRE_REPLY_ALLOC_BUFFER, true);
+        add_buffer(s, req->id, b, placement, WIRE_REPLY_ALLOC_BUFFER, true, false);
 }
 
 static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
         GpuBuffer *b;
         int r;
 
+        if (!session_check_fds(s, req->id, session_buffer_fds(s), "ImportBuffer"))
+                return;
         r = gpu_buffer_import(context_pool_device_gpu(s->set->contexts), fd, &b);
         if (r == -EINVAL && s->set->info->kfd_minor < 15)
                 session_send_error(s, req->id, EINVAL,
@@ -228,7 +257,7 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
                 return;
         }
         /* Shared memory: counted as GTT for the importer (the exporter chose). */
-        add_buffer(s, req->id, b, GPU_PLACEMENT_GTT, WIRE_REPLY_IMPORT_BUFFER, false);
+        add_buffer(s, req->id, b, GPU_PLACEMENT_GTT, WIRE_REPLY_IMPORT_BUFFER, false, false);
 }
 
 static void handle_free_buffer(Session *s, const WireRequest *req) {
@@ -237,9 +266,12 @@ static void handle_free_buffer(Session *s, const WireRequest *req) {
         if (!session_lookup_buffer(s, req->id, "free_buffer.handle", req->object.handle))
                 return;
         b = handle_table_remove(&s->buffers, req->object.handle);
-        session_release_buffer(s, b);
+        if (!req->object.no_copy_kept || !session_pool_put(s, b))
+                session_release_buffer(s, b);
         free(b);
-        reply_empty(s, req->id);
+        /* An error is still answered (above); success, if asked, is not. */
+        if (!req->object.no_reply)
+                reply_empty(s, req->id);
 }
 
 static void handle_export_buffer(Session *s, const WireRequest *req) {
@@ -247,9 +279,10 @@ static void handle_export_buffer(Session *s, const WireRequest *req) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
-        if (!b)
+        if (!b || !session_check_fds(s, req->id, 1, "ExportBuffer"))
                 return;
-        ((SessionBuffer *) handle_table_get(&s->buffers, req->object.handle))->exported = true;
+        SessionBuffer *sb = handle_table_get(&s->buffers, req->object.handle);
+        sb->exported = sb->exported_again = true;
         r = gpu_buffer_export(b, &fd);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "exporting the buffer failed: %s", strerror(-r));
@@ -642,7 +675,9 @@ static void handle_query(Session *s, const WireRequest *req) {
                                         .released_buffer_bytes = s->released_bytes,
                                         .user_buffer_bytes = s->user_tally ? s->user_tally->buffer_bytes : 0,
                                         .user_buffers = s->user_tally ? s->user_tally->objects : 0,
-                                        .unit_buffer_bytes = s->unit_tally ? s->unit_tally->buffer_bytes : 0 },
+                                        .unit_buffer_bytes = s->unit_tally ? s->unit_tally->buffer_bytes : 0,
+                                        .pooled_buffer_bytes = s->pooled_bytes,
+                                        .user_fds = s->user_tally ? s->user_tally->fds : s->fds },
                      },
                      NULL, 0);
 }

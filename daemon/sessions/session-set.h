@@ -55,6 +55,12 @@ struct SessionSet {
         unsigned max_connections_per_user; /* 0 = unlimited */
         unsigned max_connect_rate_per_user; /* connections taken per second from one uid; 0 = unlimited */
         sd_event_source *turn;             /* session-admit.c: when waiting connections get their turn */
+        /* File descriptor budgets (session-fds.c). */
+        uint64_t fd_limit;         /* RLIMIT_NOFILE at start; UINT64_MAX: none */
+        uint64_t fd_base;          /* open before any session: the daemon's own, its GPU context's */
+        uint64_t fd_reserve;       /* never given to buffers: new connections, client GPU contexts */
+        uint64_t max_fds_per_user; /* one uid's sessions together (--max-fds-per-user); UINT64_MAX: none */
+        uint64_t fds_held;         /* for all sessions together */
         uint64_t next_session_id;
         uint64_t start_ns;
         bool shutting_down;               /* no new sessions */
@@ -64,6 +70,10 @@ struct SessionSet {
         unsigned n_young;
         uint64_t grown_up_before_ns; /* every session opened before this is established */
 };
+
+/* Fixes the fd budgets from RLIMIT_NOFILE and the fds open now (after the
+ * device is up); max_fds_per_user 0: derived (session-fds.c). */
+void session_set_init_fds(SessionSet *set, uint64_t max_fds_per_user);
 
 /*
  * Young sessions. A session is young for its first SESSION_YOUNG_NS, and its

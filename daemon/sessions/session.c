@@ -44,7 +44,8 @@
 
 static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 
-static void out_free(OutMsg *o) {
+static void out_free(Session *s, OutMsg *o) {
+        session_account_fds(s, -(int64_t) o->n_fds);
         for (unsigned i = 0; i < o->n_fds; i++)
                 safe_close(o->fds[i]);
         free(o->buf);
@@ -129,23 +130,23 @@ static const LogFields *refused_fields(LogFields *f, const Identity *id) {
 /* Refuses a connection of a user who already holds max_connections_per_user:
  * one error datagram (id 0, nothing was asked yet) says why, then the caller
  * closes the socket. The cap keeps one user from exhausting the daemon's fds. */
-static int check_connection_limit(SessionSet *m, int fd, const Identity *id, Tally *peer) {
+static int check_connection_limit(SessionSet *m, int fd, const Session *s, Tally *peer) {
+        const Identity *id = &s->identity;
         _cleanup_free_ void *buf = NULL;
         LogFields fields = {};
-        char msg[160];
+        char msg[200];
         unsigned n = 0;
         size_t len;
         Session *o;
 
-        if (m->max_connections_per_user == 0)
-                return 0;
         LIST_FOREACH(sessions, o, m->sessions)
                 n += o->connected && o->identity.uid == id->uid;
-        if (n < m->max_connections_per_user)
+        if (m->max_connections_per_user > 0 && n >= m->max_connections_per_user)
+                snprintf(msg, sizeof(msg),
+                         "too many connections: uid %u already holds %u (kfdbrokerd --max-connections-per-user=%u)",
+                         (unsigned) id->uid, n, m->max_connections_per_user);
+        else if (session_check_connection_fds(m, s, msg, sizeof(msg)) == 0)
                 return 0;
-        snprintf(msg, sizeof(msg),
-                 "too many connections: uid %u already holds %u (kfdbrokerd --max-connections-per-user=%u)",
-                 (unsigned) id->uid, n, m->max_connections_per_user);
         log_struct_ratelimited(&peer->log_limit, peer->key, LOG_NOTICE, EUSERS, KFDBROKER_MESSAGE_SESSION_REFUSED,
                                refused_fields(&fields, id), "Refusing a connection from pid %d: %s", (int) id->pid,
                                msg);
@@ -213,9 +214,10 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
         r = session_tallies_attach(s);
         if (r < 0)
                 goto fail;
-        r = check_connection_limit(m, fd, &s->identity, s->user_tally);
+        r = check_connection_limit(m, fd, s, s->user_tally);
         if (r < 0)
                 goto fail;
+        session_account_fds(s, SESSION_FDS);
         session_apply_policy(s);
         r = account_table_get(&m->accounts, s->identity.uid,
                               s->identity.user_unit ? s->identity.user_unit : s->identity.unit,
@@ -306,7 +308,8 @@ static void drop_objects(Session *s) {
                 }
         }
         handle_table_done(&s->buffers);
-        /* The session ends: so do the charges of what it freed. */
+        /* The session ends: so do the charges of what it freed or kept. */
+        session_pool_drop(s);
         session_drop_released(s);
         for (uint32_t i = 0; i < s->events.n_alloc; i++) {
                 ClientEvent *e = handle_table_slot(&s->events, i);
@@ -355,7 +358,7 @@ static void disconnect(Session *s, const char *why, bool ended, int error, bool 
         while (s->out.first) {
                 OutMsg *o = s->out.first;
                 QUEUE_REMOVE(out, s->out, o);
-                out_free(o);
+                out_free(s, o);
         }
         s->n_out = 0;
         s->out_bytes = 0;
@@ -424,7 +427,7 @@ static int flush_out(Session *s) {
                 QUEUE_REMOVE(out, s->out, o);
                 s->n_out--;
                 s->out_bytes -= o->len;
-                out_free(o);
+                out_free(s, o);
         }
         if (s->reading_paused && s->n_out < OUT_SOFT_LIMIT / 2)
                 s->reading_paused = false;
@@ -489,10 +492,12 @@ int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_
                 return send_failed(s, reply->id, -ENOMEM, "out of memory");
         for (unsigned i = 0; i < n_fds; i++) {
                 o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+                if (o->fds[i] >= 0)
+                        session_account_fds(s, +1);
                 if (o->fds[i] < 0) {
                         r = -errno;
                         o->n_fds = i;
-                        out_free(o);
+                        out_free(s, o);
                         return send_failed(s, reply->id, r, "duplicating its file descriptor failed");
                 }
         }

@@ -40,7 +40,18 @@ typedef struct SessionBuffer {
         GpuPlacement placement;
         bool imported;
         bool exported;   /* its dma-buf left the daemon: charged after FreeBuffer while copies may live */
+        bool exported_again; /* ExportBuffer gave out another dma-buf: never pooled */
 } SessionBuffer;
+
+/* Freed buffers kept for the session's next AllocBuffer (session-pool.c). */
+#define SESSION_POOL_MAX_BUFFER_SIZE (256u * 1024u) /* only buffers up to this size */
+#define SESSION_POOL_MAX_BUFFERS 16u
+#define SESSION_POOL_MAX_BYTES (1024u * 1024u)
+
+typedef struct PooledBuffer {
+        GpuBuffer *gpu; /* reference */
+        GpuPlacement placement;
+} PooledBuffer;
 
 /* A freed buffer still charged to its session (session-quota.c). */
 typedef struct ReleasedBuffer ReleasedBuffer;
@@ -126,6 +137,12 @@ struct Session {
         uint64_t released_until_end[2];
         uint64_t released_bytes; /* both together */
         uint64_t placement_bytes[2]; /* buffer bytes by GpuPlacement (GTT, VRAM) */
+        /* Freed buffers kept for reuse, still charged (in usage.buffer_bytes
+         * and the tallies, and each still counted as an object). */
+        PooledBuffer pool[SESSION_POOL_MAX_BUFFERS];
+        unsigned n_pooled;
+        uint64_t pooled_bytes;
+        uint64_t fds;             /* daemon fds held for it (session-fds.c), also in its user's Tally */
 
         LIST_FIELDS(Session, sessions);
 };
@@ -182,6 +199,37 @@ void session_tallies_detach(Session *s);
  * caller's to free) and its charge — unless b was exported, which stays
  * charged while copies of its dma-buf may live (session-quota.c). */
 void session_release_buffer(Session *s, SessionBuffer *b);
+/* Charges of a freed buffer (placement, size) that was exported: kept while
+ * copies of its dma-buf may live, as session_release_buffer() does; probe is
+ * a dma-buf fd of it (taken) or -EBADF. */
+void session_release_exported(Session *s, GpuPlacement placement, uint64_t size, int probe);
+/* The pool (session-pool.c). session_pool_put() keeps a freed buffer the
+ * client keeps no copy of (FreeBuffer no_copy_kept) if it is small, idle and
+ * there is room: it takes b's reference and returns true; its charge stays.
+ * session_pool_take() returns a pooled buffer of exactly size bytes and that
+ * placement, zeroed, with its charge (the caller charges nothing again), or
+ * NULL. session_pool_drop() frees every pooled buffer: their charges follow
+ * the rule for freed exported buffers (the session ends, or memory is short). */
+bool session_pool_put(Session *s, SessionBuffer *b);
+GpuBuffer *session_pool_take(Session *s, uint64_t size, GpuPlacement placement);
+void session_pool_drop(Session *s);
+/* File descriptor budgets (session-fds.c). A session's own fds: its socket,
+ * its session page's memfd and eventfd. */
+#define SESSION_FDS 3u
+/* Counts delta fds the daemon holds for the session (and its user). */
+void session_account_fds(Session *s, int64_t delta);
+/* Daemon fds each buffer keeps open (GpuDeviceInfo.fds_per_buffer). */
+unsigned session_buffer_fds(const Session *s);
+/* True if n more fds fit the user's budget and leave the daemon's reserve;
+ * else replies EDQUOT (the user's budget) or EMFILE (the reserve) naming
+ * what needed them (what) and returns false. */
+bool session_check_fds(Session *s, uint64_t id, uint64_t n, const char *what);
+/* 0 if one more session fits its user's fd budget, else -EUSERS with the
+ * reason in msg. */
+int session_check_connection_fds(SessionSet *set, const Session *s, char *msg, size_t msglen);
+/* One more (delta > 0) or one less probe of a freed exported buffer: an
+ * object and one fd (session-quota.c). */
+void session_account_probe(Session *s, int delta);
 /* Drops the charges of freed buffers no copy of which is left. */
 void session_refresh_released(Session *s);
 /* Drops every released charge (the session ends). */
@@ -237,6 +285,9 @@ GpuBuffer *session_lookup_buffer(Session *s, uint64_t id, const char *field, uin
 /* EDQUOT reply unless one more buffer or code object fits the session's
  * max_buffers (a code object counts as a buffer) and its user's UserBuffers=. */
 bool session_check_object_count(Session *s, uint64_t id);
+/* The same for the session's own max_buffers alone (a buffer taken from its
+ * pool is already counted as its user's object). */
+bool session_check_handle_count(Session *s, uint64_t id);
 /* EDQUOT reply unless @size more bytes fit the session's memory limits and
  * those of its user (UserBufferMemory=) and unit (UnitBufferMemory=). */
 bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size);

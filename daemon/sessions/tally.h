@@ -21,6 +21,7 @@ typedef struct Tally {
         char *key;             /* "uid 1000", "unit foo.service", "uid 1000 user unit bar.service" */
         uint64_t buffer_bytes; /* charged: live buffers and code objects, and freed buffers still charged */
         uint64_t objects;      /* buffers and code objects held (each keeps a daemon fd on the simulator) */
+        uint64_t fds;          /* daemon fds held for its sessions (user tallies only: session-fds.c) */
         unsigned sessions;
         LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
 

@@ -572,6 +572,7 @@ static void mm_init(SimMm *mm, SimDevice *d) {
                 .name = "sim",
                 .userdata = mm,
                 .sysfs_root = d->sysfs_dir,
+                .fds_per_bo = 1, /* SimBo.memfd */
                 .open_kfd = op_open_kfd,
                 .open_render = op_open_render,
                 .ioctl = op_ioctl,

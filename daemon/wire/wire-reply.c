@@ -33,6 +33,7 @@ static void limits_to_pb(const WireLimits *l, Kfdbroker__V1__Limits *p) {
         p->max_user_buffer_bytes = l->max_user_buffer_bytes;
         p->max_user_buffers = l->max_user_buffers;
         p->max_unit_buffer_bytes = l->max_unit_buffer_bytes;
+        p->max_user_fds = l->max_user_fds;
 }
 
 /*
@@ -191,6 +192,8 @@ static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         q->user_buffer_bytes = r->query.user_buffer_bytes;
         q->user_buffers = r->query.user_buffers;
         q->unit_buffer_bytes = r->query.unit_buffer_bytes;
+        q->pooled_buffer_bytes = r->query.pooled_buffer_bytes;
+        q->user_fds = r->query.user_fds;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
         m->query = q;
 }

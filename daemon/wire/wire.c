@@ -528,6 +528,8 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
         case KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER:
                 r->type = WIRE_REQUEST_FREE_BUFFER;
                 r->object.handle = m->free_buffer->handle;
+                r->object.no_reply = m->free_buffer->no_reply;
+                r->object.no_copy_kept = m->free_buffer->no_copy_kept;
                 return 0;
         case KFDBROKER__V1__REQUEST__BODY_EXPORT_BUFFER:
                 r->type = WIRE_REQUEST_EXPORT_BUFFER;

@@ -143,6 +143,8 @@ typedef struct WireRequest {
                 } alloc_buffer;
                 struct {
                         uint64_t handle;
+                        bool no_reply; /* FREE_BUFFER: answer only an error */
+                        bool no_copy_kept; /* FREE_BUFFER: its memory may serve a next AllocBuffer */
                 } object; /* FREE_BUFFER, EXPORT_BUFFER, DESTROY/SET/RESET_EVENT, FREE_CODE_OBJECT */
                 struct {
                         bool auto_reset;
@@ -194,6 +196,7 @@ typedef struct WireLimits {
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
         uint32_t max_message_size, max_wait_events, max_pending_waits;
         uint64_t max_user_buffer_bytes, max_user_buffers, max_unit_buffer_bytes;
+        uint64_t max_user_fds;
 } WireLimits;
 
 typedef enum WireReplyType {
@@ -288,6 +291,7 @@ typedef struct WireReply {
                         WireLimits limits;
                         uint32_t code_objects;
                         uint64_t released_buffer_bytes, user_buffer_bytes, user_buffers, unit_buffer_bytes;
+                        uint64_t pooled_buffer_bytes, user_fds;
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;

@@ -14,7 +14,7 @@
  *   3. a 256 MiB GPU copy against memcpy of the same size;
  *   4. AllocBuffer+FreeBuffer pairs, and kfdb_slice_alloc+kfdb_slice_free
  *      pairs of libkfdbroker's sub-allocator, against memfd_create+ftruncate+
- *      mmap+munmap+close;
+ *      mmap+munmap+close, in alternating rounds;
  *   5. noisy neighbours: a light client's 4 KiB copies (one at a time) next
  *      to 2 CPU burners, and next to 15 flooders each keeping one 16 MiB copy
  *      in flight — on a daemon that splits large copies into 1 MiB pieces and
@@ -347,22 +347,32 @@ static uint64_t memfd_pairs_ns(void) {
         return now_ns() - t0;
 }
 
-static void bench_alloc(kfdb_session *s) {
-        uint64_t t0, broker_ns, memfd_ns;
+/* Pairs per second of ALLOC_PAIRS AllocBuffer+FreeBuffer (the library does
+ * not wait for a FreeBuffer where the daemon says it need not). */
+static double alloc_round_broker(kfdb_session *s) {
+        uint64_t t0 = now_ns();
         int r;
 
-        t0 = now_ns();
         for (int i = 0; i < ALLOC_PAIRS; i++) {
                 kfdb_buffer *b;
                 if ((r = kfdb_buffer_alloc(s, ALLOC_SIZE, KFDB_PLACEMENT_GTT, &b)) < 0 ||
                     (r = kfdb_buffer_free(b)) < 0)
                         die("alloc/free", r);
         }
-        broker_ns = now_ns() - t0;
-        memfd_ns = memfd_pairs_ns();
-        printf("AllocBuffer+FreeBuffer:     %8.0f pairs/s (64 KiB), memfd+mmap+close %8.0f pairs/s\n",
-               ALLOC_PAIRS * 1e9 / (double) broker_ns, ALLOC_PAIRS * 1e9 / (double) memfd_ns);
-        report("alloc + free: broker / memfd", (double) memfd_ns / (double) broker_ns, false, 0.25);
+        return ALLOC_PAIRS * 1e9 / (double) (now_ns() - t0);
+}
+
+static void bench_alloc(kfdb_session *s) {
+        double broker[ALLOC_ROUNDS], memfd[ALLOC_ROUNDS], ratio[ALLOC_ROUNDS];
+
+        for (int k = 0; k < ALLOC_ROUNDS; k++) {
+                broker[k] = alloc_round_broker(s);
+                memfd[k] = ALLOC_PAIRS * 1e9 / (double) memfd_pairs_ns();
+                ratio[k] = broker[k] / memfd[k];
+        }
+        printf("AllocBuffer+FreeBuffer:     %8.0f pairs/s (64 KiB), memfd+mmap+close %8.0f pairs/s (medians of %d)\n",
+               median(broker, ALLOC_ROUNDS), median(memfd, ALLOC_ROUNDS), ALLOC_ROUNDS);
+        report("alloc + free: broker / memfd", median(ratio, ALLOC_ROUNDS), false, 0.25);
 }
 
 /* Slices of 4 MiB blocks (kfdb_suballocator): the first slice brings a block

@@ -361,15 +361,17 @@ Test(daemon, stale_socket_file_is_replaced) {
 /* At its fd limit the daemon tells a new client so (an error with id 0, as
  * for a refusal over the connection limit) instead of leaving it waiting for
  * a Hello reply; the sessions it has keep working, and once fds are free a
- * new client gets in. (Buffers cannot fill the table: UserBuffers= defaults
- * to a quarter of it; sessions can, up to --max-connections-per-user.) */
+ * new client gets in. (One user cannot fill the table by default: its fd
+ * budget stops it at about half, test-buffers; without the budget its
+ * sessions can, up to --max-connections-per-user.) */
 Test(daemon, a_connection_at_the_fd_limit_is_refused_with_a_reason) {
+        const char *const args[] = { "--max-fds-per-user=infinity", NULL };
         TestDaemon d;
         Kfdbroker__V1__ServerMessage *m = NULL;
         int c[64], r = 0;
         unsigned n = 0;
 
-        test_daemon_start_limited(&d, NULL, 64);
+        test_daemon_start_limited(&d, args, 64);
         for (; n < 64; n++) {
                 Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
                 Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;

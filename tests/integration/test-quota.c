@@ -148,9 +148,13 @@ Test(quota, the_user_memory_cap_holds_across_sessions) {
         cr_assert_eq(kfdb_query_quota(b, &q), 0);
         cr_expect_eq(q.user_buffer_bytes, 24 * MiB);
         cr_expect_eq(q.user_buffers, 2);
-        /* The other session going gives its share back. */
+        /* The other session going gives its share back, once the daemon
+         * has seen it go (a FreeBuffer is not waited for, the hang-up is
+         * read after it). */
         kfdb_buffer_free(x);
         kfdb_session_free(a);
+        for (int i = 0; i < 500 && kfdb_query_quota(b, &q) == 0 && q.user_buffer_bytes > 8 * MiB; i++)
+                usleep(10000);
         cr_assert_eq(kfdb_buffer_alloc(b, 4096, KFDB_PLACEMENT_GTT, &x), 0, "%s", kfdb_session_last_error(b));
         kfdb_buffer_free(x);
         kfdb_buffer_free(y);
