@@ -781,6 +781,24 @@ int kfdb_query_quota(kfdb_session *s, kfdb_quota *ret) {
         return 0;
 }
 
+int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_QUERY };
+        int k;
+
+        if (!s || !ret)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret = (kfdb_fd_budget) {
+                .pooled_buffer_bytes = r->query.pooled_buffer_bytes,
+                .user_fds = r->query.user_fds,
+                .max_user_fds = r->query.limits.max_user_fds,
+        };
+        return 0;
+}
+
 int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_context *list, size_t max_list) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_STATUS };

@@ -264,6 +264,20 @@ typedef struct kfdb_quota {
 /* kfdb_query_quota() - a Query, for what kfdb_quota holds. Returns 0 or the common errors. */
 int kfdb_query_quota(kfdb_session *s, kfdb_quota *ret);
 
+/* ---- Pooled buffers and file descriptor budgets (KFDBROKER_0.9) ---- */
+
+typedef struct kfdb_fd_budget {
+        /* Of kfdb_usage.buffer_bytes: freed small buffers the daemon keeps,
+         * still charged, for this session's next kfdb_buffer_alloc() of the
+         * same size and placement (zeroed then). */
+        uint64_t pooled_buffer_bytes;
+        uint64_t user_fds;     /* file descriptors the daemon holds for all sessions of this uid */
+        uint64_t max_user_fds; /* kfdbrokerd --max-fds-per-user (UINT64_MAX: none; 0: a daemon without budgets) */
+} kfdb_fd_budget;
+
+/* kfdb_query_fd_budget() - a Query, for what kfdb_fd_budget holds. Returns 0 or the common errors. */
+int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret);
+
 typedef struct kfdb_daemon_status {
         char daemon_version[32];
         char backend[16];
@@ -354,10 +368,17 @@ uint64_t kfdb_buffer_get_handle(const kfdb_buffer *b);
 int kfdb_buffer_map(kfdb_buffer *b, void **ret);
 
 /**
- * kfdb_buffer_free() - tell the daemon to free the buffer, then unmap and
- * close it here. The local side is released even if the daemon refused
- * (the return value then says why). NULL-safe (returns 0).
- * Returns 0, -EBUSY (jobs in flight still use it), or the common errors.
+ * kfdb_buffer_free() - unmap and close the buffer here and tell the daemon to
+ * free it. Jobs in flight that use it keep it alive until they finish. A
+ * daemon with the feature "free-no-reply" is not waited for: the call
+ * returns once the request is sent, and an error the daemon finds later
+ * comes as a kfdb_job_failure with fence 0 (kfdb_job_failure_next()). If
+ * its fd was never handed out (kfdb_buffer_get_fd()) and the buffer was not
+ * imported, the daemon is told that no copy is kept, and may give its
+ * memory, zeroed, to one of this session's next buffers (docs/protocol.md,
+ * "Buffers"). The local side is released even if the daemon refused (the
+ * return value then says why). NULL-safe (returns 0). Returns 0 or the
+ * common errors.
  */
 int kfdb_buffer_free(kfdb_buffer *b);
 
@@ -741,6 +762,8 @@ typedef struct kfdb_job_failure {
 /**
  * kfdb_job_failure_next() - take the oldest job failure notification the
  * daemon sent (reads what is waiting on the socket first, without blocking).
+ * A failure with fence 0 is not a job's: a kfdb_buffer_free() the daemon
+ * refused after the call returned (its message says why).
  * Returns 1 and fills *ret, 0 if there is none, or -ECONNRESET / -EBADMSG.
  */
 int kfdb_job_failure_next(kfdb_session *s, kfdb_job_failure *ret);
