@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fast allocation and fd budgets (issue 13, item 3; docs/protocol.md
+ * "Buffers", docs/policy.md "File descriptors"):
+ *  - FreeBuffer without a reply: an error still comes, with the request's id;
+ *    success is silent; libkfdbroker does not wait and hands a later error
+ *    out as a failure with fence 0;
+ *  - a session's freed small buffers come back to it zeroed (CPU and GPU
+ *    see zeros), never to another session, stay charged while pooled, are
+ *    not pooled while a job uses them or when the client kept a copy, and
+ *    are not charged after the session ends;
+ *  - one user over its fd budget is refused with a clear error while another
+ *    user still connects, allocates and runs a job; freeing makes room.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kfdbroker.h"
+
+#define KiB 1024ull
+#define SMALL (64 * KiB)
+
+static TestDaemon d;
+
+static void setup(void) {
+        test_daemon_start(&d, NULL);
+}
+
+static void teardown(void) {
+        test_daemon_fini(&d);
+        test_fini_end();
+}
+
+TestSuite(buffers, .init = setup, .fini = teardown, .timeout = 120);
+
+static kfdb_session *connect_session(const char *sock) {
+        kfdb_session *s;
+
+        cr_assert_eq(kfdb_session_new(sock, "buffers", &s), 0);
+        return s;
+}
+
+static uint64_t pooled_bytes(kfdb_session *s) {
+        kfdb_fd_budget f;
+
+        cr_assert_eq(kfdb_query_fd_budget(s, &f), 0, "%s", kfdb_session_last_error(s));
+        return f.pooled_buffer_bytes;
+}
+
+static uint64_t buffer_bytes(kfdb_session *s) {
+        kfdb_usage u;
+
+        cr_assert_eq(kfdb_query(s, &u), 0, "%s", kfdb_session_last_error(s));
+        return u.buffer_bytes;
+}
+
+static kfdb_buffer *alloc_filled(kfdb_session *s, kfdb_placement placement, uint8_t byte) {
+        kfdb_buffer *b;
+        void *p;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, SMALL, placement, &b), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_map(b, &p), 0);
+        memset(p, byte, SMALL);
+        return b;
+}
+
+static bool all_zero(const uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (p[i])
+                        return false;
+        return true;
+}
+
+/* Copies src into a new buffer on the GPU and says whether it read zeros. */
+static bool gpu_reads_zeros(kfdb_session *s, kfdb_buffer *src) {
+        kfdb_buffer *dst;
+        kfdb_batch *batch;
+        uint64_t fence;
+        void *p;
+        bool zero;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, SMALL, KFDB_PLACEMENT_GTT, &dst), 0);
+        cr_assert_eq(kfdb_buffer_map(dst, &p), 0);
+        memset(p, 0x5a, SMALL);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, dst, 0, src, 0, SMALL), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0, "%s", kfdb_session_last_error(s));
+        zero = all_zero(p, SMALL);
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_buffer_free(dst), 0);
+        return zero;
+}
+
+/* ---- FreeBuffer without a reply ---- */
+
+static Kfdbroker__V1__Request *free_request(Kfdbroker__V1__Request *req, Kfdbroker__V1__FreeBufferRequest *f,
+                                            uint64_t id, uint64_t handle) {
+        *req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        *f = (Kfdbroker__V1__FreeBufferRequest) KFDBROKER__V1__FREE_BUFFER_REQUEST__INIT;
+        f->handle = handle;
+        f->no_reply = true;
+        req->id = id;
+        req->body_case = KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER;
+        req->free_buffer = f;
+        return req;
+}
+
+Test(buffers, a_free_without_reply_is_silent_and_its_error_still_comes) {
+        Kfdbroker__V1__Request req, q = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__QueryRequest qr = KFDBROKER__V1__QUERY_REQUEST__INIT;
+        Kfdbroker__V1__FreeBufferRequest f;
+        Kfdbroker__V1__ServerMessage *m;
+        int c = raw_connect(&d);
+        uint64_t h;
+
+        raw_hello(c);
+        h = raw_alloc(c, SMALL, NULL);
+        /* Success: nothing. The Query sent after it is the first answer. */
+        cr_assert_eq(raw_send(c, free_request(&req, &f, 900, h), NULL, 0), 0);
+        q.id = 901;
+        q.body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
+        q.query = &qr;
+        cr_assert_eq(raw_send(c, &q, NULL, 0), 0);
+        cr_assert_eq(raw_recv(c, &m, NULL, NULL, 5000), 1);
+        cr_expect_eq(m->id, 901, "a FreeBuffer with no_reply was answered (id %llu)", (unsigned long long) m->id);
+        cr_expect_eq(m->query ? m->query->buffers : 99, 0);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        /* Failure: the error, with the FreeBuffer's id and what was wrong. */
+        cr_assert_eq(raw_send(c, free_request(&req, &f, 902, h), NULL, 0), 0);
+        cr_assert_eq(raw_recv(c, &m, NULL, NULL, 5000), 1);
+        cr_expect_eq(m->id, 902);
+        cr_expect_eq(m->error, ENOENT);
+        cr_expect(strstr(m->error_message, "free_buffer.handle: no buffer"), "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(c);
+}
+
+/* The library's free returns at once; when the daemon refuses it after all
+ * (here: the handle was freed behind the library's back, on the same
+ * connection), the error comes as a failure with fence 0. */
+Test(buffers, the_library_does_not_wait_for_a_free_and_reports_a_late_error) {
+        Kfdbroker__V1__Request req;
+        Kfdbroker__V1__FreeBufferRequest f;
+        int c = raw_connect(&d), own = dup(c);
+        kfdb_job_failure jf = {};
+        kfdb_session *s;
+        kfdb_buffer *b;
+
+        cr_assert_geq(own, 0);
+        cr_assert_eq(kfdb_session_new_from_fd(own, "late-error", &s), 0);
+        cr_assert(kfdb_session_has_feature(s, "free-no-reply"));
+        cr_assert_eq(kfdb_buffer_alloc(s, SMALL, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(raw_send(c, free_request(&req, &f, 77, kfdb_buffer_get_handle(b)), NULL, 0), 0);
+        cr_assert_eq(kfdb_buffer_free(b), 0, "the free waited for the daemon: %s", kfdb_session_last_error(s));
+        /* A call that waits reads what came before its reply. */
+        (void) buffer_bytes(s);
+        cr_assert_eq(kfdb_job_failure_next(s, &jf), 1, "the daemon's refusal was lost");
+        cr_expect_eq(jf.fence, 0);
+        cr_expect_eq(jf.error, -ENOENT);
+        cr_expect(strstr(jf.message, "free_buffer.handle: no buffer"), "%s", jf.message);
+        kfdb_session_free(s);
+        close(c);
+}
+
+/* ---- The pool ---- */
+
+static void freed_buffer_comes_back_zeroed(kfdb_placement placement) {
+        kfdb_session *s = connect_session(d.sock);
+        kfdb_buffer *b = alloc_filled(s, placement, 0xa5);
+        void *p;
+
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        cr_expect_eq(pooled_bytes(s), SMALL, "the freed buffer was not kept");
+        cr_expect_eq(buffer_bytes(s), SMALL, "a pooled buffer is charged");
+        cr_assert_eq(kfdb_buffer_alloc(s, SMALL, placement, &b), 0, "%s", kfdb_session_last_error(s));
+        cr_expect_eq(pooled_bytes(s), 0, "the next alloc did not take it");
+        cr_expect_eq(buffer_bytes(s), SMALL, "charged once");
+        cr_assert_eq(kfdb_buffer_map(b, &p), 0);
+        cr_expect(all_zero(p, SMALL), "a reused buffer holds what was written before it was freed");
+        cr_expect(gpu_reads_zeros(s, b), "the GPU reads old contents from a reused buffer");
+        kfdb_buffer_free(b);
+        kfdb_session_free(s);
+}
+
+Test(buffers, a_freed_gtt_buffer_comes_back_zeroed) {
+        freed_buffer_comes_back_zeroed(KFDB_PLACEMENT_GTT);
+}
+
+Test(buffers, a_freed_vram_buffer_comes_back_zeroed) {
+        freed_buffer_comes_back_zeroed(KFDB_PLACEMENT_VRAM);
+}
+
+Test(buffers, another_session_never_gets_a_pooled_buffer) {
+        kfdb_session *a = connect_session(d.sock), *b = connect_session(d.sock);
+        kfdb_buffer *x = alloc_filled(a, KFDB_PLACEMENT_GTT, 0xa5), *y;
+        void *p;
+
+        cr_assert_eq(kfdb_buffer_free(x), 0);
+        cr_assert_eq(pooled_bytes(a), SMALL);
+        cr_assert_eq(kfdb_buffer_alloc(b, SMALL, KFDB_PLACEMENT_GTT, &y), 0);
+        cr_assert_eq(kfdb_buffer_map(y, &p), 0);
+        cr_expect(all_zero(p, SMALL));
+        cr_expect_eq(pooled_bytes(a), SMALL, "another session took this session's freed buffer");
+        kfdb_buffer_free(y);
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
+/* A buffer a job still uses is not reused (the job would read zeros) and
+ * lives until the job is done; one whose fd the caller took is not pooled
+ * (the copy could see the next buffer). */
+Test(buffers, a_buffer_in_use_or_whose_fd_was_taken_is_not_pooled) {
+        kfdb_session *s = connect_session(d.sock);
+        kfdb_buffer *src = alloc_filled(s, KFDB_PLACEMENT_GTT, 0xa5), *dst, *again, *idle;
+        kfdb_event *e;
+        kfdb_batch *batch;
+        kfdb_quota q;
+        uint64_t fence;
+        uint8_t *p;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, SMALL, KFDB_PLACEMENT_GTT, &dst), 0);
+        cr_assert_eq(kfdb_event_create(s, false, &e), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, e), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, dst, 0, src, 0, SMALL), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        /* Freed while the copy waits, and an alloc of its size at once. */
+        cr_assert_eq(kfdb_buffer_free(src), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, SMALL, KFDB_PLACEMENT_GTT, &again), 0);
+        cr_expect_eq(pooled_bytes(s), 0);
+        cr_assert_eq(kfdb_event_set(e), 0);
+        cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_map(dst, (void **) &p), 0);
+        cr_expect(p[0] == 0xa5 && p[SMALL - 1] == 0xa5, "the job read %#x: its freed source was reused", p[0]);
+
+        /* Its fd handed out: not pooled, charged as a freed exported buffer. */
+        cr_assert(kfdb_buffer_get_fd(again) >= 0);
+        cr_assert_eq(kfdb_buffer_free(again), 0);
+        cr_expect_eq(pooled_bytes(s), 0, "a buffer whose fd the caller may keep was pooled");
+        cr_assert_eq(kfdb_query_quota(s, &q), 0);
+        cr_expect_geq(q.released_buffer_bytes, 2 * SMALL);
+        /* Idle, fd never taken: pooled. */
+        cr_assert_eq(kfdb_buffer_alloc(s, SMALL, KFDB_PLACEMENT_GTT, &idle), 0);
+        cr_assert_eq(kfdb_buffer_free(idle), 0);
+        cr_expect_eq(pooled_bytes(s), SMALL);
+        kfdb_batch_free(batch);
+        kfdb_event_destroy(e);
+        kfdb_buffer_free(dst);
+        kfdb_session_free(s);
+}
+
+/* Bounded, charged while kept, and nothing of it charged once the session
+ * is gone. */
+Test(buffers, the_pool_is_bounded_and_goes_with_its_session) {
+        kfdb_session *a = connect_session(d.sock), *b = connect_session(d.sock);
+        kfdb_buffer *x[20];
+        kfdb_quota q;
+
+        for (unsigned i = 0; i < 20; i++)
+                cr_assert_eq(kfdb_buffer_alloc(a, SMALL, KFDB_PLACEMENT_GTT, &x[i]), 0);
+        for (unsigned i = 0; i < 20; i++)
+                cr_assert_eq(kfdb_buffer_free(x[i]), 0);
+        cr_expect_eq(pooled_bytes(a), 16 * SMALL, "the pool keeps up to 16 buffers, 1 MiB");
+        cr_expect_eq(buffer_bytes(a), 20 * SMALL, "pooled and freed exported buffers are charged");
+        cr_assert_eq(kfdb_query_quota(b, &q), 0);
+        cr_expect_eq(q.user_buffer_bytes, 20 * SMALL);
+        kfdb_session_free(a);
+        for (int i = 0; i < 500 && kfdb_query_quota(b, &q) == 0 && q.user_buffer_bytes > 0; i++)
+                usleep(10000);
+        cr_expect_eq(q.user_buffer_bytes, 0, "the user is still charged for a gone session's pool");
+        kfdb_session_free(b);
+}
