@@ -278,3 +278,151 @@ Test(buffers, the_pool_is_bounded_and_goes_with_its_session) {
         cr_expect_eq(q.user_buffer_bytes, 0, "the user is still charged for a gone session's pool");
         kfdb_session_free(b);
 }
+
+/* ---- File descriptor budgets ---- */
+
+#define HOG_MAX 200
+
+static TestDaemon lim;
+
+static void setup_limited(void) {
+        /* 256 fds: the default budget gives one user a bit under half of
+         * what is left after the device context's own and the reserve. */
+        test_daemon_start_limited(&lim, NULL, 256);
+}
+
+static void teardown_limited(void) {
+        test_daemon_fini(&lim);
+        test_fini_end();
+}
+
+TestSuite(fds, .init = setup_limited, .fini = teardown_limited, .timeout = 120);
+
+/* A raw Hello: NULL and the reply's limits in *ret_max_user_fds, or the
+ * refusal (error and message) in *ret. */
+static int raw_try_hello(int c, uint64_t *ret_max_user_fds, char *msg, size_t msglen) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        int fds[2], error;
+        unsigned n = 2;
+
+        h.protocol_version = 1;
+        h.client_name = "fd-hog";
+        req.id = 1;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+        req.hello = &h;
+        cr_assert_eq(raw_send(c, &req, NULL, 0), 0);
+        cr_assert_eq(raw_recv(c, &m, fds, &n, 5000), 1, "a client over the budget is left waiting");
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+        error = m->error;
+        snprintf(msg, msglen, "%s", m->error_message);
+        if (error == 0 && m->hello && m->hello->limits)
+                *ret_max_user_fds = m->hello->limits->max_user_fds;
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return error;
+}
+
+/* A raw AllocBuffer: 0 (the dma-buf is closed) or the error, with its message. */
+static int raw_try_alloc(int c, uint64_t size, char *msg, size_t msglen) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        int fds[1], error;
+        unsigned n = 1;
+
+        a.size = size;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        req.alloc_buffer = &a;
+        m = raw_call(c, &req, NULL, 0, fds, &n);
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+        error = m->error;
+        snprintf(msg, msglen, "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return error;
+}
+
+/* Run as nobody: a session, a buffer, a fill job on it, read back. */
+static int nobody_uses_the_gpu(void) {
+        kfdb_session *s;
+        kfdb_buffer *b;
+        kfdb_batch *batch;
+        uint64_t fence;
+        uint32_t *p;
+
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                return 10;
+        if (kfdb_session_new(lim.sock, "nobody", &s) < 0)
+                return 11;
+        if (kfdb_buffer_alloc(s, SMALL, KFDB_PLACEMENT_GTT, &b) < 0) {
+                fprintf(stderr, "nobody: %s\n", kfdb_session_last_error(s));
+                return 12;
+        }
+        if (kfdb_buffer_map(b, (void **) &p) < 0 || kfdb_batch_new(s, &batch) < 0 ||
+            kfdb_batch_fill(batch, b, 0, SMALL, 0x12345678) < 0 || kfdb_batch_submit(batch, NULL, &fence) < 0 ||
+            kfdb_fence_wait(s, fence, 10000) < 0) {
+                fprintf(stderr, "nobody: %s\n", kfdb_session_last_error(s));
+                return 13;
+        }
+        if (p[0] != 0x12345678 || p[SMALL / 4 - 1] != 0x12345678)
+                return 14;
+        kfdb_batch_free(batch);
+        kfdb_buffer_free(b);
+        kfdb_session_free(s);
+        return 0;
+}
+
+Test(fds, one_user_cannot_take_the_fds_another_needs) {
+        int c[HOG_MAX], status, error = 0, base;
+        uint64_t budget = 0;
+        unsigned n = 0, allocs = 0;
+        char msg[512] = "";
+        pid_t pid;
+
+        if (geteuid() != 0)
+                cr_skip_test("needs root to run a second user's client as nobody (65534)");
+        cr_assert_eq(chmod(lim.dir, 0755), 0); /* nobody must reach the socket */
+        base = test_daemon_count_fds(&lim);
+
+        /* One user opens sessions until its budget refuses one, with the reason. */
+        for (; n < HOG_MAX; n++) {
+                c[n] = raw_connect(&lim);
+                error = raw_try_hello(c[n], &budget, msg, sizeof(msg));
+                if (error != 0)
+                        break;
+        }
+        cr_assert_lt(n, HOG_MAX, "no session was refused");
+        cr_expect_eq(error, EUSERS, "got %d: %s", error, msg);
+        cr_expect(strstr(msg, "file descriptors") && strstr(msg, "--max-fds-per-user="), "%s", msg);
+        close(c[n]);
+        cr_assert_gt(budget, 0, "Hello's limits carry no max_user_fds");
+        cr_expect_lt(budget, 128, "the budget (%llu) is not below half of 256 fds", (unsigned long long) budget);
+        /* ... and its buffers are refused too, naming the budget. */
+        while (allocs < 100 && (error = raw_try_alloc(c[0], SMALL, msg, sizeof(msg))) == 0)
+                allocs++;
+        cr_expect_eq(error, EDQUOT, "got %d after %u buffers: %s", error, allocs, msg);
+        cr_expect(strstr(msg, "per-user file descriptor budget (kfdbrokerd --max-fds-per-user="), "%s", msg);
+
+        /* Another user still connects, allocates and runs a job. */
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0)
+                _exit(nobody_uses_the_gpu());
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "nobody's client: status 0x%x", status);
+
+        /* Freeing makes room: a session of the first user goes, its buffer fits. */
+        close(c[n - 1]);
+        for (int i = 0; i < 500 && (error = raw_try_alloc(c[0], SMALL, msg, sizeof(msg))) != 0; i++)
+                usleep(10000);
+        cr_expect_eq(error, 0, "no room after a session of the user ended: %s", msg);
+
+        /* Nothing is left behind once the user's sessions are gone. */
+        for (unsigned i = 0; i + 1 < n; i++)
+                close(c[i]);
+        for (int i = 0; i < 500 && test_daemon_count_fds(&lim) > base; i++)
+                usleep(10000);
+        cr_expect_leq(test_daemon_count_fds(&lim), base, "the daemon holds more fds than before the sessions");
+}
