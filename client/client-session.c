@@ -734,14 +734,20 @@ int kfdb_device_node(kfdb_session *s, char *node, size_t node_size, char *reason
         return 0;
 }
 
-int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
-        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+/* A Query for one of the kfdb_query*() calls, which fill their struct (ret)
+ * from *reply. */
+static int query_call(kfdb_session *s, const void *ret, ClientReply **reply) {
         ClientRequest req = { .type = CLIENT_REQUEST_QUERY };
-        int k;
 
         if (!s || !ret)
                 return -EINVAL;
-        k = session_call(s, &req, NULL, 0, &r);
+        return session_call(s, &req, NULL, 0, reply);
+}
+
+int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        int k = query_call(s, ret, &r);
+
         if (k < 0)
                 return k;
         *ret = (kfdb_usage) {
@@ -761,12 +767,8 @@ int kfdb_query(kfdb_session *s, kfdb_usage *ret) {
 
 int kfdb_query_quota(kfdb_session *s, kfdb_quota *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
-        ClientRequest req = { .type = CLIENT_REQUEST_QUERY };
-        int k;
+        int k = query_call(s, ret, &r);
 
-        if (!s || !ret)
-                return -EINVAL;
-        k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
                 return k;
         *ret = (kfdb_quota) {
@@ -783,12 +785,8 @@ int kfdb_query_quota(kfdb_session *s, kfdb_quota *ret) {
 
 int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
-        ClientRequest req = { .type = CLIENT_REQUEST_QUERY };
-        int k;
+        int k = query_call(s, ret, &r);
 
-        if (!s || !ret)
-                return -EINVAL;
-        k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
                 return k;
         *ret = (kfdb_fd_budget) {
