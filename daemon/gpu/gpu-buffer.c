@@ -185,17 +185,23 @@ static void shadow_unlink(GpuBuffer *sh) {
         sh->shadow_next = NULL;
 }
 
-/* Frees the struct after releasing everything; for half-built buffers too.
- * A buffer's shadows in other contexts go with it. */
-static void buffer_destroy(GpuBuffer *b) {
-        if (!b)
-                return;
+static void buffer_destroy(GpuBuffer *b);
+
+void gpu_buffer_unmap_elsewhere(GpuBuffer *b) {
         gpu_watches_fire(&b->watches);
         while (b->shadows) {
                 GpuBuffer *sh = b->shadows;
                 shadow_unlink(sh);
                 buffer_destroy(sh);
         }
+}
+
+/* Frees the struct after releasing everything; for half-built buffers too.
+ * A buffer's shadows in other contexts go with it. */
+static void buffer_destroy(GpuBuffer *b) {
+        if (!b)
+                return;
+        gpu_buffer_unmap_elsewhere(b);
         shadow_unlink(b);
         gpu_buffer_release_kernel(b);
         buffer_unlink(b);

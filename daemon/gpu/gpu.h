@@ -211,6 +211,10 @@ uint64_t gpu_buffer_get_va(const GpuBuffer *b);
 uint64_t gpu_buffer_get_size(const GpuBuffer *b);
 /* The daemon's own CPU mapping of the buffer. */
 void *gpu_buffer_get_cpu(const GpuBuffer *b);
+/* Drops the buffer's mappings in other contexts (gpu_buffer_map_in()) and
+ * tells its watchers it is gone from them (worker processes unmap it): a
+ * job that uses it later maps it again. */
+void gpu_buffer_unmap_elsewhere(GpuBuffer *b);
 /* Whether anything but its owner holds the buffer: a job in flight, a
  * reference of another object. */
 bool gpu_buffer_is_shared(const GpuBuffer *b);

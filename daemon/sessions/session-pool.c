@@ -5,6 +5,10 @@
  * pair costs the daemon a memset instead of a new buffer object, its GPU
  * and CPU mappings and their teardown (issue 13, item 3).
  *
+ * A pooled buffer is unmapped from every client GPU context (and worker
+ * process) it was mapped into, as a freed one would be; a dispatch that
+ * names it after its reuse maps it again.
+ *
  * Whose memory may be reused, and for whom. Only a buffer the client says it
  * keeps no copy of (FreeBuffer no_copy_kept: no dma-buf fd, no mapping, none
  * given away), that the daemon did not export again (ExportBuffer) and that no
@@ -40,6 +44,8 @@ bool session_pool_put(Session *s, SessionBuffer *b) {
         /* A job in flight still reads or writes it: it goes when they retire. */
         if (gpu_buffer_is_shared(b->gpu) || !gpu_buffer_get_cpu(b->gpu))
                 return false;
+        /* Nowhere but in the daemon's own context while it waits. */
+        gpu_buffer_unmap_elsewhere(b->gpu);
         s->pool[s->n_pooled++] = (PooledBuffer) { .gpu = b->gpu, .placement = b->placement };
         s->pooled_bytes += size;
         return true;
