@@ -74,27 +74,16 @@ static void report(const char *what, double ratio, bool at_most, double goal) {
         printf("%-62s ratio %5.2f (goal %s %g) %s\n", what, ratio, at_most ? "<=" : ">=", goal, ok ? "ok" : "below");
 }
 
-static pid_t start_daemon(const char *sock, bool chunking) {
-        const char *bin = getenv("KFDBROKERD");
-        pid_t pid;
+static void chunking_off(void) {
+        setenv("KFDBROKERD_CHUNKING", "0", 1);
+}
 
-        if (!bin)
-                bin = KFDBROKERD_BUILD_PATH;
-        pid = fork();
-        if (pid == 0) {
-                if (!chunking)
-                        setenv("KFDBROKERD_CHUNKING", "0", 1);
-                execl(bin, bin, "--device=sim", "--listen", sock, "--log-level=warning",
-                      "--log-target=stderr", (char *) NULL);
-                _exit(127);
-        }
-        for (int i = 0; i < 400; i++) {
-                if (access(sock, F_OK) == 0)
-                        return pid;
-                usleep(10000);
-        }
-        die("kfdbrokerd did not start", ETIMEDOUT);
-        return -1;
+static pid_t start_daemon(const char *sock, bool chunking) {
+        pid_t pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, sock, "warning", chunking ? NULL : chunking_off);
+
+        if (pid < 0)
+                die("kfdbrokerd did not start", ETIMEDOUT);
+        return pid;
 }
 
 static void stop_daemon(pid_t pid, const char *sock) {

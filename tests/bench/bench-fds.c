@@ -35,28 +35,19 @@ static void die(const char *what, int r) {
         exit(1);
 }
 
-static pid_t start_daemon(const char *sock) {
-        const char *bin = getenv("KFDBROKERD");
-        pid_t pid;
+static void limit_fds(void) {
+        struct rlimit rl = { NOFILE, NOFILE };
 
-        if (!bin)
-                bin = KFDBROKERD_BUILD_PATH;
-        pid = fork();
-        if (pid == 0) {
-                struct rlimit rl = { NOFILE, NOFILE };
-                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                        _exit(126);
-                execl(bin, bin, "--device=sim", "--listen", sock, "--log-level=err", "--log-target=stderr",
-                      (char *) NULL);
-                _exit(127);
-        }
-        for (int i = 0; i < 400; i++) {
-                if (access(sock, F_OK) == 0)
-                        return pid;
-                usleep(10000);
-        }
-        die("kfdbrokerd did not start", ETIMEDOUT);
-        return -1;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                _exit(126);
+}
+
+static pid_t start_daemon(const char *sock) {
+        pid_t pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, sock, "err", limit_fds);
+
+        if (pid < 0)
+                die("kfdbrokerd did not start", ETIMEDOUT);
+        return pid;
 }
 
 /* The other user: 0 when it connected, allocated and ran a fill; else a code. */

@@ -1,14 +1,46 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the benchmarks of tests/bench share: a monotonic clock in ns and the
- * order statistics they report (medians, p50/p99). Header-only.
+ * What the benchmarks of tests/bench share: a monotonic clock in ns, the
+ * order statistics they report (medians, p50/p99) and starting a simulated
+ * daemon. Header-only.
  */
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Starts kfdbrokerd --device=sim --listen sock (the binary from $KFDBROKERD,
+ * else build_path) at log level log_level, running child_setup() (NULL:
+ * nothing) in the child before the exec, and waits up to 4 s for its socket.
+ * Returns its pid, or -1 when the socket did not appear. */
+static inline pid_t bench_start_daemon(const char *build_path, const char *sock, const char *log_level,
+                                       void (*child_setup)(void)) {
+        const char *bin = getenv("KFDBROKERD");
+        char level[32];
+        pid_t pid;
+
+        if (!bin)
+                bin = build_path;
+        pid = fork();
+        if (pid == 0) {
+                if (child_setup)
+                        child_setup();
+                snprintf(level, sizeof(level), "--log-level=%s", log_level);
+                execl(bin, bin, "--device=sim", "--listen", sock, level, "--log-target=stderr", (char *) NULL);
+                _exit(127);
+        }
+        for (int i = 0; pid > 0 && i < 400; i++) {
+                if (access(sock, F_OK) == 0)
+                        return pid;
+                usleep(10000);
+        }
+        return -1;
+}
 
 static inline uint64_t now_ns(void) {
         struct timespec ts;
