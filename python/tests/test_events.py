@@ -116,6 +116,9 @@ def test_bad_batch_arguments(session, daemon):
             batch.wait_for(theirs)
         assert e.value.message == f"{theirs!r} belongs to another session"
         f = other.fill(other.alloc(4096), 1)
+        # Done first, so that the fence reads the same in the message and here
+        # (freeing the buffer does not wait for the daemon, during which the fill ended).
+        f.wait()
         with pytest.raises(kfdbroker.InvalidArgument) as e:
             session.wait(f)
         assert e.value.message == f"{f!r} belongs to another session"

@@ -304,7 +304,7 @@ static int raw_try_hello(int c, uint64_t *ret_max_user_fds, char *msg, size_t ms
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
         Kfdbroker__V1__ServerMessage *m = NULL;
-        int fds[2], error;
+        int fds[2], error, r;
         unsigned n = 2;
 
         h.protocol_version = 1;
@@ -313,7 +313,14 @@ static int raw_try_hello(int c, uint64_t *ret_max_user_fds, char *msg, size_t ms
         req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
         req.hello = &h;
         cr_assert_eq(raw_send(c, &req, NULL, 0), 0);
-        cr_assert_eq(raw_recv(c, &m, fds, &n, 5000), 1, "a client over the budget is left waiting");
+        /* A refused connection is closed with the Hello unread: the kernel
+         * reports ECONNRESET once before the refusal queued ahead of it. */
+        r = raw_recv(c, &m, fds, &n, 5000);
+        if (r == -ECONNRESET) {
+                n = 2;
+                r = raw_recv(c, &m, fds, &n, 5000);
+        }
+        cr_assert_eq(r, 1, "a client over the budget is left waiting (%d)", r);
         for (unsigned i = 0; i < n; i++)
                 close(fds[i]);
         error = m->error;
