@@ -47,6 +47,7 @@ struct SessionRing {
         KfdbSubmitRing *shared; /* our read-write mapping of memfd */
         uint64_t tail;          /* records taken: ours, never read back */
         sd_event_source *doorbell_src;
+        bool doorbell_counted;  /* in the session's fds (session-fds.c) */
 };
 
 static uint64_t load_head(SessionRing *r) {
@@ -71,6 +72,8 @@ void session_ring_free(Session *s) {
                 munmap(r->shared, KFDB_RING_SIZE);
         safe_close(r->memfd);
         safe_close(r->doorbell);
+        if (r->doorbell_counted)
+                session_account_fds(s, -1);
         free(r);
         s->ring = NULL;
 }
@@ -244,11 +247,16 @@ void session_open_submit_ring(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, EEXIST, "open_submit_ring: this session has its submit ring already");
                 return;
         }
+        /* The doorbell it keeps, and the reply's two fds until read. */
+        if (!session_check_fds(s, req->id, 3, "OpenSubmitRing"))
+                return;
         k = ring_new(s);
         if (k < 0) {
                 session_send_error(s, req->id, -k, "open_submit_ring: cannot make the ring: %s", strerror(-k));
                 return;
         }
+        session_account_fds(s, +1);
+        s->ring->doorbell_counted = true;
         fds[0] = s->ring->memfd;
         fds[1] = s->ring->doorbell;
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_SUBMIT_RING,
