@@ -375,8 +375,14 @@ Test(isolation, sessions_of_one_identity_share_a_context) {
         kfdb_gpu_contexts cs;
         unsigned identity = 0;
 
+        kfdb_usage u;
+
         saxpy_checked(a, ca, 1000, 1);
         saxpy_checked(b, cb, 1000, 2);
+        /* kfdb_buffer_free() does not wait for the daemon: a round trip on
+         * each session puts its frees before the look from a. */
+        cr_assert_eq(kfdb_query(a, &u), 0);
+        cr_assert_eq(kfdb_query(b, &u), 0);
         cr_assert_eq(kfdb_gpu_contexts_get(a, &cs, list, 8), 0);
         cr_assert_str_eq(cs.mechanism, "kernel");
         cr_assert_eq(cs.n, 2, "the device context and one client context");
