@@ -259,6 +259,33 @@ static int reply_errno(int error) {
         return error > 0 && error < 4096 ? -error : -EPROTO;
 }
 
+/* A plain error with id 0: the daemon refuses the connection itself (out of
+ * fds, the user over its fd budget; docs/protocol.md) and closes it. */
+static bool is_refusal(const ClientReply *m) {
+        return m->id == 0 && m->type == CLIENT_REPLY_NONE && m->error != 0;
+}
+
+static int refused(kfdb_session *s, ClientReply *m) {
+        int k = session_error(s, reply_errno(m->error), "kfdbrokerd refused the connection: %s",
+                              m->message[0] ? m->message : strerror(m->error));
+        client_reply_free(m);
+        return k;
+}
+
+/* The request could not go out (k): the daemon closed the connection. If it
+ * said why before closing (a refusal), that is the answer; what else is
+ * queued is dispatched as usual. */
+static int queued_refusal(kfdb_session *s, int k, const char *name) {
+        ClientReply *m = NULL;
+
+        while (session_read(s, 0, &m) > 0) {
+                if (is_refusal(m))
+                        return refused(s, m);
+                session_dispatch(s, m);
+        }
+        return session_error(s, k, "cannot send %s request to kfdbrokerd: %s", name, strerror(-k));
+}
+
 /* Sends the request and reads until its reply arrives. *ret_sent: whether it
  * went out (a lost connection after that leaves its fate unknown). */
 static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,
@@ -279,6 +306,8 @@ static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds,
         if (k < 0)
                 return session_error(s, k, "cannot encode %s request", name);
         k = client_socket_send(s->fd, buf, len, fds, n_fds);
+        if (k == -ECONNRESET)
+                return queued_refusal(s, k, name);
         if (k < 0)
                 return session_error(s, k, "cannot send %s request to kfdbrokerd: %s", name,
                                      strerror(-k));
@@ -305,6 +334,8 @@ static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds,
                         *ret = m;
                         return 0;
                 }
+                if (is_refusal(m))
+                        return refused(s, m);
                 session_dispatch(s, m);
         }
 }

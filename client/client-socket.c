@@ -86,7 +86,7 @@ int client_socket_recv(int fd, void *buf, size_t size, int *ret_fds, size_t max_
         size_t n_fds = 0, n_extra = 0;
         ssize_t n;
 
-        for (;;) {
+        for (bool reset = false;;) {
                 mh = (struct msghdr) { .msg_iov = &iov, .msg_iovlen = 1,
                                        .msg_control = control.buf,
                                        .msg_controllen = sizeof(control.buf) };
@@ -95,7 +95,16 @@ int client_socket_recv(int fd, void *buf, size_t size, int *ret_fds, size_t max_
                         break;
                 if (errno == EINTR)
                         continue;
-                return -errno;
+                /* A daemon that closes the connection with our request unread
+                 * (a refused Hello: its reason is queued for us) makes the
+                 * kernel report ECONNRESET once, ahead of what it sent
+                 * (unix_release_sock() sets the peer's sk_err): read on,
+                 * so that the reason is not lost. */
+                if (errno == ECONNRESET && !reset) {
+                        reset = true;
+                        continue;
+                }
+                return reset ? -ECONNRESET : -errno;
         }
 
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {

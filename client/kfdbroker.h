@@ -88,7 +88,10 @@ typedef enum kfdb_placement {
  * the errno of socket(2)/connect(2) (-ENOENT: no socket at that path,
  * -ECONNREFUSED: nobody listening, -EACCES), -EPROTO (the session page is
  * not one this library understands), -EPROTONOSUPPORT (the daemon speaks
- * another protocol version), or the common errors above.
+ * another protocol version), the daemon's refusal of the connection
+ * (-EUSERS: this user is at its connection cap, connect rate or fd budget;
+ * -EMFILE: the daemon is out of file descriptors), or the common errors
+ * above.
  *
  * A session made here survives a restart of the daemon: when the connection
  * is lost (the daemon stopped, crashed or was restarted), the next call —

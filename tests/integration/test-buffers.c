@@ -404,6 +404,13 @@ Test(fds, one_user_cannot_take_the_fds_another_needs) {
         cr_expect_eq(error, EUSERS, "got %d: %s", error, msg);
         cr_expect(strstr(msg, "file descriptors") && strstr(msg, "--max-fds-per-user="), "%s", msg);
         close(c[n]);
+        {
+                /* libkfdbroker reads the refusal past the kernel's ECONNRESET. */
+                kfdb_session *refused = NULL;
+                int r = kfdb_session_new(lim.sock, "fd-hog", &refused);
+                cr_expect_eq(r, -EUSERS, "libkfdbroker over the budget: got %d (%s)", r, strerror(-r));
+                kfdb_session_free(refused);
+        }
         cr_assert_gt(budget, 0, "Hello's limits carry no max_user_fds");
         cr_expect_lt(budget, 128, "the budget (%llu) is not below half of 256 fds", (unsigned long long) budget);
         /* ... and its buffers are refused too, naming the budget. */
