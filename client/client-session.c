@@ -824,6 +824,8 @@ int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret) {
                 .pooled_buffer_bytes = r->query.pooled_buffer_bytes,
                 .user_fds = r->query.user_fds,
                 .max_user_fds = r->query.limits.max_user_fds,
+                .session_fds = r->query.session_fds,
+                .max_session_fds = r->query.limits.max_session_fds,
         };
         return 0;
 }

@@ -445,6 +445,7 @@ static void limits_from_pb(const Kfdbroker__V1__Limits *p, ClientLimits *l) {
         l->max_user_buffers = p->max_user_buffers;
         l->max_unit_buffer_bytes = p->max_unit_buffer_bytes;
         l->max_user_fds = p->max_user_fds;
+        l->max_session_fds = p->max_session_fds;
 }
 
 static const char *str(const char *s) {
@@ -594,6 +595,7 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->query.unit_buffer_bytes = q->unit_buffer_bytes;
                 r->query.pooled_buffer_bytes = q->pooled_buffer_bytes;
                 r->query.user_fds = q->user_fds;
+                r->query.session_fds = q->session_fds;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS: {

@@ -276,6 +276,8 @@ typedef struct kfdb_fd_budget {
         uint64_t pooled_buffer_bytes;
         uint64_t user_fds;     /* file descriptors the daemon holds for all sessions of this uid */
         uint64_t max_user_fds; /* kfdbrokerd --max-fds-per-user (UINT64_MAX: none; 0: a daemon without budgets) */
+        uint64_t session_fds;     /* file descriptors the daemon holds for this session */
+        uint64_t max_session_fds; /* kfdbrokerd --max-fds-per-session (UINT64_MAX: none; 0: a daemon without) */
 } kfdb_fd_budget;
 
 /* kfdb_query_fd_budget() - a Query, for what kfdb_fd_budget holds. Returns 0 or the common errors. */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,26 @@ static void raise_fd_limit(void) {
                                   (unsigned long long) rl.rlim_max);
 }
 
+/* N (at least min) or "infinity" for a --max-fds-per-* option. */
+static int parse_fd_budget(const char *option, const char *arg, uint64_t min, uint64_t *ret) {
+        unsigned long long v;
+        char *end;
+
+        if (strcmp(arg, "infinity") == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        errno = 0;
+        v = strtoull(arg, &end, 10);
+        if (*end || end == arg || arg[0] == '-' || errno != 0 || v < min || v == ULLONG_MAX) {
+                fprintf(stderr, "kfdbrokerd: %s: expected a number of file descriptors (at least %" PRIu64 ") or infinity, got '%s'\n",
+                        option, min, arg);
+                return -EINVAL;
+        }
+        *ret = (uint64_t) v;
+        return 0;
+}
+
 static void help(void) {
         printf("Usage: kfdbrokerd [OPTIONS]\n"
                "Share an AMD GPU's /dev/kfd with unprivileged clients.\n\n"
@@ -53,6 +74,9 @@ static void help(void) {
                "     --max-fds-per-user=N  File descriptors the daemon may hold for one user's\n"
                "                          sessions (default: half of what the open file limit\n"
                "                          leaves after a reserve; infinity = no limit)\n"
+               "     --max-fds-per-session=N  File descriptors the daemon may hold for one\n"
+               "                          session (default: half of the per-user budget, at\n"
+               "                          least 16; infinity = no limit)\n"
                "     --contexts=MODE      How clients get GPU contexts of their own: auto\n"
                "                          (default: kernel, else process, else shared), kernel\n"
                "                          (secondary KFD contexts, KFD 1.19), process (a worker\n"
@@ -77,7 +101,8 @@ int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
                ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
                ARG_MAX_CONNECTIONS, ARG_MAX_CONNECT_RATE, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
-               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY, ARG_METRICS_FILE_MODE, ARG_MAX_FDS };
+               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY, ARG_METRICS_FILE_MODE, ARG_MAX_FDS,
+               ARG_MAX_SESSION_FDS };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -94,6 +119,7 @@ int main(int argc, char *argv[]) {
                 { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "max-connect-rate-per-user", required_argument, NULL, ARG_MAX_CONNECT_RATE },
                 { "max-fds-per-user", required_argument, NULL, ARG_MAX_FDS },
+                { "max-fds-per-session", required_argument, NULL, ARG_MAX_SESSION_FDS },
                 { "contexts", required_argument, NULL, ARG_CONTEXTS },
                 { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
                 { "context-idle", required_argument, NULL, ARG_CONTEXT_IDLE },
@@ -227,19 +253,15 @@ int main(int argc, char *argv[]) {
                         opts.max_connections_per_user = (unsigned) v;
                         break;
                 }
-                case ARG_MAX_FDS: {
-                        char *end;
-                        unsigned long long v = strtoull(optarg, &end, 10);
-                        if (strcmp(optarg, "infinity") == 0)
-                                opts.max_fds_per_user = UINT64_MAX;
-                        else if (*end || end == optarg || optarg[0] == '-' || v == 0 || v == ULLONG_MAX) {
-                                fprintf(stderr, "kfdbrokerd: --max-fds-per-user: expected a number of file descriptors "
-                                                "(at least 1) or infinity, got '%s'\n", optarg);
+                case ARG_MAX_FDS:
+                        if (parse_fd_budget("--max-fds-per-user", optarg, 1, &opts.max_fds_per_user) < 0)
                                 return EXIT_FAILURE;
-                        } else
-                                opts.max_fds_per_user = (uint64_t) v;
                         break;
-                }
+                case ARG_MAX_SESSION_FDS:
+                        /* A session holds 3 of its own: leave room for a few buffers. */
+                        if (parse_fd_budget("--max-fds-per-session", optarg, 8, &opts.max_fds_per_session) < 0)
+                                return EXIT_FAILURE;
+                        break;
                 case ARG_MAX_CONNECT_RATE: {
                         char *end;
                         unsigned long v = strtoul(optarg, &end, 10);

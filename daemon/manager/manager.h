@@ -43,6 +43,7 @@ typedef struct ManagerOptions {
         unsigned max_connections_per_user; /* 0 = unlimited */
         unsigned max_connect_rate_per_user; /* connections a second from one uid; 0 = unlimited */
         uint64_t max_fds_per_user; /* daemon fds for one uid's sessions; 0 = derived, UINT64_MAX = none */
+        uint64_t max_fds_per_session; /* daemon fds for one session; 0 = derived, UINT64_MAX = none */
         unsigned max_contexts;     /* client GPU contexts alive at once; 0 = default (64) */
         uint64_t context_idle_ns;  /* give an idle client context up after this; 0 = default (30 s) */
         ContextChoice contexts;    /* --contexts= */

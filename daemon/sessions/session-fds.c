@@ -18,9 +18,11 @@
  *  - a reserve, max(32, (limit - base) / 8), that no buffer may take: what
  *    new connections, client GPU contexts and the daemon itself need;
  *  - per user, --max-fds-per-user=, by default half of what is left, so that
- *    one user leaves at least as much to everyone else as it may take.
- * A request that would put its user over the budget is refused with EDQUOT
- * (a quota, as the other per-user caps); one that would eat into the reserve
+ *    one user leaves at least as much to everyone else as it may take;
+ *  - per session, --max-fds-per-session=, by default half of the user's, so
+ *    that one session (one program) leaves as much to the user's others.
+ * A request that would put its user or its session over the budget is
+ * refused with EDQUOT (a quota, as the other caps); one that would eat into the reserve
  * with EMFILE (the daemon is short of fds whoever asks). A connection that
  * would put its user over the budget is refused with EUSERS, as one over
  * --max-connections-per-user is.
@@ -48,7 +50,7 @@ static uint64_t count_open_fds(void) {
         return n > 0 ? n - 1 : 0;
 }
 
-void session_set_init_fds(SessionSet *set, uint64_t max_fds_per_user) {
+void session_set_init_fds(SessionSet *set, uint64_t max_fds_per_user, uint64_t max_fds_per_session) {
         struct rlimit rl;
         uint64_t usable;
 
@@ -63,6 +65,12 @@ void session_set_init_fds(SessionSet *set, uint64_t max_fds_per_user) {
         else
                 set->max_fds_per_user = set->fd_limit == UINT64_MAX ? UINT64_MAX : (usable - set->fd_reserve) / 2;
         set->default_limits.max_user_fds = set->max_fds_per_user;
+        if (max_fds_per_session > 0)
+                set->max_fds_per_session = max_fds_per_session;
+        else
+                set->max_fds_per_session =
+                        set->max_fds_per_user == UINT64_MAX ? UINT64_MAX : MAX(set->max_fds_per_user / 2, (uint64_t) 16);
+        set->default_limits.max_session_fds = set->max_fds_per_session;
 }
 
 void session_account_fds(Session *s, int64_t delta) {
@@ -84,6 +92,10 @@ static bool over_user_budget(const Session *s, uint64_t n) {
         uint64_t held = user_fds(s);
 
         return held > s->set->max_fds_per_user || n > s->set->max_fds_per_user - held;
+}
+
+static bool over_session_budget(const Session *s, uint64_t n) {
+        return s->fds > s->set->max_fds_per_session || n > s->set->max_fds_per_session - s->fds;
 }
 
 static bool into_reserve(const SessionSet *set, uint64_t n) {
@@ -112,7 +124,7 @@ bool session_check_fds(Session *s, uint64_t id, uint64_t n, const char *what) {
 
         if (n == 0)
                 return true;
-        if (over_user_budget(s, n) || into_reserve(set, n))
+        if (over_user_budget(s, n) || over_session_budget(s, n) || into_reserve(set, n))
                 refresh_user(s);
         if (over_user_budget(s, n)) {
                 session_send_error(s, id, EDQUOT,
@@ -120,6 +132,13 @@ bool session_check_fds(Session *s, uint64_t id, uint64_t n, const char *what) {
                                    "uid %u makes the daemon hold %" PRIu64 " fds in %u sessions; %s needs %" PRIu64 " more",
                                    set->max_fds_per_user, (unsigned) s->identity.uid, user_fds(s),
                                    s->user_tally ? s->user_tally->sessions : 1u, what, n);
+                return false;
+        }
+        if (over_session_budget(s, n)) {
+                session_send_error(s, id, EDQUOT,
+                                   "per-session file descriptor budget (kfdbrokerd --max-fds-per-session=%" PRIu64 ") reached: "
+                                   "session %" PRIu64 " makes the daemon hold %" PRIu64 " fds; %s needs %" PRIu64 " more",
+                                   set->max_fds_per_session, s->id, s->fds, what, n);
                 return false;
         }
         if (into_reserve(set, n)) {

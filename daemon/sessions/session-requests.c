@@ -677,7 +677,8 @@ static void handle_query(Session *s, const WireRequest *req) {
                                         .user_buffers = s->user_tally ? s->user_tally->objects : 0,
                                         .unit_buffer_bytes = s->unit_tally ? s->unit_tally->buffer_bytes : 0,
                                         .pooled_buffer_bytes = s->pooled_bytes,
-                                        .user_fds = s->user_tally ? s->user_tally->fds : s->fds },
+                                        .user_fds = s->user_tally ? s->user_tally->fds : s->fds,
+                                        .session_fds = s->fds },
                      },
                      NULL, 0);
 }

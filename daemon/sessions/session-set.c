@@ -47,8 +47,8 @@ int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err,
 
         set->default_limits = default_limits;
         /* No fd budgets until session_set_init_fds() fixes them. */
-        set->fd_limit = set->max_fds_per_user = UINT64_MAX;
-        set->default_limits.max_user_fds = UINT64_MAX;
+        set->fd_limit = set->max_fds_per_user = set->max_fds_per_session = UINT64_MAX;
+        set->default_limits.max_user_fds = set->default_limits.max_session_fds = UINT64_MAX;
         policy_limits_default(&set->default_policy);
         default_user_buffers(&set->default_policy);
         set->start_ns = now_ns();

@@ -60,6 +60,7 @@ struct SessionSet {
         uint64_t fd_base;          /* open before any session: the daemon's own, its GPU context's */
         uint64_t fd_reserve;       /* never given to buffers: new connections, client GPU contexts */
         uint64_t max_fds_per_user; /* one uid's sessions together (--max-fds-per-user); UINT64_MAX: none */
+        uint64_t max_fds_per_session; /* one session (--max-fds-per-session); UINT64_MAX: none */
         uint64_t fds_held;         /* for all sessions together */
         uint64_t next_session_id;
         uint64_t start_ns;
@@ -72,8 +73,9 @@ struct SessionSet {
 };
 
 /* Fixes the fd budgets from RLIMIT_NOFILE and the fds open now (after the
- * device is up); max_fds_per_user 0: derived (session-fds.c). */
-void session_set_init_fds(SessionSet *set, uint64_t max_fds_per_user);
+ * device is up); max_fds_per_user, max_fds_per_session 0: derived
+ * (session-fds.c). */
+void session_set_init_fds(SessionSet *set, uint64_t max_fds_per_user, uint64_t max_fds_per_session);
 
 /*
  * Young sessions. A session is young for its first SESSION_YOUNG_NS, and its

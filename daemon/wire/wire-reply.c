@@ -34,6 +34,7 @@ static void limits_to_pb(const WireLimits *l, Kfdbroker__V1__Limits *p) {
         p->max_user_buffers = l->max_user_buffers;
         p->max_unit_buffer_bytes = l->max_unit_buffer_bytes;
         p->max_user_fds = l->max_user_fds;
+        p->max_session_fds = l->max_session_fds;
 }
 
 /*
@@ -194,6 +195,7 @@ static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         q->unit_buffer_bytes = r->query.unit_buffer_bytes;
         q->pooled_buffer_bytes = r->query.pooled_buffer_bytes;
         q->user_fds = r->query.user_fds;
+        q->session_fds = r->query.session_fds;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
         m->query = q;
 }

@@ -196,7 +196,7 @@ typedef struct WireLimits {
         uint32_t max_buffers, max_events, max_jobs_in_flight, max_jobs_per_submit;
         uint32_t max_message_size, max_wait_events, max_pending_waits;
         uint64_t max_user_buffer_bytes, max_user_buffers, max_unit_buffer_bytes;
-        uint64_t max_user_fds;
+        uint64_t max_user_fds, max_session_fds;
 } WireLimits;
 
 typedef enum WireReplyType {
@@ -291,7 +291,7 @@ typedef struct WireReply {
                         WireLimits limits;
                         uint32_t code_objects;
                         uint64_t released_buffer_bytes, user_buffer_bytes, user_buffers, unit_buffer_bytes;
-                        uint64_t pooled_buffer_bytes, user_fds;
+                        uint64_t pooled_buffer_bytes, user_fds, session_fds;
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;

@@ -440,3 +440,81 @@ Test(fds, one_user_cannot_take_the_fds_another_needs) {
                 usleep(10000);
         cr_expect_leq(test_daemon_count_fds(&lim), base, "the daemon holds more fds than before the sessions");
 }
+
+/* ---- The per-session budget ---- */
+
+static TestDaemon per_session;
+
+static void setup_per_session(void) {
+        const char *const args[] = { "--max-fds-per-session=24", NULL };
+
+        test_daemon_start(&per_session, args);
+}
+
+static void teardown_per_session(void) {
+        test_daemon_fini(&per_session);
+        test_fini_end();
+}
+
+TestSuite(session_fds, .init = setup_per_session, .fini = teardown_per_session, .timeout = 120);
+
+/* One session (one program) cannot take the fds its user's other sessions
+ * need: its buffers are refused at its own budget, with the reason, while
+ * another session of the same user allocates and runs a job; freeing makes
+ * room again. */
+Test(session_fds, one_session_cannot_take_its_users_fds) {
+        kfdb_session *a = connect_session(per_session.sock), *b = connect_session(per_session.sock);
+        kfdb_buffer *bufs[64], *other;
+        kfdb_batch *batch;
+        kfdb_fd_budget fb;
+        uint64_t fence;
+        unsigned n = 0;
+        uint32_t *p;
+        int r = 0;
+
+        cr_assert_eq(kfdb_query_fd_budget(a, &fb), 0, "%s", kfdb_session_last_error(a));
+        cr_assert_eq(fb.max_session_fds, 24, "Query says a session budget of %llu", (unsigned long long) fb.max_session_fds);
+        cr_assert_geq(fb.session_fds, 3, "a session holds its socket, page and eventfd");
+        while (n < 64 && (r = kfdb_buffer_alloc(a, SMALL, KFDB_PLACEMENT_GTT, &bufs[n])) == 0)
+                n++;
+        cr_assert_eq(r, -EDQUOT, "got %d (%s) after %u buffers", r, kfdb_session_last_error(a), n);
+        cr_assert(strstr(kfdb_session_last_error(a), "per-session file descriptor budget (kfdbrokerd --max-fds-per-session=24)"),
+                  "%s", kfdb_session_last_error(a));
+        cr_assert_gt(n, 8, "only %u buffers before the budget", n);
+        cr_assert_eq(kfdb_query_fd_budget(a, &fb), 0);
+        cr_assert_leq(fb.session_fds, 24, "the session holds %llu fds", (unsigned long long) fb.session_fds);
+
+        /* The user's other session is not affected. */
+        cr_assert_eq(kfdb_buffer_alloc(b, SMALL, KFDB_PLACEMENT_GTT, &other), 0, "%s", kfdb_session_last_error(b));
+        cr_assert_eq(kfdb_batch_new(b, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, other, 0, SMALL, 0x600df00d), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(b));
+        cr_assert_eq(kfdb_fence_wait(b, fence, 30000), 0, "%s", kfdb_session_last_error(b));
+        cr_assert_eq(kfdb_buffer_map(other, (void **) &p), 0);
+        cr_assert_eq(p[SMALL / 4 - 1], 0x600df00d);
+
+        /* A freed buffer makes room in the full session (its pool is let go of first). */
+        cr_assert_eq(kfdb_buffer_free(bufs[--n]), 0);
+        cr_assert_eq(kfdb_buffer_alloc(a, SMALL, KFDB_PLACEMENT_GTT, &bufs[n]), 0, "%s", kfdb_session_last_error(a));
+        n++;
+        while (n > 0)
+                kfdb_buffer_free(bufs[--n]);
+        kfdb_batch_free(batch);
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+}
+
+Test(session_fds, a_budget_too_small_for_a_session_is_refused_at_start) {
+        char cmd[4096], out[512] = "";
+        FILE *f;
+        int status;
+
+        snprintf(cmd, sizeof(cmd), "'%s' --device=sim --max-fds-per-session=3 2>&1", getenv("KFDBROKERD"));
+        f = popen(cmd, "r");
+        cr_assert(f);
+        (void) !fread(out, 1, sizeof(out) - 1, f);
+        status = pclose(f);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0, "kfdbrokerd started (status 0x%x): %s", status, out);
+        cr_assert(strstr(out, "--max-fds-per-session: expected a number of file descriptors (at least 8) or infinity, got '3'"),
+                  "%s", out);
+}
