@@ -32,6 +32,8 @@ static int event_make(kfdb_session *s, bool auto_reset, uint64_t *ret_handle, ui
         ClientRequest req = { .type = CLIENT_REQUEST_CREATE_EVENT };
         int k;
 
+        *ret_handle = 0; /* also on error: gcc -O3 cannot see that the error is negative */
+        *ret_slot = 0;
         req.create_event.auto_reset = auto_reset;
         k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)

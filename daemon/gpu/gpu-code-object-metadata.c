@@ -218,6 +218,8 @@ static bool str_is(const msgpack_object *o, const char *s) {
  * appears twice. */
 static int map_get(Md *md, const msgpack_object *map, const char *key, const msgpack_object **ret) {
         const msgpack_object *found = NULL;
+
+        *ret = NULL; /* also on error: gcc -O3 cannot see that the error is negative */
         for (uint32_t i = 0; i < map->via.map.size; i++) {
                 const msgpack_object_kv *kv = &map->via.map.ptr[i];
                 if (!str_is(&kv->key, key))
