@@ -136,15 +136,21 @@ Test(gpu_dispatch, cross_engine_chain, .init = setup, .fini = teardown, .timeout
         const GpuKernel *k = kernel_of(co, "vector_add");
         uint64_t big = 64 * MiB, small = 4096;
         GpuBuffer *a = new_buf(big, GPU_PLACEMENT_GTT), *c = new_buf(small, GPU_PLACEMENT_GTT),
-                  *d = new_buf(small, GPU_PLACEMENT_GTT);
+                  *d = new_buf(small, GPU_PLACEMENT_GTT), *gate = new_buf(small, GPU_PLACEMENT_GTT);
+        uint32_t *gate_word = gpu_buffer_get_cpu(gate);
         memset(gpu_buffer_get_cpu(c), 0, small);
         memset(gpu_buffer_get_cpu(d), 0, small);
+        memset(gate_word, 0, small);
 
         float one = 1.5f;
         uint32_t pattern;
         memcpy(&pattern, &one, 4);
+        /* The fill waits on the GPU for a word the test sets once the whole
+         * chain is queued, so it cannot have finished before, however fast
+         * the engine or slow this thread. */
         GpuJob fill = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(a), .size = big,
-                                                       .pattern = pattern } };
+                                                       .pattern = pattern },
+                        .n_waits = 1, .waits = { { .va = gpu_buffer_get_va(gate), .value = 1 } } };
         uint64_t s_fill = submit(0, &fill);
 
         Args args = { 0 };
@@ -166,6 +172,7 @@ Test(gpu_dispatch, cross_engine_chain, .init = setup, .fini = teardown, .timeout
          * whole chain was on the GPU's queues. */
         cr_expect_lt(__atomic_load_n(gpu_queue_fence_word(fx.ctx, 0), __ATOMIC_ACQUIRE), (uint32_t) s_fill,
                      "the fill was still running when the chain was queued");
+        __atomic_store_n(gate_word, 1, __ATOMIC_RELEASE);
 
         const GpuCompletion *cf = wait_seq(fx.ctx, &fx.comps, 0, s_fill);
         const GpuCompletion *cd = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, s_disp);
@@ -181,6 +188,7 @@ Test(gpu_dispatch, cross_engine_chain, .init = setup, .fini = teardown, .timeout
         gpu_buffer_unref(a);
         gpu_buffer_unref(c);
         gpu_buffer_unref(d);
+        gpu_buffer_unref(gate);
         gpu_code_object_unref(co);
 }
 
