@@ -641,7 +641,8 @@ int main(int argc, char **argv) {
                 bench_noise(sock, sock_off);
                 stop_daemon(pid_off, sock_off);
         }
-        printf("not measured here: the fd budgets (item 3), the parallel interpreter (item 4: bench-cp, bench-isa)\n");
+        printf("measured elsewhere: the fd budgets (item 3: bench-fds), the parallel interpreter (item 4: bench-isa, "
+               "bench-cp)\n");
         stop_daemon(pid, sock);
         rmdir(dir);
         return 0;
