@@ -574,3 +574,11 @@ int test_run_ctl(const char *const *args, bool as_nobody, char **ret_out, char *
         cr_assert_lt(WEXITSTATUS(status), 125, "kfdbrokerctl could not be started (%d)", WEXITSTATUS(status));
         return WEXITSTATUS(status);
 }
+
+kfdb_session *test_connect(const TestDaemon *d, const char *name) {
+        kfdb_session *s = NULL;
+        int r = kfdb_session_new(d->sock, name, &s);
+
+        cr_assert_eq(r, 0, "connect to %s: %s", d->sock, strerror(-r));
+        return s;
+}

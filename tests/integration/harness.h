@@ -2,10 +2,13 @@
 /*
  * Integration-test harness: starts the real kfdbrokerd binary (path from the
  * KFDBROKERD environment variable, set by meson) on the simulated GPU with a
- * private socket, speaks the raw protocol for hostile-input tests, and reads
- * the daemon's fd and object counts for leak checks.
+ * private socket, speaks the raw protocol for hostile-input tests, reads
+ * the daemon's fd and object counts for leak checks, and opens libkfdbroker
+ * sessions on it.
  */
 #pragma once
+
+#include "kfdbroker.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +30,8 @@ typedef struct TestDaemon {
 void test_daemon_start(TestDaemon *d, const char *const *extra_args);
 /* The same with the daemon's fd limit set to nofile (soft and hard). */
 void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, unsigned nofile);
+/* A libkfdbroker session on d's socket, called name. Asserts on failure. */
+kfdb_session *test_connect(const TestDaemon *d, const char *name);
 /*
  * SIGTERM, wait (SIGKILL after 30 s); returns the exit status, 128+signal, or
  * TEST_DAEMON_SANITIZER_REPORT if it exited 0 but its log has an ASan,

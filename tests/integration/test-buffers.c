@@ -40,13 +40,6 @@ static void teardown(void) {
 
 TestSuite(buffers, .init = setup, .fini = teardown, .timeout = 120);
 
-static kfdb_session *connect_session(const char *sock) {
-        kfdb_session *s;
-
-        cr_assert_eq(kfdb_session_new(sock, "buffers", &s), 0);
-        return s;
-}
-
 static uint64_t pooled_bytes(kfdb_session *s) {
         kfdb_fd_budget f;
 
@@ -173,7 +166,7 @@ Test(buffers, the_library_does_not_wait_for_a_free_and_reports_a_late_error) {
 /* ---- The pool ---- */
 
 static void freed_buffer_comes_back_zeroed(kfdb_placement placement) {
-        kfdb_session *s = connect_session(d.sock);
+        kfdb_session *s = test_connect(&d, "buffers");
         kfdb_buffer *b = alloc_filled(s, placement, 0xa5);
         void *p;
 
@@ -199,7 +192,7 @@ Test(buffers, a_freed_vram_buffer_comes_back_zeroed) {
 }
 
 Test(buffers, another_session_never_gets_a_pooled_buffer) {
-        kfdb_session *a = connect_session(d.sock), *b = connect_session(d.sock);
+        kfdb_session *a = test_connect(&d, "buffers"), *b = test_connect(&d, "buffers");
         kfdb_buffer *x = alloc_filled(a, KFDB_PLACEMENT_GTT, 0xa5), *y;
         void *p;
 
@@ -218,7 +211,7 @@ Test(buffers, another_session_never_gets_a_pooled_buffer) {
  * lives until the job is done; one whose fd the caller took is not pooled
  * (the copy could see the next buffer). */
 Test(buffers, a_buffer_in_use_or_whose_fd_was_taken_is_not_pooled) {
-        kfdb_session *s = connect_session(d.sock);
+        kfdb_session *s = test_connect(&d, "buffers");
         kfdb_buffer *src = alloc_filled(s, KFDB_PLACEMENT_GTT, 0xa5), *dst, *again, *idle;
         kfdb_event *e;
         kfdb_batch *batch;
@@ -260,7 +253,7 @@ Test(buffers, a_buffer_in_use_or_whose_fd_was_taken_is_not_pooled) {
 /* Bounded, charged while kept, and nothing of it charged once the session
  * is gone. */
 Test(buffers, the_pool_is_bounded_and_goes_with_its_session) {
-        kfdb_session *a = connect_session(d.sock), *b = connect_session(d.sock);
+        kfdb_session *a = test_connect(&d, "buffers"), *b = test_connect(&d, "buffers");
         kfdb_buffer *x[20];
         kfdb_quota q;
 
@@ -463,7 +456,7 @@ TestSuite(session_fds, .init = setup_per_session, .fini = teardown_per_session, 
  * another session of the same user allocates and runs a job; freeing makes
  * room again. */
 Test(session_fds, one_session_cannot_take_its_users_fds) {
-        kfdb_session *a = connect_session(per_session.sock), *b = connect_session(per_session.sock);
+        kfdb_session *a = test_connect(&per_session, "buffers"), *b = test_connect(&per_session, "buffers");
         kfdb_buffer *bufs[64], *other;
         kfdb_batch *batch;
         kfdb_fd_budget fb;

@@ -32,14 +32,6 @@ static void teardown(void) {
 
 TestSuite(clients, .init = setup, .fini = teardown, .timeout = 120);
 
-static kfdb_session *connect_session(const char *name) {
-        kfdb_session *s = NULL;
-        int r = kfdb_session_new(d.sock, name, &s);
-
-        cr_assert_eq(r, 0, "connect: %s", strerror(-r));
-        return s;
-}
-
 static void *map(kfdb_buffer *b) {
         void *p = NULL;
         int r = kfdb_buffer_map(b, &p);
@@ -89,7 +81,7 @@ static void fill_copy_check(kfdb_session *s, uint64_t size, uint32_t pattern) {
 }
 
 Test(clients, copy_and_fill_checked_through_own_mapping) {
-        kfdb_session *s = connect_session("copy-fill");
+        kfdb_session *s = test_connect(&d, "copy-fill");
 
         fill_copy_check(s, 4096, 0x01020304);
         fill_copy_check(s, (4u << 20) + 4096, 0xdeadbeef); /* crosses the 4 MiB packet split */
@@ -97,7 +89,7 @@ Test(clients, copy_and_fill_checked_through_own_mapping) {
 }
 
 static void *client_thread(void *arg) {
-        kfdb_session *s = connect_session("parallel");
+        kfdb_session *s = test_connect(&d, "parallel");
         uintptr_t n = (uintptr_t) arg;
 
         for (unsigned i = 0; i < 5; i++)
@@ -112,7 +104,7 @@ static void *client_thread(void *arg) {
  * readable through the client's own mapping of its dma-buf. */
 Test(clients, copy_in_pieces_stops_when_its_client_goes_away) {
         enum { SIZE = 512u << 20 };
-        kfdb_session *s = connect_session("cancel");
+        kfdb_session *s = test_connect(&d, "cancel");
         kfdb_buffer *a, *b;
         kfdb_batch *batch;
         uint8_t *src, *dst;
@@ -141,7 +133,7 @@ Test(clients, copy_in_pieces_stops_when_its_client_goes_away) {
         cr_assert_eq(dst[SIZE - 1], 0, "the last piece of the copy ran after its client had gone");
         munmap(dst, SIZE);
 
-        kfdb_session *next = connect_session("next");
+        kfdb_session *next = test_connect(&d, "next");
         kfdb_buffer *c;
         cr_assert_eq(kfdb_buffer_alloc(next, 4096, KFDB_PLACEMENT_GTT, &c), 0);
         cr_assert_eq(kfdb_batch_new(next, &batch), 0);
@@ -161,7 +153,7 @@ Test(clients, several_clients_at_once) {
                 cr_assert_eq(pthread_create(&t[i], NULL, client_thread, (void *) i), 0);
         for (int i = 0; i < 4; i++)
                 pthread_join(t[i], NULL);
-        s = connect_session("observer");
+        s = test_connect(&d, "observer");
         cr_assert_eq(kfdb_status(s, &st), 0);
         cr_assert_geq(st.jobs_completed, 4 * 5 * 2, "every fill and copy was retired");
         cr_assert_eq(st.jobs_failed, 0);
@@ -169,7 +161,7 @@ Test(clients, several_clients_at_once) {
 }
 
 Test(clients, buffer_shared_between_two_sessions_by_fd) {
-        kfdb_session *a = connect_session("exporter"), *b = connect_session("importer");
+        kfdb_session *a = test_connect(&d, "exporter"), *b = test_connect(&d, "importer");
         kfdb_buffer *ba, *bb, *dst;
         kfdb_batch *batch;
         uint32_t *pa, *pdst;
@@ -220,7 +212,7 @@ static int foreign_dmabuf(size_t size) {
 /* KFD 1.15 (Linux 6.8) imports dma-bufs amdgpu did not make (kfd-facts §7.6):
  * filled on the GPU, seen through the exporter's own mapping, copied out. */
 Test(clients, a_dma_buf_of_another_driver_is_imported) {
-        kfdb_session *s = connect_session("foreign");
+        kfdb_session *s = test_connect(&d, "foreign");
         kfdb_buffer *b = NULL, *dst;
         kfdb_batch *batch;
         int fd = foreign_dmabuf(64 << 10), r;
@@ -278,7 +270,7 @@ Test(clients, a_dma_buf_of_another_driver_on_an_older_kernel_is_refused_with_a_r
         test_daemon_fini(&old);
 
         cr_assert_eq(ftruncate(plain, 4096), 0);
-        s = connect_session("plain");
+        s = test_connect(&d, "plain");
         cr_expect_eq(kfdb_buffer_import(s, plain, &b), -EINVAL, "an ordinary memfd");
         cr_expect(strstr(kfdb_session_last_error(s), "not a dma-buf"), "%s",
                   kfdb_session_last_error(s));
@@ -288,7 +280,7 @@ Test(clients, a_dma_buf_of_another_driver_on_an_older_kernel_is_refused_with_a_r
 }
 
 Test(clients, event_semantics) {
-        kfdb_session *s = connect_session("events");
+        kfdb_session *s = test_connect(&d, "events");
         kfdb_event *ar, *mr;
         kfdb_wait_entry w[2];
         kfdb_wait_result res;
@@ -404,7 +396,7 @@ Test(clients, wait_does_not_block_other_requests) {
 }
 
 Test(clients, wait_event_job_holds_the_stream_until_signaled) {
-        kfdb_session *s = connect_session("wait-job");
+        kfdb_session *s = test_connect(&d, "wait-job");
         kfdb_buffer *b;
         kfdb_event *ev;
         kfdb_batch *batch;
@@ -445,7 +437,7 @@ Test(clients, wait_event_job_holds_the_stream_until_signaled) {
 }
 
 Test(clients, session_page_eventfd_signals_completion) {
-        kfdb_session *s = connect_session("page");
+        kfdb_session *s = test_connect(&d, "page");
         kfdb_buffer *b;
         kfdb_batch *batch;
         uint64_t fence;
@@ -469,7 +461,7 @@ Test(clients, session_page_eventfd_signals_completion) {
 /* The eventfd says something happened: a completion, not a submission (the
  * client that submitted knows; a wake for it is a wasted one). */
 Test(clients, session_page_eventfd_is_quiet_at_submit) {
-        kfdb_session *s = connect_session("page-quiet");
+        kfdb_session *s = test_connect(&d, "page-quiet");
         struct pollfd p = { .fd = kfdb_get_event_fd(s), .events = POLLIN };
         kfdb_buffer *b;
         kfdb_event *ev;
@@ -494,7 +486,7 @@ Test(clients, session_page_eventfd_is_quiet_at_submit) {
 }
 
 Test(clients, limits_are_enforced_with_edquot) {
-        kfdb_session *s = connect_session("limits");
+        kfdb_session *s = test_connect(&d, "limits");
         kfdb_limits lim;
         kfdb_buffer *b;
         int r;

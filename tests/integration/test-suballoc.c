@@ -28,14 +28,6 @@ static void teardown(void) {
 
 TestSuite(suballoc, .init = setup, .fini = teardown, .timeout = 120);
 
-static kfdb_session *connect_session(const char *name) {
-        kfdb_session *s = NULL;
-        int r = kfdb_session_new(d.sock, name, &s);
-
-        cr_assert_eq(r, 0, "connect: %s", strerror(-r));
-        return s;
-}
-
 static kfdb_suballocator *new_allocator(kfdb_session *s, uint64_t block_size) {
         kfdb_suballocator *a = NULL;
         int r = kfdb_suballocator_new(s, KFDB_PLACEMENT_GTT, block_size, &a);
@@ -74,7 +66,7 @@ static void submit_and_wait(kfdb_session *s, kfdb_batch *b) {
 #define N_SLICES 120
 
 Test(suballoc, slices_are_disjoint_and_a_gpu_fill_stays_in_its_slice) {
-        kfdb_session *s = connect_session("suballoc-fill");
+        kfdb_session *s = test_connect(&d, "suballoc-fill");
         kfdb_suballocator *a = new_allocator(s, 256u << 10);
         static kfdb_slice sl[N_SLICES];
         kfdb_batch *batch;
@@ -118,7 +110,7 @@ Test(suballoc, slices_are_disjoint_and_a_gpu_fill_stays_in_its_slice) {
 }
 
 Test(suballoc, the_daemon_charges_the_blocks) {
-        kfdb_session *s = connect_session("suballoc-charge");
+        kfdb_session *s = test_connect(&d, "suballoc-charge");
         kfdb_suballocator *a = new_allocator(s, 0);
         kfdb_usage before, after;
         kfdb_suballocator_stats st;
@@ -144,7 +136,7 @@ Test(suballoc, the_daemon_charges_the_blocks) {
 }
 
 Test(suballoc, a_free_after_a_fence_keeps_the_range_until_the_job_is_done) {
-        kfdb_session *s = connect_session("suballoc-fence");
+        kfdb_session *s = test_connect(&d, "suballoc-fence");
         kfdb_suballocator *a = new_allocator(s, 64u << 10);
         kfdb_slice x, y, z;
         kfdb_event *e;
@@ -179,7 +171,7 @@ Test(suballoc, a_free_after_a_fence_keeps_the_range_until_the_job_is_done) {
 }
 
 Test(suballoc, a_slice_larger_than_a_block_gets_a_block_of_its_own) {
-        kfdb_session *s = connect_session("suballoc-large");
+        kfdb_session *s = test_connect(&d, "suballoc-large");
         kfdb_suballocator *a = new_allocator(s, 64u << 10);
         kfdb_slice small, big;
 
@@ -199,7 +191,7 @@ Test(suballoc, a_slice_larger_than_a_block_gets_a_block_of_its_own) {
 }
 
 Test(suballoc, bad_arguments_and_bad_slices_are_refused_with_a_reason) {
-        kfdb_session *s = connect_session("suballoc-bad");
+        kfdb_session *s = test_connect(&d, "suballoc-bad");
         kfdb_suballocator *a = new_allocator(s, 64u << 10), *other = new_allocator(s, 64u << 10), *none = NULL;
         kfdb_slice x, y, bad;
 
@@ -246,7 +238,7 @@ Test(suballoc, bad_arguments_and_bad_slices_are_refused_with_a_reason) {
 /* The session owns the allocator: freeing the session with slices live
  * releases it and its blocks (the sanitizer build checks for leaks). */
 Test(suballoc, a_session_freed_with_a_live_allocator_leaks_nothing) {
-        kfdb_session *s = connect_session("suballoc-leak");
+        kfdb_session *s = test_connect(&d, "suballoc-leak");
         kfdb_suballocator *a = new_allocator(s, 0);
         kfdb_slice sl;
 
