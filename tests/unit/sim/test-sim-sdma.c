@@ -314,8 +314,11 @@ Test(sim_sdma, completions_are_reported_while_a_long_copy_runs) {
          * packet and the copy itself runs without it. A's 64 copies of 4 MiB
          * fill one step of the SDMA engine (up to 64 packets); before, that
          * step held the device lock throughout, so B's engine could neither
-         * read its doorbell nor signal until all of A had run. */
-        enum { N_COPIES = 64, COPY_BYTES = 4u << 20 };
+         * read its doorbell nor signal until all of A had run. A runs 256 of
+         * them (1 GiB, about 100 ms here): with streaming stores 64 took
+         * about 22 ms, which a loaded machine could let pass before B's
+         * engine thread ran at all. */
+        enum { N_COPIES = 256, COPY_BYTES = 4u << 20 };
         Rig a, b;
         rig_open(&a, NULL, 65536);
         rig_open(&b, a.c.dev, 4096);
