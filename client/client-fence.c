@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fences: a job is done when the session page's completed_fence has reached
- * its fence value. Checking is a load from the page; waiting sleeps in
- * poll(2) on the eventfd the daemon signals after each page update and on the
- * socket, so job failure notifications that arrive meanwhile are read and
- * queued.
+ * its fence value. Checking is a load from the page; waiting looks at the page
+ * for a short while (an adaptive spin, client-spin.h), then sleeps in poll(2)
+ * on the eventfd the daemon signals after each page update and on the socket,
+ * so job failure notifications that arrive meanwhile are read and queued.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,16 +44,27 @@ static int fence_result(kfdb_session *s, uint64_t fence) {
         return 0;
 }
 
-int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms) {
+typedef struct FenceSpin {
+        const kfdb_session *s;
+        uint64_t fence;
+} FenceSpin;
+
+static bool fence_reached(void *userdata) {
+        const FenceSpin *f = userdata;
+
+        return session_completed_fence(f->s) >= f->fence;
+}
+
+/* Spins on the page for this wait's share of s->fence_spin, then sleeps until
+ * the fence is reached or the deadline passes. */
+static int fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms, uint64_t start_ns) {
         int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : INT64_MAX;
         uint64_t v;
         int k;
 
-        if (!s || !s->page)
-                return -EINVAL;
-        if (fence > s->last_fence)
-                return session_error(s, -EINVAL, "fence %" PRIu64 " was never handed out (last %" PRIu64 ")",
-                                     fence, s->last_fence);
+        if (timeout_ms != 0 && client_spin(&s->fence_spin, start_ns, fence_reached,
+                                           &(FenceSpin) { .s = s, .fence = fence }))
+                return fence_result(s, fence);
         for (;;) {
                 struct pollfd p[2] = {
                         { .fd = s->event_fd, .events = POLLIN },
@@ -85,4 +96,22 @@ int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms) {
                                 return k;
                 }
         }
+}
+
+int kfdb_fence_wait(kfdb_session *s, uint64_t fence, int timeout_ms) {
+        uint64_t start;
+        int k;
+
+        if (!s || !s->page)
+                return -EINVAL;
+        if (fence > s->last_fence)
+                return session_error(s, -EINVAL, "fence %" PRIu64 " was never handed out (last %" PRIu64 ")",
+                                     fence, s->last_fence);
+        if (session_completed_fence(s) >= fence)
+                return fence_result(s, fence);
+        start = client_spin_now_ns();
+        k = fence_wait(s, fence, timeout_ms, start);
+        if (k != -ETIMEDOUT)
+                client_spin_update(&s->fence_spin, start);
+        return k;
 }

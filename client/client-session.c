@@ -166,6 +166,27 @@ static void session_dispatch(kfdb_session *s, ClientReply *r) {
         client_reply_free(r);
 }
 
+static bool socket_readable(void *userdata) {
+        struct pollfd p = { .fd = *(const int *) userdata, .events = POLLIN };
+
+        return poll(&p, 1, 0) != 0;
+}
+
+/* Waits up to timeout_ms for a datagram, spinning first (s->reply_spin) when
+ * it may wait at all: 1 when one is there, 0, or negative errno. */
+static int session_wait_readable(kfdb_session *s, int timeout_ms) {
+        uint64_t start;
+        int k;
+
+        if (timeout_ms == 0)
+                return client_socket_wait(s->fd, 0);
+        start = client_spin_now_ns();
+        k = client_spin(&s->reply_spin, start, socket_readable, &s->fd) ? 1 : client_socket_wait(s->fd, timeout_ms);
+        if (k > 0)
+                client_spin_update(&s->reply_spin, start);
+        return k;
+}
+
 /* Reads one datagram if one arrives within timeout_ms: 1 with *ret, 0, or negative errno. */
 static int session_read(kfdb_session *s, int timeout_ms, ClientReply **ret) {
         int fds[CLIENT_MAX_FDS];
@@ -174,7 +195,7 @@ static int session_read(kfdb_session *s, int timeout_ms, ClientReply **ret) {
         unsigned expected;
         int n, k;
 
-        k = client_socket_wait(s->fd, timeout_ms);
+        k = session_wait_readable(s, timeout_ms);
         if (k <= 0)
                 return k;
         n = client_socket_recv(s->fd, s->rbuf, CLIENT_MAX_MESSAGE_SIZE, fds, CLIENT_MAX_FDS,
@@ -561,6 +582,8 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
         s->fd = fd;
         snprintf(s->client_name, sizeof(s->client_name), "%s", name);
         s->reconnect_timeout_ms = CLIENT_RECONNECT_TIMEOUT_MS;
+        client_spin_init(&s->reply_spin, client_spin_max_ns());
+        s->fence_spin = s->reply_spin;
         {
                 const char *e = secure_getenv("KFDBROKER_SUBMIT_RING");
 

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 
+#include "client-spin.h"
 #include "client-wire.h"
 #include "kfdbroker.h"
 #include "macro.h"
@@ -107,6 +108,10 @@ struct kfdb_session {
         int ring_doorbell;
         uint64_t ring_head;   /* records published */
         uint64_t ring_submits; /* batches that went through the ring */
+
+        /* How long a wait for a reply, and for a fence, spins before it
+         * sleeps (client-spin.h). */
+        ClientSpin reply_spin, fence_spin;
 
         uint8_t *rbuf; /* CLIENT_MAX_MESSAGE_SIZE receive buffer */
         char last_error[CLIENT_ERROR_MAX];

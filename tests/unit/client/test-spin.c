@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libkfdbroker's adaptive spin (client/client-spin.c) on its own: a wait that
+ * ends soon after the spin gave up grows the next spin (up to the maximum), a
+ * wait longer than the maximum shrinks it to nothing, a spin ends as soon as
+ * what it waits for is there and gives up when its time is used, and
+ * $KFDBROKER_SPIN_US sets the maximum (0: never spin).
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "client-spin.h"
+
+#define US 1000u
+
+/* A wait that began waited_ns ago is over. */
+static void waited(ClientSpin *sp, uint64_t waited_ns) {
+        client_spin_update(sp, client_spin_now_ns() - waited_ns);
+}
+
+Test(spin, short_waits_grow_the_spin_up_to_the_maximum) {
+        ClientSpin sp;
+
+        client_spin_init(&sp, 100 * US);
+        cr_assert_eq(sp.budget_ns, CLIENT_SPIN_START_NS);
+        waited(&sp, 30 * US);
+        cr_expect_eq(sp.budget_ns, 20 * US, "a 30 us wait after a 10 us spin doubles it: %u", sp.budget_ns);
+        waited(&sp, 30 * US);
+        cr_expect_eq(sp.budget_ns, 40 * US);
+        waited(&sp, 30 * US);
+        cr_expect_eq(sp.budget_ns, 40 * US, "a wait the spin caught leaves it as it is");
+        for (int i = 0; i < 10; i++)
+                waited(&sp, 90 * US);
+        cr_expect_eq(sp.budget_ns, 100 * US, "never past the maximum: %u", sp.budget_ns);
+}
+
+Test(spin, long_waits_shrink_the_spin_to_nothing_and_a_short_one_starts_it_again) {
+        ClientSpin sp;
+        int n = 0;
+
+        client_spin_init(&sp, 100 * US);
+        for (int i = 0; i < 4; i++)
+                waited(&sp, 90 * US); /* 10 -> 20 -> 40 -> 80 -> 100 */
+        cr_assert_eq(sp.budget_ns, 100 * US);
+        while (sp.budget_ns > 0 && n < 64) {
+                waited(&sp, 5000 * US);
+                n++;
+        }
+        cr_expect_eq(sp.budget_ns, 0u, "waits of 5 ms (a long copy) end the spinning");
+        cr_expect_leq(n, 20, "within %d waits", n);
+        waited(&sp, 5000 * US);
+        cr_expect_eq(sp.budget_ns, 0u);
+        waited(&sp, 20 * US);
+        cr_expect_eq(sp.budget_ns, CLIENT_SPIN_START_NS, "short waits again: %u", sp.budget_ns);
+}
+
+Test(spin, a_maximum_of_zero_never_spins) {
+        ClientSpin sp;
+
+        client_spin_init(&sp, 0);
+        cr_assert_eq(sp.budget_ns, 0u);
+        waited(&sp, 20 * US);
+        cr_expect_eq(sp.budget_ns, 0u);
+}
+
+static bool third_look(void *userdata) {
+        int *looks = userdata;
+
+        return ++*looks >= 3;
+}
+
+static bool never(void *userdata) {
+        int *looks = userdata;
+
+        ++*looks;
+        return false;
+}
+
+Test(spin, a_spin_ends_when_the_wait_is_over_or_its_time_is_used) {
+        ClientSpin sp;
+        uint64_t start, took;
+        int looks = 0;
+
+        client_spin_init(&sp, 100 * US);
+        sp.budget_ns = 100 * US;
+        cr_expect(client_spin(&sp, client_spin_now_ns(), third_look, &looks));
+        cr_expect_eq(looks, 3, "looked %d times", looks);
+
+        looks = 0;
+        start = client_spin_now_ns();
+        cr_expect_not(client_spin(&sp, start, never, &looks));
+        took = client_spin_now_ns() - start;
+        cr_expect_geq(took, 100 * US, "gave up after %llu ns", (unsigned long long) took);
+        cr_expect_gt(looks, 1);
+
+        looks = 0;
+        sp.budget_ns = 0;
+        cr_expect_not(client_spin(&sp, client_spin_now_ns(), never, &looks));
+        cr_expect_eq(looks, 1, "no spin: one look");
+}
+
+Test(spin, the_environment_sets_the_maximum) {
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                cr_expect_eq(client_spin_max_ns(), 0u, "one CPU: no spinning");
+                return;
+        }
+        unsetenv("KFDBROKER_SPIN_US");
+        cr_expect_eq(client_spin_max_ns(), CLIENT_SPIN_MAX_NS);
+        setenv("KFDBROKER_SPIN_US", "0", 1);
+        cr_expect_eq(client_spin_max_ns(), 0u);
+        setenv("KFDBROKER_SPIN_US", "250", 1);
+        cr_expect_eq(client_spin_max_ns(), 250 * US);
+        setenv("KFDBROKER_SPIN_US", "20000", 1);
+        cr_expect_eq(client_spin_max_ns(), CLIENT_SPIN_MAX_NS, "more than 10 ms is ignored");
+        setenv("KFDBROKER_SPIN_US", "fast", 1);
+        cr_expect_eq(client_spin_max_ns(), CLIENT_SPIN_MAX_NS, "not a number is ignored");
+        unsetenv("KFDBROKER_SPIN_US");
+}
