@@ -105,7 +105,7 @@ typedef struct Queue {
 } Queue;
 
 static void queue_new(Dev *d, Queue *q) {
-        uint32_t cwsr, ctl;
+        uint32_t cwsr = 0, ctl = 0;
         uint64_t cwsr_bo;
         void *db;
 

@@ -146,7 +146,7 @@ static inline int t_free(TestCtx *c, uint64_t handle) {
 
 /* ALLOC at a fresh VA, MAP, and CPU-map through the render node at the same VA. */
 static inline TestBo t_bo(TestCtx *c, uint64_t size, uint32_t domain) {
-        TestBo bo;
+        TestBo bo = {};
         uint64_t va = t_reserve_va(size);
         uint32_t flags = domain | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE |
                          KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;

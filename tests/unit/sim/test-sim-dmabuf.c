@@ -139,7 +139,7 @@ Test(sim_dmabuf, shared_across_contexts) {
         t_close(&a, false);
 
         uint64_t va = t_reserve_va(65536);
-        uint64_t handle;
+        uint64_t handle = 0;
         cr_assert_eq(import(&b, fd, va, &handle), 0);
         cr_expect_eq(KFD_HANDLE_GPU_ID(handle), 0x697Du);
         cr_assert_eq(t_map(&b, handle), 0);

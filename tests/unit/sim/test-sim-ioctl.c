@@ -120,7 +120,7 @@ Test(sim_ioctl, alloc_validation) {
         TestCtx c;
         t_open(&c, d);
         uint64_t va = t_reserve_va(256u << 20);
-        TestBo bo;
+        TestBo bo = {};
 
         cr_expect_eq(t_alloc_raw(&c, va, 0, GTT, NULL), -EINVAL, "size 0");
         cr_expect_eq(t_alloc_raw(&c, va, 4096, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, NULL), -EINVAL, "no domain");
@@ -166,7 +166,7 @@ Test(sim_ioctl, map_unmap_free) {
         TestCtx c;
         t_open(&c, NULL);
         uint64_t va = t_reserve_va(1u << 20);
-        TestBo bo;
+        TestBo bo = {};
         cr_assert_eq(t_alloc_raw(&c, va, 8192, GTT, &bo), 0);
 
         uint32_t ids[2] = { 0x697D, 0x4242 };

@@ -115,7 +115,7 @@ Test(sim_queue, acquire_buffers_sdma) {
         Bufs b;
         buffers(&c, &b, 65536);
         TestBo two = t_bo(&c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-        TestBo unmapped;
+        TestBo unmapped = {};
         uint64_t va = t_reserve_va(4096);
         cr_assert_eq(t_alloc_raw(&c, va, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &unmapped), 0);
         struct kfd_ioctl_create_queue_args a;
