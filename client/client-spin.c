@@ -2,7 +2,8 @@
 /*
  * Adaptive spinning before a wait sleeps (client-spin.h says why and how).
  */
-#include <limits.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,12 +43,45 @@ uint32_t client_spin_max_ns(void) {
 }
 
 void client_spin_init(ClientSpin *sp, uint32_t max_ns) {
-        *sp = (ClientSpin) { .budget_ns = MIN(CLIENT_SPIN_START_NS, max_ns), .max_ns = max_ns };
+        *sp = (ClientSpin) { .budget_ns = MIN(CLIENT_SPIN_START_NS, max_ns), .max_ns = max_ns,
+                             .cpus = sysconf(_SC_NPROCESSORS_ONLN) };
 }
 
-bool client_spin(const ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata), void *userdata) {
-        if (sp->budget_ns == 0)
-                return done(userdata);
+bool client_spin_crowded(const char *loadavg, long cpus) {
+        unsigned long running, total;
+
+        /* "0.52 0.58 0.59 3/467 12345": the fourth field is runnable/all. */
+        if (sscanf(loadavg, "%*f %*f %*f %lu/%lu", &running, &total) != 2)
+                return false;
+        return running > (unsigned long) cpus;
+}
+
+static bool machine_crowded(ClientSpin *sp, uint64_t now) {
+        char text[128];
+        ssize_t n;
+        int fd;
+
+        if (now - sp->crowd_checked_ns < CLIENT_SPIN_CROWD_CHECK_NS)
+                return sp->crowded;
+        sp->crowd_checked_ns = now;
+        sp->crowded = false;
+        fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (n > 0) {
+                text[n] = '\0';
+                sp->crowded = client_spin_crowded(text, sp->cpus);
+        }
+        return sp->crowded;
+}
+
+bool client_spin(ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata), void *userdata) {
+        if (done(userdata))
+                return true;
+        if (sp->budget_ns == 0 || machine_crowded(sp, start_ns))
+                return false;
         for (;;) {
                 if (done(userdata))
                         return true;

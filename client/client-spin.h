@@ -5,12 +5,20 @@
  * 35-45 us against 8 us for two threads on one CPU), and a round trip to the
  * daemon pays it once each way. A caller that is about to wait for a reply or
  * a fence looks for it for a short while first, so the daemon's answer finds
- * it running. How long adapts to what the last waits took (as KVM's
- * halt-polling does, virt/kvm/kvm_main.c grow_halt_poll_ns()/
- * shrink_halt_poll_ns()): a wait that ended soon after the spin gave up
- * doubles the next spin, up to the maximum; a wait longer than the maximum
- * (a copy of many megabytes, a daemon that is busy elsewhere) halves it, so a
- * client waiting on long jobs soon stops spinning at all.
+ * it running.
+ *
+ * How long adapts to what the last waits took, as KVM's halt-polling does
+ * (virt/kvm/kvm_main.c grow_halt_poll_ns()/shrink_halt_poll_ns()): a wait
+ * that ended soon after the spin gave up doubles the next spin, up to the
+ * maximum; a wait longer than the maximum (a copy of many megabytes, a
+ * daemon busy elsewhere) halves it, so a client waiting on long jobs soon
+ * stops spinning at all.
+ *
+ * Spinning pays only with a CPU to spare: on a machine with more runnable
+ * threads than CPUs it takes CPU time from others, the daemon's threads among
+ * them, and makes the wait longer (measured: a round trip 2-4x slower next to
+ * two CPU burners on 2 CPUs). So a wait spins only while the runnable count
+ * (/proc/loadavg, looked at most once a millisecond) leaves a CPU idle.
  */
 #pragma once
 
@@ -21,10 +29,15 @@
 #define CLIENT_SPIN_MAX_NS 100000u
 /* Where a spin starts growing from 0. */
 #define CLIENT_SPIN_START_NS 10000u
+/* How long a look at the runnable count holds. */
+#define CLIENT_SPIN_CROWD_CHECK_NS 1000000u
 
 typedef struct ClientSpin {
         uint32_t budget_ns; /* how long the next wait spins */
         uint32_t max_ns;    /* 0: never */
+        long cpus;          /* online */
+        uint64_t crowd_checked_ns;
+        bool crowded;       /* no CPU to spare at the last look */
 } ClientSpin;
 
 /* The maximum from $KFDBROKER_SPIN_US, or CLIENT_SPIN_MAX_NS; 0 on a machine
@@ -36,8 +49,13 @@ void client_spin_init(ClientSpin *sp, uint32_t max_ns);
 uint64_t client_spin_now_ns(void);
 
 /* Looks at done(userdata) until it is true or this wait's spin, which began
- * at start_ns, is used up: true when it came true. */
-bool client_spin(const ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata), void *userdata);
+ * at start_ns, is used up (at once when no CPU is to spare): true when it
+ * came true. */
+bool client_spin(ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata), void *userdata);
 
 /* The wait that began at start_ns is over: adapt the next spin to how long it took. */
 void client_spin_update(ClientSpin *sp, uint64_t start_ns);
+
+/* Does /proc/loadavg's text say that more threads are runnable than there
+ * are cpus, counting the caller's? False when it cannot tell. */
+bool client_spin_crowded(const char *loadavg, long cpus);

@@ -7,7 +7,9 @@
  * $KFDBROKER_SPIN_US sets the maximum (0: never spin).
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "client-spin.h"
@@ -84,11 +86,15 @@ Test(spin, a_spin_ends_when_the_wait_is_over_or_its_time_is_used) {
 
         client_spin_init(&sp, 100 * US);
         sp.budget_ns = 100 * US;
+        /* As if the machine had just been seen with a CPU to spare (this
+         * test must not depend on how busy the machine is). */
+        sp.crowd_checked_ns = client_spin_now_ns();
         cr_expect(client_spin(&sp, client_spin_now_ns(), third_look, &looks));
         cr_expect_eq(looks, 3, "looked %d times", looks);
 
         looks = 0;
         start = client_spin_now_ns();
+        sp.crowd_checked_ns = start;
         cr_expect_not(client_spin(&sp, start, never, &looks));
         took = client_spin_now_ns() - start;
         cr_expect_geq(took, 100 * US, "gave up after %llu ns", (unsigned long long) took);
@@ -116,4 +122,41 @@ Test(spin, the_environment_sets_the_maximum) {
         setenv("KFDBROKER_SPIN_US", "fast", 1);
         cr_expect_eq(client_spin_max_ns(), CLIENT_SPIN_MAX_NS, "not a number is ignored");
         unsetenv("KFDBROKER_SPIN_US");
+}
+
+Test(spin, the_runnable_count_says_whether_a_cpu_is_to_spare) {
+        cr_expect_not(client_spin_crowded("0.52 0.58 0.59 2/467 12345\n", 2));
+        cr_expect(client_spin_crowded("0.52 0.58 0.59 3/467 12345\n", 2));
+        cr_expect_not(client_spin_crowded("3.00 2.00 1.00 3/90 7\n", 4));
+        cr_expect_not(client_spin_crowded("", 2), "cannot tell: not crowded");
+        cr_expect_not(client_spin_crowded("0.52 0.58 0.59 x/467 1", 2));
+}
+
+Test(spin, no_spin_while_more_threads_are_runnable_than_there_are_cpus) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        pid_t burners[64];
+        uint64_t start, took;
+        ClientSpin sp;
+        int looks = 0;
+
+        cr_assert_leq(cpus, 64);
+        /* One busy child per CPU: with this thread, more runnable than CPUs. */
+        for (long i = 0; i < cpus; i++) {
+                burners[i] = fork();
+                if (burners[i] == 0)
+                        for (;;)
+                                __asm__ __volatile__("" ::: "memory");
+        }
+        usleep(20000);
+        client_spin_init(&sp, 10000 * US);
+        sp.budget_ns = 10000 * US;
+        start = client_spin_now_ns();
+        cr_expect_not(client_spin(&sp, start, never, &looks));
+        took = client_spin_now_ns() - start;
+        for (long i = 0; i < cpus; i++) {
+                kill(burners[i], SIGKILL);
+                waitpid(burners[i], NULL, 0);
+        }
+        cr_expect(sp.crowded, "%ld busy threads on %ld CPUs: crowded", cpus, cpus);
+        cr_expect_eq(looks, 1, "spun for %llu ns, looking %d times", (unsigned long long) took, looks);
 }
