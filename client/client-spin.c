@@ -3,6 +3,7 @@
  * Adaptive spinning before a wait sleeps (client-spin.h says why and how).
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -82,12 +83,19 @@ bool client_spin(ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata)
                 return true;
         if (sp->budget_ns == 0 || machine_crowded(sp, start_ns))
                 return false;
-        for (;;) {
+        for (uint64_t yielded = start_ns;;) {
+                uint64_t now;
+
                 if (done(userdata))
                         return true;
-                if (client_spin_now_ns() - start_ns >= sp->budget_ns)
+                now = client_spin_now_ns();
+                if (now - start_ns >= sp->budget_ns)
                         return false;
-                cpu_relax();
+                if (now - yielded >= CLIENT_SPIN_YIELD_NS) {
+                        sched_yield();
+                        yielded = now;
+                } else
+                        cpu_relax();
         }
 }
 

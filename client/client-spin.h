@@ -29,6 +29,9 @@
 #define CLIENT_SPIN_MAX_NS 100000u
 /* Where a spin starts growing from 0. */
 #define CLIENT_SPIN_START_NS 10000u
+/* A spinning thread yields its CPU this often (a thread the scheduler put
+ * behind it, perhaps the daemon's, runs then). */
+#define CLIENT_SPIN_YIELD_NS 4000u
 /* How long a look at the runnable count holds. */
 #define CLIENT_SPIN_CROWD_CHECK_NS 1000000u
 
