@@ -85,6 +85,11 @@ struct SimDevice {
         unsigned n_busy;            /* ioctls in flight */
         bool shutting_down;
 
+        /* Interrupts the engines raised whose WAIT_EVENTS sleepers are not
+         * woken yet (sim_events_deliver()), and since when. */
+        bool irq_pending;
+        uint64_t irq_pending_since_ns;
+
         /* Remote processes served over sockets (sim-remote-server.c), each
          * with an mm of its own; sim_device_free() ends them first. */
         SimRemoteServer *servers;

@@ -18,6 +18,7 @@
 
 #include "sim-device.h"
 #include "sim-engine.h"
+#include "sim-events.h"
 #include "sim-process.h"
 #include "sim-queue.h"
 #include "util/macro.h"
@@ -46,6 +47,7 @@ static int engine_pass(SimEngine *e) {
                 e->current = q;
                 r = e->step(q);
                 e->current = NULL;
+                sim_events_deliver(d, true);
                 if (q->destroying)
                         pthread_cond_broadcast(&d->cp_cond);
                 if (r == SIM_STEP_PROGRESS)
@@ -176,6 +178,7 @@ void sim_engine_kick(SimEngine *e) {
 void sim_engine_yield_lock(SimQueue *q) {
         pthread_mutex_t *lock = &q->process->device->lock;
 
+        sim_events_deliver(q->process->device, false);
         pthread_mutex_unlock(lock);
         pthread_mutex_lock(lock);
 }

@@ -19,6 +19,9 @@
  * touches no shared state, e.g. a large copy or a shader dispatch) it drops
  * the lock, so ioctls, WAIT_EVENTS wake-ups and the other engines go on —
  * a completion is reported while a long copy runs, as on hardware. The
+ * WAIT_EVENTS sleepers for the interrupts a step raises are woken at the end
+ * of the step, between packets once the oldest has waited 10 µs, and before
+ * a long copy or fill (sim_events_deliver()). The
  * queue a step works on is pinned (SimEngine.current): sim_queue_free()
  * waits for the engine to let go of it. The SimDevice owns its engines.
  */

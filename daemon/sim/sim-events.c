@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "kfd/kfd-uapi.h"
 #include "sim-device.h"
@@ -63,14 +64,39 @@ static SimEvent *event_find(SimProcess *p, uint32_t id) {
         return NULL;
 }
 
-/* set_event(): "Auto reset if the list is non-empty and we're waking someone." */
-static void set_event(SimProcess *p, SimEvent *ev) {
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* set_event(): "Auto reset if the list is non-empty and we're waking someone."
+ * From an engine's interrupt (from_irq) the sleepers are woken when the
+ * engine delivers (sim_events_deliver()). */
+static void set_event(SimProcess *p, SimEvent *ev, bool from_irq) {
+        SimDevice *d = p->device;
+
         ev->signaled = !ev->auto_reset || !ev->waiters;
         if (++ev->age == 0)
                 ev->age = 2; /* never wrap back to the reserved/default ages 0 and 1 */
         for (SimWaiter *w = ev->waiters; w; w = w->next)
                 w->activated = true;
-        pthread_cond_broadcast(&p->device->wait_cond);
+        if (!from_irq) {
+                pthread_cond_broadcast(&d->wait_cond);
+                return;
+        }
+        if (!d->irq_pending) {
+                d->irq_pending = true;
+                d->irq_pending_since_ns = now_ns();
+        }
+}
+
+void sim_events_deliver(SimDevice *d, bool force) {
+        if (!d->irq_pending || (!force && now_ns() - d->irq_pending_since_ns < SIM_IRQ_COALESCE_NS))
+                return;
+        d->irq_pending = false;
+        pthread_cond_broadcast(&d->wait_cond);
 }
 
 static void destroy_event(SimProcess *p, SimEvent *ev) {
@@ -227,7 +253,7 @@ int sim_events_set(SimProcess *p, struct kfd_ioctl_set_event_args *a) {
 
         if (!ev || ev->type != KFD_IOC_EVENT_SIGNAL)
                 return -EINVAL;
-        set_event(p, ev);
+        set_event(p, ev, false);
         return 0;
 }
 
@@ -245,7 +271,7 @@ static void set_event_from_interrupt(SimProcess *p, SimEvent *ev) {
         if (!ev || !is_signal_type(ev->type))
                 return;
         __atomic_store_n(&p->signal_slots[ev->id], KFD_UNSIGNALED_EVENT_SLOT, __ATOMIC_RELEASE);
-        set_event(p, ev);
+        set_event(p, ev, true);
 }
 
 static bool slot_signaled(SimProcess *p, uint32_t id) {
@@ -290,7 +316,7 @@ void sim_events_memory_fault(SimProcess *p, uint64_t va) {
         for (SimEvent *e = p->events; e; e = e->next)
                 if (e->type == KFD_IOC_EVENT_MEMORY) {
                         e->memory_exception_data = data;
-                        set_event(p, e);
+                        set_event(p, e, false);
                         any = true;
                 }
         if (!any)
@@ -309,7 +335,7 @@ void sim_events_gpu_reset(SimProcess *p, bool memory_lost) {
         for (SimEvent *e = p->events; e; e = e->next)
                 if (e->type == KFD_IOC_EVENT_HW_EXCEPTION) {
                         e->hw_exception_data = data;
-                        set_event(p, e);
+                        set_event(p, e, false);
                 }
 }
 

@@ -40,6 +40,23 @@ int sim_events_wait(SimProcess *p, struct kfd_ioctl_wait_events_args *a);
  * valid_bits are meaningful.
  */
 void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bits);
+
+/*
+ * sim_events_deliver() - wake the WAIT_EVENTS sleepers for the interrupts the
+ * engines raised since the last delivery: with @force at once, else only once
+ * the oldest has waited SIM_IRQ_COALESCE_NS. An engine's interrupt sets its
+ * event at once (a WAIT_EVENTS that looks finds it signaled) but wakes no
+ * one by itself: the engines deliver at the end of each queue's step, before
+ * a packet that moves UNLOCKED_BYTES or more, and between two packets once
+ * SIM_IRQ_COALESCE_NS have passed. The kernel's interrupt handler takes a
+ * burst of IH ring entries in one go (amdgpu_ih_process() loops until the
+ * ring is empty) and wakes a waiter that is already awake for nothing; an
+ * engine thread that woke the waiter for every packet made it preempt the
+ * engine and contend for the device lock once per job instead.
+ * Locked.
+ */
+#define SIM_IRQ_COALESCE_NS 10000u
+void sim_events_deliver(SimDevice *d, bool force);
 /* GPU VM fault at va: sets every MEMORY event with {NotPresent, va, gpu_id}. */
 void sim_events_memory_fault(SimProcess *p, uint64_t va);
 /* kfd_signal_reset_event: every HW_EXCEPTION event of p, with the reset's data. */

@@ -312,6 +312,9 @@ int sim_sdma_queue_step(SimQueue *q) {
                         return SIM_STEP_PROGRESS;
                 }
 
+                if (packet_bytes(&pk) >= UNLOCKED_BYTES)
+                        /* A long packet: the interrupts before it are not held up by it. */
+                        sim_events_deliver(q->process->device, true);
                 x = execute(q, &pk, &fault_va, &reason);
                 switch (x) {
                 case EXEC_DONE:

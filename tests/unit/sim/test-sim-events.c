@@ -316,6 +316,41 @@ Test(sim_events, device_shutdown_releases_waiters) {
         cr_expect_eq(w.result, KFD_IOC_WAIT_RESULT_FAIL);
 }
 
+/* An engine's interrupt sets its event at once but wakes the sleepers only
+ * when the engine delivers (sim_events_deliver(): at the end of a step,
+ * between packets after SIM_IRQ_COALESCE_NS, before a long packet), so that
+ * a burst of small jobs wakes the daemon's waiter once, not once per job. */
+Test(sim_events, an_engine_interrupt_wakes_its_sleeper_when_the_engine_delivers, .timeout = 20) {
+        TestCtx c;
+        t_open(&c, NULL);
+        uint32_t id;
+        TestBo page = t_event_page(&c, &id);
+        Waiter w = { .c = &c, .id = id, .result = 99 };
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, waiter_thread, &w), 0);
+        wait_until_asleep(&w);
+
+        /* What an SDMA FENCE + TRAP of the engine does: the slot, then the interrupt. */
+        __atomic_store_n(&((uint64_t *) page.cpu)[id], (uint64_t) id, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&c.dev->lock);
+        sim_events_interrupt(c.dev->processes, id, 28);
+        bool pending = c.dev->irq_pending;
+        pthread_mutex_unlock(&c.dev->lock);
+        cr_expect(pending, "the interrupt waits for the engine to deliver it");
+        usleep(20000);
+        cr_expect(has_waiter(c.dev, id), "the sleeper was woken before the engine delivered");
+
+        pthread_mutex_lock(&c.dev->lock);
+        sim_events_deliver(c.dev, false); /* between two packets, 20 ms later */
+        pending = c.dev->irq_pending;
+        pthread_mutex_unlock(&c.dev->lock);
+        cr_expect_not(pending);
+        pthread_join(t, NULL);
+        cr_expect_eq(w.r, 0);
+        cr_expect_eq(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+        t_close(&c, true);
+}
+
 /* A thread cancelled while it sleeps in WAIT_EVENTS (what the daemon's waiter
  * falls back to when it cannot wake it) leaves the device unlocked and its
  * waiters unlinked: the event still works afterwards, for other threads too. */
