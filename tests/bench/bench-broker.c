@@ -7,10 +7,9 @@
  *   1. 4-byte fill round trip through the broker against the in-process
  *      floor (bench-floor: the same simulated GPU layer driven directly) and
  *      a raw SOCK_SEQPACKET echo between two processes, with the submit ring
- *      and on the socket path (a session made with KFDBROKER_SUBMIT_RING=0),
- *      in alternating rounds;
+ *      and on the socket path (a session made with KFDBROKER_SUBMIT_RING=0);
  *   2. batches of 64 4-byte fills through the broker against the floor's
- *      (both paths, alternating);
+ *      (both paths);
  *   3. a 256 MiB GPU copy against memcpy of the same size;
  *   4. AllocBuffer+FreeBuffer pairs, and kfdb_slice_alloc+kfdb_slice_free
  *      pairs of libkfdbroker's sub-allocator, against memfd_create+ftruncate+
@@ -21,12 +20,28 @@
  *      on one started with KFDBROKERD_CHUNKING=0; the light client's p99 with
  *      flooders against its p99 with burners, and the flooders' throughput
  *      with chunking against without.
+ * How 1 and 2 are interleaved: on this kind of VM a round trip between two
+ * processes takes ~8 us when both run on one vCPU and ~35-45 us across
+ * vCPUs, and which of the two a process pair gets drifts over seconds, so a
+ * baseline measured at another time than the broker compares two machines.
+ * bench-floor therefore runs for the whole of 1 and 2 as a child
+ * (bench-floor --serve) that measures one round when asked, and the echo's
+ * child lives through all of 1. Each of the RT_ROUNDS rounds of 1 runs
+ * RT_PER_ROUND round trips of the floor, the echo, the socket path and the
+ * ring, one after the other; each of the BATCH_ROUNDS rounds of 2 runs the
+ * floor, the socket path and the ring for BATCH_ROUND_NS each. A ratio is
+ * taken within each round (the round's broker figure against the same
+ * round's floor, or floor + echo), and the line gives the median of those
+ * per-round ratios with their range; the absolute figures printed are the
+ * medians over rounds of each one's own figure.
  * Starts its own kfdbrokerd --device=sim daemons (path from $KFDBROKERD or
- * the build tree) and runs bench-floor ($BENCH_FLOOR or the build tree).
+ * the build tree) and bench-floor --serve ($BENCH_FLOOR or the build tree).
  * Usage: bench-broker [round-trip|batched|copy|alloc|suballoc|noise...] (all of them
  * without arguments).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -44,16 +59,17 @@
 #include "bench-util.h"
 #include "kfdbroker.h"
 
-#define ROUND_TRIPS 3000
-#define RT_ROUNDS 6
+#define ECHO_TRIPS 3000
+#define RT_ROUNDS 12
+#define RT_PER_ROUND 300
 #define COPY_SIZE (256ull << 20)
 #define COPY_RUNS 5
 #define ALLOC_PAIRS 2000
 #define ALLOC_SIZE (64u << 10)
 #define ALLOC_ROUNDS 5
 #define BATCH 64
-#define BATCH_ROUNDS 5
-#define BATCH_ROUND_NS 500000000ull
+#define BATCH_ROUNDS 10
+#define BATCH_ROUND_NS 250000000ull
 #define FLOODERS 15
 #define FLOOD_BYTES (16ull << 20)
 #define LIGHT_BYTES 4096u
@@ -67,11 +83,26 @@ static void die(const char *what, int r) {
         exit(1);
 }
 
-/* One line per ratio of issue 13: what, the ratio, the goal, and whether it is met. */
-static void report(const char *what, double ratio, bool at_most, double goal) {
+/* One line per ratio of issue 13: what, the ratio, the goal, whether it is
+ * met, and tail (may be empty). */
+static void report_line(const char *what, double ratio, bool at_most, double goal, const char *tail) {
         bool ok = at_most ? ratio <= goal : ratio >= goal;
 
-        printf("%-62s ratio %5.2f (goal %s %g) %s\n", what, ratio, at_most ? "<=" : ">=", goal, ok ? "ok" : "below");
+        printf("%-62s ratio %5.2f (goal %s %g) %s%s\n", what, ratio, at_most ? "<=" : ">=", goal, ok ? "ok" : "below",
+               tail);
+}
+
+static void report(const char *what, double ratio, bool at_most, double goal) {
+        report_line(what, ratio, at_most, goal, "");
+}
+
+/* The median of n per-round ratios (sorts them), with their range. */
+static void report_rounds(const char *what, double *ratio, int n, bool at_most, double goal) {
+        char tail[64];
+        double m = median(ratio, (size_t) n);
+
+        snprintf(tail, sizeof tail, " (median of %d rounds, %.2f-%.2f)", n, ratio[0], ratio[n - 1]);
+        report_line(what, m, at_most, goal, tail);
 }
 
 static void chunking_off(void) {
@@ -94,44 +125,107 @@ static void stop_daemon(pid_t pid, const char *sock) {
         unlink(sock);
 }
 
-/* ---- the floor ---- */
+/* ---- the floor: bench-floor --serve, one round at a time ---- */
 
-typedef struct FloorResult {
-        double rt_p50_us, rt_p99_us, batch_jobs_per_s;
-} FloorResult;
+typedef struct Floor {
+        pid_t pid;
+        FILE *in;  /* its stdin: one command a line */
+        FILE *out; /* its stdout: one answer a command */
+} Floor;
 
-static void run_floor(FloorResult *ret) {
+static void floor_start(Floor *f) {
         const char *bin = getenv("BENCH_FLOOR");
-        char cmd[1024], line[512];
-        bool found = false;
-        FILE *f;
+        int to[2], from[2];
 
         if (!bin)
                 bin = BENCH_FLOOR_PATH;
-        snprintf(cmd, sizeof cmd, "'%s'", bin);
-        f = popen(cmd, "r");
-        if (!f)
-                die("bench-floor", errno);
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "floor rt_p50_us=%lf rt_p99_us=%lf batch_jobs_per_s=%lf", &ret->rt_p50_us,
-                           &ret->rt_p99_us, &ret->batch_jobs_per_s) == 3)
-                        found = true;
-        if (pclose(f) != 0 || !found)
-                die("bench-floor gave no result", EPROTO);
+        /* A floor that died answers a write with EPIPE, not with our death. */
+        signal(SIGPIPE, SIG_IGN);
+        if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
+                die("pipe2", errno);
+        f->pid = fork();
+        if (f->pid < 0)
+                die("fork", errno);
+        if (f->pid == 0) {
+                if (dup2(to[0], STDIN_FILENO) < 0 || dup2(from[1], STDOUT_FILENO) < 0)
+                        _exit(127);
+                execl(bin, bin, "--serve", (char *) NULL);
+                fprintf(stderr, "bench-broker: cannot run %s: %s\n", bin, strerror(errno));
+                _exit(127);
+        }
+        close(to[0]);
+        close(from[1]);
+        f->in = fdopen(to[1], "w");
+        f->out = fdopen(from[0], "r");
+        if (!f->in || !f->out)
+                die("fdopen", errno);
 }
 
-/* ---- round trips ---- */
+static void floor_bad_answer(const char *cmd, const char *answer) {
+        fprintf(stderr, "bench-broker: bench-floor answered '%s' to '%s'\n", answer, cmd);
+        exit(1);
+}
 
-static void baseline_seqpacket(double *p50, double *p99) {
-        uint64_t *t = calloc(ROUND_TRIPS, sizeof(*t));
-        char buf[64] = "ping";
-        int sv[2];
+/* Sends cmd, reads its one-line answer (newline removed) into answer. */
+static void floor_ask(Floor *f, const char *cmd, char *answer, size_t size) {
+        if (fprintf(f->in, "%s\n", cmd) < 0 || fflush(f->in) != 0)
+                die("bench-floor: sending a command", errno);
+        if (!fgets(answer, (int) size, f->out))
+                die("bench-floor stopped answering", EPIPE);
+        answer[strcspn(answer, "\n")] = '\0';
+        if (strncmp(answer, "error ", 6) == 0)
+                floor_bad_answer(cmd, answer);
+}
+
+/* n round trips of the floor's (after its BENCH_RT_WARMUP): p50, p99 in us. */
+static void floor_round_trips(Floor *f, int n, double *p50, double *p99) {
+        char cmd[64], answer[256];
+
+        snprintf(cmd, sizeof cmd, "rt %d", n);
+        floor_ask(f, cmd, answer, sizeof answer);
+        if (sscanf(answer, "rt p50_us=%lf p99_us=%lf", p50, p99) != 2)
+                floor_bad_answer(cmd, answer);
+}
+
+/* The floor's jobs per second in batches of BATCH fills for ns. */
+static double floor_batched(Floor *f, uint64_t ns) {
+        char cmd[64], answer[256];
+        double rate;
+
+        snprintf(cmd, sizeof cmd, "batch %" PRIu64, ns);
+        floor_ask(f, cmd, answer, sizeof answer);
+        if (sscanf(answer, "batch jobs_per_s=%lf", &rate) != 1)
+                floor_bad_answer(cmd, answer);
+        return rate;
+}
+
+static void floor_stop(Floor *f) {
+        int status;
+
+        (void) fprintf(f->in, "quit\n");
+        fclose(f->in);
+        fclose(f->out);
+        if (waitpid(f->pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                die("bench-floor did not exit cleanly", EPROTO);
+}
+
+/* ---- the raw SOCK_SEQPACKET echo: a child process sending back what it gets ---- */
+
+typedef struct Echo {
+        int fd;
         pid_t child;
+} Echo;
 
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0)
+static void echo_open(Echo *e) {
+        char buf[64];
+        int sv[2];
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 die("socketpair", errno);
-        child = fork();
-        if (child == 0) {
+        e->child = fork();
+        if (e->child < 0)
+                die("fork", errno);
+        if (e->child == 0) {
                 close(sv[0]);
                 for (;;) {
                         ssize_t n = recv(sv[1], buf, sizeof(buf), 0);
@@ -142,32 +236,62 @@ static void baseline_seqpacket(double *p50, double *p99) {
                 }
         }
         close(sv[1]);
-        for (int i = 0; i < ROUND_TRIPS + 100; i++) {
+        e->fd = sv[0];
+}
+
+/* p50 and p99 (us) of n 64-byte round trips, after warmup unmeasured ones. */
+static void echo_round_trips(Echo *e, int n, int warmup, double *p50, double *p99) {
+        uint64_t *t = calloc((size_t) n, sizeof(*t));
+        char buf[64] = "ping";
+
+        if (!t)
+                die("calloc", ENOMEM);
+        for (int i = 0; i < n + warmup; i++) {
                 uint64_t t0 = now_ns();
-                if (send(sv[0], buf, sizeof(buf), 0) < 0 || recv(sv[0], buf, sizeof(buf), 0) <= 0)
-                        die("baseline round trip", errno);
-                if (i >= 100)
-                        t[i - 100] = now_ns() - t0;
+                if (send(e->fd, buf, sizeof(buf), 0) < 0 || recv(e->fd, buf, sizeof(buf), 0) <= 0)
+                        die("echo round trip", errno);
+                if (i >= warmup)
+                        t[i - warmup] = now_ns() - t0;
         }
-        close(sv[0]);
-        waitpid(child, NULL, 0);
-        percentiles(t, ROUND_TRIPS, p50, p99);
+        percentiles(t, (size_t) n, p50, p99);
         free(t);
 }
 
-/* Round trips of one 4-byte fill on s, into t[0..n). */
-static void fill_round_trips(kfdb_session *s, kfdb_buffer *buf, kfdb_batch *batch, uint64_t *t, int n) {
+static void echo_close(Echo *e) {
+        close(e->fd);
+        waitpid(e->child, NULL, 0);
+}
+
+/* ECHO_TRIPS round trips of a new echo, for the alloc section. */
+static void baseline_seqpacket(double *p50, double *p99) {
+        Echo e;
+
+        echo_open(&e);
+        echo_round_trips(&e, ECHO_TRIPS, 100, p50, p99);
+        echo_close(&e);
+}
+
+/* ---- round trips ---- */
+
+/* p50 and p99 (us) of n round trips of one 4-byte fill on s, after
+ * BENCH_RT_WARMUP unmeasured ones. */
+static void fill_round_trips(kfdb_session *s, kfdb_buffer *buf, kfdb_batch *batch, int n, double *p50, double *p99) {
+        uint64_t *t = calloc((size_t) n, sizeof(*t));
         int r;
 
-        for (int i = 0; i < n + 100; i++) {
+        if (!t)
+                die("calloc", ENOMEM);
+        for (int i = 0; i < n + BENCH_RT_WARMUP; i++) {
                 uint64_t fence, t0 = now_ns();
                 if ((r = kfdb_batch_fill(batch, buf, 0, 4, 0x5a5a5a5a)) < 0 ||
                     (r = kfdb_batch_submit(batch, NULL, &fence)) < 0 ||
                     (r = kfdb_fence_wait(s, fence, 10000)) < 0)
                         die("4-byte fill", r);
-                if (i >= 100)
-                        t[i - 100] = now_ns() - t0;
+                if (i >= BENCH_RT_WARMUP)
+                        t[i - BENCH_RT_WARMUP] = now_ns() - t0;
         }
+        percentiles(t, (size_t) n, p50, p99);
+        free(t);
 }
 
 /* A buffer and a batch on each of the two sessions. */
@@ -193,39 +317,49 @@ static void pair_close(Pair *p) {
         kfdb_buffer_free(p->sbuf);
 }
 
-/* Both paths, in alternating rounds so that both see the same noise: the
- * session with the submit ring (ring) and one with KFDBROKER_SUBMIT_RING=0. */
-static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, const FloorResult *floor) {
-        const int per_round = ROUND_TRIPS / RT_ROUNDS;
-        uint64_t *tr = calloc(ROUND_TRIPS, sizeof(*tr)), *ts = calloc(ROUND_TRIPS, sizeof(*ts));
-        double p50, p99, s50, s99, e50, e99;
+/* One round trip figure per round (p50 or p99, us) of each thing measured. */
+typedef struct RtRounds {
+        double sock[RT_ROUNDS], ring[RT_ROUNDS], floor[RT_ROUNDS], echo[RT_ROUNDS];
+} RtRounds;
+
+/* RT_ROUNDS rounds, each of RT_PER_ROUND round trips of the floor, the echo,
+ * the socket path (the session made with KFDBROKER_SUBMIT_RING=0) and the
+ * submit ring (ring), one after the other; the ratios are taken round by
+ * round. */
+static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, Floor *floor) {
+        double sock_ratio[RT_ROUNDS], ring_ratio[RT_ROUNDS];
+        RtRounds p50, p99;
         bool ring_used;
+        Echo echo;
         Pair p;
 
-        if (!tr || !ts)
-                die("calloc", ENOMEM);
         pair_open(&p, ring, sock);
+        echo_open(&echo);
         for (int k = 0; k < RT_ROUNDS; k++) {
-                fill_round_trips(sock, p.sbuf, p.sbatch, ts + k * per_round, per_round);
-                fill_round_trips(ring, p.rbuf, p.rbatch, tr + k * per_round, per_round);
+                floor_round_trips(floor, RT_PER_ROUND, &p50.floor[k], &p99.floor[k]);
+                echo_round_trips(&echo, RT_PER_ROUND, BENCH_RT_WARMUP, &p50.echo[k], &p99.echo[k]);
+                fill_round_trips(sock, p.sbuf, p.sbatch, RT_PER_ROUND, &p50.sock[k], &p99.sock[k]);
+                fill_round_trips(ring, p.rbuf, p.rbatch, RT_PER_ROUND, &p50.ring[k], &p99.ring[k]);
+                sock_ratio[k] = p50.sock[k] / (p50.floor[k] + p50.echo[k]);
+                ring_ratio[k] = p50.ring[k] / p50.floor[k];
         }
+        echo_close(&echo);
         ring_used = kfdb_session_get_ring_submits(ring) > 0 && kfdb_session_get_ring_submits(sock) == 0;
-        percentiles(ts, (size_t) per_round * RT_ROUNDS, &s50, &s99);
-        percentiles(tr, (size_t) per_round * RT_ROUNDS, &p50, &p99);
-        baseline_seqpacket(&e50, &e99);
-        printf("4-byte fill round trip:     broker p50 %7.1f us  p99 %8.1f us (socket path, KFDBROKER_SUBMIT_RING=0)\n",
-               s50, s99);
-        printf("                            broker p50 %7.1f us  p99 %8.1f us (submit ring%s)\n", p50, p99,
-               ring_used ? "" : " NOT IN USE");
-        printf("  in-process floor:                p50 %7.1f us  p99 %8.1f us\n", floor->rt_p50_us, floor->rt_p99_us);
-        printf("  raw SEQPACKET echo:              p50 %7.1f us  p99 %8.1f us\n", e50, e99);
-        report("round trip p50: broker / (floor + echo), socket path", s50 / (floor->rt_p50_us + e50), true, 1.0);
-        report(ring_used ? "round trip p50: broker / floor (with a submission ring)"
-                         : "round trip p50: broker / floor (ring NOT in use)",
-               p50 / floor->rt_p50_us, true, 1.3);
+        printf("4-byte fill round trip (medians of %d interleaved rounds of %d: each round's p50 and p99):\n", RT_ROUNDS,
+               RT_PER_ROUND);
+        printf("  broker, socket path (KFDBROKER_SUBMIT_RING=0): p50 %7.1f us  p99 %8.1f us\n",
+               median(p50.sock, RT_ROUNDS), median(p99.sock, RT_ROUNDS));
+        printf("  broker, submit ring%-27s p50 %7.1f us  p99 %8.1f us\n", ring_used ? ":" : " (NOT IN USE):",
+               median(p50.ring, RT_ROUNDS), median(p99.ring, RT_ROUNDS));
+        printf("  in-process floor:                              p50 %7.1f us  p99 %8.1f us\n",
+               median(p50.floor, RT_ROUNDS), median(p99.floor, RT_ROUNDS));
+        printf("  raw SEQPACKET echo:                            p50 %7.1f us  p99 %8.1f us\n",
+               median(p50.echo, RT_ROUNDS), median(p99.echo, RT_ROUNDS));
+        report_rounds("round trip p50: broker / (floor + echo), socket path", sock_ratio, RT_ROUNDS, true, 1.0);
+        report_rounds(ring_used ? "round trip p50: broker / floor (with a submission ring)"
+                                : "round trip p50: broker / floor (ring NOT in use)",
+                      ring_ratio, RT_ROUNDS, true, 1.3);
         pair_close(&p);
-        free(tr);
-        free(ts);
 }
 
 /* ---- batched small jobs ---- */
@@ -248,22 +382,28 @@ static double batched_rate(kfdb_session *s, kfdb_buffer *buf, kfdb_batch *batch)
         return (double) jobs * 1e9 / (double) t;
 }
 
-static void bench_batched(kfdb_session *ring, kfdb_session *sock, const FloorResult *floor) {
-        double rate[BATCH_ROUNDS], srate[BATCH_ROUNDS];
+/* BATCH_ROUNDS rounds, each of the floor, the socket path and the submit
+ * ring for BATCH_ROUND_NS, one after the other; the ratios are taken round
+ * by round. */
+static void bench_batched(kfdb_session *ring, kfdb_session *sock, Floor *floor) {
+        double rate[BATCH_ROUNDS], srate[BATCH_ROUNDS], frate[BATCH_ROUNDS], ratio[BATCH_ROUNDS],
+                sratio[BATCH_ROUNDS];
         Pair p;
 
         pair_open(&p, ring, sock);
         for (int k = 0; k < BATCH_ROUNDS; k++) {
+                frate[k] = floor_batched(floor, BATCH_ROUND_NS);
                 srate[k] = batched_rate(sock, p.sbuf, p.sbatch);
                 rate[k] = batched_rate(ring, p.rbuf, p.rbatch);
+                ratio[k] = rate[k] / frate[k];
+                sratio[k] = srate[k] / frate[k];
         }
-        double broker = median(rate, BATCH_ROUNDS), socket_path = median(srate, BATCH_ROUNDS);
         printf("batches of %d 4-byte fills:  broker %9.0f jobs/s with the submit ring, %9.0f over the socket, "
-               "floor %9.0f jobs/s (medians of %d)\n",
-               BATCH, broker, socket_path, floor->batch_jobs_per_s, BATCH_ROUNDS);
-        report("batched small jobs: broker / floor throughput", broker / floor->batch_jobs_per_s, false, 0.9);
-        report("batched small jobs: broker / floor throughput, socket path", socket_path / floor->batch_jobs_per_s,
-               false, 0.9);
+               "floor %9.0f jobs/s (medians of %d interleaved rounds)\n",
+               BATCH, median(rate, BATCH_ROUNDS), median(srate, BATCH_ROUNDS), median(frate, BATCH_ROUNDS),
+               BATCH_ROUNDS);
+        report_rounds("batched small jobs: broker / floor throughput", ratio, BATCH_ROUNDS, false, 0.9);
+        report_rounds("batched small jobs: broker / floor throughput, socket path", sratio, BATCH_ROUNDS, false, 0.9);
         pair_close(&p);
 }
 
@@ -599,7 +739,8 @@ static bool want(int argc, char **argv, const char *name) {
 
 int main(int argc, char **argv) {
         char dir[] = "/tmp/kfdbroker-bench.XXXXXX", sock[128], sock_off[128];
-        FloorResult floor;
+        bool floor_wanted = want(argc, argv, "round-trip") || want(argc, argv, "batched");
+        Floor floor;
         kfdb_session *s, *s_sock;
         pid_t pid, pid_off;
         int r;
@@ -611,8 +752,8 @@ int main(int argc, char **argv) {
         setvbuf(stdout, NULL, _IOLBF, 0);
 
         printf("kfdbroker against baselines measured in the same run (simulated GPU; issue 13 goals)\n");
-        if (want(argc, argv, "round-trip") || want(argc, argv, "batched"))
-                run_floor(&floor);
+        if (floor_wanted)
+                floor_start(&floor);
         pid = start_daemon(sock, true);
         r = kfdb_session_new(sock, "bench-broker", &s);
         if (r < 0)
@@ -627,6 +768,8 @@ int main(int argc, char **argv) {
                 bench_round_trip(s, s_sock, &floor);
         if (want(argc, argv, "batched"))
                 bench_batched(s, s_sock, &floor);
+        if (floor_wanted)
+                floor_stop(&floor);
         kfdb_session_free(s_sock);
         if (want(argc, argv, "copy"))
                 bench_copy(s);

@@ -7,13 +7,24 @@
  *   - the round trip of one 4-byte fill: submit, then poll the context's wake
  *     fd and gpu_context_process() until its completion is reported;
  *   - the throughput of batched small jobs: BATCH 4-byte fills submitted at
- *     once, all awaited, again and again (median of ROUNDS rounds).
- * Prints a human line for each and a last machine-readable line,
+ *     once, all awaited, again and again.
+ * One device, context and buffer for the whole life of the process.
+ *
+ * Without arguments it measures once (ROUND_TRIPS round trips, then ROUNDS
+ * batched rounds of ROUND_NS) and prints a human line for each and a last
+ * machine-readable line,
  *   floor rt_p50_us=X rt_p99_us=Y batch_jobs_per_s=Z
- * that bench-broker reads when it runs this program.
+ * With --serve it is bench-broker's long-lived child, measuring a round at a
+ * time between the broker's rounds (so that both see the same machine): it
+ * reads one command a line on stdin and answers each with one line on stdout,
+ *   rt N        -> "rt p50_us=X p99_us=Y"   (N round trips after BENCH_RT_WARMUP)
+ *   batch NS    -> "batch jobs_per_s=Z"     (batched fills for NS ns)
+ *   quit        -> exits 0 (so does the end of stdin)
+ * and anything else with "error <what was wrong>" (it goes on reading).
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +40,9 @@
 #define BATCH 64
 #define ROUNDS 5
 #define ROUND_NS 500000000ull
+/* What --serve accepts: up to a million round trips, batches for up to a minute. */
+#define SERVE_MAX_ROUND_TRIPS 1000000ull
+#define SERVE_MAX_NS 60000000000ull
 
 typedef struct Floor {
         SimDevice *dev;
@@ -104,46 +118,131 @@ static void floor_close(Floor *f) {
         sim_device_free(f->dev);
 }
 
-static void round_trip(Floor *f, double *p50, double *p99) {
-        uint64_t *t = calloc(ROUND_TRIPS, sizeof *t);
+/* p50 and p99 (us) of n round trips, after warmup unmeasured ones. */
+static void round_trip(Floor *f, int n, int warmup, double *p50, double *p99) {
+        uint64_t *t = calloc((size_t) n, sizeof *t);
 
         if (!t)
                 die("calloc", ENOMEM);
-        for (int i = 0; i < ROUND_TRIPS + WARMUP; i++) {
+        for (int i = 0; i < n + warmup; i++) {
                 uint64_t t0 = now_ns();
                 wait_seq(f, submit_fill(f));
-                if (i >= WARMUP)
-                        t[i - WARMUP] = now_ns() - t0;
+                if (i >= warmup)
+                        t[i - warmup] = now_ns() - t0;
         }
-        percentiles(t, ROUND_TRIPS, p50, p99);
+        percentiles(t, (size_t) n, p50, p99);
         free(t);
+}
+
+/* Jobs per second in batches of BATCH 4-byte fills, each batch awaited, for
+ * at least ns. */
+static double batched_round(Floor *f, uint64_t ns) {
+        uint64_t t0 = now_ns(), jobs = 0, t;
+
+        do {
+                uint64_t last = 0;
+                for (int i = 0; i < BATCH; i++)
+                        last = submit_fill(f);
+                wait_seq(f, last);
+                jobs += BATCH;
+                t = now_ns() - t0;
+        } while (t < ns);
+        return (double) jobs * 1e9 / (double) t;
 }
 
 static double batched(Floor *f) {
         double rate[ROUNDS];
 
-        for (int k = 0; k < ROUNDS; k++) {
-                uint64_t t0 = now_ns(), jobs = 0, t;
-
-                do {
-                        uint64_t last = 0;
-                        for (int i = 0; i < BATCH; i++)
-                                last = submit_fill(f);
-                        wait_seq(f, last);
-                        jobs += BATCH;
-                        t = now_ns() - t0;
-                } while (t < ROUND_NS);
-                rate[k] = (double) jobs * 1e9 / (double) t;
-        }
+        for (int k = 0; k < ROUNDS; k++)
+                rate[k] = batched_round(f, ROUND_NS);
         return median(rate, ROUNDS);
 }
 
-int main(void) {
+/* The value of a command's argument: digits only, within [1, max]. */
+static int parse_count(const char *arg, unsigned long long max, unsigned long long *ret) {
+        unsigned long long v = 0;
+
+        if (!*arg)
+                return -EINVAL;
+        for (const char *c = arg; *c; c++) {
+                if (*c < '0' || *c > '9')
+                        return -EINVAL;
+                if (v > (max - (unsigned) (*c - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (unsigned) (*c - '0');
+        }
+        if (v == 0)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+/* One command line (without its newline): its answer on stdout. Returns
+ * false on quit. */
+static bool serve_command(Floor *f, char *line) {
+        char *arg = strchr(line, ' ');
+        unsigned long long v;
+        int r;
+
+        if (arg)
+                *arg++ = '\0';
+        if (strcmp(line, "quit") == 0) {
+                if (!arg)
+                        return false;
+                printf("error quit takes no argument, got '%s'\n", arg);
+        } else if (strcmp(line, "rt") == 0 || strcmp(line, "batch") == 0) {
+                bool rt = line[0] == 'r';
+                r = parse_count(arg ? arg : "", rt ? SERVE_MAX_ROUND_TRIPS : SERVE_MAX_NS, &v);
+                if (r < 0)
+                        printf("error %s wants a count from 1 to %llu, got '%s'\n", line,
+                               rt ? SERVE_MAX_ROUND_TRIPS : SERVE_MAX_NS, arg ? arg : "");
+                else if (rt) {
+                        double p50, p99;
+                        round_trip(f, (int) v, BENCH_RT_WARMUP, &p50, &p99);
+                        printf("rt p50_us=%.3f p99_us=%.3f\n", p50, p99);
+                } else
+                        printf("batch jobs_per_s=%.0f\n", batched_round(f, v));
+        } else
+                printf("error unknown command '%s' (rt N, batch NS, quit)\n", line);
+        fflush(stdout);
+        return true;
+}
+
+/* bench-broker's child: commands on stdin until quit or its end. */
+static void serve(Floor *f) {
+        char line[128];
+
+        while (fgets(line, sizeof line, stdin)) {
+                size_t n = strcspn(line, "\n");
+                if (line[n] != '\n' && !feof(stdin)) {
+                        int c;
+                        while ((c = getchar()) != EOF && c != '\n')
+                                ;
+                        printf("error command longer than %zu bytes\n", sizeof line - 2);
+                        fflush(stdout);
+                        continue;
+                }
+                line[n] = '\0';
+                if (!serve_command(f, line))
+                        return;
+        }
+}
+
+int main(int argc, char **argv) {
         double p50, p99, jobs_per_s;
         Floor f;
 
+        if (argc > 2 || (argc == 2 && strcmp(argv[1], "--serve") != 0)) {
+                fprintf(stderr, "usage: bench-floor [--serve]\n");
+                return 2;
+        }
         floor_open(&f);
-        round_trip(&f, &p50, &p99);
+        if (argc == 2) {
+                serve(&f);
+                floor_close(&f);
+                return 0;
+        }
+        round_trip(&f, ROUND_TRIPS, WARMUP, &p50, &p99);
         jobs_per_s = batched(&f);
         floor_close(&f);
         printf("in-process GPU layer (the floor): 4-byte fill round trip p50 %.1f us  p99 %.1f us\n", p50, p99);

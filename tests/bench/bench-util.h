@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the benchmarks of tests/bench share: a monotonic clock in ns, the
- * order statistics they report (medians, p50/p99) and starting a simulated
- * daemon. Header-only.
+ * order statistics they report (medians, p50/p99), the warm-up of a round of
+ * round trips and starting a simulated daemon. Header-only.
  */
 #pragma once
 
@@ -13,6 +13,11 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Unmeasured round trips at the start of each round of round trips that
+ * bench-broker interleaves (the broker's, the floor's, the echo's): the first
+ * after another process pair ran are slower. */
+#define BENCH_RT_WARMUP 30
 
 /* Starts kfdbrokerd --device=sim --listen sock (the binary from $KFDBROKERD,
  * else build_path) at log level log_level, running child_setup() (NULL:
