@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 /* Unmeasured round trips at the start of each round of round trips that
- * bench-broker interleaves (the broker's, the floor's, the echo's): the first
- * after another process pair ran are slower. */
+ * bench-broker interleaves (the broker's, the floor's, the echo's), so that
+ * a round does not time the first wake-ups of threads that sat idle while
+ * the other rounds ran. */
 #define BENCH_RT_WARMUP 30
 
 /* Starts kfdbrokerd --device=sim --listen sock (the binary from $KFDBROKERD,
