@@ -136,6 +136,7 @@ typedef struct Floor {
 static void floor_start(Floor *f) {
         const char *bin = getenv("BENCH_FLOOR");
         int to[2], from[2];
+        char line[64];
 
         if (!bin)
                 bin = BENCH_FLOOR_PATH;
@@ -159,6 +160,10 @@ static void floor_start(Floor *f) {
         f->out = fdopen(from[0], "r");
         if (!f->in || !f->out)
                 die("fdopen", errno);
+        /* Its device is up before the daemon starts (and a floor that
+         * cannot run stops us before there is a daemon to leave behind). */
+        if (!fgets(line, sizeof line, f->out) || strcmp(line, "ready\n") != 0)
+                die("bench-floor --serve did not start", EPROTO);
 }
 
 static void floor_bad_answer(const char *cmd, const char *answer) {

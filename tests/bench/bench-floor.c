@@ -16,7 +16,8 @@
  *   floor rt_p50_us=X rt_p99_us=Y batch_jobs_per_s=Z
  * With --serve it is bench-broker's long-lived child, measuring a round at a
  * time between the broker's rounds (so that both see the same machine): it
- * reads one command a line on stdin and answers each with one line on stdout,
+ * says "ready" once its device is up, then reads one command a line on
+ * stdin and answers each with one line on stdout,
  *   rt N        -> "rt p50_us=X p99_us=Y"   (N round trips after BENCH_RT_WARMUP)
  *   batch NS    -> "batch jobs_per_s=Z"     (batched fills for NS ns)
  *   quit        -> exits 0 (so does the end of stdin)
@@ -212,6 +213,8 @@ static bool serve_command(Floor *f, char *line) {
 static void serve(Floor *f) {
         char line[128];
 
+        printf("ready\n");
+        fflush(stdout);
         while (fgets(line, sizeof line, stdin)) {
                 size_t n = strcspn(line, "\n");
                 if (line[n] != '\n' && !feof(stdin)) {
