@@ -731,6 +731,20 @@ static void bench_noise(const char *sock_on, const char *sock_off) {
         report("noisy neighbours: flooder throughput, chunking on / off", g / go, false, 0.7);
 }
 
+/* The load average when the run starts: a broker round trip wakes more
+ * threads, in two processes, than the floor's, so with more runnable
+ * threads than CPUs it loses more time waiting for one, and its ratios say
+ * more about the load than about the broker. */
+static void print_load(void) {
+        double load;
+        FILE *f = fopen("/proc/loadavg", "re");
+
+        if (f && fscanf(f, "%lf", &load) == 1)
+                printf("load average (1 min) at start: %.2f on %ld CPUs\n", load, sysconf(_SC_NPROCESSORS_ONLN));
+        if (f)
+                fclose(f);
+}
+
 /* Whether to run the part named `name`: all of them without arguments,
  * else the ones named (round-trip, batched, copy, alloc, suballoc, noise). */
 static bool want(int argc, char **argv, const char *name) {
@@ -757,6 +771,7 @@ int main(int argc, char **argv) {
         setvbuf(stdout, NULL, _IOLBF, 0);
 
         printf("kfdbroker against baselines measured in the same run (simulated GPU; issue 13 goals)\n");
+        print_load();
         if (floor_wanted)
                 floor_start(&floor);
         pid = start_daemon(sock, true);
