@@ -327,6 +327,16 @@ typedef struct RtRounds {
         double sock[RT_ROUNDS], ring[RT_ROUNDS], floor[RT_ROUNDS], echo[RT_ROUNDS];
 } RtRounds;
 
+/* One line of bench_round_trip(): the medians over rounds of the rounds'
+ * p50 and p99 (sorts them), and the range of the p50s (a process pair that
+ * changes vCPUs between rounds shows as a wide one). */
+static void print_rt_line(const char *what, double *p50, double *p99) {
+        double m50 = median(p50, RT_ROUNDS);
+
+        printf("  %-47s p50 %7.1f us  p99 %8.1f us  (p50 %.1f-%.1f)\n", what, m50, median(p99, RT_ROUNDS), p50[0],
+               p50[RT_ROUNDS - 1]);
+}
+
 /* RT_ROUNDS rounds, each of RT_PER_ROUND round trips of the floor, the echo,
  * the socket path (the session made with KFDBROKER_SUBMIT_RING=0) and the
  * submit ring (ring), one after the other; the ratios are taken round by
@@ -350,16 +360,14 @@ static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, Floor *floo
         }
         echo_close(&echo);
         ring_used = kfdb_session_get_ring_submits(ring) > 0 && kfdb_session_get_ring_submits(sock) == 0;
-        printf("4-byte fill round trip (medians of %d interleaved rounds of %d: each round's p50 and p99):\n", RT_ROUNDS,
-               RT_PER_ROUND);
-        printf("  broker, socket path (KFDBROKER_SUBMIT_RING=0): p50 %7.1f us  p99 %8.1f us\n",
-               median(p50.sock, RT_ROUNDS), median(p99.sock, RT_ROUNDS));
-        printf("  broker, submit ring%-27s p50 %7.1f us  p99 %8.1f us\n", ring_used ? ":" : " (NOT IN USE):",
-               median(p50.ring, RT_ROUNDS), median(p99.ring, RT_ROUNDS));
-        printf("  in-process floor:                              p50 %7.1f us  p99 %8.1f us\n",
-               median(p50.floor, RT_ROUNDS), median(p99.floor, RT_ROUNDS));
-        printf("  raw SEQPACKET echo:                            p50 %7.1f us  p99 %8.1f us\n",
-               median(p50.echo, RT_ROUNDS), median(p99.echo, RT_ROUNDS));
+        printf("4-byte fill round trip (medians of %d interleaved rounds of %d: each round's p50 and p99; "
+               "the range of the rounds' p50):\n",
+               RT_ROUNDS, RT_PER_ROUND);
+        print_rt_line(ring_used ? "broker, socket path (KFDBROKER_SUBMIT_RING=0):" : "broker, socket path:", p50.sock,
+                      p99.sock);
+        print_rt_line(ring_used ? "broker, submit ring:" : "broker, submit ring (NOT IN USE):", p50.ring, p99.ring);
+        print_rt_line("in-process floor:", p50.floor, p99.floor);
+        print_rt_line("raw SEQPACKET echo:", p50.echo, p99.echo);
         report_rounds("round trip p50: broker / (floor + echo), socket path", sock_ratio, RT_ROUNDS, true, 1.0);
         report_rounds(ring_used ? "round trip p50: broker / floor (with a submission ring)"
                                 : "round trip p50: broker / floor (ring NOT in use)",
