@@ -6,10 +6,12 @@
  */
 #pragma once
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +25,9 @@
 /* Starts kfdbrokerd --device=sim --listen sock (the binary from $KFDBROKERD,
  * else build_path) at log level log_level, running child_setup() (NULL:
  * nothing) in the child before the exec, and waits up to 4 s for its socket.
- * Returns its pid, or -1 when the socket did not appear. */
+ * Returns its pid, or -1 when the socket did not appear. The daemon gets
+ * SIGTERM when the benchmark ends without stopping it (a failure that exits
+ * at once leaves no daemon behind). */
 static inline pid_t bench_start_daemon(const char *build_path, const char *sock, const char *log_level,
                                        void (*child_setup)(void)) {
         const char *bin = getenv("KFDBROKERD");
@@ -32,8 +36,12 @@ static inline pid_t bench_start_daemon(const char *build_path, const char *sock,
 
         if (!bin)
                 bin = build_path;
+        pid_t parent = getpid();
+
         pid = fork();
         if (pid == 0) {
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                        _exit(126);
                 if (child_setup)
                         child_setup();
                 snprintf(level, sizeof(level), "--log-level=%s", log_level);
