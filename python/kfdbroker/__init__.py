@@ -25,11 +25,12 @@ from .errors import (BadCodeObject, Busy, Closed, ConnectionLost, ConnectionRefu
                      InvalidArgument, JobTimeout, NotFound, NotSupported, PermissionDenied, ProtocolError,
                      QuotaExceeded, Timeout, TooBig, WrongDevice)
 from .session import Batch, Device, Event, Fence, Limits, Session, Status, Usage, default_socket_path
+from .suballoc import Slice, SubAllocator, SubAllocatorStats
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Session", "Buffer", "BufferRef", "Fence", "Event", "Batch", "CodeObject", "Kernel", "KernelArg", "Local",
+    "Session", "Buffer", "BufferRef", "SubAllocator", "Slice", "SubAllocatorStats", "Fence", "Event", "Batch", "CodeObject", "Kernel", "KernelArg", "Local",
     "Device", "Limits", "Usage", "Status", "default_socket_path", "LibraryNotFound",
     "Error", "InvalidArgument", "NotFound", "PermissionDenied", "QuotaExceeded", "TooBig", "Busy", "Timeout",
     "JobTimeout", "GPUFault", "DeviceError", "NotSupported", "BadCodeObject", "WrongDevice", "ConnectionLost",

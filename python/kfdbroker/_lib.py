@@ -121,8 +121,22 @@ class kfdb_job_failure(Structure):
     _fields_ = [("fence", c_uint64), ("error", c_int), ("message", c_char * 256)]
 
 
+class kfdb_slice(Structure):
+    _fields_ = [("buffer", c_void_p), ("offset", c_uint64), ("size", c_uint64), ("ptr", c_void_p)]
+
+
+class kfdb_suballocator_stats(Structure):
+    _fields_ = [
+        ("blocks", c_uint32),
+        ("block_bytes", c_uint64),
+        ("slices", c_uint32),
+        ("slice_bytes", c_uint64),
+        ("pending_frees", c_uint32),
+    ]
+
+
 STRUCTS = (kfdb_limits, kfdb_device, kfdb_usage, kfdb_daemon_status, kfdb_wait_entry, kfdb_kernel_arg,
-           kfdb_arg, kfdb_job_failure)
+           kfdb_arg, kfdb_job_failure, kfdb_slice, kfdb_suballocator_stats)
 
 _p = c_void_p  # every opaque kfdb_* object pointer
 _PROTOTYPES = {
@@ -186,6 +200,20 @@ _PROTOTYPES = {
     "kfdb_job_failure_next": (c_int, [_p, POINTER(kfdb_job_failure)]),
 }
 
+#: Functions of later symbol versions, by the version that brought them: a
+#: library without them still loads, and what needs them says so when used
+#: (:func:`require`).
+_OPTIONAL_PROTOTYPES = {
+    "KFDBROKER_0.7": {
+        "kfdb_suballocator_new": (c_int, [_p, c_int, c_uint64, POINTER(c_void_p)]),
+        "kfdb_suballocator_free": (c_void_p, [_p]),
+        "kfdb_slice_alloc": (c_int, [_p, c_uint64, c_uint64, POINTER(kfdb_slice)]),
+        "kfdb_slice_free": (c_int, [_p, POINTER(kfdb_slice), c_uint64]),
+        "kfdb_suballocator_get_stats": (c_int, [_p, POINTER(kfdb_suballocator_stats)]),
+    },
+}
+_missing: dict[str, str] = {}  # function -> the symbol version it needs, for those the library lacks
+
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 
@@ -209,7 +237,24 @@ def _load() -> ctypes.CDLL:
                                   "(KFDBROKER_0.2 is needed)") from None
         fn.restype = restype
         fn.argtypes = argtypes
+    for version, protos in _OPTIONAL_PROTOTYPES.items():
+        for fname, (restype, argtypes) in protos.items():
+            fn = getattr(lib, fname, None)
+            if fn is None:
+                _missing[fname] = version
+                continue
+            fn.restype = restype
+            fn.argtypes = argtypes
     return lib
+
+
+def require(fname: str) -> str | None:
+    """None if the loaded library has fname, else why not (the symbol version it needs)."""
+    lib()
+    version = _missing.get(fname)
+    if version is None:
+        return None
+    return f"the loaded libkfdbroker has no {fname}: it is older than {version}"
 
 
 def lib() -> ctypes.CDLL:

@@ -10,12 +10,13 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, fields
-from typing import Any, Iterable, List, Optional, Sequence, Type, TypeVar, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _lib, errors
 from ._lib import lib
 from .buffer import Buffer, _index
 from .compute import CodeObject, Dims, dims, pack_args
+from .suballoc import Slice, SubAllocator
 
 __all__ = ["Session", "Fence", "Event", "Batch", "Device", "Limits", "Usage", "Status", "default_socket_path"]
 
@@ -308,13 +309,19 @@ class Batch:
             if r < 0:
                 raise self._session._error(r, operation)
 
-    def fill(self, buf: Buffer, pattern32: Any, offset: int = 0, size: Optional[int] = None) -> None:
+    def fill(self, buf: Union[Buffer, Slice], pattern32: Any, offset: int = 0, size: Optional[int] = None) -> None:
         """Add a fill of ``size`` bytes (default: to the end) at ``offset`` with a 32-bit pattern: an int
         (0..2**32-1, or negative as int32) or any 4-byte numpy scalar (``numpy.float32(1.0)``).
-        Offset and size must be multiples of 4."""
+        Offset and size must be multiples of 4. ``buf`` may be a :class:`Slice`: offsets are then
+        inside the slice, and the fill may not reach past its end."""
         operation = f"fill({buf!r}, {pattern32!r}, offset={offset!r}, size={size!r})"
         pattern = _pattern32(pattern32, operation)
         offset = _index(offset, "offset", operation)
+        if isinstance(buf, Slice):
+            _slice_of(buf, self._session, "fill destination", operation)
+            ptr, offset, size = buf._job_range(offset, size, "fill", operation)
+            self._add(operation, "kfdb_batch_fill", ptr, offset, size, pattern)
+            return
         ptr = _buffer_ptr(buf, "fill destination", self._session, operation)
         if size is None:
             if offset >= buf.size:
@@ -324,14 +331,18 @@ class Batch:
         size = _index(size, "size", operation)
         self._add(operation, "kfdb_batch_fill", ptr, offset, size, pattern)
 
-    def copy(self, dst: Buffer, src: Buffer, size: Optional[int] = None, dst_offset: int = 0,
-             src_offset: int = 0) -> None:
+    def copy(self, dst: Union[Buffer, Slice], src: Union[Buffer, Slice], size: Optional[int] = None,
+             dst_offset: int = 0, src_offset: int = 0) -> None:
         """Add a copy of ``size`` bytes (default: the rest of ``src`` from ``src_offset``) from ``src``
         at ``src_offset`` to ``dst`` at ``dst_offset``, on the GPU's DMA engine. Offsets and size
-        must be multiples of 4 and inside the buffers."""
+        must be multiples of 4 and inside the buffers. Either may be a :class:`Slice`: its offset
+        is then inside the slice, and the copy may not reach past its end."""
         operation = f"copy({dst!r}, {src!r}, size={size!r}, dst_offset={dst_offset!r}, src_offset={src_offset!r})"
         dst_offset = _index(dst_offset, "dst_offset", operation)
         src_offset = _index(src_offset, "src_offset", operation)
+        if isinstance(dst, Slice) or isinstance(src, Slice):
+            self._copy_slices(operation, dst, src, size, dst_offset, src_offset)
+            return
         dptr = _buffer_ptr(dst, "copy destination", self._session, operation)
         sptr = _buffer_ptr(src, "copy source", self._session, operation)
         if size is None:
@@ -341,6 +352,30 @@ class Batch:
             size = src.size - src_offset
         size = _index(size, "size", operation)
         self._add(operation, "kfdb_batch_copy", dptr, dst_offset, sptr, src_offset, size)
+
+    def _copy_slices(self, operation: str, dst: Any, src: Any, size: Optional[int], dst_offset: int,
+                     src_offset: int) -> None:
+        # The range of each end as (pointer, offset in its buffer or block, bytes from there).
+        def end(obj: Any, offset: int, what: str) -> Tuple[int, int, int]:
+            if isinstance(obj, Slice):
+                _slice_of(obj, self._session, what, operation)
+                return obj._job_range(offset, None, what, operation)
+            ptr = _buffer_ptr(obj, what, self._session, operation)
+            if offset >= obj.size:
+                raise errors.InvalidArgument(22, f"{what} offset {offset} is past its {obj.size} bytes", operation)
+            return ptr, offset, obj.size - offset
+
+        sptr, soff, sroom = end(src, src_offset, "copy source")
+        dptr, doff, droom = end(dst, dst_offset, "copy destination")
+        if size is None:
+            size = sroom
+        size = _index(size, "size", operation)
+        for what, room, obj in (("source", sroom, src), ("destination", droom, dst)):
+            if isinstance(obj, Slice) and size > room:
+                raise errors.InvalidArgument(
+                    22, f"copy {what}: {size} bytes from its offset reach past the slice's {obj.size} bytes",
+                    operation)
+        self._add(operation, "kfdb_batch_copy", dptr, doff, sptr, soff, size)
 
     def dispatch(self, code_object: CodeObject, name: str, grid: Dims, block: Dims, *args: Any) -> None:
         """Add a dispatch of kernel ``name`` of ``code_object`` over ``grid`` work-items (not workgroups)
@@ -422,6 +457,11 @@ def _buffer_ptr(buf: Any, what: str, session: "Session", operation: str) -> int:
     if buf._session is not session:
         raise errors.InvalidArgument(22, f"{what} {buf!r} belongs to another session", operation)
     return buf._checked(operation)
+
+
+def _slice_of(slice: Slice, session: "Session", what: str, operation: str) -> None:
+    if slice._allocator._session is not session:
+        raise errors.InvalidArgument(22, f"{what} {slice!r} belongs to another session", operation)
 
 
 def _event_ptr(event: Any, session: "Session", operation: str) -> int:
@@ -628,6 +668,31 @@ class Session:
                 raise self._error(r, operation)
             return self._track(Buffer(self, _pointer(ptr), placement))
 
+    def suballocator(self, placement: str = "gtt", block_size: int = 0) -> SubAllocator:
+        """A sub-allocator: slices of a few buffers of ``block_size`` bytes (0: 4 MiB; else a power of
+        two from 64 KiB to 256 MiB) in ``"gtt"`` or ``"vram"``, for many small buffers without a
+        round trip each. The daemon sees and charges the blocks only: slices of one block are not
+        isolated from each other.
+
+        Raises:
+            InvalidArgument: an unknown placement, a block size out of range (the message says).
+            NotSupported: the loaded libkfdbroker is older than KFDBROKER_0.7.
+        """
+        operation = f"suballocator({placement!r}, block_size={block_size!r})"
+        block_size = _index(block_size, "block_size", operation)
+        if placement not in _PLACEMENTS:
+            raise errors.InvalidArgument(22, f"placement must be 'gtt' or 'vram', got {placement!r}", operation)
+        why = _lib.require("kfdb_suballocator_new")
+        if why:
+            raise errors.NotSupported(95, why, operation)
+        ptr = ctypes.c_void_p()
+        with self._lock:
+            r = lib().kfdb_suballocator_new(self._checked(operation), _PLACEMENTS[placement], block_size,
+                                            ctypes.byref(ptr))
+            if r < 0:
+                raise self._error(r, operation)
+            return self._track(SubAllocator(self, _pointer(ptr), placement, block_size))
+
     def event(self, auto_reset: bool = False) -> Event:
         """A new event, unsignaled. An auto-reset event is reset by each completed wait."""
         ptr = ctypes.c_void_p()
@@ -685,14 +750,14 @@ class Session:
                 e.operation = operation  # the daemon refused this job: name it, not the batch
                 raise
 
-    def fill(self, buf: Buffer, pattern32: Any, offset: int = 0, size: Optional[int] = None) -> Fence:
+    def fill(self, buf: Union[Buffer, Slice], pattern32: Any, offset: int = 0, size: Optional[int] = None) -> Fence:
         """Fill ``size`` bytes of ``buf`` (default: from ``offset`` to the end) with a 32-bit pattern on
         the GPU; returns the job's fence. See :meth:`Batch.fill`."""
         return self._submit_one(lambda b: b.fill(buf, pattern32, offset, size),
                                 f"fill({buf!r}, {pattern32!r}, offset={offset!r}, size={size!r})")
 
-    def copy(self, dst: Buffer, src: Buffer, size: Optional[int] = None, dst_offset: int = 0,
-             src_offset: int = 0) -> Fence:
+    def copy(self, dst: Union[Buffer, Slice], src: Union[Buffer, Slice], size: Optional[int] = None,
+             dst_offset: int = 0, src_offset: int = 0) -> Fence:
         """Copy on the GPU from ``src`` to ``dst``; returns the job's fence. See :meth:`Batch.copy`."""
         return self._submit_one(lambda b: b.copy(dst, src, size, dst_offset, src_offset),
                                 f"copy({dst!r}, {src!r}, size={size!r}, dst_offset={dst_offset!r}, "

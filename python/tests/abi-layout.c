@@ -102,6 +102,19 @@ int main(void) {
         FIELD(kfdb_job_failure, error);
         FIELD(kfdb_job_failure, message);
         end();
+        BEGIN(kfdb_slice);
+        FIELD(kfdb_slice, buffer);
+        FIELD(kfdb_slice, offset);
+        FIELD(kfdb_slice, size);
+        FIELD(kfdb_slice, ptr);
+        end();
+        BEGIN(kfdb_suballocator_stats);
+        FIELD(kfdb_suballocator_stats, blocks);
+        FIELD(kfdb_suballocator_stats, block_bytes);
+        FIELD(kfdb_suballocator_stats, slices);
+        FIELD(kfdb_suballocator_stats, slice_bytes);
+        FIELD(kfdb_suballocator_stats, pending_frees);
+        end();
         printf(",\"enum_size\":%zu}\n", sizeof(kfdb_kernel_arg_kind));
         return 0;
 }
