@@ -32,6 +32,38 @@ def _index(value: Any, what: str, operation: str) -> int:
     return v
 
 
+def view_shape(dtype: Any, shape: Optional[Shape], room: int, owner: str, where: str,
+               operation: str) -> Tuple["numpy.dtype[Any]", Tuple[int, ...], int]:
+    """(dtype, dims, element count) of a numpy view of ``room`` bytes of ``owner`` ("the buffer"),
+    ``where`` in it ("from offset 8", or ""): the shape given, or one dimension of as many
+    elements as fit exactly."""
+    import numpy as np
+
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise errors.InvalidArgument(22, f"not a numpy dtype: {e}", operation) from None
+    if dt.itemsize == 0:
+        raise errors.InvalidArgument(22, f"dtype {dt} has no size", operation)
+    if shape is None:
+        if room % dt.itemsize:
+            raise errors.InvalidArgument(
+                22, f"{room} bytes{' ' + where if where else ''} are not a whole number of {dt} elements "
+                f"({dt.itemsize} bytes each); give shape=", operation)
+        dims: Tuple[int, ...] = (room // dt.itemsize,)
+    else:
+        dims = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+        dims = tuple(_index(d, "shape", operation) for d in dims)
+    count = 1
+    for d in dims:
+        count *= d
+    if count * dt.itemsize > room:
+        raise errors.InvalidArgument(
+            22, f"shape {dims} of {dt} needs {count * dt.itemsize} bytes, {owner} has {room}"
+            f"{' ' + where if where else ''}", operation)
+    return dt, dims, count
+
+
 class Buffer:
     """A GPU buffer of this session (from :meth:`Session.alloc`).
 
@@ -125,31 +157,10 @@ class Buffer:
 
         operation = f"Buffer.numpy({dtype!r}, shape={shape!r}, offset={offset!r})"
         offset = _index(offset, "offset", operation)
-        try:
-            dt = np.dtype(dtype)
-        except TypeError as e:
-            raise errors.InvalidArgument(22, f"not a numpy dtype: {e}", operation) from None
-        if dt.itemsize == 0:
-            raise errors.InvalidArgument(22, f"dtype {dt} has no size", operation)
         if offset > self.size:
             raise errors.InvalidArgument(22, f"offset {offset} is past the buffer's {self.size} bytes", operation)
-        room = self.size - offset
-        if shape is None:
-            if room % dt.itemsize:
-                raise errors.InvalidArgument(
-                    22, f"{room} bytes from offset {offset} are not a whole number of {dt} elements "
-                    f"({dt.itemsize} bytes each); give shape=", operation)
-            dims: Tuple[int, ...] = (room // dt.itemsize,)
-        else:
-            dims = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
-            dims = tuple(_index(d, "shape", operation) for d in dims)
-        count = 1
-        for d in dims:
-            count *= d
-        if count * dt.itemsize > room:
-            raise errors.InvalidArgument(
-                22, f"shape {dims} of {dt} needs {count * dt.itemsize} bytes, the buffer has {room} "
-                f"from offset {offset}", operation)
+        dt, dims, count = view_shape(dtype, shape, self.size - offset, "the buffer", f"from offset {offset}",
+                                     operation)
         return np.frombuffer(self._mapping(operation), dtype=dt, count=count, offset=offset).reshape(dims)
 
     def at(self, offset: int) -> "BufferRef":

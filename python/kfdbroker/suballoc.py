@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from . import _lib, errors
 from ._lib import lib
-from .buffer import Shape, _index
+from .buffer import Shape, _index, view_shape
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy
@@ -117,27 +117,7 @@ class Slice:
         import numpy as np
 
         operation = f"Slice.numpy({dtype!r}, shape={shape!r})"
-        try:
-            dt = np.dtype(dtype)
-        except TypeError as e:
-            raise errors.InvalidArgument(22, f"not a numpy dtype: {e}", operation) from None
-        if dt.itemsize == 0:
-            raise errors.InvalidArgument(22, f"dtype {dt} has no size", operation)
-        if shape is None:
-            if self.size % dt.itemsize:
-                raise errors.InvalidArgument(
-                    22, f"the slice's {self.size} bytes are not a whole number of {dt} elements; give shape=",
-                    operation)
-            dims: Tuple[int, ...] = (self.size // dt.itemsize,)
-        else:
-            dims = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
-            dims = tuple(_index(d, "shape", operation) for d in dims)
-        count = 1
-        for d in dims:
-            count *= d
-        if count * dt.itemsize > self.size:
-            raise errors.InvalidArgument(
-                22, f"shape {dims} of {dt} needs {count * dt.itemsize} bytes, the slice has {self.size}", operation)
+        dt, dims, count = view_shape(dtype, shape, self.size, "the slice", "", operation)
         m = self._mapping(operation)
         return np.frombuffer(m, dtype=dt, count=count,
                              offset=self.offset % mmap.ALLOCATIONGRANULARITY).reshape(dims)
