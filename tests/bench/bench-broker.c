@@ -7,7 +7,10 @@
  *   1. 4-byte fill round trip through the broker against the in-process
  *      floor (bench-floor: the same simulated GPU layer driven directly) and
  *      a raw SOCK_SEQPACKET echo between two processes, with the submit ring
- *      and on the socket path (a session made with KFDBROKER_SUBMIT_RING=0);
+ *      and on the socket path (a session made with KFDBROKER_SUBMIT_RING=0),
+ *      and, for comparison only, the ring of a session made with
+ *      KFDBROKER_SPIN_US=0 (libkfdbroker's waits sleep at once; the floor
+ *      never spins);
  *   2. batches of 64 4-byte fills through the broker against the floor's
  *      (both paths);
  *   3. a 256 MiB GPU copy against memcpy of the same size;
@@ -27,8 +30,8 @@
  * bench-floor therefore runs for the whole of 1 and 2 as a child
  * (bench-floor --serve) that measures one round when asked, and the echo's
  * child lives through all of 1. Each of the RT_ROUNDS rounds of 1 runs
- * RT_PER_ROUND round trips of the floor, the echo, the socket path and the
- * ring, one after the other; each of the BATCH_ROUNDS rounds of 2 runs the
+ * RT_PER_ROUND round trips of the floor, the echo, the socket path, the
+ * ring and the ring without the spin, one after the other; each of the BATCH_ROUNDS rounds of 2 runs the
  * floor, the socket path and the ring for BATCH_ROUND_NS each. A ratio is
  * taken within each round (the round's broker figure against the same
  * round's floor, or floor + echo), and the line gives the median of those
@@ -324,7 +327,7 @@ static void pair_close(Pair *p) {
 
 /* One round trip figure per round (p50 or p99, us) of each thing measured. */
 typedef struct RtRounds {
-        double sock[RT_ROUNDS], ring[RT_ROUNDS], floor[RT_ROUNDS], echo[RT_ROUNDS];
+        double sock[RT_ROUNDS], ring[RT_ROUNDS], ring_nospin[RT_ROUNDS], floor[RT_ROUNDS], echo[RT_ROUNDS];
 } RtRounds;
 
 /* One line of bench_round_trip(): the medians over rounds of the rounds'
@@ -338,25 +341,35 @@ static void print_rt_line(const char *what, double *p50, double *p99) {
 }
 
 /* RT_ROUNDS rounds, each of RT_PER_ROUND round trips of the floor, the echo,
- * the socket path (the session made with KFDBROKER_SUBMIT_RING=0) and the
- * submit ring (ring), one after the other; the ratios are taken round by
- * round. */
-static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, Floor *floor) {
-        double sock_ratio[RT_ROUNDS], ring_ratio[RT_ROUNDS];
+ * the socket path (the session made with KFDBROKER_SUBMIT_RING=0), the
+ * submit ring (ring), and the submit ring of a session made with
+ * KFDBROKER_SPIN_US=0 (nospin: what libkfdbroker's spin before a wait
+ * sleeps is worth; no goal), one after the other; the ratios are taken round
+ * by round. */
+static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, kfdb_session *nospin, Floor *floor) {
+        double sock_ratio[RT_ROUNDS], ring_ratio[RT_ROUNDS], nospin_ratio[RT_ROUNDS];
+        kfdb_buffer *nbuf;
+        kfdb_batch *nbatch;
         RtRounds p50, p99;
         bool ring_used;
         Echo echo;
         Pair p;
+        int r;
 
         pair_open(&p, ring, sock);
+        if ((r = kfdb_buffer_alloc(nospin, 4096, KFDB_PLACEMENT_GTT, &nbuf)) < 0 ||
+            (r = kfdb_batch_new(nospin, &nbatch)) < 0)
+                die("setup", r);
         echo_open(&echo);
         for (int k = 0; k < RT_ROUNDS; k++) {
                 floor_round_trips(floor, RT_PER_ROUND, &p50.floor[k], &p99.floor[k]);
                 echo_round_trips(&echo, RT_PER_ROUND, BENCH_RT_WARMUP, &p50.echo[k], &p99.echo[k]);
                 fill_round_trips(sock, p.sbuf, p.sbatch, RT_PER_ROUND, &p50.sock[k], &p99.sock[k]);
                 fill_round_trips(ring, p.rbuf, p.rbatch, RT_PER_ROUND, &p50.ring[k], &p99.ring[k]);
+                fill_round_trips(nospin, nbuf, nbatch, RT_PER_ROUND, &p50.ring_nospin[k], &p99.ring_nospin[k]);
                 sock_ratio[k] = p50.sock[k] / (p50.floor[k] + p50.echo[k]);
                 ring_ratio[k] = p50.ring[k] / p50.floor[k];
+                nospin_ratio[k] = p50.ring_nospin[k] / p50.floor[k];
         }
         echo_close(&echo);
         ring_used = kfdb_session_get_ring_submits(ring) > 0 && kfdb_session_get_ring_submits(sock) == 0;
@@ -366,12 +379,18 @@ static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, Floor *floo
         print_rt_line(ring_used ? "broker, socket path (KFDBROKER_SUBMIT_RING=0):" : "broker, socket path:", p50.sock,
                       p99.sock);
         print_rt_line(ring_used ? "broker, submit ring:" : "broker, submit ring (NOT IN USE):", p50.ring, p99.ring);
+        print_rt_line("broker, submit ring, KFDBROKER_SPIN_US=0:", p50.ring_nospin, p99.ring_nospin);
         print_rt_line("in-process floor:", p50.floor, p99.floor);
         print_rt_line("raw SEQPACKET echo:", p50.echo, p99.echo);
         report_rounds("round trip p50: broker / (floor + echo), socket path", sock_ratio, RT_ROUNDS, true, 1.0);
         report_rounds(ring_used ? "round trip p50: broker / floor (with a submission ring)"
                                 : "round trip p50: broker / floor (ring NOT in use)",
                       ring_ratio, RT_ROUNDS, true, 1.3);
+        printf("  without the client's spin (KFDBROKER_SPIN_US=0), the ring's ratio is %.2f (median of %d rounds; "
+               "no goal: what the spin is worth)\n",
+               median(nospin_ratio, RT_ROUNDS), RT_ROUNDS);
+        kfdb_batch_free(nbatch);
+        kfdb_buffer_free(nbuf);
         pair_close(&p);
 }
 
@@ -768,7 +787,7 @@ int main(int argc, char **argv) {
         char dir[] = "/tmp/kfdbroker-bench.XXXXXX", sock[128], sock_off[128];
         bool floor_wanted = want(argc, argv, "round-trip") || want(argc, argv, "batched");
         Floor floor;
-        kfdb_session *s, *s_sock;
+        kfdb_session *s, *s_sock, *s_nospin;
         pid_t pid, pid_off;
         int r;
 
@@ -792,13 +811,20 @@ int main(int argc, char **argv) {
         if (r < 0)
                 die("connect", r);
         unsetenv("KFDBROKER_SUBMIT_RING");
+        /* The ring without libkfdbroker's spin before a wait sleeps. */
+        setenv("KFDBROKER_SPIN_US", "0", 1);
+        r = kfdb_session_new(sock, "bench-broker-nospin", &s_nospin);
+        if (r < 0)
+                die("connect", r);
+        unsetenv("KFDBROKER_SPIN_US");
         if (want(argc, argv, "round-trip"))
-                bench_round_trip(s, s_sock, &floor);
+                bench_round_trip(s, s_sock, s_nospin, &floor);
         if (want(argc, argv, "batched"))
                 bench_batched(s, s_sock, &floor);
         if (floor_wanted)
                 floor_stop(&floor);
         kfdb_session_free(s_sock);
+        kfdb_session_free(s_nospin);
         if (want(argc, argv, "copy"))
                 bench_copy(s);
         if (want(argc, argv, "alloc"))
