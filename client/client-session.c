@@ -493,6 +493,7 @@ static kfdb_limits limits_from_reply(const ClientLimits *l) {
 
 void session_forget_hello(kfdb_session *s) {
         session_ring_close(s);
+        session_fence_page_close(s);
         if (s->page)
                 munmap((void *) s->page, s->page_size);
         s->page = NULL;
@@ -542,7 +543,10 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
                 s->n_features++;
         }
         s->limits = limits_from_reply(&r->hello.limits);
-        return session_ring_open(s);
+        k = session_ring_open(s);
+        if (k < 0)
+                return k;
+        return session_fence_page_open(s);
 }
 
 DEFINE_POINTER_CLEANUP(kfdb_session, kfdb_session_free)
@@ -588,6 +592,8 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
                 const char *e = secure_getenv("KFDBROKER_SUBMIT_RING");
 
                 s->ring_wanted = !e || strcmp(e, "0") != 0;
+                e = secure_getenv("KFDBROKER_FENCE_PAGE");
+                s->fence_page_wanted = !e || strcmp(e, "0") != 0;
         }
         {
                 const char *e = secure_getenv("KFDBROKER_RECONNECT_TIMEOUT_MS");
@@ -709,6 +715,10 @@ uint64_t kfdb_session_get_reconnects(const kfdb_session *s) {
 
 uint64_t kfdb_session_get_ring_submits(const kfdb_session *s) {
         return s ? s->ring_submits : 0;
+}
+
+uint64_t kfdb_session_get_fence_page_waits(const kfdb_session *s) {
+        return s ? s->fence_page_waits : 0;
 }
 
 int kfdb_session_set_reconnect_timeout(kfdb_session *s, int timeout_ms) {

@@ -109,6 +109,14 @@ struct kfdb_session {
         uint64_t ring_head;   /* records published */
         uint64_t ring_submits; /* batches that went through the ring */
 
+        /* The fence page (client-fence.c), when the daemon offers it and
+         * KFDBROKER_FENCE_PAGE is not 0: the SDMA engine writes each done
+         * copy's or fill's fence into its slot. */
+        bool fence_page_wanted;
+        const uint32_t *fence_page; /* mapped read-only; NULL: the session page only */
+        uint32_t fence_page_slots;
+        uint64_t fence_page_waits; /* kfdb_fence_wait()s it ended before the session page */
+
         /* How long a wait for a reply, and for a fence, spins before it
          * sleeps (client-spin.h). */
         ClientSpin reply_spin, fence_spin;
@@ -170,6 +178,12 @@ void session_drain(kfdb_session *s);
  * socket path is used), a negative errno only for a lost connection. */
 int session_ring_open(kfdb_session *s);
 void session_ring_close(kfdb_session *s);
+/* The fence page (client-fence.c). Opens it after Hello when the daemon
+ * offers "fence-page" and the session wants it; 0 also when it does not
+ * (fences are then seen on the session page only), < 0 only for a lost
+ * connection. */
+int session_fence_page_open(kfdb_session *s);
+void session_fence_page_close(kfdb_session *s);
 /* Submits the jobs through the ring when it can take them (no dispatch, room
  * in the ring, under the in-flight limit): 1 with the fences assigned, 0 when
  * the caller must use a Submit request, or a negative errno. */

@@ -33,6 +33,7 @@ static const char *const request_type_names[] = {
         [CLIENT_REQUEST_LOAD_CODE_OBJECT] = "LoadCodeObject",
         [CLIENT_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
         [CLIENT_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
+        [CLIENT_REQUEST_OPEN_FENCE_PAGE] = "OpenFencePage",
 };
 
 const char *client_request_type_name(ClientRequestType type) {
@@ -67,6 +68,8 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
                 return CLIENT_REPLY_LOAD_CODE_OBJECT;
         case CLIENT_REQUEST_OPEN_SUBMIT_RING:
                 return CLIENT_REPLY_OPEN_SUBMIT_RING;
+        case CLIENT_REQUEST_OPEN_FENCE_PAGE:
+                return CLIENT_REPLY_OPEN_FENCE_PAGE;
         case CLIENT_REQUEST_FREE_CODE_OBJECT:
         case CLIENT_REQUEST_FREE_BUFFER:
         case CLIENT_REQUEST_DESTROY_EVENT:
@@ -84,6 +87,7 @@ unsigned client_reply_fds_expected(ClientReplyType type) {
                 return 2;
         case CLIENT_REPLY_ALLOC_BUFFER:
         case CLIENT_REPLY_EXPORT_BUFFER:
+        case CLIENT_REPLY_OPEN_FENCE_PAGE:
                 return 1;
         default:
                 return 0;
@@ -111,6 +115,7 @@ typedef struct RequestParts {
         Kfdbroker__V1__LoadCodeObjectRequest load_code_object;
         Kfdbroker__V1__FreeCodeObjectRequest free_code_object;
         Kfdbroker__V1__OpenSubmitRingRequest open_submit_ring;
+        Kfdbroker__V1__OpenFencePageRequest open_fence_page;
         /* Owned arrays, freed by request_parts_done(). */
         Kfdbroker__V1__WaitEntry *entries;
         Kfdbroker__V1__WaitEntry **entry_ptrs;
@@ -396,6 +401,11 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SUBMIT_RING;
                 m->open_submit_ring = &p->open_submit_ring;
                 return 0;
+        case CLIENT_REQUEST_OPEN_FENCE_PAGE:
+                kfdbroker__v1__open_fence_page_request__init(&p->open_fence_page);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
+                m->open_fence_page = &p->open_fence_page;
+                return 0;
         }
         return -EINVAL;
 }
@@ -654,6 +664,11 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->type = CLIENT_REPLY_OPEN_SUBMIT_RING;
                 r->submit_ring.size = m->open_submit_ring->size;
                 r->submit_ring.records = m->open_submit_ring->records;
+                return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_FENCE_PAGE:
+                r->type = CLIENT_REPLY_OPEN_FENCE_PAGE;
+                r->fence_page.size = m->open_fence_page->size;
+                r->fence_page.slots = m->open_fence_page->slots;
                 return 0;
         default:
                 break;

@@ -36,6 +36,7 @@ typedef enum ClientRequestType {
         CLIENT_REQUEST_LOAD_CODE_OBJECT, /* carries the sealed memfd */
         CLIENT_REQUEST_FREE_CODE_OBJECT,
         CLIENT_REQUEST_OPEN_SUBMIT_RING,
+        CLIENT_REQUEST_OPEN_FENCE_PAGE,
 } ClientRequestType;
 
 typedef enum ClientJobType {
@@ -146,6 +147,7 @@ typedef enum ClientReplyType {
         CLIENT_REPLY_LOAD_CODE_OBJECT,
         CLIENT_REPLY_SESSION_ENDED, /* notification: the daemon ends the session */
         CLIENT_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell */
+        CLIENT_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
         CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
 } ClientReplyType;
 
@@ -258,6 +260,9 @@ typedef struct ClientReply {
                 struct {
                         uint32_t size, records;
                 } submit_ring;
+                struct {
+                        uint32_t size, slots;
+                } fence_page;
         };
         int fds[CLIENT_MAX_FDS]; /* received with the datagram; -EBADF when taken */
         size_t n_fds;

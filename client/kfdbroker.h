@@ -167,6 +167,11 @@ uint64_t kfdb_session_get_reconnects(const kfdb_session *s);
 /* How many batches kfdb_batch_submit() sent through the submit ring (0 when
  * the session has none: see kfdb_batch_submit()). (KFDBROKER_0.8) */
 uint64_t kfdb_session_get_ring_submits(const kfdb_session *s);
+/* How many kfdb_fence_wait() calls the fence page ended: the SDMA engine had
+ * written the copy's or fill's fence there before the daemon's session page
+ * said the job was done (0 when the session has no fence page: the daemon
+ * does not offer "fence-page", or KFDBROKER_FENCE_PAGE=0). (KFDBROKER_0.10) */
+uint64_t kfdb_session_get_fence_page_waits(const kfdb_session *s);
 /* How long a lost connection is retried (ms; 0: never reconnect). Returns 0 or -EINVAL. */
 int kfdb_session_set_reconnect_timeout(kfdb_session *s, int timeout_ms);
 

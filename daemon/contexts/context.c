@@ -163,8 +163,7 @@ static void on_completion(const GpuCompletion *comp, void *userdata) {
         context_report(c, comp);
 }
 
-static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Context *c = context_ref(userdata);
+static void collect(Context *c) {
         ContextPool *p = c->pool;
         const char *why = NULL;
         int r;
@@ -183,8 +182,22 @@ static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdat
         }
         if (p && p->cb.processed)
                 p->cb.processed(p->cb.userdata);
+}
+
+static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Context *c = context_ref(userdata);
+
+        collect(c);
         context_unref(c);
         return 0;
+}
+
+void context_catch_up(Context *c) {
+        if (!c || !c->gpu || c->inflight == 0)
+                return;
+        context_ref(c);
+        collect(c);
+        context_unref(c);
 }
 
 int context_adopt(Context *c, GpuContext *gpu, uint64_t bring_up_ns) {

@@ -152,6 +152,15 @@ Context *context_ref(Context *c);
 Context *context_unref(Context *c);
 void context_get_stats(const Context *c, ContextStats *ret);
 bool context_is_device(const Context *c);
+/*
+ * Reports what c's GPU has finished that its waiter has not woken the loop
+ * for yet (what the wake-up would do; nothing when nothing is in flight, or
+ * for a context in a worker process). For the device context before a
+ * request is answered: a client that saw its job done on its fence page
+ * (session-fence-page.c) — written by the engine before the interrupt — must
+ * find it retired in whatever the daemon tells it next.
+ */
+void context_catch_up(Context *c);
 const char *context_get_key(const Context *c);
 uint64_t context_get_id(const Context *c);
 /* Bumped each time an incarnation of this slot is lost. */

@@ -694,6 +694,16 @@ static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error 
         return 0;
 }
 
+/* Before any message is dispatched: what the GPU finished is retired first,
+ * so a client that saw its job done on its fence page sees it counted here
+ * (context_catch_up()). */
+static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Bus *b = userdata;
+
+        context_catch_up(context_pool_device(b->set->contexts));
+        return 0;
+}
+
 int bus_new(sd_event *event, SessionSet *set, BusChoice which, const BusCallbacks *cb, Bus **ret) {
         Bus *b;
         int r;
@@ -708,6 +718,9 @@ int bus_new(sd_event *event, SessionSet *set, BusChoice which, const BusCallback
         if (r < 0)
                 goto fail;
         r = sd_bus_attach_event(b->bus, event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                goto fail;
+        r = sd_bus_add_filter(b->bus, NULL, on_message, b);
         if (r < 0)
                 goto fail;
         r = sd_bus_add_object_vtable(b->bus, &b->vtable_slot, BUS_PATH, BUS_INTERFACE, broker_vtable, b);

@@ -103,9 +103,13 @@ static void put_context(Context *c, void *userdata) {
 int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
         char *buf = NULL;
         size_t len = 0;
-        uint64_t now = now_ns();
+        uint64_t now;
         Account *a;
         FILE *f;
+
+        /* Jobs the GPU finished are counted before they are reported. */
+        context_catch_up(context_pool_device(m->contexts));
+        now = now_ns();
 
         f = open_memstream(&buf, &len);
         if (!f)

@@ -29,6 +29,7 @@ struct Job {
         uint64_t fence;
         WireJobType type;
         bool engine_auto;   /* event job whose engine follows its neighbours (ENGINE_AUTO) */
+        bool unordered;     /* not a copy or fill: counted in Session.n_unordered */
 
         GpuBuffer *src;    /* references, or NULL */
         GpuBuffer *dst;

@@ -21,11 +21,11 @@
 
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply", "fence-page", NULL,
 };
 static const char *const features_compute[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "compute", NULL,
+        "fence-page", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -578,6 +578,7 @@ static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) 
 
                 QUEUE_APPEND(session_jobs, s->jobs, j);
                 s->n_jobs++;
+                session_fence_page_track(s, j);
                 scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
         }
         s->last_fence += n;
@@ -802,6 +803,8 @@ void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_f
                 return session_free_code_object(s, req);
         case WIRE_REQUEST_OPEN_SUBMIT_RING:
                 return session_open_submit_ring(s, req);
+        case WIRE_REQUEST_OPEN_FENCE_PAGE:
+                return session_open_fence_page(s, req);
         }
         session_send_error(s, req->id, EOPNOTSUPP, "request type %d is not supported", (int) req->type);
 }

@@ -272,6 +272,7 @@ static void session_free(Session *s) {
                 scheduler_stream_done(s->set->scheduler, &s->streams[e]);
         context_release(s->compute_ctx);
         session_ring_free(s);
+        session_fence_page_free(s);
         session_page_done(&s->page);
         handle_table_done(&s->buffers);
         handle_table_done(&s->events);
@@ -588,6 +589,8 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
 
         QUEUE_REMOVE(session_jobs, s->jobs, j);
         s->n_jobs--;
+        if (j->unordered)
+                s->n_unordered--;
 
         if (error == 0) {
                 if (j->type == WIRE_JOB_COPY)
@@ -741,7 +744,10 @@ static int receive_one(Session *s) {
                 return 1;
         }
 
-        /* What the client put in its submit ring before this request comes first. */
+        /* What the GPU finished before this request (a client that saw a
+         * job done on its fence page finds it retired), then what the client
+         * put in its submit ring before it, come first. */
+        context_catch_up(context_pool_device(s->set->contexts));
         session_ring_drain(s);
         if (s->connected)
                 session_handle_request(s, &req, fds, n_fds);

@@ -112,6 +112,7 @@ struct Session {
         uint64_t last_fence;      /* last fence handed out */
         uint64_t completed_fence; /* all fences <= this are finished */
         unsigned n_jobs;          /* unfinished jobs */
+        unsigned n_unordered;     /* of them, those not copies or fills (session-fence-page.c) */
         QUEUE_HEAD(Job, jobs);    /* unfinished jobs in fence order */
         SchedStream streams[_GPU_ENGINE_MAX];
 
@@ -123,6 +124,7 @@ struct Session {
         size_t out_bytes;
 
         SessionRing *ring;           /* the submit ring (session-ring.c), NULL until OpenSubmitRing */
+        GpuBuffer *fence_page;       /* session-fence-page.c, NULL until OpenFencePage */
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
         Usage usage;
@@ -273,6 +275,14 @@ void session_open_submit_ring(Session *s, const WireRequest *req);
 void session_ring_drain(Session *s);
 void session_ring_stop(Session *s);
 void session_ring_free(Session *s);
+
+/* The fence page (session-fence-page.c): OpenFencePage; counting a new
+ * job, and giving it the slot write it ends with when it is a copy or fill
+ * ordered after every unfinished job of the session; freeing the page (with
+ * the session). */
+void session_open_fence_page(Session *s, const WireRequest *req);
+void session_fence_page_track(Session *s, Job *j);
+void session_fence_page_free(Session *s);
 
 /* Dispatches one decoded request (session-requests.c). */
 void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds);

@@ -58,6 +58,7 @@ typedef struct ReplyParts {
         Kfdbroker__V1__SessionEnded session_ended;
         Kfdbroker__V1__LoadCodeObjectReply load_code_object;
         Kfdbroker__V1__OpenSubmitRingReply open_submit_ring;
+        Kfdbroker__V1__OpenFencePageReply open_fence_page;
         /* Owned temporaries, freed by reply_parts_done(). */
         char **features;
         Kfdbroker__V1__WaitEntry *entries;
@@ -390,6 +391,13 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 p->open_submit_ring.records = r->submit_ring.records;
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SUBMIT_RING;
                 m->open_submit_ring = &p->open_submit_ring;
+                return 0;
+        case WIRE_REPLY_OPEN_FENCE_PAGE:
+                kfdbroker__v1__open_fence_page_reply__init(&p->open_fence_page);
+                p->open_fence_page.size = r->fence_page.size;
+                p->open_fence_page.slots = r->fence_page.slots;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_FENCE_PAGE;
+                m->open_fence_page = &p->open_fence_page;
                 return 0;
         }
         return -EINVAL;

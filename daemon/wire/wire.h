@@ -54,6 +54,7 @@ typedef enum WireRequestType {
         WIRE_REQUEST_LOAD_CODE_OBJECT,
         WIRE_REQUEST_FREE_CODE_OBJECT,
         WIRE_REQUEST_OPEN_SUBMIT_RING,
+        WIRE_REQUEST_OPEN_FENCE_PAGE,
 } WireRequestType;
 
 /* Number of fds a request type must carry (1 for ImportBuffer and
@@ -216,6 +217,7 @@ typedef enum WireReplyType {
         WIRE_REPLY_SESSION_ENDED, /* notification, id 0, the session's last message */
         WIRE_REPLY_LOAD_CODE_OBJECT,
         WIRE_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell eventfd */
+        WIRE_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
 } WireReplyType;
 
 typedef enum WireWaitResult {
@@ -321,6 +323,9 @@ typedef struct WireReply {
                 struct {
                         uint32_t size, records;
                 } submit_ring;
+                struct {
+                        uint32_t size, slots;
+                } fence_page;
         };
 } WireReply;
 

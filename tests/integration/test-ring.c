@@ -10,6 +10,14 @@
  * session keeps working throughout and the daemon's fds and objects return
  * to where they were. Then libkfdbroker: the same results with the ring and
  * without (KFDBROKER_SUBMIT_RING=0), and after a daemon restart.
+ *
+ * The fence page (docs/protocol.md "The fence page") in the same setting:
+ * the engine writes the fence of each copy or fill that is done into its
+ * slot, and nothing else — not for a refused job, not for an event job; slots
+ * go round; a second page is refused; a client that scribbles on its page
+ * changes nothing for the daemon, its own later jobs or another session; the
+ * library gets the same results with it and without (KFDBROKER_FENCE_PAGE=0),
+ * failures included.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -25,6 +33,7 @@
 
 #include "harness.h"
 #include "kfdbroker.h"
+#include "fence-page.h"
 #include "session-page.h"
 #include "submit-ring.h"
 
@@ -123,6 +132,10 @@ static void raw_ring_open(RawRing *r) {
         for (size_t i = 0; i < m->hello->n_features; i++)
                 offered |= strcmp(m->hello->features[i], "submit-ring") == 0;
         cr_assert(offered, "Hello announces the feature submit-ring");
+        offered = false;
+        for (size_t i = 0; i < m->hello->n_features; i++)
+                offered |= strcmp(m->hello->features[i], "fence-page") == 0;
+        cr_assert(offered, "Hello announces the feature fence-page");
         p = mmap(NULL, m->hello->session_page_size, PROT_READ, MAP_SHARED, fds[0], 0);
         cr_assert_neq(p, MAP_FAILED);
         r->page = p;
@@ -496,4 +509,322 @@ Test(ring, library_maps_the_new_ring_after_a_daemon_restart) {
         kfdb_buffer_free(a);
         kfdb_session_free(s);
         base_fds = INT32_MAX; /* a new daemon: its own count */
+}
+
+/* ---- The fence page ---- */
+
+/* Opens the session's fence page: *ret_fd is the dma-buf, the mapping read-only. */
+static const uint32_t *fence_page_open(int fd, int *ret_fd) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__OpenFencePageRequest o = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        unsigned n = 1;
+        int page_fd = -1;
+        void *p;
+
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
+        req.open_fence_page = &o;
+        m = call(fd, &req, &page_fd, &n);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        cr_assert_eq(n, 1, "OpenFencePage carries the page");
+        cr_assert_eq(m->open_fence_page->size, KFDB_FENCE_PAGE_SIZE);
+        cr_assert_eq(m->open_fence_page->slots, KFDB_FENCE_PAGE_SLOTS);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        p = mmap(NULL, KFDB_FENCE_PAGE_SIZE, PROT_READ, MAP_SHARED, page_fd, 0);
+        cr_assert_neq(p, MAP_FAILED);
+        if (ret_fd)
+                *ret_fd = page_fd;
+        else
+                close(page_fd);
+        return p;
+}
+
+static uint32_t slot(const uint32_t *page, uint64_t fence) {
+        return __atomic_load_n(&page[kfdb_fence_page_slot(fence, KFDB_FENCE_PAGE_SLOTS)], __ATOMIC_ACQUIRE);
+}
+
+TestSuite(fence_page, .init = setup, .fini = teardown, .timeout = 60);
+
+static uint64_t raw_event(int fd) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__CreateEventRequest ce = KFDBROKER__V1__CREATE_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        uint64_t handle;
+
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_CREATE_EVENT;
+        req.create_event = &ce;
+        m = call(fd, &req, NULL, NULL);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        handle = m->create_event->handle;
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return handle;
+}
+
+static KfdbRingRecord event_record(uint16_t kind, uint64_t handle, bool end) {
+        return (KfdbRingRecord) { .kind = kind, .flags = end ? KFDB_RING_END_OF_BATCH : 0,
+                                  .bytes = KFDB_RING_RECORD_SIZE, .event = { .handle = handle } };
+}
+
+Test(fence_page, done_copies_and_fills_write_their_fence_and_nothing_else_does) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__SetEventRequest se = KFDBROKER__V1__SET_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        const uint32_t *page;
+        uint64_t event, held;
+        KfdbRingRecord f;
+        RawCopy c;
+        RawRing r;
+
+        raw_ring_open(&r);
+        page = fence_page_open(r.fd, NULL);
+        for (unsigned i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
+                cr_assert_eq(page[i], 0, "a new page is zero (slot %u)", i);
+        event = raw_event(r.fd);
+        held = raw_event(r.fd);
+
+        /* Fences 1-3 by the ring: a fill, a copy, an event signal. */
+        f = fill_record(r.buf, 0, 4096, 0x5eed, false);
+        put(&r, &f);
+        f = (KfdbRingRecord) { .kind = KFDB_RING_COPY, .bytes = KFDB_RING_RECORD_SIZE,
+                               .copy = { .src_handle = r.buf, .dst_handle = r.buf, .dst_offset = 8192, .size = 4096 } };
+        put(&r, &f);
+        f = event_record(KFDB_RING_SIGNAL_EVENT, event, true);
+        put(&r, &f);
+        publish(&r, r.head);
+        wait_completed(&r, 3);
+        cr_assert_eq(slot(page, 1), 1, "the fill's slot");
+        cr_assert_eq(slot(page, 2), 2, "the copy's slot");
+        cr_assert_eq(slot(page, 3), 0, "an event job writes no slot");
+        cr_assert_eq(r.map[2048], 0x5eed, "and the work is there");
+
+        /* Fence 4 by a Submit. */
+        m = call(r.fd, raw_copy_request(&c, 0, r.buf, 0, r.buf, 16384, 4096), NULL, NULL);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        cr_assert_eq(m->submit->fences[0], 4);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        wait_completed(&r, 4);
+        cr_assert_eq(slot(page, 4), 4, "a Submit's copy writes its slot too");
+
+        /* Fences 5-6: a fill behind a wait for an event nobody set yet. Its
+         * end would not prove the wait's (it may be on another engine), so
+         * it gets no slot write. */
+        f = event_record(KFDB_RING_WAIT_EVENT, held, false);
+        put(&r, &f);
+        f = fill_record(r.buf, 32768, 4, 0x66, true);
+        put(&r, &f);
+        publish(&r, r.head);
+        usleep(20000);
+        cr_assert_lt(r.page->completed_fence, 5, "the wait holds");
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
+        se.handle = held;
+        req.set_event = &se;
+        m = call(r.fd, &req, NULL, NULL);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        wait_completed(&r, 6);
+        cr_assert_eq(r.map[8192], 0x66);
+        cr_assert_eq(slot(page, 5), 0, "a wait-event job writes no slot");
+        cr_assert_eq(slot(page, 6), 0, "a fill submitted behind an unfinished wait writes no slot");
+
+        /* Fences 7-8: a batch refused for its second job; 9: a fill, with
+         * nothing unfinished before it again. */
+        f = fill_record(r.buf, 0, 4, 1, false);
+        put(&r, &f);
+        f = fill_record(0x4242, 0, 4, 2, true);
+        put(&r, &f);
+        f = fill_record(r.buf, 4, 4, 9, true);
+        put(&r, &f);
+        publish(&r, r.head);
+        wait_completed(&r, 9);
+        expect_job_failed(&r, 7, ENOENT, "no buffer 0x4242");
+        expect_job_failed(&r, 8, ENOENT, "no buffer 0x4242");
+        cr_assert_eq(slot(page, 7), 0, "a refused job writes no slot");
+        cr_assert_eq(slot(page, 8), 0);
+        cr_assert_eq(slot(page, 9), 9);
+        cr_assert_eq(slot(page, 10), 0);
+        munmap((void *) page, KFDB_FENCE_PAGE_SIZE);
+        raw_ring_close(&r);
+}
+
+Test(fence_page, slots_go_round_and_large_jobs_write_once_when_all_is_done) {
+        const uint32_t *page;
+        uint64_t fence = 0;
+        KfdbRingRecord f;
+        RawRing r;
+
+        raw_ring_open(&r);
+        page = fence_page_open(r.fd, NULL);
+        /* 1100 fills in batches of 50, at most 500 published at a time. */
+        for (int batch = 0; batch < 22; batch++) {
+                for (int i = 0; i < 50; i++) {
+                        f = fill_record(r.buf, 4u * (uint64_t) i, 4, (uint32_t) (batch * 50 + i + 1), i == 49);
+                        put(&r, &f);
+                }
+                fence += 50;
+                publish(&r, r.head);
+                if (batch % 10 == 9)
+                        wait_completed(&r, fence);
+        }
+        wait_completed(&r, fence);
+        cr_assert_eq(fence, 1100);
+        cr_assert_eq(slot(page, 1100), 1100);
+        cr_assert_eq(slot(page, 1025), 1025, "fence 1025 took slot 1 from fence 1");
+        cr_assert_eq(slot(page, 1), 1025, "so fence 1's slot no longer says fence 1");
+        cr_assert_eq(slot(page, 1024), 1024);
+        cr_assert_eq(slot(page, 76), 1100);
+        cr_assert_eq(slot(page, 77), 77, "not reached again yet");
+        /* A 64 KiB fill in pieces (the daemon chunks large jobs): one slot write, after the last. */
+        f = fill_record(r.buf, 0, BUF_SIZE, 0xc0ffee, true);
+        put(&r, &f);
+        publish(&r, r.head);
+        wait_completed(&r, 1101);
+        cr_assert_eq(slot(page, 1101), 1101);
+        cr_assert_eq(r.map[BUF_SIZE / 4 - 1], 0xc0ffee);
+        munmap((void *) page, KFDB_FENCE_PAGE_SIZE);
+        raw_ring_close(&r);
+}
+
+/* A client that saw its job done on the page finds it retired in the
+ * daemon's next answer, though the daemon's waiter may not have woken yet. */
+Test(fence_page, what_the_page_says_done_the_daemon_counts_at_once) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__QueryRequest q = KFDBROKER__V1__QUERY_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        const uint32_t *page;
+        KfdbRingRecord f;
+        RawRing r;
+
+        raw_ring_open(&r);
+        page = fence_page_open(r.fd, NULL);
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
+        req.query = &q;
+        for (uint64_t fence = 1; fence <= 200; fence++) {
+                f = fill_record(r.buf, 0, 4, (uint32_t) fence, true);
+                put(&r, &f);
+                publish(&r, r.head);
+                for (int spin = 0; !kfdb_fence_page_says_done(slot(page, fence), fence); spin++) {
+                        cr_assert_lt(spin, 5000000, "fence %" PRIu64 " never showed on the page", fence);
+                        if (spin % 1000 == 999)
+                                usleep(100);
+                }
+                cr_assert_eq(r.map[0], fence, "the fill is there once its slot says so");
+                m = call(r.fd, &req, NULL, NULL);
+                cr_assert_eq(m->error, 0, "%s", m->error_message);
+                cr_assert_eq(m->query->jobs_completed, fence, "the daemon counts job %" PRIu64 " done", fence);
+                cr_assert_eq(m->query->jobs_in_flight, 0);
+                kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        }
+        munmap((void *) page, KFDB_FENCE_PAGE_SIZE);
+        raw_ring_close(&r);
+}
+
+Test(fence_page, a_second_page_is_refused) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__OpenFencePageRequest o = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        const uint32_t *page;
+        RawRing r;
+
+        raw_ring_open(&r);
+        page = fence_page_open(r.fd, NULL);
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
+        req.open_fence_page = &o;
+        m = call(r.fd, &req, NULL, NULL);
+        cr_assert_eq(m->error, EEXIST);
+        cr_assert(strstr(m->error_message, "has its fence page already"), "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        munmap((void *) page, KFDB_FENCE_PAGE_SIZE);
+        raw_ring_close(&r);
+}
+
+Test(fence_page, scribbling_on_it_changes_nothing_for_the_daemon_or_another_session) {
+        RawRing a, b;
+        const uint32_t *page_a, *page_b;
+        uint32_t *w;
+        KfdbRingRecord f;
+        int fd_a;
+
+        raw_ring_open(&a);
+        raw_ring_open(&b);
+        page_a = fence_page_open(a.fd, &fd_a);
+        page_b = fence_page_open(b.fd, NULL);
+        /* The dma-buf can be mapped writable: the page is the client's to spoil. */
+        w = mmap(NULL, KFDB_FENCE_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd_a, 0);
+        cr_assert_neq(w, MAP_FAILED);
+        close(fd_a);
+        for (unsigned i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
+                w[i] = 0xdead0000u + i;
+        for (unsigned i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
+                cr_assert_eq(page_b[i], 0, "another session's page is its own (slot %u)", i);
+
+        f = fill_record(a.buf, 0, 4, 0xaaaa, true);
+        put(&a, &f);
+        publish(&a, a.head);
+        f = fill_record(b.buf, 0, 4, 0xbbbb, true);
+        put(&b, &f);
+        publish(&b, b.head);
+        wait_completed(&a, 1);
+        wait_completed(&b, 1);
+        cr_assert_eq(a.map[0], 0xaaaa, "a's job ran as usual");
+        cr_assert_eq(slot(page_a, 1), 1, "the engine wrote over the scribble");
+        cr_assert_eq(slot(page_a, 2), 0xdead0002u, "and nothing else of it");
+        cr_assert_eq(b.map[0], 0xbbbb);
+        cr_assert_eq(slot(page_b, 1), 1);
+        cr_assert_eq(slot(page_b, 2), 0);
+        cr_assert_eq(a.page->jobs_failed, 0);
+        munmap(w, KFDB_FENCE_PAGE_SIZE);
+        munmap((void *) page_a, KFDB_FENCE_PAGE_SIZE);
+        munmap((void *) page_b, KFDB_FENCE_PAGE_SIZE);
+        raw_ring_close(&a);
+        raw_ring_close(&b);
+        assert_bystander_works();
+}
+
+/* Round trips through the library; a refused job's wait still fails. */
+static void library_fence_round(const char *what) {
+        kfdb_session *s = NULL;
+        kfdb_buffer *a = NULL;
+        kfdb_batch *batch = NULL;
+        kfdb_event *e = NULL;
+        uint64_t last = 0;
+        uint32_t *p;
+        int r;
+
+        cr_assert_eq(kfdb_session_new(d.sock, "fence-page-lib", &s), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, 1 << 16, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_map(a, (void **) &p), 0);
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        for (uint32_t i = 1; i <= 300; i++) {
+                cr_assert_eq(kfdb_batch_fill(batch, a, 4 * (i % 64), 4, i), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &last), 0, "%s", kfdb_session_last_error(s));
+                cr_assert_eq(kfdb_fence_wait(s, last, 5000), 0, "%s: %s", what, kfdb_session_last_error(s));
+                cr_assert_eq(p[i % 64], i, "%s: the fill is there when its wait returns", what);
+                cr_assert_eq(kfdb_fence_is_done(s, last), 1);
+        }
+        /* A fill behind a wait for an event that is destroyed: it never runs,
+         * and its wait must say it failed, whatever the page holds. */
+        cr_assert_eq(kfdb_event_create(s, false, &e), 0);
+        cr_assert_eq(kfdb_batch_wait_event(batch, e), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, a, 0, 4, 0x77), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &last), 0, "%s", kfdb_session_last_error(s));
+        kfdb_event_destroy(e);
+        r = kfdb_fence_wait(s, last, 5000);
+        cr_assert_eq(r, -ECANCELED, "%s: got %d (%s)", what, r, kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_is_done(s, last), 1);
+        cr_assert_neq(p[0], 0x77, "%s: the fill did not run", what);
+        if (strcmp(what, "without") == 0)
+                cr_assert_eq(kfdb_session_get_fence_page_waits(s), 0, "no fence page, no waits it ended");
+        else
+                cr_log_info("fence page: %" PRIu64 " of 300 waits ended by it",
+                            kfdb_session_get_fence_page_waits(s));
+        kfdb_batch_free(batch);
+        kfdb_buffer_free(a);
+        kfdb_session_free(s);
+}
+
+Test(fence_page, library_gets_the_same_results_with_it_and_without) {
+        library_fence_round("with");
+        setenv("KFDBROKER_FENCE_PAGE", "0", 1);
+        library_fence_round("without");
+        unsetenv("KFDBROKER_FENCE_PAGE");
 }
