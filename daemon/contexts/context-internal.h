@@ -20,6 +20,7 @@ struct Context {
         unsigned n_ref;
         unsigned users;          /* sessions that took it with context_pool_get() */
         ContextPool *pool;       /* weak; NULL once the pool is gone */
+        GpuContext *held_gpu;    /* whose doorbells context_hold_doorbells() holds; compared only */
         Context *prev, *next;    /* ContextPool.clients */
         uint64_t id;
         char *key;

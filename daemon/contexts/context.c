@@ -31,7 +31,7 @@ int context_new(ContextPool *p, const char *key, bool device, Context **ret) {
         c->pool = p;
         c->id = ++p->next_id;
         c->device = device;
-        c->last_used_ns = now_ns();
+        c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
         *ret = c;
         return 0;
 }
@@ -149,7 +149,7 @@ static void announce_loss(Context *c) {
 void context_report(Context *c, const GpuCompletion *comp) {
         if (c->inflight > 0)
                 c->inflight--;
-        c->last_used_ns = now_ns();
+        c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
         maybe_drop_unused(c);
         if (c->pool && c->pool->cb.completion)
                 c->pool->cb.completion(c, comp, c->pool->cb.userdata);
@@ -190,6 +190,22 @@ static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdat
         collect(c);
         context_unref(c);
         return 0;
+}
+
+void context_hold_doorbells(Context *c) {
+        if (!c || !c->gpu)
+                return;
+        c->held_gpu = c->gpu;
+        gpu_context_hold_doorbells(c->gpu);
+}
+
+void context_release_doorbells(Context *c) {
+        if (!c || !c->held_gpu)
+                return;
+        /* An incarnation that went meanwhile took its held jobs with it. */
+        if (c->held_gpu == c->gpu)
+                gpu_context_release_doorbells(c->gpu);
+        c->held_gpu = NULL;
 }
 
 void context_catch_up(Context *c) {
@@ -322,7 +338,7 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
                 if (r < 0)
                         return r;
                 c->inflight++;
-                c->last_used_ns = now_ns();
+                c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
                 return 0;
         }
         if (job->type == GPU_JOB_DISPATCH) {
@@ -354,7 +370,7 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
                 return r;
         }
         c->inflight++;
-        c->last_used_ns = now_ns();
+        c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
         return 0;
 }
 

@@ -161,6 +161,11 @@ bool context_is_device(const Context *c);
  * find it retired in whatever the daemon tells it next.
  */
 void context_catch_up(Context *c);
+/* gpu_context_hold_doorbells()/release around a burst of context_submit()s
+ * to c (a context of this process; nothing for one in a worker), not
+ * nested. */
+void context_hold_doorbells(Context *c);
+void context_release_doorbells(Context *c);
 const char *context_get_key(const Context *c);
 uint64_t context_get_id(const Context *c);
 /* Bumped each time an incarnation of this slot is lost. */

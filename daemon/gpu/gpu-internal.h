@@ -102,6 +102,15 @@ typedef struct GpuInflight {
 typedef struct GpuQueue {
         unsigned index;
         GpuEngine engine;
+        bool kick_pending;   /* jobs written while doorbells were held (gpu_context_hold_doorbells) */
+        /* SDMA interrupt moderation while doorbells are held (gpu-queue.c):
+         * the last quiet job's completion interrupt, written as NOPs at
+         * trap_at (ring byte offset) until a later job or the release; the
+         * jobs and bytes since the last interrupt the queue will raise. */
+        bool trap_pending;
+        uint64_t trap_at;
+        unsigned quiet_jobs;
+        uint64_t quiet_bytes;
         uint32_t priority;   /* KFD queue_priority */
         uint32_t max_inflight; /* the context's, a power of two */
         bool created;
@@ -185,6 +194,7 @@ typedef struct GpuFault {
 #define GPU_MAX_PENDING_FAULTS 16
 
 struct GpuContext {
+        unsigned doorbell_holds; /* gpu_context_hold_doorbells() nesting */
         const KfdOps *ops;
         int kfd_fd, render_fd;
         KfdNode node;

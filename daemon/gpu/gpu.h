@@ -390,6 +390,19 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
  * skipping the multiples of 2^32).
  */
 int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t *ret_seq);
+
+/*
+ * A burst of submissions: while doorbells are held (the calls nest),
+ * gpu_queue_submit() writes each job to its ring but rings no doorbell; the
+ * last release rings each queue that got jobs, once, with its last write
+ * pointer. The engine then finds the whole burst at one wake-up and raises
+ * one interrupt for it (on the simulator as on hardware, which processes
+ * what is between rptr and the last doorbell value) instead of waking, and
+ * waking the waiter, per job. Hold only around code that does not wait for
+ * the jobs it submits.
+ */
+void gpu_context_hold_doorbells(GpuContext *c);
+void gpu_context_release_doorbells(GpuContext *c);
 /* Highest sequence number known complete on the queue (from fence memory). */
 uint64_t gpu_queue_get_completed(const GpuContext *c, unsigned queue);
 

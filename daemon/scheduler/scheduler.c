@@ -301,7 +301,7 @@ static double min_active_vtime(const SchedGroup *g) {
 
 void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
         j->cost = job_cost(j);
-        j->queued_ns = now_ns();
+        j->queued_ns = loop_now_ns(s->event);
         j->stream = st;
         j->state = SCHED_JOB_PENDING;
         QUEUE_APPEND(queue, st->pending, j);
@@ -573,11 +573,11 @@ static void fail_head(Scheduler *s, SchedStream *st, int error, const char *msg)
 }
 
 /* Puts the in-flight bookkeeping of a job written to q. */
-static void track_submitted(HwQueue *q, SchedJob *j, uint64_t seq) {
+static void track_submitted(Scheduler *s, HwQueue *q, SchedJob *j, uint64_t seq) {
         j->state = SCHED_JOB_SUBMITTED;
         j->hwq = q;
         j->seq = seq;
-        j->submitted_ns = now_ns();
+        j->submitted_ns = loop_now_ns(s->event);
         j->est_ns = estimate_ns(q, j);
         if (!q->inflight.first)
                 q->head_since_ns = j->submitted_ns;
@@ -634,7 +634,7 @@ static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
                 stream_maybe_idle(st);
                 return;
         }
-        track_submitted(q, j, seq);
+        track_submitted(s, q, j, seq);
         stream_track_submitted(st, j);
         if (j->kind == SCHED_JOB_SIGNAL)
                 LIST_APPEND(signals, j->event->signals, j);
@@ -715,8 +715,8 @@ static bool submit_chunk(Scheduler *s, SchedStream *st, SchedJob *j) {
                 return true;
         }
         if (j->chunked_bytes == 0)
-                j->submitted_ns = now_ns();
-        track_submitted(q, c, seq);
+                j->submitted_ns = loop_now_ns(s->event);
+        track_submitted(s, q, c, seq);
         stream_track_submitted(st, c);
         j->chunked_bytes += c->cost;
         if (j->chunks_inflight++ == 0)
@@ -767,7 +767,7 @@ static bool relay(Scheduler *s, HwQueue *from, Context *to, GpuWait *ret_wait) {
                 free(r);
                 return false;
         }
-        track_submitted(from, r, seq);
+        track_submitted(s, from, r, seq);
         *ret_wait = (GpuWait) { .va = wait_va, .value = value };
         return true;
 }
@@ -1007,6 +1007,9 @@ void scheduler_run(Scheduler *s) {
                 return;
         }
         s->running = true;
+        /* Copies and fills go to the device context: one doorbell per queue
+         * for what this pass writes there. */
+        context_hold_doorbells(context_pool_device(s->pool));
         do {
                 bool changed = false;
                 HwQueue *q;
@@ -1021,6 +1024,7 @@ void scheduler_run(Scheduler *s) {
                 if (changed)
                         s->again = true;
         } while (s->again);
+        context_release_doorbells(context_pool_device(s->pool));
         s->running = false;
         arm_timeouts(s);
         if (s->cb.settled)
@@ -1055,7 +1059,7 @@ static void charge(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
 }
 
 /* Takes a retired job off its queue. */
-static void retire(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
+static void retire(Scheduler *s, HwQueue *q, SchedJob *j, uint64_t busy_ns) {
         QUEUE_REMOVE(queue, q->inflight, j);
         if (j->kind == SCHED_JOB_RELAY)
                 return;
@@ -1069,7 +1073,7 @@ static void retire(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
                 if (q->group->class_in_flight[j->klass] > 0)
                         q->group->class_in_flight[j->klass]--;
         }
-        q->head_since_ns = now_ns(); /* the next job starts now */
+        q->head_since_ns = loop_now_ns(s->event); /* the next job starts now */
         charge(q, j, busy_ns);
         if (j->kind == SCHED_JOB_SIGNAL)
                 LIST_REMOVE(signals, j->event->signals, j);
@@ -1084,7 +1088,7 @@ static void chunk_retired(Scheduler *s, HwQueue *q, SchedJob *c, int error, cons
         SchedJob *j = c->parent;
         char *m;
 
-        retire(q, c, busy_ns);
+        retire(s, q, c, busy_ns);
         free(c);
         if (--j->chunks_inflight == 0)
                 s->chunked_in_flight--;
@@ -1113,7 +1117,7 @@ static void retire_and_finish(Scheduler *s, HwQueue *q, SchedJob *j, int error, 
                 chunk_retired(s, q, j, error, msg, busy_ns);
                 return;
         }
-        retire(q, j, busy_ns);
+        retire(s, q, j, busy_ns);
         finish_job(s, j, error, msg, busy_ns);
 }
 
@@ -1169,7 +1173,7 @@ void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *c)
 
         busy_ns = c->end_ns > c->begin_ns ? c->end_ns - c->begin_ns : 0;
         if (j->kind == SCHED_JOB_SIGNAL && c->error == 0) {
-                retire(q, j, busy_ns ? busy_ns : j->est_ns);
+                retire(s, q, j, busy_ns ? busy_ns : j->est_ns);
                 s->cb.event_signal(j->event, j->signal_claimed, s->cb.userdata);
                 finish_job(s, j, 0, NULL, busy_ns);
                 return;
@@ -1179,7 +1183,7 @@ void scheduler_on_completion(Scheduler *s, Context *ctx, const GpuCompletion *c)
                 chunk_retired(s, q, j, -c->error, c->error ? msg : NULL, busy_ns ? busy_ns : j->est_ns);
                 return;
         }
-        retire(q, j, busy_ns ? busy_ns : j->est_ns);
+        retire(s, q, j, busy_ns ? busy_ns : j->est_ns);
         finish_job(s, j, -c->error, c->error ? msg : NULL, busy_ns);
 }
 

@@ -552,8 +552,10 @@ static void op_doorbell_written(void *userdata, int kfd_fd, uint32_t queue_id) {
         f = sim_file_find(mm, kfd_fd);
         if (f && f->kind == SIM_FILE_KFD && f->process && queue_id < SIM_MAX_QUEUES_PER_PROCESS) {
                 SimQueue *q = f->process->queues[queue_id];
-                if (q && q->engine)
+                if (q && q->engine) {
+                        d->n_doorbells++;
                         sim_engine_kick(q->engine);
+                }
         }
         pthread_mutex_unlock(&d->lock);
 }
@@ -865,6 +867,8 @@ void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret) {
         st.ioctls_in_flight = d->n_busy;
         st.gem_handles = sim_drm_count_handles(d);
         st.remote_processes = d->n_servers;
+        st.doorbells = d->n_doorbells;
+        st.interrupts = d->n_interrupts;
         pthread_mutex_unlock(&d->lock);
         *ret = st;
 }

@@ -89,6 +89,8 @@ struct SimDevice {
          * woken yet (sim_events_deliver()), and since when. */
         bool irq_pending;
         uint64_t irq_pending_since_ns;
+        /* Counted for SimDeviceStats, under lock. */
+        uint64_t n_doorbells, n_interrupts;
 
         /* Remote processes served over sockets (sim-remote-server.c), each
          * with an mm of its own; sim_device_free() ends them first. */

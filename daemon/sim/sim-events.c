@@ -283,6 +283,7 @@ static bool slot_signaled(SimProcess *p, uint32_t id) {
 void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bits) {
         SimEvent *ev = NULL;
 
+        p->device->n_interrupts++;
         if (!p->signal_bo)
                 return;
         /* lookup_signaled_event_by_partial_id, fast path: enough bits for

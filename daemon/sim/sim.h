@@ -131,5 +131,7 @@ typedef struct SimDeviceStats {
         unsigned ioctls_in_flight; /* e.g. WAIT_EVENTS asleep */
         unsigned remote_processes; /* served by sim_remote_serve() and not yet torn down */
         unsigned gem_handles;      /* GEM handles open on render-node files (sim-drm.h) */
+        uint64_t doorbells;        /* doorbell writes that woke an engine, since the device was made */
+        uint64_t interrupts;       /* interrupts the engines raised (SDMA TRAP, RELEASE_MEM with INT_SEL) */
 } SimDeviceStats;
 void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret);

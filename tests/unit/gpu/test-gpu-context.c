@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1051,4 +1052,71 @@ Test(gpu_context, the_discrete_gpu_by_default_a_named_one_otherwise, .timeout = 
         c = gpu_context_free(c);
         d = sim_device_free(d);
         cr_expect_eq(test_count_fds(), fds, "nothing left open by the failed bring-ups");
+}
+
+/* Held doorbells (gpu_context_hold_doorbells()): a burst of SDMA jobs rings
+ * the queue's doorbell once, at the release, and raises an interrupt after
+ * every 33rd small job and after the last; a job of 256 KiB or more keeps
+ * its own. Every job is reported, in order, and did its work. */
+Test(gpu_context, held_doorbells_ring_once_and_moderate_interrupts, .init = setup, .fini = teardown, .timeout = 60) {
+        const unsigned n_small = 100, n_large = 4;
+        GpuBuffer *b = new_buf(n_large * 512 * 1024, GPU_PLACEMENT_GTT);
+        uint32_t *words = gpu_buffer_get_cpu(b);
+        SimDeviceStats s0, s1;
+        uint64_t last = 0;
+
+        memset(words, 0, n_large * 512 * 1024);
+        sim_device_get_stats(fx.dev, &s0);
+        gpu_context_hold_doorbells(fx.ctx);
+        gpu_context_hold_doorbells(fx.ctx); /* nested: the outer release rings */
+        for (unsigned i = 0; i < n_small; i++) {
+                GpuJob j = { .type = GPU_JOB_FILL,
+                             .fill = { .dst_va = gpu_buffer_get_va(b) + i * 4, .size = 4, .pattern = i + 1 } };
+                last = submit(0, &j);
+        }
+        gpu_context_release_doorbells(fx.ctx);
+        usleep(20000);
+        cr_assert_eq(words[0], 0, "no doorbell yet, no work");
+        sim_device_get_stats(fx.dev, &s1);
+        cr_assert_eq(s1.doorbells, s0.doorbells);
+        gpu_context_release_doorbells(fx.ctx);
+        wait_seq(fx.ctx, &fx.comps, 0, last);
+        sim_device_get_stats(fx.dev, &s1);
+        cr_assert_eq(s1.doorbells - s0.doorbells, 1, "one doorbell for the burst");
+        cr_assert_eq(s1.interrupts - s0.interrupts, 4, "after jobs 33, 66 and 99, and the last: got %" PRIu64,
+                     s1.interrupts - s0.interrupts);
+        cr_assert_eq(fx.comps.n, n_small);
+        for (unsigned i = 0; i < n_small; i++) {
+                cr_assert_eq(fx.comps.c[i].seq, (uint64_t) i + 1, "order");
+                cr_assert_eq(fx.comps.c[i].error, 0);
+                cr_assert_eq(words[i], i + 1, "word %u", i);
+        }
+
+        s0 = s1;
+        gpu_context_hold_doorbells(fx.ctx);
+        for (unsigned i = 0; i < n_large; i++) {
+                GpuJob j = { .type = GPU_JOB_FILL,
+                             .fill = { .dst_va = gpu_buffer_get_va(b) + i * 512 * 1024, .size = 512 * 1024,
+                                       .pattern = 0xa0 + i } };
+                last = submit(0, &j);
+        }
+        gpu_context_release_doorbells(fx.ctx);
+        wait_seq(fx.ctx, &fx.comps, 0, last);
+        sim_device_get_stats(fx.dev, &s1);
+        cr_assert_eq(s1.doorbells - s0.doorbells, 1);
+        cr_assert_eq(s1.interrupts - s0.interrupts, n_large, "large jobs keep their interrupts");
+        for (unsigned i = 0; i < n_large; i++)
+                cr_assert_eq(words[i * 128 * 1024 + 5], 0xa0 + i);
+
+        /* Without a hold: a doorbell and an interrupt per job. */
+        s0 = s1;
+        for (unsigned i = 0; i < 5; i++) {
+                GpuJob j = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b), .size = 4, .pattern = i } };
+                last = submit(0, &j);
+                wait_seq(fx.ctx, &fx.comps, 0, last);
+        }
+        sim_device_get_stats(fx.dev, &s1);
+        cr_assert_eq(s1.doorbells - s0.doorbells, 5);
+        cr_assert_eq(s1.interrupts - s0.interrupts, 5);
+        gpu_buffer_unref(b);
 }
