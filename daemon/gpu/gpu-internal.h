@@ -104,9 +104,9 @@ typedef struct GpuQueue {
         GpuEngine engine;
         bool kick_pending;   /* jobs written while doorbells were held (gpu_context_hold_doorbells) */
         /* SDMA interrupt moderation while doorbells are held (gpu-queue.c):
-         * the last quiet job's completion interrupt, written as NOPs at
-         * trap_at (ring byte offset) until a later job or the release; the
-         * jobs and bytes since the last interrupt the queue will raise. */
+         * the last quiet job's TRAP, written as NOPs at trap_at (ring byte
+         * offset) until a later job or the release; the jobs and bytes since
+         * the last interrupt the queue will raise. */
         bool trap_pending;
         uint64_t trap_at;
         unsigned quiet_jobs;

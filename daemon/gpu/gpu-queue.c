@@ -362,17 +362,8 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
         return 0;
 }
 
-/* The completion interrupt: the completion event's slot, then TRAP. */
-#define SDMA_INTERRUPT_DW (SDMA_FENCE_DW + SDMA_TRAP_DW)
-
-static size_t sdma_emit_interrupt(GpuContext *c, uint32_t *p) {
-        size_t n = sdma_emit_fence(p, c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event);
-
-        return n + sdma_emit_trap(p + n, c->completion_event);
-}
-
-/* Emits the job; interrupt false writes NOPs where its completion interrupt
- * goes, for queue_raise_quiet() to fill in. */
+/* Emits the job; interrupt false writes NOPs where its TRAP goes, for
+ * queue_raise_quiet() to fill in. */
 static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, bool interrupt,
                             uint32_t *p) {
         uint32_t *const p0 = p;
@@ -422,8 +413,12 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
         if (job->signal_va)
                 p += sdma_emit_fence(p, job->signal_va, job->signal_value);
-        /* Last, so queue_raise_quiet() finds it at the end of the job. */
-        p += interrupt ? sdma_emit_interrupt(c, p) : sdma_emit_nop(p, SDMA_INTERRUPT_DW);
+        /* The completion interrupt: the completion event's slot (written by
+         * every job: a slot written with no TRAP after it is found by the
+         * next interrupt, as KFD looks slots up only then), then TRAP, last,
+         * where queue_raise_quiet() finds it. */
+        p += sdma_emit_fence(p, c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event);
+        p += interrupt ? sdma_emit_trap(p, c->completion_event) : sdma_emit_nop(p, SDMA_TRAP_DW);
         return (size_t) (p - p0);
 }
 
@@ -527,19 +522,19 @@ static int queue_turn_epoch(GpuContext *c, GpuQueue *q) {
  * coalescing. The queue's fence word is written by every job all the same,
  * and jobs of a queue end in order, so one interrupt after several jobs
  * reports them all (gpu_context_process() reads the fence words). While
- * doorbells are held, a job is written with NOPs in place of its interrupt,
- * and the interrupt is written in when the next job comes after more than
- * QUIET_MAX_JOBS jobs or QUIET_MAX_BYTES bytes without one (which bounds how
- * late a job's completion is seen: the GPU time of that much work), or when
- * the doorbells are released. Nothing of it is visible to the engine before
- * the doorbell.
+ * doorbells are held, a job is written with NOPs in place of its TRAP, which
+ * is written in when the next job would make the group of jobs without one
+ * longer than QUIET_MAX_JOBS or larger than QUIET_MAX_BYTES (which bounds
+ * how late a job's completion is seen: the GPU time of that much work; a
+ * large job is a group of its own), or when the doorbells are released.
+ * Nothing of it is visible to the engine before the doorbell.
  */
-#define QUIET_MAX_JOBS 32u
+#define QUIET_MAX_JOBS 64u
 #define QUIET_MAX_BYTES (256u << 10)
 
 static void queue_raise_quiet(GpuContext *c, GpuQueue *q) {
         if (q->trap_pending)
-                sdma_emit_interrupt(c, (uint32_t *) q->ring->cpu + (q->trap_at % q->ring_size) / 4);
+                sdma_emit_trap((uint32_t *) q->ring->cpu + (q->trap_at % q->ring_size) / 4, c->completion_event);
         q->trap_pending = false;
         q->quiet_jobs = 0;
         q->quiet_bytes = 0;
@@ -582,7 +577,10 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
          * fault reuses it: the caller's pointer is not kept. */
         f.job.dispatch.args_data = NULL;
         quiet = c->doorbell_holds > 0 && q->engine == GPU_ENGINE_SDMA;
-        if (quiet && (q->quiet_jobs >= QUIET_MAX_JOBS || q->quiet_bytes >= QUIET_MAX_BYTES))
+        /* A job that would take its group of quiet jobs past the bounds
+         * starts a new group: the one before raises its interrupt first, so
+         * no job's completion waits behind a large copy. */
+        if (quiet && (q->quiet_jobs >= QUIET_MAX_JOBS || q->quiet_bytes + job_bytes(&f.job) > QUIET_MAX_BYTES))
                 queue_raise_quiet(c, q);
         r = queue_emit_job(c, q, &f.job, &f, ndw, !quiet, &start);
         if (r < 0) {
@@ -594,7 +592,7 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
                 if (q->trap_pending)
                         q->quiet_jobs++;
                 q->trap_pending = true;
-                q->trap_at = q->wptr - SDMA_INTERRUPT_DW * 4;
+                q->trap_at = q->wptr - SDMA_TRAP_DW * 4;
                 q->quiet_bytes += job_bytes(&f.job);
         }
         f.ring_start = start;

@@ -1056,8 +1056,9 @@ Test(gpu_context, the_discrete_gpu_by_default_a_named_one_otherwise, .timeout = 
 
 /* Held doorbells (gpu_context_hold_doorbells()): a burst of SDMA jobs rings
  * the queue's doorbell once, at the release, and raises an interrupt after
- * every 33rd small job and after the last; a job of 256 KiB or more keeps
- * its own. Every job is reported, in order, and did its work. */
+ * every 65th small job and after the last; a job of 256 KiB or more keeps
+ * its own, and the job before it too. Every job is reported, in order, and
+ * did its work. */
 Test(gpu_context, held_doorbells_ring_once_and_moderate_interrupts, .init = setup, .fini = teardown, .timeout = 60) {
         const unsigned n_small = 100, n_large = 4;
         GpuBuffer *b = new_buf(n_large * 512 * 1024, GPU_PLACEMENT_GTT);
@@ -1083,7 +1084,7 @@ Test(gpu_context, held_doorbells_ring_once_and_moderate_interrupts, .init = setu
         wait_seq(fx.ctx, &fx.comps, 0, last);
         sim_device_get_stats(fx.dev, &s1);
         cr_assert_eq(s1.doorbells - s0.doorbells, 1, "one doorbell for the burst");
-        cr_assert_eq(s1.interrupts - s0.interrupts, 4, "after jobs 33, 66 and 99, and the last: got %" PRIu64,
+        cr_assert_eq(s1.interrupts - s0.interrupts, 2, "after job 65 and the last: got %" PRIu64,
                      s1.interrupts - s0.interrupts);
         cr_assert_eq(fx.comps.n, n_small);
         for (unsigned i = 0; i < n_small; i++) {
@@ -1107,6 +1108,20 @@ Test(gpu_context, held_doorbells_ring_once_and_moderate_interrupts, .init = setu
         cr_assert_eq(s1.interrupts - s0.interrupts, n_large, "large jobs keep their interrupts");
         for (unsigned i = 0; i < n_large; i++)
                 cr_assert_eq(words[i * 128 * 1024 + 5], 0xa0 + i);
+
+        /* A small job before a large one is not left to wait for the large
+         * one's interrupt: small, large, small raise 3. */
+        s0 = s1;
+        gpu_context_hold_doorbells(fx.ctx);
+        for (unsigned i = 0; i < 3; i++) {
+                GpuJob j = { .type = GPU_JOB_FILL,
+                             .fill = { .dst_va = gpu_buffer_get_va(b), .size = i == 1 ? 512 * 1024 : 4, .pattern = i } };
+                last = submit(0, &j);
+        }
+        gpu_context_release_doorbells(fx.ctx);
+        wait_seq(fx.ctx, &fx.comps, 0, last);
+        sim_device_get_stats(fx.dev, &s1);
+        cr_assert_eq(s1.interrupts - s0.interrupts, 3);
 
         /* Without a hold: a doorbell and an interrupt per job. */
         s0 = s1;
