@@ -608,7 +608,7 @@ int kfdb_fence_is_done(const kfdb_session *s, uint64_t fence);
 
 /**
  * kfdb_fence_wait() - wait until the job with @fence has finished: looks at
- * the session page for a short while (an adaptive spin of at most 100 us,
+ * the session page for a short while (an adaptive spin of at most 200 us,
  * $KFDBROKER_SPIN_US, none while the machine has no CPU to spare; see
  * libkfdbroker(3)), then sleeps in poll(2) on the
  * eventfd and the socket (messages arriving meanwhile are read and queued).
