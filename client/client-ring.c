@@ -150,6 +150,7 @@ int session_ring_submit(kfdb_session *s, const ClientJob *jobs, size_t n, uint64
                 memcpy(kfdb_ring_record(s->ring, s->ring_head + i), &rec, sizeof(rec));
         }
         s->ring_head += n;
+        session_spin_look(s);
         atomic_store_explicit((_Atomic uint64_t *) &s->ring->head, s->ring_head, memory_order_release);
         /* Pairs with the daemon's fence between arming the doorbell and its last look. */
         atomic_thread_fence(memory_order_seq_cst);

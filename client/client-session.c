@@ -326,6 +326,7 @@ static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds,
                                      CLIENT_MAX_MESSAGE_SIZE);
         if (k < 0)
                 return session_error(s, k, "cannot encode %s request", name);
+        session_spin_look(s);
         k = client_socket_send(s->fd, buf, len, fds, n_fds);
         if (k == -ECONNRESET)
                 return queued_refusal(s, k, name);
@@ -715,6 +716,13 @@ uint64_t kfdb_session_get_reconnects(const kfdb_session *s) {
 
 uint64_t kfdb_session_get_ring_submits(const kfdb_session *s) {
         return s ? s->ring_submits : 0;
+}
+
+void session_spin_look(kfdb_session *s) {
+        uint64_t now = client_spin_now_ns();
+
+        client_spin_look(&s->reply_spin, now);
+        client_spin_look(&s->fence_spin, now);
 }
 
 uint64_t kfdb_session_get_fence_page_waits(const kfdb_session *s) {

@@ -128,6 +128,11 @@ struct kfdb_session {
 /* Sets last_error from a printf format and returns r (a negative errno). */
 int session_error(kfdb_session *s, int r, const char *format, ...) _printf_(3, 4);
 
+/* Just before the daemon is woken (a request, a submit through the ring):
+ * the spins of the waits to come look at the runnable count now
+ * (client-spin.h). */
+void session_spin_look(kfdb_session *s);
+
 /*
  * Sends a request (with fds) and waits for its reply; messages for other ids
  * and notifications that arrive meanwhile are kept. On a daemon error,

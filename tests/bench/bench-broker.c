@@ -351,6 +351,7 @@ static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, kfdb_sessio
         kfdb_buffer *nbuf;
         kfdb_batch *nbatch;
         RtRounds p50, p99;
+        uint64_t page0[2], page1[2];
         bool ring_used;
         Echo echo;
         Pair p;
@@ -361,6 +362,8 @@ static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, kfdb_sessio
             (r = kfdb_batch_new(nospin, &nbatch)) < 0)
                 die("setup", r);
         echo_open(&echo);
+        page0[0] = kfdb_session_get_fence_page_waits(sock);
+        page0[1] = kfdb_session_get_fence_page_waits(ring);
         for (int k = 0; k < RT_ROUNDS; k++) {
                 floor_round_trips(floor, RT_PER_ROUND, &p50.floor[k], &p99.floor[k]);
                 echo_round_trips(&echo, RT_PER_ROUND, BENCH_RT_WARMUP, &p50.echo[k], &p99.echo[k]);
@@ -372,6 +375,8 @@ static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, kfdb_sessio
                 nospin_ratio[k] = p50.ring_nospin[k] / p50.floor[k];
         }
         echo_close(&echo);
+        page1[0] = kfdb_session_get_fence_page_waits(sock);
+        page1[1] = kfdb_session_get_fence_page_waits(ring);
         ring_used = kfdb_session_get_ring_submits(ring) > 0 && kfdb_session_get_ring_submits(sock) == 0;
         printf("4-byte fill round trip (medians of %d interleaved rounds of %d: each round's p50 and p99; "
                "the range of the rounds' p50):\n",
@@ -389,6 +394,10 @@ static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, kfdb_sessio
         printf("  without the client's spin (KFDBROKER_SPIN_US=0), the ring's ratio is %.2f (median of %d rounds; "
                "no goal: what the spin is worth)\n",
                median(nospin_ratio, RT_ROUNDS), RT_ROUNDS);
+        printf("  waits the fence page ended before the session page: %" PRIu64 " of %d over the socket, %" PRIu64
+               " of %d with the ring\n",
+               page1[0] - page0[0], RT_ROUNDS * (RT_PER_ROUND + BENCH_RT_WARMUP), page1[1] - page0[1],
+               RT_ROUNDS * (RT_PER_ROUND + BENCH_RT_WARMUP));
         kfdb_batch_free(nbatch);
         kfdb_buffer_free(nbuf);
         pair_close(&p);

@@ -160,3 +160,42 @@ Test(spin, no_spin_while_more_threads_are_runnable_than_there_are_cpus) {
         cr_expect(sp.crowded, "%ld busy threads on %ld CPUs: crowded", cpus, cpus);
         cr_expect_eq(looks, 1, "spun for %llu ns, looking %d times", (unsigned long long) took, looks);
 }
+
+/* The look taken just before the daemon is woken (client_spin_look()) is the
+ * one a wait starting right after uses: threads that became runnable in
+ * between (the daemon's, doing the caller's work) do not stop the spin. */
+Test(spin, a_look_before_waking_the_daemon_holds_for_the_wait) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        pid_t burners[64];
+        uint64_t start;
+        ClientSpin sp;
+        int looks = 0;
+
+        cr_assert_leq(cpus, 64);
+        client_spin_init(&sp, 10000 * US);
+        sp.budget_ns = 200 * US;
+        for (long i = 0; i < cpus; i++) {
+                burners[i] = fork();
+                if (burners[i] == 0)
+                        for (;;)
+                                __asm__ __volatile__("" ::: "memory");
+        }
+        /* As if a look had just found a CPU to spare (before the burners
+         * were runnable): within its millisecond it holds, the wait spins. */
+        sp.crowd_checked_ns = client_spin_now_ns();
+        sp.crowded = false;
+        start = client_spin_now_ns();
+        cr_expect_not(client_spin(&sp, start, never, &looks));
+        cr_expect_gt(looks, 1, "the wait spun on the earlier look");
+        /* A look after it finds the machine crowded, and the next wait does not spin. */
+        usleep(20000);
+        client_spin_look(&sp, client_spin_now_ns());
+        looks = 0;
+        cr_expect_not(client_spin(&sp, client_spin_now_ns(), never, &looks));
+        for (long i = 0; i < cpus; i++) {
+                kill(burners[i], SIGKILL);
+                waitpid(burners[i], NULL, 0);
+        }
+        cr_expect(sp.crowded, "%ld busy threads on %ld CPUs: crowded", cpus, cpus);
+        cr_expect_eq(looks, 1, "no spin after a crowded look");
+}
