@@ -513,18 +513,24 @@ Test(ring, library_maps_the_new_ring_after_a_daemon_restart) {
 
 /* ---- The fence page ---- */
 
-/* Opens the session's fence page: *ret_fd is the dma-buf, the mapping read-only. */
-static const uint32_t *fence_page_open(int fd, int *ret_fd) {
+/* Sends OpenFencePage and returns the answer. */
+static Kfdbroker__V1__ServerMessage *fence_page_call(int fd, int *fds, unsigned *n_fds) {
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__OpenFencePageRequest o = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
+
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
+        req.open_fence_page = &o;
+        return call(fd, &req, fds, n_fds);
+}
+
+/* Opens the session's fence page: *ret_fd is the dma-buf, the mapping read-only. */
+static const uint32_t *fence_page_open(int fd, int *ret_fd) {
         Kfdbroker__V1__ServerMessage *m;
         unsigned n = 1;
         int page_fd = -1;
         void *p;
 
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
-        req.open_fence_page = &o;
-        m = call(fd, &req, &page_fd, &n);
+        m = fence_page_call(fd, &page_fd, &n);
         cr_assert_eq(m->error, 0, "%s", m->error_message);
         cr_assert_eq(n, 1, "OpenFencePage carries the page");
         cr_assert_eq(m->open_fence_page->size, KFDB_FENCE_PAGE_SIZE);
@@ -719,17 +725,13 @@ Test(fence_page, what_the_page_says_done_the_daemon_counts_at_once) {
 }
 
 Test(fence_page, a_second_page_is_refused) {
-        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__OpenFencePageRequest o = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
         Kfdbroker__V1__ServerMessage *m;
         const uint32_t *page;
         RawRing r;
 
         raw_ring_open(&r);
         page = fence_page_open(r.fd, NULL);
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
-        req.open_fence_page = &o;
-        m = call(r.fd, &req, NULL, NULL);
+        m = fence_page_call(r.fd, NULL, NULL);
         cr_assert_eq(m->error, EEXIST);
         cr_assert(strstr(m->error_message, "has its fence page already"), "%s", m->error_message);
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
