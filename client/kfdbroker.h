@@ -602,16 +602,17 @@ int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fe
 
 /**
  * kfdb_fence_is_done() - 1 if the job with @fence has finished (successfully
- * or not), 0 if not yet. Reads the session page only: no system call.
+ * or not), 0 if not yet. Reads the session page and, for a copy or fill,
+ * the fence page (docs/protocol.md): no system call.
  */
 int kfdb_fence_is_done(const kfdb_session *s, uint64_t fence);
 
 /**
  * kfdb_fence_wait() - wait until the job with @fence has finished: looks at
- * the session page for a short while (an adaptive spin of at most 200 us,
- * $KFDBROKER_SPIN_US, none while the machine has no CPU to spare; see
- * libkfdbroker(3)), then sleeps in poll(2) on the
- * eventfd and the socket (messages arriving meanwhile are read and queued).
+ * the session page and the fence page for a short while (an adaptive spin
+ * of at most 200 us, $KFDBROKER_SPIN_US, none while the machine has no CPU
+ * to spare; see libkfdbroker(3)), then sleeps in poll(2) on the eventfd and
+ * the socket (messages arriving meanwhile are read and queued).
  * @timeout_ms: 0 checks once, KFDB_TIMEOUT_INFINITE waits forever.
  * Returns 0 when it finished successfully, -ETIMEDOUT on timeout, the job's
  * failure (negated errno from the daemon, e.g. -EFAULT for a GPU memory
