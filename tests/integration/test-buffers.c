@@ -497,6 +497,78 @@ Test(session_fds, one_session_cannot_take_its_users_fds) {
         kfdb_session_free(b);
 }
 
+/* AllocBuffer without asserting: the reply's error (0 with *ret_handle set). */
+static int try_alloc(int fd, uint64_t size, uint64_t *ret_handle, char *msg, size_t msglen) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        int fds[1], error;
+        unsigned n = 1;
+
+        a.size = size;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        req.alloc_buffer = &a;
+        m = raw_call(fd, &req, NULL, 0, fds, &n);
+        error = m->error;
+        snprintf(msg, msglen, "%s", m->error_message);
+        if (error == 0) {
+                *ret_handle = m->alloc_buffer->handle;
+                close(fds[0]);
+        }
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return error;
+}
+
+static Kfdbroker__V1__ServerMessage *open_fence_page(int fd, int *fds, unsigned *n_fds) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__OpenFencePageRequest o = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
+
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
+        req.open_fence_page = &o;
+        return raw_call(fd, &req, NULL, 0, fds, n_fds);
+}
+
+/* The fence page costs its session the fds of a buffer (one on the
+ * simulator) and the reply's: at the session's budget it is refused with
+ * the reason; a freed buffer makes room; nothing is left behind. */
+Test(session_fds, the_fence_page_counts_against_the_session_budget) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__FreeBufferRequest fr = KFDBROKER__V1__FREE_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        int base = test_daemon_count_fds(&per_session), fd = raw_connect(&per_session), page_fd = -1, error = 0;
+        uint64_t handles[64];
+        unsigned n = 0, n_fds = 1;
+        char msg[512] = "";
+
+        raw_hello(fd);
+        while (n < 64 && (error = try_alloc(fd, SMALL, &handles[n], msg, sizeof(msg))) == 0)
+                n++;
+        cr_assert_eq(error, EDQUOT, "got %d (%s) after %u buffers", error, msg, n);
+        m = open_fence_page(fd, &page_fd, &n_fds);
+        cr_assert_eq(m->error, EDQUOT, "got %d (%s)", m->error, m->error_message);
+        cr_assert(strstr(m->error_message, "per-session file descriptor budget") &&
+                  strstr(m->error_message, "OpenFencePage needs"), "%s", m->error_message);
+        cr_assert_eq(n_fds, 0);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+
+        fr.handle = handles[--n];
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER;
+        req.free_buffer = &fr;
+        m = raw_call(fd, &req, NULL, 0, NULL, NULL);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        n_fds = 1;
+        m = open_fence_page(fd, &page_fd, &n_fds);
+        cr_assert_eq(m->error, 0, "a freed buffer makes room: %s", m->error_message);
+        cr_assert_eq(n_fds, 1);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(page_fd);
+        close(fd);
+        for (int i = 0; i < 500 && test_daemon_count_fds(&per_session) > base; i++)
+                usleep(10000);
+        cr_assert_leq(test_daemon_count_fds(&per_session), base, "the daemon holds no fd of the session any more");
+}
+
 Test(session_fds, a_budget_too_small_for_a_session_is_refused_at_start) {
         char cmd[4096], out[512] = "";
         FILE *f;
