@@ -1135,3 +1135,45 @@ Test(gpu_context, held_doorbells_ring_once_and_moderate_interrupts, .init = setu
         cr_assert_eq(s1.interrupts - s0.interrupts, 5);
         gpu_buffer_unref(b);
 }
+
+/* Review (interrupt moderation): a job whose burst goes on with a job that
+ * waits on the GPU must still raise its completion interrupt when it ends,
+ * not when the waiting job ends (which may be a kernel's whole run later). */
+Test(gpu_context, held_burst_job_before_a_gpu_wait_raises_its_interrupt, .init = setup, .fini = teardown,
+     .timeout = 60) {
+        GpuBuffer *b = new_buf(4096, GPU_PLACEMENT_GTT), *flag = new_buf(4096, GPU_PLACEMENT_GTT);
+        volatile uint32_t *words = gpu_buffer_get_cpu(b), *fl = gpu_buffer_get_cpu(flag);
+        SimDeviceStats s0, s1;
+        double deadline;
+
+        words[0] = 0;
+        fl[0] = 0;
+        sim_device_get_stats(fx.dev, &s0);
+        gpu_context_hold_doorbells(fx.ctx);
+        GpuJob f = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b), .size = 4, .pattern = 0x1234 } };
+        uint64_t sf = submit(0, &f);
+        GpuJob w = { .type = GPU_JOB_NOP, .n_waits = 1, .waits = { { .va = gpu_buffer_get_va(flag), .value = 1 } } };
+        uint64_t sw = submit(0, &w);
+        gpu_context_release_doorbells(fx.ctx);
+
+        deadline = now_s() + 10;
+        while (words[0] != 0x1234) {
+                cr_assert_lt(now_s(), deadline, "the fill never ran");
+                usleep(1000);
+        }
+        /* The fill is done on the GPU: its interrupt should wake the context. */
+        struct pollfd p = { .fd = gpu_context_get_wake_fd(fx.ctx), .events = POLLIN };
+        int k = poll(&p, 1, 500);
+        sim_device_get_stats(fx.dev, &s1);
+        bool woke = k == 1, raised = s1.interrupts > s0.interrupts;
+
+        fl[0] = 1; /* let the waiting job go, then clean up */
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, sw));
+        cr_assert_not_null(find_comp(&fx.comps, 0, sf));
+        gpu_buffer_unref(b);
+        gpu_buffer_unref(flag);
+        cr_assert(raised && woke,
+                  "fill seq %llu finished on the GPU but raised no interrupt (%llu raised) and did not wake the "
+                  "context within 500 ms: its TRAP waits behind the next job's GPU wait",
+                  (unsigned long long) sf, (unsigned long long) (s1.interrupts - s0.interrupts));
+}
