@@ -724,3 +724,57 @@ Test(compute, explicit_engines_order_both_directions) {
         kfdb_batch_free(b);
         kfdb_code_object_free(co);
 }
+
+/*
+ * Review (interrupt moderation), shared mode: a fill that comes before a
+ * wait for a compute signal on the same SDMA queue is reported when it
+ * ends, not when the kernel the wait is for ends. fill F (SDMA) ; gate
+ * (compute) -> signal E (compute) ; wait E (SDMA) -> fill: in shared mode the wait
+ * is a POLL_REGMEM on the compute queue's fence, written in the same
+ * scheduler pass as F.
+ */
+static void setup_shared(void) {
+        const char *extra[] = { "--contexts=shared", NULL };
+        int r;
+
+        compute_require_kernels();
+        test_daemon_start(&d, extra);
+        /* The session page alone: what the daemon reports, and when. */
+        setenv("KFDBROKER_FENCE_PAGE", "0", 1);
+        r = kfdb_session_new(d.sock, "compute-shared", &s);
+        unsetenv("KFDBROKER_FENCE_PAGE");
+        cr_assert_eq(r, 0, "%s", strerror(-r));
+}
+
+Test(compute_shared, fill_before_a_gpu_wait_is_reported_when_it_ends, .init = setup_shared, .fini = teardown,
+     .timeout = 600) {
+        kfdb_code_object *gate = load_kernel(s, "gate");
+        const uint32_t one = 1, max_spins = UINT32_MAX;
+        uint32_t *flag, *gate_out, *data;
+        kfdb_buffer *bflag = new_buffer(s, 4096, 0, (void **) &flag);
+        kfdb_buffer *bgate = new_buffer(s, 4096, 0, (void **) &gate_out);
+        kfdb_buffer *bdata = new_buffer(s, 4096, 0, (void **) &data);
+        kfdb_event *e;
+        kfdb_batch *b;
+        uint64_t fences[5];
+        int r;
+
+        cr_assert_eq(kfdb_event_create(s, false, &e), 0);
+        kfdb_arg gargs[] = { kfdb_arg_buffer(bflag, 0), kfdb_arg_buffer(bgate, 0), kfdb_arg_value(&max_spins, 4) };
+        cr_assert_eq(kfdb_batch_new(s, &b), 0);
+        cr_assert_eq(kfdb_batch_fill(b, bdata, 0, 4, 0x1234), 0);
+        cr_assert_eq(kfdb_batch_dispatch(b, gate, "gate", 1, &one, &one, gargs, 3), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_batch_signal_event_on(b, e, KFDB_ENGINE_COMPUTE), 0);
+        cr_assert_eq(kfdb_batch_wait_event_on(b, e, KFDB_ENGINE_SDMA), 0);
+        cr_assert_eq(kfdb_batch_fill(b, bdata, 4, 4, 0x5678), 0);
+        cr_assert_eq(kfdb_batch_submit(b, fences, NULL), 0, "%s", kfdb_session_last_error(s));
+
+        r = kfdb_fence_wait(s, fences[0], 3000);
+        __atomic_store_n(&flag[0], 1u, __ATOMIC_RELEASE);
+        cr_assert_eq(kfdb_fence_wait(s, fences[4], DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(data[0], 0x1234u);
+        kfdb_batch_free(b);
+        kfdb_code_object_free(gate);
+        cr_assert_eq(r, 0, "the fill (fence %llu) ran at once but was not reported within 3 s while the gate held: %s",
+                     (unsigned long long) fences[0], kfdb_session_last_error(s));
+}
