@@ -580,7 +580,10 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
         /* A job that would take its group of quiet jobs past the bounds
          * starts a new group: the one before raises its interrupt first, so
          * no job's completion waits behind a large copy. */
-        if (quiet && (q->quiet_jobs >= QUIET_MAX_JOBS || q->quiet_bytes + job_bytes(&f.job) > QUIET_MAX_BYTES))
+        /* A job that waits on the GPU may wait for as long as a kernel runs:
+         * the jobs before it raise their interrupt first. */
+        if (quiet && (q->quiet_jobs >= QUIET_MAX_JOBS || q->quiet_bytes + job_bytes(&f.job) > QUIET_MAX_BYTES ||
+                      f.job.n_waits > 0))
                 queue_raise_quiet(c, q);
         r = queue_emit_job(c, q, &f.job, &f, ndw, !quiet, &start);
         if (r < 0) {
