@@ -1044,6 +1044,18 @@ int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuC
                 take_stop_reasons(c);
                 snprintf(reason, sizeof reason, "%s", q->stop_reason);
                 q->stop_reason[0] = '\0';
+                /* The queue has stopped, its fence word is final: a job that
+                 * ended between the look above and the destroy (it wrote its
+                 * fences, a client may have seen it done on its fence page)
+                 * is reported done, not failed, and what ended after it is
+                 * not run again. */
+                gpu_queue_collect(c, q, cb, userdata);
+                if (q->inflight_count == 0 || inflight_at(q, 0)->seq != seq) {
+                        r = queue_recover(c, q, q->completed, 0, cb, userdata);
+                        if (r < 0)
+                                log_debug_errno(r, "gpu: recreating queue %u failed: %m", q->index);
+                        return 0;
+                }
                 fail_head(c, q, error, 0, reason[0] ? reason : NULL, cb, userdata);
         }
         return 1;

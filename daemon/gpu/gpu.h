@@ -431,7 +431,9 @@ typedef void (*GpuCompletionFn)(const GpuCompletion *comp, void *userdata);
  * the engine is running): reports it through @cb with @error (e.g. -ETIME),
  * then destroys and recreates the queue and re-emits the jobs behind it, the
  * same recovery a memory fault gets. Jobs that finished meanwhile are
- * reported first. Returns 1 if it aborted, 0 if the job was not running (it
+ * reported first, and so is the job itself if it ended while the queue was
+ * being stopped (then the queue is recreated for the jobs behind it, none of
+ * which ran). Returns 1 if it aborted, 0 if the job was not running (it
  * finished or has not started), -EINVAL for bad arguments. Never blocks.
  */
 int gpu_queue_abort(GpuContext *c, unsigned queue, uint64_t seq, int error, GpuCompletionFn cb,

@@ -726,7 +726,7 @@ Test(compute, explicit_engines_order_both_directions) {
 }
 
 /*
- * Review (interrupt moderation), shared mode: a fill that comes before a
+ * Interrupt moderation, shared mode: a fill that comes before a
  * wait for a compute signal on the same SDMA queue is reported when it
  * ends, not when the kernel the wait is for ends. fill F (SDMA) ; gate
  * (compute) -> signal E (compute) ; wait E (SDMA) -> fill: in shared mode the wait

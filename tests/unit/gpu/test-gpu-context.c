@@ -1136,7 +1136,7 @@ Test(gpu_context, held_doorbells_ring_once_and_moderate_interrupts, .init = setu
         gpu_buffer_unref(b);
 }
 
-/* Review (interrupt moderation): a job whose burst goes on with a job that
+/* Interrupt moderation: a job whose burst goes on with a job that
  * waits on the GPU must still raise its completion interrupt when it ends,
  * not when the waiting job ends (which may be a kernel's whole run later). */
 Test(gpu_context, held_burst_job_before_a_gpu_wait_raises_its_interrupt, .init = setup, .fini = teardown,
