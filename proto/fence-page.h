@@ -18,7 +18,8 @@
  * yet, or failed, or it came after an unfinished dispatch or event job, or a
  * later job of the same slot wrote over it — and the session page stays the
  * one authority on every job. Dispatches and event jobs write no slot. The
- * daemon never reads the page.
+ * daemon never reads the page. A new page holds ~i in slot i, a value no
+ * fence of that slot has.
  */
 #pragma once
 
@@ -31,6 +32,12 @@
 /* The slot of fence f in a page of n slots (n as OpenFencePageReply said). */
 static inline unsigned kfdb_fence_page_slot(uint64_t f, uint32_t n) {
         return (unsigned) (f % n);
+}
+
+/* What slot i of a new page holds: no fence of the slot (those are i modulo
+ * the slots) has this value. */
+static inline uint32_t kfdb_fence_page_fresh_slot(uint32_t i) {
+        return ~i;
 }
 
 /* Whether the slot's value says job f is done and succeeded. */

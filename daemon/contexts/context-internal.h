@@ -21,6 +21,7 @@ struct Context {
         unsigned users;          /* sessions that took it with context_pool_get() */
         ContextPool *pool;       /* weak; NULL once the pool is gone */
         GpuContext *held_gpu;    /* whose doorbells context_hold_doorbells() holds; compared only */
+        unsigned doorbell_holds; /* context_hold_doorbells() nesting */
         Context *prev, *next;    /* ContextPool.clients */
         uint64_t id;
         char *key;

@@ -193,19 +193,21 @@ static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdat
 }
 
 void context_hold_doorbells(Context *c) {
-        if (!c || !c->gpu)
+        if (!c || !c->gpu || (c->held_gpu && c->held_gpu != c->gpu))
                 return;
         c->held_gpu = c->gpu;
+        c->doorbell_holds++;
         gpu_context_hold_doorbells(c->gpu);
 }
 
 void context_release_doorbells(Context *c) {
-        if (!c || !c->held_gpu)
+        if (!c || !c->held_gpu || c->doorbell_holds == 0)
                 return;
         /* An incarnation that went meanwhile took its held jobs with it. */
         if (c->held_gpu == c->gpu)
                 gpu_context_release_doorbells(c->gpu);
-        c->held_gpu = NULL;
+        if (--c->doorbell_holds == 0)
+                c->held_gpu = NULL;
 }
 
 void context_catch_up(Context *c) {

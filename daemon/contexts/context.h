@@ -162,8 +162,8 @@ bool context_is_device(const Context *c);
  */
 void context_catch_up(Context *c);
 /* gpu_context_hold_doorbells()/release around a burst of context_submit()s
- * to c (a context of this process; nothing for one in a worker), not
- * nested. */
+ * to c (a context of this process; nothing for one in a worker); they
+ * nest. */
 void context_hold_doorbells(Context *c);
 void context_release_doorbells(Context *c);
 const char *context_get_key(const Context *c);

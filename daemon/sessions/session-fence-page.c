@@ -30,6 +30,7 @@
 void session_open_fence_page(Session *s, const WireRequest *req) {
         unsigned held = session_buffer_fds(s);
         _cleanup_close_ int fd = -EBADF;
+        uint32_t *slots;
         GpuBuffer *b;
         int k;
 
@@ -46,14 +47,17 @@ void session_open_fence_page(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, -k, "open_fence_page: cannot allocate the page: %s", strerror(-k));
                 return;
         }
-        /* A slot that still holds its fence from long ago would say a job is
-         * done: start from zeros whatever the allocator gave. */
-        k = gpu_buffer_zero(b);
-        if (k < 0) {
+        /* Whatever the allocator gave, no slot may say a fence: slot i
+         * starts as ~i, which no fence of it has (those are i modulo the
+         * slots; zeros would say fence 0, 2^32, ...). */
+        slots = gpu_buffer_get_cpu(b);
+        if (!slots) {
                 gpu_buffer_unref(b);
-                session_send_error(s, req->id, -k, "open_fence_page: cannot clear the page: %s", strerror(-k));
+                session_send_error(s, req->id, ENODEV, "open_fence_page: the page has no CPU mapping to set up");
                 return;
         }
+        for (uint32_t i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
+                __atomic_store_n(&slots[i], kfdb_fence_page_fresh_slot(i), __ATOMIC_RELAXED);
         k = gpu_buffer_export(b, &fd);
         if (k < 0) {
                 gpu_buffer_unref(b);

@@ -549,6 +549,11 @@ static uint32_t slot(const uint32_t *page, uint64_t fence) {
         return __atomic_load_n(&page[kfdb_fence_page_slot(fence, KFDB_FENCE_PAGE_SLOTS)], __ATOMIC_ACQUIRE);
 }
 
+/* What slot of fence holds until a job writes it: a value no fence of that slot has. */
+static uint32_t fresh(uint64_t fence) {
+        return ~(uint32_t) kfdb_fence_page_slot(fence, KFDB_FENCE_PAGE_SLOTS);
+}
+
 TestSuite(fence_page, .init = setup, .fini = teardown, .timeout = 60);
 
 static uint64_t raw_event(int fd) {
@@ -584,7 +589,7 @@ Test(fence_page, done_copies_and_fills_write_their_fence_and_nothing_else_does) 
         raw_ring_open(&r);
         page = fence_page_open(r.fd, NULL);
         for (unsigned i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
-                cr_assert_eq(page[i], 0, "a new page is zero (slot %u)", i);
+                cr_assert_eq(page[i], ~i, "slot %u of a new page says no fence of its own", i);
         event = raw_event(r.fd);
         held = raw_event(r.fd);
 
@@ -600,7 +605,7 @@ Test(fence_page, done_copies_and_fills_write_their_fence_and_nothing_else_does) 
         wait_completed(&r, 3);
         cr_assert_eq(slot(page, 1), 1, "the fill's slot");
         cr_assert_eq(slot(page, 2), 2, "the copy's slot");
-        cr_assert_eq(slot(page, 3), 0, "an event job writes no slot");
+        cr_assert_eq(slot(page, 3), fresh(3), "an event job writes no slot");
         cr_assert_eq(r.map[2048], 0x5eed, "and the work is there");
 
         /* Fence 4 by a Submit. */
@@ -629,8 +634,8 @@ Test(fence_page, done_copies_and_fills_write_their_fence_and_nothing_else_does) 
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
         wait_completed(&r, 6);
         cr_assert_eq(r.map[8192], 0x66);
-        cr_assert_eq(slot(page, 5), 0, "a wait-event job writes no slot");
-        cr_assert_eq(slot(page, 6), 0, "a fill submitted behind an unfinished wait writes no slot");
+        cr_assert_eq(slot(page, 5), fresh(5), "a wait-event job writes no slot");
+        cr_assert_eq(slot(page, 6), fresh(6), "a fill submitted behind an unfinished wait writes no slot");
 
         /* Fences 7-8: a batch refused for its second job; 9: a fill, with
          * nothing unfinished before it again. */
@@ -644,10 +649,10 @@ Test(fence_page, done_copies_and_fills_write_their_fence_and_nothing_else_does) 
         wait_completed(&r, 9);
         expect_job_failed(&r, 7, ENOENT, "no buffer 0x4242");
         expect_job_failed(&r, 8, ENOENT, "no buffer 0x4242");
-        cr_assert_eq(slot(page, 7), 0, "a refused job writes no slot");
-        cr_assert_eq(slot(page, 8), 0);
+        cr_assert_eq(slot(page, 7), fresh(7), "a refused job writes no slot");
+        cr_assert_eq(slot(page, 8), fresh(8));
         cr_assert_eq(slot(page, 9), 9);
-        cr_assert_eq(slot(page, 10), 0);
+        cr_assert_eq(slot(page, 10), fresh(10));
         munmap((void *) page, KFDB_FENCE_PAGE_SIZE);
         raw_ring_close(&r);
 }
@@ -757,7 +762,7 @@ Test(fence_page, scribbling_on_it_changes_nothing_for_the_daemon_or_another_sess
         for (unsigned i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
                 w[i] = 0xdead0000u + i;
         for (unsigned i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
-                cr_assert_eq(page_b[i], 0, "another session's page is its own (slot %u)", i);
+                cr_assert_eq(page_b[i], ~i, "another session's page is its own (slot %u)", i);
 
         f = fill_record(a.buf, 0, 4, 0xaaaa, true);
         put(&a, &f);
@@ -772,7 +777,7 @@ Test(fence_page, scribbling_on_it_changes_nothing_for_the_daemon_or_another_sess
         cr_assert_eq(slot(page_a, 2), 0xdead0002u, "and nothing else of it");
         cr_assert_eq(b.map[0], 0xbbbb);
         cr_assert_eq(slot(page_b, 1), 1);
-        cr_assert_eq(slot(page_b, 2), 0);
+        cr_assert_eq(slot(page_b, 2), fresh(2));
         cr_assert_eq(a.page->jobs_failed, 0);
         munmap(w, KFDB_FENCE_PAGE_SIZE);
         munmap((void *) page_a, KFDB_FENCE_PAGE_SIZE);
