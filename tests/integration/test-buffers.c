@@ -324,8 +324,9 @@ static int raw_try_hello(int c, uint64_t *ret_max_user_fds, char *msg, size_t ms
         return error;
 }
 
-/* A raw AllocBuffer: 0 (the dma-buf is closed) or the error, with its message. */
-static int raw_try_alloc(int c, uint64_t size, char *msg, size_t msglen) {
+/* A raw AllocBuffer: 0 (the dma-buf is closed; the handle in *ret_handle
+ * if given) or the error, with its message. */
+static int raw_try_alloc(int c, uint64_t size, uint64_t *ret_handle, char *msg, size_t msglen) {
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
         Kfdbroker__V1__ServerMessage *m;
@@ -340,6 +341,8 @@ static int raw_try_alloc(int c, uint64_t size, char *msg, size_t msglen) {
                 close(fds[i]);
         error = m->error;
         snprintf(msg, msglen, "%s", m->error_message);
+        if (error == 0 && ret_handle)
+                *ret_handle = m->alloc_buffer->handle;
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
         return error;
 }
@@ -407,7 +410,7 @@ Test(fds, one_user_cannot_take_the_fds_another_needs) {
         cr_assert_gt(budget, 0, "Hello's limits carry no max_user_fds");
         cr_expect_lt(budget, 128, "the budget (%llu) is not below half of 256 fds", (unsigned long long) budget);
         /* ... and its buffers are refused too, naming the budget. */
-        while (allocs < 100 && (error = raw_try_alloc(c[0], SMALL, msg, sizeof(msg))) == 0)
+        while (allocs < 100 && (error = raw_try_alloc(c[0], SMALL, NULL, msg, sizeof(msg))) == 0)
                 allocs++;
         cr_expect_eq(error, EDQUOT, "got %d after %u buffers: %s", error, allocs, msg);
         cr_expect(strstr(msg, "per-user file descriptor budget (kfdbrokerd --max-fds-per-user="), "%s", msg);
@@ -422,7 +425,7 @@ Test(fds, one_user_cannot_take_the_fds_another_needs) {
 
         /* Freeing makes room: a session of the first user goes, its buffer fits. */
         close(c[n - 1]);
-        for (int i = 0; i < 500 && (error = raw_try_alloc(c[0], SMALL, msg, sizeof(msg))) != 0; i++)
+        for (int i = 0; i < 500 && (error = raw_try_alloc(c[0], SMALL, NULL, msg, sizeof(msg))) != 0; i++)
                 usleep(10000);
         cr_expect_eq(error, 0, "no room after a session of the user ended: %s", msg);
 
@@ -497,28 +500,6 @@ Test(session_fds, one_session_cannot_take_its_users_fds) {
         kfdb_session_free(b);
 }
 
-/* AllocBuffer without asserting: the reply's error (0 with *ret_handle set). */
-static int try_alloc(int fd, uint64_t size, uint64_t *ret_handle, char *msg, size_t msglen) {
-        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
-        Kfdbroker__V1__ServerMessage *m;
-        int fds[1], error;
-        unsigned n = 1;
-
-        a.size = size;
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
-        req.alloc_buffer = &a;
-        m = raw_call(fd, &req, NULL, 0, fds, &n);
-        error = m->error;
-        snprintf(msg, msglen, "%s", m->error_message);
-        if (error == 0) {
-                *ret_handle = m->alloc_buffer->handle;
-                close(fds[0]);
-        }
-        kfdbroker__v1__server_message__free_unpacked(m, NULL);
-        return error;
-}
-
 static Kfdbroker__V1__ServerMessage *open_fence_page(int fd, int *fds, unsigned *n_fds) {
         Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__OpenFencePageRequest o = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
@@ -541,7 +522,7 @@ Test(session_fds, the_fence_page_counts_against_the_session_budget) {
         char msg[512] = "";
 
         raw_hello(fd);
-        while (n < 64 && (error = try_alloc(fd, SMALL, &handles[n], msg, sizeof(msg))) == 0)
+        while (n < 64 && (error = raw_try_alloc(fd, SMALL, &handles[n], msg, sizeof(msg))) == 0)
                 n++;
         cr_assert_eq(error, EDQUOT, "got %d (%s) after %u buffers", error, msg, n);
         m = open_fence_page(fd, &page_fd, &n_fds);
