@@ -17,6 +17,11 @@
 #include "util/macro.h"
 #include "util/time-util.h"
 
+/* When the loop woke up: a context's last use needs no finer clock. */
+static uint64_t context_now_ns(const Context *c) {
+        return loop_now_ns(c->pool ? c->pool->event : NULL);
+}
+
 int context_new(ContextPool *p, const char *key, bool device, Context **ret) {
         Context *c = calloc(1, sizeof *c);
 
@@ -31,7 +36,7 @@ int context_new(ContextPool *p, const char *key, bool device, Context **ret) {
         c->pool = p;
         c->id = ++p->next_id;
         c->device = device;
-        c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
+        c->last_used_ns = context_now_ns(c);
         *ret = c;
         return 0;
 }
@@ -149,7 +154,7 @@ static void announce_loss(Context *c) {
 void context_report(Context *c, const GpuCompletion *comp) {
         if (c->inflight > 0)
                 c->inflight--;
-        c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
+        c->last_used_ns = context_now_ns(c);
         maybe_drop_unused(c);
         if (c->pool && c->pool->cb.completion)
                 c->pool->cb.completion(c, comp, c->pool->cb.userdata);
@@ -340,7 +345,7 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
                 if (r < 0)
                         return r;
                 c->inflight++;
-                c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
+                c->last_used_ns = context_now_ns(c);
                 return 0;
         }
         if (job->type == GPU_JOB_DISPATCH) {
@@ -372,7 +377,7 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
                 return r;
         }
         c->inflight++;
-        c->last_used_ns = loop_now_ns(c->pool ? c->pool->event : NULL);
+        c->last_used_ns = context_now_ns(c);
         return 0;
 }
 

@@ -577,11 +577,10 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
          * fault reuses it: the caller's pointer is not kept. */
         f.job.dispatch.args_data = NULL;
         quiet = c->doorbell_holds > 0 && q->engine == GPU_ENGINE_SDMA;
-        /* A job that would take its group of quiet jobs past the bounds
-         * starts a new group: the one before raises its interrupt first, so
-         * no job's completion waits behind a large copy. */
-        /* A job that waits on the GPU may wait for as long as a kernel runs:
-         * the jobs before it raise their interrupt first. */
+        /* A job that would take its group of quiet jobs past the bounds, or
+         * that waits on the GPU (as long as a kernel runs, perhaps), starts a
+         * new group: the one before raises its interrupt first, so no job's
+         * completion waits behind a large copy or a wait. */
         if (quiet && (q->quiet_jobs >= QUIET_MAX_JOBS || q->quiet_bytes + job_bytes(&f.job) > QUIET_MAX_BYTES ||
                       f.job.n_waits > 0))
                 queue_raise_quiet(c, q);
