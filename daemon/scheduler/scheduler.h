@@ -29,7 +29,7 @@
  * measured throughput; at most 64 jobs) — a job of under 100 us of a stream
  * with nothing on the GPU goes in all the same — and the compute group 16
  * dispatches, at most 4 of them one stream's. Copies and fills larger than
- * 1 MiB go to the GPU in 1 MiB pieces, each competing for its queue like a
+ * 2 MiB go to the GPU in 2 MiB pieces, each competing for its queue like a
  * job, so a large job never holds a queue for long: the job keeps the head of
  * its stream until its last piece is written and finishes, once, when all
  * have retired; when a piece fails (or the job is cancelled) the rest of it

@@ -582,3 +582,10 @@ kfdb_session *test_connect(const TestDaemon *d, const char *name) {
         cr_assert_eq(r, 0, "connect to %s: %s", d->sock, strerror(-r));
         return s;
 }
+
+uint64_t harness_now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}

@@ -87,6 +87,9 @@ int raw_recv(int fd, Kfdbroker__V1__ServerMessage **ret, int *fds, unsigned *n_f
 /* Request/response for a request with id; skips notifications. Asserts on transport errors. */
 Kfdbroker__V1__ServerMessage *raw_call(int fd, Kfdbroker__V1__Request *req, const int *fds,
                                        unsigned n_fds, int *ret_fds, unsigned *n_ret_fds);
+/* CLOCK_MONOTONIC in ns. */
+uint64_t harness_now_ns(void);
+
 /* Hello; returns the session id. Closes the page fds. */
 uint64_t raw_hello(int fd);
 /* Allocates a GTT buffer; returns its handle, *ret_fd gets the dma-buf (or closed if NULL). */

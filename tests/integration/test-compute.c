@@ -666,7 +666,7 @@ Test(compute, large_copy_does_not_hold_a_dispatch_on_the_cpu) {
                 cr_assert_eq(kfdb_batch_dispatch(b, co, "empty", 1, &one, &one, NULL, 0), 0, "%s",
                              kfdb_session_last_error(s));
                 cr_assert_eq(kfdb_batch_submit(b, fences, NULL), 0, "%s", kfdb_session_last_error(s));
-                /* The fill goes to the GPU in 1 MiB pieces and the signal
+                /* The fill goes to the GPU in 2 MiB pieces and the signal
                  * behind its last one: from then on, while the fill's last
                  * pieces still run, every unfinished job is on the GPU. */
                 while (!observed) {

@@ -684,13 +684,29 @@ Test(fence_page, slots_go_round_and_large_jobs_write_once_when_all_is_done) {
         cr_assert_eq(slot(page, 1024), 1024);
         cr_assert_eq(slot(page, 76), 1100);
         cr_assert_eq(slot(page, 77), 77, "not reached again yet");
-        /* A 64 KiB fill in pieces (the daemon chunks large jobs): one slot write, after the last. */
-        f = fill_record(r.buf, 0, BUF_SIZE, 0xc0ffee, true);
-        put(&r, &f);
-        publish(&r, r.head);
-        wait_completed(&r, 1101);
-        cr_assert_eq(slot(page, 1101), 1101);
-        cr_assert_eq(r.map[BUF_SIZE / 4 - 1], 0xc0ffee);
+        /* A fill the daemon sends to the GPU in pieces (it chunks copies and
+         * fills over a few MiB): its slot is written once, after the last
+         * piece, so whenever the slot says done, the last word is filled. */
+        {
+                enum { BIG = 48u << 20 };
+                int big_fd;
+                uint64_t big = raw_alloc(r.fd, BIG, &big_fd);
+                uint32_t *map = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_SHARED, big_fd, 0);
+                unsigned looks = 0;
+
+                cr_assert_neq(map, MAP_FAILED);
+                close(big_fd);
+                f = fill_record(big, 0, BIG, 0xc0ffee, true);
+                put(&r, &f);
+                publish(&r, r.head);
+                for (uint64_t t0 = harness_now_ns(); slot(page, 1101) != 1101; looks++)
+                        cr_assert_lt(harness_now_ns() - t0, 20ull * 1000 * 1000 * 1000, "fence 1101's slot never said done");
+                cr_assert_eq(__atomic_load_n(&map[BIG / 4 - 1], __ATOMIC_RELAXED), 0xc0ffee,
+                             "the slot said done before the fill's last piece ran");
+                cr_assert_gt(looks, 0u, "the slot was written before the fill was published");
+                wait_completed(&r, 1101);
+                munmap(map, BIG);
+        }
         munmap((void *) page, KFDB_FENCE_PAGE_SIZE);
         raw_ring_close(&r);
 }

@@ -103,7 +103,7 @@ Test(timeouts, long_gpu_job_is_aborted_and_the_queue_recovers) {
         kfdb_session_free(s);
 }
 
-/* A copy large enough to go to the GPU in 1 MiB pieces, each far shorter
+/* A copy large enough to go to the GPU in 2 MiB pieces, each far shorter
  * than the 20 ms timeout: the timeout bounds the whole job, which fails once
  * (one JobFailed, with its fence), and its pieces after the failure never run. */
 Test(timeouts, chunked_copy_times_out_as_one_job) {
@@ -122,7 +122,7 @@ Test(timeouts, chunked_copy_times_out_as_one_job) {
         /* The source is written here; the destination's pages are left for
          * the copy to fault in, which makes the whole copy take several
          * times the 20 ms on any machine (with streaming stores the copy
-         * alone takes about 27 ms here), while each 1 MiB piece stays far
+         * alone takes about 27 ms here), while each 2 MiB piece stays far
          * under it. */
         cr_assert_eq(kfdb_buffer_map(a, (void **) &src), 0);
         cr_assert_eq(kfdb_buffer_map(b, (void **) &dst), 0);
