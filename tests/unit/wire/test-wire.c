@@ -370,10 +370,27 @@ Test(wire, submit_round_trip) {
         cr_assert_eq(r.submit.jobs[3].event.handle, 22);
         wire_request_done(&r);
 
-        /* The largest batch: 1024 fill jobs fit in one datagram. */
+        /* The largest batch: 1024 fill jobs fit in one datagram. Each its
+         * own: unpacked, they outgrow the decoder's arena, and the ones past
+         * it (from malloc) must come out as right as the first. */
+        static Kfdbroker__V1__FillJob fills[1024];
         submit_fixture_init(&f, &m, 1024);
+        for (uint32_t i = 0; i < 1024; i++) {
+                kfdbroker__v1__fill_job__init(&fills[i]);
+                fills[i].dst_handle = 100 + i;
+                fills[i].dst_offset = 4ull * i;
+                fills[i].size = 4;
+                fills[i].pattern = 0x5a000000u | i;
+                f.jobs[i].fill = &fills[i];
+        }
         cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
         cr_assert_eq(r.submit.n_jobs, 1024);
+        for (uint32_t i = 0; i < 1024; i++) {
+                cr_assert_eq(r.submit.jobs[i].type, WIRE_JOB_FILL, "job %u", i);
+                cr_assert_eq(r.submit.jobs[i].fill.dst_handle, 100 + i, "job %u", i);
+                cr_assert_eq(r.submit.jobs[i].fill.dst_offset, 4ull * i, "job %u", i);
+                cr_assert_eq(r.submit.jobs[i].fill.pattern, 0x5a000000u | i, "job %u", i);
+        }
         wire_request_done(&r);
 }
 
