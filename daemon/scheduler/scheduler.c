@@ -61,6 +61,7 @@ struct SchedGroup {
         unsigned max_jobs;      /* work (not event) jobs on the GPU over its queues; 0 = no group limit */
         unsigned work_in_flight;
         unsigned class_in_flight[SCHED_CLASSES]; /* work jobs on the GPU, by the class they went with */
+        double vclock;          /* virtual time of the latest work sent to the GPU (never goes back) */
         QUEUE_HEAD(SchedStream, active);
 };
 
@@ -293,14 +294,21 @@ void sched_job_describe(const SchedJob *j, char *buf, size_t size) {
                                                                            : "dispatch");
 }
 
-/* The least virtual time among the group's active streams, or -1. */
-static double min_active_vtime(const SchedGroup *g) {
+/* Where a stream that wakes from idle starts: the least virtual time among
+ * the group's active streams or, with none active, the group's virtual
+ * clock. Without the clock, a stream that woke while nothing else was
+ * active kept the virtual time it went idle with (0 for a new one), and a
+ * stream that had been alone on the engine — its virtual time grown by all
+ * it ran meanwhile — got nothing until the newcomer had caught up: a light
+ * client that had run alone for a while waited 1.3 s for its first
+ * dispatch once 8 flooders came (tests/bench/bench-compute, shared context). */
+static double wake_vtime(const SchedGroup *g) {
         double m = -1;
 
         for (SchedStream *it = g->active.first; it; it = it->active_next)
                 if (m < 0 || it->vtime < m)
                         m = it->vtime;
-        return m;
+        return m < 0 ? g->vclock : m;
 }
 
 void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
@@ -310,7 +318,7 @@ void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
         j->state = SCHED_JOB_PENDING;
         QUEUE_APPEND(queue, st->pending, j);
         if (!st->active && st->group) {
-                double m = min_active_vtime(st->group);
+                double m = wake_vtime(st->group);
 
                 /* Waking from idle: no credit for the time it did not compete. */
                 if (m > st->vtime)
@@ -506,9 +514,17 @@ static bool group_has_room(const SchedGroup *g, const SchedJob *j) {
         return is_event_job(j) || g->max_jobs == 0 || g->work_in_flight == 0 || g->work_in_flight < g->max_jobs;
 }
 
+/* A copy or fill from the queue's measured throughput; a dispatch from its
+ * stream's recent dispatches (a stream tends to repeat its kernels), so the
+ * queue budget holds on compute too: a queue with one long dispatch on it
+ * takes no second one, and a stream that wakes with a short one goes in
+ * behind at most what runs (a shared context's queues serve many streams). */
 static uint64_t estimate_ns(const HwQueue *q, const SchedJob *j) {
         uint64_t bytes = job_bytes(j);
 
+        if (j->gpu.type == GPU_JOB_DISPATCH && !is_event_job(j))
+                return j->stream && j->stream->dispatch_ns > EMPTY_JOB_NS ? (uint64_t) j->stream->dispatch_ns
+                                                                           : EMPTY_JOB_NS;
         return bytes ? (uint64_t) ((double) bytes / q->bytes_per_ns) + EMPTY_JOB_NS : EMPTY_JOB_NS;
 }
 
@@ -517,10 +533,22 @@ static double stream_key(const SchedStream *st) {
         return st->vtime + (double) st->inflight_est / st->weight;
 }
 
+/* The estimate of a stream's next job (an active stream has one). */
+static uint64_t head_estimate(const SchedStream *st) {
+        const SchedJob *j = st->pending.first;
+
+        return j && st->hwq ? estimate_ns(st->hwq, j) : EMPTY_JOB_NS;
+}
+
 /* Whether stream a goes before b: a higher priority class first; then the
- * least virtual time; on a tie the one with less on the GPU — a stream that
- * wakes from idle starts at the least virtual time of the active ones, and
- * goes before a flooder that stands there too. */
+ * least virtual time; on a tie the one with less on the GPU, then the one
+ * whose next job is shorter. Ties are common: a stream that wakes from idle
+ * starts at the least virtual time of the active ones, so a light stream
+ * stands level with a flooder there, and goes first — on SDMA because the
+ * flooder has pieces on the GPU, on compute (where a flooder waiting for
+ * its next dispatch has none on the GPU) because its dispatch is shorter.
+ * Without the last rule a light stream in a shared context, appended to the
+ * active list after the flooders, lost every tie to them. */
 static bool stream_before(const SchedStream *a, const SchedStream *b) {
         double ka, kb;
 
@@ -530,7 +558,9 @@ static bool stream_before(const SchedStream *a, const SchedStream *b) {
         kb = stream_key(b);
         if (ka != kb)
                 return ka < kb;
-        return a->n_inflight < b->n_inflight;
+        if (a->n_inflight != b->n_inflight)
+                return a->n_inflight < b->n_inflight;
+        return head_estimate(a) < head_estimate(b);
 }
 
 /* Binds a compute stream to a queue of its class in its context, bringing
@@ -601,6 +631,8 @@ static unsigned class_index(unsigned klass) {
 
 /* The stream's side of a job written to its queue. */
 static void stream_track_submitted(SchedStream *st, SchedJob *j) {
+        if (st->group && st->vtime > st->group->vclock)
+                st->group->vclock = st->vtime;
         st->inflight_est += j->est_ns;
         st->n_inflight++;
         j->klass = class_index(st->klass);
@@ -1060,6 +1092,9 @@ static void charge(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
         }
         if (bytes >= (1u << 20) && busy_ns > 0)
                 q->bytes_per_ns = 0.9 * q->bytes_per_ns + 0.1 * ((double) bytes / (double) busy_ns);
+        if (st && j->gpu.type == GPU_JOB_DISPATCH && !is_event_job(j) && busy_ns > 0)
+                st->dispatch_ns = st->dispatch_ns > 0 ? 0.7 * st->dispatch_ns + 0.3 * (double) busy_ns
+                                                      : (double) busy_ns;
 }
 
 /* Takes a retired job off its queue. */

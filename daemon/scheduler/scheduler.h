@@ -18,15 +18,19 @@
  * divided by the session's weight; jobs still on the GPU count with an
  * estimate until they retire; the next slot goes to the ready stream with the
  * least virtual time. A stream that was idle starts at the least virtual time
- * of the active ones, so it cannot bank credit, and on a tie goes before the
- * streams that have work on the GPU already. Priority classes come first:
+ * of the active ones (with none active, at the group's virtual clock: the
+ * virtual time of the latest work sent to the GPU), so it cannot bank
+ * credit, and on a tie goes before the streams that have work on the GPU
+ * already, then before the ones whose next job is estimated longer.
+ * Priority classes come first:
  * a ready stream of a higher class is always served before one of a lower
  * class (KFD ignores queue_priority for SDMA queues — only compute MQDs get a
  * pipe priority, kfd_mqd_manager_v10.c set_priority — so on SDMA the class is
  * enforced here). The budgets bound how much work waits on the GPU, so a
  * session that floods cannot push another's latency beyond one bounded
- * backlog: each hardware queue takes 1 ms of estimated GPU time (from its
- * measured throughput; at most 64 jobs) — a job of under 100 us of a stream
+ * backlog: each hardware queue takes 1 ms of estimated GPU time (copies and
+ * fills from its measured throughput, a dispatch from its stream's recent
+ * dispatches; at most 64 jobs) — a job of under 100 us of a stream
  * with nothing on the GPU goes in all the same — and the compute group 16
  * dispatches, at most 4 of them one stream's. Copies and fills larger than
  * 2 MiB go to the GPU in 2 MiB pieces, each competing for its queue like a
@@ -78,6 +82,7 @@ struct SchedStream {
         unsigned klass;         /* priority class: higher is served first */
         double vtime;           /* GPU ns / weight charged so far */
         uint64_t inflight_est;  /* estimated GPU ns of its jobs on the GPU now */
+        double dispatch_ns;     /* compute: GPU ns of its recent dispatches (moving average), 0 until one retired */
         bool active;            /* has pending jobs (on its group's active list) */
         unsigned n_inflight;    /* its jobs on the GPU now */
         uint32_t want_priority; /* KFD queue priority its class maps to */

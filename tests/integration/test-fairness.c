@@ -233,6 +233,44 @@ Test(fairness, weights_1_to_3_share_a_saturated_engine_25_75) {
         sd_bus_unref(bus);
 }
 
+/* Runs c alone for ns, then lets all its jobs finish, so it goes idle. */
+static void run_alone_then_drain(Client *c, uint64_t ns) {
+        uint64_t end = harness_now_ns() + ns;
+
+        while (harness_now_ns() < end) {
+                client_pump(c, OUTSTANDING);
+                wait_either(c->s, c->s);
+        }
+        cr_assert_eq(kfdb_fence_wait(c->s, c->fences[(c->tail - 1) % 4096], 60000), 0);
+        c->head = c->tail;
+}
+
+/* A session that had the engine to itself for a while, went idle and comes
+ * back next to a newcomer gets its share at once. The newcomer's stream
+ * woke while no other was active: it must not keep the virtual time it
+ * started with (0) while the other's grew by all it ran alone — that credit
+ * starved the old session until the newcomer had run as long (a light
+ * client waited 1.3 s behind 8 compute flooders in a shared context). */
+Test(fairness, a_session_that_ran_alone_is_not_starved_by_a_newcomer) {
+        sd_bus *bus = open_bus();
+        double share = 0, bytes_share;
+        bool backlogged = false;
+        Client a, b;
+
+        client_open(&a);
+        run_alone_then_drain(&a, 1500000000ull);
+        client_open(&b);
+        client_pump(&b, OUTSTANDING); /* b's stream wakes with nothing else active */
+        for (int w = 0; w < 3 && !backlogged; w++)
+                backlogged = measure_window(bus, &a, &b, 1000000000ull, &share, &bytes_share);
+        cr_assert(backlogged, "in 3 windows of 1 s the clients never both stayed backlogged (this process starved?)");
+        cr_assert(share >= 0.35, "equal weights should share the engine about evenly at once, the old session got %.1f%%",
+                  share * 100);
+        client_close(&a);
+        client_close(&b);
+        sd_bus_unref(bus);
+}
+
 static void set_priority(sd_bus *bus, uint64_t id, const char *prio) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         int r = sd_bus_call_method(bus, NAME, PATH, IFACE, "SetLimits", &e, NULL, "ta{sv}", id, 1,
