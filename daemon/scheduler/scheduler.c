@@ -1092,8 +1092,14 @@ static void charge(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
         }
         if (bytes >= (1u << 20) && busy_ns > 0)
                 q->bytes_per_ns = 0.9 * q->bytes_per_ns + 0.1 * ((double) bytes / (double) busy_ns);
+        /* A dispatch's estimate follows its stream's shortest recent ones:
+         * down at once, up by at most a quarter per dispatch. What stretches
+         * a dispatch's measured time is mostly others — the CUs it shared,
+         * on the simulator the CPUs its threads lost — and a light client's
+         * estimate must not grow past WAKE_JOB_NS because it once ran next
+         * to CPU burners. */
         if (st && j->gpu.type == GPU_JOB_DISPATCH && !is_event_job(j) && busy_ns > 0)
-                st->dispatch_ns = st->dispatch_ns > 0 ? 0.7 * st->dispatch_ns + 0.3 * (double) busy_ns
+                st->dispatch_ns = st->dispatch_ns > 0 ? MIN((double) busy_ns, 1.25 * st->dispatch_ns)
                                                       : (double) busy_ns;
 }
 

@@ -82,7 +82,7 @@ struct SchedStream {
         unsigned klass;         /* priority class: higher is served first */
         double vtime;           /* GPU ns / weight charged so far */
         uint64_t inflight_est;  /* estimated GPU ns of its jobs on the GPU now */
-        double dispatch_ns;     /* compute: GPU ns of its recent dispatches (moving average), 0 until one retired */
+        double dispatch_ns;     /* compute: GPU ns of its shortest recent dispatches, 0 until one retired */
         bool active;            /* has pending jobs (on its group's active list) */
         unsigned n_inflight;    /* its jobs on the GPU now */
         uint32_t want_priority; /* KFD queue priority its class maps to */

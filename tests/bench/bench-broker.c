@@ -86,19 +86,6 @@ static void die(const char *what, int r) {
         exit(1);
 }
 
-/* One line per ratio of issue 13: what, the ratio, the goal, whether it is
- * met, and tail (may be empty). */
-static void report_line(const char *what, double ratio, bool at_most, double goal, const char *tail) {
-        bool ok = at_most ? ratio <= goal : ratio >= goal;
-
-        printf("%-62s ratio %5.2f (goal %s %g) %s%s\n", what, ratio, at_most ? "<=" : ">=", goal, ok ? "ok" : "below",
-               tail);
-}
-
-static void report(const char *what, double ratio, bool at_most, double goal) {
-        report_line(what, ratio, at_most, goal, "");
-}
-
 /* The median of n per-round ratios (sorts them), with their range. */
 static void report_rounds(const char *what, double *ratio, int n, bool at_most, double goal) {
         char tail[64];
@@ -113,7 +100,7 @@ static void chunking_off(void) {
 }
 
 static pid_t start_daemon(const char *sock, bool chunking) {
-        pid_t pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, sock, "warning", chunking ? NULL : chunking_off);
+        pid_t pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, sock, "warning", NULL, chunking ? NULL : chunking_off);
 
         if (pid < 0)
                 die("kfdbrokerd did not start", ETIMEDOUT);

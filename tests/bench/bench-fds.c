@@ -43,7 +43,7 @@ static void limit_fds(void) {
 }
 
 static pid_t start_daemon(const char *sock) {
-        pid_t pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, sock, "err", limit_fds);
+        pid_t pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, sock, "err", NULL, limit_fds);
 
         if (pid < 0)
                 die("kfdbrokerd did not start", ETIMEDOUT);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,15 +24,17 @@
 #define BENCH_RT_WARMUP 30
 
 /* Starts kfdbrokerd --device=sim --listen sock (the binary from $KFDBROKERD,
- * else build_path) at log level log_level, running child_setup() (NULL:
- * nothing) in the child before the exec, and waits up to 4 s for its socket.
+ * else build_path) at log level log_level, with the options of extra_args
+ * (NULL-terminated; NULL: none), running child_setup() (NULL: nothing) in
+ * the child before the exec, and waits up to 4 s for its socket.
  * Returns its pid, or -1 when the socket did not appear. The daemon gets
  * SIGTERM when the benchmark ends without stopping it (a failure that exits
  * at once leaves no daemon behind). */
 static inline pid_t bench_start_daemon(const char *build_path, const char *sock, const char *log_level,
-                                       void (*child_setup)(void)) {
-        const char *bin = getenv("KFDBROKERD");
+                                       const char *const *extra_args, void (*child_setup)(void)) {
+        const char *bin = getenv("KFDBROKERD"), *argv[16];
         char level[32];
+        size_t n = 0;
         pid_t pid;
 
         if (!bin)
@@ -45,7 +48,16 @@ static inline pid_t bench_start_daemon(const char *build_path, const char *sock,
                 if (child_setup)
                         child_setup();
                 snprintf(level, sizeof(level), "--log-level=%s", log_level);
-                execl(bin, bin, "--device=sim", "--listen", sock, level, "--log-target=stderr", (char *) NULL);
+                argv[n++] = bin;
+                argv[n++] = "--device=sim";
+                argv[n++] = "--listen";
+                argv[n++] = sock;
+                argv[n++] = level;
+                argv[n++] = "--log-target=stderr";
+                for (size_t i = 0; extra_args && extra_args[i] && n < sizeof(argv) / sizeof(*argv) - 1; i++)
+                        argv[n++] = extra_args[i];
+                argv[n] = NULL;
+                execv(bin, (char *const *) argv);
                 _exit(127);
         }
         for (int i = 0; pid > 0 && i < 400; i++) {
@@ -83,4 +95,17 @@ static inline void percentiles(uint64_t *v, size_t n, double *p50, double *p99) 
         qsort(v, n, sizeof(*v), cmp_u64);
         *p50 = (double) v[n / 2] / 1000.0;
         *p99 = (double) v[(n * 99) / 100] / 1000.0;
+}
+
+/* One line of a benchmark's report: what, the ratio, its goal (at most or at
+ * least goal), whether it is met, and tail (may be empty). */
+static inline void report_line(const char *what, double ratio, bool at_most, double goal, const char *tail) {
+        bool ok = at_most ? ratio <= goal : ratio >= goal;
+
+        printf("%-62s ratio %5.2f (goal %s %g) %s%s\n", what, ratio, at_most ? "<=" : ">=", goal, ok ? "ok" : "below",
+               tail);
+}
+
+static inline void report(const char *what, double ratio, bool at_most, double goal) {
+        report_line(what, ratio, at_most, goal, "");
 }
