@@ -6,7 +6,8 @@
  * interpreter, write fences, raise END_OF_PIPE interrupts, execute indirect
  * buffers, and stop the queue on a fault or a packet it cannot execute.
  * Each compute queue owns one SimCpState (created with the queue, freed with
- * it); the CP engine threads (one per MEC pipe) run the step.
+ * it); the queue's CP engine thread (one per active compute queue) runs the
+ * step.
  *
  * Locking: the step runs on the engine thread with the device lock held,
  * except around a shader dispatch, which runs with the lock released (see

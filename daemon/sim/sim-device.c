@@ -677,11 +677,6 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                              &d->isa_pool);
         if (r < 0)
                 return r;
-        for (unsigned i = 0; i < SIM_CP_PIPES; i++) {
-                r = sim_engine_new(d, SIM_ENGINE_CP, i, sim_cp_queue_step, &d->cp_engines[i]);
-                if (r < 0)
-                        return r;
-        }
 
         log_debug("sim: device gpu_id 0x%x, %u CUs, sysfs at %s", d->gpu.gpu_id, d->gpu.cu_count, d->sysfs_dir);
         *ret = TAKE_PTR(d);
@@ -750,8 +745,9 @@ SimDevice *sim_device_free(SimDevice *d) {
         /* No queue is left on any engine now; stop the threads. */
         for (unsigned i = 0; i < SIM_MAX_SDMA_ENGINES; i++)
                 d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
-        for (unsigned i = 0; i < SIM_CP_PIPES; i++)
+        for (unsigned i = 0; i < d->n_cp_engines; i++)
                 d->cp_engines[i] = sim_engine_free(d->cp_engines[i]);
+        free(d->cp_engines);
         d->isa_pool = sim_isa_pool_free(d->isa_pool);
         sim_device_free_bos(d);
 

@@ -76,8 +76,11 @@ struct SimDevice {
 
         SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */
         SimEngine *sdma_engines[SIM_MAX_SDMA_ENGINES];
-        SimEngine *cp_engines[SIM_CP_PIPES];      /* one per MEC pipe (sim-cp.h) */
-        unsigned next_cp_pipe;
+        /* CP engines: one thread per active compute queue (an HQD), kept
+         * when its queue goes and given to the next (sim-cp.h). */
+        SimEngine **cp_engines;
+        unsigned n_cp_engines;
+        unsigned next_cp_pipe;      /* the pipe allocate_hqd() would pick next: for the logs */
         pthread_cond_t cp_cond;     /* broadcast when a dispatch or an engine step lets go of its queue */
         uint64_t dispatch_budget;   /* wave-instructions per dispatch (SimOptions) */
         SimIsaPool *isa_pool;       /* helpers running workgroups of the CP engines' dispatches */

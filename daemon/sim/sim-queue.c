@@ -141,9 +141,32 @@ static int allocate_sdma_slot(SimDevice *d, const SimGpuInfo *g, uint32_t type, 
         return -ENOMEM; /* "No more SDMA queue to allocate" */
 }
 
+/* An engine thread for a new compute queue: one whose queue has gone, or a
+ * new one. Locked. */
+static int cp_engine_get(SimDevice *d, SimEngine **ret) {
+        SimEngine **engines;
+        int r;
+
+        for (unsigned i = 0; i < d->n_cp_engines; i++)
+                if (!d->cp_engines[i]->queues) {
+                        *ret = d->cp_engines[i];
+                        return 0;
+                }
+        engines = reallocarray(d->cp_engines, d->n_cp_engines + 1, sizeof *engines);
+        if (!engines)
+                return -ENOMEM;
+        d->cp_engines = engines;
+        r = sim_engine_new(d, SIM_ENGINE_CP, d->n_cp_engines, sim_cp_queue_step, &engines[d->n_cp_engines]);
+        if (r < 0)
+                return r;
+        *ret = engines[d->n_cp_engines++];
+        return 0;
+}
+
 int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         struct kfd_ioctl_create_queue_args *b = &a->base;
         SimDevice *d = p->device;
+        SimEngine *cp_engine = NULL;
         const SimGpuInfo *g;
         SimMem *wptr_mem, *rptr_mem, *ring_mem, *eop_mem = NULL, *cwsr_mem = NULL;
         uint32_t id, doorbell;
@@ -218,6 +241,11 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
                         return -EBUSY; /* allocate_doorbell: "No doorbells available" */
         }
 
+        if (!is_sdma(b->queue_type) && (b->queue_percentage & 0xFF) > 0) {
+                r = cp_engine_get(d, &cp_engine);
+                if (r < 0)
+                        return r;
+        }
         q = calloc(1, sizeof *q);
         if (!q)
                 return -ENOMEM;
@@ -259,11 +287,14 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
                 d->sdma_slots[slot] = q;
                 if ((b->queue_percentage & 0xFF) > 0)
                         sim_engine_add_queue(d->sdma_engines[(unsigned) slot % g->num_sdma_engines], q);
-        } else if (q->cp && (b->queue_percentage & 0xFF) > 0) {
-                /* allocate_hqd(): pipes in turn (dqm->next_pipe_to_allocate). */
+        } else if (q->cp && cp_engine) {
+                /* allocate_hqd(): pipes in turn (dqm->next_pipe_to_allocate).
+                 * The queue gets an engine thread of its own all the same:
+                 * a pipe's CP goes on to its other queues while a dispatch
+                 * runs, so queues of one pipe run side by side. */
                 log_debug("sim: compute queue %u of process %p on pipe %u, pipe priority %u", id, (void *) p,
                           d->next_cp_pipe, q->pipe_priority);
-                sim_engine_add_queue(d->cp_engines[d->next_cp_pipe], q);
+                sim_engine_add_queue(cp_engine, q);
                 d->next_cp_pipe = (d->next_cp_pipe + 1) % SIM_CP_PIPES;
         }
 

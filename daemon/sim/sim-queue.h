@@ -6,7 +6,7 @@
  * queue pool, and the per-queue execution state an engine advances. The
  * SimProcess owns its queues; an engine only lists the ones it runs: SDMA
  * queues go to the SDMA engine of their slot, PM4 compute queues to a CP
- * engine (one per MEC pipe, round-robin). AQL queues are validated and
+ * engine thread of its own. AQL queues are validated and
  * created but not executed. Locked.
  */
 #pragma once

@@ -75,7 +75,7 @@ typedef struct SimOptions {
 
 /*
  * Creates the device, writes its sysfs tree and starts one SDMA engine thread
- * per SDMA engine and one CP engine thread per MEC pipe (SIM_CP_PIPES). opts may be NULL (all defaults). Returns 0, -EINVAL for
+ * per SDMA engine; CP engine threads start with the compute queues, one each. opts may be NULL (all defaults). Returns 0, -EINVAL for
  * options out of range (gpu_id above 16 bits, more than 1024 CUs, VRAM size
  * not page aligned), -ENOMEM, or a negative errno from creating the tree or
  * the threads. All fds the device hands out belong to the calling process.

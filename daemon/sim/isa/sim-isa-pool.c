@@ -17,7 +17,7 @@
  * dispatches of priority p that are open (from sim_isa_pool_open() until
  * every participant has left in sim_isa_pool_close()). A participant starts
  * a workgroup only while no higher count is non-zero: a helper leaves for the
- * higher dispatch, the caller (a pipe's CP engine) waits, as a pipe whose
+ * higher dispatch, the caller (a queue's CP engine) waits, as a pipe whose
  * waves the SPI does not launch stalls. The hardware launches a lower pipe's
  * waves as soon as the higher dispatch has none left to launch, on the CUs it
  * does not use; here the "CUs" are host threads that outnumber the host's
