@@ -899,3 +899,50 @@ Test(sim_cp, a_high_priority_pipe_runs_its_workgroups_first) {
         cr_assert_leq(lo_during, threads,
                       "%u workgroups of the low-priority dispatch ran while the high-priority one ran", lo_during);
 }
+
+/*
+ * Queues run side by side (docs/simulator.md): a GPU's pipe CP hands a
+ * dispatch to the SPI and goes on to its other queues, so a short dispatch
+ * on any queue launches beside a long one. Five short dispatches, on queues
+ * made after the long one's — in the pipes' round-robin one of them shares
+ * its pipe — all complete while the long dispatch still runs. A look that
+ * came too late (the long dispatch had ended: a loaded host) does not count;
+ * the run is repeated.
+ */
+Test(sim_cp, a_short_dispatch_runs_beside_a_long_one_on_any_queue) {
+        enum { LONG_N = 64 * 8192, SHORT_N = 64, SHORT = 5 };
+        bool in_time = false;
+        Rig lg, sh[SHORT];
+        CpKernel klong, kshort[SHORT];
+        TestBo sin[SHORT], sout[SHORT];
+
+        rig_open(&lg, 65536);
+        cp_kernel_load(&lg.c, "collatz.hsaco", "collatz", &klong);
+        TestBo lin = t_bo(&lg.c, LONG_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo lout = t_bo(&lg.c, LONG_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        for (int i = 0; i < SHORT; i++) {
+                rig_open_dev(&sh[i], lg.c.dev, 65536, true);
+                cp_kernel_load(&sh[i].c, "collatz.hsaco", "collatz", &kshort[i]);
+                sin[i] = t_bo(&sh[i].c, SHORT_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                sout[i] = t_bo(&sh[i].c, SHORT_N * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        }
+        for (int attempt = 0; attempt < 5 && !in_time; attempt++) {
+                collatz_launch(&lg, &klong, &lin, &lout, LONG_N);
+                while (written(lout.cpu, LONG_N) == 0) /* the long dispatch runs */
+                        usleep(100);
+                for (int i = 0; i < SHORT; i++)
+                        collatz_launch(&sh[i], &kshort[i], &sin[i], &sout[i], SHORT_N);
+                for (int i = 0; i < SHORT; i++)
+                        cr_assert_eq(t_wait1(&sh[i].c, sh[i].done, 60000), KFD_IOC_WAIT_RESULT_COMPLETE,
+                                     "short dispatch %d completes", i);
+                in_time = written(lout.cpu, LONG_N) < LONG_N;
+                cr_assert_eq(t_wait1(&lg.c, lg.done, 120000), KFD_IOC_WAIT_RESULT_COMPLETE, "the long dispatch completes");
+                cr_assert_eq(written(lout.cpu, LONG_N), LONG_N);
+                for (int i = 0; i < SHORT; i++)
+                        cr_assert_eq(written(sout[i].cpu, SHORT_N), SHORT_N);
+        }
+        cr_assert(in_time, "the long dispatch had always ended before the short ones, 5 times");
+        for (int i = 0; i < SHORT; i++)
+                t_close(&sh[i].c, false);
+        t_close(&lg.c, true);
+}
