@@ -45,6 +45,10 @@ struct Context {
         GpuBuffer *relay;        /* a reference (jobs writing it hold more) */
         GpuBuffer *relay_device; /* its mapping in the device context (owned by relay) */
         uint32_t relay_values[GPU_MAX_QUEUES];
+
+        /* Express compute queues of the current incarnation, by KFD
+         * priority (context_get_queue()): the index + 1, 0 = none. */
+        unsigned express_queue[16];
 };
 
 struct ContextPool {

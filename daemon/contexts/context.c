@@ -233,6 +233,7 @@ int context_adopt(Context *c, GpuContext *gpu, uint64_t bring_up_ns) {
         c->gpu = gpu;
         c->inflight = 0;
         c->losing_told = false;
+        memset(c->express_queue, 0, sizeof c->express_queue);
         c->created_ns = now_ns();
         c->bring_up_ns = bring_up_ns;
         c->last_used_ns = c->created_ns;
@@ -290,19 +291,50 @@ int context_ensure(Context *c, char *err, size_t errlen) {
         return context_pool_bring_up(c->pool, c, err, errlen);
 }
 
-int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, unsigned *ret_index,
-                      uint32_t *ret_priority, char *err, size_t errlen) {
+static bool is_express_queue(const Context *c, unsigned index) {
+        for (unsigned p = 0; p < ELEMENTSOF(c->express_queue); p++)
+                if (c->express_queue[p] == index + 1)
+                        return true;
+        return false;
+}
+
+int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, bool express, unsigned *ret_index,
+                      uint32_t *ret_priority, bool *ret_express, char *err, size_t errlen) {
         const GpuDeviceInfo *info;
         int fallback = -1, r;
 
+        *ret_express = false;
         r = context_ensure(c, err, errlen);
         if (r < 0)
                 return r;
         if (c->worker)
                 return worker_link_get_queue(c->worker, engine, priority, ret_index, ret_priority, err, errlen);
+        if (express && engine == GPU_ENGINE_COMPUTE && c->users > 1 && priority < ELEMENTSOF(c->express_queue)) {
+                unsigned index;
+
+                if (c->express_queue[priority] > 0) {
+                        *ret_index = c->express_queue[priority] - 1;
+                        *ret_priority = priority;
+                        *ret_express = true;
+                        return 0;
+                }
+                /* Made after the ordinary queue, so that the search below
+                 * never meets it first. */
+                r = context_get_queue(c, engine, priority, false, &index, ret_priority, ret_express, err, errlen);
+                if (r < 0 || *ret_priority != priority)
+                        return r;
+                if (gpu_context_add_queue(c->gpu, engine, priority, &index) >= 0) {
+                        c->express_queue[priority] = index + 1;
+                        *ret_index = index;
+                        *ret_express = true;
+                        return 0;
+                }
+                *ret_index = index; /* no room for it: the ordinary queue */
+                return 0;
+        }
         info = gpu_context_get_info(c->gpu);
         for (unsigned i = 0; i < info->n_queues; i++) {
-                if (info->queue_engine[i] != engine)
+                if (info->queue_engine[i] != engine || is_express_queue(c, i))
                         continue;
                 if (engine == GPU_ENGINE_SDMA || info->queue_priority[i] == priority) {
                         *ret_index = i;

@@ -184,9 +184,17 @@ int context_ensure(Context *c, char *err, size_t errlen);
  * incarnation (brought up if needed), created on first use; *ret_priority
  * gets the priority it has: a queue of another priority serves when no more
  * can be made. Errors of context_ensure() and gpu_context_add_queue().
+ *
+ * express asks for the express compute queue of that priority: one for the
+ * streams whose dispatches are all short, so that in a context several
+ * sessions use, a short dispatch does not wait behind a long one of another
+ * session on the queue they would share (a queue runs its dispatches in
+ * order). Given only in a context of this process that more than one session
+ * uses, and only when the queue can be made; otherwise the ordinary queue.
+ * *ret_express says which it is.
  */
-int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, unsigned *ret_index,
-                      uint32_t *ret_priority, char *err, size_t errlen);
+int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, bool express, unsigned *ret_index,
+                      uint32_t *ret_priority, bool *ret_express, char *err, size_t errlen);
 
 /* A 64-bit buffer address a dispatch's kernel arguments carry. */
 typedef struct ContextReloc {

@@ -219,14 +219,24 @@ static bool stream_idle(const SchedStream *st) {
         return !st->active && st->n_inflight == 0;
 }
 
-/* An idle compute stream bound to a queue of the wrong priority or context
- * lets go of it; it binds again when it next has work. */
+/* A compute stream whose recent dispatches were all short asks for its
+ * context's express queue (context_get_queue()), where no long dispatch of
+ * another session runs ahead of them. */
+static bool stream_wants_express(const SchedStream *st) {
+        return st->dispatch_max_ns > 0 && st->dispatch_max_ns <= WAKE_JOB_NS;
+}
+
+/* An idle compute stream bound to a queue of the wrong priority, context or
+ * kind lets go of it; it binds again when it next has work. One that wants
+ * the express queue and did not get it (its context had one user then)
+ * asks again each time it is idle. */
+
 static void stream_maybe_rebind(SchedStream *st) {
         HwQueue *q = st->hwq;
 
         if (st->engine != GPU_ENGINE_COMPUTE || !q || !stream_idle(st))
                 return;
-        if (q->ctx != st->ctx || q->priority != st->want_priority)
+        if (q->ctx != st->ctx || q->priority != st->want_priority || st->bound_express != stream_wants_express(st))
                 stream_unbind(st);
 }
 
@@ -576,7 +586,8 @@ static int stream_bind_compute(Scheduler *s, SchedStream *st, char *err, size_t 
                 snprintf(err, errlen, "no GPU context for compute");
                 return -ENODEV;
         }
-        r = context_get_queue(st->ctx, GPU_ENGINE_COMPUTE, st->want_priority, &idx, &prio, err, errlen);
+        r = context_get_queue(st->ctx, GPU_ENGINE_COMPUTE, st->want_priority, stream_wants_express(st), &idx, &prio,
+                              &st->bound_express, err, errlen);
         if (r < 0)
                 return r;
         q = hwq_find(s, st->ctx, idx);
@@ -1098,9 +1109,14 @@ static void charge(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
          * on the simulator the CPUs its threads lost — and a light client's
          * estimate must not grow past WAKE_JOB_NS because it once ran next
          * to CPU burners. */
-        if (st && j->gpu.type == GPU_JOB_DISPATCH && !is_event_job(j) && busy_ns > 0)
+        if (st && j->gpu.type == GPU_JOB_DISPATCH && !is_event_job(j) && busy_ns > 0) {
                 st->dispatch_ns = st->dispatch_ns > 0 ? MIN((double) busy_ns, 1.25 * st->dispatch_ns)
                                                       : (double) busy_ns;
+                /* The longest, for the express queue: up at once, down by a
+                 * fifth per dispatch, so a stream that mixes long dispatches
+                 * into short ones does not keep it. */
+                st->dispatch_max_ns = MAX((double) busy_ns, 0.8 * st->dispatch_max_ns);
+        }
 }
 
 /* Takes a retired job off its queue. */

@@ -7,7 +7,11 @@
  * queue of the device context; a compute stream runs in the session's GPU
  * context (its own, its identity's, the shared one or, in shared mode, the
  * device context), on a queue of its priority class there, found or made when
- * it first has work. Jobs of a stream run in order.
+ * it first has work — in a context several sessions use, the express queue of
+ * that class while its recent dispatches were all short (context_get_queue()),
+ * so they do not wait behind another session's long one. A stream changes
+ * queues only when it has nothing pending or on the GPU. Jobs of a stream run
+ * in order.
  *
  * Streams compete by start-time fair queueing on measured GPU time, in
  * groups that share a budget of work on the GPU: each SDMA queue is a group,
@@ -83,6 +87,8 @@ struct SchedStream {
         double vtime;           /* GPU ns / weight charged so far */
         uint64_t inflight_est;  /* estimated GPU ns of its jobs on the GPU now */
         double dispatch_ns;     /* compute: GPU ns of its shortest recent dispatches, 0 until one retired */
+        double dispatch_max_ns; /* compute: of its longest recent ones (decaying), 0 until one retired */
+        bool bound_express;     /* compute: bound to its context's express queue */
         bool active;            /* has pending jobs (on its group's active list) */
         unsigned n_inflight;    /* its jobs on the GPU now */
         uint32_t want_priority; /* KFD queue priority its class maps to */
