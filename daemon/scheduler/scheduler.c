@@ -219,11 +219,11 @@ static bool stream_idle(const SchedStream *st) {
         return !st->active && st->n_inflight == 0;
 }
 
-/* A compute stream whose recent dispatches were all short asks for its
- * context's express queue (context_get_queue()), where no long dispatch of
- * another session runs ahead of them. */
+/* A compute stream whose recent dispatches were all short — each under a
+ * queue's budget — asks for its context's express queue (context_get_queue()),
+ * where no long dispatch of another session runs ahead of them. */
 static bool stream_wants_express(const SchedStream *st) {
-        return st->dispatch_max_ns > 0 && st->dispatch_max_ns <= WAKE_JOB_NS;
+        return st->dispatch_max_ns > 0 && st->dispatch_max_ns <= QUEUE_BUDGET_NS;
 }
 
 /* An idle compute stream bound to a queue of the wrong priority, context or
