@@ -599,7 +599,9 @@ Test(fairness, a_low_priority_flood_runs_nothing_while_a_high_priority_dispatch_
  * all short gets the context's express queue: its dispatch does not wait
  * behind another session's long one, which the queue they would share runs
  * first (a queue runs its dispatches in order). Here the long one is the
- * gate kernel, which holds its queue until the test opens the gate.
+ * gate kernel, which holds its queue until the test opens the gate. An
+ * attempt where a loaded host made the light session's warm-up dispatches
+ * look long (so it had not earned the express queue) is repeated.
  */
 Test(fairness, short_dispatches_pass_a_long_one_in_a_shared_context) {
         static const char *const shared[] = { "--bus=system", "--sdma-queues=1", "--contexts=shared", NULL };
@@ -610,8 +612,7 @@ Test(fairness, short_dispatches_pass_a_long_one_in_a_shared_context) {
         uint32_t *flag_map;
         void *out_map;
         kfdb_batch *b;
-        uint64_t gate_fence, fence;
-        int r;
+        bool passed = false;
 
         compute_require_kernels();
         cr_assert_eq(test_daemon_restart(&d, SIGTERM, shared), 0);
@@ -621,24 +622,33 @@ Test(fairness, short_dispatches_pass_a_long_one_in_a_shared_context) {
         gate = load_kernel(heavy, "gate");
         flag = new_buffer(heavy, 4096, 0, (void **) &flag_map);
         out = new_buffer(heavy, 4096, 0, &out_map);
-        /* The light session's dispatches are seen to be short (the first
-         * ones, which bring code and caches in, are not). */
-        for (int i = 0; i < 50; i++)
-                run_dispatch(light, empty, "empty", 1, &one, &one, NULL, 0);
-        gate_fence = hold_gpu(heavy, gate, flag, out);
-        usleep(20000); /* the gate is on the GPU (running or about to: either way ahead on its queue) */
         cr_assert_eq(kfdb_batch_new(light, &b), 0);
-        cr_assert_eq(kfdb_batch_dispatch(b, empty, "empty", 1, &one, &one, NULL, 0), 0);
-        cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0, "%s", kfdb_session_last_error(light));
-        r = kfdb_fence_wait(light, fence, 10000);
-        if (r != 0)
+        for (int attempt = 0; attempt < 3 && !passed; attempt++) {
+                uint64_t gate_fence, fence;
+                int r;
+
+                /* The light session's dispatches are seen to be short (the
+                 * first ones, which bring code and caches in, are not). */
+                for (int i = 0; i < 50; i++)
+                        run_dispatch(light, empty, "empty", 1, &one, &one, NULL, 0);
+                __atomic_store_n(flag_map, 0, __ATOMIC_RELEASE);
+                gate_fence = hold_gpu(heavy, gate, flag, out);
+                usleep(20000); /* the gate is on the GPU (running or about to: ahead on its queue) */
+                cr_assert_eq(kfdb_batch_dispatch(b, empty, "empty", 1, &one, &one, NULL, 0), 0);
+                cr_assert_eq(kfdb_batch_submit(b, NULL, &fence), 0, "%s", kfdb_session_last_error(light));
+                r = kfdb_fence_wait(light, fence, 3000);
+                passed = r == 0 && kfdb_fence_is_done(heavy, gate_fence) == 0;
+                fprintf(stderr, "express queue, attempt %d: the light dispatch %s\n", attempt,
+                        r == 0 ? "completed while the gate held the other queue" : "waited behind the gate");
+                __atomic_store_n(flag_map, 1, __ATOMIC_RELEASE);
+                cr_assert_eq(kfdb_fence_wait(heavy, gate_fence, DISPATCH_TIMEOUT_MS), 0, "%s",
+                             kfdb_session_last_error(heavy));
+                cr_assert_eq(kfdb_fence_wait(light, fence, DISPATCH_TIMEOUT_MS), 0, "%s",
+                             kfdb_session_last_error(light));
+        }
+        if (!passed)
                 test_daemon_dump_log(&d);
-        cr_assert_eq(r, 0,
-                     "the light session's dispatch did not complete while the other's held its queue: %s",
-                     kfdb_session_last_error(light));
-        cr_assert_eq(kfdb_fence_is_done(heavy, gate_fence), 0, "the gate kernel was still running");
-        __atomic_store_n(flag_map, 1, __ATOMIC_RELEASE);
-        cr_assert_eq(kfdb_fence_wait(heavy, gate_fence, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(heavy));
+        cr_assert(passed, "the light session's dispatch never completed while the other's held its queue, 3 times");
         kfdb_batch_free(b);
         kfdb_buffer_free(flag);
         kfdb_buffer_free(out);
