@@ -577,15 +577,10 @@ typedef struct Flooder {
         uint64_t bytes; /* copied inside the measuring window */
 } Flooder;
 
-typedef struct Noise {
-        const char *sock;
-        atomic_bool stop;
-        atomic_bool measuring;
-} Noise;
 
 typedef struct FlooderArg {
         Flooder *f;
-        Noise *n;
+        BenchNoise *n;
 } FlooderArg;
 
 static kfdb_session *connect_to(const char *sock, const char *name) {
@@ -636,18 +631,9 @@ static void *flooder_thread(void *userdata) {
         return NULL;
 }
 
-static void *burner_thread(void *userdata) {
-        Noise *n = userdata;
-        volatile uint64_t x = 0;
-
-        while (!atomic_load(&n->stop))
-                x++;
-        return NULL;
-}
-
 /* The light client's 4 KiB copies, one at a time, for NOISE_NS after a
  * warm-up; its p99 in us. */
-static double light_p99(kfdb_session *s, Noise *n) {
+static double light_p99(kfdb_session *s, BenchNoise *n) {
         size_t cap = 1 << 20, count = 0;
         uint64_t *t = calloc(cap, sizeof *t), start = now_ns(), end;
         kfdb_buffer *a, *b;
@@ -685,13 +671,13 @@ static double light_p99(kfdb_session *s, Noise *n) {
 
 /* One round next to 2 CPU burners: the light client's p99 (us). */
 static double noise_burners(const char *sock) {
-        Noise n = { .sock = sock };
+        BenchNoise n = {};
         pthread_t th[BURNERS];
         kfdb_session *s = connect_to(sock, "light");
         double p99;
 
         for (int i = 0; i < BURNERS; i++)
-                pthread_create(&th[i], NULL, burner_thread, &n);
+                pthread_create(&th[i], NULL, bench_burner_thread, &n);
         p99 = light_p99(s, &n);
         atomic_store(&n.stop, true);
         for (int i = 0; i < BURNERS; i++)
@@ -703,7 +689,7 @@ static double noise_burners(const char *sock) {
 /* One round next to the flooders fl (open on sock): the light client's p99
  * (us) and the flooders' throughput (GB/s) while it measured. */
 static void noise_flooders(const char *sock, Flooder *fl, double *ret_p99, double *ret_gbps) {
-        Noise n = { .sock = sock };
+        BenchNoise n = {};
         FlooderArg args[FLOODERS];
         kfdb_session *s = connect_to(sock, "light");
         uint64_t t0, t1, bytes = 0;

@@ -182,10 +182,6 @@ static void bench_round_trips(const Bench *bench) {
 
 /* ---- noisy neighbours ---- */
 
-typedef struct Noise {
-        atomic_bool stop, measuring;
-} Noise;
-
 /* A client that keeps one collatz dispatch over FLOOD_ITEMS inputs in flight. */
 typedef struct Flooder {
         kfdb_session *s;
@@ -193,7 +189,7 @@ typedef struct Flooder {
         kfdb_buffer *in, *out;
         kfdb_batch *batch;
         pthread_t thread;
-        Noise *noise;
+        BenchNoise *noise;
         uint64_t dispatches; /* finished while measuring */
 } Flooder;
 
@@ -242,18 +238,9 @@ static void *flooder_thread(void *userdata) {
         return NULL;
 }
 
-static void *burner_thread(void *userdata) {
-        Noise *n = userdata;
-        volatile uint64_t x = 0;
-
-        while (!atomic_load(&n->stop))
-                x++;
-        return NULL;
-}
-
 /* The light client's empty dispatches, one at a time, for NOISE_NS after a
  * warm-up; its p99 in us. */
-static double light_p99(kfdb_session *s, const kfdb_code_object *co, Noise *n) {
+static double light_p99(kfdb_session *s, const kfdb_code_object *co, BenchNoise *n) {
         size_t cap = 1 << 20, count = 0;
         uint64_t *t = calloc(cap, sizeof *t), start = now_ns(), end = start + NOISE_WARMUP_NS + NOISE_NS;
         const uint32_t one = 1;
@@ -287,12 +274,12 @@ static double light_p99(kfdb_session *s, const kfdb_code_object *co, Noise *n) {
 }
 
 static double noise_burners(kfdb_session *s, const kfdb_code_object *co) {
-        Noise n = {};
+        BenchNoise n = {};
         pthread_t th[BURNERS];
         double p99;
 
         for (int i = 0; i < BURNERS; i++)
-                pthread_create(&th[i], NULL, burner_thread, &n);
+                pthread_create(&th[i], NULL, bench_burner_thread, &n);
         p99 = light_p99(s, co, &n);
         atomic_store(&n.stop, true);
         for (int i = 0; i < BURNERS; i++)
@@ -304,7 +291,7 @@ static double noise_burners(kfdb_session *s, const kfdb_code_object *co) {
  * second while it measured. */
 static void noise_flooders(kfdb_session *s, const kfdb_code_object *co, Flooder *fl, double *ret_p99,
                            double *ret_rate) {
-        Noise n = {};
+        BenchNoise n = {};
         uint64_t t0, t1, dispatches = 0;
 
         for (int i = 0; i < FLOODERS; i++) {

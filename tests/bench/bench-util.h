@@ -7,6 +7,7 @@
 #pragma once
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,4 +109,22 @@ static inline void report_line(const char *what, double ratio, bool at_most, dou
 
 static inline void report(const char *what, double ratio, bool at_most, double goal) {
         report_line(what, ratio, at_most, goal, "");
+}
+
+/* One round of a noisy-neighbour benchmark: stop ends the round's threads;
+ * measuring is set while the light client's samples count. */
+typedef struct BenchNoise {
+        atomic_bool stop;
+        atomic_bool measuring;
+} BenchNoise;
+
+/* A CPU burner (pthread start routine, userdata a BenchNoise): spins until
+ * the round stops. */
+static inline void *bench_burner_thread(void *userdata) {
+        BenchNoise *n = userdata;
+        volatile uint64_t x = 0;
+
+        while (!atomic_load(&n->stop))
+                x++;
+        return NULL;
 }
