@@ -116,6 +116,10 @@ unsigned context_get_losses(const Context *c) {
         return c->losses;
 }
 
+unsigned context_get_users(const Context *c) {
+        return c ? c->users : 0;
+}
+
 void context_get_stats(const Context *c, ContextStats *ret) {
         *ret = (ContextStats) {
                 .id = c->id,

@@ -170,6 +170,8 @@ const char *context_get_key(const Context *c);
 uint64_t context_get_id(const Context *c);
 /* Bumped each time an incarnation of this slot is lost. */
 unsigned context_get_losses(const Context *c);
+/* Sessions using it (context_pool_get() without context_release()). */
+unsigned context_get_users(const Context *c);
 
 /*
  * Makes sure an incarnation is up, bringing one up (and, when the pool is

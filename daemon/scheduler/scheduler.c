@@ -229,14 +229,16 @@ static bool stream_wants_express(const SchedStream *st) {
 /* An idle compute stream bound to a queue of the wrong priority, context or
  * kind lets go of it; it binds again when it next has work. One that wants
  * the express queue and did not get it (its context had one user then)
- * asks again each time it is idle. */
+ * asks again when it is idle and the context has more users. */
 
 static void stream_maybe_rebind(SchedStream *st) {
         HwQueue *q = st->hwq;
 
         if (st->engine != GPU_ENGINE_COMPUTE || !q || !stream_idle(st))
                 return;
-        if (q->ctx != st->ctx || q->priority != st->want_priority || st->bound_express != stream_wants_express(st))
+        if (q->ctx != st->ctx || q->priority != st->want_priority)
+                stream_unbind(st);
+        else if (st->bound_express != stream_wants_express(st) && (st->bound_express || context_get_users(st->ctx) > 1))
                 stream_unbind(st);
 }
 
