@@ -239,8 +239,9 @@ static void *flooder_thread(void *userdata) {
 }
 
 /* The light client's empty dispatches, one at a time, for NOISE_NS after a
- * warm-up; its p99 in us. */
-static double light_p99(kfdb_session *s, const kfdb_code_object *co, BenchNoise *n) {
+ * warm-up; its p99 in us, and in *ret_rate (if set) how many it finished per
+ * second. */
+static double light_p99(kfdb_session *s, const kfdb_code_object *co, BenchNoise *n, double *ret_rate) {
         size_t cap = 1 << 20, count = 0;
         uint64_t *t = calloc(cap, sizeof *t), start = now_ns(), end = start + NOISE_WARMUP_NS + NOISE_NS;
         const uint32_t one = 1;
@@ -268,6 +269,8 @@ static double light_p99(kfdb_session *s, const kfdb_code_object *co, BenchNoise 
         if (count == 0)
                 die(s, "the light client got no sample", ETIMEDOUT);
         percentiles(t, count, &p50, &p99);
+        if (ret_rate)
+                *ret_rate = (double) count * 1e9 / (double) NOISE_NS;
         kfdb_batch_free(batch);
         free(t);
         return p99;
@@ -280,17 +283,17 @@ static double noise_burners(kfdb_session *s, const kfdb_code_object *co) {
 
         for (int i = 0; i < BURNERS; i++)
                 pthread_create(&th[i], NULL, bench_burner_thread, &n);
-        p99 = light_p99(s, co, &n);
+        p99 = light_p99(s, co, &n, NULL);
         atomic_store(&n.stop, true);
         for (int i = 0; i < BURNERS; i++)
                 pthread_join(th[i], NULL);
         return p99;
 }
 
-/* The light client's p99 (us) next to the flooders, and their dispatches per
- * second while it measured. */
+/* The light client's p99 (us) next to the flooders, its dispatches per second
+ * and theirs while it measured. */
 static void noise_flooders(kfdb_session *s, const kfdb_code_object *co, Flooder *fl, double *ret_p99,
-                           double *ret_rate) {
+                           double *ret_light_rate, double *ret_rate) {
         BenchNoise n = {};
         uint64_t t0, t1, dispatches = 0;
 
@@ -300,7 +303,7 @@ static void noise_flooders(kfdb_session *s, const kfdb_code_object *co, Flooder 
                 pthread_create(&fl[i].thread, NULL, flooder_thread, &fl[i]);
         }
         t0 = now_ns() + NOISE_WARMUP_NS;
-        *ret_p99 = light_p99(s, co, &n);
+        *ret_p99 = light_p99(s, co, &n, ret_light_rate);
         t1 = now_ns();
         atomic_store(&n.stop, true);
         for (int i = 0; i < FLOODERS; i++) {
@@ -312,7 +315,7 @@ static void noise_flooders(kfdb_session *s, const kfdb_code_object *co, Flooder 
 
 /* One mode: a daemon started with or without --contexts=shared. */
 static void bench_noise(Bench *bench, bool shared) {
-        double burn[NOISE_ROUNDS], flood[NOISE_ROUNDS], rate[NOISE_ROUNDS], b, p;
+        double burn[NOISE_ROUNDS], flood[NOISE_ROUNDS], rate[NOISE_ROUNDS], light_rate[NOISE_ROUNDS], b, p;
         static Flooder fl[FLOODERS];
         kfdb_code_object *co;
         kfdb_session *s;
@@ -325,7 +328,7 @@ static void bench_noise(Bench *bench, bool shared) {
         /* Interleaved rounds, so that both see the same noise. */
         for (int k = 0; k < NOISE_ROUNDS; k++) {
                 burn[k] = noise_burners(s, co);
-                noise_flooders(s, co, fl, &flood[k], &rate[k]);
+                noise_flooders(s, co, fl, &flood[k], &light_rate[k], &rate[k]);
         }
         for (int i = 0; i < FLOODERS; i++)
                 flooder_close(&fl[i]);
@@ -336,9 +339,9 @@ static void bench_noise(Bench *bench, bool shared) {
         b = median(burn, NOISE_ROUNDS);
         p = median(flood, NOISE_ROUNDS);
         printf("%s: light empty dispatch p99 %.2f ms next to %d CPU burners, %.2f ms next to %d flooders "
-               "(%.0f dispatches/s of %u work-items) (medians of %d)\n",
+               "(%.0f dispatches/s of %u work-items; the light client's %.0f/s) (medians of %d)\n",
                shared ? "one shared GPU context" : "a GPU context per session", b / 1000.0, BURNERS, p / 1000.0,
-               FLOODERS, median(rate, NOISE_ROUNDS), FLOOD_ITEMS, NOISE_ROUNDS);
+               FLOODERS, median(rate, NOISE_ROUNDS), FLOOD_ITEMS, median(light_rate, NOISE_ROUNDS), NOISE_ROUNDS);
         snprintf(what, sizeof(what), "compute noisy neighbours, %s: p99 flooders / burners",
                  shared ? "shared context" : "context per session");
         report(what, p / b, true, 2.0);

@@ -135,6 +135,7 @@ typedef struct SimIsaJob {
         unsigned n_helpers;             /* helpers inside the dispatch now */
         bool listed;                    /* on the pool's list of dispatches open to helpers */
         bool launching;                 /* counted in the pool's launching[priority] */
+        uint64_t cu_ns;                 /* time its participants have held CUs */
         struct SimIsaJob *next_job;
         /* Guarded by lock. */
         pthread_mutex_t lock;
@@ -168,6 +169,8 @@ typedef struct SimIsaRun {
         uint64_t code_page;
         const uint8_t *code_host;
         SimIsaICacheEntry *icache;
+        bool cu_held;           /* holds one of the pool's CUs, since cu_since */
+        uint64_t cu_since;
 } SimIsaRun;
 
 #define ELEMS(x) (sizeof(x) / sizeof((x)[0]))
@@ -245,6 +248,14 @@ void sim_isa_pool_close(SimIsaPool *pool, SimIsaJob *job);
 bool sim_isa_pool_may_launch(SimIsaPool *pool, const SimIsaJob *job);
 /* Waits until sim_isa_pool_may_launch() or *cancel (if set) is non-zero. */
 void sim_isa_pool_wait_launch(SimIsaPool *pool, const SimIsaJob *job, const int *cancel);
+/* CUs (the pool's comment): a participant takes one before it runs
+ * workgroups, waiting for it if none is free, and gives it back before it
+ * waits for anything or leaves; take returns the time it got it. check
+ * gives the CU up and takes one again when it has held it for a quantum and
+ * others wait: call it often (lock-free until then). */
+uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, const SimIsaJob *job);
+void sim_isa_pool_cu_give(SimIsaPool *pool, SimIsaJob *job, uint64_t since);
+void sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since);
 
 /* sim-isa.c: runs workgroups of job until none is left (or the dispatch
  * stops) on the caller's thread, as participant `slot`, with room for

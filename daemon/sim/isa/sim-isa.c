@@ -250,6 +250,22 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         }
 }
 
+/* r takes a CU of the pool before it runs anything (no-op without a pool). */
+static void cu_take(SimIsaRun *r) {
+        if (!r->d->pool || r->cu_held)
+                return;
+        r->cu_since = sim_isa_pool_cu_take(r->d->pool, r->job);
+        r->cu_held = true;
+}
+
+/* r gives its CU back before it waits or leaves. */
+static void cu_give(SimIsaRun *r) {
+        if (!r->cu_held)
+                return;
+        sim_isa_pool_cu_give(r->d->pool, r->job, r->cu_since);
+        r->cu_held = false;
+}
+
 static bool cancelled(const SimIsaRun *r) {
         return r->d->cancel && __atomic_load_n(r->d->cancel, __ATOMIC_RELAXED) != 0;
 }
@@ -293,9 +309,18 @@ static Refill budget_refill(SimIsaRun *r) {
                         ret = REFILL_EXHAUSTED;
                         break;
                 }
+                if (r->cu_held) {
+                        /* The chunks may be with participants waiting for a CU. */
+                        pthread_mutex_unlock(&job->lock);
+                        cu_give(r);
+                        pthread_mutex_lock(&job->lock);
+                        continue;
+                }
                 pthread_cond_wait(&job->budget_cond, &job->lock);
         }
         pthread_mutex_unlock(&job->lock);
+        if (ret == REFILL_OK)
+                cu_take(r);
         return ret;
 }
 
@@ -323,6 +348,8 @@ static int run_workgroup(SimIsaRun *r, SimIsaWave *waves) {
                                                     (unsigned long long) w->pc);
                         if (superseded(r))
                                 return 1;
+                        if (r->cu_held)
+                                sim_isa_pool_cu_check(r->d->pool, r->job, &r->cu_since);
                         for (unsigned n = 0; n < SLICE && !w->done && !w->at_barrier; n++) {
                                 if (budget && r->quota == 0) {
                                         Refill f = budget_refill(r);
@@ -429,6 +456,7 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
                 /* Wave launch: a dispatch of a higher priority goes first; a
                  * helper goes over to it, the caller waits. */
                 if (!sim_isa_pool_may_launch(d->pool, job)) {
+                        cu_give(&r);
                         if (helper)
                                 break;
                         sim_isa_pool_wait_launch(d->pool, job, d->cancel);
@@ -436,6 +464,7 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
                 uint64_t index = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
                 if (index >= job->n_groups || index >= __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED))
                         break;
+                cu_take(&r);
                 select_workgroup(&r, index);
                 int k = run_workgroup(&r, waves);
                 if (k > 0)
@@ -445,6 +474,7 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
                         break;
                 }
         }
+        cu_give(&r);
         job_leave(job, &r);
 }
 

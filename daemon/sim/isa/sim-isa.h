@@ -248,6 +248,10 @@ SimIsaPool *sim_isa_pool_free(SimIsaPool *pool);
 /* Helper threads of a pool (0 for NULL). */
 unsigned sim_isa_pool_threads(const SimIsaPool *pool);
 
+/* The most participants that have held CUs at once on the pool: at most its
+ * helpers and two, however many dispatches run (sim-isa-pool.c). */
+unsigned sim_isa_pool_most_busy(SimIsaPool *pool);
+
 /* The helpers a device on this host should have: one fewer than the CPUs the
  * process may run on (sched_getaffinity), at most SIM_ISA_MAX_HELPERS. */
 #define SIM_ISA_MAX_HELPERS 31u

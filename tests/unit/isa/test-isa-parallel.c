@@ -332,3 +332,176 @@ Test(isa_parallel, cancel_stops_every_thread, .init = pool_start, .fini = pool_s
         cr_assert_lt(t1 - t0, 5.0, "cancelled after %.1f s", t1 - t0);
         isa_mem_fini(&p);
 }
+
+/* ---- the pool's CUs: dispatches of several queues at once ---- */
+
+#define CONCURRENT 8u
+
+typedef struct Concurrent {
+        unsigned idx;
+        uint64_t budget;        /* 0 = none */
+        uint32_t items;
+        const int *cancel;
+        uint32_t *expect;       /* outputs of the serial run, NULL = not compared */
+        int r;
+        SimIsaResult res;
+        bool outputs_match;
+} Concurrent;
+
+/* Collatz over c->items inputs that depend on c->idx, with the pool if
+ * with_pool; its outputs are copied to *ret_out when set (malloc'ed). */
+static void run_concurrent_collatz(Concurrent *c, bool with_pool, uint32_t **ret_out) {
+        IsaMem m;
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        uint32_t grid[3] = { (c->items + 63) / 64, 1, 1 }, wg[3] = { 64, 1, 1 }, *in, *out;
+
+        isa_mem_init(&m);
+        if (with_pool) {
+                m.pool = pool;
+                m.cancel = c->cancel;
+        }
+        c->r = isa_kernel_load(&m, isa_kernel_path("collatz.hsaco"), "collatz", &k);
+        if (c->r == 0) {
+                uint64_t iv = isa_mem_alloc(&m, 4ull * c->items, (void **) &in),
+                         ov = isa_mem_alloc(&m, 4ull * c->items, (void **) &out);
+                for (uint32_t i = 0; i < c->items; i++)
+                        in[i] = 1 + (i * 2654435761u + c->idx * 7919u) % 100000u;
+                isa_args_u64(&a, iv), isa_args_u64(&a, ov), isa_args_u32(&a, c->items);
+                c->r = isa_launch(&m, &k, grid, wg, &a, c->budget, &c->res);
+                if (ret_out) {
+                        *ret_out = malloc(4ull * c->items);
+                        memcpy(*ret_out, out, 4ull * c->items);
+                }
+                c->outputs_match = c->expect && !memcmp(out, c->expect, 4ull * c->items);
+        }
+        isa_mem_fini(&m);
+}
+
+static void *concurrent_thread(void *userdata) {
+        run_concurrent_collatz(userdata, true, NULL);
+        return NULL;
+}
+
+/* CONCURRENT dispatches at once, each called by its own thread as the CPs of
+ * as many queues call them: together they hold at most HELPERS + 2 CUs, and
+ * hand them on to each other until every one has finished with the serial
+ * run's bytes; one whose budget is one instruction short still ends with
+ * -ETIME after exactly its budget while its chunks wait in threads that are
+ * waiting for a CU. */
+Test(isa_parallel, concurrent_dispatches_share_the_pools_cus, .init = pool_start, .fini = pool_stop) {
+        Concurrent c[CONCURRENT];
+        pthread_t t[CONCURRENT];
+        uint32_t *expect[CONCURRENT];
+
+        for (unsigned i = 0; i < CONCURRENT; i++) {
+                c[i] = (Concurrent) { .idx = i, .items = ITEMS };
+                run_concurrent_collatz(&c[i], false, &expect[i]);
+                cr_assert_eq(c[i].r, 0, "serial run %u: %s", i, c[i].res.message);
+                c[i] = (Concurrent) { .idx = i, .items = ITEMS, .expect = expect[i],
+                                      .budget = i == 0 ? c[i].res.wave_instructions - 1 : 0 };
+        }
+        for (unsigned i = 0; i < CONCURRENT; i++)
+                cr_assert_eq(pthread_create(&t[i], NULL, concurrent_thread, &c[i]), 0);
+        for (unsigned i = 0; i < CONCURRENT; i++)
+                pthread_join(t[i], NULL);
+
+        cr_assert_eq(c[0].r, -ETIME, "%s", c[0].res.message);
+        cr_assert(strstr(c[0].res.message, "instruction budget"), "%s", c[0].res.message);
+        for (unsigned i = 1; i < CONCURRENT; i++) {
+                cr_assert_eq(c[i].r, 0, "dispatch %u: %s", i, c[i].res.message);
+                cr_assert(c[i].outputs_match, "dispatch %u: the outputs differ from the serial run's", i);
+        }
+        unsigned most = sim_isa_pool_most_busy(pool);
+        cr_assert(most >= 2 && most <= HELPERS + 2, "%u CUs were busy at once, of %u", most, HELPERS + 2);
+        for (unsigned i = 0; i < CONCURRENT; i++)
+                free(expect[i]);
+}
+
+typedef struct Gate {
+        uint32_t *flag;         /* host address of the flag it polls, set before it runs */
+        int r;
+        uint32_t out[2];
+} Gate;
+
+/* A gate kernel of one work-item that polls its flag until the test sets it. */
+static void *gate_thread(void *userdata) {
+        Gate *g = userdata;
+        IsaMem m;
+        IsaKernel k;
+        IsaArgs a = { 0 };
+        uint32_t grid[3] = { 1, 1, 1 }, wg[3] = { 1, 1, 1 }, *flag, *out;
+        SimIsaResult res;
+
+        isa_mem_init(&m);
+        m.pool = pool;
+        g->r = isa_kernel_load(&m, isa_kernel_path("gate.hsaco"), "gate", &k);
+        if (g->r == 0) {
+                uint64_t fv = isa_mem_alloc(&m, 4, (void **) &flag), ov = isa_mem_alloc(&m, 8, (void **) &out);
+                isa_args_u64(&a, fv), isa_args_u64(&a, ov), isa_args_u32(&a, UINT32_MAX);
+                __atomic_store_n(&g->flag, flag, __ATOMIC_RELEASE);
+                g->r = isa_launch(&m, &k, grid, wg, &a, 0, &res);
+                memcpy(g->out, out, sizeof g->out);
+        }
+        isa_mem_fini(&m);
+        return NULL;
+}
+
+typedef struct Short {
+        Concurrent c;
+        int done;
+} Short;
+
+static void *short_thread(void *userdata) {
+        Short *s = userdata;
+
+        run_concurrent_collatz(&s->c, true, NULL);
+        __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+/* Gate kernels that spin until the test lets them go hold every CU, and more
+ * wait for one; a dispatch of one workgroup still gets a CU (the holders give
+ * theirs up after a quantum, and it has run the least) and finishes while
+ * they spin. */
+Test(isa_parallel, a_short_dispatch_gets_a_cu_from_spinning_ones, .init = pool_start, .fini = pool_stop) {
+        enum { GATES = HELPERS + 4 };
+        Gate g[GATES] = {};
+        Short s = { .c = { .idx = 99, .items = 64 } };
+        pthread_t t[GATES], st;
+        uint32_t *expect;
+        double t0;
+
+        run_concurrent_collatz(&s.c, false, &expect);
+        cr_assert_eq(s.c.r, 0, "%s", s.c.res.message);
+        s.c = (Concurrent) { .idx = 99, .items = 64, .expect = expect };
+        for (unsigned i = 0; i < GATES; i++)
+                cr_assert_eq(pthread_create(&t[i], NULL, gate_thread, &g[i]), 0);
+        t0 = now();
+        while (sim_isa_pool_most_busy(pool) < HELPERS + 2 && now() - t0 < 30.0)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        cr_assert_eq(sim_isa_pool_most_busy(pool), HELPERS + 2, "the gates never held every CU");
+
+        cr_assert_eq(pthread_create(&st, NULL, short_thread, &s), 0);
+        t0 = now();
+        while (!__atomic_load_n(&s.done, __ATOMIC_ACQUIRE) && now() - t0 < 20.0)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        int done_while_gated = __atomic_load_n(&s.done, __ATOMIC_ACQUIRE);
+        for (unsigned i = 0; i < GATES; i++) {
+                uint32_t *flag;
+                while (!(flag = __atomic_load_n(&g[i].flag, __ATOMIC_ACQUIRE)))
+                        nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+                __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+        }
+        pthread_join(st, NULL);
+        for (unsigned i = 0; i < GATES; i++)
+                pthread_join(t[i], NULL);
+        cr_assert(done_while_gated, "the short dispatch did not finish in 20 s while the gates spun");
+        cr_assert_eq(s.c.r, 0, "%s", s.c.res.message);
+        cr_assert(s.c.outputs_match, "the short dispatch's outputs differ from the serial run's");
+        for (unsigned i = 0; i < GATES; i++) {
+                cr_assert_eq(g[i].r, 0, "gate %u: %d", i, g[i].r);
+                cr_assert_eq(g[i].out[1], 1, "gate %u ended without seeing its flag (%u polls)", i, g[i].out[0]);
+        }
+        free(expect);
+}
