@@ -135,7 +135,7 @@ typedef struct SimIsaJob {
         unsigned n_helpers;             /* helpers inside the dispatch now */
         bool listed;                    /* on the pool's list of dispatches open to helpers */
         bool launching;                 /* counted in the pool's launching[priority] */
-        uint64_t cu_ns;                 /* time its participants have held CUs */
+        bool had_cu;                    /* a participant has had a CU */
         struct SimIsaJob *next_job;
         /* Guarded by lock. */
         pthread_mutex_t lock;
@@ -253,8 +253,8 @@ void sim_isa_pool_wait_launch(SimIsaPool *pool, const SimIsaJob *job, const int 
  * waits for anything or leaves; take returns the time it got it. check
  * gives the CU up and takes one again when it has held it for a quantum and
  * others wait: call it often (lock-free until then). */
-uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, const SimIsaJob *job);
-void sim_isa_pool_cu_give(SimIsaPool *pool, SimIsaJob *job, uint64_t since);
+uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job);
+void sim_isa_pool_cu_give(SimIsaPool *pool);
 void sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since);
 
 /* sim-isa.c: runs workgroups of job until none is left (or the dispatch

@@ -39,9 +39,13 @@
  * 174 a second against 222 with one more; bench-compute). When others
  * wait, a holder gives its CU up after CU_QUANTUM_NS, between two slices of
  * a wave (the waves of a workgroup stay on their thread, as resident waves
- * stay on their CU), and the CU goes to the waiter of the highest priority
- * whose dispatch has held CUs the least time: a new short dispatch before
- * the ones that have run for a while, long ones in turn.
+ * stay on their CU), and the CU goes to the waiter of the highest priority,
+ * one of a dispatch that has not had a CU yet before the others, otherwise
+ * the one that has waited longest: a new dispatch starts within a quantum,
+ * and the ones that have run take turns, as the SPI takes the queues in
+ * turn. (Giving it to the dispatch that had held CUs the least time let a
+ * client that kept starting dispatches, each new one at zero, hold the CUs
+ * against every dispatch that had run for a while.)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -65,7 +69,7 @@
 /* A participant waiting for a CU; on its own stack. */
 typedef struct CuWaiter {
         pthread_cond_t granted_cond;
-        const SimIsaJob *job;
+        SimIsaJob *job;
         bool granted;
         struct CuWaiter *next;
 } CuWaiter;
@@ -143,11 +147,11 @@ static uint64_t now_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-/* Whether waiter a should have a CU before waiter b. */
+/* Whether waiter a should have a CU before waiter b, which came before it. */
 static bool cu_before(const CuWaiter *a, const CuWaiter *b) {
         if (job_priority(a->job) != job_priority(b->job))
                 return job_priority(a->job) > job_priority(b->job);
-        return a->job->cu_ns < b->job->cu_ns;
+        return !a->job->had_cu && b->job->had_cu;
 }
 
 /* A CU was given up: it goes to the waiter that should have it first, or
@@ -166,13 +170,15 @@ static void cu_hand_on(SimIsaPool *pool) {
         *best = w->next;
         __atomic_store_n(&pool->cus_wanted, pool->cus_wanted - 1, __ATOMIC_RELAXED);
         w->granted = true;
+        w->job->had_cu = true;
         pthread_cond_signal(&w->granted_cond);
 }
 
-uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, const SimIsaJob *job) {
+uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job) {
         pthread_mutex_lock(&pool->lock);
         if (pool->cus_busy < pool->n_cus && !pool->cu_waiters) {
                 pool->cus_busy++;
+                job->had_cu = true;
                 if (pool->cus_busy > pool->cus_most_busy)
                         pool->cus_most_busy = pool->cus_busy;
         } else {
@@ -190,11 +196,8 @@ uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, const SimIsaJob *job) {
         return now_ns();
 }
 
-void sim_isa_pool_cu_give(SimIsaPool *pool, SimIsaJob *job, uint64_t since) {
-        uint64_t now = now_ns();
-
+void sim_isa_pool_cu_give(SimIsaPool *pool) {
         pthread_mutex_lock(&pool->lock);
-        job->cu_ns += now - since;
         cu_hand_on(pool);
         pthread_mutex_unlock(&pool->lock);
 }
@@ -202,7 +205,7 @@ void sim_isa_pool_cu_give(SimIsaPool *pool, SimIsaJob *job, uint64_t since) {
 void sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since) {
         if (__atomic_load_n(&pool->cus_wanted, __ATOMIC_RELAXED) == 0 || now_ns() - *since < CU_QUANTUM_NS)
                 return;
-        sim_isa_pool_cu_give(pool, job, *since);
+        sim_isa_pool_cu_give(pool);
         *since = sim_isa_pool_cu_take(pool, job);
 }
 

@@ -262,7 +262,7 @@ static void cu_take(SimIsaRun *r) {
 static void cu_give(SimIsaRun *r) {
         if (!r->cu_held)
                 return;
-        sim_isa_pool_cu_give(r->d->pool, r->job, r->cu_since);
+        sim_isa_pool_cu_give(r->d->pool);
         r->cu_held = false;
 }
 

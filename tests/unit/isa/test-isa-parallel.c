@@ -505,3 +505,79 @@ Test(isa_parallel, a_short_dispatch_gets_a_cu_from_spinning_ones, .init = pool_s
         }
         free(expect);
 }
+
+static void pool_start_without_helpers(void) {
+        int r = sim_isa_pool_new(0, &pool);
+        cr_assert_eq(r, 0, "sim_isa_pool_new: %s", strerror(-r));
+}
+
+typedef struct Starter {
+        const int *stop;
+        unsigned started;
+        int r;
+} Starter;
+
+/* Starts one short dispatch after another until *stop. */
+static void *starter_thread(void *userdata) {
+        Starter *st = userdata;
+
+        while (!__atomic_load_n(st->stop, __ATOMIC_ACQUIRE)) {
+                Concurrent c = { .idx = 1000 + __atomic_fetch_add(&st->started, 1, __ATOMIC_RELAXED), .items = 2048 };
+                run_concurrent_collatz(&c, true, NULL);
+                if (c.r != 0) {
+                        st->r = c.r;
+                        break;
+                }
+        }
+        return NULL;
+}
+
+static unsigned started(const Starter *st, unsigned n) {
+        unsigned sum = 0;
+
+        for (unsigned i = 0; i < n; i++)
+                sum += __atomic_load_n(&st[i].started, __ATOMIC_RELAXED);
+        return sum;
+}
+
+/* A long dispatch that has run takes its turns at the CUs against clients
+ * that keep starting new dispatches (each new one may go first once): it
+ * finishes while six such clients go on, on a pool of two CUs. */
+Test(isa_parallel, new_dispatches_do_not_starve_one_that_has_run, .init = pool_start_without_helpers,
+     .fini = pool_stop) {
+        enum { STARTERS = 6 };
+        Short a = { .c = { .idx = 7, .items = 64u * 1024u } };
+        Starter st[STARTERS] = {};
+        pthread_t t[STARTERS], at;
+        int stop = 0;
+        uint32_t *expect;
+
+        run_concurrent_collatz(&a.c, false, &expect);
+        cr_assert_eq(a.c.r, 0, "%s", a.c.res.message);
+        a.c = (Concurrent) { .idx = 7, .items = 64u * 1024u, .expect = expect };
+        for (unsigned i = 0; i < STARTERS; i++) {
+                st[i].stop = &stop;
+                cr_assert_eq(pthread_create(&t[i], NULL, starter_thread, &st[i]), 0);
+        }
+        double t0 = now();
+        while (started(st, STARTERS) < 2 * STARTERS && now() - t0 < 30.0)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        cr_assert_eq(pthread_create(&at, NULL, short_thread, &a), 0);
+        t0 = now();
+        while (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) && now() - t0 < 30.0)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        int done_while_started = __atomic_load_n(&a.done, __ATOMIC_ACQUIRE);
+        unsigned during = started(st, STARTERS);
+        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+        for (unsigned i = 0; i < STARTERS; i++) {
+                pthread_join(t[i], NULL);
+                cr_assert_eq(st[i].r, 0, "starter %u: %d", i, st[i].r);
+        }
+        pthread_join(at, NULL);
+        cr_assert(done_while_started, "the long dispatch did not finish in 30 s while new ones kept starting");
+        cr_assert_eq(a.c.r, 0, "%s", a.c.res.message);
+        cr_assert(a.c.outputs_match, "the long dispatch's outputs differ from the serial run's");
+        cr_assert_eq(sim_isa_pool_most_busy(pool), 2u);
+        cr_log_info("the long dispatch finished after %.2f s, %u short ones started", now() - t0, during);
+        free(expect);
+}
