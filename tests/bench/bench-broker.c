@@ -17,6 +17,10 @@
  *   4. AllocBuffer+FreeBuffer pairs, and kfdb_slice_alloc+kfdb_slice_free
  *      pairs of libkfdbroker's sub-allocator, against memfd_create+ftruncate+
  *      mmap+munmap+close, in alternating rounds;
+ *   1b. 1 and 2 again, fewer rounds, with a burner thread keeping one CPU
+ *      busy: no goals, but on an idle VM the floor's sleeping waits wake
+ *      idle vCPUs, which costs it more than the broker's client (which
+ *      spins), so the ratios of 1 and 2 also say how idle the machine was;
  *   5. noisy neighbours: a light client's 4 KiB copies (one at a time) next
  *      to 2 CPU burners, and next to 15 flooders each keeping one 16 MiB copy
  *      in flight — on a daemon that splits large copies into 1 MiB pieces and
@@ -39,7 +43,7 @@
  * medians over rounds of each one's own figure.
  * Starts its own kfdbrokerd --device=sim daemons (path from $KFDBROKERD or
  * the build tree) and bench-floor --serve ($BENCH_FLOOR or the build tree).
- * Usage: bench-broker [round-trip|batched|copy|alloc|suballoc|noise...] (all of them
+ * Usage: bench-broker [round-trip|batched|warm|copy|alloc|suballoc|noise...] (all of them
  * without arguments).
  */
 #include <errno.h>
@@ -73,6 +77,7 @@
 #define BATCH 64
 #define BATCH_ROUNDS 10
 #define BATCH_ROUND_NS 250000000ull
+#define WARM_ROUNDS 5
 #define FLOODERS 15
 #define FLOOD_BYTES (16ull << 20)
 #define LIGHT_BYTES 4096u
@@ -435,6 +440,48 @@ static void bench_batched(kfdb_session *ring, kfdb_session *sock, Floor *floor) 
         pair_close(&p);
 }
 
+/* ---- 1 and 2 with one CPU kept busy ---- */
+
+/* WARM_ROUNDS rounds of round trips (floor, echo, socket path, ring) and of
+ * batches (floor, socket path, ring) next to one burner thread; the ratios
+ * as in 1 and 2, round by round, printed without goals. */
+static void bench_warm(kfdb_session *ring, kfdb_session *sock, Floor *floor) {
+        double rt_sock[WARM_ROUNDS], rt_ring[WARM_ROUNDS], b_sock[WARM_ROUNDS], b_ring[WARM_ROUNDS],
+                floor_p50[WARM_ROUNDS], ring_p50[WARM_ROUNDS], x;
+        BenchNoise n = {};
+        pthread_t burner;
+        Echo echo;
+        Pair p;
+
+        pair_open(&p, ring, sock);
+        echo_open(&echo);
+        if (pthread_create(&burner, NULL, bench_burner_thread, &n) != 0)
+                die("pthread_create", EAGAIN);
+        for (int k = 0; k < WARM_ROUNDS; k++) {
+                double e50, s50, f;
+                floor_round_trips(floor, RT_PER_ROUND, &floor_p50[k], &x);
+                echo_round_trips(&echo, RT_PER_ROUND, BENCH_RT_WARMUP, &e50, &x);
+                fill_round_trips(sock, p.sbuf, p.sbatch, RT_PER_ROUND, &s50, &x);
+                fill_round_trips(ring, p.rbuf, p.rbatch, RT_PER_ROUND, &ring_p50[k], &x);
+                rt_sock[k] = s50 / (floor_p50[k] + e50);
+                rt_ring[k] = ring_p50[k] / floor_p50[k];
+                f = floor_batched(floor, BATCH_ROUND_NS);
+                b_sock[k] = batched_rate(sock, p.sbuf, p.sbatch) / f;
+                b_ring[k] = batched_rate(ring, p.rbuf, p.rbatch) / f;
+        }
+        atomic_store(&n.stop, true);
+        pthread_join(burner, NULL);
+        echo_close(&echo);
+        pair_close(&p);
+        printf("with one CPU kept busy by a burner thread (medians of %d rounds; no goals: on an idle VM the floor's "
+               "sleeping waits wake idle vCPUs, so the ratios above also say how idle the machine was):\n"
+               "  round trip p50: floor %.1f us, ring %.1f us; ratios: socket path / (floor + echo) %.2f, ring / floor "
+               "%.2f\n"
+               "  batched small jobs, broker / floor throughput: ring %.2f, socket path %.2f\n",
+               WARM_ROUNDS, median(floor_p50, WARM_ROUNDS), median(ring_p50, WARM_ROUNDS), median(rt_sock, WARM_ROUNDS),
+               median(rt_ring, WARM_ROUNDS), median(b_ring, WARM_ROUNDS), median(b_sock, WARM_ROUNDS));
+}
+
 /* ---- 256 MiB copy ---- */
 
 static void bench_copy(kfdb_session *s) {
@@ -767,7 +814,7 @@ static bool want(int argc, char **argv, const char *name) {
 
 int main(int argc, char **argv) {
         char dir[] = "/tmp/kfdbroker-bench.XXXXXX", sock[128], sock_off[128];
-        bool floor_wanted = want(argc, argv, "round-trip") || want(argc, argv, "batched");
+        bool floor_wanted = want(argc, argv, "round-trip") || want(argc, argv, "batched") || want(argc, argv, "warm");
         Floor floor;
         kfdb_session *s, *s_sock, *s_nospin;
         pid_t pid, pid_off;
@@ -803,6 +850,8 @@ int main(int argc, char **argv) {
                 bench_round_trip(s, s_sock, s_nospin, &floor);
         if (want(argc, argv, "batched"))
                 bench_batched(s, s_sock, &floor);
+        if (want(argc, argv, "warm"))
+                bench_warm(s, s_sock, &floor);
         if (floor_wanted)
                 floor_stop(&floor);
         kfdb_session_free(s_sock);
