@@ -250,12 +250,17 @@ bool sim_isa_pool_may_launch(SimIsaPool *pool, const SimIsaJob *job);
 void sim_isa_pool_wait_launch(SimIsaPool *pool, const SimIsaJob *job, const int *cancel);
 /* CUs (the pool's comment): a participant takes one before it runs
  * workgroups, waiting for it if none is free, and gives it back before it
- * waits for anything or leaves; take returns the time it got it. check
- * gives the CU up and takes one again when it has held it for a quantum and
- * others wait: call it often (lock-free until then). */
-uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job);
+ * waits for anything or leaves. A wait ends without the CU (take returns
+ * false) once abandon(userdata) says the participant has nothing left to run
+ * (polled). check gives the CU up and takes one again when it has held it
+ * for a quantum (since *since, which it updates) and others wait: call it
+ * often (lock-free until then); false when it gave the CU up and abandoned
+ * the wait for another. */
+bool sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job, bool (*abandon)(const void *userdata),
+                          const void *userdata);
 void sim_isa_pool_cu_give(SimIsaPool *pool);
-void sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since);
+bool sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since, bool (*abandon)(const void *userdata),
+                           const void *userdata);
 
 /* sim-isa.c: runs workgroups of job until none is left (or the dispatch
  * stops) on the caller's thread, as participant `slot`, with room for

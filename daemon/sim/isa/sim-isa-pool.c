@@ -42,10 +42,16 @@
  * stay on their CU), and the CU goes to the waiter of the highest priority,
  * one of a dispatch that has not had a CU yet before the others, otherwise
  * the one that has waited longest: a new dispatch starts within a quantum,
- * and the ones that have run take turns, as the SPI takes the queues in
- * turn. (Giving it to the dispatch that had held CUs the least time let a
- * client that kept starting dispatches, each new one at zero, hold the CUs
- * against every dispatch that had run for a while.)
+ * and the threads that have run take turns. A waiter that has waited
+ * CU_AGE_NS goes before all of these, so that neither dispatches of a higher
+ * priority (the hardware does not pause resident waves for them) nor a
+ * client that keeps starting new dispatches hold a workgroup that has
+ * started off the CUs for longer. (Giving the CU to the dispatch that had
+ * held CUs the least time, and later new dispatches first without the age
+ * rule, let a client that kept starting one-workgroup dispatches hold the
+ * CUs against a dispatch that had run, for 17 s and more.) A waiter whose
+ * dispatch is cancelled, or whose workgroup an earlier failure makes moot,
+ * stops waiting within CU_POLL_NS: a queue's teardown waits for it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -65,11 +71,16 @@
 
 /* How long a participant keeps a CU that others wait for. */
 #define CU_QUANTUM_NS 500000ull
+/* A waiter this old goes first, whatever its priority. */
+#define CU_AGE_NS (4 * CU_QUANTUM_NS)
+/* How often a waiter looks at whether it should stop waiting. */
+#define CU_POLL_NS 1000000ull
 
 /* A participant waiting for a CU; on its own stack. */
 typedef struct CuWaiter {
         pthread_cond_t granted_cond;
         SimIsaJob *job;
+        uint64_t since;         /* when it began to wait */
         bool granted;
         struct CuWaiter *next;
 } CuWaiter;
@@ -147,7 +158,8 @@ static uint64_t now_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-/* Whether waiter a should have a CU before waiter b, which came before it. */
+/* Whether waiter a should have a CU before waiter b, which came before it
+ * and has not waited CU_AGE_NS. */
 static bool cu_before(const CuWaiter *a, const CuWaiter *b) {
         if (job_priority(a->job) != job_priority(b->job))
                 return job_priority(a->job) > job_priority(b->job);
@@ -159,9 +171,13 @@ static bool cu_before(const CuWaiter *a, const CuWaiter *b) {
 static void cu_hand_on(SimIsaPool *pool) {
         CuWaiter **best = NULL, *w;
 
-        for (CuWaiter **p = &pool->cu_waiters; *p; p = &(*p)->next)
-                if (!best || cu_before(*p, *best))
-                        best = p;
+        /* The list is in the order they came: an aged waiter is at its head. */
+        if (pool->cu_waiters && now_ns() - pool->cu_waiters->since >= CU_AGE_NS)
+                best = &pool->cu_waiters;
+        else
+                for (CuWaiter **p = &pool->cu_waiters; *p; p = &(*p)->next)
+                        if (!best || cu_before(*p, *best))
+                                best = p;
         if (!best) {
                 pool->cus_busy--;
                 return;
@@ -174,7 +190,10 @@ static void cu_hand_on(SimIsaPool *pool) {
         pthread_cond_signal(&w->granted_cond);
 }
 
-uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job) {
+bool sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job, bool (*abandon)(const void *userdata),
+                          const void *userdata) {
+        bool granted = true;
+
         pthread_mutex_lock(&pool->lock);
         if (pool->cus_busy < pool->n_cus && !pool->cu_waiters) {
                 pool->cus_busy++;
@@ -182,18 +201,37 @@ uint64_t sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job) {
                 if (pool->cus_busy > pool->cus_most_busy)
                         pool->cus_most_busy = pool->cus_busy;
         } else {
-                CuWaiter w = { .job = job }, **p;
-                pthread_cond_init(&w.granted_cond, NULL);
+                CuWaiter w = { .job = job, .since = now_ns() }, **p;
+                pthread_condattr_t attr;
+
+                pthread_condattr_init(&attr);
+                pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+                pthread_cond_init(&w.granted_cond, &attr);
+                pthread_condattr_destroy(&attr);
                 for (p = &pool->cu_waiters; *p; p = &(*p)->next)
                         ;
                 *p = &w;
                 __atomic_store_n(&pool->cus_wanted, pool->cus_wanted + 1, __ATOMIC_RELAXED);
-                while (!w.granted)
-                        pthread_cond_wait(&w.granted_cond, &pool->lock);
+                while (!w.granted) {
+                        struct timespec ts;
+                        uint64_t until = now_ns() + CU_POLL_NS;
+
+                        ts.tv_sec = (time_t) (until / 1000000000ull);
+                        ts.tv_nsec = (long) (until % 1000000000ull);
+                        (void) pthread_cond_timedwait(&w.granted_cond, &pool->lock, &ts);
+                        if (!w.granted && abandon && abandon(userdata)) {
+                                for (p = &pool->cu_waiters; *p != &w; p = &(*p)->next)
+                                        ;
+                                *p = w.next;
+                                __atomic_store_n(&pool->cus_wanted, pool->cus_wanted - 1, __ATOMIC_RELAXED);
+                                granted = false;
+                                break;
+                        }
+                }
                 pthread_cond_destroy(&w.granted_cond);
         }
         pthread_mutex_unlock(&pool->lock);
-        return now_ns();
+        return granted;
 }
 
 void sim_isa_pool_cu_give(SimIsaPool *pool) {
@@ -202,11 +240,15 @@ void sim_isa_pool_cu_give(SimIsaPool *pool) {
         pthread_mutex_unlock(&pool->lock);
 }
 
-void sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since) {
+bool sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since, bool (*abandon)(const void *userdata),
+                           const void *userdata) {
         if (__atomic_load_n(&pool->cus_wanted, __ATOMIC_RELAXED) == 0 || now_ns() - *since < CU_QUANTUM_NS)
-                return;
+                return true;
         sim_isa_pool_cu_give(pool);
-        *since = sim_isa_pool_cu_take(pool, job);
+        if (!sim_isa_pool_cu_take(pool, job, abandon, userdata))
+                return false;
+        *since = now_ns();
+        return true;
 }
 
 unsigned sim_isa_pool_most_busy(SimIsaPool *pool) {

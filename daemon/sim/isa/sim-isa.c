@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim-isa-internal.h"
 
@@ -250,12 +251,27 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         }
 }
 
-/* r takes a CU of the pool before it runs anything (no-op without a pool). */
-static void cu_take(SimIsaRun *r) {
+static bool cu_abandon(const void *userdata);
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* r takes a CU of the pool before it runs anything (true at once without a
+ * pool); false when it stopped waiting because its dispatch is cancelled or
+ * its workgroup superseded (cu_abandon()), which run_workgroup() then finds
+ * before it runs an instruction. */
+static bool cu_take(SimIsaRun *r) {
         if (!r->d->pool || r->cu_held)
-                return;
-        r->cu_since = sim_isa_pool_cu_take(r->d->pool, r->job);
+                return true;
+        if (!sim_isa_pool_cu_take(r->d->pool, r->job, cu_abandon, r))
+                return false;
+        r->cu_since = now_ns();
         r->cu_held = true;
+        return true;
 }
 
 /* r gives its CU back before it waits or leaves. */
@@ -273,6 +289,12 @@ static bool cancelled(const SimIsaRun *r) {
 /* An earlier workgroup failed: this one would not have run in the serial order. */
 static bool superseded(const SimIsaRun *r) {
         return __atomic_load_n(&r->job->stop_at, __ATOMIC_RELAXED) < r->wg_index;
+}
+
+static bool cu_abandon(const void *userdata) {
+        const SimIsaRun *r = userdata;
+
+        return cancelled(r) || superseded(r);
 }
 
 typedef enum Refill {
@@ -319,8 +341,8 @@ static Refill budget_refill(SimIsaRun *r) {
                 pthread_cond_wait(&job->budget_cond, &job->lock);
         }
         pthread_mutex_unlock(&job->lock);
-        if (ret == REFILL_OK)
-                cu_take(r);
+        if (ret == REFILL_OK && !cu_take(r))
+                ret = REFILL_STOP;
         return ret;
 }
 
@@ -348,8 +370,11 @@ static int run_workgroup(SimIsaRun *r, SimIsaWave *waves) {
                                                     (unsigned long long) w->pc);
                         if (superseded(r))
                                 return 1;
-                        if (r->cu_held)
-                                sim_isa_pool_cu_check(r->d->pool, r->job, &r->cu_since);
+                        if (r->cu_held &&
+                            !sim_isa_pool_cu_check(r->d->pool, r->job, &r->cu_since, cu_abandon, r)) {
+                                r->cu_held = false;
+                                continue; /* the next wave's turn finds out why */
+                        }
                         for (unsigned n = 0; n < SLICE && !w->done && !w->at_barrier; n++) {
                                 if (budget && r->quota == 0) {
                                         Refill f = budget_refill(r);
@@ -453,6 +478,10 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
         for (unsigned i = 0; i < SIM_ISA_ICACHE_SIZE; i++)
                 icache[i].pc = UINT64_MAX;
         for (;;) {
+                /* Nothing left to claim: done, whatever runs elsewhere. */
+                if (__atomic_load_n(&job->next, __ATOMIC_RELAXED) >=
+                    MIN_U(job->n_groups, __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED)))
+                        break;
                 /* Wave launch: a dispatch of a higher priority goes first; a
                  * helper goes over to it, the caller waits. */
                 if (!sim_isa_pool_may_launch(d->pool, job)) {
@@ -464,8 +493,8 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
                 uint64_t index = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
                 if (index >= job->n_groups || index >= __atomic_load_n(&job->stop_at, __ATOMIC_RELAXED))
                         break;
-                cu_take(&r);
                 select_workgroup(&r, index);
+                (void) cu_take(&r); /* without it, run_workgroup() stops before any instruction */
                 int k = run_workgroup(&r, waves);
                 if (k > 0)
                         break;

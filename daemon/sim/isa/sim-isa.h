@@ -151,7 +151,8 @@ typedef struct SimIsaDispatch {
         unsigned priority;             /* wave-launch priority, SIM_PIPE_PRIORITY_* (the HQD's
                                         * CP_HQD_PIPE_PRIORITY): with a pool, no workgroup of
                                         * this dispatch starts while one of higher priority
-                                        * runs */
+                                        * runs, and its threads wait for CUs after those of
+                                        * higher dispatches (up to the age limit) */
         bool wave32;                   /* DISPATCH_INITIATOR.CS_W32_EN: 32 lanes, else 64 */
         uint64_t scratch_va;           /* base of the private segment backing, 0 if none */
         uint32_t scratch_per_lane;     /* bytes of private memory per work-item */
@@ -214,9 +215,11 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
  * scheduling latency" for a high-priority compute context next to a low one,
  * amd-gfx, 2017-02-28, "Add support for high priority scheduling in
  * amdgpu"). Waves already running are not preempted for it. The model is
- * stricter than the hardware in one way: a lower dispatch starts no
- * workgroup until the higher one has finished, not only launched, all of
- * its own (sim-isa-pool.c says why).
+ * stricter than the hardware in two ways (sim-isa-pool.c says why): a lower
+ * dispatch starts no workgroup until the higher one has finished, not only
+ * launched, all of its own; and a lower workgroup already running, when it
+ * gives its CU up after a quantum, may wait while higher ones take the CUs,
+ * up to the age limit (2 ms), after which it goes first.
  */
 #define SIM_PIPE_PRIORITY_LOW 0u
 #define SIM_PIPE_PRIORITY_MEDIUM 1u

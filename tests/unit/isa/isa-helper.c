@@ -252,13 +252,14 @@ int isa_launch_partial(IsaMem *m, const IsaKernel *k, const uint32_t grid[3], co
         d.scratch_waves = threads * wg_waves;
         d.pool = m->pool;
         d.cancel = m->cancel;
+        d.priority = m->priority;
         d.lds_bytes = lds_granules * 512;
         d.sh_mem_bases = ISA_SH_MEM_BASES;
         return sim_isa_dispatch(&d, &m->mem, budget, ret);
 }
 
 const char *isa_kernel_path(const char *file) {
-        static char buf[4096];
+        static __thread char buf[4096]; /* tests load kernels from several threads */
         snprintf(buf, sizeof(buf), "%s/%s", ISA_KERNEL_DIR, file);
         return buf;
 }

@@ -40,6 +40,7 @@ typedef struct IsaMem {
          * caller alone); scratch is then sized for a workgroup per thread. */
         SimIsaPool *pool;
         const int *cancel;      /* SimIsaDispatch.cancel of isa_launch(); NULL after isa_mem_init */
+        unsigned priority;      /* SimIsaDispatch.priority of isa_launch(); 0 after isa_mem_init */
         /* When set, words 2 and 3 of the scratch V# isa_launch() passes (else
          * NUM_RECORDS 0xffffffff and SIM_ISA_SCRATCH_RSRC3). */
         bool scratch_rsrc_override;

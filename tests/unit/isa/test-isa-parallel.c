@@ -419,7 +419,10 @@ Test(isa_parallel, concurrent_dispatches_share_the_pools_cus, .init = pool_start
 }
 
 typedef struct Gate {
+        unsigned priority;      /* SIM_PIPE_PRIORITY_* */
+        const int *cancel;
         uint32_t *flag;         /* host address of the flag it polls, set before it runs */
+        int set_up;             /* set once flag is, or the set-up failed */
         int r;
         uint32_t out[2];
 } Gate;
@@ -435,16 +438,30 @@ static void *gate_thread(void *userdata) {
 
         isa_mem_init(&m);
         m.pool = pool;
+        m.priority = g->priority;
+        m.cancel = g->cancel;
         g->r = isa_kernel_load(&m, isa_kernel_path("gate.hsaco"), "gate", &k);
         if (g->r == 0) {
                 uint64_t fv = isa_mem_alloc(&m, 4, (void **) &flag), ov = isa_mem_alloc(&m, 8, (void **) &out);
                 isa_args_u64(&a, fv), isa_args_u64(&a, ov), isa_args_u32(&a, UINT32_MAX);
                 __atomic_store_n(&g->flag, flag, __ATOMIC_RELEASE);
+                __atomic_store_n(&g->set_up, 1, __ATOMIC_RELEASE);
                 g->r = isa_launch(&m, &k, grid, wg, &a, 0, &res);
                 memcpy(g->out, out, sizeof g->out);
         }
+        __atomic_store_n(&g->set_up, 1, __ATOMIC_RELEASE);
         isa_mem_fini(&m);
         return NULL;
+}
+
+/* Waits until g has set up, then lets it go (if it got that far). */
+static void gate_release(Gate *g) {
+        uint32_t *flag;
+
+        while (!__atomic_load_n(&g->set_up, __ATOMIC_ACQUIRE))
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        if ((flag = __atomic_load_n(&g->flag, __ATOMIC_ACQUIRE)))
+                __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
 }
 
 typedef struct Short {
@@ -487,12 +504,8 @@ Test(isa_parallel, a_short_dispatch_gets_a_cu_from_spinning_ones, .init = pool_s
         while (!__atomic_load_n(&s.done, __ATOMIC_ACQUIRE) && now() - t0 < 20.0)
                 nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
         int done_while_gated = __atomic_load_n(&s.done, __ATOMIC_ACQUIRE);
-        for (unsigned i = 0; i < GATES; i++) {
-                uint32_t *flag;
-                while (!(flag = __atomic_load_n(&g[i].flag, __ATOMIC_ACQUIRE)))
-                        nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
-                __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
-        }
+        for (unsigned i = 0; i < GATES; i++)
+                gate_release(&g[i]);
         pthread_join(st, NULL);
         for (unsigned i = 0; i < GATES; i++)
                 pthread_join(t[i], NULL);
@@ -506,6 +519,74 @@ Test(isa_parallel, a_short_dispatch_gets_a_cu_from_spinning_ones, .init = pool_s
         free(expect);
 }
 
+typedef struct GateDone {
+        Gate *g;
+        int done;
+} GateDone;
+
+static void *gate_done_thread(void *userdata) {
+        GateDone *d = userdata;
+
+        gate_thread(d->g);
+        __atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+static bool wait_done(const int *done, double seconds) {
+        double t0 = now();
+
+        while (!__atomic_load_n(done, __ATOMIC_ACQUIRE) && now() - t0 < seconds)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        return __atomic_load_n(done, __ATOMIC_ACQUIRE);
+}
+
+/* Two workgroups of low priority are running (gate kernels) when more
+ * high-priority gates arrive than there are CUs. On a GPU resident waves go
+ * on running; here they give their CUs up, but get one back within the age
+ * limit: one, let go by the host, sees its flag and ends; the other, its
+ * queue torn down (cancelled), ends with -ECANCELED — both while the high
+ * gates spin. */
+Test(isa_parallel, running_low_priority_workgroups_still_get_cus, .init = pool_start, .fini = pool_stop) {
+        enum { HIGH = HELPERS + 8 };
+        Gate low[2] = { { .priority = SIM_PIPE_PRIORITY_LOW }, { .priority = SIM_PIPE_PRIORITY_LOW } }, high[HIGH];
+        GateDone done[2] = { { .g = &low[0] }, { .g = &low[1] } };
+        pthread_t lt[2], ht[HIGH];
+        int cancel = 0;
+
+        low[1].cancel = &cancel;
+        for (unsigned i = 0; i < 2; i++) {
+                cr_assert_eq(pthread_create(&lt[i], NULL, gate_done_thread, &done[i]), 0);
+                while (!__atomic_load_n(&low[i].set_up, __ATOMIC_ACQUIRE))
+                        nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        }
+        nanosleep(&(struct timespec) { .tv_nsec = 20000000 }, NULL); /* both are in their workgroup */
+        for (unsigned i = 0; i < HIGH; i++) {
+                high[i] = (Gate) { .priority = SIM_PIPE_PRIORITY_HIGH };
+                cr_assert_eq(pthread_create(&ht[i], NULL, gate_thread, &high[i]), 0);
+        }
+        double t0 = now();
+        while (sim_isa_pool_most_busy(pool) < HELPERS + 2 && now() - t0 < 30.0)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        nanosleep(&(struct timespec) { .tv_nsec = 20000000 }, NULL); /* the high gates hold the CUs */
+
+        gate_release(&low[0]);
+        __atomic_store_n(&cancel, 1, __ATOMIC_RELEASE);
+        bool released_ended = wait_done(&done[0].done, 5.0), cancelled_ended = wait_done(&done[1].done, 5.0);
+        for (unsigned i = 0; i < HIGH; i++)
+                gate_release(&high[i]);
+        for (unsigned i = 0; i < HIGH; i++)
+                pthread_join(ht[i], NULL);
+        for (unsigned i = 0; i < 2; i++)
+                pthread_join(lt[i], NULL);
+        cr_assert(released_ended, "the low gate let go did not end in 5 s while high gates held the CUs");
+        cr_assert(cancelled_ended, "the cancelled low gate did not end in 5 s while high gates held the CUs");
+        cr_assert_eq(low[0].r, 0, "%d", low[0].r);
+        cr_assert_eq(low[0].out[1], 1, "the low gate ended without seeing its flag");
+        cr_assert_eq(low[1].r, -ECANCELED, "%d", low[1].r);
+        for (unsigned i = 0; i < HIGH; i++)
+                cr_assert_eq(high[i].r, 0, "high gate %u: %d", i, high[i].r);
+}
+
 static void pool_start_without_helpers(void) {
         int r = sim_isa_pool_new(0, &pool);
         cr_assert_eq(r, 0, "sim_isa_pool_new: %s", strerror(-r));
@@ -517,17 +598,36 @@ typedef struct Starter {
         int r;
 } Starter;
 
-/* Starts one short dispatch after another until *stop. */
+/* Starts one one-workgroup dispatch after another until *stop, with little
+ * host work between them, as a queue's CP would: the kernel is loaded again
+ * only every LAUNCHES_PER_LOAD dispatches (each takes two regions of the
+ * test memory). */
+#define LAUNCHES_PER_LOAD 8
 static void *starter_thread(void *userdata) {
         Starter *st = userdata;
 
-        while (!__atomic_load_n(st->stop, __ATOMIC_ACQUIRE)) {
-                Concurrent c = { .idx = 1000 + __atomic_fetch_add(&st->started, 1, __ATOMIC_RELAXED), .items = 2048 };
-                run_concurrent_collatz(&c, true, NULL);
-                if (c.r != 0) {
-                        st->r = c.r;
-                        break;
+        while (st->r == 0 && !__atomic_load_n(st->stop, __ATOMIC_ACQUIRE)) {
+                uint32_t grid[3] = { 1, 1, 1 }, wg[3] = { 64, 1, 1 }, *in;
+                IsaArgs a = { 0 };
+                SimIsaResult res;
+                IsaKernel k;
+                IsaMem m;
+
+                isa_mem_init(&m);
+                m.pool = pool;
+                st->r = isa_kernel_load(&m, isa_kernel_path("collatz.hsaco"), "collatz", &k);
+                if (st->r == 0) {
+                        uint64_t iv = isa_mem_alloc(&m, 4 * 64, (void **) &in), ov = isa_mem_alloc(&m, 4 * 64, NULL);
+                        for (uint32_t i = 0; i < 64; i++)
+                                in[i] = 27 + i;
+                        isa_args_u64(&a, iv), isa_args_u64(&a, ov), isa_args_u32(&a, 64);
                 }
+                for (unsigned i = 0; i < LAUNCHES_PER_LOAD && st->r == 0 && !__atomic_load_n(st->stop, __ATOMIC_ACQUIRE);
+                     i++) {
+                        st->r = isa_launch(&m, &k, grid, wg, &a, 0, &res);
+                        __atomic_fetch_add(&st->started, 1, __ATOMIC_RELAXED);
+                }
+                isa_mem_fini(&m);
         }
         return NULL;
 }
@@ -541,12 +641,13 @@ static unsigned started(const Starter *st, unsigned n) {
 }
 
 /* A long dispatch that has run takes its turns at the CUs against clients
- * that keep starting new dispatches (each new one may go first once): it
- * finishes while six such clients go on, on a pool of two CUs. */
+ * that keep starting new one-workgroup dispatches (a new one goes first
+ * unless another waiter has waited the age limit): it finishes while twelve
+ * such clients go on, on a pool of two CUs. */
 Test(isa_parallel, new_dispatches_do_not_starve_one_that_has_run, .init = pool_start_without_helpers,
      .fini = pool_stop) {
-        enum { STARTERS = 6 };
-        Short a = { .c = { .idx = 7, .items = 64u * 1024u } };
+        enum { STARTERS = 12 };
+        Short a = { .c = { .idx = 7, .items = 8192 } };
         Starter st[STARTERS] = {};
         pthread_t t[STARTERS], at;
         int stop = 0;
@@ -554,7 +655,7 @@ Test(isa_parallel, new_dispatches_do_not_starve_one_that_has_run, .init = pool_s
 
         run_concurrent_collatz(&a.c, false, &expect);
         cr_assert_eq(a.c.r, 0, "%s", a.c.res.message);
-        a.c = (Concurrent) { .idx = 7, .items = 64u * 1024u, .expect = expect };
+        a.c = (Concurrent) { .idx = 7, .items = 8192, .expect = expect };
         for (unsigned i = 0; i < STARTERS; i++) {
                 st[i].stop = &stop;
                 cr_assert_eq(pthread_create(&t[i], NULL, starter_thread, &st[i]), 0);
