@@ -249,15 +249,15 @@ bool sim_isa_pool_may_launch(SimIsaPool *pool, const SimIsaJob *job);
 /* Waits until sim_isa_pool_may_launch() or *cancel (if set) is non-zero. */
 void sim_isa_pool_wait_launch(SimIsaPool *pool, const SimIsaJob *job, const int *cancel);
 /* CUs (the pool's comment): a participant takes one before it runs
- * workgroups, waiting for it if none is free, and gives it back before it
- * waits for anything or leaves. A wait ends without the CU (take returns
- * false) once abandon(userdata) says the participant has nothing left to run
+ * workgroups, waiting for it if none is free (take stores when it got it in
+ * *ret_since), and gives it back before it waits for anything or leaves. A
+ * wait ends without the CU (take returns false) once abandon(userdata) says the participant has nothing left to run
  * (polled). check gives the CU up and takes one again when it has held it
  * for a quantum (since *since, which it updates) and others wait: call it
  * often (lock-free until then); false when it gave the CU up and abandoned
  * the wait for another. */
 bool sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job, bool (*abandon)(const void *userdata),
-                          const void *userdata);
+                          const void *userdata, uint64_t *ret_since);
 void sim_isa_pool_cu_give(SimIsaPool *pool);
 bool sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since, bool (*abandon)(const void *userdata),
                            const void *userdata);

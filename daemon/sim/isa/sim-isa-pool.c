@@ -206,7 +206,7 @@ static void cu_hand_on(SimIsaPool *pool) {
 }
 
 bool sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job, bool (*abandon)(const void *userdata),
-                          const void *userdata) {
+                          const void *userdata, uint64_t *ret_since) {
         bool granted = true;
 
         pthread_mutex_lock(&pool->lock);
@@ -248,6 +248,8 @@ bool sim_isa_pool_cu_take(SimIsaPool *pool, SimIsaJob *job, bool (*abandon)(cons
                 pthread_cond_destroy(&w.granted_cond);
         }
         pthread_mutex_unlock(&pool->lock);
+        if (granted)
+                *ret_since = now_ns();
         return granted;
 }
 
@@ -268,10 +270,7 @@ bool sim_isa_pool_cu_check(SimIsaPool *pool, SimIsaJob *job, uint64_t *since, bo
             (held < CU_QUANTUM_NS && __atomic_load_n(&pool->fresh_wanted, __ATOMIC_RELAXED) == 0))
                 return true;
         sim_isa_pool_cu_give(pool);
-        if (!sim_isa_pool_cu_take(pool, job, abandon, userdata))
-                return false;
-        *since = now_ns();
-        return true;
+        return sim_isa_pool_cu_take(pool, job, abandon, userdata, since);
 }
 
 unsigned sim_isa_pool_most_busy(SimIsaPool *pool) {

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sim-isa-internal.h"
 
@@ -253,13 +252,6 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
 
 static bool cu_abandon(const void *userdata);
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
 /* r takes a CU of the pool before it runs anything (true at once without a
  * pool); false when it stopped waiting because its dispatch is cancelled or
  * its workgroup superseded (cu_abandon()), which run_workgroup() then finds
@@ -267,9 +259,8 @@ static uint64_t now_ns(void) {
 static bool cu_take(SimIsaRun *r) {
         if (!r->d->pool || r->cu_held)
                 return true;
-        if (!sim_isa_pool_cu_take(r->d->pool, r->job, cu_abandon, r))
+        if (!sim_isa_pool_cu_take(r->d->pool, r->job, cu_abandon, r, &r->cu_since))
                 return false;
-        r->cu_since = now_ns();
         r->cu_held = true;
         return true;
 }

@@ -464,6 +464,23 @@ static void gate_release(Gate *g) {
                 __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
 }
 
+/* Waits up to seconds for *done. */
+static bool wait_done(const int *done, double seconds) {
+        double t0 = now();
+
+        while (!__atomic_load_n(done, __ATOMIC_ACQUIRE) && now() - t0 < seconds)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        return __atomic_load_n(done, __ATOMIC_ACQUIRE);
+}
+
+/* Waits up to 30 s until every CU of the pool (HELPERS + 2) has been busy at once. */
+static void wait_all_cus_busy(void) {
+        double t0 = now();
+
+        while (sim_isa_pool_most_busy(pool) < HELPERS + 2 && now() - t0 < 30.0)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+}
+
 typedef struct Short {
         Concurrent c;
         int done;
@@ -487,23 +504,17 @@ Test(isa_parallel, a_short_dispatch_gets_a_cu_from_spinning_ones, .init = pool_s
         Short s = { .c = { .idx = 99, .items = 64 } };
         pthread_t t[GATES], st;
         uint32_t *expect;
-        double t0;
 
         run_concurrent_collatz(&s.c, false, &expect);
         cr_assert_eq(s.c.r, 0, "%s", s.c.res.message);
         s.c = (Concurrent) { .idx = 99, .items = 64, .expect = expect };
         for (unsigned i = 0; i < GATES; i++)
                 cr_assert_eq(pthread_create(&t[i], NULL, gate_thread, &g[i]), 0);
-        t0 = now();
-        while (sim_isa_pool_most_busy(pool) < HELPERS + 2 && now() - t0 < 30.0)
-                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        wait_all_cus_busy();
         cr_assert_eq(sim_isa_pool_most_busy(pool), HELPERS + 2, "the gates never held every CU");
 
         cr_assert_eq(pthread_create(&st, NULL, short_thread, &s), 0);
-        t0 = now();
-        while (!__atomic_load_n(&s.done, __ATOMIC_ACQUIRE) && now() - t0 < 20.0)
-                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
-        int done_while_gated = __atomic_load_n(&s.done, __ATOMIC_ACQUIRE);
+        bool done_while_gated = wait_done(&s.done, 20.0);
         for (unsigned i = 0; i < GATES; i++)
                 gate_release(&g[i]);
         pthread_join(st, NULL);
@@ -532,14 +543,6 @@ static void *gate_done_thread(void *userdata) {
         return NULL;
 }
 
-static bool wait_done(const int *done, double seconds) {
-        double t0 = now();
-
-        while (!__atomic_load_n(done, __ATOMIC_ACQUIRE) && now() - t0 < seconds)
-                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
-        return __atomic_load_n(done, __ATOMIC_ACQUIRE);
-}
-
 /* Two workgroups of low priority are running (gate kernels) when more
  * high-priority gates arrive than there are CUs. On a GPU resident waves go
  * on running; here they give their CUs up, but get one back within the age
@@ -564,9 +567,7 @@ Test(isa_parallel, running_low_priority_workgroups_still_get_cus, .init = pool_s
                 high[i] = (Gate) { .priority = SIM_PIPE_PRIORITY_HIGH };
                 cr_assert_eq(pthread_create(&ht[i], NULL, gate_thread, &high[i]), 0);
         }
-        double t0 = now();
-        while (sim_isa_pool_most_busy(pool) < HELPERS + 2 && now() - t0 < 30.0)
-                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        wait_all_cus_busy();
         nanosleep(&(struct timespec) { .tv_nsec = 20000000 }, NULL); /* the high gates hold the CUs */
 
         gate_release(&low[0]);
@@ -665,9 +666,7 @@ Test(isa_parallel, new_dispatches_do_not_starve_one_that_has_run, .init = pool_s
                 nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
         cr_assert_eq(pthread_create(&at, NULL, short_thread, &a), 0);
         t0 = now();
-        while (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) && now() - t0 < 30.0)
-                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
-        int done_while_started = __atomic_load_n(&a.done, __ATOMIC_ACQUIRE);
+        bool done_while_started = wait_done(&a.done, 30.0);
         unsigned during = started(st, STARTERS);
         __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
         for (unsigned i = 0; i < STARTERS; i++) {
