@@ -57,24 +57,28 @@ bool client_spin_crowded(const char *loadavg, long cpus) {
         return running > (unsigned long) cpus;
 }
 
+void client_spin_count_look(ClientSpin *sp, bool crowded) {
+        sp->crowded_looks = crowded ? MIN(sp->crowded_looks + 1u, CLIENT_SPIN_CROWDED_LOOKS) : 0u;
+        sp->crowded = sp->crowded_looks >= CLIENT_SPIN_CROWDED_LOOKS;
+}
+
 static bool machine_crowded(ClientSpin *sp, uint64_t now) {
-        char text[128];
-        ssize_t n;
+        char text[128] = "";
+        ssize_t n = -1;
         int fd;
 
         if (sp->max_ns == 0 || now - sp->crowd_checked_ns < CLIENT_SPIN_CROWD_CHECK_NS)
                 return sp->crowded;
         sp->crowd_checked_ns = now;
-        sp->crowded = false;
         fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        n = read(fd, text, sizeof(text) - 1);
-        close(fd);
-        if (n > 0) {
-                text[n] = '\0';
-                sp->crowded = client_spin_crowded(text, sp->cpus);
+        if (fd >= 0) {
+                n = read(fd, text, sizeof(text) - 1);
+                close(fd);
         }
+        if (n > 0)
+                text[n] = '\0';
+        /* Cannot tell: a look that found a CPU to spare. */
+        client_spin_count_look(sp, n > 0 && client_spin_crowded(text, sp->cpus));
         return sp->crowded;
 }
 

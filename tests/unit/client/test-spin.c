@@ -3,7 +3,8 @@
  * libkfdbroker's adaptive spin (client/client-spin.c) on its own: a wait that
  * ends soon after the spin gave up grows the next spin (up to the maximum), a
  * wait longer than the maximum shrinks it to nothing, a spin ends as soon as
- * what it waits for is there and gives up when its time is used, and
+ * what it waits for is there and gives up when its time is used, waits stop
+ * spinning only after looks in a row found no CPU to spare, and
  * $KFDBROKER_SPIN_US sets the maximum (0: never spin).
  */
 #include <criterion/criterion.h>
@@ -132,6 +133,39 @@ Test(spin, the_runnable_count_says_whether_a_cpu_is_to_spare) {
         cr_expect_not(client_spin_crowded("0.52 0.58 0.59 x/467 1", 2));
 }
 
+/* CLIENT_SPIN_CROWDED_LOOKS looks at the machine as it is now, as if taken a
+ * check interval apart. */
+static void look_enough(ClientSpin *sp) {
+        uint64_t now = client_spin_now_ns();
+
+        for (unsigned i = 0; i < CLIENT_SPIN_CROWDED_LOOKS; i++)
+                client_spin_look(sp, now + (uint64_t) (i + 1) * CLIENT_SPIN_CROWD_CHECK_NS);
+        sp->crowd_checked_ns = client_spin_now_ns(); /* the last look holds for the wait */
+}
+
+Test(spin, only_looks_in_a_row_that_find_no_cpu_to_spare_stop_the_spin) {
+        ClientSpin sp;
+
+        client_spin_init(&sp, 100 * US);
+        for (unsigned i = 0; i + 1 < CLIENT_SPIN_CROWDED_LOOKS; i++) {
+                client_spin_count_look(&sp, true);
+                cr_expect_not(sp.crowded, "%u crowded looks of %u: still spinning", i + 1,
+                              CLIENT_SPIN_CROWDED_LOOKS);
+        }
+        client_spin_count_look(&sp, false);
+        cr_expect_not(sp.crowded);
+        for (unsigned i = 0; i + 1 < CLIENT_SPIN_CROWDED_LOOKS; i++)
+                client_spin_count_look(&sp, true);
+        cr_expect_not(sp.crowded, "a look with a CPU to spare started the count again");
+        client_spin_count_look(&sp, true);
+        cr_expect(sp.crowded, "%u crowded looks in a row", CLIENT_SPIN_CROWDED_LOOKS);
+        for (int i = 0; i < 10; i++)
+                client_spin_count_look(&sp, true);
+        cr_expect(sp.crowded);
+        client_spin_count_look(&sp, false);
+        cr_expect_not(sp.crowded, "one look with a CPU to spare is enough to spin again");
+}
+
 Test(spin, no_spin_while_more_threads_are_runnable_than_there_are_cpus) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         pid_t burners[64];
@@ -150,6 +184,7 @@ Test(spin, no_spin_while_more_threads_are_runnable_than_there_are_cpus) {
         usleep(20000);
         client_spin_init(&sp, 10000 * US);
         sp.budget_ns = 10000 * US;
+        look_enough(&sp);
         start = client_spin_now_ns();
         cr_expect_not(client_spin(&sp, start, never, &looks));
         took = client_spin_now_ns() - start;
@@ -187,9 +222,9 @@ Test(spin, a_look_before_waking_the_daemon_holds_for_the_wait) {
         start = client_spin_now_ns();
         cr_expect_not(client_spin(&sp, start, never, &looks));
         cr_expect_gt(looks, 1, "the wait spun on the earlier look");
-        /* A look after it finds the machine crowded, and the next wait does not spin. */
+        /* Looks after it find the machine crowded, and the next wait does not spin. */
         usleep(20000);
-        client_spin_look(&sp, client_spin_now_ns());
+        look_enough(&sp);
         looks = 0;
         cr_expect_not(client_spin(&sp, client_spin_now_ns(), never, &looks));
         for (long i = 0; i < cpus; i++) {
@@ -197,5 +232,5 @@ Test(spin, a_look_before_waking_the_daemon_holds_for_the_wait) {
                 waitpid(burners[i], NULL, 0);
         }
         cr_expect(sp.crowded, "%ld busy threads on %ld CPUs: crowded", cpus, cpus);
-        cr_expect_eq(looks, 1, "no spin after a crowded look");
+        cr_expect_eq(looks, 1, "no spin after crowded looks");
 }
