@@ -160,6 +160,8 @@ static int resolve_options(const KfdNode *n, const GpuContextOptions *in, GpuCon
                         o.compute_ring_size = in->compute_ring_size;
                 o.queue_priority = in->queue_priority;
                 o.first_seq = in->first_seq;
+                o.on_events = in->on_events;
+                o.on_events_userdata = in->on_events_userdata;
         }
         if (o.first_seq == 0)
                 o.first_seq = 1;

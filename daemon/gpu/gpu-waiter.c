@@ -13,7 +13,9 @@
  * age it saw last, so an interrupt between two waits makes the next wait
  * return at once instead of being lost (kfd_wait_on_events/init_event_waiter,
  * kfd-facts §1.10). The fault data of activated MEMORY/HW_EXCEPTION events are
- * queued under waiter_lock for gpu_context_process().
+ * queued under waiter_lock for gpu_context_process(). Before waking the loop
+ * it calls GpuContextOptions.on_events, if any (the daemon wakes clients
+ * sleeping on their fence page there).
  *
  * The wait is not infinite: every WAITER_TIMEOUT_MS the thread looks at
  * waiter_stop again, so that stopping never needs pthread_cancel() — a thread
@@ -107,6 +109,8 @@ static void *waiter_main(void *userdata) {
                         push_fault(c, &(GpuFault) { .gpu_id = h->gpu_id, .memory = false,
                                                     .memory_lost = h->memory_lost != 0 });
 
+                if (c->opts.on_events)
+                        c->opts.on_events(c->opts.on_events_userdata);
                 wake(c);
         }
         return NULL;

@@ -123,6 +123,14 @@ typedef struct GpuContextOptions {
          * with kfd_gpu_choose(), so that every context is on the same GPU);
          * 0 = kfd_gpu_choose()'s default: a discrete GPU before an integrated one. */
         uint32_t gpu_id;
+        /* Called on the context's waiter thread each time its wait for events
+         * returns with one (a completion interrupt, a fault), before the
+         * event loop is woken through the wake fd; NULL: nothing. It runs
+         * beside the loop, so it may touch only what it guards itself, and
+         * must not block: the loop's wake-up waits behind it. Lets memory the
+         * engine wrote be looked at one thread hop earlier than the loop can. */
+        void (*on_events)(void *userdata);
+        void *on_events_userdata;
 } GpuContextOptions;
 #define GPU_QUEUE_PRIORITY_DEFAULT 7
 

@@ -178,7 +178,10 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 .device = { .n_sdma_queues = o->sdma_queues, .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
                             /* compute queues come per priority class when a
                              * shared-mode session first dispatches */
-                            .flags = GPU_CONTEXT_NO_COMPUTE },
+                            .flags = GPU_CONTEXT_NO_COMPUTE,
+                            /* clients sleeping on their fence page are woken from its waiter */
+                            .on_events = fence_watch_on_events,
+                            .on_events_userdata = &m->set.fence_watch },
                 .max_contexts = o->max_contexts,
                 .idle_timeout_ns = o->context_idle_ns,
                 .choice = o->contexts,

@@ -45,6 +45,7 @@ int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err,
         size_t n = 0;
         int r;
 
+        fence_watch_init(&set->fence_watch);
         set->default_limits = default_limits;
         /* No fd budgets until session_set_init_fds() fixes them. */
         set->fd_limit = set->max_fds_per_user = set->max_fds_per_session = UINT64_MAX;
@@ -155,6 +156,7 @@ void session_set_done(SessionSet *set) {
                         free(*d);
         free(set->policy_dirs);
         set->policy_dirs = NULL;
+        fence_watch_done(&set->fence_watch);
 }
 
 Session *session_set_find(SessionSet *set, uint64_t id) {

@@ -19,6 +19,7 @@
 #include "policy/policy.h"
 #include "scheduler/accounting.h"
 #include "scheduler/scheduler.h"
+#include "sessions/fence-watch.h"
 #include "sessions/forward.h"
 #include "sessions/tally.h"
 #include "util/list.h"
@@ -48,6 +49,9 @@ struct SessionSet {
         PolicyLimits default_policy;
         WireLimits default_limits;
 
+        /* The device context's waiter thread wakes clients sleeping on their
+         * fence page through it (fence-watch.h); made before the device. */
+        FenceWatch fence_watch;
         AccountTable accounts;
         TallyTable tallies; /* per uid and per unit; each lives while a session holds it */
         LIST_HEAD(Session, sessions);

@@ -23,6 +23,7 @@
 #include "policy/policy.h"
 #include "contexts/context.h"
 #include "scheduler/scheduler.h"
+#include "sessions/fence-watch.h"
 #include "sessions/session-page.h"
 #include "sessions/tally.h"
 #include "util/handle-table.h"
@@ -125,6 +126,7 @@ struct Session {
 
         SessionRing *ring;           /* the submit ring (session-ring.c), NULL until OpenSubmitRing */
         GpuBuffer *fence_page;       /* session-fence-page.c, NULL until OpenFencePage */
+        FenceWatchEntry fence_watch; /* on the set's watch while fence_page is set */
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
         Usage usage;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1176,4 +1177,50 @@ Test(gpu_context, held_burst_job_before_a_gpu_wait_raises_its_interrupt, .init =
                   "fill seq %llu finished on the GPU but raised no interrupt (%llu raised) and did not wake the "
                   "context within 500 ms: its TRAP waits behind the next job's GPU wait",
                   (unsigned long long) sf, (unsigned long long) (s1.interrupts - s0.interrupts));
+}
+
+/* GpuContextOptions.on_events: called on the waiter thread once a wait for
+ * the context's events returned, so what the engine wrote before its
+ * interrupt is there to see (the daemon wakes clients sleeping on their fence
+ * page from it, sessions/fence-watch.c). */
+static struct {
+        atomic_uint calls, saw_fill;
+        _Atomic(const uint32_t *) word;
+        uint32_t want;
+} hook;
+
+static void count_events(void *userdata) {
+        const uint32_t *w = atomic_load(&hook.word);
+
+        if (userdata != &hook)
+                return; /* counted nowhere: the test sees no call */
+        atomic_fetch_add(&hook.calls, 1);
+        if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) == hook.want)
+                atomic_fetch_add(&hook.saw_fill, 1);
+}
+
+static void setup_hooked(void) {
+        static const GpuContextOptions o = { .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
+                                             .on_events = count_events,
+                                             .on_events_userdata = &hook };
+        setup_opts(&o);
+}
+
+Test(gpu_context, on_events_sees_what_the_engine_wrote_before_its_interrupt, .init = setup_hooked,
+     .fini = teardown) {
+        GpuBuffer *b = new_buf(4096, GPU_PLACEMENT_GTT);
+        uint32_t *word = gpu_buffer_get_cpu(b);
+        uint64_t seq;
+
+        *word = 0;
+        hook.want = 0x5eed1e55;
+        atomic_store(&hook.word, word);
+        seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
+                                    .fill = { .dst_va = gpu_buffer_get_va(b), .size = 4, .pattern = hook.want } });
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, seq));
+        cr_expect_geq(atomic_load(&hook.calls), 1u);
+        cr_expect_geq(atomic_load(&hook.saw_fill), 1u, "a call after the fill's data landed (%u calls)",
+                      atomic_load(&hook.calls));
+        atomic_store(&hook.word, NULL); /* no job is left to interrupt */
+        gpu_buffer_unref(b);
 }
