@@ -29,7 +29,11 @@
  *
  * Threads: entries are added and removed by the event loop under the lock the
  * waiter thread holds while it looks; the armed fence is an atomic the loop
- * stores without the lock.
+ * stores without the lock. The slots stay mapped while their entry is on the
+ * watch: a session's fence page is a buffer of the device context, which is
+ * never given up before the daemon exits (context.c, context_drop(): a lost
+ * one stays, refusing work), and the session takes its entry off before it
+ * lets go of the page.
  */
 #pragma once
 
