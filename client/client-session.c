@@ -721,8 +721,9 @@ uint64_t kfdb_session_get_ring_submits(const kfdb_session *s) {
 void session_spin_look(kfdb_session *s) {
         uint64_t now = client_spin_now_ns();
 
+        /* One look at the machine for both waits. */
         client_spin_look(&s->reply_spin, now);
-        client_spin_look(&s->fence_spin, now);
+        client_spin_take_look(&s->fence_spin, &s->reply_spin);
 }
 
 uint64_t kfdb_session_get_fence_page_waits(const kfdb_session *s) {

@@ -86,6 +86,12 @@ void client_spin_look(ClientSpin *sp, uint64_t now_ns) {
         (void) machine_crowded(sp, now_ns);
 }
 
+void client_spin_take_look(ClientSpin *dst, const ClientSpin *src) {
+        dst->crowd_checked_ns = src->crowd_checked_ns;
+        dst->crowded_looks = src->crowded_looks;
+        dst->crowded = src->crowded;
+}
+
 bool client_spin(ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata), void *userdata) {
         if (done(userdata))
                 return true;

@@ -84,6 +84,10 @@ bool client_spin(ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata)
  * just before waking the daemon. */
 void client_spin_look(ClientSpin *sp, uint64_t now_ns);
 
+/* dst takes src's last look at the runnable count (and what the looks
+ * before it found), as if it had looked itself. */
+void client_spin_take_look(ClientSpin *dst, const ClientSpin *src);
+
 /* Counts one look at the runnable count that did (crowded) or did not find
  * more runnable threads than CPUs. */
 void client_spin_count_look(ClientSpin *sp, bool crowded);

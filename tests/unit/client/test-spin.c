@@ -166,6 +166,22 @@ Test(spin, only_looks_in_a_row_that_find_no_cpu_to_spare_stop_the_spin) {
         cr_expect_not(sp.crowded, "one look with a CPU to spare is enough to spin again");
 }
 
+Test(spin, a_look_taken_from_another_spin_holds_as_its_own) {
+        ClientSpin a, b;
+
+        client_spin_init(&a, 100 * US);
+        client_spin_init(&b, 100 * US);
+        for (unsigned i = 0; i < CLIENT_SPIN_CROWDED_LOOKS; i++)
+                client_spin_count_look(&a, true);
+        a.crowd_checked_ns = client_spin_now_ns();
+        client_spin_take_look(&b, &a);
+        cr_expect(b.crowded);
+        cr_expect_eq(b.crowd_checked_ns, a.crowd_checked_ns, "no look of its own within the interval");
+        client_spin_count_look(&b, false);
+        cr_expect_not(b.crowded);
+        cr_expect(a.crowded, "the spins go their own ways after");
+}
+
 Test(spin, no_spin_while_more_threads_are_runnable_than_there_are_cpus) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         pid_t burners[64];
