@@ -18,7 +18,10 @@
  * yet, or failed, or it came after an unfinished dispatch or event job, or a
  * later job of the same slot wrote over it — and the session page stays the
  * one authority on every job. Dispatches and event jobs write no slot. The
- * daemon never reads the page. A new page holds ~i in slot i, a value no
+ * daemon reads one slot of the page only to decide whether to write the
+ * session eventfd early (the slot of the session's last copy or fill, after
+ * each completion interrupt): what a client writes there can make it write
+ * that eventfd, nothing else. A new page holds ~i in slot i, a value no
  * fence of that slot has.
  */
 #pragma once

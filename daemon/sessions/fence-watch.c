@@ -3,6 +3,7 @@
  * FenceWatch (fence-watch.h): the device context's waiter thread wakes
  * clients whose last copy or fill its engine has finished.
  */
+#include <assert.h>
 #include <errno.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@ void fence_watch_init(FenceWatch *w) {
 }
 
 void fence_watch_done(FenceWatch *w) {
+        assert(!w->entries);
         pthread_mutex_destroy(&w->lock);
 }
 

@@ -56,7 +56,7 @@ struct FenceWatchEntry {
 typedef struct FenceWatch {
         pthread_mutex_t lock;
         LIST_HEAD(FenceWatchEntry, entries);
-        _Atomic uint64_t wakes; /* eventfd writes made, for tests and metrics */
+        _Atomic uint64_t wakes; /* eventfd writes made (tests read it) */
 } FenceWatch;
 
 void fence_watch_init(FenceWatch *w);

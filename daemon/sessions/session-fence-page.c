@@ -5,8 +5,10 @@
  * OpenFencePage and handed to the client as a dma-buf. Each copy or fill the
  * session submits afterwards ends with one more SDMA FENCE packet, after the
  * daemon's own (gpu-queue.c): the low 32 bits of the job's fence into its
- * slot. The engine writes it; the daemon never reads it, so what a client
- * does to its mapping changes nothing here.
+ * slot. The engine writes it; the daemon reads only the slot of the
+ * session's last copy or fill, to wake a sleeping client early
+ * (fence-watch.h), so what a client does to its mapping changes nothing but
+ * that: at most one more write to its own eventfd.
  *
  * Why: a job's completion otherwise reaches the client through four threads
  * (engine, WAIT_EVENTS waiter, main loop, client); a client that polls its

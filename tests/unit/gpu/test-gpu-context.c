@@ -1184,19 +1184,20 @@ Test(gpu_context, held_burst_job_before_a_gpu_wait_raises_its_interrupt, .init =
  * interrupt is there to see (the daemon wakes clients sleeping on their fence
  * page from it, sessions/fence-watch.c). */
 static struct {
-        atomic_uint calls, saw_fill;
-        _Atomic(const uint32_t *) word;
+        pthread_mutex_t lock; /* word: the test lets go of the buffer under it */
+        const uint32_t *word;
         uint32_t want;
-} hook;
+        atomic_uint calls, saw_fill;
+} hook = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void count_events(void *userdata) {
-        const uint32_t *w = atomic_load(&hook.word);
-
         if (userdata != &hook)
                 return; /* counted nowhere: the test sees no call */
         atomic_fetch_add(&hook.calls, 1);
-        if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) == hook.want)
+        pthread_mutex_lock(&hook.lock);
+        if (hook.word && __atomic_load_n(hook.word, __ATOMIC_ACQUIRE) == hook.want)
                 atomic_fetch_add(&hook.saw_fill, 1);
+        pthread_mutex_unlock(&hook.lock);
 }
 
 static void setup_hooked(void) {
@@ -1211,16 +1212,25 @@ Test(gpu_context, on_events_sees_what_the_engine_wrote_before_its_interrupt, .in
         GpuBuffer *b = new_buf(4096, GPU_PLACEMENT_GTT);
         uint32_t *word = gpu_buffer_get_cpu(b);
         uint64_t seq;
+        double deadline;
 
         *word = 0;
+        pthread_mutex_lock(&hook.lock);
+        hook.word = word;
         hook.want = 0x5eed1e55;
-        atomic_store(&hook.word, word);
+        pthread_mutex_unlock(&hook.lock);
         seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
                                     .fill = { .dst_va = gpu_buffer_get_va(b), .size = 4, .pattern = hook.want } });
         check_ok(wait_seq(fx.ctx, &fx.comps, 0, seq));
+        /* wait_seq() may also have seen the fence on its own: the hook's
+         * call can come a little later. */
+        for (deadline = now_s() + 30; atomic_load(&hook.saw_fill) == 0 && now_s() < deadline;)
+                usleep(1000);
         cr_expect_geq(atomic_load(&hook.calls), 1u);
         cr_expect_geq(atomic_load(&hook.saw_fill), 1u, "a call after the fill's data landed (%u calls)",
                       atomic_load(&hook.calls));
-        atomic_store(&hook.word, NULL); /* no job is left to interrupt */
+        pthread_mutex_lock(&hook.lock);
+        hook.word = NULL;
+        pthread_mutex_unlock(&hook.lock);
         gpu_buffer_unref(b);
 }
