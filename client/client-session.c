@@ -721,9 +721,12 @@ uint64_t kfdb_session_get_ring_submits(const kfdb_session *s) {
 void session_spin_look(kfdb_session *s) {
         uint64_t now = client_spin_now_ns();
 
-        /* One look at the machine for both waits. */
+        /* One chain of looks at the machine for both waits: the newer state
+         * (a wait may have looked on its own), one look, shared. */
+        if (s->fence_spin.crowd_checked_ns > s->reply_spin.crowd_checked_ns)
+                client_spin_take_looks(&s->reply_spin, &s->fence_spin);
         client_spin_look(&s->reply_spin, now);
-        client_spin_take_look(&s->fence_spin, &s->reply_spin);
+        client_spin_take_looks(&s->fence_spin, &s->reply_spin);
 }
 
 uint64_t kfdb_session_get_fence_page_waits(const kfdb_session *s) {

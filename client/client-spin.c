@@ -44,8 +44,12 @@ uint32_t client_spin_max_ns(void) {
 }
 
 void client_spin_init(ClientSpin *sp, uint32_t max_ns) {
+        /* As if the looks before the first had found no CPU to spare: until
+         * one does, each look decides on its own (a short-lived client or
+         * one that rarely waits looks only a few times). */
         *sp = (ClientSpin) { .budget_ns = MIN(CLIENT_SPIN_START_NS, max_ns), .max_ns = max_ns,
-                             .cpus = sysconf(_SC_NPROCESSORS_ONLN) };
+                             .cpus = sysconf(_SC_NPROCESSORS_ONLN),
+                             .crowded_looks = CLIENT_SPIN_CROWDED_LOOKS - 1u };
 }
 
 bool client_spin_crowded(const char *loadavg, long cpus) {
@@ -63,22 +67,22 @@ void client_spin_count_look(ClientSpin *sp, bool crowded) {
 }
 
 static bool machine_crowded(ClientSpin *sp, uint64_t now) {
-        char text[128] = "";
-        ssize_t n = -1;
+        char text[128];
+        ssize_t n;
         int fd;
 
         if (sp->max_ns == 0 || now - sp->crowd_checked_ns < CLIENT_SPIN_CROWD_CHECK_NS)
                 return sp->crowded;
         sp->crowd_checked_ns = now;
         fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                n = read(fd, text, sizeof(text) - 1);
-                close(fd);
-        }
-        if (n > 0)
-                text[n] = '\0';
-        /* Cannot tell: a look that found a CPU to spare. */
-        client_spin_count_look(sp, n > 0 && client_spin_crowded(text, sp->cpus));
+        if (fd < 0)
+                return sp->crowded; /* cannot tell: as the looks before said */
+        n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (n <= 0)
+                return sp->crowded;
+        text[n] = '\0';
+        client_spin_count_look(sp, client_spin_crowded(text, sp->cpus));
         return sp->crowded;
 }
 
@@ -86,7 +90,7 @@ void client_spin_look(ClientSpin *sp, uint64_t now_ns) {
         (void) machine_crowded(sp, now_ns);
 }
 
-void client_spin_take_look(ClientSpin *dst, const ClientSpin *src) {
+void client_spin_take_looks(ClientSpin *dst, const ClientSpin *src) {
         dst->crowd_checked_ns = src->crowd_checked_ns;
         dst->crowded_looks = src->crowded_looks;
         dst->crowded = src->crowded;

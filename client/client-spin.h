@@ -21,12 +21,16 @@
  * sleeping, 5.1-7.3 ms spinning, bench-compute). So waits stop spinning once
  * the runnable count (/proc/loadavg, looked at most once a millisecond) has
  * left no CPU idle at CLIENT_SPIN_CROWDED_LOOKS looks in a row, and spin
- * again after the first look that finds one idle. The look is taken just
- * before the caller wakes the daemon (client_spin_look() at a request or a
- * submit), not when the wait starts: by then the daemon's own threads are
- * runnable doing the caller's work, and counting them made 30-45% of the
- * round trips of a 2-CPU machine sleep (bench-broker: waits the fence page
- * ended, 2139-2831 of 3960). Even there, one look in three finds the
+ * again after the first look that finds one idle (a new spin starts as if
+ * CLIENT_SPIN_CROWDED_LOOKS - 1 looks had found none: its first look
+ * decides). Looks are taken just before the caller wakes the daemon
+ * (client_spin_look() at a request or a submit) and, only when the last is
+ * older than CLIENT_SPIN_CROWD_CHECK_NS, when a wait starts: by then the
+ * daemon's own threads are runnable doing the caller's work, and looking
+ * only then made 30-45% of the round trips of a 2-CPU machine sleep
+ * (bench-broker: waits the fence page ended, 2139-2831 of 3960). A look that
+ * cannot read /proc/loadavg counts for nothing. Even before waking the
+ * daemon, one look in three finds the
  * daemon's threads still busy with the caller's last job (its main loop
  * retiring it, its engine thread finishing its pass) or a kernel thread
  * running: on an idle 2-CPU machine, 35-43% of the looks of a client
@@ -84,9 +88,10 @@ bool client_spin(ClientSpin *sp, uint64_t start_ns, bool (*done)(void *userdata)
  * just before waking the daemon. */
 void client_spin_look(ClientSpin *sp, uint64_t now_ns);
 
-/* dst takes src's last look at the runnable count (and what the looks
- * before it found), as if it had looked itself. */
-void client_spin_take_look(ClientSpin *dst, const ClientSpin *src);
+/* dst takes src's looks at the runnable count (when the last was, and the
+ * row they make) in place of its own: two spins that hand their looks on to
+ * each other count each look once. */
+void client_spin_take_looks(ClientSpin *dst, const ClientSpin *src);
 
 /* Counts one look at the runnable count that did (crowded) or did not find
  * more runnable threads than CPUs. */

@@ -10,7 +10,9 @@
  * a round trip: the session page, a
  * read-only shared mapping the daemon keeps up to date, holds the completed
  * fence and every event's age, and an eventfd is signalled when a job
- * completes or fails or an event changes (not when a job is submitted).
+ * completes or fails or an event changes (not when a job is submitted;
+ * with the fence page, also when the engine has written the slot of the
+ * session's last copy or fill, perhaps before the session page says so).
  *
  * Conventions:
  *  - Every function that can fail returns an int: 0 (or a count) on success, a
@@ -610,8 +612,8 @@ int kfdb_fence_is_done(const kfdb_session *s, uint64_t fence);
 /**
  * kfdb_fence_wait() - wait until the job with @fence has finished: looks at
  * the session page and the fence page for a short while (an adaptive spin
- * of at most 200 us, $KFDBROKER_SPIN_US, none while the machine has no CPU
- * to spare; see libkfdbroker(3)), then sleeps in poll(2) on the eventfd and
+ * of at most 200 us, $KFDBROKER_SPIN_US, none once looks at the machine
+ * keep finding no CPU to spare; see libkfdbroker(3)), then sleeps in poll(2) on the eventfd and
  * the socket (messages arriving meanwhile are read and queued).
  * @timeout_ms: 0 checks once, KFDB_TIMEOUT_INFINITE waits forever.
  * Returns 0 when it finished successfully, -ETIMEDOUT on timeout, the job's

@@ -147,6 +147,11 @@ Test(spin, only_looks_in_a_row_that_find_no_cpu_to_spare_stop_the_spin) {
         ClientSpin sp;
 
         client_spin_init(&sp, 100 * US);
+        cr_expect_not(sp.crowded);
+        client_spin_count_look(&sp, true);
+        cr_expect(sp.crowded, "a new spin's first look decides");
+        client_spin_count_look(&sp, false);
+        cr_expect_not(sp.crowded);
         for (unsigned i = 0; i + 1 < CLIENT_SPIN_CROWDED_LOOKS; i++) {
                 client_spin_count_look(&sp, true);
                 cr_expect_not(sp.crowded, "%u crowded looks of %u: still spinning", i + 1,
@@ -166,20 +171,27 @@ Test(spin, only_looks_in_a_row_that_find_no_cpu_to_spare_stop_the_spin) {
         cr_expect_not(sp.crowded, "one look with a CPU to spare is enough to spin again");
 }
 
-Test(spin, a_look_taken_from_another_spin_holds_as_its_own) {
+Test(spin, looks_handed_on_between_two_spins_count_once) {
         ClientSpin a, b;
 
         client_spin_init(&a, 100 * US);
         client_spin_init(&b, 100 * US);
-        for (unsigned i = 0; i < CLIENT_SPIN_CROWDED_LOOKS; i++)
-                client_spin_count_look(&a, true);
+        client_spin_count_look(&a, false);
+        client_spin_count_look(&a, true);
+        client_spin_take_looks(&b, &a);
+        client_spin_count_look(&b, true); /* b's own look, on a's row */
+        client_spin_take_looks(&a, &b);
+        client_spin_count_look(&a, true);
+        cr_expect_not(a.crowded, "3 crowded looks in a row so far");
+        client_spin_count_look(&a, true);
+        cr_expect(a.crowded, "the 4th, whichever spin took them");
         a.crowd_checked_ns = client_spin_now_ns();
-        client_spin_take_look(&b, &a);
+        client_spin_take_looks(&b, &a);
         cr_expect(b.crowded);
         cr_expect_eq(b.crowd_checked_ns, a.crowd_checked_ns, "no look of its own within the interval");
         client_spin_count_look(&b, false);
         cr_expect_not(b.crowded);
-        cr_expect(a.crowded, "the spins go their own ways after");
+        cr_expect(a.crowded, "each goes its own way after");
 }
 
 Test(spin, no_spin_while_more_threads_are_runnable_than_there_are_cpus) {
