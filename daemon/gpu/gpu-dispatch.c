@@ -345,12 +345,10 @@ static int ensure_scratch(GpuContext *c, GpuQueue *q, uint64_t wave_bytes) {
         return 0;
 }
 
-int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f) {
+static int dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f) {
         uint32_t lds_offsets[GPU_KERNEL_MAX_ARGS] = { 0 }, lds_total;
         int r;
 
-        if (job->type != GPU_JOB_DISPATCH)
-                return 0;
         const GpuKernel *k = job_kernel(job);
         r = lds_layout(c, job, lds_offsets, &lds_total);
         if (r < 0)
@@ -390,6 +388,13 @@ int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t
         }
         write_dispatch_packet(slot + GPU_KERNARG_MAX, job, slot_va(q, seq), lds_total);
         return 0;
+}
+
+int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f) {
+        /* Copies and fills (most jobs) do not pay for the LDS layout's array. */
+        if (job->type != GPU_JOB_DISPATCH)
+                return 0;
+        return dispatch_prepare(c, q, job, seq, f);
 }
 
 static unsigned user_sgprs(const GpuContext *c, const GpuQueue *q, const GpuJob *job, const GpuInflight *f,
