@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -143,7 +144,7 @@ Test(fence_watch, entries_come_and_go_while_the_waiter_looks) {
 
         fence_watch_init(&w);
         cr_assert_eq(pthread_create(&t, NULL, look_on, &l), 0);
-        for (uint64_t i = 1; i <= 2000; i++) {
+        for (uint64_t i = 1; i <= 1000; i++) {
                 Page *p = malloc(sizeof *p);
 
                 cr_assert_not_null(p);
@@ -153,7 +154,7 @@ Test(fence_watch, entries_come_and_go_while_the_waiter_looks) {
                 engine_writes(p, i);
                 if (i % 2)
                         while (atomic_load(&p->e.armed) != 0)
-                                ; /* the looker takes it */
+                                sched_yield(); /* the looker takes it (perhaps on this CPU) */
                 fence_watch_remove(&w, &p->e);
                 woken += taken(p);
                 close(p->efd);
@@ -161,7 +162,7 @@ Test(fence_watch, entries_come_and_go_while_the_waiter_looks) {
         }
         atomic_store(&l.stop, true);
         pthread_join(t, NULL);
-        cr_expect_geq(woken, 1000u, "every entry waited for was woken: %llu", (unsigned long long) woken);
+        cr_expect_geq(woken, 500u, "every entry waited for was woken: %llu", (unsigned long long) woken);
         cr_expect_eq(woken, atomic_load(&w.wakes));
         cr_expect_gt(l.looks, 0u);
         fence_watch_done(&w);
