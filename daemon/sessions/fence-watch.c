@@ -20,40 +20,44 @@ void fence_watch_done(FenceWatch *w) {
         pthread_mutex_destroy(&w->lock);
 }
 
-void fence_watch_add(FenceWatch *w, FenceWatchEntry *e) {
-        atomic_store(&e->armed, 0);
+void fence_watch_entry_init(FenceWatchEntry *e, const uint32_t *slots, uint32_t n_slots, int eventfd) {
+        *e = (FenceWatchEntry) { .slots = slots, .n_slots = n_slots, .eventfd = eventfd };
+}
+
+void fence_watch_arm(FenceWatch *w, FenceWatchEntry *e, uint64_t fence) {
+        if (fence == 0)
+                return;
         pthread_mutex_lock(&w->lock);
-        LIST_PREPEND(entries, w->entries, e);
+        if (e->armed == 0)
+                LIST_PREPEND(entries, w->entries, e);
+        e->armed = fence;
         pthread_mutex_unlock(&w->lock);
+}
+
+static void disarm(FenceWatch *w, FenceWatchEntry *e) {
+        LIST_REMOVE(entries, w->entries, e);
+        e->armed = 0;
 }
 
 void fence_watch_remove(FenceWatch *w, FenceWatchEntry *e) {
         pthread_mutex_lock(&w->lock);
-        LIST_REMOVE(entries, w->entries, e);
+        if (e->armed != 0)
+                disarm(w, e);
         pthread_mutex_unlock(&w->lock);
-}
-
-void fence_watch_arm(FenceWatchEntry *e, uint64_t fence) {
-        atomic_store_explicit(&e->armed, fence, memory_order_release);
 }
 
 void fence_watch_on_events(void *userdata) {
         FenceWatch *w = userdata;
-        FenceWatchEntry *e;
+        FenceWatchEntry *e, *next;
 
         pthread_mutex_lock(&w->lock);
-        LIST_FOREACH(entries, e, w->entries) {
-                uint64_t f = atomic_load_explicit(&e->armed, memory_order_acquire), one = 1;
-                uint32_t v;
+        LIST_FOREACH_SAFE(entries, e, next, w->entries) {
+                uint32_t v = __atomic_load_n(&e->slots[kfdb_fence_page_slot(e->armed, e->n_slots)], __ATOMIC_ACQUIRE);
+                uint64_t one = 1;
 
-                if (f == 0)
+                if (!kfdb_fence_page_says_done(v, e->armed))
                         continue;
-                v = __atomic_load_n(&e->slots[kfdb_fence_page_slot(f, e->n_slots)], __ATOMIC_ACQUIRE);
-                if (!kfdb_fence_page_says_done(v, f))
-                        continue;
-                /* A fence armed meanwhile stays armed. */
-                if (!atomic_compare_exchange_strong(&e->armed, &f, 0))
-                        continue;
+                disarm(w, e);
                 /* EAGAIN: the counter is saturated, the client is woken anyway. */
                 while (write(e->eventfd, &one, sizeof one) < 0 && errno == EINTR)
                         ;

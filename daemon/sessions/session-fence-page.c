@@ -70,30 +70,34 @@ void session_open_fence_page(Session *s, const WireRequest *req) {
                 return;
         }
         s->fence_page = b;
-        s->fence_watch = (FenceWatchEntry) { .slots = slots, .n_slots = KFDB_FENCE_PAGE_SLOTS, .eventfd = s->page.eventfd };
-        fence_watch_add(&s->set->fence_watch, &s->fence_watch);
+        fence_watch_entry_init(&s->fence_watch, slots, KFDB_FENCE_PAGE_SLOTS, s->page.eventfd);
         session_account_fds(s, (int64_t) held);
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_FENCE_PAGE,
                                        .fence_page = { .size = KFDB_FENCE_PAGE_SIZE, .slots = KFDB_FENCE_PAGE_SLOTS } },
                      &fd, 1);
 }
 
-void session_fence_page_track(Session *s, Job *j) {
+bool session_fence_page_track(Session *s, Job *j) {
         if (j->type != WIRE_JOB_COPY && j->type != WIRE_JOB_FILL) {
                 j->unordered = true;
                 s->n_unordered++;
-                return;
+                return false;
         }
         /* Only a job whose end proves every earlier one ended writes its
          * slot: with nothing but copies and fills unfinished, they are all on
          * the session's one SDMA stream, bound to one queue for the stream's
          * life, and run in fence order before this one. */
         if (!s->fence_page || s->n_unordered > 0)
-                return;
+                return false;
         j->sched.gpu.signal_va = gpu_buffer_get_va(s->fence_page) +
                                  (uint64_t) kfdb_fence_page_slot(j->fence, KFDB_FENCE_PAGE_SLOTS) * 4;
         j->sched.gpu.signal_value = (uint32_t) j->fence;
-        fence_watch_arm(&s->fence_watch, j->fence);
+        return true;
+}
+
+void session_fence_page_watch(Session *s, uint64_t fence) {
+        if (s->fence_page)
+                fence_watch_arm(&s->set->fence_watch, &s->fence_watch, fence);
 }
 
 void session_fence_page_free(Session *s) {

@@ -552,6 +552,7 @@ static int resolve_auto_engines(Job **jobs, size_t n) {
  */
 static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) {
         _cleanup_free_ Job **jobs = NULL;
+        uint64_t watch = 0;
 
         if (n > s->limits.max_jobs_per_submit) {
                 session_send_error(s, id, EINVAL, "submit.jobs: %zu jobs exceed the limit of %u per submit",
@@ -589,9 +590,12 @@ static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) 
 
                 QUEUE_APPEND(session_jobs, s->jobs, j);
                 s->n_jobs++;
-                session_fence_page_track(s, j);
+                if (session_fence_page_track(s, j))
+                        watch = j->fence;
                 scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
         }
+        if (watch)
+                session_fence_page_watch(s, watch);
         s->last_fence += n;
         s->usage.jobs_submitted += n;
         if (s->account)

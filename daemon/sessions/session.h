@@ -126,7 +126,7 @@ struct Session {
 
         SessionRing *ring;           /* the submit ring (session-ring.c), NULL until OpenSubmitRing */
         GpuBuffer *fence_page;       /* session-fence-page.c, NULL until OpenFencePage */
-        FenceWatchEntry fence_watch; /* on the set's watch while fence_page is set */
+        FenceWatchEntry fence_watch; /* set up with fence_page; on the set's watch while armed */
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
         Usage usage;
@@ -283,7 +283,10 @@ void session_ring_free(Session *s);
  * ordered after every unfinished job of the session; freeing the page (with
  * the session). */
 void session_open_fence_page(Session *s, const WireRequest *req);
-void session_fence_page_track(Session *s, Job *j);
+/* Gives a copy or fill its fence page slot write if it may have one: true if it did. */
+bool session_fence_page_track(Session *s, Job *j);
+/* The waiter thread is to wake the client once fence's slot says done (fence-watch.h). */
+void session_fence_page_watch(Session *s, uint64_t fence);
 void session_fence_page_free(Session *s);
 
 /* Dispatches one decoded request (session-requests.c). */

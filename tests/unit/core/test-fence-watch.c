@@ -26,7 +26,7 @@ static void page_init(Page *p) {
                 p->slots[i] = kfdb_fence_page_fresh_slot(i);
         p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         cr_assert_geq(p->efd, 0);
-        p->e = (FenceWatchEntry) { .slots = p->slots, .n_slots = KFDB_FENCE_PAGE_SLOTS, .eventfd = p->efd };
+        fence_watch_entry_init(&p->e, p->slots, KFDB_FENCE_PAGE_SLOTS, p->efd);
 }
 
 /* What the eventfd counted since the last read (0: nothing). */
@@ -47,22 +47,27 @@ Test(fence_watch, the_armed_fence_done_wakes_the_client_once) {
 
         fence_watch_init(&w);
         page_init(&p);
-        fence_watch_add(&w, &p.e);
         fence_watch_on_events(&w);
         cr_expect_eq(taken(&p), 0u, "nothing armed: no wake-up");
 
-        fence_watch_arm(&p.e, 7);
+        fence_watch_arm(&w, &p.e, 7);
+        cr_expect_eq(w.entries, &p.e, "armed: on the watch");
         engine_writes(&p, 6);
         fence_watch_on_events(&w);
         cr_expect_eq(taken(&p), 0u, "fence 6 done says nothing of 7");
+        fence_watch_arm(&w, &p.e, 8);
         engine_writes(&p, 7);
         fence_watch_on_events(&w);
-        cr_expect_eq(taken(&p), 1u, "fence 7 done: one write");
-        cr_expect_eq(atomic_load(&w.wakes), 1u);
+        cr_expect_eq(taken(&p), 0u, "armed again at 8: 7 done says nothing");
+        engine_writes(&p, 8);
         fence_watch_on_events(&w);
-        cr_expect_eq(taken(&p), 0u, "disarmed after its wake-up");
+        cr_expect_eq(taken(&p), 1u, "fence 8 done: one write");
+        cr_expect_eq(atomic_load(&w.wakes), 1u);
+        cr_expect_null(w.entries, "off the watch after its wake-up");
+        fence_watch_on_events(&w);
+        cr_expect_eq(taken(&p), 0u);
 
-        fence_watch_remove(&w, &p.e);
+        fence_watch_remove(&w, &p.e); /* not on the watch: nothing to do */
         close(p.efd);
         fence_watch_done(&w);
 }
@@ -73,8 +78,7 @@ Test(fence_watch, a_slot_a_later_fence_wrote_does_not_wake) {
 
         fence_watch_init(&w);
         page_init(&p);
-        fence_watch_add(&w, &p.e);
-        fence_watch_arm(&p.e, 5);
+        fence_watch_arm(&w, &p.e, 5);
         engine_writes(&p, 5 + KFDB_FENCE_PAGE_SLOTS);
         fence_watch_on_events(&w);
         cr_expect_eq(taken(&p), 0u, "slot 5 holds fence 1029: not 5");
@@ -90,30 +94,27 @@ Test(fence_watch, a_slot_a_later_fence_wrote_does_not_wake) {
 
 Test(fence_watch, only_the_entries_on_the_watch_are_looked_at) {
         FenceWatch w;
-        Page a, b;
+        Page a, b, c;
 
         fence_watch_init(&w);
         page_init(&a);
         page_init(&b);
-        fence_watch_add(&w, &a.e);
-        fence_watch_add(&w, &b.e);
-        fence_watch_arm(&a.e, 3);
-        fence_watch_arm(&b.e, 9);
+        page_init(&c);
+        fence_watch_arm(&w, &a.e, 3);
+        fence_watch_arm(&w, &b.e, 9);
         engine_writes(&a, 3);
         engine_writes(&b, 9);
+        engine_writes(&c, 1); /* never armed */
         fence_watch_remove(&w, &b.e);
         fence_watch_on_events(&w);
         cr_expect_eq(taken(&a), 1u);
         cr_expect_eq(taken(&b), 0u, "a removed entry is not woken");
-        /* Added again, it starts disarmed. */
-        fence_watch_add(&w, &b.e);
-        fence_watch_on_events(&w);
-        cr_expect_eq(taken(&b), 0u);
+        cr_expect_eq(taken(&c), 0u, "an entry never armed is not looked at");
+        cr_expect_null(w.entries);
 
-        fence_watch_remove(&w, &a.e);
-        fence_watch_remove(&w, &b.e);
         close(a.efd);
         close(b.efd);
+        close(c.efd);
         fence_watch_done(&w);
 }
 
@@ -140,7 +141,7 @@ Test(fence_watch, entries_come_and_go_while_the_waiter_looks) {
         FenceWatch w;
         Looker l = { .w = &w };
         pthread_t t;
-        uint64_t woken = 0;
+        uint64_t woken = 0, before;
 
         fence_watch_init(&w);
         cr_assert_eq(pthread_create(&t, NULL, look_on, &l), 0);
@@ -149,12 +150,12 @@ Test(fence_watch, entries_come_and_go_while_the_waiter_looks) {
 
                 cr_assert_not_null(p);
                 page_init(p);
-                fence_watch_add(&w, &p->e);
-                fence_watch_arm(&p->e, i);
                 engine_writes(p, i);
-                if (i % 2)
-                        while (atomic_load(&p->e.armed) != 0)
-                                sched_yield(); /* the looker takes it (perhaps on this CPU) */
+                before = atomic_load(&w.wakes);
+                fence_watch_arm(&w, &p->e, i);
+                if (i % 2) /* the only entry on the watch: the looker takes it (perhaps on this CPU) */
+                        while (atomic_load(&w.wakes) == before)
+                                sched_yield();
                 fence_watch_remove(&w, &p->e);
                 woken += taken(p);
                 close(p->efd);
