@@ -18,9 +18,12 @@
  *      pairs of libkfdbroker's sub-allocator, against memfd_create+ftruncate+
  *      mmap+munmap+close, in alternating rounds;
  *   1b. 1 and 2 again, fewer rounds, with a burner thread keeping one CPU
- *      busy: no goals, but on an idle VM the floor's sleeping waits wake
- *      idle vCPUs, which costs it more than the broker's client (which
- *      spins), so the ratios of 1 and 2 also say how idle the machine was;
+ *      busy: no goals, but the floor sleeps in its waits, and what waking a
+ *      vCPU costs it depends on the VM's state and drifts over minutes (its
+ *      round trip has measured ~45 us idle and ~16 us busy, and on other
+ *      runs ~16 us idle and ~31 us busy), more than it costs the broker's
+ *      client (which spins), so the ratios of 1 and 2 also say how the
+ *      machine was;
  *   5. noisy neighbours: a light client's 4 KiB copies (one at a time) next
  *      to 2 CPU burners, and next to 15 flooders each keeping one 16 MiB copy
  *      in flight — on a daemon that splits large copies into 1 MiB pieces and
@@ -473,8 +476,9 @@ static void bench_warm(kfdb_session *ring, kfdb_session *sock, Floor *floor) {
         pthread_join(burner, NULL);
         echo_close(&echo);
         pair_close(&p);
-        printf("with one CPU kept busy by a burner thread (medians of %d rounds; no goals: on an idle VM the floor's "
-               "sleeping waits wake idle vCPUs, so the ratios above also say how idle the machine was):\n"
+        printf("with one CPU kept busy by a burner thread (medians of %d rounds; no goals: what waking a vCPU costs "
+               "the floor's sleeping waits drifts with the VM's state, so the ratios above also say how the machine "
+               "was):\n"
                "  round trip p50: floor %.1f us, ring %.1f us; ratios: socket path / (floor + echo) %.2f, ring / floor "
                "%.2f\n"
                "  batched small jobs, broker / floor throughput: ring %.2f, socket path %.2f\n",
