@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "../../proto/fence-page.h"
+#include "fence-page.h"
 #include "sessions/fence-watch.h"
 
 void fence_watch_init(FenceWatch *w) {

@@ -12,7 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "../../proto/fence-page.h"
+#include "fence-page.h"
 #include "sessions/fence-watch.h"
 
 typedef struct Page {
