@@ -43,7 +43,14 @@
  * taken within each round (the round's broker figure against the same
  * round's floor, or floor + echo), and the line gives the median of those
  * per-round ratios with their range; the absolute figures printed are the
- * medians over rounds of each one's own figure.
+ * medians over rounds of each one's own figure. Where the scheduler puts
+ * each process's threads is the other half of that drift, and it is chosen
+ * for the floor and for the broker independently (docs/simulator.md: the
+ * ring's round trip is ~13-20 us with the simulator's engine and waiter
+ * threads off the spinning client's vCPU, 30-42 us with one of them on it;
+ * the floor's ~15 us with its three threads on one vCPU, ~42 us spread), so
+ * 1 also prints, without a goal, the fastest round of each against the
+ * fastest of the other.
  * Starts its own kfdbrokerd --device=sim daemons (path from $KFDBROKERD or
  * the build tree) and bench-floor --serve ($BENCH_FLOOR or the build tree).
  * Usage: bench-broker [round-trip|batched|warm|copy|alloc|suballoc|noise...] (all of them
@@ -386,6 +393,10 @@ static void bench_round_trip(kfdb_session *ring, kfdb_session *sock, kfdb_sessio
         report_rounds(ring_used ? "round trip p50: broker / floor (with a submission ring)"
                                 : "round trip p50: broker / floor (ring NOT in use)",
                       ring_ratio, RT_ROUNDS, true, 1.3);
+        /* print_rt_line() sorted each p50 array: [0] is its fastest round. */
+        printf("  fastest rounds against fastest rounds (each where the scheduler placed its threads best; no goal): "
+               "socket path / (floor + echo) %.2f, ring / floor %.2f\n",
+               p50.sock[0] / (p50.floor[0] + p50.echo[0]), p50.ring[0] / p50.floor[0]);
         printf("  without the client's spin (KFDBROKER_SPIN_US=0), the ring's ratio is %.2f (median of %d rounds; "
                "no goal: what the spin is worth)\n",
                median(nospin_ratio, RT_ROUNDS), RT_ROUNDS);
