@@ -544,6 +544,7 @@ static int op_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id,
 static void op_doorbell_written(void *userdata, int kfd_fd, uint32_t queue_id) {
         SimMm *mm = userdata;
         SimDevice *d = mm->device;
+        SimEngine *kicked = NULL;
         SimFile *f;
 
         if (getpid() != d->pid)
@@ -554,10 +555,13 @@ static void op_doorbell_written(void *userdata, int kfd_fd, uint32_t queue_id) {
                 SimQueue *q = f->process->queues[queue_id];
                 if (q && q->engine) {
                         d->n_doorbells++;
-                        sim_engine_kick(q->engine);
+                        kicked = q->engine;
+                        sim_engine_mark_kicked(kicked);
                 }
         }
         pthread_mutex_unlock(&d->lock);
+        if (kicked)
+                sim_engine_wake(kicked);
 }
 
 static int op_munmap(void *userdata, void *addr, size_t length) {

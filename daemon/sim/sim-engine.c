@@ -46,8 +46,13 @@ static int engine_pass(SimEngine *e) {
 
                 e->current = q;
                 r = e->step(q);
+                if (sim_events_take_delivery(d, true)) {
+                        /* With q still pinned, so that the lock may go meanwhile. */
+                        pthread_mutex_unlock(&d->lock);
+                        sim_events_wake_sleepers(d);
+                        pthread_mutex_lock(&d->lock);
+                }
                 e->current = NULL;
-                sim_events_deliver(d, true);
                 if (q->destroying)
                         pthread_cond_broadcast(&d->cp_cond);
                 if (r == SIM_STEP_PROGRESS)
@@ -170,15 +175,20 @@ void sim_engine_remove_queue(SimEngine *e, SimQueue *q) {
         q->engine_next = NULL;
 }
 
-void sim_engine_kick(SimEngine *e) {
+void sim_engine_mark_kicked(SimEngine *e) {
         e->kicked = true;
+}
+
+void sim_engine_wake(SimEngine *e) {
         pthread_cond_signal(&e->wake);
 }
 
 void sim_engine_yield_lock(SimQueue *q) {
-        pthread_mutex_t *lock = &q->process->device->lock;
+        SimDevice *d = q->process->device;
+        bool deliver = sim_events_take_delivery(d, false);
 
-        sim_events_deliver(q->process->device, false);
-        pthread_mutex_unlock(lock);
-        pthread_mutex_lock(lock);
+        pthread_mutex_unlock(&d->lock);
+        if (deliver)
+                sim_events_wake_sleepers(d);
+        pthread_mutex_lock(&d->lock);
 }

@@ -4,7 +4,7 @@
  * advances them. A real engine costs the host no CPU and sees a doorbell
  * write at once; a store to a memory mapping traps nothing, so the daemon
  * tells the simulator after each doorbell store (KfdOps.doorbell_written),
- * which kicks the queue's engine (sim_engine_kick). The engine still reads
+ * which kicks the queue's engine (sim_engine_mark_kicked, sim_engine_wake). The engine still reads
  * the doorbell slot to learn the new wptr. The thread sleeps:
  *  - until kicked, or at most IDLE_SLEEP (a backstop for a writer that does
  *    not tell, e.g. a test that stores to the slot itself), when every queue
@@ -74,8 +74,14 @@ void sim_engine_add_queue(SimEngine *e, SimQueue *q);
 /* Locked. Waits (dropping the lock meanwhile) until the engine's step has let
  * go of q, then unlinks it. */
 void sim_engine_remove_queue(SimEngine *e, SimQueue *q);
-/* Locked. A doorbell of one of e's queues was written: run a pass soon. */
-void sim_engine_kick(SimEngine *e);
+/* A doorbell of one of e's queues was written: run a pass soon. In two
+ * halves, so that the thread is woken with the lock dropped (a thread woken
+ * while the lock is held wakes only to block on it): mark it, locked; then
+ * wake it, after unlocking. The thread reads kicked under the lock before it
+ * sleeps, so a mark made before the unlock is never slept through. The
+ * engine lives as long as its device. */
+void sim_engine_mark_kicked(SimEngine *e);
+void sim_engine_wake(SimEngine *e);
 /* Locked, from a step: lets other threads take the device lock for a moment
  * (between two packets). */
 void sim_engine_yield_lock(SimQueue *q);

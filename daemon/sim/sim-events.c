@@ -92,11 +92,20 @@ static void set_event(SimProcess *p, SimEvent *ev, bool from_irq) {
         }
 }
 
-void sim_events_deliver(SimDevice *d, bool force) {
+bool sim_events_take_delivery(SimDevice *d, bool force) {
         if (!d->irq_pending || (!force && now_ns() - d->irq_pending_since_ns < SIM_IRQ_COALESCE_NS))
-                return;
+                return false;
         d->irq_pending = false;
+        return true;
+}
+
+void sim_events_wake_sleepers(SimDevice *d) {
         pthread_cond_broadcast(&d->wait_cond);
+}
+
+void sim_events_deliver(SimDevice *d, bool force) {
+        if (sim_events_take_delivery(d, force))
+                sim_events_wake_sleepers(d);
 }
 
 static void destroy_event(SimProcess *p, SimEvent *ev) {

@@ -57,6 +57,15 @@ void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bit
  */
 #define SIM_IRQ_COALESCE_NS 10000u
 void sim_events_deliver(SimDevice *d, bool force);
+/* sim_events_deliver() in two halves, for a caller that can let the lock go
+ * (an engine between packets, its queue pinned): whether a delivery is due
+ * (it is then taken; locked), and the wake-up, called after unlocking (any
+ * time). A sleeper woken while the engine holds the lock wakes only to block
+ * on it — glibc's condition variables hand nothing over — and the engine's
+ * unlock wakes it a second time: two futex calls and a context switch more
+ * per delivery. */
+bool sim_events_take_delivery(SimDevice *d, bool force);
+void sim_events_wake_sleepers(SimDevice *d);
 /* GPU VM fault at va: sets every MEMORY event with {NotPresent, va, gpu_id}. */
 void sim_events_memory_fault(SimProcess *p, uint64_t va);
 /* kfd_signal_reset_event: every HW_EXCEPTION event of p, with the reset's data. */
