@@ -536,8 +536,10 @@ int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
 
         if (!c)
                 return -EINVAL;
-        while (read(c->wake_fd, &v, sizeof v) > 0)
-                ;
+        /* One read takes the whole count (an eventfd without EFD_SEMAPHORE);
+         * a second would only find it empty, a system call per wake-up. A
+         * write landing after it leaves the fd readable for the next wake. */
+        (void) !read(c->wake_fd, &v, sizeof v);
 
         int nf = gpu_waiter_take_faults(c, faults, ELEMENTSOF(faults));
 
