@@ -94,7 +94,15 @@ static volatile uint64_t *ts_cpu(GpuContext *c, unsigned q, uint64_t seq) {
 
 static uint64_t ticks_to_ns(const GpuContext *c, uint64_t ticks) {
         uint64_t hz = c->info.timestamp_hz ? c->info.timestamp_hz : 100000000;
-        return (uint64_t) ((unsigned __int128) ticks * 1000000000u / hz);
+
+        /* With ticks = q * hz + r, ticks * 10^9 / hz = q * 10^9 + r * 10^9 / hz
+         * exactly: two 64-bit divisions where the 128-bit one was a library
+         * call (__udivti3) on every completion, 1.5 % of the event loop's
+         * samples on batches of small jobs. r * 10^9 fits while hz does in
+         * 64 bits / 10^9 (18 GHz; GPU timestamps run at 100 MHz). */
+        if (hz > UINT64_MAX / 1000000000u)
+                return (uint64_t) ((unsigned __int128) ticks * 1000000000u / hz);
+        return ticks / hz * 1000000000u + ticks % hz * 1000000000u / hz;
 }
 
 static int queue_create_kernel(GpuContext *c, GpuQueue *q) {
