@@ -57,6 +57,7 @@
  * A job never straddles the ring's end: the tail is padded with NOPs of the
  * queue's kind.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -220,13 +221,19 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
         return queue_create_kernel(c, q);
 }
 
+/* The i-th in flight (i <= inflight_count, which is below max_inflight:
+ * the one at inflight_count is the free slot gpu_queue_submit() fills). A
+ * subtraction, not a division: a job takes several of these. */
 static GpuInflight *inflight_at(GpuQueue *q, unsigned i) {
-        return &q->inflight[(q->inflight_head + i) % q->max_inflight];
+        unsigned k = q->inflight_head + i;
+
+        assert(i < q->max_inflight && q->inflight_head < q->max_inflight);
+        return &q->inflight[k >= q->max_inflight ? k - q->max_inflight : k];
 }
 
 static void inflight_pop(GpuQueue *q) {
         inflight_at(q, 0)->scratch = gpu_buffer_unref(inflight_at(q, 0)->scratch);
-        q->inflight_head = (q->inflight_head + 1) % q->max_inflight;
+        q->inflight_head = q->inflight_head + 1 == q->max_inflight ? 0 : q->inflight_head + 1;
         q->inflight_count--;
 }
 
@@ -577,24 +584,27 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
                         return r;
         }
 
-        GpuInflight f = { .seq = q->next_seq, .job = plan };
-        r = gpu_dispatch_prepare(c, q, job, f.seq, &f);
+        /* Built in its slot (free: inflight_count < max_inflight), which
+         * counts once the job is on the ring. */
+        GpuInflight *f = inflight_at(q, q->inflight_count);
+        *f = (GpuInflight) { .seq = q->next_seq, .job = plan };
+        r = gpu_dispatch_prepare(c, q, job, f->seq, f);
         if (r < 0)
                 return r;
         /* The kernarg slot holds the arguments now and re-emission after a
          * fault reuses it: the caller's pointer is not kept. */
-        f.job.dispatch.args_data = NULL;
+        f->job.dispatch.args_data = NULL;
         quiet = c->doorbell_holds > 0 && q->engine == GPU_ENGINE_SDMA;
         /* A job that would take its group of quiet jobs past the bounds, or
          * that waits on the GPU (as long as a kernel runs, perhaps), starts a
          * new group: the one before raises its interrupt first, so no job's
          * completion waits behind a large copy or a wait. */
-        if (quiet && (q->quiet_jobs >= QUIET_MAX_JOBS || q->quiet_bytes + job_bytes(&f.job) > QUIET_MAX_BYTES ||
-                      f.job.n_waits > 0))
+        if (quiet && (q->quiet_jobs >= QUIET_MAX_JOBS || q->quiet_bytes + job_bytes(&f->job) > QUIET_MAX_BYTES ||
+                      f->job.n_waits > 0))
                 queue_raise_quiet(c, q);
-        r = queue_emit_job(c, q, &f.job, &f, ndw, !quiet, &start);
+        r = queue_emit_job(c, q, &f->job, f, ndw, !quiet, &start);
         if (r < 0) {
-                gpu_buffer_unref(f.scratch);
+                f->scratch = gpu_buffer_unref(f->scratch);
                 return r;
         }
         if (quiet) {
@@ -603,11 +613,11 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
                         q->quiet_jobs++;
                 q->trap_pending = true;
                 q->trap_at = q->wptr - SDMA_TRAP_DW * 4;
-                q->quiet_bytes += job_bytes(&f.job);
+                q->quiet_bytes += job_bytes(&f->job);
         }
-        f.ring_start = start;
-        f.ring_end = q->wptr;
-        *inflight_at(q, q->inflight_count++) = f;
+        f->ring_start = start;
+        f->ring_end = q->wptr;
+        q->inflight_count++;
         q->next_seq++;
         if (c->doorbell_holds > 0)
                 q->kick_pending = true;
@@ -615,7 +625,7 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
                 queue_kick(c, q);
         c->stats.jobs_submitted++;
         if (ret_seq)
-                *ret_seq = f.seq;
+                *ret_seq = f->seq;
         return 0;
 }
 
