@@ -4,8 +4,9 @@
  * advances them. A real engine costs the host no CPU and sees a doorbell
  * write at once; a store to a memory mapping traps nothing, so the daemon
  * tells the simulator after each doorbell store (KfdOps.doorbell_written),
- * which kicks the queue's engine (sim_engine_mark_kicked, sim_engine_wake). The engine still reads
- * the doorbell slot to learn the new wptr. The thread sleeps:
+ * which kicks the queue's engine (sim_engine_mark_kicked, sim_engine_wake).
+ * The engine still reads the doorbell slot to learn the new wptr. The thread
+ * sleeps:
  *  - until kicked, or at most IDLE_SLEEP (a backstop for a writer that does
  *    not tell, e.g. a test that stores to the slot itself), when every queue
  *    is idle (rptr at the doorbell's wptr, or stopped);
