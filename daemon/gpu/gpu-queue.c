@@ -270,6 +270,14 @@ static uint64_t queue_read_rptr(GpuQueue *q) {
         return q->wptr - back;
 }
 
+bool gpu_queue_read_past(GpuQueue *q, uint64_t pos) {
+        /* A queue not (or no longer) on the GPU writes nothing; one made
+         * again after an exception starts its ring afresh. */
+        if (!q->created || !q->rptr_bo || q->wptr < pos)
+                return true;
+        return queue_read_rptr(q) >= pos;
+}
+
 static void queue_store_ptrs(GpuQueue *q, uint64_t rptr, uint64_t wptr) {
         __atomic_store_n((volatile uint64_t *) q->rptr_bo->cpu, rptr >> q->ptr_shift, __ATOMIC_RELEASE);
         __atomic_store_n((volatile uint64_t *) q->wptr_bo->cpu, wptr >> q->ptr_shift, __ATOMIC_RELEASE);

@@ -1234,3 +1234,55 @@ Test(gpu_context, on_events_sees_what_the_engine_wrote_before_its_interrupt, .in
         pthread_mutex_unlock(&hook.lock);
         gpu_buffer_unref(b);
 }
+
+/* A job's signal_va write comes after its queue's fence word: a buffer it
+ * writes, let go with gpu_buffer_unref_after_rings() while the job is still
+ * on the ring, stays mapped until the engine has read past it (unmapped, the
+ * write would be a fault that ends the context), and goes at the next
+ * gpu_context_process() after. */
+Test(gpu_context, unref_after_rings_keeps_a_signal_target_until_the_ring_passes, .init = setup, .fini = teardown,
+     .timeout = 60) {
+        GpuBuffer *data = new_buf(4096, GPU_PLACEMENT_GTT), *page = new_buf(4096, GPU_PLACEMENT_GTT);
+        uint64_t page_va = gpu_buffer_get_va(page), seq;
+        GpuContextStats st0, st;
+
+        gpu_context_get_stats(fx.ctx, &st0);
+        gpu_context_hold_doorbells(fx.ctx); /* on the ring, not yet seen by the engine */
+        seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
+                                    .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 7 },
+                                    .signal_va = page_va + 8, .signal_value = 42 });
+        cr_assert_null(gpu_buffer_unref_after_rings(page));
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_assert_eq(st.buffers, st0.buffers, "held while the ring has not passed the job");
+        gpu_context_release_doorbells(fx.ctx);
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, seq));
+        cr_assert_not(gpu_context_is_lost(fx.ctx, NULL), "the signal write found its page mapped");
+        /* The engine may write the fence word before it reads past the
+         * signal FENCE: look again until the hold goes. */
+        for (double deadline = now_s() + 30; now_s() < deadline; usleep(1000)) {
+                cr_assert_geq(gpu_context_process(fx.ctx, NULL, NULL), 0);
+                gpu_context_get_stats(fx.ctx, &st);
+                if (st.buffers == st0.buffers - 1)
+                        break;
+        }
+        cr_assert_eq(st.buffers, st0.buffers - 1, "released once the ring passed it");
+        cr_assert_not(gpu_context_is_lost(fx.ctx, NULL));
+        gpu_buffer_unref(data);
+}
+
+/* With nothing on the rings the buffer goes at once; a buffer someone else
+ * still holds is only unreferenced. */
+Test(gpu_context, unref_after_rings_with_idle_rings_is_an_unref, .init = setup, .fini = teardown) {
+        GpuBuffer *page = new_buf(4096, GPU_PLACEMENT_GTT);
+        GpuContextStats st0, st;
+
+        gpu_context_get_stats(fx.ctx, &st0);
+        gpu_buffer_ref(page);
+        cr_assert_null(gpu_buffer_unref_after_rings(page));
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_assert_eq(st.buffers, st0.buffers);
+        cr_assert_null(gpu_buffer_unref_after_rings(page));
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_assert_eq(st.buffers, st0.buffers - 1);
+        cr_assert_null(gpu_buffer_unref_after_rings(NULL));
+}
