@@ -31,7 +31,11 @@ static double now_s(void) {
 static int fail(kfdb_session *s, const char *prog, int r, const char *what) {
         const char *msg = kfdb_session_last_error(s);
 
-        if (msg[0])
+        /* The message may end with the errno's text already ("cannot open
+         * F: No such file or directory"): then it is not said twice. */
+        if (msg[0] && strstr(msg, strerror(-r)))
+                fprintf(stderr, "%s: %s: %s\n", prog, what, msg);
+        else if (msg[0])
                 fprintf(stderr, "%s: %s: %s (%s)\n", prog, what, msg, strerror(-r));
         else
                 fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(-r));

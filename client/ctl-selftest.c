@@ -164,8 +164,13 @@ int ctl_selftest(kfdb_session *s, const char *prog, const CtlSelftestOptions *o)
         if (r >= 0)
                 r = kfdb_gpu_contexts_get(s, &t.contexts, NULL, 0);
         if (r < 0) {
-                fprintf(stderr, "%s: cannot ask the daemon about its device: %s (%s)\n", prog, strerror(-r),
-                        kfdb_session_last_error(s));
+                const char *msg = kfdb_session_last_error(s);
+
+                if (msg[0])
+                        fprintf(stderr, "%s: cannot ask the daemon about its device: %s (%s)\n", prog, strerror(-r),
+                                msg);
+                else
+                        fprintf(stderr, "%s: cannot ask the daemon about its device: %s\n", prog, strerror(-r));
                 return r;
         }
         if (sigaction(SIGALRM, &sa, NULL) < 0)

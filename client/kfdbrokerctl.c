@@ -71,7 +71,10 @@ static int ctl_connect(Ctl *ctl) {
 static int ctl_fail(const Ctl *ctl, int r, const char *what) {
         const char *msg = ctl->session ? kfdb_session_last_error(ctl->session) : "";
 
-        if (msg[0])
+        /* As ctl-compute.c's fail(): the errno's text once. */
+        if (msg[0] && strstr(msg, strerror(-r)))
+                fprintf(stderr, PROG ": %s: %s\n", what, msg);
+        else if (msg[0])
                 fprintf(stderr, PROG ": %s: %s (%s)\n", what, msg, strerror(-r));
         else
                 fprintf(stderr, PROG ": %s: %s\n", what, strerror(-r));

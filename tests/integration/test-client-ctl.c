@@ -125,6 +125,7 @@ Test(ctl, kernels_lists_what_the_daemon_loaded) {
         const char *json[] = { "--socket", d.sock, "--json", "kernels", COMPUTE_KERNEL_DIR "/saxpy.hsaco", NULL };
         const char *bad[] = { "--socket", d.sock, "kernels", "/etc/hostname", NULL };
         const char *none[] = { "--socket", d.sock, "kernels", NULL };
+        const char *missing[] = { "--socket", d.sock, "kernels", "/nonexistent/k.hsaco", NULL };
         char *out, *err;
 
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stdout: %s\nstderr: %s", out, err);
@@ -151,6 +152,12 @@ Test(ctl, kernels_lists_what_the_daemon_loaded) {
         free(err);
         cr_assert_eq(run_ctl(none, &out, &err), 1);
         cr_assert_str_eq(err, "kfdbrokerctl kernels: expected one code object file, got 0 arguments\n");
+        free(out);
+        free(err);
+        /* The library's message names the errno already: said once. */
+        cr_assert_eq(run_ctl(missing, &out, &err), 1);
+        cr_assert_str_eq(err, "kfdbrokerctl: cannot load /nonexistent/k.hsaco: cannot open /nonexistent/k.hsaco: "
+                              "No such file or directory\n");
         free(out);
         free(err);
 }
