@@ -78,6 +78,12 @@ static int requests(const char *dir) {
         Kfdbroker__V1__ImportBufferRequest import = KFDBROKER__V1__IMPORT_BUFFER_REQUEST__INIT;
         Kfdbroker__V1__LoadCodeObjectRequest load = KFDBROKER__V1__LOAD_CODE_OBJECT_REQUEST__INIT;
         Kfdbroker__V1__FreeCodeObjectRequest free_co = KFDBROKER__V1__FREE_CODE_OBJECT_REQUEST__INIT;
+        Kfdbroker__V1__ExportBufferRequest export = KFDBROKER__V1__EXPORT_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__DestroyEventRequest destroy = KFDBROKER__V1__DESTROY_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__SetEventRequest set = KFDBROKER__V1__SET_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__ResetEventRequest reset = KFDBROKER__V1__RESET_EVENT_REQUEST__INIT;
+        Kfdbroker__V1__OpenSubmitRingRequest ring = KFDBROKER__V1__OPEN_SUBMIT_RING_REQUEST__INIT;
+        Kfdbroker__V1__OpenFencePageRequest fence_page = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
         Kfdbroker__V1__DispatchJob dispatch = KFDBROKER__V1__DISPATCH_JOB__INIT;
         Kfdbroker__V1__KernelArg ka[4] = { KFDBROKER__V1__KERNEL_ARG__INIT, KFDBROKER__V1__KERNEL_ARG__INIT,
                                            KFDBROKER__V1__KERNEL_ARG__INIT, KFDBROKER__V1__KERNEL_ARG__INIT };
@@ -170,6 +176,30 @@ static int requests(const char *dir) {
         m.free_code_object = &free_co;
         r |= write_request(dir, "free-code-object", &m);
 
+        /* The rest of the request types, one seed each. */
+        export.handle = 0x100000001ull;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_EXPORT_BUFFER;
+        m.export_buffer = &export;
+        r |= write_request(dir, "export-buffer", &m);
+        destroy.handle = 5;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_DESTROY_EVENT;
+        m.destroy_event = &destroy;
+        r |= write_request(dir, "destroy-event", &m);
+        set.handle = 5;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_SET_EVENT;
+        m.set_event = &set;
+        r |= write_request(dir, "set-event", &m);
+        reset.handle = 5;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_RESET_EVENT;
+        m.reset_event = &reset;
+        r |= write_request(dir, "reset-event", &m);
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SUBMIT_RING;
+        m.open_submit_ring = &ring;
+        r |= write_request(dir, "open-submit-ring", &m);
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
+        m.open_fence_page = &fence_page;
+        r |= write_request(dir, "open-fence-page", &m);
+
         /* saxpy(a, x, y, n) with a local-size argument's shape too, between
          * event jobs on explicit and automatic engines. */
         ka[0].value_case = KFDBROKER__V1__KERNEL_ARG__VALUE_BYTES;
@@ -251,6 +281,18 @@ static int replies(const char *dir) {
         r |= write_reply(dir, "load-code-object", &(WireReply) {
                 .id = 11, .type = WIRE_REPLY_LOAD_CODE_OBJECT,
                 .load_code_object = { 0x4300000100000000ull, kernels, 2 } });
+        r |= write_reply(dir, "import-buffer", &(WireReply) {
+                .id = 12, .type = WIRE_REPLY_IMPORT_BUFFER, .buffer = { 0x100000002ull, 8192 } });
+        r |= write_reply(dir, "export-buffer", &(WireReply) {
+                .id = 13, .type = WIRE_REPLY_EXPORT_BUFFER, .buffer = { .size = 8192 } });
+        r |= write_reply(dir, "create-event", &(WireReply) {
+                .id = 14, .type = WIRE_REPLY_CREATE_EVENT, .create_event = { 5, 3 } });
+        r |= write_reply(dir, "session-ended", &(WireReply) {
+                .type = WIRE_REPLY_SESSION_ENDED, .session_ended = { EPROTO, "submit ring: head moved back", false } });
+        r |= write_reply(dir, "open-submit-ring", &(WireReply) {
+                .id = 15, .type = WIRE_REPLY_OPEN_SUBMIT_RING, .submit_ring = { 65536, 1024 } });
+        r |= write_reply(dir, "open-fence-page", &(WireReply) {
+                .id = 16, .type = WIRE_REPLY_OPEN_FENCE_PAGE, .fence_page = { 4096, 1024 } });
         return r;
 }
 
