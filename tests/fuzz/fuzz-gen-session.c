@@ -4,18 +4,20 @@
  * each, written op by op — copies and fills between its buffers, events
  * signalled by jobs and by the client, a wait job released by SetEvent, a
  * dma-buf exported and imported back, a dispatch of the real code object, a
- * client that forgets Hello, and raw bytes.
+ * client that forgets Hello, raw bytes, and the submit ring written well and
+ * badly next to a fence page.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "fuzz-gen.h"
+#include "submit-ring.h"
 
 /* Opcodes of fuzz-session.c (enum Op). */
 enum {
         OP_RAW, OP_HELLO, OP_ALLOC, OP_FREE, OP_EXPORT, OP_IMPORT, OP_CREATE_EVENT, OP_DESTROY_EVENT,
         OP_SET_EVENT, OP_RESET_EVENT, OP_WAIT_EVENTS, OP_SUBMIT, OP_QUERY, OP_LOAD_CODE, OP_FREE_CODE,
-        OP_STATUS,
+        OP_STATUS, OP_OPEN_RING, OP_RING, OP_OPEN_FENCE_PAGE,
 };
 /* Job kinds of build_job(). */
 enum { JOB_COPY, JOB_FILL, JOB_SIGNAL, JOB_WAIT, JOB_DISPATCH };
@@ -119,6 +121,43 @@ int session_corpus(const char *dir) {
         s = (Seed) {};
         PUT(&s, 0, OP_RAW, 4, 0, 0xde, 0xad, 0xbe, 0xef, OP_RAW, 2, 0, 0x08, 0x07, OP_QUERY, 0, OP_RAW, 0, 0);
         if (write_session(dir, "raw", &s) < 0)
+                return -1;
+
+        /* The fence page and the submit ring: a batch of a fill, a copy and
+         * a fill of a 64 KiB buffer (op_ring: count-1 and flags, then per
+         * record kind, flag byte, fields; then how head moves), then one of
+         * an event signal, then Query. */
+        s = (Seed) {};
+        PUT(&s, 0, OP_ALLOC, 16, 0, OP_CREATE_EVENT, 0, OP_OPEN_FENCE_PAGE, OP_OPEN_RING);
+        PUT(&s, OP_RING, 2, KFDB_RING_FILL, 0, 0, 0, 0, 0x0f, 0, 0x78, 0x56, 0x34, 0x12);
+        PUT(&s, KFDB_RING_COPY, 0, 0, 0, 0, 0, 0x40, 0, 0x0f, 0);
+        PUT(&s, KFDB_RING_FILL, 0, 0, 0x80, 0, 0x03, 0, 1, 2, 3, 4, 0);
+        PUT(&s, OP_RING, 0, KFDB_RING_SIGNAL_EVENT, 0, 0, 1, 0, OP_QUERY, 0);
+        if (write_session(dir, "ring", &s) < 0)
+                return -1;
+
+        /* A ring scribbled on, three ways, each of which ends the session
+         * (the doorbell is rung regardless): a record of a bad length with a
+         * reserved word set; head moved back after a good batch; head thrown
+         * far out. */
+        s = (Seed) {};
+        PUT(&s, 0, OP_ALLOC, 1, 0, OP_OPEN_RING);
+        PUT(&s, OP_RING, 0x80, KFDB_RING_FILL, 0x60, 17, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0);
+        PUT(&s, OP_QUERY, 0);
+        if (write_session(dir, "ring-bad-record", &s) < 0)
+                return -1;
+        s = (Seed) {};
+        PUT(&s, 0, OP_ALLOC, 1, 0, OP_OPEN_RING);
+        PUT(&s, OP_RING, 0x81, KFDB_RING_FILL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            KFDB_RING_FILL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        PUT(&s, OP_RING, 0x80, KFDB_RING_FILL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xe3, OP_QUERY, 0);
+        if (write_session(dir, "ring-head-back", &s) < 0)
+                return -1;
+        s = (Seed) {};
+        PUT(&s, 0, OP_ALLOC, 1, 0, OP_OPEN_RING);
+        PUT(&s, OP_RING, 0x80, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f);
+        PUT(&s, OP_QUERY, 0);
+        if (write_session(dir, "ring-head-far", &s) < 0)
                 return -1;
         return 0;
 }

@@ -5,8 +5,9 @@
  * request handlers, handles, buffers (alloc, free, export, import of the
  * dma-bufs it handed out), events (create, set, reset, wait, destroy),
  * submits (copies, fills, signal and wait jobs, dispatches of a real code
- * object), the scheduler and the GPU contexts — and the teardown when the
- * client goes.
+ * object), the submit ring (records, head and doorbell written as a hostile
+ * client would), the fence page, the scheduler and the GPU contexts — and the
+ * teardown when the client goes.
  *
  * One daemon (a Manager on the simulated GPU, no bus, kernel GPU contexts,
  * a policy with small limits so that work per input stays bounded) serves
@@ -25,7 +26,10 @@
  *
  * Besides "no crash, no leak, no UB" it checks: every reply decodes as a
  * ServerMessage; an error reply carries a positive errno and a message; a
- * request of the target's own is answered at most once, by its id; after
+ * request of the target's own is answered at most once, by its id; a submit
+ * ring comes with the layout proto/submit-ring.h gives; a fence page comes
+ * fresh, and each of its slots only ever holds its fresh value or a fence of
+ * that slot (proto/fence-page.h); after
  * the hang-up no session, job, buffer, mapping, account user or fd of the
  * daemon is left over (the counts are those before the input).
  *
@@ -45,9 +49,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fence-page.h"
 #include "kfdbroker.pb-c.h"
 #include "manager/manager.h"
 #include "sessions/session.h"
+#include "submit-ring.h"
+#include "util/macro.h"
 #include "util/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -225,6 +232,10 @@ typedef struct Client {
         unsigned n_fds;
         uint64_t next_id;
         uint8_t answered[MAX_IDS];
+        KfdbSubmitRing *ring; /* mapped from OpenSubmitRing's memfd */
+        uint64_t ring_head;   /* records this client published */
+        int doorbell;         /* OpenSubmitRing's eventfd (one of fds) */
+        const uint32_t *fence_page;
         const uint8_t *in;
         size_t left;
 } Client;
@@ -272,7 +283,56 @@ static uint64_t take_handle(Client *c, const uint64_t *table, unsigned n) {
         return 0;
 }
 
-static void check_reply(Client *c, const Kfdbroker__V1__ServerMessage *m) {
+/* The submit ring's memfd and doorbell, as OpenSubmitRing handed them out. */
+static void take_ring(Client *c, const Kfdbroker__V1__OpenSubmitRingReply *r, const int *fds, unsigned n_fds,
+                      unsigned n_kept) {
+        void *p;
+
+        check(n_fds == 2, "OpenSubmitRing without its 2 fds");
+        check(r->size == KFDB_RING_SIZE && r->records == KFDB_RING_RECORDS, "a submit ring of another layout");
+        if (c->ring || n_kept < 2)
+                return; /* the client had no room left for its fds */
+        p = mmap(NULL, KFDB_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+        check(p != MAP_FAILED, "mmap the submit ring");
+        c->ring = p;
+        check(c->ring->magic == KFDB_RING_MAGIC && c->ring->version == KFDB_RING_VERSION &&
+                      c->ring->size == KFDB_RING_SIZE && c->ring->records == KFDB_RING_RECORDS &&
+                      c->ring->record_size == KFDB_RING_RECORD_SIZE && c->ring->header_size == KFDB_RING_HEADER_SIZE,
+              "a submit ring header other than proto/submit-ring.h says");
+        c->ring_head = __atomic_load_n(&c->ring->head, __ATOMIC_ACQUIRE);
+        c->doorbell = fds[1];
+}
+
+/* Each slot holds its fresh value or the low bits of a fence of its own. */
+static void check_fence_page(const Client *c) {
+        if (!c->fence_page)
+                return;
+        for (uint32_t i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++) {
+                uint32_t v = __atomic_load_n(&c->fence_page[i], __ATOMIC_ACQUIRE);
+                check(v == kfdb_fence_page_fresh_slot(i) || kfdb_fence_page_slot(v, KFDB_FENCE_PAGE_SLOTS) == i,
+                      "a fence page slot holding a fence of another slot");
+        }
+}
+
+static void take_fence_page(Client *c, const Kfdbroker__V1__OpenFencePageReply *r, const int *fds, unsigned n_fds,
+                            unsigned n_kept) {
+        void *p;
+
+        check(n_fds == 1, "OpenFencePage without its fd");
+        check(r->size == KFDB_FENCE_PAGE_SIZE && r->slots == KFDB_FENCE_PAGE_SLOTS, "a fence page of another layout");
+        if (n_kept < 1)
+                return;
+        p = mmap(NULL, KFDB_FENCE_PAGE_SIZE, PROT_READ, MAP_SHARED, fds[0], 0);
+        check(p != MAP_FAILED, "mmap the fence page");
+        c->fence_page = p;
+        for (uint32_t i = 0; i < KFDB_FENCE_PAGE_SLOTS; i++)
+                check(c->fence_page[i] == kfdb_fence_page_fresh_slot(i), "a fence page that is not fresh");
+}
+
+/* fds: the first n_kept of the n_fds the message carried (the client keeps
+ * MAX_FDS at most). */
+static void check_reply(Client *c, const Kfdbroker__V1__ServerMessage *m, const int *fds, unsigned n_fds,
+                        unsigned n_kept) {
         if (debug)
                 fprintf(stderr, "reply id %#llx error %d body %d: %s\n", (unsigned long long) m->id, m->error,
                         (int) m->body_case, m->error_message ? m->error_message : "");
@@ -298,6 +358,12 @@ static void check_reply(Client *c, const Kfdbroker__V1__ServerMessage *m) {
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_LOAD_CODE_OBJECT:
                 remember(c->codes, &c->n_codes, m->load_code_object->handle);
                 break;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SUBMIT_RING:
+                take_ring(c, m->open_submit_ring, fds, n_fds, n_kept);
+                break;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_FENCE_PAGE:
+                take_fence_page(c, m->open_fence_page, fds, n_fds, n_kept);
+                break;
         default:
                 break;
         }
@@ -316,6 +382,8 @@ static void read_replies(Client *c) {
                 struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
                                      .msg_controllen = sizeof control };
                 Kfdbroker__V1__ServerMessage *m;
+                int got[4];
+                unsigned n_got = 0, n_all = 0;
                 ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
                 if (n < 0) {
@@ -324,8 +392,14 @@ static void read_replies(Client *c) {
                 }
                 for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
                         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-                                for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
-                                        keep_fd(c, ((int *) (void *) CMSG_DATA(cm))[i]);
+                                for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                                        int fd = ((int *) (void *) CMSG_DATA(cm))[i];
+
+                                        if (n_got < ELEMENTSOF(got) && c->n_fds < MAX_FDS)
+                                                got[n_got++] = fd;
+                                        n_all++;
+                                        keep_fd(c, fd);
+                                }
                 check(!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)), "a reply larger than a message may be");
                 if (n == 0) {
                         c->gone = true;
@@ -333,9 +407,10 @@ static void read_replies(Client *c) {
                 }
                 m = kfdbroker__v1__server_message__unpack(NULL, (size_t) n, buf);
                 check(m != NULL, "a reply that does not decode");
-                check_reply(c, m);
+                check_reply(c, m, got, n_all, n_got);
                 kfdbroker__v1__server_message__free_unpacked(m, NULL);
         }
+        check_fence_page(c);
 }
 
 static void send_bytes(Client *c, const void *buf, size_t len, int fd) {
@@ -407,6 +482,9 @@ typedef enum Op {
         OP_LOAD_CODE,
         OP_FREE_CODE,
         OP_STATUS,
+        OP_OPEN_RING,
+        OP_RING,
+        OP_OPEN_FENCE_PAGE,
         _OP_MAX,
 } Op;
 
@@ -655,22 +733,31 @@ static void op_submit(Client *c) {
         send_request(c, &r, -1);
 }
 
+/* The requests without fields: Query, Status or DeviceInfo (an operand byte
+ * chooses), OpenSubmitRing, OpenFencePage (no operand). */
 static void op_simple(Client *c, Op op) {
         Kfdbroker__V1__Request r = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__QueryRequest q = KFDBROKER__V1__QUERY_REQUEST__INIT;
         Kfdbroker__V1__StatusRequest st = KFDBROKER__V1__STATUS_REQUEST__INIT;
         Kfdbroker__V1__DeviceInfoRequest di = KFDBROKER__V1__DEVICE_INFO_REQUEST__INIT;
-        uint8_t b = take(c);
+        Kfdbroker__V1__OpenSubmitRingRequest ring = KFDBROKER__V1__OPEN_SUBMIT_RING_REQUEST__INIT;
+        Kfdbroker__V1__OpenFencePageRequest page = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
 
-        if (op == OP_QUERY) {
-                r.body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
-                r.query = &q;
-        } else if (b & 1) {
+        if (op == OP_OPEN_RING) {
+                r.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SUBMIT_RING;
+                r.open_submit_ring = &ring;
+        } else if (op == OP_OPEN_FENCE_PAGE) {
+                r.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
+                r.open_fence_page = &page;
+        } else if (take(c) & 1 && op == OP_STATUS) {
                 r.body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
                 r.status = &st;
-        } else {
+        } else if (op == OP_STATUS) {
                 r.body_case = KFDBROKER__V1__REQUEST__BODY_DEVICE_INFO;
                 r.device_info = &di;
+        } else {
+                r.body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
+                r.query = &q;
         }
         send_request(c, &r, -1);
 }
@@ -695,6 +782,80 @@ static void op_load_code(Client *c) {
         }
         send_request(c, &r, fd);
         close(fd);
+}
+
+/* One ring record from the input: a kind (0 and 5 are none), its fields,
+ * and now and then a bad length, flag or reserved word. */
+static void build_record(Client *c, KfdbRingRecord *rec, bool last) {
+        uint8_t kind = take(c), f = take(c);
+
+        memset(rec, 0, sizeof *rec);
+        rec->kind = kind % 6;
+        rec->flags = last ? KFDB_RING_END_OF_BATCH : 0;
+        if (f & 0x80)
+                rec->flags ^= f & 0x3;
+        rec->bytes = f & 0x40 ? take(c) : KFDB_RING_RECORD_SIZE;
+        switch (rec->kind) {
+        case KFDB_RING_COPY:
+                rec->copy.src_handle = take_handle(c, c->buffers, c->n_buffers);
+                rec->copy.src_offset = take_n(c, 2) * 4;
+                rec->copy.dst_handle = take_handle(c, c->buffers, c->n_buffers);
+                rec->copy.dst_offset = take_n(c, 2) * 4;
+                rec->copy.size = (take_n(c, 2) + (kind & 0x80 ? 0 : 1)) * 4;
+                break;
+        case KFDB_RING_FILL:
+                rec->fill.dst_handle = take_handle(c, c->buffers, c->n_buffers);
+                rec->fill.dst_offset = take_n(c, 2) * 4;
+                rec->fill.size = (take_n(c, 2) + 1) * 4 + (kind & 0x80 ? 2 : 0);
+                rec->fill.pattern = (uint32_t) take_n(c, 4);
+                break;
+        case KFDB_RING_SIGNAL_EVENT:
+        case KFDB_RING_WAIT_EVENT:
+                rec->event.handle = take_handle(c, c->events, c->n_events);
+                rec->event.engine = take(c) % 4;
+                break;
+        default:
+                rec->raw[0] = take_n(c, 8);
+                break;
+        }
+        if (f & 0x20)
+                rec->raw[6] = take_n(c, 8); /* a reserved word, or a field of another kind */
+}
+
+/* Writes 1 to 8 records after the client's head and publishes them — or
+ * moves head somewhere it has no business — then rings the doorbell. */
+static void op_ring(Client *c) {
+        uint8_t b = take(c), h;
+        unsigned n = 1 + (b & 7);
+        uint64_t head;
+
+        if (!c->ring || c->gone)
+                return;
+        for (unsigned i = 0; i < n; i++)
+                build_record(c, kfdb_ring_record(c->ring, c->ring_head + i), i + 1 == n);
+        h = take(c);
+        if (h < 0xe0)
+                head = c->ring_head + n;
+        else if (h < 0xf0)
+                head = c->ring_head - (h & 0xf); /* back, or still */
+        else if (h < 0xff)
+                head = c->ring_head + KFDB_RING_RECORDS + (h & 0xf); /* past a whole ring */
+        else
+                head = take_n(c, 8);
+        __atomic_store_n(&c->ring->head, head, __ATOMIC_RELEASE);
+        if (h < 0xe0)
+                c->ring_head = head;
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&c->ring->doorbell_armed, __ATOMIC_ACQUIRE) == 1 || (b & 0x80)) {
+                uint64_t one = 1;
+                check(write(c->doorbell, &one, sizeof one) == (ssize_t) sizeof one, "write the doorbell");
+        }
+        if (debug)
+                fprintf(stderr, "ring: %u records, head %llu, tail %llu, armed %u\n", n, (unsigned long long) head,
+                        (unsigned long long) __atomic_load_n(&c->ring->tail, __ATOMIC_ACQUIRE),
+                        __atomic_load_n(&c->ring->doorbell_armed, __ATOMIC_ACQUIRE));
+        pump();
+        read_replies(c);
 }
 
 static void run_op(Client *c, Op op) {
@@ -722,10 +883,15 @@ static void run_op(Client *c, Op op) {
                 break;
         case OP_QUERY:
         case OP_STATUS:
+        case OP_OPEN_RING:
+        case OP_OPEN_FENCE_PAGE:
                 op_simple(c, op);
                 break;
         case OP_LOAD_CODE:
                 op_load_code(c);
+                break;
+        case OP_RING:
+                op_ring(c);
                 break;
         default:
                 op_handle(c, op);
@@ -812,7 +978,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (unsigned i = 0; i < MAX_OPS && c.left > 0 && !c.gone; i++)
                 run_op(&c, (Op) (take(&c) % _OP_MAX));
 
-        /* The client hangs up; its fds go with it. */
+        /* The client hangs up; its fds and mappings go with it. */
+        if (c.ring)
+                munmap(c.ring, KFDB_RING_SIZE);
+        if (c.fence_page)
+                munmap((void *) c.fence_page, KFDB_FENCE_PAGE_SIZE);
         close(c.fd);
         for (unsigned i = 0; i < c.n_fds; i++)
                 close(c.fds[i]);
