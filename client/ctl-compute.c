@@ -28,7 +28,7 @@ static double now_s(void) {
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-static int fail(kfdb_session *s, const char *prog, int r, const char *what) {
+int ctl_print_failure(const kfdb_session *s, const char *prog, int r, const char *what) {
         const char *msg = kfdb_session_last_error(s);
 
         /* The message may end with the errno's text already ("cannot open
@@ -244,7 +244,7 @@ int ctl_kernels(kfdb_session *s, const char *prog, bool json, const char *path) 
         if (r < 0) {
                 char what[512];
                 snprintf(what, sizeof(what), "cannot load %s", path);
-                return fail(s, prog, r, what);
+                return ctl_print_failure(s, prog, r, what);
         }
         n = kfdb_code_object_get_n_kernels(co);
         if (json) {

@@ -23,6 +23,10 @@ extern const char ctl_fault_hsaco_missing[];
 
 #define CTL_SAXPY_DEFAULT_ELEMENTS (16u << 20)
 
+/* Prints "PROG: WHAT: " and the session's last error (NULL session: none)
+ * with r's errno text, said once; returns r. */
+int ctl_print_failure(const kfdb_session *s, const char *prog, int r, const char *what);
+
 typedef struct CtlSaxpyResult {
         bool ran;             /* false: skipped (skip_reason says why) */
         char skip_reason[256];

@@ -69,16 +69,7 @@ static int ctl_connect(Ctl *ctl) {
 
 /* Prints the failure of a library call with the daemon's (or library's) message. */
 static int ctl_fail(const Ctl *ctl, int r, const char *what) {
-        const char *msg = ctl->session ? kfdb_session_last_error(ctl->session) : "";
-
-        /* As ctl-compute.c's fail(): the errno's text once. */
-        if (msg[0] && strstr(msg, strerror(-r)))
-                fprintf(stderr, PROG ": %s: %s\n", what, msg);
-        else if (msg[0])
-                fprintf(stderr, PROG ": %s: %s (%s)\n", what, msg, strerror(-r));
-        else
-                fprintf(stderr, PROG ": %s: %s\n", what, strerror(-r));
-        return r;
+        return ctl_print_failure(ctl->session, PROG, r, what);
 }
 
 static const char *format_bytes(uint64_t v, char *buf, size_t size) {
