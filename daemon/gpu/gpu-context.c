@@ -86,14 +86,14 @@ static void destroy_event(GpuContext *c, uint32_t *id) {
         *id = 0;
 }
 
-static void release_ring_holds(GpuContext *c, bool all);
+static void release_job_holds(GpuContext *c, bool all);
 
 GpuContext *gpu_context_free(GpuContext *c) {
         if (!c)
                 return NULL;
 
         gpu_waiter_stop(c);
-        release_ring_holds(c, true);
+        release_job_holds(c, true);
 
         for (unsigned i = 0; i < c->n_queues; i++)
                 gpu_queue_teardown(c, &c->queues[i]);
@@ -532,52 +532,55 @@ void gpu_context_get_stats(const GpuContext *c, GpuContextStats *ret) {
         ret->queues = c->n_queues;
 }
 
-/* Whether every queue of c has read its ring up to wptr[its index]. */
-static bool rings_past(GpuContext *c, const uint64_t *wptr) {
+/* Whether every queue of c has reported done the job seq[its index] (0:
+ * none), or is no longer on the GPU (it writes nothing; one made again after
+ * an exception has reported everything before it failed or done). */
+static bool jobs_done(const GpuContext *c, const uint64_t *seq) {
         for (unsigned i = 0; i < c->n_queues; i++)
-                if (!gpu_queue_read_past(&c->queues[i], wptr[i]))
+                if (seq[i] != 0 && c->queues[i].created && c->queues[i].completed < seq[i])
                         return false;
         return true;
 }
 
-GpuBuffer *gpu_buffer_unref_after_rings(GpuBuffer *b) {
-        struct GpuRingHold h = { .buffer = b }, *holds;
+GpuBuffer *gpu_buffer_unref_after_jobs(GpuBuffer *b) {
+        struct GpuJobsHold h = { .buffer = b }, *holds;
         GpuContext *c = b ? b->ctx : NULL;
 
         if (b && b->n_ref > 1)
                 return gpu_buffer_unref(b); /* not the last reference */
         if (c)
                 for (unsigned i = 0; i < c->n_queues; i++)
-                        h.wptr[i] = c->queues[i].wptr;
-        if (!c || c->lost || rings_past(c, h.wptr))
+                        if (c->queues[i].inflight_count > 0)
+                                h.seq[i] = c->queues[i].next_seq - 1;
+        if (!c || c->lost || jobs_done(c, h.seq))
                 return gpu_buffer_unref(b);
-        holds = reallocarray(c->ring_holds, c->n_ring_holds + 1, sizeof *holds);
+        holds = reallocarray(c->job_holds, c->n_job_holds + 1, sizeof *holds);
         if (!holds) {
                 /* Rather than risk the fault: the context's end unmaps it. */
                 log_warning("gpu: out of memory; a buffer the GPU may still write stays mapped until its context ends");
                 return NULL;
         }
-        c->ring_holds = holds;
-        c->ring_holds[c->n_ring_holds++] = h;
+        c->job_holds = holds;
+        c->job_holds[c->n_job_holds++] = h;
         return NULL;
 }
 
-/* Drops the holds whose rings have moved past them; with all, every one. */
-static void release_ring_holds(GpuContext *c, bool all) {
+/* Drops the holds whose jobs are done; with all, every one. */
+static void release_job_holds(GpuContext *c, bool all) {
         unsigned kept = 0;
 
-        for (unsigned k = 0; k < c->n_ring_holds; k++) {
-                struct GpuRingHold *h = &c->ring_holds[k];
+        for (unsigned k = 0; k < c->n_job_holds; k++) {
+                struct GpuJobsHold *h = &c->job_holds[k];
 
-                if (all || c->lost || rings_past(c, h->wptr))
+                if (all || c->lost || jobs_done(c, h->seq))
                         gpu_buffer_unref(h->buffer);
                 else
-                        c->ring_holds[kept++] = *h;
+                        c->job_holds[kept++] = *h;
         }
-        c->n_ring_holds = kept;
+        c->n_job_holds = kept;
         if (kept == 0) {
-                free(c->ring_holds);
-                c->ring_holds = NULL;
+                free(c->job_holds);
+                c->job_holds = NULL;
         }
 }
 
@@ -592,8 +595,6 @@ int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
          * a second would only find it empty, a system call per wake-up. A
          * write landing after it leaves the fd readable for the next wake. */
         (void) !read(c->wake_fd, &v, sizeof v);
-        if (c->n_ring_holds > 0)
-                release_ring_holds(c, false);
 
         int nf = gpu_waiter_take_faults(c, faults, ELEMENTSOF(faults));
 
@@ -614,6 +615,8 @@ int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
         if (nf > 0)
                 for (unsigned i = 0; i < c->n_queues; i++)
                         n += gpu_queue_collect(c, &c->queues[i], cb, userdata);
+        if (c->n_job_holds > 0)
+                release_job_holds(c, false);
 
         if (nf < 0 && n == 0)
                 return nf; /* the waiter died: completions will no longer wake us */

@@ -224,13 +224,13 @@ struct GpuContext {
         uint64_t doorbell_mmap_offset;
         GpuQueue queues[GPU_MAX_QUEUES];
         unsigned n_queues;
-        /* gpu_context_unref_after_rings(): buffers held until each queue's
-         * rptr reaches the wptr it had then. */
-        struct GpuRingHold {
+        /* gpu_buffer_unref_after_jobs(): buffers held until each queue has
+         * reported done the last job it had then (seq; 0: none). */
+        struct GpuJobsHold {
                 GpuBuffer *buffer;
-                uint64_t wptr[GPU_MAX_QUEUES];
-        } *ring_holds;
-        unsigned n_ring_holds;
+                uint64_t seq[GPU_MAX_QUEUES];
+        } *job_holds;
+        unsigned n_job_holds;
         bool compute_ready;           /* queue_sizes and apertures read */
 
         /* A memory fault ended the context (gpu_context_is_lost()). */
@@ -285,9 +285,6 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
 int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
 void gpu_queue_teardown(GpuContext *c, GpuQueue *q);
 int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *userdata);
-/* Whether the engine has read q's ring up to pos (a monotonic byte position,
- * as GpuInflight.ring_end), or q's ring is gone. */
-bool gpu_queue_read_past(GpuQueue *q, uint64_t pos);
 /* A HW_EXCEPTION (a GPU reset, or RAS poison): fails every job in flight with
  * -EIO and marks the context lost. */
 int gpu_context_reset(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);

@@ -51,7 +51,8 @@
  *   body (COPY_LINEAR split at 4 MiB / CONSTANT_FILL split at 4 MiB),
  *   GCR_REQ(release: GL2/GLK written back) — ROCr brackets every SDMA command
  *   so on gfx10+ (amd_blit_sdma.cpp useGCR, BuildGCRCommand) — TIMESTAMP(end slot),
- *   FENCE(queue fence word, seq), FENCE(event slot, event id), TRAP(event id).
+ *   FENCE(signal_va, signal_value) if the job has one, FENCE(queue fence word,
+ *   seq), FENCE(event slot, event id), TRAP(event id).
  * The last two raise the completion interrupt the way the kernel expects from
  * SDMA (kfd-facts §1.10: tinygrad AMDCopyQueue.signal, kfd_int_process_v10.c).
  * A job never straddles the ring's end: the tail is padded with NOPs of the
@@ -270,14 +271,6 @@ static uint64_t queue_read_rptr(GpuQueue *q) {
         return q->wptr - back;
 }
 
-bool gpu_queue_read_past(GpuQueue *q, uint64_t pos) {
-        /* A queue not (or no longer) on the GPU writes nothing; one made
-         * again after an exception starts its ring afresh. */
-        if (!q->created || !q->rptr_bo || q->wptr < pos)
-                return true;
-        return queue_read_rptr(q) >= pos;
-}
-
 static void queue_store_ptrs(GpuQueue *q, uint64_t rptr, uint64_t wptr) {
         __atomic_store_n((volatile uint64_t *) q->rptr_bo->cpu, rptr >> q->ptr_shift, __ATOMIC_RELEASE);
         __atomic_store_n((volatile uint64_t *) q->wptr_bo->cpu, wptr >> q->ptr_shift, __ATOMIC_RELEASE);
@@ -433,9 +426,11 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
                 p += sdma_emit_gcr_req(p, SDMA_GCR_RELEASE);
         p += sdma_emit_timestamp(p, ts + 8);
-        p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
+        /* The signal before the fence word: a job reported done has written
+         * it, so what it writes may be let go then (gpu_buffer_unref_after_jobs()). */
         if (job->signal_va)
                 p += sdma_emit_fence(p, job->signal_va, job->signal_value);
+        p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
         /* The completion interrupt: the completion event's slot (written by
          * every job: a slot written with no TRAP after it is found by the
          * next interrupt, as KFD looks slots up only then), then TRAP, last,
@@ -895,26 +890,24 @@ static void fail_head(GpuContext *c, GpuQueue *q, int error, uint64_t va, const 
                 log_debug_errno(r, "gpu: recreating queue %u failed: %m", q->index);
 }
 
-/* Whether the head job of q is being executed: for SDMA, the engine's rptr
- * is inside it; for a compute queue, whose rptr report lags by a block, its
- * begin timestamp (written once its waits are met) is there. */
+/* Whether the head job of q is being executed: its begin timestamp (written
+ * once its waits are met) is there. Not the rptr: a compute queue's report
+ * lags by a block, and an engine's read pointer is its fetcher's, which may
+ * be jobs ahead of the packet it executes (sim-sdma.c). */
 static bool head_running(GpuContext *c, GpuQueue *q) {
         GpuInflight *h = inflight_at(q, 0);
-        uint64_t rptr;
 
-        if (q->engine == GPU_ENGINE_COMPUTE)
-                return __atomic_load_n(&ts_cpu(c, q->index, h->seq)[0], __ATOMIC_ACQUIRE) != 0;
-        rptr = queue_read_rptr(q);
-        return rptr >= h->ring_start && rptr < h->ring_end;
+        return __atomic_load_n(&ts_cpu(c, q->index, h->seq)[0], __ATOMIC_ACQUIRE) != 0;
 }
 
 /*
  * A MEMORY event names an address, not a queue, and the kernel has already
  * evicted every queue of the context for good (kfd-facts §7.1): nothing of it
  * will run again. Every job still in flight is reported now, each once:
- *  - a copy or fill the engine was executing (rptr inside it) that touches
- *    memory outside every buffer of the context certainly faulted (every
- *    buffer is mapped writable, so nothing else can): -EFAULT, at the event's
+ *  - a copy or fill at the head of its queue that touches memory outside
+ *    every buffer of the context faulted, or would have when it ran (every
+ *    buffer is mapped writable, so nothing else can; the eviction may have
+ *    stopped its queue before it began): -EFAULT, at the event's
  *    address if its range covers that page, else at its own first unmapped
  *    address (KFD keeps one record per event, so two faults close together
  *    arrive as one);
@@ -935,12 +928,14 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
 
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
-                if (!q->created || q->inflight_count == 0 || !head_running(c, q))
+                if (!q->created || q->inflight_count == 0)
                         continue;
                 GpuInflight *h = inflight_at(q, 0);
                 if (h->job.type == GPU_JOB_DISPATCH) {
-                        n_dispatch++;
-                        dispatch_q = i;
+                        if (head_running(c, q)) {
+                                n_dispatch++;
+                                dispatch_q = i;
+                        }
                 } else if (job_unmapped_va(c, &h->job, &own_va[i])) {
                         certain[i] = true;
                         if (job_touches(c, &h->job, f->va)) {

@@ -104,8 +104,8 @@ void session_fence_page_free(Session *s) {
         if (!s->fence_page)
                 return;
         fence_watch_remove(&s->set->fence_watch, &s->fence_watch);
-        /* The DMA engine writes a slot after the fence word that retired the
-         * job: the page stays mapped until it has read past it. */
-        s->fence_page = gpu_buffer_unref_after_rings(s->fence_page);
+        /* Jobs of the session may still be on the GPU, each to write its
+         * slot: the page stays mapped until they are done. */
+        s->fence_page = gpu_buffer_unref_after_jobs(s->fence_page);
         session_account_fds(s, -(int64_t) session_buffer_fds(s));
 }

@@ -325,6 +325,7 @@ void sim_queue_free(SimQueue *q) {
                 p->device->sdma_slots[q->sdma_slot] = NULL;
         p->doorbell_used[q->doorbell_index] = false;
         p->queues[q->id] = NULL;
+        free(q->fetch_copy);
         free(q);
 }
 

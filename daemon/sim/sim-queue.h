@@ -41,7 +41,9 @@ struct SimQueue {
         unsigned pipe_priority;  /* compute: CP_HQD_PIPE_PRIORITY from queue_priority (sim-queue.c) */
 
         /* Engine state. */
-        uint64_t rptr;           /* bytes (SDMA), monotonic */
+        uint64_t rptr;           /* where the engine executes: bytes (SDMA), monotonic */
+        uint64_t fetched;        /* SDMA: how far it has read the ring, >= rptr; what the rptr word reports */
+        uint8_t *fetch_copy;     /* SDMA: the ring bytes it has read, at their ring offsets (ring_size) */
         uint64_t doorbell_seen;  /* last doorbell value acted on */
         uint64_t wptr;           /* target from the doorbell */
         unsigned poll_tries;

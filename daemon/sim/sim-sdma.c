@@ -12,18 +12,32 @@
  * more runs without it, holding a reference on the BOs it touches, so the
  * other engines report completions and ioctls go on while it moves memory.
  *
+ * The read pointer is the fetcher's. The engine reads the ring ahead of the
+ * packet it executes, up to FETCH_BYTES from that packet's start (never past
+ * the doorbell's wptr), into a copy of its own, and writes the rptr word back
+ * for what it has read before it executes it: the word says which ring
+ * bytes the engine no longer needs, not which packets have run. No public
+ * source promises more (kfd-facts §3.3, §7.7): the kernel judges an SDMA
+ * ring's work done only by the fence values it writes (amdgpu_fence_process
+ * reads the fence's write-back word), and uses rptr for ring space. So a
+ * driver that took "rptr is past a FENCE" for "the FENCE's write has landed"
+ * is caught here, as it would fail on a prefetching engine. A long packet
+ * (a burst NOP, a WRITE_LINEAR with its data) is read whole up to wptr.
+ *
  * Failures never skip a packet:
  *  - a COPY/FILL/WRITE/FENCE/POLL/TIMESTAMP access outside every GPU-mapped BO
- *    of the process is a VM fault: the queue stops with rptr written back
- *    pointing at the faulting packet, every other queue of the process is
+ *    of the process is a VM fault: the queue stops at the faulting packet
+ *    (the rptr word keeps what the fetcher had read, which may lie past it:
+ *    where rptr stopped does not name the packet), every other queue of the process is
  *    evicted with it (sim_process_vm_fault), and every MEMORY event of the
  *    process is set with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
  *    down to its 4 KiB page, as kfd_signal_vm_fault_event reports
  *    (info->page_addr << PAGE_SHIFT).
  *  - an unknown or malformed packet (decoder -EBADMSG), a doorbell wptr that
- *    is not dword aligned or runs more than a ring ahead of rptr, or a
+ *    is not dword aligned or runs more than a ring ahead of what the engine
+ *    has read (or behind it), or a
  *    POLL_REGMEM whose finite RETRY_COUNT runs out: the queue stops at that
- *    packet, and no event is set (kfd-facts §7.2: the kernel raises none for
+ *    packet (its record names where), and no event is set (kfd-facts §7.2: the kernel raises none for
  *    a bad packet; the job never completes); the simulator records why for
  *    KfdOps.exception_info. Retries are counted per engine polling pass.
  * A stopped queue stays stopped until DESTROY_QUEUE; the queues of an evicted
@@ -61,6 +75,7 @@
 #define STEP_BYTES (1u << 20)
 #define UNLOCKED_BYTES (64u << 10)
 #define GATHER_DWORDS 16u
+#define FETCH_BYTES 256u
 #define POLL_RETRY_FOREVER 0xFFFu
 
 typedef enum ExecResult {
@@ -81,11 +96,10 @@ uint64_t sim_gpu_clock_counter(void) {
 static void stop_queue(SimQueue *q) {
         q->stopped = true;
         q->poll_tries = 0;
-        sim_queue_store_rptr(q, q->rptr);
 }
 
 static void fail_fault(SimQueue *q, uint64_t va) {
-        log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx, queue stopped at rptr 0x%llx",
+        log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx, queue stopped at ring byte 0x%llx",
                   q->id, (unsigned long long) va, (unsigned long long) q->rptr);
         stop_queue(q);
         sim_process_vm_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
@@ -94,7 +108,7 @@ static void fail_fault(SimQueue *q, uint64_t va) {
 static void fail_error(SimQueue *q, const char *reason) {
         char text[SIM_EXCEPTION_TEXT];
 
-        snprintf(text, sizeof text, "SDMA: %s (packet at rptr 0x%llx)", reason ? reason : "bad packet",
+        snprintf(text, sizeof text, "SDMA: %s (packet at ring byte 0x%llx)", reason ? reason : "bad packet",
                  (unsigned long long) q->rptr);
         log_debug("sim: SDMA queue %u: %s, queue stopped", q->id, text);
         stop_queue(q);
@@ -242,12 +256,36 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
         }
 }
 
-static void gather(SimQueue *q, uint32_t *buf, size_t n) {
-        const uint32_t *ring = (const uint32_t *) (const void *) sim_queue_ring(q);
+/* The fetcher: reads the ring up to `to` (bytes, monotonic) into the
+ * engine's copy, and writes the rptr word back for it. */
+static int fetch(SimQueue *q, uint64_t to) {
+        const uint8_t *ring = sim_queue_ring(q);
+        uint64_t mask = q->ring_size - 1;
+
+        if (!q->fetch_copy) {
+                q->fetch_copy = malloc(q->ring_size);
+                if (!q->fetch_copy)
+                        return -ENOMEM;
+        }
+        if (to <= q->fetched)
+                return 0;
+        for (uint64_t at = q->fetched; at < to;) {
+                uint64_t n = MIN(to - at, q->ring_size - (at & mask));
+                memcpy(q->fetch_copy + (at & mask), ring + (at & mask), n);
+                at += n;
+        }
+        q->fetched = to;
+        sim_queue_store_rptr(q, to);
+        return 0;
+}
+
+/* n dwords from rptr on, out of what the fetcher read. */
+static void gather(const SimQueue *q, uint32_t *buf, size_t n) {
+        const uint32_t *copy = (const uint32_t *) (const void *) q->fetch_copy;
         uint64_t mask = q->ring_size / 4 - 1, start = q->rptr / 4;
 
         for (size_t i = 0; i < n; i++)
-                buf[i] = ring[(start + i) & mask];
+                buf[i] = copy[(start + i) & mask];
 }
 
 static bool queue_runnable(const SimQueue *q) {
@@ -258,7 +296,7 @@ static uint64_t packet_bytes(const SimSdmaPacket *pk) {
         return pk->op == SDMA_OP_COPY ? pk->copy.bytes : pk->op == SDMA_OP_CONST_FILL ? pk->fill.bytes : 0;
 }
 
-int sim_sdma_queue_step(SimQueue *q) {
+static int step(SimQueue *q) {
         int result = SIM_STEP_IDLE;
         uint64_t db, moved = 0;
 
@@ -288,19 +326,27 @@ int sim_sdma_queue_step(SimQueue *q) {
                         if (!queue_runnable(q))
                                 return SIM_STEP_PROGRESS;
                 }
-                if (avail > q->ring_size || avail % 4 || q->wptr % 4) {
+                /* The ring's space is the fetcher's: a wptr up to a ring
+                 * ahead of what it has read is fine (and may be more than a
+                 * ring ahead of the packet it executes). */
+                if (q->wptr - q->fetched > q->ring_size || avail % 4 || q->wptr % 4) {
                         fail_error(q, "doorbell wptr not dword aligned or beyond the ring");
                         return SIM_STEP_PROGRESS;
                 }
+                /* Out of memory for the copy or a long packet: the next pass retries. */
+                if (fetch(q, MIN(q->wptr, q->rptr + FETCH_BYTES)) < 0)
+                        return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
+                /* No packet is longer than the ring; the copy holds a ring. */
+                avail = MIN(avail, (uint64_t) q->ring_size);
                 avail_dw = avail / 4;
-                n_dw = MIN(avail_dw, (size_t) GATHER_DWORDS);
+                n_dw = MIN(avail_dw, (size_t) GATHER_DWORDS); /* FETCH_BYTES holds that many */
                 gather(q, small, n_dw);
                 r = sim_sdma_decode(small, n_dw, &pk, &reason);
                 if (r == -EAGAIN && n_dw < avail_dw) {
-                        /* A long packet (burst NOP, WRITE_LINEAR): unwrap all of it. */
+                        /* A long packet (burst NOP, WRITE_LINEAR): read and unwrap all of it. */
                         big = malloc(avail_dw * sizeof *big);
-                        if (!big)
-                                return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING; /* retry on the next pass */
+                        if (!big || fetch(q, q->rptr + avail) < 0)
+                                return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                         gather(q, big, avail_dw);
                         r = sim_sdma_decode(big, avail_dw, &pk, &reason);
                 }
@@ -319,7 +365,6 @@ int sim_sdma_queue_step(SimQueue *q) {
                 switch (x) {
                 case EXEC_DONE:
                         q->rptr += (uint64_t) pk.n_dwords * 4;
-                        sim_queue_store_rptr(q, q->rptr);
                         moved += packet_bytes(&pk);
                         result = SIM_STEP_PROGRESS;
                         break;
@@ -334,4 +379,14 @@ int sim_sdma_queue_step(SimQueue *q) {
                 }
         }
         return result;
+}
+
+int sim_sdma_queue_step(SimQueue *q) {
+        int r = step(q);
+
+        /* The write-back timer: the word says the fetcher's position again
+         * after a pass, whatever a packet wrote there meanwhile. */
+        if (r != SIM_STEP_IDLE)
+                sim_queue_store_rptr(q, q->fetched);
+        return r;
 }

@@ -76,6 +76,17 @@ int sdma_corpus(const char *dir) {
         if (write_variants(dir, "poll", &r) < 0)
                 return -1;
 
+        /* The fetcher: a run of fences longer than what it reads ahead
+         * (256 bytes), behind a poll that waits, and a fence into the rptr
+         * word itself, which the engine's write-back overwrites. */
+        r.n = 0;
+        r.n += sdma_emit_poll_regmem(r.dw + r.n, RIG_SMALL_VA, 0, 0xffffffff, SDMA_POLL_FUNC_EQ);
+        for (uint32_t i = 0; i < 40; i++)
+                r.n += sdma_emit_fence(r.dw + r.n, RIG_SMALL_VA + 4 + 4 * i, i);
+        r.n += sdma_emit_fence(r.dw + r.n, RIG_RPTR_VA, 0xffffffff);
+        if (write_variants(dir, "fetch-window", &r) < 0)
+                return -1;
+
         /* Faults: a copy out of the data buffer into the gap, a fill past the
          * small buffer's end, a fence nowhere. */
         r.n = 0;

@@ -15,7 +15,10 @@
  * Besides "no crash, no leak, no UB" it checks the engine's promises
  * (sim-sdma.c, fuzz-sim-queue.h rig_run): a stop is a VM fault or a refused
  * packet with a record, never both, never silent; the read pointer moves
- * forward only, up to the doorbell, and the rptr word reports exactly it.
+ * forward only, up to the doorbell; the fetcher is never behind it, nor more
+ * than a ring ahead of it, and the rptr word reports exactly the fetcher
+ * (written again at the end of a pass, so a packet that wrote there too is
+ * overwritten, as by the hardware's write-back timer).
  *
  * Built as a libFuzzer target with -Dfuzz=true (clang), otherwise with
  * fuzz-main.c as a program that replays the files on its command line (the
@@ -68,7 +71,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {
                 uint64_t reported;
                 memcpy(&reported, rig_host(&rig, RIG_RPTR_VA, 8), 8);
-                rig_check(&rig, reported == rig.q->rptr, "the rptr word is not the engine's read pointer");
+                rig_check(&rig, reported == rig.q->fetched, "the rptr word is not the fetcher's read pointer");
+                rig_check(&rig, rig.q->fetched - rig.q->rptr <= RIG_RING_BYTES,
+                          "the fetcher is behind the engine or more than a ring ahead of it");
                 rig_check(&rig, rig.q->rptr % 4 == 0, "a read pointer inside a dword");
         }
         pthread_mutex_unlock(&rig.dev->lock);

@@ -208,6 +208,7 @@ static void rig_load(Rig *rig, uint64_t start_ptr, const uint32_t *dw, size_t n,
                 sim_queue_store_rptr(q, start_ptr);
 
         q->rptr = start_ptr;
+        q->fetched = start_ptr;
         q->wptr = start_ptr;
         q->stopped = false;
         q->poll_tries = 0;

@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "sim-test.h"
@@ -105,10 +106,52 @@ Test(sim_sdma, poll_regmem_waits_for_the_cpu) {
         t_submit(&r.q, pk, ELEMENTSOF(pk));
         cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT, "4 < 5: still polling");
         cr_expect_eq(*out, 0u);
-        cr_expect_eq(t_rptr(&r.q), 0u, "rptr stays at the POLL_REGMEM packet");
+        /* The read pointer is the fetcher's (sim-sdma.c): past the FENCE
+         * that has not run. */
+        cr_expect_eq(t_rptr(&r.q), r.q.wptr_value, "the engine read the packets after the POLL_REGMEM");
         __atomic_store_n(flag, 5, __ATOMIC_RELEASE);
         cr_expect_eq(t_wait1(&r.c, r.done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE);
         cr_expect_eq(*out, 7u);
+        t_close(&r.c, true);
+}
+
+/* The fetcher reads 256 bytes from the start of the packet it executes, no
+ * more: behind a POLL_REGMEM that waits, the rptr word stops there. What it
+ * has read it runs as it read it, whatever the ring holds by then; what it
+ * has not read is still the driver's to rewrite. */
+Test(sim_sdma, the_fetcher_reads_a_window_ahead_of_the_engine) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo mem = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        volatile uint32_t *flag = mem.cpu, *slot = (uint32_t *) mem.cpu + 1;
+        const uint32_t poll[] = { PKT_POLL_GE(mem.va, 1) };
+        const unsigned fence_dw = 4, n = 32; /* PKT_FENCE: header, address (2), value */
+        uint32_t *ring = r.q.ring.cpu;
+
+        /* The POLL (24 bytes), then FENCE i writing i + 1 to slot[i]. */
+        __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+        t_submit(&r.q, poll, ELEMENTSOF(poll));
+        for (unsigned i = 0; i < n; i++) {
+                const uint32_t fence[] = { PKT_FENCE(mem.va + 4 + 4ull * i, i + 1) };
+                t_submit(&r.q, fence, ELEMENTSOF(fence));
+        }
+        for (int tries = 0; t_rptr(&r.q) < 256 && tries < 50000; tries++)
+                usleep(100);
+        usleep(20000); /* and it reads no further */
+        cr_expect_eq(t_rptr(&r.q), 256u, "the fetcher stopped 256 bytes from the waiting POLL_REGMEM");
+        cr_expect_eq(slot[0], 0u, "nothing after the POLL_REGMEM ran");
+
+        /* FENCE 13's value (byte 24 + 13 * 16 + 12 = 244) was read, FENCE 14's (260) was not. */
+        ring[(sizeof poll + 13 * fence_dw * 4) / 4 + 3] = 1013;
+        ring[(sizeof poll + 14 * fence_dw * 4) / 4 + 3] = 1014;
+        __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+        uint32_t signal[] = { PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, signal, ELEMENTSOF(signal));
+        cr_assert_eq(t_wait1(&r.c, r.done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(slot[13], 14u, "a packet already read runs as read");
+        cr_expect_eq(slot[14], 1014u, "a packet not yet read runs as rewritten");
+        cr_expect_eq(slot[n - 1], n);
+        cr_expect_eq(t_rptr(&r.q), r.q.wptr_value);
         t_close(&r.c, true);
 }
 
@@ -123,7 +166,7 @@ Test(sim_sdma, poll_regmem_retry_count_runs_out) {
         cr_assert_eq(t_take_stop_record(&r.c, NULL, text, sizeof text), 0, "the queue did not stop");
         cr_expect(strstr(text, "SDMA"), "text: %s", text);
         cr_expect_eq(t_wait1(&r.c, r.hw_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "no HW_EXCEPTION (kfd-facts §7.2)");
-        cr_expect_eq(t_rptr(&r.q), 0u);
+        cr_expect(strstr(text, "(packet at ring byte 0x0)"), "the record names the packet: %s", text);
         t_close(&r.c, true);
 }
 
@@ -163,14 +206,17 @@ Test(sim_sdma, fault_stops_the_queue_at_the_packet) {
         cr_expect_eq(ev[1].memory_exception_data.va, hole + 0x2000);
         cr_expect_eq(ev[1].memory_exception_data.failure.NotPresent, 1u);
         cr_expect_eq(kfd_event_data_get_age(&ev[0]), 2u, "completion did not fire");
-        cr_expect_eq(t_rptr(&r.q), fault_at, "rptr points at the faulting packet");
+        /* The fetcher had read all of it: rptr does not name the packet. */
+        uint64_t fetched = r.q.wptr_value;
+        cr_expect_eq(t_rptr(&r.q), fetched, "rptr is where the fetcher stopped, past the faulting packet at 0x%llx",
+                     (unsigned long long) fault_at);
         cr_expect_eq(((uint32_t *) fence.cpu)[0], 1u, "nothing after the fault ran");
 
         /* The queue stays stopped: new work is ignored until DESTROY_QUEUE. */
         uint32_t more[] = { PKT_FENCE(fence.va, 3), PKT_SIGNAL(r.page.va, r.done) };
         t_submit(&r.q, more, ELEMENTSOF(more));
         cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT);
-        cr_expect_eq(t_rptr(&r.q), fault_at);
+        cr_expect_eq(t_rptr(&r.q), fetched, "a stopped queue reads no more");
 
         /* The fault evicted the process for good (kfd-facts §7.1): a queue
          * created after it starts evicted and never runs. */
@@ -236,7 +282,10 @@ Test(sim_sdma, bad_packet_raises_hw_exception) {
         cr_assert_eq(t_take_stop_record(&r.c, NULL, text, sizeof text), 0, "the queue did not stop");
         cr_expect_eq(t_wait1(&r.c, r.hw_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "no HW_EXCEPTION (kfd-facts §7.2)");
         cr_expect_eq(t_wait1(&r.c, r.mem_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "not a memory fault");
-        cr_expect_eq(t_rptr(&r.q), at, "stopped at the bad packet");
+        char where[64];
+        snprintf(where, sizeof where, "(packet at ring byte 0x%llx)", (unsigned long long) at);
+        cr_expect(strstr(text, where), "stopped at the bad packet: %s", text);
+        cr_expect_eq(t_rptr(&r.q), r.q.wptr_value, "the fetcher read past it");
         cr_expect_eq(((uint32_t *) fence.cpu)[0], 1u, "the packet after it did not run");
         t_close(&r.c, true);
 }
