@@ -77,7 +77,7 @@
 #include "kfdbroker.h"
 
 #define ECHO_TRIPS 3000
-#define RT_ROUNDS 12
+#define RT_ROUNDS 24
 #define RT_PER_ROUND 300
 #define COPY_SIZE (256ull << 20)
 #define COPY_RUNS 5
@@ -85,7 +85,7 @@
 #define ALLOC_SIZE (64u << 10)
 #define ALLOC_ROUNDS 5
 #define BATCH 64
-#define BATCH_ROUNDS 10
+#define BATCH_ROUNDS 16
 #define BATCH_ROUND_NS 250000000ull
 #define WARM_ROUNDS 5
 #define FLOODERS 15
