@@ -532,13 +532,15 @@ void gpu_context_get_stats(const GpuContext *c, GpuContextStats *ret) {
         ret->queues = c->n_queues;
 }
 
-/* Whether every queue of c has reported done the job seq[its index] (0:
- * none), or is no longer on the GPU (it writes nothing; one made again after
- * an exception has reported everything before it failed or done). */
-static bool jobs_done(const GpuContext *c, const uint64_t *seq) {
-        for (unsigned i = 0; i < c->n_queues; i++)
-                if (seq[i] != 0 && c->queues[i].created && c->queues[i].completed < seq[i])
+/* Whether every queue of c has written the signals of its jobs up to
+ * h->seq[its index], or has been made again since (it writes nothing of the
+ * jobs before), or is gone. */
+static bool signals_landed(GpuContext *c, const struct GpuJobsHold *h) {
+        for (unsigned i = 0; i < c->n_queues; i++) {
+                GpuQueue *q = &c->queues[i];
+                if (q->created && q->incarnation == h->incarnation[i] && !gpu_queue_signals_landed(c, q, h->seq[i]))
                         return false;
+        }
         return true;
 }
 
@@ -549,10 +551,11 @@ GpuBuffer *gpu_buffer_unref_after_jobs(GpuBuffer *b) {
         if (b && b->n_ref > 1)
                 return gpu_buffer_unref(b); /* not the last reference */
         if (c)
-                for (unsigned i = 0; i < c->n_queues; i++)
-                        if (c->queues[i].inflight_count > 0)
-                                h.seq[i] = c->queues[i].next_seq - 1;
-        if (!c || c->lost || jobs_done(c, h.seq))
+                for (unsigned i = 0; i < c->n_queues; i++) {
+                        h.seq[i] = c->queues[i].last_signal_seq;
+                        h.incarnation[i] = c->queues[i].incarnation;
+                }
+        if (!c || c->lost || signals_landed(c, &h))
                 return gpu_buffer_unref(b);
         holds = reallocarray(c->job_holds, c->n_job_holds + 1, sizeof *holds);
         if (!holds) {
@@ -565,14 +568,14 @@ GpuBuffer *gpu_buffer_unref_after_jobs(GpuBuffer *b) {
         return NULL;
 }
 
-/* Drops the holds whose jobs are done; with all, every one. */
+/* Drops the holds whose signals have landed; with all, every one. */
 static void release_job_holds(GpuContext *c, bool all) {
         unsigned kept = 0;
 
         for (unsigned k = 0; k < c->n_job_holds; k++) {
                 struct GpuJobsHold *h = &c->job_holds[k];
 
-                if (all || c->lost || jobs_done(c, h->seq))
+                if (all || c->lost || signals_landed(c, h))
                         gpu_buffer_unref(h->buffer);
                 else
                         c->job_holds[kept++] = *h;

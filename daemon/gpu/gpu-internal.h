@@ -114,6 +114,7 @@ typedef struct GpuQueue {
         uint32_t priority;   /* KFD queue_priority */
         uint32_t max_inflight; /* the context's, a power of two */
         bool created;
+        unsigned incarnation; /* counts CREATE_QUEUEs: a queue made again writes nothing of the old one's jobs */
         uint32_t queue_id;
         uint32_t ring_size;
         unsigned ptr_shift;  /* rptr/wptr/doorbell unit: bytes (SDMA, 0) or dwords (PM4, 2) */
@@ -129,6 +130,7 @@ typedef struct GpuQueue {
         uint64_t wptr;       /* our monotonic byte write pointer */
         uint64_t next_seq;   /* sequence number of the next job (1, 2, ...) */
         uint64_t completed;  /* highest sequence number reported complete */
+        uint64_t last_signal_seq; /* the last job with a signal_va (0: none yet) */
 
         GpuInflight *inflight; /* circular, max_inflight entries */
         unsigned inflight_head, inflight_count;
@@ -224,11 +226,13 @@ struct GpuContext {
         uint64_t doorbell_mmap_offset;
         GpuQueue queues[GPU_MAX_QUEUES];
         unsigned n_queues;
-        /* gpu_buffer_unref_after_jobs(): buffers held until each queue has
-         * reported done the last job it had then (seq; 0: none). */
+        /* gpu_buffer_unref_after_jobs(): buffers held until the signal of
+         * the last job with one each queue had then has landed (seq; 0:
+         * none), or that queue was made again (incarnation). */
         struct GpuJobsHold {
                 GpuBuffer *buffer;
                 uint64_t seq[GPU_MAX_QUEUES];
+                unsigned incarnation[GPU_MAX_QUEUES];
         } *job_holds;
         unsigned n_job_holds;
         bool compute_ready;           /* queue_sizes and apertures read */
@@ -289,6 +293,9 @@ int gpu_queue_collect(GpuContext *c, GpuQueue *q, GpuCompletionFn cb, void *user
  * -EIO and marks the context lost. */
 int gpu_context_reset(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void *userdata);
 uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q);
+/* Whether the signal FENCE of job seq of q (and of every job before it) has
+ * been written; true for seq 0. */
+bool gpu_queue_signals_landed(GpuContext *c, GpuQueue *q, uint64_t seq);
 uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
 /* The word a GpuWait polls and the value it waits for (>=). */
 void gpu_wait_target(GpuContext *c, const GpuWait *w, uint64_t *ret_va, uint32_t *ret_value);

@@ -51,8 +51,14 @@
  *   body (COPY_LINEAR split at 4 MiB / CONSTANT_FILL split at 4 MiB),
  *   GCR_REQ(release: GL2/GLK written back) — ROCr brackets every SDMA command
  *   so on gfx10+ (amd_blit_sdma.cpp useGCR, BuildGCRCommand) — TIMESTAMP(end slot),
- *   FENCE(signal_va, signal_value) if the job has one, FENCE(queue fence word,
- *   seq), FENCE(event slot, event id), TRAP(event id).
+ *   FENCE(queue fence word, seq), if the job has a signal FENCE(signal_va,
+ *   signal_value) and FENCE(queue signal word, seq), then FENCE(event slot,
+ *   event id), TRAP(event id). The signal comes after the fence word, so a
+ *   client that saw its signal and asks the daemon anything finds the job
+ *   done (docs/protocol.md, "The fence page"); the signal word after it says
+ *   the signal has landed (gpu_buffer_unref_after_jobs()), which neither the
+ *   fence word nor the read pointer can: an engine reads its ring ahead of
+ *   what it executes (sim-sdma.c).
  * The last two raise the completion interrupt the way the kernel expects from
  * SDMA (kfd-facts §1.10: tinygrad AMDCopyQueue.signal, kfd_int_process_v10.c).
  * A job never straddles the ring's end: the tail is padded with NOPs of the
@@ -79,6 +85,23 @@ uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q) {
 
 uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q) {
         return (uint32_t *) ((uint8_t *) c->fence->cpu + (size_t) q * 8);
+}
+
+/* The queue's signal word, the other half of its 8 bytes: the low 32 bits of
+ * the last job whose signal FENCE has been written. */
+static uint64_t signal_word_va(GpuContext *c, unsigned q) {
+        return gpu_queue_fence_va(c, q) + 4;
+}
+
+static uint32_t *signal_word(GpuContext *c, unsigned q) {
+        return gpu_queue_fence_word(c, q) + 1;
+}
+
+bool gpu_queue_signals_landed(GpuContext *c, GpuQueue *q, uint64_t seq) {
+        uint32_t w = __atomic_load_n(signal_word(c, q->index), __ATOMIC_ACQUIRE);
+
+        /* No hold spans 2^31 jobs of a queue: the difference's sign says. */
+        return seq == 0 || (int32_t) (w - (uint32_t) seq) >= 0;
 }
 
 static uint64_t ts_offset(const GpuContext *c, unsigned q, uint64_t seq) {
@@ -132,6 +155,7 @@ static int queue_create_kernel(GpuContext *c, GpuQueue *q) {
         q->queue_id = a.queue_id;
         q->doorbell_offset = a.doorbell_offset;
         q->created = true;
+        q->incarnation++;
 
         /* The process's doorbell slice: one 8 KiB mmap of the KFD fd at
          * doorbell_offset & ~0x1FFF, exactly 0x2000 long (kfd_doorbell_mmap
@@ -190,6 +214,7 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
                           .max_inflight = c->max_inflight, .ptr_shift = engine == GPU_ENGINE_COMPUTE ? 2 : 0,
                           .next_seq = c->opts.first_seq, .completed = c->opts.first_seq - 1 };
         __atomic_store_n(gpu_queue_fence_word(c, index), (uint32_t) q->completed, __ATOMIC_RELEASE);
+        __atomic_store_n(signal_word(c, index), (uint32_t) q->completed, __ATOMIC_RELEASE);
         q->inflight = calloc(q->max_inflight, sizeof *q->inflight);
         if (!q->inflight)
                 return -ENOMEM;
@@ -300,7 +325,7 @@ static size_t job_ndw(const GpuQueue *q, const GpuJob *job) {
                 return gpu_compute_job_dwords(job);
 
         size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW + job->n_waits * SDMA_POLL_REGMEM_DW +
-                   (job->signal_va ? SDMA_FENCE_DW : 0);
+                   (job->signal_va ? 2 * SDMA_FENCE_DW : 0);
         if (job->type == GPU_JOB_COPY)
                 n += DIV_ROUND_UP(job->copy.size, (uint64_t) SDMA_COPY_MAX_BYTES) * SDMA_COPY_LINEAR_DW;
         else if (job->type == GPU_JOB_FILL)
@@ -426,11 +451,11 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
                 p += sdma_emit_gcr_req(p, SDMA_GCR_RELEASE);
         p += sdma_emit_timestamp(p, ts + 8);
-        /* The signal before the fence word: a job reported done has written
-         * it, so what it writes may be let go then (gpu_buffer_unref_after_jobs()). */
-        if (job->signal_va)
-                p += sdma_emit_fence(p, job->signal_va, job->signal_value);
         p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
+        if (job->signal_va) {
+                p += sdma_emit_fence(p, job->signal_va, job->signal_value);
+                p += sdma_emit_fence(p, signal_word_va(c, q->index), (uint32_t) seq);
+        }
         /* The completion interrupt: the completion event's slot (written by
          * every job: a slot written with no TRAP after it is found by the
          * next interrupt, as KFD looks slots up only then), then TRAP, last,
@@ -620,6 +645,8 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
         }
         f->ring_start = start;
         f->ring_end = q->wptr;
+        if (f->job.signal_va)
+                q->last_signal_seq = f->seq;
         q->inflight_count++;
         q->next_seq++;
         if (c->doorbell_holds > 0)

@@ -216,18 +216,18 @@ GpuBuffer *gpu_buffer_ref(GpuBuffer *b);
 /* The last unref unmaps (CPU and GPU) and frees the BO. NULL-safe. */
 GpuBuffer *gpu_buffer_unref(GpuBuffer *b);
 /*
- * gpu_buffer_unref(b) once every queue of b's context has reported done each
- * job on it now. For a buffer that jobs on the GPU may still write while
- * their owner has gone — a session's fence page, which its jobs' signal_va
- * FENCEs write: unmapping it under them would make the write a GPU memory
- * fault, which ends the whole context. A job writes its signal before its
- * queue's fence word, and an engine writes in order, so a job reported done
- * has written it. Not the engines' read pointers: an engine reads its ring
- * ahead of what it executes (sim-sdma.c), so one may be past a FENCE whose
- * write is still to come. Looked at in each gpu_context_process(), after the
- * completions it reports; what is left goes with the context. With nothing
- * in flight, or the context lost or gone: at once. Returns NULL, as
- * gpu_buffer_unref().
+ * gpu_buffer_unref(b) once the signal_va FENCEs of the jobs on b's context's
+ * queues now have been written. For a buffer those jobs may still write while
+ * their owner has gone — a session's fence page: unmapping it under them
+ * would make the write a GPU memory fault, which ends the whole context. A
+ * job's signal comes after its queue's fence word, so it may still be on its
+ * way when the job is reported done; each queue says how far its signals have
+ * landed in a word the engine writes after each one (gpu-queue.c). Not the
+ * engines' read pointers: an engine reads its ring ahead of what it executes
+ * (sim-sdma.c), so one may be past a FENCE whose write is still to come.
+ * Looked at in each gpu_context_process(); what is left goes with the
+ * context. With no signal in flight, or the context lost or gone: at once.
+ * Returns NULL, as gpu_buffer_unref().
  */
 GpuBuffer *gpu_buffer_unref_after_jobs(GpuBuffer *b);
 uint64_t gpu_buffer_get_va(const GpuBuffer *b);

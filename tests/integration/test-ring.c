@@ -883,14 +883,14 @@ static void *hang_ups(void *arg) {
 /*
  * Sessions that hang up with their copies and fills still on the GPU, two
  * at a time, next to a session whose one-fill round trips keep completion
- * interrupts coming. A gone session's page may only go once the jobs that
- * write its slots are done (gpu_buffer_unref_after_jobs(); a page unmapped
+ * interrupts coming. The engine writes a job's fence page slot after the
+ * fence word that retires the job, so a gone session's page may only go once
+ * the slot writes have landed (gpu_buffer_unref_after_jobs(); a page unmapped
  * before faults the daemon's GPU context, which stops every session and the
- * daemon: it happened once in a run of the Python tests, when the page went
- * with the fence word written and its slot's FENCE still to come). This test
- * does not hit that window reliably (test-gpu-context pins the hold down);
- * what it shows is the hold path under load — most hang-ups find jobs of
- * theirs still on the GPU and hold the page — with every held page let go in
+ * daemon: it happened once in a run of the Python tests). This test does not
+ * hit that window reliably (test-gpu-context pins the hold down); what it
+ * shows is the hold path under load — most hang-ups find slot writes of
+ * theirs still to come and hold the page — with every held page let go in
  * the end (teardown: the daemon's buffers and fds as before), no job of the
  * steady session failing, and the GPU context never lost.
  */
