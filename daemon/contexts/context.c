@@ -57,8 +57,11 @@ static void incarnation_free(Context *c) {
                 return;
         c->worker = worker_link_free(c->worker);
         /* Relay jobs still on the way hold the page (and its mapping in the
-         * device context) until they are done. */
-        c->relay = gpu_buffer_unref(c->relay);
+         * device context) until their writes have landed; so does this last
+         * reference, for a relay job reported done whose write is still to
+         * come. */
+        if (c->relay)
+                c->relay = gpu_buffer_unref_after_jobs_of(c->relay, context_pool_device_gpu(c->pool));
         c->relay_device = NULL;
         memset(c->relay_values, 0, sizeof c->relay_values);
         c->wake = sd_event_source_disable_unref(c->wake);

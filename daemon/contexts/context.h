@@ -224,7 +224,8 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
  * job of c waits for (GpuWait.va = *ret_wait_va, .value = *ret_value). The
  * word lives in c's memory: the device context writes it, and never reads
  * memory a client's kernel can write. *ret_hold is a reference the writing
- * job keeps until it is done (the word's mapping must outlive it). -ENODEV
+ * job keeps until its write has landed (the word's mapping must outlive it:
+ * gpu_buffer_unref_after_jobs_of() with the device context). -ENODEV
  * without an incarnation or for the device context, -ERANGE when the slot's
  * values are used up (wait on the CPU instead).
  */

@@ -533,28 +533,35 @@ void gpu_context_get_stats(const GpuContext *c, GpuContextStats *ret) {
 }
 
 /* Whether every queue of c has written the signals of its jobs up to
- * h->seq[its index], or has been made again since (it writes nothing of the
- * jobs before), or is gone. */
+ * h->seq[its index], or is gone (it writes nothing more). */
 static bool signals_landed(GpuContext *c, const struct GpuJobsHold *h) {
         for (unsigned i = 0; i < c->n_queues; i++) {
                 GpuQueue *q = &c->queues[i];
-                if (q->created && q->incarnation == h->incarnation[i] && !gpu_queue_signals_landed(c, q, h->seq[i]))
+                if (q->created && !gpu_queue_signals_landed(c, q, h->seq[i]))
                         return false;
         }
         return true;
 }
 
-GpuBuffer *gpu_buffer_unref_after_jobs(GpuBuffer *b) {
-        struct GpuJobsHold h = { .buffer = b }, *holds;
-        GpuContext *c = b ? b->ctx : NULL;
+void gpu_context_requeue_holds(GpuContext *c, GpuQueue *q) {
+        for (unsigned k = 0; k < c->n_job_holds; k++)
+                c->job_holds[k].seq[q->index] = gpu_queue_signal_pending_upto(q, c->job_holds[k].seq[q->index]);
+}
 
-        if (b && b->n_ref > 1)
+GpuBuffer *gpu_buffer_unref_after_jobs(GpuBuffer *b) {
+        return gpu_buffer_unref_after_jobs_of(b, b ? b->ctx : NULL);
+}
+
+GpuBuffer *gpu_buffer_unref_after_jobs_of(GpuBuffer *b, GpuContext *c) {
+        struct GpuJobsHold h = { .buffer = b }, *holds;
+
+        if (!b)
+                return NULL;
+        if (b->n_ref > 1)
                 return gpu_buffer_unref(b); /* not the last reference */
         if (c)
-                for (unsigned i = 0; i < c->n_queues; i++) {
+                for (unsigned i = 0; i < c->n_queues; i++)
                         h.seq[i] = c->queues[i].last_signal_seq;
-                        h.incarnation[i] = c->queues[i].incarnation;
-                }
         if (!c || c->lost || signals_landed(c, &h))
                 return gpu_buffer_unref(b);
         holds = reallocarray(c->job_holds, c->n_job_holds + 1, sizeof *holds);

@@ -114,7 +114,6 @@ typedef struct GpuQueue {
         uint32_t priority;   /* KFD queue_priority */
         uint32_t max_inflight; /* the context's, a power of two */
         bool created;
-        unsigned incarnation; /* counts CREATE_QUEUEs: a queue made again writes nothing of the old one's jobs */
         uint32_t queue_id;
         uint32_t ring_size;
         unsigned ptr_shift;  /* rptr/wptr/doorbell unit: bytes (SDMA, 0) or dwords (PM4, 2) */
@@ -228,11 +227,11 @@ struct GpuContext {
         unsigned n_queues;
         /* gpu_buffer_unref_after_jobs(): buffers held until the signal of
          * the last job with one each queue had then has landed (seq; 0:
-         * none), or that queue was made again (incarnation). */
+         * none; a queue made again has them lowered to what it will write,
+         * gpu_context_requeue_holds()). */
         struct GpuJobsHold {
                 GpuBuffer *buffer;
                 uint64_t seq[GPU_MAX_QUEUES];
-                unsigned incarnation[GPU_MAX_QUEUES];
         } *job_holds;
         unsigned n_job_holds;
         bool compute_ready;           /* queue_sizes and apertures read */
@@ -296,6 +295,12 @@ uint32_t *gpu_queue_fence_word(GpuContext *c, unsigned q);
 /* Whether the signal FENCE of job seq of q (and of every job before it) has
  * been written; true for seq 0. */
 bool gpu_queue_signals_landed(GpuContext *c, GpuQueue *q, uint64_t seq);
+/* The last job of q up to seq whose signal write is still to come after q
+ * was made again (in flight, not dropped, with a signal_va); 0: none. */
+uint64_t gpu_queue_signal_pending_upto(GpuQueue *q, uint64_t seq);
+/* q was made again: each hold waits for the last of q's signals up to its
+ * own that will still be written (gpu_queue_signal_pending_upto()). */
+void gpu_context_requeue_holds(GpuContext *c, GpuQueue *q);
 uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
 /* The word a GpuWait polls and the value it waits for (>=). */
 void gpu_wait_target(GpuContext *c, const GpuWait *w, uint64_t *ret_va, uint32_t *ret_value);

@@ -155,7 +155,6 @@ static int queue_create_kernel(GpuContext *c, GpuQueue *q) {
         q->queue_id = a.queue_id;
         q->doorbell_offset = a.doorbell_offset;
         q->created = true;
-        q->incarnation++;
 
         /* The process's doorbell slice: one 8 KiB mmap of the KFD fd at
          * doorbell_offset & ~0x1FFF, exactly 0x2000 long (kfd_doorbell_mmap
@@ -799,10 +798,42 @@ static void drop_chain(GpuQueue *q, uint32_t chain) {
         }
 }
 
+/* The signal writes still to come on q: those of the jobs still in flight
+ * and not dropped, which are emitted again, up to seq. 0: none. */
+uint64_t gpu_queue_signal_pending_upto(GpuQueue *q, uint64_t seq) {
+        uint64_t last = 0;
+
+        for (unsigned i = 0; i < q->inflight_count; i++) {
+                const GpuInflight *f = inflight_at(q, i);
+                if (f->seq > seq)
+                        break;
+                if (!f->dropped && f->job.signal_va)
+                        last = f->seq;
+        }
+        return last;
+}
+
+/* After DESTROY_QUEUE, nothing of the old queue writes: the signal word
+ * stands just before the first signal to be written again (or at the last
+ * seq given out, with none), and the holds wait for what will be. */
+static void queue_reset_signals(GpuContext *c, GpuQueue *q) {
+        uint64_t first = 0;
+
+        q->last_signal_seq = gpu_queue_signal_pending_upto(q, UINT64_MAX);
+        for (unsigned i = 0; i < q->inflight_count && first == 0; i++) {
+                const GpuInflight *f = inflight_at(q, i);
+                if (!f->dropped && f->job.signal_va)
+                        first = f->seq;
+        }
+        __atomic_store_n(signal_word(c, q->index), (uint32_t) (first ? first - 1 : q->next_seq - 1), __ATOMIC_RELEASE);
+        gpu_context_requeue_holds(c, q);
+}
+
 /*
  * Recreates a queue after its head job faulted: DESTROY_QUEUE, zero rptr/wptr,
  * CREATE_QUEUE (fresh ring state), fence word := faulted seq from the CPU (so
- * waits on it in other queues proceed), then re-emit the later in-flight jobs
+ * waits on it in other queues proceed), the signal word and the holds on it
+ * set for the signals to come (queue_reset_signals), then re-emit the later in-flight jobs
  * — but those of the failed job's chain, which are dropped — with their own
  * sequence numbers and kick once.
  */
@@ -823,6 +854,7 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, uint3
                 q->completed = faulted_seq;
 
         drop_chain(q, chain);
+        queue_reset_signals(c, q);
         r = queue_create_kernel(c, q);
         if (r < 0) {
                 /* The queue is gone: fail what it still held. */

@@ -230,6 +230,10 @@ GpuBuffer *gpu_buffer_unref(GpuBuffer *b);
  * Returns NULL, as gpu_buffer_unref().
  */
 GpuBuffer *gpu_buffer_unref_after_jobs(GpuBuffer *b);
+/* The same for jobs of writer, another context, that write b through its
+ * mapping there (gpu_buffer_map_in(): it goes with b's last reference). The
+ * hold keeps b, orphaned if its own context ends first, until then. */
+GpuBuffer *gpu_buffer_unref_after_jobs_of(GpuBuffer *b, GpuContext *writer);
 uint64_t gpu_buffer_get_va(const GpuBuffer *b);
 uint64_t gpu_buffer_get_size(const GpuBuffer *b);
 /* The daemon's own CPU mapping of the buffer. */

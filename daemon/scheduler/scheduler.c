@@ -474,7 +474,9 @@ static void finish_job(Scheduler *s, SchedJob *j, int error, const char *msg, ui
         if (j->kind == SCHED_JOB_RELAY) {
                 if (error != 0)
                         log_debug("A relay job on the GPU failed (%s)", strerror(error));
-                gpu_buffer_unref(j->hold);
+                /* Its write comes after the fence word that retired it: the
+                 * page's mapping in the device context stays until it landed. */
+                gpu_buffer_unref_after_jobs_of(j->hold, context_pool_device_gpu(s->pool));
                 free(j);
                 return;
         }

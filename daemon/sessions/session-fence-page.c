@@ -105,7 +105,7 @@ void session_fence_page_free(Session *s) {
                 return;
         fence_watch_remove(&s->set->fence_watch, &s->fence_watch);
         /* Jobs of the session may still be on the GPU, each to write its
-         * slot: the page stays mapped until they are done. */
+         * slot: the page stays mapped until those writes have landed. */
         s->fence_page = gpu_buffer_unref_after_jobs(s->fence_page);
         session_account_fds(s, -(int64_t) session_buffer_fds(s));
 }

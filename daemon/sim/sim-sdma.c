@@ -22,7 +22,8 @@
  * reads the fence's write-back word), and uses rptr for ring space. So a
  * driver that took "rptr is past a FENCE" for "the FENCE's write has landed"
  * is caught here, as it would fail on a prefetching engine. A long packet
- * (a burst NOP, a WRITE_LINEAR with its data) is read whole up to wptr.
+ * (a burst NOP, a WRITE_LINEAR with its data) is read whole, with what the
+ * doorbell published after it up to a ring from its start.
  *
  * Failures never skip a packet:
  *  - a COPY/FILL/WRITE/FENCE/POLL/TIMESTAMP access outside every GPU-mapped BO
@@ -256,26 +257,27 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
         }
 }
 
-/* The fetcher: reads the ring up to `to` (bytes, monotonic) into the
- * engine's copy, and writes the rptr word back for it. */
-static int fetch(SimQueue *q, uint64_t to) {
+/* The fetcher: reads the ring into the engine's copy until it holds `ahead`
+ * bytes from rptr on, and writes the rptr word back for it. Differences
+ * only: the pointers may wrap past 2^64. */
+static int fetch(SimQueue *q, uint64_t ahead) {
         const uint8_t *ring = sim_queue_ring(q);
-        uint64_t mask = q->ring_size - 1;
+        uint64_t mask = q->ring_size - 1, have = q->fetched - q->rptr;
 
         if (!q->fetch_copy) {
                 q->fetch_copy = malloc(q->ring_size);
                 if (!q->fetch_copy)
                         return -ENOMEM;
         }
-        if (to <= q->fetched)
+        if (ahead <= have)
                 return 0;
-        for (uint64_t at = q->fetched; at < to;) {
-                uint64_t n = MIN(to - at, q->ring_size - (at & mask));
-                memcpy(q->fetch_copy + (at & mask), ring + (at & mask), n);
-                at += n;
+        for (uint64_t left = ahead - have; left > 0;) {
+                uint64_t at = q->fetched & mask, n = MIN(left, q->ring_size - at);
+                memcpy(q->fetch_copy + at, ring + at, n);
+                q->fetched += n;
+                left -= n;
         }
-        q->fetched = to;
-        sim_queue_store_rptr(q, to);
+        sim_queue_store_rptr(q, q->fetched);
         return 0;
 }
 
@@ -334,7 +336,7 @@ static int step(SimQueue *q) {
                         return SIM_STEP_PROGRESS;
                 }
                 /* Out of memory for the copy or a long packet: the next pass retries. */
-                if (fetch(q, MIN(q->wptr, q->rptr + FETCH_BYTES)) < 0)
+                if (fetch(q, MIN(avail, (uint64_t) FETCH_BYTES)) < 0)
                         return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 /* No packet is longer than the ring; the copy holds a ring. */
                 avail = MIN(avail, (uint64_t) q->ring_size);
@@ -345,7 +347,7 @@ static int step(SimQueue *q) {
                 if (r == -EAGAIN && n_dw < avail_dw) {
                         /* A long packet (burst NOP, WRITE_LINEAR): read and unwrap all of it. */
                         big = malloc(avail_dw * sizeof *big);
-                        if (!big || fetch(q, q->rptr + avail) < 0)
+                        if (!big || fetch(q, avail) < 0)
                                 return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                         gather(q, big, avail_dw);
                         r = sim_sdma_decode(big, avail_dw, &pk, &reason);

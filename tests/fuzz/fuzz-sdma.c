@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 n = RING_DW;
         memcpy(dw, data + HEADER_BYTES, n * 4);
         if (data[2] & 1)
-                base = 0ull - 4ull * RIG_RING_BYTES; /* a few packets later the pointers wrap */
+                base = 0ull - RIG_RING_BYTES; /* the packets run past 2^64: the pointers wrap */
         else if (data[2] & 2)
                 base = 1ull << 32;
         start = base + (uint64_t) ((data[0] | data[1] << 8) % RING_DW) * 4;

@@ -1334,6 +1334,116 @@ Test(gpu_context, unref_after_jobs_does_not_go_by_the_fence_word, .init = setup,
         gpu_buffer_unref(data);
 }
 
+/* A queue made again (here: its head job aborted, as a timeout does) writes
+ * the jobs behind the head once more, signals included: a hold taken before
+ * keeps the page until the job's write on the new queue has landed. */
+Test(gpu_context, unref_after_jobs_holds_across_a_queue_made_again, .init = setup, .fini = teardown, .timeout = 60) {
+        GpuBuffer *data = new_buf(4096, GPU_PLACEMENT_GTT), *page = new_buf(4096, GPU_PLACEMENT_GTT),
+                  *gate = new_buf(4096, GPU_PLACEMENT_GTT);
+        volatile uint32_t *word = gpu_buffer_get_cpu(gate);
+        GpuContextStats st0, st;
+        uint64_t stuck, writer;
+
+        word[0] = word[1] = 0;
+        gpu_context_get_stats(fx.ctx, &st0);
+        /* Another session's job that waits for ever, and behind it the gone
+         * session's job that writes the page. */
+        stuck = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
+                                      .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 1 },
+                                      .waits = { { .va = gpu_buffer_get_va(gate), .value = 1 } },
+                                      .n_waits = 1 });
+        writer = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
+                                       .fill = { .dst_va = gpu_buffer_get_va(data) + 64, .size = 4, .pattern = 2 },
+                                       .waits = { { .va = gpu_buffer_get_va(gate) + 4, .value = 1 } },
+                                       .n_waits = 1,
+                                       .signal_va = gpu_buffer_get_va(page) + 8,
+                                       .signal_value = 42 });
+        cr_assert_null(gpu_buffer_unref_after_jobs(page));
+        cr_assert_eq(gpu_queue_abort(fx.ctx, 0, stuck, -ETIMEDOUT, on_comp, &fx.comps), 1);
+        cr_assert_eq(wait_seq(fx.ctx, &fx.comps, 0, stuck)->error, -ETIMEDOUT);
+        for (int i = 0; i < 20; i++) {
+                usleep(1000);
+                cr_assert_geq(gpu_context_process(fx.ctx, on_comp, &fx.comps), 0);
+        }
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_assert_eq(st.buffers, st0.buffers, "the page is held while the job emitted again is still to write it");
+        word[1] = 1;
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, writer));
+        release_held(&st0, &st);
+        cr_assert_not(gpu_context_is_lost(fx.ctx, NULL), "the signal write found its page mapped");
+        gpu_buffer_unref(gate);
+        gpu_buffer_unref(data);
+}
+
+/* A job with a signal that is aborted never writes it, nor does the queue
+ * made again: a hold on the queue's signals goes without waiting for a
+ * later job. */
+Test(gpu_context, unref_after_jobs_does_not_wait_for_an_aborted_signal, .init = setup, .fini = teardown,
+     .timeout = 60) {
+        GpuBuffer *data = new_buf(4096, GPU_PLACEMENT_GTT), *page = new_buf(4096, GPU_PLACEMENT_GTT),
+                  *other = new_buf(4096, GPU_PLACEMENT_GTT), *gate = new_buf(4096, GPU_PLACEMENT_GTT);
+        volatile uint32_t *word = gpu_buffer_get_cpu(gate);
+        GpuContextStats st0, st;
+        uint64_t seq;
+
+        word[0] = 0;
+        gpu_context_get_stats(fx.ctx, &st0);
+        seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
+                                    .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 1 },
+                                    .waits = { { .va = gpu_buffer_get_va(gate), .value = 1 } },
+                                    .n_waits = 1,
+                                    .signal_va = gpu_buffer_get_va(page) + 8,
+                                    .signal_value = 42 });
+        cr_assert_null(gpu_buffer_unref_after_jobs(page));
+        cr_assert_eq(gpu_queue_abort(fx.ctx, 0, seq, -ETIMEDOUT, on_comp, &fx.comps), 1);
+        cr_assert_eq(wait_seq(fx.ctx, &fx.comps, 0, seq)->error, -ETIMEDOUT);
+        cr_assert_geq(gpu_context_process(fx.ctx, on_comp, &fx.comps), 0);
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_assert_eq(st.buffers, st0.buffers - 1, "the aborted job's page went with the queue made again");
+        /* A hold taken after, on a queue now idle, goes at once too. */
+        cr_assert_null(gpu_buffer_unref_after_jobs(other));
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_assert_eq(st.buffers, st0.buffers - 2, "nothing of the queue's is still to write");
+        cr_assert_not(gpu_context_is_lost(fx.ctx, NULL));
+        gpu_buffer_unref(gate);
+        gpu_buffer_unref(data);
+}
+
+/* A relay's shape: a job of one context (the writer) signals a word of a
+ * buffer of another, through the buffer's mapping in the writer, which goes
+ * with the buffer's last reference. Let go with
+ * gpu_buffer_unref_after_jobs_of() between the writer's fence word and the
+ * signal (the test writes the fence word, as in ..._by_the_fence_word), the
+ * buffer and that mapping stay until the signal has landed. */
+Test(gpu_context, unref_after_jobs_of_keeps_what_another_context_writes, .init = setup, .fini = teardown,
+     .timeout = 60) {
+        GpuContextOptions o = { .flags = GPU_CONTEXT_SECONDARY };
+        GpuContext *home = NULL;
+        GpuBuffer *word = NULL, *shadow = NULL;
+        GpuContextStats st;
+        uint64_t seq;
+
+        cr_assert_eq(gpu_context_new(fx.ops, &o, &home), 0);
+        cr_assert_eq(gpu_buffer_new(home, 4096, GPU_PLACEMENT_GTT, false, &word), 0);
+        cr_assert_eq(gpu_buffer_map_in(word, fx.ctx, &shadow), 0);
+        gpu_context_hold_doorbells(fx.ctx);
+        seq = submit(0, &(GpuJob) { .type = GPU_JOB_NOP, .signal_va = gpu_buffer_get_va(shadow), .signal_value = 7 });
+        cr_assert_null(gpu_buffer_unref_after_jobs_of(word, fx.ctx));
+        __atomic_store_n(gpu_queue_fence_word(fx.ctx, 0), (uint32_t) seq, __ATOMIC_RELEASE);
+        cr_assert_eq(wait_seq(fx.ctx, &fx.comps, 0, seq)->error, 0, "reported done");
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_assert_eq(st.mapped_buffers, 1u, "the mapping stays while the signal is still to come");
+        /* Its own context may go first: the hold keeps the buffer. */
+        home = gpu_context_free(home);
+        gpu_context_release_doorbells(fx.ctx);
+        for (double deadline = now_s() + 30; now_s() < deadline && st.mapped_buffers > 0; usleep(1000)) {
+                cr_assert_geq(gpu_context_process(fx.ctx, NULL, NULL), 0);
+                gpu_context_get_stats(fx.ctx, &st);
+        }
+        cr_assert_eq(st.mapped_buffers, 0u, "gone once the signal landed");
+        cr_assert_not(gpu_context_is_lost(fx.ctx, NULL), "the signal write found its mapping");
+}
+
 /* With nothing on the rings the buffer goes at once; a buffer someone else
  * still holds is only unreferenced. */
 Test(gpu_context, unref_after_rings_with_idle_rings_is_an_unref, .init = setup, .fini = teardown) {
