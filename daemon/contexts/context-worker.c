@@ -760,8 +760,9 @@ WorkerLink *worker_link_free(WorkerLink *w) {
                 free(w->queues[i].inflight);
         w->io = sd_event_source_disable_unref(w->io);
         w->abort_timer = sd_event_source_disable_unref(w->abort_timer);
-        /* Relay jobs on their way hold the page. */
-        w->relay_device = gpu_buffer_unref(w->relay_device);
+        /* Relay jobs on their way hold the page; so does this last
+         * reference, for one reported done whose write is still to come. */
+        w->relay_device = gpu_buffer_unref_after_jobs(w->relay_device);
         safe_close(w->sock);
         if (w->pidfd >= 0)
                 worker_process_reap_later(w->pool, w->pid, w->pidfd, w->ctx ? w->ctx->id : 0, w->killed);
