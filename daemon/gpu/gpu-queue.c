@@ -798,8 +798,12 @@ static void drop_chain(GpuQueue *q, uint32_t chain) {
         }
 }
 
-/* The signal writes still to come on q: those of the jobs still in flight
- * and not dropped, which are emitted again, up to seq. 0: none. */
+/* Whether f's signal is still to be written on a queue made again: it is
+ * in flight, emitted again unless dropped. */
+static bool signal_to_come(const GpuInflight *f) {
+        return !f->dropped && f->job.signal_va;
+}
+
 uint64_t gpu_queue_signal_pending_upto(GpuQueue *q, uint64_t seq) {
         uint64_t last = 0;
 
@@ -807,7 +811,7 @@ uint64_t gpu_queue_signal_pending_upto(GpuQueue *q, uint64_t seq) {
                 const GpuInflight *f = inflight_at(q, i);
                 if (f->seq > seq)
                         break;
-                if (!f->dropped && f->job.signal_va)
+                if (signal_to_come(f))
                         last = f->seq;
         }
         return last;
@@ -822,7 +826,7 @@ static void queue_reset_signals(GpuContext *c, GpuQueue *q) {
         q->last_signal_seq = gpu_queue_signal_pending_upto(q, UINT64_MAX);
         for (unsigned i = 0; i < q->inflight_count && first == 0; i++) {
                 const GpuInflight *f = inflight_at(q, i);
-                if (!f->dropped && f->job.signal_va)
+                if (signal_to_come(f))
                         first = f->seq;
         }
         __atomic_store_n(signal_word(c, q->index), (uint32_t) (first ? first - 1 : q->next_seq - 1), __ATOMIC_RELEASE);

@@ -1248,6 +1248,21 @@ static void release_held(const GpuContextStats *st0, GpuContextStats *st) {
         cr_assert_eq(st->buffers, st0->buffers - 1, "released once its signal landed");
 }
 
+/* A 4-byte fill at data + off that then writes 42 into slot 2 of page; with
+ * gate_va, it first waits until the word there is at least 1. Its seq. */
+static uint64_t submit_signalling_fill(GpuBuffer *data, uint64_t off, GpuBuffer *page, uint64_t gate_va) {
+        GpuJob j = { .type = GPU_JOB_FILL,
+                     .fill = { .dst_va = gpu_buffer_get_va(data) + off, .size = 4, .pattern = 7 },
+                     .signal_va = gpu_buffer_get_va(page) + 8,
+                     .signal_value = 42 };
+
+        if (gate_va) {
+                j.waits[0] = (GpuWait) { .va = gate_va, .value = 1 };
+                j.n_waits = 1;
+        }
+        return submit(0, &j);
+}
+
 /* A buffer a job's signal_va FENCE writes, let go with
  * gpu_buffer_unref_after_jobs() while the job is still on the ring, stays
  * mapped until the write has landed (unmapped, the write would be a fault
@@ -1255,14 +1270,12 @@ static void release_held(const GpuContextStats *st0, GpuContextStats *st) {
 Test(gpu_context, unref_after_jobs_keeps_a_signal_target_until_its_job_is_done, .init = setup, .fini = teardown,
      .timeout = 60) {
         GpuBuffer *data = new_buf(4096, GPU_PLACEMENT_GTT), *page = new_buf(4096, GPU_PLACEMENT_GTT);
-        uint64_t page_va = gpu_buffer_get_va(page), seq;
+        uint64_t seq;
         GpuContextStats st0, st;
 
         gpu_context_get_stats(fx.ctx, &st0);
         gpu_context_hold_doorbells(fx.ctx); /* on the ring, not yet seen by the engine */
-        seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
-                                    .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 7 },
-                                    .signal_va = page_va + 8, .signal_value = 42 });
+        seq = submit_signalling_fill(data, 0, page, 0);
         cr_assert_null(gpu_buffer_unref_after_jobs(page));
         gpu_context_get_stats(fx.ctx, &st);
         cr_assert_eq(st.buffers, st0.buffers, "held while its job is on the ring");
@@ -1286,12 +1299,7 @@ Test(gpu_context, unref_after_jobs_does_not_go_by_the_read_pointer, .init = setu
 
         *word = 0;
         gpu_context_get_stats(fx.ctx, &st0);
-        seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
-                                    .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 7 },
-                                    .waits = { { .va = gpu_buffer_get_va(gate), .value = 1 } },
-                                    .n_waits = 1,
-                                    .signal_va = gpu_buffer_get_va(page) + 8,
-                                    .signal_value = 42 });
+        seq = submit_signalling_fill(data, 0, page, gpu_buffer_get_va(gate));
         cr_assert_null(gpu_buffer_unref_after_jobs(page));
         /* Let the engine read all of the job, and the daemon look. */
         for (int i = 0; i < 50; i++) {
@@ -1319,10 +1327,7 @@ Test(gpu_context, unref_after_jobs_does_not_go_by_the_fence_word, .init = setup,
 
         gpu_context_get_stats(fx.ctx, &st0);
         gpu_context_hold_doorbells(fx.ctx);
-        seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
-                                    .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 7 },
-                                    .signal_va = gpu_buffer_get_va(page) + 8,
-                                    .signal_value = 42 });
+        seq = submit_signalling_fill(data, 0, page, 0);
         cr_assert_null(gpu_buffer_unref_after_jobs(page));
         __atomic_store_n(gpu_queue_fence_word(fx.ctx, 0), (uint32_t) seq, __ATOMIC_RELEASE);
         cr_assert_eq(wait_seq(fx.ctx, &fx.comps, 0, seq)->error, 0, "reported done"); /* no timestamps: not run */
@@ -1352,12 +1357,7 @@ Test(gpu_context, unref_after_jobs_holds_across_a_queue_made_again, .init = setu
                                       .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 1 },
                                       .waits = { { .va = gpu_buffer_get_va(gate), .value = 1 } },
                                       .n_waits = 1 });
-        writer = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
-                                       .fill = { .dst_va = gpu_buffer_get_va(data) + 64, .size = 4, .pattern = 2 },
-                                       .waits = { { .va = gpu_buffer_get_va(gate) + 4, .value = 1 } },
-                                       .n_waits = 1,
-                                       .signal_va = gpu_buffer_get_va(page) + 8,
-                                       .signal_value = 42 });
+        writer = submit_signalling_fill(data, 64, page, gpu_buffer_get_va(gate) + 4);
         cr_assert_null(gpu_buffer_unref_after_jobs(page));
         cr_assert_eq(gpu_queue_abort(fx.ctx, 0, stuck, -ETIMEDOUT, on_comp, &fx.comps), 1);
         cr_assert_eq(wait_seq(fx.ctx, &fx.comps, 0, stuck)->error, -ETIMEDOUT);
@@ -1388,12 +1388,7 @@ Test(gpu_context, unref_after_jobs_does_not_wait_for_an_aborted_signal, .init = 
 
         word[0] = 0;
         gpu_context_get_stats(fx.ctx, &st0);
-        seq = submit(0, &(GpuJob) { .type = GPU_JOB_FILL,
-                                    .fill = { .dst_va = gpu_buffer_get_va(data), .size = 4, .pattern = 1 },
-                                    .waits = { { .va = gpu_buffer_get_va(gate), .value = 1 } },
-                                    .n_waits = 1,
-                                    .signal_va = gpu_buffer_get_va(page) + 8,
-                                    .signal_value = 42 });
+        seq = submit_signalling_fill(data, 0, page, gpu_buffer_get_va(gate));
         cr_assert_null(gpu_buffer_unref_after_jobs(page));
         cr_assert_eq(gpu_queue_abort(fx.ctx, 0, seq, -ETIMEDOUT, on_comp, &fx.comps), 1);
         cr_assert_eq(wait_seq(fx.ctx, &fx.comps, 0, seq)->error, -ETIMEDOUT);
