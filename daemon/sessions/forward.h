@@ -7,3 +7,4 @@ typedef struct SessionSet SessionSet;
 typedef struct Job Job;
 typedef struct ClientEvent ClientEvent;
 typedef struct EventWait EventWait;
+typedef struct KeptBuffer KeptBuffer;

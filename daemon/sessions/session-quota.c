@@ -13,9 +13,19 @@
  * that no copy of the dma-buf remains: it keeps a dma-buf fd of its own (a
  * probe) and asks the kernel-call table how many other references exist
  * (/proc/self/fdinfo "count:" on the kernel). Where the table cannot tell
- * (the simulated GPU), or the probe cannot be had, the charge stays until the
- * session ends. Released charges are looked at again before a limit refuses
+ * (the simulated GPU), or the probe cannot be had, it cannot ever see the
+ * last copy go. Released charges are looked at again before a limit refuses
  * anything and when the client asks (Query).
+ *
+ * Kept buffers. Ending the session does not end the copies (issue 29: 48 MiB
+ * kept per session, ten sessions, 480 MiB held under UserBufferMemory=64M).
+ * So when a session ends, its released charges move to its user's and its
+ * unit's Tallies: a probe's record to the SessionSet's list of kept buffers,
+ * still looked at before a per-user or per-unit limit refuses and at Query,
+ * and let go of when the last copy is gone; a charge nobody can watch (the
+ * simulated GPU) stays until the daemon restarts. The bytes stay in
+ * UserBufferMemory= and UnitBufferMemory= (and Query's user_buffer_bytes),
+ * a probe stays one of the user's objects (UserBuffers=) and fds.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,7 +43,7 @@
 struct ReleasedBuffer {
         uint64_t size;
         GpuPlacement placement;
-        int probe_fd; /* a dma-buf fd of the daemon's own, or -EBADF: charged until the session ends */
+        int probe_fd; /* a dma-buf fd of the daemon's own, or -EBADF: charged for good */
         LIST_FIELDS(ReleasedBuffer, released);
 };
 
@@ -75,13 +85,18 @@ void session_tallies_detach(Session *s) {
         s->unit_tally = tally_unref(&s->set->tallies, s->unit_tally);
 }
 
-void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
+/* The session's and its identity's share of a charge (not its Tallies'). */
+static void account_own(Session *s, GpuPlacement placement, int64_t delta) {
         uint64_t now = now_ns();
 
         s->placement_bytes[placement == GPU_PLACEMENT_VRAM] += (uint64_t) delta;
         usage_buffer_change(&s->usage, delta, now);
         if (s->account)
                 usage_buffer_change(&s->account->usage, delta, now);
+}
+
+void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
+        account_own(s, placement, delta);
         tally_add(s->user_tally, delta, 0);
         tally_add(s->unit_tally, delta, 0);
 }
@@ -110,15 +125,16 @@ static void released_free(Session *s, ReleasedBuffer *rb) {
         free(rb);
 }
 
-/* Charged until the session ends: a number, not a record, so that a client
- * that frees many buffers costs the daemon nothing per buffer. */
+/* Charged for good (to the session, then to its Tallies: "Kept buffers"): a
+ * number, not a record, so that a client that frees many buffers costs the
+ * daemon nothing per buffer. */
 static void charge_until_end(Session *s, GpuPlacement placement, uint64_t size) {
         s->released_until_end[placement == GPU_PLACEMENT_VRAM] += size;
 }
 
 /* Looks at a record's probe: drops the charge when no copy of its dma-buf
- * is left; turns it into a charge until the session ends when that cannot
- * be told (any more). */
+ * is left; turns it into a charge for good when that cannot be told (any
+ * more). */
 static void released_check(Session *s, ReleasedBuffer *rb) {
         int r = gpu_dmabuf_refs(device_gpu(s), rb->probe_fd);
 
@@ -132,13 +148,130 @@ static void released_check(Session *s, ReleasedBuffer *rb) {
         released_free(s, rb);
 }
 
-void session_refresh_released(Session *s) {
+static void refresh_own(Session *s) {
         ReleasedBuffer *rb, *next;
 
         for (rb = s->released; rb; rb = next) {
                 next = rb->released_next;
                 released_check(s, rb);
         }
+}
+
+/* ---- Kept buffers ---- */
+
+/* A freed exported buffer whose session ended, watched through its probe:
+ * charged to the user's and the unit's Tallies (one object and one fd of the
+ * user's, as the probe was). */
+struct KeptBuffer {
+        uint64_t size;
+        int probe_fd;
+        Tally *user, *unit; /* not references: a Tally with kept_probes stays */
+        LIST_FIELDS(KeptBuffer, kept);
+};
+
+static void kept_add(Tally *t, int64_t bytes, int probes) {
+        if (!t)
+                return;
+        t->kept_bytes += (uint64_t) bytes;
+        t->kept_probes += (unsigned) probes;
+}
+
+/* Lets go of kb's probe; uncharged: its bytes too, else they stay until the
+ * daemon restarts. */
+static void kept_free(SessionSet *set, KeptBuffer *kb, bool uncharged) {
+        int64_t bytes = uncharged ? -(int64_t) kb->size : 0;
+
+        LIST_REMOVE(kept, set->kept, kb);
+        set->n_kept--;
+        tally_add(kb->user, bytes, -1);
+        tally_add(kb->unit, bytes, -1);
+        kept_add(kb->user, bytes, -1);
+        kept_add(kb->unit, bytes, -1);
+        if (kb->user)
+                kb->user->fds--;
+        set->fds_held--;
+        safe_close(kb->probe_fd);
+        free(kb);
+}
+
+static void kept_check(SessionSet *set, KeptBuffer *kb) {
+        int r = gpu_dmabuf_refs(context_pool_device_gpu(set->contexts), kb->probe_fd);
+
+        if (r > 0)
+                return; /* copies live on */
+        kept_free(set, kb, r == 0);
+}
+
+/* The kept buffers charged to t (all of them: NULL). */
+static void refresh_kept(SessionSet *set, Tally *t) {
+        KeptBuffer *kb, *next;
+        bool any = false;
+
+        for (kb = set->kept; kb; kb = next) {
+                next = kb->kept_next;
+                if (!t || kb->user == t || kb->unit == t) {
+                        kept_check(set, kb);
+                        any = true;
+                }
+        }
+        if (any)
+                tally_table_prune(&set->tallies);
+}
+
+/* Moves a released charge of s (probe: taken, or -EBADF) to its Tallies. */
+static void keep(Session *s, GpuPlacement placement, uint64_t size, int probe_fd) {
+        _cleanup_close_ int probe = probe_fd;
+        KeptBuffer *kb = NULL;
+
+        if (size == 0 && probe < 0)
+                return;
+        account_own(s, placement, -(int64_t) size);
+        if (probe >= 0 && (kb = calloc(1, sizeof(*kb)))) {
+                *kb = (KeptBuffer) { .size = size, .probe_fd = TAKE_FD(probe), .user = s->user_tally,
+                                     .unit = s->unit_tally };
+                LIST_PREPEND(kept, s->set->kept, kb);
+                s->set->n_kept++;
+                /* The probe stays the user's object and fd; it leaves the session's count. */
+                s->fds--;
+                kept_add(s->user_tally, (int64_t) size, 1);
+                kept_add(s->unit_tally, (int64_t) size, 1);
+                return;
+        }
+        if (probe >= 0) /* no memory for the record: nobody watches it, and the fd goes */
+                session_account_probe(s, -1);
+        kept_add(s->user_tally, (int64_t) size, 0);
+        kept_add(s->unit_tally, (int64_t) size, 0);
+}
+
+void session_keep_released(Session *s) {
+        while (s->released) {
+                ReleasedBuffer *rb = s->released;
+                int probe = rb->probe_fd;
+
+                rb->probe_fd = -EBADF;
+                keep(s, rb->placement, rb->size, probe);
+                LIST_REMOVE(released, s->released, rb);
+                s->n_released--;
+                free(rb);
+        }
+        for (unsigned p = 0; p < 2; p++) {
+                keep(s, p ? GPU_PLACEMENT_VRAM : GPU_PLACEMENT_GTT, s->released_until_end[p], -EBADF);
+                s->released_until_end[p] = 0;
+        }
+        s->released_bytes = 0;
+}
+
+void session_set_drop_kept(SessionSet *set) {
+        while (set->kept)
+                kept_free(set, set->kept, true);
+}
+
+void session_refresh_released(Session *s) {
+        refresh_own(s);
+        if (s->user_tally && s->user_tally->kept_probes > 0)
+                refresh_kept(s->set, s->user_tally);
+        if (s->unit_tally && s->unit_tally->kept_probes > 0)
+                refresh_kept(s->set, s->unit_tally);
 }
 
 /* Every session of the tally t (its user's or its unit's). */
@@ -148,8 +281,10 @@ static void refresh_tally(Session *s, Tally *t) {
         LIST_FOREACH(sessions, o, s->set->sessions)
                 if (o->user_tally == t || o->unit_tally == t) {
                         session_pool_drop(o);
-                        session_refresh_released(o);
+                        refresh_own(o);
                 }
+        if (t->kept_probes > 0)
+                refresh_kept(s->set, t);
 }
 
 void session_release_exported(Session *s, GpuPlacement placement, uint64_t size, int probe_fd) {
@@ -182,19 +317,6 @@ void session_release_buffer(Session *s, SessionBuffer *b) {
                 return;
         }
         session_release_exported(s, b->placement, size, probe);
-}
-
-void session_drop_released(Session *s) {
-        while (s->released) {
-                charge_until_end(s, s->released->placement, s->released->size);
-                released_free(s, s->released);
-        }
-        for (unsigned p = 0; p < 2; p++) {
-                session_account_buffer(s, p ? GPU_PLACEMENT_VRAM : GPU_PLACEMENT_GTT,
-                                       -(int64_t) s->released_until_end[p]);
-                s->released_until_end[p] = 0;
-        }
-        s->released_bytes = 0;
 }
 
 /* ---- Limits ---- */

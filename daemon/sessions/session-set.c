@@ -147,6 +147,7 @@ void session_set_done(SessionSet *set) {
         set->grow_up = sd_event_source_disable_unref(set->grow_up);
         set->turn = sd_event_source_disable_unref(set->turn);
         account_table_done(&set->accounts);
+        session_set_drop_kept(set);
         tally_table_done(&set->tallies);
         log_ratelimit_flush(log_ratelimit_global(), NULL);
         policy_free(set->policy);

@@ -53,7 +53,11 @@ struct SessionSet {
          * fence page through it (fence-watch.h); made before the device. */
         FenceWatch fence_watch;
         AccountTable accounts;
-        TallyTable tallies; /* per uid and per unit; each lives while a session holds it */
+        TallyTable tallies; /* per uid and per unit; each lives while a session holds it or it is charged */
+        /* Freed buffers whose dma-buf outlived their session, with a probe
+         * to see the last copy go (session-quota.c, "Kept buffers"). */
+        LIST_HEAD(KeptBuffer, kept);
+        unsigned n_kept;
         LIST_HEAD(Session, sessions);
         unsigned n_sessions;
         unsigned max_connections_per_user; /* 0 = unlimited */

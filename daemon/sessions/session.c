@@ -302,16 +302,17 @@ static void drop_objects(Session *s) {
         for (uint32_t i = 0; i < s->buffers.n_alloc; i++) {
                 SessionBuffer *b = handle_table_slot(&s->buffers, i);
                 if (b) {
-                        session_account_buffer(s, b->placement, -(int64_t) gpu_buffer_get_size(b->gpu));
-                        session_account_object(s, -1);
-                        gpu_buffer_unref(b->gpu);
+                        /* As a FreeBuffer: one whose dma-buf left the
+                         * daemon stays charged while copies may live. */
+                        session_release_buffer(s, b);
                         free(b);
                 }
         }
         handle_table_done(&s->buffers);
-        /* The session ends: so do the charges of what it freed or kept. */
+        /* The session ends: what it freed but may still be held elsewhere
+         * stays charged to its user and unit. */
         session_pool_drop(s);
-        session_drop_released(s);
+        session_keep_released(s);
         for (uint32_t i = 0; i < s->events.n_alloc; i++) {
                 ClientEvent *e = handle_table_slot(&s->events, i);
                 if (e) {

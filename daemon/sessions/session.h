@@ -135,7 +135,8 @@ struct Session {
         Tally *unit_tally; /* ... of its systemd unit (user unit), NULL outside one */
         /* Freed buffers still charged (in usage.buffer_bytes): those the
          * daemon watches for the last copy of their dma-buf, and the bytes
-         * charged until the session ends, by placement (session-quota.c). */
+         * charged for good, by placement; both go to its user and unit when
+         * it ends (session-quota.c, "Kept buffers"). */
         LIST_HEAD(ReleasedBuffer, released);
         unsigned n_released;
         uint64_t released_until_end[2];
@@ -234,10 +235,14 @@ int session_check_connection_fds(SessionSet *set, const Session *s, char *msg, s
 /* One more (delta > 0) or one less probe of a freed exported buffer: an
  * object and one fd (session-quota.c). */
 void session_account_probe(Session *s, int delta);
-/* Drops the charges of freed buffers no copy of which is left. */
+/* Drops the charges of freed buffers no copy of which is left: the
+ * session's own, and those its user and unit keep from ended sessions. */
 void session_refresh_released(Session *s);
-/* Drops every released charge (the session ends). */
-void session_drop_released(Session *s);
+/* The session ends: the charges of what it freed whose dma-buf may still be
+ * held move to its user's and unit's Tallies ("Kept buffers"). */
+void session_keep_released(Session *s);
+/* Lets go of every kept buffer's probe (the daemon exits). */
+void session_set_drop_kept(SessionSet *set);
 Session *session_ref(Session *s);
 Session *session_unref(Session *s);
 /* Closes the connection: cancels waits and pending jobs, drops handles. Jobs

@@ -10,7 +10,8 @@
 #include "util/time-util.h"
 
 bool tally_idle(const Tally *t, uint64_t now) {
-        return log_ratelimit_idle(&t->log_limit) && t->connect_tat_ns <= now && t->n_waiting == 0;
+        return log_ratelimit_idle(&t->log_limit) && t->connect_tat_ns <= now && t->n_waiting == 0 &&
+               t->kept_bytes == 0 && t->kept_probes == 0;
 }
 
 static void tally_free(TallyTable *table, Tally *t) {
@@ -25,9 +26,9 @@ static void tally_free(TallyTable *table, Tally *t) {
 }
 
 /* A Tally no session holds stays while its log rate limit or its connect
- * rate still counts: a peer that connects and disconnects in a loop keeps
- * its limits. */
-static void prune(TallyTable *table) {
+ * rate still counts (a peer that connects and disconnects in a loop keeps
+ * its limits), and while it is charged for kept buffers. */
+void tally_table_prune(TallyTable *table) {
         uint64_t now = now_ns();
         Tally *t, *next;
 
@@ -41,7 +42,7 @@ static void prune(TallyTable *table) {
 int tally_table_get(TallyTable *table, const char *key, Tally **ret) {
         Tally *t;
 
-        prune(table);
+        tally_table_prune(table);
         LIST_FOREACH(tallies, t, table->tallies)
                 if (strcmp(t->key, key) == 0) {
                         *ret = tally_ref(t);

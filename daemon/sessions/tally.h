@@ -22,6 +22,12 @@ typedef struct Tally {
         uint64_t buffer_bytes; /* charged: live buffers and code objects, and freed buffers still charged */
         uint64_t objects;      /* buffers and code objects held (each keeps a daemon fd on the simulator) */
         uint64_t fds;          /* daemon fds held for its sessions (user tallies only: session-fds.c) */
+        /* Of buffer_bytes (and objects, fds): freed buffers whose dma-buf
+         * outlived their session, charged to the user and unit until no copy
+         * is left, or until the daemon restarts where it cannot tell
+         * (session-quota.c, "Kept buffers"). The Tally stays while it has any. */
+        uint64_t kept_bytes;
+        unsigned kept_probes;  /* of them, those with a probe (an object and an fd each) */
         unsigned sessions;
         LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
 
@@ -49,6 +55,8 @@ Tally *tally_ref(Tally *t);
 /* Drops a reference. After the last one the Tally goes (logging what its rate
  * limit suppressed) once its rate-limit interval is over. NULL-safe; returns NULL. */
 Tally *tally_unref(TallyTable *table, Tally *t);
+/* Frees the Tallies no session holds that have nothing left to remember. */
+void tally_table_prune(TallyTable *table);
 /* Frees every Tally no session holds; the others go with their last session. */
 void tally_table_done(TallyTable *table);
 /* Adds delta (may be negative) to a counter of a Tally, NULL-safe. */

@@ -591,8 +591,9 @@ static void mm_init(SimMm *mm, SimDevice *d) {
                  * (fdinfo, locks, leases, inotify) tells the daemon without a
                  * way for a client to fake or hide it whether a copy of a
                  * memfd survives elsewhere. So the daemon is told it cannot
-                 * know, and keeps a freed exported buffer charged until its
-                 * session ends — stricter than on the kernel, never kinder. */
+                 * know, and keeps a freed exported buffer charged (to its
+                 * session, then to its user and unit) until it restarts —
+                 * stricter than on the kernel, never kinder. */
                 .doorbell_written = op_doorbell_written,
         };
 }

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <grp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,10 +23,11 @@
 
 static TestDaemon d;
 static char policydir[64];
+static char arg[128];
+static const char *args[] = { arg, NULL };
 
 static void setup(void) {
-        char arg[128], path[160];
-        const char *args[] = { arg, NULL };
+        char path[160];
         FILE *f;
 
         strcpy(policydir, "/tmp/kfdbroker-policy.XXXXXX");
@@ -102,14 +104,64 @@ Test(quota, a_freed_buffer_whose_dma_buf_is_kept_stays_charged) {
         cr_expect_eq(q.max_user_buffers, 3);
         close(kept[0]);
         close(kept[1]);
-        /* The charge ends with the session. */
+        /* The charge outlives the session: the simulated GPU's dma-bufs
+         * (memfds) never show the daemon their last copy go, so the user
+         * stays charged until the daemon restarts; the next session has its
+         * own BufferMemory= again, not its user's. */
         kfdb_session_free(s);
         s = connect_session();
+        for (int i = 0; i < 500 && kfdb_query_quota(s, &q) == 0 && q.released_buffer_bytes > 0; i++)
+                usleep(10000);
         cr_assert_eq(kfdb_query_quota(s, &q), 0);
-        cr_expect_eq(q.user_buffer_bytes, 0);
+        cr_expect_eq(q.released_buffer_bytes, 0);
+        cr_expect_eq(q.user_buffer_bytes, 16 * MiB);
+        kfdb_buffer *b;
+        cr_assert_eq(kfdb_buffer_alloc(s, 8 * MiB, KFDB_PLACEMENT_GTT, &b), 0, "%s", kfdb_session_last_error(s));
+        expect_refused(s, 4096, "per-user buffer memory limit (policy UserBufferMemory=24M) reached");
+        kfdb_buffer_free(b);
+        kfdb_session_free(s);
+}
+
+/* The bypass of issue 29 (item 5): allocate, keep the dma-buf, end the
+ * session, repeat — each new session started from nothing, and the user held
+ * ten times UserBufferMemory=. The kept buffers stay charged to the user. */
+Test(quota, a_kept_dma_buf_stays_charged_to_its_user_after_its_session) {
+        kfdb_session *s;
+        kfdb_quota q;
+        int kept;
+
+        s = connect_session();
         kfdb_buffer *b;
         cr_assert_eq(kfdb_buffer_alloc(s, 16 * MiB, KFDB_PLACEMENT_GTT, &b), 0, "%s", kfdb_session_last_error(s));
-        kfdb_buffer_free(b);
+        kept = dup(kfdb_buffer_get_fd(b));
+        cr_assert_geq(kept, 0);
+        uint32_t *p = mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, kept, 0);
+        cr_assert_neq(p, MAP_FAILED);
+        p[4 * MiB - 1] = 0xbad;
+        kfdb_session_free(s); /* FreeBuffer comes with the hang-up */
+
+        /* A second session of the same user: its own BufferMemory=16M is
+         * free, the user's 24M holds 16 MiB that are still reachable. */
+        s = connect_session();
+        for (int i = 0; i < 500 && kfdb_query_quota(s, &q) == 0 && q.user_buffer_bytes < 16 * MiB; i++)
+                usleep(10000);
+        cr_assert_eq(kfdb_query_quota(s, &q), 0);
+        cr_expect_eq(q.user_buffer_bytes, 16 * MiB);
+        cr_expect_eq(q.released_buffer_bytes, 0);
+        b = NULL;
+        cr_assert_eq(kfdb_buffer_alloc(s, 16 * MiB, KFDB_PLACEMENT_GTT, &b), -EDQUOT, "%s",
+                     kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "per-user buffer memory limit (policy UserBufferMemory=24M) reached: uid "),
+                  "%s", kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), " holds 16777216 bytes in 1 sessions"), "%s",
+                  kfdb_session_last_error(s));
+        /* The memory is still there for whoever kept it. */
+        cr_expect_eq(p[4 * MiB - 1], 0xbad);
+        munmap(p, 16 * MiB);
+        close(kept);
+        /* The simulator cannot see the copy go: charged until the daemon restarts. */
+        cr_assert_eq(kfdb_query_quota(s, &q), 0);
+        cr_expect_eq(q.user_buffer_bytes, 16 * MiB);
         kfdb_session_free(s);
 }
 
@@ -148,16 +200,21 @@ Test(quota, the_user_memory_cap_holds_across_sessions) {
         cr_assert_eq(kfdb_query_quota(b, &q), 0);
         cr_expect_eq(q.user_buffer_bytes, 24 * MiB);
         cr_expect_eq(q.user_buffers, 2);
-        /* The other session going gives its share back, once the daemon
-         * has seen it go (a FreeBuffer is not waited for, the hang-up is
-         * read after it). */
+        /* The other session going does not give its share back: its
+         * buffer's dma-buf went to the client, and the simulated GPU cannot
+         * see the last copy of one go (docs/policy.md "Exported buffers"). */
         kfdb_buffer_free(x);
         kfdb_session_free(a);
-        for (int i = 0; i < 500 && kfdb_query_quota(b, &q) == 0 && q.user_buffer_bytes > 8 * MiB; i++)
-                usleep(10000);
-        cr_assert_eq(kfdb_buffer_alloc(b, 4096, KFDB_PLACEMENT_GTT, &x), 0, "%s", kfdb_session_last_error(b));
-        kfdb_buffer_free(x);
+        expect_refused(b, 4096, " holds 25165824 bytes in 1 sessions, 4096 requested");
+        /* A restarted daemon starts from nothing. */
         kfdb_buffer_free(y);
+        kfdb_session_free(b);
+        cr_assert_eq(test_daemon_restart(&d, SIGTERM, args), 0);
+        b = connect_session();
+        cr_assert_eq(kfdb_query_quota(b, &q), 0);
+        cr_expect_eq(q.user_buffer_bytes, 0);
+        cr_assert_eq(kfdb_buffer_alloc(b, 16 * MiB, KFDB_PLACEMENT_GTT, &x), 0, "%s", kfdb_session_last_error(b));
+        kfdb_buffer_free(x);
         kfdb_session_free(b);
 }
 
