@@ -859,6 +859,16 @@ int kfdb_query_quota(kfdb_session *s, kfdb_quota *ret) {
         return 0;
 }
 
+int kfdb_query_context_bytes(kfdb_session *s, uint64_t *ret) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        int k = query_call(s, ret, &r);
+
+        if (k < 0)
+                return k;
+        *ret = r->query.context_bytes;
+        return 0;
+}
+
 int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         int k = query_call(s, ret, &r);

@@ -606,6 +606,7 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->query.pooled_buffer_bytes = q->pooled_buffer_bytes;
                 r->query.user_fds = q->user_fds;
                 r->query.session_fds = q->session_fds;
+                r->query.context_bytes = q->context_bytes;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS: {

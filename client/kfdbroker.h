@@ -261,9 +261,10 @@ int kfdb_query(kfdb_session *s, kfdb_usage *ret);
 typedef struct kfdb_quota {
         /* Of kfdb_usage.buffer_bytes: buffers freed while their dma-buf may
          * still be held (by this client or anyone it gave it to), charged
-         * until no copy is left or the session ends. */
+         * until no copy is left (if the session ends first, its user's
+         * user_buffer_bytes stays charged: docs/policy.md). */
         uint64_t released_buffer_bytes;
-        uint64_t user_buffer_bytes;     /* charged to all sessions of this uid */
+        uint64_t user_buffer_bytes;     /* charged to all sessions of this uid, and what ended ones left */
         uint64_t user_buffers;          /* buffers and code objects of all sessions of this uid */
         uint64_t unit_buffer_bytes;     /* charged to all sessions of this session's unit, 0 outside one */
         uint64_t max_user_buffer_bytes; /* UserBufferMemory= */
@@ -289,6 +290,21 @@ typedef struct kfdb_fd_budget {
 
 /* kfdb_query_fd_budget() - a Query, for what kfdb_fd_budget holds. Returns 0 or the common errors. */
 int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret);
+
+/* ---- GPU context memory (KFDBROKER_0.11) ---- */
+
+/*
+ * kfdb_query_context_bytes() - a Query, for the GPU memory of the GPU context
+ * this session pays for: the one its first dispatch brought up (its queue
+ * rings, EOP and CWSR areas, kernel-argument slots, scratch), part of
+ * kfdb_usage.buffer_bytes and charged under the same limits as buffers
+ * (docs/policy.md "GPU context memory"); 0 when it pays for none (no
+ * dispatch yet, the context was reclaimed while idle, or another session
+ * sharing it pays). A dispatch that would grow it past a limit fails with
+ * -EDQUOT naming the limit. Returns 0 or the common errors; a daemon older
+ * than this field says 0.
+ */
+int kfdb_query_context_bytes(kfdb_session *s, uint64_t *ret);
 
 typedef struct kfdb_daemon_status {
         char daemon_version[32];

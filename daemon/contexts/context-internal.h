@@ -46,6 +46,13 @@ struct Context {
         GpuBuffer *relay_device; /* its mapping in the device context (owned by relay) */
         uint32_t relay_values[GPU_MAX_QUEUES];
 
+        /* Its own memory (context_set_payer()): of the current incarnation,
+         * and per queue index the scratch it backs (per wave, in all). */
+        ContextPayer *payer;
+        uint64_t memory;
+        uint32_t scratch_wave[GPU_MAX_QUEUES];
+        uint64_t scratch_bytes[GPU_MAX_QUEUES];
+
         /* Express compute queues of the current incarnation, by KFD
          * priority (context_get_queue()): the index + 1, 0 = none. */
         unsigned express_queue[16];
@@ -86,6 +93,11 @@ void context_announce_losing(Context *c, const char *reason);
  * lost: reported to the callbacks as a loss. */
 void context_drop(Context *c, bool lost, const char *reason);
 
+/* Charges bytes more of c's own memory to its payer (what: for the message);
+ * 0 or -EDQUOT with err set. context_uncharge() gives them back. */
+int context_charge(Context *c, uint64_t bytes, const char *what, char *err, size_t errlen);
+void context_uncharge(Context *c, uint64_t bytes);
+
 /* context-pool.c */
 /* Brings up a client incarnation for c, reclaiming an idle one if the pool is full. */
 int context_pool_bring_up(ContextPool *p, Context *c, char *err, size_t errlen);
@@ -115,8 +127,11 @@ int worker_link_spawn(ContextPool *p, Context *c, WorkerLink **ret, char *err, s
 /* Tells the worker to exit and lets it go (reaped later, killed if it
  * lingers). NULL-safe; returns NULL. */
 WorkerLink *worker_link_free(WorkerLink *w);
-int worker_link_get_queue(WorkerLink *w, GpuEngine engine, uint32_t priority, unsigned *ret_index,
-                          uint32_t *ret_priority, char *err, size_t errlen);
+/* The queue of priority the worker has (or the one to use when no more can
+ * be made); -ENOENT when a new one is to be made with worker_link_add_queue(). */
+int worker_link_find_queue(WorkerLink *w, GpuEngine engine, uint32_t priority, unsigned *ret_index,
+                           uint32_t *ret_priority, char *err, size_t errlen);
+int worker_link_add_queue(WorkerLink *w, uint32_t priority, unsigned *ret_index, char *err, size_t errlen);
 int worker_link_submit(WorkerLink *w, unsigned queue, const GpuJob *job, GpuCodeObject *code,
                        const ContextReloc *relocs, unsigned n_relocs, uint64_t *ret_seq, char *err, size_t errlen);
 int worker_link_relay(WorkerLink *w, unsigned device_queue, GpuBuffer **ret_hold, uint64_t *ret_write_va,

@@ -368,6 +368,7 @@ static Context *least_recently_used_idle(ContextPool *p) {
 }
 
 int context_pool_bring_up(ContextPool *p, Context *c, char *err, size_t errlen) {
+        uint64_t own = gpu_context_own_bytes(p->device->gpu, CLIENT_MAX_INFLIGHT);
         GpuContext *gpu = NULL;
         uint64_t ns;
         int r;
@@ -385,12 +386,19 @@ int context_pool_bring_up(ContextPool *p, Context *c, char *err, size_t errlen) 
                 context_drop(victim, false, "reclaimed for another client (the pool is full)");
                 context_unref(victim);
         }
+        /* Its memory before any queue (both mechanisms bring it up with
+         * client_options' sizes), charged before it exists. */
+        r = context_charge(c, own, "a new GPU context", err, errlen);
+        if (r < 0)
+                return r;
         if (p->mechanism == CONTEXT_MECHANISM_PROCESS) {
                 WorkerLink *w;
 
                 r = worker_link_spawn(p, c, &w, err, errlen);
-                if (r < 0)
+                if (r < 0) {
+                        context_uncharge(c, own);
                         return r;
+                }
                 context_adopt_worker(c, w);
                 p->n_live++;
                 log_debug("GPU context %" PRIu64 " (%s): a worker process started (%u of %u)", c->id, c->key,
@@ -399,11 +407,13 @@ int context_pool_bring_up(ContextPool *p, Context *c, char *err, size_t errlen) 
         }
         r = bring_up_client(p, &gpu, &ns);
         if (r < 0) {
+                context_uncharge(c, own);
                 snprintf(err, errlen, "bringing up a GPU context failed: %s", strerror(-r));
                 return r;
         }
         r = context_adopt(c, gpu, ns);
         if (r < 0) {
+                context_uncharge(c, own);
                 gpu_context_free(gpu);
                 snprintf(err, errlen, "watching a new GPU context failed: %s", strerror(-r));
                 return r;

@@ -22,6 +22,7 @@
  * bytes, each once per incarnation; a GpuWatch on the original tells the
  * worker to let go of its copy when the client frees it.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -380,12 +381,9 @@ static void fail_all(WorkerLink *w, const char *message) {
         }
 }
 
-int worker_link_get_queue(WorkerLink *w, GpuEngine engine, uint32_t priority, unsigned *ret_index,
-                          uint32_t *ret_priority, char *err, size_t errlen) {
+int worker_link_find_queue(WorkerLink *w, GpuEngine engine, uint32_t priority, unsigned *ret_index,
+                           uint32_t *ret_priority, char *err, size_t errlen) {
         int fallback = -1;
-        WorkerAddQueue m;
-        LinkQueue *q;
-        int r;
 
         if (engine != GPU_ENGINE_COMPUTE) {
                 snprintf(err, errlen, "a worker process runs compute queues only");
@@ -402,16 +400,23 @@ int worker_link_get_queue(WorkerLink *w, GpuEngine engine, uint32_t priority, un
                 if (fallback < 0)
                         fallback = (int) i;
         }
-        if (w->n_queues == GPU_MAX_QUEUES) {
-                if (fallback < 0) {
-                        snprintf(err, errlen, "no compute queue could be created in GPU context %" PRIu64,
-                                 w->ctx->id);
-                        return -ENOSPC;
-                }
-                *ret_index = (unsigned) fallback;
-                *ret_priority = w->queues[fallback].priority;
-                return 0;
+        if (w->n_queues < GPU_MAX_QUEUES)
+                return -ENOENT;
+        if (fallback < 0) {
+                snprintf(err, errlen, "no compute queue could be created in GPU context %" PRIu64, w->ctx->id);
+                return -ENOSPC;
         }
+        *ret_index = (unsigned) fallback;
+        *ret_priority = w->queues[fallback].priority;
+        return 0;
+}
+
+int worker_link_add_queue(WorkerLink *w, uint32_t priority, unsigned *ret_index, char *err, size_t errlen) {
+        WorkerAddQueue m;
+        LinkQueue *q;
+        int r;
+
+        assert(w->n_queues < GPU_MAX_QUEUES);
         /* The worker creates it in order with the jobs that follow; a
          * failure comes back as a WORKER_MSG_QUEUE error (and their failed
          * completions). */
@@ -425,7 +430,6 @@ int worker_link_get_queue(WorkerLink *w, GpuEngine engine, uint32_t priority, un
         }
         *q = (LinkQueue) { .used = true, .priority = priority, .next_seq = 1 };
         *ret_index = w->n_queues++;
-        *ret_priority = priority;
         return 0;
 }
 

@@ -4,6 +4,13 @@
  * watched on the event loop, dropped when lost or idle — and the work the
  * scheduler hands it: queues made on first use, dispatches whose code and
  * buffers are brought into this context's VM before they are submitted.
+ *
+ * Its own memory is charged to its payer before it is allocated (context.h,
+ * ContextPayer), in both mechanisms, from the GPU layer's sizes of what this
+ * file asks for: never from what a worker reports. A scratch backing only
+ * grows while the incarnation lives (a queue made again after a failed job
+ * may allocate a smaller one): the charge is its high-water mark, given back
+ * with the incarnation.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -51,10 +58,63 @@ bool context_live(const Context *c) {
         return c->gpu || c->worker;
 }
 
+/* "48 MiB", "13.3 MiB", "68 KiB" for messages. */
+static void format_size(uint64_t bytes, char *buf, size_t size) {
+        if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)
+                snprintf(buf, size, "%" PRIu64 " MiB", bytes >> 20);
+        else if (bytes >= (1ull << 20))
+                snprintf(buf, size, "%.1f MiB", (double) bytes / (double) (1ull << 20));
+        else
+                snprintf(buf, size, "%" PRIu64 " KiB", (bytes + 1023) >> 10);
+}
+
+int context_charge(Context *c, uint64_t bytes, const char *what, char *err, size_t errlen) {
+        char words[96], size[32];
+        int r;
+
+        if (bytes == 0)
+                return 0;
+        if (c->payer && !c->device) {
+                format_size(bytes, size, sizeof size);
+                snprintf(words, sizeof words, "%s %s", what, size);
+                r = c->payer->charge(c->payer, (int64_t) bytes, false, words, err, errlen);
+                if (r < 0)
+                        return r;
+        }
+        c->memory += bytes;
+        return 0;
+}
+
+void context_uncharge(Context *c, uint64_t bytes) {
+        bytes = MIN(bytes, c->memory);
+        if (bytes == 0)
+                return;
+        c->memory -= bytes;
+        if (c->payer && !c->device)
+                (void) c->payer->charge(c->payer, -(int64_t) bytes, true, "", NULL, 0);
+}
+
+void context_set_payer(Context *c, ContextPayer *payer) {
+        if (c->device || c->payer == payer)
+                return;
+        if (c->payer && c->memory > 0)
+                (void) c->payer->charge(c->payer, -(int64_t) c->memory, true, "", NULL, 0);
+        c->payer = payer;
+        if (payer && c->memory > 0)
+                (void) payer->charge(payer, (int64_t) c->memory, true, "GPU context memory", NULL, 0);
+}
+
+ContextPayer *context_get_payer(const Context *c) {
+        return c->payer;
+}
+
 /* Ends the incarnation without a word to anyone. */
 static void incarnation_free(Context *c) {
         if (!context_live(c))
                 return;
+        context_uncharge(c, c->memory);
+        memset(c->scratch_wave, 0, sizeof c->scratch_wave);
+        memset(c->scratch_bytes, 0, sizeof c->scratch_bytes);
         c->worker = worker_link_free(c->worker);
         /* Relay jobs still on the way hold the page (and its mapping in the
          * device context) until their writes have landed; so does this last
@@ -298,6 +358,54 @@ int context_ensure(Context *c, char *err, size_t errlen) {
         return context_pool_bring_up(c->pool, c, err, errlen);
 }
 
+/* What one more queue of engine costs a client context (context-pool.c
+ * brings them up with these sizes, here and in workers). */
+static uint64_t queue_bytes(const Context *c, GpuEngine engine) {
+        return gpu_queue_own_bytes(context_pool_device_gpu(c->pool), engine, CLIENT_RING_SIZE, CLIENT_MAX_INFLIGHT);
+}
+
+/* gpu_context_add_queue(), charged first; err (if not NULL) set on -EDQUOT. */
+static int add_queue(Context *c, GpuEngine engine, uint32_t priority, unsigned *ret_index, char *err,
+                     size_t errlen) {
+        char why[256];
+        uint64_t bytes = c->device ? 0 : queue_bytes(c, engine);
+        int r;
+
+        r = context_charge(c, bytes, engine == GPU_ENGINE_COMPUTE ? "a compute queue" : "an SDMA queue", why,
+                           sizeof why);
+        if (r < 0) {
+                if (err)
+                        snprintf(err, errlen, "%s", why);
+                return r;
+        }
+        r = gpu_context_add_queue(c->gpu, engine, priority, ret_index);
+        if (r < 0)
+                context_uncharge(c, bytes);
+        return r;
+}
+
+/* Charges the larger scratch backing a dispatch on queue will allocate. */
+static int charge_scratch(Context *c, unsigned queue, const GpuJob *job, char *err, size_t errlen) {
+        uint32_t wave;
+        uint64_t bytes;
+        int r;
+
+        if (c->device || !c->pool || job->type != GPU_JOB_DISPATCH || queue >= GPU_MAX_QUEUES)
+                return 0;
+        bytes = gpu_dispatch_scratch_bytes(context_pool_device_gpu(c->pool), job, &wave);
+        if (wave <= c->scratch_wave[queue])
+                return 0;
+        /* The old backing goes once the jobs programmed with it retire. */
+        if (bytes > c->scratch_bytes[queue]) {
+                r = context_charge(c, bytes - c->scratch_bytes[queue], "scratch", err, errlen);
+                if (r < 0)
+                        return r;
+                c->scratch_bytes[queue] = bytes;
+        }
+        c->scratch_wave[queue] = wave;
+        return 0;
+}
+
 static bool is_express_queue(const Context *c, unsigned index) {
         for (unsigned p = 0; p < ELEMENTSOF(c->express_queue); p++)
                 if (c->express_queue[p] == index + 1)
@@ -314,8 +422,21 @@ int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, bool expr
         r = context_ensure(c, err, errlen);
         if (r < 0)
                 return r;
-        if (c->worker)
-                return worker_link_get_queue(c->worker, engine, priority, ret_index, ret_priority, err, errlen);
+        if (c->worker) {
+                r = worker_link_find_queue(c->worker, engine, priority, ret_index, ret_priority, err, errlen);
+                if (r != -ENOENT)
+                        return r;
+                r = context_charge(c, queue_bytes(c, engine), "a compute queue", err, errlen);
+                if (r < 0)
+                        return r;
+                r = worker_link_add_queue(c->worker, priority, ret_index, err, errlen);
+                if (r < 0) {
+                        context_uncharge(c, queue_bytes(c, engine));
+                        return r;
+                }
+                *ret_priority = priority;
+                return 0;
+        }
         if (express && engine == GPU_ENGINE_COMPUTE && c->users > 1 && priority < ELEMENTSOF(c->express_queue)) {
                 unsigned index;
 
@@ -330,7 +451,7 @@ int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, bool expr
                 r = context_get_queue(c, engine, priority, false, &index, ret_priority, ret_express, err, errlen);
                 if (r < 0 || *ret_priority != priority)
                         return r;
-                if (gpu_context_add_queue(c->gpu, engine, priority, &index) >= 0) {
+                if (add_queue(c, engine, priority, &index, NULL, 0) >= 0) {
                         c->express_queue[priority] = index + 1;
                         *ret_index = index;
                         *ret_express = true;
@@ -351,11 +472,13 @@ int context_get_queue(Context *c, GpuEngine engine, uint32_t priority, bool expr
                 if (fallback < 0)
                         fallback = (int) i;
         }
-        r = gpu_context_add_queue(c->gpu, engine, priority, ret_index);
+        r = add_queue(c, engine, priority, ret_index, err, errlen);
         if (r >= 0) {
                 *ret_priority = priority;
                 return 0;
         }
+        if (r == -EDQUOT)
+                return r;
         if (fallback >= 0 && r == -ENOSPC) {
                 *ret_index = (unsigned) fallback;
                 *ret_priority = info->queue_priority[fallback];
@@ -379,6 +502,9 @@ int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code,
                 snprintf(err, errlen, "GPU context %" PRIu64 " is gone", c->id);
                 return -ENODEV;
         }
+        r = charge_scratch(c, queue, job, err, errlen);
+        if (r < 0)
+                return r;
         if (c->worker) {
                 r = worker_link_submit(c->worker, queue, job, code, relocs, n_relocs, ret_seq, err, errlen);
                 if (r < 0)

@@ -174,10 +174,34 @@ unsigned context_get_losses(const Context *c);
 unsigned context_get_users(const Context *c);
 
 /*
+ * Who pays for a client context's own memory: its queue rings, EOP and CWSR
+ * areas, kernel-argument slots, scratch, event page and fence memory — GPU
+ * memory a client causes, charged under the same caps as its buffers. The
+ * Context counts it from what it asks the GPU layer for (the GPU layer's
+ * gpu_*_own_bytes() and gpu_dispatch_scratch_bytes(), the same in a worker
+ * process, whose own word is not taken), and asks the payer before each
+ * growth: at bring-up, for a new queue, for a larger scratch backing.
+ * charge() with delta > 0 returns 0 (charged) or -EDQUOT with err naming the
+ * limit; with force it must charge (the memory exists already); delta < 0
+ * gives bytes back (the incarnation went, the payer changed). what says what
+ * grows ("scratch 48 MiB"). The struct is the payer's (embed it).
+ */
+typedef struct ContextPayer ContextPayer;
+struct ContextPayer {
+        int (*charge)(ContextPayer *p, int64_t delta, bool force, const char *what, char *err, size_t errlen);
+};
+/* Sets who pays for c's memory from now on (NULL: nobody); the charge of the
+ * current incarnation moves from the old payer to the new one (forced).
+ * Nothing for the device context, which is the daemon's. */
+void context_set_payer(Context *c, ContextPayer *payer);
+ContextPayer *context_get_payer(const Context *c);
+
+/*
  * Makes sure an incarnation is up, bringing one up (and, when the pool is
  * full, reclaiming the least recently used idle one) if needed. -EAGAIN when
  * the pool holds context_pool_max() busy contexts, with err saying so;
- * errors of the bring-up otherwise.
+ * -EDQUOT when its memory does not fit its payer; errors of the bring-up
+ * otherwise.
  */
 int context_ensure(Context *c, char *err, size_t errlen);
 
@@ -212,7 +236,8 @@ typedef struct ContextReloc {
  * caller owns and lets this write) as the addresses the buffers have here
  * (mapped on first use). err names what failed. Errors of
  * gpu_code_object_load_in(), gpu_buffer_map_in(), gpu_queue_submit() (-EAGAIN:
- * no room now), -ENODEV when the incarnation is gone.
+ * no room now), -ENODEV when the incarnation is gone, -EDQUOT when the
+ * larger scratch the dispatch needs does not fit its payer (context_set_payer()).
  */
 int context_submit(Context *c, unsigned queue, GpuJob *job, GpuCodeObject *code, const ContextReloc *relocs,
                    unsigned n_relocs, uint64_t *ret_seq, char *err, size_t errlen);

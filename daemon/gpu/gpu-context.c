@@ -516,6 +516,13 @@ bool gpu_context_is_lost(const GpuContext *c, const char **reason) {
         return c->lost;
 }
 
+uint64_t gpu_context_own_bytes(const GpuContext *like, unsigned max_inflight) {
+        /* What gpu_context_new() allocates before its queues. */
+        return align_up_u64(KFD_EVENT_PAGE_SIZE, PAGE_SIZE_4K) + (like->hdp_page ? PAGE_SIZE_4K : 0) +
+               align_up_u64(GPU_FENCE_WORDS_SIZE + GPU_MAX_QUEUES * GPU_FENCE_TS_PER_QUEUE(max_inflight),
+                            PAGE_SIZE_4K);
+}
+
 void gpu_context_get_stats(const GpuContext *c, GpuContextStats *ret) {
         *ret = c->stats;
         ret->buffers = c->n_user_buffers;

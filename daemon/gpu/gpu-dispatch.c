@@ -325,13 +325,32 @@ static void write_dispatch_packet(uint8_t *pkt, const GpuJob *job, uint64_t kern
         put_le(pkt + 40, 8, kernarg_va);
 }
 
+/* The waves a queue's scratch backs at wave_bytes each: 32 per CU, as many
+ * as COMPUTE_TMPRING_SIZE counts, at most GPU_SCRATCH_MAX in all. */
+static uint64_t scratch_waves(const GpuContext *c, uint64_t wave_bytes) {
+        uint64_t waves = MIN((uint64_t) MAX(c->info.cu_count, 1u) * 32u, (uint64_t) PM4_TMPRING_WAVES_MAX);
+
+        return MIN(waves, GPU_SCRATCH_MAX / wave_bytes);
+}
+
+uint64_t gpu_dispatch_scratch_bytes(const GpuContext *like, const GpuJob *job, uint32_t *ret_wave_bytes) {
+        const GpuKernel *k = job_kernel(job);
+        uint64_t wave_bytes;
+
+        *ret_wave_bytes = 0;
+        if (job->type != GPU_JOB_DISPATCH || !uses_scratch(k))
+                return 0;
+        wave_bytes = scratch_wave_bytes(like, k, job_code(job));
+        *ret_wave_bytes = (uint32_t) wave_bytes;
+        return align_up_u64(scratch_waves(like, wave_bytes) * wave_bytes, PAGE_SIZE_4K);
+}
+
 static int ensure_scratch(GpuContext *c, GpuQueue *q, uint64_t wave_bytes) {
         GpuBuffer *b = NULL;
 
         if (q->scratch && q->scratch_wave_bytes >= wave_bytes)
                 return 0;
-        uint64_t waves = MIN((uint64_t) MAX(c->info.cu_count, 1u) * 32u, (uint64_t) PM4_TMPRING_WAVES_MAX);
-        waves = MIN(waves, GPU_SCRATCH_MAX / wave_bytes);
+        uint64_t waves = scratch_waves(c, wave_bytes);
         if (waves < GPU_SCRATCH_MIN_WAVES)
                 return -EINVAL;
         int r = gpu_buffer_alloc_gpu_only(c, waves * wave_bytes, &b);

@@ -205,6 +205,20 @@ static void fill_amd_queue(const GpuContext *c, GpuQueue *q) {
         memcpy(page + 0x44, &scratch_hi, 4);
 }
 
+uint64_t gpu_queue_own_bytes(const GpuContext *like, GpuEngine engine, uint32_t ring_size, unsigned max_inflight) {
+        /* What gpu_queue_setup() allocates, with the node's sizes (like
+         * itself may have read them only if it has compute queues). */
+        uint64_t n = align_up_u64(ring_size, PAGE_SIZE_4K) + 2 * PAGE_SIZE_4K;
+        KfdQueueSizes qs = like->queue_sizes;
+
+        if (engine != GPU_ENGINE_COMPUTE)
+                return n;
+        if (qs.cwsr_bo_size == 0 && kfd_node_queue_sizes(&like->node, &qs) < 0)
+                return n; /* no compute queues on this node: none will be made */
+        return n + align_up_u64(qs.eop_buffer_size, PAGE_SIZE_4K) + align_up_u64(qs.cwsr_bo_size, PAGE_SIZE_4K) +
+               align_up_u64(GPU_KERNARG_BO_SIZE(max_inflight), PAGE_SIZE_4K);
+}
+
 int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine, uint32_t ring_size,
                     uint32_t priority) {
         int r;

@@ -397,6 +397,26 @@ typedef struct GpuJob {
 } GpuJob;
 
 /*
+ * What a context's own memory (GpuContextStats.internal_bytes) will be, for
+ * charging it to whoever causes it before it is allocated — here or in a
+ * worker process, which runs this same code. like is a context on the same
+ * GPU node (the device context): the sizes depend on the node (CWSR and EOP
+ * sizes, CU count, gfx target) and on the options the new context gets.
+ * gpu_context_own_bytes(): at bring-up, before any queue (event page, fence
+ * memory, the HDP flush page where like has one);
+ * gpu_queue_own_bytes(): one more queue of engine (ring, pointer pages, and
+ * for compute the EOP buffer, the CWSR area and the kernel-argument slots);
+ * gpu_dispatch_scratch_bytes(): the scratch backing a compute queue
+ * allocates for job, a dispatch (0 if it uses none), and in *ret_wave_bytes
+ * what it backs per wave: a queue whose scratch already backs that much
+ * allocates nothing (gpu-dispatch.c).
+ */
+uint64_t gpu_context_own_bytes(const GpuContext *like, unsigned max_inflight);
+uint64_t gpu_queue_own_bytes(const GpuContext *like, GpuEngine engine, uint32_t ring_size, unsigned max_inflight);
+uint64_t gpu_dispatch_scratch_bytes(const GpuContext *like, const GpuJob *job, uint32_t *ret_wave_bytes);
+
+
+/*
  * Checks a GPU_JOB_DISPATCH job against what the device and its compute
  * queues can run — the checks gpu_queue_submit() makes of it, so a caller can
  * refuse a job at once rather than learn of it when the job reaches the

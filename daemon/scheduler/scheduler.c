@@ -673,9 +673,13 @@ static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
         QUEUE_REMOVE(queue, st->pending, j);
         if (r < 0) {
                 sched_job_describe(j, what, sizeof(what));
-                log_warning_errno(r, "Session %" PRIu64 ": GPU refused %s: %s", j->owner_id, what,
-                                  err[0] ? err : strerror(-r));
-                if (j->gpu.type == GPU_JOB_DISPATCH && r == -EINVAL)
+                /* A quota is the client's to hear about (its JobFailed says
+                 * which), not the administrator's. */
+                log_full_errno(r == -EDQUOT ? LOG_DEBUG : LOG_WARNING, r, "Session %" PRIu64 ": GPU refused %s: %s",
+                               j->owner_id, what, err[0] ? err : strerror(-r));
+                if (r == -EDQUOT)
+                        snprintf(msg, sizeof(msg), "%s", err);
+                else if (j->gpu.type == GPU_JOB_DISPATCH && r == -EINVAL)
                         snprintf(msg, sizeof(msg), "the GPU layer refused the %s: the hardware cannot run it (%s)",
                                  what, err[0] ? err : strerror(-r));
                 else
@@ -884,7 +888,9 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                                         continue; /* no context free now: after completions */
                                 if (r < 0) {
                                         char msg[320];
-                                        snprintf(msg, sizeof msg, "no GPU context to run it in: %s", err);
+                                        /* A quota names itself (context.h, ContextPayer). */
+                                        snprintf(msg, sizeof msg, "%s%s", r == -EDQUOT ? "" : "no GPU context to run it in: ",
+                                                 err);
                                         fail_head(s, st, -r, msg);
                                         changed = true;
                                         continue;

@@ -104,6 +104,9 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
                 snprintf(s->compute_key, sizeof s->compute_key, "%s", key);
                 scheduler_stream_set_context(s->set->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         }
+        /* Its memory is charged to the session that brings it up, or to the
+         * next one that dispatches there after that one went. */
+        session_pay_context(s, s->compute_ctx);
         r = context_ensure(s->compute_ctx, err, sizeof err);
         if (r < 0)
                 return fail(s, id, -r, "%s: %s", field, err);

@@ -319,6 +319,91 @@ void session_release_buffer(Session *s, SessionBuffer *b) {
         session_release_exported(s, b->placement, size, probe);
 }
 
+/* ---- GPU context memory ---- */
+
+static uint64_t headroom(uint64_t limit, uint64_t used) {
+        return used >= limit ? 0 : limit - used;
+}
+
+/* Whether size more bytes of context memory fit the caps s is charged under;
+ * else err says which. */
+static bool context_memory_fits(Session *s, uint64_t size, const char *what, char *err, size_t errlen) {
+        char v[32];
+
+        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes) && (s->released || s->n_pooled)) {
+                session_pool_drop(s);
+                refresh_own(s);
+        }
+        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes)) {
+                snprintf(err, errlen,
+                         "GPU context memory (%s) would exceed BufferMemory=%s (max_buffer_bytes): the session holds %" PRIu64 " bytes, %" PRIu64 " of them GPU context memory",
+                         what, policy_format_bytes(s->limits.max_buffer_bytes, v, sizeof v), s->usage.buffer_bytes,
+                         s->context_bytes);
+                return false;
+        }
+        struct {
+                Tally *t;
+                uint64_t limit;
+                const char *key;
+        } caps[] = {
+                { s->user_tally, s->policy.user_buffer_memory, "UserBufferMemory" },
+                { s->unit_tally, s->policy.unit_buffer_memory, "UnitBufferMemory" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(caps); i++) {
+                Tally *t = caps[i].t;
+
+                if (!t || size <= headroom(caps[i].limit, t->buffer_bytes))
+                        continue;
+                refresh_tally(s, t);
+                if (size <= headroom(caps[i].limit, t->buffer_bytes))
+                        continue;
+                snprintf(err, errlen, "GPU context memory (%s) would exceed %s=%s: %s holds %" PRIu64 " bytes in %u sessions",
+                         what, caps[i].key, policy_format_bytes(caps[i].limit, v, sizeof v), t->key, t->buffer_bytes,
+                         t->sessions);
+                return false;
+        }
+        return true;
+}
+
+static void account_context(Session *s, int64_t delta) {
+        s->context_bytes += (uint64_t) delta;
+        usage_buffer_change(&s->usage, delta, now_ns());
+        if (s->account)
+                usage_buffer_change(&s->account->usage, delta, now_ns());
+        tally_add(s->user_tally, delta, 0);
+        tally_add(s->unit_tally, delta, 0);
+}
+
+static int pay(ContextPayer *p, int64_t delta, bool force, const char *what, char *err, size_t errlen) {
+        Session *s = container_of(p, Session, payer);
+
+        if (delta > 0 && !force && !context_memory_fits(s, (uint64_t) delta, what, err, errlen))
+                return -EDQUOT;
+        account_context(s, delta);
+        return 0;
+}
+
+void session_pay_context(Session *s, Context *ctx) {
+        if (s->paid_ctx == ctx)
+                return;
+        /* Its compute context changed (a policy reload): not its any more. */
+        session_stop_paying(s);
+        /* The device context is the daemon's; another session may pay. */
+        if (context_is_device(ctx) || context_get_payer(ctx))
+                return;
+        s->payer.charge = pay;
+        context_set_payer(ctx, &s->payer);
+        s->paid_ctx = context_ref(ctx);
+}
+
+void session_stop_paying(Session *s) {
+        if (!s->paid_ctx)
+                return;
+        if (context_get_payer(s->paid_ctx) == &s->payer)
+                context_set_payer(s->paid_ctx, NULL);
+        s->paid_ctx = context_unref(s->paid_ctx);
+}
+
 /* ---- Limits ---- */
 
 static bool check_user_objects(Session *s, uint64_t id) {
@@ -349,10 +434,6 @@ bool session_check_handle_count(Session *s, uint64_t id) {
 
 bool session_check_object_count(Session *s, uint64_t id) {
         return session_check_handle_count(s, id) && check_user_objects(s, id);
-}
-
-static uint64_t headroom(uint64_t limit, uint64_t used) {
-        return used >= limit ? 0 : limit - used;
 }
 
 /* Whether size more bytes fit a shared cap; refreshes the released charges

@@ -694,7 +694,8 @@ static void handle_query(Session *s, const WireRequest *req) {
                                         .unit_buffer_bytes = s->unit_tally ? s->unit_tally->buffer_bytes : 0,
                                         .pooled_buffer_bytes = s->pooled_bytes,
                                         .user_fds = s->user_tally ? s->user_tally->fds : s->fds,
-                                        .session_fds = s->fds },
+                                        .session_fds = s->fds,
+                                        .context_bytes = s->context_bytes },
                      },
                      NULL, 0);
 }

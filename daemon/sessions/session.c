@@ -271,6 +271,7 @@ static void session_free(Session *s) {
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
                 scheduler_stream_done(s->set->scheduler, &s->streams[e]);
         context_release(s->compute_ctx);
+        session_stop_paying(s);
         session_ring_free(s);
         session_fence_page_free(s);
         session_page_done(&s->page);

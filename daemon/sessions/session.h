@@ -108,6 +108,12 @@ struct Session {
         HandleTable code_objects; /* SessionCodeObject*; each also counts against max_buffers */
 
         Context *compute_ctx;     /* where its kernels run (a reference), NULL until its first dispatch */
+        /* The context whose own memory it pays for (a reference; context.h
+         * ContextPayer): the one it brought up, or took over from a session
+         * that went. Charged as buffer memory, shown as context_bytes. */
+        ContextPayer payer;
+        Context *paid_ctx;
+        uint64_t context_bytes;
         char compute_key[160];    /* the context key it was taken for */
 
         uint64_t last_fence;      /* last fence handed out */
@@ -197,6 +203,11 @@ void session_set_limits(Session *s, const PolicyLimits *l);
  * and unit. */
 void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta);
 void session_account_object(Session *s, int delta);
+/* Pays for the own memory of ctx, the session's compute context, unless
+ * another session does; stops paying for the one it paid for before
+ * (session-quota.c). session_stop_paying() at the end. */
+void session_pay_context(Session *s, Context *ctx);
+void session_stop_paying(Session *s);
 /* Takes references to the Tallies of the session's uid and unit. */
 int session_tallies_attach(Session *s);
 void session_tallies_detach(Session *s);

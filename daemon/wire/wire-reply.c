@@ -197,6 +197,7 @@ static void fill_query(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         q->pooled_buffer_bytes = r->query.pooled_buffer_bytes;
         q->user_fds = r->query.user_fds;
         q->session_fds = r->query.session_fds;
+        q->context_bytes = r->query.context_bytes;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_QUERY;
         m->query = q;
 }

@@ -293,7 +293,7 @@ typedef struct WireReply {
                         WireLimits limits;
                         uint32_t code_objects;
                         uint64_t released_buffer_bytes, user_buffer_bytes, user_buffers, unit_buffer_bytes;
-                        uint64_t pooled_buffer_bytes, user_fds, session_fds;
+                        uint64_t pooled_buffer_bytes, user_fds, session_fds, context_bytes;
                 } query;
                 struct {
                         const char *daemon_version, *backend, *gfx_name;

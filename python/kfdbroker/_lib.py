@@ -157,6 +157,7 @@ _PROTOTYPES = {
     "kfdb_device_info": (c_int, [_p, POINTER(kfdb_device)]),
     "kfdb_device_compute_queues": (c_int, [_p, POINTER(c_uint32)]),
     "kfdb_query": (c_int, [_p, POINTER(kfdb_usage)]),
+    "kfdb_query_context_bytes": (c_int, [_p, POINTER(c_uint64)]),
     "kfdb_status": (c_int, [_p, POINTER(kfdb_daemon_status)]),
     "kfdb_buffer_alloc": (c_int, [_p, c_uint64, c_int, POINTER(c_void_p)]),
     "kfdb_buffer_get_fd": (c_int, [_p]),

@@ -115,6 +115,10 @@ class Usage:
     bytes_copied: int
     bytes_filled: int
     limits: Limits
+    context_bytes: int
+    """Of ``buffer_bytes``: the own memory of the GPU context this session pays for (its queue's
+    ring, EOP and CWSR areas, kernel arguments, scratch), charged under the same limits as buffers;
+    0 before its first dispatch and after an idle context was given up."""
 
 
 @dataclass(frozen=True)
@@ -636,7 +640,11 @@ class Session:
             r = lib().kfdb_query(self._checked("usage()"), ctypes.byref(u))
             if r < 0:
                 raise self._error(r, "usage()")
-        return _from_struct(Usage, u, limits=_from_struct(Limits, u.limits))
+            context = ctypes.c_uint64()
+            r = lib().kfdb_query_context_bytes(self._checked("usage()"), ctypes.byref(context))
+            if r < 0:
+                raise self._error(r, "usage()")
+        return _from_struct(Usage, u, limits=_from_struct(Limits, u.limits), context_bytes=context.value)
 
     def status(self) -> Status:
         """The daemon's state over all sessions."""

@@ -27,6 +27,16 @@ def test_load_lists_kernels_and_arguments(session, saxpy):
     assert k.signature() == "saxpy(4-byte value, buffer, buffer, 4-byte value)"
 
 
+def test_usage_counts_the_gpu_context_memory(session, saxpy):
+    assert session.usage().context_bytes == 0
+    x = session.alloc(4096)
+    session.wait(session.dispatch(saxpy, "saxpy", 64, 64, np.float32(1), x, x, 64), timeout=120)
+    u = session.usage()
+    # Its queue's ring, EOP and CWSR areas and kernel arguments, charged as buffer memory.
+    assert u.context_bytes > 64 * 1024
+    assert u.buffer_bytes >= u.context_bytes + 4096
+
+
 def test_load_from_bytes(session):
     with open(kernel_path("vector-add"), "rb") as f:
         co = session.load(f.read())
