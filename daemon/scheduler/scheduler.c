@@ -50,6 +50,11 @@
 /* Dispatches of one stream on the GPU at once: its jobs run in order on one
  * queue anyway, so more would only take the group's slots from the others. */
 #define COMPUTE_STREAM_MAX_JOBS 4u
+/* A user's share of the compute group never falls below this (user_share()). */
+#define COMPUTE_USER_MIN_JOBS 4u
+/* Dispatches beyond COMPUTE_GROUP_MAX_JOBS, one each of users that held none
+ * when the group was full (run_group()): how far the group may run over. */
+#define COMPUTE_GROUP_WAKE_JOBS 16u
 /* Priority classes counted per group (PolicyPriority has four; more clamp). */
 #define SCHED_CLASSES 8u
 /* Cost floor so that empty jobs (events) are not free in the ring budget. */
@@ -62,6 +67,7 @@ struct SchedGroup {
         unsigned work_in_flight;
         unsigned class_in_flight[SCHED_CLASSES]; /* work jobs on the GPU, by the class they went with */
         double vclock;          /* virtual time of the latest work sent to the GPU (never goes back) */
+        unsigned users;         /* compute: users with work waiting or on the GPU (SchedUser) */
         QUEUE_HEAD(SchedStream, active);
 };
 
@@ -187,6 +193,49 @@ static void stream_bind(SchedStream *st, HwQueue *q) {
         LIST_PREPEND(bound, q->bound, st);
 }
 
+/* ---- users (the compute group's shares) ---- */
+
+static bool user_busy(const SchedUser *u) {
+        return u->compute_held > 0 || u->compute_streams > 0;
+}
+
+/* Changes what a compute stream's user has in the group, counting the users
+ * with work there. */
+static void user_change(SchedGroup *g, SchedUser *u, int d_streams, int d_held) {
+        bool was;
+
+        if (!u || !g)
+                return;
+        was = user_busy(u);
+        assert(d_streams >= 0 || u->compute_streams > 0);
+        assert(d_held >= 0 || u->compute_held > 0);
+        u->compute_streams += d_streams;
+        u->compute_held += d_held;
+        if (user_busy(u) != was) {
+                if (was)
+                        g->users--;
+                else
+                        g->users++;
+        }
+}
+
+/*
+ * The most slots of the compute group one user may hold: max(4, ceil(16 /
+ * (U + 1))) with U users that have compute work (waiting or on the GPU). The
+ * "+ 1" leaves room for a user yet to come: with U users holding their
+ * shares, a user that gets work finds slots free (16 - U x share >= 4 for U <
+ * 4), and what each of the others holds is already within the share of U +
+ * 1 users — a slot on the GPU cannot be taken back, and a halted or spinning
+ * kernel keeps its slot until its DispatchTimeout=. From 4 users on the
+ * floor of 4 can fill the group; then a user holding none still gets one
+ * slot beyond it (COMPUTE_GROUP_WAKE_JOBS, run_group()).
+ */
+static unsigned user_share(const SchedGroup *g) {
+        unsigned share = (g->max_jobs + g->users) / (g->users + 1);
+
+        return MAX(share, COMPUTE_USER_MIN_JOBS);
+}
+
 /* The least loaded SDMA queue of the device context. */
 static HwQueue *pick_sdma(Scheduler *s) {
         HwQueue *q, *best = NULL;
@@ -256,9 +305,17 @@ void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, u
         stream_maybe_rebind(st);
 }
 
+void scheduler_stream_set_user(Scheduler *s, SchedStream *st, SchedUser *user) {
+        assert(!st->active);
+        st->user = user;
+}
+
 void scheduler_stream_done(Scheduler *s, SchedStream *st) {
-        if (st->active && st->group)
+        if (st->active && st->group) {
                 QUEUE_REMOVE(active, st->group->active, st);
+                if (st->engine == GPU_ENGINE_COMPUTE)
+                        user_change(st->group, st->user, -1, 0);
+        }
         st->active = false;
         stream_unbind(st);
         st->ctx = context_unref(st->ctx);
@@ -337,6 +394,8 @@ void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
                         st->vtime = m;
                 QUEUE_APPEND(active, st->group->active, st);
                 st->active = true;
+                if (st->engine == GPU_ENGINE_COMPUTE)
+                        user_change(st->group, st->user, +1, 0);
         }
 }
 
@@ -346,6 +405,8 @@ static void stream_maybe_idle(SchedStream *st) {
                 return;
         QUEUE_REMOVE(active, st->group->active, st);
         st->active = false;
+        if (st->engine == GPU_ENGINE_COMPUTE)
+                user_change(st->group, st->user, -1, 0);
         stream_maybe_rebind(st);
 }
 
@@ -524,8 +585,26 @@ static bool queue_has_room(const Scheduler *s, const HwQueue *q, const SchedJob 
         return q->inflight_ns + est <= QUEUE_BUDGET_NS;
 }
 
-static bool group_has_room(const SchedGroup *g, const SchedJob *j) {
-        return is_event_job(j) || g->max_jobs == 0 || g->work_in_flight == 0 || g->work_in_flight < g->max_jobs;
+/* Whether a user holding no compute slot may take one beyond the group's
+ * budget: the group is full, and not yet by more than COMPUTE_GROUP_WAKE_JOBS. */
+static bool group_wakes(const SchedGroup *g, const SchedStream *st) {
+        return st->engine == GPU_ENGINE_COMPUTE && st->user && st->user->compute_held == 0 &&
+               g->work_in_flight < g->max_jobs + COMPUTE_GROUP_WAKE_JOBS;
+}
+
+static bool group_has_room(const SchedGroup *g, const SchedStream *st, const SchedJob *j) {
+        return is_event_job(j) || g->max_jobs == 0 || g->work_in_flight == 0 || g->work_in_flight < g->max_jobs ||
+               group_wakes(g, st);
+}
+
+/* Whether st's user may take one more slot of the compute group (its share,
+ * user_share(); while the group is full, only a user that holds none). */
+static bool user_may_take(const SchedGroup *g, const SchedStream *st) {
+        if (!st->user || g->max_jobs == 0)
+                return true;
+        if (g->work_in_flight >= g->max_jobs)
+                return group_wakes(g, st);
+        return st->user->compute_held < user_share(g);
 }
 
 /* A copy or fill from the queue's measured throughput; a dispatch from its
@@ -654,6 +733,8 @@ static void stream_track_submitted(SchedStream *st, SchedJob *j) {
         if (!is_event_job(j)) {
                 st->hwq->group->work_in_flight++;
                 st->hwq->group->class_in_flight[j->klass]++;
+                if (st->engine == GPU_ENGINE_COMPUTE)
+                        user_change(st->hwq->group, st->user, 0, +1);
         }
 }
 
@@ -875,6 +956,8 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                         j = st->pending.first;
                         if (g == &s->compute && !is_event_job(j) && st->n_inflight >= COMPUTE_STREAM_MAX_JOBS)
                                 continue; /* one stream does not take every slot of the group */
+                        if (g == &s->compute && !is_event_job(j) && !user_may_take(g, st))
+                                continue; /* nor one user, with all its sessions */
                         if (!is_event_job(j) && class_index(st->klass) < hold)
                                 continue; /* a higher class has the compute engine */
                         if (!st->hwq) {
@@ -913,7 +996,7 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                 if (!best)
                         break;
                 j = best->pending.first;
-                if (!group_has_room(g, j))
+                if (!group_has_room(g, best, j))
                         break;
                 if (job_wants_chunks(s, j)) {
                         if (submit_chunk(s, best, j))
@@ -1137,6 +1220,8 @@ static void retire(Scheduler *s, HwQueue *q, SchedJob *j, uint64_t busy_ns) {
                         q->group->work_in_flight--;
                 if (q->group->class_in_flight[j->klass] > 0)
                         q->group->class_in_flight[j->klass]--;
+                if (q->engine == GPU_ENGINE_COMPUTE && j->stream)
+                        user_change(q->group, j->stream->user, 0, -1);
         }
         q->head_since_ns = loop_now_ns(s->event); /* the next job starts now */
         charge(q, j, busy_ns);

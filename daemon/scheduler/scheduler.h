@@ -36,7 +36,12 @@
  * fills from its measured throughput, a dispatch from its stream's recent
  * dispatches; at most 64 jobs) — a job of under 100 us of a stream
  * with nothing on the GPU goes in all the same — and the compute group 16
- * dispatches, at most 4 of them one stream's. Copies and fills larger than
+ * dispatches, at most 4 of them one stream's and at most a user's share of
+ * them one user's (all its sessions together): max(4, ceil(16 / (U + 1)))
+ * with U users having compute work, and a dispatch of a user holding none
+ * goes in even when the 16 are taken (scheduler.c, user_share()), so a user
+ * whose kernels halt or spin holds a bounded part of the group until their
+ * DispatchTimeout=, and another user's dispatch never waits for them. Copies and fills larger than
  * 2 MiB go to the GPU in 2 MiB pieces, each competing for its queue like a
  * job, so a large job never holds a queue for long: the job keeps the head of
  * its stream until its last piece is written and finishes, once, when all
@@ -76,8 +81,21 @@
 typedef struct Scheduler Scheduler;
 typedef struct SchedGroup SchedGroup;
 
+/*
+ * A user (uid) as the compute group sees it: the group's slots are shared
+ * between users, not only between streams, so that one user's sessions
+ * together hold no more than its share (scheduler.c, user_share()). The
+ * session layer embeds one in each user's Tally and points every stream of
+ * the user's sessions at it; it must outlive their jobs on the GPU.
+ */
+typedef struct SchedUser {
+        unsigned compute_held;    /* its dispatches on the GPU now: compute slots held */
+        unsigned compute_streams; /* its compute streams with work waiting */
+} SchedUser;
+
 struct SchedStream {
         uint64_t owner_id;      /* the session's id, for logs */
+        SchedUser *user;        /* whose it is (compute slots are shared by user); NULL: nobody's */
         GpuEngine engine;
         Context *ctx;           /* compute: the context it runs in (a reference), NULL until set */
         HwQueue *hwq;           /* the hardware queue it is bound to, NULL while unbound */
@@ -135,6 +153,8 @@ void scheduler_stream_set_context(Scheduler *s, SchedStream *st, Context *ctx);
 /* Sets the stream's priority class. Compute streams move to a queue created
  * with kfd_priority (KFD honours it there) as soon as they are idle. */
 void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority);
+/* The user the stream's session belongs to; set before its first job. */
+void scheduler_stream_set_user(Scheduler *s, SchedStream *st, SchedUser *user);
 /* Unbinds the stream; its pending jobs must be gone. */
 void scheduler_stream_done(Scheduler *s, SchedStream *st);
 

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "scheduler/scheduler.h"
 #include "util/list.h"
 #include "util/log-ratelimit.h"
 
@@ -24,6 +25,7 @@ typedef struct Tally {
         uint64_t fds;          /* daemon fds held for its sessions (user tallies only: session-fds.c) */
         unsigned sessions;
         LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
+        SchedUser sched;        /* user tallies: the compute slots its sessions hold together */
 
         /* Its connections taken per second (session-admit.c): the theoretical
          * arrival time of the generic cell rate algorithm, and the
