@@ -339,6 +339,32 @@ static uint64_t job_cost(const SchedJob *j) {
         return c < MIN_JOB_COST ? MIN_JOB_COST : c;
 }
 
+void sched_args_append(uint8_t *packed, uint32_t *size, uint32_t offset, const void *bytes, uint32_t n) {
+        memcpy(packed + *size, &offset, 4);
+        memcpy(packed + *size + 4, &n, 4);
+        if (n > 0)
+                memcpy(packed + *size + SCHED_ARGS_RECORD, bytes, n);
+        *size += SCHED_ARGS_RECORD + n;
+}
+
+void sched_args_lay(const uint8_t *packed, uint32_t packed_size, uint8_t *image, uint32_t image_size) {
+        uint32_t pos = 0;
+
+        memset(image, 0, image_size);
+        while (packed_size - pos >= SCHED_ARGS_RECORD) {
+                uint32_t off, n;
+
+                memcpy(&off, packed + pos, 4);
+                memcpy(&n, packed + pos + 4, 4);
+                pos += SCHED_ARGS_RECORD;
+                if (n > packed_size - pos)
+                        break; /* the owner built it: never */
+                if (off < image_size)
+                        memcpy(image + off, packed + pos, MIN(n, image_size - off));
+                pos += n;
+        }
+}
+
 void sched_job_describe(const SchedJob *j, char *buf, size_t size) {
         switch (j->kind) {
         case SCHED_JOB_SIGNAL:
@@ -742,11 +768,24 @@ static void stream_track_submitted(SchedStream *st, SchedJob *j) {
 static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
         HwQueue *q = st->hwq;
         char err[256] = "", what[192], msg[512];
+        bool laid = false;
         uint64_t seq;
         int r;
 
+        /* The kernel argument image exists only while the job is written:
+         * the GPU layer copies it (a kernarg slot, or a worker's message). */
+        uint8_t image[SCHED_ARGS_IMAGE_MAX];
+        if (j->kind == SCHED_JOB_WORK && j->gpu.type == GPU_JOB_DISPATCH && j->gpu.dispatch.args_size > 0 &&
+            !j->gpu.dispatch.args_data) {
+                assert(j->gpu.dispatch.args_size <= sizeof image);
+                sched_args_lay(j->args_packed, j->args_packed_size, image, j->gpu.dispatch.args_size);
+                j->gpu.dispatch.args_data = image;
+                laid = true;
+        }
         j->gpu.chain = st->chain;
         r = context_submit(q->ctx, q->index, &j->gpu, j->code, j->relocs, j->n_relocs, &seq, err, sizeof err);
+        if (laid)
+                j->gpu.dispatch.args_data = NULL;
         if (r == -EAGAIN) {
                 q->full = true; /* no room on the ring now: after completions */
                 return;

@@ -23,6 +23,7 @@ typedef struct Tally {
         uint64_t buffer_bytes; /* charged: live buffers and code objects, and freed buffers still charged */
         uint64_t objects;      /* buffers and code objects held (each keeps a daemon fd on the simulator) */
         uint64_t fds;          /* daemon fds held for its sessions (user tallies only: session-fds.c) */
+        uint64_t jobs;         /* unfinished jobs of its sessions (user tallies only: UserJobsInFlight=) */
         unsigned sessions;
         LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
         SchedUser sched;        /* user tallies: the compute slots its sessions hold together */

@@ -2,12 +2,13 @@
 /*
  * One user hogging what all users share (issue 29): the compute group's slots
  * held by kernels that halt, and another user's dispatches must still get
- * one at once. The other user is nobody (65534), in a forked child: the
+ * one at once; the daemon memory queued jobs take. The other user is nobody (65534), in a forked child: the
  * daemon tells users apart by the uid of the socket's peer. Run in both
  * context mechanisms (meson.build: test-hogs-workers).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -184,4 +185,152 @@ Test(hogs, halted_kernels_of_one_user_leave_slots_for_another) {
         cr_expect_leq(held, 8u, "one user holds %u of the 16 compute slots", held);
         for (unsigned i = 0; i < SESSIONS; i++)
                 kfdb_session_free(a[i]);
+}
+
+/* ---- Queued jobs and daemon memory (issue 29 item 6) ---- */
+
+static TestDaemon md;
+static char mpolicy[64];
+
+/* A policy of UserJobsInFlight=10000 for this uid, so that the per-user bound
+ * is reached in seconds (the default is 65536). */
+static void setup_memory(void) {
+        char arg[128], path[160];
+        const char *args[] = { arg, NULL };
+        FILE *f;
+
+        strcpy(mpolicy, "/tmp/kfdbroker-policy.XXXXXX");
+        cr_assert(mkdtemp(mpolicy));
+        snprintf(path, sizeof(path), "%s/50-user-jobs.conf", mpolicy);
+        f = fopen(path, "we");
+        cr_assert(f);
+        fprintf(f, "[Match]\nUser=%u\n\n[Limits]\nUserJobsInFlight=10000\n", (unsigned) getuid());
+        cr_assert_eq(fclose(f), 0);
+        snprintf(arg, sizeof(arg), "--policy-dir=%s", mpolicy);
+        test_daemon_start(&md, args);
+}
+
+static void teardown_memory(void) {
+        char cmd[128];
+
+        test_daemon_fini(&md);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", mpolicy);
+        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+        test_fini_end();
+}
+
+TestSuite(memory, .init = setup_memory, .fini = teardown_memory, .timeout = 240);
+
+/* The daemon's resident memory in bytes (VmRSS). */
+static uint64_t daemon_rss(const TestDaemon *t) {
+        char path[64], line[256];
+        uint64_t kb = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) t->pid);
+        f = fopen(path, "re");
+        cr_assert_not_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmRSS: %" SCNu64 " kB", &kb) == 1)
+                        break;
+        fclose(f);
+        cr_assert_gt(kb, 0u);
+        return kb * 1024;
+}
+
+/* Queues n dispatches of wide_args (tests/kernels/wide-args.s: 4 bytes of
+ * arguments at offset 4016 of a 4020-byte image) on s, in batches. Returns
+ * 0, or the errno of the first refused batch (what was sent before stays). */
+static int queue_wide(kfdb_session *s, const kfdb_code_object *co, unsigned n) {
+        uint32_t one = 1, v = 7;
+        kfdb_arg arg = kfdb_arg_value(&v, 4);
+
+        for (unsigned done = 0; done < n;) {
+                unsigned k = n - done < 256 ? n - done : 256;
+                kfdb_batch *b = NULL;
+                int r;
+
+                cr_assert_eq(kfdb_batch_new(s, &b), 0);
+                for (unsigned i = 0; i < k; i++)
+                        cr_assert_eq(kfdb_batch_dispatch(b, co, "wide_args", 1, &one, &one, &arg, 1), 0, "%s",
+                                     kfdb_session_last_error(s));
+                r = kfdb_batch_submit(b, NULL, NULL);
+                kfdb_batch_free(b);
+                if (r < 0)
+                        return -r;
+                done += k;
+        }
+        return 0;
+}
+
+/*
+ * Dispatches queued behind a halted one cost the daemon memory in proportion
+ * to what their requests carried — 4 bytes of arguments each, not the 4 KiB
+ * argument image their kernel's metadata asks for — and all sessions of a
+ * user together queue at most UserJobsInFlight= jobs (EDQUOT naming the key).
+ * When they go, so does the memory. Before, each such job kept a 4 KiB
+ * buffer: 64 sessions x 4096 of them grew the daemon by 1.2 GB, for good.
+ */
+Test(memory, queued_dispatches_cost_what_they_carry) {
+        enum { SESSIONS = 2, EACH = 4095 };
+        kfdb_session *a[SESSIONS + 1];
+        kfdb_code_object *halt[SESSIONS + 1], *wide[SESSIONS + 1];
+        kfdb_buffer *out[SESSIONS + 1];
+        uint64_t before, queued, after, first;
+        void *map;
+        int r;
+
+        compute_require_kernels();
+        /* Every session brings its GPU context up with a halted dispatch
+         * first: what the contexts cost is not what this measures. */
+        for (unsigned i = 0; i <= SESSIONS; i++) {
+                cr_assert_eq(kfdb_session_new(md.sock, "queue", &a[i]), 0);
+                halt[i] = load_kernel(a[i], "halt");
+                wide[i] = load_kernel(a[i], "wide-args");
+                out[i] = new_buffer(a[i], 4096, 0, &map);
+                submit_halts(a[i], halt[i], out[i], 1, &first);
+        }
+        (void) settled_jobs_on_gpu(a[0]);
+        before = daemon_rss(&md);
+
+        for (unsigned i = 0; i < SESSIONS; i++) {
+                r = queue_wide(a[i], wide[i], EACH);
+                cr_assert_eq(r, 0, "session %u: %s (%s)", i, strerror(r), kfdb_session_last_error(a[i]));
+        }
+        queued = daemon_rss(&md);
+        {
+                uint64_t jobs = (uint64_t) SESSIONS * EACH, per_job = queued > before ? (queued - before) / jobs : 0;
+                cr_expect_lt(per_job, 1536u,
+                             "%llu queued dispatches grew the daemon by %llu bytes: %llu bytes each (4 bytes of arguments)",
+                             (unsigned long long) jobs, (unsigned long long) (queued - before),
+                             (unsigned long long) per_job);
+        }
+
+        /* The user's sessions together would hold 3 + 3 x 4095 = 12288 unfinished
+         * jobs: past UserJobsInFlight=10000. The last session gets EDQUOT
+         * when its batch would cross it, naming the key. */
+        r = queue_wide(a[SESSIONS], wide[SESSIONS], EACH);
+        cr_expect_eq(r, EDQUOT, "got %d (%s)", r, kfdb_session_last_error(a[SESSIONS]));
+        cr_expect(strstr(kfdb_session_last_error(a[SESSIONS]), "UserJobsInFlight=10000"), "%s",
+                  kfdb_session_last_error(a[SESSIONS]));
+
+        for (unsigned i = 0; i <= SESSIONS; i++)
+                kfdb_session_free(a[i]);
+        /* The sessions go once their halted kernels are stopped. */
+        for (unsigned i = 0; i < 500; i++) {
+                kfdb_daemon_status st;
+                kfdb_session *probe;
+
+                cr_assert_eq(kfdb_session_new(md.sock, "probe", &probe), 0);
+                cr_assert_eq(kfdb_status(probe, &st), 0);
+                kfdb_session_free(probe);
+                if (st.sessions <= 1 && st.jobs_in_flight == 0)
+                        break;
+                usleep(20 * 1000);
+        }
+        after = daemon_rss(&md);
+        cr_expect_lt(after, before + (queued - before) / 4 + (4u << 20),
+                     "the daemon kept %llu of the %llu bytes the queued jobs took",
+                     (unsigned long long) (after > before ? after - before : 0),
+                     (unsigned long long) (queued - before));
 }
