@@ -55,6 +55,15 @@
 /* Dispatches beyond COMPUTE_GROUP_MAX_JOBS, one each of users that held none
  * when the group was full (run_group()): how far the group may run over. */
 #define COMPUTE_GROUP_WAKE_JOBS 16u
+/* Losses of a user's GPU contexts in a row that cost nothing; from the next
+ * one its next context waits FAULT_BACKOFF_NS, doubling per loss up to
+ * FAULT_BACKOFF_MAX_NS. The streak shrinks by one per FAULT_DECAY_NS without
+ * a loss. */
+#define FAULT_FREE_LOSSES 3u
+#define FAULT_BACKOFF_NS (10ull * 1000 * 1000)
+#define FAULT_BACKOFF_MAX_NS (1000ull * 1000 * 1000)
+#define FAULT_DECAY_NS (1000ull * 1000 * 1000)
+#define FAULT_STREAK_MAX (FAULT_FREE_LOSSES + 8u)
 /* Priority classes counted per group (PolicyPriority has four; more clamp). */
 #define SCHED_CLASSES 8u
 /* Cost floor so that empty jobs (events) are not free in the ring budget. */
@@ -100,6 +109,8 @@ struct Scheduler {
         uint32_t last_chain;
         uint64_t chunk_bytes;   /* 0: chunking off, and the job/byte budget of before */
         unsigned chunked_in_flight; /* jobs with pieces on the GPU */
+        uint64_t losses;        /* GPU contexts lost so far (SchedUser.fault_seen) */
+        uint64_t backoff_wake_ns; /* the earliest end of a backoff a stream waits for, or UINT64_MAX */
         bool running;
         bool again;
 };
@@ -148,6 +159,7 @@ int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *
         s->pool = pool;
         s->cb = *cb;
         s->compute.max_jobs = COMPUTE_GROUP_MAX_JOBS;
+        s->backoff_wake_ns = UINT64_MAX;
         s->chunk_bytes = CHUNK_BYTES;
         const char *e = getenv("KFDBROKERD_CHUNKING");
         if (e && strcmp(e, "0") == 0) {
@@ -234,6 +246,66 @@ static unsigned user_share(const SchedGroup *g) {
         unsigned share = (g->max_jobs + g->users) / (g->users + 1);
 
         return MAX(share, COMPUTE_USER_MIN_JOBS);
+}
+
+/* How long a user whose contexts were lost `streak` times in a row waits
+ * before its next one. */
+static uint64_t fault_backoff_ns(unsigned streak) {
+        if (streak <= FAULT_FREE_LOSSES)
+                return 0;
+        return MIN(FAULT_BACKOFF_NS << MIN(streak - FAULT_FREE_LOSSES - 1, 16u), FAULT_BACKOFF_MAX_NS);
+}
+
+/*
+ * A GPU context u's work ran in was lost (a fault, mostly: the client's
+ * kernel). Each loss costs the daemon a context's bring-up — a worker
+ * process, with that mechanism — and a client whose kernels fault in a loop
+ * made it bring up some 350 a second, raising another user's dispatch p99
+ * from 0.29 to 18 ms (issue 29). So a user that keeps losing contexts waits
+ * before its next one (fault_backoff_ns()); the wait shrinks when the losses
+ * stop. Charged once per loss, whichever of its streams used the context.
+ */
+static void user_fault(Scheduler *s, SchedUser *u, uint64_t now) {
+        uint64_t quiet, delay;
+
+        if (!u || u->fault_seen == s->losses)
+                return;
+        u->fault_seen = s->losses;
+        quiet = (now - MIN(now, u->last_fault_ns)) / FAULT_DECAY_NS;
+        u->fault_streak = u->fault_streak > quiet ? u->fault_streak - (unsigned) quiet : 0;
+        if (u->fault_streak == 0)
+                u->backoff_told = false;
+        u->fault_streak = MIN(u->fault_streak + 1, FAULT_STREAK_MAX);
+        u->last_fault_ns = now;
+        delay = fault_backoff_ns(u->fault_streak);
+        u->backoff_until_ns = now + delay;
+        if (delay > 0 && !u->backoff_told) {
+                /* Once a streak: the next lines would say the same. */
+                u->backoff_told = true;
+                log_notice("GPU contexts of %s were lost %u times in a row (its kernels fault): its next GPU context "
+                           "comes up after %.0f ms, later ones after up to %.0f ms while the losses go on; its "
+                           "dispatches wait meanwhile",
+                           u->name ? u->name : "a user", u->fault_streak, (double) delay / 1e6,
+                           (double) FAULT_BACKOFF_MAX_NS / 1e6);
+        }
+}
+
+bool scheduler_user_backs_off(const SchedUser *u) {
+        return u && u->backoff_until_ns > 0 && now_ns() < u->backoff_until_ns;
+}
+
+/* Whether st must wait before its context comes up again (user_fault()):
+ * its context is down and its user's backoff runs. Notes when it ends. */
+static bool stream_backs_off(Scheduler *s, const SchedStream *st) {
+        uint64_t now;
+
+        if (!st->user || st->user->backoff_until_ns == 0 || !st->ctx || context_live(st->ctx))
+                return false;
+        now = now_ns();
+        if (now >= st->user->backoff_until_ns)
+                return false;
+        s->backoff_wake_ns = MIN(s->backoff_wake_ns, st->user->backoff_until_ns);
+        return true;
 }
 
 /* The least loaded SDMA queue of the device context. */
@@ -1000,6 +1072,8 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                         if (!is_event_job(j) && class_index(st->klass) < hold)
                                 continue; /* a higher class has the compute engine */
                         if (!st->hwq) {
+                                if (stream_backs_off(s, st))
+                                        continue; /* its user's contexts keep faulting: later */
                                 err[0] = '\0';
                                 r = stream_bind_compute(s, st, err, sizeof err);
                                 if (r == -EAGAIN)
@@ -1096,6 +1170,7 @@ static uint64_t next_deadline(const Scheduler *s) {
                                     st->blocked_head->timeout_ns != UINT64_MAX)
                                         next = MIN(next, st->blocked_since_ns + st->blocked_head->timeout_ns);
         }
+        next = MIN(next, s->backoff_wake_ns);
         /* Compute streams not bound to any queue yet. */
         for (const SchedStream *st = s->compute.active.first; st; st = st->active_next)
                 if (st->blocked_head && st->blocked_head == st->pending.first && st->blocked_head->timeout_ns != UINT64_MAX)
@@ -1180,6 +1255,7 @@ void scheduler_run(Scheduler *s) {
                 return;
         }
         s->running = true;
+        s->backoff_wake_ns = UINT64_MAX;
         /* Copies and fills go to the device context: one doorbell per queue
          * for what this pass writes there. */
         context_hold_doorbells(context_pool_device(s->pool));
@@ -1390,6 +1466,19 @@ void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char
         char msg[320];
 
         snprintf(msg, sizeof msg, "its GPU context was lost before it ran (%s)", reason ? reason : "lost");
+        /* The users whose work ran there wait before their next context. */
+        if (lost && !context_is_device(ctx)) {
+                uint64_t now = now_ns();
+
+                s->losses++;
+                for (st = s->compute.active.first; st; st = st->active_next)
+                        if (st->ctx == ctx)
+                                user_fault(s, st->user, now);
+                for (q = s->queues; q; q = q->queues_next)
+                        if (q->ctx == ctx)
+                                for (st = q->bound; st; st = st->bound_next)
+                                        user_fault(s, st->user, now);
+        }
         /* Streams of that context that wait for work: in shared mode the
          * device context's SDMA streams are no better off. */
         if (lost)

@@ -104,6 +104,13 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
                 snprintf(s->compute_key, sizeof s->compute_key, "%s", key);
                 scheduler_stream_set_context(s->set->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         }
+        /* A user whose GPU contexts keep faulting waits before its next one
+         * comes up: the scheduler brings it up when the wait is over, and
+         * the dispatch waits until then (scheduler.h). */
+        if (!context_live(s->compute_ctx) && s->user_tally && scheduler_user_backs_off(&s->user_tally->sched)) {
+                *ret = s->compute_ctx;
+                return 0;
+        }
         r = context_ensure(s->compute_ctx, err, sizeof err);
         if (r < 0)
                 return fail(s, id, -r, "%s: %s", field, err);

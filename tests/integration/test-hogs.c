@@ -12,6 +12,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -333,4 +334,106 @@ Test(memory, queued_dispatches_cost_what_they_carry) {
                      "the daemon kept %llu of the %llu bytes the queued jobs took",
                      (unsigned long long) (after > before ? after - before : 0),
                      (unsigned long long) (queued - before));
+}
+
+/* ---- Fault loops (issue 29 item 11) ---- */
+
+/* The victim of a fault loop, as nobody: n dispatches as victim_dispatches(). */
+static int victim_during_faults(unsigned n) {
+        return victim_dispatches(n);
+}
+
+/* Occurrences of needle in the daemon's log. */
+static unsigned log_count(const TestDaemon *t, const char *needle) {
+        char *text = test_daemon_read_log(t), *p = text;
+        unsigned n = 0;
+
+        while ((p = strstr(p, needle))) {
+                n++;
+                p += strlen(needle);
+        }
+        free(text);
+        return n;
+}
+
+/*
+ * A user whose kernels fault in a loop: each fault loses its GPU context and
+ * its next dispatch needs a new one (a worker process, with that
+ * mechanism). After a few losses in a row the user waits before its next
+ * context comes up — 10 ms, doubling up to 1 s — so in 2.5 s it brings up
+ * a dozen contexts, not the hundreds it did before (~350 a second), its
+ * dispatches wait rather than fail, the log says so once, and another user's
+ * dispatches run meanwhile as usual.
+ */
+Test(hogs, fault_loop_waits_before_its_next_context) {
+        uint64_t off = 1ull << 38, start, longest = 0; /* 1 TiB past the buffer: no mapping there */
+        kfdb_code_object *co;
+        kfdb_session *a;
+        kfdb_buffer *b;
+        unsigned faults = 0;
+        uint32_t one = 1;
+        pid_t victim = -1;
+        void *map;
+        int status;
+
+        compute_require_kernels();
+        cr_assert_eq(kfdb_session_new(d.sock, "faulter", &a), 0);
+        co = load_kernel(a, "fault");
+        b = new_buffer(a, 4096, 0, &map);
+        kfdb_arg args[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&off, 8) };
+
+        start = harness_now_ns();
+        while (harness_now_ns() - start < 2500ull * 1000 * 1000) {
+                uint64_t t0 = harness_now_ns(), fence, took;
+                kfdb_batch *batch = NULL;
+                int r;
+
+                cr_assert_eq(kfdb_batch_new(a, &batch), 0);
+                cr_assert_eq(kfdb_batch_dispatch(batch, co, "fault", 1, &one, &one, args, 2), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(a));
+                kfdb_batch_free(batch);
+                r = kfdb_fence_wait(a, fence, DISPATCH_TIMEOUT_MS);
+                cr_assert_eq(r, -EFAULT, "fault %u: got %d: %s", faults, r, kfdb_session_last_error(a));
+                took = harness_now_ns() - t0;
+                longest = took > longest ? took : longest;
+                faults++;
+                /* The other user starts once the loop is under way. */
+                if (faults == 5 && geteuid() == 0) {
+                        victim = fork();
+                        cr_assert_geq(victim, 0);
+                        if (victim == 0)
+                                _exit(victim_during_faults(50));
+                }
+        }
+        cr_expect_leq(faults, 25u, "%u faults (each a GPU context brought up) in 2.5 s", faults);
+        cr_expect_geq(longest, 300ull * 1000 * 1000, "no dispatch waited for a context: the longest took %.1f ms",
+                      (double) longest / 1e6);
+        cr_expect_eq(log_count(&d, "times in a row (its kernels fault)"), 1u, "the backoff is logged once a streak");
+        if (victim > 0) {
+                cr_assert_eq(waitpid(victim, &status, 0), victim);
+                cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                          "the other user's dispatches did not all finish promptly (status 0x%x)", status);
+        }
+        /* The user's work still runs: a fill at once (the device context's
+         * SDMA queues), and a kernel that does not fault once its wait is
+         * over — it waits, it does not fail. */
+        {
+                uint64_t zero = 0, fences[2];
+                kfdb_arg ok_args[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&zero, 8) };
+                kfdb_batch *batch = NULL;
+                uint32_t *p = map;
+                int r;
+
+                cr_assert_eq(kfdb_batch_new(a, &batch), 0);
+                cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x600d600d), 0);
+                cr_assert_eq(kfdb_batch_dispatch(batch, co, "fault", 1, &one, &one, ok_args, 2), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0, "%s", kfdb_session_last_error(a));
+                kfdb_batch_free(batch);
+                r = kfdb_fence_wait(a, fences[1], DISPATCH_TIMEOUT_MS);
+                cr_expect_eq(r, 0, "got %d: %s", r, kfdb_session_last_error(a));
+                cr_expect_eq(p[0], 0xdeadbeefu);
+                cr_expect_eq(p[1], 0x600d600du);
+        }
+        cr_log_info("%u faults in 2.5 s, the longest wait %.1f ms", faults, (double) longest / 1e6);
+        kfdb_session_free(a);
 }
