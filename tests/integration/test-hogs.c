@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One user hogging what all users share (issue 29): the compute group's slots
- * held by kernels that halt, and another user's dispatches must still get
- * one at once; the daemon memory queued jobs take. The other user is nobody (65534), in a forked child: the
- * daemon tells users apart by the uid of the socket's peer. Run in both
- * context mechanisms (meson.build: test-hogs-workers).
+ * held by kernels that halt (another user's dispatches must still get one at
+ * once), the daemon memory that queued jobs take (bounded, and given back),
+ * and GPU contexts brought up again and again by kernels that fault (a user
+ * in a fault loop waits before its next one). The other users run in forked
+ * children as nobody (65534) or uids 61000.. : the daemon tells users apart
+ * by the uid of the socket's peer. Run in both context mechanisms
+ * (meson.build: test-hogs-workers).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <grp.h>
 #include <signal.h>
@@ -186,6 +190,84 @@ Test(hogs, halted_kernels_of_one_user_leave_slots_for_another) {
         cr_expect_leq(held, 8u, "one user holds %u of the 16 compute slots", held);
         for (unsigned i = 0; i < SESSIONS; i++)
                 kfdb_session_free(a[i]);
+}
+
+/* A hog of its own uid: one session with 4 dispatches of the halt kernel
+ * (all one stream may have on the GPU). Writes a byte to ready_fd once they
+ * are submitted, then holds them until go_fd reads end of file. */
+static int hog_as(uid_t uid, int ready_fd, int go_fd) {
+        kfdb_code_object *co = NULL;
+        kfdb_session *s = NULL;
+        kfdb_buffer *out = NULL;
+        uint32_t one = 1;
+        kfdb_batch *b = NULL;
+        char c;
+
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+                return 10;
+        if (kfdb_session_new(d.sock, "hog", &s) < 0 || kfdb_code_object_load_file(s, kernel_path("halt"), &co) < 0 ||
+            kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &out) < 0 || kfdb_batch_new(s, &b) < 0)
+                return 11;
+        kfdb_arg arg = kfdb_arg_buffer(out, 0);
+        for (unsigned i = 0; i < 4; i++)
+                if (kfdb_batch_dispatch(b, co, "halt", 1, &one, &one, &arg, 1) < 0)
+                        return 12;
+        if (kfdb_batch_submit(b, NULL, NULL) < 0)
+                return 13;
+        if (write(ready_fd, "r", 1) != 1)
+                return 14;
+        while (read(go_fd, &c, 1) > 0)
+                ;
+        kfdb_session_free(s);
+        return 0;
+}
+
+/*
+ * Four users that each hold their share of the compute slots (4, the floor)
+ * fill all 16 with kernels that halt. A fifth user, with nothing on the GPU,
+ * still gets its dispatches a slot at once — one beyond the 16 — and they
+ * finish while the four sit there. Before, it waited for their
+ * DispatchTimeout= (a minute).
+ */
+Test(hogs, a_user_with_nothing_on_the_gpu_gets_a_slot_in_a_full_group) {
+        enum { HOGS = 4 };
+        int ready[2], go[2], status, rc;
+        pid_t pids[HOGS];
+        kfdb_session *watch;
+        uint32_t held;
+        char c;
+
+        compute_require_kernels();
+        require_root();
+        cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+        cr_assert_eq(pipe2(go, O_CLOEXEC), 0);
+        for (unsigned i = 0; i < HOGS; i++) {
+                pids[i] = fork();
+                cr_assert_geq(pids[i], 0);
+                if (pids[i] == 0) {
+                        close(go[1]);
+                        _exit(hog_as(61000 + i, ready[1], go[0]));
+                }
+        }
+        close(go[0]);
+        close(ready[1]);
+        for (unsigned i = 0; i < HOGS; i++)
+                cr_assert_eq(read(ready[0], &c, 1), 1, "hog %u did not get its dispatches in", i);
+        cr_assert_eq(kfdb_session_new(d.sock, "watch", &watch), 0);
+        held = settled_jobs_on_gpu(watch);
+        cr_expect_eq(held, 16u, "the four users hold %u compute slots, not all 16", held);
+
+        rc = run_child(victim_dispatches, 5, 120);
+        cr_expect_eq(rc, 0, "a user with nothing on the GPU waited for a slot (victim status %d)", rc);
+        cr_expect_geq(jobs_on_gpu(watch), 16u, "the halted dispatches went before the victim was done");
+
+        close(go[1]);
+        for (unsigned i = 0; i < HOGS; i++) {
+                cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+                cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hog %u: status 0x%x", i, status);
+        }
+        close(ready[0]);
+        kfdb_session_free(watch);
 }
 
 /* ---- Queued jobs and daemon memory (issue 29 item 6) ---- */
