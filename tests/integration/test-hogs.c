@@ -412,10 +412,17 @@ Test(memory, queued_dispatches_cost_what_they_carry) {
                 usleep(20 * 1000);
         }
         after = daemon_rss(&md);
+#ifdef __SANITIZE_ADDRESS__
+        /* ASan keeps freed memory in its quarantine (256 MiB by default) and
+         * has an allocator of its own: what glibc gives back is not seen. */
+        cr_log_info("under ASan: the daemon kept %llu bytes after the sessions went (not checked)",
+                    (unsigned long long) (after > before ? after - before : 0));
+#else
         cr_expect_lt(after, before + (queued - before) / 4 + (4u << 20),
                      "the daemon kept %llu of the %llu bytes the queued jobs took",
                      (unsigned long long) (after > before ? after - before : 0),
                      (unsigned long long) (queued - before));
+#endif
 }
 
 /* ---- Fault loops (issue 29 item 11) ---- */
