@@ -427,11 +427,6 @@ Test(memory, queued_dispatches_cost_what_they_carry) {
 
 /* ---- Fault loops (issue 29 item 11) ---- */
 
-/* The victim of a fault loop, as nobody: n dispatches as victim_dispatches(). */
-static int victim_during_faults(unsigned n) {
-        return victim_dispatches(n);
-}
-
 /* Occurrences of needle in the daemon's log. */
 static unsigned log_count(const TestDaemon *t, const char *needle) {
         char *text = test_daemon_read_log(t), *p = text;
@@ -491,7 +486,7 @@ Test(hogs, fault_loop_waits_before_its_next_context) {
                         victim = fork();
                         cr_assert_geq(victim, 0);
                         if (victim == 0)
-                                _exit(victim_during_faults(50));
+                                _exit(victim_dispatches(50));
                 }
         }
         cr_expect_leq(faults, 25u, "%u faults (each a GPU context brought up) in 2.5 s", faults);
