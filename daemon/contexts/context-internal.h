@@ -82,8 +82,6 @@ int context_new(ContextPool *p, const char *key, bool device, Context **ret);
 int context_adopt(Context *c, GpuContext *gpu, uint64_t bring_up_ns);
 /* Takes over a worker process as the slot's incarnation. */
 void context_adopt_worker(Context *c, WorkerLink *w);
-/* Whether an incarnation is up. */
-bool context_live(const Context *c);
 /* A completion of the current incarnation, upwards. */
 void context_report(Context *c, const GpuCompletion *comp);
 /* The current incarnation is being lost: tells the users once, before the

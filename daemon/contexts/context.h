@@ -168,6 +168,8 @@ void context_hold_doorbells(Context *c);
 void context_release_doorbells(Context *c);
 const char *context_get_key(const Context *c);
 uint64_t context_get_id(const Context *c);
+/* Whether an incarnation is up. */
+bool context_live(const Context *c);
 /* Bumped each time an incarnation of this slot is lost. */
 unsigned context_get_losses(const Context *c);
 /* Sessions using it (context_pool_get() without context_release()). */

@@ -23,6 +23,7 @@ typedef enum NumberLimit {
         NUMBER_USER_BUFFER_MEMORY,
         NUMBER_USER_BUFFERS,
         NUMBER_UNIT_BUFFER_MEMORY,
+        NUMBER_USER_JOBS_IN_FLIGHT,
         _NUMBER_MAX,
 } NumberLimit;
 
@@ -32,7 +33,7 @@ static const char *const number_names[_NUMBER_MAX] = {
         [NUMBER_JOBS_IN_FLIGHT] = "JobsInFlight",  [NUMBER_JOB_TIMEOUT] = "JobTimeoutUSec",
         [NUMBER_DISPATCH_TIMEOUT] = "DispatchTimeoutUSec",
         [NUMBER_USER_BUFFER_MEMORY] = "UserBufferMemory", [NUMBER_USER_BUFFERS] = "UserBuffers",
-        [NUMBER_UNIT_BUFFER_MEMORY] = "UnitBufferMemory",
+        [NUMBER_UNIT_BUFFER_MEMORY] = "UnitBufferMemory", [NUMBER_USER_JOBS_IN_FLIGHT] = "UserJobsInFlight",
 };
 
 static int _printf_(3, 4) refuse(char *err, size_t errlen, const char *fmt, ...) {
@@ -69,6 +70,7 @@ static int apply_number(PolicyLimits *l, NumberLimit k, uint64_t t, char *err, s
                 unit = " bytes";
                 break;
         case NUMBER_JOBS_IN_FLIGHT:
+        case NUMBER_USER_JOBS_IN_FLIGHT:
                 min = 1;
                 break;
         case NUMBER_JOB_TIMEOUT:
@@ -115,6 +117,9 @@ static int apply_number(PolicyLimits *l, NumberLimit k, uint64_t t, char *err, s
                 break;
         case NUMBER_UNIT_BUFFER_MEMORY:
                 l->unit_buffer_memory = t;
+                break;
+        case NUMBER_USER_JOBS_IN_FLIGHT:
+                l->user_jobs_in_flight = t;
                 break;
         default:
                 break;
@@ -190,7 +195,7 @@ int bus_limit_apply(PolicyLimits *l, const char *key, const BusLimitValue *v, ch
         return refuse(err, errlen,
                       "Unknown limit '%s' (known: BufferMemory, MaxBufferSize, Buffers, Events, JobsInFlight, Weight, "
                       "Priority, ComputeDispatch, Isolation, JobTimeoutUSec, DispatchTimeoutUSec, UserBufferMemory, "
-                      "UserBuffers, UnitBufferMemory)",
+                      "UserBuffers, UnitBufferMemory, UserJobsInFlight)",
                       q);
 }
 

@@ -31,6 +31,7 @@ static const char *const limit_key_names[_POLICY_LIMIT_MAX] = {
         [POLICY_LIMIT_USER_BUFFER_MEMORY] = "UserBufferMemory",
         [POLICY_LIMIT_USER_BUFFERS] = "UserBuffers",
         [POLICY_LIMIT_UNIT_BUFFER_MEMORY] = "UnitBufferMemory",
+        [POLICY_LIMIT_USER_JOBS_IN_FLIGHT] = "UserJobsInFlight",
 };
 
 void policy_limits_default(PolicyLimits *ret) {
@@ -57,6 +58,12 @@ void policy_limits_default(PolicyLimits *ret) {
                 .user_buffer_memory = POLICY_INFINITY,
                 .user_buffers = 16384,
                 .unit_buffer_memory = POLICY_INFINITY,
+                /* Every unfinished job costs daemon memory (a few hundred
+                 * bytes and the arguments it carried): 16 sessions' worth of
+                 * JobsInFlight=, so a user with many sessions cannot grow the
+                 * daemon without bound (issue 29: 64 sessions x 4096 queued
+                 * dispatches). */
+                .user_jobs_in_flight = 65536,
         };
 }
 
@@ -78,6 +85,8 @@ uint64_t *policy_limit_number(PolicyLimits *l, PolicyLimitKey k) {
                 return &l->user_buffers;
         case POLICY_LIMIT_UNIT_BUFFER_MEMORY:
                 return &l->unit_buffer_memory;
+        case POLICY_LIMIT_USER_JOBS_IN_FLIGHT:
+                return &l->user_jobs_in_flight;
         default:
                 return NULL;
         }
@@ -397,15 +406,16 @@ int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, cha
         case POLICY_LIMIT_EVENTS:
         case POLICY_LIMIT_JOBS_IN_FLIGHT:
         case POLICY_LIMIT_USER_BUFFERS:
+        case POLICY_LIMIT_USER_JOBS_IN_FLIGHT:
                 r = policy_parse_count(value, &x);
                 if (r < 0)
                         return limit_error(err, errlen,
                                            "invalid %s= value \"%s\": expected a number below 4294967295 or \"infinity\"",
                                            name, q);
-                if (k == POLICY_LIMIT_JOBS_IN_FLIGHT && x == 0)
+                if ((k == POLICY_LIMIT_JOBS_IN_FLIGHT || k == POLICY_LIMIT_USER_JOBS_IN_FLIGHT) && x == 0)
                         return limit_error(err, errlen,
-                                           "invalid JobsInFlight= value \"%s\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)",
-                                           q);
+                                           "invalid %s= value \"%s\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)",
+                                           name, q);
                 *policy_limit_number(l, k) = x;
                 return 0;
         case POLICY_LIMIT_WEIGHT:
@@ -518,7 +528,8 @@ const char *policy_limit_format(PolicyLimitKey k, const PolicyLimits *l, char *b
         case POLICY_LIMIT_BUFFERS:
         case POLICY_LIMIT_EVENTS:
         case POLICY_LIMIT_JOBS_IN_FLIGHT:
-        case POLICY_LIMIT_USER_BUFFERS: {
+        case POLICY_LIMIT_USER_BUFFERS:
+        case POLICY_LIMIT_USER_JOBS_IN_FLIGHT: {
                 uint64_t v = *policy_limit_number((PolicyLimits *) l, k);
                 if (v == POLICY_INFINITY)
                         snprintf(buf, n, "infinity");

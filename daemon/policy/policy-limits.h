@@ -59,6 +59,7 @@ typedef struct PolicyLimits {
         uint64_t user_buffer_memory; /* UserBufferMemory=: bytes of all sessions of the client's uid */
         uint64_t user_buffers;       /* UserBuffers=: buffers and code objects of all sessions of the uid */
         uint64_t unit_buffer_memory; /* UnitBufferMemory=: bytes of all sessions of the client's unit */
+        uint64_t user_jobs_in_flight; /* UserJobsInFlight=: unfinished jobs of all sessions of the uid */
 } PolicyLimits;
 
 /* The keys of a [Limits] section, in the order they are documented. */
@@ -77,6 +78,7 @@ typedef enum PolicyLimitKey {
         POLICY_LIMIT_USER_BUFFER_MEMORY,
         POLICY_LIMIT_USER_BUFFERS,
         POLICY_LIMIT_UNIT_BUFFER_MEMORY,
+        POLICY_LIMIT_USER_JOBS_IN_FLIGHT,
         _POLICY_LIMIT_MAX,
 } PolicyLimitKey;
 

@@ -18,6 +18,10 @@
 #include "gpu/gpu.h"
 #include "util/list.h"
 
+/* The largest kernel argument image a dispatch may have (a kernarg slot of
+ * the GPU layer, GPU_KERNARG_MAX, holds less). */
+#define SCHED_ARGS_IMAGE_MAX 4096u
+
 typedef struct SchedJob SchedJob;
 typedef struct SchedStream SchedStream;
 typedef struct HwQueue HwQueue;
@@ -53,6 +57,14 @@ struct SchedJob {
         GpuCodeObject *code;      /* dispatch: the parsed code object (kept alive by the owner) */
         ContextReloc *relocs;     /* dispatch: the buffer addresses its arguments carry */
         unsigned n_relocs;
+        /* Dispatch: its explicit arguments as the client sent them (kept
+         * alive by the owner), laid into the gpu.dispatch.args_size-byte
+         * image only while it is written to the GPU (sched_args_lay()):
+         * gpu.dispatch.args_data is NULL while it waits, so a queued
+         * dispatch costs the daemon what its request carried, not a 4 KiB
+         * image a kernel's metadata may ask for. */
+        const uint8_t *args_packed;
+        uint32_t args_packed_size;
         SchedEvent *event;        /* signal and wait jobs (kept alive by the owner) */
         uint64_t timeout_ns;      /* on the GPU, or held for its event; UINT64_MAX = none */
 
@@ -83,6 +95,16 @@ struct SchedJob {
         LIST_FIELDS(SchedJob, queue);   /* stream pending queue or hardware in-flight queue */
         LIST_FIELDS(SchedJob, signals); /* the event's submitted, unfinished signal jobs */
 };
+
+/* Appends one argument record — {u32 offset, u32 size, size bytes}, back to
+ * back, unaligned — to a packed argument list of *size bytes (the caller
+ * made room: SCHED_ARGS_RECORD + n bytes). */
+#define SCHED_ARGS_RECORD 8u
+void sched_args_append(uint8_t *packed, uint32_t *size, uint32_t offset, const void *bytes, uint32_t n);
+/* Lays a packed argument list into image: image_size bytes, zero where no
+ * record says otherwise (buffer addresses are written there on submit);
+ * records past image_size are cut there. */
+void sched_args_lay(const uint8_t *packed, uint32_t packed_size, uint8_t *image, uint32_t image_size);
 
 /* "copy job", or for a dispatch 'dispatch of kernel "saxpy"': for messages. */
 void sched_job_describe(const SchedJob *j, char *buf, size_t size);

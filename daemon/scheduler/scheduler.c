@@ -50,6 +50,20 @@
 /* Dispatches of one stream on the GPU at once: its jobs run in order on one
  * queue anyway, so more would only take the group's slots from the others. */
 #define COMPUTE_STREAM_MAX_JOBS 4u
+/* A user's share of the compute group never falls below this (user_share()). */
+#define COMPUTE_USER_MIN_JOBS 4u
+/* Dispatches beyond COMPUTE_GROUP_MAX_JOBS, one each of users that held none
+ * when the group was full (run_group()): how far the group may run over. */
+#define COMPUTE_GROUP_WAKE_JOBS 16u
+/* Losses of a user's GPU contexts in a row that cost nothing; from the next
+ * one its next context waits FAULT_BACKOFF_NS, doubling per loss up to
+ * FAULT_BACKOFF_MAX_NS. The streak shrinks by one per FAULT_DECAY_NS without
+ * a loss. */
+#define FAULT_FREE_LOSSES 3u
+#define FAULT_BACKOFF_NS (10ull * 1000 * 1000)
+#define FAULT_BACKOFF_MAX_NS (1000ull * 1000 * 1000)
+#define FAULT_DECAY_NS (1000ull * 1000 * 1000)
+#define FAULT_STREAK_MAX (FAULT_FREE_LOSSES + 8u)
 /* Priority classes counted per group (PolicyPriority has four; more clamp). */
 #define SCHED_CLASSES 8u
 /* Cost floor so that empty jobs (events) are not free in the ring budget. */
@@ -62,6 +76,7 @@ struct SchedGroup {
         unsigned work_in_flight;
         unsigned class_in_flight[SCHED_CLASSES]; /* work jobs on the GPU, by the class they went with */
         double vclock;          /* virtual time of the latest work sent to the GPU (never goes back) */
+        unsigned users;         /* compute: users with work waiting or on the GPU (SchedUser) */
         QUEUE_HEAD(SchedStream, active);
 };
 
@@ -94,6 +109,8 @@ struct Scheduler {
         uint32_t last_chain;
         uint64_t chunk_bytes;   /* 0: chunking off, and the job/byte budget of before */
         unsigned chunked_in_flight; /* jobs with pieces on the GPU */
+        uint64_t losses;        /* GPU contexts lost so far (SchedUser.fault_seen) */
+        uint64_t backoff_wake_ns; /* the earliest end of a backoff a stream waits for, or UINT64_MAX */
         bool running;
         bool again;
 };
@@ -142,6 +159,7 @@ int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *
         s->pool = pool;
         s->cb = *cb;
         s->compute.max_jobs = COMPUTE_GROUP_MAX_JOBS;
+        s->backoff_wake_ns = UINT64_MAX;
         s->chunk_bytes = CHUNK_BYTES;
         const char *e = getenv("KFDBROKERD_CHUNKING");
         if (e && strcmp(e, "0") == 0) {
@@ -185,6 +203,109 @@ static void stream_bind(SchedStream *st, HwQueue *q) {
         st->hwq = q;
         q->n_streams++;
         LIST_PREPEND(bound, q->bound, st);
+}
+
+/* ---- users (the compute group's shares) ---- */
+
+static bool user_busy(const SchedUser *u) {
+        return u->compute_held > 0 || u->compute_streams > 0;
+}
+
+/* Changes what a compute stream's user has in the group, counting the users
+ * with work there. */
+static void user_change(SchedGroup *g, SchedUser *u, int d_streams, int d_held) {
+        bool was;
+
+        if (!u || !g)
+                return;
+        was = user_busy(u);
+        assert(d_streams >= 0 || u->compute_streams > 0);
+        assert(d_held >= 0 || u->compute_held > 0);
+        u->compute_streams += d_streams;
+        u->compute_held += d_held;
+        if (user_busy(u) != was) {
+                if (was)
+                        g->users--;
+                else
+                        g->users++;
+        }
+}
+
+/*
+ * The most slots of the compute group one user may hold: max(4, ceil(16 /
+ * (U + 1))) with U users that have compute work (waiting or on the GPU). The
+ * "+ 1" leaves room for a user yet to come: with U users holding their
+ * shares, a user that gets work finds slots free (16 - U x share >= 4 for U <
+ * 4), and what each of the others holds is already within the share of U +
+ * 1 users — a slot on the GPU cannot be taken back, and a halted or spinning
+ * kernel keeps its slot until its DispatchTimeout=. From 4 users on the
+ * floor of 4 can fill the group; then a user holding none still gets one
+ * slot beyond it (COMPUTE_GROUP_WAKE_JOBS, run_group()).
+ */
+static unsigned user_share(const SchedGroup *g) {
+        unsigned share = (g->max_jobs + g->users) / (g->users + 1);
+
+        return MAX(share, COMPUTE_USER_MIN_JOBS);
+}
+
+/* How long a user whose contexts were lost `streak` times in a row waits
+ * before its next one. */
+static uint64_t fault_backoff_ns(unsigned streak) {
+        if (streak <= FAULT_FREE_LOSSES)
+                return 0;
+        return MIN(FAULT_BACKOFF_NS << MIN(streak - FAULT_FREE_LOSSES - 1, 16u), FAULT_BACKOFF_MAX_NS);
+}
+
+/*
+ * A GPU context u's work ran in was lost (a fault, mostly: the client's
+ * kernel). Each loss costs the daemon a context's bring-up — a worker
+ * process, with that mechanism — and a client whose kernels fault in a loop
+ * made it bring up some 350 a second, raising another user's dispatch p99
+ * from 0.29 to 18 ms (issue 29). So a user that keeps losing contexts waits
+ * before its next one (fault_backoff_ns()); the wait shrinks when the losses
+ * stop. Charged once per loss, whichever of its streams used the context.
+ */
+static void user_fault(Scheduler *s, SchedUser *u, uint64_t now) {
+        uint64_t quiet, delay;
+
+        if (!u || u->fault_seen == s->losses)
+                return;
+        u->fault_seen = s->losses;
+        quiet = (now - MIN(now, u->last_fault_ns)) / FAULT_DECAY_NS;
+        u->fault_streak = u->fault_streak > quiet ? u->fault_streak - (unsigned) quiet : 0;
+        if (u->fault_streak == 0)
+                u->backoff_told = false;
+        u->fault_streak = MIN(u->fault_streak + 1, FAULT_STREAK_MAX);
+        u->last_fault_ns = now;
+        delay = fault_backoff_ns(u->fault_streak);
+        u->backoff_until_ns = now + delay;
+        if (delay > 0 && !u->backoff_told) {
+                /* Once a streak: the next lines would say the same. */
+                u->backoff_told = true;
+                log_notice("GPU contexts of %s were lost %u times in a row (its kernels fault): its next GPU context "
+                           "comes up after %.0f ms, later ones after up to %.0f ms while the losses go on; its "
+                           "dispatches wait meanwhile",
+                           u->name ? u->name : "a user", u->fault_streak, (double) delay / 1e6,
+                           (double) FAULT_BACKOFF_MAX_NS / 1e6);
+        }
+}
+
+bool scheduler_user_backs_off(const SchedUser *u) {
+        return u && u->backoff_until_ns > 0 && now_ns() < u->backoff_until_ns;
+}
+
+/* Whether st must wait before its context comes up again (user_fault()):
+ * its context is down and its user's backoff runs. Notes when it ends. */
+static bool stream_backs_off(Scheduler *s, const SchedStream *st) {
+        uint64_t now;
+
+        if (!st->user || st->user->backoff_until_ns == 0 || !st->ctx || context_live(st->ctx))
+                return false;
+        now = now_ns();
+        if (now >= st->user->backoff_until_ns)
+                return false;
+        s->backoff_wake_ns = MIN(s->backoff_wake_ns, st->user->backoff_until_ns);
+        return true;
 }
 
 /* The least loaded SDMA queue of the device context. */
@@ -256,9 +377,17 @@ void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, u
         stream_maybe_rebind(st);
 }
 
+void scheduler_stream_set_user(Scheduler *s, SchedStream *st, SchedUser *user) {
+        assert(!st->active);
+        st->user = user;
+}
+
 void scheduler_stream_done(Scheduler *s, SchedStream *st) {
-        if (st->active && st->group)
+        if (st->active && st->group) {
                 QUEUE_REMOVE(active, st->group->active, st);
+                if (st->engine == GPU_ENGINE_COMPUTE)
+                        user_change(st->group, st->user, -1, 0);
+        }
         st->active = false;
         stream_unbind(st);
         st->ctx = context_unref(st->ctx);
@@ -280,6 +409,32 @@ static uint64_t job_cost(const SchedJob *j) {
         uint64_t c = job_bytes(j);
 
         return c < MIN_JOB_COST ? MIN_JOB_COST : c;
+}
+
+void sched_args_append(uint8_t *packed, uint32_t *size, uint32_t offset, const void *bytes, uint32_t n) {
+        memcpy(packed + *size, &offset, 4);
+        memcpy(packed + *size + 4, &n, 4);
+        if (n > 0)
+                memcpy(packed + *size + SCHED_ARGS_RECORD, bytes, n);
+        *size += SCHED_ARGS_RECORD + n;
+}
+
+void sched_args_lay(const uint8_t *packed, uint32_t packed_size, uint8_t *image, uint32_t image_size) {
+        uint32_t pos = 0;
+
+        memset(image, 0, image_size);
+        while (packed_size - pos >= SCHED_ARGS_RECORD) {
+                uint32_t off, n;
+
+                memcpy(&off, packed + pos, 4);
+                memcpy(&n, packed + pos + 4, 4);
+                pos += SCHED_ARGS_RECORD;
+                if (n > packed_size - pos)
+                        break; /* the owner built it: never */
+                if (off < image_size)
+                        memcpy(image + off, packed + pos, MIN(n, image_size - off));
+                pos += n;
+        }
 }
 
 void sched_job_describe(const SchedJob *j, char *buf, size_t size) {
@@ -337,6 +492,8 @@ void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
                         st->vtime = m;
                 QUEUE_APPEND(active, st->group->active, st);
                 st->active = true;
+                if (st->engine == GPU_ENGINE_COMPUTE)
+                        user_change(st->group, st->user, +1, 0);
         }
 }
 
@@ -346,6 +503,8 @@ static void stream_maybe_idle(SchedStream *st) {
                 return;
         QUEUE_REMOVE(active, st->group->active, st);
         st->active = false;
+        if (st->engine == GPU_ENGINE_COMPUTE)
+                user_change(st->group, st->user, -1, 0);
         stream_maybe_rebind(st);
 }
 
@@ -524,8 +683,26 @@ static bool queue_has_room(const Scheduler *s, const HwQueue *q, const SchedJob 
         return q->inflight_ns + est <= QUEUE_BUDGET_NS;
 }
 
-static bool group_has_room(const SchedGroup *g, const SchedJob *j) {
-        return is_event_job(j) || g->max_jobs == 0 || g->work_in_flight == 0 || g->work_in_flight < g->max_jobs;
+/* Whether a user holding no compute slot may take one beyond the group's
+ * budget: the group is full, and not yet by more than COMPUTE_GROUP_WAKE_JOBS. */
+static bool group_wakes(const SchedGroup *g, const SchedStream *st) {
+        return st->engine == GPU_ENGINE_COMPUTE && st->user && st->user->compute_held == 0 &&
+               g->work_in_flight < g->max_jobs + COMPUTE_GROUP_WAKE_JOBS;
+}
+
+static bool group_has_room(const SchedGroup *g, const SchedStream *st, const SchedJob *j) {
+        return is_event_job(j) || g->max_jobs == 0 || g->work_in_flight == 0 || g->work_in_flight < g->max_jobs ||
+               group_wakes(g, st);
+}
+
+/* Whether st's user may take one more slot of the compute group (its share,
+ * user_share(); while the group is full, only a user that holds none). */
+static bool user_may_take(const SchedGroup *g, const SchedStream *st) {
+        if (!st->user || g->max_jobs == 0)
+                return true;
+        if (g->work_in_flight >= g->max_jobs)
+                return group_wakes(g, st);
+        return st->user->compute_held < user_share(g);
 }
 
 /* A copy or fill from the queue's measured throughput; a dispatch from its
@@ -654,6 +831,8 @@ static void stream_track_submitted(SchedStream *st, SchedJob *j) {
         if (!is_event_job(j)) {
                 st->hwq->group->work_in_flight++;
                 st->hwq->group->class_in_flight[j->klass]++;
+                if (st->engine == GPU_ENGINE_COMPUTE)
+                        user_change(st->hwq->group, st->user, 0, +1);
         }
 }
 
@@ -661,11 +840,24 @@ static void stream_track_submitted(SchedStream *st, SchedJob *j) {
 static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
         HwQueue *q = st->hwq;
         char err[256] = "", what[192], msg[512];
+        bool laid = false;
         uint64_t seq;
         int r;
 
+        /* The kernel argument image exists only while the job is written:
+         * the GPU layer copies it (a kernarg slot, or a worker's message). */
+        uint8_t image[SCHED_ARGS_IMAGE_MAX];
+        if (j->kind == SCHED_JOB_WORK && j->gpu.type == GPU_JOB_DISPATCH && j->gpu.dispatch.args_size > 0 &&
+            !j->gpu.dispatch.args_data) {
+                assert(j->gpu.dispatch.args_size <= sizeof image);
+                sched_args_lay(j->args_packed, j->args_packed_size, image, j->gpu.dispatch.args_size);
+                j->gpu.dispatch.args_data = image;
+                laid = true;
+        }
         j->gpu.chain = st->chain;
         r = context_submit(q->ctx, q->index, &j->gpu, j->code, j->relocs, j->n_relocs, &seq, err, sizeof err);
+        if (laid)
+                j->gpu.dispatch.args_data = NULL;
         if (r == -EAGAIN) {
                 q->full = true; /* no room on the ring now: after completions */
                 return;
@@ -879,9 +1071,13 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                         j = st->pending.first;
                         if (g == &s->compute && !is_event_job(j) && st->n_inflight >= COMPUTE_STREAM_MAX_JOBS)
                                 continue; /* one stream does not take every slot of the group */
+                        if (g == &s->compute && !is_event_job(j) && !user_may_take(g, st))
+                                continue; /* nor one user, with all its sessions */
                         if (!is_event_job(j) && class_index(st->klass) < hold)
                                 continue; /* a higher class has the compute engine */
                         if (!st->hwq) {
+                                if (stream_backs_off(s, st))
+                                        continue; /* its user's contexts keep faulting: later */
                                 err[0] = '\0';
                                 r = stream_bind_compute(s, st, err, sizeof err);
                                 if (r == -EAGAIN)
@@ -919,7 +1115,7 @@ static bool run_group(Scheduler *s, SchedGroup *g) {
                 if (!best)
                         break;
                 j = best->pending.first;
-                if (!group_has_room(g, j))
+                if (!group_has_room(g, best, j))
                         break;
                 if (job_wants_chunks(s, j)) {
                         if (submit_chunk(s, best, j))
@@ -980,6 +1176,7 @@ static uint64_t next_deadline(const Scheduler *s) {
                                     st->blocked_head->timeout_ns != UINT64_MAX)
                                         next = MIN(next, st->blocked_since_ns + st->blocked_head->timeout_ns);
         }
+        next = MIN(next, s->backoff_wake_ns);
         /* Compute streams not bound to any queue yet. */
         for (const SchedStream *st = s->compute.active.first; st; st = st->active_next)
                 if (st->blocked_head && st->blocked_head == st->pending.first && st->blocked_head->timeout_ns != UINT64_MAX)
@@ -1064,6 +1261,7 @@ void scheduler_run(Scheduler *s) {
                 return;
         }
         s->running = true;
+        s->backoff_wake_ns = UINT64_MAX;
         /* Copies and fills go to the device context: one doorbell per queue
          * for what this pass writes there. */
         context_hold_doorbells(context_pool_device(s->pool));
@@ -1143,6 +1341,8 @@ static void retire(Scheduler *s, HwQueue *q, SchedJob *j, uint64_t busy_ns) {
                         q->group->work_in_flight--;
                 if (q->group->class_in_flight[j->klass] > 0)
                         q->group->class_in_flight[j->klass]--;
+                if (q->engine == GPU_ENGINE_COMPUTE && j->stream)
+                        user_change(q->group, j->stream->user, 0, -1);
         }
         q->head_since_ns = loop_now_ns(s->event); /* the next job starts now */
         charge(q, j, busy_ns);
@@ -1272,6 +1472,19 @@ void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char
         char msg[320];
 
         snprintf(msg, sizeof msg, "its GPU context was lost before it ran (%s)", reason ? reason : "lost");
+        /* The users whose work ran there wait before their next context. */
+        if (lost && !context_is_device(ctx)) {
+                uint64_t now = now_ns();
+
+                s->losses++;
+                for (st = s->compute.active.first; st; st = st->active_next)
+                        if (st->ctx == ctx)
+                                user_fault(s, st->user, now);
+                for (q = s->queues; q; q = q->queues_next)
+                        if (q->ctx == ctx)
+                                for (st = q->bound; st; st = st->bound_next)
+                                        user_fault(s, st->user, now);
+        }
         /* Streams of that context that wait for work: in shared mode the
          * device context's SDMA streams are no better off. */
         if (lost)

@@ -36,7 +36,17 @@
  * fills from its measured throughput, a dispatch from its stream's recent
  * dispatches; at most 64 jobs) — a job of under 100 us of a stream
  * with nothing on the GPU goes in all the same — and the compute group 16
- * dispatches, at most 4 of them one stream's. Copies and fills larger than
+ * dispatches, at most 4 of them one stream's and at most a user's share of
+ * them one user's (all its sessions together): max(4, ceil(16 / (U + 1)))
+ * with U users having compute work, and a dispatch of a user holding none
+ * goes in even when the 16 are taken (scheduler.c, user_share()), so a user
+ * whose kernels halt or spin holds a bounded part of the group until their
+ * DispatchTimeout=, and another user's dispatch never waits for them. A
+ * user whose GPU contexts keep being lost (its kernels fault) waits before
+ * its next one comes up: nothing for its first 3 losses in a row, then 10 ms,
+ * doubling up to 1 s, one step less per second without a loss (user_fault()),
+ * so a fault loop brings up about one context a second instead of hundreds;
+ * its dispatches wait, they do not fail. Copies and fills larger than
  * 2 MiB go to the GPU in 2 MiB pieces, each competing for its queue like a
  * job, so a large job never holds a queue for long: the job keeps the head of
  * its stream until its last piece is written and finishes, once, when all
@@ -76,8 +86,28 @@
 typedef struct Scheduler Scheduler;
 typedef struct SchedGroup SchedGroup;
 
+/*
+ * A user (uid) as the compute group sees it: the group's slots are shared
+ * between users, not only between streams, so that one user's sessions
+ * together hold no more than its share (scheduler.c, user_share()). The
+ * session layer embeds one in each user's Tally and points every stream of
+ * the user's sessions at it; it must outlive their jobs on the GPU.
+ */
+typedef struct SchedUser {
+        const char *name;         /* "uid 1000", for the log (the owner's string) */
+        unsigned compute_held;    /* its dispatches on the GPU now: compute slots held */
+        unsigned compute_streams; /* its compute streams with work waiting */
+        /* Its GPU contexts lost in a row (scheduler.c, user_fault()): its
+         * next context waits until backoff_until_ns. */
+        unsigned fault_streak;
+        uint64_t last_fault_ns, backoff_until_ns;
+        uint64_t fault_seen;      /* the loss it was last charged for */
+        bool backoff_told;        /* the log said so in this streak */
+} SchedUser;
+
 struct SchedStream {
         uint64_t owner_id;      /* the session's id, for logs */
+        SchedUser *user;        /* whose it is (compute slots are shared by user); NULL: nobody's */
         GpuEngine engine;
         Context *ctx;           /* compute: the context it runs in (a reference), NULL until set */
         HwQueue *hwq;           /* the hardware queue it is bound to, NULL while unbound */
@@ -135,6 +165,11 @@ void scheduler_stream_set_context(Scheduler *s, SchedStream *st, Context *ctx);
 /* Sets the stream's priority class. Compute streams move to a queue created
  * with kfd_priority (KFD honours it there) as soon as they are idle. */
 void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority);
+/* Whether the user waits before its next GPU context comes up (its
+ * contexts keep faulting): its dispatches wait for it. */
+bool scheduler_user_backs_off(const SchedUser *user);
+/* The user the stream's session belongs to; set before its first job. */
+void scheduler_stream_set_user(Scheduler *s, SchedStream *st, SchedUser *user);
 /* Unbinds the stream; its pending jobs must be gone. */
 void scheduler_stream_done(Scheduler *s, SchedStream *st);
 

@@ -37,7 +37,7 @@ struct Job {
         GpuCodeObject *co;  /* reference for DISPATCH jobs: the parsed code object */
         GpuBuffer **buffers; /* references to the buffers a DISPATCH's arguments name */
         unsigned n_buffers;
-        uint8_t *args;      /* DISPATCH: the explicit kernarg bytes (sched.gpu.dispatch.args_data) */
+        uint8_t *args;      /* DISPATCH: the explicit arguments as sent, packed (sched.args_packed) */
         ContextReloc *relocs; /* DISPATCH: where its buffers' addresses go (sched.relocs) */
 
         LIST_FIELDS(Job, session_jobs); /* the session's unfinished jobs, fence order */

@@ -107,6 +107,13 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
         /* Its memory is charged to the session that brings it up, or to the
          * next one that dispatches there after that one went. */
         session_pay_context(s, s->compute_ctx);
+        /* A user whose GPU contexts keep faulting waits before its next one
+         * comes up: the scheduler brings it up when the wait is over, and
+         * the dispatch waits until then (scheduler.h). */
+        if (!context_live(s->compute_ctx) && s->user_tally && scheduler_user_backs_off(&s->user_tally->sched)) {
+                *ret = s->compute_ctx;
+                return 0;
+        }
         r = context_ensure(s->compute_ctx, err, sizeof err);
         if (r < 0)
                 return fail(s, id, -r, "%s: %s", field, err);
@@ -416,7 +423,7 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
                         return fail(s, id, EINVAL,
                                     "%s.bytes: %s of kernel \"%s\" takes %" PRIu32 " bytes, got %" PRIu32,
                                     field, name, k->name, ka->size, wa->n_bytes);
-                memcpy(j->args + ka->offset, wa->bytes, wa->n_bytes);
+                sched_args_append(j->args, &j->sched.args_packed_size, ka->offset, wa->bytes, wa->n_bytes);
                 return 0;
         case GPU_ARG_GLOBAL_BUFFER: {
                 GpuBuffer *b;
@@ -456,8 +463,11 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
                                     "%s.local_size: %" PRIu32 " bytes for %s bring kernel \"%s\" to %" PRIu64 " bytes of LDS (%" PRIu32 " static + local regions, 16-byte aligned), the device has %" PRIu32,
                                     field, wa->local_size, name, k->name, *lds,
                                     k->group_segment_size, max);
-                /* The GPU layer replaces the size with the region's LDS address. */
-                put_le(j->args + ka->offset, ka->size, wa->local_size);
+                /* The GPU layer replaces the size with the region's LDS
+                 * address. Bytes past the eighth are zero in the image. */
+                uint8_t le[8];
+                put_le(le, sizeof le, wa->local_size);
+                sched_args_append(j->args, &j->sched.args_packed_size, ka->offset, le, MIN(ka->size, 8u));
                 return 0;
         }
         case GPU_ARG_HIDDEN:
@@ -482,8 +492,8 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         const GpuKernel *k;
         SessionCodeObject *sco;
         uint32_t args_size = 0;
-        uint64_t lds;
-        unsigned n_explicit = 0;
+        uint64_t lds, packed = 0;
+        unsigned n_explicit = 0, n_buffers = 0;
         char field[80];
         Context *ctx;
         size_t a;
@@ -512,6 +522,7 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         for (unsigned i = 0; i < k->n_args; i++)
                 if (k->args[i].kind != GPU_ARG_HIDDEN) {
                         n_explicit++;
+                        n_buffers += k->args[i].kind == GPU_ARG_GLOBAL_BUFFER;
                         args_size = MAX(args_size, k->args[i].offset + k->args[i].size);
                 }
         if (wj->dispatch.n_args != n_explicit)
@@ -519,14 +530,24 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
                             "submit.jobs[%zu].dispatch.args: kernel \"%s\" takes %u argument%s, got %zu",
                             idx, k->name, n_explicit, n_explicit == 1 ? "" : "s",
                             wj->dispatch.n_args);
-        if (args_size > 0) {
-                j->args = calloc(1, args_size);
+        if (args_size > SCHED_ARGS_IMAGE_MAX)
+                return fail(s, id, EINVAL,
+                            "submit.jobs[%zu].dispatch: kernel \"%s\" has %" PRIu32 " bytes of explicit arguments, at most %u fit",
+                            idx, k->name, args_size, SCHED_ARGS_IMAGE_MAX);
+        /* The arguments are kept as sent, a record each (sched-job.h): a
+         * queued dispatch costs what its request carried. Buffers go in
+         * as relocations; the image is laid when the job goes to the GPU. */
+        for (size_t i = 0; i < wj->dispatch.n_args; i++)
+                packed += SCHED_ARGS_RECORD +
+                          (wj->dispatch.args[i].type == WIRE_ARG_BYTES ? wj->dispatch.args[i].n_bytes : 8u);
+        if (packed > 0) {
+                j->args = malloc(packed);
                 if (!j->args)
                         return fail(s, id, ENOMEM, "out of memory");
         }
-        if (n_explicit > 0) {
-                j->buffers = calloc(n_explicit, sizeof(*j->buffers));
-                j->relocs = calloc(n_explicit, sizeof(*j->relocs));
+        if (n_buffers > 0) {
+                j->buffers = calloc(n_buffers, sizeof(*j->buffers));
+                j->relocs = calloc(n_buffers, sizeof(*j->relocs));
                 if (!j->buffers || !j->relocs)
                         return fail(s, id, ENOMEM, "out of memory");
         }
@@ -558,7 +579,8 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         memcpy(j->sched.gpu.dispatch.grid, wj->dispatch.grid, sizeof(j->sched.gpu.dispatch.grid));
         memcpy(j->sched.gpu.dispatch.block, wj->dispatch.block, sizeof(j->sched.gpu.dispatch.block));
         j->sched.gpu.dispatch.dynamic_lds = 0;
-        j->sched.gpu.dispatch.args_data = j->args;
+        j->sched.args_packed = j->args;
+        j->sched.gpu.dispatch.args_data = NULL; /* laid when it goes to the GPU */
         j->sched.gpu.dispatch.args_size = args_size;
         /* A kernel is stopped after DispatchTimeout= on the GPU (or JobTimeout=, if shorter). */
         if (s->policy.dispatch_timeout_ns != POLICY_INFINITY)
@@ -567,7 +589,12 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         /* What only the GPU layer knows to refuse (scratch beyond a queue's,
          * LDS beyond the device's), now rather than as a JobFailed later. */
         char why[256];
-        if (gpu_dispatch_check(context_pool_device_gpu(s->set->contexts), &j->sched.gpu, why, sizeof why) < 0)
+        uint8_t image[SCHED_ARGS_IMAGE_MAX];
+        sched_args_lay(j->args, j->sched.args_packed_size, image, args_size);
+        j->sched.gpu.dispatch.args_data = image;
+        r = gpu_dispatch_check(context_pool_device_gpu(s->set->contexts), &j->sched.gpu, why, sizeof why);
+        j->sched.gpu.dispatch.args_data = NULL;
+        if (r < 0)
                 return fail(s, id, EINVAL, "submit.jobs[%zu].dispatch: %s", idx, why);
         return 0;
 }

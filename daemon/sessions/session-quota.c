@@ -61,6 +61,12 @@ int session_tallies_attach(Session *s) {
         if (r < 0)
                 return r;
         s->user_tally->sessions++;
+        /* The compute group's slots are shared by user: all its sessions
+         * together hold at most its share (scheduler.h); a user whose
+         * contexts keep faulting waits before its next one. */
+        s->user_tally->sched.name = s->user_tally->key;
+        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
+                scheduler_stream_set_user(s->set->scheduler, &s->streams[e], &s->user_tally->sched);
         /* A user unit is the user's to name: it is told apart by the uid. */
         if (id->user_unit)
                 snprintf(key, sizeof(key), "uid %u user unit %s", (unsigned) id->uid, id->user_unit);

@@ -565,6 +565,15 @@ static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) 
                                    s->limits.max_jobs_in_flight, s->n_jobs, n);
                 return -EDQUOT;
         }
+        /* Each unfinished job is daemon memory: all sessions of a user
+         * together are bounded too. */
+        if (s->user_tally && s->user_tally->jobs + n > s->policy.user_jobs_in_flight) {
+                session_send_error(s, id, EDQUOT,
+                                   "per-user jobs in flight limit (policy UserJobsInFlight=%" PRIu64 ") reached: %s has %" PRIu64 " unfinished jobs in %u sessions, %zu submitted",
+                                   s->policy.user_jobs_in_flight, s->user_tally->key, s->user_tally->jobs,
+                                   s->user_tally->sessions, n);
+                return -EDQUOT;
+        }
         jobs = calloc(n, sizeof(*jobs));
         if (!jobs) {
                 session_send_error(s, id, ENOMEM, "out of memory");
@@ -590,12 +599,15 @@ static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) 
 
                 QUEUE_APPEND(session_jobs, s->jobs, j);
                 s->n_jobs++;
+                if (s->user_tally)
+                        s->user_tally->jobs++;
                 if (session_fence_page_track(s, j))
                         watch = j->fence;
                 scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
         }
         if (watch)
                 session_fence_page_watch(s, watch);
+        s->n_jobs_peak = MAX(s->n_jobs_peak, s->n_jobs);
         s->last_fence += n;
         s->usage.jobs_submitted += n;
         if (s->account)
@@ -650,6 +662,8 @@ static void fail_batch(Session *s, const WireJob *wjobs, size_t n, int error, co
                 }
                 QUEUE_APPEND(session_jobs, s->jobs, j);
                 s->n_jobs++;
+                if (s->user_tally)
+                        s->user_tally->jobs++;
                 session_job_finished(j, error, message, 0);
         }
 }

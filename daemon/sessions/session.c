@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@
 #include "util/log-ratelimit.h"
 #include "util/macro.h"
 #include "util/time-util.h"
+
+/* A session that had this many jobs at once gives the heap back when it goes. */
+#define SESSION_TRIM_JOBS 1024u
 
 /* A client that leaves this many replies unread stops being read from; past
  * the hard limit it is disconnected. */
@@ -283,7 +287,16 @@ static void session_free(Session *s) {
         session_tallies_detach(s);
         identity_done(&s->identity);
         safe_close(s->fd);
+        /* A session that queued many jobs leaves many small free chunks all
+         * over the heap, which glibc's free() returns to the system only
+         * from the top of the heap; malloc_trim() also releases every whole
+         * free page inside it (malloc_trim(3), glibc >= 2.8), so a client
+         * that queued thousands of jobs and left costs the daemon nothing
+         * after it (test-hogs: the RSS after such sessions went). */
+        bool trim = s->n_jobs_peak >= SESSION_TRIM_JOBS;
         free(s);
+        if (trim)
+                (void) malloc_trim(0);
 }
 
 Session *session_ref(Session *s) {
@@ -591,6 +604,8 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
 
         QUEUE_REMOVE(session_jobs, s->jobs, j);
         s->n_jobs--;
+        if (s->user_tally)
+                s->user_tally->jobs--;
         if (j->unordered)
                 s->n_unordered--;
 

@@ -119,6 +119,7 @@ struct Session {
         uint64_t last_fence;      /* last fence handed out */
         uint64_t completed_fence; /* all fences <= this are finished */
         unsigned n_jobs;          /* unfinished jobs */
+        unsigned n_jobs_peak;     /* the most it had at once (session_free() gives the memory back) */
         unsigned n_unordered;     /* of them, those not copies or fills (session-fence-page.c) */
         QUEUE_HEAD(Job, jobs);    /* unfinished jobs in fence order */
         SchedStream streams[_GPU_ENGINE_MAX];

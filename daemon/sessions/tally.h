@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "scheduler/scheduler.h"
 #include "util/list.h"
 #include "util/log-ratelimit.h"
 
@@ -28,8 +29,10 @@ typedef struct Tally {
          * (session-quota.c, "Kept buffers"). The Tally stays while it has any. */
         uint64_t kept_bytes;
         unsigned kept_probes;  /* of them, those with a probe (an object and an fd each) */
+        uint64_t jobs;         /* unfinished jobs of its sessions (user tallies only: UserJobsInFlight=) */
         unsigned sessions;
         LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
+        SchedUser sched;        /* user tallies: the compute slots its sessions hold together */
 
         /* Its connections taken per second (session-admit.c): the theoretical
          * arrival time of the generic cell rate algorithm, and the

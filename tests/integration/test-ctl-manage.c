@@ -554,7 +554,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
                               "\"DispatchTimeoutUSec\":60000000,\"UserBufferMemory\":\"infinity\",\"UserBuffers\":"),
                   "%s", out);
         /* UserBuffers= comes from the daemon's fd limit. */
-        cr_assert(strstr(out, ",\"UnitBufferMemory\":\"infinity\"}}\n"), "%s", out);
+        cr_assert(strstr(out, ",\"UnitBufferMemory\":\"infinity\",\"UserJobsInFlight\":65536}}\n"), "%s", out);
         free(out);
 
         /* The D-Bus key name works too (with a unit), and "infinity". */
@@ -604,11 +604,11 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
         } bad[] = {
                 { { "Bogus=1" }, "kfdbrokerctl limits: unknown limit 'Bogus' (known: BufferMemory, MaxBufferSize, "
                                  "Buffers, Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
-                                 "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory)\n" },
+                                 "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory, UserJobsInFlight)\n" },
                 { { "Buffers=2", "Wieght=3" }, "kfdbrokerctl limits: unknown limit 'Wieght' (known: BufferMemory, "
                                                "MaxBufferSize, Buffers, Events, JobsInFlight, Weight, Priority, "
                                                "ComputeDispatch, Isolation, JobTimeout, DispatchTimeout, UserBufferMemory, "
-                                               "UserBuffers, UnitBufferMemory)\n" },
+                                               "UserBuffers, UnitBufferMemory, UserJobsInFlight)\n" },
                 { { "Buffers=lots" }, "kfdbrokerctl limits: invalid Buffers= value \"lots\": expected a number below "
                                       "4294967295 or \"infinity\"\n" },
                 { { "BufferMemory=2X" }, "kfdbrokerctl limits: invalid BufferMemory= value \"2X\": expected bytes with "

@@ -635,6 +635,7 @@ Test(policy, user_and_unit_caps) {
         cr_expect_eq(l.user_buffer_memory, POLICY_INFINITY);
         cr_expect_eq(l.unit_buffer_memory, POLICY_INFINITY);
         cr_expect_eq(l.user_buffers, 16384);
+        cr_expect_eq(l.user_jobs_in_flight, 65536);
         cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_BUFFER_MEMORY, "32M", &l, err, sizeof(err)), 0);
         cr_expect_eq(l.user_buffer_memory, 32 * MiB);
         cr_expect_eq(policy_limit_parse(POLICY_LIMIT_UNIT_BUFFER_MEMORY, "2G", &l, err, sizeof(err)), 0);
@@ -651,4 +652,11 @@ Test(policy, user_and_unit_caps) {
         cr_expect_eq(policy_limit_number(&l, POLICY_LIMIT_USER_BUFFERS), &l.user_buffers);
         cr_expect(policy_limit_is_bytes(POLICY_LIMIT_USER_BUFFER_MEMORY));
         cr_expect(!policy_limit_is_bytes(POLICY_LIMIT_USER_BUFFERS));
+        /* UserJobsInFlight=: what one user's sessions queue together (issue 29). */
+        cr_expect_eq(policy_limit_key_from_string("UserJobsInFlight"), POLICY_LIMIT_USER_JOBS_IN_FLIGHT);
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_JOBS_IN_FLIGHT, "10000", &l, err, sizeof(err)), 0);
+        cr_expect_eq(l.user_jobs_in_flight, 10000);
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_USER_JOBS_IN_FLIGHT, &l, buf, sizeof(buf)), "10000");
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_JOBS_IN_FLIGHT, "0", &l, err, sizeof(err)), -EINVAL);
+        cr_expect_str_eq(err, "invalid UserJobsInFlight= value \"0\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)");
 }
