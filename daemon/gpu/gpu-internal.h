@@ -45,6 +45,26 @@
         (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC |                   \
          KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
 
+/* A GPU context's client address window (gpu-va-window.c). */
+typedef struct GpuVaRange GpuVaRange;
+typedef struct GpuVaWindow {
+        uint64_t base, size;
+        int slot;            /* client slot, -1: the primary one */
+        bool open;
+        GpuVaRange *free;    /* sorted, disjoint, not adjacent */
+} GpuVaWindow;
+/* Takes a slot (the primary one if primary and free) that must lie inside
+ * [gpuvm_base, gpuvm_limit]: -EADDRNOTAVAIL if not, -ENOSPC without a free
+ * slot, -EEXIST if the region cannot be reserved. Close it even on failure. */
+int gpu_va_window_open(GpuVaWindow *w, bool primary, uint64_t gpuvm_base, uint64_t gpuvm_limit);
+void gpu_va_window_close(GpuVaWindow *w);
+/* size bytes (a multiple of 4 KiB) of the window, still PROT_NONE: -ENOMEM when full. */
+int gpu_va_alloc(GpuVaWindow *w, uint64_t size, uint64_t *ret);
+/* Gives [va, va+size) back, putting the PROT_NONE placeholder over whatever
+ * is mapped there (the buffer's CPU mapping ends with it). */
+void gpu_va_free(GpuVaWindow *w, uint64_t va, uint64_t size);
+bool gpu_va_window_contains(const GpuVaWindow *w, uint64_t va);
+
 struct GpuBuffer {
         unsigned n_ref;
         GpuContext *ctx;          /* NULL once the context is gone */
@@ -220,6 +240,8 @@ struct GpuContext {
         KfdQueueSizes queue_sizes;   /* EOP/CWSR sizes compute queues are created with */
         GpuBuffer *fence;
         uint64_t lds_aperture_base, scratch_aperture_base; /* GET_PROCESS_APERTURES_NEW */
+        uint64_t gpuvm_base, gpuvm_limit; /* GET_PROCESS_APERTURES_NEW */
+        GpuVaWindow va;               /* where every buffer of the context lives */
         void *doorbells;              /* the 8 KiB slice, NULL until the first queue */
         GpuBuffer *hdp_page;          /* the HDP flush register page (MMIO_REMAP), NULL without */
         uint64_t doorbell_mmap_offset;

@@ -43,6 +43,34 @@ void gpu_code_object_watch(GpuCodeObject *co, GpuWatch *w);
 /* Stops watching (gone() will not be called); NULL-safe, idempotent. */
 void gpu_watch_cancel(GpuWatch *w);
 
+/*
+ * The client address window (gpu-va-window.c): every address of a GPU
+ * context — what a client's kernel is given, and what a fault names — lies in
+ * this region, which each process running GPU contexts reserves at one fixed
+ * address, independent of ASLR. The primary context of a process (the
+ * daemon's device context, a worker's context) has
+ * [GPU_VA_REGION_BASE, GPU_VA_CLIENT_BASE); each secondary context a slot of
+ * gpu_va_client_slot_size() bytes in [GPU_VA_CLIENT_BASE, GPU_VA_REGION_END).
+ */
+#define GPU_VA_REGION_BASE 0x120000000000ULL
+#define GPU_VA_CLIENT_BASE 0x160000000000ULL
+#define GPU_VA_REGION_END 0x1e0000000000ULL
+/*
+ * Reserves the region in this process (PROT_NONE, MAP_NORESERVE,
+ * MAP_FIXED_NOREPLACE); idempotent. Call it at start, before threads that
+ * map memory run; gpu_context_new() does it otherwise. -EEXIST when anything
+ * is mapped there already, another -errno from mmap.
+ */
+int gpu_va_region_reserve(void);
+/*
+ * Room for n secondary contexts of this process at once: slots of
+ * 8 TiB / max(128, n rounded up to a power of two). Before the first
+ * secondary context only: -EBUSY after it if the size would change;
+ * -EINVAL past 16384.
+ */
+int gpu_va_set_client_slots(unsigned n);
+uint64_t gpu_va_client_slot_size(void);
+
 typedef enum GpuPlacement {
         GPU_PLACEMENT_GTT = 0,  /* system memory */
         GPU_PLACEMENT_VRAM = 1, /* device memory (CPU-visible: PUBLIC, needs large BAR) */
@@ -99,6 +127,11 @@ enum {
          * be added later with gpu_context_add_queue(). */
         GPU_CONTEXT_NO_SDMA = 1u << 1,
         GPU_CONTEXT_NO_COMPUTE = 1u << 2,
+        /* A client's context that is the primary KFD context of its process
+         * (a worker's): its addresses come from a client slot of the window
+         * (GPU_VA_CLIENT_BASE...), as a secondary context's do, never from
+         * the range the daemon's device context has. */
+        GPU_CONTEXT_CLIENT = 1u << 3,
 };
 
 typedef struct GpuContextOptions {

@@ -642,6 +642,16 @@ int worker_main(int argc, char *argv[]) {
         w->max_inflight = opts.max_inflight ? opts.max_inflight : 1024;
         opts.compute_ring_size = setup.ring_size;
         opts.gpu_id = setup.gpu_id;
+        opts.flags |= GPU_CONTEXT_CLIENT;
+
+        /* The same client address window as the daemon's, in this process. */
+        r = gpu_va_region_reserve();
+        if (r < 0) {
+                fail_setup(w, r, "cannot reserve the client address window 0x%llx-0x%llx: %s", GPU_VA_REGION_BASE,
+                           GPU_VA_REGION_END, r == -EEXIST ? "something is mapped there already" : strerror(-r));
+                w_free(w);
+                return EXIT_FAILURE;
+        }
 
         if (sim) {
                 r = sim_remote_ops_new(WORKER_FD_DEVICE, &w->ops);
