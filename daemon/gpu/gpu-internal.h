@@ -65,6 +65,18 @@ int gpu_va_alloc(GpuVaWindow *w, uint64_t size, uint64_t *ret);
 void gpu_va_free(GpuVaWindow *w, uint64_t va, uint64_t size);
 bool gpu_va_window_contains(const GpuVaWindow *w, uint64_t va);
 
+/* What the device said about a job, as report() passes it on (a worker
+ * passes 256 bytes on), and gpu_context_describe_va()'s longest. */
+#define GPU_REPORT_TEXT_MAX 256u
+#define GPU_WHERE_TEXT_MAX 96u
+
+/* gpu-fault-text.c: va as a client may be told it — relative to its own
+ * buffer or code object, or to the window; never the process's address. */
+void gpu_context_describe_va(const GpuContext *c, uint64_t va, char *buf, size_t size);
+/* in with every "0x…" that lies in the client address window replaced by
+ * gpu_context_describe_va(); cut to size. */
+void gpu_context_rewrite_addresses(const GpuContext *c, const char *in, char *out, size_t size);
+
 struct GpuBuffer {
         unsigned n_ref;
         GpuContext *ctx;          /* NULL once the context is gone */
@@ -92,6 +104,7 @@ struct GpuBuffer {
         GpuBuffer *shadows;       /* first shadow of this buffer */
         GpuBuffer *shadow_next;   /* next in origin->shadows */
         bool mapped_in;           /* gpu_buffer_import_mapped(): another process's buffer */
+        uint64_t tag;             /* gpu_buffer_set_tag(): the client's name for it, 0: none */
         GpuWatch *watches;        /* gpu_buffer_watch() */
 };
 
@@ -191,6 +204,7 @@ struct GpuCodeObject {
         GpuKernel *kernels;         /* n_kernels, public information */
         GpuKernelCode *kernel_code; /* n_kernels, same order */
         GpuWatch *watches;          /* gpu_code_object_watch() */
+        uint64_t tag;               /* gpu_code_object_set_tag() */
 };
 
 /* Puts w on the list *head (off any list it was on). */
@@ -260,7 +274,7 @@ struct GpuContext {
 
         /* A memory fault ended the context (gpu_context_is_lost()). */
         bool lost;
-        char lost_reason[160];
+        char lost_reason[256];
 
         /* Waiter thread */
         int wake_fd;

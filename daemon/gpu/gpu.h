@@ -232,6 +232,18 @@ int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 int gpu_buffer_import_mapped(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 /* A new dma-buf fd for the buffer (EXPORT_DMABUF, O_CLOEXEC|O_RDWR). */
 int gpu_buffer_export(GpuBuffer *b, int *ret_fd);
+
+/*
+ * The number a client knows b (or code object co) by — its handle — for what
+ * the client is told about an address of its context: a fault "at offset
+ * 0x40 of buffer 0x…" (gpu-fault-text.c). A buffer mapped into another
+ * context (gpu_buffer_map_in()) is named by its origin's tag. 0: none (the
+ * daemon's own memory).
+ */
+void gpu_buffer_set_tag(GpuBuffer *b, uint64_t tag);
+uint64_t gpu_buffer_get_tag(const GpuBuffer *b);
+void gpu_code_object_set_tag(GpuCodeObject *co, uint64_t tag);
+uint64_t gpu_code_object_get_tag(const GpuCodeObject *co);
 /* How many references to the dma-buf of fd exist besides fd itself (the
  * kernel-call table's dmabuf_refs, kfd-ops.h): 0 when fd is the last copy,
  * -EOPNOTSUPP when the device cannot tell. */
@@ -477,9 +489,13 @@ typedef struct GpuCompletion {
                              * exception other than a memory fault (an illegal
                              * instruction, a malformed packet), or the error
                              * passed to gpu_queue_abort() */
-        uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT */
+        uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT (for
+                             * the daemon's log only: an address of this process) */
         const char *message; /* NULL, or what the device said about the failure
-                              * (KfdOps.exception_info); valid during the callback */
+                              * (KfdOps.exception_info); with -EFAULT where it was,
+                              * "at offset 0x40 of buffer 0x…" and what the device
+                              * said. Addresses in it are relative to the client's
+                              * objects (gpu-fault-text.c). Valid during the callback */
         uint64_t begin_ns;  /* GPU timestamps around the job, converted to ns */
         uint64_t end_ns;
 } GpuCompletion;

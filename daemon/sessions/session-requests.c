@@ -176,6 +176,8 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
         }
         *sb = (SessionBuffer) { .gpu = b, .placement = placement, .imported = !export, .exported = export };
         r = handle_table_add(&s->buffers, sb, &handle, NULL);
+        if (r >= 0)
+                gpu_buffer_set_tag(b, handle); /* what a fault there is told as */
         if (r < 0) {
                 free(sb);
                 drop_new_buffer(s, b, placement, pooled);
@@ -703,16 +705,50 @@ typedef struct ContextList {
         WireContextInfo *v;
         char (*kinds)[16];
         size_t n, max;
+        const SessionSet *set;
+        bool all;      /* the caller sees every context in full */
+        uid_t uid;     /* else: the caller's, whose contexts it sees */
 } ContextList;
 
+/* How many sessions of uid use c, and how many of other users do. */
+static void context_users_by_uid(const SessionSet *m, const Context *c, uid_t uid, unsigned *ret_own,
+                                 unsigned *ret_others) {
+        unsigned own = 0, others = 0;
+        Session *i;
+
+        LIST_FOREACH(sessions, i, m->sessions)
+                if (i->compute_ctx == c) {
+                        if (i->identity.uid == uid)
+                                own++;
+                        else
+                                others++;
+                }
+        *ret_own = own;
+        *ret_others = others;
+}
+
+/*
+ * One entry of StatusReply.contexts. Root sees every context in full. Anyone
+ * else sees the device context and the contexts their own (same uid) sessions
+ * use, and in full only those no other user's session uses: of a context
+ * shared with others only its id, kind, state and losses, with users counting
+ * the caller's own sessions — never another user's jobs, mapped bytes or
+ * worker pid (a worker's pid is a process to signal).
+ */
 static void add_context_info(Context *c, void *userdata) {
         ContextList *l = userdata;
         ContextStats st;
+        unsigned own = 0, others = 0;
         size_t k;
 
         if (l->n >= l->max)
                 return;
         context_get_stats(c, &st);
+        if (!l->all) {
+                context_users_by_uid(l->set, c, l->uid, &own, &others);
+                if (own == 0 && !st.device)
+                        return;
+        }
         /* The key's first word: "device", "session", "identity" or "shared". */
         k = strcspn(st.key, " ");
         snprintf(l->kinds[l->n], sizeof l->kinds[0], "%.*s", (int) MIN(k, sizeof l->kinds[0] - 1), st.key);
@@ -727,12 +763,20 @@ static void add_context_info(Context *c, void *userdata) {
                 .mapped_bytes = st.gpu.mapped_bytes,
                 .pid = st.pid,
         };
+        if (!l->all && (others > 0 || st.device))
+                l->v[l->n] = (WireContextInfo) {
+                        .id = st.id,
+                        .kind = l->kinds[l->n],
+                        .live = st.live,
+                        .users = own,
+                        .losses = st.losses,
+                };
         l->n++;
 }
 
 static void handle_status(Session *s, const WireRequest *req) {
         SessionSet *m = s->set;
-        ContextList cl = {};
+        ContextList cl = { .set = m, .all = s->identity.uid == 0, .uid = s->identity.uid };
         GpuContextStats gs;
         uint64_t bytes = 0;
         uint32_t events = 0, code_objects = 0;

@@ -289,6 +289,8 @@ static void do_map_buffer(W *w, const WorkerObject *m, int fd) {
                 return;
         }
         r = gpu_buffer_import_mapped(w->gpu, fd, &o->buffer);
+        if (r >= 0)
+                gpu_buffer_set_tag(o->buffer, m->tag);
         if (r < 0) {
                 char text[WORKER_TEXT_MAX + 128];
                 o->error = r;
@@ -322,6 +324,8 @@ static void do_load_code(W *w, const WorkerObject *m, int fd) {
         }
         r = gpu_code_object_load(w->gpu, p, (size_t) st.st_size, &o->code, err, sizeof err);
         munmap(p, (size_t) st.st_size);
+        if (r >= 0)
+                gpu_code_object_set_tag(o->code, m->tag);
         if (r < 0) {
                 char text[WORKER_TEXT_MAX + 128];
                 o->error = r;
