@@ -232,7 +232,7 @@ static void probe_test(const char *const *extra, const char *mechanism) {
         for (unsigned i = 0; i < n; i++) {
                 int r = poke(a, pa, addr[i], 0xbad0bad0u, 4096, bo);
                 cr_assert_eq(r, -EFAULT, "poke at 0x%" PRIx64 ": got %d (%s)", addr[i], r, kfdb_session_last_error(a));
-                cr_assert(strstr(kfdb_session_last_error(a), "GPU memory fault at address 0x"), "%s",
+                cr_assert(strstr(kfdb_session_last_error(a), "GPU memory fault in dispatch of kernel \"poke\", at "), "%s",
                           kfdb_session_last_error(a));
                 for (size_t k = 0; k < 4096; k++)
                         cr_assert_eq(out[k], 0x11111111u, "A read B's memory at 0x%" PRIx64, addr[i]);
