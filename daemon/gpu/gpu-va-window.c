@@ -78,7 +78,8 @@ static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool region_reserved;
 static bool primary_taken;
 static unsigned n_client_slots = GPU_VA_DEFAULT_CLIENT_SLOTS;
-static uint8_t *client_slot_taken; /* n_client_slots entries, allocated on first use */
+static uint8_t *client_slot_taken; /* n_client_slots entries while any is taken */
+static unsigned n_client_taken;
 
 static int placeholder(uint64_t va, uint64_t size, int fixed) {
         void *p = mmap((void *) (uintptr_t) va, size, PROT_NONE,
@@ -165,6 +166,7 @@ static int take_slot(GpuVaWindow *w, bool primary) {
         for (unsigned i = 0; i < n_client_slots; i++)
                 if (!client_slot_taken[i]) {
                         client_slot_taken[i] = 1;
+                        n_client_taken++;
                         *w = (GpuVaWindow) { .base = GPU_VA_CLIENT_BASE + i * slot_size, .size = slot_size,
                                              .slot = (int) i };
                         return 0;
@@ -175,8 +177,14 @@ static int take_slot(GpuVaWindow *w, bool primary) {
 static void give_slot(GpuVaWindow *w) {
         if (w->slot < 0)
                 primary_taken = false;
-        else if (client_slot_taken && (unsigned) w->slot < n_client_slots)
+        else if (client_slot_taken && (unsigned) w->slot < n_client_slots && client_slot_taken[w->slot]) {
                 client_slot_taken[w->slot] = 0;
+                if (--n_client_taken == 0) {
+                        /* None in use: the slot size may change again. */
+                        free(client_slot_taken);
+                        client_slot_taken = NULL;
+                }
+        }
 }
 
 int gpu_va_window_open(GpuVaWindow *w, bool primary, uint64_t gpuvm_base, uint64_t gpuvm_limit) {
