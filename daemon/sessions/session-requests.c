@@ -705,26 +705,61 @@ typedef struct ContextList {
         WireContextInfo *v;
         char (*kinds)[16];
         size_t n, max;
-        const SessionSet *set;
         bool all;      /* the caller sees every context in full */
-        uid_t uid;     /* else: the caller's, whose contexts it sees */
+        /* else: the contexts of the caller's user's sessions and of other
+         * users' sessions, one entry per session using one, sorted */
+        const Context **own, **others;
+        size_t n_own, n_others;
 } ContextList;
 
-/* How many sessions of uid use c, and how many of other users do. */
-static void context_users_by_uid(const SessionSet *m, const Context *c, uid_t uid, unsigned *ret_own,
-                                 unsigned *ret_others) {
-        unsigned own = 0, others = 0;
+static int context_ptr_cmp(const void *a, const void *b) {
+        uintptr_t x = (uintptr_t) *(const Context *const *) a, y = (uintptr_t) *(const Context *const *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* How many entries of the sorted v[n] are c. */
+static unsigned count_context(const Context **v, size_t n, const Context *c) {
+        size_t lo = 0, hi = n;
+        unsigned k = 0;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if ((uintptr_t) v[mid] < (uintptr_t) c)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        while (lo + k < n && v[lo + k] == c)
+                k++;
+        return k;
+}
+
+static void context_list_done(ContextList *l) {
+        free(l->v);
+        free(l->kinds);
+        free(l->own);
+        free(l->others);
+}
+
+/* Fills l's lists from the sessions: one pass, so that a Status costs
+ * O(sessions log sessions), not sessions times contexts. */
+static int context_list_users(ContextList *l, const SessionSet *m, uid_t uid) {
         Session *i;
 
+        l->own = calloc(m->n_sessions + 1, sizeof *l->own);
+        l->others = calloc(m->n_sessions + 1, sizeof *l->others);
+        if (!l->own || !l->others)
+                return -ENOMEM;
         LIST_FOREACH(sessions, i, m->sessions)
-                if (i->compute_ctx == c) {
-                        if (i->identity.uid == uid)
-                                own++;
-                        else
-                                others++;
+                if (i->compute_ctx) {
+                        if (i->identity.uid == uid && l->n_own < m->n_sessions)
+                                l->own[l->n_own++] = i->compute_ctx;
+                        else if (i->identity.uid != uid && l->n_others < m->n_sessions)
+                                l->others[l->n_others++] = i->compute_ctx;
                 }
-        *ret_own = own;
-        *ret_others = others;
+        qsort(l->own, l->n_own, sizeof *l->own, context_ptr_cmp);
+        qsort(l->others, l->n_others, sizeof *l->others, context_ptr_cmp);
+        return 0;
 }
 
 /*
@@ -745,7 +780,8 @@ static void add_context_info(Context *c, void *userdata) {
                 return;
         context_get_stats(c, &st);
         if (!l->all) {
-                context_users_by_uid(l->set, c, l->uid, &own, &others);
+                own = count_context(l->own, l->n_own, c);
+                others = count_context(l->others, l->n_others, c);
                 if (own == 0 && !st.device)
                         return;
         }
@@ -776,7 +812,7 @@ static void add_context_info(Context *c, void *userdata) {
 
 static void handle_status(Session *s, const WireRequest *req) {
         SessionSet *m = s->set;
-        ContextList cl = { .set = m, .all = s->identity.uid == 0, .uid = s->identity.uid };
+        ContextList cl = { .all = s->identity.uid == 0 };
         GpuContextStats gs;
         uint64_t bytes = 0;
         uint32_t events = 0, code_objects = 0;
@@ -787,9 +823,8 @@ static void handle_status(Session *s, const WireRequest *req) {
         cl.max = 1 + context_pool_max(m->contexts) + m->n_sessions;
         cl.v = calloc(cl.max, sizeof(*cl.v));
         cl.kinds = calloc(cl.max, sizeof(*cl.kinds));
-        if (!cl.v || !cl.kinds) {
-                free(cl.v);
-                free(cl.kinds);
+        if (!cl.v || !cl.kinds || (!cl.all && context_list_users(&cl, m, s->identity.uid) < 0)) {
+                context_list_done(&cl);
                 session_send_error(s, req->id, ENOMEM, "out of memory");
                 return;
         }
@@ -824,8 +859,7 @@ static void handle_status(Session *s, const WireRequest *req) {
                                          .n_contexts = cl.n },
                      },
                      NULL, 0);
-        free(cl.v);
-        free(cl.kinds);
+        context_list_done(&cl);
 }
 
 void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds) {
