@@ -11,7 +11,9 @@
  *    client address window, not where ASLR put the daemon or the worker;
  *  - a fault's message names the place relative to the client's own objects
  *    ("window offset 0x…", "pc offset 0x… of code object 0x…"), never an
- *    address of the daemon's or a worker's process.
+ *    address of the daemon's or a worker's process;
+ *  - a daemon that cannot reserve the window (something is mapped there)
+ *    does not start, and says why.
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -328,7 +330,7 @@ static void fault_messages(const char *const *extra) {
         char want[128];
         int r;
 
-        start("[Match]\n[Limits]\nDispatchTimeout=20ms\n", extra);
+        start("[Match]\n[Limits]\nDispatchTimeout=500ms\n", extra);
         s = connect_session("faulter");
         co = load_kernel(s, "fault");
         b = new_buffer(s, 4096, 0, (void **) &p);
@@ -378,4 +380,40 @@ Test(leaks, fault_messages_name_places_relative_to_the_clients_objects) {
 
 Test(leaks, fault_messages_from_a_worker_name_places_relative_to_the_clients_objects) {
         fault_messages(worker_mode);
+}
+
+/* Something else mapped in the window before the daemon could reserve it (a
+ * preloaded library here): the daemon does not start, and says why. */
+Test(leaks, the_daemon_refuses_to_start_when_the_window_is_taken) {
+        const char *daemon = getenv("KFDBROKERD");
+        char dir[] = "/tmp/kfdbroker-window.XXXXXX", sock[128], log[4096] = "";
+        int out[2], status;
+        size_t n = 0;
+        ssize_t k;
+        pid_t pid;
+
+        cr_assert_not_null(daemon, "KFDBROKERD is not set (run through meson test)");
+        cr_assert(mkdtemp(dir));
+        snprintf(sock, sizeof sock, "%s/sock", dir);
+        cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                dup2(out[1], STDERR_FILENO);
+                setenv("LD_PRELOAD", TAKE_WINDOW_SO, 1);
+                execl(daemon, daemon, "--device=sim", "--listen", sock, (char *) NULL);
+                _exit(127);
+        }
+        close(out[1]);
+        while (n + 1 < sizeof log && (k = read(out[0], log + n, sizeof log - 1 - n)) > 0)
+                n += (size_t) k;
+        log[n] = '\0';
+        close(out[0]);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status 0x%x: %s", status, log);
+        cr_assert(strstr(log, "Failed to reserve the client address window 0x120000000000-0x1e0000000000: "
+                              "something is mapped there already"),
+                  "%s", log);
+        unlink(sock);
+        rmdir(dir);
 }
