@@ -192,6 +192,12 @@ int context_pool_new(sd_event *event, const KfdOps *ops, const ContextPoolOption
                 p->opts.idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_NS;
         if (cb)
                 p->cb = *cb;
+        /* Window slots for every secondary context, with room for those
+         * still winding down while their successors come up. */
+        r = gpu_va_set_client_slots(2 * p->opts.max_contexts);
+        if (r < 0)
+                log_debug_errno(r, "Client address window slots stay at %" PRIu64 " bytes: %m",
+                                gpu_va_client_slot_size());
 
         r = gpu_context_new(ops, &p->opts.device, &gpu);
         if (r < 0)

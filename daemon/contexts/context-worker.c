@@ -241,7 +241,7 @@ static int send_buffer(WorkerLink *w, GpuBuffer *b, uint64_t *ret_id, char *err,
         o = object_new(w, b, on_buffer_gone);
         if (!o)
                 return -ENOMEM;
-        m = (WorkerObject) { .id = o->id };
+        m = (WorkerObject) { .id = o->id, .tag = gpu_buffer_get_tag(b) };
         r = link_send(w, WORKER_MSG_MAP_BUFFER, &m, sizeof m, NULL, 0, fd);
         if (r < 0) {
                 object_free(o);
@@ -287,7 +287,7 @@ static int send_code(WorkerLink *w, GpuCodeObject *co, uint64_t *ret_id, char *e
         o = object_new(w, co, on_code_gone);
         if (!o)
                 return -ENOMEM;
-        m = (WorkerObject) { .id = o->id };
+        m = (WorkerObject) { .id = o->id, .tag = gpu_code_object_get_tag(co) };
         r = link_send(w, WORKER_MSG_LOAD_CODE, &m, sizeof m, NULL, 0, fd);
         if (r < 0) {
                 object_free(o);

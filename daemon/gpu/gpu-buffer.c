@@ -8,15 +8,18 @@
  * memory and event page ("internal" buffers, not counted in the stats).
  *
  * Life of a buffer:
- *   1. reserve the VA with an anonymous PROT_NONE mapping of our own process
- *      (tinygrad KFDIface.alloc; not a device call);
+ *   1. take the VA from the context's client address window (gpu-va-window.c:
+ *      a fixed region, PROT_NONE until mapped, so that no address a client
+ *      sees says where ASLR put the daemon; tinygrad KFDIface.alloc reserves
+ *      with mmap(NULL) instead);
  *   2. ALLOC_MEMORY_OF_GPU at that VA, MAP_MEMORY_TO_GPU;
  *   3. CPU-map it over the reservation: ops->mmap(va, size, RW,
  *      MAP_SHARED|MAP_FIXED, render_fd, mmap_offset), so CPU VA == GPU VA.
  * Imports replace 2 by IMPORT_DMABUF at the reserved VA and 3 by mmap(2) of the
  * dma-buf fd itself (a dma-buf fd is mmappable: dma_buf_mmap_internal; the
  * render-node offset of an imported BO is not known to us without GEM calls).
- * Teardown goes backwards: UNMAP_MEMORY_FROM_GPU, FREE_MEMORY_OF_GPU, munmap.
+ * Teardown goes backwards: UNMAP_MEMORY_FROM_GPU, FREE_MEMORY_OF_GPU, and the
+ * window's placeholder mapped back over the range (gpu_va_free()).
  *
  * Render-node buffers (KFD uapi < 1.12, GpuDeviceInfo.render_node_buffers):
  * such a kernel has no EXPORT_DMABUF (kfd-facts §7.4), so a buffer that must
@@ -53,12 +56,9 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-static int reserve_va(uint64_t size, uint64_t *ret) {
-        void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED)
-                return -errno;
-        *ret = (uint64_t) (uintptr_t) p;
-        return 0;
+/* A range of the context's client address window, still PROT_NONE. */
+static int reserve_va(GpuContext *c, uint64_t size, uint64_t *ret) {
+        return gpu_va_alloc(&c->va, size, ret);
 }
 
 /*
@@ -122,18 +122,12 @@ void gpu_buffer_release_kernel(GpuBuffer *b) {
                         log_debug_errno(r, "gpu: FREE_MEMORY_OF_GPU va=0x%" PRIx64 " failed: %m", b->va);
         }
         b->allocated = false;
-        if (b->cpu_mapped) {
-                if (b->imported)
-                        r = munmap((void *) (uintptr_t) b->va, b->size) < 0 ? -errno : 0;
-                else
-                        r = c->ops->munmap(c->ops->userdata, (void *) (uintptr_t) b->va, b->size);
-                if (r < 0)
-                        log_debug_errno(r, "gpu: munmap of va=0x%" PRIx64 " failed: %m", b->va);
+        if (b->cpu_mapped || b->va_reserved) {
+                /* The window's placeholder goes back over the range, which
+                 * ends the CPU mapping (of the render node or the dma-buf) in
+                 * the same call: a munmap would open a hole in the window. */
+                gpu_va_free(&c->va, b->va, b->size);
                 b->cpu_mapped = false;
-                b->va_reserved = false;
-        }
-        if (b->va_reserved) {
-                munmap((void *) (uintptr_t) b->va, b->size);
                 b->va_reserved = false;
         }
         b->cpu = NULL;
@@ -256,7 +250,7 @@ static GpuBuffer *buffer_new_record(GpuContext *c, uint64_t size, uint32_t flags
  * b is a new record of b->size bytes; a failure leaves it for buffer_destroy.
  */
 static int buffer_alloc_kfd(GpuContext *c, GpuBuffer *b, bool gpu_map, int mmap_fd) {
-        int r = reserve_va(b->size, &b->va);
+        int r = reserve_va(c, b->size, &b->va);
         if (r < 0)
                 return r;
         b->va_reserved = true;
@@ -366,7 +360,7 @@ static int buffer_attach_dmabuf(GpuContext *c, GpuBuffer *b, int dmabuf_fd, bool
         int r;
 
         b->imported = true;
-        r = reserve_va(b->size, &b->va);
+        r = reserve_va(c, b->size, &b->va);
         if (r < 0)
                 return r;
         b->va_reserved = true;

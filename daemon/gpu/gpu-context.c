@@ -126,6 +126,7 @@ GpuContext *gpu_context_free(GpuContext *c) {
                 c->ops->close(c->ops->userdata, c->render_fd);
         if (c->kfd_fd >= 0)
                 c->ops->close(c->ops->userdata, c->kfd_fd);
+        gpu_va_window_close(&c->va);
         safe_close(c->wake_fd);
         pthread_mutex_destroy(&c->waiter_lock);
         free(c);
@@ -199,9 +200,10 @@ static int resolve_options(const KfdNode *n, const GpuContextOptions *in, GpuCon
         return 0;
 }
 
-/* The LDS and scratch apertures of our node (GET_PROCESS_APERTURES_NEW, asked
- * for the count first): code object v4/v5 kernels read their upper halves
- * for generic address casts (gpu-dispatch.c). */
+/* The apertures of our node (GET_PROCESS_APERTURES_NEW, asked for the count
+ * first): code object v4/v5 kernels read the upper halves of the LDS and
+ * scratch ones for generic address casts (gpu-dispatch.c); the client address
+ * window must lie inside the GPUVM one. */
 static int read_apertures(GpuContext *c) {
         struct kfd_ioctl_get_process_apertures_new_args a = {};
         int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
@@ -218,6 +220,8 @@ static int read_apertures(GpuContext *c) {
                 if (ap[i].gpu_id == c->gpu_id) {
                         c->lds_aperture_base = ap[i].lds_base;
                         c->scratch_aperture_base = ap[i].scratch_base;
+                        c->gpuvm_base = ap[i].gpuvm_base;
+                        c->gpuvm_limit = ap[i].gpuvm_limit;
                         return 0;
                 }
         return -ENODEV;
@@ -264,9 +268,6 @@ static int compute_prepare(GpuContext *c) {
                           c->node.gfx_target_version);
                 return -ENODEV;
         }
-        r = read_apertures(c);
-        if (r < 0)
-                return r;
         c->compute_ready = true;
         return 0;
 }
@@ -403,6 +404,16 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
 
         struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) c->render_fd, .gpu_id = c->gpu_id };
         r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_ACQUIRE_VM, &vm);
+        if (r < 0)
+                return r;
+
+        /* Where the context's addresses come from: its slot of the client
+         * address window, inside the GPUVM aperture (gpu-va-window.c). */
+        r = read_apertures(c);
+        if (r < 0)
+                return r;
+        bool primary = !(opts && (opts->flags & (GPU_CONTEXT_SECONDARY | GPU_CONTEXT_CLIENT)));
+        r = gpu_va_window_open(&c->va, primary, c->gpuvm_base, c->gpuvm_limit);
         if (r < 0)
                 return r;
 

@@ -45,6 +45,38 @@
         (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC |                   \
          KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
 
+/* A GPU context's client address window (gpu-va-window.c). */
+typedef struct GpuVaRange GpuVaRange;
+typedef struct GpuVaWindow {
+        uint64_t base, size;
+        int slot;            /* client slot, -1: the primary one */
+        bool open;
+        GpuVaRange *free;    /* sorted, disjoint, not adjacent */
+} GpuVaWindow;
+/* Takes a slot (the primary one if primary and free) that must lie inside
+ * [gpuvm_base, gpuvm_limit]: -EADDRNOTAVAIL if not, -ENOSPC without a free
+ * slot, -EEXIST if the region cannot be reserved. Close it even on failure. */
+int gpu_va_window_open(GpuVaWindow *w, bool primary, uint64_t gpuvm_base, uint64_t gpuvm_limit);
+void gpu_va_window_close(GpuVaWindow *w);
+/* size bytes (a multiple of 4 KiB) of the window, still PROT_NONE: -ENOMEM when full. */
+int gpu_va_alloc(GpuVaWindow *w, uint64_t size, uint64_t *ret);
+/* Gives [va, va+size) back, putting the PROT_NONE placeholder over whatever
+ * is mapped there (the buffer's CPU mapping ends with it). */
+void gpu_va_free(GpuVaWindow *w, uint64_t va, uint64_t size);
+bool gpu_va_window_contains(const GpuVaWindow *w, uint64_t va);
+
+/* What the device said about a job, as report() passes it on (a worker
+ * passes 256 bytes on), and gpu_context_describe_va()'s longest. */
+#define GPU_REPORT_TEXT_MAX 256u
+#define GPU_WHERE_TEXT_MAX 96u
+
+/* gpu-fault-text.c: va as a client may be told it — relative to its own
+ * buffer or code object, or to the window; never the process's address. */
+void gpu_context_describe_va(const GpuContext *c, uint64_t va, char *buf, size_t size);
+/* in with every "0x…" that lies in the client address window replaced by
+ * gpu_context_describe_va(); cut to size. */
+void gpu_context_rewrite_addresses(const GpuContext *c, const char *in, char *out, size_t size);
+
 struct GpuBuffer {
         unsigned n_ref;
         GpuContext *ctx;          /* NULL once the context is gone */
@@ -72,6 +104,7 @@ struct GpuBuffer {
         GpuBuffer *shadows;       /* first shadow of this buffer */
         GpuBuffer *shadow_next;   /* next in origin->shadows */
         bool mapped_in;           /* gpu_buffer_import_mapped(): another process's buffer */
+        uint64_t tag;             /* gpu_buffer_set_tag(): the client's name for it, 0: none */
         GpuWatch *watches;        /* gpu_buffer_watch() */
 };
 
@@ -171,6 +204,7 @@ struct GpuCodeObject {
         GpuKernel *kernels;         /* n_kernels, public information */
         GpuKernelCode *kernel_code; /* n_kernels, same order */
         GpuWatch *watches;          /* gpu_code_object_watch() */
+        uint64_t tag;               /* gpu_code_object_set_tag() */
 };
 
 /* Puts w on the list *head (off any list it was on). */
@@ -220,6 +254,8 @@ struct GpuContext {
         KfdQueueSizes queue_sizes;   /* EOP/CWSR sizes compute queues are created with */
         GpuBuffer *fence;
         uint64_t lds_aperture_base, scratch_aperture_base; /* GET_PROCESS_APERTURES_NEW */
+        uint64_t gpuvm_base, gpuvm_limit; /* GET_PROCESS_APERTURES_NEW */
+        GpuVaWindow va;               /* where every buffer of the context lives */
         void *doorbells;              /* the 8 KiB slice, NULL until the first queue */
         GpuBuffer *hdp_page;          /* the HDP flush register page (MMIO_REMAP), NULL without */
         uint64_t doorbell_mmap_offset;
@@ -238,7 +274,7 @@ struct GpuContext {
 
         /* A memory fault ended the context (gpu_context_is_lost()). */
         bool lost;
-        char lost_reason[160];
+        char lost_reason[256];
 
         /* Waiter thread */
         int wake_fd;

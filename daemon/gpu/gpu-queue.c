@@ -703,6 +703,18 @@ static void report(GpuContext *c, GpuQueue *q, const GpuInflight *f, int error, 
                    const char *message, GpuCompletionFn cb, void *userdata) {
         volatile uint64_t *ts = ts_cpu(c, q->index, f->seq);
         uint64_t b = ts[0], e = ts[1];
+        char where[GPU_WHERE_TEXT_MAX], said[GPU_REPORT_TEXT_MAX], text[sizeof where + sizeof said + 8];
+
+        /* Nothing the client reads names an address of this process. */
+        if (message) {
+                gpu_context_rewrite_addresses(c, message, said, sizeof said);
+                message = said;
+        }
+        if (error == -EFAULT) {
+                gpu_context_describe_va(c, fault_va, where, sizeof where);
+                snprintf(text, sizeof text, "at %s%s%s", where, message ? ": " : "", message ? message : "");
+                message = text;
+        }
         GpuCompletion comp = {
                 .queue = q->index,
                 .seq = f->seq,
@@ -1000,7 +1012,7 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
         bool certain[GPU_MAX_QUEUES] = {}, page_explained = false;
         uint64_t own_va[GPU_MAX_QUEUES] = {};
         unsigned n_dispatch = 0, dispatch_q = 0;
-        char msg[200];
+        char msg[200], where[GPU_WHERE_TEXT_MAX];
         int n = 0;
 
         for (unsigned i = 0; i < c->n_queues; i++) {
@@ -1028,7 +1040,8 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
         }
 
         c->lost = true;
-        snprintf(c->lost_reason, sizeof c->lost_reason, "a GPU memory fault at 0x%" PRIx64 "%s", f->va,
+        gpu_context_describe_va(c, f->va, where, sizeof where);
+        snprintf(c->lost_reason, sizeof c->lost_reason, "a GPU memory fault at %s%s", where,
                  page_explained ? ""
                  : n_dispatch > 1 ? " by one of the kernels running at once (the device does not say which)"
                                   : " that no job in flight can have caused");

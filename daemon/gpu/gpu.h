@@ -43,6 +43,34 @@ void gpu_code_object_watch(GpuCodeObject *co, GpuWatch *w);
 /* Stops watching (gone() will not be called); NULL-safe, idempotent. */
 void gpu_watch_cancel(GpuWatch *w);
 
+/*
+ * The client address window (gpu-va-window.c): every address of a GPU
+ * context — what a client's kernel is given, and what a fault names — lies in
+ * this region, which each process running GPU contexts reserves at one fixed
+ * address, independent of ASLR. The primary context of a process (the
+ * daemon's device context, a worker's context) has
+ * [GPU_VA_REGION_BASE, GPU_VA_CLIENT_BASE); each secondary context a slot of
+ * gpu_va_client_slot_size() bytes in [GPU_VA_CLIENT_BASE, GPU_VA_REGION_END).
+ */
+#define GPU_VA_REGION_BASE 0x120000000000ULL
+#define GPU_VA_CLIENT_BASE 0x160000000000ULL
+#define GPU_VA_REGION_END 0x1e0000000000ULL
+/*
+ * Reserves the region in this process (PROT_NONE, MAP_NORESERVE,
+ * MAP_FIXED_NOREPLACE); idempotent. Call it at start, before threads that
+ * map memory run; gpu_context_new() does it otherwise. -EEXIST when anything
+ * is mapped there already, another -errno from mmap.
+ */
+int gpu_va_region_reserve(void);
+/*
+ * Room for n secondary contexts of this process at once: slots of
+ * 8 TiB / max(128, n rounded up to a power of two). Before the first
+ * secondary context only: -EBUSY after it if the size would change;
+ * -EINVAL past 16384.
+ */
+int gpu_va_set_client_slots(unsigned n);
+uint64_t gpu_va_client_slot_size(void);
+
 typedef enum GpuPlacement {
         GPU_PLACEMENT_GTT = 0,  /* system memory */
         GPU_PLACEMENT_VRAM = 1, /* device memory (CPU-visible: PUBLIC, needs large BAR) */
@@ -99,6 +127,11 @@ enum {
          * be added later with gpu_context_add_queue(). */
         GPU_CONTEXT_NO_SDMA = 1u << 1,
         GPU_CONTEXT_NO_COMPUTE = 1u << 2,
+        /* A client's context that is the primary KFD context of its process
+         * (a worker's): its addresses come from a client slot of the window
+         * (GPU_VA_CLIENT_BASE...), as a secondary context's do, never from
+         * the range the daemon's device context has. */
+        GPU_CONTEXT_CLIENT = 1u << 3,
 };
 
 typedef struct GpuContextOptions {
@@ -199,6 +232,18 @@ int gpu_buffer_import(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 int gpu_buffer_import_mapped(GpuContext *c, int dmabuf_fd, GpuBuffer **ret);
 /* A new dma-buf fd for the buffer (EXPORT_DMABUF, O_CLOEXEC|O_RDWR). */
 int gpu_buffer_export(GpuBuffer *b, int *ret_fd);
+
+/*
+ * The number a client knows b (or code object co) by — its handle — for what
+ * the client is told about an address of its context: a fault "at offset
+ * 0x40 of buffer 0x…" (gpu-fault-text.c). A buffer mapped into another
+ * context (gpu_buffer_map_in()) is named by its origin's tag. 0: none (the
+ * daemon's own memory).
+ */
+void gpu_buffer_set_tag(GpuBuffer *b, uint64_t tag);
+uint64_t gpu_buffer_get_tag(const GpuBuffer *b);
+void gpu_code_object_set_tag(GpuCodeObject *co, uint64_t tag);
+uint64_t gpu_code_object_get_tag(const GpuCodeObject *co);
 /* How many references to the dma-buf of fd exist besides fd itself (the
  * kernel-call table's dmabuf_refs, kfd-ops.h): 0 when fd is the last copy,
  * -EOPNOTSUPP when the device cannot tell. */
@@ -464,9 +509,13 @@ typedef struct GpuCompletion {
                              * exception other than a memory fault (an illegal
                              * instruction, a malformed packet), or the error
                              * passed to gpu_queue_abort() */
-        uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT */
+        uint64_t fault_va;  /* the faulting GPU address when error == -EFAULT (for
+                             * the daemon's log only: an address of this process) */
         const char *message; /* NULL, or what the device said about the failure
-                              * (KfdOps.exception_info); valid during the callback */
+                              * (KfdOps.exception_info); with -EFAULT where it was,
+                              * "at offset 0x40 of buffer 0x…" and what the device
+                              * said. Addresses in it are relative to the client's
+                              * objects (gpu-fault-text.c). Valid during the callback */
         uint64_t begin_ns;  /* GPU timestamps around the job, converted to ns */
         uint64_t end_ns;
 } GpuCompletion;

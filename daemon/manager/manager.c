@@ -196,6 +196,17 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
         if (r < 0)
                 return r;
 
+        /* Before any thread maps memory: the region every GPU address a client
+         * sees comes from, at the same place whatever ASLR did (gpu/gpu-va-window.c). */
+        r = gpu_va_region_reserve();
+        if (r == -EEXIST)
+                return log_error_errno(r, "Failed to reserve the client address window 0x%llx-0x%llx: "
+                                          "something is mapped there already",
+                                       GPU_VA_REGION_BASE, GPU_VA_REGION_END);
+        if (r < 0)
+                return log_error_errno(r, "Failed to reserve the client address window 0x%llx-0x%llx: %m",
+                                       GPU_VA_REGION_BASE, GPU_VA_REGION_END);
+
         if (choice != DEVICE_SIM)
                 probe = kfd_probe_real(reason, sizeof(reason));
         if (choice == DEVICE_AUTO) {

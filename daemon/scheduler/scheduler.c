@@ -1399,8 +1399,10 @@ static void completion_message(const SchedJob *j, const GpuCompletion *c, char *
 
         sched_job_describe(j, what, sizeof(what));
         if (c->error == -EFAULT)
-                snprintf(msg, size, "GPU memory fault at address 0x%" PRIx64 " in %s%s%s", c->fault_va,
-                         what, c->message ? ": " : "", c->message ? c->message : "");
+                /* Where, as the GPU layer says it: relative to the client's
+                 * own buffers, never an address of the daemon or a worker. */
+                snprintf(msg, size, "GPU memory fault in %s, %s", what,
+                         c->message ? c->message : "at an address the device did not say");
         else if (c->error == -EIO)
                 /* A HW_EXCEPTION: a GPU reset or RAS poison (gpu_context_reset()). */
                 snprintf(msg, size, "%s did not complete: %s", what,

@@ -334,6 +334,8 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
         }
         *sco = (SessionCodeObject) { .co = co, .charged = charge };
         r = handle_table_add(&s->code_objects, sco, &handle, NULL);
+        if (r >= 0)
+                gpu_code_object_set_tag(co, handle);
         if (r < 0) {
                 kernel_infos_free(infos, n_infos);
                 gpu_code_object_unref(co);

@@ -176,6 +176,8 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
         }
         *sb = (SessionBuffer) { .gpu = b, .placement = placement, .imported = !export, .exported = export };
         r = handle_table_add(&s->buffers, sb, &handle, NULL);
+        if (r >= 0)
+                gpu_buffer_set_tag(b, handle); /* what a fault there is told as */
         if (r < 0) {
                 free(sb);
                 drop_new_buffer(s, b, placement, pooled);
@@ -714,91 +716,6 @@ static void handle_query(Session *s, const WireRequest *req) {
                      NULL, 0);
 }
 
-typedef struct ContextList {
-        WireContextInfo *v;
-        char (*kinds)[16];
-        size_t n, max;
-} ContextList;
-
-static void add_context_info(Context *c, void *userdata) {
-        ContextList *l = userdata;
-        ContextStats st;
-        size_t k;
-
-        if (l->n >= l->max)
-                return;
-        context_get_stats(c, &st);
-        /* The key's first word: "device", "session", "identity" or "shared". */
-        k = strcspn(st.key, " ");
-        snprintf(l->kinds[l->n], sizeof l->kinds[0], "%.*s", (int) MIN(k, sizeof l->kinds[0] - 1), st.key);
-        l->v[l->n] = (WireContextInfo) {
-                .id = st.id,
-                .kind = l->kinds[l->n],
-                .live = st.live,
-                .users = st.users,
-                .jobs_in_flight = st.jobs_in_flight,
-                .losses = st.losses,
-                .memory_bytes = st.gpu.internal_bytes,
-                .mapped_bytes = st.gpu.mapped_bytes,
-                .pid = st.pid,
-        };
-        l->n++;
-}
-
-static void handle_status(Session *s, const WireRequest *req) {
-        SessionSet *m = s->set;
-        ContextList cl = {};
-        GpuContextStats gs;
-        uint64_t bytes = 0;
-        uint32_t events = 0, code_objects = 0;
-        Session *i;
-
-        /* The device context and every slot: at most the limit plus the
-         * slots kept without an incarnation by connected sessions. */
-        cl.max = 1 + context_pool_max(m->contexts) + m->n_sessions;
-        cl.v = calloc(cl.max, sizeof(*cl.v));
-        cl.kinds = calloc(cl.max, sizeof(*cl.kinds));
-        if (!cl.v || !cl.kinds) {
-                free(cl.v);
-                free(cl.kinds);
-                session_send_error(s, req->id, ENOMEM, "out of memory");
-                return;
-        }
-        context_pool_foreach(m->contexts, add_context_info, &cl);
-
-        LIST_FOREACH(sessions, i, m->sessions) {
-                bytes += i->usage.buffer_bytes;
-                events += i->events.n_used;
-                code_objects += i->code_objects.n_used;
-        }
-        gpu_context_get_stats(context_pool_device_gpu(m->contexts), &gs);
-        session_send(s, &(WireReply) {
-                             .id = req->id,
-                             .type = WIRE_REPLY_STATUS,
-                             .status = { .daemon_version = KFDBROKER_VERSION,
-                                         .backend = m->info->backend,
-                                         .gfx_name = m->info->gfx_name,
-                                         .sessions = m->n_sessions,
-                                         .jobs_completed = scheduler_jobs_completed(m->scheduler),
-                                         .jobs_failed = scheduler_jobs_failed(m->scheduler),
-                                         .uptime_ns = now_ns() - m->start_ns,
-                                         .buffer_bytes = bytes,
-                                         .gpu_buffers = gs.buffers,
-                                         .jobs_in_flight = scheduler_in_flight(m->scheduler),
-                                         .events = events,
-                                         .code_objects = code_objects,
-                                         .context_mechanism = context_mechanism_to_string(
-                                                 context_pool_mechanism(m->contexts)),
-                                         .context_mechanism_reason = context_pool_mechanism_reason(m->contexts),
-                                         .max_contexts = context_pool_max(m->contexts),
-                                         .contexts = cl.v,
-                                         .n_contexts = cl.n },
-                     },
-                     NULL, 0);
-        free(cl.v);
-        free(cl.kinds);
-}
-
 void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds) {
         switch (req->type) {
         case WIRE_REQUEST_HELLO:
@@ -826,7 +743,7 @@ void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_f
         case WIRE_REQUEST_QUERY:
                 return handle_query(s, req);
         case WIRE_REQUEST_STATUS:
-                return handle_status(s, req);
+                return session_handle_status(s, req);
         case WIRE_REQUEST_LOAD_CODE_OBJECT:
                 return session_load_code_object(s, req, fds[0]);
         case WIRE_REQUEST_FREE_CODE_OBJECT:

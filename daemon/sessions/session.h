@@ -324,6 +324,9 @@ bool session_check_handle_count(Session *s, uint64_t id);
  * those of its user (UserBufferMemory=) and unit (UnitBufferMemory=). */
 bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size);
 
+/* Status (session-status.c): the reply to a Status request. */
+void session_handle_status(Session *s, const WireRequest *req);
+
 /* Compute (session-compute.c): LoadCodeObject with its sealed memfd,
  * FreeCodeObject, and the resolution of a DispatchJob into a Job (0, or a
  * negative errno after replying with the error). */

@@ -26,7 +26,7 @@
 
 #include "gpu/gpu.h"
 
-#define WORKER_PROTO_VERSION 2u
+#define WORKER_PROTO_VERSION 3u
 /* Largest datagram either side sends: a dispatch's kernel arguments (4 KiB at
  * most) and its buffer relocations. */
 #define WORKER_MSG_MAX 16384u
@@ -86,7 +86,9 @@ typedef struct WorkerAddQueue {
 } WorkerAddQueue;
 
 typedef struct WorkerObject {
-        uint64_t id; /* the daemon's id of a buffer or code object */
+        uint64_t id;  /* the daemon's id of a buffer or code object */
+        uint64_t tag; /* MAP_BUFFER, LOAD_CODE: the client's name for it (gpu_buffer_get_tag()),
+                       * for what the client is told about an address there */
 } WorkerObject;
 
 /* Three kinds: a job of this context (queue, seq); a relay word (relay != 0:

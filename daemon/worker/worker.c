@@ -289,6 +289,8 @@ static void do_map_buffer(W *w, const WorkerObject *m, int fd) {
                 return;
         }
         r = gpu_buffer_import_mapped(w->gpu, fd, &o->buffer);
+        if (r >= 0)
+                gpu_buffer_set_tag(o->buffer, m->tag);
         if (r < 0) {
                 char text[WORKER_TEXT_MAX + 128];
                 o->error = r;
@@ -322,6 +324,8 @@ static void do_load_code(W *w, const WorkerObject *m, int fd) {
         }
         r = gpu_code_object_load(w->gpu, p, (size_t) st.st_size, &o->code, err, sizeof err);
         munmap(p, (size_t) st.st_size);
+        if (r >= 0)
+                gpu_code_object_set_tag(o->code, m->tag);
         if (r < 0) {
                 char text[WORKER_TEXT_MAX + 128];
                 o->error = r;
@@ -642,6 +646,16 @@ int worker_main(int argc, char *argv[]) {
         w->max_inflight = opts.max_inflight ? opts.max_inflight : 1024;
         opts.compute_ring_size = setup.ring_size;
         opts.gpu_id = setup.gpu_id;
+        opts.flags |= GPU_CONTEXT_CLIENT;
+
+        /* The same client address window as the daemon's, in this process. */
+        r = gpu_va_region_reserve();
+        if (r < 0) {
+                fail_setup(w, r, "cannot reserve the client address window 0x%llx-0x%llx: %s", GPU_VA_REGION_BASE,
+                           GPU_VA_REGION_END, r == -EEXIST ? "something is mapped there already" : strerror(-r));
+                w_free(w);
+                return EXIT_FAILURE;
+        }
 
         if (sim) {
                 r = sim_remote_ops_new(WORKER_FD_DEVICE, &w->ops);

@@ -222,13 +222,17 @@ static void probe_test(const char *const *extra, const char *mechanism) {
                      (int) worker_b);
         n = daemon_addresses_of(bv, addr, 15);
         cr_assert_geq(n, 2, "the daemon maps B's buffer at least in its own context and the simulator");
-        /* And where B's own context has it, which B's kernels reach. */
-        addr[n++] = own_address_of(b, bv);
+        /* And where B's own context has it, which B's kernels reach: a
+         * secondary context's window is a slot of the daemon's of its own,
+         * whereas every worker has the same first client slot in its own
+         * process, where that address may well be A's own memory. */
+        if (strcmp(mechanism, "kernel") == 0)
+                addr[n++] = own_address_of(b, bv);
 
         for (unsigned i = 0; i < n; i++) {
                 int r = poke(a, pa, addr[i], 0xbad0bad0u, 4096, bo);
                 cr_assert_eq(r, -EFAULT, "poke at 0x%" PRIx64 ": got %d (%s)", addr[i], r, kfdb_session_last_error(a));
-                cr_assert(strstr(kfdb_session_last_error(a), "GPU memory fault at address 0x"), "%s",
+                cr_assert(strstr(kfdb_session_last_error(a), "GPU memory fault in dispatch of kernel \"poke\", at "), "%s",
                           kfdb_session_last_error(a));
                 for (size_t k = 0; k < 4096; k++)
                         cr_assert_eq(out[k], 0x11111111u, "A read B's memory at 0x%" PRIx64, addr[i]);

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Status: the daemon's counters and its GPU contexts, for `kfdbrokerctl
+ * status` (docs/protocol.md "Status"). What a caller sees of the contexts
+ * depends on who it is: root every context in full, anyone else the device
+ * context and the contexts of their own user's sessions, never another
+ * user's jobs, mapped bytes or worker pid. Part of the session layer; runs on
+ * the event loop.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "sessions/session-set.h"
+#include "sessions/session.h"
+#include "util/macro.h"
+#include "util/time-util.h"
+
+typedef struct ContextList {
+        WireContextInfo *v;
+        char (*kinds)[16];
+        size_t n, max;
+        bool all;      /* the caller sees every context in full */
+        /* else: the contexts of the caller's user's sessions and of other
+         * users' sessions, one entry per session using one, sorted */
+        const Context **own, **others;
+        size_t n_own, n_others;
+} ContextList;
+
+static int context_ptr_cmp(const void *a, const void *b) {
+        uintptr_t x = (uintptr_t) *(const Context *const *) a, y = (uintptr_t) *(const Context *const *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* How many entries of the sorted v[n] are c. */
+static unsigned count_context(const Context **v, size_t n, const Context *c) {
+        size_t lo = 0, hi = n;
+        unsigned k = 0;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if ((uintptr_t) v[mid] < (uintptr_t) c)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        while (lo + k < n && v[lo + k] == c)
+                k++;
+        return k;
+}
+
+static void context_list_done(ContextList *l) {
+        free(l->v);
+        free(l->kinds);
+        free(l->own);
+        free(l->others);
+}
+
+/* Fills l's lists from the sessions: one pass, so that a Status costs
+ * O(sessions log sessions), not sessions times contexts. */
+static int context_list_users(ContextList *l, const SessionSet *m, uid_t uid) {
+        Session *i;
+
+        l->own = calloc(m->n_sessions + 1, sizeof *l->own);
+        l->others = calloc(m->n_sessions + 1, sizeof *l->others);
+        if (!l->own || !l->others)
+                return -ENOMEM;
+        LIST_FOREACH(sessions, i, m->sessions)
+                if (i->compute_ctx) {
+                        if (i->identity.uid == uid && l->n_own < m->n_sessions)
+                                l->own[l->n_own++] = i->compute_ctx;
+                        else if (i->identity.uid != uid && l->n_others < m->n_sessions)
+                                l->others[l->n_others++] = i->compute_ctx;
+                }
+        qsort(l->own, l->n_own, sizeof *l->own, context_ptr_cmp);
+        qsort(l->others, l->n_others, sizeof *l->others, context_ptr_cmp);
+        return 0;
+}
+
+/*
+ * One entry of StatusReply.contexts. Root sees every context in full. Anyone
+ * else sees the device context and the contexts their own (same uid) sessions
+ * use, and in full only those no other user's session uses: of a context
+ * shared with others only its id, kind, state and losses, with users counting
+ * the caller's own sessions — never another user's jobs, mapped bytes or
+ * worker pid (a worker's pid is a process to signal).
+ */
+static void add_context_info(Context *c, void *userdata) {
+        ContextList *l = userdata;
+        ContextStats st;
+        unsigned own = 0, others = 0;
+        size_t k;
+
+        if (l->n >= l->max)
+                return;
+        context_get_stats(c, &st);
+        if (!l->all) {
+                own = count_context(l->own, l->n_own, c);
+                others = count_context(l->others, l->n_others, c);
+                if (own == 0 && !st.device)
+                        return;
+        }
+        /* The key's first word: "device", "session", "identity" or "shared". */
+        k = strcspn(st.key, " ");
+        snprintf(l->kinds[l->n], sizeof l->kinds[0], "%.*s", (int) MIN(k, sizeof l->kinds[0] - 1), st.key);
+        l->v[l->n] = (WireContextInfo) {
+                .id = st.id,
+                .kind = l->kinds[l->n],
+                .live = st.live,
+                .users = st.users,
+                .jobs_in_flight = st.jobs_in_flight,
+                .losses = st.losses,
+                .memory_bytes = st.gpu.internal_bytes,
+                .mapped_bytes = st.gpu.mapped_bytes,
+                .pid = st.pid,
+        };
+        if (!l->all && (others > 0 || st.device))
+                l->v[l->n] = (WireContextInfo) {
+                        .id = st.id,
+                        .kind = l->kinds[l->n],
+                        .live = st.live,
+                        .users = own,
+                        .losses = st.losses,
+                };
+        l->n++;
+}
+
+void session_handle_status(Session *s, const WireRequest *req) {
+        SessionSet *m = s->set;
+        ContextList cl = { .all = s->identity.uid == 0 };
+        GpuContextStats gs;
+        uint64_t bytes = 0;
+        uint32_t events = 0, code_objects = 0;
+        Session *i;
+
+        /* The device context and every slot: at most the limit plus the
+         * slots kept without an incarnation by connected sessions. */
+        cl.max = 1 + context_pool_max(m->contexts) + m->n_sessions;
+        cl.v = calloc(cl.max, sizeof(*cl.v));
+        cl.kinds = calloc(cl.max, sizeof(*cl.kinds));
+        if (!cl.v || !cl.kinds || (!cl.all && context_list_users(&cl, m, s->identity.uid) < 0)) {
+                context_list_done(&cl);
+                session_send_error(s, req->id, ENOMEM, "out of memory");
+                return;
+        }
+        context_pool_foreach(m->contexts, add_context_info, &cl);
+
+        LIST_FOREACH(sessions, i, m->sessions) {
+                bytes += i->usage.buffer_bytes;
+                events += i->events.n_used;
+                code_objects += i->code_objects.n_used;
+        }
+        gpu_context_get_stats(context_pool_device_gpu(m->contexts), &gs);
+        session_send(s, &(WireReply) {
+                             .id = req->id,
+                             .type = WIRE_REPLY_STATUS,
+                             .status = { .daemon_version = KFDBROKER_VERSION,
+                                         .backend = m->info->backend,
+                                         .gfx_name = m->info->gfx_name,
+                                         .sessions = m->n_sessions,
+                                         .jobs_completed = scheduler_jobs_completed(m->scheduler),
+                                         .jobs_failed = scheduler_jobs_failed(m->scheduler),
+                                         .uptime_ns = now_ns() - m->start_ns,
+                                         .buffer_bytes = bytes,
+                                         .gpu_buffers = gs.buffers,
+                                         .jobs_in_flight = scheduler_in_flight(m->scheduler),
+                                         .events = events,
+                                         .code_objects = code_objects,
+                                         .context_mechanism = context_mechanism_to_string(
+                                                 context_pool_mechanism(m->contexts)),
+                                         .context_mechanism_reason = context_pool_mechanism_reason(m->contexts),
+                                         .max_contexts = context_pool_max(m->contexts),
+                                         .contexts = cl.v,
+                                         .n_contexts = cl.n },
+                     },
+                     NULL, 0);
+        context_list_done(&cl);
+}
