@@ -282,6 +282,22 @@ static uint32_t hello_max_buffers(int fd) {
         return v;
 }
 
+static uint64_t hello_session_id(int fd, uint32_t *ret_max_buffers);
+
+/* The daemon's "Session N opened" line, malloc'd. */
+static char *session_line(uint64_t id) {
+        char *log = test_daemon_read_log(&d), *line = NULL, what[64];
+        const char *p;
+
+        snprintf(what, sizeof(what), "Session %llu opened:", (unsigned long long) id);
+        p = strstr(log, what);
+        if (p)
+                line = strndup(p, strcspn(p, "\n"));
+        free(log);
+        cr_assert_not_null(line, "no \"%s\" in the log", what);
+        return line;
+}
+
 static bool log_has(const char *what) {
         char *log = test_daemon_read_log(&d);
         bool found = strstr(log, what) != NULL;
@@ -298,6 +314,8 @@ static void socket_attack(bool as_linux_6_1) {
         char policy_arg[256], waiting[160];
         Connector attacker = {}, victim = {};
         uint32_t own, reused, victims;
+        uint64_t own_id, reused_id;
+        char *own_line, *reused_line;
 
         need_root();
         /* The policy is in place before the daemon starts. */
@@ -310,7 +328,7 @@ static void socket_attack(bool as_linux_6_1) {
 
         connector_start(&attacker, 0, d.sock, SOCK_SEQPACKET, ATTACKER_UID, ATTACKER_UID, NULL, 0, 2);
         /* The first was taken at once, the second waits: the daemon says so. */
-        own = hello_max_buffers(attacker.fds[0]);
+        own_id = hello_session_id(attacker.fds[0], &own);
         snprintf(waiting, sizeof(waiting), "Connections from uid %u come faster than 1 a second", ATTACKER_UID);
         for (int i = 0; i < 500 && !log_has(waiting); i++)
                 usleep(10000);
@@ -320,14 +338,21 @@ static void socket_attack(bool as_linux_6_1) {
         connector_start(&victim, attacker.pid, d.sock, SOCK_SEQPACKET, victim_uid(), victim_uid(), victim_groups, 1, 1);
         cr_assert_eq(victim.pid, attacker.pid);
 
-        reused = hello_max_buffers(attacker.fds[1]);
+        reused_id = hello_session_id(attacker.fds[1], &reused);
         victims = hello_max_buffers(victim.fds[0]);
         connector_kill(&victim);
+        own_line = session_line(own_id);
+        reused_line = session_line(reused_id);
         cr_assert_eq(victims, VICTIM_BUFFERS, "the victim's own connection gets its group's rule");
         cr_assert_neq(reused, VICTIM_BUFFERS,
                       "the attacker's connection got the victim's group rule (Buffers=%u) from the victim "
                       "holding its pid", VICTIM_BUFFERS);
         cr_assert_eq(reused, own, "the attacker's connections differ: %u and %u", own, reused);
+        /* A pidfd taken at accept knew the live attacker; at its turn it was gone. */
+        cr_assert_null(strstr(own_line, "process unknown"), "%s", own_line);
+        cr_assert_not_null(strstr(reused_line, "process unknown"), "%s", reused_line);
+        free(own_line);
+        free(reused_line);
         close(attacker.fds[0]);
         close(attacker.fds[1]);
         close(victim.fds[0]);
@@ -466,16 +491,16 @@ Test(identity_reuse, dbus_caller_whose_maker_exited) {
         fd_victim = open_session(victim_bus);
         id = hello_session_id(fd_reused, &reused);
         victims = hello_max_buffers(fd_victim);
-        unknown = unknown_fields(id);
         connector_kill(&victim);
         sd_bus_flush_close_unref(attacker_bus);
         sd_bus_flush_close_unref(victim_bus);
-        close(fd_reused);
-        close(fd_victim);
         cr_assert_eq(victims, VICTIM_BUFFERS, "the victim's own OpenSession gets its group's rule");
         cr_assert_neq(reused, VICTIM_BUFFERS,
                       "OpenSession on the attacker's connection got the victim's group rule (Buffers=%u)",
                       VICTIM_BUFFERS);
+        unknown = unknown_fields(id);
+        close(fd_reused);
+        close(fd_victim);
         /* dbus-daemon 1.14 gives no ProcessFD: the process is not known. */
         cr_assert(strstr(unknown, "Unit") && strstr(unknown, "Container"), "UnknownFields: \"%s\"", unknown);
         free(unknown);
