@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* See manager.h. */
 #include "manager/manager.h"
+#include "manager/worker-user.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,29 +123,40 @@ static int connect_sim_worker(void *userdata, int *ret_fd) {
         return 0;
 }
 
-/* Who a root daemon's workers run as: --worker-user=, else the service's
- * user, else nobody; with the groups that own GPU device nodes. */
+/*
+ * Who a root daemon's workers run as: --worker-user=, else the service's user
+ * (kfdbroker), else a uid and gid that no account has and no process uses,
+ * from systemd's dynamic range (worker-user.h) — never nobody, whom clients
+ * may be and who could then signal the workers. With the groups that own GPU
+ * device nodes.
+ */
 static int worker_identity(const ManagerOptions *o, ContextPoolOptions *po) {
         static const char *const groups[] = { "render", "video" };
-        const char *name = o->worker_user;
-        struct passwd *pw = NULL;
+        const char *name = o->worker_user ? o->worker_user : "kfdbroker";
+        struct passwd *pw;
 
         if (geteuid() != 0) {
                 po->worker_uid = (uint32_t) getuid();
                 po->worker_gid = (uint32_t) getgid();
                 return 0;
         }
-        if (name)
-                pw = getpwnam(name);
+        pw = getpwnam(name);
+        if (pw) {
+                po->worker_uid = (uint32_t) pw->pw_uid;
+                po->worker_gid = (uint32_t) pw->pw_gid;
+        } else if (o->worker_user)
+                return log_error_errno(ENOENT, "--worker-user: no user '%s'", o->worker_user);
         else {
-                pw = getpwnam("kfdbroker");
-                if (!pw)
-                        pw = getpwnam("nobody");
+                uid_t id;
+                int r = worker_user_pick_dynamic("/proc", &id);
+
+                if (r < 0)
+                        return log_error_errno(r, "No user kfdbroker, and no free uid in %u..%u for the worker "
+                                                  "processes (give one with --worker-user=): %m",
+                                               WORKER_DYNAMIC_UID_MIN, WORKER_DYNAMIC_UID_MAX);
+                po->worker_uid = po->worker_gid = (uint32_t) id;
+                log_info("No user kfdbroker: worker processes run as uid and gid %u, which no account has", id);
         }
-        if (!pw)
-                return log_error_errno(ENOENT, "--worker-user: no user '%s'", name ? name : "nobody");
-        po->worker_uid = (uint32_t) pw->pw_uid;
-        po->worker_gid = (uint32_t) pw->pw_gid;
         for (size_t i = 0; i < ELEMENTSOF(groups); i++) {
                 struct group *g = getgrnam(groups[i]);
                 if (g && po->n_worker_groups < ELEMENTSOF(po->worker_groups))
