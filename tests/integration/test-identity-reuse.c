@@ -499,10 +499,22 @@ Test(identity_reuse, dbus_caller_whose_maker_exited) {
                       "OpenSession on the attacker's connection got the victim's group rule (Buffers=%u)",
                       VICTIM_BUFFERS);
         unknown = unknown_fields(id);
-        close(fd_reused);
-        close(fd_victim);
         /* dbus-daemon 1.14 gives no ProcessFD: the process is not known. */
         cr_assert(strstr(unknown, "Unit") && strstr(unknown, "Container"), "UnknownFields: \"%s\"", unknown);
         free(unknown);
+        {
+                char idarg[32], *out = NULL, *err = NULL;
+                const char *ctl[] = { "limits", idarg, NULL };
+
+                snprintf(idarg, sizeof(idarg), "%llu", (unsigned long long) id);
+                cr_assert_eq(test_run_ctl(ctl, false, &out, &err), 0, "%s", err);
+                cr_assert(strstr(out, "\nUnknown to the daemon: GID Comm Unit UserUnit Slice ControlGroup AppId "
+                                      "Container (no policy rule on them applies)\n"),
+                          "kfdbrokerctl limits does not say what is unknown:\n%s", out);
+                free(out);
+                free(err);
+        }
+        close(fd_reused);
+        close(fd_victim);
         cr_assert(log_has("The bus gives no ProcessFD"), "the log does not say why the process is unknown");
 }
