@@ -125,7 +125,8 @@ static int caller_uid(sd_bus_message *m, uid_t *ret) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
         int r;
 
-        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &c);
+        /* The bus's own record (UnixUserID), never /proc of a pid (no AUGMENT). */
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &c);
         if (r < 0)
                 return r;
         return sd_bus_creds_get_euid(c, ret);
@@ -606,6 +607,11 @@ static int open_session_for(Bus *b, sd_bus_message *call, const BusPeerCreds *pc
         r = identity_from_creds(&c, pc->pidfd, false, &id);
         if (r < 0)
                 return r;
+        if (pc->pidfd >= 0 && id.process_unknown)
+                /* As a socket peer would be: unknown, it would escape the rules
+                 * that restrict by unit or container. */
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "The caller's process has exited: its identity cannot be read");
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
                 return -errno;
         theirs = sv[1];

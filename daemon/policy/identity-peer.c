@@ -120,9 +120,18 @@ int identity_from_peer(int sockfd, int pidfd, bool pidfd_exact, Identity *ret) {
                 own_pidfd = identity_peer_pidfd(sockfd, &pidfd_exact);
                 pidfd = own_pidfd;
         }
-        return identity_from_creds(&(IdentityCreds) { .uid = cred.uid, .gid = cred.gid, .pid = MAX(cred.pid, 0),
-                                                      .gids = gids, .n_gids = n_gids, .have_gids = r >= 0 },
-                                   pidfd, !pidfd_exact, ret);
+        r = identity_from_creds(&(IdentityCreds) { .uid = cred.uid, .gid = cred.gid, .pid = MAX(cred.pid, 0),
+                                                   .gids = gids, .n_gids = n_gids, .have_gids = r >= 0 },
+                                pidfd, !pidfd_exact, ret);
+        if (r >= 0 && ret->process_unknown && cred.pid > 0) {
+                /* The process that connected has gone (or its pid is another
+                 * user's now). Refused, as it always was: a session whose
+                 * process were merely unknown would escape the rules that
+                 * restrict by unit or container. */
+                identity_done(ret);
+                return -ESRCH;
+        }
+        return r;
 }
 
 int identity_from_creds(const IdentityCreds *c, int pidfd, bool pidfd_by_pid, Identity *ret) {

@@ -116,7 +116,11 @@ int identity_peer_pidfd(int sockfd, bool *ret_exact);
  *
  * uid and gid from SO_PEERCRED, the groups from SO_PEERGROUPS (Linux 4.13;
  * before, from /proc through the pidfd), the rest as identity_from_creds().
- * Returns 0, -ENOMEM, or -errno from getsockopt().
+ * A peer whose pid is not visible here (another pid namespace) has an
+ * unknown process; one whose connecting process cannot be pinned (gone, or
+ * its pid now another uid's) is refused.
+ * Returns 0, -ESRCH if the connecting process is gone, -ENOMEM, or -errno
+ * from getsockopt().
  */
 int identity_from_peer(int sockfd, int pidfd, bool pidfd_exact, Identity *ret);
 

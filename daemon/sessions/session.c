@@ -260,7 +260,11 @@ fail:
                 char msg[160];
                 size_t len;
 
-                snprintf(msg, sizeof(msg), "the daemon cannot set up a session: %s", strerror(-r));
+                if (r == -ESRCH)
+                        snprintf(msg, sizeof(msg), "the process that made this connection has exited: "
+                                                   "its identity cannot be read (ESRCH)");
+                else
+                        snprintf(msg, sizeof(msg), "the daemon cannot set up a session: %s", strerror(-r));
                 if (wire_reply_encode(&(WireReply) { .error = -r, .message = msg }, &buf, &len) == 0)
                         (void) send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         }
