@@ -420,8 +420,9 @@ static sd_bus *bus_on_fd(int fd) {
         return bus;
 }
 
-/* OpenSession over bus; the session's socket. */
-static int open_session(sd_bus *bus) {
+/* OpenSession over bus; the session's socket, or -1 with the message in
+ * refusal if refused with AccessDenied and refusal is not NULL. */
+static int open_session(sd_bus *bus, char *refusal, size_t size) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         int fd, r;
@@ -432,6 +433,11 @@ static int open_session(sd_bus *bus) {
                         break;
                 sd_bus_error_free(&e);
                 usleep(10000);
+        }
+        if (r < 0 && refusal && sd_bus_error_has_name(&e, SD_BUS_ERROR_ACCESS_DENIED)) {
+                snprintf(refusal, size, "%s", e.message ? e.message : "");
+                sd_bus_error_free(&e);
+                return -1;
         }
         cr_assert_geq(r, 0, "OpenSession: %s", e.message);
         cr_assert_geq(sd_bus_message_read(reply, "h", &fd), 0);
@@ -504,7 +510,7 @@ Test(identity_reuse, dbus_caller_whose_maker_exited) {
         uint32_t reused, victims;
         int fd_reused, fd_victim;
         uint64_t id;
-        char *unknown;
+        char *unknown, refusal[256] = "";
 
         need_root();
         test_bus_start(&tb);
@@ -528,10 +534,21 @@ Test(identity_reuse, dbus_caller_whose_maker_exited) {
         cr_assert_geq(sd_bus_call_method(victim_bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                          "org.freedesktop.DBus", "GetId", NULL, NULL, ""), 0, "victim GetId");
 
-        fd_reused = open_session(attacker_bus);
-        fd_victim = open_session(victim_bus);
-        id = hello_session_id(fd_reused, &reused);
+        fd_victim = open_session(victim_bus, NULL, 0);
+        fd_reused = open_session(attacker_bus, refusal, sizeof(refusal));
         victims = hello_max_buffers(fd_victim);
+        if (fd_reused < 0) {
+                /* A bus with ProcessFD (dbus-daemon 1.15 and later): the
+                 * attacker's process has exited, so it is refused outright. */
+                connector_kill(&victim);
+                sd_bus_flush_close_unref(attacker_bus);
+                sd_bus_flush_close_unref(victim_bus);
+                close(fd_victim);
+                cr_assert_eq(victims, VICTIM_BUFFERS, "the victim's own OpenSession gets its group's rule");
+                cr_assert(strstr(refusal, "The caller's process has exited"), "refused with \"%s\"", refusal);
+                return;
+        }
+        id = hello_session_id(fd_reused, &reused);
         connector_kill(&victim);
         sd_bus_flush_close_unref(attacker_bus);
         sd_bus_flush_close_unref(victim_bus);
