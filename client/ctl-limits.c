@@ -56,6 +56,7 @@ typedef struct SessionView {
         uint64_t id, uid;
         char unit[256], user_unit[256], app_id[256], container[256], client[80];
         char policy_rules[512];
+        char unknown[128]; /* UnknownFields: identity keys the daemon does not know */
         int overridden;
         PolicyLimits limits;
         unsigned limits_seen; /* bit per PolicyLimitKey */
@@ -139,6 +140,8 @@ static int session_field(sd_bus_message *m, const char *key, const char *content
                 return ctl_bus_read_string(m, contents, v->container, sizeof(v->container)) < 0 ? -EBADMSG : 1;
         if (strcmp(key, "ClientName") == 0)
                 return ctl_bus_read_string(m, contents, v->client, sizeof(v->client)) < 0 ? -EBADMSG : 1;
+        if (strcmp(key, "UnknownFields") == 0)
+                return ctl_bus_read_string(m, contents, v->unknown, sizeof(v->unknown)) < 0 ? -EBADMSG : 1;
         if (strcmp(key, "PolicyRules") == 0)
                 return ctl_bus_read_string(m, contents, v->policy_rules, sizeof(v->policy_rules)) < 0
                                ? -EBADMSG : 1;
@@ -204,6 +207,9 @@ static void print_text(const SessionView *v) {
 
         printf("Session %" PRIu64 ": uid %" PRIu64 "%s%s, client \"%s\"\n", v->id, v->uid, who ? ", " : "",
                who ? ctl_sanitize(who, b1, sizeof(b1)) : "", ctl_sanitize(v->client, b2, sizeof(b2)));
+        if (v->unknown[0])
+                printf("Unknown to the daemon: %s (no policy rule on them applies)\n",
+                       ctl_sanitize(v->unknown, b1, sizeof(b1)));
         if (v->overridden)
                 printf("Limits set with SetLimits (policy reloads keep them)\n");
         else if (v->policy_rules[0])

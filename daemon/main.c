@@ -82,7 +82,7 @@ static void help(void) {
                "                          (secondary KFD contexts, KFD 1.19), process (a worker\n"
                "                          process each) or shared (none)\n"
                "     --worker-user=USER   The user worker processes of a root daemon run as\n"
-               "                          (default kfdbroker, else nobody)\n"
+               "                          (default kfdbroker, else a free uid in 61184..65519)\n"
                "     --max-contexts=N     Client GPU contexts alive at once (default 64)\n"
                "     --context-idle=SEC   Give up a client GPU context idle this long (default 30)\n"
                "     --gpu=GPU            Which GPU: auto (default: a discrete one before an\n"

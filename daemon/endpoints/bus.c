@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/capability.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include "config.h"
 #include "policy/identity.h"
 #include "endpoints/bus-args.h"
+#include "endpoints/bus-creds.h"
 #include "endpoints/metrics.h"
 #include "policy/policy.h"
 #include "scheduler/scheduler.h"
@@ -33,6 +35,7 @@
 #define POLKIT_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
 
 typedef struct PendingAuth PendingAuth;
+typedef struct PendingOpen PendingOpen;
 
 struct Bus {
         SessionSet *set;
@@ -41,6 +44,8 @@ struct Bus {
         sd_bus_slot *vtable_slot;
         sd_bus_slot *name_slot;
         LIST_HEAD(PendingAuth, pending);
+        LIST_HEAD(PendingOpen, opens);
+        bool warned_no_process_fd;
 };
 
 /* Runs a method once the caller is authorized; all = may see every session. */
@@ -120,7 +125,8 @@ static int caller_uid(sd_bus_message *m, uid_t *ret) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
         int r;
 
-        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &c);
+        /* The bus's own record (UnixUserID), never /proc of a pid (no AUGMENT). */
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &c);
         if (r < 0)
                 return r;
         return sd_bus_creds_get_euid(c, ret);
@@ -255,6 +261,16 @@ static int append_session(sd_bus_message *r, Session *s) {
         k |= append_sv_s(r, "ControlGroup", id->cgroup);
         k |= append_sv_s(r, "AppId", id->app_id);
         k |= append_sv_s(r, "Container", id->container);
+        {
+                /* Which of the keys above the daemon does not know (identity.h):
+                 * their values are empty, and policy rules on them did not match. */
+                char unknown[96];
+
+                snprintf(unknown, sizeof(unknown), "%s%s%s", id->gid == IDENTITY_GID_UNKNOWN ? "GID" : "",
+                         id->gid == IDENTITY_GID_UNKNOWN && id->process_unknown ? " " : "",
+                         id->process_unknown ? "Comm Unit UserUnit Slice ControlGroup AppId Container" : "");
+                k |= append_sv_s(r, "UnknownFields", unknown);
+        }
         k |= append_sv_t(r, "OpenedNSec", s->opened_ns);
         k |= append_sv_u(r, "Buffers", s->buffers.n_used);
         k |= append_sv_u(r, "Events", s->events.n_used);
@@ -553,44 +569,109 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return authorize(userdata, m, POLKIT_ACTION_MANAGE, UID_NONE, false, run_reload, error);
 }
 
-static int method_open_session(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
-        Bus *b = userdata;
+/*
+ * OpenSession: the session's identity is the caller's connection's, as the
+ * bus records it (bus-creds.h) — asked with GetConnectionCredentials, without
+ * blocking the loop. Its process (unit, cgroup, app id, container) is known
+ * only through the bus's ProcessFD; without one it is unknown, and the
+ * policy's rules on those keys do not match the session (policy.c).
+ */
+struct PendingOpen {
+        Bus *bus;
+        sd_bus_message *call;
+        sd_bus_slot *slot;
+        LIST_FIELDS(PendingOpen, opens);
+};
+
+static void pending_open_free(PendingOpen *p) {
+        LIST_REMOVE(opens, p->bus->opens, p);
+        sd_bus_slot_unref(p->slot);
+        sd_bus_message_unref(p->call);
+        free(p);
+}
+
+/* Makes the session; the reply's error or 0 (a socket was sent). */
+static int open_session_for(Bus *b, sd_bus_message *call, const BusPeerCreds *pc, sd_bus_error *error) {
+        _cleanup_(identity_done) Identity id = {};
+        IdentityCreds c = bus_peer_creds_identity(pc);
         _cleanup_close_ int theirs = -EBADF;
-        Identity id = {};
-        struct ucred cred;
         int sv[2], r;
-        pid_t pid;
-        uid_t uid;
-        gid_t gid;
+
+        if (!pc->have_uid)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "Cannot determine the caller's uid: the bus did not tell it");
+        if (pc->pidfd < 0 && !b->warned_no_process_fd) {
+                /* Once: it is so for every caller of this bus. */
+                b->warned_no_process_fd = true;
+                log_notice("The bus gives no ProcessFD for its callers (dbus-daemon before 1.15): sessions opened "
+                           "over D-Bus have no known unit, cgroup, app id or container, and policy rules on "
+                           "Unit=, UserUnit=, CgroupPrefix=, AppId= or Container= do not match them");
+        }
+        r = identity_from_creds(&c, pc->pidfd, false, &id);
+        if (r < 0)
+                return r;
+        if (pc->pidfd >= 0 && id.process_unknown)
+                /* As a socket peer would be: unknown, it would escape the rules
+                 * that restrict by unit or container. */
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "The caller's process has exited: its identity cannot be read");
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+                return -errno;
+        theirs = sv[1];
+        r = session_new(b->set, sv[0], &id, NULL);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(call, "h", theirs);
+}
+
+static int on_open_credentials(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(bus_peer_creds_done) BusPeerCreds pc = { .pidfd = -EBADF };
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        PendingOpen *p = userdata;
+        int r;
+
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+                r = sd_bus_error_setf(&error, SD_BUS_ERROR_ACCESS_DENIED,
+                                      "Cannot determine the caller's credentials: %s",
+                                      e && e->message ? e->message : "the bus did not answer");
+        } else if ((r = bus_peer_creds_read(reply, &pc)) < 0)
+                r = sd_bus_error_setf(&error, SD_BUS_ERROR_ACCESS_DENIED,
+                                      "Cannot read the caller's credentials from the bus: %s", strerror(-r));
+        else if (p->bus->set->shutting_down)
+                r = sd_bus_error_set(&error, SD_BUS_ERROR_NO_SERVER, "kfdbrokerd is shutting down");
+        else
+                r = open_session_for(p->bus, p->call, &pc, &error);
+        reply_result(p->call, r, &error);
+        sd_bus_error_free(&error);
+        pending_open_free(p);
+        return 0;
+}
+
+static int method_open_session(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Bus *b = userdata;
+        const char *sender = sd_bus_message_get_sender(m);
+        PendingOpen *p;
+        int r;
 
         if (b->set->shutting_down)
                 return sd_bus_error_set(error, SD_BUS_ERROR_NO_SERVER, "kfdbrokerd is shutting down");
-        /* The session's identity is the D-Bus caller's, from the bus. */
-        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_PID | SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID |
-                                                 SD_BUS_CREDS_AUGMENT, &c);
-        if (r < 0)
-                return r;
-        if (sd_bus_creds_get_pid(c, &pid) < 0 || sd_bus_creds_get_euid(c, &uid) < 0 ||
-            sd_bus_creds_get_egid(c, &gid) < 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "Cannot determine the caller's pid, uid and gid");
-        cred = (struct ucred) { .pid = pid, .uid = uid, .gid = gid };
-        r = identity_from_pid(pid, &cred, &id);
-        if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Cannot read the caller's identity: %s", strerror(-r));
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
-                r = -errno;
-                identity_done(&id);
+        if (!sender)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "The call has no sender to identify");
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        *p = (PendingOpen) { .bus = b, .call = sd_bus_message_ref(m) };
+        LIST_PREPEND(opens, b->opens, p);
+        r = sd_bus_call_method_async(b->bus, &p->slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "GetConnectionCredentials", on_open_credentials, p,
+                                     "s", sender);
+        if (r < 0) {
+                pending_open_free(p);
                 return r;
         }
-        theirs = sv[1];
-        r = session_new(b->set, sv[0], &id, NULL);
-        identity_done(&id);
-        if (r < 0)
-                return r;
-        return sd_bus_reply_method_return(m, "h", theirs);
+        return 1; /* replied from on_open_credentials */
 }
 
 /* ---- Properties ---- */
@@ -744,6 +825,8 @@ Bus *bus_free(Bus *b) {
                 return NULL;
         while (b->pending)
                 pending_free(b->pending);
+        while (b->opens)
+                pending_open_free(b->opens);
         sd_bus_slot_unref(b->vtable_slot);
         sd_bus_slot_unref(b->name_slot);
         if (b->bus) {

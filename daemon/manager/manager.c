@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* See manager.h. */
 #include "manager/manager.h"
+#include "manager/worker-user.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -121,29 +123,40 @@ static int connect_sim_worker(void *userdata, int *ret_fd) {
         return 0;
 }
 
-/* Who a root daemon's workers run as: --worker-user=, else the service's
- * user, else nobody; with the groups that own GPU device nodes. */
+/*
+ * Who a root daemon's workers run as: --worker-user=, else the service's user
+ * (kfdbroker), else a uid and gid that no account has and no process uses,
+ * from systemd's dynamic range (worker-user.h) — never nobody, whom clients
+ * may be and who could then signal the workers. With the groups that own GPU
+ * device nodes.
+ */
 static int worker_identity(const ManagerOptions *o, ContextPoolOptions *po) {
         static const char *const groups[] = { "render", "video" };
-        const char *name = o->worker_user;
-        struct passwd *pw = NULL;
+        const char *name = o->worker_user ? o->worker_user : "kfdbroker";
+        struct passwd *pw;
 
         if (geteuid() != 0) {
                 po->worker_uid = (uint32_t) getuid();
                 po->worker_gid = (uint32_t) getgid();
                 return 0;
         }
-        if (name)
-                pw = getpwnam(name);
+        pw = getpwnam(name);
+        if (pw) {
+                po->worker_uid = (uint32_t) pw->pw_uid;
+                po->worker_gid = (uint32_t) pw->pw_gid;
+        } else if (o->worker_user)
+                return log_error_errno(ENOENT, "--worker-user: no user '%s'", o->worker_user);
         else {
-                pw = getpwnam("kfdbroker");
-                if (!pw)
-                        pw = getpwnam("nobody");
+                uid_t id;
+                int r = worker_user_pick_dynamic("/proc", &id);
+
+                if (r < 0)
+                        return log_error_errno(r, "No user kfdbroker, and no free uid in %u..%u for the worker "
+                                                  "processes (give one with --worker-user=): %m",
+                                               WORKER_DYNAMIC_UID_MIN, WORKER_DYNAMIC_UID_MAX);
+                po->worker_uid = po->worker_gid = (uint32_t) id;
+                log_info("No user kfdbroker: worker processes run as uid and gid %u, which no account has", id);
         }
-        if (!pw)
-                return log_error_errno(ENOENT, "--worker-user: no user '%s'", name ? name : "nobody");
-        po->worker_uid = (uint32_t) pw->pw_uid;
-        po->worker_gid = (uint32_t) pw->pw_gid;
         for (size_t i = 0; i < ELEMENTSOF(groups); i++) {
                 struct group *g = getgrnam(groups[i]);
                 if (g && po->n_worker_groups < ELEMENTSOF(po->worker_groups))
@@ -369,6 +382,39 @@ static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, vo
         return 0;
 }
 
+/*
+ * Creates a temporary file next to path, named path.<16 random hex>.tmp, with
+ * O_EXCL: the metrics file's directory may be writable by others (a
+ * textfile-collector directory under /tmp, say), and whatever they put at a
+ * name the daemon uses — a file they can read, a FIFO whose open() would
+ * block the event loop, a symlink — must never be opened. With O_EXCL and
+ * O_NOFOLLOW an existing name of any kind fails with EEXIST (open(2)), and a
+ * fresh random name is tried; O_NONBLOCK is belt and braces, as a regular
+ * file we created ignores it. Returns the fd, *ret_path the name, or -errno.
+ */
+static int open_fresh_temp(const char *path, char **ret_path) {
+        for (unsigned attempt = 0; attempt < 16; attempt++) {
+                _cleanup_free_ char *tmp = NULL;
+                uint64_t rnd;
+                int fd;
+
+                /* Unpredictable so that no one can place a file there first. */
+                if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd))
+                        return errno == EAGAIN ? -EAGAIN : -errno;
+                if (asprintf(&tmp, "%s.%016" PRIx64 ".tmp", path, rnd) < 0)
+                        return -ENOMEM;
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                          0600);
+                if (fd >= 0) {
+                        *ret_path = TAKE_PTR(tmp);
+                        return fd;
+                }
+                if (errno != EEXIST)
+                        return -errno;
+        }
+        return -EEXIST;
+}
+
 static int write_metrics_file(Manager *m) {
         _cleanup_free_ char *tmp = NULL, *text = NULL;
         FILE *f = NULL;
@@ -377,11 +423,9 @@ static int write_metrics_file(Manager *m) {
         r = metrics_format(&m->set, METRICS_PROMETHEUS_TEXT, &text);
         if (r < 0)
                 return r;
-        if (asprintf(&tmp, "%s.tmp", m->metrics_file) < 0)
-                return -ENOMEM;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        fd = open_fresh_temp(m->metrics_file, &tmp);
         if (fd < 0)
-                return -errno;
+                return fd;
         /* The mode asked for, not what the umask (0077 in the unit) leaves of it. */
         if (fchmod(fd, m->metrics_file_mode) < 0 || !(f = fdopen(fd, "w"))) {
                 r = -errno;

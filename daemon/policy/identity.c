@@ -29,10 +29,6 @@
 #include "util/macro.h"
 #include "util/utf8.h"
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77 /* Linux 6.5, include/uapi/asm-generic/socket.h */
-#endif
-
 #define PROC_FILE_MAX (1024u * 1024u)   /* status with 65536 groups is ~720 KiB */
 #define SMALL_FILE_MAX (64u * 1024u)
 
@@ -544,7 +540,7 @@ static int ns_differs(int dirfd, const char *self_ns_root, const char *which) {
         return na != nb || memcmp(a, b, (size_t) na) != 0;
 }
 
-static int pidfd_alive(int pidfd) {
+int identity_pidfd_alive(int pidfd) {
         /* Signal 0 only checks: EPERM means alive but not ours to signal. */
         if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 || errno == EPERM)
                 return 0;
@@ -571,7 +567,7 @@ int identity_make_valid_utf8(Identity *id) {
 
 int identity_read(const char *proc_root, pid_t pid, int pidfd, const struct ucred *cred,
                   const char *self_ns_root, Identity *ret) {
-        _cleanup_(identity_done) Identity id = { .user_unit_uid = (uid_t) -1 };
+        _cleanup_(identity_done) Identity id = { .user_unit_uid = (uid_t) -1, .process_euid = (uid_t) -1 };
         _cleanup_free_ char *status = NULL, *cgroup = NULL, *comm = NULL, *fpi = NULL;
         _cleanup_close_ int dirfd = -EBADF;
         char path[PATH_MAX];
@@ -606,6 +602,20 @@ int identity_read(const char *proc_root, pid_t pid, int pidfd, const struct ucre
         r = parse_groups(status, &id);
         if (r < 0)
                 return r;
+        {
+                /* "Uid:\treal\teffective\tsaved\tfs" (proc(5)) */
+                const char *v = find_status_field(status, "Uid");
+                unsigned long long real, eff;
+                char *end;
+
+                if (v) {
+                        errno = 0;
+                        real = strtoull(v, &end, 10);
+                        eff = strtoull(end, &end, 10);
+                        if (errno == 0 && real <= UINT32_MAX && eff < UINT32_MAX)
+                                id.process_euid = (uid_t) eff;
+                }
+        }
 
         r = read_file_at(dirfd, "comm", SMALL_FILE_MAX, &comm, NULL);
         if (r >= 0) {
@@ -654,7 +664,7 @@ int identity_read(const char *proc_root, pid_t pid, int pidfd, const struct ucre
         /* Everything above may describe whoever holds the pid number now;
          * if the pidfd's process is still alive, it was ours. */
         if (pidfd >= 0) {
-                r = pidfd_alive(pidfd);
+                r = identity_pidfd_alive(pidfd);
                 if (r < 0)
                         return r;
         }
@@ -704,47 +714,6 @@ int identity_from_pidfd(int pidfd, pid_t pid, const struct ucred *cred, Identity
         return identity_read("/proc", pid, pidfd, cred, "/proc/self", ret);
 }
 
-int identity_from_pid(pid_t pid, const struct ucred *cred, Identity *ret) {
-        _cleanup_close_ int pidfd = -EBADF;
-
-        if (pid <= 0)
-                return -EINVAL;
-        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0) {
-                if (errno == ESRCH)
-                        return -ESRCH;
-                /* ENOSYS (before Linux 5.3): no liveness check possible. */
-                log_debug("identity: pidfd_open(%i) failed: %s", (int) pid, strerror(errno));
-        }
-        return identity_from_pidfd(pidfd, pid, cred, ret);
-}
-
-int identity_from_peer(int sockfd, Identity *ret) {
-        _cleanup_close_ int pidfd = -EBADF;
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-        int fd = -1;
-
-        if (getsockopt(sockfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-                return -errno;
-        if (cred.pid <= 0) {
-                /* The peer's pid is not visible in our pid namespace: only the
-                 * credentials are known. */
-                *ret = (Identity) { .uid = cred.uid, .gid = cred.gid, .user_unit_uid = (uid_t) -1 };
-                return 0;
-        }
-        len = sizeof(fd);
-        if (getsockopt(sockfd, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
-                pidfd = fd;
-        else
-                return identity_from_pid(cred.pid, &cred, ret);
-        /* SO_PEERCRED's pid and SO_PEERPIDFD's pidfd are the same struct pid
-         * (both sk_peer_pid, net/core/sock.c), so the pidfd needs no check
-         * that it is cred.pid's (identity_from_pidfd's fdinfo read): only
-         * the liveness check at the end of identity_read(). */
-        return identity_read("/proc", cred.pid, pidfd, &cred, "/proc/self", ret);
-}
-
 void identity_done(Identity *id) {
         if (!id)
                 return;
@@ -755,7 +724,7 @@ void identity_done(Identity *id) {
         free(id->slice);
         free(id->app_id);
         free(id->container);
-        *id = (Identity) { .user_unit_uid = (uid_t) -1 };
+        *id = (Identity) { .user_unit_uid = (uid_t) -1, .process_euid = (uid_t) -1 };
 }
 
 static int dup_str(const char *s, char **ret) {

@@ -12,6 +12,12 @@
  * pinned to the process through a pidfd: /proc is read first, then the pidfd
  * is checked to still name a live process, so a pid reused in between is
  * caught (-ESRCH) instead of yielding a stranger's identity.
+ *
+ * A connection's identity (identity-peer.c) takes uid, gid and groups from the
+ * connection's credentials, fixed when it was made, and the rest from /proc
+ * only through a pidfd known to name the process that connected; where there
+ * is none, those fields are unknown (process_unknown) and policy rules on them
+ * do not match.
  */
 #pragma once
 
@@ -41,10 +47,14 @@ typedef enum IdentityContainerSource {
         IDENTITY_CONTAINER_NAMESPACE,  /* other pid or mount namespace, no name known */
 } IdentityContainerSource;
 
+/* gid of a peer whose primary group its connection does not tell (D-Bus:
+ * the bus gives the groups, not which one is primary). */
+#define IDENTITY_GID_UNKNOWN ((gid_t) -1)
+
 typedef struct Identity {
         uid_t uid;
-        gid_t gid;
-        pid_t pid;
+        gid_t gid; /* IDENTITY_GID_UNKNOWN if the connection does not tell */
+        pid_t pid; /* the pid that connected, as the kernel or bus reported it */
         gid_t *gids; /* supplementary groups (Groups: in /proc/PID/status) */
         size_t n_gids;
         char comm[17]; /* client-controlled: escape before logging */
@@ -65,13 +75,70 @@ typedef struct Identity {
         char *container; /* container/machine name or id, NULL if unknown */
         IdentityContainerSource container_source;
         bool other_pid_ns, other_mnt_ns; /* as far as readable */
+
+        /* The process behind the connection could not be pinned (no pidfd
+         * known to name it, or it has gone): comm, cgroup, unit, user unit,
+         * slice, app id and container are unknown, and policy rules on them
+         * do not match (policy.c). */
+        bool process_unknown;
+        uid_t process_euid; /* effective uid in /proc/PID/status; (uid_t) -1 if not read */
 } Identity;
 
-/* Fills *ret from a connected AF_UNIX socket: SO_PEERCRED, then a pidfd from
- * SO_PEERPIDFD (Linux 6.5) or pidfd_open(), then /proc.
- * Returns 0, -ESRCH if the peer died or its pid was reused while being read,
- * -ENOMEM, or another -errno from getsockopt()/reading /proc. */
-int identity_from_peer(int sockfd, Identity *ret);
+/* The credentials a connection carries, fixed when it was made: SO_PEERCRED
+ * and SO_PEERGROUPS, or the bus's GetConnectionCredentials. */
+typedef struct IdentityCreds {
+        uid_t uid;
+        gid_t gid;         /* IDENTITY_GID_UNKNOWN if not told */
+        pid_t pid;         /* 0 if not told */
+        const gid_t *gids; /* the groups; NULL with n_gids 0 when have_gids is false */
+        size_t n_gids;
+        bool have_gids;    /* false: unknown, so read from /proc through a pinned pidfd */
+} IdentityCreds;
+
+/**
+ * identity_peer_pidfd() - a pidfd for the peer of a connected AF_UNIX socket,
+ * to be taken at accept(), before the connection waits anywhere.
+ * @sockfd: the accepted socket
+ * @ret_exact: true if it names the process that connected (SO_PEERPIDFD,
+ *             Linux 6.5); false if it is pidfd_open() of SO_PEERCRED's pid,
+ *             which names whoever holds that pid now
+ *
+ * Returns the pidfd, -ESRCH if the pid is gone or not visible, or -errno.
+ */
+int identity_peer_pidfd(int sockfd, bool *ret_exact);
+
+/**
+ * identity_from_peer() - the identity of a connected AF_UNIX socket's peer.
+ * @sockfd: the socket
+ * @pidfd: from identity_peer_pidfd() at accept, or -1 to take one now
+ * @pidfd_exact: what identity_peer_pidfd() said of it
+ * @ret: filled on success
+ *
+ * uid and gid from SO_PEERCRED, the groups from SO_PEERGROUPS (Linux 4.13;
+ * before, from /proc through the pidfd), the rest as identity_from_creds().
+ * A peer whose pid is not visible here (another pid namespace) has an
+ * unknown process; one whose connecting process cannot be pinned (gone, or
+ * its pid now another uid's) is refused.
+ * Returns 0, -ESRCH if the connecting process is gone, -ENOMEM, or -errno
+ * from getsockopt().
+ */
+int identity_from_peer(int sockfd, int pidfd, bool pidfd_exact, Identity *ret);
+
+/**
+ * identity_from_creds() - an identity from a connection's credentials and a
+ * pidfd for the process that made it.
+ * @c: the credentials; uid, gid and (if have_gids) groups are taken as they are
+ * @pidfd: -1 if there is none; it is used, not closed
+ * @pidfd_by_pid: the pidfd came from pidfd_open(c->pid) and may name a process
+ *                that got the pid after the connecting one exited: its /proc
+ *                is used only if its effective uid is c->uid
+ * @ret: filled on success
+ *
+ * The process's fields come from /proc/PID only if pidfd names a live process
+ * with pid c->pid before and after the read; otherwise ret->process_unknown.
+ * Returns 0 or -ENOMEM.
+ */
+int identity_from_creds(const IdentityCreds *c, int pidfd, bool pidfd_by_pid, Identity *ret);
 /* Same for a process given by pid and the credentials the kernel stamped on
  * its connection (cred may be NULL: then uid/gid come from /proc/PID/status). */
 int identity_from_pid(pid_t pid, const struct ucred *cred, Identity *ret);
@@ -98,6 +165,9 @@ int identity_make_valid_utf8(Identity *id);
 
 void identity_done(Identity *id);
 int identity_copy(const Identity *src, Identity *ret);
+
+/* 0 if the pidfd's process is alive, -ESRCH if it is gone, else -errno. */
+int identity_pidfd_alive(int pidfd);
 
 /* True if gid is the primary or a supplementary group. */
 bool identity_has_gid(const Identity *id, gid_t gid);

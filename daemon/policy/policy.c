@@ -679,7 +679,16 @@ static bool cgroup_prefix_match(const char *prefix, const char *cg) {
         return strncmp(cg, prefix, l) == 0 && (cg[l] == 0 || cg[l] == '/');
 }
 
+/* The rule names a key that only the client's process can tell (identity.h:
+ * unit, user unit, cgroup, app id, container). */
+static bool rule_needs_process(const PolicyRule *r) {
+        return r->unit || r->user_unit || r->cgroup_prefix || r->app_id || r->container != CONTAINER_ANY;
+}
+
 static bool rule_matches(const PolicyRule *r, const Identity *id) {
+        /* Unknown is no match, either way: not even Container=no. */
+        if (id->process_unknown && rule_needs_process(r))
+                return false;
         if ((r->match_set & (1u << MATCH_USER)) && id->uid != r->uid)
                 return false;
         if ((r->match_set & (1u << MATCH_GROUP)) && !identity_has_gid(id, r->gid))

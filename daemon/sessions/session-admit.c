@@ -11,6 +11,11 @@
  * anything costly. A user with as many connections waiting as it may hold
  * (max_connections_per_user, else MAX_WAITING) is refused with EUSERS.
  *
+ * The peer's pidfd is taken at once, before a connection waits: on a kernel
+ * without SO_PEERPIDFD (before Linux 6.5) it is pidfd_open() of the pid that
+ * connected, and the longer that waits, the likelier the connecting process
+ * has exited and another got its pid (identity-peer.c).
+ *
  * The rate is the generic cell rate algorithm (ITU-T I.371; the "virtual
  * scheduling" form): a theoretical arrival time per user, which moves
  * 1/rate s later with each connection taken; a connection may be taken while
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "policy/identity.h"
 #include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log-ids.h"
@@ -57,17 +63,19 @@ static uint64_t take_turn(const SessionSet *set, Tally *t, uint64_t now) {
         return when;
 }
 
-static void start_session(SessionSet *set, int fd) {
-        int r = session_new(set, fd, NULL, NULL);
+/* Takes fd, and closes pidfd. */
+static void start_session(SessionSet *set, int fd, int pidfd, bool pidfd_exact) {
+        int r = session_new_from_peer(set, fd, pidfd, pidfd_exact, NULL);
 
+        safe_close(pidfd);
         if (r < 0 && r != -EUSERS) /* a refusal over the connection limit is logged already */
                 log_ratelimited_errno(NULL, NULL, LOG_WARNING, r, "Failed to set up a session: %m");
 }
 
-static int push_waiting(Tally *t, int fd) {
+static int push_waiting(Tally *t, TallyWaiting c) {
         if (t->n_waiting == t->n_waiting_alloc) {
                 unsigned n = MAX(8u, t->n_waiting_alloc * 2);
-                int *w = malloc(n * sizeof(int));
+                TallyWaiting *w = malloc(n * sizeof(TallyWaiting));
 
                 if (!w)
                         return -ENOMEM;
@@ -78,17 +86,17 @@ static int push_waiting(Tally *t, int fd) {
                 t->n_waiting_alloc = n;
                 t->waiting_head = 0;
         }
-        t->waiting[(t->waiting_head + t->n_waiting) % t->n_waiting_alloc] = fd;
+        t->waiting[(t->waiting_head + t->n_waiting) % t->n_waiting_alloc] = c;
         t->n_waiting++;
         return 0;
 }
 
-static int pop_waiting(Tally *t) {
-        int fd = t->waiting[t->waiting_head];
+static TallyWaiting pop_waiting(Tally *t) {
+        TallyWaiting c = t->waiting[t->waiting_head];
 
         t->waiting_head = (t->waiting_head + 1) % t->n_waiting_alloc;
         t->n_waiting--;
-        return fd;
+        return c;
 }
 
 static int on_turn(sd_event_source *src, uint64_t usec, void *userdata);
@@ -119,7 +127,7 @@ static void arm_turn(SessionSet *set, uint64_t when) {
 static int on_turn(sd_event_source *src, uint64_t usec, void *userdata) {
         SessionSet *set = userdata;
         uint64_t now = now_ns(), next = UINT64_MAX;
-        _cleanup_free_ int *ready = NULL;
+        _cleanup_free_ TallyWaiting *ready = NULL;
         unsigned n_ready = 0, n_waiting = 0;
         Tally *t;
 
@@ -127,7 +135,7 @@ static int on_turn(sd_event_source *src, uint64_t usec, void *userdata) {
                 n_waiting += t->n_waiting;
         if (n_waiting == 0)
                 return 0;
-        ready = malloc(n_waiting * sizeof(int));
+        ready = malloc(n_waiting * sizeof(TallyWaiting));
         if (!ready) {
                 arm_turn(set, now + 10 * 1000000ull);
                 return 0;
@@ -145,7 +153,7 @@ static int on_turn(sd_event_source *src, uint64_t usec, void *userdata) {
         if (next != UINT64_MAX)
                 arm_turn(set, next);
         for (unsigned i = 0; i < n_ready; i++)
-                start_session(set, ready[i]);
+                start_session(set, ready[i].fd, ready[i].pidfd, ready[i].pidfd_exact);
         return 0;
 }
 
@@ -156,7 +164,7 @@ static const LogFields *peer_fields(LogFields *f, const struct ucred *cred) {
         return f;
 }
 
-static void refuse(Tally *t, int fd, const struct ucred *cred, unsigned limit) {
+static void refuse(Tally *t, TallyWaiting c, const struct ucred *cred, unsigned limit) {
         _cleanup_free_ void *buf = NULL;
         LogFields fields = {};
         char msg[200];
@@ -168,8 +176,9 @@ static void refuse(Tally *t, int fd, const struct ucred *cred, unsigned limit) {
         log_struct_ratelimited(&t->log_limit, t->key, LOG_NOTICE, EUSERS, KFDBROKER_MESSAGE_SESSION_REFUSED,
                                peer_fields(&fields, cred), "Refusing a connection: %s", msg);
         if (wire_reply_encode(&(WireReply) { .error = EUSERS, .message = msg }, &buf, &len) == 0)
-                (void) send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-        safe_close(fd);
+                (void) send(c.fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        safe_close(c.fd);
+        safe_close(c.pidfd);
 }
 
 void session_set_admit(SessionSet *set, int fd) {
@@ -178,27 +187,33 @@ void session_set_admit(SessionSet *set, int fd) {
         uint64_t now, when;
         unsigned limit;
         char key[32];
+        TallyWaiting c = { .fd = fd };
         Tally *t;
 
+        /* Before anything else (see the top of the file); without one the
+         * session's process is unknown, or pinned later by SO_PEERPIDFD. */
+        c.pidfd = identity_peer_pidfd(fd, &c.pidfd_exact);
+        if (c.pidfd < 0)
+                log_debug_errno(c.pidfd, "No pidfd for a new connection's peer: %m");
         if (set->max_connect_rate_per_user == 0 ||
             getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-                start_session(set, fd);
+                start_session(set, c.fd, c.pidfd, c.pidfd_exact);
                 return;
         }
         snprintf(key, sizeof(key), "uid %u", (unsigned) cred.uid);
         if (tally_table_get(&set->tallies, key, &t) < 0) {
-                start_session(set, fd);
+                start_session(set, c.fd, c.pidfd, c.pidfd_exact);
                 return;
         }
         now = now_ns();
         if (t->n_waiting == 0 && take_turn(set, t, now) == 0) {
                 tally_unref(&set->tallies, t);
-                start_session(set, fd);
+                start_session(set, c.fd, c.pidfd, c.pidfd_exact);
                 return;
         }
         limit = set->max_connections_per_user ? set->max_connections_per_user : MAX_WAITING;
-        if (t->n_waiting >= limit || push_waiting(t, fd) < 0)
-                refuse(t, fd, &cred, t->n_waiting);
+        if (t->n_waiting >= limit || push_waiting(t, c) < 0)
+                refuse(t, c, &cred, t->n_waiting);
         else {
                 if (t->n_waiting == 1) {
                         LogFields fields = {};

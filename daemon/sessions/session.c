@@ -183,7 +183,8 @@ void session_log_fields(const Session *s, LogFields *f) {
                 log_fields_add(f, "KFDBROKER_CONTAINER=%s", log_escape(id->container, SIZE_MAX, buf, sizeof(buf)));
 }
 
-int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
+static int session_new_internal(SessionSet *m, int fd, const Identity *id, int pidfd, bool pidfd_exact,
+                                Session **ret) {
         LogFields extra = {};
         char comm[80];
         Session *s;
@@ -209,7 +210,7 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
                 scheduler_stream_init(m->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
 
         /* Identity from the kernel, never from the client. */
-        r = id ? identity_copy(id, &s->identity) : identity_from_peer(fd, &s->identity);
+        r = id ? identity_copy(id, &s->identity) : identity_from_peer(fd, pidfd, pidfd_exact, &s->identity);
         if (r < 0) {
                 log_ratelimited_errno(NULL, NULL, LOG_WARNING, r,
                                       "Session %" PRIu64 ": cannot read the client's identity: %m", s->id);
@@ -243,11 +244,13 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
         session_set_add_young(m, s);
         log_fields_add(&extra, "KFDBROKER_POLICY_RULES=%s", s->policy_matched[0] ? s->policy_matched : "defaults");
         session_log_struct(s, LOG_INFO, 0, KFDBROKER_MESSAGE_SESSION_OPENED, &extra,
-                 "Session %" PRIu64 " opened: pid %d uid %u gid %u comm \"%s\" unit %s%s%s (policy: %s)",
-                 s->id, (int) s->identity.pid, (unsigned) s->identity.uid, (unsigned) s->identity.gid,
+                 "Session %" PRIu64 " opened: pid %d uid %u gid %d comm \"%s\" unit %s%s%s%s (policy: %s)",
+                 s->id, (int) s->identity.pid, (unsigned) s->identity.uid,
+                 s->identity.gid == IDENTITY_GID_UNKNOWN ? -1 : (int) s->identity.gid,
                  log_escape(s->identity.comm, sizeof(s->identity.comm), comm, sizeof(comm)),
                  s->identity.user_unit ? s->identity.user_unit : s->identity.unit ? s->identity.unit : "-",
                  s->identity.app_id ? " app " : "", s->identity.app_id ? s->identity.app_id : "",
+                 s->identity.process_unknown ? " process unknown (no rule on unit, cgroup, app id or container applies)" : "",
                  s->policy_matched[0] ? s->policy_matched : "defaults");
         if (m->cb.opened)
                 m->cb.opened(s, m->cb.userdata);
@@ -261,13 +264,25 @@ fail:
                 char msg[160];
                 size_t len;
 
-                snprintf(msg, sizeof(msg), "the daemon cannot set up a session: %s", strerror(-r));
+                if (r == -ESRCH)
+                        snprintf(msg, sizeof(msg), "the process that made this connection has exited: "
+                                                   "its identity cannot be read (ESRCH)");
+                else
+                        snprintf(msg, sizeof(msg), "the daemon cannot set up a session: %s", strerror(-r));
                 if (wire_reply_encode(&(WireReply) { .error = -r, .message = msg }, &buf, &len) == 0)
                         (void) send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         }
         s->connected = false;
         session_unref(s);
         return r;
+}
+
+int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
+        return session_new_internal(m, fd, id, -EBADF, false, ret);
+}
+
+int session_new_from_peer(SessionSet *m, int fd, int pidfd, bool pidfd_exact, Session **ret) {
+        return session_new_internal(m, fd, NULL, pidfd, pidfd_exact, ret);
 }
 
 static void session_free(Session *s) {

@@ -194,6 +194,9 @@ void session_log_fields(const Session *s, LogFields *f);
  * read from the socket's peer, or taken from id (copied) when it is not NULL
  * (a session opened over D-Bus, whose peer is the D-Bus caller). */
 int session_new(SessionSet *m, int fd, const Identity *id, Session **ret);
+/* The same for an accepted connection, with the pidfd identity_peer_pidfd()
+ * took at accept (not taken over; -EBADF if none). */
+int session_new_from_peer(SessionSet *m, int fd, int pidfd, bool pidfd_exact, Session **ret);
 /* Resolves the session's limits from the policy in force (unless SetLimits
  * overrode them) and applies them to new requests. */
 void session_apply_policy(Session *s);

@@ -16,8 +16,12 @@ bool tally_idle(const Tally *t, uint64_t now) {
 
 static void tally_free(TallyTable *table, Tally *t) {
         log_ratelimit_flush(&t->log_limit, t->key);
-        for (unsigned i = 0; i < t->n_waiting; i++)
-                safe_close(t->waiting[(t->waiting_head + i) % t->n_waiting_alloc]);
+        for (unsigned i = 0; i < t->n_waiting; i++) {
+                TallyWaiting *w = &t->waiting[(t->waiting_head + i) % t->n_waiting_alloc];
+
+                safe_close(w->fd);
+                safe_close(w->pidfd);
+        }
         free(t->waiting);
         LIST_REMOVE(tallies, table->tallies, t);
         table->n--;

@@ -17,6 +17,13 @@
 #include "util/list.h"
 #include "util/log-ratelimit.h"
 
+/* A connection waiting for its turn, with the pidfd of its peer taken when
+ * it was accepted (identity_peer_pidfd()). */
+typedef struct TallyWaiting {
+        int fd, pidfd;
+        bool pidfd_exact;
+} TallyWaiting;
+
 typedef struct Tally {
         unsigned n_ref;
         char *key;             /* "uid 1000", "unit foo.service", "uid 1000 user unit bar.service" */
@@ -38,7 +45,7 @@ typedef struct Tally {
          * arrival time of the generic cell rate algorithm, and the
          * connections waiting for their turn, oldest first. */
         uint64_t connect_tat_ns;
-        int *waiting;
+        TallyWaiting *waiting;
         unsigned n_waiting, n_waiting_alloc, waiting_head;
         LIST_FIELDS(struct Tally, tallies);
 } Tally;

@@ -3,8 +3,9 @@
  * The worker's sandbox (worker-sandbox.h). A worker drives a GPU context
  * whose kernels a client wrote and reads the client's code objects and
  * kernel arguments (relayed by the daemon); if anything in it went wrong, it
- * should be able to do little: it runs as the service user (or nobody),
- * cannot gain privileges, cannot be ptraced or have its memory read by
+ * should be able to do little: it runs as the service user (or a uid no
+ * account has, manager/worker-user.c; never one a client can have), cannot
+ * gain privileges, cannot be ptraced or have its memory read by
  * another process of that user (PR_SET_DUMPABLE 0: the kernel then requires
  * CAP_SYS_PTRACE, ptrace(2) "Ptrace access mode checking"), and its system
  * calls are filtered with libseccomp. The filter is an allow list; anything

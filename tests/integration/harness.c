@@ -60,6 +60,8 @@ static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extr
                         dup2(lf, STDERR_FILENO);
                 if (d->nofile && setrlimit(RLIMIT_NOFILE, &(struct rlimit) { d->nofile, d->nofile }) < 0)
                         _exit(127);
+                if (d->in_child)
+                        d->in_child();
                 execv(bin, (char **) argv);
                 _exit(127);
         }
@@ -88,7 +90,17 @@ void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         test_daemon_start_limited(d, extra_args, 0);
 }
 
+static void daemon_start(TestDaemon *d, const char *const *extra_args, unsigned nofile, void (*in_child)(void));
+
 void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, unsigned nofile) {
+        daemon_start(d, extra_args, nofile, NULL);
+}
+
+void test_daemon_start_hooked(TestDaemon *d, const char *const *extra_args, void (*in_child)(void)) {
+        daemon_start(d, extra_args, 0, in_child);
+}
+
+static void daemon_start(TestDaemon *d, const char *const *extra_args, unsigned nofile, void (*in_child)(void)) {
         const char *bin = getenv("KFDBROKERD");
 
         cr_assert(bin, "KFDBROKERD is not set (run through meson test)");
@@ -98,6 +110,7 @@ void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, uns
         snprintf(d->sock, sizeof(d->sock), "%s/sock", d->dir);
         snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
         d->nofile = nofile;
+        d->in_child = in_child;
 
         /* The built-in policy lets clients dispatch only in GPU contexts of
          * their own (ComputeDispatch=isolated); the tests' own uid is granted

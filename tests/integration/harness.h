@@ -24,12 +24,17 @@ typedef struct TestDaemon {
         char log[128];
         char grant_dir[128], grant_arg[160]; /* the policy granting this uid compute dispatch */
         unsigned nofile; /* the daemon's RLIMIT_NOFILE (soft and hard); 0 = inherited */
+        void (*in_child)(void); /* run in the daemon's process before exec; NULL = none */
 } TestDaemon;
 
 /* Starts the daemon; extra_args is NULL or NULL-terminated. Asserts on failure. */
 void test_daemon_start(TestDaemon *d, const char *const *extra_args);
 /* The same with the daemon's fd limit set to nofile (soft and hard). */
 void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, unsigned nofile);
+/* The same with in_child run in the daemon's process just before exec
+ * (e.g. a seccomp filter playing an older kernel); it must not return on
+ * failure but _exit(127). */
+void test_daemon_start_hooked(TestDaemon *d, const char *const *extra_args, void (*in_child)(void));
 /* A libkfdbroker session on d's socket, called name. Asserts on failure. */
 kfdb_session *test_connect(const TestDaemon *d, const char *name);
 /*

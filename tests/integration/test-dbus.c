@@ -612,6 +612,88 @@ Test(dbus, metrics_file_mode_is_what_was_asked) {
         }
 }
 
+/* True once the metrics file at path was replaced (a new inode) twice
+ * after *ino, within 5 s; *ino becomes the last one seen. */
+static bool metrics_rewritten_twice(const char *path, ino_t *ino) {
+        unsigned changes = 0;
+
+        for (int i = 0; i < 500 && changes < 2; i++) {
+                struct stat st;
+
+                if (stat(path, &st) == 0 && st.st_ino != *ino) {
+                        *ino = st.st_ino;
+                        changes++;
+                }
+                usleep(10000);
+        }
+        return changes >= 2;
+}
+
+/* Someone who may write to the metrics file's directory puts a FIFO, a file
+ * they can read, and a symlink at the temporary name the daemon used
+ * (<file>.tmp): the daemon keeps writing the metrics file, its loop keeps
+ * serving clients, and nothing reaches what was put there. */
+Test(dbus, metrics_temp_name_cannot_be_captured_or_stall_the_loop) {
+        char path[160], tmp[176], target[176], arg[200];
+        const char *args[] = { arg, "--metrics-interval=0.1", NULL };
+        const char *kinds[] = { "a FIFO", "a world-readable file", "a symlink" };
+        TestDaemon other;
+        bool rewritten[3] = {}, served[3] = {}, untouched[3] = {};
+        ino_t ino = 0;
+        int held = -1, stopped;
+
+        snprintf(path, sizeof(path), "%s/capture.prom", tb.dir);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        snprintf(target, sizeof(target), "%s/elsewhere", tb.dir);
+        snprintf(arg, sizeof(arg), "--metrics-file=%s", path);
+        /* In place before the daemon's first write. */
+        cr_assert_eq(mkfifo(tmp, 0666), 0);
+        test_daemon_start(&other, args);
+        for (int k = 0; k < 3; k++) {
+                struct stat st = {}, lst = {};
+                int c;
+
+                if (k == 1) {
+                        cr_assert_eq(unlink(tmp), 0);
+                        held = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+                        cr_assert_geq(held, 0);
+                        cr_assert_eq(fchmod(held, 0666), 0);
+                } else if (k == 2) {
+                        (void) unlink(tmp); /* a daemon that wrote there renamed it */
+                        close(open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0666));
+                        cr_assert_eq(symlink(target, tmp), 0);
+                }
+                rewritten[k] = metrics_rewritten_twice(path, &ino);
+                if (!rewritten[k])
+                        break;
+                /* The loop is not stuck: a new client gets its Hello answered. */
+                c = raw_connect(&other);
+                served[k] = raw_hello(c) > 0;
+                close(c);
+                if (k == 0) {
+                        int r = open(tmp, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                        char b;
+
+                        untouched[k] = r >= 0 && read(r, &b, 1) == 0; /* no writer: EOF */
+                        close(r);
+                } else if (k == 1)
+                        untouched[k] = fstat(held, &st) == 0 && st.st_size == 0 && stat(tmp, &lst) == 0 &&
+                                       lst.st_ino == st.st_ino;
+                else
+                        untouched[k] = stat(target, &st) == 0 && st.st_size == 0 && lstat(tmp, &lst) == 0 &&
+                                       S_ISLNK(lst.st_mode);
+        }
+        if (held >= 0)
+                close(held);
+        stopped = test_daemon_stop(&other);
+        for (int k = 0; k < 3; k++) {
+                cr_assert(rewritten[k], "with %s at %s the metrics file was not rewritten", kinds[k], tmp);
+                cr_assert(served[k], "with %s at %s a client was not served", kinds[k], tmp);
+                cr_assert(untouched[k], "%s at %s received what the daemon wrote", kinds[k], tmp);
+        }
+        cr_assert_eq(stopped, 0);
+}
+
 Test(dbus, set_limits_and_terminate) {
         sd_bus *bus = open_bus();
         sd_bus_error e = SD_BUS_ERROR_NULL;

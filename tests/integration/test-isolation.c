@@ -12,9 +12,11 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -559,6 +561,79 @@ Test(isolation, an_older_kernel_gets_worker_processes) {
         free(log);
         saxpy_checked(s, co, 3000, 7);
         cr_assert_neq(worker_of_only_session_context(s), 0, "the context runs in a worker process");
+        kfdb_code_object_free(co);
+        kfdb_session_free(s);
+}
+
+/* The four ids of a "Uid:" or "Gid:" line of /proc/PID/status. */
+static void status_ids(pid_t pid, const char *key, unsigned ids[4]) {
+        char path[64], line[256];
+        bool found = false;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+        while (!found && fgets(line, sizeof(line), f))
+                found = strncmp(line, key, strlen(key)) == 0 &&
+                        sscanf(line + strlen(key), "%u %u %u %u", &ids[0], &ids[1], &ids[2], &ids[3]) == 4;
+        fclose(f);
+        cr_assert(found, "no %s line in %s", key, path);
+}
+
+/*
+ * A root daemon without a kfdbroker user (--worker-user unset) runs its
+ * workers as a uid and gid no account has, from systemd's dynamic range —
+ * not as nobody, whom a client may be: a client that is nobody cannot
+ * signal them (EPERM), and they still serve.
+ */
+Test(isolation, workers_run_as_a_uid_no_client_has) {
+        kfdb_session *s;
+        kfdb_code_object *co;
+        unsigned uids[4], gids[4];
+        char needle[96], *log;
+        pid_t worker, child;
+        int status;
+
+        if (geteuid() != 0)
+                cr_skip_test("SKIP: needs root (the daemon picks the workers' user only as root)");
+        if (getpwnam("kfdbroker"))
+                cr_skip_test("SKIP: a kfdbroker user exists here: the workers run as it");
+        start(NULL, worker_mode);
+        s = connect_session("worker-uid");
+        co = load_kernel(s, "saxpy");
+        saxpy_checked(s, co, 1000, 3);
+        worker = worker_of_only_session_context(s);
+        cr_assert_gt(worker, 0, "the context runs in a worker");
+        status_ids(worker, "Uid:", uids);
+        status_ids(worker, "Gid:", gids);
+        for (int i = 1; i < 4; i++)
+                cr_assert(uids[i] == uids[0] && gids[i] == gids[0], "the worker's ids differ: uid %u/%u gid %u/%u",
+                          uids[0], uids[i], gids[0], gids[i]);
+        cr_assert(uids[0] >= 61184 && uids[0] <= 65519, "the worker runs as uid %u, not from 61184..65519", uids[0]);
+        cr_assert_eq(gids[0], uids[0], "gid %u, uid %u", gids[0], uids[0]);
+        cr_assert_null(getpwuid(uids[0]), "uid %u has an account", uids[0]);
+        cr_assert_null(getgrgid(gids[0]), "gid %u has a group", gids[0]);
+        log = test_daemon_read_log(&d);
+        snprintf(needle, sizeof(needle), "worker processes run as uid and gid %u, which no account has", uids[0]);
+        cr_assert(strstr(log, needle), "the log does not say \"%s\"", needle);
+        free(log);
+
+        /* A client that is nobody (as the attacker was) cannot signal it. */
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(3);
+                if (kill(worker, 0) == 0)
+                        _exit(1);
+                _exit(errno == EPERM ? 0 : 2);
+        }
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "nobody could signal the worker (status 0x%x: 1 = kill(worker, 0) succeeded)", status);
+        saxpy_checked(s, co, 1000, 4);
+        cr_assert_eq(worker_of_only_session_context(s), worker, "the same worker still serves");
         kfdb_code_object_free(co);
         kfdb_session_free(s);
 }

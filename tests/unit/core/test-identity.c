@@ -494,13 +494,75 @@ Test(identity, self_through_socket) {
         int sv[2];
 
         cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-        cr_assert_eq(identity_from_peer(sv[0], &id), 0);
+        cr_assert_eq(identity_from_peer(sv[0], -1, false, &id), 0);
         expect_self(&id);
         identity_done(&id);
         close(sv[0]);
         close(sv[1]);
 
-        cr_expect_eq(identity_from_peer(-1, &id), -EBADF);
+        cr_expect_eq(identity_from_peer(-1, -1, false, &id), -EBADF);
+}
+
+/* A connection's identity: uid, gid and groups always from its credentials;
+ * the process's fields only through a pidfd naming a live process of that
+ * pid (and, for a pidfd found by pid, running as the connection's uid). */
+Test(identity, from_creds_pins_the_process) {
+        gid_t conn_groups[] = { 4242, 7 };
+        IdentityCreds c = { .uid = getuid(), .gid = 4242, .pid = getpid(), .gids = conn_groups, .n_gids = 2,
+                            .have_gids = true };
+        Identity id;
+        pid_t child;
+        int pidfd, status;
+
+        /* Alive, exact: the process is read, the groups are the connection's. */
+        pidfd = my_pidfd_open(getpid());
+        cr_assert_geq(pidfd, 0);
+        cr_assert_eq(identity_from_creds(&c, pidfd, false, &id), 0);
+        cr_expect_not(id.process_unknown);
+        cr_expect_not_null(id.cgroup);
+        cr_expect_eq(id.process_euid, geteuid());
+        cr_expect_eq(id.n_gids, 2);
+        cr_expect(identity_has_gid(&id, 7));
+        identity_done(&id);
+
+        /* Found by pid, but the process there runs as another uid: not read. */
+        c.uid = geteuid() + 1;
+        cr_assert_eq(identity_from_creds(&c, pidfd, true, &id), 0);
+        cr_expect(id.process_unknown);
+        cr_expect_null(id.cgroup);
+        cr_expect_eq(id.uid, c.uid);
+        identity_done(&id);
+        c.uid = geteuid();
+        close(pidfd);
+
+        /* No pidfd: unknown; groups still the connection's. */
+        cr_assert_eq(identity_from_creds(&c, -1, false, &id), 0);
+        cr_expect(id.process_unknown);
+        cr_expect_null(id.unit);
+        cr_expect_str_eq(id.comm, "");
+        cr_expect(identity_has_gid(&id, 7));
+        cr_expect_eq(id.pid, getpid());
+        identity_done(&id);
+
+        /* The process that connected is gone: unknown, not refused. */
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        pidfd = my_pidfd_open(child);
+        cr_assert_geq(pidfd, 0);
+        cr_assert_eq(kill(child, SIGKILL), 0);
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        c.pid = child;
+        c.have_gids = false;
+        cr_assert_eq(identity_from_creds(&c, pidfd, false, &id), 0);
+        cr_expect(id.process_unknown);
+        cr_expect_eq(id.n_gids, 0, "groups neither told nor readable");
+        cr_expect_eq(id.gid, 4242);
+        identity_done(&id);
+        close(pidfd);
 }
 
 /* What kfdbrokerd sees as an unprivileged user reading another user's client:

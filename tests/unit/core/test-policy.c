@@ -322,6 +322,39 @@ Test(policy, match_keys) {
         policy_free(p);
 }
 
+/* A session whose process is unknown (a D-Bus caller without a ProcessFD,
+ * a socket peer that exited): no rule on a key only the process tells
+ * matches it, whichever way — not even Container=no — while User= and
+ * Group= still do. */
+Test(policy, unknown_process_matches_no_process_key) {
+        Policy *p = load("[Match]\nGroup=5\n[Limits]\nBuffers=1\n"
+                         "[Match]\nContainer=no\n[Limits]\nEvents=2\n"
+                         "[Match]\nUnit=*\n[Limits]\nJobsInFlight=3\n"
+                         "[Match]\nCgroupPrefix=/\n[Limits]\nWeight=4\n"
+                         "[Match]\nAppId=*\nUser=1000\n[Limits]\nMaxBufferSize=5M\n"
+                         "[Match]\nUserUnit=*\n[Limits]\nJobTimeout=6s\n"
+                         "[Match]\nUser=1000\n[Limits]\nBufferMemory=7K\n");
+        PolicyLimits l;
+        Identity known = ident(1000, 1000, "/system.slice/x.service");
+        Identity unknown = { .uid = 1000, .gid = IDENTITY_GID_UNKNOWN, .user_unit_uid = (uid_t) -1,
+                             .process_unknown = true };
+        gid_t groups[] = { 5 };
+
+        cr_expect_eq(policy_resolve(p, &known, NULL, &l, NULL, 0), 4, "Container=no, Unit, Cgroup, User");
+        unknown.gids = groups;
+        unknown.n_gids = 1;
+        cr_expect_eq(policy_resolve(p, &unknown, NULL, &l, NULL, 0), 2);
+        cr_expect_eq(l.buffers, 1, "Group= matches the connection's groups");
+        cr_expect_eq(l.buffer_memory, 7 * 1024, "User= matches");
+        cr_expect_eq(l.events, 1024, "Container=no does not match an unknown process");
+        cr_expect_eq(l.jobs_in_flight, 4096);
+        cr_expect_eq(l.weight, 1);
+        cr_expect_eq(l.max_buffer_size, 1 * GiB);
+        cr_expect_eq(l.job_timeout_ns, POLICY_INFINITY);
+        identity_done(&known);
+        policy_free(p);
+}
+
 Test(policy, user_names_resolve) {
         Policy *p = load("[Match]\nUser=root\nGroup=root\n[Limits]\nWeight=9\n");
         PolicyLimits l;
