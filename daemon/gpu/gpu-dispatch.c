@@ -222,6 +222,11 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
                 if (k->args[i].kind != GPU_ARG_HIDDEN &&
                     k->args[i].offset + k->args[i].size > job->dispatch.args_size)
                         return REFUSE("argument %u of kernel \"%s\" is missing", i, k->name);
+        /* Checked at load too; again here, on the words the registers get,
+         * as every descriptor that reaches the GPU passes here. */
+        char why[160];
+        if (gpu_kernel_rsrc_check(is_gfx11(c) ? 11 : 10, kc->rsrc1, kc->rsrc2, kc->rsrc3, why, sizeof why) < 0)
+                return REFUSE("kernel \"%s\": %s", k->name, why);
         if (RSRC2_USER_SGPR_COUNT(kc->rsrc2) > PM4_MAX_USER_DATA)
                 return REFUSE("kernel \"%s\" wants %u user SGPRs, at most %u", k->name,
                               RSRC2_USER_SGPR_COUNT(kc->rsrc2), PM4_MAX_USER_DATA);
