@@ -775,6 +775,47 @@ Test(compute_hostile, descriptor_bits_only_the_cp_may_set) {
         assert_bystander_works();
 }
 
+/*
+ * Register and LDS residue (docs/simulator.md, "What a wave starts with"):
+ * a victim session leaves a secret in v200, v255 and LDS in every wave of a
+ * large dispatch and ends; an attacker's session then runs waves that read
+ * those registers and its LDS without writing them, and must find zeros in
+ * every work-item. The simulator's waves run on threads every context
+ * shares (the CP engines and the device's helper pool), in both context
+ * mechanisms.
+ */
+#define RESIDUE_ITEMS (64u * 512u)
+#define RESIDUE_SECRET 0x5EC2E700u
+
+Test(compute_hostile, residue_of_an_ended_session_reaches_no_other) {
+        uint32_t grid = RESIDUE_ITEMS, block = 64, secret = RESIDUE_SECRET, write = 1, read = 0;
+
+        for (unsigned round = 0; round < 3; round++) {
+                kfdb_session *victim, *attacker;
+                kfdb_code_object *co;
+                kfdb_buffer *b;
+                uint32_t *out;
+
+                cr_assert_eq(kfdb_session_new(d.sock, "victim", &victim), 0);
+                co = load_kernel(victim, "residue");
+                b = new_buffer(victim, 3 * 4 * RESIDUE_ITEMS, 0, (void **) &out);
+                kfdb_arg wargs[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&secret, 4), kfdb_arg_value(&write, 4) };
+                run_dispatch(victim, co, "residue", 1, &grid, &block, wargs, 3);
+                kfdb_session_free(victim);
+
+                cr_assert_eq(kfdb_session_new(d.sock, "attacker", &attacker), 0);
+                co = load_kernel(attacker, "residue");
+                b = new_buffer(attacker, 3 * 4 * RESIDUE_ITEMS, 0xEE, (void **) &out);
+                kfdb_arg rargs[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&secret, 4), kfdb_arg_value(&read, 4) };
+                run_dispatch(attacker, co, "residue", 1, &grid, &block, rargs, 3);
+                for (uint32_t i = 0; i < 3 * RESIDUE_ITEMS; i++)
+                        cr_assert_eq(out[i], 0, "round %u: work-item %u found 0x%08x in %s, which it never wrote", round,
+                                     i / 3, out[i], i % 3 == 0 ? "v200" : i % 3 == 1 ? "v255" : "its LDS word");
+                kfdb_session_free(attacker);
+        }
+        assert_bystander_works();
+}
+
 Test(compute_hostile, code_object_freed_while_its_dispatch_runs) {
         int sock = raw_connect(&d), flag_fd;
         uint64_t co, flag, out, failed = 0;
