@@ -78,7 +78,10 @@
  * 2-bit field [31:30] of word 1 and ROCr and Mesa radv write 1 there, where
  * tinygrad writes 2; word 3 has no RESOURCE_LEVEL and a 6-bit FORMAT,
  * 0x20C14FAC for 32 lanes), and RSRC1.PRIV is set (tinygrad: "to workaround
- * cwsr"). Work-item IDs arrive
+ * cwsr"): the daemon's own bit, added to the descriptor's words after
+ * gpu_kernel_rsrc_check() made sure the client's descriptor does not set it
+ * (gpu-kernel-rsrc.c); so on gfx11 every dispatch's waves start privileged,
+ * as tinygrad's do. Work-item IDs arrive
  * packed in v0 there, which is the hardware's doing, not ours. The simulator
  * models gfx1030 only; the gfx11 stream is checked packet by packet in
  * tests/unit/gpu/test-gpu-dispatch.c.

@@ -89,8 +89,11 @@ typedef struct SimIsaWave {
         uint32_t flat_scratch_lo, flat_scratch_hi;
         /* Rows of v below which earlier waves in this SimIsaWave may have
          * left values; every row from it up is 0 in all 64 lanes, as are
-         * the hidden rows (wave_init() clears what is below, sim-isa.c). */
+         * the hidden rows unless hidden_dirty (wave_init() clears what is
+         * below, sim-isa.c). */
         unsigned vgpr_dirty;
+        unsigned dirty_lanes;   /* ... in the lanes below this: 32, or 64 once a wave64 ran */
+        bool hidden_dirty;
         /* VGPRs, plus three rows of the model's own for SDWA operand selection. */
         uint32_t v[SIM_ISA_NUM_VGPRS + 3][SIM_ISA_MAX_LANES];
 } SimIsaWave;
@@ -177,6 +180,7 @@ typedef struct SimIsaRun {
          * decoded in this dispatch can reach (sim_isa_vgpr_end()): its waves
          * touch no row from it up. */
         unsigned vgpr_end;
+        bool hidden_used;       /* ... and one of them was SDWA or DPP (the hidden rows) */
         bool cu_held;           /* holds one of the pool's CUs, since cu_since */
         uint64_t cu_since;
 } SimIsaRun;

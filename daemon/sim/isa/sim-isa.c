@@ -171,6 +171,8 @@ static int decode_at(SimIsaRun *r, SimIsaWave *w, const SimIsaInst **ret) {
         unsigned end = sim_isa_vgpr_end(&inst);
         if (end > r->vgpr_end)
                 r->vgpr_end = end;
+        if (inst.ext != EXT_NONE)
+                r->hidden_used = true;
         e->pc = w->pc;
         e->inst = inst;
         *ret = &e->inst;
@@ -224,17 +226,27 @@ static int step(SimIsaRun *r, SimIsaWave *w) {
  * hardware (docs/simulator.md, "State a wave starts with"), every VGPR it can
  * reach starts at 0. Cheaply: only the rows earlier waves can have touched
  * (vgpr_dirty, and r->vgpr_end for those of this participant) are cleared,
- * in all 64 lanes (a wave32's DPP, permute and wave64 leftovers), and the
- * three hidden SDWA rows.
+ * in the lanes they can have used (dirty_lanes, r->lanes: 32 while only
+ * wave32s ran there, else all 64, so no wave32 finds a wave64's upper lanes
+ * whatever reaches them), and the three hidden rows of SDWA and DPP
+ * operands once such an instruction ran.
  */
 static void wave_clear_vgprs(SimIsaRun *r, SimIsaWave *w) {
         unsigned rows = w->vgpr_dirty > r->vgpr_end ? w->vgpr_dirty : r->vgpr_end;
+        unsigned lanes = w->dirty_lanes > r->lanes ? w->dirty_lanes : r->lanes;
 
         if (rows < 3)
                 rows = 3; /* v0..v2: the work-item IDs, written below for every lane */
-        memset(w->v, 0, rows * sizeof(w->v[0]));
-        memset(w->v[SIM_ISA_SDWA_SRC0], 0, 3 * sizeof(w->v[0]));
+        if (lanes == SIM_ISA_MAX_LANES)
+                memset(w->v, 0, rows * sizeof(w->v[0]));
+        else
+                for (unsigned v = 0; v < rows; v++)
+                        memset(w->v[v], 0, lanes * sizeof(w->v[0][0]));
+        if (w->hidden_dirty || r->hidden_used)
+                memset(w->v[SIM_ISA_SDWA_SRC0], 0, 3 * sizeof(w->v[0]));
         w->vgpr_dirty = 3;
+        w->dirty_lanes = r->lanes;
+        w->hidden_dirty = false;
 }
 
 /*
@@ -549,9 +561,13 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
         }
         cu_give(&r);
         /* What this participant's waves may have left in its buffers. */
-        for (unsigned i = 0; i < job->wg_waves; i++)
+        for (unsigned i = 0; i < job->wg_waves; i++) {
                 if (waves[i].vgpr_dirty < r.vgpr_end)
                         waves[i].vgpr_dirty = r.vgpr_end;
+                waves[i].hidden_dirty |= r.hidden_used;
+                if (waves[i].dirty_lanes < r.lanes)
+                        waves[i].dirty_lanes = r.lanes;
+        }
         job_leave(job, &r);
 }
 
