@@ -223,7 +223,7 @@ static int step(SimIsaRun *r, SimIsaWave *w) {
  * The registers of a SimIsaWave are daemon memory that the waves of every
  * context's dispatches take turns in (a helper's serve every dispatch it
  * joins), so a wave must not find what an earlier one left: unlike the
- * hardware (docs/simulator.md, "State a wave starts with"), every VGPR it can
+ * hardware (docs/simulator.md, "What a wave starts with"), every VGPR it can
  * reach starts at 0. Cheaply: only the rows earlier waves can have touched
  * (vgpr_dirty, and r->vgpr_end for those of this participant) are cleared,
  * in the lanes they can have used (dirty_lanes, r->lanes: 32 while only

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a wave finds when it starts (sim-isa.c wave_init(), docs/simulator.md
- * "State a wave starts with"): a writer leaves a secret in VGPRs v200..v255,
+ * "What a wave starts with"): a writer leaves a secret in VGPRs v200..v255,
  * in an SGPR, in LDS and in its wave's private memory; a reader run after it,
  * on the same thread, reads those places without writing them first and
  * must find 0 everywhere. Serially, writer and reader are workgroups 0 and 1
