@@ -60,10 +60,12 @@
  * duplicates; at most GPU_CODE_OBJECT_MAX_KERNELS (-E2BIG). The descriptor
  * (AMDHSAKernelDescriptor.h, AMDGPUUsage "Kernel Descriptor", kfd-facts §2.4)
  * is read from the loaded image: reserved bytes zero; kernarg_preload zero
- * (only gfx90a/gfx94x preload); reserved bits of kernel_code_properties,
- * COMPUTE_PGM_RSRC1/2 zero and of RSRC3 zero for the target's generation
- * (gfx10: only SHARED_VGPR_COUNT; gfx11: also INST_PREF_SIZE, TRAP_ON_START/
- * END, IMAGE_OP); RSRC2.USER_SGPR_COUNT equal to the user SGPRs that
+ * (only gfx90a/gfx94x preload); reserved bits of kernel_code_properties
+ * zero; no bit of COMPUTE_PGM_RSRC1/2/3 that is reserved for the target's
+ * generation or that only the CP, a debugger or a trap handler may set
+ * (gpu_kernel_rsrc_check(), gpu-kernel-rsrc.c: PRIV, DEBUG_MODE, BULKY,
+ * CDBG_USER, TRAP_PRESENT, the exception enables, gfx11's TRAP_ON_START/END);
+ * RSRC2.USER_SGPR_COUNT equal to the user SGPRs that
  * kernel_code_properties enables (private segment buffer 4, dispatch ptr 2,
  * queue ptr 2, kernarg segment ptr 2, dispatch id 2, flat scratch init 2,
  * private segment size 1); the entry point (descriptor address +
@@ -107,11 +109,7 @@
 #define KD_KERNARG_PRELOAD 58
 #define KD_RESERVED3 60 /* 4 bytes */
 
-#define RSRC1_RESERVED_GFX10_11 (0x3u << 27)
 #define RSRC2_USER_SGPR_COUNT(v) (((v) >> 1) & 0x1fu)
-#define RSRC2_RESERVED_GFX10_11 (1u << 31)
-#define RSRC3_VALID_GFX10 0xfu                  /* SHARED_VGPR_COUNT [3:0] */
-#define RSRC3_VALID_GFX11 (0xfffu | (1u << 31)) /* + INST_PREF_SIZE, TRAP_ON_*, IMAGE_OP */
 #define KCP_PRIVATE_SEGMENT_BUFFER (1u << 0)
 #define KCP_DISPATCH_PTR (1u << 1)
 #define KCP_QUEUE_PTR (1u << 2)
@@ -214,15 +212,9 @@ static int read_descriptor(Loader *l, const KdSym *kd, const GpuKernelMetadata *
         if (kcp & KCP_RESERVED)
                 return FAIL(l, -EINVAL, "kernel %s: kernel_code_properties 0x%x sets reserved bits", name,
                             kcp);
-        if (rsrc1 & RSRC1_RESERVED_GFX10_11)
-                return FAIL(l, -EINVAL, "kernel %s: COMPUTE_PGM_RSRC1 0x%x sets reserved bits", name,
-                            rsrc1);
-        if (rsrc2 & RSRC2_RESERVED_GFX10_11)
-                return FAIL(l, -EINVAL, "kernel %s: COMPUTE_PGM_RSRC2 0x%x sets reserved bits", name,
-                            rsrc2);
-        if (rsrc3 & ~(l->target->gfx == 10 ? RSRC3_VALID_GFX10 : RSRC3_VALID_GFX11))
-                return FAIL(l, -EINVAL, "kernel %s: COMPUTE_PGM_RSRC3 0x%x sets bits reserved on %s", name,
-                            rsrc3, t);
+        char why[160];
+        if (gpu_kernel_rsrc_check(l->target->gfx, rsrc1, rsrc2, rsrc3, why, sizeof why) < 0)
+                return FAIL(l, -EINVAL, "kernel %s: %s", name, why);
         /* "must be greater than or equal to the number of user data registers
          * enabled" (LLVM AMDGPUUsage, compute_pgm_rsrc2, since D117936): clang
          * 15 builds gfx11 kernels with 15 (their system SGPRs from s15) for two

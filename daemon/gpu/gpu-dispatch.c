@@ -78,7 +78,10 @@
  * 2-bit field [31:30] of word 1 and ROCr and Mesa radv write 1 there, where
  * tinygrad writes 2; word 3 has no RESOURCE_LEVEL and a 6-bit FORMAT,
  * 0x20C14FAC for 32 lanes), and RSRC1.PRIV is set (tinygrad: "to workaround
- * cwsr"). Work-item IDs arrive
+ * cwsr"): the daemon's own bit, added to the descriptor's words after
+ * gpu_kernel_rsrc_check() made sure the client's descriptor does not set it
+ * (gpu-kernel-rsrc.c); so on gfx11 every dispatch's waves start privileged,
+ * as tinygrad's do. Work-item IDs arrive
  * packed in v0 there, which is the hardware's doing, not ours. The simulator
  * models gfx1030 only; the gfx11 stream is checked packet by packet in
  * tests/unit/gpu/test-gpu-dispatch.c.
@@ -222,6 +225,11 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
                 if (k->args[i].kind != GPU_ARG_HIDDEN &&
                     k->args[i].offset + k->args[i].size > job->dispatch.args_size)
                         return REFUSE("argument %u of kernel \"%s\" is missing", i, k->name);
+        /* Checked at load too; again here, on the words the registers get,
+         * as every descriptor that reaches the GPU passes here. */
+        char why[160];
+        if (gpu_kernel_rsrc_check(is_gfx11(c) ? 11 : 10, kc->rsrc1, kc->rsrc2, kc->rsrc3, why, sizeof why) < 0)
+                return REFUSE("kernel \"%s\": %s", k->name, why);
         if (RSRC2_USER_SGPR_COUNT(kc->rsrc2) > PM4_MAX_USER_DATA)
                 return REFUSE("kernel \"%s\" wants %u user SGPRs, at most %u", k->name,
                               RSRC2_USER_SGPR_COUNT(kc->rsrc2), PM4_MAX_USER_DATA);

@@ -174,6 +174,19 @@ typedef struct GpuQueue {
  * is what programming a dispatch needs from its AMDHSA kernel descriptor
  * (kfd-facts §2.4; LLVM AMDGPUUsage "Kernel Descriptor").
  */
+/**
+ * gpu_kernel_rsrc_check() - whether a client's kernel descriptor may program
+ * COMPUTE_PGM_RSRC1/2/3 with these words (gpu-kernel-rsrc.c lists the refused
+ * bits and their sources).
+ * @gfx: the device's generation, 10 or 11.
+ * @err: if not NULL, the reason on failure, naming the lowest refused bit
+ *       ("kernel descriptor sets COMPUTE_PGM_RSRC1.PRIV (bit 20), which
+ *       clients may not").
+ *
+ * Returns 0 or -EINVAL.
+ */
+int gpu_kernel_rsrc_check(unsigned gfx, uint32_t rsrc1, uint32_t rsrc2, uint32_t rsrc3, char *err, size_t errlen);
+
 /* The user SGPRs kernel_code_properties enables (what the dispatch writes;
  * RSRC2.USER_SGPR_COUNT may say more, gpu-code-object.c). */
 unsigned gpu_kernel_user_sgprs(uint16_t kernel_code_properties);

@@ -546,6 +546,36 @@ static ExecResult build_dispatch(SimDevice *dev, SimCpState *cp, const SimPm4Pac
                  * computes it from the process's apertures. */
                 .sh_mem_bases = (uint32_t) (SIM_SCRATCH_APERTURE_BASE >> 48) | (uint32_t) (SIM_LDS_APERTURE_BASE >> 48) << 16,
         };
+        /* Modes a dispatch of a user queue may not start, which the model
+         * lacks (privileged waves, single-step debugging, trap handlers and
+         * the exceptions that enter them) or that only the CP fills in
+         * (LLVM AMDGPUUsage, compute_pgm_rsrc1/2/3 for gfx10: "Must be 0"):
+         * the queue stops rather than run waves the hardware would start
+         * privileged or trapping, so a dispatcher that lets one through is
+         * found. The daemon refuses them in kernel descriptors
+         * (daemon/gpu/gpu-kernel-rsrc.c). */
+        static const struct {
+                unsigned reg;
+                uint32_t mask;
+                const char *what;
+        } unmodelled[] = {
+                { 1, 1u << 20, "COMPUTE_PGM_RSRC1.PRIV (bit 20): privileged waves" },
+                { 1, 1u << 22, "COMPUTE_PGM_RSRC1.DEBUG_MODE (bit 22): single-step debugging" },
+                { 1, 1u << 24, "COMPUTE_PGM_RSRC1.BULKY (bit 24): one workgroup per CU" },
+                { 1, 1u << 25, "COMPUTE_PGM_RSRC1.CDBG_USER (bit 25): debugger control" },
+                { 1, 3u << 27, "COMPUTE_PGM_RSRC1 bits 27-28: reserved" },
+                { 2, 1u << 6, "COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6): a trap handler" },
+                { 2, 3u << 13, "COMPUTE_PGM_RSRC2.EXCP_EN_MSB (bits 13-14): address watch and memory violation traps" },
+                { 2, 0x7Fu << 24, "COMPUTE_PGM_RSRC2.EXCP_EN (bits 24-30): arithmetic exception traps" },
+                { 2, 1u << 31, "COMPUTE_PGM_RSRC2 bit 31: reserved" },
+                { 3, ~0xFu, "COMPUTE_PGM_RSRC3 bits 4-31: reserved on gfx10" },
+        };
+        for (size_t i = 0; i < sizeof unmodelled / sizeof unmodelled[0]; i++) {
+                uint32_t v = unmodelled[i].reg == 1 ? d->rsrc1 : unmodelled[i].reg == 2 ? d->rsrc2 : d->rsrc3;
+                if (v & unmodelled[i].mask)
+                        return failf(f, "DISPATCH_DIRECT: %s, not modelled (a user queue's dispatch must leave it 0)",
+                                     unmodelled[i].what);
+        }
         rsrc2 = d->rsrc2;
         user = (rsrc2 >> 1) & 31;
         if (user > COMPUTE_USER_DATA_COUNT)

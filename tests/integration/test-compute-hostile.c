@@ -10,6 +10,7 @@
  * dispatch runs is safe. Compute denied by policy is EPERM.
  */
 #include <criterion/criterion.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -688,6 +689,132 @@ Test(compute_hostile, wave64_kernel_runs) {
         }
         kfdb_batch_free(batch);
         kfdb_session_free(s);
+}
+
+/* File offset of the kernel descriptor "<kernel>.kd" of a code object: its
+ * .dynsym value, through the PT_LOAD that holds it. */
+static size_t kd_file_offset(const uint8_t *elf, size_t len, const char *symbol) {
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *) elf;
+        const Elf64_Shdr *sh = (const Elf64_Shdr *) (elf + eh->e_shoff);
+        const Elf64_Phdr *ph = (const Elf64_Phdr *) (elf + eh->e_phoff);
+
+        cr_assert(eh->e_shoff + (size_t) eh->e_shnum * sizeof *sh <= len);
+        for (unsigned i = 0; i < eh->e_shnum; i++) {
+                if (sh[i].sh_type != SHT_DYNSYM)
+                        continue;
+                const Elf64_Sym *sym = (const Elf64_Sym *) (elf + sh[i].sh_offset);
+                const char *names = (const char *) elf + sh[sh[i].sh_link].sh_offset;
+                for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
+                        if (strcmp(names + sym[k].st_name, symbol) != 0)
+                                continue;
+                        for (unsigned p = 0; p < eh->e_phnum; p++)
+                                if (ph[p].p_type == PT_LOAD && sym[k].st_value >= ph[p].p_vaddr &&
+                                    sym[k].st_value + 64 <= ph[p].p_vaddr + ph[p].p_filesz)
+                                        return ph[p].p_offset + (sym[k].st_value - ph[p].p_vaddr);
+                }
+        }
+        cr_assert_fail("no %s in the code object", symbol);
+        return 0;
+}
+
+/* A descriptor that starts its waves privileged (COMPUTE_PGM_RSRC1.PRIV, bit
+ * 20 of the word at byte 48) or with the trap handler present (RSRC2 bit 6,
+ * byte 52) is refused, with EINVAL and the bit's name, and the session goes
+ * on: the unchanged code object loads and runs. */
+Test(compute_hostile, descriptor_bits_only_the_cp_may_set) {
+        static const struct {
+                unsigned offset, bit;
+                const char *msg;
+        } cases[] = {
+                { 48, 20, "load_code_object: kernel saxpy: kernel descriptor sets COMPUTE_PGM_RSRC1.PRIV (bit 20), which "
+                          "clients may not" },
+                { 52, 6, "load_code_object: kernel saxpy: kernel descriptor sets COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6), "
+                         "which clients may not" },
+        };
+        kfdb_session *s;
+        kfdb_code_object *co = NULL;
+        size_t len;
+        uint8_t *elf = read_file(kernel_path("saxpy"), &len);
+        size_t kd = kd_file_offset(elf, len, "saxpy.kd");
+
+        cr_assert_eq(kfdb_session_new(d.sock, "privileged", &s), 0);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                uint8_t *copy = malloc(len);
+                uint32_t word;
+                memcpy(copy, elf, len);
+                memcpy(&word, copy + kd + cases[i].offset, 4);
+                cr_assert_eq(word >> cases[i].bit & 1, 0u);
+                word |= 1u << cases[i].bit;
+                memcpy(copy + kd + cases[i].offset, &word, 4);
+                cr_assert_eq(kfdb_code_object_load(s, copy, len, &co), -EINVAL);
+                cr_assert_null(co);
+                cr_assert_str_eq(kfdb_session_last_error(s), cases[i].msg);
+                free(copy);
+        }
+
+        /* The session goes on: saxpy as clang built it loads and runs. */
+        kfdb_buffer *bx, *by;
+        float a = 2.0f, *x, *y;
+        uint32_t n = 256, block = 64;
+        kfdb_batch *batch;
+        uint64_t fence;
+        cr_assert_eq(kfdb_code_object_load(s, elf, len, &co), 0, "%s", kfdb_session_last_error(s));
+        bx = new_buffer(s, 4 * n, 0, (void **) &x);
+        by = new_buffer(s, 4 * n, 0, (void **) &y);
+        for (uint32_t i = 0; i < n; i++)
+                x[i] = (float) i, y[i] = 1.0f;
+        kfdb_arg args[] = { kfdb_arg_value(&a, 4), kfdb_arg_buffer(bx, 0), kfdb_arg_buffer(by, 0), kfdb_arg_value(&n, 4) };
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "saxpy", 1, &n, &block, args, 4), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        for (uint32_t i = 0; i < n; i++)
+                cr_assert_eq(y[i], 2.0f * (float) i + 1.0f, "y[%u] = %g", i, y[i]);
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+        free(elf);
+        assert_bystander_works();
+}
+
+/*
+ * Register and LDS residue (docs/simulator.md, "What a wave starts with"):
+ * a victim session leaves a secret in v200, v255 and LDS in every wave of a
+ * large dispatch and ends; an attacker's session then runs waves that read
+ * those registers and its LDS without writing them, and must find zeros in
+ * every work-item. The simulator's waves run on threads every context
+ * shares (the CP engines and the device's helper pool), in both context
+ * mechanisms.
+ */
+#define RESIDUE_ITEMS (64u * 512u)
+#define RESIDUE_SECRET 0x5EC2E700u
+
+Test(compute_hostile, residue_of_an_ended_session_reaches_no_other) {
+        uint32_t grid = RESIDUE_ITEMS, block = 64, secret = RESIDUE_SECRET, write = 1, read = 0;
+
+        for (unsigned round = 0; round < 3; round++) {
+                kfdb_session *victim, *attacker;
+                kfdb_code_object *co;
+                kfdb_buffer *b;
+                uint32_t *out;
+
+                cr_assert_eq(kfdb_session_new(d.sock, "victim", &victim), 0);
+                co = load_kernel(victim, "residue");
+                b = new_buffer(victim, 3 * 4 * RESIDUE_ITEMS, 0, (void **) &out);
+                kfdb_arg wargs[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&secret, 4), kfdb_arg_value(&write, 4) };
+                run_dispatch(victim, co, "residue", 1, &grid, &block, wargs, 3);
+                kfdb_session_free(victim);
+
+                cr_assert_eq(kfdb_session_new(d.sock, "attacker", &attacker), 0);
+                co = load_kernel(attacker, "residue");
+                b = new_buffer(attacker, 3 * 4 * RESIDUE_ITEMS, 0xEE, (void **) &out);
+                kfdb_arg rargs[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&secret, 4), kfdb_arg_value(&read, 4) };
+                run_dispatch(attacker, co, "residue", 1, &grid, &block, rargs, 3);
+                for (uint32_t i = 0; i < 3 * RESIDUE_ITEMS; i++)
+                        cr_assert_eq(out[i], 0, "round %u: work-item %u found 0x%08x in %s, which it never wrote", round,
+                                     i / 3, out[i], i % 3 == 0 ? "v200" : i % 3 == 1 ? "v255" : "its LDS word");
+                kfdb_session_free(attacker);
+        }
+        assert_bystander_works();
 }
 
 Test(compute_hostile, code_object_freed_while_its_dispatch_runs) {

@@ -153,6 +153,58 @@ bool sim_isa_bad_operand(const SimIsaInst *in) {
         }
 }
 
+/* One more than the highest VGPR an operand field naming vgpr can reach:
+ * the widest operand is 4 dwords (x4 loads and stores, ds_read2_b64, the
+ * 64-bit compare-and-swap), rows past 255 wrap to the first ones. */
+static unsigned vgpr_end(unsigned vgpr) {
+        return vgpr + 4 > SIM_ISA_NUM_VGPRS ? SIM_ISA_NUM_VGPRS : vgpr + 4;
+}
+
+/* The same for a 9-bit source operand code: 256..511 name VGPRs. */
+static unsigned src_end(unsigned code) {
+        return code >= OPND_VGPR0 ? vgpr_end(code - OPND_VGPR0) : 0;
+}
+
+static unsigned max3(unsigned a, unsigned b, unsigned c) {
+        unsigned m = a > b ? a : b;
+        return m > c ? m : c;
+}
+
+unsigned sim_isa_vgpr_end(const SimIsaInst *in) {
+        uint32_t w0 = in->w0, w1 = in->w1;
+        unsigned end;
+
+        switch (in->enc) {
+        case ENC_VOP1: case ENC_VOP2: case ENC_VOPC:
+                /* src0 [8:0] (in the second dword [7:0] with SDWA and DPP,
+                 * counted whether or not SDWA's S0 makes it an SGPR), vsrc1
+                 * [16:9], vdst [24:17] (VOPC's opcode there: its destination
+                 * is VCC). */
+                end = in->ext != EXT_NONE ? vgpr_end(w1 & 0xff) : src_end(w0 & 0x1ff);
+                return max3(end, in->enc == ENC_VOP1 ? 0 : vgpr_end((w0 >> 9) & 0xff),
+                            in->enc == ENC_VOPC ? 0 : vgpr_end((w0 >> 17) & 0xff));
+        case ENC_VOP3: case ENC_VOP3P:
+                /* vdst [7:0], an SGPR for the compares (VOP3 opcodes 0..255,
+                 * RDNA2 ISA §13.3.2), counted for the others (v_readlane's
+                 * too); src0..2 in the second dword. */
+                end = max3(src_end(w1 & 0x1ff), src_end((w1 >> 9) & 0x1ff), src_end((w1 >> 18) & 0x1ff));
+                if (in->enc == ENC_VOP3 && in->op < 0x100)
+                        return end;
+                return end > vgpr_end(w0 & 0xff) ? end : vgpr_end(w0 & 0xff);
+        case ENC_DS:
+                /* addr [7:0], data0 [15:8], data1 [23:16], vdst [31:24]. */
+                return max3(vgpr_end(w1 & 0xff), vgpr_end((w1 >> 8) & 0xff),
+                            max3(vgpr_end((w1 >> 16) & 0xff), vgpr_end(w1 >> 24), 0));
+        case ENC_FLAT: case ENC_SCRATCH: case ENC_GLOBAL: case ENC_MUBUF:
+                /* addr [7:0], data [15:8], vdst [31:24] (MUBUF: vaddr,
+                 * vdata; saddr, srsrc and soffset name SGPRs). */
+                return max3(vgpr_end(w1 & 0xff), vgpr_end((w1 >> 8) & 0xff),
+                            in->enc == ENC_MUBUF ? 0 : vgpr_end(w1 >> 24));
+        default:
+                return 0;
+        }
+}
+
 #define LOOKUP(table, op) ((op) < ELEMS(table) ? (table)[op] : NULL)
 
 const char *sim_isa_inst_name(const SimIsaInst *in) {

@@ -87,6 +87,13 @@ typedef struct SimIsaWave {
         unsigned lanes;         /* 32 or 64 (DISPATCH_INITIATOR.CS_W32_EN) */
         uint32_t mode;          /* HW_REG_MODE, kept for s_getreg; arithmetic is round-to-nearest */
         uint32_t flat_scratch_lo, flat_scratch_hi;
+        /* Rows of v below which earlier waves in this SimIsaWave may have
+         * left values; every row from it up is 0 in all 64 lanes, as are
+         * the hidden rows unless hidden_dirty (wave_init() clears what is
+         * below, sim-isa.c). */
+        unsigned vgpr_dirty;
+        unsigned dirty_lanes;   /* ... in the lanes below this: 32, or 64 once a wave64 ran */
+        bool hidden_dirty;
         /* VGPRs, plus three rows of the model's own for SDWA operand selection. */
         uint32_t v[SIM_ISA_NUM_VGPRS + 3][SIM_ISA_MAX_LANES];
 } SimIsaWave;
@@ -169,6 +176,11 @@ typedef struct SimIsaRun {
         uint64_t code_page;
         const uint8_t *code_host;
         SimIsaICacheEntry *icache;
+        /* One more than the highest VGPR row an instruction this participant
+         * decoded in this dispatch can reach (sim_isa_vgpr_end()): its waves
+         * touch no row from it up. */
+        unsigned vgpr_end;
+        bool hidden_used;       /* ... and one of them was SDWA or DPP (the hidden rows) */
         bool cu_held;           /* holds one of the pool's CUs, since cu_since */
         uint64_t cu_since;
 } SimIsaRun;
@@ -237,6 +249,10 @@ const char *sim_isa_opcode_name(SimIsaEnc enc, unsigned op);
 /* Whether a 4-byte-encoding dword is followed by a second one (literal, SDWA, DPP). */
 bool sim_isa_needs_literal(uint32_t w0);
 bool sim_isa_bad_operand(const SimIsaInst *inst);
+/* One more than the highest VGPR row the instruction can read or write (0:
+ * none), counted generously: every field that may name a VGPR, as wide as
+ * the widest operand. */
+unsigned sim_isa_vgpr_end(const SimIsaInst *inst);
 
 /* sim-isa-pool.c: the workgroups of a dispatch on the pool's helper threads
  * besides the caller. Both are no-ops without a pool. From open() to close()

@@ -166,6 +166,13 @@ static int decode_at(SimIsaRun *r, SimIsaWave *w, const SimIsaInst **ret) {
         }
         if (!sim_isa_inst_name(&inst) || sim_isa_bad_operand(&inst))
                 return sim_isa_unsupported(r, w, &inst);
+        /* Every instruction a wave runs passes here once per participant and
+         * dispatch (the cache starts empty): r->vgpr_end bounds its waves' rows. */
+        unsigned end = sim_isa_vgpr_end(&inst);
+        if (end > r->vgpr_end)
+                r->vgpr_end = end;
+        if (inst.ext != EXT_NONE)
+                r->hidden_used = true;
         e->pc = w->pc;
         e->inst = inst;
         *ret = &e->inst;
@@ -212,13 +219,71 @@ static int step(SimIsaRun *r, SimIsaWave *w) {
         return 0;
 }
 
+/*
+ * The registers of a SimIsaWave are daemon memory that the waves of every
+ * context's dispatches take turns in (a helper's serve every dispatch it
+ * joins), so a wave must not find what an earlier one left: unlike the
+ * hardware (docs/simulator.md, "What a wave starts with"), every VGPR it can
+ * reach starts at 0. Cheaply: only the rows earlier waves can have touched
+ * (vgpr_dirty, and r->vgpr_end for those of this participant) are cleared,
+ * in the lanes they can have used (dirty_lanes, r->lanes: 32 while only
+ * wave32s ran there, else all 64, so no wave32 finds a wave64's upper lanes
+ * whatever reaches them), and the three hidden rows of SDWA and DPP
+ * operands once such an instruction ran.
+ */
+static void wave_clear_vgprs(SimIsaRun *r, SimIsaWave *w) {
+        unsigned rows = w->vgpr_dirty > r->vgpr_end ? w->vgpr_dirty : r->vgpr_end;
+        unsigned lanes = w->dirty_lanes > r->lanes ? w->dirty_lanes : r->lanes;
+
+        if (rows < 3)
+                rows = 3; /* v0..v2: the work-item IDs, written below for every lane */
+        if (lanes == SIM_ISA_MAX_LANES)
+                memset(w->v, 0, rows * sizeof(w->v[0]));
+        else
+                for (unsigned v = 0; v < rows; v++)
+                        memset(w->v[v], 0, lanes * sizeof(w->v[0][0]));
+        if (w->hidden_dirty || r->hidden_used)
+                memset(w->v[SIM_ISA_SDWA_SRC0], 0, 3 * sizeof(w->v[0]));
+        w->vgpr_dirty = 3;
+        w->dirty_lanes = r->lanes;
+        w->hidden_dirty = false;
+}
+
+/*
+ * The same for the wave's private memory: its own part of the scratch
+ * backing (the byte offset wave_init() hands it, lanes x scratch_per_lane
+ * bytes) starts at 0, page by page where it is mapped (an access to an
+ * unmapped one faults). The rest of the backing is the queue's memory, which
+ * only its own context's waves reach (docs/simulator.md).
+ */
+static void wave_clear_scratch(SimIsaRun *r, uint32_t wave_offset) {
+        const SimIsaDispatch *d = r->d;
+        uint64_t len = (uint64_t) r->lanes * ((d->scratch_per_lane + 3) & ~3u), va = d->scratch_va + wave_offset;
+
+        if (!(d->rsrc2 & 1) || !d->scratch_va || len == 0)
+                return;
+        while (len > 0) {
+                uint64_t n = SIM_ISA_PAGE - (va & (SIM_ISA_PAGE - 1));
+                void *p;
+                if (n > len)
+                        n = len;
+                if (r->mem->translate(r->mem->userdata, va, n, true, &p) >= 0)
+                        memset(p, 0, n);
+                va += n;
+                len -= n;
+        }
+}
+
 /* Initial state of wave `index` of workgroup r->wg_id (sim-isa.h). */
 static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_threads) {
         const SimIsaDispatch *d = r->d;
         const uint32_t *size = r->wg_size;
         unsigned user = (d->rsrc2 >> 1) & 31, n = 0, tidig = (d->rsrc2 >> 11) & 3;
         unsigned lanes = r->lanes, first = index * lanes, live = MIN_U(lanes, wg_threads - first);
+        uint32_t scratch_offset = (r->scratch_slot * r->job->wg_waves + index) * lanes * ((d->scratch_per_lane + 3) & ~3u);
 
+        wave_clear_vgprs(r, w);
+        wave_clear_scratch(r, scratch_offset);
         memset(w->s, 0, sizeof(w->s));
         for (n = 0; n < user && n < 16; n++)
                 w->s[n] = d->user_sgpr[n];
@@ -228,7 +293,7 @@ static void wave_init(SimIsaRun *r, SimIsaWave *w, unsigned index, unsigned wg_t
         if ((d->rsrc2 >> 10) & 1)
                 w->s[n++] = r->n_waves;
         if (d->rsrc2 & 1)
-                w->s[n++] = (r->scratch_slot * r->job->wg_waves + index) * lanes * ((d->scratch_per_lane + 3) & ~3u);
+                w->s[n++] = scratch_offset;
         w->lanes = lanes;
         wave_set_exec(w, live >= 64 ? ~0ull : (1ull << live) - 1);
         w->pc = d->entry_va;
@@ -495,6 +560,14 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
                 }
         }
         cu_give(&r);
+        /* What this participant's waves may have left in its buffers. */
+        for (unsigned i = 0; i < job->wg_waves; i++) {
+                if (waves[i].vgpr_dirty < r.vgpr_end)
+                        waves[i].vgpr_dirty = r.vgpr_end;
+                waves[i].hidden_dirty |= r.hidden_used;
+                if (waves[i].dirty_lanes < r.lanes)
+                        waves[i].dirty_lanes = r.lanes;
+        }
         job_leave(job, &r);
 }
 

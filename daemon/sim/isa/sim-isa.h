@@ -41,6 +41,12 @@
  *                    in wave64 EXEC and VCC are SGPR pairs
  *   MODE             FP_ROUND [3:0] and FP_DENORM [7:4] from RSRC1
  *                    FLOAT_ROUND_MODE [15:12] and FLOAT_DENORM_MODE [19:16]
+ *   everything else  0, unlike the hardware: the other SGPRs and VGPRs, the
+ *                    workgroup's LDS and the wave's own private memory (its
+ *                    lanes x scratch_per_lane bytes at its wave byte offset);
+ *                    nothing an earlier wave left (docs/simulator.md, "What a
+ *                    wave starts with": the model's register files are shared
+ *                    by every context's waves)
  *
  * What the dispatcher must put into the user SGPRs (kernel_code_properties
  * order: private segment buffer, dispatch ptr, queue ptr, kernarg ptr,

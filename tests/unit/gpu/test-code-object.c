@@ -889,12 +889,14 @@ Test(code_object, kernel_descriptor_fields) {
 
         t = blob_dup(&b);
         put32(t.data + kd + 44, 1u << 4); /* INST_PREF_SIZE: gfx11 only */
-        load_fails(&t, -EINVAL, "COMPUTE_PGM_RSRC3 0x10 sets bits reserved on gfx1030");
+        load_fails(&t, -EINVAL,
+                   "kernel vector_add: kernel descriptor sets bit 4 of COMPUTE_PGM_RSRC3, which is reserved on gfx10");
         free(t.data);
 
         t = blob_dup(&b);
         put32(t.data + kd + 52, rsrc2 | (1u << 31));
-        load_fails(&t, -EINVAL, "COMPUTE_PGM_RSRC2 0x");
+        load_fails(&t, -EINVAL,
+                   "kernel vector_add: kernel descriptor sets bit 31 of COMPUTE_PGM_RSRC2, which is reserved on gfx10");
         free(t.data);
 
         t = blob_dup(&b); /* descriptor and metadata disagree */
@@ -915,6 +917,69 @@ Test(code_object, kernel_descriptor_fields) {
         load_fails(&t, -EINVAL, "the descriptor is wave64, the metadata says wavefront size 32");
         free(t.data);
         free(b.data);
+}
+
+/* The RSRC bits only the CP, a debugger or a trap handler may set
+ * (gpu-kernel-rsrc.c): each refused at load with its name and position, on
+ * clang's vector_add descriptor with that one bit added. */
+static const struct {
+        unsigned offset, bit;   /* descriptor byte offset of the RSRC word: 48 RSRC1, 52 RSRC2, 44 RSRC3 */
+        const char *msg;
+} refused_bits[] = {
+        { 48, 20, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC1.PRIV (bit 20), which clients may not" },
+        { 48, 22, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC1.DEBUG_MODE (bit 22), which clients may not" },
+        { 48, 24, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC1.BULKY (bit 24), which clients may not" },
+        { 48, 25, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC1.CDBG_USER (bit 25), which clients may not" },
+        { 48, 27, "kernel vector_add: kernel descriptor sets bit 27 of COMPUTE_PGM_RSRC1, which is reserved on gfx10" },
+        { 48, 28, "kernel vector_add: kernel descriptor sets bit 28 of COMPUTE_PGM_RSRC1, which is reserved on gfx10" },
+        { 52, 6, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6), which clients may not" },
+        { 52, 13, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC2.EXCP_EN_MSB (address watch) (bit 13), "
+                  "which clients may not" },
+        { 52, 14, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC2.EXCP_EN_MSB (memory violation) (bit 14), "
+                  "which clients may not" },
+        { 52, 24, "kernel vector_add: kernel descriptor sets COMPUTE_PGM_RSRC2.EXCP_EN (IEEE invalid operation) (bit 24), "
+                  "which needs a trap handler, and the daemon gives clients none" },
+        { 52, 25, "COMPUTE_PGM_RSRC2.EXCP_EN (denormal source) (bit 25), which needs a trap handler" },
+        { 52, 26, "COMPUTE_PGM_RSRC2.EXCP_EN (IEEE division by zero) (bit 26), which needs a trap handler" },
+        { 52, 27, "COMPUTE_PGM_RSRC2.EXCP_EN (IEEE overflow) (bit 27), which needs a trap handler" },
+        { 52, 28, "COMPUTE_PGM_RSRC2.EXCP_EN (IEEE underflow) (bit 28), which needs a trap handler" },
+        { 52, 29, "COMPUTE_PGM_RSRC2.EXCP_EN (IEEE inexact) (bit 29), which needs a trap handler" },
+        { 52, 30, "COMPUTE_PGM_RSRC2.EXCP_EN (integer division by zero) (bit 30), which needs a trap handler" },
+        { 44, 10, "kernel vector_add: kernel descriptor sets bit 10 of COMPUTE_PGM_RSRC3, which is reserved on gfx10" },
+        { 44, 31, "kernel vector_add: kernel descriptor sets bit 31 of COMPUTE_PGM_RSRC3, which is reserved on gfx10" },
+};
+
+Test(code_object, descriptor_bits_clients_may_not_set) {
+        Blob b = read_blob("vector-add.hsaco");
+        size_t kd = kd_offset(&b, "vector_add.kd");
+
+        for (size_t i = 0; i < sizeof refused_bits / sizeof refused_bits[0]; i++) {
+                Blob t = blob_dup(&b);
+                uint32_t word = get32(b.data + kd + refused_bits[i].offset);
+                cr_assert_eq(word >> refused_bits[i].bit & 1, 0u, "clang set bit %u", refused_bits[i].bit);
+                put32(t.data + kd + refused_bits[i].offset, word | 1u << refused_bits[i].bit);
+                load_fails(&t, -EINVAL, refused_bits[i].msg);
+                free(t.data);
+        }
+        free(b.data);
+}
+
+/* gfx11 (no gfx11 device here: the check itself): TRAP_ON_START/END refused
+ * by name, INST_PREF_SIZE and IMAGE_OP allowed; the lowest refused bit is
+ * the one named. */
+Test(code_object, descriptor_bits_gfx11) {
+        char why[160];
+
+        cr_assert_eq(gpu_kernel_rsrc_check(11, 0, 0, 0x3fu << 4 | 1u << 31, why, sizeof why), 0);
+        cr_assert_eq(gpu_kernel_rsrc_check(11, 0, 0, 1u << 10, why, sizeof why), -EINVAL);
+        cr_assert_str_eq(why, "kernel descriptor sets COMPUTE_PGM_RSRC3.TRAP_ON_START (bit 10), which clients may not");
+        cr_assert_eq(gpu_kernel_rsrc_check(11, 0, 0, 1u << 11, why, sizeof why), -EINVAL);
+        cr_assert_str_eq(why, "kernel descriptor sets COMPUTE_PGM_RSRC3.TRAP_ON_END (bit 11), which clients may not");
+        cr_assert_eq(gpu_kernel_rsrc_check(11, 0, 0, 1u << 12, why, sizeof why), -EINVAL);
+        cr_assert_str_eq(why, "kernel descriptor sets bit 12 of COMPUTE_PGM_RSRC3, which is reserved on gfx11");
+        cr_assert_eq(gpu_kernel_rsrc_check(10, 1u << 25 | 1u << 20, 0, 0, why, sizeof why), -EINVAL);
+        cr_assert_str_eq(why, "kernel descriptor sets COMPUTE_PGM_RSRC1.PRIV (bit 20), which clients may not");
+        cr_assert_eq(gpu_kernel_rsrc_check(10, 0, 0, 0, NULL, 0), 0);
 }
 
 Test(code_object, wave64_kernels_load) {

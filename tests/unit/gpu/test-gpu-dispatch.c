@@ -394,6 +394,38 @@ Test(gpu_dispatch, refused_dispatches, .init = setup, .fini = teardown) {
         gpu_code_object_unref(co);
 }
 
+/* A descriptor that reached a dispatch with a bit the loader refuses (as one
+ * that comes without a load would) is refused again there, on the words the
+ * registers would get, before anything reaches the queue. */
+Test(gpu_dispatch, refused_descriptor_bits_at_dispatch, .init = setup, .fini = teardown) {
+        GpuCodeObject *co = load_kernel_file("vector-add.hsaco");
+        const GpuKernel *k = kernel_of(co, "vector_add");
+        Args args = { 0 };
+        arg_ptr(&args, k, 0);
+        arg_ptr(&args, k, 0);
+        arg_ptr(&args, k, 0);
+        arg_u32(&args, k, 0);
+        uint64_t seq;
+        char why[256];
+        GpuJob j = dispatch_job(co, "vector_add", 64, 64, &args);
+        GpuKernelCode *kc = &co->kernel_code[j.dispatch.kernel];
+        uint32_t rsrc1 = kc->rsrc1;
+
+        kc->rsrc1 = rsrc1 | 1u << 20;
+        cr_expect_eq(gpu_dispatch_check(fx.ctx, &j, why, sizeof why), -EINVAL);
+        cr_expect_str_eq(why, "kernel \"vector_add\": kernel descriptor sets COMPUTE_PGM_RSRC1.PRIV (bit 20), which "
+                              "clients may not");
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "PRIV");
+        kc->rsrc1 = rsrc1;
+        kc->rsrc2 |= 1u << 6;
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), -EINVAL, "TRAP_PRESENT");
+        kc->rsrc2 &= ~(1u << 6);
+        cr_expect_eq(gpu_queue_submit(fx.ctx, COMPUTE_QUEUE, &j, &seq), 0);
+        check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, seq));
+        cr_expect_eq(seq, 1u, "refused jobs consume no sequence number");
+        gpu_code_object_unref(co);
+}
+
 /* Local-pointer arguments get LDS regions of the sizes asked for, after the
  * static LDS, not overlapping; a partial workgroup sees its real size. */
 Test(gpu_dispatch, local_pointer_args, .init = setup, .fini = teardown, .timeout = 120) {

@@ -561,6 +561,71 @@ Test(sim_cp, illegal_instruction_stops_the_queue_with_its_name) {
         t_close(&r.c, true);
 }
 
+/* A dispatch whose RSRC words ask for a privileged, debugged or trapping
+ * wave stops the queue at the DISPATCH_DIRECT, naming the bit, before any
+ * wave runs: the model never runs it as an ordinary one. */
+Test(sim_cp, dispatch_with_privileged_or_trap_bits_stops_the_queue) {
+        static const uint32_t code[] = {
+                0x7e0002ff, 0x00000001, /* v_mov_b32_e32 v0, 1 */
+                0x7e020280,             /* v_mov_b32_e32 v1, 0 */
+                0xdc708000, 0x00000001, /* global_store_dword v1, v0, s[0:1] */
+                0xbf810000,             /* s_endpgm */
+        };
+        static const struct {
+                unsigned reg, bit;
+                const char *want;
+        } cases[] = {
+                { 1, 20, "COMPUTE_PGM_RSRC1.PRIV (bit 20): privileged waves, not modelled" },
+                { 1, 22, "COMPUTE_PGM_RSRC1.DEBUG_MODE (bit 22)" },
+                { 1, 24, "COMPUTE_PGM_RSRC1.BULKY (bit 24)" },
+                { 1, 25, "COMPUTE_PGM_RSRC1.CDBG_USER (bit 25)" },
+                { 2, 6, "COMPUTE_PGM_RSRC2.TRAP_PRESENT (bit 6)" },
+                { 2, 13, "COMPUTE_PGM_RSRC2.EXCP_EN_MSB (bits 13-14)" },
+                { 2, 26, "COMPUTE_PGM_RSRC2.EXCP_EN (bits 24-30)" },
+                { 3, 10, "COMPUTE_PGM_RSRC3 bits 4-31: reserved on gfx10" },
+        };
+        for (size_t i = 0; i <= ELEMENTSOF(cases); i++) {
+                Rig r;
+                rig_open(&r, 4096);
+                TestBo prog = cp_code(&r.c, code, ELEMENTSOF(code));
+                TestBo out = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                uint32_t user[2] = { (uint32_t) out.va, (uint32_t) (out.va >> 32) };
+                pm4_dispatch_raw(&r.p, prog.va, 0, user, 2, 1, 32);
+                if (i < ELEMENTSOF(cases)) {
+                        /* RSRC3 gets a SET_SH_REG of its own, first. */
+                        if (cases[i].reg == 3) {
+                                uint32_t rsrc3 = 1u << cases[i].bit;
+                                Pm4 pre = r.p;
+                                r.p.n = 0;
+                                pm4_set_sh(&r.p, SH_PGM_RSRC3, &rsrc3, 1);
+                                for (unsigned k = 0; k < pre.n; k++)
+                                        pm4_put(&r.p, pre.dw[k]);
+                        } else {
+                                /* SET_SH_REG header, register offset, RSRC1, RSRC2. */
+                                size_t k = 1;
+                                while (k < r.p.n && r.p.dw[k] != SH_PGM_RSRC1)
+                                        k++;
+                                cr_assert_lt(k + 2, r.p.n);
+                                r.p.dw[k + cases[i].reg] |= 1u << cases[i].bit;
+                        }
+                }
+                pm4_signal(&r.p, r.page.va, r.done);
+                t_submit_pm4_buf(&r.q, &r.p);
+                if (i == ELEMENTSOF(cases)) {
+                        /* Without them, the same dispatch runs. */
+                        cr_assert_eq(t_wait1(&r.c, r.done, 10000), KFD_IOC_WAIT_RESULT_COMPLETE);
+                        cr_expect_eq(((uint32_t *) out.cpu)[0], 1u);
+                        t_close(&r.c, true);
+                        break;
+                }
+                char text[256];
+                rig_expect_stopped(&r, text, sizeof text);
+                cr_expect(strstr(text, cases[i].want), "case %zu: \"%s\" does not say \"%s\"", i, text, cases[i].want);
+                cr_expect_eq(((uint32_t *) out.cpu)[0], 0u, "case %zu: no wave ran", i);
+                t_close(&r.c, true);
+        }
+}
+
 Test(sim_cp, instruction_budget_ends_an_endless_kernel) {
         static const uint32_t code[] = { 0xbf82ffff }; /* s_branch -1 */
         SimDevice *dev;
