@@ -24,6 +24,7 @@
 #include "endpoints/bus.h"
 #include "config.h"
 #include "sessions/job.h"
+#include "kfd/kfd-isolation.h"
 #include "kfd/kfd-real.h"
 #include "endpoints/metrics.h"
 #include "endpoints/listener.h"
@@ -287,6 +288,14 @@ opened:
         if (!m->info->hdp_flush)
                 log_warning("HDP: KFD maps no HDP flush page for this GPU: what clients write into VRAM "
                             "buffers may reach the GPU late (use GTT buffers)");
+        /* What the kernel leaves between processes on the CUs (kfd-isolation.h). */
+        if (choice == DEVICE_KFD) {
+                KfdIsolation iso = kfd_isolation_read("/sys/class/drm", m->info->drm_render_minor);
+                if (iso == KFD_ISOLATION_CLEANER)
+                        log_info("GPU process isolation: %s", kfd_isolation_describe(iso));
+                else
+                        log_notice("GPU process isolation: %s", kfd_isolation_describe(iso));
+        }
         /* Said once: what isolation the clients get here. */
         if (context_pool_mechanism(m->contexts) == CONTEXT_MECHANISM_NONE)
                 log_warning("GPU contexts: %s", context_pool_mechanism_reason(m->contexts));
