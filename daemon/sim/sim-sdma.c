@@ -60,6 +60,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim-atomic.h"
 #include "sim-device.h"
 #include "sim-dma-move.h"
 #include "sim-engine.h"
@@ -185,6 +186,59 @@ static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
         return EXEC_DONE;
 }
 
+static uint64_t rect_row_va(uint64_t base, uint32_t x, uint32_t y, uint32_t z, unsigned element, uint64_t pitch,
+                            uint64_t slice) {
+        return base + ((uint64_t) x << element) + (uint64_t) y * pitch + (uint64_t) z * slice;
+}
+
+/* COPY_LINEAR_RECT: row by row, through the GL2 as COPY_LINEAR. Every row of
+ * both sides is translated before the first byte moves, so a rectangle that
+ * leaves the VM faults without writing anything; rows are moved with
+ * memmove, so overlapping source and destination copy as a CPU reference
+ * would, row after row. */
+static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
+        const typeof(pk->rect) *r = &pk->rect;
+        SimProcess *p = q->process;
+        uint64_t row = (uint64_t) r->x << r->element, soff, doff;
+        uint8_t *host;
+        SimBo *sbo, *dbo;
+
+        for (uint32_t z = 0; z < r->z; z++)
+                for (uint32_t y = 0; y < r->y; y++) {
+                        uint64_t s = rect_row_va(r->src, r->src_x, r->src_y + y, r->src_z + z, r->element,
+                                                 r->src_pitch, r->src_slice);
+                        uint64_t d = rect_row_va(r->dst, r->dst_x, r->dst_y + y, r->dst_z + z, r->element,
+                                                 r->dst_pitch, r->dst_slice);
+                        if (sim_vm_access(p, s, row, &host, fault_va) < 0 ||
+                            sim_vm_access(p, d, row, &host, fault_va) < 0)
+                                return EXEC_FAULT;
+                }
+        for (uint32_t z = 0; z < r->z; z++)
+                for (uint32_t y = 0; y < r->y; y++) {
+                        uint64_t s = rect_row_va(r->src, r->src_x, r->src_y + y, r->src_z + z, r->element,
+                                                 r->src_pitch, r->src_slice);
+                        uint64_t d = rect_row_va(r->dst, r->dst_x, r->dst_y + y, r->dst_z + z, r->element,
+                                                 r->dst_pitch, r->dst_slice);
+                        const uint8_t *src = gpu_view(p, s, row, false, false, &sbo, &soff);
+                        uint8_t *dst = gpu_view(p, d, row, true, false, &dbo, &doff);
+                        memmove(dst, src, row);
+                }
+        return EXEC_DONE;
+}
+
+/* ATOMIC: on memory (as FENCE: MTYPE UC), atomic with respect to the CPU. A
+ * LOOP compare-swap whose compare fails is tried again on a later pass, as
+ * POLL_REGMEM is. */
+static ExecResult exec_atomic(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
+        uint8_t *host;
+
+        if (sim_vm_access(q->process, pk->atomic.addr, sim_tc_atomic_width(pk->atomic.op), &host, fault_va) < 0)
+                return EXEC_FAULT;
+        if (!sim_tc_atomic(pk->atomic.op, host, pk->atomic.src, pk->atomic.cmp) && pk->atomic.loop)
+                return EXEC_RETRY;
+        return EXEC_DONE;
+}
+
 static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
         SimProcess *p = q->process;
         uint8_t *src, *dst;
@@ -204,7 +258,12 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 return EXEC_DONE;
 
         case SDMA_OP_COPY:
+                if (pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT)
+                        return exec_rect(q, pk, fault_va);
                 return move(q, pk, pk->copy.dst, pk->copy.src, pk->copy.bytes, fault_va);
+
+        case SDMA_OP_ATOMIC:
+                return exec_atomic(q, pk, fault_va);
 
         case SDMA_OP_WRITE:
                 if (sim_vm_access(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
@@ -295,6 +354,8 @@ static bool queue_runnable(const SimQueue *q) {
 }
 
 static uint64_t packet_bytes(const SimSdmaPacket *pk) {
+        if (pk->op == SDMA_OP_COPY && pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT)
+                return ((uint64_t) pk->rect.x << pk->rect.element) * pk->rect.y * pk->rect.z;
         return pk->op == SDMA_OP_COPY ? pk->copy.bytes : pk->op == SDMA_OP_CONST_FILL ? pk->fill.bytes : 0;
 }
 
