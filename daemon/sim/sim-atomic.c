@@ -8,7 +8,10 @@
  * DATA : tmp - 1"). Host words are changed with compare-and-swap so that the
  * CPU's own atomics on the same word (ROCr's signal ops) interleave correctly.
  */
+#include <errno.h>
+
 #include "sim-atomic.h"
+#include "sim-memory.h"
 
 /* The low 6 bits name the op of either width: 0x07 SWAP, 0x08 CMPSWAP,
  * 0x0F ADD, 0x10 SUB, 0x11 SMIN, 0x12 UMIN, 0x13 SMAX, 0x14 UMAX, 0x15 AND,
@@ -101,4 +104,25 @@ bool sim_tc_atomic(unsigned op, void *host, uint64_t src, uint64_t cmp) {
                 return true;
         }
         return false;
+}
+
+int sim_vm_atomic(SimProcess *p, unsigned op, uint64_t va, uint64_t src, uint64_t cmp, uint64_t *ret_fault_va) {
+        uint8_t *host;
+
+        if (sim_vm_access(p, va, sim_tc_atomic_width(op), &host, ret_fault_va) < 0)
+                return -EFAULT;
+        return sim_tc_atomic(op, host, src, cmp) ? 0 : 1;
+}
+
+bool sim_compare64(unsigned func, uint64_t v, uint64_t ref) {
+        switch (func) {
+        case 0: return true;
+        case 1: return v < ref;
+        case 2: return v <= ref;
+        case 3: return v == ref;
+        case 4: return v != ref;
+        case 5: return v >= ref;
+        case 6: return v > ref;
+        default: return false;
+        }
 }

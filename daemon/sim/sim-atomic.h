@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sim-types.h"
+
 /* TC_OP codes (the TC_OP enum of AMD's gfx9/gfx10 chip headers, as PAL's
  * gfx9_plus_merged enum and ROCm's PM4 headers list it; ROCr's BlitSdma sends
  * SDMA_ATOMIC_ADD64 = 47 = TC_OP_ATOMIC_ADD_RTN_64 with SRC_DATA = -1 to
@@ -55,3 +57,18 @@ bool sim_tc_atomic_is_cmpswap(unsigned op);
  * src : old - 1).
  */
 bool sim_tc_atomic(unsigned op, void *host, uint64_t src, uint64_t cmp);
+
+/*
+ * sim_vm_atomic() - an engine's memory atomic on the process's GPU VM: the
+ * word at @va is translated as any engine access (sim_vm_access()) and
+ * changed on memory, not through the GL2 (the engines' atomics are system
+ * scope: ROCr's signals live in host memory and are read by the CPU).
+ * @op must be a code sim_tc_atomic_width() accepts and @va aligned to it.
+ *
+ * Returns 0 when memory changed as asked, 1 when a compare-swap's compare
+ * failed, -EFAULT with *ret_fault_va set when @va is outside the VM.
+ */
+int sim_vm_atomic(SimProcess *p, unsigned op, uint64_t va, uint64_t src, uint64_t cmp, uint64_t *ret_fault_va);
+
+/* The WAIT_REG_MEM / POLL_REGMEM compare functions (sim_queue_compare()) on 64 bits. */
+bool sim_compare64(unsigned func, uint64_t v, uint64_t ref);

@@ -230,13 +230,11 @@ static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *faul
  * LOOP compare-swap whose compare fails is tried again on a later pass, as
  * POLL_REGMEM is. */
 static ExecResult exec_atomic(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
-        uint8_t *host;
+        int r = sim_vm_atomic(q->process, pk->atomic.op, pk->atomic.addr, pk->atomic.src, pk->atomic.cmp, fault_va);
 
-        if (sim_vm_access(q->process, pk->atomic.addr, sim_tc_atomic_width(pk->atomic.op), &host, fault_va) < 0)
+        if (r < 0)
                 return EXEC_FAULT;
-        if (!sim_tc_atomic(pk->atomic.op, host, pk->atomic.src, pk->atomic.cmp) && pk->atomic.loop)
-                return EXEC_RETRY;
-        return EXEC_DONE;
+        return r > 0 && pk->atomic.loop ? EXEC_RETRY : EXEC_DONE;
 }
 
 static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
