@@ -19,7 +19,8 @@
  *
  * Execution is in order: a packet starts when the one before it has finished,
  * so RELEASE_MEM writes after all earlier work of the queue, EVENT_WRITE
- * CS_PARTIAL_FLUSH only has its fields checked, and WAIT_REG_MEM on memory re-polls on the next engine pass
+ * CS_PARTIAL_FLUSH only has its fields checked, and WAIT_REG_MEM (32 or 64 bits)
+ * on memory, like an ATOMIC_MEM compare-swap with COMMAND 1, re-polls on the next engine pass
  * without blocking the engine thread (register waits complete at once, as the
  * SDMA model's register polls do; the simulator has no registers to wait on).
  * Up to MAX_PACKETS_PER_STEP packets run per step, and a step ends after a

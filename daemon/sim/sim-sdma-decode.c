@@ -10,9 +10,10 @@
  * Strictness: bits that the navi10 layout marks reserved must be zero, counts
  * use the 22-bit navi10 COUNT field (4 MiB per COPY/FILL packet), addresses
  * must have the alignment the layout implies (FENCE/POLL dword, TIMESTAMP
- * qword), and features the simulator does not model (byte swapping, TMZ,
- * encryption, broadcast, backwards copies, multi-fill) are rejected rather
- * than executed wrongly.
+ * qword, ATOMIC the operand's size, COPY_LINEAR_RECT dword bases and
+ * 4-byte pitches), and features the simulator does not model (byte
+ * swapping, TMZ, encryption, broadcast, backwards copies, multi-fill, float
+ * or cache TC_OPs) are rejected rather than executed wrongly.
  */
 #include <errno.h>
 

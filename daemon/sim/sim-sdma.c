@@ -26,7 +26,7 @@
  * doorbell published after it up to a ring from its start.
  *
  * Failures never skip a packet:
- *  - a COPY/FILL/WRITE/FENCE/POLL/TIMESTAMP access outside every GPU-mapped BO
+ *  - a COPY/RECT/FILL/WRITE/FENCE/POLL/TIMESTAMP/ATOMIC access outside every GPU-mapped BO
  *    of the process is a VM fault: the queue stops at the faulting packet
  *    (the rptr word keeps what the fetcher had read, which may lie past it:
  *    where rptr stopped does not name the packet), every other queue of the process is
@@ -51,8 +51,10 @@
  * GL2 (VRAM is seen as the GL2 holds it; what they write stays there until a
  * GCR_REQ with GL2_WB, or a RELEASE_MEM or ACQUIRE_MEM with it on a compute
  * queue); GCR_REQ acts on the whole GL2 (GL2_WB, GL2_INV) and on the process's
- * instruction cache (GLI_INV); FENCE, TIMESTAMP and POLL_REGMEM go to memory
- * (MTYPE UC). The HDP flush page is read before each pass over a queue.
+ * instruction cache (GLI_INV); COPY_LINEAR_RECT reads and writes through it
+ * as COPY does; FENCE, TIMESTAMP, POLL_REGMEM and ATOMIC go to memory (MTYPE
+ * UC). A LOOP ATOMIC (compare-swap) whose compare fails waits as a
+ * POLL_REGMEM does. The HDP flush page is read before each pass over a queue.
  */
 #include <errno.h>
 #include <stdio.h>
