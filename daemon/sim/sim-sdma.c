@@ -188,20 +188,32 @@ static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
         return EXEC_DONE;
 }
 
+static bool queue_runnable(const SimQueue *q) {
+        return !q->stopped && !q->destroying && !q->process->evicted;
+}
+
+/* COPY_LINEAR_RECT: row by row, through the GL2 as COPY_LINEAR, each row
+ * translated when it is reached: a row outside the VM faults there, with the
+ * rows before it written, as an engine that streams the rectangle would
+ * leave them. Rows are moved with memmove, so overlapping source and
+ * destination copy as a CPU doing the same rows in the same order would.
+ * The device lock is let go every RECT_YIELD_BYTES or RECT_YIELD_ROWS rows,
+ * so that a rectangle of many rows (up to 2^14 x 2^11 of them) does not hold
+ * up the other engines and the ioctls; a queue that is stopped, destroyed or
+ * evicted meanwhile goes no further. */
+#define RECT_YIELD_BYTES (64u << 10)
+#define RECT_YIELD_ROWS 4096u
+
 static uint64_t rect_row_va(uint64_t base, uint32_t x, uint32_t y, uint32_t z, unsigned element, uint64_t pitch,
                             uint64_t slice) {
         return base + ((uint64_t) x << element) + (uint64_t) y * pitch + (uint64_t) z * slice;
 }
 
-/* COPY_LINEAR_RECT: row by row, through the GL2 as COPY_LINEAR. Every row of
- * both sides is translated before the first byte moves, so a rectangle that
- * leaves the VM faults without writing anything; rows are moved with
- * memmove, so overlapping source and destination copy as a CPU reference
- * would, row after row. */
 static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
         const typeof(pk->rect) *r = &pk->rect;
         SimProcess *p = q->process;
-        uint64_t row = (uint64_t) r->x << r->element, soff, doff;
+        uint64_t row = (uint64_t) r->x << r->element, soff, doff, since_bytes = 0;
+        unsigned since_rows = 0;
         uint8_t *host;
         SimBo *sbo, *dbo;
 
@@ -214,16 +226,17 @@ static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *faul
                         if (sim_vm_access(p, s, row, &host, fault_va) < 0 ||
                             sim_vm_access(p, d, row, &host, fault_va) < 0)
                                 return EXEC_FAULT;
-                }
-        for (uint32_t z = 0; z < r->z; z++)
-                for (uint32_t y = 0; y < r->y; y++) {
-                        uint64_t s = rect_row_va(r->src, r->src_x, r->src_y + y, r->src_z + z, r->element,
-                                                 r->src_pitch, r->src_slice);
-                        uint64_t d = rect_row_va(r->dst, r->dst_x, r->dst_y + y, r->dst_z + z, r->element,
-                                                 r->dst_pitch, r->dst_slice);
                         const uint8_t *src = gpu_view(p, s, row, false, false, &sbo, &soff);
                         uint8_t *dst = gpu_view(p, d, row, true, false, &dbo, &doff);
                         memmove(dst, src, row);
+                        since_bytes += row;
+                        if (++since_rows >= RECT_YIELD_ROWS || since_bytes >= RECT_YIELD_BYTES) {
+                                since_rows = 0;
+                                since_bytes = 0;
+                                sim_engine_yield_lock(q);
+                                if (!queue_runnable(q))
+                                        return EXEC_RETRY;
+                        }
                 }
         return EXEC_DONE;
 }
@@ -349,9 +362,6 @@ static void gather(const SimQueue *q, uint32_t *buf, size_t n) {
                 buf[i] = copy[(start + i) & mask];
 }
 
-static bool queue_runnable(const SimQueue *q) {
-        return !q->stopped && !q->destroying && !q->process->evicted;
-}
 
 static uint64_t packet_bytes(const SimSdmaPacket *pk) {
         if (pk->op == SDMA_OP_COPY && pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT)

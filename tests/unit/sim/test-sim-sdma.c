@@ -661,6 +661,9 @@ Test(sim_sdma, copy_linear_rect_2d) {
          * (10, 2) of a 100-byte pitch, slice pitch 0 as ROCr sends for z == 1. */
         run_rect(0, (RectSide) { .base = 0x100, .x = 3, .y = 5, .pitch = 256 },
                  (RectSide) { .base = 0x40, .x = 10, .y = 2, .pitch = 100 }, 37, 21, 1);
+        /* 12000 rows of 4 bytes: more rows than the engine runs without
+         * letting go of the device lock (sim-sdma.c RECT_YIELD_ROWS). */
+        run_rect(0, (RectSide) { .pitch = 8 }, (RectSide) { .base = 4, .pitch = 12 }, 4, 12000, 1);
         /* 16-byte elements (ELEMENT 4). */
         run_rect(4, (RectSide) { .x = 1, .y = 0, .pitch = 1024 },
                  (RectSide) { .base = 0x1000, .x = 2, .y = 3, .pitch = 512 }, 20, 9, 1);
@@ -707,7 +710,8 @@ Test(sim_sdma, copy_linear_rect_bad_packets) {
                 cr_expect_eq(((uint8_t *) m.cpu)[32768 + 4], 0u, "case %zu: nothing copied", i);
                 t_close(&r.c, true);
         }
-        /* A rectangle whose last row leaves the BO: a VM fault, nothing written. */
+        /* A rectangle whose last row leaves the BO: a VM fault there; the rows
+         * before it were written, the faulting one was not. */
         Rig r;
         rig_open(&r, NULL, 4096);
         TestBo m = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
@@ -715,12 +719,15 @@ Test(sim_sdma, copy_linear_rect_bad_packets) {
         RectSide s = { .base = m.va, .pitch = 1024 };
         RectSide d = { .base = m.va + 4096, .pitch = 1024 };
         pkt_rect(pk, &d, &s, 0, 16, 5, 1); /* row 4 of dst starts at 8192: past the BO */
+        for (size_t i = 0; i < 4096; i++)
+                ((uint8_t *) m.cpu)[i] = (uint8_t) (i + 1);
         t_submit(&r.q, pk, ELEMENTSOF(pk));
         struct kfd_event_data ev = { .event_id = r.mem_ev };
         uint32_t res;
         cr_assert_eq(t_wait(&r.c, &ev, 1, false, 5000, &res), 0);
         cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
         cr_expect_eq(ev.memory_exception_data.va, m.va + 8192);
-        cr_expect_eq(((uint8_t *) m.cpu)[4096], 0u, "a faulting rectangle writes nothing");
+        cr_expect_eq(((uint8_t *) m.cpu)[4096 + 3 * 1024 + 15], 16u, "rows before the fault were copied");
+        cr_expect_eq(((uint8_t *) m.cpu)[4096 + 3 * 1024 + 16], 0u, "and only the rectangle");
         t_close(&r.c, true);
 }
