@@ -210,10 +210,11 @@ static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu
  * ROCr's BlitSdma decrements signals with SDMA ATOMIC (rocm-facts §2).
  * Property names and order: kfd_topology.c iolink_show.
  */
+/* kfd_crat.h: ENABLED bit 0, NON_COHERENT 1, NO_ATOMICS_32_BIT 2,
+ * NO_ATOMICS_64_BIT 3, NO_PEER_TO_PEER_DMA 4, BI_DIRECTIONAL 31 (not kept in
+ * sysfs: kfd_fill_iolink_non_crat_info overwrites the flags). */
 #define CRAT_IOLINK_FLAGS_ENABLED (1u << 0)
 #define CRAT_IOLINK_FLAGS_NON_COHERENT (1u << 1)
-#define CRAT_IOLINK_FLAGS_NO_ATOMICS_32_BIT (1u << 2) /* kfd_crat.h */
-#define CRAT_IOLINK_FLAGS_NO_ATOMICS_64_BIT (1u << 3)
 #define CRAT_IOLINK_TYPE_PCIEXPRESS 2u
 #define KFD_PCIE_LINK_WEIGHT 20u
 #define PCIE_MIN_BANDWIDTH_MBS (1u * 2500u / 8u)   /* x1 gen1 */
