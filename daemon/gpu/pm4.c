@@ -142,6 +142,52 @@ size_t pm4_emit_wait_reg_mem(uint32_t *buf, Pm4WaitFunc func, uint64_t addr, uin
 }
 
 /*
+ * WAIT_REG_MEM64 (0x93), COUNT = 7 [K9 nvd.h PACKET3_WAIT_REG_MEM64 opcode;
+ * field layout PM4_MEC_WAIT_REG_MEM64 in PAL's gfx9_plus_merged MEC packet
+ * header]:
+ *   DW1 FUNCTION[2:0] | MEM_SPACE[5:4] = 1 (memory) | OPERATION[7:6] = 0 (wait)
+ *   DW2 MEM_POLL_ADDR_LO[31:3] (qword aligned), DW3 address hi
+ *   DW4/DW5 reference lo/hi, DW6/DW7 mask lo/hi, DW8 POLL_INTERVAL[15:0]
+ */
+size_t pm4_emit_wait_reg_mem64(uint32_t *buf, Pm4WaitFunc func, uint64_t addr, uint64_t ref, uint64_t mask,
+                               uint32_t poll_interval) {
+        assert(addr % 8 == 0 && (unsigned) func <= PM4_WAIT_GT && poll_interval <= 0xFFFF);
+        buf[0] = PKT3_HDR(PKT3_WAIT_REG_MEM64, 7);
+        buf[1] = (uint32_t) func | 1u << 4;
+        buf[2] = lo32(addr);
+        buf[3] = hi32(addr);
+        buf[4] = lo32(ref);
+        buf[5] = hi32(ref);
+        buf[6] = lo32(mask);
+        buf[7] = hi32(mask);
+        buf[8] = poll_interval;
+        return PM4_WAIT_REG_MEM64_DW;
+}
+
+/*
+ * ATOMIC_MEM (0x1E), COUNT = 7 [K9 nvd.h PACKET3_ATOMIC_MEM; field layout
+ * PM4_MEC_ATOMIC_MEM in ROCr's and PAL's PM4 headers]:
+ *   DW1 ATOMIC[6:0] = TC_OP | COMMAND[11:8] | CACHE_POLICY[26:25] = 3 (bypass)
+ *   DW2/DW3 ADDR lo/hi, DW4/DW5 SRC_DATA lo/hi, DW6/DW7 CMP_DATA lo/hi
+ *   DW8 LOOP_INTERVAL[12:0] (128 for a loop, as ROCr's blocking compare-swap)
+ */
+size_t pm4_emit_atomic_mem(uint32_t *buf, unsigned op, Pm4AtomicCommand command, uint64_t addr, uint64_t src,
+                           uint64_t cmp) {
+        assert(op <= 0x7F && (op & 0x20) && addr % 8 == 0 && (unsigned) command <= PM4_ATOMIC_SEND_AND_CONTINUE);
+        assert(command != PM4_ATOMIC_LOOP_UNTIL_COMPARE || (op & 0x1F) == (PM4_TC_OP_ATOMIC_CMPSWAP_RTN_64 & 0x1F));
+        buf[0] = PKT3_HDR(PKT3_ATOMIC_MEM, 7);
+        buf[1] = op | (uint32_t) command << 8 | PM4_ATOMIC_CACHE_POLICY_BYPASS << 25;
+        buf[2] = lo32(addr);
+        buf[3] = hi32(addr);
+        buf[4] = lo32(src);
+        buf[5] = hi32(src);
+        buf[6] = lo32(cmp);
+        buf[7] = hi32(cmp);
+        buf[8] = command == PM4_ATOMIC_LOOP_UNTIL_COMPARE ? 128 : 0;
+        return PM4_ATOMIC_MEM_DW;
+}
+
+/*
  * WRITE_DATA (0x37), COUNT = 2 + n [K9 PACKET3_WRITE_DATA_*; the kernel's
  * gfx_v10_0_ring_emit_fence_kiq uses ENGINE_SEL(0) | DST_SEL(5) | WR_CONFIRM]:
  *   DW1 DST_SEL[11:8] = 5 (memory) | WR_CONFIRM bit 20

@@ -22,6 +22,7 @@
 /* Opcodes (nvd.h PACKET3_*; kfd-facts §2.1 table). */
 #define PKT3_NOP 0x10
 #define PKT3_DISPATCH_DIRECT 0x15
+#define PKT3_ATOMIC_MEM 0x1E
 #define PKT3_WRITE_DATA 0x37
 #define PKT3_WAIT_REG_MEM 0x3C
 #define PKT3_INDIRECT_BUFFER 0x3F
@@ -29,6 +30,7 @@
 #define PKT3_RELEASE_MEM 0x49
 #define PKT3_ACQUIRE_MEM 0x58
 #define PKT3_SET_SH_REG 0x76
+#define PKT3_WAIT_REG_MEM64 0x93
 
 #define PKT3_HDR(op, count) ((3u << 30) | (((uint32_t) (count) & 0x3FFFu) << 16) | (((uint32_t) (op) & 0xFFu) << 8))
 /* The header-only NOP: COUNT 0x3FFF means "no body" (Mesa PKT3_NOP_PAD). */
@@ -136,10 +138,31 @@ typedef enum Pm4WaitFunc {
         PM4_WAIT_GT = 6,
 } Pm4WaitFunc;
 
+/* ATOMIC_MEM ATOMIC [6:0]: TC_OP codes (the TC_OP enum of AMD's gfx9/gfx10
+ * chip headers, as ROCr's and PAL's PM4 headers list it). ROCr's own PM4
+ * path decrements a completion signal with TC_OP_ATOMIC_ADD_RTN_64 and
+ * SRC_DATA -1, cache policy bypass (the aqlprofile/ROCr BuildAtomicMem
+ * callers: "BuildAtomicMem(signal_addr, TC_OP_ATOMIC_ADD_RTN_64, ...,
+ * cache_policy__mec_atomic_mem__bypass, -1)"). */
+#define PM4_TC_OP_ATOMIC_SWAP_RTN_64 0x27u
+#define PM4_TC_OP_ATOMIC_CMPSWAP_RTN_64 0x28u
+#define PM4_TC_OP_ATOMIC_ADD_RTN_64 0x2Fu
+#define PM4_TC_OP_ATOMIC_SUB_RTN_64 0x30u
+/* ATOMIC_MEM COMMAND [11:8] and CACHE_POLICY [26:25] (PM4_MEC_ATOMIC_MEM enums). */
+typedef enum Pm4AtomicCommand {
+        PM4_ATOMIC_SINGLE_PASS = 0,
+        PM4_ATOMIC_LOOP_UNTIL_COMPARE = 1,
+        PM4_ATOMIC_WAIT_FOR_WRITE_CONFIRM = 2,
+        PM4_ATOMIC_SEND_AND_CONTINUE = 3,
+} Pm4AtomicCommand;
+#define PM4_ATOMIC_CACHE_POLICY_BYPASS 3u
+
 /* Packet sizes in dwords (header included). */
 #define PM4_RELEASE_MEM_DW 8
 #define PM4_ACQUIRE_MEM_DW 8
 #define PM4_WAIT_REG_MEM_DW 7
+#define PM4_WAIT_REG_MEM64_DW 9
+#define PM4_ATOMIC_MEM_DW 9
 #define PM4_DISPATCH_DIRECT_DW 5
 #define PM4_EVENT_WRITE_DW 2
 #define PM4_INDIRECT_BUFFER_DW 4
@@ -164,5 +187,12 @@ size_t pm4_emit_release_mem(uint32_t *buf, uint32_t event_type, uint32_t event_i
                             uint32_t int_ctxid);
 size_t pm4_emit_wait_reg_mem(uint32_t *buf, Pm4WaitFunc func, uint64_t addr, uint32_t ref, uint32_t mask,
                              uint32_t poll_interval);
+/* A 64-bit memory wait: (qword at addr & mask) func ref (addr 8-byte aligned). */
+size_t pm4_emit_wait_reg_mem64(uint32_t *buf, Pm4WaitFunc func, uint64_t addr, uint64_t ref, uint64_t mask,
+                               uint32_t poll_interval);
+/* A 64-bit TC_OP atomic on the qword at addr (8-byte aligned), cache policy
+ * bypass; PM4_ATOMIC_LOOP_UNTIL_COMPARE only with compare-swap. */
+size_t pm4_emit_atomic_mem(uint32_t *buf, unsigned op, Pm4AtomicCommand command, uint64_t addr, uint64_t src,
+                           uint64_t cmp);
 size_t pm4_emit_write_data(uint32_t *buf, uint64_t addr, const uint32_t *data, unsigned n);
 size_t pm4_emit_indirect_buffer(uint32_t *buf, uint64_t addr, uint32_t ndw);

@@ -150,3 +150,64 @@ size_t sdma_emit_nop(uint32_t *buf, size_t ndw) {
                 buf[i] = SDMA_PKT_HEADER_OP(SDMA_OP_NOP) | SDMA_PKT_NOP_HEADER_COUNT(0);
         return ndw;
 }
+
+/*
+ * COPY_LINEAR_RECT (linear sub-window), 13 dwords [K10 SDMA_PKT_COPY_LINEAR_SUBWIN;
+ * ROCr amd_blit_sdma.cpp SDMA_PKT_COPY_LINEAR_RECT and BuildCopyRectCommand]:
+ *   DW0 OP=1 SUB_OP=4, ELEMENT[31:29] = log2(element bytes)
+ *   DW1/DW2 SRC base lo/hi (dword aligned)
+ *   DW3 SRC_X[13:0] (elements), SRC_Y[29:16] (rows)
+ *   DW4 SRC_Z[10:0] (slices), SRC_PITCH[31:13] = pitch in elements - 1
+ *   DW5 SRC_SLICE_PITCH[27:0] = slice pitch in elements - 1
+ *   DW6..DW10 the same for DST
+ *   DW11 RECT_X[13:0] = x - 1, RECT_Y[29:16] = y - 1
+ *   DW12 RECT_Z[10:0] = z - 1, DST_SW/SRC_SW = 0
+ * A 2-D copy (z == 1) may carry slice pitch 0, as ROCr sends it.
+ */
+static void rect_side(uint32_t *dw, const SdmaRectSide *s, unsigned element, uint32_t z) {
+        uint64_t pitch = s->pitch >> element, slice = z > 1 ? s->slice >> element : 1;
+
+        assert(s->base % 4 == 0 && s->pitch % 4 == 0 && s->pitch % (1u << element) == 0);
+        assert(pitch >= 1 && pitch <= SDMA_RECT_PITCH_MAX && slice >= 1 && slice <= SDMA_RECT_SLICE_MAX);
+        assert(s->x < SDMA_RECT_XY_MAX && s->y < SDMA_RECT_XY_MAX && s->z < SDMA_RECT_Z_MAX);
+        assert(z == 1 || (s->slice % 4 == 0 && s->slice % (1u << element) == 0));
+        dw[0] = lo32(s->base);
+        dw[1] = hi32(s->base);
+        dw[2] = (s->x & 0x3FFFu) | (s->y & 0x3FFFu) << 16;
+        dw[3] = (s->z & 0x7FFu) | (uint32_t) (pitch - 1) << 13;
+        dw[4] = (uint32_t) (slice - 1) & 0x0FFFFFFFu;
+}
+
+size_t sdma_emit_copy_linear_rect(uint32_t *buf, const SdmaRectSide *dst, const SdmaRectSide *src, unsigned element,
+                                  uint32_t x, uint32_t y, uint32_t z) {
+        assert(element <= SDMA_RECT_ELEMENT_MAX);
+        assert(x >= 1 && x <= SDMA_RECT_XY_MAX && y >= 1 && y <= SDMA_RECT_XY_MAX && z >= 1 && z <= SDMA_RECT_Z_MAX);
+        buf[0] = SDMA_PKT_HEADER_OP(SDMA_OP_COPY) | SDMA_PKT_HEADER_SUB_OP(SDMA_SUBOP_COPY_LINEAR_RECT) |
+                 (uint32_t) element << 29;
+        rect_side(buf + 1, src, element, z);
+        rect_side(buf + 6, dst, element, z);
+        buf[11] = ((x - 1) & 0x3FFFu) | ((y - 1) & 0x3FFFu) << 16;
+        buf[12] = (z - 1) & 0x7FFu;
+        return SDMA_COPY_LINEAR_RECT_DW;
+}
+
+/*
+ * ATOMIC, 8 dwords [K10 SDMA_PKT_ATOMIC; ROCr amd_blit_sdma.cpp SDMA_PKT_ATOMIC,
+ * BuildAtomicDecrementCommand]:
+ *   DW0 OP=10, LOOP 16 = 0, ATOMIC_OP[31:25] = TC_OP code
+ *   DW1/DW2 ADDR lo/hi, DW3/DW4 SRC_DATA lo/hi, DW5/DW6 CMP_DATA lo/hi
+ *   DW7 LOOP_INTERVAL[12:0] = 0
+ * ROCr's signal decrement is op 47 (ADD_RTN_64) with SRC_DATA = ~0.
+ */
+size_t sdma_emit_atomic(uint32_t *buf, unsigned op, uint64_t addr, uint64_t src, uint64_t cmp) {
+        assert(op <= 0x7F && (op & 0x20) && addr % 8 == 0);
+        buf[0] = SDMA_PKT_HEADER_OP(SDMA_OP_ATOMIC) | (uint32_t) op << 25;
+        buf[1] = lo32(addr);
+        buf[2] = hi32(addr);
+        buf[3] = lo32(src);
+        buf[4] = hi32(src);
+        buf[5] = lo32(cmp);
+        buf[6] = hi32(cmp);
+        buf[7] = 0;
+        return SDMA_ATOMIC_DW;
+}

@@ -112,6 +112,33 @@ typedef enum SdmaPollFunc {
          SDMA_GCR_GL2_WB)
 #define SDMA_GCR_RELEASE (SDMA_GCR_GLK_WB | SDMA_GCR_GL2_WB)
 
+/* COPY_LINEAR_SUB_WIND (navi10_sdma_pkt_open.h SDMA_SUBOP_COPY_LINEAR_SUB_WIND;
+ * ROCr's COPY_LINEAR_RECT) and its field widths (ROCr SDMA_PKT_COPY_LINEAR_RECT:
+ * pitch_bits 19, slice_bits 28, rect_xy_bits 14, rect_z_bits 11). */
+#define SDMA_SUBOP_COPY_LINEAR_RECT 4
+#define SDMA_RECT_PITCH_MAX (1u << 19)     /* elements */
+#define SDMA_RECT_SLICE_MAX (1u << 28)     /* elements */
+#define SDMA_RECT_XY_MAX (1u << 14)        /* elements / rows */
+#define SDMA_RECT_Z_MAX (1u << 11)         /* slices */
+#define SDMA_RECT_ELEMENT_MAX 4            /* log2 of 16-byte elements */
+
+/* One side of a rectangular copy: a dword-aligned base, the offset of the
+ * rectangle's first element (x in elements, y in rows, z in slices) and the
+ * row and slice pitch in bytes. */
+typedef struct SdmaRectSide {
+        uint64_t base;
+        uint32_t x, y, z;
+        uint64_t pitch, slice;
+} SdmaRectSide;
+
+/* TC_OP codes of ATOMIC (the TC_OP enum of AMD's gfx9/gfx10 chip headers;
+ * ROCr's BlitSdma decrements a signal with SDMA_ATOMIC_ADD64 = 47 and
+ * SRC_DATA = -1, amd_blit_sdma.cpp BuildAtomicDecrementCommand). */
+#define SDMA_ATOMIC_SWAP_RTN_64 0x27u
+#define SDMA_ATOMIC_CMPSWAP_RTN_64 0x28u
+#define SDMA_ATOMIC_ADD_RTN_64 0x2Fu
+#define SDMA_ATOMIC_SUB_RTN_64 0x30u
+
 /* Packet sizes in dwords. */
 #define SDMA_COPY_LINEAR_DW 7
 #define SDMA_CONSTANT_FILL_DW 5
@@ -120,6 +147,8 @@ typedef enum SdmaPollFunc {
 #define SDMA_POLL_REGMEM_DW 6
 #define SDMA_TIMESTAMP_DW 3
 #define SDMA_GCR_REQ_DW 5
+#define SDMA_COPY_LINEAR_RECT_DW 13
+#define SDMA_ATOMIC_DW 8
 
 /*
  * Each builder writes its packet at buf and returns the dword count. Arguments
@@ -133,6 +162,13 @@ size_t sdma_emit_trap(uint32_t *buf, uint32_t int_context);
 size_t sdma_emit_poll_regmem(uint32_t *buf, uint64_t addr, uint32_t value, uint32_t mask,
                              SdmaPollFunc func);
 size_t sdma_emit_timestamp(uint32_t *buf, uint64_t addr);
+/* A rectangle of x elements (1 << element bytes each) by y rows by z slices
+ * from src to dst; x, y, z >= 1 and within the fields' widths, pitches and
+ * slice pitches multiples of the element size and of 4 bytes. */
+size_t sdma_emit_copy_linear_rect(uint32_t *buf, const SdmaRectSide *dst, const SdmaRectSide *src, unsigned element,
+                                  uint32_t x, uint32_t y, uint32_t z);
+/* A 64-bit atomic TC_OP on the qword at addr (8-byte aligned), no loop. */
+size_t sdma_emit_atomic(uint32_t *buf, unsigned op, uint64_t addr, uint64_t src, uint64_t cmp);
 /* A whole-cache GCR request (BASE_VA = LIMIT_VA = 0, GL2_RANGE 0: all of it)
  * with gcr_control [18:0]. */
 size_t sdma_emit_gcr_req(uint32_t *buf, uint32_t gcr_control);

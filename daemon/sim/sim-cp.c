@@ -19,7 +19,8 @@
  *
  * Execution is in order: a packet starts when the one before it has finished,
  * so RELEASE_MEM writes after all earlier work of the queue, EVENT_WRITE
- * CS_PARTIAL_FLUSH only has its fields checked, and WAIT_REG_MEM on memory re-polls on the next engine pass
+ * CS_PARTIAL_FLUSH only has its fields checked, and WAIT_REG_MEM (32 or 64 bits)
+ * on memory, like an ATOMIC_MEM compare-swap with COMMAND 1, re-polls on the next engine pass
  * without blocking the engine thread (register waits complete at once, as the
  * SDMA model's register polls do; the simulator has no registers to wait on).
  * Up to MAX_PACKETS_PER_STEP packets run per step, and a step ends after a
@@ -105,6 +106,7 @@
 #include <string.h>
 
 #include "isa/sim-isa.h"
+#include "sim-atomic.h"
 #include "sim-cp.h"
 #include "sim-device.h"
 #include "sim-engine.h"
@@ -348,6 +350,29 @@ static ExecResult exec_wait_reg_mem(SimQueue *q, const SimPm4Packet *pk, Failure
                 return EXEC_FAULT;
         v = __atomic_load_n((uint32_t *) (void *) src, __ATOMIC_ACQUIRE);
         return sim_queue_compare(w->function, v & w->mask, w->ref) ? EXEC_DONE : EXEC_RETRY;
+}
+
+/* WAIT_REG_MEM64: as WAIT_REG_MEM, on a qword (barrier-AND on a 64-bit signal). */
+static ExecResult exec_wait_reg_mem64(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        const typeof(pk->wait_reg_mem64) *w = &pk->wait_reg_mem64;
+        uint8_t *src;
+
+        if (sim_vm_access(q->process, w->addr, 8, &src, &f->fault_va) < 0)
+                return EXEC_FAULT;
+        return sim_compare64(w->function, __atomic_load_n((uint64_t *) (void *) src, __ATOMIC_ACQUIRE) & w->mask,
+                             w->ref) ? EXEC_DONE : EXEC_RETRY;
+}
+
+/* ATOMIC_MEM: on memory (sim-atomic.h); COMMAND 1 retries a failed
+ * compare-swap on a later pass, as a WAIT_REG_MEM re-polls. The atomic's
+ * return value is not kept (COPY_DATA SRC_SEL 6 is not modelled). */
+static ExecResult exec_atomic_mem(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
+        const typeof(pk->atomic_mem) *a = &pk->atomic_mem;
+        int r = sim_vm_atomic(q->process, a->op, a->addr, a->src, a->cmp, &f->fault_va);
+
+        if (r < 0)
+                return EXEC_FAULT;
+        return r > 0 && a->command == SIM_ATOMIC_MEM_LOOP_UNTIL_COMPARE ? EXEC_RETRY : EXEC_DONE;
 }
 
 static ExecResult exec_copy_data(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
@@ -703,6 +728,10 @@ static ExecResult execute(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
                 return exec_release_mem(q, pk, f);
         case SIM_PKT3_WAIT_REG_MEM:
                 return exec_wait_reg_mem(q, pk, f);
+        case SIM_PKT3_WAIT_REG_MEM64:
+                return exec_wait_reg_mem64(q, pk, f);
+        case SIM_PKT3_ATOMIC_MEM:
+                return exec_atomic_mem(q, pk, f);
         case SIM_PKT3_EVENT_WRITE:
                 /* In order, so CS_PARTIAL_FLUSH has nothing to wait for. */
                 if (pk->event_write.event_index >= EVENT_INDEX_SAMPLE_FIRST &&

@@ -13,7 +13,8 @@
  * packets are refused: a gfx10 compute queue executes type-3 packets, and
  * PACKET2 padding is a GFX6 convention, Mesa sid.h PKT2_NOP_PAD), the COUNT
  * each opcode has (RELEASE_MEM and ACQUIRE_MEM are 8 dwords on gfx10,
- * WAIT_REG_MEM 7, INDIRECT_BUFFER 4, DISPATCH_DIRECT 5), register windows,
+ * WAIT_REG_MEM 7, WAIT_REG_MEM64 and ATOMIC_MEM 9, INDIRECT_BUFFER 4,
+ * DISPATCH_DIRECT 5), register windows,
  * reserved bits and enum values the documentation does not define, and the
  * address alignment each packet requires. Whether the CP engine models a
  * documented choice (a GDS destination, a register wait, an interrupt mode)
@@ -21,6 +22,7 @@
  */
 #include <errno.h>
 
+#include "sim-atomic.h"
 #include "sim-pm4-decode.h"
 
 #define BITS(v, hi, lo) (((uint32_t) (v) >> (lo)) & ((uint32_t) (((uint64_t) 1 << ((hi) - (lo) + 1)) - 1)))
@@ -59,6 +61,8 @@ const char *sim_pm4_opcode_name(unsigned opcode) {
         switch (opcode) {
         case SIM_PKT3_NOP: return "NOP";
         case SIM_PKT3_DISPATCH_DIRECT: return "DISPATCH_DIRECT";
+        case SIM_PKT3_ATOMIC_MEM: return "ATOMIC_MEM";
+        case SIM_PKT3_WAIT_REG_MEM64: return "WAIT_REG_MEM64";
         case SIM_PKT3_WRITE_DATA: return "WRITE_DATA";
         case SIM_PKT3_WAIT_REG_MEM: return "WAIT_REG_MEM";
         case SIM_PKT3_INDIRECT_BUFFER: return "INDIRECT_BUFFER";
@@ -106,6 +110,14 @@ static int packet_length(unsigned opcode, unsigned count, size_t *ret, const cha
         case SIM_PKT3_WAIT_REG_MEM:
                 if (count != 5)
                         return bad(ret_reason, "WAIT_REG_MEM: COUNT must be 5 (7 dwords)");
+                break;
+        case SIM_PKT3_ATOMIC_MEM:
+                if (count != 7)
+                        return bad(ret_reason, "ATOMIC_MEM: COUNT must be 7 (9 dwords)");
+                break;
+        case SIM_PKT3_WAIT_REG_MEM64:
+                if (count != 7)
+                        return bad(ret_reason, "WAIT_REG_MEM64: COUNT must be 7 (9 dwords)");
                 break;
         case SIM_PKT3_EVENT_WRITE:
                 if (count != 0 && count != 2)
@@ -301,6 +313,77 @@ static int decode_wait_reg_mem(const uint32_t *dw, SimPm4Packet *p, const char *
         return 0;
 }
 
+/* WAIT_REG_MEM64 (0x93), 9 dwords (PAL gfx9_plus_merged_f32_mec_pm4_packets.h
+ * PM4_MEC_WAIT_REG_MEM64; kfd-facts §2.1 opcode table): DW1 FUNCTION [2:0],
+ * MEM_SPACE [5:4], OPERATION [7:6], MES_INTR_PIPE [23:22], MES_ACTION 24,
+ * CACHE_POLICY [26:25] (no ENGINE field: a MEC packet); DW2 MEM_POLL_ADDR_LO
+ * [31:3] (qword aligned: bits [2:0] reserved); DW3 address high; DW4/5
+ * reference lo/hi; DW6/7 mask lo/hi; DW8 POLL_INTERVAL [15:0],
+ * OPTIMIZE_ACE_OFFLOAD_MODE 31. Register polls of 64 bits and the MES
+ * fields have no use on a user compute queue and are refused. */
+static int decode_wait_reg_mem64(const uint32_t *dw, SimPm4Packet *p, const char **ret_reason) {
+        typeof(p->wait_reg_mem64) *w = &p->wait_reg_mem64;
+
+        if (dw[1] & ~(MASK(2, 0) | MASK(7, 4) | MASK(24, 22) | MASK(26, 25)))
+                return bad(ret_reason, "WAIT_REG_MEM64: reserved bits set in DW1");
+        if (dw[1] & MASK(24, 22))
+                return bad(ret_reason, "WAIT_REG_MEM64: MES_INTR_PIPE/MES_ACTION are for the MES, not a user queue");
+        if (dw[8] & ~(MASK(15, 0) | BIT(31)))
+                return bad(ret_reason, "WAIT_REG_MEM64: reserved bits set in DW8");
+        w->function = BITS(dw[1], 2, 0);
+        w->mem_space = BITS(dw[1], 5, 4);
+        w->operation = BITS(dw[1], 7, 6);
+        w->cache_policy = BITS(dw[1], 26, 25);
+        w->addr = addr64(dw[2], dw[3]);
+        w->ref = addr64(dw[4], dw[5]);
+        w->mask = addr64(dw[6], dw[7]);
+        w->poll_interval = BITS(dw[8], 15, 0);
+        if (w->function == 7)
+                return bad(ret_reason, "WAIT_REG_MEM64: FUNCTION 7 is reserved");
+        if (w->mem_space != 1)
+                return bad(ret_reason, "WAIT_REG_MEM64: MEM_SPACE must be 1 (memory); 64-bit register polls are not modelled");
+        if (w->operation != 0 && w->operation != 3)
+                return bad(ret_reason, "WAIT_REG_MEM64: OPERATION must be 0 (wait) or 3 (preemptable wait) on memory");
+        if (w->addr % 8)
+                return bad(ret_reason, "WAIT_REG_MEM64: poll address not qword aligned");
+        return 0;
+}
+
+/* ATOMIC_MEM (0x1E), 9 dwords (PM4_MEC_ATOMIC_MEM in ROCr's and PAL's PM4
+ * headers; nvd.h PACKET3_ATOMIC_MEM): DW1 ATOMIC [6:0] (a TC_OP code),
+ * COMMAND [11:8] (0 single pass, 1 loop until compare satisfied, 2 wait for
+ * write confirmation, 3 send and continue), CACHE_POLICY [26:25] (0 LRU,
+ * 1 stream, 2 NOA, 3 bypass); DW2/3 ADDR; DW4/5 SRC_DATA; DW6/7 CMP_DATA;
+ * DW8 LOOP_INTERVAL [12:0]. The address must be aligned to the operand (PAL
+ * CmdUtil::BuildAtomicMem asserts it); COMMAND 1 only means something for a
+ * compare-swap. */
+static int decode_atomic_mem(const uint32_t *dw, SimPm4Packet *p, const char **ret_reason) {
+        typeof(p->atomic_mem) *a = &p->atomic_mem;
+        unsigned width;
+
+        if (dw[1] & ~(MASK(6, 0) | MASK(11, 8) | MASK(26, 25)))
+                return bad(ret_reason, "ATOMIC_MEM: reserved bits set in DW1");
+        if (dw[8] & ~MASK(12, 0))
+                return bad(ret_reason, "ATOMIC_MEM: reserved bits set in DW8");
+        a->op = BITS(dw[1], 6, 0);
+        a->command = BITS(dw[1], 11, 8);
+        a->cache_policy = BITS(dw[1], 26, 25);
+        a->addr = addr64(dw[2], dw[3]);
+        a->src = addr64(dw[4], dw[5]);
+        a->cmp = addr64(dw[6], dw[7]);
+        a->loop_interval = BITS(dw[8], 12, 0);
+        width = sim_tc_atomic_width(a->op);
+        if (!width)
+                return bad(ret_reason, "ATOMIC_MEM: ATOMIC is not an integer memory atomic (float, cache or reserved TC_OP)");
+        if (a->command > SIM_ATOMIC_MEM_SEND_AND_CONTINUE)
+                return bad(ret_reason, "ATOMIC_MEM: COMMAND above 3 is not defined");
+        if (a->command == SIM_ATOMIC_MEM_LOOP_UNTIL_COMPARE && !sim_tc_atomic_is_cmpswap(a->op))
+                return bad(ret_reason, "ATOMIC_MEM: COMMAND 1 (loop until compare) on an op other than compare-swap");
+        if (a->addr % width)
+                return bad(ret_reason, "ATOMIC_MEM: address not aligned to the operand size");
+        return 0;
+}
+
 /* EVENT_WRITE: DW1 EVENT_TYPE [5:0], EVENT_INDEX [11:8] (nvd.h: "0 - any non-TS
  * event, 1 - ZPASS_DONE, PIXEL_PIPE_STAT_*, 2 - SAMPLE_PIPELINESTAT, 3 -
  * SAMPLE_STREAMOUTSTAT*, 4 - *S_PARTIAL_FLUSH"); COUNT 2 adds an address for
@@ -470,6 +553,12 @@ int sim_pm4_decode(const uint32_t *dw, size_t avail_dwords, SimPm4Packet *ret, c
                 break;
         case SIM_PKT3_WAIT_REG_MEM:
                 r = decode_wait_reg_mem(dw, &p, ret_reason);
+                break;
+        case SIM_PKT3_WAIT_REG_MEM64:
+                r = decode_wait_reg_mem64(dw, &p, ret_reason);
+                break;
+        case SIM_PKT3_ATOMIC_MEM:
+                r = decode_atomic_mem(dw, &p, ret_reason);
                 break;
         case SIM_PKT3_EVENT_WRITE:
                 r = decode_event_write(dw, &p, ret_reason);

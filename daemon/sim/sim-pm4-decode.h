@@ -18,6 +18,7 @@
 /* Type-3 opcodes (nvd.h "Packet 3 types"). */
 #define SIM_PKT3_NOP 0x10
 #define SIM_PKT3_DISPATCH_DIRECT 0x15
+#define SIM_PKT3_ATOMIC_MEM 0x1E
 #define SIM_PKT3_WRITE_DATA 0x37
 #define SIM_PKT3_WAIT_REG_MEM 0x3C
 #define SIM_PKT3_INDIRECT_BUFFER 0x3F
@@ -28,6 +29,13 @@
 #define SIM_PKT3_ACQUIRE_MEM 0x58
 #define SIM_PKT3_SET_SH_REG 0x76
 #define SIM_PKT3_SET_UCONFIG_REG 0x79
+#define SIM_PKT3_WAIT_REG_MEM64 0x93
+
+/* ATOMIC_MEM COMMAND [11:8] (PM4_MEC_ATOMIC_MEM MEC_ATOMIC_MEM_command_enum). */
+#define SIM_ATOMIC_MEM_SINGLE_PASS 0
+#define SIM_ATOMIC_MEM_LOOP_UNTIL_COMPARE 1
+#define SIM_ATOMIC_MEM_WAIT_FOR_WRITE_CONFIRM 2
+#define SIM_ATOMIC_MEM_SEND_AND_CONTINUE 3
 
 /* Register windows, dword offsets, end exclusive (nvd.h PACKET3_SET_*_REG_START/END). */
 #define SIM_SH_REG_START 0x2C00u
@@ -97,6 +105,18 @@ typedef struct SimPm4Packet {
                         uint32_t ref, mask;
                         unsigned poll_interval;
                 } wait_reg_mem;
+                struct {
+                        unsigned function, mem_space, operation, cache_policy;
+                        uint64_t addr;        /* qword aligned */
+                        uint64_t ref, mask;
+                        unsigned poll_interval;
+                } wait_reg_mem64;
+                struct {
+                        unsigned op;          /* TC_OP code (sim-atomic.h) */
+                        unsigned command, cache_policy;
+                        uint64_t addr, src, cmp;
+                        unsigned loop_interval;
+                } atomic_mem;
                 struct { unsigned event_type, event_index; } event_write;
                 struct { uint32_t dim[3]; uint32_t initiator; } dispatch;
                 struct {

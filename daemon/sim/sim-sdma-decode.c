@@ -10,12 +10,14 @@
  * Strictness: bits that the navi10 layout marks reserved must be zero, counts
  * use the 22-bit navi10 COUNT field (4 MiB per COPY/FILL packet), addresses
  * must have the alignment the layout implies (FENCE/POLL dword, TIMESTAMP
- * qword), and features the simulator does not model (byte swapping, TMZ,
- * encryption, broadcast, backwards copies, multi-fill) are rejected rather
- * than executed wrongly.
+ * qword, ATOMIC the operand's size, COPY_LINEAR_RECT dword bases and
+ * 4-byte pitches), and features the simulator does not model (byte
+ * swapping, TMZ, encryption, broadcast, backwards copies, multi-fill, float
+ * or cache TC_OPs) are rejected rather than executed wrongly.
  */
 #include <errno.h>
 
+#include "sim-atomic.h"
 #include "sim-sdma-decode.h"
 #include "util/macro.h"
 
@@ -39,7 +41,7 @@ static int bad(const char **ret_reason, const char *reason) {
  * DW3/4 SRC; DW5/6 DST. */
 static int decode_copy(const uint32_t *dw, SimSdmaPacket *p, const char **ret_reason) {
         if (p->sub_op != SDMA_SUBOP_COPY_LINEAR)
-                return bad(ret_reason, "COPY sub-op other than LINEAR is not modelled");
+                return bad(ret_reason, "COPY sub-op other than LINEAR and LINEAR_RECT (4) is not modelled");
         if (dw[0] & (1u << 16))
                 return bad(ret_reason, "COPY_LINEAR: ENCRYPT is not modelled");
         if (dw[0] & (1u << 18))
@@ -59,6 +61,109 @@ static int decode_copy(const uint32_t *dw, SimSdmaPacket *p, const char **ret_re
         p->copy.bytes = (uint64_t) BITS(dw[1], 21, 0) + 1;
         p->copy.src = addr64(dw[3], dw[4]);
         p->copy.dst = addr64(dw[5], dw[6]);
+        return 0;
+}
+
+/* COPY_LINEAR_RECT (linear sub-window), 13 dwords (navi10_sdma_pkt_open.h
+ * SDMA_PKT_COPY_LINEAR_SUBWIN, as ROCr's SDMA_PKT_COPY_LINEAR_RECT restates it
+ * in amd_blit_sdma.cpp / sdma_registers.h): DW0 op 1 sub 4, [28:16] reserved,
+ * ELEMENT [31:29] = log2(bytes per element); DW1/2 SRC; DW3 SRC_X [13:0],
+ * SRC_Y [29:16]; DW4 SRC_Z [10:0], SRC_PITCH [31:13] (19 bits); DW5
+ * SRC_SLICE_PITCH [27:0]; DW6/7 DST; DW8-10 the same for DST; DW11 RECT_X
+ * [13:0], RECT_Y [29:16]; DW12 RECT_Z [10:0], DST_SW [17:16], SRC_SW [25:24]
+ * (cache policies [20:18]/[28:26] of SDMA 5.2 tolerated). Pitches, slice
+ * pitches and the rectangle are stored minus one and in elements
+ * (BuildCopyRectCommand: "pitch = (pitch >> element) - 1", "rect_x = xcount -
+ * 1"); X offsets are in elements, Y in rows, Z in slices.
+ *
+ * The engine's limits: ELEMENT at most 4 (16-byte elements: ROCr's
+ * maxAlignedElement never goes past 4, Mesa's SDMA paths handle 1..16 bpp);
+ * bases dword aligned (ROCr: "Base addresses must be DWORD (4 byte)
+ * aligned"); pitches a multiple of 4 bytes (Mesa radv_sdma_check_pitches:
+ * pitch aligned to MAX2(1, 4 / bpp) elements, slice pitch to 4). A row wider
+ * than its pitch, or rows that overrun their slice pitch in a 3-D copy, would
+ * make rows or slices overlap; no documented use does that, and the model
+ * refuses it instead of guessing the order the engine writes them in. */
+static int decode_copy_rect(const uint32_t *dw, SimSdmaPacket *p, const char **ret_reason) {
+        typeof(p->rect) *r = &p->rect;
+        uint64_t e;
+
+        if (dw[0] & MASK(28, 16))
+                return bad(ret_reason, "COPY_LINEAR_RECT: reserved header bits [28:16] set");
+        if ((dw[3] & (MASK(15, 14) | MASK(31, 30))) || (dw[8] & (MASK(15, 14) | MASK(31, 30))) ||
+            (dw[4] & MASK(12, 11)) || (dw[9] & MASK(12, 11)) || (dw[5] & MASK(31, 28)) || (dw[10] & MASK(31, 28)) ||
+            (dw[11] & (MASK(15, 14) | MASK(31, 30))))
+                return bad(ret_reason, "COPY_LINEAR_RECT: reserved bits set in an offset, pitch or rectangle dword");
+        if (BITS(dw[12], 17, 16) || BITS(dw[12], 25, 24))
+                return bad(ret_reason, "COPY_LINEAR_RECT: byte swapping is not modelled");
+        if (dw[12] & ~(MASK(10, 0) | MASK(17, 16) | MASK(20, 18) | MASK(25, 24) | MASK(28, 26)))
+                return bad(ret_reason, "COPY_LINEAR_RECT: reserved DW12 bits set");
+        r->element = BITS(dw[0], 31, 29);
+        if (r->element > 4)
+                return bad(ret_reason, "COPY_LINEAR_RECT: ELEMENT above 4 (16-byte elements)");
+        e = 1u << r->element;
+        r->src = addr64(dw[1], dw[2]);
+        r->src_x = BITS(dw[3], 13, 0);
+        r->src_y = BITS(dw[3], 29, 16);
+        r->src_z = BITS(dw[4], 10, 0);
+        r->src_pitch = ((uint64_t) BITS(dw[4], 31, 13) + 1) * e;
+        r->src_slice = ((uint64_t) BITS(dw[5], 27, 0) + 1) * e;
+        r->dst = addr64(dw[6], dw[7]);
+        r->dst_x = BITS(dw[8], 13, 0);
+        r->dst_y = BITS(dw[8], 29, 16);
+        r->dst_z = BITS(dw[9], 10, 0);
+        r->dst_pitch = ((uint64_t) BITS(dw[9], 31, 13) + 1) * e;
+        r->dst_slice = ((uint64_t) BITS(dw[10], 27, 0) + 1) * e;
+        r->x = BITS(dw[11], 13, 0) + 1;
+        r->y = BITS(dw[11], 29, 16) + 1;
+        r->z = BITS(dw[12], 10, 0) + 1;
+        if (r->src % 4 || r->dst % 4)
+                return bad(ret_reason, "COPY_LINEAR_RECT: source or destination base not dword aligned");
+        if (r->src_pitch % 4 || r->dst_pitch % 4)
+                return bad(ret_reason, "COPY_LINEAR_RECT: pitch not a multiple of 4 bytes");
+        if (r->z > 1 && (r->src_slice % 4 || r->dst_slice % 4))
+                return bad(ret_reason, "COPY_LINEAR_RECT: slice pitch not a multiple of 4 bytes");
+        if (((uint64_t) r->src_x + r->x) * e > r->src_pitch || ((uint64_t) r->dst_x + r->x) * e > r->dst_pitch)
+                return bad(ret_reason, "COPY_LINEAR_RECT: a row runs past its pitch");
+        if (r->z > 1 && (((uint64_t) r->src_y + r->y) * r->src_pitch > r->src_slice ||
+                         ((uint64_t) r->dst_y + r->y) * r->dst_pitch > r->dst_slice))
+                return bad(ret_reason, "COPY_LINEAR_RECT: the rows run past the slice pitch");
+        return 0;
+}
+
+/* ATOMIC, 8 dwords (navi10_sdma_pkt_open.h SDMA_PKT_ATOMIC; ROCr
+ * amd_blit_sdma.cpp SDMA_PKT_ATOMIC): DW0 op 10, sub-op 0, LOOP 16, TMZ 18,
+ * ATOMIC_OP [31:25] (a TC_OP code; CACHE_POLICY [22:20] and CPV 24 of later
+ * SDMA tolerated); DW1/2 ADDR; DW3/4 SRC_DATA; DW5/6 CMP_DATA; DW7
+ * LOOP_INTERVAL [12:0]. The address must be aligned to the operand (PAL
+ * BuildAtomicMem: "The destination address must be aligned to the size of
+ * the operands"). LOOP repeats a compare-swap until it succeeds; on any
+ * other op it has no defined meaning and is refused. */
+static int decode_atomic(const uint32_t *dw, SimSdmaPacket *p, const char **ret_reason) {
+        typeof(p->atomic) *a = &p->atomic;
+        unsigned width;
+
+        if (p->sub_op != 0)
+                return bad(ret_reason, "ATOMIC: non-zero sub-op");
+        if (dw[0] & (1u << 18))
+                return bad(ret_reason, "ATOMIC: TMZ is not modelled");
+        if (dw[0] & ((1u << 17) | (1u << 19) | (1u << 23)))
+                return bad(ret_reason, "ATOMIC: reserved header bits set");
+        if (dw[7] & ~MASK(12, 0))
+                return bad(ret_reason, "ATOMIC: reserved DW7 bits set");
+        a->op = BITS(dw[0], 31, 25);
+        a->loop = BITS(dw[0], 16, 16);
+        a->addr = addr64(dw[1], dw[2]);
+        a->src = addr64(dw[3], dw[4]);
+        a->cmp = addr64(dw[5], dw[6]);
+        a->loop_interval = BITS(dw[7], 12, 0);
+        width = sim_tc_atomic_width(a->op);
+        if (!width)
+                return bad(ret_reason, "ATOMIC: ATOMIC_OP is not an integer memory atomic (float, cache or reserved TC_OP)");
+        if (a->addr % width)
+                return bad(ret_reason, "ATOMIC: address not aligned to the operand size");
+        if (a->loop && !sim_tc_atomic_is_cmpswap(a->op))
+                return bad(ret_reason, "ATOMIC: LOOP set on an op other than compare-swap");
         return 0;
 }
 
@@ -196,7 +301,10 @@ int sim_sdma_decode(const uint32_t *dw, size_t avail_dwords, SimSdmaPacket *ret,
                 p.n_dwords = 1 + (size_t) p.nop.count;
                 break;
         case SDMA_OP_COPY:
-                p.n_dwords = 7;
+                p.n_dwords = p.sub_op == SDMA_SUBOP_COPY_LINEAR_RECT ? 13 : 7;
+                break;
+        case SDMA_OP_ATOMIC:
+                p.n_dwords = 8;
                 break;
         case SDMA_OP_WRITE:
                 /* WRITE_LINEAR: DW1/2 DST (dword aligned); DW3 COUNT[19:0] = dwords - 1,
@@ -237,7 +345,11 @@ int sim_sdma_decode(const uint32_t *dw, size_t avail_dwords, SimSdmaPacket *ret,
 
         switch (p.op) {
         case SDMA_OP_COPY:
-                r = decode_copy(dw, &p, ret_reason);
+                r = p.sub_op == SDMA_SUBOP_COPY_LINEAR_RECT ? decode_copy_rect(dw, &p, ret_reason)
+                                                            : decode_copy(dw, &p, ret_reason);
+                break;
+        case SDMA_OP_ATOMIC:
+                r = decode_atomic(dw, &p, ret_reason);
                 break;
         case SDMA_OP_WRITE:
                 p.write.dst = addr64(dw[1], dw[2]);

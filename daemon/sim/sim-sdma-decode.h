@@ -31,6 +31,9 @@
 #define SDMA_OP_GCR_REQ 17
 
 #define SDMA_SUBOP_COPY_LINEAR 0
+/* COPY_LINEAR_SUB_WIND (navi10_sdma_pkt_open.h SDMA_SUBOP_COPY_LINEAR_SUB_WIND;
+ * ROCr calls it COPY_LINEAR_RECT). */
+#define SDMA_SUBOP_COPY_LINEAR_RECT 4
 #define SDMA_SUBOP_WRITE_LINEAR 0
 /* CONSTANT_FILL FILLSIZE[31:30] (Mesa sid.h SDMA_CONSTANT_FILL_EXTRA_SIZE). */
 #define SDMA_CONSTANT_FILL_BYTE 0
@@ -44,6 +47,19 @@ typedef struct SimSdmaPacket {
         size_t n_dwords;            /* length of the whole packet */
         union {
                 struct { uint64_t src, dst; uint64_t bytes; } copy;          /* COPY_LINEAR */
+                struct {
+                        unsigned element;          /* log2 of the element size in bytes, 0..4 */
+                        uint64_t src, dst;         /* dword-aligned bases */
+                        uint32_t src_x, src_y, src_z, dst_x, dst_y, dst_z; /* offsets: elements, rows, slices */
+                        uint64_t src_pitch, src_slice, dst_pitch, dst_slice; /* bytes */
+                        uint32_t x, y, z;          /* the rectangle: elements, rows, slices (>= 1) */
+                } rect;                                                     /* COPY_LINEAR_RECT */
+                struct {
+                        unsigned op;               /* TC_OP code (sim-atomic.h) */
+                        bool loop;
+                        uint64_t addr, src, cmp;
+                        unsigned loop_interval;
+                } atomic;                                                   /* ATOMIC */
                 struct { uint64_t dst; uint32_t data; uint64_t bytes; unsigned fillsize; } fill;
                 struct { uint64_t addr; uint32_t data; } fence;
                 struct { uint32_t context; } trap;

@@ -26,7 +26,7 @@
  * doorbell published after it up to a ring from its start.
  *
  * Failures never skip a packet:
- *  - a COPY/FILL/WRITE/FENCE/POLL/TIMESTAMP access outside every GPU-mapped BO
+ *  - a COPY/RECT/FILL/WRITE/FENCE/POLL/TIMESTAMP/ATOMIC access outside every GPU-mapped BO
  *    of the process is a VM fault: the queue stops at the faulting packet
  *    (the rptr word keeps what the fetcher had read, which may lie past it:
  *    where rptr stopped does not name the packet), every other queue of the process is
@@ -51,8 +51,10 @@
  * GL2 (VRAM is seen as the GL2 holds it; what they write stays there until a
  * GCR_REQ with GL2_WB, or a RELEASE_MEM or ACQUIRE_MEM with it on a compute
  * queue); GCR_REQ acts on the whole GL2 (GL2_WB, GL2_INV) and on the process's
- * instruction cache (GLI_INV); FENCE, TIMESTAMP and POLL_REGMEM go to memory
- * (MTYPE UC). The HDP flush page is read before each pass over a queue.
+ * instruction cache (GLI_INV); COPY_LINEAR_RECT reads and writes through it
+ * as COPY does; FENCE, TIMESTAMP, POLL_REGMEM and ATOMIC go to memory (MTYPE
+ * UC). A LOOP ATOMIC (compare-swap) whose compare fails waits as a
+ * POLL_REGMEM does. The HDP flush page is read before each pass over a queue.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -60,6 +62,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim-atomic.h"
 #include "sim-device.h"
 #include "sim-dma-move.h"
 #include "sim-engine.h"
@@ -185,6 +188,70 @@ static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
         return EXEC_DONE;
 }
 
+static bool queue_runnable(const SimQueue *q) {
+        return !q->stopped && !q->destroying && !q->process->evicted;
+}
+
+/* COPY_LINEAR_RECT: row by row, through the GL2 as COPY_LINEAR, each row
+ * translated when it is reached: a row outside the VM faults there, with the
+ * rows before it written, as an engine that streams the rectangle would
+ * leave them. Rows are moved with memmove, so overlapping source and
+ * destination copy as a CPU doing the same rows in the same order would.
+ * The device lock is let go every RECT_YIELD_BYTES or RECT_YIELD_ROWS rows,
+ * so that a rectangle of many rows (up to 2^14 x 2^11 of them) does not hold
+ * up the other engines and the ioctls; a queue that is stopped, destroyed or
+ * evicted meanwhile goes no further. */
+#define RECT_YIELD_BYTES (64u << 10)
+#define RECT_YIELD_ROWS 4096u
+
+static uint64_t rect_row_va(uint64_t base, uint32_t x, uint32_t y, uint32_t z, unsigned element, uint64_t pitch,
+                            uint64_t slice) {
+        return base + ((uint64_t) x << element) + (uint64_t) y * pitch + (uint64_t) z * slice;
+}
+
+static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
+        const typeof(pk->rect) *r = &pk->rect;
+        SimProcess *p = q->process;
+        uint64_t row = (uint64_t) r->x << r->element, soff, doff, since_bytes = 0;
+        unsigned since_rows = 0;
+        uint8_t *host;
+        SimBo *sbo, *dbo;
+
+        for (uint32_t z = 0; z < r->z; z++)
+                for (uint32_t y = 0; y < r->y; y++) {
+                        uint64_t s = rect_row_va(r->src, r->src_x, r->src_y + y, r->src_z + z, r->element,
+                                                 r->src_pitch, r->src_slice);
+                        uint64_t d = rect_row_va(r->dst, r->dst_x, r->dst_y + y, r->dst_z + z, r->element,
+                                                 r->dst_pitch, r->dst_slice);
+                        if (sim_vm_access(p, s, row, &host, fault_va) < 0 ||
+                            sim_vm_access(p, d, row, &host, fault_va) < 0)
+                                return EXEC_FAULT;
+                        const uint8_t *src = gpu_view(p, s, row, false, false, &sbo, &soff);
+                        uint8_t *dst = gpu_view(p, d, row, true, false, &dbo, &doff);
+                        memmove(dst, src, row);
+                        since_bytes += row;
+                        if (++since_rows >= RECT_YIELD_ROWS || since_bytes >= RECT_YIELD_BYTES) {
+                                since_rows = 0;
+                                since_bytes = 0;
+                                sim_engine_yield_lock(q);
+                                if (!queue_runnable(q))
+                                        return EXEC_RETRY;
+                        }
+                }
+        return EXEC_DONE;
+}
+
+/* ATOMIC: on memory (as FENCE: MTYPE UC), atomic with respect to the CPU. A
+ * LOOP compare-swap whose compare fails is tried again on a later pass, as
+ * POLL_REGMEM is. */
+static ExecResult exec_atomic(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
+        int r = sim_vm_atomic(q->process, pk->atomic.op, pk->atomic.addr, pk->atomic.src, pk->atomic.cmp, fault_va);
+
+        if (r < 0)
+                return EXEC_FAULT;
+        return r > 0 && pk->atomic.loop ? EXEC_RETRY : EXEC_DONE;
+}
+
 static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
         SimProcess *p = q->process;
         uint8_t *src, *dst;
@@ -204,7 +271,12 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 return EXEC_DONE;
 
         case SDMA_OP_COPY:
+                if (pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT)
+                        return exec_rect(q, pk, fault_va);
                 return move(q, pk, pk->copy.dst, pk->copy.src, pk->copy.bytes, fault_va);
+
+        case SDMA_OP_ATOMIC:
+                return exec_atomic(q, pk, fault_va);
 
         case SDMA_OP_WRITE:
                 if (sim_vm_access(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
@@ -290,11 +362,10 @@ static void gather(const SimQueue *q, uint32_t *buf, size_t n) {
                 buf[i] = copy[(start + i) & mask];
 }
 
-static bool queue_runnable(const SimQueue *q) {
-        return !q->stopped && !q->destroying && !q->process->evicted;
-}
 
 static uint64_t packet_bytes(const SimSdmaPacket *pk) {
+        if (pk->op == SDMA_OP_COPY && pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT)
+                return ((uint64_t) pk->rect.x << pk->rect.element) * pk->rect.y * pk->rect.z;
         return pk->op == SDMA_OP_COPY ? pk->copy.bytes : pk->op == SDMA_OP_CONST_FILL ? pk->fill.bytes : 0;
 }
 

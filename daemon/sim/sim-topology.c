@@ -134,7 +134,7 @@ static int make_dir(int dir_fd, const char *name, int *ret_fd) {
 }
 
 /* One "name value" line per property, in node_show order (kfd_topology.c). */
-static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu) {
+static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu, unsigned io_links) {
         FILE *f = fmemopen(buf, size, "w");
         if (!f)
                 return -errno;
@@ -144,7 +144,7 @@ static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu
         P("simd_count", gpu ? g->simd_count : 0);
         P("mem_banks_count", 1);
         P("caches_count", 0);
-        P("io_links_count", 0);
+        P("io_links_count", io_links);
         P("p2p_links_count", 0);
         P("cpu_core_id_base", gpu ? 0 : 0);
         P("simd_id_base", gpu ? 0x80000000u : 0);
@@ -193,7 +193,64 @@ static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu
         return 0;
 }
 
-static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gpu) {
+/*
+ * IO links: the CPU<->GPU PCIe links the kernel reports for a discrete GPU.
+ * kfd_crat.c kfd_fill_gpu_direct_io_link_to_cpu gives each GPU one link to
+ * its NUMA node (CRAT_IOLINK_TYPE_PCIEXPRESS = 2, with min/max bandwidth from
+ * amdgpu_amdkfd_get_pcie_bandwidth_mbytes: lanes x per-lane Mbit/s / 8, x1
+ * gen1 for the minimum, here x16 gen4 = 16 x 16000 / 8 for the maximum; no
+ * latency), and kfd_parse_subtype_iolink adds the reverse CPU->GPU link
+ * (same values, from/to swapped) with weight 20 for PCIe on both. Flags are
+ * rewritten by kfd_topology.c kfd_fill_iolink_non_crat_info: ENABLED on both;
+ * kfd_set_iolink_no_atomics adds NO_ATOMICS_32_BIT | NO_ATOMICS_64_BIT to the
+ * GPU->CPU link when the GPU did not get PCIe atomics (pci_atomic_requested)
+ * and to the CPU->GPU link when the GPU's DEVCAP2 lacks the atomic completer
+ * bits; kfd_set_iolink_non_coherent marks CPU->GPU over PCIe NON_COHERENT.
+ * The simulated machine is a host with PCIe atomics: no NO_ATOMICS bits, so
+ * ROCr's BlitSdma decrements signals with SDMA ATOMIC (rocm-facts §2).
+ * Property names and order: kfd_topology.c iolink_show.
+ */
+/* kfd_crat.h: ENABLED bit 0, NON_COHERENT 1, NO_ATOMICS_32_BIT 2,
+ * NO_ATOMICS_64_BIT 3, NO_PEER_TO_PEER_DMA 4, BI_DIRECTIONAL 31 (not kept in
+ * sysfs: kfd_fill_iolink_non_crat_info overwrites the flags). */
+#define CRAT_IOLINK_FLAGS_ENABLED (1u << 0)
+#define CRAT_IOLINK_FLAGS_NON_COHERENT (1u << 1)
+#define CRAT_IOLINK_TYPE_PCIEXPRESS 2u
+#define KFD_PCIE_LINK_WEIGHT 20u
+#define PCIE_MIN_BANDWIDTH_MBS (1u * 2500u / 8u)   /* x1 gen1 */
+#define PCIE_MAX_BANDWIDTH_MBS (16u * 16000u / 8u) /* x16 gen4 */
+
+static int write_io_link(int links_fd, unsigned index, unsigned from, unsigned to, bool from_cpu) {
+        _cleanup_close_ int link_fd = -EBADF;
+        char name[16], text[512];
+        uint32_t flags = CRAT_IOLINK_FLAGS_ENABLED | (from_cpu ? CRAT_IOLINK_FLAGS_NON_COHERENT : 0);
+        int r;
+
+        snprintf(name, sizeof name, "%u", index);
+        r = make_dir(links_fd, name, &link_fd);
+        if (r < 0)
+                return r;
+        snprintf(text, sizeof text,
+                 "type %u\nversion_major 0\nversion_minor 0\nnode_from %u\nnode_to %u\nweight %u\n"
+                 "min_latency 0\nmax_latency 0\nmin_bandwidth %u\nmax_bandwidth %u\n"
+                 "recommended_transfer_size 0\nflags %u\n",
+                 CRAT_IOLINK_TYPE_PCIEXPRESS, from, to, KFD_PCIE_LINK_WEIGHT, PCIE_MIN_BANDWIDTH_MBS,
+                 PCIE_MAX_BANDWIDTH_MBS, flags);
+        return write_file(link_fd, "properties", text);
+}
+
+/* The node's io_links/0..n-1: from node `index` to each of to[0..n-1]. */
+static int write_io_links(int node_fd, unsigned index, const unsigned *to, unsigned n, bool cpu) {
+        _cleanup_close_ int links_fd = -EBADF;
+        int r = make_dir(node_fd, "io_links", &links_fd);
+
+        for (unsigned i = 0; r >= 0 && i < n; i++)
+                r = write_io_link(links_fd, i, index, to[i], cpu);
+        return r;
+}
+
+static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gpu, const unsigned *link_to,
+                      unsigned n_links) {
         _cleanup_close_ int node_fd = -EBADF, banks_fd = -EBADF, bank_fd = -EBADF, sub_fd = -EBADF;
         char name[16], text[4096], val[64];
         int r;
@@ -214,7 +271,7 @@ static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gp
         r = write_file(node_fd, "name", val);
         if (r < 0)
                 return r;
-        r = node_properties(text, sizeof text, g, gpu);
+        r = node_properties(text, sizeof text, g, gpu, n_links);
         if (r < 0)
                 return r;
         r = write_file(node_fd, "properties", text);
@@ -227,6 +284,9 @@ static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gp
                         return r;
                 sub_fd = safe_close(sub_fd);
         }
+        r = write_io_links(node_fd, index, link_to, n_links, !gpu);
+        if (r < 0)
+                return r;
 
         r = make_dir(node_fd, "mem_banks", &banks_fd);
         if (r < 0)
@@ -263,15 +323,17 @@ int sim_topology_write(const SimGpuInfo *g, const SimGpuInfo *igpu, const char *
         r = make_dir(topo_fd, "nodes", &nodes_fd);
         if (r < 0)
                 return r;
-        r = write_node(nodes_fd, 0, g, false);
+        /* The CPU links to every GPU; each GPU links to the CPU (node 0). */
+        static const unsigned cpu_node[] = { 0 }, gpus[] = { 1, 2 };
+        r = write_node(nodes_fd, 0, g, false, gpus, igpu ? 2 : 1);
         if (r < 0)
                 return r;
         if (igpu) {
-                r = write_node(nodes_fd, 1, igpu, true);
+                r = write_node(nodes_fd, 1, igpu, true, cpu_node, 1);
                 if (r < 0)
                         return r;
         }
-        return write_node(nodes_fd, igpu ? 2 : 1, g, true);
+        return write_node(nodes_fd, igpu ? 2 : 1, g, true, cpu_node, 1);
 }
 
 static int remove_at(int parent_fd, const char *name) {

@@ -67,6 +67,32 @@ int sdma_corpus(const char *dir) {
         if (write_variants(dir, "job", &r) < 0)
                 return -1;
 
+        /* What ROCr's BlitSdma sends for a hipMemcpy2D/3D with a completion
+         * signal: a rectangular copy, the 64-bit signal decrement (ATOMIC
+         * ADD -1), fence + trap; then a 3-D one, and one whose rows leave the
+         * data buffer (a fault). */
+        {
+                SdmaRectSide src = { .base = RIG_DATA_VA, .x = 1, .y = 1, .pitch = 256, .slice = 256 * 8 };
+                SdmaRectSide dst = { .base = RIG_DATA_VA + 0x4000, .x = 2, .pitch = 512, .slice = 512 * 8 };
+                r.n = 0;
+                r.n += sdma_emit_copy_linear_rect(r.dw + r.n, &dst, &src, 2, 16, 4, 1);
+                r.n += sdma_emit_atomic(r.dw + r.n, SDMA_ATOMIC_ADD_RTN_64, RIG_SMALL_VA + 8, ~0ull, 0);
+                r.n += sdma_emit_fence(r.dw + r.n, RIG_EVENT_PAGE_VA + 8, 1);
+                r.n += sdma_emit_trap(r.dw + r.n, 1);
+                if (write_variants(dir, "blit-rect", &r) < 0)
+                        return -1;
+                r.n = 0;
+                r.n += sdma_emit_copy_linear_rect(r.dw + r.n, &dst, &src, 0, 100, 6, 3);
+                r.n += sdma_emit_atomic(r.dw + r.n, SDMA_ATOMIC_CMPSWAP_RTN_64, RIG_SMALL_VA + 16, 1, 0);
+                if (write_variants(dir, "blit-rect-3d", &r) < 0)
+                        return -1;
+                dst.base = RIG_DATA_VA + RIG_DATA_BYTES - 1024;
+                r.n = 0;
+                r.n += sdma_emit_copy_linear_rect(r.dw + r.n, &dst, &src, 0, 64, 4, 1);
+                if (write_variants(dir, "fault-rect", &r) < 0)
+                        return -1;
+        }
+
         /* A poll that passes, one that never does (the retry count runs out
          * or it waits for ever), and a register poll. */
         r.n = 0;
@@ -185,6 +211,24 @@ int pm4_corpus(const char *dir) {
         r.n += pm4_emit_wait_reg_mem(r.dw + r.n, PM4_WAIT_EQ, RIG_SMALL_VA, 7, 0xffffffff, 4);
         r.n += pm4_emit_wait_reg_mem(r.dw + r.n, PM4_WAIT_GT, RIG_SMALL_VA, 7, 0xffffffff, 4);
         if (write_variants(dir, "memory", &r) < 0)
+                return -1;
+
+        /* The AQL translation's completion and barrier (rocm-facts §3): a
+         * 64-bit signal decrement, a barrier-AND wait that passes and one
+         * that never does, a compare-swap loop, an atomic that faults. */
+        r.n = 0;
+        r.n += pm4_emit_atomic_mem(r.dw + r.n, PM4_TC_OP_ATOMIC_ADD_RTN_64, PM4_ATOMIC_SINGLE_PASS, RIG_SMALL_VA + 8,
+                                   ~0ull, 0);
+        r.n += pm4_emit_wait_reg_mem64(r.dw + r.n, PM4_WAIT_LE, RIG_SMALL_VA + 8, ~0ull, ~0ull, 4);
+        r.n += pm4_emit_wait_reg_mem64(r.dw + r.n, PM4_WAIT_EQ, RIG_SMALL_VA + 16, 1ull << 40, ~0ull, 4);
+        if (write_variants(dir, "signal", &r) < 0)
+                return -1;
+        r.n = 0;
+        r.n += pm4_emit_atomic_mem(r.dw + r.n, PM4_TC_OP_ATOMIC_CMPSWAP_RTN_64, PM4_ATOMIC_LOOP_UNTIL_COMPARE,
+                                   RIG_SMALL_VA + 24, 1, 0);
+        r.n += pm4_emit_atomic_mem(r.dw + r.n, PM4_TC_OP_ATOMIC_SUB_RTN_64, PM4_ATOMIC_WAIT_FOR_WRITE_CONFIRM,
+                                   RIG_SMALL_VA - 8, 1, 0);
+        if (write_variants(dir, "atomic-loop-fault", &r) < 0)
                 return -1;
 
         /* An indirect buffer in the data buffer (it holds s_endpgm words,

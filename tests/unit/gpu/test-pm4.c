@@ -191,3 +191,63 @@ Test(pm4, indirect_buffer) {
                      0x00001000, 0x00007F00,
                      0x00800040  /* IB_SIZE 64 | VALID 23 */);
 }
+
+Test(pm4, atomic_mem_signal_decrement) {
+        uint32_t b[10];
+        memset(b, 0xAB, sizeof b);
+        size_t n = pm4_emit_atomic_mem(b, PM4_TC_OP_ATOMIC_ADD_RTN_64, PM4_ATOMIC_SINGLE_PASS, 0x00007F0000002008ull,
+                                       ~0ull, 0);
+        CHECK_DWORDS(b, n,
+                     0xC0071E00, /* 3<<30 | COUNT 7 (8 body dwords) | ATOMIC_MEM 0x1E<<8 */
+                     0x0600002F, /* ATOMIC[6:0]=0x2F ADD_RTN_64 | COMMAND[11:8]=0 | CACHE_POLICY[26:25]=3 (bypass) */
+                     0x00002008, 0x00007F00, /* ADDR */
+                     0xFFFFFFFF, 0xFFFFFFFF, /* SRC_DATA = -1 */
+                     0x00000000, 0x00000000, /* CMP_DATA */
+                     0x00000000 /* LOOP_INTERVAL */);
+        cr_expect_eq(b[9], GUARD);
+
+        n = pm4_emit_atomic_mem(b, PM4_TC_OP_ATOMIC_CMPSWAP_RTN_64, PM4_ATOMIC_LOOP_UNTIL_COMPARE, 0x1000, 5, 6);
+        CHECK_DWORDS(b, n, 0xC0071E00,
+                     0x06000128, /* 0x28 CMPSWAP_RTN_64 | COMMAND 1 << 8 | bypass */
+                     0x00001000, 0, 5, 0, 6, 0,
+                     0x00000080 /* LOOP_INTERVAL 128 */);
+}
+
+Test(pm4, wait_reg_mem64_barrier) {
+        uint32_t b[10];
+        memset(b, 0xAB, sizeof b);
+        size_t n = pm4_emit_wait_reg_mem64(b, PM4_WAIT_EQ, 0x0000001200003008ull, 0, ~0ull, 4);
+        CHECK_DWORDS(b, n,
+                     0xC0079300, /* COUNT 7 | WAIT_REG_MEM64 0x93<<8 */
+                     0x00000013, /* FUNCTION 3 (==) | MEM_SPACE[5:4]=1 | OPERATION 0 */
+                     0x00003008, 0x00000012, /* poll address (qword aligned) */
+                     0x00000000, 0x00000000, /* reference 0 */
+                     0xFFFFFFFF, 0xFFFFFFFF, /* mask */
+                     0x00000004 /* POLL_INTERVAL */);
+        cr_expect_eq(b[9], GUARD);
+}
+
+/* Second opinion: the simulator's decoder reads back what the builders wrote. */
+#include "sim/sim-pm4-decode.h"
+
+Test(pm4_decode, atomic_mem_and_wait64) {
+        uint32_t b[10];
+        SimPm4Packet p;
+        const char *why = NULL;
+        size_t n = pm4_emit_atomic_mem(b, PM4_TC_OP_ATOMIC_ADD_RTN_64, PM4_ATOMIC_SINGLE_PASS, 0x00007F0000002008ull,
+                                       ~0ull, 0);
+        cr_assert_eq(sim_pm4_decode(b, n, &p, &why), 0, "%s", why ? why : "");
+        cr_expect_eq(p.opcode, (unsigned) SIM_PKT3_ATOMIC_MEM);
+        cr_expect_eq(p.n_dwords, n);
+        cr_expect_eq(p.atomic_mem.op, PM4_TC_OP_ATOMIC_ADD_RTN_64);
+        cr_expect_eq(p.atomic_mem.addr, 0x00007F0000002008ull);
+        cr_expect_eq(p.atomic_mem.src, ~0ull);
+        cr_expect_eq(p.atomic_mem.cache_policy, PM4_ATOMIC_CACHE_POLICY_BYPASS);
+        n = pm4_emit_wait_reg_mem64(b, PM4_WAIT_GE, 0x0000001200003008ull, 0x100000000ull, ~0ull, 4);
+        cr_assert_eq(sim_pm4_decode(b, n, &p, &why), 0, "%s", why ? why : "");
+        cr_expect_eq(p.opcode, (unsigned) SIM_PKT3_WAIT_REG_MEM64);
+        cr_expect_eq(p.wait_reg_mem64.addr, 0x0000001200003008ull);
+        cr_expect_eq(p.wait_reg_mem64.ref, 0x100000000ull);
+        cr_expect_eq(p.wait_reg_mem64.mask, ~0ull);
+        cr_expect_eq(p.wait_reg_mem64.function, (unsigned) PM4_WAIT_GE);
+}

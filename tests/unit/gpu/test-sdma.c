@@ -111,6 +111,48 @@ Test(sdma, nop_padding) {
         cr_expect_eq(b[3], 0xFFFFFFFFu);
 }
 
+Test(sdma, atomic_signal_decrement) {
+        uint32_t b[10];
+        memset(b, 0xAB, sizeof b);
+        size_t n = sdma_emit_atomic(b, SDMA_ATOMIC_ADD_RTN_64, 0x00007F0000001238ull, ~0ull, 0);
+        CHECK_DWORDS(b, n,
+                     0x5E00000A, /* OP=10 ATOMIC | ATOMIC_OP[31:25]=47 (0x2F << 25 = 0x5E000000), LOOP 16 = 0 */
+                     0x00001238, /* ADDR lo */
+                     0x00007F00, /* ADDR hi */
+                     0xFFFFFFFF, /* SRC_DATA lo: -1 */
+                     0xFFFFFFFF, /* SRC_DATA hi */
+                     0x00000000, /* CMP_DATA lo */
+                     0x00000000, /* CMP_DATA hi */
+                     0x00000000  /* LOOP_INTERVAL[12:0] */);
+        cr_expect_eq(b[8], 0xABABABABu, "builder wrote past its packet");
+}
+
+Test(sdma, copy_linear_rect) {
+        uint32_t b[14];
+        memset(b, 0xAB, sizeof b);
+        SdmaRectSide src = { .base = 0x0000001200000100ull, .x = 3, .y = 5, .z = 1, .pitch = 256, .slice = 4096 };
+        SdmaRectSide dst = { .base = 0x0000003400000040ull, .x = 1, .y = 2, .z = 7, .pitch = 1024, .slice = 65536 };
+        size_t n = sdma_emit_copy_linear_rect(b, &dst, &src, 2, 37, 21, 4);
+        CHECK_DWORDS(b, n,
+                     0x40000401, /* OP=1 SUB_OP=4 (LINEAR_SUB_WIND), ELEMENT[31:29]=2 */
+                     0x00000100, 0x00000012, /* SRC */
+                     0x00050003, /* SRC_X=3, SRC_Y[29:16]=5 */
+                     0x0007E001, /* SRC_Z=1 | (256/4 - 1 = 63) << 13 */
+                     0x000003FF, /* SRC_SLICE_PITCH = 4096/4 - 1 */
+                     0x00000040, 0x00000034, /* DST */
+                     0x00020001, /* DST_X=1, DST_Y=2 */
+                     0x001FE007, /* DST_Z=7 | (1024/4 - 1 = 255) << 13 */
+                     0x00003FFF, /* DST_SLICE_PITCH = 65536/4 - 1 */
+                     0x00140024, /* RECT_X = 36, RECT_Y[29:16] = 20 */
+                     0x00000003  /* RECT_Z = 3 */);
+        cr_expect_eq(b[13], 0xABABABABu);
+        /* A 2-D copy carries slice pitch 0 (ROCr: "(range->z == 1) ? 0 : ..."). */
+        sdma_emit_copy_linear_rect(b, &dst, &src, 0, 16, 1, 1);
+        cr_expect_eq(b[5], 0u);
+        cr_expect_eq(b[10], 0u);
+        cr_expect_eq(b[4], 1u | 255u << 13, "pitch in 1-byte elements");
+}
+
 /*
  * Second opinion: the simulator's own decoder (daemon/sim/sim-sdma-decode.c,
  * written independently from the same documentation) must read back what the
@@ -186,4 +228,36 @@ Test(sdma_decode, timestamp_nop) {
         sdma_emit_nop(b, 1);
         p = decode(b, 1);
         cr_expect_eq(p.op, SDMA_OP_NOP);
+}
+
+Test(sdma_decode, atomic) {
+        uint32_t b[8];
+        size_t n = sdma_emit_atomic(b, SDMA_ATOMIC_CMPSWAP_RTN_64, 0x00007F0000001238ull, 5, 9);
+        SimSdmaPacket p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_ATOMIC);
+        cr_expect_eq(p.atomic.op, SDMA_ATOMIC_CMPSWAP_RTN_64);
+        cr_expect_eq(p.atomic.addr, 0x00007F0000001238ull);
+        cr_expect_eq(p.atomic.src, 5u);
+        cr_expect_eq(p.atomic.cmp, 9u);
+        cr_expect(!p.atomic.loop);
+}
+
+Test(sdma_decode, copy_linear_rect) {
+        uint32_t b[13];
+        SdmaRectSide src = { .base = 0x100, .x = 3, .y = 5, .z = 1, .pitch = 256, .slice = 256 * 64 };
+        SdmaRectSide dst = { .base = 0x40000, .x = 1, .y = 2, .z = 7, .pitch = 1024, .slice = 1024 * 32 };
+        size_t n = sdma_emit_copy_linear_rect(b, &dst, &src, 4, 13, 21, 4);
+        SimSdmaPacket p = decode(b, n);
+        cr_expect_eq(p.op, SDMA_OP_COPY);
+        cr_expect_eq(p.sub_op, SDMA_SUBOP_COPY_LINEAR_RECT);
+        cr_expect_eq(p.rect.element, 4u);
+        cr_expect_eq(p.rect.src, 0x100u);
+        cr_expect_eq(p.rect.dst, 0x40000u);
+        cr_expect(p.rect.src_x == 3 && p.rect.src_y == 5 && p.rect.src_z == 1);
+        cr_expect(p.rect.dst_x == 1 && p.rect.dst_y == 2 && p.rect.dst_z == 7);
+        cr_expect_eq(p.rect.src_pitch, 256u);
+        cr_expect_eq(p.rect.dst_pitch, 1024u);
+        cr_expect_eq(p.rect.src_slice, 256u * 64);
+        cr_expect_eq(p.rect.dst_slice, 1024u * 32);
+        cr_expect(p.rect.x == 13 && p.rect.y == 21 && p.rect.z == 4);
 }

@@ -110,6 +110,32 @@ static inline void pm4_wait_mem(Pm4 *p, unsigned func, uint64_t addr, uint32_t r
         pm4_put(p, 4);
 }
 
+/* WAIT_REG_MEM64 (0x93) on memory: FUNCTION func, MEM_SPACE 1; 64-bit ref and mask. */
+static inline void pm4_wait_mem64(Pm4 *p, unsigned func, uint64_t addr, uint64_t ref, uint64_t mask) {
+        pm4_put(p, PKT3(0x93u, 7));
+        pm4_put(p, func | (1u << 4));
+        pm4_put(p, LO(addr));
+        pm4_put(p, HI(addr));
+        pm4_put(p, LO(ref));
+        pm4_put(p, HI(ref));
+        pm4_put(p, LO(mask));
+        pm4_put(p, HI(mask));
+        pm4_put(p, 4);
+}
+
+/* ATOMIC_MEM (0x1E): ATOMIC [6:0] = TC_OP, COMMAND [11:8], CACHE_POLICY [26:25] = 3. */
+static inline void pm4_atomic_mem(Pm4 *p, unsigned op, unsigned command, uint64_t addr, uint64_t src, uint64_t cmp) {
+        pm4_put(p, PKT3(0x1Eu, 7));
+        pm4_put(p, op | command << 8 | 3u << 25);
+        pm4_put(p, LO(addr));
+        pm4_put(p, HI(addr));
+        pm4_put(p, LO(src));
+        pm4_put(p, HI(src));
+        pm4_put(p, LO(cmp));
+        pm4_put(p, HI(cmp));
+        pm4_put(p, command == 1 ? 128 : 0);
+}
+
 static inline void pm4_acquire_mem(Pm4 *p) {
         pm4_put(p, PKT3(OP_ACQUIRE_MEM, 6));
         pm4_put(p, 0);

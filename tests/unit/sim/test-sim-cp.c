@@ -768,7 +768,7 @@ Test(sim_cp, release_mem_without_eop_buffer) {
 }
 
 typedef struct Bad {
-        uint32_t dw[8];
+        uint32_t dw[9];
         size_t n;
         const char *reason;
 } Bad;
@@ -785,6 +785,17 @@ Test(sim_cp, malformed_packets_stop_the_queue) {
                 { { 0xC0031500, 1, 1, 1, 0x8027 }, 5, "USE_THREAD_DIMENSIONS" },
                 { { 0xC0033700, 5u << 8 | 1u << 30, 0x1000, 0, 1 }, 5, "ENGINE_SEL" },
                 { { 0xC0053C00, 5u | (1u << 4) | (1u << 8), 0x4000, 0, 1, ~0u, 4 }, 7, "PFP" },
+                /* ATOMIC_MEM: a 64-bit op on a dword boundary, a float op, a
+                 * loop on an add, a reserved bit, a short COUNT. */
+                { { 0xC0071E00, 0x2F, 0x4004, 0, ~0u, ~0u, 0, 0, 0 }, 9, "aligned" },
+                { { 0xC0071E00, 0x21, 0x4000, 0, 1, 0, 0, 0, 0 }, 9, "not an integer" },
+                { { 0xC0071E00, 0x2F | 1u << 8, 0x4000, 0, 1, 0, 0, 0, 0 }, 9, "COMMAND 1" },
+                { { 0xC0071E00, 0x2F | 1u << 7, 0x4000, 0, 1, 0, 0, 0, 0 }, 9, "reserved" },
+                { { 0xC0061E00, 0x2F, 0x4000, 0, 1, 0, 0, 0 }, 8, "COUNT must be 7" },
+                /* WAIT_REG_MEM64: misaligned, a register poll, the MES fields. */
+                { { 0xC0079300, 3u | 1u << 4, 0x4004, 0, 0, 0, ~0u, ~0u, 4 }, 9, "qword aligned" },
+                { { 0xC0079300, 3u, 0x4000, 0, 0, 0, ~0u, ~0u, 4 }, 9, "MEM_SPACE" },
+                { { 0xC0079300, 3u | 1u << 4 | 1u << 24, 0x4000, 0, 0, 0, ~0u, ~0u, 4 }, 9, "MES" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 Rig r;
@@ -1010,4 +1021,66 @@ Test(sim_cp, a_short_dispatch_runs_beside_a_long_one_on_any_queue) {
         for (int i = 0; i < SHORT; i++)
                 t_close(&sh[i].c, false);
         t_close(&lg.c, true);
+}
+
+/* What the daemon's AQL translation emits for a completion signal and a
+ * barrier-AND (rocm-facts §3): ATOMIC_MEM ADD -1 on the 64-bit signal value,
+ * and WAIT_REG_MEM64 until a dependency's 64-bit value is 0. A 32-bit wait on
+ * the low half would pass at 0x100000000; the 64-bit one does not. */
+Test(sim_cp, atomic_mem_and_wait_reg_mem64) {
+        Rig r;
+        rig_open(&r, 4096);
+        TestBo sig = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        volatile uint64_t *v = sig.cpu;
+        v[1] = 0x100000001ull;
+        v[2] = 7;
+        v[3] = 9;
+        pm4_atomic_mem(&r.p, 0x2F, 0, sig.va + 8, ~0ull, 0);    /* ADD_RTN_64 -1, single pass */
+        pm4_atomic_mem(&r.p, 0x30, 2, sig.va + 16, 3, 0);       /* SUB_RTN_64, write confirm */
+        pm4_atomic_mem(&r.p, 0x28, 0, sig.va + 24, 5, 8);       /* CMPSWAP_RTN_64: compare fails */
+        rig_run(&r);
+        cr_expect_eq(v[1], 0x100000000ull, "64-bit decrement borrows across the halves");
+        cr_expect_eq(v[2], 4u);
+        cr_expect_eq(v[3], 9u, "a failed compare-swap leaves memory alone, and the queue goes on");
+
+        /* Barrier-AND on v[1] (0x100000000): waits although the low half is 0. */
+        uint32_t one[] = { 1 };
+        pm4_wait_mem64(&r.p, 3, sig.va + 8, 0, ~0ull);
+        uint64_t wait_at = t_wptr_dw(&r.q);
+        pm4_write_data(&r.p, 5, sig.va + 64, one, 1);
+        pm4_signal(&r.p, r.page.va, r.done);
+        t_submit_pm4_buf(&r.q, &r.p);
+        cr_expect_eq(t_wait1(&r.c, r.done, 100), KFD_IOC_WAIT_RESULT_TIMEOUT, "0x100000000 != 0: still waiting");
+        cr_expect_eq(((uint32_t *) sig.cpu)[16], 0u, "nothing after the wait ran");
+        cr_expect_eq(t_rptr_dw(&r.q), t_rptr_at(&r.q, wait_at), "rptr stays at the WAIT_REG_MEM64 packet");
+        __atomic_store_n(&v[1], 0, __ATOMIC_RELEASE);
+        cr_assert_eq(t_wait1(&r.c, r.done, 10000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(((uint32_t *) sig.cpu)[16], 1u);
+
+        /* COMMAND 1: a compare-swap retried until the CPU makes it hold. */
+        v[4] = 1;
+        pm4_atomic_mem(&r.p, 0x28, 1, sig.va + 32, 42, 2);
+        pm4_signal(&r.p, r.page.va, r.done);
+        t_submit_pm4_buf(&r.q, &r.p);
+        cr_expect_eq(t_wait1(&r.c, r.done, 100), KFD_IOC_WAIT_RESULT_TIMEOUT, "1 != 2: still looping");
+        __atomic_store_n(&v[4], 2, __ATOMIC_RELEASE);
+        cr_assert_eq(t_wait1(&r.c, r.done, 10000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(v[4], 42u);
+        t_close(&r.c, true);
+}
+
+Test(sim_cp, atomic_mem_outside_the_vm_faults) {
+        Rig r;
+        rig_open(&r, 4096);
+        uint64_t hole = t_reserve_va(65536);
+        pm4_atomic_mem(&r.p, 0x2F, 0, hole + 0x3010, ~0ull, 0);
+        t_submit_pm4_buf(&r.q, &r.p);
+        rig_expect_fault(&r, hole + 0x3000);
+        Rig w;
+        rig_open(&w, 4096);
+        pm4_wait_mem64(&w.p, 3, hole + 0x1008, 0, ~0ull);
+        t_submit_pm4_buf(&w.q, &w.p);
+        rig_expect_fault(&w, hole + 0x1000);
+        t_close(&w.c, true);
+        t_close(&r.c, true);
 }

@@ -423,3 +423,67 @@ Test(sim_ioctl, topology_80cu_clamps_control_stack) {
         cr_expect_eq(t.nodes[0].cwsr_size, 0x1A97000u);
         sim_device_free(d);
 }
+
+/* "name value" from a sysfs properties text (as the thunk's topology.c
+ * reads it), or ~0 when the name is missing. */
+static uint64_t prop(const char *text, const char *name) {
+        size_t len = strlen(name);
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, name, len) == 0 && p[len] == ' ')
+                        return strtoull(p + len + 1, NULL, 10);
+        return ~0ull;
+}
+
+static void read_text(const char *path, char *buf, size_t size) {
+        FILE *f = fopen(path, "re");
+        cr_assert_not_null(f, "%s", path);
+        size_t n = fread(buf, 1, size - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+}
+
+/* The io_links of a PCIe dGPU host as kfd_crat.c / kfd_topology.c report
+ * them: each GPU node links to the CPU node and the CPU node to each GPU,
+ * io_links_count says how many, PCIe type 2, weight 20, ENABLED, the CPU->GPU
+ * direction NON_COHERENT, and no NO_ATOMICS_32/64_BIT bits (the host has PCIe
+ * atomics: ROCr's BlitSdma then uses SDMA ATOMIC). The daemon's topology
+ * reader still takes the tree as before. */
+static void check_io_links(bool igpu) {
+        SimOptions o = { .igpu_first = igpu };
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(&o, &d), 0);
+        const char *root = sim_device_get_ops(d)->sysfs_root;
+        KfdTopology t;
+        unsigned n_gpus = igpu ? 2 : 1;
+        cr_assert_eq(kfd_topology_read(root, &t), (int) n_gpus, "the daemon's reader takes the tree");
+        char path[4200], text[4096];
+        for (unsigned node = 0; node <= n_gpus; node++) {
+                snprintf(path, sizeof path, "%s/topology/nodes/%u/properties", root, node);
+                read_text(path, text, sizeof text);
+                uint64_t count = prop(text, "io_links_count");
+                cr_expect_eq(count, node == 0 ? n_gpus : 1u, "node %u io_links_count", node);
+                for (unsigned i = 0; i < count; i++) {
+                        snprintf(path, sizeof path, "%s/topology/nodes/%u/io_links/%u/properties", root, node, i);
+                        read_text(path, text, sizeof text);
+                        cr_expect_eq(prop(text, "type"), 2u, "PCIe");
+                        cr_expect_eq(prop(text, "node_from"), node);
+                        cr_expect_eq(prop(text, "node_to"), node == 0 ? i + 1 : 0u);
+                        cr_expect_eq(prop(text, "weight"), 20u);
+                        cr_expect_leq(prop(text, "min_bandwidth"), prop(text, "max_bandwidth"));
+                        cr_expect_neq(prop(text, "max_bandwidth"), 0u);
+                        uint64_t flags = prop(text, "flags");
+                        cr_expect_eq(flags & 1u, 1u, "ENABLED");
+                        cr_expect_eq(flags & (3u << 2), 0u, "no NO_ATOMICS_32/64_BIT: PCIe atomics are there");
+                        cr_expect_eq(flags & 2u, node == 0 ? 2u : 0u, "NON_COHERENT only CPU->GPU");
+                        cr_expect_neq(prop(text, "recommended_transfer_size"), ~0ull, "iolink_show's names");
+                }
+                snprintf(path, sizeof path, "%s/topology/nodes/%u/io_links/%u", root, node, (unsigned) count);
+                cr_expect_eq(access(path, F_OK), -1, "no link beyond io_links_count");
+        }
+        sim_device_free(d);
+}
+
+Test(sim_ioctl, topology_io_links) {
+        check_io_links(false);
+        check_io_links(true);
+}

@@ -372,3 +372,76 @@ Test(sim_pm4_decode, opcode_names) {
         cr_expect_str_eq(sim_pm4_opcode_name(0x15), "DISPATCH_DIRECT");
         cr_expect_null(sim_pm4_opcode_name(0x01));
 }
+
+/* ATOMIC_MEM (0x1E), COUNT 7 (PM4_MEC_ATOMIC_MEM): DW1 ATOMIC [6:0], COMMAND
+ * [11:8], CACHE_POLICY [26:25]; ADDR, SRC_DATA, CMP_DATA; LOOP_INTERVAL [12:0]. */
+Test(sim_pm4_decode, atomic_mem) {
+        /* 3<<30 | 7<<16 | 0x1E<<8; TC_OP_ATOMIC_CMPSWAP_RTN_64 0x28 | COMMAND 1 | bypass 3<<25 */
+        uint32_t dw[] = { 0xC0071E00, 0x06000128, 0x00002008, 0x00007F00, 5, 0, 6, 0, 128 };
+        SimPm4Packet p = ok(dw, 9);
+        cr_expect_eq(p.opcode, 0x1Eu);
+        cr_expect_eq(p.atomic_mem.op, 0x28u);
+        cr_expect_eq(p.atomic_mem.command, 1u);
+        cr_expect_eq(p.atomic_mem.cache_policy, 3u);
+        cr_expect_eq(p.atomic_mem.addr, 0x00007F0000002008ull);
+        cr_expect_eq(p.atomic_mem.src, 5u);
+        cr_expect_eq(p.atomic_mem.cmp, 6u);
+        cr_expect_eq(p.atomic_mem.loop_interval, 128u);
+        /* A 32-bit op needs dword alignment only. */
+        uint32_t add32[] = { 0xC0071E00, 0x0F, 0x2004, 0, 1, 0, 0, 0, 0 };
+        ok(add32, 9);
+
+        uint32_t b[9];
+        memcpy(b, dw, sizeof b);
+        b[1] = 0x2F | 1u << 8; /* loop on an add */
+        bad(b, 9, "COMMAND 1");
+        b[1] = 0x2F | 4u << 8;
+        bad(b, 9, "COMMAND above 3");
+        b[1] = 0x2F;
+        b[2] = 0x2004; /* 64-bit op, dword aligned */
+        bad(b, 9, "aligned");
+        b[2] = 0x2008;
+        b[1] = 0x23; /* FMAX_RTN_64 */
+        bad(b, 9, "not an integer");
+        b[1] = 0x1A; /* WBINVL1_VOL: a cache op */
+        bad(b, 9, "not an integer");
+        b[1] = 0x2F | 1u << 31;
+        bad(b, 9, "reserved");
+        b[1] = 0x2F;
+        b[8] = 1u << 13;
+        bad(b, 9, "DW8");
+        uint32_t short_count[] = { 0xC0061E00, 0x2F, 0x2008, 0, 1, 0, 0, 0 };
+        bad(short_count, 8, "COUNT must be 7");
+}
+
+/* WAIT_REG_MEM64 (0x93), COUNT 7 (PM4_MEC_WAIT_REG_MEM64): DW1 FUNCTION,
+ * MEM_SPACE, OPERATION, MES_INTR_PIPE [23:22], MES_ACTION 24, CACHE_POLICY;
+ * DW2 address [31:3]; reference and mask lo/hi; POLL_INTERVAL. */
+Test(sim_pm4_decode, wait_reg_mem64) {
+        uint32_t dw[] = { 0xC0079300, 0x00000015, 0x00003008, 0x12, 1, 2, 0xFFFFFFFF, 0x7FFFFFFF, 4 };
+        SimPm4Packet p = ok(dw, 9);
+        cr_expect_eq(p.opcode, 0x93u);
+        cr_expect_eq(p.wait_reg_mem64.function, 5u);
+        cr_expect_eq(p.wait_reg_mem64.mem_space, 1u);
+        cr_expect_eq(p.wait_reg_mem64.addr, 0x0000001200003008ull);
+        cr_expect_eq(p.wait_reg_mem64.ref, 0x0000000200000001ull);
+        cr_expect_eq(p.wait_reg_mem64.mask, 0x7FFFFFFFFFFFFFFFull);
+        cr_expect_eq(p.wait_reg_mem64.poll_interval, 4u);
+
+        uint32_t b[9];
+        memcpy(b, dw, sizeof b);
+        b[2] = 0x3004;
+        bad(b, 9, "qword aligned");
+        b[2] = 0x3008;
+        b[1] = 0x05; /* MEM_SPACE 0: a register */
+        bad(b, 9, "MEM_SPACE");
+        b[1] = 0x15 | 1u << 22;
+        bad(b, 9, "MES");
+        b[1] = 0x17; /* FUNCTION 7 */
+        bad(b, 9, "FUNCTION 7");
+        b[1] = 0x15 | 1u << 8; /* the ENGINE field of WAIT_REG_MEM does not exist here */
+        bad(b, 9, "reserved");
+        b[1] = 0x15;
+        b[8] = 1u << 16;
+        bad(b, 9, "DW8");
+}

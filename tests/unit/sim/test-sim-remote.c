@@ -868,6 +868,78 @@ Test(sim_remote, a_cancelled_wait_gives_its_channel_up_and_calls_are_bounded, .t
         sim_device_free(d);
 }
 
+/* ---- SDMA memory atomics of a worker process ---- */
+
+/* What the relay submits for ROCr's BlitSdma on a worker's queue: ATOMIC
+ * ADD -1 on a 64-bit signal (op 47, amd_blit_sdma.cpp), a LOOP compare-swap
+ * that waits for the worker's own CPU store, then FENCE + TRAP to its event.
+ * The engine runs in the daemon, the memory is the worker's: each side must
+ * see the other's writes, atomically. The packets are written out by hand
+ * from navi10_sdma_pkt_open.h. */
+static int child_sdma_atomics(const KfdOps *ops, int test_sock) {
+        (void) test_sock;
+        RawCtx x;
+        raw_open(&x, ops);
+        uint64_t ring, ring_h, rw, rw_h, wp, wp_h, sig, sig_h;
+        CHILD_CHECK(raw_bo(&x, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &ring, &ring_h) == 0 &&
+                            raw_bo(&x, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &rw, &rw_h) == 0 &&
+                            raw_bo(&x, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &wp, &wp_h) == 0 &&
+                            raw_bo(&x, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &sig, &sig_h) == 0,
+                    10, "buffers");
+        struct kfd_ioctl_create_queue_args q = {
+                .ring_base_address = ring, .write_pointer_address = wp, .read_pointer_address = rw,
+                .ring_size = 4096, .gpu_id = GPU_ID, .queue_type = KFD_IOC_QUEUE_TYPE_SDMA,
+                .queue_percentage = 100, .queue_priority = 7,
+        };
+        int r = raw_ioctl(&x, AMDKFD_IOC_CREATE_QUEUE, &q);
+        CHILD_CHECK(r == 0, 11, "CREATE_QUEUE: %s", strerror(-r));
+        void *db = NULL;
+        r = ops->mmap(ops->userdata, NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, x.kfd,
+                      q.doorbell_offset & ~0x1FFFull, &db);
+        CHILD_CHECK(r == 0, 12, "doorbell mmap: %s", strerror(-r));
+
+        volatile uint64_t *v = (volatile uint64_t *) (uintptr_t) sig;
+        v[0] = 0x100000001ull;
+        v[1] = 1;
+        uint64_t slot = x.page_va + 8ull * x.event;
+        const uint32_t pk[] = {
+                0x0000000Au | 47u << 25, (uint32_t) sig, (uint32_t) (sig >> 32), ~0u, ~0u, 0, 0, 0,
+                0x0000000Au | 0x28u << 25 | 1u << 16, (uint32_t) (sig + 8), (uint32_t) ((sig + 8) >> 32), 42, 0, 2, 0, 0,
+                0x00030005u, (uint32_t) slot, (uint32_t) (slot >> 32), x.event,
+                0x00000006u, x.event,
+        };
+        memcpy((void *) (uintptr_t) ring, pk, sizeof pk);
+        __atomic_store_n((uint64_t *) (uintptr_t) wp, (uint64_t) sizeof pk, __ATOMIC_RELEASE);
+        __atomic_store_n((uint64_t *) ((uint8_t *) db + (q.doorbell_offset & 0x1FFFull)), (uint64_t) sizeof pk,
+                         __ATOMIC_RELEASE);
+
+        Waiter w = { .x = &x, .timeout = 100 };
+        w.ev[0].event_id = x.event;
+        waiter_main(&w);
+        CHILD_CHECK(w.r == 0 && w.result == KFD_IOC_WAIT_RESULT_TIMEOUT, 13, "the loop did not wait: %d, %u", w.r,
+                    w.result);
+        CHILD_CHECK(v[0] == 0x100000000ull, 14, "ADD -1 on 64 bits: 0x%llx", (unsigned long long) v[0]);
+        __atomic_store_n(&v[1], 2, __ATOMIC_RELEASE);
+        Waiter w2 = { .x = &x, .timeout = 10000 };
+        w2.ev[0].event_id = x.event;
+        waiter_main(&w2);
+        CHILD_CHECK(w2.r == 0 && w2.result == KFD_IOC_WAIT_RESULT_COMPLETE, 15, "completion: %d, %u", w2.r,
+                    w2.result);
+        CHILD_CHECK(v[1] == 42, 16, "the compare-swap saw the worker's store: %llu", (unsigned long long) v[1]);
+        CHILD_CHECK(ops->close(ops->userdata, x.kfd) == 0 && ops->close(ops->userdata, x.render) == 0, 17, "close");
+        return 0;
+}
+
+Test(sim_remote, sdma_atomics_on_a_worker_processs_memory, .timeout = 120) {
+        Child ch = child_start(child_sdma_atomics);
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        cr_assert_eq(sim_remote_serve(d, ch.sock), 0);
+        child_finish(&ch);
+        cr_expect(stats_wait(d, no_remote_process, NULL, NULL));
+        sim_device_free(d);
+}
+
 /* ---- Killed while asleep ---- */
 
 static int child_sleep_forever(const KfdOps *ops, int test_sock) {

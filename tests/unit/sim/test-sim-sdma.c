@@ -473,3 +473,261 @@ Test(sim_sdma, trap_context_lookup) {
         rig_submit_and_wait(&r, misc, ELEMENTSOF(misc));
         t_close(&r.c, true);
 }
+
+/* ATOMIC as navi10_sdma_pkt_open.h lays it out (written here by hand, not by
+ * the daemon's builder): ATOMIC_OP [31:25], LOOP 16; ADDR, SRC, CMP; LOOP_INTERVAL. */
+#define PKT_ATOMIC(op, loop, addr, src, cmp)                                                               \
+        (0x0000000Au | ((uint32_t) (op) << 25) | ((uint32_t) (loop) << 16)), LO(addr), HI(addr), LO(src), \
+                HI(src), LO(cmp), HI(cmp), 0u
+
+/* What ROCr's BlitSdma sends after a copy to decrement the completion signal
+ * (amd_blit_sdma.cpp BuildAtomicDecrementCommand: SDMA_ATOMIC_ADD64 = 47,
+ * SRC_DATA = -1), and the other 64-bit ops on the same word. */
+Test(sim_sdma, atomic_decrements_a_signal) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo sig = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint64_t *v = sig.cpu;
+        v[1] = 0x100000001ull; /* a carry across the halves */
+        v[2] = 7;
+        v[3] = 7;
+        v[4] = 9;
+        uint32_t pk[] = { PKT_ATOMIC(47, 0, sig.va + 8, ~0ull, 0),           /* ADD_RTN_64 -1 */
+                          PKT_ATOMIC(0x30, 0, sig.va + 16, 2, 0),            /* SUB_RTN_64 */
+                          PKT_ATOMIC(0x28, 0, sig.va + 24, 0xAB, 7),         /* CMPSWAP_RTN_64, compare holds */
+                          PKT_ATOMIC(0x68, 0, sig.va + 32, 0xCD, 8),         /* CMPSWAP_64, compare fails */
+                          PKT_ATOMIC(0x78, 0, sig.va + 40, 3, 0),            /* INC_64 wraps at 3 */
+                          PKT_ATOMIC(0x0F, 0, sig.va + 48, 0xFFFFFFFFu, 0) }; /* ADD_RTN_32 */
+        v[5] = 3;
+        v[6] = 0x500000001ull;
+        rig_submit_and_wait(&r, pk, ELEMENTSOF(pk));
+        cr_expect_eq(v[1], 0x100000000ull, "ADD -1 on 64 bits borrows across the dwords");
+        cr_expect_eq(v[2], 5u);
+        cr_expect_eq(v[3], 0xABu, "compare-swap swapped");
+        cr_expect_eq(v[4], 9u, "a failed compare leaves memory alone");
+        cr_expect_eq(v[5], 0u, "INC: old >= src gives 0");
+        cr_expect_eq(v[6], 0x500000000ull, "a 32-bit op touches only its dword");
+        t_close(&r.c, true);
+}
+
+/* LOOP compare-swap retries until the CPU makes the compare hold. */
+Test(sim_sdma, atomic_loop_waits_for_the_compare) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo m = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        volatile uint64_t *w = m.cpu;
+        *w = 1;
+        uint32_t pk[] = { PKT_ATOMIC(0x28, 1, m.va, 42, 2), PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, pk, ELEMENTSOF(pk));
+        cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT, "1 != 2: still looping");
+        __atomic_store_n(w, 2, __ATOMIC_RELEASE);
+        cr_expect_eq(t_wait1(&r.c, r.done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(*w, 42u);
+        t_close(&r.c, true);
+}
+
+static void expect_sdma_stop(Rig *r, TestBo *fence, const uint32_t *pk, size_t n, const char *reason) {
+        char text[256];
+        t_submit(&r->q, pk, n);
+        cr_assert_eq(t_take_stop_record(&r->c, NULL, text, sizeof text), 0, "the queue did not stop (%s)", reason);
+        cr_expect(strstr(text, reason), "stop record names it: %s", text);
+        cr_expect_eq(((uint32_t *) fence->cpu)[0], 0u, "the packet after it did not run");
+}
+
+Test(sim_sdma, atomic_bad_packets_stop_the_queue) {
+        static const struct {
+                uint32_t op, loop, off;
+                const char *reason;
+        } cases[] = {
+                { 47, 0, 4, "not aligned" },            /* 64-bit op on a dword boundary */
+                { 0x21, 0, 0, "not an integer" },       /* FCMPSWAP_RTN_64 */
+                { 0x20, 0, 0, "not an integer" },       /* TC_OP_WRITE */
+                { 0x2C, 0, 0, "not an integer" },       /* WBINVL2_SD: a cache op */
+                { 47, 1, 0, "LOOP" },                   /* LOOP on an add */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Rig r;
+                rig_open(&r, NULL, 4096);
+                TestBo m = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                ((uint64_t *) m.cpu)[0] = 5;
+                uint32_t pk[] = { PKT_ATOMIC(cases[i].op, cases[i].loop, m.va + cases[i].off, ~0ull, 0),
+                                  PKT_FENCE(fence.va, 1) };
+                expect_sdma_stop(&r, &fence, pk, ELEMENTSOF(pk), cases[i].reason);
+                cr_expect_eq(((uint64_t *) m.cpu)[0], 5u, "case %zu: memory untouched", i);
+                cr_expect_eq(t_wait1(&r.c, r.mem_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "not a memory fault");
+                t_close(&r.c, true);
+        }
+        /* Reserved header bits (17) and TMZ (18). */
+        for (unsigned bit = 17; bit <= 18; bit++) {
+                Rig r;
+                rig_open(&r, NULL, 4096);
+                TestBo m = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                uint32_t pk[] = { PKT_ATOMIC(47, 0, m.va, ~0ull, 0), PKT_FENCE(fence.va, 1) };
+                pk[0] |= 1u << bit;
+                expect_sdma_stop(&r, &fence, pk, ELEMENTSOF(pk), bit == 17 ? "reserved" : "TMZ");
+                t_close(&r.c, true);
+        }
+}
+
+Test(sim_sdma, atomic_outside_the_vm_faults) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        uint64_t hole = t_reserve_va(65536);
+        uint32_t pk[] = { PKT_ATOMIC(47, 0, hole + 0x1008, ~0ull, 0) };
+        t_submit(&r.q, pk, ELEMENTSOF(pk));
+        struct kfd_event_data ev = { .event_id = r.mem_ev };
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, &ev, 1, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE, "a VM fault, not success");
+        cr_expect_eq(ev.memory_exception_data.va, hole + 0x1000);
+        t_close(&r.c, true);
+}
+
+/* COPY_LINEAR_RECT, written by hand from the navi10 sub-window layout:
+ * pitches and sizes in elements minus one. */
+typedef struct RectSide {
+        uint64_t base;
+        uint32_t x, y, z, pitch, slice; /* pitch/slice in bytes */
+} RectSide;
+
+static void pkt_rect(uint32_t dw[13], const RectSide *dst, const RectSide *src, unsigned element, uint32_t x,
+                     uint32_t y, uint32_t z) {
+        const RectSide *sides[2] = { src, dst };
+        dw[0] = 0x00000401u | element << 29;
+        for (int i = 0; i < 2; i++) {
+                const RectSide *s = sides[i];
+                uint32_t *o = dw + 1 + 5 * i;
+                o[0] = LO(s->base);
+                o[1] = HI(s->base);
+                o[2] = s->x | s->y << 16;
+                o[3] = s->z | ((s->pitch >> element) - 1) << 13;
+                o[4] = s->slice ? (s->slice >> element) - 1 : 0;
+        }
+        dw[11] = (x - 1) | (y - 1) << 16;
+        dw[12] = z - 1;
+}
+
+/* The CPU reference: the same rectangle byte by byte. */
+static void cpu_rect(uint8_t *dst_base, const RectSide *dst, const uint8_t *src_base, const RectSide *src,
+                     unsigned element, uint32_t x, uint32_t y, uint32_t z) {
+        size_t e = 1u << element;
+        for (uint32_t k = 0; k < z; k++)
+                for (uint32_t j = 0; j < y; j++)
+                        for (size_t b = 0; b < x * e; b++)
+                                dst_base[(dst->x * e) + (dst->y + j) * (size_t) dst->pitch +
+                                         (dst->z + k) * (size_t) dst->slice + b] =
+                                        src_base[(src->x * e) + (src->y + j) * (size_t) src->pitch +
+                                                 (src->z + k) * (size_t) src->slice + b];
+}
+
+static void run_rect(unsigned element, RectSide src, RectSide dst, uint32_t x, uint32_t y, uint32_t z) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo s = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo d = t_bo(&r.c, 1u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        uint8_t *ref = calloc(1, d.size);
+        cr_assert(ref);
+        for (size_t i = 0; i < s.size; i++)
+                ((uint8_t *) s.cpu)[i] = (uint8_t) (i * 13 + (i >> 8) * 7 + 1);
+        memset(d.cpu, 0, d.size);
+        src.base += s.va;
+        dst.base += d.va;
+        uint32_t pk[13];
+        pkt_rect(pk, &dst, &src, element, x, y, z);
+        rig_submit_and_wait(&r, pk, ELEMENTSOF(pk));
+        RectSide rs = src, rd = dst;
+        rs.base -= s.va;
+        rd.base -= d.va;
+        cpu_rect(ref + rd.base, &rd, (uint8_t *) s.cpu + rs.base, &rs, element, x, y, z);
+        /* VRAM is seen through the GL2 by the GPU; a RELEASE-style write-back is
+         * what makes it visible to the CPU (sim-cache.h): the SIGNAL's FENCE
+         * does not, so read it the way the engines see it after a GCR. */
+        uint32_t wb[] = { 0x00000111u, 0, 0, 0, 0 }; /* GCR_REQ user, GCR_CONTROL set below */
+        wb[2] = (1u << 15) << 16; /* GL2_WB */
+        rig_submit_and_wait(&r, wb, ELEMENTSOF(wb));
+        size_t bad = 0;
+        for (size_t i = 0; i < d.size; i++)
+                if (((uint8_t *) d.cpu)[i] != ref[i] && bad++ < 5)
+                        cr_expect_eq(((uint8_t *) d.cpu)[i], ref[i], "byte %zu", i);
+        cr_expect_eq(bad, 0u, "%zu bytes differ from the CPU reference", bad);
+        free(ref);
+        t_close(&r.c, true);
+}
+
+Test(sim_sdma, copy_linear_rect_2d) {
+        /* 1-byte elements, a 37 x 21 window from (3, 5) of a 256-byte pitch to
+         * (10, 2) of a 100-byte pitch, slice pitch 0 as ROCr sends for z == 1. */
+        run_rect(0, (RectSide) { .base = 0x100, .x = 3, .y = 5, .pitch = 256 },
+                 (RectSide) { .base = 0x40, .x = 10, .y = 2, .pitch = 100 }, 37, 21, 1);
+        /* 12000 rows of 4 bytes: more rows than the engine runs without
+         * letting go of the device lock (sim-sdma.c RECT_YIELD_ROWS). */
+        run_rect(0, (RectSide) { .pitch = 8 }, (RectSide) { .base = 4, .pitch = 12 }, 4, 12000, 1);
+        /* 16-byte elements (ELEMENT 4). */
+        run_rect(4, (RectSide) { .x = 1, .y = 0, .pitch = 1024 },
+                 (RectSide) { .base = 0x1000, .x = 2, .y = 3, .pitch = 512 }, 20, 9, 1);
+}
+
+Test(sim_sdma, copy_linear_rect_3d) {
+        /* 4-byte elements, 12 x 7 x 5 from (1, 2, 1) of 64 x 16-row slices to
+         * (0, 1, 2) of a 96-byte pitch, 1536-byte slice layout. */
+        run_rect(2, (RectSide) { .base = 0x80, .x = 1, .y = 2, .z = 1, .pitch = 64, .slice = 64 * 16 },
+                 (RectSide) { .base = 0x200, .y = 1, .z = 2, .pitch = 96, .slice = 1536 }, 12, 7, 5);
+}
+
+Test(sim_sdma, copy_linear_rect_bad_packets) {
+        static const struct {
+                unsigned element;
+                uint32_t src_pitch, dst_off, x;
+                uint32_t or_dw0, or_dw12;
+                const char *reason;
+        } cases[] = {
+                { 5, 64, 0, 1, 0, 0, "ELEMENT above 4" },
+                { 0, 62, 0, 4, 0, 0, "pitch not a multiple of 4" },
+                { 0, 64, 2, 4, 0, 0, "not dword aligned" },
+                { 0, 64, 0, 65, 0, 0, "runs past its pitch" },
+                { 0, 64, 0, 4, 1u << 16, 0, "reserved header" },
+                { 0, 64, 0, 4, 0, 1u << 16, "swapping" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Rig r;
+                rig_open(&r, NULL, 4096);
+                TestBo m = t_bo(&r.c, 65536, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+                uint32_t pk[13 + 4];
+                RectSide s = { .base = m.va, .pitch = cases[i].src_pitch };
+                RectSide d = { .base = m.va + 32768 + cases[i].dst_off, .pitch = 64 };
+                pkt_rect(pk, &d, &s, cases[i].element > 4 ? 0 : cases[i].element, cases[i].x, 2, 1);
+                if (cases[i].element > 4)
+                        pk[0] |= (uint32_t) cases[i].element << 29;
+                pk[0] |= cases[i].or_dw0;
+                pk[12] |= cases[i].or_dw12;
+                uint32_t fp[] = { PKT_FENCE(fence.va, 1) };
+                memcpy(pk + 13, fp, sizeof fp);
+                memset((uint8_t *) m.cpu + 32768, 0, 4096);
+                expect_sdma_stop(&r, &fence, pk, ELEMENTSOF(pk), cases[i].reason);
+                cr_expect_eq(((uint8_t *) m.cpu)[32768 + 4], 0u, "case %zu: nothing copied", i);
+                t_close(&r.c, true);
+        }
+        /* A rectangle whose last row leaves the BO: a VM fault there; the rows
+         * before it were written, the faulting one was not. */
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo m = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint32_t pk[13];
+        RectSide s = { .base = m.va, .pitch = 1024 };
+        RectSide d = { .base = m.va + 4096, .pitch = 1024 };
+        pkt_rect(pk, &d, &s, 0, 16, 5, 1); /* row 4 of dst starts at 8192: past the BO */
+        for (size_t i = 0; i < 4096; i++)
+                ((uint8_t *) m.cpu)[i] = (uint8_t) (i + 1);
+        t_submit(&r.q, pk, ELEMENTSOF(pk));
+        struct kfd_event_data ev = { .event_id = r.mem_ev };
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, &ev, 1, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(ev.memory_exception_data.va, m.va + 8192);
+        cr_expect_eq(((uint8_t *) m.cpu)[4096 + 3 * 1024 + 15], 16u, "rows before the fault were copied");
+        cr_expect_eq(((uint8_t *) m.cpu)[4096 + 3 * 1024 + 16], 0u, "and only the rectangle");
+        t_close(&r.c, true);
+}
