@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sim-atomic.h"
 #include "sim-cp.h"
 #include "sim-device.h"
 #include "isa/sim-isa.h"
@@ -371,14 +372,6 @@ uint64_t sim_queue_load_doorbell(SimQueue *q) {
 }
 
 bool sim_queue_compare(unsigned func, uint32_t v, uint32_t ref) {
-        switch (func) {
-        case 0: return true;
-        case 1: return v < ref;
-        case 2: return v <= ref;
-        case 3: return v == ref;
-        case 4: return v != ref;
-        case 5: return v >= ref;
-        case 6: return v > ref;
-        default: return false;
-        }
+        /* Zero-extended, a 32-bit compare is the 64-bit one (sim-atomic.h). */
+        return sim_compare64(func, v, ref);
 }
