@@ -111,6 +111,10 @@ size_t policy_n_files(const Policy *p) {
         return p ? p->n_files : 0;
 }
 
+const char *policy_match_key_to_string(unsigned i) {
+        return i < _MATCH_MAX ? match_key_names[i] : NULL;
+}
+
 size_t policy_n_warnings(const Policy *p) {
         return p ? p->n_warnings : 0;
 }

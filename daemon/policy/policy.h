@@ -71,6 +71,10 @@ size_t policy_n_files(const Policy *p);
  * (that rule then matches no client). The daemon logs them at every load;
  * `kfdbrokerctl policy check` prints them. */
 size_t policy_n_warnings(const Policy *p);
+
+/* The [Match] keys, by index from 0 (NULL past the last): for tests that
+ * hold the documentation to the parser. */
+const char *policy_match_key_to_string(unsigned i);
 const char *policy_warning(const Policy *p, size_t i);
 
 /*
