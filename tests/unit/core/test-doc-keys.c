@@ -5,13 +5,15 @@
  * policy-limits.c) is in kfdbroker-policy(5) and docs/policy.md; every
  * limit key is in kfdbrokerctl(1)'s `limits` list and in the bash, zsh and
  * fish completions; every kfdbrokerd option and configuration key
- * (daemon-config.c) is in kfdbrokerd(8). A key added to a parser and not
+ * (daemon-config.c) is in kfdbrokerd(8); every document a man page names
+ * under /usr/share/doc/kfdbroker is one docs/meson.build installs. A key added to a parser and not
  * documented fails here, naming the key and the file.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "manager/daemon-config.h"
 #include "policy/policy-limits.h"
@@ -103,4 +105,37 @@ Test(doc_keys, daemon_options_in_kfdbrokerd_8) {
         expect_word(text, "kfdbrokerd.8", "", DAEMON_CONFIG_DROPIN_ETC, "");
         expect_word(text, "kfdbrokerd.8", "", DAEMON_CONFIG_DROPIN_RUN, "");
         free(text);
+}
+
+/* The man pages name documents where `meson install` puts them. */
+Test(doc_keys, documents_the_man_pages_name_are_installed) {
+        static const char *const pages[] = { "docs/man/kfdbrokerd.8", "docs/man/kfdbrokerctl.1",
+                                             "docs/man/kfdbroker-policy.5", "docs/man/libkfdbroker.3" };
+        static const char prefix[] = "/usr/share/doc/kfdbroker/";
+        char *install = read_plain("docs/meson.build");
+        unsigned n = 0;
+
+        for (size_t p = 0; p < sizeof(pages) / sizeof(pages[0]); p++) {
+                char *text = read_plain(pages[p]);
+
+                for (const char *at = strstr(text, prefix); at; at = strstr(at + 1, prefix)) {
+                        char name[64] = "", quoted[80], path[4200];
+                        size_t len = strspn(at + strlen(prefix), "abcdefghijklmnopqrstuvwxyz0123456789-_.");
+
+                        if (len == 0 || len >= sizeof(name))
+                                continue;
+                        memcpy(name, at + strlen(prefix), len);
+                        if (name[len - 1] == '.')
+                                name[len - 1] = 0;
+                        snprintf(path, sizeof(path), "%s/docs/%s", SOURCE_ROOT, name);
+                        cr_expect(access(path, R_OK) == 0, "%s names %s%s, which docs/ lacks", pages[p], prefix, name);
+                        snprintf(quoted, sizeof(quoted), "'%s'", name);
+                        cr_expect(strstr(install, quoted), "%s names %s%s, which docs/meson.build does not install",
+                                  pages[p], prefix, name);
+                        n++;
+                }
+                free(text);
+        }
+        cr_expect_geq(n, 10, "the man pages name their documents under %s", prefix);
+        free(install);
 }
