@@ -381,8 +381,7 @@ static void reset_key(DaemonConfig *c, DaemonKey key) {
                 return;
         }
         daemon_config_init(&d);
-        /* Copy the one field the key's parser writes: parse a known-good
-         * value into both and compare would be slower to read than this. */
+        /* The one field the key's parser writes. */
         switch (key) {
         case DAEMON_KEY_DEVICE: c->opts.device = d.opts.device; break;
         case DAEMON_KEY_GPU: c->opts.gpu = d.opts.gpu; break;
@@ -511,8 +510,8 @@ int daemon_config_load_text(DaemonConfig *c, const char *file, const char *text,
         nf = reallocarray(c->files, c->n_files + 1, sizeof(char *));
         if (!nf)
                 return -ENOMEM;
-        c->files = (char **) nf;
-        c->files[c->n_files++] = (char *) kept;
+        c->files = nf;
+        c->files[c->n_files++] = kept;
         if (len > DAEMON_CONFIG_FILE_MAX) {
                 snprintf(err, errlen, "%s: file is larger than %u bytes", file, DAEMON_CONFIG_FILE_MAX);
                 return -EFBIG;

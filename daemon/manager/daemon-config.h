@@ -85,7 +85,7 @@ typedef struct DaemonConfig {
         size_t n_strings;
         char **warnings; /* "FILE:LINE: message" */
         size_t n_warnings;
-        char **files; /* the files read, in order */
+        const char **files; /* the files read, in order (strings kept in .strings) */
         size_t n_files;
 } DaemonConfig;
 
