@@ -17,6 +17,7 @@
 #include "config.h"
 #include "ctl-bus.h"
 #include "ctl-cdi.h"
+#include "ctl-policy.h"
 #include "ctl-compute.h"
 #include "ctl-json.h"
 #include "ctl-polkit.h"
@@ -607,6 +608,14 @@ static int verb_limits(Ctl *ctl, int argc, char **argv) {
         return ctl_limits(PROG, ctl->json, argc, argv);
 }
 
+/* ---- policy (no daemon) ---- */
+
+static int verb_policy(Ctl *ctl, int argc, char **argv) {
+        int r = ctl_policy(PROG, argc, argv);
+
+        return r == -EINVAL ? CTL_EXIT_USAGE : r;
+}
+
 /* ---- main ---- */
 
 static const Verb verbs[] = {
@@ -626,6 +635,8 @@ static const Verb verbs[] = {
         { "top", "[-b] [-d SEC] [-n N]", "Live view of every session's GPU use (D-Bus)", verb_top },
         { "limits", "ID [KEY=VALUE...]", "Show or set a session's limits (D-Bus)", verb_limits },
         { "reload", "", "Reload the policy files; fail with the reason if they are broken (D-Bus)", verb_reload },
+        { "policy", "check [DIR...]",
+          "Check policy directories as a reload would (default: the daemon's), no daemon needed", verb_policy },
 };
 
 static void help(void) {

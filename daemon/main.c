@@ -5,15 +5,16 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "config.h"
+#include "manager/daemon-config.h"
 #include "manager/manager.h"
+#include "util/macro.h"
 #include "util/log.h"
 #include "worker/worker.h"
 
@@ -31,26 +32,6 @@ static void raise_fd_limit(void) {
         if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
                 log_warning_errno(errno, "Cannot raise the open file limit to %llu: %m",
                                   (unsigned long long) rl.rlim_max);
-}
-
-/* N (at least min) or "infinity" for a --max-fds-per-* option. */
-static int parse_fd_budget(const char *option, const char *arg, uint64_t min, uint64_t *ret) {
-        unsigned long long v;
-        char *end;
-
-        if (strcmp(arg, "infinity") == 0) {
-                *ret = UINT64_MAX;
-                return 0;
-        }
-        errno = 0;
-        v = strtoull(arg, &end, 10);
-        if (*end || end == arg || arg[0] == '-' || errno != 0 || v < min || v == ULLONG_MAX) {
-                fprintf(stderr, "kfdbrokerd: %s: expected a number of file descriptors (at least %" PRIu64 ") or infinity, got '%s'\n",
-                        option, min, arg);
-                return -EINVAL;
-        }
-        *ret = (uint64_t) v;
-        return 0;
 }
 
 static void help(void) {
@@ -93,54 +74,56 @@ static void help(void) {
                "     --sim-topology=T     dgpu (default) or igpu-first: an integrated GPU listed\n"
                "                          before the simulated one (with --device=sim)\n"
                "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
-               "     --log-target=TARGET  auto (default), journal or stderr\n\n"
+               "     --log-target=TARGET  auto (default), journal or stderr\n"
+               "     --config=PATH        Read only this configuration file\n"
+               "     --no-config          Read no configuration file\n"
+               "     --config-root=DIR    Look for the configuration files under DIR\n"
+               "     --show-config        Print the settings and where each comes from, and exit\n\n"
+               "Settings are read from " DAEMON_CONFIG_ETC " (or\n"
+               DAEMON_CONFIG_RUN ", else " DAEMON_CONFIG_VENDOR "),\n"
+               "then kfdbrokerd.conf.d/*.conf drop-ins; the command line overrides them.\n"
                "See kfdbrokerd(8).\n");
 }
 
+/* A long option that is also a configuration key: its DaemonKey and value,
+ * kept until the files are read, since the command line overrides them. */
+typedef struct CommandLineSetting {
+        DaemonKey key;
+        const char *value;
+} CommandLineSetting;
+
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_DEVICE, ARG_LISTEN, ARG_SDMA_QUEUES, ARG_LOG_LEVEL, ARG_LOG_TARGET,
-               ARG_BUS, ARG_POLICY_DIR, ARG_METRICS_FILE, ARG_METRICS_INTERVAL,
-               ARG_MAX_CONNECTIONS, ARG_MAX_CONNECT_RATE, ARG_CONTEXTS, ARG_MAX_CONTEXTS, ARG_CONTEXT_IDLE, ARG_SIM_KFD_VERSION,
-               ARG_WORKER_USER, ARG_GPU, ARG_SIM_TOPOLOGY, ARG_METRICS_FILE_MODE, ARG_MAX_FDS,
-               ARG_MAX_SESSION_FDS };
-        static const struct option options[] = {
+        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_NO_CONFIG, ARG_CONFIG_ROOT, ARG_SHOW_CONFIG,
+               ARG_KEY_FIRST = 0x200 }; /* ARG_KEY_FIRST + DaemonKey */
+        static const struct option fixed[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
-                { "device", required_argument, NULL, ARG_DEVICE },
-                { "listen", required_argument, NULL, ARG_LISTEN },
-                { "sdma-queues", required_argument, NULL, ARG_SDMA_QUEUES },
-                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
-                { "log-target", required_argument, NULL, ARG_LOG_TARGET },
-                { "bus", required_argument, NULL, ARG_BUS },
-                { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
-                { "metrics-file", required_argument, NULL, ARG_METRICS_FILE },
-                { "metrics-interval", required_argument, NULL, ARG_METRICS_INTERVAL },
-                { "metrics-file-mode", required_argument, NULL, ARG_METRICS_FILE_MODE },
-                { "max-connections-per-user", required_argument, NULL, ARG_MAX_CONNECTIONS },
-                { "max-connect-rate-per-user", required_argument, NULL, ARG_MAX_CONNECT_RATE },
-                { "max-fds-per-user", required_argument, NULL, ARG_MAX_FDS },
-                { "max-fds-per-session", required_argument, NULL, ARG_MAX_SESSION_FDS },
-                { "contexts", required_argument, NULL, ARG_CONTEXTS },
-                { "max-contexts", required_argument, NULL, ARG_MAX_CONTEXTS },
-                { "context-idle", required_argument, NULL, ARG_CONTEXT_IDLE },
-                { "sim-kfd-version", required_argument, NULL, ARG_SIM_KFD_VERSION },
-                { "worker-user", required_argument, NULL, ARG_WORKER_USER },
-                { "gpu", required_argument, NULL, ARG_GPU },
-                { "sim-topology", required_argument, NULL, ARG_SIM_TOPOLOGY },
-                {},
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "no-config", no_argument, NULL, ARG_NO_CONFIG },
+                { "config-root", required_argument, NULL, ARG_CONFIG_ROOT },
+                { "show-config", no_argument, NULL, ARG_SHOW_CONFIG },
         };
-        ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
-                                .max_connections_per_user = 128, .max_connect_rate_per_user = 1000,
-                                .metrics_file_mode = 0600 };
-        const char *policy_dirs[17] = {};
-        unsigned n_policy_dirs = 0;
-        LogTarget target = LOG_TARGET_AUTO;
+        struct option options[ELEMENTSOF(fixed) + _DAEMON_KEY_MAX + 1] = {};
+        _cleanup_free_ CommandLineSetting *cmdline = NULL;
+        const char *config_path = NULL, *config_root = NULL;
+        bool no_config = false, show_config = false;
+        size_t n_cmdline = 0;
+        DaemonConfig cfg;
         Manager *m = NULL;
+        char err[1024];
         int c, r;
 
         /* A worker process (context-worker.c starts them): its own program. */
         if (argc > 1 && strcmp(argv[1], "--worker") == 0)
                 return worker_main(argc, argv);
+
+        memcpy(options, fixed, sizeof(fixed));
+        for (int k = 0; k < _DAEMON_KEY_MAX; k++)
+                options[ELEMENTSOF(fixed) + k] = (struct option) { daemon_key_to_string((DaemonKey) k),
+                                                                   required_argument, NULL, ARG_KEY_FIRST + k };
+        cmdline = calloc((size_t) argc, sizeof(CommandLineSetting));
+        if (!cmdline)
+                return EXIT_FAILURE;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
@@ -150,216 +133,81 @@ int main(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("kfdbrokerd %s\n", KFDBROKER_VERSION);
                         return EXIT_SUCCESS;
-                case ARG_DEVICE:
-                        if (strcmp(optarg, "auto") == 0)
-                                opts.device = DEVICE_AUTO;
-                        else if (strcmp(optarg, "kfd") == 0)
-                                opts.device = DEVICE_KFD;
-                        else if (strcmp(optarg, "sim") == 0)
-                                opts.device = DEVICE_SIM;
-                        else {
-                                fprintf(stderr, "kfdbrokerd: --device: expected auto, kfd or sim, got '%s'\n", optarg);
-                                return EXIT_FAILURE;
-                        }
+                case ARG_CONFIG:
+                        config_path = optarg;
                         break;
-                case ARG_LISTEN:
-                        opts.listen_path = optarg;
+                case ARG_NO_CONFIG:
+                        no_config = true;
                         break;
-                case ARG_SDMA_QUEUES: {
-                        char *end;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (*end || end == optarg || v < 1 || v > GPU_MAX_QUEUES) {
-                                fprintf(stderr, "kfdbrokerd: --sdma-queues: expected 1..%d, got '%s'\n",
-                                        GPU_MAX_QUEUES, optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.sdma_queues = (unsigned) v;
+                case ARG_CONFIG_ROOT:
+                        config_root = optarg;
                         break;
-                }
-                case ARG_LOG_LEVEL:
-                        r = log_level_from_string(optarg);
-                        if (r < 0) {
-                                fprintf(stderr, "kfdbrokerd: --log-level: unknown level '%s'\n", optarg);
-                                return EXIT_FAILURE;
-                        }
-                        log_set_max_level(r);
-                        break;
-                case ARG_LOG_TARGET:
-                        if (strcmp(optarg, "auto") == 0)
-                                target = LOG_TARGET_AUTO;
-                        else if (strcmp(optarg, "journal") == 0)
-                                target = LOG_TARGET_JOURNAL;
-                        else if (strcmp(optarg, "stderr") == 0)
-                                target = LOG_TARGET_STDERR;
-                        else {
-                                fprintf(stderr, "kfdbrokerd: --log-target: expected auto, journal or stderr, got '%s'\n", optarg);
-                                return EXIT_FAILURE;
-                        }
-                        break;
-                case ARG_BUS:
-                        if (strcmp(optarg, "none") == 0)
-                                opts.bus = BUS_NONE;
-                        else if (strcmp(optarg, "system") == 0)
-                                opts.bus = BUS_SYSTEM;
-                        else if (strcmp(optarg, "session") == 0)
-                                opts.bus = BUS_SESSION;
-                        else {
-                                fprintf(stderr, "kfdbrokerd: --bus: expected none, system or session, got '%s'\n", optarg);
-                                return EXIT_FAILURE;
-                        }
-                        break;
-                case ARG_POLICY_DIR:
-                        if (n_policy_dirs >= 16) {
-                                fprintf(stderr, "kfdbrokerd: --policy-dir: at most 16 directories\n");
-                                return EXIT_FAILURE;
-                        }
-                        policy_dirs[n_policy_dirs++] = optarg;
-                        opts.policy_dirs = policy_dirs;
-                        break;
-                case ARG_METRICS_FILE:
-                        opts.metrics_file = optarg;
-                        break;
-                case ARG_METRICS_INTERVAL: {
-                        char *end;
-                        double v = strtod(optarg, &end);
-                        if (*end || end == optarg || !(v >= 0.1 && v <= 86400)) {
-                                fprintf(stderr, "kfdbrokerd: --metrics-interval: expected seconds in 0.1..86400, got '%s'\n", optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.metrics_interval_ns = (uint64_t) (v * 1e9);
-                        break;
-                }
-                case ARG_METRICS_FILE_MODE: {
-                        char *end;
-                        unsigned long v = strtoul(optarg, &end, 8);
-                        /* Read access for group and others at most: the file is
-                         * replaced on every write, so writing it is the daemon's alone. */
-                        if (*end || end == optarg || optarg[0] == '-' || (v & ~0644ul) != 0) {
-                                fprintf(stderr, "kfdbrokerd: --metrics-file-mode: expected an octal mode within 0644 "
-                                                "(e.g. 0600, 0640, 0644), got '%s'\n", optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.metrics_file_mode = (unsigned) v;
-                        break;
-                }
-                case ARG_MAX_CONNECTIONS: {
-                        char *end;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (*end || end == optarg || optarg[0] == '-' || v > 1000000) {
-                                fprintf(stderr, "kfdbrokerd: --max-connections-per-user: expected 0..1000000, got '%s'\n",
-                                        optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.max_connections_per_user = (unsigned) v;
-                        break;
-                }
-                case ARG_MAX_FDS:
-                        if (parse_fd_budget("--max-fds-per-user", optarg, 1, &opts.max_fds_per_user) < 0)
-                                return EXIT_FAILURE;
-                        break;
-                case ARG_MAX_SESSION_FDS:
-                        /* A session holds 3 of its own: leave room for a few buffers. */
-                        if (parse_fd_budget("--max-fds-per-session", optarg, 8, &opts.max_fds_per_session) < 0)
-                                return EXIT_FAILURE;
-                        break;
-                case ARG_MAX_CONNECT_RATE: {
-                        char *end;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (*end || end == optarg || optarg[0] == '-' || v > 1000000) {
-                                fprintf(stderr, "kfdbrokerd: --max-connect-rate-per-user: expected 0..1000000, got '%s'\n",
-                                        optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.max_connect_rate_per_user = (unsigned) v;
-                        break;
-                }
-                case ARG_CONTEXTS:
-                        if (strcmp(optarg, "auto") == 0)
-                                opts.contexts = CONTEXT_CHOICE_AUTO;
-                        else if (strcmp(optarg, "kernel") == 0)
-                                opts.contexts = CONTEXT_CHOICE_KERNEL;
-                        else if (strcmp(optarg, "process") == 0)
-                                opts.contexts = CONTEXT_CHOICE_PROCESS;
-                        else if (strcmp(optarg, "shared") == 0)
-                                opts.contexts = CONTEXT_CHOICE_SHARED;
-                        else {
-                                fprintf(stderr, "kfdbrokerd: --contexts: expected auto, kernel, process or shared, got '%s'\n",
-                                        optarg);
-                                return EXIT_FAILURE;
-                        }
-                        break;
-                case ARG_WORKER_USER:
-                        opts.worker_user = optarg;
-                        break;
-                case ARG_MAX_CONTEXTS: {
-                        char *end;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (*end || end == optarg || optarg[0] == '-' || v < 1 || v > 4096) {
-                                fprintf(stderr, "kfdbrokerd: --max-contexts: expected 1..4096, got '%s'\n", optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.max_contexts = (unsigned) v;
-                        break;
-                }
-                case ARG_CONTEXT_IDLE: {
-                        char *end;
-                        double v = strtod(optarg, &end);
-                        if (*end || end == optarg || !(v >= 0.01 && v <= 86400)) {
-                                fprintf(stderr, "kfdbrokerd: --context-idle: expected seconds in 0.01..86400, got '%s'\n",
-                                        optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.context_idle_ns = (uint64_t) (v * 1e9);
-                        break;
-                }
-                case ARG_SIM_KFD_VERSION: {
-                        unsigned major, minor;
-                        char tail;
-                        if (sscanf(optarg, "%u.%u%c", &major, &minor, &tail) != 2 || major != 1 ||
-                            minor < SIM_MIN_KFD_MINOR || minor > SIM_DEFAULT_KFD_MINOR) {
-                                fprintf(stderr, "kfdbrokerd: --sim-kfd-version: expected 1.%u..1.%u, got '%s'\n",
-                                        SIM_MIN_KFD_MINOR, SIM_DEFAULT_KFD_MINOR, optarg);
-                                return EXIT_FAILURE;
-                        }
-                        opts.sim_kfd_minor = minor;
-                        break;
-                }
-                case ARG_GPU:
-                        /* Checked against the topology once the device is known (kfd-gpu-choice.h). */
-                        if (!*optarg) {
-                                fprintf(stderr, "kfdbrokerd: --gpu: expected auto, a KFD node id, a PCI address "
-                                                "or a render node, got ''\n");
-                                return EXIT_FAILURE;
-                        }
-                        opts.gpu = optarg;
-                        break;
-                case ARG_SIM_TOPOLOGY:
-                        if (strcmp(optarg, "dgpu") == 0)
-                                opts.sim_igpu_first = false;
-                        else if (strcmp(optarg, "igpu-first") == 0)
-                                opts.sim_igpu_first = true;
-                        else {
-                                fprintf(stderr, "kfdbrokerd: --sim-topology: expected dgpu or igpu-first, got '%s'\n",
-                                        optarg);
-                                return EXIT_FAILURE;
-                        }
+                case ARG_SHOW_CONFIG:
+                        show_config = true;
                         break;
                 default:
-                        return EXIT_FAILURE;
+                        if (c < ARG_KEY_FIRST || c >= ARG_KEY_FIRST + _DAEMON_KEY_MAX)
+                                return EXIT_FAILURE;
+                        cmdline[n_cmdline++] = (CommandLineSetting) { (DaemonKey) (c - ARG_KEY_FIRST), optarg };
+                        break;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "kfdbrokerd: unexpected argument '%s'\n", argv[optind]);
                 return EXIT_FAILURE;
         }
-        log_setup(target);
+        if (no_config && (config_path || config_root)) {
+                fprintf(stderr, "kfdbrokerd: --no-config cannot be combined with --config= or --config-root=\n");
+                return EXIT_FAILURE;
+        }
+
+        daemon_config_init(&cfg);
+        /* The files first, then the command line over them. A bad value is
+         * fatal wherever it is written: a limit that silently fell back to
+         * its default would be worse than a daemon that says why it stopped. */
+        err[0] = 0;
+        r = 0;
+        if (config_path)
+                r = daemon_config_load_file(&cfg, config_path, err, sizeof(err));
+        else if (!no_config)
+                r = daemon_config_load(&cfg, config_root, err, sizeof(err));
+        if (r < 0) {
+                fprintf(stderr, "kfdbrokerd: %s\n", err[0] ? err : strerror(-r));
+                daemon_config_done(&cfg);
+                return EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < n_cmdline; i++) {
+                r = daemon_config_set(&cfg, cmdline[i].key, cmdline[i].value, NULL, 0, err, sizeof(err));
+                if (r < 0) {
+                        fprintf(stderr, "kfdbrokerd: --%s: %s\n", daemon_key_to_string(cmdline[i].key),
+                                r == -ENOMEM ? strerror(ENOMEM) : err);
+                        daemon_config_done(&cfg);
+                        return EXIT_FAILURE;
+                }
+        }
+        if (show_config) {
+                for (size_t i = 0; i < cfg.n_warnings; i++)
+                        fprintf(stderr, "kfdbrokerd: warning: %s\n", cfg.warnings[i]);
+                daemon_config_show(&cfg, stdout);
+                daemon_config_done(&cfg);
+                return EXIT_SUCCESS;
+        }
+
+        if (cfg.log_level >= 0)
+                log_set_max_level(cfg.log_level);
+        log_setup(cfg.log_target);
+        for (size_t i = 0; i < cfg.n_files; i++)
+                log_debug("Read configuration from %s", cfg.files[i]);
+        for (size_t i = 0; i < cfg.n_warnings; i++)
+                log_warning("Configuration: %s", cfg.warnings[i]);
         raise_fd_limit();
 
-        r = manager_new(&opts, &m);
-        if (r < 0)
-                return EXIT_FAILURE;
-        r = manager_run(m);
-        manager_free(m);
-        log_info("Stopped");
+        r = manager_new(&cfg.opts, &m);
+        if (r >= 0) {
+                r = manager_run(m);
+                manager_free(m);
+                log_info("Stopped");
+        }
+        daemon_config_done(&cfg);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -5,9 +5,9 @@
 
 _kfdbrokerctl() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="status device demo kernels selftest cdi sessions accounting metrics top limits reload"
+        local commands="status device demo kernels selftest cdi sessions accounting metrics top limits reload policy"
         local global="--socket= --json --no-ask-password --help --version"
-        local limit_keys="BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout="
+        local limit_keys="BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout= UserBufferMemory= UserBuffers= UnitBufferMemory= UserJobsInFlight="
         local i verb= nargs=0
 
         # The command is the first word that is not an option (--socket takes a value).
@@ -50,6 +50,14 @@ _kfdbrokerctl() {
                         COMPREPLY=($(compgen -f -- "$cur"))
                         return
                 fi
+                ;;
+        policy)
+                if ((nargs == 0)); then
+                        COMPREPLY=($(compgen -W "check" -- "$cur"))
+                else
+                        COMPREPLY=($(compgen -d -- "$cur"))
+                fi
+                return
                 ;;
         limits)
                 if [[ $cur != -* ]]; then

@@ -3,7 +3,7 @@
 # vendor_completions.d. The command list is checked against
 # `kfdbrokerctl --help` by tests/unit/core/test-completions.sh.
 
-set -l commands status device demo kernels selftest cdi sessions accounting metrics top limits reload
+set -l commands status device demo kernels selftest cdi sessions accounting metrics top limits reload policy
 
 complete -c kfdbrokerctl -f
 complete -c kfdbrokerctl -l socket -r -F -d 'socket of kfdbrokerd'
@@ -24,6 +24,7 @@ complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a metri
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a top -d "live view of every session's GPU use"
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a limits -d "show or set a session's limits"
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a reload -d 'reload the policy files'
+complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a policy -d 'check policy directories as a reload would'
 
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l size -r -d 'buffer size'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l vram -d 'allocate in VRAM'
@@ -36,4 +37,6 @@ complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s b -l batch -d '
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s d -l delay -r -d 'seconds between refreshes'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s n -l iterations -r -d 'stop after N refreshes'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from limits' -a '(kfdbrokerctl sessions 2>/dev/null | string match -r "^\d+")' -d session
-complete -c kfdbrokerctl -n '__fish_seen_subcommand_from limits' -a 'BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout='
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from limits' -a 'BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout= UserBufferMemory= UserBuffers= UnitBufferMemory= UserJobsInFlight='
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from policy; and not __fish_seen_subcommand_from check' -a check -d 'check policy directories'
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from policy; and __fish_seen_subcommand_from check' -a '(__fish_complete_directories)'

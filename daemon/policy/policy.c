@@ -9,9 +9,7 @@
 #include "policy/policy.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -21,10 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "util/conf-files.h"
 #include "util/macro.h"
 
 typedef enum MatchKey {
@@ -63,6 +60,9 @@ typedef struct PolicyRule {
         gid_t gid;
         char *unit, *user_unit, *cgroup_prefix, *app_id, *container_glob;
         ContainerMatch container;
+        /* User= or Group= named no one this system knows: the rule is kept
+         * (its FILE:LINE still reads in the policy) but matches no client. */
+        bool matches_none;
 
         unsigned limit_set; /* bit per LimitKey */
         PolicyLimits limits;
@@ -73,6 +73,8 @@ struct Policy {
         size_t n_rules, cap_rules;
         char **files;
         size_t n_files;
+        char **warnings; /* "FILE:LINE: message", for the log and `kfdbrokerctl policy check` */
+        size_t n_warnings;
 };
 
 const char *const policy_default_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN, POLICY_DIR_VENDOR, NULL };
@@ -94,6 +96,9 @@ Policy *policy_free(Policy *p) {
         for (size_t i = 0; i < p->n_files; i++)
                 free(p->files[i]);
         free(p->files);
+        for (size_t i = 0; i < p->n_warnings; i++)
+                free(p->warnings[i]);
+        free(p->warnings);
         free(p);
         return NULL;
 }
@@ -104,6 +109,18 @@ size_t policy_n_rules(const Policy *p) {
 
 size_t policy_n_files(const Policy *p) {
         return p ? p->n_files : 0;
+}
+
+const char *policy_match_key_to_string(unsigned i) {
+        return i < _MATCH_MAX ? match_key_names[i] : NULL;
+}
+
+size_t policy_n_warnings(const Policy *p) {
+        return p ? p->n_warnings : 0;
+}
+
+const char *policy_warning(const Policy *p, size_t i) {
+        return p && i < p->n_warnings ? p->warnings[i] : NULL;
 }
 
 /* ---- the loader ---- */
@@ -137,6 +154,27 @@ static int _printf_(3, 4) parser_error(Parser *ps, int error, const char *fmt, .
         if (ps->err && ps->errlen > 0)
                 snprintf(ps->err, ps->errlen, "%s:%u: %s", ps->file, ps->line, msg);
         return error;
+}
+
+/* A problem that does not stop the load: kept as "FILE:LINE: message". */
+static int _printf_(2, 3) parser_warning(Parser *ps, const char *fmt, ...) {
+        Policy *p = ps->policy;
+        char msg[512], **nw;
+        va_list ap;
+
+        if (p->n_warnings >= POLICY_RULES_MAX)
+                return 0;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        nw = reallocarray(p->warnings, p->n_warnings + 1, sizeof(char *));
+        if (!nw)
+                return -ENOMEM;
+        p->warnings = nw;
+        if (asprintf(&p->warnings[p->n_warnings], "%s:%u: %s", ps->file, ps->line, msg) < 0)
+                return -ENOMEM;
+        p->n_warnings++;
+        return 0;
 }
 
 static int parser_new_rule(Parser *ps) {
@@ -281,16 +319,24 @@ static int parse_match_key(Parser *ps, MatchKey k, const char *v, const char *q)
         switch (k) {
         case MATCH_USER:
                 r = resolve_user(v, &rule->uid);
-                if (r == -ESRCH)
-                        return parser_error(ps, -EINVAL, "User=%s: no such user", q);
+                /* As systemd-sysusers and tmpfiles do with a user that does
+                 * not exist yet: say so and go on. The rule matches no one
+                 * rather than the daemon refusing to start for one stale name
+                 * (a deleted account, a typo in one of many files). */
+                if (r == -ESRCH) {
+                        rule->matches_none = true;
+                        return parser_warning(ps, "User=%s: no such user; this rule matches no one", q);
+                }
                 if (r < 0)
                         return parser_error(ps, r == -ENOMEM ? r : -EINVAL,
                                             "User=%s: cannot resolve: %s", q, strerror(-r));
                 break;
         case MATCH_GROUP:
                 r = resolve_group(v, &rule->gid);
-                if (r == -ESRCH)
-                        return parser_error(ps, -EINVAL, "Group=%s: no such group", q);
+                if (r == -ESRCH) {
+                        rule->matches_none = true;
+                        return parser_warning(ps, "Group=%s: no such group; this rule matches no one", q);
+                }
                 if (r < 0)
                         return parser_error(ps, r == -ENOMEM ? r : -EINVAL,
                                             "Group=%s: cannot resolve: %s", q, strerror(-r));
@@ -477,147 +523,6 @@ int policy_load_string(const char *text, size_t len, const char *filename, Polic
         return r;
 }
 
-typedef struct ConfFile {
-        char *name; /* base name, the sort key */
-        char *path;
-} ConfFile;
-
-static void conf_files_free(ConfFile *f, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(f[i].name);
-                free(f[i].path);
-        }
-        free(f);
-}
-
-static int conf_file_cmp(const void *a, const void *b) {
-        return strcmp(((const ConfFile *) a)->name, ((const ConfFile *) b)->name);
-}
-
-static bool conf_name_ok(const char *n) {
-        size_t l = strlen(n);
-
-        return n[0] != '.' && l > strlen(".conf") && strcmp(n + l - strlen(".conf"), ".conf") == 0;
-}
-
-/* Collects *.conf names over dirs; the first directory that has a name wins. */
-static int list_conf_files(const char *const *dirs, ConfFile **ret, size_t *ret_n, char *err,
-                           size_t errlen) {
-        ConfFile *files = NULL;
-        size_t n = 0;
-        int r = 0;
-
-        for (size_t d = 0; dirs && dirs[d] && r >= 0; d++) {
-                DIR *dir = opendir(dirs[d]);
-                struct dirent *de;
-
-                if (!dir) {
-                        if (errno == ENOENT || errno == ENOTDIR)
-                                continue;
-                        r = -errno;
-                        snprintf(err, errlen, "%s: cannot open directory: %s", dirs[d], strerror(-r));
-                        break;
-                }
-                while (r >= 0 && (errno = 0, de = readdir(dir))) {
-                        bool seen = false;
-                        ConfFile *nf;
-
-                        if (!conf_name_ok(de->d_name))
-                                continue;
-                        for (size_t i = 0; i < n && !seen; i++)
-                                seen = strcmp(files[i].name, de->d_name) == 0;
-                        if (seen)
-                                continue;
-                        if (n >= POLICY_FILES_MAX) {
-                                snprintf(err, errlen, "%s: more than %u policy files", dirs[d], POLICY_FILES_MAX);
-                                r = -E2BIG;
-                                break;
-                        }
-                        nf = reallocarray(files, n + 1, sizeof(ConfFile));
-                        if (!nf) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        files = nf;
-                        files[n] = (ConfFile) { strdup(de->d_name), NULL };
-                        if (!files[n].name || asprintf(&files[n].path, "%s/%s", dirs[d], de->d_name) < 0) {
-                                files[n].path = NULL;
-                                n++;
-                                r = -ENOMEM;
-                                break;
-                        }
-                        n++;
-                }
-                if (r >= 0 && errno != 0) {
-                        r = -errno;
-                        snprintf(err, errlen, "%s: cannot read directory: %s", dirs[d], strerror(-r));
-                }
-                closedir(dir);
-        }
-        if (r < 0) {
-                conf_files_free(files, n);
-                return r;
-        }
-        if (n > 0)
-                qsort(files, n, sizeof(ConfFile), conf_file_cmp);
-        *ret = files;
-        *ret_n = n;
-        return 0;
-}
-
-/* Reads one policy file, at most POLICY_FILE_MAX bytes. A symlink to
- * /dev/null (or any empty file) masks the name and yields *ret_len == 0. */
-static int read_policy_file(const char *path, char **ret, size_t *ret_len, char *err, size_t errlen) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-                return -errno;
-        }
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) { /* /dev/null */
-                *ret = NULL;
-                *ret_len = 0;
-                return 0;
-        }
-        if (!S_ISREG(st.st_mode)) {
-                snprintf(err, errlen, "%s: not a regular file", path);
-                return -EINVAL;
-        }
-        if (st.st_size > (off_t) POLICY_FILE_MAX) {
-                snprintf(err, errlen, "%s: file is larger than %u bytes", path, POLICY_FILE_MAX);
-                return -EFBIG;
-        }
-        buf = malloc(POLICY_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = read(fd, buf + len, POLICY_FILE_MAX + 1 - len);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len > POLICY_FILE_MAX) { /* grew since fstat */
-                        snprintf(err, errlen, "%s: file is larger than %u bytes", path, POLICY_FILE_MAX);
-                        return -EFBIG;
-                }
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
 int policy_load(const char *const *dirs, Policy **ret, char *err, size_t errlen) {
         _cleanup_(policy_freep) Policy *p = NULL;
         ConfFile *files = NULL;
@@ -633,7 +538,7 @@ int policy_load(const char *const *dirs, Policy **ret, char *err, size_t errlen)
         r = policy_new(&p);
         if (r < 0)
                 return r;
-        r = list_conf_files(dirs, &files, &n, err, errlen);
+        r = conf_files_list(dirs, POLICY_FILES_MAX, &files, &n, err, errlen);
         if (r < 0)
                 return r;
 
@@ -642,7 +547,7 @@ int policy_load(const char *const *dirs, Policy **ret, char *err, size_t errlen)
                 size_t len = 0;
                 const char *file;
 
-                r = read_policy_file(files[i].path, &text, &len, err, errlen);
+                r = conf_file_read(files[i].path, POLICY_FILE_MAX, &text, &len, err, errlen);
                 if (r < 0)
                         break;
                 r = policy_add_file(p, files[i].path, &file);
@@ -686,6 +591,8 @@ static bool rule_needs_process(const PolicyRule *r) {
 }
 
 static bool rule_matches(const PolicyRule *r, const Identity *id) {
+        if (r->matches_none)
+                return false;
         /* Unknown is no match, either way: not even Container=no. */
         if (id->process_unknown && rule_needs_process(r))
                 return false;

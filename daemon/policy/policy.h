@@ -46,6 +46,7 @@ typedef struct Policy Policy;
  * @ret:  the new Policy on success, untouched on failure.
  * @err:  on failure "FILE:LINE: message" (or "DIR: message"), NUL-terminated.
  *
+ * An unknown User=/Group= name is not an error: see policy_n_warnings().
  * Returns the number of rules loaded, or -EINVAL (syntax or value error,
  * described in err), -EFBIG (file or line too long), -E2BIG (too many files
  * or rules), -ENOMEM, or the -errno of opening/reading a file or directory.
@@ -64,6 +65,17 @@ static inline void policy_freep(Policy **p) {
 
 size_t policy_n_rules(const Policy *p);
 size_t policy_n_files(const Policy *p);
+
+/* What the load let pass but the administrator should fix, each
+ * "FILE:LINE: message": a User= or Group= naming no one this system knows
+ * (that rule then matches no client). The daemon logs them at every load;
+ * `kfdbrokerctl policy check` prints them. */
+size_t policy_n_warnings(const Policy *p);
+
+/* The [Match] keys, by index from 0 (NULL past the last): for tests that
+ * hold the documentation to the parser. */
+const char *policy_match_key_to_string(unsigned i);
+const char *policy_warning(const Policy *p, size_t i);
 
 /*
  * policy_resolve() - the limits for one client.

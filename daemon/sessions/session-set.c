@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <systemd/sd-daemon.h>
 
 #include "config.h"
 #include "sessions/session.h"
@@ -39,6 +40,12 @@ static void default_user_buffers(PolicyLimits *l) {
                 l->user_buffers = MIN(l->user_buffers, (uint64_t) rl.rlim_cur / 4);
 }
 
+/* Once per load: the rules that cannot match, FILE:LINE each. */
+static void log_policy_warnings(const Policy *p) {
+        for (size_t i = 0; i < policy_n_warnings(p); i++)
+                log_warning("Policy: %s", policy_warning(p, i));
+}
+
 int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err, size_t errlen) {
         static const char *const standard_dirs[] = { POLICY_DIR_ETC, POLICY_DIR_RUN, POLICY_DIR_VENDOR, NULL };
         const char *const *dirs = policy_dirs ? policy_dirs : standard_dirs;
@@ -64,6 +71,7 @@ int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err,
         r = policy_load((const char *const *) set->policy_dirs, &set->policy, err, errlen);
         if (r < 0)
                 return r;
+        log_policy_warnings(set->policy);
         log_info("Policy: %zu rules from %zu files", policy_n_rules(set->policy), policy_n_files(set->policy));
         return 0;
 }
@@ -183,7 +191,19 @@ int session_set_reload_policy(SessionSet *set, const char *origin, char *err, si
                 log_struct_errno(LOG_ERR, r, KFDBROKER_MESSAGE_POLICY_RELOAD_FAILED, &f,
                                  "Policy reload (%s) refused, keeping the old policy: %s", origin,
                                  err[0] ? err : strerror(-r));
+                /* `systemctl status` shows STATUS=, so the operator whose
+                 * `systemctl reload` failed reads why there (sd_notify(3)). */
+                (void) sd_notifyf(false, "STATUS=Policy reload failed, old policy kept: %s",
+                                  err[0] ? err : strerror(-r));
+                set->policy_reload_failed = true;
                 return r == -EINVAL ? -EBADMSG : r;
+        }
+        log_policy_warnings(p);
+        if (set->policy_reload_failed) {
+                (void) sd_notifyf(false, "STATUS=Policy reloaded (%s): %zu rules from %zu files%s", origin,
+                                  policy_n_rules(p), policy_n_files(p),
+                                  policy_n_warnings(p) ? ", with warnings (see the journal)" : "");
+                set->policy_reload_failed = false;
         }
         policy_free(set->policy);
         set->policy = p;

@@ -46,6 +46,7 @@ struct SessionSet {
          * session gets where no rule says otherwise. */
         Policy *policy;
         char **policy_dirs;
+        bool policy_reload_failed; /* STATUS= says so until a reload succeeds */
         PolicyLimits default_policy;
         WireLimits default_limits;
 

@@ -27,7 +27,7 @@ from .errors import (BadCodeObject, Busy, Closed, ConnectionLost, ConnectionRefu
 from .session import Batch, Device, Event, Fence, Limits, Session, Status, Usage, default_socket_path
 from .suballoc import Slice, SubAllocator, SubAllocatorStats
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Session", "Buffer", "BufferRef", "SubAllocator", "Slice", "SubAllocatorStats", "Fence", "Event", "Batch", "CodeObject", "Kernel", "KernelArg", "Local",

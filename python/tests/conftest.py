@@ -57,7 +57,7 @@ class Daemon:
     def _spawn(self) -> None:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [KFDBROKERD, "--device=sim", "--listen", self.socket, f"--policy-dir={self.policy_dir}",
+                [KFDBROKERD, "--no-config", "--device=sim", "--listen", self.socket, f"--policy-dir={self.policy_dir}",
                  "--log-target=stderr"], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:

@@ -47,7 +47,7 @@ def test_venv_install_runs_the_readme_example(daemon, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     run(VENV_COMMAND.replace("VENV", str(venv)).split(), env=env, cwd=tmp_path)
     p = run(PIP_COMMAND.replace("VENV", str(venv)).split(), env=env, cwd=tmp_path)
-    assert "Successfully installed kfdbroker-0.1.0" in p.stdout, p.stdout
+    assert "Successfully installed kfdbroker-0.2.0" in p.stdout, p.stdout
 
     py = str(venv / "bin" / "python")
     p = run([py, "-c", "import kfdbroker, os; print(os.path.dirname(kfdbroker.__file__))"], env=env, cwd="/")

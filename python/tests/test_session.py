@@ -16,7 +16,7 @@ def test_session_reports_the_simulated_device(session):
     dev = session.device()
     assert (dev.backend, dev.gfx_name, dev.cu_count, dev.sdma_queues, dev.compute_queues) == \
         ("sim", "gfx1030", 40, 2, 8)
-    assert session.daemon_version == "0.1.0"
+    assert session.daemon_version == "0.2.0"
     assert session.id >= 1
     assert session.has_feature("compute") and not session.has_feature("no-such-feature")
     # The built-in limits (policy/policy.d/00-defaults.conf): 4096 buffers, 1 GiB each, 4 GiB in all.

@@ -67,7 +67,7 @@ trap cleanup EXIT
 mkdir "$tmp/policy.d"
 printf '# The container runs as root.\n[Match]\nUser=0\n[Limits]\nComputeDispatch=yes\n' >"$tmp/policy.d/50-test.conf"
 sock=$tmp/kfdbroker.sock
-"$KFDBROKERD" --device=sim --listen "$sock" --policy-dir="$tmp/policy.d" --log-target=stderr 2>"$tmp/daemon.log" &
+"$KFDBROKERD" --no-config --device=sim --listen "$sock" --policy-dir="$tmp/policy.d" --log-target=stderr 2>"$tmp/daemon.log" &
 daemon_pid=$!
 for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.02; done
 [[ -S $sock ]] || { cat "$tmp/daemon.log" >&2; fail "kfdbrokerd did not start listening on $sock"; }

@@ -36,6 +36,8 @@ static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extr
         argv[n++] = "--listen";
         argv[n++] = d->sock;
         argv[n++] = "--log-target=stderr";
+        /* Only what the test says: not an installed kfdbrokerd.conf. */
+        argv[n++] = "--no-config";
         for (unsigned i = 0; extra_args && extra_args[i] && n < 26; i++)
                 argv[n++] = extra_args[i];
         /* A whole suite again in another mode (meson.build: the worker-process

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "harness.h"
 #include "kfdbroker.h"
 
@@ -47,7 +48,7 @@ Test(ctl, status_text_and_json) {
         char *out, *err;
 
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
-        cr_assert(strstr(out, "daemon:   kfdbrokerd 0.1.0\n"), "%s", out);
+        cr_assert(strstr(out, "daemon:   kfdbrokerd " KFDBROKER_VERSION "\n"), "%s", out);
         cr_assert(strstr(out, "backend:  sim\n"), "%s", out);
         cr_assert(strstr(out, "device:   gfx1030"), "%s", out);
         /* The session of kfdbrokerctl itself. */
@@ -59,7 +60,7 @@ Test(ctl, status_text_and_json) {
         free(err);
 
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
-        cr_assert(strstr(out, "{\"daemon_version\":\"0.1.0\",\"backend\":\"sim\",\"gfx_name\":\"gfx1030\""),
+        cr_assert(strstr(out, "{\"daemon_version\":\"" KFDBROKER_VERSION "\",\"backend\":\"sim\",\"gfx_name\":\"gfx1030\""),
                   "%s", out);
         cr_assert(strstr(out, "\"sessions\":1,\"jobs_completed\":0,\"jobs_failed\":0,\"jobs_in_flight\":0,"),
                   "%s", out);
@@ -184,7 +185,7 @@ Test(ctl, no_daemon_and_bad_usage) {
         free(out);
         free(err);
         cr_assert_eq(run_ctl(version, &out, &err), 0);
-        cr_assert_str_eq(out, "kfdbrokerctl 0.1.0\n");
+        cr_assert_str_eq(out, "kfdbrokerctl " KFDBROKER_VERSION "\n");
         free(out);
         free(err);
 }
@@ -356,7 +357,7 @@ Test(ctl_bus, accounting_and_metrics_after_a_demo) {
         free(err);
 
         cr_assert_eq(run_ctl(metrics, &out, &err), 0, "stderr: %s", err);
-        cr_assert(strstr(out, "kfdbroker_build_info{version=\"0.1.0\",backend=\"sim\",gfx=\"gfx1030\"} 1\n"),
+        cr_assert(strstr(out, "kfdbroker_build_info{version=\"" KFDBROKER_VERSION "\",backend=\"sim\",gfx=\"gfx1030\"} 1\n"),
                   "%s", out);
         free(out);
         free(err);

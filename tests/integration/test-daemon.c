@@ -38,9 +38,17 @@ static void setup(void) {
         cr_assert_not_null(mkdtemp(dir));
 }
 
+/* A daemon a test started and has not reaped: killed if an assertion ends
+ * the test early, so it does not outlive the run. */
+static pid_t running_pid;
+
 static void teardown(void) {
         char cmd[128];
 
+        if (running_pid > 0) {
+                kill(running_pid, SIGKILL);
+                (void) waitpid(running_pid, NULL, 0);
+        }
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         (void) !system(cmd);
         test_fini_end();
@@ -637,4 +645,66 @@ Test(daemon, a_connect_flood_cannot_flood_the_log) {
         cr_assert(!strstr(out, "Sanitizer") && !strstr(out, "runtime error:"), "%s", out);
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d.dir);
         (void) !system(cmd);
+}
+
+static void notify_only(void) {
+        setenv("NOTIFY_SOCKET", notify_path, 1);
+}
+
+static void write_policy(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+
+        cr_assert_not_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* After a failed `systemctl reload` the operator reads why in `systemctl
+ * status` (its STATUS=), not only in the journal; a good reload says so.
+ * An unknown user in a policy file warns, with FILE:LINE, and the daemon
+ * starts. */
+Test(daemon, policy_reload_failure_in_status) {
+        char sock[128], log[128], pdir[128], pfile[192], want[512], notes[16384] = "";
+        char pdir_arg[160];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *argv[] = { NULL, "--no-config", "--device=sim", "--log-target=stderr", "--listen", sock,
+                               pdir_arg, NULL };
+        _cleanup_free_ char *out = NULL;
+        int nfd;
+        pid_t pid;
+
+        snprintf(sock, sizeof(sock), "%s/k.sock", dir);
+        snprintf(log, sizeof(log), "%s/log", dir);
+        snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
+        snprintf(pdir, sizeof(pdir), "%s/policy.d", dir);
+        snprintf(pdir_arg, sizeof(pdir_arg), "--policy-dir=%s", pdir);
+        snprintf(pfile, sizeof(pfile), "%s/50-site.conf", pdir);
+        cr_assert_eq(mkdir(pdir, 0755), 0);
+        write_policy(pfile, "[Limits]\nWeight=2\n[Match]\nUser=no-such-user-kfdb\n[Limits]\nWeight=3\n");
+        nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        set_path(&sa, notify_path);
+        cr_assert_eq(bind(nfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+
+        running_pid = pid = spawn(argv, log, notify_only);
+        read_notify(nfd, notes, sizeof(notes), "READY=1", 10000);
+
+        write_policy(pfile, "[Limits]\nWeight=2\n[Limits]\nWieght=3\n");
+        kill(pid, SIGHUP);
+        snprintf(want, sizeof(want),
+                 "STATUS=Policy reload failed, old policy kept: %s:4: unknown key \"Wieght\" in [Limits] (value \"3\")",
+                 pfile);
+        read_notify(nfd, notes, sizeof(notes), want, 10000);
+
+        write_policy(pfile, "[Limits]\nWeight=4\n");
+        kill(pid, SIGHUP);
+        read_notify(nfd, notes, sizeof(notes), "STATUS=Policy reloaded (SIGHUP): 1 rules from 1 files", 10000);
+
+        kill(pid, SIGTERM);
+        cr_assert_eq(wait_exit(pid, 30000), 0);
+        running_pid = 0;
+        out = slurp(log);
+        snprintf(want, sizeof(want), "Policy: %s:4: User=no-such-user-kfdb: no such user; this rule matches no one",
+                 pfile);
+        cr_assert(strstr(out, want), "%s", out);
+        close(nfd);
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "compute-util.h"
+#include "config.h"
 #include "harness.h"
 #include "kfdbroker.h"
 
@@ -186,7 +187,7 @@ Test(dbus, introspection_and_properties) {
         sd_bus_message_unref(reply);
 
         cr_assert_geq(sd_bus_get_property_string(bus, NAME, PATH, IFACE, "Version", &e, (char **) &version), 0);
-        cr_assert_str_eq(version, "0.1.0");
+        cr_assert_str_eq(version, KFDBROKER_VERSION);
         free((char *) version);
         cr_assert_geq(sd_bus_get_property_trivial(bus, NAME, PATH, IFACE, "SessionCount", &e, 'u', &count), 0);
         cr_assert_eq(count, 1);

@@ -366,6 +366,39 @@ Test(policy, user_names_resolve) {
         policy_free(p);
 }
 
+/* A name no one has is a warning with FILE:LINE and a rule that matches no
+ * one, every uid and gid included; the rest of the file still applies. */
+Test(policy, unknown_user_or_group_warns) {
+        static const char text[] = "[Limits]\nWeight=3\n"
+                                   "[Match]\nUser=no-such-user-kfdb\n[Limits]\nWeight=2\n"
+                                   "[Match]\nGroup=no-such-group-kfdb\n[Limits]\nWeight=4\n"
+                                   "[Match]\nGroup=no-such-group-kfdb\nUser=root\n[Limits]\nWeight=5\n";
+        char err[256] = "";
+        Policy *p = NULL;
+        PolicyLimits l;
+
+        cr_assert_eq(policy_load_string(text, strlen(text), "/etc/kfdbroker/policy.d/50-x.conf", &p, err,
+                                        sizeof(err)), 4, "%s", err);
+        cr_assert_eq(policy_n_warnings(p), 3);
+        cr_expect_str_eq(policy_warning(p, 0),
+                         "/etc/kfdbroker/policy.d/50-x.conf:4: User=no-such-user-kfdb: no such user; this rule matches no one");
+        cr_expect_str_eq(policy_warning(p, 1),
+                         "/etc/kfdbroker/policy.d/50-x.conf:8: Group=no-such-group-kfdb: no such group; this rule matches no one");
+        cr_expect_str_eq(policy_warning(p, 2),
+                         "/etc/kfdbroker/policy.d/50-x.conf:12: Group=no-such-group-kfdb: no such group; this rule matches no one");
+        cr_expect_null(policy_warning(p, 3));
+        for (uid_t u = 0; u < 3; u++) {
+                Identity id = ident(u, u, NULL);
+                char matched[128];
+
+                cr_expect_eq(policy_resolve(p, &id, NULL, &l, matched, sizeof(matched)), 1);
+                cr_expect_eq(l.weight, 3);
+                cr_expect_str_eq(matched, "/etc/kfdbroker/policy.d/50-x.conf:1");
+        }
+        cr_expect_eq(policy_n_warnings(NULL), 0);
+        policy_free(p);
+}
+
 #define F "/etc/kfdbroker/policy.d/50-bad.conf"
 
 Test(policy, refused_files) {
@@ -409,10 +442,6 @@ Test(policy, refused_files) {
         cr_expect_str_eq(refuse("Weight=2\n", -EINVAL),
                          F ":1: Weight=2 outside of a section (start with [Match] or [Limits])");
         cr_expect_str_eq(refuse("[Limits]\nWeight=\n", -EINVAL), F ":2: empty value for Weight=");
-        cr_expect_str_eq(refuse("[Match]\nUser=no-such-user-kfdb\n[Limits]\nWeight=2\n", -EINVAL),
-                         F ":2: User=no-such-user-kfdb: no such user");
-        cr_expect_str_eq(refuse("[Match]\nGroup=no-such-group-kfdb\n[Limits]\nWeight=2\n", -EINVAL),
-                         F ":2: Group=no-such-group-kfdb: no such group");
         cr_expect_str_eq(refuse("[Match]\nCgroupPrefix=system.slice\n[Limits]\nWeight=2\n", -EINVAL),
                          F ":2: CgroupPrefix=system.slice: must be an absolute cgroup path");
         cr_expect_str_eq(refuse("[Match]\nUser=root\n\n[Match]\nUser=0\n[Limits]\nWeight=2\n", -EINVAL),

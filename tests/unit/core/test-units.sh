@@ -50,12 +50,30 @@ else
         not_ok "systemd-analyze verify (rc $rc)" "$out"
 fi
 
-# The unit as installed must name the installed daemon, on the real GPU only.
-if grep -q "^ExecStart=/.*/kfdbrokerd --device=kfd --bus=system$" "$units/kfdbrokerd.service"; then
-        ok "ExecStart names the installed kfdbrokerd --device=kfd --bus=system"
+# The unit as installed must name the installed daemon and nothing more: its
+# settings are in the vendor kfdbrokerd.conf, which puts the service on the
+# real GPU only and on the system bus (a drop-in can change them).
+if grep -q "^ExecStart=/.*/kfdbrokerd$" "$units/kfdbrokerd.service"; then
+        ok "ExecStart names the installed kfdbrokerd, no options"
 else
         not_ok "ExecStart" "$(grep ExecStart "$units/kfdbrokerd.service")"
 fi
+out=$("$daemon" --config="$src/units/kfdbrokerd.conf" --show-config 2>&1)
+if grep -Eq "^device=kfd +# $src/units/kfdbrokerd.conf:[0-9]+$" <<<"$out" &&
+   grep -Eq "^bus=system +# $src/units/kfdbrokerd.conf:[0-9]+$" <<<"$out" &&
+   [[ $(grep -c "# $src/units/kfdbrokerd.conf:" <<<"$out") == 2 ]] && ! grep -q warning <<<"$out"; then
+        ok "the shipped kfdbrokerd.conf sets device=kfd and bus=system, nothing else, no warning"
+else
+        not_ok "kfdbrokerd --show-config of the shipped kfdbrokerd.conf" "$out"
+fi
+# Every key the daemon knows is in the shipped file, commented out or set.
+for key in $("$daemon" --no-config --show-config | sed -n 's/^\([a-z-]*\)=.*/\1/p'); do
+        if ! grep -Eq "^#?$key=" "$src/units/kfdbrokerd.conf"; then
+                not_ok "the shipped kfdbrokerd.conf lacks $key="
+                continue
+        fi
+        ok "the shipped kfdbrokerd.conf has $key="
+done
 
 # A reload must be able to fail: the synchronous D-Bus call, not a signal.
 if grep -q "^ExecReload=+/.*/kfdbrokerctl --no-ask-password reload$" "$units/kfdbrokerd.service" &&
