@@ -562,7 +562,7 @@ Test(session_fds, a_budget_too_small_for_a_session_is_refused_at_start) {
         FILE *f;
         int status;
 
-        snprintf(cmd, sizeof(cmd), "'%s' --device=sim --max-fds-per-session=3 2>&1", getenv("KFDBROKERD"));
+        snprintf(cmd, sizeof(cmd), "'%s' --no-config --device=sim --max-fds-per-session=3 2>&1", getenv("KFDBROKERD"));
         f = popen(cmd, "r");
         cr_assert(f);
         (void) !fread(out, 1, sizeof(out) - 1, f);

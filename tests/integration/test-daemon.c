@@ -59,10 +59,22 @@ TestSuite(daemon, .init = setup, .fini = teardown, .timeout = 120);
 /* Forks the daemon with argv (argv[0] is replaced by $KFDBROKERD), stderr to
  * log. setup_child runs in the child before exec (NULL: nothing). */
 static pid_t spawn(const char **argv, const char *log, void (*setup_child)(void)) {
+        const char *full[32];
+        size_t n = 0;
         pid_t pid;
 
         argv[0] = getenv("KFDBROKERD");
         cr_assert_not_null(argv[0], "KFDBROKERD is not set (run through meson test)");
+        /* Whatever kfdbrokerd.conf this machine has is not the test's. */
+        full[n++] = argv[0];
+        if (!argv[1] || strcmp(argv[1], "--no-config") != 0)
+                full[n++] = "--no-config";
+        for (size_t i = 1; argv[i]; i++) {
+                cr_assert_lt(n, sizeof(full) / sizeof(full[0]) - 1);
+                full[n++] = argv[i];
+        }
+        full[n] = NULL;
+        argv = full;
         pid = fork();
         cr_assert(pid >= 0);
         if (pid == 0) {

@@ -407,7 +407,7 @@ Test(leaks, the_daemon_refuses_to_start_when_the_window_is_taken) {
                 snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0", getenv("ASAN_OPTIONS") ?: "",
                          getenv("ASAN_OPTIONS") ? ":" : "");
                 setenv("ASAN_OPTIONS", asan, 1);
-                execl(daemon, daemon, "--device=sim", "--listen", sock, (char *) NULL);
+                execl(daemon, daemon, "--no-config", "--device=sim", "--listen", sock, (char *) NULL);
                 _exit(127);
         }
         close(out[1]);
