@@ -120,6 +120,29 @@ GpuContext *context_pool_device_gpu(ContextPool *p);
 unsigned context_pool_max(const ContextPool *p);
 unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive */
 
+/**
+ * context_pool_kfd_relay_begin() - a KFD process of its own for a relayed client
+ * @p: the pool
+ * @ret_fd: where the connection to it lands (SOCK_SEQPACKET, the sim-remote
+ *          wire of daemon/sim/sim-remote-protocol.h)
+ * @err: one line saying why not, for the client
+ *
+ * Whatever Isolation= says, a process that opened /dev/kfd through the
+ * interposer (docs/rocm.md) gets a KFD process — a GPU VM — of its own, never
+ * the device context's, and keeps it until it ends: it counts against
+ * --max-contexts with the client incarnations, and neither --context-idle nor
+ * the LRU reclaims it. Returns 0; -EACCES where the daemon has no client
+ * contexts (--contexts=shared, or no mechanism works); -EBUSY when
+ * --max-contexts contexts are up; -EOPNOTSUPP where the device cannot serve
+ * one (in this version only the simulated GPU can); other errors from making
+ * the connection. Undo with context_pool_kfd_relay_end().
+ */
+int context_pool_kfd_relay_begin(ContextPool *p, int *ret_fd, char *err, size_t errlen);
+void context_pool_kfd_relay_end(ContextPool *p);
+unsigned context_pool_kfd_relays(const ContextPool *p);
+/* The directory standing for /sys/devices/virtual/kfd/kfd (KfdOps.sysfs_root). */
+const char *context_pool_sysfs_root(const ContextPool *p);
+
 /*
  * The client context slot for key, created on first use (the device context
  * with the "none" mechanism), for a new user: give it back with

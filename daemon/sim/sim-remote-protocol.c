@@ -71,6 +71,10 @@ SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request) {
         case _IOC_NR(AMDKFD_IOC_AVAILABLE_MEMORY):
         case _IOC_NR(AMDKFD_IOC_RUNTIME_ENABLE):
         case _IOC_NR(AMDKFD_IOC_CREATE_PROCESS):
+        case _IOC_NR(AMDKFD_IOC_SET_MEMORY_POLICY):
+        case _IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA):
+        case _IOC_NR(AMDKFD_IOC_SET_TRAP_HANDLER):
+        case _IOC_NR(AMDKFD_IOC_SET_XNACK_MODE):
                 return SIM_REMOTE_IOCTL_PLAIN;
         default:
                 /* The simulator answers the others with an errno, without
