@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KFD relay (OpenKfd, docs/rocm.md) against the real daemon on the
+ * simulated GPU, as libkfdbroker-kfd.so uses it but without ROCr: the
+ * topology a session is given, the ioctls rocminfo needs, hostile
+ * arguments answered with the kernel's errno while the session goes on and
+ * another client stays unaffected, and the refusals (a second OpenKfd,
+ * --contexts=shared, --max-contexts). Run once with secondary contexts and
+ * once with worker processes (test-kfd-relay-workers, --sim-kfd-version=1.18).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kfd/kfd-uapi.h"
+#include "sim/sim-remote.h"
+
+static TestDaemon d;
+static char topo[2][64];
+
+static void teardown(void) {
+        char cmd[160];
+
+        test_daemon_fini(&d);
+        for (unsigned i = 0; i < 2; i++)
+                if (topo[i][0]) {
+                        snprintf(cmd, sizeof cmd, "rm -rf '%s'", topo[i]);
+                        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+                        topo[i][0] = 0;
+                }
+        test_fini_end();
+}
+
+TestSuite(kfd_relay, .fini = teardown, .timeout = 300);
+
+/* A relayed client: its session, its KFD process's ops, its fds there. */
+typedef struct Relayed {
+        kfdb_session *s;
+        const KfdOps *ops;
+        int kfd, render;
+        uint32_t gpu_id, minor;
+} Relayed;
+
+static char *read_text(const char *dir, const char *name) {
+        char path[256], *buf = calloc(1, 4097);
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        f = fopen(path, "re");
+        cr_assert(f, "%s is missing: %m", path);
+        fread(buf, 1, 4096, f);
+        fclose(f);
+        return buf;
+}
+
+static int open_kfd(kfdb_session *s, unsigned slot, int *ret_fd, uint32_t *ret_minor) {
+        int dir_fd, r;
+
+        strcpy(topo[slot], "/tmp/kfdbroker-topo.XXXXXX");
+        cr_assert(mkdtemp(topo[slot]));
+        dir_fd = open(topo[slot], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert(dir_fd >= 0);
+        r = kfdb_session_open_kfd(s, dir_fd, ret_fd, ret_minor);
+        close(dir_fd);
+        return r;
+}
+
+static void relayed_open(Relayed *c, unsigned slot) {
+        char *text;
+        int fd;
+
+        c->s = test_connect(&d, "relay");
+        cr_assert_eq(open_kfd(c->s, slot, &fd, &c->minor), 0, "%s", kfdb_session_last_error(c->s));
+        text = read_text(topo[slot], "topology/nodes/1/gpu_id");
+        c->gpu_id = (uint32_t) strtoul(text, NULL, 10);
+        free(text);
+        cr_assert_eq(sim_remote_ops_new(fd, &c->ops), 0);
+        c->kfd = c->ops->open_kfd(c->ops->userdata);
+        cr_assert(c->kfd >= 0);
+        c->render = c->ops->open_render(c->ops->userdata, c->minor);
+        cr_assert(c->render >= 0, "render node %u: %s", c->minor, strerror(-c->render));
+}
+
+static int kioctl(Relayed *c, unsigned long req, void *arg) {
+        return c->ops->ioctl(c->ops->userdata, c->kfd, req, arg);
+}
+
+static void relayed_close(Relayed *c) {
+        sim_remote_ops_free(c->ops);
+        kfdb_session_free(c->s);
+}
+
+static uint64_t alloc_at(Relayed *c, uint64_t va, int *ret) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = va, .size = 4096, .gpu_id = c->gpu_id,
+                .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        };
+        *ret = kioctl(c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+        return a.handle;
+}
+
+static int map(Relayed *c, uint64_t handle) {
+        uint32_t ids[1] = { c->gpu_id };
+        struct kfd_ioctl_map_memory_to_gpu_args m = {
+                .handle = handle, .device_ids_array_ptr = (uintptr_t) ids, .n_devices = 1,
+        };
+        return kioctl(c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m);
+}
+
+Test(kfd_relay, topology_and_the_ioctls_of_rocminfo_checked_as_the_kernel_checks_them) {
+        Relayed a = {}, b = {};
+        struct kfd_ioctl_get_version_args v = {};
+        struct kfd_ioctl_acquire_vm_args vm = {};
+        struct kfd_ioctl_set_memory_policy_args pol = {};
+        struct kfd_ioctl_set_xnack_mode_args x = { .xnack_enabled = -1 };
+        struct kfd_ioctl_set_scratch_backing_va_args sc = {};
+        struct kfd_ioctl_set_trap_handler_args th = {};
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t mine, theirs, wild;
+        char *props;
+        int r, past;
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        relayed_open(&b, 1);
+
+        /* What ROCr needs of the topology (rocm-facts §1.2, §2): gfx1030,
+         * DoorbellType 2, GPU caches, the render node. */
+        props = read_text(topo[0], "topology/nodes/1/properties");
+        cr_expect(strstr(props, "gfx_target_version 100300\n"), "%s", props);
+        cr_expect(strstr(props, "capability 8192\n"), "%s", props);
+        cr_expect(strstr(props, "caches_count 6\n"), "%s", props);
+        cr_expect(strstr(props, "drm_render_minor 128\n"), "%s", props);
+        free(props);
+        props = read_text(topo[0], "topology/nodes/1/caches/4/properties");
+        cr_expect(strstr(props, "level 2\nsize 4096\n"), "%s", props);
+        free(props);
+
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(v.major_version, 1);
+
+        /* Before ACQUIRE_VM the process has no VM on the GPU. */
+        pol.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -ESRCH);
+        vm.drm_fd = (uint32_t) a.render;
+        vm.gpu_id = a.gpu_id;
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+
+        pol.default_policy = 7;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -EINVAL, "a policy that is none");
+        pol.default_policy = KFD_IOC_CACHE_POLICY_COHERENT;
+        pol.gpu_id = a.gpu_id ^ 1;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -EINVAL, "a GPU that is not there");
+        pol.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), 0);
+
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+        cr_expect_eq(x.xnack_enabled, 0, "gfx1030 has no XNACK");
+        x.xnack_enabled = 1;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_XNACK_MODE, &x), -EPERM);
+
+        sc.gpu_id = a.gpu_id ^ 1;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), -EINVAL);
+        sc.gpu_id = a.gpu_id;
+        sc.va_addr = 0x7f0000000000ULL;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), 0);
+        th.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_TRAP_HANDLER, &th), 0);
+
+        /* Past the table (the 5.2.3 thunk's DKMS DBG_TRAP 0x82, garbage
+         * 0x7e): -EINVAL, -ENOTTY on the kernels that speak 1.19 (sim-device.c). */
+        past = v.minor_version >= 19 ? -ENOTTY : -EINVAL;
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x82, struct kfd_ioctl_get_version_args), &v), past);
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x7e, uint64_t), &mine), past);
+
+        /* Memory: a size of 0, a VA past the GPUVM aperture (at MAP, as
+         * amdgpu_vm_bo_map refuses it), another process's handle. */
+        alloc_at(&a, 0x10000000, &r);
+        (void) alloc_at(&a, 0, &r);
+        {
+                struct kfd_ioctl_alloc_memory_of_gpu_args z = { .va_addr = 0x20000000, .gpu_id = a.gpu_id,
+                                                                .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT };
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &z), -EINVAL, "size 0");
+        }
+        mine = alloc_at(&a, 0x30000000, &r);
+        cr_assert_eq(r, 0);
+        cr_expect_eq(map(&a, mine), 0);
+        wild = alloc_at(&a, 1ULL << 47, &r);
+        cr_assert_eq(r, 0);
+        cr_expect_eq(map(&a, wild), -EINVAL, "a VA outside the aperture");
+
+        vm.drm_fd = (uint32_t) b.render;
+        vm.gpu_id = b.gpu_id;
+        cr_assert_eq(kioctl(&b, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+        /* Handles are per process (an idr of each): one whose index this
+         * process never gave out names nothing here. */
+        for (unsigned i = 0; i < 5; i++) {
+                theirs = alloc_at(&b, 0x40000000 + i * 0x100000ULL, &r);
+                cr_assert_eq(r, 0);
+        }
+        cr_expect_eq(map(&b, theirs), 0);
+        fr.handle = theirs;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), -EINVAL, "a handle of another process");
+
+        /* Both go on. */
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(kioctl(&b, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), -EBUSY, "still mapped, and still there");
+        {
+                uint32_t ids[1] = { b.gpu_id };
+                struct kfd_ioctl_unmap_memory_from_gpu_args um = {
+                        .handle = theirs, .device_ids_array_ptr = (uintptr_t) ids, .n_devices = 1,
+                };
+                cr_expect_eq(kioctl(&b, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &um), 0);
+        }
+        cr_expect_eq(kioctl(&b, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        fr.handle = mine;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), -EBUSY, "still mapped");
+
+        /* The session's end ends its KFD process, whatever the client holds. */
+        kfdb_session_free(a.s);
+        a.s = NULL;
+        for (int i = 0; i < 200 && (r = kioctl(&a, AMDKFD_IOC_GET_VERSION, &v)) == 0; i++)
+                usleep(10000);
+        cr_expect_lt(r, 0, "the KFD process outlived its session");
+        sim_remote_ops_free(a.ops);
+        relayed_close(&b);
+}
+
+Test(kfd_relay, open_kfd_once_per_session) {
+        kfdb_session *s;
+        int fd, r;
+
+        test_daemon_start(&d, NULL);
+        s = test_connect(&d, "relay");
+        cr_assert_eq(open_kfd(s, 0, &fd, NULL), 0);
+        close(fd);
+        r = open_kfd(s, 1, &fd, NULL);
+        cr_expect_eq(r, -EEXIST);
+        cr_expect(strstr(kfdb_session_last_error(s), "has its KFD process already"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
+}
+
+Test(kfd_relay, refused_without_client_contexts) {
+        const char *args[] = { "--contexts=shared", NULL };
+        kfdb_session *s;
+        int fd;
+
+        test_daemon_start(&d, args);
+        s = test_connect(&d, "relay");
+        cr_expect_eq(open_kfd(s, 0, &fd, NULL), -EACCES);
+        cr_expect(strstr(kfdb_session_last_error(s), "gives no client a GPU context of its own"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
+}
+
+Test(kfd_relay, counted_against_max_contexts_and_given_back) {
+        const char *args[] = { "--max-contexts=1", NULL };
+        kfdb_session *s1, *s2;
+        int fd1, fd2;
+
+        test_daemon_start(&d, args);
+        s1 = test_connect(&d, "first");
+        s2 = test_connect(&d, "second");
+        cr_assert_eq(open_kfd(s1, 0, &fd1, NULL), 0);
+        cr_expect_eq(open_kfd(s2, 1, &fd2, NULL), -EBUSY);
+        cr_expect(strstr(kfdb_session_last_error(s2), "kfdbrokerd --max-contexts"), "%s",
+                  kfdb_session_last_error(s2));
+        close(fd1);
+        kfdb_session_free(s1);
+        /* The daemon sees the first session end when it reads its EOF. */
+        for (int i = 0; i < 200; i++) {
+                char cmd[160];
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", topo[1]);
+                cr_assert(system(cmd) == 0);
+                if (open_kfd(s2, 1, &fd2, NULL) == 0)
+                        break;
+                fd2 = -1;
+                usleep(10000);
+        }
+        cr_expect_geq(fd2, 0, "the first session's KFD process was not given back: %s",
+                      kfdb_session_last_error(s2));
+        if (fd2 >= 0)
+                close(fd2);
+        kfdb_session_free(s2);
+}
