@@ -320,7 +320,8 @@ unsigned context_pool_live(const ContextPool *p) {
         return p->n_live;
 }
 
-int context_pool_kfd_relay_begin(ContextPool *p, int *ret_fd, char *err, size_t errlen) {
+int context_pool_kfd_relay_begin(ContextPool *p, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd,
+                                 char *err, size_t errlen) {
         int r;
 
         if (p->mechanism == CONTEXT_MECHANISM_NONE) {
@@ -333,11 +334,11 @@ int context_pool_kfd_relay_begin(ContextPool *p, int *ret_fd, char *err, size_t 
                          p->opts.max_contexts);
                 return -EBUSY;
         }
-        if (!p->opts.worker_device) {
+        if (!p->opts.relay_device) {
                 snprintf(err, errlen, "the KFD relay serves only the simulated GPU (--device=sim) in this version");
                 return -EOPNOTSUPP;
         }
-        r = p->opts.worker_device(p->opts.worker_userdata, ret_fd);
+        r = p->opts.relay_device(p->opts.worker_userdata, hooks, hooks_userdata, ret_fd);
         if (r < 0) {
                 snprintf(err, errlen, "cannot start a KFD process on the simulated GPU: %s", strerror(-r));
                 return r;

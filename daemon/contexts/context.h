@@ -39,6 +39,7 @@
 
 #include "gpu/gpu.h"
 #include "kfd/kfd-ops.h"
+#include "sim/sim-remote.h"
 
 typedef struct Context Context;
 typedef struct ContextPool ContextPool;
@@ -90,6 +91,10 @@ typedef struct ContextPoolOptions {
          * serves each worker over such a connection (sim-remote). */
         int (*worker_device)(void *userdata, int *ret_fd);
         void *worker_userdata;
+        /* A new KFD process for a relayed client (context_pool_kfd_relay_begin),
+         * served with hooks (sim-remote.h), or NULL where the device has
+         * none to give (the real kernel, in this version). worker_userdata. */
+        int (*relay_device)(void *userdata, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd);
         uint32_t worker_uid, worker_gid; /* a root daemon's workers switch to these */
         unsigned n_worker_groups;
         uint32_t worker_groups[8];    /* and keep these supplementary groups (render, video) */
@@ -123,6 +128,7 @@ unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive
 /**
  * context_pool_kfd_relay_begin() - a KFD process of its own for a relayed client
  * @p: the pool
+ * @hooks: what the daemon checks around its calls (sim-remote.h), with @hooks_userdata
  * @ret_fd: where the connection to it lands (SOCK_SEQPACKET, the sim-remote
  *          wire of daemon/sim/sim-remote-protocol.h)
  * @err: one line saying why not, for the client
@@ -137,7 +143,8 @@ unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive
  * one (in this version only the simulated GPU can); other errors from making
  * the connection. Undo with context_pool_kfd_relay_end().
  */
-int context_pool_kfd_relay_begin(ContextPool *p, int *ret_fd, char *err, size_t errlen);
+int context_pool_kfd_relay_begin(ContextPool *p, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd,
+                                 char *err, size_t errlen);
 void context_pool_kfd_relay_end(ContextPool *p);
 unsigned context_pool_kfd_relays(const ContextPool *p);
 /* The directory standing for /sys/devices/virtual/kfd/kfd (KfdOps.sysfs_root). */

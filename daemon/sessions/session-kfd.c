@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "sessions/kfd-relay.h"
 #include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
@@ -127,6 +128,7 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         _cleanup_close_ int fd = -EBADF, root_fd = -EBADF, keep = -EBADF;
 
         char err[384] = "";
+        KfdRelay *relay = NULL;
         int k;
 
         if (s->kfd_relay_fd >= 0) {
@@ -146,8 +148,16 @@ void session_open_kfd(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, -k, "open_kfd: cannot read the KFD topology: %s", strerror(-k));
                 return;
         }
-        k = context_pool_kfd_relay_begin(pool, &fd, err, sizeof err);
+        k = kfd_relay_new(s, s->set->event, &relay);
         if (k < 0) {
+                session_send_error(s, req->id, -k, "open_kfd: %s", strerror(-k));
+                return;
+        }
+        /* The server's reference, given back when the KFD process is gone. */
+        k = context_pool_kfd_relay_begin(pool, &kfd_relay_hooks, kfd_relay_ref(relay), &fd, err, sizeof err);
+        if (k < 0) {
+                kfd_relay_detach(relay); /* ours */
+                kfd_relay_unref(relay);  /* the server's, never handed over */
                 session_log(s, LOG_NOTICE, "Session %" PRIu64 ": OpenKfd refused: %s", s->id, err);
                 session_send_error(s, req->id, -k, "open_kfd: %s", err);
                 return;
@@ -157,11 +167,14 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (keep < 0) {
                 k = -errno;
+                /* Our end goes with fd: the KFD process ends, the server lets the relay go. */
+                kfd_relay_detach(relay);
                 context_pool_kfd_relay_end(pool);
                 session_send_error(s, req->id, -k, "open_kfd: %s", strerror(-k));
                 return;
         }
         s->kfd_relay_fd = TAKE_FD(keep);
+        s->kfd_relay = relay;
         session_log(s, LOG_INFO, "Session %" PRIu64 ": opened a KFD process of its own (the KFD relay)", s->id);
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_KFD,
                                        .open_kfd = { .files = tree.files, .n_files = tree.n_files,
@@ -174,5 +187,7 @@ void session_kfd_free(Session *s) {
                 return;
         (void) shutdown(s->kfd_relay_fd, SHUT_RDWR);
         s->kfd_relay_fd = safe_close(s->kfd_relay_fd);
+        kfd_relay_detach(s->kfd_relay);
+        s->kfd_relay = NULL;
         context_pool_kfd_relay_end(s->set->contexts);
 }

@@ -134,6 +134,7 @@ struct Session {
         SessionRing *ring;           /* the submit ring (session-ring.c), NULL until OpenSubmitRing */
         GpuBuffer *fence_page;       /* session-fence-page.c, NULL until OpenFencePage */
         int kfd_relay_fd;            /* session-kfd.c: a copy of the client's end, -EBADF until OpenKfd */
+        struct KfdRelay *kfd_relay;  /* kfd-relay.h: the checks around its calls, NULL until OpenKfd */
         FenceWatchEntry fence_watch; /* set up with fence_page; on the set's watch while armed */
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 

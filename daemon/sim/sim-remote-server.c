@@ -63,7 +63,25 @@ struct SimRemoteServer {
         pthread_mutex_t lock;    /* channels */
         SimRemoteChannel *channels;
         unsigned n_channels;
+        const SimRemoteHooks *hooks; /* NULL: none (sim-remote.h) */
+        void *hooks_userdata;
 };
+
+/* An ioctl of the process, between the hooks. */
+static int server_ioctl(SimRemoteServer *s, int fd, unsigned long request, void *arg) {
+        const KfdOps *ops = &s->mm->ops;
+        int r;
+
+        if (s->hooks && s->hooks->before) {
+                r = s->hooks->before(s->hooks_userdata, request, arg);
+                if (r < 0)
+                        return r;
+        }
+        r = ops->ioctl(ops->userdata, fd, request, arg);
+        if (s->hooks && s->hooks->after)
+                s->hooks->after(s->hooks_userdata, request, arg, r);
+        return r;
+}
 
 /* A reply being built: header, argument and array in one buffer of
  * SIM_REMOTE_MAX_MESSAGE bytes, and the fd to send with it. */
@@ -107,7 +125,6 @@ static void restore_field(uint8_t *dst, const uint8_t *src, size_t usize, size_t
 static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, SimRemoteIoctlKind kind,
                             const uint8_t *arg, const uint8_t *array, size_t array_size, int in_fd, Reply *rep,
                             void **ret_scratch, int *ret_out_fd) {
-        const KfdOps *ops = &s->mm->ops;
         unsigned long request = (unsigned long) req->u64[0];
         size_t usize = _IOC_SIZE(request), ksize = MAX(usize, sim_remote_ioctl_struct_size(kind));
         _cleanup_free_ uint8_t *view = calloc(1, ksize), *kdata = calloc(1, ksize);
@@ -225,8 +242,8 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         }
         *ret_scratch = buf;
 
-        r = ops->ioctl(ops->userdata, req->fd,
-                       _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize), kdata);
+        r = server_ioctl(s, req->fd, _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize),
+                         kdata);
         rep->h.ret = r;
 
         /* What goes back: the arrays the process gave, and in the struct its own
@@ -298,7 +315,6 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
 
 static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const uint8_t *payload, size_t payload_size,
                        int in_fd, Reply *rep, void **ret_scratch, int *ret_out_fd) {
-        const KfdOps *ops = &s->mm->ops;
         unsigned long request;
         bool arg_null = req->flags & SIM_REMOTE_ARG_NULL;
         SimRemoteIoctlKind kind;
@@ -326,7 +342,7 @@ static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const ui
                 if (in_fd >= 0 || payload_size != req->arg_size)
                         return -EPROTO;
                 memcpy(rep->arg, payload, req->arg_size);
-                rep->h.ret = ops->ioctl(ops->userdata, req->fd, request, arg_null ? NULL : rep->arg);
+                rep->h.ret = server_ioctl(s, req->fd, request, arg_null ? NULL : rep->arg);
                 if (!arg_null && (_IOC_DIR(request) & _IOC_READ))
                         rep->h.arg_size = (uint32_t) usize;
                 return 0;
@@ -334,7 +350,7 @@ static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const ui
                 if (arg_null) {
                         if (in_fd >= 0 || payload_size != 0)
                                 return -EPROTO;
-                        rep->h.ret = ops->ioctl(ops->userdata, req->fd, request, NULL);
+                        rep->h.ret = server_ioctl(s, req->fd, request, NULL);
                         return 0;
                 }
                 return serve_marshalled(s, req, kind, payload, payload + usize, payload_size - usize, in_fd, rep,
@@ -609,6 +625,8 @@ static void server_end(SimRemoteServer *s) {
 
         safe_close(s->fd);
         pthread_mutex_destroy(&s->lock);
+        if (s->hooks && s->hooks->end)
+                s->hooks->end(s->hooks_userdata);
         free(s);
 }
 
@@ -626,6 +644,10 @@ static void *server_main(void *userdata) {
 }
 
 int sim_remote_serve(SimDevice *d, int fd) {
+        return sim_remote_serve_hooked(d, fd, NULL, NULL);
+}
+
+int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata) {
         _cleanup_close_ int sock = fd;
         SimRemoteServer *s;
         pthread_attr_t attr;
@@ -643,6 +665,8 @@ int sim_remote_serve(SimDevice *d, int fd) {
                 return r;
         }
         s->device = d;
+        s->hooks = hooks;
+        s->hooks_userdata = userdata;
         s->fd = TAKE_FD(sock);
         pthread_mutex_init(&s->lock, NULL);
 

@@ -23,6 +23,7 @@
 
 static TestDaemon d;
 static char topo[2][64];
+static char policydir[64];
 
 static void teardown(void) {
         char cmd[160];
@@ -34,6 +35,11 @@ static void teardown(void) {
                         test_fini_expect(system(cmd) == 0, "%s failed", cmd);
                         topo[i][0] = 0;
                 }
+        if (policydir[0]) {
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", policydir);
+                test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+                policydir[0] = 0;
+        }
         test_fini_end();
 }
 
@@ -289,4 +295,111 @@ Test(kfd_relay, counted_against_max_contexts_and_given_back) {
         if (fd2 >= 0)
                 close(fd2);
         kfdb_session_free(s2);
+}
+
+
+static void start_with_limits(const char *limits) {
+        char arg[128], path[160];
+        const char *args[] = { arg, NULL };
+        FILE *f;
+
+        strcpy(policydir, "/tmp/kfdbroker-policy.XXXXXX");
+        cr_assert(mkdtemp(policydir));
+        snprintf(path, sizeof path, "%s/50-relay.conf", policydir);
+        f = fopen(path, "we");
+        cr_assert(f);
+        fprintf(f, "[Limits]\n%s", limits);
+        fclose(f);
+        snprintf(arg, sizeof arg, "--policy-dir=%s", policydir);
+        test_daemon_start(&d, args);
+}
+
+static uint64_t charged(kfdb_session *s) {
+        kfdb_usage u;
+
+        cr_assert_eq(kfdb_query(s, &u), 0);
+        return u.buffer_bytes;
+}
+
+static void acquire(Relayed *c) {
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) c->render, .gpu_id = c->gpu_id };
+        cr_assert_eq(kioctl(c, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+}
+
+static uint64_t alloc_size(Relayed *c, uint64_t va, uint64_t size, uint32_t flags, int *ret) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = { .va_addr = va, .size = size, .gpu_id = c->gpu_id,
+                                                         .flags = flags };
+        *ret = kioctl(c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+        return a.handle;
+}
+
+Test(kfd_relay, allocations_are_charged_to_the_session_and_enomem_past_its_limit) {
+        Relayed a = {};
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t h1, h2;
+        char *log;
+        int r;
+
+        start_with_limits("BufferMemory=1M\n");
+        relayed_open(&a, 0);
+        acquire(&a);
+        cr_expect_eq(charged(a.s), 0);
+        h1 = alloc_size(&a, 0x10000000, 600 * 1024 + 1, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        cr_expect_eq(charged(a.s), 604 * 1024, "rounded up to pages");
+        (void) alloc_size(&a, 0x20000000, 512 * 1024, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, &r);
+        cr_expect_eq(r, -ENOMEM, "over BufferMemory=: out of memory, never EAGAIN");
+        cr_expect_eq(charged(a.s), 604 * 1024, "a refused allocation is not charged");
+        /* A request word that claims another size is still an allocation. */
+        {
+                struct kfd_ioctl_alloc_memory_of_gpu_args big = { .va_addr = 0x30000000, .size = 512 * 1024,
+                                                                   .gpu_id = a.gpu_id,
+                                                                   .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT };
+                cr_expect_eq(kioctl(&a, _IOC(_IOC_READ | _IOC_WRITE, 'K', 0x16, 40), &big), -ENOMEM);
+        }
+        fr.handle = h1;
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        for (int i = 0; i < 200 && charged(a.s) != 0; i++)
+                usleep(5000);
+        cr_expect_eq(charged(a.s), 0, "freed memory is given back");
+        h2 = alloc_size(&a, 0x20000000, 512 * 1024, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, &r);
+        cr_expect_eq(r, 0);
+        cr_expect_eq(charged(a.s), 512 * 1024);
+        (void) h2;
+
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "KFD allocation refused: buffer memory limit (max_buffer_bytes 1048576, policy BufferMemory=)"),
+                  "%s", log);
+        free(log);
+        relayed_close(&a);
+}
+
+Test(kfd_relay, what_a_sandboxed_client_must_not_have_is_refused_with_a_log_line) {
+        Relayed a = {};
+        struct kfd_ioctl_create_queue_args q = {};
+        uint8_t svm[64] = {};
+        char *log;
+        int r;
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        acquire(&a);
+        (void) alloc_size(&a, 0x10000000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &r);
+        cr_expect_eq(r, -EOPNOTSUPP, "USERPTR");
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x20, uint8_t[24]), svm), -EOPNOTSUPP, "SVM");
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x20, uint8_t[24]), svm), -EOPNOTSUPP, "SVM again");
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x26, uint8_t[40]), svm), -EOPNOTSUPP, "DBG_TRAP");
+        q.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_QUEUE, &q), -EOPNOTSUPP, "queues, for now");
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "KFD relay refused user-pointer memory"), "%s", log);
+        cr_expect(strstr(log, "KFD relay refused shared virtual memory"), "%s", log);
+        cr_expect(strstr(log, "KFD relay refused the debugger interface"), "%s", log);
+        cr_expect(strstr(log, "KFD relay refused user queues"), "%s", log);
+        {
+                const char *p = strstr(log, "KFD relay refused shared virtual memory");
+                cr_expect(p && !strstr(p + 1, "KFD relay refused shared virtual memory"), "logged once");
+        }
+        free(log);
+        relayed_close(&a);
 }
