@@ -38,6 +38,7 @@ struct Charge {
         Charge *next;
         int64_t delta;           /* bytes: > 0 to charge (waited for), < 0 to give back */
         GpuPlacement placement;
+        unsigned objects;        /* buffer objects given back with a give-back (a charge is one) */
         bool done;
         int r;
 };
@@ -59,6 +60,7 @@ struct KfdRelay {
         RelayBo *bos;            /* what the process holds, as charged */
         size_t n_bos, cap_bos;
         uint64_t charged[2];     /* by placement; loop thread */
+        uint64_t objects;        /* buffer objects charged (each an object and its daemon fds); loop thread */
         unsigned refused_logged; /* features logged once (bit per Feature) */
 };
 
@@ -129,9 +131,14 @@ static void charges_run(KfdRelay *r) {
                 list = c->next;
                 if (c->delta < 0) {
                         uint64_t back = MIN((uint64_t) -c->delta, r->charged[c->placement]);
+                        uint64_t objects = MIN((uint64_t) c->objects, r->objects);
                         if (s && back > 0) {
                                 session_account_buffer(s, c->placement, -(int64_t) back);
                                 r->charged[c->placement] -= back;
+                        }
+                        if (s && objects > 0) {
+                                session_account_object(s, -(int) objects);
+                                r->objects -= objects;
                         }
                         free(c);
                         continue;
@@ -141,8 +148,11 @@ static void charges_run(KfdRelay *r) {
                 else {
                         SessionErrorSink sink = {};
 
+                        /* Its memory, and the daemon's fds that hold it (one
+                         * memfd per buffer object on the simulator). */
                         s->error_sink = &sink;
-                        (void) session_check_memory_quota(s, 0, (uint64_t) c->delta);
+                        if (session_check_memory_quota(s, 0, (uint64_t) c->delta))
+                                (void) session_check_fds(s, 0, session_buffer_fds(s), "a KFD allocation");
                         s->error_sink = NULL;
                         if (sink.error) {
                                 session_log(s, LOG_NOTICE, "Session %" PRIu64 ": KFD allocation refused: %s", s->id,
@@ -150,7 +160,9 @@ static void charges_run(KfdRelay *r) {
                                 c->r = -ENOMEM;
                         } else {
                                 session_account_buffer(s, c->placement, c->delta);
+                                session_account_object(s, 1);
                                 r->charged[c->placement] += (uint64_t) c->delta;
+                                r->objects++;
                                 c->r = 0;
                         }
                 }
@@ -177,13 +189,13 @@ static void queue_locked(KfdRelay *r, Charge *c) {
         (void) write(r->eventfd, &one, sizeof one);
 }
 
-/* Serving thread: gives bytes back, without waiting. */
-static void give_back(KfdRelay *r, uint64_t size, GpuPlacement placement) {
+/* Serving thread: gives bytes (and objects) back, without waiting. */
+static void give_back(KfdRelay *r, uint64_t size, GpuPlacement placement, unsigned objects) {
         Charge *c = calloc(1, sizeof *c);
 
         if (!c)
                 return; /* the session's end gives it back */
-        *c = (Charge) { .delta = -(int64_t) size, .placement = placement };
+        *c = (Charge) { .delta = -(int64_t) size, .placement = placement, .objects = objects };
         pthread_mutex_lock(&r->lock);
         if (r->session)
                 queue_locked(r, c);
@@ -317,7 +329,7 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                                 r->bos[r->n_bos++] = (RelayBo) { a->handle, size, placement_of(a->flags) };
                         pthread_mutex_unlock(&r->lock);
                 } else
-                        give_back(r, size, placement_of(a->flags));
+                        give_back(r, size, placement_of(a->flags), 1);
         } else if (is_kfd(request, 0x17) && result == 0 && arg) {
                 const struct kfd_ioctl_free_memory_of_gpu_args *a = arg;
                 RelayBo bo = {};
@@ -331,7 +343,7 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                         }
                 pthread_mutex_unlock(&r->lock);
                 if (bo.size > 0)
-                        give_back(r, bo.size, bo.placement);
+                        give_back(r, bo.size, bo.placement, 1);
         }
 }
 
@@ -339,15 +351,18 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
 static void hook_end(void *userdata) {
         KfdRelay *r = userdata;
         uint64_t bytes[2] = {};
+        unsigned objects[2] = {};
 
         pthread_mutex_lock(&r->lock);
-        for (size_t i = 0; i < r->n_bos; i++)
+        for (size_t i = 0; i < r->n_bos; i++) {
                 bytes[r->bos[i].placement] += r->bos[i].size;
+                objects[r->bos[i].placement]++;
+        }
         r->n_bos = 0;
         pthread_mutex_unlock(&r->lock);
         for (unsigned p = 0; p < 2; p++)
                 if (bytes[p] > 0)
-                        give_back(r, bytes[p], (GpuPlacement) p);
+                        give_back(r, bytes[p], (GpuPlacement) p, objects[p]);
         kfd_relay_unref(r);
 }
 
@@ -409,7 +424,10 @@ void kfd_relay_detach(KfdRelay *r) {
         for (unsigned p = 0; p < 2; p++)
                 if (s && r->charged[p] > 0)
                         session_account_buffer(s, (GpuPlacement) p, -(int64_t) r->charged[p]);
+        if (s && r->objects > 0)
+                session_account_object(s, -(int) MIN(r->objects, (uint64_t) INT32_MAX));
         r->charged[0] = r->charged[1] = 0;
+        r->objects = 0;
         r->source = sd_event_source_disable_unref(r->source);
         r->eventfd = safe_close(r->eventfd);
         kfd_relay_unref(r);

@@ -135,7 +135,8 @@ void session_open_kfd(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, EEXIST, "open_kfd: this session has its KFD process already");
                 return;
         }
-        if (!session_check_fds(s, req->id, session_buffer_fds(s) + 2, "OpenKfd"))
+        /* The daemon's end of the relay socket and our copy of the client's. */
+        if (!session_check_fds(s, req->id, 2, "OpenKfd"))
                 return;
         root_fd = open(context_pool_sysfs_root(pool), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0) {
@@ -175,6 +176,7 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         }
         s->kfd_relay_fd = TAKE_FD(keep);
         s->kfd_relay = relay;
+        session_account_fds(s, 2);
         session_log(s, LOG_INFO, "Session %" PRIu64 ": opened a KFD process of its own (the KFD relay)", s->id);
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_KFD,
                                        .open_kfd = { .files = tree.files, .n_files = tree.n_files,
@@ -189,5 +191,6 @@ void session_kfd_free(Session *s) {
         s->kfd_relay_fd = safe_close(s->kfd_relay_fd);
         kfd_relay_detach(s->kfd_relay);
         s->kfd_relay = NULL;
+        session_account_fds(s, -2);
         context_pool_kfd_relay_end(s->set->contexts);
 }

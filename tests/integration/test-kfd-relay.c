@@ -403,3 +403,46 @@ Test(kfd_relay, what_a_sandboxed_client_must_not_have_is_refused_with_a_log_line
         free(log);
         relayed_close(&a);
 }
+
+static uint64_t session_fds(kfdb_session *s) {
+        kfdb_fd_budget b;
+
+        cr_assert_eq(kfdb_query_fd_budget(s, &b), 0);
+        return b.session_fds;
+}
+
+/* On the simulator each buffer object keeps a daemon fd (a memfd): counted
+ * in the session's fd budget, and past it the allocation fails. */
+Test(kfd_relay, the_daemon_fds_of_its_buffers_are_counted) {
+        const char *args[] = { "--max-fds-per-session=8", NULL };
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t base, h[8];
+        unsigned n = 0;
+        Relayed a = {};
+        int r = 0;
+
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        acquire(&a);
+        base = session_fds(a.s);
+        h[n] = alloc_size(&a, 0x10000000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        n++;
+        cr_expect_eq(session_fds(a.s), base + 1);
+        while (n < 8) {
+                h[n] = alloc_size(&a, 0x10000000 + n * 0x10000ULL, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        cr_expect_eq(r, -ENOMEM, "past --max-fds-per-session");
+        cr_expect_leq(session_fds(a.s), 8);
+        for (unsigned i = 0; i < n; i++) {
+                fr.handle = h[i];
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        }
+        for (int i = 0; i < 200 && session_fds(a.s) != base; i++)
+                usleep(5000);
+        cr_expect_eq(session_fds(a.s), base, "given back at free");
+        relayed_close(&a);
+}
