@@ -255,10 +255,15 @@ static GpuPlacement placement_of(uint32_t flags) {
         return (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? GPU_PLACEMENT_VRAM : GPU_PLACEMENT_GTT;
 }
 
-/* The argument as the simulator reads it: the request's bytes, zero-extended
- * (sim-remote-server.c hands over a buffer of at least the uapi size). */
-static const struct kfd_ioctl_alloc_memory_of_gpu_args *alloc_args(const void *arg) {
-        return arg;
+/* The argument as the simulator reads it: the bytes the request word
+ * encodes, zero-extended to the uapi struct (kfd_ioctl copies _IOC_SIZE
+ * bytes and clears the rest). NULL for a NULL argument. */
+static const void *args_copy(unsigned long request, const void *arg, void *buf, size_t size) {
+        if (!arg)
+                return NULL;
+        memset(buf, 0, size);
+        memcpy(buf, arg, MIN((size_t) _IOC_SIZE(request), size));
+        return buf;
 }
 
 static int hook_before(void *userdata, unsigned long request, const void *arg) {
@@ -284,7 +289,8 @@ static int hook_before(void *userdata, unsigned long request, const void *arg) {
                 f = FEATURE_QUEUES;
                 break;
         case 0x16: { /* AMDKFD_IOC_ALLOC_MEMORY_OF_GPU */
-                const struct kfd_ioctl_alloc_memory_of_gpu_args *a = alloc_args(arg);
+                struct kfd_ioctl_alloc_memory_of_gpu_args buf;
+                const struct kfd_ioctl_alloc_memory_of_gpu_args *a = args_copy(request, arg, &buf, sizeof buf);
 
                 if (!a)
                         return 0; /* the simulator answers -EFAULT */
@@ -307,7 +313,8 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
         KfdRelay *r = userdata;
 
         if (is_kfd(request, 0x16)) {
-                const struct kfd_ioctl_alloc_memory_of_gpu_args *a = alloc_args(arg);
+                struct kfd_ioctl_alloc_memory_of_gpu_args buf;
+                const struct kfd_ioctl_alloc_memory_of_gpu_args *a = args_copy(request, arg, &buf, sizeof buf);
                 uint64_t size;
 
                 if (!a || (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) || a->size == 0 ||
@@ -331,7 +338,8 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                 } else
                         give_back(r, size, placement_of(a->flags), 1);
         } else if (is_kfd(request, 0x17) && result == 0 && arg) {
-                const struct kfd_ioctl_free_memory_of_gpu_args *a = arg;
+                struct kfd_ioctl_free_memory_of_gpu_args buf;
+                const struct kfd_ioctl_free_memory_of_gpu_args *a = args_copy(request, arg, &buf, sizeof buf);
                 RelayBo bo = {};
 
                 pthread_mutex_lock(&r->lock);
