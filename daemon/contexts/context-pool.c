@@ -338,7 +338,7 @@ int context_pool_kfd_relay_begin(ContextPool *p, const SimRemoteHooks *hooks, vo
                 snprintf(err, errlen, "the KFD relay serves only the simulated GPU (--device=sim) in this version");
                 return -EOPNOTSUPP;
         }
-        r = p->opts.relay_device(p->opts.worker_userdata, hooks, hooks_userdata, ret_fd);
+        r = p->opts.relay_device(p->opts.worker_userdata, p->opts.device.gpu_id, hooks, hooks_userdata, ret_fd);
         if (r < 0) {
                 snprintf(err, errlen, "cannot start a KFD process on the simulated GPU: %s", strerror(-r));
                 return r;

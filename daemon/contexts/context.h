@@ -93,8 +93,10 @@ typedef struct ContextPoolOptions {
         void *worker_userdata;
         /* A new KFD process for a relayed client (context_pool_kfd_relay_begin),
          * served with hooks (sim-remote.h), or NULL where the device has
-         * none to give (the real kernel, in this version). worker_userdata. */
-        int (*relay_device)(void *userdata, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd);
+         * none to give (the real kernel, in this version); it sees only the
+         * GPU gpu_id, the pool's. worker_userdata. */
+        int (*relay_device)(void *userdata, uint32_t gpu_id, const SimRemoteHooks *hooks, void *hooks_userdata,
+                            int *ret_fd);
         uint32_t worker_uid, worker_gid; /* a root daemon's workers switch to these */
         unsigned n_worker_groups;
         uint32_t worker_groups[8];    /* and keep these supplementary groups (render, video) */

@@ -2,7 +2,8 @@
 /*
  * OpenKfd: the session of a process that runs unmodified ROCm through
  * libkfdbroker-kfd.so (docs/rocm.md) gets a KFD process of its own and the
- * KFD topology as this session may see it. The KFD process is reached over a
+ * KFD topology as this session may see it: the CPU and the daemon's GPU,
+ * no other (the process sees no other GPU either: SimMm.visible_gpu_id). The KFD process is reached over a
  * SOCK_SEQPACKET socket that speaks sim-remote's wire
  * (daemon/sim/sim-remote-protocol.h): the interposer's ioctls, mmaps and
  * closes run there, each checked as the kernel checks it by the simulator's
@@ -122,6 +123,68 @@ static int topology_tree_read(TopologyTree *t, int dir_fd, const char *prefix, u
         return r;
 }
 
+/* The node index of a path under topology/nodes/, or -1. */
+static int node_of(const char *path, const char **ret_rest) {
+        static const char prefix[] = "topology/nodes/";
+        char *end;
+        unsigned long n;
+
+        if (strncmp(path, prefix, sizeof prefix - 1) != 0)
+                return -1;
+        errno = 0;
+        n = strtoul(path + sizeof prefix - 1, &end, 10);
+        if (errno || end == path + sizeof prefix - 1 || (*end && *end != '/') || n >= 1024)
+                return -1;
+        *ret_rest = end;
+        return (int) n;
+}
+
+/*
+ * Only the GPU this session may use, as a container given one GPU's device
+ * nodes sees it: the CPU nodes (gpu_id 0) and the node of gpu_id, numbered
+ * again from 0 in their order, as the thunk reads nodes 0..N-1.
+ */
+static int topology_tree_keep_gpu(TopologyTree *t, uint32_t gpu_id) {
+        int renumber[1024];
+        bool seen[1024] = {};
+        unsigned next = 0;
+        size_t k = 0;
+
+        for (size_t i = 0; i < t->n_files; i++) {
+                const char *rest;
+                int n = node_of(t->files[i].path, &rest);
+                if (n >= 0 && strcmp(rest, "/gpu_id") == 0) {
+                        char text[32] = "";
+                        memcpy(text, t->files[i].content, MIN(t->files[i].size, sizeof text - 1));
+                        uint32_t id = (uint32_t) strtoul(text, NULL, 10);
+                        seen[n] = id == 0 || id == gpu_id;
+                }
+        }
+        for (unsigned n = 0; n < 1024; n++)
+                renumber[n] = seen[n] ? (int) next++ : -1;
+        for (size_t i = 0; i < t->n_files; i++) {
+                WireTopologyFile *f = &t->files[i];
+                const char *rest;
+                int n = node_of(f->path, &rest);
+                char *path;
+
+                if (n >= 0 && renumber[n] < 0) {
+                        free((char *) f->path);
+                        free((void *) f->content);
+                        continue;
+                }
+                if (n >= 0 && renumber[n] != n) {
+                        if (asprintf(&path, "topology/nodes/%d%s", renumber[n], rest) < 0)
+                                return -ENOMEM;
+                        free((char *) f->path);
+                        f->path = path;
+                }
+                t->files[k++] = *f;
+        }
+        t->n_files = k;
+        return 0;
+}
+
 void session_open_kfd(Session *s, const WireRequest *req) {
         ContextPool *pool = s->set->contexts;
         _cleanup_(topology_tree_done) TopologyTree tree = {};
@@ -145,6 +208,8 @@ void session_open_kfd(Session *s, const WireRequest *req) {
                 return;
         }
         k = topology_tree_read(&tree, root_fd, "", 0);
+        if (k >= 0)
+                k = topology_tree_keep_gpu(&tree, context_pool_info(pool)->gpu_id);
         if (k < 0) {
                 session_send_error(s, req->id, -k, "open_kfd: cannot read the KFD topology: %s", strerror(-k));
                 return;

@@ -644,10 +644,10 @@ static void *server_main(void *userdata) {
 }
 
 int sim_remote_serve(SimDevice *d, int fd) {
-        return sim_remote_serve_hooked(d, fd, NULL, NULL);
+        return sim_remote_serve_hooked(d, fd, 0, NULL, NULL);
 }
 
-int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata) {
+int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata) {
         _cleanup_close_ int sock = fd;
         SimRemoteServer *s;
         pthread_attr_t attr;
@@ -664,6 +664,7 @@ int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, v
                 free(s);
                 return r;
         }
+        s->mm->visible_gpu_id = gpu_id;
         s->device = d;
         s->hooks = hooks;
         s->hooks_userdata = userdata;

@@ -50,8 +50,9 @@ typedef struct SimRemoteHooks {
         void (*end)(void *userdata);
 } SimRemoteHooks;
 
-/* sim_remote_serve() with hooks (NULL: none). On failure end() is not called. */
-int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata);
+/* sim_remote_serve() with hooks (NULL: none), for a process that sees only
+ * the GPU gpu_id (0: all; SimMm.visible_gpu_id). On failure end() is not called. */
+int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata);
 
 /*
  * Process side (in the worker). A KfdOps whose every operation is carried out

@@ -446,3 +446,34 @@ Test(kfd_relay, the_daemon_fds_of_its_buffers_are_counted) {
         cr_expect_eq(session_fds(a.s), base, "given back at free");
         relayed_close(&a);
 }
+
+/* An iGPU listed first, the daemon on the gfx1030: the session's topology and
+ * its KFD process hold that GPU alone. */
+Test(kfd_relay, only_the_gpu_the_session_may_use) {
+        const char *args[] = { "--sim-topology=igpu-first", NULL };
+        struct kfd_ioctl_get_process_apertures_new_args ap = {};
+        struct kfd_process_device_apertures pa[2] = {};
+        char path[160], *text;
+        Relayed a = {};
+
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        cr_expect_eq(a.minor, 129, "the gfx1030's render node");
+        text = read_text(topo[0], "topology/nodes/1/properties");
+        cr_expect(strstr(text, "gfx_target_version 100300\n"), "%s", text);
+        free(text);
+        text = read_text(topo[0], "topology/nodes/0/gpu_id");
+        cr_expect_str_eq(text, "0\n", "node 0 is the CPU");
+        free(text);
+        snprintf(path, sizeof path, "%s/topology/nodes/2", topo[0]);
+        cr_expect_eq(access(path, F_OK), -1, "no third node");
+        cr_expect_eq(a.ops->open_render(a.ops->userdata, 128), -ENOENT, "the iGPU's render node");
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+        cr_expect_eq(ap.num_of_nodes, 1);
+        ap.kfd_process_device_apertures_ptr = (uintptr_t) pa;
+        ap.num_of_nodes = 2;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+        cr_expect_eq(ap.num_of_nodes, 1);
+        cr_expect_eq(pa[0].gpu_id, a.gpu_id);
+        relayed_close(&a);
+}

@@ -5,7 +5,8 @@
 # kfdbrokerd on the simulated GPU on a private socket, `kfdbroker-run
 # --socket S rocminfo` must exit 0 and list the gfx1030 agent — on the host,
 # and as nobody inside bubblewrap with no /dev/kfd, no /dev/dri and no KFD
-# sysfs; with worker processes (--sim-kfd-version=1.18) too; and with
+# sysfs; with worker processes (--sim-kfd-version=1.18) too; seeing only the
+# daemon's GPU where the machine has two; and with
 # --contexts=shared it must fail, saying why. Skips (exit 77) only where
 # rocminfo or bwrap cannot be had, or bwrap cannot make a sandbox here.
 # Usage: test-rocminfo.sh KFDBROKERD KFDBROKER_RUN
@@ -70,6 +71,16 @@ fi
 start --sim-kfd-version=1.18 || exit 1
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "worker processes (KFD 1.18)" $? "$tmp/out"
+
+# Two GPUs, the daemon's the second: the process sees that one alone.
+start --sim-topology=igpu-first || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "an iGPU listed first" $? "$tmp/out"
+if grep -q gfx1036 "$tmp/out"; then
+        not_ok "rocminfo sees the iGPU the session may not use"
+else
+        ok "rocminfo sees only the daemon's GPU"
+fi
 
 start --contexts=shared || exit 1
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
