@@ -325,3 +325,36 @@ int sim_process_set_xnack_mode(SimProcess *p, struct kfd_ioctl_set_xnack_mode_ar
                         return -EBUSY;
         return a->xnack_enabled ? -EPERM : 0;
 }
+
+/* amdgpu's gfx config arrays (amdgpu_gfx.h: tile_mode_array[32],
+ * macrotile_mode_array[16]), which gfx10 never programs: zeros. */
+#define SIM_TILE_CONFIGS 32u
+#define SIM_MACRO_TILE_CONFIGS 16u
+/* GB_ADDR_CONFIG as AMD's own model backend of the thunk reports it for its
+ * gfx10/11 models (libhsakmt hsakmtmodel.c, rocm-facts §3): what ROCr's
+ * image manager reads. */
+#define SIM_GB_ADDR_CONFIG 0x10000444u
+
+/* kfd_ioctl_get_tile_config + amdgpu_amdkfd_get_tile_config: the counts
+ * are clamped to the device's arrays and say how many were written; banks
+ * and ranks come from MC_ARB_RAMCFG, which gfx10 does not have (0). */
+int sim_process_get_tile_config(SimProcess *p, struct kfd_ioctl_get_tile_config_args *a) {
+        uint32_t *tiles = (uint32_t *) (uintptr_t) a->tile_config_ptr;
+        uint32_t *macros = (uint32_t *) (uintptr_t) a->macro_tile_config_ptr;
+
+        if (!sim_process_gpu(p, a->gpu_id))
+                return -EINVAL;
+        a->gb_addr_config = SIM_GB_ADDR_CONFIG;
+        a->num_banks = 0;
+        a->num_ranks = 0;
+        a->num_tile_configs = MIN(a->num_tile_configs, SIM_TILE_CONFIGS);
+        a->num_macro_tile_configs = MIN(a->num_macro_tile_configs, SIM_MACRO_TILE_CONFIGS);
+        /* copy_to_user of each array: a NULL one of a nonzero count faults. */
+        if ((a->num_tile_configs && !tiles) || (a->num_macro_tile_configs && !macros))
+                return -EFAULT;
+        for (uint32_t i = 0; i < a->num_tile_configs; i++)
+                tiles[i] = 0;
+        for (uint32_t i = 0; i < a->num_macro_tile_configs; i++)
+                macros[i] = 0;
+        return 0;
+}

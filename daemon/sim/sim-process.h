@@ -97,6 +97,7 @@ struct kfd_ioctl_set_memory_policy_args;
 struct kfd_ioctl_set_scratch_backing_va_args;
 struct kfd_ioctl_set_trap_handler_args;
 struct kfd_ioctl_set_xnack_mode_args;
+struct kfd_ioctl_get_tile_config_args;
 
 /*
  * A GPU VM fault at va in a queue of p (the interrupt path of
@@ -133,6 +134,9 @@ int sim_process_set_trap_handler(SimProcess *p, struct kfd_ioctl_set_trap_handle
 /* XNACK: gfx1030 has no retry faults, so 0 (off) is the only mode; a
  * negative value queries it. -EPERM for 1, -EBUSY while queues exist. */
 int sim_process_set_xnack_mode(SimProcess *p, struct kfd_ioctl_set_xnack_mode_args *a);
+/* GET_TILE_CONFIG: gfx10's answer (sim-process.c); -EINVAL for a GPU id that
+ * is not the context's, -EFAULT for a NULL array of a nonzero count. */
+int sim_process_get_tile_config(SimProcess *p, struct kfd_ioctl_get_tile_config_args *a);
 
 /*
  * The device's GPU gpu_id names, as this context may use it: NULL for an id

@@ -130,6 +130,7 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         _cleanup_free_ uint8_t *view = calloc(1, ksize), *kdata = calloc(1, ksize);
         void *buf = NULL;
         uint64_t cap = 0;
+        uint32_t tile_room = 0; /* TILE_CONFIG: where the macro array starts in buf */
         int r;
 
         if (!view || !kdata)
@@ -226,6 +227,44 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
                 a->flags |= O_CLOEXEC;
                 break;
         }
+        case SIM_REMOTE_IOCTL_TILE_CONFIG: {
+                struct kfd_ioctl_get_tile_config_args *a = (void *) kdata;
+                uint32_t nt = MIN(a->num_tile_configs, SIM_REMOTE_MAX_TILE_CONFIGS);
+                uint32_t nm = MIN(a->num_macro_tile_configs, SIM_REMOTE_MAX_TILE_CONFIGS);
+
+                if (in_fd >= 0 || array_size != 0)
+                        return -EPROTO;
+                /* Room for both arrays, one after the other; a NULL pointer
+                 * stays NULL (the simulator's -EFAULT). */
+                a->num_tile_configs = nt;
+                a->num_macro_tile_configs = nm;
+                tile_room = nt;
+                cap = (uint64_t) nt + nm;
+                buf = calloc(MAX(cap, (uint64_t) 1), sizeof(uint32_t));
+                if (!buf)
+                        return -ENOMEM;
+                a->tile_config_ptr = a->tile_config_ptr ? (uint64_t) (uintptr_t) buf : 0;
+                a->macro_tile_config_ptr = a->macro_tile_config_ptr ? (uint64_t) (uintptr_t) ((uint32_t *) buf + nt) : 0;
+                break;
+        }
+        case SIM_REMOTE_IOCTL_CU_MASK: {
+                struct kfd_ioctl_set_cu_mask_args *a = (void *) kdata;
+                bool has = a->cu_mask_ptr != 0 && a->num_cu_mask > 0 && a->num_cu_mask % 32 == 0;
+
+                if (in_fd >= 0)
+                        return -EPROTO;
+                if (has) {
+                        if (array_size != (size_t) MIN(a->num_cu_mask / 32, SIM_REMOTE_MAX_CU_MASK) * 4)
+                                return -EPROTO;
+                        buf = malloc(array_size);
+                        if (!buf)
+                                return -ENOMEM;
+                        memcpy(buf, array, array_size);
+                        a->cu_mask_ptr = (uint64_t) (uintptr_t) buf;
+                } else if (array_size != 0)
+                        return -EPROTO;
+                break;
+        }
         case SIM_REMOTE_IOCTL_PRIME_TO_FD: {
                 struct drm_prime_handle *a = (void *) kdata;
 
@@ -272,6 +311,30 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         }
         case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
                 restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_import_dmabuf_args, dmabuf_fd));
+                break;
+        case SIM_REMOTE_IOCTL_TILE_CONFIG: {
+                struct kfd_ioctl_get_tile_config_args *a = (void *) kdata;
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_tile_config_args, tile_config_ptr));
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_tile_config_args, macro_tile_config_ptr));
+                if (r < 0) {
+                        restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_tile_config_args, num_tile_configs));
+                        restore_field(kdata, view, usize,
+                                      FIELD(struct kfd_ioctl_get_tile_config_args, num_macro_tile_configs));
+                } else {
+                        /* Both arrays as the simulator filled them: the tile
+                         * configs it wrote, then the macro ones (which
+                         * start after the room we gave the first). */
+                        uint32_t nt = MIN(a->num_tile_configs, tile_room);
+                        uint32_t nm = MIN(a->num_macro_tile_configs, (uint32_t) cap - tile_room);
+                        if (nt != tile_room)
+                                memmove((uint32_t *) buf + nt, (uint32_t *) buf + tile_room, (size_t) nm * 4);
+                        rep->array = buf;
+                        rep->array_size = ((size_t) nt + nm) * 4;
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_CU_MASK:
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr));
                 break;
         case SIM_REMOTE_IOCTL_DMABUF_INFO: {
                 struct kfd_ioctl_get_dmabuf_info_args *a = (void *) kdata;

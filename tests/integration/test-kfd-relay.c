@@ -477,3 +477,34 @@ Test(kfd_relay, only_the_gpu_the_session_may_use) {
         cr_expect_eq(pa[0].gpu_id, a.gpu_id);
         relayed_close(&a);
 }
+
+/* GET_TILE_CONFIG's two arrays and SET_CU_MASK's mask cross the relay. */
+Test(kfd_relay, tile_config_and_cu_mask_through_the_relay) {
+        uint32_t tiles[40], macros[20], mask[2] = { ~0u, ~0u };
+        struct kfd_ioctl_get_tile_config_args t = {
+                .tile_config_ptr = (uintptr_t) tiles, .macro_tile_config_ptr = (uintptr_t) macros,
+                .num_tile_configs = 40, .num_macro_tile_configs = 20,
+        };
+        struct kfd_ioctl_set_cu_mask_args m = { .num_cu_mask = 64, .cu_mask_ptr = (uintptr_t) mask };
+        Relayed a = {};
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        acquire(&a);
+        t.gpu_id = a.gpu_id;
+        memset(tiles, 0xff, sizeof tiles);
+        memset(macros, 0xff, sizeof macros);
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_TILE_CONFIG, &t), 0);
+        cr_expect_eq(t.gb_addr_config, 0x10000444u);
+        cr_expect_eq(t.num_tile_configs, 32u);
+        cr_expect_eq(t.num_macro_tile_configs, 16u);
+        cr_expect_eq(t.tile_config_ptr, (uintptr_t) tiles, "the caller's pointers come back");
+        cr_expect_eq(tiles[0], 0u);
+        cr_expect_eq(tiles[32], 0xffffffffu);
+        cr_expect_eq(macros[15], 0u);
+        cr_expect_eq(macros[16], 0xffffffffu);
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_CU_MASK, &m), -EFAULT, "no queue 0");
+        m.num_cu_mask = 33;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_CU_MASK, &m), -EINVAL);
+        relayed_close(&a);
+}

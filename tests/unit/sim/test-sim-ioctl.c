@@ -94,6 +94,34 @@ Test(sim_ioctl, thunk_settings_before_and_after_acquire_vm) {
         sim_device_free(d);
 }
 
+/* kfd_ioctl_get_tile_config on gfx10: GB_ADDR_CONFIG, no banks or ranks,
+ * the counts clamped to amdgpu's arrays (32, 16) and their entries zero. */
+Test(sim_ioctl, get_tile_config) {
+        TestCtx c;
+        uint32_t tiles[40], macros[20];
+        struct kfd_ioctl_get_tile_config_args a = {
+                .tile_config_ptr = (uintptr_t) tiles, .macro_tile_config_ptr = (uintptr_t) macros,
+                .num_tile_configs = 40, .num_macro_tile_configs = 20, .gpu_id = 0x1234,
+        };
+
+        t_open(&c, NULL);
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_TILE_CONFIG, &a), -EINVAL, "no such GPU");
+        a.gpu_id = c.gpu_id;
+        memset(tiles, 0xff, sizeof tiles);
+        memset(macros, 0xff, sizeof macros);
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_TILE_CONFIG, &a), 0);
+        cr_expect_eq(a.gb_addr_config, 0x10000444u);
+        cr_expect_eq(a.num_tile_configs, 32u);
+        cr_expect_eq(a.num_macro_tile_configs, 16u);
+        cr_expect_eq(tiles[31], 0u);
+        cr_expect_eq(tiles[32], 0xffffffffu, "not written past the count");
+        cr_expect_eq(macros[15], 0u);
+        cr_expect_eq(macros[16], 0xffffffffu);
+        a.tile_config_ptr = 0;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_TILE_CONFIG, &a), -EFAULT);
+        t_close(&c, true);
+}
+
 Test(sim_ioctl, fd_of_another_process) {
         TestCtx c;
         t_open(&c, NULL);
