@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -580,6 +581,7 @@ void kfdi_after_fork_child(void) {
 }
 
 void kfdi_init(void) {
+        struct rlimit as;
         void *m;
 
         /* The thunk asks for USERPTR of its paged host memory unless told not
@@ -588,7 +590,13 @@ void kfdi_init(void) {
         (void) setenv("HSA_USERPTR_FOR_PAGED_MEM", "0", 0);
         /* The daemon maps its own objects in a client's GPU VM inside this
          * window (gpu-va-window.c); CPU VA == GPU VA for everything the thunk
-         * maps, so the thunk must never pick an address in it. */
+         * maps, so the thunk must never pick an address in it. A PROT_NONE
+         * reservation still counts against RLIMIT_AS: under a finite one the
+         * 12 TiB would leave the program no address space, so it is not made
+         * (the thunk's own reservations then avoid the window only by
+         * chance; docs/rocm.md). */
+        if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+                return;
         m = mmap((void *) (uintptr_t) KFDI_VA_WINDOW_BASE, KFDI_VA_WINDOW_END - KFDI_VA_WINDOW_BASE, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
         (void) m; /* taken already (a parent's reservation survives exec only in name): nothing to do */

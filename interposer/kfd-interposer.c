@@ -445,11 +445,12 @@ EXPORT int faccessat(int dirfd, const char *path, int amode, int flags) {
 /* ---- fds ---- */
 
 EXPORT int close(int fd) {
-        int r = get_close()(fd);
-        /* Whatever close says, the number is gone (close(2): never retry). */
+        /* Out of the table first: once the number is closed the kernel may
+         * give it to another thread's open at once. Whatever close says, the
+         * number is gone (close(2): never retry). */
         if (kfdi_is_fake(fd))
                 kfdi_forget(fd);
-        return r;
+        return get_close()(fd);
 }
 
 EXPORT int close_range(unsigned first, unsigned last, int flags) {

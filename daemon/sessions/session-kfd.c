@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sessions/kfd-relay.h"
@@ -85,6 +86,7 @@ static int topology_tree_read(TopologyTree *t, int dir_fd, const char *prefix, u
         }
         while (r == 0 && (de = readdir(d))) {
                 _cleanup_free_ char *path = NULL;
+                unsigned char type = de->d_type;
 
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
@@ -96,11 +98,19 @@ static int topology_tree_read(TopologyTree *t, int dir_fd, const char *prefix, u
                         r = -ENAMETOOLONG;
                         break;
                 }
-                if (de->d_type == DT_DIR) {
+                if (type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                                r = -errno;
+                                break;
+                        }
+                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+                }
+                if (type == DT_DIR) {
                         _cleanup_close_ int sub = openat(dirfd(d), de->d_name,
                                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         r = sub < 0 ? -errno : topology_tree_read(t, sub, path, depth + 1);
-                } else if (de->d_type == DT_REG) {
+                } else if (type == DT_REG) {
                         WireTopologyFile *f;
 
                         if (t->n_files == WIRE_MAX_TOPOLOGY_FILES) {
