@@ -11,7 +11,9 @@
  * (EOPNOTSUPP, as a secondary KFD context answers SVM, USERPTR and DBG_TRAP,
  * kfd-facts §7.3): SVM, USERPTR allocations (memory the daemon cannot see),
  * the debugger (DBG_TRAP), CRIU, SMI events, and queues
- * (CREATE_QUEUE) until the relay of queues exists.
+ * (CREATE_QUEUE) until the relay of queues exists. Events are bounded by the
+ * session's Events= (taken when the relay began): past it CREATE_EVENT
+ * answers -ENOSPC, as the kernel does when the signal page is full.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -62,6 +64,9 @@ struct KfdRelay {
         uint64_t charged[2];     /* by placement; loop thread */
         uint64_t objects;        /* buffer objects charged (each an object and its daemon fds); loop thread */
         unsigned refused_logged; /* features logged once (bit per Feature) */
+        uint32_t max_events;     /* the session's Events= when the relay began */
+        uint32_t n_events;       /* events the process holds (lock) */
+        bool events_logged;
 };
 
 typedef enum Feature {
@@ -288,6 +293,20 @@ static int hook_before(void *userdata, unsigned long request, const void *arg) {
         case 0x02: /* AMDKFD_IOC_CREATE_QUEUE */
                 f = FEATURE_QUEUES;
                 break;
+        case 0x08: { /* AMDKFD_IOC_CREATE_EVENT: Events= bounds them as a session's */
+                bool full, first = false;
+
+                pthread_mutex_lock(&r->lock);
+                full = r->n_events >= r->max_events;
+                if (full && !r->events_logged)
+                        first = r->events_logged = true;
+                pthread_mutex_unlock(&r->lock);
+                if (first)
+                        log_info("Session %" PRIu64 ": KFD relay refused an event: event count limit (%u, policy "
+                                 "Events=) reached", r->session_id, r->max_events);
+                /* What kfd_event_create answers when the signal page is full. */
+                return full ? -ENOSPC : 0;
+        }
         case 0x16: { /* AMDKFD_IOC_ALLOC_MEMORY_OF_GPU */
                 struct kfd_ioctl_alloc_memory_of_gpu_args buf;
                 const struct kfd_ioctl_alloc_memory_of_gpu_args *a = args_copy(request, arg, &buf, sizeof buf);
@@ -311,6 +330,16 @@ static int hook_before(void *userdata, unsigned long request, const void *arg) {
 
 static void hook_after(void *userdata, unsigned long request, const void *arg, int result) {
         KfdRelay *r = userdata;
+
+        if ((is_kfd(request, 0x08) || is_kfd(request, 0x09)) && result == 0) {
+                pthread_mutex_lock(&r->lock);
+                if (is_kfd(request, 0x08))
+                        r->n_events++;
+                else if (r->n_events > 0)
+                        r->n_events--;
+                pthread_mutex_unlock(&r->lock);
+                return;
+        }
 
         if (is_kfd(request, 0x16)) {
                 struct kfd_ioctl_alloc_memory_of_gpu_args buf;
@@ -391,6 +420,7 @@ int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret) {
         r->n_ref = 1;
         r->session = s;
         r->session_id = s->id;
+        r->max_events = s->limits.max_events;
         r->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (r->eventfd < 0) {
                 k = -errno;

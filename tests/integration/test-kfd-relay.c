@@ -508,3 +508,36 @@ Test(kfd_relay, tile_config_and_cu_mask_through_the_relay) {
         cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_CU_MASK, &m), -EINVAL);
         relayed_close(&a);
 }
+
+/* Events= bounds a relayed process's events as a session's: past it
+ * CREATE_EVENT answers -ENOSPC (the kernel's answer for a full signal page). */
+Test(kfd_relay, events_are_bounded_by_the_session_policy) {
+        struct kfd_ioctl_create_event_args ce = { .event_type = KFD_IOC_EVENT_SIGNAL };
+        struct kfd_ioctl_destroy_event_args de = {};
+        uint32_t ids[2];
+        Relayed a = {};
+        char *log;
+
+        start_with_limits("Events=2\n");
+        relayed_open(&a, 0);
+        acquire(&a);
+        /* CREATE_EVENT writes event_page_offset back: a fresh argument each time. */
+#define FRESH (ce = (struct kfd_ioctl_create_event_args) { .event_type = KFD_IOC_EVENT_SIGNAL }, &ce)
+        for (unsigned i = 0; i < 2; i++) {
+                int r = kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH);
+                cr_assert_eq(r, 0, "event %u: %d", i, r);
+                ids[i] = ce.event_id;
+        }
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH), -ENOSPC);
+        de.event_id = ids[0];
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_DESTROY_EVENT, &de), 0);
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH), 0, "one was given back");
+        de.event_id = 0x7ffff; /* no event of this process */
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_DESTROY_EVENT, &de), -EINVAL, "no such event");
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH), -ENOSPC, "a failed destroy gives nothing back");
+#undef FRESH
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "KFD relay refused an event: event count limit (2, policy Events=) reached"), "%s", log);
+        free(log);
+        relayed_close(&a);
+}
