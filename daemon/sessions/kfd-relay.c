@@ -153,10 +153,11 @@ static void charges_run(KfdRelay *r) {
                 else {
                         SessionErrorSink sink = {};
 
-                        /* Its memory, and the daemon's fds that hold it (one
-                         * memfd per buffer object on the simulator). */
+                        /* Its memory, one more buffer object of the user
+                         * (UserBuffers=), and the daemon's fds that hold it
+                         * (one memfd per buffer object on the simulator). */
                         s->error_sink = &sink;
-                        if (session_check_memory_quota(s, 0, (uint64_t) c->delta))
+                        if (session_check_memory_quota(s, 0, (uint64_t) c->delta) && session_check_object_count(s, 0))
                                 (void) session_check_fds(s, 0, session_buffer_fds(s), "a KFD allocation");
                         s->error_sink = NULL;
                         if (sink.error) {

@@ -541,3 +541,22 @@ Test(kfd_relay, events_are_bounded_by_the_session_policy) {
         free(log);
         relayed_close(&a);
 }
+
+/* A relayed process's buffer objects are the user's (UserBuffers=). */
+Test(kfd_relay, buffer_objects_count_as_the_users) {
+        Relayed a = {};
+        kfdb_buffer *b;
+        int r;
+
+        start_with_limits("UserBuffers=2\n");
+        relayed_open(&a, 0);
+        acquire(&a);
+        (void) alloc_size(&a, 0x10000000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        (void) alloc_size(&a, 0x10100000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        (void) alloc_size(&a, 0x10200000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_expect_eq(r, -ENOMEM, "a third object of the user");
+        cr_expect_eq(kfdb_buffer_alloc(a.s, 4096, KFDB_PLACEMENT_GTT, &b), -EDQUOT, "nor a native buffer");
+        relayed_close(&a);
+}
