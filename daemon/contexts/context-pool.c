@@ -423,6 +423,14 @@ int context_pool_bring_up(ContextPool *p, Context *c, char *err, size_t errlen) 
         /* KFD processes of relayed clients count, and are never reclaimed. */
         if (p->n_live + p->n_relays >= p->opts.max_contexts) {
                 Context *victim = least_recently_used_idle(p);
+                if (!victim && p->n_relays > 0) {
+                        snprintf(err, errlen,
+                                 "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached: %u of them are KFD "
+                                 "processes of programs run by kfdbroker-run, which are not reclaimed, and every "
+                                 "other context has work on the GPU; try again when one is idle",
+                                 p->opts.max_contexts, p->n_relays);
+                        return -EAGAIN;
+                }
                 if (!victim) {
                         snprintf(err, errlen,
                                  "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached and every context "

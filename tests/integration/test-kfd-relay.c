@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "compute-util.h"
 #include "harness.h"
 #include "kfd/kfd-uapi.h"
 #include "sim/sim-remote.h"
@@ -558,5 +559,52 @@ Test(kfd_relay, buffer_objects_count_as_the_users) {
         (void) alloc_size(&a, 0x10200000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
         cr_expect_eq(r, -ENOMEM, "a third object of the user");
         cr_expect_eq(kfdb_buffer_alloc(a.s, 4096, KFDB_PLACEMENT_GTT, &b), -EDQUOT, "nor a native buffer");
+        relayed_close(&a);
+}
+
+/* A relayed process's KFD process holds its place under --max-contexts for
+ * as long as it lives: a native client's dispatch cannot reclaim it, and is
+ * told why. */
+Test(kfd_relay, never_reclaimed_for_a_native_client) {
+        const char *args[] = { "--max-contexts=1", NULL };
+        uint32_t n = 64, block = 64;
+        kfdb_job_failure f;
+        kfdb_code_object *co;
+        kfdb_batch *b = NULL;
+        kfdb_buffer *in, *out;
+        kfdb_session *native;
+        void *map;
+        uint64_t fence;
+        char msg[512] = "";
+        Relayed a = {};
+        int r;
+
+        compute_require_kernels();
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        native = test_connect(&d, "native");
+        co = load_kernel(native, "vector-add");
+        in = new_buffer(native, 4096, 0, &map);
+        out = new_buffer(native, 4096, 0, &map);
+        kfdb_arg kargs[] = { kfdb_arg_buffer(in, 0), kfdb_arg_buffer(in, 0), kfdb_arg_buffer(out, 0),
+                             kfdb_arg_value(&n, 4) };
+        cr_assert_eq(kfdb_batch_new(native, &b), 0);
+        cr_assert_eq(kfdb_batch_dispatch(b, co, "vector_add", 1, &n, &block, kargs, 4), 0);
+        r = kfdb_batch_submit(b, NULL, &fence);
+        if (r == 0)
+                r = kfdb_fence_wait(native, fence, DISPATCH_TIMEOUT_MS);
+        snprintf(msg, sizeof msg, "%s", kfdb_session_last_error(native));
+        for (int i = 0; r < 0 && i < 1000 && !strstr(msg, "kfdbroker-run"); i++) {
+                while (kfdb_job_failure_next(native, &f) > 0)
+                        snprintf(msg, sizeof msg, "%s", f.message);
+                usleep(2000);
+        }
+        cr_expect_lt(r, 0, "the dispatch ran: the relayed process's context was reclaimed or not counted");
+        cr_expect(strstr(msg, "KFD processes of programs run by kfdbroker-run, which are not reclaimed"), "%s", msg);
+        kfdb_batch_free(b);
+        /* The relayed process is untouched. */
+        struct kfd_ioctl_get_version_args v = {};
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        kfdb_session_free(native);
         relayed_close(&a);
 }
