@@ -40,6 +40,7 @@ typedef struct KfdiFile {
         KfdiPathKind kind;
         unsigned minor;
         unsigned refs;           /* fake fds naming it, plus the process's own for /dev/kfd */
+        unsigned generation;     /* Kfdi.generation it was opened in: older ones are a parent's */
 } KfdiFile;
 
 typedef struct KfdiFd {
@@ -50,7 +51,8 @@ typedef struct KfdiFd {
 typedef struct Kfdi {
         pthread_mutex_t attach_lock;   /* attaching; never taken under table_lock */
         pthread_mutex_t table_lock;    /* fds and files */
-        bool attached, forked;
+        bool attached;
+        unsigned generation;           /* one more in each forked child (kfdi_after_fork_child) */
         pid_t owner;
         int attach_error;              /* a failed attachment's errno, kept: no retry storm */
         kfdb_session *session;
@@ -187,7 +189,7 @@ int kfdi_attach_relay(int relay_fd, const char *topology_dir, unsigned render_mi
                 sim_remote_ops_free(ops);
                 return -ENOMEM;
         }
-        *kfdi.kfd = (KfdiFile) { .private_fd = fd, .kind = KFDI_PATH_KFD, .refs = 1 };
+        *kfdi.kfd = (KfdiFile) { .private_fd = fd, .kind = KFDI_PATH_KFD, .refs = 1, .generation = kfdi.generation };
         kfdi.ops = ops;
         kfdi.render_minor = render_minor;
         if (topology_dir != kfdi.dir)
@@ -206,8 +208,6 @@ static int attach_locked(void) {
 
         if (kfdi.attached)
                 return 0;
-        if (kfdi.forked)
-                return -ENODEV;
         if (kfdi.attach_error)
                 return -kfdi.attach_error;
         kfdi.owner = getpid();
@@ -308,7 +308,10 @@ bool kfdi_is_fake(int fd) {
         return r;
 }
 
-/* Drops a reference; returns the private fd to close with the table when it was the last. */
+/* Drops a reference; returns the private fd to close through the table,
+ * without the lock, when it was the last. A parent's file (inherited over
+ * fork) is closed here, as a plain fd of this process: the parent's table
+ * and channels are not this process's to use. */
 static int file_unref_locked(KfdiFile *f) {
         int fd;
 
@@ -317,6 +320,10 @@ static int file_unref_locked(KfdiFile *f) {
         fd = f->private_fd;
         if (f == kfdi.kfd)
                 kfdi.kfd = NULL;
+        if (f->generation != kfdi.generation) {
+                raw_close(fd);
+                fd = -1;
+        }
         free(f);
         return fd;
 }
@@ -324,7 +331,7 @@ static int file_unref_locked(KfdiFile *f) {
 static void private_close(int fd) {
         if (fd < 0)
                 return;
-        if (kfdi.forked || !kfdi.ops)
+        if (!kfdi.ops)
                 raw_close(fd);
         else
                 kfdi.ops->close(kfdi.ops->userdata, fd);
@@ -346,8 +353,6 @@ int kfdi_open(KfdiPathKind kind, unsigned minor, int flags) {
         r = attach();
         if (r < 0)
                 return r;
-        if (kfdi.forked)
-                return -ENODEV;
         if (kind == KFDI_PATH_RENDER) {
                 /* Only the render node the topology names is there. */
                 if (minor != kfdi.render_minor)
@@ -360,7 +365,8 @@ int kfdi_open(KfdiPathKind kind, unsigned minor, int flags) {
                         private_close(r);
                         return -ENOMEM;
                 }
-                *f = (KfdiFile) { .private_fd = r, .kind = KFDI_PATH_RENDER, .minor = minor };
+                *f = (KfdiFile) { .private_fd = r, .kind = KFDI_PATH_RENDER, .minor = minor,
+                                  .generation = kfdi.generation };
         }
         pthread_mutex_lock(&kfdi.table_lock);
         if (kind == KFDI_PATH_KFD)
@@ -471,7 +477,7 @@ static KfdiFile *file_get(int fd) {
 
         pthread_mutex_lock(&kfdi.table_lock);
         e = fd_find_locked(fd);
-        if (e && !kfdi.forked) {
+        if (e && e->file->generation == kfdi.generation) {
                 f = e->file;
                 f->refs++;
         }
@@ -495,7 +501,7 @@ static int private_of(int fd, KfdiPathKind kind) {
 
         pthread_mutex_lock(&kfdi.table_lock);
         e = fd_find_locked(fd);
-        if (e && e->file->kind == kind)
+        if (e && e->file->kind == kind && e->file->generation == kfdi.generation)
                 r = e->file->private_fd;
         pthread_mutex_unlock(&kfdi.table_lock);
         return r;
@@ -573,11 +579,24 @@ int kfdi_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offs
 /* ---- Process life ---- */
 
 void kfdi_after_fork_child(void) {
-        /* The child has the parent's table and channels: it must touch none
-         * of them. Its fake fds stay open (real fds); calls on them fail. */
-        kfdi.forked = true;
+        /* A new process, as the kernel sees it: the parent's KFD process is
+         * not the child's. The child has the parent's table, session and
+         * channels, and must use none of them (a goodbye on the parent's
+         * session socket would end the parent's session): they are left
+         * as they are, the inherited fake fds stay open (real fds) and calls
+         * on them fail with -EBADF, and the child's own open of /dev/kfd
+         * attaches anew — a session and KFD process of its own. */
         pthread_mutex_init(&kfdi.table_lock, NULL);
         pthread_mutex_init(&kfdi.attach_lock, NULL);
+        kfdi.generation++;
+        kfdi.attached = false;
+        kfdi.attach_error = 0;
+        kfdi.ops = NULL;
+        kfdi.session = NULL;
+        kfdi.dir[0] = 0; /* the parent's, which removes it */
+        if (kfdi.kfd)
+                (void) file_unref_locked(kfdi.kfd); /* the parent's process reference */
+        kfdi.kfd = NULL;
 }
 
 void kfdi_init(void) {
@@ -622,18 +641,16 @@ void kfdi_reset(void) {
         pthread_mutex_unlock(&kfdi.table_lock);
         for (unsigned i = 0; i < n; i++)
                 private_close(privates[i]);
-        if (!kfdi.forked) {
-                sim_remote_ops_free(kfdi.ops);
-                kfdb_session_free(kfdi.session);
-        }
+        sim_remote_ops_free(kfdi.ops);
+        kfdb_session_free(kfdi.session);
         kfdi.ops = NULL;
         kfdi.session = NULL;
         remove_dir();
-        kfdi.attached = kfdi.forked = false;
+        kfdi.attached = false;
         kfdi.attach_error = 0;
 }
 
 void kfdi_fini(void) {
-        if (kfdi.attached && !kfdi.forked && kfdi.owner == getpid())
+        if (kfdi.attached && kfdi.owner == getpid())
                 remove_dir();
 }

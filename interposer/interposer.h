@@ -15,8 +15,8 @@
  *    the file the daemon sent — so the kernel never gives their numbers to
  *    anything else; a table maps each to its file, counted by references;
  *  - fork: a child's calls on an inherited fake fd fail with -EBADF (what the
- *    thunk takes for "a forked child"), and it never touches the parent's
- *    channels.
+ *    thunk takes for "a forked child"), it never touches the parent's session
+ *    or channels, and its own open of /dev/kfd gets a KFD process of its own.
  * Thread-safe: one lock over the table; calls into the daemon run without it.
  */
 #pragma once
@@ -81,7 +81,8 @@ int kfdi_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offs
  * harness's in-process simulated GPU), and end everything. */
 int kfdi_attach_relay(int relay_fd, const char *topology_dir, unsigned render_minor);
 void kfdi_reset(void);
-/* Marks the state as inherited by a forked child (pthread_atfork). */
+/* In a forked child (pthread_atfork): the parent's files and attachment become
+ * the parent's; the next open attaches anew. */
 void kfdi_after_fork_child(void);
 /* Constructor work: the VA window reservation, HSA_USERPTR_FOR_PAGED_MEM. */
 void kfdi_init(void);

@@ -9,15 +9,16 @@
 # daemon's GPU where the machine has two; and with
 # --contexts=shared it must fail, saying why. Skips (exit 77) only where
 # rocminfo or bwrap cannot be had, or bwrap cannot make a sandbox here.
-# Usage: test-rocminfo.sh KFDBROKERD KFDBROKER_RUN
+# Also kfd-fork-probe (kfd-fork-probe.c): /dev/kfd around fork through the
+# preloaded interposer.
+# Usage: test-rocminfo.sh KFDBROKERD KFDBROKER_RUN KFD_FORK_PROBE
 set -u
 
-daemon=$1 run=$2
+daemon=$1 run=$2 probe=$3
 pass=0 fail=0
 ok() { echo "ok - $1"; pass=$((pass + 1)); }
 not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
 
-rocminfo=$(command -v rocminfo) || { echo "SKIP: rocminfo is not installed (apt-get install rocminfo)"; exit 77; }
 
 tmp=$(mktemp -d /tmp/kfdbroker-rocminfo.XXXXXX)
 chmod 755 "$tmp"
@@ -55,6 +56,17 @@ check_output() { # check_output WHAT RC OUTFILE
 }
 
 start || exit 1
+if "$run" --socket "$tmp/sock" "$probe" 2>"$tmp/err"; then
+        ok "two opens of /dev/kfd are one KFD process; a forked child gets EBADF on it and a KFD process of its own"
+else
+        not_ok "kfd-fork-probe: $(cat "$tmp/err")"
+fi
+if ! command -v rocminfo >/dev/null; then
+        echo "SKIP: rocminfo is not installed (apt-get install rocminfo); only kfd-fork-probe was run"
+        echo "$pass passed, $fail failed"
+        [[ $fail == 0 ]] || exit 1
+        exit 77
+fi
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "host" $? "$tmp/out"
 if grep -q 'opened a KFD process of its own' "$tmp/daemon.log"; then
