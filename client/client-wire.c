@@ -34,6 +34,7 @@ static const char *const request_type_names[] = {
         [CLIENT_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
         [CLIENT_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
         [CLIENT_REQUEST_OPEN_FENCE_PAGE] = "OpenFencePage",
+        [CLIENT_REQUEST_OPEN_KFD] = "OpenKfd",
 };
 
 const char *client_request_type_name(ClientRequestType type) {
@@ -70,6 +71,8 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
                 return CLIENT_REPLY_OPEN_SUBMIT_RING;
         case CLIENT_REQUEST_OPEN_FENCE_PAGE:
                 return CLIENT_REPLY_OPEN_FENCE_PAGE;
+        case CLIENT_REQUEST_OPEN_KFD:
+                return CLIENT_REPLY_OPEN_KFD;
         case CLIENT_REQUEST_FREE_CODE_OBJECT:
         case CLIENT_REQUEST_FREE_BUFFER:
         case CLIENT_REQUEST_DESTROY_EVENT:
@@ -88,6 +91,7 @@ unsigned client_reply_fds_expected(ClientReplyType type) {
         case CLIENT_REPLY_ALLOC_BUFFER:
         case CLIENT_REPLY_EXPORT_BUFFER:
         case CLIENT_REPLY_OPEN_FENCE_PAGE:
+        case CLIENT_REPLY_OPEN_KFD:
                 return 1;
         default:
                 return 0;
@@ -116,6 +120,7 @@ typedef struct RequestParts {
         Kfdbroker__V1__FreeCodeObjectRequest free_code_object;
         Kfdbroker__V1__OpenSubmitRingRequest open_submit_ring;
         Kfdbroker__V1__OpenFencePageRequest open_fence_page;
+        Kfdbroker__V1__OpenKfdRequest open_kfd;
         /* Owned arrays, freed by request_parts_done(). */
         Kfdbroker__V1__WaitEntry *entries;
         Kfdbroker__V1__WaitEntry **entry_ptrs;
@@ -406,6 +411,11 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
                 m->open_fence_page = &p->open_fence_page;
                 return 0;
+        case CLIENT_REQUEST_OPEN_KFD:
+                kfdbroker__v1__open_kfd_request__init(&p->open_kfd);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_KFD;
+                m->open_kfd = &p->open_kfd;
+                return 0;
         }
         return -EINVAL;
 }
@@ -518,6 +528,49 @@ static int decode_load_code_object(const Kfdbroker__V1__LoadCodeObjectReply *l, 
                                                               .size = ai->size, .kind = str(ai->kind) };
                 }
         }
+        return 0;
+}
+
+/* A topology path a client may create below its private directory. */
+static bool topology_path_ok(const char *path) {
+        size_t n = strlen(path);
+        const char *c = path;
+
+        if (n == 0 || n > CLIENT_MAX_TOPOLOGY_PATH)
+                return false;
+        for (const char *p = path; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '_' || *p == '-' || *p == '.' || *p == '/'))
+                        return false;
+        for (;;) {
+                size_t len = strcspn(c, "/");
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                if (!c[len])
+                        return true;
+                c += len + 1;
+        }
+}
+
+static int decode_open_kfd(const Kfdbroker__V1__OpenKfdReply *k, ClientReply *r) {
+        r->type = CLIENT_REPLY_OPEN_KFD;
+        r->open_kfd.render_minor = k->render_minor;
+        if (k->n_topology > CLIENT_MAX_TOPOLOGY_FILES)
+                return -EBADMSG;
+        if (k->n_topology == 0)
+                return 0;
+        r->open_kfd.files = calloc(k->n_topology, sizeof *r->open_kfd.files);
+        if (!r->open_kfd.files)
+                return -ENOMEM;
+        for (size_t i = 0; i < k->n_topology; i++) {
+                const Kfdbroker__V1__TopologyFile *f = k->topology[i];
+
+                if (!topology_path_ok(f->path) || f->content.len > CLIENT_MAX_TOPOLOGY_CONTENT)
+                        return -EBADMSG;
+                r->open_kfd.files[i] = (ClientTopologyFile) { .path = f->path, .content = f->content.data,
+                                                              .size = f->content.len };
+        }
+        r->open_kfd.n_files = k->n_topology;
         return 0;
 }
 
@@ -671,6 +724,8 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->fence_page.size = m->open_fence_page->size;
                 r->fence_page.slots = m->open_fence_page->slots;
                 return 0;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_KFD:
+                return decode_open_kfd(m->open_kfd, r);
         default:
                 break;
         }
@@ -718,6 +773,8 @@ ClientReply *client_reply_free(ClientReply *r) {
                 kernel_infos_free(r->load_code_object.kernels, r->load_code_object.n_kernels);
         else if (r->type == CLIENT_REPLY_STATUS)
                 free(r->status.contexts);
+        else if (r->type == CLIENT_REPLY_OPEN_KFD)
+                free(r->open_kfd.files);
         if (r->pb)
                 kfdbroker__v1__server_message__free_unpacked(r->pb, NULL);
         free(r);

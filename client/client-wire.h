@@ -37,6 +37,7 @@ typedef enum ClientRequestType {
         CLIENT_REQUEST_FREE_CODE_OBJECT,
         CLIENT_REQUEST_OPEN_SUBMIT_RING,
         CLIENT_REQUEST_OPEN_FENCE_PAGE,
+        CLIENT_REQUEST_OPEN_KFD,
 } ClientRequestType;
 
 typedef enum ClientJobType {
@@ -148,6 +149,7 @@ typedef enum ClientReplyType {
         CLIENT_REPLY_SESSION_ENDED, /* notification: the daemon ends the session */
         CLIENT_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell */
         CLIENT_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
+        CLIENT_REPLY_OPEN_KFD,         /* 1 fd: the KFD relay socket */
         CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
 } ClientReplyType;
 
@@ -185,6 +187,18 @@ typedef struct ClientContextInfo {
         uint64_t memory_bytes, mapped_bytes;
         uint32_t pid;
 } ClientContextInfo;
+
+/* OpenKfdReply.topology: paths checked by the decoder (client-wire.c:
+ * relative, at most CLIENT_MAX_TOPOLOGY_PATH bytes of [A-Za-z0-9_.-] and "/",
+ * no empty, "." or ".." component). */
+#define CLIENT_MAX_TOPOLOGY_FILES 256u
+#define CLIENT_MAX_TOPOLOGY_PATH 255u
+#define CLIENT_MAX_TOPOLOGY_CONTENT 4096u
+typedef struct ClientTopologyFile {
+        const char *path;
+        const uint8_t *content;
+        size_t size;
+} ClientTopologyFile;
 
 typedef struct ClientReply {
         uint64_t id;
@@ -263,6 +277,11 @@ typedef struct ClientReply {
                 struct {
                         uint32_t size, slots;
                 } fence_page;
+                struct {
+                        ClientTopologyFile *files; /* owned; strings and bytes point into the message */
+                        size_t n_files;
+                        uint32_t render_minor;
+                } open_kfd;
         };
         int fds[CLIENT_MAX_FDS]; /* received with the datagram; -EBADF when taken */
         size_t n_fds;

@@ -306,6 +306,26 @@ int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret);
  */
 int kfdb_query_context_bytes(kfdb_session *s, uint64_t *ret);
 
+/* ---- The KFD relay (KFDBROKER_0.12) ---- */
+
+/*
+ * kfdb_session_open_kfd() - a KFD process of this session's own, for
+ * libkfdbroker-kfd.so, which gives unmodified ROCm programs a /dev/kfd made
+ * of the broker (docs/rocm.md). Writes the KFD topology the session may see
+ * into the directory @topology_dir_fd (the tree that stands for
+ * /sys/devices/virtual/kfd/kfd; the directory should be empty), and returns
+ * in @ret_fd a SOCK_SEQPACKET socket (O_CLOEXEC) to the daemon's relay of
+ * that KFD process, and in @ret_render_minor (may be NULL) the render node
+ * minor the topology names. The KFD process lives until the session ends.
+ * Returns 0, -EACCES where the daemon gives clients no GPU context of their
+ * own (--contexts=shared), -EBUSY when kfdbrokerd --max-contexts contexts are
+ * up, -EOPNOTSUPP where the daemon cannot relay KFD calls (this version: only
+ * on the simulated GPU), -EEXIST for a second call, -EBADMSG for a reply
+ * whose topology names a path outside the directory; the message is in
+ * kfdb_session_last_error().
+ */
+int kfdb_session_open_kfd(kfdb_session *s, int topology_dir_fd, int *ret_fd, uint32_t *ret_render_minor);
+
 typedef struct kfdb_daemon_status {
         char daemon_version[32];
         char backend[16];

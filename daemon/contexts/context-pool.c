@@ -12,6 +12,7 @@
  * and `kfdbrokerctl status` shows. An explicit choice that cannot work is an
  * error: the daemon says why and does not start.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -319,6 +320,46 @@ unsigned context_pool_live(const ContextPool *p) {
         return p->n_live;
 }
 
+int context_pool_kfd_relay_begin(ContextPool *p, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd,
+                                 char *err, size_t errlen) {
+        int r;
+
+        if (p->mechanism == CONTEXT_MECHANISM_NONE) {
+                snprintf(err, errlen, "this daemon gives no client a GPU context of its own (%s); a KFD process needs one",
+                         p->mechanism_reason);
+                return -EACCES;
+        }
+        if (p->n_live + p->n_relays >= p->opts.max_contexts) {
+                snprintf(err, errlen, "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached",
+                         p->opts.max_contexts);
+                return -EBUSY;
+        }
+        if (!p->opts.relay_device) {
+                snprintf(err, errlen, "the KFD relay serves only the simulated GPU (--device=sim) in this version");
+                return -EOPNOTSUPP;
+        }
+        r = p->opts.relay_device(p->opts.worker_userdata, p->opts.device.gpu_id, hooks, hooks_userdata, ret_fd);
+        if (r < 0) {
+                snprintf(err, errlen, "cannot start a KFD process on the simulated GPU: %s", strerror(-r));
+                return r;
+        }
+        p->n_relays++;
+        return 0;
+}
+
+void context_pool_kfd_relay_end(ContextPool *p) {
+        assert(p->n_relays > 0);
+        p->n_relays--;
+}
+
+unsigned context_pool_kfd_relays(const ContextPool *p) {
+        return p->n_relays;
+}
+
+const char *context_pool_sysfs_root(const ContextPool *p) {
+        return p->ops->sysfs_root;
+}
+
 int context_pool_get(ContextPool *p, const char *key, Context **ret) {
         Context *c;
         int r;
@@ -379,8 +420,17 @@ int context_pool_bring_up(ContextPool *p, Context *c, char *err, size_t errlen) 
         uint64_t ns;
         int r;
 
-        if (p->n_live >= p->opts.max_contexts) {
+        /* KFD processes of relayed clients count, and are never reclaimed. */
+        if (p->n_live + p->n_relays >= p->opts.max_contexts) {
                 Context *victim = least_recently_used_idle(p);
+                if (!victim && p->n_relays > 0) {
+                        snprintf(err, errlen,
+                                 "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached: %u of them are KFD "
+                                 "processes of programs run by kfdbroker-run, which are not reclaimed, and every "
+                                 "other context has work on the GPU; try again when one is idle",
+                                 p->opts.max_contexts, p->n_relays);
+                        return -EAGAIN;
+                }
                 if (!victim) {
                         snprintf(err, errlen,
                                  "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached and every context "

@@ -39,6 +39,7 @@
 
 #include "gpu/gpu.h"
 #include "kfd/kfd-ops.h"
+#include "sim/sim-remote.h"
 
 typedef struct Context Context;
 typedef struct ContextPool ContextPool;
@@ -90,6 +91,12 @@ typedef struct ContextPoolOptions {
          * serves each worker over such a connection (sim-remote). */
         int (*worker_device)(void *userdata, int *ret_fd);
         void *worker_userdata;
+        /* A new KFD process for a relayed client (context_pool_kfd_relay_begin),
+         * served with hooks (sim-remote.h), or NULL where the device has
+         * none to give (the real kernel, in this version); it sees only the
+         * GPU gpu_id, the pool's. worker_userdata. */
+        int (*relay_device)(void *userdata, uint32_t gpu_id, const SimRemoteHooks *hooks, void *hooks_userdata,
+                            int *ret_fd);
         uint32_t worker_uid, worker_gid; /* a root daemon's workers switch to these */
         unsigned n_worker_groups;
         uint32_t worker_groups[8];    /* and keep these supplementary groups (render, video) */
@@ -119,6 +126,31 @@ Context *context_pool_device(ContextPool *p);
 GpuContext *context_pool_device_gpu(ContextPool *p);
 unsigned context_pool_max(const ContextPool *p);
 unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive */
+
+/**
+ * context_pool_kfd_relay_begin() - a KFD process of its own for a relayed client
+ * @p: the pool
+ * @hooks: what the daemon checks around its calls (sim-remote.h), with @hooks_userdata
+ * @ret_fd: where the connection to it lands (SOCK_SEQPACKET, the sim-remote
+ *          wire of daemon/sim/sim-remote-protocol.h)
+ * @err: one line saying why not, for the client
+ *
+ * Whatever Isolation= says, a process that opened /dev/kfd through the
+ * interposer (docs/rocm.md) gets a KFD process — a GPU VM — of its own, never
+ * the device context's, and keeps it until it ends: it counts against
+ * --max-contexts with the client incarnations, and neither --context-idle nor
+ * the LRU reclaims it. Returns 0; -EACCES where the daemon has no client
+ * contexts (--contexts=shared, or no mechanism works); -EBUSY when
+ * --max-contexts contexts are up; -EOPNOTSUPP where the device cannot serve
+ * one (in this version only the simulated GPU can); other errors from making
+ * the connection. Undo with context_pool_kfd_relay_end().
+ */
+int context_pool_kfd_relay_begin(ContextPool *p, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd,
+                                 char *err, size_t errlen);
+void context_pool_kfd_relay_end(ContextPool *p);
+unsigned context_pool_kfd_relays(const ContextPool *p);
+/* The directory standing for /sys/devices/virtual/kfd/kfd (KfdOps.sysfs_root). */
+const char *context_pool_sysfs_root(const ContextPool *p);
 
 /*
  * The client context slot for key, created on first use (the device context

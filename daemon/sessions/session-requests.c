@@ -752,6 +752,8 @@ void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_f
                 return session_open_submit_ring(s, req);
         case WIRE_REQUEST_OPEN_FENCE_PAGE:
                 return session_open_fence_page(s, req);
+        case WIRE_REQUEST_OPEN_KFD:
+                return session_open_kfd(s, req);
         }
         session_send_error(s, req->id, EOPNOTSUPP, "request type %d is not supported", (int) req->type);
 }

@@ -200,6 +200,7 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         s->id = ++m->next_session_id;
         s->fd = fd;
         s->page.memfd = s->page.eventfd = -EBADF;
+        s->kfd_relay_fd = -EBADF;
         s->connected = true;
         s->opened_ns = now_ns();
         usage_init(&s->usage, s->opened_ns);
@@ -293,6 +294,7 @@ static void session_free(Session *s) {
         session_stop_paying(s);
         session_ring_free(s);
         session_fence_page_free(s);
+        session_kfd_free(s);
         session_page_done(&s->page);
         handle_table_done(&s->buffers);
         handle_table_done(&s->events);

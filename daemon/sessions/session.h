@@ -133,6 +133,8 @@ struct Session {
 
         SessionRing *ring;           /* the submit ring (session-ring.c), NULL until OpenSubmitRing */
         GpuBuffer *fence_page;       /* session-fence-page.c, NULL until OpenFencePage */
+        int kfd_relay_fd;            /* session-kfd.c: a copy of the client's end, -EBADF until OpenKfd */
+        struct KfdRelay *kfd_relay;  /* kfd-relay.h: the checks around its calls, NULL until OpenKfd */
         FenceWatchEntry fence_watch; /* set up with fence_page; on the set's watch while armed */
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
@@ -308,6 +310,11 @@ bool session_fence_page_track(Session *s, Job *j);
 /* The waiter thread is to wake the client once fence's slot says done (fence-watch.h). */
 void session_fence_page_watch(Session *s, uint64_t fence);
 void session_fence_page_free(Session *s);
+
+/* OpenKfd (session-kfd.c): a KFD process of the session's own and the
+ * topology it may see; ending it with the session. */
+void session_open_kfd(Session *s, const WireRequest *req);
+void session_kfd_free(Session *s);
 
 /* Dispatches one decoded request (session-requests.c). */
 void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_fds);

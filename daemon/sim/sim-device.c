@@ -93,17 +93,27 @@ HANDLER(h_import_dmabuf, sim_memory_import_dmabuf, struct kfd_ioctl_import_dmabu
 HANDLER(h_available, sim_memory_available, struct kfd_ioctl_get_available_memory_args)
 HANDLER(h_export_dmabuf, sim_memory_export_dmabuf, struct kfd_ioctl_export_dmabuf_args)
 HANDLER(h_runtime_enable, sim_process_runtime_enable, struct kfd_ioctl_runtime_enable_args)
+HANDLER(h_set_memory_policy, sim_process_set_memory_policy, struct kfd_ioctl_set_memory_policy_args)
+HANDLER(h_set_scratch_backing_va, sim_process_set_scratch_backing_va, struct kfd_ioctl_set_scratch_backing_va_args)
+HANDLER(h_set_trap_handler, sim_process_set_trap_handler, struct kfd_ioctl_set_trap_handler_args)
+HANDLER(h_set_xnack_mode, sim_process_set_xnack_mode, struct kfd_ioctl_set_xnack_mode_args)
+HANDLER(h_get_tile_config, sim_process_get_tile_config, struct kfd_ioctl_get_tile_config_args)
+HANDLER(h_set_cu_mask, sim_queue_set_cu_mask, struct kfd_ioctl_set_cu_mask_args)
 
 static const SimIoctl ioctls[SIM_IOCTL_COUNT] = {
         [0x01] = { h_get_version, sizeof(struct kfd_ioctl_get_version_args) },
         [0x02] = { h_create_queue, sizeof(SimCreateQueueArgs) },
         [0x03] = { h_destroy_queue, sizeof(struct kfd_ioctl_destroy_queue_args) },
+        [0x04] = { h_set_memory_policy, sizeof(struct kfd_ioctl_set_memory_policy_args) },
         [0x05] = { h_get_clock_counters, sizeof(struct kfd_ioctl_get_clock_counters_args) },
         [0x08] = { h_create_event, sizeof(struct kfd_ioctl_create_event_args) },
         [0x09] = { h_destroy_event, sizeof(struct kfd_ioctl_destroy_event_args) },
         [0x0A] = { h_set_event, sizeof(struct kfd_ioctl_set_event_args) },
         [0x0B] = { h_reset_event, sizeof(struct kfd_ioctl_reset_event_args) },
         [0x0C] = { h_wait_events, sizeof(struct kfd_ioctl_wait_events_args) },
+        [0x11] = { h_set_scratch_backing_va, sizeof(struct kfd_ioctl_set_scratch_backing_va_args) },
+        [0x12] = { h_get_tile_config, sizeof(struct kfd_ioctl_get_tile_config_args) },
+        [0x13] = { h_set_trap_handler, sizeof(struct kfd_ioctl_set_trap_handler_args) },
         [0x14] = { h_get_apertures, sizeof(struct kfd_ioctl_get_process_apertures_new_args) },
         [0x15] = { h_acquire_vm, sizeof(struct kfd_ioctl_acquire_vm_args) },
         [0x16] = { h_alloc, sizeof(struct kfd_ioctl_alloc_memory_of_gpu_args) },
@@ -111,7 +121,9 @@ static const SimIoctl ioctls[SIM_IOCTL_COUNT] = {
         [0x18] = { h_map, sizeof(struct kfd_ioctl_map_memory_to_gpu_args) },
         [0x19] = { h_unmap, sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args) },
         [0x1C] = { h_get_dmabuf_info, sizeof(struct kfd_ioctl_get_dmabuf_info_args) },
+        [0x1A] = { h_set_cu_mask, sizeof(struct kfd_ioctl_set_cu_mask_args) },
         [0x1D] = { h_import_dmabuf, sizeof(struct kfd_ioctl_import_dmabuf_args) },
+        [0x21] = { h_set_xnack_mode, sizeof(struct kfd_ioctl_set_xnack_mode_args) },
         [0x23] = { h_available, sizeof(struct kfd_ioctl_get_available_memory_args) },
         [0x24] = { h_export_dmabuf, sizeof(struct kfd_ioctl_export_dmabuf_args) },
         [0x25] = { h_runtime_enable, sizeof(struct kfd_ioctl_runtime_enable_args) },
@@ -187,6 +199,8 @@ static int op_open_render(void *userdata, unsigned minor) {
         else if (d->has_igpu && minor == d->igpu.drm_render_minor)
                 gpu = &d->igpu;
         else
+                return -ENOENT;
+        if (mm->visible_gpu_id && gpu->gpu_id != mm->visible_gpu_id)
                 return -ENOENT;
         pthread_mutex_lock(&d->lock);
         r = d->shutting_down ? -ENODEV : sim_file_new(mm, SIM_FILE_RENDER, &f);

@@ -138,6 +138,8 @@ SimGpuInfo *sim_process_gpu(SimProcess *p, uint32_t gpu_id) {
 
         if (!g || (p->gpu && p->gpu != g))
                 return NULL;
+        if (p->mm->visible_gpu_id && g->gpu_id != p->mm->visible_gpu_id)
+                return NULL;
         return g;
 }
 
@@ -175,6 +177,14 @@ int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertu
         if (p->device->has_igpu)
                 gpus[n++] = &p->device->igpu;
         gpus[n++] = &p->device->gpu;
+        /* A process that sees one GPU has one device (SimMm.visible_gpu_id). */
+        if (p->mm->visible_gpu_id) {
+                unsigned k = 0;
+                for (unsigned i = 0; i < n; i++)
+                        if (gpus[i]->gpu_id == p->mm->visible_gpu_id)
+                                gpus[k++] = gpus[i];
+                n = k;
+        }
         if (a->num_of_nodes == 0) {
                 a->num_of_nodes = n;
                 return 0;
@@ -240,5 +250,111 @@ int sim_process_runtime_enable(SimProcess *p, struct kfd_ioctl_runtime_enable_ar
                 if (p->queues[i])
                         return -EEXIST;
         p->runtime_enabled = true;
+        return 0;
+}
+
+/* The context's GPU for a call that needs the VM (kfd_bind_process_to_device):
+ * NULL with *ret_bound false when the id names no GPU of the context. */
+static SimGpuInfo *bound_gpu(SimProcess *p, uint32_t gpu_id, bool *ret_bound) {
+        SimGpuInfo *g = sim_process_gpu(p, gpu_id);
+
+        *ret_bound = g && p->gpu == g;
+        return g;
+}
+
+/* kfd_chardev.c kfd_ioctl_set_memory_policy: both policies must be
+ * KFD_IOC_CACHE_POLICY_COHERENT or _NONCOHERENT (-EINVAL), the gpu_id one of
+ * the process's (-EINVAL), and binding the process to the device must work
+ * (-ESRCH). On gfx9 and later the alternate aperture is ignored
+ * (kfd_device_queue_manager_v9.c update_qpd_v9). */
+int sim_process_set_memory_policy(SimProcess *p, struct kfd_ioctl_set_memory_policy_args *a) {
+        bool bound;
+
+        if (a->default_policy > KFD_IOC_CACHE_POLICY_NONCOHERENT ||
+            a->alternate_policy > KFD_IOC_CACHE_POLICY_NONCOHERENT)
+                return -EINVAL;
+        if (!bound_gpu(p, a->gpu_id, &bound))
+                return -EINVAL;
+        if (!bound)
+                return -ESRCH;
+        p->default_policy = a->default_policy;
+        p->alternate_policy = a->alternate_policy;
+        return 0;
+}
+
+/* kfd_ioctl_set_scratch_backing_va: -EINVAL for an unknown gpu_id, the bind's
+ * error (-ENODEV without a VM) otherwise; the address is stored for the
+ * non-HWS path only, never checked. */
+int sim_process_set_scratch_backing_va(SimProcess *p, struct kfd_ioctl_set_scratch_backing_va_args *a) {
+        bool bound;
+
+        if (!bound_gpu(p, a->gpu_id, &bound))
+                return -EINVAL;
+        if (!bound)
+                return -ENODEV;
+        p->scratch_backing_va = a->va_addr;
+        return 0;
+}
+
+/* kfd_ioctl_set_trap_handler: -EINVAL for an unknown gpu_id, -ESRCH when the
+ * bind fails; the TBA/TMA go into the CWSR trap area (kfd_process.c
+ * kfd_process_set_trap_handler). Only a trap runs them, which the simulator
+ * does not raise. */
+int sim_process_set_trap_handler(SimProcess *p, struct kfd_ioctl_set_trap_handler_args *a) {
+        bool bound;
+
+        if (!bound_gpu(p, a->gpu_id, &bound))
+                return -EINVAL;
+        if (!bound)
+                return -ESRCH;
+        p->tba_addr = a->tba_addr;
+        p->tma_addr = a->tma_addr;
+        return 0;
+}
+
+/* kfd_ioctl_set_xnack_mode: a negative value queries; setting is refused
+ * with -EBUSY while the process has queues, and turning XNACK on with -EPERM
+ * where a GPU cannot (kfd_process_xnack_mode: gfx10.3 has no retry faults). */
+int sim_process_set_xnack_mode(SimProcess *p, struct kfd_ioctl_set_xnack_mode_args *a) {
+        if (a->xnack_enabled < 0) {
+                a->xnack_enabled = 0;
+                return 0;
+        }
+        for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
+                if (p->queues[i])
+                        return -EBUSY;
+        return a->xnack_enabled ? -EPERM : 0;
+}
+
+/* amdgpu's gfx config arrays (amdgpu_gfx.h: tile_mode_array[32],
+ * macrotile_mode_array[16]), which gfx10 never programs: zeros. */
+#define SIM_TILE_CONFIGS 32u
+#define SIM_MACRO_TILE_CONFIGS 16u
+/* GB_ADDR_CONFIG as AMD's own model backend of the thunk reports it for its
+ * gfx10/11 models (libhsakmt hsakmtmodel.c, rocm-facts §3): what ROCr's
+ * image manager reads. */
+#define SIM_GB_ADDR_CONFIG 0x10000444u
+
+/* kfd_ioctl_get_tile_config + amdgpu_amdkfd_get_tile_config: the counts
+ * are clamped to the device's arrays and say how many were written; banks
+ * and ranks come from MC_ARB_RAMCFG, which gfx10 does not have (0). */
+int sim_process_get_tile_config(SimProcess *p, struct kfd_ioctl_get_tile_config_args *a) {
+        uint32_t *tiles = (uint32_t *) (uintptr_t) a->tile_config_ptr;
+        uint32_t *macros = (uint32_t *) (uintptr_t) a->macro_tile_config_ptr;
+
+        if (!sim_process_gpu(p, a->gpu_id))
+                return -EINVAL;
+        a->gb_addr_config = SIM_GB_ADDR_CONFIG;
+        a->num_banks = 0;
+        a->num_ranks = 0;
+        a->num_tile_configs = MIN(a->num_tile_configs, SIM_TILE_CONFIGS);
+        a->num_macro_tile_configs = MIN(a->num_macro_tile_configs, SIM_MACRO_TILE_CONFIGS);
+        /* copy_to_user of each array: a NULL one of a nonzero count faults. */
+        if ((a->num_tile_configs && !tiles) || (a->num_macro_tile_configs && !macros))
+                return -EFAULT;
+        for (uint32_t i = 0; i < a->num_tile_configs; i++)
+                tiles[i] = 0;
+        for (uint32_t i = 0; i < a->num_macro_tile_configs; i++)
+                macros[i] = 0;
         return 0;
 }

@@ -51,6 +51,11 @@ struct SimProcess {
          * (sim_process_gpu). */
         SimGpuInfo *gpu;
         bool runtime_enabled;
+        /* What the thunk sets once at start (sim-process.c): kept as the
+         * kernel keeps it in the qpd, read by nothing the simulator runs. */
+        uint32_t default_policy, alternate_policy;
+        uint64_t scratch_backing_va;
+        uint64_t tba_addr, tma_addr;
 
         SimICache *icache;       /* instruction cache (sim-cache.h), NULL before the first dispatch */
 
@@ -88,6 +93,11 @@ struct kfd_ioctl_get_version_args;
 struct kfd_ioctl_get_clock_counters_args;
 struct kfd_ioctl_get_process_apertures_new_args;
 struct kfd_ioctl_acquire_vm_args;
+struct kfd_ioctl_set_memory_policy_args;
+struct kfd_ioctl_set_scratch_backing_va_args;
+struct kfd_ioctl_set_trap_handler_args;
+struct kfd_ioctl_set_xnack_mode_args;
+struct kfd_ioctl_get_tile_config_args;
 
 /*
  * A GPU VM fault at va in a queue of p (the interrupt path of
@@ -115,6 +125,18 @@ int sim_process_get_clock_counters(SimProcess *p, struct kfd_ioctl_get_clock_cou
 int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a);
 int sim_process_acquire_vm(SimProcess *p, struct kfd_ioctl_acquire_vm_args *a);
 int sim_process_runtime_enable(SimProcess *p, struct kfd_ioctl_runtime_enable_args *a);
+/* The once-at-start settings of the thunk (sim-process.c cites the kernel):
+ * -EINVAL for a GPU id that is not the context's or a bad policy, -ESRCH /
+ * -ENODEV before ACQUIRE_VM bound the context to the GPU. */
+int sim_process_set_memory_policy(SimProcess *p, struct kfd_ioctl_set_memory_policy_args *a);
+int sim_process_set_scratch_backing_va(SimProcess *p, struct kfd_ioctl_set_scratch_backing_va_args *a);
+int sim_process_set_trap_handler(SimProcess *p, struct kfd_ioctl_set_trap_handler_args *a);
+/* XNACK: gfx1030 has no retry faults, so 0 (off) is the only mode; a
+ * negative value queries it. -EPERM for 1, -EBUSY while queues exist. */
+int sim_process_set_xnack_mode(SimProcess *p, struct kfd_ioctl_set_xnack_mode_args *a);
+/* GET_TILE_CONFIG: gfx10's answer (sim-process.c); -EINVAL for a GPU id that
+ * is not the context's, -EFAULT for a NULL array of a nonzero count. */
+int sim_process_get_tile_config(SimProcess *p, struct kfd_ioctl_get_tile_config_args *a);
 
 /*
  * The device's GPU gpu_id names, as this context may use it: NULL for an id

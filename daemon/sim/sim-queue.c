@@ -339,6 +339,29 @@ int sim_queue_destroy(SimProcess *p, struct kfd_ioctl_destroy_queue_args *a) {
         return 0;
 }
 
+/* kfd_ioctl_set_cu_mask: the count must be a nonzero multiple of 32; bits
+ * past 1024 are dropped ("CU mask cannot be greater than 1024 bits"); the mask
+ * is read with memdup_user (-EFAULT); pqm_update_mqd answers -EFAULT for a
+ * queue id with no queue. */
+int sim_queue_set_cu_mask(SimProcess *p, struct kfd_ioctl_set_cu_mask_args *a) {
+        const uint32_t *mask = (const uint32_t *) (uintptr_t) a->cu_mask_ptr;
+        uint32_t count = a->num_cu_mask;
+        SimQueue *q;
+
+        if (count == 0 || count % 32 != 0)
+                return -EINVAL;
+        count = MIN(count, 1024u);
+        if (!mask)
+                return -EFAULT;
+        if (a->queue_id >= SIM_MAX_QUEUES_PER_PROCESS || !p->queues[a->queue_id] || p->queues[a->queue_id]->destroying)
+                return -EFAULT;
+        q = p->queues[a->queue_id];
+        memset(q->cu_mask, 0, sizeof q->cu_mask);
+        memcpy(q->cu_mask, mask, count / 8);
+        q->cu_mask_count = count;
+        return 0;
+}
+
 uint8_t *sim_queue_ring(SimQueue *q) {
         return q->ring_mem->bo->host + (q->ring_va - q->ring_mem->va);
 }

@@ -39,6 +39,11 @@ struct SimQueue {
         uint32_t doorbell_index;
         int sdma_slot;           /* index in the device's SDMA pool, -1 for compute */
         unsigned pipe_priority;  /* compute: CP_HQD_PIPE_PRIORITY from queue_priority (sim-queue.c) */
+        /* SET_CU_MASK's mask, kept as the kernel keeps it in the MQD; the
+         * simulator's scheduling does not follow it (its CUs are host
+         * threads shared by every queue). */
+        uint32_t cu_mask[32];
+        uint32_t cu_mask_count;  /* bits, 0 before any SET_CU_MASK */
 
         /* Engine state. */
         uint64_t rptr;           /* where the engine executes: bytes (SDMA), monotonic */
@@ -54,6 +59,10 @@ struct SimQueue {
 
 int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a);
 int sim_queue_destroy(SimProcess *p, struct kfd_ioctl_destroy_queue_args *a);
+struct kfd_ioctl_set_cu_mask_args;
+/* SET_CU_MASK (sim-queue.c): -EINVAL for a count of 0 or not a multiple of
+ * 32, -EFAULT for a NULL mask or a queue that is not there. */
+int sim_queue_set_cu_mask(SimProcess *p, struct kfd_ioctl_set_cu_mask_args *a);
 /* Destroys a queue: cancels and waits out a running dispatch (releasing the
  * device lock meanwhile), detaches it from its engine, releases its buffers. */
 void sim_queue_free(SimQueue *q);

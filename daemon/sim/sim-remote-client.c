@@ -515,6 +515,24 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                 case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
                         c.send_fd = dmabuf_fd_to_send(view, usize, offsetof(struct kfd_ioctl_import_dmabuf_args, dmabuf_fd));
                         break;
+                case SIM_REMOTE_IOCTL_TILE_CONFIG: {
+                        /* Both arrays come back in one: room for what the
+                         * daemon may fill (it clamps each count as we do). */
+                        uint32_t nt = view_u32(view, usize, offsetof(struct kfd_ioctl_get_tile_config_args, num_tile_configs), NULL);
+                        uint32_t nm = view_u32(view, usize, offsetof(struct kfd_ioctl_get_tile_config_args, num_macro_tile_configs), NULL);
+                        out_cap = ((size_t) MIN(nt, SIM_REMOTE_MAX_TILE_CONFIGS) + MIN(nm, SIM_REMOTE_MAX_TILE_CONFIGS)) * 4;
+                        break;
+                }
+                case SIM_REMOTE_IOCTL_CU_MASK: {
+                        uint64_t ptr = view_u64(view, offsetof(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr));
+                        uint32_t n = view_u32(view, usize, offsetof(struct kfd_ioctl_set_cu_mask_args, num_cu_mask), NULL);
+                        if (ptr == 0 || n == 0 || n % 32 != 0)
+                                break;
+                        /* memdup_user reads no more than 1024 bits. */
+                        c.array = (const void *) (uintptr_t) ptr;
+                        c.array_size = (size_t) MIN(n / 32, SIM_REMOTE_MAX_CU_MASK) * 4;
+                        break;
+                }
                 default:
                         break;
                 }
@@ -537,7 +555,24 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                 call_end(o, &c);
                 return -EPROTO;
         }
-        if (c.rep_array_size > 0)
+        if (kind == SIM_REMOTE_IOCTL_TILE_CONFIG && c.rep_array_size > 0) {
+                /* The counts the daemon wrote say where each array's part is. */
+                struct kfd_ioctl_get_tile_config_args out = {};
+                memcpy(&out, c.rep_arg, MIN(c.rep_arg_size, sizeof out));
+                if (c.rep_arg_size < sizeof out ||
+                    c.rep_array_size != ((size_t) out.num_tile_configs + out.num_macro_tile_configs) * 4 ||
+                    out.num_tile_configs > view_u32(view, usize, offsetof(struct kfd_ioctl_get_tile_config_args, num_tile_configs), NULL) ||
+                    out.num_macro_tile_configs > view_u32(view, usize, offsetof(struct kfd_ioctl_get_tile_config_args, num_macro_tile_configs), NULL)) {
+                        call_end(o, &c);
+                        return -EPROTO;
+                }
+                if (out.num_tile_configs > 0)
+                        memcpy((void *) (uintptr_t) out.tile_config_ptr, c.rep_array, (size_t) out.num_tile_configs * 4);
+                if (out.num_macro_tile_configs > 0)
+                        memcpy((void *) (uintptr_t) out.macro_tile_config_ptr,
+                               (const uint8_t *) c.rep_array + (size_t) out.num_tile_configs * 4,
+                               (size_t) out.num_macro_tile_configs * 4);
+        } else if (c.rep_array_size > 0)
                 memcpy(out_array, c.rep_array, c.rep_array_size);
         if (c.rep_arg_size > 0)
                 memcpy(arg, c.rep_arg, c.rep_arg_size);

@@ -53,6 +53,10 @@ SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request) {
                 return SIM_REMOTE_IOCTL_DMABUF_INFO;
         case _IOC_NR(AMDKFD_IOC_EXPORT_DMABUF):
                 return SIM_REMOTE_IOCTL_EXPORT_DMABUF;
+        case _IOC_NR(AMDKFD_IOC_GET_TILE_CONFIG):
+                return SIM_REMOTE_IOCTL_TILE_CONFIG;
+        case _IOC_NR(AMDKFD_IOC_SET_CU_MASK):
+                return SIM_REMOTE_IOCTL_CU_MASK;
         /* Numbers and handles only: GPU addresses are numbers to the kernel;
          * RUNTIME_ENABLE's r_debug is stored for a debugger, never read;
          * ALLOC's mmap_offset is a CPU address of the caller only for USERPTR,
@@ -71,6 +75,10 @@ SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request) {
         case _IOC_NR(AMDKFD_IOC_AVAILABLE_MEMORY):
         case _IOC_NR(AMDKFD_IOC_RUNTIME_ENABLE):
         case _IOC_NR(AMDKFD_IOC_CREATE_PROCESS):
+        case _IOC_NR(AMDKFD_IOC_SET_MEMORY_POLICY):
+        case _IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA):
+        case _IOC_NR(AMDKFD_IOC_SET_TRAP_HANDLER):
+        case _IOC_NR(AMDKFD_IOC_SET_XNACK_MODE):
                 return SIM_REMOTE_IOCTL_PLAIN;
         default:
                 /* The simulator answers the others with an errno, without
@@ -98,6 +106,10 @@ size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind) {
                 return sizeof(struct kfd_ioctl_export_dmabuf_args);
         case SIM_REMOTE_IOCTL_PRIME_TO_FD:
                 return sizeof(struct drm_prime_handle);
+        case SIM_REMOTE_IOCTL_TILE_CONFIG:
+                return sizeof(struct kfd_ioctl_get_tile_config_args);
+        case SIM_REMOTE_IOCTL_CU_MASK:
+                return sizeof(struct kfd_ioctl_set_cu_mask_args);
         default:
                 return 0;
         }

@@ -46,6 +46,8 @@
 #define SIM_REMOTE_MAX_APERTURES 64u
 #define SIM_REMOTE_MAX_METADATA 4096u
 #define SIM_REMOTE_MAX_PATH 4096u
+#define SIM_REMOTE_MAX_TILE_CONFIGS 64u              /* each of GET_TILE_CONFIG's arrays (gfx: 32 and 16) */
+#define SIM_REMOTE_MAX_CU_MASK 32u                   /* u32 of SET_CU_MASK's mask: the kernel reads 1024 bits */
 /* Channels a process may open besides the control channel. */
 #define SIM_REMOTE_MAX_CHANNELS 64u
 
@@ -96,6 +98,9 @@ typedef enum SimRemoteIoctlKind {
         SIM_REMOTE_IOCTL_DMABUF_INFO,    /* dmabuf_fd in, metadata_ptr: metadata_size bytes out */
         SIM_REMOTE_IOCTL_EXPORT_DMABUF,  /* dmabuf_fd out */
         SIM_REMOTE_IOCTL_PRIME_TO_FD,    /* DRM_IOCTL_PRIME_HANDLE_TO_FD on a render fd: fd out */
+        SIM_REMOTE_IOCTL_TILE_CONFIG,    /* tile_config_ptr, macro_tile_config_ptr: num_tile_configs then
+                                          * num_macro_tile_configs u32 out, in one array */
+        SIM_REMOTE_IOCTL_CU_MASK,        /* cu_mask_ptr: num_cu_mask / 32 u32 in (at most 32) */
         SIM_REMOTE_IOCTL_REFUSED,        /* simulated, with fields this wire does not carry */
 } SimRemoteIoctlKind;
 

@@ -63,7 +63,25 @@ struct SimRemoteServer {
         pthread_mutex_t lock;    /* channels */
         SimRemoteChannel *channels;
         unsigned n_channels;
+        const SimRemoteHooks *hooks; /* NULL: none (sim-remote.h) */
+        void *hooks_userdata;
 };
+
+/* An ioctl of the process, between the hooks. */
+static int server_ioctl(SimRemoteServer *s, int fd, unsigned long request, void *arg) {
+        const KfdOps *ops = &s->mm->ops;
+        int r;
+
+        if (s->hooks && s->hooks->before) {
+                r = s->hooks->before(s->hooks_userdata, request, arg);
+                if (r < 0)
+                        return r;
+        }
+        r = ops->ioctl(ops->userdata, fd, request, arg);
+        if (s->hooks && s->hooks->after)
+                s->hooks->after(s->hooks_userdata, request, arg, r);
+        return r;
+}
 
 /* A reply being built: header, argument and array in one buffer of
  * SIM_REMOTE_MAX_MESSAGE bytes, and the fd to send with it. */
@@ -107,12 +125,12 @@ static void restore_field(uint8_t *dst, const uint8_t *src, size_t usize, size_t
 static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, SimRemoteIoctlKind kind,
                             const uint8_t *arg, const uint8_t *array, size_t array_size, int in_fd, Reply *rep,
                             void **ret_scratch, int *ret_out_fd) {
-        const KfdOps *ops = &s->mm->ops;
         unsigned long request = (unsigned long) req->u64[0];
         size_t usize = _IOC_SIZE(request), ksize = MAX(usize, sim_remote_ioctl_struct_size(kind));
         _cleanup_free_ uint8_t *view = calloc(1, ksize), *kdata = calloc(1, ksize);
         void *buf = NULL;
         uint64_t cap = 0;
+        uint32_t tile_room = 0; /* TILE_CONFIG: where the macro array starts in buf */
         int r;
 
         if (!view || !kdata)
@@ -209,6 +227,44 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
                 a->flags |= O_CLOEXEC;
                 break;
         }
+        case SIM_REMOTE_IOCTL_TILE_CONFIG: {
+                struct kfd_ioctl_get_tile_config_args *a = (void *) kdata;
+                uint32_t nt = MIN(a->num_tile_configs, SIM_REMOTE_MAX_TILE_CONFIGS);
+                uint32_t nm = MIN(a->num_macro_tile_configs, SIM_REMOTE_MAX_TILE_CONFIGS);
+
+                if (in_fd >= 0 || array_size != 0)
+                        return -EPROTO;
+                /* Room for both arrays, one after the other; a NULL pointer
+                 * stays NULL (the simulator's -EFAULT). */
+                a->num_tile_configs = nt;
+                a->num_macro_tile_configs = nm;
+                tile_room = nt;
+                cap = (uint64_t) nt + nm;
+                buf = calloc(MAX(cap, (uint64_t) 1), sizeof(uint32_t));
+                if (!buf)
+                        return -ENOMEM;
+                a->tile_config_ptr = a->tile_config_ptr ? (uint64_t) (uintptr_t) buf : 0;
+                a->macro_tile_config_ptr = a->macro_tile_config_ptr ? (uint64_t) (uintptr_t) ((uint32_t *) buf + nt) : 0;
+                break;
+        }
+        case SIM_REMOTE_IOCTL_CU_MASK: {
+                struct kfd_ioctl_set_cu_mask_args *a = (void *) kdata;
+                bool has = a->cu_mask_ptr != 0 && a->num_cu_mask > 0 && a->num_cu_mask % 32 == 0;
+
+                if (in_fd >= 0)
+                        return -EPROTO;
+                if (has) {
+                        if (array_size != (size_t) MIN(a->num_cu_mask / 32, SIM_REMOTE_MAX_CU_MASK) * 4)
+                                return -EPROTO;
+                        buf = malloc(array_size);
+                        if (!buf)
+                                return -ENOMEM;
+                        memcpy(buf, array, array_size);
+                        a->cu_mask_ptr = (uint64_t) (uintptr_t) buf;
+                } else if (array_size != 0)
+                        return -EPROTO;
+                break;
+        }
         case SIM_REMOTE_IOCTL_PRIME_TO_FD: {
                 struct drm_prime_handle *a = (void *) kdata;
 
@@ -225,8 +281,8 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         }
         *ret_scratch = buf;
 
-        r = ops->ioctl(ops->userdata, req->fd,
-                       _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize), kdata);
+        r = server_ioctl(s, req->fd, _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize),
+                         kdata);
         rep->h.ret = r;
 
         /* What goes back: the arrays the process gave, and in the struct its own
@@ -255,6 +311,30 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         }
         case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
                 restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_import_dmabuf_args, dmabuf_fd));
+                break;
+        case SIM_REMOTE_IOCTL_TILE_CONFIG: {
+                struct kfd_ioctl_get_tile_config_args *a = (void *) kdata;
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_tile_config_args, tile_config_ptr));
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_tile_config_args, macro_tile_config_ptr));
+                if (r < 0) {
+                        restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_get_tile_config_args, num_tile_configs));
+                        restore_field(kdata, view, usize,
+                                      FIELD(struct kfd_ioctl_get_tile_config_args, num_macro_tile_configs));
+                } else {
+                        /* Both arrays as the simulator filled them: the tile
+                         * configs it wrote, then the macro ones (which
+                         * start after the room we gave the first). */
+                        uint32_t nt = MIN(a->num_tile_configs, tile_room);
+                        uint32_t nm = MIN(a->num_macro_tile_configs, (uint32_t) cap - tile_room);
+                        if (nt != tile_room)
+                                memmove((uint32_t *) buf + nt, (uint32_t *) buf + tile_room, (size_t) nm * 4);
+                        rep->array = buf;
+                        rep->array_size = ((size_t) nt + nm) * 4;
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_CU_MASK:
+                restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr));
                 break;
         case SIM_REMOTE_IOCTL_DMABUF_INFO: {
                 struct kfd_ioctl_get_dmabuf_info_args *a = (void *) kdata;
@@ -298,7 +378,6 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
 
 static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const uint8_t *payload, size_t payload_size,
                        int in_fd, Reply *rep, void **ret_scratch, int *ret_out_fd) {
-        const KfdOps *ops = &s->mm->ops;
         unsigned long request;
         bool arg_null = req->flags & SIM_REMOTE_ARG_NULL;
         SimRemoteIoctlKind kind;
@@ -326,7 +405,7 @@ static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const ui
                 if (in_fd >= 0 || payload_size != req->arg_size)
                         return -EPROTO;
                 memcpy(rep->arg, payload, req->arg_size);
-                rep->h.ret = ops->ioctl(ops->userdata, req->fd, request, arg_null ? NULL : rep->arg);
+                rep->h.ret = server_ioctl(s, req->fd, request, arg_null ? NULL : rep->arg);
                 if (!arg_null && (_IOC_DIR(request) & _IOC_READ))
                         rep->h.arg_size = (uint32_t) usize;
                 return 0;
@@ -334,7 +413,7 @@ static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const ui
                 if (arg_null) {
                         if (in_fd >= 0 || payload_size != 0)
                                 return -EPROTO;
-                        rep->h.ret = ops->ioctl(ops->userdata, req->fd, request, NULL);
+                        rep->h.ret = server_ioctl(s, req->fd, request, NULL);
                         return 0;
                 }
                 return serve_marshalled(s, req, kind, payload, payload + usize, payload_size - usize, in_fd, rep,
@@ -609,6 +688,8 @@ static void server_end(SimRemoteServer *s) {
 
         safe_close(s->fd);
         pthread_mutex_destroy(&s->lock);
+        if (s->hooks && s->hooks->end)
+                s->hooks->end(s->hooks_userdata);
         free(s);
 }
 
@@ -626,6 +707,10 @@ static void *server_main(void *userdata) {
 }
 
 int sim_remote_serve(SimDevice *d, int fd) {
+        return sim_remote_serve_hooked(d, fd, 0, NULL, NULL);
+}
+
+int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata) {
         _cleanup_close_ int sock = fd;
         SimRemoteServer *s;
         pthread_attr_t attr;
@@ -642,7 +727,10 @@ int sim_remote_serve(SimDevice *d, int fd) {
                 free(s);
                 return r;
         }
+        s->mm->visible_gpu_id = gpu_id;
         s->device = d;
+        s->hooks = hooks;
+        s->hooks_userdata = userdata;
         s->fd = TAKE_FD(sock);
         pthread_mutex_init(&s->lock, NULL);
 

@@ -37,6 +37,24 @@
 int sim_remote_serve(SimDevice *d, int fd);
 
 /*
+ * What the daemon checks around the ioctls of a process it serves for a
+ * relayed client (daemon/sessions/kfd-relay.c): called on the server's
+ * threads, several at once. before() may refuse a call unrun with a
+ * negative errno (it may block, e.g. to charge memory on the event loop);
+ * after() sees the result and the argument as the simulator left it; end()
+ * is the last call, once the process and all it held are gone.
+ */
+typedef struct SimRemoteHooks {
+        int (*before)(void *userdata, unsigned long request, const void *arg);
+        void (*after)(void *userdata, unsigned long request, const void *arg, int r);
+        void (*end)(void *userdata);
+} SimRemoteHooks;
+
+/* sim_remote_serve() with hooks (NULL: none), for a process that sees only
+ * the GPU gpu_id (0: all; SimMm.visible_gpu_id). On failure end() is not called. */
+int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata);
+
+/*
  * Process side (in the worker). A KfdOps whose every operation is carried out
  * by the daemon's simulated GPU over fd (the other end of the socket given to
  * sim_remote_serve(); taken over, closed on failure too). The handshake

@@ -56,7 +56,10 @@ void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64
                 .max_engine_clk_fcompute = 2250,
                 .fw_version = 115,
                 .sdma_fw_version = 83,
-                .capability = 0,
+                /* HSA_CAP_DOORBELL_TYPE_2_0 (2 << 12, kfd_topology.h): gfx9 and
+                 * later use 64-bit doorbells; ROCr takes the legacy doorbell
+                 * path without it (rocm-facts §2). */
+                .capability = 0x2000,
                 .eop_buffer_size = 4096, /* gfx8+ (kfd_queue.c) */
                 .vram_size = vram_size,
         };
@@ -133,6 +136,61 @@ static int make_dir(int dir_fd, const char *name, int *ret_fd) {
         return 0;
 }
 
+/*
+ * A Navi 21's GPU caches, one entry per kind, as kfd_crat.c's table for gfx10.3
+ * (navi10_cache_info, sizes in KiB): the vector L1 (TCP) per CU, the scalar
+ * instruction and data caches per SQC (2 CUs), the GL1 per shader array, the
+ * L2 and the 128 MiB Infinity Cache as L3. The kernel lists one entry per
+ * instance (per CU, per SQC, ...); one per kind is what ROCr reads to fill
+ * its cache list (amd_gpu_agent.cpp asserts "GPU cache info missing" with
+ * none). type is the CRAT cache flags' HSA_CACHE_TYPE_DATA (1) /
+ * INSTRUCTION (2) | HSACU (8), as kfd_topology.c's cache_show prints them.
+ */
+typedef struct SimCache {
+        unsigned level, size_kib, line, type, cus_shared;
+} SimCache;
+
+static const SimCache gpu_caches[] = {
+        { 1, 16, 128, 1 | 8, 1 },       /* TCP: vector L1 per CU */
+        { 1, 32, 64, 2 | 8, 2 },        /* SQC instruction cache */
+        { 1, 16, 64, 1 | 8, 2 },        /* SQC scalar data cache */
+        { 1, 128, 128, 1 | 8, 10 },     /* GL1 per shader array */
+        { 2, 4096, 128, 1 | 8, 80 },    /* L2 */
+        { 3, 131072, 64, 1 | 8, 80 },   /* Infinity Cache */
+};
+
+static int write_caches(int node_fd, const SimGpuInfo *g) {
+        _cleanup_close_ int caches_fd = -EBADF;
+        int r;
+
+        r = make_dir(node_fd, "caches", &caches_fd);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(gpu_caches); i++) {
+                _cleanup_close_ int cache_fd = -EBADF;
+                const SimCache *c = &gpu_caches[i];
+                char name[16], text[512], map[64];
+                unsigned shared = MIN(c->cus_shared, g->cu_count), n = 0;
+
+                /* sibling_map: one digit per CU sharing it, comma separated. */
+                for (unsigned k = 0; k < MIN(shared, 16u) && n + 3 < sizeof map; k++)
+                        n += (unsigned) snprintf(map + n, sizeof map - n, "%s1", k ? "," : "");
+                map[n] = 0;
+                snprintf(name, sizeof name, "%zu", i);
+                r = make_dir(caches_fd, name, &cache_fd);
+                if (r < 0)
+                        return r;
+                snprintf(text, sizeof text,
+                         "processor_id_low %u\nlevel %u\nsize %u\ncache_line_size %u\ncache_lines_per_tag 1\n"
+                         "association 16\nlatency 1\ntype %u\nsibling_map %s\n",
+                         0x80000000u, c->level, c->size_kib, c->line, c->type, map);
+                r = write_file(cache_fd, "properties", text);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* One "name value" line per property, in node_show order (kfd_topology.c). */
 static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu, unsigned io_links) {
         FILE *f = fmemopen(buf, size, "w");
@@ -143,7 +201,7 @@ static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu
         P("cpu_cores_count", gpu ? 0 : 16);
         P("simd_count", gpu ? g->simd_count : 0);
         P("mem_banks_count", 1);
-        P("caches_count", 0);
+        P("caches_count", gpu ? ELEMENTSOF(gpu_caches) : 0);
         P("io_links_count", io_links);
         P("p2p_links_count", 0);
         P("cpu_core_id_base", gpu ? 0 : 0);
@@ -278,7 +336,14 @@ static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gp
         if (r < 0)
                 return r;
 
+        if (gpu) {
+                r = write_caches(node_fd, g);
+                if (r < 0)
+                        return r;
+        }
         for (const char *const *s = (const char *const[]) { "caches", "io_links", "p2p_links", NULL }; *s; s++) {
+                if (gpu && strcmp(*s, "caches") == 0)
+                        continue;
                 r = make_dir(node_fd, *s, &sub_fd);
                 if (r < 0)
                         return r;

@@ -59,6 +59,7 @@ typedef struct ReplyParts {
         Kfdbroker__V1__LoadCodeObjectReply load_code_object;
         Kfdbroker__V1__OpenSubmitRingReply open_submit_ring;
         Kfdbroker__V1__OpenFencePageReply open_fence_page;
+        Kfdbroker__V1__OpenKfdReply open_kfd;
         /* Owned temporaries, freed by reply_parts_done(). */
         char **features;
         Kfdbroker__V1__WaitEntry *entries;
@@ -69,9 +70,13 @@ typedef struct ReplyParts {
         Kfdbroker__V1__KernelArgInfo **arg_ptrs;
         Kfdbroker__V1__ContextInfo *contexts;
         Kfdbroker__V1__ContextInfo **context_ptrs;
+        Kfdbroker__V1__TopologyFile *topology;
+        Kfdbroker__V1__TopologyFile **topology_ptrs;
 } ReplyParts;
 
 static void reply_parts_done(ReplyParts *p) {
+        free(p->topology);
+        free(p->topology_ptrs);
         free(p->features);
         free(p->entries);
         free(p->entry_ptrs);
@@ -254,6 +259,36 @@ static int fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         return 0;
 }
 
+static int fill_open_kfd(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = r->open_kfd.n_files;
+
+        if (n > WIRE_MAX_TOPOLOGY_FILES)
+                return -EINVAL;
+        kfdbroker__v1__open_kfd_reply__init(&p->open_kfd);
+        if (n > 0) {
+                p->topology = calloc(n, sizeof *p->topology);
+                p->topology_ptrs = calloc(n, sizeof *p->topology_ptrs);
+                if (!p->topology || !p->topology_ptrs)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const WireTopologyFile *f = &r->open_kfd.files[i];
+
+                if (strlen(f->path) > WIRE_MAX_TOPOLOGY_PATH || f->size > WIRE_MAX_TOPOLOGY_CONTENT)
+                        return -EINVAL;
+                kfdbroker__v1__topology_file__init(&p->topology[i]);
+                p->topology[i].path = (char *) f->path;
+                p->topology[i].content = (ProtobufCBinaryData) { .len = f->size, .data = (uint8_t *) f->content };
+                p->topology_ptrs[i] = &p->topology[i];
+        }
+        p->open_kfd.n_topology = n;
+        p->open_kfd.topology = p->topology_ptrs;
+        p->open_kfd.render_minor = r->open_kfd.render_minor;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_KFD;
+        m->open_kfd = &p->open_kfd;
+        return 0;
+}
+
 static int fill_load_code_object(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         size_t n = r->load_code_object.n_kernels, n_args = 0, a = 0;
         const WireKernelInfo *ks = r->load_code_object.kernels;
@@ -393,6 +428,8 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SUBMIT_RING;
                 m->open_submit_ring = &p->open_submit_ring;
                 return 0;
+        case WIRE_REPLY_OPEN_KFD:
+                return fill_open_kfd(r, p, m);
         case WIRE_REPLY_OPEN_FENCE_PAGE:
                 kfdbroker__v1__open_fence_page_reply__init(&p->open_fence_page);
                 p->open_fence_page.size = r->fence_page.size;

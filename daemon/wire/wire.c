@@ -101,6 +101,7 @@ static const char *const request_type_names[] = {
         [WIRE_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
         [WIRE_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
         [WIRE_REQUEST_OPEN_FENCE_PAGE] = "OpenFencePage",
+        [WIRE_REQUEST_OPEN_KFD] = "OpenKfd",
 };
 
 const char *wire_request_type_name(WireRequestType type) {
@@ -620,6 +621,9 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
                 return 0;
         case KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE:
                 r->type = WIRE_REQUEST_OPEN_FENCE_PAGE;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_OPEN_KFD:
+                r->type = WIRE_REQUEST_OPEN_KFD;
                 return 0;
         default:
                 break;

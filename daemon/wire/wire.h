@@ -55,6 +55,7 @@ typedef enum WireRequestType {
         WIRE_REQUEST_FREE_CODE_OBJECT,
         WIRE_REQUEST_OPEN_SUBMIT_RING,
         WIRE_REQUEST_OPEN_FENCE_PAGE,
+        WIRE_REQUEST_OPEN_KFD,
 } WireRequestType;
 
 /* Number of fds a request type must carry (1 for ImportBuffer and
@@ -218,7 +219,19 @@ typedef enum WireReplyType {
         WIRE_REPLY_LOAD_CODE_OBJECT,
         WIRE_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell eventfd */
         WIRE_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
+        WIRE_REPLY_OPEN_KFD,         /* 1 fd: the KFD relay socket */
 } WireReplyType;
+
+/* OpenKfd's topology: bounds both ends check (proto/kfdbroker/v1/kfdbroker.proto). */
+#define WIRE_MAX_TOPOLOGY_FILES 256u
+#define WIRE_MAX_TOPOLOGY_PATH 255u
+#define WIRE_MAX_TOPOLOGY_CONTENT 4096u
+
+typedef struct WireTopologyFile {
+        const char *path;
+        const void *content;
+        size_t size;
+} WireTopologyFile;
 
 typedef enum WireWaitResult {
         WIRE_WAIT_COMPLETE = 0,
@@ -326,6 +339,11 @@ typedef struct WireReply {
                 struct {
                         uint32_t size, slots;
                 } fence_page;
+                struct {
+                        const WireTopologyFile *files;
+                        size_t n_files;
+                        uint32_t render_minor;
+                } open_kfd;
         };
 } WireReply;
 

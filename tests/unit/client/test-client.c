@@ -1066,3 +1066,75 @@ Test(client, code_objects_and_dispatch) {
         /* The session releases the rest (buffer, event) without a daemon. */
         kfdb_session_free(session);
 }
+
+/* ---- OpenKfd: the topology written where the caller said, never elsewhere ---- */
+
+static void script_open_kfd(Srv *s) {
+        static const WireTopologyFile bad[] = {
+                { "topology/generation_id", "1\n", 2 },
+                { "topology/../../escaped", "x", 1 },
+        };
+        static const WireTopologyFile good[] = {
+                { "topology/generation_id", "1\n", 2 },
+                { "topology/nodes/1/properties", "gfx_target_version 100300\n", 26 },
+        };
+        WireRequest req = {};
+        WireReply r;
+        int sv[2];
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        S_CHECK(s, socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_OPEN_KFD);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_OPEN_KFD,
+                          .open_kfd = { .files = bad, .n_files = ELEMENTSOF(bad), .render_minor = 128 } };
+        S_CHECK(s, srv_send(s, &r, &sv[1], 1) == 0);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_OPEN_KFD,
+                          .open_kfd = { .files = good, .n_files = ELEMENTSOF(good), .render_minor = 129 } };
+        S_CHECK(s, srv_send(s, &r, &sv[1], 1) == 0);
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r = (WireReply) { .id = req.id, .error = EACCES,
+                          .message = "open_kfd: this daemon gives no client a GPU context of its own" };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        close(sv[0]);
+        close(sv[1]);
+}
+
+Test(client, open_kfd_writes_the_topology_inside_the_directory_only) {
+        char dir[] = "/tmp/kfdb-topo.XXXXXX", path[128];
+        kfdb_session *session;
+        uint32_t minor = 0;
+        int dir_fd, fd = -1;
+        Srv s;
+
+        cr_assert(mkdtemp(dir));
+        dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert(dir_fd >= 0);
+        srv_start(&s, script_open_kfd);
+        cr_assert_eq(kfdb_session_new_from_fd(s.client_fd, "test-client", &session), 0);
+
+        cr_expect_eq(kfdb_session_open_kfd(session, dir_fd, &fd, &minor), -EBADMSG, "a path leaving the directory");
+        cr_expect_eq(fd, -1);
+        snprintf(path, sizeof path, "%s/../escaped", dir);
+        cr_expect_eq(access(path, F_OK), -1);
+        snprintf(path, sizeof path, "%s/topology", dir);
+        cr_expect_eq(access(path, F_OK), -1, "nothing written from a refused reply");
+
+        cr_assert_eq(kfdb_session_open_kfd(session, dir_fd, &fd, &minor), 0, "%s", kfdb_session_last_error(session));
+        cr_expect_geq(fd, 0);
+        cr_expect_eq(minor, 129);
+        cr_expect(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        snprintf(path, sizeof path, "%s/topology/nodes/1/properties", dir);
+        cr_expect_eq(access(path, R_OK), 0, "%s", path);
+        close(fd);
+
+        cr_expect_eq(kfdb_session_open_kfd(session, dir_fd, &fd, &minor), -EACCES);
+        cr_expect_str_eq(kfdb_session_last_error(session), "open_kfd: this daemon gives no client a GPU context of its own");
+        srv_join(&s);
+        kfdb_session_free(session);
+        close(dir_fd);
+        snprintf(path, sizeof path, "rm -rf '%s'", dir);
+        cr_expect_eq(system(path), 0);
+}

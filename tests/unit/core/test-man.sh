@@ -6,11 +6,12 @@
 # kfdbrokerctl.1, and every option that kfdbrokerctl --help, kfdbrokerd --help
 # and the commands' usage lines name appears in the page; every function of
 # kfdbroker.h and every symbol version of libkfdbroker.sym is in
-# libkfdbroker.3; every page renders without groff warnings.
-# Usage: test-man.sh KFDBROKERCTL KFDBROKERD SOURCE_ROOT
+# libkfdbroker.3; every option of kfdbroker-run --help is in kfdbroker-run.1;
+# every page renders without groff warnings.
+# Usage: test-man.sh KFDBROKERCTL KFDBROKERD SOURCE_ROOT KFDBROKER_RUN
 set -u
 
-ctl=$1 daemon=$2 src=$3
+ctl=$1 daemon=$2 src=$3 run=$4
 pass=0 fail=0
 ok() { echo "ok - $1"; pass=$((pass + 1)); }
 not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
@@ -51,6 +52,9 @@ check_page "$src/docs/man/kfdbrokerctl.1" "$help" $commands
 
 help=$("$daemon" --help) || not_ok "kfdbrokerd --help failed"
 check_page "$src/docs/man/kfdbrokerd.8" "$help"
+
+help=$("$run" --help) || not_ok "kfdbroker-run --help failed"
+check_page "$src/docs/man/kfdbroker-run.1" "$help"
 
 # libkfdbroker(3): every function the public header declares is in its
 # synopsis, as "NAME(" once troff's fonts are undone.

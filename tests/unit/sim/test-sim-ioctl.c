@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -44,6 +45,80 @@ Test(sim_ioctl, get_version_and_dispatch) {
         cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x20, struct kfd_ioctl_get_version_args), &v), -EOPNOTSUPP);
         cr_expect_eq(kfd_ioctl(c.ops, c.render, AMDKFD_IOC_GET_VERSION, &v), -ENOTTY);
         cr_expect_eq(kfd_ioctl(c.ops, 9999, AMDKFD_IOC_GET_VERSION, &v), -EBADF);
+        t_close(&c, true);
+}
+
+/* What the thunk sets once at start (kfd_chardev.c): its checks and errno. */
+Test(sim_ioctl, thunk_settings_before_and_after_acquire_vm) {
+        SimDevice *d;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        const KfdOps *ops = sim_device_get_ops(d);
+        int kfd = ops->open_kfd(ops->userdata), render = ops->open_render(ops->userdata, 128);
+        cr_assert(kfd >= 0 && render >= 0);
+        struct kfd_ioctl_set_memory_policy_args pol = { .gpu_id = 0x697D };
+        struct kfd_ioctl_set_scratch_backing_va_args sc = { .gpu_id = 0x697D, .va_addr = 1ULL << 40 };
+        struct kfd_ioctl_set_trap_handler_args th = { .gpu_id = 0x697D, .tba_addr = 0x1000, .tma_addr = 0x2000 };
+        struct kfd_ioctl_set_xnack_mode_args x = { .xnack_enabled = -1 };
+
+        /* No VM yet: kfd_bind_process_to_device fails. */
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -ESRCH);
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), -ENODEV);
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_TRAP_HANDLER, &th), -ESRCH);
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) render, .gpu_id = 0x697D };
+        cr_assert_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+
+        pol.alternate_policy = 2;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -EINVAL, "no such policy");
+        pol.alternate_policy = KFD_IOC_CACHE_POLICY_NONCOHERENT;
+        pol.gpu_id = 0x1234;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -EINVAL, "no such GPU");
+        pol.gpu_id = 0x697D;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), 0);
+        sc.gpu_id = 0x1234;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), -EINVAL);
+        sc.gpu_id = 0x697D;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), 0);
+        th.gpu_id = 0;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_TRAP_HANDLER, &th), -EINVAL);
+        th.gpu_id = 0x697D;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_TRAP_HANDLER, &th), 0);
+
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+        cr_expect_eq(x.xnack_enabled, 0, "a query answers off");
+        x.xnack_enabled = 1;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), -EPERM, "gfx1030 has no XNACK");
+        x.xnack_enabled = 0;
+        cr_expect_eq(kfd_ioctl(ops, kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+        cr_expect_eq(ops->close(ops->userdata, render), 0);
+        cr_expect_eq(ops->close(ops->userdata, kfd), 0);
+        sim_device_free(d);
+}
+
+/* kfd_ioctl_get_tile_config on gfx10: GB_ADDR_CONFIG, no banks or ranks,
+ * the counts clamped to amdgpu's arrays (32, 16) and their entries zero. */
+Test(sim_ioctl, get_tile_config) {
+        TestCtx c;
+        uint32_t tiles[40], macros[20];
+        struct kfd_ioctl_get_tile_config_args a = {
+                .tile_config_ptr = (uintptr_t) tiles, .macro_tile_config_ptr = (uintptr_t) macros,
+                .num_tile_configs = 40, .num_macro_tile_configs = 20, .gpu_id = 0x1234,
+        };
+
+        t_open(&c, NULL);
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_TILE_CONFIG, &a), -EINVAL, "no such GPU");
+        a.gpu_id = c.gpu_id;
+        memset(tiles, 0xff, sizeof tiles);
+        memset(macros, 0xff, sizeof macros);
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_GET_TILE_CONFIG, &a), 0);
+        cr_expect_eq(a.gb_addr_config, 0x10000444u);
+        cr_expect_eq(a.num_tile_configs, 32u);
+        cr_expect_eq(a.num_macro_tile_configs, 16u);
+        cr_expect_eq(tiles[31], 0u);
+        cr_expect_eq(tiles[32], 0xffffffffu, "not written past the count");
+        cr_expect_eq(macros[15], 0u);
+        cr_expect_eq(macros[16], 0xffffffffu);
+        a.tile_config_ptr = 0;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_GET_TILE_CONFIG, &a), -EFAULT);
         t_close(&c, true);
 }
 
@@ -348,6 +423,7 @@ Test(sim_ioctl, topology) {
         cr_expect_eq(n->device_id, 29631u);
         cr_expect_eq(n->num_xcc, 1u);
         cr_expect_eq(n->local_mem_size, 1ull << 30);
+        cr_expect_eq(n->capability, 0x2000u, "HSA_CAP_DOORBELL_TYPE_2_0: ROCr's 64-bit doorbell path");
         /* kfd_queue.c for 40 CUs: ctl = ALIGN(40 + 1280*12 + 8, 4096) = 0x4000,
          * cwsr = 0x4000 + 40 * 0x55000 = 0xD4C000, debug = 1280*32 = 0xA000. */
         cr_expect_eq(n->ctl_stack_size, 0x4000u);
@@ -365,6 +441,25 @@ Test(sim_ioctl, topology) {
         cr_expect_eq(fscanf(f, "%u", &id), 1);
         cr_expect_eq(id, 0u, "node 0 is the CPU");
         fclose(f);
+        /* ROCr asserts "GPU cache info missing" without GPU caches. */
+        char props[1024] = "";
+        snprintf(path, sizeof path, "%s/topology/nodes/1/properties", ops->sysfs_root);
+        f = fopen(path, "re");
+        cr_assert_not_null(f);
+        props[fread(props, 1, sizeof props - 1, f)] = 0;
+        fclose(f);
+        cr_expect(strstr(props, "\ncaches_count 6\n"), "%s", props);
+        for (unsigned i = 0; i < 6; i++) {
+                snprintf(path, sizeof path, "%s/topology/nodes/1/caches/%u/properties", ops->sysfs_root, i);
+                cr_expect_eq(access(path, R_OK), 0, "%s", path);
+        }
+        snprintf(path, sizeof path, "%s/topology/nodes/1/caches/5/properties", ops->sysfs_root);
+        f = fopen(path, "re");
+        cr_assert_not_null(f);
+        props[fread(props, 1, sizeof props - 1, f)] = 0;
+        fclose(f);
+        cr_expect(strstr(props, "level 3\nsize 131072\n"), "the Infinity Cache: %s", props);
+
         char root[4096];
         snprintf(root, sizeof root, "%s", ops->sysfs_root);
         sim_device_free(d);

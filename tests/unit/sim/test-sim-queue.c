@@ -250,3 +250,31 @@ Test(sim_queue, sdma_by_engine_id) {
         cr_expect_eq(a.base.doorbell_offset & 0x1FFF, 0x10A * 8u, "engine 1, queue 0");
         t_close(&c, true);
 }
+
+/* kfd_ioctl_set_cu_mask: a nonzero multiple of 32 bits, at most 1024 kept, a
+ * queue of the process (-EFAULT otherwise, from pqm_update_mqd). */
+Test(sim_queue, set_cu_mask) {
+        TestCtx c;
+        TestQueue q;
+        uint32_t mask[40];
+
+        t_open(&c, NULL);
+        t_sdma_queue(&c, &q, 4096);
+        memset(mask, 0xa5, sizeof mask);
+        struct kfd_ioctl_set_cu_mask_args a = { .queue_id = q.queue_id, .num_cu_mask = 0,
+                                                .cu_mask_ptr = (uintptr_t) mask };
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_SET_CU_MASK, &a), -EINVAL, "a count of 0");
+        a.num_cu_mask = 33;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_SET_CU_MASK, &a), -EINVAL, "not a multiple of 32");
+        a.num_cu_mask = 64;
+        a.cu_mask_ptr = 0;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_SET_CU_MASK, &a), -EFAULT);
+        a.cu_mask_ptr = (uintptr_t) mask;
+        a.queue_id = q.queue_id + 1;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_SET_CU_MASK, &a), -EFAULT, "no such queue");
+        a.queue_id = q.queue_id;
+        a.num_cu_mask = 40 * 32;
+        cr_expect_eq(t_ioctl(&c, AMDKFD_IOC_SET_CU_MASK, &a), 0, "past 1024 bits: the rest is dropped");
+        t_queue_release(&c, &q);
+        t_close(&c, true);
+}

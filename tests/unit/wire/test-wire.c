@@ -995,3 +995,48 @@ Test(wire, compute_counts_in_replies) {
         cr_assert_eq(m->status->code_objects, 5);
         kfdbroker__v1__server_message__free_unpacked(m, NULL);
 }
+
+Test(wire, open_kfd_request_and_reply) {
+        REQ(m);
+        Kfdbroker__V1__OpenKfdRequest ok = KFDBROKER__V1__OPEN_KFD_REQUEST__INIT;
+        WireRequest r = {};
+        uint64_t id = 0;
+        char err[256] = "";
+        static WireTopologyFile files[WIRE_MAX_TOPOLOGY_FILES + 1];
+        char longpath[WIRE_MAX_TOPOLOGY_PATH + 2];
+        Kfdbroker__V1__ServerMessage *sm;
+        WireReply rep;
+        void *buf;
+        size_t len;
+
+        m.id = 9;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_KFD;
+        m.open_kfd = &ok;
+        cr_assert_eq(decode(&m, &r, &id, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(r.type, WIRE_REQUEST_OPEN_KFD);
+        cr_assert_str_eq(wire_request_type_name(r.type), "OpenKfd");
+        cr_assert_eq(wire_request_fds_expected(r.type), 0);
+
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                files[i] = (WireTopologyFile) { "topology/generation_id", "1\n", 2 };
+        rep = (WireReply) { .id = 9, .type = WIRE_REPLY_OPEN_KFD,
+                            .open_kfd = { .files = files, .n_files = 2, .render_minor = 128 } };
+        sm = encode_decode(&rep);
+        cr_assert_eq(sm->body_case, KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_KFD);
+        cr_assert_eq(sm->open_kfd->n_topology, 2);
+        cr_assert_str_eq(sm->open_kfd->topology[1]->path, "topology/generation_id");
+        cr_assert_eq(sm->open_kfd->topology[1]->content.len, 2);
+        cr_assert_eq(sm->open_kfd->render_minor, 128);
+        kfdbroker__v1__server_message__free_unpacked(sm, NULL);
+
+        /* Past the bounds the client checks: refused here first. */
+        rep.open_kfd.n_files = ELEMENTSOF(files);
+        cr_assert_eq(wire_reply_encode(&rep, &buf, &len), -EINVAL);
+        memset(longpath, 'a', sizeof longpath - 1);
+        longpath[sizeof longpath - 1] = 0;
+        files[0].path = longpath;
+        rep.open_kfd.n_files = 1;
+        cr_assert_eq(wire_reply_encode(&rep, &buf, &len), -EINVAL);
+        files[0] = (WireTopologyFile) { "topology/x", "", WIRE_MAX_TOPOLOGY_CONTENT + 1 };
+        cr_assert_eq(wire_reply_encode(&rep, &buf, &len), -EINVAL);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KfdRelay: what the daemon checks around the KFD calls of a relayed client
+ * (OpenKfd, session-kfd.c), on the threads that serve them: memory charged
+ * to the session as its buffers are, before the allocation is made, under
+ * the same limits (over one: -ENOMEM, what the thunk maps to out of memory;
+ * never -EAGAIN or -EINTR, which it retries for ever), and what a sandboxed
+ * client must not have refused as a kernel without the feature refuses it,
+ * with one log line per feature. Shared by the session (the event loop, which
+ * does the charging) and the KFD process's server (its threads): reference
+ * counted, the session's side detached when the session ends.
+ */
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include "sim/sim-remote.h"
+
+typedef struct KfdRelay KfdRelay;
+typedef struct Session Session;
+
+/* A relay for s, charging on its event loop. -ENOMEM, or an eventfd/sd-event error. */
+int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret);
+/* The hooks to serve the KFD process with; userdata is the relay, which the
+ * server holds a reference to (given back at end()). */
+extern const SimRemoteHooks kfd_relay_hooks;
+KfdRelay *kfd_relay_ref(KfdRelay *r);
+void kfd_relay_unref(KfdRelay *r);
+/* The session ends: its charges are given back, waiting calls fail with
+ * -ENODEV, and the relay no longer touches it. Drops the session's reference. */
+void kfd_relay_detach(KfdRelay *r);
+/* Bytes charged to the session now (GTT and VRAM together). */
+uint64_t kfd_relay_charged(KfdRelay *r);

@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KFD relay (OpenKfd, docs/rocm.md) against the real daemon on the
+ * simulated GPU, as libkfdbroker-kfd.so uses it but without ROCr: the
+ * topology a session is given, the ioctls rocminfo needs, hostile
+ * arguments answered with the kernel's errno while the session goes on and
+ * another client stays unaffected, and the refusals (a second OpenKfd,
+ * --contexts=shared, --max-contexts). Run once with secondary contexts and
+ * once with worker processes (test-kfd-relay-workers, --sim-kfd-version=1.18).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "compute-util.h"
+#include "harness.h"
+#include "kfd/kfd-uapi.h"
+#include "sim/sim-remote.h"
+
+static TestDaemon d;
+static char topo[2][64];
+static char policydir[64];
+
+static void teardown(void) {
+        char cmd[160];
+
+        test_daemon_fini(&d);
+        for (unsigned i = 0; i < 2; i++)
+                if (topo[i][0]) {
+                        snprintf(cmd, sizeof cmd, "rm -rf '%s'", topo[i]);
+                        test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+                        topo[i][0] = 0;
+                }
+        if (policydir[0]) {
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", policydir);
+                test_fini_expect(system(cmd) == 0, "%s failed", cmd);
+                policydir[0] = 0;
+        }
+        test_fini_end();
+}
+
+TestSuite(kfd_relay, .fini = teardown, .timeout = 300);
+
+/* A relayed client: its session, its KFD process's ops, its fds there. */
+typedef struct Relayed {
+        kfdb_session *s;
+        const KfdOps *ops;
+        int kfd, render;
+        uint32_t gpu_id, minor;
+} Relayed;
+
+static char *read_text(const char *dir, const char *name) {
+        char path[256], *buf = calloc(1, 4097);
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        f = fopen(path, "re");
+        cr_assert(f, "%s is missing: %m", path);
+        fread(buf, 1, 4096, f);
+        fclose(f);
+        return buf;
+}
+
+static int open_kfd(kfdb_session *s, unsigned slot, int *ret_fd, uint32_t *ret_minor) {
+        int dir_fd, r;
+
+        strcpy(topo[slot], "/tmp/kfdbroker-topo.XXXXXX");
+        cr_assert(mkdtemp(topo[slot]));
+        dir_fd = open(topo[slot], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert(dir_fd >= 0);
+        r = kfdb_session_open_kfd(s, dir_fd, ret_fd, ret_minor);
+        close(dir_fd);
+        return r;
+}
+
+static void relayed_open(Relayed *c, unsigned slot) {
+        char *text;
+        int fd;
+
+        c->s = test_connect(&d, "relay");
+        cr_assert_eq(open_kfd(c->s, slot, &fd, &c->minor), 0, "%s", kfdb_session_last_error(c->s));
+        text = read_text(topo[slot], "topology/nodes/1/gpu_id");
+        c->gpu_id = (uint32_t) strtoul(text, NULL, 10);
+        free(text);
+        cr_assert_eq(sim_remote_ops_new(fd, &c->ops), 0);
+        c->kfd = c->ops->open_kfd(c->ops->userdata);
+        cr_assert(c->kfd >= 0);
+        c->render = c->ops->open_render(c->ops->userdata, c->minor);
+        cr_assert(c->render >= 0, "render node %u: %s", c->minor, strerror(-c->render));
+}
+
+static int kioctl(Relayed *c, unsigned long req, void *arg) {
+        return c->ops->ioctl(c->ops->userdata, c->kfd, req, arg);
+}
+
+static void relayed_close(Relayed *c) {
+        sim_remote_ops_free(c->ops);
+        kfdb_session_free(c->s);
+}
+
+static uint64_t alloc_at(Relayed *c, uint64_t va, int *ret) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = va, .size = 4096, .gpu_id = c->gpu_id,
+                .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        };
+        *ret = kioctl(c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+        return a.handle;
+}
+
+static int map(Relayed *c, uint64_t handle) {
+        uint32_t ids[1] = { c->gpu_id };
+        struct kfd_ioctl_map_memory_to_gpu_args m = {
+                .handle = handle, .device_ids_array_ptr = (uintptr_t) ids, .n_devices = 1,
+        };
+        return kioctl(c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m);
+}
+
+Test(kfd_relay, topology_and_the_ioctls_of_rocminfo_checked_as_the_kernel_checks_them) {
+        Relayed a = {}, b = {};
+        struct kfd_ioctl_get_version_args v = {};
+        struct kfd_ioctl_acquire_vm_args vm = {};
+        struct kfd_ioctl_set_memory_policy_args pol = {};
+        struct kfd_ioctl_set_xnack_mode_args x = { .xnack_enabled = -1 };
+        struct kfd_ioctl_set_scratch_backing_va_args sc = {};
+        struct kfd_ioctl_set_trap_handler_args th = {};
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t mine, theirs, wild;
+        char *props;
+        int r, past;
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        relayed_open(&b, 1);
+
+        /* What ROCr needs of the topology (rocm-facts §1.2, §2): gfx1030,
+         * DoorbellType 2, GPU caches, the render node. */
+        props = read_text(topo[0], "topology/nodes/1/properties");
+        cr_expect(strstr(props, "gfx_target_version 100300\n"), "%s", props);
+        cr_expect(strstr(props, "capability 8192\n"), "%s", props);
+        cr_expect(strstr(props, "caches_count 6\n"), "%s", props);
+        cr_expect(strstr(props, "drm_render_minor 128\n"), "%s", props);
+        free(props);
+        props = read_text(topo[0], "topology/nodes/1/caches/4/properties");
+        cr_expect(strstr(props, "level 2\nsize 4096\n"), "%s", props);
+        free(props);
+
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(v.major_version, 1);
+
+        /* Before ACQUIRE_VM the process has no VM on the GPU. */
+        pol.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -ESRCH);
+        vm.drm_fd = (uint32_t) a.render;
+        vm.gpu_id = a.gpu_id;
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+
+        pol.default_policy = 7;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -EINVAL, "a policy that is none");
+        pol.default_policy = KFD_IOC_CACHE_POLICY_COHERENT;
+        pol.gpu_id = a.gpu_id ^ 1;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), -EINVAL, "a GPU that is not there");
+        pol.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_MEMORY_POLICY, &pol), 0);
+
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+        cr_expect_eq(x.xnack_enabled, 0, "gfx1030 has no XNACK");
+        x.xnack_enabled = 1;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_XNACK_MODE, &x), -EPERM);
+
+        sc.gpu_id = a.gpu_id ^ 1;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), -EINVAL);
+        sc.gpu_id = a.gpu_id;
+        sc.va_addr = 0x7f0000000000ULL;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), 0);
+        th.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_TRAP_HANDLER, &th), 0);
+
+        /* Past the table (the 5.2.3 thunk's DKMS DBG_TRAP 0x82, garbage
+         * 0x7e): -EINVAL, -ENOTTY on the kernels that speak 1.19 (sim-device.c). */
+        past = v.minor_version >= 19 ? -ENOTTY : -EINVAL;
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x82, struct kfd_ioctl_get_version_args), &v), past);
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x7e, uint64_t), &mine), past);
+
+        /* Memory: a size of 0, a VA past the GPUVM aperture (at MAP, as
+         * amdgpu_vm_bo_map refuses it), another process's handle. */
+        alloc_at(&a, 0x10000000, &r);
+        (void) alloc_at(&a, 0, &r);
+        {
+                struct kfd_ioctl_alloc_memory_of_gpu_args z = { .va_addr = 0x20000000, .gpu_id = a.gpu_id,
+                                                                .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT };
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &z), -EINVAL, "size 0");
+        }
+        mine = alloc_at(&a, 0x30000000, &r);
+        cr_assert_eq(r, 0);
+        cr_expect_eq(map(&a, mine), 0);
+        wild = alloc_at(&a, 1ULL << 47, &r);
+        cr_assert_eq(r, 0);
+        cr_expect_eq(map(&a, wild), -EINVAL, "a VA outside the aperture");
+
+        vm.drm_fd = (uint32_t) b.render;
+        vm.gpu_id = b.gpu_id;
+        cr_assert_eq(kioctl(&b, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+        /* Handles are per process (an idr of each): one whose index this
+         * process never gave out names nothing here. */
+        for (unsigned i = 0; i < 5; i++) {
+                theirs = alloc_at(&b, 0x40000000 + i * 0x100000ULL, &r);
+                cr_assert_eq(r, 0);
+        }
+        cr_expect_eq(map(&b, theirs), 0);
+        fr.handle = theirs;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), -EINVAL, "a handle of another process");
+
+        /* Both go on. */
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(kioctl(&b, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), -EBUSY, "still mapped, and still there");
+        {
+                uint32_t ids[1] = { b.gpu_id };
+                struct kfd_ioctl_unmap_memory_from_gpu_args um = {
+                        .handle = theirs, .device_ids_array_ptr = (uintptr_t) ids, .n_devices = 1,
+                };
+                cr_expect_eq(kioctl(&b, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &um), 0);
+        }
+        cr_expect_eq(kioctl(&b, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        fr.handle = mine;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), -EBUSY, "still mapped");
+
+        /* The session's end ends its KFD process, whatever the client holds. */
+        kfdb_session_free(a.s);
+        a.s = NULL;
+        for (int i = 0; i < 200 && (r = kioctl(&a, AMDKFD_IOC_GET_VERSION, &v)) == 0; i++)
+                usleep(10000);
+        cr_expect_lt(r, 0, "the KFD process outlived its session");
+        sim_remote_ops_free(a.ops);
+        relayed_close(&b);
+}
+
+Test(kfd_relay, open_kfd_once_per_session) {
+        kfdb_session *s;
+        int fd, r;
+
+        test_daemon_start(&d, NULL);
+        s = test_connect(&d, "relay");
+        cr_assert_eq(open_kfd(s, 0, &fd, NULL), 0);
+        close(fd);
+        r = open_kfd(s, 1, &fd, NULL);
+        cr_expect_eq(r, -EEXIST);
+        cr_expect(strstr(kfdb_session_last_error(s), "has its KFD process already"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
+}
+
+Test(kfd_relay, refused_without_client_contexts) {
+        const char *args[] = { "--contexts=shared", NULL };
+        kfdb_session *s;
+        int fd;
+
+        test_daemon_start(&d, args);
+        s = test_connect(&d, "relay");
+        cr_expect_eq(open_kfd(s, 0, &fd, NULL), -EACCES);
+        cr_expect(strstr(kfdb_session_last_error(s), "gives no client a GPU context of its own"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
+}
+
+Test(kfd_relay, counted_against_max_contexts_and_given_back) {
+        const char *args[] = { "--max-contexts=1", NULL };
+        kfdb_session *s1, *s2;
+        int fd1, fd2;
+
+        test_daemon_start(&d, args);
+        s1 = test_connect(&d, "first");
+        s2 = test_connect(&d, "second");
+        cr_assert_eq(open_kfd(s1, 0, &fd1, NULL), 0);
+        cr_expect_eq(open_kfd(s2, 1, &fd2, NULL), -EBUSY);
+        cr_expect(strstr(kfdb_session_last_error(s2), "kfdbrokerd --max-contexts"), "%s",
+                  kfdb_session_last_error(s2));
+        close(fd1);
+        kfdb_session_free(s1);
+        /* The daemon sees the first session end when it reads its EOF. */
+        for (int i = 0; i < 200; i++) {
+                char cmd[160];
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", topo[1]);
+                cr_assert(system(cmd) == 0);
+                if (open_kfd(s2, 1, &fd2, NULL) == 0)
+                        break;
+                fd2 = -1;
+                usleep(10000);
+        }
+        cr_expect_geq(fd2, 0, "the first session's KFD process was not given back: %s",
+                      kfdb_session_last_error(s2));
+        if (fd2 >= 0)
+                close(fd2);
+        kfdb_session_free(s2);
+}
+
+
+static void start_with_limits(const char *limits) {
+        char arg[128], path[160];
+        const char *args[] = { arg, NULL };
+        FILE *f;
+
+        strcpy(policydir, "/tmp/kfdbroker-policy.XXXXXX");
+        cr_assert(mkdtemp(policydir));
+        snprintf(path, sizeof path, "%s/50-relay.conf", policydir);
+        f = fopen(path, "we");
+        cr_assert(f);
+        fprintf(f, "[Limits]\n%s", limits);
+        fclose(f);
+        snprintf(arg, sizeof arg, "--policy-dir=%s", policydir);
+        test_daemon_start(&d, args);
+}
+
+static uint64_t charged(kfdb_session *s) {
+        kfdb_usage u;
+
+        cr_assert_eq(kfdb_query(s, &u), 0);
+        return u.buffer_bytes;
+}
+
+static void acquire(Relayed *c) {
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) c->render, .gpu_id = c->gpu_id };
+        cr_assert_eq(kioctl(c, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+}
+
+static uint64_t alloc_size(Relayed *c, uint64_t va, uint64_t size, uint32_t flags, int *ret) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = { .va_addr = va, .size = size, .gpu_id = c->gpu_id,
+                                                         .flags = flags };
+        *ret = kioctl(c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+        return a.handle;
+}
+
+Test(kfd_relay, allocations_are_charged_to_the_session_and_enomem_past_its_limit) {
+        Relayed a = {};
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t h1, h2;
+        char *log;
+        int r;
+
+        start_with_limits("BufferMemory=1M\n");
+        relayed_open(&a, 0);
+        acquire(&a);
+        cr_expect_eq(charged(a.s), 0);
+        h1 = alloc_size(&a, 0x10000000, 600 * 1024 + 1, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        cr_expect_eq(charged(a.s), 604 * 1024, "rounded up to pages");
+        (void) alloc_size(&a, 0x20000000, 512 * 1024, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, &r);
+        cr_expect_eq(r, -ENOMEM, "over BufferMemory=: out of memory, never EAGAIN");
+        cr_expect_eq(charged(a.s), 604 * 1024, "a refused allocation is not charged");
+        /* A request word that claims another size is still an allocation. */
+        {
+                struct kfd_ioctl_alloc_memory_of_gpu_args big = { .va_addr = 0x30000000, .size = 512 * 1024,
+                                                                   .gpu_id = a.gpu_id,
+                                                                   .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT };
+                cr_expect_eq(kioctl(&a, _IOC(_IOC_READ | _IOC_WRITE, 'K', 0x16, 40), &big), -ENOMEM);
+        }
+        fr.handle = h1;
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        for (int i = 0; i < 200 && charged(a.s) != 0; i++)
+                usleep(5000);
+        cr_expect_eq(charged(a.s), 0, "freed memory is given back");
+        h2 = alloc_size(&a, 0x20000000, 512 * 1024, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, &r);
+        cr_expect_eq(r, 0);
+        cr_expect_eq(charged(a.s), 512 * 1024);
+        (void) h2;
+
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "KFD allocation refused: buffer memory limit (max_buffer_bytes 1048576, policy BufferMemory=)"),
+                  "%s", log);
+        free(log);
+        relayed_close(&a);
+}
+
+Test(kfd_relay, what_a_sandboxed_client_must_not_have_is_refused_with_a_log_line) {
+        Relayed a = {};
+        struct kfd_ioctl_create_queue_args q = {};
+        uint8_t svm[64] = {};
+        char *log;
+        int r;
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        acquire(&a);
+        (void) alloc_size(&a, 0x10000000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, &r);
+        cr_expect_eq(r, -EOPNOTSUPP, "USERPTR");
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x20, uint8_t[24]), svm), -EOPNOTSUPP, "SVM");
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x20, uint8_t[24]), svm), -EOPNOTSUPP, "SVM again");
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x26, uint8_t[40]), svm), -EOPNOTSUPP, "DBG_TRAP");
+        q.gpu_id = a.gpu_id;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_QUEUE, &q), -EOPNOTSUPP, "queues, for now");
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "KFD relay refused user-pointer memory"), "%s", log);
+        cr_expect(strstr(log, "KFD relay refused shared virtual memory"), "%s", log);
+        cr_expect(strstr(log, "KFD relay refused the debugger interface"), "%s", log);
+        cr_expect(strstr(log, "KFD relay refused user queues"), "%s", log);
+        {
+                const char *p = strstr(log, "KFD relay refused shared virtual memory");
+                cr_expect(p && !strstr(p + 1, "KFD relay refused shared virtual memory"), "logged once");
+        }
+        free(log);
+        relayed_close(&a);
+}
+
+static uint64_t session_fds(kfdb_session *s) {
+        kfdb_fd_budget b;
+
+        cr_assert_eq(kfdb_query_fd_budget(s, &b), 0);
+        return b.session_fds;
+}
+
+/* On the simulator each buffer object keeps a daemon fd (a memfd): counted
+ * in the session's fd budget, and past it the allocation fails. */
+Test(kfd_relay, the_daemon_fds_of_its_buffers_are_counted) {
+        const char *args[] = { "--max-fds-per-session=8", NULL };
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t base, h[8];
+        unsigned n = 0;
+        Relayed a = {};
+        int r = 0;
+
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        acquire(&a);
+        base = session_fds(a.s);
+        h[n] = alloc_size(&a, 0x10000000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        n++;
+        cr_expect_eq(session_fds(a.s), base + 1);
+        while (n < 8) {
+                h[n] = alloc_size(&a, 0x10000000 + n * 0x10000ULL, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        cr_expect_eq(r, -ENOMEM, "past --max-fds-per-session");
+        cr_expect_leq(session_fds(a.s), 8);
+        for (unsigned i = 0; i < n; i++) {
+                fr.handle = h[i];
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        }
+        for (int i = 0; i < 200 && session_fds(a.s) != base; i++)
+                usleep(5000);
+        cr_expect_eq(session_fds(a.s), base, "given back at free");
+        relayed_close(&a);
+}
+
+/* An iGPU listed first, the daemon on the gfx1030: the session's topology and
+ * its KFD process hold that GPU alone. */
+Test(kfd_relay, only_the_gpu_the_session_may_use) {
+        const char *args[] = { "--sim-topology=igpu-first", NULL };
+        struct kfd_ioctl_get_process_apertures_new_args ap = {};
+        struct kfd_process_device_apertures pa[2] = {};
+        char path[160], *text;
+        Relayed a = {};
+
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        cr_expect_eq(a.minor, 129, "the gfx1030's render node");
+        text = read_text(topo[0], "topology/nodes/1/properties");
+        cr_expect(strstr(text, "gfx_target_version 100300\n"), "%s", text);
+        free(text);
+        text = read_text(topo[0], "topology/nodes/0/gpu_id");
+        cr_expect_str_eq(text, "0\n", "node 0 is the CPU");
+        free(text);
+        snprintf(path, sizeof path, "%s/topology/nodes/2", topo[0]);
+        cr_expect_eq(access(path, F_OK), -1, "no third node");
+        /* The links follow: the CPU's one link goes to the GPU kept, now node
+         * 1; the link to the iGPU left out is gone, and the counts say so. */
+        text = read_text(topo[0], "topology/nodes/0/properties");
+        cr_expect(strstr(text, "io_links_count 1\n"), "%s", text);
+        free(text);
+        text = read_text(topo[0], "topology/nodes/0/io_links/0/properties");
+        cr_expect(strstr(text, "node_from 0\nnode_to 1\n"), "%s", text);
+        free(text);
+        snprintf(path, sizeof path, "%s/topology/nodes/0/io_links/1", topo[0]);
+        cr_expect_eq(access(path, F_OK), -1, "no link to the iGPU");
+        text = read_text(topo[0], "topology/nodes/1/io_links/0/properties");
+        cr_expect(strstr(text, "node_from 1\nnode_to 0\n"), "%s", text);
+        free(text);
+        cr_expect_eq(a.ops->open_render(a.ops->userdata, 128), -ENOENT, "the iGPU's render node");
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+        cr_expect_eq(ap.num_of_nodes, 1);
+        ap.kfd_process_device_apertures_ptr = (uintptr_t) pa;
+        ap.num_of_nodes = 2;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+        cr_expect_eq(ap.num_of_nodes, 1);
+        cr_expect_eq(pa[0].gpu_id, a.gpu_id);
+        relayed_close(&a);
+}
+
+/* GET_TILE_CONFIG's two arrays and SET_CU_MASK's mask cross the relay. */
+Test(kfd_relay, tile_config_and_cu_mask_through_the_relay) {
+        uint32_t tiles[40], macros[20], mask[2] = { ~0u, ~0u };
+        struct kfd_ioctl_get_tile_config_args t = {
+                .tile_config_ptr = (uintptr_t) tiles, .macro_tile_config_ptr = (uintptr_t) macros,
+                .num_tile_configs = 40, .num_macro_tile_configs = 20,
+        };
+        struct kfd_ioctl_set_cu_mask_args m = { .num_cu_mask = 64, .cu_mask_ptr = (uintptr_t) mask };
+        Relayed a = {};
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        acquire(&a);
+        t.gpu_id = a.gpu_id;
+        memset(tiles, 0xff, sizeof tiles);
+        memset(macros, 0xff, sizeof macros);
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_TILE_CONFIG, &t), 0);
+        cr_expect_eq(t.gb_addr_config, 0x10000444u);
+        cr_expect_eq(t.num_tile_configs, 32u);
+        cr_expect_eq(t.num_macro_tile_configs, 16u);
+        cr_expect_eq(t.tile_config_ptr, (uintptr_t) tiles, "the caller's pointers come back");
+        cr_expect_eq(tiles[0], 0u);
+        cr_expect_eq(tiles[32], 0xffffffffu);
+        cr_expect_eq(macros[15], 0u);
+        cr_expect_eq(macros[16], 0xffffffffu);
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_CU_MASK, &m), -EFAULT, "no queue 0");
+        m.num_cu_mask = 33;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_CU_MASK, &m), -EINVAL);
+        relayed_close(&a);
+}
+
+/* Events= bounds a relayed process's events as a session's: past it
+ * CREATE_EVENT answers -ENOSPC (the kernel's answer for a full signal page). */
+Test(kfd_relay, events_are_bounded_by_the_session_policy) {
+        struct kfd_ioctl_create_event_args ce = { .event_type = KFD_IOC_EVENT_SIGNAL };
+        struct kfd_ioctl_destroy_event_args de = {};
+        uint32_t ids[2];
+        Relayed a = {};
+        char *log;
+
+        start_with_limits("Events=2\n");
+        relayed_open(&a, 0);
+        acquire(&a);
+        /* CREATE_EVENT writes event_page_offset back: a fresh argument each time. */
+#define FRESH (ce = (struct kfd_ioctl_create_event_args) { .event_type = KFD_IOC_EVENT_SIGNAL }, &ce)
+        for (unsigned i = 0; i < 2; i++) {
+                int r = kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH);
+                cr_assert_eq(r, 0, "event %u: %d", i, r);
+                ids[i] = ce.event_id;
+        }
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH), -ENOSPC);
+        de.event_id = ids[0];
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_DESTROY_EVENT, &de), 0);
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH), 0, "one was given back");
+        de.event_id = 0x7ffff; /* no event of this process */
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_DESTROY_EVENT, &de), -EINVAL, "no such event");
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, FRESH), -ENOSPC, "a failed destroy gives nothing back");
+#undef FRESH
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "KFD relay refused an event: event count limit (2, policy Events=) reached"), "%s", log);
+        free(log);
+        relayed_close(&a);
+}
+
+/* A relayed process's buffer objects are the user's (UserBuffers=). */
+Test(kfd_relay, buffer_objects_count_as_the_users) {
+        Relayed a = {};
+        kfdb_buffer *b;
+        int r;
+
+        start_with_limits("UserBuffers=2\n");
+        relayed_open(&a, 0);
+        acquire(&a);
+        (void) alloc_size(&a, 0x10000000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        (void) alloc_size(&a, 0x10100000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_assert_eq(r, 0);
+        (void) alloc_size(&a, 0x10200000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &r);
+        cr_expect_eq(r, -ENOMEM, "a third object of the user");
+        cr_expect_eq(kfdb_buffer_alloc(a.s, 4096, KFDB_PLACEMENT_GTT, &b), -EDQUOT, "nor a native buffer");
+        relayed_close(&a);
+}
+
+/* A relayed process's KFD process holds its place under --max-contexts for
+ * as long as it lives: a native client's dispatch cannot reclaim it, and is
+ * told why. */
+Test(kfd_relay, never_reclaimed_for_a_native_client) {
+        const char *args[] = { "--max-contexts=1", NULL };
+        uint32_t n = 64, block = 64;
+        kfdb_job_failure f;
+        kfdb_code_object *co;
+        kfdb_batch *b = NULL;
+        kfdb_buffer *in, *out;
+        kfdb_session *native;
+        void *map;
+        uint64_t fence;
+        char msg[512] = "";
+        Relayed a = {};
+        int r;
+
+        compute_require_kernels();
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        native = test_connect(&d, "native");
+        co = load_kernel(native, "vector-add");
+        in = new_buffer(native, 4096, 0, &map);
+        out = new_buffer(native, 4096, 0, &map);
+        kfdb_arg kargs[] = { kfdb_arg_buffer(in, 0), kfdb_arg_buffer(in, 0), kfdb_arg_buffer(out, 0),
+                             kfdb_arg_value(&n, 4) };
+        cr_assert_eq(kfdb_batch_new(native, &b), 0);
+        cr_assert_eq(kfdb_batch_dispatch(b, co, "vector_add", 1, &n, &block, kargs, 4), 0);
+        r = kfdb_batch_submit(b, NULL, &fence);
+        if (r == 0)
+                r = kfdb_fence_wait(native, fence, DISPATCH_TIMEOUT_MS);
+        snprintf(msg, sizeof msg, "%s", kfdb_session_last_error(native));
+        for (int i = 0; r < 0 && i < 1000 && !strstr(msg, "kfdbroker-run"); i++) {
+                while (kfdb_job_failure_next(native, &f) > 0)
+                        snprintf(msg, sizeof msg, "%s", f.message);
+                usleep(2000);
+        }
+        cr_expect_lt(r, 0, "the dispatch ran: the relayed process's context was reclaimed or not counted");
+        cr_expect(strstr(msg, "KFD processes of programs run by kfdbroker-run, which are not reclaimed"), "%s", msg);
+        kfdb_batch_free(b);
+        /* The relayed process is untouched. */
+        struct kfd_ioctl_get_version_args v = {};
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        kfdb_session_free(native);
+        relayed_close(&a);
+}

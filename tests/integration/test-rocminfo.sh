@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Debian 12's unmodified rocminfo through the broker (docs/rocm.md): a
+# kfdbrokerd on the simulated GPU on a private socket, `kfdbroker-run
+# --socket S rocminfo` must exit 0 and list the gfx1030 agent — on the host,
+# and as nobody inside bubblewrap with no /dev/kfd, no /dev/dri and no KFD
+# sysfs; with worker processes (--sim-kfd-version=1.18) too; seeing only the
+# daemon's GPU where the machine has two; and with
+# --contexts=shared it must fail, saying why. Skips (exit 77) only where
+# rocminfo or bwrap cannot be had, or bwrap cannot make a sandbox here.
+# Also kfd-fork-probe (kfd-fork-probe.c): /dev/kfd around fork through the
+# preloaded interposer.
+# Usage: test-rocminfo.sh KFDBROKERD KFDBROKER_RUN KFD_FORK_PROBE
+set -u
+
+daemon=$1 run=$2 probe=$3
+pass=0 fail=0
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
+
+
+tmp=$(mktemp -d /tmp/kfdbroker-rocminfo.XXXXXX)
+chmod 755 "$tmp"
+mkdir "$tmp/policy"
+dpid=
+stop() {
+        if [[ -n $dpid ]]; then
+                kill "$dpid" 2>/dev/null
+                wait "$dpid" 2>/dev/null
+        fi
+        dpid=
+}
+trap 'stop; rm -rf "$tmp"' EXIT
+
+start() { # start [DAEMON ARGS...]
+        stop
+        rm -f "$tmp/sock"
+        "$daemon" --device=sim --listen="$tmp/sock" --policy-dir="$tmp/policy" "$@" >"$tmp/daemon.log" 2>&1 &
+        dpid=$!
+        for _ in $(seq 200); do
+                [[ -S $tmp/sock ]] && return 0
+                sleep 0.05
+        done
+        not_ok "kfdbrokerd did not come up: $(cat "$tmp/daemon.log")"
+        return 1
+}
+
+check_output() { # check_output WHAT RC OUTFILE
+        local what=$1 rc=$2 out=$3
+        if [[ $rc == 0 ]] && grep -Eq '^ +Name: +gfx1030 *$' "$out" && grep -q '^\*\*\* Done \*\*\*' "$out"; then
+                ok "$what: rocminfo exits 0 and lists the gfx1030 agent"
+        else
+                not_ok "$what: rocminfo exited $rc; output: $(tail -5 "$out")"
+        fi
+}
+
+start || exit 1
+if "$run" --socket "$tmp/sock" "$probe" 2>"$tmp/err"; then
+        ok "two opens of /dev/kfd are one KFD process; a forked child gets EBADF on it and a KFD process of its own"
+else
+        not_ok "kfd-fork-probe: $(cat "$tmp/err")"
+fi
+if ! command -v rocminfo >/dev/null; then
+        echo "SKIP: rocminfo is not installed (apt-get install rocminfo); only kfd-fork-probe was run"
+        echo "$pass passed, $fail failed"
+        [[ $fail == 0 ]] || exit 1
+        exit 77
+fi
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "host" $? "$tmp/out"
+if grep -q 'opened a KFD process of its own' "$tmp/daemon.log"; then
+        ok "the daemon gave rocminfo a KFD process of its own"
+else
+        not_ok "the daemon's log does not show the KFD relay: $(cat "$tmp/daemon.log")"
+fi
+if grep -q 'GPU cache info missing\|Assertion' "$tmp/err"; then
+        not_ok "ROCr complained: $(cat "$tmp/err")"
+else
+        ok "ROCr found the GPU's caches in the topology"
+fi
+
+start --sim-kfd-version=1.18 || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "worker processes (KFD 1.18)" $? "$tmp/out"
+
+# Two GPUs, the daemon's the second: the process sees that one alone.
+start --sim-topology=igpu-first || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "an iGPU listed first" $? "$tmp/out"
+if grep -q gfx1036 "$tmp/out"; then
+        not_ok "rocminfo sees the iGPU the session may not use"
+else
+        ok "rocminfo sees only the daemon's GPU"
+fi
+
+start --contexts=shared || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [[ $rc != 0 ]] && grep -q 'gives no client a GPU context of its own' "$tmp/err"; then
+        ok "--contexts=shared: rocminfo fails ($rc) and says why"
+else
+        not_ok "--contexts=shared: rocminfo exited $rc; stderr: $(cat "$tmp/err")"
+fi
+
+# As nobody in bubblewrap: /usr, /etc and the build read-only, the socket,
+# /sys/devices/system (the thunk's CPU node) and nothing else of /sys or /dev.
+start || exit 1
+if ! command -v bwrap >/dev/null; then
+        echo "SKIP: bwrap is not installed (apt-get install bubblewrap); the sandbox case was not run"
+        echo "$pass passed, $fail failed"
+        [[ $fail == 0 ]] || exit 1
+        exit 77
+fi
+# kfdbroker-run, the interposer and libkfdbroker copied where nobody can
+# read them (the build tree may be in a home directory nobody cannot enter).
+mkdir "$tmp/bin"
+cp "$run" "$(dirname "$run")/libkfdbroker-kfd.so" "$tmp/bin/"
+cp -L "$(ldd "$(dirname "$run")/libkfdbroker-kfd.so" | awk '/libkfdbroker.so/ { print $3 }')" "$tmp/bin/libkfdbroker.so.0"
+chmod -R a+rX "$tmp/bin"
+bw=(bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64
+    --symlink usr/bin /bin --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp
+    --ro-bind /sys/devices/system /sys/devices/system --bind "$tmp/sock" /run/kfdbroker.sock
+    --ro-bind "$tmp/bin" /opt/kfdbroker --setenv LD_LIBRARY_PATH /opt/kfdbroker)
+as_nobody=()
+if [[ $(id -u) == 0 ]]; then
+        as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+fi
+if ! "${as_nobody[@]}" "${bw[@]}" true 2>"$tmp/bwrap.err"; then
+        echo "SKIP: bwrap cannot make a sandbox here: $(cat "$tmp/bwrap.err")"
+        echo "$pass passed, $fail failed"
+        [[ $fail == 0 ]] || exit 1
+        exit 77
+fi
+"${as_nobody[@]}" "${bw[@]}" sh -c 'test -e /dev/kfd || test -e /dev/dri || test -e /sys/devices/virtual/kfd || test -e /sys/module/amdgpu'
+if [[ $? != 0 ]]; then
+        ok "the sandbox has no /dev/kfd, /dev/dri or KFD sysfs"
+else
+        not_ok "the sandbox shows a KFD node or sysfs"
+fi
+"${as_nobody[@]}" "${bw[@]}" sh -c "id -u; /opt/kfdbroker/kfdbroker-run --socket /run/kfdbroker.sock rocminfo" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check_output "bwrap as nobody" $rc "$tmp/out"
+if [[ $(id -u) != 0 ]] || [[ $(head -1 "$tmp/out") == 65534 ]]; then
+        ok "the sandboxed rocminfo ran unprivileged"
+else
+        not_ok "the sandboxed rocminfo ran as uid $(head -1 "$tmp/out")"
+fi
+
+echo "$pass passed, $fail failed"
+[[ $fail == 0 ]]
