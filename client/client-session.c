@@ -685,6 +685,17 @@ const char *kfdb_session_last_error(const kfdb_session *s) {
         return s ? s->last_error : "";
 }
 
+const char *kfdb_strerror(int error) {
+        switch (error) {
+        case -EDQUOT:
+                return "a kfdbroker limit was reached";
+        case -EUSERS:
+                return "this user's connections or file descriptors at kfdbrokerd are at their limit";
+        default:
+                return strerror(error < 0 ? -error : error);
+        }
+}
+
 int kfdb_get_fd(const kfdb_session *s) {
         return s ? s->fd : -EINVAL;
 }

@@ -339,7 +339,7 @@ int ctl_bus_print_dict(sd_bus_message *m, bool json, const char *indent) {
                 nested = contents && strcmp(contents, "a{sv}") == 0;
                 if (json) {
                         printf("%s", first ? "" : ",");
-                        json_string(key);
+                        json_key(key);
                         putchar(':');
                 } else if (nested)
                         printf("%s%s:\n", indent, key);

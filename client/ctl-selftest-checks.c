@@ -46,12 +46,10 @@ _printf_(3, 4) static void set_result(Check *c, Result result, const char *fmt, 
 
 /* Fails c with what went wrong and, when the library or the daemon said why, its words. */
 static void fail_call(Check *c, const Selftest *t, int r, const char *what) {
-        const char *msg = kfdb_session_last_error(t->s);
+        char text[1200];
 
-        if (msg[0])
-                set_result(c, RESULT_FAIL, "%s: %s (%s)", what, strerror(-r), msg);
-        else
-                set_result(c, RESULT_FAIL, "%s: %s", what, strerror(-r));
+        set_result(c, RESULT_FAIL, "%s: %s", what,
+                   ctl_failure_text(r, kfdb_session_last_error(t->s), text, sizeof(text)));
 }
 
 /* Waits for a job that must succeed; fails c and returns < 0 if it did not. */

@@ -147,6 +147,19 @@ const char *kfdb_default_socket_path(void);
  */
 const char *kfdb_session_last_error(const kfdb_session *s);
 
+/**
+ * kfdb_strerror() - what a negative errno from this library means here.
+ * @error: a negative errno value returned by a kfdb_ function
+ *
+ * strerror()'s text, except where kfdbroker gives an errno its own meaning
+ * (docs/protocol.md "Errors"): -EDQUOT is a limit of the daemon or its policy
+ * ("a kfdbroker limit was reached", not a disk quota), -EUSERS the per-user
+ * connection or file descriptor budget. Prefer kfdb_session_last_error(),
+ * which names the limit and its policy key; this is for where there is no
+ * session to ask. Never NULL; the string is static.
+ */
+const char *kfdb_strerror(int error);
+
 /* The socket (readable when the daemon sent something) and the eventfd
  * (readable when a job completed or failed or an event changed on the session
  * page; a submission alone does not signal it), for a client's poll loop. After

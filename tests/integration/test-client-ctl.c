@@ -335,13 +335,13 @@ Test(ctl_bus, accounting_and_metrics_after_a_demo) {
         cr_assert(strncmp(out, "{\"sessions\":[],\"identities\":[{", strlen("{\"sessions\":[],\"identities\":[{")) == 0,
                   "%s", out);
 #ifdef COMPUTE_KERNEL_DIR
-        cr_assert(strstr(out, "\"JobsCompleted\":18,"), "%s", out);
-        cr_assert(strstr(out, "\"JobsCompute\":1,"), "%s", out);
+        cr_assert(strstr(out, "\"jobs_completed\":18,"), "%s", out);
+        cr_assert(strstr(out, "\"jobs_compute\":1,"), "%s", out);
 #else
-        cr_assert(strstr(out, "\"JobsCompleted\":17,"), "%s", out);
+        cr_assert(strstr(out, "\"jobs_completed\":17,"), "%s", out);
 #endif
-        cr_assert(strstr(out, "\"BytesCopied\":1048576,"), "%s", out);
-        cr_assert(strstr(out, "\"BytesFilled\":1048576,"), "%s", out);
+        cr_assert(strstr(out, "\"bytes_copied\":1048576,"), "%s", out);
+        cr_assert(strstr(out, "\"bytes_filled\":1048576,"), "%s", out);
         free(out);
         free(err);
 
