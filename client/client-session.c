@@ -921,6 +921,18 @@ int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_cont
         return 0;
 }
 
+int kfdb_session_terminate(kfdb_session *s, uint64_t id, const char *reason) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_TERMINATE_SESSION,
+                              .terminate_session = { .session_id = id, .reason = reason } };
+
+        if (!s)
+                return -EINVAL;
+        if (reason && strlen(reason) > 255)
+                return session_error(s, -EINVAL, "the reason is %zu bytes, longer than 255", strlen(reason));
+        return session_call(s, &req, NULL, 0, &r);
+}
+
 int kfdb_status(kfdb_session *s, kfdb_daemon_status *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_STATUS };

@@ -34,6 +34,7 @@ static const char *const request_type_names[] = {
         [CLIENT_REQUEST_FREE_CODE_OBJECT] = "FreeCodeObject",
         [CLIENT_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
         [CLIENT_REQUEST_OPEN_FENCE_PAGE] = "OpenFencePage",
+        [CLIENT_REQUEST_TERMINATE_SESSION] = "TerminateSession",
 };
 
 const char *client_request_type_name(ClientRequestType type) {
@@ -75,6 +76,7 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
         case CLIENT_REQUEST_DESTROY_EVENT:
         case CLIENT_REQUEST_SET_EVENT:
         case CLIENT_REQUEST_RESET_EVENT:
+        case CLIENT_REQUEST_TERMINATE_SESSION:
                 return CLIENT_REPLY_EMPTY;
         }
         return CLIENT_REPLY_UNKNOWN;
@@ -116,6 +118,7 @@ typedef struct RequestParts {
         Kfdbroker__V1__FreeCodeObjectRequest free_code_object;
         Kfdbroker__V1__OpenSubmitRingRequest open_submit_ring;
         Kfdbroker__V1__OpenFencePageRequest open_fence_page;
+        Kfdbroker__V1__TerminateSessionRequest terminate_session;
         /* Owned arrays, freed by request_parts_done(). */
         Kfdbroker__V1__WaitEntry *entries;
         Kfdbroker__V1__WaitEntry **entry_ptrs;
@@ -384,6 +387,14 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 kfdbroker__v1__status_request__init(&p->status);
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
                 m->status = &p->status;
+                return 0;
+        case CLIENT_REQUEST_TERMINATE_SESSION:
+                kfdbroker__v1__terminate_session_request__init(&p->terminate_session);
+                p->terminate_session.session_id = r->terminate_session.session_id;
+                /* protobuf-c packs a string field from a non-const pointer; it only reads it. */
+                p->terminate_session.reason = (char *) (r->terminate_session.reason ? r->terminate_session.reason : "");
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_TERMINATE_SESSION;
+                m->terminate_session = &p->terminate_session;
                 return 0;
         case CLIENT_REQUEST_LOAD_CODE_OBJECT:
                 kfdbroker__v1__load_code_object_request__init(&p->load_code_object);

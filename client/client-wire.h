@@ -37,6 +37,7 @@ typedef enum ClientRequestType {
         CLIENT_REQUEST_FREE_CODE_OBJECT,
         CLIENT_REQUEST_OPEN_SUBMIT_RING,
         CLIENT_REQUEST_OPEN_FENCE_PAGE,
+        CLIENT_REQUEST_TERMINATE_SESSION,
 } ClientRequestType;
 
 typedef enum ClientJobType {
@@ -123,6 +124,10 @@ typedef struct ClientRequest {
                         const ClientJob *jobs;
                         size_t n_jobs;
                 } submit;
+                struct {
+                        uint64_t session_id;
+                        const char *reason; /* may be NULL */
+                } terminate_session;
         };
 } ClientRequest;
 

@@ -504,6 +504,20 @@ int ctl_bus_metrics(const char *prog) {
         return r < 0 ? r : 0;
 }
 
+int ctl_bus_terminate(const char *prog, uint64_t id, const char *reason) {
+        sd_bus_message *reply = NULL;
+        sd_bus *bus = NULL;
+        int r;
+
+        r = ctl_bus_open(prog, &bus);
+        if (r < 0)
+                return r;
+        r = ctl_bus_call(prog, bus, "TerminateSession", &reply, "ts", id, reason);
+        sd_bus_message_unref(reply);
+        sd_bus_unref(bus);
+        return r < 0 ? r : 0;
+}
+
 int ctl_bus_reload(const char *prog) {
         sd_bus_message *reply = NULL;
         sd_bus *bus = NULL;

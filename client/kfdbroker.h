@@ -148,6 +148,22 @@ const char *kfdb_default_socket_path(void);
 const char *kfdb_session_last_error(const kfdb_session *s);
 
 /**
+ * kfdb_session_terminate() - end another session of this user (root: of any
+ * user), as `kfdbrokerctl terminate` does, without D-Bus.
+ * @s: the caller's session
+ * @id: the session to end (kfdb_session_get_id() of its client; `kfdbrokerctl sessions`)
+ * @reason: told to the ended client and logged with the caller's uid, unit
+ *          and pid; NULL or "" for none; at most 255 bytes
+ *
+ * The ended session's client sees -ECONNRESET with "kfdbrokerd ended the
+ * session: terminated by uid U (unit X, pid P): REASON" as its last error,
+ * and does not reconnect. Returns 0, -ENOENT (no such session), -EPERM
+ * (another user's session and the caller is not root), -EINVAL (@id is @s
+ * itself, or the reason is too long), or a connection error. (KFDBROKER_0.12)
+ */
+int kfdb_session_terminate(kfdb_session *s, uint64_t id, const char *reason);
+
+/**
  * kfdb_strerror() - what a negative errno from this library means here.
  * @error: a negative errno value returned by a kfdb_ function
  *

@@ -599,6 +599,51 @@ static int verb_reload(Ctl *ctl, int argc, char **argv) {
         return r < 0 ? r : ctl_bus_reload(PROG);
 }
 
+/*
+ * terminate [--bus] ID [REASON]: over the socket by default (the caller's
+ * own uid's sessions, root any; works without D-Bus); --bus calls
+ * TerminateSession on the bus, where polkit's org.kfdbroker.manage may
+ * allow more.
+ */
+static int verb_terminate(Ctl *ctl, int argc, char **argv) {
+        const char *reason = "";
+        bool bus = false;
+        uint64_t id;
+        char *end;
+        int i = 1, r;
+
+        if (i < argc && strcmp(argv[i], "--bus") == 0) {
+                bus = true;
+                i++;
+        }
+        if (i >= argc || argc - i > 2) {
+                fprintf(stderr, PROG " terminate: expected a session ID and an optional REASON\n");
+                return CTL_EXIT_USAGE;
+        }
+        errno = 0;
+        id = strtoull(argv[i], &end, 10);
+        if (errno != 0 || end == argv[i] || *end || argv[i][0] == '-' || id == 0) {
+                fprintf(stderr, PROG " terminate: '%s' is not a session id (a positive number, as 'sessions' lists)\n",
+                        argv[i]);
+                return CTL_EXIT_USAGE;
+        }
+        if (i + 1 < argc)
+                reason = argv[i + 1];
+        if (strlen(reason) > 255) {
+                fprintf(stderr, PROG " terminate: the reason is %zu bytes, at most 255\n", strlen(reason));
+                return CTL_EXIT_USAGE;
+        }
+        if (bus)
+                return ctl_bus_terminate(PROG, id, reason);
+        r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+        r = kfdb_session_terminate(ctl->session, id, reason);
+        if (r < 0)
+                return ctl_fail(ctl, r, "TerminateSession failed");
+        return 0;
+}
+
 static int verb_top(Ctl *ctl, int argc, char **argv) {
         return ctl_top(PROG, ctl->json, argc, argv);
 }
@@ -626,6 +671,8 @@ static const Verb verbs[] = {
         { "top", "[-b] [-d SEC] [-n N]", "Live view of every session's GPU use (D-Bus)", verb_top },
         { "limits", "ID [KEY=VALUE...]", "Show or set a session's limits (D-Bus)", verb_limits },
         { "reload", "", "Reload the policy files; fail with the reason if they are broken (D-Bus)", verb_reload },
+        { "terminate", "[--bus] ID [REASON]", "End a session of this user (root: any); --bus: over D-Bus",
+          verb_terminate },
 };
 
 static void help(void) {

@@ -174,3 +174,17 @@ bool identity_has_gid(const Identity *id, gid_t gid);
 
 const char *identity_app_source_to_string(IdentityAppSource s);
 const char *identity_container_source_to_string(IdentityContainerSource s);
+
+/* ---- The caller of a management action, for the audit log (identity-caller.c) ---- */
+
+typedef struct LogFields LogFields;
+
+/**
+ * identity_caller_describe() - "uid U (unit UNIT, pid P)" naming who asked
+ * for a management action; the user unit where there is one, else the
+ * system unit, escaped; "unknown" where the process could not be pinned.
+ * Returns buf.
+ */
+const char *identity_caller_describe(const Identity *id, char *buf, size_t n);
+/* The same as journal fields KFDBROKER_CALLER_UID, _PID and _UNIT (if known). */
+void identity_caller_log_fields(const Identity *id, LogFields *f);

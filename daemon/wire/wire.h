@@ -55,7 +55,11 @@ typedef enum WireRequestType {
         WIRE_REQUEST_FREE_CODE_OBJECT,
         WIRE_REQUEST_OPEN_SUBMIT_RING,
         WIRE_REQUEST_OPEN_FENCE_PAGE,
+        WIRE_REQUEST_TERMINATE_SESSION,
 } WireRequestType;
+
+/* Longest reason a TerminateSession request may give, in bytes. */
+#define WIRE_TERMINATE_REASON_MAX 255
 
 /* Number of fds a request type must carry (1 for ImportBuffer and
  * LoadCodeObject, else 0). */
@@ -160,6 +164,11 @@ typedef struct WireRequest {
                         WireJob *jobs; /* owned */
                         size_t n_jobs;
                 } submit;
+                struct {
+                        uint64_t session_id;
+                        /* NUL-terminated; bytes outside printable ASCII are '?' */
+                        char reason[WIRE_TERMINATE_REASON_MAX + 1];
+                } terminate_session;
         };
 } WireRequest;
 
