@@ -26,6 +26,8 @@
 #define KFDBROKER_MESSAGE_LIMITS_SET "0b1a21a2401e4b4cb5c8546b5b226cc3"
 /* A management action on a session (TerminateSession), with the caller's KFDBROKER_CALLER_* fields. */
 #define KFDBROKER_MESSAGE_SESSION_TERMINATED "4ccb3263c3514a92b6c070344e0d2b57"
+/* ReloadPolicy called, with the caller's KFDBROKER_CALLER_* fields (the outcome: POLICY_RELOADED or _FAILED). */
+#define KFDBROKER_MESSAGE_POLICY_RELOAD_ASKED "3fc3e3bcde674b5d8be5d86be5d3de21"
 #define KFDBROKER_MESSAGE_JOB_FAILED "df882ae907de43dca001b6e328238753"
 
 /* The GPU */

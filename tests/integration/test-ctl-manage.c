@@ -739,3 +739,32 @@ Test(ctl_manage, reload_without_the_daemon_says_so) {
         cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running?)\n");
         free_outputs(out, err);
 }
+
+/* `terminate --bus` ends a session over D-Bus; the client is told why, and the
+ * log names the caller by uid, unit and pid (not only a bus name), as it does
+ * for SetLimits. */
+Test(ctl_manage, terminate_over_the_bus_names_the_caller) {
+        kfdb_session *s = connect_session("to-end");
+        char ids[32], want[128], *out, *err, *log;
+        const char *set[] = { "limits", ids, "Weight=2", NULL };
+        const char *term[] = { "terminate", "--bus", ids, "bye", NULL };
+        kfdb_usage u;
+
+        snprintf(ids, sizeof(ids), "%llu", (unsigned long long) kfdb_session_get_id(s));
+        cr_assert_eq(test_run_ctl(set, false, &out, &err), 0, "stderr: %s", err);
+        free_outputs(out, err);
+        cr_assert_eq(test_run_ctl(term, false, &out, &err), 0, "stderr: %s", err);
+        free_outputs(out, err);
+        cr_assert_eq(kfdb_query(s, &u), -ECONNRESET);
+        cr_assert(strstr(kfdb_session_last_error(s), "kfdbrokerd ended the session: terminated over D-Bus by uid 0 (unit "),
+                  "%s", kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "): bye"), "%s", kfdb_session_last_error(s));
+
+        log = test_daemon_read_log(&d);
+        snprintf(want, sizeof(want), "Session %s: limits set over D-Bus by uid 0 (unit ", ids);
+        cr_assert(strstr(log, want), "no '%s' in:\n%s", want, log);
+        snprintf(want, sizeof(want), "Session %s: terminated over D-Bus by uid 0 (unit ", ids);
+        cr_assert(strstr(log, want) && strstr(strstr(log, want), ", pid "), "no '%s' in:\n%s", want, log);
+        free(log);
+        kfdb_session_free(s);
+}
