@@ -33,11 +33,17 @@ void ctl_bus_set_ask_password(bool ask) {
         ask_password = ask;
 }
 
+/* What a D-Bus verb's failure to reach the daemon adds: a daemon started
+ * by hand ("Running the daemon yourself" in README) serves only its socket. */
+#define BUS_HINT "\n%s: this command uses kfdbrokerd's D-Bus API on the system bus (kfdbrokerd --bus=system, " \
+                 "as the shipped service runs it); a daemon without it serves only the socket: " \
+                 "'status' (your sessions' GPU contexts) and 'terminate ID' work there"
+
 int ctl_bus_open(const char *prog, sd_bus **ret) {
         int r = sd_bus_open_system(ret);
 
         if (r < 0) {
-                fprintf(stderr, "%s: cannot connect to the system bus: %s\n", prog, strerror(-r));
+                fprintf(stderr, "%s: cannot connect to the system bus: %s" BUS_HINT "\n", prog, strerror(-r), prog);
                 return r;
         }
         /* Every call may then be authorized interactively (the daemon tells polkit). */
@@ -82,7 +88,10 @@ int ctl_bus_send(sd_bus *bus, sd_bus_message *m, sd_bus_message **ret, char *err
                 method = sd_bus_message_get_member(m);
                 if (sd_bus_error_has_name(&error, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
                     sd_bus_error_has_name(&error, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
-                        snprintf(err, errlen, "%s is not on the system bus (is kfdbrokerd running?)",
+                        snprintf(err, errlen,
+                                 "%s is not on the system bus (is kfdbrokerd running, with --bus=system? "
+                                 "Without it, only the socket's commands work: status, device, demo, selftest, "
+                                 "terminate)",
                                  BROKER_NAME);
                 else
                         snprintf(err, errlen, "%s failed: %s", method,

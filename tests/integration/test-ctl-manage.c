@@ -235,7 +235,7 @@ Test(ctl_manage, top_bad_usage_and_no_daemon) {
         /* The daemon gone from the bus. */
         cr_assert_eq(test_daemon_stop(&d), 0);
         cr_assert_eq(test_run_ctl(args, false, &out, &err), 1);
-        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running?)\n");
+        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running, with --bus=system? Without it, only the socket's commands work: status, device, demo, selftest, terminate)\n");
         free_outputs(out, err);
         test_daemon_start(&d, (const char *const[]) { "--bus=system", NULL });
         sd_bus_unref(wait_for_name());
@@ -736,7 +736,7 @@ Test(ctl_manage, reload_without_the_daemon_says_so) {
 
         cr_assert_eq(test_daemon_stop(&d), 0);
         cr_assert_eq(test_run_ctl(reload, false, &out, &err), 1);
-        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running?)\n");
+        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running, with --bus=system? Without it, only the socket's commands work: status, device, demo, selftest, terminate)\n");
         free_outputs(out, err);
 }
 
