@@ -68,7 +68,7 @@ static void help(void) {
                "     --metrics-interval=SEC  How often (default 15)\n"
                "     --metrics-file-mode=MODE  Its permissions, octal, within 0644 (default 0600)\n"
                "     --max-connections-per-user=N  Refuse a user's connections beyond N\n"
-               "                          (default 128; 0 = no limit)\n"
+               "                          (default 32; 0 = no limit)\n"
                "     --max-connect-rate-per-user=N  Take at most N connections a second from\n"
                "                          one user; more wait their turn (default 1000; 0 = no limit)\n"
                "     --max-fds-per-user=N  File descriptors the daemon may hold for one user's\n"
@@ -130,7 +130,7 @@ int main(int argc, char *argv[]) {
                 {},
         };
         ManagerOptions opts = { .device = DEVICE_AUTO, .bus = BUS_NONE,
-                                .max_connections_per_user = 128, .max_connect_rate_per_user = 1000,
+                                .max_connections_per_user = 32, .max_connect_rate_per_user = 1000,
                                 .metrics_file_mode = 0600 };
         const char *policy_dirs[17] = {};
         unsigned n_policy_dirs = 0;

@@ -3,6 +3,7 @@
 #include "sessions/session-set.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -37,6 +38,15 @@ static void default_user_buffers(PolicyLimits *l) {
 
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
                 l->user_buffers = MIN(l->user_buffers, (uint64_t) rl.rlim_cur / 4);
+}
+
+void session_set_init_memory(SessionSet *set, uint64_t vram_size) {
+        char u[32], b[32];
+
+        policy_limits_fit_device(&set->default_policy, vram_size);
+        log_info("Default memory limits: UserBufferMemory=%s, BufferMemory=%s (from %" PRIu64 " MiB of VRAM)",
+                 policy_format_bytes(set->default_policy.user_buffer_memory, u, sizeof(u)),
+                 policy_format_bytes(set->default_policy.buffer_memory, b, sizeof(b)), vram_size >> 20);
 }
 
 int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err, size_t errlen) {
