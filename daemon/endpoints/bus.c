@@ -278,6 +278,8 @@ static int append_session(sd_bus_message *r, Session *s) {
         k |= append_sv_s(r, "ControlGroup", id->cgroup);
         k |= append_sv_s(r, "AppId", id->app_id);
         k |= append_sv_s(r, "Container", id->container);
+        k |= append_sv_s(r, "ContainerId", id->container_id);
+        k |= append_sv_s(r, "PodUID", id->pod_uid);
         {
                 /* Which of the keys above the daemon does not know (identity.h):
                  * their values are empty, and policy rules on them did not match. */

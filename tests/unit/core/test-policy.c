@@ -730,3 +730,34 @@ Test(policy, defaults_fit_the_gpu) {
         cr_expect_eq(l.user_buffer_memory, 64ull << 20);
         cr_expect_eq(l.buffer_memory, 32ull << 20);
 }
+
+/* Container= matches a container's short id, its full 64-hex id and its
+ * Kubernetes pod's UID (docs/policy.md "Match keys"). */
+Test(policy, container_matches_ids_and_pod_uids) {
+        static const char hex64[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        char cg[512], rules[512];
+        Identity pod, other;
+        PolicyLimits l;
+        Policy *p;
+
+        snprintf(cg, sizeof(cg),
+                 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0"
+                 ".slice/cri-containerd-%s.scope", hex64);
+        pod = ident(1000, 1000, cg);
+        snprintf(cg, sizeof(cg), "/system.slice/docker-%s.scope", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
+        other = ident(1000, 1000, cg);
+        snprintf(rules, sizeof(rules),
+                 "[Match]\nContainer=%s\n[Limits]\nEvents=11\n"
+                 "[Match]\nContainer=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n[Limits]\nWeight=7\n"
+                 "[Match]\nContainer=0123456789ab\n[Limits]\nBuffers=5\n",
+                 hex64);
+        p = load(rules);
+        cr_expect_eq(policy_resolve(p, &pod, NULL, &l, NULL, 0), 3, "the full id, the pod's UID and the short id");
+        cr_expect_eq(l.events, 11);
+        cr_expect_eq(l.weight, 7);
+        cr_expect_eq(l.buffers, 5);
+        cr_expect_eq(policy_resolve(p, &other, NULL, &l, NULL, 0), 0, "another container matches none");
+        policy_free(p);
+        identity_done(&pod);
+        identity_done(&other);
+}
