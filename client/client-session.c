@@ -933,6 +933,27 @@ int kfdb_session_terminate(kfdb_session *s, uint64_t id, const char *reason) {
         return session_call(s, &req, NULL, 0, &r);
 }
 
+int kfdb_sessions_list(kfdb_session *s, uint64_t after_id, kfdb_session_info *ret, size_t n, size_t *ret_n,
+                       bool *ret_more) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_LIST_SESSIONS, .list_sessions = { .after_id = after_id } };
+        size_t take;
+        int k;
+
+        if (!s || (!ret && n > 0) || !ret_n)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        take = MIN(n, r->list_sessions.n_sessions);
+        if (take > 0)
+                memcpy(ret, r->list_sessions.sessions, take * sizeof(*ret));
+        *ret_n = take;
+        if (ret_more)
+                *ret_more = r->list_sessions.more || take < r->list_sessions.n_sessions;
+        return 0;
+}
+
 int kfdb_status(kfdb_session *s, kfdb_daemon_status *ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_STATUS };

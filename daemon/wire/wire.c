@@ -102,6 +102,7 @@ static const char *const request_type_names[] = {
         [WIRE_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
         [WIRE_REQUEST_OPEN_FENCE_PAGE] = "OpenFencePage",
         [WIRE_REQUEST_TERMINATE_SESSION] = "TerminateSession",
+        [WIRE_REQUEST_LIST_SESSIONS] = "ListSessions",
 };
 
 const char *wire_request_type_name(WireRequestType type) {
@@ -644,6 +645,10 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
         case KFDBROKER__V1__REQUEST__BODY_TERMINATE_SESSION:
                 r->type = WIRE_REQUEST_TERMINATE_SESSION;
                 return decode_terminate_session(m, r, errbuf, errlen);
+        case KFDBROKER__V1__REQUEST__BODY_LIST_SESSIONS:
+                r->type = WIRE_REQUEST_LIST_SESSIONS;
+                r->list_sessions.after_id = m->list_sessions->after_id;
+                return 0;
         default:
                 break;
         }

@@ -145,6 +145,19 @@ Test(ctl_json, every_json_verb_parses_with_snake_case_keys) {
                 expect_snake_json(args, false, "\"context_mechanism\":");
         }
         {
+                /* The same verbs over the socket (a daemon without D-Bus). */
+                const char *args[] = { "--socket", d.sock, "--json", "accounting", NULL };
+                expect_snake_json(args, false, "\"bytes_copied\":1048576");
+        }
+        {
+                const char *args[] = { "--socket", d.sock, "--json", "sessions", NULL };
+                expect_snake_json(args, false, "\"client_name\":\"json-keys\"");
+        }
+        {
+                const char *args[] = { "--socket", d.sock, "--json", "limits", id, NULL };
+                expect_snake_json(args, false, "\"user_buffer_memory\":");
+        }
+        {
                 /* One sample and exit: no -n needed; its rates are not known yet. */
                 const char *args[] = { "--json", "top", NULL };
                 expect_snake_json(args, true, "\"jobs_per_second\":null");

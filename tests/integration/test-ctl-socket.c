@@ -188,3 +188,84 @@ Test(ctl_socket, root_ends_any_session_and_bad_ids_are_named) {
         free(out);
         free(err);
 }
+
+/* Without D-Bus, --socket: sessions, accounting and limits ID show the
+ * caller's own sessions (root: all), with the same keys as over D-Bus; what
+ * needs the bus says so. */
+Test(ctl_socket, read_only_verbs_show_the_callers_own_sessions) {
+        kfdb_session *root = NULL;
+        NobodyClient c;
+        char mine[32], theirs[32], want[256], *out, *err, *seen;
+        const char *sessions[] = { "--socket", d.sock, "sessions", NULL };
+        const char *sessions_json[] = { "--socket", d.sock, "--json", "sessions", NULL };
+        const char *accounting[] = { "--socket", d.sock, "--json", "accounting", NULL };
+        const char *limits_own[] = { "--socket", d.sock, "limits", mine, NULL };
+        const char *limits_other[] = { "--socket", d.sock, "limits", theirs, NULL };
+        const char *limits_set[] = { "--socket", d.sock, "limits", mine, "Weight=2", NULL };
+        const char *top[] = { "--socket", d.sock, "top", NULL };
+
+        cr_assert_eq(kfdb_session_new(d.sock, "root-client", &root), 0);
+        snprintf(theirs, sizeof(theirs), "%" PRIu64, kfdb_session_get_id(root));
+        nobody_client(&c);
+        snprintf(mine, sizeof(mine), "%" PRIu64, c.id);
+
+        /* nobody: its own session (the listing client's own among them), not root's. */
+        cr_assert_eq(test_run_ctl(sessions_json, true, &out, &err), 0, "stderr: %s", err);
+        snprintf(want, sizeof(want), "{\"id\":%s,\"uid\":65534,", mine);
+        cr_expect(strstr(out, want) && strstr(out, "\"client_name\":\"nobody-client\""), "%s", out);
+        snprintf(want, sizeof(want), "{\"id\":%s,", theirs);
+        cr_expect_null(strstr(out, want), "nobody sees root's session: %s", out);
+        free(out);
+        free(err);
+
+        /* root: both. */
+        cr_assert_eq(test_run_ctl(sessions, false, &out, &err), 0, "stderr: %s", err);
+        cr_expect(strstr(out, "ID     UID     GID     PID      UNIT"), "%s", out);
+        snprintf(want, sizeof(want), "\n%-6s 65534   65534   ", mine);
+        cr_expect(strstr(out, want), "no '%s' in %s", want, out);
+        snprintf(want, sizeof(want), "\n%-6s 0       0       ", theirs);
+        cr_expect(strstr(out, want), "no '%s' in %s", want, out);
+        free(out);
+        free(err);
+
+        /* accounting: use and limits, snake_case, the simulated GPU's fitted defaults. */
+        cr_assert_eq(test_run_ctl(accounting, true, &out, &err), 0, "stderr: %s", err);
+        cr_expect(strstr(out, "\"client_name\":\"nobody-client\""), "%s", out);
+        cr_expect(strstr(out, "\"limits\":{\"buffer_memory\":1073741824,\"max_buffer_size\":1073741824,"), "%s", out);
+        cr_expect(strstr(out, "\"priority\":\"normal\""), "%s", out);
+        cr_expect(strstr(out, "\"usage\":{\"jobs_submitted\":0,"), "%s", out);
+        cr_expect_null(strstr(out, "root-client"), "%s", out);
+        free(out);
+        free(err);
+
+        /* limits: one's own shown as a policy file writes them; root's not found; setting needs the bus. */
+        cr_assert_eq(test_run_ctl(limits_own, true, &out, &err), 0, "stderr: %s", err);
+        snprintf(want, sizeof(want), "Session %s: uid 65534, client \"nobody-client\"\n", mine);
+        cr_expect(strncmp(out, want, strlen(want)) == 0, "%s", out);
+        cr_expect(strstr(out, "\n  BufferMemory=1G\n  MaxBufferSize=1G\n") && strstr(out, "\n  UserBufferMemory=1G\n"),
+                  "%s", out);
+        free(out);
+        free(err);
+        cr_assert_eq(test_run_ctl(limits_other, true, &out, &err), 1);
+        snprintf(want, sizeof(want), "kfdbrokerctl limits: no session %s of this user (root sees every session)\n",
+                 theirs);
+        cr_expect_str_eq(err, want);
+        free(out);
+        free(err);
+        cr_assert_eq(test_run_ctl(limits_set, true, &out, &err), 2);
+        cr_expect(strstr(err, "kfdbrokerctl limits: setting limits is for root or org.kfdbroker.manage (polkit), so it "
+                              "needs kfdbrokerd's D-Bus API (kfdbrokerd --bus=system)"),
+                  "%s", err);
+        free(out);
+        free(err);
+        cr_assert_eq(test_run_ctl(top, true, &out, &err), 2);
+        cr_expect(strstr(err, "kfdbrokerctl top: it samples GetAccounting, so it needs kfdbrokerd's D-Bus API"), "%s",
+                  err);
+        free(out);
+        free(err);
+
+        seen = nobody_client_finish(&c);
+        cr_expect(strncmp(seen, "0 ", 2) == 0, "the client lives on: %s", seen);
+        free(seen);
+        kfdb_session_free(root);
+}
