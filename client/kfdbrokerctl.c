@@ -740,7 +740,7 @@ static void help(void) {
                "  --socket=PATH  socket of kfdbrokerd (default: $KFDBROKER_SOCKET, else %s);\n"
                "                 D-Bus verbs use the system bus ($DBUS_SYSTEM_BUS_ADDRESS); given\n"
                "                 --socket, sessions, accounting and limits ID ask the socket\n"
-               "                 (your own sessions; root: all) for a daemon without --bus\n"
+               "                 (your own sessions; root: all), for a daemon run without D-Bus\n"
                "  --json         print JSON instead of text\n"
                "  --no-ask-password  do not ask for a password when polkit wants one\n"
                "                 (D-Bus verbs; otherwise pkttyagent asks on a terminal)\n"
