@@ -64,7 +64,7 @@ static int ctl_connect(Ctl *ctl) {
                 fprintf(stderr, PROG ": cannot connect to %s: %s (may this user use the socket?)\n",
                         path, strerror(-r));
         else if (r < 0)
-                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, strerror(-r));
+                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, kfdb_strerror(r));
         return r;
 }
 
