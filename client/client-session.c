@@ -685,6 +685,17 @@ const char *kfdb_session_last_error(const kfdb_session *s) {
         return s ? s->last_error : "";
 }
 
+const char *kfdb_strerror(int error) {
+        switch (error) {
+        case -EDQUOT:
+                return "a kfdbroker limit was reached";
+        case -EUSERS:
+                return "this user's connections or file descriptors at kfdbrokerd are at their limit";
+        default:
+                return strerror(error < 0 ? -error : error);
+        }
+}
+
 int kfdb_get_fd(const kfdb_session *s) {
         return s ? s->fd : -EINVAL;
 }
@@ -907,6 +918,39 @@ int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_cont
                                                .pid = c->pid };
                 copy_string(list[i].kind, sizeof(list[i].kind), c->kind);
         }
+        return 0;
+}
+
+int kfdb_session_terminate(kfdb_session *s, uint64_t id, const char *reason) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_TERMINATE_SESSION,
+                              .terminate_session = { .session_id = id, .reason = reason } };
+
+        if (!s)
+                return -EINVAL;
+        if (reason && strlen(reason) > 255)
+                return session_error(s, -EINVAL, "the reason is %zu bytes, longer than 255", strlen(reason));
+        return session_call(s, &req, NULL, 0, &r);
+}
+
+int kfdb_sessions_list(kfdb_session *s, uint64_t after_id, kfdb_session_info *ret, size_t n, size_t *ret_n,
+                       bool *ret_more) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_LIST_SESSIONS, .list_sessions = { .after_id = after_id } };
+        size_t take;
+        int k;
+
+        if (!s || (!ret && n > 0) || !ret_n)
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        take = MIN(n, r->list_sessions.n_sessions);
+        if (take > 0)
+                memcpy(ret, r->list_sessions.sessions, take * sizeof(*ret));
+        *ret_n = take;
+        if (ret_more)
+                *ret_more = r->list_sessions.more || take < r->list_sessions.n_sessions;
         return 0;
 }
 

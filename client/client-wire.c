@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client-wire.h"
+#include "kfdbroker.h"
 #include "kfdbroker.pb-c.h"
 #include "macro.h"
 
@@ -35,6 +36,8 @@ static const char *const request_type_names[] = {
         [CLIENT_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
         [CLIENT_REQUEST_OPEN_FENCE_PAGE] = "OpenFencePage",
         [CLIENT_REQUEST_OPEN_KFD] = "OpenKfd",
+        [CLIENT_REQUEST_TERMINATE_SESSION] = "TerminateSession",
+        [CLIENT_REQUEST_LIST_SESSIONS] = "ListSessions",
 };
 
 const char *client_request_type_name(ClientRequestType type) {
@@ -73,11 +76,14 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
                 return CLIENT_REPLY_OPEN_FENCE_PAGE;
         case CLIENT_REQUEST_OPEN_KFD:
                 return CLIENT_REPLY_OPEN_KFD;
+        case CLIENT_REQUEST_LIST_SESSIONS:
+                return CLIENT_REPLY_LIST_SESSIONS;
         case CLIENT_REQUEST_FREE_CODE_OBJECT:
         case CLIENT_REQUEST_FREE_BUFFER:
         case CLIENT_REQUEST_DESTROY_EVENT:
         case CLIENT_REQUEST_SET_EVENT:
         case CLIENT_REQUEST_RESET_EVENT:
+        case CLIENT_REQUEST_TERMINATE_SESSION:
                 return CLIENT_REPLY_EMPTY;
         }
         return CLIENT_REPLY_UNKNOWN;
@@ -121,6 +127,8 @@ typedef struct RequestParts {
         Kfdbroker__V1__OpenSubmitRingRequest open_submit_ring;
         Kfdbroker__V1__OpenFencePageRequest open_fence_page;
         Kfdbroker__V1__OpenKfdRequest open_kfd;
+        Kfdbroker__V1__TerminateSessionRequest terminate_session;
+        Kfdbroker__V1__ListSessionsRequest list_sessions;
         /* Owned arrays, freed by request_parts_done(). */
         Kfdbroker__V1__WaitEntry *entries;
         Kfdbroker__V1__WaitEntry **entry_ptrs;
@@ -390,6 +398,20 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
                 m->status = &p->status;
                 return 0;
+        case CLIENT_REQUEST_TERMINATE_SESSION:
+                kfdbroker__v1__terminate_session_request__init(&p->terminate_session);
+                p->terminate_session.session_id = r->terminate_session.session_id;
+                /* protobuf-c packs a string field from a non-const pointer; it only reads it. */
+                p->terminate_session.reason = (char *) (r->terminate_session.reason ? r->terminate_session.reason : "");
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_TERMINATE_SESSION;
+                m->terminate_session = &p->terminate_session;
+                return 0;
+        case CLIENT_REQUEST_LIST_SESSIONS:
+                kfdbroker__v1__list_sessions_request__init(&p->list_sessions);
+                p->list_sessions.after_id = r->list_sessions.after_id;
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_LIST_SESSIONS;
+                m->list_sessions = &p->list_sessions;
+                return 0;
         case CLIENT_REQUEST_LOAD_CODE_OBJECT:
                 kfdbroker__v1__load_code_object_request__init(&p->load_code_object);
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_LOAD_CODE_OBJECT;
@@ -492,6 +514,60 @@ static void kernel_infos_free(ClientKernelInfo *k, size_t n) {
         for (size_t i = 0; k && i < n; i++)
                 free(k[i].args);
         free(k);
+}
+
+/* Copies a string from the daemon, cut to fit (a NULL one is empty). */
+static void copy_cut(char *dst, size_t n, const char *src) {
+        size_t len = src ? strnlen(src, n - 1) : 0;
+
+        memcpy(dst, src ? src : "", len);
+        dst[len] = 0;
+}
+
+static int decode_list_sessions(const Kfdbroker__V1__ListSessionsReply *m, ClientReply *r) {
+        r->type = CLIENT_REPLY_LIST_SESSIONS;
+        r->list_sessions.more = m->more;
+        if (m->n_sessions == 0)
+                return 0;
+        if (m->n_sessions > CLIENT_LIST_SESSIONS_MAX)
+                return -EBADMSG;
+        r->list_sessions.sessions = calloc(m->n_sessions, sizeof(kfdb_session_info));
+        if (!r->list_sessions.sessions)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_sessions; i++) {
+                const Kfdbroker__V1__SessionInfo *w = m->sessions[i];
+                kfdb_session_info *s = &r->list_sessions.sessions[i];
+
+                if (!w || m->sessions[i]->n_limits > KFDB_POLICY_LIMITS_MAX)
+                        return -EBADMSG;
+                *s = (kfdb_session_info) {
+                        .id = w->id, .uid = w->uid, .gid = w->gid, .pid = w->pid, .opened_ns = w->opened_ns,
+                        .buffers = w->buffers, .events = w->events, .jobs_in_flight = w->jobs_in_flight,
+                        .buffer_bytes = w->buffer_bytes, .jobs_submitted = w->jobs_submitted,
+                        .jobs_completed = w->jobs_completed, .jobs_failed = w->jobs_failed,
+                        .bytes_copied = w->bytes_copied, .bytes_filled = w->bytes_filled,
+                        .busy_ns_sdma = w->busy_ns_sdma, .busy_ns_compute = w->busy_ns_compute,
+                        .context_bytes = w->context_bytes, .limits_overridden = w->limits_overridden,
+                        .n_limits = w->n_limits,
+                };
+                copy_cut(s->client_name, sizeof(s->client_name), w->client_name);
+                copy_cut(s->unit, sizeof(s->unit), w->unit);
+                copy_cut(s->user_unit, sizeof(s->user_unit), w->user_unit);
+                copy_cut(s->app_id, sizeof(s->app_id), w->app_id);
+                copy_cut(s->container, sizeof(s->container), w->container);
+                copy_cut(s->container_id, sizeof(s->container_id), w->container_id);
+                copy_cut(s->pod_uid, sizeof(s->pod_uid), w->pod_uid);
+                copy_cut(s->policy_rules, sizeof(s->policy_rules), w->policy_rules);
+                for (size_t k = 0; k < w->n_limits; k++) {
+                        if (!w->limits[k])
+                                return -EBADMSG;
+                        copy_cut(s->limits[k].key, sizeof(s->limits[k].key), w->limits[k]->key);
+                        copy_cut(s->limits[k].value, sizeof(s->limits[k].value), w->limits[k]->value);
+                        s->limits[k].number = w->limits[k]->number;
+                }
+        }
+        r->list_sessions.n_sessions = m->n_sessions;
+        return 0;
 }
 
 static int decode_load_code_object(const Kfdbroker__V1__LoadCodeObjectReply *l, ClientReply *r) {
@@ -699,6 +775,8 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_LOAD_CODE_OBJECT:
                 return decode_load_code_object(m->load_code_object, r);
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_LIST_SESSIONS:
+                return decode_list_sessions(m->list_sessions, r);
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_JOB_FAILED:
                 r->type = CLIENT_REPLY_JOB_FAILED;
                 r->job_failed.fence = m->job_failed->fence;
@@ -775,6 +853,8 @@ ClientReply *client_reply_free(ClientReply *r) {
                 free(r->status.contexts);
         else if (r->type == CLIENT_REPLY_OPEN_KFD)
                 free(r->open_kfd.files);
+        else if (r->type == CLIENT_REPLY_LIST_SESSIONS)
+                free(r->list_sessions.sessions);
         if (r->pb)
                 kfdbroker__v1__server_message__free_unpacked(r->pb, NULL);
         free(r);

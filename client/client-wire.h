@@ -15,6 +15,8 @@
 
 /* Largest datagram sent or accepted; the daemon's limit (daemon/wire/wire.h). */
 #define CLIENT_MAX_MESSAGE_SIZE (64u * 1024u)
+/* Sessions a ListSessions reply may hold (the daemon's WIRE_LIST_SESSIONS_MAX). */
+#define CLIENT_LIST_SESSIONS_MAX 12u
 /* Most fds any reply carries (Hello: session page and eventfd). */
 #define CLIENT_MAX_FDS 2u
 
@@ -38,6 +40,8 @@ typedef enum ClientRequestType {
         CLIENT_REQUEST_OPEN_SUBMIT_RING,
         CLIENT_REQUEST_OPEN_FENCE_PAGE,
         CLIENT_REQUEST_OPEN_KFD,
+        CLIENT_REQUEST_TERMINATE_SESSION,
+        CLIENT_REQUEST_LIST_SESSIONS,
 } ClientRequestType;
 
 typedef enum ClientJobType {
@@ -124,6 +128,13 @@ typedef struct ClientRequest {
                         const ClientJob *jobs;
                         size_t n_jobs;
                 } submit;
+                struct {
+                        uint64_t session_id;
+                        const char *reason; /* may be NULL */
+                } terminate_session;
+                struct {
+                        uint64_t after_id;
+                } list_sessions;
         };
 } ClientRequest;
 
@@ -150,6 +161,7 @@ typedef enum ClientReplyType {
         CLIENT_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell */
         CLIENT_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
         CLIENT_REPLY_OPEN_KFD,         /* 1 fd: the KFD relay socket */
+        CLIENT_REPLY_LIST_SESSIONS,
         CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
 } ClientReplyType;
 
@@ -282,6 +294,11 @@ typedef struct ClientReply {
                         size_t n_files;
                         uint32_t render_minor;
                 } open_kfd;
+                struct {
+                        struct kfdb_session_info *sessions; /* owned; at most CLIENT_LIST_SESSIONS_MAX */
+                        size_t n_sessions;
+                        bool more;
+                } list_sessions;
         };
         int fds[CLIENT_MAX_FDS]; /* received with the datagram; -EBADF when taken */
         size_t n_fds;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
@@ -33,11 +34,17 @@ void ctl_bus_set_ask_password(bool ask) {
         ask_password = ask;
 }
 
+/* What a D-Bus verb's failure to reach the daemon adds: a daemon started
+ * by hand ("Running the daemon yourself" in README) serves only its socket. */
+#define BUS_HINT "\n%s: this command uses kfdbrokerd's D-Bus API on the system bus (kfdbrokerd --bus=system, " \
+                 "as the shipped service runs it); a daemon without it serves only the socket: " \
+                 "'status' (your sessions' GPU contexts) and 'terminate ID' work there"
+
 int ctl_bus_open(const char *prog, sd_bus **ret) {
         int r = sd_bus_open_system(ret);
 
         if (r < 0) {
-                fprintf(stderr, "%s: cannot connect to the system bus: %s\n", prog, strerror(-r));
+                fprintf(stderr, "%s: cannot connect to the system bus: %s" BUS_HINT "\n", prog, strerror(-r), prog);
                 return r;
         }
         /* Every call may then be authorized interactively (the daemon tells polkit). */
@@ -82,7 +89,10 @@ int ctl_bus_send(sd_bus *bus, sd_bus_message *m, sd_bus_message **ret, char *err
                 method = sd_bus_message_get_member(m);
                 if (sd_bus_error_has_name(&error, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
                     sd_bus_error_has_name(&error, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
-                        snprintf(err, errlen, "%s is not on the system bus (is kfdbrokerd running?)",
+                        snprintf(err, errlen,
+                                 "%s is not on the system bus (is kfdbrokerd running, with --bus=system? "
+                                 "Without it, only the socket's commands work: status, device, demo, selftest, "
+                                 "terminate)",
                                  BROKER_NAME);
                 else
                         snprintf(err, errlen, "%s failed: %s", method,
@@ -339,7 +349,7 @@ int ctl_bus_print_dict(sd_bus_message *m, bool json, const char *indent) {
                 nested = contents && strcmp(contents, "a{sv}") == 0;
                 if (json) {
                         printf("%s", first ? "" : ",");
-                        json_string(key);
+                        json_key(key);
                         putchar(':');
                 } else if (nested)
                         printf("%s%s:\n", indent, key);
@@ -372,45 +382,97 @@ int ctl_bus_print_dict(sd_bus_message *m, bool json, const char *indent) {
         return sd_bus_message_exit_container(m);
 }
 
+/* One session of GetAccounting, as `sessions` shows it. */
+typedef struct SessionRow {
+        uint64_t id, uid, gid, pid;
+        char unit[256], app[256], container[256], container_id[80], pod_uid[48], name[256];
+} SessionRow;
+
+static int session_row_field(sd_bus_message *m, const char *key, const char *contents, void *userdata) {
+        SessionRow *row = userdata;
+        static const struct {
+                const char *key;
+                size_t offset, size;
+        } strings[] = {
+                { "Unit", offsetof(SessionRow, unit), sizeof(((SessionRow *) 0)->unit) },
+                { "AppId", offsetof(SessionRow, app), sizeof(((SessionRow *) 0)->app) },
+                { "Container", offsetof(SessionRow, container), sizeof(((SessionRow *) 0)->container) },
+                { "ContainerId", offsetof(SessionRow, container_id), sizeof(((SessionRow *) 0)->container_id) },
+                { "PodUID", offsetof(SessionRow, pod_uid), sizeof(((SessionRow *) 0)->pod_uid) },
+                { "ClientName", offsetof(SessionRow, name), sizeof(((SessionRow *) 0)->name) },
+        };
+        int r;
+
+        if (strcmp(key, "Id") == 0)
+                r = ctl_bus_read_number(m, contents, &row->id);
+        else if (strcmp(key, "UID") == 0)
+                r = ctl_bus_read_number(m, contents, &row->uid);
+        else if (strcmp(key, "GID") == 0)
+                r = ctl_bus_read_number(m, contents, &row->gid);
+        else if (strcmp(key, "PID") == 0)
+                r = ctl_bus_read_number(m, contents, &row->pid);
+        else {
+                for (size_t i = 0; i < ELEMENTSOF(strings); i++)
+                        if (strcmp(key, strings[i].key) == 0)
+                                return ctl_bus_read_string(m, contents, (char *) row + strings[i].offset,
+                                                           strings[i].size) < 0 ? -EBADMSG : 1;
+                return 0;
+        }
+        return r < 0 ? r : 1;
+}
+
+static void session_row_print(const SessionRow *row, bool json, bool first) {
+        if (json) {
+                printf("%s{\"id\":%" PRIu64 ",\"uid\":%" PRIu64 ",\"gid\":%" PRIu64 ",\"pid\":%" PRIu64,
+                       first ? "" : ",", row->id, row->uid, row->gid, row->pid);
+                json_member_string(",", "unit", row->unit);
+                json_member_string(",", "app_id", row->app);
+                json_member_string(",", "container", row->container);
+                json_member_string(",", "container_id", row->container_id);
+                json_member_string(",", "pod_uid", row->pod_uid);
+                json_member_string(",", "client_name", row->name);
+                putchar('}');
+        } else {
+                char u[256], a[320], n[256], who[320];
+
+                /* A container of a Kubernetes pod: its short id and the pod's UID. */
+                if (row->app[0])
+                        snprintf(who, sizeof(who), "%s", row->app);
+                else if (row->container[0] && row->pod_uid[0])
+                        snprintf(who, sizeof(who), "%s (pod %s)", row->container, row->pod_uid);
+                else
+                        snprintf(who, sizeof(who), "%s", row->container[0] ? row->container : "-");
+                printf("%-6" PRIu64 " %-7" PRIu64 " %-7" PRIu64 " %-8" PRIu64 " %-28s %-20s %s\n", row->id, row->uid,
+                       row->gid, row->pid, row->unit[0] ? ctl_sanitize(row->unit, u, sizeof(u)) : "-",
+                       ctl_sanitize(who, a, sizeof(a)), ctl_sanitize(row->name, n, sizeof(n)));
+        }
+}
+
+/* The sessions of GetAccounting (the caller's own, or every one for root
+ * and org.kfdbroker.read-all, as ListSessions), which also tell what was
+ * detected of a container: its full id and a Kubernetes pod's UID. */
 int ctl_bus_sessions(const char *prog, bool json) {
         sd_bus_message *reply = NULL;
         sd_bus *bus = NULL;
-        uint64_t id;
-        uint32_t uid, gid, pid;
-        const char *unit, *app, *container, *name;
         bool first = true;
         int r;
 
-        r = bus_call(prog, "ListSessions", &bus, &reply);
+        r = bus_call(prog, "GetAccounting", &bus, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "(tuuussss)");
+        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "a{sv}");
         if (r >= 0 && json)
                 putchar('[');
         else if (r >= 0)
                 printf("%-6s %-7s %-7s %-8s %-28s %-20s %s\n", "ID", "UID", "GID", "PID", "UNIT",
                        "APP/CONTAINER", "CLIENT");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(tuuussss)", &id, &uid, &gid, &pid, &unit,
-                                                  &app, &container, &name)) > 0) {
-                if (json) {
-                        printf("%s{\"id\":%" PRIu64 ",\"uid\":%" PRIu32 ",\"gid\":%" PRIu32
-                               ",\"pid\":%" PRIu32 ",\"unit\":",
-                               first ? "" : ",", id, uid, gid, pid);
-                        json_string(unit);
-                        printf(",\"app_id\":");
-                        json_string(app);
-                        printf(",\"container\":");
-                        json_string(container);
-                        printf(",\"client_name\":");
-                        json_string(name);
-                        putchar('}');
-                } else {
-                        char u[256], a[256], n[256];
-                        printf("%-6" PRIu64 " %-7" PRIu32 " %-7" PRIu32 " %-8" PRIu32 " %-28s %-20s %s\n",
-                               id, uid, gid, pid, unit[0] ? ctl_sanitize(unit, u, sizeof(u)) : "-",
-                               ctl_sanitize(app[0] ? app : container[0] ? container : "-", a, sizeof(a)),
-                               ctl_sanitize(name, n, sizeof(n)));
-                }
+        while (r >= 0 && (r = sd_bus_message_at_end(reply, false)) == 0) {
+                SessionRow row = {};
+
+                r = ctl_bus_read_dict(reply, session_row_field, &row);
+                if (r < 0)
+                        break;
+                session_row_print(&row, json, first);
                 first = false;
         }
         if (r >= 0)
@@ -418,7 +480,7 @@ int ctl_bus_sessions(const char *prog, bool json) {
         if (r >= 0 && json)
                 printf("]\n");
         if (r < 0)
-                fprintf(stderr, "%s: cannot read the ListSessions reply: %s\n", prog, strerror(-r));
+                fprintf(stderr, "%s: cannot read the GetAccounting reply: %s\n", prog, strerror(-r));
         sd_bus_message_unref(reply);
         sd_bus_unref(bus);
         return r < 0 ? r : 0;
@@ -499,6 +561,20 @@ int ctl_bus_metrics(const char *prog) {
                 fputs(text, stdout);
         else
                 fprintf(stderr, "%s: cannot read the GetMetrics reply: %s\n", prog, strerror(-r));
+        sd_bus_message_unref(reply);
+        sd_bus_unref(bus);
+        return r < 0 ? r : 0;
+}
+
+int ctl_bus_terminate(const char *prog, uint64_t id, const char *reason) {
+        sd_bus_message *reply = NULL;
+        sd_bus *bus = NULL;
+        int r;
+
+        r = ctl_bus_open(prog, &bus);
+        if (r < 0)
+                return r;
+        r = ctl_bus_call(prog, bus, "TerminateSession", &reply, "ts", id, reason);
         sd_bus_message_unref(reply);
         sd_bus_unref(bus);
         return r < 0 ? r : 0;

@@ -34,6 +34,8 @@ int ctl_bus_open(const char *prog, sd_bus **ret);
 void ctl_bus_set_ask_password(bool ask);
 /* How long a call that may wait for a password is given (the daemon gives polkit as long). */
 #define CTL_BUS_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
+/* `terminate --bus ID REASON`: TerminateSession. */
+int ctl_bus_terminate(const char *prog, uint64_t id, const char *reason);
 /* `reload`: ReloadPolicy, waiting for the daemon's answer. */
 int ctl_bus_reload(const char *prog);
 

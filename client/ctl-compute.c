@@ -28,17 +28,27 @@ static double now_s(void) {
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-int ctl_print_failure(const kfdb_session *s, const char *prog, int r, const char *what) {
-        const char *msg = kfdb_session_last_error(s);
+const char *ctl_failure_text(int r, const char *msg, char *buf, size_t n) {
+        const char *e = kfdb_strerror(r);
 
-        /* The message may end with the errno's text already ("cannot open
-         * F: No such file or directory"): then it is not said twice. */
-        if (msg[0] && strstr(msg, strerror(-r)))
-                fprintf(stderr, "%s: %s: %s\n", prog, what, msg);
+        /* A limit's message names the limit and its policy key; its errno's
+         * strerror() ("Disk quota exceeded") would only mislead. Other
+         * messages may end with the errno's text already ("cannot open F:
+         * No such file or directory"): then it is not said twice. */
+        if (msg[0] && (r == -EDQUOT || r == -EUSERS || strstr(msg, e)))
+                snprintf(buf, n, "%s", msg);
         else if (msg[0])
-                fprintf(stderr, "%s: %s: %s (%s)\n", prog, what, msg, strerror(-r));
+                snprintf(buf, n, "%s (%s)", msg, e);
         else
-                fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(-r));
+                snprintf(buf, n, "%s", e);
+        return buf;
+}
+
+int ctl_print_failure(const kfdb_session *s, const char *prog, int r, const char *what) {
+        char text[1200];
+
+        fprintf(stderr, "%s: %s: %s\n", prog, what,
+                ctl_failure_text(r, kfdb_session_last_error(s), text, sizeof(text)));
         return r;
 }
 
@@ -54,10 +64,11 @@ _printf_(5, 6) static int saxpy_fail(kfdb_session *s, const char *prog, CtlSaxpy
         va_end(ap);
         if (r >= 0)
                 snprintf(ret->failure, sizeof(ret->failure), "%s", what);
-        else if (msg[0])
-                snprintf(ret->failure, sizeof(ret->failure), "%s: %s (%s)", what, msg, strerror(-r));
-        else
-                snprintf(ret->failure, sizeof(ret->failure), "%s: %s", what, strerror(-r));
+        else {
+                char text[1200];
+                snprintf(ret->failure, sizeof(ret->failure), "%s: %s", what,
+                         ctl_failure_text(r, msg, text, sizeof(text)));
+        }
         fprintf(stderr, "%s: %s\n", prog, ret->failure);
         return r < 0 ? r : -EIO;
 }

@@ -25,6 +25,10 @@ extern const char ctl_fault_hsaco_missing[];
 
 /* Prints "PROG: WHAT: " and the session's last error (NULL session: none)
  * with r's errno text, said once; returns r. */
+/* What failed, in words: the daemon's or library's message msg (may be
+ * empty) with kfdb_strerror(r) unless the message says it already or names a
+ * limit (EDQUOT, EUSERS: strerror's "Disk quota exceeded" would mislead). */
+const char *ctl_failure_text(int r, const char *msg, char *buf, size_t n);
 int ctl_print_failure(const kfdb_session *s, const char *prog, int r, const char *what);
 
 typedef struct CtlSaxpyResult {

@@ -6,11 +6,14 @@
  * shortest form that parses back to the same value, and the "no limit"
  * sentinel (2^64-1 on D-Bus) as the string "infinity", never as
  * 18446744073709551615 (which most JSON readers round to a double, 2^64).
+ * Keys are snake_case in every verb (docs/selftest.md "JSON"): the D-Bus
+ * API's CamelCase names are converted by json_key().
  */
 #pragma once
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,4 +80,39 @@ static inline void json_uint64(uint64_t v) {
                 fputs("\"infinity\"", stdout);
         else
                 printf("%" PRIu64, v);
+}
+
+/*
+ * json_key_convert() - a D-Bus name as a snake_case JSON key, into buf (cut to n).
+ * A word starts at an upper-case letter after a lower-case one or a digit,
+ * and at the last capital of an acronym followed by a lower-case letter
+ * ("JobsSDMA" → "jobs_sdma", "AppId" → "app_id", "UID" → "uid"); the units
+ * "NSec" and "USec" are one word each ("BusyNSecSDMA" → "busy_nsec_sdma",
+ * "DispatchTimeoutUSec" → "dispatch_timeout_usec"), as systemd spells them.
+ */
+static inline const char *json_key_convert(const char *name, char *buf, size_t n) {
+        size_t o = 0;
+
+        if (n == 0)
+                return buf;
+        for (size_t i = 0; name[i] && o + 2 < n; i++) {
+                char c = name[i], prev = i ? name[i - 1] : 0, next = name[i + 1];
+                bool upper = c >= 'A' && c <= 'Z';
+                bool unit = (c == 'S' && (prev == 'N' || prev == 'U') && next == 'e' && name[i + 2] == 'c');
+
+                if (upper && i > 0 && !unit &&
+                    ((prev >= 'a' && prev <= 'z') || (prev >= '0' && prev <= '9') ||
+                     (prev >= 'A' && prev <= 'Z' && next >= 'a' && next <= 'z')))
+                        buf[o++] = '_';
+                buf[o++] = upper ? (char) (c - 'A' + 'a') : c;
+        }
+        buf[o] = 0;
+        return buf;
+}
+
+/* Writes a D-Bus name as a quoted snake_case JSON key (json_key_convert()). */
+static inline void json_key(const char *name) {
+        char buf[128];
+
+        json_string(json_key_convert(name, buf, sizeof(buf)));
 }

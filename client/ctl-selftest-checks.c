@@ -46,12 +46,10 @@ _printf_(3, 4) static void set_result(Check *c, Result result, const char *fmt, 
 
 /* Fails c with what went wrong and, when the library or the daemon said why, its words. */
 static void fail_call(Check *c, const Selftest *t, int r, const char *what) {
-        const char *msg = kfdb_session_last_error(t->s);
+        char text[1200];
 
-        if (msg[0])
-                set_result(c, RESULT_FAIL, "%s: %s (%s)", what, strerror(-r), msg);
-        else
-                set_result(c, RESULT_FAIL, "%s: %s", what, strerror(-r));
+        set_result(c, RESULT_FAIL, "%s: %s", what,
+                   ctl_failure_text(r, kfdb_session_last_error(t->s), text, sizeof(text)));
 }
 
 /* Waits for a job that must succeed; fails c and returns < 0 if it did not. */
@@ -405,7 +403,7 @@ static int events_gpu(Check *c, const Selftest *t) {
         r = kfdb_fence_wait(t->s, fences[1], HELD_MS);
         if (r != -ETIMEDOUT || p[0] != 0xE0E0E0E1u) {
                 set_result(c, RESULT_FAIL, "a fill behind a wait for an event nobody set ran (%s)",
-                           r < 0 ? strerror(-r) : "it completed");
+                           r < 0 ? kfdb_strerror(r) : "it completed");
                 return -EIO;
         }
         r = kfdb_event_set(g);
@@ -635,7 +633,7 @@ static void check_fault(const Selftest *t, Check *c) {
         c->context_lost_after = kfdb_session_get_context_lost(t->s);
         if (r != -EFAULT)
                 return set_result(c, RESULT_FAIL, "a kernel storing 1 TiB past its buffer ended with %s, expected "
-                                                  "EFAULT (%s)", r == 0 ? "success" : strerror(-r), message);
+                                                  "EFAULT (%s)", r == 0 ? "success" : kfdb_strerror(r), message);
         if (c->context_lost_after <= c->context_lost_before)
                 return set_result(c, RESULT_FAIL, "the fault failed its job but context_lost stayed at %" PRIu64,
                                   c->context_lost_after);
@@ -667,7 +665,7 @@ static void timeout_by_daemon(const Selftest *t, Check *c, kfdb_buffer *b, const
         r = kfdb_fence_wait(t->s, fences[1], WAIT_MS);
         if (r != -ECANCELED)
                 return set_result(c, RESULT_FAIL, "the fill behind the timed-out job ended with %s, expected "
-                                                  "ECANCELED", r == 0 ? "success" : strerror(-r));
+                                                  "ECANCELED", r == 0 ? "success" : kfdb_strerror(r));
         selftest_drain_failures(t);
         if (new_batch(c, t, &batch) < 0)
                 return;
@@ -721,7 +719,7 @@ static void check_timeout(const Selftest *t, Check *c) {
                 return timeout_by_daemon(t, c, b, p, fences, t0, message);
         if (r != -ETIMEDOUT)
                 return set_result(c, RESULT_FAIL, "a wait-event job on an event nobody set ended with %s",
-                                  r == 0 ? "success" : strerror(-r));
+                                  r == 0 ? "success" : kfdb_strerror(r));
         /* The daemon's timeout may come just after ours. */
         if (kfdb_fence_is_done(t->s, fences[0]) && kfdb_fence_wait(t->s, fences[0], 0) == -ETIME)
                 return timeout_by_daemon(t, c, b, p, fences, t0, kfdb_session_last_error(t->s));

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl-compute.h"
 #include "ctl-json.h"
 #include "ctl-selftest-checks.h"
 #include "ctl-selftest.h"
@@ -163,16 +164,8 @@ int ctl_selftest(kfdb_session *s, const char *prog, const CtlSelftestOptions *o)
                 r = kfdb_device_compute_queues(s, &t.compute_queues);
         if (r >= 0)
                 r = kfdb_gpu_contexts_get(s, &t.contexts, NULL, 0);
-        if (r < 0) {
-                const char *msg = kfdb_session_last_error(s);
-
-                if (msg[0])
-                        fprintf(stderr, "%s: cannot ask the daemon about its device: %s (%s)\n", prog, strerror(-r),
-                                msg);
-                else
-                        fprintf(stderr, "%s: cannot ask the daemon about its device: %s\n", prog, strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return ctl_print_failure(s, prog, r, "cannot ask the daemon about its device");
         if (sigaction(SIGALRM, &sa, NULL) < 0)
                 return -errno;
         if (!o->json) {

@@ -14,7 +14,9 @@
  * is a terminal, is put in non-canonical mode so that 'q' quits at once;
  * Ctrl-C, SIGTERM and 'q' all restore the terminal, Ctrl-Z suspends.
  * Batch (-b, or stdout not a terminal): one plain frame per interval, no
- * escape codes, nothing cut, so it can be piped and tested.
+ * escape codes, nothing cut, so it can be piped and tested. With --json
+ * (batch): one JSON object per sample and line, one sample unless -n says
+ * more; the first sample's rates are null (there is no previous one).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +35,7 @@
 #include <unistd.h>
 
 #include "ctl-bus.h"
+#include "ctl-json.h"
 #include "util/macro.h"
 
 #define TOP_DELAY_MIN 0.1
@@ -66,6 +69,7 @@ typedef struct Top {
         double delay_s;
         uint64_t iterations; /* 0: until quit */
         bool batch;
+        bool json;                /* one JSON object per sample (batch) */
         bool raw;                 /* stdin switched to non-canonical mode */
         bool screen;              /* terminal taken over (cursor hidden) */
         bool alt_screen;          /* ...on the alternate screen */
@@ -384,6 +388,47 @@ static void top_draw(Top *t) {
 
 /* ---- the terminal ---- */
 
+/* One sample as one line of JSON (snake_case keys, as every verb's). */
+static void top_print_json(Top *t) {
+        static const char *const engine_key[N_ENGINES] = { "busy_percent_sdma", "busy_percent_compute" };
+
+        if (t->cur.n > 0)
+                qsort(t->cur.rows, t->cur.n, sizeof(TopRow), row_cmp_id);
+        printf("{\"interval_ns\":");
+        if (t->have_prev && t->cur.when_ns > t->prev.when_ns)
+                printf("%" PRIu64, t->cur.when_ns - t->prev.when_ns);
+        else
+                fputs("null", stdout);
+        printf(",\"sessions\":[");
+        for (size_t i = 0; i < t->cur.n; i++) {
+                const TopRow *r = &t->cur.rows[i];
+
+                printf("%s{\"id\":%" PRIu64 ",\"uid\":%" PRIu64, i ? "," : "", r->id, r->uid);
+                json_member_string(",", "unit", r->unit);
+                json_member_string(",", "user_unit", r->user_unit);
+                json_member_string(",", "app_id", r->app_id);
+                json_member_string(",", "container", r->container);
+                json_member_string(",", "client_name", r->client);
+                printf(",\"jobs_in_flight\":%" PRIu64 ",\"jobs_done\":%" PRIu64 ",\"buffer_bytes\":%" PRIu64
+                       ",\"jobs_per_second\":",
+                       r->jobs_in_flight, r->jobs_done, r->buffer_bytes);
+                if (r->have_rates)
+                        json_double(r->jobs_per_s);
+                else
+                        fputs("null", stdout);
+                for (unsigned e = 0; e < N_ENGINES; e++) {
+                        printf(",\"%s\":", engine_key[e]);
+                        if (r->have_rates)
+                                json_double(r->busy_pct[e]);
+                        else
+                                fputs("null", stdout);
+                }
+                putchar('}');
+        }
+        printf("]}\n");
+        fflush(stdout);
+}
+
 static void top_read_window(Top *t) {
         struct winsize ws = {};
 
@@ -600,15 +645,16 @@ int ctl_top(const char *prog, bool json, int argc, char **argv) {
         uint64_t deadline;
         int r;
 
-        if (json) {
-                fprintf(stderr, "%s top: --json is not supported; for scripts use '%s --json accounting'\n",
-                        prog, prog);
-                return CTL_EXIT_USAGE;
-        }
         if (top_parse_options(&t, argc, argv) < 0)
                 return CTL_EXIT_USAGE;
         if (!isatty(STDOUT_FILENO))
                 t.batch = true;
+        if (json) {
+                /* For scripts: batch, and one sample unless -n asks for more. */
+                t.json = t.batch = true;
+                if (t.iterations == 0)
+                        t.iterations = 1;
+        }
 
         r = ctl_bus_open(prog, &t.bus);
         if (r < 0)
@@ -624,7 +670,10 @@ int ctl_top(const char *prog, bool json, int argc, char **argv) {
         }
         for (uint64_t i = 1; r >= 0; i++) {
                 top_compute_rates(&t);
-                top_draw(&t);
+                if (t.json)
+                        top_print_json(&t);
+                else
+                        top_draw(&t);
                 if (t.iterations > 0 && i >= t.iterations)
                         break;
                 deadline = t.cur.when_ns + (uint64_t) (t.delay_s * 1e9);

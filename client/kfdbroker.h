@@ -147,6 +147,84 @@ const char *kfdb_default_socket_path(void);
  */
 const char *kfdb_session_last_error(const kfdb_session *s);
 
+/* One limit of a session as a policy file writes it ("BufferMemory", "1G"),
+ * and its number: bytes, a count, microseconds for a time span
+ * (UINT64_MAX: infinity), 0 for the keys that are words. (KFDBROKER_0.12) */
+typedef struct kfdb_policy_limit {
+        char key[32];
+        char value[64];
+        uint64_t number;
+} kfdb_policy_limit;
+
+#define KFDB_POLICY_LIMITS_MAX 32
+
+/* A session as kfdb_sessions_list() tells it; strings are empty where the
+ * daemon does not know them, and cut to 255 bytes. (KFDBROKER_0.12) */
+typedef struct kfdb_session_info {
+        uint64_t id;
+        uint32_t uid, gid, pid; /* gid 4294967295: not told by the connection */
+        char client_name[256], unit[256], user_unit[256], app_id[256];
+        char container[256];    /* name, or a container's 12-hex short id */
+        char container_id[80];  /* docker, podman, CRI: the full 64-hex id */
+        char pod_uid[48];       /* a Kubernetes pod's UID */
+        char policy_rules[256]; /* FILE:LINE of the policy rules that matched */
+        uint64_t opened_ns;     /* CLOCK_MONOTONIC when it connected */
+        uint32_t buffers, events, jobs_in_flight;
+        uint64_t buffer_bytes, jobs_submitted, jobs_completed, jobs_failed, bytes_copied, bytes_filled;
+        uint64_t busy_ns_sdma, busy_ns_compute; /* GPU time of its jobs on each engine */
+        uint64_t context_bytes; /* the own memory of its GPU context, part of buffer_bytes */
+        bool limits_overridden; /* set with SetLimits over D-Bus */
+        size_t n_limits;
+        kfdb_policy_limit limits[KFDB_POLICY_LIMITS_MAX]; /* every policy key */
+} kfdb_session_info;
+
+/**
+ * kfdb_sessions_list() - the sessions of this user (root: every session),
+ * with their identity, use and limits, by increasing id: as
+ * `kfdbrokerctl --socket=PATH sessions` lists them without D-Bus.
+ * @s: the caller's session (itself among them)
+ * @after_id: list only sessions with a larger id (0: from the first)
+ * @ret: filled with up to @n sessions
+ * @ret_n: how many were filled
+ * @ret_more: (may be NULL) true if sessions after the last filled remain: call
+ *            again with its id as @after_id
+ *
+ * The daemon answers at most 12 a call. Returns 0, -EINVAL, -EOPNOTSUPP
+ * (a daemon before 0.12), -EBADMSG (a malformed reply), or a connection
+ * error. (KFDBROKER_0.12)
+ */
+int kfdb_sessions_list(kfdb_session *s, uint64_t after_id, kfdb_session_info *ret, size_t n, size_t *ret_n,
+                       bool *ret_more);
+
+/**
+ * kfdb_session_terminate() - end another session of this user (root: of any
+ * user), as `kfdbrokerctl terminate` does, without D-Bus.
+ * @s: the caller's session
+ * @id: the session to end (kfdb_session_get_id() of its client; `kfdbrokerctl sessions`)
+ * @reason: told to the ended client and logged with the caller's uid, unit
+ *          and pid; NULL or "" for none; at most 255 bytes
+ *
+ * The ended session's client sees -ECONNRESET with "kfdbrokerd ended the
+ * session: terminated by uid U (unit X, pid P): REASON" as its last error,
+ * and does not reconnect. Returns 0, -ENOENT (no such session), -EPERM
+ * (another user's session and the caller is not root), -EINVAL (@id is @s
+ * itself, or the reason is too long), or a connection error. (KFDBROKER_0.12)
+ */
+int kfdb_session_terminate(kfdb_session *s, uint64_t id, const char *reason);
+
+/**
+ * kfdb_strerror() - what a negative errno from this library means here.
+ * @error: a negative errno value returned by a kfdb_ function
+ *
+ * strerror()'s text, except where kfdbroker gives an errno its own meaning
+ * (docs/protocol.md "Errors"): -EDQUOT is a limit of the daemon or its policy
+ * ("a kfdbroker limit was reached", not a disk quota), -EUSERS the per-user
+ * connection or file descriptor budget. Prefer kfdb_session_last_error(),
+ * which names the limit and its policy key; this is for where there is no
+ * session to ask. Never NULL; the string is static.
+ */
+const char *kfdb_strerror(int error);
+
 /* The socket (readable when the daemon sent something) and the eventfd
  * (readable when a job completed or failed or an event changed on the session
  * page; a submission alone does not signal it), for a client's poll loop. After

@@ -22,6 +22,7 @@
 #include "ctl-json.h"
 #include "ctl-polkit.h"
 #include "ctl-selftest.h"
+#include "ctl-socket.h"
 #include "kfdbroker.h"
 #include "util/macro.h"
 
@@ -64,7 +65,7 @@ static int ctl_connect(Ctl *ctl) {
                 fprintf(stderr, PROG ": cannot connect to %s: %s (may this user use the socket?)\n",
                         path, strerror(-r));
         else if (r < 0)
-                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, strerror(-r));
+                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, kfdb_strerror(r));
         return r;
 }
 
@@ -578,34 +579,126 @@ static int verb_cdi(Ctl *ctl, int argc, char **argv) {
         return ctl_cdi(PROG, ctl_socket_path(ctl), argc, argv);
 }
 
-/* ---- D-Bus verbs (every session of the daemon) ---- */
+/* ---- Management verbs: D-Bus, or the socket given --socket ---- */
+
+/* For a verb that exists only on the bus, given --socket: say so plainly. */
+static int bus_only(const Ctl *ctl, const char *verb, const char *why) {
+        if (!ctl->socket_path)
+                return 0;
+        fprintf(stderr,
+                PROG " %s: %s, so it needs kfdbrokerd's D-Bus API (kfdbrokerd --bus=system) and takes no --socket; "
+                     "over the socket: status, sessions, accounting, limits ID, terminate ID\n",
+                verb, why);
+        return CTL_EXIT_USAGE;
+}
 
 static int verb_sessions(Ctl *ctl, int argc, char **argv) {
         int r = no_arguments("sessions", argc, argv);
-        return r < 0 ? r : ctl_bus_sessions(PROG, ctl->json);
+
+        if (r < 0 || !ctl->socket_path)
+                return r < 0 ? r : ctl_bus_sessions(PROG, ctl->json);
+        r = ctl_connect(ctl);
+        return r < 0 ? r : ctl_socket_sessions(ctl->session, PROG, ctl->json);
 }
 
 static int verb_accounting(Ctl *ctl, int argc, char **argv) {
         int r = no_arguments("accounting", argc, argv);
-        return r < 0 ? r : ctl_bus_accounting(PROG, ctl->json);
+
+        if (r < 0 || !ctl->socket_path)
+                return r < 0 ? r : ctl_bus_accounting(PROG, ctl->json);
+        r = ctl_connect(ctl);
+        return r < 0 ? r : ctl_socket_accounting(ctl->session, PROG, ctl->json);
 }
 
 static int verb_metrics(Ctl *ctl, int argc, char **argv) {
         int r = no_arguments("metrics", argc, argv);
-        return r < 0 ? r : ctl_bus_metrics(PROG);
+
+        if (r >= 0)
+                r = bus_only(ctl, "metrics", "the metrics cover every user's sessions");
+        return r != 0 ? r : ctl_bus_metrics(PROG);
 }
 
 static int verb_reload(Ctl *ctl, int argc, char **argv) {
         int r = no_arguments("reload", argc, argv);
-        return r < 0 ? r : ctl_bus_reload(PROG);
+
+        if (r >= 0)
+                r = bus_only(ctl, "reload", "reloading the policy is for root or org.kfdbroker.manage (polkit)");
+        return r != 0 ? r : ctl_bus_reload(PROG);
+}
+
+/*
+ * terminate [--bus] ID [REASON]: over the socket by default (the caller's
+ * own uid's sessions, root any; works without D-Bus); --bus calls
+ * TerminateSession on the bus, where polkit's org.kfdbroker.manage may
+ * allow more.
+ */
+static int verb_terminate(Ctl *ctl, int argc, char **argv) {
+        const char *reason = "";
+        bool bus = false;
+        uint64_t id;
+        char *end;
+        int i = 1, r;
+
+        if (i < argc && strcmp(argv[i], "--bus") == 0) {
+                bus = true;
+                i++;
+        }
+        if (i >= argc || argc - i > 2) {
+                fprintf(stderr, PROG " terminate: expected a session ID and an optional REASON\n");
+                return CTL_EXIT_USAGE;
+        }
+        errno = 0;
+        id = strtoull(argv[i], &end, 10);
+        if (errno != 0 || end == argv[i] || *end || argv[i][0] == '-' || id == 0) {
+                fprintf(stderr, PROG " terminate: '%s' is not a session id (a positive number, as 'sessions' lists)\n",
+                        argv[i]);
+                return CTL_EXIT_USAGE;
+        }
+        if (i + 1 < argc)
+                reason = argv[i + 1];
+        if (strlen(reason) > 255) {
+                fprintf(stderr, PROG " terminate: the reason is %zu bytes, at most 255\n", strlen(reason));
+                return CTL_EXIT_USAGE;
+        }
+        if (bus)
+                return ctl_bus_terminate(PROG, id, reason);
+        r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+        r = kfdb_session_terminate(ctl->session, id, reason);
+        if (r < 0)
+                return ctl_fail(ctl, r, "TerminateSession failed");
+        return 0;
 }
 
 static int verb_top(Ctl *ctl, int argc, char **argv) {
-        return ctl_top(PROG, ctl->json, argc, argv);
+        int r = bus_only(ctl, "top", "it samples GetAccounting");
+        return r != 0 ? r : ctl_top(PROG, ctl->json, argc, argv);
 }
 
+/* limits ID over the socket shows; setting needs the bus (root or org.kfdbroker.manage). */
 static int verb_limits(Ctl *ctl, int argc, char **argv) {
-        return ctl_limits(PROG, ctl->json, argc, argv);
+        uint64_t id;
+        char *end;
+        int r;
+
+        if (!ctl->socket_path)
+                return ctl_limits(PROG, ctl->json, argc, argv);
+        if (argc > 2)
+                return bus_only(ctl, "limits", "setting limits is for root or org.kfdbroker.manage (polkit)");
+        if (argc < 2) {
+                fprintf(stderr, PROG " limits: missing session id: " PROG " limits ID [KEY=VALUE...]\n");
+                return CTL_EXIT_USAGE;
+        }
+        errno = 0;
+        id = strtoull(argv[1], &end, 10);
+        if (errno != 0 || end == argv[1] || *end || argv[1][0] == '-' || id == 0) {
+                fprintf(stderr, PROG " limits: '%s' is not a session id (a positive number, as 'sessions' lists)\n",
+                        argv[1]);
+                return CTL_EXIT_USAGE;
+        }
+        r = ctl_connect(ctl);
+        return r < 0 ? r : ctl_socket_limits(ctl->session, PROG, ctl->json, id);
 }
 
 /* ---- policy (no daemon) ---- */
@@ -629,14 +722,19 @@ static const Verb verbs[] = {
           "Check copy, fill, events, a dispatch, a fault and a timeout on the daemon's GPU", verb_selftest },
         { "cdi", "[--output=FILE]", "Print a CDI spec giving containers the socket (kfdbroker.org/gpu=all)",
           verb_cdi },
-        { "sessions", "", "List every client session (D-Bus)", verb_sessions },
-        { "accounting", "", "GPU use per session and per identity (D-Bus)", verb_accounting },
+        { "sessions", "", "List the client sessions (D-Bus: every one you may see; --socket: your own)",
+          verb_sessions },
+        { "accounting", "", "GPU use per session and per identity (D-Bus; --socket: your sessions)",
+          verb_accounting },
         { "metrics", "", "Print the daemon's OpenMetrics text (D-Bus)", verb_metrics },
         { "top", "[-b] [-d SEC] [-n N]", "Live view of every session's GPU use (D-Bus)", verb_top },
-        { "limits", "ID [KEY=VALUE...]", "Show or set a session's limits (D-Bus)", verb_limits },
+        { "limits", "ID [KEY=VALUE...]", "Show or set a session's limits (D-Bus; --socket: show yours)",
+          verb_limits },
         { "reload", "", "Reload the policy files; fail with the reason if they are broken (D-Bus)", verb_reload },
         { "policy", "check [DIR...]",
           "Check policy directories as a reload would (default: the daemon's), no daemon needed", verb_policy },
+        { "terminate", "[--bus] ID [REASON]", "End a session of this user (root: any); --bus: over D-Bus",
+          verb_terminate },
 };
 
 static void help(void) {
@@ -651,7 +749,9 @@ static void help(void) {
         }
         printf("\nOptions:\n"
                "  --socket=PATH  socket of kfdbrokerd (default: $KFDBROKER_SOCKET, else %s);\n"
-               "                 D-Bus verbs use the system bus ($DBUS_SYSTEM_BUS_ADDRESS)\n"
+               "                 D-Bus verbs use the system bus ($DBUS_SYSTEM_BUS_ADDRESS); given\n"
+               "                 --socket, sessions, accounting and limits ID ask the socket\n"
+               "                 (your own sessions; root: all), for a daemon run without D-Bus\n"
                "  --json         print JSON instead of text\n"
                "  --no-ask-password  do not ask for a password when polkit wants one\n"
                "                 (D-Bus verbs; otherwise pkttyagent asks on a terminal)\n"

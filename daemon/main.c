@@ -49,7 +49,7 @@ static void help(void) {
                "     --metrics-interval=SEC  How often (default 15)\n"
                "     --metrics-file-mode=MODE  Its permissions, octal, within 0644 (default 0600)\n"
                "     --max-connections-per-user=N  Refuse a user's connections beyond N\n"
-               "                          (default 128; 0 = no limit)\n"
+               "                          (default 32; 0 = no limit)\n"
                "     --max-connect-rate-per-user=N  Take at most N connections a second from\n"
                "                          one user; more wait their turn (default 1000; 0 = no limit)\n"
                "     --max-fds-per-user=N  File descriptors the daemon may hold for one user's\n"

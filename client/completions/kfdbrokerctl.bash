@@ -5,7 +5,7 @@
 
 _kfdbrokerctl() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="status device demo kernels selftest cdi sessions accounting metrics top limits reload policy"
+        local commands="status device demo kernels selftest cdi sessions accounting metrics top limits reload policy terminate"
         local global="--socket= --json --no-ask-password --help --version"
         local limit_keys="BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout= UserBufferMemory= UserBuffers= UnitBufferMemory= UserJobsInFlight="
         local i verb= nargs=0
@@ -45,6 +45,13 @@ _kfdbrokerctl() {
         selftest) opts+=" --strict --timeout-wait=" ;;
         cdi) opts+=" --output=" ;;
         top) opts+=" -b --batch -d --delay= -n --iterations=" ;;
+        terminate)
+                opts+=" --bus"
+                if [[ $cur != -* ]] && ((nargs == 0)); then
+                        COMPREPLY=($(compgen -W "$(kfdbrokerctl sessions 2>/dev/null | awk 'NR > 1 { print $1 }')" -- "$cur"))
+                        return
+                fi
+                ;;
         kernels)
                 if [[ $cur != -* ]]; then
                         COMPREPLY=($(compgen -f -- "$cur"))

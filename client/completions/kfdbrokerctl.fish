@@ -3,7 +3,7 @@
 # vendor_completions.d. The command list is checked against
 # `kfdbrokerctl --help` by tests/unit/core/test-completions.sh.
 
-set -l commands status device demo kernels selftest cdi sessions accounting metrics top limits reload policy
+set -l commands status device demo kernels selftest cdi sessions accounting metrics top limits reload policy terminate
 
 complete -c kfdbrokerctl -f
 complete -c kfdbrokerctl -l socket -r -F -d 'socket of kfdbrokerd'
@@ -25,6 +25,9 @@ complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a top -
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a limits -d "show or set a session's limits"
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a reload -d 'reload the policy files'
 complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a policy -d 'check policy directories as a reload would'
+complete -c kfdbrokerctl -n "not __fish_seen_subcommand_from $commands" -a terminate -d 'end a session of yours (root: any)'
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from terminate' -l bus -d 'over D-Bus'
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from terminate' -a '(kfdbrokerctl sessions 2>/dev/null | string match -r "^\d+")' -d session
 
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l size -r -d 'buffer size'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l vram -d 'allocate in VRAM'

@@ -43,7 +43,7 @@ int bus_limit_apply(PolicyLimits *l, const char *key, const BusLimitValue *v, ch
 
 /*
  * bus_terminate_reason() - why a session ends, for TerminateSession called
- * by @sender with the caller's @reason (may be NULL or empty): "terminated
+ * by @sender (the caller: "uid U (unit X, pid P)", bus.c) with the caller's @reason (may be NULL or empty): "terminated
  * over D-Bus by SENDER[: REASON]", cut to @n bytes, with every byte that is
  * not printable ASCII written as '?', so that the text is safe to log and to
  * send in the SessionClosed signal (a D-Bus string must be valid UTF-8).

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "util/macro.h"
@@ -109,4 +110,28 @@ void bus_peer_creds_done(BusPeerCreds *c) {
         free(c->gids);
         safe_close(c->pidfd);
         *c = (BusPeerCreds) { .pidfd = -EBADF };
+}
+
+int bus_caller_identity(sd_bus_message *m, Identity *ret) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
+        _cleanup_close_ int pidfd = -EBADF;
+        IdentityCreds ic = { .gid = IDENTITY_GID_UNKNOWN };
+        pid_t pid = 0;
+        int r;
+
+        /* The bus's own record of the connection (no SD_BUS_CREDS_AUGMENT, so
+         * nothing from /proc of whoever has the pid now). */
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID, &c);
+        if (r < 0)
+                return r;
+        r = sd_bus_creds_get_euid(c, &ic.uid);
+        if (r < 0)
+                return r;
+        if (sd_bus_creds_get_pid(c, &pid) >= 0 && pid > 0) {
+                ic.pid = pid;
+                pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        }
+        /* pidfd_open() of the pid names whoever holds it now: its /proc is
+         * used only if that process runs as the caller's uid. */
+        return identity_from_creds(&ic, pidfd, true, ret);
 }

@@ -42,3 +42,13 @@ int bus_peer_creds_read(sd_bus_message *reply, BusPeerCreds *ret);
 IdentityCreds bus_peer_creds_identity(const BusPeerCreds *c);
 
 void bus_peer_creds_done(BusPeerCreds *c);
+
+/**
+ * bus_caller_identity() - who called a method, for the audit log of a
+ * management action: uid and pid as the bus records the caller's connection,
+ * the unit from /proc only through a pidfd whose process still has that pid
+ * and the caller's uid (identity_from_creds() with pidfd_by_pid), else
+ * unknown. Asks the bus synchronously, as authorize() does for the uid.
+ * Returns 0, or -errno from sd-bus or -ENOMEM; ret is freed with identity_done().
+ */
+int bus_caller_identity(sd_bus_message *m, Identity *ret);

@@ -132,6 +132,23 @@ static int caller_uid(sd_bus_message *m, uid_t *ret) {
         return sd_bus_creds_get_euid(c, ret);
 }
 
+/* "uid U (unit X, pid P)" of the caller of m, as the bus records it (bus-creds.h),
+ * and the KFDBROKER_CALLER_* fields into f (may be NULL); the sender's bus name
+ * where the bus does not say. */
+static void bus_caller_describe(sd_bus_message *m, char *buf, size_t n, LogFields *f) {
+        _cleanup_(identity_done) Identity id = {};
+
+        if (bus_caller_identity(m, &id) < 0) {
+                snprintf(buf, n, "%s (the bus did not tell its uid)", sd_bus_message_get_sender(m) ?: "?");
+                return;
+        }
+        identity_caller_describe(&id, buf, n);
+        if (f)
+                identity_caller_log_fields(&id, f);
+        if (f && sd_bus_message_get_sender(m))
+                log_fields_add(f, "KFDBROKER_BUS_SENDER=%s", sd_bus_message_get_sender(m));
+}
+
 /*
  * Runs fn at once for a privileged caller, or for the owner when owner is not
  * UID_NONE and equals the caller; otherwise asks polkit for action and runs
@@ -261,6 +278,8 @@ static int append_session(sd_bus_message *r, Session *s) {
         k |= append_sv_s(r, "ControlGroup", id->cgroup);
         k |= append_sv_s(r, "AppId", id->app_id);
         k |= append_sv_s(r, "Container", id->container);
+        k |= append_sv_s(r, "ContainerId", id->container_id);
+        k |= append_sv_s(r, "PodUID", id->pod_uid);
         {
                 /* Which of the keys above the daemon does not know (identity.h):
                  * their values are empty, and policy rules on them did not match. */
@@ -514,11 +533,12 @@ static int run_set_limits(Bus *b, sd_bus_message *m, bool all, sd_bus_error *err
         s->limits_overridden = true;
         {
                 LogFields f = {};
+                char caller[384];
 
                 session_log_fields(s, &f);
-                log_fields_add(&f, "KFDBROKER_BUS_SENDER=%s", sd_bus_message_get_sender(m));
-                log_struct(LOG_INFO, KFDBROKER_MESSAGE_LIMITS_SET, &f, "Session %" PRIu64 ": limits set over D-Bus by %s",
-                           s->id, sd_bus_message_get_sender(m));
+                bus_caller_describe(m, caller, sizeof(caller), &f);
+                log_struct(LOG_NOTICE, KFDBROKER_MESSAGE_LIMITS_SET, &f, "Session %" PRIu64 ": limits set over D-Bus by %s",
+                           s->id, caller);
         }
         scheduler_run(b->set->scheduler);
         return sd_bus_reply_method_return(m, NULL);
@@ -539,7 +559,16 @@ static int run_terminate(Bus *b, sd_bus_message *m, bool all, sd_bus_error *erro
         r = sd_bus_message_read(m, "s", &reason);
         if (r < 0)
                 return r;
-        bus_terminate_reason(sd_bus_message_get_sender(m), reason, why, sizeof why);
+        {
+                LogFields f = {};
+                char caller[384];
+
+                session_log_fields(s, &f);
+                bus_caller_describe(m, caller, sizeof(caller), &f);
+                bus_terminate_reason(caller, reason, why, sizeof why);
+                log_struct(LOG_NOTICE, KFDBROKER_MESSAGE_SESSION_TERMINATED, &f, "Session %" PRIu64 ": %s", s->id,
+                           why);
+        }
         session_end(s, ECONNABORTED, why, false);
         return sd_bus_reply_method_return(m, NULL);
 }
@@ -555,8 +584,14 @@ static int method_terminate(sd_bus_message *m, void *userdata, sd_bus_error *err
 }
 
 static int run_reload(Bus *b, sd_bus_message *m, bool all, sd_bus_error *error) {
-        char err[512] = "";
-        int r = session_set_reload_policy(b->set, "D-Bus", err, sizeof(err));
+        char err[512] = "", caller[384];
+        LogFields f = {};
+        int r;
+
+        /* Who asked; the outcome is logged by session_set_reload_policy(). */
+        bus_caller_describe(m, caller, sizeof(caller), &f);
+        log_struct(LOG_NOTICE, KFDBROKER_MESSAGE_POLICY_RELOAD_ASKED, &f, "Policy reload asked over D-Bus by %s", caller);
+        r = session_set_reload_policy(b->set, "D-Bus", err, sizeof(err));
 
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_POLICY_INVALID,

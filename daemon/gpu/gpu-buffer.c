@@ -608,6 +608,10 @@ int gpu_dmabuf_refs(GpuContext *c, int dmabuf_fd) {
         return kfd_dmabuf_refs(c->ops, dmabuf_fd);
 }
 
+bool gpu_sees_dmabuf_copies(GpuContext *c) {
+        return c && c->ops->dmabuf_refs;
+}
+
 GpuBuffer *gpu_buffer_ref(GpuBuffer *b) {
         if (b)
                 b->n_ref++;

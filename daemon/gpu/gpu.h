@@ -248,6 +248,9 @@ uint64_t gpu_code_object_get_tag(const GpuCodeObject *co);
  * kernel-call table's dmabuf_refs, kfd-ops.h): 0 when fd is the last copy,
  * -EOPNOTSUPP when the device cannot tell. */
 int gpu_dmabuf_refs(GpuContext *c, int dmabuf_fd);
+/* Whether gpu_dmabuf_refs() can ever tell (the real kernel's dma-bufs can, the
+ * simulated GPU's memfds cannot). */
+bool gpu_sees_dmabuf_copies(GpuContext *c);
 /*
  * The buffer as mapped in another context of the same device: b itself if it
  * belongs to other, else an import of it there (EXPORT_DMABUF, IMPORT_DMABUF

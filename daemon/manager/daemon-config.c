@@ -316,7 +316,7 @@ const char *daemon_key_to_string(DaemonKey k) {
 
 static void reset_opts(DaemonConfig *c) {
         c->opts = (ManagerOptions) { .device = DEVICE_AUTO, .bus = BUS_NONE,
-                                     .max_connections_per_user = 128, .max_connect_rate_per_user = 1000,
+                                     .max_connections_per_user = 32, .max_connect_rate_per_user = 1000,
                                      .metrics_file_mode = 0600 };
         c->log_level = -1;
         c->log_target = LOG_TARGET_AUTO;

@@ -540,6 +540,8 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->set.max_connections_per_user = opts->max_connections_per_user;
         m->set.max_connect_rate_per_user = opts->max_connect_rate_per_user;
         session_set_init_fds(&m->set, opts->max_fds_per_user, opts->max_fds_per_session);
+        session_set_init_memory(&m->set, m->info->vram_size,
+                                gpu_sees_dmabuf_copies(context_pool_device_gpu(m->contexts)));
         m->set.cb = (SessionSetCallbacks) { .userdata = m, .opened = on_session_opened,
                                             .closed = on_session_closed, .job_failed = on_job_failed_told };
 

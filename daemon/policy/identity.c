@@ -392,8 +392,10 @@ static int container_from_components(Identity *id, const Component *c, size_t n)
 
                 id->in_container = true;
                 id->container_source = src;
-                if (short_id)
-                        return set_str(&id->container, b, MIN(bl, (size_t) 12));
+                if (short_id) {
+                        int r = set_str(&id->container_id, b, bl);
+                        return r < 0 ? r : set_str(&id->container, b, MIN(bl, (size_t) 12));
+                }
                 if (src == IDENTITY_CONTAINER_LXC)
                         return set_str(&id->container, b, bl);
                 return set_unescaped(&id->container, b, bl);
@@ -465,7 +467,26 @@ int identity_parse_cgroup(Identity *id) {
                 if (r < 0)
                         return r;
         }
-        return container_from_components(id, c, n);
+        {
+                _cleanup_free_ char *bare_id = NULL;
+
+                free(id->pod_uid);
+                r = identity_pod_from_cgroup(id->cgroup, &id->pod_uid, &bare_id);
+                if (r < 0)
+                        return r;
+                r = container_from_components(id, c, n);
+                if (r < 0 || id->in_container || !bare_id)
+                        return r;
+                /* A pod's container under the cgroupfs driver: no runtime prefix. */
+                id->in_container = true;
+                id->container_source = IDENTITY_CONTAINER_CRI;
+                r = set_str(&id->container, bare_id, 12);
+                if (r < 0)
+                        return r;
+                free(id->container_id);
+                id->container_id = TAKE_PTR(bare_id);
+                return 0;
+        }
 }
 
 /* [Application] name= from a .flatpak-info keyfile. */
@@ -724,6 +745,8 @@ void identity_done(Identity *id) {
         free(id->slice);
         free(id->app_id);
         free(id->container);
+        free(id->container_id);
+        free(id->pod_uid);
         *id = (Identity) { .user_unit_uid = (uid_t) -1, .process_euid = (uid_t) -1 };
 }
 
@@ -740,7 +763,7 @@ int identity_copy(const Identity *src, Identity *ret) {
         _cleanup_(identity_done) Identity c = *src;
 
         c.gids = NULL;
-        c.cgroup = c.unit = c.user_unit = c.slice = c.app_id = c.container = NULL;
+        c.cgroup = c.unit = c.user_unit = c.slice = c.app_id = c.container = c.container_id = c.pod_uid = NULL;
         if (src->n_gids > 0) {
                 c.gids = reallocarray(NULL, src->n_gids, sizeof(gid_t));
                 if (!c.gids)
@@ -749,7 +772,8 @@ int identity_copy(const Identity *src, Identity *ret) {
         }
         if (dup_str(src->cgroup, &c.cgroup) < 0 || dup_str(src->unit, &c.unit) < 0 ||
             dup_str(src->user_unit, &c.user_unit) < 0 || dup_str(src->slice, &c.slice) < 0 ||
-            dup_str(src->app_id, &c.app_id) < 0 || dup_str(src->container, &c.container) < 0)
+            dup_str(src->app_id, &c.app_id) < 0 || dup_str(src->container, &c.container) < 0 ||
+            dup_str(src->container_id, &c.container_id) < 0 || dup_str(src->pod_uid, &c.pod_uid) < 0)
                 return -ENOMEM;
         *ret = c;
         c = (Identity) {};

@@ -74,6 +74,13 @@ typedef struct Identity {
         bool in_container;
         char *container; /* container/machine name or id, NULL if unknown */
         IdentityContainerSource container_source;
+        /* docker, podman, CRI: the full 64-hex id (container has its 12-hex
+         * short form); NULL otherwise. */
+        char *container_id;
+        /* Kubernetes: the pod's UID (8-4-4-4-12 hex, as `kubectl get pod -o
+         * jsonpath={.metadata.uid}` prints it) from a kubepods…pod<uid> cgroup
+         * component; NULL outside a pod (identity-pod.c). */
+        char *pod_uid;
         bool other_pid_ns, other_mnt_ns; /* as far as readable */
 
         /* The process behind the connection could not be pinned (no pidfd
@@ -174,3 +181,28 @@ bool identity_has_gid(const Identity *id, gid_t gid);
 
 const char *identity_app_source_to_string(IdentityAppSource s);
 const char *identity_container_source_to_string(IdentityContainerSource s);
+
+/**
+ * identity_pod_from_cgroup() - the Kubernetes pod UID in a cgroup path: the
+ * kubelet's pod cgroup, kubepods[-QOS]-pod<uid with '_' for '-'>.slice
+ * (systemd driver) or kubepods/[QOS/]pod<uid> (cgroupfs driver).
+ * @ret: the UID with dashes, malloc'd; NULL if the path holds none
+ * @ret_container_id: (may be NULL) under the cgroupfs driver, the bare 64-hex
+ *                    container id in the component after the pod's; else NULL
+ * Returns 0 or -ENOMEM.
+ */
+int identity_pod_from_cgroup(const char *cgroup, char **ret, char **ret_container_id);
+
+/* ---- The caller of a management action, for the audit log (identity-caller.c) ---- */
+
+typedef struct LogFields LogFields;
+
+/**
+ * identity_caller_describe() - "uid U (unit UNIT, pid P)" naming who asked
+ * for a management action; the user unit where there is one, else the
+ * system unit, escaped; "unknown" where the process could not be pinned.
+ * Returns buf.
+ */
+const char *identity_caller_describe(const Identity *id, char *buf, size_t n);
+/* The same as journal fields KFDBROKER_CALLER_UID, _PID and _UNIT (if known). */
+void identity_caller_log_fields(const Identity *id, LogFields *f);

@@ -34,6 +34,17 @@ static const char *const limit_key_names[_POLICY_LIMIT_MAX] = {
         [POLICY_LIMIT_USER_JOBS_IN_FLIGHT] = "UserJobsInFlight",
 };
 
+void policy_limits_fit_device(PolicyLimits *l, uint64_t vram_size, bool copies_visible) {
+        uint64_t user;
+
+        if (vram_size == 0 || !copies_visible)
+                return; /* the defaults without a device stay (policy-limits.h) */
+        user = MAX(vram_size / 2, POLICY_USER_BUFFER_MEMORY_FLOOR);
+        l->user_buffer_memory = MIN(l->user_buffer_memory, user);
+        l->buffer_memory = MIN(l->buffer_memory, l->user_buffer_memory);
+        l->max_buffer_size = MIN(l->max_buffer_size, l->buffer_memory);
+}
+
 void policy_limits_default(PolicyLimits *ret) {
         *ret = (PolicyLimits) {
                 .buffer_memory = 4ull << 30,
@@ -52,9 +63,10 @@ void policy_limits_default(PolicyLimits *ret) {
                 .job_timeout_ns = POLICY_INFINITY,
                 /* A kernel that runs a minute is stopped: the GPU is shared. */
                 .dispatch_timeout_ns = 60ull * 1000000000ull,
-                /* Sessions of one user together: memory is left to the
-                 * administrator; buffers are capped so that one user cannot
-                 * take every fd of the daemon (issue 13's fd starvation). */
+                /* Sessions of one user together: memory is capped to half
+                 * the GPU's once the device is known (policy_limits_fit_device());
+                 * buffers so that one user cannot take every fd of the daemon
+                 * (issue 13's fd starvation). */
                 .user_buffer_memory = POLICY_INFINITY,
                 .user_buffers = 16384,
                 .unit_buffer_memory = POLICY_INFINITY,

@@ -87,10 +87,32 @@ typedef enum PolicyLimitKey {
  * 4096 buffers, 1024 events, 4096 jobs in flight, weight 1, normal priority,
  * compute dispatch in an isolated context, a context per session, no job
  * timeout, dispatches stopped after a minute on the GPU, no per-user or
- * per-unit memory cap, and UserBuffers=16384 (the daemon lowers that to a
+ * per-unit memory cap (policy_limits_fit_device() then caps per-user memory
+ * to the GPU's), and UserBuffers=16384 (the daemon lowers that to a
  * quarter of its file descriptor limit where that is smaller: on the
  * simulated GPU every buffer holds a daemon fd). */
 void policy_limits_default(PolicyLimits *ret);
+
+/* The least per-user memory cap policy_limits_fit_device() sets: a GPU with
+ * little VRAM (an APU's carve-out, the simulated GPU's 1 GiB) still runs the
+ * demo, the selftest and bench-broker's 2 x 256 MiB copy in one session. */
+#define POLICY_USER_BUFFER_MEMORY_FLOOR (1ull << 30)
+
+/**
+ * policy_limits_fit_device() - the defaults that depend on the GPU served,
+ * so that one user cannot pin most of its memory: UserBufferMemory= is half
+ * the GPU's VRAM (at least POLICY_USER_BUFFER_MEMORY_FLOOR), BufferMemory=
+ * and MaxBufferSize= at most that. E.g. 16 GiB of VRAM: 8G per user, 4G per
+ * session; 1 GiB of VRAM: 1G each. Lowers, never raises; a vram_size of 0
+ * (unknown) changes nothing, and neither does a device that cannot tell
+ * when the last copy of a buffer's dma-buf goes (copies_visible false: the
+ * simulated GPU's memfds). There a buffer freed while a copy of its fd may
+ * live stays charged to its user until the daemon restarts (docs/policy.md
+ * "Exported buffers"), so a finite default cap would shut every user out
+ * after a lifetime's worth of allocations; a rule that sets one still
+ * holds.
+ */
+void policy_limits_fit_device(PolicyLimits *l, uint64_t vram_size, bool copies_visible);
 
 /* The field of a limit whose value is a number of bytes or a count
  * (BufferMemory=, Buffers=, UserBufferMemory=, ...), or NULL for the others. */

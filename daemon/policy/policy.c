@@ -614,7 +614,11 @@ static bool rule_matches(const PolicyRule *r, const Identity *id) {
         case CONTAINER_NO:
                 return !id->in_container;
         case CONTAINER_GLOB:
-                return id->in_container && glob_match(r->container_glob, id->container);
+                /* The name or short id, the full 64-hex id, or the Kubernetes pod's UID. */
+                return id->in_container &&
+                       (glob_match(r->container_glob, id->container) ||
+                        (id->container_id && glob_match(r->container_glob, id->container_id)) ||
+                        (id->pod_uid && glob_match(r->container_glob, id->pod_uid)));
         default:
                 return true;
         }

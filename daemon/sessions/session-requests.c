@@ -754,6 +754,10 @@ void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_f
                 return session_open_fence_page(s, req);
         case WIRE_REQUEST_OPEN_KFD:
                 return session_open_kfd(s, req);
+        case WIRE_REQUEST_TERMINATE_SESSION:
+                return session_handle_terminate(s, req);
+        case WIRE_REQUEST_LIST_SESSIONS:
+                return session_handle_list_sessions(s, req);
         }
         session_send_error(s, req->id, EOPNOTSUPP, "request type %d is not supported", (int) req->type);
 }

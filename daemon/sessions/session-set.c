@@ -3,6 +3,7 @@
 #include "sessions/session-set.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -44,6 +45,18 @@ static void default_user_buffers(PolicyLimits *l) {
 static void log_policy_warnings(const Policy *p) {
         for (size_t i = 0; i < policy_n_warnings(p); i++)
                 log_warning("Policy: %s", policy_warning(p, i));
+}
+
+void session_set_init_memory(SessionSet *set, uint64_t vram_size, bool copies_visible) {
+        char u[32], b[32];
+
+        policy_limits_fit_device(&set->default_policy, vram_size, copies_visible);
+        log_info("Default memory limits: UserBufferMemory=%s, BufferMemory=%s (%s)",
+                 policy_format_bytes(set->default_policy.user_buffer_memory, u, sizeof(u)),
+                 policy_format_bytes(set->default_policy.buffer_memory, b, sizeof(b)),
+                 !copies_visible ? "not fitted to the GPU: this device cannot tell when a buffer's last copy goes"
+                 : vram_size == 0 ? "not fitted to the GPU: its VRAM size is not known"
+                                  : "fitted to the GPU's VRAM");
 }
 
 int session_set_init(SessionSet *set, const char *const *policy_dirs, char *err, size_t errlen) {

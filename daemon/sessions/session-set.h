@@ -85,6 +85,8 @@ struct SessionSet {
  * device is up); max_fds_per_user, max_fds_per_session 0: derived
  * (session-fds.c). */
 void session_set_init_fds(SessionSet *set, uint64_t max_fds_per_user, uint64_t max_fds_per_session);
+/* Fits the default limits to the GPU served (policy_limits_fit_device()) and logs them. */
+void session_set_init_memory(SessionSet *set, uint64_t vram_size, bool copies_visible);
 
 /*
  * Young sessions. A session is young for its first SESSION_YOUNG_NS, and its

@@ -336,6 +336,11 @@ bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size);
 
 /* Status (session-status.c): the reply to a Status request. */
 void session_handle_status(Session *s, const WireRequest *req);
+/* TerminateSession over the socket (session-manage.c): ends another session
+ * of the caller's uid, or of any uid for root; logged with the caller. */
+void session_handle_terminate(Session *s, const WireRequest *req);
+/* ListSessions (session-manage.c): the caller's uid's sessions, root every one. */
+void session_handle_list_sessions(Session *s, const WireRequest *req);
 
 /* Compute (session-compute.c): LoadCodeObject with its sealed memfd,
  * FreeCodeObject, and the resolution of a DispatchJob into a Job (0, or a

@@ -60,6 +60,7 @@ typedef struct ReplyParts {
         Kfdbroker__V1__OpenSubmitRingReply open_submit_ring;
         Kfdbroker__V1__OpenFencePageReply open_fence_page;
         Kfdbroker__V1__OpenKfdReply open_kfd;
+        Kfdbroker__V1__ListSessionsReply list_sessions;
         /* Owned temporaries, freed by reply_parts_done(). */
         char **features;
         Kfdbroker__V1__WaitEntry *entries;
@@ -72,6 +73,11 @@ typedef struct ReplyParts {
         Kfdbroker__V1__ContextInfo **context_ptrs;
         Kfdbroker__V1__TopologyFile *topology;
         Kfdbroker__V1__TopologyFile **topology_ptrs;
+        Kfdbroker__V1__SessionInfo *sessions;
+        Kfdbroker__V1__SessionInfo **session_ptrs;
+        Kfdbroker__V1__PolicyLimit *limit_entries;
+        Kfdbroker__V1__PolicyLimit **limit_ptrs;
+        char *strings; /* the sessions' strings, cut */
 } ReplyParts;
 
 static void reply_parts_done(ReplyParts *p) {
@@ -86,6 +92,97 @@ static void reply_parts_done(ReplyParts *p) {
         free(p->arg_ptrs);
         free(p->contexts);
         free(p->context_ptrs);
+        free(p->sessions);
+        free(p->session_ptrs);
+        free(p->limit_entries);
+        free(p->limit_ptrs);
+        free(p->strings);
+}
+
+/* The next string of a session, cut to WIRE_SESSION_STRING_MAX bytes, in the
+ * reply's string area (room for every one was made). */
+static char *cut_string(char **area, const char *s) {
+        char *out = *area;
+        size_t len = s ? strnlen(s, WIRE_SESSION_STRING_MAX) : 0;
+
+        memcpy(out, s ? s : "", len);
+        out[len] = 0;
+        *area += len + 1;
+        return out;
+}
+
+#define SESSION_STRINGS 9
+
+static int fill_list_sessions(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
+        size_t n = r->list_sessions.n_sessions, n_limits = 0, l = 0;
+        const WireSessionInfo *ws = r->list_sessions.sessions;
+        char *area;
+
+        if (n > WIRE_LIST_SESSIONS_MAX || (n > 0 && !ws))
+                return -EINVAL;
+        kfdbroker__v1__list_sessions_reply__init(&p->list_sessions);
+        p->list_sessions.more = r->list_sessions.more;
+        for (size_t i = 0; i < n; i++)
+                n_limits += ws[i].n_limits;
+        p->sessions = calloc(MAX(n, (size_t) 1), sizeof(*p->sessions));
+        p->session_ptrs = calloc(MAX(n, (size_t) 1), sizeof(*p->session_ptrs));
+        p->limit_entries = calloc(MAX(n_limits, (size_t) 1), sizeof(*p->limit_entries));
+        p->limit_ptrs = calloc(MAX(n_limits, (size_t) 1), sizeof(*p->limit_ptrs));
+        p->strings = malloc(MAX(n, (size_t) 1) * SESSION_STRINGS * (WIRE_SESSION_STRING_MAX + 1));
+        if (!p->sessions || !p->session_ptrs || !p->limit_entries || !p->limit_ptrs || !p->strings)
+                return -ENOMEM;
+        area = p->strings;
+        for (size_t i = 0; i < n; i++) {
+                const WireSessionInfo *w = &ws[i];
+                Kfdbroker__V1__SessionInfo *s = &p->sessions[i];
+
+                if (w->n_limits > 0 && !w->limits)
+                        return -EINVAL;
+                kfdbroker__v1__session_info__init(s);
+                s->id = w->id;
+                s->uid = w->uid;
+                s->gid = w->gid;
+                s->pid = w->pid;
+                s->client_name = cut_string(&area, w->client_name);
+                s->unit = cut_string(&area, w->unit);
+                s->user_unit = cut_string(&area, w->user_unit);
+                s->app_id = cut_string(&area, w->app_id);
+                s->container = cut_string(&area, w->container);
+                s->container_id = cut_string(&area, w->container_id);
+                s->pod_uid = cut_string(&area, w->pod_uid);
+                s->policy_rules = cut_string(&area, w->policy_rules);
+                s->opened_ns = w->opened_ns;
+                s->buffers = w->buffers;
+                s->buffer_bytes = w->buffer_bytes;
+                s->events = w->events;
+                s->jobs_in_flight = w->jobs_in_flight;
+                s->jobs_submitted = w->jobs_submitted;
+                s->jobs_completed = w->jobs_completed;
+                s->jobs_failed = w->jobs_failed;
+                s->bytes_copied = w->bytes_copied;
+                s->bytes_filled = w->bytes_filled;
+                s->busy_ns_sdma = w->busy_ns_sdma;
+                s->busy_ns_compute = w->busy_ns_compute;
+                s->context_bytes = w->context_bytes;
+                s->limits_overridden = w->limits_overridden;
+                s->limits = &p->limit_ptrs[l];
+                s->n_limits = w->n_limits;
+                for (size_t k = 0; k < w->n_limits; k++, l++) {
+                        Kfdbroker__V1__PolicyLimit *e = &p->limit_entries[l];
+
+                        kfdbroker__v1__policy_limit__init(e);
+                        e->key = (char *) str_or_empty(w->limits[k].key);
+                        e->value = (char *) w->limits[k].value;
+                        e->number = w->limits[k].number;
+                        p->limit_ptrs[l] = e;
+                }
+                p->session_ptrs[i] = s;
+        }
+        p->list_sessions.n_sessions = n;
+        p->list_sessions.sessions = p->session_ptrs;
+        m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_LIST_SESSIONS;
+        m->list_sessions = &p->list_sessions;
+        return 0;
 }
 
 static int fill_hello(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
@@ -430,6 +527,8 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 return 0;
         case WIRE_REPLY_OPEN_KFD:
                 return fill_open_kfd(r, p, m);
+        case WIRE_REPLY_LIST_SESSIONS:
+                return fill_list_sessions(r, p, m);
         case WIRE_REPLY_OPEN_FENCE_PAGE:
                 kfdbroker__v1__open_fence_page_reply__init(&p->open_fence_page);
                 p->open_fence_page.size = r->fence_page.size;

@@ -102,6 +102,8 @@ static const char *const request_type_names[] = {
         [WIRE_REQUEST_OPEN_SUBMIT_RING] = "OpenSubmitRing",
         [WIRE_REQUEST_OPEN_FENCE_PAGE] = "OpenFencePage",
         [WIRE_REQUEST_OPEN_KFD] = "OpenKfd",
+        [WIRE_REQUEST_TERMINATE_SESSION] = "TerminateSession",
+        [WIRE_REQUEST_LIST_SESSIONS] = "ListSessions",
 };
 
 const char *wire_request_type_name(WireRequestType type) {
@@ -235,6 +237,25 @@ static int decode_hello(const PbRequest *m, const void *buf, size_t len, WireReq
         r->hello.resume_fence = h->resume_fence;
         memcpy(r->hello.client_name, name, n);
         r->hello.client_name[n] = '\0';
+        return 0;
+}
+
+static int decode_terminate_session(const PbRequest *m, WireRequest *r, char *errbuf, size_t errlen) {
+        const char *reason = m->terminate_session->reason ? m->terminate_session->reason : "";
+        size_t len = strlen(reason);
+
+        if (m->terminate_session->session_id == 0)
+                return wire_error(errbuf, errlen, "terminate_session.session_id: must not be 0");
+        if (len > WIRE_TERMINATE_REASON_MAX)
+                return wire_error(errbuf, errlen, "terminate_session.reason: %zu bytes, longer than %u", len,
+                                  WIRE_TERMINATE_REASON_MAX);
+        r->terminate_session.session_id = m->terminate_session->session_id;
+        /* The reason is logged and sent to another client: printable ASCII only. */
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char) reason[i];
+                r->terminate_session.reason[i] = c < 0x20 || c >= 0x7f ? '?' : (char) c;
+        }
+        r->terminate_session.reason[len] = 0;
         return 0;
 }
 
@@ -624,6 +645,13 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
                 return 0;
         case KFDBROKER__V1__REQUEST__BODY_OPEN_KFD:
                 r->type = WIRE_REQUEST_OPEN_KFD;
+                return 0;
+        case KFDBROKER__V1__REQUEST__BODY_TERMINATE_SESSION:
+                r->type = WIRE_REQUEST_TERMINATE_SESSION;
+                return decode_terminate_session(m, r, errbuf, errlen);
+        case KFDBROKER__V1__REQUEST__BODY_LIST_SESSIONS:
+                r->type = WIRE_REQUEST_LIST_SESSIONS;
+                r->list_sessions.after_id = m->list_sessions->after_id;
                 return 0;
         default:
                 break;

@@ -56,7 +56,18 @@ typedef enum WireRequestType {
         WIRE_REQUEST_OPEN_SUBMIT_RING,
         WIRE_REQUEST_OPEN_FENCE_PAGE,
         WIRE_REQUEST_OPEN_KFD,
+        WIRE_REQUEST_TERMINATE_SESSION,
+        WIRE_REQUEST_LIST_SESSIONS,
 } WireRequestType;
+
+/* Sessions in one ListSessions reply, at most (each well under 4 KiB with
+ * its strings cut to WIRE_SESSION_STRING_MAX: the reply stays under
+ * WIRE_MAX_MESSAGE_SIZE). */
+#define WIRE_LIST_SESSIONS_MAX 12
+#define WIRE_SESSION_STRING_MAX 255
+
+/* Longest reason a TerminateSession request may give, in bytes. */
+#define WIRE_TERMINATE_REASON_MAX 255
 
 /* Number of fds a request type must carry (1 for ImportBuffer and
  * LoadCodeObject, else 0). */
@@ -161,6 +172,14 @@ typedef struct WireRequest {
                         WireJob *jobs; /* owned */
                         size_t n_jobs;
                 } submit;
+                struct {
+                        uint64_t after_id;
+                } list_sessions;
+                struct {
+                        uint64_t session_id;
+                        /* NUL-terminated; bytes outside printable ASCII are '?' */
+                        char reason[WIRE_TERMINATE_REASON_MAX + 1];
+                } terminate_session;
         };
 } WireRequest;
 
@@ -220,6 +239,7 @@ typedef enum WireReplyType {
         WIRE_REPLY_OPEN_SUBMIT_RING, /* 2 fds: the ring memfd, the doorbell eventfd */
         WIRE_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
         WIRE_REPLY_OPEN_KFD,         /* 1 fd: the KFD relay socket */
+        WIRE_REPLY_LIST_SESSIONS,
 } WireReplyType;
 
 /* OpenKfd's topology: bounds both ends check (proto/kfdbroker/v1/kfdbroker.proto). */
@@ -261,6 +281,29 @@ typedef struct WireContextInfo {
         uint64_t memory_bytes, mapped_bytes;
         uint32_t pid;
 } WireContextInfo;
+
+/* ListSessionsReply.sessions[].limits (proto PolicyLimit). */
+typedef struct WirePolicyLimit {
+        const char *key;
+        char value[64];
+        uint64_t number;
+} WirePolicyLimit;
+
+/* ListSessionsReply.sessions (proto SessionInfo); strings may be NULL and are
+ * cut to WIRE_SESSION_STRING_MAX bytes when encoded. */
+typedef struct WireSessionInfo {
+        uint64_t id;
+        uint32_t uid, gid, pid;
+        const char *client_name, *unit, *user_unit, *app_id, *container, *container_id, *pod_uid;
+        uint64_t opened_ns;
+        uint32_t buffers, events, jobs_in_flight;
+        uint64_t buffer_bytes, jobs_submitted, jobs_completed, jobs_failed, bytes_copied, bytes_filled;
+        uint64_t busy_ns_sdma, busy_ns_compute, context_bytes;
+        const char *policy_rules;
+        bool limits_overridden;
+        const WirePolicyLimit *limits;
+        size_t n_limits;
+} WireSessionInfo;
 
 typedef struct WireReply {
         uint64_t id;
@@ -328,6 +371,11 @@ typedef struct WireReply {
                         const char *message;
                         bool reconnect;
                 } session_ended;
+                struct {
+                        const WireSessionInfo *sessions;
+                        size_t n_sessions; /* <= WIRE_LIST_SESSIONS_MAX */
+                        bool more;
+                } list_sessions;
                 struct {
                         uint64_t handle;
                         const WireKernelInfo *kernels;

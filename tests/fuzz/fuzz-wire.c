@@ -116,6 +116,16 @@ static void check_request(const WireRequest *r) {
                         }
                 }
                 return;
+        case WIRE_REQUEST_TERMINATE_SESSION: {
+                const char *reason = r->terminate_session.reason;
+                size_t len = strnlen(reason, sizeof(r->terminate_session.reason));
+
+                check(r->terminate_session.session_id != 0, "terminate_session.session_id 0");
+                check(len <= WIRE_TERMINATE_REASON_MAX, "terminate_session.reason unterminated");
+                for (size_t i = 0; i < len; i++)
+                        check(reason[i] >= 0x20 && reason[i] < 0x7f, "terminate_session.reason not printable");
+                return;
+        }
         /* Every other type, named one by one and no default: a type added
          * to WireRequestType without a case here fails the build (-Wswitch),
          * instead of the fuzzer reporting every valid request of it as a
@@ -135,6 +145,7 @@ static void check_request(const WireRequest *r) {
         case WIRE_REQUEST_OPEN_SUBMIT_RING:
         case WIRE_REQUEST_OPEN_FENCE_PAGE:
         case WIRE_REQUEST_OPEN_KFD:
+        case WIRE_REQUEST_LIST_SESSIONS:
                 check(strcmp(wire_request_type_name(r->type), "Unknown") != 0, "request type without a name");
                 return;
         }

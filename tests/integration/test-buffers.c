@@ -288,7 +288,9 @@ static TestDaemon lim;
 static void setup_limited(void) {
         /* 256 fds: the default budget gives one user a bit under half of
          * what is left after the device context's own and the reserve. */
-        test_daemon_start_limited(&lim, NULL, 256);
+        static const char *const args[] = { "--max-connections-per-user=0", NULL }; /* the fd budget decides */
+
+        test_daemon_start_limited(&lim, args, 256);
 }
 
 static void teardown_limited(void) {

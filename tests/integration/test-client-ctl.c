@@ -336,13 +336,13 @@ Test(ctl_bus, accounting_and_metrics_after_a_demo) {
         cr_assert(strncmp(out, "{\"sessions\":[],\"identities\":[{", strlen("{\"sessions\":[],\"identities\":[{")) == 0,
                   "%s", out);
 #ifdef COMPUTE_KERNEL_DIR
-        cr_assert(strstr(out, "\"JobsCompleted\":18,"), "%s", out);
-        cr_assert(strstr(out, "\"JobsCompute\":1,"), "%s", out);
+        cr_assert(strstr(out, "\"jobs_completed\":18,"), "%s", out);
+        cr_assert(strstr(out, "\"jobs_compute\":1,"), "%s", out);
 #else
-        cr_assert(strstr(out, "\"JobsCompleted\":17,"), "%s", out);
+        cr_assert(strstr(out, "\"jobs_completed\":17,"), "%s", out);
 #endif
-        cr_assert(strstr(out, "\"BytesCopied\":1048576,"), "%s", out);
-        cr_assert(strstr(out, "\"BytesFilled\":1048576,"), "%s", out);
+        cr_assert(strstr(out, "\"bytes_copied\":1048576,"), "%s", out);
+        cr_assert(strstr(out, "\"bytes_filled\":1048576,"), "%s", out);
         free(out);
         free(err);
 
@@ -369,15 +369,17 @@ Test(ctl_bus_missing, no_bus_and_no_daemon_on_the_bus) {
 
         cr_assert_eq(setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/bus", 1), 0);
         cr_assert_eq(run_ctl(list, &out, &err), 1);
-        cr_assert_str_eq(err, "kfdbrokerctl: cannot connect to the system bus: No such file or directory\n");
+        cr_assert_str_eq(err, "kfdbrokerctl: cannot connect to the system bus: No such file or directory\n"
+                              "kfdbrokerctl: this command uses kfdbrokerd's D-Bus API on the system bus (kfdbrokerd "
+                              "--bus=system, as the shipped service runs it); a daemon without it serves only the "
+                              "socket: 'status' (your sessions' GPU contexts) and 'terminate ID' work there\n");
         free(out);
         free(err);
 
         start_private_bus();
         cr_assert_eq(run_ctl(list, &out, &err), 1);
         stop_private_bus();
-        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is "
-                              "kfdbrokerd running?)\n");
+        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running, with --bus=system? Without it, only the socket's commands work: status, device, demo, selftest, terminate)\n");
         free(out);
         free(err);
 }

@@ -219,8 +219,6 @@ Test(ctl_manage, top_bad_usage_and_no_daemon) {
                 { { "top", "-n", "0", NULL }, "kfdbrokerctl top: --iterations must be a positive number, got '0'\n" },
                 { { "top", "-n", "-3", NULL }, "kfdbrokerctl top: --iterations must be a positive number, got '-3'\n" },
                 { { "top", "extra", NULL }, "kfdbrokerctl top: unexpected argument 'extra'\n" },
-                { { "--json", "top", NULL },
-                  "kfdbrokerctl top: --json is not supported; for scripts use 'kfdbrokerctl --json accounting'\n" },
         };
         const char *args[] = { "top", "-b", "-n", "1", NULL };
         char *out, *err;
@@ -240,7 +238,7 @@ Test(ctl_manage, top_bad_usage_and_no_daemon) {
         /* The daemon gone from the bus. */
         cr_assert_eq(test_daemon_stop(&d), 0);
         cr_assert_eq(test_run_ctl(args, false, &out, &err), 1);
-        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running?)\n");
+        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running, with --bus=system? Without it, only the socket's commands work: status, device, demo, selftest, terminate)\n");
         free_outputs(out, err);
         test_daemon_start(&d, (const char *const[]) { "--bus=system", NULL });
         sd_bus_unref(wait_for_name());
@@ -382,16 +380,16 @@ Test(ctl_manage, accounting_shows_each_sessions_usage_and_limits) {
         cr_assert_eq(kfdb_fence_wait(s, fence, 10000), 0);
 
         cr_assert_eq(test_run_ctl(json, false, &out, &err), 0, "%s", err);
-        cr_assert(strstr(out, "\"ClientName\":\"acct\","), "%s", out);
-        cr_assert(strstr(out, ",\"Limits\":{\"BufferMemory\":4294967296,"), "%s", out);
-        cr_assert(strstr(out, ",\"Usage\":{\"JobsSubmitted\":1,\"JobsCompleted\":1,\"JobsFailed\":0,"
-                              "\"BusyNSecSDMA\":"), "%s", out);
-        cr_assert(strstr(out, ",\"BytesFilled\":65536,\"BufferBytes\":1048576,"), "%s", out);
-        cr_assert(strstr(out, "\"DrmUsage\":\"drm-driver:\\tkfdbroker\\n"), "%s", out);
+        cr_assert(strstr(out, "\"client_name\":\"acct\","), "%s", out);
+        cr_assert(strstr(out, ",\"limits\":{\"buffer_memory\":1073741824,"), "%s", out);
+        cr_assert(strstr(out, ",\"usage\":{\"jobs_submitted\":1,\"jobs_completed\":1,\"jobs_failed\":0,"
+                              "\"busy_nsec_sdma\":"), "%s", out);
+        cr_assert(strstr(out, ",\"bytes_filled\":65536,\"buffer_bytes\":1048576,"), "%s", out);
+        cr_assert(strstr(out, "\"drm_usage\":\"drm-driver:\\tkfdbroker\\n"), "%s", out);
         free_outputs(out, err);
 
         cr_assert_eq(test_run_ctl(text, false, &out, &err), 0, "%s", err);
-        cr_assert(strstr(out, "\n  Limits:\n    BufferMemory         4294967296\n"), "%s", out);
+        cr_assert(strstr(out, "\n  Limits:\n    BufferMemory         1073741824\n"), "%s", out);
         cr_assert(strstr(out, "\n  Usage:\n    JobsSubmitted        1\n    JobsCompleted        1\n"), "%s", out);
         cr_assert(strstr(out, "\n    BytesFilled          65536\n"), "%s", out);
         cr_assert(strstr(out, "\n  DrmUsage             drm-driver: kfdbroker\n"
@@ -460,11 +458,11 @@ Test(ctl_manage, json_doubles_exact_and_no_limit_as_infinity) {
 
         cr_assert_eq(test_run_ctl(json, false, &out, &err), 0, "%s", err);
         after = byte_seconds(bus, kfdb_session_get_id(s));
-        p = strstr(out, "\"ClientName\":\"json-exact\",");
+        p = strstr(out, "\"client_name\":\"json-exact\",");
         cr_assert_not_null(p, "%s", out);
-        p = strstr(p, "\"BufferByteSeconds\":");
+        p = strstr(p, "\"buffer_byte_seconds\":");
         cr_assert_not_null(p, "%s", out);
-        p += strlen("\"BufferByteSeconds\":");
+        p += strlen("\"buffer_byte_seconds\":");
         printed = strtod(p, &end);
         cr_assert(end > p && (*end == '}' || *end == ','), "not a JSON number: %.40s", p);
         for (const char *c = p; c < end && *c != 'e'; c++)
@@ -473,7 +471,7 @@ Test(ctl_manage, json_doubles_exact_and_no_limit_as_infinity) {
                   (int) (end - p), p, before, after);
         cr_assert_geq(digits, 10, "BufferByteSeconds printed as %.*s: its digits were cut", (int) (end - p), p);
         /* The harness's policy says JobTimeout=infinity. */
-        cr_assert(strstr(out, "\"JobTimeoutUSec\":\"infinity\","), "%s", out);
+        cr_assert(strstr(out, "\"job_timeout_usec\":\"infinity\","), "%s", out);
         cr_assert_null(strstr(out, "18446744073709551615"), "%s", out);
         free_outputs(out, err);
 
@@ -518,7 +516,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         /* The harness's rule granting compute dispatch (harness.c) is the one that matched. */
         snprintf(want, sizeof(want),
                  "\nLimits from the policy rules %s/00-tests-may-dispatch.conf:2\n"
-                 "  BufferMemory=4G\n  MaxBufferSize=1G\n  Buffers=4096\n  Events=1024\n"
+                 "  BufferMemory=1G\n  MaxBufferSize=1G\n  Buffers=4096\n  Events=1024\n"
                  "  JobsInFlight=4096\n  Weight=1\n  Priority=normal\n  ComputeDispatch=yes\n"
                  "  Isolation=session\n  JobTimeout=infinity\n  DispatchTimeout=1min\n",
                  d.grant_dir);
@@ -551,13 +549,13 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
                  "\"limits_overridden\":true,\"limits\":{",
                  (unsigned long long) id, (unsigned) getuid(), d.grant_dir);
         cr_assert(strncmp(out, want, strlen(want)) == 0, "%s", out);
-        cr_assert(strstr(out, "\"BufferMemory\":536870912,\"MaxBufferSize\":1073741824,\"Buffers\":1,"
-                              "\"Events\":1024,\"JobsInFlight\":4096,\"Weight\":3,\"Priority\":\"high\","
-                              "\"ComputeDispatch\":\"no\",\"Isolation\":\"session\",\"JobTimeoutUSec\":90000000,"
-                              "\"DispatchTimeoutUSec\":60000000,\"UserBufferMemory\":\"infinity\",\"UserBuffers\":"),
+        cr_assert(strstr(out, "\"buffer_memory\":536870912,\"max_buffer_size\":1073741824,\"buffers\":1,"
+                              "\"events\":1024,\"jobs_in_flight\":4096,\"weight\":3,\"priority\":\"high\","
+                              "\"compute_dispatch\":\"no\",\"isolation\":\"session\",\"job_timeout_usec\":90000000,"
+                              "\"dispatch_timeout_usec\":60000000,\"user_buffer_memory\":1073741824,\"user_buffers\":"),
                   "%s", out);
         /* UserBuffers= comes from the daemon's fd limit. */
-        cr_assert(strstr(out, ",\"UnitBufferMemory\":\"infinity\",\"UserJobsInFlight\":65536}}\n"), "%s", out);
+        cr_assert(strstr(out, ",\"unit_buffer_memory\":\"infinity\",\"user_jobs_in_flight\":65536}}\n"), "%s", out);
         free(out);
 
         /* The D-Bus key name works too (with a unit), and "infinity". */
@@ -741,6 +739,35 @@ Test(ctl_manage, reload_without_the_daemon_says_so) {
 
         cr_assert_eq(test_daemon_stop(&d), 0);
         cr_assert_eq(test_run_ctl(reload, false, &out, &err), 1);
-        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running?)\n");
+        cr_assert_str_eq(err, "kfdbrokerctl: org.kfdbroker.Broker1 is not on the system bus (is kfdbrokerd running, with --bus=system? Without it, only the socket's commands work: status, device, demo, selftest, terminate)\n");
         free_outputs(out, err);
+}
+
+/* `terminate --bus` ends a session over D-Bus; the client is told why, and the
+ * log names the caller by uid, unit and pid (not only a bus name), as it does
+ * for SetLimits. */
+Test(ctl_manage, terminate_over_the_bus_names_the_caller) {
+        kfdb_session *s = connect_session("to-end");
+        char ids[32], want[128], *out, *err, *log;
+        const char *set[] = { "limits", ids, "Weight=2", NULL };
+        const char *term[] = { "terminate", "--bus", ids, "bye", NULL };
+        kfdb_usage u;
+
+        snprintf(ids, sizeof(ids), "%llu", (unsigned long long) kfdb_session_get_id(s));
+        cr_assert_eq(test_run_ctl(set, false, &out, &err), 0, "stderr: %s", err);
+        free_outputs(out, err);
+        cr_assert_eq(test_run_ctl(term, false, &out, &err), 0, "stderr: %s", err);
+        free_outputs(out, err);
+        cr_assert_eq(kfdb_query(s, &u), -ECONNRESET);
+        cr_assert(strstr(kfdb_session_last_error(s), "kfdbrokerd ended the session: terminated over D-Bus by uid 0 (unit "),
+                  "%s", kfdb_session_last_error(s));
+        cr_assert(strstr(kfdb_session_last_error(s), "): bye"), "%s", kfdb_session_last_error(s));
+
+        log = test_daemon_read_log(&d);
+        snprintf(want, sizeof(want), "Session %s: limits set over D-Bus by uid 0 (unit ", ids);
+        cr_assert(strstr(log, want), "no '%s' in:\n%s", want, log);
+        snprintf(want, sizeof(want), "Session %s: terminated over D-Bus by uid 0 (unit ", ids);
+        cr_assert(strstr(log, want) && strstr(strstr(log, want), ", pid "), "no '%s' in:\n%s", want, log);
+        free(log);
+        kfdb_session_free(s);
 }

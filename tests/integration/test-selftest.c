@@ -192,9 +192,11 @@ Test(selftest, a_failing_check_exits_1) {
         start("BufferMemory=1M", NULL);
         r = run_selftest(NULL, NULL, &out, &err);
         cr_assert_eq(r, 1, "exit %d\nstdout:\n%s\nstderr:\n%s", r, out, err);
-        cr_assert(strstr(check_line(out, "fail", "copy"), "cannot allocate a buffer: Disk quota exceeded ("), "%s",
+        /* The daemon's words name the limit and its key; strerror(EDQUOT) is not shown. */
+        cr_assert(strstr(check_line(out, "fail", "copy"), "cannot allocate a buffer: buffer memory limit ("), "%s",
                   out);
-        cr_assert(strstr(out, "BufferMemory="), "%s", out);
+        cr_assert(strstr(out, "policy BufferMemory=) reached"), "%s", out);
+        cr_assert(!strstr(out, "Disk quota"), "%s", out);
         check_line(out, "fail", "fill");
         /* The checks after it still ran. */
         check_line(out, "pass", "timeout");
@@ -217,6 +219,24 @@ Test(selftest, a_failing_check_exits_1) {
 }
 
 /* ComputeDispatch=no: the compute checks are skipped with the daemon's reason; that passes, but not --strict. */
+/* A user allowed 24 MiB over all sessions: the demo's first 64 MiB buffer does not fit, and kfdbrokerctl says which limit refused it, by its policy key, not "Disk quota
+ * exceeded" (strerror of EDQUOT, the errno that carries every limit). */
+Test(selftest, a_limit_is_named_by_its_key) {
+        char *out, *err;
+        int r;
+
+        start("UserBufferMemory=24M", NULL);
+        {
+                const char *args[] = { "--socket", d.sock, "demo", NULL };
+                r = test_run_ctl(args, false, &out, &err);
+        }
+        cr_assert_eq(r, 1, "exit %d\nstdout:\n%s\nstderr:\n%s", r, out, err);
+        cr_assert(strstr(err, "per-user buffer memory limit (policy UserBufferMemory=24M) reached: "), "%s", err);
+        cr_assert(!strstr(err, "Disk quota"), "%s", err);
+        free(out);
+        free(err);
+}
+
 Test(selftest, skipped_checks_fail_only_with_strict) {
         char *out, *err;
         int r;

@@ -28,7 +28,9 @@ static void setup(void) {
         snprintf(path, sizeof(path), "%s/50-timeout.conf", policydir);
         f = fopen(path, "we");
         cr_assert(f);
-        fprintf(f, "[Match]\nUser=%u\n\n[Limits]\nJobTimeout=20ms\n", (unsigned) getuid());
+        /* Two 1 GiB buffers: more than the memory defaults fitted to the simulated GPU's 1 GiB. */
+        fprintf(f, "[Match]\nUser=%u\n\n[Limits]\nJobTimeout=20ms\nBufferMemory=4G\nUserBufferMemory=infinity\n",
+                (unsigned) getuid());
         fclose(f);
         snprintf(arg, sizeof(arg), "--policy-dir=%s", policydir);
         test_daemon_start(&d, args);

@@ -603,3 +603,50 @@ Test(identity, unprivileged_reader_of_other_user) {
         cr_assert_gt(n, 0);
         cr_expect_str_eq(buf, "uid 0 pidns 0 mntns 0 container 0 cgroup yes");
 }
+
+/* Recorded /proc/PID/cgroup contents of containers (docker, rootless podman,
+ * containerd and CRI-O under Kubernetes with the systemd and the cgroupfs
+ * cgroup drivers): the container's full id and a pod's UID are found, so that
+ * Container= can match them (policy.c) and `kfdbrokerctl sessions` show them. */
+#define POD_UID "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+#define POD_UID_UNDERSCORED "0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0"
+
+Test(identity, container_ids_and_kubernetes_pods, .init = make_tree, .fini = remove_tree) {
+        static const struct {
+                const char *cgroup_file;
+                const char *container, *container_id, *pod_uid;
+                IdentityContainerSource source;
+        } cases[] = {
+                { "0::/system.slice/docker-" HEX64 ".scope\n", "0123456789ab", HEX64, NULL,
+                  IDENTITY_CONTAINER_DOCKER },
+                { "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" HEX64 ".scope/container\n",
+                  "0123456789ab", HEX64, NULL, IDENTITY_CONTAINER_PODMAN },
+                /* kubelet with the systemd driver, containerd */
+                { "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" POD_UID_UNDERSCORED
+                  ".slice/cri-containerd-" HEX64 ".scope\n",
+                  "0123456789ab", HEX64, POD_UID, IDENTITY_CONTAINER_CRI },
+                /* a guaranteed pod (no QoS slice), CRI-O */
+                { "0::/kubepods.slice/kubepods-pod" POD_UID_UNDERSCORED ".slice/crio-" HEX64 ".scope\n",
+                  "0123456789ab", HEX64, POD_UID, IDENTITY_CONTAINER_CRI },
+                /* kubelet with the cgroupfs driver on a v1 host: the container is its bare id */
+                { "12:pids:/kubepods/besteffort/pod" POD_UID "/" HEX64 "\n"
+                  "1:name=systemd:/kubepods/besteffort/pod" POD_UID "/" HEX64 "\n0::/\n",
+                  "0123456789ab", HEX64, POD_UID, IDENTITY_CONTAINER_CRI },
+                /* Not a pod UID: no pod, and a bare id outside a pod is no container. */
+                { "0::/kubepods.slice/kubepods-podnot_a_uid.slice/x.scope\n", NULL, NULL, NULL, 0 },
+                { "0::/system.slice/" HEX64 "\n", NULL, NULL, NULL, 0 },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                Identity id;
+
+                put("4242/cgroup", cases[i].cgroup_file);
+                cr_assert_eq(identity_read(root, 4242, -1, NULL, NULL, &id), 0, "%s", cases[i].cgroup_file);
+                check_str("container", cases[i].cgroup_file, id.container, cases[i].container);
+                check_str("container_id", cases[i].cgroup_file, id.container_id, cases[i].container_id);
+                check_str("pod_uid", cases[i].cgroup_file, id.pod_uid, cases[i].pod_uid);
+                cr_expect_eq(id.container_source, cases[i].source, "%s: %s", cases[i].cgroup_file,
+                             identity_container_source_to_string(id.container_source));
+                identity_done(&id);
+        }
+}

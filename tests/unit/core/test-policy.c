@@ -601,8 +601,10 @@ Test(policy, shipped_defaults_equal_builtin) {
         poisoned = (PolicyLimits) { 1, 1, 1, 1, 1, 2, POLICY_PRIORITY_IDLE, POLICY_COMPUTE_NO, POLICY_ISOLATION_SHARED,
                                     1, 1, 1, 1, 1 };
         policy_resolve(p, &id, &poisoned, &l, NULL, 0);
-        cr_expect_eq(l.buffer_memory, def.buffer_memory);
-        cr_expect_eq(l.max_buffer_size, def.max_buffer_size);
+        /* BufferMemory=, MaxBufferSize= and UserBufferMemory= are the daemon's
+         * to fit to the GPU (policy_limits_fit_device()): the file leaves them. */
+        cr_expect_eq(l.buffer_memory, 1);
+        cr_expect_eq(l.max_buffer_size, 1);
         cr_expect_eq(l.buffers, def.buffers);
         cr_expect_eq(l.events, def.events);
         cr_expect_eq(l.jobs_in_flight, def.jobs_in_flight);
@@ -612,7 +614,7 @@ Test(policy, shipped_defaults_equal_builtin) {
         cr_expect_eq(l.isolation, def.isolation);
         cr_expect_eq(l.job_timeout_ns, def.job_timeout_ns);
         cr_expect_eq(l.dispatch_timeout_ns, def.dispatch_timeout_ns);
-        cr_expect_eq(l.user_buffer_memory, def.user_buffer_memory);
+        cr_expect_eq(l.user_buffer_memory, 1);
         cr_expect_eq(l.unit_buffer_memory, def.unit_buffer_memory);
         /* UserBuffers= is the daemon's to choose from its fd limit. */
         cr_expect_eq(l.user_buffers, 1);
@@ -721,4 +723,78 @@ Test(policy, user_and_unit_caps) {
         cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_USER_JOBS_IN_FLIGHT, &l, buf, sizeof(buf)), "10000");
         cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_JOBS_IN_FLIGHT, "0", &l, err, sizeof(err)), -EINVAL);
         cr_expect_str_eq(err, "invalid UserJobsInFlight= value \"0\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)");
+}
+
+/* The memory defaults fitted to the GPU (docs/policy.md "Defaults on a shared
+ * GPU"): half its VRAM per user, at least 1G; a session at most that and 4G;
+ * one buffer at most 1G and the session's. */
+Test(policy, defaults_fit_the_gpu) {
+        static const struct {
+                uint64_t vram, user, session, buffer;
+        } cases[] = {
+                { 16 * GiB, 8 * GiB, 4 * GiB, 1 * GiB },
+                { 8 * GiB, 4 * GiB, 4 * GiB, 1 * GiB },
+                { 6 * GiB, 3 * GiB, 3 * GiB, 1 * GiB },
+                { 1 * GiB, 1 * GiB, 1 * GiB, 1 * GiB },   /* 1 GiB of VRAM */
+                { 512ull << 20, 1 * GiB, 1 * GiB, 1 * GiB }, /* an APU's carve-out: the floor */
+        };
+        PolicyLimits l;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                policy_limits_default(&l);
+                policy_limits_fit_device(&l, cases[i].vram, true);
+                cr_expect_eq(l.user_buffer_memory, cases[i].user, "VRAM %llu", (unsigned long long) cases[i].vram);
+                cr_expect_eq(l.buffer_memory, cases[i].session, "VRAM %llu", (unsigned long long) cases[i].vram);
+                cr_expect_eq(l.max_buffer_size, cases[i].buffer, "VRAM %llu", (unsigned long long) cases[i].vram);
+        }
+        /* VRAM not known: the defaults without a device. */
+        policy_limits_default(&l);
+        policy_limits_fit_device(&l, 0, true);
+        cr_expect_eq(l.user_buffer_memory, POLICY_INFINITY);
+        cr_expect_eq(l.buffer_memory, 4 * GiB);
+        /* It lowers, never raises: a smaller value stays. */
+        l.user_buffer_memory = 64ull << 20;
+        l.buffer_memory = 32ull << 20;
+        policy_limits_fit_device(&l, 16 * GiB, true);
+        cr_expect_eq(l.user_buffer_memory, 64ull << 20);
+        cr_expect_eq(l.buffer_memory, 32ull << 20);
+        /* A device that cannot tell when a buffer's last copy goes (the
+         * simulated GPU) keeps freed exported buffers charged until the
+         * daemon restarts: no finite cap by default there. */
+        policy_limits_default(&l);
+        policy_limits_fit_device(&l, 1 * GiB, false);
+        cr_expect_eq(l.user_buffer_memory, POLICY_INFINITY);
+        cr_expect_eq(l.buffer_memory, 4 * GiB);
+        cr_expect_eq(l.max_buffer_size, 1 * GiB);
+}
+
+/* Container= matches a container's short id, its full 64-hex id and its
+ * Kubernetes pod's UID (docs/policy.md "Match keys"). */
+Test(policy, container_matches_ids_and_pod_uids) {
+        static const char hex64[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        char cg[512], rules[512];
+        Identity pod, other;
+        PolicyLimits l;
+        Policy *p;
+
+        snprintf(cg, sizeof(cg),
+                 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0"
+                 ".slice/cri-containerd-%s.scope", hex64);
+        pod = ident(1000, 1000, cg);
+        snprintf(cg, sizeof(cg), "/system.slice/docker-%s.scope", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
+        other = ident(1000, 1000, cg);
+        snprintf(rules, sizeof(rules),
+                 "[Match]\nContainer=%s\n[Limits]\nEvents=11\n"
+                 "[Match]\nContainer=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n[Limits]\nWeight=7\n"
+                 "[Match]\nContainer=0123456789ab\n[Limits]\nBuffers=5\n",
+                 hex64);
+        p = load(rules);
+        cr_expect_eq(policy_resolve(p, &pod, NULL, &l, NULL, 0), 3, "the full id, the pod's UID and the short id");
+        cr_expect_eq(l.events, 11);
+        cr_expect_eq(l.weight, 7);
+        cr_expect_eq(l.buffers, 5);
+        cr_expect_eq(policy_resolve(p, &other, NULL, &l, NULL, 0), 0, "another container matches none");
+        policy_free(p);
+        identity_done(&pod);
+        identity_done(&other);
 }
