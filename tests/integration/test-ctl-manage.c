@@ -381,7 +381,7 @@ Test(ctl_manage, accounting_shows_each_sessions_usage_and_limits) {
 
         cr_assert_eq(test_run_ctl(json, false, &out, &err), 0, "%s", err);
         cr_assert(strstr(out, "\"client_name\":\"acct\","), "%s", out);
-        cr_assert(strstr(out, ",\"limits\":{\"buffer_memory\":1073741824,"), "%s", out);
+        cr_assert(strstr(out, ",\"limits\":{\"buffer_memory\":4294967296,"), "%s", out);
         cr_assert(strstr(out, ",\"usage\":{\"jobs_submitted\":1,\"jobs_completed\":1,\"jobs_failed\":0,"
                               "\"busy_nsec_sdma\":"), "%s", out);
         cr_assert(strstr(out, ",\"bytes_filled\":65536,\"buffer_bytes\":1048576,"), "%s", out);
@@ -389,7 +389,7 @@ Test(ctl_manage, accounting_shows_each_sessions_usage_and_limits) {
         free_outputs(out, err);
 
         cr_assert_eq(test_run_ctl(text, false, &out, &err), 0, "%s", err);
-        cr_assert(strstr(out, "\n  Limits:\n    BufferMemory         1073741824\n"), "%s", out);
+        cr_assert(strstr(out, "\n  Limits:\n    BufferMemory         4294967296\n"), "%s", out);
         cr_assert(strstr(out, "\n  Usage:\n    JobsSubmitted        1\n    JobsCompleted        1\n"), "%s", out);
         cr_assert(strstr(out, "\n    BytesFilled          65536\n"), "%s", out);
         cr_assert(strstr(out, "\n  DrmUsage             drm-driver: kfdbroker\n"
@@ -516,7 +516,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         /* The harness's rule granting compute dispatch (harness.c) is the one that matched. */
         snprintf(want, sizeof(want),
                  "\nLimits from the policy rules %s/00-tests-may-dispatch.conf:2\n"
-                 "  BufferMemory=1G\n  MaxBufferSize=1G\n  Buffers=4096\n  Events=1024\n"
+                 "  BufferMemory=4G\n  MaxBufferSize=1G\n  Buffers=4096\n  Events=1024\n"
                  "  JobsInFlight=4096\n  Weight=1\n  Priority=normal\n  ComputeDispatch=yes\n"
                  "  Isolation=session\n  JobTimeout=infinity\n  DispatchTimeout=1min\n",
                  d.grant_dir);
@@ -552,7 +552,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
         cr_assert(strstr(out, "\"buffer_memory\":536870912,\"max_buffer_size\":1073741824,\"buffers\":1,"
                               "\"events\":1024,\"jobs_in_flight\":4096,\"weight\":3,\"priority\":\"high\","
                               "\"compute_dispatch\":\"no\",\"isolation\":\"session\",\"job_timeout_usec\":90000000,"
-                              "\"dispatch_timeout_usec\":60000000,\"user_buffer_memory\":1073741824,\"user_buffers\":"),
+                              "\"dispatch_timeout_usec\":60000000,\"user_buffer_memory\":\"infinity\",\"user_buffers\":"),
                   "%s", out);
         /* UserBuffers= comes from the daemon's fd limit. */
         cr_assert(strstr(out, ",\"unit_buffer_memory\":\"infinity\",\"user_jobs_in_flight\":65536}}\n"), "%s", out);

@@ -228,10 +228,10 @@ Test(ctl_socket, read_only_verbs_show_the_callers_own_sessions) {
         free(out);
         free(err);
 
-        /* accounting: use and limits, snake_case, the simulated GPU's fitted defaults. */
+        /* accounting: use and limits, snake_case, the simulated GPU's defaults (not fitted to it). */
         cr_assert_eq(test_run_ctl(accounting, true, &out, &err), 0, "stderr: %s", err);
         cr_expect(strstr(out, "\"client_name\":\"nobody-client\""), "%s", out);
-        cr_expect(strstr(out, "\"limits\":{\"buffer_memory\":1073741824,\"max_buffer_size\":1073741824,"), "%s", out);
+        cr_expect(strstr(out, "\"limits\":{\"buffer_memory\":4294967296,\"max_buffer_size\":1073741824,"), "%s", out);
         cr_expect(strstr(out, "\"priority\":\"normal\""), "%s", out);
         cr_expect(strstr(out, "\"usage\":{\"jobs_submitted\":0,"), "%s", out);
         cr_expect_null(strstr(out, "root-client"), "%s", out);
@@ -242,7 +242,7 @@ Test(ctl_socket, read_only_verbs_show_the_callers_own_sessions) {
         cr_assert_eq(test_run_ctl(limits_own, true, &out, &err), 0, "stderr: %s", err);
         snprintf(want, sizeof(want), "Session %s: uid 65534, client \"nobody-client\"\n", mine);
         cr_expect(strncmp(out, want, strlen(want)) == 0, "%s", out);
-        cr_expect(strstr(out, "\n  BufferMemory=1G\n  MaxBufferSize=1G\n") && strstr(out, "\n  UserBufferMemory=1G\n"),
+        cr_expect(strstr(out, "\n  BufferMemory=4G\n  MaxBufferSize=1G\n") && strstr(out, "\n  UserBufferMemory=infinity\n"),
                   "%s", out);
         free(out);
         free(err);

@@ -854,8 +854,9 @@ Test(dbus, set_limits_refuses_values_out_of_range) {
                 sd_bus_error_free(&e);
         }
         cr_assert_eq(session_number(bus, id, "Weight"), 1, "nothing of a refused call is applied");
-        /* The default fitted to the simulated GPU's 1 GiB (docs/policy.md "Defaults on a shared GPU"). */
-        cr_assert_eq(session_number(bus, id, "BufferMemory"), (int64_t) (1ull << 30));
+        /* Not fitted to the simulated GPU's 1 GiB: it cannot see a buffer's
+         * last copy go (docs/policy.md "Defaults on a shared GPU"). */
+        cr_assert_eq(session_number(bus, id, "BufferMemory"), (int64_t) (4ull << 30));
         kfdb_session_free(s);
         sd_bus_unref(bus);
 }
