@@ -41,8 +41,14 @@
 
 /* ---- the layers below, wired together ---- */
 
-static void on_bus_shutdown(void *userdata) {
-        manager_begin_shutdown(userdata);
+/* The bus cannot be served (the name was refused): a start-up failure, so
+ * the daemon exits with one and Restart=on-failure applies. */
+static void on_bus_shutdown(void *userdata, int error) {
+        Manager *m = userdata;
+
+        if (m->exit_error == 0)
+                m->exit_error = error < 0 ? error : -EIO;
+        manager_begin_shutdown(m);
 }
 
 static void flush_sessions(Manager *m);
@@ -594,7 +600,7 @@ int manager_run(Manager *m) {
                 return r; /* said when it happened */
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
-        return 0;
+        return m->exit_error; /* said when it happened */
 }
 
 Manager *manager_free(Manager *m) {

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kfdbrokerd as the installed service starts it: the D-Bus name on a bus
+ * whose policy was read before the daemon's user existed (the daemon asks the
+ * bus to re-read it), a start-up failure that exits 1 (a name the bus
+ * refuses for good), a machine without an AMD GPU (--device=kfd stays up,
+ * says why in STATUS= and answers every client with ENODEV), and
+ * --device=auto falling back to the simulated GPU only with a warning that
+ * `kfdbrokerctl status` repeats.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ __attribute__((cleanup(freep)))
+
+#define BUS_NAME "org.kfdbroker.Broker1"
+#define NO_GPU_MESSAGE "no AMD GPU: /dev/kfd missing — see kfdbrokerd(8) to run the simulated GPU"
+
+static char dir[64];
+static pid_t bus_pid;
+
+static void setup(void) {
+        strcpy(dir, "/tmp/kfdbroker-service-test.XXXXXX");
+        cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+        char cmd[128];
+
+        if (bus_pid > 0)
+                kill(bus_pid, SIGTERM);
+        bus_pid = 0;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        (void) !system(cmd);
+        test_fini_end();
+}
+
+TestSuite(service, .init = setup, .fini = teardown, .timeout = 120);
+
+static __attribute__((unused)) void set_path(struct sockaddr_un *sa, const char *path) {
+        cr_assert_lt(strlen(path), sizeof(sa->sun_path), "socket path too long: %s", path);
+        memcpy(sa->sun_path, path, strlen(path) + 1);
+}
+
+/* Forks $KFDBROKERD with argv[1..], stderr to log; setup_child runs before exec. */
+static pid_t spawn(const char **argv, const char *log, void (*setup_child)(void)) {
+        pid_t pid;
+
+        argv[0] = getenv("KFDBROKERD");
+        cr_assert_not_null(argv[0], "KFDBROKERD is not set (run through meson test)");
+        pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                if (lf >= 0)
+                        dup2(lf, STDERR_FILENO);
+                if (setup_child)
+                        setup_child();
+                execv(argv[0], (char **) argv);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* Exit status of pid within timeout_ms, or -1 (then it is killed). */
+static int wait_exit(pid_t pid, int timeout_ms) {
+        int status;
+
+        for (int i = 0; i < timeout_ms / 10; i++) {
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                usleep(10000);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -1;
+}
+
+static char *slurp(const char *path) {
+        TestDaemon d = {};
+
+        snprintf(d.log, sizeof(d.log), "%s", path);
+        return test_daemon_read_log(&d);
+}
+
+/* ---- The D-Bus name ---- */
+
+/*
+ * A private system-like bus (the stock default policy) that lets root own
+ * the name only through DIR/late.conf, included if it exists: dbus-daemon
+ * watches the directories of <includedir>, not a single <include>d file, so
+ * a late.conf written after the bus started is what a rule naming a user made
+ * after the bus read its policy is: not in force until the bus re-reads its
+ * configuration (dbus-daemon(1), "SIGHUP ... ReloadConfig").
+ */
+static void start_bus(void) {
+        char conf[128], cmd[256], addr[256];
+        FILE *f;
+
+        snprintf(conf, sizeof(conf), "%s/system.conf", dir);
+        f = fopen(conf, "we");
+        cr_assert(f);
+        fprintf(f,
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+                " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                "<busconfig>\n"
+                "  <type>system</type>\n"
+                "  <listen>unix:path=%s/system_bus_socket</listen>\n"
+                "  <auth>EXTERNAL</auth>\n"
+                "  <policy context=\"default\">\n"
+                "    <allow user=\"*\"/>\n"
+                "    <deny own=\"*\"/>\n"
+                "    <deny send_type=\"method_call\"/>\n"
+                "    <allow send_type=\"signal\"/>\n"
+                "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
+                "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
+                "    <allow receive_type=\"method_call\"/>\n"
+                "    <allow receive_type=\"method_return\"/>\n"
+                "    <allow receive_type=\"error\"/>\n"
+                "    <allow receive_type=\"signal\"/>\n"
+                "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
+                "  </policy>\n"
+                "  <include ignore_missing=\"yes\">%s/late.conf</include>\n"
+                "</busconfig>\n",
+                dir, dir);
+        fclose(f);
+        snprintf(cmd, sizeof(cmd), "dbus-daemon --config-file=%s --fork --print-address=1 --print-pid=1", conf);
+        f = popen(cmd, "re");
+        cr_assert(f, "cannot run dbus-daemon");
+        cr_assert(fgets(addr, sizeof(addr), f), "dbus-daemon printed no address");
+        addr[strcspn(addr, "\n")] = '\0';
+        cr_assert_eq(fscanf(f, "%d", &bus_pid), 1);
+        pclose(f);
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", addr, 1);
+}
+
+static void grant_name_late(void) {
+        char path[128];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/late.conf", dir);
+        f = fopen(path, "we");
+        cr_assert(f);
+        fprintf(f, "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+                   " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                   "<busconfig><policy user=\"root\"><allow own=\"" BUS_NAME "\"/></policy></busconfig>\n");
+        fclose(f);
+}
+
+/* Whether the name has an owner within timeout_ms. */
+static bool name_appears(int timeout_ms) {
+        sd_bus *bus = NULL;
+        bool found = false;
+
+        cr_assert_eq(sd_bus_open_system(&bus), 0);
+        for (int i = 0; i < timeout_ms / 10 && !found; i++) {
+                found = sd_bus_get_name_creds(bus, BUS_NAME, 0, NULL) >= 0;
+                if (!found)
+                        usleep(10000);
+        }
+        sd_bus_flush_close_unref(bus);
+        return found;
+}
+
+/* The policy that grants the name appeared after the bus read its own (a
+ * user made by systemd-sysusers after the policy file was installed): the
+ * daemon's first request is refused, it asks the bus to re-read its
+ * configuration and owns the name. */
+Test(service, name_refused_by_a_stale_bus_policy_is_owned_after_the_bus_rereads_it) {
+        char sock[128], log[128];
+        const char *argv[] = { NULL, "--device=sim", "--bus=system", "--listen", sock, "--log-target=stderr", NULL };
+        _cleanup_free_ char *out = NULL;
+        pid_t pid;
+
+        if (geteuid() != 0)
+                cr_skip_test("the private bus grants the name to root; run as root");
+        snprintf(sock, sizeof(sock), "%s/sock", dir);
+        snprintf(log, sizeof(log), "%s/log", dir);
+        start_bus();
+        grant_name_late();
+        pid = spawn(argv, log, NULL);
+        cr_assert(name_appears(20000), "the daemon never owned %s:\n%s", BUS_NAME, out = slurp(log));
+        out = slurp(log);
+        cr_assert(strstr(out, "The bus refused the name " BUS_NAME " ("), "%s", out);
+        cr_assert(strstr(out, "asking it to re-read its configuration"), "%s", out);
+        cr_assert(strstr(out, "Serving " BUS_NAME " on the bus"), "%s", out);
+        cr_assert(!strstr(out, "Cannot own"), "%s", out);
+        kill(pid, SIGTERM);
+        cr_assert_eq(wait_exit(pid, 30000), 0);
+}
+
+/* A bus that refuses the name for good: the daemon cannot do what it was
+ * started for (the unit's BusName=), says why and exits 1, as kfdbrokerd(8)
+ * says, so that systemd records a failure. */
+Test(service, name_refused_for_good_exits_1) {
+        char sock[128], log[128];
+        const char *argv[] = { NULL, "--device=sim", "--bus=system", "--listen", sock, "--log-target=stderr", NULL };
+        _cleanup_free_ char *out = NULL;
+        int rc;
+
+        snprintf(sock, sizeof(sock), "%s/sock", dir);
+        snprintf(log, sizeof(log), "%s/log", dir);
+        start_bus();
+        rc = wait_exit(spawn(argv, log, NULL), 30000);
+        out = slurp(log);
+        cr_assert_eq(rc, 1, "exit status %d:\n%s", rc, out);
+        cr_assert(strstr(out, "error: Cannot own the D-Bus name " BUS_NAME ": "), "%s", out);
+        cr_assert(strstr(out, "(also after the bus re-read its configuration: does its policy, "
+                              "dbus-1/system.d/" BUS_NAME ".conf, grant it to this user?)\n"),
+                  "%s", out);
+}
