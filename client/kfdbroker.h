@@ -144,6 +144,10 @@ const char *kfdb_default_socket_path(void);
  * kfdb_session_last_error() - the message of the last failed call on @s: the
  * daemon's error_message if the daemon refused it, else the library's own
  * description. Empty string if no call failed yet. Valid until the next call.
+ * With @s NULL: why the calling thread's last kfdb_session_new() or
+ * kfdb_session_new_from_fd() failed once connected (the daemon's reason when
+ * it refused the connection, e.g. "kfdbrokerd refused the connection: no AMD
+ * GPU: ..."), else an empty string; valid until the thread's next one.
  */
 const char *kfdb_session_last_error(const kfdb_session *s);
 

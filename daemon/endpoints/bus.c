@@ -30,6 +30,7 @@
 
 #define BUS_ERROR_POLICY_INVALID "org.kfdbroker.Broker1.Error.PolicyInvalid"
 #define BUS_ERROR_NO_SUCH_SESSION "org.kfdbroker.Broker1.Error.NoSuchSession"
+#define BUS_ERROR_NO_DEVICE "org.kfdbroker.Broker1.Error.NoDevice"
 #define UID_NONE ((uid_t) -1)
 /* How long polkit may take when it can ask the user (AllowUserInteraction). */
 #define POLKIT_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
@@ -691,7 +692,7 @@ static int property_devices(sd_bus *bus, const char *path, const char *interface
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(sssuuuut)");
-        if (r >= 0)
+        if (r >= 0 && i) /* none without a GPU (SessionSet.no_device) */
                 r = sd_bus_message_append(reply, "(sssuuuut)", i->backend, i->gfx_name, i->name,
                                           i->gpu_id, i->vendor_id, i->device_id, i->cu_count,
                                           i->vram_size);
@@ -841,6 +842,17 @@ static int request_name(Bus *b) {
 static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Bus *b = userdata;
 
+        /* Without a GPU every method of the interface but ReloadPolicy (so
+         * that `systemctl reload` works) is answered with the reason; the
+         * properties and introspection still answer. */
+        if (b->set->no_device) {
+                if (sd_bus_message_is_method_call(m, BUS_INTERFACE, NULL) &&
+                    !sd_bus_message_is_method_call(m, BUS_INTERFACE, "ReloadPolicy")) {
+                        int r = sd_bus_reply_method_errorf(m, BUS_ERROR_NO_DEVICE, "%s", b->set->no_device);
+                        return r < 0 ? r : 1;
+                }
+                return 0;
+        }
         context_catch_up(context_pool_device(b->set->contexts));
         return 0;
 }

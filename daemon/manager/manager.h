@@ -77,6 +77,7 @@ struct Manager {
 
         bool shutting_down;
         bool device_lost;
+        char no_device[160];     /* --device=kfd without a GPU: why (SessionSet.no_device) */
         int exit_error;          /* a failure that stopped the daemon after start-up (the bus name) */
         char device_lost_reason[256]; /* what sessions are told at the end */
 };
