@@ -41,7 +41,7 @@ fi
 mkdir "$tmp/units"
 sed -e "s|^ExecStart=[^ ]*|ExecStart=$daemon|" -e "s|^ExecReload=+[^ ]*|ExecReload=+$ctl|" \
         "$units/kfdbrokerd.service" >"$tmp/units/kfdbrokerd.service"
-cp "$units/kfdbrokerd.socket" "$tmp/units/"
+sed -e "s|^ExecStartPost=-+[^ ]*|ExecStartPost=-+$ctl|" "$units/kfdbrokerd.socket" >"$tmp/units/kfdbrokerd.socket"
 out=$(cd "$tmp/units" && systemd-analyze verify --man=no ./kfdbrokerd.service ./kfdbrokerd.socket 2>&1)
 rc=$?
 if [[ $rc == 0 && -z $out ]]; then
