@@ -92,8 +92,9 @@ typedef enum kfdb_placement {
  * not one this library understands), -EPROTONOSUPPORT (the daemon speaks
  * another protocol version), the daemon's refusal of the connection
  * (-EUSERS: this user is at its connection cap, connect rate or fd budget;
- * -EMFILE: the daemon is out of file descriptors), or the common errors
- * above.
+ * -EMFILE: the daemon is out of file descriptors; -ENODEV: the daemon has no
+ * GPU to serve; kfdb_session_last_error(NULL) says why), or the common
+ * errors above.
  *
  * A session made here survives a restart of the daemon: when the connection
  * is lost (the daemon stopped, crashed or was restarted), the next call —
