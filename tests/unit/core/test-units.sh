@@ -57,6 +57,16 @@ else
         not_ok "ExecStart" "$(grep ExecStart "$units/kfdbrokerd.service")"
 fi
 
+# The CDI spec lives as long as the socket listens (docs/containers.md), and
+# is written by the socket unit as root, not by the sandboxed daemon.
+if grep -q "^ExecStartPost=-+/.*/kfdbrokerctl --socket=/run/kfdbroker/kfdbroker.sock cdi --output=/run/cdi/kfdbroker.json$" "$units/kfdbrokerd.socket" &&
+        grep -q "^ExecStopPost=+rm -f /run/cdi/kfdbroker.json$" "$units/kfdbrokerd.socket" &&
+        ! grep -q "cdi" "$units/kfdbrokerd.service"; then
+        ok "kfdbrokerd.socket writes /run/cdi/kfdbroker.json once listening and removes it when stopped"
+else
+        not_ok "the socket unit's CDI spec" "$(grep Exec "$units/kfdbrokerd.socket")"
+fi
+
 # A reload must be able to fail: the synchronous D-Bus call, not a signal.
 if grep -q "^ExecReload=+/.*/kfdbrokerctl --no-ask-password reload$" "$units/kfdbrokerd.service" &&
    ! grep -q "^ExecReload=.*kill" "$units/kfdbrokerd.service"; then
