@@ -552,11 +552,17 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
 
 DEFINE_POINTER_CLEANUP(kfdb_session, kfdb_session_free)
 
+/* Why the calling thread's last kfdb_session_new*() failed, when the daemon
+ * said (kfdb_session_last_error(NULL)). */
+static _Thread_local char new_error[CLIENT_ERROR_MAX];
+
 int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret) {
         _cleanup_(kfdb_session_freep) kfdb_session *s = NULL;
         char name[65];
         int type = 0, k;
         socklen_t sl = sizeof(type);
+
+        new_error[0] = '\0';
 
         if (fd < 0 || !ret)
                 return -EINVAL;
@@ -608,6 +614,8 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
         if (k < 0) {
                 /* The caller keeps fd when we fail. */
                 s->fd = -EBADF;
+                /* The daemon's reason (a refusal: no GPU, a limit) outlives s. */
+                snprintf(new_error, sizeof(new_error), "%s", s->last_error);
                 return k;
         }
         *ret = TAKE_PTR(s);
@@ -639,6 +647,7 @@ int kfdb_session_new(const char *path, const char *client_name, kfdb_session **r
         char *copy;
         int k;
 
+        new_error[0] = '\0';
         if (!ret)
                 return -EINVAL;
         if (!path)
@@ -682,7 +691,7 @@ kfdb_session *kfdb_session_free(kfdb_session *s) {
 /* ---- Accessors and simple calls ---- */
 
 const char *kfdb_session_last_error(const kfdb_session *s) {
-        return s ? s->last_error : "";
+        return s ? s->last_error : new_error;
 }
 
 const char *kfdb_strerror(int error) {

@@ -102,13 +102,51 @@ static void cdi_write_spec(FILE *f, const char *host_socket) {
               f);
 }
 
+/*
+ * Makes @path's directory if it is missing — /etc/cdi and /run/cdi exist only
+ * once something puts a spec there — with mode 0755 whatever the umask, as
+ * runtimes read it as root and tools as anyone. Only the last component: a
+ * path whose parent is missing too is more likely a typo, and is named.
+ */
+static int make_parent_dir(const char *prog, const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return 0; /* the current directory or / */
+        *slash = '\0';
+        if (mkdir(dir, 0755) < 0) {
+                int r = -errno;
+
+                if (r == -EEXIST)
+                        return 0;
+                fprintf(stderr, "%s cdi: cannot write %s: cannot make its directory %s: %s\n", prog, path, dir,
+                        strerror(-r));
+                return r;
+        }
+        if (chmod(dir, 0755) < 0) {
+                int r = -errno;
+
+                fprintf(stderr, "%s cdi: cannot make %s mode 0755: %s\n", prog, dir, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
 /* Writes @text to @path through a temporary file in its directory and a
  * rename, so a runtime reading the CDI directory never sees half a spec. */
 static int write_file_atomic(const char *prog, const char *path, const char *text, size_t len) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
         size_t done = 0;
+        int k;
 
+        k = make_parent_dir(prog, path);
+        if (k < 0)
+                return k;
         if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
                 return -ENOMEM;
         fd = mkostemp(tmp, O_CLOEXEC);

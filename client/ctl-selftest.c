@@ -139,10 +139,10 @@ static void print_json(const Selftest *t, const Check *cs, unsigned passed, unsi
 static void print_header(const Selftest *t) {
         bool named = t->dev.name[0] && strcmp(t->dev.name, t->dev.gfx_name) != 0;
 
-        printf("selftest of kfdbrokerd %s on %s%s%s%s (%s backend, KFD %" PRIu32 ".%" PRIu32 ", %" PRIu32
+        printf("selftest of kfdbrokerd %s on %s%s%s%s (%s%s backend, KFD %" PRIu32 ".%" PRIu32 ", %" PRIu32
                " SDMA and %" PRIu32 " compute queues)\n",
                kfdb_session_get_daemon_version(t->s), t->dev.gfx_name, named ? " \"" : "", named ? t->dev.name : "",
-               named ? "\"" : "", t->dev.backend, t->dev.kfd_major, t->dev.kfd_minor, t->dev.sdma_queues,
+               named ? "\"" : "", strcmp(t->dev.backend, "sim") == 0 ? "simulated GPU, " : "", t->dev.backend, t->dev.kfd_major, t->dev.kfd_minor, t->dev.sdma_queues,
                t->compute_queues);
         printf("GPU contexts: %s: %s\n", t->contexts.mechanism, t->contexts.reason);
 }

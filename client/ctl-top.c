@@ -632,9 +632,9 @@ static void top_read_title(Top *t) {
                 r = sd_bus_message_read(reply, "(sssuuuut)", &backend, &gfx, &name, &gpu_id, &vendor,
                                         &device, &cus, &vram);
         if (r > 0)
-                snprintf(t->title, sizeof(t->title), "kfdbrokerd %s on %s (%s)",
+                snprintf(t->title, sizeof(t->title), "kfdbrokerd %s on %s (%s%s)",
                          ctl_sanitize(version, b[0], sizeof(b[0])), ctl_sanitize(gfx, b[1], sizeof(b[1])),
-                         ctl_sanitize(backend, b[2], sizeof(b[2])));
+                         strcmp(backend, "sim") == 0 ? "simulated GPU, " : "", ctl_sanitize(backend, b[2], sizeof(b[2])));
         else
                 snprintf(t->title, sizeof(t->title), "kfdbrokerd %s",
                          version ? ctl_sanitize(version, b[0], sizeof(b[0])) : "?");

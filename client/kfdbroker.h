@@ -92,8 +92,9 @@ typedef enum kfdb_placement {
  * not one this library understands), -EPROTONOSUPPORT (the daemon speaks
  * another protocol version), the daemon's refusal of the connection
  * (-EUSERS: this user is at its connection cap, connect rate or fd budget;
- * -EMFILE: the daemon is out of file descriptors), or the common errors
- * above.
+ * -EMFILE: the daemon is out of file descriptors; -ENODEV: the daemon has no
+ * GPU to serve; kfdb_session_last_error(NULL) says why), or the common
+ * errors above.
  *
  * A session made here survives a restart of the daemon: when the connection
  * is lost (the daemon stopped, crashed or was restarted), the next call —
@@ -144,6 +145,10 @@ const char *kfdb_default_socket_path(void);
  * kfdb_session_last_error() - the message of the last failed call on @s: the
  * daemon's error_message if the daemon refused it, else the library's own
  * description. Empty string if no call failed yet. Valid until the next call.
+ * With @s NULL: why the calling thread's last kfdb_session_new() or
+ * kfdb_session_new_from_fd() failed once connected (the daemon's reason when
+ * it refused the connection, e.g. "kfdbrokerd refused the connection: no AMD
+ * GPU: ..."), else an empty string; valid until the thread's next one.
  */
 const char *kfdb_session_last_error(const kfdb_session *s);
 

@@ -64,6 +64,9 @@ static int ctl_connect(Ctl *ctl) {
         else if (r == -EACCES || r == -EPERM)
                 fprintf(stderr, PROG ": cannot connect to %s: %s (may this user use the socket?)\n",
                         path, strerror(-r));
+        else if (r < 0 && kfdb_session_last_error(NULL)[0])
+                /* The daemon's own words: why it refused (no GPU, a limit). */
+                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, kfdb_session_last_error(NULL));
         else if (r < 0)
                 fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, kfdb_strerror(r));
         return r;
@@ -122,6 +125,12 @@ static int ctl_prepare(Ctl *ctl, int argc, char **argv) {
 }
 
 /* ---- status ---- */
+
+/* What a backend value means, for people: "sim" is API (kfdbroker.h, the
+ * metrics label, the journal field) and stays as it is in JSON. */
+static const char *backend_words(const char *backend) {
+        return strcmp(backend, "sim") == 0 ? " (simulated GPU)" : "";
+}
 
 #define MAX_LISTED_CONTEXTS 4097u
 
@@ -184,7 +193,7 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                 return 0;
         }
         printf("daemon:   kfdbrokerd %s\n", st.daemon_version);
-        printf("backend:  %s\n", st.backend);
+        printf("backend:  %s%s\n", st.backend, backend_words(st.backend));
         /* The device's marketing name, when it says more than the gfx target. */
         if (dev.name[0] && strcmp(dev.name, st.gfx_name) != 0)
                 printf("device:   %s \"%s\" (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.name, dev.gpu_id);
@@ -251,7 +260,7 @@ static int verb_device(Ctl *ctl, int argc, char **argv) {
                        dev.kfd_major, dev.kfd_minor, dev.sdma_queues, compute);
                 return 0;
         }
-        printf("backend:     %s\n", dev.backend);
+        printf("backend:     %s%s\n", dev.backend, backend_words(dev.backend));
         printf("name:        %s\n", dev.name);
         printf("gfx:         %s\n", dev.gfx_name);
         printf("gpu_id:      %" PRIu32 "\n", dev.gpu_id);

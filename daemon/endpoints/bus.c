@@ -30,6 +30,7 @@
 
 #define BUS_ERROR_POLICY_INVALID "org.kfdbroker.Broker1.Error.PolicyInvalid"
 #define BUS_ERROR_NO_SUCH_SESSION "org.kfdbroker.Broker1.Error.NoSuchSession"
+#define BUS_ERROR_NO_DEVICE "org.kfdbroker.Broker1.Error.NoDevice"
 #define UID_NONE ((uid_t) -1)
 /* How long polkit may take when it can ask the user (AllowUserInteraction). */
 #define POLKIT_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
@@ -46,6 +47,7 @@ struct Bus {
         LIST_HEAD(PendingAuth, pending);
         LIST_HEAD(PendingOpen, opens);
         bool warned_no_process_fd;
+        bool reloaded_config; /* asked the bus to re-read its policy after a refusal */
 };
 
 /* Runs a method once the caller is authorized; all = may see every session. */
@@ -725,7 +727,7 @@ static int property_devices(sd_bus *bus, const char *path, const char *interface
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(sssuuuut)");
-        if (r >= 0)
+        if (r >= 0 && i) /* none without a GPU (SessionSet.no_device) */
                 r = sd_bus_message_append(reply, "(sssuuuut)", i->backend, i->gfx_name, i->name,
                                           i->gpu_id, i->vendor_id, i->device_id, i->cu_count,
                                           i->vram_size);
@@ -799,18 +801,74 @@ void bus_emit_job_failed(Bus *b, Session *s, uint64_t fence, int error, const ch
 
 /* ---- Setup ---- */
 
+static int request_name(Bus *b);
+
+/* The bus re-read its configuration (or could not): ask for the name again,
+ * once. */
+static int on_config_reloaded(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Bus *b = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        int r;
+
+        b->name_slot = sd_bus_slot_unref(b->name_slot);
+        if (e)
+                log_warning("The bus did not re-read its configuration (ReloadConfig: %s)",
+                            e->message ? e->message : e->name);
+        r = request_name(b);
+        if (r < 0) {
+                log_error_errno(r, "Cannot ask the bus for the name %s: %m", BUS_NAME);
+                if (b->cb.shutdown)
+                        b->cb.shutdown(b->cb.userdata, r);
+        }
+        return 0;
+}
+
+/*
+ * The name is refused: the bus policy (dbus-1/system.d/org.kfdbroker.Broker1.conf)
+ * grants it to the user kfdbroker, and dbus-daemon resolves user names when it
+ * reads its configuration, dropping a rule whose user does not exist yet
+ * ("Unknown username" in its log). It reads system.d when a file appears
+ * there, which on an install is before systemd-sysusers has made the user, and
+ * never again when a user is made (dbus-daemon(1), "SIGHUP ... ReloadConfig":
+ * the configuration is re-read only on those or an inotify event in its
+ * directories). So the first refusal asks the bus to re-read it —
+ * org.freedesktop.DBus.ReloadConfig, which the stock system.conf lets anyone
+ * call and which answers once the new configuration is in force (Debian's dbus
+ * package calls it from its dpkg trigger for the same reason) — and the name
+ * is asked for again; a second refusal is final.
+ */
 static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Bus *b = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
+        int r;
 
-        if (e) {
-                log_error("Cannot own the D-Bus name %s: %s", BUS_NAME, e->message ? e->message : e->name);
-                if (b->cb.shutdown)
-                        b->cb.shutdown(b->cb.userdata);
+        b->name_slot = sd_bus_slot_unref(b->name_slot);
+        if (!e) {
+                log_info("Serving %s on the bus", BUS_NAME);
                 return 0;
         }
-        log_info("Serving %s on the bus", BUS_NAME);
+        if (!b->reloaded_config && sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED)) {
+                b->reloaded_config = true;
+                log_notice("The bus refused the name %s (%s); asking it to re-read its configuration, which may "
+                           "predate the user this daemon runs as",
+                           BUS_NAME, e->message ? e->message : e->name);
+                r = sd_bus_call_method_async(b->bus, &b->name_slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                             "org.freedesktop.DBus", "ReloadConfig", on_config_reloaded, b, NULL);
+                if (r >= 0)
+                        return 0;
+                log_warning_errno(r, "Cannot ask the bus to re-read its configuration: %m");
+        }
+        log_error("Cannot own the D-Bus name %s: %s%s", BUS_NAME, e->message ? e->message : e->name,
+                  b->reloaded_config ? " (also after the bus re-read its configuration: does its policy, "
+                                       "dbus-1/system.d/" BUS_NAME ".conf, grant it to this user?)"
+                                     : "");
+        if (b->cb.shutdown)
+                b->cb.shutdown(b->cb.userdata, sd_bus_error_get_errno(e) > 0 ? -sd_bus_error_get_errno(e) : -EACCES);
         return 0;
+}
+
+static int request_name(Bus *b) {
+        return sd_bus_request_name_async(b->bus, &b->name_slot, BUS_NAME, 0, on_name_acquired, b);
 }
 
 /* Before any message is dispatched: what the GPU finished is retired first,
@@ -819,6 +877,17 @@ static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error 
 static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Bus *b = userdata;
 
+        /* Without a GPU every method of the interface but ReloadPolicy (so
+         * that `systemctl reload` works) is answered with the reason; the
+         * properties and introspection still answer. */
+        if (b->set->no_device) {
+                if (sd_bus_message_is_method_call(m, BUS_INTERFACE, NULL) &&
+                    !sd_bus_message_is_method_call(m, BUS_INTERFACE, "ReloadPolicy")) {
+                        int r = sd_bus_reply_method_errorf(m, BUS_ERROR_NO_DEVICE, "%s", b->set->no_device);
+                        return r < 0 ? r : 1;
+                }
+                return 0;
+        }
         context_catch_up(context_pool_device(b->set->contexts));
         return 0;
 }
@@ -845,7 +914,7 @@ int bus_new(sd_event *event, SessionSet *set, BusChoice which, const BusCallback
         r = sd_bus_add_object_vtable(b->bus, &b->vtable_slot, BUS_PATH, BUS_INTERFACE, broker_vtable, b);
         if (r < 0)
                 goto fail;
-        r = sd_bus_request_name_async(b->bus, &b->name_slot, BUS_NAME, 0, on_name_acquired, b);
+        r = request_name(b);
         if (r < 0)
                 goto fail;
         *ret = b;

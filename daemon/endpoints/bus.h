@@ -36,8 +36,9 @@ typedef enum BusChoice {
 
 typedef struct BusCallbacks {
         void *userdata;
-        /* The daemon cannot serve its name: stop. */
-        void (*shutdown)(void *userdata);
+        /* The daemon cannot serve its name (error: why, a negative errno):
+         * stop, and exit with a failure. */
+        void (*shutdown)(void *userdata, int error);
 } BusCallbacks;
 
 int bus_new(sd_event *event, SessionSet *set, BusChoice which, const BusCallbacks *cb, Bus **ret);

@@ -110,6 +110,19 @@ static int refuse_at_fd_limit(Listener *l, int error) {
         return c >= 0 ? 0 : -errno;
 }
 
+/* No GPU to serve: the client is told so at once (an error with id 0, as for
+ * the refusals above; libkfdbroker reports it as the answer to its Hello),
+ * and the connection closed. */
+static void refuse_no_device(Listener *l, int c) {
+        _cleanup_free_ void *buf = NULL;
+        size_t len;
+
+        if (wire_reply_encode(&(WireReply) { .error = ENODEV, .message = l->set->no_device }, &buf, &len) == 0)
+                (void) send(c, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        safe_close(c);
+        log_ratelimited_errno(NULL, NULL, LOG_DEBUG, ENODEV, "Refused a connection: %s", l->set->no_device);
+}
+
 /* Takes up to ACCEPTS_PER_WAKEUP connections; how many it took. */
 static unsigned accept_some(Listener *l) {
         unsigned n = 0;
@@ -129,7 +142,10 @@ static unsigned accept_some(Listener *l) {
                         break;
                 }
                 n++;
-                session_set_admit(l->set, c);
+                if (l->set->no_device)
+                        refuse_no_device(l, c);
+                else
+                        session_set_admit(l->set, c);
         }
         return n;
 }

@@ -42,8 +42,14 @@
 
 /* ---- the layers below, wired together ---- */
 
-static void on_bus_shutdown(void *userdata) {
-        manager_begin_shutdown(userdata);
+/* The bus cannot be served (the name was refused): a start-up failure, so
+ * the daemon exits with one and Restart=on-failure applies. */
+static void on_bus_shutdown(void *userdata, int error) {
+        Manager *m = userdata;
+
+        if (m->exit_error == 0)
+                m->exit_error = error < 0 ? error : -EIO;
+        manager_begin_shutdown(m);
 }
 
 static void flush_sessions(Manager *m);
@@ -220,7 +226,7 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
         ContextPoolCallbacks cb = { .userdata = m, .completion = on_completion, .losing = on_context_losing,
                                     .gone = on_context_gone, .processed = on_processed };
         DeviceChoice choice = o->device;
-        char reason[256] = "", err[400] = "";
+        char reason[256] = "", err[400] = "", fallback[300] = "";
         int probe = 0, r;
 
         r = worker_identity(o, &po);
@@ -242,7 +248,12 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 probe = kfd_probe_real(reason, sizeof(reason));
         if (choice == DEVICE_AUTO) {
                 if (probe < 0) {
-                        log_info("--device=auto: %s; using the simulated GPU", reason);
+                        /* A warning: a host whose GPU went missing must not
+                         * serve a software GPU quietly. Said again by status. */
+                        log_warning("--device=auto: %s; using the simulated GPU: clients' jobs run in software "
+                                    "(--device=kfd never falls back)", reason);
+                        snprintf(fallback, sizeof(fallback), "%s",
+                                 probe == -ENOENT ? "no /dev/kfd" : probe == -ENODEV ? "KFD lists no GPU" : reason);
                         choice = DEVICE_SIM;
                 } else {
                         r = choose_gpu(m, &kfd_ops_real, o->gpu, &po.device.gpu_id);
@@ -256,11 +267,24 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                         if (r == -EOPNOTSUPP && err[0])
                                 return log_error_errno(r, "%s", err);
                         log_warning_errno(r, "--device=auto: /dev/kfd exists but cannot be used (%m), using the simulated GPU");
+                        snprintf(fallback, sizeof(fallback), "/dev/kfd cannot be used: %s", strerror(-r));
                         choice = DEVICE_SIM;
                 }
         }
 
         if (choice == DEVICE_KFD) {
+                /* No AMD GPU here: the service stays up and says so to
+                 * systemd (STATUS=), to every client and D-Bus caller, rather
+                 * than fail, be restarted and take its socket unit down with
+                 * it. A GPU that exists but cannot be used stays an error. */
+                if (probe == -ENOENT || probe == -ENODEV) {
+                        snprintf(m->no_device, sizeof(m->no_device),
+                                 "no AMD GPU: %s — see kfdbrokerd(8) to run the simulated GPU",
+                                 probe == -ENOENT ? "/dev/kfd missing" : "KFD lists no GPU");
+                        log_warning("--device=kfd: %s: serving no GPU; every client is told: %s", reason,
+                                    m->no_device);
+                        return 0;
+                }
                 if (probe < 0)
                         return log_error_errno(probe, "--device=kfd: %s", reason);
                 r = choose_gpu(m, &kfd_ops_real, o->gpu, &po.device.gpu_id);
@@ -284,6 +308,12 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 r = choose_gpu(m, sim_device_get_ops(m->sim), o->gpu, &po.device.gpu_id);
                 if (r < 0)
                         return r;
+                /* kfdbrokerctl status shows this reason next to the GPU. */
+                if (fallback[0]) {
+                        size_t n = strlen(m->gpu_choice.reason);
+                        snprintf(m->gpu_choice.reason + n, sizeof(m->gpu_choice.reason) - n,
+                                 "; simulated GPU (fallback: %s)", fallback);
+                }
                 po.worker_device = connect_sim_worker;
                 po.relay_device = connect_sim_relay;
                 po.worker_userdata = m;
@@ -296,8 +326,8 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
         }
 opened:
         m->info = context_pool_info(m->contexts);
-        log_info("Device: %s %s (gpu_id 0x%x, %u CUs, KFD %u.%u, %u SDMA queues)", m->info->backend,
-                 m->info->gfx_name, m->info->gpu_id, m->info->cu_count, m->info->kfd_major, m->info->kfd_minor,
+        log_info("Device: %s %s (%sgpu_id 0x%x, %u CUs, KFD %u.%u, %u SDMA queues)", m->info->backend,
+                 m->info->gfx_name, m->sim ? "simulated GPU, " : "", m->info->gpu_id, m->info->cu_count, m->info->kfd_major, m->info->kfd_minor,
                  m->info->n_queues);
         if (m->info->render_node_buffers)
                 log_info("Buffers: KFD %u.%u has no dma-buf export (1.12): allocated on renderD%u (GEM) and "
@@ -326,8 +356,13 @@ static void flush_sessions(Manager *m) {
         session_set_flush(&m->set);
 }
 
+/* Jobs on the GPU now; none without a GPU. */
+static unsigned jobs_in_flight(Manager *m) {
+        return m->scheduler ? scheduler_in_flight(m->scheduler) : 0;
+}
+
 static void maybe_finish_shutdown(Manager *m) {
-        if (m->shutting_down && scheduler_in_flight(m->scheduler) == 0)
+        if (m->shutting_down && jobs_in_flight(m) == 0)
                 (void) sd_event_exit(m->event, 0);
 }
 
@@ -336,9 +371,9 @@ static int on_exit_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 
         LogFields f = {};
 
-        log_fields_add(&f, "KFDBROKER_JOBS_IN_FLIGHT=%u", scheduler_in_flight(m->scheduler));
+        log_fields_add(&f, "KFDBROKER_JOBS_IN_FLIGHT=%u", jobs_in_flight(m));
         log_struct(LOG_WARNING, KFDBROKER_MESSAGE_SHUTDOWN_TIMEOUT, &f,
-                   "The GPU did not retire %u jobs within %llu s, exiting anyway", scheduler_in_flight(m->scheduler),
+                   "The GPU did not retire %u jobs within %llu s, exiting anyway", jobs_in_flight(m),
                    SHUTDOWN_DRAIN_USEC / 1000000);
         return sd_event_exit(m->event, 0);
 }
@@ -351,11 +386,11 @@ void manager_begin_shutdown(Manager *m) {
                 return;
         m->shutting_down = true;
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down: retiring jobs on the GPU");
-        log_fields_add(&f, "KFDBROKER_JOBS_IN_FLIGHT=%u", scheduler_in_flight(m->scheduler));
+        log_fields_add(&f, "KFDBROKER_JOBS_IN_FLIGHT=%u", jobs_in_flight(m));
         log_fields_add(&f, "KFDBROKER_SESSIONS=%u", m->set.n_sessions);
         log_struct(LOG_INFO, KFDBROKER_MESSAGE_SHUTTING_DOWN, &f,
                    "Shutting down: no new connections, retiring %u jobs on the GPU (%u sessions end)",
-                   scheduler_in_flight(m->scheduler), m->set.n_sessions);
+                   jobs_in_flight(m), m->set.n_sessions);
         m->set.shutting_down = true;
         m->listener = listener_free(m->listener);
         while (m->set.sessions)
@@ -524,13 +559,16 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = manager_open_device(m, opts);
         if (r < 0)
                 goto fail;
-        r = scheduler_new(m->event, m->contexts,
-                          &(SchedulerCallbacks) { .userdata = m, .job_finished = on_job_finished,
-                                                  .event_signal = on_event_signal, .event_reset = on_event_reset,
-                                                  .settled = on_settled },
-                          &m->scheduler);
-        if (r < 0)
-                goto fail;
+        if (m->contexts) {
+                r = scheduler_new(m->event, m->contexts,
+                                  &(SchedulerCallbacks) { .userdata = m, .job_finished = on_job_finished,
+                                                          .event_signal = on_event_signal,
+                                                          .event_reset = on_event_reset, .settled = on_settled },
+                                  &m->scheduler);
+                if (r < 0)
+                        goto fail;
+        } else
+                m->set.no_device = m->no_device; /* manager_open_device() said why */
         m->set.event = m->event;
         m->set.scheduler = m->scheduler;
         m->set.contexts = m->contexts;
@@ -540,8 +578,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->set.max_connections_per_user = opts->max_connections_per_user;
         m->set.max_connect_rate_per_user = opts->max_connect_rate_per_user;
         session_set_init_fds(&m->set, opts->max_fds_per_user, opts->max_fds_per_session);
-        session_set_init_memory(&m->set, m->info->vram_size,
-                                gpu_sees_dmabuf_copies(context_pool_device_gpu(m->contexts)));
+        if (m->contexts)
+                session_set_init_memory(&m->set, m->info->vram_size,
+                                        gpu_sees_dmabuf_copies(context_pool_device_gpu(m->contexts)));
         m->set.cb = (SessionSetCallbacks) { .userdata = m, .opened = on_session_opened,
                                             .closed = on_session_closed, .job_failed = on_job_failed_told };
 
@@ -560,7 +599,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                         goto fail;
         }
 
-        if (opts->metrics_file) {
+        if (opts->metrics_file && m->set.no_device)
+                log_notice("No metrics file without a GPU: %s is not written", opts->metrics_file);
+        else if (opts->metrics_file) {
                 m->metrics_file = strdup(opts->metrics_file);
                 m->metrics_interval_ns = opts->metrics_interval_ns ? opts->metrics_interval_ns
                                                                     : 15ull * 1000000000ull;
@@ -605,11 +646,30 @@ fail:
         return r;
 }
 
-int manager_run(Manager *m) {
+/* The loop until it exits; see manager_run(). */
+static int run_loop(Manager *m) {
         int r;
 
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on %s %s", m->info->backend,
-                          m->info->gfx_name);
+        r = sd_event_loop(m->event);
+        if (r < 0 && m->device_lost)
+                return r; /* said when it happened */
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return m->exit_error; /* said when it happened */
+}
+
+int manager_run(Manager *m) {
+        if (m->set.no_device) {
+                /* Up, so that the socket unit stays up and clients hear why;
+                 * `systemctl status kfdbrokerd` shows the line. */
+                (void) sd_notifyf(false, "READY=1\nSTATUS=%s", m->set.no_device);
+                return run_loop(m);
+        }
+        if (m->sim)
+                (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on the simulated GPU %s (backend %s)",
+                                  m->info->gfx_name, m->info->backend);
+        else
+                (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on %s %s", m->info->backend, m->info->gfx_name);
         {
                 LogFields f = {};
 
@@ -618,12 +678,7 @@ int manager_run(Manager *m) {
                 log_fields_add(&f, "KFDBROKER_GFX=%s", m->info->gfx_name);
                 log_struct(LOG_INFO, KFDBROKER_MESSAGE_READY, &f, "kfdbrokerd %s ready", KFDBROKER_VERSION);
         }
-        r = sd_event_loop(m->event);
-        if (r < 0 && m->device_lost)
-                return r; /* said when it happened */
-        if (r < 0)
-                return log_error_errno(r, "Event loop failed: %m");
-        return 0;
+        return run_loop(m);
 }
 
 Manager *manager_free(Manager *m) {

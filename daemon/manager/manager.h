@@ -77,12 +77,16 @@ struct Manager {
 
         bool shutting_down;
         bool device_lost;
+        char no_device[160];     /* --device=kfd without a GPU: why (SessionSet.no_device) */
+        int exit_error;          /* a failure that stopped the daemon after start-up (the bus name) */
         char device_lost_reason[256]; /* what sessions are told at the end */
 };
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
 Manager *manager_free(Manager *m);
-/* Runs the loop until SIGTERM/SIGINT and the drain are done. Returns 0 or -errno. */
+/* Runs the loop until SIGTERM/SIGINT and the drain are done. Returns 0, or
+ * -errno when what stopped it was a failure (the GPU context lost, the bus
+ * name refused); main() exits 1 then. */
 int manager_run(Manager *m);
 /* Starts an orderly shutdown: stop accepting, fail pending jobs, wait for the
  * GPU to retire what it has, then exit the loop. */

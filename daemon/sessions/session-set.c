@@ -223,7 +223,8 @@ int session_set_reload_policy(SessionSet *set, const char *origin, char *err, si
         LIST_FOREACH(sessions, s, set->sessions)
                 session_apply_policy(s);
         /* Weights may have changed. */
-        scheduler_run(set->scheduler);
+        if (set->scheduler) /* none without a GPU */
+                scheduler_run(set->scheduler);
         log_fields_add(&f, "KFDBROKER_POLICY_RULES=%zu", policy_n_rules(p));
         log_fields_add(&f, "KFDBROKER_POLICY_FILES=%zu", policy_n_files(p));
         log_struct(LOG_INFO, KFDBROKER_MESSAGE_POLICY_RELOADED, &f,

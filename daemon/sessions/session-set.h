@@ -40,6 +40,10 @@ struct SessionSet {
         ContextPool *contexts;
         const GpuDeviceInfo *info;
         const char *gpu_node, *gpu_node_reason; /* the manager's choice of GPU (kfd-gpu-choice.h) */
+        /* Set when there is no GPU to serve (kfdbrokerd --device=kfd on a
+         * machine without one): why, said to every client (ENODEV) and
+         * every D-Bus caller; then scheduler, contexts and info are NULL. */
+        const char *no_device;
         SessionSetCallbacks cb;
 
         /* The policy in force, the directories it comes from, and what a

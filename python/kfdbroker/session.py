@@ -523,9 +523,11 @@ class Session:
         ptr = ctypes.c_void_p()
         r = lib().kfdb_session_new(os.fsencode(path), name.encode(), ctypes.byref(ptr))
         if r < 0:
+            # The daemon's reason when it refused the connection (no GPU, a limit).
+            why = _text(lib().kfdb_session_last_error(None))
             hint = {2: " (is kfdbrokerd running?)", 111: " (is kfdbrokerd running?)",
                     13: " (may this user use the socket?)"}.get(-r, "")
-            raise errors.from_errno(r, f"cannot connect to {path}: {os.strerror(-r)}{hint}", operation)
+            raise errors.from_errno(r, f"cannot connect to {path}: {why or os.strerror(-r) + hint}", operation)
         self._ptr = ptr.value
         L = lib()
         self.daemon_version: str = _text(L.kfdb_session_get_daemon_version(self._ptr))

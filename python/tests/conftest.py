@@ -40,7 +40,7 @@ GRANT = "[Match]\nUser={uid}\n[Limits]\nComputeDispatch=yes\n"
 class Daemon:
     """kfdbrokerd --device=sim on a private socket, with the policy files given."""
 
-    def __init__(self, policy: dict[str, str]):
+    def __init__(self, policy: dict[str, str], device: str = "sim"):
         if not os.access(KFDBROKERD, os.X_OK):
             pytest.fail(f"no kfdbrokerd at {KFDBROKERD} (run through meson test, or ./dev build first)")
         self.dir = tempfile.mkdtemp(prefix="kfdbroker-pytest.")
@@ -52,12 +52,13 @@ class Daemon:
             with open(os.path.join(policy_dir, name), "w") as f:
                 f.write(text.format(uid=os.getuid()))
         self.policy_dir = policy_dir
+        self.device = device
         self._spawn()
 
     def _spawn(self) -> None:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [KFDBROKERD, "--no-config", "--device=sim", "--listen", self.socket, f"--policy-dir={self.policy_dir}",
+                [KFDBROKERD, "--no-config", f"--device={self.device}", "--listen", self.socket, f"--policy-dir={self.policy_dir}",
                  "--log-target=stderr"], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -115,8 +116,8 @@ def make_daemon() -> Iterator[Callable[..., Daemon]]:
     """A daemon of the test's own, with the policy files given (name -> text, {uid} expanded)."""
     started: list[Daemon] = []
 
-    def make(policy: Optional[dict[str, str]] = None) -> Daemon:
-        d = Daemon(policy if policy is not None else {"50-grant.conf": GRANT})
+    def make(policy: Optional[dict[str, str]] = None, device: str = "sim") -> Daemon:
+        d = Daemon(policy if policy is not None else {"50-grant.conf": GRANT}, device)
         started.append(d)
         return d
 

@@ -62,6 +62,18 @@ def test_no_daemon_is_named(tmp_path):
                             "(is kfdbrokerd running?) [ENOENT: No such file or directory]")
 
 
+def test_a_daemon_without_a_gpu_says_why(make_daemon):
+    """kfdbrokerd --device=kfd where there is no /dev/kfd: up, and every client is told why."""
+    if os.path.exists("/dev/kfd"):
+        pytest.skip("this machine has /dev/kfd")
+    d = make_daemon(device="kfd")
+    with pytest.raises(kfdbroker.Error) as e:
+        kfdbroker.Session(d.socket)
+    assert e.value.errno == errno.ENODEV
+    assert e.value.message == (f"cannot connect to {d.socket}: kfdbrokerd refused the connection: no AMD GPU: "
+                               "/dev/kfd missing — see kfdbrokerd(8) to run the simulated GPU")
+
+
 def test_nobody_listening_is_connection_refused(tmp_path):
     import socket
     path = str(tmp_path / "stale.sock")

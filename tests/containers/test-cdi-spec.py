@@ -177,6 +177,29 @@ def test_output_file_is_written_whole_and_readable(tmp):
     assert rc == 0, err
 
 
+def test_output_into_a_missing_directory_makes_it_0755(tmp):
+    """/etc/cdi or /run/cdi that nothing made yet: made, mode 0755 whatever the umask."""
+    sock = os.path.join(tmp, "s.sock")
+    _, stdout_text, _ = spec_for(sock)
+    cdi_dir = os.path.join(tmp, "run-cdi")
+    target = os.path.join(cdi_dir, "kfdbroker.json")
+    old_umask = os.umask(0o077)
+    try:
+        rc, out, err = run_ctl("--socket", sock, "cdi", "--output", target)
+    finally:
+        os.umask(old_umask)
+    assert rc == 0, err
+    assert stat.S_IMODE(os.stat(cdi_dir).st_mode) == 0o755, oct(os.stat(cdi_dir).st_mode)
+    with open(target) as f:
+        assert f.read() == stdout_text
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o644
+    # Once it exists, its mode is the administrator's: not changed.
+    os.chmod(cdi_dir, 0o750)
+    rc, _, err = run_ctl("--socket", sock, "cdi", "--output", target)
+    assert rc == 0, err
+    assert stat.S_IMODE(os.stat(cdi_dir).st_mode) == 0o750
+
+
 def test_warns_when_nothing_listens(tmp):
     missing = os.path.join(tmp, "missing.sock")
     rc, out, err = run_ctl("--socket", missing, "cdi")
@@ -198,7 +221,8 @@ def test_bad_input_is_named(tmp):
         (["--socket", sock, "cdi", "extra"], 2, "kfdbrokerctl cdi: unexpected argument 'extra'\n"),
         (["--socket", sock, "cdi", "--output="], 2, "kfdbrokerctl cdi: --output needs a file name\n"),
         (["--socket", sock, "cdi", "--output", os.path.join(tmp, "no/such/dir/k.json")], 1,
-         f"cannot write {tmp}/no/such/dir/k.json: No such file or directory\n"),
+         f"cannot write {tmp}/no/such/dir/k.json: cannot make its directory {tmp}/no/such/dir: "
+         "No such file or directory\n"),
         (["--socket", "", "cdi"], 2, "kfdbrokerctl cdi: the socket path is empty\n"),
         (["--socket", sock, "cdi", "--bogus"], 2, "unrecognized option '--bogus'"),
     ]

@@ -88,6 +88,38 @@ static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extr
         cr_assert_fail("kfdbrokerd did not start listening within 4 s");
 }
 
+pid_t test_daemon_spawn(const char **argv, const char *log, void (*setup_child)(void)) {
+        const char *full[32];
+        size_t n = 0;
+        pid_t pid;
+
+        argv[0] = getenv("KFDBROKERD");
+        cr_assert_not_null(argv[0], "KFDBROKERD is not set (run through meson test)");
+        /* Whatever kfdbrokerd.conf this machine has is not the test's. */
+        full[n++] = argv[0];
+        if (!argv[1] || strcmp(argv[1], "--no-config") != 0)
+                full[n++] = "--no-config";
+        for (size_t i = 1; argv[i]; i++) {
+                cr_assert_lt(n, sizeof(full) / sizeof(full[0]) - 1);
+                full[n++] = argv[i];
+        }
+        full[n] = NULL;
+        argv = full;
+        pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                if (lf >= 0)
+                        dup2(lf, STDERR_FILENO);
+                if (setup_child)
+                        setup_child();
+                execv(argv[0], (char **) argv);
+                _exit(127);
+        }
+        return pid;
+}
+
 void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         test_daemon_start_limited(d, extra_args, 0);
 }

@@ -28,6 +28,11 @@ typedef struct TestDaemon {
 } TestDaemon;
 
 /* Starts the daemon; extra_args is NULL or NULL-terminated. Asserts on failure. */
+/* Forks $KFDBROKERD with argv[1..] (argv[0] is set to it) and --no-config
+ * (whatever kfdbrokerd.conf the machine has is not the test's), stderr to
+ * log; setup_child runs in the child before exec (NULL: nothing). For tests
+ * that watch the daemon's own start and exit. */
+pid_t test_daemon_spawn(const char **argv, const char *log, void (*setup_child)(void));
 void test_daemon_start(TestDaemon *d, const char *const *extra_args);
 /* The same with the daemon's fd limit set to nofile (soft and hard). */
 void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, unsigned nofile);

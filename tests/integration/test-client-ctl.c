@@ -49,7 +49,7 @@ Test(ctl, status_text_and_json) {
 
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
         cr_assert(strstr(out, "daemon:   kfdbrokerd " KFDBROKER_VERSION "\n"), "%s", out);
-        cr_assert(strstr(out, "backend:  sim\n"), "%s", out);
+        cr_assert(strstr(out, "backend:  sim (simulated GPU)\n"), "%s", out);
         cr_assert(strstr(out, "device:   gfx1030"), "%s", out);
         /* The session of kfdbrokerctl itself. */
         cr_assert(strstr(out, "sessions: 1\n"), "%s", out);

@@ -56,38 +56,8 @@ static void teardown(void) {
 
 TestSuite(daemon, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Forks the daemon with argv (argv[0] is replaced by $KFDBROKERD), stderr to
- * log. setup_child runs in the child before exec (NULL: nothing). */
 static pid_t spawn(const char **argv, const char *log, void (*setup_child)(void)) {
-        const char *full[32];
-        size_t n = 0;
-        pid_t pid;
-
-        argv[0] = getenv("KFDBROKERD");
-        cr_assert_not_null(argv[0], "KFDBROKERD is not set (run through meson test)");
-        /* Whatever kfdbrokerd.conf this machine has is not the test's. */
-        full[n++] = argv[0];
-        if (!argv[1] || strcmp(argv[1], "--no-config") != 0)
-                full[n++] = "--no-config";
-        for (size_t i = 1; argv[i]; i++) {
-                cr_assert_lt(n, sizeof(full) / sizeof(full[0]) - 1);
-                full[n++] = argv[i];
-        }
-        full[n] = NULL;
-        argv = full;
-        pid = fork();
-        cr_assert(pid >= 0);
-        if (pid == 0) {
-                int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-                if (lf >= 0)
-                        dup2(lf, STDERR_FILENO);
-                if (setup_child)
-                        setup_child();
-                execv(argv[0], (char **) argv);
-                _exit(127);
-        }
-        return pid;
+        return test_daemon_spawn(argv, log, setup_child);
 }
 
 /* Exit status of pid within timeout_ms, or -1 (then it is killed). */
@@ -140,26 +110,6 @@ static int connect_retrying(const char *path, pid_t pid, const char *log) {
         return -1;
 }
 
-Test(daemon, device_kfd_without_kfd_fails_with_one_line_reason) {
-        char sock[128], log[128];
-        const char *argv[] = { NULL, "--device=kfd", "--listen", sock, "--log-target=stderr", NULL };
-        _cleanup_free_ char *out = NULL;
-        unsigned error_lines = 0;
-
-        if (access("/dev/kfd", F_OK) == 0)
-                cr_skip_test("this machine has /dev/kfd");
-        snprintf(sock, sizeof(sock), "%s/sock", dir);
-        snprintf(log, sizeof(log), "%s/log", dir);
-        cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1);
-        out = slurp(log);
-        for (const char *p = out; (p = strstr(p, "error: ")); p++)
-                error_lines++;
-        cr_assert_eq(error_lines, 1, "one error line expected:\n%s", out);
-        cr_assert(strstr(out, "error: --device=kfd: /dev/kfd: No such file or directory (no amdgpu KFD on this machine)\n"),
-                  "the reason names the device and the cause:\n%s", out);
-        cr_assert_eq(access(sock, F_OK), -1, "no socket is left behind");
-}
-
 /* A mode that would let others write the metrics file, or no octal number, is refused by name. */
 Test(daemon, metrics_file_mode_refused_when_not_within_0644) {
         static const char *const bad[] = { "0664", "0755", "644x", "-1", "" };
@@ -182,6 +132,7 @@ Test(daemon, metrics_file_mode_refused_when_not_within_0644) {
         }
 }
 
+/* (--device=kfd without a GPU, and --device=auto's warning: test-service.c.) */
 Test(daemon, device_auto_says_which_and_why) {
         TestDaemon d;
         const char *extra[] = { "--device=auto", NULL };
@@ -192,7 +143,7 @@ Test(daemon, device_auto_says_which_and_why) {
         if (access("/dev/kfd", F_OK) == 0)
                 cr_assert(strstr(out, "--device=auto: "), "%s", out);
         else
-                cr_assert(strstr(out, "--device=auto: /dev/kfd: No such file or directory (no amdgpu KFD on this machine); using the simulated GPU"),
+                cr_assert(strstr(out, "warning: --device=auto: /dev/kfd: No such file or directory (no amdgpu KFD on this machine); using the simulated GPU"),
                           "%s", out);
         cr_assert(strstr(out, "Device: "), "%s", out);
         test_daemon_fini(&d);
@@ -578,7 +529,7 @@ Test(daemon, gpu_the_integrated_gpu_when_named) {
 
         test_daemon_start(&d, extra);
         log = test_daemon_read_log(&d);
-        cr_assert(strstr(log, "Device: sim gfx1036 (gpu_id 0x5a0b, 2 CUs, "), "%s", log);
+        cr_assert(strstr(log, "Device: sim gfx1036 (simulated GPU, gpu_id 0x5a0b, 2 CUs, "), "%s", log);
         out = status_of(&d);
         cr_assert(strstr(out, "gpu:      node 1 (gfx1036, 0000:10:00.0, renderD128, integrated, 512 MiB local memory): "
                               "chosen by --gpu=1\n"),

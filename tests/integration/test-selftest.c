@@ -108,7 +108,7 @@ Test(selftest, every_check_passes_in_text) {
         start(NULL, NULL);
         r = run_selftest(NULL, NULL, &out, &err);
         cr_assert_eq(r, 0, "exit %d\nstdout:\n%s\nstderr:\n%s", r, out, err);
-        cr_assert(strstr(out, "selftest of kfdbrokerd " KFDBROKER_VERSION " on gfx1030 (sim backend, KFD 1.19, 2 SDMA and 8 compute "
+        cr_assert(strstr(out, "selftest of kfdbrokerd " KFDBROKER_VERSION " on gfx1030 (simulated GPU, sim backend, KFD 1.19, 2 SDMA and 8 compute "
                               "queues)\n"), "%s", out);
         cr_assert(strstr(out, "GPU contexts: kernel: a GPU context per client"), "%s", out);
         cr_assert(strstr(check_line(out, "pass", "copy"), "4 KiB "), "%s", out);

@@ -4,7 +4,12 @@
 # Boots a Debian container under systemd-nspawn, installs kfdbroker there with
 # `meson install` (units, sysusers, tmpfiles, bus policy, polkit actions, the
 # journal catalog, completions, the daemon), and checks the sandbox for real:
-#   - systemd-sysusers creates kfdbroker; kfdbrokerd.socket listens;
+#   - the README's four install commands, verbatim (systemd-sysusers,
+#     systemd-tmpfiles --create, daemon-reload, enable --now), right after
+#     the files were copied in: dbus-daemon reads the bus policy as it
+#     appears, before systemd-sysusers makes kfdbroker, and nothing but the
+#     daemon asks it to read it again (no ReloadConfig here); kfdbrokerd.socket
+#     listens and /run/cdi/kfdbroker.json holds the CDI spec until it stops;
 #   - a connection from user nobody socket-activates kfdbrokerd.service
 #     (Type=notify) and `kfdbrokerctl status` is answered through it;
 #   - inside the sandbox (an ExecStartPre= with the same settings) /dev/kfd and
@@ -32,7 +37,13 @@
 #   - worker processes work inside the unit's sandbox (the simulated kernel at
 #     KFD 1.18 has no secondary contexts): nobody's `kfdbrokerctl demo` runs
 #     its kernel in a worker of user kfdbroker, which leaves with the daemon.
-# The device nodes are stand-ins (mknod with /dev/zero's numbers) because the
+#   - a second boot with the files in place before it (bind-mounted: a
+#     package installed into an image) and no GPU: the same four commands,
+#     then the service stays up with STATUS= "no AMD GPU: ...", every client
+#     and D-Bus call is told so, it is never restarted and its socket unit
+#     never fails; kfdbrokerd(8)'s simulator drop-in then serves the
+#     simulated GPU.
+# The device nodes of the first boot are stand-ins (mknod with /dev/zero's numbers) because the
 # host has no GPU. It runs in `./dev test` as the meson test 'nspawn-units'
 # (suite 'nspawn', once: not in sanitizer builds) in a build configured with
 # --prefix=/usr, as a distribution would (./dev does). It needs root,
@@ -115,8 +126,6 @@ MSG_ENDED=3180036822904ce8961dfe6a89bf0d87
 MSG_RESUMED=8abe204c4dbe437693de8e2fa4a69841
 
 tar -C /mnt/dest -cf - . | tar -C / -xf - --keep-directory-symlink
-systemd-sysusers
-systemd-tmpfiles --create kfdbroker.conf
 journalctl --update-catalog
 check "completions installed for bash, zsh and fish" 'test -f /usr/share/bash-completion/completions/kfdbrokerctl && test -f /usr/share/zsh/site-functions/_kfdbrokerctl && test -f /usr/share/fish/vendor_completions.d/kfdbrokerctl.fish'
 check "libkfdbroker(3) installed" 'test -f /usr/share/man/man3/libkfdbroker.3 || test -f /usr/share/man/man3/libkfdbroker.3.gz'
@@ -127,7 +136,6 @@ echo root:kfdb-test-pw | chpasswd
 mkdir -p /etc/polkit-1/rules.d
 echo 'polkit.addAdminRule(function(action, subject) { return ["unix-user:0"]; });' >/etc/polkit-1/rules.d/10-kfdb-test-admin.rules
 systemctl restart polkit.service
-check "sysusers made kfdbroker, in render and not video" 'id kfdbroker | grep -q render && ! id kfdbroker | grep -q video'
 
 # Stand-ins for the GPU's nodes.
 mknod -m 0666 /dev/kfd c 1 5
@@ -153,11 +161,14 @@ ExecStart=
 ExecStart=/usr/libexec/kfdbrokerd --device=sim --sim-kfd-version=1.18 --bus=system \
   --metrics-file=/run/kfdbroker/kfdbroker.prom --metrics-file-mode=0644 --metrics-interval=0.2
 EOT
-systemctl daemon-reload
-# dbus-daemon read its policy at boot, before the files were copied in.
-busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig
-systemctl start kfdbrokerd.socket
+# The README's four commands, verbatim. dbus-daemon read the bus policy when
+# tar put it in system.d, before systemd-sysusers made kfdbroker; nothing here
+# tells it to read it again (the daemon does, when its name is refused).
+systemd-sysusers && systemd-tmpfiles --create kfdbroker.conf
+systemctl daemon-reload && systemctl enable --now kfdbrokerd.socket
+check "sysusers made kfdbroker, in render and not video" 'id kfdbroker | grep -q render && ! id kfdbroker | grep -q video'
 check "kfdbrokerd.socket is listening" 'systemctl is-active -q kfdbrokerd.socket'
+check "the CDI spec is in /run/cdi while the socket listens, naming the socket" 'grep -q "\"hostPath\": \"/run/kfdbroker/kfdbroker.sock\"" /run/cdi/kfdbroker.json && test "$(stat -c %a /run/cdi)" = 755'
 check "socket is a 0666 SEQPACKET socket" 'test "$(stat -c %a /run/kfdbroker/kfdbroker.sock)" = 666'
 check "kfdbrokerd.service not yet running" '! systemctl is-active -q kfdbrokerd.service'
 
@@ -166,6 +177,8 @@ echo "$out" | sed 's/^/    /'
 check "kfdbrokerctl status as nobody is answered" '[ -n "$out" ] && systemctl is-active -q kfdbrokerd.service'
 check "Type=notify: the service reached active (READY=1)" 'systemctl show -P ActiveState kfdbrokerd.service | grep -qx active'
 check "runs as kfdbroker" 'stat -c %U /proc/$(systemctl show -P MainPID kfdbrokerd.service) | grep -qx kfdbroker'
+journalctl -q -u kfdbrokerd.service -o cat --no-pager | grep -E "bus refused|on the bus" | sed 's/^/    journal: /'
+check "the bus read its policy before kfdbroker existed: refused, re-read at the daemon's request, granted" 'journalctl -q -u kfdbrokerd.service -o cat --no-pager | grep -q "^The bus refused the name org.kfdbroker.Broker1 (.*); asking it to re-read its configuration" && journalctl -q -u kfdbrokerd.service -o cat --no-pager | grep -qx "Serving org.kfdbroker.Broker1 on the bus"'
 
 # The journal: the nobody session of this runner unit, by its fields.
 sleep 0.3
@@ -291,19 +304,82 @@ journalctl -q -u kfdbrokerd.service --no-pager | tail -15 | sed 's/^/    journal
 systemctl stop kfdbrokerd.service
 check "stops cleanly" '! systemctl is-failed -q kfdbrokerd.service'
 check "no worker outlives the daemon" '[ -z "$(workers)" ]'
+check "the daemon was never restarted (Restart=on-failure)" '[ "$(systemctl show -P NRestarts kfdbrokerd.service)" = 0 ]'
+systemctl stop kfdbrokerd.socket
+check "the CDI spec goes with the socket" '! test -e /run/cdi/kfdbroker.json'
 kill $peer
 echo "exit $fail"
 EOF
 
-systemd-nspawn -q --register=no --keep-unit -D "$rootfs" --volatile=overlay \
-        --bind="$tmp/host:/mnt/host" --bind-ro="$tmp/dest:/mnt/dest" -b >"$tmp/boot.log" 2>&1 || true
-if [[ ! -f $tmp/host/out.txt ]]; then
-        echo "the container did not run the test:"
-        tail -30 "$tmp/boot.log"
-        exit 1
-fi
-cat "$tmp/host/out.txt"
-passed=$(grep -c '^ok - ' "$tmp/host/out.txt" || true)
-failed=$(grep -c '^not ok - ' "$tmp/host/out.txt" || true)
+# Boots the container with the runner script DIR/run.sh, whose output is
+# DIR/out.txt; extra nspawn options follow. Prints the output.
+boot() {
+        local host=$1
+        shift
+        systemd-nspawn -q --register=no --keep-unit -D "$rootfs" --volatile=overlay \
+                --bind="$host:/mnt/host" --bind-ro="$tmp/dest:/mnt/dest" "$@" -b >"$host/boot.log" 2>&1 || true
+        if [[ ! -f $host/out.txt ]]; then
+                echo "not ok - the container did not run $host/run.sh:"
+                tail -30 "$host/boot.log"
+                return
+        fi
+        cat "$host/out.txt"
+}
+
+# The second boot: the files are there before the container boots (a package
+# installed into an image, or the first boot after an install), bind-mounted
+# read-only in their places; no GPU, not even a stand-in. The README's four
+# commands, verbatim, then the documented simulator drop-in.
+mkdir "$tmp/host2"
+cat >"$tmp/host2/run.sh" <<'EOF'
+set -u
+check() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1"; fi; }
+NO_GPU='no AMD GPU: /dev/kfd missing — see kfdbrokerd(8) to run the simulated GPU'
+echo "    (preinstalled) kfdbroker at boot: $(id kfdbroker 2>&1)"
+systemd-sysusers && systemd-tmpfiles --create kfdbroker.conf
+systemctl daemon-reload && systemctl enable --now kfdbrokerd.socket
+check "(preinstalled) kfdbrokerd.socket is listening" 'systemctl is-active -q kfdbrokerd.socket'
+check "(preinstalled) the CDI spec is in /run/cdi" 'test -s /run/cdi/kfdbroker.json'
+# More connections than the unit's start limit (5 in 10 s) would allow restarts.
+for i in 1 2 3 4 5 6 7; do
+        out=$(setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl status 2>&1); rc=$?
+done
+echo "    nobody's kfdbrokerctl status without a GPU: rc $rc: $out"
+check "(no GPU) kfdbrokerctl status says why: no AMD GPU, see kfdbrokerd(8)" '[ $rc = 1 ] && echo "$out" | grep -qF "$NO_GPU"'
+systemctl status --no-pager kfdbrokerd.service 2>&1 | head -8 | sed 's/^/    /'
+check "(no GPU) the service is up, its STATUS= says why" 'systemctl is-active -q kfdbrokerd.service && [ "$(systemctl show -P StatusText kfdbrokerd.service)" = "$NO_GPU" ]'
+check "(no GPU) systemctl status shows it" 'systemctl status --no-pager kfdbrokerd.service | grep -qF "Status: \"$NO_GPU\""'
+check "(no GPU) no restart loop: one daemon, never restarted" '[ "$(systemctl show -P NRestarts kfdbrokerd.service)" = 0 ]'
+check "(no GPU) the socket unit stays active, never failed" 'systemctl is-active -q kfdbrokerd.socket && ! systemctl is-failed -q kfdbrokerd.socket'
+out=$(busctl --system call org.kfdbroker.Broker1 /org/kfdbroker/Broker1 org.kfdbroker.Broker1 ListSessions 2>&1)
+echo "    busctl ListSessions without a GPU: $out"
+check "(no GPU) the name is owned by kfdbroker and its calls say why" 'busctl --system status org.kfdbroker.Broker1 | grep -Eq "^EUID=$(id -u kfdbroker)$" && echo "$out" | grep -qF "no AMD GPU: /dev/kfd missing"'
+# kfdbrokerd(8)'s way to run the service on the simulated GPU.
+mkdir -p /etc/systemd/system/kfdbrokerd.service.d
+cat >/etc/systemd/system/kfdbrokerd.service.d/simulator.conf <<EOT
+[Service]
+ExecStart=
+ExecStart=/usr/libexec/kfdbrokerd --device=sim --bus=system
+EOT
+systemctl daemon-reload && systemctl restart kfdbrokerd.service
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups kfdbrokerctl status 2>&1); rc=$?
+echo "$out" | head -4 | sed 's/^/    /'
+check "(simulator drop-in) kfdbrokerctl status is answered by the simulated GPU" '[ $rc = 0 ] && echo "$out" | grep -qx "backend:  sim (simulated GPU)"'
+check "(simulator drop-in) STATUS= names the simulated GPU" 'systemctl show -P StatusText kfdbrokerd.service | grep -q "^Serving on the simulated GPU gfx1030"'
+systemctl stop kfdbrokerd.socket kfdbrokerd.service
+check "(preinstalled) the CDI spec goes with the socket" '! test -e /run/cdi/kfdbroker.json'
+EOF
+binds=()
+while IFS= read -r f; do
+        binds+=("--bind-ro=$tmp/dest/$f:/$f")
+done < <(cd "$tmp/dest" && find . \( -type f -o -type l \) -printf '%P\n')
+
+{
+        boot "$tmp/host"
+        boot "$tmp/host2" "${binds[@]}"
+} >"$tmp/all.txt"
+cat "$tmp/all.txt"
+passed=$(grep -c '^ok - ' "$tmp/all.txt" || true)
+failed=$(grep -c '^not ok - ' "$tmp/all.txt" || true)
 echo "$passed passed, $failed failed"
 [[ $failed == 0 && $passed -gt 0 ]]

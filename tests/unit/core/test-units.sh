@@ -41,7 +41,7 @@ fi
 mkdir "$tmp/units"
 sed -e "s|^ExecStart=[^ ]*|ExecStart=$daemon|" -e "s|^ExecReload=+[^ ]*|ExecReload=+$ctl|" \
         "$units/kfdbrokerd.service" >"$tmp/units/kfdbrokerd.service"
-cp "$units/kfdbrokerd.socket" "$tmp/units/"
+sed -e "s|^ExecStartPost=-+[^ ]*|ExecStartPost=-+$ctl|" "$units/kfdbrokerd.socket" >"$tmp/units/kfdbrokerd.socket"
 out=$(cd "$tmp/units" && systemd-analyze verify --man=no ./kfdbrokerd.service ./kfdbrokerd.socket 2>&1)
 rc=$?
 if [[ $rc == 0 && -z $out ]]; then
@@ -74,6 +74,16 @@ for key in $("$daemon" --no-config --show-config | sed -n 's/^\([a-z-]*\)=.*/\1/
         fi
         ok "the shipped kfdbrokerd.conf has $key="
 done
+
+# The CDI spec lives as long as the socket listens (docs/containers.md), and
+# is written by the socket unit as root, not by the sandboxed daemon.
+if grep -q "^ExecStartPost=-+/.*/kfdbrokerctl --socket=/run/kfdbroker/kfdbroker.sock cdi --output=/run/cdi/kfdbroker.json$" "$units/kfdbrokerd.socket" &&
+        grep -q "^ExecStopPost=+rm -f /run/cdi/kfdbroker.json$" "$units/kfdbrokerd.socket" &&
+        ! grep -q "cdi" "$units/kfdbrokerd.service"; then
+        ok "kfdbrokerd.socket writes /run/cdi/kfdbroker.json once listening and removes it when stopped"
+else
+        not_ok "the socket unit's CDI spec" "$(grep Exec "$units/kfdbrokerd.socket")"
+fi
 
 # A reload must be able to fail: the synchronous D-Bus call, not a signal.
 if grep -q "^ExecReload=+/.*/kfdbrokerctl --no-ask-password reload$" "$units/kfdbrokerd.service" &&
