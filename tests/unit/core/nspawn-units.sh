@@ -188,6 +188,14 @@ check "journal: SESSION_OPENED with KFDBROKER_SESSION, _UID=65534, _UNIT=kfdb-te
 check "journal: SESSION_CLOSED for the same session, with the client's name" 'entries $MSG_CLOSED KFDBROKER_SESSION=$sid KFDBROKER_UID=65534 | grep -qx "KFDBROKER_CLIENT=kfdbrokerctl"'
 check "journal: every entry of the session is found by KFDBROKER_SESSION alone" '[ "$(journalctl -q -u kfdbrokerd.service KFDBROKER_SESSION=$sid -o cat | wc -l)" -ge 2 ]'
 check "journal: READY with the version and backend" 'entries $MSG_READY | grep -qx "KFDBROKER_BACKEND=sim"'
+
+# Container= by id: a client in a scope named as docker's systemd cgroup driver
+# names a container's scope is known by the container's full id and short id.
+cid=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+out=$(systemd-run --quiet --scope --unit="docker-$cid.scope" \
+        kfdbrokerctl --socket /run/kfdbroker/kfdbroker.sock --json sessions 2>&1)
+echo "    sessions from docker-$cid.scope: ${out:0:300}"
+check "a client in docker-<id>.scope is seen with its container id" 'echo "$out" | grep -q "\"container_id\":\"$cid\"" && echo "$out" | grep -q "\"container\":\"0123456789ab\""'
 check "journal catalog: journalctl -x explains the entry" 'journalctl -q -x -u kfdbrokerd.service MESSAGE_ID=$MSG_OPENED KFDBROKER_SESSION=$sid --no-pager | grep -q "GPU session $sid opened by uid 65534"'
 check "metrics file 0644 under UMask=0077, readable by nobody" 'test "$(stat -c %a /run/kfdbroker/kfdbroker.prom)" = 644 && setpriv --reuid=65534 --regid=65534 --clear-groups cat /run/kfdbroker/kfdbroker.prom | grep -q "^kfdbroker_build_info"'
 sed 's/^/    /' /run/kfdbroker/sandbox.txt
