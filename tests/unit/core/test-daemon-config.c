@@ -70,7 +70,7 @@ Test(daemon_config, defaults) {
         daemon_config_init(&c);
         cr_expect_eq(c.opts.device, DEVICE_AUTO);
         cr_expect_eq(c.opts.bus, BUS_NONE);
-        cr_expect_eq(c.opts.max_connections_per_user, 128);
+        cr_expect_eq(c.opts.max_connections_per_user, 32);
         cr_expect_eq(c.opts.metrics_file_mode, 0600);
         cr_expect_null(c.opts.policy_dirs);
         cr_expect_eq(c.log_level, -1);
