@@ -39,6 +39,15 @@ static bool in_file(const Elf *e, uint64_t off, uint64_t len) {
         return off <= e->size && len <= e->size - off;
 }
 
+/* Copies a structure out of the file (offsets in a file need not be
+ * aligned): false if it does not lie inside. */
+static bool elf_read(const Elf *e, uint64_t off, void *dst, size_t len) {
+        if (!in_file(e, off, len))
+                return false;
+        memcpy(dst, e->data + off, len);
+        return true;
+}
+
 static int elf_map(const char *path, Elf *ret) {
         struct stat st;
         void *m;
@@ -65,23 +74,26 @@ static void elf_unmap(Elf *e) {
 }
 
 /* The section of @type and the string table it links to, or -ENOENT. */
-static int elf_section(const Elf *e, uint32_t type, const Elf64_Shdr **ret, const Elf64_Shdr **ret_strtab) {
-        const Elf64_Ehdr *h = (const Elf64_Ehdr *) e->data;
-        const Elf64_Shdr *sh;
+static int elf_section(const Elf *e, uint32_t type, Elf64_Shdr *ret, Elf64_Shdr *ret_strtab) {
+        Elf64_Ehdr h;
 
-        if (memcmp(h->e_ident, ELFMAG, SELFMAG) != 0 || h->e_ident[EI_CLASS] != ELFCLASS64 ||
-            h->e_machine != EM_X86_64 || h->e_shentsize != sizeof(Elf64_Shdr) ||
-            !in_file(e, h->e_shoff, (uint64_t) h->e_shnum * sizeof(Elf64_Shdr)))
+        if (!elf_read(e, 0, &h, sizeof h) || memcmp(h.e_ident, ELFMAG, SELFMAG) != 0 ||
+            h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_machine != EM_X86_64 || h.e_shentsize != sizeof(Elf64_Shdr) ||
+            !in_file(e, h.e_shoff, (uint64_t) h.e_shnum * sizeof(Elf64_Shdr)))
                 return -ENOEXEC;
-        sh = (const Elf64_Shdr *) (e->data + h->e_shoff);
-        for (unsigned i = 0; i < h->e_shnum; i++) {
-                if (sh[i].sh_type != type)
+        for (unsigned i = 0; i < h.e_shnum; i++) {
+                Elf64_Shdr sh, str;
+
+                (void) elf_read(e, h.e_shoff + (uint64_t) i * sizeof sh, &sh, sizeof sh);
+                if (sh.sh_type != type)
                         continue;
-                if (sh[i].sh_link >= h->e_shnum || !in_file(e, sh[i].sh_offset, sh[i].sh_size) ||
-                    !in_file(e, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size))
+                if (sh.sh_link >= h.e_shnum || !in_file(e, sh.sh_offset, sh.sh_size))
                         return -ENOEXEC;
-                *ret = &sh[i];
-                *ret_strtab = &sh[sh[i].sh_link];
+                (void) elf_read(e, h.e_shoff + (uint64_t) sh.sh_link * sizeof str, &str, sizeof str);
+                if (!in_file(e, str.sh_offset, str.sh_size))
+                        return -ENOEXEC;
+                *ret = sh;
+                *ret_strtab = str;
                 return 0;
         }
         return -ENOENT;
@@ -96,36 +108,40 @@ static const char *elf_string(const Elf *e, const Elf64_Shdr *strtab, uint64_t o
         return s + off;
 }
 
+/* Whether @off..+@len lies inside @sec. */
+static bool in_section(const Elf64_Shdr *sec, uint64_t off, uint64_t len) {
+        return off >= sec->sh_offset && off - sec->sh_offset <= sec->sh_size &&
+               len <= sec->sh_size - (off - sec->sh_offset);
+}
+
 /* Whether libc's version definitions include @name. */
 static int libc_defines(const Elf *libc, const char *name) {
-        const Elf64_Shdr *sec, *strtab;
+        Elf64_Shdr sec, strtab;
         uint64_t off;
         int r = elf_section(libc, SHT_GNU_verdef, &sec, &strtab);
 
         if (r < 0)
                 return r;
-        off = sec->sh_offset;
+        off = sec.sh_offset;
         for (unsigned n = 0; n < 4096; n++) {
-                const Elf64_Verdef *d;
-                const Elf64_Verdaux *a;
+                Elf64_Verdef d;
+                Elf64_Verdaux a;
                 const char *s;
 
-                if (!in_file(libc, off, sizeof *d) || off + sizeof *d > sec->sh_offset + sec->sh_size)
+                if (!in_section(&sec, off, sizeof d) || !elf_read(libc, off, &d, sizeof d))
                         return -ENOEXEC;
-                d = (const Elf64_Verdef *) (libc->data + off);
-                if (d->vd_cnt > 0) {
-                        if (!in_file(libc, off + d->vd_aux, sizeof *a))
+                if (d.vd_cnt > 0) {
+                        if (!in_section(&sec, off + d.vd_aux, sizeof a) || !elf_read(libc, off + d.vd_aux, &a, sizeof a))
                                 return -ENOEXEC;
-                        a = (const Elf64_Verdaux *) (libc->data + off + d->vd_aux);
-                        s = elf_string(libc, strtab, a->vda_name);
+                        s = elf_string(libc, &strtab, a.vda_name);
                         if (!s)
                                 return -ENOEXEC;
                         if (strcmp(s, name) == 0)
                                 return 1;
                 }
-                if (d->vd_next == 0)
+                if (d.vd_next == 0)
                         return 0;
-                off += d->vd_next;
+                off += d.vd_next;
         }
         return -ENOEXEC;
 }
@@ -143,34 +159,32 @@ static unsigned glibc_number(const char *name) {
  * GLIBC_ version needed, *ret_missing the newest one @libc lacks (or NULL;
  * not looked for without @libc). */
 static int check_needs(const Elf *lib, const Elf *libc, const char **ret_newest, const char **ret_missing) {
-        const Elf64_Shdr *sec, *strtab;
+        Elf64_Shdr sec, strtab;
         uint64_t off;
         int r = elf_section(lib, SHT_GNU_verneed, &sec, &strtab);
 
         *ret_newest = *ret_missing = NULL;
         if (r < 0)
                 return r == -ENOENT ? 0 : r;
-        off = sec->sh_offset;
+        off = sec.sh_offset;
         for (unsigned n = 0; n < 4096; n++) {
-                const Elf64_Verneed *v;
+                Elf64_Verneed v;
                 const char *file;
                 uint64_t aoff;
 
-                if (!in_file(lib, off, sizeof *v) || off + sizeof *v > sec->sh_offset + sec->sh_size)
+                if (!in_section(&sec, off, sizeof v) || !elf_read(lib, off, &v, sizeof v))
                         return -ENOEXEC;
-                v = (const Elf64_Verneed *) (lib->data + off);
-                file = elf_string(lib, strtab, v->vn_file);
+                file = elf_string(lib, &strtab, v.vn_file);
                 if (!file)
                         return -ENOEXEC;
-                aoff = off + v->vn_aux;
-                for (unsigned i = 0; strcmp(file, "libc.so.6") == 0 && i < v->vn_cnt; i++) {
-                        const Elf64_Vernaux *a;
+                aoff = off + v.vn_aux;
+                for (unsigned i = 0; strcmp(file, "libc.so.6") == 0 && i < v.vn_cnt; i++) {
+                        Elf64_Vernaux a;
                         const char *name;
 
-                        if (!in_file(lib, aoff, sizeof *a))
+                        if (!in_section(&sec, aoff, sizeof a) || !elf_read(lib, aoff, &a, sizeof a))
                                 return -ENOEXEC;
-                        a = (const Elf64_Vernaux *) (lib->data + aoff);
-                        name = elf_string(lib, strtab, a->vna_name);
+                        name = elf_string(lib, &strtab, a.vna_name);
                         if (!name)
                                 return -ENOEXEC;
                         if (!*ret_newest || glibc_number(name) > glibc_number(*ret_newest))
@@ -180,11 +194,11 @@ static int check_needs(const Elf *lib, const Elf *libc, const char **ret_newest,
                                 return r;
                         if (r == 0 && (!*ret_missing || glibc_number(name) > glibc_number(*ret_missing)))
                                 *ret_missing = name;
-                        aoff += a->vna_next;
+                        aoff += a.vna_next;
                 }
-                if (v->vn_next == 0)
+                if (v.vn_next == 0)
                         return 0;
-                off += v->vn_next;
+                off += v.vn_next;
         }
         return -ENOEXEC;
 }
