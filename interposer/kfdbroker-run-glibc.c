@@ -6,6 +6,8 @@
  * the dynamic loader makes, done before exec so that a container with an
  * older glibc, or none (musl), gets a sentence instead of a loader error in
  * every program. kfdbroker-run is linked statically so that it runs there.
+ * A system with neither a libc.so.6 in the usual directories nor musl has a
+ * layout of its own, and is left to the loader.
  * The ELF structures are those of <elf.h> (the gABI's symbol versioning
  * section, "GNU extensions: versioning" in the LSB's ELF chapter); every
  * offset read from a file is checked against its size.
@@ -29,6 +31,9 @@ static const char *const libc_paths[] = {
         "/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
         "/lib64/libc.so.6", "/usr/lib64/libc.so.6", "/usr/lib/libc.so.6", "/lib/libc.so.6",
 };
+
+/* musl's dynamic loader on x86-64 (musl's Makefile: ld-musl-$(ARCH).so.1 in /lib). */
+#define MUSL_LOADER "/lib/ld-musl-x86_64.so.1"
 
 typedef struct Elf {
         const uint8_t *data;
@@ -217,11 +222,16 @@ int glibc_check(const char *interposer, char *msg, size_t size) {
                 return r;
         }
         if (!libc_path) {
+                /* A layout of its own (NixOS keeps glibc in its store): the
+                 * loader will check. musl's loader is always at this path. */
+                if (access(MUSL_LOADER, F_OK) < 0) {
+                        elf_unmap(&lib);
+                        return 0;
+                }
                 r = check_needs(&lib, NULL, &newest, &missing);
                 snprintf(msg, size,
-                         "this system has no glibc (no libc.so.6 in /lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu, "
-                         "/lib64, /usr/lib64 or /usr/lib), which %s needs (glibc %s or later; a musl-based image such "
-                         "as Alpine cannot preload it)",
+                         "this system's C library is musl (" MUSL_LOADER "), not glibc; %s needs glibc %s or later "
+                         "(use an image with glibc, not Alpine's)",
                          interposer, r == 0 && newest ? newest + 6 : "2.34");
                 elf_unmap(&lib);
                 return -ENOENT;

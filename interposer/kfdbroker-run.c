@@ -16,7 +16,7 @@
  *
  * It is linked statically and checks, before it preloads the library, that
  * this system's glibc defines every version the library needs
- * (kfdbroker-run-glibc.c): in a container with an older glibc, or none, it
+ * (kfdbroker-run-glibc.c): in a container with an older glibc, or musl, it
  * says so and exits 1 instead of the loader failing the program.
  */
 #include <errno.h>
