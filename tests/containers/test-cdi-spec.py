@@ -35,16 +35,21 @@ except ImportError:
     sys.exit(0)
 
 
-def run_ctl(*args, env=None, cwd=None):
+def run_ctl(*args, env=None, cwd=None, rocm_dir=True):
+    """Runs kfdbrokerctl; `cdi` takes the build tree's ROCm files (--rocm-dir
+    right after it) unless rocm_dir is False or another directory."""
     e = dict(os.environ)
     e.pop("KFDBROKER_SOCKET", None)
     e.update(env or {})
+    args = list(args)
+    if rocm_dir and "cdi" in args:
+        args.insert(args.index("cdi") + 1, "--rocm-dir=" + (ROCM_DIR if rocm_dir is True else rocm_dir))
     p = subprocess.run([CTL, *args], capture_output=True, env=e, cwd=cwd, timeout=30)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
 def spec_for(sock, *extra, **kw):
-    rc, out, err = run_ctl("--socket", sock, "cdi", "--rocm-dir", ROCM_DIR, *extra, **kw)
+    rc, out, err = run_ctl("--socket", sock, "cdi", *extra, **kw)
     assert rc == 0, f"exit status {rc}, stderr: {err}"
     return json.loads(out), out, err
 
@@ -166,7 +171,7 @@ def test_output_file_is_written_whole_and_readable(tmp):
     os.chmod(target, 0o600)
     old_umask = os.umask(0o077)
     try:
-        rc, out, err = run_ctl("--socket", sock, "cdi", "--output", target, "--rocm-dir", ROCM_DIR)
+        rc, out, err = run_ctl("--socket", sock, "cdi", "--output", target)
     finally:
         os.umask(old_umask)
     assert rc == 0, err
@@ -211,7 +216,7 @@ def test_rocm_device_adds_kfdbroker_run_and_the_interposer_read_only(tmp):
 def test_rocm_files_default_to_the_installed_ones_and_are_warned_about(tmp):
     sock = os.path.join(tmp, "kfdbroker.sock")
     ls = listening_socket(sock)
-    rc, out, err = run_ctl("--socket", sock, "cdi")
+    rc, out, err = run_ctl("--socket", sock, "cdi", rocm_dir=False)
     ls.close()
     assert rc == 0, err
     mounts = device(json.loads(out), "rocm")["mounts"]
@@ -225,7 +230,7 @@ def test_rocm_files_default_to_the_installed_ones_and_are_warned_about(tmp):
 
     # A relative --rocm-dir is made absolute; a directory without the files is named.
     os.mkdir(os.path.join(tmp, "empty"))
-    rc, out, err = run_ctl("--socket", sock, "cdi", "--rocm-dir", "empty", cwd=tmp)
+    rc, out, err = run_ctl("--socket", sock, "cdi", cwd=tmp, rocm_dir="empty")
     assert rc == 0, err
     mounts = device(json.loads(out), "rocm")["mounts"]
     assert [m["hostPath"] for m in mounts[1:]] == [tmp + "/empty/kfdbroker-run", tmp + "/empty/libkfdbroker-kfd.so"]
@@ -234,7 +239,7 @@ def test_rocm_files_default_to_the_installed_ones_and_are_warned_about(tmp):
     # A directory where a file should be.
     os.mkdir(os.path.join(tmp, "odd"))
     os.mkdir(os.path.join(tmp, "odd", "kfdbroker-run"))
-    rc, out, err = run_ctl("--socket", sock, "cdi", "--rocm-dir", tmp + "/odd")
+    rc, out, err = run_ctl("--socket", sock, "cdi", rocm_dir=tmp + "/odd")
     assert rc == 0, err
     assert (f"kfdbrokerctl cdi: warning: {tmp}/odd/kfdbroker-run is not a regular file; the "
             "kfdbroker.org/gpu=rocm device will not work\n") in err, err
@@ -242,14 +247,14 @@ def test_rocm_files_default_to_the_installed_ones_and_are_warned_about(tmp):
 
 def test_warns_when_nothing_listens(tmp):
     missing = os.path.join(tmp, "missing.sock")
-    rc, out, err = run_ctl("--socket", missing, "cdi", "--rocm-dir", ROCM_DIR)
+    rc, out, err = run_ctl("--socket", missing, "cdi")
     assert rc == 0 and json.loads(out), err
     assert err == (f"kfdbrokerctl cdi: warning: {missing} does not exist yet (No such file or directory); "
                    "a container using the spec cannot start until kfdbrokerd listens there\n"), err
 
     regular = os.path.join(tmp, "regular")
     open(regular, "w").close()
-    rc, out, err = run_ctl("--socket", regular, "cdi", "--rocm-dir", ROCM_DIR)
+    rc, out, err = run_ctl("--socket", regular, "cdi")
     assert rc == 0, err
     assert err == (f"kfdbrokerctl cdi: warning: {regular} is not a socket; a container using the spec "
                    "will not reach kfdbrokerd\n"), err
@@ -264,6 +269,7 @@ def test_bad_input_is_named(tmp):
          f"cannot write {tmp}/no/such/dir/k.json: No such file or directory\n"),
         (["--socket", "", "cdi"], 2, "kfdbrokerctl cdi: the socket path is empty\n"),
         (["--socket", sock, "cdi", "--rocm-dir="], 2, "kfdbrokerctl cdi: --rocm-dir needs a directory\n"),
+        (["--socket", sock, "cdi", "--rocm-dir"], 2, "option '--rocm-dir' requires an argument"),
         (["--socket", sock, "cdi", "--bogus"], 2, "unrecognized option '--bogus'"),
     ]
     for args, want_rc, want_err in cases:
