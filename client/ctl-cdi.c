@@ -65,24 +65,10 @@ static bool is_utf8(const char *s) {
         return true;
 }
 
-/* The spec itself. Mount options: a bind mount of the socket file alone,
- * with nothing on it that could be executed, a device or set-uid. */
-static void cdi_write_spec(FILE *f, const char *host_socket) {
-        fputs("{\n"
-              "  \"cdiVersion\": \"" CTL_CDI_VERSION "\",\n"
-              "  \"kind\": \"" CTL_CDI_KIND "\",\n"
-              "  \"devices\": [\n"
-              "    {\n"
-              "      \"name\": \"" CTL_CDI_DEVICE "\",\n"
-              "      \"containerEdits\": {\n"
-              "        \"env\": [\n"
-              "          ",
-              f);
-        json_fstring(f, "KFDBROKER_SOCKET=" KFDBROKER_DEFAULT_SOCKET);
-        fputs("\n"
-              "        ],\n"
-              "        \"mounts\": [\n"
-              "          {\n"
+/* The broker's socket: a bind mount of the socket file alone, with nothing
+ * on it that could be executed, a device or set-uid. */
+static void cdi_write_socket_mount(FILE *f, const char *host_socket) {
+        fputs("          {\n"
               "            \"hostPath\": ",
               f);
         json_fstring(f, host_socket);
@@ -93,10 +79,70 @@ static void cdi_write_spec(FILE *f, const char *host_socket) {
         fputs(",\n"
               "            \"type\": \"bind\",\n"
               "            \"options\": [\"bind\", \"nosuid\", \"nodev\", \"noexec\"]\n"
-              "          }\n"
+              "          }",
+              f);
+}
+
+/* One of the ROCm files, read-only under CTL_CDI_ROCM_DIR; executable (the
+ * library is mapped PROT_EXEC, kfdbroker-run is run), no devices, no set-uid. */
+static void cdi_write_file_mount(FILE *f, const char *host_path, const char *name) {
+        fputs(",\n"
+              "          {\n"
+              "            \"hostPath\": ",
+              f);
+        json_fstring(f, host_path);
+        fputs(",\n"
+              "            \"containerPath\": \"" CTL_CDI_ROCM_DIR "/",
+              f);
+        fputs(name, f);
+        fputs("\",\n"
+              "            \"type\": \"bind\",\n"
+              "            \"options\": [\"bind\", \"ro\", \"nosuid\", \"nodev\"]\n"
+              "          }",
+              f);
+}
+
+/* A device: the socket and KFDBROKER_SOCKET; with @rocm (not NULL: the host
+ * paths of kfdbroker-run and the interposer) those two files as well. */
+static void cdi_write_device(FILE *f, const char *name, const char *host_socket, const char *const rocm[2]) {
+        fputs("    {\n"
+              "      \"name\": \"",
+              f);
+        fputs(name, f);
+        fputs("\",\n"
+              "      \"containerEdits\": {\n"
+              "        \"env\": [\n"
+              "          ",
+              f);
+        json_fstring(f, "KFDBROKER_SOCKET=" KFDBROKER_DEFAULT_SOCKET);
+        fputs("\n"
+              "        ],\n"
+              "        \"mounts\": [\n",
+              f);
+        cdi_write_socket_mount(f, host_socket);
+        if (rocm) {
+                cdi_write_file_mount(f, rocm[0], CTL_CDI_RUN_NAME);
+                cdi_write_file_mount(f, rocm[1], CTL_CDI_INTERPOSER_NAME);
+        }
+        fputs("\n"
               "        ]\n"
               "      }\n"
-              "    }\n"
+              "    }",
+              f);
+}
+
+/* The spec itself: the device for native clients, then the one for
+ * unmodified ROCm programs. */
+static void cdi_write_spec(FILE *f, const char *host_socket, const char *const rocm[2]) {
+        fputs("{\n"
+              "  \"cdiVersion\": \"" CTL_CDI_VERSION "\",\n"
+              "  \"kind\": \"" CTL_CDI_KIND "\",\n"
+              "  \"devices\": [\n",
+              f);
+        cdi_write_device(f, CTL_CDI_DEVICE, host_socket, NULL);
+        fputs(",\n", f);
+        cdi_write_device(f, CTL_CDI_ROCM_DEVICE, host_socket, rocm);
+        fputs("\n"
               "  ]\n"
               "}\n",
               f);
@@ -134,6 +180,39 @@ static int make_parent_dir(const char *prog, const char *path) {
                 return r;
         }
         return 0;
+}
+
+/* @path made absolute against the working directory, or NULL (-ENOMEM or
+ * the errno of getcwd in *ret_error). */
+static char *absolute_path(const char *path, int *ret_error) {
+        _cleanup_free_ char *cwd = NULL;
+        char *r;
+
+        *ret_error = -ENOMEM;
+        if (path[0] == '/')
+                return strdup(path);
+        cwd = getcwd(NULL, 0);
+        if (!cwd) {
+                *ret_error = -errno;
+                return NULL;
+        }
+        if (asprintf(&r, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
+                return NULL;
+        return r;
+}
+
+/* A ROCm file the spec mounts: warn, as for the socket, when it is not a
+ * readable regular file yet (a runtime refuses the rocm device until it is). */
+static void warn_rocm_file(const char *prog, const char *path) {
+        struct stat st;
+
+        if (stat(path, &st) < 0)
+                fprintf(stderr, "%s cdi: warning: %s does not exist (%s); a container asking for "
+                        CTL_CDI_KIND "=" CTL_CDI_ROCM_DEVICE " cannot start until it does\n", prog, path,
+                        strerror(errno));
+        else if (!S_ISREG(st.st_mode))
+                fprintf(stderr, "%s cdi: warning: %s is not a regular file; the " CTL_CDI_KIND "="
+                        CTL_CDI_ROCM_DEVICE " device will not work\n", prog, path);
 }
 
 /* Writes @text to @path through a temporary file in its directory and a
@@ -180,14 +259,15 @@ static int write_file_atomic(const char *prog, const char *path, const char *tex
 int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
         static const struct option options[] = {
                 { "output", required_argument, NULL, 'o' },
+                { "rocm-dir", required_argument, NULL, 'r' },
                 {}
         };
-        _cleanup_free_ char *host_socket = NULL, *text = NULL;
+        _cleanup_free_ char *host_socket = NULL, *text = NULL, *run = NULL, *interposer = NULL;
         _cleanup_(fclosep) FILE *mem = NULL;
-        const char *output = NULL;
+        const char *output = NULL, *rocm_dir = NULL;
         struct stat st;
         size_t len = 0;
-        int c;
+        int c, r;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "o:", options, NULL)) >= 0) {
@@ -198,6 +278,18 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
                                 return CTL_EXIT_USAGE;
                         }
                         output = optarg;
+                        break;
+                case 'r':
+                        if (!optarg[0]) {
+                                fprintf(stderr, "%s cdi: --rocm-dir needs a directory\n", prog);
+                                return CTL_EXIT_USAGE;
+                        }
+                        if (!is_utf8(optarg)) {
+                                fprintf(stderr, "%s cdi: the --rocm-dir path is not valid UTF-8, which a CDI spec "
+                                        "(JSON) cannot hold\n", prog);
+                                return CTL_EXIT_USAGE;
+                        }
+                        rocm_dir = optarg;
                         break;
                 default:
                         return CTL_EXIT_USAGE;
@@ -218,20 +310,29 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
                 return CTL_EXIT_USAGE;
         }
         /* The runtime resolves hostPath on its own: it must be absolute. */
-        if (socket_path[0] == '/')
-                host_socket = strdup(socket_path);
-        else {
-                _cleanup_free_ char *cwd = getcwd(NULL, 0);
-                if (!cwd) {
-                        int r = -errno;
-                        fprintf(stderr, "%s cdi: cannot make '%s' absolute: %s\n", prog, socket_path,
-                                strerror(-r));
+        host_socket = absolute_path(socket_path, &r);
+        if (!host_socket) {
+                if (r != -ENOMEM)
+                        fprintf(stderr, "%s cdi: cannot make '%s' absolute: %s\n", prog, socket_path, strerror(-r));
+                return r;
+        }
+        if (rocm_dir) {
+                _cleanup_free_ char *dir = absolute_path(rocm_dir, &r);
+                if (!dir) {
+                        if (r != -ENOMEM)
+                                fprintf(stderr, "%s cdi: cannot make '%s' absolute: %s\n", prog, rocm_dir,
+                                        strerror(-r));
                         return r;
                 }
-                if (asprintf(&host_socket, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, socket_path) < 0)
-                        host_socket = NULL;
+                if (asprintf(&run, "%s/" CTL_CDI_RUN_NAME, dir) < 0)
+                        run = NULL;
+                if (asprintf(&interposer, "%s/" CTL_CDI_INTERPOSER_NAME, dir) < 0)
+                        interposer = NULL;
+        } else {
+                run = strdup(KFDBROKER_BINDIR "/" CTL_CDI_RUN_NAME);
+                interposer = strdup(KFDBROKER_LIBDIR "/" CTL_CDI_INTERPOSER_NAME);
         }
-        if (!host_socket)
+        if (!run || !interposer)
                 return -ENOMEM;
 
         /* A spec may be written before the daemon first listens (at image or
@@ -242,11 +343,13 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
         else if (!S_ISSOCK(st.st_mode))
                 fprintf(stderr, "%s cdi: warning: %s is not a socket; a container using the spec will not reach "
                         "kfdbrokerd\n", prog, host_socket);
+        warn_rocm_file(prog, run);
+        warn_rocm_file(prog, interposer);
 
         mem = open_memstream(&text, &len);
         if (!mem)
                 return -ENOMEM;
-        cdi_write_spec(mem, host_socket);
+        cdi_write_spec(mem, host_socket, (const char *const[2]) { run, interposer });
         if (fclose(TAKE_PTR(mem)) != 0)
                 return -ENOMEM;
 

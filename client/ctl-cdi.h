@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `kfdbrokerctl cdi`: a Container Device Interface spec that gives a
- * container the broker's socket, and nothing from /dev.
+ * container the broker's socket, and nothing from /dev; its second device
+ * adds what runs unmodified ROCm programs through the broker.
  */
 #pragma once
 
@@ -11,13 +12,24 @@
 #define CTL_CDI_VERSION "0.4.0"
 #define CTL_CDI_KIND "kfdbroker.org/gpu"
 #define CTL_CDI_DEVICE "all"
+/* The device for unmodified ROCm programs: "all" plus kfdbroker-run and the
+ * interposer, read-only under CTL_CDI_ROCM_DIR (/opt/<package> is the FHS's
+ * place for an add-on package: no distribution installs files there, so the
+ * mounts shadow nothing of an image's). No LD_PRELOAD: docs/containers.md. */
+#define CTL_CDI_ROCM_DEVICE "rocm"
+#define CTL_CDI_ROCM_DIR "/opt/kfdbroker"
+#define CTL_CDI_RUN_NAME "kfdbroker-run"
+#define CTL_CDI_INTERPOSER_NAME "libkfdbroker-kfd.so"
 
 /*
  * Writes the spec for the host socket @socket_path (made absolute against
  * the working directory if relative) to stdout, or to @argv's --output FILE
  * (written to a temporary file in the same directory, then renamed over
- * it, mode 0644). Does not connect to the daemon; warns on stderr when
- * nothing listens at the path yet. @argv[0] is "cdi".
+ * it, mode 0644). The rocm device mounts the installed kfdbroker-run and
+ * libkfdbroker-kfd.so (KFDBROKER_BINDIR, KFDBROKER_LIBDIR), or those in
+ * @argv's --rocm-dir DIR. Does not connect to the daemon; warns on stderr
+ * when nothing listens at the path yet or a ROCm file is missing.
+ * @argv[0] is "cdi".
  * Returns 0, -EINVAL after printing a usage error (CTL_EXIT_USAGE is for
  * the caller to decide), or a negative errno after printing what failed.
  */

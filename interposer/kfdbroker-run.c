@@ -13,6 +13,11 @@
  * nothing outside that tree changes. The directory goes when the program
  * ends. Signals that would end kfdbroker-run (INT, TERM, HUP, QUIT) are
  * passed on to the program; its exit status is ours (128 + N for signal N).
+ *
+ * It is linked statically and checks, before it preloads the library, that
+ * this system's glibc defines every version the library needs
+ * (kfdbroker-run-glibc.c): in a container with an older glibc, or musl, it
+ * says so and exits 1 instead of the loader failing the program.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +31,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "kfdbroker-run-glibc.h"
 
 #define PROG "kfdbroker-run"
 #define LIBNAME "libkfdbroker-kfd.so"
@@ -112,7 +118,7 @@ static void remove_dir(const char *dir) {
 
 int main(int argc, char *argv[]) {
         const char *sock = NULL, *base;
-        char lib[PATH_MAX], dir[PATH_MAX];
+        char lib[PATH_MAX], dir[PATH_MAX], msg[PATH_MAX + 512];
         int i, r, status;
 
         for (i = 1; i < argc; i++) {
@@ -165,6 +171,14 @@ int main(int argc, char *argv[]) {
         if (r < 0) {
                 fprintf(stderr, PROG ": cannot find " LIBNAME " next to this program or in " KFDBROKER_LIBDIR ": %s\n",
                         strerror(-r));
+                return 1;
+        }
+        /* A container's glibc may be older than the one the interposer was
+         * built against, or missing: say so rather than let the loader fail
+         * the program. */
+        r = glibc_check(lib, msg, sizeof msg);
+        if (r < 0) {
+                fprintf(stderr, PROG ": cannot preload %s: %s\n", LIBNAME, msg);
                 return 1;
         }
         base = getenv("XDG_RUNTIME_DIR");

@@ -43,7 +43,7 @@ _kfdbrokerctl() {
         case $verb in
         demo) opts+=" --size= --vram --elements=" ;;
         selftest) opts+=" --strict --timeout-wait=" ;;
-        cdi) opts+=" --output=" ;;
+        cdi) opts+=" --output= --rocm-dir=" ;;
         top) opts+=" -b --batch -d --delay= -n --iterations=" ;;
         terminate)
                 opts+=" --bus"

@@ -21,6 +21,10 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA_DIR = os.path.join(HERE, "cdi-schema-v0.4.0")
 CTL = os.environ.get("KFDBROKERCTL", "")
+# kfdbroker-run and libkfdbroker-kfd.so in the build tree.
+ROCM_DIR = os.environ.get("KFDBROKER_ROCM_DIR", "")
+ROCM_CONTAINER_DIR = "/opt/kfdbroker"
+ROCM_OPTIONS = ["bind", "ro", "nosuid", "nodev"]
 CONTAINER_SOCKET = "/run/kfdbroker/kfdbroker.sock"
 OPTIONS = ["bind", "nosuid", "nodev", "noexec"]
 
@@ -31,10 +35,15 @@ except ImportError:
     sys.exit(0)
 
 
-def run_ctl(*args, env=None, cwd=None):
+def run_ctl(*args, env=None, cwd=None, rocm_dir=True):
+    """Runs kfdbrokerctl; `cdi` takes the build tree's ROCm files (--rocm-dir
+    right after it) unless rocm_dir is False or another directory."""
     e = dict(os.environ)
     e.pop("KFDBROKER_SOCKET", None)
     e.update(env or {})
+    args = list(args)
+    if rocm_dir and "cdi" in args:
+        args.insert(args.index("cdi") + 1, "--rocm-dir=" + (ROCM_DIR if rocm_dir is True else rocm_dir))
     p = subprocess.run([CTL, *args], capture_output=True, env=e, cwd=cwd, timeout=30)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
@@ -106,7 +115,7 @@ def test_kind_and_device_name_follow_the_cdi_syntax(tmp):
     name = r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
     assert re.fullmatch(rf"{label}(\.{label})*/{name}", doc["kind"]), doc["kind"]
     assert doc["kind"] == "kfdbroker.org/gpu"
-    assert [d["name"] for d in doc["devices"]] == ["all"]
+    assert [d["name"] for d in doc["devices"]] == ["all", "rocm"]
     assert all(re.fullmatch(name, d["name"]) for d in doc["devices"])
 
 
@@ -200,6 +209,65 @@ def test_output_into_a_missing_directory_makes_it_0755(tmp):
     assert stat.S_IMODE(os.stat(cdi_dir).st_mode) == 0o750
 
 
+def device(doc, name):
+    [d] = [d for d in doc["devices"] if d["name"] == name]
+    return d["containerEdits"]
+
+
+def test_rocm_device_adds_kfdbroker_run_and_the_interposer_read_only(tmp):
+    sock = os.path.join(tmp, "kfdbroker.sock")
+    ls = listening_socket(sock)
+    doc, _, err = spec_for(sock)
+    ls.close()
+    assert err == "", f"present files get no warning, got: {err}"
+    edits = device(doc, "rocm")
+    assert set(edits) == {"env", "mounts"}, f"unexpected edits: {sorted(edits)}"
+    # Everything the native device gives, unchanged, then the two files.
+    assert edits["env"] == device(doc, "all")["env"], edits["env"]
+    assert edits["mounts"][0] == device(doc, "all")["mounts"][0], edits["mounts"]
+    assert edits["mounts"][1:] == [{
+        "hostPath": os.path.join(ROCM_DIR, name),
+        "containerPath": ROCM_CONTAINER_DIR + "/" + name,
+        "type": "bind",
+        "options": ROCM_OPTIONS,
+    } for name in ("kfdbroker-run", "libkfdbroker-kfd.so")], edits["mounts"]
+    # No LD_PRELOAD (docs/containers.md: it would load into every process of the image).
+    assert not any(e.startswith("LD_PRELOAD=") for e in edits["env"]), edits["env"]
+    assert "/dev/" not in json.dumps(edits), edits
+
+
+def test_rocm_files_default_to_the_installed_ones_and_are_warned_about(tmp):
+    sock = os.path.join(tmp, "kfdbroker.sock")
+    ls = listening_socket(sock)
+    rc, out, err = run_ctl("--socket", sock, "cdi", rocm_dir=False)
+    ls.close()
+    assert rc == 0, err
+    mounts = device(json.loads(out), "rocm")["mounts"]
+    run, lib = mounts[1]["hostPath"], mounts[2]["hostPath"]
+    assert run.startswith("/") and run.endswith("/bin/kfdbroker-run"), run
+    assert lib.startswith("/") and lib.endswith("/libkfdbroker-kfd.so"), lib
+    for path in (run, lib):
+        if not os.path.exists(path):
+            assert (f"kfdbrokerctl cdi: warning: {path} does not exist (No such file or directory); a container "
+                    "asking for kfdbroker.org/gpu=rocm cannot start until it does\n") in err, err
+
+    # A relative --rocm-dir is made absolute; a directory without the files is named.
+    os.mkdir(os.path.join(tmp, "empty"))
+    rc, out, err = run_ctl("--socket", sock, "cdi", cwd=tmp, rocm_dir="empty")
+    assert rc == 0, err
+    mounts = device(json.loads(out), "rocm")["mounts"]
+    assert [m["hostPath"] for m in mounts[1:]] == [tmp + "/empty/kfdbroker-run", tmp + "/empty/libkfdbroker-kfd.so"]
+    assert f"warning: {tmp}/empty/kfdbroker-run does not exist" in err, err
+    assert f"warning: {tmp}/empty/libkfdbroker-kfd.so does not exist" in err, err
+    # A directory where a file should be.
+    os.mkdir(os.path.join(tmp, "odd"))
+    os.mkdir(os.path.join(tmp, "odd", "kfdbroker-run"))
+    rc, out, err = run_ctl("--socket", sock, "cdi", rocm_dir=tmp + "/odd")
+    assert rc == 0, err
+    assert (f"kfdbrokerctl cdi: warning: {tmp}/odd/kfdbroker-run is not a regular file; the "
+            "kfdbroker.org/gpu=rocm device will not work\n") in err, err
+
+
 def test_warns_when_nothing_listens(tmp):
     missing = os.path.join(tmp, "missing.sock")
     rc, out, err = run_ctl("--socket", missing, "cdi")
@@ -224,6 +292,8 @@ def test_bad_input_is_named(tmp):
          f"cannot write {tmp}/no/such/dir/k.json: cannot make its directory {tmp}/no/such/dir: "
          "No such file or directory\n"),
         (["--socket", "", "cdi"], 2, "kfdbrokerctl cdi: the socket path is empty\n"),
+        (["--socket", sock, "cdi", "--rocm-dir="], 2, "kfdbrokerctl cdi: --rocm-dir needs a directory\n"),
+        (["--socket", sock, "cdi", "--rocm-dir"], 2, "option '--rocm-dir' requires an argument"),
         (["--socket", sock, "cdi", "--bogus"], 2, "unrecognized option '--bogus'"),
     ]
     for args, want_rc, want_err in cases:
@@ -236,11 +306,15 @@ def test_bad_input_is_named(tmp):
     assert p.returncode == 2, p.returncode
     assert p.stderr == b"kfdbrokerctl cdi: the socket path is not valid UTF-8, which a CDI spec (JSON) cannot hold\n", \
         p.stderr
+    p = subprocess.run([CTL, "--socket", sock, "cdi", "--rocm-dir", b"/tmp/\xff"], capture_output=True, timeout=30)
+    assert p.returncode == 2, p.returncode
+    assert p.stderr == (b"kfdbrokerctl cdi: the --rocm-dir path is not valid UTF-8, which a CDI spec (JSON) "
+                        b"cannot hold\n"), p.stderr
 
 
 def main():
-    if not CTL:
-        print("1..0 # SKIP KFDBROKERCTL is not set (run through meson test)")
+    if not CTL or not ROCM_DIR:
+        print("1..0 # SKIP KFDBROKERCTL or KFDBROKER_ROCM_DIR is not set (run through meson test)")
         return 0
     tests = [(n, f) for n, f in globals().items() if n.startswith("test_")]
     print(f"1..{len(tests)}")

@@ -12,7 +12,19 @@
 #   5. `podman run --device kfdbroker.org/gpu=all IMAGE`: KFDBROKER_SOCKET is
 #      set, /dev holds neither kfd nor dri, `kfdbrokerctl demo` passes (64 MiB
 #      fill + copy checked byte by byte, saxpy over 16 M floats), and the
-#      daemon logged the container's session.
+#      daemon logged the container's session;
+#   6. unmodified ROCm through the device kfdbroker.org/gpu=rocm: a second
+#      image of Debian 12's rocminfo, its ROCm runtime (libhsa-runtime64,
+#      libhsakmt) and sh, grep, ls — copied from the host with the libraries
+#      ldd lists, and with no libkfdbroker, libprotobuf-c or libsystemd (the
+#      interposer must be self-contained). Given only that device (no
+#      /dev/kfd, no /dev/dri, no KFD sysfs), `/opt/kfdbroker/kfdbroker-run
+#      rocminfo` lists the gfx1030 agent; with gpu=all alone there is no
+#      /opt/kfdbroker;
+#   7. an image whose libc.so.6 is older than the interposer needs (a stand-in
+#      defining GLIBC_2.2.5 to GLIBC_2.28 only, built by meson) and one with
+#      musl's loader instead: kfdbroker-run exits 1 naming the glibc it needs;
+#      with neither (a layout of its own) it goes on and runs the program.
 #
 # Everything podman touches stays private (docs/containers.md; the three
 # workarounds of these machines): the test re-runs itself in a private mount
@@ -27,7 +39,9 @@
 # namespace, cgroup2, or a podman that cannot start any container here.
 # Once podman runs a container, every check must pass.
 #
-# Environment (set by meson): KFDBROKERD, KFDBROKERCTL.
+# Environment (set by meson): KFDBROKERD, KFDBROKERCTL, KFDBROKER_ROCM_DIR
+# (the build's kfdbroker-run and libkfdbroker-kfd.so), OLD_LIBC (the
+# stand-in libc.so.6). Without rocminfo installed, 6 is skipped, saying so.
 set -euo pipefail
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -35,6 +49,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 : "${KFDBROKERD:?KFDBROKERD is not set (run through meson test)}"
 : "${KFDBROKERCTL:?KFDBROKERCTL is not set (run through meson test)}"
+: "${KFDBROKER_ROCM_DIR:?KFDBROKER_ROCM_DIR is not set (run through meson test)}"
+: "${OLD_LIBC:?OLD_LIBC is not set (run through meson test)}"
 CONTAINER_SOCKET=/run/kfdbroker/kfdbroker.sock
 IMAGE=localhost/kfdbroker-cdi-test:latest
 
@@ -75,7 +91,8 @@ for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.02; done
 # ---- 2. the image ----
 rootfs=$tmp/rootfs
 mkdir -p "$rootfs"/{usr/bin,bin,lib64,usr/lib/x86_64-linux-gnu,tmp,run}
-add_binary() { # add_binary HOSTPATH IMAGEPATH: the binary and every library ldd lists for it
+add_binary() { # add_binary HOSTPATH IMAGEPATH [ROOTFS]: the binary and every library ldd lists for it
+        local rootfs=${3:-$rootfs}
         cp -L "$1" "$rootfs/$2"
         local lib
         for lib in $(ldd "$1" | grep -o '/[^ ]*'); do
@@ -99,7 +116,7 @@ err=$(tar -C "$rootfs" -c . | "${podman[@]}" import - "$IMAGE" 2>&1 >/dev/null) 
 
 # ---- 3. the spec, where podman looks ----
 mkdir /run/cdi
-"$KFDBROKERCTL" --socket "$sock" cdi --output /run/cdi/kfdbroker.json ||
+"$KFDBROKERCTL" --socket "$sock" cdi --rocm-dir "$KFDBROKER_ROCM_DIR" --output /run/cdi/kfdbroker.json ||
         fail "kfdbrokerctl cdi --output /run/cdi/kfdbroker.json failed"
 
 # ---- 4. control: no device, no socket ----
@@ -134,6 +151,88 @@ else
                 fail "the demo did not check saxpy"
 fi
 grep -qx "demo passed" <<<"$out" || fail "the demo did not pass"
+
+# ---- 6. unmodified ROCm: rocminfo given only the rocm device ----
+rocm_image=localhost/kfdbroker-cdi-rocm-test:latest
+if command -v rocminfo >/dev/null; then
+        rocmfs=$tmp/rocmfs
+        mkdir -p "$rocmfs"/{usr/bin,bin,lib64,usr/lib/x86_64-linux-gnu,tmp,run,proc,sys,dev}
+        chmod 1777 "$rocmfs/tmp"
+        add_binary "$(command -v rocminfo)" usr/bin/rocminfo "$rocmfs"
+        add_binary "$(command -v sh)" bin/sh "$rocmfs"
+        add_binary "$(command -v grep)" bin/grep "$rocmfs"
+        add_binary "$(command -v ls)" usr/bin/ls "$rocmfs"
+        for lib in libkfdbroker.so.0 libprotobuf-c.so.1 libsystemd.so.0; do
+                [[ ! -e $rocmfs/usr/lib/x86_64-linux-gnu/$lib ]] || fail "the ROCm image should not hold $lib"
+        done
+        err=$(tar -C "$rocmfs" -c . | "${podman[@]}" import - "$rocm_image" 2>&1 >/dev/null) ||
+                fail "podman import of the ROCm image failed: $err"
+
+        # gpu=all keeps its meaning: the socket, and no ROCm files.
+        out=$("${podman[@]}" run "${run_opts[@]}" --device kfdbroker.org/gpu=all "$rocm_image" \
+                sh -c 'ls /opt/kfdbroker 2>&1; ls /run/kfdbroker' 2>&1) || true
+        [[ $out == *"/opt/kfdbroker"*"No such file or directory"* && $out == *kfdbroker.sock* ]] ||
+                fail "with gpu=all the container should have the socket and no /opt/kfdbroker: $out"
+
+        rc=0
+        out=$("${podman[@]}" run "${run_opts[@]}" --device kfdbroker.org/gpu=rocm "$rocm_image" \
+                sh -c 'echo "dev:" $(ls /dev) ":end"
+                       for p in /sys/devices/virtual/kfd /sys/class/kfd /sys/module/amdgpu /dev/kfd /dev/dri; do
+                               if test -e $p; then echo "present: $p"; fi
+                       done
+                       echo "opt:" $(ls /opt/kfdbroker) ":end"
+                       exec /opt/kfdbroker/kfdbroker-run rocminfo' 2>&1) || rc=$?
+        ((rc == 0)) || { echo "$out"; cat "$tmp/daemon.log" >&2; fail "rocminfo through kfdbroker.org/gpu=rocm exited $rc"; }
+        devs=$(grep '^dev: ' <<<"$out")
+        [[ $devs != *" kfd "* && $devs != *" dri "* && $devs == *" null "* ]] ||
+                fail "the ROCm container's /dev should have neither kfd nor dri: $devs"
+        ! grep '^present: ' <<<"$out" || fail "the ROCm container sees a KFD node or the host's KFD sysfs"
+        grep -qx 'opt: kfdbroker-run libkfdbroker-kfd.so :end' <<<"$out" ||
+                fail "/opt/kfdbroker should hold kfdbroker-run and libkfdbroker-kfd.so: $(grep '^opt:' <<<"$out")"
+        grep -Eq '^ +Name: +gfx1030 *$' <<<"$out" && grep -q '^\*\*\* Done \*\*\*' <<<"$out" ||
+                { echo "$out"; fail "rocminfo in the container did not list the gfx1030 agent"; }
+        grep -q 'opened a KFD process of its own' "$tmp/daemon.log" ||
+                { cat "$tmp/daemon.log" >&2; fail "the daemon's log does not show the container's KFD process"; }
+        echo "ok: podman run --device kfdbroker.org/gpu=rocm: /opt/kfdbroker/kfdbroker-run rocminfo lists gfx1030"
+else
+        echo "SKIP (part): rocminfo is not installed (apt-get install rocminfo): the ROCm container was not run"
+fi
+
+# ---- 7. a glibc too old for the interposer, and musl ----
+oldfs=$tmp/oldfs
+mkdir -p "$oldfs"/{lib64,bin,tmp,proc,sys,dev}
+cp "$OLD_LIBC" "$oldfs/lib64/libc.so.6"
+err=$(tar -C "$oldfs" -c . | "${podman[@]}" import - localhost/kfdbroker-cdi-oldlibc-test:latest 2>&1 >/dev/null) ||
+        fail "podman import of the old-glibc image failed: $err"
+rc=0
+out=$("${podman[@]}" run "${run_opts[@]}" --device kfdbroker.org/gpu=rocm localhost/kfdbroker-cdi-oldlibc-test:latest \
+        /opt/kfdbroker/kfdbroker-run /bin/prog 2>&1) || rc=$?
+want="kfdbroker-run: cannot preload libkfdbroker-kfd.so: /opt/kfdbroker/libkfdbroker-kfd.so needs glibc 2.34 or later"
+((rc == 1)) && [[ $out == "$want"*"this system's /lib64/libc.so.6 does not define GLIBC_2."* ]] ||
+        fail "with an old glibc kfdbroker-run should exit 1 naming the glibc it needs, got exit $rc: $out"
+echo "ok: an old glibc: $out"
+# musl's loader where musl puts it (a stand-in file: kfdbroker-run reads no more).
+rm "$oldfs/lib64/libc.so.6"
+mkdir -p "$oldfs/lib"
+cp "$OLD_LIBC" "$oldfs/lib/ld-musl-x86_64.so.1"
+err=$(tar -C "$oldfs" -c . | "${podman[@]}" import - localhost/kfdbroker-cdi-nolibc-test:latest 2>&1 >/dev/null) ||
+        fail "podman import of the musl image failed: $err"
+rc=0
+out=$("${podman[@]}" run "${run_opts[@]}" --device kfdbroker.org/gpu=rocm localhost/kfdbroker-cdi-nolibc-test:latest \
+        /opt/kfdbroker/kfdbroker-run /bin/prog 2>&1) || rc=$?
+((rc == 1)) && [[ $out == "kfdbroker-run: cannot preload libkfdbroker-kfd.so: this system's C library is musl"*"needs glibc 2.34 or later"* ]] ||
+        fail "with musl kfdbroker-run should exit 1 saying so, got exit $rc: $out"
+echo "ok: musl: $out"
+# Neither: a layout of its own (NixOS), left to the loader: kfdbroker-run goes on to run the program.
+rm -r "$oldfs/lib"
+err=$(tar -C "$oldfs" -c . | "${podman[@]}" import - localhost/kfdbroker-cdi-nolibc-test:latest 2>&1 >/dev/null) ||
+        fail "podman import of the libc-less image failed: $err"
+rc=0
+out=$("${podman[@]}" run "${run_opts[@]}" --device kfdbroker.org/gpu=rocm localhost/kfdbroker-cdi-nolibc-test:latest \
+        /opt/kfdbroker/kfdbroker-run /bin/prog 2>&1) || rc=$?
+((rc == 127)) && [[ $out == "kfdbroker-run: cannot run /bin/prog: No such file or directory" ]] ||
+        fail "with no libc where one is looked for, kfdbroker-run should leave it to the loader, got exit $rc: $out"
+echo "ok: no libc in the usual places: left to the loader"
 
 # ---- the daemon saw the container's sessions, and stops cleanly ----
 kill -TERM "$daemon_pid"
