@@ -243,31 +243,38 @@ static int topology_tree_fix_links(TopologyTree *t, const int *renumber, size_t 
         size_t k = 0;
         int r;
 
-        /* Links to nodes that are gone, and anything else in their directories. */
+        /* Links to nodes that are gone, and anything else in their
+         * directories: judged on the whole list first, then let go, since a
+         * link's files are judged by its properties file. */
+        bool *drop = calloc(t->n_files ? t->n_files : 1, sizeof(bool));
+        if (!drop)
+                return -ENOMEM;
         for (size_t i = 0; i < t->n_files; i++) {
-                WireTopologyFile *f = &t->files[i], *props = NULL;
+                const WireTopologyFile *props = NULL;
                 const char *rest;
                 unsigned idx;
-                int node, kind = link_of(f->path, &node, &idx, &rest);
-                bool keep = true;
+                int node, kind = link_of(t->files[i].path, &node, &idx, &rest);
+                char want[WIRE_MAX_TOPOLOGY_PATH + 32];
 
-                if (kind >= 0) {
-                        char want[WIRE_MAX_TOPOLOGY_PATH + 32];
-                        snprintf(want, sizeof want, "topology/nodes/%d/%s/%u/properties", node,
-                                 kind ? "p2p_links" : "io_links", idx);
-                        for (size_t j = 0; j < t->n_files && !props; j++)
-                                if (strcmp(t->files[j].path, want) == 0)
-                                        props = &t->files[j];
-                        long long to = props ? prop_value(props, "node_to") : -1;
-                        keep = to >= 0 && (size_t) to < n_renumber && renumber[to] >= 0;
-                }
-                if (!keep) {
-                        free((char *) f->path);
-                        free((void *) f->content);
+                if (kind < 0)
+                        continue;
+                snprintf(want, sizeof want, "topology/nodes/%d/%s/%u/properties", node,
+                         kind ? "p2p_links" : "io_links", idx);
+                for (size_t j = 0; j < t->n_files && !props; j++)
+                        if (strcmp(t->files[j].path, want) == 0)
+                                props = &t->files[j];
+                long long to = props ? prop_value(props, "node_to") : -1;
+                drop[i] = !(to >= 0 && (size_t) to < n_renumber && renumber[to] >= 0);
+        }
+        for (size_t i = 0; i < t->n_files; i++) {
+                if (drop[i]) {
+                        free((char *) t->files[i].path);
+                        free((void *) t->files[i].content);
                         continue;
                 }
-                t->files[k++] = *f;
+                t->files[k++] = t->files[i];
         }
+        free(drop);
         t->n_files = k;
 
         /* The kept links: new node numbers inside, new indices in their paths. */

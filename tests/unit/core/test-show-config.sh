@@ -7,10 +7,11 @@
 # in a file stops the daemon with exit 1 and FILE:LINE and the key; an
 # unknown key is a warning; and a daemon started from a file serves on what
 # the file says.
-# Usage: test-show-config.sh KFDBROKERD
+# Usage: test-show-config.sh KFDBROKERD VENDOR_DIR (the build's $prefix/lib/kfdbroker)
 set -u
 
 daemon=$(realpath -m "$1")
+vendor=${2:-/usr/lib/kfdbroker}
 pass=0 fail=0
 ok() { echo "ok - $1"; pass=$((pass + 1)); }
 not_ok() { echo "not ok - $1"; [[ $# -gt 1 ]] && sed 's/^/#   /' <<<"$2"; fail=$((fail + 1)); }
@@ -23,9 +24,9 @@ cleanup() {
 trap cleanup EXIT
 
 root=$tmp/root
-mkdir -p "$root/usr/lib/kfdbroker/kfdbrokerd.conf.d" "$root/etc/kfdbroker/kfdbrokerd.conf.d"
-printf '[Daemon]\ndevice=kfd\nbus=system\n' >"$root/usr/lib/kfdbroker/kfdbrokerd.conf"
-printf '[Daemon]\nmax-contexts=8\nsdma-queues=3\n' >"$root/usr/lib/kfdbroker/kfdbrokerd.conf.d/50-site.conf"
+mkdir -p "$root$vendor/kfdbrokerd.conf.d" "$root/etc/kfdbroker/kfdbrokerd.conf.d"
+printf '[Daemon]\ndevice=kfd\nbus=system\n' >"$root$vendor/kfdbrokerd.conf"
+printf '[Daemon]\nmax-contexts=8\nsdma-queues=3\n' >"$root$vendor/kfdbrokerd.conf.d/50-site.conf"
 printf '# the administrator\n[Daemon]\nmax-contexts=12\n' >"$root/etc/kfdbroker/kfdbrokerd.conf.d/50-site.conf"
 printf '[Daemon]\ngpu=0000:03:00.0\n' >"$root/etc/kfdbroker/kfdbrokerd.conf.d/60-gpu.conf"
 
@@ -40,7 +41,7 @@ expect_line() { # expect_line OUTPUT KEY VALUE SOURCE
 out=$("$daemon" --config-root="$root" --show-config --bus=none 2>"$tmp/err")
 rc=$?
 [[ $rc == 0 && ! -s $tmp/err ]] && ok "--show-config exits 0, no warning" || not_ok "--show-config rc $rc" "$(cat "$tmp/err")"
-expect_line "$out" device kfd "$root/usr/lib/kfdbroker/kfdbrokerd.conf:2"
+expect_line "$out" device kfd "$root$vendor/kfdbrokerd.conf:2"
 expect_line "$out" bus none "command line"
 expect_line "$out" max-contexts 12 "$root/etc/kfdbroker/kfdbrokerd.conf.d/50-site.conf:3"
 expect_line "$out" sdma-queues 2 "default"
