@@ -194,7 +194,7 @@ check "journal: READY with the version and backend" 'entries $MSG_READY | grep -
 cid=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 out=$(systemd-run --quiet --scope --unit="docker-$cid.scope" \
         kfdbrokerctl --socket /run/kfdbroker/kfdbroker.sock --json sessions 2>&1)
-echo "    sessions from docker-$cid.scope: ${out:0:300}"
+printf "    sessions from docker-%s.scope: %.300s\n" "$cid" "$out"
 check "a client in docker-<id>.scope is seen with its container id" 'echo "$out" | grep -q "\"container_id\":\"$cid\"" && echo "$out" | grep -q "\"container\":\"0123456789ab\""'
 check "journal catalog: journalctl -x explains the entry" 'journalctl -q -x -u kfdbrokerd.service MESSAGE_ID=$MSG_OPENED KFDBROKER_SESSION=$sid --no-pager | grep -q "GPU session $sid opened by uid 65534"'
 check "metrics file 0644 under UMask=0077, readable by nobody" 'test "$(stat -c %a /run/kfdbroker/kfdbroker.prom)" = 644 && setpriv --reuid=65534 --regid=65534 --clear-groups cat /run/kfdbroker/kfdbroker.prom | grep -q "^kfdbroker_build_info"'
@@ -317,6 +317,7 @@ systemctl stop kfdbrokerd.socket
 check "the CDI spec goes with the socket" '! test -e /run/cdi/kfdbroker.json'
 kill $peer
 echo "exit $fail"
+echo "runner finished"
 EOF
 
 # Boots the container with the runner script DIR/run.sh, whose output is
@@ -332,6 +333,12 @@ boot() {
                 return
         fi
         cat "$host/out.txt"
+        # A runner that died half way (sh is dash there: a bashism ends it)
+        # must not pass on the checks it did reach.
+        if ! grep -qx "runner finished" "$host/out.txt"; then
+                echo "not ok - $host/run.sh stopped before its end:"
+                tail -5 "$host/boot.log"
+        fi
 }
 
 # The second boot: the files are there before the container boots (a package
@@ -376,6 +383,7 @@ check "(simulator drop-in) kfdbrokerctl status is answered by the simulated GPU"
 check "(simulator drop-in) STATUS= names the simulated GPU" 'systemctl show -P StatusText kfdbrokerd.service | grep -q "^Serving on the simulated GPU gfx1030"'
 systemctl stop kfdbrokerd.socket kfdbrokerd.service
 check "(preinstalled) the CDI spec goes with the socket" '! test -e /run/cdi/kfdbroker.json'
+echo "runner finished"
 EOF
 binds=()
 while IFS= read -r f; do
