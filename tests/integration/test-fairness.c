@@ -655,38 +655,44 @@ Test(fairness, a_low_priority_flood_runs_nothing_while_a_high_priority_dispatch_
  * all short gets the context's express queue: its dispatch does not wait
  * behind another session's long one, which the queue they would share runs
  * first (a queue runs its dispatches in order). Here the long one is the
- * gate kernel, which holds its queue until the test opens the gate. An
- * attempt where a loaded host made the light session's warm-up dispatches
- * look long (so it had not earned the express queue) is repeated.
+ * gate kernel, which holds its queue until the test opens the gate. The
+ * light session warms up while it is the context's only user, so its stream
+ * takes the ordinary queue (there is no express queue for one user); when
+ * it wakes with another user there, it must move to the express queue. It
+ * used to keep the queue it had, and waited behind the gate: the first
+ * attempt always failed and only the retry (the other session a user of
+ * the context by then) passed. Each attempt has new sessions; an attempt
+ * where a loaded host made the warm-up dispatches look long (so the light
+ * session had not earned the express queue) is repeated.
  */
 Test(fairness, short_dispatches_pass_a_long_one_in_a_shared_context) {
         static const char *const shared[] = { "--bus=system", "--sdma-queues=1", "--contexts=shared", NULL };
         const uint32_t one = 1;
-        kfdb_session *light, *heavy;
-        kfdb_code_object *empty, *gate;
-        kfdb_buffer *flag, *out;
-        uint32_t *flag_map;
-        void *out_map;
-        kfdb_batch *b;
         bool passed = false;
 
         compute_require_kernels();
         cr_assert_eq(test_daemon_restart(&d, SIGTERM, shared), 0);
-        cr_assert_eq(kfdb_session_new(d.sock, "light", &light), 0);
-        cr_assert_eq(kfdb_session_new(d.sock, "heavy", &heavy), 0);
-        empty = load_kernel(light, "empty");
-        gate = load_kernel(heavy, "gate");
-        flag = new_buffer(heavy, 4096, 0, (void **) &flag_map);
-        out = new_buffer(heavy, 4096, 0, &out_map);
-        cr_assert_eq(kfdb_batch_new(light, &b), 0);
         for (int attempt = 0; attempt < 3 && !passed; attempt++) {
+                kfdb_code_object *empty, *gate;
+                kfdb_session *light, *heavy;
                 uint64_t gate_fence, fence;
+                kfdb_buffer *flag, *out;
+                uint32_t *flag_map;
+                void *out_map;
+                kfdb_batch *b;
                 int r;
 
+                cr_assert_eq(kfdb_session_new(d.sock, "light", &light), 0);
+                empty = load_kernel(light, "empty");
+                cr_assert_eq(kfdb_batch_new(light, &b), 0);
                 /* The light session's dispatches are seen to be short (the
                  * first ones, which bring code and caches in, are not). */
                 for (int i = 0; i < 50; i++)
                         run_dispatch(light, empty, "empty", 1, &one, &one, NULL, 0);
+                cr_assert_eq(kfdb_session_new(d.sock, "heavy", &heavy), 0);
+                gate = load_kernel(heavy, "gate");
+                flag = new_buffer(heavy, 4096, 0, (void **) &flag_map);
+                out = new_buffer(heavy, 4096, 0, &out_map);
                 __atomic_store_n(flag_map, 0, __ATOMIC_RELEASE);
                 gate_fence = hold_gpu(heavy, gate, flag, out);
                 usleep(20000); /* the gate is on the GPU (running or about to: ahead on its queue) */
@@ -701,15 +707,15 @@ Test(fairness, short_dispatches_pass_a_long_one_in_a_shared_context) {
                              kfdb_session_last_error(heavy));
                 cr_assert_eq(kfdb_fence_wait(light, fence, DISPATCH_TIMEOUT_MS), 0, "%s",
                              kfdb_session_last_error(light));
+                kfdb_batch_free(b);
+                kfdb_buffer_free(flag);
+                kfdb_buffer_free(out);
+                kfdb_code_object_free(empty);
+                kfdb_code_object_free(gate);
+                kfdb_session_free(light);
+                kfdb_session_free(heavy);
         }
         if (!passed)
                 test_daemon_dump_log(&d);
         cr_assert(passed, "the light session's dispatch never completed while the other's held its queue, 3 times");
-        kfdb_batch_free(b);
-        kfdb_buffer_free(flag);
-        kfdb_buffer_free(out);
-        kfdb_code_object_free(empty);
-        kfdb_code_object_free(gate);
-        kfdb_session_free(light);
-        kfdb_session_free(heavy);
 }
