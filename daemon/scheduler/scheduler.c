@@ -490,6 +490,9 @@ void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
                 /* Waking from idle: no credit for the time it did not compete. */
                 if (m > st->vtime)
                         st->vtime = m;
+                /* Nor a queue chosen when its context had fewer users or its
+                 * dispatches looked otherwise. */
+                stream_maybe_rebind(st);
                 QUEUE_APPEND(active, st->group->active, st);
                 st->active = true;
                 if (st->engine == GPU_ENGINE_COMPUTE)
