@@ -120,6 +120,26 @@ pid_t test_daemon_spawn(const char **argv, const char *log, void (*setup_child)(
         return pid;
 }
 
+int test_wait_exit(pid_t pid, int timeout_ms) {
+        int status;
+
+        for (int i = 0; i < timeout_ms / 10; i++) {
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+                usleep(10000);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -1;
+}
+
+char *test_read_file(const char *path) {
+        TestDaemon d = {};
+
+        snprintf(d.log, sizeof(d.log), "%s", path);
+        return test_daemon_read_log(&d);
+}
+
 void test_daemon_start(TestDaemon *d, const char *const *extra_args) {
         test_daemon_start_limited(d, extra_args, 0);
 }

@@ -33,6 +33,11 @@ typedef struct TestDaemon {
  * log; setup_child runs in the child before exec (NULL: nothing). For tests
  * that watch the daemon's own start and exit. */
 pid_t test_daemon_spawn(const char **argv, const char *log, void (*setup_child)(void));
+/* Exit status of pid within timeout_ms (128 + signal when killed), or -1,
+ * and then it is killed. */
+int test_wait_exit(pid_t pid, int timeout_ms);
+/* The whole file at path, NUL-terminated (free it), as test_daemon_read_log. */
+char *test_read_file(const char *path);
 void test_daemon_start(TestDaemon *d, const char *const *extra_args);
 /* The same with the daemon's fd limit set to nofile (soft and hard). */
 void test_daemon_start_limited(TestDaemon *d, const char *const *extra_args, unsigned nofile);

@@ -60,26 +60,6 @@ static pid_t spawn(const char **argv, const char *log, void (*setup_child)(void)
         return test_daemon_spawn(argv, log, setup_child);
 }
 
-/* Exit status of pid within timeout_ms, or -1 (then it is killed). */
-static int wait_exit(pid_t pid, int timeout_ms) {
-        int status;
-
-        for (int i = 0; i < timeout_ms / 10; i++) {
-                if (waitpid(pid, &status, WNOHANG) == pid)
-                        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                usleep(10000);
-        }
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        return -1;
-}
-
-static char *slurp(const char *path) {
-        TestDaemon d = {};
-
-        snprintf(d.log, sizeof(d.log), "%s", path);
-        return test_daemon_read_log(&d);
-}
 
 static int connect_to(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -101,7 +81,7 @@ static int connect_retrying(const char *path, pid_t pid, const char *log) {
                 if (fd >= 0)
                         return fd;
                 if (waitpid(pid, &status, WNOHANG) == pid) {
-                        char *l = slurp(log);
+                        char *l = test_read_file(log);
                         cr_assert_fail("kfdbrokerd exited during start-up (status 0x%x):\n%s", status, l);
                 }
                 usleep(10000);
@@ -124,8 +104,8 @@ Test(daemon, metrics_file_mode_refused_when_not_within_0644) {
                 char want[200];
 
                 snprintf(arg, sizeof(arg), "--metrics-file-mode=%s", bad[i]);
-                cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1, "%s", arg);
-                out = slurp(log);
+                cr_assert_eq(test_wait_exit(spawn(argv, log, NULL), 30000), 1, "%s", arg);
+                out = test_read_file(log);
                 snprintf(want, sizeof(want), "kfdbrokerd: --metrics-file-mode: expected an octal mode within 0644 "
                                              "(e.g. 0600, 0640, 0644), got '%s'\n", bad[i]);
                 cr_assert_str_eq(out, want);
@@ -219,8 +199,8 @@ Test(daemon, socket_activation_notify_and_sigterm) {
 
         kill(pid, SIGTERM);
         read_notify(nfd, notes, sizeof(notes), "STOPPING=1", 10000);
-        cr_assert_eq(wait_exit(pid, 30000), 0);
-        out = slurp(log);
+        cr_assert_eq(test_wait_exit(pid, 30000), 0);
+        out = test_read_file(log);
         cr_assert(strstr(out, "Shutting down"), "%s", out);
         cr_assert_eq(access(sock, F_OK), 0, "the activated socket belongs to systemd: not removed");
         {
@@ -295,8 +275,8 @@ Test(daemon, second_daemon_does_not_take_over_a_live_socket) {
         test_daemon_start(&d, NULL);
         argv[3] = d.sock;
         snprintf(log, sizeof(log), "%s/second.log", dir);
-        cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1);
-        out = slurp(log);
+        cr_assert_eq(test_wait_exit(spawn(argv, log, NULL), 30000), 1);
+        out = test_read_file(log);
         cr_assert(strstr(out, "a daemon is already accepting connections there"), "%s", out);
         /* The first daemon still serves on its socket. */
         c = raw_connect(&d);
@@ -326,7 +306,7 @@ Test(daemon, stale_socket_file_is_replaced) {
         raw_hello(c);
         close(c);
         kill(pid, SIGTERM);
-        cr_assert_eq(wait_exit(pid, 30000), 0);
+        cr_assert_eq(test_wait_exit(pid, 30000), 0);
 }
 
 /* At its fd limit the daemon tells a new client so (an error with id 0, as
@@ -562,8 +542,8 @@ Test(daemon, gpu_bad_values_are_named) {
 
                 snprintf(sock, sizeof(sock), "%s/sock", dir);
                 snprintf(log, sizeof(log), "%s/log", dir);
-                cr_assert_eq(wait_exit(spawn(argv, log, NULL), 30000), 1, "%s", cases[i].arg);
-                out = slurp(log);
+                cr_assert_eq(test_wait_exit(spawn(argv, log, NULL), 30000), 1, "%s", cases[i].arg);
+                out = test_read_file(log);
                 for (const char *p = out; (p = strstr(p, "error: ")); p++)
                         error_lines++;
                 cr_assert_eq(error_lines, 1, "%s: one error line expected:\n%s", cases[i].arg, out);
@@ -663,9 +643,9 @@ Test(daemon, policy_reload_failure_in_status) {
         read_notify(nfd, notes, sizeof(notes), "STATUS=Policy reloaded (SIGHUP): 1 rules from 1 files", 10000);
 
         kill(pid, SIGTERM);
-        cr_assert_eq(wait_exit(pid, 30000), 0);
+        cr_assert_eq(test_wait_exit(pid, 30000), 0);
         running_pid = 0;
-        out = slurp(log);
+        out = test_read_file(log);
         snprintf(want, sizeof(want), "Policy: %s:4: User=no-such-user-kfdb: no such user; this rule matches no one",
                  pfile);
         cr_assert(strstr(out, want), "%s", out);

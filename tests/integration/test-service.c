@@ -71,26 +71,6 @@ static pid_t spawn(const char **argv, const char *log, void (*setup_child)(void)
         return pid;
 }
 
-/* Exit status of pid within timeout_ms, or -1 (then it is killed). */
-static int wait_exit(pid_t pid, int timeout_ms) {
-        int status;
-
-        for (int i = 0; i < timeout_ms / 10; i++) {
-                if (waitpid(pid, &status, WNOHANG) == pid)
-                        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-                usleep(10000);
-        }
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        return -1;
-}
-
-static char *slurp(const char *path) {
-        TestDaemon d = {};
-
-        snprintf(d.log, sizeof(d.log), "%s", path);
-        return test_daemon_read_log(&d);
-}
 
 /* ---- The D-Bus name ---- */
 
@@ -189,14 +169,14 @@ Test(service, name_refused_by_a_stale_bus_policy_is_owned_after_the_bus_rereads_
         start_bus();
         grant_name_late();
         pid = spawn(argv, log, NULL);
-        cr_assert(name_appears(20000), "the daemon never owned %s:\n%s", BUS_NAME, out = slurp(log));
-        out = slurp(log);
+        cr_assert(name_appears(20000), "the daemon never owned %s:\n%s", BUS_NAME, out = test_read_file(log));
+        out = test_read_file(log);
         cr_assert(strstr(out, "The bus refused the name " BUS_NAME " ("), "%s", out);
         cr_assert(strstr(out, "asking it to re-read its configuration"), "%s", out);
         cr_assert(strstr(out, "Serving " BUS_NAME " on the bus"), "%s", out);
         cr_assert(!strstr(out, "Cannot own"), "%s", out);
         kill(pid, SIGTERM);
-        cr_assert_eq(wait_exit(pid, 30000), 0);
+        cr_assert_eq(test_wait_exit(pid, 30000), 0);
 }
 
 /* A bus that refuses the name for good: the daemon cannot do what it was
@@ -211,8 +191,8 @@ Test(service, name_refused_for_good_exits_1) {
         snprintf(sock, sizeof(sock), "%s/sock", dir);
         snprintf(log, sizeof(log), "%s/log", dir);
         start_bus();
-        rc = wait_exit(spawn(argv, log, NULL), 30000);
-        out = slurp(log);
+        rc = test_wait_exit(spawn(argv, log, NULL), 30000);
+        out = test_read_file(log);
         cr_assert_eq(rc, 1, "exit status %d:\n%s", rc, out);
         cr_assert(strstr(out, "error: Cannot own the D-Bus name " BUS_NAME ": "), "%s", out);
         cr_assert(strstr(out, "(also after the bus re-read its configuration: does its policy, "
@@ -330,8 +310,8 @@ Test(service, no_gpu_the_service_stays_up_and_says_why) {
 
         cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "the daemon is still up");
         kill(pid, SIGTERM);
-        cr_assert_eq(wait_exit(pid, 30000), 0);
-        out = slurp(log);
+        cr_assert_eq(test_wait_exit(pid, 30000), 0);
+        out = test_read_file(log);
         cr_assert(strstr(out, "warning: --device=kfd: /dev/kfd: No such file or directory (no amdgpu KFD on this "
                               "machine): serving no GPU; every client is told: " NO_GPU_MESSAGE "\n"),
                   "%s", out);
@@ -370,7 +350,7 @@ Test(service, no_gpu_dbus_calls_are_answered_with_the_reason) {
         cr_assert_geq(r, 0, "ReloadPolicy still works (systemctl reload): %s", error.message);
         sd_bus_flush_close_unref(bus);
         kill(pid, SIGTERM);
-        cr_assert_eq(wait_exit(pid, 30000), 0);
+        cr_assert_eq(test_wait_exit(pid, 30000), 0);
 }
 
 /* --device=auto without a GPU: the simulated GPU, but with a warning in the
