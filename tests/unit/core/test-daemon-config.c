@@ -87,9 +87,9 @@ Test(daemon_config, precedence, .init = make_root, .fini = remove_root) {
         char err[1024] = "";
         DaemonConfig c;
 
-        put("/usr/lib/kfdbroker/kfdbrokerd.conf", "# vendor\n[Daemon]\ndevice=kfd\nbus=system\ngpu=1\n");
-        put("/usr/lib/kfdbroker/kfdbrokerd.conf.d/10-vendor.conf", "[Daemon]\nmax-contexts=10\nsdma-queues=3\n");
-        put("/usr/lib/kfdbroker/kfdbrokerd.conf.d/50-both.conf", "[Daemon]\nmax-contexts=50\n");
+        put(KFDBROKER_CONFIG_VENDOR_DIR "/kfdbrokerd.conf", "# vendor\n[Daemon]\ndevice=kfd\nbus=system\ngpu=1\n");
+        put(KFDBROKER_CONFIG_VENDOR_DIR "/kfdbrokerd.conf.d/10-vendor.conf", "[Daemon]\nmax-contexts=10\nsdma-queues=3\n");
+        put(KFDBROKER_CONFIG_VENDOR_DIR "/kfdbrokerd.conf.d/50-both.conf", "[Daemon]\nmax-contexts=50\n");
         put("/etc/kfdbroker/kfdbrokerd.conf.d/50-both.conf", "[Daemon]\n\n  gpu = 2  \n");
         put("/run/kfdbroker/kfdbrokerd.conf.d/60-run.conf", "[Daemon]\nsdma-queues=4\nmetrics-file=/run/m.prom\n");
         put("/etc/kfdbroker/kfdbrokerd.conf.d/70-undo.conf", "[Daemon]\nmetrics-file=\n");
@@ -98,13 +98,13 @@ Test(daemon_config, precedence, .init = make_root, .fini = remove_root) {
         cr_assert_eq(daemon_config_load(&c, root, err, sizeof(err)), 0, "%s", err);
         /* The vendor main file, under the drop-ins. */
         cr_expect_eq(c.opts.device, DEVICE_KFD);
-        cr_expect_str_eq(where(&c, DAEMON_KEY_DEVICE), "/usr/lib/kfdbroker/kfdbrokerd.conf:3");
+        cr_expect_str_eq(where(&c, DAEMON_KEY_DEVICE), KFDBROKER_CONFIG_VENDOR_DIR "/kfdbrokerd.conf:3");
         cr_expect_eq(c.opts.bus, BUS_SYSTEM);
         /* /etc's 50-both.conf hides the vendor's, so max-contexts stays 10. */
         cr_expect_str_eq(c.opts.gpu, "2");
         cr_expect_str_eq(where(&c, DAEMON_KEY_GPU), "/etc/kfdbroker/kfdbrokerd.conf.d/50-both.conf:3");
         cr_expect_eq(c.opts.max_contexts, 10);
-        cr_expect_str_eq(where(&c, DAEMON_KEY_MAX_CONTEXTS), "/usr/lib/kfdbroker/kfdbrokerd.conf.d/10-vendor.conf:2");
+        cr_expect_str_eq(where(&c, DAEMON_KEY_MAX_CONTEXTS), KFDBROKER_CONFIG_VENDOR_DIR "/kfdbrokerd.conf.d/10-vendor.conf:2");
         /* Sorted by name over the directories: /run's 60 after the vendor's 10. */
         cr_expect_eq(c.opts.sdma_queues, 4);
         cr_expect_str_eq(where(&c, DAEMON_KEY_SDMA_QUEUES), "/run/kfdbroker/kfdbrokerd.conf.d/60-run.conf:2");
@@ -144,8 +144,8 @@ Test(daemon_config, masking_and_policy_dirs, .init = make_root, .fini = remove_r
         char err[1024] = "", path[PATH_MAX * 2];
         DaemonConfig c;
 
-        put("/usr/lib/kfdbroker/kfdbrokerd.conf.d/20-limits.conf", "[Daemon]\nmax-fds-per-user=100\n");
-        put("/usr/lib/kfdbroker/kfdbrokerd.conf.d/30-policy.conf",
+        put(KFDBROKER_CONFIG_VENDOR_DIR "/kfdbrokerd.conf.d/20-limits.conf", "[Daemon]\nmax-fds-per-user=100\n");
+        put(KFDBROKER_CONFIG_VENDOR_DIR "/kfdbrokerd.conf.d/30-policy.conf",
             "[Daemon]\npolicy-dir=/a\npolicy-dir=/b\n");
         put("/etc/kfdbroker/kfdbrokerd.conf.d/README", "not a drop-in\n");
         put("/etc/kfdbroker/kfdbrokerd.conf.d/.hidden.conf", "garbage\n");
