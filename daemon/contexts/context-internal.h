@@ -26,6 +26,10 @@ struct Context {
         uint64_t id;
         char *key;
         bool device;
+        /* The GPU context the daemon keeps in a relayed client's KFD process
+         * (context_pool_kfd_relay_begin()): one incarnation, never
+         * reclaimed, never brought up again. */
+        bool kfd_process;
 
         /* The current incarnation: a GPU context of this process, or a
          * worker process's (context-worker.c). */

@@ -163,7 +163,8 @@ static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         for (c = p->clients; c; c = next) {
                 /* Dropping tells the scheduler, which may let go of the slot. */
                 context_ref(c);
-                if (context_live(c) && c->inflight == 0 && now - c->last_used_ns >= p->opts.idle_timeout_ns)
+                if (!c->kfd_process && context_live(c) && c->inflight == 0 &&
+                    now - c->last_used_ns >= p->opts.idle_timeout_ns)
                         context_drop(c, false, "idle");
                 next = c->next;
                 context_unref(c);
@@ -237,7 +238,7 @@ static int on_reap(sd_event_source *src, void *userdata) {
         (void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
         for (c = p->clients; c; c = next) {
                 context_ref(c);
-                if (c->users == 0 && context_live(c) && c->inflight == 0)
+                if (!c->kfd_process && c->users == 0 && context_live(c) && c->inflight == 0)
                         context_drop(c, false, "no client uses it any more");
                 next = c->next;
                 context_unref(c);
@@ -320,31 +321,110 @@ unsigned context_pool_live(const ContextPool *p) {
         return p->n_live;
 }
 
-int context_pool_kfd_relay_begin(ContextPool *p, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd,
-                                 char *err, size_t errlen) {
-        int r;
+/* The GPU context the daemon keeps in a relayed client's KFD process: its
+ * objects in a slot of the client address window, which the interposer
+ * keeps free in the client (docs/rocm.md); compute queues made as its
+ * streams need them, no SDMA queue (a relayed client's copies run on its
+ * compute queues: the device context's SDMA queues never touch memory a
+ * client can write). */
+static const GpuContextOptions kfd_process_options = {
+        .flags = GPU_CONTEXT_CLIENT | GPU_CONTEXT_NO_SDMA | GPU_CONTEXT_NO_COMPUTE,
+        .compute_ring_size = CLIENT_RING_SIZE,
+        .max_inflight = CLIENT_MAX_INFLIGHT,
+        .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
+};
+
+int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
+                                 void *hooks_userdata, int *ret_fd, Context **ret_ctx, char *err, size_t errlen) {
+        uint64_t own = gpu_context_own_bytes(p->device->gpu, CLIENT_MAX_INFLIGHT), t0 = now_ns();
+        GpuContextOptions o = kfd_process_options;
+        const KfdOps *ops = NULL;
+        GpuContext *gpu = NULL;
+        Context *c = NULL;
+        int fd = -EBADF, r;
 
         if (p->mechanism == CONTEXT_MECHANISM_NONE) {
                 snprintf(err, errlen, "this daemon gives no client a GPU context of its own (%s); a KFD process needs one",
                          p->mechanism_reason);
-                return -EACCES;
+                r = -EACCES;
+                goto refused;
         }
         if (p->n_live + p->n_relays >= p->opts.max_contexts) {
                 snprintf(err, errlen, "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached",
                          p->opts.max_contexts);
-                return -EBUSY;
+                r = -EBUSY;
+                goto refused;
         }
         if (!p->opts.relay_device) {
                 snprintf(err, errlen, "the KFD relay serves only the simulated GPU (--device=sim) in this version");
-                return -EOPNOTSUPP;
+                r = -EOPNOTSUPP;
+                goto refused;
         }
-        r = p->opts.relay_device(p->opts.worker_userdata, p->opts.device.gpu_id, hooks, hooks_userdata, ret_fd);
+        r = context_new(p, key, false, &c);
+        if (r < 0) {
+                snprintf(err, errlen, "out of memory");
+                goto refused;
+        }
+        c->kfd_process = true;
+        c->users = 1;
+        context_set_payer(c, payer);
+        r = context_charge(c, own, "the GPU context of a KFD process", err, errlen);
+        if (r < 0) {
+                context_release(c);
+                goto refused;
+        }
+        r = p->opts.relay_device(p->opts.worker_userdata, p->opts.device.gpu_id, hooks, hooks_userdata, &fd, &ops);
         if (r < 0) {
                 snprintf(err, errlen, "cannot start a KFD process on the simulated GPU: %s", strerror(-r));
-                return r;
+                context_uncharge(c, own);
+                context_release(c);
+                goto refused;
+        }
+        /* From here the server holds hooks_userdata: closing fd ends the
+         * process, and the server calls end(). */
+        o.gpu_id = gpu_context_get_info(p->device->gpu)->gpu_id;
+        r = gpu_context_new(ops, &o, &gpu);
+        if (r < 0) {
+                snprintf(err, errlen, "bringing up the daemon's GPU context in the KFD process failed: %s",
+                         strerror(-r));
+                goto fail;
+        }
+        r = context_adopt(c, gpu, now_ns() - t0);
+        if (r < 0) {
+                gpu_context_free(gpu);
+                snprintf(err, errlen, "watching the KFD process's GPU context failed: %s", strerror(-r));
+                goto fail;
         }
         p->n_relays++;
+        *ret_fd = fd;
+        *ret_ctx = c;
         return 0;
+fail:
+        context_uncharge(c, own);
+        context_release(c);
+        safe_close(fd);
+        return r;
+refused:
+        if (hooks && hooks->end)
+                hooks->end(hooks_userdata);
+        return r;
+}
+
+void context_kfd_relay_end(Context *c) {
+        if (!c)
+                return;
+        assert(c->kfd_process);
+        context_ref(c);
+        context_drop(c, false, "its program's KFD process ended");
+        context_unref(c);
+}
+
+bool context_is_kfd_process(const Context *c) {
+        return c->kfd_process;
+}
+
+GpuContext *context_get_gpu(const Context *c) {
+        return c->gpu;
 }
 
 void context_pool_kfd_relay_end(ContextPool *p) {
@@ -409,7 +489,8 @@ static Context *least_recently_used_idle(ContextPool *p) {
         Context *best = NULL;
 
         for (Context *c = p->clients; c; c = c->next)
-                if (context_live(c) && c->inflight == 0 && (!best || c->last_used_ns < best->last_used_ns))
+                if (!c->kfd_process && context_live(c) && c->inflight == 0 &&
+                    (!best || c->last_used_ns < best->last_used_ns))
                         best = c;
         return best;
 }

@@ -127,7 +127,7 @@ static void incarnation_free(Context *c) {
         c->wake = sd_event_source_disable_unref(c->wake);
         c->gpu = gpu_context_free(c->gpu);
         c->inflight = 0;
-        if (c->pool && !c->device)
+        if (c->pool && !c->device && !c->kfd_process)
                 c->pool->n_live--;
 }
 
@@ -355,6 +355,11 @@ int context_ensure(Context *c, char *err, size_t errlen) {
                 snprintf(err, errlen, "the device's GPU context is gone");
                 return -ENODEV;
         }
+        if (c->kfd_process) {
+                snprintf(err, errlen, "the GPU context in this program's KFD process is gone (lost, or the "
+                                      "process ended)");
+                return -ENODEV;
+        }
         return context_pool_bring_up(c->pool, c, err, errlen);
 }
 
@@ -390,7 +395,8 @@ static int charge_scratch(Context *c, unsigned queue, const GpuJob *job, char *e
         uint64_t bytes;
         int r;
 
-        if (c->device || !c->pool || job->type != GPU_JOB_DISPATCH || queue >= GPU_MAX_QUEUES)
+        if (c->device || !c->pool || (job->type != GPU_JOB_DISPATCH && job->type != GPU_JOB_AQL) ||
+            queue >= GPU_MAX_QUEUES)
                 return 0;
         bytes = gpu_dispatch_scratch_bytes(context_pool_device_gpu(c->pool), job, &wave);
         if (wave <= c->scratch_wave[queue])

@@ -43,6 +43,7 @@
 
 typedef struct Context Context;
 typedef struct ContextPool ContextPool;
+typedef struct ContextPayer ContextPayer;
 
 typedef enum ContextMechanism {
         CONTEXT_MECHANISM_NONE,    /* shared mode: everything in the device context */
@@ -94,9 +95,10 @@ typedef struct ContextPoolOptions {
         /* A new KFD process for a relayed client (context_pool_kfd_relay_begin),
          * served with hooks (sim-remote.h), or NULL where the device has
          * none to give (the real kernel, in this version); it sees only the
-         * GPU gpu_id, the pool's. worker_userdata. */
+         * GPU gpu_id, the pool's. *ret_ops gets the process's own KfdOps,
+         * valid until the hooks' release(). worker_userdata. */
         int (*relay_device)(void *userdata, uint32_t gpu_id, const SimRemoteHooks *hooks, void *hooks_userdata,
-                            int *ret_fd);
+                            int *ret_fd, const KfdOps **ret_ops);
         uint32_t worker_uid, worker_gid; /* a root daemon's workers switch to these */
         unsigned n_worker_groups;
         uint32_t worker_groups[8];    /* and keep these supplementary groups (render, video) */
@@ -130,23 +132,43 @@ unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive
 /**
  * context_pool_kfd_relay_begin() - a KFD process of its own for a relayed client
  * @p: the pool
- * @hooks: what the daemon checks around its calls (sim-remote.h), with @hooks_userdata
+ * @key: the name of its context slot ("kfd process of session 12")
+ * @payer: who pays for the daemon's own memory in it (context_set_payer())
+ * @hooks: what the daemon checks around its calls (sim-remote.h), with
+ *         @hooks_userdata; its end() is called once the process is gone —
+ *         also when this fails, then or before it returns
  * @ret_fd: where the connection to it lands (SOCK_SEQPACKET, the sim-remote
  *          wire of daemon/sim/sim-remote-protocol.h)
+ * @ret_ctx: its context slot (a reference and a use, as context_pool_get()
+ *           gives): the GPU context the daemon keeps *in that KFD process*
+ *           — its queues run the client's relayed work in the client's own
+ *           GPU VM — brought up before this returns
  * @err: one line saying why not, for the client
  *
  * Whatever Isolation= says, a process that opened /dev/kfd through the
  * interposer (docs/rocm.md) gets a KFD process — a GPU VM — of its own, never
  * the device context's, and keeps it until it ends: it counts against
  * --max-contexts with the client incarnations, and neither --context-idle nor
- * the LRU reclaims it. Returns 0; -EACCES where the daemon has no client
- * contexts (--contexts=shared, or no mechanism works); -EBUSY when
- * --max-contexts contexts are up; -EOPNOTSUPP where the device cannot serve
- * one (in this version only the simulated GPU can); other errors from making
- * the connection. Undo with context_pool_kfd_relay_end().
+ * the LRU reclaims it; once lost (a fault, or the process ended) the slot is
+ * never brought up again (context_ensure(): -ENODEV). Returns 0; -EACCES
+ * where the daemon has no client contexts (--contexts=shared, or no
+ * mechanism works); -EBUSY when --max-contexts contexts are up; -EOPNOTSUPP
+ * where the device cannot serve one (in this version only the simulated GPU
+ * can); -EDQUOT when the context's memory does not fit @payer; other errors
+ * from making the connection or the context. Undo with
+ * context_kfd_relay_end() and context_release() on the slot, then
+ * context_pool_kfd_relay_end().
  */
-int context_pool_kfd_relay_begin(ContextPool *p, const SimRemoteHooks *hooks, void *hooks_userdata, int *ret_fd,
-                                 char *err, size_t errlen);
+int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
+                                 void *hooks_userdata, int *ret_fd, Context **ret_ctx, char *err, size_t errlen);
+/* The relayed process's context: its GPU context goes now (before its KFD
+ * process does); the slot stays until its users release it. NULL-safe. */
+void context_kfd_relay_end(Context *c);
+/* Whether c is the context of a relayed client's KFD process. */
+bool context_is_kfd_process(const Context *c);
+/* The GPU context of c's current incarnation in this process, or NULL (none,
+ * or one in a worker process). */
+GpuContext *context_get_gpu(const Context *c);
 void context_pool_kfd_relay_end(ContextPool *p);
 unsigned context_pool_kfd_relays(const ContextPool *p);
 /* The directory standing for /sys/devices/virtual/kfd/kfd (KfdOps.sysfs_root). */
@@ -220,7 +242,6 @@ unsigned context_get_users(const Context *c);
  * gives bytes back (the incarnation went, the payer changed). what says what
  * grows ("scratch 48 MiB"). The struct is the payer's (embed it).
  */
-typedef struct ContextPayer ContextPayer;
 struct ContextPayer {
         int (*charge)(ContextPayer *p, int64_t delta, bool force, const char *what, char *err, size_t errlen);
 };

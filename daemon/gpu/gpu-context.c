@@ -517,6 +517,18 @@ const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c) {
         return &c->info;
 }
 
+const KfdOps *gpu_context_get_ops(const GpuContext *c) {
+        return c->ops;
+}
+
+int gpu_context_get_render_fd(const GpuContext *c) {
+        return c->render_fd;
+}
+
+uint64_t gpu_context_get_event_slot_va(const GpuContext *c, uint32_t slot) {
+        return c->event_page->va + 8ull * slot;
+}
+
 int gpu_context_get_wake_fd(const GpuContext *c) {
         return c->wake_fd;
 }

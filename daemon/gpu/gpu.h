@@ -200,6 +200,19 @@ int gpu_context_add_queue(GpuContext *c, GpuEngine engine, uint32_t priority, un
 bool gpu_context_is_lost(const GpuContext *c, const char **reason);
 
 const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c);
+/*
+ * For a context the daemon keeps in another program's KFD process (the KFD
+ * relay, docs/rocm.md): the render node file it acquired its VM with (a
+ * number of its KfdOps), which that program's own opens of the node share so
+ * that its ACQUIRE_VM and buffer mmaps find the same VM; and the GPU address
+ * of slot i of the event page the context registered — the page the
+ * process's signal events live in, where a completion must write an event's
+ * id before its interrupt (kfd_signal_event_interrupt checks the slot).
+ */
+int gpu_context_get_render_fd(const GpuContext *c);
+/* The KfdOps the context makes its calls through. */
+const KfdOps *gpu_context_get_ops(const GpuContext *c);
+uint64_t gpu_context_get_event_slot_va(const GpuContext *c, uint32_t slot);
 /* An eventfd that becomes readable when the waiter saw a KFD event (a job
  * completion interrupt or a fault); then call gpu_context_process(). */
 int gpu_context_get_wake_fd(const GpuContext *c);

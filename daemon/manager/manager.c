@@ -132,13 +132,13 @@ static int connect_sim_worker(void *userdata, int *ret_fd) {
 
 /* A relayed client's KFD process on the simulated GPU (session-kfd.c). */
 static int connect_sim_relay(void *userdata, uint32_t gpu_id, const SimRemoteHooks *hooks, void *hooks_userdata,
-                             int *ret_fd) {
+                             int *ret_fd, const KfdOps **ret_ops) {
         Manager *m = userdata;
         int sv[2], r;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
-        r = sim_remote_serve_hooked(m->sim, sv[0], gpu_id, hooks, hooks_userdata);
+        r = sim_remote_serve_hooked(m->sim, sv[0], gpu_id, hooks, hooks_userdata, ret_ops);
         if (r < 0) {
                 close(sv[1]);
                 return r;

@@ -456,6 +456,8 @@ void sched_job_describe(const SchedJob *j, char *buf, size_t size) {
             j->gpu.dispatch.kernel < gpu_code_object_n_kernels(j->gpu.dispatch.co))
                 snprintf(buf, size, "dispatch of kernel \"%s\"",
                          gpu_code_object_kernel(j->gpu.dispatch.co, j->gpu.dispatch.kernel)->name);
+        else if (j->gpu.type == GPU_JOB_AQL)
+                snprintf(buf, size, "relayed kernel dispatch (AQL packet %" PRIu64 ")", j->gpu.aql.dispatch_id);
         else
                 snprintf(buf, size, "%s job", j->gpu.type == GPU_JOB_COPY ? "copy" : j->gpu.type == GPU_JOB_FILL ? "fill"
                                                                            : "dispatch");
@@ -713,10 +715,15 @@ static bool user_may_take(const SchedGroup *g, const SchedStream *st) {
  * queue budget holds on compute too: a queue with one long dispatch on it
  * takes no second one, and a stream that wakes with a short one goes in
  * behind at most what runs (a shared context's queues serve many streams). */
+/* A kernel dispatch: a client's, or a relayed client's AQL packet. */
+static bool is_dispatch(const SchedJob *j) {
+        return j->gpu.type == GPU_JOB_DISPATCH || j->gpu.type == GPU_JOB_AQL;
+}
+
 static uint64_t estimate_ns(const HwQueue *q, const SchedJob *j) {
         uint64_t bytes = job_bytes(j);
 
-        if (j->gpu.type == GPU_JOB_DISPATCH && !is_event_job(j))
+        if (is_dispatch(j) && !is_event_job(j))
                 return j->stream && j->stream->dispatch_ns > EMPTY_JOB_NS ? (uint64_t) j->stream->dispatch_ns
                                                                            : EMPTY_JOB_NS;
         return bytes ? (uint64_t) ((double) bytes / q->bytes_per_ns) + EMPTY_JOB_NS : EMPTY_JOB_NS;
@@ -874,7 +881,7 @@ static void submit_job(Scheduler *s, SchedStream *st, SchedJob *j) {
                                j->owner_id, what, err[0] ? err : strerror(-r));
                 if (r == -EDQUOT)
                         snprintf(msg, sizeof(msg), "%s", err);
-                else if (j->gpu.type == GPU_JOB_DISPATCH && r == -EINVAL)
+                else if (is_dispatch(j) && r == -EINVAL)
                         snprintf(msg, sizeof(msg), "the GPU layer refused the %s: the hardware cannot run it (%s)",
                                  what, err[0] ? err : strerror(-r));
                 else
@@ -1296,7 +1303,7 @@ void scheduler_cancel_running(Scheduler *s, SchedStream *st) {
         LIST_FOREACH(queues, q, s->queues)
                 if (q->engine == GPU_ENGINE_COMPUTE)
                         for (j = q->inflight.first; j; j = j->queue_next)
-                                if (j->stream == st && j->gpu.type == GPU_JOB_DISPATCH)
+                                if (j->stream == st && is_dispatch(j))
                                         j->cancel_requested = true;
 }
 
@@ -1320,7 +1327,7 @@ static void charge(HwQueue *q, SchedJob *j, uint64_t busy_ns) {
          * on the simulator the CPUs its threads lost — and a light client's
          * estimate must not grow past WAKE_JOB_NS because it once ran next
          * to CPU burners. */
-        if (st && j->gpu.type == GPU_JOB_DISPATCH && !is_event_job(j) && busy_ns > 0) {
+        if (st && is_dispatch(j) && !is_event_job(j) && busy_ns > 0) {
                 st->dispatch_ns = st->dispatch_ns > 0 ? MIN((double) busy_ns, 1.25 * st->dispatch_ns)
                                                       : (double) busy_ns;
                 /* The longest, for the express queue: up at once, down by a

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "sessions/client-event.h"
+#include "sessions/kfd-relay.h"
 #include "sessions/session.h"
 
 Job *job_new(Session *s, uint64_t fence, WireJobType type) {
@@ -37,6 +38,8 @@ Job *job_free(Job *j) {
         free(j->relocs);
         gpu_code_object_unref(j->co);
         client_event_unref(j->event);
+        if (j->relay)
+                kfd_relay_unref(j->relay);
         session_unref(j->session);
         free(j);
         return NULL;

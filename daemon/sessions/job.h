@@ -39,6 +39,11 @@ struct Job {
         unsigned n_buffers;
         uint8_t *args;      /* DISPATCH: the explicit arguments as sent, packed (sched.args_packed) */
         ContextReloc *relocs; /* DISPATCH: where its buffers' addresses go (sched.relocs) */
+        /* A packet of a relayed client's AQL queue (kfd-relay-queue.c): the
+         * relay (a reference), the queue and the packet's index. */
+        struct KfdRelay *relay;
+        uint32_t relay_queue, relay_gen;
+        uint64_t relay_index;
 
         LIST_FIELDS(Job, session_jobs); /* the session's unfinished jobs, fence order */
 };

@@ -16,16 +16,19 @@
  * answers -ENOSPC, as the kernel does when the signal page is full.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sessions/kfd-relay-internal.h"
 #include "sessions/kfd-relay.h"
 #include "sessions/session.h"
 #include "util/log.h"
@@ -35,47 +38,12 @@
  * answers -ENOMEM (a loop that busy is as good as out of memory). */
 #define CHARGE_WAIT_S 30
 
-typedef struct Charge Charge;
-struct Charge {
-        Charge *next;
-        int64_t delta;           /* bytes: > 0 to charge (waited for), < 0 to give back */
-        GpuPlacement placement;
-        unsigned objects;        /* buffer objects given back with a give-back (a charge is one) */
-        bool done;
-        int r;
-};
-
-typedef struct RelayBo {
-        uint64_t handle, size;
-        GpuPlacement placement;
-} RelayBo;
-
-struct KfdRelay {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        unsigned n_ref;
-        Session *session;        /* NULL once detached */
-        uint64_t session_id;
-        int eventfd;
-        sd_event_source *source;
-        Charge *pending;
-        RelayBo *bos;            /* what the process holds, as charged */
-        size_t n_bos, cap_bos;
-        uint64_t charged[2];     /* by placement; loop thread */
-        uint64_t objects;        /* buffer objects charged (each an object and its daemon fds); loop thread */
-        unsigned refused_logged; /* features logged once (bit per Feature) */
-        uint32_t max_events;     /* the session's Events= when the relay began */
-        uint32_t n_events;       /* events the process holds (lock) */
-        bool events_logged;
-};
-
 typedef enum Feature {
         FEATURE_SVM,
         FEATURE_USERPTR,
         FEATURE_DEBUGGER,
         FEATURE_CRIU,
         FEATURE_SMI,
-        FEATURE_QUEUES,
         _FEATURE_MAX,
 } Feature;
 
@@ -85,7 +53,6 @@ static const char *const feature_names[_FEATURE_MAX] = {
         [FEATURE_DEBUGGER] = "the debugger interface (DBG_TRAP)",
         [FEATURE_CRIU] = "checkpoint/restore (CRIU_OP)",
         [FEATURE_SMI] = "SMI events",
-        [FEATURE_QUEUES] = "user queues (CREATE_QUEUE; not relayed yet)",
 };
 
 KfdRelay *kfd_relay_ref(KfdRelay *r) {
@@ -103,12 +70,14 @@ void kfd_relay_unref(KfdRelay *r) {
         pthread_mutex_unlock(&r->lock);
         if (n > 0)
                 return;
-        for (Charge *c = r->pending; c; c = r->pending) {
+        for (LoopCall *c = r->pending; c; c = r->pending) {
                 r->pending = c->next;
                 if (c->delta < 0)
                         free(c);
         }
         free(r->bos);
+        safe_close(r->doorbell_memfd);
+        safe_close(r->mmio_memfd);
         pthread_cond_destroy(&r->cond);
         pthread_mutex_destroy(&r->lock);
         free(r);
@@ -116,7 +85,7 @@ void kfd_relay_unref(KfdRelay *r) {
 
 /* Loop thread: applies every queued charge. */
 static void charges_run(KfdRelay *r) {
-        Charge *list;
+        LoopCall *list;
         Session *s;
 
         pthread_mutex_lock(&r->lock);
@@ -125,15 +94,23 @@ static void charges_run(KfdRelay *r) {
         s = r->session;
         pthread_mutex_unlock(&r->lock);
         /* Oldest first: the list is last-in first. */
-        for (Charge *prev = NULL, *c = list, *next; c; c = next) {
+        for (LoopCall *prev = NULL, *c = list, *next; c; c = next) {
                 next = c->next;
                 c->next = prev;
                 prev = c;
                 list = c;
         }
         while (list) {
-                Charge *c = list;
+                LoopCall *c = list;
                 list = c->next;
+                if (c->fn) {
+                        c->r = s ? c->fn(r, c->data) : -ENODEV;
+                        pthread_mutex_lock(&r->lock);
+                        c->done = true;
+                        pthread_cond_broadcast(&r->cond);
+                        pthread_mutex_unlock(&r->lock);
+                        continue;
+                }
                 if (c->delta < 0) {
                         uint64_t back = MIN((uint64_t) -c->delta, r->charged[c->placement]);
                         uint64_t objects = MIN((uint64_t) c->objects, r->objects);
@@ -180,14 +157,17 @@ static void charges_run(KfdRelay *r) {
 }
 
 static int on_charge(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        KfdRelay *r = userdata;
         uint64_t n;
 
         (void) read(fd, &n, sizeof n);
-        charges_run(userdata);
+        charges_run(r);
+        /* Any call of the process is a nudge: its queues may have work. */
+        kfd_relay_queues_scan(r);
         return 0;
 }
 
-static void queue_locked(KfdRelay *r, Charge *c) {
+static void queue_locked(KfdRelay *r, LoopCall *c) {
         uint64_t one = 1;
 
         c->next = r->pending;
@@ -197,11 +177,11 @@ static void queue_locked(KfdRelay *r, Charge *c) {
 
 /* Serving thread: gives bytes (and objects) back, without waiting. */
 static void give_back(KfdRelay *r, uint64_t size, GpuPlacement placement, unsigned objects) {
-        Charge *c = calloc(1, sizeof *c);
+        LoopCall *c = calloc(1, sizeof *c);
 
         if (!c)
                 return; /* the session's end gives it back */
-        *c = (Charge) { .delta = -(int64_t) size, .placement = placement, .objects = objects };
+        *c = (LoopCall) { .delta = -(int64_t) size, .placement = placement, .objects = objects };
         pthread_mutex_lock(&r->lock);
         if (r->session)
                 queue_locked(r, c);
@@ -210,14 +190,12 @@ static void give_back(KfdRelay *r, uint64_t size, GpuPlacement placement, unsign
         pthread_mutex_unlock(&r->lock);
 }
 
-/* Serving thread: charges size bytes, waiting for the loop. */
-static int charge(KfdRelay *r, uint64_t size, GpuPlacement placement) {
-        Charge c = { .delta = (int64_t) size, .placement = placement };
+/* Serving thread: queues c and waits until the loop ran it (or for
+ * CHARGE_WAIT_S, if the loop has not taken it by then: -ENOMEM). */
+static int run_on_loop(KfdRelay *r, LoopCall *c) {
         struct timespec deadline;
         int k = 0;
 
-        if (size > INT64_MAX)
-                return -ENOMEM;
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += CHARGE_WAIT_S;
         pthread_mutex_lock(&r->lock);
@@ -225,20 +203,113 @@ static int charge(KfdRelay *r, uint64_t size, GpuPlacement placement) {
                 pthread_mutex_unlock(&r->lock);
                 return -ENODEV;
         }
-        queue_locked(r, &c);
-        while (!c.done && k == 0)
+        queue_locked(r, c);
+        while (!c->done && k == 0)
                 k = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
-        if (!c.done) {
+        if (!c->done) {
+                bool queued = false;
+
                 /* Still queued: take it out (the loop has not seen it). */
-                for (Charge **x = &r->pending; *x; x = &(*x)->next)
-                        if (*x == &c) {
-                                *x = c.next;
+                for (LoopCall **x = &r->pending; *x; x = &(*x)->next)
+                        if (*x == c) {
+                                *x = c->next;
+                                queued = true;
                                 break;
                         }
-                c.r = -ENOMEM;
+                if (queued)
+                        c->r = -ENOMEM;
+                else /* the loop is running it now */
+                        while (!c->done)
+                                pthread_cond_wait(&r->cond, &r->lock);
         }
         pthread_mutex_unlock(&r->lock);
-        return c.r;
+        return c->r;
+}
+
+/* Serving thread: charges size bytes, waiting for the loop. */
+static int charge(KfdRelay *r, uint64_t size, GpuPlacement placement) {
+        LoopCall c = { .delta = (int64_t) size, .placement = placement };
+
+        if (size > INT64_MAX)
+                return -ENOMEM;
+        return run_on_loop(r, &c);
+}
+
+int kfd_relay_on_loop(KfdRelay *r, int (*fn)(KfdRelay *r, void *data), void *data) {
+        LoopCall c = { .fn = fn, .data = data };
+
+        return run_on_loop(r, &c);
+}
+
+/* Serving thread: wakes the loop to look at the queues. */
+static void nudge(KfdRelay *r) {
+        uint64_t one = 1;
+
+        (void) write(r->eventfd, &one, sizeof one);
+}
+
+bool kfd_relay_client_event(KfdRelay *r, uint32_t id) {
+        bool yes;
+
+        if (id >= KFD_SIGNAL_EVENT_LIMIT)
+                return false;
+        pthread_mutex_lock(&r->lock);
+        yes = r->client_events[id / 64] & (1ull << (id % 64));
+        pthread_mutex_unlock(&r->lock);
+        return yes;
+}
+
+static void client_event_set(KfdRelay *r, uint32_t id, bool on) {
+        if (id >= KFD_SIGNAL_EVENT_LIMIT)
+                return;
+        pthread_mutex_lock(&r->lock);
+        if (on)
+                r->client_events[id / 64] |= 1ull << (id % 64);
+        else
+                r->client_events[id / 64] &= ~(1ull << (id % 64));
+        pthread_mutex_unlock(&r->lock);
+}
+
+/* The record of a buffer handle of the client (lock held), or NULL: the
+ * daemon's own buffers in the process are not the client's to name. */
+static RelayBo *find_bo_locked(KfdRelay *r, uint64_t handle) {
+        for (size_t i = 0; i < r->n_bos; i++)
+                if (r->bos[i].handle == handle && !r->bos[i].freed)
+                        return &r->bos[i];
+        return NULL;
+}
+
+static bool client_handle(KfdRelay *r, uint64_t handle) {
+        bool yes;
+
+        pthread_mutex_lock(&r->lock);
+        yes = find_bo_locked(r, handle);
+        pthread_mutex_unlock(&r->lock);
+        return yes;
+}
+
+void *kfd_relay_cpu(KfdRelay *r, uint64_t va, uint64_t size) {
+        RelayBo *bo = NULL;
+        void *cpu = NULL;
+
+        if (size == 0 || va + size < va || r->released || !r->ops)
+                return NULL;
+        pthread_mutex_lock(&r->lock);
+        for (size_t i = 0; i < r->n_bos && !bo; i++)
+                if (!r->bos[i].freed && r->bos[i].va && va >= r->bos[i].va &&
+                    va + size <= r->bos[i].va + r->bos[i].size)
+                        bo = &r->bos[i];
+        if (bo && !bo->cpu && r->render_fd >= 0) {
+                void *m = NULL;
+                /* The process's render file maps its buffers (the same VM). */
+                if (r->ops->mmap(r->ops->userdata, NULL, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->render_fd,
+                                 bo->mmap_offset, &m) >= 0)
+                        bo->cpu = m;
+        }
+        if (bo && bo->cpu)
+                cpu = (uint8_t *) bo->cpu + (va - bo->va);
+        pthread_mutex_unlock(&r->lock);
+        return cpu;
 }
 
 static void refuse_log(KfdRelay *r, Feature f) {
@@ -272,12 +343,25 @@ static const void *args_copy(unsigned long request, const void *arg, void *buf, 
         return buf;
 }
 
-static int hook_before(void *userdata, unsigned long request, const void *arg) {
+/* The daemon's own objects in the process live in the client address
+ * window (gpu-va-window.c); the interposer keeps the client out of it, and
+ * so does this: a buffer of the client there could shadow one of ours. */
+static bool in_daemon_window(uint64_t va, uint64_t size) {
+        return va < GPU_VA_REGION_END && va + size > GPU_VA_REGION_BASE;
+}
+
+static int hook_before(void *userdata, unsigned long request, void *arg) {
         KfdRelay *r = userdata;
         Feature f = _FEATURE_MAX;
+        int k;
 
         if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
                 return 0;
+        /* Every call is a nudge: the process may have rung a doorbell. */
+        nudge(r);
+        k = kfd_relay_queue_ioctl(r, request, arg);
+        if (k != 0)
+                return k;
         switch (_IOC_NR(request)) {
         case 0x20: /* AMDKFD_IOC_SVM */
                 f = FEATURE_SVM;
@@ -291,10 +375,8 @@ static int hook_before(void *userdata, unsigned long request, const void *arg) {
         case 0x26: /* AMDKFD_IOC_DBG_TRAP */
                 f = FEATURE_DEBUGGER;
                 break;
-        case 0x02: /* AMDKFD_IOC_CREATE_QUEUE */
-                f = FEATURE_QUEUES;
-                break;
         case 0x08: { /* AMDKFD_IOC_CREATE_EVENT: Events= bounds them as a session's */
+                struct kfd_ioctl_create_event_args *a = arg;
                 bool full, first = false;
 
                 pthread_mutex_lock(&r->lock);
@@ -306,7 +388,36 @@ static int hook_before(void *userdata, unsigned long request, const void *arg) {
                         log_info("Session %" PRIu64 ": KFD relay refused an event: event count limit (%u, policy "
                                  "Events=) reached", r->session_id, r->max_events);
                 /* What kfd_event_create answers when the signal page is full. */
-                return full ? -ENOSPC : 0;
+                if (full)
+                        return -ENOSPC;
+                /* The event page the thunk offers: the process has one
+                 * already, the daemon's context's, where the relay writes
+                 * the ids of completed signals (kfd-relay-queue.c); the
+                 * thunk's page is only where it looks. A handle that is not
+                 * the client's is -EINVAL, as kfd_event_page_set's lookup. */
+                if (a && _IOC_SIZE(request) >= sizeof a->event_page_offset && a->event_page_offset) {
+                        if (!client_handle(r, a->event_page_offset))
+                                return -EINVAL;
+                        a->event_page_offset = 0;
+                }
+                return 0;
+        }
+        case 0x09: /* DESTROY_EVENT */
+        case 0x0A: /* SET_EVENT */
+        case 0x0B: { /* RESET_EVENT: the client's own events only */
+                const struct kfd_ioctl_destroy_event_args *a = arg;
+                if (a && _IOC_SIZE(request) >= sizeof *a && !kfd_relay_client_event(r, a->event_id))
+                        return -EINVAL;
+                return 0;
+        }
+        case 0x17:   /* FREE_MEMORY_OF_GPU */
+        case 0x18:   /* MAP_MEMORY_TO_GPU */
+        case 0x19:   /* UNMAP_MEMORY_FROM_GPU */
+        case 0x24: { /* EXPORT_DMABUF: the client's own buffers only (handle first in each) */
+                const uint64_t *handle = arg;
+                if (handle && _IOC_SIZE(request) >= sizeof *handle && !client_handle(r, *handle))
+                        return -EINVAL;
+                return 0;
         }
         case 0x16: { /* AMDKFD_IOC_ALLOC_MEMORY_OF_GPU */
                 struct kfd_ioctl_alloc_memory_of_gpu_args buf;
@@ -320,6 +431,8 @@ static int hook_before(void *userdata, unsigned long request, const void *arg) {
                 }
                 if (a->size == 0 || a->size > UINT64_MAX - PAGE_SIZE_4K)
                         return 0; /* the simulator answers -EINVAL, nothing is made */
+                if (in_daemon_window(a->va_addr, a->size))
+                        return -EINVAL;
                 return charge(r, ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K), placement_of(a->flags));
         }
         default:
@@ -333,12 +446,19 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
         KfdRelay *r = userdata;
 
         if ((is_kfd(request, 0x08) || is_kfd(request, 0x09)) && result == 0) {
+                const struct kfd_ioctl_create_event_args *a = arg;
+                const struct kfd_ioctl_destroy_event_args *d = arg;
+
                 pthread_mutex_lock(&r->lock);
                 if (is_kfd(request, 0x08))
                         r->n_events++;
                 else if (r->n_events > 0)
                         r->n_events--;
                 pthread_mutex_unlock(&r->lock);
+                if (is_kfd(request, 0x08))
+                        client_event_set(r, a->event_id, true);
+                else
+                        client_event_set(r, d->event_id, false);
                 return;
         }
 
@@ -348,7 +468,7 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                 uint64_t size;
 
                 if (!a || (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) || a->size == 0 ||
-                    a->size > UINT64_MAX - PAGE_SIZE_4K)
+                    a->size > UINT64_MAX - PAGE_SIZE_4K || in_daemon_window(a->va_addr, a->size))
                         return;
                 size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K);
                 if (result == 0) {
@@ -361,9 +481,13 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                                         r->cap_bos = cap;
                                 }
                         }
-                        /* Not listed (no memory): it stays charged until the session ends. */
+                        /* Not listed (no memory): it stays charged until the
+                         * session ends, and the relay cannot read it. */
                         if (r->n_bos < r->cap_bos)
-                                r->bos[r->n_bos++] = (RelayBo) { a->handle, size, placement_of(a->flags) };
+                                r->bos[r->n_bos++] = (RelayBo) { .handle = a->handle, .size = size,
+                                                                 .va = a->va_addr, .mmap_offset = a->mmap_offset,
+                                                                 .flags = a->flags,
+                                                                 .placement = placement_of(a->flags) };
                         pthread_mutex_unlock(&r->lock);
                 } else
                         give_back(r, size, placement_of(a->flags), 1);
@@ -372,17 +496,106 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                 const struct kfd_ioctl_free_memory_of_gpu_args *a = args_copy(request, arg, &buf, sizeof buf);
                 RelayBo bo = {};
 
+                /* Marked: the loop unmaps its view and forgets it. */
                 pthread_mutex_lock(&r->lock);
-                for (size_t i = 0; i < r->n_bos; i++)
-                        if (r->bos[i].handle == a->handle) {
-                                bo = r->bos[i];
-                                r->bos[i] = r->bos[--r->n_bos];
-                                break;
-                        }
+                RelayBo *b = find_bo_locked(r, a->handle);
+                if (b) {
+                        bo = *b;
+                        b->freed = true;
+                }
                 pthread_mutex_unlock(&r->lock);
                 if (bo.size > 0)
                         give_back(r, bo.size, bo.placement, 1);
+                nudge(r);
         }
+}
+
+static int hook_open_render(void *userdata, unsigned minor) {
+        KfdRelay *r = userdata;
+
+        /* The process has one render file, the one the daemon's context
+         * acquired its VM with; an open of another GPU's node fails as the
+         * simulator's open would. */
+        if (r->render_fd < 0)
+                return -ENODEV;
+        return r->render_fd;
+}
+
+static bool hook_close_keeps(void *userdata, int fd) {
+        KfdRelay *r = userdata;
+
+        return fd >= 0 && fd == r->render_fd;
+}
+
+static int hook_mmap(void *userdata, int fd, size_t length, uint64_t offset, int *ret_memfd, uint64_t *ret_offset) {
+        KfdRelay *r = userdata;
+        int memfd = -EBADF;
+
+        if (fd == r->render_fd) {
+                /* Only the client's own buffers: not the daemon's rings and
+                 * fences beside them in the same file. */
+                bool ok = false;
+                pthread_mutex_lock(&r->lock);
+                for (size_t i = 0; i < r->n_bos && !ok; i++)
+                        ok = !r->bos[i].freed && offset >= r->bos[i].mmap_offset &&
+                             offset - r->bos[i].mmap_offset < r->bos[i].size;
+                pthread_mutex_unlock(&r->lock);
+                return ok ? 0 : -EACCES;
+        }
+        switch (offset & KFD_MMAP_TYPE_MASK) {
+        case KFD_MMAP_TYPE_DOORBELL:
+                /* The client's doorbells are a page of the relay's: its
+                 * stores reach no hardware queue (kfd-relay-queue.c). */
+                if (length > KFD_DOORBELL_SLICE_SIZE)
+                        return -EINVAL;
+                memfd = r->doorbell_memfd;
+                break;
+        case KFD_MMAP_TYPE_MMIO:
+                /* The HDP flush page: a harmless page; the daemon flushes the
+                 * HDP itself before relayed work. */
+                if (length > PAGE_SIZE_4K)
+                        return -EINVAL;
+                memfd = r->mmio_memfd;
+                break;
+        default:
+                return 0;
+        }
+        if (memfd < 0)
+                return -ENODEV;
+        *ret_memfd = fcntl(memfd, F_DUPFD_CLOEXEC, 3);
+        if (*ret_memfd < 0)
+                return -errno;
+        *ret_offset = 0;
+        return 1;
+}
+
+/* Loop thread: the daemon's context in the process goes (before the process). */
+static void drop_context(KfdRelay *r) {
+        Context *ctx = r->ctx;
+
+        if (!ctx)
+                return;
+        kfd_relay_queues_done(r);
+        r->ctx = NULL;
+        context_kfd_relay_end(ctx);
+        context_unref(ctx);
+}
+
+static int release_on_loop(KfdRelay *r, void *data) {
+        drop_context(r);
+        return 0;
+}
+
+/* The process is going: the daemon's context in it goes first. */
+static void hook_release(void *userdata) {
+        KfdRelay *r = userdata;
+
+        if (kfd_relay_on_loop(r, release_on_loop, NULL) == -ENODEV) {
+                /* Detached: the session let the context go already. */
+        }
+        pthread_mutex_lock(&r->lock);
+        r->released = true;
+        pthread_mutex_unlock(&r->lock);
 }
 
 /* The KFD process is gone, and its memory with it. */
@@ -393,10 +606,12 @@ static void hook_end(void *userdata) {
 
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < r->n_bos; i++) {
+                if (r->bos[i].freed)
+                        continue;
                 bytes[r->bos[i].placement] += r->bos[i].size;
                 objects[r->bos[i].placement]++;
+                r->bos[i].freed = true;
         }
-        r->n_bos = 0;
         pthread_mutex_unlock(&r->lock);
         for (unsigned p = 0; p < 2; p++)
                 if (bytes[p] > 0)
@@ -407,6 +622,10 @@ static void hook_end(void *userdata) {
 const SimRemoteHooks kfd_relay_hooks = {
         .before = hook_before,
         .after = hook_after,
+        .open_render = hook_open_render,
+        .close_keeps = hook_close_keeps,
+        .mmap = hook_mmap,
+        .release = hook_release,
         .end = hook_end,
 };
 
@@ -422,6 +641,9 @@ int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret) {
         r->session = s;
         r->session_id = s->id;
         r->max_events = s->limits.max_events;
+        r->event = event;
+        r->render_fd = -1;
+        r->doorbell_memfd = r->mmio_memfd = -EBADF;
         r->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (r->eventfd < 0) {
                 k = -errno;
@@ -439,17 +661,39 @@ int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret) {
         return 0;
 }
 
+int kfd_relay_attach(KfdRelay *r, Context *ctx) {
+        GpuContext *gpu = context_get_gpu(ctx);
+        int k;
+
+        if (!gpu)
+                return -ENODEV;
+        r->ctx = context_ref(ctx);
+        r->ops = gpu_context_get_ops(gpu);
+        r->gpu_id = gpu_context_get_info(gpu)->gpu_id;
+        k = kfd_relay_queues_init(r);
+        if (k < 0) {
+                drop_context(r);
+                return k;
+        }
+        /* Last: the server's threads read it once the client has its end. */
+        r->render_fd = gpu_context_get_render_fd(gpu);
+        return 0;
+}
+
 void kfd_relay_detach(KfdRelay *r) {
         Session *s;
 
         if (!r)
                 return;
+        /* The daemon's context in the process goes while the process is
+         * still there (the server waits in release() for this). */
+        drop_context(r);
         /* What is queued first (charges waited for fail, give-backs apply). */
         charges_run(r);
         pthread_mutex_lock(&r->lock);
         s = r->session;
         r->session = NULL;
-        for (Charge *c = r->pending; c; c = r->pending) {
+        for (LoopCall *c = r->pending; c; c = r->pending) {
                 r->pending = c->next;
                 if (c->delta < 0)
                         free(c);

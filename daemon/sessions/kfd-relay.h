@@ -18,6 +18,8 @@
 
 typedef struct KfdRelay KfdRelay;
 typedef struct Session Session;
+typedef struct Job Job;
+typedef struct Context Context;
 
 /* A relay for s, charging on its event loop. -ENOMEM, or an eventfd/sd-event error. */
 int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret);
@@ -29,5 +31,12 @@ void kfd_relay_unref(KfdRelay *r);
 /* The session ends: its charges are given back, waiting calls fail with
  * -ENODEV, and the relay no longer touches it. Drops the session's reference. */
 void kfd_relay_detach(KfdRelay *r);
+/* The daemon's GPU context in the process is up (ctx, from
+ * context_pool_kfd_relay_begin(); the relay keeps a reference): its
+ * queues can be relayed. -errno from making the relay's pages and timer. */
+int kfd_relay_attach(KfdRelay *r, Context *ctx);
+/* A relayed job finished (kfd-relay-queue.c): its queue goes on, or stops
+ * at a failure. Loop thread. */
+void kfd_relay_job_done(KfdRelay *r, Job *j, int error, const char *message);
 /* Bytes charged to the session now (GTT and VRAM together). */
 uint64_t kfd_relay_charged(KfdRelay *r);

@@ -68,6 +68,14 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
         Context *ctx;
         int r;
 
+        /* A session with a relayed KFD process runs its kernels there. */
+        if (s->kfd_ctx) {
+                r = context_ensure(s->kfd_ctx, err, sizeof err);
+                if (r < 0)
+                        return fail(s, id, -r, "%s: %s", field, err);
+                *ret = s->kfd_ctx;
+                return 0;
+        }
         policy_words(s, words, sizeof words);
         if (s->policy.compute_dispatch == POLICY_COMPUTE_NO)
                 return fail(s, id, EPERM, "%s: compute dispatch is not allowed for this client by policy (%s)",

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "scheduler/scheduler.h"
 #include "sessions/kfd-relay.h"
 #include "sessions/session-set.h"
 #include "sessions/session.h"
@@ -387,8 +388,9 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         _cleanup_(topology_tree_done) TopologyTree tree = {};
         _cleanup_close_ int fd = -EBADF, root_fd = -EBADF, keep = -EBADF;
 
-        char err[384] = "";
+        char err[384] = "", key[64];
         KfdRelay *relay = NULL;
+        Context *ctx = NULL;
         int k;
 
         if (s->kfd_relay_fd >= 0) {
@@ -416,26 +418,33 @@ void session_open_kfd(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, -k, "open_kfd: %s", strerror(-k));
                 return;
         }
-        /* The server's reference, given back when the KFD process is gone. */
-        k = context_pool_kfd_relay_begin(pool, &kfd_relay_hooks, kfd_relay_ref(relay), &fd, err, sizeof err);
+        /* The server's reference, given back at its end() — also when this fails. */
+        snprintf(key, sizeof key, "KFD process of session %" PRIu64, s->id);
+        k = context_pool_kfd_relay_begin(pool, key, session_begin_paying(s), &kfd_relay_hooks, kfd_relay_ref(relay),
+                                         &fd, &ctx, err, sizeof err);
         if (k < 0) {
                 kfd_relay_detach(relay); /* ours */
-                kfd_relay_unref(relay);  /* the server's, never handed over */
                 session_log(s, LOG_NOTICE, "Session %" PRIu64 ": OpenKfd refused: %s", s->id, err);
                 session_send_error(s, req->id, -k, "open_kfd: %s", err);
                 return;
         }
+        s->paid_ctx = context_ref(ctx);
+        k = kfd_relay_attach(relay, ctx);
         /* A copy of the client's end: shutting it down when the session
          * ends is EOF at the daemon's end, which ends the KFD process. */
-        keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        keep = k < 0 ? -EBADF : fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (keep < 0) {
-                k = -errno;
+                k = k < 0 ? k : -errno;
                 /* Our end goes with fd: the KFD process ends, the server lets the relay go. */
                 kfd_relay_detach(relay);
+                context_release(ctx);
                 context_pool_kfd_relay_end(pool);
                 session_send_error(s, req->id, -k, "open_kfd: %s", strerror(-k));
                 return;
         }
+        s->kfd_ctx = ctx;
+        /* Its relayed packets are its compute stream's work, in that context. */
+        scheduler_stream_set_context(s->set->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         s->kfd_relay_fd = TAKE_FD(keep);
         s->kfd_relay = relay;
         session_account_fds(s, 2);
@@ -453,6 +462,7 @@ void session_kfd_free(Session *s) {
         s->kfd_relay_fd = safe_close(s->kfd_relay_fd);
         kfd_relay_detach(s->kfd_relay);
         s->kfd_relay = NULL;
+        s->kfd_ctx = context_release(s->kfd_ctx);
         session_account_fds(s, -2);
         context_pool_kfd_relay_end(s->set->contexts);
 }

@@ -389,6 +389,12 @@ static int pay(ContextPayer *p, int64_t delta, bool force, const char *what, cha
         return 0;
 }
 
+ContextPayer *session_begin_paying(Session *s) {
+        session_stop_paying(s);
+        s->payer.charge = pay;
+        return &s->payer;
+}
+
 void session_pay_context(Session *s, Context *ctx) {
         if (s->paid_ctx == ctx)
                 return;

@@ -618,6 +618,20 @@ static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) 
         return 0;
 }
 
+void session_submit_relayed(Session *s, Job *j) {
+        j->fence = ++s->last_fence;
+        QUEUE_APPEND(session_jobs, s->jobs, j);
+        s->n_jobs++;
+        if (s->user_tally)
+                s->user_tally->jobs++;
+        scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
+        s->n_jobs_peak = MAX(s->n_jobs_peak, s->n_jobs);
+        s->usage.jobs_submitted++;
+        if (s->account)
+                s->account->usage.jobs_submitted++;
+        session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
+}
+
 static void handle_submit(Session *s, const WireRequest *req) {
         size_t n = req->submit.n_jobs;
         _cleanup_free_ uint64_t *fences = calloc(MAX(n, (size_t) 1), sizeof(uint64_t));

@@ -4,6 +4,7 @@
  * queue, identity) and the request handlers; the handlers only resolve this
  * session's handles, check limits and hand jobs to the scheduler.
  */
+#include "sessions/kfd-relay.h"
 #include "sessions/session.h"
 
 #include <errno.h>
@@ -631,6 +632,11 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
                         u.bytes_copied = j->sched.gpu.copy.size;
                 else if (j->type == WIRE_JOB_FILL)
                         u.bytes_filled = j->sched.gpu.fill.size;
+        } else if (j->relay) {
+                /* ROCr learns of it from its queue and signals; the log says why. */
+                if (message)
+                        session_log(s, LOG_NOTICE, "Session %" PRIu64 ": relayed packet %" PRIu64 " of AQL queue %u "
+                                    "failed: %s", s->id, j->relay_index, j->relay_queue, message);
         } else {
                 if (s->connected) {
                         session_page_job_failed(&s->page, j->fence);
@@ -658,6 +664,8 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
                 usage_add_job(&s->account->usage, &u);
         if (s->connected)
                 advance_completed(s);
+        if (j->relay)
+                kfd_relay_job_done(j->relay, j, error, message);
         job_free(j);
         session_unref(s);
 }

@@ -135,6 +135,7 @@ struct Session {
         GpuBuffer *fence_page;       /* session-fence-page.c, NULL until OpenFencePage */
         int kfd_relay_fd;            /* session-kfd.c: a copy of the client's end, -EBADF until OpenKfd */
         struct KfdRelay *kfd_relay;  /* kfd-relay.h: the checks around its calls, NULL until OpenKfd */
+        Context *kfd_ctx;            /* the daemon's GPU context in that KFD process (a use), NULL until OpenKfd */
         FenceWatchEntry fence_watch; /* set up with fence_page; on the set's watch while armed */
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
@@ -214,6 +215,9 @@ void session_account_object(Session *s, int delta);
  * (session-quota.c). session_stop_paying() at the end. */
 void session_pay_context(Session *s, Context *ctx);
 void session_stop_paying(Session *s);
+/* The session as a payer for a context it is about to bring up itself
+ * (context_pool_kfd_relay_begin()); set paid_ctx to it once it is up. */
+ContextPayer *session_begin_paying(Session *s);
 /* Takes references to the Tallies of the session's uid and unit. */
 int session_tallies_attach(Session *s);
 void session_tallies_detach(Session *s);
@@ -362,6 +366,9 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
 /* A job finished (error 0) or failed: fence bookkeeping, accounting, the
  * client told; the job is freed. */
 void session_job_finished(Job *j, int error, const char *message, uint64_t busy_ns);
+/* Queues a job of the session's relayed KFD process (kfd-relay-queue.c) as
+ * the session's next fence: accounted and scheduled as its other work. */
+void session_submit_relayed(Session *s, Job *j);
 /* The GPU context ctx lost an incarnation: sessions running there are told
  * (the session page's context_lost). */
 void session_context_lost(Session *s, Context *ctx, const char *reason);

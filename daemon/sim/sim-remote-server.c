@@ -76,6 +76,8 @@ static int server_ioctl(SimRemoteServer *s, int fd, unsigned long request, void 
                 r = s->hooks->before(s->hooks_userdata, request, arg);
                 if (r < 0)
                         return r;
+                if (r > 0)
+                        return 0; /* answered by the hook */
         }
         r = ops->ioctl(ops->userdata, fd, request, arg);
         if (s->hooks && s->hooks->after)
@@ -453,8 +455,12 @@ static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_
         case SIM_REMOTE_OP_OPEN_RENDER:
                 if (!plain || req.u64[1] != 0 || req.u64[0] > (req.op == SIM_REMOTE_OP_OPEN_KFD ? 0 : UINT32_MAX))
                         return -EPROTO;
-                r = req.op == SIM_REMOTE_OP_OPEN_KFD ? ops->open_kfd(ops->userdata)
-                                                     : ops->open_render(ops->userdata, (unsigned) req.u64[0]);
+                if (req.op == SIM_REMOTE_OP_OPEN_KFD)
+                        r = ops->open_kfd(ops->userdata);
+                else if (s->hooks && s->hooks->open_render)
+                        r = s->hooks->open_render(s->hooks_userdata, (unsigned) req.u64[0]);
+                else
+                        r = ops->open_render(ops->userdata, (unsigned) req.u64[0]);
                 if (r >= 0) {
                         /* A copy taken under the device lock: a close of the number
                          * from another channel cannot hand out a reused one. */
@@ -468,7 +474,10 @@ static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_
         case SIM_REMOTE_OP_CLOSE:
                 if (!plain || req.u64[0] != 0 || req.u64[1] != 0)
                         return -EPROTO;
-                rep.h.ret = ops->close(ops->userdata, req.fd);
+                if (s->hooks && s->hooks->close_keeps && s->hooks->close_keeps(s->hooks_userdata, req.fd))
+                        rep.h.ret = 0; /* a copy of the daemon's file: its copy stays open */
+                else
+                        rep.h.ret = ops->close(ops->userdata, req.fd);
                 break;
         case SIM_REMOTE_OP_IOCTL:
                 r = serve_ioctl(s, &req, payload, payload_size, in_fd, &rep, &scratch, &out_fd);
@@ -479,7 +488,13 @@ static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_
         case SIM_REMOTE_OP_MMAP:
                 if (!plain)
                         return -EPROTO;
-                rep.h.ret = sim_mm_mmap_resolve(s->mm, req.fd, (size_t) req.u64[0], req.u64[1], &out_fd, &offset);
+                r = 0;
+                if (s->hooks && s->hooks->mmap)
+                        r = s->hooks->mmap(s->hooks_userdata, req.fd, (size_t) req.u64[0], req.u64[1], &out_fd,
+                                           &offset);
+                rep.h.ret = r != 0 ? MIN(r, 0)
+                                   : sim_mm_mmap_resolve(s->mm, req.fd, (size_t) req.u64[0], req.u64[1], &out_fd,
+                                                         &offset);
                 rep.h.u64[0] = offset;
                 rep.fd = out_fd;
                 break;
@@ -674,6 +689,8 @@ static void server_end(SimRemoteServer *s) {
                 safe_close(ch->fd);
                 free(ch);
         }
+        if (s->hooks && s->hooks->release)
+                s->hooks->release(s->hooks_userdata);
         sim_mm_free(s->mm);
 
         pthread_mutex_lock(&d->lock);
@@ -707,10 +724,11 @@ static void *server_main(void *userdata) {
 }
 
 int sim_remote_serve(SimDevice *d, int fd) {
-        return sim_remote_serve_hooked(d, fd, 0, NULL, NULL);
+        return sim_remote_serve_hooked(d, fd, 0, NULL, NULL, NULL);
 }
 
-int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata) {
+int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata,
+                            const KfdOps **ret_ops) {
         _cleanup_close_ int sock = fd;
         SimRemoteServer *s;
         pthread_attr_t attr;
@@ -747,6 +765,9 @@ int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemo
         if (r >= 0) {
                 pthread_attr_init(&attr);
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                /* Before the thread runs: it may end (and free s) at once. */
+                if (ret_ops)
+                        *ret_ops = &s->mm->ops;
                 r = -pthread_create(&thread, &attr, server_main, s);
                 pthread_attr_destroy(&attr);
                 if (r >= 0)

@@ -38,21 +38,46 @@ int sim_remote_serve(SimDevice *d, int fd);
 
 /*
  * What the daemon checks around the ioctls of a process it serves for a
- * relayed client (daemon/sessions/kfd-relay.c): called on the server's
- * threads, several at once. before() may refuse a call unrun with a
- * negative errno (it may block, e.g. to charge memory on the event loop);
- * after() sees the result and the argument as the simulator left it; end()
- * is the last call, once the process and all it held are gone.
+ * relayed client (daemon/sessions/kfd-relay.c), and what it takes over of
+ * the process: called on the server's threads, several at once; every one
+ * may be NULL.
+ *  - before() may refuse a call unrun with a negative errno, or change its
+ *    argument (the server's copy, as the simulator will read it) — e.g. to
+ *    answer a call itself: a positive return means "answered, do not run
+ *    it" and the argument is what the process gets back (0 is the result).
+ *    It may block, e.g. to charge memory on the event loop.
+ *  - after() sees the result and the argument as the simulator left it.
+ *  - open_render() names the file of the process (a number its KfdOps
+ *    knows) that an open of the render node gets — the one the daemon's own
+ *    context in the process acquired its VM with, so that the process's
+ *    ACQUIRE_VM and buffer mmaps find that VM — or a negative errno; the
+ *    server hands out copies of it and never closes it for the process
+ *    (close_keeps() says which numbers those are).
+ *  - mmap() resolves an mmap of the process itself: 1 with *ret_memfd (a new
+ *    fd, the server closes it) and *ret_offset, 0 for the simulator's own
+ *    resolution, or a negative errno to refuse it.
+ *  - release() is called once the process is killed and its calls have
+ *    returned, before its memory and files go: the daemon stops using the
+ *    KfdOps it was given (sim_remote_serve_hooked()), and returns when it has.
+ *  - end() is the last call, once the process and all it held are gone.
  */
 typedef struct SimRemoteHooks {
-        int (*before)(void *userdata, unsigned long request, const void *arg);
+        int (*before)(void *userdata, unsigned long request, void *arg);
         void (*after)(void *userdata, unsigned long request, const void *arg, int r);
+        int (*open_render)(void *userdata, unsigned minor);
+        bool (*close_keeps)(void *userdata, int fd);
+        int (*mmap)(void *userdata, int fd, size_t length, uint64_t offset, int *ret_memfd, uint64_t *ret_offset);
+        void (*release)(void *userdata);
         void (*end)(void *userdata);
 } SimRemoteHooks;
 
 /* sim_remote_serve() with hooks (NULL: none), for a process that sees only
- * the GPU gpu_id (0: all; SimMm.visible_gpu_id). On failure end() is not called. */
-int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata);
+ * the GPU gpu_id (0: all; SimMm.visible_gpu_id). *ret_ops (if not NULL) gets
+ * the process's own KfdOps, for the daemon to make calls as that process
+ * does — a GPU context of its own in the process's KFD context — until
+ * release(). On failure end() is not called. */
+int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata,
+                            const KfdOps **ret_ops);
 
 /*
  * Process side (in the worker). A KfdOps whose every operation is carried out

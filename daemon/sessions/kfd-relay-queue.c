@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The relay of a ROCm client's AQL queues (docs/rocm.md, "Queues").
+ *
+ * ROCr makes its queues with CREATE_QUEUE(COMPUTE_AQL): a ring of 64-byte
+ * HSA packets in its memory, the read and write indices in its amd_queue_t,
+ * and a doorbell it stores the write index to. None of that reaches a
+ * hardware queue here. The relay answers CREATE_QUEUE itself, with a queue
+ * id of its own and a doorbell in a page of its own (the KFD doorbell page
+ * of the process is the daemon's, and a store there is the hardware's to
+ * see); it reads the packets, copies each out once, checks every address
+ * in it against the client's buffers, and submits it as a job on a compute
+ * queue the daemon owns in the client's own KFD process — its GPU VM, so the
+ * client's addresses mean there what they mean to the client. The job goes
+ * through the scheduler as the session's other work does: its GPU time is
+ * accounted, weights and priority classes and DispatchTimeout= apply, and a
+ * fault ends only this process's context.
+ *
+ * A packet becomes (daemon/gpu/gpu.h, GPU_JOB_AQL and GpuHsaCompletion):
+ *  - kernel dispatch: the dispatch with the user SGPRs the CP gives an AQL
+ *    dispatch (the dispatch pointer is the ring slot, so the slot is never
+ *    reused before the packet retires: read_dispatch_id is advanced only
+ *    then), then the completion signal's 64-bit decrement, its event's id
+ *    in the mailbox and in the process's event page, the interrupt, and the
+ *    new read_dispatch_id — all written by the GPU before the daemon's fence;
+ *  - barrier-AND / barrier-OR: waited for here, on the CPU: its dependent
+ *    signals are read at each pass until they satisfy it (a GPU-side wait
+ *    could hold the one in-order stream the process's queues share behind a
+ *    signal that a later packet of another of its queues decrements), then
+ *    a job that only completes it;
+ *  - the vendor packet AMD_AQL_FORMAT_PM4_IB that ROCr uses to invalidate
+ *    caches after loading code: its indirect buffer is read, and only
+ *    ACQUIRE_MEM (and NOP) may be in it; the daemon emits its own
+ *    invalidation and completes the packet.
+ * A packet the relay cannot run (an address outside the client's buffers,
+ * a refused kernel descriptor, an unknown type) stops its queue, with one
+ * log line naming it.
+ *
+ * Noticing work: the client's doorbell stores land in a page only it and
+ * the relay see, and nothing wakes on them; the relay reads each queue's
+ * write_dispatch_id when the process makes any KFD call (ROCr waits in
+ * WAIT_EVENTS after a short spin), when a relayed job finishes, and on a
+ * timer: every RELAY_POLL_BUSY_US while the process has work in flight or
+ * had some in the last RELAY_BUSY_MS, every RELAY_POLL_IDLE_MS otherwise.
+ *
+ * Facts: the packet layouts are the HSA Platform System Architecture
+ * Specification 1.2 (§2.9: kernel dispatch, barrier-AND/OR) and ROCr 5.2.3
+ * (hsa.h, amd_hsa_queue.h: amd_queue_t, amd_hsa_signal.h: amd_signal_t,
+ * amd_aql_queue.cpp: the PM4-IB packet); rocm-facts.md §2 has them with
+ * their line numbers.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gpu/pm4.h"
+#include "kfd/kfd-uapi.h"
+#include "scheduler/scheduler.h"
+#include "sessions/job.h"
+#include "sessions/kfd-relay-internal.h"
+#include "sessions/session-set.h"
+#include "sessions/session.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/time-util.h"
+
+#define RELAY_POLL_BUSY_US 200u
+#define RELAY_POLL_IDLE_MS 20u
+#define RELAY_BUSY_MS 50u
+/* Jobs of one queue in the scheduler at once. */
+#define RELAY_QUEUE_INFLIGHT 64u
+
+/* HSA packet types (hsa.h hsa_packet_type_t) and header fields. */
+#define HSA_PACKET_TYPE_VENDOR_SPECIFIC 0
+#define HSA_PACKET_TYPE_INVALID 1
+#define HSA_PACKET_TYPE_KERNEL_DISPATCH 2
+#define HSA_PACKET_TYPE_BARRIER_AND 3
+#define HSA_PACKET_TYPE_AGENT_DISPATCH 4
+#define HSA_PACKET_TYPE_BARRIER_OR 5
+#define HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE(h) (((h) >> 9) & 3u)
+/* amd_aql_queue.cpp: the vendor format of ROCr's PM4 indirect-buffer packet. */
+#define AMD_AQL_FORMAT_PM4_IB 1
+#define AQL_PACKET_SIZE 64u
+
+/* amd_hsa_queue.h amd_queue_t offsets. */
+#define AMD_QUEUE_WRITE_DISPATCH_ID 0x38u
+#define AMD_QUEUE_READ_DISPATCH_ID 0x80u
+#define AMD_QUEUE_SIZE 256u
+/* amd_hsa_signal.h amd_signal_t offsets. */
+#define AMD_SIGNAL_VALUE 8u
+#define AMD_SIGNAL_EVENT_MAILBOX_PTR 16u
+#define AMD_SIGNAL_EVENT_ID 24u
+#define AMD_SIGNAL_START_TS 32u
+#define AMD_SIGNAL_SIZE 64u
+
+/* The most dwords of a PM4 indirect buffer we read (ROCr's are a few). */
+#define PM4_IB_MAX_DW 256u
+
+static uint16_t le16(const uint8_t *p) {
+        uint16_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+}
+
+static uint32_t le32(const uint8_t *p) {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+}
+
+static uint64_t le64(const uint8_t *p) {
+        uint64_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+}
+
+static uint64_t load64(const void *p) {
+        return __atomic_load_n((const uint64_t *) p, __ATOMIC_ACQUIRE);
+}
+
+static RelayQueue *queue_by_id(KfdRelay *r, uint32_t id) {
+        return id < RELAY_MAX_QUEUES && r->queues[id].used ? &r->queues[id] : NULL;
+}
+
+/* ---- the queue calls (server threads, answered on the loop) ---- */
+
+typedef struct QueueCall {
+        unsigned long request;
+        void *arg;
+} QueueCall;
+
+static int create_on_loop(KfdRelay *r, void *data) {
+        struct kfd_ioctl_create_queue_args *a = ((QueueCall *) data)->arg;
+        uint64_t queue_va = a->write_pointer_address - AMD_QUEUE_WRITE_DISPATCH_ID;
+        RelayQueue *q = NULL;
+        uint32_t id;
+
+        if (!r->ctx)
+                return -ENODEV;
+        /* kfd_ioctl_create_queue / set_queue_properties_from_user. */
+        if (a->gpu_id != r->gpu_id || a->queue_percentage > 100 || a->queue_priority > 15 || a->ring_size == 0 ||
+            (a->ring_size & (a->ring_size - 1)) || a->ring_size < AQL_PACKET_SIZE)
+                return -EINVAL;
+        /* Every address in the client's memory (the newer kernels' buffer
+         * checks, kfd_queue_acquire_buffers), and the indices where ROCr's
+         * amd_queue_t has them: the dispatch's queue pointer is that. */
+        if (!kfd_relay_cpu(r, a->ring_base_address, a->ring_size) || (a->ring_base_address % AQL_PACKET_SIZE) ||
+            a->write_pointer_address < AMD_QUEUE_WRITE_DISPATCH_ID ||
+            a->read_pointer_address != queue_va + AMD_QUEUE_READ_DISPATCH_ID || (queue_va % 64) ||
+            !kfd_relay_cpu(r, queue_va, AMD_QUEUE_SIZE)) {
+                log_info("Session %" PRIu64 ": KFD relay refused an AQL queue: its ring or amd_queue_t is not in "
+                         "the process's buffers where ROCr puts them", r->session_id);
+                return -EINVAL;
+        }
+        for (id = 0; id < RELAY_MAX_QUEUES && !q; id++)
+                if (!r->queues[id].used)
+                        q = &r->queues[id];
+        if (!q)
+                return -ENOMEM; /* "No more queues": kfd's pqm_create_queue answers so at its limit */
+        id--;
+        *q = (RelayQueue) {
+                .used = true,
+                .id = id,
+                .gen = q->gen + 1,
+                .ring_va = a->ring_base_address,
+                .n_slots = a->ring_size / AQL_PACKET_SIZE,
+                .queue_va = queue_va,
+                .suspended = a->queue_percentage == 0,
+        };
+        q->next = q->retired = load64(kfd_relay_cpu(r, queue_va + AMD_QUEUE_READ_DISPATCH_ID, 8));
+        a->queue_id = id;
+        /* The form of the kernel's answer on gfx9+: the doorbell page's mmap
+         * offset with the doorbell's byte offset in its low bits (sim-queue.c). */
+        a->doorbell_offset = KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(r->gpu_id) | ((uint64_t) id * 8);
+        log_debug("Session %" PRIu64 ": relayed AQL queue %u: ring 0x%" PRIx64 " of %u packets, amd_queue_t 0x%" PRIx64,
+                  r->session_id, id, q->ring_va, q->n_slots, q->queue_va);
+        r->last_activity_ns = now_ns();
+        return 1;
+}
+
+static int other_on_loop(KfdRelay *r, void *data) {
+        QueueCall *c = data;
+        RelayQueue *q;
+
+        switch (_IOC_NR(c->request)) {
+        case 0x03: { /* DESTROY_QUEUE */
+                struct kfd_ioctl_destroy_queue_args *a = c->arg;
+                q = queue_by_id(r, a->queue_id);
+                if (!q)
+                        return -EINVAL;
+                /* Its jobs still on the way finish unreported to it. */
+                q->used = false;
+                return 1;
+        }
+        case 0x07: { /* UPDATE_QUEUE: ROCr suspends a queue with percentage 0 */
+                struct kfd_ioctl_update_queue_args *a = c->arg;
+                q = queue_by_id(r, a->queue_id);
+                if (!q || a->queue_percentage > 100 || a->queue_priority > 15 ||
+                    (a->ring_size && (a->ring_size & (a->ring_size - 1))))
+                        return -EINVAL;
+                q->suspended = a->queue_percentage == 0;
+                return 1;
+        }
+        case 0x1A: { /* SET_CU_MASK: accepted; the daemon's queues serve every stream of the process */
+                struct kfd_ioctl_set_cu_mask_args *a = c->arg;
+                if (!queue_by_id(r, a->queue_id) || a->num_cu_mask == 0 || (a->num_cu_mask % 32))
+                        return -EINVAL;
+                return 1;
+        }
+        case 0x1E: { /* ALLOC_QUEUE_GWS: no global wave sync here, as on a GPU without it */
+                struct kfd_ioctl_alloc_queue_gws_args *a = c->arg;
+                return queue_by_id(r, a->queue_id) ? -ENODEV : -EINVAL;
+        }
+        default:
+                return 0;
+        }
+}
+
+int kfd_relay_queue_ioctl(KfdRelay *r, unsigned long request, void *arg) {
+        QueueCall call = { request, arg };
+        size_t need;
+
+        if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
+                return 0;
+        switch (_IOC_NR(request)) {
+        case 0x02: {
+                struct kfd_ioctl_create_queue_args *a = arg;
+
+                if (!a || _IOC_SIZE(request) < offsetof(struct kfd_ioctl_create_queue_args, eop_buffer_address))
+                        return -EINVAL;
+                switch (a->queue_type) {
+                case KFD_IOC_QUEUE_TYPE_COMPUTE_AQL:
+                        return kfd_relay_on_loop(r, create_on_loop, &call);
+                case KFD_IOC_QUEUE_TYPE_SDMA:
+                case KFD_IOC_QUEUE_TYPE_SDMA_XGMI:
+                        /* What allocate_sdma_queue answers with none left; ROCr
+                         * then copies with blit kernels on its AQL queues. */
+                        log_debug("Session %" PRIu64 ": KFD relay has no SDMA queue for the process", r->session_id);
+                        return -ENOMEM;
+                default:
+                        /* A PM4 queue of the client's would run packets
+                         * nobody checked. */
+                        log_info("Session %" PRIu64 ": KFD relay refused a queue of type %u: only AQL queues are "
+                                 "relayed", r->session_id, a->queue_type);
+                        return -EOPNOTSUPP;
+                }
+        }
+        case 0x03:
+                need = sizeof(struct kfd_ioctl_destroy_queue_args);
+                break;
+        case 0x07:
+                need = sizeof(struct kfd_ioctl_update_queue_args);
+                break;
+        case 0x1A:
+                need = sizeof(struct kfd_ioctl_set_cu_mask_args);
+                break;
+        case 0x1E:
+                need = sizeof(struct kfd_ioctl_alloc_queue_gws_args);
+                break;
+        default:
+                return 0;
+        }
+        if (!arg || _IOC_SIZE(request) < need)
+                return -EINVAL;
+        return kfd_relay_on_loop(r, other_on_loop, &call);
+}
+
+/* ---- packets (loop thread) ---- */
+
+static void queue_stop(KfdRelay *r, RelayQueue *q, uint64_t index, const char *why) {
+        if (q->stopped)
+                return;
+        q->stopped = true;
+        if (r->session)
+                session_log(r->session, LOG_NOTICE,
+                            "Session %" PRIu64 ": relayed AQL queue %u stopped at packet %" PRIu64 ": %s", r->session_id,
+                            q->id, index, why);
+}
+
+/* The completion of the packet whose signal is `signal` (0: none), as the
+ * CP does it: decrement, mailbox and event, then the read index. -EINVAL
+ * with why for a signal outside the client's memory. */
+static int fill_completion(KfdRelay *r, RelayQueue *q, uint64_t index, uint64_t signal, GpuHsaCompletion *c,
+                           const char **why) {
+        GpuContext *gpu = context_get_gpu(r->ctx);
+
+        c->index_va = q->queue_va + AMD_QUEUE_READ_DISPATCH_ID;
+        c->index_value = index + 1;
+        if (!signal)
+                return 0;
+        const uint8_t *sig = kfd_relay_cpu(r, signal, AMD_SIGNAL_SIZE);
+        if (!sig || (signal % 8)) {
+                *why = "its completion signal is not in the process's memory";
+                return -EINVAL;
+        }
+        c->signal_va = signal + AMD_SIGNAL_VALUE;
+        c->ts_va = signal + AMD_SIGNAL_START_TS;
+        uint64_t mailbox = le64(sig + AMD_SIGNAL_EVENT_MAILBOX_PTR);
+        uint32_t event_id = le32(sig + AMD_SIGNAL_EVENT_ID);
+        /* An interrupt signal: its event is one of the client's and its
+         * mailbox in its memory; the id also goes to the slot of the page
+         * the process registered (the daemon's), which the kernel checks. */
+        if (mailbox && (mailbox % 4) == 0 && kfd_relay_cpu(r, mailbox, 8) && kfd_relay_client_event(r, event_id)) {
+                c->mailbox_va = mailbox;
+                c->event_id = event_id;
+                c->event_slot_va = gpu_context_get_event_slot_va(gpu, event_id);
+        }
+        return 0;
+}
+
+/* Whether a barrier's dependent signals let it complete now. */
+static int barrier_ready(KfdRelay *r, const uint8_t *pkt, bool or, const char **why) {
+        bool any = false, all = true;
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < 5; i++) {
+                uint64_t dep = le64(pkt + 8 + 8 * i);
+                if (!dep)
+                        continue;
+                const void *v = kfd_relay_cpu(r, dep + AMD_SIGNAL_VALUE, 8);
+                if (!v || (dep % 8)) {
+                        *why = "a dependent signal of its barrier is not in the process's memory";
+                        return -EINVAL;
+                }
+                bool zero = load64(v) == 0;
+                any |= zero;
+                all &= zero;
+                n++;
+        }
+        return n == 0 || (or ? any : all);
+}
+
+/* The PM4 indirect buffer of ROCr's vendor packet: only cache invalidation. */
+static int pm4_ib_ok(KfdRelay *r, const uint8_t *pkt, const char **why) {
+        uint32_t hdr = le32(pkt + 4), lo = le32(pkt + 8), hi = le32(pkt + 12), ctl = le32(pkt + 16);
+        uint64_t addr = ((uint64_t) hi << 32) | (lo & ~3u);
+        uint32_t ndw = ctl & 0xFFFFFu;
+
+        if (hdr != PKT3_HDR(PKT3_INDIRECT_BUFFER, 2) || ndw == 0 || ndw > PM4_IB_MAX_DW) {
+                *why = "its PM4 packet is not an indirect buffer of at most 256 dwords";
+                return -EINVAL;
+        }
+        const uint8_t *ib = kfd_relay_cpu(r, addr, 4ull * ndw);
+        if (!ib) {
+                *why = "its PM4 indirect buffer is not in the process's memory";
+                return -EINVAL;
+        }
+        for (uint32_t i = 0; i < ndw;) {
+                uint32_t h = le32(ib + 4 * i), op = (h >> 8) & 0xFF, count = ((h >> 16) & 0x3FFF) + 1;
+                if ((h >> 30) != 3 || (op != PKT3_ACQUIRE_MEM && op != PKT3_NOP)) {
+                        *why = "its PM4 indirect buffer holds a packet other than ACQUIRE_MEM";
+                        return -EINVAL;
+                }
+                i += 1 + (h == PKT3_NOP_PAD ? 0 : count);
+        }
+        return 0;
+}
+
+static int submit(KfdRelay *r, RelayQueue *q, uint64_t index, const GpuJob *gj, bool dispatch) {
+        Session *s = r->session;
+        Job *j = job_new(s, s->last_fence + 1, dispatch ? WIRE_JOB_DISPATCH : WIRE_JOB_SIGNAL_EVENT);
+
+        if (!j)
+                return -ENOMEM;
+        j->sched.kind = SCHED_JOB_WORK;
+        j->sched.engine = GPU_ENGINE_COMPUTE;
+        j->sched.gpu = *gj;
+        j->relay = kfd_relay_ref(r);
+        j->relay_queue = q->id;
+        j->relay_gen = q->gen;
+        j->relay_index = index;
+        if (s->policy.job_timeout_ns != POLICY_INFINITY)
+                j->sched.timeout_ns = s->policy.job_timeout_ns;
+        if (dispatch && s->policy.dispatch_timeout_ns != POLICY_INFINITY)
+                j->sched.timeout_ns = MIN(j->sched.timeout_ns, s->policy.dispatch_timeout_ns);
+        session_submit_relayed(s, j);
+        q->inflight++;
+        r->jobs_in_flight++;
+        r->jobs_relayed++;
+        return 0;
+}
+
+/* One packet: 0 submitted, 1 not ready yet, -EINVAL (why set) to stop the queue. */
+static int relay_packet(KfdRelay *r, RelayQueue *q, uint64_t index, const uint8_t *pkt, const char **why) {
+        uint16_t header = le16(pkt);
+        GpuJob gj = { .type = GPU_JOB_NOP };
+        char err[256];
+        int k;
+
+        switch (header & 0xFF) {
+        case HSA_PACKET_TYPE_KERNEL_DISPATCH: {
+                uint64_t kernel_object = le64(pkt + 32), kernarg = le64(pkt + 40);
+                const uint8_t *desc = kfd_relay_cpu(r, kernel_object, GPU_AQL_DESCRIPTOR_SIZE);
+
+                if (!desc || (kernel_object % 64)) {
+                        *why = "its kernel_object is not a kernel descriptor in the process's memory";
+                        return -EINVAL;
+                }
+                gj.type = GPU_JOB_AQL;
+                memcpy(gj.aql.descriptor, desc, GPU_AQL_DESCRIPTOR_SIZE);
+                gj.aql.descriptor_va = kernel_object;
+                if (!kfd_relay_cpu(r, gpu_aql_entry_va(&gj), 4)) {
+                        *why = "its kernel's code is not in the process's memory";
+                        return -EINVAL;
+                }
+                /* kernarg_size of a v3 descriptor (offset 8), at least 1 byte. */
+                uint32_t kernarg_size = le32(gj.aql.descriptor + 8);
+                if (kernarg && !kfd_relay_cpu(r, kernarg, MAX(kernarg_size, 1u))) {
+                        *why = "its kernarg_address is not in the process's memory";
+                        return -EINVAL;
+                }
+                gj.aql.packet_va = q->ring_va + (index % q->n_slots) * AQL_PACKET_SIZE;
+                gj.aql.queue_va = q->queue_va;
+                gj.aql.kernarg_va = kernarg;
+                gj.aql.dispatch_id = index;
+                for (unsigned d = 0; d < 3; d++) {
+                        gj.aql.block[d] = le16(pkt + 4 + 2 * d);
+                        gj.aql.grid[d] = le32(pkt + 12 + 4 * d);
+                }
+                gj.aql.private_segment_size = le32(pkt + 24);
+                gj.aql.group_segment_size = le32(pkt + 28);
+                k = fill_completion(r, q, index, le64(pkt + 56), &gj.aql.hsa, why);
+                if (k < 0)
+                        return k;
+                gj.aql.hsa.acquire = HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE(header) != 0;
+                if (gpu_aql_check(context_get_gpu(r->ctx), &gj, err, sizeof err) < 0) {
+                        if (r->session)
+                                session_log(r->session, LOG_NOTICE, "Session %" PRIu64 ": relayed dispatch refused: %s",
+                                            r->session_id, err);
+                        *why = "its kernel dispatch was refused (see above)";
+                        return -EINVAL;
+                }
+                return submit(r, q, index, &gj, true) < 0 ? 1 : 0;
+        }
+        case HSA_PACKET_TYPE_BARRIER_AND:
+        case HSA_PACKET_TYPE_BARRIER_OR:
+                k = barrier_ready(r, pkt, (header & 0xFF) == HSA_PACKET_TYPE_BARRIER_OR, why);
+                if (k <= 0) {
+                        q->barrier_wait = k == 0;
+                        return k < 0 ? k : 1;
+                }
+                q->barrier_wait = false;
+                k = fill_completion(r, q, index, le64(pkt + 56), &gj.nop.hsa, why);
+                if (k < 0)
+                        return k;
+                gj.nop.hsa.acquire = HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE(header) != 0;
+                return submit(r, q, index, &gj, false) < 0 ? 1 : 0;
+        case HSA_PACKET_TYPE_VENDOR_SPECIFIC:
+                if (le16(pkt + 2) != AMD_AQL_FORMAT_PM4_IB) {
+                        *why = "it is a vendor packet of a format other than ROCr's PM4 indirect buffer";
+                        return -EINVAL;
+                }
+                k = pm4_ib_ok(r, pkt, why);
+                if (k >= 0)
+                        k = fill_completion(r, q, index, le64(pkt + 56), &gj.nop.hsa, why);
+                if (k < 0)
+                        return k;
+                gj.nop.hsa.acquire = true;
+                return submit(r, q, index, &gj, false) < 0 ? 1 : 0;
+        default:
+                *why = "its packet type is not one the relay runs (kernel dispatch, barrier-AND/OR, ROCr's PM4 "
+                       "indirect buffer)";
+                return -EINVAL;
+        }
+}
+
+static void scan_queue(KfdRelay *r, RelayQueue *q) {
+        const uint8_t *amd_queue = kfd_relay_cpu(r, q->queue_va, AMD_QUEUE_SIZE);
+        const uint8_t *ring = kfd_relay_cpu(r, q->ring_va, (uint64_t) q->n_slots * AQL_PACKET_SIZE);
+        uint64_t wptr, limit;
+
+        if (q->stopped || q->suspended)
+                return;
+        if (!amd_queue || !ring) {
+                queue_stop(r, q, q->next, "its ring or amd_queue_t was freed");
+                return;
+        }
+        wptr = load64(amd_queue + AMD_QUEUE_WRITE_DISPATCH_ID);
+        /* Never more than the ring holds past what has retired, whatever the
+         * client wrote there. */
+        limit = MIN(wptr, q->retired + q->n_slots);
+        while (q->next < limit && q->inflight < RELAY_QUEUE_INFLIGHT) {
+                uint8_t pkt[AQL_PACKET_SIZE];
+                const char *why = NULL;
+
+                /* Copied out once: the header with acquire order first. */
+                uint16_t header = __atomic_load_n((const uint16_t *) (ring + (q->next % q->n_slots) * AQL_PACKET_SIZE),
+                                                  __ATOMIC_ACQUIRE);
+                if ((header & 0xFF) == HSA_PACKET_TYPE_INVALID)
+                        break; /* written but not yet published */
+                memcpy(pkt, ring + (q->next % q->n_slots) * AQL_PACKET_SIZE, sizeof pkt);
+                memcpy(pkt, &header, sizeof header);
+                int k = relay_packet(r, q, q->next, pkt, &why);
+                if (k < 0) {
+                        queue_stop(r, q, q->next, why);
+                        return;
+                }
+                if (k > 0)
+                        break;
+                q->next++;
+                r->last_activity_ns = now_ns();
+        }
+}
+
+static void poll_arm(KfdRelay *r);
+
+void kfd_relay_queues_scan(KfdRelay *r) {
+        bool any = false;
+
+        if (!r->ctx || !r->session || r->released)
+                return;
+        /* Views of buffers the client freed go first. */
+        pthread_mutex_lock(&r->lock);
+        for (size_t i = 0; i < r->n_bos;) {
+                RelayBo *b = &r->bos[i];
+                if (!b->freed) {
+                        i++;
+                        continue;
+                }
+                if (b->cpu)
+                        (void) r->ops->munmap(r->ops->userdata, b->cpu, b->size);
+                r->bos[i] = r->bos[--r->n_bos];
+        }
+        pthread_mutex_unlock(&r->lock);
+        for (unsigned i = 0; i < RELAY_MAX_QUEUES; i++)
+                if (r->queues[i].used) {
+                        scan_queue(r, &r->queues[i]);
+                        any = true;
+                }
+        if (any)
+                poll_arm(r);
+}
+
+static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
+        kfd_relay_queues_scan(userdata);
+        return 0;
+}
+
+/* The next look: soon while the process is busy, seldom when it is idle. */
+static void poll_arm(KfdRelay *r) {
+        bool busy = r->jobs_in_flight > 0 || now_ns() - r->last_activity_ns < RELAY_BUSY_MS * 1000000ull;
+        for (unsigned i = 0; i < RELAY_MAX_QUEUES && !busy; i++)
+                busy = r->queues[i].used && r->queues[i].barrier_wait;
+        uint64_t usec = busy ? RELAY_POLL_BUSY_US : RELAY_POLL_IDLE_MS * 1000u;
+
+        if (!r->poll)
+                return;
+        (void) sd_event_source_set_time_relative(r->poll, usec);
+        (void) sd_event_source_set_enabled(r->poll, SD_EVENT_ONESHOT);
+}
+
+void kfd_relay_job_done(KfdRelay *r, Job *j, int error, const char *message) {
+        RelayQueue *q = queue_by_id(r, j->relay_queue);
+
+        if (r->jobs_in_flight > 0)
+                r->jobs_in_flight--;
+        if (!q || q->gen != j->relay_gen)
+                return;
+        if (q->inflight > 0)
+                q->inflight--;
+        if (error == 0)
+                q->retired = MAX(q->retired, j->relay_index + 1);
+        else
+                /* The client's signal was not decremented: the packets behind
+                 * it must not run as if it had been. */
+                queue_stop(r, q, j->relay_index, message ? message : strerror(error));
+        r->last_activity_ns = now_ns();
+        kfd_relay_queues_scan(r);
+}
+
+static int page_memfd(const char *name, size_t size) {
+        int fd = memfd_create(name, MFD_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, (off_t) size) < 0) {
+                int k = -errno;
+                close(fd);
+                return k;
+        }
+        return fd;
+}
+
+int kfd_relay_queues_init(KfdRelay *r) {
+        int k;
+
+        r->doorbell_memfd = page_memfd("kfd-relay-doorbells", KFD_DOORBELL_SLICE_SIZE);
+        if (r->doorbell_memfd < 0)
+                return r->doorbell_memfd;
+        r->mmio_memfd = page_memfd("kfd-relay-mmio", PAGE_SIZE_4K);
+        if (r->mmio_memfd < 0)
+                return r->mmio_memfd;
+        k = sd_event_add_time_relative(r->event, &r->poll, CLOCK_MONOTONIC,
+                                       RELAY_POLL_IDLE_MS * 1000u, 0, on_poll, r);
+        if (k < 0)
+                return k;
+        (void) sd_event_source_set_description(r->poll, "kfd-relay-poll");
+        (void) sd_event_source_set_enabled(r->poll, SD_EVENT_OFF);
+        return 0;
+}
+
+void kfd_relay_queues_done(KfdRelay *r) {
+        r->poll = sd_event_source_disable_unref(r->poll);
+        for (unsigned i = 0; i < RELAY_MAX_QUEUES; i++)
+                r->queues[i].used = false;
+        pthread_mutex_lock(&r->lock);
+        for (size_t i = 0; i < r->n_bos; i++)
+                if (r->bos[i].cpu && r->ops) {
+                        (void) r->ops->munmap(r->ops->userdata, r->bos[i].cpu, r->bos[i].size);
+                        r->bos[i].cpu = NULL;
+                }
+        pthread_mutex_unlock(&r->lock);
+}
