@@ -523,6 +523,59 @@ static int copy_self(void *dst, const void *src, size_t n, bool to_caller) {
         return (size_t) k == n ? 0 : -EFAULT;
 }
 
+/*
+ * User-pointer memory: ALLOC_MEMORY_OF_GPU with USERPTR asks the kernel to
+ * put pages of this process in the GPU VM. The daemon cannot reach them, so
+ * the range is moved onto pages it can: a memfd of the same size gets the
+ * range's bytes and is mapped over it in place (same address, same
+ * contents), and the memfd is imported as the buffer (IMPORT_DMABUF of the
+ * simulator's stand-in for another driver's dma-buf). HIP pins host memory
+ * this way (hsa_amd_memory_lock_to_pool when it sets up a stream) and does
+ * not survive a refusal. A write by another thread to the range between the
+ * copy and the remap would be lost; the thunk registers memory it owns.
+ * Returns the ioctl's result, the handle in a->handle.
+ */
+static int userptr_import(KfdiFile *f, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
+        uint64_t addr = a->mmap_offset, size = a->size;
+        struct kfd_ioctl_import_dmabuf_args imp = { .va_addr = a->va_addr, .gpu_id = a->gpu_id };
+        void *copy;
+        int memfd, r;
+
+        if (size == 0 || (addr | size) % 4096 != 0 || addr + size < addr)
+                return -EINVAL;
+        memfd = memfd_create("foreign-dmabuf:userptr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (memfd < 0)
+                return -errno;
+        if (ftruncate(memfd, (off_t) size) < 0) {
+                r = -errno;
+                goto out;
+        }
+        copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+        if (copy == MAP_FAILED) {
+                r = -errno;
+                goto out;
+        }
+        memcpy(copy, (const void *) (uintptr_t) addr, size);
+        munmap(copy, size);
+        if (mmap((void *) (uintptr_t) addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd, 0) ==
+            MAP_FAILED) {
+                r = -errno;
+                goto out;
+        }
+        (void) madvise((void *) (uintptr_t) addr, size, MADV_DONTFORK);
+        if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
+                r = -errno;
+                goto out;
+        }
+        imp.dmabuf_fd = (uint32_t) memfd;
+        r = kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, AMDKFD_IOC_IMPORT_DMABUF, &imp);
+        if (r >= 0)
+                a->handle = imp.handle;
+out:
+        close(memfd);
+        return r;
+}
+
 int kfdi_ioctl(int fd, unsigned long request, void *arg) {
         size_t size = _IOC_SIZE(request);
         unsigned dir = _IOC_DIR(request);
@@ -546,7 +599,12 @@ int kfdi_ioctl(int fd, unsigned long request, void *arg) {
                 struct kfd_ioctl_acquire_vm_args *a = (void *) buf;
                 a->drm_fd = (uint32_t) private_of((int) a->drm_fd, KFDI_PATH_RENDER);
         }
-        r = kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, request, arg ? buf : NULL);
+        if (f->kind == KFDI_PATH_KFD && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU) &&
+            size >= sizeof(struct kfd_ioctl_alloc_memory_of_gpu_args) &&
+            (((struct kfd_ioctl_alloc_memory_of_gpu_args *) (void *) buf)->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR))
+                r = userptr_import(f, (void *) buf);
+        else
+                r = kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, request, arg ? buf : NULL);
         if (r >= 0 && arg && size > 0 && (dir & _IOC_READ)) {
                 if (f->kind == KFDI_PATH_KFD && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_ACQUIRE_VM))
                         goto out; /* nothing to copy back that the caller lacks */

@@ -38,6 +38,7 @@ typedef struct RelayBo {
         GpuPlacement placement;
         void *cpu;               /* the daemon's mapping (loop thread), NULL until needed */
         bool freed;              /* FREE_MEMORY_OF_GPU'd: unmapped and forgotten by the loop */
+        bool imported;           /* IMPORT_DMABUF: not charged, no view (size 0) */
 } RelayBo;
 
 #define RELAY_MAX_QUEUES 64u

@@ -509,6 +509,7 @@ static void scan_queue(KfdRelay *r, RelayQueue *q) {
 static void poll_arm(KfdRelay *r);
 
 void kfd_relay_queues_scan(KfdRelay *r) {
+        uint64_t relayed = r->jobs_relayed;
         bool any = false;
 
         if (!r->ctx || !r->session || r->released)
@@ -531,6 +532,8 @@ void kfd_relay_queues_scan(KfdRelay *r) {
                         scan_queue(r, &r->queues[i]);
                         any = true;
                 }
+        if (r->jobs_relayed != relayed)
+                scheduler_run(r->session->set->scheduler);
         if (any)
                 poll_arm(r);
 }

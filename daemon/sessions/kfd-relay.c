@@ -279,6 +279,20 @@ static RelayBo *find_bo_locked(KfdRelay *r, uint64_t handle) {
         return NULL;
 }
 
+/* Not listed (no memory): it stays charged until the session ends, the
+ * relay cannot read it, and the client cannot name it. */
+static void add_bo_locked(KfdRelay *r, RelayBo bo) {
+        if (r->n_bos == r->cap_bos) {
+                size_t cap = MAX(r->cap_bos * 2, (size_t) 64);
+                RelayBo *n = realloc(r->bos, cap * sizeof *n);
+                if (!n)
+                        return;
+                r->bos = n;
+                r->cap_bos = cap;
+        }
+        r->bos[r->n_bos++] = bo;
+}
+
 static bool client_handle(KfdRelay *r, uint64_t handle) {
         bool yes;
 
@@ -426,6 +440,8 @@ static int hook_before(void *userdata, unsigned long request, void *arg) {
                 if (!a)
                         return 0; /* the simulator answers -EFAULT */
                 if (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+                        log_debug("Session %" PRIu64 ": USERPTR allocation of 0x%" PRIx64 " bytes at 0x%" PRIx64
+                                  " refused", r->session_id, (uint64_t) a->size, (uint64_t) a->mmap_offset);
                         f = FEATURE_USERPTR;
                         break;
                 }
@@ -462,6 +478,13 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                 return;
         }
 
+        if (is_kfd(request, 0x1D) && result == 0) { /* IMPORT_DMABUF: the client's buffer too (no view of it) */
+                const struct kfd_ioctl_import_dmabuf_args *a = arg;
+                pthread_mutex_lock(&r->lock);
+                add_bo_locked(r, (RelayBo) { .handle = a->handle, .placement = GPU_PLACEMENT_GTT, .imported = true });
+                pthread_mutex_unlock(&r->lock);
+                return;
+        }
         if (is_kfd(request, 0x16)) {
                 struct kfd_ioctl_alloc_memory_of_gpu_args buf;
                 const struct kfd_ioctl_alloc_memory_of_gpu_args *a = args_copy(request, arg, &buf, sizeof buf);
@@ -473,21 +496,9 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                 size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K);
                 if (result == 0) {
                         pthread_mutex_lock(&r->lock);
-                        if (r->n_bos == r->cap_bos) {
-                                size_t cap = MAX(r->cap_bos * 2, (size_t) 64);
-                                RelayBo *n = realloc(r->bos, cap * sizeof *n);
-                                if (n) {
-                                        r->bos = n;
-                                        r->cap_bos = cap;
-                                }
-                        }
-                        /* Not listed (no memory): it stays charged until the
-                         * session ends, and the relay cannot read it. */
-                        if (r->n_bos < r->cap_bos)
-                                r->bos[r->n_bos++] = (RelayBo) { .handle = a->handle, .size = size,
-                                                                 .va = a->va_addr, .mmap_offset = a->mmap_offset,
-                                                                 .flags = a->flags,
-                                                                 .placement = placement_of(a->flags) };
+                        add_bo_locked(r, (RelayBo) { .handle = a->handle, .size = size, .va = a->va_addr,
+                                                     .mmap_offset = a->mmap_offset, .flags = a->flags,
+                                                     .placement = placement_of(a->flags) });
                         pthread_mutex_unlock(&r->lock);
                 } else
                         give_back(r, size, placement_of(a->flags), 1);
@@ -606,7 +617,7 @@ static void hook_end(void *userdata) {
 
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < r->n_bos; i++) {
-                if (r->bos[i].freed)
+                if (r->bos[i].freed || r->bos[i].imported)
                         continue;
                 bytes[r->bos[i].placement] += r->bos[i].size;
                 objects[r->bos[i].placement]++;
