@@ -90,6 +90,14 @@
 #define AMD_QUEUE_WRITE_DISPATCH_ID 0x38u
 #define AMD_QUEUE_READ_DISPATCH_ID 0x80u
 #define AMD_QUEUE_SIZE 256u
+#define AMD_QUEUE_INACTIVE_SIGNAL 0xC0u
+/* Error codes the CP writes to a queue's queue_inactive_signal, as ROCr
+ * reads them (amd_aql_queue.cpp, AqlQueue::DynamicScratchHandler): 32 an
+ * invalid packet, 256 an invalid vendor packet, 0x80000000 a trap
+ * (HSA_STATUS_ERROR_EXCEPTION) — what a job the daemon ended is. */
+#define QUEUE_ERROR_INVALID_PACKET 32u
+#define QUEUE_ERROR_INVALID_VENDOR_PACKET 256u
+#define QUEUE_ERROR_EXCEPTION 0x80000000u
 /* amd_hsa_signal.h amd_signal_t offsets. */
 #define AMD_SIGNAL_VALUE 8u
 #define AMD_SIGNAL_EVENT_MAILBOX_PTR 16u
@@ -139,8 +147,17 @@ static int create_on_loop(KfdRelay *r, void *data) {
         RelayQueue *q = NULL;
         uint32_t id;
 
-        if (!r->ctx)
+        if (!r->ctx || !r->session)
                 return -ENODEV;
+        /* Kernels are a right policy gives (ComputeDispatch=): a client
+         * without it gets no queue to run them on. */
+        if (r->session->policy.compute_dispatch == POLICY_COMPUTE_NO) {
+                char words[400];
+                session_policy_words(r->session, words, sizeof words);
+                session_log(r->session, LOG_NOTICE, "Session %" PRIu64 ": KFD relay refused an AQL queue: compute "
+                            "dispatch is not allowed for this client by policy (%s)", r->session_id, words);
+                return -EPERM;
+        }
         /* kfd_ioctl_create_queue / set_queue_properties_from_user. */
         if (a->gpu_id != r->gpu_id || a->queue_percentage > 100 || a->queue_priority > 15 || a->ring_size == 0 ||
             (a->ring_size & (a->ring_size - 1)) || a->ring_size < AQL_PACKET_SIZE)
@@ -271,7 +288,31 @@ int kfd_relay_queue_ioctl(KfdRelay *r, unsigned long request, void *arg) {
 
 /* ---- packets (loop thread) ---- */
 
-static void queue_stop(KfdRelay *r, RelayQueue *q, uint64_t index, const char *why) {
+/*
+ * A queue error, as the CP reports one: the error code in the value of the
+ * queue's queue_inactive_signal and that signal's event, so that ROCr's
+ * handler suspends the queue and tells the program (HIP aborts with the
+ * error) — with interrupts off too, since ROCr then polls the value.
+ */
+static void queue_error(KfdRelay *r, RelayQueue *q, uint64_t code) {
+        const uint8_t *amd_queue = kfd_relay_cpu(r, q->queue_va, AMD_QUEUE_SIZE);
+        uint64_t signal = amd_queue ? le64(amd_queue + AMD_QUEUE_INACTIVE_SIGNAL) : 0;
+        uint8_t *sig = signal && signal % 8 == 0 ? kfd_relay_cpu(r, signal, AMD_SIGNAL_SIZE) : NULL;
+
+        if (!sig)
+                return;
+        __atomic_store_n((uint64_t *) (sig + AMD_SIGNAL_VALUE), code, __ATOMIC_RELEASE);
+        uint64_t mailbox = le64(sig + AMD_SIGNAL_EVENT_MAILBOX_PTR);
+        uint32_t event_id = le32(sig + AMD_SIGNAL_EVENT_ID);
+        if (!kfd_relay_client_event(r, event_id))
+                return;
+        uint8_t *m = mailbox && mailbox % 4 == 0 ? kfd_relay_cpu(r, mailbox, 4) : NULL;
+        if (m)
+                __atomic_store_n((uint32_t *) m, event_id, __ATOMIC_RELEASE);
+        (void) gpu_context_set_event(context_get_gpu(r->ctx), event_id);
+}
+
+static void queue_stop(KfdRelay *r, RelayQueue *q, uint64_t index, uint64_t code, const char *why) {
         if (q->stopped)
                 return;
         q->stopped = true;
@@ -279,6 +320,8 @@ static void queue_stop(KfdRelay *r, RelayQueue *q, uint64_t index, const char *w
                 session_log(r->session, LOG_NOTICE,
                             "Session %" PRIu64 ": relayed AQL queue %u stopped at packet %" PRIu64 ": %s", r->session_id,
                             q->id, index, why);
+        if (code && r->ctx && context_get_gpu(r->ctx))
+                queue_error(r, q, code);
 }
 
 /* The completion of the packet whose signal is `signal` (0: none), as the
@@ -476,7 +519,7 @@ static void scan_queue(KfdRelay *r, RelayQueue *q) {
         if (q->stopped || q->suspended)
                 return;
         if (!amd_queue || !ring) {
-                queue_stop(r, q, q->next, "its ring or amd_queue_t was freed");
+                queue_stop(r, q, q->next, 0, "its ring or amd_queue_t was freed");
                 return;
         }
         wptr = load64(amd_queue + AMD_QUEUE_WRITE_DISPATCH_ID);
@@ -496,7 +539,10 @@ static void scan_queue(KfdRelay *r, RelayQueue *q) {
                 memcpy(pkt, &header, sizeof header);
                 int k = relay_packet(r, q, q->next, pkt, &why);
                 if (k < 0) {
-                        queue_stop(r, q, q->next, why);
+                        queue_stop(r, q, q->next,
+                                   (header & 0xFF) == HSA_PACKET_TYPE_VENDOR_SPECIFIC ? QUEUE_ERROR_INVALID_VENDOR_PACKET
+                                                                                       : QUEUE_ERROR_INVALID_PACKET,
+                                   why);
                         return;
                 }
                 if (k > 0)
@@ -569,8 +615,13 @@ void kfd_relay_job_done(KfdRelay *r, Job *j, int error, const char *message) {
                 q->retired = MAX(q->retired, j->relay_index + 1);
         else
                 /* The client's signal was not decremented: the packets behind
-                 * it must not run as if it had been. */
-                queue_stop(r, q, j->relay_index, message ? message : strerror(error));
+                 * it must not run as if it had been. A memory fault ROCr
+                 * learns of from the kernel's MEMORY event (the whole process
+                 * is evicted); anything else the daemon ended — a timeout, a
+                 * context lost under it — is a queue error. */
+                queue_stop(r, q, j->relay_index, error == EFAULT || context_get_losses(r->ctx) > 0 ? 0
+                                                                                                   : QUEUE_ERROR_EXCEPTION,
+                           message ? message : strerror(error));
         r->last_activity_ns = now_ns();
         kfd_relay_queues_scan(r);
 }

@@ -53,7 +53,7 @@ bool session_has_compute(const Session *s) {
 }
 
 /* "(ComputeDispatch=isolated; rules: FILE:LINE, …)" for messages. */
-static void policy_words(const Session *s, char *buf, size_t size) {
+void session_policy_words(const Session *s, char *buf, size_t size) {
         snprintf(buf, size, "ComputeDispatch=%s, Isolation=%s%s%s",
                  policy_compute_to_string(s->policy.compute_dispatch), policy_isolation_to_string(s->policy.isolation),
                  s->limits_overridden ? ", set by SetLimits" : "; rules: ",
@@ -76,7 +76,7 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
                 *ret = s->kfd_ctx;
                 return 0;
         }
-        policy_words(s, words, sizeof words);
+        session_policy_words(s, words, sizeof words);
         if (s->policy.compute_dispatch == POLICY_COMPUTE_NO)
                 return fail(s, id, EPERM, "%s: compute dispatch is not allowed for this client by policy (%s)",
                             field, words);

@@ -369,6 +369,8 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
 /* Queues a job of the session's relayed KFD process (kfd-relay-queue.c) as
  * the session's next fence: accounted and scheduled as its other work. */
 void session_submit_relayed(Session *s, Job *j);
+/* "ComputeDispatch=…, Isolation=…; rules: …": what decided, for messages. */
+void session_policy_words(const Session *s, char *buf, size_t size);
 /* The GPU context ctx lost an incarnation: sessions running there are told
  * (the session page's context_lost). */
 void session_context_lost(Session *s, Context *ctx, const char *reason);
