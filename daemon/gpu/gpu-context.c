@@ -517,6 +517,12 @@ const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c) {
         return &c->info;
 }
 
+int gpu_context_set_event(GpuContext *c, uint32_t event_id) {
+        struct kfd_ioctl_set_event_args a = { .event_id = event_id };
+
+        return kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_SET_EVENT, &a);
+}
+
 const KfdOps *gpu_context_get_ops(const GpuContext *c) {
         return c->ops;
 }

@@ -210,6 +210,9 @@ const GpuDeviceInfo *gpu_context_get_info(const GpuContext *c);
  * id before its interrupt (kfd_signal_event_interrupt checks the slot).
  */
 int gpu_context_get_render_fd(const GpuContext *c);
+/* Signals event event_id of the context's KFD process (SET_EVENT): how the
+ * relay tells a program of a queue error it found (kfd-relay-queue.c). */
+int gpu_context_set_event(GpuContext *c, uint32_t event_id);
 /* The KfdOps the context makes its calls through. */
 const KfdOps *gpu_context_get_ops(const GpuContext *c);
 uint64_t gpu_context_get_event_slot_va(const GpuContext *c, uint32_t slot);

@@ -83,6 +83,7 @@ struct KfdRelay {
         const KfdOps *ops;       /* the process's KfdOps (valid until release) */
         int render_fd;           /* the daemon's render file there, shared with the client; -1 before */
         uint32_t gpu_id;
+        unsigned render_minor;
         bool released;           /* the server let the process go: ops are gone */
 
         /* Queues (kfd-relay-queue.c). */

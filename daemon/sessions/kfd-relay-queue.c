@@ -215,18 +215,24 @@ static int other_on_loop(KfdRelay *r, void *data) {
         }
         case 0x07: { /* UPDATE_QUEUE: ROCr suspends a queue with percentage 0 */
                 struct kfd_ioctl_update_queue_args *a = c->arg;
-                q = queue_by_id(r, a->queue_id);
-                if (!q || a->queue_percentage > 100 || a->queue_priority > 15 ||
+                if (a->queue_percentage > 100 || a->queue_priority > 15 ||
                     (a->ring_size && (a->ring_size & (a->ring_size - 1))))
                         return -EINVAL;
+                /* pqm_update_queue_properties: no such queue -> -EFAULT */
+                q = queue_by_id(r, a->queue_id);
+                if (!q)
+                        return -EFAULT;
                 q->suspended = a->queue_percentage == 0;
                 return 1;
         }
         case 0x1A: { /* SET_CU_MASK: accepted; the daemon's queues serve every stream of the process */
                 struct kfd_ioctl_set_cu_mask_args *a = c->arg;
-                if (!queue_by_id(r, a->queue_id) || a->num_cu_mask == 0 || (a->num_cu_mask % 32))
+                if (a->num_cu_mask == 0 || (a->num_cu_mask % 32))
                         return -EINVAL;
-                return 1;
+                if (!a->cu_mask_ptr)
+                        return -EFAULT; /* memdup_user */
+                /* pqm_update_mqd: no such queue -> -EFAULT */
+                return queue_by_id(r, a->queue_id) ? 1 : -EFAULT;
         }
         case 0x1E: { /* ALLOC_QUEUE_GWS: no global wave sync here, as on a GPU without it */
                 struct kfd_ioctl_alloc_queue_gws_args *a = c->arg;

@@ -529,6 +529,10 @@ static int hook_open_render(void *userdata, unsigned minor) {
          * simulator's open would. */
         if (r->render_fd < 0)
                 return -ENODEV;
+        /* The render node of a GPU the process may not see: none (the
+         * simulator's answer for a node that is not there). */
+        if (minor != r->render_minor)
+                return -ENOENT;
         return r->render_fd;
 }
 
@@ -681,6 +685,7 @@ int kfd_relay_attach(KfdRelay *r, Context *ctx) {
         r->ctx = context_ref(ctx);
         r->ops = gpu_context_get_ops(gpu);
         r->gpu_id = gpu_context_get_info(gpu)->gpu_id;
+        r->render_minor = gpu_context_get_info(gpu)->drm_render_minor;
         k = kfd_relay_queues_init(r);
         if (k < 0) {
                 drop_context(r);

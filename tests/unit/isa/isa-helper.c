@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "code-image.h"
 #include "isa-helper.h"
 
 static int translate(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
@@ -57,72 +58,16 @@ uint64_t isa_mem_alloc(IsaMem *m, uint64_t size, void **ret_host) {
 }
 
 int isa_kernel_load(IsaMem *m, const char *path, const char *name, IsaKernel *ret) {
-        FILE *f = fopen(path, "rb");
-        if (!f)
-                return -errno;
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        uint8_t *file = malloc(n > 0 ? (size_t) n : 1);
-        if (!file || n < (long) sizeof(Elf64_Ehdr) || fread(file, 1, n, f) != (size_t) n) {
-                fclose(f);
-                free(file);
-                return -EIO;
-        }
-        fclose(f);
-        size_t size = (size_t) n;
-        const Elf64_Ehdr *eh = (const void *) file;
-        int r = -EBADMSG;
-
-#define IN_FILE(off, len) ((uint64_t) (off) <= size && (uint64_t) (len) <= size - (uint64_t) (off))
-        if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-            eh->e_machine != EM_AMDGPU || !IN_FILE(eh->e_phoff, (uint64_t) eh->e_phnum * sizeof(Elf64_Phdr)) ||
-            !IN_FILE(eh->e_shoff, (uint64_t) eh->e_shnum * sizeof(Elf64_Shdr)))
-                goto out;
-
-        /* The image: all PT_LOAD segments at image_va + p_vaddr. */
-        uint64_t image_size = 0;
-        const Elf64_Phdr *ph = (const void *) (file + eh->e_phoff);
-        for (unsigned i = 0; i < eh->e_phnum; i++)
-                if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > image_size)
-                        image_size = ph[i].p_vaddr + ph[i].p_memsz;
+        CodeImage img;
         uint8_t *image;
-        uint64_t image_va = isa_mem_alloc(m, (image_size + 0xfff) & ~0xfffull, (void **) &image);
-        for (unsigned i = 0; i < eh->e_phnum; i++) {
-                if (ph[i].p_type != PT_LOAD)
-                        continue;
-                if (!IN_FILE(ph[i].p_offset, ph[i].p_filesz) || ph[i].p_filesz > ph[i].p_memsz)
-                        goto out;
-                memcpy(image + ph[i].p_vaddr, file + ph[i].p_offset, ph[i].p_filesz);
-        }
+        int r = code_image_read(path, name, &img);
 
-        /* The "<name>.kd" symbol in .symtab. */
-        char want[256];
-        snprintf(want, sizeof(want), "%s.kd", name);
-        const Elf64_Shdr *sh = (const void *) (file + eh->e_shoff);
-        uint64_t kd_off = UINT64_MAX;
-        for (unsigned i = 0; i < eh->e_shnum && kd_off == UINT64_MAX; i++) {
-                if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum ||
-                    !IN_FILE(sh[i].sh_offset, sh[i].sh_size))
-                        continue;
-                const Elf64_Shdr *strs = &sh[sh[i].sh_link];
-                if (!IN_FILE(strs->sh_offset, strs->sh_size))
-                        goto out;
-                const Elf64_Sym *sym = (const void *) (file + sh[i].sh_offset);
-                for (size_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); j++) {
-                        if (sym[j].st_name >= strs->sh_size)
-                                continue;
-                        const char *s = (const char *) file + strs->sh_offset + sym[j].st_name;
-                        if (strnlen(s, strs->sh_size - sym[j].st_name) == strlen(want) && strcmp(s, want) == 0) {
-                                kd_off = sym[j].st_value;
-                                break;
-                        }
-                }
-        }
-        if (kd_off == UINT64_MAX || kd_off + 64 > image_size) {
-                r = -ENOENT;
-                goto out;
-        }
+        if (r < 0)
+                return r;
+        uint64_t image_va = isa_mem_alloc(m, (img.size + 0xfff) & ~0xfffull, (void **) &image);
+        memcpy(image, img.bytes, img.size);
+        uint64_t kd_off = img.kd_off;
+        code_image_free(&img);
         /* AMDHSA kernel descriptor, kfd-facts §2.4. */
         const uint8_t *kd = image + kd_off;
         int64_t entry_off;
@@ -137,11 +82,7 @@ int isa_kernel_load(IsaMem *m, const char *path, const char *name, IsaKernel *re
         memcpy(&ret->code_properties, kd + 56, 2);
         ret->kd_va = image_va + kd_off;
         ret->entry_va = ret->kd_va + (uint64_t) entry_off;
-        r = 0;
-out:
-        free(file);
-        return r;
-#undef IN_FILE
+        return 0;
 }
 
 static void args_put(IsaArgs *a, const void *v, size_t n) {
