@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,16 @@
 #define KFD_FAKE_MAJOR 511u
 /* Fake fds the table holds at once. */
 #define KFDI_MAX_FDS 1024u
+/* AQL queues remembered for a lost connection (the relay runs 64). */
+#define KFDI_MAX_QUEUES 64u
+/* ROCr's amd_queue_t (amd_hsa_queue.h): read_dispatch_id, queue_inactive_signal;
+ * amd_signal_t's value. */
+#define AMD_QUEUE_READ_DISPATCH_ID 0x80u
+#define AMD_QUEUE_INACTIVE_SIGNAL 0xC0u
+#define AMD_SIGNAL_VALUE 8u
+/* What the CP writes to queue_inactive_signal for a trap, which ROCr reports
+ * as HSA_STATUS_ERROR_EXCEPTION (amd_aql_queue.cpp DynamicScratchHandler). */
+#define QUEUE_ERROR_EXCEPTION 0x80000000ull
 
 typedef struct KfdiFile {
         int private_fd;          /* the fd the KfdOps table knows; never handed out */
@@ -62,6 +73,14 @@ typedef struct Kfdi {
         KfdiFile *kfd;                 /* the process's one /dev/kfd file */
         KfdiFd fds[KFDI_MAX_FDS];
         unsigned n_fds;
+        /* The process's AQL queues (their amd_queue_t), for when the daemon
+         * goes (watch_relay()). Guarded by table_lock. */
+        struct {
+                uint32_t id;
+                uint64_t amd_queue;
+        } queues[KFDI_MAX_QUEUES];
+        unsigned n_queues;
+        bool exiting;                  /* kfdi_fini(): a hang-up now is ours */
 } Kfdi;
 
 static Kfdi kfdi = {
@@ -170,10 +189,84 @@ static int make_dir(char *ret, size_t size) {
         return 0;
 }
 
+/*
+ * The daemon went (a restart, a crash, the session ended by an
+ * administrator) while the process has queues: what was on them will never
+ * complete, and a ROCr thread spinning on a signal with interrupts off would
+ * spin for ever. Each queue gets the error the CP reports for a trap in its
+ * queue_inactive_signal, which ROCr's handler turns into the program's queue
+ * error (HIP aborts with it), as when the GPU stops a queue.
+ */
+static void queues_fail(void) {
+        bool told = false;
+
+        pthread_mutex_lock(&kfdi.table_lock);
+        for (unsigned i = 0; i < kfdi.n_queues; i++) {
+                uint64_t signal = *(volatile uint64_t *) (uintptr_t) (kfdi.queues[i].amd_queue + AMD_QUEUE_INACTIVE_SIGNAL);
+                uint64_t zero = 0;
+                if (!signal || signal % 8)
+                        continue;
+                if (!told)
+                        fprintf(stderr, "kfdbroker: the connection to kfdbrokerd was lost; this program's GPU queues "
+                                        "are stopped\n");
+                told = true;
+                (void) __atomic_compare_exchange_n((uint64_t *) (uintptr_t) (signal + AMD_SIGNAL_VALUE), &zero,
+                                                   QUEUE_ERROR_EXCEPTION, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+        }
+        pthread_mutex_unlock(&kfdi.table_lock);
+}
+
+static void *watch_relay(void *userdata) {
+        int fd = (int) (intptr_t) userdata;
+        struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+        pid_t owner = getpid();
+
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                ;
+        if (getpid() == owner && !__atomic_load_n(&kfdi.exiting, __ATOMIC_ACQUIRE))
+                queues_fail();
+        raw_close(fd);
+        return NULL;
+}
+
+/* A thread that waits for the daemon's end of the relay to go away. */
+static void watch_start(int relay_fd) {
+        int fd = raw_dupfd(relay_fd, true);
+        pthread_attr_t attr;
+        pthread_t t;
+
+        if (fd < 0)
+                return;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 64 * 1024);
+        if (pthread_create(&t, &attr, watch_relay, (void *) (intptr_t) fd) != 0)
+                raw_close(fd);
+        pthread_attr_destroy(&attr);
+}
+
+static void queue_remember(uint32_t id, uint64_t amd_queue) {
+        pthread_mutex_lock(&kfdi.table_lock);
+        if (kfdi.n_queues < KFDI_MAX_QUEUES)
+                kfdi.queues[kfdi.n_queues++] = (__typeof__(kfdi.queues[0])) { id, amd_queue };
+        pthread_mutex_unlock(&kfdi.table_lock);
+}
+
+static void queue_forget(uint32_t id) {
+        pthread_mutex_lock(&kfdi.table_lock);
+        for (unsigned i = 0; i < kfdi.n_queues; i++)
+                if (kfdi.queues[i].id == id) {
+                        kfdi.queues[i] = kfdi.queues[--kfdi.n_queues];
+                        break;
+                }
+        pthread_mutex_unlock(&kfdi.table_lock);
+}
+
 int kfdi_attach_relay(int relay_fd, const char *topology_dir, unsigned render_minor) {
         const KfdOps *ops;
         int fd, r;
 
+        watch_start(relay_fd);
         r = sim_remote_ops_new(relay_fd, &ops);
         if (r < 0)
                 return r;
@@ -605,6 +698,15 @@ int kfdi_ioctl(int fd, unsigned long request, void *arg) {
                 r = userptr_import(f, (void *) buf);
         else
                 r = kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, request, arg ? buf : NULL);
+        if (r >= 0 && f->kind == KFDI_PATH_KFD && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_CREATE_QUEUE) &&
+            size >= sizeof(struct kfd_ioctl_create_queue_args)) {
+                const struct kfd_ioctl_create_queue_args *q = (const void *) buf;
+                if (q->queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL && q->read_pointer_address > AMD_QUEUE_READ_DISPATCH_ID)
+                        queue_remember(q->queue_id, q->read_pointer_address - AMD_QUEUE_READ_DISPATCH_ID);
+        }
+        if (r >= 0 && f->kind == KFDI_PATH_KFD && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_DESTROY_QUEUE) &&
+            size >= sizeof(struct kfd_ioctl_destroy_queue_args))
+                queue_forget(((const struct kfd_ioctl_destroy_queue_args *) (const void *) buf)->queue_id);
         if (r >= 0 && arg && size > 0 && (dir & _IOC_READ)) {
                 if (f->kind == KFDI_PATH_KFD && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_ACQUIRE_VM))
                         goto out; /* nothing to copy back that the caller lacks */
@@ -648,6 +750,7 @@ void kfdi_after_fork_child(void) {
         pthread_mutex_init(&kfdi.attach_lock, NULL);
         kfdi.generation++;
         kfdi.attached = false;
+        kfdi.n_queues = 0; /* the parent's */
         kfdi.attach_error = 0;
         kfdi.ops = NULL;
         kfdi.session = NULL;
@@ -709,6 +812,7 @@ void kfdi_reset(void) {
 }
 
 void kfdi_fini(void) {
+        __atomic_store_n(&kfdi.exiting, true, __ATOMIC_RELEASE);
         if (kfdi.attached && kfdi.owner == getpid())
                 remove_dir();
 }
