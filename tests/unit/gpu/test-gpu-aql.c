@@ -597,3 +597,104 @@ Test(gpu_aql, stream_packet_by_packet, .init = setup, .fini = teardown) {
         client_free(&cl);
         gpu_code_object_unref(co);
 }
+
+/* Every user SGPR an AQL descriptor can enable, with the values the CP's AQL
+ * front end gives them (LLVM AMDGPUUsage, "Initial Kernel Execution State"):
+ * aql_probe's descriptor with dispatch id, flat scratch init and private
+ * segment size enabled as well, and a packet asking for scratch. */
+Test(gpu_aql, every_user_sgpr, .init = setup, .fini = teardown) {
+        GpuCodeObject *co = load_kernel_file("aql-probe.hsaco");
+        GpuQueue *q = &fx.ctx->queues[COMPUTE_QUEUE];
+        Client cl;
+        uint32_t ring[512];
+
+        client_new(&cl, 100);
+        GpuJob j = aql_job(&cl, descriptor_of(co), co->kernel_code[0].kd_va, 64);
+        uint16_t kcp;
+        uint32_t rsrc2;
+        memcpy(&kcp, j.aql.descriptor + 56, 2);
+        memcpy(&rsrc2, j.aql.descriptor + 52, 4);
+        cr_assert_eq(kcp & 0xF, 0xFu, "private segment buffer, dispatch ptr, queue ptr, kernarg ptr");
+        kcp |= 1u << 4 | 1u << 5 | 1u << 6;
+        rsrc2 = (rsrc2 & ~0x3Eu) | 15u << 1;
+        memcpy(j.aql.descriptor + 56, &kcp, 2);
+        memcpy(j.aql.descriptor + 52, &rsrc2, 4);
+        j.aql.dispatch_id = 0x123456789ull;
+        j.aql.private_segment_size = 98;
+        char err[256] = "";
+        cr_assert_eq(gpu_aql_check(fx.ctx, &j, err, sizeof err), 0, "%s", err);
+
+        GpuInflight f = { .seq = 5, .job = j };
+        cr_assert_eq(gpu_dispatch_prepare(fx.ctx, q, &j, f.seq, &f), 0);
+        cr_assert_not_null(f.scratch, "the queue's scratch backs the packet's private segment");
+        size_t n = gpu_compute_emit_job(fx.ctx, q, &j, &f, ring);
+        cr_assert_eq(n, gpu_compute_job_dwords(fx.ctx, &j));
+        uint32_t user[16] = { 0 };
+        unsigned n_user = 0;
+        for (size_t i = 0; i < n;) {
+                uint32_t h = ring[i], count = (h >> 16) & 0x3FFF;
+                if (((h >> 8) & 0xFF) == PKT3_SET_SH_REG && ring[i + 1] == mmCOMPUTE_USER_DATA_0 - PM4_SH_REG_BASE) {
+                        n_user = count;
+                        memcpy(user, ring + i + 2, count * 4);
+                }
+                i += count == 0x3FFF ? 1 : count + 2;
+        }
+        uint64_t scratch = gpu_buffer_get_va(f.scratch);
+        cr_assert_eq(n_user, 15u);
+        cr_expect_eq(user[0], (uint32_t) scratch, "private segment buffer V# base");
+        cr_expect_eq(user[2], (uint32_t) gpu_buffer_get_size(f.scratch), "V# NUM_RECORDS");
+        cr_expect_eq(user[4] | (uint64_t) user[5] << 32, j.aql.packet_va, "dispatch ptr");
+        cr_expect_eq(user[6] | (uint64_t) user[7] << 32, va(cl.queue), "queue ptr");
+        cr_expect_eq(user[8] | (uint64_t) user[9] << 32, va(cl.kernarg), "kernarg segment ptr");
+        cr_expect_eq(user[10] | (uint64_t) user[11] << 32, 0x123456789ull, "dispatch id = the packet's index");
+        cr_expect_eq(user[12] | (uint64_t) user[13] << 32, scratch, "flat scratch init");
+        cr_expect_eq(user[14], 100u, "private segment size, dword-aligned");
+
+        /* Charged as a dispatch of the same needs would be. */
+        uint32_t wave_bytes = 0;
+        uint64_t bytes = gpu_dispatch_scratch_bytes(fx.ctx, &j, &wave_bytes);
+        cr_expect_gt(bytes, 0u);
+        cr_expect_eq(wave_bytes, 4096u, "32 lanes x 100 bytes in whole 1 KiB units");
+        gpu_buffer_unref(f.scratch);
+        client_free(&cl);
+        gpu_code_object_unref(co);
+}
+
+/* Scratch through AQL: private_array (a dynamically indexed private array)
+ * run from its descriptor with the packet's private_segment_size, with buffer
+ * and with flat scratch instructions, wave32 and wave64. */
+Test(gpu_aql, scratch_kernels_run, .init = setup, .fini = teardown, .timeout = 120) {
+        static const char *const files[] = { "private-array.hsaco", "private-array-fs.hsaco",
+                                             "private-array-w64.hsaco" };
+        const uint32_t n = 500;
+
+        for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
+                GpuCodeObject *co = load_kernel_file(files[fi]);
+                const GpuKernel *k = gpu_code_object_kernel(co, 0);
+                Client cl;
+
+                client_new(&cl, n);
+                uint8_t *ka = cpu(cl.kernarg, 0);
+                memset(ka, 0, 4096);
+                uint64_t p[2] = { va(cl.in), va(cl.out) };
+                memcpy(ka, p, sizeof p);
+                memcpy(ka + 16, &n, 4);
+                GpuJob j = aql_job(&cl, descriptor_of(co), co->kernel_code[0].kd_va, 64);
+                cr_assert_gt(k->private_segment_size, 0u);
+                j.aql.private_segment_size = k->private_segment_size;
+                j.aql.hsa.signal_va = va(cl.signal) + SIG_VALUE;
+                check_ok(wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j)));
+                const uint32_t *in = cpu(cl.in, 0), *out = cpu(cl.out, 0);
+                for (uint32_t i = 0; i < n; i++) {
+                        uint32_t a[64], acc = 0, v = in[i];
+                        for (uint32_t x = 0; x < 64; x++)
+                                a[x] = v * x + i;
+                        for (uint32_t x = 0; x < 16; x++)
+                                acc += a[(v + x * 7) & 63];
+                        cr_assert_eq(out[i], acc, "%s: out[%u] = %u, not %u", files[fi], i, out[i], acc);
+                }
+                cr_expect_eq(load64(cl.signal, SIG_VALUE), 0u);
+                client_free(&cl);
+                gpu_code_object_unref(co);
+        }
+}
