@@ -551,7 +551,8 @@ typedef struct GpuJob {
  * gpu_queue_own_bytes(): one more queue of engine (ring, pointer pages, and
  * for compute the EOP buffer, the CWSR area and the kernel-argument slots);
  * gpu_dispatch_scratch_bytes(): the scratch backing a compute queue
- * allocates for job, a dispatch (0 if it uses none), and in *ret_wave_bytes
+ * allocates for job, a GPU_JOB_DISPATCH or a GPU_JOB_AQL (its packet's
+ * private_segment_size; 0 if it uses none), and in *ret_wave_bytes
  * what it backs per wave: a queue whose scratch already backs that much
  * allocates nothing (gpu-dispatch.c).
  */
