@@ -978,9 +978,9 @@ static bool range_unmapped(const GpuContext *c, uint64_t start, uint64_t size, u
 static bool job_unmapped_va(const GpuContext *c, const GpuJob *job, uint64_t *ret_va) {
         const GpuHsaCompletion *h = gpu_job_hsa(job);
 
-        /* What an HSA completion writes, in stream order, after the 64-bit
-         * waits it came with (a barrier packet's signals). */
-        for (unsigned i = 0; h && i < job->n_waits; i++)
+        /* A relayed packet's 64-bit waits (a barrier's signals, read first),
+         * then what its HSA completion writes, in stream order. */
+        for (unsigned i = 0; i < job->n_waits; i++)
                 if (job->waits[i].zero64 && range_unmapped(c, job->waits[i].va, 8, ret_va))
                         return true;
         if (h && ((h->ts_va && range_unmapped(c, h->ts_va, 16, ret_va)) ||

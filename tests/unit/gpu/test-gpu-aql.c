@@ -698,3 +698,19 @@ Test(gpu_aql, scratch_kernels_run, .init = setup, .fini = teardown, .timeout = 1
                 gpu_code_object_unref(co);
         }
 }
+
+/* A barrier whose dependent signal lies where nothing is mapped: the wait
+ * faults, the job is reported -EFAULT at that address, its completion never
+ * happened. */
+Test(gpu_aql, a_barrier_on_an_unmapped_signal_faults, .init = setup, .fini = teardown, .timeout = 120) {
+        Client cl;
+        uint64_t unmapped = 0x7E0000002000ull;
+
+        client_new(&cl, 64);
+        GpuJob j = { .type = GPU_JOB_NOP, .n_waits = 1 };
+        j.waits[0] = (GpuWait) { .va = unmapped, .zero64 = true };
+        const GpuCompletion *c = wait_seq(fx.ctx, &fx.comps, COMPUTE_QUEUE, submit(COMPUTE_QUEUE, &j));
+        cr_expect_eq(c->error, -EFAULT, "error %d (%s)", c->error, c->message ? c->message : "");
+        cr_expect_eq(c->fault_va & ~0xFFFull, unmapped);
+        client_free(&cl);
+}
