@@ -2,12 +2,14 @@
 /*
  * The GPU layer's half of the AQL relay: reading the kernel descriptor of a
  * client's HSA kernel dispatch packet (GPU_JOB_AQL) into what programming a
- * dispatch takes, with the checks every descriptor passes, and checking the
- * HSA completion (GpuHsaCompletion) a relayed packet asks for. Stateless; the
- * caller (the relay) copied the descriptor and the packet out of client
- * memory once and checked every address against the client's buffers. The
- * packets of a GPU_JOB_AQL job and of an HSA completion are written by
- * gpu-dispatch.c, with every other compute job's.
+ * dispatch takes, with the checks every descriptor passes; checking a whole
+ * GPU_JOB_AQL job (gpu_aql_check(): its geometry against the device's
+ * queues, gpu-dispatch.c's limits) and the HSA completion (GpuHsaCompletion)
+ * a relayed packet asks for. Stateless; the caller (the relay) copied the
+ * descriptor and the packet out of client memory once and checked every
+ * address against the client's buffers. The packets of a GPU_JOB_AQL job
+ * and of an HSA completion are written by gpu-dispatch.c, with every other
+ * compute job's.
  *
  * Two descriptor layouts reach the CP through an AQL packet's kernel_object,
  * and it reads both at the same offsets (LLVM AMDHSAKernelDescriptor.h
@@ -188,4 +190,34 @@ int gpu_hsa_check(const GpuJob *job, char *err, size_t errlen) {
         if (h->index_va % 8 != 0)
                 return REFUSE("read index address 0x%" PRIx64 " is not 8-byte aligned", h->index_va);
         return 0;
+}
+
+int gpu_aql_check(const GpuContext *c, const GpuJob *job, char *err, size_t errlen) {
+        GpuKernelCode kc;
+        uint64_t threads = 1;
+        int r;
+
+        if (!c || !job || job->type != GPU_JOB_AQL)
+                return REFUSE("not an AQL dispatch");
+        for (unsigned d = 0; d < 3; d++) {
+                if (job->aql.grid[d] == 0)
+                        return REFUSE("grid_size_%c is 0", 'x' + d);
+                if (job->aql.block[d] == 0)
+                        return REFUSE("workgroup_size_%c is 0", 'x' + d);
+                threads *= job->aql.block[d];
+        }
+        if (threads > 1024)
+                return REFUSE("workgroup of %" PRIu64 " work-items (%u x %u x %u), at most 1024", threads,
+                              job->aql.block[0], job->aql.block[1], job->aql.block[2]);
+        if (job->aql.group_segment_size > gpu_dispatch_lds_limit(c))
+                return REFUSE("group_segment_size of %" PRIu32 " bytes, more LDS than the device's %" PRIu32,
+                              job->aql.group_segment_size, gpu_dispatch_lds_limit(c));
+        r = gpu_aql_kernel_code(gpu_gfx_generation(c), job, &kc, err, errlen);
+        if (r < 0)
+                return r;
+        if (job->aql.private_segment_size > 0 && gpu_dispatch_scratch_too_big(c, job->aql.private_segment_size, kc.wave32))
+                return REFUSE("private_segment_size of %" PRIu32 " bytes per work-item, more than the %llu MiB of "
+                              "scratch a queue backs allow",
+                              job->aql.private_segment_size, (unsigned long long) (GPU_SCRATCH_MAX >> 20));
+        return gpu_hsa_check(job, err, errlen);
 }

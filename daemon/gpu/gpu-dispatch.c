@@ -154,9 +154,6 @@
 /* RSRC2.USER_SGPR_COUNT [5:1]. */
 #define RSRC2_USER_SGPR_COUNT(r) (((r) >> 1) & 0x1Fu)
 
-/* Most scratch one queue backs: a kernel whose one full workgroup (32 waves
- * of 32 lanes) would need more is refused. */
-#define GPU_SCRATCH_MAX (512ull << 20)
 #define GPU_SCRATCH_MIN_WAVES 32u
 
 /* The scratch V# (see the file comment; ROCr amd_aql_queue.cpp and
@@ -186,6 +183,10 @@ static uint32_t lds_limit(const GpuContext *c) {
         return MIN(kb, 64u) * 1024u;
 }
 
+uint32_t gpu_dispatch_lds_limit(const GpuContext *c) {
+        return lds_limit(c);
+}
+
 static const GpuKernel *job_kernel(const GpuJob *job) {
         return &job->dispatch.co->kernels[job->dispatch.kernel];
 }
@@ -209,7 +210,11 @@ static bool scratch_too_big(const GpuContext *c, uint32_t private_segment_size, 
         return scratch_wave_bytes(c, private_segment_size, wave32) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX;
 }
 
-static unsigned gfx_generation(const GpuContext *c) {
+bool gpu_dispatch_scratch_too_big(const GpuContext *c, uint32_t private_segment_size, bool wave32) {
+        return scratch_too_big(c, private_segment_size, wave32);
+}
+
+unsigned gpu_gfx_generation(const GpuContext *c) {
         return is_gfx11(c) ? 11 : 10;
 }
 
@@ -279,7 +284,7 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
         /* Checked at load too; again here, on the words the registers get,
          * as every descriptor that reaches the GPU passes here. */
         char why[160];
-        if (gpu_kernel_rsrc_check(gfx_generation(c), kc->rsrc1, kc->rsrc2, kc->rsrc3, why, sizeof why) < 0)
+        if (gpu_kernel_rsrc_check(gpu_gfx_generation(c), kc->rsrc1, kc->rsrc2, kc->rsrc3, why, sizeof why) < 0)
                 return REFUSE("kernel \"%s\": %s", k->name, why);
         if (RSRC2_USER_SGPR_COUNT(kc->rsrc2) > PM4_MAX_USER_DATA)
                 return REFUSE("kernel \"%s\" wants %u user SGPRs, at most %u", k->name,
@@ -292,36 +297,6 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
                 return REFUSE("kernel \"%s\" needs more LDS than the device's %" PRIu32 " bytes", k->name,
                               lds_limit(c));
         return 0;
-}
-
-int gpu_aql_check(const GpuContext *c, const GpuJob *job, char *err, size_t errlen) {
-        GpuKernelCode kc;
-        uint64_t threads = 1;
-        int r;
-
-        if (!c || !job || job->type != GPU_JOB_AQL)
-                return REFUSE("not an AQL dispatch");
-        for (unsigned d = 0; d < 3; d++) {
-                if (job->aql.grid[d] == 0)
-                        return REFUSE("grid_size_%c is 0", 'x' + d);
-                if (job->aql.block[d] == 0)
-                        return REFUSE("workgroup_size_%c is 0", 'x' + d);
-                threads *= job->aql.block[d];
-        }
-        if (threads > 1024)
-                return REFUSE("workgroup of %" PRIu64 " work-items (%u x %u x %u), at most 1024", threads,
-                              job->aql.block[0], job->aql.block[1], job->aql.block[2]);
-        if (job->aql.group_segment_size > lds_limit(c))
-                return REFUSE("group_segment_size of %" PRIu32 " bytes, more LDS than the device's %" PRIu32,
-                              job->aql.group_segment_size, lds_limit(c));
-        r = gpu_aql_kernel_code(gfx_generation(c), job, &kc, err, errlen);
-        if (r < 0)
-                return r;
-        if (job->aql.private_segment_size > 0 && scratch_too_big(c, job->aql.private_segment_size, kc.wave32))
-                return REFUSE("private_segment_size of %" PRIu32 " bytes per work-item, more than the %llu MiB of "
-                              "scratch a queue backs allow",
-                              job->aql.private_segment_size, GPU_SCRATCH_MAX >> 20);
-        return gpu_hsa_check(job, err, errlen);
 }
 
 static uint32_t workgroups(const GpuJob *job, unsigned d) {
@@ -433,7 +408,7 @@ static bool job_scratch(const GpuContext *c, const GpuJob *job, uint32_t *ret_si
                 return true;
         }
         if (job->type == GPU_JOB_AQL && job->aql.private_segment_size > 0 &&
-            gpu_aql_kernel_code(gfx_generation(c), job, &kc, NULL, 0) >= 0) {
+            gpu_aql_kernel_code(gpu_gfx_generation(c), job, &kc, NULL, 0) >= 0) {
                 *ret_size = job->aql.private_segment_size;
                 *ret_wave32 = kc.wave32;
                 return true;
@@ -557,7 +532,7 @@ typedef struct DispatchSetup {
 static int dispatch_setup(const GpuContext *c, const GpuQueue *q, const GpuJob *job, uint64_t seq,
                           DispatchSetup *ret) {
         if (job->type == GPU_JOB_AQL) {
-                int r = gpu_aql_kernel_code(gfx_generation(c), job, &ret->kc, NULL, 0);
+                int r = gpu_aql_kernel_code(gpu_gfx_generation(c), job, &ret->kc, NULL, 0);
                 if (r < 0)
                         return r;
                 for (unsigned d = 0; d < 3; d++) {
@@ -632,7 +607,7 @@ size_t gpu_compute_job_dwords(const GpuContext *c, const GpuJob *job) {
                 n += job->waits[i].zero64 ? PM4_WAIT_REG_MEM64_DW : PM4_WAIT_REG_MEM_DW;
         if (job->type == GPU_JOB_DISPATCH)
                 n += dispatch_dwords(c, job_code(job));
-        else if (job->type == GPU_JOB_AQL && gpu_aql_kernel_code(gfx_generation(c), job, &kc, NULL, 0) >= 0)
+        else if (job->type == GPU_JOB_AQL && gpu_aql_kernel_code(gpu_gfx_generation(c), job, &kc, NULL, 0) >= 0)
                 n += dispatch_dwords(c, &kc);
         if (h) {
                 if (h->ts_va)

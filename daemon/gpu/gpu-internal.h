@@ -382,6 +382,15 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                             uint32_t *p);
 /* Pads ndw dwords of ring tail. */
 void gpu_compute_emit_pad(uint32_t *p, size_t ndw);
+/* What the device's compute queues can run: LDS bytes per workgroup; whether
+ * private_segment_size bytes per work-item are more scratch than a queue
+ * backs; the generation (10 or 11) the descriptor rules are those of. */
+uint32_t gpu_dispatch_lds_limit(const GpuContext *c);
+/* Most scratch one queue backs: a kernel whose one full workgroup (32 waves
+ * of 32 lanes) would need more is refused. */
+#define GPU_SCRATCH_MAX (512ull << 20)
+bool gpu_dispatch_scratch_too_big(const GpuContext *c, uint32_t private_segment_size, bool wave32);
+unsigned gpu_gfx_generation(const GpuContext *c);
 
 /* gpu-waiter.c */
 int gpu_waiter_start(GpuContext *c);
