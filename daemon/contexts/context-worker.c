@@ -449,6 +449,18 @@ int worker_link_submit(WorkerLink *w, unsigned queue, const GpuJob *job, GpuCode
                 snprintf(err, errlen, "a worker process runs dispatches only");
                 return -EINVAL;
         }
+        /* What WorkerSubmit does not carry yet (GPU_JOB_AQL is refused
+         * above): a relayed packet's HSA completion and 64-bit waits. Refused
+         * rather than run without them. */
+        const GpuHsaCompletion *h = &job->nop.hsa;
+        bool zero64 = false;
+        for (unsigned i = 0; i < job->n_waits; i++)
+                zero64 |= job->waits[i].zero64;
+        if (zero64 || (job->type == GPU_JOB_NOP && (h->ts_va || h->signal_va || h->event_slot_va || h->mailbox_va ||
+                                                      h->index_va || h->acquire))) {
+                snprintf(err, errlen, "a worker process does not relay HSA completions or 64-bit waits");
+                return -EOPNOTSUPP;
+        }
         q = &w->queues[queue];
         m.queue = queue;
         m.type = job->type;

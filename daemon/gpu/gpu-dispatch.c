@@ -2,21 +2,60 @@
 /*
  * The compute (PM4) job stream of a GpuQueue: checking a dispatch against
  * what the hardware can run, laying out its kernel arguments and dispatch
- * packet, sizing scratch, and the packets that program and run it. Called by
- * gpu-queue.c, which owns the ring; runs on the event loop and never blocks.
+ * packet, sizing scratch, and the packets that program and run it — for the
+ * daemon's own dispatches (GPU_JOB_DISPATCH) and for a client's translated
+ * AQL packets (GPU_JOB_AQL, GPU_JOB_NOP with an HSA completion; gpu-aql.c
+ * reads their descriptors). Called by gpu-queue.c, which owns the ring; runs
+ * on the event loop and never blocks.
  *
- * Job stream (every packet from pm4.c, layouts in kfd-facts §2.2):
+ * Job stream (every packet from pm4.c, layouts in kfd-facts §2.2; [hsa]:
+ * only for a job whose GpuHsaCompletion asks for it, so a job without one is
+ * what it was before they existed):
  *   WAIT_REG_MEM(memory, >=, mask ~0) per cross-queue wait (another queue's
- *     32-bit fence word >= its seq, or a relay word),
+ *     32-bit fence word >= its seq, or a relay word), or WAIT_REG_MEM64(==,
+ *     0, mask ~0) per 64-bit wait (an HSA signal of a barrier-AND packet),
  *   RELEASE_MEM(DATA_SEL 3: GPU clock → begin timestamp slot),
+ *   [hsa] RELEASE_MEM(DATA_SEL 3 → the client's start_ts),
+ *   [hsa, NOP] ACQUIRE_MEM(DISPATCH_ACQUIRE_GCR) when it asks to acquire
+ *     (a GPU_JOB_AQL body has it anyway),
  *   dispatch body (below) or nothing for a NOP job,
- *   RELEASE_MEM(DATA_SEL 3 → end timestamp slot),
+ *   [hsa] RELEASE_MEM(DATA_SEL 3 → the client's end_ts),
+ *   RELEASE_MEM(DATA_SEL 3 → end timestamp slot); [hsa, when the completion
+ *     writes a signal, an event or an index] with the fence's GCR (what the
+ *     job wrote leaves the GL2 first), then:
+ *   [hsa] WAIT_REG_MEM64(end timestamp slot != 0): the micro engine goes on
+ *     past a RELEASE_MEM before its end-of-pipe write is done, and the
+ *     ATOMIC_MEM and WRITE_DATA below are its own writes, so it first waits
+ *     for the timestamp (zeroed before the job is written; a written GPU
+ *     clock is never 0, as head_running() in gpu-queue.c relies on too):
+ *     then the job's writes are in memory and the client's end_ts written
+ *     before its signal says done — HIP reads the timestamps once the
+ *     signal has;
+ *   [hsa] ATOMIC_MEM(TC_OP_ATOMIC_ADD_RTN_64, -1, WAIT_FOR_WRITE_CONFIRM,
+ *     the signal's value): the decrement ROCr's own PM4 path emits
+ *     (pm4.h), and the micro engine waits until it is done;
+ *   [hsa] WRITE_DATA(the event slot := event id, 32 bits, WR_CONFIRM);
+ *   [hsa] RELEASE_MEM(DATA_SEL 1: the mailbox := event id, INT_SEL 2,
+ *     INT_CTXID = event id): the client's KFD event, as its own completion
+ *     interrupt below. 32 bits, as ROCr's SDMA path writes the mailbox (a
+ *     32-bit FENCE of event_id, then TRAP: amd_blit_sdma.cpp) and as the
+ *     firmware's dispatch path does; KFD's kfd_signal_event_interrupt()
+ *     only asks whether the event's 64-bit slot still holds
+ *     UNSIGNALED_EVENT_SLOT (~0), which a 32-bit id in its low half ends;
+ *   [hsa] RELEASE_MEM(DATA_SEL 2: the read index := its value): last of the
+ *     client's writes (end-of-pipe writes land in order), so the relay's
+ *     read_dispatch_id moves only once the packet has retired;
  *   RELEASE_MEM(DATA_SEL 1: queue fence word := seq; GCR GL2_WB | GLM_WB |
  *     GLM_INV, the kernel's fence form: what the job wrote leaves the GL2
  *     before the CPU or another engine can see the fence),
  *   RELEASE_MEM(DATA_SEL 1: event slot := event id, INT_SEL 2, INT_CTXID =
  *     event id) — the END_OF_PIPE interrupt KFD turns into the completion
  *     event (kfd-facts §1.10; tinygrad AMDComputeQueue.signal).
+ * The HSA completion comes before the job's own fence, never after it: once
+ * the daemon reports the job done (the fence), the client's signal has been
+ * decremented and its index written, so the relay never sees a finished job
+ * whose packet still looks unfinished to its client, and no write of the job
+ * into client memory is left when its buffers may go.
  * The timestamps are end-of-pipe events: "begin" is when the work before this
  * job on the queue retired and its waits were met (waiting is not the job's
  * GPU time; a written begin also tells that the job runs, gpu-queue.c
@@ -46,7 +85,14 @@
  * ptr (2: the hsa_kernel_dispatch_packet_t in the kernarg slot), queue ptr (2:
  * the amd_queue_t page, apertures filled in), kernarg segment ptr (2), dispatch
  * id (2: the job's seq), flat scratch init (2: the scratch base), private
- * segment size (1).
+ * segment size (1). A GPU_JOB_AQL job gets the same registers, programmed by
+ * the same code (DispatchSetup), with the client's values where the CP's AQL
+ * front end would put them: dispatch ptr = its packet in its ring, queue ptr
+ * = its amd_queue_t, its kernarg address, dispatch id = the packet's index;
+ * the LDS size is the packet's group_segment_size; scratch is the queue's own
+ * (sized from the packet's private_segment_size), not ROCr's dynamic-scratch
+ * protocol through amd_queue_t. No kernarg slot or dispatch packet of the
+ * daemon's is written for it.
  *
  * Scratch on gfx10 (kfd-facts §2.4, §2.5): no scratch base register; the
  * kernel finds its backing through the private segment buffer V# and the flat
@@ -108,9 +154,6 @@
 /* RSRC2.USER_SGPR_COUNT [5:1]. */
 #define RSRC2_USER_SGPR_COUNT(r) (((r) >> 1) & 0x1Fu)
 
-/* Most scratch one queue backs: a kernel whose one full workgroup (32 waves
- * of 32 lanes) would need more is refused. */
-#define GPU_SCRATCH_MAX (512ull << 20)
 #define GPU_SCRATCH_MIN_WAVES 32u
 
 /* The scratch V# (see the file comment; ROCr amd_aql_queue.cpp and
@@ -140,6 +183,10 @@ static uint32_t lds_limit(const GpuContext *c) {
         return MIN(kb, 64u) * 1024u;
 }
 
+uint32_t gpu_dispatch_lds_limit(const GpuContext *c) {
+        return lds_limit(c);
+}
+
 static const GpuKernel *job_kernel(const GpuJob *job) {
         return &job->dispatch.co->kernels[job->dispatch.kernel];
 }
@@ -152,14 +199,23 @@ static bool uses_scratch(const GpuKernel *k) {
         return k->private_segment_size > 0;
 }
 
-static unsigned wave_lanes(const GpuKernelCode *kc) {
-        return kc->wave32 ? 32 : 64;
+/* Per-wave scratch bytes for private_segment_size bytes per work-item, in
+ * whole WAVESIZE units. */
+static uint64_t scratch_wave_bytes(const GpuContext *c, uint32_t private_segment_size, bool wave32) {
+        uint64_t per_lane = align_up_u64(private_segment_size, 4);
+        return align_up_u64(per_lane * (wave32 ? 32u : 64u), wavesize_unit(c));
 }
 
-/* Per-wave scratch bytes for the kernel, in whole WAVESIZE units. */
-static uint64_t scratch_wave_bytes(const GpuContext *c, const GpuKernel *k, const GpuKernelCode *kc) {
-        uint64_t per_lane = align_up_u64(k->private_segment_size, 4);
-        return align_up_u64(per_lane * wave_lanes(kc), wavesize_unit(c));
+static bool scratch_too_big(const GpuContext *c, uint32_t private_segment_size, bool wave32) {
+        return scratch_wave_bytes(c, private_segment_size, wave32) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX;
+}
+
+bool gpu_dispatch_scratch_too_big(const GpuContext *c, uint32_t private_segment_size, bool wave32) {
+        return scratch_too_big(c, private_segment_size, wave32);
+}
+
+unsigned gpu_gfx_generation(const GpuContext *c) {
+        return is_gfx11(c) ? 11 : 10;
 }
 
 /* The LDS regions of the local-pointer args and the total LDS in bytes;
@@ -228,12 +284,12 @@ int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t
         /* Checked at load too; again here, on the words the registers get,
          * as every descriptor that reaches the GPU passes here. */
         char why[160];
-        if (gpu_kernel_rsrc_check(is_gfx11(c) ? 11 : 10, kc->rsrc1, kc->rsrc2, kc->rsrc3, why, sizeof why) < 0)
+        if (gpu_kernel_rsrc_check(gpu_gfx_generation(c), kc->rsrc1, kc->rsrc2, kc->rsrc3, why, sizeof why) < 0)
                 return REFUSE("kernel \"%s\": %s", k->name, why);
         if (RSRC2_USER_SGPR_COUNT(kc->rsrc2) > PM4_MAX_USER_DATA)
                 return REFUSE("kernel \"%s\" wants %u user SGPRs, at most %u", k->name,
                               RSRC2_USER_SGPR_COUNT(kc->rsrc2), PM4_MAX_USER_DATA);
-        if (uses_scratch(k) && scratch_wave_bytes(c, k, kc) * GPU_SCRATCH_MIN_WAVES > GPU_SCRATCH_MAX)
+        if (uses_scratch(k) && scratch_too_big(c, k->private_segment_size, kc->wave32))
                 return REFUSE("kernel \"%s\" needs %" PRIu32 " bytes of scratch per work-item, more than the %llu MiB "
                               "of scratch a queue backs allow",
                               k->name, k->private_segment_size, GPU_SCRATCH_MAX >> 20);
@@ -341,14 +397,34 @@ static uint64_t scratch_waves(const GpuContext *c, uint64_t wave_bytes) {
         return MIN(waves, GPU_SCRATCH_MAX / wave_bytes);
 }
 
+/* The scratch a job needs per work-item and its wave size; false if none
+ * (or an AQL descriptor that does not decode: such a job is refused). */
+static bool job_scratch(const GpuContext *c, const GpuJob *job, uint32_t *ret_size, bool *ret_wave32) {
+        GpuKernelCode kc;
+
+        if (job->type == GPU_JOB_DISPATCH && uses_scratch(job_kernel(job))) {
+                *ret_size = job_kernel(job)->private_segment_size;
+                *ret_wave32 = job_code(job)->wave32;
+                return true;
+        }
+        if (job->type == GPU_JOB_AQL && job->aql.private_segment_size > 0 &&
+            gpu_aql_kernel_code(gpu_gfx_generation(c), job, &kc, NULL, 0) >= 0) {
+                *ret_size = job->aql.private_segment_size;
+                *ret_wave32 = kc.wave32;
+                return true;
+        }
+        return false;
+}
+
 uint64_t gpu_dispatch_scratch_bytes(const GpuContext *like, const GpuJob *job, uint32_t *ret_wave_bytes) {
-        const GpuKernel *k = job_kernel(job);
         uint64_t wave_bytes;
+        uint32_t size;
+        bool wave32;
 
         *ret_wave_bytes = 0;
-        if (job->type != GPU_JOB_DISPATCH || !uses_scratch(k))
+        if (!job_scratch(like, job, &size, &wave32))
                 return 0;
-        wave_bytes = scratch_wave_bytes(like, k, job_code(job));
+        wave_bytes = scratch_wave_bytes(like, size, wave32);
         *ret_wave_bytes = (uint32_t) wave_bytes;
         return align_up_u64(scratch_waves(like, wave_bytes) * wave_bytes, PAGE_SIZE_4K);
 }
@@ -372,6 +448,33 @@ static int ensure_scratch(GpuContext *c, GpuQueue *q, uint64_t wave_bytes) {
         return 0;
 }
 
+/* Makes sure the queue's scratch backs the job (if it uses any) and fills
+ * f->scratch (a ref) and f->tmpring with what it is programmed with. */
+static int prepare_scratch(GpuContext *c, GpuQueue *q, const GpuJob *job, GpuInflight *f) {
+        uint32_t size;
+        bool wave32;
+
+        f->scratch = NULL;
+        f->tmpring = 0;
+        if (!job_scratch(c, job, &size, &wave32))
+                return 0;
+        int r = ensure_scratch(c, q, scratch_wave_bytes(c, size, wave32));
+        if (r < 0)
+                return r;
+        f->scratch = gpu_buffer_ref(q->scratch);
+        uint64_t waves = gpu_buffer_get_size(q->scratch) / q->scratch_wave_bytes;
+        uint32_t wavesize = q->scratch_wave_bytes / wavesize_unit(c);
+        if (is_gfx11(c)) {
+                /* WAVES counts per shader engine on gfx11. */
+                uint32_t se = c->node.simd_arrays_per_engine
+                                      ? MAX(c->node.array_count / c->node.simd_arrays_per_engine, 1u)
+                                      : 1u;
+                f->tmpring = COMPUTE_TMPRING_SIZE_GFX11(waves / se, wavesize);
+        } else
+                f->tmpring = COMPUTE_TMPRING_SIZE(waves, wavesize);
+        return 0;
+}
+
 static int dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f) {
         uint32_t lds_offsets[GPU_KERNEL_MAX_ARGS] = { 0 }, lds_total;
         int r;
@@ -380,27 +483,10 @@ static int dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         r = lds_layout(c, job, lds_offsets, &lds_total);
         if (r < 0)
                 return r;
-
-        f->scratch = NULL;
-        f->tmpring = 0;
         f->lds_bytes = lds_total;
-        if (uses_scratch(k)) {
-                uint64_t wave_bytes = scratch_wave_bytes(c, k, job_code(job));
-                r = ensure_scratch(c, q, wave_bytes);
-                if (r < 0)
-                        return r;
-                f->scratch = gpu_buffer_ref(q->scratch);
-                uint64_t waves = gpu_buffer_get_size(q->scratch) / q->scratch_wave_bytes;
-                uint32_t wavesize = q->scratch_wave_bytes / wavesize_unit(c);
-                if (is_gfx11(c)) {
-                        /* WAVES counts per shader engine on gfx11. */
-                        uint32_t se = c->node.simd_arrays_per_engine
-                                              ? MAX(c->node.array_count / c->node.simd_arrays_per_engine, 1u)
-                                              : 1u;
-                        f->tmpring = COMPUTE_TMPRING_SIZE_GFX11(waves / se, wavesize);
-                } else
-                        f->tmpring = COMPUTE_TMPRING_SIZE(waves, wavesize);
-        }
+        r = prepare_scratch(c, q, job, f);
+        if (r < 0)
+                return r;
 
         uint8_t *slot = slot_cpu(q, seq);
         memset(slot, 0, GPU_KERNARG_SLOT_SIZE);
@@ -419,17 +505,61 @@ static int dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
 
 int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f) {
         /* Copies and fills (most jobs) do not pay for the LDS layout's array. */
+        if (job->type == GPU_JOB_AQL) {
+                /* The kernel arguments and the packet are the client's. */
+                f->lds_bytes = job->aql.group_segment_size;
+                return prepare_scratch(c, q, job, f);
+        }
         if (job->type != GPU_JOB_DISPATCH)
                 return 0;
         return dispatch_prepare(c, q, job, seq, f);
 }
 
-static unsigned user_sgprs(const GpuContext *c, const GpuQueue *q, const GpuJob *job, const GpuInflight *f,
-                           uint32_t *v) {
-        const GpuKernelCode *kc = job_code(job);
+/* What programming one dispatch takes, from either kind of job: the kernel
+ * (a code object's, or a client's AQL descriptor), the geometry, and the
+ * values of the user SGPRs the HSA ABI defines. */
+typedef struct DispatchSetup {
+        GpuKernelCode kc;
+        uint32_t grid[3], block[3];
+        uint32_t private_segment_size; /* bytes per work-item */
+        uint64_t dispatch_ptr, queue_ptr, kernarg_ptr, dispatch_id;
+} DispatchSetup;
+
+/* GPU_JOB_DISPATCH: the daemon's kernarg slot and its dispatch packet, the
+ * queue's amd_queue_t page, the job's seq. GPU_JOB_AQL: the client's packet,
+ * queue, kernel arguments and index. -EINVAL for a descriptor that does not
+ * decode (job_plan() refused it before). */
+static int dispatch_setup(const GpuContext *c, const GpuQueue *q, const GpuJob *job, uint64_t seq,
+                          DispatchSetup *ret) {
+        if (job->type == GPU_JOB_AQL) {
+                int r = gpu_aql_kernel_code(gpu_gfx_generation(c), job, &ret->kc, NULL, 0);
+                if (r < 0)
+                        return r;
+                for (unsigned d = 0; d < 3; d++) {
+                        ret->grid[d] = job->aql.grid[d];
+                        ret->block[d] = job->aql.block[d];
+                }
+                ret->private_segment_size = job->aql.private_segment_size;
+                ret->dispatch_ptr = job->aql.packet_va;
+                ret->queue_ptr = job->aql.queue_va;
+                ret->kernarg_ptr = job->aql.kernarg_va;
+                ret->dispatch_id = job->aql.dispatch_id;
+                return 0;
+        }
+        ret->kc = *job_code(job);
+        memcpy(ret->grid, job->dispatch.grid, sizeof ret->grid);
+        memcpy(ret->block, job->dispatch.block, sizeof ret->block);
+        ret->private_segment_size = job_kernel(job)->private_segment_size;
+        ret->kernarg_ptr = slot_va(q, seq);
+        ret->dispatch_ptr = ret->kernarg_ptr + GPU_KERNARG_MAX;
+        ret->queue_ptr = queue_ptr_va(q);
+        ret->dispatch_id = seq;
+        return 0;
+}
+
+static unsigned user_sgprs(const GpuContext *c, const DispatchSetup *d, const GpuInflight *f, uint32_t *v) {
+        const GpuKernelCode *kc = &d->kc;
         uint64_t scratch = f->scratch ? gpu_buffer_get_va(f->scratch) : 0;
-        uint64_t kernarg = slot_va(q, f->seq);
-        uint64_t queue_ptr = queue_ptr_va(q);
         unsigned n = 0;
 
 #define PUT64(x) do { v[n++] = (uint32_t) (x); v[n++] = (uint32_t) ((x) >> 32); } while (0)
@@ -442,25 +572,25 @@ static unsigned user_sgprs(const GpuContext *c, const GpuQueue *q, const GpuJob 
                          SCRATCH_RSRC_INDEX_STRIDE(kc->wave32);
         }
         if (kc->code_properties & KCP_DISPATCH_PTR)
-                PUT64(kernarg + GPU_KERNARG_MAX);
+                PUT64(d->dispatch_ptr);
         if (kc->code_properties & KCP_QUEUE_PTR)
-                PUT64(queue_ptr);
+                PUT64(d->queue_ptr);
         if (kc->code_properties & KCP_KERNARG_SEGMENT_PTR)
-                PUT64(kernarg);
+                PUT64(d->kernarg_ptr);
         if (kc->code_properties & KCP_DISPATCH_ID)
-                PUT64(f->seq);
+                PUT64(d->dispatch_id);
         if (kc->code_properties & KCP_FLAT_SCRATCH_INIT)
                 PUT64(scratch);
         if (kc->code_properties & KCP_PRIVATE_SEGMENT_SIZE)
-                v[n++] = (uint32_t) align_up_u64(job_kernel(job)->private_segment_size, 4);
+                v[n++] = (uint32_t) align_up_u64(d->private_segment_size, 4);
 #undef PUT64
         return n;
 }
 
-/* Dwords of the dispatch body for the job's kernel. */
-static size_t dispatch_dwords(const GpuJob *job) {
-        unsigned nuser = gpu_kernel_user_sgprs(job_code(job)->code_properties);
-        return (is_gfx11(job->dispatch.co->ctx) ? PM4_SET_SH_REG_DW(2) /* DISPATCH_SCRATCH_BASE */ : 0) +
+/* Dwords of the dispatch body for the kernel. */
+static size_t dispatch_dwords(const GpuContext *c, const GpuKernelCode *kc) {
+        unsigned nuser = gpu_kernel_user_sgprs(kc->code_properties);
+        return (is_gfx11(c) ? PM4_SET_SH_REG_DW(2) /* DISPATCH_SCRATCH_BASE */ : 0) +
                PM4_ACQUIRE_MEM_DW + PM4_SET_SH_REG_DW(2) /* PGM_LO/HI */ + PM4_SET_SH_REG_DW(2) /* RSRC1/2 */ +
                PM4_SET_SH_REG_DW(1) /* RSRC3 */ + PM4_SET_SH_REG_DW(1) /* TMPRING */ +
                PM4_SET_SH_REG_DW(3) /* RESTART */ + (nuser ? PM4_SET_SH_REG_DW(nuser) : 0) +
@@ -468,10 +598,27 @@ static size_t dispatch_dwords(const GpuJob *job) {
                PM4_DISPATCH_DIRECT_DW + PM4_EVENT_WRITE_DW;
 }
 
-size_t gpu_compute_job_dwords(const GpuJob *job) {
-        size_t n = 4 * PM4_RELEASE_MEM_DW + job->n_waits * PM4_WAIT_REG_MEM_DW;
+size_t gpu_compute_job_dwords(const GpuContext *c, const GpuJob *job) {
+        const GpuHsaCompletion *h = gpu_job_hsa(job);
+        size_t n = 4 * PM4_RELEASE_MEM_DW;
+        GpuKernelCode kc;
+
+        for (unsigned i = 0; i < job->n_waits; i++)
+                n += job->waits[i].zero64 ? PM4_WAIT_REG_MEM64_DW : PM4_WAIT_REG_MEM_DW;
         if (job->type == GPU_JOB_DISPATCH)
-                n += dispatch_dwords(job);
+                n += dispatch_dwords(c, job_code(job));
+        else if (job->type == GPU_JOB_AQL && gpu_aql_kernel_code(gpu_gfx_generation(c), job, &kc, NULL, 0) >= 0)
+                n += dispatch_dwords(c, &kc);
+        if (h) {
+                if (h->ts_va)
+                        n += 2 * PM4_RELEASE_MEM_DW;
+                if (h->acquire && job->type == GPU_JOB_NOP)
+                        n += PM4_ACQUIRE_MEM_DW;
+                if (gpu_hsa_retires(h))
+                        n += PM4_WAIT_REG_MEM64_DW + (h->signal_va ? PM4_ATOMIC_MEM_DW : 0) +
+                             (h->event_slot_va ? PM4_WRITE_DATA_DW(1) : 0) + (h->mailbox_va ? PM4_RELEASE_MEM_DW : 0) +
+                             (h->index_va ? PM4_RELEASE_MEM_DW : 0);
+        }
         return n;
 }
 
@@ -491,20 +638,21 @@ size_t gpu_compute_job_dwords(const GpuJob *job) {
          ACQUIRE_MEM_GCR_GLK_WB | ACQUIRE_MEM_GCR_GLK_INV | ACQUIRE_MEM_GCR_GLV_INV |               \
          ACQUIRE_MEM_GCR_GL1_INV | ACQUIRE_MEM_GCR_GL2_WB | ACQUIRE_MEM_GCR_GL2_INV)
 
-static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const GpuInflight *f, uint32_t *p) {
-        const GpuKernelCode *kc = job_code(job);
+static size_t emit_dispatch(GpuContext *c, const DispatchSetup *d, const GpuInflight *f, uint32_t *p) {
+        const GpuKernelCode *kc = &d->kc;
         uint32_t *const p0 = p, v[PM4_MAX_USER_DATA];
         uint32_t initiator = COMPUTE_DISPATCH_INITIATOR_COMPUTE_SHADER_EN |
                              COMPUTE_DISPATCH_INITIATOR_FORCE_START_AT_000 |
                              (kc->wave32 ? COMPUTE_DISPATCH_INITIATOR_CS_W32_EN : 0);
-        uint32_t nthread[3];
+        uint32_t nthread[3], dim[3];
 
         uint32_t lds_granules = DIV_ROUND_UP(f->lds_bytes, PM4_LDS_GRANULE);
         uint32_t rsrc2 = (kc->rsrc2 & ~COMPUTE_PGM_RSRC2_LDS_SIZE_MASK) |
                          lds_granules << COMPUTE_PGM_RSRC2_LDS_SIZE_SHIFT;
-        for (unsigned d = 0; d < 3; d++) {
-                uint32_t rem = job->dispatch.grid[d] % job->dispatch.block[d];
-                nthread[d] = COMPUTE_NUM_THREAD(job->dispatch.block[d], rem ? rem : job->dispatch.block[d]);
+        for (unsigned i = 0; i < 3; i++) {
+                uint32_t rem = d->grid[i] % d->block[i];
+                nthread[i] = COMPUTE_NUM_THREAD(d->block[i], rem ? rem : d->block[i]);
+                dim[i] = (uint32_t) DIV_ROUND_UP((uint64_t) d->grid[i], d->block[i]);
                 if (rem)
                         initiator |= COMPUTE_DISPATCH_INITIATOR_PARTIAL_TG_EN;
         }
@@ -523,13 +671,13 @@ static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                                          (uint32_t[]) { (uint32_t) (base >> 8), (uint32_t) (base >> 40) }, 2);
         }
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_RESTART_X, (uint32_t[]) { 0, 0, 0 }, 3);
-        unsigned nuser = user_sgprs(c, q, job, f, v);
+        unsigned nuser = user_sgprs(c, d, f, v);
         if (nuser > 0)
                 p += pm4_emit_set_sh_reg(p, mmCOMPUTE_USER_DATA_0, v, nuser);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_RESOURCE_LIMITS, (uint32_t[]) { 0 }, 1);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_START_X,
                                  (uint32_t[]) { 0, 0, 0, nthread[0], nthread[1], nthread[2], 0, 0 }, 8);
-        p += pm4_emit_dispatch_direct(p, workgroups(job, 0), workgroups(job, 1), workgroups(job, 2), initiator);
+        p += pm4_emit_dispatch_direct(p, dim[0], dim[1], dim[2], initiator);
         p += pm4_emit_event_write(p, PM4_EVENT_CS_PARTIAL_FLUSH, PM4_EVENT_INDEX_CS_PARTIAL_FLUSH);
         return (size_t) (p - p0);
 }
@@ -545,22 +693,63 @@ static size_t emit_timestamp(uint32_t *p, uint64_t va) {
                                     PM4_DATA_TIMESTAMP, PM4_INT_NONE, va, 0, 0);
 }
 
+/*
+ * The writes of an HSA completion that come when the job has ended (see the
+ * file comment): the end timestamp, carrying the write-back, and a wait for
+ * it to have landed, then the signal, the event, the read index.
+ */
+static size_t emit_hsa_retire(const GpuHsaCompletion *h, uint64_t end_ts, uint32_t *p) {
+        uint32_t *const p0 = p;
+
+        p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE, FENCE_GCR,
+                                  PM4_DATA_TIMESTAMP, PM4_INT_NONE, end_ts, 0, 0);
+        p += pm4_emit_wait_reg_mem64(p, PM4_WAIT_NE, end_ts, 0, UINT64_MAX, WAIT_POLL_INTERVAL);
+        if (h->signal_va)
+                p += pm4_emit_atomic_mem(p, PM4_TC_OP_ATOMIC_ADD_RTN_64, PM4_ATOMIC_WAIT_FOR_WRITE_CONFIRM, h->signal_va,
+                                         UINT64_MAX /* -1 */, 0);
+        if (h->event_slot_va)
+                p += pm4_emit_write_data(p, h->event_slot_va, &h->event_id, 1);
+        if (h->mailbox_va)
+                p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE, 0,
+                                          PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM, h->mailbox_va, h->event_id,
+                                          h->event_id);
+        if (h->index_va)
+                p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE, 0,
+                                          PM4_DATA_64, PM4_INT_NONE, h->index_va, h->index_value, 0);
+        return (size_t) (p - p0);
+}
+
 size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const GpuInflight *f,
                             uint32_t *p) {
+        const GpuHsaCompletion *h = gpu_job_hsa(job);
         uint32_t *const p0 = p;
         uint64_t ts = gpu_queue_ts_va(c, q->index, f->seq);
+        DispatchSetup d;
 
         for (unsigned i = 0; i < job->n_waits; i++) {
                 uint64_t va;
                 uint32_t value;
 
                 gpu_wait_target(c, &job->waits[i], &va, &value);
-                p += pm4_emit_wait_reg_mem(p, PM4_WAIT_GE, va, value, 0xFFFFFFFFu, WAIT_POLL_INTERVAL);
+                if (job->waits[i].zero64)
+                        p += pm4_emit_wait_reg_mem64(p, PM4_WAIT_EQ, va, 0, UINT64_MAX, WAIT_POLL_INTERVAL);
+                else
+                        p += pm4_emit_wait_reg_mem(p, PM4_WAIT_GE, va, value, 0xFFFFFFFFu, WAIT_POLL_INTERVAL);
         }
         p += emit_timestamp(p, ts);
-        if (job->type == GPU_JOB_DISPATCH)
-                p += emit_dispatch(c, q, job, f, p);
-        p += emit_timestamp(p, ts + 8);
+        if (h && h->ts_va)
+                p += emit_timestamp(p, h->ts_va);
+        if (h && h->acquire && job->type == GPU_JOB_NOP)
+                p += pm4_emit_acquire_mem(p, DISPATCH_ACQUIRE_GCR);
+        if ((job->type == GPU_JOB_DISPATCH || job->type == GPU_JOB_AQL) &&
+            dispatch_setup(c, q, job, f->seq, &d) >= 0)
+                p += emit_dispatch(c, &d, f, p);
+        if (h && h->ts_va)
+                p += emit_timestamp(p, h->ts_va + 8);
+        if (h && gpu_hsa_retires(h))
+                p += emit_hsa_retire(h, ts + 8, p);
+        else
+                p += emit_timestamp(p, ts + 8);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
                                   FENCE_GCR, PM4_DATA_32, PM4_INT_NONE, gpu_queue_fence_va(c, q->index),
                                   (uint32_t) f->seq, 0);

@@ -116,9 +116,9 @@ typedef struct GpuInflight {
         uint64_t seq;
         GpuJob job;           /* dispatch: args_data is cleared, the kernargs live in the slot */
         uint64_t ring_start, ring_end; /* monotonic byte positions of its packets */
-        GpuBuffer *scratch;   /* dispatch: the scratch backing it was programmed with (a ref) */
-        uint32_t tmpring;     /* dispatch: COMPUTE_TMPRING_SIZE it was programmed with */
-        uint32_t lds_bytes;   /* dispatch: static + dynamic LDS */
+        GpuBuffer *scratch;   /* dispatch, AQL: the scratch backing it was programmed with (a ref) */
+        uint32_t tmpring;     /* dispatch, AQL: COMPUTE_TMPRING_SIZE it was programmed with */
+        uint32_t lds_bytes;   /* dispatch: static + dynamic LDS; AQL: the packet's group segment */
         bool dropped;         /* ordered after a failed job of its chain: not on the ring,
                                * reported -ECANCELED when it comes to the head */
 } GpuInflight;
@@ -355,17 +355,42 @@ uint64_t gpu_queue_fence_va(GpuContext *c, unsigned q);
 void gpu_wait_target(GpuContext *c, const GpuWait *w, uint64_t *ret_va, uint32_t *ret_value);
 uint64_t gpu_queue_ts_va(GpuContext *c, unsigned q, uint64_t seq);
 
+/* gpu-aql.c: the AQL relay's kernel descriptors and HSA completions */
+/* Whether the 64 bytes are an amd_kernel_code_t rather than a v3+ kernel
+ * descriptor (gpu-aql.c says how it tells). */
+bool gpu_aql_is_kernel_code_t(const uint8_t *descriptor);
+/* The GPU_JOB_AQL job's descriptor, checked as the loader checks one (for
+ * gfx 10 or 11), as what programming the dispatch takes; -EINVAL with err. */
+int gpu_aql_kernel_code(unsigned gfx, const GpuJob *job, GpuKernelCode *ret, char *err, size_t errlen);
+/* The job's HSA completion if it asks for anything (GPU_JOB_NOP or
+ * GPU_JOB_AQL), else NULL. */
+const GpuHsaCompletion *gpu_job_hsa(const GpuJob *job);
+/* Whether it writes client memory when the job has ended (signal, event,
+ * read index), which then waits for the job's end-of-pipe. */
+bool gpu_hsa_retires(const GpuHsaCompletion *h);
+/* Alignment of its addresses; -EINVAL with err naming the field. */
+int gpu_hsa_check(const GpuJob *job, char *err, size_t errlen);
+
 /* gpu-dispatch.c: the compute (PM4) job stream */
 /* Writes the kernarg slot of seq and makes sure the queue's scratch backs the
  * kernel; fills f->scratch (a ref) and f->tmpring. Called once per job. */
 int gpu_dispatch_prepare(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, GpuInflight *f);
 /* Dwords of the job's PM4 stream (job->waits holds only the waits to emit);
  * gpu_compute_emit_job() writes exactly that many. */
-size_t gpu_compute_job_dwords(const GpuJob *job);
+size_t gpu_compute_job_dwords(const GpuContext *c, const GpuJob *job);
 size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const GpuInflight *f,
                             uint32_t *p);
 /* Pads ndw dwords of ring tail. */
 void gpu_compute_emit_pad(uint32_t *p, size_t ndw);
+/* What the device's compute queues can run: LDS bytes per workgroup; whether
+ * private_segment_size bytes per work-item are more scratch than a queue
+ * backs; the generation (10 or 11) the descriptor rules are those of. */
+uint32_t gpu_dispatch_lds_limit(const GpuContext *c);
+/* Most scratch one queue backs: a kernel whose one full workgroup (32 waves
+ * of 32 lanes) would need more is refused. */
+#define GPU_SCRATCH_MAX (512ull << 20)
+bool gpu_dispatch_scratch_too_big(const GpuContext *c, uint32_t private_segment_size, bool wave32);
+unsigned gpu_gfx_generation(const GpuContext *c);
 
 /* gpu-waiter.c */
 int gpu_waiter_start(GpuContext *c);

@@ -333,9 +333,9 @@ void gpu_wait_target(GpuContext *c, const GpuWait *w, uint64_t *ret_va, uint32_t
 }
 
 /* Dwords of a job job_plan() accepted, as the queue's emitter writes it. */
-static size_t job_ndw(const GpuQueue *q, const GpuJob *job) {
+static size_t job_ndw(const GpuContext *c, const GpuQueue *q, const GpuJob *job) {
         if (q->engine == GPU_ENGINE_COMPUTE)
-                return gpu_compute_job_dwords(job);
+                return gpu_compute_job_dwords(c, job);
 
         size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW + job->n_waits * SDMA_POLL_REGMEM_DW +
                    (job->signal_va ? 2 * SDMA_FENCE_DW : 0);
@@ -365,9 +365,12 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
         for (unsigned i = 0; i < job->n_waits; i++) {
                 const GpuWait *w = &job->waits[i];
                 if (w->va) {
-                        if (w->va % 4 != 0)
+                        /* A 64-bit wait (an HSA signal) only on a compute queue. */
+                        if (w->va % (w->zero64 ? 8 : 4) != 0 || (w->zero64 && q->engine != GPU_ENGINE_COMPUTE))
                                 return -EINVAL;
                 } else {
+                        if (w->zero64)
+                                return -EINVAL;
                         if (w->queue >= c->n_queues)
                                 return -EINVAL;
                         if (w->seq >= c->queues[w->queue].next_seq)
@@ -386,11 +389,21 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
                         r = gpu_dispatch_check(c, job, NULL, 0);
                         if (r < 0)
                                 return r;
-                } else if (job->type != GPU_JOB_NOP)
+                } else if (job->type == GPU_JOB_AQL) {
+                        r = gpu_aql_check(c, job, NULL, 0);
+                        if (r < 0)
+                                return r;
+                } else if (job->type == GPU_JOB_NOP) {
+                        r = gpu_hsa_check(job, NULL, 0);
+                        if (r < 0)
+                                return r;
+                } else
                         return -EINVAL; /* copies and fills run on SDMA queues */
         } else {
                 switch (job->type) {
                 case GPU_JOB_NOP:
+                        if (gpu_job_hsa(job))
+                                return -EINVAL; /* HSA completions are PM4 packets */
                         break;
                 case GPU_JOB_COPY:
                         if (job->copy.size == 0 || job->copy.src_va > UINT64_MAX - job->copy.size ||
@@ -407,7 +420,7 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
                         return -EINVAL; /* dispatches run on compute queues */
                 }
         }
-        n = job_ndw(q, ret);
+        n = job_ndw(c, q, ret);
         /* A job must fit in half the ring so that, with the padding that keeps
          * it from straddling the end, it always fits once the ring drains. */
         if (n * 4 > q->ring_size / 2)
@@ -459,6 +472,7 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
                 break;
         case GPU_JOB_NOP:
         case GPU_JOB_DISPATCH: /* refused by job_plan() */
+        case GPU_JOB_AQL:
                 break;
         }
         if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
@@ -634,7 +648,8 @@ int gpu_queue_submit(GpuContext *c, unsigned queue, const GpuJob *job, uint64_t 
                 return r;
         /* The kernarg slot holds the arguments now and re-emission after a
          * fault reuses it: the caller's pointer is not kept. */
-        f->job.dispatch.args_data = NULL;
+        if (f->job.type == GPU_JOB_DISPATCH)
+                f->job.dispatch.args_data = NULL;
         quiet = c->doorbell_holds > 0 && q->engine == GPU_ENGINE_SDMA;
         /* A job that would take its group of quiet jobs past the bounds, or
          * that waits on the GPU (as long as a kernel runs, perhaps), starts a
@@ -795,6 +810,13 @@ static bool job_touches(const GpuContext *c, const GpuJob *job, uint64_t va) {
         }
         if (job->signal_va && range_hits_page(job->signal_va, 4, va))
                 return true;
+        const GpuHsaCompletion *h = gpu_job_hsa(job);
+        if (h && ((h->ts_va && range_hits_page(h->ts_va, 16, va)) ||
+                  (h->signal_va && range_hits_page(h->signal_va, 8, va)) ||
+                  (h->event_slot_va && range_hits_page(h->event_slot_va, 4, va)) ||
+                  (h->mailbox_va && range_hits_page(h->mailbox_va, 4, va)) ||
+                  (h->index_va && range_hits_page(h->index_va, 8, va))))
+                return true;
         switch (job->type) {
         case GPU_JOB_COPY:
                 return range_hits_page(job->copy.src_va, job->copy.size, va) ||
@@ -906,7 +928,7 @@ static int queue_recover(GpuContext *c, GpuQueue *q, uint64_t faulted_seq, uint3
                 }
                 /* Emitted as planned at submission: waits satisfied since are
                  * harmless, and the kernarg slot still holds the arguments. */
-                r = queue_emit_job(c, q, &f->job, f, job_ndw(q, &f->job), true, &start);
+                r = queue_emit_job(c, q, &f->job, f, job_ndw(c, q, &f->job), true, &start);
                 if (r < 0) {
                         /* Cannot happen for jobs that fitted before (each is at
                          * most half the ring and the ring is empty now); if it
@@ -954,6 +976,19 @@ static bool range_unmapped(const GpuContext *c, uint64_t start, uint64_t size, u
  * job cannot run without a VM fault. Sources first (a copy reads before it
  * writes). */
 static bool job_unmapped_va(const GpuContext *c, const GpuJob *job, uint64_t *ret_va) {
+        const GpuHsaCompletion *h = gpu_job_hsa(job);
+
+        /* A relayed packet's 64-bit waits (a barrier's signals, read first),
+         * then what its HSA completion writes, in stream order. */
+        for (unsigned i = 0; i < job->n_waits; i++)
+                if (job->waits[i].zero64 && range_unmapped(c, job->waits[i].va, 8, ret_va))
+                        return true;
+        if (h && ((h->ts_va && range_unmapped(c, h->ts_va, 16, ret_va)) ||
+                  (h->signal_va && range_unmapped(c, h->signal_va, 8, ret_va)) ||
+                  (h->event_slot_va && range_unmapped(c, h->event_slot_va, 4, ret_va)) ||
+                  (h->mailbox_va && range_unmapped(c, h->mailbox_va, 4, ret_va)) ||
+                  (h->index_va && range_unmapped(c, h->index_va, 8, ret_va))))
+                return true;
         switch (job->type) {
         case GPU_JOB_COPY:
                 return range_unmapped(c, job->copy.src_va, job->copy.size, ret_va) ||
@@ -1020,7 +1055,9 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
                 if (!q->created || q->inflight_count == 0)
                         continue;
                 GpuInflight *h = inflight_at(q, 0);
-                if (h->job.type == GPU_JOB_DISPATCH) {
+                if (h->job.type == GPU_JOB_DISPATCH || h->job.type == GPU_JOB_AQL) {
+                        /* A kernel computes its own addresses (its HSA
+                         * completion's come after it: the kernel first). */
                         if (head_running(c, q)) {
                                 n_dispatch++;
                                 dispatch_q = i;
@@ -1057,7 +1094,8 @@ int gpu_context_lose(GpuContext *c, const GpuFault *f, GpuCompletionFn cb, void 
                         else {
                                 snprintf(msg, sizeof msg, "its GPU context was lost to %s",
                                          page_explained ? "another job's memory fault"
-                                         : n_dispatch > 1 && head && h->job.type == GPU_JOB_DISPATCH
+                                         : n_dispatch > 1 && head &&
+                                                           (h->job.type == GPU_JOB_DISPATCH || h->job.type == GPU_JOB_AQL)
                                                  ? "a memory fault of this or another kernel running with it "
                                                    "(the device does not say which)"
                                                  : "a memory fault of a job running with it");

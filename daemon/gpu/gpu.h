@@ -321,6 +321,7 @@ typedef enum GpuJobType {
         GPU_JOB_COPY,     /* SDMA COPY_LINEAR, split at the packet count limit */
         GPU_JOB_FILL,     /* SDMA CONSTANT_FILL, split at the count limit */
         GPU_JOB_DISPATCH, /* compute: one kernel dispatch (PM4 DISPATCH_DIRECT) */
+        GPU_JOB_AQL,      /* compute: a client's HSA kernel dispatch packet, translated (GpuJob.aql) */
 } GpuJobType;
 
 /* ---- Code objects (AMDHSA ELF for the device's gfx target) ---- */
@@ -400,15 +401,67 @@ const void *gpu_code_object_get_file(const GpuCodeObject *co, size_t *ret_size);
 
 /* Wait on the GPU until queue's completed sequence number >= seq; or, with
  * va set, until the 32-bit word at va (in this context's VM) >= value — a
- * word another context's job writes there (GpuJob.signal_va). */
+ * word another context's job writes there (GpuJob.signal_va); or, with va
+ * set and zero64, until the 64-bit word at va (8-byte aligned) == 0 — the
+ * value of an HSA signal a client's barrier-AND packet depends on (value is
+ * not used). Compute queues only for zero64 (PM4 WAIT_REG_MEM64). The fields
+ * are packed so that GPU_JOB_MAX_WAITS of them take 120 bytes of each job. */
 typedef struct GpuWait {
-        unsigned queue;
         uint64_t seq;
         uint64_t va;
         uint32_t value;
+        uint16_t queue;
+        bool zero64;
 } GpuWait;
 
-#define GPU_JOB_MAX_WAITS 4
+/* An HSA barrier-AND packet has up to 5 dependent signals (HSA Platform
+ * System Architecture spec 2.9.7, dep_signal[5]). */
+#define GPU_JOB_MAX_WAITS 5
+
+/*
+ * What a relayed HSA packet's completion does (GpuJob.nop.hsa and
+ * GpuJob.aql.hsa; compute queues only, all zero = nothing), in this order
+ * after the job's body has ended and its writes have left the caches, each
+ * write to an address of this context's VM that the caller checked against
+ * the client's buffers (gpu-aql.c has the stream and the reasons for it):
+ *
+ * @acquire: invalidate the caches before the job (the HSA header's acquire
+ *     fence scope, or a PM4-IB packet's ACQUIRE_MEM). A GPU_JOB_AQL body
+ *     invalidates them in any case.
+ * @ts_va: 0, or where the GPU clock is written as two 64-bit values, when
+ *     the job starts (ts_va: after its waits) and ends (ts_va + 8): an
+ *     amd_signal_t's start_ts/end_ts (8-byte aligned), the same clock as
+ *     GpuCompletion.begin_ns/end_ns count (GpuDeviceInfo.timestamp_hz).
+ * @signal_va: 0, or the address of an amd_signal_t's 64-bit value (the
+ *     signal + 8; 8-byte aligned), atomically decremented by 1.
+ * @event_slot_va: 0, or an address where event_id is written as a 32-bit
+ *     word before the interrupt (the KFD process's event page slot of the
+ *     event, where it is not the mailbox).
+ * @mailbox_va: 0, or the amd_signal_t's event_mailbox_ptr: event_id is
+ *     written there as a 32-bit word (4-byte aligned) and an END_OF_PIPE
+ *     interrupt with context id event_id raised, which KFD turns into that
+ *     event of the context when its slot is signaled.
+ * @index_va, @index_value: 0, or a 64-bit word (8-byte aligned) set to
+ *     index_value last of all: the AQL queue's read_dispatch_id, advanced
+ *     only when the packet has retired.
+ *
+ * Everything here is written before the job's own fence: once
+ * gpu_context_process() reports the job done, the client's signal has been
+ * decremented and its index written.
+ */
+typedef struct GpuHsaCompletion {
+        uint64_t ts_va;
+        uint64_t signal_va;
+        uint64_t event_slot_va;
+        uint64_t mailbox_va;
+        uint64_t index_va;
+        uint64_t index_value;
+        uint32_t event_id;
+        bool acquire;
+} GpuHsaCompletion;
+
+/* The kernel descriptor of an AQL dispatch, as copied from kernel_object. */
+#define GPU_AQL_DESCRIPTOR_SIZE 64u
 
 typedef struct GpuJob {
         GpuJobType type;
@@ -443,6 +496,49 @@ typedef struct GpuJob {
                         const uint8_t *args_data;
                         uint32_t args_size;
                 } dispatch;
+                /* GPU_JOB_NOP: its HSA completion, if any (a relayed barrier or
+                 * PM4-IB packet; compute queues only). */
+                struct {
+                        GpuHsaCompletion hsa;
+                } nop;
+                /*
+                 * GPU_JOB_AQL: an hsa_kernel_dispatch_packet_t of a client's AQL
+                 * queue, run in the client's own context (its VM, where every
+                 * address below is the client's), with the user SGPRs the CP
+                 * gives an AQL dispatch (LLVM AMDGPUUsage, "Initial Kernel
+                 * Execution State"). Everything is a copy the caller made and
+                 * checked; the GPU layer reads no client memory.
+                 *
+                 * @descriptor: the 64 bytes at the packet's kernel_object: a code
+                 *     object v3+ kernel descriptor, or the older amd_kernel_code_t
+                 *     (amd_kernel_code_version_major 1, amd_machine_kind 1) that
+                 *     ROCr's own blit kernels use; gpu-aql.c tells which and
+                 *     checks it (gpu_aql_check()).
+                 * @descriptor_va: kernel_object; the code starts at
+                 *     descriptor_va + kernel_code_entry_byte_offset
+                 *     (gpu_aql_entry_va()).
+                 * @packet_va: the packet's ring slot (the dispatch ptr SGPRs).
+                 * @queue_va: the amd_queue_t (the queue ptr SGPRs).
+                 * @kernarg_va: kernarg_address (the kernarg segment ptr SGPRs).
+                 * @dispatch_id: the packet's index (the dispatch id SGPRs).
+                 * @grid: grid_size_x/y/z in work-items; @block: workgroup_size_x/y/z.
+                 * @group_segment_size: LDS bytes per workgroup (the packet's,
+                 *     which the CP uses, not the descriptor's).
+                 * @private_segment_size: scratch bytes per work-item; the queue's
+                 *     scratch backs it (as for GPU_JOB_DISPATCH, charged with
+                 *     gpu_dispatch_scratch_bytes()).
+                 * @hsa: the packet's completion.
+                 */
+                struct {
+                        GpuHsaCompletion hsa;
+                        uint8_t descriptor[GPU_AQL_DESCRIPTOR_SIZE];
+                        uint64_t descriptor_va;
+                        uint64_t packet_va, queue_va, kernarg_va, dispatch_id;
+                        uint32_t grid[3];
+                        uint16_t block[3];
+                        uint32_t group_segment_size;
+                        uint32_t private_segment_size;
+                } aql;
         };
         unsigned n_waits;
         GpuWait waits[GPU_JOB_MAX_WAITS];
@@ -471,7 +567,8 @@ typedef struct GpuJob {
  * gpu_queue_own_bytes(): one more queue of engine (ring, pointer pages, and
  * for compute the EOP buffer, the CWSR area and the kernel-argument slots);
  * gpu_dispatch_scratch_bytes(): the scratch backing a compute queue
- * allocates for job, a dispatch (0 if it uses none), and in *ret_wave_bytes
+ * allocates for job, a GPU_JOB_DISPATCH or a GPU_JOB_AQL (its packet's
+ * private_segment_size; 0 if it uses none), and in *ret_wave_bytes
  * what it backs per wave: a queue whose scratch already backs that much
  * allocates nothing (gpu-dispatch.c).
  */
@@ -490,6 +587,32 @@ uint64_t gpu_dispatch_scratch_bytes(const GpuContext *like, const GpuJob *job, u
  * NULL) naming the problem. Does not look at waits.
  */
 int gpu_dispatch_check(const GpuContext *c, const GpuJob *job, char *err, size_t errlen);
+
+/**
+ * gpu_aql_check() - checks a GPU_JOB_AQL job against what the device and its
+ * compute queues can run: the checks gpu_queue_submit() makes of it.
+ * @c: the context the job is for (its device's LDS, gfx generation).
+ * @job: a GPU_JOB_AQL job.
+ * @err: if not NULL, what was wrong, naming the field ("workgroup of 2048
+ *     work-items, at most 1024", "kernel descriptor sets
+ *     COMPUTE_PGM_RSRC1.PRIV (bit 20), which clients may not", ...).
+ *
+ * Refused: a zero grid or workgroup dimension, a workgroup over 1024
+ * work-items, LDS beyond the device's, scratch beyond what a queue backs, a
+ * descriptor the loader would refuse (reserved bits or bytes, the
+ * COMPUTE_PGM_RSRC bits of gpu-kernel-rsrc.c, more user SGPRs than
+ * RSRC2.USER_SGPR_COUNT says or than 16), an entry point that is not 256-byte
+ * aligned or overflows, and HSA completion addresses that are not aligned.
+ * Does not look at waits, nor at whether the addresses lie in the client's
+ * buffers (the caller's check).
+ *
+ * Return: 0 or -EINVAL.
+ */
+int gpu_aql_check(const GpuContext *c, const GpuJob *job, char *err, size_t errlen);
+/* The code address of a GPU_JOB_AQL job (descriptor_va +
+ * kernel_code_entry_byte_offset), for the caller to check against the
+ * client's buffers; 0 when it overflows or job is not GPU_JOB_AQL. */
+uint64_t gpu_aql_entry_va(const GpuJob *job);
 
 /*
  * Writes the job's packets to the queue's ring — timestamp, waits, body,

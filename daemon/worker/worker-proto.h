@@ -26,7 +26,7 @@
 
 #include "gpu/gpu.h"
 
-#define WORKER_PROTO_VERSION 3u
+#define WORKER_PROTO_VERSION 4u /* 4: WorkerSubmit.waits has GPU_JOB_MAX_WAITS (5) entries */
 /* Largest datagram either side sends: a dispatch's kernel arguments (4 KiB at
  * most) and its buffer relocations. */
 #define WORKER_MSG_MAX 16384u

@@ -510,7 +510,7 @@ Test(gpu_dispatch, gfx11_scratch_programming, .init = setup, .fini = teardown) {
                 GpuInflight f = { .seq = 7, .job = j };
                 cr_assert_eq(gpu_dispatch_prepare(fx.ctx, q, &j, f.seq, &f), 0);
                 size_t n = gpu_compute_emit_job(fx.ctx, q, &j, &f, ring);
-                cr_assert_eq(n, gpu_compute_job_dwords(&j), "the dword count matches the stream");
+                cr_assert_eq(n, gpu_compute_job_dwords(fx.ctx, &j), "the dword count matches the stream");
                 walk_sh_regs(ring, n, &regs);
                 uint64_t scratch = gpu_buffer_get_va(f.scratch);
                 uint32_t per_lane = (k->private_segment_size + 3) & ~3u;
@@ -592,7 +592,7 @@ Test(gpu_dispatch, gfx1100_code_object_built_by_clang, .init = setup, .fini = te
         GpuInflight f = { .seq = 9, .job = j11 };
         cr_assert_eq(gpu_dispatch_prepare(fx.ctx, q, &j11, f.seq, &f), 0);
         size_t len = gpu_compute_emit_job(fx.ctx, q, &j11, &f, ring);
-        cr_assert_eq(len, gpu_compute_job_dwords(&j11), "the dword count matches the stream");
+        cr_assert_eq(len, gpu_compute_job_dwords(fx.ctx, &j11), "the dword count matches the stream");
         walk_sh_regs(ring, len, &regs);
 
         uint32_t user_sgprs = (kc->rsrc2 >> 1) & 0x1F, n_user = 0;
