@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -37,6 +38,7 @@
 #define LIBNAME "libkfdbroker-kfd.so"
 
 static pid_t child = -1;
+static pid_t parent;
 
 static void forward(int sig) {
         if (child > 0)
@@ -202,6 +204,7 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
+        parent = getpid();
         child = fork();
         if (child < 0) {
                 fprintf(stderr, PROG ": fork: %m\n");
@@ -209,6 +212,11 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         if (child == 0) {
+                /* The program goes with kfdbroker-run, also when that is
+                 * killed outright (a supervisor's SIGKILL must not leave a
+                 * GPU program running with nobody to wait for it). */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                        _exit(127);
                 execvp(argv[i], argv + i);
                 fprintf(stderr, PROG ": cannot run %s: %m\n", argv[i]);
                 _exit(127);

@@ -17,6 +17,8 @@ int main(void) {
         if (hipMalloc(&flag, sizeof(int)) != hipSuccess || hipMemset(flag, 0, sizeof(int)) != hipSuccess)
                 return 2;
         hipLaunchKernelGGL(endless, dim3(1), dim3(64), 0, 0, flag);
+        printf("launched\n");
+        fflush(stdout);
         hipError_t e = hipDeviceSynchronize();
         printf("hipDeviceSynchronize: %s\n", hipGetErrorString(e));
         return e == hipSuccess ? 0 : 4;

@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Unmodified HIP programs (Debian 12's ROCm 5.2.3, built with hipcc from
+# tests/hip/) through the broker (docs/rocm.md), against kfdbrokerd on the
+# simulated GPU on a private socket:
+#  - hip-checks (memcpy both ways, pageable and hipHostMalloc, memset,
+#    shared memory, atomics, two streams with an event, D2D, elapsed time)
+#    passes on the host; with SDMA off; with interrupts off; with worker
+#    processes; as nobody in bubblewrap with no /dev/kfd, /dev/dri or KFD
+#    sysfs; and its dispatches show as GPU time of its session;
+#  - a kernel writing a wild address gets ROCr's memory-fault report in that
+#    process only, while two other HIP programs pass beside it;
+#  - a hipMalloc over BufferMemory= is hipErrorOutOfMemory and the program
+#    goes on;
+#  - an endless kernel is ended by DispatchTimeout= with an error in the
+#    program (interrupts on and off);
+#  - SIGKILL of a HIP program mid-kernel leaves the daemon nothing of it;
+#  - when the daemon goes, a running HIP program fails with an error instead
+#    of hanging, and a new one works as soon as the daemon is back.
+# Skips (exit 77) only where hipcc could not build the programs or bwrap
+# cannot make a sandbox here (the cases before it still count).
+# Usage: test-hip.sh KFDBROKERD KFDBROKER_RUN KFDBROKERCTL HIP_DIR
+set -u
+
+daemon=$1 run=$2 ctl=$3 hipdir=$4
+pass=0 fail=0
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
+finish() {
+        echo "$pass passed, $fail failed"
+        [[ $fail == 0 ]] || exit 1
+        exit "${1:-0}"
+}
+
+if [[ ! -x $hipdir/hip-checks ]]; then
+        echo "SKIP: the HIP test programs were not built (apt-get install hipcc libamdhip64-dev, then reconfigure)"
+        exit 77
+fi
+
+tmp=$(mktemp -d /tmp/kfdbroker-hip.XXXXXX)
+chmod 755 "$tmp"
+mkdir "$tmp/policy"
+dpid=
+stop() {
+        if [[ -n $dpid ]]; then
+                kill "$dpid" 2>/dev/null
+                wait "$dpid" 2>/dev/null
+        fi
+        dpid=
+}
+trap 'stop; rm -rf "$tmp"' EXIT
+
+start() { # start [DAEMON ARGS...]
+        stop
+        rm -f "$tmp/sock"
+        "$daemon" --no-config --device=sim --listen="$tmp/sock" --policy-dir="$tmp/policy" "$@" \
+                >"$tmp/daemon.log" 2>&1 &
+        dpid=$!
+        for _ in $(seq 200); do
+                [[ -S $tmp/sock ]] && return 0
+                sleep 0.05
+        done
+        not_ok "kfdbrokerd did not come up: $(cat "$tmp/daemon.log")"
+        return 1
+}
+
+policy() { # policy TEXT: the one policy file ("" for none), then reload
+        rm -f "$tmp/policy/"*.conf
+        [[ -n $1 ]] && printf '[Limits]\n%s\n' "$1" >"$tmp/policy/50-hip.conf"
+        return 0
+}
+
+hip() { # hip OUT PROGRAM [ARGS...]: through kfdbroker-run, at most 120 s
+        local out=$1
+        shift
+        timeout 120 "$run" --socket "$tmp/sock" "$@" >"$out" 2>&1
+}
+
+checks() { # checks WHAT [ENV=VALUE...]
+        local what=$1
+        shift
+        env "$@" timeout 120 "$run" --socket "$tmp/sock" "$hipdir/hip-checks" >"$tmp/out" 2>&1
+        local rc=$?
+        if [[ $rc == 0 ]] && grep -q '^PASS: 0 of' "$tmp/out"; then
+                ok "$what: hip-checks passes ($(grep -c '^ok' "$tmp/out") checks)"
+        else
+                not_ok "$what: hip-checks exited $rc: $(grep -v '^ok' "$tmp/out" | tail -8)"
+        fi
+}
+
+start || finish
+checks "host"
+checks "SDMA off" HSA_ENABLE_SDMA=0
+checks "interrupts off" HSA_ENABLE_INTERRUPT=0
+"$ctl" --socket "$tmp/sock" status >"$tmp/status" 2>&1
+n=$(sed -n 's/^jobs: *\([0-9]*\) completed.*/\1/p' "$tmp/status")
+if [[ ${n:-0} -ge 30 ]]; then
+        ok "the programs' packets ran as the daemon's jobs ($n completed)"
+else
+        not_ok "the daemon ran ${n:-no} jobs: $(cat "$tmp/status")"
+fi
+
+# A fault in one program, two others beside it.
+"$run" --socket "$tmp/sock" "$hipdir/hip-checks" >"$tmp/b1" 2>&1 &
+b1=$!
+"$run" --socket "$tmp/sock" "$hipdir/hip-checks" >"$tmp/b2" 2>&1 &
+b2=$!
+hip "$tmp/fault" "$hipdir/hip-fault"
+rc=$?
+wait $b1
+r1=$?
+wait $b2
+r2=$?
+if [[ $rc != 0 ]] && grep -q 'Memory access fault by GPU node-1 .* on address 0x10000000000' "$tmp/fault"; then
+        ok "a wild write gets ROCr's memory-fault report (exit $rc)"
+else
+        not_ok "the faulting program exited $rc: $(tail -5 "$tmp/fault")"
+fi
+if [[ $r1 == 0 && $r2 == 0 ]]; then
+        ok "two HIP programs beside it pass"
+else
+        not_ok "beside the fault: exit $r1 and $r2: $(grep -v '^ok' "$tmp/b1" "$tmp/b2" | tail -6)"
+fi
+
+start --sim-kfd-version=1.18 || finish
+checks "worker processes (KFD 1.18)"
+
+# Over the memory limit.
+policy "BufferMemory=256M"
+start || finish
+hip "$tmp/quota" "$hipdir/hip-quota" 512
+rc=$?
+if [[ $rc == 0 ]] && grep -q 'big hipMalloc: hipErrorOutOfMemory' "$tmp/quota" &&
+   grep -q 'KFD allocation refused: buffer memory limit .*policy BufferMemory=' "$tmp/daemon.log"; then
+        ok "over BufferMemory=: hipErrorOutOfMemory, the program goes on, the log names the limit"
+else
+        not_ok "over BufferMemory=: exit $rc: $(tail -3 "$tmp/quota")"
+fi
+
+# An endless kernel, interrupts on and off.
+policy "DispatchTimeout=2s"
+start || finish
+for mode in on off; do
+        t0=$(date +%s)
+        if [[ $mode == on ]]; then
+                hip "$tmp/endless" "$hipdir/hip-endless"
+        else
+                HSA_ENABLE_INTERRUPT=0 hip "$tmp/endless" "$hipdir/hip-endless"
+        fi
+        rc=$?
+        t=$(($(date +%s) - t0))
+        if [[ $rc != 0 && $rc != 124 ]] && grep -q 'HSA_STATUS_ERROR_EXCEPTION' "$tmp/endless"; then
+                ok "interrupts $mode: an endless kernel ends by DispatchTimeout= with an error ($t s, exit $rc)"
+        else
+                not_ok "interrupts $mode: hip-endless exited $rc after $t s: $(tail -3 "$tmp/endless")"
+        fi
+done
+if grep -q 'ran longer than its timeout of 2.000 s' "$tmp/daemon.log"; then
+        ok "the log says which timeout ended it"
+else
+        not_ok "no timeout in the log: $(tail -5 "$tmp/daemon.log")"
+fi
+
+# SIGKILL mid-kernel: nothing of it stays.
+policy ""
+start || finish
+"$run" --socket "$tmp/sock" "$hipdir/hip-endless" >"$tmp/killed" 2>&1 &
+victim=$!
+for _ in $(seq 400); do
+        grep -q '^launched' "$tmp/killed" && break
+        sleep 0.05
+done
+sleep 0.5
+# The HIP program itself (kfdbroker-run's child).
+kill -KILL "$(pgrep -P $victim)"
+wait $victim 2>/dev/null
+for _ in $(seq 200); do
+        "$ctl" --socket "$tmp/sock" status >"$tmp/status" 2>&1
+        grep -q '^sessions: 1$' "$tmp/status" && grep -q ' 0 of at most .* client contexts up' "$tmp/status" && break
+        sleep 0.05
+done
+if grep -q '^launched' "$tmp/killed" && grep -q 'Session 1 closed' "$tmp/daemon.log" &&
+   grep -q '^sessions: 1$' "$tmp/status" && grep -q ' 0 of at most .* client contexts up' "$tmp/status" &&
+   grep -q '^buffers: *0 B' "$tmp/status"; then
+        ok "SIGKILL mid-kernel: its session, GPU context and memory are gone"
+else
+        not_ok "after SIGKILL: $(tail -3 "$tmp/killed"); status: $(cat "$tmp/status")"
+fi
+checks "after the SIGKILL"
+
+# kfdbroker-run killed outright: its program goes with it.
+"$run" --socket "$tmp/sock" "$hipdir/hip-endless" >"$tmp/wrapped" 2>&1 &
+wrapper=$!
+for _ in $(seq 400); do
+        grep -q '^launched' "$tmp/wrapped" && break
+        sleep 0.05
+done
+prog=$(pgrep -P $wrapper)
+kill -KILL $wrapper
+wait $wrapper 2>/dev/null
+gone=
+for _ in $(seq 200); do
+        if [[ -n $prog ]] && ! kill -0 "$prog" 2>/dev/null; then
+                gone=1
+                break
+        fi
+        sleep 0.05
+done
+if [[ -n $gone ]]; then
+        ok "SIGKILL of kfdbroker-run takes its program with it"
+else
+        [[ -n $prog ]] && kill -KILL "$prog"
+        not_ok "kfdbroker-run killed: its program ${prog:-?} still runs"
+fi
+
+# The daemon goes while a program runs; a new one works once it is back.
+"$run" --socket "$tmp/sock" "$hipdir/hip-endless" >"$tmp/orphan" 2>&1 &
+orphan=$!
+for _ in $(seq 400); do
+        grep -q '^launched' "$tmp/orphan" && break
+        sleep 0.05
+done
+sleep 0.5
+stop
+rc=
+for _ in $(seq 600); do
+        if ! kill -0 $orphan 2>/dev/null; then
+                wait $orphan
+                rc=$?
+                break
+        fi
+        sleep 0.05
+done
+if [[ -n $rc && $rc != 0 ]] && grep -q 'connection to kfdbrokerd was lost' "$tmp/orphan"; then
+        ok "the daemon went: the running program fails with an error (exit $rc), no hang"
+else
+        kill -KILL $orphan 2>/dev/null
+        not_ok "the daemon went: the program ${rc:+exited $rc}${rc:-still runs after 30 s}: $(tail -3 "$tmp/orphan")"
+fi
+start || finish
+checks "the daemon back"
+
+# As nobody in bubblewrap, with nothing of the GPU but the socket.
+if ! command -v bwrap >/dev/null; then
+        echo "SKIP: bwrap is not installed (apt-get install bubblewrap); the sandbox case was not run"
+        finish 77
+fi
+mkdir "$tmp/bin"
+cp "$run" "$(dirname "$run")/libkfdbroker-kfd.so" "$hipdir/hip-checks" "$tmp/bin/"
+chmod -R a+rX "$tmp/bin"
+bw=(bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64
+    --symlink usr/bin /bin --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp
+    --ro-bind /sys/devices/system /sys/devices/system --bind "$tmp/sock" /run/kfdbroker.sock
+    --ro-bind "$tmp/bin" /opt/kfdbroker)
+as_nobody=()
+if [[ $(id -u) == 0 ]]; then
+        as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+fi
+if ! "${as_nobody[@]}" "${bw[@]}" true 2>"$tmp/bwrap.err"; then
+        echo "SKIP: bwrap cannot make a sandbox here: $(cat "$tmp/bwrap.err")"
+        finish 77
+fi
+"${as_nobody[@]}" "${bw[@]}" timeout 120 /opt/kfdbroker/kfdbroker-run --socket /run/kfdbroker.sock \
+        /opt/kfdbroker/hip-checks >"$tmp/out" 2>&1
+rc=$?
+if [[ $rc == 0 ]] && grep -q '^PASS: 0 of' "$tmp/out"; then
+        ok "as nobody in bubblewrap with no /dev/kfd, /dev/dri or KFD sysfs: hip-checks passes"
+else
+        not_ok "in bubblewrap: exit $rc: $(grep -v '^ok' "$tmp/out" | tail -8)"
+fi
+finish
