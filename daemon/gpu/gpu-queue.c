@@ -339,6 +339,8 @@ static size_t job_ndw(const GpuContext *c, const GpuQueue *q, const GpuJob *job)
 
         size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW + job->n_waits * SDMA_POLL_REGMEM_DW +
                    (job->signal_va ? 2 * SDMA_FENCE_DW : 0);
+        if (job->type == GPU_JOB_SDMA_PACKETS)
+                n += job->packets.ndw;
         if (job->type == GPU_JOB_COPY)
                 n += DIV_ROUND_UP(job->copy.size, (uint64_t) SDMA_COPY_MAX_BYTES) * SDMA_COPY_LINEAR_DW;
         else if (job->type == GPU_JOB_FILL)
@@ -410,6 +412,10 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
                             job->copy.dst_va > UINT64_MAX - job->copy.size)
                                 return -EINVAL;
                         break;
+                case GPU_JOB_SDMA_PACKETS:
+                        if (!job->packets.dw || job->packets.ndw == 0)
+                                return -EINVAL;
+                        break;
                 case GPU_JOB_FILL:
                         /* CONSTANT_FILL writes whole dwords (FILLSIZE 2). */
                         if (job->fill.size == 0 || job->fill.size % 4 != 0 || job->fill.dst_va % 4 != 0 ||
@@ -469,6 +475,11 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
                         p += sdma_emit_constant_fill(p, job->fill.dst_va + done, job->fill.pattern, n);
                         done += n;
                 }
+                break;
+        case GPU_JOB_SDMA_PACKETS:
+                /* A relayed client's own packets, whole and checked (gpu.h). */
+                memcpy(p, job->packets.dw, 4u * job->packets.ndw);
+                p += job->packets.ndw;
                 break;
         case GPU_JOB_NOP:
         case GPU_JOB_DISPATCH: /* refused by job_plan() */

@@ -322,6 +322,7 @@ typedef enum GpuJobType {
         GPU_JOB_FILL,     /* SDMA CONSTANT_FILL, split at the count limit */
         GPU_JOB_DISPATCH, /* compute: one kernel dispatch (PM4 DISPATCH_DIRECT) */
         GPU_JOB_AQL,      /* compute: a client's HSA kernel dispatch packet, translated (GpuJob.aql) */
+        GPU_JOB_SDMA_PACKETS, /* SDMA: a client's SDMA packets, as checked by gpu_sdma_packet_scan() */
 } GpuJobType;
 
 /* ---- Code objects (AMDHSA ELF for the device's gfx target) ---- */
@@ -539,6 +540,19 @@ typedef struct GpuJob {
                         uint32_t group_segment_size;
                         uint32_t private_segment_size;
                 } aql;
+                /*
+                 * GPU_JOB_SDMA_PACKETS: packets of a relayed client's SDMA
+                 * queue, run as they are on an SDMA queue of the client's own
+                 * context, between the job's timestamps and fence: @dw (the
+                 * caller's, alive until the job is reported: a recovered
+                 * queue emits it again) holds @ndw dwords of whole packets,
+                 * each one gpu_sdma_packet_scan() passed and whose memory the
+                 * caller checked against the client's buffers.
+                 */
+                struct {
+                        const uint32_t *dw;
+                        uint32_t ndw;
+                } packets;
         };
         unsigned n_waits;
         GpuWait waits[GPU_JOB_MAX_WAITS];
@@ -555,6 +569,26 @@ typedef struct GpuJob {
          * recreated without them); other chains' jobs go on. 0: no chain. */
         uint32_t chain;
 } GpuJob;
+
+/*
+ * gpu_sdma_packet_scan() - one SDMA packet of a client's ring, as the relay
+ * of SDMA queues passes it (daemon/sessions/kfd-relay-queue.c): the packets
+ * ROCr's BlitSdma writes (COPY_LINEAR, COPY_LINEAR_RECT, CONST_FILL, FENCE,
+ * TRAP, POLL_REGMEM of memory, ATOMIC, TIMESTAMP, GCR_REQ, WRITE_LINEAR,
+ * NOP) and nothing that reaches registers, other queues or the page tables.
+ * @dw: the packet's first dword, @avail dwords readable from there.
+ * @ret_ndw: its size in dwords.
+ * @ranges: the memory it reads or writes (at most GPU_SDMA_MAX_RANGES), for
+ *     the caller to check against the client's buffers; @ret_n of them.
+ * @why: for -EINVAL, what is wrong with it.
+ * Returns 0, -EAGAIN when the packet runs past @avail, -EINVAL.
+ */
+#define GPU_SDMA_MAX_RANGES 2
+typedef struct GpuSdmaRange {
+        uint64_t va, size;
+} GpuSdmaRange;
+int gpu_sdma_packet_scan(const uint32_t *dw, size_t avail, size_t *ret_ndw, GpuSdmaRange *ranges, unsigned *ret_n,
+                         const char **why);
 
 /*
  * What a context's own memory (GpuContextStats.internal_bytes) will be, for

@@ -371,6 +371,22 @@ void scheduler_stream_set_context(Scheduler *s, SchedStream *st, Context *ctx) {
         stream_maybe_rebind(st);
 }
 
+int scheduler_stream_use_sdma(Scheduler *s, SchedStream *st, Context *ctx, unsigned index) {
+        HwQueue *q;
+
+        if (st->engine != GPU_ENGINE_SDMA || !stream_idle(st) || st->pending.first)
+                return -EBUSY;
+        q = hwq_find(s, ctx, index);
+        if (!q) {
+                q = hwq_new(s, ctx, index, GPU_ENGINE_SDMA);
+                if (!q)
+                        return -ENOMEM;
+        }
+        stream_bind(st, q);
+        st->group = q->group;
+        return 0;
+}
+
 void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority) {
         st->klass = klass;
         st->want_priority = kfd_priority;
@@ -1509,11 +1525,16 @@ void scheduler_on_context_gone(Scheduler *s, Context *ctx, bool lost, const char
                 next = q->queues_next;
                 if (q->ctx != ctx)
                         continue;
-                if (lost && q->engine == GPU_ENGINE_SDMA)
+                /* An SDMA queue of a client context (a relayed process's):
+                 * what waits for it cannot run anywhere else. */
+                if ((lost || !context_is_device(ctx)) && q->engine == GPU_ENGINE_SDMA)
                         for (st = q->own_group.active.first; st; st = snext) {
                                 snext = st->active_next;
                                 cancel_pending(s, st, msg);
                         }
+                if (q->engine == GPU_ENGINE_SDMA && !context_is_device(ctx))
+                        for (st = q->bound; st; st = st->bound_next)
+                                st->group = NULL; /* its group goes with the queue */
                 /* Everything on it was reported (lost) or nothing was there
                  * (reclaimed); whatever is left cannot finish any more. */
                 while (q->inflight.first)

@@ -164,6 +164,15 @@ void scheduler_stream_init(Scheduler *s, SchedStream *st, uint64_t owner_id, Gpu
 void scheduler_stream_set_context(Scheduler *s, SchedStream *st, Context *ctx);
 /* Sets the stream's priority class. Compute streams move to a queue created
  * with kfd_priority (KFD honours it there) as soon as they are idle. */
+/*
+ * Binds an SDMA stream to SDMA queue index of ctx (a relayed process's
+ * context, whose SDMA queue runs that client's packets in its own VM)
+ * instead of a device context queue. The stream must have nothing pending
+ * or on the GPU: -EBUSY; -ENOMEM. When ctx's incarnation goes, so does the
+ * queue; what waits in the stream then is cancelled, and the stream runs
+ * nothing more.
+ */
+int scheduler_stream_use_sdma(Scheduler *s, SchedStream *st, Context *ctx, unsigned index);
 void scheduler_stream_set_class(Scheduler *s, SchedStream *st, unsigned klass, uint32_t kfd_priority);
 /* Whether the user waits before its next GPU context comes up (its
  * contexts keep faulting): its dispatches wait for it. */

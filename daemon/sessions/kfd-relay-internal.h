@@ -56,6 +56,12 @@ typedef struct RelayQueue {
         uint64_t retired;        /* packets finished (what read_dispatch_id says) */
         unsigned inflight;       /* its jobs not finished */
         bool stopped;            /* a packet we could not run: no more of it runs */
+        /* An SDMA queue (ROCr's BlitSdma): a byte ring, its read and write
+         * offsets (64-bit, in bytes, not wrapped) in the client's memory;
+         * next and retired count bytes. */
+        bool sdma;
+        uint64_t rptr_va, wptr_va;
+        uint32_t ring_bytes;
         bool barrier_wait;       /* its next packet waits for signals the CPU must see reach 0 */
 } RelayQueue;
 
@@ -94,6 +100,7 @@ struct KfdRelay {
         uint64_t last_activity_ns;
         uint64_t jobs_relayed;
         unsigned jobs_in_flight;
+        bool sdma_bound;         /* the session's SDMA stream runs on an SDMA queue of ctx */
         sd_event *event;
 };
 

@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "gpu/pm4.h"
+#include "gpu/sdma.h"
 #include "kfd/kfd-uapi.h"
 #include "scheduler/scheduler.h"
 #include "sessions/job.h"
@@ -141,14 +142,94 @@ typedef struct QueueCall {
         void *arg;
 } QueueCall;
 
+static RelayQueue *queue_slot(KfdRelay *r) {
+        for (uint32_t id = 0; id < RELAY_MAX_QUEUES; id++)
+                if (!r->queues[id].used) {
+                        r->queues[id].id = id;
+                        return &r->queues[id];
+                }
+        return NULL;
+}
+
+/* The answer of the kernel on gfx9+: the doorbell page's mmap offset with
+ * the doorbell's byte offset in its low bits (sim-queue.c). */
+static void answer(KfdRelay *r, struct kfd_ioctl_create_queue_args *a, const RelayQueue *q) {
+        a->queue_id = q->id;
+        a->doorbell_offset = KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(r->gpu_id) | ((uint64_t) q->id * 8);
+        r->last_activity_ns = now_ns();
+}
+
+/* The session's SDMA stream moves to an SDMA queue of the process's own
+ * context (the device context's SDMA queues never touch client memory):
+ * made on the first SDMA queue of the process. -ENOMEM when none can be
+ * made, as allocate_sdma_queue answers with none left. */
+static int sdma_bind(KfdRelay *r) {
+        uint32_t prio;
+        unsigned idx;
+        bool express;
+        char err[256];
+        int k;
+
+        if (r->sdma_bound)
+                return 0;
+        k = context_get_queue(r->ctx, GPU_ENGINE_SDMA, GPU_QUEUE_PRIORITY_DEFAULT, false, &idx, &prio, &express, err,
+                              sizeof err);
+        if (k >= 0)
+                k = scheduler_stream_use_sdma(r->session->set->scheduler, &r->session->streams[GPU_ENGINE_SDMA],
+                                              r->ctx, idx);
+        if (k < 0) {
+                session_log(r->session, LOG_INFO, "Session %" PRIu64 ": KFD relay has no SDMA queue for the process "
+                            "(%s); ROCr copies with blit kernels", r->session_id, k == -EBUSY ? "its session's "
+                            "copies are in flight" : err[0] ? err : strerror(-k));
+                return -ENOMEM;
+        }
+        r->sdma_bound = true;
+        return 0;
+}
+
+static int create_sdma(KfdRelay *r, struct kfd_ioctl_create_queue_args *a) {
+        RelayQueue *q;
+        int k;
+
+        if (a->ring_size < 256 || (a->ring_size & (a->ring_size - 1)) || (a->ring_base_address % 256) ||
+            !kfd_relay_cpu(r, a->ring_base_address, a->ring_size) || (a->read_pointer_address % 8) ||
+            (a->write_pointer_address % 8) || !kfd_relay_cpu(r, a->read_pointer_address, 8) ||
+            !kfd_relay_cpu(r, a->write_pointer_address, 8)) {
+                log_info("Session %" PRIu64 ": KFD relay refused an SDMA queue: its ring or pointers are not in the "
+                         "process's buffers", r->session_id);
+                return -EINVAL;
+        }
+        k = sdma_bind(r);
+        if (k < 0)
+                return k;
+        q = queue_slot(r);
+        if (!q)
+                return -ENOMEM;
+        *q = (RelayQueue) {
+                .used = true, .id = q->id, .gen = q->gen + 1, .sdma = true,
+                .ring_va = a->ring_base_address, .ring_bytes = a->ring_size,
+                .rptr_va = a->read_pointer_address, .wptr_va = a->write_pointer_address,
+                .suspended = a->queue_percentage == 0,
+        };
+        q->next = q->retired = load64(kfd_relay_cpu(r, q->rptr_va, 8));
+        answer(r, a, q);
+        log_debug("Session %" PRIu64 ": relayed SDMA queue %u: ring 0x%" PRIx64 " of %u bytes", r->session_id, q->id,
+                  q->ring_va, q->ring_bytes);
+        return 1;
+}
+
 static int create_on_loop(KfdRelay *r, void *data) {
         struct kfd_ioctl_create_queue_args *a = ((QueueCall *) data)->arg;
         uint64_t queue_va = a->write_pointer_address - AMD_QUEUE_WRITE_DISPATCH_ID;
-        RelayQueue *q = NULL;
-        uint32_t id;
+        RelayQueue *q;
 
         if (!r->ctx || !r->session)
                 return -ENODEV;
+        /* kfd_ioctl_create_queue / set_queue_properties_from_user. */
+        if (a->gpu_id != r->gpu_id || a->queue_percentage > 100 || a->queue_priority > 15)
+                return -EINVAL;
+        if (a->queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL)
+                return create_sdma(r, a);
         /* Kernels are a right policy gives (ComputeDispatch=): a client
          * without it gets no queue to run them on. */
         if (r->session->policy.compute_dispatch == POLICY_COMPUTE_NO) {
@@ -158,9 +239,7 @@ static int create_on_loop(KfdRelay *r, void *data) {
                             "dispatch is not allowed for this client by policy (%s)", r->session_id, words);
                 return -EPERM;
         }
-        /* kfd_ioctl_create_queue / set_queue_properties_from_user. */
-        if (a->gpu_id != r->gpu_id || a->queue_percentage > 100 || a->queue_priority > 15 || a->ring_size == 0 ||
-            (a->ring_size & (a->ring_size - 1)) || a->ring_size < AQL_PACKET_SIZE)
+        if (a->ring_size == 0 || (a->ring_size & (a->ring_size - 1)) || a->ring_size < AQL_PACKET_SIZE)
                 return -EINVAL;
         /* Every address in the client's memory (the newer kernels' buffer
          * checks, kfd_queue_acquire_buffers), and the indices where ROCr's
@@ -173,15 +252,12 @@ static int create_on_loop(KfdRelay *r, void *data) {
                          "the process's buffers where ROCr puts them", r->session_id);
                 return -EINVAL;
         }
-        for (id = 0; id < RELAY_MAX_QUEUES && !q; id++)
-                if (!r->queues[id].used)
-                        q = &r->queues[id];
+        q = queue_slot(r);
         if (!q)
                 return -ENOMEM; /* "No more queues": kfd's pqm_create_queue answers so at its limit */
-        id--;
         *q = (RelayQueue) {
                 .used = true,
-                .id = id,
+                .id = q->id,
                 .gen = q->gen + 1,
                 .ring_va = a->ring_base_address,
                 .n_slots = a->ring_size / AQL_PACKET_SIZE,
@@ -189,13 +265,9 @@ static int create_on_loop(KfdRelay *r, void *data) {
                 .suspended = a->queue_percentage == 0,
         };
         q->next = q->retired = load64(kfd_relay_cpu(r, queue_va + AMD_QUEUE_READ_DISPATCH_ID, 8));
-        a->queue_id = id;
-        /* The form of the kernel's answer on gfx9+: the doorbell page's mmap
-         * offset with the doorbell's byte offset in its low bits (sim-queue.c). */
-        a->doorbell_offset = KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(r->gpu_id) | ((uint64_t) id * 8);
+        answer(r, a, q);
         log_debug("Session %" PRIu64 ": relayed AQL queue %u: ring 0x%" PRIx64 " of %u packets, amd_queue_t 0x%" PRIx64,
-                  r->session_id, id, q->ring_va, q->n_slots, q->queue_va);
-        r->last_activity_ns = now_ns();
+                  r->session_id, q->id, q->ring_va, q->n_slots, q->queue_va);
         return 1;
 }
 
@@ -257,13 +329,9 @@ int kfd_relay_queue_ioctl(KfdRelay *r, unsigned long request, void *arg) {
                         return -EINVAL;
                 switch (a->queue_type) {
                 case KFD_IOC_QUEUE_TYPE_COMPUTE_AQL:
-                        return kfd_relay_on_loop(r, create_on_loop, &call);
                 case KFD_IOC_QUEUE_TYPE_SDMA:
                 case KFD_IOC_QUEUE_TYPE_SDMA_XGMI:
-                        /* What allocate_sdma_queue answers with none left; ROCr
-                         * then copies with blit kernels on its AQL queues. */
-                        log_debug("Session %" PRIu64 ": KFD relay has no SDMA queue for the process", r->session_id);
-                        return -ENOMEM;
+                        return kfd_relay_on_loop(r, create_on_loop, &call);
                 default:
                         /* A PM4 queue of the client's would run packets
                          * nobody checked. */
@@ -411,12 +479,13 @@ static int pm4_ib_ok(KfdRelay *r, const uint8_t *pkt, const char **why) {
 
 static int submit(KfdRelay *r, RelayQueue *q, uint64_t index, const GpuJob *gj, bool dispatch) {
         Session *s = r->session;
-        Job *j = job_new(s, s->last_fence + 1, dispatch ? WIRE_JOB_DISPATCH : WIRE_JOB_SIGNAL_EVENT);
+        Job *j = job_new(s, s->last_fence + 1, q->sdma ? WIRE_JOB_COPY : dispatch ? WIRE_JOB_DISPATCH
+                                                                               : WIRE_JOB_SIGNAL_EVENT);
 
         if (!j)
                 return -ENOMEM;
         j->sched.kind = SCHED_JOB_WORK;
-        j->sched.engine = GPU_ENGINE_COMPUTE;
+        j->sched.engine = q->sdma ? GPU_ENGINE_SDMA : GPU_ENGINE_COMPUTE;
         j->sched.gpu = *gj;
         j->relay = kfd_relay_ref(r);
         j->relay_queue = q->id;
@@ -426,6 +495,11 @@ static int submit(KfdRelay *r, RelayQueue *q, uint64_t index, const GpuJob *gj, 
                 j->sched.timeout_ns = s->policy.job_timeout_ns;
         if (dispatch && s->policy.dispatch_timeout_ns != POLICY_INFINITY)
                 j->sched.timeout_ns = MIN(j->sched.timeout_ns, s->policy.dispatch_timeout_ns);
+        if (gj->type == GPU_JOB_SDMA_PACKETS) {
+                /* The job owns its copy of the packets (freed with it). */
+                j->args = (uint8_t *) gj->packets.dw;
+                j->sched.gpu.packets.dw = gj->packets.dw;
+        }
         session_submit_relayed(s, j);
         q->inflight++;
         r->jobs_in_flight++;
@@ -517,7 +591,110 @@ static int relay_packet(KfdRelay *r, RelayQueue *q, uint64_t index, const uint8_
         }
 }
 
+/* The most dwords one relayed SDMA job carries, and one packet may have
+ * (a WRITE_LINEAR of 256 dwords; BlitSdma writes none that long). */
+#define SDMA_JOB_MAX_DW 2048u
+#define SDMA_PACKET_MAX_DW 260u
+
+/*
+ * What an SDMA queue has between what was read and its write offset, in
+ * jobs of whole packets that gpu_sdma_packet_scan() passes and whose memory
+ * is the client's. Before a TRAP of one of the client's events, a FENCE of
+ * the event's id to its slot of the page the process registered (the
+ * daemon's): kfd_signal_event_interrupt checks that slot, and BlitSdma's own
+ * FENCE goes to the mailbox in the thunk's page.
+ */
+static void scan_sdma(KfdRelay *r, RelayQueue *q) {
+        const uint8_t *ring = kfd_relay_cpu(r, q->ring_va, q->ring_bytes);
+        const void *wp = kfd_relay_cpu(r, q->wptr_va, 8);
+        uint64_t wptr;
+
+        if (!ring || !wp) {
+                queue_stop(r, q, q->next, 0, "its ring or write pointer was freed");
+                return;
+        }
+        wptr = load64(wp);
+        if (wptr < q->next || wptr - q->retired > q->ring_bytes || wptr % 4) {
+                queue_stop(r, q, q->next, 0, "its write pointer moved backwards or past what the ring holds");
+                return;
+        }
+        while (q->next < wptr && q->inflight < RELAY_QUEUE_INFLIGHT) {
+                uint64_t pos = q->next % q->ring_bytes;
+                size_t avail = (size_t) (MIN(wptr - q->next, q->ring_bytes - pos) / 4), off = 0, n = 0;
+                uint32_t *out = malloc(4u * SDMA_JOB_MAX_DW);
+                const uint32_t *in = (const uint32_t *) (ring + pos);
+
+                if (!out)
+                        return;
+                while (off < avail) {
+                        GpuSdmaRange ranges[GPU_SDMA_MAX_RANGES];
+                        uint32_t pkt[SDMA_PACKET_MAX_DW];
+                        size_t have = MIN(avail - off, (size_t) SDMA_PACKET_MAX_DW), ndw = 0;
+                        const char *why = NULL;
+                        unsigned nr = 0;
+                        int k;
+
+                        /* One copy of each packet: what is checked is what runs. */
+                        memcpy(pkt, in + off, 4u * have);
+                        if ((pkt[0] & 0xFF) == SDMA_OP_NOP) {
+                                /* Padding: skipped, its payload never read. */
+                                ndw = 1 + ((pkt[0] >> 16) & 0x3FFFu);
+                                if (ndw > avail - off)
+                                        break;
+                                off += ndw;
+                                continue;
+                        }
+                        k = gpu_sdma_packet_scan(pkt, have, &ndw, ranges, &nr, &why);
+                        if (k == -EAGAIN && have == avail - off)
+                                break; /* the rest is not written yet */
+                        if (k == -EAGAIN)
+                                k = -EINVAL, why = "an SDMA packet larger than the relay takes";
+                        if (k < 0) {
+                                free(out);
+                                queue_stop(r, q, q->next + 4 * off, 0, why);
+                                return;
+                        }
+                        for (unsigned i = 0; i < nr; i++)
+                                if (ranges[i].size && !kfd_relay_cpu(r, ranges[i].va, ranges[i].size)) {
+                                        free(out);
+                                        queue_stop(r, q, q->next + 4 * off, 0,
+                                                   "an SDMA packet reaches memory outside the process's buffers");
+                                        return;
+                                }
+                        if (n + ndw + SDMA_FENCE_DW > SDMA_JOB_MAX_DW)
+                                break;
+                        if ((pkt[0] & 0xFF) == SDMA_OP_TRAP && kfd_relay_client_event(r, pkt[1] & 0x0FFFFFFFu)) {
+                                uint32_t id = pkt[1] & 0x0FFFFFFFu;
+                                n += sdma_emit_fence(out + n, gpu_context_get_event_slot_va(context_get_gpu(r->ctx), id),
+                                                     id);
+                        }
+                        memcpy(out + n, pkt, 4u * ndw);
+                        n += ndw;
+                        off += ndw;
+                }
+                if (off == 0) {
+                        free(out);
+                        return;
+                }
+                if (n == 0)
+                        n = sdma_emit_nop(out, 1);
+                GpuJob gj = { .type = GPU_JOB_SDMA_PACKETS, .packets = { .dw = out, .ndw = (uint32_t) n } };
+                uint64_t end = q->next + 4 * off;
+                if (submit(r, q, end, &gj, false) < 0) {
+                        free(out);
+                        return;
+                }
+                q->next = end;
+                r->last_activity_ns = now_ns();
+        }
+}
+
 static void scan_queue(KfdRelay *r, RelayQueue *q) {
+        if (q->sdma) {
+                if (!q->stopped && !q->suspended)
+                        scan_sdma(r, q);
+                return;
+        }
         const uint8_t *amd_queue = kfd_relay_cpu(r, q->queue_va, AMD_QUEUE_SIZE);
         const uint8_t *ring = kfd_relay_cpu(r, q->ring_va, (uint64_t) q->n_slots * AQL_PACKET_SIZE);
         uint64_t wptr, limit;
@@ -617,7 +794,16 @@ void kfd_relay_job_done(KfdRelay *r, Job *j, int error, const char *message) {
                 return;
         if (q->inflight > 0)
                 q->inflight--;
-        if (error == 0)
+        log_debug("Session %" PRIu64 ": relayed %s job of queue %u done (%d) %.3f ms after it was queued",
+                  r->session_id, q->sdma ? "SDMA" : "AQL", q->id, error,
+                  (double) (now_ns() - j->sched.queued_ns) / 1e6);
+        if (error == 0 && q->sdma) {
+                /* What the engine reports: the bytes it has read. */
+                void *rp = kfd_relay_cpu(r, q->rptr_va, 8);
+                q->retired = MAX(q->retired, j->relay_index);
+                if (rp)
+                        __atomic_store_n((uint64_t *) rp, q->retired, __ATOMIC_RELEASE);
+        } else if (error == 0)
                 q->retired = MAX(q->retired, j->relay_index + 1);
         else
                 /* The client's signal was not decremented: the packets behind
@@ -655,7 +841,7 @@ int kfd_relay_queues_init(KfdRelay *r) {
         if (r->mmio_memfd < 0)
                 return r->mmio_memfd;
         k = sd_event_add_time_relative(r->event, &r->poll, CLOCK_MONOTONIC,
-                                       RELAY_POLL_IDLE_MS * 1000u, 0, on_poll, r);
+                                       RELAY_POLL_IDLE_MS * 1000u, 1, on_poll, r);
         if (k < 0)
                 return k;
         (void) sd_event_source_set_description(r->poll, "kfd-relay-poll");

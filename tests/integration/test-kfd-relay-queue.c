@@ -25,6 +25,7 @@
 #include "code-image.h"
 #include "compute-util.h"
 #include "gpu/pm4.h"
+#include "gpu/sdma.h"
 #include "kfd/kfd-uapi.h"
 #include "relay-util.h"
 
@@ -245,7 +246,13 @@ Test(kfd_relay_queue, a_kernel_dispatch_runs_and_completes_as_the_cp_does) {
                 bad += c[i] != (i < 1000 ? 1.5f * (float) i : -1.0f);
         cr_expect_eq(bad, 0, "vector_add's result");
         /* The packet was a job of the session: accounted as its others. */
-        cr_assert_eq(kfdb_query(s.c.s, &u), 0);
+        /* The daemon learns of the job's end after the client does. */
+        for (int i = 0; i < 400; i++) {
+                cr_assert_eq(kfdb_query(s.c.s, &u), 0);
+                if (u.jobs_completed >= 1)
+                        break;
+                usleep(5000);
+        }
         cr_expect_geq(u.jobs_completed, 1);
         cr_expect_eq(u.jobs_failed, 0);
         relayed_close(&s.c);
@@ -375,7 +382,9 @@ Test(kfd_relay_queue, nothing_of_the_daemons_own_is_the_clients_to_name) {
         q.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE;
         cr_expect_eq(kioctl(&s.c, AMDKFD_IOC_CREATE_QUEUE, &q), -EOPNOTSUPP, "a PM4 queue of the client's");
         q.queue_type = KFD_IOC_QUEUE_TYPE_SDMA;
-        cr_expect_eq(kioctl(&s.c, AMDKFD_IOC_CREATE_QUEUE, &q), -ENOMEM, "no SDMA queue: ROCr uses blit kernels");
+        q.ring_base_address = 0x7770000000ull;
+        cr_expect_eq(kioctl(&s.c, AMDKFD_IOC_CREATE_QUEUE, &q), -EINVAL, "an SDMA ring outside the client's memory");
+        q.ring_base_address = s.aql.ring.va;
         q.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
         q.read_pointer_address += 8;
         cr_expect_eq(kioctl(&s.c, AMDKFD_IOC_CREATE_QUEUE, &q), -EINVAL, "pointers not where amd_queue_t has them");
@@ -403,4 +412,86 @@ Test(kfd_relay_queue, compute_dispatch_no_gets_no_queue) {
                   "%s", log);
         free(log);
         relayed_close(&c);
+}
+
+/* An SDMA queue as ROCr's BlitSdma makes one: a byte ring and 64-bit read
+ * and write offsets in the client's memory. */
+typedef struct Sdma {
+        Buf ring, ptrs; /* ptrs: rptr at 0, wptr at 8 */
+        uint32_t id;
+        uint64_t wptr;
+} Sdma;
+
+static int sdma_create(Relayed *c, Sdma *s, uint64_t va) {
+        s->ring = buf_new(c, va, 4096);
+        s->ptrs = buf_new(c, va + 0x10000, 4096);
+        struct kfd_ioctl_create_queue_args q = {
+                .ring_base_address = s->ring.va, .ring_size = 4096, .gpu_id = c->gpu_id,
+                .queue_type = KFD_IOC_QUEUE_TYPE_SDMA, .queue_percentage = 100, .queue_priority = 7,
+                .read_pointer_address = s->ptrs.va, .write_pointer_address = s->ptrs.va + 8,
+        };
+        int r = kioctl(c, AMDKFD_IOC_CREATE_QUEUE, &q);
+        s->id = q.queue_id;
+        return r;
+}
+
+static void sdma_submit(Relayed *c, Sdma *s, const uint32_t *dw, size_t n) {
+        memcpy(s->ring.cpu + s->wptr % 4096, dw, 4 * n);
+        s->wptr += 4 * n;
+        put64(&s->ptrs, 8, s->wptr);
+        struct kfd_ioctl_get_version_args v = {};
+        (void) kioctl(c, AMDKFD_IOC_GET_VERSION, &v); /* a nudge, as any call */
+}
+
+Test(kfd_relay_queue, sdma_packets_run_on_the_processs_own_sdma_queue) {
+        Setup s = {};
+        Sdma q = {};
+        uint32_t pkt[64];
+        size_t n = 0;
+        char *log;
+
+        setup(&s);
+        cr_assert_eq(sdma_create(&s.c, &q, 0x16000000), 0);
+        for (unsigned i = 0; i < 1024; i++)
+                ((uint32_t *) s.data.cpu)[i] = i * 3u;
+        memset(s.data.cpu + 4096, 0, 4096);
+        /* ROCr's shape: copy, then the completion value and event (FENCE, TRAP). */
+        n += sdma_emit_copy_linear(pkt + n, s.data.va + 4096, s.data.va, 4096);
+        n += sdma_emit_fence(pkt + n, s.sigs.va + 0x300, 0x1234);
+        n += sdma_emit_fence(pkt + n, s.page.va + 8ull * s.slot, s.ev);
+        n += sdma_emit_trap(pkt + n, s.ev);
+        sdma_submit(&s.c, &q, pkt, n);
+        cr_assert_eq(wait_event(&s.c, s.ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the TRAP's event");
+        cr_expect_eq(memcmp(s.data.cpu, s.data.cpu + 4096, 4096), 0, "the copy ran");
+        cr_expect_eq(*(uint32_t *) (s.sigs.cpu + 0x300), 0x1234u);
+        for (int i = 0; i < 200 && get64(&q.ptrs, 0) != q.wptr; i++)
+                usleep(5000);
+        cr_expect_eq(get64(&q.ptrs, 0), q.wptr, "rptr reports what the engine read");
+
+        /* Memory outside the client's buffers: the queue stops there. */
+        n = sdma_emit_copy_linear(pkt, 0x7770000000ull, s.data.va, 4096);
+        n += sdma_emit_fence(pkt + n, s.sigs.va + 0x300, 0x5678);
+        sdma_submit(&s.c, &q, pkt, n);
+        /* A register write (SRBM_WRITE) on another queue: refused too. */
+        Sdma q2 = {};
+        cr_assert_eq(sdma_create(&s.c, &q2, 0x17000000), 0);
+        pkt[0] = SDMA_OP_SRBM_WRITE;
+        pkt[1] = 0x1234;
+        pkt[2] = 0;
+        sdma_submit(&s.c, &q2, pkt, 3);
+        for (int i = 0; i < 400; i++) {
+                log = test_daemon_read_log(&d);
+                bool both = strstr(log, "an SDMA packet reaches memory outside the process's buffers") &&
+                            strstr(log, "an SDMA opcode clients may not use");
+                free(log);
+                if (both)
+                        break;
+                usleep(5000);
+        }
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "an SDMA packet reaches memory outside the process's buffers"), "%s", log);
+        cr_expect(strstr(log, "an SDMA opcode clients may not use"), "%s", log);
+        free(log);
+        cr_expect_eq(*(uint32_t *) (s.sigs.cpu + 0x300), 0x1234u, "nothing after the refused packet ran");
+        relayed_close(&s.c);
 }
