@@ -741,7 +741,9 @@ void kfd_relay_queues_scan(KfdRelay *r) {
         uint64_t relayed = r->jobs_relayed;
         bool any = false;
 
-        if (!r->ctx || !r->session || r->released)
+        /* Nothing more runs once the session is over (its jobs may still be
+         * finishing) or the daemon's context in the process is gone. */
+        if (!r->ctx || !context_get_gpu(r->ctx) || !r->session || !r->session->connected || r->released)
                 return;
         /* Views of buffers the client freed go first. */
         pthread_mutex_lock(&r->lock);
