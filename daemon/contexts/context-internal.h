@@ -30,6 +30,8 @@ struct Context {
          * (context_pool_kfd_relay_begin()): one incarnation, never
          * reclaimed, never brought up again. */
         bool kfd_process;
+        void (*kfd_dropped)(void *userdata); /* context_on_kfd_drop() */
+        void *kfd_dropped_userdata;
 
         /* The current incarnation: a GPU context of this process, or a
          * worker process's (context-worker.c). */

@@ -419,6 +419,11 @@ void context_kfd_relay_end(Context *c) {
         context_unref(c);
 }
 
+void context_on_kfd_drop(Context *c, void (*fn)(void *userdata), void *userdata) {
+        c->kfd_dropped = fn;
+        c->kfd_dropped_userdata = userdata;
+}
+
 bool context_is_kfd_process(const Context *c) {
         return c->kfd_process;
 }

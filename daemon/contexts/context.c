@@ -127,6 +127,8 @@ static void incarnation_free(Context *c) {
         c->wake = sd_event_source_disable_unref(c->wake);
         c->gpu = gpu_context_free(c->gpu);
         c->inflight = 0;
+        if (c->kfd_process && c->kfd_dropped)
+                c->kfd_dropped(c->kfd_dropped_userdata);
         if (c->pool && !c->device && !c->kfd_process)
                 c->pool->n_live--;
 }

@@ -164,6 +164,10 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
 /* The relayed process's context: its GPU context goes now (before its KFD
  * process does); the slot stays until its users release it. NULL-safe. */
 void context_kfd_relay_end(Context *c);
+/* fn(userdata) is called, on the loop, when the GPU context of c (a relayed
+ * process's) goes, whoever ends it: after that nothing of the daemon uses
+ * the process's KfdOps. NULL to stop. */
+void context_on_kfd_drop(Context *c, void (*fn)(void *userdata), void *userdata);
 /* Whether c is the context of a relayed client's KFD process. */
 bool context_is_kfd_process(const Context *c);
 /* The GPU context of c's current incarnation in this process, or NULL (none,

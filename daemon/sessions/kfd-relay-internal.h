@@ -91,6 +91,9 @@ struct KfdRelay {
         uint32_t gpu_id;
         unsigned render_minor;
         bool released;           /* the server let the process go: ops are gone */
+        bool attached;           /* kfd_relay_attach() ran (lock) */
+        bool ctx_dropped;        /* the daemon's context in the process went (lock) */
+        sd_event_source *drop_source; /* kfd_relay_detach(): the context goes on the next iteration */
 
         /* Queues (kfd-relay-queue.c). */
         int doorbell_memfd;      /* the client's doorbell page, 8 KiB */

@@ -37,6 +37,9 @@
 /* How long a serving thread waits for the event loop to charge before it
  * answers -ENOMEM (a loop that busy is as good as out of memory). */
 #define CHARGE_WAIT_S 30
+/* How long the end of a process waits for the loop to let the daemon's GPU
+ * context in it go (hook_release()). */
+#define RELEASE_WAIT_S 10
 
 typedef enum Feature {
         FEATURE_SVM,
@@ -83,8 +86,11 @@ void kfd_relay_unref(KfdRelay *r) {
         free(r);
 }
 
-/* Loop thread: applies every queued charge. */
-static void charges_run(KfdRelay *r) {
+/* Loop thread: applies every queued charge, and runs every queued call
+ * (with run_calls; else they fail with -ENODEV: the session is going, and
+ * this may be inside a GPU context's completion callback, where no call may
+ * free that context). */
+static void charges_run(KfdRelay *r, bool run_calls) {
         LoopCall *list;
         Session *s;
 
@@ -104,7 +110,7 @@ static void charges_run(KfdRelay *r) {
                 LoopCall *c = list;
                 list = c->next;
                 if (c->fn) {
-                        c->r = s ? c->fn(r, c->data) : -ENODEV;
+                        c->r = s && run_calls ? c->fn(r, c->data) : -ENODEV;
                         pthread_mutex_lock(&r->lock);
                         c->done = true;
                         pthread_cond_broadcast(&r->cond);
@@ -161,7 +167,7 @@ static int on_charge(sd_event_source *es, int fd, uint32_t revents, void *userda
         uint64_t n;
 
         (void) read(fd, &n, sizeof n);
-        charges_run(r);
+        charges_run(r, true);
         /* Any call of the process is a nudge: its queues may have work. */
         kfd_relay_queues_scan(r);
         return 0;
@@ -216,8 +222,11 @@ static int run_on_loop(KfdRelay *r, LoopCall *c) {
                                 queued = true;
                                 break;
                         }
-                if (queued)
+                if (queued) {
+                        log_warning("Session %" PRIu64 ": KFD relay: the event loop did not take a call of the "
+                                    "process within %d s", r->session_id, CHARGE_WAIT_S);
                         c->r = -ENOMEM;
+                }
                 else /* the loop is running it now */
                         while (!c->done)
                                 pthread_cond_wait(&r->cond, &r->lock);
@@ -584,6 +593,17 @@ static int hook_mmap(void *userdata, int fd, size_t length, uint64_t offset, int
         return 1;
 }
 
+/* Loop thread, from incarnation_free(): the daemon's context in the process
+ * is gone; a server thread waiting in release() may let the process go. */
+static void on_context_dropped(void *userdata) {
+        KfdRelay *r = userdata;
+
+        pthread_mutex_lock(&r->lock);
+        r->ctx_dropped = true;
+        pthread_cond_broadcast(&r->cond);
+        pthread_mutex_unlock(&r->lock);
+}
+
 /* Loop thread: the daemon's context in the process goes (before the process). */
 static void drop_context(KfdRelay *r) {
         Context *ctx = r->ctx;
@@ -593,7 +613,17 @@ static void drop_context(KfdRelay *r) {
         kfd_relay_queues_done(r);
         r->ctx = NULL;
         context_kfd_relay_end(ctx);
+        context_on_kfd_drop(ctx, NULL, NULL);
         context_unref(ctx);
+}
+
+static int on_drop_deferred(sd_event_source *es, void *userdata) {
+        KfdRelay *r = userdata;
+
+        r->drop_source = sd_event_source_disable_unref(r->drop_source);
+        drop_context(r);
+        kfd_relay_unref(r); /* the deferral's */
+        return 0;
 }
 
 static int release_on_loop(KfdRelay *r, void *data) {
@@ -601,14 +631,30 @@ static int release_on_loop(KfdRelay *r, void *data) {
         return 0;
 }
 
-/* The process is going: the daemon's context in it goes first. */
+/* The process is going: the daemon's context in it goes first — on the
+ * loop, now if the session is there, else where kfd_relay_detach() left it
+ * to (a deferred drop, or the pool's end at exit). */
 static void hook_release(void *userdata) {
         KfdRelay *r = userdata;
+        bool dropped;
 
-        if (kfd_relay_on_loop(r, release_on_loop, NULL) == -ENODEV) {
-                /* Detached: the session let the context go already. */
-        }
         pthread_mutex_lock(&r->lock);
+        dropped = r->ctx_dropped;
+        pthread_mutex_unlock(&r->lock);
+        /* Gone already (the pool's end at exit, where the loop runs no more). */
+        if (!dropped)
+                (void) kfd_relay_on_loop(r, release_on_loop, NULL);
+        /* Bounded: a loop that no longer runs must not hold the exit. */
+        struct timespec deadline;
+        int k = 0;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += RELEASE_WAIT_S;
+        pthread_mutex_lock(&r->lock);
+        while (r->attached && !r->ctx_dropped && k == 0)
+                k = pthread_cond_timedwait(&r->cond, &r->lock, &deadline);
+        if (r->attached && !r->ctx_dropped)
+                log_warning("Session %" PRIu64 ": KFD relay: the daemon's GPU context in the process was not let go "
+                            "within %d s; the process goes anyway", r->session_id, RELEASE_WAIT_S);
         r->released = true;
         pthread_mutex_unlock(&r->lock);
 }
@@ -683,6 +729,10 @@ int kfd_relay_attach(KfdRelay *r, Context *ctx) {
         if (!gpu)
                 return -ENODEV;
         r->ctx = context_ref(ctx);
+        context_on_kfd_drop(ctx, on_context_dropped, r);
+        pthread_mutex_lock(&r->lock);
+        r->attached = true;
+        pthread_mutex_unlock(&r->lock);
         r->ops = gpu_context_get_ops(gpu);
         r->gpu_id = gpu_context_get_info(gpu)->gpu_id;
         r->render_minor = gpu_context_get_info(gpu)->drm_render_minor;
@@ -702,10 +752,15 @@ void kfd_relay_detach(KfdRelay *r) {
         if (!r)
                 return;
         /* The daemon's context in the process goes while the process is
-         * still there (the server waits in release() for this). */
-        drop_context(r);
+         * still there (the server waits in release() for this) — on its own
+         * loop iteration: this may run inside that context's completion
+         * callback (the session's last job), which must not free it. */
+        if (r->ctx && sd_event_add_defer(r->event, &r->drop_source, on_drop_deferred, r) >= 0)
+                kfd_relay_ref(r);
+        else
+                drop_context(r);
         /* What is queued first (charges waited for fail, give-backs apply). */
-        charges_run(r);
+        charges_run(r, false);
         pthread_mutex_lock(&r->lock);
         s = r->session;
         r->session = NULL;
