@@ -88,8 +88,7 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         s->buffers.max = s->limits.max_buffers;
         s->code_objects.max = s->limits.max_buffers;
         s->events.max = s->limits.max_events;
-        if (s->page.page)
-                session_page_set_jobs_limit(&s->page, s->limits.max_jobs_in_flight);
+        session_page_set_jobs_limit(&s->page, s->limits.max_jobs_in_flight);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 s->streams[e].weight = l->weight ? l->weight : 1;
                 /* Compute streams move to a queue of the class's KFD priority once idle. */
@@ -199,7 +198,7 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         s->set = m;
         s->id = ++m->next_session_id;
         s->fd = fd;
-        s->page.memfd = s->page.eventfd = -EBADF;
+        session_page_init(&s->page); /* made at Hello (session-page-open.c) */
         s->kfd_relay_fd = -EBADF;
         s->connected = true;
         s->opened_ns = now_ns();
@@ -231,10 +230,6 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         if (r < 0)
                 goto fail;
 
-        r = session_page_init(&s->page);
-        if (r < 0)
-                goto fail;
-        session_page_set_jobs_limit(&s->page, s->limits.max_jobs_in_flight);
         r = sd_event_add_io(m->event, &s->io, fd, EPOLLIN, on_io, s);
         if (r < 0)
                 goto fail;

@@ -89,6 +89,7 @@ struct Session {
         sd_event_source *io;
         bool connected;
         bool hello_done;
+        bool lazy;  /* its Hello asked for a lazy session (docs/protocol.md "Lazy sessions") */
         bool young; /* served after established sessions (session-set.h, "Young sessions") */
         bool reading_paused;
         bool corked; /* replies queue up without being sent (session_cork) */
@@ -102,7 +103,7 @@ struct Session {
         bool limits_overridden;   /* SetLimits changed them; reloads keep them */
         WireLimits limits;        /* what Hello announces and requests are checked against */
 
-        SessionPage page;
+        SessionPage page;         /* made at Hello, or for a lazy session at OpenSessionPage */
         HandleTable buffers; /* SessionBuffer* */
         HandleTable events;  /* ClientEvent* */
         HandleTable code_objects; /* SessionCodeObject*; each also counts against max_buffers */
@@ -235,9 +236,11 @@ void session_release_exported(Session *s, GpuPlacement placement, uint64_t size,
 bool session_pool_put(Session *s, SessionBuffer *b);
 GpuBuffer *session_pool_take(Session *s, uint64_t size, GpuPlacement placement);
 void session_pool_drop(Session *s);
-/* File descriptor budgets (session-fds.c). A session's own fds: its socket,
- * its session page's memfd and eventfd. */
-#define SESSION_FDS 3u
+/* File descriptor budgets (session-fds.c). A session's own fd: its socket;
+ * its page adds its eventfd (and the memfd, until handed out). A connection
+ * is taken when the socket and a page fit (SESSION_FDS + SESSION_PAGE_FDS). */
+#define SESSION_FDS 1u
+#define SESSION_PAGE_FDS 2u
 /* Counts delta fds the daemon holds for the session (and its user). */
 void session_account_fds(Session *s, int64_t delta);
 /* Daemon fds each buffer keeps open (GpuDeviceInfo.fds_per_buffer). */
@@ -299,6 +302,17 @@ void session_open_submit_ring(Session *s, const WireRequest *req);
 void session_ring_drain(Session *s);
 void session_ring_stop(Session *s);
 void session_ring_free(Session *s);
+
+/* The session page (session-page-open.c). session_page_make() checks the
+ * fds (if check_fds: Hello's were when the connection was taken), makes the
+ * page with what the session says now (its fences, failures, losses, limit,
+ * live events) and counts its fds; 0, or a negative errno after replying to
+ * request id with the reason (what names the request).
+ * session_page_handed_out() closes the memfd once a reply holds a copy.
+ * session_open_session_page() answers OpenSessionPage. */
+int session_page_make(Session *s, uint64_t id, const char *what, bool check_fds);
+void session_page_handed_out(Session *s);
+void session_open_session_page(Session *s, const WireRequest *req);
 
 /* The fence page (session-fence-page.c): OpenFencePage; counting a new
  * job, and giving it the slot write it ends with when it is a copy or fill
