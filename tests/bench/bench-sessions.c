@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,6 +98,20 @@ typedef struct Round {
         double kib, anon, shmem, fds;
 } Round;
 
+/* Whether the daemon listens: its socket's file appears at bind(), a moment
+ * before listen(), when a connect is still refused. */
+static bool can_connect(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        bool ok;
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        ok = fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
 static kfdb_session *open_session(const char *sock, const Round *round) {
         kfdb_session *s;
         int r;
@@ -142,7 +158,9 @@ static void run_round(Round *round, const char *dir, unsigned n) {
                 die("calloc", ENOMEM);
         snprintf(sock, sizeof(sock), "%s/sock-%s", dir, round->name);
         pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, sock, "warning", args, NULL);
-        if (pid < 0)
+        for (int i = 0; pid >= 0 && i < 400 && !can_connect(sock); i++)
+                usleep(10000);
+        if (pid < 0 || !can_connect(sock))
                 die("kfdbrokerd did not start", ETIMEDOUT);
         if (setenv("KFDBROKER_LAZY_SESSION", round->lazy ? "1" : "0", 1) < 0)
                 die("setenv", errno);
