@@ -99,7 +99,7 @@ struct Session {
         uint64_t opened_ns;
 
         PolicyLimits policy;      /* resolved from the policy for this identity */
-        char policy_matched[256]; /* which rules applied (FILE:LINE list) */
+        char *policy_matched;     /* which rules applied (FILE:LINE list); NULL: none, the defaults */
         bool limits_overridden;   /* SetLimits changed them; reloads keep them */
         WireLimits limits;        /* what Hello announces and requests are checked against */
 
@@ -115,7 +115,7 @@ struct Session {
         ContextPayer payer;
         Context *paid_ctx;
         uint64_t context_bytes;
-        char compute_key[160];    /* the context key it was taken for */
+        char *compute_key;        /* the context key it was taken for; NULL until its first dispatch */
 
         uint64_t last_fence;      /* last fence handed out */
         uint64_t completed_fence; /* all fences <= this are finished */
@@ -153,8 +153,9 @@ struct Session {
         uint64_t released_bytes; /* both together */
         uint64_t placement_bytes[2]; /* buffer bytes by GpuPlacement (GTT, VRAM) */
         /* Freed buffers kept for reuse, still charged (in usage.buffer_bytes
-         * and the tallies, and each still counted as an object). */
-        PooledBuffer pool[SESSION_POOL_MAX_BUFFERS];
+         * and the tallies, and each still counted as an object):
+         * SESSION_POOL_MAX_BUFFERS entries, allocated with the first. */
+        PooledBuffer *pool;
         unsigned n_pooled;
         uint64_t pooled_bytes;
         uint64_t fds;             /* daemon fds held for it (session-fds.c), also in its user's Tally */
