@@ -68,8 +68,17 @@ int session_page_need(kfdb_session *s) {
 
         if (s->page)
                 return 0;
-        if (!s->lazy)
-                return session_error(s, -ENOTCONN, "the session has no session page: it is not connected");
+        if (!s->lazy) {
+                /* Neither a page nor a lazy session: a reconnect that failed
+                 * half way. Another try gives one or the other. */
+                k = session_recover(s, -ECONNRESET);
+                if (k < 0)
+                        return k;
+                if (s->page)
+                        return 0;
+                if (!s->lazy)
+                        return session_error(s, -ENOTCONN, "the session has no session page: it is not connected");
+        }
         k = session_call(s, &req, NULL, 0, &r);
         /* A reconnect on the way may have brought a daemon that gives the page at Hello. */
         if (k < 0)
