@@ -67,6 +67,8 @@ static void reply_empty(Session *s, uint64_t id) {
 }
 
 static void handle_hello(Session *s, const WireRequest *req) {
+        /* Bits of a newer client that this daemon does not know are left
+         * alone: the features of the reply say what it took. */
         bool lazy = req->hello.features & WIRE_HELLO_FEATURE_LAZY_SESSION;
 
         if (s->hello_done) {
@@ -79,8 +81,6 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                    req->hello.protocol_version, WIRE_PROTOCOL_VERSION);
                 return;
         }
-        /* Bits a newer client sets that this daemon does not know are left
-         * alone: the features of the reply say what it took. */
         if (req->hello.resume_fence > 0)
                 s->last_fence = s->completed_fence = req->hello.resume_fence;
         session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
