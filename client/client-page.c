@@ -86,8 +86,13 @@ int session_page_need(kfdb_session *s) {
         if (s->page)
                 return 0;
         k = session_map_page(s, r->fds[0], r->session_page.size);
-        if (k < 0)
+        if (k < 0) {
+                /* Not a page to read: the session goes on without one. */
+                if (s->page)
+                        munmap((void *) s->page, s->page_size);
+                s->page = NULL;
                 return k;
+        }
         /* A number the caller may hold already (kfdb_get_event_fd() before a
          * daemon restart) stays the session's eventfd. */
         if (s->event_fd >= 0) {

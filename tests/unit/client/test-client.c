@@ -309,6 +309,46 @@ Test(client, a_lazy_session_asks_for_its_page_when_it_needs_it) {
         kfdb_session_free(session);
 }
 
+/* A lazy daemon whose OpenSessionPage hands out something that is no
+ * session page: the call fails with -EPROTO and the session reads nothing
+ * of it afterwards. */
+static void script_lazy_daemon_bad_page(Srv *s) {
+        WireRequest req = {};
+        int page_fd, fds[2];
+        WireReply r = { .type = WIRE_REPLY_HELLO };
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r.id = req.id;
+        r.hello.protocol_version = 1;
+        r.hello.features = srv_features_lazy;
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_OPEN_SESSION_PAGE);
+        srv_page_init(s, &page_fd);
+        S_CHECK(s, s->page && s->event_fd >= 0);
+        s->page->magic = 0x12345678u;
+        s->page->context_lost = 5;
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_OPEN_SESSION_PAGE,
+                          .session_page = { .size = (uint32_t) KFDB_PAGE_SIZE } };
+        fds[0] = page_fd;
+        fds[1] = s->event_fd;
+        S_CHECK(s, srv_send(s, &r, fds, 2) == 0);
+        close(page_fd);
+}
+
+Test(client, a_lazy_session_refuses_a_page_that_is_none) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_lazy_daemon_bad_page);
+
+        cr_assert_eq(kfdb_get_event_fd(session), -EPROTO);
+        cr_assert(strstr(kfdb_session_last_error(session), "magic 0x12345678"), "%s",
+                  kfdb_session_last_error(session));
+        srv_join(&s);
+        cr_assert_eq(kfdb_session_get_context_lost(session), 0, "the refused page is read");
+        kfdb_session_free(session);
+}
+
 static void script_bad_page(Srv *s) {
         WireRequest req = {};
         int page_fd, fds[2];
