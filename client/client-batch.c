@@ -388,6 +388,10 @@ int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fe
         s = b->session;
         if (b->n_jobs == 0)
                 return session_error(s, -ENODATA, "kfdb_batch_submit: the batch is empty");
+        /* A lazy session's first submit makes its page, ring and fence page. */
+        k = session_submit_need(s);
+        if (k < 0)
+                return k;
         /* Through the submit ring when it can take the batch: no round trip. */
         k = session_ring_submit(s, b->jobs, b->n_jobs, fences_out);
         if (k < 0)

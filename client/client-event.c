@@ -35,6 +35,10 @@ static int event_make(kfdb_session *s, bool auto_reset, uint64_t *ret_handle, ui
         *ret_handle = 0; /* also on error: gcc -O3 cannot see that the error is negative */
         *ret_slot = 0;
         req.create_event.auto_reset = auto_reset;
+        /* Its state is read from the session page: a lazy session makes it now. */
+        k = session_page_need(s);
+        if (k < 0)
+                return k;
         k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
                 return k;
@@ -114,7 +118,8 @@ int kfdb_event_reset(kfdb_event *e) {
 static const KfdbPageEvent *event_slot(const kfdb_event *e) {
         const KfdbSessionPage *page = e->session->page;
 
-        if (e->slot >= session_page_load_u32(&page->max_events))
+        /* None: a reconnect could not make the page again. */
+        if (!page || e->slot >= session_page_load_u32(&page->max_events))
                 return NULL;
         if (!session_page_load_u32(&page->events[e->slot].live))
                 return NULL;

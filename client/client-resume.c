@@ -173,6 +173,7 @@ static int restore_objects(kfdb_session *s, bool late) {
 /* One try: connect, Hello, make everything again. */
 static int reconnect_once(kfdb_session *s) {
         int fd = -EBADF, old_event_fd = s->event_fd, k, lost;
+        bool had_submitted = s->submit_ready;
 
         k = session_connect(s->path, &fd);
         if (k < 0)
@@ -185,6 +186,13 @@ static int reconnect_once(kfdb_session *s) {
         session_forget_hello(s);
         s->event_fd = -EBADF;
         k = session_hello(s, s->client_name, s->last_fence);
+        /* The caller may poll the eventfd it had: a lazy session that had its
+         * page makes the new one now, onto the same number below, and its
+         * ring and fence page if it had submitted. */
+        if (k >= 0 && s->lazy && had_submitted)
+                k = session_submit_need(s);
+        else if (k >= 0 && s->lazy && old_event_fd >= 0)
+                k = session_page_need(s);
         if (k >= 0 && s->event_fd >= 0) {
                 k = move_fd(s->event_fd, old_event_fd);
                 s->event_fd = k < 0 ? -EBADF : k;

@@ -42,7 +42,8 @@ uint32_t session_page_load_u32(const uint32_t *p) {
 }
 
 uint64_t session_completed_fence(const kfdb_session *s) {
-        return session_page_load_u64(&s->page->completed_fence);
+        /* No page: nothing was submitted on this connection (client-page.c). */
+        return s->page ? session_page_load_u64(&s->page->completed_fence) : s->last_fence;
 }
 
 void session_object_link(kfdb_session *s, ClientObject *o, client_object_release_fn release,
@@ -411,10 +412,10 @@ int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_f
         if (r->type != expected)
                 return session_error(s, -EBADMSG, "kfdbrokerd answered %s with the wrong reply body",
                                      name);
-        if (r->n_fds < client_reply_fds_expected(expected))
+        if (r->n_fds < client_reply_fds_required(expected))
                 return session_error(s, -EBADMSG,
                                      "kfdbrokerd answered %s with %zu fds, expected %u", name,
-                                     r->n_fds, client_reply_fds_expected(expected));
+                                     r->n_fds, client_reply_fds_required(expected));
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -440,45 +441,6 @@ static void default_client_name(char *buf, size_t size) {
                         *p = '?';
 }
 
-static int session_map_page(kfdb_session *s, int page_fd, uint32_t page_size) {
-        const size_t header = offsetof(KfdbSessionPage, events);
-        const KfdbSessionPage *page;
-        struct stat st;
-        uint32_t size, max_events;
-        void *p;
-
-        if (page_size < header || page_size > (64u << 20))
-                return session_error(s, -EPROTO, "session page size %u is not plausible",
-                                     page_size);
-        if (fstat(page_fd, &st) < 0)
-                return session_error(s, -errno, "cannot stat the session page: %m");
-        if (st.st_size < (off_t) page_size)
-                return session_error(s, -EPROTO, "session page fd holds %lld bytes, Hello said %u",
-                                     (long long) st.st_size, page_size);
-        p = mmap(NULL, page_size, PROT_READ, MAP_SHARED, page_fd, 0);
-        if (p == MAP_FAILED)
-                return session_error(s, -errno, "cannot map the session page: %m");
-        s->page = page = p;
-        s->page_size = page_size;
-
-        if (session_page_load_u32(&page->magic) != KFDB_PAGE_MAGIC)
-                return session_error(s, -EPROTO, "session page has magic 0x%08x, expected 0x%08x",
-                                     page->magic, KFDB_PAGE_MAGIC);
-        if (session_page_load_u32(&page->version) != KFDB_PAGE_VERSION)
-                return session_error(s, -EPROTO, "session page has layout version %u, expected %u",
-                                     page->version, KFDB_PAGE_VERSION);
-        size = session_page_load_u32(&page->size);
-        max_events = session_page_load_u32(&page->max_events);
-        if (max_events > KFDB_PAGE_MAX_EVENTS)
-                return session_error(s, -EPROTO, "session page lists %u events, at most %u allowed",
-                                     max_events, KFDB_PAGE_MAX_EVENTS);
-        if (size > page_size || size < header + (size_t) max_events * sizeof(KfdbPageEvent))
-                return session_error(s, -EPROTO,
-                                     "session page says it is %u bytes (%u events), mapped %u",
-                                     size, max_events, page_size);
-        return 0;
-}
-
 static kfdb_limits limits_from_reply(const ClientLimits *l) {
         return (kfdb_limits) {
                 .max_buffer_size = l->max_buffer_size,
@@ -493,6 +455,8 @@ static kfdb_limits limits_from_reply(const ClientLimits *l) {
 }
 
 void session_forget_hello(kfdb_session *s) {
+        s->lazy = false;
+        s->submit_ready = false;
         session_ring_close(s);
         session_fence_page_close(s);
         if (s->page)
@@ -515,6 +479,7 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
         req.hello.protocol_version = KFDB_PROTOCOL_VERSION;
         req.hello.client_name = client_name;
         req.hello.resume_fence = resume_fence;
+        req.hello.features = s->lazy_wanted ? CLIENT_HELLO_FEATURE_LAZY_SESSION : 0;
         k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
                 return k;
@@ -522,11 +487,6 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
                 return session_error(s, -EPROTONOSUPPORT,
                                      "kfdbrokerd speaks protocol version %u, this library %u",
                                      r->hello.protocol_version, KFDB_PROTOCOL_VERSION);
-
-        k = session_map_page(s, r->fds[0], r->hello.session_page_size);
-        if (k < 0)
-                return k;
-        s->event_fd = TAKE_FD(r->fds[1]);
 
         s->session_id = r->hello.session_id;
         s->daemon_version = strdup(r->hello.daemon_version);
@@ -544,10 +504,18 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
                 s->n_features++;
         }
         s->limits = limits_from_reply(&r->hello.limits);
-        k = session_ring_open(s);
+        /* A daemon that knows the bit took it: the page comes when needed
+         * (client-page.c). One that does not sent it, as to everyone. */
+        s->lazy = s->lazy_wanted && kfdb_session_has_feature(s, "lazy-session");
+        if (s->lazy)
+                return 0;
+        if (r->n_fds < 2)
+                return session_error(s, -EBADMSG, "kfdbrokerd answered Hello with %zu fds, expected 2", r->n_fds);
+        k = session_map_page(s, r->fds[0], r->hello.session_page_size);
         if (k < 0)
                 return k;
-        return session_fence_page_open(s);
+        s->event_fd = TAKE_FD(r->fds[1]);
+        return session_submit_need(s);
 }
 
 DEFINE_POINTER_CLEANUP(kfdb_session, kfdb_session_free)
@@ -601,6 +569,8 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
                 s->ring_wanted = !e || strcmp(e, "0") != 0;
                 e = secure_getenv("KFDBROKER_FENCE_PAGE");
                 s->fence_page_wanted = !e || strcmp(e, "0") != 0;
+                e = secure_getenv("KFDBROKER_LAZY_SESSION");
+                s->lazy_wanted = !e || strcmp(e, "0") != 0;
         }
         {
                 const char *e = secure_getenv("KFDBROKER_RECONNECT_TIMEOUT_MS");
@@ -710,7 +680,14 @@ int kfdb_get_fd(const kfdb_session *s) {
 }
 
 int kfdb_get_event_fd(const kfdb_session *s) {
-        return s ? s->event_fd : -EINVAL;
+        int k;
+
+        if (!s)
+                return -EINVAL;
+        /* A lazy session makes its page (and eventfd) now: what the caller
+         * sees of the session does not change, hence the const. */
+        k = session_page_need((kfdb_session *) s);
+        return k < 0 ? k : s->event_fd;
 }
 
 uint64_t kfdb_session_get_id(const kfdb_session *s) {

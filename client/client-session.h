@@ -66,8 +66,11 @@ struct ClientObject {
 struct kfdb_session {
         int fd;
         int event_fd;
-        const KfdbSessionPage *page;
+        const KfdbSessionPage *page; /* NULL in a lazy session until needed (client-page.c) */
         size_t page_size;
+        bool lazy_wanted;  /* KFDBROKER_LAZY_SESSION is not 0 */
+        bool lazy;         /* this connection's Hello asked for a lazy session and the daemon took it */
+        bool submit_ready; /* the ring and fence page were opened (or not offered) on this connection */
 
         uint64_t next_id;
         uint64_t last_fence; /* highest fence a Submit reply handed out */
@@ -177,6 +180,15 @@ int session_connect(const char *path, int *ret);
 void session_forget_hello(kfdb_session *s);
 /* Reads and dispatches what the old connection still holds (failures, SessionEnded). */
 void session_drain(kfdb_session *s);
+
+/* The session page (client-page.c). session_map_page() checks and maps what
+ * Hello or OpenSessionPage gave. session_page_need() makes a lazy session's
+ * page and eventfd (a round trip, the first time); session_submit_need()
+ * also opens the submit ring and the fence page where offered and wanted,
+ * once a connection. 0, or a negative errno with last_error set. */
+int session_map_page(kfdb_session *s, int page_fd, uint32_t page_size);
+int session_page_need(kfdb_session *s);
+int session_submit_need(kfdb_session *s);
 
 /* The submit ring (client-ring.c). Opens it after Hello when the daemon
  * offers "submit-ring" and the session wants it; 0 also when it does not (the

@@ -38,6 +38,7 @@ static const char *const request_type_names[] = {
         [CLIENT_REQUEST_OPEN_KFD] = "OpenKfd",
         [CLIENT_REQUEST_TERMINATE_SESSION] = "TerminateSession",
         [CLIENT_REQUEST_LIST_SESSIONS] = "ListSessions",
+        [CLIENT_REQUEST_OPEN_SESSION_PAGE] = "OpenSessionPage",
 };
 
 const char *client_request_type_name(ClientRequestType type) {
@@ -78,6 +79,8 @@ ClientReplyType client_request_reply_type(ClientRequestType type) {
                 return CLIENT_REPLY_OPEN_KFD;
         case CLIENT_REQUEST_LIST_SESSIONS:
                 return CLIENT_REPLY_LIST_SESSIONS;
+        case CLIENT_REQUEST_OPEN_SESSION_PAGE:
+                return CLIENT_REPLY_OPEN_SESSION_PAGE;
         case CLIENT_REQUEST_FREE_CODE_OBJECT:
         case CLIENT_REQUEST_FREE_BUFFER:
         case CLIENT_REQUEST_DESTROY_EVENT:
@@ -93,6 +96,7 @@ unsigned client_reply_fds_expected(ClientReplyType type) {
         switch (type) {
         case CLIENT_REPLY_HELLO:
         case CLIENT_REPLY_OPEN_SUBMIT_RING:
+        case CLIENT_REPLY_OPEN_SESSION_PAGE:
                 return 2;
         case CLIENT_REPLY_ALLOC_BUFFER:
         case CLIENT_REPLY_EXPORT_BUFFER:
@@ -102,6 +106,11 @@ unsigned client_reply_fds_expected(ClientReplyType type) {
         default:
                 return 0;
         }
+}
+
+unsigned client_reply_fds_required(ClientReplyType type) {
+        /* session_hello() checks a Hello's: none for a lazy session. */
+        return type == CLIENT_REPLY_HELLO ? 0 : client_reply_fds_expected(type);
 }
 
 /* ---- Requests ---- */
@@ -126,6 +135,7 @@ typedef struct RequestParts {
         Kfdbroker__V1__FreeCodeObjectRequest free_code_object;
         Kfdbroker__V1__OpenSubmitRingRequest open_submit_ring;
         Kfdbroker__V1__OpenFencePageRequest open_fence_page;
+        Kfdbroker__V1__OpenSessionPageRequest open_session_page;
         Kfdbroker__V1__OpenKfdRequest open_kfd;
         Kfdbroker__V1__TerminateSessionRequest terminate_session;
         Kfdbroker__V1__ListSessionsRequest list_sessions;
@@ -325,6 +335,7 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 p->hello.protocol_version = r->hello.protocol_version;
                 p->hello.client_name = (char *) (r->hello.client_name ?: "");
                 p->hello.resume_fence = r->hello.resume_fence;
+                p->hello.features = r->hello.features;
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
                 m->hello = &p->hello;
                 return 0;
@@ -432,6 +443,11 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 kfdbroker__v1__open_fence_page_request__init(&p->open_fence_page);
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
                 m->open_fence_page = &p->open_fence_page;
+                return 0;
+        case CLIENT_REQUEST_OPEN_SESSION_PAGE:
+                kfdbroker__v1__open_session_page_request__init(&p->open_session_page);
+                m->body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SESSION_PAGE;
+                m->open_session_page = &p->open_session_page;
                 return 0;
         case CLIENT_REQUEST_OPEN_KFD:
                 kfdbroker__v1__open_kfd_request__init(&p->open_kfd);
@@ -804,6 +820,10 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 return 0;
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_KFD:
                 return decode_open_kfd(m->open_kfd, r);
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SESSION_PAGE:
+                r->type = CLIENT_REPLY_OPEN_SESSION_PAGE;
+                r->session_page.size = m->open_session_page->size;
+                return 0;
         default:
                 break;
         }

@@ -42,7 +42,11 @@ typedef enum ClientRequestType {
         CLIENT_REQUEST_OPEN_KFD,
         CLIENT_REQUEST_TERMINATE_SESSION,
         CLIENT_REQUEST_LIST_SESSIONS,
+        CLIENT_REQUEST_OPEN_SESSION_PAGE,
 } ClientRequestType;
+
+/* HelloRequest.features bits (docs/protocol.md "Lazy sessions"). */
+#define CLIENT_HELLO_FEATURE_LAZY_SESSION (UINT64_C(1) << 0)
 
 typedef enum ClientJobType {
         CLIENT_JOB_COPY = 1,
@@ -104,6 +108,7 @@ typedef struct ClientRequest {
                         uint32_t protocol_version;
                         const char *client_name;
                         uint64_t resume_fence; /* 0: a new client */
+                        uint64_t features;     /* CLIENT_HELLO_FEATURE_* */
                 } hello;
                 struct {
                         uint64_t size;
@@ -162,12 +167,15 @@ typedef enum ClientReplyType {
         CLIENT_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
         CLIENT_REPLY_OPEN_KFD,         /* 1 fd: the KFD relay socket */
         CLIENT_REPLY_LIST_SESSIONS,
+        CLIENT_REPLY_OPEN_SESSION_PAGE, /* 2 fds: the session page, its eventfd */
         CLIENT_REPLY_UNKNOWN, /* a body this library does not know (newer daemon) */
 } ClientReplyType;
 
-/* The reply a request type expects, and how many fds that reply carries. */
+/* The reply a request type expects, how many fds that reply carries at most,
+ * and at least (a lazy session's Hello reply carries none). */
 ClientReplyType client_request_reply_type(ClientRequestType type);
 unsigned client_reply_fds_expected(ClientReplyType type);
+unsigned client_reply_fds_required(ClientReplyType type);
 
 typedef struct ClientLimits {
         uint64_t max_buffer_size, max_buffer_bytes;
@@ -289,6 +297,9 @@ typedef struct ClientReply {
                 struct {
                         uint32_t size, slots;
                 } fence_page;
+                struct {
+                        uint32_t size;
+                } session_page;
                 struct {
                         ClientTopologyFile *files; /* owned; strings and bytes point into the message */
                         size_t n_files;

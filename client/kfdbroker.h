@@ -83,7 +83,12 @@ typedef enum kfdb_placement {
  * @ret: the new session.
  *
  * Maps the session page read-only after checking its magic, version and
- * size, and keeps the eventfd that signals its changes.
+ * size, and keeps the eventfd that signals its changes — where the daemon
+ * offers "lazy-session" (unless KFDBROKER_LAZY_SESSION=0), not at once but
+ * when the session first needs them: its first event, its first submit
+ * (which also opens the submit ring and the fence page) or
+ * kfdb_get_event_fd(), one round trip each, once; an idle session costs the
+ * daemon its socket alone.
  *
  * Returns 0, or -EINVAL (bad argument, client name too long or not
  * printable), -ENAMETOOLONG (path longer than a unix socket address),
@@ -233,7 +238,10 @@ const char *kfdb_strerror(int error);
 /* The socket (readable when the daemon sent something) and the eventfd
  * (readable when a job completed or failed or an event changed on the session
  * page; a submission alone does not signal it), for a client's poll loop. After
- * either is readable call kfdb_process(). Owned by the session. */
+ * either is readable call kfdb_process(). Owned by the session.
+ * kfdb_get_event_fd() asks the daemon for the page and eventfd of a lazy
+ * session that has none yet (kfdb_session_new()); it returns a negative errno
+ * if that fails (the common errors). */
 int kfdb_get_fd(const kfdb_session *s);
 int kfdb_get_event_fd(const kfdb_session *s);
 

@@ -301,7 +301,7 @@ static int append_session(sd_bus_message *r, Session *s) {
         k |= append_sv_t(r, "UserBuffers", s->user_tally ? s->user_tally->objects : 0);
         k |= append_sv_t(r, "ContextBytes", s->context_bytes);
         k |= append_sv_t(r, "UserKeptBufferBytes", s->user_tally ? s->user_tally->kept_bytes : 0);
-        k |= append_sv_s(r, "PolicyRules", s->policy_matched);
+        k |= append_sv_s(r, "PolicyRules", s->policy_matched ?: "");
         k |= sd_bus_message_append(r, "{sv}", "LimitsOverridden", "b", (int) s->limits_overridden);
         if (metrics_format_drm_usage(s, &drm) >= 0)
                 k |= append_sv_s(r, "DrmUsage", drm);

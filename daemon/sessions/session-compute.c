@@ -57,14 +57,14 @@ void session_policy_words(const Session *s, char *buf, size_t size) {
         snprintf(buf, size, "ComputeDispatch=%s, Isolation=%s%s%s",
                  policy_compute_to_string(s->policy.compute_dispatch), policy_isolation_to_string(s->policy.isolation),
                  s->limits_overridden ? ", set by SetLimits" : "; rules: ",
-                 s->limits_overridden ? "" : s->policy_matched[0] ? s->policy_matched : "defaults");
+                 s->limits_overridden ? "" : s->policy_matched ?: "defaults");
 }
 
 int session_compute_context(Session *s, uint64_t id, const char *field, Context **ret) {
         ContextPool *pool = s->set->contexts;
         bool shared = context_pool_mechanism(pool) == CONTEXT_MECHANISM_NONE ||
                       s->policy.isolation == POLICY_ISOLATION_SHARED;
-        char key[sizeof s->compute_key], words[400], err[320] = "";
+        char key[160], words[400], err[320] = "";
         Context *ctx;
         int r;
 
@@ -103,13 +103,15 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
                 snprintf(key, sizeof key, "shared");
                 break;
         }
-        if (!s->compute_ctx || strcmp(key, s->compute_key) != 0) {
+        if (!s->compute_ctx || !s->compute_key || strcmp(key, s->compute_key) != 0) {
                 r = context_pool_get(pool, key, &ctx);
                 if (r < 0)
                         return fail(s, id, -r, "%s: cannot make a GPU context: %s", field, strerror(-r));
                 context_release(s->compute_ctx);
                 s->compute_ctx = ctx;
-                snprintf(s->compute_key, sizeof s->compute_key, "%s", key);
+                /* Out of memory, the next dispatch looks the key up again. */
+                free(s->compute_key);
+                s->compute_key = strdup(key);
                 scheduler_stream_set_context(s->set->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         }
         /* Its memory is charged to the session that brings it up, or to the

@@ -6,8 +6,8 @@
  * and everyone else was refused).
  *
  * What is counted, per session and for its uid (the user's Tally): the
- * session's own fds (its socket, session page memfd and eventfd:
- * SESSION_FDS), the fds of replies queued for it (a dma-buf each, until the
+ * session's own fds (its socket, SESSION_FDS; its session page's eventfd,
+ * and memfd until handed out, session-page-open.c), the fds of replies queued for it (a dma-buf each, until the
  * client reads them), the fds the kernel-call table keeps per buffer
  * (GpuDeviceInfo.fds_per_buffer: 0 on the kernel, 1 on the simulator) for
  * each buffer, pooled buffer and code object, and one per probe of a freed
@@ -152,7 +152,9 @@ bool session_check_fds(Session *s, uint64_t id, uint64_t n, const char *what) {
 }
 
 int session_check_connection_fds(SessionSet *set, const Session *s, char *msg, size_t msglen) {
-        if (!over_user_budget(s, SESSION_FDS))
+        /* A session that will ask for its page (every client without the
+         * lazy session bit, at Hello) is to find room for it. */
+        if (!over_user_budget(s, SESSION_FDS + SESSION_PAGE_FDS))
                 return 0;
         snprintf(msg, msglen,
                  "too many file descriptors: uid %u makes the daemon hold %" PRIu64 " (kfdbrokerd --max-fds-per-user=%" PRIu64 ")",

@@ -42,6 +42,13 @@ void session_open_fence_page(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, EEXIST, "open_fence_page: this session has its fence page already");
                 return;
         }
+        /* Its slot writes wake the client through the session page's eventfd. */
+        if (!s->page.page) {
+                session_send_error(s, req->id, EPROTO,
+                                   "open_fence_page: this lazy session has no session page yet, whose eventfd the "
+                                   "fence page wakes: send OpenSessionPage first");
+                return;
+        }
         /* What the kernel-call table keeps for the buffer, and the reply's fd until read. */
         if (!session_check_fds(s, req->id, held + 1, "OpenFencePage"))
                 return;

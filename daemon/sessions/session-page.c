@@ -19,12 +19,17 @@
 
 static_assert(KFDB_PAGE_SIZE % 4096 == 0, "page size");
 
-int session_page_init(SessionPage *p) {
+void session_page_init(SessionPage *p) {
+        *p = (SessionPage) { .memfd = -EBADF, .eventfd = -EBADF };
+}
+
+int session_page_open(SessionPage *p) {
         _cleanup_close_ int memfd = -EBADF, efd = -EBADF;
+        KfdbSessionPage *page;
         void *m;
 
-        *p = (SessionPage) { .memfd = -EBADF, .eventfd = -EBADF };
-
+        if (p->page)
+                return -EEXIST;
         memfd = memfd_create("kfdbroker-session-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (memfd < 0)
                 return -errno;
@@ -47,11 +52,19 @@ int session_page_init(SessionPage *p) {
                 return r;
         }
 
-        p->page = m;
-        p->page->magic = KFDB_PAGE_MAGIC;
-        p->page->version = KFDB_PAGE_VERSION;
-        p->page->size = KFDB_PAGE_SIZE;
-        p->page->max_events = KFDB_PAGE_MAX_EVENTS;
+        /* Nobody has the page yet: plain stores, seq 0. */
+        page = m;
+        page->magic = KFDB_PAGE_MAGIC;
+        page->version = KFDB_PAGE_VERSION;
+        page->size = KFDB_PAGE_SIZE;
+        page->max_events = KFDB_PAGE_MAX_EVENTS;
+        page->completed_fence = p->completed_fence;
+        page->submitted_fence = p->submitted_fence;
+        page->jobs_failed = p->jobs_failed;
+        page->last_failed_fence = p->last_failed_fence;
+        page->context_lost = p->context_lost;
+        page->max_jobs_in_flight = p->max_jobs_in_flight;
+        p->page = page;
         p->memfd = TAKE_FD(memfd);
         p->eventfd = TAKE_FD(efd);
         return 0;
@@ -80,9 +93,13 @@ static void end(SessionPage *p) {
 #define STORE(field, v) atomic_store_explicit((_Atomic uint64_t *) &(field), (v), memory_order_release)
 
 void session_page_set_fences(SessionPage *p, uint64_t completed, uint64_t submitted) {
-        bool completion = p->page->completed_fence != completed, was_dirty = p->dirty;
+        bool completion = p->completed_fence != completed, was_dirty = p->dirty;
 
-        if (!completion && p->page->submitted_fence == submitted)
+        if (!completion && p->submitted_fence == submitted)
+                return;
+        p->completed_fence = completed;
+        p->submitted_fence = submitted;
+        if (!p->page)
                 return;
         begin(p);
         STORE(p->page->submitted_fence, submitted);
@@ -96,27 +113,36 @@ void session_page_set_fences(SessionPage *p, uint64_t completed, uint64_t submit
 }
 
 void session_page_job_failed(SessionPage *p, uint64_t fence) {
+        p->jobs_failed++;
+        p->last_failed_fence = fence;
+        if (!p->page)
+                return;
         begin(p);
-        STORE(p->page->jobs_failed, p->page->jobs_failed + 1);
+        STORE(p->page->jobs_failed, p->jobs_failed);
         STORE(p->page->last_failed_fence, fence);
         end(p);
 }
 
 void session_page_context_lost(SessionPage *p) {
+        p->context_lost++;
+        if (!p->page)
+                return;
         begin(p);
-        STORE(p->page->context_lost, p->page->context_lost + 1);
+        STORE(p->page->context_lost, p->context_lost);
         end(p);
 }
 
 void session_page_set_jobs_limit(SessionPage *p, uint64_t max_jobs_in_flight) {
+        p->max_jobs_in_flight = max_jobs_in_flight;
         /* One field nobody reads together with others: no seq, no signal. */
-        STORE(p->page->max_jobs_in_flight, max_jobs_in_flight);
+        if (p->page)
+                STORE(p->page->max_jobs_in_flight, max_jobs_in_flight);
 }
 
 void session_page_set_event(SessionPage *p, uint32_t slot, uint64_t age, bool signaled, bool live) {
         KfdbPageEvent *e;
 
-        if (slot >= KFDB_PAGE_MAX_EVENTS)
+        if (!p->page || slot >= KFDB_PAGE_MAX_EVENTS)
                 return;
         e = &p->page->events[slot];
         begin(p);
@@ -132,6 +158,8 @@ void session_page_flush(SessionPage *p) {
         if (!p->dirty)
                 return;
         p->dirty = false;
+        if (p->eventfd < 0)
+                return;
         /* EAGAIN means the counter is saturated: the client is already woken. */
         (void) !write(p->eventfd, &one, sizeof(one));
 }

@@ -30,6 +30,7 @@
  * SESSION_POOL_MAX_BUFFER_SIZE bytes, SESSION_POOL_MAX_BYTES in all.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "sessions/session.h"
 #include "util/macro.h"
@@ -44,6 +45,12 @@ bool session_pool_put(Session *s, SessionBuffer *b) {
         /* A job in flight still reads or writes it: it goes when they retire. */
         if (gpu_buffer_is_shared(b->gpu) || !gpu_buffer_get_cpu(b->gpu))
                 return false;
+        /* Most sessions never pool a buffer: room for the pool comes with its first. */
+        if (!s->pool) {
+                s->pool = calloc(SESSION_POOL_MAX_BUFFERS, sizeof(*s->pool));
+                if (!s->pool)
+                        return false;
+        }
         /* Nowhere but in the daemon's own context while it waits. */
         gpu_buffer_unmap_elsewhere(b->gpu);
         s->pool[s->n_pooled++] = (PooledBuffer) { .gpu = b->gpu, .placement = b->placement };

@@ -21,11 +21,12 @@
 
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply", "fence-page", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
+        "fence-page", "lazy-session", NULL,
 };
 static const char *const features_compute[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "compute", NULL,
+        "fence-page", "lazy-session", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -66,7 +67,9 @@ static void reply_empty(Session *s, uint64_t id) {
 }
 
 static void handle_hello(Session *s, const WireRequest *req) {
-        int fds[2] = { s->page.memfd, s->page.eventfd };
+        /* Bits of a newer client that this daemon does not know are left
+         * alone: the features of the reply say what it took. */
+        bool lazy = req->hello.features & WIRE_HELLO_FEATURE_LAZY_SESSION;
 
         if (s->hello_done) {
                 session_send_error(s, req->id, EPROTO, "Hello was already sent on this connection");
@@ -78,14 +81,22 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                    req->hello.protocol_version, WIRE_PROTOCOL_VERSION);
                 return;
         }
+        if (req->hello.resume_fence > 0)
+                s->last_fence = s->completed_fence = req->hello.resume_fence;
+        session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
+        /* A lazy session gets its page at OpenSessionPage; anyone else now,
+         * as ever. */
+        if (!lazy && session_page_make(s, req->id, "Hello", false) < 0) {
+                s->last_fence = s->completed_fence = 0;
+                session_page_set_fences(&s->page, 0, 0);
+                return;
+        }
         memcpy(s->client_name, req->hello.client_name, sizeof(s->client_name));
         s->hello_done = true;
+        s->lazy = lazy;
         if (req->hello.resume_fence > 0) {
                 /* A client back after a restart: its fences go on from where
                  * they were (docs/protocol.md "When the daemon restarts"). */
-                s->last_fence = s->completed_fence = req->hello.resume_fence;
-                session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
-                session_page_flush(&s->page);
                 LogFields extra = {};
 
                 log_fields_add(&extra, "KFDBROKER_RESUME_FENCE=%" PRIu64, s->last_fence);
@@ -96,7 +107,7 @@ static void handle_hello(Session *s, const WireRequest *req) {
         /* Connections that never say Hello are not sessions of the identity. */
         s->account->sessions_now++;
         s->account->sessions_total++;
-        log_debug("Session %" PRIu64 ": hello from \"%s\"", s->id, s->client_name);
+        log_debug("Session %" PRIu64 ": hello from \"%s\"%s", s->id, s->client_name, lazy ? " (lazy session)" : "");
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_HELLO,
@@ -105,9 +116,11 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                         .features = session_has_compute(s) ? features_compute : features,
                                         .limits = s->limits,
                                         .session_id = s->id,
-                                        .session_page_size = (uint32_t) KFDB_PAGE_SIZE },
+                                        .session_page_size = lazy ? 0 : (uint32_t) KFDB_PAGE_SIZE },
                      },
-                     fds, 2);
+                     lazy ? NULL : (int[]) { s->page.memfd, s->page.eventfd }, lazy ? 0 : 2);
+        if (!lazy)
+                session_page_handed_out(s);
 }
 
 static void handle_device_info(Session *s, const WireRequest *req) {
@@ -772,6 +785,8 @@ void session_handle_request(Session *s, WireRequest *req, int *fds, unsigned n_f
                 return session_handle_terminate(s, req);
         case WIRE_REQUEST_LIST_SESSIONS:
                 return session_handle_list_sessions(s, req);
+        case WIRE_REQUEST_OPEN_SESSION_PAGE:
+                return session_open_session_page(s, req);
         }
         session_send_error(s, req->id, EOPNOTSUPP, "request type %d is not supported", (int) req->type);
 }

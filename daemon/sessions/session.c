@@ -89,8 +89,7 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         s->buffers.max = s->limits.max_buffers;
         s->code_objects.max = s->limits.max_buffers;
         s->events.max = s->limits.max_events;
-        if (s->page.page)
-                session_page_set_jobs_limit(&s->page, s->limits.max_jobs_in_flight);
+        session_page_set_jobs_limit(&s->page, s->limits.max_jobs_in_flight);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 s->streams[e].weight = l->weight ? l->weight : 1;
                 /* Compute streams move to a queue of the class's KFD priority once idle. */
@@ -98,23 +97,28 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
                                            policy_priority_to_queue_priority(l->priority));
         }
         /* Isolation= may have changed: the next compute job takes its context anew. */
-        s->compute_key[0] = '\0';
+        free(s->compute_key);
+        s->compute_key = NULL;
 }
 
 void session_apply_policy(Session *s) {
+        char matched[256];
         PolicyLimits l;
         int r;
 
         if (s->limits_overridden)
                 return;
-        r = policy_resolve(s->set->policy, &s->identity, &s->set->default_policy, &l,
-                           s->policy_matched, sizeof(s->policy_matched));
+        r = policy_resolve(s->set->policy, &s->identity, &s->set->default_policy, &l, matched, sizeof(matched));
         if (r < 0) {
                 log_warning_errno(r, "Session %" PRIu64 ": cannot resolve the policy, using defaults: %m",
                                   s->id);
                 l = s->set->default_policy;
-                snprintf(s->policy_matched, sizeof(s->policy_matched), "(built-in defaults)");
+                snprintf(matched, sizeof(matched), "(built-in defaults)");
         }
+        /* Kept at its length: most sessions match a rule or two, or none.
+         * Out of memory, the list is not said (shown as the defaults). */
+        free(s->policy_matched);
+        s->policy_matched = matched[0] ? strdup(matched) : NULL;
         session_set_limits(s, &l);
 }
 
@@ -200,7 +204,7 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         s->set = m;
         s->id = ++m->next_session_id;
         s->fd = fd;
-        s->page.memfd = s->page.eventfd = -EBADF;
+        session_page_init(&s->page); /* made at Hello (session-page-open.c) */
         s->kfd_relay_fd = -EBADF;
         s->connected = true;
         s->opened_ns = now_ns();
@@ -232,10 +236,6 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         if (r < 0)
                 goto fail;
 
-        r = session_page_init(&s->page);
-        if (r < 0)
-                goto fail;
-        session_page_set_jobs_limit(&s->page, s->limits.max_jobs_in_flight);
         r = sd_event_add_io(m->event, &s->io, fd, EPOLLIN, on_io, s);
         if (r < 0)
                 goto fail;
@@ -244,7 +244,7 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         LIST_PREPEND(sessions, m->sessions, s);
         m->n_sessions++;
         session_set_add_young(m, s);
-        log_fields_add(&extra, "KFDBROKER_POLICY_RULES=%s", s->policy_matched[0] ? s->policy_matched : "defaults");
+        log_fields_add(&extra, "KFDBROKER_POLICY_RULES=%s", s->policy_matched ?: "defaults");
         session_log_struct(s, LOG_INFO, 0, KFDBROKER_MESSAGE_SESSION_OPENED, &extra,
                  "Session %" PRIu64 " opened: pid %d uid %u gid %d comm \"%s\" unit %s%s%s%s (policy: %s)",
                  s->id, (int) s->identity.pid, (unsigned) s->identity.uid,
@@ -253,7 +253,7 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
                  s->identity.user_unit ? s->identity.user_unit : s->identity.unit ? s->identity.unit : "-",
                  s->identity.app_id ? " app " : "", s->identity.app_id ? s->identity.app_id : "",
                  s->identity.process_unknown ? " process unknown (no rule on unit, cgroup, app id or container applies)" : "",
-                 s->policy_matched[0] ? s->policy_matched : "defaults");
+                 s->policy_matched ?: "defaults");
         if (m->cb.opened)
                 m->cb.opened(s, m->cb.userdata);
         if (ret)
@@ -304,6 +304,9 @@ static void session_free(Session *s) {
                 account_unref(s->account);
         session_tallies_detach(s);
         identity_done(&s->identity);
+        free(s->policy_matched);
+        free(s->compute_key);
+        free(s->pool);
         safe_close(s->fd);
         /* A session that queued many jobs leaves many small free chunks all
          * over the heap, which glibc's free() returns to the system only

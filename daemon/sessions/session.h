@@ -89,6 +89,7 @@ struct Session {
         sd_event_source *io;
         bool connected;
         bool hello_done;
+        bool lazy;  /* its Hello asked for a lazy session (docs/protocol.md "Lazy sessions") */
         bool young; /* served after established sessions (session-set.h, "Young sessions") */
         bool reading_paused;
         bool corked; /* replies queue up without being sent (session_cork) */
@@ -98,11 +99,11 @@ struct Session {
         uint64_t opened_ns;
 
         PolicyLimits policy;      /* resolved from the policy for this identity */
-        char policy_matched[256]; /* which rules applied (FILE:LINE list) */
+        char *policy_matched;     /* which rules applied (FILE:LINE list); NULL: none, the defaults */
         bool limits_overridden;   /* SetLimits changed them; reloads keep them */
         WireLimits limits;        /* what Hello announces and requests are checked against */
 
-        SessionPage page;
+        SessionPage page;         /* made at Hello, or for a lazy session at OpenSessionPage */
         HandleTable buffers; /* SessionBuffer* */
         HandleTable events;  /* ClientEvent* */
         HandleTable code_objects; /* SessionCodeObject*; each also counts against max_buffers */
@@ -114,7 +115,7 @@ struct Session {
         ContextPayer payer;
         Context *paid_ctx;
         uint64_t context_bytes;
-        char compute_key[160];    /* the context key it was taken for */
+        char *compute_key;        /* the context key it was taken for; NULL until its first dispatch */
 
         uint64_t last_fence;      /* last fence handed out */
         uint64_t completed_fence; /* all fences <= this are finished */
@@ -153,8 +154,9 @@ struct Session {
         uint64_t released_bytes; /* both together */
         uint64_t placement_bytes[2]; /* buffer bytes by GpuPlacement (GTT, VRAM) */
         /* Freed buffers kept for reuse, still charged (in usage.buffer_bytes
-         * and the tallies, and each still counted as an object). */
-        PooledBuffer pool[SESSION_POOL_MAX_BUFFERS];
+         * and the tallies, and each still counted as an object):
+         * SESSION_POOL_MAX_BUFFERS entries, allocated with the first. */
+        PooledBuffer *pool;
         unsigned n_pooled;
         uint64_t pooled_bytes;
         uint64_t fds;             /* daemon fds held for it (session-fds.c), also in its user's Tally */
@@ -239,9 +241,11 @@ void session_release_exported(Session *s, GpuPlacement placement, uint64_t size,
 bool session_pool_put(Session *s, SessionBuffer *b);
 GpuBuffer *session_pool_take(Session *s, uint64_t size, GpuPlacement placement);
 void session_pool_drop(Session *s);
-/* File descriptor budgets (session-fds.c). A session's own fds: its socket,
- * its session page's memfd and eventfd. */
-#define SESSION_FDS 3u
+/* File descriptor budgets (session-fds.c). A session's own fd: its socket;
+ * its page adds its eventfd (and the memfd, until handed out). A connection
+ * is taken when the socket and a page fit (SESSION_FDS + SESSION_PAGE_FDS). */
+#define SESSION_FDS 1u
+#define SESSION_PAGE_FDS 2u
 /* Counts delta fds the daemon holds for the session (and its user). */
 void session_account_fds(Session *s, int64_t delta);
 /* Daemon fds each buffer keeps open (GpuDeviceInfo.fds_per_buffer). */
@@ -303,6 +307,17 @@ void session_open_submit_ring(Session *s, const WireRequest *req);
 void session_ring_drain(Session *s);
 void session_ring_stop(Session *s);
 void session_ring_free(Session *s);
+
+/* The session page (session-page-open.c). session_page_make() checks the
+ * fds (if check_fds: Hello's were when the connection was taken), makes the
+ * page with what the session says now (its fences, failures, losses, limit,
+ * live events) and counts its fds; 0, or a negative errno after replying to
+ * request id with the reason (what names the request).
+ * session_page_handed_out() closes the memfd once a reply holds a copy.
+ * session_open_session_page() answers OpenSessionPage. */
+int session_page_make(Session *s, uint64_t id, const char *what, bool check_fds);
+void session_page_handed_out(Session *s);
+void session_open_session_page(Session *s, const WireRequest *req);
 
 /* The fence page (session-fence-page.c): OpenFencePage; counting a new
  * job, and giving it the slot write it ends with when it is a copy or fill

@@ -59,6 +59,7 @@ typedef struct ReplyParts {
         Kfdbroker__V1__LoadCodeObjectReply load_code_object;
         Kfdbroker__V1__OpenSubmitRingReply open_submit_ring;
         Kfdbroker__V1__OpenFencePageReply open_fence_page;
+        Kfdbroker__V1__OpenSessionPageReply open_session_page;
         Kfdbroker__V1__OpenKfdReply open_kfd;
         Kfdbroker__V1__ListSessionsReply list_sessions;
         /* Owned temporaries, freed by reply_parts_done(). */
@@ -529,6 +530,12 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 return fill_open_kfd(r, p, m);
         case WIRE_REPLY_LIST_SESSIONS:
                 return fill_list_sessions(r, p, m);
+        case WIRE_REPLY_OPEN_SESSION_PAGE:
+                kfdbroker__v1__open_session_page_reply__init(&p->open_session_page);
+                p->open_session_page.size = r->session_page.size;
+                m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SESSION_PAGE;
+                m->open_session_page = &p->open_session_page;
+                return 0;
         case WIRE_REPLY_OPEN_FENCE_PAGE:
                 kfdbroker__v1__open_fence_page_reply__init(&p->open_fence_page);
                 p->open_fence_page.size = r->fence_page.size;

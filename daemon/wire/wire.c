@@ -104,6 +104,7 @@ static const char *const request_type_names[] = {
         [WIRE_REQUEST_OPEN_KFD] = "OpenKfd",
         [WIRE_REQUEST_TERMINATE_SESSION] = "TerminateSession",
         [WIRE_REQUEST_LIST_SESSIONS] = "ListSessions",
+        [WIRE_REQUEST_OPEN_SESSION_PAGE] = "OpenSessionPage",
 };
 
 const char *wire_request_type_name(WireRequestType type) {
@@ -235,6 +236,7 @@ static int decode_hello(const PbRequest *m, const void *buf, size_t len, WireReq
                                   (uint64_t) h->resume_fence);
         r->hello.protocol_version = h->protocol_version;
         r->hello.resume_fence = h->resume_fence;
+        r->hello.features = h->features;
         memcpy(r->hello.client_name, name, n);
         r->hello.client_name[n] = '\0';
         return 0;
@@ -649,6 +651,9 @@ static int decode_body(const PbRequest *m, const void *buf, size_t len, WireRequ
         case KFDBROKER__V1__REQUEST__BODY_TERMINATE_SESSION:
                 r->type = WIRE_REQUEST_TERMINATE_SESSION;
                 return decode_terminate_session(m, r, errbuf, errlen);
+        case KFDBROKER__V1__REQUEST__BODY_OPEN_SESSION_PAGE:
+                r->type = WIRE_REQUEST_OPEN_SESSION_PAGE;
+                return 0;
         case KFDBROKER__V1__REQUEST__BODY_LIST_SESSIONS:
                 r->type = WIRE_REQUEST_LIST_SESSIONS;
                 r->list_sessions.after_id = m->list_sessions->after_id;

@@ -24,6 +24,9 @@
 /* HelloRequest.resume_fence: room for 2^62 more fences after it. */
 #define WIRE_MAX_RESUME_FENCE (UINT64_C(1) << 62)
 #define WIRE_PROTOCOL_VERSION 1u
+/* HelloRequest.features bits (docs/protocol.md "Lazy sessions"); a daemon
+ * ignores the bits it does not know. */
+#define WIRE_HELLO_FEATURE_LAZY_SESSION (UINT64_C(1) << 0)
 /* Dispatch jobs: a kernel name (the GPU layer's GpuKernel.name holds 127
  * bytes), explicit arguments (GPU_KERNEL_MAX_ARGS counts hidden ones too),
  * bytes of one by-value argument, work-items of one workgroup (the hardware's
@@ -58,6 +61,7 @@ typedef enum WireRequestType {
         WIRE_REQUEST_OPEN_KFD,
         WIRE_REQUEST_TERMINATE_SESSION,
         WIRE_REQUEST_LIST_SESSIONS,
+        WIRE_REQUEST_OPEN_SESSION_PAGE,
 } WireRequestType;
 
 /* Sessions in one ListSessions reply, at most (each well under 4 KiB with
@@ -148,6 +152,7 @@ typedef struct WireRequest {
                         uint32_t protocol_version;
                         char client_name[WIRE_CLIENT_NAME_MAX + 1]; /* NUL-terminated */
                         uint64_t resume_fence; /* <= WIRE_MAX_RESUME_FENCE */
+                        uint64_t features;     /* WIRE_HELLO_FEATURE_*, and bits of newer clients */
                 } hello;
                 struct {
                         uint64_t size;
@@ -240,6 +245,7 @@ typedef enum WireReplyType {
         WIRE_REPLY_OPEN_FENCE_PAGE,  /* 1 fd: the fence page, a dma-buf */
         WIRE_REPLY_OPEN_KFD,         /* 1 fd: the KFD relay socket */
         WIRE_REPLY_LIST_SESSIONS,
+        WIRE_REPLY_OPEN_SESSION_PAGE, /* 2 fds: the session page memfd, the eventfd */
 } WireReplyType;
 
 /* OpenKfd's topology: bounds both ends check (proto/kfdbroker/v1/kfdbroker.proto). */
@@ -387,6 +393,9 @@ typedef struct WireReply {
                 struct {
                         uint32_t size, slots;
                 } fence_page;
+                struct {
+                        uint32_t size;
+                } session_page;
                 struct {
                         const WireTopologyFile *files;
                         size_t n_files;

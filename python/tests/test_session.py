@@ -180,3 +180,37 @@ def test_a_session_survives_a_daemon_restart(make_daemon):
         s.set_reconnect_timeout(0)
         with pytest.raises(ValueError):
             s.set_reconnect_timeout(-1)
+
+
+def _daemon_fds(d) -> int:
+    return len(os.listdir(f"/proc/{d.proc.pid}/fd"))
+
+
+def _settled_fds(d, expected: int) -> int:
+    import time
+
+    n = _daemon_fds(d)
+    for _ in range(300):
+        if n == expected:
+            break
+        time.sleep(0.01)
+        n = _daemon_fds(d)
+    return n
+
+
+def test_an_idle_session_costs_the_daemon_its_socket_alone(make_daemon):
+    # The binding asks for a lazy session through libkfdbroker (docs/protocol.md "Lazy
+    # sessions"): the session page, its eventfd, the submit ring and the fence page come
+    # with the first job, which still completes.
+    d = make_daemon()
+    base = _daemon_fds(d)
+    with kfdbroker.Session(d.socket) as s:
+        assert s.has_feature("lazy-session")
+        assert _settled_fds(d, base + 1) == base + 1
+        a = s.alloc(4096)
+        s.wait(s.fill(a, 0x5A5A5A5A))
+        assert bytes(a.memoryview()[:4]) == b"\x5a\x5a\x5a\x5a"
+        # Its socket, the buffer (one fd on the simulated GPU), the eventfd, the ring's
+        # doorbell and the fence page.
+        assert _settled_fds(d, base + 5) == base + 5
+    assert _settled_fds(d, base) == base

@@ -4,8 +4,8 @@
  * each, written op by op — copies and fills between its buffers, events
  * signalled by jobs and by the client, a wait job released by SetEvent, a
  * dma-buf exported and imported back, a dispatch of the real code object, a
- * client that forgets Hello, raw bytes, and the submit ring written well and
- * badly next to a fence page.
+ * client that forgets Hello, raw bytes, the submit ring written well and
+ * badly next to a fence page, and a lazy session.
  */
 #include <stdio.h>
 #include <string.h>
@@ -134,6 +134,16 @@ int session_corpus(const char *dir) {
         PUT(&s, KFDB_RING_FILL, 0, 0, 0x80, 0, 0x03, 0, 1, 2, 3, 4, 0);
         PUT(&s, OP_RING, 0, KFDB_RING_SIGNAL_EVENT, 0, 0, 1, 0, OP_QUERY, 0);
         if (write_session(dir, "ring", &s) < 0)
+                return -1;
+
+        /* A lazy session (Hello byte 0x8): a buffer, an event set and a fill
+         * before its page; the fence page refused before it; OpenSessionPage
+         * (Query's operand 1) twice; then the fence page and the ring. */
+        s = (Seed) {};
+        PUT(&s, 1, OP_HELLO, 8, OP_ALLOC, 16, 0, OP_CREATE_EVENT, 0, OP_SET_EVENT, 0);
+        PUT(&s, OP_SUBMIT, 1, JOB_FILL, 0, 0, 0, 0xff, 0x0f, 0x78, 0x56, 0x34, 0x12);
+        PUT(&s, OP_OPEN_FENCE_PAGE, OP_QUERY, 1, OP_OPEN_FENCE_PAGE, OP_QUERY, 1, OP_OPEN_RING, OP_QUERY, 0);
+        if (write_session(dir, "lazy", &s) < 0)
                 return -1;
 
         /* A ring scribbled on, three ways, each of which ends the session

@@ -364,6 +364,13 @@ static void check_reply(Client *c, const Kfdbroker__V1__ServerMessage *m, const 
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_FENCE_PAGE:
                 take_fence_page(c, m->open_fence_page, fds, n_fds, n_kept);
                 break;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_HELLO:
+                /* A lazy session gets no page (docs/protocol.md "Lazy sessions"). */
+                check(n_fds == (m->hello->session_page_size ? 2u : 0u), "a Hello reply's fds and page size disagree");
+                break;
+        case KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SESSION_PAGE:
+                check(n_fds == 2 && m->open_session_page->size > 0, "OpenSessionPage without its page and eventfd");
+                break;
         default:
                 break;
         }
@@ -510,6 +517,9 @@ static void op_hello(Client *c, uint8_t b) {
          * one (0x4 asks past the limit). */
         if (b & 2)
                 h.resume_fence = b & 4 ? WIRE_MAX_RESUME_FENCE + 1 : WIRE_MAX_RESUME_FENCE - (b & 0x78);
+        /* A lazy session (0x8), with a bit no daemon knows yet (0x10). */
+        else if (b & 8)
+                h.features = WIRE_HELLO_FEATURE_LAZY_SESSION | (b & 0x10 ? UINT64_C(1) << 9 : 0);
         r.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
         r.hello = &h;
         send_request(c, &r, -1);
@@ -733,8 +743,9 @@ static void op_submit(Client *c) {
         send_request(c, &r, -1);
 }
 
-/* The requests without fields: Query, Status or DeviceInfo (an operand byte
- * chooses), OpenSubmitRing, OpenFencePage (no operand). */
+/* The requests without fields: Query or OpenSessionPage, Status or
+ * DeviceInfo (an operand byte chooses), OpenSubmitRing, OpenFencePage (no
+ * operand). */
 static void op_simple(Client *c, Op op) {
         Kfdbroker__V1__Request r = KFDBROKER__V1__REQUEST__INIT;
         Kfdbroker__V1__QueryRequest q = KFDBROKER__V1__QUERY_REQUEST__INIT;
@@ -742,6 +753,8 @@ static void op_simple(Client *c, Op op) {
         Kfdbroker__V1__DeviceInfoRequest di = KFDBROKER__V1__DEVICE_INFO_REQUEST__INIT;
         Kfdbroker__V1__OpenSubmitRingRequest ring = KFDBROKER__V1__OPEN_SUBMIT_RING_REQUEST__INIT;
         Kfdbroker__V1__OpenFencePageRequest page = KFDBROKER__V1__OPEN_FENCE_PAGE_REQUEST__INIT;
+        Kfdbroker__V1__OpenSessionPageRequest session_page = KFDBROKER__V1__OPEN_SESSION_PAGE_REQUEST__INIT;
+        uint8_t b;
 
         if (op == OP_OPEN_RING) {
                 r.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SUBMIT_RING;
@@ -749,9 +762,12 @@ static void op_simple(Client *c, Op op) {
         } else if (op == OP_OPEN_FENCE_PAGE) {
                 r.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_FENCE_PAGE;
                 r.open_fence_page = &page;
-        } else if (take(c) & 1 && op == OP_STATUS) {
+        } else if ((b = take(c)) & 1 && op == OP_STATUS) {
                 r.body_case = KFDBROKER__V1__REQUEST__BODY_STATUS;
                 r.status = &st;
+        } else if (b & 1) {
+                r.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SESSION_PAGE;
+                r.open_session_page = &session_page;
         } else if (op == OP_STATUS) {
                 r.body_case = KFDBROKER__V1__REQUEST__BODY_DEVICE_INFO;
                 r.device_info = &di;

@@ -146,6 +146,7 @@ static void check_request(const WireRequest *r) {
         case WIRE_REQUEST_OPEN_FENCE_PAGE:
         case WIRE_REQUEST_OPEN_KFD:
         case WIRE_REQUEST_LIST_SESSIONS:
+        case WIRE_REQUEST_OPEN_SESSION_PAGE:
                 check(strcmp(wire_request_type_name(r->type), "Unknown") != 0, "request type without a name");
                 return;
         }

@@ -224,6 +224,131 @@ Test(client, hello_maps_page_and_keeps_announcements) {
         kfdb_session_free(session);
 }
 
+/* A daemon from before lazy sessions ignores the bit the library sends and
+ * gives the page at Hello: the library takes it there, and asks for nothing
+ * more (the script ends after Hello). */
+static void script_old_daemon_sees_the_lazy_bit(Srv *s) {
+        WireRequest req = {};
+        int page_fd, fds[2];
+        WireReply r = { .type = WIRE_REPLY_HELLO };
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_HELLO);
+        S_CHECK(s, req.hello.features == WIRE_HELLO_FEATURE_LAZY_SESSION);
+        srv_page_init(s, &page_fd);
+        S_CHECK(s, s->page && s->event_fd >= 0);
+        r.id = req.id;
+        r.hello.protocol_version = 1;
+        r.hello.features = srv_features;
+        r.hello.session_page_size = (uint32_t) KFDB_PAGE_SIZE;
+        fds[0] = page_fd;
+        fds[1] = s->event_fd;
+        S_CHECK(s, srv_send(s, &r, fds, 2) == 0);
+        close(page_fd);
+}
+
+Test(client, an_old_daemon_gives_the_page_at_hello_to_a_lazy_library) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_old_daemon_sees_the_lazy_bit);
+
+        srv_join(&s);
+        cr_assert(!kfdb_session_has_feature(session, "lazy-session"));
+        cr_assert_geq(kfdb_get_event_fd(session), 0, "%s", kfdb_session_last_error(session));
+        s.page->context_lost = 1;
+        cr_assert_eq(kfdb_session_get_context_lost(session), 1, "the page of Hello is the one read");
+        kfdb_session_free(session);
+}
+
+static const char *const srv_features_lazy[] = { "sdma-copy", "sdma-fill", "events", "session-page", "lazy-session",
+                                                 NULL };
+
+/* A lazy daemon: no fds at Hello; OpenSessionPage when the library needs
+ * the page, and only then. */
+static void script_lazy_daemon(Srv *s) {
+        WireRequest req = {};
+        int page_fd, fds[2];
+        WireReply r = { .type = WIRE_REPLY_HELLO };
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.hello.features == WIRE_HELLO_FEATURE_LAZY_SESSION);
+        r.id = req.id;
+        r.hello.protocol_version = 1;
+        r.hello.features = srv_features_lazy;
+        r.hello.limits = (WireLimits) { .max_buffers = 16, .max_events = 64, .max_jobs_per_submit = 4 };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_OPEN_SESSION_PAGE);
+        srv_page_init(s, &page_fd);
+        S_CHECK(s, s->page && s->event_fd >= 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_OPEN_SESSION_PAGE,
+                          .session_page = { .size = (uint32_t) KFDB_PAGE_SIZE } };
+        fds[0] = page_fd;
+        fds[1] = s->event_fd;
+        S_CHECK(s, srv_send(s, &r, fds, 2) == 0);
+        close(page_fd);
+        /* Nothing more is asked: the page is there. */
+        S_CHECK(s, srv_recv(s, &req, NULL) == -ECONNRESET);
+}
+
+Test(client, a_lazy_session_asks_for_its_page_when_it_needs_it) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_lazy_daemon);
+        int efd;
+
+        cr_assert(kfdb_session_has_feature(session, "lazy-session"));
+        cr_assert_eq(kfdb_fence_is_done(session, 0), 1, "no page: every fence handed out is done");
+        cr_assert_eq(kfdb_session_get_context_lost(session), 0);
+        efd = kfdb_get_event_fd(session);
+        cr_assert_geq(efd, 0, "%s", kfdb_session_last_error(session));
+        cr_assert_eq(kfdb_get_event_fd(session), efd, "asked once");
+        s.page->context_lost = 2;
+        cr_assert_eq(kfdb_session_get_context_lost(session), 2, "the page OpenSessionPage gave is the one read");
+        shutdown(s.client_fd, SHUT_WR); /* ends the script's wait for another request */
+        srv_join(&s);
+        kfdb_session_free(session);
+}
+
+/* A lazy daemon whose OpenSessionPage hands out something that is no
+ * session page: the call fails with -EPROTO and the session reads nothing
+ * of it afterwards. */
+static void script_lazy_daemon_bad_page(Srv *s) {
+        WireRequest req = {};
+        int page_fd, fds[2];
+        WireReply r = { .type = WIRE_REPLY_HELLO };
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        r.id = req.id;
+        r.hello.protocol_version = 1;
+        r.hello.features = srv_features_lazy;
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+
+        S_CHECK(s, srv_recv(s, &req, NULL) == 0);
+        S_CHECK(s, req.type == WIRE_REQUEST_OPEN_SESSION_PAGE);
+        srv_page_init(s, &page_fd);
+        S_CHECK(s, s->page && s->event_fd >= 0);
+        s->page->magic = 0x12345678u;
+        s->page->context_lost = 5;
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_OPEN_SESSION_PAGE,
+                          .session_page = { .size = (uint32_t) KFDB_PAGE_SIZE } };
+        fds[0] = page_fd;
+        fds[1] = s->event_fd;
+        S_CHECK(s, srv_send(s, &r, fds, 2) == 0);
+        close(page_fd);
+}
+
+Test(client, a_lazy_session_refuses_a_page_that_is_none) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_lazy_daemon_bad_page);
+
+        cr_assert_eq(kfdb_get_event_fd(session), -EPROTO);
+        cr_assert(strstr(kfdb_session_last_error(session), "magic 0x12345678"), "%s",
+                  kfdb_session_last_error(session));
+        srv_join(&s);
+        cr_assert_eq(kfdb_session_get_context_lost(session), 0, "the refused page is read");
+        kfdb_session_free(session);
+}
+
 static void script_bad_page(Srv *s) {
         WireRequest req = {};
         int page_fd, fds[2];

@@ -1040,3 +1040,39 @@ Test(wire, open_kfd_request_and_reply) {
         files[0] = (WireTopologyFile) { "topology/x", "", WIRE_MAX_TOPOLOGY_CONTENT + 1 };
         cr_assert_eq(wire_reply_encode(&rep, &buf, &len), -EINVAL);
 }
+
+/* HelloRequest.features (docs/protocol.md "Lazy sessions"): the bits reach
+ * the handler as sent, the known one and any a newer client sets; a Hello
+ * without them says 0. OpenSessionPage decodes, its reply encodes. */
+Test(wire, hello_features_and_open_session_page) {
+        REQ(m);
+        Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
+        Kfdbroker__V1__OpenSessionPageRequest o = KFDBROKER__V1__OPEN_SESSION_PAGE_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *reply;
+        WireRequest r = {};
+        char err[128];
+
+        h.protocol_version = 1;
+        m.id = 9;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
+        m.hello = &h;
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_eq(r.hello.features, 0);
+        h.features = WIRE_HELLO_FEATURE_LAZY_SESSION | (UINT64_C(1) << 40);
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_eq(r.hello.features, WIRE_HELLO_FEATURE_LAZY_SESSION | (UINT64_C(1) << 40));
+        cr_assert_eq(WIRE_HELLO_FEATURE_LAZY_SESSION, 1, "bit 0 is the protocol's (docs/protocol.md)");
+
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_OPEN_SESSION_PAGE;
+        m.open_session_page = &o;
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_eq(r.type, WIRE_REQUEST_OPEN_SESSION_PAGE);
+        cr_assert_str_eq(wire_request_type_name(r.type), "OpenSessionPage");
+        cr_assert_eq(wire_request_fds_expected(r.type), 0);
+
+        reply = encode_decode(&(WireReply) { .id = 9, .type = WIRE_REPLY_OPEN_SESSION_PAGE,
+                                             .session_page = { .size = 20480 } });
+        cr_assert_eq(reply->body_case, KFDBROKER__V1__SERVER_MESSAGE__BODY_OPEN_SESSION_PAGE);
+        cr_assert_eq(reply->open_session_page->size, 20480);
+        kfdbroker__v1__server_message__free_unpacked(reply, NULL);
+}
