@@ -24,7 +24,7 @@
  *
  * Dispatch body (tinygrad AMDComputeQueue.exec, kfd-facts §2.3, §2.4):
  *   ACQUIRE_MEM invalidating the instruction cache, K$, L0/GL1 and GL2 (GL2
- *   written back first; DISPATCH_ACQUIRE_GCR says why),
+ *   written back first; dispatch_acquire_gcr[] says why),
  *   SET_SH_REG COMPUTE_PGM_LO/HI = entry >> 8, PGM_RSRC1/RSRC2 (RSRC2.LDS_SIZE
  *   from static + dynamic LDS in 512-byte granules), PGM_RSRC3,
  *   TMPRING_SIZE, RESTART_X..Z = 0, USER_DATA_0.. (user SGPRs in descriptor
@@ -486,10 +486,29 @@ size_t gpu_compute_job_dwords(const GpuJob *job) {
  * GL2_WB; tinygrad's AMDComputeQueue.memory_barrier ends in acquire_mem() with
  * every bit, gli=1 and gl2=1, after the HDP flush).
  */
-#define DISPATCH_ACQUIRE_GCR                                                                          \
-        (ACQUIRE_MEM_GCR_GLI_INV_ALL | ACQUIRE_MEM_GCR_GLM_WB | ACQUIRE_MEM_GCR_GLM_INV |          \
-         ACQUIRE_MEM_GCR_GLK_WB | ACQUIRE_MEM_GCR_GLK_INV | ACQUIRE_MEM_GCR_GLV_INV |               \
-         ACQUIRE_MEM_GCR_GL1_INV | ACQUIRE_MEM_GCR_GL2_WB | ACQUIRE_MEM_GCR_GL2_INV)
+static const struct {
+        GpuFlush flush;
+        uint32_t bits;
+} dispatch_acquire_gcr[] = {
+        { GPU_FLUSH_DISPATCH_GLI_INV, ACQUIRE_MEM_GCR_GLI_INV_ALL },
+        { GPU_FLUSH_DISPATCH_GLM, ACQUIRE_MEM_GCR_GLM_WB | ACQUIRE_MEM_GCR_GLM_INV },
+        { GPU_FLUSH_DISPATCH_GLK_WB, ACQUIRE_MEM_GCR_GLK_WB },
+        { GPU_FLUSH_DISPATCH_GLK_INV, ACQUIRE_MEM_GCR_GLK_INV },
+        { GPU_FLUSH_DISPATCH_GLV_INV, ACQUIRE_MEM_GCR_GLV_INV },
+        { GPU_FLUSH_DISPATCH_GL1_INV, ACQUIRE_MEM_GCR_GL1_INV },
+        { GPU_FLUSH_DISPATCH_GL2_WB, ACQUIRE_MEM_GCR_GL2_WB },
+        { GPU_FLUSH_DISPATCH_GL2_INV, ACQUIRE_MEM_GCR_GL2_INV },
+};
+
+/* The GCR_CNTL of c's dispatch ACQUIRE_MEM: every bit, but for a test's omissions. */
+static uint32_t dispatch_acquire(const GpuContext *c) {
+        uint32_t gcr = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(dispatch_acquire_gcr); i++)
+                if (gpu_flush_on(c, dispatch_acquire_gcr[i].flush))
+                        gcr |= dispatch_acquire_gcr[i].bits;
+        return gcr;
+}
 
 static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const GpuInflight *f, uint32_t *p) {
         const GpuKernelCode *kc = job_code(job);
@@ -509,7 +528,7 @@ static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                         initiator |= COMPUTE_DISPATCH_INITIATOR_PARTIAL_TG_EN;
         }
 
-        p += pm4_emit_acquire_mem(p, DISPATCH_ACQUIRE_GCR);
+        p += pm4_emit_acquire_mem(p, dispatch_acquire(c));
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_LO,
                                  (uint32_t[]) { (uint32_t) (kc->entry_va >> 8), (uint32_t) (kc->entry_va >> 40) }, 2);
         p += pm4_emit_set_sh_reg(p, mmCOMPUTE_PGM_RSRC1,
@@ -536,9 +555,18 @@ static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const
 
 /* The kernel's fence form of RELEASE_MEM: write back (and invalidate) the
  * GL2/GLM so the CPU sees what the dispatch wrote before the fence
- * (gfx_v10_0_ring_emit_fence: "GLM_INV must be set with GLM_WB"). */
-#define FENCE_GCR (RELEASE_MEM_GCR_SEQ | RELEASE_MEM_GCR_GL2_WB | RELEASE_MEM_GCR_GLM_INV | \
-                   RELEASE_MEM_GCR_GLM_WB | RELEASE_MEM_CACHE_POLICY(3))
+ * (gfx_v10_0_ring_emit_fence: "GLM_INV must be set with GLM_WB"). fence:
+ * the fence word's packet, else the event slot's; every bit but for a test's
+ * omissions. */
+static uint32_t fence_gcr(const GpuContext *c, bool fence) {
+        uint32_t gcr = RELEASE_MEM_GCR_SEQ | RELEASE_MEM_CACHE_POLICY(3);
+
+        if (gpu_flush_on(c, fence ? GPU_FLUSH_FENCE_GL2_WB : GPU_FLUSH_EVENT_GL2_WB))
+                gcr |= RELEASE_MEM_GCR_GL2_WB;
+        if (gpu_flush_on(c, fence ? GPU_FLUSH_FENCE_GLM : GPU_FLUSH_EVENT_GLM))
+                gcr |= RELEASE_MEM_GCR_GLM_INV | RELEASE_MEM_GCR_GLM_WB;
+        return gcr;
+}
 
 static size_t emit_timestamp(uint32_t *p, uint64_t va) {
         return pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE, 0,
@@ -562,10 +590,10 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                 p += emit_dispatch(c, q, job, f, p);
         p += emit_timestamp(p, ts + 8);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
-                                  FENCE_GCR, PM4_DATA_32, PM4_INT_NONE, gpu_queue_fence_va(c, q->index),
+                                  fence_gcr(c, true), PM4_DATA_32, PM4_INT_NONE, gpu_queue_fence_va(c, q->index),
                                   (uint32_t) f->seq, 0);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
-                                  FENCE_GCR, PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM,
+                                  fence_gcr(c, false), PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM,
                                   c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event,
                                   c->completion_event);
         return (size_t) (p - p0);

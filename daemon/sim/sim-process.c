@@ -32,7 +32,8 @@ static void process_free(SimProcess *p) {
                 sim_queue_free(p->queues[i]);
         sim_events_free_all(p);
         sim_process_free_mems(p);
-        sim_icache_free(p->icache);
+        sim_line_cache_free(p->icache);
+        sim_line_cache_free(p->kcache);
         if (p->doorbells)
                 munmap(p->doorbells, KFD_DOORBELL_SLICE_SIZE);
         safe_close(p->doorbell_fd);

@@ -57,7 +57,8 @@ struct SimProcess {
         uint64_t scratch_backing_va;
         uint64_t tba_addr, tma_addr;
 
-        SimICache *icache;       /* instruction cache (sim-cache.h), NULL before the first dispatch */
+        SimLineCache *icache;    /* instruction cache (sim-cache.h), NULL before the first dispatch */
+        SimLineCache *kcache;    /* scalar data cache (sim-cache.h), NULL before the first dispatch */
 
         /* Memory handles, indexed by idr (sim-memory.c). */
         SimMem **mems;

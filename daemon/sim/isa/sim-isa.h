@@ -91,8 +91,10 @@
  * MUBUF loads/stores/atomics (the scratch path), DS loads/stores/atomics on
  * the workgroup's LDS, the _d16/_d16_hi loads and stores.
  *
- * No-ops, as nothing they act on is modelled: caches (s_dcache_inv,
- * s_gl1_inv, buffer_gl0_inv, buffer_gl1_inv, s_icache_inv), s_waitcnt* (every
+ * Scalar loads go through SimIsaMemory.scalar_load (the scalar data cache)
+ * unless their GLC bit is set, and s_dcache_inv invalidates that cache.
+ * No-ops, as nothing they act on is modelled: caches (s_gl1_inv,
+ * buffer_gl0_inv, buffer_gl1_inv, s_icache_inv), s_waitcnt* (every
  * access completes when issued), s_sendmsg (MSG_DEALLOC_VGPRS and friends),
  * s_inst_prefetch, s_clause, s_nop, s_setprio, s_sleep.
  * s_round_mode/s_denorm_mode set MODE; arithmetic always rounds to nearest
@@ -138,6 +140,12 @@ typedef struct SimIsaMemory {
          * translate. Called when an instruction is decoded, not each time it
          * runs (decoded instructions are cached by pc for the dispatch). */
         int (*fetch)(void *userdata, uint64_t va, uint32_t *ret);
+        /* Optional: the dword at va (dword aligned) for a scalar load
+         * (SMEM without GLC), as the scalar data cache has it; 0 or -EFAULT.
+         * Without it scalar loads read through translate. */
+        int (*scalar_load)(void *userdata, uint64_t va, uint32_t *ret);
+        /* Optional: s_dcache_inv, every line of that cache goes. */
+        void (*scalar_invalidate)(void *userdata);
 } SimIsaMemory;
 
 typedef struct SimIsaDispatch {
