@@ -15,8 +15,9 @@
  *     GLM_INV, the kernel's fence form: what the job wrote leaves the GL2
  *     before the CPU or another engine can see the fence),
  *   RELEASE_MEM(DATA_SEL 1: event slot := event id, INT_SEL 2, INT_CTXID =
- *     event id) — the END_OF_PIPE interrupt KFD turns into the completion
- *     event (kfd-facts §1.10; tinygrad AMDComputeQueue.signal).
+ *     event id; no GCR: the fence's wrote everything back just before) — the
+ *     END_OF_PIPE interrupt KFD turns into the completion event (kfd-facts
+ *     §1.10; tinygrad AMDComputeQueue.signal).
  * The timestamps are end-of-pipe events: "begin" is when the work before this
  * job on the queue retired and its waits were met (waiting is not the job's
  * GPU time; a written begin also tells that the job runs, gpu-queue.c
@@ -553,17 +554,22 @@ static size_t emit_dispatch(GpuContext *c, GpuQueue *q, const GpuJob *job, const
         return (size_t) (p - p0);
 }
 
-/* The kernel's fence form of RELEASE_MEM: write back (and invalidate) the
- * GL2/GLM so the CPU sees what the dispatch wrote before the fence
- * (gfx_v10_0_ring_emit_fence: "GLM_INV must be set with GLM_WB"). fence:
- * the fence word's packet, else the event slot's; every bit but for a test's
- * omissions. */
-static uint32_t fence_gcr(const GpuContext *c, bool fence) {
+/*
+ * The kernel's fence form of RELEASE_MEM: write back (and invalidate) the
+ * GL2/GLM so the CPU sees what the dispatch wrote before the fence word
+ * (gfx_v10_0_ring_emit_fence: "GLM_INV must be set with GLM_WB"); every bit
+ * but for a test's omissions. The event slot's RELEASE_MEM right after it
+ * carries none: nothing ran between the two end-of-pipe events, so a second
+ * write-back would have nothing to write, and a flush whose absence no
+ * stream could notice is one no test could hold to account
+ * (test-gpu-caches.c).
+ */
+static uint32_t fence_gcr(const GpuContext *c) {
         uint32_t gcr = RELEASE_MEM_GCR_SEQ | RELEASE_MEM_CACHE_POLICY(3);
 
-        if (gpu_flush_on(c, fence ? GPU_FLUSH_FENCE_GL2_WB : GPU_FLUSH_EVENT_GL2_WB))
+        if (gpu_flush_on(c, GPU_FLUSH_FENCE_GL2_WB))
                 gcr |= RELEASE_MEM_GCR_GL2_WB;
-        if (gpu_flush_on(c, fence ? GPU_FLUSH_FENCE_GLM : GPU_FLUSH_EVENT_GLM))
+        if (gpu_flush_on(c, GPU_FLUSH_FENCE_GLM))
                 gcr |= RELEASE_MEM_GCR_GLM_INV | RELEASE_MEM_GCR_GLM_WB;
         return gcr;
 }
@@ -590,10 +596,10 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
                 p += emit_dispatch(c, q, job, f, p);
         p += emit_timestamp(p, ts + 8);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
-                                  fence_gcr(c, true), PM4_DATA_32, PM4_INT_NONE, gpu_queue_fence_va(c, q->index),
+                                  fence_gcr(c), PM4_DATA_32, PM4_INT_NONE, gpu_queue_fence_va(c, q->index),
                                   (uint32_t) f->seq, 0);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
-                                  fence_gcr(c, false), PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM,
+                                  RELEASE_MEM_CACHE_POLICY(3), PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM,
                                   c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event,
                                   c->completion_event);
         return (size_t) (p - p0);

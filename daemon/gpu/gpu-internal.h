@@ -244,8 +244,8 @@ typedef struct GpuFault {
 /*
  * Every cache flush and invalidate the job streams emit, by name: the HDP
  * flush before a doorbell (gpu-queue.c queue_kick), each GCR_CNTL field of
- * the dispatch's ACQUIRE_MEM and each GCR field of its two end-of-pipe
- * RELEASE_MEMs (gpu-dispatch.c), each field of the SDMA acquire and release
+ * the dispatch's ACQUIRE_MEM and each GCR field of the fence word's
+ * end-of-pipe RELEASE_MEM (gpu-dispatch.c), each field of the SDMA acquire and release
  * GCR_REQ around a copy or a fill (gpu-queue.c sdma_emit_job, sdma.h).
  * tests/unit/gpu/test-gpu-caches.c keeps the table of what breaks without
  * each and leaves them out one at a time (gpu_context_test_omit_flushes()).
@@ -262,8 +262,6 @@ typedef enum GpuFlush {
         GPU_FLUSH_DISPATCH_GL2_WB,      /* .GL2_WB */
         GPU_FLUSH_FENCE_GL2_WB,         /* the fence word's RELEASE_MEM GCR GL2_WB */
         GPU_FLUSH_FENCE_GLM,            /* ... its GLM_WB | GLM_INV */
-        GPU_FLUSH_EVENT_GL2_WB,         /* the event slot's RELEASE_MEM GCR GL2_WB */
-        GPU_FLUSH_EVENT_GLM,            /* ... its GLM_WB | GLM_INV */
         GPU_FLUSH_SDMA_ACQUIRE_GL2_INV, /* the SDMA acquire GCR_REQ's GL2_INV */
         GPU_FLUSH_SDMA_ACQUIRE_GL2_WB,  /* ... GL2_WB */
         GPU_FLUSH_SDMA_ACQUIRE_GLK,     /* ... GLK_WB | GLK_INV */
