@@ -265,6 +265,18 @@ static int line_cache_get(SimLineCache **c, unsigned n_lines, SimLineCache **ret
         return 0;
 }
 
+uint64_t sim_cache_owner_new(void) {
+        static uint64_t next;
+        return __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+}
+
+void sim_vcache_invalidate(SimProcess *p, uint32_t gcr) {
+        if (gcr & SIM_GCR_GLV_INV)
+                __atomic_add_fetch(&p->glv_gen, 1, __ATOMIC_ACQ_REL);
+        if (gcr & SIM_GCR_GL1_INV)
+                __atomic_add_fetch(&p->gl1_gen, 1, __ATOMIC_ACQ_REL);
+}
+
 int sim_icache_get(SimProcess *p, SimLineCache **ret) {
         return line_cache_get(&p->icache, ICACHE_LINES, ret);
 }

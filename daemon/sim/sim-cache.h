@@ -51,6 +51,11 @@
  *    Kinder than the hardware: one cache of each per process, where the
  *    hardware has one per WGP, shared by every VMID.
  *
+ *  - the vector L0 and GL1 of the interpreter threads (sim-isa-vcache.c):
+ *    FLAT/GLOBAL loads read through them, and they keep lines across
+ *    dispatches; ACQUIRE_MEM with GLV_INV / GL1_INV (or an SDMA GCR_REQ with
+ *    them) drops the process's lines from every thread.
+ *
  * Locking: the device counters are atomics; each BO's state has a lock of its
  * own, because dispatches run without the device lock. A page written by a
  * dispatch or a large SDMA copy that is still running is pinned
@@ -66,10 +71,12 @@
 
 /* GCR_CNTL bits the model acts on (ACQUIRE_MEM DW7 and SDMA GCR_REQ
  * GCR_CONTROL; nvd.h PACKET3_ACQUIRE_MEM_GCR_CNTL_*): GLI_INV [1:0], GLK_INV
- * 7, GL2_INV 14, GL2_WB 15. RELEASE_MEM carries GL2_INV and GL2_WB at bits 20 and 21 of
+ * 7, GLV_INV 8, GL1_INV 9, GL2_INV 14, GL2_WB 15. RELEASE_MEM carries GL2_INV and GL2_WB at bits 20 and 21 of
  * its DW1 (PACKET3_RELEASE_MEM_GCR_*). */
 #define SIM_GCR_GLI_INV_MASK 0x3u
 #define SIM_GCR_GLK_INV (1u << 7)
+#define SIM_GCR_GLV_INV (1u << 8)
+#define SIM_GCR_GL1_INV (1u << 9)
 #define SIM_GCR_GL2_INV (1u << 14)
 #define SIM_GCR_GL2_WB (1u << 15)
 
@@ -105,6 +112,13 @@ void sim_cache_poll_hdp(SimDevice *d);
 /* A GL2 request of the whole cache: write back (GL2_WB), then invalidate
  * (GL2_INV). Locked. */
 void sim_cache_gl2(SimDevice *d, bool writeback, bool invalidate);
+
+/* A new owner id for a process's vector L0/GL1 lines (SimIsaVectorCaches),
+ * never 0 and never given twice. */
+uint64_t sim_cache_owner_new(void);
+/* GLV_INV and GL1_INV (ACQUIRE_MEM GCR_CNTL, SDMA GCR_REQ) on p's vector
+ * caches: every thread's lines of p go. Safe without the device lock. */
+void sim_vcache_invalidate(SimProcess *p, uint32_t gcr);
 
 /* The process's instruction cache and scalar data cache, made at its first
  * dispatch. Locked. */

@@ -54,11 +54,13 @@
  *   register.
  *
  * Caches (sim-cache.h): ACQUIRE_MEM's GCR_CNTL invalidates the process's
- * instruction cache (GLI_INV) and scalar data cache (GLK_INV) and writes back
- * (GL2_WB) and invalidates (GL2_INV) the GL2; RELEASE_MEM's GL2_WB/GL2_INV
+ * instruction cache (GLI_INV), scalar data cache (GLK_INV), vector L0
+ * (GLV_INV) and GL1 (GL1_INV) and writes back (GL2_WB) and invalidates
+ * (GL2_INV) the GL2; RELEASE_MEM's GL2_WB/GL2_INV
  * act at the end of the pipe, before its write. A dispatch reads and writes
- * VRAM through the GL2, fetches code through the instruction cache and runs
- * its scalar loads through the scalar data cache. The other packets' memory
+ * VRAM through the GL2, fetches code through the instruction cache, runs
+ * its scalar loads through the scalar data cache and its vector loads through
+ * the L0 and GL1. The other packets' memory
  * accesses go to memory. The HDP flush page is read before each pass over a
  * queue.
  *
@@ -683,7 +685,8 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
         pthread_mutex_init(&dm.lock, NULL);
         mem = (SimIsaMemory) { .userdata = &dm, .translate = dispatch_translate, .fetch = dispatch_fetch,
                                .scalar_load = dispatch_scalar_load,
-                               .scalar_invalidate = dispatch_scalar_invalidate };
+                               .scalar_invalidate = dispatch_scalar_invalidate,
+                               .vcache = &q->process->vcache };
 
         cp->busy = true;
         pthread_mutex_unlock(&dev->lock);
@@ -729,6 +732,7 @@ static ExecResult execute(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
                         sim_line_cache_invalidate(q->process->icache);
                 if (pk->acquire_mem.gcr_cntl & SIM_GCR_GLK_INV)
                         sim_line_cache_invalidate(q->process->kcache);
+                sim_vcache_invalidate(q->process, pk->acquire_mem.gcr_cntl);
                 sim_cache_gl2(q->process->device, pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_WB,
                               pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_INV);
                 return EXEC_DONE;

@@ -270,6 +270,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                         sim_line_cache_invalidate(p->icache);
                 if (pk->gcr.control & SIM_GCR_GLK_INV)
                         sim_line_cache_invalidate(p->kcache);
+                sim_vcache_invalidate(p, pk->gcr.control);
                 return EXEC_DONE;
 
         case SDMA_OP_COPY:

@@ -593,6 +593,7 @@ int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                         r->mem->scalar_invalidate(r->mem->userdata);
                 return 0;
         case SMEM_S_GL1_INV:
+                sim_isa_vcache_invalidate(r, false, true);
                 return 0;
         case SMEM_S_MEMTIME: case SMEM_S_MEMREALTIME:
                 /* Deterministic clock, serial or parallel: the wave instructions

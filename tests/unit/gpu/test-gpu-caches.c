@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The cache maintenance of the GPU layer's job streams, checked against the
- * simulator's HDP, GL2, instruction and scalar data caches
- * (daemon/sim/sim-cache.h), where a missing flush or invalidate leaves stale
- * data as on the hardware. Every flush the streams emit has a name (GpuFlush,
+ * simulator's HDP, GL2, instruction, scalar data, vector L0 and GL1 caches
+ * (daemon/sim/sim-cache.h, daemon/sim/isa/sim-isa-vcache.c), where a missing
+ * flush or invalidate leaves stale data as on the hardware. Every flush the streams emit has a name (GpuFlush,
  * gpu-internal.h); each test below runs a scenario with every flush and
  * again with one left out (gpu_context_test_omit_flushes(), for tests only),
  * and the second run must see stale data: a flush taken out of the daemon is
@@ -40,15 +40,20 @@
  *                         | fence, so no line is dirty when the next     |
  *                         | acquire comes; the model keeps dirty lines   |
  *                         | across GL2_INV. Kept because the kernel      |
- *                         | (gfx_v10_0_emit_mem_sync), Mesa (INV_L2 =    |
- *                         | GL2_INV | GL2_WB) and ROCr never send GL2_INV |
- *                         | alone (what it does to dirty lines is not    |
- *                         | public), and relayed work need not write    |
- *                         | back at its end                              |
- * DISPATCH_GLV_INV,       | on the hardware the vector L0 and the GL1    | none: NOT MODELLED (vector
- * DISPATCH_GL1_INV,       | keep lines an earlier dispatch read (LLVM    | loads read the GL2 view); see
- * SDMA_ACQUIRE_GLV_GL1    | AMDGPUUsage, memory model GFX10: "the CP     | docs/simulator.md
- *                         | invalidates" them between dispatches)        |
+ *                         | (gfx_v10_0_emit_mem_sync), Mesa (INV_L2 is   |
+ *                         | GL2_INV and GL2_WB) and ROCr never send      |
+ *                         | GL2_INV alone (what it does to dirty lines   |
+ *                         | is not public), and relayed work need not    |
+ *                         | write back at its end                        |
+ * DISPATCH_GLV_INV        | the vector L0 keeps the lines an earlier     | cpu_writes_reach_a_dispatch_
+ *                         | dispatch read: the CPU's new values in a GTT | past_the_vector_caches
+ *                         | buffer are not seen                          |
+ * DISPATCH_GL1_INV        | the GL1 keeps them: the L0, invalidated,     | cpu_writes_reach_a_dispatch_
+ *                         | refills from the GL1's old lines             | past_the_vector_caches
+ * SDMA_ACQUIRE_GLV_GL1    | nothing alone: every dispatch invalidates    | cpu_writes_reach_a_dispatch_
+ *                         | its L0 and GL1 itself. With the dispatch's   | past_the_vector_caches_after_
+ *                         | GLV_INV and GL1_INV also left out, a copy    | a_copy
+ *                         | between two dispatches is what drops them    |
  * DISPATCH_GLK_WB,        | scalar stores reach memory late; the         | none: the interpreter refuses
  * SDMA_ACQUIRE_GLK (WB),  | interpreter has none (LLVM ends a kernel     | scalar stores
  * SDMA_RELEASE_GLK_WB     | that has them with s_dcache_wb itself)       |
@@ -74,12 +79,18 @@
 /* Kernarg slots come back every MAX_INFLIGHT jobs of a queue. */
 #define MAX_INFLIGHT 2u
 
+/* No interpreter helpers: a queue's workgroups all run on its CP thread,
+ * whose vector L0 and GL1 (sim-isa-vcache.c) are then the ones every
+ * dispatch of the queue reads through — stale lines are found, not left on
+ * another thread. */
 static void setup_secondary(void) {
-        setup_opts(&(GpuContextOptions) { .flags = GPU_CONTEXT_SECONDARY, .max_inflight = MAX_INFLIGHT });
+        setup_sim(&(SimOptions) { .isa_helpers = -1 },
+                  &(GpuContextOptions) { .flags = GPU_CONTEXT_SECONDARY, .max_inflight = MAX_INFLIGHT });
 }
 
 static void setup_worker(void) {
-        setup_sim(&(SimOptions) { .kfd_minor = 18 }, &(GpuContextOptions) { .max_inflight = MAX_INFLIGHT });
+        setup_sim(&(SimOptions) { .kfd_minor = 18, .isa_helpers = -1 },
+                  &(GpuContextOptions) { .max_inflight = MAX_INFLIGHT });
 }
 
 /* A test in both context mechanisms. */
@@ -111,6 +122,15 @@ static unsigned wrong_floats(GpuBuffer *b, float base) {
         unsigned n = 0;
         for (uint32_t i = 0; i < N; i++)
                 n += p[i] != base + (float) i;
+        return n;
+}
+
+/* The floats of b that are not 2 * (base + i). */
+static unsigned wrong_doubled(GpuBuffer *b, float base) {
+        const float *p = gpu_buffer_get_cpu(b);
+        unsigned n = 0;
+        for (uint32_t i = 0; i < N; i++)
+                n += p[i] != 2.0f * (base + (float) i);
         return n;
 }
 
@@ -240,6 +260,49 @@ BOTH(new_code_at_an_old_address_runs) {
         cr_assert_eq(new_code(), 0u, "every flush: a - b, the new instruction ran");
         omit(F(DISPATCH_GLI_INV));
         cr_assert_gt(new_code(), 0u, "without GLI_INV the instruction cache's old code must run");
+}
+
+/* The CPU writes a GTT buffer, a dispatch reads it (in + in: one input, so
+ * its 128 lines fill the L0 without evicting one another); twice, the
+ * second time with the L0 and the GL1 holding the first one's lines. between:
+ * an SDMA copy before the second. Returns the wrong floats of both results.
+ * Needs DISPATCH_GLV_INV and DISPATCH_GL1_INV (or, between,
+ * SDMA_ACQUIRE_GLV_GL1). */
+static unsigned vector_caches(bool between) {
+        GpuCodeObject *co = load_kernel_file("vector-add.hsaco");
+        GpuBuffer *in = new_buf(N * 4, GPU_PLACEMENT_GTT), *out = new_buf(N * 4, GPU_PLACEMENT_GTT),
+                  *zero = zeros(GPU_PLACEMENT_GTT), *scratch = zeros(GPU_PLACEMENT_GTT);
+        unsigned wrong;
+
+        set_floats(in, 1000.0f);
+        add(co, in, in, out);
+        wrong = wrong_doubled(out, 1000.0f);
+        set_floats(in, 5000.0f);
+        if (between)
+                copy(scratch, zero);
+        add(co, in, in, out);
+        wrong += wrong_doubled(out, 5000.0f);
+        gpu_buffer_unref(in);
+        gpu_buffer_unref(out);
+        gpu_buffer_unref(zero);
+        gpu_buffer_unref(scratch);
+        gpu_code_object_unref(co);
+        return wrong;
+}
+
+BOTH(cpu_writes_reach_a_dispatch_past_the_vector_caches) {
+        cr_assert_eq(vector_caches(false), 0u, "every flush: the second dispatch read the CPU's new values");
+        omit(F(DISPATCH_GLV_INV));
+        cr_assert_gt(vector_caches(false), 0u, "without GLV_INV the L0 must hand out the first dispatch's lines");
+        omit(F(DISPATCH_GL1_INV));
+        cr_assert_gt(vector_caches(false), 0u, "without GL1_INV the GL1 must refill the L0 with old lines");
+}
+
+BOTH(cpu_writes_reach_a_dispatch_past_the_vector_caches_after_a_copy) {
+        omit(F(DISPATCH_GLV_INV) | F(DISPATCH_GL1_INV));
+        cr_assert_eq(vector_caches(true), 0u, "the copy's acquire GCR_REQ dropped the L0 and GL1 lines");
+        omit(F(DISPATCH_GLV_INV) | F(DISPATCH_GL1_INV) | F(SDMA_ACQUIRE_GLV_GL1));
+        cr_assert_gt(vector_caches(true), 0u, "without any GLV_INV/GL1_INV the old lines must be read");
 }
 
 /* The buffers of reused_kernarg_slot(), alive for the whole test: a
