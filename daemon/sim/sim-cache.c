@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The simulated GPU's HDP, GL2, instruction and scalar data caches (see
- * sim-cache.h). The
- * GL2 view and the pre-images of a VRAM BO are anonymous mappings of its size,
- * so the pages the GPU never touches cost nothing; the page states are an
- * array beside them.
+ * The simulated GPU's HDP, GL2, instruction and scalar data caches, and the
+ * invalidate generations of the vector L0/GL1 (see sim-cache.h). The GL2 view
+ * and the pre-images of a VRAM BO are anonymous mappings of its size, so the
+ * pages the GPU never touches cost nothing; the page states are an array
+ * beside them.
  */
 #include <errno.h>
 #include <pthread.h>
