@@ -503,10 +503,14 @@ int gpu_context_new(const KfdOps *ops, const GpuContextOptions *opts, GpuContext
         return 0;
 }
 
+void gpu_context_test_omit_flushes(GpuContext *c, uint32_t mask) {
+        c->omit_flushes = mask;
+}
+
 void gpu_context_flush_hdp(GpuContext *c) {
         volatile uint32_t *cntl;
 
-        if (!c->hdp_page)
+        if (!c->hdp_page || !gpu_flush_on(c, GPU_FLUSH_HDP))
                 return;
         cntl = (volatile uint32_t *) c->hdp_page->cpu + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL / 4;
         *cntl = 1;

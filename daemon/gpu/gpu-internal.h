@@ -241,6 +241,40 @@ typedef struct GpuFault {
 
 #define GPU_MAX_PENDING_FAULTS 16
 
+/*
+ * Every cache flush and invalidate the job streams emit, by name: the HDP
+ * flush before a doorbell (gpu-queue.c queue_kick), each GCR_CNTL field of
+ * the dispatch's ACQUIRE_MEM and each GCR field of the fence word's
+ * end-of-pipe RELEASE_MEM (gpu-dispatch.c), each field of the SDMA acquire and release
+ * GCR_REQ around a copy or a fill (gpu-queue.c sdma_emit_job, sdma.h).
+ * tests/unit/gpu/test-gpu-caches.c keeps the table of what breaks without
+ * each and leaves them out one at a time (gpu_context_test_omit_flushes()).
+ */
+typedef enum GpuFlush {
+        GPU_FLUSH_HDP,                  /* HDP_MEM_FLUSH_CNTL store before the doorbell */
+        GPU_FLUSH_DISPATCH_GLI_INV,     /* ACQUIRE_MEM GCR_CNTL.GLI_INV (instruction cache) */
+        GPU_FLUSH_DISPATCH_GLK_INV,     /* .GLK_INV (scalar data cache) */
+        GPU_FLUSH_DISPATCH_GLK_WB,      /* .GLK_WB */
+        GPU_FLUSH_DISPATCH_GLV_INV,     /* .GLV_INV (vector L0) */
+        GPU_FLUSH_DISPATCH_GL1_INV,     /* .GL1_INV */
+        GPU_FLUSH_DISPATCH_GLM,         /* .GLM_WB | .GLM_INV (GL2 metadata) */
+        GPU_FLUSH_DISPATCH_GL2_INV,     /* .GL2_INV */
+        GPU_FLUSH_DISPATCH_GL2_WB,      /* .GL2_WB */
+        GPU_FLUSH_FENCE_GL2_WB,         /* the fence word's RELEASE_MEM GCR GL2_WB */
+        GPU_FLUSH_FENCE_GLM,            /* ... its GLM_WB | GLM_INV */
+        GPU_FLUSH_SDMA_ACQUIRE_GL2_INV, /* the SDMA acquire GCR_REQ's GL2_INV */
+        GPU_FLUSH_SDMA_ACQUIRE_GL2_WB,  /* ... GL2_WB */
+        GPU_FLUSH_SDMA_ACQUIRE_GLK,     /* ... GLK_WB | GLK_INV */
+        GPU_FLUSH_SDMA_ACQUIRE_GLV_GL1, /* ... GLV_INV | GL1_INV */
+        GPU_FLUSH_SDMA_RELEASE_GL2_WB,  /* the SDMA release GCR_REQ's GL2_WB */
+        GPU_FLUSH_SDMA_RELEASE_GLK_WB,  /* ... GLK_WB */
+        /* RELAY: the ROCm queue relay (kfd-relay*) adds its own here — the
+         * ACQUIRE_MEM it emits for PM4 indirect-buffer packets and the HDP
+         * flush before relayed work — each with a row in test-gpu-caches.c's
+         * table and a test that leaves it out. */
+        GPU_FLUSH_COUNT,
+} GpuFlush;
+
 struct GpuContext {
         unsigned doorbell_holds; /* gpu_context_hold_doorbells() nesting */
         const KfdOps *ops;
@@ -272,6 +306,7 @@ struct GpuContext {
         void *doorbells;              /* the 8 KiB slice, NULL until the first queue */
         GpuBuffer *hdp_page;          /* the HDP flush register page (MMIO_REMAP), NULL without */
         uint64_t doorbell_mmap_offset;
+        uint32_t omit_flushes;        /* 1 << GpuFlush left out: tests only (gpu_context_test_omit_flushes) */
         GpuQueue queues[GPU_MAX_QUEUES];
         unsigned n_queues;
         /* gpu_buffer_unref_after_jobs(): buffers held until the signal of
@@ -299,6 +334,19 @@ struct GpuContext {
         unsigned waiter_n_faults;
         int waiter_error;
 };
+
+/* Whether the streams of c emit flush f (all do, but for a test's omissions). */
+static inline bool gpu_flush_on(const GpuContext *c, GpuFlush f) {
+        return !(c->omit_flushes & 1u << f);
+}
+
+/*
+ * gpu_context_test_omit_flushes() - for tests only: leave the flushes of
+ * mask (1 << GpuFlush each) out of every job c emits from now on, to show
+ * that a test catches their absence (test-gpu-caches.c). Nothing but a test
+ * calls it; the daemon's streams always carry every flush.
+ */
+void gpu_context_test_omit_flushes(GpuContext *c, uint32_t mask);
 
 /* gpu-buffer.c */
 /*

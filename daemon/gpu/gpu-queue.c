@@ -435,6 +435,30 @@ static int job_plan(const GpuContext *c, unsigned qi, const GpuJob *job, GpuJob 
         return 0;
 }
 
+/* SDMA_GCR_ACQUIRE (acquire) or SDMA_GCR_RELEASE as c emits them: every bit,
+ * but for a test's omissions (GpuFlush). */
+static uint32_t sdma_gcr(const GpuContext *c, bool acquire) {
+        static const struct {
+                GpuFlush flush;
+                uint32_t bits;
+        } acq[] = {
+                { GPU_FLUSH_SDMA_ACQUIRE_GL2_INV, SDMA_GCR_GL2_INV },
+                { GPU_FLUSH_SDMA_ACQUIRE_GL2_WB, SDMA_GCR_GL2_WB },
+                { GPU_FLUSH_SDMA_ACQUIRE_GLK, SDMA_GCR_GLK_WB | SDMA_GCR_GLK_INV },
+                { GPU_FLUSH_SDMA_ACQUIRE_GLV_GL1, SDMA_GCR_GLV_INV | SDMA_GCR_GL1_INV },
+        }, rel[] = {
+                { GPU_FLUSH_SDMA_RELEASE_GL2_WB, SDMA_GCR_GL2_WB },
+                { GPU_FLUSH_SDMA_RELEASE_GLK_WB, SDMA_GCR_GLK_WB },
+        };
+        uint32_t gcr = 0;
+
+        for (size_t i = 0; i < (acquire ? ELEMENTSOF(acq) : ELEMENTSOF(rel)); i++)
+                if (gpu_flush_on(c, acquire ? acq[i].flush : rel[i].flush))
+                        gcr |= acquire ? acq[i].bits : rel[i].bits;
+        assert(gcr == (acquire ? SDMA_GCR_ACQUIRE : SDMA_GCR_RELEASE) || c->omit_flushes);
+        return gcr;
+}
+
 /* Emits the job; interrupt false writes NOPs where its TRAP goes, for
  * queue_raise_quiet() to fill in. */
 static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint64_t seq, bool interrupt,
@@ -460,7 +484,7 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
          * reads what the CPU or a shader wrote, and what it wrote is in
          * memory before the fence the CPU waits on. */
         if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
-                p += sdma_emit_gcr_req(p, SDMA_GCR_ACQUIRE);
+                p += sdma_emit_gcr_req(p, sdma_gcr(c, true));
         switch (job->type) {
         case GPU_JOB_COPY:
                 for (uint64_t done = 0; done < job->copy.size;) {
@@ -487,7 +511,7 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
                 break;
         }
         if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
-                p += sdma_emit_gcr_req(p, SDMA_GCR_RELEASE);
+                p += sdma_emit_gcr_req(p, sdma_gcr(c, false));
         p += sdma_emit_timestamp(p, ts + 8);
         p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
         if (job->signal_va) {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The simulated GPU's HDP, GL2 and instruction caches (see sim-cache.h). The
- * GL2 view and the pre-images of a VRAM BO are anonymous mappings of its size,
- * so the pages the GPU never touches cost nothing; the page states are an
- * array beside them.
+ * The simulated GPU's HDP, GL2, instruction and scalar data caches, and the
+ * invalidate generations of the vector L0/GL1 (see sim-cache.h). The GL2 view
+ * and the pre-images of a VRAM BO are anonymous mappings of its size, so the
+ * pages the GPU never touches cost nothing; the page states are an array
+ * beside them.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,8 +20,12 @@
 #include "util/macro.h"
 
 #define PAGE PAGE_SIZE_4K
-#define ICACHE_LINE 64u
-#define ICACHE_LINES 512u /* 32 KiB, one RDNA2 SQC instruction cache */
+#define LINE 64u
+/* One RDNA2 SQC instruction cache (32 KiB) and one scalar data cache (16 KiB),
+ * each shared by the two CUs of a WGP (RDNA whitepaper, "Compute Unit"); the
+ * model has one of each per process. */
+#define ICACHE_LINES 512u
+#define KCACHE_LINES 256u
 
 enum {
         PAGE_CLEAN,   /* view == the memory as of the fill (gen) */
@@ -42,15 +47,16 @@ struct SimBoCache {
         size_t n_dirty;
 };
 
-typedef struct ICacheLine {
+typedef struct CacheLine {
         uint64_t va;         /* line address; 0 with !valid */
         bool valid;
-        uint8_t bytes[ICACHE_LINE];
-} ICacheLine;
+        uint8_t bytes[LINE];
+} CacheLine;
 
-struct SimICache {
+struct SimLineCache {
         pthread_mutex_t lock;
-        ICacheLine lines[ICACHE_LINES];
+        unsigned n_lines;
+        CacheLine lines[];
 };
 
 static uint8_t *anon(uint64_t size) {
@@ -246,58 +252,79 @@ void sim_cache_poll_hdp(SimDevice *d) {
                 __atomic_add_fetch(&d->hdp_gen, 1, __ATOMIC_ACQ_REL);
 }
 
-int sim_icache_get(SimProcess *p, SimICache **ret) {
-        if (!p->icache) {
-                SimICache *ic = calloc(1, sizeof *ic);
-                if (!ic)
+static int line_cache_get(SimLineCache **c, unsigned n_lines, SimLineCache **ret) {
+        if (!*c) {
+                SimLineCache *lc = calloc(1, sizeof *lc + n_lines * sizeof lc->lines[0]);
+                if (!lc)
                         return -ENOMEM;
-                pthread_mutex_init(&ic->lock, NULL);
-                p->icache = ic;
+                pthread_mutex_init(&lc->lock, NULL);
+                lc->n_lines = n_lines;
+                *c = lc;
         }
-        *ret = p->icache;
+        *ret = *c;
         return 0;
 }
 
-void sim_icache_free(SimICache *ic) {
-        if (!ic)
-                return;
-        pthread_mutex_destroy(&ic->lock);
-        free(ic);
+uint64_t sim_cache_owner_new(void) {
+        static uint64_t next;
+        return __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
 }
 
-void sim_icache_invalidate(SimICache *ic) {
-        if (!ic)
-                return;
-        pthread_mutex_lock(&ic->lock);
-        for (unsigned i = 0; i < ICACHE_LINES; i++)
-                ic->lines[i].valid = false;
-        pthread_mutex_unlock(&ic->lock);
+void sim_vcache_invalidate(SimProcess *p, uint32_t gcr) {
+        if (gcr & SIM_GCR_GLV_INV)
+                __atomic_add_fetch(&p->glv_gen, 1, __ATOMIC_ACQ_REL);
+        if (gcr & SIM_GCR_GL1_INV)
+                __atomic_add_fetch(&p->gl1_gen, 1, __ATOMIC_ACQ_REL);
 }
 
-int sim_icache_fetch(SimICache *ic, uint64_t va, uint32_t *ret,
+int sim_icache_get(SimProcess *p, SimLineCache **ret) {
+        return line_cache_get(&p->icache, ICACHE_LINES, ret);
+}
+
+int sim_kcache_get(SimProcess *p, SimLineCache **ret) {
+        return line_cache_get(&p->kcache, KCACHE_LINES, ret);
+}
+
+void sim_line_cache_free(SimLineCache *lc) {
+        if (!lc)
+                return;
+        pthread_mutex_destroy(&lc->lock);
+        free(lc);
+}
+
+void sim_line_cache_invalidate(SimLineCache *lc) {
+        if (!lc)
+                return;
+        pthread_mutex_lock(&lc->lock);
+        for (unsigned i = 0; i < lc->n_lines; i++)
+                lc->lines[i].valid = false;
+        pthread_mutex_unlock(&lc->lock);
+}
+
+int sim_line_cache_read(SimLineCache *lc, uint64_t va, uint32_t *ret,
                      int (*fill)(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host),
                      void *userdata) {
-        uint64_t line_va = va & ~(uint64_t) (ICACHE_LINE - 1);
-        ICacheLine *l = &ic->lines[(line_va / ICACHE_LINE) % ICACHE_LINES];
+        uint64_t line_va = va & ~(uint64_t) (LINE - 1);
+        CacheLine *l = &lc->lines[(line_va / LINE) % lc->n_lines];
         void *host;
         int r = 0;
 
-        pthread_mutex_lock(&ic->lock);
+        pthread_mutex_lock(&lc->lock);
         if (!l->valid || l->va != line_va) {
-                if (fill(userdata, line_va, ICACHE_LINE, false, &host) >= 0) {
-                        memcpy(l->bytes, host, ICACHE_LINE);
+                if (fill(userdata, line_va, LINE, false, &host) >= 0) {
+                        memcpy(l->bytes, host, LINE);
                         l->va = line_va;
                         l->valid = true;
                 } else {
-                        /* Code near the end of a mapping: this dword alone, uncached. */
+                        /* Near the end of a mapping: this dword alone, uncached. */
                         r = fill(userdata, va, 4, false, &host);
                         if (r >= 0)
                                 memcpy(ret, host, 4);
-                        pthread_mutex_unlock(&ic->lock);
+                        pthread_mutex_unlock(&lc->lock);
                         return r;
                 }
         }
         memcpy(ret, l->bytes + (va - line_va), 4);
-        pthread_mutex_unlock(&ic->lock);
+        pthread_mutex_unlock(&lc->lock);
         return r;
 }

@@ -32,11 +32,29 @@
  *    RELEASE_MEM data, indirect buffers) and the SDMA fence, timestamp and
  *    poll packets go to the memory directly.
  *
- *  - the instruction cache of each KFD process: 64-byte lines of code keyed
- *    by GPU address, filled from the GPU view when a dispatch fetches them,
- *    kept across dispatches, dropped only by ACQUIRE_MEM with GCR_CNTL.GLI_INV
- *    (or an SDMA GCR_REQ with it). New code at the address of old code runs
- *    the old code until then.
+ *  - the instruction cache and the scalar data cache (K$) of each KFD
+ *    process: 64-byte lines keyed by GPU address, filled from the GPU view
+ *    (so from GL2) when a dispatch fetches code or runs a scalar load (SMEM
+ *    s_load / s_buffer_load without GLC), kept across dispatches, dropped
+ *    only by ACQUIRE_MEM with GCR_CNTL.GLI_INV (instruction cache) or
+ *    GLK_INV (K$), an SDMA GCR_REQ with them, or (K$) the shader's own
+ *    s_dcache_inv. Nothing else updates a line: new code at
+ *    the address of old code runs the old code, and new kernel arguments in
+ *    a kernarg slot that an earlier dispatch read are not seen, until then —
+ *    as on the hardware, whose K$ is not coherent with vector stores, the
+ *    CPU or the SDMA engine (LLVM AMDGPUUsage, "Memory Model GFX10":
+ *    "scalar memory operations are only used to access memory that is
+ *    proven to not change during the execution of the kernel dispatch ...
+ *    The scalar and vector caches are invalidated between kernel dispatches
+ *    by CP"). Scalar stores are not modelled (the
+ *    interpreter refuses them), so GLK_WB has nothing to write back.
+ *    Kinder than the hardware: one cache of each per process, where the
+ *    hardware has one per WGP, shared by every VMID.
+ *
+ *  - the vector L0 and GL1 of the interpreter threads (sim-isa-vcache.c):
+ *    FLAT/GLOBAL loads read through them, and they keep lines across
+ *    dispatches; ACQUIRE_MEM with GLV_INV / GL1_INV (or an SDMA GCR_REQ with
+ *    them) drops the process's lines from every thread.
  *
  * Locking: the device counters are atomics; each BO's state has a lock of its
  * own, because dispatches run without the device lock. A page written by a
@@ -52,10 +70,13 @@
 #include "sim-types.h"
 
 /* GCR_CNTL bits the model acts on (ACQUIRE_MEM DW7 and SDMA GCR_REQ
- * GCR_CONTROL; nvd.h PACKET3_ACQUIRE_MEM_GCR_CNTL_*): GLI_INV [1:0], GL2_INV
- * 14, GL2_WB 15. RELEASE_MEM carries GL2_INV and GL2_WB at bits 20 and 21 of
+ * GCR_CONTROL; nvd.h PACKET3_ACQUIRE_MEM_GCR_CNTL_*): GLI_INV [1:0], GLK_INV
+ * 7, GLV_INV 8, GL1_INV 9, GL2_INV 14, GL2_WB 15. RELEASE_MEM carries GL2_INV and GL2_WB at bits 20 and 21 of
  * its DW1 (PACKET3_RELEASE_MEM_GCR_*). */
 #define SIM_GCR_GLI_INV_MASK 0x3u
+#define SIM_GCR_GLK_INV (1u << 7)
+#define SIM_GCR_GLV_INV (1u << 8)
+#define SIM_GCR_GL1_INV (1u << 9)
 #define SIM_GCR_GL2_INV (1u << 14)
 #define SIM_GCR_GL2_WB (1u << 15)
 
@@ -92,17 +113,28 @@ void sim_cache_poll_hdp(SimDevice *d);
  * (GL2_INV). Locked. */
 void sim_cache_gl2(SimDevice *d, bool writeback, bool invalidate);
 
-/* The process's instruction cache, made at its first dispatch. Locked. */
-int sim_icache_get(SimProcess *p, SimICache **ret);
-void sim_icache_free(SimICache *ic);
-/* GLI_INV: every line goes. Safe without the device lock. */
-void sim_icache_invalidate(SimICache *ic);
+/* A new owner id for a process's vector L0/GL1 lines (SimIsaVectorCaches),
+ * never 0 and never given twice. */
+uint64_t sim_cache_owner_new(void);
+/* GLV_INV and GL1_INV (ACQUIRE_MEM GCR_CNTL, SDMA GCR_REQ) on p's vector
+ * caches: every thread's lines of p go. Safe without the device lock. */
+void sim_vcache_invalidate(SimProcess *p, uint32_t gcr);
+
+/* The process's instruction cache and scalar data cache, made at its first
+ * dispatch. Locked. */
+int sim_icache_get(SimProcess *p, SimLineCache **ret);
+int sim_kcache_get(SimProcess *p, SimLineCache **ret);
+void sim_line_cache_free(SimLineCache *lc);
+/* GLI_INV or GLK_INV: every line goes (nothing without the cache). Safe
+ * without the device lock. */
+void sim_line_cache_invalidate(SimLineCache *lc);
 /*
- * The code dword at va through ic; a line missing is filled by fill(userdata,
- * line_va, 64, &host) (the dispatch's translation, GPU view); a line that
- * cannot be mapped whole is read dword by dword, uncached. Returns 0 or the
- * translation's -EFAULT. Safe without the device lock.
+ * The dword at va (dword aligned) through lc; a line missing is filled by
+ * fill(userdata, line_va, 64, false, &host) (the dispatch's translation, GPU
+ * view); a line that cannot be mapped whole is read dword by dword,
+ * uncached. Returns 0 or the translation's -EFAULT. Safe without the device
+ * lock.
  */
-int sim_icache_fetch(SimICache *ic, uint64_t va, uint32_t *ret,
-                     int (*fill)(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host),
-                     void *userdata);
+int sim_line_cache_read(SimLineCache *lc, uint64_t va, uint32_t *ret,
+                        int (*fill)(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host),
+                        void *userdata);

@@ -54,10 +54,13 @@
  *   register.
  *
  * Caches (sim-cache.h): ACQUIRE_MEM's GCR_CNTL invalidates the process's
- * instruction cache (GLI_INV) and writes back (GL2_WB) and invalidates
- * (GL2_INV) the GL2; RELEASE_MEM's GL2_WB/GL2_INV act at the end of the pipe,
- * before its write. A dispatch reads and writes VRAM through the GL2 and
- * fetches code through the instruction cache. The other packets' memory
+ * instruction cache (GLI_INV), scalar data cache (GLK_INV), vector L0
+ * (GLV_INV) and GL1 (GL1_INV) and writes back (GL2_WB) and invalidates
+ * (GL2_INV) the GL2; RELEASE_MEM's GL2_WB/GL2_INV
+ * act at the end of the pipe, before its write. A dispatch reads and writes
+ * VRAM through the GL2, fetches code through the instruction cache, runs
+ * its scalar loads through the scalar data cache and its vector loads through
+ * the L0 and GL1. The other packets' memory
  * accesses go to memory. The HDP flush page is read before each pass over a
  * queue.
  *
@@ -479,10 +482,11 @@ static ExecResult exec_indirect_buffer(SimQueue *q, const SimPm4Packet *pk, Fail
 
 /* What a dispatch's shaders see of memory: the VM snapshot, VRAM through the
  * GL2 (sim-cache.h) with the pages it writes pinned until it ends, code
- * through the process's instruction cache. */
+ * through the process's instruction cache, scalar loads through its scalar
+ * data cache. */
 typedef struct DispatchMemory {
         SimVmSnapshot snap;
-        SimICache *icache;
+        SimLineCache *icache, *kcache;
         pthread_mutex_t lock; /* pins: the helper threads translate too */
         struct Pin { SimBo *bo; uint64_t off, len; } *pins;
         size_t n_pins, cap_pins;
@@ -523,7 +527,17 @@ static int dispatch_translate(void *userdata, uint64_t va, uint64_t len, bool wr
 
 static int dispatch_fetch(void *userdata, uint64_t va, uint32_t *ret) {
         DispatchMemory *m = userdata;
-        return sim_icache_fetch(m->icache, va, ret, dispatch_translate, m);
+        return sim_line_cache_read(m->icache, va, ret, dispatch_translate, m);
+}
+
+static int dispatch_scalar_load(void *userdata, uint64_t va, uint32_t *ret) {
+        DispatchMemory *m = userdata;
+        return sim_line_cache_read(m->kcache, va, ret, dispatch_translate, m);
+}
+
+static void dispatch_scalar_invalidate(void *userdata) {
+        DispatchMemory *m = userdata;
+        sim_line_cache_invalidate(m->kcache);
 }
 
 /* Locked: the pins go; the snapshot's references last until here. */
@@ -665,10 +679,14 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
         if (x != EXEC_DONE)
                 return x;
         d.priority = q->pipe_priority; /* the SPI's wave launch order (sim-isa.h) */
-        if (sim_icache_get(q->process, &dm.icache) < 0 || sim_vm_snapshot_new(q->process, &dm.snap) < 0)
+        if (sim_icache_get(q->process, &dm.icache) < 0 || sim_kcache_get(q->process, &dm.kcache) < 0 ||
+            sim_vm_snapshot_new(q->process, &dm.snap) < 0)
                 return EXEC_RETRY; /* out of memory: try again on the next pass */
         pthread_mutex_init(&dm.lock, NULL);
-        mem = (SimIsaMemory) { .userdata = &dm, .translate = dispatch_translate, .fetch = dispatch_fetch };
+        mem = (SimIsaMemory) { .userdata = &dm, .translate = dispatch_translate, .fetch = dispatch_fetch,
+                               .scalar_load = dispatch_scalar_load,
+                               .scalar_invalidate = dispatch_scalar_invalidate,
+                               .vcache = &q->process->vcache };
 
         cp->busy = true;
         pthread_mutex_unlock(&dev->lock);
@@ -711,7 +729,10 @@ static ExecResult execute(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
                 /* The whole caches, whatever COHER_BASE/SIZE say (more than
                  * asked is what a cache may always do). */
                 if (pk->acquire_mem.gcr_cntl & SIM_GCR_GLI_INV_MASK)
-                        sim_icache_invalidate(q->process->icache);
+                        sim_line_cache_invalidate(q->process->icache);
+                if (pk->acquire_mem.gcr_cntl & SIM_GCR_GLK_INV)
+                        sim_line_cache_invalidate(q->process->kcache);
+                sim_vcache_invalidate(q->process, pk->acquire_mem.gcr_cntl);
                 sim_cache_gl2(q->process->device, pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_WB,
                               pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_INV);
                 return EXEC_DONE;

@@ -19,6 +19,7 @@
 #include "sim-events.h"
 #include "sim-file.h"
 #include "sim-memory.h"
+#include "sim-cache.h"
 #include "sim-process.h"
 #include "sim-queue.h"
 #include "sim-sdma.h"
@@ -32,7 +33,8 @@ static void process_free(SimProcess *p) {
                 sim_queue_free(p->queues[i]);
         sim_events_free_all(p);
         sim_process_free_mems(p);
-        sim_icache_free(p->icache);
+        sim_line_cache_free(p->icache);
+        sim_line_cache_free(p->kcache);
         if (p->doorbells)
                 munmap(p->doorbells, KFD_DOORBELL_SLICE_SIZE);
         safe_close(p->doorbell_fd);
@@ -62,6 +64,8 @@ int sim_process_new(SimMm *mm, bool primary, SimProcess **ret) {
         p->primary = primary;
         p->doorbell_fd = -EBADF;
         p->signal_event_count = 1; /* kfd_event_init_process: id 0 is reserved */
+        p->vcache = (SimIsaVectorCaches) { .owner = sim_cache_owner_new(), .glv_gen = &p->glv_gen,
+                                           .gl1_gen = &p->gl1_gen };
 
         /* The process doorbell slice: 1024 8-byte doorbells (kfd_doorbell.c).
          * Sealed at its size: the engines read it through the mapping below,

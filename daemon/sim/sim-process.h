@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "isa/sim-isa.h"
 #include "sim-types.h"
 
 /* Exception records handed out by KfdOps.exception_info (sim-events.c). */
@@ -57,7 +58,13 @@ struct SimProcess {
         uint64_t scratch_backing_va;
         uint64_t tba_addr, tma_addr;
 
-        SimICache *icache;       /* instruction cache (sim-cache.h), NULL before the first dispatch */
+        SimLineCache *icache;    /* instruction cache (sim-cache.h), NULL before the first dispatch */
+        SimLineCache *kcache;    /* scalar data cache (sim-cache.h), NULL before the first dispatch */
+        /* The vector L0 and GL1 of its dispatches (sim-isa-vcache.c): lines are
+         * the interpreter threads', tagged with vcache.owner; GLV_INV and
+         * GL1_INV bump glv_gen and gl1_gen. */
+        uint32_t glv_gen, gl1_gen;
+        SimIsaVectorCaches vcache;
 
         /* Memory handles, indexed by idr (sim-memory.c). */
         SimMem **mems;

@@ -267,7 +267,10 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                  * what a cache may always do). */
                 sim_cache_gl2(p->device, pk->gcr.control & SIM_GCR_GL2_WB, pk->gcr.control & SIM_GCR_GL2_INV);
                 if (pk->gcr.control & SIM_GCR_GLI_INV_MASK)
-                        sim_icache_invalidate(p->icache);
+                        sim_line_cache_invalidate(p->icache);
+                if (pk->gcr.control & SIM_GCR_GLK_INV)
+                        sim_line_cache_invalidate(p->kcache);
+                sim_vcache_invalidate(p, pk->gcr.control);
                 return EXEC_DONE;
 
         case SDMA_OP_COPY:

@@ -26,7 +26,7 @@ typedef struct SimEngine SimEngine;
 typedef struct SimCpState SimCpState;
 typedef struct SimRemoteServer SimRemoteServer;
 typedef struct SimBoCache SimBoCache;
-typedef struct SimICache SimICache;
+typedef struct SimLineCache SimLineCache;
 
 /* kfd_priv.h KFD_MAX_NUM_OF_QUEUES_PER_PROCESS: queue ids and doorbell indices. */
 #define SIM_MAX_QUEUES_PER_PROCESS 1024u

@@ -290,6 +290,16 @@ int sim_isa_unsupported(SimIsaRun *r, const SimIsaWave *w, const SimIsaInst *ins
 /* Host pointer for [va, va+len) (len <= 16, may cross a page); -EFAULT recorded in r->ret. */
 int sim_isa_mem(SimIsaRun *r, const SimIsaWave *w, uint64_t va, uint32_t len, bool write, void **ret_host);
 
+/* The vector L0 and GL1 caches (sim-isa-vcache.c), for r->mem->vcache
+ * non-NULL. sim_isa_vcache_load(): len (1, 2 or 4) bytes at va into dst, a
+ * fault recorded as sim_isa_mem() does; glc reads around the L0, dlc around
+ * the GL1. sim_isa_vcache_wrote(): a store or an atomic changed [va, va+len):
+ * this thread's lines of it go. sim_isa_vcache_invalidate(): buffer_gl0_inv
+ * (l0), buffer_gl1_inv / s_gl1_inv (gl1) on this thread. */
+int sim_isa_vcache_load(SimIsaRun *r, const SimIsaWave *w, uint64_t va, unsigned len, bool glc, bool dlc, void *dst);
+void sim_isa_vcache_wrote(SimIsaRun *r, uint64_t va, unsigned len);
+void sim_isa_vcache_invalidate(SimIsaRun *r, bool l0, bool gl1);
+
 /* Scalar operand access (sim-isa-salu.c). */
 uint32_t sim_isa_sread(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsigned code);
 uint64_t sim_isa_sread64(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst, unsigned code);

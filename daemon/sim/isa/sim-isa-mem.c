@@ -230,8 +230,21 @@ static int flat_mem(SimIsaRun *r, SimIsaWave *w, unsigned lane, uint64_t a, unsi
         return sim_isa_mem(r, w, a, len, write, ret);
 }
 
+/* Whether a lane's access at va is to global memory (not the LDS or the
+ * private aperture of a flat address; mem_of NULL: a global VA). */
+static bool global_va(const SimIsaRun *r, MemFn mem_of, uint64_t va) {
+        if (mem_of == NULL)
+                return true;
+        if (mem_of != flat_mem)
+                return false;
+        return !(r->lds_aperture && va - r->lds_aperture <= 0xffffffffu) &&
+               !(r->private_aperture && va - r->private_aperture <= 0xffffffffu);
+}
+
+/* cached: a FLAT/GLOBAL instruction, whose global loads read through the
+ * vector caches (sim-isa-vcache.c) when the memory has them; glc/dlc its bits. */
 static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lane, AddrFn addr_of,
-                       const void *ctx, MemFn mem_of, unsigned vdst, unsigned vdata, bool glc) {
+                       const void *ctx, MemFn mem_of, unsigned vdst, unsigned vdata, bool glc, bool cached, bool dlc) {
         void *p;
         int k;
 
@@ -260,6 +273,8 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
                                 cmp = w->v[(vdata + 1) & 255][lane];
                 }
                 old = atomic_rmw(p, n, m->atomic, src, cmp);
+                if (r->mem->vcache && global_va(r, mem_of, va))
+                        sim_isa_vcache_wrote(r, va, n);
                 if (glc) {
                         w->v[vdst][lane] = (uint32_t) old;
                         if (m->is64)
@@ -281,11 +296,22 @@ static int lane_access(SimIsaRun *r, SimIsaWave *w, const MemOp *m, unsigned lan
                         }
                         continue;
                 }
+                bool vcache = r->mem->vcache && global_va(r, mem_of, va);
+                if (vcache && cached && !m->store) {
+                        uint32_t x = 0, *d = &w->v[(vdst + i) & 255][lane];
+                        k = sim_isa_vcache_load(r, w, va, m->bytes, glc, dlc, &x);
+                        if (k < 0)
+                                return k;
+                        *d = load_value(m, m->bytes, load_shared(&x, m->bytes), *d);
+                        continue;
+                }
                 k = mem_of ? mem_of(r, w, lane, va, m->bytes, m->store, &p) : sim_isa_mem(r, w, va, m->bytes, m->store, &p);
                 if (k < 0)
                         return k;
                 if (m->store) {
                         store_shared(p, w->v[(vdata + i) & 255][lane] >> (m->d16 == D16_HI ? 16 : 0), m->bytes);
+                        if (vcache)
+                                sim_isa_vcache_wrote(r, va, m->bytes);
                 } else {
                         uint32_t *d = &w->v[(vdst + i) & 255][lane];
                         *d = load_value(m, m->bytes, load_shared(p, m->bytes), *d);
@@ -326,8 +352,9 @@ static bool flat_addr(const void *c, unsigned lane, uint32_t byte_offset, uint64
  * its loads write, each dword is translated (and may fault) on its own, in
  * lane order, so a fault leaves the earlier dwords written. */
 static int global_dwords(SimIsaRun *r, SimIsaWave *w, const MemOp *m, const FlatCtx *f, uint64_t exec, unsigned vdst,
-                         unsigned vdata) {
+                         unsigned vdata, bool glc, bool dlc) {
         unsigned a = f->vaddr;
+        bool vcache = r->mem->vcache;
 
         LANES {
                 uint64_t va = f->saddr_valid ? f->saddr + w->v[a][l]
@@ -335,12 +362,24 @@ static int global_dwords(SimIsaRun *r, SimIsaWave *w, const MemOp *m, const Flat
                 va += (int64_t) f->offset;
                 for (unsigned i = 0; i < m->dwords; i++) {
                         void *p;
-                        int k = sim_isa_mem(r, w, va + 4 * i, 4, m->store, &p);
+                        int k;
+
+                        if (vcache && !m->store) {
+                                uint32_t x;
+                                k = sim_isa_vcache_load(r, w, va + 4 * i, 4, glc, dlc, &x);
+                                if (k < 0)
+                                        return k;
+                                w->v[(vdst + i) & 255][l] = x;
+                                continue;
+                        }
+                        k = sim_isa_mem(r, w, va + 4 * i, 4, m->store, &p);
                         if (k < 0)
                                 return k;
-                        if (m->store)
+                        if (m->store) {
                                 store_shared(p, w->v[(vdata + i) & 255][l], 4);
-                        else
+                                if (vcache)
+                                        sim_isa_vcache_wrote(r, va + 4 * i, 4);
+                        } else
                                 w->v[(vdst + i) & 255][l] = load_shared(p, 4);
                 }
         }
@@ -355,7 +394,7 @@ static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         FlatCtx f = { .w = w, .scratch = in->enc == ENC_SCRATCH };
         uint64_t exec = wave_exec(w);
         unsigned saddr = (in->w1 >> 16) & 0x7f, vdst = in->w1 >> 24, vdata = (in->w1 >> 8) & 0xff;
-        bool glc = (in->w0 >> 16) & 1;
+        bool glc = (in->w0 >> 16) & 1, dlc = (in->w0 >> 12) & 1;
         MemFn mem_of = in->enc == ENC_FLAT ? flat_mem : in->enc == ENC_SCRATCH ? private_mem : NULL;
 
         if (!memop_from_flat(in->op, &m) || ((in->w0 >> 13) & 1) || (f.scratch && m.atomic))
@@ -372,9 +411,9 @@ static int exec_flat(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                 f.no_vaddr = saddr == 0x7f;
         }
         if (in->enc == ENC_GLOBAL && !m.atomic && m.bytes == 4 && !m.d16)
-                return global_dwords(r, w, &m, &f, exec, vdst, vdata);
+                return global_dwords(r, w, &m, &f, exec, vdst, vdata, glc, dlc);
         LANES {
-                int k = lane_access(r, w, &m, l, flat_addr, &f, mem_of, vdst, vdata, glc);
+                int k = lane_access(r, w, &m, l, flat_addr, &f, mem_of, vdst, vdata, glc, !f.scratch, dlc);
                 if (k < 0)
                         return k;
         }
@@ -414,8 +453,10 @@ static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         unsigned srsrc = ((in->w1 >> 16) & 0x1f) * 4, vdata = (in->w1 >> 8) & 0xff;
         bool glc = (in->w0 >> 14) & 1;
 
-        if (in->op == MUBUF_BUFFER_GL0_INV || in->op == MUBUF_BUFFER_GL1_INV)
+        if (in->op == MUBUF_BUFFER_GL0_INV || in->op == MUBUF_BUFFER_GL1_INV) {
+                sim_isa_vcache_invalidate(r, in->op == MUBUF_BUFFER_GL0_INV, in->op == MUBUF_BUFFER_GL1_INV);
                 return 0;
+        }
         switch (in->op) {
         /* Loads and stores have the GLOBAL numbers; the buffer atomics too. */
         case MUBUF_BUFFER_LOAD_UBYTE: case MUBUF_BUFFER_LOAD_SBYTE: case MUBUF_BUFFER_LOAD_USHORT:
@@ -444,7 +485,8 @@ static int exec_mubuf(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         b.idxen = (in->w0 >> 13) & 1;
         b.vaddr = in->w1 & 0xff;
         LANES {
-                int k = lane_access(r, w, &m, l, buf_addr, &b, NULL, vdata, vdata, glc);
+                /* MUBUF (the scratch path) reads around the vector caches. */
+                int k = lane_access(r, w, &m, l, buf_addr, &b, NULL, vdata, vdata, glc, false, false);
                 if (k < 0)
                         return k;
         }

@@ -588,7 +588,12 @@ int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         uint64_t addr;
 
         switch (in->op) {
-        case SMEM_S_DCACHE_INV: case SMEM_S_GL1_INV:
+        case SMEM_S_DCACHE_INV:
+                if (r->mem->scalar_invalidate)
+                        r->mem->scalar_invalidate(r->mem->userdata);
+                return 0;
+        case SMEM_S_GL1_INV:
+                sim_isa_vcache_invalidate(r, false, true);
                 return 0;
         case SMEM_S_MEMTIME: case SMEM_S_MEMREALTIME:
                 /* Deterministic clock, serial or parallel: the wave instructions
@@ -612,13 +617,24 @@ int sim_isa_exec_smem(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
         if (soff != OPND_NULL)
                 addr += w->s[soff];
         addr &= ~3ull; /* SMEM ignores the two low address bits */
+        /* A load with GLC (bit 16, "globally coherent", RDNA2 ISA chapter 6)
+         * reads around the scalar data cache. */
+        bool cached = r->mem->scalar_load && !(in->w0 & 1u << 16);
         for (unsigned i = 0; i < n; i++) {
+                uint32_t v;
                 void *p;
-                int k = sim_isa_mem(r, w, addr + 4 * i, 4, false, &p);
-                if (k < 0)
-                        return k;
+                int k;
+
+                /* A miss the cache cannot fill faults below, with the
+                 * translation's message. */
+                if (!cached || r->mem->scalar_load(r->mem->userdata, addr + 4 * i, &v) < 0) {
+                        k = sim_isa_mem(r, w, addr + 4 * i, 4, false, &p);
+                        if (k < 0)
+                                return k;
+                        memcpy(&v, p, 4);
+                }
                 if (sdata + i < 106)
-                        memcpy(&w->s[sdata + i], p, 4);
+                        w->s[sdata + i] = v;
         }
         return 0;
 }

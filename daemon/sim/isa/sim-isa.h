@@ -91,8 +91,13 @@
  * MUBUF loads/stores/atomics (the scratch path), DS loads/stores/atomics on
  * the workgroup's LDS, the _d16/_d16_hi loads and stores.
  *
- * No-ops, as nothing they act on is modelled: caches (s_dcache_inv,
- * s_gl1_inv, buffer_gl0_inv, buffer_gl1_inv, s_icache_inv), s_waitcnt* (every
+ * Scalar loads go through SimIsaMemory.scalar_load (the scalar data cache)
+ * unless their GLC bit is set, and s_dcache_inv invalidates that cache;
+ * FLAT/GLOBAL loads of global memory go through the vector L0 and GL1
+ * (SimIsaMemory.vcache, sim-isa-vcache.c), which buffer_gl0_inv,
+ * buffer_gl1_inv and s_gl1_inv invalidate.
+ * No-ops, as nothing they act on is modelled: s_icache_inv (decoded
+ * instructions are kept for the dispatch, below), s_waitcnt* (every
  * access completes when issued), s_sendmsg (MSG_DEALLOC_VGPRS and friends),
  * s_inst_prefetch, s_clause, s_nop, s_setprio, s_sleep.
  * s_round_mode/s_denorm_mode set MODE; arithmetic always rounds to nearest
@@ -129,6 +134,13 @@
 
 typedef struct SimIsaPool SimIsaPool;
 
+/* The vector L0 and GL1 caches of a GPU VM (sim-isa-vcache.c). */
+typedef struct SimIsaVectorCaches {
+        uint64_t owner;          /* the VM's id, unique for the process's life, >= 1 */
+        const uint32_t *glv_gen; /* bumped (atomically) by each GLV_INV: every L0 line of the VM goes */
+        const uint32_t *gl1_gen; /* bumped by each GL1_INV: every GL1 line goes */
+} SimIsaVectorCaches;
+
 typedef struct SimIsaMemory {
         void *userdata;
         /* Translate a GPU VA range to host memory; -EFAULT if any byte is unmapped. */
@@ -138,6 +150,15 @@ typedef struct SimIsaMemory {
          * translate. Called when an instruction is decoded, not each time it
          * runs (decoded instructions are cached by pc for the dispatch). */
         int (*fetch)(void *userdata, uint64_t va, uint32_t *ret);
+        /* Optional: the dword at va (dword aligned) for a scalar load
+         * (SMEM without GLC), as the scalar data cache has it; 0 or -EFAULT.
+         * Without it scalar loads read through translate. */
+        int (*scalar_load)(void *userdata, uint64_t va, uint32_t *ret);
+        /* Optional: s_dcache_inv, every line of that cache goes. */
+        void (*scalar_invalidate)(void *userdata);
+        /* Optional: the vector L0 and GL1 caches FLAT and GLOBAL loads read
+         * through; NULL: they read translate's memory directly. */
+        const SimIsaVectorCaches *vcache;
 } SimIsaMemory;
 
 typedef struct SimIsaDispatch {
