@@ -67,6 +67,7 @@
 #include "sim-dma-move.h"
 #include "sim-engine.h"
 #include "sim-events.h"
+#include "sim-ih.h"
 #include "sim-memory.h"
 #include "sim-process.h"
 #include "sim-queue.h"
@@ -106,7 +107,7 @@ static void fail_fault(SimQueue *q, uint64_t va) {
         log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx, queue stopped at ring byte 0x%llx",
                   q->id, (unsigned long long) va, (unsigned long long) q->rptr);
         stop_queue(q);
-        sim_process_vm_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        sim_ih_vm_fault(q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
 }
 
 static void fail_error(SimQueue *q, const char *reason) {
@@ -164,6 +165,27 @@ static uint8_t *gpu_view(SimProcess *p, uint64_t va, uint64_t len, bool write, b
         *ret_bo = m->bo;
         *ret_off = va - m->va;
         return sim_cache_view(m->bo, va - m->va, len, write, pin);
+}
+
+/* Fence-first (sim-ih.h): the faulting packet ran against the dummy page (see
+ * the top) and is retired; the fault waits in the interrupt handler's queue. */
+static void run_past_fault(SimQueue *q, const SimSdmaPacket *pk, uint64_t va) {
+        SimProcess *p = q->process;
+        uint64_t fault_va, off;
+        uint8_t *dst;
+        SimBo *bo;
+
+        log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx by the packet at ring byte 0x%llx; the queue runs on",
+                  q->id, (unsigned long long) va, (unsigned long long) q->rptr);
+        sim_ih_vm_fault(q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        if (pk->op != SDMA_OP_COPY || pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT ||
+            sim_vm_access_bulk_write(p, pk->copy.dst, pk->copy.bytes, &dst, &fault_va) < 0)
+                return;
+        /* The source faulted and the destination is mapped: what the engine
+         * read there was the dummy page, zeros here. */
+        dst = gpu_view(p, pk->copy.dst, pk->copy.bytes, true, true, &bo, &off);
+        memset(dst, 0, pk->copy.bytes);
+        sim_cache_unpin(bo, off, pk->copy.bytes);
 }
 
 /* A copy (src_va != 0 with bytes to read) or a fill of [dst_va, dst_va + bytes),
@@ -296,7 +318,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
 
         case SDMA_OP_TRAP:
                 /* SDMA_TRAP: kfd_signal_event_interrupt(pasid, context_id0 & 0xfffffff, 28). */
-                sim_events_interrupt(p, pk->trap.context, 28);
+                sim_ih_interrupt(p, pk->trap.context, 28);
                 return EXEC_DONE;
 
         case SDMA_OP_TIMESTAMP:
@@ -444,8 +466,14 @@ static int step(SimQueue *q) {
                 case EXEC_RETRY:
                         return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 case EXEC_FAULT:
-                        fail_fault(q, fault_va);
-                        return SIM_STEP_PROGRESS;
+                        if (!sim_ih_fence_first(q->process->device)) {
+                                fail_fault(q, fault_va);
+                                return SIM_STEP_PROGRESS;
+                        }
+                        run_past_fault(q, &pk, fault_va);
+                        q->rptr += (uint64_t) pk.n_dwords * 4;
+                        result = SIM_STEP_PROGRESS;
+                        break;
                 case EXEC_ERROR:
                         fail_error(q, reason);
                         return SIM_STEP_PROGRESS;
