@@ -469,7 +469,7 @@ static size_t dispatch_dwords(const GpuJob *job) {
 }
 
 size_t gpu_compute_job_dwords(const GpuJob *job) {
-        size_t n = 4 * PM4_RELEASE_MEM_DW + job->n_waits * PM4_WAIT_REG_MEM_DW;
+        size_t n = 5 * PM4_RELEASE_MEM_DW + PM4_WRITE_DATA_DW(1) + (job->n_waits + 1) * PM4_WAIT_REG_MEM_DW;
         if (job->type == GPU_JOB_DISPATCH)
                 n += dispatch_dwords(job);
         return n;
@@ -561,13 +561,24 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
         if (job->type == GPU_JOB_DISPATCH)
                 p += emit_dispatch(c, q, job, f, p);
         p += emit_timestamp(p, ts + 8);
+        /* The barrier (gpu-queue.c, "Completion"): the slot is set before
+         * the end-of-pipe event is even issued (WRITE_DATA with WR_CONFIRM:
+         * a RELEASE_MEM's write lands when the pipe drains, and the wait
+         * below could otherwise pass on the slot's old ~0), the interrupt
+         * comes at the end of the pipe, after the dispatch, and the wait
+         * holds the fences back until the kernel has acknowledged it. */
+        p += pm4_emit_write_data(p, gpu_context_event_slot_va(c, q->ack_event), &q->ack_event, 1);
+        p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE, 0,
+                                  PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM, gpu_context_event_slot_va(c, q->ack_event),
+                                  q->ack_event, q->ack_event);
+        p += pm4_emit_wait_reg_mem(p, PM4_WAIT_EQ, gpu_context_event_slot_va(c, q->ack_event),
+                                   KFD_UNSIGNALED_EVENT_SLOT32, 0xFFFFFFFFu, WAIT_POLL_INTERVAL);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
                                   FENCE_GCR, PM4_DATA_32, PM4_INT_NONE, gpu_queue_fence_va(c, q->index),
                                   (uint32_t) f->seq, 0);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
                                   FENCE_GCR, PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM,
-                                  c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event,
-                                  c->completion_event);
+                                  gpu_context_event_slot_va(c, q->done_event), q->done_event, q->done_event);
         return (size_t) (p - p0);
 }
 
