@@ -72,15 +72,26 @@
  * has a finite instruction budget (SimOptions.max_dispatch_wave_instructions),
  * so a kernel that loops forever ends as a HW exception.
  *
- * Failures never skip a packet; the queue stops with rptr written back
- * pointing at the packet (for a packet inside an indirect buffer: at the
- * ring's INDIRECT_BUFFER packet):
+ * Failures:
  *  - an access outside every GPU-mapped BO of the process, by a packet or by
- *    the shader (interpreter -EFAULT), is a VM fault: every queue of the
- *    process is evicted (a dispatch running on another of them is cancelled
- *    and never completes) and every MEMORY event of the process is set with
- *    {NotPresent, va rounded down to its page, gpu_id}, as the SDMA engine
- *    does;
+ *    the shader, is a VM fault: every queue of the process is evicted (a
+ *    dispatch running on another of them is cancelled and never completes)
+ *    and every MEMORY event of the process is set with {NotPresent, va
+ *    rounded down to its page, gpu_id}, as the SDMA engine does. When
+ *    depends on the fault order (sim-ih.h). Event-first: at once, the queue
+ *    stopped at the packet (rptr written back pointing at it; for a packet
+ *    inside an indirect buffer, at the ring's INDIRECT_BUFFER packet).
+ *    Fence-first (the default): the access goes to the dummy page, as on
+ *    gfx10 without fault retry (dispatch_fault_to_dummy()) — a wave's load
+ *    reads zeros (or what a faulting store of the dispatch wrote there) and
+ *    the wave runs on; a packet's write is lost, its read yields nothing and
+ *    the packet is retired as if run — and the fault waits in the interrupt
+ *    handler's queue while this queue runs on. The CP's own fetch of an
+ *    indirect buffer, and an instruction fetch, are not sent there: the
+ *    former stops the queue, the latter ends the dispatch (the simulator does
+ *    not run the dummy page as code or packets).
+ * Other failures never skip a packet; the queue stops with rptr written back
+ * pointing at the packet:
  *  - a packet the decoder refuses, a documented feature the model does not
  *    have, a dispatch the interpreter cannot run (-EILSEQ, -ETIME, -EINVAL,
  *    -EDEADLK), or a RELEASE_MEM on a queue without an EOP buffer: the queue
@@ -93,7 +104,9 @@
  *
  * Interrupts: RELEASE_MEM INT_SEL 1 (interrupt only) and 2 (interrupt after
  * the write is confirmed) raise CP_END_OF_PIPE with INT_CTXID, which
- * kfd_int_process_v10.c hands to kfd_signal_event_interrupt(pasid, ctxid, 32).
+ * kfd_int_process_v10.c hands to kfd_signal_event_interrupt(pasid, ctxid, 32),
+ * through the interrupt handler's queue (sim-ih.h): after a fault raised
+ * before it. A RELEASE_MEM whose write faults (fence-first) raises none.
  * INT_SEL 3 ("send data after write confirm") writes without an interrupt:
  * Mesa radv_cs_emit_write_event_eop uses it to "wait for write confirmation
  * before writing data, but don't send an interrupt". INT_SEL 4..6

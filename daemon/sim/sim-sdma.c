@@ -25,15 +25,23 @@
  * (a burst NOP, a WRITE_LINEAR with its data) is read whole, with what the
  * doorbell published after it up to a ring from its start.
  *
- * Failures never skip a packet:
+ * Failures:
  *  - a COPY/RECT/FILL/WRITE/FENCE/POLL/TIMESTAMP/ATOMIC access outside every GPU-mapped BO
- *    of the process is a VM fault: the queue stops at the faulting packet
- *    (the rptr word keeps what the fetcher had read, which may lie past it:
- *    where rptr stopped does not name the packet), every other queue of the process is
- *    evicted with it (sim_process_vm_fault), and every MEMORY event of the
- *    process is set with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
+ *    of the process is a VM fault: every queue of the process is evicted
+ *    (sim_process_vm_fault), and every MEMORY event of the process is set
+ *    with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
  *    down to its 4 KiB page, as kfd_signal_vm_fault_event reports
- *    (info->page_addr << PAGE_SHIFT).
+ *    (info->page_addr << PAGE_SHIFT). When depends on the fault order
+ *    (sim-ih.h). Event-first: at once, the queue stopped at the faulting
+ *    packet (the rptr word keeps what the fetcher had read, which may lie
+ *    past it: where rptr stopped does not name the packet). Fence-first (the
+ *    default): the packet ran against amdgpu's dummy page (gfx10 runs without
+ *    fault retry; its writes there are lost, and a COPY_LINEAR whose source
+ *    faulted writes the dummy page's zeros over a mapped destination — all of
+ *    it: a real engine would copy the mapped source pages; other packets'
+ *    mapped parts are not written either) and is retired, and the fault waits
+ *    in the interrupt handler's queue while the queue runs on.
+ * Other failures never skip a packet:
  *  - an unknown or malformed packet (decoder -EBADMSG), a doorbell wptr that
  *    is not dword aligned or runs more than a ring ahead of what the engine
  *    has read (or behind it), or a
