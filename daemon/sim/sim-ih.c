@@ -82,6 +82,13 @@ void sim_ih_vm_fault(SimQueue *q, uint64_t va) {
                 handle(&e); /* nothing is ever queued in this order */
                 return;
         }
+        if (q->destroying) {
+                /* The queue goes (a dispatch of it ran on while DESTROY_QUEUE
+                 * waited): nothing of it runs on to wait for. */
+                push(d, &e);
+                drain(d);
+                return;
+        }
         log_debug("sim: queue %u: GPU VM fault at 0x%llx queued for the interrupt handler; the queue runs on", q->id,
                   (unsigned long long) va);
         if (!d->ih_fault_queue) {
