@@ -88,7 +88,13 @@
  * written slot (kfd_signal_event_interrupt's exhaustive search) — a barrier
  * of another queue with them. With one barrier and one completion slot per
  * queue and each job waiting for its barrier, no slot is ever written twice
- * before its interrupt is handled, so no such search happens. The cost: each
+ * before its interrupt is handled, so no such search happens. The barrier
+ * needs the slot's write to be seen by the kernel when it handles the
+ * interrupt raised after it (else nothing acknowledges it, and the job waits
+ * until its timeout aborts it): the kernel relies on the same for its own
+ * SDMA fences (sdma_v5_2_ring_emit_fence: FENCE, then TRAP; the interrupt
+ * handler reads the fence, amdgpu_fence_process), and RELEASE_MEM's INT_SEL
+ * 2 raises the interrupt after the write is confirmed. The cost: each
  * job waits for one pass of the kernel's interrupt handling before its
  * fences (on the simulator none: it handles an interrupt when it is raised,
  * unless a fault waits, sim-ih.h). A queue made again after an abort
