@@ -73,6 +73,8 @@ static void help(void) {
                "                          speaks, 1.11..1.19 (default 1.19; with --device=sim)\n"
                "     --sim-topology=T     dgpu (default) or igpu-first: an integrated GPU listed\n"
                "                          before the simulated one (with --device=sim)\n"
+               "     --sim-fault-order=O  fence-first (default: a faulting job's fence may land\n"
+               "                          before the MEMORY event) or event-first (with --device=sim)\n"
                "     --log-level=LEVEL    debug, info (default), notice, warning, err\n"
                "     --log-target=TARGET  auto (default), journal or stderr\n"
                "     --config=PATH        Read only this configuration file\n"

@@ -10,7 +10,10 @@
  * session page says so.
  *
  * What a slot proves: slots[f % N] == (uint32_t) f means job f ran to its
- * end and succeeded (a job that fails or is cancelled never gets there), and
+ * end and succeeded (a job that fails or is cancelled never gets there; one
+ * whose access faulted neither, though the GPU runs on past a fault: the
+ * engine writes the slot only after the kernel has handled every interrupt
+ * raised before it, docs/architecture.md "Completion and faults"), and
  * every job of the session before it has finished too, as completed_fence
  * >= f would say: the daemon gives a copy or fill its slot write only when
  * every unfinished job before it is a copy or fill, all on the session's one

@@ -14,13 +14,17 @@
  *   CREATE_EVENT; the internal events; fence memory; the SDMA queues (the first
  *   one maps the doorbell slice); the waiter thread.
  *
- * Internal events: ONE completion SIGNAL event shared by all queues, not one per
- * queue. gpu_context_process() reads every queue's fence word on every wake
- * anyway (a word read is cheaper than the extra WAIT_EVENTS entry and slot), and
- * last_event_age makes a shared auto-reset event lossless: interrupts that
- * arrive while the waiter is away only bump the age, and the next wait returns
- * at once. Plus a MEMORY and a HW_EXCEPTION event for faults and a SIGNAL event
- * used only to wake the waiter at shutdown.
+ * Internal events: per queue, a completion SIGNAL event the waiter waits for
+ * and a barrier SIGNAL event no one waits for (gpu-queue.c, "Completion":
+ * each job waits until the kernel has acknowledged its barrier interrupt
+ * before it writes a fence, so that a fault it raised is handled first; per
+ * queue because a slot shared by several queues' interrupts would make the
+ * kernel scan every slot and acknowledge another queue's barrier early).
+ * last_event_age makes each auto-reset event lossless: interrupts that arrive
+ * while the waiter is away only bump the age, and the next wait returns at
+ * once. Plus a MEMORY and a HW_EXCEPTION event for faults and a SIGNAL event
+ * that registers the event page and wakes the waiter (at shutdown, and to
+ * wait for a queue added since).
  *
  * Timestamp frequency: neither GET_CLOCK_COUNTERS (its only frequency,
  * system_clock_freq, is that of the CPU boottime clock, 1e9) nor the topology
@@ -86,6 +90,29 @@ static void destroy_event(GpuContext *c, uint32_t *id) {
         *id = 0;
 }
 
+int gpu_context_create_signal_event(GpuContext *c, uint32_t *ret_id) {
+        uint32_t id, slot;
+        int r = create_event(c, KFD_IOC_EVENT_SIGNAL, c->event_page_registered ? 0 : c->event_page->handle, &id, &slot);
+
+        if (r < 0)
+                return r;
+        c->event_page_registered = true;
+        if (slot != id || slot >= KFD_SIGNAL_EVENT_LIMIT) {
+                destroy_event(c, &id);
+                return -EIO; /* kfd_events.c: a signal event's id is its slot */
+        }
+        *ret_id = id;
+        return 0;
+}
+
+void gpu_context_destroy_event(GpuContext *c, uint32_t *id) {
+        destroy_event(c, id);
+}
+
+uint64_t gpu_context_event_slot_va(const GpuContext *c, uint32_t id) {
+        return c->event_page->va + (uint64_t) id * 8;
+}
+
 static void release_job_holds(GpuContext *c, bool all);
 
 GpuContext *gpu_context_free(GpuContext *c) {
@@ -107,7 +134,6 @@ GpuContext *gpu_context_free(GpuContext *c) {
         c->fence = gpu_buffer_unref(c->fence);
         c->hdp_page = gpu_buffer_unref(c->hdp_page);
 
-        destroy_event(c, &c->completion_event);
         destroy_event(c, &c->shutdown_event);
         destroy_event(c, &c->memory_event);
         destroy_event(c, &c->hw_exception_event);
@@ -294,6 +320,11 @@ static int add_queue(GpuContext *c, GpuEngine engine, uint32_t priority, unsigne
         c->info.queue_engine[i] = engine;
         c->info.queue_priority[i] = priority;
         c->info.n_queues = c->n_queues;
+        /* The waiter waits for its completion interrupts from its next wait
+         * on, which this wakes it for. */
+        c->done_events[i] = c->queues[i].done_event;
+        atomic_store_explicit(&c->n_done_events, i + 1, memory_order_release);
+        gpu_waiter_rewait(c);
         if (ret_index)
                 *ret_index = i;
         return 0;
@@ -430,16 +461,11 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         r = gpu_buffer_alloc_internal(c, KFD_EVENT_PAGE_SIZE, GPU_BO_FLAGS_INTERNAL, true, &c->event_page);
         if (r < 0)
                 return r;
-        r = create_event(c, KFD_IOC_EVENT_SIGNAL, c->event_page->handle, &c->completion_event,
-                         &c->completion_slot);
+        /* The first signal event registers the page (kfd_kmap_event_page). */
+        r = gpu_context_create_signal_event(c, &c->shutdown_event);
         if (r < 0)
                 return r;
         c->event_page->keep_bo = true;
-        if (c->completion_slot >= KFD_SIGNAL_EVENT_LIMIT)
-                return -EIO;
-        r = create_event(c, KFD_IOC_EVENT_SIGNAL, 0, &c->shutdown_event, NULL);
-        if (r < 0)
-                return r;
         r = create_event(c, KFD_IOC_EVENT_MEMORY, 0, &c->memory_event, NULL);
         if (r < 0)
                 return r;

@@ -601,7 +601,9 @@ static size_t dispatch_dwords(const GpuContext *c, const GpuKernelCode *kc) {
 
 size_t gpu_compute_job_dwords(const GpuContext *c, const GpuJob *job) {
         const GpuHsaCompletion *h = gpu_job_hsa(job);
-        size_t n = 4 * PM4_RELEASE_MEM_DW;
+        /* Timestamps, the barrier's interrupt, the fence, the done event;
+         * the barrier's slot write and its wait. */
+        size_t n = 5 * PM4_RELEASE_MEM_DW + PM4_WRITE_DATA_DW(1) + PM4_WAIT_REG_MEM_DW;
         GpuKernelCode kc;
 
         for (unsigned i = 0; i < job->n_waits; i++)
@@ -616,7 +618,8 @@ size_t gpu_compute_job_dwords(const GpuContext *c, const GpuJob *job) {
                 if (h->acquire && job->type == GPU_JOB_NOP)
                         n += PM4_ACQUIRE_MEM_DW;
                 if (gpu_hsa_retires(h))
-                        n += PM4_WAIT_REG_MEM64_DW + (h->signal_va ? PM4_ATOMIC_MEM_DW : 0) +
+                        n += PM4_WAIT_REG_MEM64_DW + (PM4_WRITE_DATA_DW(1) + PM4_RELEASE_MEM_DW + PM4_WAIT_REG_MEM_DW) +
+                             (h->signal_va ? PM4_ATOMIC_MEM_DW : 0) +
                              (h->event_slot_va ? PM4_WRITE_DATA_DW(1) : 0) + (h->mailbox_va ? PM4_RELEASE_MEM_DW : 0) +
                              (h->index_va ? PM4_RELEASE_MEM_DW : 0);
         }
@@ -730,14 +733,38 @@ static size_t emit_timestamp(uint32_t *p, uint64_t va) {
 /*
  * The writes of an HSA completion that come when the job has ended (see the
  * file comment): the end timestamp, carrying the write-back, and a wait for
- * it to have landed, then the signal, the event, the read index.
+ * it to have landed (emit_hsa_end); after the barrier, the signal, the
+ * event, the read index (emit_hsa_signal).
  */
-static size_t emit_hsa_retire(const GpuContext *c, const GpuHsaCompletion *h, uint64_t end_ts, uint32_t *p) {
+/* The barrier: the slot is set before the end-of-pipe event is even issued
+ * (WRITE_DATA with WR_CONFIRM: a RELEASE_MEM's write lands when the pipe
+ * drains, and the wait below could otherwise pass on the slot's old ~0), the
+ * interrupt comes at the end of the pipe, after the work before it, and the
+ * wait holds what follows back until the kernel has acknowledged it. */
+static size_t emit_barrier(GpuContext *c, const GpuQueue *q, uint32_t *p) {
+        uint32_t *const p0 = p;
+
+        p += pm4_emit_write_data(p, gpu_context_event_slot_va(c, q->ack_event), &q->ack_event, 1);
+        p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE, 0,
+                                  PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM, gpu_context_event_slot_va(c, q->ack_event),
+                                  q->ack_event, q->ack_event);
+        p += pm4_emit_wait_reg_mem(p, PM4_WAIT_EQ, gpu_context_event_slot_va(c, q->ack_event),
+                                   KFD_UNSIGNALED_EVENT_SLOT32, 0xFFFFFFFFu, WAIT_POLL_INTERVAL);
+        return (size_t) (p - p0);
+}
+
+static size_t emit_hsa_end(const GpuContext *c, uint64_t end_ts, uint32_t *p) {
         uint32_t *const p0 = p;
 
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
                                   fence_gcr(c), PM4_DATA_TIMESTAMP, PM4_INT_NONE, end_ts, 0, 0);
         p += pm4_emit_wait_reg_mem64(p, PM4_WAIT_NE, end_ts, 0, UINT64_MAX, WAIT_POLL_INTERVAL);
+        return (size_t) (p - p0);
+}
+
+static size_t emit_hsa_signal(const GpuHsaCompletion *h, uint32_t *p) {
+        uint32_t *const p0 = p;
+
         if (h->signal_va)
                 p += pm4_emit_atomic_mem(p, PM4_TC_OP_ATOMIC_ADD_RTN_64, PM4_ATOMIC_WAIT_FOR_WRITE_CONFIRM, h->signal_va,
                                          UINT64_MAX /* -1 */, 0);
@@ -781,16 +808,25 @@ size_t gpu_compute_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, const
         if (h && h->ts_va)
                 p += emit_timestamp(p, h->ts_va + 8);
         if (h && gpu_hsa_retires(h))
-                p += emit_hsa_retire(c, h, ts + 8, p);
+                p += emit_hsa_end(c, ts + 8, p);
         else
                 p += emit_timestamp(p, ts + 8);
+        /* The barrier (gpu-queue.c, "Completion", emit_barrier()). A relayed
+         * packet's completion (its client's signal, event and read index)
+         * comes after one, so that a faulting kernel is never shown to its
+         * client as done, and before another, so that a fault of its own
+         * writes is never reported as success by the daemon's fence. */
+        p += emit_barrier(c, q, p);
+        if (h && gpu_hsa_retires(h)) {
+                p += emit_hsa_signal(h, p);
+                p += emit_barrier(c, q, p);
+        }
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
                                   fence_gcr(c), PM4_DATA_32, PM4_INT_NONE, gpu_queue_fence_va(c, q->index),
                                   (uint32_t) f->seq, 0);
         p += pm4_emit_release_mem(p, PM4_EVENT_CACHE_FLUSH_AND_INV_TS_EVENT, PM4_EVENT_INDEX_END_OF_PIPE,
                                   RELEASE_MEM_CACHE_POLICY(3), PM4_DATA_32, PM4_INT_AFTER_WRITE_CONFIRM,
-                                  c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event,
-                                  c->completion_event);
+                                  gpu_context_event_slot_va(c, q->done_event), q->done_event, q->done_event);
         return (size_t) (p - p0);
 }
 

@@ -146,6 +146,11 @@ typedef struct GpuQueue {
         uint64_t quiet_bytes;
         uint32_t priority;   /* KFD queue_priority */
         uint32_t max_inflight; /* the context's, a power of two */
+        /* Its own SIGNAL events (gpu-queue.c, "Completion"): the completion
+         * interrupt the waiter waits for, and the barrier interrupt no one
+         * waits for, whose acknowledgement by the kernel each job waits for
+         * before it writes a fence; 0 until made. Slot = id. */
+        uint32_t done_event, ack_event;
         bool created;
         uint32_t queue_id;
         uint32_t ring_size;
@@ -293,8 +298,11 @@ struct GpuContext {
         /* Events (kfd-facts §1.10) */
         GpuBuffer *event_page;
         bool event_page_registered;
-        uint32_t completion_event, completion_slot;
-        uint32_t shutdown_event;
+        uint32_t shutdown_event;      /* registered the event page; wakes the waiter */
+        /* The queues' completion events the waiter waits for: done_events[i]
+         * is queue i's; n_done_events grows (release) as queues are added. */
+        uint32_t done_events[GPU_MAX_QUEUES];
+        atomic_uint n_done_events;
         uint32_t memory_event, hw_exception_event;
 
         uint32_t max_inflight;       /* per queue, a power of two (GpuContextOptions) */
@@ -378,6 +386,14 @@ int gpu_map_to_gpu(GpuContext *c, uint64_t handle);
 void gpu_code_objects_release_all(GpuContext *c);
 
 /* gpu-queue.c */
+/* A SIGNAL event of the context (auto-reset) whose slot is its id, below
+ * KFD_SIGNAL_EVENT_LIMIT (gpu-context.c); the destroy is NULL-safe on 0 and
+ * zeroes *id. */
+int gpu_context_create_signal_event(GpuContext *c, uint32_t *ret_id);
+void gpu_context_destroy_event(GpuContext *c, uint32_t *id);
+/* The va of event id's slot in the event page. */
+uint64_t gpu_context_event_slot_va(const GpuContext *c, uint32_t id);
+
 int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine, uint32_t ring_size,
                     uint32_t priority);
 /* A memory fault: fails every job in flight on every queue (see GpuCompletion)
@@ -443,5 +459,7 @@ unsigned gpu_gfx_generation(const GpuContext *c);
 /* gpu-waiter.c */
 int gpu_waiter_start(GpuContext *c);
 void gpu_waiter_stop(GpuContext *c);
+/* Makes the waiter start a new wait (a queue was added; its event is published). */
+void gpu_waiter_rewait(GpuContext *c);
 /* Moves pending faults out; returns how many, or the waiter's error. */
 int gpu_waiter_take_faults(GpuContext *c, GpuFault *ret, unsigned max);

@@ -51,9 +51,10 @@
  *   body (COPY_LINEAR split at 4 MiB / CONSTANT_FILL split at 4 MiB),
  *   GCR_REQ(release: GL2/GLK written back) — ROCr brackets every SDMA command
  *   so on gfx10+ (amd_blit_sdma.cpp useGCR, BuildGCRCommand) — TIMESTAMP(end slot),
- *   FENCE(queue fence word, seq), if the job has a signal FENCE(signal_va,
- *   signal_value) and FENCE(queue signal word, seq), then FENCE(event slot,
- *   event id), TRAP(event id). The signal comes after the fence word, so a
+ *   the barrier FENCE(barrier slot, id), TRAP(id), POLL_REGMEM(barrier slot
+ *   == ~0) (see "Completion" below), FENCE(queue fence word, seq), if the job
+ *   has a signal FENCE(signal_va, signal_value) and FENCE(queue signal word,
+ *   seq), then FENCE(completion slot, id), TRAP(id). The signal comes after the fence word, so a
  *   client that saw its signal and asks the daemon anything finds the job
  *   done (docs/protocol.md, "The fence page"); the signal word after it says
  *   the signal has landed (gpu_buffer_unref_after_jobs()), which neither the
@@ -61,6 +62,46 @@
  *   what it executes (sim-sdma.c).
  * The last two raise the completion interrupt the way the kernel expects from
  * SDMA (kfd-facts §1.10: tinygrad AMDCopyQueue.signal, kfd_int_process_v10.c).
+ *
+ * Completion: what the daemon and its clients take for "done and succeeded"
+ * is a fence the engine wrote — the queue's fence word (gpu_queue_collect()),
+ * a client's fence page slot, a relay word another context waits on. On
+ * gfx10/11 without fault retry a job whose access faults runs on (its access
+ * goes to amdgpu's dummy page), and the fault reaches the kernel as an entry
+ * of the IH ring, handled later by the KFD's interrupt work, which evicts the
+ * process's queues and sets its MEMORY events (kfd-facts §7.1, §7.7). So a
+ * fence written right after the job's work can be read before the MEMORY
+ * event exists. The kernel takes IH entries in order (kfd_interrupt.c: one
+ * FIFO, one work item, interrupt_wq() -> event_interrupt_wq_v10()), and an
+ * interrupt the queue raises after the faulting access is an entry after the
+ * fault's. Hence the barrier: after its work each job raises an interrupt of
+ * the queue's barrier event, whose slot it has just written, and waits
+ * until that slot reads ~0 again — the kernel's acknowledgement
+ * (kfd_events.c set_event_from_interrupt -> acknowledge_signal) — before it
+ * writes any fence. When that happens the kernel has handled every entry
+ * raised before it, the fault's included, and had the job faulted, the
+ * eviction would have stopped the queue at the wait: a fence the engine
+ * wrote is a job that did not fault. The completion interrupt after the
+ * fences wakes the waiter as before. Each queue has its own two events: the
+ * kernel finds an interrupt's event by its slot, and an interrupt whose slot
+ * another interrupt has already acknowledged makes it acknowledge every
+ * written slot (kfd_signal_event_interrupt's exhaustive search) — a barrier
+ * of another queue with them. With one barrier and one completion slot per
+ * queue and each job waiting for its barrier, no slot is ever written twice
+ * before its interrupt is handled, so no such search happens. The barrier
+ * needs the slot's write to be seen by the kernel when it handles the
+ * interrupt raised after it (else nothing acknowledges it, and the job waits
+ * until its timeout aborts it): the kernel relies on the same for its own
+ * SDMA fences (sdma_v5_2_ring_emit_fence: FENCE, then TRAP; the interrupt
+ * handler reads the fence, amdgpu_fence_process), and RELEASE_MEM's INT_SEL
+ * 2 raises the interrupt after the write is confirmed. The cost: each
+ * job waits for one pass of the kernel's interrupt handling before its
+ * fences (on the simulator none: it handles an interrupt when it is raised,
+ * unless a fault waits, sim-ih.h). A queue made again after an abort
+ * (queue_recover()) could have a barrier interrupt of its predecessor still
+ * unhandled, which, handled late, would let its first job pass its wait
+ * early; an abort comes after a job's timeout (seconds), by when the kernel
+ * has long handled what the old queue raised.
  * A job never straddles the ring's end: the tail is padded with NOPs of the
  * queue's kind.
  */
@@ -231,6 +272,12 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
         q->inflight = calloc(q->max_inflight, sizeof *q->inflight);
         if (!q->inflight)
                 return -ENOMEM;
+        r = gpu_context_create_signal_event(c, &q->done_event);
+        if (r < 0)
+                return r;
+        r = gpu_context_create_signal_event(c, &q->ack_event);
+        if (r < 0)
+                return r;
         r = gpu_buffer_alloc_internal(c, ring_size, GPU_BO_FLAGS_INTERNAL, true, &q->ring);
         if (r < 0)
                 return r;
@@ -293,6 +340,8 @@ void gpu_queue_teardown(GpuContext *c, GpuQueue *q) {
         free(q->inflight);
         q->inflight = NULL;
         q->inflight_count = 0;
+        gpu_context_destroy_event(c, &q->done_event);
+        gpu_context_destroy_event(c, &q->ack_event);
 }
 
 /* The engine's read pointer as a monotonic byte offset (see the top of the
@@ -337,8 +386,8 @@ static size_t job_ndw(const GpuContext *c, const GpuQueue *q, const GpuJob *job)
         if (q->engine == GPU_ENGINE_COMPUTE)
                 return gpu_compute_job_dwords(c, job);
 
-        size_t n = 2 * SDMA_TIMESTAMP_DW + 2 * SDMA_FENCE_DW + SDMA_TRAP_DW + job->n_waits * SDMA_POLL_REGMEM_DW +
-                   (job->signal_va ? 2 * SDMA_FENCE_DW : 0);
+        size_t n = 2 * SDMA_TIMESTAMP_DW + 3 * SDMA_FENCE_DW + 2 * SDMA_TRAP_DW +
+                   (job->n_waits + 1) * SDMA_POLL_REGMEM_DW + (job->signal_va ? 2 * SDMA_FENCE_DW : 0);
         if (job->type == GPU_JOB_SDMA_PACKETS)
                 n += job->packets.ndw;
         if (job->type == GPU_JOB_COPY)
@@ -513,17 +562,23 @@ static size_t sdma_emit_job(GpuContext *c, GpuQueue *q, const GpuJob *job, uint6
         if (job->type == GPU_JOB_COPY || job->type == GPU_JOB_FILL)
                 p += sdma_emit_gcr_req(p, sdma_gcr(c, false));
         p += sdma_emit_timestamp(p, ts + 8);
+        /* The barrier (see "Completion" at the top): its slot, its interrupt,
+         * and the wait until the kernel has acknowledged it. */
+        p += sdma_emit_fence(p, gpu_context_event_slot_va(c, q->ack_event), q->ack_event);
+        p += sdma_emit_trap(p, q->ack_event);
+        p += sdma_emit_poll_regmem(p, gpu_context_event_slot_va(c, q->ack_event), KFD_UNSIGNALED_EVENT_SLOT32,
+                                   0xFFFFFFFFu, SDMA_POLL_FUNC_EQ);
         p += sdma_emit_fence(p, gpu_queue_fence_va(c, q->index), (uint32_t) seq);
         if (job->signal_va) {
                 p += sdma_emit_fence(p, job->signal_va, job->signal_value);
                 p += sdma_emit_fence(p, signal_word_va(c, q->index), (uint32_t) seq);
         }
-        /* The completion interrupt: the completion event's slot (written by
+        /* The completion interrupt: the queue's completion slot (written by
          * every job: a slot written with no TRAP after it is found by the
          * next interrupt, as KFD looks slots up only then), then TRAP, last,
          * where queue_raise_quiet() finds it. */
-        p += sdma_emit_fence(p, c->event_page->va + (uint64_t) c->completion_slot * 8, c->completion_event);
-        p += interrupt ? sdma_emit_trap(p, c->completion_event) : sdma_emit_nop(p, SDMA_TRAP_DW);
+        p += sdma_emit_fence(p, gpu_context_event_slot_va(c, q->done_event), q->done_event);
+        p += interrupt ? sdma_emit_trap(p, q->done_event) : sdma_emit_nop(p, SDMA_TRAP_DW);
         return (size_t) (p - p0);
 }
 
@@ -639,7 +694,7 @@ static int queue_turn_epoch(GpuContext *c, GpuQueue *q) {
 
 static void queue_raise_quiet(GpuContext *c, GpuQueue *q) {
         if (q->trap_pending)
-                sdma_emit_trap((uint32_t *) q->ring->cpu + (q->trap_at % q->ring_size) / 4, c->completion_event);
+                sdma_emit_trap((uint32_t *) q->ring->cpu + (q->trap_at % q->ring_size) / 4, q->done_event);
         q->trap_pending = false;
         q->quiet_jobs = 0;
         q->quiet_bytes = 0;

@@ -4,12 +4,14 @@
  * — the only blocking kernel call of the GPU layer — and wakes the event loop
  * through the context's eventfd. It waits for any of (wait_for_all = 0,
  * a timeout of WAITER_TIMEOUT_MS):
- *   - the completion event (SIGNAL, auto-reset; every job ends with FENCE to
- *     its slot + TRAP with its id),
+ *   - each queue's completion event (SIGNAL, auto-reset; a job ends with a
+ *     FENCE to its slot + its interrupt, gpu-queue.c "Completion"), as many
+ *     as GpuContext.n_done_events says when the wait starts,
  *   - the MEMORY event (GPU VM faults: va, gpu_id),
  *   - the HW_EXCEPTION event,
- *   - the shutdown event (SIGNAL), set by gpu_waiter_stop().
- * The two signal events carry last_event_age (uapi 1.14): the waiter passes the
+ *   - the shutdown event (SIGNAL), set by gpu_waiter_stop(), and by
+ *     gpu_waiter_rewait() when a queue was added.
+ * The signal events carry last_event_age (uapi 1.14): the waiter passes the
  * age it saw last, so an interrupt between two waits makes the next wait
  * return at once instead of being lost (kfd_wait_on_events/init_event_waiter,
  * kfd-facts §1.10). The fault data of activated MEMORY/HW_EXCEPTION events are
@@ -35,11 +37,11 @@
 #define WAITER_TIMEOUT_MS 1000u
 
 enum {
-        WAIT_COMPLETION,
         WAIT_MEMORY,
         WAIT_HW_EXCEPTION,
         WAIT_SHUTDOWN,
-        _WAIT_MAX,
+        WAIT_QUEUES, /* then one per queue */
+        _WAIT_MAX = WAIT_QUEUES + GPU_MAX_QUEUES,
 };
 
 static void wake(GpuContext *c) {
@@ -59,20 +61,26 @@ static void push_fault(GpuContext *c, const GpuFault *f) {
 static void *waiter_main(void *userdata) {
         GpuContext *c = userdata;
         /* Events are created with event_age 1 (kfd_events.c create_signal_event). */
-        uint64_t age_completion = 1, age_shutdown = 1;
+        uint64_t age[_WAIT_MAX];
 
+        for (unsigned i = 0; i < _WAIT_MAX; i++)
+                age[i] = 1;
         while (!atomic_load(&c->waiter_stop)) {
                 struct kfd_event_data ev[_WAIT_MAX] = {};
-                ev[WAIT_COMPLETION].event_id = c->completion_event;
-                kfd_event_data_set_age(&ev[WAIT_COMPLETION], age_completion);
+                unsigned n = WAIT_QUEUES + atomic_load_explicit(&c->n_done_events, memory_order_acquire);
+
                 ev[WAIT_MEMORY].event_id = c->memory_event;
                 ev[WAIT_HW_EXCEPTION].event_id = c->hw_exception_event;
                 ev[WAIT_SHUTDOWN].event_id = c->shutdown_event;
-                kfd_event_data_set_age(&ev[WAIT_SHUTDOWN], age_shutdown);
+                kfd_event_data_set_age(&ev[WAIT_SHUTDOWN], age[WAIT_SHUTDOWN]);
+                for (unsigned i = WAIT_QUEUES; i < n; i++) {
+                        ev[i].event_id = c->done_events[i - WAIT_QUEUES];
+                        kfd_event_data_set_age(&ev[i], age[i]);
+                }
 
                 struct kfd_ioctl_wait_events_args a = {
                         .events_ptr = (uint64_t) (uintptr_t) ev,
-                        .num_events = _WAIT_MAX,
+                        .num_events = n,
                         .wait_for_all = 0,
                         .timeout = WAITER_TIMEOUT_MS,
                 };
@@ -91,12 +99,11 @@ static void *waiter_main(void *userdata) {
                 if (a.wait_result == KFD_IOC_WAIT_RESULT_TIMEOUT)
                         continue;
 
-                uint64_t age = kfd_event_data_get_age(&ev[WAIT_COMPLETION]);
-                if (age != 0)
-                        age_completion = age;
-                age = kfd_event_data_get_age(&ev[WAIT_SHUTDOWN]);
-                if (age != 0)
-                        age_shutdown = age;
+                for (unsigned i = WAIT_SHUTDOWN; i < n; i++) {
+                        uint64_t seen = kfd_event_data_get_age(&ev[i]);
+                        if (seen != 0)
+                                age[i] = seen;
+                }
 
                 /* Only activated events get their data copied back
                  * (copy_signaled_event_data); a non-zero gpu_id marks a fault,
@@ -123,6 +130,16 @@ int gpu_waiter_start(GpuContext *c) {
                 return -r;
         c->waiter_started = true;
         return 0;
+}
+
+void gpu_waiter_rewait(GpuContext *c) {
+        if (!c->waiter_started)
+                return;
+        struct kfd_ioctl_set_event_args a = { .event_id = c->shutdown_event };
+        int r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_SET_EVENT, &a);
+        if (r < 0)
+                log_debug_errno(r, "gpu: SET_EVENT to wake the waiter failed; it sees the new queue within %u ms: %m",
+                                WAITER_TIMEOUT_MS);
 }
 
 void gpu_waiter_stop(GpuContext *c) {

@@ -116,6 +116,8 @@ static inline void kfd_event_data_set_age(struct kfd_event_data *d, __u64 age) {
 /* Signal page: 4096 slots x 8 bytes; unsignaled slot = ~0 (kfd-facts §1.10). */
 #define KFD_EVENT_PAGE_SIZE (KFD_SIGNAL_EVENT_LIMIT * 8u)
 #define KFD_UNSIGNALED_EVENT_SLOT (~0ULL)
+/* Its low dword: what a 32-bit GPU wait on a slot compares with. */
+#define KFD_UNSIGNALED_EVENT_SLOT32 0xFFFFFFFFu
 /* Handles are gpu_id << 32 | idr (kfd_priv.h MAKE_HANDLE, kfd-facts §1.5). */
 #define KFD_MAKE_HANDLE(gpu_id, idr) ((((__u64) (gpu_id)) << 32) | (__u32) (idr))
 #define KFD_HANDLE_GPU_ID(h) ((__u32) ((h) >> 32))

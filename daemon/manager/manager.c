@@ -301,7 +301,8 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                  * the same socket finds its predecessor's buffers its own. */
                 SimOptions so = { .kfd_minor = o->sim_kfd_minor,
                                   .identity = o->listen_path ? o->listen_path : KFDBROKER_DEFAULT_SOCKET,
-                                  .igpu_first = o->sim_igpu_first };
+                                  .igpu_first = o->sim_igpu_first,
+                                  .fault_order = o->sim_fault_order };
                 r = sim_device_new(&so, &m->sim);
                 if (r < 0)
                         return log_error_errno(r, "Failed to create the simulated GPU: %m");

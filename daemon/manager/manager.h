@@ -50,6 +50,7 @@ typedef struct ManagerOptions {
         const char *worker_user;   /* --worker-user=: a root daemon's workers run as this user */
         uint32_t sim_kfd_minor;    /* --device=sim: the simulated KFD uapi minor; 0 = default */
         bool sim_igpu_first;       /* --sim-topology=igpu-first: an iGPU node listed before the GPU */
+        SimFaultOrder sim_fault_order; /* --sim-fault-order: what the daemon sees first after a GPU VM fault */
         const char *gpu;           /* --gpu=: which GPU node (kfd-gpu-choice.h); NULL = auto */
 } ManagerOptions;
 

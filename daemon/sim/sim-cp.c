@@ -75,15 +75,26 @@
  * has a finite instruction budget (SimOptions.max_dispatch_wave_instructions),
  * so a kernel that loops forever ends as a HW exception.
  *
- * Failures never skip a packet; the queue stops with rptr written back
- * pointing at the packet (for a packet inside an indirect buffer: at the
- * ring's INDIRECT_BUFFER packet):
+ * Failures:
  *  - an access outside every GPU-mapped BO of the process, by a packet or by
- *    the shader (interpreter -EFAULT), is a VM fault: every queue of the
- *    process is evicted (a dispatch running on another of them is cancelled
- *    and never completes) and every MEMORY event of the process is set with
- *    {NotPresent, va rounded down to its page, gpu_id}, as the SDMA engine
- *    does;
+ *    the shader, is a VM fault: every queue of the process is evicted (a
+ *    dispatch running on another of them is cancelled and never completes)
+ *    and every MEMORY event of the process is set with {NotPresent, va
+ *    rounded down to its page, gpu_id}, as the SDMA engine does. When
+ *    depends on the fault order (sim-ih.h). Event-first: at once, the queue
+ *    stopped at the packet (rptr written back pointing at it; for a packet
+ *    inside an indirect buffer, at the ring's INDIRECT_BUFFER packet).
+ *    Fence-first (the default): the access goes to the dummy page, as on
+ *    gfx10 without fault retry (dispatch_fault_to_dummy()) — a wave's load
+ *    reads zeros (or what a faulting store of the dispatch wrote there) and
+ *    the wave runs on; a packet's write is lost, its read yields nothing and
+ *    the packet is retired as if run — and the fault waits in the interrupt
+ *    handler's queue while this queue runs on. The CP's own fetch of an
+ *    indirect buffer, and an instruction fetch, are not sent there: the
+ *    former stops the queue, the latter ends the dispatch (the simulator does
+ *    not run the dummy page as code or packets).
+ * Other failures never skip a packet; the queue stops with rptr written back
+ * pointing at the packet:
  *  - a packet the decoder refuses, a documented feature the model does not
  *    have, a dispatch the interpreter cannot run (-EILSEQ, -ETIME, -EINVAL,
  *    -EDEADLK), or a RELEASE_MEM on a queue without an EOP buffer: the queue
@@ -96,7 +107,9 @@
  *
  * Interrupts: RELEASE_MEM INT_SEL 1 (interrupt only) and 2 (interrupt after
  * the write is confirmed) raise CP_END_OF_PIPE with INT_CTXID, which
- * kfd_int_process_v10.c hands to kfd_signal_event_interrupt(pasid, ctxid, 32).
+ * kfd_int_process_v10.c hands to kfd_signal_event_interrupt(pasid, ctxid, 32),
+ * through the interrupt handler's queue (sim-ih.h): after a fault raised
+ * before it. A RELEASE_MEM whose write faults (fence-first) raises none.
  * INT_SEL 3 ("send data after write confirm") writes without an interrupt:
  * Mesa radv_cs_emit_write_event_eop uses it to "wait for write confirmation
  * before writing data, but don't send an interrupt". INT_SEL 4..6
@@ -114,6 +127,7 @@
 #include "sim-device.h"
 #include "sim-engine.h"
 #include "sim-events.h"
+#include "sim-ih.h"
 #include "sim-memory.h"
 #include "sim-process.h"
 #include "sim-queue.h"
@@ -170,6 +184,7 @@ typedef enum ExecResult {
 
 typedef struct Failure {
         uint64_t fault_va;
+        bool fetch;      /* the fault was the CP's own fetch (an indirect buffer) */
         bool verbatim;   /* text is complete (the interpreter's message) */
         char text[SIM_EXCEPTION_TEXT];
 } Failure;
@@ -240,6 +255,8 @@ static void where(const SimQueue *q, char *buf, size_t size) {
                 snprintf(buf, size, "ring dword 0x%llx", (unsigned long long) q->rptr);
 }
 
+/* A fault that stops the queue at the packet: any fault in event-first
+ * order, the CP's own fetch of a packet in either. */
 static void fail_fault(SimQueue *q, uint64_t va) {
         char at[96];
 
@@ -247,7 +264,19 @@ static void fail_fault(SimQueue *q, uint64_t va) {
         log_debug("sim: compute queue %u: GPU VM fault at 0x%llx, queue stopped at %s", q->id,
                   (unsigned long long) va, at);
         stop_queue(q);
-        sim_process_vm_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        sim_ih_vm_fault(q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+}
+
+/* A packet's data access faulted. Fence-first: the access went to the dummy
+ * page (see the top), the packet is retired and the queue runs on: true.
+ * Event-first: the queue stops there (fail_fault): false. */
+static bool run_past_fault(SimQueue *q, uint64_t va) {
+        if (!sim_ih_fence_first(q->process->device)) {
+                fail_fault(q, va);
+                return false;
+        }
+        sim_ih_vm_fault(q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        return true;
 }
 
 /* A HW exception for the packet at the current position (header, if known). */
@@ -336,7 +365,7 @@ static ExecResult exec_release_mem(SimQueue *q, const SimPm4Packet *pk, Failure 
         }
         /* kfd_int_process_v10.c: CP_END_OF_PIPE -> kfd_signal_event_interrupt(pasid, context_id0, 32). */
         if (m->int_sel == SIM_RELEASE_MEM_INT_ONLY || m->int_sel == SIM_RELEASE_MEM_INT_AFTER_WRITE)
-                sim_events_interrupt(q->process, m->int_ctxid, 32);
+                sim_ih_interrupt(q->process, m->int_ctxid, 32);
         return EXEC_DONE;
 }
 
@@ -469,8 +498,10 @@ static ExecResult exec_indirect_buffer(SimQueue *q, const SimPm4Packet *pk, Fail
                                 "the ring is not one)");
         if (cp->in_ib && !pk->ib.chain)
                 return failf(f, "INDIRECT_BUFFER inside an indirect buffer: one level of IB is modelled (CHAIN is)");
-        if (sim_vm_access(q->process, pk->ib.addr, (uint64_t) pk->ib.size_dw * 4, &host, &f->fault_va) < 0)
+        if (sim_vm_access(q->process, pk->ib.addr, (uint64_t) pk->ib.size_dw * 4, &host, &f->fault_va) < 0) {
+                f->fetch = true;
                 return EXEC_FAULT;
+        }
         if (!cp->in_ib)
                 cp->ib_packet_dw = (uint32_t) pk->n_dwords;
         cp->in_ib = true;
@@ -490,15 +521,46 @@ typedef struct DispatchMemory {
         pthread_mutex_t lock; /* pins: the helper threads translate too */
         struct Pin { SimBo *bo; uint64_t off, len; } *pins;
         size_t n_pins, cap_pins;
+        /* Fence-first (sim-ih.h): the queue, and the dummy page a faulting
+         * data access goes to instead (NULL in event-first order); whether
+         * the fault was raised (under the device lock). */
+        SimQueue *q;
+        uint8_t *dummy;
+        bool faulted;
 } DispatchMemory;
 
-static int dispatch_translate(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
-        DispatchMemory *m = userdata;
+#define DUMMY_BYTES (2 * PAGE_SIZE_4K)
+
+/* A data access of the dispatch at an unmapped va, fence-first: gfx10/11 run
+ * without fault retry (amdgpu's noretry default), and the GPU's VM then
+ * sends the access to the page the kernel programmed as the protection fault
+ * default (gfxhub_v2_0.c/gfxhub_v2_1.c: GCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR
+ * := adev->dummy_page_addr): a load reads it, a store writes it, and the wave
+ * goes on. The fault interrupt is raised (once per dispatch here) now, in
+ * the order of the IH. */
+static int dispatch_fault_to_dummy(DispatchMemory *m, uint64_t va, uint64_t len, void **ret_host) {
+        SimDevice *d = m->q->process->device;
+
+        if (len > DUMMY_BYTES)
+                return -EFAULT;
+        pthread_mutex_lock(&d->lock);
+        if (!m->faulted) {
+                m->faulted = true;
+                sim_ih_vm_fault(m->q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        }
+        pthread_mutex_unlock(&d->lock);
+        *ret_host = m->dummy;
+        return 0;
+}
+
+static int translate(DispatchMemory *m, uint64_t va, uint64_t len, bool write, bool code, void **ret_host) {
         const SimVmEntry *e;
         uint64_t fault_va, off;
         int r;
 
         r = sim_vm_snapshot_find(&m->snap, va, len, &e, &fault_va);
+        if (r == -EFAULT && m->dummy && !code)
+                return dispatch_fault_to_dummy(m, va, len, ret_host);
         if (r < 0)
                 return r;
         off = va - e->va;
@@ -525,9 +587,19 @@ static int dispatch_translate(void *userdata, uint64_t va, uint64_t len, bool wr
         return 0;
 }
 
+static int dispatch_translate(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
+        return translate(userdata, va, len, write, false, ret_host);
+}
+
+/* Code is fetched without the dummy page: the simulator does not run the
+ * dummy page's bytes as instructions, the fetch fault ends the dispatch. */
+static int dispatch_translate_code(void *userdata, uint64_t va, uint64_t len, bool write, void **ret_host) {
+        return translate(userdata, va, len, write, true, ret_host);
+}
+
 static int dispatch_fetch(void *userdata, uint64_t va, uint32_t *ret) {
         DispatchMemory *m = userdata;
-        return sim_line_cache_read(m->icache, va, ret, dispatch_translate, m);
+        return sim_line_cache_read(m->icache, va, ret, dispatch_translate_code, m);
 }
 
 static int dispatch_scalar_load(void *userdata, uint64_t va, uint32_t *ret) {
@@ -545,6 +617,7 @@ static void dispatch_memory_release(DispatchMemory *m) {
         for (size_t i = 0; i < m->n_pins; i++)
                 sim_cache_unpin(m->pins[i].bo, m->pins[i].off, m->pins[i].len);
         free(m->pins);
+        free(m->dummy);
         pthread_mutex_destroy(&m->lock);
         sim_vm_snapshot_release(&m->snap);
 }
@@ -679,9 +752,17 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
         if (x != EXEC_DONE)
                 return x;
         d.priority = q->pipe_priority; /* the SPI's wave launch order (sim-isa.h) */
+        dm.q = q;
+        if (sim_ih_fence_first(dev)) {
+                dm.dummy = calloc(1, DUMMY_BYTES);
+                if (!dm.dummy)
+                        return EXEC_RETRY;
+        }
         if (sim_icache_get(q->process, &dm.icache) < 0 || sim_kcache_get(q->process, &dm.kcache) < 0 ||
-            sim_vm_snapshot_new(q->process, &dm.snap) < 0)
+            sim_vm_snapshot_new(q->process, &dm.snap) < 0) {
+                free(dm.dummy);
                 return EXEC_RETRY; /* out of memory: try again on the next pass */
+        }
         pthread_mutex_init(&dm.lock, NULL);
         mem = (SimIsaMemory) { .userdata = &dm, .translate = dispatch_translate, .fetch = dispatch_fetch,
                                .scalar_load = dispatch_scalar_load,
@@ -894,8 +975,23 @@ int sim_cp_queue_step(SimQueue *q) {
                 case EXEC_RETRY:
                         return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 case EXEC_FAULT:
-                        fail_fault(q, f.fault_va);
-                        return SIM_STEP_PROGRESS;
+                        if (f.fetch || !run_past_fault(q, f.fault_va)) {
+                                if (f.fetch)
+                                        fail_fault(q, f.fault_va);
+                                return SIM_STEP_PROGRESS;
+                        }
+                        /* Retired as if it ran (see the top). */
+                        result = SIM_STEP_PROGRESS;
+                        if (cp->in_ib) {
+                                cp->ib_pos += (uint32_t) pk.n_dwords;
+                                if (cp->ib_pos < cp->ib_size_dw)
+                                        break;
+                                cp->in_ib = false;
+                                q->rptr += cp->ib_packet_dw;
+                        } else
+                                q->rptr += pk.n_dwords;
+                        report_rptr(q);
+                        break;
                 case EXEC_ERROR:
                         fail_error(q, f.text, f.verbatim, &header);
                         return SIM_STEP_PROGRESS;

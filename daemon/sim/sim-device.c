@@ -639,7 +639,8 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                 o.kfd_minor = SIM_DEFAULT_KFD_MINOR;
         /* gpu_id travels in 16 bits of mmap offsets (KFD_MMAP_GPU_ID). */
         if (o.gpu_id > 0xFFFF || o.cu_count > 1024 || o.vram_size % PAGE_SIZE_4K ||
-            o.kfd_minor < SIM_MIN_KFD_MINOR || o.kfd_minor > SIM_DEFAULT_KFD_MINOR)
+            o.kfd_minor < SIM_MIN_KFD_MINOR || o.kfd_minor > SIM_DEFAULT_KFD_MINOR ||
+            o.fault_order > SIM_FAULT_ORDER_EVENT_FIRST)
                 return -EINVAL;
 
         d = calloc(1, sizeof *d);
@@ -659,6 +660,7 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         else if (getrandom(&d->bo_tag, sizeof d->bo_tag, 0) != (ssize_t) sizeof d->bo_tag)
                 d->bo_tag = (uint32_t) d->pid ^ (uint32_t) (uintptr_t) d; /* no entropy: unique enough in one host */
         d->kfd_minor = o.kfd_minor;
+        d->fault_order = o.fault_order == SIM_FAULT_ORDER_DEFAULT ? SIM_FAULT_ORDER_FENCE_FIRST : o.fault_order;
         d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
                                                               : SIM_DEFAULT_DISPATCH_BUDGET;
         sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
@@ -767,6 +769,7 @@ SimDevice *sim_device_free(SimDevice *d) {
         for (unsigned i = 0; i < d->n_cp_engines; i++)
                 d->cp_engines[i] = sim_engine_free(d->cp_engines[i]);
         free(d->cp_engines);
+        free(d->ih); /* every process is gone, and its entries with it */
         d->isa_pool = sim_isa_pool_free(d->isa_pool);
         sim_device_free_bos(d);
 

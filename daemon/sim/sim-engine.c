@@ -19,6 +19,7 @@
 #include "sim-device.h"
 #include "sim-engine.h"
 #include "sim-events.h"
+#include "sim-ih.h"
 #include "sim-process.h"
 #include "sim-queue.h"
 #include "util/macro.h"
@@ -46,6 +47,7 @@ static int engine_pass(SimEngine *e) {
 
                 e->current = q;
                 r = e->step(q);
+                sim_ih_after_step(q, r);
                 if (sim_events_take_delivery(d, true)) {
                         /* With q still pinned, so that the lock may go meanwhile. */
                         pthread_mutex_unlock(&d->lock);

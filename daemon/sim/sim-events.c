@@ -86,6 +86,10 @@ static void set_event(SimProcess *p, SimEvent *ev, bool from_irq) {
                 pthread_cond_broadcast(&d->wait_cond);
                 return;
         }
+        /* No one sleeps on it (a barrier event, gpu-queue.c): the kernel's
+         * wake_up_all() of an empty queue wakes no one either. */
+        if (!ev->waiters)
+                return;
         if (!d->irq_pending) {
                 d->irq_pending = true;
                 d->irq_pending_since_ns = now_ns();

@@ -18,6 +18,7 @@
 #include "sim-device.h"
 #include "sim-events.h"
 #include "sim-file.h"
+#include "sim-ih.h"
 #include "sim-memory.h"
 #include "sim-cache.h"
 #include "sim-process.h"
@@ -29,6 +30,8 @@
 static void process_free(SimProcess *p) {
         if (!p)
                 return;
+        if (p->device)
+                sim_ih_process_gone(p);
         for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
                 sim_queue_free(p->queues[i]);
         sim_events_free_all(p);

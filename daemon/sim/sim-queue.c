@@ -29,6 +29,7 @@
 #include "sim-engine.h"
 #include "sim-memory.h"
 #include "sim-process.h"
+#include "sim-ih.h"
 #include "sim-queue.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -314,6 +315,7 @@ void sim_queue_free(SimQueue *q) {
         /* First, while everything of q still stands: a dispatch running
          * without the lock may still use it. */
         q->destroying = true;
+        sim_ih_queue_gone(q);
         sim_cp_state_free(q);
         if (q->engine)
                 sim_engine_remove_queue(q->engine, q);

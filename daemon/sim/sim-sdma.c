@@ -25,15 +25,23 @@
  * (a burst NOP, a WRITE_LINEAR with its data) is read whole, with what the
  * doorbell published after it up to a ring from its start.
  *
- * Failures never skip a packet:
+ * Failures:
  *  - a COPY/RECT/FILL/WRITE/FENCE/POLL/TIMESTAMP/ATOMIC access outside every GPU-mapped BO
- *    of the process is a VM fault: the queue stops at the faulting packet
- *    (the rptr word keeps what the fetcher had read, which may lie past it:
- *    where rptr stopped does not name the packet), every other queue of the process is
- *    evicted with it (sim_process_vm_fault), and every MEMORY event of the
- *    process is set with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
+ *    of the process is a VM fault: every queue of the process is evicted
+ *    (sim_process_vm_fault), and every MEMORY event of the process is set
+ *    with {NotPresent = 1, va, gpu_id}. va is the faulting address rounded
  *    down to its 4 KiB page, as kfd_signal_vm_fault_event reports
- *    (info->page_addr << PAGE_SHIFT).
+ *    (info->page_addr << PAGE_SHIFT). When depends on the fault order
+ *    (sim-ih.h). Event-first: at once, the queue stopped at the faulting
+ *    packet (the rptr word keeps what the fetcher had read, which may lie
+ *    past it: where rptr stopped does not name the packet). Fence-first (the
+ *    default): the packet ran against amdgpu's dummy page (gfx10 runs without
+ *    fault retry; its writes there are lost, and a COPY_LINEAR whose source
+ *    faulted writes the dummy page's zeros over a mapped destination — all of
+ *    it: a real engine would copy the mapped source pages; other packets'
+ *    mapped parts are not written either) and is retired, and the fault waits
+ *    in the interrupt handler's queue while the queue runs on.
+ * Other failures never skip a packet:
  *  - an unknown or malformed packet (decoder -EBADMSG), a doorbell wptr that
  *    is not dword aligned or runs more than a ring ahead of what the engine
  *    has read (or behind it), or a
@@ -67,6 +75,7 @@
 #include "sim-dma-move.h"
 #include "sim-engine.h"
 #include "sim-events.h"
+#include "sim-ih.h"
 #include "sim-memory.h"
 #include "sim-process.h"
 #include "sim-queue.h"
@@ -106,7 +115,7 @@ static void fail_fault(SimQueue *q, uint64_t va) {
         log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx, queue stopped at ring byte 0x%llx",
                   q->id, (unsigned long long) va, (unsigned long long) q->rptr);
         stop_queue(q);
-        sim_process_vm_fault(q->process, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        sim_ih_vm_fault(q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
 }
 
 static void fail_error(SimQueue *q, const char *reason) {
@@ -164,6 +173,27 @@ static uint8_t *gpu_view(SimProcess *p, uint64_t va, uint64_t len, bool write, b
         *ret_bo = m->bo;
         *ret_off = va - m->va;
         return sim_cache_view(m->bo, va - m->va, len, write, pin);
+}
+
+/* Fence-first (sim-ih.h): the faulting packet ran against the dummy page (see
+ * the top) and is retired; the fault waits in the interrupt handler's queue. */
+static void run_past_fault(SimQueue *q, const SimSdmaPacket *pk, uint64_t va) {
+        SimProcess *p = q->process;
+        uint64_t fault_va, off;
+        uint8_t *dst;
+        SimBo *bo;
+
+        log_debug("sim: SDMA queue %u: GPU VM fault at 0x%llx by the packet at ring byte 0x%llx; the queue runs on",
+                  q->id, (unsigned long long) va, (unsigned long long) q->rptr);
+        sim_ih_vm_fault(q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
+        if (pk->op != SDMA_OP_COPY || pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT ||
+            sim_vm_access_bulk_write(p, pk->copy.dst, pk->copy.bytes, &dst, &fault_va) < 0)
+                return;
+        /* The source faulted and the destination is mapped: what the engine
+         * read there was the dummy page, zeros here. */
+        dst = gpu_view(p, pk->copy.dst, pk->copy.bytes, true, true, &bo, &off);
+        memset(dst, 0, pk->copy.bytes);
+        sim_cache_unpin(bo, off, pk->copy.bytes);
 }
 
 /* A copy (src_va != 0 with bytes to read) or a fill of [dst_va, dst_va + bytes),
@@ -299,7 +329,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
 
         case SDMA_OP_TRAP:
                 /* SDMA_TRAP: kfd_signal_event_interrupt(pasid, context_id0 & 0xfffffff, 28). */
-                sim_events_interrupt(p, pk->trap.context, 28);
+                sim_ih_interrupt(p, pk->trap.context, 28);
                 return EXEC_DONE;
 
         case SDMA_OP_TIMESTAMP:
@@ -447,8 +477,14 @@ static int step(SimQueue *q) {
                 case EXEC_RETRY:
                         return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 case EXEC_FAULT:
-                        fail_fault(q, fault_va);
-                        return SIM_STEP_PROGRESS;
+                        if (!sim_ih_fence_first(q->process->device)) {
+                                fail_fault(q, fault_va);
+                                return SIM_STEP_PROGRESS;
+                        }
+                        run_past_fault(q, &pk, fault_va);
+                        q->rptr += (uint64_t) pk.n_dwords * 4;
+                        result = SIM_STEP_PROGRESS;
+                        break;
                 case EXEC_ERROR:
                         fail_error(q, reason);
                         return SIM_STEP_PROGRESS;

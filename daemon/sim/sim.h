@@ -24,6 +24,13 @@ typedef struct SimDevice SimDevice;
 /* Default instruction budget of one compute dispatch (SimOptions). */
 #define SIM_DEFAULT_DISPATCH_BUDGET (1ULL << 30)
 
+/* SimOptions.fault_order. */
+typedef enum SimFaultOrder {
+        SIM_FAULT_ORDER_DEFAULT = 0,  /* fence-first */
+        SIM_FAULT_ORDER_FENCE_FIRST,
+        SIM_FAULT_ORDER_EVENT_FIRST,
+} SimFaultOrder;
+
 typedef struct SimOptions {
         uint64_t vram_size;        /* bytes; 0 = default 1 GiB (memfd-backed, lazily) */
         uint32_t gpu_id;           /* 0 = default 0x697D (a hash, like the kernel's) */
@@ -69,6 +76,12 @@ typedef struct SimOptions {
          * (sim_isa_default_helpers(), at most 31), negative = none (every
          * dispatch runs its workgroups one after another). */
         int32_t isa_helpers;
+        /* Which the daemon sees first after a GPU VM fault (sim-ih.h): the
+         * faulting job's end-of-pipe fence and what its queue runs after it
+         * (SIM_FAULT_ORDER_FENCE_FIRST, the default: the kernel's order allows
+         * it on gfx10/11 without fault retry), or the MEMORY event, with the
+         * queue stopped at the faulting packet (SIM_FAULT_ORDER_EVENT_FIRST). */
+        SimFaultOrder fault_order;
 } SimOptions;
 
 #define SIM_MIN_KFD_MINOR 11u

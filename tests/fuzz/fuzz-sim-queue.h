@@ -8,7 +8,11 @@
  * the doorbell is rung, and the engine's step function (the one an engine
  * thread would call) runs under the device lock until it stops making
  * progress or has had RIG_MAX_STEPS tries. The queue is created inactive
- * (queue_percentage 0), so no engine thread runs it behind the fuzzer's back.
+ * (queue_percentage 0), so no engine thread runs it behind the fuzzer's back;
+ * what the engine thread does after each step (sim_ih_after_step(): a VM
+ * fault waits for its queue to run on in the default fence-first order,
+ * sim-ih.h) the rig does too, and at the end it lets the interrupt handler
+ * take whatever still waits.
  *
  * Memory (GPU VAs, fixed so that seeds can name them and mutations miss
  * them): the ring at RIG_RING_VA, a 64 KiB writable data buffer at
@@ -36,6 +40,7 @@
 #include "sim/sim-device.h"
 #include "sim/sim-engine.h"
 #include "sim/sim-events.h"
+#include "sim/sim-ih.h"
 #include "sim/sim-memory.h"
 #include "sim/sim-process.h"
 #include "sim/sim-queue.h"
@@ -232,22 +237,30 @@ typedef int (*RigStep)(SimQueue *q);
  * Runs the queue until a step makes no progress, at most RIG_MAX_STEPS, and
  * checks the engine's promises: a stopped queue was either faulted (process
  * evicted, MEMORY event, no record) or refused a packet (a printable record
- * naming the queue, no eviction); a queue still running has neither, and
- * its read position moved forward only, never past the doorbell's wptr.
- * Returns whether the queue stopped. Locked.
+ * naming the queue; no eviction, unless a fault it ran on past came first:
+ * fence-first order, sim-ih.h); a queue still running has no record, no
+ * eviction but after a fault it ran on past, and its read position moved
+ * forward only, never past the doorbell's wptr. Returns whether the queue
+ * stopped. Locked.
  */
 static bool rig_run(Rig *rig, RigStep step, uint64_t start_ptr) {
         SimQueue *q = rig->q;
         unsigned steps = 0;
+        int r;
 
         /* Until the queue stops making progress (idle, or waiting on memory
          * nobody will write). */
-        while (steps < RIG_MAX_STEPS && step(q) == SIM_STEP_PROGRESS)
-                steps++;
+        do {
+                r = step(q);
+                sim_ih_after_step(q, r);
+        } while (r == SIM_STEP_PROGRESS && ++steps < RIG_MAX_STEPS);
+        sim_ih_flush(rig->dev);
 
         if (q->stopped) {
                 bool record = rig->proc->exception_count > 0;
-                rig_check(rig, rig->proc->evicted != record, "a stop is either a VM fault or a refused packet");
+                rig_check(rig, record || rig->proc->evicted, "a stop is either a VM fault or a refused packet");
+                rig_check(rig, !record || !rig->proc->evicted || sim_ih_fence_first(rig->dev),
+                          "a refused packet evicted the process (event-first order)");
                 if (record) {
                         const SimException *x = &rig->proc->exceptions[rig->proc->exception_first];
                         size_t n = strnlen(x->text, sizeof x->text);
@@ -260,7 +273,8 @@ static bool rig_run(Rig *rig, RigStep step, uint64_t start_ptr) {
                 }
         } else {
                 rig_check(rig, rig->proc->exception_count == 0, "a record without a stop");
-                rig_check(rig, !rig->proc->evicted, "an eviction without a stop");
+                rig_check(rig, !rig->proc->evicted || sim_ih_fence_first(rig->dev),
+                          "an eviction without a stop (event-first order)");
                 rig_check(rig, q->rptr - start_ptr <= q->wptr - start_ptr, /* differences: they may wrap */
                           "the read position left [start, wptr]");
         }

@@ -661,6 +661,58 @@ Test(compute_hostile, faulting_kernel_fails_its_job_and_the_daemon_serves_on) {
         assert_back_to_baseline();
 }
 
+/* A client that watches its fence page (libkfdbroker opens it and its
+ * waits spin on it) never reads a faulting kernel as done and succeeded,
+ * though the simulated GPU lets the faulting dispatch's end-of-pipe fence
+ * land before the MEMORY event (--sim-fault-order=fence-first, the default:
+ * docs/simulator.md): the dispatch fails with EFAULT, and the fills around
+ * it, whose slots the DMA engine writes, succeed and show on the page. Runs
+ * with secondary contexts and with worker processes (-workers). */
+Test(compute_hostile, faulting_kernel_never_reads_as_succeeded_with_a_fence_page) {
+        kfdb_session *s;
+        kfdb_code_object *co;
+        kfdb_buffer *b;
+        kfdb_batch *batch;
+        kfdb_job_failure f;
+        uint32_t one = 1, *p;
+        uint64_t off = 1ull << 38, fences[3], after; /* 1 TiB past the buffer: no mapping there */
+        int r;
+
+        cr_assert_eq(kfdb_session_new(d.sock, "page-watcher", &s), 0);
+        cr_assert(kfdb_session_has_feature(s, "fence-page"), "the daemon offers the fence page");
+        co = load_kernel(s, "fault");
+        b = new_buffer(s, 8192, 0, (void **) &p);
+        kfdb_arg args[] = { kfdb_arg_buffer(b, 0), kfdb_arg_value(&off, 8) };
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 4096, 4096, 0x11111111), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, co, "fault", 1, &one, &one, args, 2), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 4096, 4096, 0x22222222), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, fences, NULL), 0);
+        kfdb_batch_free(batch);
+        /* Waited for while it runs: the page is looked at first. */
+        r = kfdb_fence_wait(s, fences[1], DISPATCH_TIMEOUT_MS);
+        cr_assert_eq(r, -EFAULT, "the faulting dispatch: got %d: %s", r, kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fences[0], DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fences[2], DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(p[2047], 0x22222222u);
+        cr_assert_eq(kfdb_job_failure_next(s, &f), 1);
+        cr_assert_eq(f.error, -EFAULT);
+        cr_assert_eq(f.fence, fences[1], "only the dispatch failed");
+        cr_assert_eq(kfdb_job_failure_next(s, &f), 0, "only the dispatch failed");
+
+        /* A fill with the page's help after the loss: done and succeeded. */
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 0x33333333), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &after), 0);
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_fence_wait(s, after, DISPATCH_TIMEOUT_MS), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(p[1023], 0x33333333u);
+        kfdb_session_free(s);
+
+        assert_bystander_works();
+        assert_back_to_baseline();
+}
+
 /* saxpy built for wave64 runs on the daemon's queues and computes what the
  * wave32 build does (y = a * x + y, one fma per element). */
 Test(compute_hostile, wave64_kernel_runs) {

@@ -236,8 +236,15 @@ static void probe_test(const char *const *extra, const char *mechanism) {
                 cr_assert_eq(r, -EFAULT, "poke at 0x%" PRIx64 ": got %d (%s)", addr[i], r, kfdb_session_last_error(a));
                 cr_assert(strstr(kfdb_session_last_error(a), "GPU memory fault in dispatch of kernel \"poke\", at "), "%s",
                           kfdb_session_last_error(a));
+                /* What A's kernel read is never B's: its out[k] kept what it
+                 * held (the wave stopped at the fault: --sim-fault-order=
+                 * event-first), or got what the faulting load read instead,
+                 * amdgpu's dummy page — zeros, or the value A's own faulting
+                 * stores left there (fence-first, the default: the wave runs
+                 * on, docs/simulator.md "Fault order"). */
                 for (size_t k = 0; k < 4096; k++)
-                        cr_assert_eq(out[k], 0x11111111u, "A read B's memory at 0x%" PRIx64, addr[i]);
+                        cr_assert(out[k] == 0x11111111u || out[k] == 0 || out[k] == 0xbad0bad0u,
+                                  "A read B's memory at 0x%" PRIx64 ": out[%zu] = 0x%08x", addr[i], k, out[k]);
                 cr_assert(pattern_intact(vict, words, magic), "A's kernel changed B's buffer through 0x%" PRIx64,
                           addr[i]);
         }

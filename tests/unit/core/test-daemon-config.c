@@ -121,6 +121,15 @@ Test(daemon_config, precedence, .init = make_root, .fini = remove_root) {
         cr_expect_eq(daemon_config_set(&c, DAEMON_KEY_BUS, "dbus", NULL, 0, err, sizeof(err)), -EINVAL);
         cr_expect_str_eq(err, "expected none, system or session, got 'dbus'");
         cr_expect_eq(c.opts.bus, BUS_NONE);
+        /* The simulator's fault order (docs/simulator.md "Fault order"). */
+        cr_expect_eq(c.opts.sim_fault_order, SIM_FAULT_ORDER_DEFAULT, "fence-first unless set");
+        cr_assert_eq(daemon_config_set(&c, DAEMON_KEY_SIM_FAULT_ORDER, "event-first", NULL, 0, err, sizeof(err)), 0);
+        cr_expect_eq(c.opts.sim_fault_order, SIM_FAULT_ORDER_EVENT_FIRST);
+        cr_expect_eq(daemon_config_set(&c, DAEMON_KEY_SIM_FAULT_ORDER, "fence-last", NULL, 0, err, sizeof(err)), -EINVAL);
+        cr_expect_str_eq(err, "expected fence-first or event-first, got 'fence-last'");
+        cr_expect_eq(c.opts.sim_fault_order, SIM_FAULT_ORDER_EVENT_FIRST, "a bad value changes nothing");
+        cr_assert_eq(daemon_config_set(&c, DAEMON_KEY_SIM_FAULT_ORDER, "fence-first", NULL, 0, err, sizeof(err)), 0);
+        cr_expect_eq(c.opts.sim_fault_order, SIM_FAULT_ORDER_FENCE_FIRST);
         daemon_config_done(&c);
 
         /* /etc's main file replaces the vendor's whole; /run's is between. */

@@ -51,6 +51,15 @@ static void rig_open(Rig *r, uint32_t ring_size) {
         rig_open_dev(r, NULL, ring_size, true);
 }
 
+/* On a device of its own that handles GPU VM faults in this order (sim-ih.h). */
+static void rig_open_order(Rig *r, uint32_t ring_size, SimFaultOrder order) {
+        SimDevice *dev;
+        SimOptions o = { .fault_order = order };
+
+        cr_assert_eq(sim_device_new(&o, &dev), 0);
+        rig_open_dev(r, dev, ring_size, true);
+}
+
 /* Submits r->p plus the completion signal and waits for it. */
 static void rig_run(Rig *r) {
         pm4_signal(&r->p, r->page.va, r->done);
@@ -303,6 +312,50 @@ Test(sim_cp, indirect_buffers) {
         t_close(&r.c, true);
 }
 
+/* Fence-first (the default, sim-ih.h): the faulting wave reads amdgpu's
+ * dummy page and runs on, the dispatch ends, the packets after it run and
+ * their end-of-pipe interrupt is handled after the fault: whoever sees the
+ * completion finds the MEMORY event set already. Then the process is
+ * evicted: nothing more runs. */
+Test(sim_cp, dispatch_fault_fence_first_runs_on_and_the_event_comes_first) {
+        Rig r;
+        rig_open(&r, 65536);
+        CpKernel k;
+        cp_kernel_load(&r.c, "vector-add.hsaco", "vector_add", &k);
+        TestBo a = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT), buf = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint64_t hole = t_reserve_va(1 << 20);
+        for (unsigned i = 0; i < 64; i++)
+                ((uint32_t *) a.cpu)[i] = i + 1;
+        IsaArgs args = { 0 };
+        /* c[i] = a[i] + b[i] with b in the hole: b reads the dummy page's zeros. */
+        isa_args_u64(&args, a.va), isa_args_u64(&args, hole + 0x5000), isa_args_u64(&args, buf.va + 256),
+                isa_args_u32(&args, 64);
+        CpLaunch l = { .grid = { 1, 1, 1 }, .wg = { 64, 1, 1 } };
+        TestBo argbo, scratch;
+        cp_prepare(&r.c, &k, &args, &l, &argbo, &scratch);
+        pm4_dispatch(&r.p, &k.k, &l);
+        uint32_t after[] = { 0x99 };
+        pm4_write_data(&r.p, 5, buf.va, after, 1);
+        pm4_signal(&r.p, r.page.va, r.done);
+        t_submit_pm4_buf(&r.q, &r.p);
+        cr_assert_eq(t_wait1(&r.c, r.done, 10000), KFD_IOC_WAIT_RESULT_COMPLETE, "the end-of-pipe interrupt came");
+        cr_expect_eq(t_wait1(&r.c, r.mem_ev, 0), KFD_IOC_WAIT_RESULT_COMPLETE,
+                     "the MEMORY event was set before the interrupt raised after the fault");
+        cr_expect_eq(((uint32_t *) buf.cpu)[0], 0x99u, "the packet after the faulting dispatch ran");
+        for (unsigned i = 0; i < 64; i++)
+                cr_assert_eq(((uint32_t *) buf.cpu)[64 + i], i + 1, "lane %u: a + the dummy page's 0", i);
+        cr_expect_eq(t_wait1(&r.c, r.hw_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "a fault is not a HW exception");
+
+        /* Evicted for good: later work never runs. */
+        uint32_t again[] = { 0x77 };
+        pm4_write_data(&r.p, 5, buf.va, again, 1);
+        pm4_signal(&r.p, r.page.va, r.done);
+        t_submit_pm4_buf(&r.q, &r.p);
+        cr_expect_eq(t_wait1(&r.c, r.done, 100), KFD_IOC_WAIT_RESULT_TIMEOUT, "an evicted queue runs nothing");
+        cr_expect_eq(((uint32_t *) buf.cpu)[0], 0x99u);
+        t_close(&r.c, true);
+}
+
 Test(sim_cp, indirect_buffer_faults_and_ring_chain) {
         Rig r;
         rig_open(&r, 4096);
@@ -484,7 +537,7 @@ Test(sim_cp, dispatch_index_3d_partial) {
 
 Test(sim_cp, dispatch_fault_stops_the_queue_at_the_dispatch) {
         Rig r;
-        rig_open(&r, 65536);
+        rig_open_order(&r, 65536, SIM_FAULT_ORDER_EVENT_FIRST);
         CpKernel k;
         cp_kernel_load(&r.c, "vector-add.hsaco", "vector_add", &k);
         TestBo a = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT), buf = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);

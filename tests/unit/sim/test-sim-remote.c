@@ -585,16 +585,23 @@ static int child_fault(const KfdOps *ops, int test_sock) {
         Comps *cs = calloc(1, sizeof *cs);
         int r = gpu_context_new(ops, NULL, &c);
         CHILD_CHECK(r == 0, 10, "gpu_context_new: %s", strerror(-r));
-        GpuBuffer *dst = NULL;
+        GpuBuffer *dst = NULL, *page = NULL;
         CHILD_CHECK(gpu_buffer_new(c, 8192, GPU_PLACEMENT_GTT, false, &dst) == 0, 11, "buffer");
+        CHILD_CHECK(gpu_buffer_new(c, 4096, GPU_PLACEMENT_GTT, false, &page) == 0, 11, "buffer");
         /* An address no buffer of this context has (the parent's VM is another). */
         const uint64_t bad = 0x00000c0000000000ull;
-        GpuJob j = { .type = GPU_JOB_COPY, .copy = { .src_va = bad, .dst_va = gpu_buffer_get_va(dst), .size = 4096 } };
+        /* With a signal write, as a fence page slot is (gpu-queue.c): in the
+         * simulator's default fence-first order (sim-ih.h) the engine runs
+         * on past the fault, and the signal must still not land. */
+        volatile uint32_t *slot = gpu_buffer_get_cpu(page);
+        GpuJob j = { .type = GPU_JOB_COPY, .copy = { .src_va = bad, .dst_va = gpu_buffer_get_va(dst), .size = 4096 },
+                     .signal_va = gpu_buffer_get_va(page), .signal_value = 1 };
         const GpuCompletion *done = NULL;
         r = run_job(c, cs, 0, &j, &done);
         CHILD_CHECK(r == 0, 12, "the faulting job was never reported: %s", strerror(-r));
         CHILD_CHECK(done->error == -EFAULT && done->fault_va == bad, 13, "error %d at 0x%llx", done->error,
                     (unsigned long long) done->fault_va);
+        CHILD_CHECK(*slot == 0, 17, "the faulting copy's signal was written: %u", *slot);
         CHILD_CHECK(gpu_context_is_lost(c, NULL), 14, "the context is lost");
         send_byte(test_sock, 'F', -1);
         CHILD_CHECK(recv_byte(test_sock, NULL) == 'K', 15, "parent's go");
@@ -603,6 +610,7 @@ static int child_fault(const KfdOps *ops, int test_sock) {
         GpuJob nop = { .type = GPU_JOB_NOP };
         CHILD_CHECK(gpu_queue_submit(c, 1, &nop, &seq) == -ENODEV, 16, "a lost context takes no job");
         gpu_buffer_unref(dst);
+        gpu_buffer_unref(page);
         gpu_context_free(c);
         free(cs);
         return 0;

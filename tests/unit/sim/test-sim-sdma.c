@@ -186,7 +186,10 @@ Test(sim_sdma, ring_wraps_around) {
 
 Test(sim_sdma, fault_stops_the_queue_at_the_packet) {
         Rig r;
-        rig_open(&r, NULL, 4096);
+        SimDevice *dev;
+        SimOptions o = { .fault_order = SIM_FAULT_ORDER_EVENT_FIRST };
+        cr_assert_eq(sim_device_new(&o, &dev), 0);
+        rig_open(&r, dev, 4096);
         TestBo buf = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
         TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint64_t hole = t_reserve_va(65536); /* reserved on the CPU, never GPU-mapped */
@@ -232,6 +235,38 @@ Test(sim_sdma, fault_stops_the_queue_at_the_packet) {
         t_submit(&r.q, again, ELEMENTSOF(again));
         cr_expect_eq(t_wait1(&r.c, r.done, 100), KFD_IOC_WAIT_RESULT_TIMEOUT, "the new queue never runs");
         cr_expect_eq(((uint32_t *) fence.cpu)[0], 1u);
+        t_close(&r.c, true);
+}
+
+/* Fence-first (the default, sim-ih.h): the engine runs on past the faulting
+ * copy, which read the dummy page (zeros into its destination); the FENCE
+ * after it lands, and the TRAP raised after the fault is handled after it.
+ * Then the process is evicted for good. */
+Test(sim_sdma, fault_fence_first_runs_on_and_the_event_comes_first) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo buf = t_bo(&r.c, 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        uint64_t hole = t_reserve_va(65536);
+        memset(buf.cpu, 0xAB, 8192);
+
+        uint32_t bad[] = { PKT_COPY(buf.va, hole + 0x2000, 64), PKT_FENCE(fence.va, 2), PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, bad, ELEMENTSOF(bad));
+        cr_assert_eq(t_wait1(&r.c, r.done, 5000), KFD_IOC_WAIT_RESULT_COMPLETE, "the TRAP after the fault came");
+        struct kfd_event_data ev = { .event_id = r.mem_ev };
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, &ev, 1, false, 0, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE, "the MEMORY event was set before the TRAP raised after the fault");
+        cr_expect_eq(ev.memory_exception_data.va, hole + 0x2000);
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 2u, "the FENCE after the faulting copy landed");
+        for (unsigned i = 0; i < 64; i++)
+                cr_assert_eq(((uint8_t *) buf.cpu)[i], 0, "byte %u: the dummy page's zero", i);
+        cr_expect_eq(((uint8_t *) buf.cpu)[64], 0xAB, "nothing past the copy");
+
+        uint32_t more[] = { PKT_FENCE(fence.va, 3), PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, more, ELEMENTSOF(more));
+        cr_expect_eq(t_wait1(&r.c, r.done, 50), KFD_IOC_WAIT_RESULT_TIMEOUT, "evicted: nothing more runs");
+        cr_expect_eq(((uint32_t *) fence.cpu)[0], 2u);
         t_close(&r.c, true);
 }
 
@@ -430,9 +465,9 @@ Test(sim_sdma, destroy_and_free_while_a_copy_runs) {
                     N_COPIES);
         __atomic_store_n((uint32_t *) gate.cpu, 1, __ATOMIC_RELEASE);
         /* The first copy after the FREE (one of the 32, or the one behind the
-         * gate) faults, its memory gone: the queue stops there. */
+         * gate) faults, its memory gone (the engine runs on past it in
+         * fence-first order, sim-ih.h, until the fault is handled). */
         cr_expect_eq(t_wait1(&r.c, r.mem_ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the copy after the FREE faults");
-        cr_expect_lt(t_rptr(&r.q), r.q.wptr_value, "the queue stopped at the faulting copy");
         t_queue_release(&r.c, &r.q);
         t_close(&r.c, true);
 }
