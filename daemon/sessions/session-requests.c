@@ -21,11 +21,12 @@
 
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
-        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply", "fence-page", NULL,
+        "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply", "fence-page",
+        "alloc-free-first", NULL,
 };
 static const char *const features_compute[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "compute", NULL,
+        "fence-page", "alloc-free-first", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -192,9 +193,27 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                 session_account_buffer(s, placement, (int64_t) size);
                 session_account_object(s, +1);
         }
-        session_send(s, &(WireReply) { .id = id, .type = type,
-                                       .buffer = { .handle = handle, .size = size } },
-                     export ? &fd : NULL, export ? 1 : 0);
+        session_send_take(s, &(WireReply) { .id = id, .type = type,
+                                            .buffer = { .handle = handle, .size = size } },
+                          export ? &fd : NULL, export ? 1 : 0);
+}
+
+static void handle_free_buffer(Session *s, const WireRequest *req);
+
+/* AllocBuffer's free_first: the FreeBuffer a client sent in the same
+ * datagram, handled as if it had come just before, with no_reply set (an
+ * error is answered with its own id): the pool then holds its memory for
+ * this allocation, and the daemon is woken once for the pair. */
+static void handle_free_first(Session *s, const WireRequest *req) {
+        WireRequest f = {
+                .id = req->alloc_buffer.free_first_id,
+                .type = WIRE_REQUEST_FREE_BUFFER,
+                .object = { .handle = req->alloc_buffer.free_first_handle,
+                            .no_reply = true,
+                            .no_copy_kept = req->alloc_buffer.free_first_no_copy_kept },
+        };
+
+        handle_free_buffer(s, &f);
 }
 
 static void handle_alloc_buffer(Session *s, const WireRequest *req) {
@@ -203,6 +222,8 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         GpuBuffer *b;
         int r;
 
+        if (req->alloc_buffer.free_first_id != 0)
+                handle_free_first(s, req);
         if (size == 0) {
                 session_send_error(s, req->id, EINVAL, "alloc_buffer.size: %" PRIu64 " is too large",
                                    req->alloc_buffer.size);
@@ -290,9 +311,9 @@ static void handle_export_buffer(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, -r, "exporting the buffer failed: %s", strerror(-r));
                 return;
         }
-        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_EXPORT_BUFFER,
-                                       .buffer = { .size = gpu_buffer_get_size(b) } },
-                     &fd, 1);
+        session_send_take(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_EXPORT_BUFFER,
+                                            .buffer = { .size = gpu_buffer_get_size(b) } },
+                          &fd, 1);
 }
 
 static void handle_create_event(Session *s, const WireRequest *req) {
