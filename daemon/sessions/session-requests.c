@@ -193,9 +193,9 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                 session_account_buffer(s, placement, (int64_t) size);
                 session_account_object(s, +1);
         }
-        session_send_take(s, &(WireReply) { .id = id, .type = type,
-                                            .buffer = { .handle = handle, .size = size } },
-                          export ? &fd : NULL, export ? 1 : 0);
+        session_send(s, &(WireReply) { .id = id, .type = type,
+                                       .buffer = { .handle = handle, .size = size } },
+                     export ? &fd : NULL, export ? 1 : 0);
 }
 
 static void handle_free_buffer(Session *s, const WireRequest *req);
@@ -311,9 +311,9 @@ static void handle_export_buffer(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, -r, "exporting the buffer failed: %s", strerror(-r));
                 return;
         }
-        session_send_take(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_EXPORT_BUFFER,
-                                            .buffer = { .size = gpu_buffer_get_size(b) } },
-                          &fd, 1);
+        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_EXPORT_BUFFER,
+                                       .buffer = { .size = gpu_buffer_get_size(b) } },
+                     &fd, 1);
 }
 
 static void handle_create_event(Session *s, const WireRequest *req) {

@@ -508,9 +508,7 @@ static int send_failed(Session *s, uint64_t id, int r, const char *what) {
         return r;
 }
 
-/* session_send(), and session_send_take() where take_fds (fds is then the
- * caller's array of fds it gives up). */
-static int send_reply(Session *s, const WireReply *reply, int *fds, unsigned n_fds, bool take_fds) {
+int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_fds) {
         _cleanup_free_ void *buf = NULL;
         OutMsg *o;
         size_t len;
@@ -526,8 +524,7 @@ static int send_reply(Session *s, const WireReply *reply, int *fds, unsigned n_f
         if (!o)
                 return send_failed(s, reply->id, -ENOMEM, "out of memory");
         for (unsigned i = 0; i < n_fds; i++) {
-                assert(!take_fds || fds[i] >= 0);
-                o->fds[i] = take_fds ? TAKE_FD(fds[i]) : fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+                o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
                 if (o->fds[i] >= 0)
                         session_account_fds(s, +1);
                 if (o->fds[i] < 0) {
@@ -562,14 +559,6 @@ static int send_reply(Session *s, const WireReply *reply, int *fds, unsigned n_f
                 update_io_events(s);
         }
         return 0;
-}
-
-int session_send(Session *s, const WireReply *reply, const int *fds, unsigned n_fds) {
-        return send_reply(s, reply, (int *) fds, n_fds, false);
-}
-
-int session_send_take(Session *s, const WireReply *reply, int *fds, unsigned n_fds) {
-        return send_reply(s, reply, fds, n_fds, true);
 }
 
 void session_cork(Session *s) {

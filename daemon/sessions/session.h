@@ -273,11 +273,6 @@ void session_end(Session *s, int error, const char *why, bool reconnect);
 /* Queues a reply (copies fds: the caller keeps its own). Disconnects a
  * client whose unread replies exceed the limits. */
 int session_send(Session *s, const WireReply *r, const int *fds, unsigned n_fds);
-/* session_send() that takes the fds (valid ones) instead of copying them:
- * one dup and one close less per fd. Those it queues are set to -EBADF (and
- * closed once sent); where it queues nothing (the session is gone, or the
- * reply cannot be made) the caller still owns them. */
-int session_send_take(Session *s, const WireReply *r, int *fds, unsigned n_fds);
 /* While corked, replies keep their order but wait in the queue; uncorking
  * sends what waits. A Submit's reply is corked while its jobs go to the GPU,
  * so the client learns its fences after the ring was written, and before any
