@@ -144,6 +144,7 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
                         src_bo = sim_bo_ref(sim_vm_lookup(p, src_va)->bo);
                 pthread_mutex_unlock(&p->device->lock);
         }
+        sim_engine_set_bulk(bytes >= SIM_ENGINE_BULK_BYTES);
         if (src)
                 sim_dma_copy(dst, src, bytes);
         else
