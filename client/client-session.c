@@ -320,7 +320,6 @@ static bool take_deferred_free(kfdb_session *s, ClientRequest *req) {
         req->alloc_buffer.free_first_handle = s->deferred_free.handle;
         req->alloc_buffer.free_first_no_copy_kept = s->deferred_free.no_copy_kept;
         s->deferred_free.handle = 0;
-        s->deferred_frees_sent_with_alloc++;
         return true;
 }
 

@@ -127,7 +127,6 @@ struct kfdb_session {
                 uint64_t handle;
                 bool no_copy_kept;
         } deferred_free;
-        uint64_t deferred_frees_sent_with_alloc; /* rode in an AllocBuffer */
 
         uint8_t *rbuf; /* CLIENT_MAX_MESSAGE_SIZE receive buffer */
         char last_error[CLIENT_ERROR_MAX];
