@@ -125,8 +125,9 @@ static void *can_raise_priority(void *userdata) {
 }
 
 /* An SDMA engine thread runs 10 nice steps below the process for small
- * moves, and at its priority for bulk ones (>= 1 MiB) until its next small
- * one; the bytes are the same either way. */
+ * moves, and at its priority for bulk ones (>= 1 MiB, no other queue
+ * waiting) until its next move that is not one; the bytes are the same
+ * either way. */
 Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         int base = getpriority(PRIO_PROCESS, 0);
         pthread_t probe;
@@ -161,6 +162,21 @@ Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         rig_submit_and_wait(&r, small, ELEMENTSOF(small));
         cr_expect_eq(memcmp(dp + (2u << 20), sp, 4096), 0, "small copy");
         cr_expect_eq(threads_at_nice(base + 10), below, "a small move ran at the process's priority");
+
+        /* Another queue with work (a POLL_REGMEM that waits): a bulk move
+         * would delay it, and stays 10 steps down. */
+        TestQueue q2;
+        TestBo mem = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        volatile uint32_t *flag = mem.cpu;
+        uint32_t poll[] = { PKT_POLL_GE(mem.va, 5) };
+        t_sdma_queue(&r.c, &q2, 4096);
+        __atomic_store_n(flag, 4, __ATOMIC_RELEASE);
+        t_submit(&q2, poll, ELEMENTSOF(poll));
+        uint32_t big2[] = { PKT_COPY(dst.va + (1u << 20), src.va, 2u << 20) };
+        rig_submit_and_wait(&r, big2, ELEMENTSOF(big2));
+        cr_expect_eq(memcmp(dp + (1u << 20), sp, 2u << 20), 0, "bulk copy next to a waiting queue");
+        cr_expect_eq(threads_at_nice(base + 10), below, "a bulk move ran at the process's priority while another queue waited");
+        __atomic_store_n(flag, 5, __ATOMIC_RELEASE);
         t_close(&r.c, true);
 }
 
