@@ -166,12 +166,12 @@ static void *srv_main(void *userdata) {
         return NULL;
 }
 
-static void srv_start(Srv *s, srv_script script) {
-        const char *const *features = s->features;
+/* Starts the server thread; its Hello announces features (NULL: srv_features). */
+static void srv_start_with(Srv *s, srv_script script, const char *const *features) {
         int sv[2];
 
         memset(s, 0, sizeof(*s));
-        s->features = features; /* the only field a test sets before */
+        s->features = features;
         s->event_fd = -1;
         s->pipe[0] = s->pipe[1] = -1;
         cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
@@ -181,20 +181,28 @@ static void srv_start(Srv *s, srv_script script) {
         cr_assert_eq(pthread_create(&s->thread, NULL, srv_main, s), 0);
 }
 
+static void srv_start(Srv *s, srv_script script) {
+        srv_start_with(s, script, NULL);
+}
+
 static void srv_join(Srv *s) {
         cr_assert_eq(pthread_join(s->thread, NULL), 0);
         cr_assert_str_empty(s->failure, "fake server: %s", s->failure);
 }
 
-/* Starts the server and a session on it. */
-static kfdb_session *connect_to(Srv *s, srv_script script) {
+/* Starts the server (announcing features; NULL: srv_features) and a session on it. */
+static kfdb_session *connect_to_with(Srv *s, srv_script script, const char *const *features) {
         kfdb_session *session = NULL;
         int k;
 
-        srv_start(s, script);
+        srv_start_with(s, script, features);
         k = kfdb_session_new_from_fd(s->client_fd, "test-client", &session);
         cr_assert_eq(k, 0, "kfdb_session_new_from_fd: %s", strerror(-k));
         return session;
+}
+
+static kfdb_session *connect_to(Srv *s, srv_script script) {
+        return connect_to_with(s, script, NULL);
 }
 
 /* ---- Hello and the session page ---- */
@@ -421,8 +429,8 @@ static void script_free_first(Srv *s) {
 /* Datagrams, not time: an alloc and free pair is one request, so the daemon
  * is woken once for it (docs/protocol.md "Buffers"). */
 Test(client, a_free_rides_with_the_next_alloc) {
-        Srv s = { .features = srv_features_free_first };
-        kfdb_session *session = connect_to(&s, script_free_first);
+        Srv s;
+        kfdb_session *session = connect_to_with(&s, script_free_first, srv_features_free_first);
         kfdb_buffer *b;
         kfdb_daemon_status st;
         kfdb_job_failure f;
