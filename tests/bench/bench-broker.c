@@ -13,10 +13,13 @@
  *      never spins);
  *   2. batches of 64 4-byte fills through the broker against the floor's
  *      (both paths);
- *   3. a 256 MiB GPU copy against memcpy of the same size;
- *   4. AllocBuffer+FreeBuffer pairs, and kfdb_slice_alloc+kfdb_slice_free
- *      pairs of libkfdbroker's sub-allocator, against memfd_create+ftruncate+
- *      mmap+munmap+close, in alternating rounds;
+ *   3. a 256 MiB GPU copy against memcpy of the same size, quiet and next
+ *      to 2 CPU burner threads (issue 32 item 4: >= 0.8 both times);
+ *   4. AllocBuffer+FreeBuffer pairs of 64 KiB, quiet and next to 2 CPU
+ *      burner threads (issue 32 item 3: >= 0.5 both times), and
+ *      kfdb_slice_alloc+kfdb_slice_free pairs of libkfdbroker's
+ *      sub-allocator, against memfd_create+ftruncate+mmap+munmap+close, in
+ *      alternating rounds;
  *   1b. 1 and 2 again, fewer rounds, with a burner thread keeping one CPU
  *      busy: no goals, but the floor sleeps in its waits, and what waking a
  *      vCPU costs it depends on the VM's state and drifts over minutes (its
