@@ -181,22 +181,34 @@ int kfdb_buffer_map(kfdb_buffer *b, void **ret) {
  * request. A send that fails means the connection is gone, and with it the
  * session's buffers; the next call reconnects (without this buffer). Older
  * daemons are waited for, before the local side goes, as a reconnect then
- * makes the buffer again in the new session and frees it there. */
+ * makes the buffer again in the new session and frees it there.
+ *
+ * A buffer the daemon may pool (no copy kept here, at most
+ * CLIENT_DEFER_FREE_MAX bytes) is freed with the session's next request
+ * where the daemon announces "alloc-free-first": inside the next AllocBuffer,
+ * so that an alloc and free pair is one datagram each way and wakes the
+ * daemon once (a FreeBuffer of its own woke it a second time: a 64 KiB pair
+ * took 19.2-19.4 us p50 against 16.3-16.6 us on the 2-CPU build VM). Until
+ * then it is charged as the pooled buffer it would become. */
 int kfdb_buffer_free(kfdb_buffer *b) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_FREE_BUFFER };
         kfdb_session *s;
+        uint64_t handle;
         int k;
 
         if (!b)
                 return 0;
         s = b->session;
-        req.object.handle = b->handle;
+        handle = req.object.handle = b->handle;
         req.object.no_copy_kept = !b->fd_shared;
         if (kfdb_session_has_feature(s, "free-no-reply")) {
+                bool defer = req.object.no_copy_kept && b->size <= CLIENT_DEFER_FREE_MAX && handle != 0 &&
+                             kfdb_session_has_feature(s, "alloc-free-first");
+
                 req.object.no_reply = true;
                 buffer_release(&b->object);
-                return session_send_only(s, &req);
+                return defer ? session_defer_free(s, handle, true) : session_send_only(s, &req);
         }
         k = session_call(s, &req, NULL, 0, &r);
         buffer_release(&b->object);

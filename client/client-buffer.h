@@ -8,6 +8,12 @@
 
 #include "client-session.h"
 
+/* The largest buffer whose free waits for the session's next request
+ * (kfdb_buffer_free()): the largest the daemon pools (SESSION_POOL_MAX_BUFFER_SIZE,
+ * docs/protocol.md "Buffers"), so what waits is charged as it would be once
+ * freed. */
+#define CLIENT_DEFER_FREE_MAX (UINT64_C(256) << 10)
+
 struct kfdb_buffer {
         ClientObject object; /* first: the session's list links */
         kfdb_session *session;

@@ -70,6 +70,10 @@ void session_request_remap(kfdb_session *s, ClientRequest *req) {
         ClientHandleMap *m = &s->restore_map;
 
         switch (req->type) {
+        case CLIENT_REQUEST_ALLOC_BUFFER:
+                /* The free it carried was of a buffer of the old connection. */
+                req->alloc_buffer.free_first_id = 0;
+                break;
         case CLIENT_REQUEST_FREE_BUFFER:
         case CLIENT_REQUEST_EXPORT_BUFFER:
         case CLIENT_REQUEST_DESTROY_EVENT:
@@ -228,6 +232,7 @@ int session_recover(kfdb_session *s, int k) {
                 return session_error(s, -ECONNRESET, "kfdbrokerd ended the session: %s", s->ended_message);
 
         snprintf(first, sizeof(first), "%s", s->last_error);
+        s->deferred_free.handle = 0; /* its buffer went with the connection */
         cancel_in_flight(s);
         for (size_t i = 0; i < s->n_stash; i++)
                 client_reply_free(s->stash[i]);

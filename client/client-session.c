@@ -308,6 +308,44 @@ static int queued_refusal(kfdb_session *s, int k, const char *name) {
         return session_error(s, k, "cannot send %s request to kfdbrokerd: %s", name, strerror(-k));
 }
 
+/* An AllocBuffer takes the deferred free along as its free_first, when the
+ * daemon would decode the request (a size that rounds up to 4 KiB; a request
+ * the daemon cannot decode is refused whole, with the free in it). */
+static bool take_deferred_free(kfdb_session *s, ClientRequest *req) {
+        if (req->type != CLIENT_REQUEST_ALLOC_BUFFER || s->deferred_free.handle == 0 ||
+            req->alloc_buffer.size == 0 || req->alloc_buffer.size > UINT64_MAX - 4095)
+                return false;
+        req->alloc_buffer.free_first_id = s->next_id++ | CLIENT_NO_REPLY_ID_BIT;
+        if (s->next_id & CLIENT_NO_REPLY_ID_BIT)
+                s->next_id = 1;
+        req->alloc_buffer.free_first_handle = s->deferred_free.handle;
+        req->alloc_buffer.free_first_no_copy_kept = s->deferred_free.no_copy_kept;
+        s->deferred_free.handle = 0;
+        return true;
+}
+
+int session_flush_deferred_free(kfdb_session *s) {
+        ClientRequest req = { .type = CLIENT_REQUEST_FREE_BUFFER };
+
+        if (s->deferred_free.handle == 0)
+                return 0;
+        req.object.handle = s->deferred_free.handle;
+        req.object.no_reply = true;
+        req.object.no_copy_kept = s->deferred_free.no_copy_kept;
+        s->deferred_free.handle = 0;
+        return session_send_only(s, &req);
+}
+
+int session_defer_free(kfdb_session *s, uint64_t handle, bool no_copy_kept) {
+        int k = session_flush_deferred_free(s);
+
+        if (handle == 0)
+                return k;
+        s->deferred_free.handle = handle;
+        s->deferred_free.no_copy_kept = no_copy_kept;
+        return k;
+}
+
 /* Sends the request and reads until its reply arrives. *ret_sent: whether it
  * went out (a lost connection after that leaves its fate unknown). */
 static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_fds,
@@ -318,6 +356,10 @@ static int session_exchange(kfdb_session *s, ClientRequest *req, const int *fds,
         int k;
 
         *ret_sent = false;
+        /* A free that waits goes first (its send failing means the
+         * connection is gone, and this request's send says so). */
+        if (!take_deferred_free(s, req))
+                (void) session_flush_deferred_free(s);
         req->id = s->next_id++;
         if (s->next_id & CLIENT_NO_REPLY_ID_BIT)
                 s->next_id = 1;
@@ -368,6 +410,7 @@ int session_send_only(kfdb_session *s, ClientRequest *req) {
         size_t len;
         int k;
 
+        (void) session_flush_deferred_free(s); /* it clears the free before sending it */
         req->id = s->next_id++ | CLIENT_NO_REPLY_ID_BIT;
         if (s->next_id & CLIENT_NO_REPLY_ID_BIT)
                 s->next_id = 1;

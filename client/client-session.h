@@ -124,6 +124,13 @@ struct kfdb_session {
          * sleeps (client-spin.h). */
         ClientSpin reply_spin, fence_spin;
 
+        /* A FreeBuffer (no_reply) not sent yet (session_defer_free()):
+         * handle 0 for none. */
+        struct {
+                uint64_t handle;
+                bool no_copy_kept;
+        } deferred_free;
+
         uint8_t *rbuf; /* CLIENT_MAX_MESSAGE_SIZE receive buffer */
         char last_error[CLIENT_ERROR_MAX];
 };
@@ -154,6 +161,20 @@ int session_call(kfdb_session *s, ClientRequest *req, const int *fds, size_t n_f
  * kfdb_job_failure_next().
  */
 int session_send_only(kfdb_session *s, ClientRequest *req);
+
+/*
+ * Frees the buffer handle (FreeBuffer with no_reply; no_copy_kept as
+ * FreeBufferRequest's) with the session's next request instead of now: in
+ * the same datagram when that is an AllocBuffer (its free_first, feature
+ * "alloc-free-first"), just before it otherwise. At most one free waits; a
+ * second sends the first. A reconnect forgets it (its buffer went with the
+ * old connection). Returns 0, or the negative errno of sending the free that
+ * waited.
+ */
+int session_defer_free(kfdb_session *s, uint64_t handle, bool no_copy_kept);
+
+/* Sends the free session_defer_free() keeps, if any: 0 or a negative errno. */
+int session_flush_deferred_free(kfdb_session *s);
 
 /* Reads and dispatches one message if one arrives within timeout_ms: 1, 0 (none) or negative errno. */
 int session_receive(kfdb_session *s, int timeout_ms);

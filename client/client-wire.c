@@ -120,6 +120,7 @@ typedef struct RequestParts {
         Kfdbroker__V1__HelloRequest hello;
         Kfdbroker__V1__DeviceInfoRequest device_info;
         Kfdbroker__V1__AllocBufferRequest alloc_buffer;
+        Kfdbroker__V1__FreeFirst free_first;
         Kfdbroker__V1__ImportBufferRequest import_buffer;
         Kfdbroker__V1__FreeBufferRequest free_buffer;
         Kfdbroker__V1__ExportBufferRequest export_buffer;
@@ -349,6 +350,13 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 p->alloc_buffer.size = r->alloc_buffer.size;
                 p->alloc_buffer.placement = (Kfdbroker__V1__Placement) r->alloc_buffer.placement;
                 p->alloc_buffer.flags = r->alloc_buffer.flags;
+                if (r->alloc_buffer.free_first_id != 0) {
+                        kfdbroker__v1__free_first__init(&p->free_first);
+                        p->free_first.id = r->alloc_buffer.free_first_id;
+                        p->free_first.handle = r->alloc_buffer.free_first_handle;
+                        p->free_first.no_copy_kept = r->alloc_buffer.free_first_no_copy_kept;
+                        p->alloc_buffer.free_first = &p->free_first;
+                }
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
                 m->alloc_buffer = &p->alloc_buffer;
                 return 0;

@@ -114,6 +114,11 @@ typedef struct ClientRequest {
                         uint64_t size;
                         uint32_t placement; /* 0 GTT, 1 VRAM */
                         uint32_t flags;
+                        /* A FreeBuffer the daemon does first ("alloc-free-first"),
+                         * with its own no-reply id; free_first_id 0: none. */
+                        uint64_t free_first_id;
+                        uint64_t free_first_handle;
+                        bool free_first_no_copy_kept;
                 } alloc_buffer;
                 struct {
                         uint64_t handle;

@@ -515,9 +515,13 @@ int kfdb_buffer_map(kfdb_buffer *b, void **ret);
  * its fd was never handed out (kfdb_buffer_get_fd()) and the buffer was not
  * imported, the daemon is told that no copy is kept, and may give its
  * memory, zeroed, to one of this session's next buffers (docs/protocol.md,
- * "Buffers"). The local side is released even if the daemon refused (the
- * return value then says why). NULL-safe (returns 0). Returns 0 or the
- * common errors.
+ * "Buffers"); such a buffer of at most 256 KiB is freed with the session's
+ * next request where the daemon announces "alloc-free-first" (inside it when
+ * that is a kfdb_buffer_alloc(): one datagram each way per alloc and free
+ * pair). The local side is released even if the daemon refused (the return
+ * value then says why). NULL-safe (returns 0). Returns 0 or the common
+ * errors. Each kfdb_buffer_alloc() is one round trip and one daemon buffer:
+ * for many small buffers, the sub-allocator below.
  */
 int kfdb_buffer_free(kfdb_buffer *b);
 

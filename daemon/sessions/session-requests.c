@@ -22,11 +22,11 @@
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "lazy-session", NULL,
+        "fence-page", "lazy-session", "alloc-free-first", NULL,
 };
 static const char *const features_compute[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "lazy-session", "compute", NULL,
+        "fence-page", "lazy-session", "alloc-free-first", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -210,12 +210,32 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                      export ? &fd : NULL, export ? 1 : 0);
 }
 
+static void handle_free_buffer(Session *s, const WireRequest *req);
+
+/* AllocBuffer's free_first: the FreeBuffer a client sent in the same
+ * datagram, handled as if it had come just before, with no_reply set (an
+ * error is answered with its own id): the pool then holds its memory for
+ * this allocation, and the daemon is woken once for the pair. */
+static void handle_free_first(Session *s, const WireRequest *req) {
+        WireRequest f = {
+                .id = req->alloc_buffer.free_first_id,
+                .type = WIRE_REQUEST_FREE_BUFFER,
+                .object = { .handle = req->alloc_buffer.free_first_handle,
+                            .no_reply = true,
+                            .no_copy_kept = req->alloc_buffer.free_first_no_copy_kept },
+        };
+
+        handle_free_buffer(s, &f);
+}
+
 static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         uint64_t size = align_up_u64(req->alloc_buffer.size, PAGE_SIZE_4K);
         GpuPlacement placement;
         GpuBuffer *b;
         int r;
 
+        if (req->alloc_buffer.free_first_id != 0)
+                handle_free_first(s, req);
         if (size == 0) {
                 session_send_error(s, req->id, EINVAL, "alloc_buffer.size: %" PRIu64 " is too large",
                                    req->alloc_buffer.size);

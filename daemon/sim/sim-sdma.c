@@ -138,6 +138,19 @@ static void fill(uint8_t *dst, const SimSdmaPacket *pk) {
         sim_dma_fill32(dst, pattern, pk->fill.bytes);
 }
 
+/* Whether q is the only SDMA queue of the device with packets to run
+ * (locked): a bulk move then delays no other queue's work. */
+static bool only_busy_queue(const SimQueue *q) {
+        const SimDevice *d = q->process->device;
+
+        for (unsigned i = 0; i < SIM_MAX_SDMA_SLOTS; i++) {
+                const SimQueue *o = d->sdma_slots[i];
+                if (o && o != q && o->rptr != o->wptr && !o->stopped)
+                        return false;
+        }
+        return true;
+}
+
 /* A copy (src != NULL) or a fill of dst. A large one runs without the device
  * lock: the engine pins q, a reference pins each BO, so neither UNMAP nor
  * FREE can pull the memory away meanwhile (it takes effect for later
@@ -146,6 +159,7 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
                        const uint8_t *src, uint64_t bytes) {
         SimProcess *p = q->process;
         SimBo *dst_bo = NULL, *src_bo = NULL;
+        bool bulk = bytes >= SIM_ENGINE_BULK_BYTES && only_busy_queue(q);
 
         if (bytes >= UNLOCKED_BYTES) {
                 dst_bo = sim_bo_ref(sim_vm_lookup(p, dst_va)->bo);
@@ -153,6 +167,7 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
                         src_bo = sim_bo_ref(sim_vm_lookup(p, src_va)->bo);
                 pthread_mutex_unlock(&p->device->lock);
         }
+        sim_engine_set_bulk(bulk);
         if (src)
                 sim_dma_copy(dst, src, bytes);
         else

@@ -282,6 +282,13 @@ static int decode_alloc_buffer(const PbRequest *m, WireRequest *r, char *errbuf,
                                             ? WIRE_PLACEMENT_VRAM
                                             : WIRE_PLACEMENT_GTT;
         r->alloc_buffer.flags = a->flags;
+        if (a->free_first) {
+                if (a->free_first->id == 0)
+                        return wire_error(errbuf, errlen, "alloc_buffer.free_first.id: must not be 0");
+                r->alloc_buffer.free_first_id = a->free_first->id;
+                r->alloc_buffer.free_first_handle = a->free_first->handle;
+                r->alloc_buffer.free_first_no_copy_kept = a->free_first->no_copy_kept;
+        }
         return 0;
 }
 

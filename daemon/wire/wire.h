@@ -158,6 +158,10 @@ typedef struct WireRequest {
                         uint64_t size;
                         WirePlacement placement;
                         uint32_t flags;
+                        /* A FreeBuffer (no_reply) to do first; free_first_id 0: none. */
+                        uint64_t free_first_id;
+                        uint64_t free_first_handle;
+                        bool free_first_no_copy_kept;
                 } alloc_buffer;
                 struct {
                         uint64_t handle;

@@ -60,6 +60,7 @@ static int requests(const char *dir) {
         Kfdbroker__V1__HelloRequest hello = KFDBROKER__V1__HELLO_REQUEST__INIT;
         Kfdbroker__V1__AllocBufferRequest alloc = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
         Kfdbroker__V1__FreeBufferRequest free_buffer = KFDBROKER__V1__FREE_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__FreeFirst free_first = KFDBROKER__V1__FREE_FIRST__INIT;
         Kfdbroker__V1__CreateEventRequest create = KFDBROKER__V1__CREATE_EVENT_REQUEST__INIT;
         Kfdbroker__V1__WaitEntry we[2] = { KFDBROKER__V1__WAIT_ENTRY__INIT, KFDBROKER__V1__WAIT_ENTRY__INIT };
         Kfdbroker__V1__WaitEntry *wep[2] = { &we[0], &we[1] };
@@ -108,6 +109,15 @@ static int requests(const char *dir) {
         r |= write_request(dir, "alloc-buffer", &m);
         alloc.flags = 3;
         r |= write_request(dir, "alloc-buffer-bad-flags", &m);
+        alloc.flags = 0;
+        alloc.size = 64u << 10;
+        alloc.placement = KFDBROKER__V1__PLACEMENT__PLACEMENT_GTT;
+        free_first.id = 0x8000000000000002ull;
+        free_first.handle = 0x100000001ull;
+        free_first.no_copy_kept = 1;
+        alloc.free_first = &free_first;
+        r |= write_request(dir, "alloc-buffer-free-first", &m);
+        alloc.free_first = NULL;
 
         free_buffer.handle = 0x100000001ull;
         m.body_case = KFDBROKER__V1__REQUEST__BODY_FREE_BUFFER;

@@ -5,6 +5,8 @@
  *  - FreeBuffer without a reply: an error still comes, with the request's id;
  *    success is silent; libkfdbroker does not wait and hands a later error
  *    out as a failure with fence 0;
+ *  - the free an AllocBuffer carries (free_first, issue 32 item 3) is done
+ *    first, its error answered with its own id;
  *  - a session's freed small buffers come back to it zeroed (CPU and GPU
  *    see zeros), never to another session, stay charged while pooled, are
  *    not pooled while a job uses them or when the client kept a copy, and
@@ -160,6 +162,95 @@ Test(buffers, the_library_does_not_wait_for_a_free_and_reports_a_late_error) {
         cr_expect_eq(jf.error, -ENOENT);
         cr_expect(strstr(jf.message, "free_buffer.handle: no buffer"), "%s", jf.message);
         kfdb_session_free(s);
+        close(c);
+}
+
+/* ---- A free in the AllocBuffer (alloc-free-first) ---- */
+
+static void send_alloc_free_first(int c, uint64_t id, uint64_t free_id, uint64_t handle) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__FreeFirst f = KFDBROKER__V1__FREE_FIRST__INIT;
+
+        f.id = free_id;
+        f.handle = handle;
+        f.no_copy_kept = true;
+        a.size = SMALL;
+        a.free_first = &f;
+        req.id = id;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        req.alloc_buffer = &a;
+        cr_assert_eq(raw_send(c, &req, NULL, 0), 0);
+}
+
+/* The next message, which must answer id; returns its handle (0: an error,
+ * whose errno is checked against error). */
+static uint64_t recv_answer(int c, uint64_t id, int error, const char *message) {
+        Kfdbroker__V1__ServerMessage *m;
+        int fds[2];
+        unsigned n = 2;
+        uint64_t handle = 0;
+
+        cr_assert_eq(raw_recv(c, &m, fds, &n, 5000), 1, "no answer to request %llu", (unsigned long long) id);
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+        cr_assert_eq(m->id, id, "request %llu answered where %llu was due", (unsigned long long) m->id,
+                     (unsigned long long) id);
+        cr_expect_eq(m->error, error, "request %llu: %s", (unsigned long long) id, m->error_message);
+        if (message)
+                cr_expect(strstr(m->error_message, message), "%s", m->error_message);
+        if (m->error == 0 && m->alloc_buffer)
+                handle = m->alloc_buffer->handle;
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        return handle;
+}
+
+static void query_buffers(int c, uint64_t id, uint64_t *ret_buffers, uint64_t *ret_pooled) {
+        Kfdbroker__V1__Request q = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__QueryRequest qr = KFDBROKER__V1__QUERY_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+
+        q.id = id;
+        q.body_case = KFDBROKER__V1__REQUEST__BODY_QUERY;
+        q.query = &qr;
+        cr_assert_eq(raw_send(c, &q, NULL, 0), 0);
+        cr_assert_eq(raw_recv(c, &m, NULL, NULL, 5000), 1);
+        cr_assert_eq(m->id, id);
+        cr_assert(m->query);
+        *ret_buffers = m->query->buffers;
+        *ret_pooled = m->query->pooled_buffer_bytes;
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+}
+
+/* The free an AllocBuffer carries is done first, as the FreeBuffer (no_reply)
+ * it stands for: its memory, pooled, serves the allocation; its refusal
+ * comes with its own id and does not stop the allocation; an id of 0 is
+ * refused with the request, which then frees nothing. */
+Test(buffers, an_alloc_does_the_free_it_carries_first) {
+        int c = raw_connect(&d);
+        uint64_t h, h2, h3, buffers, pooled;
+        kfdb_session *s = test_connect(&d, "buffers");
+
+        cr_assert(kfdb_session_has_feature(s, "alloc-free-first"));
+        kfdb_session_free(s);
+        raw_hello(c);
+        h = raw_alloc(c, SMALL, NULL);
+        send_alloc_free_first(c, 920, 921, h);
+        h2 = recv_answer(c, 920, 0, NULL);
+        cr_expect(h2 != 0 && h2 != h);
+        query_buffers(c, 922, &buffers, &pooled);
+        cr_expect_eq(buffers, 1, "the free did not come first (%llu buffers)", (unsigned long long) buffers);
+        cr_expect_eq(pooled, 0, "the freed buffer's memory did not serve the allocation");
+
+        send_alloc_free_first(c, 923, 924, h);
+        recv_answer(c, 924, ENOENT, "free_buffer.handle: no buffer");
+        h3 = recv_answer(c, 923, 0, NULL);
+        cr_expect(h3 != 0);
+
+        send_alloc_free_first(c, 925, 0, h2);
+        recv_answer(c, 925, EINVAL, "alloc_buffer.free_first.id: must not be 0");
+        query_buffers(c, 926, &buffers, &pooled);
+        cr_expect_eq(buffers, 2, "a refused request freed its buffer (%llu buffers)", (unsigned long long) buffers);
         close(c);
 }
 

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -44,6 +45,7 @@ struct Srv {
         /* Free use by scripts. */
         int pipe[2];
         uint64_t value;
+        const char *const *features; /* what Hello announces; NULL: srv_features */
 };
 
 #define S_CHECK(s, cond)                                                                    \
@@ -144,7 +146,7 @@ static void srv_hello(Srv *s) {
         r.id = req.id;
         r.hello.protocol_version = 1;
         r.hello.daemon_version = "0.1.0-fake";
-        r.hello.features = srv_features;
+        r.hello.features = s->features ? s->features : srv_features;
         r.hello.limits = (WireLimits) { .max_buffer_size = 1ull << 30, .max_buffers = 16,
                                         .max_events = 64, .max_jobs_per_submit = 4,
                                         .max_wait_events = 8 };
@@ -164,10 +166,12 @@ static void *srv_main(void *userdata) {
         return NULL;
 }
 
-static void srv_start(Srv *s, srv_script script) {
+/* Starts the server thread; its Hello announces features (NULL: srv_features). */
+static void srv_start_with(Srv *s, srv_script script, const char *const *features) {
         int sv[2];
 
         memset(s, 0, sizeof(*s));
+        s->features = features;
         s->event_fd = -1;
         s->pipe[0] = s->pipe[1] = -1;
         cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
@@ -177,20 +181,28 @@ static void srv_start(Srv *s, srv_script script) {
         cr_assert_eq(pthread_create(&s->thread, NULL, srv_main, s), 0);
 }
 
+static void srv_start(Srv *s, srv_script script) {
+        srv_start_with(s, script, NULL);
+}
+
 static void srv_join(Srv *s) {
         cr_assert_eq(pthread_join(s->thread, NULL), 0);
         cr_assert_str_empty(s->failure, "fake server: %s", s->failure);
 }
 
-/* Starts the server and a session on it. */
-static kfdb_session *connect_to(Srv *s, srv_script script) {
+/* Starts the server (announcing features; NULL: srv_features) and a session on it. */
+static kfdb_session *connect_to_with(Srv *s, srv_script script, const char *const *features) {
         kfdb_session *session = NULL;
         int k;
 
-        srv_start(s, script);
+        srv_start_with(s, script, features);
         k = kfdb_session_new_from_fd(s->client_fd, "test-client", &session);
         cr_assert_eq(k, 0, "kfdb_session_new_from_fd: %s", strerror(-k));
         return session;
+}
+
+static kfdb_session *connect_to(Srv *s, srv_script script) {
+        return connect_to_with(s, script, NULL);
 }
 
 /* ---- Hello and the session page ---- */
@@ -463,6 +475,112 @@ Test(client, socket_path_from_environment) {
         cr_assert_str_eq(kfdb_default_socket_path(), KFDBROKER_DEFAULT_SOCKET);
         if (access(KFDBROKER_DEFAULT_SOCKET, F_OK) < 0)
                 cr_assert_eq(kfdb_session_new(NULL, NULL, &session), -ENOENT);
+}
+
+/* ---- A free that rides with the next AllocBuffer (alloc-free-first) ---- */
+
+static const char *const srv_features_free_first[] = { "sdma-copy", "sdma-fill", "events", "session-page",
+                                                        "free-no-reply", "alloc-free-first", NULL };
+
+/* Receives one request of type type into req; counts it in s->value. */
+static void srv_expect(Srv *s, WireRequest *req, WireRequestType type) {
+        *req = (WireRequest) {};
+        S_CHECK(s, srv_recv(s, req, NULL) == 0);
+        s->value++;
+        if (req->type != type && !s->failure[0])
+                snprintf(s->failure, sizeof(s->failure), "request %" PRIu64 ": %s where %s was due",
+                         s->value, wire_request_type_name(req->type), wire_request_type_name(type));
+}
+
+/* Answers an AllocBuffer with handle and a memfd of its size. */
+static void srv_alloc_reply(Srv *s, const WireRequest *req, uint64_t handle) {
+        int mem = memfd_create("buffer", MFD_CLOEXEC);
+        WireReply r = { .id = req->id, .type = WIRE_REPLY_ALLOC_BUFFER,
+                        .buffer = { handle, req->alloc_buffer.size } };
+
+        S_CHECK(s, mem >= 0 && ftruncate(mem, (off_t) req->alloc_buffer.size) == 0);
+        S_CHECK(s, srv_send(s, &r, &mem, 1) == 0);
+        close(mem);
+}
+
+static void script_free_first(Srv *s) {
+        WireRequest req;
+        WireReply r;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        /* alloc: nothing freed yet */
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.alloc_buffer.free_first_id == 0);
+        srv_alloc_reply(s, &req, 0x100);
+        /* free, alloc: one datagram, the free first, with an id of its own
+         * that is answered only by an error (here one, to see it arrive) */
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0]);
+        S_CHECK(s, req.alloc_buffer.free_first_id & CLIENT_NO_REPLY_ID_BIT);
+        S_CHECK(s, req.alloc_buffer.free_first_id != req.id);
+        S_CHECK(s, req.alloc_buffer.free_first_handle == 0x100 && req.alloc_buffer.free_first_no_copy_kept);
+        r = (WireReply) { .id = req.alloc_buffer.free_first_id, .type = WIRE_REPLY_ERROR, .error = ENOENT,
+                          .message = "free_buffer.handle: no buffer 0x100 (fake)" };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        srv_alloc_reply(s, &req, 0x101);
+        /* free, then another request: the free goes just before it */
+        srv_expect(s, &req, WIRE_REQUEST_FREE_BUFFER);
+        S_CHECK(s, !s->failure[0]);
+        S_CHECK(s, req.object.handle == 0x101 && req.object.no_reply && req.object.no_copy_kept);
+        srv_expect(s, &req, WIRE_REQUEST_STATUS);
+        S_CHECK(s, !s->failure[0]);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_STATUS, .status = { "0.1.0-fake", "sim", "gfx1030" } };
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        /* larger than the daemon pools: freed at once */
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.alloc_buffer.free_first_id == 0);
+        srv_alloc_reply(s, &req, 0x102);
+        srv_expect(s, &req, WIRE_REQUEST_FREE_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.object.handle == 0x102 && req.object.no_reply);
+        /* its fd taken: freed at once, a copy may be kept */
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.alloc_buffer.free_first_id == 0);
+        srv_alloc_reply(s, &req, 0x103);
+        srv_expect(s, &req, WIRE_REQUEST_FREE_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.object.handle == 0x103 && !req.object.no_copy_kept);
+        /* the last free waits for a request that never comes */
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.alloc_buffer.free_first_id == 0);
+        srv_alloc_reply(s, &req, 0x104);
+        S_CHECK(s, srv_recv(s, &req, NULL) == -ECONNRESET);
+}
+
+/* Datagrams, not time: an alloc and free pair is one request, so the daemon
+ * is woken once for it (docs/protocol.md "Buffers"). */
+Test(client, a_free_rides_with_the_next_alloc) {
+        Srv s;
+        kfdb_session *session = connect_to_with(&s, script_free_first, srv_features_free_first);
+        kfdb_buffer *b;
+        kfdb_daemon_status st;
+        kfdb_job_failure f;
+
+        cr_assert_eq(kfdb_buffer_alloc(session, 64 << 10, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(session, 64 << 10, KFDB_PLACEMENT_GTT, &b), 0,
+                     "%s", kfdb_session_last_error(session));
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        cr_assert_eq(kfdb_status(session, &st), 0, "%s", kfdb_session_last_error(session));
+        /* The refusal of the free that rode along: a failure with fence 0. */
+        cr_assert_eq(kfdb_job_failure_next(session, &f), 1);
+        cr_expect_eq(f.fence, 0);
+        cr_expect_eq(f.error, -ENOENT);
+        cr_expect_str_eq(f.message, "free_buffer.handle: no buffer 0x100 (fake)");
+        cr_assert_eq(kfdb_buffer_alloc(session, 1 << 20, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(session, 64 << 10, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_geq(kfdb_buffer_get_fd(b), 0);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(session, 64 << 10, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+        kfdb_session_free(session);
+        srv_join(&s);
+        cr_expect_eq(s.value, 9, "%" PRIu64 " requests for 5 allocs, 5 frees and a Status: not 9", s.value);
 }
 
 /* ---- Out of order replies and notifications ---- */
