@@ -273,10 +273,12 @@ typedef enum GpuFlush {
         GPU_FLUSH_SDMA_ACQUIRE_GLV_GL1, /* ... GLV_INV | GL1_INV */
         GPU_FLUSH_SDMA_RELEASE_GL2_WB,  /* the SDMA release GCR_REQ's GL2_WB */
         GPU_FLUSH_SDMA_RELEASE_GLK_WB,  /* ... GLK_WB */
-        /* RELAY: the ROCm queue relay (kfd-relay*) adds its own here — the
-         * ACQUIRE_MEM it emits for PM4 indirect-buffer packets and the HDP
-         * flush before relayed work — each with a row in test-gpu-caches.c's
-         * table and a test that leaves it out. */
+        /* The ROCm queue relay (kfd-relay*) adds no flush of its own: its
+         * PM4-IB and acquire-scope NOP jobs emit the dispatch acquire's bits
+         * (the GPU_FLUSH_DISPATCH_* above), relayed dispatches the dispatch
+         * body's, and its queues ring doorbells through gpu_queue_submit()
+         * with the HDP flush before each (GPU_FLUSH_HDP); test-gpu-caches.c
+         * says why none of them needs a test of its own. */
         GPU_FLUSH_COUNT,
 } GpuFlush;
 

@@ -62,10 +62,17 @@
  * (event slot RELEASE_MEM)| carries no GCR any more: it follows the      | —
  *                         | fence's, which wrote everything back         |
  *
- * RELAY: the ROCm queue relay (daemon/sessions/kfd-relay*) will add the
- * ACQUIRE_MEM it emits for PM4 indirect-buffer packets and the HDP flush
- * before relayed work. Each gets a GpuFlush name (gpu-internal.h, marked
- * RELAY), a row here and a BOTH() test below that leaves it out.
+ * The ROCm queue relay (daemon/sessions/kfd-relay*) emits no flush of its
+ * own. The HDP flush before relayed work is the one every queue's doorbell
+ * gets (HDP above: the relay's queues are queues of a context like any
+ * other, and submit through gpu_queue_submit()). ROCr's PM4-IB packet and an
+ * AQL header's acquire scope become an ACQUIRE_MEM with the dispatch
+ * acquire's bits (the DISPATCH_* rows): before a relayed kernel it does
+ * nothing the kernel's own acquire does not do again, so leaving it out is
+ * not observable here — what it stands for on hardware (caches cleaned after
+ * ROCr wrote code) is the dispatch acquire's GLI_INV, which
+ * new_code_at_an_old_address_runs covers. A relayed SDMA packet's caches are
+ * its own (BlitSdma writes its own GCR_REQ packets, which run as written).
  */
 #include <criterion/criterion.h>
 #include <string.h>
