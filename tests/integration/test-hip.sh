@@ -214,7 +214,9 @@ else
         not_ok "kfdbroker-run killed: its program ${prog:-?} still runs"
 fi
 
-# The daemon goes while a program runs; a new one works once it is back.
+# The daemon goes while a program runs — killed outright, as in a crash (a
+# SIGTERM ends the program's jobs first, which ROCr learns of as queue
+# errors from the daemon itself); a new one works once it is back.
 "$run" --socket "$tmp/sock" "$hipdir/hip-endless" >"$tmp/orphan" 2>&1 &
 orphan=$!
 for _ in $(seq 400); do
@@ -222,7 +224,9 @@ for _ in $(seq 400); do
         sleep 0.05
 done
 sleep 0.5
-stop
+kill -KILL "$dpid"
+wait "$dpid" 2>/dev/null
+dpid=
 rc=
 for _ in $(seq 600); do
         if ! kill -0 $orphan 2>/dev/null; then
