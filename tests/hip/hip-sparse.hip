@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Debian's prebuilt rocSPARSE and hipSPARSE (AMD's own gfx1030 kernels, not
+ * ours) run unmodified through the broker (tests/integration/
+ * test-rocm-libs.sh): sparse matrix-vector products y = alpha*A*x + beta*y
+ * on a CSR matrix with empty rows, short rows and one long row, each
+ * compared with the same product computed on the CPU in double precision.
+ * rocSPARSE's csrmv without analysis (its row-per-wavefront kernel) and with
+ * csrmv_analysis (its adaptive kernel, which splits the long row), in single
+ * and double precision; hipSPARSE's legacy csrmv and its generic SpMV, both
+ * of which call into rocSPARSE. Prints "ok N - what" or "not ok N - what:
+ * why" per check (TAP) and exits 1 if any failed.
+ */
+#include <hip/hip_runtime.h>
+#include <hipsparse/hipsparse.h>
+#include <math.h>
+#include <rocsparse/rocsparse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int n_checks, n_failed;
+
+static void check(bool ok, const char *what, const char *why) {
+        n_checks++;
+        if (ok)
+                printf("ok %d - %s\n", n_checks, what);
+        else {
+                n_failed++;
+                printf("not ok %d - %s: %s\n", n_checks, what, why);
+        }
+        fflush(stdout);
+}
+
+#define HIP_OK(expr, what)                                                                                             \
+        do {                                                                                                           \
+                hipError_t e_ = (expr);                                                                                \
+                check(e_ == hipSuccess, what, hipGetErrorString(e_));                                                  \
+        } while (0)
+
+#define ROC_OK(expr, what)                                                                                             \
+        do {                                                                                                           \
+                rocsparse_status s_ = (expr);                                                                          \
+                char w_[48];                                                                                           \
+                snprintf(w_, sizeof w_, "rocsparse_status %d", (int) s_);                                              \
+                check(s_ == rocsparse_status_success, what, w_);                                                       \
+        } while (0)
+
+#define HIPSPARSE_OK(expr, what)                                                                                       \
+        do {                                                                                                           \
+                hipsparseStatus_t s_ = (expr);                                                                         \
+                char w_[48];                                                                                           \
+                snprintf(w_, sizeof w_, "hipsparseStatus_t %d", (int) s_);                                             \
+                check(s_ == HIPSPARSE_STATUS_SUCCESS, what, w_);                                                       \
+        } while (0)
+
+/* A deterministic pseudo-random sequence for the matrix (xorshift32). */
+static unsigned rng_state = 12345;
+static unsigned next_rand(void) {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 17;
+        rng_state ^= rng_state << 5;
+        return rng_state;
+}
+
+struct csr {
+        int m, n, nnz;
+        int *row_ptr, *col;
+        double *val;
+};
+
+/*
+ * An m x n matrix: every 7th row empty, the others 1..24 entries in
+ * increasing columns, and row 3 holding every other column (a row far
+ * longer than the rest, which the adaptive kernel splits between
+ * workgroups).
+ */
+static struct csr make_matrix(int m, int n) {
+        struct csr a = {m, n, 0, (int *) calloc(m + 1, sizeof(int)), NULL, NULL};
+        int cap = m * 24 + n;
+        a.col = (int *) malloc(cap * sizeof(int));
+        a.val = (double *) malloc(cap * sizeof(double));
+        for (int r = 0; r < m; r++) {
+                a.row_ptr[r] = a.nnz;
+                if (r % 7 == 6)
+                        continue;
+                int step = r == 3 ? 2 : 1 + (int) (next_rand() % (2 * n / 24));
+                int count = r == 3 ? n / 2 : 1 + (int) (next_rand() % 24);
+                for (int k = 0, c = (int) (next_rand() % 8); k < count && c < n; k++, c += step) {
+                        a.col[a.nnz] = c;
+                        a.val[a.nnz] = (double) ((int) (next_rand() % 2001) - 1000) / 256.0;
+                        a.nnz++;
+                }
+        }
+        a.row_ptr[m] = a.nnz;
+        return a;
+}
+
+static void cpu_spmv(const struct csr *a, double alpha, const double *x, double beta, double *y) {
+        for (int r = 0; r < a->m; r++) {
+                double sum = 0;
+                for (int k = a->row_ptr[r]; k < a->row_ptr[r + 1]; k++)
+                        sum += a->val[k] * x[a->col[k]];
+                y[r] = alpha * sum + beta * y[r];
+        }
+}
+
+/* Compares a GPU result with the CPU's, relative to the row's magnitude. */
+template <typename T>
+static void compare(const char *what, const T *got, const double *want, int m, double tolerance) {
+        int bad = 0, first = -1;
+        for (int r = 0; r < m; r++)
+                if (!(fabs((double) got[r] - want[r]) <= tolerance * (1 + fabs(want[r])))) {
+                        if (first < 0)
+                                first = r;
+                        bad++;
+                }
+        char why[160];
+        if (bad)
+                snprintf(why, sizeof why, "%d of %d rows differ, first row %d: %g, expected %g", bad, m, first,
+                         (double) got[first], want[first]);
+        else
+                snprintf(why, sizeof why, "all %d rows agree", m);
+        check(bad == 0, what, why);
+}
+
+/* rocSPARSE's csrmv in precision T, without and with analysis. */
+template <typename T>
+static void rocsparse_csrmv_checks(rocsparse_handle h, const struct csr *a, const double *x, const double *y0,
+                                   const double *want, double tolerance, const char *precision);
+
+template <typename T>
+static rocsparse_status csrmv_analysis(rocsparse_handle h, const struct csr *a, rocsparse_mat_descr d,
+                                       const T *val, const int *row_ptr, const int *col, rocsparse_mat_info info);
+template <>
+rocsparse_status csrmv_analysis<float>(rocsparse_handle h, const struct csr *a, rocsparse_mat_descr d,
+                                       const float *val, const int *row_ptr, const int *col,
+                                       rocsparse_mat_info info) {
+        return rocsparse_scsrmv_analysis(h, rocsparse_operation_none, a->m, a->n, a->nnz, d, val, row_ptr, col, info);
+}
+template <>
+rocsparse_status csrmv_analysis<double>(rocsparse_handle h, const struct csr *a, rocsparse_mat_descr d,
+                                        const double *val, const int *row_ptr, const int *col,
+                                        rocsparse_mat_info info) {
+        return rocsparse_dcsrmv_analysis(h, rocsparse_operation_none, a->m, a->n, a->nnz, d, val, row_ptr, col, info);
+}
+
+template <typename T>
+static rocsparse_status csrmv(rocsparse_handle h, const struct csr *a, T alpha, rocsparse_mat_descr d, const T *val,
+                              const int *row_ptr, const int *col, rocsparse_mat_info info, const T *x, T beta, T *y);
+template <>
+rocsparse_status csrmv<float>(rocsparse_handle h, const struct csr *a, float alpha, rocsparse_mat_descr d,
+                              const float *val, const int *row_ptr, const int *col, rocsparse_mat_info info,
+                              const float *x, float beta, float *y) {
+        return rocsparse_scsrmv(h, rocsparse_operation_none, a->m, a->n, a->nnz, &alpha, d, val, row_ptr, col, info,
+                                x, &beta, y);
+}
+template <>
+rocsparse_status csrmv<double>(rocsparse_handle h, const struct csr *a, double alpha, rocsparse_mat_descr d,
+                               const double *val, const int *row_ptr, const int *col, rocsparse_mat_info info,
+                               const double *x, double beta, double *y) {
+        return rocsparse_dcsrmv(h, rocsparse_operation_none, a->m, a->n, a->nnz, &alpha, d, val, row_ptr, col, info,
+                                x, &beta, y);
+}
+
+template <typename T>
+static T *to_device(const double *src, int n) {
+        T *host = (T *) malloc(n * sizeof(T)), *dev = NULL;
+        for (int i = 0; i < n; i++)
+                host[i] = (T) src[i];
+        HIP_OK(hipMalloc(&dev, n * sizeof(T)), "hipMalloc");
+        HIP_OK(hipMemcpy(dev, host, n * sizeof(T), hipMemcpyHostToDevice), "hipMemcpy to the device");
+        free(host);
+        return dev;
+}
+
+template <typename T>
+static void rocsparse_csrmv_checks(rocsparse_handle h, const struct csr *a, const double *x, const double *y0,
+                                   const double *want, double tolerance, const char *precision) {
+        char what[128];
+        int *drow = NULL, *dcol = NULL;
+        HIP_OK(hipMalloc(&drow, (a->m + 1) * sizeof(int)), "hipMalloc row_ptr");
+        HIP_OK(hipMalloc(&dcol, a->nnz * sizeof(int)), "hipMalloc col_ind");
+        HIP_OK(hipMemcpy(drow, a->row_ptr, (a->m + 1) * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy row_ptr");
+        HIP_OK(hipMemcpy(dcol, a->col, a->nnz * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy col_ind");
+        T *dval = to_device<T>(a->val, a->nnz), *dx = to_device<T>(x, a->n);
+        T *hy = (T *) malloc(a->m * sizeof(T));
+        rocsparse_mat_descr d;
+        rocsparse_mat_info info;
+        ROC_OK(rocsparse_create_mat_descr(&d), "rocsparse_create_mat_descr");
+        ROC_OK(rocsparse_create_mat_info(&info), "rocsparse_create_mat_info");
+
+        for (int adaptive = 0; adaptive < 2; adaptive++) {
+                T *dy = to_device<T>(y0, a->m);
+                if (adaptive) {
+                        snprintf(what, sizeof what, "rocsparse_%scsrmv_analysis", precision);
+                        ROC_OK(csrmv_analysis<T>(h, a, d, dval, drow, dcol, info), what);
+                }
+                snprintf(what, sizeof what, "rocsparse_%scsrmv%s", precision, adaptive ? " (adaptive)" : "");
+                ROC_OK(csrmv<T>(h, a, (T) 1.5, d, dval, drow, dcol, adaptive ? info : NULL, dx, (T) -0.5, dy), what);
+                HIP_OK(hipMemcpy(hy, dy, a->m * sizeof(T), hipMemcpyDeviceToHost), "hipMemcpy y back");
+                snprintf(what, sizeof what, "rocsparse_%scsrmv%s equals the CPU's SpMV", precision,
+                         adaptive ? " (adaptive)" : "");
+                compare(what, hy, want, a->m, tolerance);
+                HIP_OK(hipFree(dy), "hipFree y");
+        }
+        ROC_OK(rocsparse_destroy_mat_info(info), "rocsparse_destroy_mat_info");
+        ROC_OK(rocsparse_destroy_mat_descr(d), "rocsparse_destroy_mat_descr");
+        HIP_OK(hipFree(dval), "hipFree val");
+        HIP_OK(hipFree(dx), "hipFree x");
+        HIP_OK(hipFree(drow), "hipFree row_ptr");
+        HIP_OK(hipFree(dcol), "hipFree col_ind");
+        free(hy);
+}
+
+static void hipsparse_checks(const struct csr *a, const double *x, const double *y0, const double *want) {
+        hipsparseHandle_t h;
+        hipsparseMatDescr_t d;
+        HIPSPARSE_OK(hipsparseCreate(&h), "hipsparseCreate");
+        HIPSPARSE_OK(hipsparseCreateMatDescr(&d), "hipsparseCreateMatDescr");
+        int *drow = NULL, *dcol = NULL;
+        HIP_OK(hipMalloc(&drow, (a->m + 1) * sizeof(int)), "hipMalloc row_ptr");
+        HIP_OK(hipMalloc(&dcol, a->nnz * sizeof(int)), "hipMalloc col_ind");
+        HIP_OK(hipMemcpy(drow, a->row_ptr, (a->m + 1) * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy row_ptr");
+        HIP_OK(hipMemcpy(dcol, a->col, a->nnz * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy col_ind");
+        float *dval = to_device<float>(a->val, a->nnz), *dx = to_device<float>(x, a->n);
+        float *dy = to_device<float>(y0, a->m), *hy = (float *) malloc(a->m * sizeof(float));
+        float alpha = 1.5f, beta = -0.5f;
+
+        HIPSPARSE_OK(hipsparseScsrmv(h, HIPSPARSE_OPERATION_NON_TRANSPOSE, a->m, a->n, a->nnz, &alpha, d, dval, drow,
+                                     dcol, dx, &beta, dy),
+                     "hipsparseScsrmv");
+        HIP_OK(hipMemcpy(hy, dy, a->m * sizeof(float), hipMemcpyDeviceToHost), "hipMemcpy y back");
+        compare("hipsparseScsrmv equals the CPU's SpMV", hy, want, a->m, 1e-4);
+
+        /* The generic API, with its external buffer. */
+        HIP_OK(hipFree(dy), "hipFree y");
+        dy = to_device<float>(y0, a->m);
+        hipsparseSpMatDescr_t ma;
+        hipsparseDnVecDescr_t vx, vy;
+        size_t size = 0;
+        void *buffer = NULL;
+        HIPSPARSE_OK(hipsparseCreateCsr(&ma, a->m, a->n, a->nnz, drow, dcol, dval, HIPSPARSE_INDEX_32I,
+                                        HIPSPARSE_INDEX_32I, HIPSPARSE_INDEX_BASE_ZERO, HIP_R_32F),
+                     "hipsparseCreateCsr");
+        HIPSPARSE_OK(hipsparseCreateDnVec(&vx, a->n, dx, HIP_R_32F), "hipsparseCreateDnVec x");
+        HIPSPARSE_OK(hipsparseCreateDnVec(&vy, a->m, dy, HIP_R_32F), "hipsparseCreateDnVec y");
+        HIPSPARSE_OK(hipsparseSpMV_bufferSize(h, HIPSPARSE_OPERATION_NON_TRANSPOSE, &alpha, ma, vx, &beta, vy,
+                                              HIP_R_32F, HIPSPARSE_SPMV_ALG_DEFAULT, &size),
+                     "hipsparseSpMV_bufferSize");
+        HIP_OK(hipMalloc(&buffer, size ? size : 4), "hipMalloc the SpMV buffer");
+        HIPSPARSE_OK(hipsparseSpMV(h, HIPSPARSE_OPERATION_NON_TRANSPOSE, &alpha, ma, vx, &beta, vy, HIP_R_32F,
+                                   HIPSPARSE_SPMV_ALG_DEFAULT, buffer),
+                     "hipsparseSpMV");
+        HIP_OK(hipMemcpy(hy, dy, a->m * sizeof(float), hipMemcpyDeviceToHost), "hipMemcpy y back");
+        compare("hipsparseSpMV equals the CPU's SpMV", hy, want, a->m, 1e-4);
+
+        HIPSPARSE_OK(hipsparseDestroyDnVec(vx), "hipsparseDestroyDnVec x");
+        HIPSPARSE_OK(hipsparseDestroyDnVec(vy), "hipsparseDestroyDnVec y");
+        HIPSPARSE_OK(hipsparseDestroySpMat(ma), "hipsparseDestroySpMat");
+        HIPSPARSE_OK(hipsparseDestroyMatDescr(d), "hipsparseDestroyMatDescr");
+        HIPSPARSE_OK(hipsparseDestroy(h), "hipsparseDestroy");
+        HIP_OK(hipFree(buffer), "hipFree the SpMV buffer");
+        HIP_OK(hipFree(dval), "hipFree val");
+        HIP_OK(hipFree(dx), "hipFree x");
+        HIP_OK(hipFree(dy), "hipFree y");
+        HIP_OK(hipFree(drow), "hipFree row_ptr");
+        HIP_OK(hipFree(dcol), "hipFree col_ind");
+        free(hy);
+}
+
+int main(void) {
+        const int m = 3000, n = 2048;
+        struct csr a = make_matrix(m, n);
+        double *x = (double *) malloc(n * sizeof(double)), *y0 = (double *) malloc(m * sizeof(double));
+        double *want = (double *) malloc(m * sizeof(double));
+        for (int i = 0; i < n; i++)
+                x[i] = (double) ((int) (next_rand() % 513) - 256) / 64.0;
+        for (int r = 0; r < m; r++)
+                y0[r] = want[r] = (double) (r % 17) - 8.0;
+        cpu_spmv(&a, 1.5, x, -0.5, want);
+        printf("# CSR %d x %d, %d non-zeros, longest row %d\n", m, n, a.nnz, a.row_ptr[4] - a.row_ptr[3]);
+
+        rocsparse_handle h;
+        ROC_OK(rocsparse_create_handle(&h), "rocsparse_create_handle");
+        rocsparse_csrmv_checks<float>(h, &a, x, y0, want, 1e-4, "s");
+        rocsparse_csrmv_checks<double>(h, &a, x, y0, want, 1e-12, "d");
+        ROC_OK(rocsparse_destroy_handle(h), "rocsparse_destroy_handle");
+        hipsparse_checks(&a, x, y0, want);
+
+        free(a.row_ptr);
+        free(a.col);
+        free(a.val);
+        free(x);
+        free(y0);
+        free(want);
+        printf("1..%d\n", n_checks);
+        printf("%s: %d of %d checks failed\n", n_failed ? "FAIL" : "PASS", n_failed, n_checks);
+        return n_failed ? 1 : 0;
+}
