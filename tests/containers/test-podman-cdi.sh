@@ -202,7 +202,7 @@ if command -v rocminfo >/dev/null; then
 
         # HIP: the ROCm image plus Debian's HIP runtime and the code object
         # manager it loads at run time to build its blit kernels (and LLVM
-        # with it: about 270 MiB, hence an image of its own, run once).
+        # with it: about 240 MiB, hence an image of its own, run once).
         # The program comes from the build, bind-mounted.
         if [[ -n ${HIP_CHECKS:-} && -x ${HIP_CHECKS:-} && -e /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 &&
               -e /usr/lib/x86_64-linux-gnu/libamd_comgr.so.2 ]]; then
