@@ -67,7 +67,7 @@ enum { N = 1 << 18, BINS = 16 };
 static void generate_uniform(rocrand_rng_type type, const char *name, unsigned long long seed, float *dev,
                              float *host) {
         char what[96];
-        rocrand_generator g;
+        rocrand_generator g = NULL;
         snprintf(what, sizeof what, "rocrand_create_generator %s", name);
         ROCRAND_OK(rocrand_create_generator(&g, type), what);
         if (type != ROCRAND_RNG_QUASI_SOBOL32) {
@@ -123,7 +123,7 @@ static void uniform_checks(rocrand_rng_type type, const char *name, bool twice, 
 
 /* Sobol32's first dimension, raw: the first 2^18 points are the multiples of 2^14. */
 static void sobol_exact(unsigned *dev, unsigned *host) {
-        rocrand_generator g;
+        rocrand_generator g = NULL;
         ROCRAND_OK(rocrand_create_generator(&g, ROCRAND_RNG_QUASI_SOBOL32), "rocrand_create_generator SOBOL32");
         ROCRAND_OK(rocrand_generate(g, dev, N), "rocrand_generate SOBOL32");
         HIP_OK(hipMemcpy(host, dev, N * sizeof(unsigned), hipMemcpyDeviceToHost), "hipMemcpy the numbers back");
@@ -149,7 +149,7 @@ static void sobol_exact(unsigned *dev, unsigned *host) {
 }
 
 static void poisson_checks(unsigned *dev, unsigned *host) {
-        rocrand_generator g;
+        rocrand_generator g = NULL;
         ROCRAND_OK(rocrand_create_generator(&g, ROCRAND_RNG_PSEUDO_PHILOX4_32_10),
                    "rocrand_create_generator PHILOX4_32_10");
         ROCRAND_OK(rocrand_generate_poisson(g, dev, N, 4.0), "rocrand_generate_poisson lambda 4");
@@ -168,7 +168,7 @@ static void poisson_checks(unsigned *dev, unsigned *host) {
 }
 
 static void hiprand_normal_checks(float *dev, float *host) {
-        hiprandGenerator_t g;
+        hiprandGenerator_t g = NULL;
         HIPRAND_OK(hiprandCreateGenerator(&g, HIPRAND_RNG_PSEUDO_PHILOX4_32_10), "hiprandCreateGenerator PHILOX");
         HIPRAND_OK(hiprandSetPseudoRandomGeneratorSeed(g, 42), "hiprandSetPseudoRandomGeneratorSeed");
         HIPRAND_OK(hiprandGenerateNormal(g, dev, N, 0.0f, 1.0f), "hiprandGenerateNormal");

@@ -185,8 +185,8 @@ static void rocsparse_csrmv_checks(rocsparse_handle h, const struct csr *a, cons
         HIP_OK(hipMemcpy(dcol, a->col, a->nnz * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy col_ind");
         T *dval = to_device<T>(a->val, a->nnz), *dx = to_device<T>(x, a->n);
         T *hy = (T *) malloc(a->m * sizeof(T));
-        rocsparse_mat_descr d;
-        rocsparse_mat_info info;
+        rocsparse_mat_descr d = NULL;
+        rocsparse_mat_info info = NULL;
         ROC_OK(rocsparse_create_mat_descr(&d), "rocsparse_create_mat_descr");
         ROC_OK(rocsparse_create_mat_info(&info), "rocsparse_create_mat_info");
 
@@ -214,8 +214,8 @@ static void rocsparse_csrmv_checks(rocsparse_handle h, const struct csr *a, cons
 }
 
 static void hipsparse_checks(const struct csr *a, const double *x, const double *y0, const double *want) {
-        hipsparseHandle_t h;
-        hipsparseMatDescr_t d;
+        hipsparseHandle_t h = NULL;
+        hipsparseMatDescr_t d = NULL;
         HIPSPARSE_OK(hipsparseCreate(&h), "hipsparseCreate");
         HIPSPARSE_OK(hipsparseCreateMatDescr(&d), "hipsparseCreateMatDescr");
         int *drow = NULL, *dcol = NULL;
@@ -236,8 +236,8 @@ static void hipsparse_checks(const struct csr *a, const double *x, const double 
         /* The generic API, with its external buffer. */
         HIP_OK(hipFree(dy), "hipFree y");
         dy = to_device<float>(y0, a->m);
-        hipsparseSpMatDescr_t ma;
-        hipsparseDnVecDescr_t vx, vy;
+        hipsparseSpMatDescr_t ma = NULL;
+        hipsparseDnVecDescr_t vx = NULL, vy = NULL;
         size_t size = 0;
         void *buffer = NULL;
         HIPSPARSE_OK(hipsparseCreateCsr(&ma, a->m, a->n, a->nnz, drow, dcol, dval, HIPSPARSE_INDEX_32I,
@@ -281,7 +281,7 @@ int main(void) {
         cpu_spmv(&a, 1.5, x, -0.5, want);
         printf("# CSR %d x %d, %d non-zeros, longest row %d\n", m, n, a.nnz, a.row_ptr[4] - a.row_ptr[3]);
 
-        rocsparse_handle h;
+        rocsparse_handle h = NULL;
         ROC_OK(rocsparse_create_handle(&h), "rocsparse_create_handle");
         rocsparse_csrmv_checks<float>(h, &a, x, y0, want, 1e-4, "s");
         rocsparse_csrmv_checks<double>(h, &a, x, y0, want, 1e-12, "d");
