@@ -213,6 +213,152 @@ static void rocsparse_csrmv_checks(rocsparse_handle h, const struct csr *a, cons
         free(hy);
 }
 
+/* rocSPARSE's csr2csc: the transpose, compared exactly with the CPU's. */
+static void csr2csc_checks(rocsparse_handle h, const struct csr *a) {
+        int *drow = NULL, *dcol = NULL, *dcsc_row = NULL, *dcsc_ptr = NULL;
+        float *dcsc_val = NULL, *dval = to_device<float>(a->val, a->nnz);
+        void *buffer = NULL;
+        size_t size = 0;
+        HIP_OK(hipMalloc(&drow, (a->m + 1) * sizeof(int)), "hipMalloc row_ptr");
+        HIP_OK(hipMalloc(&dcol, a->nnz * sizeof(int)), "hipMalloc col_ind");
+        HIP_OK(hipMalloc(&dcsc_ptr, (a->n + 1) * sizeof(int)), "hipMalloc csc_col_ptr");
+        HIP_OK(hipMalloc(&dcsc_row, a->nnz * sizeof(int)), "hipMalloc csc_row_ind");
+        HIP_OK(hipMalloc(&dcsc_val, a->nnz * sizeof(float)), "hipMalloc csc_val");
+        HIP_OK(hipMemcpy(drow, a->row_ptr, (a->m + 1) * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy row_ptr");
+        HIP_OK(hipMemcpy(dcol, a->col, a->nnz * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy col_ind");
+        ROC_OK(rocsparse_csr2csc_buffer_size(h, a->m, a->n, a->nnz, drow, dcol, rocsparse_action_numeric, &size),
+               "rocsparse_csr2csc_buffer_size");
+        HIP_OK(hipMalloc(&buffer, size ? size : 4), "hipMalloc the csr2csc buffer");
+        ROC_OK(rocsparse_scsr2csc(h, a->m, a->n, a->nnz, dval, drow, dcol, dcsc_val, dcsc_row, dcsc_ptr,
+                                  rocsparse_action_numeric, rocsparse_index_base_zero, buffer),
+               "rocsparse_scsr2csc");
+
+        /* The CPU's transpose: columns in order, rows increasing within each. */
+        int *ptr = (int *) calloc(a->n + 1, sizeof(int)), *row = (int *) malloc(a->nnz * sizeof(int));
+        float *val = (float *) malloc(a->nnz * sizeof(float));
+        for (int k = 0; k < a->nnz; k++)
+                ptr[a->col[k] + 1]++;
+        for (int c = 0; c < a->n; c++)
+                ptr[c + 1] += ptr[c];
+        int *next = (int *) malloc(a->n * sizeof(int));
+        memcpy(next, ptr, a->n * sizeof(int));
+        for (int r = 0; r < a->m; r++)
+                for (int k = a->row_ptr[r]; k < a->row_ptr[r + 1]; k++) {
+                        row[next[a->col[k]]] = r;
+                        val[next[a->col[k]]++] = (float) a->val[k];
+                }
+        int *gptr = (int *) malloc((a->n + 1) * sizeof(int)), *grow = (int *) malloc(a->nnz * sizeof(int));
+        float *gval = (float *) malloc(a->nnz * sizeof(float));
+        HIP_OK(hipMemcpy(gptr, dcsc_ptr, (a->n + 1) * sizeof(int), hipMemcpyDeviceToHost), "hipMemcpy csc_col_ptr back");
+        HIP_OK(hipMemcpy(grow, dcsc_row, a->nnz * sizeof(int), hipMemcpyDeviceToHost), "hipMemcpy csc_row_ind back");
+        HIP_OK(hipMemcpy(gval, dcsc_val, a->nnz * sizeof(float), hipMemcpyDeviceToHost), "hipMemcpy csc_val back");
+        int bad_ptr = 0, bad = 0;
+        for (int c = 0; c <= a->n; c++)
+                bad_ptr += gptr[c] != ptr[c];
+        for (int k = 0; k < a->nnz; k++)
+                bad += grow[k] != row[k] || gval[k] != val[k];
+        char why[128];
+        snprintf(why, sizeof why, "%d of %d column pointers and %d of %d entries differ", bad_ptr, a->n + 1, bad,
+                 a->nnz);
+        check(bad_ptr == 0 && bad == 0, "rocsparse_scsr2csc equals the CPU's transpose", why);
+        free(ptr);
+        free(row);
+        free(val);
+        free(next);
+        free(gptr);
+        free(grow);
+        free(gval);
+        HIP_OK(hipFree(buffer), "hipFree the csr2csc buffer");
+        HIP_OK(hipFree(dval), "hipFree val");
+        HIP_OK(hipFree(drow), "hipFree row_ptr");
+        HIP_OK(hipFree(dcol), "hipFree col_ind");
+        HIP_OK(hipFree(dcsc_ptr), "hipFree csc_col_ptr");
+        HIP_OK(hipFree(dcsc_row), "hipFree csc_row_ind");
+        HIP_OK(hipFree(dcsc_val), "hipFree csc_val");
+}
+
+/*
+ * rocSPARSE's csrsv: solves L*y = alpha*x for a lower triangular L whose rows
+ * depend on earlier rows (the solve's wavefronts wait for each other's
+ * results through memory), against the CPU's forward substitution.
+ */
+static void csrsv_checks(rocsparse_handle h, int n) {
+        /* Row r: a few entries left of the diagonal, some of them far left, and 4 on it. */
+        struct csr l = {n, n, 0, (int *) calloc(n + 1, sizeof(int)), (int *) malloc(n * 9 * sizeof(int)),
+                        (double *) malloc(n * 9 * sizeof(double))};
+        for (int r = 0; r < n; r++) {
+                l.row_ptr[r] = l.nnz;
+                int count = (int) (next_rand() % 9);
+                for (int c = r - count * (1 + r % 5); c < r; c += 1 + r % 5)
+                        if (c >= 0) {
+                                l.col[l.nnz] = c;
+                                l.val[l.nnz++] = (double) ((int) (next_rand() % 129) - 64) / 256.0;
+                        }
+                l.col[l.nnz] = r;
+                l.val[l.nnz++] = 4.0;
+        }
+        l.row_ptr[n] = l.nnz;
+        double *x = (double *) malloc(n * sizeof(double)), *want = (double *) malloc(n * sizeof(double));
+        for (int i = 0; i < n; i++)
+                x[i] = (double) ((int) (next_rand() % 257) - 128) / 16.0;
+        for (int r = 0; r < n; r++) {
+                double sum = 2.0 * x[r];
+                for (int k = l.row_ptr[r]; k < l.row_ptr[r + 1] - 1; k++)
+                        sum -= l.val[k] * want[l.col[k]];
+                want[r] = sum / l.val[l.row_ptr[r + 1] - 1];
+        }
+
+        int *drow = NULL, *dcol = NULL;
+        HIP_OK(hipMalloc(&drow, (n + 1) * sizeof(int)), "hipMalloc row_ptr");
+        HIP_OK(hipMalloc(&dcol, l.nnz * sizeof(int)), "hipMalloc col_ind");
+        HIP_OK(hipMemcpy(drow, l.row_ptr, (n + 1) * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy row_ptr");
+        HIP_OK(hipMemcpy(dcol, l.col, l.nnz * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy col_ind");
+        float *dval = to_device<float>(l.val, l.nnz), *dx = to_device<float>(x, n), *dy = NULL;
+        HIP_OK(hipMalloc(&dy, n * sizeof(float)), "hipMalloc y");
+        rocsparse_mat_descr d = NULL;
+        rocsparse_mat_info info = NULL;
+        ROC_OK(rocsparse_create_mat_descr(&d), "rocsparse_create_mat_descr");
+        ROC_OK(rocsparse_set_mat_fill_mode(d, rocsparse_fill_mode_lower), "rocsparse_set_mat_fill_mode lower");
+        ROC_OK(rocsparse_create_mat_info(&info), "rocsparse_create_mat_info");
+        size_t size = 0;
+        void *buffer = NULL;
+        ROC_OK(rocsparse_scsrsv_buffer_size(h, rocsparse_operation_none, n, l.nnz, d, dval, drow, dcol, info, &size),
+               "rocsparse_scsrsv_buffer_size");
+        HIP_OK(hipMalloc(&buffer, size ? size : 4), "hipMalloc the csrsv buffer");
+        ROC_OK(rocsparse_scsrsv_analysis(h, rocsparse_operation_none, n, l.nnz, d, dval, drow, dcol, info,
+                                         rocsparse_analysis_policy_reuse, rocsparse_solve_policy_auto, buffer),
+               "rocsparse_scsrsv_analysis");
+        float alpha = 2.0f;
+        ROC_OK(rocsparse_scsrsv_solve(h, rocsparse_operation_none, n, l.nnz, &alpha, d, dval, drow, dcol, info, dx, dy,
+                                      rocsparse_solve_policy_auto, buffer),
+               "rocsparse_scsrsv_solve");
+        int pivot = -2;
+        rocsparse_status s = rocsparse_csrsv_zero_pivot(h, d, info, &pivot);
+        char why[96];
+        snprintf(why, sizeof why, "status %d, position %d", (int) s, pivot);
+        check(s == rocsparse_status_success && pivot == -1, "rocsparse_csrsv_zero_pivot finds none", why);
+        float *hy = (float *) malloc(n * sizeof(float));
+        HIP_OK(hipMemcpy(hy, dy, n * sizeof(float), hipMemcpyDeviceToHost), "hipMemcpy y back");
+        printf("# lower triangular %d x %d, %d non-zeros\n", n, n, l.nnz);
+        compare("rocsparse_scsrsv_solve equals the CPU's forward substitution", hy, want, n, 1e-4);
+
+        ROC_OK(rocsparse_csrsv_clear(h, d, info), "rocsparse_csrsv_clear");
+        ROC_OK(rocsparse_destroy_mat_info(info), "rocsparse_destroy_mat_info");
+        ROC_OK(rocsparse_destroy_mat_descr(d), "rocsparse_destroy_mat_descr");
+        HIP_OK(hipFree(buffer), "hipFree the csrsv buffer");
+        HIP_OK(hipFree(dval), "hipFree val");
+        HIP_OK(hipFree(dx), "hipFree x");
+        HIP_OK(hipFree(dy), "hipFree y");
+        HIP_OK(hipFree(drow), "hipFree row_ptr");
+        HIP_OK(hipFree(dcol), "hipFree col_ind");
+        free(hy);
+        free(x);
+        free(want);
+        free(l.row_ptr);
+        free(l.col);
+        free(l.val);
+}
+
 static void hipsparse_checks(const struct csr *a, const double *x, const double *y0, const double *want) {
         hipsparseHandle_t h = NULL;
         hipsparseMatDescr_t d = NULL;
@@ -285,6 +431,8 @@ int main(void) {
         ROC_OK(rocsparse_create_handle(&h), "rocsparse_create_handle");
         rocsparse_csrmv_checks<float>(h, &a, x, y0, want, 1e-4, "s");
         rocsparse_csrmv_checks<double>(h, &a, x, y0, want, 1e-12, "d");
+        csr2csc_checks(h, &a);
+        csrsv_checks(h, 4000);
         ROC_OK(rocsparse_destroy_handle(h), "rocsparse_destroy_handle");
         hipsparse_checks(&a, x, y0, want);
 
