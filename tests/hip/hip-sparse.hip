@@ -8,7 +8,10 @@
  * rocSPARSE's csrmv without analysis (its row-per-wavefront kernel) and with
  * csrmv_analysis (its adaptive kernel, which splits the long row), in single
  * and double precision; hipSPARSE's legacy csrmv and its generic SpMV, both
- * of which call into rocSPARSE. Prints "ok N - what" or "not ok N - what:
+ * of which call into rocSPARSE. Then rocSPARSE's csr2csc (rocPRIM's radix
+ * sort) against the CPU's transpose, exactly, and its triangular solve csrsv
+ * (whose wavefronts wait through memory for the rows they depend on) against
+ * forward substitution. Prints "ok N - what" or "not ok N - what:
  * why" per check (TAP) and exits 1 if any failed.
  */
 #include <hip/hip_runtime.h>

@@ -6,7 +6,8 @@
 # against kfdbrokerd on the simulated GPU on a private socket:
 #  - hip-sparse (tests/hip/): rocSPARSE's csrmv with and without analysis,
 #    single and double precision, hipSPARSE's csrmv and generic SpMV, each
-#    against the CPU's SpMV; in both context mechanisms (secondary KFD
+#    against the CPU's SpMV, csr2csc against the CPU's transpose, csrsv
+#    against forward substitution; in both context mechanisms (secondary KFD
 #    contexts, and worker processes under --sim-kfd-version=1.18);
 #  - hip-rand: rocRAND's five generators (range, mean, variance, histogram,
 #    the same seed twice), Sobol32's first dimension exactly, Poisson
