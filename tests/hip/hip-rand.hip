@@ -12,7 +12,9 @@
  *    2^m points are the 2^m multiples of 2^(32-m) in some order (the first
  *    dimension's direction numbers are v_k = 2^(32-k); Bratley and Fox,
  *    "Algorithm 659", ACM TOMS 14(1), 1988);
- *  - Philox's Poisson numbers (lambda 4): mean and variance 4;
+ *  - Philox's Poisson numbers (lambda 4): mean and variance 4; Philox's
+ *    doubles (in (0, 1], mean 1/2) and log-normal numbers (the log's mean and
+ *    sd); MRG32k3a's Poisson numbers of lambda 1000 (mean and variance);
  *  - hipRAND's Philox normal floats: mean 0, standard deviation 1, 68.3 %
  *    within one of the mean.
  * Prints "ok N - what" or "not ok N - what: why" per check (TAP) and exits 1
@@ -167,6 +169,61 @@ static void poisson_checks(unsigned *dev, unsigned *host) {
         check(fabs(mean - 4) < 0.04 && fabs(var - 4) < 0.12, "Poisson numbers: mean and variance 4", why);
 }
 
+/* Philox's doubles and log-normal floats, MRG32k3a's Poisson numbers of a large lambda. */
+static void more_distributions(void *dev, void *host) {
+        double *dd = (double *) dev, *hd = (double *) host;
+        float *hf = (float *) host;
+        unsigned *hu = (unsigned *) host;
+        rocrand_generator g = NULL;
+        char why[128];
+
+        ROCRAND_OK(rocrand_create_generator(&g, ROCRAND_RNG_PSEUDO_PHILOX4_32_10), "rocrand_create_generator PHILOX4_32_10");
+        ROCRAND_OK(rocrand_generate_uniform_double(g, dd, N / 2), "rocrand_generate_uniform_double");
+        HIP_OK(hipMemcpy(hd, dd, N / 2 * sizeof(double), hipMemcpyDeviceToHost), "hipMemcpy the numbers back");
+        int outside = 0;
+        double sum = 0, sum2 = 0;
+        for (int i = 0; i < N / 2; i++) {
+                outside += !(hd[i] > 0.0 && hd[i] <= 1.0);
+                sum += hd[i];
+        }
+        snprintf(why, sizeof why, "%d outside (0, 1], mean %.5f", outside, sum / (N / 2));
+        /* The mean's standard deviation: 0.0008. */
+        check(outside == 0 && fabs(sum / (N / 2) - 0.5) < 0.006, "uniform doubles in (0, 1], mean 1/2", why);
+
+        ROCRAND_OK(rocrand_generate_log_normal(g, (float *) dev, N, 0.0f, 0.5f), "rocrand_generate_log_normal");
+        HIP_OK(hipMemcpy(hf, dev, N * sizeof(float), hipMemcpyDeviceToHost), "hipMemcpy the numbers back");
+        int nonpositive = 0;
+        sum = sum2 = 0;
+        for (int i = 0; i < N; i++) {
+                nonpositive += !(hf[i] > 0.0f);
+                double x = log(hf[i] > 0.0f ? hf[i] : 1.0f);
+                sum += x;
+                sum2 += x * x;
+        }
+        double mean = sum / N, sd = sqrt(sum2 / N - mean * mean);
+        snprintf(why, sizeof why, "%d not positive, log: mean %.4f, sd %.4f", nonpositive, mean, sd);
+        /* Standard deviations: 0.001 for the log's mean, 0.0007 for its sd. */
+        check(nonpositive == 0 && fabs(mean) < 0.01 && fabs(sd - 0.5) < 0.008,
+              "log-normal numbers (0, 0.5): their log has mean 0 and sd 0.5", why);
+        ROCRAND_OK(rocrand_destroy_generator(g), "rocrand_destroy_generator");
+
+        ROCRAND_OK(rocrand_create_generator(&g, ROCRAND_RNG_PSEUDO_MRG32K3A), "rocrand_create_generator MRG32K3A");
+        ROCRAND_OK(rocrand_generate_poisson(g, (unsigned *) dev, N, 1000.0), "rocrand_generate_poisson lambda 1000");
+        HIP_OK(hipMemcpy(hu, dev, N * sizeof(unsigned), hipMemcpyDeviceToHost), "hipMemcpy the numbers back");
+        ROCRAND_OK(rocrand_destroy_generator(g), "rocrand_destroy_generator");
+        sum = sum2 = 0;
+        for (int i = 0; i < N; i++) {
+                sum += hu[i];
+                sum2 += (double) hu[i] * hu[i];
+        }
+        mean = sum / N;
+        double var = sum2 / N - mean * mean;
+        snprintf(why, sizeof why, "mean %.3f, variance %.2f", mean, var);
+        /* Standard deviations: 0.06 for the mean, 2.8 for the variance. */
+        check(fabs(mean - 1000) < 0.6 && fabs(var - 1000) < 25, "Poisson numbers (lambda 1000): mean and variance 1000",
+              why);
+}
+
 static void hiprand_normal_checks(float *dev, float *host) {
         hiprandGenerator_t g = NULL;
         HIPRAND_OK(hiprandCreateGenerator(&g, HIPRAND_RNG_PSEUDO_PHILOX4_32_10), "hiprandCreateGenerator PHILOX");
@@ -211,6 +268,7 @@ int main(void) {
                 uniform_checks(g.type, g.name, g.twice, dev, a, b);
         sobol_exact((unsigned *) dev, (unsigned *) a);
         poisson_checks((unsigned *) dev, (unsigned *) a);
+        more_distributions(dev, a);
         hiprand_normal_checks(dev, a);
 
         HIP_OK(hipFree(dev), "hipFree");

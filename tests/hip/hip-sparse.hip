@@ -8,7 +8,8 @@
  * rocSPARSE's csrmv without analysis (its row-per-wavefront kernel) and with
  * csrmv_analysis (its adaptive kernel, which splits the long row), in single
  * and double precision; hipSPARSE's legacy csrmv and its generic SpMV, both
- * of which call into rocSPARSE. Then rocSPARSE's csr2csc (rocPRIM's radix
+ * of which call into rocSPARSE. Then rocSPARSE's csrmm (the same matrix
+ * times 8 dense columns), its csr2csc (rocPRIM's radix
  * sort) against the CPU's transpose, exactly, and its triangular solve csrsv
  * (whose wavefronts wait through memory for the rows they depend on) against
  * forward substitution. Prints "ok N - what" or "not ok N - what:
@@ -214,6 +215,46 @@ static void rocsparse_csrmv_checks(rocsparse_handle h, const struct csr *a, cons
         HIP_OK(hipFree(drow), "hipFree row_ptr");
         HIP_OK(hipFree(dcol), "hipFree col_ind");
         free(hy);
+}
+
+/* rocSPARSE's csrmm: C = 1.5*A*B - 0.5*C for a dense B of 8 columns (column-major). */
+static void csrmm_checks(rocsparse_handle h, const struct csr *a) {
+        const int k = 8;
+        double *b = (double *) malloc((size_t) a->n * k * sizeof(double)),
+               *c0 = (double *) malloc((size_t) a->m * k * sizeof(double)),
+               *want = (double *) malloc((size_t) a->m * k * sizeof(double));
+        for (int i = 0; i < a->n * k; i++)
+                b[i] = (double) ((int) (next_rand() % 129) - 64) / 32.0;
+        for (int i = 0; i < a->m * k; i++)
+                c0[i] = want[i] = (double) (i % 13) - 6.0;
+        for (int j = 0; j < k; j++)
+                cpu_spmv(a, 1.5, b + (size_t) j * a->n, -0.5, want + (size_t) j * a->m);
+
+        int *drow = NULL, *dcol = NULL;
+        HIP_OK(hipMalloc(&drow, (a->m + 1) * sizeof(int)), "hipMalloc row_ptr");
+        HIP_OK(hipMalloc(&dcol, a->nnz * sizeof(int)), "hipMalloc col_ind");
+        HIP_OK(hipMemcpy(drow, a->row_ptr, (a->m + 1) * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy row_ptr");
+        HIP_OK(hipMemcpy(dcol, a->col, a->nnz * sizeof(int), hipMemcpyHostToDevice), "hipMemcpy col_ind");
+        float *dval = to_device<float>(a->val, a->nnz), *db = to_device<float>(b, a->n * k),
+              *dc = to_device<float>(c0, a->m * k), *hc = (float *) malloc((size_t) a->m * k * sizeof(float));
+        rocsparse_mat_descr d = NULL;
+        float alpha = 1.5f, beta = -0.5f;
+        ROC_OK(rocsparse_create_mat_descr(&d), "rocsparse_create_mat_descr");
+        ROC_OK(rocsparse_scsrmm(h, rocsparse_operation_none, rocsparse_operation_none, a->m, k, a->n, a->nnz, &alpha,
+                                d, dval, drow, dcol, db, a->n, &beta, dc, a->m),
+               "rocsparse_scsrmm");
+        HIP_OK(hipMemcpy(hc, dc, (size_t) a->m * k * sizeof(float), hipMemcpyDeviceToHost), "hipMemcpy C back");
+        compare("rocsparse_scsrmm equals the CPU's product", hc, want, a->m * k, 1e-4);
+        ROC_OK(rocsparse_destroy_mat_descr(d), "rocsparse_destroy_mat_descr");
+        HIP_OK(hipFree(dval), "hipFree val");
+        HIP_OK(hipFree(db), "hipFree B");
+        HIP_OK(hipFree(dc), "hipFree C");
+        HIP_OK(hipFree(drow), "hipFree row_ptr");
+        HIP_OK(hipFree(dcol), "hipFree col_ind");
+        free(b);
+        free(c0);
+        free(want);
+        free(hc);
 }
 
 /* rocSPARSE's csr2csc: the transpose, compared exactly with the CPU's. */
@@ -434,6 +475,7 @@ int main(void) {
         ROC_OK(rocsparse_create_handle(&h), "rocsparse_create_handle");
         rocsparse_csrmv_checks<float>(h, &a, x, y0, want, 1e-4, "s");
         rocsparse_csrmv_checks<double>(h, &a, x, y0, want, 1e-12, "d");
+        csrmm_checks(h, &a);
         csr2csc_checks(h, &a);
         csrsv_checks(h, 4000);
         ROC_OK(rocsparse_destroy_handle(h), "rocsparse_destroy_handle");
