@@ -7,14 +7,13 @@
 #  - hip-sparse (tests/hip/): rocSPARSE's csrmv with and without analysis,
 #    single and double precision, hipSPARSE's csrmv and generic SpMV, each
 #    against the CPU's SpMV, csrmm against the CPU's product, csr2csc
-#    against the CPU's transpose, csrsv
-#    against forward substitution; in both context mechanisms (secondary KFD
-#    contexts, and worker processes under --sim-kfd-version=1.18);
+#    against the CPU's transpose, csrsv against forward substitution; in
+#    both context mechanisms (secondary KFD contexts, and worker processes
+#    under --sim-kfd-version=1.18);
 #  - hip-rand: rocRAND's five generators (range, mean, variance, histogram,
 #    the same seed twice), Sobol32's first dimension exactly, Poisson,
 #    double and log-normal numbers, hipRAND's normal numbers; secondary
-#    contexts only (XORWOW's
-#    seeding takes half a minute on the simulator);
+#    contexts only (XORWOW's seeding takes half a minute on the simulator);
 #  - their dispatches ran as the daemon's jobs, none failed, and the daemon
 #    logged no instruction its interpreter lacks.
 # Each program skips (the others still count) where its libraries were not
