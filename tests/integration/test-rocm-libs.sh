@@ -7,13 +7,12 @@
 #  - hip-sparse (tests/hip/): rocSPARSE's csrmv with and without analysis,
 #    single and double precision, hipSPARSE's csrmv and generic SpMV, each
 #    against the CPU's SpMV, csrmm against the CPU's product, csr2csc
-#    against the CPU's transpose, csrsv against forward substitution; in
-#    both context mechanisms (secondary KFD contexts, and worker processes
-#    under --sim-kfd-version=1.18);
+#    against the CPU's transpose, csrsv against forward substitution;
 #  - hip-rand: rocRAND's five generators (range, mean, variance, histogram,
 #    the same seed twice), Sobol32's first dimension exactly, Poisson,
-#    double and log-normal numbers, hipRAND's normal numbers; secondary
-#    contexts only (XORWOW's seeding takes half a minute on the simulator);
+#    double and log-normal numbers, hipRAND's normal numbers;
+#  - each in both context mechanisms (secondary KFD contexts, and worker
+#    processes under --sim-kfd-version=1.18);
 #  - their dispatches ran as the daemon's jobs, none failed, and the daemon
 #    logged no instruction its interpreter lacks.
 # Each program skips (the others still count) where its libraries were not
@@ -105,6 +104,8 @@ start || finish
 program "secondary contexts" hip-rand "$rand_pkgs"
 start --sim-kfd-version=1.18 || finish
 program "worker processes (KFD 1.18)" hip-sparse "$sparse_pkgs"
+start --sim-kfd-version=1.18 || finish
+program "worker processes (KFD 1.18)" hip-rand "$rand_pkgs"
 stop
 
 if [[ $ran == 0 ]]; then
