@@ -20,7 +20,10 @@
 #      interposer must be self-contained). Given only that device (no
 #      /dev/kfd, no /dev/dri, no KFD sysfs), `/opt/kfdbroker/kfdbroker-run
 #      rocminfo` lists the gfx1030 agent; with gpu=all alone there is no
-#      /opt/kfdbroker;
+#      /opt/kfdbroker; and a third image, that one plus Debian's HIP runtime
+#      (libamdhip64 and the libamd_comgr it loads): hip-checks
+#      (tests/hip/), bind-mounted from the build, passes through
+#      `/opt/kfdbroker/kfdbroker-run` given only that device;
 #   7. an image whose libc.so.6 is older than the interposer needs (a stand-in
 #      defining GLIBC_2.2.5 to GLIBC_2.28 only, built by meson) and one with
 #      musl's loader instead: kfdbroker-run exits 1 naming the glibc it needs;
@@ -41,7 +44,9 @@
 #
 # Environment (set by meson): KFDBROKERD, KFDBROKERCTL, KFDBROKER_ROCM_DIR
 # (the build's kfdbroker-run and libkfdbroker-kfd.so), OLD_LIBC (the
-# stand-in libc.so.6). Without rocminfo installed, 6 is skipped, saying so.
+# stand-in libc.so.6), HIP_CHECKS (tests/hip/hip-checks, empty where hipcc
+# was not found). Without rocminfo installed, 6 is skipped, saying so; its
+# HIP part likewise without hip-checks or libamdhip64.
 set -euo pipefail
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -194,8 +199,33 @@ if command -v rocminfo >/dev/null; then
         grep -q 'opened a KFD process of its own' "$tmp/daemon.log" ||
                 { cat "$tmp/daemon.log" >&2; fail "the daemon's log does not show the container's KFD process"; }
         echo "ok: podman run --device kfdbroker.org/gpu=rocm: /opt/kfdbroker/kfdbroker-run rocminfo lists gfx1030"
+
+        # HIP: the ROCm image plus Debian's HIP runtime and the code object
+        # manager it loads at run time to build its blit kernels (and LLVM
+        # with it: about 240 MiB, hence an image of its own, run once).
+        # The program comes from the build, bind-mounted.
+        if [[ -n ${HIP_CHECKS:-} && -x ${HIP_CHECKS:-} && -e /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 &&
+              -e /usr/lib/x86_64-linux-gnu/libamd_comgr.so.2 ]]; then
+                for lib in libamdhip64.so.5 libamd_comgr.so.2; do
+                        add_binary "/usr/lib/x86_64-linux-gnu/$lib" "usr/lib/x86_64-linux-gnu/$lib" "$rocmfs"
+                done
+                hip_image=localhost/kfdbroker-cdi-hip-test:latest
+                err=$(tar -C "$rocmfs" -c . | "${podman[@]}" import - "$hip_image" 2>&1 >/dev/null) ||
+                        fail "podman import of the HIP image failed: $err"
+                rc=0
+                out=$("${podman[@]}" run "${run_opts[@]}" --device kfdbroker.org/gpu=rocm \
+                        --volume "$HIP_CHECKS:/usr/bin/hip-checks:ro" "$hip_image" \
+                        /opt/kfdbroker/kfdbroker-run /usr/bin/hip-checks 2>&1) || rc=$?
+                ((rc == 0)) && grep -q '^PASS: 0 of' <<<"$out" ||
+                        { echo "$out"; cat "$tmp/daemon.log" >&2; fail "hip-checks through kfdbroker.org/gpu=rocm exited $rc"; }
+                grep -q 'comm "hip-checks"' "$tmp/daemon.log" ||
+                        { cat "$tmp/daemon.log" >&2; fail "the daemon's log does not show hip-checks' session"; }
+                echo "ok: podman run --device kfdbroker.org/gpu=rocm: hip-checks passes ($(grep -c '^ok' <<<"$out") checks)"
+        else
+                echo "SKIP (part): hip-checks was not built or libamdhip64 is not installed (apt-get install hipcc libamdhip64-dev): the HIP container was not run"
+        fi
 else
-        echo "SKIP (part): rocminfo is not installed (apt-get install rocminfo): the ROCm container was not run"
+        echo "SKIP (part): rocminfo is not installed (apt-get install rocminfo): the ROCm containers were not run"
 fi
 
 # ---- 7. a glibc too old for the interposer, and musl ----

@@ -334,3 +334,4 @@ bool sim_isa_vsharp_address(const SimIsaVsharp *v, unsigned lane, uint32_t index
                             uint64_t *ret_va);
 int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
 int sim_isa_exec_ds_permute(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);
+int sim_isa_exec_ds_swizzle(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *inst);

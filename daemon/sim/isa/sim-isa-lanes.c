@@ -3,9 +3,9 @@
  * Cross-lane data movement of the vector unit: the DPP16 and DPP8 forms of
  * VOP1/VOP2/VOPC (RDNA2 ISA §6.3.3 "Data Parallel Processing (DPP)" and the
  * VOP_DPP16/VOP_DPP8 microcode formats of chapter 13), v_permlane16_b32 and
- * v_permlanex16_b32 (VOP3), and the LDS-crossbar permutes ds_permute_b32 and
- * ds_bpermute_b32 (chapter 11, DS opcodes 178/179), which touch no LDS
- * memory. Called by the VALU and DS executors for one instruction of one
+ * v_permlanex16_b32 (VOP3), and the LDS-crossbar permutes ds_permute_b32,
+ * ds_bpermute_b32 and ds_swizzle_b32 (chapter 11, DS opcodes 178/179/53),
+ * which touch no LDS memory. Called by the VALU and DS executors for one instruction of one
  * wave; owns nothing.
  *
  * Lanes are grouped in rows of 16 (two rows in wave32, four in wave64) and
@@ -157,6 +157,40 @@ int sim_isa_exec_ds_permute(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
                         unsigned from = (l & 32) | (((addr[l] + offset) >> 2) & 31);
                         tmp[l] = (exec >> from) & 1 ? data[from] : 0;
                 }
+        }
+        LANES d[l] = tmp[l];
+        return 0;
+}
+
+/* ds_swizzle_b32: lane i reads ADDR's VGPR of a lane chosen by the 16-bit
+ * offset, an inactive source giving 0 (RDNA2 ISA, DS_SWIZZLE_B32 pseudocode,
+ * "thread_valid[j] ? thread_in[j] : 0"). The offset's modes, as LLVM encodes
+ * and prints them (llvm/lib/Target/AMDGPU/SIDefines.h, namespace Swizzle;
+ * AMDGPUInstPrinter::printSwizzle):
+ *  - bit 15 clear, bit-mask mode: within each 32 lanes, lane i reads lane
+ *    ((i & and_mask) | or_mask) ^ xor_mask, the masks being bits [4:0],
+ *    [9:5] and [14:10] (swap, reverse, broadcast and BITMASK_PERM are all
+ *    this mode);
+ *  - 0x8000-0x80ff, quad-permute mode: lane i reads lane (i & ~3) | sel,
+ *    sel being bits [2k+1:2k] for k = i & 3.
+ * The rotate (0xc000) and FFT (0xe000) modes LLVM knows for GFX9 and later,
+ * and the encodings between, are refused as unsupported forms. */
+int sim_isa_exec_ds_swizzle(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
+        uint64_t exec = wave_exec(w);
+        uint32_t offset = in->w0 & 0xffff, tmp[SIM_ISA_MAX_LANES] = { 0 };
+        unsigned and_mask = offset & 31, or_mask = (offset >> 5) & 31, xor_mask = (offset >> 10) & 31;
+        const uint32_t *src = w->v[in->w1 & 0xff];
+        uint32_t *d = w->v[in->w1 >> 24];
+
+        if (offset > 0x80ff)
+                return sim_isa_unsupported(r, w, in);
+        LANES {
+                unsigned from;
+                if (offset & 0x8000)
+                        from = (l & ~3u) | ((offset >> (2 * (l & 3))) & 3);
+                else
+                        from = (l & 32) | ((((l & 31) & and_mask) | or_mask) ^ xor_mask);
+                tmp[l] = (exec >> from) & 1 ? src[from] : 0;
         }
         LANES d[l] = tmp[l];
         return 0;

@@ -567,6 +567,7 @@ int sim_isa_exec_ds(SimIsaRun *r, SimIsaWave *w, const SimIsaInst *in) {
 
         switch (op) {
         case DS_DS_PERMUTE_B32: case DS_DS_BPERMUTE_B32: return sim_isa_exec_ds_permute(r, w, in);
+        case DS_DS_SWIZZLE_B32: return sim_isa_exec_ds_swizzle(r, w, in);
         case DS_DS_ADD_U32: case DS_DS_ADD_RTN_U32: at = AT_ADD; break;
         case DS_DS_SUB_U32: case DS_DS_SUB_RTN_U32: at = AT_SUB; break;
         case DS_DS_RSUB_U32: case DS_DS_RSUB_RTN_U32: at = AT_RSUB; break;

@@ -974,6 +974,7 @@ static const char *const names_ds[256] = {
         [43] = "ds_xor_rtn_b32",
         [45] = "ds_wrxchg_rtn_b32",
         [48] = "ds_cmpst_rtn_b32",
+        [53] = "ds_swizzle_b32",
         [54] = "ds_read_b32",
         [55] = "ds_read2_b32",
         [56] = "ds_read2st64_b32",

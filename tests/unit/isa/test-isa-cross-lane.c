@@ -6,7 +6,8 @@
  * its definition, on workgroups whose last wave is partial (so some sources are
  * inactive lanes) and inside a branch, in wave32 and (cross-lane-w64.hsaco)
  * wave64; plus hand-assembled DPP16 forms the kernel does not reach (fi,
- * masks on a VOP2, refused controls).
+ * masks on a VOP2, refused controls) and ds_swizzle_b32, which clang-15 does
+ * not emit for OpenCL C and rocPRIM's kernels in Debian's rocSPARSE do.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -332,4 +333,52 @@ Test(isa_cross_lane, gfx9_dpp_control_refused) {
 
         cr_assert_eq(run_asm(code, 2, ~0u, got, &res), -EILSEQ);
         cr_assert(strstr(res.message, "v_mov_b32_dpp"), "message: %s", res.message);
+}
+
+/* ds_swizzle_b32's source lane for lane l of a wave32, from the offset's
+ * definition (LLVM SIDefines.h Swizzle and AMDGPUModifierSyntax.rst "swizzle
+ * pattern"): quad permute at 0x8000-0x80ff, else and/or/xor masks. */
+static unsigned swizzle_src(uint32_t offset, unsigned l) {
+        if (offset & 0x8000)
+                return (l & ~3u) | ((offset >> (2 * (l & 3))) & 3);
+        return ((l & (offset & 31)) | ((offset >> 5) & 31)) ^ ((offset >> 10) & 31);
+}
+
+/* Every mode LLVM names, encodings from llvm-mc-15 -mcpu=gfx1030; an inactive
+ * source reads 0, an inactive lane keeps v5; then s_waitcnt and the store. */
+Test(isa_cross_lane, ds_swizzle_modes) {
+        static const struct {
+                uint32_t w0;
+                const char *what;
+        } forms[] = {
+                { 0xd8d4041f, "swizzle(SWAP,1)" },
+                { 0xd8d401e0, "swizzle(BROADCAST,32,15) (rocPRIM's, in rocSPARSE's csr2csc)" },
+                { 0xd8d4801b, "swizzle(QUAD_PERM,3,2,1,0)" },
+                { 0xd8d4800b, "swizzle(QUAD_PERM,3,2,0,0)" },
+                { 0xd8d40906, "swizzle(BITMASK_PERM,\"01pi0\")" },
+                { 0xd8d47c1f, "swizzle(REVERSE,32)" },
+        };
+        uint32_t exec = ~0u & ~(1u << 15) & ~(1u << 9) & ~(1u << 2), got[WAVE];
+        SimIsaResult res;
+
+        for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+                uint32_t code[] = { forms[f].w0, 0x05000001, 0xbf8cc07f };  /* ds_swizzle_b32 v5, v1 ...; s_waitcnt lgkmcnt(0) */
+                cr_assert_eq(run_asm(code, 3, exec, got, &res), 0, "%s: %s", forms[f].what, res.message);
+                for (unsigned l = 0; l < WAVE; l++) {
+                        unsigned from = swizzle_src(forms[f].w0 & 0xffff, l);
+                        uint32_t e = !on(exec, l) ? OLD + l : on(exec, from) ? v1_of(from) : 0;
+                        cr_assert_eq(got[l], e, "%s lane %u (from %u): %#x, expected %#x", forms[f].what, l, from,
+                                     got[l], e);
+                }
+        }
+}
+
+/* The rotate and FFT modes (gfx9 and later, per LLVM) are refused, named. */
+Test(isa_cross_lane, ds_swizzle_rotate_refused) {
+        static const uint32_t code[] = { 0xd8d4c000, 0x05000001, 0xbf8cc07f };  /* ds_swizzle_b32 v5, v1 offset:0xc000 */
+        uint32_t got[WAVE];
+        SimIsaResult res;
+
+        cr_assert_eq(run_asm(code, 3, ~0u, got, &res), -EILSEQ);
+        cr_assert(strstr(res.message, "unsupported form of instruction ds_swizzle_b32"), "message: %s", res.message);
 }
