@@ -598,13 +598,19 @@ static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
 /* How seldom an idle process's queues are looked at, at most: the longer it
  * has been idle, the longer the wait, from RELAY_POLL_IDLE_MS up to this. */
 #define RELAY_POLL_IDLE_MAX_MS 250u
+/* The first look after work, at the soonest: a client that waits for one
+ * kernel and launches the next writes it a few us after the completion. */
+#define RELAY_POLL_FIRST_US 20u
 
 /*
- * The next look. Soon (RELAY_POLL_BUSY_US) while the process is busy: it made
- * a queue, a packet was relayed or a job of it finished in the last
- * RELAY_BUSY_MS, or a barrier waits for a signal that the client may store
- * without any KFD call. Otherwise seldom, and less often the longer it idles
- * (a quarter of its idle time, RELAY_POLL_IDLE_MS .. RELAY_POLL_IDLE_MAX_MS):
+ * The next look. Soon while the process is busy: it made a queue, a packet
+ * was relayed or a job of it finished in the last RELAY_BUSY_MS, or a barrier
+ * waits for a signal that the client may store without any KFD call — half
+ * the time since that work, RELAY_POLL_FIRST_US .. RELAY_POLL_BUSY_US, so
+ * that the packet a client writes right after a completion is found in tens
+ * of us, and a busy process is looked at every RELAY_POLL_BUSY_US after its
+ * first millisecond. Otherwise seldom, and less often the longer it idles (a
+ * quarter of its idle time, RELAY_POLL_IDLE_MS .. RELAY_POLL_IDLE_MAX_MS):
  * the look is the only thing that finds the packets of a client that makes no
  * KFD call after its doorbell store (HSA_ENABLE_INTERRUPT=0, or HIP's active
  * waits), so it never stops while the process has a queue. A job in flight
@@ -621,7 +627,7 @@ static void poll_arm(KfdRelay *r) {
         for (unsigned i = 0; i < RELAY_MAX_QUEUES && !busy; i++)
                 busy = r->queues[i].used && r->queues[i].barrier_wait;
         if (busy) {
-                usec = RELAY_POLL_BUSY_US;
+                usec = MIN(MAX(idle_us / 2, (uint64_t) RELAY_POLL_FIRST_US), (uint64_t) RELAY_POLL_BUSY_US);
                 accuracy = 1;
         } else {
                 usec = MIN(MAX(idle_us / 4, RELAY_POLL_IDLE_MS * 1000ull), RELAY_POLL_IDLE_MAX_MS * 1000ull);

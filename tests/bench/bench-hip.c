@@ -24,6 +24,7 @@
  * Starts its own kfdbrokerd --device=sim (path from $KFDBROKERD or the build
  * tree). Needs the test kernels (tests/kernels) and the HIP programs
  * (tests/hip, hipcc); says it skipped when they were not built.
+ * "bench-hip launch" runs 1 and 2 only, "bench-hip idle" 3 and 4.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -440,22 +441,40 @@ static void bench_idle(Bench *b, const char *extra, const char *env, const char 
         report_line(line, pct, true, 1.0, tail);
 }
 
-int main(void) {
+static bool wanted(int argc, char **argv, const char *part) {
+        if (argc < 2)
+                return true;
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], part) == 0)
+                        return true;
+        return false;
+}
+
+int main(int argc, char **argv) {
         Bench bench;
 
         printf("kfdbroker HIP benchmark (Debian's ROCm through kfdbroker-run on the simulated GPU; baselines "
                "measured in the same run)\n");
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "launch") != 0 && strcmp(argv[i], "idle") != 0) {
+                        fprintf(stderr, "usage: bench-hip [launch] [idle]  (default: both)\n");
+                        return 2;
+                }
         if (access(HIP_BENCH_PATH, X_OK) < 0 || access(KFDBROKER_RUN_PATH, X_OK) < 0) {
                 printf("skipped: %s or %s is missing\n", HIP_BENCH_PATH, KFDBROKER_RUN_PATH);
                 return 0;
         }
         bench_init(&bench);
-        bench_start(&bench, NULL);
-        bench_launch_copy(&bench);
-        bench_stop(&bench);
-        bench_idle(&bench, NULL, NULL, "secondary contexts");
-        bench_idle(&bench, NULL, "HSA_ENABLE_INTERRUPT=0", "secondary contexts, HSA_ENABLE_INTERRUPT=0");
-        bench_idle(&bench, "--sim-kfd-version=1.18", NULL, "worker processes (--sim-kfd-version=1.18)");
+        if (wanted(argc, argv, "launch")) {
+                bench_start(&bench, NULL);
+                bench_launch_copy(&bench);
+                bench_stop(&bench);
+        }
+        if (wanted(argc, argv, "idle")) {
+                bench_idle(&bench, NULL, NULL, "secondary contexts");
+                bench_idle(&bench, NULL, "HSA_ENABLE_INTERRUPT=0", "secondary contexts, HSA_ENABLE_INTERRUPT=0");
+                bench_idle(&bench, "--sim-kfd-version=1.18", NULL, "worker processes (--sim-kfd-version=1.18)");
+        }
         bench_done(&bench);
         return 0;
 }
