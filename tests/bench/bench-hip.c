@@ -143,7 +143,10 @@ static void hip_start(Hip *h, const Bench *b, const char *env, const char *arg1,
         if (!h->in || !h->out)
                 die(NULL, "fdopen", errno);
         if (getline(&h->line, &h->cap, h->out) < 0 || strcmp(h->line, "ready\n") != 0)
-                die(NULL, "hip-bench did not start (its stderr says why)", EIO);
+                die(NULL,
+                    waitpid(b->pid, NULL, WNOHANG) == b->pid ? "kfdbrokerd exited under hip-bench (its stderr says why)"
+                                                              : "hip-bench did not start (its stderr says why)",
+                    EIO);
 }
 
 /* Sends cmd and returns the answer's line, which begins with key. */
