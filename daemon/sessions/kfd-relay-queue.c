@@ -40,7 +40,7 @@
  * the relay see, and nothing wakes on them; the relay reads each queue's
  * write_dispatch_id when the process makes any KFD call (ROCr waits in
  * WAIT_EVENTS after a short spin), when a relayed job finishes, and on a
- * timer: every RELAY_POLL_BUSY_US while the process had work in the last
+ * timer: at most RELAY_POLL_BUSY_US apart while the process had work in the last
  * RELAY_BUSY_MS or a barrier waits, seldom otherwise (poll_arm()).
  *
  * Facts: the packet layouts are the HSA Platform System Architecture
