@@ -40,8 +40,8 @@
  * the relay see, and nothing wakes on them; the relay reads each queue's
  * write_dispatch_id when the process makes any KFD call (ROCr waits in
  * WAIT_EVENTS after a short spin), when a relayed job finishes, and on a
- * timer: every RELAY_POLL_BUSY_US while the process has work in flight or
- * had some in the last RELAY_BUSY_MS, every RELAY_POLL_IDLE_MS otherwise.
+ * timer: at most RELAY_POLL_BUSY_US apart while the process had work in the last
+ * RELAY_BUSY_MS or a barrier waits, seldom otherwise (poll_arm()).
  *
  * Facts: the packet layouts are the HSA Platform System Architecture
  * Specification 1.2 (§2.9: kernel dispatch, barrier-AND/OR) and ROCr 5.2.3
@@ -774,16 +774,48 @@ static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* The next look: soon while the process is busy, seldom when it is idle. */
+/* How seldom an idle process's queues are looked at, at most: the longer it
+ * has been idle, the longer the wait, from RELAY_POLL_IDLE_MS up to this. */
+#define RELAY_POLL_IDLE_MAX_MS 250u
+/* The first look after work, at the soonest: a client that waits for one
+ * kernel and launches the next writes it a few us after the completion. */
+#define RELAY_POLL_FIRST_US 20u
+
+/*
+ * The next look. Soon while the process is busy: it made a queue, a packet
+ * was relayed or a job of it finished in the last RELAY_BUSY_MS, or a barrier
+ * waits for a signal that the client may store without any KFD call — half
+ * the time since that work, RELAY_POLL_FIRST_US .. RELAY_POLL_BUSY_US, so
+ * that the packet a client writes right after a completion is found in tens
+ * of us, and a busy process is looked at every RELAY_POLL_BUSY_US after its
+ * first millisecond. Otherwise seldom, and less often the longer it idles (a
+ * quarter of its idle time, RELAY_POLL_IDLE_MS .. RELAY_POLL_IDLE_MAX_MS):
+ * the look is the only thing that finds the packets of a client that makes no
+ * KFD call after its doorbell store (HSA_ENABLE_INTERRUPT=0, or HIP's active
+ * waits), so it never stops while the process has a queue. A job in flight
+ * needs no look of its own: its end rescans (kfd_relay_job_done()).
+ * sd-event fires a timer anywhere in [time, time + accuracy], and an
+ * accuracy of 0 means 250 ms (systemd's sd_event_add_time(3)): the busy look
+ * asks for 1 us, the idle one lets sd-event put it together with the loop's
+ * other wake-ups within half its period.
+ */
 static void poll_arm(KfdRelay *r) {
-        bool busy = r->jobs_in_flight > 0 || now_ns() - r->last_activity_ns < RELAY_BUSY_MS * 1000000ull;
+        uint64_t idle_us = (now_ns() - r->last_activity_ns) / 1000u, usec, accuracy;
+        bool busy = idle_us < RELAY_BUSY_MS * 1000u;
+
         for (unsigned i = 0; i < RELAY_MAX_QUEUES && !busy; i++)
                 busy = r->queues[i].used && r->queues[i].barrier_wait;
-        uint64_t usec = busy ? RELAY_POLL_BUSY_US : RELAY_POLL_IDLE_MS * 1000u;
-
+        if (busy) {
+                usec = MIN(MAX(idle_us / 2, (uint64_t) RELAY_POLL_FIRST_US), (uint64_t) RELAY_POLL_BUSY_US);
+                accuracy = 1;
+        } else {
+                usec = MIN(MAX(idle_us / 4, RELAY_POLL_IDLE_MS * 1000ull), RELAY_POLL_IDLE_MAX_MS * 1000ull);
+                accuracy = usec / 2;
+        }
         if (!r->poll)
                 return;
         (void) sd_event_source_set_time_relative(r->poll, usec);
+        (void) sd_event_source_set_time_accuracy(r->poll, accuracy);
         (void) sd_event_source_set_enabled(r->poll, SD_EVENT_ONESHOT);
 }
 

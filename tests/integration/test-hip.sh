@@ -9,6 +9,7 @@
 #    passes on the host; with SDMA off; with interrupts off; with worker
 #    processes; as nobody in bubblewrap with no /dev/kfd, /dev/dri or KFD
 #    sysfs; and its dispatches show as GPU time of its session;
+#  - with interrupts off, kernels launched after an idle period run;
 #  - a kernel writing a wild address gets ROCr's memory-fault report in that
 #    process only, while two other HIP programs pass beside it;
 #  - a hipMalloc over BufferMemory= is hipErrorOutOfMemory and the program
@@ -93,6 +94,16 @@ start || finish
 checks "host"
 checks "SDMA off" HSA_ENABLE_SDMA=0
 checks "interrupts off" HSA_ENABLE_INTERRUPT=0
+# Work after an idle period, interrupts off: ROCr makes no KFD call between
+# its doorbell store and the end of its wait, so only the relay's own look
+# (kfd-relay-queue.c poll_arm()) can find the packets.
+HSA_ENABLE_INTERRUPT=0 hip "$tmp/idle" "$hipdir/hip-bench" idle 2
+rc=$?
+if [[ $rc == 0 ]] && grep -q '^done$' "$tmp/idle"; then
+        ok "interrupts off: kernels launched after 2 s idle run"
+else
+        not_ok "interrupts off, launch after idle: exit $rc: $(tail -3 "$tmp/idle")"
+fi
 "$ctl" --socket "$tmp/sock" status >"$tmp/status" 2>&1
 n=$(sed -n 's/^jobs: *\([0-9]*\) completed.*/\1/p' "$tmp/status")
 if [[ ${n:-0} -ge 30 ]]; then
