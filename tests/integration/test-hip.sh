@@ -251,7 +251,11 @@ if [[ -n $rc && $rc != 0 ]] && grep -q 'connection to kfdbrokerd was lost' "$tmp
         ok "the daemon went: the running program fails with an error (exit $rc), no hang"
 else
         kill -KILL $orphan 2>/dev/null
-        not_ok "the daemon went: the program ${rc:+exited $rc}${rc:-still runs after 30 s}: $(tail -3 "$tmp/orphan")"
+        if [[ -n $rc ]]; then
+                not_ok "the daemon went: the program exited $rc: $(tail -3 "$tmp/orphan")"
+        else
+                not_ok "the daemon went: the program still runs after 30 s: $(tail -3 "$tmp/orphan")"
+        fi
 fi
 start || finish
 checks "the daemon back"
