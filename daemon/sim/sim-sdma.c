@@ -139,13 +139,16 @@ static void fill(uint8_t *dst, const SimSdmaPacket *pk) {
 }
 
 /* Whether q is the only SDMA queue of the device with packets to run
- * (locked): a bulk move then delays no other queue's work. */
+ * (locked): a bulk move then delays no other queue's work. A queue whose
+ * doorbell was rung since its engine last looked has work too (an
+ * engine's arbiter sees doorbells as they are rung). */
 static bool only_busy_queue(const SimQueue *q) {
         const SimDevice *d = q->process->device;
 
         for (unsigned i = 0; i < SIM_MAX_SDMA_SLOTS; i++) {
-                const SimQueue *o = d->sdma_slots[i];
-                if (o && o != q && o->rptr != o->wptr && !o->stopped)
+                SimQueue *o = d->sdma_slots[i];
+                if (o && o != q && !o->stopped &&
+                    (o->rptr != o->wptr || sim_queue_load_doorbell(o) != o->doorbell_seen))
                         return false;
         }
         return true;
