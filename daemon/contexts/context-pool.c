@@ -367,6 +367,11 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         }
         c->kfd_process = true;
         c->users = 1;
+        /* In the pool's list, so that its end at exit ends this one too. */
+        c->next = p->clients;
+        if (p->clients)
+                p->clients->prev = c;
+        p->clients = c;
         context_set_payer(c, payer);
         r = context_charge(c, own, "the GPU context of a KFD process", err, errlen);
         if (r < 0) {

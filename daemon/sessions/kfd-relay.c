@@ -79,6 +79,12 @@ void kfd_relay_unref(KfdRelay *r) {
                         free(c);
         }
         free(r->bos);
+        /* Left to the end (the loop went before the deferred drop ran):
+         * the pool ended its incarnation; the slot is let go here. */
+        if (r->ctx) {
+                context_on_kfd_drop(r->ctx, NULL, NULL);
+                context_unref(r->ctx);
+        }
         safe_close(r->doorbell_memfd);
         safe_close(r->mmio_memfd);
         pthread_cond_destroy(&r->cond);
@@ -620,10 +626,16 @@ static void drop_context(KfdRelay *r) {
 static int on_drop_deferred(sd_event_source *es, void *userdata) {
         KfdRelay *r = userdata;
 
-        r->drop_source = sd_event_source_disable_unref(r->drop_source);
         drop_context(r);
-        kfd_relay_unref(r); /* the deferral's */
+        /* Its destroy callback gives back the deferral's reference. */
+        r->drop_source = sd_event_source_disable_unref(r->drop_source);
         return 0;
+}
+
+/* The deferral's reference goes with its source: after it ran, or when the
+ * loop is freed at exit without running it. */
+static void on_drop_source_destroyed(void *userdata) {
+        kfd_relay_unref(userdata);
 }
 
 static int release_on_loop(KfdRelay *r, void *data) {
@@ -755,9 +767,10 @@ void kfd_relay_detach(KfdRelay *r) {
          * still there (the server waits in release() for this) — on its own
          * loop iteration: this may run inside that context's completion
          * callback (the session's last job), which must not free it. */
-        if (r->ctx && sd_event_add_defer(r->event, &r->drop_source, on_drop_deferred, r) >= 0)
+        if (r->ctx && sd_event_add_defer(r->event, &r->drop_source, on_drop_deferred, r) >= 0) {
                 kfd_relay_ref(r);
-        else
+                (void) sd_event_source_set_destroy_callback(r->drop_source, on_drop_source_destroyed);
+        } else
                 drop_context(r);
         /* What is queued first (charges waited for fail, give-backs apply). */
         charges_run(r, false);
