@@ -627,8 +627,11 @@ static int on_drop_deferred(sd_event_source *es, void *userdata) {
         KfdRelay *r = userdata;
 
         drop_context(r);
-        /* Its destroy callback gives back the deferral's reference. */
-        r->drop_source = sd_event_source_disable_unref(r->drop_source);
+        /* The source is the loop's (floating): taking it back drops the
+         * loop's reference, the last, and its destroy callback gives back
+         * the deferral's reference to r. */
+        r->drop_source = NULL;
+        (void) sd_event_source_set_floating(es, false);
         return 0;
 }
 
@@ -770,6 +773,10 @@ void kfd_relay_detach(KfdRelay *r) {
         if (r->ctx && sd_event_add_defer(r->event, &r->drop_source, on_drop_deferred, r) >= 0) {
                 kfd_relay_ref(r);
                 (void) sd_event_source_set_destroy_callback(r->drop_source, on_drop_source_destroyed);
+                /* The loop's from now on: freed with it at exit if it never
+                 * runs (a source of ours would keep the loop alive). */
+                (void) sd_event_source_set_floating(r->drop_source, true);
+                sd_event_source_unref(r->drop_source);
         } else
                 drop_context(r);
         /* What is queued first (charges waited for fail, give-backs apply). */
