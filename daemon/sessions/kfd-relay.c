@@ -804,6 +804,9 @@ void kfd_relay_detach(KfdRelay *r) {
         r->objects = 0;
         r->source = sd_event_source_disable_unref(r->source);
         r->eventfd = safe_close(r->eventfd);
+        /* No more looks at the queues: and no source of ours keeps the loop
+         * alive past the daemon's end (the deferred drop's is the loop's). */
+        r->poll = sd_event_source_disable_unref(r->poll);
         kfd_relay_unref(r);
 }
 
