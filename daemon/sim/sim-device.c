@@ -44,7 +44,7 @@
 #include "sim-memory.h"
 #include "sim-process.h"
 #include "sim-queue.h"
-#include "sim-remote-server.h"
+#include "sim-remote.h"
 #include "sim-sdma.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -653,7 +653,6 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         pthread_condattr_destroy(&attr);
         pthread_cond_init(&d->idle_cond, NULL);
         pthread_cond_init(&d->cp_cond, NULL);
-        pthread_cond_init(&d->servers_cond, NULL);
         d->pid = getpid();
         if (o.identity)
                 d->bo_tag = identity_tag(o.identity, o.gpu_id);
@@ -663,6 +662,9 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         d->fault_order = o.fault_order == SIM_FAULT_ORDER_DEFAULT ? SIM_FAULT_ORDER_FENCE_FIRST : o.fault_order;
         d->dispatch_budget = o.max_dispatch_wave_instructions ? o.max_dispatch_wave_instructions
                                                               : SIM_DEFAULT_DISPATCH_BUDGET;
+        r = sim_remote_registry_new(&d->remotes);
+        if (r < 0)
+                return r;
         sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
         if (o.igpu_first) {
                 if (o.gpu_id == SIM_IGPU_GPU_ID)
@@ -738,7 +740,7 @@ SimDevice *sim_device_free(SimDevice *d) {
         d->shutting_down = true;
         pthread_cond_broadcast(&d->wait_cond);
         pthread_mutex_unlock(&d->lock);
-        sim_remote_servers_stop(d);
+        sim_remote_registry_stop(d->remotes);
 
         /* Let ioctls in flight finish. */
         pthread_mutex_lock(&d->lock);
@@ -779,7 +781,7 @@ SimDevice *sim_device_free(SimDevice *d) {
         pthread_cond_destroy(&d->wait_cond);
         pthread_cond_destroy(&d->idle_cond);
         pthread_cond_destroy(&d->cp_cond);
-        pthread_cond_destroy(&d->servers_cond);
+        d->remotes = sim_remote_registry_free(d->remotes);
         pthread_mutex_destroy(&d->lock);
         free(d);
         return NULL;
@@ -884,7 +886,7 @@ void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret) {
                         st.files++;
         st.ioctls_in_flight = d->n_busy;
         st.gem_handles = sim_drm_count_handles(d);
-        st.remote_processes = d->n_servers;
+        st.remote_processes = sim_remote_registry_count(d->remotes);
         st.doorbells = d->n_doorbells;
         st.interrupts = d->n_interrupts;
         pthread_mutex_unlock(&d->lock);

@@ -110,9 +110,7 @@ struct SimDevice {
 
         /* Remote processes served over sockets (sim-remote-server.c), each
          * with an mm of its own; sim_device_free() ends them first. */
-        SimRemoteServer *servers;
-        unsigned n_servers;
-        pthread_cond_t servers_cond; /* broadcast when a server is unlinked */
+        SimRemoteRegistry *remotes;
 };
 
 /*

@@ -2,28 +2,29 @@
 /*
  * The daemon's end of sim-remote (sim-remote.h, wire in
  * sim-remote-protocol.h): a SimRemoteServer serves one remote process — a
- * SimMm of the device — over its control socket and the channels the process
+ * SimMm of the device, or a KFD context the daemon holds
+ * (SimRemoteProcess) — over its control socket and the channels the process
  * adds. Threads: the control thread (detached) does the handshake, starts a
  * thread per channel and, when the control socket ends, tears the process
  * down and frees the server; each channel thread runs one request at a time
- * as the process's kernel call through the mm's KfdOps table, in the daemon,
- * where the simulator lives.
+ * as the process's kernel call through the process's KfdOps table, in the
+ * daemon.
  *
  * The process is not trusted. Every message is checked for its exact length
  * and bounds before anything runs; an ioctl reaches the simulator with the
  * process's struct in a buffer of ours, every pointer field replaced by a
  * buffer of ours (or NULL) and every fd field by an fd the process sent with
  * the message (or -1), so no address or fd number it chose is ever used in
- * the daemon — except numbers of its own files, which the simulator looks up
- * in its mm only. Replies carry back what the process sent in those fields,
+ * the daemon — except numbers of its own files, which its table looks up
+ * among that process's files only. Replies carry back what the process sent in those fields,
  * never a daemon address. A protocol error ends the channel (the control
  * channel: the process).
  *
  * Teardown, at EOF of the control socket or by sim_remote_servers_stop():
- * the mm is killed (WAIT_EVENTS asleep for it return -EINTR), the channel
+ * the process is killed (WAIT_EVENTS asleep for it return -EINTR), the channel
  * sockets are shut down (threads in recv or send return), the channel
- * threads joined, the mm freed (files closed, contexts destroyed: the
- * kernel's process exit), the server unlinked from the device.
+ * threads joined, the process freed (files closed, contexts destroyed: the
+ * kernel's process exit), the server unlinked from its registry.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +41,6 @@
 #include "sim-device.h"
 #include "sim-process.h"
 #include "sim-remote-protocol.h"
-#include "sim-remote-server.h"
 #include "sim-remote.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -55,10 +55,18 @@ struct SimRemoteChannel {
         bool done;               /* the thread returned: join it (server lock) */
 };
 
+struct SimRemoteRegistry {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;     /* broadcast when a server is unlinked */
+        SimRemoteServer *servers;
+        unsigned n_servers;
+        bool stopping;
+};
+
 struct SimRemoteServer {
-        SimRemoteServer *next;   /* SimDevice.servers (device lock) */
-        SimDevice *device;
-        SimMm *mm;
+        SimRemoteServer *next;   /* SimRemoteRegistry.servers (its lock) */
+        SimRemoteRegistry *reg;
+        SimRemoteProcess proc;
         int fd;                  /* the control channel; closed only once unlinked */
         pthread_mutex_t lock;    /* channels */
         SimRemoteChannel *channels;
@@ -69,7 +77,7 @@ struct SimRemoteServer {
 
 /* An ioctl of the process, between the hooks. */
 static int server_ioctl(SimRemoteServer *s, int fd, unsigned long request, void *arg) {
-        const KfdOps *ops = &s->mm->ops;
+        const KfdOps *ops = s->proc.ops;
         int r;
 
         if (s->hooks && s->hooks->before) {
@@ -431,7 +439,7 @@ static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const ui
 static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_t n, int fd_in, uint8_t *out) {
         _cleanup_close_ int in_fd = fd_in, out_fd = -EBADF;
         _cleanup_free_ void *scratch = NULL;
-        const KfdOps *ops = &s->mm->ops;
+        const KfdOps *ops = s->proc.ops;
         Reply rep = { .arg = out + sizeof(SimRemoteReply), .fd = -EBADF };
         char text[SIM_EXCEPTION_TEXT] = "";
         SimRemoteRequest req;
@@ -464,7 +472,7 @@ static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_
                 if (r >= 0) {
                         /* A copy taken under the device lock: a close of the number
                          * from another channel cannot hand out a reused one. */
-                        out_fd = sim_mm_dup_file(s->mm, r);
+                        out_fd = s->proc.dup_file(s->proc.userdata, r);
                         if (out_fd < 0)
                                 r = out_fd;
                 }
@@ -493,8 +501,8 @@ static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_
                         r = s->hooks->mmap(s->hooks_userdata, req.fd, (size_t) req.u64[0], req.u64[1], &out_fd,
                                            &offset);
                 rep.h.ret = r != 0 ? MIN(r, 0)
-                                   : sim_mm_mmap_resolve(s->mm, req.fd, (size_t) req.u64[0], req.u64[1], &out_fd,
-                                                         &offset);
+                                   : s->proc.mmap_resolve(s->proc.userdata, req.fd, (size_t) req.u64[0],
+                                                          req.u64[1], &out_fd, &offset);
                 rep.h.u64[0] = offset;
                 rep.fd = out_fd;
                 break;
@@ -614,7 +622,7 @@ static bool is_seqpacket_socket(int fd) {
 }
 
 static int handshake(SimRemoteServer *s, uint8_t *buf) {
-        const char *root = s->device->sysfs_dir;
+        const char *root = s->proc.ops->sysfs_root ? s->proc.ops->sysfs_root : "";
         size_t root_len = strlen(root) + 1;
         SimRemoteRequest req;
         Reply rep = { .fd = -EBADF };
@@ -672,11 +680,23 @@ static int control_step(SimRemoteServer *s, uint8_t *buf) {
         return reply_send(s->fd, buf, &rep);
 }
 
-/* The process is gone: tear it down as its exit would, then let go of the device. */
-static void server_end(SimRemoteServer *s) {
-        SimDevice *d = s->device;
+static void registry_unlink(SimRemoteServer *s) {
+        SimRemoteRegistry *reg = s->reg;
 
-        sim_mm_kill(s->mm);
+        pthread_mutex_lock(&reg->lock);
+        for (SimRemoteServer **x = &reg->servers; *x; x = &(*x)->next)
+                if (*x == s) {
+                        *x = s->next;
+                        break;
+                }
+        reg->n_servers--;
+        pthread_cond_broadcast(&reg->cond);
+        pthread_mutex_unlock(&reg->lock);
+}
+
+/* The process is gone: tear it down as its exit would, then let go of the registry. */
+static void server_end(SimRemoteServer *s) {
+        s->proc.kill(s->proc.userdata);
         pthread_mutex_lock(&s->lock);
         for (SimRemoteChannel *ch = s->channels; ch; ch = ch->next)
                 (void) shutdown(ch->fd, SHUT_RDWR);
@@ -691,17 +711,8 @@ static void server_end(SimRemoteServer *s) {
         }
         if (s->hooks && s->hooks->release)
                 s->hooks->release(s->hooks_userdata);
-        sim_mm_free(s->mm);
-
-        pthread_mutex_lock(&d->lock);
-        for (SimRemoteServer **x = &d->servers; *x; x = &(*x)->next)
-                if (*x == s) {
-                        *x = s->next;
-                        break;
-                }
-        d->n_servers--;
-        pthread_cond_broadcast(&d->servers_cond);
-        pthread_mutex_unlock(&d->lock);
+        s->proc.free(s->proc.userdata);
+        registry_unlink(s);
 
         safe_close(s->fd);
         pthread_mutex_destroy(&s->lock);
@@ -723,78 +734,141 @@ static void *server_main(void *userdata) {
         return NULL;
 }
 
-int sim_remote_serve(SimDevice *d, int fd) {
-        return sim_remote_serve_hooked(d, fd, 0, NULL, NULL, NULL);
-}
-
-int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata,
-                            const KfdOps **ret_ops) {
+int sim_remote_serve_process(SimRemoteRegistry *reg, int fd, const SimRemoteProcess *proc,
+                             const SimRemoteHooks *hooks, void *userdata) {
         _cleanup_close_ int sock = fd;
         SimRemoteServer *s;
         pthread_attr_t attr;
         pthread_t thread;
-        int r;
+        int r = 0;
 
-        if (fd < 0)
+        if (fd < 0) {
+                proc->free(proc->userdata);
                 return -EBADF;
-        s = calloc(1, sizeof *s);
-        if (!s)
-                return -ENOMEM;
-        r = sim_mm_new(d, &s->mm);
-        if (r < 0) {
-                free(s);
-                return r;
         }
-        s->mm->visible_gpu_id = gpu_id;
-        s->device = d;
+        s = calloc(1, sizeof *s);
+        if (!s) {
+                proc->free(proc->userdata);
+                return -ENOMEM;
+        }
+        s->reg = reg;
+        s->proc = *proc;
         s->hooks = hooks;
         s->hooks_userdata = userdata;
         s->fd = TAKE_FD(sock);
         pthread_mutex_init(&s->lock, NULL);
 
-        pthread_mutex_lock(&d->lock);
-        if (d->shutting_down)
+        pthread_mutex_lock(&reg->lock);
+        if (reg->stopping)
                 r = -ENODEV;
         else {
-                s->next = d->servers;
-                d->servers = s;
-                d->n_servers++;
+                s->next = reg->servers;
+                reg->servers = s;
+                reg->n_servers++;
         }
-        pthread_mutex_unlock(&d->lock);
+        pthread_mutex_unlock(&reg->lock);
 
         if (r >= 0) {
                 pthread_attr_init(&attr);
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                /* Before the thread runs: it may end (and free s) at once. */
-                if (ret_ops)
-                        *ret_ops = &s->mm->ops;
                 r = -pthread_create(&thread, &attr, server_main, s);
                 pthread_attr_destroy(&attr);
                 if (r >= 0)
                         return 0;
-                pthread_mutex_lock(&d->lock);
-                for (SimRemoteServer **x = &d->servers; *x; x = &(*x)->next)
-                        if (*x == s) {
-                                *x = s->next;
-                                break;
-                        }
-                d->n_servers--;
-                pthread_cond_broadcast(&d->servers_cond);
-                pthread_mutex_unlock(&d->lock);
+                registry_unlink(s);
         }
-        sim_mm_free(s->mm);
+        s->proc.free(s->proc.userdata);
         safe_close(s->fd);
         pthread_mutex_destroy(&s->lock);
         free(s);
         return r;
 }
 
-void sim_remote_servers_stop(SimDevice *d) {
-        pthread_mutex_lock(&d->lock);
+/* A SimMm as a served process. */
+static int mm_dup_file(void *userdata, int fd) {
+        return sim_mm_dup_file(userdata, fd);
+}
+
+static int mm_mmap_resolve(void *userdata, int fd, size_t length, uint64_t offset, int *ret_fd,
+                           uint64_t *ret_offset) {
+        return sim_mm_mmap_resolve(userdata, fd, length, offset, ret_fd, ret_offset);
+}
+
+static void mm_kill(void *userdata) {
+        sim_mm_kill(userdata);
+}
+
+static void mm_free(void *userdata) {
+        sim_mm_free(userdata);
+}
+
+int sim_remote_serve(SimDevice *d, int fd) {
+        return sim_remote_serve_hooked(d, fd, 0, NULL, NULL, NULL);
+}
+
+int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata,
+                            const KfdOps **ret_ops) {
+        SimMm *mm;
+        int r;
+
+        if (fd < 0)
+                return -EBADF;
+        r = sim_mm_new(d, &mm);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        mm->visible_gpu_id = gpu_id;
+        /* Before the server runs: it may end (and free mm) at once. */
+        if (ret_ops)
+                *ret_ops = &mm->ops;
+        return sim_remote_serve_process(d->remotes, fd,
+                                        &(SimRemoteProcess) { .ops = &mm->ops, .userdata = mm,
+                                                              .dup_file = mm_dup_file,
+                                                              .mmap_resolve = mm_mmap_resolve,
+                                                              .kill = mm_kill, .free = mm_free },
+                                        hooks, userdata);
+}
+
+int sim_remote_registry_new(SimRemoteRegistry **ret) {
+        SimRemoteRegistry *reg = calloc(1, sizeof *reg);
+
+        if (!reg)
+                return -ENOMEM;
+        pthread_mutex_init(&reg->lock, NULL);
+        pthread_cond_init(&reg->cond, NULL);
+        *ret = reg;
+        return 0;
+}
+
+void sim_remote_registry_stop(SimRemoteRegistry *reg) {
+        if (!reg)
+                return;
+        pthread_mutex_lock(&reg->lock);
+        reg->stopping = true;
         /* EOF on each control socket: every control thread ends its process. */
-        for (SimRemoteServer *s = d->servers; s; s = s->next)
+        for (SimRemoteServer *s = reg->servers; s; s = s->next)
                 (void) shutdown(s->fd, SHUT_RDWR);
-        while (d->servers)
-                pthread_cond_wait(&d->servers_cond, &d->lock);
-        pthread_mutex_unlock(&d->lock);
+        while (reg->servers)
+                pthread_cond_wait(&reg->cond, &reg->lock);
+        pthread_mutex_unlock(&reg->lock);
+}
+
+SimRemoteRegistry *sim_remote_registry_free(SimRemoteRegistry *reg) {
+        if (!reg)
+                return NULL;
+        sim_remote_registry_stop(reg);
+        pthread_cond_destroy(&reg->cond);
+        pthread_mutex_destroy(&reg->lock);
+        free(reg);
+        return NULL;
+}
+
+unsigned sim_remote_registry_count(SimRemoteRegistry *reg) {
+        unsigned n;
+
+        pthread_mutex_lock(&reg->lock);
+        n = reg->n_servers;
+        pthread_mutex_unlock(&reg->lock);
+        return n;
 }

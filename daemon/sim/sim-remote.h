@@ -80,6 +80,58 @@ int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemo
                             const KfdOps **ret_ops);
 
 /*
+ * What a served process's calls run on, when it is not a process of the
+ * simulator's own (a SimMm): any KFD context the daemon holds, reached
+ * through a KfdOps table — on the kernel, a secondary KFD context of the
+ * daemon's (daemon/contexts/context-kfd-process.c). The server calls:
+ *  - ops: every open, ioctl, close, exception_info and doorbell_written of
+ *    the process, with the file numbers the table handed out; the table
+ *    refuses any other number (-EBADF) and answers as the kernel would.
+ *  - dup_file(): an fd to hand the process for its open file fd, standing
+ *    for it (never the daemon's own file: the process must not reach the
+ *    device through it), or a negative errno.
+ *  - mmap_resolve(): as sim_mm_mmap_resolve(): an fd the process maps at
+ *    *ret_offset to get what mmap(fd, offset) would map, or a negative errno.
+ *  - kill(): the process is going; calls asleep (WAIT_EVENTS) return soon
+ *    with -EINTR, later ones at once.
+ *  - free(): the last call, after every channel ended and hooks->release()
+ *    returned.
+ */
+typedef struct SimRemoteProcess {
+        const KfdOps *ops;
+        void *userdata;
+        int (*dup_file)(void *userdata, int fd);
+        int (*mmap_resolve)(void *userdata, int fd, size_t length, uint64_t offset, int *ret_fd,
+                            uint64_t *ret_offset);
+        void (*kill)(void *userdata);
+        void (*free)(void *userdata);
+} SimRemoteProcess;
+
+/*
+ * The servers one owner runs, ended together: the simulated device's (its
+ * remote processes) and the context pool's (relayed processes on KFD
+ * contexts of the daemon's). stop() ends every server's process (EOF on its
+ * control socket) and waits until each has torn it down; no server starts
+ * after it. free() stops first.
+ */
+typedef struct SimRemoteRegistry SimRemoteRegistry;
+int sim_remote_registry_new(SimRemoteRegistry **ret);
+void sim_remote_registry_stop(SimRemoteRegistry *reg);
+SimRemoteRegistry *sim_remote_registry_free(SimRemoteRegistry *reg);
+/* Servers running now. */
+unsigned sim_remote_registry_count(SimRemoteRegistry *reg);
+
+/*
+ * Serves proc (copied; proc->free() is called at its end, also when this
+ * fails) over the connected SOCK_SEQPACKET socket fd (taken over, closed on
+ * failure too), with hooks as sim_remote_serve_hooked(). Returns 0, -ENODEV
+ * once reg is stopping, -ENOMEM, or an errno from creating the thread; on
+ * failure end() is not called.
+ */
+int sim_remote_serve_process(SimRemoteRegistry *reg, int fd, const SimRemoteProcess *proc,
+                             const SimRemoteHooks *hooks, void *userdata);
+
+/*
  * Process side (in the worker). A KfdOps whose every operation is carried out
  * by the daemon's simulated GPU over fd (the other end of the socket given to
  * sim_remote_serve(); taken over, closed on failure too). The handshake

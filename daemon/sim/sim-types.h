@@ -25,6 +25,7 @@ typedef struct SimQueue SimQueue;
 typedef struct SimEngine SimEngine;
 typedef struct SimCpState SimCpState;
 typedef struct SimRemoteServer SimRemoteServer;
+typedef struct SimRemoteRegistry SimRemoteRegistry;
 typedef struct SimBoCache SimBoCache;
 typedef struct SimLineCache SimLineCache;
 
