@@ -7,6 +7,7 @@
 #pragma once
 
 #include "contexts/context.h"
+#include "sim/sim-remote.h"
 
 /* A client context's queues: at most this many jobs each (the scheduler keeps
  * fewer), rings of this size — small, since a dispatch is a few dozen dwords. */
@@ -81,6 +82,7 @@ struct ContextPool {
         sd_event_source *reap;   /* deferred: drops incarnations nobody uses */
         int exe_fd;              /* this program, for worker processes (O_PATH) */
         WorkerReaper *reapers;   /* workers on their way out */
+        SimRemoteRegistry *relays; /* servers of relayed clients' KFD processes (context-kfd-process.c) */
 };
 
 /* context.c */
@@ -111,6 +113,21 @@ void context_pool_unlink(ContextPool *p, Context *c);
 /* Soon (on the next loop iteration, outside whatever calls this): drop the
  * incarnations of slots no session uses and with nothing in flight. */
 void context_pool_schedule_reap(ContextPool *p);
+
+/* context-kfd-process.c: a relayed client's KFD process, a secondary KFD
+ * context of the daemon's. */
+typedef struct KfdProcess KfdProcess;
+/* Opens it through base (open_kfd, CREATE_PROCESS: -EOPNOTSUPP before KFD
+ * 1.19; a render file of renderD<render_minor>); the client sees the GPU
+ * gpu_id alone. err says what failed. The caller's reference goes to the
+ * server with kfd_process_served(). */
+int kfd_process_new(const KfdOps *base, uint32_t gpu_id, unsigned render_minor, KfdProcess **ret, char *err,
+                    size_t errlen);
+/* The table for the daemon's own GPU context in the process. */
+const KfdOps *kfd_process_daemon_ops(KfdProcess *p);
+/* The process as sim_remote_serve_process() serves it; its free() drops the
+ * caller's reference. */
+SimRemoteProcess kfd_process_served(KfdProcess *p);
 
 /* context-worker-process.c: worker processes as processes. */
 /* Starts `kfdbrokerd --worker` with its control socket (*ret_sock, the

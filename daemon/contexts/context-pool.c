@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "contexts/context-internal.h"
 #include "kfd/kfd-uapi.h"
@@ -186,6 +188,11 @@ int context_pool_new(sd_event *event, const KfdOps *ops, const ContextPoolOption
         p->event = sd_event_ref(event);
         p->ops = ops;
         p->exe_fd = -EBADF;
+        r = sim_remote_registry_new(&p->relays);
+        if (r < 0) {
+                context_pool_free(p);
+                return r;
+        }
         if (opts)
                 p->opts = *opts;
         if (p->opts.max_contexts == 0)
@@ -268,6 +275,9 @@ ContextPool *context_pool_free(ContextPool *p) {
                 context_drop(c, false, "daemon exiting");
                 context_pool_unlink(p, c);
         }
+        /* The relayed clients' KFD processes end (their servers' last
+         * references to their files go), before the primary context. */
+        p->relays = sim_remote_registry_free(p->relays);
         worker_reapers_free(p);
         safe_close(p->exe_fd);
         if (p->device) {
@@ -334,13 +344,90 @@ static const GpuContextOptions kfd_process_options = {
         .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
 };
 
+/* The KFD process of a relayed client: a secondary KFD context of the
+ * daemon's, served over a new connection (*ret_fd, the client's end), with
+ * the daemon's GPU context in it brought up as *ret_gpu. Calls hooks->end()
+ * on failure. */
+static int kfd_relay_secondary(ContextPool *p, const GpuContextOptions *o, const SimRemoteHooks *hooks,
+                               void *hooks_userdata, int *ret_fd, GpuContext **ret_gpu, char *err, size_t errlen) {
+        KfdProcess *kp = NULL;
+        GpuContext *gpu = NULL;
+        SimRemoteProcess served;
+        int sv[2], r;
+
+        r = kfd_process_new(p->ops, o->gpu_id, gpu_context_get_info(p->device->gpu)->drm_render_minor, &kp, err,
+                            errlen);
+        if (r < 0)
+                goto refused;
+        served = kfd_process_served(kp);
+        r = gpu_context_new(kfd_process_daemon_ops(kp), o, &gpu);
+        if (r < 0) {
+                snprintf(err, errlen, "bringing up the daemon's GPU context in the KFD process failed: %s",
+                         strerror(-r));
+                served.free(served.userdata);
+                goto refused;
+        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                r = -errno;
+                snprintf(err, errlen, "cannot make its connection: %s", strerror(-r));
+                served.free(served.userdata);
+                gpu_context_free(gpu);
+                goto refused;
+        }
+        /* From here the server holds the process and hooks_userdata. */
+        r = sim_remote_serve_process(p->relays, sv[0], &served, hooks, hooks_userdata);
+        if (r < 0) {
+                snprintf(err, errlen, "cannot serve the KFD process: %s", strerror(-r));
+                close(sv[1]);
+                gpu_context_free(gpu);
+                goto refused;
+        }
+        *ret_fd = sv[1];
+        *ret_gpu = gpu;
+        return 0;
+refused:
+        if (hooks && hooks->end)
+                hooks->end(hooks_userdata);
+        return r;
+}
+
+/* The simulator's stand-in where its KFD has no secondary contexts: a
+ * simulated process of its own (relay_device). Calls hooks->end() on
+ * failure. */
+static int kfd_relay_sim_process(ContextPool *p, const GpuContextOptions *o, const SimRemoteHooks *hooks,
+                                 void *hooks_userdata, int *ret_fd, GpuContext **ret_gpu, char *err,
+                                 size_t errlen) {
+        const KfdOps *ops = NULL;
+        int fd = -EBADF, r;
+
+        r = p->opts.relay_device(p->opts.worker_userdata, p->opts.device.gpu_id, hooks, hooks_userdata, &fd, &ops);
+        if (r < 0) {
+                snprintf(err, errlen, "cannot start a KFD process on the simulated GPU: %s", strerror(-r));
+                if (hooks && hooks->end)
+                        hooks->end(hooks_userdata);
+                return r;
+        }
+        /* From here the server holds hooks_userdata: closing fd ends the
+         * process, and the server calls end(). */
+        r = gpu_context_new(ops, o, ret_gpu);
+        if (r < 0) {
+                snprintf(err, errlen, "bringing up the daemon's GPU context in the KFD process failed: %s",
+                         strerror(-r));
+                safe_close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
 int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
                                  void *hooks_userdata, int *ret_fd, Context **ret_ctx, char *err, size_t errlen) {
         uint64_t own = gpu_context_own_bytes(p->device->gpu, CLIENT_MAX_INFLIGHT), t0 = now_ns();
+        const GpuDeviceInfo *info = gpu_context_get_info(p->device->gpu);
         GpuContextOptions o = kfd_process_options;
-        const KfdOps *ops = NULL;
         GpuContext *gpu = NULL;
         Context *c = NULL;
+        bool secondary = info->kfd_minor >= KFD_MINOR_CREATE_PROCESS;
         int fd = -EBADF, r;
 
         if (p->mechanism == CONTEXT_MECHANISM_NONE) {
@@ -355,8 +442,11 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
                 r = -EBUSY;
                 goto refused;
         }
-        if (!p->opts.relay_device) {
-                snprintf(err, errlen, "the KFD relay serves only the simulated GPU (--device=sim) in this version");
+        if (!secondary && !p->opts.relay_device) {
+                snprintf(err, errlen,
+                         "the KFD relay needs secondary KFD contexts (KFD uapi 1.%u, Linux 7.0); this kernel's KFD is "
+                         "%u.%u",
+                         KFD_MINOR_CREATE_PROCESS, info->kfd_major, info->kfd_minor);
                 r = -EOPNOTSUPP;
                 goto refused;
         }
@@ -378,37 +468,28 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
                 context_release(c);
                 goto refused;
         }
-        r = p->opts.relay_device(p->opts.worker_userdata, p->opts.device.gpu_id, hooks, hooks_userdata, &fd, &ops);
+        o.gpu_id = info->gpu_id;
+        r = secondary ? kfd_relay_secondary(p, &o, hooks, hooks_userdata, &fd, &gpu, err, errlen)
+                      : kfd_relay_sim_process(p, &o, hooks, hooks_userdata, &fd, &gpu, err, errlen);
         if (r < 0) {
-                snprintf(err, errlen, "cannot start a KFD process on the simulated GPU: %s", strerror(-r));
+                /* hooks->end() was called, or the server calls it. */
                 context_uncharge(c, own);
                 context_release(c);
-                goto refused;
-        }
-        /* From here the server holds hooks_userdata: closing fd ends the
-         * process, and the server calls end(). */
-        o.gpu_id = gpu_context_get_info(p->device->gpu)->gpu_id;
-        r = gpu_context_new(ops, &o, &gpu);
-        if (r < 0) {
-                snprintf(err, errlen, "bringing up the daemon's GPU context in the KFD process failed: %s",
-                         strerror(-r));
-                goto fail;
+                return r;
         }
         r = context_adopt(c, gpu, now_ns() - t0);
         if (r < 0) {
                 gpu_context_free(gpu);
                 snprintf(err, errlen, "watching the KFD process's GPU context failed: %s", strerror(-r));
-                goto fail;
+                context_uncharge(c, own);
+                context_release(c);
+                safe_close(fd);
+                return r;
         }
         p->n_relays++;
         *ret_fd = fd;
         *ret_ctx = c;
         return 0;
-fail:
-        context_uncharge(c, own);
-        context_release(c);
-        safe_close(fd);
-        return r;
 refused:
         if (hooks && hooks->end)
                 hooks->end(hooks_userdata);

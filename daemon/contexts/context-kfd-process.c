@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KFD process of a relayed client (OpenKfd, docs/rocm.md) as the kernel
+ * has it: a secondary KFD context of the daemon's (AMDKFD_IOC_CREATE_PROCESS,
+ * uapi 1.19, kfd-facts §7.3) with a render file of its own, made through the
+ * daemon's KfdOps table — the kernel's, or the simulator's with the same
+ * calls. Two tables reach it:
+ *  - the daemon's view, for the daemon's own GPU context in the process
+ *    (its rings, fences and event page, context-pool.c);
+ *  - the served view, for the client's calls over sim-remote's wire
+ *    (sim_remote_serve_process()), which must never reach the daemon beyond
+ *    this context: only its two files are known (-EBADF for any other
+ *    number), only KFD calls on the KFD file are made (the render file is
+ *    the daemon's: a DRM call on it is -EACCES, as a render node answers a
+ *    call it does not allow), only the calls of an allowlist (others
+ *    -EINVAL; the queue calls name queues the relay answers for, and the
+ *    daemon's own queues are in this context; numbers past the last one
+ *    known here -ENOTTY, as past the table of a kernel that speaks 1.19),
+ *    only the GPU the session may use (another gpu_id is -EINVAL, as a
+ *    GPU the process has no device data for; the apertures list it alone),
+ *    never USERPTR (-EOPNOTSUPP, as a secondary context answers it), and an
+ *    mmap of the render file is a dma-buf export of the buffer it falls in,
+ *    never the file itself.
+ *
+ * The files live as long as anything uses them: the daemon's view while its
+ * GPU context has them open, the server until its end. So the daemon's
+ * context may go before the client (its session ended) and the client's
+ * calls still run on open files, and the client may go first (its calls
+ * returned) while the daemon's context winds down. A WAIT_EVENTS of the
+ * client sleeps in slices of at most WAIT_SLICE_MS, so that the end of the
+ * client (kill()) ends it within one slice: a kernel wait cannot be
+ * interrupted from another thread without a signal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "contexts/context-internal.h"
+#include "kfd/kfd-uapi.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define WAIT_SLICE_MS 100u
+/* GPU nodes a KFD process lists at most (the wire's bound too). */
+#define MAX_APERTURES 64u
+
+typedef struct KfdProcessBo {
+        uint64_t handle, mmap_offset, size;
+} KfdProcessBo;
+
+typedef struct KfdProcessView {
+        KfdOps ops;              /* userdata = this view */
+        KfdProcess *proc;
+        unsigned opens;          /* files opened through it and not closed (the daemon's view) */
+} KfdProcessView;
+
+struct KfdProcess {
+        pthread_mutex_t lock;
+        unsigned n_ref;          /* the creator's (then the server's), and the daemon view's while it has files */
+        const KfdOps *base;
+        int kfd_fd, render_fd;
+        unsigned render_minor;
+        uint32_t gpu_id;         /* the one GPU the client sees */
+        bool killed;
+        KfdProcessBo *bos;       /* the client's buffers, for its mmaps */
+        size_t n_bos, cap_bos;
+        KfdProcessView daemon, served;
+};
+
+static void kfd_process_unref(KfdProcess *p) {
+        unsigned n;
+
+        if (!p)
+                return;
+        pthread_mutex_lock(&p->lock);
+        n = --p->n_ref;
+        pthread_mutex_unlock(&p->lock);
+        if (n > 0)
+                return;
+        /* Its last file: the kernel tears the secondary context down. */
+        if (p->render_fd >= 0)
+                p->base->close(p->base->userdata, p->render_fd);
+        if (p->kfd_fd >= 0)
+                p->base->close(p->base->userdata, p->kfd_fd);
+        free(p->bos);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+}
+
+static bool is_kfd_call(unsigned long request) {
+        return _IOC_TYPE(request) == AMDKFD_IOCTL_BASE;
+}
+
+/* A file of the process: 0, or -EBADF for any other number. */
+static int known_file(const KfdProcess *p, int fd) {
+        return fd >= 0 && (fd == p->kfd_fd || fd == p->render_fd) ? 0 : -EBADF;
+}
+
+/* ACQUIRE_VM names its render file by number: the process's own or none
+ * (kfd_ioctl_acquire_vm: fget() fails, -EINVAL). */
+static int check_acquire_vm(const KfdProcess *p, unsigned long request, const void *arg) {
+        const struct kfd_ioctl_acquire_vm_args *a = arg;
+
+        if (_IOC_NR(request) != _IOC_NR(AMDKFD_IOC_ACQUIRE_VM) || !a ||
+            _IOC_SIZE(request) < sizeof *a)
+                return 0;
+        return (int) a->drm_fd == p->render_fd ? 0 : -EINVAL;
+}
+
+/* The daemon's view: its GPU context's calls, on the process's files. */
+static int daemon_open_kfd(void *userdata) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+
+        pthread_mutex_lock(&p->lock);
+        if (v->opens++ == 0)
+                p->n_ref++;
+        pthread_mutex_unlock(&p->lock);
+        return p->kfd_fd;
+}
+
+static int daemon_open_render(void *userdata, unsigned minor) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+
+        if (minor != p->render_minor)
+                return -ENOENT;
+        pthread_mutex_lock(&p->lock);
+        if (v->opens++ == 0)
+                p->n_ref++;
+        pthread_mutex_unlock(&p->lock);
+        return p->render_fd;
+}
+
+static int daemon_close(void *userdata, int fd) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+        bool last = false;
+
+        if (known_file(p, fd) < 0)
+                return -EBADF;
+        pthread_mutex_lock(&p->lock);
+        if (v->opens > 0)
+                last = --v->opens == 0;
+        pthread_mutex_unlock(&p->lock);
+        if (last)
+                kfd_process_unref(p);
+        return 0;
+}
+
+static int daemon_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+        int r = known_file(p, fd);
+
+        if (r == 0)
+                r = check_acquire_vm(p, request, arg);
+        return r < 0 ? r : p->base->ioctl(p->base->userdata, fd, request, arg);
+}
+
+static int daemon_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
+                       void **ret_addr) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+        int r = known_file(p, fd);
+
+        return r < 0 ? r : p->base->mmap(p->base->userdata, addr, length, prot, flags, fd, offset, ret_addr);
+}
+
+static int view_munmap(void *userdata, void *addr, size_t length) {
+        KfdProcessView *v = userdata;
+
+        return v->proc->base->munmap(v->proc->base->userdata, addr, length);
+}
+
+static int view_exception_info(void *userdata, int kfd_fd, uint32_t *ret_queue_id, char *buf, size_t buflen) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+
+        if (kfd_fd != p->kfd_fd)
+                return -EBADF;
+        if (!p->base->exception_info)
+                return -ENOENT;
+        return p->base->exception_info(p->base->userdata, kfd_fd, ret_queue_id, buf, buflen);
+}
+
+static int view_dmabuf_refs(void *userdata, int dmabuf_fd) {
+        KfdProcessView *v = userdata;
+
+        return kfd_dmabuf_refs(v->proc->base, dmabuf_fd);
+}
+
+static void view_doorbell_written(void *userdata, int kfd_fd, uint32_t queue_id) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+
+        if (kfd_fd == p->kfd_fd && p->base->doorbell_written)
+                p->base->doorbell_written(p->base->userdata, kfd_fd, queue_id);
+}
+
+/* The served view: the client's calls. Its opens need no count: the
+ * server's reference covers them until its end. */
+static int served_open_kfd(void *userdata) {
+        KfdProcessView *v = userdata;
+
+        return v->proc->kfd_fd;
+}
+
+static int served_open_render(void *userdata, unsigned minor) {
+        KfdProcessView *v = userdata;
+
+        return minor == v->proc->render_minor ? v->proc->render_fd : -ENOENT;
+}
+
+static int served_close(void *userdata, int fd) {
+        KfdProcessView *v = userdata;
+
+        /* The files stay: the daemon's context, and the client's other
+         * numbers, name them too. */
+        return known_file(v->proc, fd);
+}
+
+/* The KFD calls a client's process makes that reach the context (the
+ * relay's hooks answer its queue calls and refuse what it must not have). */
+static bool served_call_allowed(unsigned long request) {
+        switch (_IOC_NR(request)) {
+        case _IOC_NR(AMDKFD_IOC_GET_VERSION):
+        case _IOC_NR(AMDKFD_IOC_SET_MEMORY_POLICY):
+        case _IOC_NR(AMDKFD_IOC_GET_CLOCK_COUNTERS):
+        case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES):
+        case _IOC_NR(AMDKFD_IOC_CREATE_EVENT):
+        case _IOC_NR(AMDKFD_IOC_DESTROY_EVENT):
+        case _IOC_NR(AMDKFD_IOC_SET_EVENT):
+        case _IOC_NR(AMDKFD_IOC_RESET_EVENT):
+        case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS):
+        case _IOC_NR(AMDKFD_IOC_GET_TILE_CONFIG):
+        case _IOC_NR(AMDKFD_IOC_SET_TRAP_HANDLER):
+        case _IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA):
+        case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW):
+        case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM):
+        case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
+        case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
+        case _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU):
+        case _IOC_NR(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU):
+        case _IOC_NR(AMDKFD_IOC_GET_DMABUF_INFO):
+        case _IOC_NR(AMDKFD_IOC_IMPORT_DMABUF):
+        case _IOC_NR(AMDKFD_IOC_SET_XNACK_MODE):
+        case _IOC_NR(AMDKFD_IOC_AVAILABLE_MEMORY):
+        case _IOC_NR(AMDKFD_IOC_EXPORT_DMABUF):
+        case _IOC_NR(AMDKFD_IOC_RUNTIME_ENABLE):
+        case _IOC_NR(AMDKFD_IOC_CREATE_PROCESS):
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* Where a call's argument names its GPU (kfd_ioctl.h), or 0 for none. */
+static size_t gpu_id_offset(unsigned long request) {
+        switch (_IOC_NR(request)) {
+        case _IOC_NR(AMDKFD_IOC_SET_MEMORY_POLICY):
+                return offsetof(struct kfd_ioctl_set_memory_policy_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_GET_CLOCK_COUNTERS):
+                return offsetof(struct kfd_ioctl_get_clock_counters_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA):
+                return offsetof(struct kfd_ioctl_set_scratch_backing_va_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_GET_TILE_CONFIG):
+                return offsetof(struct kfd_ioctl_get_tile_config_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_SET_TRAP_HANDLER):
+                return offsetof(struct kfd_ioctl_set_trap_handler_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM):
+                return offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
+                return offsetof(struct kfd_ioctl_alloc_memory_of_gpu_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_AVAILABLE_MEMORY):
+                return offsetof(struct kfd_ioctl_get_available_memory_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_IMPORT_DMABUF):
+                return offsetof(struct kfd_ioctl_import_dmabuf_args, gpu_id);
+        default:
+                return 0;
+        }
+}
+
+/* The apertures of the client's GPU alone, as kfd_ioctl_get_process_apertures_new
+ * lists them: with num_of_nodes 0 their count, else at most that many. */
+static int served_apertures(KfdProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a) {
+        struct kfd_process_device_apertures all[MAX_APERTURES];
+        struct kfd_ioctl_get_process_apertures_new_args b = {
+                .kfd_process_device_apertures_ptr = (uintptr_t) all, .num_of_nodes = MAX_APERTURES };
+        struct kfd_process_device_apertures *out = (void *) (uintptr_t) a->kfd_process_device_apertures_ptr;
+        uint32_t n = 0;
+        int r;
+
+        r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &b);
+        if (r < 0)
+                return r;
+        for (uint32_t i = 0; i < b.num_of_nodes; i++) {
+                if (all[i].gpu_id != p->gpu_id)
+                        continue;
+                if (a->num_of_nodes > 0 && n == a->num_of_nodes)
+                        break;
+                if (a->num_of_nodes > 0) {
+                        if (!out)
+                                return -EFAULT;
+                        out[n] = all[i];
+                }
+                n++;
+        }
+        a->num_of_nodes = n;
+        return 0;
+}
+
+/* The old call's fixed array, likewise. */
+static int served_apertures_old(KfdProcess *p, struct kfd_ioctl_get_process_apertures_args *a) {
+        uint32_t n = 0;
+        int r;
+
+        r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_GET_PROCESS_APERTURES, a);
+        if (r < 0)
+                return r;
+        for (uint32_t i = 0; i < MIN(a->num_of_nodes, (uint32_t) NUM_OF_SUPPORTED_GPUS); i++)
+                if (a->process_apertures[i].gpu_id == p->gpu_id)
+                        a->process_apertures[n++] = a->process_apertures[i];
+        memset(&a->process_apertures[n], 0, (NUM_OF_SUPPORTED_GPUS - n) * sizeof a->process_apertures[0]);
+        a->num_of_nodes = n;
+        return 0;
+}
+
+/* WAIT_EVENTS in slices: the same wait, ended early once the client is
+ * killed (-EINTR, what a fatal signal makes of it). A wait that timed out
+ * leaves every event as it was (kfd_wait_on_events resets auto-reset events
+ * only on COMPLETE), so the next slice is the same wait. */
+static int served_wait(KfdProcess *p, unsigned long request, struct kfd_ioctl_wait_events_args *a) {
+        const uint32_t timeout = a->timeout;
+        uint32_t left = timeout;
+
+        for (;;) {
+                bool forever = left == UINT32_MAX;
+                uint32_t slice = forever ? WAIT_SLICE_MS : MIN(left, WAIT_SLICE_MS);
+                bool killed;
+                int r;
+
+                pthread_mutex_lock(&p->lock);
+                killed = p->killed;
+                pthread_mutex_unlock(&p->lock);
+                if (killed)
+                        return -EINTR;
+                a->timeout = slice;
+                r = p->base->ioctl(p->base->userdata, p->kfd_fd, request, a);
+                a->timeout = timeout;
+                if (r < 0 || a->wait_result != KFD_IOC_WAIT_RESULT_TIMEOUT || (!forever && left <= slice))
+                        return r;
+                if (!forever)
+                        left -= slice;
+        }
+}
+
+static void bo_add(KfdProcess *p, const struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
+        pthread_mutex_lock(&p->lock);
+        if (p->n_bos == p->cap_bos) {
+                size_t cap = p->cap_bos ? 2 * p->cap_bos : 16;
+                KfdProcessBo *bos = reallocarray(p->bos, cap, sizeof *bos);
+                if (!bos) {
+                        /* Not mappable by the client; the buffer is still its. */
+                        pthread_mutex_unlock(&p->lock);
+                        return;
+                }
+                p->bos = bos;
+                p->cap_bos = cap;
+        }
+        p->bos[p->n_bos++] = (KfdProcessBo) { .handle = a->handle, .mmap_offset = a->mmap_offset,
+                                              .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K) };
+        pthread_mutex_unlock(&p->lock);
+}
+
+static void bo_remove(KfdProcess *p, uint64_t handle) {
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_bos; i++)
+                if (p->bos[i].handle == handle) {
+                        p->bos[i] = p->bos[--p->n_bos];
+                        break;
+                }
+        pthread_mutex_unlock(&p->lock);
+}
+
+static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
+        KfdProcessView *v = userdata;
+        KfdProcess *p = v->proc;
+        int r = known_file(p, fd);
+
+        if (r < 0)
+                return r;
+        if (fd != p->kfd_fd || !is_kfd_call(request))
+                return fd == p->render_fd ? -EACCES : -ENOTTY;
+        if (_IOC_NR(request) > _IOC_NR(AMDKFD_IOC_CREATE_PROCESS))
+                return -ENOTTY;
+        if (!served_call_allowed(request)) {
+                log_debug("KFD relay: call 0x%02x of a relayed process refused (not among the calls it may make)",
+                          (unsigned) _IOC_NR(request));
+                return -EINVAL;
+        }
+        r = check_acquire_vm(p, request, arg);
+        if (r < 0)
+                return r;
+        size_t off = gpu_id_offset(request);
+        if (off > 0 && arg && _IOC_SIZE(request) >= off + sizeof(uint32_t)) {
+                uint32_t gpu_id;
+                memcpy(&gpu_id, (const uint8_t *) arg + off, sizeof gpu_id);
+                if (gpu_id != p->gpu_id)
+                        return -EINVAL;
+        }
+        switch (_IOC_NR(request)) {
+        case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW):
+                if (!arg || _IOC_SIZE(request) < sizeof(struct kfd_ioctl_get_process_apertures_new_args))
+                        break;
+                return served_apertures(p, arg);
+        case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES):
+                if (!arg || _IOC_SIZE(request) < sizeof(struct kfd_ioctl_get_process_apertures_args))
+                        break;
+                return served_apertures_old(p, arg);
+        case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU): {
+                struct kfd_ioctl_alloc_memory_of_gpu_args *a = arg;
+
+                if (!a || _IOC_SIZE(request) < sizeof *a)
+                        return -EINVAL;
+                /* Memory of the daemon's address space: never. */
+                if (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+                        return -EOPNOTSUPP;
+                r = p->base->ioctl(p->base->userdata, fd, request, arg);
+                if (r == 0)
+                        bo_add(p, a);
+                return r;
+        }
+        case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU): {
+                const struct kfd_ioctl_free_memory_of_gpu_args *a = arg;
+
+                r = p->base->ioctl(p->base->userdata, fd, request, arg);
+                if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a)
+                        bo_remove(p, a->handle);
+                return r;
+        }
+        case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS):
+                if (!arg || _IOC_SIZE(request) < sizeof(struct kfd_ioctl_wait_events_args))
+                        break;
+                return served_wait(p, request, arg);
+        default:
+                break;
+        }
+        return p->base->ioctl(p->base->userdata, fd, request, arg);
+}
+
+static int served_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
+                       void **ret_addr) {
+        /* The server maps nothing of the process's: it resolves (below). */
+        return -ENODEV;
+}
+
+/* SimRemoteProcess */
+static int served_dup_file(void *userdata, int fd) {
+        KfdProcess *p = userdata;
+        int r = known_file(p, fd);
+
+        if (r < 0)
+                return r;
+        /* What stands for the file in the client: nothing of the device. */
+        r = memfd_create(fd == p->kfd_fd ? "kfdbroker-kfd" : "kfdbroker-render", MFD_CLOEXEC);
+        return r < 0 ? -errno : r;
+}
+
+static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t offset, int *ret_fd,
+                               uint64_t *ret_offset) {
+        KfdProcess *p = userdata;
+        struct kfd_ioctl_export_dmabuf_args e = { .flags = O_CLOEXEC | O_RDWR };
+        uint64_t start = 0;
+        bool found = false;
+        int r = known_file(p, fd);
+
+        if (r < 0)
+                return r;
+        /* The KFD file's own pages (doorbells, the HDP page) are the
+         * relay's to answer; nothing else of it is the client's. */
+        if (fd != p->render_fd || length == 0)
+                return -EINVAL;
+        pthread_mutex_lock(&p->lock);
+        for (size_t i = 0; i < p->n_bos && !found; i++) {
+                const KfdProcessBo *b = &p->bos[i];
+                if (offset >= b->mmap_offset && offset - b->mmap_offset < b->size &&
+                    length <= b->size - (offset - b->mmap_offset)) {
+                        e.handle = b->handle;
+                        start = b->mmap_offset;
+                        found = true;
+                }
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!found)
+                return -EINVAL;
+        r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_EXPORT_DMABUF, &e);
+        if (r < 0)
+                return r;
+        *ret_fd = (int) e.dmabuf_fd;
+        *ret_offset = offset - start;
+        return 0;
+}
+
+static void served_kill(void *userdata) {
+        KfdProcess *p = userdata;
+
+        pthread_mutex_lock(&p->lock);
+        p->killed = true;
+        pthread_mutex_unlock(&p->lock);
+}
+
+static void served_free(void *userdata) {
+        kfd_process_unref(userdata);
+}
+
+static void view_init(KfdProcessView *v, KfdProcess *p, bool served) {
+        v->proc = p;
+        v->ops = (KfdOps) {
+                .name = p->base->name,
+                .userdata = v,
+                .sysfs_root = p->base->sysfs_root,
+                .fds_per_bo = p->base->fds_per_bo,
+                .open_kfd = served ? served_open_kfd : daemon_open_kfd,
+                .open_render = served ? served_open_render : daemon_open_render,
+                .ioctl = served ? served_ioctl : daemon_ioctl,
+                .mmap = served ? served_mmap : daemon_mmap,
+                .munmap = view_munmap,
+                .close = served ? served_close : daemon_close,
+                .exception_info = view_exception_info,
+                .dmabuf_refs = view_dmabuf_refs,
+                .doorbell_written = view_doorbell_written,
+        };
+}
+
+int kfd_process_new(const KfdOps *base, uint32_t gpu_id, unsigned render_minor, KfdProcess **ret, char *err,
+                    size_t errlen) {
+        struct kfd_ioctl_get_version_args v = {};
+        KfdProcess *p;
+        int r;
+
+        p = calloc(1, sizeof *p);
+        if (!p) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&p->lock, NULL);
+        p->n_ref = 1;
+        p->base = base;
+        p->render_minor = render_minor;
+        p->gpu_id = gpu_id;
+        p->kfd_fd = p->render_fd = -EBADF;
+        view_init(&p->daemon, p, false);
+        view_init(&p->served, p, true);
+
+        p->kfd_fd = base->open_kfd(base->userdata);
+        if (p->kfd_fd < 0) {
+                r = p->kfd_fd;
+                snprintf(err, errlen, "cannot open /dev/kfd: %s", strerror(-r));
+                goto fail;
+        }
+        r = kfd_ioctl(base, p->kfd_fd, AMDKFD_IOC_GET_VERSION, &v);
+        if (r >= 0 && v.minor_version < KFD_MINOR_CREATE_PROCESS)
+                r = -EOPNOTSUPP;
+        if (r >= 0)
+                r = kfd_ioctl(base, p->kfd_fd, AMDKFD_IOC_CREATE_PROCESS, NULL);
+        if (r < 0) {
+                snprintf(err, errlen, "cannot make a secondary KFD context (KFD %u.%u): %s", v.major_version,
+                         v.minor_version, strerror(-r));
+                goto fail;
+        }
+        p->render_fd = base->open_render(base->userdata, render_minor);
+        if (p->render_fd < 0) {
+                r = p->render_fd;
+                snprintf(err, errlen, "cannot open renderD%u: %s", render_minor, strerror(-r));
+                goto fail;
+        }
+        *ret = p;
+        return 0;
+fail:
+        kfd_process_unref(p);
+        return r;
+}
+
+const KfdOps *kfd_process_daemon_ops(KfdProcess *p) {
+        return &p->daemon.ops;
+}
+
+SimRemoteProcess kfd_process_served(KfdProcess *p) {
+        return (SimRemoteProcess) { .ops = &p->served.ops, .userdata = p, .dup_file = served_dup_file,
+                                    .mmap_resolve = served_mmap_resolve, .kill = served_kill,
+                                    .free = served_free };
+}
