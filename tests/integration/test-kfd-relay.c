@@ -5,17 +5,23 @@
  * topology a session is given, the ioctls rocminfo needs, hostile
  * arguments answered with the kernel's errno while the session goes on and
  * another client stays unaffected, and the refusals (a second OpenKfd,
- * --contexts=shared, --max-contexts). Run once with secondary contexts and
- * once with worker processes (test-kfd-relay-workers, --sim-kfd-version=1.18).
+ * --contexts=shared, --max-contexts). Run once with secondary contexts (the
+ * client's KFD process a secondary KFD context of the daemon's, as on the
+ * kernel) and once with worker processes (test-kfd-relay-workers,
+ * --sim-kfd-version=1.18: the simulator's stand-in, a process of its own).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+
+#include <amdgpu_drm.h>
 
 #include "compute-util.h"
 #include "harness.h"
@@ -502,4 +508,71 @@ Test(kfd_relay, never_reclaimed_for_a_native_client) {
         cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
         kfdb_session_free(native);
         relayed_close(&a);
+}
+
+typedef struct Waiter {
+        Relayed *c;
+        uint32_t event_id;
+        int r;
+} Waiter;
+
+static void *wait_forever(void *userdata) {
+        Waiter *w = userdata;
+        struct kfd_event_data ev = { .event_id = w->event_id };
+        struct kfd_ioctl_wait_events_args a = { .events_ptr = (uintptr_t) &ev, .num_events = 1,
+                                                .timeout = UINT32_MAX };
+
+        w->r = kioctl(w->c, AMDKFD_IOC_WAIT_EVENTS, &a);
+        return NULL;
+}
+
+/* The client's KFD process shares the daemon's KFD context in it, and must
+ * not reach beyond it: not the daemon's render file (its DRM calls), not the
+ * daemon's queues in that context (the queue calls past the relay), not
+ * another GPU. And when the client goes while a thread of its sleeps in
+ * WAIT_EVENTS for ever, the process still ends: its files are let go. */
+Test(kfd_relay, the_daemons_files_and_queues_are_out_of_the_clients_reach) {
+        struct kfd_ioctl_get_version_args v = {};
+        union drm_amdgpu_gem_create gem = { .in = { .bo_size = 4096, .domains = AMDGPU_GEM_DOMAIN_GTT } };
+        struct kfd_ioctl_get_queue_wave_state_args ws = {};
+        struct kfd_ioctl_create_event_args ce = { .event_type = KFD_IOC_EVENT_SIGNAL, .auto_reset = 1 };
+        struct kfd_ioctl_set_scratch_backing_va_args sc = { .va_addr = 0x7f0000000000ULL };
+        Relayed a = {};
+        Waiter w = { .c = &a };
+        pthread_t t;
+        int base;
+
+        test_daemon_start(&d, NULL);
+        base = test_daemon_count_fds(&d);
+        relayed_open(&a, 0);
+        acquire(&a);
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        if (v.minor_version >= KFD_MINOR_CREATE_PROCESS) {
+                cr_expect_eq(a.ops->ioctl(a.ops->userdata, a.render, DRM_IOCTL_AMDGPU_GEM_CREATE, &gem), -EACCES,
+                             "a DRM call on the daemon's render file");
+                for (uint32_t q = 0; q < 4; q++) {
+                        ws.queue_id = q;
+                        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_QUEUE_WAVE_STATE, &ws), -EINVAL,
+                                     "the wave state of queue %u (the daemon's queues are in this context)", q);
+                }
+                sc.gpu_id = a.gpu_id + 1;
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &sc), -EINVAL, "another gpu_id");
+        }
+        /* The relay still serves it. */
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, &ce), 0);
+        w.event_id = ce.event_id;
+        cr_assert_eq(pthread_create(&t, NULL, wait_forever, &w), 0);
+        usleep(300 * 1000);
+        /* The session ends under the sleeping thread: the daemon ends the
+         * KFD process, the wait returns, and every file of it goes. */
+        kfdb_session_free(a.s);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 20;
+        cr_assert_eq(pthread_timedjoin_np(t, NULL, &until), 0, "the wait did not end with the session");
+        cr_expect(w.r < 0, "the wait ended with an error (%d)", w.r);
+        sim_remote_ops_free(a.ops);
+        for (int i = 0; i < 500 && test_daemon_count_fds(&d) > base; i++)
+                usleep(10 * 1000);
+        cr_expect_leq(test_daemon_count_fds(&d), base, "the KFD process's files are gone");
 }
