@@ -92,11 +92,13 @@ typedef struct ContextPoolOptions {
          * serves each worker over such a connection (sim-remote). */
         int (*worker_device)(void *userdata, int *ret_fd);
         void *worker_userdata;
-        /* A new KFD process for a relayed client (context_pool_kfd_relay_begin),
+        /* Where the KFD has no secondary contexts (before uapi 1.19): the
+         * simulator's stand-in for a relayed client's KFD process
+         * (context_pool_kfd_relay_begin), a simulated process of its own,
          * served with hooks (sim-remote.h), or NULL where the device has
-         * none to give (the real kernel, in this version); it sees only the
-         * GPU gpu_id, the pool's. *ret_ops gets the process's own KfdOps,
-         * valid until the hooks' release(). worker_userdata. */
+         * none to give (the kernel: such a kernel is refused). It sees only
+         * the GPU gpu_id, the pool's. *ret_ops gets the process's own
+         * KfdOps, valid until the hooks' release(). worker_userdata. */
         int (*relay_device)(void *userdata, uint32_t gpu_id, const SimRemoteHooks *hooks, void *hooks_userdata,
                             int *ret_fd, const KfdOps **ret_ops);
         uint32_t worker_uid, worker_gid; /* a root daemon's workers switch to these */
@@ -153,8 +155,8 @@ unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive
  * never brought up again (context_ensure(): -ENODEV). Returns 0; -EACCES
  * where the daemon has no client contexts (--contexts=shared, or no
  * mechanism works); -EBUSY when --max-contexts contexts are up; -EOPNOTSUPP
- * where the device cannot serve one (in this version only the simulated GPU
- * can); -EDQUOT when the context's memory does not fit @payer; other errors
+ * where the KFD has no secondary contexts (before uapi 1.19) and no
+ * relay_device stands in; -EDQUOT when the context's memory does not fit @payer; other errors
  * from making the connection or the context. Undo with
  * context_kfd_relay_end() and context_release() on the slot, then
  * context_pool_kfd_relay_end().

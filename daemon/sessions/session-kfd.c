@@ -3,15 +3,16 @@
  * OpenKfd: the session of a process that runs unmodified ROCm through
  * libkfdbroker-kfd.so (docs/rocm.md) gets a KFD process of its own and the
  * KFD topology as this session may see it: the CPU and the daemon's GPU,
- * no other (the process sees no other GPU either: SimMm.visible_gpu_id). The KFD process is reached over a
- * SOCK_SEQPACKET socket that speaks sim-remote's wire
- * (daemon/sim/sim-remote-protocol.h): the interposer's ioctls, mmaps and
- * closes run there, each checked as the kernel checks it by the simulator's
- * own ioctl code on that process alone, so a hostile argument gets the
- * kernel's errno and touches no other client. One per session; the session
- * keeps a copy of the daemon's end and shuts it down when it ends, which ends
- * the KFD process (its memory, events and queues) even if the client still
- * holds its end.
+ * no other. The KFD process — a secondary KFD context of the daemon's
+ * (context-kfd-process.c), or the simulator's stand-in on a KFD without
+ * them — is reached over a SOCK_SEQPACKET socket that speaks sim-remote's
+ * wire (daemon/sim/sim-remote-protocol.h): the interposer's ioctls, mmaps and
+ * closes run there, each checked by the relay's hooks (kfd-relay.c) and then
+ * by the kernel's own checks on that context alone, so a hostile argument
+ * gets the kernel's errno and touches no other client. One per session; the
+ * session keeps a copy of the daemon's end and shuts it down when it ends,
+ * which ends the KFD process (its memory, events and queues) even if the
+ * client still holds its end.
  */
 #include <dirent.h>
 #include <errno.h>
