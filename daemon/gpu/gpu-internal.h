@@ -27,6 +27,14 @@
         (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT |                  \
          KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |             \
          KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE)
+/* What the engines and the waves only read (a queue's ring and write
+ * pointer, the kernel arguments, dispatch packets and amd_queue_t the daemon
+ * writes from the CPU): mapped readable only in the GPU VM (without
+ * WRITABLE, amdgpu_amdkfd_gpuvm.c get_pte_flags), so that a client's kernel
+ * in the same VM — a relayed ROCm program's, or any client context's —
+ * cannot forge the daemon's packets; its write there is a protection fault
+ * of its own context. The CPU mapping stays writable. */
+#define GPU_BO_FLAGS_INTERNAL_READ_ONLY (GPU_BO_FLAGS_INTERNAL & ~KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
 /* Client GTT buffers: fine-grained (COHERENT) system memory like libhsakmt's
  * fine-grained host allocations, so CPU and SDMA see each other's writes
  * without cache maintenance. */

@@ -278,13 +278,13 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
         r = gpu_context_create_signal_event(c, &q->ack_event);
         if (r < 0)
                 return r;
-        r = gpu_buffer_alloc_internal(c, ring_size, GPU_BO_FLAGS_INTERNAL, true, &q->ring);
+        r = gpu_buffer_alloc_internal(c, ring_size, GPU_BO_FLAGS_INTERNAL_READ_ONLY, true, &q->ring);
         if (r < 0)
                 return r;
         r = gpu_buffer_alloc_internal(c, PAGE_SIZE_4K, GPU_BO_FLAGS_INTERNAL, true, &q->rptr_bo);
         if (r < 0)
                 return r;
-        r = gpu_buffer_alloc_internal(c, PAGE_SIZE_4K, GPU_BO_FLAGS_INTERNAL, true, &q->wptr_bo);
+        r = gpu_buffer_alloc_internal(c, PAGE_SIZE_4K, GPU_BO_FLAGS_INTERNAL_READ_ONLY, true, &q->wptr_bo);
         if (r < 0)
                 return r;
         if (engine == GPU_ENGINE_COMPUTE) {
@@ -295,8 +295,8 @@ int gpu_queue_setup(GpuContext *c, GpuQueue *q, unsigned index, GpuEngine engine
                 r = gpu_buffer_alloc_gpu_only(c, c->queue_sizes.cwsr_bo_size, &q->cwsr);
                 if (r < 0)
                         return r;
-                r = gpu_buffer_alloc_internal(c, GPU_KERNARG_BO_SIZE(q->max_inflight), GPU_BO_FLAGS_INTERNAL, true,
-                                              &q->kernargs);
+                r = gpu_buffer_alloc_internal(c, GPU_KERNARG_BO_SIZE(q->max_inflight), GPU_BO_FLAGS_INTERNAL_READ_ONLY,
+                                              true, &q->kernargs);
                 if (r < 0)
                         return r;
                 fill_amd_queue(c, q);

@@ -318,7 +318,7 @@ static ExecResult exec_write_data(SimQueue *q, const SimPm4Packet *pk, Failure *
                         q->cp->sh[reg - SIM_SH_REG_START + (w->one_addr ? 0 : i)] = w->data[i];
                 return EXEC_DONE;
         }
-        if (sim_vm_access(q->process, w->addr, w->one_addr ? 4 : (uint64_t) w->n * 4, &dst, &f->fault_va) < 0)
+        if (sim_vm_access_write(q->process, w->addr, w->one_addr ? 4 : (uint64_t) w->n * 4, &dst, &f->fault_va) < 0)
                 return EXEC_FAULT;
         for (uint32_t i = 0; i < w->n; i++)
                 __atomic_store_n((uint32_t *) (void *) (dst + (w->one_addr ? 0 : 4 * i)), w->data[i], __ATOMIC_RELEASE);
@@ -348,13 +348,13 @@ static ExecResult exec_release_mem(SimQueue *q, const SimPm4Packet *pk, Failure 
 
         switch (m->data_sel) {
         case SIM_RELEASE_MEM_DATA_32:
-                if (sim_vm_access(q->process, m->addr, 4, &dst, &f->fault_va) < 0)
+                if (sim_vm_access_write(q->process, m->addr, 4, &dst, &f->fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint32_t *) (void *) dst, (uint32_t) m->data, __ATOMIC_RELEASE);
                 break;
         case SIM_RELEASE_MEM_DATA_64:
         case SIM_RELEASE_MEM_DATA_GPU_CLOCK:
-                if (sim_vm_access(q->process, m->addr, 8, &dst, &f->fault_va) < 0)
+                if (sim_vm_access_write(q->process, m->addr, 8, &dst, &f->fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint64_t *) (void *) dst,
                                  m->data_sel == SIM_RELEASE_MEM_DATA_64 ? m->data : sim_gpu_clock_counter(),
@@ -452,7 +452,7 @@ static ExecResult exec_copy_data(SimQueue *q, const SimPm4Packet *pk, Failure *f
         case 1:
         case SIM_COPY_DATA_DST_TC_L2:
         case SIM_COPY_DATA_DST_MEM:
-                if (sim_vm_access(q->process, c->dst, bytes, &host, &f->fault_va) < 0)
+                if (sim_vm_access_write(q->process, c->dst, bytes, &host, &f->fault_va) < 0)
                         return EXEC_FAULT;
                 if (c->count_64)
                         __atomic_store_n((uint64_t *) (void *) host, value, __ATOMIC_RELEASE);
@@ -470,7 +470,7 @@ static ExecResult exec_dma_data(SimQueue *q, const SimPm4Packet *pk, Failure *f)
 
         if (m->src_sel == 1 || m->dst_sel == 1)
                 return failf(f, "DMA_DATA: GDS is not modelled");
-        if (sim_vm_access(q->process, m->dst, m->byte_count, &dst, &f->fault_va) < 0)
+        if (sim_vm_access_write(q->process, m->dst, m->byte_count, &dst, &f->fault_va) < 0)
                 return EXEC_FAULT;
         if (m->src_sel == 2) {
                 uint32_t v = (uint32_t) m->src;
@@ -559,6 +559,10 @@ static int translate(DispatchMemory *m, uint64_t va, uint64_t len, bool write, b
         int r;
 
         r = sim_vm_snapshot_find(&m->snap, va, len, &e, &fault_va);
+        /* A store to a page mapped read-only is a protection fault, to the
+         * dummy page as any other (sim_vm_access_write()). */
+        if (r >= 0 && write && !e->writable)
+                r = -EFAULT;
         if (r == -EFAULT && m->dummy && !code)
                 return dispatch_fault_to_dummy(m, va, len, ret_host);
         if (r < 0)

@@ -320,8 +320,13 @@ void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bit
 
 /* lookup_events_by_type_and_signal() for kfd_signal_vm_fault_event. */
 void sim_events_memory_fault(SimProcess *p, uint64_t va) {
+        /* kfd_signal_vm_fault_event: NotPresent for a page that is not
+         * there, ReadOnly for a write to one that is (the only protection
+         * fault the simulator models, sim_vm_access_write()). */
+        bool read_only = sim_vm_read_only(p, va);
         struct kfd_hsa_memory_exception_data data = {
-                .failure.NotPresent = 1,
+                .failure.NotPresent = !read_only,
+                .failure.ReadOnly = read_only,
                 .va = va,
                 .gpu_id = p->gpu ? p->gpu->gpu_id : p->device->gpu.gpu_id,
         };

@@ -286,8 +286,24 @@ int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, 
         return 0;
 }
 
-int sim_vm_access_bulk_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
+int sim_vm_access_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
         int r = sim_vm_access(p, va, len, ret_host, ret_fault_va);
+
+        if (r >= 0 && sim_vm_read_only(p, va)) {
+                *ret_fault_va = va;
+                return -EFAULT;
+        }
+        return r;
+}
+
+bool sim_vm_read_only(SimProcess *p, uint64_t va) {
+        SimMem *m = sim_vm_lookup(p, va);
+
+        return m && !(m->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE);
+}
+
+int sim_vm_access_bulk_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
+        int r = sim_vm_access_write(p, va, len, ret_host, ret_fault_va);
 
         if (r >= 0)
                 sim_bo_populate(sim_vm_lookup(p, va)->bo);
@@ -314,7 +330,8 @@ int sim_vm_snapshot_new(SimProcess *p, SimVmSnapshot *ret) {
                 SimMem *m = p->mems[i];
                 if (!m || !m->mapped)
                         continue;
-                e[n++] = (SimVmEntry) { .va = m->va, .size = m->size, .host = m->bo->host, .bo = sim_bo_ref(m->bo) };
+                e[n++] = (SimVmEntry) { .va = m->va, .size = m->size, .host = m->bo->host, .bo = sim_bo_ref(m->bo),
+                                        .writable = m->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE };
         }
         /* Mapped ranges never overlap (sim_memory_map refuses it), so the
          * sorted array has at most one candidate for any address. */

@@ -88,8 +88,19 @@ SimMem *sim_vm_lookup(SimProcess *p, uint64_t va);
  * is not covered in *ret_fault_va.
  */
 int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
-/* sim_vm_access() for a bulk engine write (copy or fill destination): backs the
- * BO's pages first (sim_bo_populate). */
+/*
+ * sim_vm_access() for an engine write: the mapping must also be writable. A
+ * BO allocated without KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE is mapped readable
+ * only (amdgpu_amdkfd_gpuvm.c get_pte_flags: AMDGPU_VM_PAGE_READABLE always,
+ * AMDGPU_VM_PAGE_WRITEABLE with the flag), and a write to it is a protection
+ * fault: -EFAULT with va in *ret_fault_va.
+ */
+int sim_vm_access_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
+/* Whether the mapping holding va is present but read-only (what a fault at va
+ * then was: a write to it; sim_events_memory_fault). */
+bool sim_vm_read_only(SimProcess *p, uint64_t va);
+/* sim_vm_access_write() for a bulk engine write (copy or fill destination):
+ * backs the BO's pages first (sim_bo_populate). */
 int sim_vm_access_bulk_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
 
 /*
@@ -105,6 +116,7 @@ typedef struct SimVmEntry {
         uint64_t va, size;
         uint8_t *host;
         SimBo *bo;              /* reference held */
+        bool writable;          /* KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE (sim_vm_access_write()) */
 } SimVmEntry;
 
 typedef struct SimVmSnapshot {

@@ -272,7 +272,7 @@ static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *faul
                         uint64_t d = rect_row_va(r->dst, r->dst_x, r->dst_y + y, r->dst_z + z, r->element,
                                                  r->dst_pitch, r->dst_slice);
                         if (sim_vm_access(p, s, row, &host, fault_va) < 0 ||
-                            sim_vm_access(p, d, row, &host, fault_va) < 0)
+                            sim_vm_access_write(p, d, row, &host, fault_va) < 0)
                                 return EXEC_FAULT;
                         const uint8_t *src = gpu_view(p, s, row, false, false, &sbo, &soff);
                         uint8_t *dst = gpu_view(p, d, row, true, false, &dbo, &doff);
@@ -330,7 +330,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 return exec_atomic(q, pk, fault_va);
 
         case SDMA_OP_WRITE:
-                if (sim_vm_access(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
+                if (sim_vm_access_write(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
                         return EXEC_FAULT;
                 dst = gpu_view(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, true, false, &bo, &off);
                 memcpy(dst, pk->write.data, (size_t) pk->write.n_data * 4);
@@ -340,7 +340,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 return move(q, pk, pk->fill.dst, 0, pk->fill.bytes, fault_va);
 
         case SDMA_OP_FENCE:
-                if (sim_vm_access(p, pk->fence.addr, 4, &dst, fault_va) < 0)
+                if (sim_vm_access_write(p, pk->fence.addr, 4, &dst, fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint32_t *) (void *) dst, pk->fence.data, __ATOMIC_RELEASE);
                 return EXEC_DONE;
@@ -351,7 +351,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 return EXEC_DONE;
 
         case SDMA_OP_TIMESTAMP:
-                if (sim_vm_access(p, pk->timestamp.addr, 8, &dst, fault_va) < 0)
+                if (sim_vm_access_write(p, pk->timestamp.addr, 8, &dst, fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint64_t *) (void *) dst, sim_gpu_clock_counter(), __ATOMIC_RELEASE);
                 return EXEC_DONE;

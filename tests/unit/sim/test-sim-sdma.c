@@ -869,3 +869,44 @@ Test(sim_sdma, copy_linear_rect_bad_packets) {
         cr_expect_eq(((uint8_t *) m.cpu)[4096 + 3 * 1024 + 16], 0u, "and only the rectangle");
         t_close(&r.c, true);
 }
+
+/* A BO allocated without WRITABLE is mapped readable only
+ * (amdgpu_amdkfd_gpuvm.c get_pte_flags): an engine reads it, and a write to
+ * it is a protection fault reported as such (kfd_signal_vm_fault_event:
+ * ReadOnly, not NotPresent) — what keeps a client's kernel from forging the
+ * daemon's rings in the VM they share (gpu-internal.h). */
+Test(sim_sdma, a_write_to_a_read_only_mapping_is_a_protection_fault) {
+        Rig r;
+        SimDevice *dev;
+        SimOptions o = { .fault_order = SIM_FAULT_ORDER_EVENT_FIRST };
+        cr_assert_eq(sim_device_new(&o, &dev), 0);
+        rig_open(&r, dev, 4096);
+        TestBo dst = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo fence = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo ro = {};
+        uint64_t va = t_reserve_va(4096);
+        void *addr = NULL;
+
+        cr_assert_eq(t_alloc_raw(&r.c, va, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC, &ro), 0);
+        cr_assert_eq(t_map(&r.c, ro.handle), 0);
+        cr_assert_eq(r.c.ops->mmap(r.c.ops->userdata, (void *) (uintptr_t) va, 4096, PROT_READ | PROT_WRITE,
+                                   MAP_SHARED | MAP_FIXED, r.c.render, ro.mmap_offset, &addr), 0);
+        ((uint32_t *) addr)[0] = 0xC0FFEEu; /* the CPU mapping is writable */
+
+        uint32_t read[] = { PKT_COPY(dst.va, va, 4), PKT_FENCE(fence.va, 1) };
+        rig_submit_and_wait(&r, read, ELEMENTSOF(read));
+        cr_expect_eq(((uint32_t *) dst.cpu)[0], 0xC0FFEEu, "the engine reads it");
+
+        uint32_t bad[] = { PKT_FENCE(va + 8, 7), PKT_SIGNAL(r.page.va, r.done) };
+        t_submit(&r.q, bad, ELEMENTSOF(bad));
+        struct kfd_event_data ev[2] = { { .event_id = r.done }, { .event_id = r.mem_ev } };
+        kfd_event_data_set_age(&ev[0], 2);
+        uint32_t res;
+        cr_assert_eq(t_wait(&r.c, ev, 2, false, 5000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+        cr_expect_eq(ev[1].memory_exception_data.va, va);
+        cr_expect_eq(ev[1].memory_exception_data.failure.ReadOnly, 1u, "a write to a read-only page");
+        cr_expect_eq(ev[1].memory_exception_data.failure.NotPresent, 0u, "the page is there");
+        cr_expect_eq(((uint32_t *) addr)[2], 0u, "nothing was written");
+        t_close(&r.c, true);
+}
