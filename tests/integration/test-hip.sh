@@ -25,46 +25,15 @@
 set -u
 
 daemon=$1 run=$2 ctl=$3 hipdir=$4
-pass=0 fail=0
-ok() { echo "ok - $1"; pass=$((pass + 1)); }
-not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
-finish() {
-        echo "$pass passed, $fail failed"
-        [[ $fail == 0 ]] || exit 1
-        exit "${1:-0}"
-}
+# shellcheck source=daemon-lib.sh
+source "$(dirname "$0")/daemon-lib.sh"
 
 if [[ ! -x $hipdir/hip-checks ]]; then
         echo "SKIP: the HIP test programs were not built (apt-get install hipcc libamdhip64-dev, then reconfigure)"
         exit 77
 fi
 
-tmp=$(mktemp -d /tmp/kfdbroker-hip.XXXXXX)
-chmod 755 "$tmp"
-mkdir "$tmp/policy"
-dpid=
-stop() {
-        if [[ -n $dpid ]]; then
-                kill "$dpid" 2>/dev/null
-                wait "$dpid" 2>/dev/null
-        fi
-        dpid=
-}
-trap 'stop; rm -rf "$tmp"' EXIT
-
-start() { # start [DAEMON ARGS...]
-        stop
-        rm -f "$tmp/sock"
-        "$daemon" --no-config --device=sim --listen="$tmp/sock" --policy-dir="$tmp/policy" "$@" \
-                >"$tmp/daemon.log" 2>&1 &
-        dpid=$!
-        for _ in $(seq 200); do
-                [[ -S $tmp/sock ]] && return 0
-                sleep 0.05
-        done
-        not_ok "kfdbrokerd did not come up: $(cat "$tmp/daemon.log")"
-        return 1
-}
+daemon_test_init hip
 
 policy() { # policy TEXT: the one policy file ("" for none), then reload
         rm -f "$tmp/policy/"*.conf

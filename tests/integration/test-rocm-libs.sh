@@ -22,47 +22,17 @@
 set -u
 
 daemon=$1 run=$2 ctl=$3 hipdir=$4
-pass=0 fail=0 ran=0
-ok() { echo "ok - $1"; pass=$((pass + 1)); }
-not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
-finish() {
-        echo "$pass passed, $fail failed"
-        [[ $fail == 0 ]] || exit 1
-        exit "${1:-0}"
-}
+# shellcheck source=daemon-lib.sh
+source "$(dirname "$0")/daemon-lib.sh"
+ran=0
 
-tmp=$(mktemp -d /tmp/kfdbroker-rocm-libs.XXXXXX)
-mkdir "$tmp/policy"
+daemon_test_init rocm-libs
 # A kernel meeting an instruction the interpreter lacks stops its queue and
 # completes never (docs/simulator.md): the timeout ends it, and the program
 # fails, instead of hanging until the test's own timeout. XORWOW's seeding,
 # the longest dispatch here, takes about 30 s on the simulator (the limit
 # leaves room for a busy machine).
 printf '[Limits]\nDispatchTimeout=240s\n' >"$tmp/policy/50-rocm-libs.conf"
-dpid=
-stop() {
-        if [[ -n $dpid ]]; then
-                kill "$dpid" 2>/dev/null
-                wait "$dpid" 2>/dev/null
-        fi
-        dpid=
-}
-trap 'stop; rm -rf "$tmp"' EXIT
-
-start() { # start [DAEMON ARGS...]
-        stop
-        rm -f "$tmp/sock"
-        "$daemon" --no-config --device=sim --listen="$tmp/sock" --policy-dir="$tmp/policy" "$@" \
-                >"$tmp/daemon.log" 2>&1 &
-        dpid=$!
-        for _ in $(seq 200); do
-                [[ -S $tmp/sock ]] && return 0
-                sleep 0.05
-        done
-        not_ok "kfdbrokerd did not come up: $(cat "$tmp/daemon.log")"
-        return 1
-}
-
 jobs_line() { # the daemon's "jobs:" status line
         "$ctl" --socket "$tmp/sock" status 2>&1 | sed -n 's/^jobs: *//p'
 }

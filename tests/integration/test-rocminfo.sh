@@ -15,36 +15,9 @@
 set -u
 
 daemon=$1 run=$2 probe=$3
-pass=0 fail=0
-ok() { echo "ok - $1"; pass=$((pass + 1)); }
-not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
-
-
-tmp=$(mktemp -d /tmp/kfdbroker-rocminfo.XXXXXX)
-chmod 755 "$tmp"
-mkdir "$tmp/policy"
-dpid=
-stop() {
-        if [[ -n $dpid ]]; then
-                kill "$dpid" 2>/dev/null
-                wait "$dpid" 2>/dev/null
-        fi
-        dpid=
-}
-trap 'stop; rm -rf "$tmp"' EXIT
-
-start() { # start [DAEMON ARGS...]
-        stop
-        rm -f "$tmp/sock"
-        "$daemon" --device=sim --listen="$tmp/sock" --policy-dir="$tmp/policy" "$@" >"$tmp/daemon.log" 2>&1 &
-        dpid=$!
-        for _ in $(seq 200); do
-                [[ -S $tmp/sock ]] && return 0
-                sleep 0.05
-        done
-        not_ok "kfdbrokerd did not come up: $(cat "$tmp/daemon.log")"
-        return 1
-}
+# shellcheck source=daemon-lib.sh
+source "$(dirname "$0")/daemon-lib.sh"
+daemon_test_init rocminfo
 
 check_output() { # check_output WHAT RC OUTFILE
         local what=$1 rc=$2 out=$3
