@@ -13,8 +13,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,13 +30,13 @@
 /* Starts kfdbrokerd --device=sim --listen sock (the binary from $KFDBROKERD,
  * else build_path) at log level log_level, with the options of extra_args
  * (NULL-terminated; NULL: none), running child_setup() (NULL: nothing) in
- * the child before the exec, and waits up to 4 s for its socket.
- * Returns its pid, or -1 when the socket did not appear. The daemon gets
+ * the child before the exec, and waits up to 4 s until its socket takes a
+ * connection. Returns its pid, or -1 when it did not. The daemon gets
  * SIGTERM when the benchmark ends without stopping it (a failure that exits
  * at once leaves no daemon behind). */
 static inline pid_t bench_start_daemon(const char *build_path, const char *sock, const char *log_level,
                                        const char *const *extra_args, void (*child_setup)(void)) {
-        const char *bin = getenv("KFDBROKERD"), *argv[16];
+        const char *bin = getenv("KFDBROKERD"), *argv[24];
         char level[32];
         size_t n = 0;
         pid_t pid;
@@ -50,6 +53,7 @@ static inline pid_t bench_start_daemon(const char *build_path, const char *sock,
                         child_setup();
                 snprintf(level, sizeof(level), "--log-level=%s", log_level);
                 argv[n++] = bin;
+                argv[n++] = "--no-config";
                 argv[n++] = "--device=sim";
                 argv[n++] = "--listen";
                 argv[n++] = sock;
@@ -61,8 +65,19 @@ static inline pid_t bench_start_daemon(const char *build_path, const char *sock,
                 execv(bin, (char *const *) argv);
                 _exit(127);
         }
+        /* Listening, not only bound: a connection is taken (the file
+         * exists between bind() and listen()). */
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(sock) >= sizeof sa.sun_path)
+                return -1;
+        memcpy(sa.sun_path, sock, strlen(sock) + 1);
         for (int i = 0; pid > 0 && i < 400; i++) {
-                if (access(sock, F_OK) == 0)
+                int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                bool up = fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0;
+
+                if (fd >= 0)
+                        close(fd);
+                if (up)
                         return pid;
                 usleep(10000);
         }
