@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include "contexts/context-kfd-process.h"
 #include "contexts/context.h"
 #include "sim/sim-remote.h"
 
@@ -33,6 +34,10 @@ struct Context {
         bool kfd_process;
         void (*kfd_dropped)(void *userdata); /* context_on_kfd_drop() */
         void *kfd_dropped_userdata;
+        /* Its proxy worker (where the kernel has no secondary contexts),
+         * reaped when the slot's incarnation ends; -1 for none. */
+        pid_t kfd_worker_pid;
+        int kfd_worker_pidfd;
 
         /* The current incarnation: a GPU context of this process, or a
          * worker process's (context-worker.c). */
@@ -114,26 +119,12 @@ void context_pool_unlink(ContextPool *p, Context *c);
  * incarnations of slots no session uses and with nothing in flight. */
 void context_pool_schedule_reap(ContextPool *p);
 
-/* context-kfd-process.c: a relayed client's KFD process, a secondary KFD
- * context of the daemon's. */
-typedef struct KfdProcess KfdProcess;
-/* Opens it through base (open_kfd, CREATE_PROCESS: -EOPNOTSUPP before KFD
- * 1.19; a render file of renderD<render_minor>); the client sees the GPU
- * gpu_id alone. err says what failed. The caller's reference goes to the
- * server with kfd_process_served(). */
-int kfd_process_new(const KfdOps *base, uint32_t gpu_id, unsigned render_minor, KfdProcess **ret, char *err,
-                    size_t errlen);
-/* The table for the daemon's own GPU context in the process. */
-const KfdOps *kfd_process_daemon_ops(KfdProcess *p);
-/* The process as sim_remote_serve_process() serves it; its free() drops the
- * caller's reference. */
-SimRemoteProcess kfd_process_served(KfdProcess *p);
-
 /* context-worker-process.c: worker processes as processes. */
 /* Starts `kfdbrokerd --worker` with its control socket (*ret_sock, the
  * daemon's end, non-blocking) and the device's connection, and sends it its
  * setup with a relay page of the device context (*ret_relay). */
-int worker_process_spawn(ContextPool *p, uint64_t context_id, pid_t *ret_pid, int *ret_pidfd, int *ret_sock,
+int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, pid_t *ret_pid, int *ret_pidfd,
+                         int *ret_sock,
                          GpuBuffer **ret_relay, char *err, size_t errlen);
 /* At start: whether a worker comes up here, and how long it takes. Blocks. */
 int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t errlen);

@@ -15,12 +15,22 @@
  *    call it does not allow), only the calls of an allowlist (others
  *    -EINVAL; the queue calls name queues the relay answers for, and the
  *    daemon's own queues are in this context; numbers past the last one
- *    known here -ENOTTY, as past the table of a kernel that speaks 1.19),
+ *    known here get what the kernel answers past its table),
  *    only the GPU the session may use (another gpu_id is -EINVAL, as a
  *    GPU the process has no device data for; the apertures list it alone),
  *    never USERPTR (-EOPNOTSUPP, as a secondary context answers it), and an
  *    mmap of the render file is a dma-buf export of the buffer it falls in,
  *    never the file itself.
+ *
+ * Where the kernel has no secondary contexts (before 1.19), the process is
+ * a proxy worker's (worker.c, WORKER_SETUP_KFD_PROXY): base is then a
+ * sim-remote client whose calls the worker makes on its own primary KFD
+ * context, which it serves with this same code in the TRUSTED flavour —
+ * every call passes (the daemon is its only client), and its doorbell page
+ * is a shadow page of ours (a process cannot map another's doorbells),
+ * each slot copied to the real page at doorbell_written(), the daemon's
+ * GPU layer calling it after every doorbell store. Mapping the client's
+ * buffers takes EXPORT_DMABUF (KFD 1.12) either way.
  *
  * The files live as long as anything uses them: the daemon's view while its
  * GPU context has them open, the server until its end. So the daemon's
@@ -42,7 +52,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "contexts/context-internal.h"
+#include "contexts/context-kfd-process.h"
 #include "kfd/kfd-uapi.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -55,6 +65,14 @@ typedef struct KfdProcessBo {
         uint64_t handle, mmap_offset, size;
 } KfdProcessBo;
 
+/* A queue made through the process, for its doorbell slot (TRUSTED). */
+typedef struct KfdProcessQueue {
+        uint32_t queue_id;
+        uint32_t slot;           /* its doorbell's byte offset in the slice */
+} KfdProcessQueue;
+
+#define MAX_QUEUES 64u
+
 typedef struct KfdProcessView {
         KfdOps ops;              /* userdata = this view */
         KfdProcess *proc;
@@ -65,9 +83,18 @@ struct KfdProcess {
         pthread_mutex_t lock;
         unsigned n_ref;          /* the creator's (then the server's), and the daemon view's while it has files */
         const KfdOps *base;
+        void (*base_free)(const KfdOps *base);
+        unsigned flags;          /* KFD_PROCESS_* */
         int kfd_fd, render_fd;
+        int placeholder_fd;      /* what stands for a file in the client (dup_file()) */
+        /* TRUSTED: the shadow doorbell slice the daemon maps and writes, and
+         * the real one (mapped at the daemon's first doorbell mmap). */
+        int shadow_fd;
+        volatile uint64_t *shadow, *doorbells;
+        KfdProcessQueue queues[MAX_QUEUES];
         unsigned render_minor;
         uint32_t gpu_id;         /* the one GPU the client sees */
+        uint32_t kfd_minor;      /* the KFD's uapi minor (GET_VERSION) */
         bool killed;
         KfdProcessBo *bos;       /* the client's buffers, for its mmaps */
         size_t n_bos, cap_bos;
@@ -85,10 +112,18 @@ static void kfd_process_unref(KfdProcess *p) {
         if (n > 0)
                 return;
         /* Its last file: the kernel tears the secondary context down. */
+        if (p->doorbells)
+                (void) p->base->munmap(p->base->userdata, (void *) p->doorbells, KFD_DOORBELL_SLICE_SIZE);
         if (p->render_fd >= 0)
                 p->base->close(p->base->userdata, p->render_fd);
         if (p->kfd_fd >= 0)
                 p->base->close(p->base->userdata, p->kfd_fd);
+        if (p->base_free)
+                p->base_free(p->base);
+        if (p->shadow)
+                (void) munmap((void *) p->shadow, KFD_DOORBELL_SLICE_SIZE);
+        safe_close(p->shadow_fd);
+        safe_close(p->placeholder_fd);
         free(p->bos);
         pthread_mutex_destroy(&p->lock);
         free(p);
@@ -201,7 +236,23 @@ static void view_doorbell_written(void *userdata, int kfd_fd, uint32_t queue_id)
         KfdProcessView *v = userdata;
         KfdProcess *p = v->proc;
 
-        if (kfd_fd == p->kfd_fd && p->base->doorbell_written)
+        if (kfd_fd != p->kfd_fd)
+                return;
+        /* TRUSTED: the daemon stored to the shadow slot; the store reaches
+         * the real doorbell here (a 64-bit store, as the GPU layer's). */
+        if (v == &p->served && (p->flags & KFD_PROCESS_TRUSTED)) {
+                uint32_t slot = 0;
+                pthread_mutex_lock(&p->lock);
+                for (unsigned i = 0; i < MAX_QUEUES && !slot; i++)
+                        if (p->queues[i].slot != 0 && p->queues[i].queue_id == queue_id)
+                                slot = p->queues[i].slot;
+                pthread_mutex_unlock(&p->lock);
+                if (!slot || !p->doorbells || slot - 1 + 8 > KFD_DOORBELL_SLICE_SIZE)
+                        return;
+                uint64_t value = __atomic_load_n(&p->shadow[(slot - 1) / 8], __ATOMIC_ACQUIRE);
+                __atomic_store_n(&p->doorbells[(slot - 1) / 8], value, __ATOMIC_RELEASE);
+        }
+        if (p->base->doorbell_written)
                 p->base->doorbell_written(p->base->userdata, kfd_fd, queue_id);
 }
 
@@ -390,6 +441,59 @@ static void bo_remove(KfdProcess *p, uint64_t handle) {
         pthread_mutex_unlock(&p->lock);
 }
 
+/* TRUSTED: the daemon's calls, all of them; what the doorbells need is
+ * noted, and the client's buffers for their mmaps. */
+static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg) {
+        int r;
+
+        if (fd == p->kfd_fd && is_kfd_call(request) && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS) && arg &&
+            _IOC_SIZE(request) >= sizeof(struct kfd_ioctl_wait_events_args))
+                return served_wait(p, request, arg);
+        r = p->base->ioctl(p->base->userdata, fd, request, arg);
+        if (r < 0 || fd != p->kfd_fd || !is_kfd_call(request) || !arg)
+                return r;
+        switch (_IOC_NR(request)) {
+        case _IOC_NR(AMDKFD_IOC_CREATE_QUEUE): {
+                const struct kfd_ioctl_create_queue_args *a = arg;
+                if (_IOC_SIZE(request) < sizeof *a)
+                        break;
+                pthread_mutex_lock(&p->lock);
+                for (unsigned i = 0; i < MAX_QUEUES; i++)
+                        if (p->queues[i].slot == 0 && p->queues[i].queue_id == 0) {
+                                /* slot + 1: 0 marks a free entry. */
+                                p->queues[i] = (KfdProcessQueue) {
+                                        .queue_id = a->queue_id,
+                                        .slot = (uint32_t) (a->doorbell_offset & (KFD_DOORBELL_SLICE_SIZE - 1)) + 1 };
+                                break;
+                        }
+                pthread_mutex_unlock(&p->lock);
+                break;
+        }
+        case _IOC_NR(AMDKFD_IOC_DESTROY_QUEUE): {
+                const struct kfd_ioctl_destroy_queue_args *a = arg;
+                if (_IOC_SIZE(request) < sizeof *a)
+                        break;
+                pthread_mutex_lock(&p->lock);
+                for (unsigned i = 0; i < MAX_QUEUES; i++)
+                        if (p->queues[i].slot != 0 && p->queues[i].queue_id == a->queue_id)
+                                p->queues[i] = (KfdProcessQueue) {};
+                pthread_mutex_unlock(&p->lock);
+                break;
+        }
+        case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
+                if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_alloc_memory_of_gpu_args))
+                        bo_add(p, arg);
+                break;
+        case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
+                if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_free_memory_of_gpu_args))
+                        bo_remove(p, ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
+                break;
+        default:
+                break;
+        }
+        return r;
+}
+
 static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         KfdProcessView *v = userdata;
         KfdProcess *p = v->proc;
@@ -397,10 +501,14 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
 
         if (r < 0)
                 return r;
+        if (p->flags & KFD_PROCESS_TRUSTED)
+                return trusted_ioctl(p, fd, request, arg);
         if (fd != p->kfd_fd || !is_kfd_call(request))
                 return fd == p->render_fd ? -EACCES : -ENOTTY;
+        /* Past the table of this kernel: what its kfd_ioctl answers (EINVAL
+         * before 1.19, ENOTTY from then on; sim-device.c), never run. */
         if (_IOC_NR(request) > _IOC_NR(AMDKFD_IOC_CREATE_PROCESS))
-                return -ENOTTY;
+                return p->kfd_minor >= KFD_MINOR_CREATE_PROCESS ? -ENOTTY : -EINVAL;
         if (!served_call_allowed(request)) {
                 log_debug("KFD relay: call 0x%02x of a relayed process refused (not among the calls it may make)",
                           (unsigned) _IOC_NR(request));
@@ -470,7 +578,7 @@ static int served_dup_file(void *userdata, int fd) {
         if (r < 0)
                 return r;
         /* What stands for the file in the client: nothing of the device. */
-        r = memfd_create(fd == p->kfd_fd ? "kfdbroker-kfd" : "kfdbroker-render", MFD_CLOEXEC);
+        r = fcntl(p->placeholder_fd, F_DUPFD_CLOEXEC, 3);
         return r < 0 ? -errno : r;
 }
 
@@ -484,6 +592,30 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
 
         if (r < 0)
                 return r;
+        /* TRUSTED: the doorbell slice is the shadow page (mapping the real
+         * one here the first time). */
+        if ((p->flags & KFD_PROCESS_TRUSTED) && fd == p->kfd_fd &&
+            (offset & KFD_MMAP_TYPE_MASK) == KFD_MMAP_TYPE_DOORBELL) {
+                if (length != KFD_DOORBELL_SLICE_SIZE)
+                        return -EINVAL;
+                pthread_mutex_lock(&p->lock);
+                if (!p->doorbells) {
+                        void *addr = NULL;
+                        r = p->base->mmap(p->base->userdata, NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                                          offset, &addr);
+                        if (r >= 0)
+                                p->doorbells = addr;
+                }
+                pthread_mutex_unlock(&p->lock);
+                if (r < 0)
+                        return r;
+                r = fcntl(p->shadow_fd, F_DUPFD_CLOEXEC, 3);
+                if (r < 0)
+                        return -errno;
+                *ret_fd = r;
+                *ret_offset = 0;
+                return 0;
+        }
         /* The KFD file's own pages (doorbells, the HDP page) are the
          * relay's to answer; nothing else of it is the client's. */
         if (fd != p->render_fd || length == 0)
@@ -540,8 +672,8 @@ static void view_init(KfdProcessView *v, KfdProcess *p, bool served) {
         };
 }
 
-int kfd_process_new(const KfdOps *base, uint32_t gpu_id, unsigned render_minor, KfdProcess **ret, char *err,
-                    size_t errlen) {
+int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsigned flags, uint32_t gpu_id,
+                    unsigned render_minor, KfdProcess **ret, char *err, size_t errlen) {
         struct kfd_ioctl_get_version_args v = {};
         KfdProcess *p;
         int r;
@@ -554,9 +686,34 @@ int kfd_process_new(const KfdOps *base, uint32_t gpu_id, unsigned render_minor, 
         pthread_mutex_init(&p->lock, NULL);
         p->n_ref = 1;
         p->base = base;
+        p->base_free = base_free;
         p->render_minor = render_minor;
         p->gpu_id = gpu_id;
-        p->kfd_fd = p->render_fd = -EBADF;
+        p->flags = flags;
+        p->kfd_fd = p->render_fd = p->shadow_fd = -EBADF;
+        /* Made now: a proxy worker's sandbox has no memfd_create(). */
+        p->placeholder_fd = memfd_create("kfdbroker-kfd-file", MFD_CLOEXEC);
+        if (p->placeholder_fd < 0) {
+                r = -errno;
+                snprintf(err, errlen, "memfd_create: %s", strerror(-r));
+                goto fail;
+        }
+        if (flags & KFD_PROCESS_TRUSTED) {
+                void *shadow;
+                p->shadow_fd = memfd_create("kfdbroker-doorbells", MFD_CLOEXEC);
+                if (p->shadow_fd < 0 || ftruncate(p->shadow_fd, KFD_DOORBELL_SLICE_SIZE) < 0) {
+                        r = -errno;
+                        snprintf(err, errlen, "the doorbell page: %s", strerror(-r));
+                        goto fail;
+                }
+                shadow = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ, MAP_SHARED, p->shadow_fd, 0);
+                if (shadow == MAP_FAILED) {
+                        r = -errno;
+                        snprintf(err, errlen, "the doorbell page: %s", strerror(-r));
+                        goto fail;
+                }
+                p->shadow = shadow;
+        }
         view_init(&p->daemon, p, false);
         view_init(&p->served, p, true);
 
@@ -567,13 +724,19 @@ int kfd_process_new(const KfdOps *base, uint32_t gpu_id, unsigned render_minor, 
                 goto fail;
         }
         r = kfd_ioctl(base, p->kfd_fd, AMDKFD_IOC_GET_VERSION, &v);
-        if (r >= 0 && v.minor_version < KFD_MINOR_CREATE_PROCESS)
+        p->kfd_minor = v.minor_version;
+        if (r >= 0 && (flags & KFD_PROCESS_SECONDARY)) {
+                if (v.minor_version < KFD_MINOR_CREATE_PROCESS)
+                        r = -EOPNOTSUPP;
+                if (r >= 0)
+                        r = kfd_ioctl(base, p->kfd_fd, AMDKFD_IOC_CREATE_PROCESS, NULL);
+        } else if (r >= 0 && v.minor_version < KFD_MINOR_EXPORT_DMABUF)
+                /* The client maps its buffers through dma-buf exports. */
                 r = -EOPNOTSUPP;
-        if (r >= 0)
-                r = kfd_ioctl(base, p->kfd_fd, AMDKFD_IOC_CREATE_PROCESS, NULL);
         if (r < 0) {
-                snprintf(err, errlen, "cannot make a secondary KFD context (KFD %u.%u): %s", v.major_version,
-                         v.minor_version, strerror(-r));
+                snprintf(err, errlen, "cannot make a %s KFD context for it (KFD %u.%u): %s",
+                         (flags & KFD_PROCESS_SECONDARY) ? "secondary" : "mappable", v.major_version, v.minor_version,
+                         strerror(-r));
                 goto fail;
         }
         p->render_fd = base->open_render(base->userdata, render_minor);

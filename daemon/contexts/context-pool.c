@@ -16,9 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +30,7 @@
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/time-util.h"
+#include "worker/worker-proto.h"
 
 #define DEFAULT_MAX_CONTEXTS 64u
 #define DEFAULT_IDLE_TIMEOUT_NS (30ull * 1000000000ull)
@@ -344,19 +348,95 @@ static const GpuContextOptions kfd_process_options = {
         .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
 };
 
-/* The KFD process of a relayed client: a secondary KFD context of the
- * daemon's, served over a new connection (*ret_fd, the client's end), with
- * the daemon's GPU context in it brought up as *ret_gpu. Calls hooks->end()
- * on failure. */
-static int kfd_relay_secondary(ContextPool *p, const GpuContextOptions *o, const SimRemoteHooks *hooks,
-                               void *hooks_userdata, int *ret_fd, GpuContext **ret_gpu, char *err, size_t errlen) {
+/* A proxy worker's answer to its setup: READY, or why not (err). Blocks up
+ * to 10 s for it. */
+static int proxy_ready(int sock, char *err, size_t errlen) {
+        uint64_t buf[WORKER_MSG_MAX / 8];
+        WorkerMsg msg = { .fd = -EBADF };
+        struct pollfd pfd = { .fd = sock, .events = POLLIN };
+        int r;
+
+        r = poll(&pfd, 1, 10000);
+        if (r > 0)
+                r = worker_msg_recv(sock, buf, &msg);
+        else if (r == 0)
+                r = -ETIMEDOUT;
+        else
+                r = -errno;
+        safe_close(msg.fd);
+        if (r >= 0 && msg.type == WORKER_MSG_READY && WORKER_MSG_AS(&msg, WorkerReady))
+                return 0;
+        if (r >= 0 && msg.type == WORKER_MSG_FAILED && WORKER_MSG_AS(&msg, WorkerFailed) &&
+            worker_text_ok(((const WorkerFailed *) msg.payload)->text))
+                snprintf(err, errlen, "its KFD process's worker failed: %s",
+                         ((const WorkerFailed *) msg.payload)->text);
+        else
+                snprintf(err, errlen, "its KFD process's worker did not come up: %s",
+                         strerror(r < 0 ? -r : EIO));
+        return r < 0 ? r : -EIO;
+}
+
+static void remote_ops_free(const KfdOps *ops) {
+        sim_remote_ops_free(ops);
+}
+
+/* Where the kernel has no secondary contexts: a proxy worker process whose
+ * own KFD process is the client's (worker.c, WORKER_SETUP_KFD_PROXY), its
+ * calls made over sim-remote's wire. The worker is the slot's to reap. */
+static int open_proxy_process(ContextPool *p, Context *c, uint32_t gpu_id, KfdProcess **ret, char *err,
+                              size_t errlen) {
+        const GpuDeviceInfo *info = gpu_context_get_info(p->device->gpu);
+        _cleanup_close_ int sock = -EBADF, pidfd = -EBADF;
+        const KfdOps *remote = NULL;
+        GpuBuffer *relay = NULL;
+        pid_t pid;
+        int r;
+
+        if (info->kfd_minor < KFD_MINOR_EXPORT_DMABUF) {
+                snprintf(err, errlen,
+                         "the KFD relay needs dma-buf export (KFD uapi 1.%u) or secondary KFD contexts (1.%u); this "
+                         "kernel's KFD is %u.%u",
+                         KFD_MINOR_EXPORT_DMABUF, KFD_MINOR_CREATE_PROCESS, info->kfd_major, info->kfd_minor);
+                return -EOPNOTSUPP;
+        }
+        r = worker_process_spawn(p, c->id, WORKER_SETUP_KFD_PROXY, &pid, &pidfd, &sock, &relay, err, errlen);
+        if (r < 0)
+                return r;
+        relay = gpu_buffer_unref(relay); /* not used by a proxy */
+        r = proxy_ready(sock, err, errlen);
+        if (r >= 0 && fcntl(sock, F_SETFL, 0) < 0)
+                r = -errno;
+        if (r >= 0) {
+                r = sim_remote_ops_new(TAKE_FD(sock), &remote);
+                if (r < 0)
+                        snprintf(err, errlen, "cannot reach its KFD process's worker: %s", strerror(-r));
+        }
+        if (r < 0) {
+                (void) pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+                worker_process_reap_later(p, pid, TAKE_FD(pidfd), c->id, true);
+                return r;
+        }
+        /* It exits when remote is freed, with the process (base_free). */
+        c->kfd_worker_pid = pid;
+        c->kfd_worker_pidfd = TAKE_FD(pidfd);
+        return kfd_process_new(remote, remote_ops_free, 0, gpu_id, info->drm_render_minor, ret, err, errlen);
+}
+
+/* The KFD process of a relayed client, served over a new connection
+ * (*ret_fd, the client's end), with the daemon's GPU context in it brought
+ * up as *ret_gpu. Calls hooks->end() on failure. */
+static int kfd_relay_process(ContextPool *p, Context *c, const GpuContextOptions *o, const SimRemoteHooks *hooks,
+                             void *hooks_userdata, int *ret_fd, GpuContext **ret_gpu, char *err, size_t errlen) {
         KfdProcess *kp = NULL;
         GpuContext *gpu = NULL;
         SimRemoteProcess served;
         int sv[2], r;
 
-        r = kfd_process_new(p->ops, o->gpu_id, gpu_context_get_info(p->device->gpu)->drm_render_minor, &kp, err,
-                            errlen);
+        if (p->mechanism == CONTEXT_MECHANISM_KERNEL)
+                r = kfd_process_new(p->ops, NULL, KFD_PROCESS_SECONDARY, o->gpu_id,
+                                    gpu_context_get_info(p->device->gpu)->drm_render_minor, &kp, err, errlen);
+        else
+                r = open_proxy_process(p, c, o->gpu_id, &kp, err, errlen);
         if (r < 0)
                 goto refused;
         served = kfd_process_served(kp);
@@ -391,35 +471,6 @@ refused:
         return r;
 }
 
-/* The simulator's stand-in where its KFD has no secondary contexts: a
- * simulated process of its own (relay_device). Calls hooks->end() on
- * failure. */
-static int kfd_relay_sim_process(ContextPool *p, const GpuContextOptions *o, const SimRemoteHooks *hooks,
-                                 void *hooks_userdata, int *ret_fd, GpuContext **ret_gpu, char *err,
-                                 size_t errlen) {
-        const KfdOps *ops = NULL;
-        int fd = -EBADF, r;
-
-        r = p->opts.relay_device(p->opts.worker_userdata, p->opts.device.gpu_id, hooks, hooks_userdata, &fd, &ops);
-        if (r < 0) {
-                snprintf(err, errlen, "cannot start a KFD process on the simulated GPU: %s", strerror(-r));
-                if (hooks && hooks->end)
-                        hooks->end(hooks_userdata);
-                return r;
-        }
-        /* From here the server holds hooks_userdata: closing fd ends the
-         * process, and the server calls end(). */
-        r = gpu_context_new(ops, o, ret_gpu);
-        if (r < 0) {
-                snprintf(err, errlen, "bringing up the daemon's GPU context in the KFD process failed: %s",
-                         strerror(-r));
-                safe_close(fd);
-                return r;
-        }
-        *ret_fd = fd;
-        return 0;
-}
-
 int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
                                  void *hooks_userdata, int *ret_fd, Context **ret_ctx, char *err, size_t errlen) {
         uint64_t own = gpu_context_own_bytes(p->device->gpu, CLIENT_MAX_INFLIGHT), t0 = now_ns();
@@ -427,7 +478,6 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         GpuContextOptions o = kfd_process_options;
         GpuContext *gpu = NULL;
         Context *c = NULL;
-        bool secondary = info->kfd_minor >= KFD_MINOR_CREATE_PROCESS;
         int fd = -EBADF, r;
 
         if (p->mechanism == CONTEXT_MECHANISM_NONE) {
@@ -440,14 +490,6 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
                 snprintf(err, errlen, "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached",
                          p->opts.max_contexts);
                 r = -EBUSY;
-                goto refused;
-        }
-        if (!secondary && !p->opts.relay_device) {
-                snprintf(err, errlen,
-                         "the KFD relay needs secondary KFD contexts (KFD uapi 1.%u, Linux 7.0); this kernel's KFD is "
-                         "%u.%u",
-                         KFD_MINOR_CREATE_PROCESS, info->kfd_major, info->kfd_minor);
-                r = -EOPNOTSUPP;
                 goto refused;
         }
         r = context_new(p, key, false, &c);
@@ -469,8 +511,10 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
                 goto refused;
         }
         o.gpu_id = info->gpu_id;
-        r = secondary ? kfd_relay_secondary(p, &o, hooks, hooks_userdata, &fd, &gpu, err, errlen)
-                      : kfd_relay_sim_process(p, &o, hooks, hooks_userdata, &fd, &gpu, err, errlen);
+        /* A proxy worker's MMIO page is its own; the device context's flushes
+         * the same HDP. The pool frees its clients before it. */
+        o.hdp_fallback = p->device->gpu;
+        r = kfd_relay_process(p, c, &o, hooks, hooks_userdata, &fd, &gpu, err, errlen);
         if (r < 0) {
                 /* hooks->end() was called, or the server calls it. */
                 context_uncharge(c, own);

@@ -163,7 +163,8 @@ void worker_reapers_free(ContextPool *p) {
         }
 }
 
-int worker_process_spawn(ContextPool *p, uint64_t context_id, pid_t *ret_pid, int *ret_pidfd, int *ret_sock,
+int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, pid_t *ret_pid, int *ret_pidfd,
+                         int *ret_sock,
                  GpuBuffer **ret_relay, char *err, size_t errlen) {
         _cleanup_close_ int mine = -EBADF, theirs = -EBADF, device = -EBADF, pidfd = -EBADF, relay_fd = -EBADF;
         GpuBuffer *relay = NULL;
@@ -263,6 +264,8 @@ int worker_process_spawn(ContextPool *p, uint64_t context_id, pid_t *ret_pid, in
                 .gid = p->opts.worker_gid,
                 .n_groups = MIN(p->opts.n_worker_groups, (unsigned) ELEMENTSOF(setup.groups)),
                 .gpu_id = gpu_context_get_info(context_pool_device_gpu(p))->gpu_id,
+                .flags = setup_flags,
+                .render_minor = gpu_context_get_info(context_pool_device_gpu(p))->drm_render_minor,
         };
         memcpy(setup.groups, p->opts.worker_groups, sizeof setup.groups);
         r = worker_msg_send(mine, WORKER_MSG_SETUP, &setup, sizeof setup, relay_fd);
@@ -289,7 +292,7 @@ int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t err
         pid_t pid;
         int r;
 
-        r = worker_process_spawn(p, 0, &pid, &pidfd, &sock, &relay, err, errlen);
+        r = worker_process_spawn(p, 0, 0, &pid, &pidfd, &sock, &relay, err, errlen);
         if (r < 0)
                 return r;
         relay = gpu_buffer_unref(relay); /* the worker has its own mapping */

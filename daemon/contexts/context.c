@@ -14,10 +14,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/pidfd.h>
 
 #include "contexts/context-internal.h"
 #include "util/log.h"
@@ -42,6 +44,8 @@ int context_new(ContextPool *p, const char *key, bool device, Context **ret) {
         c->n_ref = 1;
         c->pool = p;
         c->id = ++p->next_id;
+        c->kfd_worker_pid = -1;
+        c->kfd_worker_pidfd = -EBADF;
         c->device = device;
         c->last_used_ns = context_now_ns(c);
         *ret = c;
@@ -108,6 +112,22 @@ ContextPayer *context_get_payer(const Context *c) {
         return c->payer;
 }
 
+/* A relayed process's proxy worker: it exits once the daemon's last call
+ * into it is done (its connection closes with the process's server); reaped
+ * then, or killed after a grace. */
+static void kfd_worker_let_go(Context *c) {
+        if (c->kfd_worker_pidfd < 0)
+                return;
+        if (c->pool)
+                worker_process_reap_later(c->pool, c->kfd_worker_pid, c->kfd_worker_pidfd, c->id, false);
+        else {
+                (void) pidfd_send_signal(c->kfd_worker_pidfd, SIGKILL, NULL, 0);
+                safe_close(c->kfd_worker_pidfd);
+        }
+        c->kfd_worker_pidfd = -EBADF;
+        c->kfd_worker_pid = -1;
+}
+
 /* Ends the incarnation without a word to anyone. */
 static void incarnation_free(Context *c) {
         if (!context_live(c))
@@ -129,6 +149,7 @@ static void incarnation_free(Context *c) {
         c->inflight = 0;
         if (c->kfd_process && c->kfd_dropped)
                 c->kfd_dropped(c->kfd_dropped_userdata);
+        kfd_worker_let_go(c);
         if (c->pool && !c->device && !c->kfd_process)
                 c->pool->n_live--;
 }
@@ -138,6 +159,7 @@ static void context_free(Context *c) {
          * too): nothing to tell. */
         if (!c->device)
                 incarnation_free(c);
+        kfd_worker_let_go(c);
         if (c->pool)
                 context_pool_unlink(c->pool, c);
         free(c->key);
@@ -198,6 +220,8 @@ void context_get_stats(const Context *c, ContextStats *ret) {
                 .created_ns = context_live(c) ? c->created_ns : 0,
                 .bring_up_ns = c->bring_up_ns,
         };
+        if (c->kfd_worker_pid > 0)
+                ret->pid = (uint32_t) c->kfd_worker_pid;
         if (c->gpu)
                 gpu_context_get_stats(c->gpu, &ret->gpu);
         else if (c->worker)

@@ -92,15 +92,6 @@ typedef struct ContextPoolOptions {
          * serves each worker over such a connection (sim-remote). */
         int (*worker_device)(void *userdata, int *ret_fd);
         void *worker_userdata;
-        /* Where the KFD has no secondary contexts (before uapi 1.19): the
-         * simulator's stand-in for a relayed client's KFD process
-         * (context_pool_kfd_relay_begin), a simulated process of its own,
-         * served with hooks (sim-remote.h), or NULL where the device has
-         * none to give (the kernel: such a kernel is refused). It sees only
-         * the GPU gpu_id, the pool's. *ret_ops gets the process's own
-         * KfdOps, valid until the hooks' release(). worker_userdata. */
-        int (*relay_device)(void *userdata, uint32_t gpu_id, const SimRemoteHooks *hooks, void *hooks_userdata,
-                            int *ret_fd, const KfdOps **ret_ops);
         uint32_t worker_uid, worker_gid; /* a root daemon's workers switch to these */
         unsigned n_worker_groups;
         uint32_t worker_groups[8];    /* and keep these supplementary groups (render, video) */
@@ -155,8 +146,9 @@ unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive
  * never brought up again (context_ensure(): -ENODEV). Returns 0; -EACCES
  * where the daemon has no client contexts (--contexts=shared, or no
  * mechanism works); -EBUSY when --max-contexts contexts are up; -EOPNOTSUPP
- * where the KFD has no secondary contexts (before uapi 1.19) and no
- * relay_device stands in; -EDQUOT when the context's memory does not fit @payer; other errors
+ * where the KFD has neither secondary contexts (uapi 1.19: the process is a
+ * secondary context of the daemon's) nor dma-buf export (1.12: with worker
+ * processes, the process is a proxy worker's, WORKER_SETUP_KFD_PROXY); -EDQUOT when the context's memory does not fit @payer; other errors
  * from making the connection or the context. Undo with
  * context_kfd_relay_end() and context_release() on the slot, then
  * context_pool_kfd_relay_end().
@@ -201,7 +193,8 @@ typedef struct ContextStats {
         unsigned jobs_in_flight;
         uint64_t created_ns;          /* when the current incarnation came up (0 if none) */
         uint64_t bring_up_ns;         /* how long its bring-up took */
-        uint32_t pid;                 /* its worker process (the "process" mechanism), else 0 */
+        uint32_t pid;                 /* its worker process (the "process" mechanism; a relayed
+                                       * client's proxy worker), else 0 */
         GpuContextStats gpu;          /* of the current incarnation */
 } ContextStats;
 

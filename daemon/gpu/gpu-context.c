@@ -476,9 +476,12 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         /* The HDP flush page (gpu-queue.c, "HDP flush"). Without it the
          * context still works, but CPU writes into VRAM may reach the GPU late. */
         r = gpu_buffer_alloc_hdp_page(c, &c->hdp_page);
-        if (r < 0)
+        if (r < 0) {
                 log_debug_errno(r, "gpu: no HDP flush page on gpu_id 0x%x: %m", c->gpu_id);
-        c->info.hdp_flush = c->hdp_page;
+                if (opts && opts->hdp_fallback)
+                        c->hdp_shared = opts->hdp_fallback->hdp_page;
+        }
+        c->info.hdp_flush = c->hdp_page || c->hdp_shared;
 
         /* Room for every queue the context may ever have (gpu_context_add_queue);
          * a fresh BO is zero, so only the fence words are written here. */
@@ -534,11 +537,12 @@ void gpu_context_test_omit_flushes(GpuContext *c, uint32_t mask) {
 }
 
 void gpu_context_flush_hdp(GpuContext *c) {
+        GpuBuffer *page = c->hdp_page ? c->hdp_page : c->hdp_shared;
         volatile uint32_t *cntl;
 
-        if (!c->hdp_page || !gpu_flush_on(c, GPU_FLUSH_HDP))
+        if (!page || !gpu_flush_on(c, GPU_FLUSH_HDP))
                 return;
-        cntl = (volatile uint32_t *) c->hdp_page->cpu + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL / 4;
+        cntl = (volatile uint32_t *) page->cpu + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL / 4;
         *cntl = 1;
         (void) *cntl;
 }

@@ -323,6 +323,7 @@ struct GpuContext {
         GpuVaWindow va;               /* where every buffer of the context lives */
         void *doorbells;              /* the 8 KiB slice, NULL until the first queue */
         GpuBuffer *hdp_page;          /* the HDP flush register page (MMIO_REMAP), NULL without */
+        GpuBuffer *hdp_shared;        /* without: GpuContextOptions.hdp_fallback's (not a reference) */
         uint64_t doorbell_mmap_offset;
         uint32_t omit_flushes;        /* 1 << GpuFlush left out: tests only (gpu_context_test_omit_flushes) */
         GpuQueue queues[GPU_MAX_QUEUES];

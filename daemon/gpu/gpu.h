@@ -164,6 +164,11 @@ typedef struct GpuContextOptions {
          * engine wrote be looked at one thread hop earlier than the loop can. */
         void (*on_events)(void *userdata);
         void *on_events_userdata;
+        /* Where this context cannot map an HDP flush page of its own (its KFD
+         * process is another process's: a relayed client's proxy worker),
+         * the context whose page it writes instead — the HDP is the GPU's,
+         * not a process's. It must outlive this context. NULL: none. */
+        const GpuContext *hdp_fallback;
 } GpuContextOptions;
 #define GPU_QUEUE_PRIORITY_DEFAULT 7
 

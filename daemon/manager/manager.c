@@ -130,23 +130,6 @@ static int connect_sim_worker(void *userdata, int *ret_fd) {
         return 0;
 }
 
-/* A relayed client's KFD process on the simulated GPU (session-kfd.c). */
-static int connect_sim_relay(void *userdata, uint32_t gpu_id, const SimRemoteHooks *hooks, void *hooks_userdata,
-                             int *ret_fd, const KfdOps **ret_ops) {
-        Manager *m = userdata;
-        int sv[2], r;
-
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-                return -errno;
-        r = sim_remote_serve_hooked(m->sim, sv[0], gpu_id, hooks, hooks_userdata, ret_ops);
-        if (r < 0) {
-                close(sv[1]);
-                return r;
-        }
-        *ret_fd = sv[1];
-        return 0;
-}
-
 /*
  * Who a root daemon's workers run as: --worker-user=, else the service's user
  * (kfdbroker), else a uid and gid that no account has and no process uses,
@@ -316,7 +299,6 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                                  "; simulated GPU (fallback: %s)", fallback);
                 }
                 po.worker_device = connect_sim_worker;
-                po.relay_device = connect_sim_relay;
                 po.worker_userdata = m;
                 r = context_pool_new(m->event, sim_device_get_ops(m->sim), &po, &cb, &m->contexts, err, sizeof err);
                 if (r == -EOPNOTSUPP && err[0])

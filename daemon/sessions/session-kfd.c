@@ -449,7 +449,16 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         s->kfd_relay_fd = TAKE_FD(keep);
         s->kfd_relay = relay;
         session_account_fds(s, 2);
-        session_log(s, LOG_INFO, "Session %" PRIu64 ": opened a KFD process of its own (the KFD relay)", s->id);
+        ContextStats st;
+        context_get_stats(ctx, &st);
+        if (st.pid)
+                session_log(s, LOG_INFO, "Session %" PRIu64 ": opened a KFD process of its own (the KFD relay: the KFD "
+                            "process of worker %" PRIu32 ", up in %.1f ms)",
+                            s->id, st.pid, (double) st.bring_up_ns / 1e6);
+        else
+                session_log(s, LOG_INFO, "Session %" PRIu64 ": opened a KFD process of its own (the KFD relay: a "
+                            "secondary KFD context, up in %.1f ms)",
+                            s->id, (double) st.bring_up_ns / 1e6);
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_KFD,
                                        .open_kfd = { .files = tree.files, .n_files = tree.n_files,
                                                      .render_minor = context_pool_info(pool)->drm_render_minor } },

@@ -200,8 +200,6 @@ static int op_open_render(void *userdata, unsigned minor) {
                 gpu = &d->igpu;
         else
                 return -ENOENT;
-        if (mm->visible_gpu_id && gpu->gpu_id != mm->visible_gpu_id)
-                return -ENOENT;
         pthread_mutex_lock(&d->lock);
         r = d->shutting_down ? -ENODEV : sim_file_new(mm, SIM_FILE_RENDER, &f);
         if (r >= 0) {

@@ -46,11 +46,6 @@ struct SimMm {
          * for each of its threads, so a WAIT_EVENTS sleeping for it returns
          * -EINTR (kfd_wait_on_events: fatal_signal_pending). */
         bool killed;
-        /* The one GPU this process may see (its gpu_id), 0 for all: a
-         * relayed client's process sees the GPU its session may use and no
-         * other (render node, GPU ids, apertures), as a container given one
-         * GPU's device nodes does (sim_remote_serve_hooked()). */
-        uint32_t visible_gpu_id;
 };
 
 struct SimDevice {

@@ -145,8 +145,6 @@ SimGpuInfo *sim_process_gpu(SimProcess *p, uint32_t gpu_id) {
 
         if (!g || (p->gpu && p->gpu != g))
                 return NULL;
-        if (p->mm->visible_gpu_id && g->gpu_id != p->mm->visible_gpu_id)
-                return NULL;
         return g;
 }
 
@@ -184,14 +182,6 @@ int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertu
         if (p->device->has_igpu)
                 gpus[n++] = &p->device->igpu;
         gpus[n++] = &p->device->gpu;
-        /* A process that sees one GPU has one device (SimMm.visible_gpu_id). */
-        if (p->mm->visible_gpu_id) {
-                unsigned k = 0;
-                for (unsigned i = 0; i < n; i++)
-                        if (gpus[i]->gpu_id == p->mm->visible_gpu_id)
-                                gpus[k++] = gpus[i];
-                n = k;
-        }
         if (a->num_of_nodes == 0) {
                 a->num_of_nodes = n;
                 return 0;

@@ -803,11 +803,6 @@ static void mm_free(void *userdata) {
 }
 
 int sim_remote_serve(SimDevice *d, int fd) {
-        return sim_remote_serve_hooked(d, fd, 0, NULL, NULL, NULL);
-}
-
-int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata,
-                            const KfdOps **ret_ops) {
         SimMm *mm;
         int r;
 
@@ -818,16 +813,12 @@ int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemo
                 close(fd);
                 return r;
         }
-        mm->visible_gpu_id = gpu_id;
-        /* Before the server runs: it may end (and free mm) at once. */
-        if (ret_ops)
-                *ret_ops = &mm->ops;
         return sim_remote_serve_process(d->remotes, fd,
                                         &(SimRemoteProcess) { .ops = &mm->ops, .userdata = mm,
                                                               .dup_file = mm_dup_file,
                                                               .mmap_resolve = mm_mmap_resolve,
                                                               .kill = mm_kill, .free = mm_free },
-                                        hooks, userdata);
+                                        NULL, NULL);
 }
 
 int sim_remote_registry_new(SimRemoteRegistry **ret) {
@@ -862,6 +853,13 @@ SimRemoteRegistry *sim_remote_registry_free(SimRemoteRegistry *reg) {
         pthread_mutex_destroy(&reg->lock);
         free(reg);
         return NULL;
+}
+
+void sim_remote_registry_wait(SimRemoteRegistry *reg) {
+        pthread_mutex_lock(&reg->lock);
+        while (reg->servers)
+                pthread_cond_wait(&reg->cond, &reg->lock);
+        pthread_mutex_unlock(&reg->lock);
 }
 
 unsigned sim_remote_registry_count(SimRemoteRegistry *reg) {

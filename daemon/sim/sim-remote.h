@@ -38,15 +38,15 @@ int sim_remote_serve(SimDevice *d, int fd);
 
 /*
  * What the daemon checks around the ioctls of a process it serves for a
- * relayed client (daemon/sessions/kfd-relay.c), and what it takes over of
- * the process: called on the server's threads, several at once; every one
- * may be NULL.
+ * relayed client (daemon/sessions/kfd-relay.c; sim_remote_serve_process()),
+ * and what it takes over of the process: called on the server's threads,
+ * several at once; every one may be NULL.
  *  - before() may refuse a call unrun with a negative errno, or change its
- *    argument (the server's copy, as the simulator will read it) — e.g. to
+ *    argument (the server's copy, as the process's table will read it) — e.g. to
  *    answer a call itself: a positive return means "answered, do not run
  *    it" and the argument is what the process gets back (0 is the result).
  *    It may block, e.g. to charge memory on the event loop.
- *  - after() sees the result and the argument as the simulator left it.
+ *  - after() sees the result and the argument as the call left it.
  *  - open_render() names the file of the process (a number its KfdOps
  *    knows) that an open of the render node gets — the one the daemon's own
  *    context in the process acquired its VM with, so that the process's
@@ -54,11 +54,12 @@ int sim_remote_serve(SimDevice *d, int fd);
  *    server hands out copies of it and never closes it for the process
  *    (close_keeps() says which numbers those are).
  *  - mmap() resolves an mmap of the process itself: 1 with *ret_memfd (a new
- *    fd, the server closes it) and *ret_offset, 0 for the simulator's own
- *    resolution, or a negative errno to refuse it.
+ *    fd, the server closes it) and *ret_offset, 0 for the process's own
+ *    resolution (SimRemoteProcess.mmap_resolve), or a negative errno to
+ *    refuse it.
  *  - release() is called once the process is killed and its calls have
  *    returned, before its memory and files go: the daemon stops using the
- *    KfdOps it was given (sim_remote_serve_hooked()), and returns when it has.
+ *    process (its own GPU context in it), and returns when it has.
  *  - end() is the last call, once the process and all it held are gone.
  */
 typedef struct SimRemoteHooks {
@@ -70,14 +71,6 @@ typedef struct SimRemoteHooks {
         void (*release)(void *userdata);
         void (*end)(void *userdata);
 } SimRemoteHooks;
-
-/* sim_remote_serve() with hooks (NULL: none), for a process that sees only
- * the GPU gpu_id (0: all; SimMm.visible_gpu_id). *ret_ops (if not NULL) gets
- * the process's own KfdOps, for the daemon to make calls as that process
- * does — a GPU context of its own in the process's KFD context — until
- * release(). On failure end() is not called. */
-int sim_remote_serve_hooked(SimDevice *d, int fd, uint32_t gpu_id, const SimRemoteHooks *hooks, void *userdata,
-                            const KfdOps **ret_ops);
 
 /*
  * What a served process's calls run on, when it is not a process of the
@@ -120,11 +113,13 @@ void sim_remote_registry_stop(SimRemoteRegistry *reg);
 SimRemoteRegistry *sim_remote_registry_free(SimRemoteRegistry *reg);
 /* Servers running now. */
 unsigned sim_remote_registry_count(SimRemoteRegistry *reg);
+/* Waits until reg runs no server, each having ended on its own. */
+void sim_remote_registry_wait(SimRemoteRegistry *reg);
 
 /*
  * Serves proc (copied; proc->free() is called at its end, also when this
  * fails) over the connected SOCK_SEQPACKET socket fd (taken over, closed on
- * failure too), with hooks as sim_remote_serve_hooked(). Returns 0, -ENODEV
+ * failure too), with hooks (NULL: none; userdata theirs). Returns 0, -ENODEV
  * once reg is stopping, -ENOMEM, or an errno from creating the thread; on
  * failure end() is not called.
  */

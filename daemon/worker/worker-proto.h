@@ -26,7 +26,7 @@
 
 #include "gpu/gpu.h"
 
-#define WORKER_PROTO_VERSION 4u /* 4: WorkerSubmit.waits has GPU_JOB_MAX_WAITS (5) entries */
+#define WORKER_PROTO_VERSION 5u /* 5: WorkerSetup.flags (WORKER_SETUP_KFD_PROXY), render_minor */
 /* Largest datagram either side sends: a dispatch's kernel arguments (4 KiB at
  * most) and its buffer relocations. */
 #define WORKER_MSG_MAX 16384u
@@ -76,7 +76,20 @@ typedef struct WorkerSetup {
         uint32_t n_groups;         /* supplementary groups to keep (render, video) */
         uint32_t groups[8];
         uint32_t gpu_id;           /* GpuContextOptions.gpu_id: the GPU the daemon drives */
+        uint32_t flags;            /* WORKER_SETUP_* */
+        uint32_t render_minor;     /* the render node of gpu_id (WORKER_SETUP_KFD_PROXY) */
 } WorkerSetup;
+
+/*
+ * WorkerSetup.flags. KFD_PROXY: the worker brings up no GPU context and
+ * speaks no more of this protocol after READY: its KFD process is a relayed
+ * ROCm program's (on a kernel without secondary KFD contexts), and the
+ * control socket then carries sim-remote's wire (sim-remote-protocol.h), the
+ * daemon making every KFD call of that process through it
+ * (contexts/context-kfd-process.c). The relay page sent with the setup is
+ * not used.
+ */
+#define WORKER_SETUP_KFD_PROXY 0x1u
 
 typedef struct WorkerAddQueue {
         uint32_t index;    /* the daemon's queue index: 0, 1, 2, ... */

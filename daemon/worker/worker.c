@@ -38,6 +38,7 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
+#include "contexts/context-kfd-process.h"
 #include "gpu/gpu.h"
 #include "kfd/kfd-ops.h"
 #include "sim/sim-remote.h"
@@ -579,6 +580,54 @@ static W *w_free(W *w) {
         return NULL;
 }
 
+/*
+ * WORKER_SETUP_KFD_PROXY: this process's own KFD process is a relayed ROCm
+ * program's, on a kernel without secondary KFD contexts. The daemon makes
+ * every call of that process — its GPU context's and the program's, checked
+ * on its side — over the control socket, which now speaks sim-remote's
+ * wire; it is served here in the TRUSTED flavour (context-kfd-process.c),
+ * inside the same sandbox as any worker. Ends when the daemon closes it.
+ */
+static int proxy_main(W *w, const WorkerSetup *setup, uint64_t t0) {
+        SimRemoteRegistry *reg = NULL;
+        KfdProcess *kp = NULL;
+        SimRemoteProcess served;
+        char err[WORKER_TEXT_MAX];
+        WorkerReady ready;
+        int r;
+
+        /* Before the sandbox: it opens /dev/kfd and the render node. */
+        r = kfd_process_new(w->ops, NULL, KFD_PROCESS_TRUSTED, setup->gpu_id, setup->render_minor, &kp, err,
+                            sizeof err);
+        if (r < 0) {
+                fail_setup(w, r, "%s", err);
+                return r;
+        }
+        served = kfd_process_served(kp);
+        r = sim_remote_registry_new(&reg);
+        if (r < 0) {
+                served.free(served.userdata);
+                fail_setup(w, r, "out of memory");
+                return r;
+        }
+        r = worker_sandbox_enter(setup, err, sizeof err);
+        if (r < 0) {
+                served.free(served.userdata);
+                sim_remote_registry_free(reg);
+                fail_setup(w, r, "entering the sandbox failed: %s", err);
+                return r;
+        }
+        ready = (WorkerReady) { .bring_up_ns = now_ns() - t0, .pid = (uint32_t) getpid() };
+        send_or_exit(w, WORKER_MSG_READY, &ready, sizeof ready, NULL, 0, -EBADF);
+        r = sim_remote_serve_process(reg, TAKE_FD(w->sock), &served, NULL, NULL);
+        if (r < 0)
+                log_error_errno(r, "worker %" PRIu64 ": cannot serve the KFD process: %m", w->id);
+        else
+                sim_remote_registry_wait(reg);
+        sim_remote_registry_free(reg);
+        return r;
+}
+
 int worker_main(int argc, char *argv[]) {
         enum { ARG_WORKER = 0x100, ARG_DEVICE, ARG_PARENT, ARG_LOG_LEVEL };
         static const struct option options[] = {
@@ -666,6 +715,13 @@ int worker_main(int argc, char *argv[]) {
                 }
         } else
                 w->ops = &kfd_ops_real;
+        if (setup.flags & WORKER_SETUP_KFD_PROXY) {
+                relay_fd = safe_close(relay_fd);
+                r = proxy_main(w, &setup, t0);
+                w_free(w);
+                /* _exit, as below. */
+                _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+        }
         r = gpu_context_new(w->ops, &opts, &w->gpu);
         if (r < 0) {
                 fail_setup(w, r, "bringing up a GPU context failed: %s", strerror(-r));

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -575,4 +576,51 @@ Test(kfd_relay, the_daemons_files_and_queues_are_out_of_the_clients_reach) {
         for (int i = 0; i < 500 && test_daemon_count_fds(&d) > base; i++)
                 usleep(10 * 1000);
         cr_expect_leq(test_daemon_count_fds(&d), base, "the KFD process's files are gone");
+}
+
+/* Where the kernel has no secondary KFD contexts (before 1.19), the
+ * process is a proxy worker's: its own KFD process, the daemon making its
+ * calls; the worker goes with the process. Below 1.12 (no dma-buf export:
+ * the client could not map its buffers) the relay is refused, saying why. */
+Test(kfd_relay, served_by_a_proxy_worker_where_the_kernel_has_no_secondary_contexts) {
+        const char *args[] = { "--sim-kfd-version=1.18", NULL };
+        struct kfd_ioctl_get_version_args v = {};
+        Relayed a = {};
+        char *log, *at;
+        long pid = 0;
+        int r = 0;
+
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(v.minor_version, 18u);
+        acquire(&a);
+        (void) alloc_at(&a, 0x10000000, &r);
+        cr_expect_eq(r, 0, "an allocation in the worker's KFD process");
+        log = test_daemon_read_log(&d);
+        at = strstr(log, "the KFD process of worker ");
+        cr_assert(at, "%s", log);
+        pid = strtol(at + strlen("the KFD process of worker "), NULL, 10);
+        free(log);
+        cr_assert_gt(pid, 0);
+        cr_expect_eq(kill((pid_t) pid, 0), 0, "the worker runs while the process does");
+        relayed_close(&a);
+        for (int i = 0; i < 500 && (r = kill((pid_t) pid, 0)) == 0; i++)
+                usleep(10000);
+        cr_expect_lt(r, 0, "the worker %ld went with the KFD process", pid);
+        test_daemon_stop(&d);
+
+        /* The run's own daemon argument (KFDBROKER_TEST_DAEMON_ARG, the
+         * -workers run's version) comes last and would win. */
+        if (getenv("KFDBROKER_TEST_DAEMON_ARG"))
+                return;
+        const char *old[] = { "--sim-kfd-version=1.11", NULL };
+        kfdb_session *s;
+        int fd;
+        test_daemon_start(&d, old);
+        s = test_connect(&d, "relay");
+        cr_expect_eq(open_kfd(s, 0, &fd, NULL), -EOPNOTSUPP);
+        cr_expect(strstr(kfdb_session_last_error(s), "dma-buf export (KFD uapi 1.12)"), "%s",
+                  kfdb_session_last_error(s));
+        kfdb_session_free(s);
 }
