@@ -41,6 +41,7 @@
 #include "contexts/context-kfd-process.h"
 #include "gpu/gpu.h"
 #include "kfd/kfd-ops.h"
+#include "kfd/kfd-real.h"
 #include "sim/sim-remote.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -596,6 +597,15 @@ static int proxy_main(W *w, const WorkerSetup *setup, uint64_t t0) {
         WorkerReady ready;
         int r;
 
+        /* A GPU fault of the program's sends this process SIGSEGV as well as
+         * its MEMORY event (kfd-real.h): survive it, as the daemon does. */
+        if (w->ops == &kfd_ops_real) {
+                r = kfd_fault_signal_install();
+                if (r < 0) {
+                        fail_setup(w, r, "cannot install the GPU fault signal handler: %s", strerror(-r));
+                        return r;
+                }
+        }
         /* Before the sandbox: it opens /dev/kfd and the render node. */
         r = kfd_process_new(w->ops, NULL, KFD_PROCESS_TRUSTED, setup->gpu_id, setup->render_minor, &kp, err,
                             sizeof err);
