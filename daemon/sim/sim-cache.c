@@ -176,14 +176,29 @@ void sim_cache_unpin(SimBo *bo, uint64_t off, uint64_t len) {
         pthread_mutex_unlock(&c->lock);
 }
 
-/* The bytes of page o that the GPU changed since its pre-image go to memory. */
+/* Whether every byte of x is nonzero (no zero byte: the "haszero" test). */
+static bool all_bytes_set(uint64_t x) {
+        return ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) == 0;
+}
+
+/* The bytes of page o that the GPU changed since its pre-image go to memory,
+ * and only those (what the host wrote meanwhile to the others stays), a
+ * word at a time where the GPU changed all of it. */
 static void page_write_back(SimBo *bo, SimBoCache *c, uint64_t o) {
         const uint8_t *v = c->view + o, *pre = c->pre + o;
         uint8_t *mem = bo->host + o;
 
         for (uint64_t k = 0; k < PAGE; k += 8) {
-                if (memcmp(v + k, pre + k, 8) == 0)
+                uint64_t now, before;
+
+                memcpy(&now, v + k, 8);
+                memcpy(&before, pre + k, 8);
+                if (now == before)
                         continue;
+                if (all_bytes_set(now ^ before)) {
+                        memcpy(mem + k, &now, 8);
+                        continue;
+                }
                 for (uint64_t b = k; b < k + 8; b++)
                         if (v[b] != pre[b])
                                 mem[b] = v[b];

@@ -910,3 +910,35 @@ Test(sim_sdma, a_write_to_a_read_only_mapping_is_a_protection_fault) {
         cr_expect_eq(((uint32_t *) addr)[2], 0u, "nothing was written");
         t_close(&r.c, true);
 }
+
+/* The GL2 writes back the bytes the GPU changed, only those: what the host
+ * wrote to the other bytes of the same words while the GPU's writes sat in
+ * the GL2 stays (sim-cache.c page_write_back), whole words and single bytes
+ * alike. */
+Test(sim_sdma, gl2_write_back_keeps_the_bytes_the_gpu_did_not_change) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo s = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo d = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        uint8_t *src = s.cpu, *dst = d.cpu;
+
+        memset(dst, 0, 4096);
+        /* Bytes 0..7 all change; of 8..15 only byte 8; 16..23 none. */
+        memset(src, 0, 64);
+        for (int i = 0; i < 8; i++)
+                src[i] = (uint8_t) (0x11 * (i + 1));
+        src[8] = 0xAB;
+        uint32_t copy[] = { PKT_COPY(d.va, s.va, 64) };
+        rig_submit_and_wait(&r, copy, ELEMENTSOF(copy));
+        /* The host writes while the GPU's bytes are in the GL2. */
+        dst[9] = 0x5A;
+        dst[20] = 0x77;
+        uint32_t wb[] = { 0x00000111u, 0, (1u << 15) << 16, 0, 0 }; /* GCR: GL2_WB */
+        rig_submit_and_wait(&r, wb, ELEMENTSOF(wb));
+        for (int i = 0; i < 8; i++)
+                cr_expect_eq(dst[i], (uint8_t) (0x11 * (i + 1)), "byte %d: the GPU's word", i);
+        cr_expect_eq(dst[8], 0xAB, "the one byte the GPU changed in its word");
+        cr_expect_eq(dst[9], 0x5A, "the host's byte beside it stays");
+        cr_expect_eq(dst[20], 0x77, "the host's byte in a word the GPU left alone stays");
+        t_close(&r.c, true);
+}
