@@ -31,6 +31,7 @@ enum {
         PAGE_CLEAN,   /* view == the memory as of the fill (gen) */
         PAGE_DIRTY,   /* the GPU wrote it; pre holds the view before the first write */
         PAGE_INVALID, /* the view was never filled: fill at the next access */
+        PAGE_WRITTEN, /* the GPU wrote all of it (sim_cache_view_overwrite): the view is the page */
 };
 
 typedef struct CachePage {
@@ -125,12 +126,26 @@ void sim_cache_bo_lost(SimBo *bo) {
         pthread_mutex_unlock(&c->lock);
 }
 
-/* Brings page i of the view up to date for an access; locked by c->lock. */
-static void page_access(SimBo *bo, SimBoCache *c, uint64_t i, bool write, bool pin, uint32_t hdp_gen,
+static void mark_dirty(SimBo *bo, SimBoCache *c, uint64_t i) {
+        if (c->n_dirty++ == 0)
+                __atomic_add_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
+        c->dirty[c->n_dirty - 1] = (uint32_t) i;
+}
+
+/* Brings page i of the view up to date for an access; locked by c->lock.
+ * whole: the access writes every byte of the page. */
+static void page_access(SimBo *bo, SimBoCache *c, uint64_t i, bool write, bool pin, bool whole, uint32_t hdp_gen,
                         uint32_t inv_gen) {
         CachePage *pg = &c->pages[i];
         uint64_t o = i * PAGE;
 
+        if (write && whole && pg->state != PAGE_DIRTY && pg->state != PAGE_WRITTEN) {
+                pg->state = PAGE_WRITTEN;
+                mark_dirty(bo, c, i);
+                if (pin)
+                        pg->writers++;
+                return;
+        }
         if (pg->state == PAGE_INVALID || (pg->state == PAGE_CLEAN && pg->gen < inv_gen)) {
                 /* An HDP flush, then a GL2 invalidate, since the view was filled. */
                 memcpy(c->view + o, bo->host + o, PAGE);
@@ -142,15 +157,13 @@ static void page_access(SimBo *bo, SimBoCache *c, uint64_t i, bool write, bool p
         if (pg->state == PAGE_CLEAN) {
                 memcpy(c->pre + o, c->view + o, PAGE);
                 pg->state = PAGE_DIRTY;
-                if (c->n_dirty++ == 0)
-                        __atomic_add_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
-                c->dirty[c->n_dirty - 1] = (uint32_t) i;
+                mark_dirty(bo, c, i);
         }
         if (pin)
                 pg->writers++;
 }
 
-uint8_t *sim_cache_view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool pin) {
+static uint8_t *view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool pin, bool overwrite) {
         SimBoCache *c = bo->cache;
 
         if (!c)
@@ -158,10 +171,20 @@ uint8_t *sim_cache_view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool 
         uint32_t hdp_gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
         uint32_t inv_gen = __atomic_load_n(&bo->device->gl2_inv_gen, __ATOMIC_ACQUIRE);
         pthread_mutex_lock(&c->lock);
-        for (uint64_t i = off / PAGE; i <= (off + len - 1) / PAGE; i++)
-                page_access(bo, c, i, write, pin, hdp_gen, inv_gen);
+        for (uint64_t i = off / PAGE; i <= (off + len - 1) / PAGE; i++) {
+                bool whole = overwrite && i * PAGE >= off && (i + 1) * PAGE <= off + len;
+                page_access(bo, c, i, write, pin, whole, hdp_gen, inv_gen);
+        }
         pthread_mutex_unlock(&c->lock);
         return c->view + off;
+}
+
+uint8_t *sim_cache_view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool pin) {
+        return view(bo, off, len, write, pin, false);
+}
+
+uint8_t *sim_cache_view_overwrite(SimBo *bo, uint64_t off, uint64_t len) {
+        return view(bo, off, len, true, true, true);
 }
 
 void sim_cache_unpin(SimBo *bo, uint64_t off, uint64_t len) {
@@ -220,7 +243,10 @@ static void bo_write_back(SimBo *bo) {
                         c->dirty[kept++] = i; /* still being written: it stays dirty */
                         continue;
                 }
-                page_write_back(bo, c, (uint64_t) i * PAGE);
+                if (c->pages[i].state == PAGE_WRITTEN)
+                        memcpy(bo->host + (uint64_t) i * PAGE, c->view + (uint64_t) i * PAGE, PAGE);
+                else
+                        page_write_back(bo, c, (uint64_t) i * PAGE);
                 c->pages[i].state = PAGE_CLEAN;
         }
         if (kept == 0)

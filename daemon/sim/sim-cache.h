@@ -101,6 +101,14 @@ void sim_cache_bo_lost(SimBo *bo);
  * range. Safe without the device lock.
  */
 uint8_t *sim_cache_view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool pin);
+/*
+ * sim_cache_view(write, pin) for an engine that writes every byte of the
+ * range before it unpins it (an SDMA copy's or fill's destination): a page
+ * the range covers whole is neither filled nor pre-imaged — every one of its
+ * bytes is the GPU's, and goes to memory at the write-back, as the GL2's
+ * byte mask would send it. What it saves is two page copies and the compare.
+ */
+uint8_t *sim_cache_view_overwrite(SimBo *bo, uint64_t off, uint64_t len);
 void sim_cache_unpin(SimBo *bo, uint64_t off, uint64_t len);
 
 /* The device's HDP flush page (the MMIO remap page, a SimBo of 4 KiB): a new

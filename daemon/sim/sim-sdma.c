@@ -228,7 +228,13 @@ static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
                 return EXEC_FAULT;
         if (pk->op == SDMA_OP_COPY)
                 src = gpu_view(p, src_va, bytes, false, false, &sbo, &soff);
-        dst = gpu_view(p, dst_va, bytes, true, true, &dbo, &doff);
+        /* Every byte of the destination is written before the unpin. */
+        {
+                SimMem *m = sim_vm_lookup(p, dst_va);
+                dbo = m->bo;
+                doff = dst_va - m->va;
+                dst = sim_cache_view_overwrite(dbo, doff, bytes);
+        }
         sim_bo_ref(dbo); /* the unpin below comes after an unlocked move */
         move_bytes(q, pk, dst_va, dst, src_va, src, bytes);
         sim_cache_unpin(dbo, doff, bytes);

@@ -942,3 +942,33 @@ Test(sim_sdma, gl2_write_back_keeps_the_bytes_the_gpu_did_not_change) {
         cr_expect_eq(dst[20], 0x77, "the host's byte in a word the GPU left alone stays");
         t_close(&r.c, true);
 }
+
+/* A copy that writes whole pages (sim_cache_view_overwrite) sends every byte
+ * of them at the write-back — the host's write into such a page meanwhile
+ * is overwritten, as the GL2's full byte mask would — while the bytes of a
+ * page it covers in part, outside the copy, stay the host's. */
+Test(sim_sdma, a_copy_over_whole_pages_writes_all_of_them_back) {
+        Rig r;
+        rig_open(&r, NULL, 4096);
+        TestBo s = t_bo(&r.c, 3 * 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo d = t_bo(&r.c, 3 * 4096, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        uint8_t *src = s.cpu, *dst = d.cpu;
+
+        for (size_t i = 0; i < 3 * 4096; i++)
+                src[i] = (uint8_t) (i * 7 + 3);
+        memset(dst, 0xEE, 3 * 4096);
+        /* Page 1 whole, and the first 100 bytes of page 2. */
+        uint32_t copy[] = { PKT_COPY(d.va + 4096, s.va + 4096, 4096 + 100) };
+        rig_submit_and_wait(&r, copy, ELEMENTSOF(copy));
+        dst[4096 + 50] = 0x42;     /* inside the whole page */
+        dst[2 * 4096 + 200] = 0x43; /* in page 2, past the copy */
+        uint32_t wb[] = { 0x00000111u, 0, (1u << 15) << 16, 0, 0 }; /* GCR: GL2_WB */
+        rig_submit_and_wait(&r, wb, ELEMENTSOF(wb));
+        size_t bad = 0;
+        for (size_t i = 4096; i < 2 * 4096 + 100; i++)
+                bad += dst[i] != src[i];
+        cr_expect_eq(bad, 0u, "%zu bytes of the copy did not reach memory", bad);
+        cr_expect_eq(dst[2 * 4096 + 200], 0x43, "the host's byte past the copy stays");
+        cr_expect_eq(dst[0], 0xEE, "the page before is untouched");
+        t_close(&r.c, true);
+}
