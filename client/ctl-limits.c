@@ -266,7 +266,7 @@ static int parse_assignments(const char *prog, int argc, char **argv, PolicyLimi
                         fprintf(stderr,
                                 "%s limits: unknown limit '%s' (known: BufferMemory, MaxBufferSize, Buffers, "
                                 "Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
-                                "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory, UserJobsInFlight)\n",
+                                "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory, UserJobsInFlight, Queues)\n",
                                 prog, ctl_sanitize(key, err, sizeof(err)));
                         return -EINVAL;
                 }

@@ -24,6 +24,7 @@ typedef enum NumberLimit {
         NUMBER_USER_BUFFERS,
         NUMBER_UNIT_BUFFER_MEMORY,
         NUMBER_USER_JOBS_IN_FLIGHT,
+        NUMBER_QUEUES,
         _NUMBER_MAX,
 } NumberLimit;
 
@@ -34,6 +35,7 @@ static const char *const number_names[_NUMBER_MAX] = {
         [NUMBER_DISPATCH_TIMEOUT] = "DispatchTimeoutUSec",
         [NUMBER_USER_BUFFER_MEMORY] = "UserBufferMemory", [NUMBER_USER_BUFFERS] = "UserBuffers",
         [NUMBER_UNIT_BUFFER_MEMORY] = "UnitBufferMemory", [NUMBER_USER_JOBS_IN_FLIGHT] = "UserJobsInFlight",
+        [NUMBER_QUEUES] = "Queues",
 };
 
 static int _printf_(3, 4) refuse(char *err, size_t errlen, const char *fmt, ...) {
@@ -121,6 +123,9 @@ static int apply_number(PolicyLimits *l, NumberLimit k, uint64_t t, char *err, s
         case NUMBER_USER_JOBS_IN_FLIGHT:
                 l->user_jobs_in_flight = t;
                 break;
+        case NUMBER_QUEUES:
+                l->queues = t;
+                break;
         default:
                 break;
         }
@@ -195,7 +200,7 @@ int bus_limit_apply(PolicyLimits *l, const char *key, const BusLimitValue *v, ch
         return refuse(err, errlen,
                       "Unknown limit '%s' (known: BufferMemory, MaxBufferSize, Buffers, Events, JobsInFlight, Weight, "
                       "Priority, ComputeDispatch, Isolation, JobTimeoutUSec, DispatchTimeoutUSec, UserBufferMemory, "
-                      "UserBuffers, UnitBufferMemory, UserJobsInFlight)",
+                      "UserBuffers, UnitBufferMemory, UserJobsInFlight, Queues)",
                       q);
 }
 

@@ -259,6 +259,7 @@ static int append_limits(sd_bus_message *r, const PolicyLimits *l) {
         k |= append_sv_t(r, "UserBuffers", l->user_buffers);
         k |= append_sv_t(r, "UnitBufferMemory", l->unit_buffer_memory);
         k |= append_sv_t(r, "UserJobsInFlight", l->user_jobs_in_flight);
+        k |= append_sv_t(r, "Queues", l->queues);
         return k < 0 ? -ENOMEM : 0;
 }
 

@@ -32,6 +32,7 @@ static const char *const limit_key_names[_POLICY_LIMIT_MAX] = {
         [POLICY_LIMIT_USER_BUFFERS] = "UserBuffers",
         [POLICY_LIMIT_UNIT_BUFFER_MEMORY] = "UnitBufferMemory",
         [POLICY_LIMIT_USER_JOBS_IN_FLIGHT] = "UserJobsInFlight",
+        [POLICY_LIMIT_QUEUES] = "Queues",
 };
 
 void policy_limits_fit_device(PolicyLimits *l, uint64_t vram_size, bool copies_visible) {
@@ -76,6 +77,10 @@ void policy_limits_default(PolicyLimits *ret) {
                  * daemon without bound (issue 29: 64 sessions x 4096 queued
                  * dispatches). */
                 .user_jobs_in_flight = 65536,
+                /* Each is a stream of the daemon's scheduler and a few pages
+                 * of relay state; HIP makes a few per device (its streams
+                 * share them), ROCr two SDMA queues. */
+                .queues = 64,
         };
 }
 
@@ -99,6 +104,8 @@ uint64_t *policy_limit_number(PolicyLimits *l, PolicyLimitKey k) {
                 return &l->unit_buffer_memory;
         case POLICY_LIMIT_USER_JOBS_IN_FLIGHT:
                 return &l->user_jobs_in_flight;
+        case POLICY_LIMIT_QUEUES:
+                return &l->queues;
         default:
                 return NULL;
         }
@@ -419,6 +426,7 @@ int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, cha
         case POLICY_LIMIT_JOBS_IN_FLIGHT:
         case POLICY_LIMIT_USER_BUFFERS:
         case POLICY_LIMIT_USER_JOBS_IN_FLIGHT:
+        case POLICY_LIMIT_QUEUES:
                 r = policy_parse_count(value, &x);
                 if (r < 0)
                         return limit_error(err, errlen,
@@ -541,7 +549,8 @@ const char *policy_limit_format(PolicyLimitKey k, const PolicyLimits *l, char *b
         case POLICY_LIMIT_EVENTS:
         case POLICY_LIMIT_JOBS_IN_FLIGHT:
         case POLICY_LIMIT_USER_BUFFERS:
-        case POLICY_LIMIT_USER_JOBS_IN_FLIGHT: {
+        case POLICY_LIMIT_USER_JOBS_IN_FLIGHT:
+        case POLICY_LIMIT_QUEUES: {
                 uint64_t v = *policy_limit_number((PolicyLimits *) l, k);
                 if (v == POLICY_INFINITY)
                         snprintf(buf, n, "infinity");

@@ -60,6 +60,7 @@ typedef struct PolicyLimits {
         uint64_t user_buffers;       /* UserBuffers=: buffers and code objects of all sessions of the uid */
         uint64_t unit_buffer_memory; /* UnitBufferMemory=: bytes of all sessions of the client's unit */
         uint64_t user_jobs_in_flight; /* UserJobsInFlight=: unfinished jobs of all sessions of the uid */
+        uint64_t queues;          /* Queues=: KFD queues a relayed ROCm process may create (docs/rocm.md) */
 } PolicyLimits;
 
 /* The keys of a [Limits] section, in the order they are documented. */
@@ -79,6 +80,7 @@ typedef enum PolicyLimitKey {
         POLICY_LIMIT_USER_BUFFERS,
         POLICY_LIMIT_UNIT_BUFFER_MEMORY,
         POLICY_LIMIT_USER_JOBS_IN_FLIGHT,
+        POLICY_LIMIT_QUEUES,
         _POLICY_LIMIT_MAX,
 } PolicyLimitKey;
 
@@ -90,7 +92,8 @@ typedef enum PolicyLimitKey {
  * per-unit memory cap (policy_limits_fit_device() then caps per-user memory
  * to the GPU's), and UserBuffers=16384 (the daemon lowers that to a
  * quarter of its file descriptor limit where that is smaller: on the
- * simulated GPU every buffer holds a daemon fd). */
+ * simulated GPU every buffer holds a daemon fd), and 64 KFD queues for a
+ * relayed ROCm process (Queues=). */
 void policy_limits_default(PolicyLimits *ret);
 
 /* The least per-user memory cap policy_limits_fit_device() sets: a GPU with

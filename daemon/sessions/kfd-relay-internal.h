@@ -99,6 +99,7 @@ struct KfdRelay {
         int doorbell_memfd;      /* the client's doorbell page, 8 KiB */
         int mmio_memfd;          /* a harmless page for the HDP flush page it asks for */
         RelayQueue queues[RELAY_MAX_QUEUES]; /* loop thread */
+        bool queues_logged;       /* Queues= refusal logged */
         sd_event_source *poll;   /* rescans the rings */
         uint64_t last_activity_ns;
         uint64_t jobs_relayed;

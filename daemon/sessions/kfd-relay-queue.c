@@ -142,13 +142,30 @@ typedef struct QueueCall {
         void *arg;
 } QueueCall;
 
-static RelayQueue *queue_slot(KfdRelay *r) {
+/* A free queue slot, within the session's Queues= (loop thread): -ENOSPC
+ * past it, what pqm_create_queue answers a process at its queue limit
+ * (kfd_process_queue_manager.c), with one log line naming the policy. */
+static int queue_slot(KfdRelay *r, RelayQueue **ret) {
+        uint64_t max = MIN(r->session->policy.queues, (uint64_t) RELAY_MAX_QUEUES);
+        uint32_t used = 0;
+
+        for (uint32_t id = 0; id < RELAY_MAX_QUEUES; id++)
+                used += r->queues[id].used;
+        if (used >= max) {
+                if (!r->queues_logged) {
+                        r->queues_logged = true;
+                        session_log(r->session, LOG_INFO, "Session %" PRIu64 ": KFD relay refused a queue: queue "
+                                    "count limit (%" PRIu64 ", policy Queues=) reached", r->session_id, max);
+                }
+                return -ENOSPC;
+        }
         for (uint32_t id = 0; id < RELAY_MAX_QUEUES; id++)
                 if (!r->queues[id].used) {
                         r->queues[id].id = id;
-                        return &r->queues[id];
+                        *ret = &r->queues[id];
+                        return 0;
                 }
-        return NULL;
+        return -ENOSPC;
 }
 
 /* The answer of the kernel on gfx9+: the doorbell page's mmap offset with
@@ -199,12 +216,12 @@ static int create_sdma(KfdRelay *r, struct kfd_ioctl_create_queue_args *a) {
                          "process's buffers", r->session_id);
                 return -EINVAL;
         }
+        k = queue_slot(r, &q);
+        if (k < 0)
+                return k;
         k = sdma_bind(r);
         if (k < 0)
                 return k;
-        q = queue_slot(r);
-        if (!q)
-                return -ENOMEM;
         *q = (RelayQueue) {
                 .used = true, .id = q->id, .gen = q->gen + 1, .sdma = true,
                 .ring_va = a->ring_base_address, .ring_bytes = a->ring_size,
@@ -252,9 +269,9 @@ static int create_on_loop(KfdRelay *r, void *data) {
                          "the process's buffers where ROCr puts them", r->session_id);
                 return -EINVAL;
         }
-        q = queue_slot(r);
-        if (!q)
-                return -ENOMEM; /* "No more queues": kfd's pqm_create_queue answers so at its limit */
+        int k = queue_slot(r, &q);
+        if (k < 0)
+                return k;
         *q = (RelayQueue) {
                 .used = true,
                 .id = q->id,

@@ -557,7 +557,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
                               "\"dispatch_timeout_usec\":60000000,\"user_buffer_memory\":\"infinity\",\"user_buffers\":"),
                   "%s", out);
         /* UserBuffers= comes from the daemon's fd limit. */
-        cr_assert(strstr(out, ",\"unit_buffer_memory\":\"infinity\",\"user_jobs_in_flight\":65536}}\n"), "%s", out);
+        cr_assert(strstr(out, ",\"unit_buffer_memory\":\"infinity\",\"user_jobs_in_flight\":65536,\"queues\":64}}\n"), "%s", out);
         free(out);
 
         /* The D-Bus key name works too (with a unit), and "infinity". */
@@ -607,11 +607,11 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
         } bad[] = {
                 { { "Bogus=1" }, "kfdbrokerctl limits: unknown limit 'Bogus' (known: BufferMemory, MaxBufferSize, "
                                  "Buffers, Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
-                                 "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory, UserJobsInFlight)\n" },
+                                 "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory, UserJobsInFlight, Queues)\n" },
                 { { "Buffers=2", "Wieght=3" }, "kfdbrokerctl limits: unknown limit 'Wieght' (known: BufferMemory, "
                                                "MaxBufferSize, Buffers, Events, JobsInFlight, Weight, Priority, "
                                                "ComputeDispatch, Isolation, JobTimeout, DispatchTimeout, UserBufferMemory, "
-                                               "UserBuffers, UnitBufferMemory, UserJobsInFlight)\n" },
+                                               "UserBuffers, UnitBufferMemory, UserJobsInFlight, Queues)\n" },
                 { { "Buffers=lots" }, "kfdbrokerctl limits: invalid Buffers= value \"lots\": expected a number below "
                                       "4294967295 or \"infinity\"\n" },
                 { { "BufferMemory=2X" }, "kfdbrokerctl limits: invalid BufferMemory= value \"2X\": expected bytes with "

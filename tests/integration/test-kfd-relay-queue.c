@@ -503,3 +503,27 @@ Test(kfd_relay_queue, sdma_packets_run_on_the_processs_own_sdma_queue) {
         cr_expect_eq(*(uint32_t *) (s.sigs.cpu + 0x300), 0x1234u, "nothing after the refused packet ran");
         relayed_close(&s.c);
 }
+
+/* Queues= bounds the queues a process makes, AQL and SDMA together: past
+ * it CREATE_QUEUE answers ENOSPC (pqm_create_queue at its limit) with one
+ * log line naming the policy; a queue destroyed gives its place back. */
+Test(kfd_relay_queue, queues_are_bounded_by_the_session_policy) {
+        Relayed c = {};
+        Aql a = {}, b = {};
+        Sdma q = {};
+        char *log;
+
+        start_with_limits("Queues=1\n");
+        relayed_open(&c, 0);
+        acquire(&c);
+        cr_assert_eq(aql_create(&c, &a, 0x15000000), 0);
+        cr_expect_eq(aql_create(&c, &b, 0x16000000), -ENOSPC, "a second AQL queue");
+        cr_expect_eq(sdma_create(&c, &q, 0x17000000), -ENOSPC, "an SDMA queue besides");
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "KFD relay refused a queue: queue count limit (1, policy Queues=) reached"), "%s", log);
+        free(log);
+        struct kfd_ioctl_destroy_queue_args del = { .queue_id = a.id };
+        cr_assert_eq(kioctl(&c, AMDKFD_IOC_DESTROY_QUEUE, &del), 0);
+        cr_expect_eq(sdma_create(&c, &q, 0x18000000), 0, "its place, given back");
+        relayed_close(&c);
+}

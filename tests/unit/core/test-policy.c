@@ -723,6 +723,15 @@ Test(policy, user_and_unit_caps) {
         cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_USER_JOBS_IN_FLIGHT, &l, buf, sizeof(buf)), "10000");
         cr_expect_eq(policy_limit_parse(POLICY_LIMIT_USER_JOBS_IN_FLIGHT, "0", &l, err, sizeof(err)), -EINVAL);
         cr_expect_str_eq(err, "invalid UserJobsInFlight= value \"0\": must be at least 1 (use ComputeDispatch= or Buffers= to deny work)");
+        /* Queues=: the KFD queues of a relayed ROCm process (issue 30). */
+        cr_expect_eq(policy_limit_key_from_string("Queues"), POLICY_LIMIT_QUEUES);
+        policy_limits_default(&l);
+        cr_expect_eq(l.queues, 64u);
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_QUEUES, "4", &l, err, sizeof(err)), 0);
+        cr_expect_eq(l.queues, 4u);
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_QUEUES, &l, buf, sizeof(buf)), "4");
+        cr_expect_eq(policy_limit_parse(POLICY_LIMIT_QUEUES, "lots", &l, err, sizeof(err)), -EINVAL);
+        cr_expect_str_eq(err, "invalid Queues= value \"lots\": expected a number below 4294967295 or \"infinity\"");
 }
 
 /* The memory defaults fitted to the GPU (docs/policy.md "Defaults on a shared
