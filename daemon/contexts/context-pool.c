@@ -348,15 +348,20 @@ static const GpuContextOptions kfd_process_options = {
         .queue_priority = GPU_QUEUE_PRIORITY_DEFAULT,
 };
 
+/* How long the loop waits for a proxy worker to be ready (its start, the
+ * sandbox, opening the device: milliseconds; docs/rocm.md says the loop
+ * waits meanwhile). */
+#define PROXY_READY_TIMEOUT_MS 3000
+
 /* A proxy worker's answer to its setup: READY, or why not (err). Blocks up
- * to 10 s for it. */
+ * to PROXY_READY_TIMEOUT_MS for it. */
 static int proxy_ready(int sock, char *err, size_t errlen) {
         uint64_t buf[WORKER_MSG_MAX / 8];
         WorkerMsg msg = { .fd = -EBADF };
         struct pollfd pfd = { .fd = sock, .events = POLLIN };
         int r;
 
-        r = poll(&pfd, 1, 10000);
+        r = poll(&pfd, 1, PROXY_READY_TIMEOUT_MS);
         if (r > 0)
                 r = worker_msg_recv(sock, buf, &msg);
         else if (r == 0)
