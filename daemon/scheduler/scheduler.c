@@ -37,6 +37,17 @@
  * the light client's p99 next to them stayed the same: the queue budget, not
  * the piece, bounds how long a ready job waits. */
 #define CHUNK_BYTES (2ull << 20)
+/* A copy or fill of at most this many bytes, the next job of an SDMA stream
+ * with nothing pending or on the GPU, goes to the device context's express
+ * SDMA queue (express_sdma_wanted()): a ring of its own, so that it waits
+ * behind no flood's pieces already on an ordinary queue's ring (1 ms of
+ * them: QUEUE_BUDGET_NS), only for the engine, which switches between its
+ * queues by a time quantum, inside a long copy too (sdma_v5_2.c
+ * sdma_v5_2_ctx_switch_enable(): AUTO_CTXSW_ENABLE and the phase quantum,
+ * 32K clocks by default; MIDCMD_PREEMPT_ENABLE; the simulator's model:
+ * daemon/sim/sim-sdma.c). The size: what the simulated engine moves in one
+ * quantum, so such a job ends within its first turn. */
+#define EXPRESS_SDMA_BYTES (256ull << 10)
 /* With chunking off (KFDBROKERD_CHUNKING=0, for benchmarks): the budget of
  * before, in jobs and bytes. */
 #define UNCHUNKED_QUEUE_MAX_BYTES (64ull << 20)
@@ -88,6 +99,7 @@ struct HwQueue {
         SchedGroup *group;
         SchedGroup own_group;   /* an SDMA queue is a group of its own */
         unsigned n_streams;     /* bound streams, for balancing */
+        bool express;           /* the device context's express SDMA queue (EXPRESS_SDMA_BYTES) */
         bool full;              /* refused more work in this pass */
         uint64_t inflight_ns;   /* estimated GPU time of its work jobs on the GPU */
         uint64_t head_since_ns; /* when the oldest job on the GPU became the oldest */
@@ -104,6 +116,7 @@ struct Scheduler {
         SchedulerCallbacks cb;
         sd_event_source *timeout_timer;
         LIST_HEAD(HwQueue, queues);
+        HwQueue *sdma_express;  /* NULL when the device had no SDMA queue to spare for it */
         SchedGroup compute;
         uint64_t jobs_completed, jobs_failed;
         uint32_t last_chain;
@@ -172,6 +185,25 @@ int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *
                         scheduler_free(s);
                         return -ENOMEM;
                 }
+        /* And the express one, made after them (KFD puts it on the engine
+         * of the next free SDMA slot: kfd_device_queue_manager.c
+         * allocate_sdma_queue()). Without a slot for it, small jobs go to
+         * the ordinary queues as before. */
+        if (info->n_queues > 0) {
+                unsigned idx;
+                int r = gpu_context_add_queue(context_pool_device_gpu(pool), GPU_ENGINE_SDMA,
+                                              GPU_QUEUE_PRIORITY_DEFAULT, &idx);
+                if (r < 0)
+                        log_debug_errno(r, "No express SDMA queue for small jobs: %m");
+                else {
+                        s->sdma_express = hwq_new(s, dev, idx, GPU_ENGINE_SDMA);
+                        if (!s->sdma_express) {
+                                scheduler_free(s);
+                                return -ENOMEM;
+                        }
+                        s->sdma_express->express = true;
+                }
+        }
         *ret = s;
         return 0;
 }
@@ -308,12 +340,13 @@ static bool stream_backs_off(Scheduler *s, const SchedStream *st) {
         return true;
 }
 
-/* The least loaded SDMA queue of the device context. */
+/* The least loaded ordinary SDMA queue of the device context. */
 static HwQueue *pick_sdma(Scheduler *s) {
         HwQueue *q, *best = NULL;
 
         LIST_FOREACH(queues, q, s->queues)
-                if (q->engine == GPU_ENGINE_SDMA && (!best || q->n_streams < best->n_streams))
+                if (q->engine == GPU_ENGINE_SDMA && !q->express && context_is_device(q->ctx) &&
+                    (!best || q->n_streams < best->n_streams))
                         best = q;
         return best;
 }
@@ -330,6 +363,7 @@ void scheduler_stream_init(Scheduler *s, SchedStream *st, uint64_t owner_id, Gpu
                 if (q) {
                         stream_bind(st, q);
                         st->group = q->group;
+                        st->sdma_home = q;
                 }
         } else
                 st->group = &s->compute;
@@ -384,6 +418,7 @@ int scheduler_stream_use_sdma(Scheduler *s, SchedStream *st, Context *ctx, unsig
         }
         stream_bind(st, q);
         st->group = q->group;
+        st->sdma_home = NULL; /* stays there */
         return 0;
 }
 
@@ -496,12 +531,42 @@ static double wake_vtime(const SchedGroup *g) {
         return m < 0 ? g->vclock : m;
 }
 
+/* Whether j, the job an SDMA stream wakes with, goes to the express SDMA
+ * queue (EXPRESS_SDMA_BYTES): a small copy or fill of a stream whose home is
+ * an ordinary queue of the device context. */
+static bool express_sdma_wanted(const Scheduler *s, const SchedStream *st, const SchedJob *j) {
+        return s->sdma_express && st->sdma_home && j->kind == SCHED_JOB_WORK &&
+               (j->gpu.type == GPU_JOB_COPY || j->gpu.type == GPU_JOB_FILL) && job_bytes(j) <= EXPRESS_SDMA_BYTES;
+}
+
+/* An SDMA stream waking with j, with nothing on the GPU (its jobs run in
+ * order: it changes queues only then), goes to the express queue or back
+ * to its home queue as j asks; a work or event job of another kind stays
+ * where the stream is. On another queue it is in another group, whose
+ * virtual times are not its old group's: it starts at the new group's
+ * (wake_vtime()). */
+static void stream_pick_sdma_queue(Scheduler *s, SchedStream *st, const SchedJob *j) {
+        HwQueue *q;
+
+        if (st->engine != GPU_ENGINE_SDMA || !st->sdma_home || st->n_inflight > 0 ||
+            (j->kind != SCHED_JOB_WORK && st->hwq))
+                return;
+        q = express_sdma_wanted(s, st, j) ? s->sdma_express : st->sdma_home;
+        if (q == st->hwq)
+                return;
+        stream_bind(st, q);
+        st->group = q->group;
+        st->vtime = wake_vtime(q->group);
+}
+
 void scheduler_enqueue(Scheduler *s, SchedStream *st, SchedJob *j) {
         j->cost = job_cost(j);
         j->queued_ns = loop_now_ns(s->event);
         j->stream = st;
         j->state = SCHED_JOB_PENDING;
         QUEUE_APPEND(queue, st->pending, j);
+        if (!st->active)
+                stream_pick_sdma_queue(s, st, j);
         if (!st->active && st->group) {
                 double m = wake_vtime(st->group);
 

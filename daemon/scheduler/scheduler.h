@@ -119,6 +119,8 @@ struct SchedStream {
         double dispatch_ns;     /* compute: GPU ns of its shortest recent dispatches, 0 until one retired */
         double dispatch_max_ns; /* compute: of its longest recent ones (decaying), 0 until one retired */
         bool bound_express;     /* compute: bound to its context's express queue */
+        HwQueue *sdma_home;     /* SDMA: its ordinary queue of the device context, NULL when bound for
+                                 * good elsewhere; its small jobs may go to the express queue */
         bool active;            /* has pending jobs (on its group's active list) */
         unsigned n_inflight;    /* its jobs on the GPU now */
         uint32_t want_priority; /* KFD queue priority its class maps to */
