@@ -4,7 +4,9 @@
  * which GPU context.
  *
  * Each session has one stream per engine. An SDMA stream is bound to one SDMA
- * queue of the device context; a compute stream runs in the session's GPU
+ * queue of the device context — its small copies and fills, when it wakes
+ * with one, to the device context's express SDMA queue, so that they wait
+ * behind no flood's work already on an ordinary queue's ring; a compute stream runs in the session's GPU
  * context (its own, its identity's, the shared one or, in shared mode, the
  * device context), on a queue of its priority class there, found or made when
  * it first has work — in a context several sessions use, the express queue of
