@@ -34,7 +34,8 @@
  * pipe priority, kfd_mqd_manager_v10.c set_priority — so on SDMA the class is
  * enforced here). The budgets bound how much work waits on the GPU, so a
  * session that floods cannot push another's latency beyond one bounded
- * backlog: each hardware queue takes 1 ms of estimated GPU time (copies and
+ * backlog: each hardware queue takes 1 ms of estimated GPU time (4 ms an
+ * ordinary SDMA queue beside the express one, scheduler.c; copies and
  * fills from its measured throughput, a dispatch from its stream's recent
  * dispatches; at most 64 jobs) — a job of under 100 us of a stream
  * with nothing on the GPU goes in all the same — and the compute group 16
@@ -49,8 +50,10 @@
  * doubling up to 1 s, one step less per second without a loss (user_fault()),
  * so a fault loop brings up about one context a second instead of hundreds;
  * its dispatches wait, they do not fail. Copies and fills larger than
- * 2 MiB go to the GPU in 2 MiB pieces, each competing for its queue like a
- * job, so a large job never holds a queue for long: the job keeps the head of
+ * 2 MiB go to the GPU in pieces — 2 MiB, or 8 MiB on an ordinary SDMA queue
+ * with the express queue beside it while nothing small waits there
+ * (scheduler.c, piece_bytes()) — each competing for its queue like a job,
+ * so a large job never holds a queue for long: the job keeps the head of
  * its stream until its last piece is written and finishes, once, when all
  * have retired; when a piece fails (or the job is cancelled) the rest of it
  * never runs and the job fails with the first failure. KFDBROKERD_CHUNKING=0
