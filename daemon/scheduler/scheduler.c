@@ -1679,6 +1679,15 @@ unsigned scheduler_in_flight(const Scheduler *s) {
         return n;
 }
 
+unsigned scheduler_sdma_queues(const Scheduler *s) {
+        const HwQueue *q;
+        unsigned n = 0;
+
+        LIST_FOREACH(queues, q, s->queues)
+                n += q->engine == GPU_ENGINE_SDMA && !q->express && context_is_device(q->ctx);
+        return n;
+}
+
 uint64_t scheduler_jobs_completed(const Scheduler *s) {
         return s->jobs_completed;
 }

@@ -211,6 +211,9 @@ void scheduler_abandon(Scheduler *s);
 /* Jobs submitted to the GPU (all or some of their pieces) and not yet
  * retired, over all queues; a job in pieces counts once. */
 unsigned scheduler_in_flight(const Scheduler *s);
+/* The ordinary SDMA queues of the device context (kfdbrokerd --sdma-queues=),
+ * not counting the express one: what DeviceInfo reports. */
+unsigned scheduler_sdma_queues(const Scheduler *s);
 /* Jobs retired since start, by outcome. */
 uint64_t scheduler_jobs_completed(const Scheduler *s);
 uint64_t scheduler_jobs_failed(const Scheduler *s);

@@ -76,15 +76,14 @@ Test(ctl, device_text_and_json) {
 
         cr_assert_eq(run_ctl(text, &out, &err), 0, "stderr: %s", err);
         cr_assert(strstr(out, "gfx:         gfx1030\n"), "%s", out);
-        /* --sdma-queues=2 ordinary ones and the express one (scheduler.c) */
-        cr_assert(strstr(out, "SDMA queues: 3\n"), "%s", out);
+        cr_assert(strstr(out, "SDMA queues: 2\n"), "%s", out);
         /* the hardware queues KFD offers a context (the topology's num_cp_queues) */
         cr_assert(strstr(out, "compute queues: 8\n"), "%s", out);
         free(out);
         free(err);
 
         cr_assert_eq(run_ctl(json, &out, &err), 0, "stderr: %s", err);
-        cr_assert(strstr(out, ",\"sdma_queues\":3,\"compute_queues\":8}\n"), "%s", out);
+        cr_assert(strstr(out, ",\"sdma_queues\":2,\"compute_queues\":8}\n"), "%s", out);
         free(out);
         free(err);
 }
