@@ -82,6 +82,7 @@
  * UC). A LOOP ATOMIC (compare-swap) whose compare fails waits as a
  * POLL_REGMEM does. The HDP flush page is read before each pass over a queue.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,10 @@ static ExecResult move_part(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_v
  * kept for the queue's next turn. */
 static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint64_t src_va, uint64_t bytes,
                        uint64_t *quantum, uint64_t *fault_va) {
+        /* The packet comes from the engine's own copy of the ring, which a
+         * client cannot rewrite once read: it is the one the bytes done
+         * belong to. */
+        assert(q->midcmd_done < bytes);
         for (;;) {
                 uint64_t done = q->midcmd_done, part = MIN(bytes - done, *quantum);
                 ExecResult x = move_part(q, pk, dst_va + done, src_va + done, part, bytes, fault_va);
