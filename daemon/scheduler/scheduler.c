@@ -45,11 +45,13 @@
 #define CHUNK_BYTES (2ull << 20)
 /* Pieces sized to what waits (piece_bytes()): up to this on an ordinary
  * SDMA queue with the express queue beside it, while no stream there waits
- * with a job of CHUNK_BYTES or less. 15 clients keeping 16 MiB copies in
- * flight (or 8 queued) got 0.47-0.85x of their unchunked throughput with
- * 2 MiB pieces and 0.96-1.02x with 8 MiB ones in one run each on a loaded
- * 2-CPU machine (bench-broker noise): every piece is a completion for the
- * daemon, whose CPU the simulated engines share. */
+ * with a job of CHUNK_BYTES or less. Every piece is a completion for the
+ * daemon, whose CPU the simulated engines share: 15 clients keeping 16 MiB
+ * copies in flight (or 8 queued) got 0.47-0.85x of their unchunked
+ * throughput with 2 MiB pieces (four runs; one more gave 1.34 where the
+ * unchunked daemon stalled) and 0.66-1.02x with 8 MiB ones (four runs,
+ * three of them 0.82 or more), on a 2-CPU machine at load 4-10
+ * (bench-broker noise). */
 #define CHUNK_MAX_BYTES (8ull << 20)
 /* A copy or fill of at most this many bytes, the next job of an SDMA stream
  * with nothing pending or on the GPU, goes to the device context's express
