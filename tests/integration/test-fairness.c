@@ -733,9 +733,20 @@ static void setup_unchunked(void) {
         test_daemon_start_hooked(&d, args, unchunked);
 }
 
+/* The simulated kernel of the worker-process mechanism (KFD 1.18): the
+ * copies still run in the device context, on its express queue. */
+static void setup_unchunked_kfd_1_18(void) {
+        static const char *const args[] = { "--sdma-queues=1", "--sim-kfd-version=1.18", NULL };
+
+        test_daemon_start_hooked(&d, args, unchunked);
+}
+
 /* Two ordinary queues (the default): the express one is the device's third
  * SDMA queue, on the first engine with the first ordinary one (KFD's
- * engine = slot % engines), where the flood (the first session) runs. */
+ * engine = slot % engines), where the flood (the first session) runs: the
+ * fill waits for the engine's switch, not for the flood's copy. (Without an
+ * express queue this passes too: the light session's own ordinary queue is
+ * then the second one, on the other engine.) */
 static void setup_unchunked_shared_engine(void) {
         test_daemon_start_hooked(&d, NULL, unchunked);
 }
@@ -747,6 +758,7 @@ static void teardown_unchunked(void) {
 
 TestSuite(express, .init = setup_unchunked, .fini = teardown_unchunked, .timeout = 120);
 TestSuite(express_shared_engine, .init = setup_unchunked_shared_engine, .fini = teardown_unchunked, .timeout = 120);
+TestSuite(express_kfd_1_18, .init = setup_unchunked_kfd_1_18, .fini = teardown_unchunked, .timeout = 120);
 
 /*
  * A small copy of a session that wakes from idle does not wait behind a
@@ -761,7 +773,8 @@ TestSuite(express_shared_engine, .init = setup_unchunked_shared_engine, .fini = 
  * process got no CPU) says nothing and is run again. With the express queue
  * on the flood's engine, the engine switches to it inside the flood's copy
  * (sim-sdma.c, the phase quantum). Copies run in the device context, so
- * this holds whatever context mechanism the compute side uses.
+ * this holds whatever context mechanism the compute side uses: shown with
+ * the simulated KFD 1.18 of the worker processes too.
  */
 static void small_copy_passes_a_flood_on_the_ring(void) {
         enum { FLOOD_BYTES = 32u << 20, ROUNDS = 20 };
@@ -825,5 +838,9 @@ Test(express, a_small_copy_passes_a_flood_on_the_ring) {
 }
 
 Test(express_shared_engine, a_small_copy_passes_a_flood_on_the_ring) {
+        small_copy_passes_a_flood_on_the_ring();
+}
+
+Test(express_kfd_1_18, a_small_copy_passes_a_flood_on_the_ring) {
         small_copy_passes_a_flood_on_the_ring();
 }
