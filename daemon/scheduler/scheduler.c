@@ -56,8 +56,8 @@
 /* A copy or fill of at most this many bytes, the next job of an SDMA stream
  * with nothing pending or on the GPU, goes to the device context's express
  * SDMA queue (express_sdma_wanted()): a ring of its own, so that it waits
- * behind no flood's pieces already on an ordinary queue's ring (1 ms of
- * them: QUEUE_BUDGET_NS), only for the engine, which switches between its
+ * behind no flood's pieces already on an ordinary queue's ring (up to
+ * SDMA_QUEUE_BUDGET_NS of them), only for the engine, which switches between its
  * queues by a time quantum, inside a long copy too (sdma_v5_2.c
  * sdma_v5_2_ctx_switch_enable(): AUTO_CTXSW_ENABLE and the phase quantum,
  * 32K clocks by default; MIDCMD_PREEMPT_ENABLE; the simulator's model:
@@ -178,6 +178,8 @@ static HwQueue *hwq_find(Scheduler *s, Context *ctx, unsigned index) {
         return NULL;
 }
 
+static HwQueue *pick_sdma(Scheduler *s);
+
 int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *cb, Scheduler **ret) {
         Context *dev = context_pool_device(pool);
         const GpuDeviceInfo *info = context_pool_info(pool);
@@ -206,7 +208,7 @@ int scheduler_new(sd_event *event, ContextPool *pool, const SchedulerCallbacks *
          * of the next free SDMA slot: kfd_device_queue_manager.c
          * allocate_sdma_queue()). Without a slot for it, small jobs go to
          * the ordinary queues as before. */
-        if (info->n_queues > 0) {
+        if (pick_sdma(s)) {
                 unsigned idx;
                 int r = gpu_context_add_queue(context_pool_device_gpu(pool), GPU_ENGINE_SDMA,
                                               GPU_QUEUE_PRIORITY_DEFAULT, &idx);
