@@ -118,6 +118,8 @@ int identity_from_peer(int sockfd, int pidfd, bool pidfd_exact, Identity *ret) {
                 return r;
         if (pidfd < 0 && cred.pid > 0) {
                 own_pidfd = identity_peer_pidfd(sockfd, &pidfd_exact);
+                if (own_pidfd == -EMFILE || own_pidfd == -ENFILE)
+                        return own_pidfd; /* as above */
                 pidfd = own_pidfd;
         }
         r = identity_from_creds(&(IdentityCreds) { .uid = cred.uid, .gid = cred.gid, .pid = MAX(cred.pid, 0),
@@ -144,7 +146,9 @@ int identity_from_creds(const IdentityCreds *c, int pidfd, bool pidfd_by_pid, Id
 
                 /* Checks the pidfd's pid is c->pid, reads, checks it still lives. */
                 r = identity_from_pidfd(pidfd, c->pid, &u, &id);
-                if (r == -ENOMEM)
+                /* The daemon's own shortage (memory, a full fd table) says
+                 * nothing of the peer: not "unknown", which refuses it as gone. */
+                if (r == -ENOMEM || r == -EMFILE || r == -ENFILE)
                         return r;
                 if (r >= 0 && pidfd_by_pid && id.process_euid != c->uid)
                         log_debug("identity: pid %i now runs as uid %u, the connection as uid %u: not its maker",

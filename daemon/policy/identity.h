@@ -126,8 +126,9 @@ int identity_peer_pidfd(int sockfd, bool *ret_exact);
  * A peer whose pid is not visible here (another pid namespace) has an
  * unknown process; one whose connecting process cannot be pinned (gone, or
  * its pid now another uid's) is refused.
- * Returns 0, -ESRCH if the connecting process is gone, -ENOMEM, or -errno
- * from getsockopt().
+ * Returns 0, -ESRCH if the connecting process is gone, -ENOMEM, -EMFILE or
+ * -ENFILE when the caller's fd table (or the system's) has no room for the
+ * pidfd or /proc files it needs, or -errno from getsockopt().
  */
 int identity_from_peer(int sockfd, int pidfd, bool pidfd_exact, Identity *ret);
 

@@ -4,7 +4,9 @@
  * which GPU context.
  *
  * Each session has one stream per engine. An SDMA stream is bound to one SDMA
- * queue of the device context; a compute stream runs in the session's GPU
+ * queue of the device context — its small copies and fills, when it wakes
+ * with one, to the device context's express SDMA queue, so that they wait
+ * behind no flood's work already on an ordinary queue's ring; a compute stream runs in the session's GPU
  * context (its own, its identity's, the shared one or, in shared mode, the
  * device context), on a queue of its priority class there, found or made when
  * it first has work — in a context several sessions use, the express queue of
@@ -32,7 +34,8 @@
  * pipe priority, kfd_mqd_manager_v10.c set_priority — so on SDMA the class is
  * enforced here). The budgets bound how much work waits on the GPU, so a
  * session that floods cannot push another's latency beyond one bounded
- * backlog: each hardware queue takes 1 ms of estimated GPU time (copies and
+ * backlog: each hardware queue takes 1 ms of estimated GPU time (4 ms an
+ * ordinary SDMA queue beside the express one, scheduler.c; copies and
  * fills from its measured throughput, a dispatch from its stream's recent
  * dispatches; at most 64 jobs) — a job of under 100 us of a stream
  * with nothing on the GPU goes in all the same — and the compute group 16
@@ -47,8 +50,10 @@
  * doubling up to 1 s, one step less per second without a loss (user_fault()),
  * so a fault loop brings up about one context a second instead of hundreds;
  * its dispatches wait, they do not fail. Copies and fills larger than
- * 2 MiB go to the GPU in 2 MiB pieces, each competing for its queue like a
- * job, so a large job never holds a queue for long: the job keeps the head of
+ * 2 MiB go to the GPU in pieces — 2 MiB, or 8 MiB on an ordinary SDMA queue
+ * with the express queue beside it while nothing small waits there
+ * (scheduler.c, piece_bytes()) — each competing for its queue like a job,
+ * so a large job never holds a queue for long: the job keeps the head of
  * its stream until its last piece is written and finishes, once, when all
  * have retired; when a piece fails (or the job is cancelled) the rest of it
  * never runs and the job fails with the first failure. KFDBROKERD_CHUNKING=0
@@ -119,6 +124,8 @@ struct SchedStream {
         double dispatch_ns;     /* compute: GPU ns of its shortest recent dispatches, 0 until one retired */
         double dispatch_max_ns; /* compute: of its longest recent ones (decaying), 0 until one retired */
         bool bound_express;     /* compute: bound to its context's express queue */
+        HwQueue *sdma_home;     /* SDMA: its ordinary queue of the device context, NULL when bound for
+                                 * good elsewhere; its small jobs may go to the express queue */
         bool active;            /* has pending jobs (on its group's active list) */
         unsigned n_inflight;    /* its jobs on the GPU now */
         uint32_t want_priority; /* KFD queue priority its class maps to */
@@ -204,6 +211,9 @@ void scheduler_abandon(Scheduler *s);
 /* Jobs submitted to the GPU (all or some of their pieces) and not yet
  * retired, over all queues; a job in pieces counts once. */
 unsigned scheduler_in_flight(const Scheduler *s);
+/* The ordinary SDMA queues of the device context (kfdbrokerd --sdma-queues=),
+ * not counting the express one: what DeviceInfo reports. */
+unsigned scheduler_sdma_queues(const Scheduler *s);
 /* Jobs retired since start, by outcome. */
 uint64_t scheduler_jobs_completed(const Scheduler *s);
 uint64_t scheduler_jobs_failed(const Scheduler *s);

@@ -127,8 +127,12 @@ static void handle_device_info(Session *s, const WireRequest *req) {
         const GpuDeviceInfo *i = s->set->info;
         unsigned sdma = 0, compute = 0;
 
-        for (unsigned q = 0; q < i->n_queues; q++)
-                sdma += i->queue_engine[q] == GPU_ENGINE_SDMA;
+        /* The ordinary ones: the express SDMA queue is the scheduler's. */
+        if (s->set->scheduler)
+                sdma = scheduler_sdma_queues(s->set->scheduler);
+        else
+                for (unsigned q = 0; q < i->n_queues; q++)
+                        sdma += i->queue_engine[q] == GPU_ENGINE_SDMA;
         /* Compute queues are made per GPU context when it first dispatches:
          * say how many the device offers a context (KFD's num_cp_queues). */
         compute = i->num_cp_queues;

@@ -52,6 +52,8 @@ struct SimQueue {
         uint64_t doorbell_seen;  /* last doorbell value acted on */
         uint64_t wptr;           /* target from the doorbell */
         unsigned poll_tries;
+        uint64_t midcmd_done;    /* SDMA: bytes of the COPY/FILL at rptr moved before the engine switched
+                                  * to another queue inside it (the MQD's MIDCMD state, sim-sdma.c) */
         bool stopped;            /* after a fault or a bad packet, until DESTROY_QUEUE */
         SimCpState *cp;          /* PM4 compute queues: registers, IB and dispatch state (sim-cp.h) */
         bool destroying;         /* sim_queue_free() is waiting for the engine to let go */

@@ -4,10 +4,28 @@
  * monotonic 64-bit; the ring index is ptr % ring_size (kfd-facts §3.3) and a
  * packet may wrap around the end of the ring. The doorbell value is the new
  * wptr, as the kernel writes the same value to the doorbell and RB_WPTR
- * (sdma_v5_2_ring_set_wptr). A step runs up to MAX_PACKETS_PER_STEP packets or
- * STEP_BYTES of copies and fills, whichever comes first, so that the queues on
- * one engine share it at a fine grain, as the hardware's queue arbitration
- * does. The device lock is held per packet, not per step (sim-engine.h): it
+ * (sdma_v5_2_ring_set_wptr).
+ *
+ * The queues of one engine take turns by a time quantum, as the hardware's do:
+ * amdgpu turns on the engine's automatic context switch between queues with
+ * a phase quantum of amdgpu_sdma_phase_quantum x 1K engine clocks (default
+ * 32; sdma_v5_2.c sdma_v5_2_ctx_switch_enable(): SDMA0_CNTL.AUTO_CTXSW_ENABLE,
+ * SDMA0_PHASE0/1/2_QUANTUM), and mid-command preemption (sdma_v5_2.c
+ * sdma_v5_2_gfx_resume(): SDMA0_CNTL.MIDCMD_PREEMPT_ENABLE, "enable MCBP").
+ * A queue's saved context holds the state of a command cut short: the SDMA
+ * MQD of gfx10 has SDMAx_RLCx_MIDCMD_DATA0..10 and MIDCMD_CNTL (the kernel's
+ * v10_structs.h, struct v10_sdma_mqd), so the switch may fall inside a
+ * packet, and a long COPY_LINEAR or CONSTANT_FILL resumes where it stopped.
+ * No public source gives the granularity inside a copy; here the engine's
+ * clock is counted in the bytes it moves, QUANTUM_BYTES a quantum (32K
+ * clocks at 8 bytes a clock, this simulator's choice: a 2 MiB piece takes
+ * ~0.27 ms here, so a quantum is ~33 us, as 32K clocks are at ~1 GHz). When
+ * a queue's quantum runs out and another queue of its engine has work
+ * (packets or a doorbell not yet looked at), the engine leaves it — between
+ * packets, or inside a copy or fill with the bytes done kept in
+ * SimQueue.midcmd_done — and comes back after the others' turns; with none
+ * waiting, the queue keeps the engine for another quantum. A step also ends
+ * after MAX_PACKETS_PER_STEP packets. The device lock is held per packet, not per step (sim-engine.h): it
  * is dropped between packets, and a COPY or CONST_FILL of UNLOCKED_BYTES or
  * more runs without it, holding a reference on the BOs it touches, so the
  * other engines report completions and ioctls go on while it moves memory.
@@ -64,6 +82,7 @@
  * UC). A LOOP ATOMIC (compare-swap) whose compare fails waits as a
  * POLL_REGMEM does. The HDP flush page is read before each pass over a queue.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +104,7 @@
 #include "util/macro.h"
 
 #define MAX_PACKETS_PER_STEP 64u
-#define STEP_BYTES (1u << 20)
+#define QUANTUM_BYTES (256u << 10)
 #define UNLOCKED_BYTES (64u << 10)
 #define GATHER_DWORDS 16u
 #define FETCH_BYTES 256u
@@ -96,6 +115,7 @@ typedef enum ExecResult {
         EXEC_RETRY,
         EXEC_FAULT,
         EXEC_ERROR,
+        EXEC_SWITCH, /* the quantum ran out inside the packet: another queue's turn */
 } ExecResult;
 
 uint64_t sim_gpu_clock_counter(void) {
@@ -128,14 +148,15 @@ static void fail_error(SimQueue *q, const char *reason) {
         sim_events_queue_stopped(q->process, q->id, text);
 }
 
-/* A byte fill is a dword fill of the byte four times (the byte count of
- * either is a multiple of 4: the decoder's check). */
-static void fill(uint8_t *dst, const SimSdmaPacket *pk) {
+/* bytes of a fill. A byte fill is a dword fill of the byte four times (the
+ * byte count of either is a multiple of 4: the decoder's check; so is every
+ * part of one the quantum cuts). */
+static void fill(uint8_t *dst, const SimSdmaPacket *pk, uint64_t bytes) {
         uint32_t pattern = pk->fill.data;
 
         if (pk->fill.fillsize == SDMA_CONSTANT_FILL_BYTE)
                 pattern = (pattern & 0xFF) * 0x01010101u;
-        sim_dma_fill32(dst, pattern, pk->fill.bytes);
+        sim_dma_fill32(dst, pattern, bytes);
 }
 
 /* Whether q is the only SDMA queue of the device with packets to run
@@ -154,15 +175,31 @@ static bool only_busy_queue(const SimQueue *q) {
         return true;
 }
 
-/* A copy (src != NULL) or a fill of dst. A large one runs without the device
- * lock: the engine pins q, a reference pins each BO, so neither UNMAP nor
- * FREE can pull the memory away meanwhile (it takes effect for later
- * packets, as on the real VM after a TLB flush). Locked on entry and return. */
+static bool queue_runnable(const SimQueue *q) {
+        return !q->stopped && !q->destroying && !q->process->evicted;
+}
+
+/* Whether another queue of q's engine has work for it (locked): packets to
+ * run, or a doorbell rung since the engine last looked. Its arbiter then
+ * switches when q's quantum runs out. */
+static bool engine_has_other_work(const SimQueue *q) {
+        for (SimQueue *o = q->engine ? q->engine->queues : NULL; o; o = o->engine_next)
+                if (o != q && queue_runnable(o) &&
+                    (o->rptr != o->wptr || sim_queue_load_doorbell(o) != o->doorbell_seen))
+                        return true;
+        return false;
+}
+
+/* A copy (src != NULL) or a fill of dst: bytes of a packet of packet_bytes.
+ * A large one runs without the device lock: the engine pins q, a reference
+ * pins each BO, so neither UNMAP nor FREE can pull the memory away meanwhile
+ * (it takes effect for later packets, as on the real VM after a TLB flush).
+ * Locked on entry and return. */
 static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint8_t *dst, uint64_t src_va,
-                       const uint8_t *src, uint64_t bytes) {
+                       const uint8_t *src, uint64_t bytes, uint64_t packet_bytes) {
         SimProcess *p = q->process;
         SimBo *dst_bo = NULL, *src_bo = NULL;
-        bool bulk = bytes >= SIM_ENGINE_BULK_BYTES && only_busy_queue(q);
+        bool bulk = packet_bytes >= SIM_ENGINE_BULK_BYTES && only_busy_queue(q);
 
         if (bytes >= UNLOCKED_BYTES) {
                 dst_bo = sim_bo_ref(sim_vm_lookup(p, dst_va)->bo);
@@ -174,7 +211,7 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
         if (src)
                 sim_dma_copy(dst, src, bytes);
         else
-                fill(dst, pk);
+                fill(dst, pk, bytes);
         if (dst_bo) {
                 pthread_mutex_lock(&p->device->lock);
                 sim_bo_unref(src_bo);
@@ -214,10 +251,13 @@ static void run_past_fault(SimQueue *q, const SimSdmaPacket *pk, uint64_t va) {
         sim_cache_unpin(bo, off, pk->copy.bytes);
 }
 
-/* A copy (src_va != 0 with bytes to read) or a fill of [dst_va, dst_va + bytes),
- * through the GL2: the destination's pages stay pinned while the bytes move. */
-static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint64_t src_va, uint64_t bytes,
-                       uint64_t *fault_va) {
+/* Part of a copy (src_va != 0 with bytes to read) or a fill: [dst_va,
+ * dst_va + bytes), through the GL2; the destination's pages stay pinned
+ * while the bytes move. Each part is translated when the engine reaches it,
+ * so a packet that runs out of its BO faults there, with the parts before it
+ * written, as a streaming engine leaves them. */
+static ExecResult move_part(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint64_t src_va, uint64_t bytes,
+                            uint64_t packet_bytes, uint64_t *fault_va) {
         SimProcess *p = q->process;
         uint8_t *src = NULL, *dst;
         uint64_t soff, doff;
@@ -236,14 +276,43 @@ static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
                 dst = sim_cache_view_overwrite(dbo, doff, bytes);
         }
         sim_bo_ref(dbo); /* the unpin below comes after an unlocked move */
-        move_bytes(q, pk, dst_va, dst, src_va, src, bytes);
+        move_bytes(q, pk, dst_va, dst, src_va, src, bytes, packet_bytes);
         sim_cache_unpin(dbo, doff, bytes);
         sim_bo_unref(dbo);
         return EXEC_DONE;
 }
 
-static bool queue_runnable(const SimQueue *q) {
-        return !q->stopped && !q->destroying && !q->process->evicted;
+/* A COPY_LINEAR (src_va != 0) or a CONSTANT_FILL of bytes at dst_va, from
+ * where the queue's last turn left it (q->midcmd_done), for what is left of
+ * the turn's quantum (*quantum; see the top): EXEC_SWITCH when the quantum
+ * ran out inside it and another queue of the engine waits, the bytes done
+ * kept for the queue's next turn. */
+static ExecResult move(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint64_t src_va, uint64_t bytes,
+                       uint64_t *quantum, uint64_t *fault_va) {
+        /* The packet comes from the engine's own copy of the ring, which a
+         * client cannot rewrite once read: it is the one the bytes done
+         * belong to. */
+        assert(q->midcmd_done < bytes);
+        for (;;) {
+                uint64_t done = q->midcmd_done, part = MIN(bytes - done, *quantum);
+                ExecResult x = move_part(q, pk, dst_va + done, src_va + done, part, bytes, fault_va);
+
+                if (x != EXEC_DONE)
+                        return x;
+                q->midcmd_done += part;
+                *quantum -= part;
+                if (q->midcmd_done == bytes) {
+                        q->midcmd_done = 0;
+                        return EXEC_DONE;
+                }
+                if (!queue_runnable(q))
+                        return EXEC_RETRY; /* stopped, destroyed or evicted meanwhile: no further */
+                if (*quantum == 0) {
+                        if (engine_has_other_work(q))
+                                return EXEC_SWITCH;
+                        *quantum = QUANTUM_BYTES; /* no one waits: the queue keeps the engine */
+                }
+        }
 }
 
 /* COPY_LINEAR_RECT: row by row, through the GL2 as COPY_LINEAR, each row
@@ -306,7 +375,8 @@ static ExecResult exec_atomic(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fa
         return r > 0 && pk->atomic.loop ? EXEC_RETRY : EXEC_DONE;
 }
 
-static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va, const char **reason) {
+static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *quantum, uint64_t *fault_va,
+                          const char **reason) {
         SimProcess *p = q->process;
         uint8_t *src, *dst;
         uint64_t off;
@@ -330,7 +400,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
         case SDMA_OP_COPY:
                 if (pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT)
                         return exec_rect(q, pk, fault_va);
-                return move(q, pk, pk->copy.dst, pk->copy.src, pk->copy.bytes, fault_va);
+                return move(q, pk, pk->copy.dst, pk->copy.src, pk->copy.bytes, quantum, fault_va);
 
         case SDMA_OP_ATOMIC:
                 return exec_atomic(q, pk, fault_va);
@@ -343,7 +413,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_
                 return EXEC_DONE;
 
         case SDMA_OP_CONST_FILL:
-                return move(q, pk, pk->fill.dst, 0, pk->fill.bytes, fault_va);
+                return move(q, pk, pk->fill.dst, 0, pk->fill.bytes, quantum, fault_va);
 
         case SDMA_OP_FENCE:
                 if (sim_vm_access_write(p, pk->fence.addr, 4, &dst, fault_va) < 0)
@@ -426,9 +496,14 @@ static uint64_t packet_bytes(const SimSdmaPacket *pk) {
         return pk->op == SDMA_OP_COPY ? pk->copy.bytes : pk->op == SDMA_OP_CONST_FILL ? pk->fill.bytes : 0;
 }
 
+/* A COPY_LINEAR or CONSTANT_FILL: what move() runs, by the quantum. */
+static bool is_move(const SimSdmaPacket *pk) {
+        return (pk->op == SDMA_OP_COPY && pk->sub_op != SDMA_SUBOP_COPY_LINEAR_RECT) || pk->op == SDMA_OP_CONST_FILL;
+}
+
 static int step(SimQueue *q) {
         int result = SIM_STEP_IDLE;
-        uint64_t db, moved = 0;
+        uint64_t db, quantum = QUANTUM_BYTES;
 
         if (!queue_runnable(q))
                 return SIM_STEP_IDLE;
@@ -440,7 +515,7 @@ static int step(SimQueue *q) {
                 q->wptr = db;
         }
 
-        for (unsigned n = 0; n < MAX_PACKETS_PER_STEP && moved < STEP_BYTES && q->rptr != q->wptr; n++) {
+        for (unsigned n = 0; n < MAX_PACKETS_PER_STEP && q->rptr != q->wptr; n++) {
                 uint64_t avail = q->wptr - q->rptr, fault_va = 0;
                 uint32_t small[GATHER_DWORDS];
                 _cleanup_free_ uint32_t *big = NULL;
@@ -455,6 +530,11 @@ static int step(SimQueue *q) {
                         sim_engine_yield_lock(q);
                         if (!queue_runnable(q))
                                 return SIM_STEP_PROGRESS;
+                }
+                if (quantum == 0) {
+                        if (engine_has_other_work(q))
+                                break; /* the quantum is over: the others' turn */
+                        quantum = QUANTUM_BYTES;
                 }
                 /* The ring's space is the fetcher's: a wptr up to a ring
                  * ahead of what it has read is fine (and may be more than a
@@ -491,13 +571,16 @@ static int step(SimQueue *q) {
                 if (packet_bytes(&pk) >= UNLOCKED_BYTES)
                         /* A long packet: the interrupts before it are not held up by it. */
                         sim_events_deliver(q->process->device, true);
-                x = execute(q, &pk, &fault_va, &reason);
+                x = execute(q, &pk, &quantum, &fault_va, &reason);
                 switch (x) {
                 case EXEC_DONE:
                         q->rptr += (uint64_t) pk.n_dwords * 4;
-                        moved += packet_bytes(&pk);
+                        if (!is_move(&pk)) /* a move counted its bytes itself */
+                                quantum -= MIN(quantum, packet_bytes(&pk));
                         result = SIM_STEP_PROGRESS;
                         break;
+                case EXEC_SWITCH:
+                        return SIM_STEP_PROGRESS;
                 case EXEC_RETRY:
                         return result == SIM_STEP_PROGRESS ? result : SIM_STEP_WAITING;
                 case EXEC_FAULT:
@@ -506,6 +589,7 @@ static int step(SimQueue *q) {
                                 return SIM_STEP_PROGRESS;
                         }
                         run_past_fault(q, &pk, fault_va);
+                        q->midcmd_done = 0;
                         q->rptr += (uint64_t) pk.n_dwords * 4;
                         result = SIM_STEP_PROGRESS;
                         break;

@@ -27,12 +27,14 @@
  *      runs ~16 us idle and ~31 us busy), more than it costs the broker's
  *      client (which spins), so the ratios of 1 and 2 also say how the
  *      machine was;
- *   5. noisy neighbours: a light client's 4 KiB copies (one at a time) next
- *      to 2 CPU burners, and next to 15 flooders each keeping one 16 MiB copy
- *      in flight — on a daemon that splits large copies into 1 MiB pieces and
- *      on one started with KFDBROKERD_CHUNKING=0; the light client's p99 with
- *      flooders against its p99 with burners, and the flooders' throughput
- *      with chunking against without.
+ *   5. noisy neighbours (issue 32 item 1): a light client's 4 KiB copies
+ *      (one at a time, back to back or 200 us apart) next to 2 CPU burners,
+ *      and next to 15 flooders each keeping one 16 MiB copy in flight or 8
+ *      of them queued — on a daemon that splits large copies into pieces
+ *      and on one started with KFDBROKERD_CHUNKING=0; for each of the four
+ *      shapes the light client's p99 with flooders against its p99 (same
+ *      light shape) with burners (goal <= 2), and for each flood shape the
+ *      flooders' throughput with chunking against without (goal >= 0.7).
  * How 1 and 2 are interleaved: on this kind of VM a round trip between two
  * processes takes ~8 us when both run on one vCPU and ~35-45 us across
  * vCPUs, and which of the two a process pair gets drifts over seconds, so a
@@ -690,6 +692,13 @@ static void bench_suballoc(kfdb_session *s) {
 
 /* ---- noisy neighbours ---- */
 
+/* The flood shapes of issue 32 item 1: each flooder keeps one 16 MiB copy
+ * in flight, or keeps FLOOD_QUEUED of them queued. */
+#define FLOOD_QUEUED 8u
+/* The light client's shapes: its next 4 KiB copy as soon as the last one
+ * completes, or LIGHT_SLEEP_US after. */
+#define LIGHT_SLEEP_US 200u
+
 typedef struct Flooder {
         pthread_t thread;
         kfdb_session *s;
@@ -702,6 +711,7 @@ typedef struct Flooder {
 typedef struct FlooderArg {
         Flooder *f;
         BenchNoise *n;
+        unsigned depth; /* copies kept queued: 1 or FLOOD_QUEUED */
 } FlooderArg;
 
 static kfdb_session *connect_to(const char *sock, const char *name) {
@@ -734,27 +744,37 @@ static void flooder_close(Flooder *f) {
         kfdb_session_free(f->s);
 }
 
+/* Keeps depth copies queued: submits until depth are outstanding, then
+ * waits for the oldest. A copy counts when it completes in the window. */
 static void *flooder_thread(void *userdata) {
         FlooderArg *a = userdata;
         Flooder *f = a->f;
+        uint64_t fences[FLOOD_QUEUED];
+        unsigned head = 0, n = 0;
+        int r;
 
-        while (!atomic_load(&a->n->stop)) {
-                uint64_t fence;
+        while (!atomic_load(&a->n->stop) || n > 0) {
+                if (n < a->depth && !atomic_load(&a->n->stop)) {
+                        if ((r = kfdb_batch_copy(f->batch, f->dst, 0, f->src, 0, FLOOD_BYTES)) < 0 ||
+                            (r = kfdb_batch_submit(f->batch, NULL, &fences[(head + n) % FLOOD_QUEUED])) < 0)
+                                die("flooder copy", r);
+                        n++;
+                        continue;
+                }
                 bool counting = atomic_load(&a->n->measuring);
-                int r;
-
-                if ((r = kfdb_batch_copy(f->batch, f->dst, 0, f->src, 0, FLOOD_BYTES)) < 0 ||
-                    (r = kfdb_batch_submit(f->batch, NULL, &fence)) < 0 || (r = kfdb_fence_wait(f->s, fence, 60000)) < 0)
-                        die("flooder copy", r);
+                if ((r = kfdb_fence_wait(f->s, fences[head], 60000)) < 0)
+                        die("flooder wait", r);
+                head = (head + 1) % FLOOD_QUEUED;
+                n--;
                 if (counting && atomic_load(&a->n->measuring))
                         f->bytes += FLOOD_BYTES;
         }
         return NULL;
 }
 
-/* The light client's 4 KiB copies, one at a time, for NOISE_NS after a
- * warm-up; its p99 in us. */
-static double light_p99(kfdb_session *s, BenchNoise *n) {
+/* The light client's 4 KiB copies, one at a time (back to back, or
+ * LIGHT_SLEEP_US apart), for NOISE_NS after a warm-up; its p99 in us. */
+static double light_p99(kfdb_session *s, BenchNoise *n, bool sleeps) {
         size_t cap = 1 << 20, count = 0;
         uint64_t *t = calloc(cap, sizeof *t), start = now_ns(), end;
         kfdb_buffer *a, *b;
@@ -777,7 +797,8 @@ static double light_p99(kfdb_session *s, BenchNoise *n) {
                         die("light copy", r);
                 if (t0 >= start + NOISE_WARMUP_NS && count < cap)
                         t[count++] = now_ns() - t0;
-                usleep(200); /* a light client: not a flood of its own */
+                if (sleeps)
+                        usleep(LIGHT_SLEEP_US);
         }
         atomic_store(&n->measuring, false);
         if (count == 0)
@@ -791,7 +812,7 @@ static double light_p99(kfdb_session *s, BenchNoise *n) {
 }
 
 /* One round next to 2 CPU burners: the light client's p99 (us). */
-static double noise_burners(const char *sock) {
+static double noise_burners(const char *sock, bool sleeps) {
         BenchNoise n = {};
         pthread_t th[BURNERS];
         kfdb_session *s = connect_to(sock, "light");
@@ -799,7 +820,7 @@ static double noise_burners(const char *sock) {
 
         for (int i = 0; i < BURNERS; i++)
                 pthread_create(&th[i], NULL, bench_burner_thread, &n);
-        p99 = light_p99(s, &n);
+        p99 = light_p99(s, &n, sleeps);
         atomic_store(&n.stop, true);
         for (int i = 0; i < BURNERS; i++)
                 pthread_join(th[i], NULL);
@@ -807,9 +828,11 @@ static double noise_burners(const char *sock) {
         return p99;
 }
 
-/* One round next to the flooders fl (open on sock): the light client's p99
- * (us) and the flooders' throughput (GB/s) while it measured. */
-static void noise_flooders(const char *sock, Flooder *fl, double *ret_p99, double *ret_gbps) {
+/* One round next to the flooders fl (open on sock), each keeping depth
+ * copies queued: the light client's p99 (us) and the flooders' throughput
+ * (GB/s) while it measured. */
+static void noise_flooders(const char *sock, Flooder *fl, unsigned depth, bool sleeps, double *ret_p99,
+                           double *ret_gbps) {
         BenchNoise n = {};
         FlooderArg args[FLOODERS];
         kfdb_session *s = connect_to(sock, "light");
@@ -817,11 +840,11 @@ static void noise_flooders(const char *sock, Flooder *fl, double *ret_p99, doubl
 
         for (int i = 0; i < FLOODERS; i++) {
                 fl[i].bytes = 0;
-                args[i] = (FlooderArg) { .f = &fl[i], .n = &n };
+                args[i] = (FlooderArg) { .f = &fl[i], .n = &n, .depth = depth };
                 pthread_create(&fl[i].thread, NULL, flooder_thread, &args[i]);
         }
         t0 = now_ns() + NOISE_WARMUP_NS;
-        *ret_p99 = light_p99(s, &n);
+        *ret_p99 = light_p99(s, &n, sleeps);
         t1 = now_ns();
         atomic_store(&n.stop, true);
         for (int i = 0; i < FLOODERS; i++) {
@@ -832,33 +855,62 @@ static void noise_flooders(const char *sock, Flooder *fl, double *ret_p99, doubl
         kfdb_session_free(s);
 }
 
+/* Per round, interleaved so that all see the same noise: the light client
+ * (both shapes) next to the burners; then for each flood shape the light
+ * client (both shapes) next to the flooders on the chunking daemon, and the
+ * sleeping one next to the same flood on the daemon without chunking (the
+ * throughput baseline). */
+enum { SHAPE_B2B, SHAPE_SLEEP, N_LIGHT };
+enum { FLOOD_ONE, FLOOD_EIGHT, N_FLOOD };
+
 static void bench_noise(const char *sock_on, const char *sock_off) {
-        double burn[NOISE_ROUNDS], on_p99[NOISE_ROUNDS], off_p99[NOISE_ROUNDS], on_gbps[NOISE_ROUNDS],
-                off_gbps[NOISE_ROUNDS];
+        static const unsigned depth[N_FLOOD] = { 1, FLOOD_QUEUED };
+        static const char *const light_name[N_LIGHT] = { "back to back", "sleeping 200 us" };
+        static const char *const flood_name[N_FLOOD] = { "1 copy in flight", "8 copies queued" };
+        double burn[N_LIGHT][NOISE_ROUNDS], on_p99[N_FLOOD][N_LIGHT][NOISE_ROUNDS],
+                on_gbps[N_FLOOD][NOISE_ROUNDS], off_p99[N_FLOOD][NOISE_ROUNDS], off_gbps[N_FLOOD][NOISE_ROUNDS];
         static Flooder fl_on[FLOODERS], fl_off[FLOODERS];
+        double unused;
+        char what[128];
 
         for (int i = 0; i < FLOODERS; i++) {
                 flooder_open(&fl_on[i], sock_on);
                 flooder_open(&fl_off[i], sock_off);
         }
-        /* Interleaved rounds, so that all three see the same noise. */
         for (int k = 0; k < NOISE_ROUNDS; k++) {
-                burn[k] = noise_burners(sock_on);
-                noise_flooders(sock_on, fl_on, &on_p99[k], &on_gbps[k]);
-                noise_flooders(sock_off, fl_off, &off_p99[k], &off_gbps[k]);
+                for (int l = 0; l < N_LIGHT; l++)
+                        burn[l][k] = noise_burners(sock_on, l == SHAPE_SLEEP);
+                for (int f = 0; f < N_FLOOD; f++) {
+                        noise_flooders(sock_on, fl_on, depth[f], false, &on_p99[f][SHAPE_B2B][k], &unused);
+                        noise_flooders(sock_on, fl_on, depth[f], true, &on_p99[f][SHAPE_SLEEP][k], &on_gbps[f][k]);
+                        noise_flooders(sock_off, fl_off, depth[f], true, &off_p99[f][k], &off_gbps[f][k]);
+                }
         }
         for (int i = 0; i < FLOODERS; i++) {
                 flooder_close(&fl_on[i]);
                 flooder_close(&fl_off[i]);
         }
-        double b = median(burn, NOISE_ROUNDS), p = median(on_p99, NOISE_ROUNDS), po = median(off_p99, NOISE_ROUNDS),
-               g = median(on_gbps, NOISE_ROUNDS), go = median(off_gbps, NOISE_ROUNDS);
-        printf("light client 4 KiB copy p99: %.2f ms next to %d CPU burners, %.2f ms next to %d flooders "
-               "(%.2f ms with chunking off) (medians of %d)\n",
-               b / 1000, BURNERS, p / 1000, FLOODERS, po / 1000, NOISE_ROUNDS);
-        printf("flooders' throughput:        %.2f GB/s with chunking, %.2f GB/s without\n", g, go);
-        report("noisy neighbours: light p99, 15 flooders / 2 CPU burners", p / b, true, 2.0);
-        report("noisy neighbours: flooder throughput, chunking on / off", g / go, false, 0.7);
+        for (int l = 0; l < N_LIGHT; l++)
+                printf("light client 4 KiB copy p99, %-15s: %.3f ms next to %d CPU burners (median of %d)\n",
+                       light_name[l], median(burn[l], NOISE_ROUNDS) / 1000, BURNERS, NOISE_ROUNDS);
+        for (int f = 0; f < N_FLOOD; f++) {
+                printf("%d flooders, %s each: light p99 %.3f ms back to back, %.3f ms sleeping (%.3f ms with chunking "
+                       "off); flooders %.2f GB/s with chunking, %.2f GB/s without\n",
+                       FLOODERS, flood_name[f], median(on_p99[f][SHAPE_B2B], NOISE_ROUNDS) / 1000,
+                       median(on_p99[f][SHAPE_SLEEP], NOISE_ROUNDS) / 1000, median(off_p99[f], NOISE_ROUNDS) / 1000,
+                       median(on_gbps[f], NOISE_ROUNDS), median(off_gbps[f], NOISE_ROUNDS));
+        }
+        for (int f = 0; f < N_FLOOD; f++)
+                for (int l = 0; l < N_LIGHT; l++) {
+                        snprintf(what, sizeof what, "noisy neighbours (%s, light %s): p99 flood / burners",
+                                 flood_name[f], light_name[l]);
+                        report(what, median(on_p99[f][l], NOISE_ROUNDS) / median(burn[l], NOISE_ROUNDS), true, 2.0);
+                }
+        for (int f = 0; f < N_FLOOD; f++) {
+                snprintf(what, sizeof what, "noisy neighbours (%s): flooder throughput, chunking on / off",
+                         flood_name[f]);
+                report(what, median(on_gbps[f], NOISE_ROUNDS) / median(off_gbps[f], NOISE_ROUNDS), false, 0.7);
+        }
 }
 
 /* The load average when the run starts: a broker round trip wakes more

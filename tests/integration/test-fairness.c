@@ -4,7 +4,8 @@
  * with weights 1 and 3 (set over D-Bus), both keeping the engine busy with
  * copies. Over a window where both are backlogged, their shares of GPU busy
  * time must be within +-10% (relative) of 25% and 75%. Also: a light session
- * next to a flooding one sees its jobs finish within a bounded time.
+ * next to a flooding one sees its jobs finish within a bounded time, and its
+ * small copies pass the flood's work on the GPU (the express SDMA queue).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -718,4 +719,128 @@ Test(fairness, short_dispatches_pass_a_long_one_in_a_shared_context) {
         if (!passed)
                 test_daemon_dump_log(&d);
         cr_assert(passed, "the light session's dispatch never completed while the other's held its queue, 5 times");
+}
+
+/* ---- the express SDMA queue ---- */
+
+static void unchunked(void) {
+        setenv("KFDBROKERD_CHUNKING", "0", 1);
+}
+
+static void setup_unchunked(void) {
+        static const char *const args[] = { "--sdma-queues=1", NULL };
+
+        test_daemon_start_hooked(&d, args, unchunked);
+}
+
+/* The simulated kernel of the worker-process mechanism (KFD 1.18): the
+ * copies still run in the device context, on its express queue. */
+static void setup_unchunked_kfd_1_18(void) {
+        static const char *const args[] = { "--sdma-queues=1", "--sim-kfd-version=1.18", NULL };
+
+        test_daemon_start_hooked(&d, args, unchunked);
+}
+
+/* Two ordinary queues (the default): the express one is the device's third
+ * SDMA queue, on the first engine with the first ordinary one (KFD's
+ * engine = slot % engines), where the flood (the first session) runs: the
+ * fill waits for the engine's switch, not for the flood's copy. (Without an
+ * express queue this passes too: the light session's own ordinary queue is
+ * then the second one, on the other engine.) */
+static void setup_unchunked_shared_engine(void) {
+        test_daemon_start_hooked(&d, NULL, unchunked);
+}
+
+static void teardown_unchunked(void) {
+        test_daemon_fini(&d);
+        test_fini_end();
+}
+
+TestSuite(express, .init = setup_unchunked, .fini = teardown_unchunked, .timeout = 120);
+TestSuite(express_shared_engine, .init = setup_unchunked_shared_engine, .fini = teardown_unchunked, .timeout = 120);
+TestSuite(express_kfd_1_18, .init = setup_unchunked_kfd_1_18, .fini = teardown_unchunked, .timeout = 120);
+
+/*
+ * A small copy of a session that wakes from idle does not wait behind a
+ * flood's work already on the GPU: it goes to the express SDMA queue
+ * (scheduler.c, EXPRESS_SDMA_BYTES), not behind the flood's copy on the one
+ * ordinary queue (--sdma-queues=1) they would otherwise share. Shown by
+ * order, not time: one ring runs its jobs in the order they were written, so
+ * a fill submitted once the flood's copy is on the GPU (Status says so)
+ * cannot end before that copy on the same ring. The flood's copy is one
+ * 32 MiB job (chunking off, so it is one job on the ring, several ms on the
+ * simulator); a round where it ended before the fill was submitted (this
+ * process got no CPU) says nothing and is run again. With the express queue
+ * on the flood's engine, the engine switches to it inside the flood's copy
+ * (sim-sdma.c, the phase quantum). Copies run in the device context, so
+ * this holds whatever context mechanism the compute side uses: shown with
+ * the simulated KFD 1.18 of the worker processes too.
+ */
+static void small_copy_passes_a_flood_on_the_ring(void) {
+        enum { FLOOD_BYTES = 32u << 20, ROUNDS = 20 };
+        kfdb_session *flood, *light;
+        kfdb_buffer *src, *dst, *small;
+        kfdb_batch *fb, *lb;
+        kfdb_daemon_status st;
+        int passed = 0, said = 0;
+        uint64_t f;
+
+        cr_assert_eq(kfdb_session_new(d.sock, "flood", &flood), 0);
+        cr_assert_eq(kfdb_session_new(d.sock, "light", &light), 0);
+        cr_assert_eq(kfdb_buffer_alloc(flood, FLOOD_BYTES, KFDB_PLACEMENT_GTT, &src), 0);
+        cr_assert_eq(kfdb_buffer_alloc(flood, FLOOD_BYTES, KFDB_PLACEMENT_GTT, &dst), 0);
+        cr_assert_eq(kfdb_buffer_alloc(light, 4096, KFDB_PLACEMENT_GTT, &small), 0);
+        cr_assert_eq(kfdb_batch_new(flood, &fb), 0);
+        cr_assert_eq(kfdb_batch_new(light, &lb), 0);
+        /* Every page resident first (first-touch faults are the simulated engine's time). */
+        cr_assert_eq(kfdb_batch_fill(fb, src, 0, FLOOD_BYTES, 1), 0);
+        cr_assert_eq(kfdb_batch_fill(fb, dst, 0, FLOOD_BYTES, 0), 0);
+        cr_assert_eq(kfdb_batch_submit(fb, NULL, &f), 0);
+        cr_assert_eq(kfdb_fence_wait(flood, f, 60000), 0);
+
+        for (int round = 0; round < ROUNDS && said < 5; round++) {
+                uint64_t ff, lf;
+                cr_assert_eq(kfdb_batch_copy(fb, dst, 0, src, 0, FLOOD_BYTES), 0);
+                cr_assert_eq(kfdb_batch_submit(fb, NULL, &ff), 0);
+                /* On the GPU now? A submit through the ring returns before
+                 * the daemon has read it; a request on the socket is served
+                 * after what the ring holds, and Status counts the jobs on
+                 * the GPU (here only the flood's). */
+                cr_assert_eq(kfdb_status(flood, &st), 0);
+                if (st.jobs_in_flight == 0) {
+                        cr_assert_eq(kfdb_fence_wait(flood, ff, 60000), 0);
+                        continue; /* done already: no order to see */
+                }
+                cr_assert_eq(kfdb_batch_fill(lb, small, 0, 4096, (uint32_t) round), 0);
+                cr_assert_eq(kfdb_batch_submit(lb, NULL, &lf), 0);
+                bool flood_done_before = kfdb_fence_is_done(flood, ff) == 1;
+                cr_assert_eq(kfdb_fence_wait(light, lf, 60000), 0);
+                bool flood_done_after = kfdb_fence_is_done(flood, ff) == 1;
+                cr_assert_eq(kfdb_fence_wait(flood, ff, 60000), 0);
+                if (flood_done_before)
+                        continue; /* the copy ended before the fill went in: no order to see */
+                said++;
+                if (!flood_done_after)
+                        passed++;
+        }
+        cr_log_info("the fill ended before the flood's copy written ahead of it in %d of %d rounds", passed, said);
+        cr_assert_gt(said, 0, "the flood's copy always ended before the fill was submitted (this process starved?)");
+        cr_assert_gt(passed, 0, "the 4 KiB fill never ended before the flood's 32 MiB copy written to the GPU "
+                                "before it (%d rounds): it waited behind it on one ring", said);
+        kfdb_batch_free(fb);
+        kfdb_batch_free(lb);
+        kfdb_session_free(light);
+        kfdb_session_free(flood);
+}
+
+Test(express, a_small_copy_passes_a_flood_on_the_ring) {
+        small_copy_passes_a_flood_on_the_ring();
+}
+
+Test(express_shared_engine, a_small_copy_passes_a_flood_on_the_ring) {
+        small_copy_passes_a_flood_on_the_ring();
+}
+
+Test(express_kfd_1_18, a_small_copy_passes_a_flood_on_the_ring) {
+        small_copy_passes_a_flood_on_the_ring();
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -501,6 +502,31 @@ Test(identity, self_through_socket) {
         close(sv[1]);
 
         cr_expect_eq(identity_from_peer(-1, -1, false, &id), -EBADF);
+}
+
+/* With the caller's fd table full, the peer's process cannot be pinned (no
+ * pidfd): that is the caller's EMFILE, not the peer's exit (ESRCH, "the
+ * process that made this connection has exited", was what a client heard
+ * from a daemon at its fd limit). */
+Test(identity, a_full_fd_table_is_emfile_not_a_gone_peer) {
+        struct rlimit old, low;
+        Identity id;
+        int sv[2], probe;
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        probe = open("/dev/null", O_RDONLY | O_CLOEXEC); /* the lowest free fd: none below it */
+        cr_assert_geq(probe, 0);
+        close(probe);
+        cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+        low = (struct rlimit) { .rlim_cur = (rlim_t) probe, .rlim_max = old.rlim_max };
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+        int r = identity_from_peer(sv[0], -1, false, &id);
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+        cr_expect_eq(r, -EMFILE, "got %d (%s)", r, strerror(-r));
+        if (r >= 0)
+                identity_done(&id);
+        close(sv[0]);
+        close(sv[1]);
 }
 
 /* A connection's identity: uid, gid and groups always from its credentials;

@@ -538,6 +538,45 @@ Test(sim_sdma, completions_are_reported_while_a_long_copy_runs) {
         t_close(&a.c, true);
 }
 
+Test(sim_sdma, a_waiting_queue_gets_the_engine_inside_a_long_copy) {
+        /* The queues of one engine take turns by a quantum, and the switch may
+         * fall inside a packet (sim-sdma.c: the hardware's phase quantum and
+         * mid-command preemption). C waits (POLL_REGMEM) until A has begun
+         * its 4 MiB copy, then reads A's destination at its start and its
+         * end. Before, the engine ran A's copy whole before it looked at C
+         * again: C saw both ends copied. Now A leaves the engine after a
+         * quantum (256 KiB) inside the copy, C runs and sees the start copied
+         * and the end not yet, and A's copy then resumes where it stopped.
+         * Queues 0 and 2 of a device with two SDMA engines share engine 0
+         * (allocate_sdma_queue: engine = slot % engines). */
+        enum { COPY_BYTES = 4u << 20 };
+        Rig a;
+        TestQueue other, c;
+        rig_open(&a, NULL, 4096);
+        t_sdma_queue(&a.c, &other, 4096);
+        t_sdma_queue(&a.c, &c, 4096);
+        TestBo src = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo dst = t_bo(&a.c, COPY_BYTES, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo words = t_bo(&a.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        volatile uint32_t *w = words.cpu; /* [0] A began, [1] [2] what C read, [3] C done */
+        memset(src.cpu, 0x5A, COPY_BYTES);
+
+        uint32_t pc[] = { PKT_POLL_GE(words.va, 1), PKT_COPY(words.va + 4, dst.va, 4),
+                          PKT_COPY(words.va + 8, dst.va + COPY_BYTES - 4, 4), PKT_FENCE(words.va + 12, 1) };
+        t_submit(&c, pc, ELEMENTSOF(pc));
+        while (t_rptr(&c) == 0)
+                usleep(100); /* C's engine has read its packets: C waits in the POLL_REGMEM */
+        uint32_t pa[] = { PKT_FENCE(words.va, 1), PKT_COPY(dst.va, src.va, COPY_BYTES) };
+        rig_submit_and_wait(&a, pa, ELEMENTSOF(pa));
+        for (int i = 0; i < 5000 && w[3] != 1; i++)
+                usleep(1000);
+        cr_assert_eq(w[3], 1u, "C completed");
+        cr_expect_eq(w[1], 0x5A5A5A5Au, "C ran after A's copy had begun (read 0x%08x at its start)", w[1]);
+        cr_expect_eq(w[2], 0u, "C ran inside A's copy, before it reached its end (read 0x%08x there)", w[2]);
+        cr_expect_eq(memcmp(dst.cpu, src.cpu, COPY_BYTES), 0, "A's copy resumed where it stopped and completed");
+        t_close(&a.c, true);
+}
+
 Test(sim_sdma, destroy_and_free_while_a_copy_runs) {
         /* A copy running without the device lock keeps its queue and its BOs:
          * DESTROY_QUEUE waits for the engine to let go of the queue, and
