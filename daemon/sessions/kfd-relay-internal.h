@@ -86,7 +86,12 @@ struct KfdRelay {
 
         /* The daemon's GPU context in the process (kfd_relay_attach()). */
         Context *ctx;            /* loop thread; NULL once gone */
-        const KfdOps *ops;       /* the process's KfdOps (valid until release) */
+        /* The process's KfdOps, for the relay's views of its buffers
+         * (RelayBo.cpu): a KFD file of it opened through them (ops_keep_fd)
+         * keeps the process's table alive while views exist, however early
+         * its server ends; both go in kfd_relay_views_drop(). r->lock. */
+        const KfdOps *ops;
+        int ops_keep_fd;
         int render_fd;           /* the daemon's render file there, shared with the client; -1 before */
         uint32_t gpu_id;
         unsigned render_minor;
@@ -127,3 +132,6 @@ void kfd_relay_queues_scan(KfdRelay *r);
 /* Loop thread: the relay's timer and pages; their end. */
 int kfd_relay_queues_init(KfdRelay *r);
 void kfd_relay_queues_done(KfdRelay *r);
+/* Unmaps the relay's views of the client's buffers and lets go of the
+ * process's table (ops, ops_keep_fd); takes r->lock. */
+void kfd_relay_views_drop(KfdRelay *r);

@@ -770,7 +770,7 @@ void kfd_relay_queues_scan(KfdRelay *r) {
                         i++;
                         continue;
                 }
-                if (b->cpu)
+                if (b->cpu && r->ops)
                         (void) r->ops->munmap(r->ops->userdata, b->cpu, b->size);
                 r->bos[i] = r->bos[--r->n_bos];
         }
@@ -900,15 +900,30 @@ int kfd_relay_queues_init(KfdRelay *r) {
         return 0;
 }
 
+void kfd_relay_views_drop(KfdRelay *r) {
+        const KfdOps *ops;
+        int keep;
+
+        pthread_mutex_lock(&r->lock);
+        ops = r->ops;
+        keep = r->ops_keep_fd;
+        r->ops = NULL;
+        r->ops_keep_fd = -EBADF;
+        for (size_t i = 0; i < r->n_bos; i++)
+                if (r->bos[i].cpu) {
+                        if (ops)
+                                (void) ops->munmap(ops->userdata, r->bos[i].cpu, r->bos[i].size);
+                        r->bos[i].cpu = NULL;
+                }
+        pthread_mutex_unlock(&r->lock);
+        /* Last: it may be what keeps the table alive. */
+        if (ops && keep >= 0)
+                (void) ops->close(ops->userdata, keep);
+}
+
 void kfd_relay_queues_done(KfdRelay *r) {
         r->poll = sd_event_source_disable_unref(r->poll);
         for (unsigned i = 0; i < RELAY_MAX_QUEUES; i++)
                 r->queues[i].used = false;
-        pthread_mutex_lock(&r->lock);
-        for (size_t i = 0; i < r->n_bos; i++)
-                if (r->bos[i].cpu && r->ops) {
-                        (void) r->ops->munmap(r->ops->userdata, r->bos[i].cpu, r->bos[i].size);
-                        r->bos[i].cpu = NULL;
-                }
-        pthread_mutex_unlock(&r->lock);
+        kfd_relay_views_drop(r);
 }

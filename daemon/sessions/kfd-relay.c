@@ -78,6 +78,7 @@ void kfd_relay_unref(KfdRelay *r) {
                 if (c->delta < 0)
                         free(c);
         }
+        kfd_relay_views_drop(r);
         free(r->bos);
         /* Left to the end (the loop went before the deferred drop ran):
          * the pool ended its incarnation; the slot is let go here. */
@@ -321,9 +322,13 @@ void *kfd_relay_cpu(KfdRelay *r, uint64_t va, uint64_t size) {
         RelayBo *bo = NULL;
         void *cpu = NULL;
 
-        if (size == 0 || va + size < va || r->released || !r->ops)
+        if (size == 0 || va + size < va || r->released)
                 return NULL;
         pthread_mutex_lock(&r->lock);
+        if (!r->ops) {
+                pthread_mutex_unlock(&r->lock);
+                return NULL;
+        }
         for (size_t i = 0; i < r->n_bos && !bo; i++)
                 if (!r->bos[i].freed && r->bos[i].va && va >= r->bos[i].va &&
                     va + size <= r->bos[i].va + r->bos[i].size)
@@ -604,6 +609,10 @@ static int hook_mmap(void *userdata, int fd, size_t length, uint64_t offset, int
 static void on_context_dropped(void *userdata) {
         KfdRelay *r = userdata;
 
+        /* Nothing of the process is read any more: the views go now, while
+         * what the process's table stands on (the device) is sure to be
+         * there — at exit the pool ends the contexts before the device. */
+        kfd_relay_views_drop(r);
         pthread_mutex_lock(&r->lock);
         r->ctx_dropped = true;
         pthread_cond_broadcast(&r->cond);
@@ -719,7 +728,7 @@ int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret) {
         r->max_events = s->limits.max_events;
         r->event = event;
         r->render_fd = -1;
-        r->doorbell_memfd = r->mmio_memfd = -EBADF;
+        r->doorbell_memfd = r->mmio_memfd = r->ops_keep_fd = -EBADF;
         r->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (r->eventfd < 0) {
                 k = -errno;
@@ -748,7 +757,18 @@ int kfd_relay_attach(KfdRelay *r, Context *ctx) {
         pthread_mutex_lock(&r->lock);
         r->attached = true;
         pthread_mutex_unlock(&r->lock);
+        pthread_mutex_lock(&r->lock);
         r->ops = gpu_context_get_ops(gpu);
+        /* An open of the process's KFD file: the process's table lives as
+         * long as the relay's views need it (kfd_relay_views_drop()). */
+        r->ops_keep_fd = r->ops->open_kfd(r->ops->userdata);
+        pthread_mutex_unlock(&r->lock);
+        if (r->ops_keep_fd < 0) {
+                k = r->ops_keep_fd;
+                kfd_relay_views_drop(r);
+                drop_context(r);
+                return k;
+        }
         r->gpu_id = gpu_context_get_info(gpu)->gpu_id;
         r->render_minor = gpu_context_get_info(gpu)->drm_render_minor;
         k = kfd_relay_queues_init(r);

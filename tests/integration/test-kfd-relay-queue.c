@@ -28,6 +28,7 @@
 #include "gpu/sdma.h"
 #include "kfd/kfd-uapi.h"
 #include "relay-util.h"
+#include "sim/sim-remote.h"
 
 TestSuite(kfd_relay_queue, .fini = relay_teardown, .timeout = 300);
 
@@ -526,4 +527,43 @@ Test(kfd_relay_queue, queues_are_bounded_by_the_session_policy) {
         cr_assert_eq(kioctl(&c, AMDKFD_IOC_DESTROY_QUEUE, &del), 0);
         cr_expect_eq(sdma_create(&c, &q, 0x18000000), 0, "its place, given back");
         relayed_close(&c);
+}
+
+/* A kernel's wild write faults the process's GPU context: it is lost. Then
+ * the program goes first and its session after it — the relay's views of
+ * the program's buffers are let go through the process's table after the
+ * process's server has ended, which must still be there (a use after free
+ * the ASan pass caught in test-hip's fault case). The daemon goes on. */
+Test(kfd_relay_queue, a_faulted_process_that_goes_before_its_session_leaves_the_daemon_well) {
+        Setup s = {};
+        uint8_t pkt[64];
+        kfdb_session *other;
+
+        setup(&s);
+        struct kfd_ioctl_create_event_args mem = { .event_type = KFD_IOC_EVENT_MEMORY };
+        cr_assert_eq(kioctl(&s.c, AMDKFD_IOC_CREATE_EVENT, &mem), 0);
+        signal_init(&s.sigs, 0, 1, &s.page, s.ev, s.slot);
+        dispatch_packet(&s, pkt, s.kd_va, 64, s.sigs.va);
+        put_u64(s.args.cpu + 16, 0x10000000000ull); /* c: nobody's memory */
+        aql_submit(&s.c, &s.aql, pkt);
+        /* The fault reaches the process as a MEMORY event, as ROCr waits for it. */
+        cr_assert_eq(wait_event(&s.c, mem.event_id, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the MEMORY event");
+        for (int i = 0; i < 200; i++) {
+                char *log = test_daemon_read_log(&d);
+                bool lost = strstr(log, "KFD process of session") && strstr(log, "lost");
+                free(log);
+                if (lost)
+                        break;
+                usleep(10000);
+        }
+        /* The program goes; its session a moment later. */
+        sim_remote_ops_free(s.c.ops);
+        usleep(200 * 1000);
+        kfdb_session_free(s.c.s);
+        usleep(200 * 1000);
+        kfdb_usage u;
+        other = test_connect(&d, "after");
+        cr_expect_eq(kfdb_query(other, &u), 0, "the daemon still serves");
+        kfdb_session_free(other);
+        cr_expect_eq(test_daemon_stop(&d), 0, "the daemon exits cleanly");
 }
