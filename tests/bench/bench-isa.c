@@ -7,7 +7,10 @@
  * serially and with a pool of helpers as a simulated device makes one (one
  * fewer than the CPUs this process may use): the median over rounds of the
  * serial time over the parallel time, by the clock and by the busiest
- * thread's CPU time, against the goal of 1.8 on 2 cores (issue 13), with the
+ * thread's CPU time, against the goal of 1.8 on 2 cores (issue 13), and the
+ * work the parallel run does per CPU-second of all its threads against the
+ * serial run's, goal >= 0.9 (issue 32), also for 100 short dispatches of a
+ * few workgroups each, where what a helper costs to wake shows; with the
  * load average and what the machine gives two spinning threads, as the
  * machine is shared.
  * Usage: bench-isa [scale] [rounds] (defaults 1 and 5).
