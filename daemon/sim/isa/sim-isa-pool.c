@@ -518,6 +518,15 @@ uint64_t sim_isa_pool_wake_after(SimIsaPool *pool) {
         return pool ? __atomic_load_n(&pool->wake_after, __ATOMIC_RELAXED) : UINT64_MAX;
 }
 
+unsigned sim_isa_pool_sleeping(SimIsaPool *pool) {
+        unsigned n;
+
+        pthread_mutex_lock(&pool->lock);
+        n = pool->n_sleeping;
+        pthread_mutex_unlock(&pool->lock);
+        return n;
+}
+
 uint64_t sim_isa_pool_wakeups(SimIsaPool *pool) {
         uint64_t n;
 

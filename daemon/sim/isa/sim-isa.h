@@ -290,6 +290,9 @@ unsigned sim_isa_pool_most_busy(SimIsaPool *pool);
  * awake. */
 #define SIM_ISA_WAKE_AFTER 4096u
 uint64_t sim_isa_pool_wakeups(SimIsaPool *pool);
+/* How many helpers sleep now (the others run workgroups, look for work or
+ * have not started yet). */
+unsigned sim_isa_pool_sleeping(SimIsaPool *pool);
 /* Sets how many wave-instructions a caller runs before it wakes helpers (0:
  * at once, as a test that wants every dispatch shared asks). */
 void sim_isa_pool_set_wake_after(SimIsaPool *pool, uint64_t wave_instructions);

@@ -17,9 +17,14 @@
 
 static SimIsaPool *pool;
 
+/* A pool whose helpers all sleep: one that has not gone to sleep yet would
+ * join a listed dispatch without being woken. */
 static void pool_start(void) {
         int r = sim_isa_pool_new(HELPERS, &pool);
         cr_assert_eq(r, 0, "sim_isa_pool_new: %s", strerror(-r));
+        for (unsigned i = 0; i < 10000 && sim_isa_pool_sleeping(pool) < HELPERS; i++)
+                nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        cr_assert_eq(sim_isa_pool_sleeping(pool), HELPERS, "the helpers did not go to sleep");
 }
 
 static void pool_stop(void) {
