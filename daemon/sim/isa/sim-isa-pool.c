@@ -7,24 +7,25 @@
  * may still join it (until its scratch ring has no slot left); a helper that
  * looks for work takes the oldest, runs its workgroups with wave and LDS
  * state of its own (allocated once, for the largest workgroup) until none is
- * left, and goes back to sleep.
+ * left, and goes back to sleep. The caller takes the dispatch off the list
+ * when it runs out of workgroups itself and waits for the helpers inside it
+ * to leave, so nothing of a dispatch outlives sim_isa_dispatch(). Several
+ * dispatches (from different pipes) may be open at once and share the
+ * helpers: the highest priority first, then the oldest.
  *
  * Waking a sleeping helper costs CPU time of its own (the futex, the
  * scheduler, the other CPU's wake-up; on a 2-CPU VM 2 context switches and
- * ~40 µs of CPU a dispatch), as much as a dispatch of a few small workgroups
+ * ~40 us of CPU a dispatch), as much as a dispatch of a few small workgroups
  * does in all: 100 dispatches of 8 vector-add workgroups did 0.73-0.90x the
  * work per CPU-second with a helper that they woke as without it
  * (bench-isa). So a listed dispatch wakes helpers only once its caller has
- * run SIM_ISA_WAKE_AFTER wave-instructions in it with workgroups still to
- * claim (sim_isa_pool_want_helpers(); a count, not a clock, so that the
- * threads a dispatch runs on do not depend on the machine's load), as many
- * as it has workgroups and scratch slots left for; a helper already awake
- * joins it at once. Before, every dispatch of two workgroups or more woke
- * every sleeping helper, and every dispatch's end woke them all again. The caller takes the dispatch off the list when it
- * runs out of workgroups itself and waits for the helpers inside it to
- * leave, so nothing of a dispatch outlives sim_isa_dispatch(). Several
- * dispatches (from different pipes) may be open at once and share the
- * helpers: the highest priority first, then the oldest.
+ * run SIM_ISA_WAKE_AFTER wave-instructions in it (sim_isa_pool_want_helpers();
+ * a count, not a clock, so that the threads a dispatch runs on do not depend
+ * on the machine's load), as many as it has workgroups and scratch slots
+ * left for; a helper already awake joins it at once, and the end of a
+ * dispatch wakes helpers only for a listed one that wanted them and was held
+ * back. Before, every dispatch of two workgroups or more woke every sleeping
+ * helper, and every dispatch's end woke them all again.
  *
  * Wave launch (sim-isa.h, SIM_PIPE_PRIORITY_*): launching[p] counts the
  * dispatches of priority p that are open (from sim_isa_pool_open() until

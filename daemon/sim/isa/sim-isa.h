@@ -261,12 +261,12 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
  *
  * Helpers sleep until a dispatch with workgroups to spare has run a while on
  * its caller (sim_isa_pool_wakeups()), join it, run its workgroups until none
- * is left, and go back to sleep. The pool is
- * also the device's wave launcher: a dispatch's workgroups start only while
- * no dispatch of a higher SimIsaDispatch.priority runs (its callers wait,
- * its helpers go to the other dispatch), and helpers join the open dispatch
- * of the highest priority first, then the oldest. Returns 0,
- * -ENOMEM, or the negative errno of pthread_create().
+ * is left, and go back to sleep. The pool is also the device's wave
+ * launcher: a dispatch's workgroups start only while no dispatch of a higher
+ * SimIsaDispatch.priority runs (its callers wait, its helpers go to the
+ * other dispatch), and helpers join the open dispatch of the highest
+ * priority first, then the oldest. Returns 0, -ENOMEM, or the negative errno
+ * of pthread_create().
  */
 int sim_isa_pool_new(unsigned n_threads, SimIsaPool **ret);
 
