@@ -48,6 +48,14 @@ static double now(void) {
         return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of every thread of this process (the CP engine's and the pool's
+ * helpers' too: CLOCK_PROCESS_CPUTIME_ID sums their CLOCK_THREAD_CPUTIME_ID). */
+static double cpu_now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int dev_ioctl(Dev *d, unsigned long req, void *arg) {
         return kfd_ioctl(d->ops, d->kfd, req, arg);
 }
@@ -158,7 +166,7 @@ static void submit_and_wait(Dev *d, Queue *q, Pm4 *p) {
 
 typedef struct Run {
         const char *file, *name;
-        double direct_s, cp_s;
+        double direct_s, cp_s, direct_cpu, cp_cpu;
         uint64_t lanes;
 } Run;
 
@@ -203,9 +211,10 @@ static void bench(Dev *d, Queue *q, unsigned scale, Run *run) {
         for (unsigned i = 0; i < 3; i++)
                 va[i] = isa_mem_alloc(&m, size, &host[i]);
         setup(run->name, scale, &a, grid, wg, va, host, &bytes);
-        double t0 = now();
+        double c0 = cpu_now(), t0 = now();
         CHECK(isa_launch(&m, &k, grid, wg, &a, 0, &res));
         run->direct_s = now() - t0;
+        run->direct_cpu = cpu_now() - c0;
         run->lanes = res.lane_instructions;
         IsaRegion image = m.regions[0];
 
@@ -239,9 +248,10 @@ static void bench(Dev *d, Queue *q, unsigned scale, Run *run) {
         if (!p)
                 exit(1);
         pm4_dispatch(p, &k, &l);
-        t0 = now();
+        c0 = cpu_now(), t0 = now();
         submit_and_wait(d, q, p);
         run->cp_s = now() - t0;
+        run->cp_cpu = cpu_now() - c0;
         free(p);
         isa_mem_fini(&m);
 }
@@ -294,6 +304,10 @@ int main(int argc, char **argv) {
                 printf("%-14s %12llu lane-instr  direct %8.3f s %8.2f M/s  CP path %8.3f s %8.2f M lane-instr/s (x%.2f of direct)\n",
                        runs[i].name, (unsigned long long) runs[i].lanes, runs[i].direct_s, direct / 1e6, runs[i].cp_s,
                        cp / 1e6, cp / direct);
+                printf("%-14s direct %8.3f CPU-s, CP path %8.3f CPU-s: x%.2f work per CPU-second of direct, "
+                       "x%.2f by the clock with %u helpers + the CP\n",
+                       runs[i].name, runs[i].direct_cpu, runs[i].cp_cpu, runs[i].direct_cpu / runs[i].cp_cpu,
+                       runs[i].direct_s / runs[i].cp_s, sim_isa_default_helpers());
         }
         d.ops->close(d.ops->userdata, d.kfd);
         d.ops->close(d.ops->userdata, d.render);

@@ -7,7 +7,10 @@
  * serially and with a pool of helpers as a simulated device makes one (one
  * fewer than the CPUs this process may use): the median over rounds of the
  * serial time over the parallel time, by the clock and by the busiest
- * thread's CPU time, against the goal of 1.8 on 2 cores (issue 13), with the
+ * thread's CPU time, against the goal of 1.8 on 2 cores (issue 13), and the
+ * work the parallel run does per CPU-second of all its threads against the
+ * serial run's, goal >= 0.9 (issue 32), also for 100 short dispatches of a
+ * few workgroups each, where what a helper costs to wake shows; with the
  * load average and what the machine gives two spinning threads, as the
  * machine is shared.
  * Usage: bench-isa [scale] [rounds] (defaults 1 and 5).
@@ -28,13 +31,26 @@ static double now(void) {
         return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of every thread of this process so far: the caller's and the
+ * pool's helpers' (CLOCK_PROCESS_CPUTIME_ID sums the per-thread clocks,
+ * CLOCK_THREAD_CPUTIME_ID, of all of them; this process runs nothing else). */
+static double cpu_now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 typedef struct Result {
         const char *name;
-        double seconds;
+        double seconds, cpu_seconds;
         uint64_t lanes, waves;
 } Result;
 
-static int bench(const char *file, const char *name, unsigned scale, SimIsaPool *pool, Result *out) {
+/* Runs kernel `name` `repeat` times on the same arguments: the matrix
+ * multiply on 64 x scale square matrices, the others on 65536 x scale
+ * elements, or on `items` elements when it is not 0 (256 a workgroup). */
+static int bench_n(const char *file, const char *name, unsigned scale, uint32_t items, unsigned repeat,
+                   SimIsaPool *pool, Result *out) {
         IsaMem m;
         IsaKernel k;
         IsaArgs a = { 0 };
@@ -61,7 +77,7 @@ static int bench(const char *file, const char *name, unsigned scale, SimIsaPool 
                 isa_args_u32(&a, n), isa_args_u32(&a, n), isa_args_u32(&a, n);
                 grid[0] = grid[1] = n / 16, wg[0] = wg[1] = 16;
         } else {
-                uint32_t n = 65536 * scale, *in;
+                uint32_t n = items ? items : 65536 * scale, *in;
                 uint64_t iv = isa_mem_alloc(&m, 4ull * n, (void **) &in), ov = isa_mem_alloc(&m, 4ull * n, NULL),
                          zv = isa_mem_alloc(&m, 4ull * n, NULL);
                 for (uint32_t i = 0; i < n; i++)
@@ -72,14 +88,26 @@ static int bench(const char *file, const char *name, unsigned scale, SimIsaPool 
                 isa_args_u32(&a, n);
                 grid[0] = n / 256, wg[0] = 256;
         }
-        double t0 = now();
-        r = isa_launch(&m, &k, grid, wg, &a, 0, &res);
-        double t1 = now();
+        *out = (Result) { .name = name };
+        double c0 = cpu_now(), t0 = now();
+        unsigned regions = m.n;
+        for (unsigned i = 0; i < repeat && r >= 0; i++) {
+                isa_mem_release(&m, regions);
+                r = isa_launch(&m, &k, grid, wg, &a, 0, &res);
+                out->lanes += res.lane_instructions;
+                out->waves += res.wave_instructions;
+        }
+        double t1 = now(), c1 = cpu_now();
         if (r < 0)
                 fprintf(stderr, "%s: %s\n", name, res.message);
-        *out = (Result) { .name = name, .seconds = t1 - t0, .lanes = res.lane_instructions, .waves = res.wave_instructions };
+        out->seconds = t1 - t0;
+        out->cpu_seconds = c1 - c0;
         isa_mem_fini(&m);
         return r;
+}
+
+static int bench(const char *file, const char *name, unsigned scale, SimIsaPool *pool, Result *out) {
+        return bench_n(file, name, scale, 0, 1, pool, out);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -133,37 +161,51 @@ static double busiest_thread(const ThreadTimes *a, const ThreadTimes *b) {
         return max;
 }
 
-/* Medians over rounds of serial seconds / parallel seconds for one kernel,
- * by the clock and by the busiest thread's CPU time (what a core per thread
+/* Medians over rounds of one kernel's serial run against its parallel run. */
+typedef struct Ratios {
+        double clock;           /* serial seconds / parallel seconds */
+        double busiest;         /* ... by the busiest thread's CPU time */
+        double work_per_cpu;    /* parallel work per CPU-second / serial work per CPU-second */
+} Ratios;
+
+/* By the clock, by the busiest thread's CPU time (what a core per thread
  * would give: on a loaded machine, or one that groups a session's threads
- * for the scheduler, the clock cannot show it); serial and parallel runs
- * alternate, so both see the same load. */
-static int parallel_ratio(const char *file, const char *name, unsigned scale, unsigned rounds, SimIsaPool *pool,
-                          double *ret, double *ret_cpu) {
-        double ratio[64], cpu_ratio[64];
+ * for the scheduler, the clock cannot show it), and the work each CPU-second
+ * does: the same wave-instructions both ways, so the serial run's CPU time
+ * over the parallel run's, summed over every thread (what the parallel run
+ * spends on waiting, waking and sharing, whatever the load). Serial and
+ * parallel runs alternate, so both see the same load. */
+static int parallel_ratio(const char *file, const char *name, unsigned scale, uint32_t items, unsigned repeat,
+                          unsigned rounds, SimIsaPool *pool, Ratios *ret) {
+        double ratio[64], cpu_ratio[64], work_ratio[64];
 
         for (unsigned i = 0; i < rounds; i++) {
                 Result s, p;
                 ThreadTimes t0, t1, t2;
                 thread_times(&t0);
-                if (bench(file, name, scale, NULL, &s) < 0)
+                if (bench_n(file, name, scale, items, repeat, NULL, &s) < 0)
                         return -1;
                 thread_times(&t1);
-                if (bench(file, name, scale, pool, &p) < 0)
+                if (bench_n(file, name, scale, items, repeat, pool, &p) < 0)
                         return -1;
                 thread_times(&t2);
                 cpu_ratio[i] = busiest_thread(&t0, &t1) / busiest_thread(&t1, &t2);
-                if (s.waves != p.waves) {
+                if (s.waves != p.waves || s.lanes != p.lanes) {
                         fprintf(stderr, "%s: %llu wave-instructions serially, %llu in parallel\n", name,
                                 (unsigned long long) s.waves, (unsigned long long) p.waves);
                         return -1;
                 }
                 ratio[i] = s.seconds / p.seconds;
+                work_ratio[i] = s.cpu_seconds / p.cpu_seconds;
         }
         qsort(ratio, rounds, sizeof ratio[0], cmp_double);
         qsort(cpu_ratio, rounds, sizeof cpu_ratio[0], cmp_double);
-        *ret = ratio[rounds / 2];
-        *ret_cpu = cpu_ratio[rounds / 2];
+        qsort(work_ratio, rounds, sizeof work_ratio[0], cmp_double);
+        *ret = (Ratios) {
+                .clock = ratio[rounds / 2],
+                .busiest = cpu_ratio[rounds / 2],
+                .work_per_cpu = work_ratio[rounds / 2],
+        };
         return 0;
 }
 
@@ -202,6 +244,69 @@ static void print_load(const char *when) {
         printf("load average %s: %s\n", when, buf);
 }
 
+/* One of the dispatches that run at once, each on a thread of its own as
+ * the CP engines of as many queues call them. */
+typedef struct Concurrent {
+        SimIsaPool *pool;
+        unsigned scale;
+        Result res;
+        int r;
+} Concurrent;
+
+static void *concurrent_thread(void *userdata) {
+        Concurrent *c = userdata;
+        c->r = bench_n("collatz.hsaco", "collatz", c->scale, 0, 1, c->pool, &c->res);
+        return NULL;
+}
+
+#define CONCURRENT 8
+
+/* CONCURRENT Collatz dispatches at once on the pool (the CPs of as many
+ * queues: the threads outnumber the pool's CUs, which they hand on to each
+ * other) against the same ones one after another on one thread: the work per
+ * CPU-second of all threads, medians over rounds. */
+static int concurrent_ratio(unsigned scale, unsigned rounds, SimIsaPool *pool, double *ret) {
+        double ratio[64];
+
+        for (unsigned i = 0; i < rounds; i++) {
+                Concurrent c[CONCURRENT];
+                pthread_t t[CONCURRENT];
+                double c0 = cpu_now();
+                uint64_t serial_waves = 0, waves = 0;
+
+                for (unsigned j = 0; j < CONCURRENT; j++) {
+                        Result s;
+                        if (bench_n("collatz.hsaco", "collatz", scale, 0, 1, NULL, &s) < 0)
+                                return -1;
+                        serial_waves += s.waves;
+                }
+                double serial = cpu_now() - c0;
+                c0 = cpu_now();
+                for (unsigned j = 0; j < CONCURRENT; j++) {
+                        c[j] = (Concurrent) { .pool = pool, .scale = scale };
+                        if (pthread_create(&t[j], NULL, concurrent_thread, &c[j]) != 0)
+                                return -1;
+                }
+                for (unsigned j = 0; j < CONCURRENT; j++)
+                        pthread_join(t[j], NULL);
+                double parallel = cpu_now() - c0;
+                for (unsigned j = 0; j < CONCURRENT; j++) {
+                        if (c[j].r < 0)
+                                return -1;
+                        waves += c[j].res.waves;
+                }
+                if (waves != serial_waves) {
+                        fprintf(stderr, "collatz: %llu wave-instructions serially, %llu at once\n",
+                                (unsigned long long) serial_waves, (unsigned long long) waves);
+                        return -1;
+                }
+                ratio[i] = serial / parallel;
+        }
+        qsort(ratio, rounds, sizeof ratio[0], cmp_double);
+        *ret = ratio[rounds / 2];
+        return 0;
+}
+
 int main(int argc, char **argv) {
         unsigned scale = argc > 1 ? (unsigned) atoi(argv[1]) : 1, rounds = argc > 2 ? (unsigned) atoi(argv[2]) : 5;
         static const char *const kernels[][2] = {
@@ -235,14 +340,39 @@ int main(int argc, char **argv) {
         }
         print_load("before");
         for (unsigned i = 1; i < 3; i++) {
-                double ratio, cpu_ratio;
-                if (parallel_ratio(kernels[i][0], kernels[i][1], scale * 2, rounds, pool, &ratio, &cpu_ratio) < 0) {
+                Ratios q;
+                if (parallel_ratio(kernels[i][0], kernels[i][1], scale * 2, 0, 1, rounds, pool, &q) < 0) {
                         sim_isa_pool_free(pool);
                         return 1;
                 }
                 printf("parallel/serial %-14s x%.2f by the clock, x%.2f by the busiest thread's CPU time, with %u "
                        "helpers + the caller, medians of %u rounds (goal >= 1.8 on 2 cores)\n",
-                       kernels[i][1], ratio, cpu_ratio, helpers, rounds);
+                       kernels[i][1], q.clock, q.busiest, helpers, rounds);
+                printf("parallel/serial %-14s x%.2f work per CPU-second (all threads' CPU time; goal >= 0.9)\n",
+                       kernels[i][1], q.work_per_cpu);
+        }
+        /* Short dispatches, as a client's: few workgroups each, where what
+         * a helper costs to join shows. */
+        for (unsigned i = 0; i < 2; i++) {
+                static const uint32_t items[] = { 2048, 8192 };
+                Ratios q;
+                if (parallel_ratio(kernels[i][0], kernels[i][1], 1, items[i], 100, rounds, pool, &q) < 0) {
+                        sim_isa_pool_free(pool);
+                        return 1;
+                }
+                printf("parallel/serial %-14s 100 dispatches of %u workgroups: x%.2f work per CPU-second (goal >= 0.9), "
+                       "x%.2f by the clock, x%.2f by the busiest thread's CPU time\n",
+                       kernels[i][1], items[i] / 256, q.work_per_cpu, q.clock, q.busiest);
+        }
+        {
+                double ratio;
+                if (concurrent_ratio(scale, rounds, pool, &ratio) < 0) {
+                        sim_isa_pool_free(pool);
+                        return 1;
+                }
+                printf("parallel/serial collatz        %u dispatches at once: x%.2f work per CPU-second of one after "
+                       "another (goal >= 0.9; the kernel loads and memory set-up counted on both sides)\n",
+                       CONCURRENT, ratio);
         }
         print_load("after");
         printf("the machine now: two spinning threads x%.2f of one by the clock (2.00 on two idle cores)\n",

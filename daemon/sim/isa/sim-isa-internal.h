@@ -143,6 +143,7 @@ typedef struct SimIsaJob {
         bool listed;                    /* on the pool's list of dispatches open to helpers */
         bool launching;                 /* counted in the pool's launching[priority] */
         bool had_cu;                    /* a participant has had a CU */
+        bool helpers_wanted;            /* sleeping helpers are woken for it (sim_isa_pool_want_helpers()) */
         struct SimIsaJob *next_job;
         /* Guarded by lock. */
         pthread_mutex_t lock;
@@ -181,6 +182,10 @@ typedef struct SimIsaRun {
          * touch no row from it up. */
         unsigned vgpr_end;
         bool hidden_used;       /* ... and one of them was SDWA or DPP (the hidden rows) */
+        /* The caller's wave-instructions at which it wakes the pool's
+         * helpers for its dispatch (sim_isa_pool_want_helpers()); UINT64_MAX:
+         * done, or a helper. */
+        uint64_t wake_helpers_at;
         bool cu_held;           /* holds one of the pool's CUs, since cu_since */
         uint64_t cu_since;
 } SimIsaRun;
@@ -259,6 +264,12 @@ unsigned sim_isa_vgpr_end(const SimIsaInst *inst);
  * the dispatch holds back the workgroups of dispatches of lower priority. */
 void sim_isa_pool_open(SimIsaPool *pool, SimIsaJob *job);
 void sim_isa_pool_close(SimIsaPool *pool, SimIsaJob *job);
+/* The caller of job has run sim_isa_pool_wake_after() wave-instructions in
+ * it (UINT64_MAX without a pool) and workgroups are left: sleeping helpers
+ * are woken for it, as many as it has room for (once; helpers awake join a
+ * listed dispatch without it). */
+uint64_t sim_isa_pool_wake_after(SimIsaPool *pool);
+void sim_isa_pool_want_helpers(SimIsaPool *pool, SimIsaJob *job);
 /* Whether job may start a workgroup now: no dispatch of a higher priority
  * is open (true without a pool). Lock-free. */
 bool sim_isa_pool_may_launch(SimIsaPool *pool, const SimIsaJob *job);

@@ -4,14 +4,28 @@
  * the threads that called sim_isa_dispatch() (on the simulator, the CP
  * engines of its pipes). One pool per simulated device, made with it; the
  * device owns it. A dispatch with workgroups to spare is listed while helpers
- * may still join it (until its scratch ring has no slot left); a sleeping
- * helper takes the oldest, runs its workgroups with wave and LDS state of
- * its own (allocated once, for the largest workgroup) until none is left,
- * and goes back to sleep. The caller takes the dispatch off the list when it
- * runs out of workgroups itself and waits for the helpers inside it to
- * leave, so nothing of a dispatch outlives sim_isa_dispatch(). Several
+ * may still join it (until its scratch ring has no slot left); a helper that
+ * looks for work takes the oldest, runs its workgroups with wave and LDS
+ * state of its own (allocated once, for the largest workgroup) until none is
+ * left, and goes back to sleep. The caller takes the dispatch off the list
+ * when it runs out of workgroups itself and waits for the helpers inside it
+ * to leave, so nothing of a dispatch outlives sim_isa_dispatch(). Several
  * dispatches (from different pipes) may be open at once and share the
  * helpers: the highest priority first, then the oldest.
+ *
+ * Waking a sleeping helper costs CPU time of its own (the futex, the
+ * scheduler, the other CPU's wake-up; on a 2-CPU VM 2 context switches and
+ * ~40 us of CPU a dispatch), as much as a dispatch of a few small workgroups
+ * does in all: 100 dispatches of 8 vector-add workgroups did 0.73-0.90x the
+ * work per CPU-second with a helper that they woke as without it
+ * (bench-isa). So a listed dispatch wakes helpers only once its caller has
+ * run SIM_ISA_WAKE_AFTER wave-instructions in it (sim_isa_pool_want_helpers();
+ * a count, not a clock, so that the threads a dispatch runs on do not depend
+ * on the machine's load), as many as it has workgroups and scratch slots
+ * left for; a helper already awake joins it at once, and the end of a
+ * dispatch wakes helpers only for a listed one that wanted them and was held
+ * back. Before, every dispatch of two workgroups or more woke every sleeping
+ * helper, and every dispatch's end woke them all again.
  *
  * Wave launch (sim-isa.h, SIM_PIPE_PRIORITY_*): launching[p] counts the
  * dispatches of priority p that are open (from sim_isa_pool_open() until
@@ -105,6 +119,9 @@ struct SimIsaPool {
         unsigned fresh_wanted;          /* of them, of dispatches that had no CU yet; the same */
         unsigned cus_most_busy;         /* the most CUs busy at once so far */
         CuWaiter *cu_waiters;           /* in the order they came */
+        uint64_t wake_after;            /* SIM_ISA_WAKE_AFTER unless set */
+        unsigned n_sleeping;            /* helpers waiting on wake */
+        uint64_t wakeups;               /* times a helper woke up */
         bool stopping;
         unsigned n_threads;
         pthread_t threads[];
@@ -147,6 +164,20 @@ static void launch_begin(SimIsaPool *pool, SimIsaJob *job) {
                          __ATOMIC_RELEASE);
 }
 
+/* Wakes as many sleeping helpers as job has room for: its workgroups left
+ * to claim, its scratch slots left. Locked. */
+static void wake_helpers(SimIsaPool *pool, const SimIsaJob *job) {
+        uint64_t next = __atomic_load_n(&job->next, __ATOMIC_RELAXED), end = job->n_groups;
+        uint64_t n = next < end ? end - next : 0;
+
+        if (n > job->max_slots - job->n_slots)
+                n = job->max_slots - job->n_slots;
+        if (n > pool->n_sleeping)
+                n = pool->n_sleeping;
+        for (uint64_t i = 0; i < n; i++)
+                pthread_cond_signal(&pool->wake);
+}
+
 static void launch_end(SimIsaPool *pool, SimIsaJob *job) {
         pthread_mutex_lock(&pool->lock);
         if (job->launching) {
@@ -154,7 +185,11 @@ static void launch_end(SimIsaPool *pool, SimIsaJob *job) {
                 __atomic_store_n(&pool->launching[job_priority(job)], pool->launching[job_priority(job)] - 1,
                                  __ATOMIC_RELEASE);
                 pthread_cond_broadcast(&pool->launch);
-                pthread_cond_broadcast(&pool->wake); /* helpers may join what was held back */
+                /* Helpers may join what was held back: the dispatches that
+                 * wanted them (the others' callers wake them when they do). */
+                for (SimIsaJob *j = pool->jobs; j; j = j->next_job)
+                        if (j->helpers_wanted && sim_isa_pool_may_launch(pool, j))
+                                wake_helpers(pool, j);
         }
         pthread_mutex_unlock(&pool->lock);
 }
@@ -324,8 +359,12 @@ static void *helper_main(void *userdata) {
         pthread_mutex_lock(&pool->lock);
         for (;;) {
                 SimIsaJob *job = NULL;
-                while (!pool->stopping && !(job = next_open_job(pool)))
+                while (!pool->stopping && !(job = next_open_job(pool))) {
+                        pool->n_sleeping++;
                         pthread_cond_wait(&pool->wake, &pool->lock);
+                        pool->n_sleeping--;
+                        pool->wakeups++;
+                }
                 if (pool->stopping)
                         break;
                 unsigned slot = job->n_slots++;
@@ -360,7 +399,17 @@ void sim_isa_pool_open(SimIsaPool *pool, SimIsaJob *job) {
         *p = job;
         job->next_job = NULL;
         job->listed = true;
-        pthread_cond_broadcast(&pool->wake);
+        /* No helper is woken yet: sim_isa_pool_want_helpers(). */
+        pthread_mutex_unlock(&pool->lock);
+}
+
+void sim_isa_pool_want_helpers(SimIsaPool *pool, SimIsaJob *job) {
+        pthread_mutex_lock(&pool->lock);
+        if (job->listed && !job->helpers_wanted) {
+                job->helpers_wanted = true;
+                if (sim_isa_pool_may_launch(pool, job))
+                        wake_helpers(pool, job);
+        }
         pthread_mutex_unlock(&pool->lock);
 }
 
@@ -419,6 +468,7 @@ int sim_isa_pool_new(unsigned n_threads, SimIsaPool **ret) {
         pthread_cond_init(&pool->wake, NULL);
         pthread_cond_init(&pool->left, NULL);
         pool->n_cus = n_threads + 2;
+        pool->wake_after = SIM_ISA_WAKE_AFTER;
         {
                 pthread_condattr_t attr;
                 pthread_condattr_init(&attr);
@@ -459,6 +509,32 @@ SimIsaPool *sim_isa_pool_free(SimIsaPool *pool) {
         pthread_mutex_destroy(&pool->lock);
         free(pool);
         return NULL;
+}
+
+void sim_isa_pool_set_wake_after(SimIsaPool *pool, uint64_t wave_instructions) {
+        __atomic_store_n(&pool->wake_after, wave_instructions, __ATOMIC_RELAXED);
+}
+
+uint64_t sim_isa_pool_wake_after(SimIsaPool *pool) {
+        return pool ? __atomic_load_n(&pool->wake_after, __ATOMIC_RELAXED) : UINT64_MAX;
+}
+
+unsigned sim_isa_pool_sleeping(SimIsaPool *pool) {
+        unsigned n;
+
+        pthread_mutex_lock(&pool->lock);
+        n = pool->n_sleeping;
+        pthread_mutex_unlock(&pool->lock);
+        return n;
+}
+
+uint64_t sim_isa_pool_wakeups(SimIsaPool *pool) {
+        uint64_t n;
+
+        pthread_mutex_lock(&pool->lock);
+        n = pool->wakeups;
+        pthread_mutex_unlock(&pool->lock);
+        return n;
 }
 
 unsigned sim_isa_pool_threads(const SimIsaPool *pool) {

@@ -426,6 +426,10 @@ static int run_workgroup(SimIsaRun *r, SimIsaWave *waves) {
                                                     (unsigned long long) w->pc);
                         if (superseded(r))
                                 return 1;
+                        if (r->ret->wave_instructions >= r->wake_helpers_at) {
+                                r->wake_helpers_at = UINT64_MAX;
+                                sim_isa_pool_want_helpers(r->d->pool, r->job);
+                        }
                         if (r->cu_held &&
                             !sim_isa_pool_cu_check(r->d->pool, r->job, &r->cu_since, cu_abandon, r)) {
                                 r->cu_held = false;
@@ -527,6 +531,7 @@ void sim_isa_participate(SimIsaJob *job, unsigned slot, bool helper, SimIsaWave 
                 .lds_aperture = (uint64_t) (d->sh_mem_bases >> 16) << 48,
                 .private_aperture = (uint64_t) (d->sh_mem_bases & 0xffff) << 48,
                 .icache = icache,
+                .wake_helpers_at = helper ? UINT64_MAX : sim_isa_pool_wake_after(d->pool),
         };
 
         for (unsigned i = 0; i < SIM_ISA_TLB_SIZE; i++)

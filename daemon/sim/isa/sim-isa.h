@@ -259,13 +259,14 @@ int sim_isa_dispatch(const SimIsaDispatch *d, const SimIsaMemory *mem, uint64_t 
  *             pool without threads, with which every dispatch runs serially.
  * @ret: the pool, to free with sim_isa_pool_free().
  *
- * Helpers sleep until a dispatch with workgroups to spare is open, join it,
- * run its workgroups until none is left, and go back to sleep. The pool is
- * also the device's wave launcher: a dispatch's workgroups start only while
- * no dispatch of a higher SimIsaDispatch.priority runs (its callers wait,
- * its helpers go to the other dispatch), and helpers join the open dispatch
- * of the highest priority first, then the oldest. Returns 0,
- * -ENOMEM, or the negative errno of pthread_create().
+ * Helpers sleep until a dispatch with workgroups to spare has run a while on
+ * its caller (sim_isa_pool_wakeups()), join it, run its workgroups until none
+ * is left, and go back to sleep. The pool is also the device's wave
+ * launcher: a dispatch's workgroups start only while no dispatch of a higher
+ * SimIsaDispatch.priority runs (its callers wait, its helpers go to the
+ * other dispatch), and helpers join the open dispatch of the highest
+ * priority first, then the oldest. Returns 0, -ENOMEM, or the negative errno
+ * of pthread_create().
  */
 int sim_isa_pool_new(unsigned n_threads, SimIsaPool **ret);
 
@@ -281,6 +282,20 @@ unsigned sim_isa_pool_threads(const SimIsaPool *pool);
 /* The most participants that have held CUs at once on the pool: at most its
  * helpers and two, however many dispatches run (sim-isa-pool.c). */
 unsigned sim_isa_pool_most_busy(SimIsaPool *pool);
+
+/* How many times a helper of the pool woke up from its sleep so far: a
+ * dispatch wakes them once its caller has run SIM_ISA_WAKE_AFTER
+ * wave-instructions in it with workgroups left (sim-isa-pool.c), so a
+ * dispatch shorter than that runs on its caller alone unless a helper is
+ * awake. */
+#define SIM_ISA_WAKE_AFTER 4096u
+uint64_t sim_isa_pool_wakeups(SimIsaPool *pool);
+/* How many helpers sleep now (the others run workgroups, look for work or
+ * have not started yet). */
+unsigned sim_isa_pool_sleeping(SimIsaPool *pool);
+/* Sets how many wave-instructions a caller runs before it wakes helpers (0:
+ * at once, as a test that wants every dispatch shared asks). */
+void sim_isa_pool_set_wake_after(SimIsaPool *pool, uint64_t wave_instructions);
 
 /* The helpers a device on this host should have: one fewer than the CPUs the
  * process may run on (sched_getaffinity), at most SIM_ISA_MAX_HELPERS. */

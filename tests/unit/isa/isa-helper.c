@@ -38,6 +38,11 @@ void isa_mem_fini(IsaMem *m) {
         m->n = 0;
 }
 
+void isa_mem_release(IsaMem *m, unsigned n) {
+        while (m->n > n)
+                free(m->regions[--m->n].host);
+}
+
 void *isa_mem_map(IsaMem *m, uint64_t va, uint64_t size) {
         if (m->n >= ISA_MEM_MAX_REGIONS)
                 abort();

@@ -52,6 +52,9 @@ void isa_mem_fini(IsaMem *m);
 /* A zeroed region of size bytes at the next free VA (64 KiB aligned, with an
  * unmapped gap after it); returns the VA, the host pointer in *ret_host. */
 uint64_t isa_mem_alloc(IsaMem *m, uint64_t size, void **ret_host);
+/* Frees the regions made after the first n (what isa_launch() placed, so
+ * that a caller may launch many times); their VAs are not reused. */
+void isa_mem_release(IsaMem *m, unsigned n);
 /* A region at a chosen VA. */
 void *isa_mem_map(IsaMem *m, uint64_t va, uint64_t size);
 
