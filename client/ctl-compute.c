@@ -62,14 +62,15 @@ _printf_(5, 6) static int saxpy_fail(kfdb_session *s, const char *prog, CtlSaxpy
         va_start(ap, fmt);
         vsnprintf(what, sizeof(what), fmt, ap);
         va_end(ap);
+        char text[1200], full[sizeof(what) + 2 + sizeof(text)];
         if (r >= 0)
-                snprintf(ret->failure, sizeof(ret->failure), "%s", what);
-        else {
-                char text[1200];
-                snprintf(ret->failure, sizeof(ret->failure), "%s: %s", what,
-                         ctl_failure_text(r, msg, text, sizeof(text)));
-        }
-        fprintf(stderr, "%s: %s\n", prog, ret->failure);
+                snprintf(full, sizeof(full), "%s", what);
+        else
+                snprintf(full, sizeof(full), "%s: %s", what, ctl_failure_text(r, msg, text, sizeof(text)));
+        /* The whole of it on stderr; what fits in the result. */
+        fprintf(stderr, "%s: %s\n", prog, full);
+        if (snprintf(ret->failure, sizeof(ret->failure), "%s", full) >= (int) sizeof(ret->failure))
+                memcpy(ret->failure + sizeof(ret->failure) - 4, "...", 4);
         return r < 0 ? r : -EIO;
 }
 
