@@ -126,6 +126,9 @@ void context_pool_schedule_reap(ContextPool *p);
 int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, pid_t *ret_pid, int *ret_pidfd,
                          int *ret_sock,
                          GpuBuffer **ret_relay, char *err, size_t errlen);
+/* Waits up to timeout_ms for a new worker's READY on sock: 0, or why not in
+ * err (its FAILED text, its end, the timeout). Blocks. */
+int worker_process_wait_ready(int sock, int timeout_ms, char *err, size_t errlen);
 /* At start: whether a worker comes up here, and how long it takes. Blocks. */
 int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t errlen);
 /* Reaps it when it exits (taking the pidfd over), killing it if it has not

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,34 +352,6 @@ static const GpuContextOptions kfd_process_options = {
  * waits meanwhile). */
 #define PROXY_READY_TIMEOUT_MS 3000
 
-/* A proxy worker's answer to its setup: READY, or why not (err). Blocks up
- * to PROXY_READY_TIMEOUT_MS for it. */
-static int proxy_ready(int sock, char *err, size_t errlen) {
-        uint64_t buf[WORKER_MSG_MAX / 8];
-        WorkerMsg msg = { .fd = -EBADF };
-        struct pollfd pfd = { .fd = sock, .events = POLLIN };
-        int r;
-
-        r = poll(&pfd, 1, PROXY_READY_TIMEOUT_MS);
-        if (r > 0)
-                r = worker_msg_recv(sock, buf, &msg);
-        else if (r == 0)
-                r = -ETIMEDOUT;
-        else
-                r = -errno;
-        safe_close(msg.fd);
-        if (r >= 0 && msg.type == WORKER_MSG_READY && WORKER_MSG_AS(&msg, WorkerReady))
-                return 0;
-        if (r >= 0 && msg.type == WORKER_MSG_FAILED && WORKER_MSG_AS(&msg, WorkerFailed) &&
-            worker_text_ok(((const WorkerFailed *) msg.payload)->text))
-                snprintf(err, errlen, "its KFD process's worker failed: %s",
-                         ((const WorkerFailed *) msg.payload)->text);
-        else
-                snprintf(err, errlen, "its KFD process's worker did not come up: %s",
-                         strerror(r < 0 ? -r : EIO));
-        return r < 0 ? r : -EIO;
-}
-
 static void remote_ops_free(const KfdOps *ops) {
         sim_remote_ops_free(ops);
 }
@@ -408,7 +379,7 @@ static int open_proxy_process(ContextPool *p, Context *c, uint32_t gpu_id, KfdPr
         if (r < 0)
                 return r;
         relay = gpu_buffer_unref(relay); /* not used by a proxy */
-        r = proxy_ready(sock, err, errlen);
+        r = worker_process_wait_ready(sock, PROXY_READY_TIMEOUT_MS, err, errlen);
         if (r >= 0 && fcntl(sock, F_SETFL, 0) < 0)
                 r = -errno;
         if (r >= 0) {

@@ -283,12 +283,36 @@ int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_fla
         return 0;
 }
 
-int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t errlen) {
-        uint64_t buf[WORKER_MSG_MAX / 8], t0 = now_ns();
-        _cleanup_close_ int sock = -EBADF, pidfd = -EBADF;
+int worker_process_wait_ready(int sock, int timeout_ms, char *err, size_t errlen) {
+        uint64_t buf[WORKER_MSG_MAX / 8];
         WorkerMsg msg = { .fd = -EBADF };
+        struct pollfd pfd = { .fd = sock, .events = POLLIN };
+        int r;
+
+        r = poll(&pfd, 1, timeout_ms);
+        if (r > 0)
+                r = worker_msg_recv(sock, buf, &msg);
+        else if (r == 0)
+                r = -ETIMEDOUT;
+        else
+                r = -errno;
+        safe_close(msg.fd);
+        if (r >= 0 && msg.type == WORKER_MSG_READY && WORKER_MSG_AS(&msg, WorkerReady))
+                return 0;
+        if (r >= 0 && msg.type == WORKER_MSG_FAILED && WORKER_MSG_AS(&msg, WorkerFailed) &&
+            worker_text_ok(((const WorkerFailed *) msg.payload)->text))
+                snprintf(err, errlen, "%s", ((const WorkerFailed *) msg.payload)->text);
+        else if (r >= 0)
+                snprintf(err, errlen, "the worker process ended before it was ready");
+        else
+                snprintf(err, errlen, "the worker process did not come up: %s", strerror(-r));
+        return r < 0 ? r : -EIO;
+}
+
+int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t errlen) {
+        _cleanup_close_ int sock = -EBADF, pidfd = -EBADF;
         GpuBuffer *relay = NULL;
-        struct pollfd pfd;
+        uint64_t t0 = now_ns();
         pid_t pid;
         int r;
 
@@ -297,30 +321,14 @@ int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t err
                 return r;
         relay = gpu_buffer_unref(relay); /* the worker has its own mapping */
         /* At start, before any client: waiting here blocks nobody. */
-        pfd = (struct pollfd) { .fd = sock, .events = POLLIN };
-        r = poll(&pfd, 1, WORKER_PROBE_TIMEOUT_MS);
-        if (r > 0)
-                r = worker_msg_recv(sock, buf, &msg);
-        else if (r == 0)
-                r = -ETIMEDOUT;
-        else
-                r = -errno;
-        if (r >= 0 && msg.type == WORKER_MSG_READY && WORKER_MSG_AS(&msg, WorkerReady)) {
+        r = worker_process_wait_ready(sock, WORKER_PROBE_TIMEOUT_MS, err, errlen);
+        if (r >= 0) {
                 *ret_ns = now_ns() - t0;
                 (void) worker_msg_send(sock, WORKER_MSG_EXIT, NULL, 0, -EBADF);
-                safe_close(msg.fd);
                 (void) reap(pid, pidfd, 0, true, true);
                 return 0;
         }
-        if (r >= 0 && msg.type == WORKER_MSG_FAILED && WORKER_MSG_AS(&msg, WorkerFailed) &&
-            worker_text_ok(((const WorkerFailed *) msg.payload)->text))
-                snprintf(err, errlen, "%s", ((const WorkerFailed *) msg.payload)->text);
-        else if (r >= 0)
-                snprintf(err, errlen, "the worker process ended before it was ready");
-        else
-                snprintf(err, errlen, "the worker process did not come up: %s", strerror(-r));
-        safe_close(msg.fd);
         (void) pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
         (void) reap(pid, pidfd, 0, true, true);
-        return r < 0 ? r : -EIO;
+        return r;
 }
