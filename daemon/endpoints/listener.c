@@ -91,9 +91,7 @@ static void arm_catch_up(Listener *l);
  * refused so, else -errno (no reserve, or no connection after all).
  */
 static int refuse_at_fd_limit(Listener *l, int error) {
-        _cleanup_free_ void *buf = NULL;
         const char *msg = "the daemon is out of file descriptors; try again later";
-        size_t len;
         int c;
 
         if (l->reserve_fd < 0)
@@ -101,8 +99,7 @@ static int refuse_at_fd_limit(Listener *l, int error) {
         l->reserve_fd = safe_close(l->reserve_fd);
         c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (c >= 0) {
-                if (wire_reply_encode(&(WireReply) { .error = error, .message = msg }, &buf, &len) == 0)
-                        (void) send(c, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+                wire_refuse(c, error, msg);
                 safe_close(c);
                 log_ratelimited_errno(NULL, NULL, LOG_WARNING, error, "Refused a connection: %s: %m", msg);
         }
@@ -114,11 +111,8 @@ static int refuse_at_fd_limit(Listener *l, int error) {
  * the refusals above; libkfdbroker reports it as the answer to its Hello),
  * and the connection closed. */
 static void refuse_no_device(Listener *l, int c) {
-        _cleanup_free_ void *buf = NULL;
-        size_t len;
 
-        if (wire_reply_encode(&(WireReply) { .error = ENODEV, .message = l->set->no_device }, &buf, &len) == 0)
-                (void) send(c, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        wire_refuse(c, ENODEV, l->set->no_device);
         safe_close(c);
         log_ratelimited_errno(NULL, NULL, LOG_DEBUG, ENODEV, "Refused a connection: %s", l->set->no_device);
 }

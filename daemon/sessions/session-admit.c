@@ -165,18 +165,15 @@ static const LogFields *peer_fields(LogFields *f, const struct ucred *cred) {
 }
 
 static void refuse(Tally *t, TallyWaiting c, const struct ucred *cred, unsigned limit) {
-        _cleanup_free_ void *buf = NULL;
         LogFields fields = {};
         char msg[200];
-        size_t len;
 
         snprintf(msg, sizeof(msg),
                  "too many connections: uid %u has %u waiting for their turn (kfdbrokerd --max-connect-rate-per-user)",
                  (unsigned) cred->uid, limit);
         log_struct_ratelimited(&t->log_limit, t->key, LOG_NOTICE, EUSERS, KFDBROKER_MESSAGE_SESSION_REFUSED,
                                peer_fields(&fields, cred), "Refusing a connection: %s", msg);
-        if (wire_reply_encode(&(WireReply) { .error = EUSERS, .message = msg }, &buf, &len) == 0)
-                (void) send(c.fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        wire_refuse(c.fd, EUSERS, msg);
         safe_close(c.fd);
         safe_close(c.pidfd);
 }

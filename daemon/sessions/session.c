@@ -141,11 +141,9 @@ static const LogFields *refused_fields(LogFields *f, const Identity *id) {
  * closes the socket. The cap keeps one user from exhausting the daemon's fds. */
 static int check_connection_limit(SessionSet *m, int fd, const Session *s, Tally *peer) {
         const Identity *id = &s->identity;
-        _cleanup_free_ void *buf = NULL;
         LogFields fields = {};
         char msg[200];
         unsigned n = 0;
-        size_t len;
         Session *o;
 
         LIST_FOREACH(sessions, o, m->sessions)
@@ -159,8 +157,7 @@ static int check_connection_limit(SessionSet *m, int fd, const Session *s, Tally
         log_struct_ratelimited(&peer->log_limit, peer->key, LOG_NOTICE, EUSERS, KFDBROKER_MESSAGE_SESSION_REFUSED,
                                refused_fields(&fields, id), "Refusing a connection from pid %d: %s", (int) id->pid,
                                msg);
-        if (wire_reply_encode(&(WireReply) { .error = EUSERS, .message = msg }, &buf, &len) == 0)
-                (void) send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        wire_refuse(fd, EUSERS, msg);
         return -EUSERS;
 }
 
@@ -262,17 +259,14 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
 fail:
         /* Tell the client (a refusal over the connection limit did already). */
         if (r != -EUSERS) {
-                _cleanup_free_ void *buf = NULL;
                 char msg[160];
-                size_t len;
 
                 if (r == -ESRCH)
                         snprintf(msg, sizeof(msg), "the process that made this connection has exited: "
                                                    "its identity cannot be read (ESRCH)");
                 else
                         snprintf(msg, sizeof(msg), "the daemon cannot set up a session: %s", strerror(-r));
-                if (wire_reply_encode(&(WireReply) { .error = -r, .message = msg }, &buf, &len) == 0)
-                        (void) send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+                wire_refuse(s->fd, -r, msg);
         }
         s->connected = false;
         session_unref(s);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "kfdbroker.pb-c.h"
 #include "util/macro.h"
@@ -578,4 +579,17 @@ int wire_reply_encode(const WireReply *r, void **ret_buf, size_t *ret_len) {
         *ret_buf = TAKE_PTR(buf);
         *ret_len = size;
         return 0;
+}
+
+void wire_refuse(int fd, int error, const char *message) {
+        _cleanup_free_ void *buf = NULL;
+        uint8_t sink[256];
+        size_t len;
+
+        if (wire_reply_encode(&(WireReply) { .error = error, .message = message }, &buf, &len) == 0)
+                (void) send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void) shutdown(fd, SHUT_RD);
+        /* Bounded: after SHUT_RD nothing more arrives. */
+        for (int i = 0; i < 64 && recv(fd, sink, sizeof sink, MSG_DONTWAIT | MSG_TRUNC) > 0; i++)
+                ;
 }

@@ -410,3 +410,13 @@ typedef struct WireReply {
 
 /* Encodes into a malloc'd buffer. -EMSGSIZE if larger than WIRE_MAX_MESSAGE_SIZE. */
 int wire_reply_encode(const WireReply *r, void **ret_buf, size_t *ret_len);
+/*
+ * Refuses the connection fd before any session: sends the error (id 0) with
+ * its message, without blocking, and makes sure the client can read it
+ * whenever it looks — whether its Hello was already on the way or comes
+ * after: no more input is taken (SHUT_RD: a later send of the client's fails
+ * with EPIPE, and the error stays readable) and what came is read away, so
+ * that closing fd does not reset the connection under the client's read
+ * (AF_UNIX resets a peer when unread data is dropped). The caller closes fd.
+ */
+void wire_refuse(int fd, int error, const char *message);
