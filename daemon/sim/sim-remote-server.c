@@ -803,6 +803,10 @@ static void mm_free(void *userdata) {
 }
 
 int sim_remote_serve(SimDevice *d, int fd) {
+        return sim_remote_serve_hooked(d, fd, NULL, NULL);
+}
+
+int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata) {
         SimMm *mm;
         int r;
 
@@ -818,7 +822,7 @@ int sim_remote_serve(SimDevice *d, int fd) {
                                                               .dup_file = mm_dup_file,
                                                               .mmap_resolve = mm_mmap_resolve,
                                                               .kill = mm_kill, .free = mm_free },
-                                        NULL, NULL);
+                                        hooks, userdata);
 }
 
 int sim_remote_registry_new(SimRemoteRegistry **ret) {

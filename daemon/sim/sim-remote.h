@@ -34,7 +34,11 @@
  * the device is shutting down, -ENOMEM, or another negative errno from
  * creating the thread.
  */
+typedef struct SimRemoteHooks SimRemoteHooks;
 int sim_remote_serve(SimDevice *d, int fd);
+/* sim_remote_serve() with hooks (sim-remote.h below; NULL: none), e.g. to
+ * learn of the process's end (end()). On failure end() is not called. */
+int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata);
 
 /*
  * What the daemon checks around the ioctls of a process it serves for a
@@ -62,7 +66,7 @@ int sim_remote_serve(SimDevice *d, int fd);
  *    process (its own GPU context in it), and returns when it has.
  *  - end() is the last call, once the process and all it held are gone.
  */
-typedef struct SimRemoteHooks {
+struct SimRemoteHooks {
         int (*before)(void *userdata, unsigned long request, void *arg);
         void (*after)(void *userdata, unsigned long request, const void *arg, int r);
         int (*open_render)(void *userdata, unsigned minor);
@@ -70,7 +74,7 @@ typedef struct SimRemoteHooks {
         int (*mmap)(void *userdata, int fd, size_t length, uint64_t offset, int *ret_memfd, uint64_t *ret_offset);
         void (*release)(void *userdata);
         void (*end)(void *userdata);
-} SimRemoteHooks;
+};
 
 /*
  * What a served process's calls run on, when it is not a process of the
