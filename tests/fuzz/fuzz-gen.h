@@ -18,3 +18,6 @@ int session_corpus(const char *dir);
 /* fuzz-gen-aql.c: the seeds of fuzz-relay-aql, with the kernel descriptors
  * of the n code objects named. */
 int relay_aql_corpus(const char *dir, char **code_objects, int n);
+
+/* fuzz-gen-ioctl.c: the seeds of fuzz-relay-ioctl. */
+int relay_ioctl_corpus(const char *dir);

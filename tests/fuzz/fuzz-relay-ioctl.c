@@ -1,0 +1,1127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target for the daemon's end of the KFD relay's wire: the sim-remote
+ * server (daemon/sim/sim-remote-server.c: the handshake, serve_request(),
+ * serve_ioctl(), serve_marshalled()) serving, as the relay does, a relayed
+ * client's KFD process — the served view of a secondary KFD context of the
+ * daemon's (daemon/contexts/context-kfd-process.c), with or without the
+ * daemon's own GPU context in it — or, as for a worker process, a simulated
+ * process of the device's own (sim_remote_serve_hooked()). One simulated
+ * device, with the daemon's GPU context on it, is made for the whole run;
+ * each input is one client: a server over a real socketpair, a list of
+ * messages sent on its channels, each reply read; then the client hangs up
+ * and the target waits for the server's end.
+ *
+ * Input: a flags byte — bit 0 a simulated process (else a relayed KFD
+ * process), bit 1 the daemon's GPU context in the relayed process, bit 2 no
+ * automatic HELLO and first channel — then operations, each an opcode byte
+ * (modulo OP_COUNT) and its operands (read as the operation needs them;
+ * missing bytes are zeros):
+ *   0  a raw message on the channel: length (2 bytes, at most 1024; 0xffff:
+ *      one byte more than a message may be), the bytes, which fd comes along
+ *   1  IOCTL: request (a byte: one of the calls the wire knows, or 4 bytes of
+ *      its own), file, flags, the argument's bytes, fix-ups (the client's GPU
+ *      id, a handle or event it has), the array its pointer needs (or a
+ *      wrong one), an fd
+ *   2, 3  OPEN_KFD, OPEN_RENDER (the GPU's minor or 4 bytes)
+ *   4  CLOSE a file;  5 MMAP (a buffer's offset or 8 bytes, a length)
+ *   6  EXCEPTION_INFO (buffer length);  7 DOORBELL (a queue id)
+ *   8  a new channel;  9 a raw message on the control channel (with a socket,
+ *      a pipe or nothing)
+ *  10  ALLOC of 1 to 16 pages of VRAM or GTT and MAP to the GPU (what ROCr
+ *      does first), so that later calls find buffers
+ * A WAIT_EVENTS's timeout is cut to at most 7 ms (a call that sleeps
+ * for ever is the relay's to end, at the client's end: that is tested
+ * elsewhere), a file operand is the number OPEN_KFD or OPEN_RENDER gave, or
+ * one of its own.
+ *
+ * Promises checked: each message is answered or ends its channel exactly as
+ * sim-remote-protocol.h says (an oracle written from its description: a
+ * short or long message, an unknown op or flag, an array not as long as its
+ * argument says or beyond its bound, an fd where none belongs end the
+ * channel; anything else is answered); a message on the control channel
+ * other than NEW_CHANNEL with a socket ends the process; after a channel
+ * ends the process is still served (a new channel answers GET_VERSION); every
+ * reply is well formed: its argument is the request's size if the request
+ * reads, else empty; its array within the bound of what was asked; an fd
+ * with it exactly where the op gives one; ret a file number or 0 or a
+ * negative errno; pointer and fd fields come back as the client sent them
+ * (never a daemon address or fd number). At the end: the server ended
+ * (end() called) within 10 s, the device holds the files, contexts,
+ * processes and GEM handles it held before, nothing is in flight, and no fd
+ * of the process was left behind (/proc/self/fd, given 2 s for engine
+ * threads to let go).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <amdgpu_drm.h>
+
+#include "contexts/context-internal.h"
+#include "gpu/gpu.h"
+#include "kfd/kfd-uapi.h"
+#include "sim/sim-device.h"
+#include "sim/sim-process.h"
+#include "sim/sim-remote-protocol.h"
+#include "sim/sim-remote.h"
+#include "sim/sim.h"
+#include "fuzz-relay-ioctl.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_KEPT_FDS 8u
+#define MAX_BOS 8u
+#define MAX_WAIT_MS 7u
+#define REPLY_WAIT_MS 10000
+#define RAW_MAX 1024u
+
+static void check(bool ok, const char *what) {
+        if (!ok) {
+                fprintf(stderr, "fuzz-relay-ioctl: broken promise: %s\n", what);
+                abort();
+        }
+}
+
+/* ---- The daemon: made once ---- */
+
+static SimDevice *dev;
+static GpuContext *device_ctx;
+static SimRemoteRegistry *reg;
+static uint32_t gpu_id, render_minor;
+static SimDeviceStats base_stats;
+static bool debug; /* FUZZ_RELAY_IOCTL_DEBUG=1: each message and its answer */
+
+/* The server's end() hook: the last thing it does. */
+static pthread_mutex_t end_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t end_cond = PTHREAD_COND_INITIALIZER;
+static bool ended;
+
+static void on_end(void *userdata) {
+        pthread_mutex_lock(&end_lock);
+        ended = true;
+        pthread_cond_broadcast(&end_cond);
+        pthread_mutex_unlock(&end_lock);
+}
+
+static const SimRemoteHooks hooks = { .end = on_end };
+
+static void teardown(void) {
+        reg = sim_remote_registry_free(reg);
+        device_ctx = gpu_context_free(device_ctx);
+        dev = sim_device_free(dev);
+}
+
+static void bring_up(void) {
+        if (dev)
+                return;
+        /* A kernel that loops is stopped soon; no helper threads. */
+        check(sim_device_new(&(SimOptions) { .isa_helpers = -1, .max_dispatch_wave_instructions = 20000 }, &dev) ==
+                      0,
+              "sim_device_new");
+        check(gpu_context_new(sim_device_get_ops(dev), NULL, &device_ctx) == 0, "the daemon's GPU context");
+        check(sim_remote_registry_new(&reg) == 0, "sim_remote_registry_new");
+        gpu_id = gpu_context_get_info(device_ctx)->gpu_id;
+        render_minor = gpu_context_get_info(device_ctx)->drm_render_minor;
+        sim_device_get_stats(dev, &base_stats);
+        debug = getenv("FUZZ_RELAY_IOCTL_DEBUG") != NULL;
+        atexit(teardown);
+}
+
+static unsigned count_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        unsigned n = 0;
+
+        check(d != NULL, "/proc/self/fd");
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        return n - 1; /* the directory's own */
+}
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* ---- The input ---- */
+
+typedef struct Input {
+        const uint8_t *p;
+        size_t left;
+} Input;
+
+static uint64_t take(Input *in, unsigned n) {
+        uint64_t v = 0;
+
+        for (unsigned i = 0; i < n; i++)
+                if (in->left > 0) {
+                        v |= (uint64_t) *in->p++ << (8 * i);
+                        in->left--;
+                }
+        return v;
+}
+
+static void take_bytes(Input *in, uint8_t *dst, size_t n) {
+        size_t k = n < in->left ? n : in->left;
+
+        memcpy(dst, in->p, k);
+        memset(dst + k, 0, n - k);
+        in->p += k;
+        in->left -= k;
+}
+
+/* ---- One client ---- */
+
+typedef struct Bo {
+        uint64_t handle, mmap_offset, va, size;
+} Bo;
+
+typedef struct Client {
+        int control, channel;
+        bool hello_done;            /* the handshake was answered */
+        bool process_gone;          /* the control channel ended */
+        int kfd, render;            /* the numbers the server gave, or -1 */
+        int kept[MAX_KEPT_FDS];     /* fds that came with replies: dma-bufs, memfds, copies */
+        unsigned n_kept;
+        Bo bos[MAX_BOS];
+        unsigned n_bos;
+        uint32_t event_id;          /* the last event CREATE_EVENT gave */
+        uint64_t next_va;
+        uint8_t *buf;               /* a reply: SIM_REMOTE_MAX_MESSAGE + 1 bytes */
+} Client;
+
+static void keep_fd(Client *c, int fd) {
+        if (fd < 0)
+                return;
+        if (c->n_kept == MAX_KEPT_FDS) {
+                close(c->kept[0]);
+                memmove(c->kept, c->kept + 1, (MAX_KEPT_FDS - 1) * sizeof c->kept[0]);
+                c->n_kept--;
+        }
+        c->kept[c->n_kept++] = fd;
+}
+
+/* An fd to send: 0 none, 1 a memfd, 2 a pipe's end, 3 one that came with a
+ * reply (a dma-buf, a file's copy), 4 a socket. Returns it (the caller
+ * closes it) or -1. */
+static int make_fd(Client *c, unsigned kind) {
+        int fds[2], fd = -1;
+
+        switch (kind % 5) {
+        case 1:
+                fd = memfd_create("fuzz-relay-ioctl", MFD_CLOEXEC);
+                if (fd >= 0 && ftruncate(fd, 4096) < 0) {
+                        close(fd);
+                        fd = -1;
+                }
+                break;
+        case 2:
+                if (pipe2(fds, O_CLOEXEC) == 0) {
+                        close(fds[0]);
+                        fd = fds[1];
+                }
+                break;
+        case 3:
+                if (c->n_kept > 0)
+                        fd = fcntl(c->kept[c->n_kept - 1], F_DUPFD_CLOEXEC, 3);
+                break;
+        case 4:
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) == 0) {
+                        close(fds[1]);
+                        fd = fds[0];
+                }
+                break;
+        default:
+                break;
+        }
+        return fd;
+}
+
+static int send_msg(int sock, const void *msg, size_t n, int fd) {
+        return sim_remote_send(sock, &(struct iovec) { .iov_base = (void *) msg, .iov_len = n }, 1, fd);
+}
+
+/* The answer on sock: its length (0: EOF), and the fd that came with it. */
+static ssize_t recv_answer(Client *c, int sock, int *ret_fd) {
+        struct pollfd p = { .fd = sock, .events = POLLIN };
+        int r;
+
+        *ret_fd = -1;
+        do
+                r = poll(&p, 1, REPLY_WAIT_MS);
+        while (r < 0 && errno == EINTR);
+        check(r == 1, "no answer and no end of the channel within 10 s");
+        ssize_t n = sim_remote_recv(sock, c->buf, SIM_REMOTE_MAX_MESSAGE + 1, ret_fd);
+        check(n >= 0, "an answer the client cannot receive (too long, several fds, other control data)");
+        check(n <= (ssize_t) SIM_REMOTE_MAX_MESSAGE, "an answer longer than a message may be");
+        if (n == 0)
+                check(*ret_fd < 0, "an fd with the end of the channel");
+        return n;
+}
+
+/* ---- The oracle: does the server end the channel on this message? ---- */
+
+/* The struct as the server reads it: the request's bytes if it writes to
+ * the kernel, zeros otherwise, and zeros past its size. */
+static void view_of(unsigned long request, const uint8_t *arg, uint8_t *view, size_t view_size) {
+        size_t usize = _IOC_SIZE(request);
+
+        memset(view, 0, view_size);
+        if (_IOC_DIR(request) & _IOC_WRITE)
+                memcpy(view, arg, usize < view_size ? usize : view_size);
+}
+
+static uint64_t field(const uint8_t *view, size_t off, unsigned n) {
+        uint64_t v = 0;
+
+        memcpy(&v, view + off, n);
+        return v;
+}
+
+static bool ioctl_malformed(const SimRemoteRequest *req, const uint8_t *payload, size_t payload_size, bool has_fd) {
+        unsigned long request = (unsigned long) req->u64[0];
+        bool arg_null = req->flags & SIM_REMOTE_ARG_NULL;
+        size_t usize = _IOC_SIZE(request);
+        uint8_t view[256];
+
+        if (req->u64[0] > UINT32_MAX || req->u64[1] != 0 || (req->flags & ~SIM_REMOTE_ARG_NULL))
+                return true;
+        if (req->arg_size != (arg_null ? 0 : usize) || payload_size < req->arg_size)
+                return true;
+        SimRemoteIoctlKind kind = sim_remote_ioctl_kind(request);
+        if (kind == SIM_REMOTE_IOCTL_REFUSED || kind == SIM_REMOTE_IOCTL_PLAIN || kind == SIM_REMOTE_IOCTL_ACQUIRE_VM)
+                return has_fd || payload_size != req->arg_size;
+        if (arg_null)
+                return has_fd || payload_size != 0;
+        size_t array = payload_size - usize;
+        view_of(request, payload, view, sizeof view);
+        switch (kind) {
+        case SIM_REMOTE_IOCTL_WAIT_EVENTS: {
+                uint64_t ptr = field(view, offsetof(struct kfd_ioctl_wait_events_args, events_ptr), 8);
+                uint64_t num = field(view, offsetof(struct kfd_ioctl_wait_events_args, num_events), 4);
+                if (has_fd)
+                        return true;
+                if (ptr && num)
+                        return num > SIM_REMOTE_MAX_WAIT_EVENTS || array != num * sizeof(struct kfd_event_data);
+                return array != 0;
+        }
+        case SIM_REMOTE_IOCTL_MAP: {
+                uint64_t ptr = field(view, offsetof(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_array_ptr), 8);
+                uint64_t num = field(view, offsetof(struct kfd_ioctl_map_memory_to_gpu_args, n_devices), 4);
+                if (has_fd)
+                        return true;
+                if (ptr && num)
+                        return num > SIM_REMOTE_MAX_DEVICE_IDS || array != num * 4;
+                return array != 0;
+        }
+        case SIM_REMOTE_IOCTL_CU_MASK: {
+                uint64_t ptr = field(view, offsetof(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr), 8);
+                uint64_t num = field(view, offsetof(struct kfd_ioctl_set_cu_mask_args, num_cu_mask), 4);
+                if (has_fd)
+                        return true;
+                if (ptr && num && num % 32 == 0)
+                        return array != (num / 32 < SIM_REMOTE_MAX_CU_MASK ? num / 32 : SIM_REMOTE_MAX_CU_MASK) * 4;
+                return array != 0;
+        }
+        case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
+        case SIM_REMOTE_IOCTL_DMABUF_INFO:
+                return array != 0;
+        case SIM_REMOTE_IOCTL_APERTURES:
+        case SIM_REMOTE_IOCTL_EXPORT_DMABUF:
+        case SIM_REMOTE_IOCTL_TILE_CONFIG:
+        case SIM_REMOTE_IOCTL_PRIME_TO_FD:
+                return has_fd || array != 0;
+        default:
+                check(false, "a kind of ioctl the target does not know");
+                return true;
+        }
+}
+
+static bool malformed(const uint8_t *msg, size_t n, bool has_fd) {
+        SimRemoteRequest req;
+
+        if (n < sizeof req || n > SIM_REMOTE_MAX_MESSAGE)
+                return true;
+        memcpy(&req, msg, sizeof req);
+        const uint8_t *payload = msg + sizeof req;
+        size_t payload_size = n - sizeof req;
+        bool plain = payload_size == 0 && req.arg_size == 0 && req.flags == 0 && !has_fd;
+        switch (req.op) {
+        case SIM_REMOTE_OP_OPEN_KFD:
+                return !plain || req.u64[0] != 0 || req.u64[1] != 0;
+        case SIM_REMOTE_OP_OPEN_RENDER:
+                return !plain || req.u64[0] > UINT32_MAX || req.u64[1] != 0;
+        case SIM_REMOTE_OP_CLOSE:
+                return !plain || req.u64[0] != 0 || req.u64[1] != 0;
+        case SIM_REMOTE_OP_IOCTL:
+                return ioctl_malformed(&req, payload, payload_size, has_fd);
+        case SIM_REMOTE_OP_MMAP:
+                return !plain;
+        case SIM_REMOTE_OP_EXCEPTION_INFO:
+                return !plain || req.u64[1] != 0;
+        case SIM_REMOTE_OP_DOORBELL:
+                return !plain || req.u64[0] > UINT32_MAX || req.u64[1] != 0;
+        default:
+                return true;
+        }
+}
+
+/* ---- The replies ---- */
+
+static void check_errno(int32_t r) {
+        check(r <= 0 && r > -4096, "ret is neither 0 nor a negative errno");
+}
+
+/* What comes back of a field the server replaced: the client's bytes. */
+static void check_restored(const uint8_t *sent, const uint8_t *got, size_t usize, size_t off, size_t size,
+                           const char *what) {
+        char msg[160];
+
+        if (off >= usize)
+                return;
+        if (size > usize - off)
+                size = usize - off;
+        snprintf(msg, sizeof msg, "%s comes back other than the client sent it", what);
+        check(memcmp(sent + off, got + off, size) == 0, msg);
+}
+
+#define RESTORED(type, member, what) \
+        check_restored(sent, got, usize, offsetof(type, member), sizeof(((type *) NULL)->member), what)
+
+static void check_ioctl_reply(Client *c, const SimRemoteRequest *req, const uint8_t *payload,
+                              const SimRemoteReply *rep, const uint8_t *got, size_t array, int fd) {
+        unsigned long request = (unsigned long) req->u64[0];
+        bool arg_null = req->flags & SIM_REMOTE_ARG_NULL;
+        size_t usize = _IOC_SIZE(request);
+        SimRemoteIoctlKind kind = sim_remote_ioctl_kind(request);
+        bool reads = !arg_null && (_IOC_DIR(request) & _IOC_READ) && kind != SIM_REMOTE_IOCTL_REFUSED;
+        uint8_t sent[SIM_REMOTE_MAX_ARG + 1], view[256];
+
+        check_errno(rep->ret);
+        check(rep->arg_size == (reads ? usize : 0), "the argument back is not the request's size (or is there "
+                                                    "when the request does not read)");
+        if (kind == SIM_REMOTE_IOCTL_REFUSED)
+                check(rep->ret == -ENOTTY, "a refused ioctl answered other than -ENOTTY");
+        bool gives_fd = (kind == SIM_REMOTE_IOCTL_EXPORT_DMABUF || kind == SIM_REMOTE_IOCTL_PRIME_TO_FD) &&
+                        !arg_null && rep->ret >= 0;
+        check(gives_fd == (fd >= 0), "an fd with an ioctl's answer where none belongs, or none where one does");
+        if (arg_null) {
+                check(array == 0, "an array with an ioctl whose argument is NULL");
+                return;
+        }
+        memcpy(sent, payload, usize);
+        view_of(request, payload, view, sizeof view);
+        switch (kind) {
+        case SIM_REMOTE_IOCTL_WAIT_EVENTS: {
+                uint64_t ptr = field(view, offsetof(struct kfd_ioctl_wait_events_args, events_ptr), 8);
+                uint64_t num = field(view, offsetof(struct kfd_ioctl_wait_events_args, num_events), 4);
+                check(array == (ptr && num ? num * sizeof(struct kfd_event_data) : 0),
+                      "WAIT_EVENTS: the events back are not the events sent");
+                if (reads)
+                        RESTORED(struct kfd_ioctl_wait_events_args, events_ptr, "WAIT_EVENTS events_ptr");
+                break;
+        }
+        case SIM_REMOTE_IOCTL_MAP:
+                check(array == 0, "MAP/UNMAP: an array back");
+                if (reads)
+                        RESTORED(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_array_ptr,
+                                 "MAP/UNMAP device_ids_array_ptr");
+                break;
+        case SIM_REMOTE_IOCTL_APERTURES: {
+                uint64_t num = field(view, offsetof(struct kfd_ioctl_get_process_apertures_new_args, num_of_nodes), 4);
+                check(array % sizeof(struct kfd_process_device_apertures) == 0 &&
+                              array / sizeof(struct kfd_process_device_apertures) <=
+                                      (num < SIM_REMOTE_MAX_APERTURES ? num : SIM_REMOTE_MAX_APERTURES),
+                      "APERTURES_NEW: more apertures back than asked for");
+                check(rep->ret >= 0 || array == 0, "APERTURES_NEW: apertures with a failure");
+                if (reads)
+                        RESTORED(struct kfd_ioctl_get_process_apertures_new_args, kfd_process_device_apertures_ptr,
+                                 "APERTURES_NEW kfd_process_device_apertures_ptr");
+                if (reads && rep->ret < 0)
+                        RESTORED(struct kfd_ioctl_get_process_apertures_new_args, num_of_nodes,
+                                 "APERTURES_NEW num_of_nodes after a failure");
+                for (size_t i = 0; rep->ret >= 0 && i < array / sizeof(struct kfd_process_device_apertures); i++) {
+                        struct kfd_process_device_apertures a;
+                        memcpy(&a, got + usize + i * sizeof a, sizeof a);
+                        check(a.gpu_id == gpu_id, "APERTURES_NEW: a GPU the client may not see");
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
+                check(array == 0, "IMPORT_DMABUF: an array back");
+                if (reads)
+                        RESTORED(struct kfd_ioctl_import_dmabuf_args, dmabuf_fd, "IMPORT_DMABUF dmabuf_fd");
+                break;
+        case SIM_REMOTE_IOCTL_DMABUF_INFO: {
+                uint64_t ptr = field(view, offsetof(struct kfd_ioctl_get_dmabuf_info_args, metadata_ptr), 8);
+                uint64_t size = field(view, offsetof(struct kfd_ioctl_get_dmabuf_info_args, metadata_size), 4);
+                check(array <= (ptr ? (size < SIM_REMOTE_MAX_METADATA ? size : SIM_REMOTE_MAX_METADATA) : 0),
+                      "GET_DMABUF_INFO: more metadata back than asked for");
+                check(rep->ret >= 0 || array == 0, "GET_DMABUF_INFO: metadata with a failure");
+                if (reads) {
+                        RESTORED(struct kfd_ioctl_get_dmabuf_info_args, dmabuf_fd, "GET_DMABUF_INFO dmabuf_fd");
+                        RESTORED(struct kfd_ioctl_get_dmabuf_info_args, metadata_ptr, "GET_DMABUF_INFO metadata_ptr");
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_EXPORT_DMABUF:
+                check(array == 0, "EXPORT_DMABUF: an array back");
+                if (reads) {
+                        RESTORED(struct kfd_ioctl_export_dmabuf_args, flags, "EXPORT_DMABUF flags");
+                        if (rep->ret >= 0)
+                                check(usize < offsetof(struct kfd_ioctl_export_dmabuf_args, dmabuf_fd) + 4 ||
+                                              field(got, offsetof(struct kfd_ioctl_export_dmabuf_args, dmabuf_fd),
+                                                    4) == 0,
+                                      "EXPORT_DMABUF: the daemon's fd number in dmabuf_fd");
+                }
+                break;
+        case SIM_REMOTE_IOCTL_PRIME_TO_FD:
+                check(array == 0, "PRIME_HANDLE_TO_FD: an array back");
+                if (reads) {
+                        RESTORED(struct drm_prime_handle, flags, "PRIME_HANDLE_TO_FD flags");
+                        if (rep->ret >= 0)
+                                check(usize < offsetof(struct drm_prime_handle, fd) + 4 ||
+                                              field(got, offsetof(struct drm_prime_handle, fd), 4) == 0,
+                                      "PRIME_HANDLE_TO_FD: the daemon's fd number in fd");
+                }
+                break;
+        case SIM_REMOTE_IOCTL_TILE_CONFIG: {
+                uint64_t nt = field(view, offsetof(struct kfd_ioctl_get_tile_config_args, num_tile_configs), 4);
+                uint64_t nm = field(view, offsetof(struct kfd_ioctl_get_tile_config_args, num_macro_tile_configs), 4);
+                uint64_t room = (nt < SIM_REMOTE_MAX_TILE_CONFIGS ? nt : SIM_REMOTE_MAX_TILE_CONFIGS) +
+                                (nm < SIM_REMOTE_MAX_TILE_CONFIGS ? nm : SIM_REMOTE_MAX_TILE_CONFIGS);
+                check(array % 4 == 0 && array / 4 <= room, "GET_TILE_CONFIG: more configs back than asked for");
+                check(rep->ret >= 0 || array == 0, "GET_TILE_CONFIG: configs with a failure");
+                if (reads) {
+                        RESTORED(struct kfd_ioctl_get_tile_config_args, tile_config_ptr, "GET_TILE_CONFIG tile_config_ptr");
+                        RESTORED(struct kfd_ioctl_get_tile_config_args, macro_tile_config_ptr,
+                                 "GET_TILE_CONFIG macro_tile_config_ptr");
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_CU_MASK:
+                check(array == 0, "SET_CU_MASK: an array back");
+                if (reads)
+                        RESTORED(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr, "SET_CU_MASK cu_mask_ptr");
+                break;
+        default:
+                /* Numbers only: the simulator's own answer. */
+                check(array == 0, "an array with the answer of an ioctl that carries none");
+                break;
+        }
+}
+
+/* What the client learns from an answer it asked for. */
+static void learn(Client *c, const SimRemoteRequest *req, const SimRemoteReply *rep, const uint8_t *got) {
+        unsigned long request = (unsigned long) req->u64[0];
+
+        if (req->op == SIM_REMOTE_OP_OPEN_KFD && rep->ret >= 0)
+                c->kfd = rep->ret;
+        if (req->op == SIM_REMOTE_OP_OPEN_RENDER && rep->ret >= 0 && req->u64[0] == render_minor)
+                c->render = rep->ret;
+        if (req->op == SIM_REMOTE_OP_CLOSE && rep->ret == 0) {
+                if (req->fd == c->kfd)
+                        c->kfd = -1;
+                if (req->fd == c->render)
+                        c->render = -1;
+        }
+        if (req->op != SIM_REMOTE_OP_IOCTL || rep->ret < 0 || rep->arg_size != _IOC_SIZE(request))
+                return;
+        if (_IOC_NR(request) == _IOC_NR(AMDKFD_IOC_CREATE_EVENT) &&
+            rep->arg_size >= sizeof(struct kfd_ioctl_create_event_args)) {
+                struct kfd_ioctl_create_event_args a;
+                memcpy(&a, got, sizeof a);
+                c->event_id = a.event_id;
+        }
+}
+
+/*
+ * Sends msg on sock (with fd if >= 0; closed here) and reads what comes
+ * back: the answer, checked, or the end of the channel where the oracle
+ * says the message is malformed. Returns false when the channel ended.
+ */
+static bool exchange(Client *c, int sock, const uint8_t *msg, size_t n, int fd) {
+        bool bad = malformed(msg, n, fd >= 0);
+        SimRemoteRequest req = { 0 };
+        SimRemoteReply rep;
+        int in_fd;
+
+        memcpy(&req, msg, n < sizeof req ? n : sizeof req);
+        int r = send_msg(sock, msg, n, fd);
+        if (fd >= 0)
+                close(fd);
+        if (r == -EPIPE || r == -ECONNRESET)
+                return false; /* ended by an earlier message */
+        check(r == 0 || (r == -EMSGSIZE && n > SIM_REMOTE_MAX_MESSAGE), "sending a message");
+        if (r < 0)
+                return true;
+        ssize_t got = recv_answer(c, sock, &in_fd);
+        if (debug) {
+                int32_t ret = 0;
+                if (got >= (ssize_t) sizeof rep)
+                        memcpy(&ret, c->buf, sizeof ret);
+                fprintf(stderr, "fuzz-relay-ioctl: op %u fd %d u64 0x%llx%s: %s %d\n", req.op, req.fd,
+                        (unsigned long long) req.u64[0], bad ? " (malformed)" : "", got == 0 ? "EOF" : "ret", ret);
+        }
+        if (got == 0) {
+                /* -ENOMEM also ends a channel; the fuzzer's sizes stay far below it. */
+                check(bad, "a well-formed message ended the channel");
+                return false;
+        }
+        check(!bad, "a malformed message was answered");
+        check(got >= (ssize_t) sizeof rep, "an answer shorter than a reply");
+        memcpy(&rep, c->buf, sizeof rep);
+        check(rep.arg_size <= SIM_REMOTE_MAX_ARG && sizeof rep + rep.arg_size <= (size_t) got,
+              "a reply's arg_size beyond its bound or its message");
+        size_t array = (size_t) got - sizeof rep - rep.arg_size;
+        const uint8_t *arg = c->buf + sizeof rep;
+
+        switch (req.op) {
+        case SIM_REMOTE_OP_OPEN_KFD:
+        case SIM_REMOTE_OP_OPEN_RENDER:
+                check(rep.ret >= 0 ? in_fd >= 0 : rep.ret > -4096 && in_fd < 0,
+                      "OPEN: a file number without its fd, or an fd with a failure");
+                check(rep.arg_size == 0 && array == 0, "OPEN: bytes with the answer");
+                break;
+        case SIM_REMOTE_OP_CLOSE:
+        case SIM_REMOTE_OP_DOORBELL:
+                check_errno(rep.ret);
+                check(rep.arg_size == 0 && array == 0 && in_fd < 0, "CLOSE/DOORBELL: more than ret");
+                if (req.op == SIM_REMOTE_OP_DOORBELL)
+                        check(rep.ret == 0, "DOORBELL: a doorbell write fails");
+                break;
+        case SIM_REMOTE_OP_MMAP:
+                check_errno(rep.ret);
+                check((rep.ret == 0) == (in_fd >= 0), "MMAP: a success without its memory, or an fd with a failure");
+                check(rep.arg_size == 0 && array == 0, "MMAP: bytes with the answer");
+                break;
+        case SIM_REMOTE_OP_EXCEPTION_INFO:
+                check_errno(rep.ret);
+                check(rep.arg_size == 0 && in_fd < 0, "EXCEPTION_INFO: an argument or an fd");
+                if (rep.ret >= 0 && req.u64[0] > 0)
+                        check(array >= 1 && array <= SIM_EXCEPTION_TEXT && arg[array - 1] == '\0' &&
+                                      strlen((const char *) arg) == array - 1,
+                              "EXCEPTION_INFO: the text is not one string within its bound");
+                else
+                        check(array == 0, "EXCEPTION_INFO: text with a failure or without a buffer");
+                break;
+        case SIM_REMOTE_OP_IOCTL:
+                check_ioctl_reply(c, &req, msg + sizeof req, &rep, arg, array, in_fd);
+                break;
+        default:
+                check(false, "an answer to an op that has none");
+        }
+        learn(c, &req, &rep, arg);
+        keep_fd(c, in_fd);
+        return true;
+}
+
+/* ---- Channels ---- */
+
+/* HELLO on the control channel: the server's magic and version, and the
+ * sysfs root as one string. */
+static void handshake(Client *c) {
+        SimRemoteRequest req = { .op = SIM_REMOTE_OP_HELLO, .fd = -1,
+                                 .u64 = { SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32 } };
+        SimRemoteReply rep;
+        int fd;
+
+        check(send_msg(c->control, &req, sizeof req, -1) == 0, "sending HELLO");
+        ssize_t n = recv_answer(c, c->control, &fd);
+        check(n > (ssize_t) sizeof rep && fd < 0, "HELLO: no answer, or an fd with it");
+        memcpy(&rep, c->buf, sizeof rep);
+        check(rep.ret == 0 && rep.arg_size == 0 &&
+                      rep.u64[0] == (SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32),
+              "HELLO: not a sim-remote server's answer");
+        check(c->buf[n - 1] == '\0' && strlen((const char *) c->buf + sizeof rep) == (size_t) n - sizeof rep - 1,
+              "HELLO: the sysfs root is not one string");
+        c->hello_done = true;
+}
+
+/* NEW_CHANNEL with a socket: the new channel replaces the old one. 0,
+ * -EMFILE (the server's bound), or -EPIPE when the process is gone. */
+static int new_channel(Client *c) {
+        SimRemoteRequest req = { .op = SIM_REMOTE_OP_NEW_CHANNEL, .fd = -1 };
+        SimRemoteReply rep;
+        int sv[2], fd;
+
+        if (c->process_gone)
+                return -EPIPE;
+        check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+        int r = send_msg(c->control, &req, sizeof req, sv[1]);
+        close(sv[1]);
+        check(r == 0, "sending NEW_CHANNEL");
+        ssize_t n = recv_answer(c, c->control, &fd);
+        check(n == (ssize_t) sizeof rep && fd < 0, "NEW_CHANNEL: no answer of its own");
+        memcpy(&rep, c->buf, sizeof rep);
+        check(rep.ret == 0 || rep.ret == -EMFILE, "NEW_CHANNEL: an errno other than -EMFILE");
+        if (rep.ret < 0) {
+                close(sv[0]);
+                return rep.ret;
+        }
+        if (c->channel >= 0)
+                close(c->channel);
+        c->channel = sv[0];
+        return 0;
+}
+
+/* A channel ended: the process lives on — a new channel answers (once the
+ * ended ones are gone: they count against the bound until their threads
+ * return). */
+static void after_channel_end(Client *c) {
+        uint64_t deadline = now_ms() + 2000;
+        int r;
+
+        close(c->channel);
+        c->channel = -1;
+        while ((r = new_channel(c)) == -EMFILE && now_ms() < deadline)
+                usleep(1000);
+        check(r == 0, "the process did not outlive the end of a channel");
+        if (c->kfd < 0)
+                return;
+        struct kfd_ioctl_get_version_args v = { 0 };
+        uint8_t msg[sizeof(SimRemoteRequest) + sizeof v];
+        SimRemoteRequest req = { .op = SIM_REMOTE_OP_IOCTL, .fd = c->kfd, .arg_size = sizeof v,
+                                 .u64 = { AMDKFD_IOC_GET_VERSION } };
+        memcpy(msg, &req, sizeof req);
+        memcpy(msg + sizeof req, &v, sizeof v);
+        check(exchange(c, c->channel, msg, sizeof msg, -1), "GET_VERSION after a channel ended");
+        SimRemoteReply rep;
+        memcpy(&rep, c->buf, sizeof rep);
+        check(rep.ret == 0, "GET_VERSION fails after a channel ended");
+}
+
+/* ---- Operations ---- */
+
+#define N_REQUESTS (sizeof fuzz_relay_ioctl_requests / sizeof fuzz_relay_ioctl_requests[0])
+
+/* A file operand: the KFD file, the render file, -1, or 4 bytes. */
+static int32_t file_operand(Client *c, Input *in) {
+        switch (take(in, 1) % 4) {
+        case 0: return c->kfd;
+        case 1: return c->render;
+        case 2: return -1;
+        default: return (int32_t) take(in, 4);
+        }
+}
+
+static void put_field(uint8_t *arg, size_t usize, size_t off, uint64_t v, unsigned n) {
+        if (off + n <= usize)
+                memcpy(arg + off, &v, n);
+}
+
+/* IOCTL, with the argument from the input and fix-ups that make it
+ * meaningful now and then. */
+static bool op_ioctl(Client *c, Input *in) {
+        static uint8_t msg[sizeof(SimRemoteRequest) + SIM_REMOTE_MAX_ARG + 8192];
+        unsigned pick = (unsigned) take(in, 1);
+        unsigned long request = pick % (N_REQUESTS + 1) < N_REQUESTS ? fuzz_relay_ioctl_requests[pick % (N_REQUESTS + 1)]
+                                                                     : (unsigned long) (uint32_t) take(in, 4);
+        SimRemoteRequest req = { .op = SIM_REMOTE_OP_IOCTL, .u64 = { (uint32_t) request } };
+        uint8_t *arg = msg + sizeof req;
+        size_t usize = _IOC_SIZE(request);
+
+        req.fd = file_operand(c, in);
+        unsigned flags = (unsigned) take(in, 1);
+        bool arg_null = flags % 16 == 15;
+        if (arg_null)
+                req.flags = SIM_REMOTE_ARG_NULL;
+        req.arg_size = arg_null ? 0 : (uint32_t) usize;
+        size_t from_input = usize < 64 ? usize : 64;
+        take_bytes(in, arg, from_input);
+        memset(arg + from_input, 0, usize - from_input);
+
+        /* Fix-ups: the client's GPU, its buffer or event, a short wait. */
+        unsigned fix = (unsigned) take(in, 1);
+        unsigned nr = _IOC_NR(request);
+        bool kfd_call = _IOC_TYPE(request) == AMDKFD_IOCTL_BASE;
+        if (kfd_call && (fix & RIO_FIX_GPU_ID)) {
+                size_t off = 0;
+                switch (nr) {
+                case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
+                        off = offsetof(struct kfd_ioctl_alloc_memory_of_gpu_args, gpu_id);
+                        break;
+                case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM):
+                        off = offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id);
+                        put_field(arg, usize, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd), (uint32_t) c->render,
+                                  4);
+                        break;
+                case _IOC_NR(AMDKFD_IOC_IMPORT_DMABUF):
+                        off = offsetof(struct kfd_ioctl_import_dmabuf_args, gpu_id);
+                        break;
+                case _IOC_NR(AMDKFD_IOC_GET_TILE_CONFIG):
+                        off = offsetof(struct kfd_ioctl_get_tile_config_args, gpu_id);
+                        break;
+                case _IOC_NR(AMDKFD_IOC_AVAILABLE_MEMORY):
+                        off = offsetof(struct kfd_ioctl_get_available_memory_args, gpu_id);
+                        break;
+                case _IOC_NR(AMDKFD_IOC_GET_CLOCK_COUNTERS):
+                        off = offsetof(struct kfd_ioctl_get_clock_counters_args, gpu_id);
+                        break;
+                case _IOC_NR(AMDKFD_IOC_SET_MEMORY_POLICY):
+                        off = offsetof(struct kfd_ioctl_set_memory_policy_args, gpu_id);
+                        break;
+                default:
+                        break;
+                }
+                if (off)
+                        put_field(arg, usize, off, gpu_id, 4);
+                else if (nr == _IOC_NR(AMDKFD_IOC_ACQUIRE_VM))
+                        put_field(arg, usize, offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id), gpu_id, 4);
+        }
+        if (kfd_call && (fix & RIO_FIX_HANDLE) && c->n_bos > 0) {
+                const Bo *b = &c->bos[(fix >> 4) % c->n_bos];
+                switch (nr) {
+                case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
+                case _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU):
+                case _IOC_NR(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU):
+                case _IOC_NR(AMDKFD_IOC_EXPORT_DMABUF):
+                        put_field(arg, usize, 0, b->handle, 8); /* handle is the first field of each */
+                        break;
+                default:
+                        break;
+                }
+        }
+        if (kfd_call && (fix & RIO_FIX_EVENT) && c->event_id) {
+                switch (nr) {
+                case _IOC_NR(AMDKFD_IOC_DESTROY_EVENT):
+                case _IOC_NR(AMDKFD_IOC_SET_EVENT):
+                case _IOC_NR(AMDKFD_IOC_RESET_EVENT):
+                        put_field(arg, usize, 0, c->event_id, 4);
+                        break;
+                default:
+                        break;
+                }
+        }
+        if (kfd_call && nr == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS)) {
+                size_t off = offsetof(struct kfd_ioctl_wait_events_args, timeout);
+                if (off + 4 <= usize)
+                        put_field(arg, usize, off, field(arg, off, 4) % (MAX_WAIT_MS + 1), 4);
+        }
+
+        /* The array: what the argument asks for, or (fix bit 3) a length of
+         * the input's own. */
+        size_t array = 0;
+        if (!arg_null) {
+                uint8_t view[256];
+                view_of(request, arg, view, sizeof view);
+                switch (sim_remote_ioctl_kind(request)) {
+                case SIM_REMOTE_IOCTL_WAIT_EVENTS:
+                        if (field(view, 0, 8))
+                                array = field(view, offsetof(struct kfd_ioctl_wait_events_args, num_events), 4) *
+                                        sizeof(struct kfd_event_data);
+                        break;
+                case SIM_REMOTE_IOCTL_MAP:
+                        if (field(view, offsetof(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_array_ptr), 8))
+                                array = field(view, offsetof(struct kfd_ioctl_map_memory_to_gpu_args, n_devices), 4) *
+                                        4;
+                        break;
+                case SIM_REMOTE_IOCTL_CU_MASK: {
+                        uint64_t n = field(view, offsetof(struct kfd_ioctl_set_cu_mask_args, num_cu_mask), 4);
+                        if (field(view, offsetof(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr), 8) && n % 32 == 0)
+                                array = (n / 32 < SIM_REMOTE_MAX_CU_MASK ? n / 32 : SIM_REMOTE_MAX_CU_MASK) * 4;
+                        break;
+                }
+                default:
+                        break;
+                }
+        }
+        if (fix & RIO_FIX_ARRAY_SIZE)
+                array = take(in, 2) % 256;
+        if (array > 8192)
+                array = 8192 + 1; /* longer than its bound; the bytes do not matter */
+        size_t from = array < 64 ? array : 64;
+        take_bytes(in, arg + usize, from);
+        memset(arg + usize + from, 0, array - from);
+        if (kfd_call && nr == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS) && array > 0 && (fix & RIO_FIX_EVENT) && c->event_id)
+                for (size_t i = 0; i + sizeof(struct kfd_event_data) <= array; i += sizeof(struct kfd_event_data))
+                        memcpy(arg + usize + i + offsetof(struct kfd_event_data, event_id), &c->event_id, 4);
+        if (kfd_call && nr == _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU) && array >= 4 && (fix & RIO_FIX_GPU_ID))
+                memcpy(arg + usize, &gpu_id, 4);
+
+        memcpy(msg, &req, sizeof req);
+        int fd = (fix & RIO_FIX_FD) ? make_fd(c, (unsigned) take(in, 1)) : -1;
+        return exchange(c, c->channel, msg, sizeof req + usize + array, fd);
+}
+
+/* A header alone. */
+static bool op_plain(Client *c, uint32_t op, int32_t fd, uint64_t u0, uint64_t u1) {
+        SimRemoteRequest req = { .op = op, .fd = fd, .u64 = { u0, u1 } };
+
+        return exchange(c, c->channel, (const uint8_t *) &req, sizeof req, -1);
+}
+
+/* A raw message of the input's bytes; a WAIT_EVENTS in it waits 7 ms at most. */
+static bool op_raw(Client *c, Input *in, int sock) {
+        static uint8_t msg[SIM_REMOTE_MAX_MESSAGE + 1];
+        size_t n = (size_t) take(in, 2);
+        SimRemoteRequest req;
+
+        n = n == 0xffff ? SIM_REMOTE_MAX_MESSAGE + 1 : n % (RAW_MAX + 1);
+        take_bytes(in, msg, n < RAW_MAX ? n : RAW_MAX);
+        if (n > RAW_MAX)
+                memset(msg + RAW_MAX, 0, n - RAW_MAX);
+        if (n >= sizeof req) {
+                memcpy(&req, msg, sizeof req);
+                size_t off = sizeof req + offsetof(struct kfd_ioctl_wait_events_args, timeout);
+                if (req.op == SIM_REMOTE_OP_IOCTL &&
+                    sim_remote_ioctl_kind((unsigned long) req.u64[0]) == SIM_REMOTE_IOCTL_WAIT_EVENTS && off + 4 <= n) {
+                        uint32_t t;
+                        memcpy(&t, msg + off, 4);
+                        t %= MAX_WAIT_MS + 1;
+                        memcpy(msg + off, &t, 4);
+                }
+        }
+        int fd = make_fd(c, (unsigned) take(in, 1));
+        return exchange(c, sock, msg, n, fd);
+}
+
+static bool is_seqpacket(int fd) {
+        int type = 0;
+        socklen_t l = sizeof type;
+
+        return fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_SEQPACKET;
+}
+
+/* A raw message on the control channel. Before the handshake only a HELLO
+ * is answered (of another version: -EPROTONOSUPPORT, then the end); after
+ * it only NEW_CHANNEL with a socket. Anything else ends the process. */
+static void op_control(Client *c, Input *in) {
+        uint8_t msg[64];
+        size_t n = (size_t) take(in, 1) % sizeof msg;
+        SimRemoteRequest req = { 0 };
+        SimRemoteReply rep;
+        int in_fd;
+
+        take_bytes(in, msg, n);
+        int fd = make_fd(c, (unsigned) take(in, 1));
+        if (n >= sizeof req)
+                memcpy(&req, msg, sizeof req);
+        bool header = n == sizeof req && req.flags == 0 && req.arg_size == 0 && req.u64[1] == 0;
+        bool good = c->hello_done ? header && is_seqpacket(fd) && req.op == SIM_REMOTE_OP_NEW_CHANNEL && req.u64[0] == 0
+                                  : header && fd < 0 && req.op == SIM_REMOTE_OP_HELLO &&
+                                            (uint32_t) req.u64[0] == SIM_REMOTE_MAGIC;
+        int r = send_msg(c->control, msg, n, fd);
+        if (fd >= 0)
+                close(fd);
+        check(r == 0, "sending on the control channel");
+        ssize_t got = recv_answer(c, c->control, &in_fd);
+        if (!good) {
+                check(got == 0, "a malformed message on the control channel was answered");
+                c->process_gone = true;
+                return;
+        }
+        check(got >= (ssize_t) sizeof rep && in_fd < 0, "no answer to a good message on the control channel");
+        memcpy(&rep, c->buf, sizeof rep);
+        if (c->hello_done) {
+                check(got == (ssize_t) sizeof rep, "NEW_CHANNEL: more than a reply");
+                check(rep.ret == 0 || rep.ret == -EMFILE, "NEW_CHANNEL: an errno other than -EMFILE");
+                /* Its other end was a socket of ours, closed: that channel ends at once. */
+                return;
+        }
+        if (req.u64[0] >> 32 != SIM_REMOTE_VERSION) {
+                check(rep.ret == -EPROTONOSUPPORT && got == (ssize_t) sizeof rep,
+                      "HELLO of another version: not -EPROTONOSUPPORT");
+                check(recv_answer(c, c->control, &in_fd) == 0, "the process outlived a HELLO of another version");
+                c->process_gone = true;
+                return;
+        }
+        check(rep.ret == 0 && c->buf[got - 1] == '\0', "HELLO: no sysfs root");
+        c->hello_done = true;
+}
+
+/* ALLOC and MAP as ROCr does them, recorded for later calls. */
+static bool op_alloc(Client *c, Input *in) {
+        unsigned k = (unsigned) take(in, 1);
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = 0x100000000ull + c->next_va,
+                .size = (uint64_t) (k % 16 + 1) * 4096,
+                .gpu_id = gpu_id,
+                .flags = (k & 0x10 ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |
+                         KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
+        };
+        uint8_t msg[sizeof(SimRemoteRequest) + sizeof a + 4];
+        SimRemoteRequest req = { .op = SIM_REMOTE_OP_IOCTL, .fd = c->kfd, .arg_size = sizeof a,
+                                 .u64 = { AMDKFD_IOC_ALLOC_MEMORY_OF_GPU } };
+        SimRemoteReply rep;
+
+        c->next_va += a.size + 0x10000;
+        memcpy(msg, &req, sizeof req);
+        memcpy(msg + sizeof req, &a, sizeof a);
+        if (!exchange(c, c->channel, msg, sizeof req + sizeof a, -1))
+                return false;
+        memcpy(&rep, c->buf, sizeof rep);
+        if (rep.ret < 0)
+                return true;
+        memcpy(&a, c->buf + sizeof rep, sizeof a);
+        if (c->n_bos < MAX_BOS)
+                c->bos[c->n_bos++] = (Bo) { .handle = a.handle, .mmap_offset = a.mmap_offset, .va = a.va_addr,
+                                            .size = a.size };
+        struct kfd_ioctl_map_memory_to_gpu_args m = { .handle = a.handle, .device_ids_array_ptr = 0x1000,
+                                                      .n_devices = 1 };
+        req = (SimRemoteRequest) { .op = SIM_REMOTE_OP_IOCTL, .fd = c->kfd, .arg_size = sizeof m,
+                                   .u64 = { AMDKFD_IOC_MAP_MEMORY_TO_GPU } };
+        memcpy(msg, &req, sizeof req);
+        memcpy(msg + sizeof req, &m, sizeof m);
+        memcpy(msg + sizeof req + sizeof m, &gpu_id, 4);
+        return exchange(c, c->channel, msg, sizeof req + sizeof m + 4, -1);
+}
+
+static bool op_mmap(Client *c, Input *in) {
+        unsigned k = (unsigned) take(in, 1);
+        int32_t fd = file_operand(c, in);
+        uint64_t offset, length;
+
+        if (k & 1 && c->n_bos > 0) {
+                const Bo *b = &c->bos[(k >> 1) % c->n_bos];
+                offset = b->mmap_offset + (uint64_t) ((k >> 4) % 4) * 4096;
+                length = (uint64_t) (take(in, 1) % 4 + 1) * 4096;
+        } else {
+                offset = take(in, 8);
+                length = take(in, 8);
+        }
+        return op_plain(c, SIM_REMOTE_OP_MMAP, fd, length, offset);
+}
+
+static bool run_op(Client *c, Input *in) {
+        unsigned op = (unsigned) take(in, 1) % RIO_OP_COUNT;
+
+        switch (op) {
+        case RIO_OP_RAW: return op_raw(c, in, c->channel);
+        case RIO_OP_IOCTL: return op_ioctl(c, in);
+        case RIO_OP_OPEN_KFD: return op_plain(c, SIM_REMOTE_OP_OPEN_KFD, -1, 0, 0);
+        case RIO_OP_OPEN_RENDER: {
+                uint64_t minor = take(in, 1) & 1 ? take(in, 4) : render_minor;
+                return op_plain(c, SIM_REMOTE_OP_OPEN_RENDER, -1, minor, 0);
+        }
+        case RIO_OP_CLOSE: return op_plain(c, SIM_REMOTE_OP_CLOSE, file_operand(c, in), 0, 0);
+        case RIO_OP_MMAP: return op_mmap(c, in);
+        case RIO_OP_EXCEPTION_INFO: {
+                int32_t fd = file_operand(c, in);
+                return op_plain(c, SIM_REMOTE_OP_EXCEPTION_INFO, fd, take(in, 2), 0);
+        }
+        case RIO_OP_DOORBELL: {
+                int32_t fd = file_operand(c, in);
+                return op_plain(c, SIM_REMOTE_OP_DOORBELL, fd, take(in, 1), 0);
+        }
+        case RIO_OP_NEW_CHANNEL: (void) new_channel(c); return true;
+        case RIO_OP_CONTROL: op_control(c, in); return true;
+        default: return op_alloc(c, in);
+        }
+}
+
+/* ---- One input ---- */
+
+static bool device_back(void) {
+        SimDeviceStats st;
+
+        sim_device_get_stats(dev, &st);
+        return st.processes == base_stats.processes && st.contexts == base_stats.contexts &&
+               st.queues == base_stats.queues && st.files == base_stats.files &&
+               st.remote_processes == base_stats.remote_processes && st.gem_handles == base_stats.gem_handles;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        static uint8_t reply_buf[SIM_REMOTE_MAX_MESSAGE + 1];
+        Input in = { .p = data, .left = size };
+        Client c = { .control = -1, .channel = -1, .kfd = -1, .render = -1, .buf = reply_buf };
+        KfdProcess *kp = NULL;
+        GpuContext *daemon_gpu = NULL;
+        char err[256];
+        int sv[2];
+
+        bring_up();
+        unsigned fds_before = count_fds();
+        unsigned flags = (unsigned) take(&in, 1);
+
+        check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+        pthread_mutex_lock(&end_lock);
+        ended = false;
+        pthread_mutex_unlock(&end_lock);
+        if (flags & RIO_FLAG_SIM_PROCESS)
+                check(sim_remote_serve_hooked(dev, sv[0], gpu_id, &hooks, NULL, NULL) == 0, "serving a simulated process");
+        else {
+                check(kfd_process_new(sim_device_get_ops(dev), gpu_id, render_minor, &kp, err, sizeof err) == 0, err);
+                SimRemoteProcess served = kfd_process_served(kp);
+                if (flags & RIO_FLAG_DAEMON_CONTEXT) {
+                        /* As context-pool.c brings it up in a relayed process. */
+                        GpuContextOptions o = { .flags = GPU_CONTEXT_CLIENT | GPU_CONTEXT_NO_SDMA |
+                                                         GPU_CONTEXT_NO_COMPUTE };
+                        check(gpu_context_new(kfd_process_daemon_ops(kp), &o, &daemon_gpu) == 0,
+                              "the daemon's GPU context in the relayed process");
+                }
+                check(sim_remote_serve_process(reg, sv[0], &served, &hooks, NULL) == 0, "serving the KFD process");
+        }
+        c.control = sv[1];
+
+        if (!(flags & RIO_FLAG_NO_HANDSHAKE)) {
+                handshake(&c);
+                check(new_channel(&c) == 0, "the first channel");
+        }
+        while (in.left > 0 && !c.process_gone) {
+                if (c.channel < 0) {
+                        /* Before a handshake only the control channel
+                         * speaks; after it, a channel first. */
+                        if (!c.hello_done || new_channel(&c) < 0)
+                                op_control(&c, &in);
+                        continue;
+                }
+                if (!run_op(&c, &in) && !c.process_gone)
+                        after_channel_end(&c);
+        }
+
+        /* The client hangs up; the server ends the process. */
+        if (c.channel >= 0)
+                close(c.channel);
+        close(c.control);
+        for (unsigned i = 0; i < c.n_kept; i++)
+                close(c.kept[i]);
+        uint64_t deadline = now_ms() + 10000;
+        pthread_mutex_lock(&end_lock);
+        while (!ended && now_ms() < deadline) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 10 * 1000000;
+                if (ts.tv_nsec >= 1000000000) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000;
+                }
+                pthread_cond_timedwait(&end_cond, &end_lock, &ts);
+        }
+        bool done = ended;
+        pthread_mutex_unlock(&end_lock);
+        check(done, "the server did not end within 10 s of the client's hang-up");
+        daemon_gpu = gpu_context_free(daemon_gpu);
+
+        /* Engine threads may hold a buffer's memfd a moment longer. */
+        deadline = now_ms() + 2000;
+        while ((!device_back() || count_fds() != fds_before) && now_ms() < deadline)
+                usleep(1000);
+        if (debug || !device_back()) {
+                SimDeviceStats st;
+                sim_device_get_stats(dev, &st);
+                fprintf(stderr, "fuzz-relay-ioctl: the device holds processes %u/%u contexts %u/%u queues %u/%u "
+                                "files %u/%u remote processes %u/%u GEM handles %u/%u\n",
+                        st.processes, base_stats.processes, st.contexts, base_stats.contexts, st.queues,
+                        base_stats.queues, st.files, base_stats.files, st.remote_processes,
+                        base_stats.remote_processes, st.gem_handles, base_stats.gem_handles);
+        }
+        check(device_back(), "the device holds more (files, contexts, processes, GEM handles) than before");
+        check(count_fds() == fds_before, "an fd outlived the client");
+        return 0;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The input of fuzz-relay-ioctl (fuzz-relay-ioctl.c says what each part
+ * means), shared with the seeds' writer (fuzz-gen-ioctl.c). */
+#pragma once
+
+#include <sys/ioctl.h>
+
+#include <amdgpu_drm.h>
+
+#include "kfd/kfd-uapi.h"
+
+/* The flags byte. */
+#define RIO_FLAG_SIM_PROCESS 0x1u
+#define RIO_FLAG_DAEMON_CONTEXT 0x2u
+#define RIO_FLAG_NO_HANDSHAKE 0x4u
+
+/* The operations (opcode byte modulo RIO_OP_COUNT). */
+enum {
+        RIO_OP_RAW,
+        RIO_OP_IOCTL,
+        RIO_OP_OPEN_KFD,
+        RIO_OP_OPEN_RENDER,
+        RIO_OP_CLOSE,
+        RIO_OP_MMAP,
+        RIO_OP_EXCEPTION_INFO,
+        RIO_OP_DOORBELL,
+        RIO_OP_NEW_CHANNEL,
+        RIO_OP_CONTROL,
+        RIO_OP_ALLOC,
+        RIO_OP_COUNT,
+};
+
+/* IOCTL's fix-up byte. */
+#define RIO_FIX_GPU_ID 0x1u     /* the client's GPU (and ACQUIRE_VM's render file) */
+#define RIO_FIX_HANDLE 0x2u     /* a buffer the client has (bits 4-6 which) */
+#define RIO_FIX_EVENT 0x4u      /* the event the client made last */
+#define RIO_FIX_ARRAY_SIZE 0x8u /* an array length of the input's own (2 bytes) */
+#define RIO_FIX_FD 0x80u        /* an fd along (1 byte: which) */
+
+/* The calls IOCTL's request byte picks (modulo one more than their count:
+ * that one is 4 bytes of the input's own). */
+static const unsigned long fuzz_relay_ioctl_requests[] = {
+        AMDKFD_IOC_GET_VERSION, AMDKFD_IOC_CREATE_QUEUE, AMDKFD_IOC_DESTROY_QUEUE, AMDKFD_IOC_SET_MEMORY_POLICY,
+        AMDKFD_IOC_GET_CLOCK_COUNTERS, AMDKFD_IOC_GET_PROCESS_APERTURES, AMDKFD_IOC_UPDATE_QUEUE,
+        AMDKFD_IOC_CREATE_EVENT, AMDKFD_IOC_DESTROY_EVENT, AMDKFD_IOC_SET_EVENT, AMDKFD_IOC_RESET_EVENT,
+        AMDKFD_IOC_WAIT_EVENTS, AMDKFD_IOC_GET_TILE_CONFIG, AMDKFD_IOC_SET_TRAP_HANDLER,
+        AMDKFD_IOC_SET_SCRATCH_BACKING_VA, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, AMDKFD_IOC_ACQUIRE_VM,
+        AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AMDKFD_IOC_FREE_MEMORY_OF_GPU, AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+        AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, AMDKFD_IOC_SET_CU_MASK, AMDKFD_IOC_GET_QUEUE_WAVE_STATE,
+        AMDKFD_IOC_GET_DMABUF_INFO, AMDKFD_IOC_IMPORT_DMABUF, AMDKFD_IOC_ALLOC_QUEUE_GWS, AMDKFD_IOC_SMI_EVENTS,
+        AMDKFD_IOC_SVM, AMDKFD_IOC_SET_XNACK_MODE, AMDKFD_IOC_CRIU_OP, AMDKFD_IOC_AVAILABLE_MEMORY,
+        AMDKFD_IOC_EXPORT_DMABUF, AMDKFD_IOC_RUNTIME_ENABLE, AMDKFD_IOC_CREATE_PROCESS,
+        DRM_IOCTL_AMDGPU_GEM_CREATE, DRM_IOCTL_GEM_CLOSE, DRM_IOCTL_PRIME_HANDLE_TO_FD,
+};
