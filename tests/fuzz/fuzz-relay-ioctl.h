@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* The input of fuzz-relay-ioctl (fuzz-relay-ioctl.c says what each part
- * means), shared with the seeds' writer (fuzz-gen-ioctl.c). */
+ * means), shared with the seeds' writer (fuzz-gen-ioctl.c), and its oracle
+ * (fuzz-relay-ioctl-oracle.c). */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 
 #include <amdgpu_drm.h>
 
 #include "kfd/kfd-uapi.h"
+#include "sim/sim-remote-protocol.h"
 
 /* The flags byte. */
 #define RIO_FLAG_SIM_PROCESS 0x1u
@@ -52,3 +59,24 @@ static const unsigned long fuzz_relay_ioctl_requests[] = {
         AMDKFD_IOC_EXPORT_DMABUF, AMDKFD_IOC_RUNTIME_ENABLE, AMDKFD_IOC_CREATE_PROCESS,
         DRM_IOCTL_AMDGPU_GEM_CREATE, DRM_IOCTL_GEM_CLOSE, DRM_IOCTL_PRIME_HANDLE_TO_FD,
 };
+
+static inline void check(bool ok, const char *what) {
+        if (!ok) {
+                fprintf(stderr, "fuzz-relay-ioctl: broken promise: %s\n", what);
+                abort();
+        }
+}
+
+/* fuzz-relay-ioctl-oracle.c */
+/* The argument as the server reads it: the request's bytes if it writes to
+ * the kernel, zeros otherwise and past its size. */
+void rio_view_of(unsigned long request, const uint8_t *arg, uint8_t *view, size_t view_size);
+/* The n-byte little-endian field at off. */
+uint64_t rio_field(const uint8_t *view, size_t off, unsigned n);
+/* Whether the server ends the channel on this message (with an fd or not). */
+bool rio_malformed(const uint8_t *msg, size_t n, bool has_fd);
+void rio_check_errno(int32_t r);
+/* The reply to an IOCTL request: its argument (got, arg_size bytes), array
+ * and fd as the wire promises, for a client that sees the GPU gpu_id. */
+void rio_check_ioctl_reply(uint32_t gpu_id, const SimRemoteRequest *req, const uint8_t *payload,
+                           const SimRemoteReply *rep, const uint8_t *got, size_t array, int fd);
