@@ -102,6 +102,14 @@ static void rocm_session(Seed *s) {
         uint32_t ids[1] = { 0 };
         ioctl_op(s, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &um, RIO_FIX_GPU_ID | RIO_FIX_HANDLE, ids, sizeof ids, 0);
         ioctl_op(s, AMDKFD_IOC_FREE_MEMORY_OF_GPU, NULL, RIO_FIX_HANDLE, NULL, 0, 0);
+        /* The second buffer, never mapped or exported: freed, its offset
+         * maps nothing. */
+        ioctl_op(s, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &um, RIO_FIX_GPU_ID | RIO_FIX_HANDLE | 0x10, ids, sizeof ids, 0);
+        ioctl_op(s, AMDKFD_IOC_FREE_MEMORY_OF_GPU, NULL, RIO_FIX_HANDLE | 0x10, NULL, 0, 0);
+        put(s, RIO_OP_MMAP, 1);
+        put(s, 0x03, 1);
+        put(s, 1, 1);
+        put(s, 0, 1);
         ioctl_op(s, AMDKFD_IOC_DESTROY_EVENT, NULL, RIO_FIX_EVENT, NULL, 0, 0);
         put(s, RIO_OP_EXCEPTION_INFO, 1);
         put(s, 0, 1);

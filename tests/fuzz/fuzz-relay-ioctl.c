@@ -182,6 +182,8 @@ static void take_bytes(Input *in, uint8_t *dst, size_t n) {
 
 typedef struct Bo {
         uint64_t handle, mmap_offset, va, size;
+        bool freed;                 /* FREE_MEMORY_OF_GPU succeeded */
+        bool held;                  /* exported or mapped: the object may outlive its handle */
 } Bo;
 
 typedef struct Client {
@@ -268,7 +270,8 @@ static ssize_t recv_answer(Client *c, int sock, int *ret_fd) {
 }
 
 /* What the client learns from an answer it asked for. */
-static void learn(Client *c, const SimRemoteRequest *req, const SimRemoteReply *rep, const uint8_t *got) {
+static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload, const SimRemoteReply *rep,
+                  const uint8_t *got) {
         unsigned long request = (unsigned long) req->u64[0];
 
         if (req->op == SIM_REMOTE_OP_OPEN_KFD && rep->ret >= 0)
@@ -281,7 +284,18 @@ static void learn(Client *c, const SimRemoteRequest *req, const SimRemoteReply *
                 if (req->fd == c->render)
                         c->render = -1;
         }
-        if (req->op != SIM_REMOTE_OP_IOCTL || rep->ret < 0 || rep->arg_size != _IOC_SIZE(request))
+        if (req->op != SIM_REMOTE_OP_IOCTL || rep->ret < 0)
+                return;
+        if ((request == AMDKFD_IOC_FREE_MEMORY_OF_GPU || request == AMDKFD_IOC_EXPORT_DMABUF) &&
+            !(req->flags & SIM_REMOTE_ARG_NULL)) {
+                uint64_t handle = rio_field(payload, 0, 8);
+                for (unsigned i = 0; i < c->n_bos; i++)
+                        if (c->bos[i].handle == handle) {
+                                c->bos[i].freed |= request == AMDKFD_IOC_FREE_MEMORY_OF_GPU;
+                                c->bos[i].held |= request == AMDKFD_IOC_EXPORT_DMABUF;
+                        }
+        }
+        if (rep->arg_size != _IOC_SIZE(request))
                 return;
         if (_IOC_NR(request) == _IOC_NR(AMDKFD_IOC_CREATE_EVENT) &&
             rep->arg_size >= sizeof(struct kfd_ioctl_create_event_args)) {
@@ -367,7 +381,7 @@ static bool exchange(Client *c, int sock, const uint8_t *msg, size_t n, int fd) 
         default:
                 check(false, "an answer to an op that has none");
         }
-        learn(c, &req, &rep, arg);
+        learn(c, &req, msg + sizeof req, &rep, arg);
         keep_fd(c, in_fd);
         return true;
 }
@@ -592,7 +606,7 @@ static bool op_ioctl(Client *c, Input *in) {
         if (kfd_call && nr == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS) && array > 0 && (fix & RIO_FIX_EVENT) && c->event_id)
                 for (size_t i = 0; i + sizeof(struct kfd_event_data) <= array; i += sizeof(struct kfd_event_data))
                         memcpy(arg + usize + i + offsetof(struct kfd_event_data, event_id), &c->event_id, 4);
-        if (kfd_call && nr == _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU) && array >= 4 && (fix & RIO_FIX_GPU_ID))
+        if (kfd_call && sim_remote_ioctl_kind(request) == SIM_REMOTE_IOCTL_MAP && array >= 4 && (fix & RIO_FIX_GPU_ID))
                 memcpy(arg + usize, &gpu_id, 4);
 
         memcpy(msg, &req, sizeof req);
@@ -723,20 +737,43 @@ static bool op_alloc(Client *c, Input *in) {
         return exchange(c, c->channel, msg, sizeof req + sizeof m + 4, -1);
 }
 
+/* Whether a buffer of the client's that is not freed holds [offset, offset + length). */
+static bool live_bo_holds(const Client *c, uint64_t offset, uint64_t length) {
+        for (unsigned i = 0; i < c->n_bos; i++) {
+                const Bo *b = &c->bos[i];
+                if (!b->freed && offset < b->mmap_offset + b->size && offset + length > b->mmap_offset)
+                        return true;
+        }
+        return false;
+}
+
+/* MMAP; of a buffer the client freed (and no live one there): refused —
+ * unless it was exported or mapped, which keeps the kernel's object (and
+ * its mmap offset) alive beyond the handle. */
 static bool op_mmap(Client *c, Input *in) {
         unsigned k = (unsigned) take(in, 1);
         int32_t fd = file_operand(c, in);
         uint64_t offset, length;
+        bool of_freed = false;
+        Bo *b = NULL;
 
         if (k & 1 && c->n_bos > 0) {
-                const Bo *b = &c->bos[(k >> 1) % c->n_bos];
+                b = &c->bos[(k >> 1) % c->n_bos];
                 offset = b->mmap_offset + (uint64_t) ((k >> 4) % 4) * 4096;
                 length = (uint64_t) (take(in, 1) % 4 + 1) * 4096;
+                of_freed = b->freed && !b->held && !live_bo_holds(c, offset, length);
         } else {
                 offset = take(in, 8);
                 length = take(in, 8);
         }
-        return op_plain(c, SIM_REMOTE_OP_MMAP, fd, length, offset);
+        if (!op_plain(c, SIM_REMOTE_OP_MMAP, fd, length, offset))
+                return false;
+        SimRemoteReply rep;
+        memcpy(&rep, c->buf, sizeof rep);
+        check(!of_freed || rep.ret < 0, "MMAP of a buffer the client freed");
+        if (b && rep.ret == 0)
+                b->held = true;
+        return true;
 }
 
 static bool run_op(Client *c, Input *in) {
