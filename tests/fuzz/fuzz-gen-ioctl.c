@@ -59,6 +59,21 @@ static void ioctl_op(Seed *s, unsigned long request, const void *arg, unsigned f
                 put(s, fd_kind, 1);
 }
 
+/* An IOCTL naming the device's other GPU, its request cut to size bytes
+ * (the kernel reads what there is, zeros past it). */
+static void other_gpu_op(Seed *s, unsigned long request, const void *arg, size_t size) {
+        size_t usize = _IOC_SIZE(request);
+        uint8_t zeros[64] = { 0 };
+
+        put(s, RIO_OP_IOCTL, 1);
+        put(s, pick(request), 1);
+        put(s, 0, 1);
+        put(s, 0, 1);
+        put_bytes(s, arg ? arg : zeros, usize < 64 ? usize : 64);
+        put(s, RIO_FIX_GPU_ID | RIO_FIX_OTHER_GPU | RIO_FIX_SIZE, 1);
+        put(s, size, 1);
+}
+
 /* A ROCm program's start and a little work. */
 static void rocm_session(Seed *s) {
         put(s, RIO_OP_OPEN_KFD, 1);
@@ -220,6 +235,67 @@ static int malformed(const char *dir) {
         return 0;
 }
 
+/* Calls that name the other GPU, whole and cut short, before the process
+ * is bound to a GPU and after. */
+static int other_gpu(const char *dir) {
+        static const struct {
+                const char *name;
+                unsigned long request;
+                size_t at; /* the gpu_id field */
+        } calls[] = {
+                { "available-memory", AMDKFD_IOC_AVAILABLE_MEMORY,
+                  offsetof(struct kfd_ioctl_get_available_memory_args, gpu_id) },
+                { "acquire-vm", AMDKFD_IOC_ACQUIRE_VM, offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id) },
+                { "alloc", AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, offsetof(struct kfd_ioctl_alloc_memory_of_gpu_args, gpu_id) },
+                { "clock-counters", AMDKFD_IOC_GET_CLOCK_COUNTERS,
+                  offsetof(struct kfd_ioctl_get_clock_counters_args, gpu_id) },
+                { "memory-policy", AMDKFD_IOC_SET_MEMORY_POLICY,
+                  offsetof(struct kfd_ioctl_set_memory_policy_args, gpu_id) },
+                { "scratch-backing-va", AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+                  offsetof(struct kfd_ioctl_set_scratch_backing_va_args, gpu_id) },
+                { "trap-handler", AMDKFD_IOC_SET_TRAP_HANDLER,
+                  offsetof(struct kfd_ioctl_set_trap_handler_args, gpu_id) },
+        };
+        struct kfd_ioctl_alloc_memory_of_gpu_args alloc = { .va_addr = 0x300000000ull, .size = 4096,
+                                                            .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT };
+        char name[96];
+        Seed s;
+
+        for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+                for (unsigned cut = 0; cut <= 3; cut++) {
+                        s.n = 0;
+                        put(&s, cut == 2 ? RIO_FLAG_DAEMON_CONTEXT : cut == 3 ? RIO_FLAG_SIM_PROCESS : 0, 1);
+                        put(&s, RIO_OP_OPEN_KFD, 1);
+                        put(&s, RIO_OP_OPEN_RENDER, 1);
+                        put(&s, 0, 1);
+                        other_gpu_op(&s, calls[i].request,
+                                     calls[i].request == AMDKFD_IOC_ALLOC_MEMORY_OF_GPU ? &alloc : NULL,
+                                     cut == 0 ? _IOC_SIZE(calls[i].request) : calls[i].at + 2);
+                        snprintf(name, sizeof name, "other-gpu-%s%s", calls[i].name,
+                                 cut == 0 ? "" : cut == 1 ? "-cut" : cut == 2 ? "-cut-bound" : "-cut-simulated");
+                        if (write_seed_of(dir, name, &s) < 0)
+                                return -1;
+                }
+        /* The old apertures call cut inside its first node's gpu_id, and
+         * whole: only the client's GPU is listed. */
+        for (unsigned cut = 0; cut <= 1; cut++) {
+                s.n = 0;
+                put(&s, 0, 1);
+                put(&s, RIO_OP_OPEN_KFD, 1);
+                put(&s, RIO_OP_IOCTL, 1);
+                put(&s, pick(AMDKFD_IOC_GET_PROCESS_APERTURES), 1);
+                put(&s, 0, 1);
+                put(&s, 0, 1);
+                put_bytes(&s, (uint8_t[64]) { 0 }, 64);
+                put(&s, cut ? RIO_FIX_SIZE : 0, 1);
+                if (cut)
+                        put(&s, offsetof(struct kfd_process_device_apertures, gpu_id) + 2, 1);
+                if (write_seed_of(dir, cut ? "old-apertures-cut" : "old-apertures", &s) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 int relay_ioctl_corpus(const char *dir) {
         static const struct {
                 const char *name;
@@ -246,5 +322,5 @@ int relay_ioctl_corpus(const char *dir) {
                 ioctl_op(&s, fuzz_relay_ioctl_requests[i], NULL, RIO_FIX_GPU_ID, NULL, 0, 0);
         if (write_seed_of(dir, "every-call", &s) < 0)
                 return -1;
-        return malformed(dir);
+        return malformed(dir) == 0 && other_gpu(dir) == 0 ? 0 : -1;
 }

@@ -140,7 +140,61 @@ static void check_restored(const uint8_t *sent, const uint8_t *got, size_t usize
 #define RESTORED(type, member, what) \
         check_restored(sent, got, usize, offsetof(type, member), sizeof(((type *) NULL)->member), what)
 
-void rio_check_ioctl_reply(uint32_t gpu_id, const SimRemoteRequest *req, const uint8_t *payload,
+/* Where a call's argument names a GPU (kfd_ioctl.h), or 0. */
+static size_t gpu_id_at(unsigned long request) {
+        if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
+                return 0;
+        switch (_IOC_NR(request)) {
+        case _IOC_NR(AMDKFD_IOC_CREATE_QUEUE): return offsetof(struct kfd_ioctl_create_queue_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_SET_MEMORY_POLICY): return offsetof(struct kfd_ioctl_set_memory_policy_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_GET_CLOCK_COUNTERS): return offsetof(struct kfd_ioctl_get_clock_counters_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA):
+                return offsetof(struct kfd_ioctl_set_scratch_backing_va_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_GET_TILE_CONFIG): return offsetof(struct kfd_ioctl_get_tile_config_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_SET_TRAP_HANDLER): return offsetof(struct kfd_ioctl_set_trap_handler_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM): return offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU): return offsetof(struct kfd_ioctl_alloc_memory_of_gpu_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_AVAILABLE_MEMORY): return offsetof(struct kfd_ioctl_get_available_memory_args, gpu_id);
+        case _IOC_NR(AMDKFD_IOC_IMPORT_DMABUF): return offsetof(struct kfd_ioctl_import_dmabuf_args, gpu_id);
+        default: return 0;
+        }
+}
+
+/* What the client may reach, checked on a call that succeeded. kdata: the
+ * argument as the kernel reads it; got, size: what came back of it. */
+static void check_reach(const RioReach *reach, unsigned long request, const uint8_t *kdata, const uint8_t *got,
+                        size_t size) {
+        size_t at = gpu_id_at(request);
+
+        /* The old apertures call: every node listed (whole or in part) is the client's GPU. */
+        if (_IOC_TYPE(request) == AMDKFD_IOCTL_BASE && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES))
+                for (size_t i = 0; i < NUM_OF_SUPPORTED_GPUS; i++) {
+                        size_t off = offsetof(struct kfd_ioctl_get_process_apertures_args, process_apertures) +
+                                     i * sizeof(struct kfd_process_device_apertures) +
+                                     offsetof(struct kfd_process_device_apertures, gpu_id);
+                        uint8_t id[4] = { 0 }, mine[4], none[4] = { 0 };
+                        size_t n = off < size ? (size - off < 4 ? size - off : 4) : 0;
+                        memcpy(id, got + off, n);
+                        memcpy(mine, &reach->gpu_id, 4);
+                        check(memcmp(id, mine, n) == 0 || memcmp(id, none, n) == 0,
+                              "GET_PROCESS_APERTURES: a GPU the client may not see");
+                }
+
+        /* kfd_ioctl_get_clock_counters answers for any gpu_id (0 for a GPU
+         * the process has no device data for); the relay refuses it. */
+        bool any_id = _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_GET_CLOCK_COUNTERS) && !reach->relayed;
+        if (at > 0 && !any_id)
+                check(rio_field(kdata, at, 4) != reach->other_gpu_id, "a call that names the other GPU succeeded");
+        if (_IOC_TYPE(request) == AMDKFD_IOCTL_BASE && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_ACQUIRE_VM)) {
+                int32_t drm_fd = (int32_t) rio_field(kdata, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd), 4);
+                bool given = false;
+                for (unsigned i = 0; i < sizeof reach->render / sizeof reach->render[0]; i++)
+                        given |= reach->render[i] >= 0 && drm_fd == reach->render[i];
+                check(given, "ACQUIRE_VM of a file that is not a render file the client was given succeeded");
+        }
+}
+
+void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, const uint8_t *payload,
                               const SimRemoteReply *rep, const uint8_t *got, size_t array, int fd) {
         unsigned long request = (unsigned long) req->u64[0];
         bool arg_null = req->flags & SIM_REMOTE_ARG_NULL;
@@ -150,6 +204,14 @@ void rio_check_ioctl_reply(uint32_t gpu_id, const SimRemoteRequest *req, const u
         uint8_t sent[SIM_REMOTE_MAX_ARG + 1], view[256];
 
         rio_check_errno(rep->ret);
+        if (rep->ret >= 0 && !arg_null && kind != SIM_REMOTE_IOCTL_REFUSED) {
+                uint8_t kdata[256] = { 0 };
+                if (kind == SIM_REMOTE_IOCTL_PLAIN || kind == SIM_REMOTE_IOCTL_ACQUIRE_VM)
+                        memcpy(kdata, payload, usize < sizeof kdata ? usize : sizeof kdata);
+                else
+                        rio_view_of(request, payload, kdata, sizeof kdata);
+                check_reach(reach, request, kdata, got, rep->arg_size);
+        }
         check(rep->arg_size == (reads ? usize : 0), "the argument back is not the request's size (or is there "
                                                     "when the request does not read)");
         if (kind == SIM_REMOTE_IOCTL_REFUSED)
@@ -195,7 +257,7 @@ void rio_check_ioctl_reply(uint32_t gpu_id, const SimRemoteRequest *req, const u
                 for (size_t i = 0; rep->ret >= 0 && i < array / sizeof(struct kfd_process_device_apertures); i++) {
                         struct kfd_process_device_apertures a;
                         memcpy(&a, got + usize + i * sizeof a, sizeof a);
-                        check(a.gpu_id == gpu_id, "APERTURES_NEW: a GPU the client may not see");
+                        check(a.gpu_id == reach->gpu_id, "APERTURES_NEW: a GPU the client may not see");
                 }
                 break;
         }

@@ -73,6 +73,7 @@
 #include "kfd/kfd-uapi.h"
 #include "sim/sim-device.h"
 #include "sim/sim-process.h"
+#include "sim/sim-topology.h"
 #include "sim/sim-remote-protocol.h"
 #include "sim/sim-remote.h"
 #include "sim/sim.h"
@@ -80,6 +81,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+#define DGPU_ID 0x697Du /* the simulated gfx1030's gpu_id (the default) */
 #define MAX_KEPT_FDS 8u
 #define MAX_BOS 8u
 #define MAX_WAIT_MS 7u
@@ -91,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static SimDevice *dev;
 static GpuContext *device_ctx;
 static SimRemoteRegistry *reg;
-static uint32_t gpu_id, render_minor;
+static uint32_t gpu_id, other_gpu_id, render_minor;
 static SimDeviceStats base_stats;
 static bool debug; /* FUZZ_RELAY_IOCTL_DEBUG=1: each message and its answer */
 
@@ -118,13 +120,16 @@ static void teardown(void) {
 static void bring_up(void) {
         if (dev)
                 return;
-        /* A kernel that loops is stopped soon; no helper threads. */
-        check(sim_device_new(&(SimOptions) { .isa_helpers = -1, .max_dispatch_wave_instructions = 20000 }, &dev) ==
-                      0,
+        /* Two GPUs (an iGPU first): a client must reach only its own. A
+         * kernel that loops is stopped soon; no helper threads. */
+        check(sim_device_new(&(SimOptions) { .gpu_id = DGPU_ID, .igpu_first = true, .isa_helpers = -1,
+                                             .max_dispatch_wave_instructions = 20000 },
+                             &dev) == 0,
               "sim_device_new");
         check(gpu_context_new(sim_device_get_ops(dev), NULL, &device_ctx) == 0, "the daemon's GPU context");
         check(sim_remote_registry_new(&reg) == 0, "sim_remote_registry_new");
         gpu_id = gpu_context_get_info(device_ctx)->gpu_id;
+        other_gpu_id = gpu_id == DGPU_ID ? SIM_IGPU_GPU_ID : DGPU_ID;
         render_minor = gpu_context_get_info(device_ctx)->drm_render_minor;
         sim_device_get_stats(dev, &base_stats);
         debug = getenv("FUZZ_RELAY_IOCTL_DEBUG") != NULL;
@@ -191,6 +196,7 @@ typedef struct Client {
         bool hello_done;            /* the handshake was answered */
         bool process_gone;          /* the control channel ended */
         int kfd, render;            /* the numbers the server gave, or -1 */
+        RioReach reach;             /* its GPU, the render numbers it was given */
         int kept[MAX_KEPT_FDS];     /* fds that came with replies: dma-bufs, memfds, copies */
         unsigned n_kept;
         Bo bos[MAX_BOS];
@@ -276,8 +282,12 @@ static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload
 
         if (req->op == SIM_REMOTE_OP_OPEN_KFD && rep->ret >= 0)
                 c->kfd = rep->ret;
-        if (req->op == SIM_REMOTE_OP_OPEN_RENDER && rep->ret >= 0 && req->u64[0] == render_minor)
-                c->render = rep->ret;
+        if (req->op == SIM_REMOTE_OP_OPEN_RENDER && rep->ret >= 0) {
+                if (req->u64[0] == render_minor)
+                        c->render = rep->ret;
+                memmove(c->reach.render + 1, c->reach.render, sizeof c->reach.render - sizeof c->reach.render[0]);
+                c->reach.render[0] = rep->ret;
+        }
         if (req->op == SIM_REMOTE_OP_CLOSE && rep->ret == 0) {
                 if (req->fd == c->kfd)
                         c->kfd = -1;
@@ -305,12 +315,35 @@ static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload
         }
 }
 
+/* A WAIT_EVENTS waits MAX_WAIT_MS at most: its timeout, as far as the
+ * request's bytes hold it, cut down. */
+static void clamp_wait(uint8_t *msg, size_t n) {
+        SimRemoteRequest req;
+        const size_t at = sizeof req + offsetof(struct kfd_ioctl_wait_events_args, timeout);
+
+        if (n < sizeof req)
+                return;
+        memcpy(&req, msg, sizeof req);
+        if (req.op != SIM_REMOTE_OP_IOCTL ||
+            sim_remote_ioctl_kind((unsigned long) req.u64[0]) != SIM_REMOTE_IOCTL_WAIT_EVENTS)
+                return;
+        size_t end = sizeof req + _IOC_SIZE((unsigned long) req.u64[0]);
+        end = end < n ? end : n;
+        uint32_t t = 0;
+        for (size_t i = at; i < at + 4 && i < end; i++)
+                t |= (uint32_t) msg[i] << (8 * (i - at));
+        t %= MAX_WAIT_MS + 1;
+        for (size_t i = at; i < at + 4 && i < end; i++)
+                msg[i] = (uint8_t) (t >> (8 * (i - at)));
+}
+
 /*
  * Sends msg on sock (with fd if >= 0; closed here) and reads what comes
  * back: the answer, checked, or the end of the channel where the oracle
  * says the message is malformed. Returns false when the channel ended.
  */
-static bool exchange(Client *c, int sock, const uint8_t *msg, size_t n, int fd) {
+static bool exchange(Client *c, int sock, uint8_t *msg, size_t n, int fd) {
+        clamp_wait(msg, n);
         bool bad = rio_malformed(msg, n, fd >= 0);
         SimRemoteRequest req = { 0 };
         SimRemoteReply rep;
@@ -376,7 +409,7 @@ static bool exchange(Client *c, int sock, const uint8_t *msg, size_t n, int fd) 
                         check(array == 0, "EXCEPTION_INFO: text with a failure or without a buffer");
                 break;
         case SIM_REMOTE_OP_IOCTL:
-                rio_check_ioctl_reply(gpu_id, &req, msg + sizeof req, &rep, arg, array, in_fd);
+                rio_check_ioctl_reply(&c->reach, &req, msg + sizeof req, &rep, arg, array, in_fd);
                 break;
         default:
                 check(false, "an answer to an op that has none");
@@ -535,9 +568,7 @@ static bool op_ioctl(Client *c, Input *in) {
                         break;
                 }
                 if (off)
-                        put_field(arg, usize, off, gpu_id, 4);
-                else if (nr == _IOC_NR(AMDKFD_IOC_ACQUIRE_VM))
-                        put_field(arg, usize, offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id), gpu_id, 4);
+                        put_field(arg, usize, off, fix & RIO_FIX_OTHER_GPU ? other_gpu_id : gpu_id, 4);
         }
         if (kfd_call && (fix & RIO_FIX_HANDLE) && c->n_bos > 0) {
                 const Bo *b = &c->bos[(fix >> 4) % c->n_bos];
@@ -563,10 +594,17 @@ static bool op_ioctl(Client *c, Input *in) {
                         break;
                 }
         }
-        if (kfd_call && nr == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS)) {
-                size_t off = offsetof(struct kfd_ioctl_wait_events_args, timeout);
-                if (off + 4 <= usize)
-                        put_field(arg, usize, off, rio_field(arg, off, 4) % (MAX_WAIT_MS + 1), 4);
+        /* A request shorter (or longer) than its struct: the kernel reads
+         * the bytes it has, zeros past them. */
+        if (fix & RIO_FIX_SIZE) {
+                size_t size = (size_t) take(in, 1);
+                if (size > usize)
+                        memset(arg + usize, 0, size - usize);
+                request = (request & ~((unsigned long) _IOC_SIZEMASK << _IOC_SIZESHIFT)) |
+                          (unsigned long) size << _IOC_SIZESHIFT;
+                usize = size;
+                req.u64[0] = (uint32_t) request;
+                req.arg_size = arg_null ? 0 : (uint32_t) usize;
         }
 
         /* The array: what the argument asks for, or (fix bit 3) a length of
@@ -607,7 +645,7 @@ static bool op_ioctl(Client *c, Input *in) {
                 for (size_t i = 0; i + sizeof(struct kfd_event_data) <= array; i += sizeof(struct kfd_event_data))
                         memcpy(arg + usize + i + offsetof(struct kfd_event_data, event_id), &c->event_id, 4);
         if (kfd_call && sim_remote_ioctl_kind(request) == SIM_REMOTE_IOCTL_MAP && array >= 4 && (fix & RIO_FIX_GPU_ID))
-                memcpy(arg + usize, &gpu_id, 4);
+                memcpy(arg + usize, fix & RIO_FIX_OTHER_GPU ? &other_gpu_id : &gpu_id, 4);
 
         memcpy(msg, &req, sizeof req);
         int fd = (fix & RIO_FIX_FD) ? make_fd(c, (unsigned) take(in, 1)) : -1;
@@ -618,30 +656,18 @@ static bool op_ioctl(Client *c, Input *in) {
 static bool op_plain(Client *c, uint32_t op, int32_t fd, uint64_t u0, uint64_t u1) {
         SimRemoteRequest req = { .op = op, .fd = fd, .u64 = { u0, u1 } };
 
-        return exchange(c, c->channel, (const uint8_t *) &req, sizeof req, -1);
+        return exchange(c, c->channel, (uint8_t *) &req, sizeof req, -1);
 }
 
-/* A raw message of the input's bytes; a WAIT_EVENTS in it waits 7 ms at most. */
+/* A raw message of the input's bytes. */
 static bool op_raw(Client *c, Input *in, int sock) {
         static uint8_t msg[SIM_REMOTE_MAX_MESSAGE + 1];
         size_t n = (size_t) take(in, 2);
-        SimRemoteRequest req;
 
         n = n == 0xffff ? SIM_REMOTE_MAX_MESSAGE + 1 : n % (RAW_MAX + 1);
         take_bytes(in, msg, n < RAW_MAX ? n : RAW_MAX);
         if (n > RAW_MAX)
                 memset(msg + RAW_MAX, 0, n - RAW_MAX);
-        if (n >= sizeof req) {
-                memcpy(&req, msg, sizeof req);
-                size_t off = sizeof req + offsetof(struct kfd_ioctl_wait_events_args, timeout);
-                if (req.op == SIM_REMOTE_OP_IOCTL &&
-                    sim_remote_ioctl_kind((unsigned long) req.u64[0]) == SIM_REMOTE_IOCTL_WAIT_EVENTS && off + 4 <= n) {
-                        uint32_t t;
-                        memcpy(&t, msg + off, 4);
-                        t %= MAX_WAIT_MS + 1;
-                        memcpy(msg + off, &t, 4);
-                }
-        }
         int fd = make_fd(c, (unsigned) take(in, 1));
         return exchange(c, sock, msg, n, fd);
 }
@@ -826,6 +852,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bring_up();
         unsigned fds_before = count_fds();
         unsigned flags = (unsigned) take(&in, 1);
+        c.reach = (RioReach) { .gpu_id = gpu_id, .other_gpu_id = other_gpu_id, .render = { -1, -1, -1, -1 },
+                               .relayed = !(flags & RIO_FLAG_SIM_PROCESS) };
 
         check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
         pthread_mutex_lock(&end_lock);

@@ -42,6 +42,8 @@ enum {
 #define RIO_FIX_HANDLE 0x2u     /* a buffer the client has (bits 4-6 which) */
 #define RIO_FIX_EVENT 0x4u      /* the event the client made last */
 #define RIO_FIX_ARRAY_SIZE 0x8u /* an array length of the input's own (2 bytes) */
+#define RIO_FIX_SIZE 0x20u      /* the request word's size of the input's own (1 byte) */
+#define RIO_FIX_OTHER_GPU 0x40u /* with RIO_FIX_GPU_ID: the device's other GPU */
 #define RIO_FIX_FD 0x80u        /* an fd along (1 byte: which) */
 
 /* The calls IOCTL's request byte picks (modulo one more than their count:
@@ -76,7 +78,18 @@ uint64_t rio_field(const uint8_t *view, size_t off, unsigned n);
 /* Whether the server ends the channel on this message (with an fd or not). */
 bool rio_malformed(const uint8_t *msg, size_t n, bool has_fd);
 void rio_check_errno(int32_t r);
+/* What the client may reach: its GPU, and the render file numbers the
+ * server gave it (-1: none). */
+typedef struct RioReach {
+        uint32_t gpu_id, other_gpu_id;
+        int render[4];
+        bool relayed;           /* a relayed client's KFD process (else a simulated process) */
+} RioReach;
 /* The reply to an IOCTL request: its argument (got, arg_size bytes), array
- * and fd as the wire promises, for a client that sees the GPU gpu_id. */
-void rio_check_ioctl_reply(uint32_t gpu_id, const SimRemoteRequest *req, const uint8_t *payload,
+ * and fd as the wire promises; a call that names the other GPU (but
+ * GET_CLOCK_COUNTERS of a simulated process, which the kernel answers for
+ * any id), or ACQUIRE_VM of a file that is not a render file the client
+ * was given, never succeeds (the argument read as the kernel reads it: the
+ * request's bytes, zeros past its size). */
+void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, const uint8_t *payload,
                            const SimRemoteReply *rep, const uint8_t *got, size_t array, int fd);
