@@ -39,16 +39,17 @@ static unsigned pick(unsigned long request) {
         return (unsigned) N_REQUESTS;
 }
 
-/* An IOCTL on the KFD file (file operand 0) with the argument's first 64
- * bytes, the fix-ups, the array (its first 64 bytes) and an fd kind. */
-static void ioctl_op(Seed *s, unsigned long request, const void *arg, unsigned fix, const void *array, size_t array_n,
-                     unsigned fd_kind) {
+/* An IOCTL on the file (operand: 0 the KFD file, 1 the render file) with
+ * the argument's first 64 bytes, the fix-ups, the array (its first 64
+ * bytes) and an fd kind. */
+static void ioctl_on(Seed *s, unsigned file, unsigned long request, const void *arg, unsigned fix, const void *array,
+                     size_t array_n, unsigned fd_kind) {
         size_t usize = _IOC_SIZE(request);
         uint8_t zeros[64] = { 0 };
 
         put(s, RIO_OP_IOCTL, 1);
         put(s, pick(request), 1);
-        put(s, 0, 1); /* the KFD file */
+        put(s, file, 1);
         put(s, 0, 1); /* flags */
         put_bytes(s, arg ? arg : zeros, usize < 64 ? usize : 64);
         put(s, fix, 1);
@@ -57,6 +58,11 @@ static void ioctl_op(Seed *s, unsigned long request, const void *arg, unsigned f
         put_bytes(s, array ? array : zeros, array_n < 64 ? array_n : 64);
         if (fix & RIO_FIX_FD)
                 put(s, fd_kind, 1);
+}
+
+static void ioctl_op(Seed *s, unsigned long request, const void *arg, unsigned fix, const void *array, size_t array_n,
+                     unsigned fd_kind) {
+        ioctl_on(s, 0, request, arg, fix, array, array_n, fd_kind);
 }
 
 /* An IOCTL naming the device's other GPU, its request cut to size bytes
@@ -134,6 +140,11 @@ static void rocm_session(Seed *s) {
         put(s, 3, 1);
         struct drm_prime_handle ph = { .handle = 1, .flags = 2 };
         ioctl_op(s, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph, 0, NULL, 0, 0);
+        /* The render file is the daemon's: a relayed process's calls on it
+         * are refused, DRM's and KFD's. */
+        ioctl_on(s, 1, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph, 0, NULL, 0, 0);
+        ioctl_on(s, 1, DRM_IOCTL_AMDGPU_GEM_CREATE, NULL, 0, NULL, 0, 0);
+        ioctl_on(s, 1, AMDKFD_IOC_GET_VERSION, NULL, 0, NULL, 0, 0);
         put(s, RIO_OP_NEW_CHANNEL, 1);
         ioctl_op(s, AMDKFD_IOC_GET_VERSION, NULL, 0, NULL, 0, 0);
         put(s, RIO_OP_CLOSE, 1);

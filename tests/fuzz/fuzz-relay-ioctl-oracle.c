@@ -185,6 +185,25 @@ static void check_reach(const RioReach *reach, unsigned long request, const uint
         bool any_id = _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_GET_CLOCK_COUNTERS) && !reach->relayed;
         if (at > 0 && !any_id)
                 check(rio_field(kdata, at, 4) != reach->other_gpu_id, "a call that names the other GPU succeeded");
+        /* A relayed process's queues are the relay's to make (docs/rocm.md):
+         * the calls that make, change or read them, and those ROCr does not
+         * make, never reach its KFD context. */
+        if (reach->relayed && _IOC_TYPE(request) == AMDKFD_IOCTL_BASE)
+                switch (_IOC_NR(request)) {
+                case _IOC_NR(AMDKFD_IOC_CREATE_QUEUE):
+                case _IOC_NR(AMDKFD_IOC_DESTROY_QUEUE):
+                case _IOC_NR(AMDKFD_IOC_UPDATE_QUEUE):
+                case _IOC_NR(AMDKFD_IOC_SET_CU_MASK):
+                case _IOC_NR(AMDKFD_IOC_GET_QUEUE_WAVE_STATE):
+                case _IOC_NR(AMDKFD_IOC_ALLOC_QUEUE_GWS):
+                case _IOC_NR(AMDKFD_IOC_SMI_EVENTS):
+                case _IOC_NR(AMDKFD_IOC_SVM):
+                case _IOC_NR(AMDKFD_IOC_CRIU_OP):
+                        check(false, "a relayed process made a queue, SVM, SMI or CRIU call");
+                        break;
+                default:
+                        break;
+                }
         if (_IOC_TYPE(request) == AMDKFD_IOCTL_BASE && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_ACQUIRE_VM)) {
                 int32_t drm_fd = (int32_t) rio_field(kdata, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd), 4);
                 bool given = false;
@@ -216,6 +235,20 @@ void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, c
                                                     "when the request does not read)");
         if (kind == SIM_REMOTE_IOCTL_REFUSED)
                 check(rep->ret == -ENOTTY, "a refused ioctl answered other than -ENOTTY");
+        else if (reach->relayed) {
+                /* Its two files only (once it knows both numbers, any other
+                 * is none of its); on the render file, which is the
+                 * daemon's, nothing. */
+                bool render = false;
+                for (unsigned i = 0; i < sizeof reach->render / sizeof reach->render[0]; i++)
+                        render |= reach->render[i] >= 0 && req->fd == reach->render[i];
+                if (render)
+                        check(rep->ret == -EACCES, "a call on a relayed process's render file answered other "
+                                                   "than -EACCES");
+                else if (req->fd != reach->kfd && reach->kfd >= 0 && reach->render[0] >= 0)
+                        check(rep->ret == -EBADF, "a call on a number that is not a relayed process's file "
+                                                  "answered other than -EBADF");
+        }
         bool gives_fd = (kind == SIM_REMOTE_IOCTL_EXPORT_DMABUF || kind == SIM_REMOTE_IOCTL_PRIME_TO_FD) &&
                         !arg_null && rep->ret >= 0;
         check(gives_fd == (fd >= 0), "an fd with an ioctl's answer where none belongs, or none where one does");

@@ -281,7 +281,7 @@ static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload
         unsigned long request = (unsigned long) req->u64[0];
 
         if (req->op == SIM_REMOTE_OP_OPEN_KFD && rep->ret >= 0)
-                c->kfd = rep->ret;
+                c->kfd = c->reach.kfd = rep->ret;
         if (req->op == SIM_REMOTE_OP_OPEN_RENDER && rep->ret >= 0) {
                 if (req->u64[0] == render_minor)
                         c->render = rep->ret;
@@ -853,7 +853,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         unsigned fds_before = count_fds();
         unsigned flags = (unsigned) take(&in, 1);
         c.reach = (RioReach) { .gpu_id = gpu_id, .other_gpu_id = other_gpu_id, .render = { -1, -1, -1, -1 },
-                               .relayed = !(flags & RIO_FLAG_SIM_PROCESS) };
+                               .kfd = -1, .relayed = !(flags & RIO_FLAG_SIM_PROCESS) };
 
         check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
         pthread_mutex_lock(&end_lock);

@@ -78,11 +78,13 @@ uint64_t rio_field(const uint8_t *view, size_t off, unsigned n);
 /* Whether the server ends the channel on this message (with an fd or not). */
 bool rio_malformed(const uint8_t *msg, size_t n, bool has_fd);
 void rio_check_errno(int32_t r);
-/* What the client may reach: its GPU, and the render file numbers the
- * server gave it (-1: none). */
+/* What the client may reach: its GPU, and the file numbers the server gave
+ * it (-1: none). A relayed process's numbers stay valid after CLOSE (the
+ * files are the daemon's). */
 typedef struct RioReach {
         uint32_t gpu_id, other_gpu_id;
         int render[4];
+        int kfd;                /* the KFD file's number the server gave, or -1 */
         bool relayed;           /* a relayed client's KFD process (else a simulated process) */
 } RioReach;
 /* The reply to an IOCTL request: its argument (got, arg_size bytes), array
@@ -90,6 +92,8 @@ typedef struct RioReach {
  * GET_CLOCK_COUNTERS of a simulated process, which the kernel answers for
  * any id), or ACQUIRE_VM of a file that is not a render file the client
  * was given, never succeeds (the argument read as the kernel reads it: the
- * request's bytes, zeros past its size). */
+ * request's bytes, zeros past its size); a relayed process's calls reach
+ * its KFD file only (-EACCES on its render file, -EBADF elsewhere) and
+ * never make or change a queue. */
 void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, const uint8_t *payload,
                            const SimRemoteReply *rep, const uint8_t *got, size_t array, int fd);
