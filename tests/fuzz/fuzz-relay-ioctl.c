@@ -82,10 +82,6 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define DGPU_ID 0x697Du /* the simulated gfx1030's gpu_id (the default) */
-#define MAX_KEPT_FDS 8u
-#define MAX_BOS 8u
-#define MAX_WAIT_MS 7u
-#define REPLY_WAIT_MS 10000
 #define RAW_MAX 1024u
 
 /* ---- The daemon: made once ---- */
@@ -181,317 +177,6 @@ static void take_bytes(Input *in, uint8_t *dst, size_t n) {
         memset(dst + k, 0, n - k);
         in->p += k;
         in->left -= k;
-}
-
-/* ---- One client ---- */
-
-typedef struct Bo {
-        uint64_t handle, mmap_offset, va, size;
-        bool freed;                 /* FREE_MEMORY_OF_GPU succeeded */
-        bool held;                  /* exported or mapped: the object may outlive its handle */
-} Bo;
-
-typedef struct Client {
-        int control, channel;
-        bool hello_done;            /* the handshake was answered */
-        bool process_gone;          /* the control channel ended */
-        int kfd, render;            /* the numbers the server gave, or -1 */
-        RioReach reach;             /* its GPU, the render numbers it was given */
-        int kept[MAX_KEPT_FDS];     /* fds that came with replies: dma-bufs, memfds, copies */
-        unsigned n_kept;
-        Bo bos[MAX_BOS];
-        unsigned n_bos;
-        uint32_t event_id;          /* the last event CREATE_EVENT gave */
-        uint64_t next_va;
-        uint8_t *buf;               /* a reply: SIM_REMOTE_MAX_MESSAGE + 1 bytes */
-} Client;
-
-static void keep_fd(Client *c, int fd) {
-        if (fd < 0)
-                return;
-        if (c->n_kept == MAX_KEPT_FDS) {
-                close(c->kept[0]);
-                memmove(c->kept, c->kept + 1, (MAX_KEPT_FDS - 1) * sizeof c->kept[0]);
-                c->n_kept--;
-        }
-        c->kept[c->n_kept++] = fd;
-}
-
-/* An fd to send: 0 none, 1 a memfd, 2 a pipe's end, 3 one that came with a
- * reply (a dma-buf, a file's copy), 4 a socket. Returns it (the caller
- * closes it) or -1. */
-static int make_fd(Client *c, unsigned kind) {
-        int fds[2], fd = -1;
-
-        switch (kind % 5) {
-        case 1:
-                fd = memfd_create("fuzz-relay-ioctl", MFD_CLOEXEC);
-                if (fd >= 0 && ftruncate(fd, 4096) < 0) {
-                        close(fd);
-                        fd = -1;
-                }
-                break;
-        case 2:
-                if (pipe2(fds, O_CLOEXEC) == 0) {
-                        close(fds[0]);
-                        fd = fds[1];
-                }
-                break;
-        case 3:
-                if (c->n_kept > 0)
-                        fd = fcntl(c->kept[c->n_kept - 1], F_DUPFD_CLOEXEC, 3);
-                break;
-        case 4:
-                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) == 0) {
-                        close(fds[1]);
-                        fd = fds[0];
-                }
-                break;
-        default:
-                break;
-        }
-        return fd;
-}
-
-static int send_msg(int sock, const void *msg, size_t n, int fd) {
-        return sim_remote_send(sock, &(struct iovec) { .iov_base = (void *) msg, .iov_len = n }, 1, fd);
-}
-
-/* The answer on sock: its length (0: EOF), and the fd that came with it. */
-static ssize_t recv_answer(Client *c, int sock, int *ret_fd) {
-        struct pollfd p = { .fd = sock, .events = POLLIN };
-        int r;
-
-        *ret_fd = -1;
-        do
-                r = poll(&p, 1, REPLY_WAIT_MS);
-        while (r < 0 && errno == EINTR);
-        check(r == 1, "no answer and no end of the channel within 10 s");
-        ssize_t n = sim_remote_recv(sock, c->buf, SIM_REMOTE_MAX_MESSAGE + 1, ret_fd);
-        check(n >= 0, "an answer the client cannot receive (too long, several fds, other control data)");
-        check(n <= (ssize_t) SIM_REMOTE_MAX_MESSAGE, "an answer longer than a message may be");
-        if (n == 0)
-                check(*ret_fd < 0, "an fd with the end of the channel");
-        return n;
-}
-
-/* What the client learns from an answer it asked for. */
-static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload, const SimRemoteReply *rep,
-                  const uint8_t *got) {
-        unsigned long request = (unsigned long) req->u64[0];
-
-        if (req->op == SIM_REMOTE_OP_OPEN_KFD && rep->ret >= 0)
-                c->kfd = c->reach.kfd = rep->ret;
-        if (req->op == SIM_REMOTE_OP_OPEN_RENDER && rep->ret >= 0) {
-                if (req->u64[0] == render_minor)
-                        c->render = rep->ret;
-                memmove(c->reach.render + 1, c->reach.render, sizeof c->reach.render - sizeof c->reach.render[0]);
-                c->reach.render[0] = rep->ret;
-        }
-        if (req->op == SIM_REMOTE_OP_CLOSE && rep->ret == 0) {
-                if (req->fd == c->kfd)
-                        c->kfd = -1;
-                if (req->fd == c->render)
-                        c->render = -1;
-        }
-        if (req->op != SIM_REMOTE_OP_IOCTL || rep->ret < 0)
-                return;
-        if ((request == AMDKFD_IOC_FREE_MEMORY_OF_GPU || request == AMDKFD_IOC_EXPORT_DMABUF) &&
-            !(req->flags & SIM_REMOTE_ARG_NULL)) {
-                uint64_t handle = rio_field(payload, 0, 8);
-                for (unsigned i = 0; i < c->n_bos; i++)
-                        if (c->bos[i].handle == handle) {
-                                c->bos[i].freed |= request == AMDKFD_IOC_FREE_MEMORY_OF_GPU;
-                                c->bos[i].held |= request == AMDKFD_IOC_EXPORT_DMABUF;
-                        }
-        }
-        if (rep->arg_size != _IOC_SIZE(request))
-                return;
-        if (_IOC_NR(request) == _IOC_NR(AMDKFD_IOC_CREATE_EVENT) &&
-            rep->arg_size >= sizeof(struct kfd_ioctl_create_event_args)) {
-                struct kfd_ioctl_create_event_args a;
-                memcpy(&a, got, sizeof a);
-                c->event_id = a.event_id;
-        }
-}
-
-/* A WAIT_EVENTS waits MAX_WAIT_MS at most: its timeout, as far as the
- * request's bytes hold it, cut down. */
-static void clamp_wait(uint8_t *msg, size_t n) {
-        SimRemoteRequest req;
-        const size_t at = sizeof req + offsetof(struct kfd_ioctl_wait_events_args, timeout);
-
-        if (n < sizeof req)
-                return;
-        memcpy(&req, msg, sizeof req);
-        if (req.op != SIM_REMOTE_OP_IOCTL ||
-            sim_remote_ioctl_kind((unsigned long) req.u64[0]) != SIM_REMOTE_IOCTL_WAIT_EVENTS)
-                return;
-        size_t end = sizeof req + _IOC_SIZE((unsigned long) req.u64[0]);
-        end = end < n ? end : n;
-        uint32_t t = 0;
-        for (size_t i = at; i < at + 4 && i < end; i++)
-                t |= (uint32_t) msg[i] << (8 * (i - at));
-        t %= MAX_WAIT_MS + 1;
-        for (size_t i = at; i < at + 4 && i < end; i++)
-                msg[i] = (uint8_t) (t >> (8 * (i - at)));
-}
-
-/*
- * Sends msg on sock (with fd if >= 0; closed here) and reads what comes
- * back: the answer, checked, or the end of the channel where the oracle
- * says the message is malformed. Returns false when the channel ended.
- */
-static bool exchange(Client *c, int sock, uint8_t *msg, size_t n, int fd) {
-        clamp_wait(msg, n);
-        bool bad = rio_malformed(msg, n, fd >= 0);
-        SimRemoteRequest req = { 0 };
-        SimRemoteReply rep;
-        int in_fd;
-
-        memcpy(&req, msg, n < sizeof req ? n : sizeof req);
-        int r = send_msg(sock, msg, n, fd);
-        if (fd >= 0)
-                close(fd);
-        if (r == -EPIPE || r == -ECONNRESET)
-                return false; /* ended by an earlier message */
-        check(r == 0 || (r == -EMSGSIZE && n > SIM_REMOTE_MAX_MESSAGE), "sending a message");
-        if (r < 0)
-                return true;
-        ssize_t got = recv_answer(c, sock, &in_fd);
-        if (debug) {
-                int32_t ret = 0;
-                if (got >= (ssize_t) sizeof rep)
-                        memcpy(&ret, c->buf, sizeof ret);
-                fprintf(stderr, "fuzz-relay-ioctl: op %u fd %d u64 0x%llx%s: %s %d\n", req.op, req.fd,
-                        (unsigned long long) req.u64[0], bad ? " (malformed)" : "", got == 0 ? "EOF" : "ret", ret);
-        }
-        if (got == 0) {
-                /* -ENOMEM also ends a channel; the fuzzer's sizes stay far below it. */
-                check(bad, "a well-formed message ended the channel");
-                return false;
-        }
-        check(!bad, "a malformed message was answered");
-        check(got >= (ssize_t) sizeof rep, "an answer shorter than a reply");
-        memcpy(&rep, c->buf, sizeof rep);
-        check(rep.arg_size <= SIM_REMOTE_MAX_ARG && sizeof rep + rep.arg_size <= (size_t) got,
-              "a reply's arg_size beyond its bound or its message");
-        size_t array = (size_t) got - sizeof rep - rep.arg_size;
-        const uint8_t *arg = c->buf + sizeof rep;
-
-        switch (req.op) {
-        case SIM_REMOTE_OP_OPEN_KFD:
-        case SIM_REMOTE_OP_OPEN_RENDER:
-                check(rep.ret >= 0 ? in_fd >= 0 : rep.ret > -4096 && in_fd < 0,
-                      "OPEN: a file number without its fd, or an fd with a failure");
-                check(rep.arg_size == 0 && array == 0, "OPEN: bytes with the answer");
-                break;
-        case SIM_REMOTE_OP_CLOSE:
-        case SIM_REMOTE_OP_DOORBELL:
-                rio_check_errno(rep.ret);
-                check(rep.arg_size == 0 && array == 0 && in_fd < 0, "CLOSE/DOORBELL: more than ret");
-                if (req.op == SIM_REMOTE_OP_DOORBELL)
-                        check(rep.ret == 0, "DOORBELL: a doorbell write fails");
-                break;
-        case SIM_REMOTE_OP_MMAP:
-                rio_check_errno(rep.ret);
-                check((rep.ret == 0) == (in_fd >= 0), "MMAP: a success without its memory, or an fd with a failure");
-                check(rep.arg_size == 0 && array == 0, "MMAP: bytes with the answer");
-                break;
-        case SIM_REMOTE_OP_EXCEPTION_INFO:
-                rio_check_errno(rep.ret);
-                check(rep.arg_size == 0 && in_fd < 0, "EXCEPTION_INFO: an argument or an fd");
-                if (rep.ret >= 0 && req.u64[0] > 0)
-                        check(array >= 1 && array <= SIM_EXCEPTION_TEXT && arg[array - 1] == '\0' &&
-                                      strlen((const char *) arg) == array - 1,
-                              "EXCEPTION_INFO: the text is not one string within its bound");
-                else
-                        check(array == 0, "EXCEPTION_INFO: text with a failure or without a buffer");
-                break;
-        case SIM_REMOTE_OP_IOCTL:
-                rio_check_ioctl_reply(&c->reach, &req, msg + sizeof req, &rep, arg, array, in_fd);
-                break;
-        default:
-                check(false, "an answer to an op that has none");
-        }
-        learn(c, &req, msg + sizeof req, &rep, arg);
-        keep_fd(c, in_fd);
-        return true;
-}
-
-/* ---- Channels ---- */
-
-/* HELLO on the control channel: the server's magic and version, and the
- * sysfs root as one string. */
-static void handshake(Client *c) {
-        SimRemoteRequest req = { .op = SIM_REMOTE_OP_HELLO, .fd = -1,
-                                 .u64 = { SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32 } };
-        SimRemoteReply rep;
-        int fd;
-
-        check(send_msg(c->control, &req, sizeof req, -1) == 0, "sending HELLO");
-        ssize_t n = recv_answer(c, c->control, &fd);
-        check(n > (ssize_t) sizeof rep && fd < 0, "HELLO: no answer, or an fd with it");
-        memcpy(&rep, c->buf, sizeof rep);
-        check(rep.ret == 0 && rep.arg_size == 0 &&
-                      rep.u64[0] == (SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32),
-              "HELLO: not a sim-remote server's answer");
-        check(c->buf[n - 1] == '\0' && strlen((const char *) c->buf + sizeof rep) == (size_t) n - sizeof rep - 1,
-              "HELLO: the sysfs root is not one string");
-        c->hello_done = true;
-}
-
-/* NEW_CHANNEL with a socket: the new channel replaces the old one. 0,
- * -EMFILE (the server's bound), or -EPIPE when the process is gone. */
-static int new_channel(Client *c) {
-        SimRemoteRequest req = { .op = SIM_REMOTE_OP_NEW_CHANNEL, .fd = -1 };
-        SimRemoteReply rep;
-        int sv[2], fd;
-
-        if (c->process_gone)
-                return -EPIPE;
-        check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
-        int r = send_msg(c->control, &req, sizeof req, sv[1]);
-        close(sv[1]);
-        check(r == 0, "sending NEW_CHANNEL");
-        ssize_t n = recv_answer(c, c->control, &fd);
-        check(n == (ssize_t) sizeof rep && fd < 0, "NEW_CHANNEL: no answer of its own");
-        memcpy(&rep, c->buf, sizeof rep);
-        check(rep.ret == 0 || rep.ret == -EMFILE, "NEW_CHANNEL: an errno other than -EMFILE");
-        if (rep.ret < 0) {
-                close(sv[0]);
-                return rep.ret;
-        }
-        if (c->channel >= 0)
-                close(c->channel);
-        c->channel = sv[0];
-        return 0;
-}
-
-/* A channel ended: the process lives on — a new channel answers (once the
- * ended ones are gone: they count against the bound until their threads
- * return). */
-static void after_channel_end(Client *c) {
-        uint64_t deadline = now_ms() + 2000;
-        int r;
-
-        close(c->channel);
-        c->channel = -1;
-        while ((r = new_channel(c)) == -EMFILE && now_ms() < deadline)
-                usleep(1000);
-        check(r == 0, "the process did not outlive the end of a channel");
-        if (c->kfd < 0)
-                return;
-        struct kfd_ioctl_get_version_args v = { 0 };
-        uint8_t msg[sizeof(SimRemoteRequest) + sizeof v];
-        SimRemoteRequest req = { .op = SIM_REMOTE_OP_IOCTL, .fd = c->kfd, .arg_size = sizeof v,
-                                 .u64 = { AMDKFD_IOC_GET_VERSION } };
-        memcpy(msg, &req, sizeof req);
-        memcpy(msg + sizeof req, &v, sizeof v);
-        check(exchange(c, c->channel, msg, sizeof msg, -1), "GET_VERSION after a channel ended");
-        SimRemoteReply rep;
-        memcpy(&rep, c->buf, sizeof rep);
-        check(rep.ret == 0, "GET_VERSION fails after a channel ended");
 }
 
 /* ---- Operations ---- */
@@ -648,15 +333,15 @@ static bool op_ioctl(Client *c, Input *in) {
                 memcpy(arg + usize, fix & RIO_FIX_OTHER_GPU ? &other_gpu_id : &gpu_id, 4);
 
         memcpy(msg, &req, sizeof req);
-        int fd = (fix & RIO_FIX_FD) ? make_fd(c, (unsigned) take(in, 1)) : -1;
-        return exchange(c, c->channel, msg, sizeof req + usize + array, fd);
+        int fd = (fix & RIO_FIX_FD) ? rio_make_fd(c, (unsigned) take(in, 1)) : -1;
+        return rio_exchange(c, c->channel, msg, sizeof req + usize + array, fd);
 }
 
 /* A header alone. */
 static bool op_plain(Client *c, uint32_t op, int32_t fd, uint64_t u0, uint64_t u1) {
         SimRemoteRequest req = { .op = op, .fd = fd, .u64 = { u0, u1 } };
 
-        return exchange(c, c->channel, (uint8_t *) &req, sizeof req, -1);
+        return rio_exchange(c, c->channel, (uint8_t *) &req, sizeof req, -1);
 }
 
 /* A raw message of the input's bytes. */
@@ -668,8 +353,8 @@ static bool op_raw(Client *c, Input *in, int sock) {
         take_bytes(in, msg, n < RAW_MAX ? n : RAW_MAX);
         if (n > RAW_MAX)
                 memset(msg + RAW_MAX, 0, n - RAW_MAX);
-        int fd = make_fd(c, (unsigned) take(in, 1));
-        return exchange(c, sock, msg, n, fd);
+        int fd = rio_make_fd(c, (unsigned) take(in, 1));
+        return rio_exchange(c, sock, msg, n, fd);
 }
 
 static bool is_seqpacket(int fd) {
@@ -690,18 +375,18 @@ static void op_control(Client *c, Input *in) {
         int in_fd;
 
         take_bytes(in, msg, n);
-        int fd = make_fd(c, (unsigned) take(in, 1));
+        int fd = rio_make_fd(c, (unsigned) take(in, 1));
         if (n >= sizeof req)
                 memcpy(&req, msg, sizeof req);
         bool header = n == sizeof req && req.flags == 0 && req.arg_size == 0 && req.u64[1] == 0;
         bool good = c->hello_done ? header && is_seqpacket(fd) && req.op == SIM_REMOTE_OP_NEW_CHANNEL && req.u64[0] == 0
                                   : header && fd < 0 && req.op == SIM_REMOTE_OP_HELLO &&
                                             (uint32_t) req.u64[0] == SIM_REMOTE_MAGIC;
-        int r = send_msg(c->control, msg, n, fd);
+        int r = rio_send(c->control, msg, n, fd);
         if (fd >= 0)
                 close(fd);
         check(r == 0, "sending on the control channel");
-        ssize_t got = recv_answer(c, c->control, &in_fd);
+        ssize_t got = rio_recv_answer(c, c->control, &in_fd);
         if (!good) {
                 check(got == 0, "a malformed message on the control channel was answered");
                 c->process_gone = true;
@@ -718,7 +403,7 @@ static void op_control(Client *c, Input *in) {
         if (req.u64[0] >> 32 != SIM_REMOTE_VERSION) {
                 check(rep.ret == -EPROTONOSUPPORT && got == (ssize_t) sizeof rep,
                       "HELLO of another version: not -EPROTONOSUPPORT");
-                check(recv_answer(c, c->control, &in_fd) == 0, "the process outlived a HELLO of another version");
+                check(rio_recv_answer(c, c->control, &in_fd) == 0, "the process outlived a HELLO of another version");
                 c->process_gone = true;
                 return;
         }
@@ -744,7 +429,7 @@ static bool op_alloc(Client *c, Input *in) {
         c->next_va += a.size + 0x10000;
         memcpy(msg, &req, sizeof req);
         memcpy(msg + sizeof req, &a, sizeof a);
-        if (!exchange(c, c->channel, msg, sizeof req + sizeof a, -1))
+        if (!rio_exchange(c, c->channel, msg, sizeof req + sizeof a, -1))
                 return false;
         memcpy(&rep, c->buf, sizeof rep);
         if (rep.ret < 0)
@@ -760,7 +445,7 @@ static bool op_alloc(Client *c, Input *in) {
         memcpy(msg, &req, sizeof req);
         memcpy(msg + sizeof req, &m, sizeof m);
         memcpy(msg + sizeof req + sizeof m, &gpu_id, 4);
-        return exchange(c, c->channel, msg, sizeof req + sizeof m + 4, -1);
+        return rio_exchange(c, c->channel, msg, sizeof req + sizeof m + 4, -1);
 }
 
 /* Whether a buffer of the client's that is not freed holds [offset, offset + length). */
@@ -823,7 +508,7 @@ static bool run_op(Client *c, Input *in) {
                 int32_t fd = file_operand(c, in);
                 return op_plain(c, SIM_REMOTE_OP_DOORBELL, fd, take(in, 1), 0);
         }
-        case RIO_OP_NEW_CHANNEL: (void) new_channel(c); return true;
+        case RIO_OP_NEW_CHANNEL: (void) rio_new_channel(c); return true;
         case RIO_OP_CONTROL: op_control(c, in); return true;
         default: return op_alloc(c, in);
         }
@@ -850,6 +535,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int sv[2];
 
         bring_up();
+        c.render_minor = render_minor;
+        c.debug = debug;
         unsigned fds_before = count_fds();
         unsigned flags = (unsigned) take(&in, 1);
         c.reach = (RioReach) { .gpu_id = gpu_id, .other_gpu_id = other_gpu_id, .render = { -1, -1, -1, -1 },
@@ -876,19 +563,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         c.control = sv[1];
 
         if (!(flags & RIO_FLAG_NO_HANDSHAKE)) {
-                handshake(&c);
-                check(new_channel(&c) == 0, "the first channel");
+                rio_handshake(&c);
+                check(rio_new_channel(&c) == 0, "the first channel");
         }
         while (in.left > 0 && !c.process_gone) {
                 if (c.channel < 0) {
                         /* Before a handshake only the control channel
                          * speaks; after it, a channel first. */
-                        if (!c.hello_done || new_channel(&c) < 0)
+                        if (!c.hello_done || rio_new_channel(&c) < 0)
                                 op_control(&c, &in);
                         continue;
                 }
                 if (!run_op(&c, &in) && !c.process_gone)
-                        after_channel_end(&c);
+                        rio_after_channel_end(&c);
         }
 
         /* The client hangs up; the server ends the process. */

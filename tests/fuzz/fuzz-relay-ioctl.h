@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <sys/ioctl.h>
 
 #include <amdgpu_drm.h>
@@ -62,6 +63,7 @@ static const unsigned long fuzz_relay_ioctl_requests[] = {
         DRM_IOCTL_AMDGPU_GEM_CREATE, DRM_IOCTL_GEM_CLOSE, DRM_IOCTL_PRIME_HANDLE_TO_FD,
 };
 
+
 static inline void check(bool ok, const char *what) {
         if (!ok) {
                 fprintf(stderr, "fuzz-relay-ioctl: broken promise: %s\n", what);
@@ -97,3 +99,47 @@ typedef struct RioReach {
  * never make or change a queue. */
 void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, const uint8_t *payload,
                            const SimRemoteReply *rep, const uint8_t *got, size_t array, int fd);
+
+/* fuzz-relay-ioctl-client.c: one client of the server. */
+#define MAX_KEPT_FDS 8u
+#define MAX_BOS 8u
+
+typedef struct Bo {
+        uint64_t handle, mmap_offset, va, size;
+        bool freed;                 /* FREE_MEMORY_OF_GPU succeeded */
+        bool held;                  /* exported or mapped: the object may outlive its handle */
+} Bo;
+
+typedef struct Client {
+        int control, channel;
+        bool hello_done;            /* the handshake was answered */
+        bool process_gone;          /* the control channel ended */
+        int kfd, render;            /* the numbers the server gave, or -1 */
+        RioReach reach;             /* its GPU, the render numbers it was given */
+        int kept[MAX_KEPT_FDS];     /* fds that came with replies: dma-bufs, memfds, copies */
+        unsigned n_kept;
+        Bo bos[MAX_BOS];
+        unsigned n_bos;
+        uint32_t event_id;          /* the last event CREATE_EVENT gave */
+        uint64_t next_va;
+        uint8_t *buf;               /* a reply: SIM_REMOTE_MAX_MESSAGE + 1 bytes */
+        uint32_t render_minor;      /* the client's GPU's render node */
+        bool debug;                 /* each message and its answer on stderr */
+} Client;
+
+/* Keeps an fd that came with an answer (closing the oldest past MAX_KEPT_FDS). */
+void rio_keep_fd(Client *c, int fd);
+/* An fd to send along: 0 none, 1 a memfd, 2 a pipe's end, 3 a copy of one
+ * that came with an answer, 4 a socket (kind modulo 5); the caller closes it. */
+int rio_make_fd(Client *c, unsigned kind);
+int rio_send(int sock, const void *msg, size_t n, int fd);
+/* The answer on sock into c->buf: its length (0: EOF) and its fd. */
+ssize_t rio_recv_answer(Client *c, int sock, int *ret_fd);
+/* Sends msg (with fd, closed here) and checks what comes back; false when
+ * the channel ended (as the oracle said it must). */
+bool rio_exchange(Client *c, int sock, uint8_t *msg, size_t n, int fd);
+void rio_handshake(Client *c);
+/* NEW_CHANNEL: 0, -EMFILE, or -EPIPE once the process is gone. */
+int rio_new_channel(Client *c);
+/* A channel ended: the process must answer on a new one. */
+void rio_after_channel_end(Client *c);
