@@ -7,49 +7,55 @@
  * daemon's (daemon/contexts/context-kfd-process.c), with or without the
  * daemon's own GPU context in it — or, as for a worker process, a simulated
  * process of the device's own (sim_remote_serve_hooked()). One simulated
- * device, with the daemon's GPU context on it, is made for the whole run;
- * each input is one client: a server over a real socketpair, a list of
- * messages sent on its channels, each reply read; then the client hangs up
- * and the target waits for the server's end.
+ * device of two GPUs (an iGPU first), with the daemon's GPU context on one,
+ * is made for the whole run; each input is one client
+ * (fuzz-relay-ioctl-client.c): a server over a real socketpair, a list of
+ * messages sent on its channels, each answer read and checked (the oracle:
+ * fuzz-relay-ioctl-oracle.c); then the client hangs up and the target waits
+ * for the server's end.
  *
- * Input: a flags byte — bit 0 a simulated process (else a relayed KFD
- * process), bit 1 the daemon's GPU context in the relayed process, bit 2 no
- * automatic HELLO and first channel — then operations, each an opcode byte
- * (modulo OP_COUNT) and its operands (read as the operation needs them;
- * missing bytes are zeros):
+ * Input (fuzz-relay-ioctl.h names its parts): a flags byte — bit 0 a
+ * simulated process (else a relayed KFD process), bit 1 the daemon's GPU
+ * context in the relayed process, bit 2 no automatic HELLO and first
+ * channel — then operations, each an opcode byte (modulo RIO_OP_COUNT) and
+ * its operands (read as the operation needs them; missing bytes are zeros):
  *   0  a raw message on the channel: length (2 bytes, at most 1024; 0xffff:
  *      one byte more than a message may be), the bytes, which fd comes along
  *   1  IOCTL: request (a byte: one of the calls the wire knows, or 4 bytes of
  *      its own), file, flags, the argument's bytes, fix-ups (the client's GPU
- *      id, a handle or event it has), the array its pointer needs (or a
- *      wrong one), an fd
+ *      id or the other GPU's, a handle or event it has, a request size of its
+ *      own), the array its pointer needs (or a wrong one), an fd
  *   2, 3  OPEN_KFD, OPEN_RENDER (the GPU's minor or 4 bytes)
  *   4  CLOSE a file;  5 MMAP (a buffer's offset or 8 bytes, a length)
  *   6  EXCEPTION_INFO (buffer length);  7 DOORBELL (a queue id)
- *   8  a new channel;  9 a raw message on the control channel (with a socket,
- *      a pipe or nothing)
+ *   8  a new channel;  9 a raw message on the control channel (HELLO before
+ *      the handshake; with a socket, a pipe or nothing)
  *  10  ALLOC of 1 to 16 pages of VRAM or GTT and MAP to the GPU (what ROCr
  *      does first), so that later calls find buffers
- * A WAIT_EVENTS's timeout is cut to at most 7 ms (a call that sleeps
- * for ever is the relay's to end, at the client's end: that is tested
- * elsewhere), a file operand is the number OPEN_KFD or OPEN_RENDER gave, or
- * one of its own.
+ * A WAIT_EVENTS's timeout is cut to at most 7 ms, as far as the request
+ * holds it (a call that sleeps for ever is the relay's to end, at the
+ * client's end: test-kfd-relay tests it); a file operand is the number
+ * OPEN_KFD or OPEN_RENDER gave, or one of its own.
  *
  * Promises checked: each message is answered or ends its channel exactly as
- * sim-remote-protocol.h says (an oracle written from its description: a
- * short or long message, an unknown op or flag, an array not as long as its
- * argument says or beyond its bound, an fd where none belongs end the
- * channel; anything else is answered); a message on the control channel
- * other than NEW_CHANNEL with a socket ends the process; after a channel
- * ends the process is still served (a new channel answers GET_VERSION); every
- * reply is well formed: its argument is the request's size if the request
- * reads, else empty; its array within the bound of what was asked; an fd
- * with it exactly where the op gives one; ret a file number or 0 or a
- * negative errno; pointer and fd fields come back as the client sent them
- * (never a daemon address or fd number). At the end: the server ended
- * (end() called) within 10 s, the device holds the files, contexts,
- * processes and GEM handles it held before, nothing is in flight, and no fd
- * of the process was left behind (/proc/self/fd, given 2 s for engine
+ * sim-remote-protocol.h says (a short or long message, an unknown op or
+ * flag, an argument size other than the request's, an array not as long as
+ * its argument says or beyond its bound, an fd where none belongs end the
+ * channel; anything else is answered); on the control channel only HELLO
+ * (before) and NEW_CHANNEL with a socket (after) are answered, anything
+ * else ends the process; after a channel ends the process is still served
+ * (a new channel answers GET_VERSION); every reply is well formed: its
+ * argument is the request's size if the request reads, else empty; its
+ * array within the bound of what was asked; an fd with it exactly where
+ * the op gives one; ret a file number or 0 or a negative errno; pointer and
+ * fd fields come back as the client sent them (never a daemon address or
+ * fd number). What the client reaches: no call naming the other GPU
+ * succeeds, nor ACQUIRE_VM of a file it was not given as a render file; a
+ * relayed process's calls reach its KFD file only and make no queue; an
+ * MMAP of a buffer it freed (never exported or mapped) is refused. At the
+ * end: the server ended (end() called) within 10 s, the device holds the
+ * files, contexts, queues, processes and GEM handles it held before, and no
+ * fd of the process was left behind (/proc/self/fd, given 2 s for engine
  * threads to let go).
  */
 #include <dirent.h>
