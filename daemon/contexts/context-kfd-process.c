@@ -121,14 +121,13 @@ static uint64_t arg_field(const void *arg, unsigned long request, size_t off, si
 }
 
 /* ACQUIRE_VM names its render file by number: the process's own or none
- * (kfd_ioctl_acquire_vm: fget() fails, -EINVAL). */
+ * (kfd_ioctl_acquire_vm: fget() fails, -EINVAL) — the number as the kernel
+ * reads it, also from a request cut short after it. */
 static int check_acquire_vm(const KfdProcess *p, unsigned long request, const void *arg) {
-        const struct kfd_ioctl_acquire_vm_args *a = arg;
-
-        if (_IOC_NR(request) != _IOC_NR(AMDKFD_IOC_ACQUIRE_VM) || !a ||
-            _IOC_SIZE(request) < sizeof *a)
+        if (_IOC_NR(request) != _IOC_NR(AMDKFD_IOC_ACQUIRE_VM) || !arg)
                 return 0;
-        return (int) a->drm_fd == p->render_fd ? 0 : -EINVAL;
+        int drm_fd = (int) (uint32_t) arg_field(arg, request, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd), 4);
+        return drm_fd == p->render_fd ? 0 : -EINVAL;
 }
 
 /* The daemon's view: its GPU context's calls, on the process's files. */

@@ -287,6 +287,25 @@ static int other_gpu(const char *dir) {
                         if (write_seed_of(dir, name, &s) < 0)
                                 return -1;
                 }
+        /* ACQUIRE_VM of another relayed process's render file, whole and
+         * cut inside gpu_id (the drm_fd whole): refused. */
+        for (unsigned cut = 0; cut <= 1; cut++) {
+                s.n = 0;
+                put(&s, 0, 1);
+                put(&s, RIO_OP_OPEN_KFD, 1);
+                put(&s, RIO_OP_OPEN_RENDER, 1);
+                put(&s, 0, 1);
+                put(&s, RIO_OP_IOCTL, 1);
+                put(&s, pick(AMDKFD_IOC_ACQUIRE_VM), 1);
+                put(&s, 0, 1);
+                put(&s, 0, 1);
+                put_bytes(&s, (uint8_t[8]) { 0 }, 8);
+                put(&s, RIO_FIX_GPU_ID | RIO_FIX_NEIGHBOUR | (cut ? RIO_FIX_SIZE : 0), 1);
+                if (cut)
+                        put(&s, offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id) + 2, 1);
+                if (write_seed_of(dir, cut ? "acquire-vm-of-a-neighbour-cut" : "acquire-vm-of-a-neighbour", &s) < 0)
+                        return -1;
+        }
         /* The old apertures call cut inside its first node's gpu_id, and
          * whole: only the client's GPU is listed. */
         for (unsigned cut = 0; cut <= 1; cut++) {

@@ -95,6 +95,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static SimDevice *dev;
 static GpuContext *device_ctx;
 static SimRemoteRegistry *reg;
+/* Another relayed client's KFD process, made once and never served: its
+ * render file, which no ACQUIRE_VM has taken yet, is a file of the daemon
+ * that a client must not reach by number (neighbour_render). */
+static KfdProcess *neighbour;
+static int neighbour_render;
 static uint32_t gpu_id, other_gpu_id, render_minor;
 static SimDeviceStats base_stats;
 static bool debug; /* FUZZ_RELAY_IOCTL_DEBUG=1: each message and its answer */
@@ -115,6 +120,13 @@ static const SimRemoteHooks hooks = { .end = on_end };
 
 static void teardown(void) {
         reg = sim_remote_registry_free(reg);
+        if (neighbour) {
+                const KfdOps *o = kfd_process_daemon_ops(neighbour);
+                SimRemoteProcess served = kfd_process_served(neighbour);
+                o->close(o->userdata, neighbour_render);
+                served.free(served.userdata);
+                neighbour = NULL;
+        }
         device_ctx = gpu_context_free(device_ctx);
         dev = sim_device_free(dev);
 }
@@ -130,6 +142,13 @@ static void bring_up(void) {
               "sim_device_new");
         check(gpu_context_new(sim_device_get_ops(dev), NULL, &device_ctx) == 0, "the daemon's GPU context");
         check(sim_remote_registry_new(&reg) == 0, "sim_remote_registry_new");
+        char err[256];
+        check(kfd_process_new(sim_device_get_ops(dev), gpu_context_get_info(device_ctx)->gpu_id,
+                              gpu_context_get_info(device_ctx)->drm_render_minor, &neighbour, err, sizeof err) == 0,
+              err);
+        const KfdOps *o = kfd_process_daemon_ops(neighbour);
+        neighbour_render = o->open_render(o->userdata, gpu_context_get_info(device_ctx)->drm_render_minor);
+        check(neighbour_render >= 0, "the neighbour's render file");
         gpu_id = gpu_context_get_info(device_ctx)->gpu_id;
         other_gpu_id = gpu_id == DGPU_ID ? SIM_IGPU_GPU_ID : DGPU_ID;
         render_minor = gpu_context_get_info(device_ctx)->drm_render_minor;
@@ -237,8 +256,8 @@ static bool op_ioctl(Client *c, Input *in) {
                         break;
                 case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM):
                         off = offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id);
-                        put_field(arg, usize, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd), (uint32_t) c->render,
-                                  4);
+                        put_field(arg, usize, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd),
+                                  (uint32_t) (fix & RIO_FIX_NEIGHBOUR ? neighbour_render : c->render), 4);
                         break;
                 case _IOC_NR(AMDKFD_IOC_IMPORT_DMABUF):
                         off = offsetof(struct kfd_ioctl_import_dmabuf_args, gpu_id);

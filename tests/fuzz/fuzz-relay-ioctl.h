@@ -40,6 +40,7 @@ enum {
 
 /* IOCTL's fix-up byte. */
 #define RIO_FIX_GPU_ID 0x1u     /* the client's GPU (and ACQUIRE_VM's render file) */
+#define RIO_FIX_NEIGHBOUR 0x10u /* with RIO_FIX_GPU_ID, ACQUIRE_VM: another relayed process's render file */
 #define RIO_FIX_HANDLE 0x2u     /* a buffer the client has (bits 4-6 which) */
 #define RIO_FIX_EVENT 0x4u      /* the event the client made last */
 #define RIO_FIX_ARRAY_SIZE 0x8u /* an array length of the input's own (2 bytes) */
