@@ -306,6 +306,37 @@ static int other_gpu(const char *dir) {
                 if (write_seed_of(dir, cut ? "acquire-vm-of-a-neighbour-cut" : "acquire-vm-of-a-neighbour", &s) < 0)
                         return -1;
         }
+        /* A buffer freed by a FREE cut after the 48 bits its handle has
+         * (gpu_id << 32 | id), in each kind of process; a new one, then
+         * an mmap of the first one's offset: refused. */
+        for (unsigned kind = 0; kind <= 1; kind++) {
+                s.n = 0;
+                put(&s, kind ? RIO_FLAG_SIM_PROCESS : RIO_FLAG_DAEMON_CONTEXT, 1);
+                put(&s, RIO_OP_OPEN_KFD, 1);
+                put(&s, RIO_OP_OPEN_RENDER, 1);
+                put(&s, 0, 1);
+                ioctl_op(&s, AMDKFD_IOC_ACQUIRE_VM, NULL, RIO_FIX_GPU_ID, NULL, 0, 0);
+                put(&s, RIO_OP_ALLOC, 1);
+                put(&s, 0x01, 1);
+                struct kfd_ioctl_map_memory_to_gpu_args um = { .device_ids_array_ptr = 0xc000, .n_devices = 1 };
+                uint32_t ids[1] = { 0 };
+                ioctl_op(&s, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &um, RIO_FIX_GPU_ID | RIO_FIX_HANDLE, ids, sizeof ids, 0);
+                put(&s, RIO_OP_IOCTL, 1);
+                put(&s, pick(AMDKFD_IOC_FREE_MEMORY_OF_GPU), 1);
+                put(&s, 0, 1);
+                put(&s, 0, 1);
+                put_bytes(&s, (uint8_t[8]) { 0 }, 8);
+                put(&s, RIO_FIX_HANDLE | RIO_FIX_SIZE, 1);
+                put(&s, 6, 1);
+                put(&s, RIO_OP_ALLOC, 1);
+                put(&s, 0x00, 1);
+                put(&s, RIO_OP_MMAP, 1);
+                put(&s, 0x01, 1); /* the first buffer */
+                put(&s, 1, 1);    /* the render file */
+                put(&s, 0, 1);
+                if (write_seed_of(dir, kind ? "free-cut-then-mmap-simulated" : "free-cut-then-mmap", &s) < 0)
+                        return -1;
+        }
         /* The old apertures call cut inside its first node's gpu_id, and
          * whole: only the client's GPU is listed. */
         for (unsigned cut = 0; cut <= 1; cut++) {

@@ -123,7 +123,10 @@ static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload
                 return;
         if ((request == AMDKFD_IOC_FREE_MEMORY_OF_GPU || request == AMDKFD_IOC_EXPORT_DMABUF) &&
             !(req->flags & SIM_REMOTE_ARG_NULL)) {
-                uint64_t handle = rio_field(payload, 0, 8);
+                /* The handle as the kernel reads it: zeros past the request's size. */
+                uint8_t kdata[8] = { 0 };
+                memcpy(kdata, payload, _IOC_SIZE(request) < 8 ? _IOC_SIZE(request) : 8);
+                uint64_t handle = rio_field(kdata, 0, 8);
                 for (unsigned i = 0; i < c->n_bos; i++)
                         if (c->bos[i].handle == handle) {
                                 c->bos[i].freed |= request == AMDKFD_IOC_FREE_MEMORY_OF_GPU;
