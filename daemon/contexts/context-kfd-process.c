@@ -138,15 +138,31 @@ static int known_file(const KfdProcess *p, int fd) {
         return fd >= 0 && (fd == p->kfd_fd || fd == p->render_fd) ? 0 : -EBADF;
 }
 
-/* ACQUIRE_VM names its render file by number: the process's own or none
- * (kfd_ioctl_acquire_vm: fget() fails, -EINVAL). */
-static int check_acquire_vm(const KfdProcess *p, unsigned long request, const void *arg) {
-        const struct kfd_ioctl_acquire_vm_args *a = arg;
+/* The n-byte field at off of a call's argument as the kernel reads it:
+ * kfd_ioctl() copies in the request's _IOC_SIZE bytes and zeroes the rest
+ * of its struct (kfd_chardev.c), so a request cut short inside a field
+ * names the value its bytes make with zeros: a gpu_id cut after two bytes
+ * is still a whole one (the kernel's are 16-bit hashes: kfd_topology.c
+ * kfd_generate_gpu_id(), kfd_priv.h KFD_GPU_ID_HASH_WIDTH). */
+static uint64_t arg_field(const void *arg, unsigned long request, size_t off, size_t n) {
+        size_t usize = _IOC_SIZE(request);
+        uint8_t b[8] = { 0 };
+        uint64_t v;
 
-        if (_IOC_NR(request) != _IOC_NR(AMDKFD_IOC_ACQUIRE_VM) || !a ||
-            _IOC_SIZE(request) < sizeof *a)
+        if (arg && off < usize)
+                memcpy(b, (const uint8_t *) arg + off, MIN(n, usize - off));
+        memcpy(&v, b, sizeof v);
+        return n < 8 ? v & ((1ull << (8 * n)) - 1) : v;
+}
+
+/* ACQUIRE_VM names its render file by number: the process's own or none
+ * (kfd_ioctl_acquire_vm: fget() fails, -EINVAL) — the number as the kernel
+ * reads it, also from a request cut short after it. */
+static int check_acquire_vm(const KfdProcess *p, unsigned long request, const void *arg) {
+        if (_IOC_NR(request) != _IOC_NR(AMDKFD_IOC_ACQUIRE_VM) || !arg)
                 return 0;
-        return (int) a->drm_fd == p->render_fd ? 0 : -EINVAL;
+        int drm_fd = (int) (uint32_t) arg_field(arg, request, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd), 4);
+        return drm_fd == p->render_fd ? 0 : -EINVAL;
 }
 
 /* The daemon's view: its GPU context's calls, on the process's files. */
@@ -518,12 +534,8 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
         if (r < 0)
                 return r;
         size_t off = gpu_id_offset(request);
-        if (off > 0 && arg && _IOC_SIZE(request) >= off + sizeof(uint32_t)) {
-                uint32_t gpu_id;
-                memcpy(&gpu_id, (const uint8_t *) arg + off, sizeof gpu_id);
-                if (gpu_id != p->gpu_id)
-                        return -EINVAL;
-        }
+        if (off > 0 && arg && arg_field(arg, request, off, sizeof(uint32_t)) != p->gpu_id)
+                return -EINVAL;
         switch (_IOC_NR(request)) {
         case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW):
                 if (!arg || _IOC_SIZE(request) < sizeof(struct kfd_ioctl_get_process_apertures_new_args))

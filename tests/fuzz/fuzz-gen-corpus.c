@@ -4,7 +4,9 @@
  * type (plus a few rejected ones) into the first directory, one
  * ServerMessage of every type into the second, instruction streams for the
  * interpreter into the third, SDMA and PM4 rings (fuzz-gen-queues.c) into
- * the fourth and fifth, client sessions (fuzz-gen-session.c) into the sixth. Run at build time; the
+ * the fourth and fifth, client sessions (fuzz-gen-session.c) into the sixth, AQL jobs around kernel
+ * descriptors (fuzz-gen-aql.c, with those of the code objects named after the directories) into the
+ * seventh, relayed clients' messages (fuzz-gen-ioctl.c) into the eighth. Run at build time; the
  * fuzz-*-corpus tests replay the result, and a libFuzzer run starts from it.
  */
 #include <errno.h>
@@ -603,17 +605,21 @@ static int isa_corpus(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-        if (argc != 7) {
-                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR ISA-DIR SDMA-DIR PM4-DIR SESSION-DIR\n", argv[0]);
+        if (argc < 9) {
+                fprintf(stderr, "usage: %s REQUEST-DIR REPLY-DIR ISA-DIR SDMA-DIR PM4-DIR SESSION-DIR RELAY-AQL-DIR "
+                                "RELAY-IOCTL-DIR [CODE-OBJECT...]\n",
+                        argv[0]);
                 return EXIT_FAILURE;
         }
-        for (int i = 1; i < argc; i++)
+        for (int i = 1; i < 9; i++)
                 if (mkdir(argv[i], 0755) < 0 && errno != EEXIST) {
                         fprintf(stderr, "%s: %s\n", argv[i], strerror(errno));
                         return EXIT_FAILURE;
                 }
         return requests(argv[1]) == 0 && replies(argv[2]) == 0 && isa_corpus(argv[3]) == 0 &&
-                               sdma_corpus(argv[4]) == 0 && pm4_corpus(argv[5]) == 0 && session_corpus(argv[6]) == 0
+                               sdma_corpus(argv[4]) == 0 && pm4_corpus(argv[5]) == 0 && session_corpus(argv[6]) == 0 &&
+                               relay_aql_corpus(argv[7], argv + 9, argc - 9) == 0 &&
+                               relay_ioctl_corpus(argv[8]) == 0
                        ? EXIT_SUCCESS
                        : EXIT_FAILURE;
 }

@@ -14,3 +14,10 @@ int pm4_corpus(const char *dir);
 
 /* fuzz-gen-session.c: the seeds of fuzz-session. */
 int session_corpus(const char *dir);
+
+/* fuzz-gen-aql.c: the seeds of fuzz-relay-aql, with the kernel descriptors
+ * of the n code objects named. */
+int relay_aql_corpus(const char *dir, char **code_objects, int n);
+
+/* fuzz-gen-ioctl.c: the seeds of fuzz-relay-ioctl. */
+int relay_ioctl_corpus(const char *dir);
