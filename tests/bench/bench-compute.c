@@ -51,49 +51,26 @@ static void die(kfdb_session *s, const char *what, int r) {
         exit(1);
 }
 
-typedef struct Bench {
-        char dir[64], policy_dir[96], policy_file[128], policy_arg[128], sock[96];
-        pid_t pid;
-} Bench;
+typedef BenchGrant Bench;
 
-/* The daemon's policy denies compute dispatch unless a rule grants it: one
- * rule in dir/policy.d grants it to our uid, in a shared context too. */
 static void bench_init(Bench *b) {
-        FILE *f;
+        int r = bench_grant_init(b);
 
-        snprintf(b->dir, sizeof(b->dir), "/tmp/kfdbroker-bench.XXXXXX");
-        if (!mkdtemp(b->dir))
-                die(NULL, "mkdtemp", errno);
-        snprintf(b->policy_dir, sizeof(b->policy_dir), "%s/policy.d", b->dir);
-        snprintf(b->policy_file, sizeof(b->policy_file), "%s/50-bench.conf", b->policy_dir);
-        snprintf(b->policy_arg, sizeof(b->policy_arg), "--policy-dir=%s", b->policy_dir);
-        snprintf(b->sock, sizeof(b->sock), "%s/sock", b->dir);
-        if (mkdir(b->policy_dir, 0755) < 0 || !(f = fopen(b->policy_file, "we")))
-                die(NULL, "writing the policy", errno);
-        fprintf(f, "[Match]\nUser=%u\n[Limits]\nComputeDispatch=yes\n", (unsigned) getuid());
-        fclose(f);
+        if (r < 0)
+                die(NULL, "making the benchmark's directory and policy", r);
 }
 
 static void bench_start(Bench *b, bool shared) {
-        const char *args[] = { b->policy_arg, shared ? "--contexts=shared" : NULL, NULL };
-
-        b->pid = bench_start_daemon(KFDBROKERD_BUILD_PATH, b->sock, "warning", args, NULL);
-        if (b->pid < 0)
+        if (bench_grant_start(b, KFDBROKERD_BUILD_PATH, shared ? "--contexts=shared" : NULL) < 0)
                 die(NULL, "kfdbrokerd did not start", ETIMEDOUT);
 }
 
 static void bench_stop(Bench *b) {
-        int status;
-
-        kill(b->pid, SIGTERM);
-        waitpid(b->pid, &status, 0);
-        unlink(b->sock);
+        bench_grant_stop(b);
 }
 
 static void bench_done(Bench *b) {
-        unlink(b->policy_file);
-        rmdir(b->policy_dir);
-        rmdir(b->dir);
+        bench_grant_done(b);
 }
 
 static kfdb_session *connect_to(const Bench *b, const char *name, const char *hsaco, kfdb_code_object **ret_co) {

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -16,8 +17,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +85,57 @@ static inline pid_t bench_start_daemon(const char *build_path, const char *sock,
                 usleep(10000);
         }
         return -1;
+}
+
+/*
+ * A daemon of the benchmark's own whose policy grants compute dispatch to our
+ * uid (in a shared context too): a private directory with the socket and a
+ * policy.d holding that one rule. bench_grant_init() returns 0 or -errno;
+ * bench_grant_start() the daemon's pid, or -1 as bench_start_daemon().
+ */
+typedef struct BenchGrant {
+        char dir[64], policy_dir[96], policy_file[128], policy_arg[128], sock[96];
+        pid_t pid;
+} BenchGrant;
+
+static inline int bench_grant_init(BenchGrant *b) {
+        FILE *f;
+
+        snprintf(b->dir, sizeof(b->dir), "/tmp/kfdbroker-bench.XXXXXX");
+        if (!mkdtemp(b->dir))
+                return -errno;
+        snprintf(b->policy_dir, sizeof(b->policy_dir), "%s/policy.d", b->dir);
+        snprintf(b->policy_file, sizeof(b->policy_file), "%s/50-bench.conf", b->policy_dir);
+        snprintf(b->policy_arg, sizeof(b->policy_arg), "--policy-dir=%s", b->policy_dir);
+        snprintf(b->sock, sizeof(b->sock), "%s/sock", b->dir);
+        if (mkdir(b->policy_dir, 0755) < 0 || !(f = fopen(b->policy_file, "we")))
+                return -errno;
+        fprintf(f, "[Match]\nUser=%u\n[Limits]\nComputeDispatch=yes\n", (unsigned) getuid());
+        fclose(f);
+        return 0;
+}
+
+/* The daemon (build_path, as bench_start_daemon()) with the policy and extra
+ * (NULL: nothing more). */
+static inline pid_t bench_grant_start(BenchGrant *b, const char *build_path, const char *extra) {
+        const char *args[] = { b->policy_arg, extra, NULL };
+
+        b->pid = bench_start_daemon(build_path, b->sock, "warning", args, NULL);
+        return b->pid;
+}
+
+static inline void bench_grant_stop(BenchGrant *b) {
+        int status;
+
+        kill(b->pid, SIGTERM);
+        waitpid(b->pid, &status, 0);
+        unlink(b->sock);
+}
+
+static inline void bench_grant_done(BenchGrant *b) {
+        unlink(b->policy_file);
+        rmdir(b->policy_dir);
+        rmdir(b->dir);
 }
 
 static inline uint64_t now_ns(void) {
