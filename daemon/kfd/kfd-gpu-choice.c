@@ -156,14 +156,56 @@ static bool parse_pci(const char *s, uint32_t *ret_domain, uint32_t *ret_locatio
         return true;
 }
 
-int kfd_gpu_choose(const KfdTopology *t, const char *spec, KfdGpuChoice *ret, char *err, size_t errlen) {
-        char nodes[512];
+/* The node spec[0..len) names, as an index into t->nodes: 0, -EINVAL (not
+ * one of the forms) or -ENODEV (no such GPU), with err saying so. */
+static int match_one(const KfdTopology *t, const char *spec, size_t len, unsigned *ret, char *err, size_t errlen) {
+        char item[72], nodes[512];
         unsigned long v;
         uint32_t domain, location;
         const char *what;
         int match = -1;
 
-        list_nodes(t, nodes, sizeof nodes);
+        if (len >= sizeof item) {
+                snprintf(err, errlen, "'%.64s…' is not a GPU: too long", spec);
+                return -EINVAL;
+        }
+        memcpy(item, spec, len);
+        item[len] = '\0';
+        if (parse_uint(item, len, 10, 65535, &v)) {
+                what = "KFD node";
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        if (t->nodes[i].node_index == v)
+                                match = (int) i;
+        } else if ((strncmp(item, "renderD", 7) == 0 && parse_uint(item + 7, len - 7, 10, 65535, &v)) ||
+                   (strncmp(item, "/dev/dri/renderD", 16) == 0 && parse_uint(item + 16, len - 16, 10, 65535, &v))) {
+                what = "render node";
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        if (t->nodes[i].drm_render_minor == v)
+                                match = (int) i;
+        } else if (parse_pci(item, &domain, &location)) {
+                what = "PCI address";
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        if (t->nodes[i].domain == domain && t->nodes[i].location_id == location)
+                                match = (int) i;
+        } else {
+                snprintf(err, errlen,
+                         "'%.64s' is not a GPU: expected auto, all, a KFD node id (2), a PCI address (0000:03:00.0) "
+                         "or a render node (renderD128), or a comma-separated list of them",
+                         item);
+                return -EINVAL;
+        }
+        if (match < 0) {
+                list_nodes(t, nodes, sizeof nodes);
+                snprintf(err, errlen, "no GPU at %s %.64s (the GPUs: %s)", what, item, nodes);
+                return -ENODEV;
+        }
+        *ret = (unsigned) match;
+        return 0;
+}
+
+int kfd_gpu_choose(const KfdTopology *t, const char *spec, KfdGpuChoice *ret, char *err, size_t errlen) {
+        int r;
+
         if (t->n_nodes == 0) {
                 snprintf(err, errlen, "the KFD topology lists no GPU node");
                 return -ENODEV;
@@ -174,37 +216,102 @@ int kfd_gpu_choose(const KfdTopology *t, const char *spec, KfdGpuChoice *ret, ch
                 describe(&t->nodes[ret->index], ret->description, sizeof ret->description);
                 return 0;
         }
+        r = match_one(t, spec, strlen(spec), &ret->index, err, errlen);
+        if (r < 0)
+                return r;
+        describe(&t->nodes[ret->index], ret->description, sizeof ret->description);
+        snprintf(ret->reason, sizeof ret->reason, "chosen by --gpu=%.64s", spec);
+        return 0;
+}
 
-        if (parse_uint(spec, strlen(spec), 10, 65535, &v)) {
-                what = "KFD node";
-                for (unsigned i = 0; i < t->n_nodes; i++)
-                        if (t->nodes[i].node_index == v)
-                                match = (int) i;
-        } else if ((strncmp(spec, "renderD", 7) == 0 && parse_uint(spec + 7, strlen(spec + 7), 10, 65535, &v)) ||
-                   (strncmp(spec, "/dev/dri/renderD", 16) == 0 &&
-                    parse_uint(spec + 16, strlen(spec + 16), 10, 65535, &v))) {
-                what = "render node";
-                for (unsigned i = 0; i < t->n_nodes; i++)
-                        if (t->nodes[i].drm_render_minor == v)
-                                match = (int) i;
-        } else if (parse_pci(spec, &domain, &location)) {
-                what = "PCI address";
-                for (unsigned i = 0; i < t->n_nodes; i++)
-                        if (t->nodes[i].domain == domain && t->nodes[i].location_id == location)
-                                match = (int) i;
-        } else {
-                snprintf(err, errlen,
-                         "'%.64s' is not a GPU: expected auto, a KFD node id (2), a PCI address (0000:03:00.0) or a "
-                         "render node (renderD128)",
-                         spec);
-                return -EINVAL;
-        }
-        if (match < 0) {
-                snprintf(err, errlen, "no GPU at %s %.64s (the GPUs: %s)", what, spec, nodes);
+/* The served order: discrete GPUs first, then by KFD node id. */
+static bool served_before(const KfdNode *a, const KfdNode *b) {
+        bool ia = kfd_node_is_integrated(a), ib = kfd_node_is_integrated(b);
+
+        if (ia != ib)
+                return !ia;
+        return a->node_index < b->node_index;
+}
+
+int kfd_gpu_choose_set(const KfdTopology *t, const char *spec, KfdGpuChoice *ret, unsigned max, unsigned *ret_n,
+                       char *err, size_t errlen) {
+        bool picked[KFD_TOPOLOGY_MAX_NODES] = {};
+        unsigned n = 0, n_integrated = 0;
+        char reason[256];
+        int r;
+
+        if (t->n_nodes == 0) {
+                snprintf(err, errlen, "the KFD topology lists no GPU node");
                 return -ENODEV;
         }
-        ret->index = (unsigned) match;
-        describe(&t->nodes[match], ret->description, sizeof ret->description);
-        snprintf(ret->reason, sizeof ret->reason, "chosen by --gpu=%.64s", spec);
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                n_integrated += kfd_node_is_integrated(&t->nodes[i]);
+
+        if (!spec || !*spec || strcmp(spec, "auto") == 0) {
+                /* Every discrete GPU; the integrated ones only where there is no other. */
+                bool want_integrated = n_integrated == t->n_nodes;
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        picked[i] = kfd_node_is_integrated(&t->nodes[i]) == want_integrated;
+                if (t->n_nodes == 1)
+                        snprintf(reason, sizeof reason, "the only GPU");
+                else if (want_integrated)
+                        snprintf(reason, sizeof reason, "every GPU (all %u look integrated)", t->n_nodes);
+                else if (n_integrated > 0)
+                        snprintf(reason, sizeof reason,
+                                 "every discrete GPU (%u of %u GPU nodes look integrated and are left out: name them "
+                                 "in --gpu= to serve them)",
+                                 n_integrated, t->n_nodes);
+                else
+                        snprintf(reason, sizeof reason, "every GPU (%u discrete)", t->n_nodes);
+        } else if (strcmp(spec, "all") == 0) {
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        picked[i] = true;
+                snprintf(reason, sizeof reason, "every GPU node (--gpu=all)");
+        } else {
+                for (const char *p = spec;;) {
+                        const char *comma = strchr(p, ',');
+                        size_t len = comma ? (size_t) (comma - p) : strlen(p);
+                        unsigned idx;
+
+                        r = match_one(t, p, len, &idx, err, errlen);
+                        if (r < 0)
+                                return r;
+                        if (picked[idx]) {
+                                snprintf(err, errlen, "'%.*s' names node %u, which the list already has",
+                                         (int) MIN(len, (size_t) 64), p, t->nodes[idx].node_index);
+                                return -EINVAL;
+                        }
+                        picked[idx] = true;
+                        if (!comma)
+                                break;
+                        p = comma + 1;
+                }
+                snprintf(reason, sizeof reason, "listed by --gpu=%.200s", spec);
+        }
+
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                n += picked[i];
+        if (n > max) {
+                snprintf(err, errlen, "%u GPUs chosen, at most %u can be served", n, max);
+                return -E2BIG;
+        }
+        n = 0;
+        /* Insertion in served order: n is small. */
+        for (unsigned i = 0; i < t->n_nodes; i++) {
+                if (!picked[i])
+                        continue;
+                unsigned at = n;
+                while (at > 0 && served_before(&t->nodes[i], &t->nodes[ret[at - 1].index])) {
+                        ret[at] = ret[at - 1];
+                        at--;
+                }
+                ret[at] = (KfdGpuChoice) { .index = i };
+                n++;
+        }
+        for (unsigned k = 0; k < n; k++) {
+                describe(&t->nodes[ret[k].index], ret[k].description, sizeof ret[k].description);
+                snprintf(ret[k].reason, sizeof ret[k].reason, "%s", reason);
+        }
+        *ret_n = n;
         return 0;
 }

@@ -45,3 +45,18 @@ typedef struct KfdGpuChoice {
  * message in err that names the value and lists the GPU nodes there are.
  */
 int kfd_gpu_choose(const KfdTopology *t, const char *spec, KfdGpuChoice *ret, char *err, size_t errlen);
+
+/*
+ * The GPUs the daemon serves, in served order — discrete before integrated,
+ * then by KFD node id; a GPU's position in it is its index (kfdbrokerctl
+ * status, the protocol, Devices=, the interposer's topology):
+ *   NULL, "" or "auto"  every discrete GPU, or every GPU where all are
+ *                       integrated (an iGPU beside a discrete one is left out);
+ *   "all"               every GPU node;
+ *   "A,B,..."           the ones listed, each in one of kfd_gpu_choose()'s forms.
+ * Fills ret[0..*ret_n); -EINVAL for a malformed item or a GPU listed twice,
+ * -ENODEV for an item that names no GPU (or no GPU node at all), -E2BIG past
+ * max; err names what was wrong.
+ */
+int kfd_gpu_choose_set(const KfdTopology *t, const char *spec, KfdGpuChoice *ret, unsigned max, unsigned *ret_n,
+                       char *err, size_t errlen);

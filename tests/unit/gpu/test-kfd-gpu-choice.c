@@ -164,8 +164,8 @@ Test(kfd_gpu_choice, bad_values_are_named, .init = setup_root, .fini = teardown_
         for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
                 cr_expect_eq(kfd_gpu_choose(&t, malformed[i], &c, err, sizeof err), -EINVAL, "%s", malformed[i]);
                 snprintf(want, sizeof want,
-                         "'%s' is not a GPU: expected auto, a KFD node id (2), a PCI address (0000:03:00.0) or a "
-                         "render node (renderD128)",
+                         "'%s' is not a GPU: expected auto, all, a KFD node id (2), a PCI address (0000:03:00.0) "
+                         "or a render node (renderD128), or a comma-separated list of them",
                          malformed[i]);
                 cr_expect_str_eq(err, want);
         }
@@ -235,4 +235,60 @@ Test(kfd_gpu_choice, no_gpu_node) {
 
         cr_expect_eq(kfd_gpu_choose(&t, NULL, &c, err, sizeof err), -ENODEV);
         cr_expect_str_eq(err, "the KFD topology lists no GPU node");
+}
+
+/* The set the daemon serves: its order is every GPU's index. */
+Test(kfd_gpu_choice, the_served_set_is_every_discrete_gpu_discrete_first, .init = setup_root, .fini = teardown_root) {
+        KfdTopology t;
+        KfdGpuChoice c[8];
+        unsigned n = 0;
+        char err[512];
+
+        cpu_node(0);
+        gpu_node(1, 0x5a0b, 0, 2, 100306, 0x1000, 0, 128, 512ULL << 20); /* iGPU, listed first */
+        gpu_node(2, 0x1002, 0, 60, 100300, 0x0400, 0, 129, 16ULL << 30);
+        gpu_node(3, 0x1003, 0, 72, 100300, 0x0500, 0, 130, 24ULL << 30);
+        read_topology(&t, 3);
+
+        cr_assert_eq(kfd_gpu_choose_set(&t, NULL, c, 8, &n, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(n, 2u, "the iGPU beside discrete cards is left out");
+        cr_expect_eq(t.nodes[c[0].index].node_index, 2u);
+        cr_expect_eq(t.nodes[c[1].index].node_index, 3u, "node order, not the most memory first");
+        cr_expect_str_eq(c[0].reason, "every discrete GPU (1 of 3 GPU nodes look integrated and are left out: name "
+                                      "them in --gpu= to serve them)");
+
+        cr_assert_eq(kfd_gpu_choose_set(&t, "all", c, 8, &n, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(n, 3u);
+        cr_expect_eq(t.nodes[c[2].index].node_index, 1u, "the integrated one comes last");
+
+        cr_assert_eq(kfd_gpu_choose_set(&t, "renderD128,0000:05:00.0", c, 8, &n, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(n, 2u);
+        cr_expect_eq(t.nodes[c[0].index].node_index, 3u, "discrete first whatever the list's order");
+        cr_expect_eq(t.nodes[c[1].index].node_index, 1u);
+        cr_expect_str_eq(c[1].reason, "listed by --gpu=renderD128,0000:05:00.0");
+
+        cr_assert_eq(kfd_gpu_choose_set(&t, "3", c, 8, &n, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(n, 1u);
+
+        cr_expect_eq(kfd_gpu_choose_set(&t, "2,renderD129", c, 8, &n, err, sizeof err), -EINVAL);
+        cr_expect_str_eq(err, "'renderD129' names node 2, which the list already has");
+        cr_expect_eq(kfd_gpu_choose_set(&t, "2,", c, 8, &n, err, sizeof err), -EINVAL, "an empty item");
+        cr_expect_eq(kfd_gpu_choose_set(&t, "2,9", c, 8, &n, err, sizeof err), -ENODEV);
+        cr_expect(strncmp(err, "no GPU at KFD node 9 (the GPUs: ", 32) == 0, "%s", err);
+        cr_expect_eq(kfd_gpu_choose_set(&t, "all", c, 2, &n, err, sizeof err), -E2BIG);
+        cr_expect_str_eq(err, "3 GPUs chosen, at most 2 can be served");
+}
+
+Test(kfd_gpu_choice, a_laptop_serves_its_integrated_gpus, .init = setup_root, .fini = teardown_root) {
+        KfdTopology t;
+        KfdGpuChoice c[8];
+        unsigned n = 0;
+        char err[512];
+
+        cpu_node(0);
+        gpu_node(1, 0x5a0b, 0, 12, 110003, 0xc400, 0, 128, 0);
+        read_topology(&t, 1);
+        cr_assert_eq(kfd_gpu_choose_set(&t, "auto", c, 8, &n, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(n, 1u);
+        cr_expect_str_eq(c[0].reason, "the only GPU");
 }
