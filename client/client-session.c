@@ -523,6 +523,8 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
         req.hello.client_name = client_name;
         req.hello.resume_fence = resume_fence;
         req.hello.features = s->lazy_wanted ? CLIENT_HELLO_FEATURE_LAZY_SESSION : 0;
+        req.hello.has_gpu = s->gpu_wanted;
+        req.hello.gpu = s->gpu_asked;
         k = session_call(s, &req, NULL, 0, &r);
         if (k < 0)
                 return k;
@@ -532,6 +534,15 @@ int session_hello(kfdb_session *s, const char *client_name, uint64_t resume_fenc
                                      r->hello.protocol_version, KFDB_PROTOCOL_VERSION);
 
         s->session_id = r->hello.session_id;
+        /* A daemon before several GPUs says nothing: its one GPU is 0. */
+        s->gpu = r->hello.gpu;
+        s->gpu_count = MAX(r->hello.gpu_count, 1u);
+        if (s->gpu_wanted && s->gpu != s->gpu_asked)
+                return session_error(s, -ENODEV, "kfdbrokerd put the session on GPU %u, not on GPU %u as asked "
+                                                 "(a daemon before several GPUs)", s->gpu, s->gpu_asked);
+        /* A reconnect comes back to the same GPU. */
+        s->gpu_wanted = true;
+        s->gpu_asked = s->gpu;
         s->daemon_version = strdup(r->hello.daemon_version);
         if (!s->daemon_version)
                 return -ENOMEM;
@@ -567,16 +578,41 @@ DEFINE_POINTER_CLEANUP(kfdb_session, kfdb_session_free)
  * said (kfdb_session_last_error(NULL)). */
 static _Thread_local char new_error[CLIENT_ERROR_MAX];
 
-int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret) {
+/* $KFDBROKER_GPU: a GPU index, or unset/empty for the first the session may use. */
+static int gpu_from_env(bool *ret_wanted, uint32_t *ret_gpu) {
+        const char *e = secure_getenv("KFDBROKER_GPU");
+        char *end = NULL;
+        unsigned long v;
+
+        *ret_wanted = false;
+        if (!e || !*e)
+                return 0;
+        errno = 0;
+        v = strtoul(e, &end, 10);
+        if (errno || !end || *end || e[0] == '-' || e[0] == '+' || v > UINT32_MAX) {
+                snprintf(new_error, sizeof(new_error),
+                         "KFDBROKER_GPU=%.32s: not a GPU index (0, 1, ... as kfdbrokerctl status lists them)", e);
+                return -EINVAL;
+        }
+        *ret_wanted = true;
+        *ret_gpu = (uint32_t) v;
+        return 0;
+}
+
+/* kfdb_session_new_from_fd() on GPU gpu when gpu_wanted, else on $KFDBROKER_GPU's. */
+static int session_new_from_fd(int fd, const char *client_name, bool gpu_wanted, uint32_t gpu, kfdb_session **ret) {
         _cleanup_(kfdb_session_freep) kfdb_session *s = NULL;
         char name[65];
         int type = 0, k;
         socklen_t sl = sizeof(type);
 
-        new_error[0] = '\0';
-
         if (fd < 0 || !ret)
                 return -EINVAL;
+        if (!gpu_wanted) {
+                k = gpu_from_env(&gpu_wanted, &gpu);
+                if (k < 0)
+                        return k;
+        }
         if (client_name) {
                 k = check_client_name(client_name);
                 if (k < 0)
@@ -602,6 +638,8 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
         if (!s->rbuf || !s->failures)
                 return -ENOMEM;
         s->fd = fd;
+        s->gpu_wanted = gpu_wanted;
+        s->gpu_asked = gpu;
         snprintf(s->client_name, sizeof(s->client_name), "%s", name);
         s->reconnect_timeout_ms = CLIENT_RECONNECT_TIMEOUT_MS;
         client_spin_init(&s->reply_spin, client_spin_max_ns());
@@ -635,6 +673,11 @@ int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret
         return 0;
 }
 
+int kfdb_session_new_from_fd(int fd, const char *client_name, kfdb_session **ret) {
+        new_error[0] = '\0';
+        return session_new_from_fd(fd, client_name, false, 0, ret);
+}
+
 const char *kfdb_default_socket_path(void) {
         return KFDBROKER_DEFAULT_SOCKET;
 }
@@ -655,7 +698,7 @@ int session_connect(const char *path, int *ret) {
         return 0;
 }
 
-int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret) {
+static int session_new(const char *path, const char *client_name, bool gpu_wanted, uint32_t gpu, kfdb_session **ret) {
         _cleanup_close_ int fd = -EBADF;
         char *copy;
         int k;
@@ -672,7 +715,7 @@ int kfdb_session_new(const char *path, const char *client_name, kfdb_session **r
                 return -ENOMEM;
         k = session_connect(path, &fd);
         if (k >= 0)
-                k = kfdb_session_new_from_fd(fd, client_name, ret);
+                k = session_new_from_fd(fd, client_name, gpu_wanted, gpu, ret);
         if (k < 0) {
                 free(copy);
                 return k;
@@ -681,6 +724,19 @@ int kfdb_session_new(const char *path, const char *client_name, kfdb_session **r
         (*ret)->path = copy; /* it may come back here after a restart */
         return 0;
 }
+
+int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret) {
+        return session_new(path, client_name, false, 0, ret);
+}
+
+int kfdb_session_new_on_gpu(const char *path, const char *client_name, uint32_t gpu, kfdb_session **ret) {
+        return session_new(path, client_name, true, gpu, ret);
+}
+
+uint32_t kfdb_session_get_gpu(const kfdb_session *s) {
+        return s ? s->gpu : 0;
+}
+
 
 kfdb_session *kfdb_session_free(kfdb_session *s) {
         if (!s)
@@ -922,6 +978,32 @@ int kfdb_query_fd_budget(kfdb_session *s, kfdb_fd_budget *ret) {
                 .session_fds = r->query.session_fds,
                 .max_session_fds = r->query.limits.max_session_fds,
         };
+        return 0;
+}
+
+int kfdb_gpus_get(kfdb_session *s, kfdb_gpu *list, size_t max_list, size_t *ret_n) {
+        _cleanup_(client_reply_freep) ClientReply *r = NULL;
+        ClientRequest req = { .type = CLIENT_REQUEST_STATUS };
+        int k;
+
+        if (!s || !ret_n || (max_list > 0 && !list))
+                return -EINVAL;
+        k = session_call(s, &req, NULL, 0, &r);
+        if (k < 0)
+                return k;
+        *ret_n = r->status.n_gpus;
+        for (size_t i = 0; i < r->status.n_gpus && i < max_list; i++) {
+                const ClientGpuStatus *g = &r->status.gpus[i];
+
+                list[i] = (kfdb_gpu) { .index = g->index, .gpu_id = g->gpu_id, .cu_count = g->cu_count,
+                                       .vram_size = g->vram_size, .sessions = g->sessions,
+                                       .jobs_completed = g->jobs_completed, .jobs_failed = g->jobs_failed,
+                                       .jobs_in_flight = g->jobs_in_flight, .gpu_buffers = g->gpu_buffers };
+                copy_string(list[i].gfx_name, sizeof(list[i].gfx_name), g->gfx_name);
+                copy_string(list[i].name, sizeof(list[i].name), g->name);
+                copy_string(list[i].node, sizeof(list[i].node), g->node);
+                copy_string(list[i].node_reason, sizeof(list[i].node_reason), g->node_reason);
+        }
         return 0;
 }
 

@@ -75,6 +75,11 @@ struct kfdb_session {
         uint64_t next_id;
         uint64_t last_fence; /* highest fence a Submit reply handed out */
         uint64_t session_id;
+        /* The GPU: asked for at Hello when gpu_wanted (kfdb_session_new_on_gpu(),
+         * $KFDBROKER_GPU, and after a reconnect the one it had); gpu is what
+         * the daemon gave, of gpu_count it serves. */
+        bool gpu_wanted;
+        uint32_t gpu_asked, gpu, gpu_count;
         char *daemon_version;
         char **features;
         size_t n_features;

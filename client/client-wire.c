@@ -118,6 +118,7 @@ unsigned client_reply_fds_required(ClientReplyType type) {
 /* Every sub-message a request may need; protobuf-c only reads them while packing. */
 typedef struct RequestParts {
         Kfdbroker__V1__HelloRequest hello;
+        Kfdbroker__V1__GpuRef gpu_ref;
         Kfdbroker__V1__DeviceInfoRequest device_info;
         Kfdbroker__V1__AllocBufferRequest alloc_buffer;
         Kfdbroker__V1__FreeFirst free_first;
@@ -337,6 +338,11 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                 p->hello.client_name = (char *) (r->hello.client_name ?: "");
                 p->hello.resume_fence = r->hello.resume_fence;
                 p->hello.features = r->hello.features;
+                if (r->hello.has_gpu) {
+                        kfdbroker__v1__gpu_ref__init(&p->gpu_ref);
+                        p->gpu_ref.index = r->hello.gpu;
+                        p->hello.gpu = &p->gpu_ref;
+                }
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
                 m->hello = &p->hello;
                 return 0;
@@ -689,6 +695,8 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 limits_from_pb(m->hello->limits, &r->hello.limits);
                 r->hello.session_id = m->hello->session_id;
                 r->hello.session_page_size = m->hello->session_page_size;
+                r->hello.gpu = m->hello->gpu;
+                r->hello.gpu_count = m->hello->gpu_count;
                 return 0;
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO: {
                 const Kfdbroker__V1__DeviceInfoReply *d = m->device_info;
@@ -707,6 +715,8 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->device_info.compute_queues = d->compute_queues;
                 r->device_info.node = str(d->node);
                 r->device_info.node_reason = str(d->node_reason);
+                r->device_info.gpu_index = d->gpu_index;
+                r->device_info.gpu_count = d->gpu_count;
                 return 0;
         }
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER:
@@ -790,10 +800,27 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                                         .id = c->id, .kind = str(c->kind), .live = c->live, .users = c->users,
                                         .jobs_in_flight = c->jobs_in_flight, .losses = c->losses,
                                         .memory_bytes = c->memory_bytes, .mapped_bytes = c->mapped_bytes,
-                                        .pid = c->pid,
+                                        .pid = c->pid, .gpu = c->gpu,
                                 };
                         }
                         r->status.n_contexts = s->n_contexts;
+                }
+                if (s->n_gpus > 0) {
+                        r->status.gpus = calloc(s->n_gpus, sizeof(ClientGpuStatus));
+                        if (!r->status.gpus)
+                                return -ENOMEM;
+                        for (size_t i = 0; i < s->n_gpus; i++) {
+                                const Kfdbroker__V1__GpuStatus *g = s->gpus[i];
+                                r->status.gpus[i] = (ClientGpuStatus) {
+                                        .index = g->index, .gpu_id = g->gpu_id, .cu_count = g->cu_count,
+                                        .jobs_in_flight = g->jobs_in_flight, .sessions = g->sessions,
+                                        .gpu_buffers = g->gpu_buffers, .gfx_name = str(g->gfx_name),
+                                        .name = str(g->name), .node = str(g->node),
+                                        .node_reason = str(g->node_reason), .vram_size = g->vram_size,
+                                        .jobs_completed = g->jobs_completed, .jobs_failed = g->jobs_failed,
+                                };
+                        }
+                        r->status.n_gpus = s->n_gpus;
                 }
                 return 0;
         }
@@ -877,8 +904,10 @@ ClientReply *client_reply_free(ClientReply *r) {
                 free(r->wait_events.entries);
         else if (r->type == CLIENT_REPLY_LOAD_CODE_OBJECT)
                 kernel_infos_free(r->load_code_object.kernels, r->load_code_object.n_kernels);
-        else if (r->type == CLIENT_REPLY_STATUS)
+        else if (r->type == CLIENT_REPLY_STATUS) {
                 free(r->status.contexts);
+                free(r->status.gpus);
+        }
         else if (r->type == CLIENT_REPLY_OPEN_KFD)
                 free(r->open_kfd.files);
         else if (r->type == CLIENT_REPLY_LIST_SESSIONS)

@@ -109,6 +109,8 @@ typedef struct ClientRequest {
                         const char *client_name;
                         uint64_t resume_fence; /* 0: a new client */
                         uint64_t features;     /* CLIENT_HELLO_FEATURE_* */
+                        bool has_gpu;          /* HelloRequest.gpu: gpu's index */
+                        uint32_t gpu;
                 } hello;
                 struct {
                         uint64_t size;
@@ -211,7 +213,15 @@ typedef struct ClientContextInfo {
         uint32_t users, jobs_in_flight, losses;
         uint64_t memory_bytes, mapped_bytes;
         uint32_t pid;
+        uint32_t gpu;
 } ClientContextInfo;
+
+/* StatusReply.gpus (proto GpuStatus); strings point into the message. */
+typedef struct ClientGpuStatus {
+        uint32_t index, gpu_id, cu_count, jobs_in_flight, sessions, gpu_buffers;
+        const char *gfx_name, *name, *node, *node_reason;
+        uint64_t vram_size, jobs_completed, jobs_failed;
+} ClientGpuStatus;
 
 /* OpenKfdReply.topology: paths checked by the decoder (client-wire.c:
  * relative, at most CLIENT_MAX_TOPOLOGY_PATH bytes of [A-Za-z0-9_.-] and "/",
@@ -239,6 +249,7 @@ typedef struct ClientReply {
                         ClientLimits limits;
                         uint64_t session_id;
                         uint32_t session_page_size;
+                        uint32_t gpu, gpu_count;
                 } hello;
                 struct {
                         const char *backend, *gfx_name, *name;
@@ -246,6 +257,7 @@ typedef struct ClientReply {
                         uint64_t vram_size;
                         uint32_t kfd_major, kfd_minor, sdma_queues, compute_queues;
                         const char *node, *node_reason;
+                        uint32_t gpu_index, gpu_count;
                 } device_info;
                 struct {
                         uint64_t handle, size;
@@ -280,6 +292,8 @@ typedef struct ClientReply {
                         uint32_t max_contexts;
                         ClientContextInfo *contexts; /* owned */
                         size_t n_contexts;
+                        ClientGpuStatus *gpus; /* owned */
+                        size_t n_gpus;
                 } status;
                 struct {
                         uint64_t fence;

@@ -126,6 +126,23 @@ typedef enum kfdb_placement {
 int kfdb_session_new(const char *path, const char *client_name, kfdb_session **ret);
 
 /**
+ * kfdb_session_new_on_gpu() - kfdb_session_new() on the daemon's GPU @gpu:
+ * its index, as `kfdbrokerctl status` and kfdb_gpus_get() list them (0 is
+ * the first). A session's buffers and work are all on its GPU; to use two
+ * GPUs, open a session on each and share buffers between them with
+ * kfdb_buffer_export() and kfdb_buffer_import(). kfdb_session_new() puts the
+ * session on $KFDBROKER_GPU's GPU when that is set, else on the first GPU it
+ * may use. Returns what kfdb_session_new() returns, and -ENODEV when the
+ * daemon has no GPU @gpu (kfdb_session_last_error(NULL) says how many it
+ * has). A session that reconnects after a restart comes back on its GPU.
+ * (KFDBROKER_0.13)
+ */
+int kfdb_session_new_on_gpu(const char *path, const char *client_name, uint32_t gpu, kfdb_session **ret);
+
+/* The index of the session's GPU. (KFDBROKER_0.13) */
+uint32_t kfdb_session_get_gpu(const kfdb_session *s);
+
+/**
  * kfdb_session_new_from_fd() - like kfdb_session_new() on an already
  * connected SOCK_SEQPACKET socket (socket activation, a socketpair, a socket
  * passed in by a sandbox). On success the session owns @fd; on failure the
@@ -467,6 +484,31 @@ typedef struct kfdb_gpu_contexts {
  * Returns 0, -EINVAL, or the common errors.
  */
 int kfdb_gpu_contexts_get(kfdb_session *s, kfdb_gpu_contexts *ret, kfdb_gpu_context *list, size_t max_list);
+
+/* ---- GPUs (KFDBROKER_0.13) ---- */
+
+/* One GPU the daemon serves. */
+typedef struct kfdb_gpu {
+        uint32_t index;          /* what kfdb_session_new_on_gpu() and $KFDBROKER_GPU take */
+        char gfx_name[32];       /* "gfx1030" */
+        char name[128];
+        uint32_t gpu_id;         /* KFD's */
+        char node[160];          /* which KFD topology node: "node 2 (gfx1030, 0000:03:00.0, ...)" */
+        char node_reason[256];   /* why the daemon serves it (kfdbrokerd --gpu=) */
+        uint64_t vram_size;
+        uint32_t cu_count;
+        uint32_t sessions;       /* sessions on it now */
+        uint64_t jobs_completed, jobs_failed;
+        uint32_t jobs_in_flight;
+        uint32_t gpu_buffers;    /* buffer objects the daemon holds for clients on it */
+} kfdb_gpu;
+
+/**
+ * kfdb_gpus_get() - the GPUs the daemon serves, in index order: fills the
+ * first @max_list entries of @list (NULL when @max_list is 0) and says how
+ * many there are in *@ret_n. Returns 0, -EINVAL, or the common errors.
+ */
+int kfdb_gpus_get(kfdb_session *s, kfdb_gpu *list, size_t max_list, size_t *ret_n);
 
 /* ---- Buffers ---- */
 

@@ -133,6 +133,7 @@ static const char *backend_words(const char *backend) {
 }
 
 #define MAX_LISTED_CONTEXTS 4097u
+#define MAX_LISTED_GPUS 64u
 
 static int verb_status(Ctl *ctl, int argc, char **argv) {
         _cleanup_free_ kfdb_gpu_context *list = NULL;
@@ -140,13 +141,16 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         kfdb_daemon_status st;
         kfdb_device dev;
         char b1[32], b2[32], node[256], node_reason[512];
+        _cleanup_free_ kfdb_gpu *gpus = calloc(MAX_LISTED_GPUS, sizeof(kfdb_gpu));
         unsigned live = 0;
-        size_t n;
+        size_t n, n_gpus = 0;
         int r;
 
         r = ctl_prepare(ctl, argc, argv);
         if (r < 0)
                 return r;
+        if (!gpus)
+                return ctl_fail(ctl, -ENOMEM, "Status failed");
         r = kfdb_status(ctl->session, &st);
         if (r < 0)
                 return ctl_fail(ctl, r, "Status failed");
@@ -160,6 +164,9 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         if (!list)
                 return ctl_fail(ctl, -ENOMEM, "Status failed");
         r = kfdb_gpu_contexts_get(ctl->session, &cs, list, MAX_LISTED_CONTEXTS);
+        if (r < 0)
+                return ctl_fail(ctl, r, "Status failed");
+        r = kfdb_gpus_get(ctl->session, gpus, MAX_LISTED_GPUS, &n_gpus);
         if (r < 0)
                 return ctl_fail(ctl, r, "Status failed");
         n = MIN(cs.n, (size_t) MAX_LISTED_CONTEXTS);
@@ -189,6 +196,20 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                                list[i].live ? "true" : "false", list[i].users, list[i].jobs_in_flight,
                                list[i].losses, list[i].memory_bytes, list[i].mapped_bytes, list[i].pid);
                 }
+                printf("],\"gpus\":[");
+                for (size_t g = 0; g < MIN(n_gpus, (size_t) MAX_LISTED_GPUS); g++) {
+                        printf("%s{\"index\":%" PRIu32, g ? "," : "", gpus[g].index);
+                        json_member_string(",", "gfx_name", gpus[g].gfx_name);
+                        json_member_string(",", "name", gpus[g].name);
+                        json_member_string(",", "node", gpus[g].node);
+                        json_member_string(",", "node_reason", gpus[g].node_reason);
+                        printf(",\"gpu_id\":%" PRIu32 ",\"vram_size\":%" PRIu64 ",\"cu_count\":%" PRIu32
+                               ",\"sessions\":%" PRIu32 ",\"jobs_completed\":%" PRIu64 ",\"jobs_failed\":%" PRIu64
+                               ",\"jobs_in_flight\":%" PRIu32 ",\"gpu_buffers\":%" PRIu32 "}",
+                               gpus[g].gpu_id, gpus[g].vram_size, gpus[g].cu_count, gpus[g].sessions,
+                               gpus[g].jobs_completed, gpus[g].jobs_failed, gpus[g].jobs_in_flight,
+                               gpus[g].gpu_buffers);
+                }
                 printf("]}\n");
                 return 0;
         }
@@ -199,8 +220,16 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
                 printf("device:   %s \"%s\" (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.name, dev.gpu_id);
         else
                 printf("device:   %s (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.gpu_id);
-        /* Which node of the machine's KFD topology, and why (kfdbrokerd --gpu=). */
-        if (node[0])
+        /* Which node of the machine's KFD topology, and why (kfdbrokerd --gpu=);
+         * with several GPUs, each by its index, with its own work. */
+        if (n_gpus > 1)
+                for (size_t g = 0; g < MIN(n_gpus, (size_t) MAX_LISTED_GPUS); g++)
+                        printf("gpu %" PRIu32 ":    %s: %s; %" PRIu32 " session%s, %" PRIu64 " jobs completed, %" PRIu64
+                               " failed, %" PRIu32 " on the GPU\n",
+                               gpus[g].index, gpus[g].node, gpus[g].node_reason, gpus[g].sessions,
+                               gpus[g].sessions == 1 ? "" : "s", gpus[g].jobs_completed, gpus[g].jobs_failed,
+                               gpus[g].jobs_in_flight);
+        else if (node[0])
                 printf("gpu:      %s: %s\n", node, node_reason);
         printf("sessions: %" PRIu32 "\n", st.sessions);
         printf("jobs:     %" PRIu64 " completed, %" PRIu64 " failed, %" PRIu32 " on the GPU\n",
@@ -211,8 +240,8 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         printf("events:   %" PRIu32 "\n", st.events);
         /* How clients' kernels are kept apart here, said as the daemon says it. */
         printf("contexts: %s: %s\n", cs.mechanism, cs.reason);
-        for (size_t k = 1; k < n; k++)
-                live += list[k].live;
+        for (size_t k = 0; k < n; k++)
+                live += list[k].live && strcmp(list[k].kind, "device") != 0; /* one device context per GPU */
         if (n > 0)
                 printf("          %u of at most %" PRIu32 " client contexts up\n", live, cs.max);
         for (size_t i = 0; i < n; i++) {

@@ -82,7 +82,6 @@ struct ContextPool {
         Context *clients;        /* client slots, most recently used first */
         unsigned n_live;         /* client incarnations up */
         unsigned n_relays;       /* KFD processes of relayed clients (context_pool_kfd_relay_begin) */
-        uint64_t next_id;
         sd_event_source *idle_timer;
         sd_event_source *reap;   /* deferred: drops incarnations nobody uses */
         int exe_fd;              /* this program, for worker processes (O_PATH) */

@@ -43,7 +43,11 @@ int context_new(ContextPool *p, const char *key, bool device, Context **ret) {
         }
         c->n_ref = 1;
         c->pool = p;
-        c->id = ++p->next_id;
+        /* Unique in the daemon, whose GPUs each have a pool: the logs,
+         * status and metrics name a context by it alone. Contexts are made
+         * on the event loop only. */
+        static uint64_t next_id;
+        c->id = ++next_id;
         c->kfd_worker_pid = -1;
         c->kfd_worker_pidfd = -EBADF;
         c->device = device;

@@ -543,7 +543,7 @@ static int run_set_limits(Bus *b, sd_bus_message *m, bool all, sd_bus_error *err
                 log_struct(LOG_NOTICE, KFDBROKER_MESSAGE_LIMITS_SET, &f, "Session %" PRIu64 ": limits set over D-Bus by %s",
                            s->id, caller);
         }
-        scheduler_run(b->set->scheduler);
+        session_set_run_schedulers(b->set);
         return sd_bus_reply_method_return(m, NULL);
 }
 
@@ -724,14 +724,16 @@ static int property_devices(sd_bus *bus, const char *path, const char *interface
                             const char *property, sd_bus_message *reply, void *userdata,
                             sd_bus_error *error) {
         Bus *b = userdata;
-        const GpuDeviceInfo *i = b->set->info;
         int r;
 
+        /* Every GPU served, in index order; none without a GPU (SessionSet.no_device). */
         r = sd_bus_message_open_container(reply, 'a', "(sssuuuut)");
-        if (r >= 0 && i) /* none without a GPU (SessionSet.no_device) */
+        for (unsigned g = 0; r >= 0 && g < b->set->n_gpus; g++) {
+                const GpuDeviceInfo *i = b->set->gpus[g].info;
                 r = sd_bus_message_append(reply, "(sssuuuut)", i->backend, i->gfx_name, i->name,
                                           i->gpu_id, i->vendor_id, i->device_id, i->cu_count,
                                           i->vram_size);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
@@ -889,7 +891,8 @@ static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 }
                 return 0;
         }
-        context_catch_up(context_pool_device(b->set->contexts));
+        for (unsigned g = 0; g < b->set->n_gpus; g++)
+                context_catch_up(context_pool_device(b->set->gpus[g].contexts));
         return 0;
 }
 

@@ -69,6 +69,7 @@ static void family(FILE *f, MetricsFormat fmt, const char *name, const char *typ
 typedef struct ContextSeries {
         FILE *f;
         int pass; /* 0: memory, 1: mapped, 2: jobs, 3: losses */
+        unsigned gpu;
 } ContextSeries;
 
 static void put_context(Context *c, void *userdata) {
@@ -82,20 +83,20 @@ static void put_context(Context *c, void *userdata) {
         k = strcspn(st.key, " ");
         switch (cs->pass) {
         case 0:
-                fprintf(cs->f, "kfdbroker_gpu_context_memory_bytes{context=\"%" PRIu64 "\",kind=\"%.*s\"} %" PRIu64 "\n",
-                        st.id, (int) k, st.key, st.gpu.internal_bytes);
+                fprintf(cs->f, "kfdbroker_gpu_context_memory_bytes{context=\"%" PRIu64 "\",kind=\"%.*s\",gpu=\"%u\"} %" PRIu64 "\n",
+                        st.id, (int) k, st.key, cs->gpu, st.gpu.internal_bytes);
                 break;
         case 1:
-                fprintf(cs->f, "kfdbroker_gpu_context_mapped_bytes{context=\"%" PRIu64 "\",kind=\"%.*s\"} %" PRIu64 "\n",
-                        st.id, (int) k, st.key, st.gpu.mapped_bytes);
+                fprintf(cs->f, "kfdbroker_gpu_context_mapped_bytes{context=\"%" PRIu64 "\",kind=\"%.*s\",gpu=\"%u\"} %" PRIu64 "\n",
+                        st.id, (int) k, st.key, cs->gpu, st.gpu.mapped_bytes);
                 break;
         case 2:
-                fprintf(cs->f, "kfdbroker_gpu_context_jobs_in_flight{context=\"%" PRIu64 "\",kind=\"%.*s\"} %u\n",
-                        st.id, (int) k, st.key, st.jobs_in_flight);
+                fprintf(cs->f, "kfdbroker_gpu_context_jobs_in_flight{context=\"%" PRIu64 "\",kind=\"%.*s\",gpu=\"%u\"} %u\n",
+                        st.id, (int) k, st.key, cs->gpu, st.jobs_in_flight);
                 break;
         default:
-                fprintf(cs->f, "kfdbroker_gpu_context_losses_total{context=\"%" PRIu64 "\",kind=\"%.*s\"} %u\n",
-                        st.id, (int) k, st.key, st.losses);
+                fprintf(cs->f, "kfdbroker_gpu_context_losses_total{context=\"%" PRIu64 "\",kind=\"%.*s\",gpu=\"%u\"} %u\n",
+                        st.id, (int) k, st.key, cs->gpu, st.losses);
                 break;
         }
 }
@@ -107,8 +108,9 @@ int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
         Account *a;
         FILE *f;
 
-        /* Jobs the GPU finished are counted before they are reported. */
-        context_catch_up(context_pool_device(m->contexts));
+        /* Jobs the GPUs finished are counted before they are reported. */
+        for (unsigned g = 0; g < m->n_gpus; g++)
+                context_catch_up(context_pool_device(m->gpus[g].contexts));
         now = now_ns();
 
         f = open_memstream(&buf, &len);
@@ -117,11 +119,17 @@ int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
 
         family(f, fmt, "kfdbroker_build", "info", NULL, "Daemon version and device.");
         fprintf(f, "kfdbroker_build_info{version=\"%s\",backend=\"%s\",gfx=\"%s\"} 1\n", KFDBROKER_VERSION,
-                m->info->backend, m->info->gfx_name);
+                m->gpus[0].info->backend, m->gpus[0].info->gfx_name);
+        family(f, fmt, "kfdbroker_gpu", "info", NULL,
+               "Every GPU served, by index (kfdbrokerctl status): its gfx target and KFD gpu_id.");
+        for (unsigned g = 0; g < m->n_gpus; g++)
+                fprintf(f, "kfdbroker_gpu_info{gpu=\"%u\",gfx=\"%s\",gpu_id=\"0x%x\"} 1\n", g,
+                        m->gpus[g].info->gfx_name, m->gpus[g].info->gpu_id);
         family(f, fmt, "kfdbroker_sessions", "gauge", NULL, "Connected client sessions.");
         fprintf(f, "kfdbroker_sessions %u\n", m->n_sessions);
-        family(f, fmt, "kfdbroker_jobs_in_flight", "gauge", NULL, "Jobs on the GPU now.");
-        fprintf(f, "kfdbroker_jobs_in_flight %u\n", scheduler_in_flight(m->scheduler));
+        family(f, fmt, "kfdbroker_jobs_in_flight", "gauge", NULL, "Jobs on each GPU now.");
+        for (unsigned g = 0; g < m->n_gpus; g++)
+                fprintf(f, "kfdbroker_jobs_in_flight{gpu=\"%u\"} %u\n", g, scheduler_in_flight(m->gpus[g].scheduler));
         family(f, fmt, "kfdbroker_uptime_seconds", "gauge", "seconds", "Time since the daemon started.");
         fprintf(f, "kfdbroker_uptime_seconds %.3f\n", (double) (now - m->start_ns) / 1e9);
 
@@ -129,10 +137,13 @@ int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
          * context and every client context up now, by id). */
         family(f, fmt, "kfdbroker_gpu_contexts", "gauge", NULL,
                "Client GPU contexts up now, and the mechanism that makes them (kernel, or none: shared mode).");
-        fprintf(f, "kfdbroker_gpu_contexts{mechanism=\"%s\"} %u\n",
-                context_mechanism_to_string(context_pool_mechanism(m->contexts)), context_pool_live(m->contexts));
-        family(f, fmt, "kfdbroker_gpu_contexts_max", "gauge", NULL, "Client GPU contexts up at once, at most.");
-        fprintf(f, "kfdbroker_gpu_contexts_max %u\n", context_pool_max(m->contexts));
+        for (unsigned g = 0; g < m->n_gpus; g++)
+                fprintf(f, "kfdbroker_gpu_contexts{gpu=\"%u\",mechanism=\"%s\"} %u\n", g,
+                        context_mechanism_to_string(context_pool_mechanism(m->gpus[g].contexts)),
+                        context_pool_live(m->gpus[g].contexts));
+        family(f, fmt, "kfdbroker_gpu_contexts_max", "gauge", NULL, "Client GPU contexts up at once on a GPU, at most.");
+        for (unsigned g = 0; g < m->n_gpus; g++)
+                fprintf(f, "kfdbroker_gpu_contexts_max{gpu=\"%u\"} %u\n", g, context_pool_max(m->gpus[g].contexts));
         {
                 static const struct {
                         const char *name, *type, *unit, *help;
@@ -148,7 +159,8 @@ int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
 
                 for (cs.pass = 0; cs.pass < 4; cs.pass++) {
                         family(f, fmt, fams[cs.pass].name, fams[cs.pass].type, fams[cs.pass].unit, fams[cs.pass].help);
-                        context_pool_foreach(m->contexts, put_context, &cs);
+                        for (cs.gpu = 0; cs.gpu < m->n_gpus; cs.gpu++)
+                                context_pool_foreach(m->gpus[cs.gpu].contexts, put_context, &cs);
                 }
         }
 
@@ -222,7 +234,7 @@ int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
 }
 
 int metrics_format_drm_usage(Session *s, char **ret) {
-        const GpuDeviceInfo *info = s->set->info;
+        const GpuDeviceInfo *info = s->gpu ? s->gpu->info : NULL;
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);

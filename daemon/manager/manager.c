@@ -26,6 +26,7 @@
 #include "sessions/job.h"
 #include "kfd/kfd-isolation.h"
 #include "kfd/kfd-real.h"
+#include "kfd/kfd-uapi.h"
 #include "endpoints/metrics.h"
 #include "endpoints/listener.h"
 #include "scheduler/scheduler.h"
@@ -68,28 +69,30 @@ static void on_event_reset(SchedEvent *e, void *userdata) {
 }
 
 static void on_settled(void *userdata) {
-        Manager *m = userdata;
+        ManagerGpu *g = userdata;
+        Manager *m = g->manager;
 
         flush_sessions(m);
         maybe_finish_shutdown(m);
 }
 
 static void on_completion(Context *ctx, const GpuCompletion *comp, void *userdata) {
-        Manager *m = userdata;
+        ManagerGpu *g = userdata;
 
-        scheduler_on_completion(m->scheduler, ctx, comp);
+        scheduler_on_completion(g->scheduler, ctx, comp);
 }
 
 static void on_context_losing(Context *ctx, const char *reason, void *userdata) {
-        Manager *m = userdata;
+        ManagerGpu *g = userdata;
 
-        session_set_context_lost(&m->set, ctx, reason);
+        session_set_context_lost(&g->manager->set, ctx, reason);
 }
 
 static void on_context_gone(Context *ctx, bool lost, const char *reason, void *userdata) {
-        Manager *m = userdata;
+        ManagerGpu *g = userdata;
+        Manager *m = g->manager;
 
-        scheduler_on_context_gone(m->scheduler, ctx, lost, reason);
+        scheduler_on_context_gone(g->scheduler, ctx, lost, reason);
         if (lost && context_is_device(ctx)) {
                 /* Shared mode: the kernel keeps this process's only KFD
                  * context evicted until the process exits (kfd-facts §7.1).
@@ -109,9 +112,9 @@ static void on_context_gone(Context *ctx, bool lost, const char *reason, void *u
 }
 
 static void on_processed(void *userdata) {
-        Manager *m = userdata;
+        ManagerGpu *g = userdata;
 
-        scheduler_run(m->scheduler);
+        scheduler_run(g->scheduler);
 }
 
 /* A worker process's connection to the simulated GPU, which lives here. */
@@ -172,12 +175,14 @@ static int worker_identity(const ManagerOptions *o, ContextPoolOptions *po) {
         return 0;
 }
 
-/* Reads the topology behind ops and picks the GPU --gpu= names, else a
- * discrete one before an integrated one (kfd-gpu-choice.h); every GPU context
- * of the daemon is then made on it. A bad value stops the daemon, naming it. */
-static int choose_gpu(Manager *m, const KfdOps *ops, const char *spec, uint32_t *ret_gpu_id) {
+/* Reads the topology behind ops and picks the GPUs --gpu= names, else every
+ * discrete one (kfd_gpu_choose_set()), in served order. A bad value stops
+ * the daemon, naming it. */
+static int choose_gpus(Manager *m, const KfdOps *ops, const char *spec, const char *fallback) {
         _cleanup_free_ KfdTopology *t = calloc(1, sizeof *t);
+        KfdGpuChoice choices[SESSION_MAX_GPUS];
         char err[700];
+        unsigned n = 0;
         int r;
 
         if (!t)
@@ -185,11 +190,68 @@ static int choose_gpu(Manager *m, const KfdOps *ops, const char *spec, uint32_t 
         r = kfd_topology_read(ops->sysfs_root, t);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the KFD topology under %s: %m", ops->sysfs_root);
-        r = kfd_gpu_choose(t, spec, &m->gpu_choice, err, sizeof err);
+        r = kfd_gpu_choose_set(t, spec, choices, SESSION_MAX_GPUS, &n, err, sizeof err);
         if (r < 0)
                 return log_error_errno(r, "--gpu=%s: %s", spec ? spec : "auto", err);
-        *ret_gpu_id = t->nodes[m->gpu_choice.index].gpu_id;
-        log_info("GPU: %s: %s", m->gpu_choice.description, m->gpu_choice.reason);
+        for (unsigned i = 0; i < n; i++) {
+                ManagerGpu *g = &m->gpus[i];
+
+                *g = (ManagerGpu) { .manager = m, .index = i, .choice = choices[i],
+                                    .gpu_id = t->nodes[choices[i].index].gpu_id };
+                /* kfdbrokerctl status shows this reason next to the GPU. */
+                if (fallback[0]) {
+                        size_t k = strlen(g->choice.reason);
+                        snprintf(g->choice.reason + k, sizeof(g->choice.reason) - k, "; simulated GPU (fallback: %s)",
+                                 fallback);
+                }
+                log_info("GPU %u: %s: %s", i, g->choice.description, g->choice.reason);
+        }
+        m->n_gpus = n;
+        return 0;
+}
+
+/*
+ * Brings up every chosen GPU's contexts on ops. The first GPU's device
+ * context is this process's KFD context; a KFD process is one per address
+ * space and has one event page, so every other GPU's device context is a
+ * secondary KFD context (GPU_CONTEXT_SECONDARY, KFD 1.19). Where that cannot
+ * be had, those GPUs are not served, with a warning naming why; the first
+ * GPU's failure is the caller's (err).
+ */
+static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *po, char *err, size_t errlen) {
+        for (unsigned i = 0; i < m->n_gpus; i++) {
+                ManagerGpu *g = &m->gpus[i];
+                ContextPoolCallbacks cb = { .userdata = g, .completion = on_completion,
+                                            .losing = on_context_losing, .gone = on_context_gone,
+                                            .processed = on_processed };
+                ContextPoolOptions o = *po;
+                char why[400] = "";
+                int r;
+
+                o.device.gpu_id = g->gpu_id;
+                if (i > 0)
+                        o.device.flags |= GPU_CONTEXT_SECONDARY;
+                r = context_pool_new(m->event, ops, &o, &cb, &g->contexts, i == 0 ? err : why,
+                                     i == 0 ? errlen : sizeof why);
+                if (r < 0 && i == 0)
+                        return r;
+                if (r < 0) {
+                        const GpuDeviceInfo *first = m->gpus[0].info;
+
+                        if (first->kfd_minor < KFD_MINOR_CREATE_PROCESS)
+                                log_warning("GPU %u (%s) is not served: a second GPU needs secondary KFD contexts "
+                                            "(KFD 1.%u); this kernel's KFD is %u.%u. Serving %u GPU%s.",
+                                            i, g->choice.description, KFD_MINOR_CREATE_PROCESS, first->kfd_major,
+                                            first->kfd_minor, i, i == 1 ? "" : "s");
+                        else
+                                log_warning_errno(r, "GPU %u (%s) is not served: %s%s%m. Serving %u GPU%s.", i,
+                                                  g->choice.description, why, why[0] ? ": " : "", i,
+                                                  i == 1 ? "" : "s");
+                        m->n_gpus = i;
+                        break;
+                }
+                g->info = context_pool_info(g->contexts);
+        }
         return 0;
 }
 
@@ -206,8 +268,6 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 .idle_timeout_ns = o->context_idle_ns,
                 .choice = o->contexts,
         };
-        ContextPoolCallbacks cb = { .userdata = m, .completion = on_completion, .losing = on_context_losing,
-                                    .gone = on_context_gone, .processed = on_processed };
         DeviceChoice choice = o->device;
         char reason[256] = "", err[400] = "", fallback[300] = "";
         int probe = 0, r;
@@ -239,10 +299,10 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                                  probe == -ENOENT ? "no /dev/kfd" : probe == -ENODEV ? "KFD lists no GPU" : reason);
                         choice = DEVICE_SIM;
                 } else {
-                        r = choose_gpu(m, &kfd_ops_real, o->gpu, &po.device.gpu_id);
+                        r = choose_gpus(m, &kfd_ops_real, o->gpu, fallback);
                         if (r < 0)
                                 return r;
-                        r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts, err, sizeof err);
+                        r = open_pools(m, &kfd_ops_real, &po, err, sizeof err);
                         if (r >= 0) {
                                 log_info("--device=auto: using /dev/kfd");
                                 goto opened;
@@ -270,10 +330,10 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 }
                 if (probe < 0)
                         return log_error_errno(probe, "--device=kfd: %s", reason);
-                r = choose_gpu(m, &kfd_ops_real, o->gpu, &po.device.gpu_id);
+                r = choose_gpus(m, &kfd_ops_real, o->gpu, fallback);
                 if (r < 0)
                         return r;
-                r = context_pool_new(m->event, &kfd_ops_real, &po, &cb, &m->contexts, err, sizeof err);
+                r = open_pools(m, &kfd_ops_real, &po, err, sizeof err);
                 if (r == -EOPNOTSUPP && err[0])
                         return log_error_errno(r, "%s", err);
                 if (r < 0)
@@ -289,49 +349,46 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 r = sim_device_new(&so, &m->sim);
                 if (r < 0)
                         return log_error_errno(r, "Failed to create the simulated GPU: %m");
-                r = choose_gpu(m, sim_device_get_ops(m->sim), o->gpu, &po.device.gpu_id);
+                r = choose_gpus(m, sim_device_get_ops(m->sim), o->gpu, fallback);
                 if (r < 0)
                         return r;
-                /* kfdbrokerctl status shows this reason next to the GPU. */
-                if (fallback[0]) {
-                        size_t n = strlen(m->gpu_choice.reason);
-                        snprintf(m->gpu_choice.reason + n, sizeof(m->gpu_choice.reason) - n,
-                                 "; simulated GPU (fallback: %s)", fallback);
-                }
                 po.worker_device = connect_sim_worker;
                 po.worker_userdata = m;
-                r = context_pool_new(m->event, sim_device_get_ops(m->sim), &po, &cb, &m->contexts, err, sizeof err);
+                r = open_pools(m, sim_device_get_ops(m->sim), &po, err, sizeof err);
                 if (r == -EOPNOTSUPP && err[0])
                         return log_error_errno(r, "%s", err);
                 if (r < 0)
                         return log_error_errno(r, "Failed to bring up the simulated GPU on %s: %m",
-                                               m->gpu_choice.description);
+                                               m->gpus[0].choice.description);
         }
 opened:
-        m->info = context_pool_info(m->contexts);
-        log_info("Device: %s %s (%sgpu_id 0x%x, %u CUs, KFD %u.%u, %u SDMA queues)", m->info->backend,
-                 m->info->gfx_name, m->sim ? "simulated GPU, " : "", m->info->gpu_id, m->info->cu_count, m->info->kfd_major, m->info->kfd_minor,
-                 m->info->n_queues);
-        if (m->info->render_node_buffers)
-                log_info("Buffers: KFD %u.%u has no dma-buf export (1.12): allocated on renderD%u (GEM) and "
-                         "imported into KFD",
-                         m->info->kfd_major, m->info->kfd_minor, m->info->drm_render_minor);
-        if (!m->info->hdp_flush)
-                log_warning("HDP: KFD maps no HDP flush page for this GPU: what clients write into VRAM "
-                            "buffers may reach the GPU late (use GTT buffers)");
-        /* What the kernel leaves between processes on the CUs (kfd-isolation.h). */
-        if (choice == DEVICE_KFD) {
-                KfdIsolation iso = kfd_isolation_read("/sys/class/drm", m->info->drm_render_minor);
-                if (iso == KFD_ISOLATION_CLEANER)
-                        log_info("GPU process isolation: %s", kfd_isolation_describe(iso));
-                else
-                        log_notice("GPU process isolation: %s", kfd_isolation_describe(iso));
+        for (unsigned i = 0; i < m->n_gpus; i++) {
+                const GpuDeviceInfo *info = m->gpus[i].info;
+
+                log_info("Device %u: %s %s (%sgpu_id 0x%x, %u CUs, KFD %u.%u, %u SDMA queues)", i, info->backend,
+                         info->gfx_name, m->sim ? "simulated GPU, " : "", info->gpu_id, info->cu_count,
+                         info->kfd_major, info->kfd_minor, info->n_queues);
+                if (info->render_node_buffers)
+                        log_info("Buffers: KFD %u.%u has no dma-buf export (1.12): allocated on renderD%u (GEM) and "
+                                 "imported into KFD",
+                                 info->kfd_major, info->kfd_minor, info->drm_render_minor);
+                if (!info->hdp_flush)
+                        log_warning("HDP: KFD maps no HDP flush page for GPU %u: what clients write into VRAM "
+                                    "buffers may reach the GPU late (use GTT buffers)", i);
+                /* What the kernel leaves between processes on the CUs (kfd-isolation.h). */
+                if (choice == DEVICE_KFD) {
+                        KfdIsolation iso = kfd_isolation_read("/sys/class/drm", info->drm_render_minor);
+                        if (iso == KFD_ISOLATION_CLEANER)
+                                log_info("GPU %u process isolation: %s", i, kfd_isolation_describe(iso));
+                        else
+                                log_notice("GPU %u process isolation: %s", i, kfd_isolation_describe(iso));
+                }
         }
-        /* Said once: what isolation the clients get here. */
-        if (context_pool_mechanism(m->contexts) == CONTEXT_MECHANISM_NONE)
-                log_warning("GPU contexts: %s", context_pool_mechanism_reason(m->contexts));
+        /* Said once: what isolation the clients get here (the same on every GPU). */
+        if (context_pool_mechanism(m->gpus[0].contexts) == CONTEXT_MECHANISM_NONE)
+                log_warning("GPU contexts: %s", context_pool_mechanism_reason(m->gpus[0].contexts));
         else
-                log_info("GPU contexts: %s", context_pool_mechanism_reason(m->contexts));
+                log_info("GPU contexts: %s", context_pool_mechanism_reason(m->gpus[0].contexts));
         return 0;
 }
 
@@ -339,9 +396,13 @@ static void flush_sessions(Manager *m) {
         session_set_flush(&m->set);
 }
 
-/* Jobs on the GPU now; none without a GPU. */
+/* Jobs on the GPUs now; none without a GPU. */
 static unsigned jobs_in_flight(Manager *m) {
-        return m->scheduler ? scheduler_in_flight(m->scheduler) : 0;
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < m->n_gpus; i++)
+                n += m->gpus[i].scheduler ? scheduler_in_flight(m->gpus[i].scheduler) : 0;
+        return n;
 }
 
 static void maybe_finish_shutdown(Manager *m) {
@@ -542,28 +603,35 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = manager_open_device(m, opts);
         if (r < 0)
                 goto fail;
-        if (m->contexts) {
-                r = scheduler_new(m->event, m->contexts,
-                                  &(SchedulerCallbacks) { .userdata = m, .job_finished = on_job_finished,
+        for (unsigned i = 0; i < m->n_gpus; i++) {
+                ManagerGpu *g = &m->gpus[i];
+
+                r = scheduler_new(m->event, g->contexts,
+                                  &(SchedulerCallbacks) { .userdata = g, .job_finished = on_job_finished,
                                                           .event_signal = on_event_signal,
                                                           .event_reset = on_event_reset, .settled = on_settled },
-                                  &m->scheduler);
+                                  &g->scheduler);
                 if (r < 0)
                         goto fail;
-        } else
+                m->set.gpus[i] = (SessionGpu) { .index = i, .scheduler = g->scheduler, .contexts = g->contexts,
+                                                .info = g->info, .node = g->choice.description,
+                                                .node_reason = g->choice.reason };
+        }
+        m->set.n_gpus = m->n_gpus;
+        if (m->n_gpus == 0)
                 m->set.no_device = m->no_device; /* manager_open_device() said why */
         m->set.event = m->event;
-        m->set.scheduler = m->scheduler;
-        m->set.contexts = m->contexts;
-        m->set.info = m->info;
-        m->set.gpu_node = m->gpu_choice.description;
-        m->set.gpu_node_reason = m->gpu_choice.reason;
         m->set.max_connections_per_user = opts->max_connections_per_user;
         m->set.max_connect_rate_per_user = opts->max_connect_rate_per_user;
         session_set_init_fds(&m->set, opts->max_fds_per_user, opts->max_fds_per_session);
-        if (m->contexts)
-                session_set_init_memory(&m->set, m->info->vram_size,
-                                        gpu_sees_dmabuf_copies(context_pool_device_gpu(m->contexts)));
+        if (m->n_gpus > 0) {
+                /* BufferMemory= counts per GPU: fitted to the smallest one's VRAM. */
+                uint64_t vram = m->gpus[0].info->vram_size;
+                for (unsigned i = 1; i < m->n_gpus; i++)
+                        vram = MIN(vram, m->gpus[i].info->vram_size);
+                session_set_init_memory(&m->set, vram,
+                                        gpu_sees_dmabuf_copies(context_pool_device_gpu(m->gpus[0].contexts)));
+        }
         m->set.cb = (SessionSetCallbacks) { .userdata = m, .opened = on_session_opened,
                                             .closed = on_session_closed, .job_failed = on_job_failed_told };
 
@@ -648,17 +716,22 @@ int manager_run(Manager *m) {
                 (void) sd_notifyf(false, "READY=1\nSTATUS=%s", m->set.no_device);
                 return run_loop(m);
         }
-        if (m->sim)
+        const GpuDeviceInfo *info = m->gpus[0].info;
+        if (m->n_gpus > 1)
+                (void) sd_notifyf(false, "READY=1\nSTATUS=Serving %u %sGPUs (%s first, backend %s)", m->n_gpus,
+                                  m->sim ? "simulated " : "", info->gfx_name, info->backend);
+        else if (m->sim)
                 (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on the simulated GPU %s (backend %s)",
-                                  m->info->gfx_name, m->info->backend);
+                                  info->gfx_name, info->backend);
         else
-                (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on %s %s", m->info->backend, m->info->gfx_name);
+                (void) sd_notifyf(false, "READY=1\nSTATUS=Serving on %s %s", info->backend, info->gfx_name);
         {
                 LogFields f = {};
 
                 log_fields_add(&f, "KFDBROKER_VERSION=%s", KFDBROKER_VERSION);
-                log_fields_add(&f, "KFDBROKER_BACKEND=%s", m->info->backend);
-                log_fields_add(&f, "KFDBROKER_GFX=%s", m->info->gfx_name);
+                log_fields_add(&f, "KFDBROKER_BACKEND=%s", info->backend);
+                log_fields_add(&f, "KFDBROKER_GFX=%s", info->gfx_name);
+                log_fields_add(&f, "KFDBROKER_GPUS=%u", m->n_gpus);
                 log_struct(LOG_INFO, KFDBROKER_MESSAGE_READY, &f, "kfdbrokerd %s ready", KFDBROKER_VERSION);
         }
         return run_loop(m);
@@ -672,13 +745,20 @@ Manager *manager_free(Manager *m) {
                 session_end(m->set.sessions, ESHUTDOWN, m->device_lost ? m->device_lost_reason : "daemon exiting",
                             true);
         m->bus = bus_free(m->bus);
-        if (m->scheduler)
-                scheduler_abandon(m->scheduler);
+        for (unsigned i = 0; i < m->n_gpus; i++)
+                if (m->gpus[i].scheduler)
+                        scheduler_abandon(m->gpus[i].scheduler);
         /* The client contexts go first (telling the scheduler), then the
-         * scheduler lets go of the slots, then the device context. */
-        context_pool_drop_clients(m->contexts);
-        m->scheduler = scheduler_free(m->scheduler);
-        m->contexts = context_pool_free(m->contexts);
+         * scheduler lets go of the slots, then the device context; the
+         * last GPU first, as its device context is a secondary KFD context
+         * of the first's process (the kernel wants those closed first). */
+        for (unsigned i = m->n_gpus; i-- > 0;) {
+                ManagerGpu *g = &m->gpus[i];
+
+                context_pool_drop_clients(g->contexts);
+                g->scheduler = scheduler_free(g->scheduler);
+                g->contexts = context_pool_free(g->contexts);
+        }
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->exit_timer);

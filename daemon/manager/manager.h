@@ -51,8 +51,25 @@ typedef struct ManagerOptions {
         uint32_t sim_kfd_minor;    /* --device=sim: the simulated KFD uapi minor; 0 = default */
         bool sim_igpu_first;       /* --sim-topology=igpu-first: an iGPU node listed before the GPU */
         SimFaultOrder sim_fault_order; /* --sim-fault-order: what the daemon sees first after a GPU VM fault */
-        const char *gpu;           /* --gpu=: which GPU node (kfd-gpu-choice.h); NULL = auto */
+        const char *gpu;           /* --gpu=: which GPU nodes (kfd_gpu_choose_set()); NULL = auto */
+        unsigned sim_gpus;         /* --sim-gpus=: discrete GPUs the simulated machine has; 0 = 1 */
 } ManagerOptions;
+
+/*
+ * One GPU served: its GPU contexts (the device context and the clients'),
+ * its scheduler, and which topology node it is and why. The first GPU's
+ * device context is the daemon's own KFD process; every other one's is a
+ * secondary KFD context of it (docs/architecture.md "Several GPUs").
+ */
+typedef struct ManagerGpu {
+        Manager *manager;
+        unsigned index;           /* its position in the served order */
+        KfdGpuChoice choice;      /* which topology node, and why (--gpu=) */
+        uint32_t gpu_id;
+        ContextPool *contexts;
+        const GpuDeviceInfo *info;
+        Scheduler *scheduler;
+} ManagerGpu;
 
 struct Manager {
         sd_event *event;
@@ -60,12 +77,10 @@ struct Manager {
         sd_event_source *exit_timer;
 
         SimDevice *sim;
-        ContextPool *contexts;
-        const GpuDeviceInfo *info;
-        KfdGpuChoice gpu_choice;  /* which topology node, and why (--gpu=) */
+        ManagerGpu gpus[SESSION_MAX_GPUS];
+        unsigned n_gpus;          /* 0 without a GPU (no_device) */
 
         Listener *listener;
-        Scheduler *scheduler;
         Bus *bus;
         SessionSet set;          /* the sessions, the policy in force, the accounts */
 

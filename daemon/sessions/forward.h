@@ -2,8 +2,12 @@
 /* Forward declarations of the session layer's objects. */
 #pragma once
 
+/* GPUs one daemon serves, at most (kfdbrokerd --gpu=). */
+#define SESSION_MAX_GPUS 8u
+
 typedef struct Session Session;
 typedef struct SessionSet SessionSet;
+typedef struct SessionGpu SessionGpu;
 typedef struct Job Job;
 typedef struct ClientEvent ClientEvent;
 typedef struct EventWait EventWait;

@@ -44,12 +44,12 @@ _printf_(4, 5) static int fail(Session *s, uint64_t id, int error, const char *f
 
 /* The LDS a workgroup may use on this device (the GPU layer's own limit). */
 static uint32_t device_lds_bytes(const Session *s) {
-        uint32_t kb = s->set->info->lds_size_in_kb ? s->set->info->lds_size_in_kb : 64;
+        uint32_t kb = s->gpu->info->lds_size_in_kb ? s->gpu->info->lds_size_in_kb : 64;
         return MIN(kb, 64u) * 1024u;
 }
 
 bool session_has_compute(const Session *s) {
-        return s->set->info->num_cp_queues > 0;
+        return s->gpu->info->num_cp_queues > 0;
 }
 
 /* "(ComputeDispatch=isolated; rules: FILE:LINE, …)" for messages. */
@@ -61,7 +61,7 @@ void session_policy_words(const Session *s, char *buf, size_t size) {
 }
 
 int session_compute_context(Session *s, uint64_t id, const char *field, Context **ret) {
-        ContextPool *pool = s->set->contexts;
+        ContextPool *pool = s->gpu->contexts;
         bool shared = context_pool_mechanism(pool) == CONTEXT_MECHANISM_NONE ||
                       s->policy.isolation == POLICY_ISOLATION_SHARED;
         char key[160], words[400], err[320] = "";
@@ -112,7 +112,7 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
                 /* Out of memory, the next dispatch looks the key up again. */
                 free(s->compute_key);
                 s->compute_key = strdup(key);
-                scheduler_stream_set_context(s->set->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
+                scheduler_stream_set_context(s->gpu->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         }
         /* Its memory is charged to the session that brings it up, or to the
          * next one that dispatches there after that one went. */
@@ -120,7 +120,7 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
         /* A user whose GPU contexts keep faulting waits before its next one
          * comes up: the scheduler brings it up when the wait is over, and
          * the dispatch waits until then (scheduler.h). */
-        if (!context_live(s->compute_ctx) && s->user_tally && scheduler_user_backs_off(&s->user_tally->sched)) {
+        if (!context_live(s->compute_ctx) && s->user_tally && scheduler_user_backs_off(&s->user_tally->sched[s->gpu->index])) {
                 *ret = s->compute_ctx;
                 return 0;
         }
@@ -295,7 +295,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
                 return;
         }
         /* Checked and described now; loaded into a GPU context where it is dispatched. */
-        r = gpu_code_object_parse(s->set->info, map, (size_t) size, &co, err, sizeof(err));
+        r = gpu_code_object_parse(s->gpu->info, map, (size_t) size, &co, err, sizeof(err));
         code_object_unmap(map, (size_t) size);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "load_code_object: %s", err[0] ? err : strerror(-r));
@@ -604,7 +604,7 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         uint8_t image[SCHED_ARGS_IMAGE_MAX];
         sched_args_lay(j->args, j->sched.args_packed_size, image, args_size);
         j->sched.gpu.dispatch.args_data = image;
-        r = gpu_dispatch_check(context_pool_device_gpu(s->set->contexts), &j->sched.gpu, why, sizeof why);
+        r = gpu_dispatch_check(context_pool_device_gpu(s->gpu->contexts), &j->sched.gpu, why, sizeof why);
         j->sched.gpu.dispatch.args_data = NULL;
         if (r < 0)
                 return fail(s, id, EINVAL, "submit.jobs[%zu].dispatch: %s", idx, why);

@@ -81,7 +81,7 @@ void session_account_fds(Session *s, int64_t delta) {
 }
 
 unsigned session_buffer_fds(const Session *s) {
-        return s->set->info ? s->set->info->fds_per_buffer : 0;
+        return s->gpu->info ? s->gpu->info->fds_per_buffer : 0;
 }
 
 static uint64_t user_fds(const Session *s) {

@@ -52,7 +52,7 @@ void session_open_fence_page(Session *s, const WireRequest *req) {
         /* What the kernel-call table keeps for the buffer, and the reply's fd until read. */
         if (!session_check_fds(s, req->id, held + 1, "OpenFencePage"))
                 return;
-        k = gpu_buffer_new(context_pool_device_gpu(s->set->contexts), KFDB_FENCE_PAGE_SIZE, GPU_PLACEMENT_GTT,
+        k = gpu_buffer_new(context_pool_device_gpu(s->gpu->contexts), KFDB_FENCE_PAGE_SIZE, GPU_PLACEMENT_GTT,
                            false, &b);
         if (k < 0) {
                 session_send_error(s, req->id, -k, "open_fence_page: cannot allocate the page: %s", strerror(-k));

@@ -385,7 +385,7 @@ static int topology_tree_keep_gpu(TopologyTree *t, uint32_t gpu_id) {
 }
 
 void session_open_kfd(Session *s, const WireRequest *req) {
-        ContextPool *pool = s->set->contexts;
+        ContextPool *pool = s->gpu->contexts;
         _cleanup_(topology_tree_done) TopologyTree tree = {};
         _cleanup_close_ int fd = -EBADF, root_fd = -EBADF, keep = -EBADF;
 
@@ -445,7 +445,7 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         }
         s->kfd_ctx = ctx;
         /* Its relayed packets are its compute stream's work, in that context. */
-        scheduler_stream_set_context(s->set->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
+        scheduler_stream_set_context(s->gpu->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         s->kfd_relay_fd = TAKE_FD(keep);
         s->kfd_relay = relay;
         session_account_fds(s, 2);
@@ -474,5 +474,5 @@ void session_kfd_free(Session *s) {
         s->kfd_relay = NULL;
         s->kfd_ctx = context_release(s->kfd_ctx);
         session_account_fds(s, -2);
-        context_pool_kfd_relay_end(s->set->contexts);
+        context_pool_kfd_relay_end(s->gpu->contexts);
 }

@@ -48,7 +48,7 @@ struct ReleasedBuffer {
 };
 
 static GpuContext *device_gpu(Session *s) {
-        return context_pool_device_gpu(s->set->contexts);
+        return context_pool_device_gpu(s->gpu->contexts);
 }
 
 int session_tallies_attach(Session *s) {
@@ -64,9 +64,10 @@ int session_tallies_attach(Session *s) {
         /* The compute group's slots are shared by user: all its sessions
          * together hold at most its share (scheduler.h); a user whose
          * contexts keep faulting waits before its next one. */
-        s->user_tally->sched.name = s->user_tally->key;
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                s->user_tally->sched[g].name = s->user_tally->key;
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_set_user(s->set->scheduler, &s->streams[e], &s->user_tally->sched);
+                scheduler_stream_set_user(s->gpu->scheduler, &s->streams[e], &s->user_tally->sched[s->gpu->index]);
         /* A user unit is the user's to name: it is told apart by the uid. */
         if (id->user_unit)
                 snprintf(key, sizeof(key), "uid %u user unit %s", (unsigned) id->uid, id->user_unit);
@@ -201,7 +202,8 @@ static void kept_free(SessionSet *set, KeptBuffer *kb, bool uncharged) {
 }
 
 static void kept_check(SessionSet *set, KeptBuffer *kb) {
-        int r = gpu_dmabuf_refs(context_pool_device_gpu(set->contexts), kb->probe_fd);
+        /* Any GPU context can ask the kernel about a dma-buf; kept buffers exist only with a GPU. */
+        int r = gpu_dmabuf_refs(context_pool_device_gpu(set->gpus[0].contexts), kb->probe_fd);
 
         if (r > 0)
                 return; /* copies live on */

@@ -81,6 +81,23 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                    req->hello.protocol_version, WIRE_PROTOCOL_VERSION);
                 return;
         }
+        if (req->hello.has_gpu) {
+                SessionGpu *g = session_set_gpu(s->set, req->hello.gpu);
+
+                if (!g) {
+                        session_send_error(s, req->id, ENODEV,
+                                           "hello.gpu: no GPU %u: this daemon serves %u (indexes 0 to %u, "
+                                           "kfdbrokerctl status)",
+                                           req->hello.gpu, s->set->n_gpus, s->set->n_gpus - 1);
+                        return;
+                }
+                int r = session_use_gpu(s, g);
+                if (r < 0) { /* nothing is held before Hello: a bug if so */
+                        session_send_error(s, req->id, -r, "hello.gpu: cannot move the session to GPU %u",
+                                           g->index);
+                        return;
+                }
+        }
         if (req->hello.resume_fence > 0)
                 s->last_fence = s->completed_fence = req->hello.resume_fence;
         session_page_set_fences(&s->page, s->completed_fence, s->last_fence);
@@ -116,7 +133,9 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                         .features = session_has_compute(s) ? features_compute : features,
                                         .limits = s->limits,
                                         .session_id = s->id,
-                                        .session_page_size = lazy ? 0 : (uint32_t) KFDB_PAGE_SIZE },
+                                        .session_page_size = lazy ? 0 : (uint32_t) KFDB_PAGE_SIZE,
+                                        .gpu = s->gpu->index,
+                                        .gpu_count = s->set->n_gpus },
                      },
                      lazy ? NULL : (int[]) { s->page.memfd, s->page.eventfd }, lazy ? 0 : 2);
         if (!lazy)
@@ -124,12 +143,12 @@ static void handle_hello(Session *s, const WireRequest *req) {
 }
 
 static void handle_device_info(Session *s, const WireRequest *req) {
-        const GpuDeviceInfo *i = s->set->info;
+        const GpuDeviceInfo *i = s->gpu->info;
         unsigned sdma = 0, compute = 0;
 
         /* The ordinary ones: the express SDMA queue is the scheduler's. */
-        if (s->set->scheduler)
-                sdma = scheduler_sdma_queues(s->set->scheduler);
+        if (s->gpu->scheduler)
+                sdma = scheduler_sdma_queues(s->gpu->scheduler);
         else
                 for (unsigned q = 0; q < i->n_queues; q++)
                         sdma += i->queue_engine[q] == GPU_ENGINE_SDMA;
@@ -146,8 +165,10 @@ static void handle_device_info(Session *s, const WireRequest *req) {
                                               .kfd_major = i->kfd_major, .kfd_minor = i->kfd_minor,
                                               .sdma_queues = sdma,
                                               .compute_queues = compute,
-                                              .node = s->set->gpu_node,
-                                              .node_reason = s->set->gpu_node_reason },
+                                              .node = s->gpu->node,
+                                              .node_reason = s->gpu->node_reason,
+                                              .gpu_index = s->gpu->index,
+                                              .gpu_count = s->set->n_gpus },
                      },
                      NULL, 0);
 }
@@ -261,7 +282,7 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         if (!session_check_memory_quota(s, req->id, size) ||
             !session_check_fds(s, req->id, session_buffer_fds(s) + 1, "AllocBuffer"))
                 return;
-        r = gpu_buffer_new(context_pool_device_gpu(s->set->contexts), size, placement, false, &b);
+        r = gpu_buffer_new(context_pool_device_gpu(s->gpu->contexts), size, placement, false, &b);
         if (r < 0) {
                 session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s failed: %s",
                                    size, req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? "VRAM" : "GTT",
@@ -277,13 +298,13 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
 
         if (!session_check_fds(s, req->id, session_buffer_fds(s), "ImportBuffer"))
                 return;
-        r = gpu_buffer_import(context_pool_device_gpu(s->set->contexts), fd, &b);
-        if (r == -EINVAL && s->set->info->kfd_minor < 15)
+        r = gpu_buffer_import(context_pool_device_gpu(s->gpu->contexts), fd, &b);
+        if (r == -EINVAL && s->gpu->info->kfd_minor < 15)
                 session_send_error(s, req->id, EINVAL,
                                    "import_buffer: the file descriptor is not a dma-buf of this GPU (this kernel's "
                                    "KFD %" PRIu32 ".%" PRIu32 " imports no dma-buf of another driver; KFD 1.15, "
                                    "Linux 6.8, does)",
-                                   s->set->info->kfd_major, s->set->info->kfd_minor);
+                                   s->gpu->info->kfd_major, s->gpu->info->kfd_minor);
         else if (r == -EINVAL)
                 session_send_error(s, req->id, EINVAL,
                                    "import_buffer: the file descriptor is not a dma-buf this GPU can import");
@@ -381,7 +402,7 @@ static void handle_event_op(Session *s, const WireRequest *req) {
         }
         reply_empty(s, req->id);
         /* A set or a destroy can release a held wait-event job. */
-        scheduler_run(s->set->scheduler);
+        scheduler_run(s->gpu->scheduler);
 }
 
 static void handle_wait_events(Session *s, const WireRequest *req) {
@@ -642,7 +663,7 @@ static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) 
                         s->user_tally->jobs++;
                 if (session_fence_page_track(s, j))
                         watch = j->fence;
-                scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
+                scheduler_enqueue(s->gpu->scheduler, &s->streams[j->sched.engine], &j->sched);
         }
         if (watch)
                 session_fence_page_watch(s, watch);
@@ -661,7 +682,7 @@ void session_submit_relayed(Session *s, Job *j) {
         s->n_jobs++;
         if (s->user_tally)
                 s->user_tally->jobs++;
-        scheduler_enqueue(s->set->scheduler, &s->streams[j->sched.engine], &j->sched);
+        scheduler_enqueue(s->gpu->scheduler, &s->streams[j->sched.engine], &j->sched);
         s->n_jobs_peak = MAX(s->n_jobs_peak, s->n_jobs);
         s->usage.jobs_submitted++;
         if (s->account)
@@ -689,7 +710,7 @@ static void handle_submit(Session *s, const WireRequest *req) {
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_SUBMIT,
                                        .submit = { .fences = fences, .n_fences = n } },
                      NULL, 0);
-        scheduler_run(s->set->scheduler);
+        scheduler_run(s->gpu->scheduler);
         session_uncork(s);
         session_unref(s);
 }

@@ -168,7 +168,7 @@ static bool ring_take(Session *s) {
         }
         r->tail = head;
         atomic_store_explicit((_Atomic uint64_t *) &r->shared->tail, head, memory_order_release);
-        scheduler_run(s->set->scheduler);
+        scheduler_run(s->gpu->scheduler);
         return s->connected;
 }
 

@@ -190,6 +190,15 @@ Session *session_set_find(SessionSet *set, uint64_t id) {
         return NULL;
 }
 
+SessionGpu *session_set_gpu(SessionSet *set, unsigned index) {
+        return index < set->n_gpus ? &set->gpus[index] : NULL;
+}
+
+void session_set_run_schedulers(SessionSet *set) {
+        for (unsigned g = 0; g < set->n_gpus; g++)
+                scheduler_run(set->gpus[g].scheduler);
+}
+
 int session_set_reload_policy(SessionSet *set, const char *origin, char *err, size_t errlen) {
         LogFields f = {};
         Policy *p = NULL;
@@ -223,8 +232,7 @@ int session_set_reload_policy(SessionSet *set, const char *origin, char *err, si
         LIST_FOREACH(sessions, s, set->sessions)
                 session_apply_policy(s);
         /* Weights may have changed. */
-        if (set->scheduler) /* none without a GPU */
-                scheduler_run(set->scheduler);
+        session_set_run_schedulers(set);
         log_fields_add(&f, "KFDBROKER_POLICY_RULES=%zu", policy_n_rules(p));
         log_fields_add(&f, "KFDBROKER_POLICY_FILES=%zu", policy_n_files(p));
         log_struct(LOG_INFO, KFDBROKER_MESSAGE_POLICY_RELOADED, &f,

@@ -33,16 +33,27 @@ typedef struct SessionSetCallbacks {
         void (*job_failed)(Session *s, uint64_t fence, int error, const char *message, void *userdata);
 } SessionSetCallbacks;
 
-struct SessionSet {
-        /* Handed in by the owner, which keeps them alive longer than any session. */
-        sd_event *event;
+/*
+ * One GPU the daemon serves: its scheduler and GPU contexts, and what it
+ * is. index is its position in the served order (kfd_gpu_choose_set()):
+ * what `kfdbrokerctl status`, the protocol and Devices= call it.
+ */
+struct SessionGpu {
+        unsigned index;
         Scheduler *scheduler;
         ContextPool *contexts;
         const GpuDeviceInfo *info;
-        const char *gpu_node, *gpu_node_reason; /* the manager's choice of GPU (kfd-gpu-choice.h) */
+        const char *node, *node_reason; /* the manager's choice of GPU (kfd-gpu-choice.h) */
+};
+
+struct SessionSet {
+        /* Handed in by the owner, which keeps them alive longer than any session. */
+        sd_event *event;
+        SessionGpu gpus[SESSION_MAX_GPUS];
+        unsigned n_gpus;
         /* Set when there is no GPU to serve (kfdbrokerd --device=kfd on a
          * machine without one): why, said to every client (ENODEV) and
-         * every D-Bus caller; then scheduler, contexts and info are NULL. */
+         * every D-Bus caller; then n_gpus is 0. */
         const char *no_device;
         SessionSetCallbacks cb;
 
@@ -131,6 +142,10 @@ Session *session_set_find(SessionSet *set, uint64_t id);
  * (KFDBROKER_MESSAGE_POLICY_RELOADED or _RELOAD_FAILED, with origin, e.g.
  * "SIGHUP" or "D-Bus", in KFDBROKER_RELOAD_ORIGIN). */
 int session_set_reload_policy(SessionSet *set, const char *origin, char *err, size_t errlen);
+/* The GPU of that index, NULL past the served ones. */
+SessionGpu *session_set_gpu(SessionSet *set, unsigned index);
+/* Runs every GPU's scheduler. */
+void session_set_run_schedulers(SessionSet *set);
 /* Publishes every session's page changes. */
 void session_set_flush(SessionSet *set);
 /* The GPU context ctx is being lost: the sessions running there are told. */

@@ -24,6 +24,7 @@ typedef struct ContextList {
         char (*kinds)[16];
         size_t n, max;
         bool all;      /* the caller sees every context in full */
+        uint32_t gpu;  /* the GPU whose contexts are being added */
         /* else: the contexts of the caller's user's sessions and of other
          * users' sessions, one entry per session using one, sorted */
         const Context **own, **others;
@@ -116,6 +117,7 @@ static void add_context_info(Context *c, void *userdata) {
                 .memory_bytes = st.gpu.internal_bytes,
                 .mapped_bytes = st.gpu.mapped_bytes,
                 .pid = st.pid,
+                .gpu = l->gpu,
         };
         if (!l->all && (others > 0 || st.device))
                 l->v[l->n] = (WireContextInfo) {
@@ -124,6 +126,7 @@ static void add_context_info(Context *c, void *userdata) {
                         .live = st.live,
                         .users = own,
                         .losses = st.losses,
+                        .gpu = l->gpu,
                 };
         l->n++;
 }
@@ -131,14 +134,17 @@ static void add_context_info(Context *c, void *userdata) {
 void session_handle_status(Session *s, const WireRequest *req) {
         SessionSet *m = s->set;
         ContextList cl = { .all = s->identity.uid == 0 };
-        GpuContextStats gs;
-        uint64_t bytes = 0;
-        uint32_t events = 0, code_objects = 0;
+        WireGpuStatus gpus[SESSION_MAX_GPUS];
+        uint64_t bytes = 0, completed = 0, failed = 0;
+        uint32_t events = 0, code_objects = 0, gpu_buffers = 0, in_flight = 0;
+        ContextPool *first = m->gpus[0].contexts;
         Session *i;
 
-        /* The device context and every slot: at most the limit plus the
+        /* Each GPU's device context and slots: at most its limit plus the
          * slots kept without an incarnation by connected sessions. */
-        cl.max = 1 + context_pool_max(m->contexts) + m->n_sessions;
+        cl.max = m->n_sessions;
+        for (unsigned g = 0; g < m->n_gpus; g++)
+                cl.max += 1 + context_pool_max(m->gpus[g].contexts);
         cl.v = calloc(cl.max, sizeof(*cl.v));
         cl.kinds = calloc(cl.max, sizeof(*cl.kinds));
         if (!cl.v || !cl.kinds || (!cl.all && context_list_users(&cl, m, s->identity.uid) < 0)) {
@@ -146,35 +152,62 @@ void session_handle_status(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, ENOMEM, "out of memory");
                 return;
         }
-        context_pool_foreach(m->contexts, add_context_info, &cl);
+        for (unsigned g = 0; g < m->n_gpus; g++) {
+                const SessionGpu *sg = &m->gpus[g];
+                GpuContextStats gs;
+
+                cl.gpu = g;
+                context_pool_foreach(sg->contexts, add_context_info, &cl);
+                gpu_context_get_stats(context_pool_device_gpu(sg->contexts), &gs);
+                gpus[g] = (WireGpuStatus) { .index = g,
+                                            .gfx_name = sg->info->gfx_name,
+                                            .name = sg->info->name,
+                                            .node = sg->node,
+                                            .node_reason = sg->node_reason,
+                                            .gpu_id = sg->info->gpu_id,
+                                            .cu_count = sg->info->cu_count,
+                                            .vram_size = sg->info->vram_size,
+                                            .jobs_completed = scheduler_jobs_completed(sg->scheduler),
+                                            .jobs_failed = scheduler_jobs_failed(sg->scheduler),
+                                            .jobs_in_flight = scheduler_in_flight(sg->scheduler),
+                                            .gpu_buffers = gs.buffers };
+                completed += gpus[g].jobs_completed;
+                failed += gpus[g].jobs_failed;
+                in_flight += gpus[g].jobs_in_flight;
+                gpu_buffers += gs.buffers;
+        }
 
         LIST_FOREACH(sessions, i, m->sessions) {
                 bytes += i->usage.buffer_bytes;
                 events += i->events.n_used;
                 code_objects += i->code_objects.n_used;
+                if (i->gpu)
+                        gpus[i->gpu->index].sessions++;
         }
-        gpu_context_get_stats(context_pool_device_gpu(m->contexts), &gs);
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_STATUS,
                              .status = { .daemon_version = KFDBROKER_VERSION,
-                                         .backend = m->info->backend,
-                                         .gfx_name = m->info->gfx_name,
+                                         .backend = m->gpus[0].info->backend,
+                                         .gfx_name = m->gpus[0].info->gfx_name,
                                          .sessions = m->n_sessions,
-                                         .jobs_completed = scheduler_jobs_completed(m->scheduler),
-                                         .jobs_failed = scheduler_jobs_failed(m->scheduler),
+                                         .jobs_completed = completed,
+                                         .jobs_failed = failed,
                                          .uptime_ns = now_ns() - m->start_ns,
                                          .buffer_bytes = bytes,
-                                         .gpu_buffers = gs.buffers,
-                                         .jobs_in_flight = scheduler_in_flight(m->scheduler),
+                                         .gpu_buffers = gpu_buffers,
+                                         .jobs_in_flight = in_flight,
                                          .events = events,
                                          .code_objects = code_objects,
+                                         /* The same mechanism on every GPU: one kernel, one choice. */
                                          .context_mechanism = context_mechanism_to_string(
-                                                 context_pool_mechanism(m->contexts)),
-                                         .context_mechanism_reason = context_pool_mechanism_reason(m->contexts),
-                                         .max_contexts = context_pool_max(m->contexts),
+                                                 context_pool_mechanism(first)),
+                                         .context_mechanism_reason = context_pool_mechanism_reason(first),
+                                         .max_contexts = context_pool_max(first),
                                          .contexts = cl.v,
-                                         .n_contexts = cl.n },
+                                         .n_contexts = cl.n,
+                                         .gpus = gpus,
+                                         .n_gpus = m->n_gpus },
                      },
                      NULL, 0);
         context_list_done(&cl);

@@ -93,7 +93,7 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 s->streams[e].weight = l->weight ? l->weight : 1;
                 /* Compute streams move to a queue of the class's KFD priority once idle. */
-                scheduler_stream_set_class(s->set->scheduler, &s->streams[e], (unsigned) l->priority,
+                scheduler_stream_set_class(s->gpu->scheduler, &s->streams[e], (unsigned) l->priority,
                                            policy_priority_to_queue_priority(l->priority));
         }
         /* Isolation= may have changed: the next compute job takes its context anew. */
@@ -209,8 +209,10 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         handle_table_init(&s->buffers, HANDLE_TAG_BUFFER, 0);
         handle_table_init(&s->events, HANDLE_TAG_EVENT, 0);
         handle_table_init(&s->code_objects, HANDLE_TAG_CODE_OBJECT, 0);
+        /* The first GPU it may use until its Hello names one (session_use_gpu()). */
+        s->gpu = session_set_gpu(m, 0);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_init(m->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
+                scheduler_stream_init(s->gpu->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
 
         /* Identity from the kernel, never from the client. */
         r = id ? identity_copy(id, &s->identity) : identity_from_peer(fd, pidfd, pidfd_exact, &s->identity);
@@ -281,10 +283,28 @@ int session_new_from_peer(SessionSet *m, int fd, int pidfd, bool pidfd_exact, Se
         return session_new_internal(m, fd, NULL, pidfd, pidfd_exact, ret);
 }
 
+int session_use_gpu(Session *s, SessionGpu *g) {
+        if (g == s->gpu)
+                return 0;
+        /* Only before its first buffer or job: what it holds is on its GPU. */
+        if (s->buffers.n_used > 0 || s->code_objects.n_used > 0 || s->compute_ctx || s->kfd_relay || s->ring ||
+            s->fence_page)
+                return -EBUSY;
+        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
+                scheduler_stream_done(s->gpu->scheduler, &s->streams[e]);
+                scheduler_stream_init(g->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
+                if (s->user_tally)
+                        scheduler_stream_set_user(g->scheduler, &s->streams[e], &s->user_tally->sched[g->index]);
+        }
+        s->gpu = g;
+        session_set_limits(s, &s->policy); /* weights and priority classes on its new streams */
+        return 0;
+}
+
 static void session_free(Session *s) {
         /* Only reached once disconnected and every job has retired. */
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_done(s->set->scheduler, &s->streams[e]);
+                scheduler_stream_done(s->gpu->scheduler, &s->streams[e]);
         context_release(s->compute_ctx);
         session_stop_paying(s);
         session_ring_free(s);
@@ -399,15 +419,15 @@ static void disconnect(Session *s, const char *why, bool ended, int error, bool 
 
         /* Jobs not yet on the GPU are dropped; copies and fills on the GPU
          * retire normally; the client's kernels are stopped. */
-        scheduler_cancel_running(m->scheduler, &s->streams[GPU_ENGINE_COMPUTE]);
+        scheduler_cancel_running(s->gpu->scheduler, &s->streams[GPU_ENGINE_COMPUTE]);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
                 SchedStream *st = &s->streams[e];
                 while (st->pending.first) {
                         Job *j = job_from_sched(st->pending.first);
-                        if (scheduler_dequeue(m->scheduler, &j->sched) == 0)
+                        if (scheduler_dequeue(s->gpu->scheduler, &j->sched) == 0)
                                 session_job_finished(j, ECANCELED, NULL, 0);
                 }
-                scheduler_stream_done(m->scheduler, st);
+                scheduler_stream_done(s->gpu->scheduler, st);
         }
         /* Its GPU context goes once what runs there has stopped (unless
          * other sessions use it). */
@@ -422,7 +442,7 @@ static void disconnect(Session *s, const char *why, bool ended, int error, bool 
         if (m->cb.closed)
                 m->cb.closed(s, why, m->cb.userdata);
         /* Destroyed events may have unblocked other sessions' waits. */
-        scheduler_run(m->scheduler);
+        scheduler_run(s->gpu->scheduler);
         session_unref(s);
 }
 
@@ -786,7 +806,7 @@ static int receive_one(Session *s) {
         /* What the GPU finished before this request (a client that saw a
          * job done on its fence page finds it retired), then what the client
          * put in its submit ring before it, come first. */
-        context_catch_up(context_pool_device(s->set->contexts));
+        context_catch_up(context_pool_device(s->gpu->contexts));
         session_ring_drain(s);
         if (s->connected)
                 session_handle_request(s, &req, fds, n_fds);

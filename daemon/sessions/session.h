@@ -83,6 +83,9 @@ typedef struct OutMsg {
 struct Session {
         unsigned n_ref;
         SessionSet *set;
+        /* The GPU its buffers and work are on: the first it may use, or the
+         * one its Hello named (docs/protocol.md "GPUs"); NULL without a GPU. */
+        SessionGpu *gpu;
         uint64_t id;
 
         int fd;
@@ -206,6 +209,9 @@ int session_new_from_peer(SessionSet *m, int fd, int pidfd, bool pidfd_exact, Se
  * overrode them) and applies them to new requests. */
 void session_apply_policy(Session *s);
 /* Applies explicit limits (SetLimits). */
+/* Moves a session that holds nothing yet (no buffer, code object, context,
+ * ring or fence page: -EBUSY) to GPU g: its streams go to g's scheduler. */
+int session_use_gpu(Session *s, SessionGpu *g);
 void session_set_limits(Session *s, const PolicyLimits *l);
 /* Quotas (session-quota.c). Buffer memory accounting for the session, its
  * identity, its user and its unit; buffer and code object counts of its user

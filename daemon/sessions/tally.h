@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "scheduler/scheduler.h"
+#include "sessions/forward.h"
 #include "util/list.h"
 #include "util/log-ratelimit.h"
 
@@ -39,7 +40,9 @@ typedef struct Tally {
         uint64_t jobs;         /* unfinished jobs of its sessions (user tallies only: UserJobsInFlight=) */
         unsigned sessions;
         LogRateLimit log_limit; /* the log lines its sessions cause (per peer) */
-        SchedUser sched;        /* user tallies: the compute slots its sessions hold together */
+        /* User tallies: the compute slots its sessions hold together, on each
+         * GPU (SessionGpu.index): each GPU's scheduler shares its own out. */
+        SchedUser sched[SESSION_MAX_GPUS];
 
         /* Its connections taken per second (session-admit.c): the theoretical
          * arrival time of the generic cell rate algorithm, and the

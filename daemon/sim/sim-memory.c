@@ -776,10 +776,22 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
         }
         if (r < 0)
                 return r;
-        /* amdgpu_amdkfd_gpuvm_import_dmabuf: "Can't handle buffers from other devices" */
         if (bo_gpu != g) {
-                sim_bo_unref(fresh);
-                return -EINVAL;
+                /* Another GPU's BO. Before 1.15 amdgpu_amdkfd_gpuvm_import_dmabuf
+                 * refused it ("Can't handle buffers from other devices"); from
+                 * 1.15 the import goes through DRM, which takes another
+                 * device's dma-buf as any foreign one: a GTT BO of this GPU
+                 * attached to it (amdgpu_gem_prime_import), the same pages. */
+                if (d->kfd_minor < 15) {
+                        sim_bo_unref(fresh);
+                        return -EINVAL;
+                }
+                r = bo_from_dmabuf(d, g, (int) a->dmabuf_fd, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &fresh);
+                if (r < 0)
+                        return r;
+                fresh->foreign = true;
+                bo = fresh;
+                bo_flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT;
         }
         if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false)) {
                 sim_bo_unref(fresh);

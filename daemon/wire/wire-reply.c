@@ -73,6 +73,8 @@ typedef struct ReplyParts {
         Kfdbroker__V1__KernelArgInfo **arg_ptrs;
         Kfdbroker__V1__ContextInfo *contexts;
         Kfdbroker__V1__ContextInfo **context_ptrs;
+        Kfdbroker__V1__GpuStatus *gpus;
+        Kfdbroker__V1__GpuStatus **gpu_ptrs;
         Kfdbroker__V1__TopologyFile *topology;
         Kfdbroker__V1__TopologyFile **topology_ptrs;
         Kfdbroker__V1__SessionInfo *sessions;
@@ -94,6 +96,8 @@ static void reply_parts_done(ReplyParts *p) {
         free(p->arg_ptrs);
         free(p->contexts);
         free(p->context_ptrs);
+        free(p->gpus);
+        free(p->gpu_ptrs);
         free(p->sessions);
         free(p->session_ptrs);
         free(p->limit_entries);
@@ -210,6 +214,8 @@ static int fill_hello(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
         p->hello.limits = &p->limits;
         p->hello.session_id = r->hello.session_id;
         p->hello.session_page_size = r->hello.session_page_size;
+        p->hello.gpu = r->hello.gpu;
+        p->hello.gpu_count = r->hello.gpu_count;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_HELLO;
         m->hello = &p->hello;
         return 0;
@@ -233,6 +239,8 @@ static void fill_device_info(const WireReply *r, ReplyParts *p, PbServerMessage 
         d->compute_queues = r->device_info.compute_queues;
         d->node = str_or_empty(r->device_info.node);
         d->node_reason = str_or_empty(r->device_info.node_reason);
+        d->gpu_index = r->device_info.gpu_index;
+        d->gpu_count = r->device_info.gpu_count;
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_DEVICE_INFO;
         m->device_info = d;
 }
@@ -348,10 +356,43 @@ static int fill_status(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                         c->mapped_bytes = w->mapped_bytes;
                         c->losses = w->losses;
                         c->pid = w->pid;
+                        c->gpu = w->gpu;
                         p->context_ptrs[i] = c;
                 }
                 s->n_contexts = n;
                 s->contexts = p->context_ptrs;
+        }
+        if (r->status.n_gpus > 0) {
+                size_t n = r->status.n_gpus;
+
+                if (!r->status.gpus)
+                        return -EINVAL;
+                p->gpus = calloc(n, sizeof(*p->gpus));
+                p->gpu_ptrs = calloc(n, sizeof(*p->gpu_ptrs));
+                if (!p->gpus || !p->gpu_ptrs)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++) {
+                        const WireGpuStatus *w = &r->status.gpus[i];
+                        Kfdbroker__V1__GpuStatus *g = &p->gpus[i];
+
+                        kfdbroker__v1__gpu_status__init(g);
+                        g->index = w->index;
+                        g->gfx_name = str_or_empty(w->gfx_name);
+                        g->name = str_or_empty(w->name);
+                        g->gpu_id = w->gpu_id;
+                        g->node = str_or_empty(w->node);
+                        g->node_reason = str_or_empty(w->node_reason);
+                        g->vram_size = w->vram_size;
+                        g->cu_count = w->cu_count;
+                        g->jobs_completed = w->jobs_completed;
+                        g->jobs_failed = w->jobs_failed;
+                        g->jobs_in_flight = w->jobs_in_flight;
+                        g->sessions = w->sessions;
+                        g->gpu_buffers = w->gpu_buffers;
+                        p->gpu_ptrs[i] = g;
+                }
+                s->n_gpus = n;
+                s->gpus = p->gpu_ptrs;
         }
         m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_STATUS;
         m->status = s;

@@ -237,6 +237,10 @@ static int decode_hello(const PbRequest *m, const void *buf, size_t len, WireReq
         r->hello.protocol_version = h->protocol_version;
         r->hello.resume_fence = h->resume_fence;
         r->hello.features = h->features;
+        if (h->gpu) {
+                r->hello.has_gpu = true;
+                r->hello.gpu = h->gpu->index;
+        }
         memcpy(r->hello.client_name, name, n);
         r->hello.client_name[n] = '\0';
         return 0;

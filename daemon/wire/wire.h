@@ -153,6 +153,8 @@ typedef struct WireRequest {
                         char client_name[WIRE_CLIENT_NAME_MAX + 1]; /* NUL-terminated */
                         uint64_t resume_fence; /* <= WIRE_MAX_RESUME_FENCE */
                         uint64_t features;     /* WIRE_HELLO_FEATURE_*, and bits of newer clients */
+                        bool has_gpu;          /* HelloRequest.gpu was sent: gpu is its index */
+                        uint32_t gpu;
                 } hello;
                 struct {
                         uint64_t size;
@@ -290,7 +292,17 @@ typedef struct WireContextInfo {
         uint32_t users, jobs_in_flight, losses;
         uint64_t memory_bytes, mapped_bytes;
         uint32_t pid;
+        uint32_t gpu;
 } WireContextInfo;
+
+/* StatusReply.gpus (proto GpuStatus). */
+typedef struct WireGpuStatus {
+        uint32_t index;
+        const char *gfx_name, *name, *node, *node_reason;
+        uint32_t gpu_id, cu_count;
+        uint64_t vram_size, jobs_completed, jobs_failed;
+        uint32_t jobs_in_flight, sessions, gpu_buffers;
+} WireGpuStatus;
 
 /* ListSessionsReply.sessions[].limits (proto PolicyLimit). */
 typedef struct WirePolicyLimit {
@@ -328,6 +340,7 @@ typedef struct WireReply {
                         WireLimits limits;
                         uint64_t session_id;
                         uint32_t session_page_size;
+                        uint32_t gpu, gpu_count;
                 } hello;
                 struct {
                         const char *backend, *gfx_name, *name;
@@ -335,6 +348,7 @@ typedef struct WireReply {
                         uint64_t vram_size;
                         uint32_t kfd_major, kfd_minor, sdma_queues, compute_queues;
                         const char *node, *node_reason;
+                        uint32_t gpu_index, gpu_count;
                 } device_info;
                 struct {
                         uint64_t handle, size;
@@ -370,6 +384,8 @@ typedef struct WireReply {
                         uint32_t max_contexts;
                         const WireContextInfo *contexts;
                         size_t n_contexts;
+                        const WireGpuStatus *gpus;
+                        size_t n_gpus;
                 } status;
                 struct {
                         uint64_t fence;

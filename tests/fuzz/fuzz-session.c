@@ -136,7 +136,7 @@ static unsigned count_fds(bool skip_pipes) {
 }
 
 static void device_stats(GpuContextStats *st) {
-        gpu_context_get_stats(context_pool_device_gpu(manager->contexts), st);
+        gpu_context_get_stats(context_pool_device_gpu(manager->gpus[0].contexts), st);
 }
 
 static void teardown(void) {
@@ -213,7 +213,7 @@ static void pump(void) {
                 check(r >= 0, "sd_event_run");
                 if (r > 0)
                         continue;
-                if (scheduler_in_flight(manager->scheduler) == 0)
+                if (scheduler_in_flight(manager->gpus[0].scheduler) == 0)
                         return;
                 r = sd_event_run(manager->event, 1000);
                 check(r >= 0, "sd_event_run");
@@ -953,11 +953,11 @@ static void check_nothing_left(void) {
         Account *a;
 
         check(manager->set.sessions == NULL && manager->set.n_sessions == 0, "a session outlived its hang-up");
-        check(scheduler_in_flight(manager->scheduler) == 0, "jobs outlived their session");
+        check(scheduler_in_flight(manager->gpus[0].scheduler) == 0, "jobs outlived their session");
         device_stats(&st);
         check(st.buffers == baseline.device_buffers && st.buffer_bytes == baseline.device_buffer_bytes,
               "buffers outlived their session");
-        context_pool_foreach(manager->contexts, check_context, NULL);
+        context_pool_foreach(manager->gpus[0].contexts, check_context, NULL);
         LIST_FOREACH(accounts, a, manager->set.accounts.accounts)
                 check(a->sessions_now == 0 && a->usage.buffer_bytes == 0, "an account still counts the session");
         /* The exact count (an fstat per fd) only when the quick one differs. */

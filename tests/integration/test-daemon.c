@@ -125,7 +125,7 @@ Test(daemon, device_auto_says_which_and_why) {
         else
                 cr_assert(strstr(out, "warning: --device=auto: /dev/kfd: No such file or directory (no amdgpu KFD on this machine); using the simulated GPU"),
                           "%s", out);
-        cr_assert(strstr(out, "Device: "), "%s", out);
+        cr_assert(strstr(out, "Device 0: "), "%s", out);
         test_daemon_fini(&d);
 }
 
@@ -474,12 +474,14 @@ Test(daemon, gpu_a_discrete_gpu_is_preferred_to_an_integrated_one_listed_first) 
 
         test_daemon_start(&d, extra);
         log = test_daemon_read_log(&d);
-        cr_assert(strstr(log, "GPU: node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local memory): a discrete "
-                              "GPU is preferred to an integrated one (1 of 2 GPU nodes look integrated)\n"),
+        cr_assert(strstr(log, "GPU 0: node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local memory): every "
+                              "discrete GPU (1 of 2 GPU nodes look integrated and are left out: name them in --gpu= to "
+                              "serve them)\n"),
                   "%s", log);
+        cr_assert(!strstr(log, "GPU 1: "), "the iGPU is not served:\n%s", log);
         out = status_of(&d);
-        cr_assert(strstr(out, "gpu:      node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local memory): a "
-                              "discrete GPU is preferred to an integrated one"),
+        cr_assert(strstr(out, "gpu:      node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local memory): "
+                              "every discrete GPU (1 of 2"),
                   "%s", out);
         fill_and_check(&d);
         test_daemon_fini(&d);
@@ -498,7 +500,7 @@ Test(daemon, gpu_chosen_by_pci_address_or_render_node) {
                 test_daemon_start(&d, extra);
                 out = status_of(&d);
                 snprintf(want, sizeof(want), "gpu:      node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local "
-                                             "memory): chosen by %s\n", specs[i]);
+                                             "memory): listed by %s\n", specs[i]);
                 cr_assert(strstr(out, want), "%s:\n%s", specs[i], out);
                 fill_and_check(&d);
                 test_daemon_fini(&d);
@@ -513,10 +515,10 @@ Test(daemon, gpu_the_integrated_gpu_when_named) {
 
         test_daemon_start(&d, extra);
         log = test_daemon_read_log(&d);
-        cr_assert(strstr(log, "Device: sim gfx1036 (simulated GPU, gpu_id 0x5a0b, 2 CUs, "), "%s", log);
+        cr_assert(strstr(log, "Device 0: sim gfx1036 (simulated GPU, gpu_id 0x5a0b, 2 CUs, "), "%s", log);
         out = status_of(&d);
         cr_assert(strstr(out, "gpu:      node 1 (gfx1036, 0000:10:00.0, renderD128, integrated, 512 MiB local memory): "
-                              "chosen by --gpu=1\n"),
+                              "listed by --gpu=1\n"),
                   "%s", out);
         fill_and_check(&d);
         test_daemon_fini(&d);
@@ -532,8 +534,11 @@ Test(daemon, gpu_bad_values_are_named) {
                 { "--gpu=0000:09:00.0", "error: --gpu=0000:09:00.0: no GPU at PCI address 0000:09:00.0 (the GPUs: node 1 "
                                         "gfx1036 0000:10:00.0 renderD128, node 2 gfx1030 0000:03:00.0 renderD129)\n" },
                 { "--gpu=renderD200", "error: --gpu=renderD200: no GPU at render node renderD200 (the GPUs: " },
-                { "--gpu=discrete", "error: --gpu=discrete: 'discrete' is not a GPU: expected auto, a KFD node id (2), a PCI "
-                                    "address (0000:03:00.0) or a render node (renderD128)\n" },
+                { "--gpu=discrete", "error: --gpu=discrete: 'discrete' is not a GPU: expected auto, all, a KFD node id (2), a "
+                                    "PCI address (0000:03:00.0) or a render node (renderD128), or a comma-separated list "
+                                    "of them\n" },
+                { "--gpu=1,renderD128", "error: --gpu=1,renderD128: 'renderD128' names node 1, which the list already "
+                                        "has\n" },
                 { "--gpu=03:00.9", "error: --gpu=03:00.9: '03:00.9' is not a GPU" },
         };
 

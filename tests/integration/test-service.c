@@ -368,7 +368,7 @@ Test(service, device_auto_falls_back_only_with_a_warning_that_status_repeats) {
                               "machine); using the simulated GPU: clients' jobs run in software (--device=kfd never "
                               "falls back)\n"),
                   "%s", log);
-        cr_assert(strstr(log, "Device: sim gfx1030 (simulated GPU, gpu_id "), "%s", log);
+        cr_assert(strstr(log, "Device 0: sim gfx1030 (simulated GPU, gpu_id "), "%s", log);
         {
                 const char *args[] = { "--socket", d.sock, "status", NULL };
 

@@ -105,7 +105,7 @@ for _ in $(seq 100); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
 done
-if [[ -S $tmp/k.sock ]] && grep -q "Device: sim " "$tmp/log"; then
+if [[ -S $tmp/k.sock ]] && grep -q "Device 0: sim " "$tmp/log"; then
         ok "kfdbrokerd --config-root= serves the simulated GPU on the file's listen= socket"
 else
         not_ok "kfdbrokerd from the file did not listen on $tmp/k.sock" "$(cat "$tmp/log")"

@@ -450,7 +450,12 @@ Test(sim_contexts, two_gpus_an_integrated_one_listed_first) {
         cr_expect_eq(info.gpu_id, ids[0], "the exporting GPU's id");
         uint64_t va2 = t_reserve_va(4096);
         struct kfd_ioctl_import_dmabuf_args im = { .va_addr = va2, .gpu_id = ids[1], .dmabuf_fd = e.dmabuf_fd };
-        cr_expect_eq(kfd_ioctl(ops[1], kfd[1], AMDKFD_IOC_IMPORT_DMABUF, &im), -EINVAL, "another device's buffer");
+        /* From KFD 1.15 another GPU's buffer is imported through DRM as a
+         * foreign dma-buf: a GTT BO of this GPU on the same pages. */
+        cr_assert_eq(kfd_ioctl(ops[1], kfd[1], AMDKFD_IOC_IMPORT_DMABUF, &im), 0, "another GPU's buffer");
+        cr_expect_eq(KFD_HANDLE_GPU_ID(im.handle), ids[1]);
+        struct kfd_ioctl_free_memory_of_gpu_args fr = { .handle = im.handle };
+        cr_expect_eq(kfd_ioctl(ops[1], kfd[1], AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
         close((int) e.dmabuf_fd);
         munmap((void *) (uintptr_t) va, 4096);
         munmap((void *) (uintptr_t) va2, 4096);

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Several GPUs in one daemon (issue 33): every GPU chosen is served with its
+ * own device context, client contexts and scheduler; a session is on one
+ * GPU, the first it may use or the one it names (kfdb_session_new_on_gpu(),
+ * $KFDBROKER_GPU, HelloRequest.gpu); status, the metrics and D-Bus list every
+ * GPU by index. The simulated machine here has a gfx1030 and an integrated
+ * gfx1036 listed first (--sim-topology=igpu-first); --gpu=all serves both,
+ * the discrete one as GPU 0.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kfdbroker.h"
+
+static const char *const two_gpus[] = { "--sim-topology=igpu-first", "--gpu=all", NULL };
+
+/* Fills size bytes of a new buffer with value on the session's GPU and checks them. */
+static void fill_and_check(kfdb_session *s, uint32_t value) {
+        const uint64_t size = 1 << 20;
+        kfdb_buffer *b = NULL;
+        kfdb_batch *batch = NULL;
+        uint64_t fence = 0;
+        uint32_t *p = NULL;
+
+        cr_assert_eq(kfdb_buffer_alloc(s, size, KFDB_PLACEMENT_VRAM, &b), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, size, value), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, 30000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &p), 0);
+        for (unsigned i = 0; i < size / 4; i++)
+                cr_assert_eq(p[i], value, "word %u", i);
+        kfdb_batch_free(batch);
+        cr_assert_eq(kfdb_buffer_free(b), 0);
+}
+
+Test(gpus, each_session_works_on_its_own_gpu_and_status_counts_them_apart) {
+        TestDaemon d;
+        kfdb_session *a = NULL, *b = NULL;
+        kfdb_gpu gpus[4];
+        size_t n = 0;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new(d.sock, "on-first", &a), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "on-second", 1, &b), 0, "%s", kfdb_session_last_error(NULL));
+        cr_expect_eq(kfdb_session_get_gpu(a), 0u);
+        cr_expect_eq(kfdb_session_get_gpu(b), 1u);
+
+        fill_and_check(a, 0xa0a0a0a0);
+        fill_and_check(b, 0xb1b1b1b1);
+        fill_and_check(b, 0xb2b2b2b2);
+
+        cr_assert_eq(kfdb_gpus_get(a, gpus, 4, &n), 0);
+        cr_assert_eq(n, 2u);
+        cr_expect_eq(gpus[0].index, 0u);
+        cr_expect_str_eq(gpus[0].gfx_name, "gfx1030", "discrete first");
+        cr_expect_str_eq(gpus[1].gfx_name, "gfx1036");
+        cr_expect_neq(gpus[0].gpu_id, gpus[1].gpu_id);
+        cr_expect_eq(gpus[0].sessions, 1u);
+        cr_expect_eq(gpus[1].sessions, 1u);
+        /* Each GPU's scheduler counts its own jobs: one fill, two fills. */
+        cr_expect_eq(gpus[0].jobs_completed, 1u, "%lu", (unsigned long) gpus[0].jobs_completed);
+        cr_expect_eq(gpus[1].jobs_completed, 2u, "%lu", (unsigned long) gpus[1].jobs_completed);
+        cr_expect(strstr(gpus[1].node, "node 1 (gfx1036"), "%s", gpus[1].node);
+        cr_expect_str_eq(gpus[1].node_reason, "every GPU node (--gpu=all)");
+
+        kfdb_session_free(a);
+        kfdb_session_free(b);
+        test_daemon_fini(&d);
+}
+
+Test(gpus, a_gpu_the_daemon_does_not_serve_is_named) {
+        TestDaemon d;
+        kfdb_session *s = NULL;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "too-far", 2, &s), -ENODEV);
+        cr_expect_str_eq(kfdb_session_last_error(NULL),
+                         "hello.gpu: no GPU 2: this daemon serves 2 (indexes 0 to 1, kfdbrokerctl status)");
+
+        setenv("KFDBROKER_GPU", "one", 1);
+        cr_assert_eq(kfdb_session_new(d.sock, "bad-env", &s), -EINVAL);
+        cr_expect_str_eq(kfdb_session_last_error(NULL),
+                         "KFDBROKER_GPU=one: not a GPU index (0, 1, ... as kfdbrokerctl status lists them)");
+        setenv("KFDBROKER_GPU", "1", 1);
+        cr_assert_eq(kfdb_session_new(d.sock, "env", &s), 0, "%s", kfdb_session_last_error(NULL));
+        cr_expect_eq(kfdb_session_get_gpu(s), 1u);
+        fill_and_check(s, 0x1e1e1e1e);
+        kfdb_session_free(s);
+        unsetenv("KFDBROKER_GPU");
+
+        /* The daemon is unharmed: a session on the first GPU works. */
+        cr_assert_eq(kfdb_session_new(d.sock, "after", &s), 0, "%s", kfdb_session_last_error(NULL));
+        fill_and_check(s, 0x600d600d);
+        kfdb_session_free(s);
+        test_daemon_fini(&d);
+}
+
+/* One client using both GPUs: a session on each, a buffer of the first
+ * handed to the second as a dma-buf and copied there. */
+Test(gpus, a_buffer_of_one_gpu_is_copied_on_the_other) {
+        const uint64_t size = 256 << 10;
+        TestDaemon d;
+        kfdb_session *a = NULL, *b = NULL;
+        kfdb_buffer *src = NULL, *imported = NULL, *dst = NULL;
+        kfdb_batch *batch = NULL;
+        uint64_t fence = 0;
+        uint32_t *p = NULL;
+        int fd = -1;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new(d.sock, "first", &a), 0);
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "second", 1, &b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(a, size, KFDB_PLACEMENT_GTT, &src), 0);
+        cr_assert_eq(kfdb_buffer_map(src, (void **) &p), 0);
+        for (unsigned i = 0; i < size / 4; i++)
+                p[i] = i * 2654435761u;
+        cr_assert_eq(kfdb_buffer_export(src, &fd), 0);
+        cr_assert_eq(kfdb_buffer_import(b, fd, &imported), 0, "%s", kfdb_session_last_error(b));
+        cr_assert_eq(kfdb_buffer_alloc(b, size, KFDB_PLACEMENT_VRAM, &dst), 0);
+        cr_assert_eq(kfdb_batch_new(b, &batch), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, dst, 0, imported, 0, size), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(b));
+        cr_assert_eq(kfdb_fence_wait(b, fence, 30000), 0, "%s", kfdb_session_last_error(b));
+        cr_assert_eq(kfdb_buffer_map(dst, (void **) &p), 0);
+        for (unsigned i = 0; i < size / 4; i++)
+                cr_assert_eq(p[i], i * 2654435761u, "word %u", i);
+        close(fd);
+        kfdb_batch_free(batch);
+        kfdb_buffer_free(dst);
+        kfdb_buffer_free(imported);
+        kfdb_buffer_free(src);
+        kfdb_session_free(b);
+        kfdb_session_free(a);
+        test_daemon_fini(&d);
+}
+
+Test(gpus, status_and_metrics_list_every_gpu) {
+        TestDaemon d;
+        char metrics_arg[200], path[160];
+        const char *extra[] = { "--sim-topology=igpu-first", "--gpu=all", metrics_arg, "--metrics-interval=1", NULL };
+        const char *status[] = { "--socket", NULL, "status", NULL };
+        char *out = NULL, *err = NULL;
+
+        snprintf(path, sizeof path, "/tmp/kfdbroker-test-gpus-%d.prom", (int) getpid());
+        snprintf(metrics_arg, sizeof metrics_arg, "--metrics-file=%s", path);
+        test_daemon_start(&d, extra);
+        status[1] = d.sock;
+        cr_assert_eq(test_run_ctl(status, false, &out, &err), 0, "%s", err);
+        cr_expect(strstr(out, "gpu 0:    node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, 1 GiB local memory): every "
+                              "GPU node (--gpu=all); 1 session, "),
+                  "%s", out);
+        cr_expect(strstr(out, "gpu 1:    node 1 (gfx1036, 0000:10:00.0, renderD128, integrated, 512 MiB local memory)"),
+                  "%s", out);
+        cr_expect(strstr(out, "0 of at most 64 client contexts up"), "two device contexts are not clients:\n%s", out);
+        free(out);
+        free(err);
+        /* Written at start, then every second. */
+        for (int i = 0; i < 100 && access(path, F_OK) < 0; i++)
+                usleep(50 * 1000);
+        out = test_read_file(path);
+        cr_assert(out, "no metrics file at %s", path);
+        cr_expect(strstr(out, "kfdbroker_gpu_info{gpu=\"0\",gfx=\"gfx1030\",gpu_id=\"0x697d\"} 1\n"), "%s", out);
+        cr_expect(strstr(out, "kfdbroker_gpu_info{gpu=\"1\",gfx=\"gfx1036\",gpu_id=\"0x5a0b\"} 1\n"), "%s", out);
+        cr_expect(strstr(out, "kfdbroker_jobs_in_flight{gpu=\"1\"} 0\n"), "%s", out);
+        cr_expect(strstr(out, ",kind=\"device\",gpu=\"1\"}"), "%s", out);
+        free(out);
+        unlink(path);
+        test_daemon_fini(&d);
+}
