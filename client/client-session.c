@@ -305,6 +305,9 @@ static int queued_refusal(kfdb_session *s, int k, const char *name) {
                         return refused(s, m);
                 session_dispatch(s, m);
         }
+        /* It ended the session on purpose (SessionEnded): say why. */
+        if (s->ended)
+                return session_error(s, -ECONNRESET, "kfdbrokerd ended the session: %s", s->ended_message);
         return session_error(s, k, "cannot send %s request to kfdbrokerd: %s", name, strerror(-k));
 }
 

@@ -82,6 +82,14 @@ static int limits_field(sd_bus_message *m, const char *key, const char *contents
                 if (r < 0)
                         return -EBADMSG;
                 l->priority = (PolicyPriority) r;
+        } else if (k == POLICY_LIMIT_DEVICES) {
+                char p[256], err[256];
+
+                r = ctl_bus_read_string(m, contents, p, sizeof(p));
+                if (r < 0)
+                        return r;
+                if (policy_limit_parse(POLICY_LIMIT_DEVICES, p, l, err, sizeof err) < 0)
+                        return -EBADMSG;
         } else if (k == POLICY_LIMIT_COMPUTE_DISPATCH || k == POLICY_LIMIT_ISOLATION) {
                 char p[32];
 
@@ -268,6 +276,13 @@ static int parse_assignments(const char *prog, int argc, char **argv, PolicyLimi
                                 "Events, JobsInFlight, Weight, Priority, ComputeDispatch, Isolation, JobTimeout, "
                                 "DispatchTimeout, UserBufferMemory, UserBuffers, UnitBufferMemory, UserJobsInFlight, Queues)\n",
                                 prog, ctl_sanitize(key, err, sizeof(err)));
+                        return -EINVAL;
+                }
+                if (k == POLICY_LIMIT_DEVICES) {
+                        fprintf(stderr,
+                                "%s limits: Devices= cannot be set on a live session: a session stays on its GPU; "
+                                "set it in a policy file (kfdbroker-policy(5)) and reload\n",
+                                prog);
                         return -EINVAL;
                 }
                 if (set & (1u << k)) {

@@ -7,7 +7,7 @@ _kfdbrokerctl() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
         local commands="status device demo kernels selftest cdi sessions accounting metrics top limits reload policy terminate"
         local global="--socket= --json --no-ask-password --help --version"
-        local limit_keys="BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout= UserBufferMemory= UserBuffers= UnitBufferMemory= UserJobsInFlight= Queues="
+        local limit_keys="BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout= UserBufferMemory= UserBuffers= UnitBufferMemory= UserJobsInFlight= Queues= Devices="
         local i verb= nargs=0
 
         # The command is the first word that is not an option (--socket takes a value).

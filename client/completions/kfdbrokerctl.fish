@@ -41,6 +41,6 @@ complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s b -l batch -d '
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s d -l delay -r -d 'seconds between refreshes'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s n -l iterations -r -d 'stop after N refreshes'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from limits' -a '(kfdbrokerctl sessions 2>/dev/null | string match -r "^\d+")' -d session
-complete -c kfdbrokerctl -n '__fish_seen_subcommand_from limits' -a 'BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout= UserBufferMemory= UserBuffers= UnitBufferMemory= UserJobsInFlight= Queues='
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from limits' -a 'BufferMemory= MaxBufferSize= Buffers= Events= JobsInFlight= Weight= Priority= ComputeDispatch= Isolation= JobTimeout= DispatchTimeout= UserBufferMemory= UserBuffers= UnitBufferMemory= UserJobsInFlight= Queues= Devices='
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from policy; and not __fish_seen_subcommand_from check' -a check -d 'check policy directories'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from policy; and __fish_seen_subcommand_from check' -a '(__fish_complete_directories)'

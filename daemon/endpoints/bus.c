@@ -260,6 +260,10 @@ static int append_limits(sd_bus_message *r, const PolicyLimits *l) {
         k |= append_sv_t(r, "UnitBufferMemory", l->unit_buffer_memory);
         k |= append_sv_t(r, "UserJobsInFlight", l->user_jobs_in_flight);
         k |= append_sv_t(r, "Queues", l->queues);
+        {
+                char devices[200];
+                k |= append_sv_s(r, "Devices", policy_limit_format(POLICY_LIMIT_DEVICES, l, devices, sizeof devices));
+        }
         return k < 0 ? -ENOMEM : 0;
 }
 

@@ -31,15 +31,14 @@
 
 #include "kfd/kfd-gpu-choice.h"
 #include "util/macro.h"
+#include "util/parse-util.h"
 
 bool kfd_node_is_integrated(const KfdNode *n) {
         return n->cpu_cores_count > 0 || n->local_mem_size < KFD_IGPU_LOCAL_MEM_LIMIT;
 }
 
 void kfd_node_pci_name(const KfdNode *n, char *buf, size_t size) {
-        uint32_t bus = (n->location_id >> 8) & 0xff, devfn = n->location_id & 0xff;
-
-        snprintf(buf, size, "%04x:%02x:%02x.%x", n->domain, bus, devfn >> 3, devfn & 7);
+        format_pci_address(n->domain, n->location_id, buf, size);
 }
 
 static void format_size(uint64_t bytes, char *buf, size_t size) {
@@ -111,51 +110,6 @@ static void choose_default(const KfdTopology *t, KfdGpuChoice *ret) {
                          n_integrated == t->n_nodes ? "integrated" : "discrete");
 }
 
-/* Parses s entirely as an unsigned number in base; false if it is not one. */
-static bool parse_uint(const char *s, size_t len, int base, unsigned long max, unsigned long *ret) {
-        char buf[16], *end;
-
-        if (len == 0 || len >= sizeof buf)
-                return false;
-        memcpy(buf, s, len);
-        buf[len] = '\0';
-        for (size_t i = 0; i < len; i++)
-                if (!(base == 10 ? (buf[i] >= '0' && buf[i] <= '9')
-                                 : ((buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f') ||
-                                    (buf[i] >= 'A' && buf[i] <= 'F'))))
-                        return false;
-        errno = 0;
-        unsigned long v = strtoul(buf, &end, base);
-        if (errno || *end || v > max)
-                return false;
-        *ret = v;
-        return true;
-}
-
-/* "[DDDD:]BB:DD.F" -> domain, location_id. */
-static bool parse_pci(const char *s, uint32_t *ret_domain, uint32_t *ret_location) {
-        unsigned long domain = 0, bus, dev, fn;
-        const char *dot = strrchr(s, '.');
-        const char *c2 = dot ? memrchr(s, ':', (size_t) (dot - s)) : NULL;
-
-        if (!dot || !c2)
-                return false;
-        const char *c1 = memrchr(s, ':', (size_t) (c2 - s));
-        const char *bus_start = c1 ? c1 + 1 : s;
-        /* Domains past 16 bits exist (VMD: 10000:e0:00.0); KFD prints a u32. */
-        if (c1 && !parse_uint(s, (size_t) (c1 - s), 16, 0xffffffff, &domain))
-                return false;
-        if (c1 && memchr(s, ':', (size_t) (c1 - s)))
-                return false;
-        if (!parse_uint(bus_start, (size_t) (c2 - bus_start), 16, 0xff, &bus) ||
-            !parse_uint(c2 + 1, (size_t) (dot - c2 - 1), 16, 0x1f, &dev) ||
-            !parse_uint(dot + 1, strlen(dot + 1), 16, 7, &fn))
-                return false;
-        *ret_domain = (uint32_t) domain;
-        *ret_location = (uint32_t) (bus << 8 | dev << 3 | fn);
-        return true;
-}
-
 /* The node spec[0..len) names, as an index into t->nodes: 0, -EINVAL (not
  * one of the forms) or -ENODEV (no such GPU), with err saying so. */
 static int match_one(const KfdTopology *t, const char *spec, size_t len, unsigned *ret, char *err, size_t errlen) {
@@ -171,18 +125,18 @@ static int match_one(const KfdTopology *t, const char *spec, size_t len, unsigne
         }
         memcpy(item, spec, len);
         item[len] = '\0';
-        if (parse_uint(item, len, 10, 65535, &v)) {
+        if (parse_uint_n(item, len, 10, 65535, &v)) {
                 what = "KFD node";
                 for (unsigned i = 0; i < t->n_nodes; i++)
                         if (t->nodes[i].node_index == v)
                                 match = (int) i;
-        } else if ((strncmp(item, "renderD", 7) == 0 && parse_uint(item + 7, len - 7, 10, 65535, &v)) ||
-                   (strncmp(item, "/dev/dri/renderD", 16) == 0 && parse_uint(item + 16, len - 16, 10, 65535, &v))) {
+        } else if ((strncmp(item, "renderD", 7) == 0 && parse_uint_n(item + 7, len - 7, 10, 65535, &v)) ||
+                   (strncmp(item, "/dev/dri/renderD", 16) == 0 && parse_uint_n(item + 16, len - 16, 10, 65535, &v))) {
                 what = "render node";
                 for (unsigned i = 0; i < t->n_nodes; i++)
                         if (t->nodes[i].drm_render_minor == v)
                                 match = (int) i;
-        } else if (parse_pci(item, &domain, &location)) {
+        } else if (parse_pci_address(item, len, &domain, &location)) {
                 what = "PCI address";
                 for (unsigned i = 0; i < t->n_nodes; i++)
                         if (t->nodes[i].domain == domain && t->nodes[i].location_id == location)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "util/macro.h"
+#include "util/parse-util.h"
 
 static const char *const limit_key_names[_POLICY_LIMIT_MAX] = {
         [POLICY_LIMIT_BUFFER_MEMORY] = "BufferMemory",
@@ -33,6 +34,7 @@ static const char *const limit_key_names[_POLICY_LIMIT_MAX] = {
         [POLICY_LIMIT_UNIT_BUFFER_MEMORY] = "UnitBufferMemory",
         [POLICY_LIMIT_USER_JOBS_IN_FLIGHT] = "UserJobsInFlight",
         [POLICY_LIMIT_QUEUES] = "Queues",
+        [POLICY_LIMIT_DEVICES] = "Devices",
 };
 
 void policy_limits_fit_device(PolicyLimits *l, uint64_t vram_size, bool copies_visible) {
@@ -397,6 +399,71 @@ static int _printf_(3, 4) limit_error(char *err, size_t errlen, const char *fmt,
         return -EINVAL;
 }
 
+/* Devices=: "all", or indexes and PCI addresses separated by commas or blanks. */
+static int parse_devices(const char *value, const char *q, PolicyDevices *ret, char *err, size_t errlen) {
+        PolicyDevices d = {};
+
+        if (strcmp(value, "all") == 0) {
+                *ret = d;
+                return 0;
+        }
+        for (const char *p = value + strspn(value, " \t"); *p;) {
+                size_t len = strcspn(p, ", \t");
+                PolicyDevice v = {};
+                unsigned long x;
+
+                if (len == 0)
+                        return limit_error(err, errlen, "invalid Devices= value \"%s\": an empty item", q);
+                if (parse_uint_n(p, len, 10, POLICY_MAX_DEVICES - 1, &x))
+                        v.index = (uint32_t) x;
+                else if (parse_pci_address(p, len, &v.domain, &v.location))
+                        v.pci = true;
+                else
+                        return limit_error(err, errlen,
+                                           "invalid Devices= value \"%s\": expected \"all\", or GPU indexes 0..%u (as "
+                                           "kfdbrokerctl status numbers them) and PCI addresses (0000:03:00.0)",
+                                           q, POLICY_MAX_DEVICES - 1);
+                for (unsigned i = 0; i < d.n; i++)
+                        if (d.v[i].pci == v.pci && d.v[i].index == v.index && d.v[i].domain == v.domain &&
+                            d.v[i].location == v.location)
+                                return limit_error(err, errlen, "invalid Devices= value \"%s\": a GPU named twice", q);
+                if (d.n == POLICY_MAX_DEVICES)
+                        return limit_error(err, errlen, "invalid Devices= value \"%s\": more than %u GPUs", q,
+                                           POLICY_MAX_DEVICES);
+                d.v[d.n++] = v;
+                /* Items are separated by blanks, or by one comma with blanks around it. */
+                p += len;
+                p += strspn(p, " \t");
+                if (*p == ',') {
+                        p++;
+                        p += strspn(p, " \t");
+                        if (*p == '\0' || *p == ',')
+                                return limit_error(err, errlen, "invalid Devices= value \"%s\": an empty item", q);
+                }
+        }
+        if (d.n == 0)
+                return limit_error(err, errlen, "invalid Devices= value \"%s\": no GPU named", q);
+        *ret = d;
+        return 0;
+}
+
+bool policy_devices_allow(const PolicyDevices *d, unsigned index, const char *pci_address) {
+        char pci[24];
+
+        if (d->n == 0)
+                return true;
+        for (unsigned i = 0; i < d->n; i++) {
+                if (!d->v[i].pci && d->v[i].index == index)
+                        return true;
+                if (d->v[i].pci && pci_address) {
+                        format_pci_address(d->v[i].domain, d->v[i].location, pci, sizeof pci);
+                        if (strcmp(pci, pci_address) == 0)
+                                return true;
+                }
+        }
+        return false;
+}
+
 int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, char *err, size_t errlen) {
         const char *name = policy_limit_key_to_string(k);
         char q[80];
@@ -478,6 +545,8 @@ int policy_limit_parse(PolicyLimitKey k, const char *value, PolicyLimits *l, cha
                 else
                         l->dispatch_timeout_ns = x;
                 return 0;
+        case POLICY_LIMIT_DEVICES:
+                return parse_devices(value, q, &l->devices, err, errlen);
         default:
                 return -EINVAL;
         }
@@ -580,6 +649,29 @@ const char *policy_limit_format(PolicyLimitKey k, const PolicyLimits *l, char *b
                 return policy_format_timespan(l->job_timeout_ns, buf, n);
         case POLICY_LIMIT_DISPATCH_TIMEOUT:
                 return policy_format_timespan(l->dispatch_timeout_ns, buf, n);
+        case POLICY_LIMIT_DEVICES: {
+                size_t used = 0;
+
+                if (n == 0)
+                        return buf;
+                buf[0] = '\0';
+                if (l->devices.n == 0)
+                        snprintf(buf, n, "all");
+                for (unsigned i = 0; i < l->devices.n && used < n; i++) {
+                        char item[24];
+                        const PolicyDevice *v = &l->devices.v[i];
+
+                        if (v->pci)
+                                format_pci_address(v->domain, v->location, item, sizeof item);
+                        else
+                                snprintf(item, sizeof item, "%" PRIu32, v->index);
+                        int w = snprintf(buf + used, n - used, "%s%s", i ? "," : "", item);
+                        if (w < 0)
+                                break;
+                        used += (size_t) w;
+                }
+                return buf;
+        }
         default:
                 snprintf(buf, n, "?");
                 return buf;

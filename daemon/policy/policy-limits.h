@@ -44,6 +44,18 @@ typedef enum PolicyIsolation {
         _POLICY_ISOLATION_MAX,
 } PolicyIsolation;
 
+/* Devices=: which GPUs a session may use, by index (the served order,
+ * `kfdbrokerctl status`) or PCI address; n 0 means all. */
+#define POLICY_MAX_DEVICES 8u
+typedef struct PolicyDevice {
+        bool pci;                 /* a PCI address (domain, location), else an index */
+        uint32_t index, domain, location;
+} PolicyDevice;
+typedef struct PolicyDevices {
+        unsigned n;
+        PolicyDevice v[POLICY_MAX_DEVICES];
+} PolicyDevices;
+
 typedef struct PolicyLimits {
         uint64_t buffer_memory;   /* BufferMemory=: bytes of all buffers of a session */
         uint64_t max_buffer_size; /* MaxBufferSize=: bytes of one buffer */
@@ -61,6 +73,7 @@ typedef struct PolicyLimits {
         uint64_t unit_buffer_memory; /* UnitBufferMemory=: bytes of all sessions of the client's unit */
         uint64_t user_jobs_in_flight; /* UserJobsInFlight=: unfinished jobs of all sessions of the uid */
         uint64_t queues;          /* Queues=: KFD queues a relayed ROCm process may create (docs/rocm.md) */
+        PolicyDevices devices;    /* Devices=: the GPUs a session may use */
 } PolicyLimits;
 
 /* The keys of a [Limits] section, in the order they are documented. */
@@ -81,6 +94,7 @@ typedef enum PolicyLimitKey {
         POLICY_LIMIT_UNIT_BUFFER_MEMORY,
         POLICY_LIMIT_USER_JOBS_IN_FLIGHT,
         POLICY_LIMIT_QUEUES,
+        POLICY_LIMIT_DEVICES,
         _POLICY_LIMIT_MAX,
 } PolicyLimitKey;
 
@@ -175,3 +189,7 @@ int policy_priority_from_string(const char *s); /* PolicyPriority or -EINVAL */
 /* KFD queue_priority (0..15) for CREATE_QUEUE: idle 0, low 3, normal 7, high 11
  * (libhsakmt's values for thunk priorities MINIMUM, LOW, NORMAL, HIGH). */
 uint32_t policy_priority_to_queue_priority(PolicyPriority p);
+
+/* Whether Devices= lets a session use the GPU of that index and PCI address
+ * ("0000:03:00.0"; NULL or "" when it has none). */
+bool policy_devices_allow(const PolicyDevices *d, unsigned index, const char *pci_address);

@@ -35,7 +35,7 @@ typedef enum MatchKey {
         _MATCH_MAX,
 } MatchKey;
 
-_Static_assert((int) _MATCH_MAX <= 16 && (int) _POLICY_LIMIT_MAX <= 16, "key_line too small");
+_Static_assert((int) _MATCH_MAX <= 32 && (int) _POLICY_LIMIT_MAX <= 32, "key_line too small");
 
 static const char *const match_key_names[_MATCH_MAX] = {
         [MATCH_USER] = "User",          [MATCH_GROUP] = "Group",
@@ -138,7 +138,7 @@ typedef struct Parser {
         Section section;
         PolicyRule *rule;        /* the rule being filled */
         unsigned rule_has_limits;
-        unsigned key_line[16]; /* per MatchKey or LimitKey of the current section */
+        unsigned key_line[32]; /* per MatchKey or LimitKey of the current section */
         char *err;
         size_t errlen;
 } Parser;
@@ -644,6 +644,8 @@ static void apply_limits(PolicyLimits *l, const PolicyRule *r) {
                 l->job_timeout_ns = v->job_timeout_ns;
         if (s & (1u << POLICY_LIMIT_DISPATCH_TIMEOUT))
                 l->dispatch_timeout_ns = v->dispatch_timeout_ns;
+        if (s & (1u << POLICY_LIMIT_DEVICES))
+                l->devices = v->devices;
 }
 
 int policy_resolve(const Policy *p, const Identity *id, const PolicyLimits *defaults,

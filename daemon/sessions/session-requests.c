@@ -83,6 +83,7 @@ static void handle_hello(Session *s, const WireRequest *req) {
         }
         if (req->hello.has_gpu) {
                 SessionGpu *g = session_set_gpu(s->set, req->hello.gpu);
+                char devices[200];
 
                 if (!g) {
                         session_send_error(s, req->id, ENODEV,
@@ -91,12 +92,32 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                            req->hello.gpu, s->set->n_gpus, s->set->n_gpus - 1);
                         return;
                 }
+                if (!session_may_use_gpu(s, g)) {
+                        session_send_error(s, req->id, EACCES,
+                                           "hello.gpu: GPU %u is not one this session may use (policy Devices=%s, "
+                                           "from %s)",
+                                           g->index,
+                                           policy_limit_format(POLICY_LIMIT_DEVICES, &s->policy, devices,
+                                                               sizeof devices),
+                                           s->policy_matched ?: "the defaults");
+                        return;
+                }
                 int r = session_use_gpu(s, g);
                 if (r < 0) { /* nothing is held before Hello: a bug if so */
                         session_send_error(s, req->id, -r, "hello.gpu: cannot move the session to GPU %u",
                                            g->index);
                         return;
                 }
+        }
+        if (!session_may_use_gpu(s, s->gpu)) {
+                char devices[200];
+
+                session_send_error(s, req->id, EACCES,
+                                   "no GPU this session may use: policy Devices=%s (from %s) names none of the %u "
+                                   "GPUs this daemon serves",
+                                   policy_limit_format(POLICY_LIMIT_DEVICES, &s->policy, devices, sizeof devices),
+                                   s->policy_matched ?: "the defaults", s->set->n_gpus);
+                return;
         }
         if (req->hello.resume_fence > 0)
                 s->last_fence = s->completed_fence = req->hello.resume_fence;

@@ -3,6 +3,7 @@
 #include "sessions/session-set.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,21 @@ int session_set_reload_policy(SessionSet *set, const char *origin, char *err, si
         set->policy = p;
         LIST_FOREACH(sessions, s, set->sessions)
                 session_apply_policy(s);
+        /* A session whose GPU Devices= no longer allows ends, saying so. */
+        {
+                Session *next;
+
+                LIST_FOREACH_SAFE(sessions, s, next, set->sessions) {
+                        char devices[200], why[320];
+
+                        if (!s->hello_done || !s->gpu || session_may_use_gpu(s, s->gpu))
+                                continue;
+                        snprintf(why, sizeof why, "the policy no longer lets this session use GPU %u (Devices=%s)",
+                                 s->gpu->index,
+                                 policy_limit_format(POLICY_LIMIT_DEVICES, &s->policy, devices, sizeof devices));
+                        session_end(s, EACCES, why, false);
+                }
+        }
         /* Weights may have changed. */
         session_set_run_schedulers(set);
         log_fields_add(&f, "KFDBROKER_POLICY_RULES=%zu", policy_n_rules(p));

@@ -99,6 +99,24 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         /* Isolation= may have changed: the next compute job takes its context anew. */
         free(s->compute_key);
         s->compute_key = NULL;
+        /* Before Hello the session sits on the first GPU Devices= allows
+         * (none allowed: its Hello is refused, session-requests.c). */
+        if (!s->hello_done && s->gpu && !session_may_use_gpu(s, s->gpu)) {
+                SessionGpu *g = session_first_gpu(s);
+                if (g)
+                        (void) session_use_gpu(s, g); /* holds nothing yet */
+        }
+}
+
+bool session_may_use_gpu(const Session *s, const SessionGpu *g) {
+        return policy_devices_allow(&s->policy.devices, g->index, g->info ? g->info->pci_address : NULL);
+}
+
+SessionGpu *session_first_gpu(Session *s) {
+        for (unsigned i = 0; i < s->set->n_gpus; i++)
+                if (session_may_use_gpu(s, &s->set->gpus[i]))
+                        return &s->set->gpus[i];
+        return NULL;
 }
 
 void session_apply_policy(Session *s) {

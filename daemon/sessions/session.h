@@ -212,6 +212,10 @@ void session_apply_policy(Session *s);
 /* Moves a session that holds nothing yet (no buffer, code object, context,
  * ring or fence page: -EBUSY) to GPU g: its streams go to g's scheduler. */
 int session_use_gpu(Session *s, SessionGpu *g);
+/* Whether the session's Devices= lets it use g. */
+bool session_may_use_gpu(const Session *s, const SessionGpu *g);
+/* The first GPU it may use, NULL for none. */
+SessionGpu *session_first_gpu(Session *s);
 void session_set_limits(Session *s, const PolicyLimits *l);
 /* Quotas (session-quota.c). Buffer memory accounting for the session, its
  * identity, its user and its unit; buffer and code object counts of its user

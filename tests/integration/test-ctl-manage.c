@@ -557,7 +557,7 @@ Test(ctl_manage, limits_show_set_and_the_effect) {
                               "\"dispatch_timeout_usec\":60000000,\"user_buffer_memory\":\"infinity\",\"user_buffers\":"),
                   "%s", out);
         /* UserBuffers= comes from the daemon's fd limit. */
-        cr_assert(strstr(out, ",\"unit_buffer_memory\":\"infinity\",\"user_jobs_in_flight\":65536,\"queues\":64}}\n"), "%s", out);
+        cr_assert(strstr(out, ",\"unit_buffer_memory\":\"infinity\",\"user_jobs_in_flight\":65536,\"queues\":64,\"devices\":\"all\"}}\n"), "%s", out);
         free(out);
 
         /* The D-Bus key name works too (with a unit), and "infinity". */
@@ -614,6 +614,8 @@ Test(ctl_manage, limits_bad_keys_and_values_send_nothing) {
                                                "UserBuffers, UnitBufferMemory, UserJobsInFlight, Queues)\n" },
                 { { "Buffers=lots" }, "kfdbrokerctl limits: invalid Buffers= value \"lots\": expected a number below "
                                       "4294967295 or \"infinity\"\n" },
+                { { "Devices=1" }, "kfdbrokerctl limits: Devices= cannot be set on a live session: a session stays on "
+                                   "its GPU; set it in a policy file (kfdbroker-policy(5)) and reload\n" },
                 { { "BufferMemory=2X" }, "kfdbrokerctl limits: invalid BufferMemory= value \"2X\": expected bytes with "
                                          "an optional K, M, G or T suffix (base 1024), or \"infinity\"\n" },
                 { { "MaxBufferSize=0" }, "kfdbrokerctl limits: invalid MaxBufferSize= value \"0\": must be at least 1 byte\n" },

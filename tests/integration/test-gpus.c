@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,5 +173,77 @@ Test(gpus, status_and_metrics_list_every_gpu) {
         cr_expect(strstr(out, ",kind=\"device\",gpu=\"1\"}"), "%s", out);
         free(out);
         unlink(path);
+        test_daemon_fini(&d);
+}
+
+/* Writes the grant directory's policy file that sets Devices= for this uid
+ * and has the daemon reload, waiting for the log to say so (count-th reload). */
+static void set_devices(const TestDaemon *d, const char *devices, unsigned count) {
+        char path[300];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/50-devices.conf", d->grant_dir);
+        f = fopen(path, "we");
+        cr_assert_not_null(f);
+        fprintf(f, "[Match]\nUser=%u\n[Limits]\nDevices=%s\n", (unsigned) getuid(), devices);
+        cr_assert_eq(fclose(f), 0);
+        cr_assert_eq(kill(d->pid, SIGHUP), 0);
+        for (int i = 0; i < 200; i++) {
+                char *log = test_daemon_read_log(d);
+                unsigned n = 0;
+
+                for (const char *p = log; (p = strstr(p, "Policy loaded (SIGHUP)")); p++)
+                        n++;
+                free(log);
+                if (n >= count)
+                        return;
+                usleep(25 * 1000);
+        }
+        cr_assert_fail("the daemon did not reload its policy");
+}
+
+/* A policy confining a user to GPU 1: its sessions go there by default, one
+ * that asks for GPU 0 is refused naming the rule, and a reload that takes
+ * GPU 1 away ends the session that is on it. */
+Test(gpus, devices_confines_a_user_to_its_gpus) {
+        TestDaemon d;
+        kfdb_session *s = NULL, *other = NULL;
+        kfdb_buffer *b = NULL;
+
+        test_daemon_start(&d, two_gpus);
+        set_devices(&d, "1", 1);
+
+        cr_assert_eq(kfdb_session_new(d.sock, "confined", &s), 0, "%s", kfdb_session_last_error(NULL));
+        cr_expect_eq(kfdb_session_get_gpu(s), 1u, "the first GPU it may use");
+        fill_and_check(s, 0xc0c0c0c0);
+
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "not-there", 0, &other), -EACCES);
+        cr_expect(strstr(kfdb_session_last_error(NULL),
+                         "hello.gpu: GPU 0 is not one this session may use (policy Devices=1, from "),
+                  "%s", kfdb_session_last_error(NULL));
+        cr_expect(strstr(kfdb_session_last_error(NULL), "50-devices.conf"), "%s", kfdb_session_last_error(NULL));
+
+        /* By PCI address: GPU 1 is the integrated one at 0000:10:00.0. */
+        set_devices(&d, "0000:10:00.0", 2);
+        cr_assert_eq(kfdb_session_new(d.sock, "by-pci", &other), 0, "%s", kfdb_session_last_error(NULL));
+        cr_expect_eq(kfdb_session_get_gpu(other), 1u);
+        kfdb_session_free(other);
+
+        /* GPU 1 taken away: the session on it ends, saying why. */
+        set_devices(&d, "0", 3);
+        kfdb_session_set_reconnect_timeout(s, 0);
+        int r = kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &b);
+        cr_expect_eq(r, -ECONNRESET, "%d", r);
+        cr_expect(strstr(kfdb_session_last_error(s), "the policy no longer lets this session use GPU 1 (Devices=0)"),
+                  "%s", kfdb_session_last_error(s));
+        kfdb_session_free(s);
+
+        /* Devices= naming no GPU served: Hello says so. */
+        set_devices(&d, "5", 4);
+        cr_assert_eq(kfdb_session_new(d.sock, "nowhere", &s), -EACCES);
+        cr_expect(strstr(kfdb_session_last_error(NULL), "no GPU this session may use: policy Devices=5 (from "),
+                  "%s", kfdb_session_last_error(NULL));
+        cr_expect(strstr(kfdb_session_last_error(NULL), "names none of the 2 GPUs this daemon serves"), "%s",
+                  kfdb_session_last_error(NULL));
         test_daemon_fini(&d);
 }

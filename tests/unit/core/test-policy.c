@@ -734,6 +734,51 @@ Test(policy, user_and_unit_caps) {
         cr_expect_str_eq(err, "invalid Queues= value \"lots\": expected a number below 4294967295 or \"infinity\"");
 }
 
+/* Devices=: which GPUs a session may use, by index or PCI address (issue 33). */
+Test(policy, devices) {
+        PolicyLimits l;
+        char err[256], buf[200];
+
+        policy_limits_default(&l);
+        cr_expect_eq(policy_limit_key_from_string("Devices"), POLICY_LIMIT_DEVICES);
+        cr_expect_eq(l.devices.n, 0u, "all by default");
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_DEVICES, &l, buf, sizeof buf), "all");
+        cr_expect(policy_devices_allow(&l.devices, 5, NULL));
+
+        cr_assert_eq(policy_limit_parse(POLICY_LIMIT_DEVICES, "1, 03:00.0 2", &l, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(l.devices.n, 3u);
+        cr_expect_str_eq(policy_limit_format(POLICY_LIMIT_DEVICES, &l, buf, sizeof buf), "1,0000:03:00.0,2");
+        cr_expect(policy_devices_allow(&l.devices, 1, "0000:0c:00.0"));
+        cr_expect(policy_devices_allow(&l.devices, 0, "0000:03:00.0"), "by its PCI address");
+        cr_expect(!policy_devices_allow(&l.devices, 0, "0000:04:00.0"));
+        cr_expect(!policy_devices_allow(&l.devices, 3, NULL));
+        /* What it prints reads back to the same. */
+        PolicyLimits again;
+        policy_limits_default(&again);
+        cr_assert_eq(policy_limit_parse(POLICY_LIMIT_DEVICES, buf, &again, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(memcmp(&again.devices, &l.devices, sizeof l.devices), 0);
+        cr_assert_eq(policy_limit_parse(POLICY_LIMIT_DEVICES, "all", &l, err, sizeof err), 0);
+        cr_expect_eq(l.devices.n, 0u);
+
+        static const struct {
+                const char *value, *err;
+        } bad[] = {
+                { "8", "invalid Devices= value \"8\": expected \"all\", or GPU indexes 0..7 (as kfdbrokerctl status "
+                       "numbers them) and PCI addresses (0000:03:00.0)" },
+                { "gpu1", "invalid Devices= value \"gpu1\": expected \"all\", or GPU indexes 0..7 (as kfdbrokerctl "
+                          "status numbers them) and PCI addresses (0000:03:00.0)" },
+                { "1,,2", "invalid Devices= value \"1,,2\": an empty item" },
+                { "1,1", "invalid Devices= value \"1,1\": a GPU named twice" },
+                { "0 1 2 3 4 5 6 7 03:00.0", "invalid Devices= value \"0 1 2 3 4 5 6 7 03:00.0\": more than 8 GPUs" },
+                { ",", "invalid Devices= value \",\": an empty item" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                cr_expect_eq(policy_limit_parse(POLICY_LIMIT_DEVICES, bad[i].value, &l, err, sizeof err), -EINVAL,
+                             "%s", bad[i].value);
+                cr_expect_str_eq(err, bad[i].err);
+        }
+}
+
 /* The memory defaults fitted to the GPU (docs/policy.md "Defaults on a shared
  * GPU"): half its VRAM per user, at least 1G; a session at most that and 4G;
  * one buffer at most 1G and the session's. */
