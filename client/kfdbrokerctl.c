@@ -32,6 +32,8 @@ typedef struct Ctl {
         const char *socket_path; /* NULL: library default ($KFDBROKER_SOCKET, compiled-in) */
         bool json;
         bool no_ask_password;
+        bool gpu_wanted;         /* a session on GPU gpu (selftest --gpu=), else the library's choice */
+        uint32_t gpu;
         kfdb_session *session;
 } Ctl;
 
@@ -57,7 +59,8 @@ static int ctl_connect(Ctl *ctl) {
 
         if (ctl->session)
                 return 0;
-        r = kfdb_session_new(path, PROG, &ctl->session);
+        r = ctl->gpu_wanted ? kfdb_session_new_on_gpu(path, PROG, ctl->gpu, &ctl->session)
+                            : kfdb_session_new(path, PROG, &ctl->session);
         if (r == -ENOENT || r == -ECONNREFUSED)
                 fprintf(stderr, PROG ": cannot connect to %s: %s (is kfdbrokerd running?)\n", path,
                         strerror(-r));
@@ -571,14 +574,53 @@ static int verb_kernels(Ctl *ctl, int argc, char **argv) {
 
 /* ---- selftest ---- */
 
+/* selftest --all: the suite on every GPU in turn, each in a session of its
+ * own; a JSON array of the suites' objects, by index. */
+static int selftest_every_gpu(Ctl *ctl, const CtlSelftestOptions *o) {
+        kfdb_gpu gpus[16];
+        size_t n = 0;
+        int r, worst = 0;
+
+        r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+        r = kfdb_gpus_get(ctl->session, gpus, 16, &n);
+        if (r < 0)
+                return ctl_fail(ctl, r, "Status failed");
+        ctl->session = kfdb_session_free(ctl->session);
+        if (o->json)
+                printf("[");
+        for (size_t i = 0; i < n && i < 16; i++) {
+                if (o->json && i > 0)
+                        printf(",");
+                else if (!o->json)
+                        printf("%sGPU %" PRIu32 ": %s\n", i ? "\n" : "", gpus[i].index, gpus[i].node);
+                fflush(stdout);
+                ctl->gpu_wanted = true;
+                ctl->gpu = gpus[i].index;
+                r = ctl_connect(ctl);
+                if (r >= 0)
+                        r = ctl_selftest(ctl->session, PROG " selftest", o);
+                ctl->session = kfdb_session_free(ctl->session);
+                if (r < 0 && (worst == 0 || r != -EIO))
+                        worst = r;
+        }
+        if (o->json)
+                printf("]\n");
+        return worst;
+}
+
 static int verb_selftest(Ctl *ctl, int argc, char **argv) {
-        enum { ARG_STRICT = 0x100, ARG_TIMEOUT_WAIT };
+        enum { ARG_STRICT = 0x100, ARG_TIMEOUT_WAIT, ARG_GPU, ARG_ALL };
         static const struct option options[] = {
                 { "strict", no_argument, NULL, ARG_STRICT },
                 { "timeout-wait", required_argument, NULL, ARG_TIMEOUT_WAIT },
+                { "gpu", required_argument, NULL, ARG_GPU },
+                { "all", no_argument, NULL, ARG_ALL },
                 {}
         };
         CtlSelftestOptions o = { .json = ctl->json, .timeout_wait_ms = CTL_SELFTEST_DEFAULT_TIMEOUT_WAIT_MS };
+        bool all = false;
         unsigned long v;
         char *end;
         int c, r;
@@ -599,6 +641,20 @@ static int verb_selftest(Ctl *ctl, int argc, char **argv) {
                         }
                         o.timeout_wait_ms = (uint32_t) v;
                         break;
+                case ARG_GPU:
+                        errno = 0;
+                        v = strtoul(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end != '\0' || optarg[0] == '-' || v > UINT32_MAX) {
+                                fprintf(stderr, PROG " selftest: --gpu must be a GPU index (kfdbrokerctl status), "
+                                                "got '%s'\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        ctl->gpu_wanted = true;
+                        ctl->gpu = (uint32_t) v;
+                        break;
+                case ARG_ALL:
+                        all = true;
+                        break;
                 default:
                         return CTL_EXIT_USAGE;
                 }
@@ -607,6 +663,12 @@ static int verb_selftest(Ctl *ctl, int argc, char **argv) {
                 fprintf(stderr, PROG " selftest: unexpected argument '%s'\n", argv[optind]);
                 return CTL_EXIT_USAGE;
         }
+        if (all && ctl->gpu_wanted) {
+                fprintf(stderr, PROG " selftest: --all and --gpu cannot be combined\n");
+                return CTL_EXIT_USAGE;
+        }
+        if (all)
+                return selftest_every_gpu(ctl, &o);
         r = ctl_connect(ctl);
         return r < 0 ? r : ctl_selftest(ctl->session, PROG " selftest", &o);
 }
@@ -756,8 +818,9 @@ static const Verb verbs[] = {
           "Fill a 64 MiB buffer on the GPU, copy it to another, check every byte; run saxpy over 16 M floats",
           verb_demo },
         { "kernels", "FILE", "List the kernels of a GPU code object, as the daemon loads it", verb_kernels },
-        { "selftest", "[--strict] [--timeout-wait=MS]",
-          "Check copy, fill, events, a dispatch, a fault and a timeout on the daemon's GPU", verb_selftest },
+        { "selftest", "[--strict] [--timeout-wait=MS] [--gpu=N | --all]",
+          "Check copy, fill, events, a dispatch, a fault and a timeout on the daemon's GPU (N, or each)",
+          verb_selftest },
         { "cdi", "[--output=FILE] [--rocm-dir=DIR]",
           "Print a CDI spec giving containers the socket (kfdbroker.org/gpu=all; =rocm adds kfdbroker-run)",
           verb_cdi },

@@ -42,7 +42,7 @@ _kfdbrokerctl() {
         local opts="--socket= --json --no-ask-password"
         case $verb in
         demo) opts+=" --size= --vram --elements=" ;;
-        selftest) opts+=" --strict --timeout-wait=" ;;
+        selftest) opts+=" --strict --timeout-wait= --gpu= --all" ;;
         cdi) opts+=" --output= --rocm-dir=" ;;
         top) opts+=" -b --batch -d --delay= -n --iterations=" ;;
         terminate)

@@ -35,6 +35,8 @@ complete -c kfdbrokerctl -n '__fish_seen_subcommand_from demo' -l elements -r -d
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from kernels' -F
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from selftest' -l strict -d 'fail on skipped checks too'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from selftest' -l timeout-wait -r -d 'how long the timeout check waits (ms)'
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from selftest' -l gpu -r -d 'the GPU to check, by index'
+complete -c kfdbrokerctl -n '__fish_seen_subcommand_from selftest' -l all -d 'check every GPU in turn'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from cdi' -l output -r -F -d 'write the spec to FILE'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from cdi' -l rocm-dir -r -a '(__fish_complete_directories)' -d 'take kfdbroker-run and the interposer from DIR'
 complete -c kfdbrokerctl -n '__fish_seen_subcommand_from top' -s b -l batch -d 'batch mode'

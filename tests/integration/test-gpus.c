@@ -247,3 +247,38 @@ Test(gpus, devices_confines_a_user_to_its_gpus) {
                   kfdb_session_last_error(NULL));
         test_daemon_fini(&d);
 }
+
+/* kfdbrokerctl selftest on one GPU, and on each. */
+Test(gpus, selftest_runs_on_a_chosen_gpu_and_on_every_gpu) {
+        TestDaemon d;
+        const char *one[] = { "--socket", NULL, "selftest", "--gpu=1", "--timeout-wait=100", NULL };
+        const char *all[] = { "--socket", NULL, "--json", "selftest", "--all", "--timeout-wait=100", NULL };
+        const char *bad[] = { "--socket", NULL, "selftest", "--gpu=2", NULL };
+        char *out = NULL, *err = NULL;
+
+        test_daemon_start(&d, two_gpus);
+        one[1] = all[1] = bad[1] = d.sock;
+        cr_assert_eq(test_run_ctl(one, false, &out, &err), 0, "%s%s", out, err);
+        cr_expect(strstr(out, "selftest of kfdbrokerd "), "%s", out);
+        cr_expect(strstr(out, " on gfx1036 "), "%s", out);
+        cr_expect(strstr(out, "skip  dispatch             0.0 ms  the kernels built in are for gfx1030; this GPU is "
+                              "gfx1036\n"),
+                  "%s", out);
+        free(out);
+        free(err);
+
+        cr_assert_eq(test_run_ctl(all, false, &out, &err), 0, "%s%s", out, err);
+        cr_expect_eq(out[0], '[', "%s", out);
+        /* Two suites, the first on the gfx1030, each with its device. */
+        const char *first = strstr(out, "\"gfx_name\":\"gfx1030\"");
+        const char *second = strstr(out, "\"gfx_name\":\"gfx1036\"");
+        cr_expect(first && second && first < second, "%s", out);
+        free(out);
+        free(err);
+
+        cr_expect_eq(test_run_ctl(bad, false, &out, &err), 1, "%s%s", out, err);
+        cr_expect(strstr(err, "hello.gpu: no GPU 2: this daemon serves 2"), "%s", err);
+        free(out);
+        free(err);
+        test_daemon_fini(&d);
+}
