@@ -16,15 +16,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "ctl-bus.h"
 #include "ctl-json.h"
+#include "kfdbroker.h"
+#include "util/gpu-socket.h"
 #include "util/macro.h"
 
 static void fclosep(FILE **f) {
@@ -131,9 +137,10 @@ static void cdi_write_device(FILE *f, const char *name, const char *host_socket,
               f);
 }
 
-/* The spec itself: the device for native clients, then the one for
- * unmodified ROCm programs. */
-static void cdi_write_spec(FILE *f, const char *host_socket, const char *const rocm[2]) {
+/* The spec itself: the device for native clients, the one for unmodified
+ * ROCm programs, then one per GPU (gpu_sockets[0..n_gpus)). */
+static void cdi_write_spec(FILE *f, const char *host_socket, const char *const rocm[2], char *const *gpu_sockets,
+                           unsigned n_gpus) {
         fputs("{\n"
               "  \"cdiVersion\": \"" CTL_CDI_VERSION "\",\n"
               "  \"kind\": \"" CTL_CDI_KIND "\",\n"
@@ -142,10 +149,56 @@ static void cdi_write_spec(FILE *f, const char *host_socket, const char *const r
         cdi_write_device(f, CTL_CDI_DEVICE, host_socket, NULL);
         fputs(",\n", f);
         cdi_write_device(f, CTL_CDI_ROCM_DEVICE, host_socket, rocm);
+        for (unsigned k = 0; k < n_gpus; k++) {
+                char name[16];
+
+                snprintf(name, sizeof name, "%u", k);
+                fputs(",\n", f);
+                cdi_write_device(f, name, gpu_sockets[k], rocm);
+        }
         fputs("\n"
               "  ]\n"
               "}\n",
               f);
+}
+
+/* How many GPUs the daemon at @path serves, asked as a client within
+ * CTL_CDI_ASK_TIMEOUT_MS: > 0, or a negative errno (not reachable, too slow,
+ * a daemon before several GPUs says 1). */
+static int ask_gpu_count(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = CTL_CDI_ASK_TIMEOUT_MS / 1000,
+                              .tv_usec = (CTL_CDI_ASK_TIMEOUT_MS % 1000) * 1000 };
+        kfdb_session *s = NULL;
+        kfdb_gpu gpus[CTL_CDI_MAX_GPUS];
+        size_t n = 0;
+        int fd, r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path));
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        /* A socket whose daemon is not up yet (still being activated) must
+         * not hold the spec up for long. */
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0 ||
+            connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        r = kfdb_session_new_from_fd(fd, "kfdbrokerctl cdi", &s);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        r = kfdb_gpus_get(s, gpus, CTL_CDI_MAX_GPUS, &n);
+        kfdb_session_free(s);
+        if (r < 0)
+                return r;
+        return n > 0 ? (int) MIN(n, (size_t) CTL_CDI_MAX_GPUS) : 1;
 }
 
 /*
@@ -260,8 +313,12 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
         static const struct option options[] = {
                 { "output", required_argument, NULL, 'o' },
                 { "rocm-dir", required_argument, NULL, 'r' },
+                { "from-sockets", no_argument, NULL, 's' },
                 {}
         };
+        char *gpu_sockets[CTL_CDI_MAX_GPUS] = {};
+        bool from_sockets = false;
+        unsigned n_gpus = 0;
         _cleanup_free_ char *host_socket = NULL, *text = NULL, *run = NULL, *interposer = NULL;
         _cleanup_(fclosep) FILE *mem = NULL;
         const char *output = NULL, *rocm_dir = NULL;
@@ -290,6 +347,9 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
                                 return CTL_EXIT_USAGE;
                         }
                         rocm_dir = optarg;
+                        break;
+                case 's':
+                        from_sockets = true;
                         break;
                 default:
                         return CTL_EXIT_USAGE;
@@ -346,10 +406,37 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
         warn_rocm_file(prog, run);
         warn_rocm_file(prog, interposer);
 
+        /* A device per GPU: as many as the daemon serves, else per socket there is. */
+        r = from_sockets ? -ECANCELED : ask_gpu_count(host_socket);
+        if (r > 0)
+                n_gpus = (unsigned) r;
+        for (unsigned k = 0; k < CTL_CDI_MAX_GPUS; k++) {
+                char path[PATH_MAX];
+
+                if (gpu_socket_path(host_socket, k, path, sizeof path) < 0)
+                        break;
+                if (r <= 0 && stat(path, &st) < 0)
+                        break;
+                if (r <= 0)
+                        n_gpus = k + 1;
+                if (k < n_gpus && !(gpu_sockets[k] = strdup(path))) {
+                        n_gpus = k;
+                        break;
+                }
+        }
+        if (r <= 0 && !from_sockets)
+                fprintf(stderr, "%s cdi: note: cannot ask kfdbrokerd at %s how many GPUs it serves (%s); a device "
+                        "for each of the %u GPU sockets beside it\n", prog, host_socket, kfdb_strerror(r), n_gpus);
+
         mem = open_memstream(&text, &len);
-        if (!mem)
+        if (!mem) {
+                for (unsigned k = 0; k < n_gpus; k++)
+                        free(gpu_sockets[k]);
                 return -ENOMEM;
-        cdi_write_spec(mem, host_socket, (const char *const[2]) { run, interposer });
+        }
+        cdi_write_spec(mem, host_socket, (const char *const[2]) { run, interposer }, gpu_sockets, n_gpus);
+        for (unsigned k = 0; k < n_gpus; k++)
+                free(gpu_sockets[k]);
         if (fclose(TAKE_PTR(mem)) != 0)
                 return -ENOMEM;
 

@@ -64,12 +64,12 @@ static int ctl_connect(Ctl *ctl) {
         if (r == -ENOENT || r == -ECONNREFUSED)
                 fprintf(stderr, PROG ": cannot connect to %s: %s (is kfdbrokerd running?)\n", path,
                         strerror(-r));
+        else if (r < 0 && kfdb_session_last_error(NULL)[0])
+                /* The daemon's own words: why it refused (no GPU, a limit, a GPU not allowed). */
+                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, kfdb_session_last_error(NULL));
         else if (r == -EACCES || r == -EPERM)
                 fprintf(stderr, PROG ": cannot connect to %s: %s (may this user use the socket?)\n",
                         path, strerror(-r));
-        else if (r < 0 && kfdb_session_last_error(NULL)[0])
-                /* The daemon's own words: why it refused (no GPU, a limit). */
-                fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, kfdb_session_last_error(NULL));
         else if (r < 0)
                 fprintf(stderr, PROG ": cannot start a session on %s: %s\n", path, kfdb_strerror(r));
         return r;

@@ -3,6 +3,8 @@
 #include "endpoints/listener.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -18,10 +20,12 @@
 #include "sessions/session.h"
 #include "util/log.h"
 #include "util/log-ratelimit.h"
+#include "util/gpu-socket.h"
 #include "util/macro.h"
 #include "wire/wire.h"
 
 struct Listener {
+        Listener *next;         /* the other sockets (listener_new()) */
         SessionSet *set;
         int fd;
         char *path; /* set when we bound the socket ourselves */
@@ -217,31 +221,23 @@ static int bind_path(const char *path) {
         return TAKE_FD(fd);
 }
 
-static int activated_fd(void) {
-        int n = sd_listen_fds(true);
+/* The unix SOCK_SEQPACKET socket's bound path, or "" (none, or another kind). */
+static void socket_path_of(int fd, char *buf, size_t size) {
+        struct sockaddr_un sa = {};
+        socklen_t len = sizeof(sa);
 
-        if (n < 0)
-                return n;
-        if (n == 0)
-                return -ENOENT;
-        if (n > 1)
-                log_warning("Got %d sockets from systemd, using the first", n);
-        if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, NULL, 0) <= 0)
-                return -ENOTSOCK;
-        return SD_LISTEN_FDS_START;
+        buf[0] = '\0';
+        if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0 ||
+            getsockname(fd, (struct sockaddr *) &sa, &len) < 0 || len <= offsetof(struct sockaddr_un, sun_path) ||
+            sa.sun_path[0] == '\0')
+                return;
+        snprintf(buf, size, "%.*s", (int) (len - offsetof(struct sockaddr_un, sun_path)), sa.sun_path);
 }
 
-int listener_new(SessionSet *m, const char *path, Listener **ret) {
+/* One listening socket, fd taken; path: the file to remove at the end, or NULL. */
+static int listener_add(SessionSet *m, int fd, const char *path, Listener **ret) {
         Listener *l;
-        int fd, r;
-
-        if (path)
-                fd = bind_path(path);
-        else
-                fd = activated_fd();
-        if (fd < 0)
-                return fd;
-        (void) sd_is_socket(fd, AF_UNIX, SOCK_SEQPACKET, 1);
+        int r;
 
         l = calloc(1, sizeof(*l));
         if (!l) {
@@ -280,9 +276,85 @@ int listener_new(SessionSet *m, const char *path, Listener **ret) {
         return 0;
 }
 
+/* Every socket systemd passed, in the unit's order; the first is the main one. */
+static int listen_activated(SessionSet *m, Listener **ret) {
+        _cleanup_(listener_freep) Listener *head = NULL;
+        Listener **tail = &head;
+        char path[sizeof(((struct sockaddr_un *) 0)->sun_path) + 1];
+        int n = sd_listen_fds(true), r;
+
+        if (n < 0)
+                return n;
+        if (n == 0)
+                return -ENOENT;
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+
+                if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+                        log_warning("Socket %d of %d from systemd is no listening SOCK_SEQPACKET unix socket: not used",
+                                    i + 1, n);
+                        safe_close(fd);
+                        continue;
+                }
+                if (!head) {
+                        socket_path_of(fd, path, sizeof path);
+                        free(m->socket_path);
+                        m->socket_path = path[0] ? strdup(path) : NULL;
+                }
+                r = listener_add(m, fd, NULL, tail);
+                if (r < 0)
+                        return r;
+                tail = &(*tail)->next;
+        }
+        if (!head)
+                return -ENOTSOCK;
+        *ret = TAKE_PTR(head);
+        return 0;
+}
+
+/* The main socket at path, and one per GPU served beside it (gpu-socket.h). */
+static int listen_paths(SessionSet *m, const char *path, Listener **ret) {
+        _cleanup_(listener_freep) Listener *head = NULL;
+        Listener **tail = &head;
+        char gpu_path[sizeof(((struct sockaddr_un *) 0)->sun_path) + 16];
+        int r;
+
+        for (unsigned k = 0; k <= m->n_gpus; k++) {
+                const char *p = path;
+                int fd;
+
+                if (k > 0) {
+                        r = gpu_socket_path(path, k - 1, gpu_path, sizeof gpu_path);
+                        if (r < 0)
+                                return log_error_errno(r, "GPU %u's socket beside %s: path too long", k - 1, path);
+                        p = gpu_path;
+                }
+                fd = bind_path(p);
+                if (fd < 0 && k > 0)
+                        return log_error_errno(fd, "Failed to listen on GPU %u's socket %s: %m", k - 1, p);
+                if (fd < 0)
+                        return fd; /* the caller says why */
+                r = listener_add(m, fd, p, tail);
+                if (r < 0)
+                        return r;
+                tail = &(*tail)->next;
+        }
+        free(m->socket_path);
+        m->socket_path = strdup(path);
+        if (!m->socket_path)
+                return -ENOMEM;
+        *ret = TAKE_PTR(head);
+        return 0;
+}
+
+int listener_new(SessionSet *m, const char *path, Listener **ret) {
+        return path ? listen_paths(m, path, ret) : listen_activated(m, ret);
+}
+
 Listener *listener_free(Listener *l) {
         if (!l)
                 return NULL;
+        listener_free(l->next);
         sd_event_source_disable_unref(l->io);
         sd_event_source_disable_unref(l->retry);
         sd_event_source_disable_unref(l->catch_up);

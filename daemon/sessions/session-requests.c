@@ -92,6 +92,13 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                            req->hello.gpu, s->set->n_gpus, s->set->n_gpus - 1);
                         return;
                 }
+                if (s->pinned_gpu >= 0 && g->index != (unsigned) s->pinned_gpu) {
+                        session_send_error(s, req->id, EACCES,
+                                           "hello.gpu: this connection came through GPU %d's socket, which serves "
+                                           "GPU %d only",
+                                           s->pinned_gpu, s->pinned_gpu);
+                        return;
+                }
                 if (!session_may_use_gpu(s, g)) {
                         session_send_error(s, req->id, EACCES,
                                            "hello.gpu: GPU %u is not one this session may use (policy Devices=%s, "
@@ -108,6 +115,12 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                            g->index);
                         return;
                 }
+        }
+        if (s->pinned_gpu >= 0 && (unsigned) s->pinned_gpu >= s->set->n_gpus) {
+                session_send_error(s, req->id, ENODEV,
+                                   "this connection came through GPU %d's socket, but this daemon serves %u GPU%s",
+                                   s->pinned_gpu, s->set->n_gpus, s->set->n_gpus == 1 ? "" : "s");
+                return;
         }
         if (!session_may_use_gpu(s, s->gpu)) {
                 char devices[200];

@@ -174,6 +174,8 @@ void session_set_done(SessionSet *set) {
         log_ratelimit_flush(log_ratelimit_global(), NULL);
         policy_free(set->policy);
         set->policy = NULL;
+        free(set->socket_path);
+        set->socket_path = NULL;
         if (set->policy_dirs)
                 for (char **d = set->policy_dirs; *d; d++)
                         free(*d);

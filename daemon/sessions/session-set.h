@@ -55,6 +55,10 @@ struct SessionSet {
          * machine without one): why, said to every client (ENODEV) and
          * every D-Bus caller; then n_gpus is 0. */
         const char *no_device;
+        /* The main socket's path (the listener's), NULL if unknown: a
+         * connection through GPU N's socket beside it (gpu-socket.h) may use
+         * GPU N only. */
+        char *socket_path;
         SessionSetCallbacks cb;
 
         /* The policy in force, the directories it comes from, and what a

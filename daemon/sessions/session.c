@@ -17,14 +17,18 @@
 #include <string.h>
 #include <assert.h>
 #include <sys/epoll.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "sessions/client-event.h"
 #include "config.h"
 #include "sessions/job.h"
 #include "sessions/session-set.h"
+#include "util/gpu-socket.h"
 #include "util/log-ids.h"
 #include "util/log.h"
 #include "util/log-ratelimit.h"
@@ -109,6 +113,8 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
 }
 
 bool session_may_use_gpu(const Session *s, const SessionGpu *g) {
+        if (s->pinned_gpu >= 0 && g->index != (unsigned) s->pinned_gpu)
+                return false;
         return policy_devices_allow(&s->policy.devices, g->index, g->info ? g->info->pci_address : NULL);
 }
 
@@ -203,6 +209,23 @@ void session_log_fields(const Session *s, LogFields *f) {
                 log_fields_add(f, "KFDBROKER_CONTAINER=%s", log_escape(id->container, SIZE_MAX, buf, sizeof(buf)));
 }
 
+/* Which GPU's socket the connection came through (its listener's bound
+ * path, which an accepted unix socket reports), or -1. */
+static int pinned_gpu(const SessionSet *m, int fd) {
+        struct sockaddr_un sa = {};
+        socklen_t len = sizeof(sa);
+        char path[sizeof(sa.sun_path) + 16];
+
+        if (!m->socket_path || getsockname(fd, (struct sockaddr *) &sa, &len) < 0 ||
+            len <= offsetof(struct sockaddr_un, sun_path) || sa.sun_path[0] == '\0')
+                return -1;
+        for (unsigned k = 0; k < SESSION_MAX_GPUS; k++)
+                if (gpu_socket_path(m->socket_path, k, path, sizeof path) >= 0 &&
+                    strncmp(path, sa.sun_path, sizeof(sa.sun_path)) == 0)
+                        return (int) k;
+        return -1;
+}
+
 static int session_new_internal(SessionSet *m, int fd, const Identity *id, int pidfd, bool pidfd_exact,
                                 Session **ret) {
         LogFields extra = {};
@@ -227,8 +250,9 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         handle_table_init(&s->buffers, HANDLE_TAG_BUFFER, 0);
         handle_table_init(&s->events, HANDLE_TAG_EVENT, 0);
         handle_table_init(&s->code_objects, HANDLE_TAG_CODE_OBJECT, 0);
+        s->pinned_gpu = pinned_gpu(m, fd);
         /* The first GPU it may use until its Hello names one (session_use_gpu()). */
-        s->gpu = session_set_gpu(m, 0);
+        s->gpu = session_set_gpu(m, s->pinned_gpu > 0 && (unsigned) s->pinned_gpu < m->n_gpus ? (unsigned) s->pinned_gpu : 0);
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
                 scheduler_stream_init(s->gpu->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
 

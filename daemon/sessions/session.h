@@ -86,6 +86,9 @@ struct Session {
         /* The GPU its buffers and work are on: the first it may use, or the
          * one its Hello named (docs/protocol.md "GPUs"); NULL without a GPU. */
         SessionGpu *gpu;
+        /* It came through GPU N's socket (gpu-socket.h): it may use GPU N
+         * only, whatever Devices= says; -1: the main socket, or none. */
+        int pinned_gpu;
         uint64_t id;
 
         int fd;

@@ -282,3 +282,42 @@ Test(gpus, selftest_runs_on_a_chosen_gpu_and_on_every_gpu) {
         free(err);
         test_daemon_fini(&d);
 }
+
+/* A socket per GPU: its sessions may use that GPU only, and the CDI spec
+ * gives a container one of them (kfdbroker.org/gpu=N). */
+Test(gpus, a_gpus_socket_serves_that_gpu_only_and_the_cdi_spec_lists_each) {
+        TestDaemon d;
+        char gpu0[200], gpu1[200], want[300];
+        const char *cdi[] = { "--socket", NULL, "cdi", NULL };
+        kfdb_session *s = NULL;
+        char *out = NULL, *err = NULL;
+
+        test_daemon_start(&d, two_gpus);
+        snprintf(gpu0, sizeof gpu0, "%s-gpu0", d.sock);
+        snprintf(gpu1, sizeof gpu1, "%s-gpu1", d.sock);
+        cr_assert_eq(kfdb_session_new(gpu1, "through-gpu1", &s), 0, "%s", kfdb_session_last_error(NULL));
+        cr_expect_eq(kfdb_session_get_gpu(s), 1u);
+        fill_and_check(s, 0x11111111);
+        kfdb_session_free(s);
+        cr_assert_eq(kfdb_session_new_on_gpu(gpu1, "wants-gpu0", 0, &s), -EACCES);
+        cr_expect_str_eq(kfdb_session_last_error(NULL),
+                         "hello.gpu: this connection came through GPU 1's socket, which serves GPU 1 only");
+        cr_assert_eq(kfdb_session_new(gpu0, "through-gpu0", &s), 0, "%s", kfdb_session_last_error(NULL));
+        cr_expect_eq(kfdb_session_get_gpu(s), 0u);
+        kfdb_session_free(s);
+
+        cdi[1] = d.sock;
+        cr_assert_eq(test_run_ctl(cdi, false, &out, &err), 0, "%s", err);
+        cr_expect(strstr(out, "\"name\": \"all\""), "%s", out);
+        cr_expect(strstr(out, "\"name\": \"0\""), "%s", out);
+        cr_expect(strstr(out, "\"name\": \"1\""), "%s", out);
+        cr_expect(!strstr(out, "\"name\": \"2\""), "the daemon said two GPUs:\n%s", out);
+        snprintf(want, sizeof want, "\"hostPath\": \"%s\"", gpu1);
+        cr_expect(strstr(out, want), "%s", out);
+        free(out);
+        free(err);
+        test_daemon_fini(&d);
+
+        /* The daemon gone, its files too: an empty list of GPU sockets. */
+        cr_expect_eq(access(gpu1, F_OK), -1, "the GPU sockets go with the daemon");
+}

@@ -169,6 +169,7 @@ systemctl daemon-reload && systemctl enable --now kfdbrokerd.socket
 check "sysusers made kfdbroker, in render and not video" 'id kfdbroker | grep -q render && ! id kfdbroker | grep -q video'
 check "kfdbrokerd.socket is listening" 'systemctl is-active -q kfdbrokerd.socket'
 check "the CDI spec is in /run/cdi while the socket listens, naming the socket" 'grep -q "\"hostPath\": \"/run/kfdbroker/kfdbroker.sock\"" /run/cdi/kfdbroker.json && test "$(stat -c %a /run/cdi)" = 755'
+check "the CDI spec has a device per GPU socket, each mounting its socket" 'grep -q "\"name\": \"7\"" /run/cdi/kfdbroker.json && grep -q "\"hostPath\": \"/run/kfdbroker/kfdbroker-gpu1.sock\"" /run/cdi/kfdbroker.json && test -S /run/kfdbroker/kfdbroker-gpu7.sock'
 check "socket is a 0666 SEQPACKET socket" 'test "$(stat -c %a /run/kfdbroker/kfdbroker.sock)" = 666'
 check "kfdbrokerd.service not yet running" '! systemctl is-active -q kfdbrokerd.service'
 

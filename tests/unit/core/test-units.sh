@@ -77,7 +77,7 @@ done
 
 # The CDI spec lives as long as the socket listens (docs/containers.md), and
 # is written by the socket unit as root, not by the sandboxed daemon.
-if grep -q "^ExecStartPost=-+/.*/kfdbrokerctl --socket=/run/kfdbroker/kfdbroker.sock cdi --output=/run/cdi/kfdbroker.json$" "$units/kfdbrokerd.socket" &&
+if grep -q "^ExecStartPost=-+/.*/kfdbrokerctl --socket=/run/kfdbroker/kfdbroker.sock cdi --from-sockets --output=/run/cdi/kfdbroker.json$" "$units/kfdbrokerd.socket" &&
         grep -q "^ExecStopPost=+rm -f /run/cdi/kfdbroker.json$" "$units/kfdbrokerd.socket" &&
         ! grep -q "cdi" "$units/kfdbrokerd.service"; then
         ok "kfdbrokerd.socket writes /run/cdi/kfdbroker.json once listening and removes it when stopped"
