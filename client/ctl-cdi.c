@@ -424,7 +424,7 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
                         break;
                 }
         }
-        if (r <= 0 && !from_sockets)
+        if (r <= 0 && !from_sockets && n_gpus > 0)
                 fprintf(stderr, "%s cdi: note: cannot ask kfdbrokerd at %s how many GPUs it serves (%s); a device "
                         "for each of the %u GPU sockets beside it\n", prog, host_socket, kfdb_strerror(r), n_gpus);
 

@@ -46,6 +46,7 @@ enum { ENGINE_SDMA, ENGINE_COMPUTE, N_ENGINES };
 typedef struct TopRow {
         uint64_t id;
         uint64_t uid;
+        uint64_t gpu;           /* the index of its GPU */
         char unit[256], user_unit[256], app_id[256], container[256], client[80];
         uint64_t jobs_in_flight;
         uint64_t jobs_done; /* completed + failed */
@@ -130,6 +131,8 @@ static int session_field(sd_bus_message *m, const char *key, const char *content
                 return ctl_bus_read_number(m, contents, &row->id) < 0 ? -EBADMSG : 1;
         if (strcmp(key, "UID") == 0)
                 return ctl_bus_read_number(m, contents, &row->uid) < 0 ? -EBADMSG : 1;
+        if (strcmp(key, "GPU") == 0)
+                return ctl_bus_read_number(m, contents, &row->gpu) < 0 ? -EBADMSG : 1;
         if (strcmp(key, "JobsInFlight") == 0)
                 return ctl_bus_read_number(m, contents, &row->jobs_in_flight) < 0 ? -EBADMSG : 1;
         for (size_t i = 0; i < ELEMENTSOF(strings); i++)
@@ -354,8 +357,8 @@ static void top_draw(Top *t) {
                          format_bytes(mem, b4, sizeof(b4)), in_flight);
         put_line(t, f, &n_lines, line);
         put_line(t, f, &n_lines, "");
-        snprintf(line, sizeof(line), "%6s %6s %8s %6s %6s %10s %5s  %-28s %s", "ID", "UID", "JOBS/S", "SDMA%",
-                 "COMP%", "MEMORY", "INFL", "UNIT/APP", "CLIENT");
+        snprintf(line, sizeof(line), "%6s %6s %3s %8s %6s %6s %10s %5s  %-28s %s", "ID", "UID", "GPU", "JOBS/S",
+                 "SDMA%", "COMP%", "MEMORY", "INFL", "UNIT/APP", "CLIENT");
         put_line(t, f, &n_lines, line);
         for (size_t i = 0; i < t->cur.n; i++) {
                 const TopRow *r = &t->cur.rows[i];
@@ -366,8 +369,9 @@ static void top_draw(Top *t) {
                         put_line(t, f, &n_lines, line);
                         break;
                 }
-                snprintf(line, sizeof(line), "%6" PRIu64 " %6" PRIu64 " %8s %6s %6s %10s %5" PRIu64 "  %-28s %s",
-                         r->id, r->uid, format_rate(r->have_rates, r->jobs_per_s, b1, sizeof(b1)),
+                snprintf(line, sizeof(line), "%6" PRIu64 " %6" PRIu64 " %3" PRIu64 " %8s %6s %6s %10s %5" PRIu64
+                                             "  %-28s %s",
+                         r->id, r->uid, r->gpu, format_rate(r->have_rates, r->jobs_per_s, b1, sizeof(b1)),
                          format_rate(r->have_rates, r->busy_pct[ENGINE_SDMA], b2, sizeof(b2)),
                          format_rate(r->have_rates, r->busy_pct[ENGINE_COMPUTE], b3, sizeof(b3)),
                          format_bytes(r->buffer_bytes, b4, sizeof(b4)), r->jobs_in_flight,

@@ -177,7 +177,7 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         if (ctl->json) {
                 json_member_string("{", "daemon_version", st.daemon_version);
                 json_member_string(",", "backend", st.backend);
-                json_member_string(",", "gfx_name", st.gfx_name);
+                json_member_string(",", "gfx_name", dev.gfx_name);
                 json_member_string(",", "device_name", dev.name);
                 json_member_string(",", "gpu_node", node);
                 json_member_string(",", "gpu_node_reason", node_reason);
@@ -218,11 +218,11 @@ static int verb_status(Ctl *ctl, int argc, char **argv) {
         }
         printf("daemon:   kfdbrokerd %s\n", st.daemon_version);
         printf("backend:  %s%s\n", st.backend, backend_words(st.backend));
-        /* The device's marketing name, when it says more than the gfx target. */
-        if (dev.name[0] && strcmp(dev.name, st.gfx_name) != 0)
-                printf("device:   %s \"%s\" (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.name, dev.gpu_id);
+        /* The session's GPU, with its marketing name when it says more than the gfx target. */
+        if (dev.name[0] && strcmp(dev.name, dev.gfx_name) != 0)
+                printf("device:   %s \"%s\" (gpu_id %" PRIu32 ")\n", dev.gfx_name, dev.name, dev.gpu_id);
         else
-                printf("device:   %s (gpu_id %" PRIu32 ")\n", st.gfx_name, dev.gpu_id);
+                printf("device:   %s (gpu_id %" PRIu32 ")\n", dev.gfx_name, dev.gpu_id);
         /* Which node of the machine's KFD topology, and why (kfdbrokerd --gpu=);
          * with several GPUs, each by its index, with its own work. */
         if (n_gpus > 1)

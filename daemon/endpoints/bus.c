@@ -298,6 +298,7 @@ static int append_session(sd_bus_message *r, Session *s) {
                 k |= append_sv_s(r, "UnknownFields", unknown);
         }
         k |= append_sv_t(r, "OpenedNSec", s->opened_ns);
+        k |= append_sv_u(r, "GPU", s->gpu ? s->gpu->index : 0);
         k |= append_sv_u(r, "Buffers", s->buffers.n_used);
         k |= append_sv_u(r, "Events", s->events.n_used);
         k |= append_sv_u(r, "JobsInFlight", s->n_jobs);

@@ -143,6 +143,7 @@ void session_handle_list_sessions(Session *s, const WireRequest *req) {
                         .context_bytes = t->context_bytes,
                         .policy_rules = t->policy_matched,
                         .limits_overridden = t->limits_overridden,
+                        .gpu = t->gpu ? t->gpu->index : 0,
                         .limits = limits[k],
                         .n_limits = _POLICY_LIMIT_MAX,
                 };

@@ -137,6 +137,7 @@ void session_handle_status(Session *s, const WireRequest *req) {
         WireGpuStatus gpus[SESSION_MAX_GPUS];
         uint64_t bytes = 0, completed = 0, failed = 0;
         uint32_t events = 0, code_objects = 0, gpu_buffers = 0, in_flight = 0;
+        size_t n_listed = 0;
         ContextPool *first = m->gpus[0].contexts;
         Session *i;
 
@@ -184,6 +185,11 @@ void session_handle_status(Session *s, const WireRequest *req) {
                 if (i->gpu)
                         gpus[i->gpu->index].sessions++;
         }
+        /* The caller's GPUs only (Devices=, its GPU's socket): a container
+         * given one GPU sees one. The sums above stay the daemon's. */
+        for (unsigned g = 0; g < m->n_gpus; g++)
+                if (session_may_use_gpu(s, &m->gpus[g]))
+                        gpus[n_listed++] = gpus[g];
         session_send(s, &(WireReply) {
                              .id = req->id,
                              .type = WIRE_REPLY_STATUS,
@@ -207,7 +213,7 @@ void session_handle_status(Session *s, const WireRequest *req) {
                                          .contexts = cl.v,
                                          .n_contexts = cl.n,
                                          .gpus = gpus,
-                                         .n_gpus = m->n_gpus },
+                                         .n_gpus = n_listed },
                      },
                      NULL, 0);
         context_list_done(&cl);

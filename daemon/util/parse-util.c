@@ -29,10 +29,15 @@ bool parse_uint_n(const char *s, size_t len, int base, unsigned long max, unsign
 
 bool parse_pci_address(const char *s, size_t len, uint32_t *ret_domain, uint32_t *ret_location) {
         unsigned long domain = 0, bus, dev, fn;
-        const char *dot = memrchr(s, '.', len);
-        const char *c2 = dot ? memrchr(s, ':', (size_t) (dot - s)) : NULL;
+        const char *dot, *c2;
 
-        if (!dot || !c2)
+        if (!s || len == 0)
+                return false;
+        dot = memrchr(s, '.', len);
+        if (!dot)
+                return false;
+        c2 = memrchr(s, ':', (size_t) (dot - s));
+        if (!c2)
                 return false;
         const char *c1 = memrchr(s, ':', (size_t) (c2 - s));
         const char *bus_start = c1 ? c1 + 1 : s;

@@ -171,6 +171,7 @@ static int fill_list_sessions(const WireReply *r, ReplyParts *p, PbServerMessage
                 s->busy_ns_compute = w->busy_ns_compute;
                 s->context_bytes = w->context_bytes;
                 s->limits_overridden = w->limits_overridden;
+                s->gpu = w->gpu;
                 s->limits = &p->limit_ptrs[l];
                 s->n_limits = w->n_limits;
                 for (size_t k = 0; k < w->n_limits; k++, l++) {

@@ -323,6 +323,7 @@ typedef struct WireSessionInfo {
         uint64_t busy_ns_sdma, busy_ns_compute, context_bytes;
         const char *policy_rules;
         bool limits_overridden;
+        uint32_t gpu;
         const WirePolicyLimit *limits;
         size_t n_limits;
 } WireSessionInfo;

@@ -44,6 +44,10 @@ def run_ctl(*args, env=None, cwd=None, rocm_dir=True):
     args = list(args)
     if rocm_dir and "cdi" in args:
         args.insert(args.index("cdi") + 1, "--rocm-dir=" + (ROCM_DIR if rocm_dir is True else rocm_dir))
+    # The sockets here are no daemons: do not ask them how many GPUs they
+    # serve (test-gpus asks a real one).
+    if "cdi" in args:
+        args.insert(args.index("cdi") + 1, "--from-sockets")
     p = subprocess.run([CTL, *args], capture_output=True, env=e, cwd=cwd, timeout=30)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
@@ -117,6 +121,27 @@ def test_kind_and_device_name_follow_the_cdi_syntax(tmp):
     assert doc["kind"] == "kfdbroker.org/gpu"
     assert [d["name"] for d in doc["devices"]] == ["all", "rocm"]
     assert all(re.fullmatch(name, d["name"]) for d in doc["devices"])
+
+
+def test_a_device_per_gpu_socket_beside_the_socket(tmp):
+    sock = os.path.join(tmp, "kfdbroker.sock")
+    keep = [listening_socket(p) for p in (sock, os.path.join(tmp, "kfdbroker-gpu0.sock"),
+                                          os.path.join(tmp, "kfdbroker-gpu1.sock"))]
+    doc, _, _ = spec_for(sock)
+    assert [d["name"] for d in doc["devices"]] == ["all", "rocm", "0", "1"]
+    for k in (0, 1):
+        mounts = device(doc, str(k))["mounts"]
+        assert mounts[0] == {
+            "hostPath": os.path.join(tmp, f"kfdbroker-gpu{k}.sock"),
+            "containerPath": CONTAINER_SOCKET,
+            "type": "bind",
+            "options": OPTIONS,
+        }, mounts
+        assert [m["containerPath"] for m in mounts[1:]] == [m["containerPath"] for m in device(doc, "rocm")["mounts"][1:]]
+        assert device(doc, str(k))["env"] == device(doc, "all")["env"]
+    assert schema_errors(doc) == []
+    for s in keep:
+        s.close()
 
 
 def test_mounts_the_socket_and_nothing_from_dev(tmp):

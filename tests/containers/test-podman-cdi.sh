@@ -88,7 +88,10 @@ trap cleanup EXIT
 mkdir "$tmp/policy.d"
 printf '# The container runs as root.\n[Match]\nUser=0\n[Limits]\nComputeDispatch=yes\n' >"$tmp/policy.d/50-test.conf"
 sock=$tmp/kfdbroker.sock
-"$KFDBROKERD" --no-config --device=sim --listen "$sock" --policy-dir="$tmp/policy.d" --log-target=stderr 2>"$tmp/daemon.log" &
+# Two GPUs (a gfx1030, GPU 0, and an integrated gfx1036, GPU 1): a socket
+# beside $sock for each, and a CDI device for each (kfdbroker.org/gpu=1).
+"$KFDBROKERD" --no-config --device=sim --sim-topology=igpu-first --gpu=all --listen "$sock" \
+        --policy-dir="$tmp/policy.d" --log-target=stderr 2>"$tmp/daemon.log" &
 daemon_pid=$!
 for _ in $(seq 200); do [[ -S $sock ]] && break; sleep 0.02; done
 [[ -S $sock ]] || { cat "$tmp/daemon.log" >&2; fail "kfdbrokerd did not start listening on $sock"; }
@@ -156,6 +159,18 @@ else
                 fail "the demo did not check saxpy"
 fi
 grep -qx "demo passed" <<<"$out" || fail "the demo did not pass"
+
+# ---- 5b. one GPU of two: kfdbroker.org/gpu=1 ----
+rc=0
+out=$("${podman[@]}" run "${run_opts[@]}" --device kfdbroker.org/gpu=1 "$IMAGE" \
+        sh -c 'kfdbrokerctl status && KFDBROKER_GPU=0 kfdbrokerctl device' 2>&1) || rc=$?
+echo "$out"
+grep -q "^device:   gfx1036 " <<<"$out" || fail "the container given gpu=1 should be on GPU 1, the gfx1036: $out"
+grep -q "^gpu:      node 1 (gfx1036, " <<<"$out" || fail "the container given gpu=1 should see that GPU alone: $out"
+! grep -q "gfx1030" <<<"$out" || fail "the container given gpu=1 should not see GPU 0: $out"
+((rc == 1)) && grep -q "hello.gpu: this connection came through GPU 1's socket, which serves GPU 1 only" <<<"$out" ||
+        fail "asking for GPU 0 through GPU 1's socket should fail naming the socket, got exit $rc: $out"
+echo "ok: podman run --device kfdbroker.org/gpu=1: the container sees GPU 1 alone"
 
 # ---- 6. unmodified ROCm: rocminfo given only the rocm device ----
 rocm_image=localhost/kfdbroker-cdi-rocm-test:latest

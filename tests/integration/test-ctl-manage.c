@@ -120,8 +120,8 @@ static bool top_row(const char *frame, uint64_t id, double *jobs, double *sdma, 
         p = strstr(frame, want);
         if (!p)
                 return false;
-        /* ID UID JOBS/S SDMA% COMP% MEMORY(2 words) INFL UNIT/APP CLIENT */
-        return sscanf(p + 1, "%*u %u %lf %lf %lf %15s %*s %*u %127s %127[^\n]", uid, jobs, sdma, comp, mem, who,
+        /* ID UID GPU JOBS/S SDMA% COMP% MEMORY(2 words) INFL UNIT/APP CLIENT */
+        return sscanf(p + 1, "%*u %u %*u %lf %lf %lf %15s %*s %*u %127s %127[^\n]", uid, jobs, sdma, comp, mem, who,
                       client) == 7;
 }
 
@@ -159,7 +159,7 @@ Test(ctl_manage, top_batch_follows_a_copying_client) {
                 cr_assert(strncmp(out, head, sizeof(head) - 1) == 0, "%s", out);
         }
         cr_assert(strstr(out, "\ntotal: buffers 9.0 MiB, "), "first frame: no rates yet: %s", out);
-        cr_assert(strstr(out, "\n    ID    UID   JOBS/S  SDMA%  COMP%     MEMORY  INFL  UNIT/APP"), "%s", out);
+        cr_assert(strstr(out, "\n    ID    UID GPU   JOBS/S  SDMA%  COMP%     MEMORY  INFL  UNIT/APP"), "%s", out);
         cr_assert_eq(second[strlen(second) - 1], '\n');
         cr_assert_eq(second[strlen(second) - 2], '\n');
 
@@ -168,8 +168,8 @@ Test(ctl_manage, top_batch_follows_a_copying_client) {
                 char want[128];
                 const char *row;
 
-                snprintf(want, sizeof(want), "\n%6llu %6u %8s %6s %6s %10s ",
-                         (unsigned long long) kfdb_session_get_id(busy), (unsigned) getuid(), "-", "-", "-",
+                snprintf(want, sizeof(want), "\n%6llu %6u %3u %8s %6s %6s %10s ",
+                         (unsigned long long) kfdb_session_get_id(busy), (unsigned) getuid(), 0u, "-", "-", "-",
                          "8.0 MiB");
                 row = strstr(out, want);
                 cr_assert(row && row < second, "first frame lacks '%s': %s", want, out);
