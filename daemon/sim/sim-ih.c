@@ -22,7 +22,7 @@ bool sim_ih_fence_first(const SimDevice *d) {
 
 static void handle(const SimIhEntry *e) {
         if (e->fault)
-                sim_process_vm_fault(e->process, e->va);
+                sim_process_vm_fault(e->process, e->gpu, e->va);
         else
                 sim_events_interrupt(e->process, e->partial_id, e->valid_bits);
 }
@@ -76,7 +76,7 @@ void sim_ih_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bits) {
 
 void sim_ih_vm_fault(SimQueue *q, uint64_t va) {
         SimDevice *d = q->process->device;
-        SimIhEntry e = { .process = q->process, .fault = true, .va = va };
+        SimIhEntry e = { .process = q->process, .gpu = q->pdd->gpu, .fault = true, .va = va };
 
         if (!sim_ih_fence_first(d)) {
                 handle(&e); /* nothing is ever queued in this order */

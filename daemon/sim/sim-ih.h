@@ -42,6 +42,7 @@
 
 typedef struct SimIhEntry {
         SimProcess *process;
+        SimGpu *gpu;             /* fault: the GPU whose VM faulted */
         bool fault;              /* a GPU VM fault at va; else an interrupt */
         uint64_t va;
         uint32_t partial_id;     /* interrupt: context id and its valid bits */
