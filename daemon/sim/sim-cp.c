@@ -365,7 +365,7 @@ static ExecResult exec_release_mem(SimQueue *q, const SimPm4Packet *pk, Failure 
         }
         /* kfd_int_process_v10.c: CP_END_OF_PIPE -> kfd_signal_event_interrupt(pasid, context_id0, 32). */
         if (m->int_sel == SIM_RELEASE_MEM_INT_ONLY || m->int_sel == SIM_RELEASE_MEM_INT_AFTER_WRITE)
-                sim_ih_interrupt(q->process, m->int_ctxid, 32);
+                sim_ih_interrupt(q->pdd->gpu, q->process, m->int_ctxid, 32);
         return EXEC_DONE;
 }
 

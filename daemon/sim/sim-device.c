@@ -855,7 +855,6 @@ SimDevice *sim_device_free(SimDevice *d) {
         /* No queue is left on any engine now; stop the threads. */
         for (unsigned i = 0; i < d->n_gpus; i++)
                 d->gpus[i] = sim_gpu_free(d->gpus[i]);
-        free(d->ih); /* every process is gone, and its entries with it */
         d->isa_pool = sim_isa_pool_free(d->isa_pool);
         sim_device_free_bos(d);
 

@@ -84,14 +84,9 @@ struct SimDevice {
          * woken yet (sim_events_deliver()), and since when. */
         bool irq_pending;
         uint64_t irq_pending_since_ns;
-        /* The interrupt handler's queue (sim-ih.h): the order faults are
-         * handled in, the entries raised since a fault that waits, and the
-         * queue that faulted with the steps it may still run. */
+        /* The order GPU VM faults are handled in (sim-ih.h; each GPU has its
+         * own interrupt handler's queue, SimGpu.ih). */
         SimFaultOrder fault_order;
-        struct SimIhEntry *ih;
-        size_t ih_n, ih_cap;
-        SimQueue *ih_fault_queue;
-        unsigned ih_run_on;
         /* Counted for SimDeviceStats, under lock. */
         uint64_t n_doorbells, n_interrupts;
 

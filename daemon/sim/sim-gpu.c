@@ -19,6 +19,7 @@ SimGpu *sim_gpu_free(SimGpu *g) {
         for (unsigned i = 0; i < g->n_cp_engines; i++)
                 g->cp_engines[i] = sim_engine_free(g->cp_engines[i]);
         free(g->cp_engines);
+        free(g->ih); /* every process is gone, and its entries with it */
         free(g);
         return NULL;
 }

@@ -4,7 +4,7 @@
  * description (SimGpuInfo) and the state the kernel keeps per device — its
  * SDMA queue pool and engines (dqm->sdma_bitmap), its CP engine threads (the
  * HQDs of its pipes), its HDP and GL2 state and its MMIO remap page
- * (sim-cache.h). VRAM accounting is SimGpuInfo.vram_used. Nothing here is
+ * (sim-cache.h), its interrupt handler's queue (sim-ih.h). VRAM accounting is SimGpuInfo.vram_used. Nothing here is
  * shared with the device's other GPUs: a copy on one GPU's SDMA engine does
  * not wait for another GPU's queues. What the GPUs do share is the host: the
  * device lock and the interpreter's helper threads (SimDevice.isa_pool). The
@@ -39,6 +39,15 @@ struct SimGpu {
         uint32_t hdp_gen, gl2_inv_gen;
         unsigned n_dirty_bos;
         SimBo *mmio_bo;
+
+        /* Its interrupt handler's queue (sim-ih.h: its own IH ring and KFD
+         * interrupt work, as each amdgpu device has): the entries raised
+         * since a fault that waits, and the queue that faulted with the
+         * steps it may still run. */
+        struct SimIhEntry *ih;
+        size_t ih_n, ih_cap;
+        SimQueue *ih_fault_queue;
+        unsigned ih_run_on;
 };
 
 /*

@@ -420,7 +420,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *quantu
 
         case SDMA_OP_TRAP:
                 /* SDMA_TRAP: kfd_signal_event_interrupt(pasid, context_id0 & 0xfffffff, 28). */
-                sim_ih_interrupt(p, pk->trap.context, 28);
+                sim_ih_interrupt(q->pdd->gpu, p, pk->trap.context, 28);
                 return EXEC_DONE;
 
         case SDMA_OP_TIMESTAMP:
