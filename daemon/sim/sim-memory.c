@@ -584,10 +584,10 @@ int sim_memory_unmap(SimProcess *p, struct kfd_ioctl_unmap_memory_from_gpu_args 
                  * reserved, it means the BO wasn't actually mapped" -> -EINVAL. */
                 if (!(m->mapped_on & bit))
                         return -EINVAL;
-                /* kfd_mem_unmap_...: "bo_va->queue_refcount %d" -> -EBUSY: a queue
-                 * still uses this mapping (kernels >= 6.12). The simulator
-                 * counts a BO's queues over all its VMs. */
-                if (m->queue_refcount)
+                /* amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: "bo_va->queue_refcount
+                 * %d" -> -EBUSY: a queue still uses this mapping in that VM
+                 * (kernels >= 6.12). */
+                if (m->queue_refcount[peer->gpu->index])
                         return -EBUSY;
                 m->mapped_on &= ~bit;
                 a->n_success = i + 1;

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "sim-cache.h"
+#include "sim-device.h"
 #include "sim-topology.h"
 #include "sim-types.h"
 
@@ -50,7 +51,9 @@ struct SimMem {
         /* The GPU VMs it is mapped into, a bit per SimGpu.index: its own GPU's
          * and peers' (MAP_MEMORY_TO_GPU with several device ids). */
         uint32_t mapped_on;
-        unsigned queue_refcount; /* queues using this mapping (kfd_queue_buffer_get) */
+        /* Queues using its mapping in each GPU's VM, by SimGpu.index (the
+         * bo_va's queue_refcount of kfd_queue_buffer_get: one per VM). */
+        unsigned queue_refcount[SIM_MAX_GPU_NODES];
 };
 
 /* A new BO of gpu (a GPU of d) of size bytes (page aligned) with one

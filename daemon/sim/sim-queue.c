@@ -257,7 +257,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         for (SimMem **m = (SimMem *[]) { ring_mem, rptr_mem, wptr_mem, eop_mem, cwsr_mem }, **end = m + 5;
              m < end; m++)
                 if (*m)
-                        (*m)->queue_refcount++;
+                        (*m)->queue_refcount[pdd->gpu->index]++;
 
         p->queues[id] = q;
         pdd->doorbell_used[doorbell] = true;
@@ -304,7 +304,7 @@ void sim_queue_free(SimQueue *q) {
                     **end = m + 5;
              m < end; m++)
                 if (*m)
-                        (*m)->queue_refcount--;
+                        (*m)->queue_refcount[q->pdd->gpu->index]--;
         if (q->sdma_slot >= 0)
                 q->pdd->gpu->sdma_slots[q->sdma_slot] = NULL;
         q->pdd->doorbell_used[q->doorbell_index] = false;

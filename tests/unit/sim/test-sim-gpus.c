@@ -480,3 +480,43 @@ Test(sim_gpus, reset_of_one_gpu_leaves_the_other_gpus_contexts) {
         t_close(&only0, false);
         sim_device_free(d);
 }
+
+/* A queue pins its buffers' mappings in its own GPU's VM only (the bo_va's
+ * queue_refcount is per VM): a ring mapped into both GPUs and used by a
+ * queue of GPU 1 leaves GPU 0's VM freely, GPU 1's not while the queue is. */
+Test(sim_gpus, a_queue_pins_its_ring_in_its_own_gpus_vm_only) {
+        SimDevice *d = new_device(2, false);
+        TestCtx c0, c1;
+        TestQueue q = { .ring_size = 4096 };
+
+        t_open(&c0, d);
+        t_on_gpu(&c0, 1, &c1);
+        cr_assert_eq(t_alloc_raw(&c0, t_reserve_va(4096), 4096,
+                                 KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, &q.ring), 0);
+        uint32_t both[2] = { c0.gpu_id, c1.gpu_id };
+        struct kfd_ioctl_map_memory_to_gpu_args map = { .handle = q.ring.handle,
+                                                        .device_ids_array_ptr = (uint64_t) (uintptr_t) both,
+                                                        .n_devices = 2 };
+        cr_assert_eq(t_ioctl(&c0, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &map), 0);
+        q.rptr = t_bo(&c1, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        q.wptr = t_bo(&c1, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        struct kfd_ioctl_create_queue_args a;
+        cr_assert_eq(t_create_sdma_queue_args(&c1, &q, &a), 0, "GPU 0's BO as the ring of GPU 1's queue");
+
+        uint32_t ids[1] = { c1.gpu_id };
+        struct kfd_ioctl_unmap_memory_from_gpu_args un = { .handle = q.ring.handle,
+                                                           .device_ids_array_ptr = (uint64_t) (uintptr_t) ids,
+                                                           .n_devices = 1 };
+        cr_expect_eq(t_ioctl(&c0, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &un), -EBUSY, "the queue's mapping in GPU 1's VM");
+        cr_expect_eq(t_unmap(&c0, q.ring.handle), 0, "GPU 0's mapping is no queue's");
+        struct kfd_ioctl_destroy_queue_args dq = { .queue_id = a.queue_id };
+        cr_assert_eq(t_ioctl(&c1, AMDKFD_IOC_DESTROY_QUEUE, &dq), 0);
+        un.n_success = 0;
+        cr_expect_eq(t_ioctl(&c0, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &un), 0, "free once the queue is gone");
+        cr_expect_eq(t_free(&c0, q.ring.handle), 0);
+        t_bo_release(&c1, &q.rptr);
+        t_bo_release(&c1, &q.wptr);
+        t_close_gpu(&c1);
+        t_close(&c0, false);
+        sim_device_free(d);
+}
