@@ -106,10 +106,10 @@ bool sim_tc_atomic(unsigned op, void *host, uint64_t src, uint64_t cmp) {
         return false;
 }
 
-int sim_vm_atomic(SimProcess *p, unsigned op, uint64_t va, uint64_t src, uint64_t cmp, uint64_t *ret_fault_va) {
+int sim_vm_atomic(SimPdd *vm, unsigned op, uint64_t va, uint64_t src, uint64_t cmp, uint64_t *ret_fault_va) {
         uint8_t *host;
 
-        if (sim_vm_access_write(p, va, sim_tc_atomic_width(op), &host, ret_fault_va) < 0)
+        if (sim_vm_access_write(vm, va, sim_tc_atomic_width(op), &host, ret_fault_va) < 0)
                 return -EFAULT;
         return sim_tc_atomic(op, host, src, cmp) ? 0 : 1;
 }

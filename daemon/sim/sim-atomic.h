@@ -59,7 +59,7 @@ bool sim_tc_atomic_is_cmpswap(unsigned op);
 bool sim_tc_atomic(unsigned op, void *host, uint64_t src, uint64_t cmp);
 
 /*
- * sim_vm_atomic() - an engine's memory atomic on the process's GPU VM: the
+ * sim_vm_atomic() - an engine's memory atomic in a process's VM on one GPU: the
  * word at @va is translated as any engine access (sim_vm_access()) and
  * changed on memory, not through the GL2 (the engines' atomics are system
  * scope: ROCr's signals live in host memory and are read by the CPU).
@@ -68,7 +68,7 @@ bool sim_tc_atomic(unsigned op, void *host, uint64_t src, uint64_t cmp);
  * Returns 0 when memory changed as asked, 1 when a compare-swap's compare
  * failed, -EFAULT with *ret_fault_va set when @va is outside the VM.
  */
-int sim_vm_atomic(SimProcess *p, unsigned op, uint64_t va, uint64_t src, uint64_t cmp, uint64_t *ret_fault_va);
+int sim_vm_atomic(SimPdd *vm, unsigned op, uint64_t va, uint64_t src, uint64_t cmp, uint64_t *ret_fault_va);
 
 /* The WAIT_REG_MEM / POLL_REGMEM compare functions (sim_queue_compare()) on 64 bits. */
 bool sim_compare64(unsigned func, uint64_t v, uint64_t ref);

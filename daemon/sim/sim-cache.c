@@ -71,7 +71,7 @@ void sim_cache_bo_free(SimBo *bo) {
         if (!c)
                 return;
         if (c->n_dirty > 0)
-                __atomic_sub_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
+                __atomic_sub_fetch(&bo->gpu->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
         if (c->view)
                 munmap(c->view, bo->size);
         if (c->pre)
@@ -103,7 +103,7 @@ int sim_cache_bo_init(SimBo *bo, bool fresh) {
                 return -ENOMEM;
         }
         /* A new BO's memory and view are both zero: clean as of now. */
-        uint32_t gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
+        uint32_t gen = __atomic_load_n(&bo->gpu->hdp_gen, __ATOMIC_ACQUIRE);
         for (uint64_t i = 0; i < n; i++)
                 c->pages[i] = (CachePage) { .gen = gen, .state = fresh ? PAGE_CLEAN : PAGE_INVALID };
         return 0;
@@ -118,17 +118,17 @@ void sim_cache_bo_lost(SimBo *bo) {
         (void) madvise(c->view, bo->size, MADV_DONTNEED);
         for (uint64_t i = 0; i < bo->size / PAGE; i++) {
                 c->pages[i].state = PAGE_CLEAN;
-                c->pages[i].gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
+                c->pages[i].gen = __atomic_load_n(&bo->gpu->hdp_gen, __ATOMIC_ACQUIRE);
         }
         if (c->n_dirty > 0)
-                __atomic_sub_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
+                __atomic_sub_fetch(&bo->gpu->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
         c->n_dirty = 0;
         pthread_mutex_unlock(&c->lock);
 }
 
 static void mark_dirty(SimBo *bo, SimBoCache *c, uint64_t i) {
         if (c->n_dirty++ == 0)
-                __atomic_add_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
+                __atomic_add_fetch(&bo->gpu->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
         c->dirty[c->n_dirty - 1] = (uint32_t) i;
 }
 
@@ -168,8 +168,8 @@ static uint8_t *view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool pin
 
         if (!c)
                 return bo->host + off;
-        uint32_t hdp_gen = __atomic_load_n(&bo->device->hdp_gen, __ATOMIC_ACQUIRE);
-        uint32_t inv_gen = __atomic_load_n(&bo->device->gl2_inv_gen, __ATOMIC_ACQUIRE);
+        uint32_t hdp_gen = __atomic_load_n(&bo->gpu->hdp_gen, __ATOMIC_ACQUIRE);
+        uint32_t inv_gen = __atomic_load_n(&bo->gpu->gl2_inv_gen, __ATOMIC_ACQUIRE);
         pthread_mutex_lock(&c->lock);
         for (uint64_t i = off / PAGE; i <= (off + len - 1) / PAGE; i++) {
                 bool whole = overwrite && i * PAGE >= off && (i + 1) * PAGE <= off + len;
@@ -250,47 +250,47 @@ static void bo_write_back(SimBo *bo) {
                 c->pages[i].state = PAGE_CLEAN;
         }
         if (kept == 0)
-                __atomic_sub_fetch(&bo->device->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
+                __atomic_sub_fetch(&bo->gpu->n_dirty_bos, 1, __ATOMIC_ACQ_REL);
         c->n_dirty = kept;
         pthread_mutex_unlock(&c->lock);
 }
 
-void sim_cache_gl2(SimDevice *d, bool writeback, bool invalidate) {
-        /* Every job's streams write back: the walk only when a BO is dirty. */
-        if (writeback && __atomic_load_n(&d->n_dirty_bos, __ATOMIC_ACQUIRE) > 0)
-                for (SimBo *bo = d->bos; bo; bo = bo->next)
-                        if (bo->cache)
+void sim_cache_gl2(SimGpu *g, bool writeback, bool invalidate) {
+        /* Every job's streams write back: the walk only when a BO of g is dirty. */
+        if (writeback && __atomic_load_n(&g->n_dirty_bos, __ATOMIC_ACQUIRE) > 0)
+                for (SimBo *bo = g->device->bos; bo; bo = bo->next)
+                        if (bo->cache && bo->gpu == g)
                                 bo_write_back(bo);
         if (invalidate)
-                __atomic_store_n(&d->gl2_inv_gen, __atomic_load_n(&d->hdp_gen, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+                __atomic_store_n(&g->gl2_inv_gen, __atomic_load_n(&g->hdp_gen, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 }
 
-int sim_cache_mmio_bo(SimDevice *d, SimBo **ret) {
+int sim_cache_mmio_bo(SimGpu *g, SimBo **ret) {
         int r;
 
-        /* d->mmio_bo is weak: the handles hold the BO (sim-memory.c bo_free
+        /* g->mmio_bo is weak: the handles hold the BO (sim-memory.c bo_free
          * clears the pointer), so a device whose processes are gone keeps no
          * fd for it. */
-        if (d->mmio_bo) {
-                *ret = sim_bo_ref(d->mmio_bo);
+        if (g->mmio_bo) {
+                *ret = sim_bo_ref(g->mmio_bo);
                 return 0;
         }
-        r = sim_bo_new(d, &d->gpu, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, &d->mmio_bo);
+        r = sim_bo_new(g->device, g, PAGE, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP, &g->mmio_bo);
         if (r < 0)
                 return r;
-        __atomic_store_n((uint32_t *) (void *) (d->mmio_bo->host + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL), SIM_HDP_IDLE,
+        __atomic_store_n((uint32_t *) (void *) (g->mmio_bo->host + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL), SIM_HDP_IDLE,
                          __ATOMIC_RELEASE);
-        *ret = d->mmio_bo;
+        *ret = g->mmio_bo;
         return 0;
 }
 
-void sim_cache_poll_hdp(SimDevice *d) {
-        if (!d->mmio_bo)
+void sim_cache_poll_hdp(SimGpu *g) {
+        if (!g->mmio_bo)
                 return;
-        uint32_t v = __atomic_exchange_n((uint32_t *) (void *) (d->mmio_bo->host + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL),
+        uint32_t v = __atomic_exchange_n((uint32_t *) (void *) (g->mmio_bo->host + KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL),
                                          SIM_HDP_IDLE, __ATOMIC_ACQ_REL);
         if (v != SIM_HDP_IDLE)
-                __atomic_add_fetch(&d->hdp_gen, 1, __ATOMIC_ACQ_REL);
+                __atomic_add_fetch(&g->hdp_gen, 1, __ATOMIC_ACQ_REL);
 }
 
 static int line_cache_get(SimLineCache **c, unsigned n_lines, SimLineCache **ret) {

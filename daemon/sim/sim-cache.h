@@ -56,7 +56,8 @@
  *    dispatches; ACQUIRE_MEM with GLV_INV / GL1_INV (or an SDMA GCR_REQ with
  *    them) drops the process's lines from every thread.
  *
- * Locking: the device counters are atomics; each BO's state has a lock of its
+ * Each GPU has its own HDP flush page, HDP and GL2 state (SimGpu).
+ * Locking: the per-GPU counters are atomics; each BO's state has a lock of its
  * own, because dispatches run without the device lock. A page written by a
  * dispatch or a large SDMA copy that is still running is pinned
  * (sim_cache_view(pin), sim_cache_unpin()) and stays dirty through a write-back
@@ -111,15 +112,17 @@ uint8_t *sim_cache_view(SimBo *bo, uint64_t off, uint64_t len, bool write, bool 
 uint8_t *sim_cache_view_overwrite(SimBo *bo, uint64_t off, uint64_t len);
 void sim_cache_unpin(SimBo *bo, uint64_t off, uint64_t len);
 
-/* The device's HDP flush page (the MMIO remap page, a SimBo of 4 KiB): a new
+/* GPU g's HDP flush page (its MMIO remap page, a SimBo of 4 KiB): a new
  * reference in *ret, made if no MMIO_REMAP handle holds one. 0 or -ENOMEM.
  * Locked. */
-int sim_cache_mmio_bo(SimDevice *d, SimBo **ret);
-/* Takes the HDP flush stores made since the last call (see the top). Locked. */
-void sim_cache_poll_hdp(SimDevice *d);
-/* A GL2 request of the whole cache: write back (GL2_WB), then invalidate
- * (GL2_INV). Locked. */
-void sim_cache_gl2(SimDevice *d, bool writeback, bool invalidate);
+int sim_cache_mmio_bo(SimGpu *g, SimBo **ret);
+/* Takes the HDP flush stores made on g's page since the last call (see the top). Locked. */
+void sim_cache_poll_hdp(SimGpu *g);
+/* A GL2 request of g's whole cache: write back (GL2_WB), then invalidate
+ * (GL2_INV). Each GPU has its own HDP and GL2; a VRAM BO's GPU view is that
+ * of the GPU whose memory it is (SimBo.gpu), also when a peer maps it.
+ * Locked. */
+void sim_cache_gl2(SimGpu *g, bool writeback, bool invalidate);
 
 /* A new owner id for a process's vector L0/GL1 lines (SimIsaVectorCaches),
  * never 0 and never given twice. */

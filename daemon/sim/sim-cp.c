@@ -318,7 +318,7 @@ static ExecResult exec_write_data(SimQueue *q, const SimPm4Packet *pk, Failure *
                         q->cp->sh[reg - SIM_SH_REG_START + (w->one_addr ? 0 : i)] = w->data[i];
                 return EXEC_DONE;
         }
-        if (sim_vm_access_write(q->process, w->addr, w->one_addr ? 4 : (uint64_t) w->n * 4, &dst, &f->fault_va) < 0)
+        if (sim_vm_access_write(q->pdd, w->addr, w->one_addr ? 4 : (uint64_t) w->n * 4, &dst, &f->fault_va) < 0)
                 return EXEC_FAULT;
         for (uint32_t i = 0; i < w->n; i++)
                 __atomic_store_n((uint32_t *) (void *) (dst + (w->one_addr ? 0 : 4 * i)), w->data[i], __ATOMIC_RELEASE);
@@ -344,17 +344,17 @@ static ExecResult exec_release_mem(SimQueue *q, const SimPm4Packet *pk, Failure 
 
         /* The cache actions come at the end of the pipe, before the write
          * (GCR bits [22:12] of DW1: GL2_INV 20, GL2_WB 21). */
-        sim_cache_gl2(q->process->device, m->gcr & (1u << (21 - 12)), m->gcr & (1u << (20 - 12)));
+        sim_cache_gl2(q->pdd->gpu, m->gcr & (1u << (21 - 12)), m->gcr & (1u << (20 - 12)));
 
         switch (m->data_sel) {
         case SIM_RELEASE_MEM_DATA_32:
-                if (sim_vm_access_write(q->process, m->addr, 4, &dst, &f->fault_va) < 0)
+                if (sim_vm_access_write(q->pdd, m->addr, 4, &dst, &f->fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint32_t *) (void *) dst, (uint32_t) m->data, __ATOMIC_RELEASE);
                 break;
         case SIM_RELEASE_MEM_DATA_64:
         case SIM_RELEASE_MEM_DATA_GPU_CLOCK:
-                if (sim_vm_access_write(q->process, m->addr, 8, &dst, &f->fault_va) < 0)
+                if (sim_vm_access_write(q->pdd, m->addr, 8, &dst, &f->fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint64_t *) (void *) dst,
                                  m->data_sel == SIM_RELEASE_MEM_DATA_64 ? m->data : sim_gpu_clock_counter(),
@@ -365,7 +365,7 @@ static ExecResult exec_release_mem(SimQueue *q, const SimPm4Packet *pk, Failure 
         }
         /* kfd_int_process_v10.c: CP_END_OF_PIPE -> kfd_signal_event_interrupt(pasid, context_id0, 32). */
         if (m->int_sel == SIM_RELEASE_MEM_INT_ONLY || m->int_sel == SIM_RELEASE_MEM_INT_AFTER_WRITE)
-                sim_ih_interrupt(q->process, m->int_ctxid, 32);
+                sim_ih_interrupt(q->pdd->gpu, q->process, m->int_ctxid, 32);
         return EXEC_DONE;
 }
 
@@ -378,7 +378,7 @@ static ExecResult exec_wait_reg_mem(SimQueue *q, const SimPm4Packet *pk, Failure
                 return failf(f, "WAIT_REG_MEM: ENGINE 1 (PFP) does not exist on a compute queue");
         if (w->mem_space == 0)
                 return EXEC_DONE; /* no registers to wait for (see the file comment) */
-        if (sim_vm_access(q->process, w->addr, 4, &src, &f->fault_va) < 0)
+        if (sim_vm_access(q->pdd, w->addr, 4, &src, &f->fault_va) < 0)
                 return EXEC_FAULT;
         v = __atomic_load_n((uint32_t *) (void *) src, __ATOMIC_ACQUIRE);
         return sim_queue_compare(w->function, v & w->mask, w->ref) ? EXEC_DONE : EXEC_RETRY;
@@ -389,7 +389,7 @@ static ExecResult exec_wait_reg_mem64(SimQueue *q, const SimPm4Packet *pk, Failu
         const typeof(pk->wait_reg_mem64) *w = &pk->wait_reg_mem64;
         uint8_t *src;
 
-        if (sim_vm_access(q->process, w->addr, 8, &src, &f->fault_va) < 0)
+        if (sim_vm_access(q->pdd, w->addr, 8, &src, &f->fault_va) < 0)
                 return EXEC_FAULT;
         return sim_compare64(w->function, __atomic_load_n((uint64_t *) (void *) src, __ATOMIC_ACQUIRE) & w->mask,
                              w->ref) ? EXEC_DONE : EXEC_RETRY;
@@ -400,7 +400,7 @@ static ExecResult exec_wait_reg_mem64(SimQueue *q, const SimPm4Packet *pk, Failu
  * return value is not kept (COPY_DATA SRC_SEL 6 is not modelled). */
 static ExecResult exec_atomic_mem(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
         const typeof(pk->atomic_mem) *a = &pk->atomic_mem;
-        int r = sim_vm_atomic(q->process, a->op, a->addr, a->src, a->cmp, &f->fault_va);
+        int r = sim_vm_atomic(q->pdd, a->op, a->addr, a->src, a->cmp, &f->fault_va);
 
         if (r < 0)
                 return EXEC_FAULT;
@@ -423,7 +423,7 @@ static ExecResult exec_copy_data(SimQueue *q, const SimPm4Packet *pk, Failure *f
                 break;
         case 1:
         case SIM_COPY_DATA_SRC_MEM:
-                if (sim_vm_access(q->process, c->src, bytes, &host, &f->fault_va) < 0)
+                if (sim_vm_access(q->pdd, c->src, bytes, &host, &f->fault_va) < 0)
                         return EXEC_FAULT;
                 value = c->count_64 ? __atomic_load_n((uint64_t *) (void *) host, __ATOMIC_ACQUIRE)
                                     : __atomic_load_n((uint32_t *) (void *) host, __ATOMIC_ACQUIRE);
@@ -452,7 +452,7 @@ static ExecResult exec_copy_data(SimQueue *q, const SimPm4Packet *pk, Failure *f
         case 1:
         case SIM_COPY_DATA_DST_TC_L2:
         case SIM_COPY_DATA_DST_MEM:
-                if (sim_vm_access_write(q->process, c->dst, bytes, &host, &f->fault_va) < 0)
+                if (sim_vm_access_write(q->pdd, c->dst, bytes, &host, &f->fault_va) < 0)
                         return EXEC_FAULT;
                 if (c->count_64)
                         __atomic_store_n((uint64_t *) (void *) host, value, __ATOMIC_RELEASE);
@@ -470,7 +470,7 @@ static ExecResult exec_dma_data(SimQueue *q, const SimPm4Packet *pk, Failure *f)
 
         if (m->src_sel == 1 || m->dst_sel == 1)
                 return failf(f, "DMA_DATA: GDS is not modelled");
-        if (sim_vm_access_write(q->process, m->dst, m->byte_count, &dst, &f->fault_va) < 0)
+        if (sim_vm_access_write(q->pdd, m->dst, m->byte_count, &dst, &f->fault_va) < 0)
                 return EXEC_FAULT;
         if (m->src_sel == 2) {
                 uint32_t v = (uint32_t) m->src;
@@ -478,7 +478,7 @@ static ExecResult exec_dma_data(SimQueue *q, const SimPm4Packet *pk, Failure *f)
                         memcpy(dst + i, &v, 4);
                 return EXEC_DONE;
         }
-        if (sim_vm_access(q->process, m->src, m->byte_count, &src, &f->fault_va) < 0)
+        if (sim_vm_access(q->pdd, m->src, m->byte_count, &src, &f->fault_va) < 0)
                 return EXEC_FAULT;
         memmove(dst, src, m->byte_count);
         return EXEC_DONE;
@@ -498,7 +498,7 @@ static ExecResult exec_indirect_buffer(SimQueue *q, const SimPm4Packet *pk, Fail
                                 "the ring is not one)");
         if (cp->in_ib && !pk->ib.chain)
                 return failf(f, "INDIRECT_BUFFER inside an indirect buffer: one level of IB is modelled (CHAIN is)");
-        if (sim_vm_access(q->process, pk->ib.addr, (uint64_t) pk->ib.size_dw * 4, &host, &f->fault_va) < 0) {
+        if (sim_vm_access(q->pdd, pk->ib.addr, (uint64_t) pk->ib.size_dw * 4, &host, &f->fault_va) < 0) {
                 f->fetch = true;
                 return EXEC_FAULT;
         }
@@ -763,7 +763,7 @@ static ExecResult exec_dispatch(SimQueue *q, const SimPm4Packet *pk, Failure *f)
                         return EXEC_RETRY;
         }
         if (sim_icache_get(q->process, &dm.icache) < 0 || sim_kcache_get(q->process, &dm.kcache) < 0 ||
-            sim_vm_snapshot_new(q->process, &dm.snap) < 0) {
+            sim_vm_snapshot_new(q->pdd, &dm.snap) < 0) {
                 free(dm.dummy);
                 return EXEC_RETRY; /* out of memory: try again on the next pass */
         }
@@ -818,7 +818,7 @@ static ExecResult execute(SimQueue *q, const SimPm4Packet *pk, Failure *f) {
                 if (pk->acquire_mem.gcr_cntl & SIM_GCR_GLK_INV)
                         sim_line_cache_invalidate(q->process->kcache);
                 sim_vcache_invalidate(q->process, pk->acquire_mem.gcr_cntl);
-                sim_cache_gl2(q->process->device, pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_WB,
+                sim_cache_gl2(q->pdd->gpu, pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_WB,
                               pk->acquire_mem.gcr_cntl & SIM_GCR_GL2_INV);
                 return EXEC_DONE;
         case SIM_PKT3_SET_SH_REG:
@@ -895,7 +895,7 @@ static int fetch_ib(SimQueue *q, SimPm4Packet *pk, uint32_t *ret_header, const c
         uint8_t *host;
         int r;
 
-        if (sim_vm_access(q->process, cp->ib_va + (uint64_t) cp->ib_pos * 4, (uint64_t) left * 4, &host, ret_fault_va) < 0)
+        if (sim_vm_access(q->pdd, cp->ib_va + (uint64_t) cp->ib_pos * 4, (uint64_t) left * 4, &host, ret_fault_va) < 0)
                 return -EFAULT;
         dw = (const uint32_t *) (const void *) host;
         *ret_header = dw[0];
@@ -916,7 +916,7 @@ int sim_cp_queue_step(SimQueue *q) {
                 return SIM_STEP_IDLE;
         db = sim_queue_load_doorbell(q);
         /* After the doorbell: a flush stored before it is seen now. */
-        sim_cache_poll_hdp(q->process->device);
+        sim_cache_poll_hdp(q->pdd->gpu);
         if (db != q->doorbell_seen) {
                 q->doorbell_seen = db;
                 q->wptr = db;

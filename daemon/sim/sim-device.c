@@ -136,12 +136,22 @@ bool sim_device_ioctl_simulated(unsigned nr) {
         return nr == SIM_IOC_NR_CREATE_PROCESS || (nr < SIM_IOCTL_COUNT && ioctls[nr].func);
 }
 
-SimGpuInfo *sim_device_gpu(SimDevice *d, uint32_t gpu_id) {
-        if (gpu_id == d->gpu.gpu_id)
-                return &d->gpu;
-        if (d->has_igpu && gpu_id == d->igpu.gpu_id)
-                return &d->igpu;
+SimGpu *sim_device_gpu(SimDevice *d, uint32_t gpu_id) {
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                if (d->gpus[i]->info.gpu_id == gpu_id)
+                        return d->gpus[i];
         return NULL;
+}
+
+SimGpu *sim_device_gpu_by_minor(SimDevice *d, unsigned minor) {
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                if (d->gpus[i]->info.drm_render_minor == minor)
+                        return d->gpus[i];
+        return NULL;
+}
+
+SimGpu *sim_device_first_dgpu(SimDevice *d) {
+        return d->gpus[d->has_igpu ? 1 : 0];
 }
 
 unsigned sim_device_command_end(const SimDevice *d) {
@@ -188,17 +198,14 @@ out:
 static int op_open_render(void *userdata, unsigned minor) {
         SimMm *mm = userdata;
         SimDevice *d = mm->device;
-        SimGpuInfo *gpu;
+        SimGpu *gpu;
         SimFile *f;
         int r;
 
         if (getpid() != d->pid)
                 return -EPERM;
-        if (minor == d->gpu.drm_render_minor)
-                gpu = &d->gpu;
-        else if (d->has_igpu && minor == d->igpu.drm_render_minor)
-                gpu = &d->igpu;
-        else
+        gpu = sim_device_gpu_by_minor(d, minor);
+        if (!gpu)
                 return -ENOENT;
         pthread_mutex_lock(&d->lock);
         r = d->shutting_down ? -ENODEV : sim_file_new(mm, SIM_FILE_RENDER, &f);
@@ -404,37 +411,40 @@ static int kfd_file_mmap_target(SimDevice *d, SimProcess *p, size_t length, uint
                                 uint64_t *ret_offset) {
         uint64_t type = offset & KFD_MMAP_TYPE_MASK;
         uint32_t gpu_id = (uint32_t) KFD_MMAP_GET_GPU_ID(offset);
+        SimGpu *gpu = sim_device_gpu(d, gpu_id);
 
         switch (type) {
         case KFD_MMAP_TYPE_DOORBELL:
-                if (!sim_process_gpu(p, gpu_id))
-                        return -ENODEV; /* kfd_mmap: no device for that gpu_id */
+                /* kfd_mmap: no device for that gpu_id; else kfd_doorbell_mmap
+                 * maps the doorbell slice of the process's pdd on it. */
+                if (!gpu)
+                        return -ENODEV;
                 /* kfd_doorbell_mmap: the length must be exactly the process slice;
                  * the offset names the slice, not a doorbell in it. */
                 if (length != KFD_DOORBELL_SLICE_SIZE)
                         return -EINVAL;
                 if (offset & ~(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK))
                         return -EINVAL;
-                *ret_memfd = p->doorbell_fd;
+                *ret_memfd = p->pdds[gpu->index]->doorbell_fd;
                 *ret_offset = 0;
                 return 0;
         case KFD_MMAP_TYPE_EVENTS:
                 *ret_offset = 0;
                 return sim_events_mmap_target(p, length, ret_memfd);
         case KFD_MMAP_TYPE_MMIO:
-                if (!sim_device_gpu(d, gpu_id))
+                if (!gpu)
                         return -ENODEV;
                 /* kfd_mmio_mmap: exactly one page, the HDP flush page. The
                  * kernel maps the register page whether or not an MMIO_REMAP
                  * handle exists; the simulator's page lives with its handles,
                  * so it wants one (-EINVAL without: sim-memory.c). */
-                if (length != PAGE_SIZE_4K || !d->mmio_bo)
+                if (length != PAGE_SIZE_4K || !gpu->mmio_bo)
                         return -EINVAL;
-                *ret_memfd = d->mmio_bo->memfd;
+                *ret_memfd = gpu->mmio_bo->memfd;
                 *ret_offset = 0;
                 return 0;
         default:
-                if (!sim_device_gpu(d, gpu_id))
+                if (!gpu)
                         return -ENODEV;
                 return -EOPNOTSUPP; /* reserved memory is not simulated */
         }
@@ -621,6 +631,59 @@ static uint32_t identity_tag(const char *identity, uint32_t gpu_id) {
         return h;
 }
 
+/* The gpu_id of discrete GPU i. The kernel hashes a GPU's PCI location and
+ * properties into 16 bits and makes the result unique among the nodes
+ * (kfd_topology.c kfd_generate_gpu_id: crc16, then "if gpu_id conflicts,
+ * pick another"); here: the first GPU's id (SimOptions.gpu_id), then FNV-1a
+ * of it and i folded to 16 bits, never 0, the iGPU's or one given before. */
+static uint32_t dgpu_id(SimDevice *d, uint32_t first_id, unsigned i) {
+        uint32_t h = 2166136261u, id;
+
+        if (i == 0)
+                return first_id;
+        for (unsigned k = 0; k < 4; k++)
+                h = (h ^ (uint8_t) (first_id >> (8 * k))) * 16777619u;
+        for (;;) {
+                h = (h ^ (uint8_t) i) * 16777619u;
+                id = (h ^ (h >> 16)) & 0xFFFFu;
+                if (id != 0 && id != SIM_IGPU_GPU_ID && !sim_device_gpu(d, id))
+                        return id;
+        }
+}
+
+/* The GPUs, in topology order, with their engines; and the topology. */
+static int make_gpus(SimDevice *d, const SimOptions *o) {
+        const SimGpuInfo *infos[SIM_MAX_GPU_NODES];
+        unsigned n_dgpus = o->n_gpus ? o->n_gpus : 1;
+        SimGpuInfo info;
+        int r;
+
+        if (o->igpu_first) {
+                sim_gpu_info_init_igpu(&info);
+                r = sim_gpu_new(d, d->n_gpus, &info, &d->gpus[d->n_gpus]);
+                if (r < 0)
+                        return r;
+                d->n_gpus++;
+                d->has_igpu = true;
+        }
+        for (unsigned i = 0; i < n_dgpus; i++) {
+                sim_gpu_info_init(&info, dgpu_id(d, o->gpu_id, i), o->cu_count, o->vram_size);
+                /* One card per PCI bus (03:00.0, 04:00.0, ...), render nodes
+                 * numbered in probe order after the iGPU's, and a serial of
+                 * its own. */
+                info.location_id += i << 8;
+                info.drm_render_minor += d->n_gpus;
+                info.unique_id += i;
+                r = sim_gpu_new(d, d->n_gpus, &info, &d->gpus[d->n_gpus]);
+                if (r < 0)
+                        return r;
+                d->n_gpus++;
+        }
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                infos[i] = &d->gpus[i]->info;
+        return sim_topology_write(infos, d->n_gpus, d->sysfs_dir);
+}
+
 int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         _cleanup_(sim_device_freep) SimDevice *d = NULL;
         SimOptions o = opts ? *opts : (SimOptions) {};
@@ -635,6 +698,14 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                 o.vram_size = SIM_DEFAULT_VRAM_SIZE;
         if (o.kfd_minor == 0)
                 o.kfd_minor = SIM_DEFAULT_KFD_MINOR;
+        if (o.n_gpus > SIM_MAX_GPUS) {
+                log_debug("sim: %u GPUs requested, at most %u are simulated", o.n_gpus, SIM_MAX_GPUS);
+                return -EINVAL;
+        }
+        if (o.igpu_first && o.gpu_id == SIM_IGPU_GPU_ID) {
+                log_debug("sim: gpu_id 0x%x is the integrated GPU's", o.gpu_id);
+                return -EINVAL;
+        }
         /* gpu_id travels in 16 bits of mmap offsets (KFD_MMAP_GPU_ID). */
         if (o.gpu_id > 0xFFFF || o.cu_count > 1024 || o.vram_size % PAGE_SIZE_4K ||
             o.kfd_minor < SIM_MIN_KFD_MINOR || o.kfd_minor > SIM_DEFAULT_KFD_MINOR ||
@@ -663,14 +734,6 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
         r = sim_remote_registry_new(&d->remotes);
         if (r < 0)
                 return r;
-        sim_gpu_info_init(&d->gpu, o.gpu_id, o.cu_count, o.vram_size);
-        if (o.igpu_first) {
-                if (o.gpu_id == SIM_IGPU_GPU_ID)
-                        return -EINVAL;
-                sim_gpu_info_init_igpu(&d->igpu);
-                d->has_igpu = true;
-                d->gpu.drm_render_minor = d->igpu.drm_render_minor + 1;
-        }
 
         if (o.sysfs_dir) {
                 d->sysfs_dir = strdup(o.sysfs_dir);
@@ -683,23 +746,19 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                         return r;
                 d->own_sysfs_dir = true;
         }
-        r = sim_topology_write(&d->gpu, d->has_igpu ? &d->igpu : NULL, d->sysfs_dir);
+        r = make_gpus(d, &o);
         if (r < 0)
                 return r;
 
         mm_init(&d->mm, d);
 
-        for (unsigned i = 0; i < d->gpu.num_sdma_engines && i < SIM_MAX_SDMA_ENGINES; i++) {
-                r = sim_engine_new(d, SIM_ENGINE_SDMA, i, sim_sdma_queue_step, &d->sdma_engines[i]);
-                if (r < 0)
-                        return r;
-        }
         r = sim_isa_pool_new(o.isa_helpers < 0 ? 0 : o.isa_helpers > 0 ? (unsigned) o.isa_helpers : sim_isa_default_helpers(),
                              &d->isa_pool);
         if (r < 0)
                 return r;
 
-        log_debug("sim: device gpu_id 0x%x, %u CUs, sysfs at %s", d->gpu.gpu_id, d->gpu.cu_count, d->sysfs_dir);
+        log_debug("sim: device with %u GPU nodes, first gpu_id 0x%x, %u CUs, sysfs at %s", d->n_gpus,
+                  d->gpus[0]->info.gpu_id, d->gpus[0]->info.cu_count, d->sysfs_dir);
         *ret = TAKE_PTR(d);
         return 0;
 }
@@ -721,11 +780,41 @@ static void close_files(SimDevice *d, SimMm *mm) {
 void sim_device_reset(SimDevice *d, bool memory_lost) {
         pthread_mutex_lock(&d->lock);
         log_warning("sim: GPU reset%s", memory_lost ? ", VRAM contents lost" : "");
-        for (SimProcess *p = d->processes; p; p = p->next)
-                sim_process_gpu_reset(p, memory_lost);
+        /* The events carry the id of the GPU the context uses (the first
+         * it has a VM on), else of the first discrete GPU. */
+        for (SimProcess *p = d->processes; p; p = p->next) {
+                SimGpu *gpu = sim_device_first_dgpu(d);
+                for (unsigned i = 0; i < p->n_pdds; i++)
+                        if (p->pdds[i]->vm_file) {
+                                gpu = p->pdds[i]->gpu;
+                                break;
+                        }
+                sim_process_gpu_reset(p, gpu, memory_lost);
+        }
         if (memory_lost)
-                sim_memory_lose_vram(d);
+                sim_memory_lose_vram(d, NULL);
         pthread_mutex_unlock(&d->lock);
+}
+
+int sim_device_reset_gpu(SimDevice *d, uint32_t gpu_id, bool memory_lost) {
+        SimGpu *gpu;
+
+        pthread_mutex_lock(&d->lock);
+        gpu = sim_device_gpu(d, gpu_id);
+        if (!gpu) {
+                pthread_mutex_unlock(&d->lock);
+                return -ENODEV;
+        }
+        log_warning("sim: reset of GPU 0x%x%s", gpu_id, memory_lost ? ", VRAM contents lost" : "");
+        /* kgd2kfd_pre_reset(that device) -> kfd_signal_reset_event(node):
+         * the contexts that have a VM on it. */
+        for (SimProcess *p = d->processes; p; p = p->next)
+                if (p->pdds[gpu->index]->vm_file)
+                        sim_process_gpu_reset(p, gpu, memory_lost);
+        if (memory_lost)
+                sim_memory_lose_vram(d, gpu);
+        pthread_mutex_unlock(&d->lock);
+        return 0;
 }
 
 SimDevice *sim_device_free(SimDevice *d) {
@@ -764,12 +853,8 @@ SimDevice *sim_device_free(SimDevice *d) {
         pthread_mutex_unlock(&d->lock);
 
         /* No queue is left on any engine now; stop the threads. */
-        for (unsigned i = 0; i < SIM_MAX_SDMA_ENGINES; i++)
-                d->sdma_engines[i] = sim_engine_free(d->sdma_engines[i]);
-        for (unsigned i = 0; i < d->n_cp_engines; i++)
-                d->cp_engines[i] = sim_engine_free(d->cp_engines[i]);
-        free(d->cp_engines);
-        free(d->ih); /* every process is gone, and its entries with it */
+        for (unsigned i = 0; i < d->n_gpus; i++)
+                d->gpus[i] = sim_gpu_free(d->gpus[i]);
         d->isa_pool = sim_isa_pool_free(d->isa_pool);
         sim_device_free_bos(d);
 
@@ -887,6 +972,39 @@ void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret) {
         st.remote_processes = sim_remote_registry_count(d->remotes);
         st.doorbells = d->n_doorbells;
         st.interrupts = d->n_interrupts;
+        st.gpus = d->n_gpus;
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                const SimGpu *g = d->gpus[i];
+                for (unsigned k = 0; k < SIM_MAX_SDMA_ENGINES; k++)
+                        st.engine_threads += g->sdma_engines[k] != NULL;
+                st.engine_threads += g->n_cp_engines;
+        }
         pthread_mutex_unlock(&d->lock);
         *ret = st;
+}
+
+int sim_device_get_gpu_stats(SimDevice *d, unsigned index, SimGpuStats *ret) {
+        SimGpuStats st = {};
+        const SimGpu *g;
+
+        pthread_mutex_lock(&d->lock);
+        if (index >= d->n_gpus) {
+                pthread_mutex_unlock(&d->lock);
+                return -ENODEV;
+        }
+        g = d->gpus[index];
+        st.gpu_id = g->info.gpu_id;
+        st.drm_render_minor = g->info.drm_render_minor;
+        st.vram_size = g->info.vram_size;
+        st.vram_used = g->info.vram_used;
+        for (unsigned k = 0; k < SIM_MAX_SDMA_ENGINES; k++)
+                st.sdma_engines += g->sdma_engines[k] != NULL;
+        st.cp_engines = g->n_cp_engines;
+        for (SimProcess *p = d->processes; p; p = p->next)
+                for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
+                        if (p->queues[i] && p->queues[i]->pdd->gpu == g)
+                                st.queues++;
+        pthread_mutex_unlock(&d->lock);
+        *ret = st;
+        return 0;
 }

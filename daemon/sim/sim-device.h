@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The SimDevice behind sim.h: one simulated machine with one gfx1030 GPU (and
- * with SimOptions.igpu_first an integrated gfx1036 listed before it). It
- * owns the lock that guards every sim object, the condition variable
- * WAIT_EVENTS sleeps on, the topology, the files and processes, the BO list
- * (for dma-buf import and render-node offsets), the SDMA queue pool and the
- * engine threads. This header is for daemon/sim only.
+ * The SimDevice behind sim.h: one simulated machine with SimOptions.n_gpus
+ * gfx1030 GPUs (and with SimOptions.igpu_first an integrated gfx1036 listed
+ * before them). It owns the lock that guards every sim object, the condition
+ * variable WAIT_EVENTS sleeps on, the topology, the files and processes, the
+ * BO list (for dma-buf import and render-node offsets), the GPUs (sim-gpu.h:
+ * each with its SDMA queue pool, engine threads and caches) and the
+ * interpreter's helper threads. This header is for daemon/sim only.
  */
 #pragma once
 
@@ -17,12 +18,13 @@
 #include "isa/sim-isa.h"
 #include "kfd/kfd-ops.h"
 #include "sim-cp.h"
+#include "sim-gpu.h"
 #include "sim-topology.h"
 #include "sim-types.h"
 #include "sim.h"
 
-#define SIM_MAX_SDMA_ENGINES 8u
-#define SIM_MAX_SDMA_SLOTS 64u
+/* The GPU nodes of a device: SIM_MAX_GPUS discrete ones and the iGPU. */
+#define SIM_MAX_GPU_NODES (SIM_MAX_GPUS + 1u)
 
 /*
  * One simulated user process as KFD tells them apart: by address space
@@ -54,8 +56,10 @@ struct SimDevice {
         pthread_cond_t idle_cond;   /* signalled when n_busy drops to 0 */
         pid_t pid;                  /* the process that created the device and owns its fds */
 
-        SimGpuInfo gpu;
-        SimGpuInfo igpu;            /* SimOptions.igpu_first: a second GPU, listed first */
+        /* The GPUs in topology order: with SimOptions.igpu_first the iGPU
+         * first, then the n_gpus discrete ones. */
+        SimGpu *gpus[SIM_MAX_GPU_NODES];
+        unsigned n_gpus;
         bool has_igpu;
         char *sysfs_dir;
         bool own_sysfs_dir;
@@ -67,20 +71,8 @@ struct SimDevice {
         SimProcess *processes;
         SimBo *bos;
         uint64_t next_mmap_offset;
-        /* Caches (sim-cache.h): HDP flushes seen, the HDP flush count the last
-         * GL2 invalidate published (atomics), the MMIO remap page. */
-        uint32_t hdp_gen, gl2_inv_gen;
-        unsigned n_dirty_bos;       /* BOs with dirty GL2 pages (atomic) */
-        SimBo *mmio_bo;
         uint32_t bo_tag;            /* random, in every BO memfd's name: this device's (sim-memory.c) */
 
-        SimQueue *sdma_slots[SIM_MAX_SDMA_SLOTS]; /* dqm->sdma_bitmap: engine = slot % n_engines */
-        SimEngine *sdma_engines[SIM_MAX_SDMA_ENGINES];
-        /* CP engines: one thread per active compute queue (an HQD), kept
-         * when its queue goes and given to the next (sim-cp.h). */
-        SimEngine **cp_engines;
-        unsigned n_cp_engines;
-        unsigned next_cp_pipe;      /* the pipe allocate_hqd() would pick next: for the logs */
         pthread_cond_t cp_cond;     /* broadcast when a dispatch or an engine step lets go of its queue */
         uint64_t dispatch_budget;   /* wave-instructions per dispatch (SimOptions) */
         SimIsaPool *isa_pool;       /* helpers running workgroups of the CP engines' dispatches */
@@ -92,14 +84,9 @@ struct SimDevice {
          * woken yet (sim_events_deliver()), and since when. */
         bool irq_pending;
         uint64_t irq_pending_since_ns;
-        /* The interrupt handler's queue (sim-ih.h): the order faults are
-         * handled in, the entries raised since a fault that waits, and the
-         * queue that faulted with the steps it may still run. */
+        /* The order GPU VM faults are handled in (sim-ih.h; each GPU has its
+         * own interrupt handler's queue, SimGpu.ih). */
         SimFaultOrder fault_order;
-        struct SimIhEntry *ih;
-        size_t ih_n, ih_cap;
-        SimQueue *ih_fault_queue;
-        unsigned ih_run_on;
         /* Counted for SimDeviceStats, under lock. */
         uint64_t n_doorbells, n_interrupts;
 
@@ -120,9 +107,13 @@ struct SimDevice {
  */
 void sim_ioctl_cancellable(bool on);
 
-/* The device's GPU with that gpu_id (the gfx1030, or the iGPU of
+/* The device's GPU with that gpu_id (a gfx1030, or the iGPU of
  * SimOptions.igpu_first), NULL for another id. */
-SimGpuInfo *sim_device_gpu(SimDevice *d, uint32_t gpu_id);
+SimGpu *sim_device_gpu(SimDevice *d, uint32_t gpu_id);
+/* The first discrete GPU (the one SimOptions.gpu_id names). */
+SimGpu *sim_device_first_dgpu(SimDevice *d);
+/* The device's GPU whose render node has that minor, NULL for another. */
+SimGpu *sim_device_gpu_by_minor(SimDevice *d, unsigned minor);
 
 /* AMDKFD_COMMAND_END of the device's uapi version: ioctl numbers at or past
  * it do not exist on that kernel. */

@@ -134,7 +134,7 @@ static int gem_create(SimFile *f, union drm_amdgpu_gem_create *a) {
 
         /* VRAM if it fits; else the 6.1 retry with GTT added. Anything that
          * fits neither is -ENOMEM (TTM's answer when it cannot place it). */
-        domain = (domains & AMDGPU_GEM_DOMAIN_VRAM) && size <= f->gpu->vram_size - f->gpu->vram_used
+        domain = (domains & AMDGPU_GEM_DOMAIN_VRAM) && size <= f->gpu->info.vram_size - f->gpu->info.vram_used
                          ? AMDGPU_GEM_DOMAIN_VRAM
                          : AMDGPU_GEM_DOMAIN_GTT;
         r = sim_bo_new(d, f->gpu, size, kfd_flags_for(domain, flags), &bo);

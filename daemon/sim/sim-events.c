@@ -145,9 +145,11 @@ static int kmap_event_page(SimProcess *p, uint64_t handle) {
 
         if (p->signal_bo)
                 return -EINVAL; /* "Event page is already set" */
-        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(handle)))
+        SimPdd *pdd = sim_process_pdd(p, KFD_HANDLE_GPU_ID(handle));
+
+        if (!pdd)
                 return -EINVAL; /* "Getting device by id failed" */
-        if (!p->vm_file)
+        if (!pdd->vm_file)
                 return -ENODEV; /* kfd_bind_process_to_device */
         m = sim_process_find_mem(p, handle);
         if (!m)
@@ -169,11 +171,18 @@ static int kmap_event_page(SimProcess *p, uint64_t handle) {
 /* allocate_signal_page(): no user page was given; the kernel allocates one
  * that user space maps with mmap(KFD_MMAP_TYPE_EVENTS). */
 static int allocate_signal_page(SimProcess *p) {
+        SimGpu *gpu = sim_device_first_dgpu(p->device);
         SimBo *bo;
         int r;
 
-        r = sim_bo_new(p->device, p->gpu ? p->gpu : &p->device->gpu, KFD_EVENT_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT,
-                       &bo);
+        /* System memory: the GPU it is charged to is only its name. The one
+         * the context has a VM on, else the first discrete one. */
+        for (unsigned i = 0; i < p->n_pdds; i++)
+                if (p->pdds[i]->vm_file) {
+                        gpu = p->pdds[i]->gpu;
+                        break;
+                }
+        r = sim_bo_new(p->device, gpu, KFD_EVENT_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &bo);
         if (r < 0)
                 return r;
         p->signal_bo = bo;
@@ -319,16 +328,17 @@ void sim_events_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bit
 }
 
 /* lookup_events_by_type_and_signal() for kfd_signal_vm_fault_event. */
-void sim_events_memory_fault(SimProcess *p, uint64_t va) {
+void sim_events_memory_fault(SimProcess *p, SimGpu *gpu, uint64_t va) {
         /* kfd_signal_vm_fault_event: NotPresent for a page that is not
          * there, ReadOnly for a write to one that is (the only protection
-         * fault the simulator models, sim_vm_access_write()). */
-        bool read_only = sim_vm_read_only(p, va);
+         * fault the simulator models, sim_vm_access_write()), in the VM of
+         * the GPU that faulted, whose id the event carries. */
+        bool read_only = sim_vm_read_only(p->pdds[gpu->index], va);
         struct kfd_hsa_memory_exception_data data = {
                 .failure.NotPresent = !read_only,
                 .failure.ReadOnly = read_only,
                 .va = va,
-                .gpu_id = p->gpu ? p->gpu->gpu_id : p->device->gpu.gpu_id,
+                .gpu_id = gpu->info.gpu_id,
         };
         bool any = false;
 
@@ -343,12 +353,12 @@ void sim_events_memory_fault(SimProcess *p, uint64_t va) {
                           (unsigned long long) va);
 }
 
-void sim_events_gpu_reset(SimProcess *p, bool memory_lost) {
+void sim_events_gpu_reset(SimProcess *p, SimGpu *gpu, bool memory_lost) {
         struct kfd_hsa_hw_exception_data data = {
                 .reset_type = KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
                 .reset_cause = KFD_HW_EXCEPTION_GPU_HANG,
                 .memory_lost = memory_lost,
-                .gpu_id = p->device->gpu.gpu_id,
+                .gpu_id = gpu->info.gpu_id,
         };
 
         for (SimEvent *e = p->events; e; e = e->next)

@@ -67,9 +67,9 @@ void sim_events_deliver(SimDevice *d, bool force);
 bool sim_events_take_delivery(SimDevice *d, bool force);
 void sim_events_wake_sleepers(SimDevice *d);
 /* GPU VM fault at va: sets every MEMORY event with {NotPresent, va, gpu_id}. */
-void sim_events_memory_fault(SimProcess *p, uint64_t va);
+void sim_events_memory_fault(SimProcess *p, SimGpu *gpu, uint64_t va);
 /* kfd_signal_reset_event: every HW_EXCEPTION event of p, with the reset's data. */
-void sim_events_gpu_reset(SimProcess *p, bool memory_lost);
+void sim_events_gpu_reset(SimProcess *p, SimGpu *gpu, bool memory_lost);
 /*
  * A queue stopped at a packet it cannot execute (or a shader it cannot run):
  * records {queue_id, text} for KfdOps.exception_info, dropping the oldest

@@ -36,7 +36,7 @@ struct SimFile {
         pid_t pid;           /* the opener */
         SimMm *mm;           /* the simulated process that opened it */
         SimProcess *process; /* KFD: the context; RENDER: the context that acquired this VM */
-        SimGpuInfo *gpu;     /* RENDER: the GPU whose render node this is */
+        SimGpu *gpu;         /* RENDER: the GPU whose render node this is */
         SimBo **gem;         /* RENDER: GEM handle h is gem[h - 1] (a reference), NULL if free (sim-drm.h) */
         uint32_t n_gem;
 };

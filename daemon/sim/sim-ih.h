@@ -27,8 +27,9 @@
  *    job's end-of-pipe fence (and the later jobs of its queue) can land
  *    before the MEMORY event is set, on the simulator's own ordering, not on
  *    wall time.
- * The queue belongs to the SimDevice. Every function here is called with the
- * device lock held.
+ * Each GPU has its own queue (SimGpu.ih), as each device has its IH ring: a
+ * fault waiting on one GPU holds up no interrupt of another. Every function
+ * here is called with the device lock held.
  */
 #pragma once
 
@@ -42,6 +43,7 @@
 
 typedef struct SimIhEntry {
         SimProcess *process;
+        SimGpu *gpu;             /* fault: the GPU whose VM faulted */
         bool fault;              /* a GPU VM fault at va; else an interrupt */
         uint64_t va;
         uint32_t partial_id;     /* interrupt: context id and its valid bits */
@@ -51,10 +53,10 @@ typedef struct SimIhEntry {
 /* Whether d runs in fence-first order (SimOptions.fault_order). */
 bool sim_ih_fence_first(const SimDevice *d);
 
-/* An engine of p raised an interrupt with this context id
+/* An engine of gpu raised an interrupt for p with this context id
  * (kfd_signal_event_interrupt(pasid, partial_id, valid_bits)): handled now,
- * or after the entries queued before it. */
-void sim_ih_interrupt(SimProcess *p, uint32_t partial_id, unsigned valid_bits);
+ * or after the entries queued before it on that GPU. */
+void sim_ih_interrupt(SimGpu *gpu, SimProcess *p, uint32_t partial_id, unsigned valid_bits);
 
 /* q's engine faulted at va (already rounded down to its page). Event-first:
  * handled now (the caller has stopped q). Fence-first: queued; q may run on. */
@@ -73,5 +75,5 @@ void sim_ih_queue_gone(SimQueue *q);
  * others are handled now. */
 void sim_ih_process_gone(SimProcess *p);
 
-/* Handles everything queued (device shutdown). */
+/* Handles everything queued on every GPU (device shutdown). */
 void sim_ih_flush(SimDevice *d);

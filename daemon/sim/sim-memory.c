@@ -13,9 +13,18 @@
  *  - flags must name exactly one of VRAM/GTT/USERPTR/DOORBELL/MMIO_REMAP; the
  *    kernel takes the first in that order, the simulator refuses the
  *    ambiguity with -EINVAL.
- *  - a VA range overlapping another handle of the process is refused at
- *    ALLOC/IMPORT with -EINVAL; the kernel finds the same conflict one step
- *    later, in amdgpu_vm_bo_map ("va ... conflict with ..."), at MAP.
+ *  - a VA range overlapping another handle of the process on the same GPU
+ *    is refused at ALLOC/IMPORT with -EINVAL; the kernel finds the same
+ *    conflict one step later, in amdgpu_vm_bo_map ("va ... conflict with
+ *    ..."), at MAP. Handles of different GPUs may share a VA (each GPU's VM
+ *    is its own); mapping one into a VM where the range is taken is -EINVAL.
+ *  - a peer GPU's BO mapped into a VM (MAP_MEMORY_TO_GPU naming another
+ *    GPU) is reached at the same memory: the kernel attaches it through a
+ *    dma-buf (amdgpu_amdkfd_gpuvm.c kfd_mem_attach: KFD_MEM_ATT_DMABUF for
+ *    GTT and VRAM BOs of a peer) and, where the GPUs cannot reach each
+ *    other's BAR, migrates a VRAM BO to GTT for it (amdgpu_dma_buf.c:
+ *    no peer2peer); the simulator keeps it where it is and keeps charging
+ *    it to its own GPU's VRAM.
  *  - an engine access must lie inside one GPU-mapped BO; a range spanning two
  *    adjacent mapped BOs faults (the hardware would follow the page tables).
  *  - a dma-buf is recognised by the (st_dev, st_ino) of its memfd while its
@@ -76,9 +85,9 @@ static SimBo *bo_free(SimBo *bo) {
                                 break;
                         }
                 if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-                        bo->gpu->vram_used -= bo->size;
-                if (bo->device->mmio_bo == bo)
-                        bo->device->mmio_bo = NULL;
+                        bo->gpu->info.vram_used -= bo->size;
+                if (bo->gpu->mmio_bo == bo)
+                        bo->gpu->mmio_bo = NULL;
         }
         sim_cache_bo_free(bo);
         if (bo->host && bo->host != MAP_FAILED)
@@ -126,11 +135,11 @@ static int bo_attach(SimDevice *d, SimBo *bo, bool fresh) {
         bo->next = d->bos;
         d->bos = bo;
         if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-                bo->gpu->vram_used += bo->size;
+                bo->gpu->info.vram_used += bo->size;
         return sim_cache_bo_init(bo, fresh);
 }
 
-int sim_bo_new(SimDevice *d, SimGpuInfo *gpu, uint64_t size, uint32_t flags, SimBo **ret) {
+int sim_bo_new(SimDevice *d, SimGpu *gpu, uint64_t size, uint32_t flags, SimBo **ret) {
         _cleanup_(bo_freep) SimBo *bo = NULL;
         char name[64];
         int r;
@@ -144,7 +153,7 @@ int sim_bo_new(SimDevice *d, SimGpuInfo *gpu, uint64_t size, uint32_t flags, Sim
         bo->alloc_flags = flags;
         bo->gpu = gpu;
 
-        snprintf(name, sizeof name, BO_NAME_FMT, gpu->gpu_id, d->bo_tag, flags);
+        snprintf(name, sizeof name, BO_NAME_FMT, gpu->info.gpu_id, d->bo_tag, flags);
         bo->memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (bo->memfd < 0)
                 return -errno;
@@ -174,9 +183,9 @@ static SimBo *find_bo_by_inode(SimDevice *d, dev_t dev, ino_t ino) {
         return NULL;
 }
 
-void sim_memory_lose_vram(SimDevice *d) {
+void sim_memory_lose_vram(SimDevice *d, SimGpu *gpu) {
         for (SimBo *bo = d->bos; bo; bo = bo->next) {
-                if (!(bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM))
+                if (!(bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) || (gpu && bo->gpu != gpu))
                         continue;
                 /* Every mapping of the memfd (the simulator's, clients')
                  * sees the hole: zeros, as fresh VRAM after a reset reads. */
@@ -188,91 +197,115 @@ void sim_memory_lose_vram(SimDevice *d) {
 }
 
 SimMem *sim_process_find_mem(SimProcess *p, uint64_t handle) {
+        SimPdd *pdd = sim_process_pdd(p, KFD_HANDLE_GPU_ID(handle));
         uint32_t idr = KFD_HANDLE_IDR(handle);
 
-        if (!p->gpu || KFD_HANDLE_GPU_ID(handle) != p->gpu->gpu_id)
+        if (!pdd || idr >= pdd->n_mems)
                 return NULL;
-        if (idr >= p->n_mems)
-                return NULL;
-        return p->mems[idr];
+        return pdd->mems[idr];
 }
 
 bool sim_process_has_bo(SimProcess *p, SimBo *bo) {
-        for (uint32_t i = 0; i < p->n_mems; i++)
-                if (p->mems[i] && p->mems[i]->bo == bo)
-                        return true;
+        for (unsigned k = 0; k < p->n_pdds; k++) {
+                SimPdd *pdd = p->pdds[k];
+                for (uint32_t i = 0; i < pdd->n_mems; i++)
+                        if (pdd->mems[i] && pdd->mems[i]->bo == bo)
+                                return true;
+        }
         return false;
 }
 
-static void mem_free(SimProcess *p, SimMem *m) {
+static void mem_free(SimMem *m) {
+        SimPdd *pdd;
+
         if (!m)
                 return;
-        if (m->idr < p->n_mems && p->mems[m->idr] == m)
-                p->mems[m->idr] = NULL;
+        pdd = m->pdd;
+        if (m->idr < pdd->n_mems && pdd->mems[m->idr] == m)
+                pdd->mems[m->idr] = NULL;
         sim_bo_unref(m->bo);
         free(m);
 }
 
 void sim_process_free_mems(SimProcess *p) {
-        for (uint32_t i = 0; i < p->n_mems; i++)
-                mem_free(p, p->mems[i]);
-        free(p->mems);
-        p->mems = NULL;
-        p->n_mems = 0;
+        for (unsigned k = 0; k < p->n_pdds; k++) {
+                SimPdd *pdd = p->pdds[k];
+                for (uint32_t i = 0; i < pdd->n_mems; i++)
+                        mem_free(pdd->mems[i]);
+                free(pdd->mems);
+                pdd->mems = NULL;
+                pdd->n_mems = 0;
+        }
 }
 
 /* idr_alloc(&pdd->alloc_idr, mem, 0, 0): the lowest free id from 0. */
-static int mem_add(SimProcess *p, SimBo *bo, uint64_t va, uint32_t flags, SimMem **ret) {
+static int mem_add(SimPdd *pdd, SimBo *bo, uint64_t va, uint32_t flags, SimMem **ret) {
         uint32_t idr;
         SimMem *m;
 
-        for (idr = 0; idr < p->n_mems; idr++)
-                if (!p->mems[idr])
+        for (idr = 0; idr < pdd->n_mems; idr++)
+                if (!pdd->mems[idr])
                         break;
-        if (idr == p->n_mems) {
-                uint32_t n = MAX(16u, p->n_mems * 2);
-                SimMem **a = realloc(p->mems, n * sizeof *a);
+        if (idr == pdd->n_mems) {
+                uint32_t n = MAX(16u, pdd->n_mems * 2);
+                SimMem **a = realloc(pdd->mems, n * sizeof *a);
                 if (!a)
                         return -ENOMEM;
-                memset(a + p->n_mems, 0, (n - p->n_mems) * sizeof *a);
-                p->mems = a;
-                p->n_mems = n;
+                memset(a + pdd->n_mems, 0, (n - pdd->n_mems) * sizeof *a);
+                pdd->mems = a;
+                pdd->n_mems = n;
         }
         m = calloc(1, sizeof *m);
         if (!m)
                 return -ENOMEM;
         m->bo = sim_bo_ref(bo);
+        m->pdd = pdd;
         m->idr = idr;
         m->va = va;
         m->size = bo->size;
         m->flags = flags;
-        p->mems[idr] = m;
+        pdd->mems[idr] = m;
         *ret = m;
         return 0;
 }
 
-static bool va_overlaps(SimProcess *p, uint64_t va, uint64_t size, const SimMem *except, bool mapped_only) {
-        for (uint32_t i = 0; i < p->n_mems; i++) {
-                SimMem *m = p->mems[i];
-                if (!m || m == except || (mapped_only && !m->mapped))
-                        continue;
-                if (va < m->va + m->size && m->va < va + size)
+/* Whether [va, va + size) overlaps another handle of pdd (ALLOC, IMPORT). */
+static bool handle_overlaps(SimPdd *pdd, uint64_t va, uint64_t size) {
+        for (uint32_t i = 0; i < pdd->n_mems; i++) {
+                SimMem *m = pdd->mems[i];
+                if (m && va < m->va + m->size && m->va < va + size)
                         return true;
         }
         return false;
 }
 
-SimMem *sim_vm_lookup(SimProcess *p, uint64_t va) {
-        for (uint32_t i = 0; i < p->n_mems; i++) {
-                SimMem *m = p->mems[i];
-                if (m && m->mapped && va >= m->va && va - m->va < m->size)
+/* For every SimMem m mapped in vm, of any pdd of its process. */
+#define VM_FOREACH(vm, m)                                                                            \
+        for (unsigned _k = 0, _bit = 1u << (vm)->gpu->index; _k < (vm)->process->n_pdds; _k++)      \
+                for (uint32_t _i = 0; _i < (vm)->process->pdds[_k]->n_mems; _i++)                   \
+                        if (((m) = (vm)->process->pdds[_k]->mems[_i]) && ((m)->mapped_on & _bit))
+
+/* Whether [va, va + size) overlaps a mapping of vm other than except (MAP). */
+static bool vm_overlaps(SimPdd *vm, uint64_t va, uint64_t size, const SimMem *except) {
+        SimMem *m;
+
+        VM_FOREACH(vm, m)
+                if (m != except && va < m->va + m->size && m->va < va + size)
+                        return true;
+        return false;
+}
+
+SimMem *sim_vm_lookup(SimPdd *vm, uint64_t va) {
+        SimMem *m;
+
+        VM_FOREACH(vm, m)
+                if (va >= m->va && va - m->va < m->size)
                         return m;
-        }
         return NULL;
 }
 
-int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
-        SimMem *m = sim_vm_lookup(p, va);
+int sim_vm_access(SimPdd *vm, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
+        SimMem *m = sim_vm_lookup(vm, va);
 
         if (!m) {
                 *ret_fault_va = va;
@@ -286,27 +319,27 @@ int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, 
         return 0;
 }
 
-int sim_vm_access_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
-        int r = sim_vm_access(p, va, len, ret_host, ret_fault_va);
+int sim_vm_access_write(SimPdd *vm, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
+        int r = sim_vm_access(vm, va, len, ret_host, ret_fault_va);
 
-        if (r >= 0 && sim_vm_read_only(p, va)) {
+        if (r >= 0 && sim_vm_read_only(vm, va)) {
                 *ret_fault_va = va;
                 return -EFAULT;
         }
         return r;
 }
 
-bool sim_vm_read_only(SimProcess *p, uint64_t va) {
-        SimMem *m = sim_vm_lookup(p, va);
+bool sim_vm_read_only(SimPdd *vm, uint64_t va) {
+        SimMem *m = sim_vm_lookup(vm, va);
 
         return m && !(m->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE);
 }
 
-int sim_vm_access_bulk_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
-        int r = sim_vm_access_write(p, va, len, ret_host, ret_fault_va);
+int sim_vm_access_bulk_write(SimPdd *vm, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va) {
+        int r = sim_vm_access_write(vm, va, len, ret_host, ret_fault_va);
 
         if (r >= 0)
-                sim_bo_populate(sim_vm_lookup(p, va)->bo);
+                sim_bo_populate(sim_vm_lookup(vm, va)->bo);
         return r;
 }
 
@@ -315,21 +348,18 @@ static int entry_cmp(const void *a, const void *b) {
         return x->va < y->va ? -1 : x->va > y->va;
 }
 
-int sim_vm_snapshot_new(SimProcess *p, SimVmSnapshot *ret) {
+int sim_vm_snapshot_new(SimPdd *vm, SimVmSnapshot *ret) {
         SimVmEntry *e;
+        SimMem *m;
         size_t n = 0;
 
-        for (uint32_t i = 0; i < p->n_mems; i++)
-                if (p->mems[i] && p->mems[i]->mapped)
-                        n++;
+        VM_FOREACH(vm, m)
+                n++;
         e = calloc(MAX(n, (size_t) 1), sizeof *e);
         if (!e)
                 return -ENOMEM;
         n = 0;
-        for (uint32_t i = 0; i < p->n_mems; i++) {
-                SimMem *m = p->mems[i];
-                if (!m || !m->mapped)
-                        continue;
+        VM_FOREACH(vm, m) {
                 e[n++] = (SimVmEntry) { .va = m->va, .size = m->size, .host = m->bo->host, .bo = sim_bo_ref(m->bo),
                                         .writable = m->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE };
         }
@@ -375,7 +405,8 @@ int sim_vm_snapshot_find(const SimVmSnapshot *s, uint64_t va, uint64_t len, cons
 /* kfd_chardev.c kfd_ioctl_alloc_memory_of_gpu, amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu. */
 int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
         SimDevice *d = p->device;
-        SimGpuInfo *g;
+        SimPdd *pdd;
+        SimGpu *g;
         uint32_t domain = a->flags & DOMAIN_FLAGS;
         uint64_t size;
         SimBo *bo;
@@ -386,9 +417,10 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
         if (a->size == 0)
                 return -EINVAL;
         /* kfd_process_device_data_by_id() fails -> -EINVAL */
-        g = sim_process_gpu(p, a->gpu_id);
-        if (!g)
+        pdd = sim_process_pdd(p, a->gpu_id);
+        if (!pdd)
                 return -EINVAL;
+        g = pdd->gpu;
         /* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu: no known domain -> -EINVAL;
          * the simulator also refuses more than one (see the file comment). */
         if (domain == 0 || (domain & (domain - 1)))
@@ -399,22 +431,23 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
         if ((domain & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) && a->size != PAGE_SIZE_4K)
                 return -EINVAL;
         /* kfd_bind_process_to_device: "if (!pdd->drm_priv) return ERR_PTR(-ENODEV);"
-         * i.e. ACQUIRE_VM must come first. */
-        if (!p->vm_file)
+         * i.e. ACQUIRE_VM (of that GPU) must come first. */
+        if (!pdd->vm_file)
                 return -ENODEV;
         /* The BO is created with PAGE_ALIGN(size) (amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu
          * aligned_size; amdgpu_bo_create rounds up to pages). */
         size = align_up_u64(a->size, PAGE_SIZE_4K);
         if (size == 0)
                 return -EINVAL;
-        /* amdgpu_amdkfd_reserve_mem_limit: "Insufficient memory" -> -ENOMEM. */
-        if ((domain & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && size > g->vram_size - g->vram_used)
+        /* amdgpu_amdkfd_reserve_mem_limit: "Insufficient memory" -> -ENOMEM,
+         * against that GPU's own VRAM. */
+        if ((domain & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && size > g->info.vram_size - g->info.vram_used)
                 return -ENOMEM;
-        if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false))
+        if (a->va_addr + size < a->va_addr || handle_overlaps(pdd, a->va_addr, size))
                 return -EINVAL;
 
         if (domain & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) {
-                r = sim_cache_mmio_bo(d, &bo);
+                r = sim_cache_mmio_bo(g, &bo);
                 if (r < 0)
                         return r;
         } else {
@@ -422,15 +455,15 @@ int sim_memory_alloc(SimProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a
                 if (r < 0)
                         return r;
         }
-        r = mem_add(p, bo, a->va_addr, a->flags, &m);
+        r = mem_add(pdd, bo, a->va_addr, a->flags, &m);
         sim_bo_unref(bo);
         if (r < 0)
                 return r;
 
-        a->handle = KFD_MAKE_HANDLE(g->gpu_id, m->idr);
+        a->handle = KFD_MAKE_HANDLE(g->info.gpu_id, m->idr);
         /* "MMIO is mapped through kfd device": the offset of kfd_mmio_mmap. */
         a->mmap_offset = (domain & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
-                                 ? KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(g->gpu_id)
+                                 ? KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(g->info.gpu_id)
                                  : bo->mmap_offset;
         log_debug("sim: alloc handle 0x%llx va 0x%llx size 0x%llx flags 0x%x",
                   (unsigned long long) a->handle, (unsigned long long) a->va_addr,
@@ -445,15 +478,15 @@ int sim_memory_free(SimProcess *p, struct kfd_ioctl_free_memory_of_gpu_args *a) 
         /* "Free signal BO is not allowed" */
         if (p->signal_handle && p->signal_handle == a->handle)
                 return -EPERM;
-        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(a->handle)))
+        if (!sim_process_pdd(p, KFD_HANDLE_GPU_ID(a->handle)))
                 return -EINVAL;
         m = sim_process_find_mem(p, a->handle);
         if (!m)
                 return -EINVAL;
-        /* "BO VA 0x%llx size 0x%lx is still mapped." -> -EBUSY; the handle stays. */
-        if (m->mapped)
+        /* "BO VA 0x%llx size 0x%lx is still mapped." -> -EBUSY (in any VM); the handle stays. */
+        if (m->mapped_on)
                 return -EBUSY;
-        mem_free(p, m);
+        mem_free(m);
         return 0;
 }
 
@@ -467,9 +500,11 @@ static int map_prologue(SimProcess *p, uint64_t handle, uint64_t ids_ptr, uint32
                 return -EINVAL;
         if (ids_ptr == 0)
                 return -EFAULT;
-        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(handle)))
+        SimPdd *pdd = sim_process_pdd(p, KFD_HANDLE_GPU_ID(handle));
+
+        if (!pdd)
                 return -EINVAL;
-        if (!p->vm_file)
+        if (!pdd->vm_file)
                 return -ENODEV;
         /* kfd_process_device_translate_handle() fails -> -ENOMEM (sic, kfd_chardev.c). */
         *ret = sim_process_find_mem(p, handle);
@@ -494,6 +529,10 @@ void sim_bo_populate(SimBo *bo) {
         (void) madvise(bo->host, bo->size, MADV_POPULATE_WRITE);
 }
 
+/* kfd_ioctl_map_memory_to_gpu: the BO goes into the VM of every GPU listed
+ * from n_success on (the handle's own and peers'), each of which must have
+ * its VM (kfd_bind_process_to_device of the peer: -ENODEV without); a peer
+ * maps it as the kernel attaches a peer's BO (see the file comment). */
 int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
         const uint32_t *ids = (const uint32_t *) (uintptr_t) a->device_ids_array_ptr;
         SimMem *m;
@@ -503,17 +542,23 @@ int sim_memory_map(SimProcess *p, struct kfd_ioctl_map_memory_to_gpu_args *a) {
         if (r < 0)
                 return r;
         for (uint32_t i = a->n_success; i < a->n_devices; i++) {
-                if (!sim_process_gpu(p, ids[i]))
+                SimPdd *peer = sim_process_pdd(p, ids[i]);
+                uint32_t bit;
+
+                if (!peer)
                         return -EINVAL; /* "Getting device by id failed" */
-                if (!m->mapped) {
+                if (!peer->vm_file)
+                        return -ENODEV;
+                bit = 1u << peer->gpu->index;
+                if (!(m->mapped_on & bit)) {
                         /* amdgpu_vm_bo_map: unaligned or out-of-range VA, or a
-                         * conflict with another mapping -> -EINVAL. */
+                         * conflict with another mapping of that VM -> -EINVAL. */
                         if (m->va % PAGE_SIZE_4K || m->va + m->size - 1 > SIM_GPUVM_LIMIT ||
                             m->va + m->size < m->va)
                                 return -EINVAL;
-                        if (va_overlaps(p, m->va, m->size, m, true))
+                        if (vm_overlaps(peer, m->va, m->size, m))
                                 return -EINVAL;
-                        m->mapped = true;
+                        m->mapped_on |= bit;
                 }
                 a->n_success = i + 1;
         }
@@ -529,29 +574,34 @@ int sim_memory_unmap(SimProcess *p, struct kfd_ioctl_unmap_memory_from_gpu_args 
         if (r < 0)
                 return r;
         for (uint32_t i = a->n_success; i < a->n_devices; i++) {
-                if (!sim_process_gpu(p, ids[i]))
+                SimPdd *peer = sim_process_pdd(p, ids[i]);
+                uint32_t bit;
+
+                if (!peer)
                         return -EINVAL;
+                bit = 1u << peer->gpu->index;
                 /* amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: "If no VMs were
                  * reserved, it means the BO wasn't actually mapped" -> -EINVAL. */
-                if (!m->mapped)
+                if (!(m->mapped_on & bit))
                         return -EINVAL;
-                /* kfd_mem_unmap_...: "bo_va->queue_refcount %d" -> -EBUSY: a queue
-                 * still uses this mapping (kernels >= 6.12). */
-                if (m->queue_refcount)
+                /* amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: "bo_va->queue_refcount
+                 * %d" -> -EBUSY: a queue still uses this mapping in that VM
+                 * (kernels >= 6.12). */
+                if (m->queue_refcount[peer->gpu->index])
                         return -EBUSY;
-                m->mapped = false;
+                m->mapped_on &= ~bit;
                 a->n_success = i + 1;
         }
         return 0;
 }
 
-/* kfd_ioctl_get_available_memory. */
+/* kfd_ioctl_get_available_memory: that GPU's VRAM not yet taken. */
 int sim_memory_available(SimProcess *p, struct kfd_ioctl_get_available_memory_args *a) {
-        SimGpuInfo *g = sim_process_gpu(p, a->gpu_id);
+        SimPdd *pdd = sim_process_pdd(p, a->gpu_id);
 
-        if (!g)
+        if (!pdd)
                 return -EINVAL;
-        a->available = g->vram_size - g->vram_used;
+        a->available = pdd->gpu->info.vram_size - pdd->gpu->info.vram_used;
         return 0;
 }
 
@@ -561,7 +611,7 @@ int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args 
         SimMem *m;
         int fd;
 
-        if (!sim_process_gpu(p, KFD_HANDLE_GPU_ID(a->handle)))
+        if (!sim_process_pdd(p, KFD_HANDLE_GPU_ID(a->handle)))
                 return -EINVAL;
         m = sim_process_find_mem(p, a->handle);
         if (!m)
@@ -576,10 +626,10 @@ int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args 
 
 /* What the name of a memfd of a BO of d (BO_NAME_FMT) says of it, for a fd
  * whose BO record is gone: 0, its GPU and its allocation flags, or -EINVAL. */
-static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, SimGpuInfo **ret_gpu, uint32_t *ret_flags) {
+static int dmabuf_identity(SimDevice *d, int fd, const struct stat *st, SimGpu **ret_gpu, uint32_t *ret_flags) {
         char path[64], link[256], expect[64], tail[16];
         uint32_t flags, gpu_id, tag;
-        SimGpuInfo *g;
+        SimGpu *g;
         int seals;
         ssize_t n;
 
@@ -649,7 +699,7 @@ static int foreign_dmabuf(int fd, const struct stat *st, uint64_t *ret_size) {
  * dma-bufs -> -EINVAL (amdgpu: "Can't handle non-graphics buffers"). The BO
  * of a live handle in *ret; or, for a dma-buf whose BO record went with its
  * last handle, *ret NULL; its GPU, size and flags either way. */
-static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, SimGpuInfo **ret_gpu, uint64_t *ret_size,
+static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, SimGpu **ret_gpu, uint64_t *ret_size,
                          uint32_t *ret_flags) {
         struct stat st;
         SimBo *bo;
@@ -676,7 +726,7 @@ static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, SimGpuInfo **ret_gpu
 }
 
 /* A BO record for the memfd of a dma-buf whose record is gone. */
-static int bo_from_dmabuf(SimDevice *d, SimGpuInfo *gpu, int fd, uint64_t size, uint32_t flags, SimBo **ret) {
+static int bo_from_dmabuf(SimDevice *d, SimGpu *gpu, int fd, uint64_t size, uint32_t flags, SimBo **ret) {
         _cleanup_(bo_freep) SimBo *bo = calloc(1, sizeof *bo);
         int r;
 
@@ -699,7 +749,7 @@ static int bo_from_dmabuf(SimDevice *d, SimGpuInfo *gpu, int fd, uint64_t size, 
 
 /* kfd_ioctl_get_dmabuf_info, amdgpu_amdkfd_get_dmabuf_info. */
 int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_args *a) {
-        SimGpuInfo *g;
+        SimGpu *g;
         uint32_t flags;
         uint64_t size;
         SimBo *bo;
@@ -709,7 +759,7 @@ int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_a
         if (r < 0)
                 return r;
         a->size = size;
-        a->gpu_id = g->gpu_id; /* the exporting device's */
+        a->gpu_id = g->info.gpu_id; /* the exporting device's */
         a->flags = (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM : KFD_IOC_ALLOC_MEM_FLAGS_GTT;
         if (flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
                 a->flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
@@ -727,7 +777,7 @@ int sim_memory_get_dmabuf_info(SimProcess *p, struct kfd_ioctl_get_dmabuf_info_a
  * handle non-graphics buffers"). GET_DMABUF_INFO refuses it either way.
  * The BO of an fd imported before, or a new one in *ret.
  */
-static int import_foreign(SimDevice *d, SimGpuInfo *g, int fd, SimBo **ret, SimBo **ret_fresh) {
+static int import_foreign(SimDevice *d, SimGpu *g, int fd, SimBo **ret, SimBo **ret_fresh) {
         struct stat st;
         uint64_t size;
         SimBo *bo;
@@ -754,17 +804,19 @@ static int import_foreign(SimDevice *d, SimGpuInfo *g, int fd, SimBo **ret, SimB
 /* kfd_ioctl_import_dmabuf, amdgpu_amdkfd_gpuvm_import_dmabuf_fd. */
 int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args *a) {
         SimDevice *d = p->device;
-        SimGpuInfo *g = sim_process_gpu(p, a->gpu_id), *bo_gpu;
+        SimPdd *pdd = sim_process_pdd(p, a->gpu_id);
+        SimGpu *g, *bo_gpu;
         uint32_t flags, bo_flags;
         uint64_t size;
         SimBo *bo, *fresh = NULL;
         SimMem *m;
         int r;
 
-        if (!g)
+        if (!pdd)
                 return -EINVAL;
-        if (!p->vm_file)
+        if (!pdd->vm_file)
                 return -ENODEV;
+        g = pdd->gpu;
         r = lookup_dmabuf(d, (int) a->dmabuf_fd, &bo, &bo_gpu, &size, &bo_flags);
         if (r == -EINVAL) {
                 r = import_foreign(d, g, (int) a->dmabuf_fd, &bo, &fresh);
@@ -793,7 +845,7 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
                 bo = fresh;
                 bo_flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT;
         }
-        if (a->va_addr + size < a->va_addr || va_overlaps(p, a->va_addr, size, NULL, false)) {
+        if (a->va_addr + size < a->va_addr || handle_overlaps(pdd, a->va_addr, size)) {
                 sim_bo_unref(fresh);
                 return -EINVAL;
         }
@@ -807,10 +859,10 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
         flags = ((bo_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM
                                                            : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |
                 KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
-        r = mem_add(p, bo, a->va_addr, flags, &m);
+        r = mem_add(pdd, bo, a->va_addr, flags, &m);
         sim_bo_unref(fresh); /* the handle holds it now, or nothing does */
         if (r < 0)
                 return r;
-        a->handle = KFD_MAKE_HANDLE(g->gpu_id, m->idr);
+        a->handle = KFD_MAKE_HANDLE(g->info.gpu_id, m->idr);
         return 0;
 }

@@ -19,13 +19,14 @@
 #include <sys/types.h>
 
 #include "sim-cache.h"
+#include "sim-device.h"
 #include "sim-topology.h"
 #include "sim-types.h"
 
 struct SimBo {
         SimBo *next;            /* SimDevice.bos */
         SimDevice *device;
-        SimGpuInfo *gpu;        /* the GPU whose memory it is (VRAM accounting, dma-buf identity) */
+        SimGpu *gpu;            /* the GPU whose memory it is (VRAM accounting, caches, dma-buf identity) */
         unsigned n_ref;
         int memfd;
         uint8_t *host;          /* the simulator's own mapping of the whole BO */
@@ -42,17 +43,22 @@ struct SimBo {
 
 struct SimMem {
         SimBo *bo;
+        SimPdd *pdd;            /* whose handle it is (pdd->alloc_idr) */
         uint32_t idr;
         uint64_t va;
         uint64_t size;          /* == bo->size */
         uint32_t flags;
-        bool mapped;
-        unsigned queue_refcount; /* queues using this mapping (kfd_queue_buffer_get) */
+        /* The GPU VMs it is mapped into, a bit per SimGpu.index: its own GPU's
+         * and peers' (MAP_MEMORY_TO_GPU with several device ids). */
+        uint32_t mapped_on;
+        /* Queues using its mapping in each GPU's VM, by SimGpu.index (the
+         * bo_va's queue_refcount of kfd_queue_buffer_get: one per VM). */
+        unsigned queue_refcount[SIM_MAX_GPU_NODES];
 };
 
 /* A new BO of gpu (a GPU of d) of size bytes (page aligned) with one
  * reference, linked into d. */
-int sim_bo_new(SimDevice *d, SimGpuInfo *gpu, uint64_t size, uint32_t flags, SimBo **ret);
+int sim_bo_new(SimDevice *d, SimGpu *gpu, uint64_t size, uint32_t flags, SimBo **ret);
 SimBo *sim_bo_ref(SimBo *bo);
 /* Backs all of bo's pages once, at the first engine write (see sim-memory.c). */
 void sim_bo_populate(SimBo *bo);
@@ -62,15 +68,16 @@ void sim_bo_populate(SimBo *bo);
  * memfd name lets an importer make a new record (sim-memory.c).
  */
 void sim_bo_unref(SimBo *bo);
-/* A GPU reset lost VRAM: every VRAM BO's pages are dropped (they read as
- * zeros). Called with the device lock held. */
-void sim_memory_lose_vram(SimDevice *d);
+/* A reset of gpu (NULL: of every GPU) lost VRAM: every VRAM BO of it has its
+ * pages dropped (they read as zeros). Called with the device lock held. */
+void sim_memory_lose_vram(SimDevice *d, SimGpu *gpu);
 /* Frees every BO record of the device (teardown). */
 void sim_device_free_bos(SimDevice *d);
 /* Finds the BO whose render-node offset range holds [offset, offset+length). */
 SimBo *sim_device_find_bo_by_offset(SimDevice *d, uint64_t offset, uint64_t length);
 
-/* The SimMem of a handle of this process, NULL if the handle is unknown. */
+/* The SimMem of a handle of this process (in the pdd of the handle's GPU),
+ * NULL if the handle is unknown. */
 SimMem *sim_process_find_mem(SimProcess *p, uint64_t handle);
 /* Frees every handle of the process (process teardown). */
 void sim_process_free_mems(SimProcess *p);
@@ -78,16 +85,20 @@ void sim_process_free_mems(SimProcess *p);
 bool sim_process_has_bo(SimProcess *p, SimBo *bo);
 
 /*
- * sim_vm_lookup() - the mapped SimMem whose GPU VA range holds va, or NULL.
+ * The GPU VM of a process on one GPU is its pdd's: every SimMem of the
+ * process (of any of its pdds) mapped on that GPU (SimMem.mapped_on). An
+ * engine of that GPU translates through it.
+ *
+ * sim_vm_lookup() - the SimMem mapped in vm whose GPU VA range holds va, or NULL.
  */
-SimMem *sim_vm_lookup(SimProcess *p, uint64_t va);
+SimMem *sim_vm_lookup(SimPdd *vm, uint64_t va);
 /*
  * sim_vm_access() - translate [va, va+len) for an engine access.
  * Returns 0 with the host pointer in *ret_host when the whole range lies in
- * one GPU-mapped BO of the process, else -EFAULT with the first address that
- * is not covered in *ret_fault_va.
+ * one BO mapped in vm, else -EFAULT with the first address that is not
+ * covered in *ret_fault_va.
  */
-int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
+int sim_vm_access(SimPdd *vm, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
 /*
  * sim_vm_access() for an engine write: the mapping must also be writable. A
  * BO allocated without KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE is mapped readable
@@ -95,16 +106,16 @@ int sim_vm_access(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, 
  * AMDGPU_VM_PAGE_WRITEABLE with the flag), and a write to it is a protection
  * fault: -EFAULT with va in *ret_fault_va.
  */
-int sim_vm_access_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
+int sim_vm_access_write(SimPdd *vm, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
 /* Whether the mapping holding va is present but read-only (what a fault at va
  * then was: a write to it; sim_events_memory_fault). */
-bool sim_vm_read_only(SimProcess *p, uint64_t va);
+bool sim_vm_read_only(SimPdd *vm, uint64_t va);
 /* sim_vm_access_write() for a bulk engine write (copy or fill destination):
  * backs the BO's pages first (sim_bo_populate). */
-int sim_vm_access_bulk_write(SimProcess *p, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
+int sim_vm_access_bulk_write(SimPdd *vm, uint64_t va, uint64_t len, uint8_t **ret_host, uint64_t *ret_fault_va);
 
 /*
- * A snapshot of a process's GPU VM for an engine that runs without the device
+ * A snapshot of a process's VM on one GPU for an engine that runs without the device
  * lock (the CP engine's shader dispatches): every mapped SimMem's range and
  * host pointer, sorted by VA, each holding a reference on its BO so that the
  * memory stays valid however UNMAP/FREE race with the dispatch. The dispatch
@@ -125,7 +136,7 @@ typedef struct SimVmSnapshot {
 } SimVmSnapshot;
 
 /* Locked. Returns 0 or -ENOMEM. */
-int sim_vm_snapshot_new(SimProcess *p, SimVmSnapshot *ret);
+int sim_vm_snapshot_new(SimPdd *vm, SimVmSnapshot *ret);
 /* Locked. Drops the BO references. Safe on a zeroed snapshot. */
 void sim_vm_snapshot_release(SimVmSnapshot *s);
 /* Lock-free; the sim_vm_access() rule: [va, va+len) inside one entry (its

@@ -27,6 +27,50 @@
 #include "util/macro.h"
 
 
+static void pdd_free(SimPdd *pdd) {
+        if (!pdd)
+                return;
+        if (pdd->doorbells)
+                munmap(pdd->doorbells, KFD_DOORBELL_SLICE_SIZE);
+        safe_close(pdd->doorbell_fd);
+        if (pdd->vm_file) {
+                pdd->vm_file->process = NULL;
+                sim_file_unref(pdd->vm_file);
+        }
+        free(pdd);
+}
+
+/* The process's view of gpu, with its doorbell slice: 1024 8-byte doorbells
+ * (kfd_doorbell.c). Sealed at its size: the engines read it through the
+ * mapping below, and a remote process holds the memfd too (sim-remote.c) —
+ * shrunk under the engines it would fault them. */
+static int pdd_new(SimProcess *p, SimGpu *gpu, SimPdd **ret) {
+        SimPdd *pdd;
+        void *m;
+
+        pdd = calloc(1, sizeof *pdd);
+        if (!pdd)
+                return -ENOMEM;
+        pdd->process = p;
+        pdd->gpu = gpu;
+        pdd->doorbell_fd = memfd_create("kfd-doorbells", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (pdd->doorbell_fd < 0 || ftruncate(pdd->doorbell_fd, KFD_DOORBELL_SLICE_SIZE) < 0 ||
+            fcntl(pdd->doorbell_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+                int r = -errno;
+                pdd_free(pdd);
+                return r;
+        }
+        m = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, pdd->doorbell_fd, 0);
+        if (m == MAP_FAILED) {
+                int r = -errno;
+                pdd_free(pdd);
+                return r;
+        }
+        pdd->doorbells = m;
+        *ret = pdd;
+        return 0;
+}
+
 static void process_free(SimProcess *p) {
         if (!p)
                 return;
@@ -38,13 +82,8 @@ static void process_free(SimProcess *p) {
         sim_process_free_mems(p);
         sim_line_cache_free(p->icache);
         sim_line_cache_free(p->kcache);
-        if (p->doorbells)
-                munmap(p->doorbells, KFD_DOORBELL_SLICE_SIZE);
-        safe_close(p->doorbell_fd);
-        if (p->vm_file) {
-                p->vm_file->process = NULL;
-                sim_file_unref(p->vm_file);
-        }
+        for (unsigned i = 0; i < p->n_pdds; i++)
+                pdd_free(p->pdds[i]);
         if (p->device)
                 for (SimProcess **x = &p->device->processes; *x; x = &(*x)->next)
                         if (*x == p) {
@@ -58,33 +97,23 @@ DEFINE_POINTER_CLEANUP(SimProcess, process_free);
 int sim_process_new(SimMm *mm, bool primary, SimProcess **ret) {
         _cleanup_(process_freep) SimProcess *p = NULL;
         SimDevice *d = mm->device;
-        void *m;
+        int r;
 
         p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
         p->n_ref = 1;
         p->primary = primary;
-        p->doorbell_fd = -EBADF;
         p->signal_event_count = 1; /* kfd_event_init_process: id 0 is reserved */
         p->vcache = (SimIsaVectorCaches) { .owner = sim_cache_owner_new(), .glv_gen = &p->glv_gen,
                                            .gl1_gen = &p->gl1_gen };
-
-        /* The process doorbell slice: 1024 8-byte doorbells (kfd_doorbell.c).
-         * Sealed at its size: the engines read it through the mapping below,
-         * and a remote process holds the memfd too (sim-remote.c) — shrunk
-         * under the engines it would fault them. */
-        p->doorbell_fd = memfd_create("kfd-doorbells", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (p->doorbell_fd < 0)
-                return -errno;
-        if (ftruncate(p->doorbell_fd, KFD_DOORBELL_SLICE_SIZE) < 0)
-                return -errno;
-        if (fcntl(p->doorbell_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-                return -errno;
-        m = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, p->doorbell_fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        p->doorbells = m;
+        /* kfd_init_apertures: a pdd for every GPU node. */
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                r = pdd_new(p, d->gpus[i], &p->pdds[i]);
+                if (r < 0)
+                        return r;
+                p->n_pdds++;
+        }
 
         p->device = d;
         p->mm = mm;
@@ -108,7 +137,7 @@ void sim_process_unref(SimProcess *p) {
                 process_free(p);
 }
 
-/* Every queue of p stops for good, and queues it makes later start stopped. */
+/* Every queue of p stops for good, on every GPU, and queues it makes later start stopped. */
 static void process_evict(SimProcess *p) {
         p->evicted = true;
         for (uint32_t i = 0; i < SIM_MAX_QUEUES_PER_PROCESS; i++)
@@ -116,14 +145,14 @@ static void process_evict(SimProcess *p) {
                         sim_cp_preempt(p->queues[i]);
 }
 
-void sim_process_vm_fault(SimProcess *p, uint64_t va) {
+void sim_process_vm_fault(SimProcess *p, SimGpu *gpu, uint64_t va) {
         process_evict(p);
-        sim_events_memory_fault(p, va);
+        sim_events_memory_fault(p, gpu, va);
 }
 
-void sim_process_gpu_reset(SimProcess *p, bool memory_lost) {
+void sim_process_gpu_reset(SimProcess *p, SimGpu *gpu, bool memory_lost) {
         process_evict(p);
-        sim_events_gpu_reset(p, memory_lost);
+        sim_events_gpu_reset(p, gpu, memory_lost);
 }
 
 int sim_process_create_secondary(SimFile *f) {
@@ -140,12 +169,10 @@ int sim_process_create_secondary(SimFile *f) {
         return 0;
 }
 
-SimGpuInfo *sim_process_gpu(SimProcess *p, uint32_t gpu_id) {
-        SimGpuInfo *g = sim_device_gpu(p->device, gpu_id);
+SimPdd *sim_process_pdd(SimProcess *p, uint32_t gpu_id) {
+        SimGpu *g = sim_device_gpu(p->device, gpu_id);
 
-        if (!g || (p->gpu && p->gpu != g))
-                return NULL;
-        return g;
+        return g ? p->pdds[g->index] : NULL;
 }
 
 /* kfd_ioctl_get_version: the device's uapi version (SimOptions.kfd_minor). */
@@ -175,13 +202,9 @@ int sim_process_get_clock_counters(SimProcess *p, struct kfd_ioctl_get_clock_cou
 /* kfd_ioctl_get_process_apertures_new: num_of_nodes 0 asks for the count. */
 int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a) {
         /* One entry per GPU, in topology order (the iGPU first when there is one). */
-        const SimGpuInfo *gpus[2];
-        unsigned n = 0;
+        unsigned n = p->n_pdds;
         struct kfd_process_device_apertures *pa;
 
-        if (p->device->has_igpu)
-                gpus[n++] = &p->device->igpu;
-        gpus[n++] = &p->device->gpu;
         if (a->num_of_nodes == 0) {
                 a->num_of_nodes = n;
                 return 0;
@@ -200,7 +223,7 @@ int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertu
                         .scratch_limit = SIM_SCRATCH_APERTURE_BASE | SIM_APERTURE_SIZE,
                         .gpuvm_base = SIM_GPUVM_BASE,
                         .gpuvm_limit = SIM_GPUVM_LIMIT,
-                        .gpu_id = gpus[i]->gpu_id,
+                        .gpu_id = p->pdds[i]->gpu->info.gpu_id,
                 };
         a->num_of_nodes = n;
         return 0;
@@ -208,29 +231,28 @@ int sim_process_get_apertures(SimProcess *p, struct kfd_ioctl_get_process_apertu
 
 /* kfd_ioctl_acquire_vm + kfd_process_device_init_vm: a non-DRM (or closed) fd,
  * or one of another process's fd table, -> -EINVAL (fget / amdgpu_file_to_fpriv),
- * unknown gpu -> -EINVAL, the same
- * file again -> 0, another file -> -EBUSY, a render file already holding
- * another process's compute VM -> -EINVAL (amdgpu_amdkfd_gpuvm_acquire_process_vm). */
+ * unknown gpu -> -EINVAL, the same file again for that GPU -> 0, another file
+ * -> -EBUSY, a render file already holding another process's (or another
+ * GPU's) compute VM -> -EINVAL (amdgpu_amdkfd_gpuvm_acquire_process_vm). Each
+ * GPU's pdd acquires its own VM. */
 int sim_process_acquire_vm(SimProcess *p, struct kfd_ioctl_acquire_vm_args *a) {
         SimFile *f = sim_file_find(p->mm, (int) a->drm_fd);
-
-        SimGpuInfo *g = sim_process_gpu(p, a->gpu_id);
+        SimPdd *pdd = sim_process_pdd(p, a->gpu_id);
 
         if (!f || f->kind != SIM_FILE_RENDER)
                 return -EINVAL;
-        if (!g)
+        if (!pdd)
                 return -EINVAL;
-        if (p->vm_file)
-                return p->vm_file == f ? 0 : -EBUSY;
+        if (pdd->vm_file)
+                return pdd->vm_file == f ? 0 : -EBUSY;
         if (f->process)
                 return -EINVAL;
         /* amdgpu_amdkfd_gpuvm_acquire_process_vm() takes the VM of that
          * device's DRM file: another GPU's render node is no VM of this one. */
-        if (f->gpu != g)
+        if (f->gpu != pdd->gpu)
                 return -EINVAL;
-        p->vm_file = sim_file_ref(f);
+        pdd->vm_file = sim_file_ref(f);
         f->process = p;
-        p->gpu = g;
         return 0;
 }
 
@@ -250,13 +272,13 @@ int sim_process_runtime_enable(SimProcess *p, struct kfd_ioctl_runtime_enable_ar
         return 0;
 }
 
-/* The context's GPU for a call that needs the VM (kfd_bind_process_to_device):
- * NULL with *ret_bound false when the id names no GPU of the context. */
-static SimGpuInfo *bound_gpu(SimProcess *p, uint32_t gpu_id, bool *ret_bound) {
-        SimGpuInfo *g = sim_process_gpu(p, gpu_id);
+/* The context's pdd for a call that needs the VM (kfd_bind_process_to_device):
+ * NULL when the id names no GPU; *ret_bound says whether it has its VM. */
+static SimPdd *bound_pdd(SimProcess *p, uint32_t gpu_id, bool *ret_bound) {
+        SimPdd *pdd = sim_process_pdd(p, gpu_id);
 
-        *ret_bound = g && p->gpu == g;
-        return g;
+        *ret_bound = pdd && pdd->vm_file;
+        return pdd;
 }
 
 /* kfd_chardev.c kfd_ioctl_set_memory_policy: both policies must be
@@ -270,7 +292,7 @@ int sim_process_set_memory_policy(SimProcess *p, struct kfd_ioctl_set_memory_pol
         if (a->default_policy > KFD_IOC_CACHE_POLICY_NONCOHERENT ||
             a->alternate_policy > KFD_IOC_CACHE_POLICY_NONCOHERENT)
                 return -EINVAL;
-        if (!bound_gpu(p, a->gpu_id, &bound))
+        if (!bound_pdd(p, a->gpu_id, &bound))
                 return -EINVAL;
         if (!bound)
                 return -ESRCH;
@@ -285,7 +307,7 @@ int sim_process_set_memory_policy(SimProcess *p, struct kfd_ioctl_set_memory_pol
 int sim_process_set_scratch_backing_va(SimProcess *p, struct kfd_ioctl_set_scratch_backing_va_args *a) {
         bool bound;
 
-        if (!bound_gpu(p, a->gpu_id, &bound))
+        if (!bound_pdd(p, a->gpu_id, &bound))
                 return -EINVAL;
         if (!bound)
                 return -ENODEV;
@@ -300,7 +322,7 @@ int sim_process_set_scratch_backing_va(SimProcess *p, struct kfd_ioctl_set_scrat
 int sim_process_set_trap_handler(SimProcess *p, struct kfd_ioctl_set_trap_handler_args *a) {
         bool bound;
 
-        if (!bound_gpu(p, a->gpu_id, &bound))
+        if (!bound_pdd(p, a->gpu_id, &bound))
                 return -EINVAL;
         if (!bound)
                 return -ESRCH;
@@ -339,7 +361,7 @@ int sim_process_get_tile_config(SimProcess *p, struct kfd_ioctl_get_tile_config_
         uint32_t *tiles = (uint32_t *) (uintptr_t) a->tile_config_ptr;
         uint32_t *macros = (uint32_t *) (uintptr_t) a->macro_tile_config_ptr;
 
-        if (!sim_process_gpu(p, a->gpu_id))
+        if (!sim_process_pdd(p, a->gpu_id))
                 return -EINVAL;
         a->gb_addr_config = SIM_GB_ADDR_CONFIG;
         a->num_banks = 0;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One KFD process context of the simulated GPU: what the kernel keeps in
- * struct kfd_process plus its single kfd_process_device (this machine has one
- * GPU). A primary one is created by the first open_kfd() of its mm and held by
+ * One KFD process context of the simulated machine: what the kernel keeps in
+ * struct kfd_process, with one SimPdd (kfd_process_device) per GPU: that
+ * GPU's VM, memory handles and doorbell page. A primary one is created by the first open_kfd() of its mm and held by
  * the mm until the device goes (the kernel keeps it until the process exits);
  * a secondary one is created by CREATE_PROCESS on a fd. Either is owned by
  * references: every KFD file on it holds one, every ioctl in flight holds one
@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "isa/sim-isa.h"
+#include "sim-device.h"
 #include "sim-types.h"
 
 /* Exception records handed out by KfdOps.exception_info (sim-events.c). */
@@ -33,6 +34,27 @@ typedef struct SimException {
         char text[SIM_EXCEPTION_TEXT];
 } SimException;
 
+/*
+ * A process's view of one GPU (struct kfd_process_device): made for every GPU
+ * with the process, as kfd_flat_memory.c kfd_init_apertures makes one per
+ * GPU node at kfd_create_process. Its VM is the render file ACQUIRE_VM gave
+ * it (pdd->drm_priv); its memory handles are gpu_id << 32 | idr of its own
+ * idr (pdd->alloc_idr); its doorbell slice is its own page
+ * (kfd_alloc_process_doorbells per pdd), mmapped at an offset that names its
+ * gpu_id (KFD_MMAP_GPU_ID). Queue ids are the process's (pqm), not the pdd's.
+ */
+struct SimPdd {
+        SimProcess *process;
+        SimGpu *gpu;
+        SimFile *vm_file;        /* render node acquired with ACQUIRE_VM (ref), or NULL */
+        /* Memory handles, indexed by idr (sim-memory.c). */
+        SimMem **mems;
+        uint32_t n_mems;
+        bool doorbell_used[SIM_DOORBELL_COUNT];
+        int doorbell_fd;
+        uint64_t *doorbells;     /* host view of the 8 KiB slice */
+};
+
 struct SimProcess {
         SimProcess *next;        /* SimDevice.processes */
         SimDevice *device;
@@ -45,12 +67,8 @@ struct SimProcess {
          * evicted (create_queue_cpsch: is_evicted = qpd->evicted). */
         bool evicted;
 
-        SimFile *vm_file;        /* render node acquired with ACQUIRE_VM (ref), or NULL */
-        /* The GPU that ACQUIRE_VM put the context's VM on, NULL before. The
-         * kernel gives a process a VM on every GPU; a simulated context has
-         * one, and ids of the device's other GPU are refused once it is bound
-         * (sim_process_gpu). */
-        SimGpuInfo *gpu;
+        SimPdd *pdds[SIM_MAX_GPU_NODES]; /* by SimGpu.index */
+        unsigned n_pdds;
         bool runtime_enabled;
         /* What the thunk sets once at start (sim-process.c): kept as the
          * kernel keeps it in the qpd, read by nothing the simulator runs. */
@@ -66,10 +84,6 @@ struct SimProcess {
         uint32_t glv_gen, gl1_gen;
         SimIsaVectorCaches vcache;
 
-        /* Memory handles, indexed by idr (sim-memory.c). */
-        SimMem **mems;
-        uint32_t n_mems;
-
         /* Events (sim-events.c). */
         SimEvent *events;        /* all events */
         SimEvent *signal_events[KFD_SIGNAL_EVENT_LIMIT]; /* signal/debug events by slot (= id) */
@@ -83,11 +97,8 @@ struct SimProcess {
         SimException exceptions[SIM_MAX_EXCEPTIONS];
         unsigned exception_first, exception_count;
 
-        /* Queues and the doorbell slice (sim-queue.c). */
+        /* Queues (sim-queue.c), on any of its GPUs. */
         SimQueue *queues[SIM_MAX_QUEUES_PER_PROCESS];
-        bool doorbell_used[SIM_DOORBELL_COUNT];
-        int doorbell_fd;
-        uint64_t *doorbells;     /* host view of the 8 KiB slice */
 };
 
 int sim_process_new(SimMm *mm, bool primary, SimProcess **ret);
@@ -107,15 +118,17 @@ struct kfd_ioctl_set_xnack_mode_args;
 struct kfd_ioctl_get_tile_config_args;
 
 /*
- * A GPU VM fault at va in a queue of p (the interrupt path of
+ * A GPU VM fault at va in a queue of p on gpu (the interrupt path of
  * kfd_int_process_v10.c for a process that is not being debugged): every
- * queue of p is evicted — a dispatch running on another of its queues is
- * preempted and never resumes — then its MEMORY events are signalled with the
- * address. Other processes are untouched. Locked.
+ * queue of p is evicted, on every GPU (kfd_dqm_evict_pasid ->
+ * kfd_process_evict_queues walks all of the process's pdds) — a dispatch
+ * running on another of its queues is preempted and never resumes — then its
+ * MEMORY events are signalled with the address and gpu's id. Other processes
+ * are untouched, on either GPU. Locked.
  */
-void sim_process_vm_fault(SimProcess *p, uint64_t va);
-/* A GPU reset seen by p: evicted, HW_EXCEPTION events signaled (sim_device_reset()). */
-void sim_process_gpu_reset(SimProcess *p, bool memory_lost);
+void sim_process_vm_fault(SimProcess *p, SimGpu *gpu, uint64_t va);
+/* A reset of gpu seen by p: evicted, HW_EXCEPTION events signaled with its id (sim_device_reset()). */
+void sim_process_gpu_reset(SimProcess *p, SimGpu *gpu, bool memory_lost);
 
 /*
  * AMDKFD_IOC_CREATE_PROCESS on file f (kfd_ioctl_create_process, uapi 1.19):
@@ -146,8 +159,9 @@ int sim_process_set_xnack_mode(SimProcess *p, struct kfd_ioctl_set_xnack_mode_ar
 int sim_process_get_tile_config(SimProcess *p, struct kfd_ioctl_get_tile_config_args *a);
 
 /*
- * The device's GPU gpu_id names, as this context may use it: NULL for an id
- * of no GPU, and for the other GPU once ACQUIRE_VM bound the context to one
- * (the kernel's "Getting device by id failed" / -EINVAL where callers say).
+ * The context's pdd on the GPU gpu_id names (kfd_process_device_data_by_id):
+ * NULL for an id of no GPU (the kernel's "Getting device by id failed" /
+ * -EINVAL where callers say). Its VM exists once ACQUIRE_VM gave it one
+ * (pdd->vm_file; kfd_bind_process_to_device fails before).
  */
-SimGpuInfo *sim_process_gpu(SimProcess *p, uint32_t gpu_id);
+SimPdd *sim_process_pdd(SimProcess *p, uint32_t gpu_id);

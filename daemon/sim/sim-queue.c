@@ -7,7 +7,7 @@
  * whose size, in pages, equals the expected size (kfd_queue_buffer_get; a
  * size below one page only checks the start), and the mapping is pinned with
  * queue_refcount until the queue is destroyed. SDMA queues come from the
- * device-wide pool of num_sdma_engines * num_sdma_queues_per_engine slots
+ * pool of its GPU (sim-gpu.h) of num_sdma_engines * num_sdma_queues_per_engine slots
  * (allocate_sdma_queue: engine = id % engines, queue = id / engines); their
  * doorbells sit at the per-engine reserved indices, compute doorbells are the
  * lowest free index outside them (kfd_doorbell.c init_doorbell_bitmap).
@@ -55,9 +55,9 @@ static bool is_reserved_doorbell(uint32_t i) {
 }
 
 /* kfd_queue.c kfd_queue_buffer_get(). */
-static int buffer_get(SimProcess *p, uint64_t addr, uint64_t expected_size, SimMem **ret) {
+static int buffer_get(SimPdd *vm, uint64_t addr, uint64_t expected_size, SimMem **ret) {
         uint64_t page = addr >> 12, pages = expected_size >> 12;
-        SimMem *m = sim_vm_lookup(p, addr);
+        SimMem *m = sim_vm_lookup(vm, addr);
 
         if (!m)
                 return -EINVAL;
@@ -127,14 +127,15 @@ static bool is_sdma(uint32_t type) {
 }
 
 /* allocate_sdma_queue(): the lowest free slot, restricted to one engine for SDMA_BY_ENG_ID. */
-static int allocate_sdma_slot(SimDevice *d, const SimGpuInfo *g, uint32_t type, uint32_t engine_id) {
+static int allocate_sdma_slot(SimGpu *gpu, uint32_t type, uint32_t engine_id) {
+        const SimGpuInfo *g = &gpu->info;
         unsigned n_engines = g->num_sdma_engines;
         unsigned n = MIN(n_engines * g->num_sdma_queues_per_engine, SIM_MAX_SDMA_SLOTS);
 
         if (type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI)
                 return -ENOMEM; /* num_sdma_xgmi_engines == 0: "No more XGMI SDMA queue to allocate" */
         for (unsigned s = 0; s < n; s++) {
-                if (d->sdma_slots[s])
+                if (gpu->sdma_slots[s])
                         continue;
                 if (type == SIM_QUEUE_TYPE_SDMA_BY_ENG_ID && s % n_engines != engine_id)
                         continue;
@@ -143,33 +144,11 @@ static int allocate_sdma_slot(SimDevice *d, const SimGpuInfo *g, uint32_t type, 
         return -ENOMEM; /* "No more SDMA queue to allocate" */
 }
 
-/* An engine thread for a new compute queue: one whose queue has gone, or a
- * new one. Locked. */
-static int cp_engine_get(SimDevice *d, SimEngine **ret) {
-        SimEngine **engines;
-        int r;
-
-        for (unsigned i = 0; i < d->n_cp_engines; i++)
-                if (!d->cp_engines[i]->queues) {
-                        *ret = d->cp_engines[i];
-                        return 0;
-                }
-        engines = reallocarray(d->cp_engines, d->n_cp_engines + 1, sizeof *engines);
-        if (!engines)
-                return -ENOMEM;
-        d->cp_engines = engines;
-        r = sim_engine_new(d, SIM_ENGINE_CP, d->n_cp_engines, sim_cp_queue_step, &engines[d->n_cp_engines]);
-        if (r < 0)
-                return r;
-        *ret = engines[d->n_cp_engines++];
-        return 0;
-}
-
 int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         struct kfd_ioctl_create_queue_args *b = &a->base;
-        SimDevice *d = p->device;
         SimEngine *cp_engine = NULL;
         const SimGpuInfo *g;
+        SimPdd *pdd;
         SimMem *wptr_mem, *rptr_mem, *ring_mem, *eop_mem = NULL, *cwsr_mem = NULL;
         uint32_t id, doorbell;
         int slot = -1, r;
@@ -179,23 +158,24 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         if (r < 0)
                 return r;
         /* kfd_ioctl_create_queue */
-        g = sim_process_gpu(p, b->gpu_id);
-        if (!g)
+        pdd = sim_process_pdd(p, b->gpu_id);
+        if (!pdd)
                 return -EINVAL; /* "Could not find gpu id" */
-        if (!p->vm_file)
+        if (!pdd->vm_file)
                 return -ESRCH; /* kfd_bind_process_to_device failed -> -ESRCH */
+        g = &pdd->gpu->info;
         if (b->queue_type == SIM_QUEUE_TYPE_SDMA_BY_ENG_ID &&
             a->sdma_engine_id > g->num_sdma_engines + g->num_sdma_xgmi_engines - 1)
                 return -EINVAL;
 
         /* kfd_queue_acquire_buffers(): wptr, rptr, ring, then EOP and CWSR for compute. */
-        r = buffer_get(p, b->write_pointer_address, PAGE_SIZE_4K, &wptr_mem);
+        r = buffer_get(pdd, b->write_pointer_address, PAGE_SIZE_4K, &wptr_mem);
         if (r < 0)
                 return r;
-        r = buffer_get(p, b->read_pointer_address, PAGE_SIZE_4K, &rptr_mem);
+        r = buffer_get(pdd, b->read_pointer_address, PAGE_SIZE_4K, &rptr_mem);
         if (r < 0)
                 return r;
-        r = buffer_get(p, b->ring_base_address, b->ring_size, &ring_mem);
+        r = buffer_get(pdd, b->ring_base_address, b->ring_size, &ring_mem);
         if (r < 0)
                 return r;
         if (!is_sdma(b->queue_type)) {
@@ -203,7 +183,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
                 if (b->eop_buffer_address) {
                         if (b->eop_buffer_size != g->eop_buffer_size)
                                 return -EINVAL;
-                        r = buffer_get(p, b->eop_buffer_address, b->eop_buffer_size, &eop_mem);
+                        r = buffer_get(pdd, b->eop_buffer_address, b->eop_buffer_size, &eop_mem);
                         if (r < 0)
                                 return r;
                 }
@@ -213,7 +193,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
                         return -EINVAL;
                 /* No SVM fallback: the CWSR area must be a BO mapping of exactly
                  * ALIGN((cwsr_size + debug_memory_size) * num_xcc, PAGE_SIZE). */
-                r = buffer_get(p, b->ctx_save_restore_address, g->cwsr_bo_size, &cwsr_mem);
+                r = buffer_get(pdd, b->ctx_save_restore_address, g->cwsr_bo_size, &cwsr_mem);
                 if (r < 0)
                         return r;
         }
@@ -228,7 +208,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         if (is_sdma(b->queue_type)) {
                 unsigned engine, qid;
 
-                slot = allocate_sdma_slot(d, g, b->queue_type, a->sdma_engine_id);
+                slot = allocate_sdma_slot(pdd->gpu, b->queue_type, a->sdma_engine_id);
                 if (slot < 0)
                         return slot;
                 engine = (unsigned) slot % g->num_sdma_engines;
@@ -237,14 +217,14 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
                            (qid & 1) * KFD_QUEUE_DOORBELL_MIRROR_OFFSET + (qid >> 1);
         } else {
                 for (doorbell = 0; doorbell < SIM_DOORBELL_COUNT; doorbell++)
-                        if (!p->doorbell_used[doorbell] && !is_reserved_doorbell(doorbell))
+                        if (!pdd->doorbell_used[doorbell] && !is_reserved_doorbell(doorbell))
                                 break;
                 if (doorbell == SIM_DOORBELL_COUNT)
                         return -EBUSY; /* allocate_doorbell: "No doorbells available" */
         }
 
         if (!is_sdma(b->queue_type) && (b->queue_percentage & 0xFF) > 0) {
-                r = cp_engine_get(d, &cp_engine);
+                r = sim_gpu_cp_engine_get(pdd->gpu, &cp_engine);
                 if (r < 0)
                         return r;
         }
@@ -259,6 +239,7 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
                 }
         }
         q->process = p;
+        q->pdd = pdd;
         q->id = id;
         q->type = b->queue_type;
         q->ring_va = b->ring_base_address;
@@ -276,28 +257,28 @@ int sim_queue_create(SimProcess *p, SimCreateQueueArgs *a) {
         for (SimMem **m = (SimMem *[]) { ring_mem, rptr_mem, wptr_mem, eop_mem, cwsr_mem }, **end = m + 5;
              m < end; m++)
                 if (*m)
-                        (*m)->queue_refcount++;
+                        (*m)->queue_refcount[pdd->gpu->index]++;
 
         p->queues[id] = q;
-        p->doorbell_used[doorbell] = true;
+        pdd->doorbell_used[doorbell] = true;
         /* The hardware starts at RB_RPTR = RB_WPTR = 0 and writes rptr back. */
-        __atomic_store_n(&p->doorbells[doorbell], 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&pdd->doorbells[doorbell], 0, __ATOMIC_RELEASE);
         sim_queue_store_rptr(q, 0);
 
         /* An inactive queue (queue_percentage 0) exists but is not scheduled. */
         if (slot >= 0) {
-                d->sdma_slots[slot] = q;
+                pdd->gpu->sdma_slots[slot] = q;
                 if ((b->queue_percentage & 0xFF) > 0)
-                        sim_engine_add_queue(d->sdma_engines[(unsigned) slot % g->num_sdma_engines], q);
+                        sim_engine_add_queue(pdd->gpu->sdma_engines[(unsigned) slot % g->num_sdma_engines], q);
         } else if (q->cp && cp_engine) {
                 /* allocate_hqd(): pipes in turn (dqm->next_pipe_to_allocate).
                  * The queue gets an engine thread of its own all the same:
                  * a pipe's CP goes on to its other queues while a dispatch
                  * runs, so queues of one pipe run side by side. */
-                log_debug("sim: compute queue %u of process %p on pipe %u, pipe priority %u", id, (void *) p,
-                          d->next_cp_pipe, q->pipe_priority);
+                log_debug("sim: compute queue %u of process %p on GPU 0x%x pipe %u, pipe priority %u", id, (void *) p,
+                          g->gpu_id, pdd->gpu->next_cp_pipe, q->pipe_priority);
                 sim_engine_add_queue(cp_engine, q);
-                d->next_cp_pipe = (d->next_cp_pipe + 1) % SIM_CP_PIPES;
+                pdd->gpu->next_cp_pipe = (pdd->gpu->next_cp_pipe + 1) % SIM_CP_PIPES;
         }
 
         b->queue_id = id;
@@ -323,10 +304,10 @@ void sim_queue_free(SimQueue *q) {
                     **end = m + 5;
              m < end; m++)
                 if (*m)
-                        (*m)->queue_refcount--;
+                        (*m)->queue_refcount[q->pdd->gpu->index]--;
         if (q->sdma_slot >= 0)
-                p->device->sdma_slots[q->sdma_slot] = NULL;
-        p->doorbell_used[q->doorbell_index] = false;
+                q->pdd->gpu->sdma_slots[q->sdma_slot] = NULL;
+        q->pdd->doorbell_used[q->doorbell_index] = false;
         p->queues[q->id] = NULL;
         free(q->fetch_copy);
         free(q);
@@ -393,7 +374,7 @@ void sim_queue_store_rptr32(SimQueue *q, uint32_t value) {
 }
 
 uint64_t sim_queue_load_doorbell(SimQueue *q) {
-        return __atomic_load_n(&q->process->doorbells[q->doorbell_index], __ATOMIC_ACQUIRE);
+        return __atomic_load_n(&q->pdd->doorbells[q->doorbell_index], __ATOMIC_ACQUIRE);
 }
 
 bool sim_queue_compare(unsigned func, uint32_t v, uint32_t ref) {

@@ -4,9 +4,10 @@
  * validation of kfd_chardev.c set_queue_properties_from_user and kfd_queue.c
  * kfd_queue_acquire_buffers (kernels >= 6.12), the doorbell slot, the SDMA
  * queue pool, and the per-queue execution state an engine advances. The
- * SimProcess owns its queues; an engine only lists the ones it runs: SDMA
+ * SimProcess owns its queues; a queue runs on the GPU CREATE_QUEUE names, in
+ * that GPU's VM, and an engine of that GPU only lists the ones it runs: SDMA
  * queues go to the SDMA engine of their slot, PM4 compute queues to a CP
- * engine thread of its own. AQL queues are validated and
+ * engine thread of their own. AQL queues are validated and
  * created but not executed. Locked.
  */
 #pragma once
@@ -29,6 +30,7 @@ typedef struct SimCreateQueueArgs {
 struct SimQueue {
         SimQueue *engine_next;   /* SimEngine.queues */
         SimProcess *process;
+        SimPdd *pdd;             /* the GPU it runs on, and its VM and doorbell page there */
         SimEngine *engine;       /* NULL while inactive (queue_percentage 0) and for AQL queues */
         uint32_t id;
         uint32_t type;           /* KFD_IOC_QUEUE_TYPE_* */
@@ -37,7 +39,7 @@ struct SimQueue {
         uint64_t rptr_va, wptr_va;
         SimMem *ring_mem, *rptr_mem, *wptr_mem, *eop_mem, *cwsr_mem; /* queue_refcount held */
         uint32_t doorbell_index;
-        int sdma_slot;           /* index in the device's SDMA pool, -1 for compute */
+        int sdma_slot;           /* index in its GPU's SDMA pool, -1 for compute */
         unsigned pipe_priority;  /* compute: CP_HQD_PIPE_PRIORITY from queue_priority (sim-queue.c) */
         /* SET_CU_MASK's mask, kept as the kernel keeps it in the MQD; the
          * simulator's scheduling does not follow it (its CUs are host

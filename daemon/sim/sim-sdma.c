@@ -159,15 +159,15 @@ static void fill(uint8_t *dst, const SimSdmaPacket *pk, uint64_t bytes) {
         sim_dma_fill32(dst, pattern, bytes);
 }
 
-/* Whether q is the only SDMA queue of the device with packets to run
+/* Whether q is the only SDMA queue of its GPU with packets to run
  * (locked): a bulk move then delays no other queue's work. A queue whose
  * doorbell was rung since its engine last looked has work too (an
  * engine's arbiter sees doorbells as they are rung). */
 static bool only_busy_queue(const SimQueue *q) {
-        const SimDevice *d = q->process->device;
+        const SimGpu *g = q->pdd->gpu;
 
         for (unsigned i = 0; i < SIM_MAX_SDMA_SLOTS; i++) {
-                SimQueue *o = d->sdma_slots[i];
+                SimQueue *o = g->sdma_slots[i];
                 if (o && o != q && !o->stopped &&
                     (o->rptr != o->wptr || sim_queue_load_doorbell(o) != o->doorbell_seen))
                         return false;
@@ -202,9 +202,9 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
         bool bulk = packet_bytes >= SIM_ENGINE_BULK_BYTES && only_busy_queue(q);
 
         if (bytes >= UNLOCKED_BYTES) {
-                dst_bo = sim_bo_ref(sim_vm_lookup(p, dst_va)->bo);
+                dst_bo = sim_bo_ref(sim_vm_lookup(q->pdd, dst_va)->bo);
                 if (src)
-                        src_bo = sim_bo_ref(sim_vm_lookup(p, src_va)->bo);
+                        src_bo = sim_bo_ref(sim_vm_lookup(q->pdd, src_va)->bo);
                 pthread_mutex_unlock(&p->device->lock);
         }
         sim_engine_set_bulk(bulk);
@@ -221,9 +221,9 @@ static void move_bytes(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, ui
 
 /* The GPU's view (sim-cache.h: through the GL2 for VRAM) of [va, va + len),
  * which sim_vm_access() accepted; the BO and offset it lies at. */
-static uint8_t *gpu_view(SimProcess *p, uint64_t va, uint64_t len, bool write, bool pin, SimBo **ret_bo,
+static uint8_t *gpu_view(SimPdd *vm, uint64_t va, uint64_t len, bool write, bool pin, SimBo **ret_bo,
                          uint64_t *ret_off) {
-        SimMem *m = sim_vm_lookup(p, va);
+        SimMem *m = sim_vm_lookup(vm, va);
 
         *ret_bo = m->bo;
         *ret_off = va - m->va;
@@ -233,7 +233,6 @@ static uint8_t *gpu_view(SimProcess *p, uint64_t va, uint64_t len, bool write, b
 /* Fence-first (sim-ih.h): the faulting packet ran against the dummy page (see
  * the top) and is retired; the fault waits in the interrupt handler's queue. */
 static void run_past_fault(SimQueue *q, const SimSdmaPacket *pk, uint64_t va) {
-        SimProcess *p = q->process;
         uint64_t fault_va, off;
         uint8_t *dst;
         SimBo *bo;
@@ -242,11 +241,11 @@ static void run_past_fault(SimQueue *q, const SimSdmaPacket *pk, uint64_t va) {
                   q->id, (unsigned long long) va, (unsigned long long) q->rptr);
         sim_ih_vm_fault(q, va & ~(uint64_t) (PAGE_SIZE_4K - 1));
         if (pk->op != SDMA_OP_COPY || pk->sub_op == SDMA_SUBOP_COPY_LINEAR_RECT ||
-            sim_vm_access_bulk_write(p, pk->copy.dst, pk->copy.bytes, &dst, &fault_va) < 0)
+            sim_vm_access_bulk_write(q->pdd, pk->copy.dst, pk->copy.bytes, &dst, &fault_va) < 0)
                 return;
         /* The source faulted and the destination is mapped: what the engine
          * read there was the dummy page, zeros here. */
-        dst = gpu_view(p, pk->copy.dst, pk->copy.bytes, true, true, &bo, &off);
+        dst = gpu_view(q->pdd, pk->copy.dst, pk->copy.bytes, true, true, &bo, &off);
         memset(dst, 0, pk->copy.bytes);
         sim_cache_unpin(bo, off, pk->copy.bytes);
 }
@@ -258,19 +257,18 @@ static void run_past_fault(SimQueue *q, const SimSdmaPacket *pk, uint64_t va) {
  * written, as a streaming engine leaves them. */
 static ExecResult move_part(SimQueue *q, const SimSdmaPacket *pk, uint64_t dst_va, uint64_t src_va, uint64_t bytes,
                             uint64_t packet_bytes, uint64_t *fault_va) {
-        SimProcess *p = q->process;
         uint8_t *src = NULL, *dst;
         uint64_t soff, doff;
         SimBo *sbo, *dbo;
 
-        if ((pk->op == SDMA_OP_COPY && sim_vm_access(p, src_va, bytes, &src, fault_va) < 0) ||
-            sim_vm_access_bulk_write(p, dst_va, bytes, &dst, fault_va) < 0)
+        if ((pk->op == SDMA_OP_COPY && sim_vm_access(q->pdd, src_va, bytes, &src, fault_va) < 0) ||
+            sim_vm_access_bulk_write(q->pdd, dst_va, bytes, &dst, fault_va) < 0)
                 return EXEC_FAULT;
         if (pk->op == SDMA_OP_COPY)
-                src = gpu_view(p, src_va, bytes, false, false, &sbo, &soff);
+                src = gpu_view(q->pdd, src_va, bytes, false, false, &sbo, &soff);
         /* Every byte of the destination is written before the unpin. */
         {
-                SimMem *m = sim_vm_lookup(p, dst_va);
+                SimMem *m = sim_vm_lookup(q->pdd, dst_va);
                 dbo = m->bo;
                 doff = dst_va - m->va;
                 dst = sim_cache_view_overwrite(dbo, doff, bytes);
@@ -334,7 +332,6 @@ static uint64_t rect_row_va(uint64_t base, uint32_t x, uint32_t y, uint32_t z, u
 
 static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
         const typeof(pk->rect) *r = &pk->rect;
-        SimProcess *p = q->process;
         uint64_t row = (uint64_t) r->x << r->element, soff, doff, since_bytes = 0;
         unsigned since_rows = 0;
         uint8_t *host;
@@ -346,11 +343,11 @@ static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *faul
                                                  r->src_pitch, r->src_slice);
                         uint64_t d = rect_row_va(r->dst, r->dst_x, r->dst_y + y, r->dst_z + z, r->element,
                                                  r->dst_pitch, r->dst_slice);
-                        if (sim_vm_access(p, s, row, &host, fault_va) < 0 ||
-                            sim_vm_access_write(p, d, row, &host, fault_va) < 0)
+                        if (sim_vm_access(q->pdd, s, row, &host, fault_va) < 0 ||
+                            sim_vm_access_write(q->pdd, d, row, &host, fault_va) < 0)
                                 return EXEC_FAULT;
-                        const uint8_t *src = gpu_view(p, s, row, false, false, &sbo, &soff);
-                        uint8_t *dst = gpu_view(p, d, row, true, false, &dbo, &doff);
+                        const uint8_t *src = gpu_view(q->pdd, s, row, false, false, &sbo, &soff);
+                        uint8_t *dst = gpu_view(q->pdd, d, row, true, false, &dbo, &doff);
                         memmove(dst, src, row);
                         since_bytes += row;
                         if (++since_rows >= RECT_YIELD_ROWS || since_bytes >= RECT_YIELD_BYTES) {
@@ -368,7 +365,7 @@ static ExecResult exec_rect(SimQueue *q, const SimSdmaPacket *pk, uint64_t *faul
  * LOOP compare-swap whose compare fails is tried again on a later pass, as
  * POLL_REGMEM is. */
 static ExecResult exec_atomic(SimQueue *q, const SimSdmaPacket *pk, uint64_t *fault_va) {
-        int r = sim_vm_atomic(q->process, pk->atomic.op, pk->atomic.addr, pk->atomic.src, pk->atomic.cmp, fault_va);
+        int r = sim_vm_atomic(q->pdd, pk->atomic.op, pk->atomic.addr, pk->atomic.src, pk->atomic.cmp, fault_va);
 
         if (r < 0)
                 return EXEC_FAULT;
@@ -389,7 +386,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *quantu
         case SDMA_OP_GCR_REQ:
                 /* The whole cache, whatever the range (more than asked is
                  * what a cache may always do). */
-                sim_cache_gl2(p->device, pk->gcr.control & SIM_GCR_GL2_WB, pk->gcr.control & SIM_GCR_GL2_INV);
+                sim_cache_gl2(q->pdd->gpu, pk->gcr.control & SIM_GCR_GL2_WB, pk->gcr.control & SIM_GCR_GL2_INV);
                 if (pk->gcr.control & SIM_GCR_GLI_INV_MASK)
                         sim_line_cache_invalidate(p->icache);
                 if (pk->gcr.control & SIM_GCR_GLK_INV)
@@ -406,9 +403,9 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *quantu
                 return exec_atomic(q, pk, fault_va);
 
         case SDMA_OP_WRITE:
-                if (sim_vm_access_write(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
+                if (sim_vm_access_write(q->pdd, pk->write.dst, (uint64_t) pk->write.n_data * 4, &dst, fault_va) < 0)
                         return EXEC_FAULT;
-                dst = gpu_view(p, pk->write.dst, (uint64_t) pk->write.n_data * 4, true, false, &bo, &off);
+                dst = gpu_view(q->pdd, pk->write.dst, (uint64_t) pk->write.n_data * 4, true, false, &bo, &off);
                 memcpy(dst, pk->write.data, (size_t) pk->write.n_data * 4);
                 return EXEC_DONE;
 
@@ -416,18 +413,18 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *quantu
                 return move(q, pk, pk->fill.dst, 0, pk->fill.bytes, quantum, fault_va);
 
         case SDMA_OP_FENCE:
-                if (sim_vm_access_write(p, pk->fence.addr, 4, &dst, fault_va) < 0)
+                if (sim_vm_access_write(q->pdd, pk->fence.addr, 4, &dst, fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint32_t *) (void *) dst, pk->fence.data, __ATOMIC_RELEASE);
                 return EXEC_DONE;
 
         case SDMA_OP_TRAP:
                 /* SDMA_TRAP: kfd_signal_event_interrupt(pasid, context_id0 & 0xfffffff, 28). */
-                sim_ih_interrupt(p, pk->trap.context, 28);
+                sim_ih_interrupt(q->pdd->gpu, p, pk->trap.context, 28);
                 return EXEC_DONE;
 
         case SDMA_OP_TIMESTAMP:
-                if (sim_vm_access_write(p, pk->timestamp.addr, 8, &dst, fault_va) < 0)
+                if (sim_vm_access_write(q->pdd, pk->timestamp.addr, 8, &dst, fault_va) < 0)
                         return EXEC_FAULT;
                 __atomic_store_n((uint64_t *) (void *) dst, sim_gpu_clock_counter(), __ATOMIC_RELEASE);
                 return EXEC_DONE;
@@ -437,7 +434,7 @@ static ExecResult execute(SimQueue *q, const SimSdmaPacket *pk, uint64_t *quantu
 
                 if (!pk->poll.mem_poll)
                         return EXEC_DONE;
-                if (sim_vm_access(p, pk->poll.addr, 4, &src, fault_va) < 0)
+                if (sim_vm_access(q->pdd, pk->poll.addr, 4, &src, fault_va) < 0)
                         return EXEC_FAULT;
                 v = __atomic_load_n((uint32_t *) (void *) src, __ATOMIC_ACQUIRE);
                 if (sim_queue_compare(pk->poll.func, v & pk->poll.mask, pk->poll.value)) {
@@ -509,7 +506,7 @@ static int step(SimQueue *q) {
                 return SIM_STEP_IDLE;
         db = sim_queue_load_doorbell(q);
         /* After the doorbell: a flush stored before it is seen now. */
-        sim_cache_poll_hdp(q->process->device);
+        sim_cache_poll_hdp(q->pdd->gpu);
         if (db != q->doorbell_seen) {
                 q->doorbell_seen = db;
                 q->wptr = db;

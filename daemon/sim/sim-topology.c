@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Writes the KFD sysfs topology of the simulated machine: node 0 is the CPU
- * (gpu_id 0, simd_count 0), node 1 the gfx1030 GPU — or, for a desktop Ryzen
- * with a discrete card (SimOptions.igpu_first), node 1 the CPU's integrated
- * gfx1036 and node 2 the gfx1030, as such machines list them (kfd-facts §7.6).
+ * (gpu_id 0, simd_count 0), nodes 1.. the gfx1030 GPUs — or, for a desktop
+ * Ryzen with a discrete card (SimOptions.igpu_first), node 1 the CPU's
+ * integrated gfx1036 and nodes 2.. the gfx1030s, as such machines list them
+ * (kfd-facts §7.6).
  * Property names and their
  * order follow kfd_topology.c node_show (kfd-facts §1.3); values are those of
  * a Navi21-class RDNA2 part scaled to the configured CU count. The queue
@@ -11,6 +12,7 @@
  * kfd_queue_ctx_save_restore_size so that the values the daemon reads are
  * the values CREATE_QUEUE validates against.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +62,7 @@ void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64
                  * later use 64-bit doorbells; ROCr takes the legacy doorbell
                  * path without it (rocm-facts §2). */
                 .capability = 0x2000,
+                .unique_id = 0x5a1e0000cafe0001ULL,
                 .eop_buffer_size = 4096, /* gfx8+ (kfd_queue.c) */
                 .vram_size = vram_size,
         };
@@ -94,6 +97,7 @@ void sim_gpu_info_init_igpu(SimGpuInfo *g) {
         g->drm_render_minor = 128;
         g->num_sdma_engines = 1;
         g->max_engine_clk_fcompute = 2200;
+        g->unique_id = 0x5a1e0000cafe1001ULL;
 }
 
 static int write_file(int dir_fd, const char *name, const char *text) {
@@ -237,7 +241,7 @@ static int node_properties(char *buf, size_t size, const SimGpuInfo *g, bool gpu
                 P("capability", g->capability);
                 P("debug_prop", 0);
                 P("sdma_fw_version", g->sdma_fw_version);
-                P("unique_id", 0x5a1e0000cafe0001ULL);
+                P("unique_id", g->unique_id);
                 P("num_xcc", g->num_xcc);
         }
         P("max_engine_clk_ccompute", 3600);
@@ -369,10 +373,13 @@ static int write_node(int nodes_fd, unsigned index, const SimGpuInfo *g, bool gp
         return write_file(bank_fd, "properties", text);
 }
 
-int sim_topology_write(const SimGpuInfo *g, const SimGpuInfo *igpu, const char *root) {
+int sim_topology_write(const SimGpuInfo *const *gpus, unsigned n, const char *root) {
         _cleanup_close_ int root_fd = -EBADF, topo_fd = -EBADF, nodes_fd = -EBADF;
+        static const unsigned cpu_node[] = { 0 };
+        unsigned gpu_nodes[16];
         int r;
 
+        assert(n >= 1 && n <= ELEMENTSOF(gpu_nodes));
         root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
                 return -errno;
@@ -388,17 +395,23 @@ int sim_topology_write(const SimGpuInfo *g, const SimGpuInfo *igpu, const char *
         r = make_dir(topo_fd, "nodes", &nodes_fd);
         if (r < 0)
                 return r;
-        /* The CPU links to every GPU; each GPU links to the CPU (node 0). */
-        static const unsigned cpu_node[] = { 0 }, gpus[] = { 1, 2 };
-        r = write_node(nodes_fd, 0, g, false, gpus, igpu ? 2 : 1);
+        /* The CPU links to every GPU; each GPU links to the CPU (node 0). No
+         * GPU-GPU p2p_links: the kernel adds them only with CONFIG_HSA_AMD_P2P
+         * between GPUs that can reach each other's BAR (kfd_topology.c
+         * kfd_dev_create_p2p_links, amdgpu_device_is_peer_accessible); the
+         * simulated machine is a host without P2P, where a peer's VRAM is
+         * mapped through system memory (sim-memory.c sim_memory_map). */
+        for (unsigned i = 0; i < n; i++)
+                gpu_nodes[i] = i + 1;
+        r = write_node(nodes_fd, 0, gpus[0], false, gpu_nodes, n);
         if (r < 0)
                 return r;
-        if (igpu) {
-                r = write_node(nodes_fd, 1, igpu, true, cpu_node, 1);
+        for (unsigned i = 0; i < n; i++) {
+                r = write_node(nodes_fd, i + 1, gpus[i], true, cpu_node, 1);
                 if (r < 0)
                         return r;
         }
-        return write_node(nodes_fd, igpu ? 2 : 1, g, true, cpu_node, 1);
+        return 0;
 }
 
 static int remove_at(int parent_fd, const char *name) {

@@ -37,6 +37,7 @@ typedef struct SimGpuInfo {
         uint32_t fw_version;
         uint32_t sdma_fw_version;
         uint32_t capability;
+        uint64_t unique_id;        /* the node's unique_id property: the GPU's serial (amdgpu_device.unique_id) */
         /* Derived exactly as kfd_queue.c does (kfd-facts §1.6.3). */
         uint32_t ctl_stack_size;
         uint32_t cwsr_size;
@@ -57,13 +58,12 @@ void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64
 void sim_gpu_info_init_igpu(SimGpuInfo *g);
 
 /*
- * Writes <root>/topology/{generation_id,system_properties,nodes/0 (CPU),nodes/1 (GPU)}
- * — with igpu (may be NULL) nodes/1 is that integrated GPU and g nodes/2:
- * directories 0755, files 0444 whatever the umask, so that processes of other
- * users can read it. root must exist. Returns 0 or a negative errno from the
- * file system.
+ * Writes <root>/topology/{generation_id,system_properties,nodes/0 (CPU),
+ * nodes/1..n (gpus[0..n-1], in that order)}: directories 0755, files 0444
+ * whatever the umask, so that processes of other users can read it. root
+ * must exist. Returns 0 or a negative errno from the file system.
  */
-int sim_topology_write(const SimGpuInfo *g, const SimGpuInfo *igpu, const char *root);
+int sim_topology_write(const SimGpuInfo *const *gpus, unsigned n, const char *root);
 
 /* Removes the tree below root and root itself (rm -r). Returns 0 or -errno. */
 int sim_topology_remove(const char *root);

@@ -17,6 +17,8 @@ typedef struct SimDevice SimDevice;
 typedef struct SimMm SimMm;
 typedef struct SimFile SimFile;
 typedef struct SimProcess SimProcess;
+typedef struct SimPdd SimPdd;
+typedef struct SimGpu SimGpu;
 typedef struct SimBo SimBo;
 typedef struct SimMem SimMem;
 typedef struct SimEvent SimEvent;

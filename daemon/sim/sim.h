@@ -8,9 +8,9 @@
  * their own that read rings after doorbells, write fences and raise
  * "interrupts" that signal KFD events.
  *
- * One SimDevice models one machine with one GPU node (two with
- * SimOptions.igpu_first); every open_kfd() is one
- * KFD process context on it.
+ * One SimDevice models one machine with SimOptions.n_gpus discrete GPU nodes
+ * (and an integrated one listed first with SimOptions.igpu_first); every
+ * open_kfd() is one KFD process context on it, with a VM on every GPU.
  */
 #pragma once
 
@@ -24,6 +24,9 @@ typedef struct SimDevice SimDevice;
 /* Default instruction budget of one compute dispatch (SimOptions). */
 #define SIM_DEFAULT_DISPATCH_BUDGET (1ULL << 30)
 
+/* SimOptions.n_gpus: at most this many discrete GPUs. */
+#define SIM_MAX_GPUS 8u
+
 /* SimOptions.fault_order. */
 typedef enum SimFaultOrder {
         SIM_FAULT_ORDER_DEFAULT = 0,  /* fence-first */
@@ -32,9 +35,19 @@ typedef enum SimFaultOrder {
 } SimFaultOrder;
 
 typedef struct SimOptions {
-        uint64_t vram_size;        /* bytes; 0 = default 1 GiB (memfd-backed, lazily) */
-        uint32_t gpu_id;           /* 0 = default 0x697D (a hash, like the kernel's) */
-        uint32_t cu_count;         /* 0 = default 40 (RX 6800 XT class gfx1030) */
+        /* Discrete gfx1030 GPUs: 0 or 1 = one, at most SIM_MAX_GPUS. Each is a
+         * topology node of its own (gpu_id, render minor, PCI location,
+         * unique_id), with its own VRAM of vram_size bytes, SDMA engines, CP
+         * engines, caches and doorbell pages; a KFD process has a VM on each
+         * (ACQUIRE_VM with that GPU's render node), as the kernel gives it one
+         * kfd_process_device per GPU. The first GPU is the one gpu_id names,
+         * at PCI 0000:03:00.0; GPU i (from 0) sits at bus 3 + i, its render
+         * minor is the first GPU's + i, and its gpu_id is a hash of the first
+         * one's and i (sim-device.c). */
+        uint32_t n_gpus;
+        uint64_t vram_size;        /* bytes per GPU; 0 = default 1 GiB (memfd-backed, lazily) */
+        uint32_t gpu_id;           /* of the first GPU; 0 = default 0x697D (a hash, like the kernel's) */
+        uint32_t cu_count;         /* per GPU; 0 = default 40 (RX 6800 XT class gfx1030) */
         const char *sysfs_dir;     /* NULL = create a private temp dir, removed on free */
         /* Instruction budget of one compute dispatch, in wave-instructions
          * (instructions issued per wave, summed over all waves); a dispatch that
@@ -62,13 +75,9 @@ typedef struct SimOptions {
         /* A desktop Ryzen with a discrete card (kfd-facts §7.6): the topology
          * lists the CPU's integrated GPU (gfx1036, 2 CUs, 512 MiB, renderD128,
          * PCI 0000:10:00.0, gpu_id SIM_IGPU_GPU_ID) as node 1, before the
-         * gfx1030, which becomes node 2 at renderD129. Both are driven: a
-         * context's VM goes on the GPU ACQUIRE_VM names (with that GPU's
-         * render node); its memory, VRAM limit and queue sizes are that
-         * GPU's. The engines are shared, and the interpreter runs gfx1030
-         * code on both. One departure: a simulated context uses one GPU —
-         * once bound, ids of the other are -EINVAL, where the kernel would
-         * give the process a VM on every GPU. */
+         * gfx1030s, which become nodes 2.. at renderD129... Every GPU is
+         * driven like the others, with engines of its own; the interpreter
+         * runs gfx1030 code on the iGPU too. */
         bool igpu_first;
         /* Helper threads that run the workgroups of a dispatch besides the
          * CP engine thread of its pipe (shared by the pipes, made once with
@@ -89,10 +98,12 @@ typedef struct SimOptions {
 
 /*
  * Creates the device, writes its sysfs tree and starts one SDMA engine thread
- * per SDMA engine; CP engine threads start with the compute queues, one each. opts may be NULL (all defaults). Returns 0, -EINVAL for
- * options out of range (gpu_id above 16 bits, more than 1024 CUs, VRAM size
- * not page aligned), -ENOMEM, or a negative errno from creating the tree or
- * the threads. All fds the device hands out belong to the calling process.
+ * per SDMA engine of each GPU; CP engine threads start with the compute
+ * queues, one each. opts may be NULL (all defaults). Returns 0, -EINVAL for
+ * options out of range (more than SIM_MAX_GPUS GPUs, gpu_id above 16 bits,
+ * more than 1024 CUs, VRAM size not page aligned; each logged at debug level
+ * with what was wrong), -ENOMEM, or a negative errno from creating the tree
+ * or the threads. All fds the device hands out belong to the calling process.
  */
 int sim_device_new(const SimOptions *opts, SimDevice **ret);
 /*
@@ -106,6 +117,14 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret);
  * does this on SIGUSR2.
  */
 void sim_device_reset(SimDevice *d, bool memory_lost);
+/*
+ * sim_device_reset() of one GPU, the one gpu_id names (kgd2kfd_pre_reset of
+ * that device): the contexts with a VM on it are evicted for good and their
+ * HW_EXCEPTION events signaled with that gpu_id; with memory_lost that GPU's
+ * VRAM buffers read as zeros. Contexts that only use other GPUs, and other
+ * GPUs' memory, are untouched. -ENODEV for an id of no GPU of d.
+ */
+int sim_device_reset_gpu(SimDevice *d, uint32_t gpu_id, bool memory_lost);
 /*
  * Releases WAIT_EVENTS sleepers (they return FAIL / -EIO), ends every remote
  * process (sim-remote.h) and waits for its server, waits for ioctls in
@@ -147,5 +166,23 @@ typedef struct SimDeviceStats {
         unsigned gem_handles;      /* GEM handles open on render-node files (sim-drm.h) */
         uint64_t doorbells;        /* doorbell writes that woke an engine, since the device was made */
         uint64_t interrupts;       /* interrupts the engines raised (SDMA TRAP, RELEASE_MEM with INT_SEL) */
+        unsigned gpus;             /* GPU nodes (the iGPU of SimOptions.igpu_first included) */
+        unsigned engine_threads;   /* SDMA and CP engine threads of every GPU */
 } SimDeviceStats;
 void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret);
+
+/* What one GPU of the device holds now (sim_device_get_gpu_stats()). */
+typedef struct SimGpuStats {
+        uint32_t gpu_id;
+        unsigned drm_render_minor;
+        uint64_t vram_size;        /* bytes */
+        uint64_t vram_used;        /* bytes that VRAM buffers of this GPU hold */
+        unsigned queues;           /* user-mode queues on this GPU, of every context */
+        unsigned sdma_engines;     /* engine threads */
+        unsigned cp_engines;       /* engine threads, idle ones included */
+} SimGpuStats;
+/*
+ * The state of the device's GPU at position index in topology order (the
+ * iGPU of SimOptions.igpu_first first). -ENODEV for an index past the last.
+ */
+int sim_device_get_gpu_stats(SimDevice *d, unsigned index, SimGpuStats *ret);

@@ -101,7 +101,7 @@ static uint8_t *rig_host(Rig *rig, uint64_t va, uint64_t len) {
         uint64_t fault_va;
         uint8_t *host = NULL;
 
-        rig_check(rig, sim_vm_access(rig->proc, va, len, &host, &fault_va) == 0, "the rig's own memory");
+        rig_check(rig, sim_vm_access(rig->proc->pdds[0], va, len, &host, &fault_va) == 0, "the rig's own memory");
         return host;
 }
 
@@ -136,7 +136,7 @@ static void rig_up(Rig *rig, const char *name, uint32_t queue_type) {
         rig_check(rig, rig->kfd >= 0 && rig->render >= 0, "open");
         vm = (struct kfd_ioctl_acquire_vm_args) { .drm_fd = (uint32_t) rig->render, .gpu_id = 0x697D };
         rig_check(rig, rig_ioctl(rig, AMDKFD_IOC_ACQUIRE_VM, &vm) == 0, "ACQUIRE_VM");
-        g = &rig->dev->gpu;
+        g = &rig->dev->gpus[0]->info;
 
         rig_bo(rig, RIG_EVENT_PAGE_VA, KFD_EVENT_PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         {
@@ -228,7 +228,7 @@ static void rig_load(Rig *rig, uint64_t start_ptr, const uint32_t *dw, size_t n,
         rig->proc->evicted = false;
         rig->proc->exception_first = rig->proc->exception_count = 0;
         q->doorbell_seen = ~doorbell;
-        __atomic_store_n(&rig->proc->doorbells[q->doorbell_index], doorbell, __ATOMIC_RELEASE);
+        __atomic_store_n(&q->pdd->doorbells[q->doorbell_index], doorbell, __ATOMIC_RELEASE);
 }
 
 typedef int (*RigStep)(SimQueue *q);

@@ -97,6 +97,25 @@ static inline void t_open_secondary(TestCtx *c, SimDevice *dev) {
         cr_assert_eq(t_ioctl(c, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
 }
 
+/* The same KFD context on the device's GPU at topology index (SimOptions.n_gpus):
+ * *ret shares c's KFD fd, with that GPU's render node acquired as the
+ * context's VM on it. t_close_gpu() closes just that render fd. */
+static inline void t_on_gpu(TestCtx *c, unsigned index, TestCtx *ret) {
+        SimGpuStats st;
+
+        cr_assert_eq(sim_device_get_gpu_stats(c->dev, index, &st), 0);
+        *ret = *c;
+        ret->gpu_id = st.gpu_id;
+        ret->render = c->ops->open_render(c->ops->userdata, st.drm_render_minor);
+        cr_assert_geq(ret->render, 0);
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) ret->render, .gpu_id = ret->gpu_id };
+        cr_assert_eq(t_ioctl(ret, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+}
+
+static inline void t_close_gpu(TestCtx *c) {
+        cr_expect_eq(c->ops->close(c->ops->userdata, c->render), 0);
+}
+
 static inline void t_close(TestCtx *c, bool free_device) {
         if (c->kfd >= 0)
                 cr_expect_eq(c->ops->close(c->ops->userdata, c->kfd), 0);

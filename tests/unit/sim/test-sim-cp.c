@@ -1137,3 +1137,78 @@ Test(sim_cp, atomic_mem_outside_the_vm_faults) {
         t_close(&w.c, true);
         t_close(&r.c, true);
 }
+
+/* A rig on the device's GPU at index (SimOptions.n_gpus), in a process of
+ * its own: its VM, event page and compute queue are that GPU's. */
+static void rig_open_gpu(Rig *r, SimDevice *dev, unsigned index, int *ret_render0) {
+        TestCtx g;
+
+        memset(r, 0, sizeof *r);
+        t_open(&r->c, dev);
+        *ret_render0 = -EBADF;
+        if (index > 0) {
+                *ret_render0 = r->c.render;
+                t_on_gpu(&r->c, index, &g);
+                r->c = g;
+        }
+        r->page = t_event_page(&r->c, &r->done);
+        r->mem_ev = t_event(&r->c, KFD_IOC_EVENT_MEMORY, true, 0);
+        r->hw_ev = t_event(&r->c, KFD_IOC_EVENT_HW_EXCEPTION, true, 0);
+        t_compute_queue(&r->c, &r->q, 65536, true);
+}
+
+/* Two GPUs (SimOptions.n_gpus): GPU 0's CP runs an endless kernel while
+ * GPU 1's CP runs vector_add to its end; the endless one never completes,
+ * and goes with its queue. */
+Test(sim_cp, dispatch_on_each_of_two_gpus) {
+        static const uint32_t endless[] = { 0xbf82ffff }; /* s_branch -1 */
+        SimOptions o = { .n_gpus = 2 };
+        SimDevice *dev;
+        Rig r0, r1;
+        int render0[2];
+
+        cr_assert_eq(sim_device_new(&o, &dev), 0);
+        rig_open_gpu(&r0, dev, 0, &render0[0]);
+        rig_open_gpu(&r1, dev, 1, &render0[1]);
+        cr_assert_neq(r0.c.gpu_id, r1.c.gpu_id);
+
+        TestBo prog = cp_code(&r0.c, endless, ELEMENTSOF(endless));
+        pm4_dispatch_raw(&r0.p, prog.va, 0, NULL, 0, 1000, 256);
+        pm4_signal(&r0.p, r0.page.va, r0.done);
+        t_submit_pm4_buf(&r0.q, &r0.p);
+
+        CpKernel k;
+        cp_kernel_load(&r1.c, "vector-add.hsaco", "vector_add", &k);
+        TestBo a = t_bo(&r1.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT), b = t_bo(&r1.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT),
+               cc = t_bo(&r1.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        float *x = a.cpu, *y = b.cpu, *z = cc.cpu;
+        for (uint32_t i = 0; i < 1024; i++)
+                x[i] = (float) i, y[i] = 0.25f, z[i] = -1.0f;
+        IsaArgs args = { 0 };
+        isa_args_u64(&args, a.va), isa_args_u64(&args, b.va), isa_args_u64(&args, cc.va), isa_args_u32(&args, 1024);
+        CpLaunch l = { .grid = { 16, 1, 1 }, .wg = { 64, 1, 1 } };
+        TestBo argbo, scratch;
+        cp_prepare(&r1.c, &k, &args, &l, &argbo, &scratch);
+        pm4_dispatch(&r1.p, &k.k, &l);
+        rig_run(&r1);
+        for (uint32_t i = 0; i < 1024; i++)
+                cr_assert_eq(z[i], (float) i + 0.25f, "i=%u", i);
+        SimGpuStats st;
+        cr_assert_eq(sim_device_get_gpu_stats(dev, 1, &st), 0);
+        cr_expect_eq(st.cp_engines, 1u, "GPU 1's queue on a CP engine of GPU 1");
+        cr_assert_eq(sim_device_get_gpu_stats(dev, 0, &st), 0);
+        cr_expect_eq(st.cp_engines, 1u);
+
+        cr_expect_eq(t_wait1(&r0.c, r0.done, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "GPU 0's endless kernel runs on");
+        struct kfd_ioctl_destroy_queue_args d = { .queue_id = r0.q.q.queue_id };
+        cr_assert_eq(t_ioctl(&r0.c, AMDKFD_IOC_DESTROY_QUEUE, &d), 0);
+        cr_expect_eq(t_wait1(&r0.c, r0.hw_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "cancelled, not failed");
+        cr_expect_eq(t_wait1(&r1.c, r1.mem_ev, 0), KFD_IOC_WAIT_RESULT_TIMEOUT);
+        for (unsigned i = 0; i < 2; i++) {
+                Rig *r = i ? &r1 : &r0;
+                if (render0[i] >= 0)
+                        cr_expect_eq(r->c.ops->close(r->c.ops->userdata, render0[i]), 0);
+                t_close(&r->c, false);
+        }
+        sim_device_free(dev);
+}

@@ -203,7 +203,7 @@ Test(sim_dmabuf, no_record_outlives_the_last_handle) {
                 t_free_bo(&a, &bo);
         }
         cr_expect_eq(bo_records(a.dev), base, "BO records left behind by freed, exported BOs");
-        cr_expect_eq(a.dev->gpu.vram_used, 0u);
+        cr_expect_eq(a.dev->gpus[0]->info.vram_used, 0u);
 
         struct kfd_ioctl_get_dmabuf_info_args info = { .dmabuf_fd = (uint32_t) kept };
         cr_assert_eq(t_ioctl(&b, AMDKFD_IOC_GET_DMABUF_INFO, &info), 0);
@@ -212,7 +212,7 @@ Test(sim_dmabuf, no_record_outlives_the_last_handle) {
         uint64_t va = t_reserve_va(4096), h;
         cr_assert_eq(import(&b, kept, va, &h), 0);
         cr_expect_eq(bo_records(a.dev), base + 1);
-        cr_expect_eq(a.dev->gpu.vram_used, 4096u);
+        cr_expect_eq(a.dev->gpus[0]->info.vram_used, 4096u);
         uint8_t *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, kept, 0);
         cr_assert_neq(m, MAP_FAILED);
         cr_expect_eq(m[100], 0xC4);
@@ -220,7 +220,7 @@ Test(sim_dmabuf, no_record_outlives_the_last_handle) {
         /* A memfd named like a BO of this device but resizable is no dma-buf. */
         {
                 char name[64];
-                snprintf(name, sizeof name, "kfd-bo:%08x:%08x:%08x", a.dev->gpu.gpu_id, a.dev->bo_tag,
+                snprintf(name, sizeof name, "kfd-bo:%08x:%08x:%08x", a.dev->gpus[0]->info.gpu_id, a.dev->bo_tag,
                          KFD_IOC_ALLOC_MEM_FLAGS_GTT);
                 int fake = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
                 cr_assert_geq(fake, 0);

@@ -1463,3 +1463,98 @@ Test(sim_remote, a_process_reaches_only_its_own_files, .timeout = 60) {
         gpu_context_free(pc);
         sim_device_free(d);
 }
+
+/* ---- Two GPUs ---- */
+
+/* The gpu_id of topology node `node` of the table's sysfs tree, 0 if none. */
+static uint32_t topology_gpu_id(const KfdOps *ops, unsigned node) {
+        char path[4096];
+        unsigned v = 0;
+        snprintf(path, sizeof path, "%s/topology/nodes/%u/gpu_id", ops->sysfs_root, node);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        if (fscanf(f, "%u", &v) != 1)
+                v = 0;
+        fclose(f);
+        return v;
+}
+
+/* A worker process (the proxy worker of a KFD 1.18 daemon) drives GPU 1 of a
+ * two-GPU device: a fill there, then a fault there, which loses its context. */
+static int child_gpu1(const KfdOps *ops, int test_sock) {
+        GpuContextOptions o = { .gpu_id = topology_gpu_id(ops, 2), .flags = GPU_CONTEXT_NO_COMPUTE };
+        GpuContext *c = NULL;
+        Comps *cs = calloc(1, sizeof *cs);
+        CHILD_CHECK(o.gpu_id != 0 && o.gpu_id != GPU_ID, 10, "GPU 1's id: 0x%x", o.gpu_id);
+        int r = gpu_context_new(ops, &o, &c);
+        CHILD_CHECK(r == 0, 11, "gpu_context_new on GPU 1: %s", strerror(-r));
+        CHILD_CHECK(gpu_context_get_info(c)->gpu_id == o.gpu_id, 12, "on 0x%x", gpu_context_get_info(c)->gpu_id);
+        GpuBuffer *b = NULL, *page = NULL;
+        CHILD_CHECK(gpu_buffer_new(c, 65536, GPU_PLACEMENT_GTT, false, &b) == 0, 13, "buffer");
+        CHILD_CHECK(gpu_buffer_new(c, 4096, GPU_PLACEMENT_GTT, false, &page) == 0, 13, "buffer");
+        GpuJob fill = { .type = GPU_JOB_FILL, .fill = { .dst_va = gpu_buffer_get_va(b), .size = 65536, .pattern = 0x61616161u } };
+        const GpuCompletion *done = NULL;
+        r = run_job(c, cs, 0, &fill, &done);
+        CHILD_CHECK(r == 0 && done->error == 0, 14, "fill on GPU 1: %s", strerror(-r));
+        CHILD_CHECK(((uint8_t *) gpu_buffer_get_cpu(b))[65535] == 0x61, 15, "filled");
+        GpuJob bad = { .type = GPU_JOB_COPY,
+                       .copy = { .src_va = 0x00000c0000000000ull, .dst_va = gpu_buffer_get_va(b), .size = 4096 } };
+        r = run_job(c, cs, 1, &bad, &done);
+        CHILD_CHECK(r == 0 && done->error == -EFAULT, 16, "the fault on GPU 1: %s, %d", strerror(-r),
+                    r == 0 ? done->error : 0);
+        CHILD_CHECK(gpu_context_is_lost(c, NULL), 17, "the context is lost");
+        send_byte(test_sock, 'F', -1);
+        CHILD_CHECK(recv_byte(test_sock, NULL) == 'K', 18, "parent's go");
+        gpu_buffer_unref(b);
+        gpu_buffer_unref(page);
+        gpu_context_free(c);
+        free(cs);
+        return 0;
+}
+
+/* SimOptions.n_gpus = 2 with both context mechanisms: a worker process's
+ * context on GPU 1 faults; the daemon's own context on GPU 0 and a secondary
+ * context of the daemon on GPU 1 run on. */
+Test(sim_remote, a_worker_on_gpu1_faults_beside_contexts_on_both_gpus, .timeout = 120) {
+        Child ch = child_start(child_gpu1);
+        SimOptions so = { .n_gpus = 2 };
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(&so, &d), 0);
+        const KfdOps *ops = sim_device_get_ops(d);
+        GpuContext *pc[2] = {};
+        GpuContextOptions o[2] = { { .flags = GPU_CONTEXT_NO_COMPUTE },
+                                   { .flags = GPU_CONTEXT_NO_COMPUTE | GPU_CONTEXT_SECONDARY,
+                                     .gpu_id = topology_gpu_id(ops, 2) } };
+        for (unsigned i = 0; i < 2; i++)
+                cr_assert_eq(gpu_context_new(ops, &o[i], &pc[i]), 0, "context on GPU %u", i);
+        cr_expect_eq(gpu_context_get_info(pc[0])->gpu_id, GPU_ID);
+        cr_expect_eq(gpu_context_get_info(pc[1])->gpu_id, o[1].gpu_id);
+        cr_assert_eq(sim_remote_serve(d, ch.sock), 0);
+        cr_assert_eq(recv_byte(ch.test_sock, NULL), 'F', "the child saw its fault");
+
+        Comps *cs = calloc(1, sizeof *cs);
+        for (unsigned i = 0; i < 2; i++) {
+                GpuBuffer *b = NULL;
+                cr_assert_eq(gpu_buffer_new(pc[i], 65536, GPU_PLACEMENT_GTT, false, &b), 0);
+                GpuJob fill = { .type = GPU_JOB_FILL,
+                                .fill = { .dst_va = gpu_buffer_get_va(b), .size = 65536, .pattern = 0x01010101u * (i + 1) } };
+                const GpuCompletion *done = NULL;
+                memset(cs, 0, sizeof *cs);
+                cr_assert_eq(run_job(pc[i], cs, 0, &fill, &done), 0, "the context on GPU %u ran", i);
+                cr_expect_eq(done->error, 0);
+                cr_expect_eq(((uint8_t *) gpu_buffer_get_cpu(b))[65535], i + 1);
+                cr_expect_not(gpu_context_is_lost(pc[i], NULL));
+                gpu_buffer_unref(b);
+        }
+        SimGpuStats g1;
+        cr_assert_eq(sim_device_get_gpu_stats(d, 1, &g1), 0);
+        cr_expect_geq(g1.queues, 4u, "the worker's and the secondary context's queues on GPU 1");
+        send_byte(ch.test_sock, 'K', -1);
+        child_finish(&ch);
+        cr_expect(stats_wait(d, no_remote_process, NULL, NULL));
+        for (unsigned i = 0; i < 2; i++)
+                gpu_context_free(pc[i]);
+        free(cs);
+        sim_device_free(d);
+}
