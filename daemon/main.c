@@ -72,6 +72,8 @@ static void help(void) {
                "                          render nodes (renderD128)\n"
                "     --sim-kfd-version=1.N  The KFD version the simulated GPU's kernel\n"
                "                          speaks, 1.11..1.19 (default 1.19; with --device=sim)\n"
+               "     --sim-gpus=N         The simulated machine's discrete GPUs, 1..8 (default 1;\n"
+               "                          with --device=sim; the daemon serves each: --gpu=)\n"
                "     --sim-topology=T     dgpu (default) or igpu-first: an integrated GPU listed\n"
                "                          before the simulated one (with --device=sim)\n"
                "     --sim-fault-order=O  fence-first (default: a faulting job's fence may land\n"

@@ -255,6 +255,18 @@ static int parse_sim_topology(DaemonConfig *c, const char *v, char *err, size_t 
         return 0;
 }
 
+static int parse_sim_gpus(DaemonConfig *c, const char *v, char *err, size_t errlen) {
+        unsigned long n;
+        char *end;
+
+        errno = 0;
+        n = strtoul(v, &end, 10);
+        if (*end || end == v || v[0] == '-' || errno != 0 || n < 1 || n > SIM_MAX_GPUS)
+                return fail(err, errlen, "expected 1..%u discrete GPUs, got '%s'", SIM_MAX_GPUS, v);
+        c->opts.sim_gpus = (unsigned) n;
+        return 0;
+}
+
 static int parse_sim_fault_order(DaemonConfig *c, const char *v, char *err, size_t errlen) {
         static const char *const names[] = { "fence-first", "event-first" };
         int i;
@@ -309,6 +321,7 @@ static const KeyInfo keys[_DAEMON_KEY_MAX] = {
         [DAEMON_KEY_METRICS_FILE_MODE] = { "metrics-file-mode", parse_metrics_file_mode, "0600" },
         [DAEMON_KEY_SIM_KFD_VERSION] = { "sim-kfd-version", parse_sim_kfd_version, NULL },
         [DAEMON_KEY_SIM_TOPOLOGY] = { "sim-topology", parse_sim_topology, "dgpu" },
+        [DAEMON_KEY_SIM_GPUS] = { "sim-gpus", parse_sim_gpus, "1" },
         [DAEMON_KEY_SIM_FAULT_ORDER] = { "sim-fault-order", parse_sim_fault_order, "fence-first" },
         [DAEMON_KEY_LOG_LEVEL] = { "log-level", parse_log_level, "info" },
         [DAEMON_KEY_LOG_TARGET] = { "log-target", parse_log_target, "auto" },
@@ -412,6 +425,7 @@ static void reset_key(DaemonConfig *c, DaemonKey key) {
         case DAEMON_KEY_METRICS_FILE_MODE: c->opts.metrics_file_mode = d.opts.metrics_file_mode; break;
         case DAEMON_KEY_SIM_KFD_VERSION: c->opts.sim_kfd_minor = d.opts.sim_kfd_minor; break;
         case DAEMON_KEY_SIM_TOPOLOGY: c->opts.sim_igpu_first = d.opts.sim_igpu_first; break;
+        case DAEMON_KEY_SIM_GPUS: c->opts.sim_gpus = d.opts.sim_gpus; break;
         case DAEMON_KEY_SIM_FAULT_ORDER: c->opts.sim_fault_order = d.opts.sim_fault_order; break;
         case DAEMON_KEY_LOG_LEVEL: c->log_level = d.log_level; break;
         case DAEMON_KEY_LOG_TARGET: c->log_target = d.log_target; break;

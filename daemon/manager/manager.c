@@ -345,6 +345,7 @@ int manager_open_device(Manager *m, const ManagerOptions *o) {
                 SimOptions so = { .kfd_minor = o->sim_kfd_minor,
                                   .identity = o->listen_path ? o->listen_path : KFDBROKER_DEFAULT_SOCKET,
                                   .igpu_first = o->sim_igpu_first,
+                                  .n_gpus = o->sim_gpus,
                                   .fault_order = o->sim_fault_order };
                 r = sim_device_new(&so, &m->sim);
                 if (r < 0)

@@ -832,8 +832,10 @@ int sim_memory_import_dmabuf(SimProcess *p, struct kfd_ioctl_import_dmabuf_args 
                 /* Another GPU's BO. Before 1.15 amdgpu_amdkfd_gpuvm_import_dmabuf
                  * refused it ("Can't handle buffers from other devices"); from
                  * 1.15 the import goes through DRM, which takes another
-                 * device's dma-buf as any foreign one: a GTT BO of this GPU
-                 * attached to it (amdgpu_gem_prime_import), the same pages. */
+                 * device's dma-buf as any foreign one: a BO of this GPU
+                 * attached to it (amdgpu_gem_prime_import ->
+                 * amdgpu_dma_buf_create_obj, preferred_domains GTT, which
+                 * import_obj_create accepts), on the same pages. */
                 if (d->kfd_minor < 15) {
                         sim_bo_unref(fresh);
                         return -EINVAL;

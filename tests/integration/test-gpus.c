@@ -4,9 +4,10 @@
  * own device context, client contexts and scheduler; a session is on one
  * GPU, the first it may use or the one it names (kfdb_session_new_on_gpu(),
  * $KFDBROKER_GPU, HelloRequest.gpu); status, the metrics and D-Bus list every
- * GPU by index. The simulated machine here has a gfx1030 and an integrated
- * gfx1036 listed first (--sim-topology=igpu-first); --gpu=all serves both,
- * the discrete one as GPU 0.
+ * GPU by index. Most tests run on a simulated machine of two gfx1030s
+ * (--sim-gpus=2); some on a gfx1030 beside an integrated gfx1036 listed first
+ * (--sim-topology=igpu-first --gpu=all serves both, the discrete one as
+ * GPU 0), where the GPUs differ.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -19,7 +20,8 @@
 #include "harness.h"
 #include "kfdbroker.h"
 
-static const char *const two_gpus[] = { "--sim-topology=igpu-first", "--gpu=all", NULL };
+static const char *const two_gpus[] = { "--sim-gpus=2", NULL };
+static const char *const igpu_and_dgpu[] = { "--sim-topology=igpu-first", "--gpu=all", NULL };
 
 /* Fills size bytes of a new buffer with value on the session's GPU and checks them. */
 static void fill_and_check(kfdb_session *s, uint32_t value) {
@@ -60,16 +62,16 @@ Test(gpus, each_session_works_on_its_own_gpu_and_status_counts_them_apart) {
         cr_assert_eq(kfdb_gpus_get(a, gpus, 4, &n), 0);
         cr_assert_eq(n, 2u);
         cr_expect_eq(gpus[0].index, 0u);
-        cr_expect_str_eq(gpus[0].gfx_name, "gfx1030", "discrete first");
-        cr_expect_str_eq(gpus[1].gfx_name, "gfx1036");
+        cr_expect_str_eq(gpus[0].gfx_name, "gfx1030");
+        cr_expect_str_eq(gpus[1].gfx_name, "gfx1030");
         cr_expect_neq(gpus[0].gpu_id, gpus[1].gpu_id);
         cr_expect_eq(gpus[0].sessions, 1u);
         cr_expect_eq(gpus[1].sessions, 1u);
         /* Each GPU's scheduler counts its own jobs: one fill, two fills. */
         cr_expect_eq(gpus[0].jobs_completed, 1u, "%lu", (unsigned long) gpus[0].jobs_completed);
         cr_expect_eq(gpus[1].jobs_completed, 2u, "%lu", (unsigned long) gpus[1].jobs_completed);
-        cr_expect(strstr(gpus[1].node, "node 1 (gfx1036"), "%s", gpus[1].node);
-        cr_expect_str_eq(gpus[1].node_reason, "every GPU node (--gpu=all)");
+        cr_expect(strstr(gpus[1].node, "node 2 (gfx1030, 0000:04:00.0, renderD129, "), "%s", gpus[1].node);
+        cr_expect_str_eq(gpus[1].node_reason, "every GPU (2 discrete)");
 
         kfdb_session_free(a);
         kfdb_session_free(b);
@@ -145,6 +147,7 @@ Test(gpus, a_buffer_of_one_gpu_is_copied_on_the_other) {
 Test(gpus, status_and_metrics_list_every_gpu) {
         TestDaemon d;
         char metrics_arg[200], path[160];
+        /* The integrated GPU beside the discrete one: GPUs that differ. */
         const char *extra[] = { "--sim-topology=igpu-first", "--gpu=all", metrics_arg, "--metrics-interval=1", NULL };
         const char *status[] = { "--socket", NULL, "status", NULL };
         char *out = NULL, *err = NULL;
@@ -223,8 +226,8 @@ Test(gpus, devices_confines_a_user_to_its_gpus) {
                   "%s", kfdb_session_last_error(NULL));
         cr_expect(strstr(kfdb_session_last_error(NULL), "50-devices.conf"), "%s", kfdb_session_last_error(NULL));
 
-        /* By PCI address: GPU 1 is the integrated one at 0000:10:00.0. */
-        set_devices(&d, "0000:10:00.0", 2);
+        /* By PCI address: GPU 1 is at 0000:04:00.0. */
+        set_devices(&d, "0000:04:00.0", 2);
         cr_assert_eq(kfdb_session_new(d.sock, "by-pci", &other), 0, "%s", kfdb_session_last_error(NULL));
         cr_expect_eq(kfdb_session_get_gpu(other), 1u);
         kfdb_session_free(other);
@@ -256,7 +259,7 @@ Test(gpus, selftest_runs_on_a_chosen_gpu_and_on_every_gpu) {
         const char *bad[] = { "--socket", NULL, "selftest", "--gpu=2", NULL };
         char *out = NULL, *err = NULL;
 
-        test_daemon_start(&d, two_gpus);
+        test_daemon_start(&d, igpu_and_dgpu);
         one[1] = all[1] = bad[1] = d.sock;
         cr_assert_eq(test_run_ctl(one, false, &out, &err), 0, "%s%s", out, err);
         cr_expect(strstr(out, "selftest of kfdbrokerd "), "%s", out);
@@ -320,4 +323,81 @@ Test(gpus, a_gpus_socket_serves_that_gpu_only_and_the_cdi_spec_lists_each) {
 
         /* The daemon gone, its files too: an empty list of GPU sockets. */
         cr_expect_eq(access(gpu1, F_OK), -1, "the GPU sockets go with the daemon");
+}
+
+/* A client's fault on GPU 0 loses its own GPU context only: a client on
+ * GPU 1 dispatching before, during and after goes on, and GPU 1's contexts
+ * count no loss. */
+Test(gpus, a_fault_on_gpu_0_leaves_gpu_1s_clients_running) {
+        TestDaemon d;
+        kfdb_session *faulter = NULL, *bystander = NULL;
+        kfdb_code_object *fault = NULL, *add = NULL;
+        kfdb_buffer *fb = NULL, *a = NULL, *b = NULL, *c = NULL;
+        kfdb_batch *fbatch = NULL;
+        kfdb_gpu_contexts cs;
+        kfdb_gpu_context list[16];
+        uint64_t off = 1ull << 38, ffence = 0;
+        const uint32_t n = 4096, one = 1, block = 64;
+        float *pa, *pb, *pc;
+        uint32_t *pf;
+        int r;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "faulter", 0, &faulter), 0);
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "bystander", 1, &bystander), 0);
+        cr_assert_eq(kfdb_code_object_load_file(faulter, COMPUTE_KERNEL_DIR "/fault.hsaco", &fault), 0, "%s",
+                     kfdb_session_last_error(faulter));
+        cr_assert_eq(kfdb_code_object_load_file(bystander, COMPUTE_KERNEL_DIR "/vector-add.hsaco", &add), 0, "%s",
+                     kfdb_session_last_error(bystander));
+        cr_assert_eq(kfdb_buffer_alloc(faulter, 4096, KFDB_PLACEMENT_GTT, &fb), 0);
+        cr_assert_eq(kfdb_buffer_map(fb, (void **) &pf), 0);
+        cr_assert_eq(kfdb_buffer_alloc(bystander, n * 4, KFDB_PLACEMENT_GTT, &a), 0);
+        cr_assert_eq(kfdb_buffer_alloc(bystander, n * 4, KFDB_PLACEMENT_GTT, &b), 0);
+        cr_assert_eq(kfdb_buffer_alloc(bystander, n * 4, KFDB_PLACEMENT_GTT, &c), 0);
+        cr_assert_eq(kfdb_buffer_map(a, (void **) &pa), 0);
+        cr_assert_eq(kfdb_buffer_map(b, (void **) &pb), 0);
+        cr_assert_eq(kfdb_buffer_map(c, (void **) &pc), 0);
+
+        for (int round = 0; round < 3; round++) {
+                kfdb_batch *batch = NULL;
+                uint64_t fence = 0;
+                kfdb_arg args[] = { kfdb_arg_buffer(a, 0), kfdb_arg_buffer(b, 0), kfdb_arg_buffer(c, 0),
+                                    kfdb_arg_value(&n, 4) };
+
+                for (uint32_t i = 0; i < n; i++) {
+                        pa[i] = (float) (i + round);
+                        pb[i] = 2.0f * (float) i;
+                        pc[i] = -1.0f;
+                }
+                cr_assert_eq(kfdb_batch_new(bystander, &batch), 0);
+                cr_assert_eq(kfdb_batch_dispatch(batch, add, "vector_add", 1, &n, &block, args, 4), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(bystander));
+                if (round == 1) {
+                        /* GPU 0's client faults while GPU 1's dispatch is in flight. */
+                        kfdb_arg fargs[] = { kfdb_arg_buffer(fb, 0), kfdb_arg_value(&off, 8) };
+                        cr_assert_eq(kfdb_batch_new(faulter, &fbatch), 0);
+                        cr_assert_eq(kfdb_batch_dispatch(fbatch, fault, "fault", 1, &one, &one, fargs, 2), 0);
+                        cr_assert_eq(kfdb_batch_submit(fbatch, NULL, &ffence), 0, "%s", kfdb_session_last_error(faulter));
+                        r = kfdb_fence_wait(faulter, ffence, 60000);
+                        cr_expect_eq(r, -EFAULT, "%d: %s", r, kfdb_session_last_error(faulter));
+                }
+                cr_assert_eq(kfdb_fence_wait(bystander, fence, 60000), 0, "round %d: %s", round,
+                             kfdb_session_last_error(bystander));
+                for (uint32_t i = 0; i < n; i++)
+                        cr_assert_eq(pc[i], (float) (i + round) + 2.0f * (float) i, "round %d, element %u", round, i);
+                kfdb_batch_free(batch);
+        }
+        cr_expect_geq(kfdb_session_get_context_lost(faulter), 1u);
+        cr_expect_eq(kfdb_session_get_context_lost(bystander), 0u);
+        /* The losses are GPU 0's: GPU 1's contexts (its device context, the bystander's) count none. */
+        cr_assert_eq(kfdb_gpu_contexts_get(bystander, &cs, list, 16), 0);
+        unsigned lost = 0;
+        for (size_t i = 0; i < cs.n && i < 16; i++)
+                lost += list[i].losses;
+        cr_expect_eq(lost, 1u, "one context lost, the faulter's");
+
+        kfdb_batch_free(fbatch);
+        kfdb_session_free(faulter);
+        kfdb_session_free(bystander);
+        test_daemon_fini(&d);
 }
