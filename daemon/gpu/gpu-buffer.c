@@ -85,7 +85,7 @@ int gpu_map_to_gpu(GpuContext *c, uint64_t handle) {
         return a.n_success == a.n_devices ? 0 : -EIO;
 }
 
-static int unmap_from_gpu(GpuContext *c, uint64_t handle) {
+int gpu_unmap_from_gpu(GpuContext *c, uint64_t handle) {
         uint32_t ids[1] = { c->gpu_id };
         struct kfd_ioctl_unmap_memory_from_gpu_args a = {
                 .handle = handle,
@@ -110,7 +110,7 @@ void gpu_buffer_release_kernel(GpuBuffer *b) {
         /* The registered event page stays mapped and allocated until the KFD
          * fd closes: the kernel kmaps it and refuses to free it (EPERM). */
         if (b->gpu_mapped && !b->keep_bo) {
-                r = unmap_from_gpu(c, b->handle);
+                r = gpu_unmap_from_gpu(c, b->handle);
                 if (r < 0)
                         log_debug_errno(r, "gpu: UNMAP_MEMORY_FROM_GPU va=0x%" PRIx64 " failed: %m", b->va);
                 b->gpu_mapped = false;

@@ -137,6 +137,11 @@ GpuContext *gpu_context_free(GpuContext *c) {
         destroy_event(c, &c->shutdown_event);
         destroy_event(c, &c->memory_event);
         destroy_event(c, &c->hw_exception_event);
+        if (c->event_page_peer && c->event_page) {
+                int r = gpu_unmap_from_gpu(c, c->event_page->handle);
+                if (r < 0)
+                        log_debug_errno(r, "gpu: unmapping the shared event page from gpu_id 0x%x failed: %m", c->gpu_id);
+        }
         c->event_page = gpu_buffer_unref(c->event_page);
 
         /* Code objects still referenced elsewhere keep their struct and
@@ -387,6 +392,8 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
          * for it and buffers come from the render node (gpu-buffer.c). */
         c->info.render_node_buffers = v.minor_version < KFD_MINOR_EXPORT_DMABUF;
         c->info.fds_per_buffer = c->ops->fds_per_bo;
+        if (opts && opts->share_process && (opts->flags & GPU_CONTEXT_SECONDARY))
+                return -EINVAL;
         if (opts && (opts->flags & GPU_CONTEXT_SECONDARY)) {
                 /* Gate on the version, not on the errno: an older kernel's
                  * table ends before 0x27 (kfd-facts §7.3). */
@@ -443,24 +450,41 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         r = read_apertures(c);
         if (r < 0)
                 return r;
-        bool primary = !(opts && (opts->flags & (GPU_CONTEXT_SECONDARY | GPU_CONTEXT_CLIENT)));
+        bool primary = !(opts && ((opts->flags & (GPU_CONTEXT_SECONDARY | GPU_CONTEXT_CLIENT)) || opts->share_process));
         r = gpu_va_window_open(&c->va, primary, c->gpuvm_base, c->gpuvm_limit);
         if (r < 0)
                 return r;
 
         /* mode_mask 0 takes the runtime_disable() path: harmless, and what
-         * tinygrad sends; only a debugger cares (kfd-facts §1.4). */
-        if (v.minor_version >= KFD_MINOR_RUNTIME_ENABLE) {
+         * tinygrad sends; only a debugger cares (kfd-facts §1.4). Once per
+         * process: a context sharing one leaves it to the first. */
+        if (v.minor_version >= KFD_MINOR_RUNTIME_ENABLE && !(opts && opts->share_process)) {
                 struct kfd_ioctl_runtime_enable_args re = {};
                 r = kfd_ioctl(c->ops, c->kfd_fd, AMDKFD_IOC_RUNTIME_ENABLE, &re);
                 if (r < 0 && r != -ENOTTY)
                         return r;
         }
 
-        /* The event page: 4096 slots x 8 bytes in a GTT BO the kernel kmaps. */
-        r = gpu_buffer_alloc_internal(c, KFD_EVENT_PAGE_SIZE, GPU_BO_FLAGS_INTERNAL, true, &c->event_page);
-        if (r < 0)
-                return r;
+        /* The event page: 4096 slots x 8 bytes in a GTT BO the kernel kmaps;
+         * one per process, so a context sharing one maps its page into this
+         * GPU's VM (at the same address), where this GPU's end-of-pipe
+         * writes land, and its events are the process's as well. */
+        if (opts && opts->share_process) {
+                const GpuContext *first = opts->share_process;
+
+                if (!first->event_page || !first->event_page_registered)
+                        return -EINVAL;
+                r = gpu_map_to_gpu(c, first->event_page->handle);
+                if (r < 0)
+                        return r;
+                c->event_page = gpu_buffer_ref(first->event_page);
+                c->event_page_peer = true;
+                c->event_page_registered = true;
+        } else {
+                r = gpu_buffer_alloc_internal(c, KFD_EVENT_PAGE_SIZE, GPU_BO_FLAGS_INTERNAL, true, &c->event_page);
+                if (r < 0)
+                        return r;
+        }
         /* The first signal event registers the page (kfd_kmap_event_page). */
         r = gpu_context_create_signal_event(c, &c->shutdown_event);
         if (r < 0)

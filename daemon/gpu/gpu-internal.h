@@ -308,6 +308,7 @@ struct GpuContext {
         /* Events (kfd-facts §1.10) */
         GpuBuffer *event_page;
         bool event_page_registered;
+        bool event_page_peer;     /* share_process's page, mapped into this GPU's VM */
         uint32_t shutdown_event;      /* registered the event page; wakes the waiter */
         /* The queues' completion events the waiter waits for: done_events[i]
          * is queue i's; n_done_events grows (release) as queues are added. */
@@ -392,6 +393,8 @@ void gpu_buffers_release_all(GpuContext *c);
 /* Releases the kernel objects and mappings (not the struct); idempotent. */
 void gpu_buffer_release_kernel(GpuBuffer *b);
 int gpu_map_to_gpu(GpuContext *c, uint64_t handle);
+/* UNMAP_MEMORY_FROM_GPU of handle from c's GPU (c's KFD process): 0 or -errno. */
+int gpu_unmap_from_gpu(GpuContext *c, uint64_t handle);
 
 /* gpu-code-object.c: context teardown, loaded copies freed, own ones detached. */
 void gpu_code_objects_release_all(GpuContext *c);

@@ -169,6 +169,14 @@ typedef struct GpuContextOptions {
          * the context whose page it writes instead — the HDP is the GPU's,
          * not a process's. It must outlive this context. NULL: none. */
         const GpuContext *hdp_fallback;
+        /* Another GPU's context of this same KFD process (the daemon's own,
+         * on a kernel without secondary contexts), which must outlive this
+         * one: this context drives opts->gpu_id in that process — its VM on
+         * that GPU — and shares its event page, mapped into this GPU's VM
+         * too, since a KFD process registers one (kfd_event_page_set refuses
+         * a second). A fault on either GPU evicts both (the process's queues
+         * on every GPU, kfd-facts §7.1). Not with GPU_CONTEXT_SECONDARY. */
+        const GpuContext *share_process;
 } GpuContextOptions;
 #define GPU_QUEUE_PRIORITY_DEFAULT 7
 

@@ -212,11 +212,13 @@ static int choose_gpus(Manager *m, const KfdOps *ops, const char *spec, const ch
 
 /*
  * Brings up every chosen GPU's contexts on ops. The first GPU's device
- * context is this process's KFD context; a KFD process is one per address
- * space and has one event page, so every other GPU's device context is a
- * secondary KFD context (GPU_CONTEXT_SECONDARY, KFD 1.19). Where that cannot
- * be had, those GPUs are not served, with a warning naming why; the first
- * GPU's failure is the caller's (err).
+ * context is this process's KFD context. Every other GPU's is a secondary KFD
+ * context of its own (GPU_CONTEXT_SECONDARY, KFD 1.19), a fault domain apart;
+ * on an older kernel it is the same KFD process on that GPU (share_process:
+ * a KFD process has one event page, kfd_event_page_set), where a fault of
+ * either device context evicts both. A GPU that cannot be brought up is not
+ * served, nor those after it, with a warning naming why; the first GPU's
+ * failure is the caller's (err).
  */
 static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *po, char *err, size_t errlen) {
         for (unsigned i = 0; i < m->n_gpus; i++) {
@@ -229,28 +231,25 @@ static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *p
                 int r;
 
                 o.device.gpu_id = g->gpu_id;
-                if (i > 0)
+                if (i > 0 && m->gpus[0].info->kfd_minor >= KFD_MINOR_CREATE_PROCESS)
                         o.device.flags |= GPU_CONTEXT_SECONDARY;
+                else if (i > 0)
+                        o.device.share_process = context_pool_device_gpu(m->gpus[0].contexts);
                 r = context_pool_new(m->event, ops, &o, &cb, &g->contexts, i == 0 ? err : why,
                                      i == 0 ? errlen : sizeof why);
                 if (r < 0 && i == 0)
                         return r;
                 if (r < 0) {
-                        const GpuDeviceInfo *first = m->gpus[0].info;
-
-                        if (first->kfd_minor < KFD_MINOR_CREATE_PROCESS)
-                                log_warning("GPU %u (%s) is not served: a second GPU needs secondary KFD contexts "
-                                            "(KFD 1.%u); this kernel's KFD is %u.%u. Serving %u GPU%s.",
-                                            i, g->choice.description, KFD_MINOR_CREATE_PROCESS, first->kfd_major,
-                                            first->kfd_minor, i, i == 1 ? "" : "s");
-                        else
-                                log_warning_errno(r, "GPU %u (%s) is not served: %s%s%m. Serving %u GPU%s.", i,
-                                                  g->choice.description, why, why[0] ? ": " : "", i,
-                                                  i == 1 ? "" : "s");
+                        log_warning_errno(r, "GPU %u (%s) is not served: %s%s%m. Serving %u GPU%s.", i,
+                                          g->choice.description, why, why[0] ? ": " : "", i, i == 1 ? "" : "s");
                         m->n_gpus = i;
                         break;
                 }
                 g->info = context_pool_info(g->contexts);
+                if (i > 0 && o.device.share_process)
+                        log_notice("GPU %u: its device context shares the daemon's KFD process with GPU 0's (KFD "
+                                   "%u.%u has no secondary contexts, 1.%u): a GPU fault in either evicts both",
+                                   i, g->info->kfd_major, g->info->kfd_minor, KFD_MINOR_CREATE_PROCESS);
         }
         return 0;
 }

@@ -401,3 +401,57 @@ Test(gpus, a_fault_on_gpu_0_leaves_gpu_1s_clients_running) {
         kfdb_session_free(bystander);
         test_daemon_fini(&d);
 }
+
+/* A kernel without secondary KFD contexts (KFD 1.18, 1.11: today's): the
+ * second GPU's device context shares the daemon's KFD process, its event
+ * page mapped into that GPU's VM; clients' contexts are worker processes. */
+Test(gpus, a_kernel_without_secondary_contexts_serves_both_gpus) {
+        static const char *const versions[] = { "--sim-kfd-version=1.18", "--sim-kfd-version=1.11" };
+
+        for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
+                const char *extra[] = { "--sim-gpus=2", versions[v], NULL };
+                TestDaemon d;
+                kfdb_session *s0 = NULL, *s1 = NULL;
+                kfdb_code_object *add = NULL;
+                kfdb_buffer *a = NULL;
+                kfdb_batch *batch = NULL;
+                kfdb_gpu gpus[4];
+                size_t n = 0;
+                uint64_t fence = 0;
+                const uint32_t count = 256, block = 64;
+                float *pa;
+                char *log;
+
+                test_daemon_start(&d, extra);
+                log = test_daemon_read_log(&d);
+                cr_expect(strstr(log, "notice: GPU 1: its device context shares the daemon's KFD process with GPU 0's"),
+                          "%s: %s", versions[v], log);
+                free(log);
+                cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu0", 0, &s0), 0, "%s", kfdb_session_last_error(NULL));
+                cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu1", 1, &s1), 0, "%s", kfdb_session_last_error(NULL));
+                fill_and_check(s0, 0x0a0a0a0a);
+                fill_and_check(s1, 0x1b1b1b1b);
+                cr_assert_eq(kfdb_gpus_get(s1, gpus, 4, &n), 0);
+                cr_expect_eq(n, 2u, "%s", versions[v]);
+
+                /* A kernel on GPU 1, in a worker's context: c = a + a. */
+                cr_assert_eq(kfdb_code_object_load_file(s1, COMPUTE_KERNEL_DIR "/vector-add.hsaco", &add), 0, "%s",
+                             kfdb_session_last_error(s1));
+                cr_assert_eq(kfdb_buffer_alloc(s1, count * 4, KFDB_PLACEMENT_GTT, &a), 0);
+                cr_assert_eq(kfdb_buffer_map(a, (void **) &pa), 0);
+                for (uint32_t i = 0; i < count; i++)
+                        pa[i] = (float) i;
+                kfdb_arg args[] = { kfdb_arg_buffer(a, 0), kfdb_arg_buffer(a, 0), kfdb_arg_buffer(a, 0),
+                                    kfdb_arg_value(&count, 4) };
+                cr_assert_eq(kfdb_batch_new(s1, &batch), 0);
+                cr_assert_eq(kfdb_batch_dispatch(batch, add, "vector_add", 1, &count, &block, args, 4), 0);
+                cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s1));
+                cr_assert_eq(kfdb_fence_wait(s1, fence, 60000), 0, "%s: %s", versions[v], kfdb_session_last_error(s1));
+                for (uint32_t i = 0; i < count; i++)
+                        cr_assert_eq(pa[i], 2.0f * (float) i, "%s: element %u", versions[v], i);
+                kfdb_batch_free(batch);
+                kfdb_session_free(s0);
+                kfdb_session_free(s1);
+                test_daemon_fini(&d);
+        }
+}
