@@ -29,8 +29,24 @@
  * every call passes (the daemon is its only client), and its doorbell page
  * is a shadow page of ours (a process cannot map another's doorbells),
  * each slot copied to the real page at doorbell_written(), the daemon's
- * GPU layer calling it after every doorbell store. Mapping the client's
- * buffers takes EXPORT_DMABUF (KFD 1.12) either way.
+ * GPU layer calling it after every doorbell store. The daemon maps what it
+ * maps of the process through the worker: an export of the buffer
+ * (EXPORT_DMABUF, KFD 1.12), or, on a KFD without it, the worker's render
+ * file itself (KfdOps.mmap_resolve: a DRM file maps its objects for whoever
+ * holds it), which only the daemon ever gets.
+ *
+ * The client's buffers are mapped through dma-bufs, never a render file.
+ * On a KFD without EXPORT_DMABUF (before 1.12: Linux 6.1, kfd-facts §7.4),
+ * its VRAM and GTT allocations are made where dma-bufs come from — the
+ * process's render file (gpu-buffer.c does the same for the daemon's own
+ * buffers there): ALLOC_MEMORY_OF_GPU becomes AMDGPU_GEM_CREATE,
+ * PRIME_HANDLE_TO_FD and IMPORT_DMABUF at the VA and GPU the client asked,
+ * answered with the imported handle and the BO's offset on the render file
+ * (AMDGPU_GEM_MMAP), the mmap_offset a KFD allocation has too
+ * (amdgpu_bo_mmap_offset()); an mmap of it is a PRIME export of the GEM
+ * handle, and FREE_MEMORY_OF_GPU closes the handle after KFD's. What the
+ * client loses by it is in docs/rocm.md ("Versions"): the kernel gives an
+ * imported BO its own flags, not the ones the client asked for.
  *
  * The files live as long as anything uses them: the daemon's view while its
  * GPU context has them open, the server until its end. So the daemon's
@@ -52,6 +68,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <amdgpu_drm.h>
+
 #include "contexts/context-kfd-process.h"
 #include "kfd/kfd-uapi.h"
 #include "util/log.h"
@@ -63,6 +81,7 @@
 
 typedef struct KfdProcessBo {
         uint64_t handle, mmap_offset, size;
+        uint32_t gem_handle;     /* on the render file, or 0: a KFD allocation */
 } KfdProcessBo;
 
 /* A queue made through the process, for its doorbell slot (TRUSTED). */
@@ -429,7 +448,7 @@ static int served_wait(KfdProcess *p, unsigned long request, struct kfd_ioctl_wa
         }
 }
 
-static void bo_add(KfdProcess *p, const struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
+static void bo_add(KfdProcess *p, const struct kfd_ioctl_alloc_memory_of_gpu_args *a, uint32_t gem_handle) {
         pthread_mutex_lock(&p->lock);
         if (p->n_bos == p->cap_bos) {
                 size_t cap = p->cap_bos ? 2 * p->cap_bos : 16;
@@ -443,18 +462,115 @@ static void bo_add(KfdProcess *p, const struct kfd_ioctl_alloc_memory_of_gpu_arg
                 p->cap_bos = cap;
         }
         p->bos[p->n_bos++] = (KfdProcessBo) { .handle = a->handle, .mmap_offset = a->mmap_offset,
-                                              .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K) };
+                                              .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K),
+                                              .gem_handle = gem_handle };
         pthread_mutex_unlock(&p->lock);
 }
 
-static void bo_remove(KfdProcess *p, uint64_t handle) {
+/* Forgets a freed buffer; its GEM handle, or 0. */
+static uint32_t bo_remove(KfdProcess *p, uint64_t handle) {
+        uint32_t gem_handle = 0;
+
         pthread_mutex_lock(&p->lock);
         for (size_t i = 0; i < p->n_bos; i++)
                 if (p->bos[i].handle == handle) {
+                        gem_handle = p->bos[i].gem_handle;
                         p->bos[i] = p->bos[--p->n_bos];
                         break;
                 }
         pthread_mutex_unlock(&p->lock);
+        return gem_handle;
+}
+
+/* Whether the client's allocation of flags is made on the render file (see
+ * the top of the file): a KFD without EXPORT_DMABUF, and VRAM or GTT, the
+ * domains amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu() tries first, in that
+ * order (USERPTR never reaches here; DOORBELL and MMIO_REMAP are pages of the
+ * KFD file, which the relay answers). */
+static bool gem_backed(const KfdProcess *p, uint32_t flags) {
+        return !(p->flags & KFD_PROCESS_TRUSTED) && p->kfd_minor < KFD_MINOR_EXPORT_DMABUF &&
+               (flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT));
+}
+
+static void gem_close(KfdProcess *p, uint32_t gem_handle) {
+        struct drm_gem_close c = { .handle = gem_handle };
+        int r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_GEM_CLOSE, &c);
+
+        if (r < 0)
+                log_debug_errno(r, "KFD relay: GEM_CLOSE of handle %" PRIu32 " failed: %m", gem_handle);
+}
+
+/* PRIME_HANDLE_TO_FD of a GEM buffer of the process (DRM_RDWR: a read-only
+ * dma-buf file cannot be mapped for writing). */
+static int gem_export(KfdProcess *p, uint32_t gem_handle, int *ret_fd) {
+        struct drm_prime_handle e = { .handle = gem_handle, .flags = DRM_CLOEXEC | DRM_RDWR, .fd = -1 };
+        int r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &e);
+
+        if (r < 0)
+                return r;
+        if (e.fd < 0)
+                return -EIO;
+        *ret_fd = e.fd;
+        return 0;
+}
+
+/*
+ * The client's ALLOC_MEMORY_OF_GPU of VRAM or GTT on a KFD without
+ * EXPORT_DMABUF: a GEM buffer of the process's render file imported into its
+ * KFD context at the VA and GPU it asked. The GEM flags are what the KFD
+ * allocation would have made (amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu(),
+ * Linux 6.1: PUBLIC VRAM is CPU_ACCESS_REQUIRED); VRAM is also
+ * VRAM_CLEARED, so that the client never reads what a freed buffer of
+ * another held (KFD wipes VRAM on release, which a GEM_CREATE cannot ask).
+ * The kernel's GEM_CREATE falls back to GTT where VRAM is full, as a KFD
+ * allocation does not (amdgpu_gem_create_ioctl()'s retry). Fills a->handle
+ * and a->mmap_offset; on failure nothing is left.
+ */
+static int gem_alloc(KfdProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
+        bool vram = a->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
+        union drm_amdgpu_gem_create c = {
+                .in = {
+                        .bo_size = a->size,
+                        .alignment = PAGE_SIZE_4K,
+                        .domains = vram ? AMDGPU_GEM_DOMAIN_VRAM : AMDGPU_GEM_DOMAIN_GTT,
+                        .domain_flags = !vram ? 0
+                                        : AMDGPU_GEM_CREATE_VRAM_CLEARED |
+                                                  ((a->flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
+                                                           ? AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED
+                                                           : 0),
+                },
+        };
+        struct kfd_ioctl_import_dmabuf_args imp = { .va_addr = a->va_addr, .gpu_id = a->gpu_id };
+        union drm_amdgpu_gem_mmap m = {};
+        _cleanup_close_ int dmabuf = -EBADF;
+        uint32_t gem_handle;
+        int r;
+
+        r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_AMDGPU_GEM_CREATE, &c);
+        if (r < 0)
+                return r;
+        gem_handle = c.out.handle;
+        r = gem_export(p, gem_handle, &dmabuf);
+        if (r >= 0) {
+                imp.dmabuf_fd = (uint32_t) dmabuf;
+                r = kfd_ioctl(p->base, p->kfd_fd, AMDKFD_IOC_IMPORT_DMABUF, &imp);
+        }
+        if (r >= 0) {
+                m.in.handle = gem_handle;
+                r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &m);
+                if (r < 0) {
+                        struct kfd_ioctl_free_memory_of_gpu_args f = { .handle = imp.handle };
+                        (void) kfd_ioctl(p->base, p->kfd_fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
+                }
+        }
+        if (r < 0) {
+                gem_close(p, gem_handle);
+                return r;
+        }
+        a->handle = imp.handle;
+        a->mmap_offset = m.out.addr_ptr;
+        bo_add(p, a, gem_handle);
+        return 0;
 }
 
 /* TRUSTED: the daemon's calls, all of them; what the doorbells need is
@@ -498,11 +614,11 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
         }
         case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
                 if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_alloc_memory_of_gpu_args))
-                        bo_add(p, arg);
+                        bo_add(p, arg, 0);
                 break;
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
                 if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_free_memory_of_gpu_args))
-                        bo_remove(p, ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
+                        (void) bo_remove(p, ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
                 break;
         default:
                 break;
@@ -553,17 +669,24 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 /* Memory of the daemon's address space: never. */
                 if (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
                         return -EOPNOTSUPP;
+                if (gem_backed(p, a->flags))
+                        return gem_alloc(p, a);
                 r = p->base->ioctl(p->base->userdata, fd, request, arg);
                 if (r == 0)
-                        bo_add(p, a);
+                        bo_add(p, a, 0);
                 return r;
         }
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU): {
                 const struct kfd_ioctl_free_memory_of_gpu_args *a = arg;
 
                 r = p->base->ioctl(p->base->userdata, fd, request, arg);
-                if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a)
-                        bo_remove(p, a->handle);
+                if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a) {
+                        /* KFD's reference went; the handle's goes now, and
+                         * with it the memory (dma-bufs of it live on). */
+                        uint32_t gem_handle = bo_remove(p, a->handle);
+                        if (gem_handle)
+                                gem_close(p, gem_handle);
+                }
                 return r;
         }
         case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS):
@@ -599,6 +722,7 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
         KfdProcess *p = userdata;
         struct kfd_ioctl_export_dmabuf_args e = { .flags = O_CLOEXEC | O_RDWR };
         uint64_t start = 0;
+        uint32_t gem_handle = 0;
         bool found = false;
         int r = known_file(p, fd);
 
@@ -632,12 +756,19 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
          * relay's to answer; nothing else of it is the client's. */
         if (fd != p->render_fd || length == 0)
                 return -EINVAL;
+        /* TRUSTED on a KFD without EXPORT_DMABUF: the render file itself, for
+         * the daemon alone (the top of the file). */
+        if ((p->flags & KFD_PROCESS_TRUSTED) && p->kfd_minor < KFD_MINOR_EXPORT_DMABUF)
+                return p->base->mmap_resolve ? p->base->mmap_resolve(p->base->userdata, fd, length, offset, ret_fd,
+                                                                      ret_offset)
+                                             : -EOPNOTSUPP;
         pthread_mutex_lock(&p->lock);
         for (size_t i = 0; i < p->n_bos && !found; i++) {
                 const KfdProcessBo *b = &p->bos[i];
                 if (offset >= b->mmap_offset && offset - b->mmap_offset < b->size &&
                     length <= b->size - (offset - b->mmap_offset)) {
                         e.handle = b->handle;
+                        gem_handle = b->gem_handle;
                         start = b->mmap_offset;
                         found = true;
                 }
@@ -645,10 +776,16 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
         pthread_mutex_unlock(&p->lock);
         if (!found)
                 return -EINVAL;
-        r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_EXPORT_DMABUF, &e);
-        if (r < 0)
-                return r;
-        *ret_fd = (int) e.dmabuf_fd;
+        if (gem_handle) {
+                r = gem_export(p, gem_handle, ret_fd);
+                if (r < 0)
+                        return r;
+        } else {
+                r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_EXPORT_DMABUF, &e);
+                if (r < 0)
+                        return r;
+                *ret_fd = (int) e.dmabuf_fd;
+        }
         *ret_offset = offset - start;
         return 0;
 }
@@ -742,8 +879,9 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
                         r = -EOPNOTSUPP;
                 if (r >= 0)
                         r = kfd_ioctl(base, p->kfd_fd, AMDKFD_IOC_CREATE_PROCESS, NULL);
-        } else if (r >= 0 && v.minor_version < KFD_MINOR_EXPORT_DMABUF)
-                /* The client maps its buffers through dma-buf exports. */
+        } else if (r >= 0 && v.minor_version < KFD_MINOR_EXPORT_DMABUF && (flags & KFD_PROCESS_TRUSTED) &&
+                   !base->mmap_resolve)
+                /* The daemon could not map what it maps of the process. */
                 r = -EOPNOTSUPP;
         if (r < 0) {
                 snprintf(err, errlen, "cannot make a %s KFD context for it (KFD %u.%u): %s",

@@ -368,13 +368,6 @@ static int open_proxy_process(ContextPool *p, Context *c, uint32_t gpu_id, KfdPr
         pid_t pid;
         int r;
 
-        if (info->kfd_minor < KFD_MINOR_EXPORT_DMABUF) {
-                snprintf(err, errlen,
-                         "the KFD relay needs dma-buf export (KFD uapi 1.%u) or secondary KFD contexts (1.%u); this "
-                         "kernel's KFD is %u.%u",
-                         KFD_MINOR_EXPORT_DMABUF, KFD_MINOR_CREATE_PROCESS, info->kfd_major, info->kfd_minor);
-                return -EOPNOTSUPP;
-        }
         r = worker_process_spawn(p, c->id, WORKER_SETUP_KFD_PROXY, &pid, &pidfd, &sock, &relay, err, errlen);
         if (r < 0)
                 return r;

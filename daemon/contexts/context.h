@@ -145,10 +145,8 @@ unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive
  * the LRU reclaims it; once lost (a fault, or the process ended) the slot is
  * never brought up again (context_ensure(): -ENODEV). Returns 0; -EACCES
  * where the daemon has no client contexts (--contexts=shared, or no
- * mechanism works); -EBUSY when --max-contexts contexts are up; -EOPNOTSUPP
- * where the KFD has neither secondary contexts (uapi 1.19: the process is a
- * secondary context of the daemon's) nor dma-buf export (1.12: with worker
- * processes, the process is a proxy worker's, WORKER_SETUP_KFD_PROXY); -EDQUOT when the context's memory does not fit @payer; other errors
+ * mechanism works); -EBUSY when --max-contexts contexts are up; -EDQUOT
+ * when the context's memory does not fit @payer; other errors
  * from making the connection or the context. Undo with
  * context_kfd_relay_end() and context_release() on the slot, then
  * context_pool_kfd_relay_end().
