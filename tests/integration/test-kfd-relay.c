@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <amdgpu_drm.h>
@@ -581,7 +582,9 @@ Test(kfd_relay, the_daemons_files_and_queues_are_out_of_the_clients_reach) {
 /* Where the kernel has no secondary KFD contexts (before 1.19), the
  * process is a proxy worker's: its own KFD process, the daemon making its
  * calls; the worker goes with the process. Below 1.12 (no dma-buf export:
- * the client could not map its buffers) the relay is refused, saying why. */
+ * Debian 12's own 6.1 speaks 1.11) the client's buffers are GEM buffers of
+ * the process's render file: charged as any, mapped by the client, and gone
+ * at the free (the daemon's fd of the simulator's BO with them). */
 Test(kfd_relay, served_by_a_proxy_worker_where_the_kernel_has_no_secondary_contexts) {
         const char *args[] = { "--sim-kfd-version=1.18", NULL };
         struct kfd_ioctl_get_version_args v = {};
@@ -615,12 +618,44 @@ Test(kfd_relay, served_by_a_proxy_worker_where_the_kernel_has_no_secondary_conte
         if (getenv("KFDBROKER_TEST_DAEMON_ARG"))
                 return;
         const char *old[] = { "--sim-kfd-version=1.11", NULL };
-        kfdb_session *s;
-        int fd;
+        struct kfd_ioctl_alloc_memory_of_gpu_args g = { .va_addr = 0x10000000, .size = 3 * 4096,
+                                                         .flags = 0xd6000002u /* ROCr's signals and rings */ };
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t base;
+        uint8_t *m = NULL, *m2 = NULL;
+        int fds;
         test_daemon_start(&d, old);
-        s = test_connect(&d, "relay");
-        cr_expect_eq(open_kfd(s, 0, &fd, NULL), -EOPNOTSUPP);
-        cr_expect(strstr(kfdb_session_last_error(s), "dma-buf export (KFD uapi 1.12)"), "%s",
-                  kfdb_session_last_error(s));
-        kfdb_session_free(s);
+        relayed_open(&a, 0);
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(v.minor_version, 11u);
+        acquire(&a);
+        base = charged(a.s);
+        fds = test_daemon_count_fds(&d);
+        g.gpu_id = a.gpu_id;
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &g), 0, "an allocation on KFD 1.11");
+        cr_expect_eq(charged(a.s), base + 3 * 4096, "charged to the session");
+        cr_expect_eq(map(&a, g.handle), 0);
+        cr_assert_eq(a.ops->mmap(a.ops->userdata, NULL, g.size, PROT_READ | PROT_WRITE, MAP_SHARED, a.render,
+                                 g.mmap_offset, (void **) &m),
+                     0, "the client maps its buffer");
+        cr_assert_eq(a.ops->mmap(a.ops->userdata, NULL, 4096, PROT_READ, MAP_SHARED, a.render, g.mmap_offset + 8192,
+                                 (void **) &m2),
+                     0, "and a page of it again");
+        m[8192 + 5] = 0x3c;
+        cr_expect_eq(m2[5], 0x3c, "the same memory");
+        munmap(m, g.size);
+        munmap(m2, 4096);
+        fr.handle = g.handle;
+        {
+                uint32_t ids[1] = { a.gpu_id };
+                struct kfd_ioctl_unmap_memory_from_gpu_args u = {
+                        .handle = g.handle, .device_ids_array_ptr = (uint64_t) (uintptr_t) ids, .n_devices = 1 };
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &u), 0);
+        }
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        for (int i = 0; i < 200 && (charged(a.s) != base || test_daemon_count_fds(&d) > fds); i++)
+                usleep(5000);
+        cr_expect_eq(charged(a.s), base, "given back at the free");
+        cr_expect_leq(test_daemon_count_fds(&d), fds, "the buffer is gone with its GEM handle");
+        relayed_close(&a);
 }
