@@ -620,6 +620,10 @@ static int proxy_main(W *w, const WorkerSetup *setup, uint64_t t0) {
                 fail_setup(w, r, "out of memory");
                 return r;
         }
+        /* For tests only (test-kfd-relay): stopped before READY until a
+         * SIGCONT, the daemon is seen serving others meanwhile. */
+        if (getenv("KFDBROKER_TEST_HOLD_PROXY_WORKER"))
+                (void) raise(SIGSTOP);
         r = worker_sandbox_enter(setup, err, sizeof err);
         if (r < 0) {
                 served.free(served.userdata);
