@@ -38,13 +38,13 @@
  * The client's buffers are mapped through dma-bufs, never a render file.
  * On a KFD without EXPORT_DMABUF (before 1.12: Linux 6.1, kfd-facts §7.4),
  * its VRAM and GTT allocations are made where dma-bufs come from — the
- * process's render file (gpu-buffer.c does the same for the daemon's own
- * buffers there): ALLOC_MEMORY_OF_GPU becomes AMDGPU_GEM_CREATE,
- * PRIME_HANDLE_TO_FD and IMPORT_DMABUF at the VA and GPU the client asked,
- * answered with the imported handle and the BO's offset on the render file
- * (AMDGPU_GEM_MMAP), the mmap_offset a KFD allocation has too
- * (amdgpu_bo_mmap_offset()); an mmap of it is a PRIME export of the GEM
- * handle, and FREE_MEMORY_OF_GPU closes the handle after KFD's. What the
+ * process's render file (context-kfd-buffers.c; gpu-buffer.c does the same
+ * for the daemon's own buffers there): ALLOC_MEMORY_OF_GPU becomes
+ * AMDGPU_GEM_CREATE, PRIME_HANDLE_TO_FD and IMPORT_DMABUF at the VA and GPU
+ * the client asked, answered with the imported handle and the BO's offset
+ * on the render file (AMDGPU_GEM_MMAP), the mmap_offset a KFD allocation
+ * has too (amdgpu_bo_mmap_offset()); an mmap of it is a PRIME export of the
+ * GEM handle, and FREE_MEMORY_OF_GPU closes the handle after KFD's. What the
  * client loses by it is in docs/rocm.md ("Versions"): the kernel gives an
  * imported BO its own flags, not the ones the client asked for.
  *
@@ -68,8 +68,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <amdgpu_drm.h>
-
+#include "contexts/context-kfd-buffers.h"
 #include "contexts/context-kfd-process.h"
 #include "kfd/kfd-uapi.h"
 #include "util/log.h"
@@ -78,11 +77,6 @@
 #define WAIT_SLICE_MS 100u
 /* GPU nodes a KFD process lists at most (the wire's bound too). */
 #define MAX_APERTURES 64u
-
-typedef struct KfdProcessBo {
-        uint64_t handle, mmap_offset, size;
-        uint32_t gem_handle;     /* on the render file, or 0: a KFD allocation */
-} KfdProcessBo;
 
 /* A queue made through the process, for its doorbell slot (TRUSTED). */
 typedef struct KfdProcessQueue {
@@ -115,8 +109,7 @@ struct KfdProcess {
         uint32_t gpu_id;         /* the one GPU the client sees */
         uint32_t kfd_minor;      /* the KFD's uapi minor (GET_VERSION) */
         bool killed;
-        KfdProcessBo *bos;       /* the client's buffers, for its mmaps */
-        size_t n_bos, cap_bos;
+        KfdBuffers bufs;         /* the client's buffers, for its mmaps */
         KfdProcessView daemon, served;
 };
 
@@ -143,7 +136,7 @@ static void kfd_process_unref(KfdProcess *p) {
                 (void) munmap((void *) p->shadow, KFD_DOORBELL_SLICE_SIZE);
         safe_close(p->shadow_fd);
         safe_close(p->placeholder_fd);
-        free(p->bos);
+        kfd_buffers_done(&p->bufs);
         pthread_mutex_destroy(&p->lock);
         free(p);
 }
@@ -448,40 +441,6 @@ static int served_wait(KfdProcess *p, unsigned long request, struct kfd_ioctl_wa
         }
 }
 
-static void bo_add(KfdProcess *p, const struct kfd_ioctl_alloc_memory_of_gpu_args *a, uint32_t gem_handle) {
-        pthread_mutex_lock(&p->lock);
-        if (p->n_bos == p->cap_bos) {
-                size_t cap = p->cap_bos ? 2 * p->cap_bos : 16;
-                KfdProcessBo *bos = reallocarray(p->bos, cap, sizeof *bos);
-                if (!bos) {
-                        /* Not mappable by the client; the buffer is still its. */
-                        pthread_mutex_unlock(&p->lock);
-                        return;
-                }
-                p->bos = bos;
-                p->cap_bos = cap;
-        }
-        p->bos[p->n_bos++] = (KfdProcessBo) { .handle = a->handle, .mmap_offset = a->mmap_offset,
-                                              .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K),
-                                              .gem_handle = gem_handle };
-        pthread_mutex_unlock(&p->lock);
-}
-
-/* Forgets a freed buffer; its GEM handle, or 0. */
-static uint32_t bo_remove(KfdProcess *p, uint64_t handle) {
-        uint32_t gem_handle = 0;
-
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_bos; i++)
-                if (p->bos[i].handle == handle) {
-                        gem_handle = p->bos[i].gem_handle;
-                        p->bos[i] = p->bos[--p->n_bos];
-                        break;
-                }
-        pthread_mutex_unlock(&p->lock);
-        return gem_handle;
-}
-
 /* Whether the client's allocation of flags is made on the render file (see
  * the top of the file): a KFD without EXPORT_DMABUF, and VRAM or GTT, the
  * domains amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu() tries first, in that
@@ -490,87 +449,6 @@ static uint32_t bo_remove(KfdProcess *p, uint64_t handle) {
 static bool gem_backed(const KfdProcess *p, uint32_t flags) {
         return !(p->flags & KFD_PROCESS_TRUSTED) && p->kfd_minor < KFD_MINOR_EXPORT_DMABUF &&
                (flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT));
-}
-
-static void gem_close(KfdProcess *p, uint32_t gem_handle) {
-        struct drm_gem_close c = { .handle = gem_handle };
-        int r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_GEM_CLOSE, &c);
-
-        if (r < 0)
-                log_debug_errno(r, "KFD relay: GEM_CLOSE of handle %" PRIu32 " failed: %m", gem_handle);
-}
-
-/* PRIME_HANDLE_TO_FD of a GEM buffer of the process (DRM_RDWR: a read-only
- * dma-buf file cannot be mapped for writing). */
-static int gem_export(KfdProcess *p, uint32_t gem_handle, int *ret_fd) {
-        struct drm_prime_handle e = { .handle = gem_handle, .flags = DRM_CLOEXEC | DRM_RDWR, .fd = -1 };
-        int r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &e);
-
-        if (r < 0)
-                return r;
-        if (e.fd < 0)
-                return -EIO;
-        *ret_fd = e.fd;
-        return 0;
-}
-
-/*
- * The client's ALLOC_MEMORY_OF_GPU of VRAM or GTT on a KFD without
- * EXPORT_DMABUF: a GEM buffer of the process's render file imported into its
- * KFD context at the VA and GPU it asked. The GEM flags are what the KFD
- * allocation would have made (amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu(),
- * Linux 6.1: PUBLIC VRAM is CPU_ACCESS_REQUIRED); VRAM is also
- * VRAM_CLEARED, so that the client never reads what a freed buffer of
- * another held (KFD wipes VRAM on release, which a GEM_CREATE cannot ask).
- * The kernel's GEM_CREATE falls back to GTT where VRAM is full, as a KFD
- * allocation does not (amdgpu_gem_create_ioctl()'s retry). Fills a->handle
- * and a->mmap_offset; on failure nothing is left.
- */
-static int gem_alloc(KfdProcess *p, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
-        bool vram = a->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
-        union drm_amdgpu_gem_create c = {
-                .in = {
-                        .bo_size = a->size,
-                        .alignment = PAGE_SIZE_4K,
-                        .domains = vram ? AMDGPU_GEM_DOMAIN_VRAM : AMDGPU_GEM_DOMAIN_GTT,
-                        .domain_flags = !vram ? 0
-                                        : AMDGPU_GEM_CREATE_VRAM_CLEARED |
-                                                  ((a->flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC)
-                                                           ? AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED
-                                                           : 0),
-                },
-        };
-        struct kfd_ioctl_import_dmabuf_args imp = { .va_addr = a->va_addr, .gpu_id = a->gpu_id };
-        union drm_amdgpu_gem_mmap m = {};
-        _cleanup_close_ int dmabuf = -EBADF;
-        uint32_t gem_handle;
-        int r;
-
-        r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_AMDGPU_GEM_CREATE, &c);
-        if (r < 0)
-                return r;
-        gem_handle = c.out.handle;
-        r = gem_export(p, gem_handle, &dmabuf);
-        if (r >= 0) {
-                imp.dmabuf_fd = (uint32_t) dmabuf;
-                r = kfd_ioctl(p->base, p->kfd_fd, AMDKFD_IOC_IMPORT_DMABUF, &imp);
-        }
-        if (r >= 0) {
-                m.in.handle = gem_handle;
-                r = kfd_ioctl(p->base, p->render_fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &m);
-                if (r < 0) {
-                        struct kfd_ioctl_free_memory_of_gpu_args f = { .handle = imp.handle };
-                        (void) kfd_ioctl(p->base, p->kfd_fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
-                }
-        }
-        if (r < 0) {
-                gem_close(p, gem_handle);
-                return r;
-        }
-        a->handle = imp.handle;
-        a->mmap_offset = m.out.addr_ptr;
-        bo_add(p, a, gem_handle);
-        return 0;
 }
 
 /* TRUSTED: the daemon's calls, all of them; what the doorbells need is
@@ -614,11 +492,12 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
         }
         case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
                 if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_alloc_memory_of_gpu_args))
-                        bo_add(p, arg, 0);
+                        kfd_buffers_add(&p->bufs, arg, 0);
                 break;
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
                 if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_free_memory_of_gpu_args))
-                        (void) bo_remove(p, ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
+                        (void) kfd_buffers_remove(&p->bufs,
+                                                  ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
                 break;
         default:
                 break;
@@ -669,11 +548,16 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 /* Memory of the daemon's address space: never. */
                 if (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
                         return -EOPNOTSUPP;
-                if (gem_backed(p, a->flags))
-                        return gem_alloc(p, a);
+                if (gem_backed(p, a->flags)) {
+                        uint32_t gem_handle = 0;
+                        r = kfd_gem_alloc(p->base, p->kfd_fd, p->render_fd, a, &gem_handle);
+                        if (r == 0)
+                                kfd_buffers_add(&p->bufs, a, gem_handle);
+                        return r;
+                }
                 r = p->base->ioctl(p->base->userdata, fd, request, arg);
                 if (r == 0)
-                        bo_add(p, a, 0);
+                        kfd_buffers_add(&p->bufs, a, 0);
                 return r;
         }
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU): {
@@ -683,9 +567,9 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a) {
                         /* KFD's reference went; the handle's goes now, and
                          * with it the memory (dma-bufs of it live on). */
-                        uint32_t gem_handle = bo_remove(p, a->handle);
+                        uint32_t gem_handle = kfd_buffers_remove(&p->bufs, a->handle);
                         if (gem_handle)
-                                gem_close(p, gem_handle);
+                                kfd_gem_close(p->base, p->render_fd, gem_handle);
                 }
                 return r;
         }
@@ -721,9 +605,7 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
                                uint64_t *ret_offset) {
         KfdProcess *p = userdata;
         struct kfd_ioctl_export_dmabuf_args e = { .flags = O_CLOEXEC | O_RDWR };
-        uint64_t start = 0;
-        uint32_t gem_handle = 0;
-        bool found = false;
+        KfdBuffer b;
         int r = known_file(p, fd);
 
         if (r < 0)
@@ -762,31 +644,21 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
                 return p->base->mmap_resolve ? p->base->mmap_resolve(p->base->userdata, fd, length, offset, ret_fd,
                                                                       ret_offset)
                                              : -EOPNOTSUPP;
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_bos && !found; i++) {
-                const KfdProcessBo *b = &p->bos[i];
-                if (offset >= b->mmap_offset && offset - b->mmap_offset < b->size &&
-                    length <= b->size - (offset - b->mmap_offset)) {
-                        e.handle = b->handle;
-                        gem_handle = b->gem_handle;
-                        start = b->mmap_offset;
-                        found = true;
-                }
-        }
-        pthread_mutex_unlock(&p->lock);
-        if (!found)
-                return -EINVAL;
-        if (gem_handle) {
-                r = gem_export(p, gem_handle, ret_fd);
+        r = kfd_buffers_find(&p->bufs, offset, length, &b);
+        if (r < 0)
+                return r;
+        if (b.gem_handle) {
+                r = kfd_gem_export(p->base, p->render_fd, b.gem_handle, ret_fd);
                 if (r < 0)
                         return r;
         } else {
+                e.handle = b.handle;
                 r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_EXPORT_DMABUF, &e);
                 if (r < 0)
                         return r;
                 *ret_fd = (int) e.dmabuf_fd;
         }
-        *ret_offset = offset - start;
+        *ret_offset = offset - b.mmap_offset;
         return 0;
 }
 
@@ -833,6 +705,7 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
                 return -ENOMEM;
         }
         pthread_mutex_init(&p->lock, NULL);
+        kfd_buffers_init(&p->bufs);
         p->n_ref = 1;
         p->base = base;
         p->base_free = base_free;
