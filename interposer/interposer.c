@@ -587,6 +587,22 @@ static void file_put(KfdiFile *f) {
         private_close(private);
 }
 
+/* A render file of the process with a reference (file_put()), or NULL:
+ * the thunk's, whose VM its KFD process acquired (the kernel maps a KFD
+ * buffer through the render file it was allowed on, the acquired one). */
+static KfdiFile *render_file_get(void) {
+        KfdiFile *f = NULL;
+
+        pthread_mutex_lock(&kfdi.table_lock);
+        for (size_t i = 0; i < kfdi.n_fds && !f; i++)
+                if (kfdi.fds[i].file->kind == KFDI_PATH_RENDER && kfdi.fds[i].file->generation == kfdi.generation)
+                        f = kfdi.fds[i].file;
+        if (f)
+                f->refs++;
+        pthread_mutex_unlock(&kfdi.table_lock);
+        return f;
+}
+
 /* The private fd behind a fake fd number named inside an ioctl argument, or -1. */
 static int private_of(int fd, KfdiPathKind kind) {
         KfdiFd *e;
@@ -681,8 +697,8 @@ out:
  * The range (already moved onto a memfd of ours by userptr_import()) moved
  * again, onto a GTT buffer of the process: ALLOC_MEMORY_OF_GPU of GTT at the
  * VA the thunk asked, with its other flags, the range's bytes copied in, and
- * the buffer mapped over the range through a render file of our own. It is
- * charged to the session as any allocation, for it is GPU memory now.
+ * the buffer mapped over the range through the process's render file. It
+ * is charged to the session as any allocation, for it is GPU memory now.
  */
 static int userptr_alloc(KfdiFile *f, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
         struct kfd_ioctl_alloc_memory_of_gpu_args g = {
@@ -691,26 +707,26 @@ static int userptr_alloc(KfdiFile *f, struct kfd_ioctl_alloc_memory_of_gpu_args 
         };
         struct kfd_ioctl_free_memory_of_gpu_args fr = {};
         void *addr = (void *) (uintptr_t) a->mmap_offset, *copy = NULL, *m = NULL;
-        int render, r;
+        KfdiFile *render = render_file_get();
+        int r;
 
+        if (!render)
+                return -EINVAL; /* no VM acquired: nothing to map the buffer with */
         r = kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &g);
-        if (r < 0)
-                return r;
-        render = kfdi.ops->open_render(kfdi.ops->userdata, kfdi.render_minor);
-        r = render;
         if (r >= 0)
-                r = kfdi.ops->mmap(kfdi.ops->userdata, NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, render,
-                                   g.mmap_offset, &copy);
+                r = kfdi.ops->mmap(kfdi.ops->userdata, NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                   render->private_fd, g.mmap_offset, &copy);
         if (r >= 0) {
                 memcpy(copy, addr, a->size);
                 r = kfdi.ops->mmap(kfdi.ops->userdata, addr, a->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                                   render, g.mmap_offset, &m);
+                                   render->private_fd, g.mmap_offset, &m);
                 (void) kfdi.ops->munmap(kfdi.ops->userdata, copy, a->size);
         }
-        private_close(render);
+        file_put(render);
         if (r < 0) {
                 fr.handle = g.handle;
-                (void) kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr);
+                if (fr.handle)
+                        (void) kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr);
                 return r;
         }
         (void) madvise(addr, a->size, MADV_DONTFORK);
