@@ -112,6 +112,10 @@ checks "worker processes (KFD 1.18)"
 start --sim-kfd-version=1.11 || finish
 checks "worker processes on KFD 1.11 (Linux 6.1)"
 checks "KFD 1.11, SDMA off" HSA_ENABLE_SDMA=0
+# Before 1.15 KFD imports no other driver's dma-buf: the memory HIP pins
+# moves onto a GTT buffer there too (the buffers themselves export).
+start --sim-kfd-version=1.14 || finish
+checks "worker processes on KFD 1.14"
 
 # Over the memory limit.
 policy "BufferMemory=256M"
