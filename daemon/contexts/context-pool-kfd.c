@@ -49,7 +49,7 @@ struct ContextKfdOpen {
         ContextPool *p;
         Context *c;
         uint64_t context_id;     /* c's, for the worker's reaper */
-        uint64_t own, t0;
+        uint64_t own, t0, spawned;  /* spawned: when the worker was started (the loop went on) */
         GpuContextOptions o;
         const SimRemoteHooks *hooks;
         void *hooks_userdata;
@@ -188,9 +188,11 @@ static void proxy_ready(ContextKfdOpen *op, int r, const char *why) {
                 open_refused(op, true);
         else
                 r = open_finish(op, kp, &fd, err, sizeof err);
-        log_debug("KFD process of context %" PRIu64 ": its proxy worker (pid %d) was ready %.1f ms after the start; "
-                  "its KFD process and the daemon's GPU context there took %.1f ms of the loop",
-                  op->context_id, (int) op->pid, (double) (ready - op->t0) / 1e6, (double) (now_ns() - ready) / 1e6);
+        log_debug("KFD process of context %" PRIu64 ": its proxy worker (pid %d), started in %.1f ms of the loop, was "
+                  "ready %.1f ms after the start; its KFD process and the daemon's GPU context there took %.1f ms of "
+                  "the loop",
+                  op->context_id, (int) op->pid, (double) (op->spawned - op->t0) / 1e6,
+                  (double) (ready - op->t0) / 1e6, (double) (now_ns() - ready) / 1e6);
         op->done(op->done_userdata, r, fd, r < 0 ? NULL : op->c, err);
         open_free(op);
 }
@@ -226,7 +228,8 @@ static int open_proxy(ContextKfdOpen *op, char *err, size_t errlen) {
                                  errlen);
         if (r < 0)
                 return r;
-        relay = gpu_buffer_unref(relay); /* not used by a proxy */
+        relay = gpu_buffer_unref(relay); /* NULL: a proxy gets none */
+        op->spawned = now_ns();
         r = sd_event_add_io(p->event, &op->io, op->sock, EPOLLIN, on_proxy_io, op);
         if (r >= 0)
                 r = sd_event_add_time_relative(p->event, &op->timer, CLOCK_MONOTONIC, PROXY_READY_TIMEOUT_NS / 1000,

@@ -537,12 +537,17 @@ static int read_setup(int sock, void *buf, WorkerSetup *ret, int *ret_relay_fd) 
         r = worker_msg_recv(sock, buf, &msg);
         if (r < 0)
                 return r;
-        if (msg.type != WORKER_MSG_SETUP || !WORKER_MSG_AS(&msg, WorkerSetup) || msg.fd < 0) {
+        if (msg.type != WORKER_MSG_SETUP || !WORKER_MSG_AS(&msg, WorkerSetup)) {
+                safe_close(msg.fd);
+                return -EPROTO;
+        }
+        memcpy(ret, msg.payload, sizeof *ret);
+        /* The relay page, but for a proxy (worker-proto.h). */
+        if ((msg.fd < 0) != !!(ret->flags & WORKER_SETUP_KFD_PROXY)) {
                 safe_close(msg.fd);
                 return -EPROTO;
         }
         *ret_relay_fd = msg.fd;
-        memcpy(ret, msg.payload, sizeof *ret);
         if (ret->version != WORKER_PROTO_VERSION)
                 return -EPROTONOSUPPORT;
         return 0;
