@@ -427,8 +427,7 @@ int kfdb_query_context_bytes(kfdb_session *s, uint64_t *ret);
  * minor the topology names. The KFD process lives until the session ends.
  * Returns 0, -EACCES where the daemon gives clients no GPU context of their
  * own (--contexts=shared), -EBUSY when kfdbrokerd --max-contexts contexts are
- * up, -EOPNOTSUPP where the daemon cannot relay KFD calls (a KFD with neither
- * secondary contexts, uapi 1.19, nor dma-buf export, 1.12), -EEXIST for a second call, -EBADMSG for a reply
+ * up, -EEXIST for a second call, -EBADMSG for a reply
  * whose topology names a path outside the directory; the message is in
  * kfdb_session_last_error().
  */

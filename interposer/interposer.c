@@ -587,6 +587,22 @@ static void file_put(KfdiFile *f) {
         private_close(private);
 }
 
+/* A render file of the process with a reference (file_put()), or NULL:
+ * the thunk's, whose VM its KFD process acquired (the kernel maps a KFD
+ * buffer through the render file it was allowed on, the acquired one). */
+static KfdiFile *render_file_get(void) {
+        KfdiFile *f = NULL;
+
+        pthread_mutex_lock(&kfdi.table_lock);
+        for (size_t i = 0; i < kfdi.n_fds && !f; i++)
+                if (kfdi.fds[i].file->kind == KFDI_PATH_RENDER && kfdi.fds[i].file->generation == kfdi.generation)
+                        f = kfdi.fds[i].file;
+        if (f)
+                f->refs++;
+        pthread_mutex_unlock(&kfdi.table_lock);
+        return f;
+}
+
 /* The private fd behind a fake fd number named inside an ioctl argument, or -1. */
 static int private_of(int fd, KfdiPathKind kind) {
         KfdiFd *e;
@@ -626,8 +642,14 @@ static int copy_self(void *dst, const void *src, size_t n, bool to_caller) {
  * this way (hsa_amd_memory_lock_to_pool when it sets up a stream) and does
  * not survive a refusal. A write by another thread to the range between the
  * copy and the remap would be lost; the thunk registers memory it owns.
+ * A KFD before 1.15 imports amdgpu's own dma-bufs alone ("Can't handle
+ * non-graphics buffers", amdgpu_amdkfd_gpuvm_import_dmabuf() before "Import
+ * DMABufs for interop through DRM"): there the range moves onto a GTT buffer
+ * of the process instead (userptr_alloc()).
  * Returns the ioctl's result, the handle in a->handle.
  */
+static int userptr_alloc(KfdiFile *f, struct kfd_ioctl_alloc_memory_of_gpu_args *a);
+
 static int userptr_import(KfdiFile *f, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
         uint64_t addr = a->mmap_offset, size = a->size;
         struct kfd_ioctl_import_dmabuf_args imp = { .va_addr = a->va_addr, .gpu_id = a->gpu_id };
@@ -664,9 +686,52 @@ static int userptr_import(KfdiFile *f, struct kfd_ioctl_alloc_memory_of_gpu_args
         r = kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, AMDKFD_IOC_IMPORT_DMABUF, &imp);
         if (r >= 0)
                 a->handle = imp.handle;
+        else if (r == -EINVAL)
+                r = userptr_alloc(f, a);
 out:
         close(memfd);
         return r;
+}
+
+/*
+ * The range (already moved onto a memfd of ours by userptr_import()) moved
+ * again, onto a GTT buffer of the process: ALLOC_MEMORY_OF_GPU of GTT at the
+ * VA the thunk asked, with its other flags, the range's bytes copied in, and
+ * the buffer mapped over the range through the process's render file. It
+ * is charged to the session as any allocation, for it is GPU memory now.
+ */
+static int userptr_alloc(KfdiFile *f, struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args g = {
+                .va_addr = a->va_addr, .size = a->size, .gpu_id = a->gpu_id,
+                .flags = (a->flags & ~KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) | KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        };
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        void *addr = (void *) (uintptr_t) a->mmap_offset, *copy = NULL, *m = NULL;
+        KfdiFile *render = render_file_get();
+        int r;
+
+        if (!render)
+                return -EINVAL; /* no VM acquired: nothing to map the buffer with */
+        r = kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &g);
+        if (r >= 0)
+                r = kfdi.ops->mmap(kfdi.ops->userdata, NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                   render->private_fd, g.mmap_offset, &copy);
+        if (r >= 0) {
+                memcpy(copy, addr, a->size);
+                r = kfdi.ops->mmap(kfdi.ops->userdata, addr, a->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                                   render->private_fd, g.mmap_offset, &m);
+                (void) kfdi.ops->munmap(kfdi.ops->userdata, copy, a->size);
+        }
+        file_put(render);
+        if (r < 0) {
+                fr.handle = g.handle;
+                if (fr.handle)
+                        (void) kfdi.ops->ioctl(kfdi.ops->userdata, f->private_fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr);
+                return r;
+        }
+        (void) madvise(addr, a->size, MADV_DONTFORK);
+        a->handle = g.handle;
+        return 0;
 }
 
 int kfdi_ioctl(int fd, unsigned long request, void *arg) {

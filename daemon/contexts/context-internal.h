@@ -121,7 +121,8 @@ void context_pool_schedule_reap(ContextPool *p);
 /* context-worker-process.c: worker processes as processes. */
 /* Starts `kfdbrokerd --worker` with its control socket (*ret_sock, the
  * daemon's end, non-blocking) and the device's connection, and sends it its
- * setup with a relay page of the device context (*ret_relay). */
+ * setup with a relay page of the device context (*ret_relay; none, NULL,
+ * for a WORKER_SETUP_KFD_PROXY). */
 int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, pid_t *ret_pid, int *ret_pidfd,
                          int *ret_sock,
                          GpuBuffer **ret_relay, char *err, size_t errlen);

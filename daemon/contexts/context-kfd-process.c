@@ -29,8 +29,24 @@
  * every call passes (the daemon is its only client), and its doorbell page
  * is a shadow page of ours (a process cannot map another's doorbells),
  * each slot copied to the real page at doorbell_written(), the daemon's
- * GPU layer calling it after every doorbell store. Mapping the client's
- * buffers takes EXPORT_DMABUF (KFD 1.12) either way.
+ * GPU layer calling it after every doorbell store. The daemon maps what it
+ * maps of the process through the worker: an export of the buffer
+ * (EXPORT_DMABUF, KFD 1.12), or, on a KFD without it, the worker's render
+ * file itself (KfdOps.mmap_resolve: a DRM file maps its objects for whoever
+ * holds it), which only the daemon ever gets.
+ *
+ * The client's buffers are mapped through dma-bufs, never a render file.
+ * On a KFD without EXPORT_DMABUF (before 1.12: Linux 6.1, kfd-facts §7.4),
+ * its VRAM and GTT allocations are made where dma-bufs come from — the
+ * process's render file (context-kfd-buffers.c; gpu-buffer.c does the same
+ * for the daemon's own buffers there): ALLOC_MEMORY_OF_GPU becomes
+ * AMDGPU_GEM_CREATE, PRIME_HANDLE_TO_FD and IMPORT_DMABUF at the VA and GPU
+ * the client asked, answered with the imported handle and the BO's offset
+ * on the render file (AMDGPU_GEM_MMAP), the mmap_offset a KFD allocation
+ * has too (amdgpu_bo_mmap_offset()); an mmap of it is a PRIME export of the
+ * GEM handle, and FREE_MEMORY_OF_GPU closes the handle after KFD's. What the
+ * client loses by it is in docs/rocm.md ("Versions"): the kernel gives an
+ * imported BO its own flags, not the ones the client asked for.
  *
  * The files live as long as anything uses them: the daemon's view while its
  * GPU context has them open, the server until its end. So the daemon's
@@ -52,6 +68,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "contexts/context-kfd-buffers.h"
 #include "contexts/context-kfd-process.h"
 #include "kfd/kfd-uapi.h"
 #include "util/log.h"
@@ -60,10 +77,6 @@
 #define WAIT_SLICE_MS 100u
 /* GPU nodes a KFD process lists at most (the wire's bound too). */
 #define MAX_APERTURES 64u
-
-typedef struct KfdProcessBo {
-        uint64_t handle, mmap_offset, size;
-} KfdProcessBo;
 
 /* A queue made through the process, for its doorbell slot (TRUSTED). */
 typedef struct KfdProcessQueue {
@@ -96,8 +109,7 @@ struct KfdProcess {
         uint32_t gpu_id;         /* the one GPU the client sees */
         uint32_t kfd_minor;      /* the KFD's uapi minor (GET_VERSION) */
         bool killed;
-        KfdProcessBo *bos;       /* the client's buffers, for its mmaps */
-        size_t n_bos, cap_bos;
+        KfdBuffers bufs;         /* the client's buffers, for its mmaps */
         KfdProcessView daemon, served;
 };
 
@@ -124,7 +136,7 @@ static void kfd_process_unref(KfdProcess *p) {
                 (void) munmap((void *) p->shadow, KFD_DOORBELL_SLICE_SIZE);
         safe_close(p->shadow_fd);
         safe_close(p->placeholder_fd);
-        free(p->bos);
+        kfd_buffers_done(&p->bufs);
         pthread_mutex_destroy(&p->lock);
         free(p);
 }
@@ -429,32 +441,14 @@ static int served_wait(KfdProcess *p, unsigned long request, struct kfd_ioctl_wa
         }
 }
 
-static void bo_add(KfdProcess *p, const struct kfd_ioctl_alloc_memory_of_gpu_args *a) {
-        pthread_mutex_lock(&p->lock);
-        if (p->n_bos == p->cap_bos) {
-                size_t cap = p->cap_bos ? 2 * p->cap_bos : 16;
-                KfdProcessBo *bos = reallocarray(p->bos, cap, sizeof *bos);
-                if (!bos) {
-                        /* Not mappable by the client; the buffer is still its. */
-                        pthread_mutex_unlock(&p->lock);
-                        return;
-                }
-                p->bos = bos;
-                p->cap_bos = cap;
-        }
-        p->bos[p->n_bos++] = (KfdProcessBo) { .handle = a->handle, .mmap_offset = a->mmap_offset,
-                                              .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K) };
-        pthread_mutex_unlock(&p->lock);
-}
-
-static void bo_remove(KfdProcess *p, uint64_t handle) {
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_bos; i++)
-                if (p->bos[i].handle == handle) {
-                        p->bos[i] = p->bos[--p->n_bos];
-                        break;
-                }
-        pthread_mutex_unlock(&p->lock);
+/* Whether the client's allocation of flags is made on the render file (see
+ * the top of the file): a KFD without EXPORT_DMABUF, and VRAM or GTT, the
+ * domains amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu() tries first, in that
+ * order (USERPTR never reaches here; DOORBELL and MMIO_REMAP are pages of the
+ * KFD file, which the relay answers). */
+static bool gem_backed(const KfdProcess *p, uint32_t flags) {
+        return !(p->flags & KFD_PROCESS_TRUSTED) && p->kfd_minor < KFD_MINOR_EXPORT_DMABUF &&
+               (flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT));
 }
 
 /* TRUSTED: the daemon's calls, all of them; what the doorbells need is
@@ -498,11 +492,12 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
         }
         case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
                 if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_alloc_memory_of_gpu_args))
-                        bo_add(p, arg);
+                        kfd_buffers_add(&p->bufs, arg, 0);
                 break;
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
                 if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_free_memory_of_gpu_args))
-                        bo_remove(p, ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
+                        (void) kfd_buffers_remove(&p->bufs,
+                                                  ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
                 break;
         default:
                 break;
@@ -553,17 +548,29 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 /* Memory of the daemon's address space: never. */
                 if (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
                         return -EOPNOTSUPP;
+                if (gem_backed(p, a->flags)) {
+                        uint32_t gem_handle = 0;
+                        r = kfd_gem_alloc(p->base, p->kfd_fd, p->render_fd, a, &gem_handle);
+                        if (r == 0)
+                                kfd_buffers_add(&p->bufs, a, gem_handle);
+                        return r;
+                }
                 r = p->base->ioctl(p->base->userdata, fd, request, arg);
                 if (r == 0)
-                        bo_add(p, a);
+                        kfd_buffers_add(&p->bufs, a, 0);
                 return r;
         }
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU): {
                 const struct kfd_ioctl_free_memory_of_gpu_args *a = arg;
 
                 r = p->base->ioctl(p->base->userdata, fd, request, arg);
-                if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a)
-                        bo_remove(p, a->handle);
+                if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a) {
+                        /* KFD's reference went; the handle's goes now, and
+                         * with it the memory (dma-bufs of it live on). */
+                        uint32_t gem_handle = kfd_buffers_remove(&p->bufs, a->handle);
+                        if (gem_handle)
+                                kfd_gem_close(p->base, p->render_fd, gem_handle);
+                }
                 return r;
         }
         case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS):
@@ -598,8 +605,7 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
                                uint64_t *ret_offset) {
         KfdProcess *p = userdata;
         struct kfd_ioctl_export_dmabuf_args e = { .flags = O_CLOEXEC | O_RDWR };
-        uint64_t start = 0;
-        bool found = false;
+        KfdBuffer b;
         int r = known_file(p, fd);
 
         if (r < 0)
@@ -632,24 +638,27 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
          * relay's to answer; nothing else of it is the client's. */
         if (fd != p->render_fd || length == 0)
                 return -EINVAL;
-        pthread_mutex_lock(&p->lock);
-        for (size_t i = 0; i < p->n_bos && !found; i++) {
-                const KfdProcessBo *b = &p->bos[i];
-                if (offset >= b->mmap_offset && offset - b->mmap_offset < b->size &&
-                    length <= b->size - (offset - b->mmap_offset)) {
-                        e.handle = b->handle;
-                        start = b->mmap_offset;
-                        found = true;
-                }
-        }
-        pthread_mutex_unlock(&p->lock);
-        if (!found)
-                return -EINVAL;
-        r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_EXPORT_DMABUF, &e);
+        /* TRUSTED on a KFD without EXPORT_DMABUF: the render file itself, for
+         * the daemon alone (the top of the file). */
+        if ((p->flags & KFD_PROCESS_TRUSTED) && p->kfd_minor < KFD_MINOR_EXPORT_DMABUF)
+                return p->base->mmap_resolve ? p->base->mmap_resolve(p->base->userdata, fd, length, offset, ret_fd,
+                                                                      ret_offset)
+                                             : -EOPNOTSUPP;
+        r = kfd_buffers_find(&p->bufs, offset, length, &b);
         if (r < 0)
                 return r;
-        *ret_fd = (int) e.dmabuf_fd;
-        *ret_offset = offset - start;
+        if (b.gem_handle) {
+                r = kfd_gem_export(p->base, p->render_fd, b.gem_handle, ret_fd);
+                if (r < 0)
+                        return r;
+        } else {
+                e.handle = b.handle;
+                r = p->base->ioctl(p->base->userdata, p->kfd_fd, AMDKFD_IOC_EXPORT_DMABUF, &e);
+                if (r < 0)
+                        return r;
+                *ret_fd = (int) e.dmabuf_fd;
+        }
+        *ret_offset = offset - b.mmap_offset;
         return 0;
 }
 
@@ -696,6 +705,7 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
                 return -ENOMEM;
         }
         pthread_mutex_init(&p->lock, NULL);
+        kfd_buffers_init(&p->bufs);
         p->n_ref = 1;
         p->base = base;
         p->base_free = base_free;
@@ -742,8 +752,9 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
                         r = -EOPNOTSUPP;
                 if (r >= 0)
                         r = kfd_ioctl(base, p->kfd_fd, AMDKFD_IOC_CREATE_PROCESS, NULL);
-        } else if (r >= 0 && v.minor_version < KFD_MINOR_EXPORT_DMABUF)
-                /* The client maps its buffers through dma-buf exports. */
+        } else if (r >= 0 && v.minor_version < KFD_MINOR_EXPORT_DMABUF && (flags & KFD_PROCESS_TRUSTED) &&
+                   !base->mmap_resolve)
+                /* The daemon could not map what it maps of the process. */
                 r = -EOPNOTSUPP;
         if (r < 0) {
                 snprintf(err, errlen, "cannot make a %s KFD context for it (KFD %u.%u): %s",

@@ -178,8 +178,11 @@ int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_fla
         int sv[2], r;
         pid_t pid;
 
-        r = gpu_buffer_new(context_pool_device_gpu(p), 4096, GPU_PLACEMENT_GTT, false, &relay);
-        if (r >= 0)
+        /* A proxy's relay page would not be used (worker-proto.h). */
+        r = (setup_flags & WORKER_SETUP_KFD_PROXY) ? 0
+                                                   : gpu_buffer_new(context_pool_device_gpu(p), 4096, GPU_PLACEMENT_GTT,
+                                                                    false, &relay);
+        if (r >= 0 && relay)
                 r = gpu_buffer_export(relay, &relay_fd);
         if (r < 0) {
                 gpu_buffer_unref(relay);

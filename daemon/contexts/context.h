@@ -122,6 +122,12 @@ GpuContext *context_pool_device_gpu(ContextPool *p);
 unsigned context_pool_max(const ContextPool *p);
 unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive */
 
+/* An OpenKfd whose KFD process is on its way (a proxy worker coming up). */
+typedef struct ContextKfdOpen ContextKfdOpen;
+/* How it went: r < 0 with err (hooks->end() called), or fd and ctx as
+ * context_pool_kfd_relay_begin() gives them. Called on the loop, once. */
+typedef void (*ContextKfdOpenDone)(void *userdata, int r, int fd, Context *ctx, const char *err);
+
 /**
  * context_pool_kfd_relay_begin() - a KFD process of its own for a relayed client
  * @p: the pool
@@ -130,31 +136,45 @@ unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive
  * @hooks: what the daemon checks around its calls (sim-remote.h), with
  *         @hooks_userdata; its end() is called once the process is gone —
  *         also when this fails, then or before it returns
+ * @done: where the answer goes when it comes later (returns 1), with
+ *        @done_userdata
+ * @ret_open: the open on its way (returns 1), for context_kfd_open_cancel()
  * @ret_fd: where the connection to it lands (SOCK_SEQPACKET, the sim-remote
  *          wire of daemon/sim/sim-remote-protocol.h)
  * @ret_ctx: its context slot (a reference and a use, as context_pool_get()
  *           gives): the GPU context the daemon keeps *in that KFD process*
  *           — its queues run the client's relayed work in the client's own
- *           GPU VM — brought up before this returns
+ *           GPU VM — brought up before it is given
  * @err: one line saying why not, for the client
+ *
+ * A secondary context is made at once (returns 0, *ret_fd and *ret_ctx
+ * set). A proxy worker is started and waited for on the loop, which serves
+ * everything else meanwhile: the call returns 1 and @done says how it went
+ * once the worker said READY (and its KFD process and the daemon's GPU
+ * context there are up), went, or did not within 3 s (-ETIMEDOUT). It
+ * counts against --max-contexts from the start.
  *
  * Whatever Isolation= says, a process that opened /dev/kfd through the
  * interposer (docs/rocm.md) gets a KFD process — a GPU VM — of its own, never
  * the device context's, and keeps it until it ends: it counts against
  * --max-contexts with the client incarnations, and neither --context-idle nor
  * the LRU reclaims it; once lost (a fault, or the process ended) the slot is
- * never brought up again (context_ensure(): -ENODEV). Returns 0; -EACCES
+ * never brought up again (context_ensure(): -ENODEV). Returns 0 or 1; -EACCES
  * where the daemon has no client contexts (--contexts=shared, or no
- * mechanism works); -EBUSY when --max-contexts contexts are up; -EOPNOTSUPP
- * where the KFD has neither secondary contexts (uapi 1.19: the process is a
- * secondary context of the daemon's) nor dma-buf export (1.12: with worker
- * processes, the process is a proxy worker's, WORKER_SETUP_KFD_PROXY); -EDQUOT when the context's memory does not fit @payer; other errors
+ * mechanism works); -EBUSY when --max-contexts contexts are up; -EDQUOT
+ * when the context's memory does not fit @payer; other errors
  * from making the connection or the context. Undo with
  * context_kfd_relay_end() and context_release() on the slot, then
  * context_pool_kfd_relay_end().
  */
 int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
-                                 void *hooks_userdata, int *ret_fd, Context **ret_ctx, char *err, size_t errlen);
+                                 void *hooks_userdata, ContextKfdOpenDone done, void *done_userdata,
+                                 ContextKfdOpen **ret_open, int *ret_fd, Context **ret_ctx, char *err,
+                                 size_t errlen);
+/* Gives up an open on its way (its client went): its worker is killed, its
+ * slot released and uncounted, hooks->end() called; done is never called.
+ * NULL-safe. */
+void context_kfd_open_cancel(ContextKfdOpen *op);
 /* The relayed process's context: its GPU context goes now (before its KFD
  * process does); the slot stays until its users release it. NULL-safe. */
 void context_kfd_relay_end(Context *c);

@@ -57,6 +57,16 @@
  *    still acts only on the value it reads from the doorbell slot (a store
  *    that was not made is not seen). It returns nothing: an engine that is
  *    not told still finds the doorbell within a few milliseconds.
+ *  - mmap_resolve() is optional (NULL: the table cannot say). For an mmap of
+ *    length bytes of a render-node file fd at offset, it returns, without
+ *    mapping anything, a new fd (*ret_fd, O_CLOEXEC, the caller's to close)
+ *    and the offset in it (*ret_offset) that map the same memory: what a
+ *    process that cannot reach this table maps instead. The kernel: a copy
+ *    of fd itself at the same offset (a DRM file maps the objects it was
+ *    allowed on for whoever holds it: drm_gem_mmap(), drm_vma_node_is_allowed());
+ *    the simulator: the buffer's memfd (sim_mm_mmap_resolve()). A proxy
+ *    worker hands the daemon its render file so on a KFD without dma-buf
+ *    export (context-kfd-process.c). Errors as mmap()'s.
  */
 #pragma once
 
@@ -82,6 +92,8 @@ typedef struct KfdOps {
                               size_t buflen); /* optional, may be NULL */
         int (*dmabuf_refs)(void *userdata, int dmabuf_fd); /* optional, may be NULL */
         void (*doorbell_written)(void *userdata, int kfd_fd, uint32_t queue_id); /* optional, may be NULL */
+        int (*mmap_resolve)(void *userdata, int fd, size_t length, uint64_t offset, int *ret_fd,
+                            uint64_t *ret_offset); /* optional, may be NULL */
 } KfdOps;
 
 /* ops->dmabuf_refs(), or -EOPNOTSUPP where the table has none. */

@@ -62,6 +62,22 @@ static int real_mmap(void *userdata, void *addr, size_t length, int prot, int fl
         return 0;
 }
 
+/* KfdOps.mmap_resolve (kfd-ops.h): the render file itself, which maps the
+ * same objects at the same offsets for whoever holds it. */
+static int real_mmap_resolve(void *userdata, int fd, size_t length, uint64_t offset, int *ret_fd,
+                             uint64_t *ret_offset) {
+        int copy;
+
+        if (length == 0 || offset % 4096 || offset > INT64_MAX)
+                return -EINVAL;
+        copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (copy < 0)
+                return -errno;
+        *ret_fd = copy;
+        *ret_offset = offset;
+        return 0;
+}
+
 static int real_munmap(void *userdata, void *addr, size_t length) {
         return munmap(addr, length) < 0 ? -errno : 0;
 }
@@ -136,6 +152,7 @@ const KfdOps kfd_ops_real = {
         .munmap = real_munmap,
         .close = real_close,
         .dmabuf_refs = real_dmabuf_refs,
+        .mmap_resolve = real_mmap_resolve,
 };
 
 int kfd_probe_real(char *reason, size_t n) {

@@ -384,70 +384,55 @@ static int topology_tree_keep_gpu(TopologyTree *t, uint32_t gpu_id) {
         return topology_tree_fix_links(t, renumber, ELEMENTSOF(renumber));
 }
 
-void session_open_kfd(Session *s, const WireRequest *req) {
+/* An OpenKfd: what its answer needs, kept while its KFD process is on its
+ * way (a proxy worker coming up: the loop serves other sessions, and this
+ * one, meanwhile). */
+typedef struct SessionKfdOpen {
+        Session *s;
+        uint64_t req_id;
+        TopologyTree tree;
+        KfdRelay *relay;         /* ours; the server holds another */
+        ContextKfdOpen *open;    /* on its way, or NULL */
+} SessionKfdOpen;
+
+static void kfd_open_free(SessionKfdOpen *o) {
+        topology_tree_done(&o->tree);
+        free(o);
+}
+
+/* The answer to OpenKfd, at once or once its KFD process is up: k < 0
+ * refused it with err (hooks->end() was called); else fd is the client's
+ * end of the connection and ctx the slot. */
+static void kfd_opened(SessionKfdOpen *o, int k, int fd_in, Context *ctx, const char *err) {
+        _cleanup_close_ int fd = fd_in, keep = -EBADF;
+        Session *s = o->s;
         ContextPool *pool = s->gpu->contexts;
-        _cleanup_(topology_tree_done) TopologyTree tree = {};
-        _cleanup_close_ int fd = -EBADF, root_fd = -EBADF, keep = -EBADF;
 
-        char err[384] = "", key[64];
-        KfdRelay *relay = NULL;
-        Context *ctx = NULL;
-        int k;
-
-        if (s->kfd_relay_fd >= 0) {
-                session_send_error(s, req->id, EEXIST, "open_kfd: this session has its KFD process already");
-                return;
-        }
-        /* The daemon's end of the relay socket and our copy of the client's. */
-        if (!session_check_fds(s, req->id, 2, "OpenKfd"))
-                return;
-        root_fd = open(context_pool_sysfs_root(pool), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (root_fd < 0) {
-                k = -errno;
-                session_send_error(s, req->id, -k, "open_kfd: cannot read the KFD topology: %s", strerror(-k));
-                return;
-        }
-        k = topology_tree_read(&tree, root_fd, "", 0);
-        if (k >= 0)
-                k = topology_tree_keep_gpu(&tree, context_pool_info(pool)->gpu_id);
         if (k < 0) {
-                session_send_error(s, req->id, -k, "open_kfd: cannot read the KFD topology: %s", strerror(-k));
-                return;
-        }
-        k = kfd_relay_new(s, s->set->event, &relay);
-        if (k < 0) {
-                session_send_error(s, req->id, -k, "open_kfd: %s", strerror(-k));
-                return;
-        }
-        /* The server's reference, given back at its end() — also when this fails. */
-        snprintf(key, sizeof key, "KFD process of session %" PRIu64, s->id);
-        k = context_pool_kfd_relay_begin(pool, key, session_begin_paying(s), &kfd_relay_hooks, kfd_relay_ref(relay),
-                                         &fd, &ctx, err, sizeof err);
-        if (k < 0) {
-                kfd_relay_detach(relay); /* ours */
+                kfd_relay_detach(o->relay); /* ours */
                 session_log(s, LOG_NOTICE, "Session %" PRIu64 ": OpenKfd refused: %s", s->id, err);
-                session_send_error(s, req->id, -k, "open_kfd: %s", err);
+                session_send_error(s, o->req_id, -k, "open_kfd: %s", err);
                 return;
         }
         s->paid_ctx = context_ref(ctx);
-        k = kfd_relay_attach(relay, ctx);
+        k = kfd_relay_attach(o->relay, ctx);
         /* A copy of the client's end: shutting it down when the session
          * ends is EOF at the daemon's end, which ends the KFD process. */
         keep = k < 0 ? -EBADF : fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (keep < 0) {
                 k = k < 0 ? k : -errno;
                 /* Our end goes with fd: the KFD process ends, the server lets the relay go. */
-                kfd_relay_detach(relay);
+                kfd_relay_detach(o->relay);
                 context_release(ctx);
                 context_pool_kfd_relay_end(pool);
-                session_send_error(s, req->id, -k, "open_kfd: %s", strerror(-k));
+                session_send_error(s, o->req_id, -k, "open_kfd: %s", strerror(-k));
                 return;
         }
         s->kfd_ctx = ctx;
         /* Its relayed packets are its compute stream's work, in that context. */
         scheduler_stream_set_context(s->gpu->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
         s->kfd_relay_fd = TAKE_FD(keep);
-        s->kfd_relay = relay;
+        s->kfd_relay = o->relay;
         session_account_fds(s, 2);
         ContextStats st;
         context_get_stats(ctx, &st);
@@ -459,13 +444,84 @@ void session_open_kfd(Session *s, const WireRequest *req) {
                 session_log(s, LOG_INFO, "Session %" PRIu64 ": opened a KFD process of its own (the KFD relay: a "
                             "secondary KFD context, up in %.1f ms)",
                             s->id, (double) st.bring_up_ns / 1e6);
-        session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_OPEN_KFD,
-                                       .open_kfd = { .files = tree.files, .n_files = tree.n_files,
+        session_send(s, &(WireReply) { .id = o->req_id, .type = WIRE_REPLY_OPEN_KFD,
+                                       .open_kfd = { .files = o->tree.files, .n_files = o->tree.n_files,
                                                      .render_minor = context_pool_info(pool)->drm_render_minor } },
                      &fd, 1);
 }
 
+/* ContextKfdOpenDone: the proxy worker came up, or did not. */
+static void on_kfd_open_done(void *userdata, int r, int fd, Context *ctx, const char *err) {
+        SessionKfdOpen *o = userdata;
+
+        o->s->kfd_open = NULL;
+        kfd_opened(o, r, fd, ctx, err);
+        kfd_open_free(o);
+}
+
+void session_open_kfd(Session *s, const WireRequest *req) {
+        ContextPool *pool = s->gpu->contexts;
+        _cleanup_close_ int root_fd = -EBADF;
+        char err[384] = "", key[64];
+        SessionKfdOpen *o;
+        Context *ctx = NULL;
+        int fd = -EBADF, k;
+
+        if (s->kfd_relay_fd >= 0 || s->kfd_open) {
+                session_send_error(s, req->id, EEXIST, "open_kfd: this session has its KFD process already");
+                return;
+        }
+        /* The daemon's end of the relay socket and our copy of the client's. */
+        if (!session_check_fds(s, req->id, 2, "OpenKfd"))
+                return;
+        o = calloc(1, sizeof *o);
+        if (!o) {
+                session_send_error(s, req->id, ENOMEM, "open_kfd: %s", strerror(ENOMEM));
+                return;
+        }
+        o->s = s;
+        o->req_id = req->id;
+        root_fd = open(context_pool_sysfs_root(pool), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        k = root_fd < 0 ? -errno : topology_tree_read(&o->tree, root_fd, "", 0);
+        if (k >= 0)
+                k = topology_tree_keep_gpu(&o->tree, context_pool_info(pool)->gpu_id);
+        if (k < 0) {
+                session_send_error(s, req->id, -k, "open_kfd: cannot read the KFD topology: %s", strerror(-k));
+                kfd_open_free(o);
+                return;
+        }
+        k = kfd_relay_new(s, s->set->event, &o->relay);
+        if (k < 0) {
+                session_send_error(s, req->id, -k, "open_kfd: %s", strerror(-k));
+                kfd_open_free(o);
+                return;
+        }
+        /* The server's reference, given back at its end() — also when this fails. */
+        snprintf(key, sizeof key, "KFD process of session %" PRIu64, s->id);
+        k = context_pool_kfd_relay_begin(pool, key, session_begin_paying(s), &kfd_relay_hooks, kfd_relay_ref(o->relay),
+                                         on_kfd_open_done, o, &o->open, &fd, &ctx, err, sizeof err);
+        if (k > 0) {
+                /* Answered when its worker is up (on_kfd_open_done()). */
+                s->kfd_open = o;
+                return;
+        }
+        kfd_opened(o, k, fd, ctx, err);
+        kfd_open_free(o);
+}
+
+void session_kfd_cancel(Session *s) {
+        SessionKfdOpen *o = s->kfd_open;
+
+        if (!o)
+                return;
+        s->kfd_open = NULL;
+        context_kfd_open_cancel(o->open);
+        kfd_relay_detach(o->relay); /* ours */
+        kfd_open_free(o);
+}
+
 void session_kfd_free(Session *s) {
+        session_kfd_cancel(s);
         if (s->kfd_relay_fd < 0)
                 return;
         (void) shutdown(s->kfd_relay_fd, SHUT_RDWR);

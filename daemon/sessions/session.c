@@ -458,6 +458,8 @@ static void disconnect(Session *s, const char *why, bool ended, int error, bool 
 
         while (s->waits)
                 event_wait_cancel(s->waits);
+        /* A KFD process on its way: its worker goes now. */
+        session_kfd_cancel(s);
 
         /* Jobs not yet on the GPU are dropped; copies and fills on the GPU
          * retire normally; the client's kernels are stopped. */

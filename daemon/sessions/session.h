@@ -143,6 +143,7 @@ struct Session {
         int kfd_relay_fd;            /* session-kfd.c: a copy of the client's end, -EBADF until OpenKfd */
         struct KfdRelay *kfd_relay;  /* kfd-relay.h: the checks around its calls, NULL until OpenKfd */
         Context *kfd_ctx;            /* the daemon's GPU context in that KFD process (a use), NULL until OpenKfd */
+        struct SessionKfdOpen *kfd_open; /* session-kfd.c: an OpenKfd whose KFD process is on its way, or NULL */
         FenceWatchEntry fence_watch; /* set up with fence_page; on the set's watch while armed */
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
@@ -344,8 +345,12 @@ void session_fence_page_watch(Session *s, uint64_t fence);
 void session_fence_page_free(Session *s);
 
 /* OpenKfd (session-kfd.c): a KFD process of the session's own and the
- * topology it may see; ending it with the session. */
+ * topology it may see, answered once it is up (a proxy worker's comes up
+ * while the loop serves on); ending it with the session. */
 void session_open_kfd(Session *s, const WireRequest *req);
+/* Gives up an OpenKfd still on its way (the client went): nothing of it
+ * stays. No-op without one. */
+void session_kfd_cancel(Session *s);
 void session_kfd_free(Session *s);
 
 /* Dispatches one decoded request (session-requests.c). */

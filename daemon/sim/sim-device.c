@@ -471,11 +471,12 @@ static int mmap_target(SimMm *mm, int fd, size_t length, uint64_t offset, int *r
                 return f->process ? kfd_file_mmap_target(d, f->process, length, offset, ret_memfd, ret_offset)
                                   : -EBADF;
         /* drm_gem_mmap: no object at that offset -> -EINVAL; an object this
-         * file has no handle for -> -EACCES (drm_vma_node_is_allowed). */
+         * file was not allowed on -> -EACCES (drm_vma_node_is_allowed: a KFD
+         * buffer of its process, or a GEM handle of the file's own). */
         bo = sim_device_find_bo_by_offset(d, offset, length);
         if (!bo)
                 return -EINVAL;
-        if (!f->process || !sim_process_has_bo(f->process, bo))
+        if (!(f->process && sim_process_has_bo(f->process, bo)) && !sim_drm_file_has_bo(f, bo))
                 return -EACCES;
         *ret_memfd = bo->memfd;
         *ret_offset = offset - bo->mmap_offset;
@@ -538,6 +539,16 @@ int sim_mm_mmap_resolve(SimMm *mm, int fd, size_t length, uint64_t offset, int *
         *ret_memfd = r;
         *ret_offset = memfd_offset;
         return 0;
+}
+
+/* KfdOps.mmap_resolve (kfd-ops.h). */
+static int op_mmap_resolve(void *userdata, int fd, size_t length, uint64_t offset, int *ret_fd,
+                           uint64_t *ret_offset) {
+        SimMm *mm = userdata;
+
+        if (getpid() != mm->device->pid)
+                return -EBADF;
+        return sim_mm_mmap_resolve(mm, fd, length, offset, ret_fd, ret_offset);
 }
 
 /* KfdOps.exception_info (kfd-ops.h): the oldest HW exception record of the
@@ -608,6 +619,7 @@ static void mm_init(SimMm *mm, SimDevice *d) {
                 .munmap = op_munmap,
                 .close = op_close,
                 .exception_info = op_exception_info,
+                .mmap_resolve = op_mmap_resolve,
                 /* No dmabuf_refs: the simulator's dma-bufs are memfds, whose
                  * fdinfo has no reference count, and no other observable
                  * (fdinfo, locks, leases, inotify) tells the daemon without a

@@ -22,6 +22,12 @@
  *    -ENOENT; the dma-buf file is opened with the flags given, so without
  *    DRM_RDWR it is read-only (a PROT_WRITE mmap of it fails with EACCES);
  *    one dma-buf per object, every export a new fd on it.
+ *  - amdgpu_gem.c amdgpu_gem_mmap_ioctl() -> amdgpu_mode_dumb_mmap(): unknown
+ *    handle -> -ENOENT; a user-pointer BO or one made NO_CPU_ACCESS -> -EPERM;
+ *    out.addr_ptr = amdgpu_bo_mmap_offset(), the BO's offset on every render
+ *    file (drm_vma_node_offset_addr), where an mmap of a file that holds a
+ *    handle of it maps it (drm_gem_handle_create_tail() allows the file on
+ *    the node: drm_vma_node_allow()).
  *
  * Where the simulator differs (never kinder in what the daemon relies on):
  *  - only the whole request words of libdrm are run (sim-drm.h);
@@ -30,8 +36,8 @@
  *  - a BO has one placement: one that fell back from VRAM to GTT stays GTT,
  *    and KFD reports GTT for it where the kernel reports its preferred VRAM;
  *  - NO_CPU_ACCESS is accepted but a dma-buf mmap of the BO still works (the
- *    kernel refuses it with EPERM in amdgpu_gem_object_mmap); the daemon
- *    never sets it.
+ *    kernel refuses it with EPERM in amdgpu_gem_object_mmap), and so does
+ *    GEM_MMAP of it (EPERM on the kernel); the daemon never sets it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,7 +73,7 @@
 
 bool sim_drm_ioctl_simulated(unsigned long request) {
         return request == DRM_IOCTL_AMDGPU_GEM_CREATE || request == DRM_IOCTL_GEM_CLOSE ||
-               request == DRM_IOCTL_PRIME_HANDLE_TO_FD;
+               request == DRM_IOCTL_PRIME_HANDLE_TO_FD || request == DRM_IOCTL_AMDGPU_GEM_MMAP;
 }
 
 static SimBo *handle_lookup(SimFile *f, uint32_t handle) {
@@ -194,11 +200,31 @@ static int prime_handle_to_fd(SimFile *f, struct drm_prime_handle *a) {
         return 0;
 }
 
+/* The BO's offset on the render files; handle_lookup() is
+ * drm_gem_object_lookup(): -ENOENT for a handle the file does not have. */
+static int gem_mmap(SimFile *f, union drm_amdgpu_gem_mmap *a) {
+        SimBo *bo = handle_lookup(f, a->in.handle);
+
+        if (!bo)
+                return -ENOENT;
+        memset(a, 0, sizeof *a);
+        a->out.addr_ptr = bo->mmap_offset;
+        return 0;
+}
+
+bool sim_drm_file_has_bo(SimFile *f, SimBo *bo) {
+        for (uint32_t i = 0; i < f->n_gem; i++)
+                if (f->gem[i] == bo)
+                        return true;
+        return false;
+}
+
 int sim_drm_ioctl(SimFile *f, unsigned long request, void *arg) {
         union {
                 union drm_amdgpu_gem_create create;
                 struct drm_gem_close close;
                 struct drm_prime_handle prime;
+                union drm_amdgpu_gem_mmap mmap;
         } k = {};
         size_t size = _IOC_SIZE(request);
         int r;
@@ -213,6 +239,8 @@ int sim_drm_ioctl(SimFile *f, unsigned long request, void *arg) {
                 r = gem_create(f, &k.create);
         else if (request == DRM_IOCTL_GEM_CLOSE)
                 r = gem_close(f, &k.close);
+        else if (request == DRM_IOCTL_AMDGPU_GEM_MMAP)
+                r = gem_mmap(f, &k.mmap);
         else
                 r = prime_handle_to_fd(f, &k.prime);
         if (_IOC_DIR(request) & _IOC_READ)

@@ -2,8 +2,8 @@
 /*
  * The render node's own ioctls on the simulated GPU: the amdgpu GEM buffer
  * calls a daemon needs on a kernel whose KFD cannot export dma-bufs (uapi
- * < 1.12, kfd-facts §7.4) — AMDGPU_GEM_CREATE, GEM_CLOSE and
- * PRIME_HANDLE_TO_FD. A GEM handle is a reference on a SimBo held by one
+ * < 1.12, kfd-facts §7.4) — AMDGPU_GEM_CREATE, GEM_CLOSE,
+ * PRIME_HANDLE_TO_FD and AMDGPU_GEM_MMAP. A GEM handle is a reference on a SimBo held by one
  * render-node file (its handle table, SimFile.gem), so a BO made here is the
  * same kind of object KFD allocates: IMPORT_DMABUF of its PRIME fd maps it
  * into a GPU VM, and it outlives its handle while a KFD handle or a dma-buf
@@ -32,5 +32,7 @@ int sim_drm_ioctl(SimFile *f, unsigned long request, void *arg);
 /* Drops every GEM handle of f (drm_gem_release, at the file's last
  * reference). Locked. */
 void sim_drm_file_release(SimFile *f);
+/* Whether f holds a GEM handle of bo (an mmap of f may map it). Locked. */
+bool sim_drm_file_has_bo(SimFile *f, SimBo *bo);
 /* GEM handles open on the device's render-node files, for tests. Locked. */
 unsigned sim_drm_count_handles(SimDevice *d);

@@ -598,8 +598,9 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         return r;
 }
 
-static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
-                   void **ret_addr) {
+/* KfdOps.mmap_resolve (kfd-ops.h): what the server says maps (fd, offset). */
+static int op_mmap_resolve(void *userdata, int fd, size_t length, uint64_t offset, int *ret_fd,
+                           uint64_t *ret_offset) {
         SimRemoteOps *o = userdata;
         Call c = {
                 .req = { .op = SIM_REMOTE_OP_MMAP, .fd = files_remote(o, fd), .u64 = { length, offset } },
@@ -613,15 +614,28 @@ static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flag
                     c.rep.u64[0] > INT64_MAX)
                         r = -EPROTO;
                 else if (r == 0) {
-                        void *m = mmap(addr, length, prot, flags, c.rep_fd, (off_t) c.rep.u64[0]);
-                        if (m == MAP_FAILED)
-                                r = -errno;
-                        else
-                                *ret_addr = m;
+                        *ret_fd = TAKE_FD(c.rep_fd);
+                        *ret_offset = c.rep.u64[0];
                 }
         }
         call_end(o, &c);
         return r;
+}
+
+static int op_mmap(void *userdata, void *addr, size_t length, int prot, int flags, int fd, uint64_t offset,
+                   void **ret_addr) {
+        _cleanup_close_ int target = -EBADF;
+        uint64_t target_offset = 0;
+        int r = op_mmap_resolve(userdata, fd, length, offset, &target, &target_offset);
+        void *m;
+
+        if (r < 0)
+                return r;
+        m = mmap(addr, length, prot, flags, target, (off_t) target_offset);
+        if (m == MAP_FAILED)
+                return -errno;
+        *ret_addr = m;
+        return 0;
 }
 
 static int op_munmap(void *userdata, void *addr, size_t length) {
@@ -757,6 +771,7 @@ int sim_remote_ops_new(int fd, const KfdOps **ret) {
                 .close = op_close,
                 .exception_info = op_exception_info,
                 .doorbell_written = op_doorbell_written,
+                .mmap_resolve = op_mmap_resolve,
         };
         r = handshake(o);
         if (r < 0) {

@@ -29,13 +29,15 @@ _Static_assert(offsetof(struct kfd_ioctl_map_memory_to_gpu_args, device_ids_arra
 SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request) {
         unsigned nr = _IOC_NR(request);
 
-        /* The render node's calls (sim-drm.c): GEM_CREATE and GEM_CLOSE carry
-         * numbers only; PRIME_HANDLE_TO_FD makes an fd. The same words on a
-         * KFD fd are KFD numbers 0x40 and 0x2d (past every table: -EINVAL or
-         * -ENOTTY, nothing read) and 0x09 (DESTROY_EVENT, numbers only). */
+        /* The render node's calls (sim-drm.c): GEM_CREATE, GEM_CLOSE and
+         * GEM_MMAP carry numbers only; PRIME_HANDLE_TO_FD makes an fd. The
+         * same words on a KFD fd are KFD numbers 0x40, 0x41 and 0x2d (past
+         * every table: -EINVAL or -ENOTTY, nothing read) and 0x09
+         * (DESTROY_EVENT, numbers only). */
         if (request == DRM_IOCTL_PRIME_HANDLE_TO_FD)
                 return SIM_REMOTE_IOCTL_PRIME_TO_FD;
-        if (request == DRM_IOCTL_AMDGPU_GEM_CREATE || request == DRM_IOCTL_GEM_CLOSE)
+        if (request == DRM_IOCTL_AMDGPU_GEM_CREATE || request == DRM_IOCTL_GEM_CLOSE ||
+            request == DRM_IOCTL_AMDGPU_GEM_MMAP)
                 return SIM_REMOTE_IOCTL_PLAIN;
         switch (nr) {
         case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM):

@@ -26,7 +26,7 @@
 
 #include "gpu/gpu.h"
 
-#define WORKER_PROTO_VERSION 5u /* 5: WorkerSetup.flags (WORKER_SETUP_KFD_PROXY), render_minor */
+#define WORKER_PROTO_VERSION 6u /* 5: WorkerSetup.flags (WORKER_SETUP_KFD_PROXY), render_minor; 6: no relay page for a proxy */
 /* Largest datagram either side sends: a dispatch's kernel arguments (4 KiB at
  * most) and its buffer relocations. */
 #define WORKER_MSG_MAX 16384u
@@ -41,7 +41,7 @@
 
 typedef enum WorkerMsgType {
         /* daemon -> worker */
-        WORKER_MSG_SETUP = 1,    /* WorkerSetup + the relay page's dma-buf: the first message */
+        WORKER_MSG_SETUP = 1,    /* WorkerSetup + the relay page's dma-buf (none for KFD_PROXY): the first message */
         WORKER_MSG_ADD_QUEUE,    /* WorkerAddQueue */
         WORKER_MSG_MAP_BUFFER,   /* WorkerObject + a dma-buf fd */
         WORKER_MSG_DROP_BUFFER,  /* WorkerObject */
@@ -86,8 +86,8 @@ typedef struct WorkerSetup {
  * ROCm program's (on a kernel without secondary KFD contexts), and the
  * control socket then carries sim-remote's wire (sim-remote-protocol.h), the
  * daemon making every KFD call of that process through it
- * (contexts/context-kfd-process.c). The relay page sent with the setup is
- * not used.
+ * (contexts/context-kfd-process.c). Its SETUP carries no relay page (it
+ * would not be used).
  */
 #define WORKER_SETUP_KFD_PROXY 0x1u
 

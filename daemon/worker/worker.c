@@ -537,12 +537,17 @@ static int read_setup(int sock, void *buf, WorkerSetup *ret, int *ret_relay_fd) 
         r = worker_msg_recv(sock, buf, &msg);
         if (r < 0)
                 return r;
-        if (msg.type != WORKER_MSG_SETUP || !WORKER_MSG_AS(&msg, WorkerSetup) || msg.fd < 0) {
+        if (msg.type != WORKER_MSG_SETUP || !WORKER_MSG_AS(&msg, WorkerSetup)) {
+                safe_close(msg.fd);
+                return -EPROTO;
+        }
+        memcpy(ret, msg.payload, sizeof *ret);
+        /* The relay page, but for a proxy (worker-proto.h). */
+        if ((msg.fd < 0) != !!(ret->flags & WORKER_SETUP_KFD_PROXY)) {
                 safe_close(msg.fd);
                 return -EPROTO;
         }
         *ret_relay_fd = msg.fd;
-        memcpy(ret, msg.payload, sizeof *ret);
         if (ret->version != WORKER_PROTO_VERSION)
                 return -EPROTONOSUPPORT;
         return 0;
@@ -620,6 +625,10 @@ static int proxy_main(W *w, const WorkerSetup *setup, uint64_t t0) {
                 fail_setup(w, r, "out of memory");
                 return r;
         }
+        /* For tests only (test-kfd-relay): stopped before READY until a
+         * SIGCONT, the daemon is seen serving others meanwhile. */
+        if (getenv("KFDBROKER_TEST_HOLD_PROXY_WORKER"))
+                (void) raise(SIGSTOP);
         r = worker_sandbox_enter(setup, err, sizeof err);
         if (r < 0) {
                 served.free(served.userdata);

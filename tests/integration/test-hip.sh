@@ -7,8 +7,9 @@
 #  - hip-checks (memcpy both ways, pageable and hipHostMalloc, memset,
 #    shared memory, atomics, two streams with an event, D2D, elapsed time)
 #    passes on the host; with SDMA off; with interrupts off; with worker
-#    processes; as nobody in bubblewrap with no /dev/kfd, /dev/dri or KFD
-#    sysfs; and its dispatches show as GPU time of its session;
+#    processes, on KFD 1.18 and on KFD 1.11 (Linux 6.1); as nobody in
+#    bubblewrap with no /dev/kfd, /dev/dri or KFD sysfs; and its dispatches
+#    show as GPU time of its session;
 #  - with interrupts off, kernels launched after an idle period run;
 #  - a kernel writing a wild address gets ROCr's memory-fault report in that
 #    process only, while two other HIP programs pass beside it;
@@ -105,6 +106,16 @@ fi
 
 start --sim-kfd-version=1.18 || finish
 checks "worker processes (KFD 1.18)"
+# Debian 12's own kernel (6.1) speaks KFD 1.11: no dma-buf export, so the
+# program's buffers are made on the render node, and the memory HIP pins
+# moves onto a GTT buffer (a foreign dma-buf cannot be imported there).
+start --sim-kfd-version=1.11 || finish
+checks "worker processes on KFD 1.11 (Linux 6.1)"
+checks "KFD 1.11, SDMA off" HSA_ENABLE_SDMA=0
+# Before 1.15 KFD imports no other driver's dma-buf: the memory HIP pins
+# moves onto a GTT buffer there too (the buffers themselves export).
+start --sim-kfd-version=1.14 || finish
+checks "worker processes on KFD 1.14"
 
 # Over the memory limit.
 policy "BufferMemory=256M"

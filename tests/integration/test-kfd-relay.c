@@ -11,6 +11,7 @@
  * --sim-kfd-version=1.18: the simulator's stand-in, a process of its own).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <amdgpu_drm.h>
@@ -581,7 +584,9 @@ Test(kfd_relay, the_daemons_files_and_queues_are_out_of_the_clients_reach) {
 /* Where the kernel has no secondary KFD contexts (before 1.19), the
  * process is a proxy worker's: its own KFD process, the daemon making its
  * calls; the worker goes with the process. Below 1.12 (no dma-buf export:
- * the client could not map its buffers) the relay is refused, saying why. */
+ * Debian 12's own 6.1 speaks 1.11) the client's buffers are GEM buffers of
+ * the process's render file: charged as any, mapped by the client, and gone
+ * at the free (the daemon's fd of the simulator's BO with them). */
 Test(kfd_relay, served_by_a_proxy_worker_where_the_kernel_has_no_secondary_contexts) {
         const char *args[] = { "--sim-kfd-version=1.18", NULL };
         struct kfd_ioctl_get_version_args v = {};
@@ -593,7 +598,12 @@ Test(kfd_relay, served_by_a_proxy_worker_where_the_kernel_has_no_secondary_conte
         test_daemon_start(&d, args);
         relayed_open(&a, 0);
         cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
-        cr_expect_eq(v.minor_version, 18u);
+        /* The run's own daemon argument comes last and wins (below). */
+        cr_expect_eq(v.minor_version,
+                     getenv("KFDBROKER_TEST_DAEMON_ARG") &&
+                                     strcmp(getenv("KFDBROKER_TEST_DAEMON_ARG"), "--sim-kfd-version=1.11") == 0
+                             ? 11u
+                             : 18u);
         acquire(&a);
         (void) alloc_at(&a, 0x10000000, &r);
         cr_expect_eq(r, 0, "an allocation in the worker's KFD process");
@@ -615,12 +625,184 @@ Test(kfd_relay, served_by_a_proxy_worker_where_the_kernel_has_no_secondary_conte
         if (getenv("KFDBROKER_TEST_DAEMON_ARG"))
                 return;
         const char *old[] = { "--sim-kfd-version=1.11", NULL };
-        kfdb_session *s;
-        int fd;
+        struct kfd_ioctl_alloc_memory_of_gpu_args g = { .va_addr = 0x10000000, .size = 3 * 4096,
+                                                         .flags = 0xd6000002u /* ROCr's signals and rings */ };
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint64_t base;
+        uint8_t *m = NULL, *m2 = NULL;
+        int fds;
         test_daemon_start(&d, old);
-        s = test_connect(&d, "relay");
-        cr_expect_eq(open_kfd(s, 0, &fd, NULL), -EOPNOTSUPP);
-        cr_expect(strstr(kfdb_session_last_error(s), "dma-buf export (KFD uapi 1.12)"), "%s",
-                  kfdb_session_last_error(s));
-        kfdb_session_free(s);
+        relayed_open(&a, 0);
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(v.minor_version, 11u);
+        acquire(&a);
+        base = charged(a.s);
+        fds = test_daemon_count_fds(&d);
+        g.gpu_id = a.gpu_id;
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &g), 0, "an allocation on KFD 1.11");
+        cr_expect_eq(charged(a.s), base + 3 * 4096, "charged to the session");
+        cr_expect_eq(map(&a, g.handle), 0);
+        cr_assert_eq(a.ops->mmap(a.ops->userdata, NULL, g.size, PROT_READ | PROT_WRITE, MAP_SHARED, a.render,
+                                 g.mmap_offset, (void **) &m),
+                     0, "the client maps its buffer");
+        cr_assert_eq(a.ops->mmap(a.ops->userdata, NULL, 4096, PROT_READ, MAP_SHARED, a.render, g.mmap_offset + 8192,
+                                 (void **) &m2),
+                     0, "and a page of it again");
+        m[8192 + 5] = 0x3c;
+        cr_expect_eq(m2[5], 0x3c, "the same memory");
+        munmap(m, g.size);
+        munmap(m2, 4096);
+        fr.handle = g.handle;
+        {
+                uint32_t ids[1] = { a.gpu_id };
+                struct kfd_ioctl_unmap_memory_from_gpu_args u = {
+                        .handle = g.handle, .device_ids_array_ptr = (uint64_t) (uintptr_t) ids, .n_devices = 1 };
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &u), 0);
+        }
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        for (int i = 0; i < 200 && (charged(a.s) != base || test_daemon_count_fds(&d) > fds); i++)
+                usleep(5000);
+        cr_expect_eq(charged(a.s), base, "given back at the free");
+        cr_expect_leq(test_daemon_count_fds(&d), fds, "the buffer is gone with its GEM handle");
+        relayed_close(&a);
+}
+
+/* A child of the daemon stopped (state T), other than skip: a proxy worker
+ * held before READY (KFDBROKER_TEST_HOLD_PROXY_WORKER), or 0 after 20 s. */
+static pid_t held_worker(pid_t daemon, pid_t skip) {
+        for (int i = 0; i < 2000; i++) {
+                DIR *dir = opendir("/proc");
+                struct dirent *e;
+                pid_t found = 0;
+
+                cr_assert(dir);
+                while (!found && (e = readdir(dir))) {
+                        char path[64], buf[512], state = 0;
+                        int ppid = 0;
+                        pid_t pid = (pid_t) strtol(e->d_name, NULL, 10);
+                        FILE *f;
+                        char *close_paren;
+
+                        if (pid <= 0 || pid == skip)
+                                continue;
+                        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+                        f = fopen(path, "re");
+                        if (!f)
+                                continue;
+                        close_paren = fgets(buf, sizeof buf, f) ? strrchr(buf, ')') : NULL;
+                        fclose(f);
+                        if (close_paren && sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 && ppid == daemon &&
+                            state == 'T')
+                                found = pid;
+                }
+                closedir(dir);
+                if (found)
+                        return found;
+                usleep(10 * 1000);
+        }
+        return 0;
+}
+
+typedef struct OpenInThread {
+        kfdb_session *s;
+        int r, fd;
+        bool done;
+} OpenInThread;
+
+static void *open_in_thread(void *userdata) {
+        OpenInThread *o = userdata;
+
+        o->r = open_kfd(o->s, 1, &o->fd, NULL);
+        __atomic_store_n(&o->done, true, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+/* The topology directory open_in_thread() had written (topo[1]) goes. */
+static void drop_topology(void) {
+        char cmd[160];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", topo[1]);
+        cr_expect_eq(system(cmd), 0);
+        topo[1][0] = 0;
+}
+
+/* A proxy worker's bring-up holds up nobody: while one is held before its
+ * READY, the daemon serves another session, and answers the OpenKfd once
+ * the worker goes on (before, its loop waited for the worker, up to 3 s,
+ * and then refused the OpenKfd). A client that goes while its worker comes
+ * up leaves nothing: the worker is killed, its slot and fds given back. */
+Test(kfd_relay, a_proxy_worker_coming_up_holds_up_no_other_session) {
+        const char *args[] = { "--sim-kfd-version=1.18", "--max-contexts=2", NULL };
+        OpenInThread o = { .fd = -1 };
+        kfdb_usage u;
+        kfdb_session *other;
+        pthread_t t;
+        pid_t w, w2, child;
+        int fds, status;
+
+        setenv("KFDBROKER_TEST_HOLD_PROXY_WORKER", "1", 1);
+        test_daemon_start(&d, args);
+        fds = test_daemon_count_fds(&d);
+        o.s = test_connect(&d, "relay");
+        cr_assert_eq(pthread_create(&t, NULL, open_in_thread, &o), 0);
+        w = held_worker(d.pid, 0);
+        cr_assert_gt(w, 0, "a proxy worker held before READY");
+
+        other = test_connect(&d, "other");
+        cr_expect_eq(kfdb_query(other, &u), 0, "another session is served while the worker comes up");
+        cr_expect(!__atomic_load_n(&o.done, __ATOMIC_ACQUIRE), "and the OpenKfd still waits for its worker");
+        cr_expect_eq(kill(w, 0), 0, "which is not given up");
+        kfdb_session_free(other);
+
+        cr_assert_eq(kill(w, SIGCONT), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_expect_eq(o.r, 0, "answered once the worker is up: %s", kfdb_session_last_error(o.s));
+        if (o.fd >= 0)
+                close(o.fd);
+        drop_topology();
+
+        /* A client that goes while its worker is held. */
+        char gone_topo[] = "/tmp/kfdbroker-topo.XXXXXX";
+        cr_assert(mkdtemp(gone_topo));
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) {
+                kfdb_session *s = test_connect(&d, "gone");
+                int dir_fd = open(gone_topo, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+                (void) kfdb_session_open_kfd(s, dir_fd, &fd, NULL);
+                _exit(0);
+        }
+        w2 = held_worker(d.pid, w);
+        cr_assert_gt(w2, 0);
+        kill(child, SIGKILL);
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        for (int i = 0; i < 500 && kill(w2, 0) == 0; i++)
+                usleep(10 * 1000);
+        cr_expect_neq(kill(w2, 0), 0, "its worker %d is gone with it", (int) w2);
+        cr_expect_eq(rmdir(gone_topo), 0, "nothing was written for the client that went");
+
+        /* The first session's KFD process goes too: what is left is the start. */
+        kfdb_session_free(o.s);
+        for (int i = 0; i < 500 && test_daemon_count_fds(&d) > fds; i++)
+                usleep(10 * 1000);
+        cr_expect_leq(test_daemon_count_fds(&d), fds, "no fd of the daemon is left");
+        /* Both slots of --max-contexts=2 are free again (each worker let go). */
+        OpenInThread again[2] = { { .fd = -1 }, { .fd = -1 } };
+        pthread_t ta[2];
+        pid_t last = w2;
+        for (unsigned i = 0; i < 2; i++) {
+                again[i].s = test_connect(&d, "again");
+                cr_assert_eq(pthread_create(&ta[i], NULL, open_in_thread, &again[i]), 0);
+                last = held_worker(d.pid, last);
+                cr_assert_gt(last, 0);
+                kill(last, SIGCONT);
+                cr_assert_eq(pthread_join(ta[i], NULL), 0);
+                cr_expect_eq(again[i].r, 0, "slot %u: %s", i, kfdb_session_last_error(again[i].s));
+                drop_topology();
+        }
+        for (unsigned i = 0; i < 2; i++) {
+                if (again[i].fd >= 0)
+                        close(again[i].fd);
+                kfdb_session_free(again[i].s);
+        }
 }

@@ -5,7 +5,8 @@
 # kfdbrokerd on the simulated GPU on a private socket, `kfdbroker-run
 # --socket S rocminfo` must exit 0 and list the gfx1030 agent — on the host,
 # and as nobody inside bubblewrap with no /dev/kfd, no /dev/dri and no KFD
-# sysfs; with worker processes (--sim-kfd-version=1.18) too; seeing only the
+# sysfs; with worker processes (--sim-kfd-version=1.18, and 1.11: Linux 6.1,
+# no dma-buf export) too; seeing only the
 # daemon's GPU where the machine has two; and with
 # --contexts=shared it must fail, saying why. Skips (exit 77) only where
 # rocminfo or bwrap cannot be had, or bwrap cannot make a sandbox here.
@@ -56,6 +57,11 @@ fi
 start --sim-kfd-version=1.18 || exit 1
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "worker processes (KFD 1.18)" $? "$tmp/out"
+# Debian 12's own kernel (6.1) speaks KFD 1.11: no dma-buf export, the
+# program's buffers made on the render node (context-kfd-process.c).
+start --sim-kfd-version=1.11 || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "worker processes on KFD 1.11 (Linux 6.1)" $? "$tmp/out"
 
 # Two GPUs, the daemon's the second: the process sees that one alone.
 start --sim-topology=igpu-first || exit 1

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The real-device helpers that can be exercised without a GPU: the SIGSEGV
- * policy for KFD's fault notification (kfd-facts §5 #20) and the probe.
+ * policy for KFD's fault notification (kfd-facts §5 #20), the probe, and
+ * what the table resolves an mmap to.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -71,4 +73,32 @@ Test(kfd_real, dmabuf_refs_of_a_memfd) {
         cr_expect_eq(kfd_dmabuf_refs(&kfd_ops_real, fd), -EINVAL);
         close(fd);
         cr_expect_eq(kfd_dmabuf_refs(&kfd_ops_real, fd), -EBADF);
+}
+
+/* mmap_resolve: the file itself at the same offset (a DRM file maps its
+ * objects for whoever holds it), so what the copy maps is what the file
+ * maps; a length of 0 or an offset off a page is mmap(2)'s EINVAL. Shown on
+ * a memfd standing for the render file. */
+Test(kfd_real, mmap_resolve_is_the_file_itself) {
+        int memfd = memfd_create("render", MFD_CLOEXEC), fd = -1;
+        uint64_t off = 0;
+        uint8_t *m;
+
+        cr_assert_geq(memfd, 0);
+        cr_assert_eq(ftruncate(memfd, 3 * 4096), 0);
+        cr_expect_eq(kfd_ops_real.mmap_resolve(NULL, memfd, 0, 4096, &fd, &off), -EINVAL);
+        cr_expect_eq(kfd_ops_real.mmap_resolve(NULL, memfd, 4096, 100, &fd, &off), -EINVAL);
+        cr_assert_eq(kfd_ops_real.mmap_resolve(NULL, memfd, 4096, 8192, &fd, &off), 0);
+        cr_expect_neq(fd, memfd, "a copy of the file");
+        cr_expect(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        cr_expect_eq(off, 8192u);
+        m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) off);
+        cr_assert_neq(m, MAP_FAILED);
+        m[1] = 0x5c;
+        uint8_t b = 0;
+        cr_expect_eq(pread(memfd, &b, 1, 8193), 1);
+        cr_expect_eq(b, 0x5c);
+        munmap(m, 4096);
+        close(fd);
+        close(memfd);
 }

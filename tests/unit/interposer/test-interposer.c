@@ -32,11 +32,11 @@
 static SimDevice *dev;
 static char dir[64];
 
-static void setup(void) {
+static void setup_kfd(uint32_t kfd_minor) {
         char link[128];
         int sv[2];
 
-        cr_assert_eq(sim_device_new(&(SimOptions) {}, &dev), 0);
+        cr_assert_eq(sim_device_new(&(SimOptions) { .kfd_minor = kfd_minor }, &dev), 0);
         strcpy(dir, "/tmp/kfdi-test.XXXXXX");
         cr_assert(mkdtemp(dir));
         snprintf(link, sizeof link, "%s/kfd", dir);
@@ -44,6 +44,15 @@ static void setup(void) {
         cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
         cr_assert_eq(sim_remote_serve(dev, sv[0]), 0);
         cr_assert_eq(kfdi_attach_relay(sv[1], dir, 128), 0);
+}
+
+static void setup(void) {
+        setup_kfd(0);
+}
+
+/* A KFD that imports no dma-buf but amdgpu's (before 1.15). */
+static void setup_kfd_1_14(void) {
+        setup_kfd(14);
 }
 
 static void teardown(void) {
@@ -291,4 +300,51 @@ Test(interposer, wait_events_asleep_holds_up_no_other_thread) {
         pthread_join(t, NULL);
         cr_expect_eq(w.r, 0);
         cr_expect_eq(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+}
+
+TestSuite(interposer_kfd_1_14, .init = setup_kfd_1_14, .fini = teardown, .timeout = 60);
+
+/* User memory the thunk registers (USERPTR) moves onto pages the daemon can
+ * reach, in place with its contents: a memfd imported as another driver's
+ * dma-buf where the KFD imports those (1.15), else, as here, a GTT buffer of
+ * the process allocated at its VA and mapped over it. */
+Test(interposer_kfd_1_14, user_memory_moves_onto_a_gtt_buffer_where_foreign_dma_bufs_cannot_be_imported) {
+        int kfd = kfdi_open(KFDI_PATH_KFD, 0, O_RDWR), render = kfdi_open(KFDI_PATH_RENDER, 128, O_RDWR);
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) render, .gpu_id = gpu_id() };
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = { .size = 3 * 4096, .gpu_id = vm.gpu_id,
+                                                         .flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR |
+                                                                  KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE };
+        uint32_t ids[1] = { vm.gpu_id };
+        struct kfd_ioctl_map_memory_to_gpu_args map = { .device_ids_array_ptr = (uintptr_t) ids, .n_devices = 1 };
+        char line[256], *want;
+        bool on_a_buffer = false;
+        uint8_t *mem;
+        FILE *f;
+
+        cr_assert_eq(kfdi_ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+        mem = mmap(NULL, a.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert(mem != MAP_FAILED);
+        for (unsigned i = 0; i < a.size; i++)
+                mem[i] = (uint8_t) (i * 7);
+        a.va_addr = a.mmap_offset = (uintptr_t) mem;
+        int r = kfdi_ioctl(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+        cr_assert_eq(r, 0, "the thunk's registration works: %s", strerror(-r));
+        map.handle = a.handle;
+        cr_expect_eq(kfdi_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &map), 0, "a buffer of the process");
+        for (unsigned i = 0; i < a.size; i++)
+                if (mem[i] != (uint8_t) (i * 7)) {
+                        cr_expect_fail("byte %u changed in the move", i);
+                        break;
+                }
+        /* The range is the simulator's buffer now (its memfd, sim-memory.c). */
+        f = fopen("/proc/self/maps", "re");
+        cr_assert(f);
+        cr_assert(asprintf(&want, "%lx-", (unsigned long) (uintptr_t) mem) > 0);
+        while (fgets(line, sizeof line, f))
+                if (strncmp(line, want, strlen(want)) == 0)
+                        on_a_buffer = strstr(line, "kfd-bo:") != NULL;
+        fclose(f);
+        free(want);
+        cr_expect(on_a_buffer, "the range is mapped from a buffer of the process");
+        munmap(mem, a.size);
 }

@@ -185,3 +185,36 @@ Test(sim_gem, a_full_vram_falls_back_to_gtt) {
         close(fd);
         t_close(&c, true);
 }
+
+/* AMDGPU_GEM_MMAP (amdgpu_mode_dumb_mmap, Linux 6.1): the object's offset on
+ * the render files (-ENOENT for a handle the file lacks), where an mmap of a
+ * file holding a handle of it maps it (drm_vma_node_allow at handle
+ * creation) and of another file is -EACCES (drm_vma_node_is_allowed). */
+Test(sim_gem, gem_mmap_gives_the_offset_a_file_with_a_handle_maps) {
+        TestCtx c;
+        uint32_t h = 0;
+        union drm_amdgpu_gem_mmap m = { .in = { .handle = 9 } };
+        void *p = NULL, *q = NULL;
+        t_open(&c, device(11, 0));
+        int other = c.ops->open_render(c.ops->userdata, 128);
+        cr_assert_geq(other, 0);
+
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_AMDGPU_GEM_MMAP, &m), -ENOENT, "no such handle");
+        cr_assert_eq(gem_create(&c, c.render, 2 * 4096, AMDGPU_GEM_DOMAIN_GTT, 0, &h), 0);
+        m = (union drm_amdgpu_gem_mmap) { .in = { .handle = h } };
+        cr_assert_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_AMDGPU_GEM_MMAP, &m), 0);
+        cr_expect_geq(m.out.addr_ptr, 1ull << 32, "a DRM offset (DRM_FILE_PAGE_OFFSET_START and up)");
+        cr_expect_eq(m.out.addr_ptr % 4096, 0u);
+        cr_assert_eq(c.ops->mmap(c.ops->userdata, NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, c.render,
+                                 m.out.addr_ptr, &p),
+                     0, "the file with the handle maps it");
+        ((volatile uint8_t *) p)[4096] = 0x99;
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, PROT_READ, MAP_SHARED, other, m.out.addr_ptr, &q),
+                     -EACCES, "another file, without a handle of it, may not");
+        cr_expect_eq(kfd_ioctl(c.ops, other, DRM_IOCTL_AMDGPU_GEM_MMAP, &m), -ENOENT, "nor name it");
+        cr_expect_eq(gem_close(&c, c.render, h), 0);
+        cr_expect_eq(((volatile uint8_t *) p)[4096], 0x99, "a mapping keeps the memory");
+        munmap(p, 2 * 4096);
+        cr_expect_eq(c.ops->close(c.ops->userdata, other), 0);
+        t_close(&c, true);
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A relayed client's KFD process (context-kfd-process.c) on the simulated
+ * GPU at KFD 1.11, the uapi of Linux 6.1, which has no dma-buf export
+ * (kfd-facts §7.4): the client's VRAM and GTT allocations are GEM buffers of
+ * the process's render file imported into KFD, its mmaps of them dma-bufs of
+ * those buffers (the same memory the daemon's view of the render file maps),
+ * a free closes the GEM handle; and a proxy worker's process (TRUSTED) hands
+ * the daemon what maps its render file. The client's calls are made as
+ * sim_remote_serve_process() makes them, through the served table.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "contexts/context-kfd-process.h"
+#include "kfd/kfd-uapi.h"
+#include "sim/sim.h"
+
+#define GPU_ID 0x697Du
+#define RENDER_MINOR 128u
+
+typedef struct Client {
+        SimDevice *dev;
+        KfdProcess *kp;
+        SimRemoteProcess served;
+        int kfd, render;
+} Client;
+
+static void client_open(Client *c, uint32_t kfd_minor, unsigned flags) {
+        SimOptions o = { .kfd_minor = kfd_minor };
+        char err[256] = "";
+
+        memset(c, 0, sizeof *c);
+        cr_assert_eq(sim_device_new(&o, &c->dev), 0);
+        cr_assert_eq(kfd_process_new(sim_device_get_ops(c->dev), NULL, flags, GPU_ID, RENDER_MINOR, &c->kp, err,
+                                     sizeof err),
+                     0, "a KFD process on KFD 1.%u: %s", kfd_minor, err);
+        c->served = kfd_process_served(c->kp);
+        c->kfd = c->served.ops->open_kfd(c->served.ops->userdata);
+        c->render = c->served.ops->open_render(c->served.ops->userdata, RENDER_MINOR);
+        cr_assert_geq(c->kfd, 0);
+        cr_assert_geq(c->render, 0);
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) c->render, .gpu_id = GPU_ID };
+        cr_assert_eq(c->served.ops->ioctl(c->served.ops->userdata, c->kfd, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+}
+
+static void client_close(Client *c) {
+        c->served.free(c->served.userdata);
+        sim_device_free(c->dev);
+}
+
+static int cioctl(Client *c, unsigned long request, void *arg) {
+        return c->served.ops->ioctl(c->served.ops->userdata, c->kfd, request, arg);
+}
+
+static unsigned gem_handles(Client *c) {
+        SimDeviceStats st;
+
+        sim_device_get_stats(c->dev, &st);
+        return st.gem_handles;
+}
+
+static uint64_t reserve(uint64_t size) {
+        void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+        cr_assert_neq(p, MAP_FAILED);
+        return (uint64_t) (uintptr_t) p;
+}
+
+static int gpu_map(Client *c, uint64_t handle, bool map) {
+        uint32_t ids[1] = { GPU_ID };
+        struct kfd_ioctl_map_memory_to_gpu_args a = {
+                .handle = handle, .device_ids_array_ptr = (uint64_t) (uintptr_t) ids, .n_devices = 1,
+        };
+
+        return cioctl(c, map ? AMDKFD_IOC_MAP_MEMORY_TO_GPU : AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &a);
+}
+
+/* The client's mmap of its render node: the fd and offset the server hands
+ * it, mapped over the buffer's VA as the thunk maps it. */
+static uint8_t *client_mmap(Client *c, uint64_t va, uint64_t size, uint64_t offset, int *ret) {
+        uint64_t in_fd = 0;
+        int fd = -1;
+        void *m;
+
+        *ret = c->served.mmap_resolve(c->served.userdata, c->render, size, offset, &fd, &in_fd);
+        if (*ret < 0)
+                return NULL;
+        m = mmap((void *) (uintptr_t) va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t) in_fd);
+        close(fd);
+        cr_assert_eq((uintptr_t) m, va);
+        return m;
+}
+
+Test(kfd_process, on_kfd_1_11_the_clients_buffers_are_gem_buffers_it_maps_through_dma_bufs) {
+        /* ROCr 5.2.3's flags (rocm-facts §1.3): signals and rings (GTT
+         * coherent uncached), hipMalloc (VRAM public). */
+        const uint32_t gtt_flags = 0xd6000002u, vram_flags = 0xf0000001u;
+        struct kfd_ioctl_alloc_memory_of_gpu_args g = { .size = 3 * 4096, .gpu_id = GPU_ID, .flags = gtt_flags };
+        struct kfd_ioctl_alloc_memory_of_gpu_args v = { .size = 2 * 4096, .gpu_id = GPU_ID, .flags = vram_flags };
+        const KfdOps *daemon;
+        uint8_t *cg, *cv, *view;
+        Client c;
+        int r;
+
+        client_open(&c, 11, 0);
+        daemon = kfd_process_daemon_ops(c.kp);
+        g.va_addr = reserve(g.size);
+        v.va_addr = reserve(v.size);
+        cr_assert_eq(cioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &g), 0);
+        cr_assert_eq(cioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &v), 0);
+        cr_expect_eq(gem_handles(&c), 2u, "each a GEM buffer of the process's render file");
+        cr_expect_eq(g.handle >> 32, GPU_ID, "a KFD handle of the GPU asked for");
+        cr_expect_neq(g.handle, v.handle);
+        cr_expect_neq(g.mmap_offset, v.mmap_offset);
+        cr_expect_eq(gpu_map(&c, g.handle, true), 0, "mapped to the GPU at the VA asked for");
+        cr_expect_eq(gpu_map(&c, v.handle, true), 0);
+
+        cg = client_mmap(&c, g.va_addr, g.size, g.mmap_offset, &r);
+        cr_assert_eq(r, 0, "the client maps its GTT buffer: %s", strerror(-r));
+        cv = client_mmap(&c, v.va_addr + 4096, 4096, v.mmap_offset + 4096, &r);
+        cr_assert_eq(r, 0, "and its VRAM buffer's second page: %s", strerror(-r));
+        memset(cg, 0x5a, g.size);
+        cv[17] = 0xc3;
+
+        /* The same memory as the render file maps at the offset the client
+         * was given: what the daemon's relay reads of it. */
+        cr_assert_eq(daemon->mmap(daemon->userdata, NULL, 4096, PROT_READ, MAP_SHARED, c.render, g.mmap_offset + 8192,
+                                  (void **) &view),
+                     0);
+        cr_expect_eq(view[4095], 0x5a);
+        munmap(view, 4096);
+        cr_assert_eq(daemon->mmap(daemon->userdata, NULL, 8192, PROT_READ, MAP_SHARED, c.render, v.mmap_offset,
+                                  (void **) &view),
+                     0);
+        cr_expect_eq(view[4096 + 17], 0xc3);
+        munmap(view, 8192);
+
+        /* Nothing but its buffers; no dma-buf export of its own (past the
+         * 1.11 table, as the kernel answers). */
+        cr_expect_null(client_mmap(&c, g.va_addr, 4 * 4096, g.mmap_offset, &r));
+        cr_expect_eq(r, -EINVAL, "past the buffer");
+        struct kfd_ioctl_export_dmabuf_args e = { .handle = g.handle, .flags = O_CLOEXEC | O_RDWR };
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_EXPORT_DMABUF, &e), -EINVAL);
+
+        /* A free closes the GEM handle too: the memory goes (the client's
+         * mappings hold their dma-bufs' memory, as on the kernel). */
+        struct kfd_ioctl_free_memory_of_gpu_args f = { .handle = g.handle };
+        cr_expect_eq(gpu_map(&c, g.handle, false), 0);
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f), 0);
+        cr_expect_eq(gem_handles(&c), 1u, "the freed buffer's handle is closed");
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f), -EINVAL, "freed once");
+        cr_expect_null(client_mmap(&c, g.va_addr, 4096, g.mmap_offset, &r));
+        cr_expect_eq(r, -EINVAL, "a freed buffer is not the client's to map");
+        f.handle = v.handle;
+        cr_expect_eq(gpu_map(&c, v.handle, false), 0);
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f), 0);
+        cr_expect_eq(gem_handles(&c), 0u);
+
+        /* An allocation the GEM path cannot make leaves nothing: a size of
+         * 0 (the kernel's GEM_CREATE refuses it). */
+        struct kfd_ioctl_alloc_memory_of_gpu_args z = { .va_addr = g.va_addr, .gpu_id = GPU_ID, .flags = gtt_flags };
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &z), -EINVAL);
+        cr_expect_eq(gem_handles(&c), 0u);
+        munmap(cg, g.size);
+        munmap(cv, 4096);
+        client_close(&c);
+}
+
+/* A proxy worker's own process (TRUSTED) on KFD 1.11: the daemon maps what
+ * it maps of it through the worker's render file, which the worker hands it
+ * (no dma-buf export to make). */
+Test(kfd_process, on_kfd_1_11_a_proxy_worker_hands_the_daemon_its_render_file) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = { .size = 2 * 4096, .gpu_id = GPU_ID, .flags = 0xd6000002u };
+        uint64_t in_fd = 0;
+        uint8_t *m;
+        void *own;
+        Client c;
+        int fd = -1;
+
+        client_open(&c, 11, KFD_PROCESS_TRUSTED);
+        a.va_addr = reserve(a.size);
+        cr_assert_eq(cioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a), 0);
+        cr_expect_eq(gem_handles(&c), 0u, "the daemon's calls are made as they are");
+        cr_assert_eq(c.served.mmap_resolve(c.served.userdata, c.render, a.size, a.mmap_offset, &fd, &in_fd), 0);
+        m = mmap(NULL, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) in_fd);
+        close(fd);
+        cr_assert_neq(m, MAP_FAILED);
+        m[4096] = 0x42;
+        cr_assert_eq(sim_device_get_ops(c.dev)->mmap(sim_device_get_ops(c.dev)->userdata, NULL, a.size, PROT_READ,
+                                                     MAP_SHARED, c.render, a.mmap_offset, &own),
+                     0);
+        cr_expect_eq(((uint8_t *) own)[4096], 0x42, "the buffer the worker's render file maps");
+        munmap(own, a.size);
+        munmap(m, a.size);
+        client_close(&c);
+}
