@@ -73,6 +73,21 @@ else
         ok "rocminfo sees only the daemon's GPU"
 fi
 
+# Two GPUs: a program is shown its session's GPU alone, GPU 1 through
+# KFDBROKER_GPU or GPU 1's socket (as a container given kfdbroker.org/gpu=1).
+start --sim-gpus=2 || exit 1
+KFDBROKER_GPU=1 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "GPU 1 of two (KFDBROKER_GPU=1)" $? "$tmp/out"
+if [[ $(grep -Ec '^ +Name: +gfx1030 *$' "$tmp/out") == 1 ]] && grep -q 'Uuid: *GPU-5a1e0000cafe0002' "$tmp/out"; then
+        ok "rocminfo on GPU 1 sees one GPU, GPU 1"
+else
+        not_ok "rocminfo on GPU 1 should see GPU 1 alone: $(grep -E 'Name:|Uuid:' "$tmp/out")"
+fi
+"$run" --socket "$tmp/sock-gpu1" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "GPU 1's socket" $? "$tmp/out"
+grep -q 'Uuid: *GPU-5a1e0000cafe0002' "$tmp/out" && ok "through GPU 1's socket rocminfo sees GPU 1" ||
+        not_ok "through GPU 1's socket rocminfo should see GPU 1: $(grep -E 'Uuid:' "$tmp/out")"
+
 start --contexts=shared || exit 1
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 rc=$?
