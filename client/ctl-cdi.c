@@ -138,9 +138,8 @@ static void cdi_write_device(FILE *f, const char *name, const char *host_socket,
 }
 
 /* The spec itself: the device for native clients, the one for unmodified
- * ROCm programs, then one per GPU (gpu_sockets[0..n_gpus)). */
-static void cdi_write_spec(FILE *f, const char *host_socket, const char *const rocm[2], char *const *gpu_sockets,
-                           unsigned n_gpus) {
+ * ROCm programs, then one per GPU k whose gpu_sockets[k] is set. */
+static void cdi_write_spec(FILE *f, const char *host_socket, const char *const rocm[2], char *const *gpu_sockets) {
         fputs("{\n"
               "  \"cdiVersion\": \"" CTL_CDI_VERSION "\",\n"
               "  \"kind\": \"" CTL_CDI_KIND "\",\n"
@@ -149,9 +148,11 @@ static void cdi_write_spec(FILE *f, const char *host_socket, const char *const r
         cdi_write_device(f, CTL_CDI_DEVICE, host_socket, NULL);
         fputs(",\n", f);
         cdi_write_device(f, CTL_CDI_ROCM_DEVICE, host_socket, rocm);
-        for (unsigned k = 0; k < n_gpus; k++) {
+        for (unsigned k = 0; k < CTL_CDI_MAX_GPUS; k++) {
                 char name[16];
 
+                if (!gpu_sockets[k])
+                        continue;
                 snprintf(name, sizeof name, "%u", k);
                 fputs(",\n", f);
                 cdi_write_device(f, name, gpu_sockets[k], rocm);
@@ -162,10 +163,11 @@ static void cdi_write_spec(FILE *f, const char *host_socket, const char *const r
               f);
 }
 
-/* How many GPUs the daemon at @path serves, asked as a client within
- * CTL_CDI_ASK_TIMEOUT_MS: > 0, or a negative errno (not reachable, too slow,
- * a daemon before several GPUs says 1). */
-static int ask_gpu_count(const char *path) {
+/* The GPUs the daemon at @path serves (the indexes it lists to this caller,
+ * as bits), asked as a client within CTL_CDI_ASK_TIMEOUT_MS: > 0, or a
+ * negative errno (not reachable, too slow). A daemon before several GPUs
+ * lists none: its one GPU, 0. */
+static int ask_gpus(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct timeval tv = { .tv_sec = CTL_CDI_ASK_TIMEOUT_MS / 1000,
                               .tv_usec = (CTL_CDI_ASK_TIMEOUT_MS % 1000) * 1000 };
@@ -198,7 +200,11 @@ static int ask_gpu_count(const char *path) {
         kfdb_session_free(s);
         if (r < 0)
                 return r;
-        return n > 0 ? (int) MIN(n, (size_t) CTL_CDI_MAX_GPUS) : 1;
+        unsigned mask = n == 0 ? 1u : 0u;
+        for (size_t i = 0; i < MIN(n, (size_t) CTL_CDI_MAX_GPUS); i++)
+                if (gpus[i].index < CTL_CDI_MAX_GPUS)
+                        mask |= 1u << gpus[i].index;
+        return (int) mask;
 }
 
 /*
@@ -318,7 +324,7 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
         };
         char *gpu_sockets[CTL_CDI_MAX_GPUS] = {};
         bool from_sockets = false;
-        unsigned n_gpus = 0;
+        unsigned n_gpus = 0, mask = 0;
         _cleanup_free_ char *host_socket = NULL, *text = NULL, *run = NULL, *interposer = NULL;
         _cleanup_(fclosep) FILE *mem = NULL;
         const char *output = NULL, *rocm_dir = NULL;
@@ -406,37 +412,35 @@ int ctl_cdi(const char *prog, const char *socket_path, int argc, char **argv) {
         warn_rocm_file(prog, run);
         warn_rocm_file(prog, interposer);
 
-        /* A device per GPU: as many as the daemon serves, else per socket there is. */
-        r = from_sockets ? -ECANCELED : ask_gpu_count(host_socket);
+        /* A device per GPU: those the daemon serves, else per socket there is. */
+        r = from_sockets ? -ECANCELED : ask_gpus(host_socket);
         if (r > 0)
-                n_gpus = (unsigned) r;
+                mask = (unsigned) r;
         for (unsigned k = 0; k < CTL_CDI_MAX_GPUS; k++) {
                 char path[PATH_MAX];
 
                 if (gpu_socket_path(host_socket, k, path, sizeof path) < 0)
                         break;
                 if (r <= 0 && stat(path, &st) < 0)
-                        break;
-                if (r <= 0)
-                        n_gpus = k + 1;
-                if (k < n_gpus && !(gpu_sockets[k] = strdup(path))) {
-                        n_gpus = k;
-                        break;
+                        break; /* the sockets beside it: 0, 1, ... while they exist */
+                if (r <= 0 || (mask & (1u << k))) {
+                        gpu_sockets[k] = strdup(path);
+                        if (!gpu_sockets[k])
+                                break;
+                        n_gpus++;
                 }
         }
         if (r <= 0 && !from_sockets && n_gpus > 0)
-                fprintf(stderr, "%s cdi: note: cannot ask kfdbrokerd at %s how many GPUs it serves (%s); a device "
+                fprintf(stderr, "%s cdi: note: cannot ask kfdbrokerd at %s which GPUs it serves (%s); a device "
                         "for each of the %u GPU sockets beside it\n", prog, host_socket, kfdb_strerror(r), n_gpus);
 
         mem = open_memstream(&text, &len);
-        if (!mem) {
-                for (unsigned k = 0; k < n_gpus; k++)
-                        free(gpu_sockets[k]);
-                return -ENOMEM;
-        }
-        cdi_write_spec(mem, host_socket, (const char *const[2]) { run, interposer }, gpu_sockets, n_gpus);
-        for (unsigned k = 0; k < n_gpus; k++)
+        if (mem)
+                cdi_write_spec(mem, host_socket, (const char *const[2]) { run, interposer }, gpu_sockets);
+        for (unsigned k = 0; k < CTL_CDI_MAX_GPUS; k++)
                 free(gpu_sockets[k]);
+        if (!mem)
+                return -ENOMEM;
         if (fclose(TAKE_PTR(mem)) != 0)
                 return -ENOMEM;
 

@@ -220,6 +220,16 @@ Test(gpus, devices_confines_a_user_to_its_gpus) {
         cr_expect_eq(kfdb_session_get_gpu(s), 1u, "the first GPU it may use");
         fill_and_check(s, 0xc0c0c0c0);
 
+        {
+                /* kfdbrokerctl cdi, asked by this user, lists the GPU it may use. */
+                const char *cdi[] = { "--socket", d.sock, "cdi", NULL };
+                char *out = NULL, *err = NULL;
+
+                cr_assert_eq(test_run_ctl(cdi, false, &out, &err), 0, "%s", err);
+                cr_expect(strstr(out, "\"name\": \"1\"") && !strstr(out, "\"name\": \"0\""), "%s", out);
+                free(out);
+                free(err);
+        }
         cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "not-there", 0, &other), -EACCES);
         cr_expect(strstr(kfdb_session_last_error(NULL),
                          "hello.gpu: GPU 0 is not one this session may use (policy Devices=1, from "),
