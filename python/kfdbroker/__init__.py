@@ -24,14 +24,14 @@ from .compute import CodeObject, Kernel, KernelArg, Local
 from .errors import (BadCodeObject, Busy, Closed, ConnectionLost, ConnectionRefused, DeviceError, Error, GPUFault,
                      InvalidArgument, JobTimeout, NotFound, NotSupported, PermissionDenied, ProtocolError,
                      QuotaExceeded, Timeout, TooBig, WrongDevice)
-from .session import Batch, Device, Event, Fence, Limits, Session, Status, Usage, default_socket_path
+from .session import Batch, Device, Event, Fence, Gpu, Limits, Session, Status, Usage, default_socket_path
 from .suballoc import Slice, SubAllocator, SubAllocatorStats
 
 __version__ = "0.2.0"
 
 __all__ = [
     "Session", "Buffer", "BufferRef", "SubAllocator", "Slice", "SubAllocatorStats", "Fence", "Event", "Batch", "CodeObject", "Kernel", "KernelArg", "Local",
-    "Device", "Limits", "Usage", "Status", "default_socket_path", "LibraryNotFound",
+    "Device", "Gpu", "Limits", "Usage", "Status", "default_socket_path", "LibraryNotFound",
     "Error", "InvalidArgument", "NotFound", "PermissionDenied", "QuotaExceeded", "TooBig", "Busy", "Timeout",
     "JobTimeout", "GPUFault", "DeviceError", "NotSupported", "BadCodeObject", "WrongDevice", "ConnectionLost",
     "ConnectionRefused", "ProtocolError", "Closed",

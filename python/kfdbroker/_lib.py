@@ -135,8 +135,26 @@ class kfdb_suballocator_stats(Structure):
     ]
 
 
+class kfdb_gpu(Structure):
+    _fields_ = [
+        ("index", c_uint32),
+        ("gfx_name", c_char * 32),
+        ("name", c_char * 128),
+        ("gpu_id", c_uint32),
+        ("node", c_char * 160),
+        ("node_reason", c_char * 256),
+        ("vram_size", c_uint64),
+        ("cu_count", c_uint32),
+        ("sessions", c_uint32),
+        ("jobs_completed", c_uint64),
+        ("jobs_failed", c_uint64),
+        ("jobs_in_flight", c_uint32),
+        ("gpu_buffers", c_uint32),
+    ]
+
+
 STRUCTS = (kfdb_limits, kfdb_device, kfdb_usage, kfdb_daemon_status, kfdb_wait_entry, kfdb_kernel_arg,
-           kfdb_arg, kfdb_job_failure, kfdb_slice, kfdb_suballocator_stats)
+           kfdb_arg, kfdb_job_failure, kfdb_slice, kfdb_suballocator_stats, kfdb_gpu)
 
 _p = c_void_p  # every opaque kfdb_* object pointer
 _PROTOTYPES = {
@@ -211,6 +229,11 @@ _OPTIONAL_PROTOTYPES = {
         "kfdb_slice_alloc": (c_int, [_p, c_uint64, c_uint64, POINTER(kfdb_slice)]),
         "kfdb_slice_free": (c_int, [_p, POINTER(kfdb_slice), c_uint64]),
         "kfdb_suballocator_get_stats": (c_int, [_p, POINTER(kfdb_suballocator_stats)]),
+    },
+    "KFDBROKER_0.13": {
+        "kfdb_session_new_on_gpu": (c_int, [c_char_p, c_char_p, c_uint32, POINTER(c_void_p)]),
+        "kfdb_session_get_gpu": (c_uint32, [_p]),
+        "kfdb_gpus_get": (c_int, [_p, POINTER(kfdb_gpu), c_size_t, POINTER(c_size_t)]),
     },
 }
 _missing: dict[str, str] = {}  # function -> the symbol version it needs, for those the library lacks

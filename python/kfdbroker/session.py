@@ -102,6 +102,27 @@ class Device:
 
 
 @dataclass(frozen=True)
+class Gpu:
+    """One GPU the daemon serves (``Session.gpus()``)."""
+
+    index: int
+    """What ``Session(gpu=...)`` and ``$KFDBROKER_GPU`` take: its place in ``kfdbrokerctl status``."""
+    gfx_name: str
+    name: str
+    gpu_id: int
+    node: str
+    """Which KFD topology node, e.g. ``"node 2 (gfx1030, 0000:03:00.0, renderD129, discrete, ...)"``."""
+    node_reason: str
+    vram_size: int
+    cu_count: int
+    sessions: int
+    jobs_completed: int
+    jobs_failed: int
+    jobs_in_flight: int
+    gpu_buffers: int
+
+
+@dataclass(frozen=True)
 class Usage:
     """This session's use of the daemon."""
 
@@ -511,7 +532,8 @@ class Session:
         LibraryNotFound: libkfdbroker could not be loaded (an ImportError).
     """
 
-    def __init__(self, socket: Optional[PathLike] = None, client_name: Optional[str] = None):
+    def __init__(self, socket: Optional[PathLike] = None, client_name: Optional[str] = None,
+                 gpu: Optional[int] = None):
         self._lock = threading.RLock()
         self._ptr: Optional[int] = None
         self._objects: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -521,7 +543,14 @@ class Session:
         name = client_name if client_name is not None else _default_client_name()
         operation = f"Session({path!r})"
         ptr = ctypes.c_void_p()
-        r = lib().kfdb_session_new(os.fsencode(path), name.encode(), ctypes.byref(ptr))
+        if gpu is None:
+            r = lib().kfdb_session_new(os.fsencode(path), name.encode(), ctypes.byref(ptr))
+        else:
+            gpu = _index(gpu, "gpu", operation)
+            why = _lib.require("kfdb_session_new_on_gpu")
+            if why:
+                raise errors.NotSupported(95, why, operation)
+            r = lib().kfdb_session_new_on_gpu(os.fsencode(path), name.encode(), gpu, ctypes.byref(ptr))
         if r < 0:
             # The daemon's reason when it refused the connection (no GPU, a limit).
             why = _text(lib().kfdb_session_last_error(None))
@@ -590,6 +619,32 @@ class Session:
         return self._batch
 
     # ---- information ----
+
+    @property
+    def gpu(self) -> int:
+        """The index of the GPU this session's buffers and work are on (``Session(gpu=...)``,
+        ``$KFDBROKER_GPU``, else the first the policy allows); 0 with a library before several GPUs."""
+        with self._lock:
+            s = self._checked("gpu")
+            return 0 if _lib.require("kfdb_session_get_gpu") else int(lib().kfdb_session_get_gpu(s))
+
+    def gpus(self) -> "list[Gpu]":
+        """The GPUs the daemon serves that this session's client may use, by index, with what each
+        runs now.
+
+        Raises:
+            NotSupported: the loaded libkfdbroker is older than KFDBROKER_0.13.
+        """
+        why = _lib.require("kfdb_gpus_get")
+        if why:
+            raise errors.NotSupported(95, why, "gpus()")
+        arr = (_lib.kfdb_gpu * 16)()
+        n = ctypes.c_size_t()
+        with self._lock:
+            r = lib().kfdb_gpus_get(self._checked("gpus()"), arr, 16, ctypes.byref(n))
+            if r < 0:
+                raise self._error(r, "gpus()")
+        return [_from_struct(Gpu, arr[i]) for i in range(min(n.value, 16))]
 
     @property
     def id(self) -> int:

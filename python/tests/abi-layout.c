@@ -115,6 +115,21 @@ int main(void) {
         FIELD(kfdb_suballocator_stats, slice_bytes);
         FIELD(kfdb_suballocator_stats, pending_frees);
         end();
+        BEGIN(kfdb_gpu);
+        FIELD(kfdb_gpu, index);
+        FIELD(kfdb_gpu, gfx_name);
+        FIELD(kfdb_gpu, name);
+        FIELD(kfdb_gpu, gpu_id);
+        FIELD(kfdb_gpu, node);
+        FIELD(kfdb_gpu, node_reason);
+        FIELD(kfdb_gpu, vram_size);
+        FIELD(kfdb_gpu, cu_count);
+        FIELD(kfdb_gpu, sessions);
+        FIELD(kfdb_gpu, jobs_completed);
+        FIELD(kfdb_gpu, jobs_failed);
+        FIELD(kfdb_gpu, jobs_in_flight);
+        FIELD(kfdb_gpu, gpu_buffers);
+        end();
         printf(",\"enum_size\":%zu}\n", sizeof(kfdb_kernel_arg_kind));
         return 0;
 }

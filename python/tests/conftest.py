@@ -16,7 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import pytest
 
@@ -40,7 +40,7 @@ GRANT = "[Match]\nUser={uid}\n[Limits]\nComputeDispatch=yes\n"
 class Daemon:
     """kfdbrokerd --device=sim on a private socket, with the policy files given."""
 
-    def __init__(self, policy: dict[str, str], device: str = "sim"):
+    def __init__(self, policy: dict[str, str], device: str = "sim", extra: Sequence[str] = ()):
         if not os.access(KFDBROKERD, os.X_OK):
             pytest.fail(f"no kfdbrokerd at {KFDBROKERD} (run through meson test, or ./dev build first)")
         self.dir = tempfile.mkdtemp(prefix="kfdbroker-pytest.")
@@ -53,13 +53,14 @@ class Daemon:
                 f.write(text.format(uid=os.getuid()))
         self.policy_dir = policy_dir
         self.device = device
+        self.extra = list(extra)
         self._spawn()
 
     def _spawn(self) -> None:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [KFDBROKERD, "--no-config", f"--device={self.device}", "--listen", self.socket, f"--policy-dir={self.policy_dir}",
-                 "--log-target=stderr"], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+                 "--log-target=stderr", *self.extra], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -116,8 +117,8 @@ def make_daemon() -> Iterator[Callable[..., Daemon]]:
     """A daemon of the test's own, with the policy files given (name -> text, {uid} expanded)."""
     started: list[Daemon] = []
 
-    def make(policy: Optional[dict[str, str]] = None, device: str = "sim") -> Daemon:
-        d = Daemon(policy if policy is not None else {"50-grant.conf": GRANT}, device)
+    def make(policy: Optional[dict[str, str]] = None, device: str = "sim", extra: Sequence[str] = ()) -> Daemon:
+        d = Daemon(policy if policy is not None else {"50-grant.conf": GRANT}, device, extra)
         started.append(d)
         return d
 

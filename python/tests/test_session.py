@@ -229,3 +229,23 @@ def test_an_idle_session_costs_the_daemon_its_socket_alone(make_daemon):
         # doorbell and the fence page.
         assert _settled_fds(d, base + 5) == base + 5
     assert _settled_fds(d, base) == base
+
+
+def test_a_session_on_each_of_two_gpus(make_daemon):
+    # kfdbrokerd --sim-gpus=2: Session(gpu=1) is on GPU 1, the default on GPU 0;
+    # gpus() lists both; a GPU the daemon lacks is named.
+    d = make_daemon(extra=["--sim-gpus=2"])
+    with kfdbroker.Session(d.socket) as s0, kfdbroker.Session(d.socket, gpu=1) as s1:
+        assert (s0.gpu, s1.gpu) == (0, 1)
+        gpus = s1.gpus()
+        assert [g.index for g in gpus] == [0, 1]
+        assert gpus[1].gfx_name == "gfx1030" and gpus[0].gpu_id != gpus[1].gpu_id
+        assert "0000:04:00.0" in gpus[1].node
+        a = s1.alloc(4096)
+        s1.wait(s1.fill(a, 0x11223344))
+        assert bytes(a.memoryview()[:4]) == b"\x44\x33\x22\x11"
+        assert s1.gpus()[1].jobs_completed == 1
+    with pytest.raises(kfdbroker.Error) as e:
+        kfdbroker.Session(d.socket, gpu=2)
+    assert e.value.errno == errno.ENODEV
+    assert "no GPU 2: this daemon serves 2" in str(e.value)
