@@ -130,6 +130,13 @@ int metrics_format(SessionSet *m, MetricsFormat fmt, char **ret) {
         family(f, fmt, "kfdbroker_jobs_in_flight", "gauge", NULL, "Jobs on each GPU now.");
         for (unsigned g = 0; g < m->n_gpus; g++)
                 fprintf(f, "kfdbroker_jobs_in_flight{gpu=\"%u\"} %u\n", g, scheduler_in_flight(m->gpus[g].scheduler));
+        family(f, fmt, "kfdbroker_gpu_jobs", "counter", NULL, "Retired jobs per GPU and result.");
+        for (unsigned g = 0; g < m->n_gpus; g++) {
+                fprintf(f, "kfdbroker_gpu_jobs_total{gpu=\"%u\",result=\"completed\"} %" PRIu64 "\n", g,
+                        scheduler_jobs_completed(m->gpus[g].scheduler));
+                fprintf(f, "kfdbroker_gpu_jobs_total{gpu=\"%u\",result=\"failed\"} %" PRIu64 "\n", g,
+                        scheduler_jobs_failed(m->gpus[g].scheduler));
+        }
         family(f, fmt, "kfdbroker_uptime_seconds", "gauge", "seconds", "Time since the daemon started.");
         fprintf(f, "kfdbroker_uptime_seconds %.3f\n", (double) (now - m->start_ns) / 1e9);
 

@@ -173,6 +173,7 @@ Test(gpus, status_and_metrics_list_every_gpu) {
         cr_expect(strstr(out, "kfdbroker_gpu_info{gpu=\"0\",gfx=\"gfx1030\",gpu_id=\"0x697d\"} 1\n"), "%s", out);
         cr_expect(strstr(out, "kfdbroker_gpu_info{gpu=\"1\",gfx=\"gfx1036\",gpu_id=\"0x5a0b\"} 1\n"), "%s", out);
         cr_expect(strstr(out, "kfdbroker_jobs_in_flight{gpu=\"1\"} 0\n"), "%s", out);
+        cr_expect(strstr(out, "kfdbroker_gpu_jobs_total{gpu=\"1\",result=\"completed\"} 0\n"), "%s", out);
         cr_expect(strstr(out, ",kind=\"device\",gpu=\"1\"}"), "%s", out);
         free(out);
         unlink(path);
