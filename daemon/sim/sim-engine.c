@@ -70,21 +70,25 @@ static int engine_pass(SimEngine *e) {
  * A real engine costs the host no CPU and sees a doorbell at once; a
  * simulated one runs on the host's CPUs. Its CPU priority (Linux: per
  * thread) weighs the two:
- *  - Work that comes after the engine idled (a launch and its completion, a
- *    small copy) runs at the process's priority: its first PROMPT_PASSES
- *    passes that make progress. Next to a CPU-bound thread (a ROCr program
- *    spinning on its signal, another process's build) a thread ENGINE_NICE
- *    steps down gets a tenth of its share and waits for it: an empty HIP
- *    kernel's two relayed jobs waited 40-330 us between the doorbell and the
- *    engine's first pass, and again between the two jobs (bench-hip launch,
- *    per-stage timestamps), where the native round trip, whose client
- *    sleeps, saw about 10 us.
- *  - An engine kept busy past that (a flood of jobs) runs ENGINE_NICE steps
- *    below, so that it delays the threads that drive the GPU (the daemon's
- *    event loop, its WAIT_EVENTS waiter, the clients) as little as it can,
- *    until it idles: then it goes back up before it sleeps, so that the next
- *    doorbell wakes it at the process's priority.
- *  - A bulk move runs at the process's priority (sim_engine_set_bulk()).
+ *  - A CP engine runs work that comes after it idled (a launch and its
+ *    completion) at the process's priority: its first PROMPT_PASSES passes
+ *    that make progress. Next to a CPU-bound thread (a ROCr program spinning
+ *    on its signal, another process's build) a thread ENGINE_NICE steps down
+ *    gets a tenth of its share and waits for it: an empty HIP kernel's two
+ *    relayed jobs waited 40-330 us between the doorbell and the engine's
+ *    first pass, and again between the two jobs (bench-hip launch, per-stage
+ *    timestamps), where the native round trip, whose client sleeps, saw
+ *    about 10 us. Kept busy past that (a flood of jobs), it goes
+ *    ENGINE_NICE steps below until it idles: then it goes back up before it
+ *    sleeps, so that the next doorbell wakes it at the process's priority.
+ *  - An SDMA engine runs ENGINE_NICE steps below, so that the copies it
+ *    does with the host's CPU delay the threads that drive the GPU (the
+ *    daemon's event loop, its WAIT_EVENTS waiter, the clients) as little as
+ *    they can — but for bulk moves (sim_engine_set_bulk()). Its floods come
+ *    in pieces the scheduler hands out one after another, with the engine
+ *    idle in between, so the CP's rule would keep them at the process's
+ *    priority (bench-broker noise: the light client's p99 next to 15 copy
+ *    flooders 2.7-4.6 times its p99 next to burners, against 1.0-1.1).
  * Raising a thread's priority back needs CAP_SYS_NICE or an RLIMIT_NICE
  * that allows it (the unit's LimitNICE=); without, the thread stays below
  * once it went there. engine_base_nice is the process's priority in an
@@ -94,6 +98,7 @@ static int engine_pass(SimEngine *e) {
 
 static _Thread_local int engine_base_nice = INT_MIN;
 static _Thread_local bool engine_bulk;
+static _Thread_local bool engine_prompt;     /* a CP engine: prompt after it idled */
 static _Thread_local bool engine_low;        /* ENGINE_NICE steps below now */
 static _Thread_local unsigned engine_streak; /* passes with progress since it last idled */
 
@@ -102,7 +107,7 @@ static int engine_set_nice(int nice) {
 }
 
 static void engine_apply(void) {
-        bool low = !engine_bulk && engine_streak >= PROMPT_PASSES;
+        bool low = !engine_bulk && (!engine_prompt || engine_streak >= PROMPT_PASSES);
 
         if (engine_base_nice == INT_MIN || low == engine_low)
                 return;
@@ -143,7 +148,9 @@ static void *engine_thread(void *userdata) {
         SimDevice *d = e->device;
         unsigned waits = 0;
 
+        engine_prompt = e->kind == SIM_ENGINE_CP;
         engine_init_priority();
+        engine_apply();
         pthread_mutex_lock(&d->lock);
         while (!e->stop) {
                 int r;

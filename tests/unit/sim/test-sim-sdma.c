@@ -82,48 +82,12 @@ Test(sim_sdma, copy_fill_write_fence) {
         t_close(&r.c, true);
 }
 
-/* Waits (at most 10 s) until the engine has written 1 to *marker (a FENCE
- * just before a POLL_REGMEM: the read pointer an SDMA engine reports is
- * where it fetched, which may be past what it ran). */
-static void wait_marker(volatile uint32_t *marker) {
-        for (int i = 0; i < 10000 && *marker != 1; i++)
-                usleep(1000);
-        cr_assert_eq(*marker, 1u, "the engine did not get to its wait");
-}
-
-/* Enough small packets for more passes than an engine runs at the process's
- * priority after it idled (PROMPT_PASSES, 64 packets a step: sim-engine.c,
- * sim-sdma.c). */
-#define STREAK_FENCES 1100u
-
-static void put(uint32_t *dw, size_t *n, const uint32_t *p, size_t ndw) {
-        memcpy(dw + *n, p, 4 * ndw);
-        *n += ndw;
-}
-
-static void put_fences(uint32_t *dw, size_t *n, uint64_t va) {
-        for (unsigned i = 0; i < STREAK_FENCES; i++) {
-                uint32_t f[] = { PKT_FENCE(va, i) };
-                put(dw, n, f, ELEMENTSOF(f));
-        }
-}
-
-/* A marker (FENCE of 1 to va) and a POLL_REGMEM until *flag >= value. */
-static void put_wait(uint32_t *dw, size_t *n, uint64_t va, uint64_t flag_va, uint32_t value) {
-        uint32_t w[] = { PKT_FENCE(va, 1), PKT_POLL_GE(flag_va, value) };
-        put(dw, n, w, ELEMENTSOF(w));
-}
-
-/* An SDMA engine thread runs at the process's priority after it idled, and
- * goes 10 nice steps below once a busy streak has run more passes than
- * that — but for bulk moves (>= 1 MiB, no other queue waiting), which run
- * at its priority until its next move that is not one; the bytes are the
- * same either way. Each state is looked at while the queue waits in a
- * POLL_REGMEM for the test's flag. */
+/* An SDMA engine thread runs 10 nice steps below the process for small
+ * moves, and at its priority for bulk ones (>= 1 MiB, no other queue
+ * waiting) until its next move that is not one; the bytes are the same
+ * either way. */
 Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         int base = getpriority(PRIO_PROCESS, 0), low = base + 10 > 19 ? 19 : base + 10;
-        static uint32_t dw[8 * STREAK_FENCES];
-        size_t n = 0;
         Rig r;
 
         if (low == base)
@@ -133,68 +97,42 @@ Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         rig_open(&r, NULL, 65536);
         TestBo src = t_bo(&r.c, 4u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         TestBo dst = t_bo(&r.c, 4u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-        TestBo mem = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-        volatile uint32_t *flag = mem.cpu, *marker = flag + 64;
-        uint64_t marker_va = mem.va + 256;
         uint8_t *sp = src.cpu, *dp = dst.cpu;
+        unsigned below;
 
         for (size_t i = 0; i < src.size; i++)
                 sp[i] = (uint8_t) (i * 13 + 1);
-        /* a first small move: the engine ran it and idled */
+        /* a first small move: the engine has run (and lowered itself) */
         uint32_t first[] = { PKT_COPY(dst.va + (3u << 20), src.va, 4096) };
         rig_submit_and_wait(&r, first, ELEMENTSOF(first));
-        cr_expect_eq(t_wait_threads_at_nice(low, 0), 0u, "an idle engine stayed 10 nice steps down");
-
-        /* A streak of small packets, then (each followed by a wait for the
-         * flag) a bulk move, a fence, a small move. */
-        uint32_t big[] = { PKT_COPY(dst.va, src.va, 2u << 20) }, fence[] = { PKT_FENCE(mem.va + 128, 7) },
-                 small[] = { PKT_COPY(dst.va + (2u << 20), src.va, 4096) };
-        put_fences(dw, &n, mem.va + 64);
-        put_wait(dw, &n, marker_va, mem.va, 1);
-        put(dw, &n, big, ELEMENTSOF(big));
-        put_wait(dw, &n, marker_va + 4, mem.va, 2);
-        put(dw, &n, fence, ELEMENTSOF(fence));
-        put_wait(dw, &n, marker_va + 8, mem.va, 3);
-        put(dw, &n, small, ELEMENTSOF(small));
-        put_wait(dw, &n, marker_va + 12, mem.va, 4);
-        t_submit(&r.q, dw, n);
-
-        wait_marker(&marker[0]);
-        cr_expect_eq(t_threads_at_nice(low), 1u, "a busy engine did not go 10 nice steps down");
-        *flag = 1;
-        wait_marker(&marker[1]);
+        below = t_threads_at_nice(low);
+        cr_assert_geq(below, 1, "no engine thread 10 nice steps down");
+        uint32_t big[] = { PKT_COPY(dst.va, src.va, 2u << 20) };
+        rig_submit_and_wait(&r, big, ELEMENTSOF(big));
         cr_expect_eq(memcmp(dp, sp, 2u << 20), 0, "bulk copy");
-        cr_expect_eq(t_threads_at_nice(low), 0u, "the engine did not run the bulk move at nice %d", base);
-        *flag = 2;
-        wait_marker(&marker[2]);
-        cr_expect_eq(t_threads_at_nice(low), 0u, "a fence after a bulk move lowered the engine");
-        *flag = 3;
-        wait_marker(&marker[3]);
+        cr_expect_eq(t_threads_at_nice(low), below - 1, "the engine did not run the bulk move at nice %d", base);
+        uint32_t fence_only[] = { PKT_FENCE(dst.va + (3u << 20), 7) };
+        rig_submit_and_wait(&r, fence_only, ELEMENTSOF(fence_only));
+        cr_expect_eq(t_threads_at_nice(low), below - 1, "a fence after a bulk move lowered the engine");
+        uint32_t small[] = { PKT_COPY(dst.va + (2u << 20), src.va, 4096) };
+        rig_submit_and_wait(&r, small, ELEMENTSOF(small));
         cr_expect_eq(memcmp(dp + (2u << 20), sp, 4096), 0, "small copy");
-        cr_expect_eq(t_threads_at_nice(low), 1u, "a small move in a busy streak ran at the process's priority");
-        *flag = 4;
-        uint32_t signal[] = { PKT_SIGNAL(r.page.va, r.done) };
-        t_submit(&r.q, signal, ELEMENTSOF(signal));
-        cr_assert_eq(t_wait1(&r.c, r.done, 10000), KFD_IOC_WAIT_RESULT_COMPLETE, "completion event");
-        cr_expect_eq(t_wait_threads_at_nice(low, 0), 0u, "an engine that idled again stayed down");
+        cr_expect_eq(t_threads_at_nice(low), below, "a small move ran at the process's priority");
 
         /* Another queue with work (a POLL_REGMEM that waits): a bulk move
-         * would delay it, and the busy engine stays 10 steps down. */
+         * would delay it, and stays 10 steps down. */
         TestQueue q2;
-        uint32_t poll[] = { PKT_POLL_GE(mem.va + 4, 5) };
+        TestBo mem = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        volatile uint32_t *flag = mem.cpu;
+        uint32_t poll[] = { PKT_POLL_GE(mem.va, 5) };
         t_sdma_queue(&r.c, &q2, 4096);
+        __atomic_store_n(flag, 4, __ATOMIC_RELEASE);
         t_submit(&q2, poll, ELEMENTSOF(poll));
-        n = 0;
         uint32_t big2[] = { PKT_COPY(dst.va + (1u << 20), src.va, 2u << 20) };
-        put_fences(dw, &n, mem.va + 64);
-        put(dw, &n, big2, ELEMENTSOF(big2));
-        put_wait(dw, &n, marker_va + 16, mem.va, 6);
-        t_submit(&r.q, dw, n);
-        wait_marker(&marker[4]);
+        rig_submit_and_wait(&r, big2, ELEMENTSOF(big2));
         cr_expect_eq(memcmp(dp + (1u << 20), sp, 2u << 20), 0, "bulk copy next to a waiting queue");
-        cr_expect_eq(t_threads_at_nice(low), 1u, "a bulk move ran at the process's priority while another queue waited");
-        flag[0] = 6;
-        flag[1] = 5;
+        cr_expect_eq(t_threads_at_nice(low), below, "a bulk move ran at the process's priority while another queue waited");
+        __atomic_store_n(flag, 5, __ATOMIC_RELEASE);
         t_close(&r.c, true);
 }
 
