@@ -15,6 +15,7 @@
 #include "kfd/kfd-uapi.h"
 #include "sim-cache.h"
 #include "sim-device.h"
+#include "sim-dma-move.h"
 #include "sim-memory.h"
 #include "sim-process.h"
 #include "util/macro.h"
@@ -228,6 +229,18 @@ static void page_write_back(SimBo *bo, SimBoCache *c, uint64_t o) {
         }
 }
 
+/* Whether page i was written whole and nobody writes it now (locked). */
+static bool written_whole(const SimBoCache *c, uint32_t i) {
+        return c->pages[i].state == PAGE_WRITTEN && c->pages[i].writers == 0;
+}
+
+/*
+ * The dirty pages go to memory. Pages written whole go as runs of
+ * consecutive ones (a large copy lists its pages in order) in one
+ * sim_dma_copy() each, with the streaming stores of the engine's own moves:
+ * page by page, the write-back of a 256 MiB copy took 1.5 times the CPU of
+ * the copy itself (perf: a rep movsq per 4 KiB page).
+ */
 static void bo_write_back(SimBo *bo) {
         SimBoCache *c = bo->cache;
         size_t kept = 0;
@@ -243,10 +256,17 @@ static void bo_write_back(SimBo *bo) {
                         c->dirty[kept++] = i; /* still being written: it stays dirty */
                         continue;
                 }
-                if (c->pages[i].state == PAGE_WRITTEN)
-                        memcpy(bo->host + (uint64_t) i * PAGE, c->view + (uint64_t) i * PAGE, PAGE);
-                else
-                        page_write_back(bo, c, (uint64_t) i * PAGE);
+                if (c->pages[i].state == PAGE_WRITTEN) {
+                        size_t n = 1;
+                        while (k + n < c->n_dirty && c->dirty[k + n] == i + n && written_whole(c, i + (uint32_t) n))
+                                n++;
+                        sim_dma_copy(bo->host + (uint64_t) i * PAGE, c->view + (uint64_t) i * PAGE, n * PAGE);
+                        for (size_t m = 0; m < n; m++)
+                                c->pages[i + m].state = PAGE_CLEAN;
+                        k += n - 1;
+                        continue;
+                }
+                page_write_back(bo, c, (uint64_t) i * PAGE);
                 c->pages[i].state = PAGE_CLEAN;
         }
         if (kept == 0)

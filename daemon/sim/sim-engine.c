@@ -8,7 +8,7 @@
  * passes the thread sleeps as sim-engine.h says: not at all after progress,
  * a growing 10 µs .. 1 ms while a queue waits on memory, until kicked (or
  * IDLE_SLEEP_NS) when all is idle, and until a queue is added when it has
- * none.
+ * none. Its CPU priority: engine_apply().
  */
 #include <errno.h>
 #include <limits.h>
@@ -66,28 +66,66 @@ static int engine_pass(SimEngine *e) {
         return progress ? SIM_STEP_PROGRESS : waiting ? SIM_STEP_WAITING : SIM_STEP_IDLE;
 }
 
-/* A real engine costs the host no CPU; a simulated one copies with it. So
- * that it delays the threads that drive the GPU (the daemon's event loop, its
- * WAIT_EVENTS waiter, the clients) as little as it can, the engine thread runs
- * ENGINE_NICE steps below the process's priority (Linux: per thread) — but
- * for bulk moves (sim_engine_set_bulk()). engine_base_nice is the process's
- * priority in an engine thread that lowered its own, INT_MIN elsewhere. */
+/*
+ * A real engine costs the host no CPU and sees a doorbell at once; a
+ * simulated one runs on the host's CPUs. Its CPU priority (Linux: per
+ * thread) weighs the two:
+ *  - A CP engine runs work that comes after it idled (a launch and its
+ *    completion) at the process's priority: its first PROMPT_PASSES passes
+ *    that make progress. Next to a CPU-bound thread (a ROCr program spinning
+ *    on its signal, another process's build) a thread ENGINE_NICE steps down
+ *    gets a tenth of its share and waits for it: an empty HIP kernel's two
+ *    relayed jobs waited 40-330 us between the doorbell and the engine's
+ *    first pass, and again between the two jobs (bench-hip launch, per-stage
+ *    timestamps), where the native round trip, whose client sleeps, saw
+ *    about 10 us. Kept busy past that (a flood of jobs), it goes
+ *    ENGINE_NICE steps below until it idles: then it goes back up before it
+ *    sleeps, so that the next doorbell wakes it at the process's priority.
+ *  - An SDMA engine runs ENGINE_NICE steps below, so that the copies it
+ *    does with the host's CPU delay the threads that drive the GPU (the
+ *    daemon's event loop, its WAIT_EVENTS waiter, the clients) as little as
+ *    they can — but for bulk moves (sim_engine_set_bulk()). Its floods come
+ *    in pieces the scheduler hands out one after another, with the engine
+ *    idle in between, so the CP's rule would keep them at the process's
+ *    priority (bench-broker noise: the light client's p99 next to 15 copy
+ *    flooders 2.7-4.6 times its p99 next to burners, against 1.0-1.1).
+ * Raising a thread's priority back needs CAP_SYS_NICE or an RLIMIT_NICE
+ * that allows it (the unit's LimitNICE=); without, the thread stays below
+ * once it went there. engine_base_nice is the process's priority in an
+ * engine thread, INT_MIN elsewhere and once a change was refused.
+ */
+#define PROMPT_PASSES 16u
+
 static _Thread_local int engine_base_nice = INT_MIN;
 static _Thread_local bool engine_bulk;
+static _Thread_local bool engine_prompt;     /* a CP engine: prompt after it idled */
+static _Thread_local bool engine_low;        /* ENGINE_NICE steps below now */
+static _Thread_local unsigned engine_streak; /* passes with progress since it last idled */
 
 static int engine_set_nice(int nice) {
         return setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), MIN(nice, 19)) < 0 ? -errno : 0;
 }
 
-static void engine_lower_priority(void) {
+static void engine_apply(void) {
+        bool low = !engine_bulk && (!engine_prompt || engine_streak >= PROMPT_PASSES);
+
+        if (engine_base_nice == INT_MIN || low == engine_low)
+                return;
+        if (engine_set_nice(low ? engine_base_nice + ENGINE_NICE : engine_base_nice) < 0) {
+                engine_base_nice = INT_MIN; /* not allowed: stay where it is */
+                return;
+        }
+        engine_low = low;
+}
+
+static void engine_init_priority(void) {
         int base;
 
         errno = 0;
         base = getpriority(PRIO_PROCESS, 0);
         if (base == -1 && errno != 0)
                 return;
-        if (engine_set_nice(base + ENGINE_NICE) == 0)
-                engine_base_nice = base;
+        engine_base_nice = base;
 }
 
 /* Next to CPU-bound threads of other processes a thread 10 nice steps down
@@ -99,17 +137,10 @@ static void engine_lower_priority(void) {
  * CPUs of a 2-CPU machine from the event loop: a light client's 4 KiB copy
  * p99 next to 15 flooders 83-189 ms against 4.4-7.0) runs at the process's
  * priority, and the thread stays there until its next move that is not one,
- * across the fences and waits between a large copy's pieces. Raising a
- * thread's priority back needs CAP_SYS_NICE or an RLIMIT_NICE that allows
- * it (the unit's LimitNICE=); without, the thread stays below for good. */
+ * across the fences and waits between a large copy's pieces. */
 void sim_engine_set_bulk(bool bulk) {
-        if (engine_base_nice == INT_MIN || engine_bulk == bulk)
-                return;
-        if (engine_set_nice(bulk ? engine_base_nice : engine_base_nice + ENGINE_NICE) < 0) {
-                engine_base_nice = INT_MIN; /* not allowed: stay where it is */
-                return;
-        }
         engine_bulk = bulk;
+        engine_apply();
 }
 
 static void *engine_thread(void *userdata) {
@@ -117,7 +148,9 @@ static void *engine_thread(void *userdata) {
         SimDevice *d = e->device;
         unsigned waits = 0;
 
-        engine_lower_priority();
+        engine_prompt = e->kind == SIM_ENGINE_CP;
+        engine_init_priority();
+        engine_apply();
         pthread_mutex_lock(&d->lock);
         while (!e->stop) {
                 int r;
@@ -128,6 +161,10 @@ static void *engine_thread(void *userdata) {
                 }
                 e->kicked = false;
                 r = engine_pass(e);
+                if (r == SIM_STEP_PROGRESS && engine_streak < UINT_MAX) {
+                        engine_streak++;
+                        engine_apply();
+                }
                 if (r == SIM_STEP_PROGRESS || e->kicked || e->stop) {
                         waits = 0;
                         continue;
@@ -137,6 +174,9 @@ static void *engine_thread(void *userdata) {
                         waits++;
                 } else {
                         waits = 0;
+                        /* Idle: back up before it sleeps (engine_apply()). */
+                        engine_streak = 0;
+                        engine_apply();
                         sleep_locked(e, IDLE_SLEEP_NS);
                 }
         }

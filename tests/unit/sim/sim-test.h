@@ -8,10 +8,15 @@
 #pragma once
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kfd/kfd-ops.h"
@@ -299,3 +304,68 @@ static inline uint64_t t_rptr(TestQueue *q) {
 
 /* FENCE(event slot, id) + TRAP(id): how the daemon signals completion. */
 #define PKT_SIGNAL(page_va, id) PKT_FENCE((page_va) + 8ull * (id), (id)), PKT_TRAP(id)
+
+/* ---- The engine thread's CPU priority ---- */
+
+/* Threads of this process at CPU priority nice (/proc/self/task/N/stat, field 19). */
+static inline unsigned t_threads_at_nice(int nice) {
+        DIR *dir = opendir("/proc/self/task");
+        struct dirent *de;
+        unsigned n = 0;
+
+        cr_assert(dir);
+        while ((de = readdir(dir))) {
+                char path[300], buf[512], *p;
+                int field = 2, value = 0;
+                FILE *f;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
+                f = fopen(path, "re");
+                if (!f)
+                        continue; /* gone meanwhile */
+                p = fgets(buf, sizeof buf, f) ? strrchr(buf, ')') : NULL;
+                fclose(f);
+                /* after the name: " state(3) ppid(4) ... nice(19)" */
+                for (p = p ? p + 1 : NULL; p && *p && field < 19; p++)
+                        if (*p == ' ' && p[1] != ' ')
+                                field++;
+                if (p && field == 19 && sscanf(p, "%d", &value) == 1 && value == nice)
+                        n++;
+        }
+        closedir(dir);
+        return n;
+}
+
+static inline void *t_can_raise_priority_thread(void *userdata) {
+        pid_t tid = (pid_t) syscall(SYS_gettid);
+        int base = *(int *) userdata;
+
+        if (setpriority(PRIO_PROCESS, (id_t) tid, base + 1) < 0)
+                return NULL;
+        return setpriority(PRIO_PROCESS, (id_t) tid, base) == 0 ? userdata : NULL;
+}
+
+/* Whether this process may raise a thread's priority back (CAP_SYS_NICE or
+ * an RLIMIT_NICE that allows it), as the engines do (sim-engine.c). */
+static inline bool t_can_raise_priority(int base) {
+        pthread_t probe;
+        void *ok = NULL;
+
+        cr_assert_eq(pthread_create(&probe, NULL, t_can_raise_priority_thread, &base), 0);
+        cr_assert_eq(pthread_join(probe, &ok), 0);
+        return ok != NULL;
+}
+
+/* Waits (at most 10 s, in 1 ms steps) until want threads are at nice; the
+ * count then. */
+static inline unsigned t_wait_threads_at_nice(int nice, unsigned want) {
+        unsigned n = t_threads_at_nice(nice);
+
+        for (int i = 0; i < 10000 && n != want; i++) {
+                usleep(1000);
+                n = t_threads_at_nice(nice);
+        }
+        return n;
+}

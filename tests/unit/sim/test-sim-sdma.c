@@ -82,63 +82,17 @@ Test(sim_sdma, copy_fill_write_fence) {
         t_close(&r.c, true);
 }
 
-/* ---- The engine thread's CPU priority ---- */
-
-/* Threads of this process at CPU priority nice (/proc/self/task/N/stat, field 19). */
-static unsigned threads_at_nice(int nice) {
-        DIR *dir = opendir("/proc/self/task");
-        struct dirent *de;
-        unsigned n = 0;
-
-        cr_assert(dir);
-        while ((de = readdir(dir))) {
-                char path[300], buf[512], *p;
-                int field = 2, value = 0;
-                FILE *f;
-
-                if (de->d_name[0] == '.')
-                        continue;
-                snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
-                f = fopen(path, "re");
-                if (!f)
-                        continue; /* gone meanwhile */
-                p = fgets(buf, sizeof buf, f) ? strrchr(buf, ')') : NULL;
-                fclose(f);
-                /* after the name: " state(3) ppid(4) ... nice(19)" */
-                for (p = p ? p + 1 : NULL; p && *p && field < 19; p++)
-                        if (*p == ' ' && p[1] != ' ')
-                                field++;
-                if (p && field == 19 && sscanf(p, "%d", &value) == 1 && value == nice)
-                        n++;
-        }
-        closedir(dir);
-        return n;
-}
-
-static void *can_raise_priority(void *userdata) {
-        pid_t tid = (pid_t) syscall(SYS_gettid);
-        int base = *(int *) userdata;
-
-        if (setpriority(PRIO_PROCESS, (id_t) tid, base + 1) < 0)
-                return NULL;
-        return setpriority(PRIO_PROCESS, (id_t) tid, base) == 0 ? userdata : NULL;
-}
-
 /* An SDMA engine thread runs 10 nice steps below the process for small
  * moves, and at its priority for bulk ones (>= 1 MiB, no other queue
  * waiting) until its next move that is not one; the bytes are the same
  * either way. */
 Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         int base = getpriority(PRIO_PROCESS, 0), low = base + 10 > 19 ? 19 : base + 10;
-        pthread_t probe;
-        void *ok;
         Rig r;
 
         if (low == base)
                 cr_skip_test("this process runs at nice %d: its engines cannot go lower", base);
-        cr_assert_eq(pthread_create(&probe, NULL, can_raise_priority, &base), 0);
-        cr_assert_eq(pthread_join(probe, &ok), 0);
-        if (!ok)
+        if (!t_can_raise_priority(base))
                 cr_skip_test("this process may not raise a thread's priority back (no CAP_SYS_NICE, RLIMIT_NICE too low)");
         rig_open(&r, NULL, 65536);
         TestBo src = t_bo(&r.c, 4u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
@@ -151,19 +105,19 @@ Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         /* a first small move: the engine has run (and lowered itself) */
         uint32_t first[] = { PKT_COPY(dst.va + (3u << 20), src.va, 4096) };
         rig_submit_and_wait(&r, first, ELEMENTSOF(first));
-        below = threads_at_nice(low);
+        below = t_threads_at_nice(low);
         cr_assert_geq(below, 1, "no engine thread 10 nice steps down");
         uint32_t big[] = { PKT_COPY(dst.va, src.va, 2u << 20) };
         rig_submit_and_wait(&r, big, ELEMENTSOF(big));
         cr_expect_eq(memcmp(dp, sp, 2u << 20), 0, "bulk copy");
-        cr_expect_eq(threads_at_nice(low), below - 1, "the engine did not run the bulk move at nice %d", base);
+        cr_expect_eq(t_threads_at_nice(low), below - 1, "the engine did not run the bulk move at nice %d", base);
         uint32_t fence_only[] = { PKT_FENCE(dst.va + (3u << 20), 7) };
         rig_submit_and_wait(&r, fence_only, ELEMENTSOF(fence_only));
-        cr_expect_eq(threads_at_nice(low), below - 1, "a fence after a bulk move lowered the engine");
+        cr_expect_eq(t_threads_at_nice(low), below - 1, "a fence after a bulk move lowered the engine");
         uint32_t small[] = { PKT_COPY(dst.va + (2u << 20), src.va, 4096) };
         rig_submit_and_wait(&r, small, ELEMENTSOF(small));
         cr_expect_eq(memcmp(dp + (2u << 20), sp, 4096), 0, "small copy");
-        cr_expect_eq(threads_at_nice(low), below, "a small move ran at the process's priority");
+        cr_expect_eq(t_threads_at_nice(low), below, "a small move ran at the process's priority");
 
         /* Another queue with work (a POLL_REGMEM that waits): a bulk move
          * would delay it, and stays 10 steps down. */
@@ -177,7 +131,7 @@ Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         uint32_t big2[] = { PKT_COPY(dst.va + (1u << 20), src.va, 2u << 20) };
         rig_submit_and_wait(&r, big2, ELEMENTSOF(big2));
         cr_expect_eq(memcmp(dp + (1u << 20), sp, 2u << 20), 0, "bulk copy next to a waiting queue");
-        cr_expect_eq(threads_at_nice(low), below, "a bulk move ran at the process's priority while another queue waited");
+        cr_expect_eq(t_threads_at_nice(low), below, "a bulk move ran at the process's priority while another queue waited");
         __atomic_store_n(flag, 5, __ATOMIC_RELEASE);
         t_close(&r.c, true);
 }
