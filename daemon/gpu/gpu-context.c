@@ -711,6 +711,18 @@ int gpu_context_process(GpuContext *c, GpuCompletionFn cb, void *userdata) {
                 c->stats.faults++;
                 if (c->lost)
                         continue;
+                /* A reset signals every KFD process with its own data on the
+                 * reset GPU — every process, as each has one for every GPU
+                 * (kfd_init_apertures) — naming that GPU
+                 * (kfd_signal_reset_event: the user gpu_id); the queues of the
+                 * other GPUs are not stopped (kgd2kfd_pre_reset suspends that
+                 * node). A memory fault, on any GPU, evicts the process's
+                 * queues on every GPU (kfd_process_evict_queues). */
+                if (!faults[i].memory && faults[i].gpu_id && faults[i].gpu_id != c->gpu_id) {
+                        log_info("gpu: GPU gpu_id 0x%x was reset; the context on gpu_id 0x%x goes on",
+                                 faults[i].gpu_id, c->gpu_id);
+                        continue;
+                }
                 if (faults[i].memory)
                         n += gpu_context_lose(c, &faults[i], cb, userdata);
                 else

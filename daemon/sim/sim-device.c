@@ -819,10 +819,14 @@ int sim_device_reset_gpu(SimDevice *d, uint32_t gpu_id, bool memory_lost) {
         }
         log_warning("sim: reset of GPU 0x%x%s", gpu_id, memory_lost ? ", VRAM contents lost" : "");
         /* kgd2kfd_pre_reset(that device) -> kfd_signal_reset_event(node):
-         * the contexts that have a VM on it. */
+         * every process is told (each has its data for every GPU, made by
+         * kfd_init_apertures at its creation), naming the reset GPU; the
+         * contexts with a VM on it lose their queues. */
         for (SimProcess *p = d->processes; p; p = p->next)
                 if (p->pdds[gpu->index]->vm_file)
                         sim_process_gpu_reset(p, gpu, memory_lost);
+                else
+                        sim_events_gpu_reset(p, gpu, memory_lost);
         if (memory_lost)
                 sim_memory_lose_vram(d, gpu);
         pthread_mutex_unlock(&d->lock);

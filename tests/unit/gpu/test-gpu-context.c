@@ -1457,3 +1457,41 @@ Test(gpu_context, unref_after_rings_with_idle_rings_is_an_unref, .init = setup, 
         cr_assert_eq(st.buffers, st0.buffers - 1);
         cr_assert_null(gpu_buffer_unref_after_jobs(NULL));
 }
+
+static void setup_igpu_first(void) {
+        /* The context on the discrete GPU (kfd_gpu_choose()'s default), an iGPU beside it. */
+        setup_sim(&(SimOptions) { .igpu_first = true }, NULL);
+}
+
+/* A reset of another GPU is said to every KFD process, naming that GPU
+ * (kfd_signal_reset_event); the context's own GPU was not reset, so its
+ * queues go on. A reset of its own GPU loses it. */
+Test(gpu_context, a_reset_of_another_gpu_leaves_the_context_running, .init = setup_igpu_first, .fini = teardown,
+     .timeout = 60) {
+        const uint64_t size = 64 * 1024;
+        const uint32_t igpu = 0x5A0B;
+        GpuBuffer *dst = new_buf(size, GPU_PLACEMENT_GTT);
+        GpuJob fill = { .type = GPU_JOB_FILL,
+                        .fill = { .dst_va = gpu_buffer_get_va(dst), .size = size, .pattern = 0x12345678 } };
+        const char *why = NULL;
+        GpuContextStats st;
+
+        cr_assert_neq(gpu_context_get_info(fx.ctx)->gpu_id, igpu, "the context is on the discrete GPU");
+        cr_assert_eq(sim_device_reset_gpu(fx.dev, igpu, true), 0);
+        /* The waiter sees the exception; the next completions come after it. */
+        check_ok(wait_seq(fx.ctx, &fx.comps, 0, submit(0, &fill)));
+        gpu_context_get_stats(fx.ctx, &st);
+        cr_expect_geq(st.faults, 1u, "the reset was seen");
+        cr_expect(!gpu_context_is_lost(fx.ctx, &why), "lost: %s", why ? why : "");
+        cr_expect_eq(((uint32_t *) gpu_buffer_get_cpu(dst))[size / 4 - 1], 0x12345678u);
+
+        cr_assert_eq(sim_device_reset_gpu(fx.dev, gpu_context_get_info(fx.ctx)->gpu_id, false), 0);
+        for (int i = 0; i < 3000 && !gpu_context_is_lost(fx.ctx, &why); i++) {
+                struct pollfd p = { .fd = gpu_context_get_wake_fd(fx.ctx), .events = POLLIN };
+                (void) poll(&p, 1, 10);
+                (void) gpu_context_process(fx.ctx, on_comp, &fx.comps);
+        }
+        cr_expect(gpu_context_is_lost(fx.ctx, &why), "its own GPU's reset loses it");
+        cr_expect(why && strstr(why, "the GPU was reset"), "%s", why ? why : "(null)");
+        gpu_buffer_unref(dst);
+}
