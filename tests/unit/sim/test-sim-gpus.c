@@ -447,8 +447,9 @@ Test(sim_gpus, fault_on_gpu0_evicts_only_that_secondary_context) {
         fault_evicts_only_that_process(true);
 }
 
-/* A reset of GPU 1 evicts the contexts with a VM on it and tells them with
- * GPU 1's id; a context on GPU 0 only runs on. */
+/* A reset of GPU 1 evicts the contexts with a VM on it; every context is
+ * told, with GPU 1's id (kfd_signal_reset_event); a context on GPU 0 only
+ * runs on. */
 Test(sim_gpus, reset_of_one_gpu_leaves_the_other_gpus_contexts) {
         SimDevice *d = new_device(2, false);
         TestCtx only0, both0, both1;
@@ -467,7 +468,12 @@ Test(sim_gpus, reset_of_one_gpu_leaves_the_other_gpus_contexts) {
         cr_assert_eq(t_wait(&both0, &ev, 1, false, 1000, &res), 0);
         cr_assert_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE);
         cr_expect_eq(ev.hw_exception_data.gpu_id, both1.gpu_id);
-        cr_expect_eq(t_wait1(&only0, hw_only0, 0), KFD_IOC_WAIT_RESULT_TIMEOUT, "no reset of GPU 0");
+        /* Every process is told (each has its data for every GPU,
+         * kfd_init_apertures), with GPU 1's id: GPU 0 was not reset. */
+        struct kfd_event_data ev0 = { .event_id = hw_only0 };
+        cr_assert_eq(t_wait(&only0, &ev0, 1, false, 1000, &res), 0);
+        cr_expect_eq(res, KFD_IOC_WAIT_RESULT_COMPLETE, "told of GPU 1's reset");
+        cr_expect_eq(ev0.hw_exception_data.gpu_id, both1.gpu_id);
         t_sdma_queue(&only0, &q, 4096);
         TestBo sink = t_bo(&only0, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
         uint32_t f[] = { PKT_FENCE(sink.va, 7) };
