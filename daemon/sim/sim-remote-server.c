@@ -20,14 +20,21 @@
  * never a daemon address. A protocol error ends the channel (the control
  * channel: the process).
  *
+ * A driven server (sim_remote_serve_process_driven(), for tests and fuzz
+ * targets) has no threads: its caller runs it (sim_remote_server_run()),
+ * which serves on the caller's thread, through the same handshake,
+ * control_step(), serve_request() and server_end(), whatever is waiting.
+ *
  * Teardown, at EOF of the control socket or by sim_remote_servers_stop():
  * the process is killed (WAIT_EVENTS asleep for it return -EINTR), the channel
  * sockets are shut down (threads in recv or send return), the channel
  * threads joined, the process freed (files closed, contexts destroyed: the
  * kernel's process exit), the server unlinked from its registry.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +58,8 @@ struct SimRemoteChannel {
         SimRemoteChannel *next;
         SimRemoteServer *server;
         int fd;
-        pthread_t thread;
-        bool done;               /* the thread returned: join it (server lock) */
+        pthread_t thread;        /* none when the server is driven */
+        bool done;               /* it ended (the thread returned): reap it (server lock) */
 };
 
 struct SimRemoteRegistry {
@@ -73,6 +80,9 @@ struct SimRemoteServer {
         unsigned n_channels;
         const SimRemoteHooks *hooks; /* NULL: none (sim-remote.h) */
         void *hooks_userdata;
+        bool driven;             /* no threads: sim_remote_server_run() serves it */
+        bool greeted;            /* driven: the handshake is done */
+        uint8_t *in, *out;       /* driven: a message and its reply */
 };
 
 /* An ioctl of the process, between the hooks. */
@@ -531,39 +541,49 @@ static int serve_request(SimRemoteServer *s, int sock, const uint8_t *msg, size_
         return reply_send(sock, out, &rep);
 }
 
-static void *channel_main(void *userdata) {
-        SimRemoteChannel *ch = userdata;
-        SimRemoteServer *s = ch->server;
-        uint8_t *in = malloc(SIM_REMOTE_MAX_MESSAGE), *out = malloc(SIM_REMOTE_MAX_MESSAGE);
+/* Receives one message on a channel and serves it: 1, 0 at EOF, or a
+ * negative errno that ends the channel (serve_request()). */
+static int channel_step(SimRemoteChannel *ch, uint8_t *in, uint8_t *out) {
+        int fd;
+        ssize_t n = sim_remote_recv(ch->fd, in, SIM_REMOTE_MAX_MESSAGE, &fd);
 
-        if (in && out)
-                for (;;) {
-                        int fd;
-                        ssize_t n = sim_remote_recv(ch->fd, in, SIM_REMOTE_MAX_MESSAGE, &fd);
-                        if (n <= 0) {
-                                if (n < 0)
-                                        log_debug_errno((int) n, "sim-remote: channel %d ends: %m", ch->fd);
-                                break;
-                        }
-                        int r = serve_request(s, ch->fd, in, (size_t) n, fd, out);
-                        if (r < 0) {
-                                log_debug_errno(r, "sim-remote: channel %d ends: %m", ch->fd);
-                                break;
-                        }
-                }
-        free(in);
-        free(out);
+        if (n <= 0)
+                return (int) n;
+        int r = serve_request(ch->server, ch->fd, in, (size_t) n, fd, out);
+        return r < 0 ? r : 1;
+}
+
+/* The channel ended (r: channel_step()'s last result). */
+static void channel_finish(SimRemoteChannel *ch, int r) {
+        SimRemoteServer *s = ch->server;
+
+        if (r < 0)
+                log_debug_errno(r, "sim-remote: channel %d ends: %m", ch->fd);
         /* The peer sees the channel end now; the fd itself is closed when the
-         * thread is joined (closing it here could let server_end() shut down
+         * channel is reaped (closing it here could let server_end() shut down
          * a number reused meanwhile). */
         (void) shutdown(ch->fd, SHUT_RDWR);
         pthread_mutex_lock(&s->lock);
         ch->done = true;
         pthread_mutex_unlock(&s->lock);
+}
+
+static void *channel_main(void *userdata) {
+        SimRemoteChannel *ch = userdata;
+        uint8_t *in = malloc(SIM_REMOTE_MAX_MESSAGE), *out = malloc(SIM_REMOTE_MAX_MESSAGE);
+        int r = -ENOMEM;
+
+        if (in && out)
+                while ((r = channel_step(ch, in, out)) > 0)
+                        ;
+        free(in);
+        free(out);
+        channel_finish(ch, r);
         return NULL;
 }
 
-/* Joins and frees the channels whose threads returned. Server lock. */
+/* Joins and frees the channels whose threads returned (driven: that
+ * ended). Server lock. */
 static void reap_channels(SimRemoteServer *s) {
         for (SimRemoteChannel **x = &s->channels; *x;) {
                 SimRemoteChannel *ch = *x;
@@ -571,7 +591,8 @@ static void reap_channels(SimRemoteServer *s) {
                         x = &ch->next;
                         continue;
                 }
-                pthread_join(ch->thread, NULL);
+                if (!s->driven)
+                        pthread_join(ch->thread, NULL);
                 *x = ch->next;
                 safe_close(ch->fd);
                 free(ch);
@@ -579,7 +600,8 @@ static void reap_channels(SimRemoteServer *s) {
         }
 }
 
-/* NEW_CHANNEL: a thread for the socket fd (taken over). */
+/* NEW_CHANNEL: a thread for the socket fd (taken over); driven: the
+ * socket alone, which sim_remote_server_run() serves. */
 static int channel_start(SimRemoteServer *s, int fd) {
         SimRemoteChannel *ch;
         int r;
@@ -597,7 +619,7 @@ static int channel_start(SimRemoteServer *s, int fd) {
         }
         ch->server = s;
         ch->fd = fd;
-        r = -pthread_create(&ch->thread, NULL, channel_main, ch);
+        r = s->driven ? 0 : -pthread_create(&ch->thread, NULL, channel_main, ch);
         if (r < 0) {
                 free(ch);
                 goto fail;
@@ -705,7 +727,8 @@ static void server_end(SimRemoteServer *s) {
         while (s->channels) {
                 SimRemoteChannel *ch = s->channels;
                 s->channels = ch->next;
-                pthread_join(ch->thread, NULL);
+                if (!s->driven)
+                        pthread_join(ch->thread, NULL);
                 safe_close(ch->fd);
                 free(ch);
         }
@@ -718,6 +741,8 @@ static void server_end(SimRemoteServer *s) {
         pthread_mutex_destroy(&s->lock);
         if (s->hooks && s->hooks->end)
                 s->hooks->end(s->hooks_userdata);
+        free(s->in);
+        free(s->out);
         free(s);
 }
 
@@ -734,8 +759,9 @@ static void *server_main(void *userdata) {
         return NULL;
 }
 
-int sim_remote_serve_process(SimRemoteRegistry *reg, int fd, const SimRemoteProcess *proc,
-                             const SimRemoteHooks *hooks, void *userdata) {
+/* A server for proc on fd, with its own threads, or driven (*driven set). */
+static int serve(SimRemoteRegistry *reg, int fd, const SimRemoteProcess *proc, const SimRemoteHooks *hooks,
+                 void *userdata, SimRemoteServer **driven) {
         _cleanup_close_ int sock = fd;
         SimRemoteServer *s;
         pthread_attr_t attr;
@@ -755,19 +781,32 @@ int sim_remote_serve_process(SimRemoteRegistry *reg, int fd, const SimRemoteProc
         s->proc = *proc;
         s->hooks = hooks;
         s->hooks_userdata = userdata;
+        s->driven = driven != NULL;
         s->fd = TAKE_FD(sock);
         pthread_mutex_init(&s->lock, NULL);
-
-        pthread_mutex_lock(&reg->lock);
-        if (reg->stopping)
-                r = -ENODEV;
-        else {
-                s->next = reg->servers;
-                reg->servers = s;
-                reg->n_servers++;
+        if (s->driven) {
+                s->in = malloc(SIM_REMOTE_MAX_MESSAGE);
+                s->out = malloc(SIM_REMOTE_MAX_MESSAGE);
+                if (!s->in || !s->out)
+                        r = -ENOMEM;
         }
-        pthread_mutex_unlock(&reg->lock);
 
+        if (r >= 0) {
+                pthread_mutex_lock(&reg->lock);
+                if (reg->stopping)
+                        r = -ENODEV;
+                else {
+                        s->next = reg->servers;
+                        reg->servers = s;
+                        reg->n_servers++;
+                }
+                pthread_mutex_unlock(&reg->lock);
+        }
+
+        if (r >= 0 && s->driven) {
+                *driven = s;
+                return 0;
+        }
         if (r >= 0) {
                 pthread_attr_init(&attr);
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -780,8 +819,62 @@ int sim_remote_serve_process(SimRemoteRegistry *reg, int fd, const SimRemoteProc
         s->proc.free(s->proc.userdata);
         safe_close(s->fd);
         pthread_mutex_destroy(&s->lock);
+        free(s->in);
+        free(s->out);
         free(s);
         return r;
+}
+
+int sim_remote_serve_process(SimRemoteRegistry *reg, int fd, const SimRemoteProcess *proc,
+                             const SimRemoteHooks *hooks, void *userdata) {
+        return serve(reg, fd, proc, hooks, userdata, NULL);
+}
+
+int sim_remote_serve_process_driven(SimRemoteRegistry *reg, int fd, const SimRemoteProcess *proc,
+                                    const SimRemoteHooks *hooks, void *userdata, SimRemoteServer **ret) {
+        return serve(reg, fd, proc, hooks, userdata, ret);
+}
+
+int sim_remote_server_run(SimRemoteServer *s) {
+        struct pollfd p[SIM_REMOTE_MAX_CHANNELS + 1];
+        SimRemoteChannel *ch[SIM_REMOTE_MAX_CHANNELS + 1];
+        bool served;
+        int r;
+
+        assert(s->driven);
+        do {
+                unsigned n = 0;
+                ch[n] = NULL;
+                p[n++] = (struct pollfd) { .fd = s->fd, .events = POLLIN };
+                for (SimRemoteChannel *c = s->channels; c && n < ELEMENTSOF(p); c = c->next)
+                        if (!c->done) {
+                                ch[n] = c;
+                                p[n++] = (struct pollfd) { .fd = c->fd, .events = POLLIN };
+                        }
+                while (poll(p, n, 0) < 0)
+                        if (errno != EINTR)
+                                return -errno;
+                served = false;
+                /* Each socket's messages in order; the sockets in any. */
+                for (unsigned i = 1; i < n; i++)
+                        if (p[i].revents) {
+                                r = channel_step(ch[i], s->in, s->out);
+                                if (r <= 0)
+                                        channel_finish(ch[i], r);
+                                served = true;
+                        }
+                if (p[0].revents) {
+                        r = s->greeted ? control_step(s, s->in) : handshake(s, s->in);
+                        if (r < 0) {
+                                log_debug_errno(r, "sim-remote: process ends: %m");
+                                server_end(s);
+                                return 0;
+                        }
+                        s->greeted = true;
+                        served = true;
+                }
+        } while (served);
+        return 1;
 }
 
 /* A SimMm as a served process. */
@@ -806,7 +899,7 @@ int sim_remote_serve(SimDevice *d, int fd) {
         return sim_remote_serve_hooked(d, fd, NULL, NULL);
 }
 
-int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata) {
+static int serve_mm(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata, SimRemoteServer **driven) {
         SimMm *mm;
         int r;
 
@@ -817,12 +910,19 @@ int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, v
                 close(fd);
                 return r;
         }
-        return sim_remote_serve_process(d->remotes, fd,
-                                        &(SimRemoteProcess) { .ops = &mm->ops, .userdata = mm,
-                                                              .dup_file = mm_dup_file,
-                                                              .mmap_resolve = mm_mmap_resolve,
-                                                              .kill = mm_kill, .free = mm_free },
-                                        hooks, userdata);
+        return serve(d->remotes, fd,
+                     &(SimRemoteProcess) { .ops = &mm->ops, .userdata = mm, .dup_file = mm_dup_file,
+                                           .mmap_resolve = mm_mmap_resolve, .kill = mm_kill, .free = mm_free },
+                     hooks, userdata, driven);
+}
+
+int sim_remote_serve_hooked(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata) {
+        return serve_mm(d, fd, hooks, userdata, NULL);
+}
+
+int sim_remote_serve_driven(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata,
+                            SimRemoteServer **ret) {
+        return serve_mm(d, fd, hooks, userdata, ret);
 }
 
 int sim_remote_registry_new(SimRemoteRegistry **ret) {

@@ -131,6 +131,27 @@ int sim_remote_serve_process(SimRemoteRegistry *reg, int fd, const SimRemoteProc
                              const SimRemoteHooks *hooks, void *userdata);
 
 /*
+ * For tests and fuzz targets: a server without threads of its own, which
+ * its caller runs. sim_remote_serve_process_driven() and
+ * sim_remote_serve_driven() are sim_remote_serve_process() and
+ * sim_remote_serve_hooked() but for that, and give the server in *ret.
+ * sim_remote_server_run() serves, on the caller's thread, every message
+ * waiting on the server's control socket and channels (each socket's in
+ * order), as the threads would, until none is left; it does not wait for
+ * one. Returns 1 while the process lives, 0 once it ended (the control
+ * socket's EOF or a protocol error there: torn down as sim-remote.h says,
+ * end() called, the server freed), or a negative errno from poll(). The
+ * registry's stop() waits for the end of a driven server too: run it to its
+ * end first.
+ */
+typedef struct SimRemoteServer SimRemoteServer;
+int sim_remote_serve_process_driven(SimRemoteRegistry *reg, int fd, const SimRemoteProcess *proc,
+                                    const SimRemoteHooks *hooks, void *userdata, SimRemoteServer **ret);
+int sim_remote_serve_driven(SimDevice *d, int fd, const SimRemoteHooks *hooks, void *userdata,
+                            SimRemoteServer **ret);
+int sim_remote_server_run(SimRemoteServer *s);
+
+/*
  * Process side (in the worker). A KfdOps whose every operation is carried out
  * by the daemon's simulated GPU over fd (the other end of the socket given to
  * sim_remote_serve(); taken over, closed on failure too). The handshake

@@ -88,6 +88,13 @@ ssize_t rio_recv_answer(Client *c, int sock, int *ret_fd) {
         int r;
 
         *ret_fd = -1;
+        if (c->server) {
+                /* A driven server: it serves what was sent, now. */
+                r = sim_remote_server_run(c->server);
+                check(r >= 0, "running the server");
+                if (r == 0)
+                        c->server = NULL;
+        }
         do
                 r = poll(&p, 1, REPLY_WAIT_MS);
         while (r < 0 && errno == EINTR);

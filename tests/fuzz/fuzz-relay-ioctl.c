@@ -17,7 +17,12 @@
  * Input (fuzz-relay-ioctl.h names its parts): a flags byte — bit 0 a
  * simulated process (else a relayed KFD process), bit 1 the daemon's GPU
  * context in the relayed process, bit 2 no automatic HELLO and first
- * channel — then operations, each an opcode byte (modulo RIO_OP_COUNT) and
+ * channel, bits 3 and 4 both set: the server on threads of its own, as the
+ * daemon runs it (else driven on the fuzzer's thread by
+ * sim_remote_server_run() before each answer is read: the same handshake,
+ * control and request code and the same teardown, without a thread made
+ * per channel and a switch between threads per message, which cost most
+ * of an input under ASan) — then operations, each an opcode byte (modulo RIO_OP_COUNT) and
  * its operands (read as the operation needs them; missing bytes are zeros):
  *   0  a raw message on the channel: length (2 bytes, at most 1024; 0xffff:
  *      one byte more than a message may be), the bytes, which fd comes along
@@ -572,8 +577,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         pthread_mutex_lock(&end_lock);
         ended = false;
         pthread_mutex_unlock(&end_lock);
+        bool threads = (flags & RIO_FLAG_THREADS) == RIO_FLAG_THREADS;
+        SimRemoteServer **driven = threads ? NULL : &c.server;
         if (flags & RIO_FLAG_SIM_PROCESS)
-                check(sim_remote_serve_hooked(dev, sv[0], &hooks, NULL) == 0, "serving a simulated process");
+                check((driven ? sim_remote_serve_driven(dev, sv[0], &hooks, NULL, driven)
+                              : sim_remote_serve_hooked(dev, sv[0], &hooks, NULL)) == 0,
+                      "serving a simulated process");
         else {
                 check(kfd_process_new(sim_device_get_ops(dev), NULL, KFD_PROCESS_SECONDARY, gpu_id, render_minor, &kp,
                                       err, sizeof err) == 0,
@@ -586,7 +595,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         check(gpu_context_new(kfd_process_daemon_ops(kp), &o, &daemon_gpu) == 0,
                               "the daemon's GPU context in the relayed process");
                 }
-                check(sim_remote_serve_process(reg, sv[0], &served, &hooks, NULL) == 0, "serving the KFD process");
+                check((driven ? sim_remote_serve_process_driven(reg, sv[0], &served, &hooks, NULL, driven)
+                              : sim_remote_serve_process(reg, sv[0], &served, &hooks, NULL)) == 0,
+                      "serving the KFD process");
         }
         c.control = sv[1];
 
@@ -612,6 +623,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         close(c.control);
         for (unsigned i = 0; i < c.n_kept; i++)
                 close(c.kept[i]);
+        if (c.server)
+                check(sim_remote_server_run(c.server) == 0, "the server outlived the client's hang-up");
         uint64_t deadline = now_ms() + 10000;
         pthread_mutex_lock(&end_lock);
         while (!ended && now_ms() < deadline) {

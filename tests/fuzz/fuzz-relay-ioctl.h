@@ -21,6 +21,9 @@
 #define RIO_FLAG_SIM_PROCESS 0x1u
 #define RIO_FLAG_DAEMON_CONTEXT 0x2u
 #define RIO_FLAG_NO_HANDSHAKE 0x4u
+/* Both bits: the server runs on threads of its own, as in the daemon; else it
+ * is driven on the fuzzer's thread (sim_remote_server_run()), which is cheaper. */
+#define RIO_FLAG_THREADS 0x18u
 
 /* The operations (opcode byte modulo RIO_OP_COUNT). */
 enum {
@@ -126,6 +129,7 @@ typedef struct Client {
         uint8_t *buf;               /* a reply: SIM_REMOTE_MAX_MESSAGE + 1 bytes */
         uint32_t render_minor;      /* the client's GPU's render node */
         bool debug;                 /* each message and its answer on stderr */
+        struct SimRemoteServer *server; /* driven: run before each answer is read; NULL once it ended */
 } Client;
 
 /* Keeps an fd that came with an answer (closing the oldest past MAX_KEPT_FDS). */

@@ -20,6 +20,7 @@
  * the child does not have).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1122,10 +1123,20 @@ static int raw_send(int sock, const SimRemoteRequest *req, const void *payload, 
         return sim_remote_send(sock, iov, n ? 2 : 1, fd);
 }
 
+/* A driven server (sim_remote_serve_driven()), run before each reply is
+ * read; NULL once it ended, or when the server has threads of its own. */
+static SimRemoteServer *driven;
+
 /* The reply to a request, or 0 at EOF (the server closed the channel). */
 static ssize_t raw_reply(int sock, void *buf, size_t size, int *ret_fd) {
         struct pollfd p = { .fd = sock, .events = POLLIN };
         int fd = -1;
+        if (driven) {
+                int r = sim_remote_server_run(driven);
+                cr_assert_geq(r, 0, "sim_remote_server_run: %d", r);
+                if (r == 0)
+                        driven = NULL;
+        }
         cr_assert_eq(poll(&p, 1, 10000), 1, "the server answered nothing within 10 s");
         ssize_t n = sim_remote_recv(sock, buf, size, &fd);
         if (ret_fd)
@@ -1202,6 +1213,77 @@ static int raw_ioctl_on(int sock, int fd, unsigned long request, const void *arg
 
 static bool one_remote(const SimDeviceStats *st, const void *arg) {
         return st->remote_processes == 1;
+}
+
+static unsigned count_threads(void) {
+        DIR *dir = opendir("/proc/self/task");
+        struct dirent *de;
+        unsigned n = 0;
+        cr_assert_not_null(dir);
+        while ((de = readdir(dir)))
+                n += de->d_name[0] != '.';
+        closedir(dir);
+        return n;
+}
+
+static unsigned driven_ends;
+
+static void on_driven_end(void *userdata) {
+        driven_ends++;
+}
+
+/* A driven server (the fuzz target's) serves the same wire on its caller's
+ * thread: no thread of its own, the handshake, channels, a request, a
+ * malformed one ending its channel only, and at the control socket's EOF the
+ * same teardown, end() once. */
+Test(sim_remote, a_driven_server_serves_on_the_callers_thread, .timeout = 60) {
+        static const SimRemoteHooks hooks = { .end = on_driven_end };
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        unsigned fds = test_count_fds(), threads = count_threads();
+        int sv[2];
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        driven_ends = 0;
+        cr_assert_eq(sim_remote_serve_driven(d, sv[0], &hooks, NULL, &driven), 0);
+        Raw r = { .control = sv[1], .channel = -1 };
+        SimRemoteRequest hello = { .op = SIM_REMOTE_OP_HELLO, .fd = -1,
+                                   .u64 = { SIM_REMOTE_MAGIC | (uint64_t) SIM_REMOTE_VERSION << 32 } };
+        uint8_t buf[sizeof(SimRemoteReply) + SIM_REMOTE_MAX_PATH];
+        cr_assert_eq(raw_send(r.control, &hello, NULL, 0, -1), 0);
+        cr_assert_gt(raw_reply(r.control, buf, sizeof buf, NULL), (ssize_t) sizeof(SimRemoteReply));
+
+        r.channel = raw_new_channel(&r);
+        cr_assert_geq(r.channel, 0);
+        SimRemoteRequest open_req = { .op = SIM_REMOTE_OP_OPEN_KFD, .fd = -1 };
+        SimRemoteReply rep;
+        int kfd_copy = -1;
+        cr_assert_eq(raw_send(r.channel, &open_req, NULL, 0, -1), 0);
+        cr_assert_eq(raw_reply(r.channel, &rep, sizeof rep, &kfd_copy), (ssize_t) sizeof rep);
+        cr_assert_geq(rep.ret, 0, "OPEN_KFD: %d", rep.ret);
+        close(kfd_copy);
+        int kfd = rep.ret;
+        struct kfd_ioctl_get_version_args v = {};
+        cr_expect_eq(raw_ioctl_on(r.channel, kfd, AMDKFD_IOC_GET_VERSION, &v, NULL, 0, -1, &v), 0);
+        cr_expect_eq(v.minor_version, SIM_DEFAULT_KFD_MINOR);
+        cr_expect_eq(count_threads(), threads, "the driven server made no thread");
+
+        cr_assert_eq(sim_remote_send(r.channel, &(struct iovec) { .iov_base = "abc", .iov_len = 3 }, 1, -1), 0);
+        raw_expect_eof(r.channel, "a truncated request");
+        close(r.channel);
+        r.channel = raw_new_channel(&r);
+        cr_assert_geq(r.channel, 0, "the process outlived its channel's end");
+        cr_expect_eq(raw_ioctl_on(r.channel, kfd, AMDKFD_IOC_GET_VERSION, &v, NULL, 0, -1, &v), 0);
+
+        raw_close(&r);
+        cr_assert_not_null(driven);
+        cr_expect_eq(sim_remote_server_run(driven), 0, "the control socket's EOF ends the process");
+        driven = NULL;
+        cr_expect_eq(driven_ends, 1u);
+        SimDeviceStats st;
+        sim_device_get_stats(d, &st);
+        cr_expect_eq(st.remote_processes, 0u);
+        cr_expect_eq(test_count_fds(), fds, "no fd left behind");
+        sim_device_free(d);
 }
 
 Test(sim_remote, garbage_before_the_handshake_ends_the_process) {
