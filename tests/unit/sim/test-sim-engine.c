@@ -55,8 +55,14 @@ Test(sim_engine, prompt_after_idle_and_lower_when_kept_busy) {
         pm4_signal(&r.p, r.page.va, r.done);
         t_submit_pm4_buf(&r.q, &r.p);
         cr_assert_eq(t_wait1(&r.c, r.done, 10000), KFD_IOC_WAIT_RESULT_COMPLETE, "completion event");
-        /* The SDMA engines are there already, 10 steps down. */
-        idle_low = t_threads_at_nice(low);
+        /* The SDMA engines are there already, 10 steps down — each once it
+         * has run (it goes down at its start, which on a loaded machine can
+         * come after this job): wait for all of them, so that the count
+         * below is the CP engine's alone. */
+        SimGpuStats gs;
+        cr_assert_eq(sim_device_get_gpu_stats(r.c.dev, 0, &gs), 0);
+        idle_low = t_wait_threads_at_nice(low, gs.sdma_engines);
+        cr_assert_eq(idle_low, gs.sdma_engines, "the %u idle SDMA engines should be 10 nice steps down", gs.sdma_engines);
 
         /* A busy streak, then a wait for the flag: the engine went down. */
         for (unsigned i = 0; i < STREAK_NOPS; i++) {
