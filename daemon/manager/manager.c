@@ -623,7 +623,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->set.event = m->event;
         m->set.max_connections_per_user = opts->max_connections_per_user;
         m->set.max_connect_rate_per_user = opts->max_connect_rate_per_user;
-        session_set_init_fds(&m->set, opts->max_fds_per_user, opts->max_fds_per_session);
         if (m->n_gpus > 0) {
                 /* BufferMemory= counts per GPU: fitted to the smallest one's VRAM. */
                 uint64_t vram = m->gpus[0].info->vram_size;
@@ -690,6 +689,10 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                                         opts->listen_path ? opts->listen_path : "the activated socket");
                 goto fail;
         }
+        /* The fd budgets count what is open now as the daemon's own: the
+         * device, the bus and every listening socket (one per GPU beside the
+         * main one) with its reserve fd. */
+        session_set_init_fds(&m->set, opts->max_fds_per_user, opts->max_fds_per_session);
         *ret = m;
         return 0;
 fail:
