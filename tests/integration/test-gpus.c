@@ -466,3 +466,26 @@ Test(gpus, a_kernel_without_secondary_contexts_serves_both_gpus) {
                 test_daemon_fini(&d);
         }
 }
+
+/* A bad --sim-gpus= stops the daemon with one line naming the value. */
+Test(gpus, a_bad_sim_gpus_value_is_named) {
+        static const char *const values[] = { "--sim-gpus=9", "--sim-gpus=0", "--sim-gpus=two" };
+        char dir[] = "/tmp/kfdbroker-test-gpus.XXXXXX";
+
+        cr_assert_not_null(mkdtemp(dir));
+        for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+                char sock[128], log[128], want[160];
+                const char *argv[] = { NULL, "--device=sim", values[i], "--listen", sock, "--log-target=stderr", NULL };
+                char *out;
+
+                snprintf(sock, sizeof sock, "%s/sock", dir);
+                snprintf(log, sizeof log, "%s/log", dir);
+                cr_assert_eq(test_wait_exit(test_daemon_spawn(argv, log, NULL), 30000), 1, "%s", values[i]);
+                out = test_read_file(log);
+                snprintf(want, sizeof want, "expected 1..8 discrete GPUs, got '%s'", values[i] + strlen("--sim-gpus="));
+                cr_expect(strstr(out, want), "%s: %s", values[i], out);
+                free(out);
+                unlink(log);
+        }
+        rmdir(dir);
+}
