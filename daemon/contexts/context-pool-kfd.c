@@ -43,6 +43,16 @@ static const GpuContextOptions kfd_process_options = {
  * opening the device: milliseconds); the loop serves others meanwhile. */
 #define PROXY_READY_TIMEOUT_NS (3000ull * 1000000ull)
 
+/* How long a call the daemon makes in a proxy worker's KFD process may
+ * take: the daemon's own calls there (its GPU context's, doorbells, the
+ * teardown) are made on the event loop, so a worker that stops answering
+ * would stop every session. A working one answers in microseconds to
+ * milliseconds (a KFD ioctl, or a VRAM_CLEARED allocation's clear); past
+ * this the worker is given up — its connection shut down, so the GPU
+ * context's waiter sees it gone and the context is lost, and the worker
+ * is killed after the reaper's grace. */
+#define PROXY_CALL_TIMEOUT_MS 5000
+
 /* An OpenKfd on its way: the slot, charged and counted; with a proxy
  * worker, the worker until it says READY. */
 struct ContextKfdOpen {
@@ -172,6 +182,8 @@ static void proxy_ready(ContextKfdOpen *op, int r, const char *why) {
                 r = sim_remote_ops_new(TAKE_FD(op->sock), &remote);
                 if (r < 0)
                         snprintf(err, sizeof err, "cannot reach its KFD process's worker: %s", strerror(-r));
+                else
+                        sim_remote_ops_set_reply_timeout(remote, PROXY_CALL_TIMEOUT_MS);
         }
         if (r < 0) {
                 open_refused(op, true);

@@ -272,9 +272,22 @@ static void collect(Context *c) {
 
         if (c->gpu) {
                 r = gpu_context_process(c->gpu, on_completion, c);
-                if (r < 0 && !gpu_context_is_lost(c->gpu, NULL))
-                        log_error_errno(r, "GPU context %" PRIu64 " (%s): cannot wait for its completions any more: %m",
-                                        c->id, c->key);
+                if (r < 0 && !gpu_context_is_lost(c->gpu, NULL)) {
+                        /* Its waiter is gone: nothing it runs could be
+                         * reported done. A client context is lost with
+                         * it (for a proxy worker's KFD process: the worker
+                         * went, or stopped answering, context-pool-kfd.c);
+                         * the device context's loss is the daemon's. */
+                        char reason[200];
+                        snprintf(reason, sizeof reason, "its completions can no longer be waited for (%s)%s",
+                                 strerror(-r), c->kfd_worker_pid > 0 ? ": its KFD process's worker went or stopped answering" : "");
+                        if (c->device)
+                                log_error("GPU context %" PRIu64 " (%s): %s", c->id, c->key, reason);
+                        else {
+                                context_announce_losing(c, reason);
+                                context_drop(c, true, reason);
+                        }
+                }
                 if (c->gpu && gpu_context_is_lost(c->gpu, &why)) {
                         char reason[200];
                         announce_loss(c); /* if nothing was in flight */

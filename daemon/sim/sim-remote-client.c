@@ -71,6 +71,8 @@ typedef struct SimRemoteOps {
         RemoteChannel channels[SIM_REMOTE_MAX_CHANNELS];
         RemoteFile *files;
         size_t n_files;
+        int reply_timeout_ms;    /* sim_remote_ops_set_reply_timeout(); -1: none */
+        bool broken;             /* a reply did not come in time: every call is -ENODEV */
 } SimRemoteOps;
 
 /* One request and its reply. The reply's argument and array point into the
@@ -147,6 +149,42 @@ static int files_remote(SimRemoteOps *o, int local) {
 
 /* ---- Channels ---- */
 
+/* The other end stopped answering: every channel and the control channel
+ * are shut down (not closed: their numbers stay ours until
+ * sim_remote_ops_free()), so a WAIT_EVENTS asleep on one wakes to -ENODEV,
+ * and every later call is -ENODEV at once. Locked. */
+static void break_locked(SimRemoteOps *o) {
+        o->broken = true;
+        (void) shutdown(o->control_fd, SHUT_RDWR);
+        for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++)
+                if (o->channels[i].fd >= 0)
+                        (void) shutdown(o->channels[i].fd, SHUT_RDWR);
+}
+
+/* Waits until fd has a reply, for at most the reply timeout: 0, or
+ * -ETIMEDOUT with o broken. With o->lock held (locked) or not: a call
+ * waits for its reply unlocked, so that other threads' calls go on. */
+static int wait_reply(SimRemoteOps *o, int fd, bool locked) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int timeout_ms = __atomic_load_n(&o->reply_timeout_ms, __ATOMIC_RELAXED), r;
+
+        if (timeout_ms < 0)
+                return 0;
+        do
+                r = poll(&p, 1, timeout_ms);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        if (r > 0)
+                return 0;
+        if (!locked)
+                pthread_mutex_lock(&o->lock);
+        break_locked(o);
+        if (!locked)
+                pthread_mutex_unlock(&o->lock);
+        return -ETIMEDOUT;
+}
+
 static void channel_retire(SimRemoteOps *o, unsigned i) {
         pthread_mutex_lock(&o->lock);
         o->channels[i].fd = safe_close(o->channels[i].fd);
@@ -181,6 +219,9 @@ static int channel_open(SimRemoteOps *o, unsigned i) {
         r = sim_remote_send(o->control_fd, &(struct iovec) { .iov_base = &req, .iov_len = sizeof req }, 1, theirs);
         if (r < 0)
                 return r == -EPIPE ? -ENODEV : r;
+        r = wait_reply(o, o->control_fd, true);
+        if (r < 0)
+                return r;
         n = sim_remote_recv(o->control_fd, &rep, sizeof rep, &fd);
         if (n == 0)
                 return -ENODEV;
@@ -200,6 +241,10 @@ static int channel_acquire(SimRemoteOps *o, unsigned *ret) {
         int free_slot = -1, r;
 
         pthread_mutex_lock(&o->lock);
+        if (o->broken) {
+                pthread_mutex_unlock(&o->lock);
+                return -ENODEV;
+        }
         for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++) {
                 if (o->channels[i].fd >= 0 && !o->channels[i].busy) {
                         o->channels[i].busy = true;
@@ -257,6 +302,13 @@ static ssize_t call_recv(SimRemoteOps *o, Call *c) {
 
         if (c->cancellable && c->old_cancel == PTHREAD_CANCEL_ENABLE)
                 call_wait_cancellable(o, c);
+        else if (!c->cancellable) {
+                /* A WAIT_EVENTS sleeps as long as it asked; any other
+                 * call is answered at once by a peer that works. */
+                int r = wait_reply(o, ch->fd, false);
+                if (r < 0)
+                        return r;
+        }
         return sim_remote_recv(ch->fd, ch->buf, SIM_REMOTE_MAX_MESSAGE, &c->rep_fd);
 }
 
@@ -726,6 +778,12 @@ static int handshake(SimRemoteOps *o) {
         return o->sysfs_root ? 0 : -ENOMEM;
 }
 
+void sim_remote_ops_set_reply_timeout(const KfdOps *ops, int timeout_ms) {
+        SimRemoteOps *o = container_of(ops, SimRemoteOps, ops);
+
+        __atomic_store_n(&o->reply_timeout_ms, timeout_ms < 0 ? -1 : timeout_ms, __ATOMIC_RELAXED);
+}
+
 void sim_remote_ops_free(const KfdOps *ops) {
         SimRemoteOps *o;
 
@@ -760,6 +818,7 @@ int sim_remote_ops_new(int fd, const KfdOps **ret) {
         for (unsigned i = 0; i < SIM_REMOTE_MAX_CHANNELS; i++)
                 o->channels[i].fd = -EBADF;
         o->control_fd = TAKE_FD(sock);
+        o->reply_timeout_ms = -1;
         o->ops = (KfdOps) {
                 .name = "sim",
                 .userdata = o,

@@ -806,3 +806,104 @@ Test(kfd_relay, a_proxy_worker_coming_up_holds_up_no_other_session) {
                 kfdb_session_free(again[i].s);
         }
 }
+
+/* The pid of the proxy worker whose KFD process the daemon's log names last. */
+static pid_t logged_worker(void) {
+        const char *key = "the KFD process of worker ";
+        char *log = test_daemon_read_log(&d), *at = NULL;
+        long pid = 0;
+
+        for (char *p = strstr(log, key); p; p = strstr(p + 1, key))
+                at = p;
+        if (at)
+                pid = strtol(at + strlen(key), NULL, 10);
+        free(log);
+        return (pid_t) pid;
+}
+
+typedef struct QueryInThread {
+        kfdb_session *s;
+        int r;
+} QueryInThread;
+
+static void *query_in_thread(void *userdata) {
+        QueryInThread *q = userdata;
+        kfdb_usage u;
+
+        q->r = kfdb_query(q->s, &u);
+        return NULL;
+}
+
+/* A proxy worker that stops answering after READY holds up nobody for
+ * long: the daemon's calls into its KFD process (here, the teardown when
+ * the program goes) are made on the loop, and before, the loop waited for
+ * the stopped worker for ever. Now a call unanswered for 5 s gives the
+ * worker up; other sessions are served again and the worker is killed. */
+Test(kfd_relay, a_proxy_worker_that_stops_answering_holds_up_no_session_for_ever) {
+        const char *args[] = { "--sim-kfd-version=1.18", NULL };
+        QueryInThread q = { .r = -1 };
+        struct timespec deadline;
+        Relayed a = {};
+        pthread_t t;
+        pid_t w;
+        int r = 0;
+
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        acquire(&a);
+        w = logged_worker();
+        cr_assert_gt(w, 0);
+        cr_assert_eq(kill(w, SIGSTOP), 0);
+        relayed_close(&a); /* the daemon tears the process down: calls into the stopped worker */
+
+        q.s = test_connect(&d, "other");
+        cr_assert_eq(pthread_create(&t, NULL, query_in_thread, &q), 0);
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 120;
+        r = pthread_timedjoin_np(t, NULL, &deadline);
+        cr_assert_eq(r, 0, "another session is served again once the stopped worker is given up");
+        cr_expect_eq(q.r, 0, "%s", kfdb_session_last_error(q.s));
+        for (int i = 0; i < 3000 && (r = kill(w, 0)) == 0; i++)
+                usleep(10 * 1000);
+        cr_expect_lt(r, 0, "the stopped worker %d is killed", (int) w);
+        kfdb_session_free(q.s);
+}
+
+/* A proxy worker that dies while its program runs: the daemon's GPU
+ * context in that KFD process can no longer learn of anything it runs, so
+ * the context is lost, named in the log, and the program's calls fail
+ * (before, the daemon logged the waiter's end and kept a deaf context);
+ * its session and the others go on. */
+Test(kfd_relay, a_proxy_worker_that_dies_loses_its_context_alone) {
+        const char *args[] = { "--sim-kfd-version=1.18", NULL };
+        struct kfd_ioctl_get_version_args v = {};
+        kfdb_session *other;
+        kfdb_usage u;
+        Relayed a = {};
+        char *log = NULL;
+        pid_t w;
+        int r = 0;
+
+        test_daemon_start(&d, args);
+        relayed_open(&a, 0);
+        acquire(&a);
+        w = logged_worker();
+        cr_assert_gt(w, 0);
+        cr_assert_eq(kill(w, SIGKILL), 0);
+        for (int i = 0; i < 1000; i++) {
+                free(log);
+                log = test_daemon_read_log(&d);
+                if (strstr(log, "its KFD process's worker went or stopped answering"))
+                        break;
+                usleep(10 * 1000);
+        }
+        cr_expect(strstr(log, "lost: its completions can no longer be waited for"), "%s", log);
+        free(log);
+        r = kioctl(&a, AMDKFD_IOC_GET_VERSION, &v);
+        cr_expect_lt(r, 0, "the program's calls fail once its KFD process is gone");
+        cr_expect_eq(kfdb_query(a.s, &u), 0, "its session goes on: %s", kfdb_session_last_error(a.s));
+        other = test_connect(&d, "other");
+        cr_expect_eq(kfdb_query(other, &u), 0, "and another session too");
+        kfdb_session_free(other);
+        relayed_close(&a);
+}
