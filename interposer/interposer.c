@@ -108,6 +108,30 @@ static const char *path_under(const char *path, const char *prefix) {
         return path + n;
 }
 
+/* A path under /sys/dev/char/226:MINOR (a DRM device's sysfs, which
+ * libdrm's drmGetNodeTypeFromFd() checks for a render fd: "device/drm"
+ * must exist): its minor and the rest of the path after it. */
+static bool drm_char_minor(const char *path, unsigned *ret_minor, const char **ret_rest) {
+        const char *p = path;
+        unsigned long minor;
+        char *end;
+
+        if (strncmp(p, KFDI_SYSFS_DEV_CHAR "/226:", strlen(KFDI_SYSFS_DEV_CHAR "/226:")) != 0)
+                return false;
+        p += strlen(KFDI_SYSFS_DEV_CHAR "/226:");
+        if (*p < '0' || *p > '9')
+                return false;
+        errno = 0;
+        minor = strtoul(p, &end, 10);
+        if (errno != 0 || minor >= 1u << 20 || (*end != 0 && *end != '/'))
+                return false;
+        if (ret_minor)
+                *ret_minor = (unsigned) minor;
+        if (ret_rest)
+                *ret_rest = end;
+        return true;
+}
+
 KfdiPathKind kfdi_path_kind(const char *path, unsigned *ret_minor) {
         const char *rest;
         char *end;
@@ -128,7 +152,7 @@ KfdiPathKind kfdi_path_kind(const char *path, unsigned *ret_minor) {
                 return KFDI_PATH_OTHER;
         }
         if ((rest = path_under(path, KFDI_SYSFS_KFD)) || (rest = path_under(path, KFDI_SYSFS_CLASS_KFD)) ||
-            (rest = path_under(path, KFDI_SYSFS_AMDGPU)))
+            (rest = path_under(path, KFDI_SYSFS_AMDGPU)) || drm_char_minor(path, NULL, NULL))
                 return KFDI_PATH_TOPOLOGY;
         return KFDI_PATH_OTHER;
 }
@@ -160,10 +184,18 @@ static void remove_dir(void) {
         kfdi.dir[0] = 0;
 }
 
-/* What /sys/module/amdgpu holds for a reader that checks the driver is there. */
-static int write_module_dir(int dir_fd) {
+/* What /sys/module/amdgpu holds for a reader that checks the driver is
+ * there, and what /sys/dev/char/226:MINOR holds for libdrm (drm_char_minor()):
+ * device/drm/renderDMINOR, as the kernel's device directory lists its DRM
+ * nodes. */
+static int write_module_dir(int dir_fd, unsigned minor) {
+        char render[64];
         int fd;
 
+        snprintf(render, sizeof render, "drm-char/device/drm/renderD%u", minor);
+        if (mkdirat(dir_fd, "drm-char", 0755) < 0 || mkdirat(dir_fd, "drm-char/device", 0755) < 0 ||
+            mkdirat(dir_fd, "drm-char/device/drm", 0755) < 0 || mkdirat(dir_fd, render, 0755) < 0)
+                return -errno;
         if (mkdirat(dir_fd, "amdgpu", 0755) < 0)
                 return -errno;
         fd = openat(dir_fd, "amdgpu/initstate", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
@@ -331,7 +363,7 @@ static int attach_locked(void) {
                 goto fail;
         }
         dir_fd = open(kfdi.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        r = dir_fd < 0 ? -errno : write_module_dir(dir_fd);
+        r = dir_fd < 0 ? -errno : write_module_dir(dir_fd, minor);
         if (dir_fd >= 0)
                 raw_close(dir_fd);
         if (r < 0) {
@@ -372,7 +404,14 @@ int kfdi_path(const char *path, unsigned *ret_minor, char *buf, size_t size) {
         r = attach();
         if (r < 0)
                 return -ENOENT;
-        if ((rest = path_under(path, KFDI_SYSFS_KFD)) || (rest = path_under(path, KFDI_SYSFS_CLASS_KFD)))
+        unsigned minor;
+        if (drm_char_minor(path, &minor, &rest)) {
+                /* The render node the topology names is ours; any other
+                 * device's sysfs is the machine's. */
+                if (minor != kfdi.render_minor)
+                        return KFDI_PATH_OTHER;
+                r = snprintf(buf, size, "%s/drm-char%s", kfdi.dir, rest);
+        } else if ((rest = path_under(path, KFDI_SYSFS_KFD)) || (rest = path_under(path, KFDI_SYSFS_CLASS_KFD)))
                 r = snprintf(buf, size, "%s/kfd%s", kfdi.dir, rest);
         else
                 r = snprintf(buf, size, "%s/amdgpu%s", kfdi.dir, path_under(path, KFDI_SYSFS_AMDGPU));

@@ -30,6 +30,7 @@
 #define KFDI_SYSFS_KFD "/sys/devices/virtual/kfd/kfd"
 #define KFDI_SYSFS_CLASS_KFD "/sys/class/kfd/kfd"
 #define KFDI_SYSFS_AMDGPU "/sys/module/amdgpu"
+#define KFDI_SYSFS_DEV_CHAR "/sys/dev/char"
 /* The daemon's client address window (daemon/gpu/gpu-va-window.c). */
 #define KFDI_VA_WINDOW_BASE 0x120000000000ULL
 #define KFDI_VA_WINDOW_END 0x1e0000000000ULL
@@ -38,7 +39,7 @@ typedef enum KfdiPathKind {
         KFDI_PATH_OTHER,     /* not ours */
         KFDI_PATH_KFD,       /* /dev/kfd */
         KFDI_PATH_RENDER,    /* /dev/dri/renderD<minor> */
-        KFDI_PATH_TOPOLOGY,  /* under the KFD sysfs or /sys/module/amdgpu */
+        KFDI_PATH_TOPOLOGY,  /* under the KFD sysfs, /sys/module/amdgpu or /sys/dev/char/226:MINOR */
 } KfdiPathKind;
 
 /*

@@ -12,7 +12,8 @@
  *    this context: only its two files are known (-EBADF for any other
  *    number), only KFD calls on the KFD file are made (the render file is
  *    the daemon's: a DRM call on it is -EACCES, as a render node answers a
- *    call it does not allow), only the calls of an allowlist (others
+ *    call it does not allow, but for the questions libdrm asks about the
+ *    GPU, context-kfd-render.h), only the calls of an allowlist (others
  *    -EINVAL; the queue calls name queues the relay answers for, and the
  *    daemon's own queues are in this context; numbers past the last one
  *    known here get what the kernel answers past its table),
@@ -69,6 +70,7 @@
 #include <unistd.h>
 
 #include "contexts/context-kfd-buffers.h"
+#include "contexts/context-kfd-render.h"
 #include "contexts/context-kfd-process.h"
 #include "kfd/kfd-uapi.h"
 #include "util/log.h"
@@ -514,6 +516,8 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 return r;
         if (p->flags & KFD_PROCESS_TRUSTED)
                 return trusted_ioctl(p, fd, request, arg);
+        if (fd == p->render_fd && kfd_render_call_allowed(request, arg))
+                return p->base->ioctl(p->base->userdata, fd, request, arg);
         if (fd != p->kfd_fd || !is_kfd_call(request))
                 return fd == p->render_fd ? -EACCES : -ENOTTY;
         /* Past the table of this kernel: what its kfd_ioctl answers (EINVAL

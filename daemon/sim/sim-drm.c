@@ -73,7 +73,8 @@
 
 bool sim_drm_ioctl_simulated(unsigned long request) {
         return request == DRM_IOCTL_AMDGPU_GEM_CREATE || request == DRM_IOCTL_GEM_CLOSE ||
-               request == DRM_IOCTL_PRIME_HANDLE_TO_FD || request == DRM_IOCTL_AMDGPU_GEM_MMAP;
+               request == DRM_IOCTL_PRIME_HANDLE_TO_FD || request == DRM_IOCTL_AMDGPU_GEM_MMAP ||
+               request == DRM_IOCTL_VERSION || request == DRM_IOCTL_AMDGPU_INFO;
 }
 
 static SimBo *handle_lookup(SimFile *f, uint32_t handle) {
@@ -225,6 +226,8 @@ int sim_drm_ioctl(SimFile *f, unsigned long request, void *arg) {
                 struct drm_gem_close close;
                 struct drm_prime_handle prime;
                 union drm_amdgpu_gem_mmap mmap;
+                struct drm_version version;
+                struct drm_amdgpu_info info;
         } k = {};
         size_t size = _IOC_SIZE(request);
         int r;
@@ -241,6 +244,10 @@ int sim_drm_ioctl(SimFile *f, unsigned long request, void *arg) {
                 r = gem_close(f, &k.close);
         else if (request == DRM_IOCTL_AMDGPU_GEM_MMAP)
                 r = gem_mmap(f, &k.mmap);
+        else if (request == DRM_IOCTL_VERSION)
+                r = sim_drm_version(&k.version);
+        else if (request == DRM_IOCTL_AMDGPU_INFO)
+                r = sim_drm_info(f, &k.info);
         else
                 r = prime_handle_to_fd(f, &k.prime);
         if (_IOC_DIR(request) & _IOC_READ)

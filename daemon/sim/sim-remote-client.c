@@ -461,6 +461,41 @@ static uint64_t view_u64(const uint8_t *view, size_t off) {
         return v;
 }
 
+/* DRM_IOCTL_VERSION's string i (name, date, desc): its length and buffer
+ * fields in struct drm_version. */
+static const size_t version_len_off[3] = { offsetof(struct drm_version, name_len), offsetof(struct drm_version, date_len),
+                                           offsetof(struct drm_version, desc_len) };
+static const size_t version_ptr_off[3] = { offsetof(struct drm_version, name), offsetof(struct drm_version, date),
+                                           offsetof(struct drm_version, desc) };
+
+static size_t version_len(const uint8_t *v, unsigned i) {
+        return (size_t) view_u64(v, version_len_off[i]);
+}
+
+/* Each string the daemon sent (the part of the array for it) into the
+ * caller's buffer: as many bytes as drm_copy_field() copies — the string's
+ * length (what came back) or the buffer's, the fewer. */
+static int version_scatter(const uint8_t *view, const uint8_t *rep, size_t rep_size, const uint8_t *array,
+                           size_t array_size) {
+        size_t at = 0;
+
+        if (rep_size < sizeof(struct drm_version))
+                return array_size == 0 ? 0 : -EPROTO;
+        for (unsigned i = 0; i < 3; i++) {
+                size_t room = MIN(version_len(view, i), (size_t) SIM_REMOTE_MAX_VERSION_FIELD);
+                size_t n = MIN(room, version_len(rep, i));
+                if (at + room > array_size && n > 0)
+                        return -EPROTO;
+                uint64_t ptr = view_u64(view, version_ptr_off[i]);
+                if (n > 0 && ptr == 0)
+                        return -EPROTO;
+                if (n > 0)
+                        memcpy((void *) (uintptr_t) ptr, array + at, n);
+                at += room;
+        }
+        return 0;
+}
+
 /* The dma-buf fd field at off: our fd goes along with the request; a closed
  * one goes as none, and the daemon answers what the simulator answers for it. */
 static int dmabuf_fd_to_send(const uint8_t *view, size_t usize, size_t off) {
@@ -585,6 +620,21 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                         c.array_size = (size_t) MIN(n / 32, SIM_REMOTE_MAX_CU_MASK) * 4;
                         break;
                 }
+                case SIM_REMOTE_IOCTL_DRM_VERSION:
+                        /* The three strings come back in one array, each
+                         * in a part of its own (at most its length). */
+                        for (unsigned i = 0; i < 3; i++)
+                                out_cap += MIN(version_len(view, i), (size_t) SIM_REMOTE_MAX_VERSION_FIELD);
+                        break;
+                case SIM_REMOTE_IOCTL_AMDGPU_INFO: {
+                        uint64_t ptr = view_u64(view, offsetof(struct drm_amdgpu_info, return_pointer));
+                        uint32_t n = view_u32(view, usize, offsetof(struct drm_amdgpu_info, return_size), NULL);
+                        if (ptr == 0 || n == 0)
+                                break;
+                        c.array = out_array = (void *) (uintptr_t) ptr;
+                        c.array_size = out_cap = MIN(n, SIM_REMOTE_MAX_INFO);
+                        break;
+                }
                 default:
                         break;
                 }
@@ -602,6 +652,7 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         if (c.rep_arg_size != (arg && (dir & _IOC_READ) ? usize : 0) || r > 0 ||
             (c.rep_fd >= 0) != (fd_out && arg && r == 0) ||
             c.rep_array_size > out_cap ||
+            (kind == SIM_REMOTE_IOCTL_AMDGPU_INFO && c.rep_array_size != 0 && c.rep_array_size != out_cap) ||
             (kind == SIM_REMOTE_IOCTL_WAIT_EVENTS && c.rep_array_size != out_cap) ||
             (kind == SIM_REMOTE_IOCTL_APERTURES && c.rep_array_size % sizeof(struct kfd_process_device_apertures))) {
                 call_end(o, &c);
@@ -624,6 +675,11 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                         memcpy((void *) (uintptr_t) out.macro_tile_config_ptr,
                                (const uint8_t *) c.rep_array + (size_t) out.num_tile_configs * 4,
                                (size_t) out.num_macro_tile_configs * 4);
+        } else if (kind == SIM_REMOTE_IOCTL_DRM_VERSION) {
+                if (r == 0 && version_scatter(view, c.rep_arg, c.rep_arg_size, c.rep_array, c.rep_array_size) < 0) {
+                        call_end(o, &c);
+                        return -EPROTO;
+                }
         } else if (c.rep_array_size > 0)
                 memcpy(out_array, c.rep_array, c.rep_array_size);
         if (c.rep_arg_size > 0)

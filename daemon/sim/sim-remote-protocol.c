@@ -36,6 +36,13 @@ SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request) {
          * (DESTROY_EVENT, numbers only). */
         if (request == DRM_IOCTL_PRIME_HANDLE_TO_FD)
                 return SIM_REMOTE_IOCTL_PRIME_TO_FD;
+        /* What libdrm asks of a render node (sim-drm-info.c); on a KFD fd
+         * numbers 0x00 (before KFD's first: -EINVAL) and 0x45 (past every
+         * table), which read nothing. */
+        if (request == DRM_IOCTL_VERSION)
+                return SIM_REMOTE_IOCTL_DRM_VERSION;
+        if (request == DRM_IOCTL_AMDGPU_INFO)
+                return SIM_REMOTE_IOCTL_AMDGPU_INFO;
         if (request == DRM_IOCTL_AMDGPU_GEM_CREATE || request == DRM_IOCTL_GEM_CLOSE ||
             request == DRM_IOCTL_AMDGPU_GEM_MMAP)
                 return SIM_REMOTE_IOCTL_PLAIN;
@@ -112,6 +119,10 @@ size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind) {
                 return sizeof(struct kfd_ioctl_get_tile_config_args);
         case SIM_REMOTE_IOCTL_CU_MASK:
                 return sizeof(struct kfd_ioctl_set_cu_mask_args);
+        case SIM_REMOTE_IOCTL_DRM_VERSION:
+                return sizeof(struct drm_version);
+        case SIM_REMOTE_IOCTL_AMDGPU_INFO:
+                return sizeof(struct drm_amdgpu_info);
         default:
                 return 0;
         }

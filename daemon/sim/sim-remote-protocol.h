@@ -48,6 +48,8 @@
 #define SIM_REMOTE_MAX_PATH 4096u
 #define SIM_REMOTE_MAX_TILE_CONFIGS 64u              /* each of GET_TILE_CONFIG's arrays (gfx: 32 and 16) */
 #define SIM_REMOTE_MAX_CU_MASK 32u                   /* u32 of SET_CU_MASK's mask: the kernel reads 1024 bits */
+#define SIM_REMOTE_MAX_INFO 4096u                    /* bytes of an AMDGPU_INFO answer (DEV_INFO: ~400) */
+#define SIM_REMOTE_MAX_VERSION_FIELD 256u            /* bytes of each DRM_IOCTL_VERSION string ("amdgpu") */
 /* Channels a process may open besides the control channel. */
 #define SIM_REMOTE_MAX_CHANNELS 64u
 
@@ -101,6 +103,11 @@ typedef enum SimRemoteIoctlKind {
         SIM_REMOTE_IOCTL_TILE_CONFIG,    /* tile_config_ptr, macro_tile_config_ptr: num_tile_configs then
                                           * num_macro_tile_configs u32 out, in one array */
         SIM_REMOTE_IOCTL_CU_MASK,        /* cu_mask_ptr: num_cu_mask / 32 u32 in (at most 32) */
+        SIM_REMOTE_IOCTL_DRM_VERSION,    /* DRM_IOCTL_VERSION: name, date, desc out, each at most
+                                          * SIM_REMOTE_MAX_VERSION_FIELD of its length, in one array */
+        SIM_REMOTE_IOCTL_AMDGPU_INFO,    /* DRM_IOCTL_AMDGPU_INFO: return_pointer's return_size bytes
+                                          * (at most SIM_REMOTE_MAX_INFO) in and out — in, so that bytes the
+                                          * answer does not reach stay the caller's */
         SIM_REMOTE_IOCTL_REFUSED,        /* simulated, with fields this wire does not carry */
 } SimRemoteIoctlKind;
 

@@ -151,6 +151,8 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         void *buf = NULL;
         uint64_t cap = 0;
         uint32_t tile_room = 0; /* TILE_CONFIG: where the macro array starts in buf */
+        uint64_t version_room[3] = {}; /* DRM_VERSION: each string's part of buf */
+        unsigned long word = _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize);
         int r;
 
         if (!view || !kdata)
@@ -285,6 +287,52 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
                         return -EPROTO;
                 break;
         }
+        case SIM_REMOTE_IOCTL_DRM_VERSION: {
+                struct drm_version *a = (void *) kdata;
+                __kernel_size_t *lens[3] = { &a->name_len, &a->date_len, &a->desc_len };
+                char **ptrs[3] = { &a->name, &a->date, &a->desc };
+
+                if (in_fd >= 0 || array_size != 0)
+                        return -EPROTO;
+                /* Room for each string where the process gave a buffer (a
+                 * NULL one with a length stays NULL: drm_copy_field's
+                 * -EFAULT), at most the wire's bound of its length. */
+                for (unsigned i = 0; i < 3; i++) {
+                        *lens[i] = MIN(*lens[i], (__kernel_size_t) SIM_REMOTE_MAX_VERSION_FIELD);
+                        version_room[i] = *lens[i];
+                        cap += *lens[i];
+                }
+                buf = calloc(1, MAX(cap, (uint64_t) 1));
+                if (!buf)
+                        return -ENOMEM;
+                for (unsigned i = 0, at = 0; i < 3; at += version_room[i], i++)
+                        if (*ptrs[i])
+                                *ptrs[i] = (char *) buf + at;
+                break;
+        }
+        case SIM_REMOTE_IOCTL_AMDGPU_INFO: {
+                struct drm_amdgpu_info *a = (void *) kdata;
+                bool has = a->return_pointer != 0 && a->return_size != 0;
+
+                if (in_fd >= 0)
+                        return -EPROTO;
+                if (has) {
+                        if (array_size != MIN(a->return_size, SIM_REMOTE_MAX_INFO))
+                                return -EPROTO;
+                        a->return_size = (uint32_t) array_size;
+                        cap = array_size;
+                        buf = malloc(array_size);
+                        if (!buf)
+                                return -ENOMEM;
+                        memcpy(buf, array, array_size);
+                        a->return_pointer = (uint64_t) (uintptr_t) buf;
+                } else if (array_size != 0)
+                        return -EPROTO;
+                /* Run with the process's own word (DRM_IOW): the render
+                 * node's calls are matched whole (sim-drm.h). */
+                word = request;
+                break;
+        }
         case SIM_REMOTE_IOCTL_PRIME_TO_FD: {
                 struct drm_prime_handle *a = (void *) kdata;
 
@@ -301,8 +349,7 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         }
         *ret_scratch = buf;
 
-        r = server_ioctl(s, req->fd, _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize),
-                         kdata);
+        r = server_ioctl(s, req->fd, word, kdata);
         rep->h.ret = r;
 
         /* What goes back: the arrays the process gave, and in the struct its own
@@ -355,6 +402,27 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         }
         case SIM_REMOTE_IOCTL_CU_MASK:
                 restore_field(kdata, view, usize, FIELD(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr));
+                break;
+        case SIM_REMOTE_IOCTL_DRM_VERSION:
+                /* The lengths as drm_copy_field() left them (each string's
+                 * whole length), the process's own pointers. */
+                restore_field(kdata, view, usize, FIELD(struct drm_version, name));
+                restore_field(kdata, view, usize, FIELD(struct drm_version, date));
+                restore_field(kdata, view, usize, FIELD(struct drm_version, desc));
+                if (r < 0) {
+                        restore_field(kdata, view, usize, FIELD(struct drm_version, name_len));
+                        restore_field(kdata, view, usize, FIELD(struct drm_version, date_len));
+                        restore_field(kdata, view, usize, FIELD(struct drm_version, desc_len));
+                } else {
+                        rep->array = buf;
+                        rep->array_size = cap;
+                }
+                break;
+        case SIM_REMOTE_IOCTL_AMDGPU_INFO:
+                if (r >= 0 && buf) {
+                        rep->array = buf;
+                        rep->array_size = cap;
+                }
                 break;
         case SIM_REMOTE_IOCTL_DMABUF_INFO: {
                 struct kfd_ioctl_get_dmabuf_info_args *a = (void *) kdata;

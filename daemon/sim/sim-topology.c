@@ -47,6 +47,7 @@ void sim_gpu_info_init(SimGpuInfo *g, uint32_t gpu_id, uint32_t cu_count, uint64
                 .max_slots_scratch_cu = 32,
                 .vendor_id = 0x1002,
                 .device_id = 0x73BF,
+                .pci_revision = 0xC1, /* amdgpu.ids: "73BF, C1, AMD Radeon RX 6800 XT" */
                 .location_id = 0x0300, /* PCI 03:00.0 */
                 .domain = 0,
                 .drm_render_minor = 128,
@@ -93,6 +94,7 @@ void sim_gpu_info_init_igpu(SimGpuInfo *g) {
         g->simd_arrays_per_engine = 1;
         g->cu_per_simd_array = 2;
         g->device_id = 0x164E;
+        g->pci_revision = 0xC1; /* not in libdrm 2.4.114's amdgpu.ids: named "AMD Radeon Graphics" */
         g->location_id = 0x1000; /* PCI 10:00.0 */
         g->drm_render_minor = 128;
         g->num_sdma_engines = 1;

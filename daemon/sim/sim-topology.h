@@ -25,6 +25,7 @@ typedef struct SimGpuInfo {
         uint32_t max_slots_scratch_cu;
         uint32_t vendor_id;
         uint32_t device_id;
+        uint32_t pci_revision;     /* the PCI revision (with device_id: the marketing name, libdrm's amdgpu.ids) */
         uint32_t location_id;
         uint32_t domain;
         uint32_t drm_render_minor;

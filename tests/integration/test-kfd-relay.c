@@ -907,3 +907,49 @@ Test(kfd_relay, a_proxy_worker_that_dies_loses_its_context_alone) {
         kfdb_session_free(other);
         relayed_close(&a);
 }
+
+static int render_info(Relayed *c, uint32_t query, void *out, uint32_t size) {
+        struct drm_amdgpu_info a = { .return_pointer = (uint64_t) (uintptr_t) out, .return_size = size, .query = query };
+        return kfd_ioctl(c->ops, c->render, DRM_IOCTL_AMDGPU_INFO, &a);
+}
+
+/* What libdrm_amdgpu's amdgpu_device_initialize() asks of the render node
+ * (ROCr 5.7 and later fail a GPU agent without it) is answered for the
+ * session's GPU; what would tell one tenant of the others' use of the GPU
+ * (its VRAM in use, its state registers) is refused as a render node
+ * refuses a call it does not allow. */
+Test(kfd_relay, the_render_node_tells_what_the_gpu_is_and_not_how_others_use_it) {
+        struct drm_amdgpu_info_device dev = {};
+        struct drm_amdgpu_info_vram_gtt vg = {};
+        struct drm_version v = {};
+        uint64_t usage = 0;
+        uint32_t reg = 0;
+        Relayed a = {};
+        kfdb_device info;
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        cr_assert_eq(kfdb_device_info(a.s, &info), 0);
+        cr_expect_eq(kfd_ioctl(a.ops, a.render, DRM_IOCTL_VERSION, &v), 0);
+        cr_expect_eq(v.version_major, 3);
+        cr_expect_eq(render_info(&a, AMDGPU_INFO_DEV_INFO, &dev, sizeof dev), 0);
+        cr_expect_eq(dev.family, (uint32_t) AMDGPU_FAMILY_NV);
+        cr_expect_eq(dev.cu_active_number, info.cu_count, "the session's GPU");
+        cr_expect_eq(render_info(&a, AMDGPU_INFO_VRAM_GTT, &vg, sizeof vg), 0);
+        cr_expect_eq(vg.vram_size, info.vram_size);
+        struct drm_amdgpu_info rr = { .return_pointer = (uint64_t) (uintptr_t) &reg, .return_size = 4,
+                                      .query = AMDGPU_INFO_READ_MMR_REG,
+                                      .read_mmr_reg = { .dword_offset = 0x263e, .count = 1, .instance = 0xffffffff } };
+        cr_expect_eq(kfd_ioctl(a.ops, a.render, DRM_IOCTL_AMDGPU_INFO, &rr), 0, "GB_ADDR_CONFIG");
+
+        cr_expect_eq(render_info(&a, AMDGPU_INFO_VRAM_USAGE, &usage, sizeof usage), -EACCES, "the VRAM others use");
+        cr_expect_eq(render_info(&a, AMDGPU_INFO_GTT_USAGE, &usage, sizeof usage), -EACCES);
+        rr.read_mmr_reg.dword_offset = 0x2004; /* GRBM_STATUS: the GPU's state */
+        cr_expect_eq(kfd_ioctl(a.ops, a.render, DRM_IOCTL_AMDGPU_INFO, &rr), -EACCES);
+        rr.read_mmr_reg = (typeof(rr.read_mmr_reg)) { .dword_offset = 0x263e, .count = 3, .instance = 0xffffffff };
+        cr_expect_eq(kfd_ioctl(a.ops, a.render, DRM_IOCTL_AMDGPU_INFO, &rr), -EACCES, "a range past the config registers");
+        union drm_amdgpu_gem_create gc = {};
+        cr_expect_eq(kfd_ioctl(a.ops, a.render, DRM_IOCTL_AMDGPU_GEM_CREATE, &gc), -EACCES, "other DRM calls as before");
+        cr_expect_eq(kfd_ioctl(a.ops, a.kfd, DRM_IOCTL_VERSION, &v), -ENOTTY, "not a KFD call on the KFD file");
+        relayed_close(&a);
+}

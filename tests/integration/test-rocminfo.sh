@@ -11,11 +11,13 @@
 # --contexts=shared it must fail, saying why. Skips (exit 77) only where
 # rocminfo or bwrap cannot be had, or bwrap cannot make a sandbox here.
 # Also kfd-fork-probe (kfd-fork-probe.c): /dev/kfd around fork through the
-# preloaded interposer.
-# Usage: test-rocminfo.sh KFDBROKERD KFDBROKER_RUN KFD_FORK_PROBE
+# preloaded interposer; and libdrm-probe (libdrm-probe.c): libdrm_amdgpu's
+# amdgpu_device_initialize() on the render node, as ROCr 5.7 and later call
+# it, in both context mechanisms.
+# Usage: test-rocminfo.sh KFDBROKERD KFDBROKER_RUN KFD_FORK_PROBE LIBDRM_PROBE
 set -u
 
-daemon=$1 run=$2 probe=$3
+daemon=$1 run=$2 probe=$3 drm_probe=$4
 # shellcheck source=daemon-lib.sh
 source "$(dirname "$0")/daemon-lib.sh"
 daemon_test_init rocminfo
@@ -29,7 +31,18 @@ check_output() { # check_output WHAT RC OUTFILE
         fi
 }
 
+check_libdrm() { # check_libdrm WHAT
+        if "$run" --socket "$tmp/sock" "$drm_probe" >"$tmp/drm.out" 2>"$tmp/drm.err" &&
+                grep -q '^marketing name: AMD Radeon RX 6800 XT$' "$tmp/drm.out" &&
+                grep -q '^family: 143$' "$tmp/drm.out" && grep -q '^counter frequency: 100000 kHz$' "$tmp/drm.out"; then
+                ok "$1: libdrm's amdgpu_device_initialize() on the render node names the GPU"
+        else
+                not_ok "$1: libdrm-probe: $(cat "$tmp/drm.out" "$tmp/drm.err")"
+        fi
+}
+
 start || exit 1
+check_libdrm "secondary contexts"
 if "$run" --socket "$tmp/sock" "$probe" 2>"$tmp/err"; then
         ok "two opens of /dev/kfd are one KFD process; a forked child gets EBADF on it and a KFD process of its own"
 else
@@ -43,6 +56,11 @@ if ! command -v rocminfo >/dev/null; then
 fi
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "host" $? "$tmp/out"
+if grep -Eq '^ +Marketing Name: +AMD Radeon RX 6800 XT *$' "$tmp/out" && ! grep -q amdgpu_get_auth "$tmp/err"; then
+        ok "rocminfo's thunk gets the GPU's marketing name through libdrm"
+else
+        not_ok "rocminfo should show the marketing name: $(grep 'Marketing Name' "$tmp/out"); stderr: $(cat "$tmp/err")"
+fi
 if grep -q 'opened a KFD process of its own' "$tmp/daemon.log"; then
         ok "the daemon gave rocminfo a KFD process of its own"
 else
@@ -55,11 +73,13 @@ else
 fi
 
 start --sim-kfd-version=1.18 || exit 1
+check_libdrm "worker processes (KFD 1.18)"
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "worker processes (KFD 1.18)" $? "$tmp/out"
 # Debian 12's own kernel (6.1) speaks KFD 1.11: no dma-buf export, the
 # program's buffers made on the render node (context-kfd-process.c).
 start --sim-kfd-version=1.11 || exit 1
+check_libdrm "worker processes on KFD 1.11"
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "worker processes on KFD 1.11 (Linux 6.1)" $? "$tmp/out"
 

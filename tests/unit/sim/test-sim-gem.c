@@ -218,3 +218,81 @@ Test(sim_gem, gem_mmap_gives_the_offset_a_file_with_a_handle_maps) {
         cr_expect_eq(c.ops->close(c.ops->userdata, other), 0);
         t_close(&c, true);
 }
+
+/* ---- What libdrm asks of the render node (sim-drm-info.c) ---- */
+
+static int info(TestCtx *c, int fd, uint32_t query, void *out, uint32_t size) {
+        struct drm_amdgpu_info a = { .return_pointer = (uint64_t) (uintptr_t) out, .return_size = size, .query = query };
+        return kfd_ioctl(c->ops, fd, DRM_IOCTL_AMDGPU_INFO, &a);
+}
+
+Test(sim_gem, version_is_amdgpus_copied_as_drm_copy_field_does) {
+        TestCtx c;
+        t_open(&c, device(0, 0));
+        struct drm_version v = {};
+        char name[3] = { 'x', 'x', 'x' }, date[32] = "", desc[32] = "";
+
+        cr_assert_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_VERSION, &v), 0, "lengths first, as drmGetVersion asks");
+        cr_expect_eq(v.version_major, 3);
+        cr_expect_eq(v.name_len, 6u);
+        cr_expect_eq(v.date_len, 8u);
+        cr_expect_eq(v.desc_len, 7u);
+        v = (struct drm_version) { .name = name, .name_len = 2, .date = date, .date_len = sizeof date, .desc = desc,
+                                   .desc_len = sizeof desc };
+        cr_assert_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_VERSION, &v), 0);
+        cr_expect(name[0] == 'a' && name[1] == 'm' && name[2] == 'x', "at most the buffer's length, no NUL added");
+        cr_expect_eq(v.name_len, 6u, "the whole length back");
+        cr_expect_str_eq(date, "20150101");
+        cr_expect_str_eq(desc, "AMD GPU");
+        v = (struct drm_version) { .name_len = 4 };
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_VERSION, &v), -EFAULT, "a length without a buffer");
+        t_close(&c, true);
+}
+
+Test(sim_gem, info_answers_what_libdrm_asks_with_the_kernels_errnos) {
+        TestCtx c;
+        t_open(&c, device(0, 256ull << 20));
+        uint32_t u32 = 0, regs[2] = { 7, 7 };
+        struct drm_amdgpu_info_device dev;
+        struct drm_amdgpu_info_vram_gtt vg = {};
+        uint8_t part[16];
+
+        cr_expect_eq(info(&c, c.render, AMDGPU_INFO_ACCEL_WORKING, &u32, 4), 0);
+        cr_expect_eq(u32, 1u);
+        cr_expect_eq(info(&c, c.render, AMDGPU_INFO_ACCEL_WORKING, NULL, 4), -EINVAL, "no return pointer");
+        cr_expect_eq(info(&c, c.render, AMDGPU_INFO_ACCEL_WORKING, &u32, 0), -EINVAL, "no return size");
+        cr_expect_eq(info(&c, c.render, 0x7777, &u32, 4), -EINVAL, "an unknown query");
+        cr_expect_eq(info(&c, c.render, AMDGPU_INFO_GTT_USAGE, &u32, 4), -EINVAL, "not modelled: refused, not made up");
+
+        memset(&dev, 0xab, sizeof dev);
+        cr_assert_eq(info(&c, c.render, AMDGPU_INFO_DEV_INFO, &dev, sizeof dev), 0);
+        cr_expect_eq(dev.device_id, 0x73BFu);
+        cr_expect_eq(dev.family, (uint32_t) AMDGPU_FAMILY_NV);
+        cr_expect_eq(dev.gpu_counter_freq, 100000u, "kHz of the 100 MHz clock the simulator counts");
+        cr_expect_eq(dev.cu_active_number, 40u);
+        cr_expect_eq(dev.virtual_address_offset, 1ull << 20);
+        cr_expect_eq(dev.virtual_address_max, 0x0000800000000000ull);
+        memset(part, 0xab, sizeof part);
+        cr_assert_eq(info(&c, c.render, AMDGPU_INFO_DEV_INFO, part, 4), 0);
+        cr_expect(part[4] == 0xab && part[15] == 0xab, "only return_size bytes written");
+
+        struct drm_amdgpu_info rr = { .return_pointer = (uint64_t) (uintptr_t) regs, .return_size = 4,
+                                      .query = AMDGPU_INFO_READ_MMR_REG,
+                                      .read_mmr_reg = { .dword_offset = 0x263e, .count = 1, .instance = 0xffffffff } };
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_AMDGPU_INFO, &rr), 0, "GB_ADDR_CONFIG");
+        cr_expect_eq(regs[0] & 7u, 4u, "16 pipes");
+        rr.read_mmr_reg.dword_offset = 0x2004; /* GRBM_STATUS: on NV's list, not modelled */
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_AMDGPU_INFO, &rr), -EFAULT, "a register not allowed");
+        rr.read_mmr_reg = (typeof(rr.read_mmr_reg)) { .dword_offset = 0x263e, .count = 129, .instance = 0xffffffff };
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_AMDGPU_INFO, &rr), -EINVAL, "more than 128");
+        rr.read_mmr_reg = (typeof(rr.read_mmr_reg)) { .dword_offset = 0x263e, .count = 1, .instance = 5 };
+        cr_expect_eq(kfd_ioctl(c.ops, c.render, DRM_IOCTL_AMDGPU_INFO, &rr), -EINVAL, "SE 5 of 4");
+
+        cr_assert_eq(info(&c, c.render, AMDGPU_INFO_VRAM_GTT, &vg, sizeof vg), 0);
+        cr_expect_eq(vg.vram_size, 256ull << 20);
+        cr_expect_eq(vg.gtt_size, 3ull << 30, "max(3 GiB, VRAM), under 3/4 of 16 GiB");
+
+        /* Not on the KFD fd: there the word is KFD's number 0x45, past every table. */
+        cr_expect_eq(info(&c, c.kfd, AMDGPU_INFO_ACCEL_WORKING, &u32, 4), -ENOTTY);
+        t_close(&c, true);
+}

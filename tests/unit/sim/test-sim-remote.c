@@ -44,6 +44,8 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
+#include <amdgpu_drm.h>
+
 #include "gpu/gpu.h"
 #include "kfd/kfd-uapi.h"
 #include "sim/sim-device.h" /* white box: sim_device_ioctl_simulated() */
@@ -1638,5 +1640,55 @@ Test(sim_remote, a_worker_on_gpu1_faults_beside_contexts_on_both_gpus, .timeout 
         for (unsigned i = 0; i < 2; i++)
                 gpu_context_free(pc[i]);
         free(cs);
+        sim_device_free(d);
+}
+
+/* ---- What libdrm asks of the render node, over the wire ---- */
+
+static int child_render_info(const KfdOps *ops, int test_sock) {
+        int render = ops->open_render(ops->userdata, 128);
+        struct drm_version v = {};
+        char name[3] = { 'x', 'x', 'x' }, desc[64] = "";
+        uint8_t part[64];
+        uint32_t u32 = 0;
+
+        CHILD_CHECK(render >= 0, 1, "open_render: %s", strerror(-render));
+        CHILD_CHECK(kfd_ioctl(ops, render, DRM_IOCTL_VERSION, &v) == 0, 2, "VERSION for the lengths");
+        CHILD_CHECK(v.version_major == 3 && v.name_len == 6 && v.desc_len == 7 && !v.name, 3, "lengths %zu %zu",
+                    (size_t) v.name_len, (size_t) v.desc_len);
+        v = (struct drm_version) { .name = name, .name_len = 2, .desc = desc, .desc_len = sizeof desc };
+        CHILD_CHECK(kfd_ioctl(ops, render, DRM_IOCTL_VERSION, &v) == 0, 4, "VERSION");
+        CHILD_CHECK(name[0] == 'a' && name[1] == 'm' && name[2] == 'x', 5, "two bytes of the name and no more");
+        CHILD_CHECK(v.name == name && v.desc == desc && v.name_len == 6, 6, "the caller's pointers, the whole lengths");
+        CHILD_CHECK(strcmp(desc, "AMD GPU") == 0, 7, "desc %s", desc);
+        v = (struct drm_version) { .name_len = 4 };
+        CHILD_CHECK(kfd_ioctl(ops, render, DRM_IOCTL_VERSION, &v) == -EFAULT, 8, "a length without a buffer");
+
+        /* The answer reaches only return_size bytes, and only those the
+         * kernel writes: the rest of the caller's buffer stays its own. */
+        memset(part, 0xab, sizeof part);
+        struct drm_amdgpu_info a = { .return_pointer = (uint64_t) (uintptr_t) part, .return_size = sizeof part,
+                                     .query = AMDGPU_INFO_ACCEL_WORKING };
+        CHILD_CHECK(kfd_ioctl(ops, render, DRM_IOCTL_AMDGPU_INFO, &a) == 0, 9, "ACCEL_WORKING");
+        memcpy(&u32, part, 4);
+        CHILD_CHECK(u32 == 1 && part[4] == 0xab && part[63] == 0xab, 10, "four bytes written, the rest kept");
+        struct drm_amdgpu_info_device dev = {};
+        a = (struct drm_amdgpu_info) { .return_pointer = (uint64_t) (uintptr_t) &dev, .return_size = sizeof dev,
+                                       .query = AMDGPU_INFO_DEV_INFO };
+        CHILD_CHECK(kfd_ioctl(ops, render, DRM_IOCTL_AMDGPU_INFO, &a) == 0, 11, "DEV_INFO");
+        CHILD_CHECK(dev.family == AMDGPU_FAMILY_NV && dev.device_id == 0x73BF, 12, "family %u", dev.family);
+        a = (struct drm_amdgpu_info) { .return_size = 4, .query = AMDGPU_INFO_ACCEL_WORKING };
+        CHILD_CHECK(kfd_ioctl(ops, render, DRM_IOCTL_AMDGPU_INFO, &a) == -EINVAL, 13, "no return pointer");
+        (void) test_sock;
+        ops->close(ops->userdata, render);
+        return 0;
+}
+
+Test(sim_remote, the_render_node_answers_what_libdrm_asks, .timeout = 120) {
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        Child ch = child_start(child_render_info);
+        cr_assert_eq(sim_remote_serve(d, ch.sock), 0);
+        child_finish(&ch);
         sim_device_free(d);
 }
