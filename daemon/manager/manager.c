@@ -76,6 +76,11 @@ static void on_settled(void *userdata) {
         maybe_finish_shutdown(m);
 }
 
+SchedulerCallbacks manager_gpu_scheduler_callbacks(ManagerGpu *g) {
+        return (SchedulerCallbacks) { .userdata = g, .job_finished = on_job_finished, .event_signal = on_event_signal,
+                                      .event_reset = on_event_reset, .settled = on_settled };
+}
+
 static void on_completion(Context *ctx, const GpuCompletion *comp, void *userdata) {
         ManagerGpu *g = userdata;
 
@@ -88,27 +93,32 @@ static void on_context_losing(Context *ctx, const char *reason, void *userdata) 
         session_set_context_lost(&g->manager->set, ctx, reason);
 }
 
+void manager_device_lost(Manager *m, uint64_t context_id, const char *reason) {
+        LogFields f = {};
+
+        if (m->device_lost)
+                return;
+        log_fields_add(&f, "KFDBROKER_CONTEXT=%" PRIu64, context_id);
+        log_fields_add(&f, "KFDBROKER_REASON=%s", reason);
+        log_struct(LOG_ERR, KFDBROKER_MESSAGE_DEVICE_LOST, &f,
+                   "The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
+                   "the service manager starts a new daemon.", reason);
+        m->device_lost = true;
+        snprintf(m->device_lost_reason, sizeof(m->device_lost_reason),
+                 "the daemon's GPU context was lost (%s); a new daemon takes over", reason);
+        (void) sd_event_exit(m->event, -ENODEV);
+}
+
 static void on_context_gone(Context *ctx, bool lost, const char *reason, void *userdata) {
         ManagerGpu *g = userdata;
-        Manager *m = g->manager;
 
         scheduler_on_context_gone(g->scheduler, ctx, lost, reason);
-        if (lost && context_is_device(ctx)) {
-                /* Shared mode: the kernel keeps this process's only KFD
-                 * context evicted until the process exits (kfd-facts §7.1).
-                 * Nothing more can run; a new daemon gets a new context. */
-                LogFields f = {};
-
-                log_fields_add(&f, "KFDBROKER_CONTEXT=%" PRIu64, context_get_id(ctx));
-                log_fields_add(&f, "KFDBROKER_REASON=%s", reason);
-                log_struct(LOG_ERR, KFDBROKER_MESSAGE_DEVICE_LOST, &f,
-                           "The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
-                           "the service manager starts a new daemon.", reason);
-                m->device_lost = true;
-                snprintf(m->device_lost_reason, sizeof(m->device_lost_reason),
-                         "the daemon's GPU context was lost (%s); a new daemon takes over", reason);
-                (void) sd_event_exit(m->event, -ENODEV);
-        }
+        /* The kernel keeps a lost KFD context evicted until it is closed
+         * (kfd-facts §7.1): a GPU whose device context is a KFD context of
+         * its own comes back with a new one; where it is the daemon's own
+         * process, a new daemon gets a new one. */
+        if (lost && context_is_device(ctx) && !manager_gpu_recover(g, reason))
+                manager_device_lost(g->manager, context_get_id(ctx), reason);
 }
 
 static void on_processed(void *userdata) {
@@ -220,12 +230,15 @@ static int choose_gpus(Manager *m, const KfdOps *ops, const char *spec, const ch
  * served, nor those after it, with a warning naming why; the first GPU's
  * failure is the caller's (err).
  */
+ContextPoolCallbacks manager_gpu_pool_callbacks(ManagerGpu *g) {
+        return (ContextPoolCallbacks) { .userdata = g, .completion = on_completion, .losing = on_context_losing,
+                                        .gone = on_context_gone, .processed = on_processed };
+}
+
 static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *po, char *err, size_t errlen) {
         for (unsigned i = 0; i < m->n_gpus; i++) {
                 ManagerGpu *g = &m->gpus[i];
-                ContextPoolCallbacks cb = { .userdata = g, .completion = on_completion,
-                                            .losing = on_context_losing, .gone = on_context_gone,
-                                            .processed = on_processed };
+                ContextPoolCallbacks cb = manager_gpu_pool_callbacks(g);
                 ContextPoolOptions o = *po;
                 char why[400] = "";
                 int r;
@@ -235,6 +248,8 @@ static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *p
                         o.device.flags |= GPU_CONTEXT_SECONDARY;
                 else if (i > 0)
                         o.device.share_process = context_pool_device_gpu(m->gpus[0].contexts);
+                g->ops = ops;
+                g->pool_options = o;
                 r = context_pool_new(m->event, ops, &o, &cb, &g->contexts, i == 0 ? err : why,
                                      i == 0 ? errlen : sizeof why);
                 if (r < 0 && i == 0)
@@ -469,12 +484,24 @@ static void on_job_failed_told(Session *s, uint64_t fence, int error, const char
 }
 
 /* --device=sim: SIGUSR2 resets the simulated GPU (VRAM lost), to test
- * recovery as a hang on real hardware would need it (sim.h). */
+ * recovery as a hang on real hardware would need it (sim.h); sent with
+ * sigqueue() and a value N (1 to the GPUs served), only GPU N - 1. */
 static int on_sigusr2(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
+        int n = si->ssi_code == SI_QUEUE ? si->ssi_int : 0;
 
-        log_warning("SIGUSR2: resetting the simulated GPU (VRAM contents are lost)");
-        sim_device_reset(m->sim, true);
+        if (n <= 0) {
+                log_warning("SIGUSR2: resetting the simulated GPU (VRAM contents are lost)");
+                sim_device_reset(m->sim, true);
+                return 0;
+        }
+        if ((unsigned) n > m->n_gpus) {
+                log_warning("SIGUSR2 with value %d: no GPU %d (this daemon serves %u; a value N resets GPU N - 1), "
+                            "ignored", n, n - 1, m->n_gpus);
+                return 0;
+        }
+        log_warning("SIGUSR2: resetting simulated GPU %d (its VRAM contents are lost)", n - 1);
+        (void) sim_device_reset_gpu(m->sim, m->gpus[n - 1].gpu_id, true);
         return 0;
 }
 
@@ -606,11 +633,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         for (unsigned i = 0; i < m->n_gpus; i++) {
                 ManagerGpu *g = &m->gpus[i];
 
-                r = scheduler_new(m->event, g->contexts,
-                                  &(SchedulerCallbacks) { .userdata = g, .job_finished = on_job_finished,
-                                                          .event_signal = on_event_signal,
-                                                          .event_reset = on_event_reset, .settled = on_settled },
-                                  &g->scheduler);
+                SchedulerCallbacks scb = manager_gpu_scheduler_callbacks(g);
+
+                r = scheduler_new(m->event, g->contexts, &scb, &g->scheduler);
                 if (r < 0)
                         goto fail;
                 m->set.gpus[i] = (SessionGpu) { .index = i, .scheduler = g->scheduler, .contexts = g->contexts,
@@ -758,6 +783,9 @@ Manager *manager_free(Manager *m) {
         for (unsigned i = m->n_gpus; i-- > 0;) {
                 ManagerGpu *g = &m->gpus[i];
 
+                g->recover_timer = sd_event_source_disable_unref(g->recover_timer);
+                if (!g->contexts) /* a recovery that failed half way (manager-recover.c) */
+                        continue;
                 context_pool_drop_clients(g->contexts);
                 g->scheduler = scheduler_free(g->scheduler);
                 g->contexts = context_pool_free(g->contexts);

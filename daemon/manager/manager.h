@@ -69,6 +69,15 @@ typedef struct ManagerGpu {
         ContextPool *contexts;
         const GpuDeviceInfo *info;
         Scheduler *scheduler;
+        /* What its contexts were made with, to make them again. */
+        const KfdOps *ops;
+        ContextPoolOptions pool_options;
+        /* Bringing it back after its device context was lost (manager-recover.c). */
+        sd_event_source *recover_timer;
+        uint64_t recover_start_ns;
+        unsigned recoveries;      /* times it was brought back */
+        char unavailable[400];    /* SessionGpu.unavailable while it is */
+        char ended_why[500];      /* what its sessions are told */
 } ManagerGpu;
 
 struct Manager {
@@ -112,4 +121,19 @@ void manager_begin_shutdown(Manager *m);
  * context pool's limits); logs a one-line reason on failure. */
 int manager_open_device(Manager *m, const ManagerOptions *opts);
 
-
+/*
+ * manager-recover.c: GPU index's device context was lost (reason). Where it
+ * is a secondary KFD context of its own (KFD 1.19, every GPU but the
+ * first), the GPU is brought back inside the running daemon: its sessions
+ * end (SessionEnded with reconnect set; they come back to it when it is
+ * served again), then its GPU contexts and scheduler are made anew, while
+ * the other GPUs' sessions go on. Returns false where that cannot be (the
+ * first GPU, whose device context is the daemon's own KFD process, or a GPU
+ * sharing it on an older kernel): the caller ends the daemon as before.
+ */
+bool manager_gpu_recover(ManagerGpu *g, const char *reason);
+/* The callbacks the manager gives GPU g's contexts and scheduler (manager.c). */
+ContextPoolCallbacks manager_gpu_pool_callbacks(ManagerGpu *g);
+SchedulerCallbacks manager_gpu_scheduler_callbacks(ManagerGpu *g);
+/* Ends the daemon because its GPU contexts cannot go on (manager.c). */
+void manager_device_lost(Manager *m, uint64_t context_id, const char *reason);

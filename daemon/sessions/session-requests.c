@@ -132,6 +132,13 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                    s->policy_matched ?: "the defaults", s->set->n_gpus);
                 return;
         }
+        if (s->gpu->unavailable) {
+                /* A reconnect after its GPU's recovery began comes back
+                 * here until the GPU is served again (EAGAIN: try again). */
+                session_send_error(s, req->id, EAGAIN, "GPU %u is being brought back: %s; try again in a moment",
+                                   s->gpu->index, s->gpu->unavailable);
+                return;
+        }
         if (req->hello.resume_fence > 0)
                 s->last_fence = s->completed_fence = req->hello.resume_fence;
         session_page_set_fences(&s->page, s->completed_fence, s->last_fence);

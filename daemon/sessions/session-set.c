@@ -274,3 +274,17 @@ void session_set_context_lost(SessionSet *set, Context *ctx, const char *reason)
                 session_context_lost(s, ctx, reason);
         }
 }
+
+unsigned session_set_end_gpu(SessionSet *set, unsigned index, const char *why) {
+        Session *s, *next;
+        unsigned n = 0;
+
+        for (s = set->sessions; s; s = next) {
+                next = s->sessions_next;
+                if (s->gpu && s->gpu->index == index) {
+                        session_end(s, ESHUTDOWN, why, true);
+                        n++;
+                }
+        }
+        return n;
+}

@@ -44,6 +44,14 @@ struct SessionGpu {
         ContextPool *contexts;
         const GpuDeviceInfo *info;
         const char *node, *node_reason; /* the manager's choice of GPU (kfd-gpu-choice.h) */
+        /* Sessions with anything on it — connected, or ended with jobs
+         * still to retire — until they are freed: a GPU being brought back
+         * (manager-recover.c) waits for none to be left. */
+        unsigned n_users;
+        /* While the GPU is brought back after its device context was lost:
+         * why (the manager's text); no session is put on it, and a Hello
+         * that names it is EAGAIN. NULL otherwise. */
+        const char *unavailable;
 };
 
 struct SessionSet {
@@ -154,3 +162,9 @@ void session_set_run_schedulers(SessionSet *set);
 void session_set_flush(SessionSet *set);
 /* The GPU context ctx is being lost: the sessions running there are told. */
 void session_set_context_lost(SessionSet *set, Context *ctx, const char *reason);
+/*
+ * Ends every connected session on GPU index (SessionEnded with reconnect
+ * set, error ESHUTDOWN and why): its GPU is being brought back
+ * (manager-recover.c). Returns how many it ended.
+ */
+unsigned session_set_end_gpu(SessionSet *set, unsigned index, const char *why);

@@ -119,10 +119,14 @@ bool session_may_use_gpu(const Session *s, const SessionGpu *g) {
 }
 
 SessionGpu *session_first_gpu(Session *s) {
+        SessionGpu *found = NULL;
+
+        /* One being brought back only if there is no other. */
         for (unsigned i = 0; i < s->set->n_gpus; i++)
-                if (session_may_use_gpu(s, &s->set->gpus[i]))
-                        return &s->set->gpus[i];
-        return NULL;
+                if (session_may_use_gpu(s, &s->set->gpus[i]) &&
+                    (!found || (found->unavailable && !s->set->gpus[i].unavailable)))
+                        found = &s->set->gpus[i];
+        return found;
 }
 
 void session_apply_policy(Session *s) {
@@ -253,6 +257,8 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         s->pinned_gpu = pinned_gpu(m, fd);
         /* The first GPU it may use until its Hello names one (session_use_gpu()). */
         s->gpu = session_set_gpu(m, s->pinned_gpu > 0 && (unsigned) s->pinned_gpu < m->n_gpus ? (unsigned) s->pinned_gpu : 0);
+        if (s->gpu)
+                s->gpu->n_users++;
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
                 scheduler_stream_init(s->gpu->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
 
@@ -338,6 +344,8 @@ int session_use_gpu(Session *s, SessionGpu *g) {
                 if (s->user_tally)
                         scheduler_stream_set_user(g->scheduler, &s->streams[e], &s->user_tally->sched[g->index]);
         }
+        s->gpu->n_users--;
+        g->n_users++;
         s->gpu = g;
         session_set_limits(s, &s->policy); /* weights and priority classes on its new streams */
         return 0;
@@ -364,6 +372,8 @@ static void session_free(Session *s) {
         free(s->compute_key);
         free(s->pool);
         safe_close(s->fd);
+        if (s->gpu)
+                s->gpu->n_users--;
         /* A session that queued many jobs leaves many small free chunks all
          * over the heap, which glibc's free() returns to the system only
          * from the top of the heap; malloc_trim() also releases every whole

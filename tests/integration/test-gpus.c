@@ -467,6 +467,107 @@ Test(gpus, a_kernel_without_secondary_contexts_serves_both_gpus) {
         }
 }
 
+/* Whether pid, a child of ours, has exited (a zombie, not yet reaped). */
+static bool exited(pid_t pid) {
+        char path[64], buf[256], *p;
+        FILE *f;
+        bool z = false;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return true;
+        if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')))
+                z = p[1] == ' ' && p[2] == 'Z';
+        fclose(f);
+        return z;
+}
+
+/* Resets simulated GPU index of the daemon (kfdbrokerd.8, SIGUSR2 with a value). */
+static void reset_gpu(const TestDaemon *d, unsigned index) {
+        cr_assert_eq(sigqueue(d->pid, SIGUSR2, (union sigval) { .sival_int = (int) index + 1 }), 0);
+}
+
+static bool log_has(const TestDaemon *d, const char *text, int timeout_ms) {
+        for (int waited = 0;; waited += 10) {
+                char *log = test_daemon_read_log(d);
+                bool found = strstr(log, text) != NULL;
+                free(log);
+                if (found || waited >= timeout_ms)
+                        return found;
+                usleep(10 * 1000);
+        }
+}
+
+/* A reset of GPU 1 (secondary device contexts, KFD 1.19): GPU 1 is brought
+ * back inside the running daemon — its session ends and comes back through
+ * libkfdbroker's reconnect, and works — while GPU 0's session never notices
+ * (before, the daemon exited and every session had to reconnect). */
+Test(gpus, a_reset_gpu_is_brought_back_while_the_other_goes_on) {
+        TestDaemon d;
+        kfdb_session *s0 = NULL, *s1 = NULL;
+        kfdb_gpu gpus[4];
+        size_t n = 0;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu0", 0, &s0), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu1", 1, &s1), 0, "%s", kfdb_session_last_error(NULL));
+        fill_and_check(s0, 0x0a0a0a0a);
+        fill_and_check(s1, 0x1a1a1a1a);
+
+        reset_gpu(&d, 1);
+        cr_assert(log_has(&d, "GPU 1 is served again", 60000), "GPU 1 was not brought back");
+        cr_expect(log_has(&d, "GPU 1: its device context was lost", 0));
+        cr_expect_eq(kill(d.pid, 0), 0, "the daemon runs on");
+
+        fill_and_check(s0, 0x0b0b0b0b);
+        cr_expect_eq(kfdb_session_get_reconnects(s0), 0u, "GPU 0's session never noticed");
+        fill_and_check(s1, 0x1b1b1b1b);
+        cr_expect_eq(kfdb_session_get_reconnects(s1), 1u, "GPU 1's session came back once");
+        cr_expect_eq(kfdb_session_get_gpu(s1), 1u, "to GPU 1");
+        cr_assert_eq(kfdb_gpus_get(s0, gpus, 4, &n), 0);
+        cr_expect_eq(n, 2u, "both GPUs served");
+
+        /* Again: a GPU comes back as often as it is lost. */
+        reset_gpu(&d, 1);
+        for (int i = 0; i < 6000; i++) {
+                char *log = test_daemon_read_log(&d);
+                bool twice = strstr(log, "(recovery 2)") != NULL;
+                free(log);
+                if (twice)
+                        break;
+                usleep(10 * 1000);
+        }
+        fill_and_check(s1, 0x1c1c1c1c);
+        cr_expect_eq(kfdb_session_get_reconnects(s1), 2u);
+        cr_expect_eq(kfdb_session_get_reconnects(s0), 0u);
+        kfdb_session_free(s0);
+        kfdb_session_free(s1);
+        test_daemon_fini(&d);
+}
+
+/* Where GPU 1's device context shares the daemon's KFD process (no
+ * secondary contexts: KFD 1.18), a reset of it ends the daemon as before,
+ * naming why: that process cannot be closed while the daemon runs. */
+Test(gpus, a_reset_gpu_sharing_the_daemons_kfd_process_ends_the_daemon) {
+        const char *extra[] = { "--sim-gpus=2", "--sim-kfd-version=1.18", NULL };
+        TestDaemon d;
+        kfdb_session *s1 = NULL;
+        int rc;
+
+        test_daemon_start(&d, extra);
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu1", 1, &s1), 0, "%s", kfdb_session_last_error(NULL));
+        fill_and_check(s1, 0x1a1a1a1a);
+        reset_gpu(&d, 1);
+        cr_expect(log_has(&d, "The GPU context of the daemon was lost", 60000));
+        for (int i = 0; i < 6000 && !exited(d.pid); i++)
+                usleep(10 * 1000);
+        cr_expect(exited(d.pid), "the daemon ended on its own");
+        rc = test_daemon_stop(&d);
+        cr_expect(rc != 0 && rc != 128 + SIGTERM, "with a failure, for Restart=on-failure: %d", rc);
+        kfdb_session_free(s1);
+}
+
 /* A bad --sim-gpus= stops the daemon with one line naming the value. */
 Test(gpus, a_bad_sim_gpus_value_is_named) {
         static const char *const values[] = { "--sim-gpus=9", "--sim-gpus=0", "--sim-gpus=two" };
