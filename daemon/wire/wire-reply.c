@@ -500,6 +500,7 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 kfdbroker__v1__alloc_buffer_reply__init(&p->alloc_buffer);
                 p->alloc_buffer.handle = r->buffer.handle;
                 p->alloc_buffer.size = r->buffer.size;
+                p->alloc_buffer.gpu = r->buffer.gpu;
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER;
                 m->alloc_buffer = &p->alloc_buffer;
                 return 0;
@@ -507,6 +508,7 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 kfdbroker__v1__import_buffer_reply__init(&p->import_buffer);
                 p->import_buffer.handle = r->buffer.handle;
                 p->import_buffer.size = r->buffer.size;
+                p->import_buffer.gpu = r->buffer.gpu;
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_IMPORT_BUFFER;
                 m->import_buffer = &p->import_buffer;
                 return 0;
