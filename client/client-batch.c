@@ -79,6 +79,7 @@ int kfdb_batch_new(kfdb_session *s, kfdb_batch **ret) {
         if (!b)
                 return -ENOMEM;
         b->session = s;
+        b->gpu = KFDB_GPU_SESSION;
         session_object_link(s, &b->object, batch_release, batch_restore, true);
         *ret = b;
         return 0;
@@ -116,7 +117,36 @@ static int batch_add(kfdb_batch *b, const ClientJob *job) {
                 b->jobs = jobs;
                 b->n_allocated = n;
         }
-        b->jobs[b->n_jobs++] = *job;
+        b->jobs[b->n_jobs] = *job;
+        if (b->gpu != KFDB_GPU_SESSION) {
+                b->jobs[b->n_jobs].has_gpu = true;
+                b->jobs[b->n_jobs].gpu = b->gpu;
+        }
+        b->n_jobs++;
+        return 0;
+}
+
+int kfdb_batch_set_gpu(kfdb_batch *b, uint32_t gpu) {
+        if (!b)
+                return -EINVAL;
+        b->gpu = gpu;
+        return 0;
+}
+
+uint32_t kfdb_batch_get_gpu(const kfdb_batch *b) {
+        return b ? b->gpu : KFDB_GPU_SESSION;
+}
+
+/* A fill's or a dispatch's buffer is on the GPU the job runs on (only a copy
+ * reaches a buffer of another GPU: the daemon imports it). */
+static int check_buffer_gpu(kfdb_batch *b, const char *what, const kfdb_buffer *buf) {
+        uint32_t gpu = b->gpu == KFDB_GPU_SESSION ? b->session->gpu : b->gpu;
+
+        if (buf->gpu != gpu)
+                return session_error(b->session, -EINVAL,
+                                     "%s: the buffer is on GPU %u and the job runs on GPU %u; only a copy takes a "
+                                     "buffer of another GPU",
+                                     what, buf->gpu, gpu);
         return 0;
 }
 
@@ -178,6 +208,9 @@ int kfdb_batch_fill(kfdb_batch *b, kfdb_buffer *dst, uint64_t off, uint64_t size
         if (k < 0)
                 return k;
         k = check_buffer_range(b, "fill", dst, off, size);
+        if (k < 0)
+                return k;
+        k = check_buffer_gpu(b, "fill", dst);
         if (k < 0)
                 return k;
         job.fill.dst_handle = dst->handle;

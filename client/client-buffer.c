@@ -46,10 +46,12 @@ static int buffer_restore(ClientObject *o, ClientHandleMap *map) {
                 return -EBADMSG;
         }
         b->handle = r->buffer.handle;
+        /* Imported: on the new session's GPU, whichever it was on before. */
+        b->gpu = r->buffer.gpu;
         return client_handle_map_add(map, old, b->handle);
 }
 
-static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, kfdb_buffer **ret) {
+static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, uint32_t gpu, int fd, kfdb_buffer **ret) {
         kfdb_buffer *b;
 
         b = calloc(1, sizeof(*b));
@@ -58,6 +60,7 @@ static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, k
         b->session = s;
         b->handle = handle;
         b->size = size;
+        b->gpu = gpu;
         b->fd = fd;
         session_object_link(s, &b->object, buffer_release, buffer_restore, false);
         *ret = b;
@@ -65,13 +68,18 @@ static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, k
 }
 
 
-int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret) {
+/* gpu: KFDB_GPU_SESSION for the session's GPU (no AllocBufferRequest.gpu, as ever). */
+static int buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, uint32_t gpu, kfdb_buffer **ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_ALLOC_BUFFER };
         int k;
 
         if (!s || !ret)
                 return -EINVAL;
+        if (gpu != KFDB_GPU_SESSION) {
+                req.alloc_buffer.has_gpu = true;
+                req.alloc_buffer.gpu = gpu;
+        }
         if (size == 0)
                 return session_error(s, -EINVAL, "kfdb_buffer_alloc: size must be > 0");
         if (placement != KFDB_PLACEMENT_GTT && placement != KFDB_PLACEMENT_VRAM)
@@ -89,13 +97,28 @@ int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, 
                                      (unsigned long long) r->buffer.size,
                                      (unsigned long long) size);
         }
-        k = buffer_new(s, r->buffer.handle, r->buffer.size, r->fds[0], ret);
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, r->buffer.gpu, r->fds[0], ret);
         if (k < 0) {
                 buffer_forget(s, r->buffer.handle);
                 return k;
         }
         r->fds[0] = -EBADF;
         return 0;
+}
+
+int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret) {
+        return buffer_alloc(s, size, placement, KFDB_GPU_SESSION, ret);
+}
+
+int kfdb_buffer_alloc_on_gpu(kfdb_session *s, uint64_t size, kfdb_placement placement, uint32_t gpu,
+                             kfdb_buffer **ret) {
+        if (s && gpu == KFDB_GPU_SESSION)
+                return session_error(s, -EINVAL, "kfdb_buffer_alloc_on_gpu: GPU %u is no GPU index", gpu);
+        return buffer_alloc(s, size, placement, gpu, ret);
+}
+
+uint32_t kfdb_buffer_get_gpu(const kfdb_buffer *b) {
+        return b ? b->gpu : 0;
 }
 
 int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret) {
@@ -112,7 +135,7 @@ int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret) {
         k = session_call(s, &req, &copy, 1, &r);
         if (k < 0)
                 return k;
-        k = buffer_new(s, r->buffer.handle, r->buffer.size, copy, ret);
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, r->buffer.gpu, copy, ret);
         if (k < 0) {
                 buffer_forget(s, r->buffer.handle);
                 return k;

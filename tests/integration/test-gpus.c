@@ -180,30 +180,12 @@ Test(gpus, status_and_metrics_list_every_gpu) {
         test_daemon_fini(&d);
 }
 
-/* Writes the grant directory's policy file that sets Devices= for this uid
- * and has the daemon reload, waiting for the log to say so (count-th reload). */
+/* Devices= for this uid (test_daemon_set_limits()). */
 static void set_devices(const TestDaemon *d, const char *devices, unsigned count) {
-        char path[300];
-        FILE *f;
+        char line[128];
 
-        snprintf(path, sizeof path, "%s/50-devices.conf", d->grant_dir);
-        f = fopen(path, "we");
-        cr_assert_not_null(f);
-        fprintf(f, "[Match]\nUser=%u\n[Limits]\nDevices=%s\n", (unsigned) getuid(), devices);
-        cr_assert_eq(fclose(f), 0);
-        cr_assert_eq(kill(d->pid, SIGHUP), 0);
-        for (int i = 0; i < 200; i++) {
-                char *log = test_daemon_read_log(d);
-                unsigned n = 0;
-
-                for (const char *p = log; (p = strstr(p, "Policy loaded (SIGHUP)")); p++)
-                        n++;
-                free(log);
-                if (n >= count)
-                        return;
-                usleep(25 * 1000);
-        }
-        cr_assert_fail("the daemon did not reload its policy");
+        snprintf(line, sizeof line, "Devices=%s", devices);
+        test_daemon_set_limits(d, line, count);
 }
 
 /* A policy confining a user to GPU 1: its sessions go there by default, one
