@@ -379,3 +379,46 @@ Test(gpus_session, an_event_orders_jobs_on_two_gpus) {
         kfdb_session_free(s);
         test_daemon_fini(&d);
 }
+
+/* A kernel on GPU 0 waits for a signal of GPU 1: GPU 1 fills its buffer
+ * with 1.0f and copies it into GPU 0's, signals; GPU 0's compute stream
+ * waits, then doubles what arrived. Nothing of GPU 1 is polled by GPU 0
+ * (scheduler.c job_prepare()): the wait is released when the signal is done. */
+Test(gpus_session, a_kernel_waits_for_a_signal_of_the_other_gpu) {
+        TestDaemon d;
+        kfdb_session *s = NULL;
+        kfdb_buffer *src1 = NULL, *x0 = NULL;
+        kfdb_code_object *add = NULL;
+        kfdb_event *e = NULL;
+        kfdb_batch *batch = NULL;
+        const uint32_t count = 16384, block = 64;
+        uint64_t fence = 0;
+        float *px;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new(d.sock, "kernel-waits", &s), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_code_object_load_file(s, COMPUTE_KERNEL_DIR "/vector-add.hsaco", &add), 0, "%s",
+                     kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(s, count * 4, KFDB_PLACEMENT_VRAM, 1, &src1), 0);
+        cr_assert_eq(kfdb_buffer_alloc(s, count * 4, KFDB_PLACEMENT_GTT, &x0), 0);
+        cr_assert_eq(kfdb_buffer_map(x0, (void **) &px), 0);
+        memset(px, 0, count * 4);
+        cr_assert_eq(kfdb_event_create(s, true, &e), 0);
+        kfdb_arg args[] = { kfdb_arg_buffer(x0, 0), kfdb_arg_buffer(x0, 0), kfdb_arg_buffer(x0, 0),
+                            kfdb_arg_value(&count, 4) };
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_set_gpu(batch, 1), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, src1, 0, count * 4, 0x3f800000), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, x0, 0, src1, 0, count * 4), 0);
+        cr_assert_eq(kfdb_batch_signal_event_on(batch, e, KFDB_ENGINE_SDMA), 0);
+        cr_assert_eq(kfdb_batch_set_gpu(batch, KFDB_GPU_SESSION), 0);
+        cr_assert_eq(kfdb_batch_wait_event_on(batch, e, KFDB_ENGINE_COMPUTE), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, add, "vector_add", 1, &count, &block, args, 4), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, 60000), 0, "%s", kfdb_session_last_error(s));
+        for (uint32_t i = 0; i < count; i++)
+                cr_assert_eq(px[i], 2.0f, "element %u is %g", i, (double) px[i]);
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+        test_daemon_fini(&d);
+}
