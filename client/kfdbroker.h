@@ -497,7 +497,7 @@ typedef struct kfdb_gpu {
         char node_reason[256];   /* why the daemon serves it (kfdbrokerd --gpu=) */
         uint64_t vram_size;
         uint32_t cu_count;
-        uint32_t sessions;       /* sessions on it now */
+        uint32_t sessions;       /* sessions on it now: its own, and those with buffers or jobs on it */
         uint64_t jobs_completed, jobs_failed;
         uint32_t jobs_in_flight;
         uint32_t gpu_buffers;    /* buffer objects the daemon holds for clients on it */

@@ -346,10 +346,14 @@ static bool context_memory_fits(Session *s, unsigned gpu, uint64_t size, const c
                 refresh_own(s);
         }
         if (size > headroom(s->limits.max_buffer_bytes, s->gpu_bytes[gpu])) {
+                char where[48] = "";
+
+                if (s->set->n_gpus > 1)
+                        snprintf(where, sizeof where, " on GPU %u", gpu);
                 snprintf(err, errlen,
-                         "GPU context memory (%s) would exceed BufferMemory=%s (max_buffer_bytes) on GPU %u: the session holds %" PRIu64 " bytes there, %" PRIu64 " of them GPU context memory",
-                         what, policy_format_bytes(s->limits.max_buffer_bytes, v, sizeof v), gpu, s->gpu_bytes[gpu],
-                         s->on[gpu] ? s->on[gpu]->context_bytes : 0);
+                         "GPU context memory (%s) would exceed BufferMemory=%s (max_buffer_bytes)%s: the session holds %" PRIu64 " bytes%s, %" PRIu64 " of them GPU context memory",
+                         what, policy_format_bytes(s->limits.max_buffer_bytes, v, sizeof v), where, s->gpu_bytes[gpu],
+                         where[0] ? " there" : "", s->on[gpu] ? s->on[gpu]->context_bytes : 0);
                 return false;
         }
         struct {
