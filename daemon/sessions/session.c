@@ -739,6 +739,7 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
                 }
         }
         usage_add_job(&s->usage, &u);
+        s->busy_ns_by_gpu[j->on->gpu->index] += busy_ns;
         if (s->account)
                 usage_add_job(&s->account->usage, &u);
         if (s->connected)

@@ -171,6 +171,7 @@ struct Session {
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
         Usage usage;
+        uint64_t busy_ns_by_gpu[SESSION_MAX_GPUS]; /* usage.busy_ns of its jobs on each GPU */
         Account *account; /* the identity's usage across sessions */
         Tally *user_tally; /* what the sessions of its uid hold together */
         Tally *unit_tally; /* ... of its systemd unit (user unit), NULL outside one */

@@ -172,6 +172,9 @@ static int fill_list_sessions(const WireReply *r, ReplyParts *p, PbServerMessage
                 s->context_bytes = w->context_bytes;
                 s->limits_overridden = w->limits_overridden;
                 s->gpu = w->gpu;
+                /* protobuf-c only reads it while packing. */
+                s->busy_ns_by_gpu = (uint64_t *) w->busy_ns_by_gpu;
+                s->n_busy_ns_by_gpu = w->n_busy_ns_by_gpu;
                 s->limits = &p->limit_ptrs[l];
                 s->n_limits = w->n_limits;
                 for (size_t k = 0; k < w->n_limits; k++, l++) {

@@ -328,6 +328,8 @@ typedef struct WireSessionInfo {
         const char *policy_rules;
         bool limits_overridden;
         uint32_t gpu;
+        const uint64_t *busy_ns_by_gpu; /* n_busy_ns_by_gpu, by GPU index */
+        size_t n_busy_ns_by_gpu;
         const WirePolicyLimit *limits;
         size_t n_limits;
 } WireSessionInfo;

@@ -59,6 +59,41 @@ static void gpus_now(kfdb_session *s, kfdb_gpu gpus[2]) {
         cr_assert_eq(n, 2u);
 }
 
+/* ListSessions over the socket, raw: the busy_ns_by_gpu of session id, which
+ * must sum to its engine times. */
+static void expect_gpu_time(const TestDaemon *d, uint64_t id, const char *what) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__ListSessionsRequest list = KFDBROKER__V1__LIST_SESSIONS_REQUEST__INIT;
+        Kfdbroker__V1__ServerMessage *m = NULL;
+        int fd = raw_connect(d);
+        bool found = false;
+
+        cr_assert_geq(fd, 0);
+        raw_hello(fd);
+        req.id = 7;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_LIST_SESSIONS;
+        req.list_sessions = &list;
+        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
+        cr_assert_eq(raw_recv(fd, &m, NULL, NULL, 10000), 1);
+        cr_assert_eq(m->body_case, KFDBROKER__V1__SERVER_MESSAGE__BODY_LIST_SESSIONS, "%s", m->error_message);
+        for (size_t i = 0; i < m->list_sessions->n_sessions; i++) {
+                const Kfdbroker__V1__SessionInfo *si = m->list_sessions->sessions[i];
+
+                if (si->id != id)
+                        continue;
+                found = true;
+                cr_assert_eq(si->n_busy_ns_by_gpu, 2u, "%s", what);
+                cr_expect_gt(si->busy_ns_by_gpu[0], 0u, "%s: GPU 0 ran a fill and a copy", what);
+                cr_expect_gt(si->busy_ns_by_gpu[1], 0u, "%s: GPU 1 ran a fill, a copy and a kernel", what);
+                cr_expect_eq(si->busy_ns_by_gpu[0] + si->busy_ns_by_gpu[1], si->busy_ns_sdma + si->busy_ns_compute,
+                             "%s: the GPUs' times add up to the session's", what);
+                cr_expect_eq(si->gpu, 0u, "%s: its own GPU", what);
+        }
+        cr_expect(found, "%s: session %lu not listed", what, (unsigned long) id);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(fd);
+}
+
 /* One session on GPU 0 with buffers and jobs on both GPUs: fills on each,
  * copies across in both directions (the copying GPU imports the other's
  * buffer), a dispatch on GPU 1; each GPU's scheduler counts its own jobs,
@@ -148,6 +183,8 @@ Test(gpus_session, one_session_fills_copies_and_dispatches_on_both_gpus) {
                 for (size_t i = 0; i < cs.n && i < 16; i++)
                         clients += strcmp(list[i].kind, "device") != 0 && list[i].live;
                 cr_expect_eq(clients, 1u, "%s: the session's GPU context on GPU 1", what);
+
+                expect_gpu_time(&d, kfdb_session_get_id(s), what);
 
                 /* The session ends: nothing of it stays on either GPU. */
                 kfdb_code_object_free(add);
