@@ -523,6 +523,13 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         sco = lookup_code_object(s, id, field, wj->dispatch.code_object);
         if (!sco)
                 return -ENOENT;
+        /* Code objects are checked against the session's own GPU at
+         * LoadCodeObject: another GPU of the daemon may be another target. */
+        if (j->on->gpu->info->gfx_target_version != s->gpu->info->gfx_target_version)
+                return fail(s, id, EXDEV,
+                            "%s: code object 0x%" PRIx64 " was loaded for the session's GPU %u (%s); the job runs on GPU %u (%s)",
+                            field, wj->dispatch.code_object, s->gpu->index, s->gpu->info->gfx_name,
+                            j->on->gpu->index, j->on->gpu->info->gfx_name);
         ki = gpu_code_object_find(sco->co, wj->dispatch.kernel);
         if (ki < 0)
                 return fail(s, id, ENOENT,

@@ -277,10 +277,6 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         g = session_gpu_ref(s, req->id, "alloc_buffer.gpu", req->alloc_buffer.has_gpu, req->alloc_buffer.gpu);
         if (!g)
                 return;
-        if (!session_on_gpu(s, g)) {
-                session_send_error(s, req->id, ENOMEM, "out of memory");
-                return;
-        }
         if (size == 0) {
                 session_send_error(s, req->id, EINVAL, "alloc_buffer.size: %" PRIu64 " is too large",
                                    req->alloc_buffer.size);
@@ -302,7 +298,9 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         if (!session_check_memory_quota(s, req->id, g->index, size) ||
             !session_check_fds(s, req->id, session_buffer_fds(s) + 1, "AllocBuffer"))
                 return;
-        r = gpu_buffer_new(context_pool_device_gpu(g->contexts), size, placement, false, &b);
+        /* The session uses g from now on (status, Devices= at a reload). */
+        r = session_on_gpu(s, g) ? gpu_buffer_new(context_pool_device_gpu(g->contexts), size, placement, false, &b)
+                                 : -ENOMEM;
         if (r < 0) {
                 session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s on GPU %u failed: %s",
                                    size, req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? "VRAM" : "GTT",

@@ -459,3 +459,50 @@ Test(gpus_session, a_kernel_waits_for_a_signal_of_the_other_gpu) {
         kfdb_session_free(s);
         test_daemon_fini(&d);
 }
+
+/* GPUs that differ (a gfx1030 and an integrated gfx1036): a code object the
+ * session loaded for its gfx1030 does not run on the gfx1036, said with
+ * both; fills and copies between them work. */
+Test(gpus_session, a_kernel_of_one_target_is_refused_on_a_gpu_of_another) {
+        const char *extra[] = { "--sim-topology=igpu-first", "--gpu=all", NULL };
+        TestDaemon d;
+        kfdb_session *s = NULL;
+        kfdb_code_object *add = NULL;
+        kfdb_buffer *x1 = NULL, *y0 = NULL;
+        kfdb_batch *batch = NULL;
+        const uint32_t count = 1024, block = 64; /* 4096 bytes: a whole buffer */
+        char want[256];
+        uint64_t fence = 0;
+        int r;
+
+        test_daemon_start(&d, extra);
+        cr_assert_eq(kfdb_session_new(d.sock, "two-targets", &s), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_code_object_load_file(s, COMPUTE_KERNEL_DIR "/vector-add.hsaco", &add), 0, "%s",
+                     kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(s, count * 4, KFDB_PLACEMENT_GTT, 1, &x1), 0, "%s",
+                     kfdb_session_last_error(s));
+        kfdb_arg args[] = { kfdb_arg_buffer(x1, 0), kfdb_arg_buffer(x1, 0), kfdb_arg_buffer(x1, 0),
+                            kfdb_arg_value(&count, 4) };
+        cr_assert_eq(kfdb_batch_new(s, &batch), 0);
+        cr_assert_eq(kfdb_batch_set_gpu(batch, 1), 0);
+        cr_assert_eq(kfdb_batch_dispatch(batch, add, "vector_add", 1, &count, &block, args, 4), 0);
+        r = kfdb_batch_submit(batch, NULL, NULL);
+        cr_expect_eq(r, -EXDEV, "%d: %s", r, kfdb_session_last_error(s));
+        snprintf(want, sizeof want,
+                 "submit.jobs[0].dispatch.code_object: code object 0x%" PRIx64 " was loaded for the session's GPU 0 "
+                 "(gfx1030); the job runs on GPU 1 (gfx1036)",
+                 kfdb_code_object_get_handle(add));
+        cr_expect_str_eq(kfdb_session_last_error(s), want);
+        kfdb_batch_reset(batch);
+
+        fill_on(s, x1, 1, 0x36363636);
+        cr_assert_eq(kfdb_buffer_alloc(s, count * 4, KFDB_PLACEMENT_VRAM, &y0), 0);
+        cr_assert_eq(kfdb_batch_set_gpu(batch, KFDB_GPU_SESSION), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, y0, 0, x1, 0, count * 4), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, 30000), 0, "%s", kfdb_session_last_error(s));
+        expect_words(y0, 0x36363636, "the gfx1036's buffer copied on the gfx1030");
+        kfdb_batch_free(batch);
+        kfdb_session_free(s);
+        test_daemon_fini(&d);
+}
