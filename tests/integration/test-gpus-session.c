@@ -506,3 +506,29 @@ Test(gpus_session, a_kernel_of_one_target_is_refused_on_a_gpu_of_another) {
         kfdb_session_free(s);
         test_daemon_fini(&d);
 }
+
+/* A reload that takes away a GPU the session holds buffers on ends it,
+ * naming that GPU, though its own GPU is still allowed. */
+Test(gpus_session, a_reload_taking_a_used_gpu_away_ends_the_session) {
+        TestDaemon d;
+        kfdb_session *s = NULL, *other = NULL;
+        kfdb_buffer *b = NULL, *c = NULL;
+        int r;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new(d.sock, "uses-gpu1", &s), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_session_new(d.sock, "gpu0-only", &other), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_session_get_gpu(s), 0u);
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(s, 4096, KFDB_PLACEMENT_GTT, 1, &b), 0);
+        set_devices(&d, "0", 1);
+        kfdb_session_set_reconnect_timeout(s, 0);
+        r = kfdb_buffer_alloc(s, 4096, KFDB_PLACEMENT_GTT, &c);
+        cr_expect_eq(r, -ECONNRESET, "%d", r);
+        cr_expect(strstr(kfdb_session_last_error(s), "the policy no longer lets this session use GPU 1 (Devices=0)"),
+                  "%s", kfdb_session_last_error(s));
+        /* A session that never used GPU 1 goes on. */
+        cr_assert_eq(kfdb_buffer_alloc(other, 4096, KFDB_PLACEMENT_GTT, &c), 0, "%s", kfdb_session_last_error(other));
+        kfdb_session_free(s);
+        kfdb_session_free(other);
+        test_daemon_fini(&d);
+}
