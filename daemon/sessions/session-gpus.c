@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Several GPUs in one session (docs/protocol.md "GPUs"): what a session has
- * on each GPU it uses (SessionOnGpu, session.h), the GpuRef of a request
+ * Several GPUs in one session (docs/protocol.md "GPUs"): which GPUs a
+ * session may use (Devices=, the GPU socket it came through) and which is
+ * its own, what a session has on each GPU it uses (SessionOnGpu, session.h), the GpuRef of a request
  * resolved against what the daemon serves and the session may use, and a
  * buffer of one GPU seen from another one's device context, for a copy
  * between them.
@@ -28,6 +29,43 @@
 #include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/macro.h"
+
+bool session_may_use_gpu(const Session *s, const SessionGpu *g) {
+        if (s->pinned_gpu >= 0 && g->index != (unsigned) s->pinned_gpu)
+                return false;
+        return policy_devices_allow(&s->policy.devices, g->index, g->info ? g->info->pci_address : NULL);
+}
+
+SessionGpu *session_first_gpu(Session *s) {
+        for (unsigned i = 0; i < s->set->n_gpus; i++)
+                if (session_may_use_gpu(s, &s->set->gpus[i]))
+                        return &s->set->gpus[i];
+        return NULL;
+}
+
+int session_use_gpu(Session *s, SessionGpu *g) {
+        if (g == s->gpu)
+                return 0;
+        /* Only before its first buffer or job: what it holds is on its GPU. */
+        if (s->buffers.n_used > 0 || s->code_objects.n_used > 0 || s->home.compute_ctx || s->kfd_relay || s->ring ||
+            s->fence_page)
+                return -EBUSY;
+        for (unsigned i = 0; i < SESSION_MAX_GPUS; i++)
+                if (s->on[i] && s->on[i] != &s->home)
+                        return -EBUSY;
+        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
+                scheduler_stream_done(s->gpu->scheduler, &s->home.streams[e]);
+                scheduler_stream_init(g->scheduler, &s->home.streams[e], s->id, (GpuEngine) e, 1);
+                if (s->user_tally)
+                        scheduler_stream_set_user(g->scheduler, &s->home.streams[e], &s->user_tally->sched[g->index]);
+        }
+        s->on[s->gpu->index] = NULL;
+        s->on[g->index] = &s->home;
+        s->home.gpu = g;
+        s->gpu = g;
+        session_set_limits(s, &s->policy); /* weights and priority classes on its new streams */
+        return 0;
+}
 
 SessionGpu *session_gpu_ref(Session *s, uint64_t id, const char *field, bool has, uint32_t index) {
         SessionGpu *g;

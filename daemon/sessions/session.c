@@ -119,19 +119,6 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         }
 }
 
-bool session_may_use_gpu(const Session *s, const SessionGpu *g) {
-        if (s->pinned_gpu >= 0 && g->index != (unsigned) s->pinned_gpu)
-                return false;
-        return policy_devices_allow(&s->policy.devices, g->index, g->info ? g->info->pci_address : NULL);
-}
-
-SessionGpu *session_first_gpu(Session *s) {
-        for (unsigned i = 0; i < s->set->n_gpus; i++)
-                if (session_may_use_gpu(s, &s->set->gpus[i]))
-                        return &s->set->gpus[i];
-        return NULL;
-}
-
 void session_apply_policy(Session *s) {
         char matched[256];
         PolicyLimits l;
@@ -332,30 +319,6 @@ int session_new(SessionSet *m, int fd, const Identity *id, Session **ret) {
 
 int session_new_from_peer(SessionSet *m, int fd, int pidfd, bool pidfd_exact, Session **ret) {
         return session_new_internal(m, fd, NULL, pidfd, pidfd_exact, ret);
-}
-
-int session_use_gpu(Session *s, SessionGpu *g) {
-        if (g == s->gpu)
-                return 0;
-        /* Only before its first buffer or job: what it holds is on its GPU. */
-        if (s->buffers.n_used > 0 || s->code_objects.n_used > 0 || s->home.compute_ctx || s->kfd_relay || s->ring ||
-            s->fence_page)
-                return -EBUSY;
-        for (unsigned i = 0; i < SESSION_MAX_GPUS; i++)
-                if (s->on[i] && s->on[i] != &s->home)
-                        return -EBUSY;
-        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
-                scheduler_stream_done(s->gpu->scheduler, &s->home.streams[e]);
-                scheduler_stream_init(g->scheduler, &s->home.streams[e], s->id, (GpuEngine) e, 1);
-                if (s->user_tally)
-                        scheduler_stream_set_user(g->scheduler, &s->home.streams[e], &s->user_tally->sched[g->index]);
-        }
-        s->on[s->gpu->index] = NULL;
-        s->on[g->index] = &s->home;
-        s->home.gpu = g;
-        s->gpu = g;
-        session_set_limits(s, &s->policy); /* weights and priority classes on its new streams */
-        return 0;
 }
 
 static void session_free(Session *s) {
