@@ -124,6 +124,7 @@ Test(gpus_session, one_session_fills_copies_and_dispatches_on_both_gpus) {
                 cr_assert_eq(kfdb_session_new(d.sock, "both", &s), 0, "%s", kfdb_session_last_error(NULL));
                 cr_assert_eq(kfdb_session_new(d.sock, "watcher", &watcher), 0, "%s", kfdb_session_last_error(NULL));
                 gpus_now(watcher, before);
+                int fds = test_daemon_count_fds(&d);
 
                 /* An old call is on the session's GPU, as ever. */
                 cr_assert_eq(kfdb_buffer_alloc(s, size, KFDB_PLACEMENT_VRAM, &a0), 0, "%s", kfdb_session_last_error(s));
@@ -209,6 +210,11 @@ Test(gpus_session, one_session_fills_copies_and_dispatches_on_both_gpus) {
                         usleep(25 * 1000);
                 }
                 cr_expect_eq(clients, 0u, "%s: no client context is left up", what);
+                /* Nor a file descriptor: the session's, its buffers', the imports' and its
+                 * context's (a worker's connection) are all gone. */
+                for (int i = 0; i < 400 && test_daemon_count_fds(&d) > fds; i++)
+                        usleep(25 * 1000);
+                cr_expect_leq(test_daemon_count_fds(&d), fds, "%s: the daemon holds more fds than before", what);
                 kfdb_session_free(watcher);
                 test_daemon_fini(&d);
         }
