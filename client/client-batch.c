@@ -421,6 +421,13 @@ int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fe
         s = b->session;
         if (b->n_jobs == 0)
                 return session_error(s, -ENODATA, "kfdb_batch_submit: the batch is empty");
+        /* A daemon from before "gpu-per-job" would run every job on the session's GPU. */
+        for (size_t i = 0; i < b->n_jobs; i++)
+                if (b->jobs[i].has_gpu && b->jobs[i].gpu != s->gpu && !kfdb_session_has_feature(s, "gpu-per-job"))
+                        return session_error(s, -EOPNOTSUPP,
+                                             "kfdb_batch_submit: job %zu names GPU %u, and kfdbrokerd %s runs a "
+                                             "session's jobs on its GPU (%u) only (no feature \"gpu-per-job\")",
+                                             i, b->jobs[i].gpu, kfdb_session_get_daemon_version(s), s->gpu);
         /* A lazy session's first submit makes its page, ring and fence page. */
         k = session_submit_need(s);
         if (k < 0)

@@ -29,6 +29,12 @@ static void buffer_release(ClientObject *o) {
         free(b);
 }
 
+/* The GPU a reply says a buffer is on; a daemon from before "gpu-per-job"
+ * puts every buffer on the session's GPU and says nothing. */
+static uint32_t reply_gpu(const kfdb_session *s, const ClientReply *r) {
+        return kfdb_session_has_feature(s, "gpu-per-job") ? r->buffer.gpu : s->gpu;
+}
+
 /* After a daemon restart: the memory is the dma-buf's, which we hold. */
 static int buffer_restore(ClientObject *o, ClientHandleMap *map) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
@@ -47,7 +53,7 @@ static int buffer_restore(ClientObject *o, ClientHandleMap *map) {
         }
         b->handle = r->buffer.handle;
         /* Imported: on the new session's GPU, whichever it was on before. */
-        b->gpu = r->buffer.gpu;
+        b->gpu = reply_gpu(b->session, r);
         return client_handle_map_add(map, old, b->handle);
 }
 
@@ -76,6 +82,11 @@ static int buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement
 
         if (!s || !ret)
                 return -EINVAL;
+        if (gpu != KFDB_GPU_SESSION && gpu != s->gpu && !kfdb_session_has_feature(s, "gpu-per-job"))
+                return session_error(s, -EOPNOTSUPP,
+                                     "kfdb_buffer_alloc_on_gpu: kfdbrokerd %s puts a session's buffers on its GPU "
+                                     "(%u) only (no feature \"gpu-per-job\")",
+                                     kfdb_session_get_daemon_version(s), s->gpu);
         if (gpu != KFDB_GPU_SESSION) {
                 req.alloc_buffer.has_gpu = true;
                 req.alloc_buffer.gpu = gpu;
@@ -97,7 +108,7 @@ static int buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement
                                      (unsigned long long) r->buffer.size,
                                      (unsigned long long) size);
         }
-        k = buffer_new(s, r->buffer.handle, r->buffer.size, r->buffer.gpu, r->fds[0], ret);
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, reply_gpu(s, r), r->fds[0], ret);
         if (k < 0) {
                 buffer_forget(s, r->buffer.handle);
                 return k;
@@ -135,7 +146,7 @@ int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret) {
         k = session_call(s, &req, &copy, 1, &r);
         if (k < 0)
                 return k;
-        k = buffer_new(s, r->buffer.handle, r->buffer.size, r->buffer.gpu, copy, ret);
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, reply_gpu(s, r), copy, ret);
         if (k < 0) {
                 buffer_forget(s, r->buffer.handle);
                 return k;

@@ -535,7 +535,8 @@ int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, 
  * -ENODEV (the daemon has no GPU @gpu; the message says how many it has),
  * -EACCES (the policy's Devices=, or the GPU socket the session came
  * through, keeps it off that GPU; the message names which), -EINVAL (@gpu is
- * KFDB_GPU_SESSION). (KFDBROKER_0.14)
+ * KFDB_GPU_SESSION), -EOPNOTSUPP (another GPU than the session's, and a
+ * daemon without the feature "gpu-per-job"). (KFDBROKER_0.14)
  */
 int kfdb_buffer_alloc_on_gpu(kfdb_session *s, uint64_t size, kfdb_placement placement, uint32_t gpu,
                              kfdb_buffer **ret);
@@ -745,7 +746,9 @@ void kfdb_batch_reset(kfdb_batch *b);
  * through the submit ring, and jobs on two GPUs are ordered only by their
  * fences or by events (a signal-event job on KFDB_ENGINE_AUTO follows the
  * job before it). A @gpu the daemon lacks or the session may not use fails
- * the submit (-ENODEV, -EACCES). Returns 0 or -EINVAL (no batch).
+ * the submit (-ENODEV, -EACCES), and so does any GPU but the session's
+ * with a daemon without the feature "gpu-per-job" (-EOPNOTSUPP, before
+ * anything is sent). Returns 0 or -EINVAL (no batch).
  * kfdb_batch_get_gpu() returns what was set. (KFDBROKER_0.14)
  */
 int kfdb_batch_set_gpu(kfdb_batch *b, uint32_t gpu);

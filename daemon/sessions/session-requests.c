@@ -22,11 +22,11 @@
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "lazy-session", "alloc-free-first", NULL,
+        "fence-page", "lazy-session", "alloc-free-first", "gpu-per-job", NULL,
 };
 static const char *const features_compute[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "lazy-session", "alloc-free-first", "compute", NULL,
+        "fence-page", "lazy-session", "alloc-free-first", "gpu-per-job", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
