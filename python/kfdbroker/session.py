@@ -334,8 +334,9 @@ class Batch:
     def gpu(self) -> Optional[int]:
         """The GPU the jobs added from now on run on (its index), or None: the session's GPU.
         A fill's or a dispatch's buffers must be on the job's GPU; a copy takes buffers of any
-        GPU (the daemon imports the other GPU's, which needs KFD 1.15). A batch naming a GPU
-        goes as one Submit request, never through the submit ring.
+        GPU (the daemon imports the other GPU's, which needs KFD 1.15). Jobs on two GPUs are
+        ordered only by events (``signal``/``wait_for``) or by waiting for a fence. A batch
+        naming a GPU goes as one Submit request, never through the submit ring.
 
         Raises (on setting):
             NotSupported: the loaded libkfdbroker is older than KFDBROKER_0.14.
