@@ -657,6 +657,7 @@ static void script_gpu_per_job(Srv *s) {
         S_CHECK(s, !req.submit.jobs[1].has_gpu && req.submit.jobs[1].type == WIRE_JOB_COPY);
         r = (WireReply) { .id = req.id, .type = WIRE_REPLY_SUBMIT,
                           .submit = { .fences = (uint64_t[]) { 1, 2 }, .n_fences = 2 } };
+        wire_request_done(&req);
         S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
         S_CHECK(s, srv_recv(s, &req, NULL) == -ECONNRESET);
 }
