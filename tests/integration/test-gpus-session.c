@@ -427,7 +427,9 @@ Test(gpus_session, an_event_orders_jobs_on_two_gpus) {
  * with 1.0f and copies it into GPU 0's, signals; GPU 0's compute stream
  * waits, then doubles what arrived. Nothing of GPU 1 is polled by GPU 0
  * (scheduler.c job_prepare()): the wait is released when the signal is done. */
-Test(gpus_session, a_kernel_waits_for_a_signal_of_the_other_gpu) {
+static void kernel_waits_for_the_other_gpu(const char *version) {
+        const char *extra[] = { "--sim-gpus=2", version, NULL };
+        const char *what = version ? version : "secondary contexts";
         TestDaemon d;
         kfdb_session *s = NULL;
         kfdb_buffer *src1 = NULL, *x0 = NULL;
@@ -438,7 +440,7 @@ Test(gpus_session, a_kernel_waits_for_a_signal_of_the_other_gpu) {
         uint64_t fence = 0;
         float *px;
 
-        test_daemon_start(&d, two_gpus);
+        test_daemon_start(&d, extra);
         cr_assert_eq(kfdb_session_new(d.sock, "kernel-waits", &s), 0, "%s", kfdb_session_last_error(NULL));
         cr_assert_eq(kfdb_code_object_load_file(s, COMPUTE_KERNEL_DIR "/vector-add.hsaco", &add), 0, "%s",
                      kfdb_session_last_error(s));
@@ -458,12 +460,18 @@ Test(gpus_session, a_kernel_waits_for_a_signal_of_the_other_gpu) {
         cr_assert_eq(kfdb_batch_wait_event_on(batch, e, KFDB_ENGINE_COMPUTE), 0);
         cr_assert_eq(kfdb_batch_dispatch(batch, add, "vector_add", 1, &count, &block, args, 4), 0);
         cr_assert_eq(kfdb_batch_submit(batch, NULL, &fence), 0, "%s", kfdb_session_last_error(s));
-        cr_assert_eq(kfdb_fence_wait(s, fence, 60000), 0, "%s", kfdb_session_last_error(s));
+        cr_assert_eq(kfdb_fence_wait(s, fence, 60000), 0, "%s: %s", what, kfdb_session_last_error(s));
         for (uint32_t i = 0; i < count; i++)
-                cr_assert_eq(px[i], 2.0f, "element %u is %g", i, (double) px[i]);
+                cr_assert_eq(px[i], 2.0f, "%s: element %u is %g", what, i, (double) px[i]);
         kfdb_batch_free(batch);
         kfdb_session_free(s);
         test_daemon_fini(&d);
+}
+
+Test(gpus_session, a_kernel_waits_for_a_signal_of_the_other_gpu) {
+        kernel_waits_for_the_other_gpu(NULL);
+        /* Its context a worker process (KFD 1.18). */
+        kernel_waits_for_the_other_gpu("--sim-kfd-version=1.18");
 }
 
 /* GPUs that differ (a gfx1030 and an integrated gfx1036): a code object the
@@ -536,5 +544,77 @@ Test(gpus_session, a_reload_taking_a_used_gpu_away_ends_the_session) {
         cr_assert_eq(kfdb_buffer_alloc(other, 4096, KFDB_PLACEMENT_GTT, &c), 0, "%s", kfdb_session_last_error(other));
         kfdb_session_free(s);
         kfdb_session_free(other);
+        test_daemon_fini(&d);
+}
+
+/* What a client other than libkfdbroker sends: the daemon itself refuses a
+ * fill of another GPU's buffer naming the field and both GPUs, answers an
+ * AllocBuffer with the buffer's GPU, and an old client's requests (no GPU
+ * named) are on the session's GPU. */
+Test(gpus_session, the_daemon_checks_a_raw_clients_gpus) {
+        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__GpuRef one = KFDBROKER__V1__GPU_REF__INIT;
+        Kfdbroker__V1__SubmitRequest sub = KFDBROKER__V1__SUBMIT_REQUEST__INIT;
+        Kfdbroker__V1__Job job = KFDBROKER__V1__JOB__INIT, *jobs[1] = { &job };
+        Kfdbroker__V1__FillJob fill = KFDBROKER__V1__FILL_JOB__INIT;
+        Kfdbroker__V1__ServerMessage *m;
+        TestDaemon d;
+        int fds[1], fd;
+        unsigned n = 1;
+        uint64_t on1, on0;
+        char want[256];
+
+        test_daemon_start(&d, two_gpus);
+        fd = raw_connect(&d);
+        cr_assert_geq(fd, 0);
+        raw_hello(fd);
+        one.index = 1;
+        a.size = 4096;
+        a.gpu = &one;
+        req.id = 10;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        req.alloc_buffer = &a;
+        m = raw_call(fd, &req, NULL, 0, fds, &n);
+        cr_assert_eq(m->error, 0, "%s", m->error_message);
+        cr_expect_eq(m->alloc_buffer->gpu, 1u);
+        on1 = m->alloc_buffer->handle;
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(fds[0]);
+        on0 = raw_alloc(fd, 4096, NULL);
+
+        fill.dst_handle = on1;
+        fill.size = 4096;
+        job.kind_case = KFDBROKER__V1__JOB__KIND_FILL;
+        job.fill = &fill;
+        sub.n_jobs = 1;
+        sub.jobs = jobs;
+        req = (Kfdbroker__V1__Request) KFDBROKER__V1__REQUEST__INIT;
+        req.id = 11;
+        req.body_case = KFDBROKER__V1__REQUEST__BODY_SUBMIT;
+        req.submit = &sub;
+        n = 0;
+        m = raw_call(fd, &req, NULL, 0, NULL, &n);
+        cr_expect_eq(m->error, EINVAL, "%d: %s", m->error, m->error_message);
+        snprintf(want, sizeof want,
+                 "submit.jobs[0].fill.dst_handle: buffer 0x%" PRIx64 " is on GPU 1 and the job runs on GPU 0 "
+                 "(submit.jobs[0].gpu); only a copy takes a buffer of another GPU",
+                 on1);
+        cr_expect_str_eq(m->error_message, want);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+
+        /* The same fill on GPU 1, and an old client's fill of GPU 0's buffer. */
+        job.gpu = &one;
+        req.id = 12;
+        m = raw_call(fd, &req, NULL, 0, NULL, &n);
+        cr_expect_eq(m->error, 0, "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        job.gpu = NULL;
+        fill.dst_handle = on0;
+        req.id = 13;
+        m = raw_call(fd, &req, NULL, 0, NULL, &n);
+        cr_expect_eq(m->error, 0, "%s", m->error_message);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        close(fd);
         test_daemon_fini(&d);
 }
