@@ -79,6 +79,7 @@ int kfdb_batch_new(kfdb_session *s, kfdb_batch **ret) {
         if (!b)
                 return -ENOMEM;
         b->session = s;
+        b->gpu = KFDB_GPU_SESSION;
         session_object_link(s, &b->object, batch_release, batch_restore, true);
         *ret = b;
         return 0;
@@ -116,7 +117,36 @@ static int batch_add(kfdb_batch *b, const ClientJob *job) {
                 b->jobs = jobs;
                 b->n_allocated = n;
         }
-        b->jobs[b->n_jobs++] = *job;
+        b->jobs[b->n_jobs] = *job;
+        if (b->gpu != KFDB_GPU_SESSION) {
+                b->jobs[b->n_jobs].has_gpu = true;
+                b->jobs[b->n_jobs].gpu = b->gpu;
+        }
+        b->n_jobs++;
+        return 0;
+}
+
+int kfdb_batch_set_gpu(kfdb_batch *b, uint32_t gpu) {
+        if (!b)
+                return -EINVAL;
+        b->gpu = gpu;
+        return 0;
+}
+
+uint32_t kfdb_batch_get_gpu(const kfdb_batch *b) {
+        return b ? b->gpu : KFDB_GPU_SESSION;
+}
+
+/* A fill's or a dispatch's buffer is on the GPU the job runs on (only a copy
+ * reaches a buffer of another GPU: the daemon imports it). */
+static int check_buffer_gpu(kfdb_batch *b, const char *what, const kfdb_buffer *buf) {
+        uint32_t gpu = b->gpu == KFDB_GPU_SESSION ? b->session->gpu : b->gpu;
+
+        if (buf->gpu != gpu)
+                return session_error(b->session, -EINVAL,
+                                     "%s: the buffer is on GPU %u and the job runs on GPU %u; only a copy takes a "
+                                     "buffer of another GPU",
+                                     what, buf->gpu, gpu);
         return 0;
 }
 
@@ -178,6 +208,9 @@ int kfdb_batch_fill(kfdb_batch *b, kfdb_buffer *dst, uint64_t off, uint64_t size
         if (k < 0)
                 return k;
         k = check_buffer_range(b, "fill", dst, off, size);
+        if (k < 0)
+                return k;
+        k = check_buffer_gpu(b, "fill", dst);
         if (k < 0)
                 return k;
         job.fill.dst_handle = dst->handle;
@@ -388,6 +421,13 @@ int kfdb_batch_submit(kfdb_batch *b, uint64_t *fences_out, uint64_t *ret_last_fe
         s = b->session;
         if (b->n_jobs == 0)
                 return session_error(s, -ENODATA, "kfdb_batch_submit: the batch is empty");
+        /* A daemon from before "gpu-per-job" would run every job on the session's GPU. */
+        for (size_t i = 0; i < b->n_jobs; i++)
+                if (b->jobs[i].has_gpu && b->jobs[i].gpu != s->gpu && !kfdb_session_has_feature(s, "gpu-per-job"))
+                        return session_error(s, -EOPNOTSUPP,
+                                             "kfdb_batch_submit: job %zu names GPU %u, and kfdbrokerd %s runs a "
+                                             "session's jobs on its GPU (%u) only (no feature \"gpu-per-job\")",
+                                             i, b->jobs[i].gpu, kfdb_session_get_daemon_version(s), s->gpu);
         /* A lazy session's first submit makes its page, ring and fence page. */
         k = session_submit_need(s);
         if (k < 0)

@@ -12,4 +12,5 @@ struct kfdb_batch {
         kfdb_session *session;
         ClientJob *jobs;
         size_t n_jobs, n_allocated;
+        uint32_t gpu; /* the GPU of the jobs added now (kfdb_batch_set_gpu()), or KFDB_GPU_SESSION */
 };

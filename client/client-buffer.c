@@ -29,6 +29,12 @@ static void buffer_release(ClientObject *o) {
         free(b);
 }
 
+/* The GPU a reply says a buffer is on; a daemon from before "gpu-per-job"
+ * puts every buffer on the session's GPU and says nothing. */
+static uint32_t reply_gpu(const kfdb_session *s, const ClientReply *r) {
+        return kfdb_session_has_feature(s, "gpu-per-job") ? r->buffer.gpu : s->gpu;
+}
+
 /* After a daemon restart: the memory is the dma-buf's, which we hold. */
 static int buffer_restore(ClientObject *o, ClientHandleMap *map) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
@@ -46,10 +52,12 @@ static int buffer_restore(ClientObject *o, ClientHandleMap *map) {
                 return -EBADMSG;
         }
         b->handle = r->buffer.handle;
+        /* Imported: on the new session's GPU, whichever it was on before. */
+        b->gpu = reply_gpu(b->session, r);
         return client_handle_map_add(map, old, b->handle);
 }
 
-static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, kfdb_buffer **ret) {
+static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, uint32_t gpu, int fd, kfdb_buffer **ret) {
         kfdb_buffer *b;
 
         b = calloc(1, sizeof(*b));
@@ -58,6 +66,7 @@ static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, k
         b->session = s;
         b->handle = handle;
         b->size = size;
+        b->gpu = gpu;
         b->fd = fd;
         session_object_link(s, &b->object, buffer_release, buffer_restore, false);
         *ret = b;
@@ -65,13 +74,23 @@ static int buffer_new(kfdb_session *s, uint64_t handle, uint64_t size, int fd, k
 }
 
 
-int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret) {
+/* gpu: KFDB_GPU_SESSION for the session's GPU (no AllocBufferRequest.gpu, as ever). */
+static int buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, uint32_t gpu, kfdb_buffer **ret) {
         _cleanup_(client_reply_freep) ClientReply *r = NULL;
         ClientRequest req = { .type = CLIENT_REQUEST_ALLOC_BUFFER };
         int k;
 
         if (!s || !ret)
                 return -EINVAL;
+        if (gpu != KFDB_GPU_SESSION && gpu != s->gpu && !kfdb_session_has_feature(s, "gpu-per-job"))
+                return session_error(s, -EOPNOTSUPP,
+                                     "kfdb_buffer_alloc_on_gpu: kfdbrokerd %s puts a session's buffers on its GPU "
+                                     "(%u) only (no feature \"gpu-per-job\")",
+                                     kfdb_session_get_daemon_version(s), s->gpu);
+        if (gpu != KFDB_GPU_SESSION) {
+                req.alloc_buffer.has_gpu = true;
+                req.alloc_buffer.gpu = gpu;
+        }
         if (size == 0)
                 return session_error(s, -EINVAL, "kfdb_buffer_alloc: size must be > 0");
         if (placement != KFDB_PLACEMENT_GTT && placement != KFDB_PLACEMENT_VRAM)
@@ -89,13 +108,28 @@ int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, 
                                      (unsigned long long) r->buffer.size,
                                      (unsigned long long) size);
         }
-        k = buffer_new(s, r->buffer.handle, r->buffer.size, r->fds[0], ret);
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, reply_gpu(s, r), r->fds[0], ret);
         if (k < 0) {
                 buffer_forget(s, r->buffer.handle);
                 return k;
         }
         r->fds[0] = -EBADF;
         return 0;
+}
+
+int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret) {
+        return buffer_alloc(s, size, placement, KFDB_GPU_SESSION, ret);
+}
+
+int kfdb_buffer_alloc_on_gpu(kfdb_session *s, uint64_t size, kfdb_placement placement, uint32_t gpu,
+                             kfdb_buffer **ret) {
+        if (s && gpu == KFDB_GPU_SESSION)
+                return session_error(s, -EINVAL, "kfdb_buffer_alloc_on_gpu: GPU %u is no GPU index", gpu);
+        return buffer_alloc(s, size, placement, gpu, ret);
+}
+
+uint32_t kfdb_buffer_get_gpu(const kfdb_buffer *b) {
+        return b ? b->gpu : 0;
 }
 
 int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret) {
@@ -112,7 +146,7 @@ int kfdb_buffer_import(kfdb_session *s, int fd, kfdb_buffer **ret) {
         k = session_call(s, &req, &copy, 1, &r);
         if (k < 0)
                 return k;
-        k = buffer_new(s, r->buffer.handle, r->buffer.size, copy, ret);
+        k = buffer_new(s, r->buffer.handle, r->buffer.size, reply_gpu(s, r), copy, ret);
         if (k < 0) {
                 buffer_forget(s, r->buffer.handle);
                 return k;

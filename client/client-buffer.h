@@ -19,6 +19,7 @@ struct kfdb_buffer {
         kfdb_session *session;
         uint64_t handle;
         uint64_t size;
+        uint32_t gpu; /* the index of the GPU it is on, as the daemon said */
         int fd;
         void *map;
         /* Its fd was handed to the caller (kfdb_buffer_get_fd) or the buffer

@@ -108,8 +108,9 @@ static bool ring_takes(kfdb_session *s, const ClientJob *jobs, size_t n) {
                 limit = s->limits.max_jobs_in_flight;
         if (limit > 0 && in_flight + n > limit)
                 return false;
+        /* Its records carry no GPU: a job on another GPU goes as a Submit. */
         for (size_t i = 0; i < n; i++)
-                if (jobs[i].type == CLIENT_JOB_DISPATCH)
+                if (jobs[i].type == CLIENT_JOB_DISPATCH || jobs[i].has_gpu)
                         return false;
         return true;
 }

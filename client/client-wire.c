@@ -151,6 +151,7 @@ typedef struct RequestParts {
         Kfdbroker__V1__SignalEventJob *signals;
         Kfdbroker__V1__WaitEventJob *waits;
         Kfdbroker__V1__DispatchJob *dispatches;
+        Kfdbroker__V1__GpuRef *job_gpus;     /* Job.gpu, one slot per job */
         Kfdbroker__V1__KernelArg *args;      /* every dispatch's arguments, one after another */
         Kfdbroker__V1__KernelArg **arg_ptrs;
         Kfdbroker__V1__BufferRef *refs;
@@ -167,6 +168,7 @@ static void request_parts_done(RequestParts *p) {
         free(p->signals);
         free(p->waits);
         free(p->dispatches);
+        free(p->job_gpus);
         free(p->args);
         free(p->arg_ptrs);
         free(p->refs);
@@ -303,8 +305,9 @@ static int fill_submit(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__R
                 p->signals = calloc(n, sizeof(*p->signals));
                 p->waits = calloc(n, sizeof(*p->waits));
                 p->dispatches = calloc(n, sizeof(*p->dispatches));
+                p->job_gpus = calloc(n, sizeof(*p->job_gpus));
                 if (!p->jobs || !p->job_ptrs || !p->copies || !p->fills || !p->signals || !p->waits ||
-                    !p->dispatches)
+                    !p->dispatches || !p->job_gpus)
                         return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++)
@@ -321,6 +324,11 @@ static int fill_submit(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__R
                 k = fill_job(&r->submit.jobs[i], i, p, &p->jobs[i]);
                 if (k < 0)
                         return k;
+                if (r->submit.jobs[i].has_gpu) {
+                        kfdbroker__v1__gpu_ref__init(&p->job_gpus[i]);
+                        p->job_gpus[i].index = r->submit.jobs[i].gpu;
+                        p->jobs[i].gpu = &p->job_gpus[i];
+                }
                 p->job_ptrs[i] = &p->jobs[i];
         }
         p->submit.n_jobs = n;
@@ -362,6 +370,11 @@ static int fill_request(const ClientRequest *r, RequestParts *p, Kfdbroker__V1__
                         p->free_first.handle = r->alloc_buffer.free_first_handle;
                         p->free_first.no_copy_kept = r->alloc_buffer.free_first_no_copy_kept;
                         p->alloc_buffer.free_first = &p->free_first;
+                }
+                if (r->alloc_buffer.has_gpu) {
+                        kfdbroker__v1__gpu_ref__init(&p->gpu_ref);
+                        p->gpu_ref.index = r->alloc_buffer.gpu;
+                        p->alloc_buffer.gpu = &p->gpu_ref;
                 }
                 m->body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
                 m->alloc_buffer = &p->alloc_buffer;
@@ -723,11 +736,13 @@ static int decode_body(const PbServerMessage *m, ClientReply *r) {
                 r->type = CLIENT_REPLY_ALLOC_BUFFER;
                 r->buffer.handle = m->alloc_buffer->handle;
                 r->buffer.size = m->alloc_buffer->size;
+                r->buffer.gpu = m->alloc_buffer->gpu;
                 return 0;
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_IMPORT_BUFFER:
                 r->type = CLIENT_REPLY_IMPORT_BUFFER;
                 r->buffer.handle = m->import_buffer->handle;
                 r->buffer.size = m->import_buffer->size;
+                r->buffer.gpu = m->import_buffer->gpu;
                 return 0;
         case KFDBROKER__V1__SERVER_MESSAGE__BODY_EMPTY:
                 r->type = CLIENT_REPLY_EMPTY;

@@ -72,6 +72,8 @@ typedef struct ClientKernelArg {
 
 typedef struct ClientJob {
         ClientJobType type;
+        bool has_gpu; /* Job.gpu: gpu's index; else the session's GPU */
+        uint32_t gpu;
         union {
                 struct {
                         uint64_t src_handle, src_offset, dst_handle, dst_offset, size;
@@ -121,6 +123,8 @@ typedef struct ClientRequest {
                         uint64_t free_first_id;
                         uint64_t free_first_handle;
                         bool free_first_no_copy_kept;
+                        bool has_gpu; /* AllocBufferRequest.gpu: gpu's index */
+                        uint32_t gpu;
                 } alloc_buffer;
                 struct {
                         uint64_t handle;
@@ -261,6 +265,7 @@ typedef struct ClientReply {
                 } device_info;
                 struct {
                         uint64_t handle, size;
+                        uint32_t gpu; /* ALLOC/IMPORT_BUFFER: the GPU it is on */
                 } buffer; /* ALLOC/IMPORT_BUFFER; EXPORT_BUFFER uses size */
                 struct {
                         uint64_t handle;

@@ -313,6 +313,22 @@ static int print_variant(sd_bus_message *m, bool json, size_t column) {
                         fputs(format_double_exact(v, buf, sizeof(buf)), stdout);
                 break;
         }
+        case SD_BUS_TYPE_ARRAY:
+                if (strcmp(contents, "at") == 0) {
+                        /* One number per GPU (BusyNSecByGPU): "12 34", or a JSON array. */
+                        const uint64_t *v;
+                        size_t size;
+
+                        r = sd_bus_message_read_array(m, 't', (const void **) &v, &size);
+                        if (r < 0)
+                                break;
+                        fputs(json ? "[" : "", stdout);
+                        for (size_t i = 0; i < size / sizeof(uint64_t); i++)
+                                printf("%s%" PRIu64, i == 0 ? "" : json ? "," : " ", v[i]);
+                        fputs(json ? "]" : size == 0 ? "-" : "", stdout);
+                        break;
+                }
+                _fallthrough_;
         default:
                 /* Not a basic type this verb knows how to show: skip it. */
                 r = sd_bus_message_skip(m, contents);

@@ -128,9 +128,10 @@ int kfdb_session_new(const char *path, const char *client_name, kfdb_session **r
 /**
  * kfdb_session_new_on_gpu() - kfdb_session_new() on the daemon's GPU @gpu:
  * its index, as `kfdbrokerctl status` and kfdb_gpus_get() list them (0 is
- * the first). A session's buffers and work are all on its GPU; to use two
- * GPUs, open a session on each and share buffers between them with
- * kfdb_buffer_export() and kfdb_buffer_import(). kfdb_session_new() puts the
+ * the first). A session's buffers and work are on its GPU unless a call
+ * names another one: kfdb_buffer_alloc_on_gpu() and kfdb_batch_set_gpu()
+ * (KFDBROKER_0.14) use several GPUs from one session; two sessions can also
+ * share buffers with kfdb_buffer_export() and kfdb_buffer_import(). kfdb_session_new() puts the
  * session on $KFDBROKER_GPU's GPU when that is set, else on the first GPU it
  * may use. Returns what kfdb_session_new() returns, and -ENODEV when the
  * daemon has no GPU @gpu (kfdb_session_last_error(NULL) says how many it
@@ -496,7 +497,7 @@ typedef struct kfdb_gpu {
         char node_reason[256];   /* why the daemon serves it (kfdbrokerd --gpu=) */
         uint64_t vram_size;
         uint32_t cu_count;
-        uint32_t sessions;       /* sessions on it now */
+        uint32_t sessions;       /* sessions on it now: its own, and those with buffers or jobs on it */
         uint64_t jobs_completed, jobs_failed;
         uint32_t jobs_in_flight;
         uint32_t gpu_buffers;    /* buffer objects the daemon holds for clients on it */
@@ -518,6 +519,32 @@ int kfdb_gpus_get(kfdb_session *s, kfdb_gpu *list, size_t max_list, size_t *ret_
  * session's memory or buffer-count limit), -ENOMEM, or the common errors.
  */
 int kfdb_buffer_alloc(kfdb_session *s, uint64_t size, kfdb_placement placement, kfdb_buffer **ret);
+
+/* Not a GPU index: "the session's GPU" where a call takes a GPU (KFDBROKER_0.14). */
+#define KFDB_GPU_SESSION UINT32_MAX
+
+/**
+ * kfdb_buffer_alloc_on_gpu() - kfdb_buffer_alloc() on the daemon's GPU @gpu
+ * (its index, as kfdb_gpus_get() lists them) instead of the session's:
+ * its memory is that GPU's. Fills and dispatches on it run on that GPU
+ * (kfdb_batch_set_gpu()); a copy may take it on any GPU (the daemon imports
+ * it into the copying GPU as a dma-buf, which kernels before KFD 1.15,
+ * Linux 6.8, cannot: the copy is refused with -EINVAL naming both GPUs).
+ * BufferMemory= holds on each GPU; UserBufferMemory= and UnitBufferMemory=
+ * count every GPU together. Returns what kfdb_buffer_alloc() returns, and
+ * -ENODEV (the daemon has no GPU @gpu; the message says how many it has),
+ * -EACCES (the policy's Devices=, or the GPU socket the session came
+ * through, keeps it off that GPU; the message names which), -EINVAL (@gpu is
+ * KFDB_GPU_SESSION), -EOPNOTSUPP (another GPU than the session's, and a
+ * daemon without the feature "gpu-per-job"). (KFDBROKER_0.14)
+ */
+int kfdb_buffer_alloc_on_gpu(kfdb_session *s, uint64_t size, kfdb_placement placement, uint32_t gpu,
+                             kfdb_buffer **ret);
+
+/* The index of the GPU the buffer is on: the session's, unless it was
+ * allocated on another. A buffer re-imported after a daemon restart is on
+ * the session's GPU. (KFDBROKER_0.14) */
+uint32_t kfdb_buffer_get_gpu(const kfdb_buffer *b);
 
 /**
  * kfdb_buffer_import() - make a dma-buf fd (exported by another client with
@@ -703,8 +730,29 @@ int kfdb_wait_events(kfdb_session *s, kfdb_wait_entry *entries, size_t n, bool w
 int kfdb_batch_new(kfdb_session *s, kfdb_batch **ret);
 /* NULL-safe; returns NULL. */
 kfdb_batch *kfdb_batch_free(kfdb_batch *b);
-/* Drop every job added so far. */
+/* Drop every job added so far (the GPU of kfdb_batch_set_gpu() stays). */
 void kfdb_batch_reset(kfdb_batch *b);
+
+/**
+ * kfdb_batch_set_gpu() - the jobs added to @b from now on run on the
+ * daemon's GPU @gpu (its scheduler and engines, where the session's weight
+ * and priority class hold too), or, with KFDB_GPU_SESSION (the default), on
+ * the session's GPU. A fill's or a dispatch's buffers must be on the job's
+ * GPU (-EINVAL from kfdb_batch_fill(), or from the daemon at submit time,
+ * naming both GPUs); a copy may take buffers of any GPU. Fences keep their
+ * meaning across GPUs: a session's fences are one sequence, and
+ * kfdb_fence_is_done() says a job is done once it and every earlier one
+ * are. A batch with jobs on a GPU named here goes as a Submit, never
+ * through the submit ring, and jobs on two GPUs are ordered only by their
+ * fences or by events (a signal-event job on KFDB_ENGINE_AUTO follows the
+ * job before it). A @gpu the daemon lacks or the session may not use fails
+ * the submit (-ENODEV, -EACCES), and so does any GPU but the session's
+ * with a daemon without the feature "gpu-per-job" (-EOPNOTSUPP, before
+ * anything is sent). Returns 0 or -EINVAL (no batch).
+ * kfdb_batch_get_gpu() returns what was set. (KFDBROKER_0.14)
+ */
+int kfdb_batch_set_gpu(kfdb_batch *b, uint32_t gpu);
+uint32_t kfdb_batch_get_gpu(const kfdb_batch *b);
 size_t kfdb_batch_get_n_jobs(const kfdb_batch *b);
 
 /**

@@ -299,6 +299,12 @@ static int append_session(sd_bus_message *r, Session *s) {
         }
         k |= append_sv_t(r, "OpenedNSec", s->opened_ns);
         k |= append_sv_u(r, "GPU", s->gpu ? s->gpu->index : 0);
+        k |= sd_bus_message_open_container(r, 'e', "sv");
+        k |= sd_bus_message_append(r, "s", "BusyNSecByGPU");
+        k |= sd_bus_message_open_container(r, 'v', "at");
+        k |= sd_bus_message_append_array(r, 't', s->busy_ns_by_gpu, s->set->n_gpus * sizeof(uint64_t));
+        k |= sd_bus_message_close_container(r);
+        k |= sd_bus_message_close_container(r);
         k |= append_sv_u(r, "Buffers", s->buffers.n_used);
         k |= append_sv_u(r, "Events", s->events.n_used);
         k |= append_sv_u(r, "JobsInFlight", s->n_jobs);

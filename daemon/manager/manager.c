@@ -61,7 +61,15 @@ static void on_job_finished(SchedJob *sj, int error, const char *message, uint64
 }
 
 static void on_event_signal(SchedEvent *e, bool consumed, void *userdata) {
+        ManagerGpu *g = userdata;
+        Manager *m = g->manager;
+
         client_event_signal(client_event_from_sched(e), consumed);
+        /* A wait of the same session on another GPU may be held by it
+         * (scheduler.c job_prepare()); this GPU's scheduler runs anyway. */
+        for (unsigned i = 0; i < m->n_gpus; i++)
+                if (&m->gpus[i] != g)
+                        scheduler_run(m->gpus[i].scheduler);
 }
 
 static void on_event_reset(SchedEvent *e, void *userdata) {

@@ -108,6 +108,7 @@ struct SchedGroup {
 };
 
 struct HwQueue {
+        Scheduler *sched;       /* whose it is: each GPU has its scheduler */
         Context *ctx;           /* a reference */
         unsigned index;         /* in ctx's current incarnation */
         GpuEngine engine;
@@ -150,6 +151,7 @@ static HwQueue *hwq_new(Scheduler *s, Context *ctx, unsigned index, GpuEngine en
 
         if (!q)
                 return NULL;
+        q->sched = s;
         q->ctx = context_ref(ctx);
         q->index = index;
         q->engine = engine;
@@ -689,6 +691,13 @@ static Readiness job_prepare(Scheduler *s, SchedJob *j, HwQueue *q) {
         }
         LIST_FOREACH(signals, sig, e->signals) {
                 if (e->auto_reset && sig->signal_claimed)
+                        continue;
+                /* A queue of another GPU (a session's jobs on several
+                 * GPUs): nothing of this GPU can see its fence. The signal
+                 * sets the event when it completes, and the wait is
+                 * resolved here then (the Manager runs every GPU's
+                 * scheduler after an event is signaled). */
+                if (sig->hwq->sched != s)
                         continue;
                 /* Another context's queue: its fence is memory this context
                  * cannot see, and must not. A device-context SDMA queue can

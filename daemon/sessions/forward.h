@@ -8,6 +8,7 @@
 typedef struct Session Session;
 typedef struct SessionSet SessionSet;
 typedef struct SessionGpu SessionGpu;
+typedef struct SessionOnGpu SessionOnGpu;
 typedef struct Job Job;
 typedef struct ClientEvent ClientEvent;
 typedef struct EventWait EventWait;

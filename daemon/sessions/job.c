@@ -15,6 +15,7 @@ Job *job_new(Session *s, uint64_t fence, WireJobType type) {
         if (!j)
                 return NULL;
         j->session = session_ref(s);
+        j->on = &s->home;
         j->fence = fence;
         j->type = type;
         j->sched.kind = type == WIRE_JOB_SIGNAL_EVENT ? SCHED_JOB_SIGNAL

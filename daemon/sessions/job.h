@@ -26,9 +26,13 @@
 struct Job {
         SchedJob sched;
         Session *session; /* reference */
+        /* The GPU it runs on: what its session has there (the session's own
+         * GPU's unless Job.gpu named another); lives as long as the session. */
+        SessionOnGpu *on;
         uint64_t fence;
         WireJobType type;
         bool engine_auto;   /* event job whose engine follows its neighbours (ENGINE_AUTO) */
+        bool gpu_auto;      /* it named no GPU: an ENGINE_AUTO event job follows its neighbour's too */
         bool unordered;     /* not a copy or fill: counted in Session.n_unordered */
 
         GpuBuffer *src;    /* references, or NULL */
@@ -52,6 +56,7 @@ static inline Job *job_from_sched(SchedJob *j) {
         return container_of(j, Job, sched);
 }
 
+/* A job of s on its own GPU (set j->on before it is queued for another). */
 Job *job_new(Session *s, uint64_t fence, WireJobType type);
 /* Drops every reference the job holds and frees it. NULL-safe. */
 Job *job_free(Job *j);

@@ -192,7 +192,7 @@ static int sdma_bind(KfdRelay *r) {
         k = context_get_queue(r->ctx, GPU_ENGINE_SDMA, GPU_QUEUE_PRIORITY_DEFAULT, false, &idx, &prio, &express, err,
                               sizeof err);
         if (k >= 0)
-                k = scheduler_stream_use_sdma(r->session->gpu->scheduler, &r->session->streams[GPU_ENGINE_SDMA],
+                k = scheduler_stream_use_sdma(r->session->gpu->scheduler, &r->session->home.streams[GPU_ENGINE_SDMA],
                                               r->ctx, idx);
         if (k < 0) {
                 session_log(r->session, LOG_INFO, "Session %" PRIu64 ": KFD relay has no SDMA queue for the process "

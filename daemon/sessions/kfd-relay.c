@@ -30,6 +30,7 @@
 #include "kfd/kfd-uapi.h"
 #include "sessions/kfd-relay-internal.h"
 #include "sessions/kfd-relay.h"
+#include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -128,7 +129,7 @@ static void charges_run(KfdRelay *r, bool run_calls) {
                         uint64_t back = MIN((uint64_t) -c->delta, r->charged[c->placement]);
                         uint64_t objects = MIN((uint64_t) c->objects, r->objects);
                         if (s && back > 0) {
-                                session_account_buffer(s, c->placement, -(int64_t) back);
+                                session_account_buffer(s, s->gpu->index, c->placement, -(int64_t) back);
                                 r->charged[c->placement] -= back;
                         }
                         if (s && objects > 0) {
@@ -147,7 +148,7 @@ static void charges_run(KfdRelay *r, bool run_calls) {
                          * (UserBuffers=), and the daemon's fds that hold it
                          * (one memfd per buffer object on the simulator). */
                         s->error_sink = &sink;
-                        if (session_check_memory_quota(s, 0, (uint64_t) c->delta) && session_check_object_count(s, 0))
+                        if (session_check_memory_quota(s, 0, s->gpu->index, (uint64_t) c->delta) && session_check_object_count(s, 0))
                                 (void) session_check_fds(s, 0, session_buffer_fds(s), "a KFD allocation");
                         s->error_sink = NULL;
                         if (sink.error) {
@@ -155,7 +156,7 @@ static void charges_run(KfdRelay *r, bool run_calls) {
                                             sink.message);
                                 c->r = -ENOMEM;
                         } else {
-                                session_account_buffer(s, c->placement, c->delta);
+                                session_account_buffer(s, s->gpu->index, c->placement, c->delta);
                                 session_account_object(s, 1);
                                 r->charged[c->placement] += (uint64_t) c->delta;
                                 r->objects++;
@@ -817,7 +818,7 @@ void kfd_relay_detach(KfdRelay *r) {
         pthread_mutex_unlock(&r->lock);
         for (unsigned p = 0; p < 2; p++)
                 if (s && r->charged[p] > 0)
-                        session_account_buffer(s, (GpuPlacement) p, -(int64_t) r->charged[p]);
+                        session_account_buffer(s, s->gpu->index, (GpuPlacement) p, -(int64_t) r->charged[p]);
         if (s && r->objects > 0)
                 session_account_object(s, -(int) MIN(r->objects, (uint64_t) INT32_MAX));
         r->charged[0] = r->charged[1] = 0;

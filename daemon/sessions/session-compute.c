@@ -43,13 +43,13 @@ _printf_(4, 5) static int fail(Session *s, uint64_t id, int error, const char *f
 }
 
 /* The LDS a workgroup may use on this device (the GPU layer's own limit). */
-static uint32_t device_lds_bytes(const Session *s) {
-        uint32_t kb = s->gpu->info->lds_size_in_kb ? s->gpu->info->lds_size_in_kb : 64;
+static uint32_t device_lds_bytes(const SessionGpu *g) {
+        uint32_t kb = g->info->lds_size_in_kb ? g->info->lds_size_in_kb : 64;
         return MIN(kb, 64u) * 1024u;
 }
 
-bool session_has_compute(const Session *s) {
-        return s->gpu->info->num_cp_queues > 0;
+bool session_has_compute(const SessionGpu *g) {
+        return g->info->num_cp_queues > 0;
 }
 
 /* "(ComputeDispatch=isolated; rules: FILE:LINE, …)" for messages. */
@@ -60,16 +60,17 @@ void session_policy_words(const Session *s, char *buf, size_t size) {
                  s->limits_overridden ? "" : s->policy_matched ?: "defaults");
 }
 
-int session_compute_context(Session *s, uint64_t id, const char *field, Context **ret) {
-        ContextPool *pool = s->gpu->contexts;
+int session_compute_context(SessionOnGpu *on, uint64_t id, const char *field, Context **ret) {
+        Session *s = on->session;
+        ContextPool *pool = on->gpu->contexts;
         bool shared = context_pool_mechanism(pool) == CONTEXT_MECHANISM_NONE ||
                       s->policy.isolation == POLICY_ISOLATION_SHARED;
         char key[160], words[400], err[320] = "";
         Context *ctx;
         int r;
 
-        /* A session with a relayed KFD process runs its kernels there. */
-        if (s->kfd_ctx) {
+        /* A session with a relayed KFD process runs its kernels there (on its own GPU). */
+        if (s->kfd_ctx && on == &s->home) {
                 r = context_ensure(s->kfd_ctx, err, sizeof err);
                 if (r < 0)
                         return fail(s, id, -r, "%s: %s", field, err);
@@ -103,31 +104,32 @@ int session_compute_context(Session *s, uint64_t id, const char *field, Context 
                 snprintf(key, sizeof key, "shared");
                 break;
         }
-        if (!s->compute_ctx || !s->compute_key || strcmp(key, s->compute_key) != 0) {
+        if (!on->compute_ctx || !on->compute_key || strcmp(key, on->compute_key) != 0) {
                 r = context_pool_get(pool, key, &ctx);
                 if (r < 0)
                         return fail(s, id, -r, "%s: cannot make a GPU context: %s", field, strerror(-r));
-                context_release(s->compute_ctx);
-                s->compute_ctx = ctx;
+                context_release(on->compute_ctx);
+                on->compute_ctx = ctx;
                 /* Out of memory, the next dispatch looks the key up again. */
-                free(s->compute_key);
-                s->compute_key = strdup(key);
-                scheduler_stream_set_context(s->gpu->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
+                free(on->compute_key);
+                on->compute_key = strdup(key);
+                scheduler_stream_set_context(on->gpu->scheduler, &on->streams[GPU_ENGINE_COMPUTE], ctx);
         }
         /* Its memory is charged to the session that brings it up, or to the
          * next one that dispatches there after that one went. */
-        session_pay_context(s, s->compute_ctx);
+        session_pay_context(on, on->compute_ctx);
         /* A user whose GPU contexts keep faulting waits before its next one
          * comes up: the scheduler brings it up when the wait is over, and
          * the dispatch waits until then (scheduler.h). */
-        if (!context_live(s->compute_ctx) && s->user_tally && scheduler_user_backs_off(&s->user_tally->sched[s->gpu->index])) {
-                *ret = s->compute_ctx;
+        if (!context_live(on->compute_ctx) && s->user_tally &&
+            scheduler_user_backs_off(&s->user_tally->sched[on->gpu->index])) {
+                *ret = on->compute_ctx;
                 return 0;
         }
-        r = context_ensure(s->compute_ctx, err, sizeof err);
+        r = context_ensure(on->compute_ctx, err, sizeof err);
         if (r < 0)
                 return fail(s, id, -r, "%s: %s", field, err);
-        *ret = s->compute_ctx;
+        *ret = on->compute_ctx;
         return 0;
 }
 
@@ -282,7 +284,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
          * as the file's code, in whole pages. */
         if (!session_check_object_count(s, req->id) ||
             !session_check_fds(s, req->id, session_buffer_fds(s), "LoadCodeObject") ||
-            !session_check_memory_quota(s, req->id, align_up_u64((uint64_t) size, PAGE_SIZE_4K)))
+            !session_check_memory_quota(s, req->id, s->gpu->index, align_up_u64((uint64_t) size, PAGE_SIZE_4K)))
                 return;
 
         map = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -304,7 +306,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
         /* What the session pays: the GPU memory the loaded code occupies (its
          * image can be larger than the file: zero-filled segments). */
         charge = gpu_code_object_get_size(co);
-        if (!session_check_memory_quota(s, req->id, charge)) {
+        if (!session_check_memory_quota(s, req->id, s->gpu->index, charge)) {
                 gpu_code_object_unref(co);
                 return;
         }
@@ -353,7 +355,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
                 session_send_error(s, req->id, -r, "cannot store the code object: %s", strerror(-r));
                 return;
         }
-        session_account_buffer(s, GPU_PLACEMENT_GTT, (int64_t) charge);
+        session_account_buffer(s, s->gpu->index, GPU_PLACEMENT_GTT, (int64_t) charge);
         session_account_object(s, +1);
         log_debug("Session %" PRIu64 ": code object 0x%" PRIx64 " loaded, %u kernels, %" PRId64 " bytes",
                   s->id, handle, gpu_code_object_n_kernels(co), size);
@@ -366,7 +368,7 @@ void session_load_code_object(Session *s, const WireRequest *req, int fd) {
 }
 
 static void code_object_drop(Session *s, SessionCodeObject *sco) {
-        session_account_buffer(s, GPU_PLACEMENT_GTT, -(int64_t) sco->charged);
+        session_account_buffer(s, s->gpu->index, GPU_PLACEMENT_GTT, -(int64_t) sco->charged);
         session_account_object(s, -1);
         /* Dispatch jobs still using it hold their own references. */
         gpu_code_object_unref(sco->co);
@@ -445,8 +447,8 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
                         return fail(s, id, EINVAL,
                                     "%s: %s of kernel \"%s\" is a %" PRIu32 "-byte pointer; only 64-bit pointers are supported",
                                     field, name, k->name, ka->size);
-                snprintf(hfield, sizeof(hfield), "%s.buffer.handle", field);
-                b = session_lookup_buffer(s, id, hfield, wa->handle);
+                snprintf(hfield, sizeof(hfield), "dispatch.args[%zu].buffer.handle", a);
+                b = session_job_buffer(s, id, idx, hfield, wa->handle, j->on, NULL);
                 if (!b)
                         return -ENOENT;
                 if (wa->offset >= gpu_buffer_get_size(b))
@@ -463,7 +465,7 @@ static int lay_arg(Session *s, uint64_t id, size_t idx, size_t a, const GpuKerne
                 return 0;
         }
         case GPU_ARG_DYNAMIC_LDS: {
-                uint32_t max = device_lds_bytes(s);
+                uint32_t max = device_lds_bytes(j->on->gpu);
 
                 if (ka->size < 4)
                         return fail(s, id, EINVAL,
@@ -512,15 +514,22 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         int r, ki;
 
         snprintf(field, sizeof(field), "submit.jobs[%zu].dispatch", idx);
-        if (!session_has_compute(s))
-                return fail(s, id, EOPNOTSUPP, "%s: this device has no compute queue", field);
-        r = session_compute_context(s, id, field, &ctx);
+        if (!session_has_compute(j->on->gpu))
+                return fail(s, id, EOPNOTSUPP, "%s: GPU %u has no compute queue", field, j->on->gpu->index);
+        r = session_compute_context(j->on, id, field, &ctx);
         if (r < 0)
                 return r;
         snprintf(field, sizeof(field), "submit.jobs[%zu].dispatch.code_object", idx);
         sco = lookup_code_object(s, id, field, wj->dispatch.code_object);
         if (!sco)
                 return -ENOENT;
+        /* Code objects are checked against the session's own GPU at
+         * LoadCodeObject: another GPU of the daemon may be another target. */
+        if (j->on->gpu->info->gfx_target_version != s->gpu->info->gfx_target_version)
+                return fail(s, id, EXDEV,
+                            "%s: code object 0x%" PRIx64 " was loaded for the session's GPU %u (%s); the job runs on GPU %u (%s)",
+                            field, wj->dispatch.code_object, s->gpu->index, s->gpu->info->gfx_name,
+                            j->on->gpu->index, j->on->gpu->info->gfx_name);
         ki = gpu_code_object_find(sco->co, wj->dispatch.kernel);
         if (ki < 0)
                 return fail(s, id, ENOENT,
@@ -575,10 +584,10 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
                         return r;
                 a++;
         }
-        if (lds > device_lds_bytes(s))
+        if (lds > device_lds_bytes(j->on->gpu))
                 return fail(s, id, EINVAL,
                             "submit.jobs[%zu].dispatch: kernel \"%s\" needs %" PRIu64 " bytes of LDS, the device has %" PRIu32,
-                            idx, k->name, lds, device_lds_bytes(s));
+                            idx, k->name, lds, device_lds_bytes(j->on->gpu));
 
         j->sched.engine = GPU_ENGINE_COMPUTE;
         j->co = gpu_code_object_ref(sco->co);
@@ -604,7 +613,7 @@ int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t id
         uint8_t image[SCHED_ARGS_IMAGE_MAX];
         sched_args_lay(j->args, j->sched.args_packed_size, image, args_size);
         j->sched.gpu.dispatch.args_data = image;
-        r = gpu_dispatch_check(context_pool_device_gpu(s->gpu->contexts), &j->sched.gpu, why, sizeof why);
+        r = gpu_dispatch_check(context_pool_device_gpu(j->on->gpu->contexts), &j->sched.gpu, why, sizeof why);
         j->sched.gpu.dispatch.args_data = NULL;
         if (r < 0)
                 return fail(s, id, EINVAL, "submit.jobs[%zu].dispatch: %s", idx, why);

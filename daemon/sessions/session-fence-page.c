@@ -85,7 +85,10 @@ void session_open_fence_page(Session *s, const WireRequest *req) {
 }
 
 bool session_fence_page_track(Session *s, Job *j) {
-        if (j->type != WIRE_JOB_COPY && j->type != WIRE_JOB_FILL) {
+        /* A job on another GPU than the session's own is on another
+         * scheduler's streams: nothing orders it with the session's SDMA
+         * stream, and the page is memory of the session's own GPU. */
+        if ((j->type != WIRE_JOB_COPY && j->type != WIRE_JOB_FILL) || j->on != &s->home) {
                 j->unordered = true;
                 s->n_unordered++;
                 return false;

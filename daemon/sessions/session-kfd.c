@@ -414,7 +414,7 @@ static void kfd_opened(SessionKfdOpen *o, int k, int fd_in, Context *ctx, const 
                 session_send_error(s, o->req_id, -k, "open_kfd: %s", err);
                 return;
         }
-        s->paid_ctx = context_ref(ctx);
+        s->home.paid_ctx = context_ref(ctx);
         k = kfd_relay_attach(o->relay, ctx);
         /* A copy of the client's end: shutting it down when the session
          * ends is EOF at the daemon's end, which ends the KFD process. */
@@ -430,7 +430,7 @@ static void kfd_opened(SessionKfdOpen *o, int k, int fd_in, Context *ctx, const 
         }
         s->kfd_ctx = ctx;
         /* Its relayed packets are its compute stream's work, in that context. */
-        scheduler_stream_set_context(s->gpu->scheduler, &s->streams[GPU_ENGINE_COMPUTE], ctx);
+        scheduler_stream_set_context(s->gpu->scheduler, &s->home.streams[GPU_ENGINE_COMPUTE], ctx);
         s->kfd_relay_fd = TAKE_FD(keep);
         s->kfd_relay = o->relay;
         session_account_fds(s, 2);

@@ -144,6 +144,8 @@ void session_handle_list_sessions(Session *s, const WireRequest *req) {
                         .policy_rules = t->policy_matched,
                         .limits_overridden = t->limits_overridden,
                         .gpu = t->gpu ? t->gpu->index : 0,
+                        .busy_ns_by_gpu = t->busy_ns_by_gpu,
+                        .n_busy_ns_by_gpu = s->set->n_gpus,
                         .limits = limits[k],
                         .n_limits = _POLICY_LIMIT_MAX,
                 };

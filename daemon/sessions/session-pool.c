@@ -32,13 +32,16 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "sessions/session-set.h"
 #include "sessions/session.h"
 #include "util/macro.h"
 
 bool session_pool_put(Session *s, SessionBuffer *b) {
         uint64_t size = gpu_buffer_get_size(b->gpu);
 
-        if (!s->connected || b->imported || b->exported_again || size > SESSION_POOL_MAX_BUFFER_SIZE)
+        /* The pool serves AllocBuffers on the session's own GPU only. */
+        if (!s->connected || b->imported || b->exported_again || size > SESSION_POOL_MAX_BUFFER_SIZE ||
+            b->gpu_index != s->gpu->index)
                 return false;
         if (s->n_pooled >= SESSION_POOL_MAX_BUFFERS || s->pooled_bytes + size > SESSION_POOL_MAX_BYTES)
                 return false;
@@ -84,6 +87,6 @@ void session_pool_drop(Session *s) {
                         probe = -EBADF;
                 gpu_buffer_unref(p.gpu);
                 session_account_object(s, -1);
-                session_release_exported(s, p.placement, size, probe);
+                session_release_exported(s, s->gpu->index, p.placement, size, probe);
         }
 }

@@ -42,6 +42,7 @@
 /* A freed buffer still charged to its session. */
 struct ReleasedBuffer {
         uint64_t size;
+        unsigned gpu;
         GpuPlacement placement;
         int probe_fd; /* a dma-buf fd of the daemon's own, or -EBADF: charged for good */
         LIST_FIELDS(ReleasedBuffer, released);
@@ -67,7 +68,7 @@ int session_tallies_attach(Session *s) {
         for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
                 s->user_tally->sched[g].name = s->user_tally->key;
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_set_user(s->gpu->scheduler, &s->streams[e], &s->user_tally->sched[s->gpu->index]);
+                scheduler_stream_set_user(s->gpu->scheduler, &s->home.streams[e], &s->user_tally->sched[s->gpu->index]);
         /* A user unit is the user's to name: it is told apart by the uid. */
         if (id->user_unit)
                 snprintf(key, sizeof(key), "uid %u user unit %s", (unsigned) id->uid, id->user_unit);
@@ -92,18 +93,19 @@ void session_tallies_detach(Session *s) {
         s->unit_tally = tally_unref(&s->set->tallies, s->unit_tally);
 }
 
-/* The session's and its identity's share of a charge (not its Tallies'). */
-static void account_own(Session *s, GpuPlacement placement, int64_t delta) {
+/* The session's and its identity's share of a charge on GPU gpu (not its Tallies'). */
+static void account_own(Session *s, unsigned gpu, GpuPlacement placement, int64_t delta) {
         uint64_t now = now_ns();
 
+        s->gpu_bytes[gpu] += (uint64_t) delta;
         s->placement_bytes[placement == GPU_PLACEMENT_VRAM] += (uint64_t) delta;
         usage_buffer_change(&s->usage, delta, now);
         if (s->account)
                 usage_buffer_change(&s->account->usage, delta, now);
 }
 
-void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta) {
-        account_own(s, placement, delta);
+void session_account_buffer(Session *s, unsigned gpu, GpuPlacement placement, int64_t delta) {
+        account_own(s, gpu, placement, delta);
         tally_add(s->user_tally, delta, 0);
         tally_add(s->unit_tally, delta, 0);
 }
@@ -135,8 +137,8 @@ static void released_free(Session *s, ReleasedBuffer *rb) {
 /* Charged for good (to the session, then to its Tallies: "Kept buffers"): a
  * number, not a record, so that a client that frees many buffers costs the
  * daemon nothing per buffer. */
-static void charge_until_end(Session *s, GpuPlacement placement, uint64_t size) {
-        s->released_until_end[placement == GPU_PLACEMENT_VRAM] += size;
+static void charge_until_end(Session *s, unsigned gpu, GpuPlacement placement, uint64_t size) {
+        s->released_until_end[gpu][placement == GPU_PLACEMENT_VRAM] += size;
 }
 
 /* Looks at a record's probe: drops the charge when no copy of its dma-buf
@@ -149,9 +151,9 @@ static void released_check(Session *s, ReleasedBuffer *rb) {
                 return; /* copies live on */
         if (r == 0) {
                 s->released_bytes -= rb->size;
-                session_account_buffer(s, rb->placement, -(int64_t) rb->size);
+                session_account_buffer(s, rb->gpu, rb->placement, -(int64_t) rb->size);
         } else
-                charge_until_end(s, rb->placement, rb->size);
+                charge_until_end(s, rb->gpu, rb->placement, rb->size);
         released_free(s, rb);
 }
 
@@ -227,13 +229,13 @@ static void refresh_kept(SessionSet *set, Tally *t) {
 }
 
 /* Moves a released charge of s (probe: taken, or -EBADF) to its Tallies. */
-static void keep(Session *s, GpuPlacement placement, uint64_t size, int probe_fd) {
+static void keep(Session *s, unsigned gpu, GpuPlacement placement, uint64_t size, int probe_fd) {
         _cleanup_close_ int probe = probe_fd;
         KeptBuffer *kb = NULL;
 
         if (size == 0 && probe < 0)
                 return;
-        account_own(s, placement, -(int64_t) size);
+        account_own(s, gpu, placement, -(int64_t) size);
         if (probe >= 0 && (kb = calloc(1, sizeof(*kb)))) {
                 *kb = (KeptBuffer) { .size = size, .probe_fd = TAKE_FD(probe), .user = s->user_tally,
                                      .unit = s->unit_tally };
@@ -257,15 +259,16 @@ void session_keep_released(Session *s) {
                 int probe = rb->probe_fd;
 
                 rb->probe_fd = -EBADF;
-                keep(s, rb->placement, rb->size, probe);
+                keep(s, rb->gpu, rb->placement, rb->size, probe);
                 LIST_REMOVE(released, s->released, rb);
                 s->n_released--;
                 free(rb);
         }
-        for (unsigned p = 0; p < 2; p++) {
-                keep(s, p ? GPU_PLACEMENT_VRAM : GPU_PLACEMENT_GTT, s->released_until_end[p], -EBADF);
-                s->released_until_end[p] = 0;
-        }
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                for (unsigned p = 0; p < 2; p++) {
+                        keep(s, g, p ? GPU_PLACEMENT_VRAM : GPU_PLACEMENT_GTT, s->released_until_end[g][p], -EBADF);
+                        s->released_until_end[g][p] = 0;
+                }
         s->released_bytes = 0;
 }
 
@@ -295,16 +298,16 @@ static void refresh_tally(Session *s, Tally *t) {
                 refresh_kept(s->set, t);
 }
 
-void session_release_exported(Session *s, GpuPlacement placement, uint64_t size, int probe_fd) {
+void session_release_exported(Session *s, unsigned gpu, GpuPlacement placement, uint64_t size, int probe_fd) {
         _cleanup_close_ int probe = probe_fd;
         ReleasedBuffer *rb = NULL;
 
         s->released_bytes += size;
         if (probe < 0 || !(rb = calloc(1, sizeof(*rb)))) {
-                charge_until_end(s, placement, size);
+                charge_until_end(s, gpu, placement, size);
                 return;
         }
-        *rb = (ReleasedBuffer) { .size = size, .placement = placement, .probe_fd = TAKE_FD(probe) };
+        *rb = (ReleasedBuffer) { .size = size, .gpu = gpu, .placement = placement, .probe_fd = TAKE_FD(probe) };
         LIST_PREPEND(released, s->released, rb);
         s->n_released++;
         session_account_probe(s, +1);
@@ -321,10 +324,10 @@ void session_release_buffer(Session *s, SessionBuffer *b) {
         gpu_buffer_unref(b->gpu);
         session_account_object(s, -1);
         if (!b->exported) {
-                session_account_buffer(s, b->placement, -(int64_t) size);
+                session_account_buffer(s, b->gpu_index, b->placement, -(int64_t) size);
                 return;
         }
-        session_release_exported(s, b->placement, size, probe);
+        session_release_exported(s, b->gpu_index, b->placement, size, probe);
 }
 
 /* ---- GPU context memory ---- */
@@ -333,20 +336,24 @@ static uint64_t headroom(uint64_t limit, uint64_t used) {
         return used >= limit ? 0 : limit - used;
 }
 
-/* Whether size more bytes of context memory fit the caps s is charged under;
- * else err says which. */
-static bool context_memory_fits(Session *s, uint64_t size, const char *what, char *err, size_t errlen) {
+/* Whether size more bytes of context memory on GPU gpu fit the caps s is
+ * charged under; else err says which. */
+static bool context_memory_fits(Session *s, unsigned gpu, uint64_t size, const char *what, char *err, size_t errlen) {
         char v[32];
 
-        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes) && (s->released || s->n_pooled)) {
+        if (size > headroom(s->limits.max_buffer_bytes, s->gpu_bytes[gpu]) && (s->released || s->n_pooled)) {
                 session_pool_drop(s);
                 refresh_own(s);
         }
-        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes)) {
+        if (size > headroom(s->limits.max_buffer_bytes, s->gpu_bytes[gpu])) {
+                char where[48] = "";
+
+                if (s->set->n_gpus > 1)
+                        snprintf(where, sizeof where, " on GPU %u", gpu);
                 snprintf(err, errlen,
-                         "GPU context memory (%s) would exceed BufferMemory=%s (max_buffer_bytes): the session holds %" PRIu64 " bytes, %" PRIu64 " of them GPU context memory",
-                         what, policy_format_bytes(s->limits.max_buffer_bytes, v, sizeof v), s->usage.buffer_bytes,
-                         s->context_bytes);
+                         "GPU context memory (%s) would exceed BufferMemory=%s (max_buffer_bytes)%s: the session holds %" PRIu64 " bytes%s, %" PRIu64 " of them GPU context memory",
+                         what, policy_format_bytes(s->limits.max_buffer_bytes, v, sizeof v), where, s->gpu_bytes[gpu],
+                         where[0] ? " there" : "", s->on[gpu] ? s->on[gpu]->context_bytes : 0);
                 return false;
         }
         struct {
@@ -373,8 +380,12 @@ static bool context_memory_fits(Session *s, uint64_t size, const char *what, cha
         return true;
 }
 
-static void account_context(Session *s, int64_t delta) {
+static void account_context(SessionOnGpu *on, int64_t delta) {
+        Session *s = on->session;
+
+        on->context_bytes += (uint64_t) delta;
         s->context_bytes += (uint64_t) delta;
+        s->gpu_bytes[on->gpu->index] += (uint64_t) delta;
         usage_buffer_change(&s->usage, delta, now_ns());
         if (s->account)
                 usage_buffer_change(&s->account->usage, delta, now_ns());
@@ -383,39 +394,40 @@ static void account_context(Session *s, int64_t delta) {
 }
 
 static int pay(ContextPayer *p, int64_t delta, bool force, const char *what, char *err, size_t errlen) {
-        Session *s = container_of(p, Session, payer);
+        SessionOnGpu *on = container_of(p, SessionOnGpu, payer);
 
-        if (delta > 0 && !force && !context_memory_fits(s, (uint64_t) delta, what, err, errlen))
+        if (delta > 0 && !force &&
+            !context_memory_fits(on->session, on->gpu->index, (uint64_t) delta, what, err, errlen))
                 return -EDQUOT;
-        account_context(s, delta);
+        account_context(on, delta);
         return 0;
 }
 
 ContextPayer *session_begin_paying(Session *s) {
-        session_stop_paying(s);
-        s->payer.charge = pay;
-        return &s->payer;
+        session_stop_paying(&s->home);
+        s->home.payer.charge = pay;
+        return &s->home.payer;
 }
 
-void session_pay_context(Session *s, Context *ctx) {
-        if (s->paid_ctx == ctx)
+void session_pay_context(SessionOnGpu *on, Context *ctx) {
+        if (on->paid_ctx == ctx)
                 return;
         /* Its compute context changed (a policy reload): not its any more. */
-        session_stop_paying(s);
+        session_stop_paying(on);
         /* The device context is the daemon's; another session may pay. */
         if (context_is_device(ctx) || context_get_payer(ctx))
                 return;
-        s->payer.charge = pay;
-        context_set_payer(ctx, &s->payer);
-        s->paid_ctx = context_ref(ctx);
+        on->payer.charge = pay;
+        context_set_payer(ctx, &on->payer);
+        on->paid_ctx = context_ref(ctx);
 }
 
-void session_stop_paying(Session *s) {
-        if (!s->paid_ctx)
+void session_stop_paying(SessionOnGpu *on) {
+        if (!on->paid_ctx)
                 return;
-        if (context_get_payer(s->paid_ctx) == &s->payer)
-                context_set_payer(s->paid_ctx, NULL);
-        s->paid_ctx = context_unref(s->paid_ctx);
+        if (context_get_payer(on->paid_ctx) == &on->payer)
+                context_set_payer(on->paid_ctx, NULL);
+        on->paid_ctx = context_unref(on->paid_ctx);
 }
 
 /* ---- Limits ---- */
@@ -467,26 +479,29 @@ static bool check_tally_bytes(Session *s, uint64_t id, Tally *t, uint64_t limit,
         return false;
 }
 
-bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size) {
+bool session_check_memory_quota(Session *s, uint64_t id, unsigned gpu, uint64_t size) {
         if (size > s->limits.max_buffer_size) {
                 session_send_error(s, id, EDQUOT,
                                    "buffer of %" PRIu64 " bytes exceeds the max_buffer_size limit (policy MaxBufferSize=) of %" PRIu64 " bytes",
                                    size, s->limits.max_buffer_size);
                 return false;
         }
-        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes) && (s->released || s->n_pooled)) {
+        /* BufferMemory= holds on each GPU: what the session has on this one. */
+        if (size > headroom(s->limits.max_buffer_bytes, s->gpu_bytes[gpu]) && (s->released || s->n_pooled)) {
                 session_pool_drop(s);
                 session_refresh_released(s);
         }
-        if (size > headroom(s->limits.max_buffer_bytes, s->usage.buffer_bytes)) {
-                char released[96] = "";
+        if (size > headroom(s->limits.max_buffer_bytes, s->gpu_bytes[gpu])) {
+                char released[96] = "", where[48] = "";
 
                 if (s->released_bytes > 0)
                         snprintf(released, sizeof(released),
                                  " (%" PRIu64 " of it freed buffers whose dma-buf may still be held)", s->released_bytes);
+                if (s->set->n_gpus > 1)
+                        snprintf(where, sizeof(where), " on GPU %u", gpu);
                 session_send_error(s, id, EDQUOT,
-                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ", policy BufferMemory=) reached: %" PRIu64 " in use%s, %" PRIu64 " requested",
-                                   s->limits.max_buffer_bytes, s->usage.buffer_bytes, released, size);
+                                   "buffer memory limit (max_buffer_bytes %" PRIu64 ", policy BufferMemory=) reached%s: %" PRIu64 " in use%s, %" PRIu64 " requested",
+                                   s->limits.max_buffer_bytes, where, s->gpu_bytes[gpu], released, size);
                 return false;
         }
         return check_tally_bytes(s, id, s->user_tally, s->policy.user_buffer_memory, "UserBufferMemory",

@@ -22,11 +22,11 @@
 /* What Hello announces; "compute" only where the device has a compute queue. */
 static const char *const features[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "lazy-session", "alloc-free-first", NULL,
+        "fence-page", "lazy-session", "alloc-free-first", "gpu-per-job", NULL,
 };
 static const char *const features_compute[] = {
         "sdma-copy", "sdma-fill", "events", "session-page", "dma-buf-import", "resume", "submit-ring", "free-no-reply",
-        "fence-page", "lazy-session", "alloc-free-first", "compute", NULL,
+        "fence-page", "lazy-session", "alloc-free-first", "gpu-per-job", "compute", NULL,
 };
 
 const char *session_handle_kind(uint64_t handle) {
@@ -82,33 +82,10 @@ static void handle_hello(Session *s, const WireRequest *req) {
                 return;
         }
         if (req->hello.has_gpu) {
-                SessionGpu *g = session_set_gpu(s->set, req->hello.gpu);
-                char devices[200];
+                SessionGpu *g = session_gpu_ref(s, req->id, "hello.gpu", true, req->hello.gpu);
 
-                if (!g) {
-                        session_send_error(s, req->id, ENODEV,
-                                           "hello.gpu: no GPU %u: this daemon serves %u (indexes 0 to %u, "
-                                           "kfdbrokerctl status)",
-                                           req->hello.gpu, s->set->n_gpus, s->set->n_gpus - 1);
+                if (!g)
                         return;
-                }
-                if (s->pinned_gpu >= 0 && g->index != (unsigned) s->pinned_gpu) {
-                        session_send_error(s, req->id, EACCES,
-                                           "hello.gpu: this connection came through GPU %d's socket, which serves "
-                                           "GPU %d only",
-                                           s->pinned_gpu, s->pinned_gpu);
-                        return;
-                }
-                if (!session_may_use_gpu(s, g)) {
-                        session_send_error(s, req->id, EACCES,
-                                           "hello.gpu: GPU %u is not one this session may use (policy Devices=%s, "
-                                           "from %s)",
-                                           g->index,
-                                           policy_limit_format(POLICY_LIMIT_DEVICES, &s->policy, devices,
-                                                               sizeof devices),
-                                           s->policy_matched ?: "the defaults");
-                        return;
-                }
                 int r = session_use_gpu(s, g);
                 if (r < 0) { /* nothing is held before Hello: a bug if so */
                         session_send_error(s, req->id, -r, "hello.gpu: cannot move the session to GPU %u",
@@ -171,7 +148,7 @@ static void handle_hello(Session *s, const WireRequest *req) {
                              .type = WIRE_REPLY_HELLO,
                              .hello = { .protocol_version = WIRE_PROTOCOL_VERSION,
                                         .daemon_version = KFDBROKER_VERSION,
-                                        .features = session_has_compute(s) ? features_compute : features,
+                                        .features = session_has_compute(s->gpu) ? features_compute : features,
                                         .limits = s->limits,
                                         .session_id = s->id,
                                         .session_page_size = lazy ? 0 : (uint32_t) KFDB_PAGE_SIZE,
@@ -227,7 +204,7 @@ static void drop_new_buffer(Session *s, GpuBuffer *b, GpuPlacement placement, bo
 
 /* Stores b in the table and replies with handle (+ a dma-buf fd when export).
  * pooled: b came from the session's pool, charged already. */
-static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement placement,
+static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, unsigned gpu, GpuPlacement placement,
                        WireReplyType type, bool export, bool pooled) {
         uint64_t size = gpu_buffer_get_size(b), handle;
         _cleanup_close_ int fd = -EBADF;
@@ -253,7 +230,8 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                 session_send_error(s, id, ENOMEM, "out of memory");
                 return;
         }
-        *sb = (SessionBuffer) { .gpu = b, .placement = placement, .imported = !export, .exported = export };
+        *sb = (SessionBuffer) { .gpu = b, .gpu_index = gpu, .placement = placement, .imported = !export,
+                                .exported = export };
         r = handle_table_add(&s->buffers, sb, &handle, NULL);
         if (r >= 0)
                 gpu_buffer_set_tag(b, handle); /* what a fault there is told as */
@@ -268,11 +246,11 @@ static void add_buffer(Session *s, uint64_t id, GpuBuffer *b, GpuPlacement place
                 return;
         }
         if (!pooled) {
-                session_account_buffer(s, placement, (int64_t) size);
+                session_account_buffer(s, gpu, placement, (int64_t) size);
                 session_account_object(s, +1);
         }
         session_send(s, &(WireReply) { .id = id, .type = type,
-                                       .buffer = { .handle = handle, .size = size } },
+                                       .buffer = { .handle = handle, .size = size, .gpu = gpu } },
                      export ? &fd : NULL, export ? 1 : 0);
 }
 
@@ -297,11 +275,15 @@ static void handle_free_first(Session *s, const WireRequest *req) {
 static void handle_alloc_buffer(Session *s, const WireRequest *req) {
         uint64_t size = align_up_u64(req->alloc_buffer.size, PAGE_SIZE_4K);
         GpuPlacement placement;
+        SessionGpu *g;
         GpuBuffer *b;
         int r;
 
         if (req->alloc_buffer.free_first_id != 0)
                 handle_free_first(s, req);
+        g = session_gpu_ref(s, req->id, "alloc_buffer.gpu", req->alloc_buffer.has_gpu, req->alloc_buffer.gpu);
+        if (!g)
+                return;
         if (size == 0) {
                 session_send_error(s, req->id, EINVAL, "alloc_buffer.size: %" PRIu64 " is too large",
                                    req->alloc_buffer.size);
@@ -311,26 +293,28 @@ static void handle_alloc_buffer(Session *s, const WireRequest *req) {
                                                                         : GPU_PLACEMENT_GTT;
         /* One the session freed, zeroed: charged already, and its fds
          * counted (session-pool.c); the reply's dma-buf fd is not. */
-        b = size <= s->limits.max_buffer_size ? session_pool_take(s, size, placement) : NULL;
+        b = size <= s->limits.max_buffer_size && g == s->gpu ? session_pool_take(s, size, placement) : NULL;
         if (b) {
                 if (!session_check_fds(s, req->id, 1, "AllocBuffer")) {
                         drop_new_buffer(s, b, placement, true);
                         return;
                 }
-                add_buffer(s, req->id, b, placement, WIRE_REPLY_ALLOC_BUFFER, true, true);
+                add_buffer(s, req->id, b, g->index, placement, WIRE_REPLY_ALLOC_BUFFER, true, true);
                 return;
         }
-        if (!session_check_memory_quota(s, req->id, size) ||
+        if (!session_check_memory_quota(s, req->id, g->index, size) ||
             !session_check_fds(s, req->id, session_buffer_fds(s) + 1, "AllocBuffer"))
                 return;
-        r = gpu_buffer_new(context_pool_device_gpu(s->gpu->contexts), size, placement, false, &b);
+        /* The session uses g from now on (status, Devices= at a reload). */
+        r = session_on_gpu(s, g) ? gpu_buffer_new(context_pool_device_gpu(g->contexts), size, placement, false, &b)
+                                 : -ENOMEM;
         if (r < 0) {
-                session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s failed: %s",
+                session_send_error(s, req->id, -r, "allocating %" PRIu64 " bytes of %s on GPU %u failed: %s",
                                    size, req->alloc_buffer.placement == WIRE_PLACEMENT_VRAM ? "VRAM" : "GTT",
-                                   strerror(-r));
+                                   g->index, strerror(-r));
                 return;
         }
-        add_buffer(s, req->id, b, placement, WIRE_REPLY_ALLOC_BUFFER, true, false);
+        add_buffer(s, req->id, b, g->index, placement, WIRE_REPLY_ALLOC_BUFFER, true, false);
 }
 
 static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
@@ -353,12 +337,12 @@ static void handle_import_buffer(Session *s, const WireRequest *req, int fd) {
                 session_send_error(s, req->id, -r, "import_buffer: importing the dma-buf failed: %s", strerror(-r));
         if (r < 0)
                 return;
-        if (!session_check_memory_quota(s, req->id, gpu_buffer_get_size(b))) {
+        if (!session_check_memory_quota(s, req->id, s->gpu->index, gpu_buffer_get_size(b))) {
                 gpu_buffer_unref(b);
                 return;
         }
         /* Shared memory: counted as GTT for the importer (the exporter chose). */
-        add_buffer(s, req->id, b, GPU_PLACEMENT_GTT, WIRE_REPLY_IMPORT_BUFFER, false, false);
+        add_buffer(s, req->id, b, s->gpu->index, GPU_PLACEMENT_GTT, WIRE_REPLY_IMPORT_BUFFER, false, false);
 }
 
 static void handle_free_buffer(Session *s, const WireRequest *req) {
@@ -442,8 +426,8 @@ static void handle_event_op(Session *s, const WireRequest *req) {
                 break;
         }
         reply_empty(s, req->id);
-        /* A set or a destroy can release a held wait-event job. */
-        scheduler_run(s->gpu->scheduler);
+        /* A set or a destroy can release a held wait-event job, on any GPU. */
+        session_set_run_schedulers(s->set);
 }
 
 static void handle_wait_events(Session *s, const WireRequest *req) {
@@ -481,39 +465,37 @@ static void handle_wait_events(Session *s, const WireRequest *req) {
                 session_send_error(s, req->id, -r, "cannot start the wait: %s", strerror(-r));
 }
 
-/* A buffer a job names (field: "copy.src_handle", ...); on error replies,
- * naming the field, and returns NULL. The field's name is made only then:
- * formatting it for every job was about 10% of the event loop's time on
- * batches of small fills. */
-static GpuBuffer *job_buffer(Session *s, uint64_t id, size_t idx, const char *field, uint64_t handle) {
-        SessionBuffer *b = handle_table_get(&s->buffers, handle);
-        char name[80];
-
-        if (b)
-                return b->gpu;
-        snprintf(name, sizeof(name), "submit.jobs[%zu].%s", idx, field);
-        return session_lookup_buffer(s, id, name, handle);
-}
-
 /* Resolves and checks one job; on error replies and returns NULL. */
 static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, uint64_t fence) {
+        SessionGpu *g = s->gpu;
         char field[80];
         Job *j;
 
+        if (wj->has_gpu) {
+                snprintf(field, sizeof(field), "submit.jobs[%zu].gpu", idx);
+                g = session_gpu_ref(s, id, field, true, wj->gpu);
+                if (!g)
+                        return NULL;
+        }
         j = job_new(s, fence, wj->type);
-        if (!j) {
+        if (!j || !(j->on = session_on_gpu(s, g))) {
+                job_free(j);
                 session_send_error(s, id, ENOMEM, "out of memory");
                 return NULL;
         }
+        /* An event job left on ENGINE_AUTO follows its neighbour's GPU too,
+         * unless it names one (resolve_auto_engines()). */
+        j->gpu_auto = !wj->has_gpu;
         j->sched.timeout_ns = s->policy.job_timeout_ns == POLICY_INFINITY ? UINT64_MAX : s->policy.job_timeout_ns;
         switch (wj->type) {
         case WIRE_JOB_COPY: {
-                GpuBuffer *src, *dst;
+                GpuBuffer *src, *dst, *src_seen, *dst_seen;
 
-                src = job_buffer(s, id, idx, "copy.src_handle", wj->copy.src_handle);
+                /* Either may be on another GPU: the job's GPU reaches it through an import. */
+                src = session_job_buffer(s, id, idx, "copy.src_handle", wj->copy.src_handle, j->on, &src_seen);
                 if (!src)
                         return job_free(j);
-                dst = job_buffer(s, id, idx, "copy.dst_handle", wj->copy.dst_handle);
+                dst = session_job_buffer(s, id, idx, "copy.dst_handle", wj->copy.dst_handle, j->on, &dst_seen);
                 if (!dst)
                         return job_free(j);
                 if (!range_in_bounds(wj->copy.src_offset, wj->copy.size, gpu_buffer_get_size(src))) {
@@ -538,15 +520,15 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
                 j->src = gpu_buffer_ref(src);
                 j->dst = gpu_buffer_ref(dst);
                 j->sched.gpu.type = GPU_JOB_COPY;
-                j->sched.gpu.copy.src_va = gpu_buffer_get_va(src) + wj->copy.src_offset;
-                j->sched.gpu.copy.dst_va = gpu_buffer_get_va(dst) + wj->copy.dst_offset;
+                j->sched.gpu.copy.src_va = gpu_buffer_get_va(src_seen) + wj->copy.src_offset;
+                j->sched.gpu.copy.dst_va = gpu_buffer_get_va(dst_seen) + wj->copy.dst_offset;
                 j->sched.gpu.copy.size = wj->copy.size;
                 break;
         }
         case WIRE_JOB_FILL: {
                 GpuBuffer *dst;
 
-                dst = job_buffer(s, id, idx, "fill.dst_handle", wj->fill.dst_handle);
+                dst = session_job_buffer(s, id, idx, "fill.dst_handle", wj->fill.dst_handle, j->on, NULL);
                 if (!dst)
                         return job_free(j);
                 if (!range_in_bounds(wj->fill.dst_offset, wj->fill.size, gpu_buffer_get_size(dst))) {
@@ -586,11 +568,12 @@ static Job *build_job(Session *s, uint64_t id, const WireJob *wj, size_t idx, ui
 
                         snprintf(field, sizeof(field), "submit.jobs[%zu].%s.engine", idx,
                                  wj->type == WIRE_JOB_SIGNAL_EVENT ? "signal_event" : "wait_event");
-                        if (!session_has_compute(s)) {
-                                session_send_error(s, id, EOPNOTSUPP, "%s: this device has no compute queue", field);
+                        if (!session_has_compute(j->on->gpu)) {
+                                session_send_error(s, id, EOPNOTSUPP, "%s: GPU %u has no compute queue", field,
+                                                   j->on->gpu->index);
                                 return job_free(j);
                         }
-                        if (session_compute_context(s, id, field, &ctx) < 0)
+                        if (session_compute_context(j->on, id, field, &ctx) < 0)
                                 return job_free(j);
                         j->sched.engine = GPU_ENGINE_COMPUTE;
                         break;
@@ -611,6 +594,15 @@ static bool engine_known(Job *const *jobs, size_t n, size_t i, const bool *resol
         return i < n && (!jobs[i]->engine_auto || resolved[i]);
 }
 
+/* An event job on ENGINE_AUTO takes the engine of the job it goes with,
+ * and its GPU unless it named one (Job.gpu): a signal after a copy on GPU
+ * 1 says when that copy is done. */
+static void follow(Job *j, const Job *neighbour) {
+        j->sched.engine = neighbour->sched.engine;
+        if (j->gpu_auto)
+                j->on = neighbour->on;
+}
+
 /*
  * ENGINE_AUTO (proto Engine): a signal goes on the engine of the job before
  * it in the batch — the work it signals the end of — and a wait on the engine
@@ -629,13 +621,13 @@ static int resolve_auto_engines(Job **jobs, size_t n) {
                 for (size_t i = 0; i < n; i++)
                         if (jobs[i]->engine_auto && !resolved[i] && jobs[i]->type == WIRE_JOB_SIGNAL_EVENT &&
                             i > 0 && engine_known(jobs, n, i - 1, resolved)) {
-                                jobs[i]->sched.engine = jobs[i - 1]->sched.engine;
+                                follow(jobs[i], jobs[i - 1]);
                                 resolved[i] = true;
                         }
                 for (size_t i = n; i-- > 0;)
                         if (jobs[i]->engine_auto && !resolved[i] && jobs[i]->type == WIRE_JOB_WAIT_EVENT &&
                             engine_known(jobs, n, i + 1, resolved)) {
-                                jobs[i]->sched.engine = jobs[i + 1]->sched.engine;
+                                follow(jobs[i], jobs[i + 1]);
                                 resolved[i] = true;
                         }
         }
@@ -704,7 +696,7 @@ static int submit_jobs(Session *s, uint64_t id, const WireJob *wjobs, size_t n) 
                         s->user_tally->jobs++;
                 if (session_fence_page_track(s, j))
                         watch = j->fence;
-                scheduler_enqueue(s->gpu->scheduler, &s->streams[j->sched.engine], &j->sched);
+                scheduler_enqueue(j->on->gpu->scheduler, &j->on->streams[j->sched.engine], &j->sched);
         }
         if (watch)
                 session_fence_page_watch(s, watch);
@@ -723,7 +715,7 @@ void session_submit_relayed(Session *s, Job *j) {
         s->n_jobs++;
         if (s->user_tally)
                 s->user_tally->jobs++;
-        scheduler_enqueue(s->gpu->scheduler, &s->streams[j->sched.engine], &j->sched);
+        scheduler_enqueue(s->gpu->scheduler, &s->home.streams[j->sched.engine], &j->sched);
         s->n_jobs_peak = MAX(s->n_jobs_peak, s->n_jobs);
         s->usage.jobs_submitted++;
         if (s->account)
@@ -751,7 +743,7 @@ static void handle_submit(Session *s, const WireRequest *req) {
         session_send(s, &(WireReply) { .id = req->id, .type = WIRE_REPLY_SUBMIT,
                                        .submit = { .fences = fences, .n_fences = n } },
                      NULL, 0);
-        scheduler_run(s->gpu->scheduler);
+        session_run_schedulers(s);
         session_uncork(s);
         session_unref(s);
 }

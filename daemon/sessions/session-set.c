@@ -234,17 +234,24 @@ int session_set_reload_policy(SessionSet *set, const char *origin, char *err, si
         set->policy = p;
         LIST_FOREACH(sessions, s, set->sessions)
                 session_apply_policy(s);
-        /* A session whose GPU Devices= no longer allows ends, saying so. */
+        /* A session on a GPU Devices= no longer allows (its own, or one it
+         * has buffers or jobs on) ends, saying so. */
         {
                 Session *next;
 
                 LIST_FOREACH_SAFE(sessions, s, next, set->sessions) {
                         char devices[200], why[320];
+                        const SessionGpu *barred = NULL;
 
-                        if (!s->hello_done || !s->gpu || session_may_use_gpu(s, s->gpu))
+                        if (!s->hello_done || !s->gpu)
+                                continue;
+                        for (unsigned g = 0; g < SESSION_MAX_GPUS && !barred; g++)
+                                if (s->on[g] && !session_may_use_gpu(s, s->on[g]->gpu))
+                                        barred = s->on[g]->gpu;
+                        if (!barred)
                                 continue;
                         snprintf(why, sizeof why, "the policy no longer lets this session use GPU %u (Devices=%s)",
-                                 s->gpu->index,
+                                 barred->index,
                                  policy_limit_format(POLICY_LIMIT_DEVICES, &s->policy, devices, sizeof devices));
                         session_end(s, EACCES, why, false);
                 }
@@ -281,7 +288,7 @@ unsigned session_set_end_gpu(SessionSet *set, unsigned index, const char *why) {
 
         for (s = set->sessions; s; s = next) {
                 next = s->sessions_next;
-                if (s->gpu && s->gpu->index == index) {
+                if (index < SESSION_MAX_GPUS && s->on[index]) {
                         session_end(s, ESHUTDOWN, why, true);
                         n++;
                 }

@@ -163,7 +163,8 @@ void session_set_flush(SessionSet *set);
 /* The GPU context ctx is being lost: the sessions running there are told. */
 void session_set_context_lost(SessionSet *set, Context *ctx, const char *reason);
 /*
- * Ends every connected session on GPU index (SessionEnded with reconnect
+ * Ends every connected session with anything on GPU index — its own GPU or
+ * one it uses beside (Session.on) — (SessionEnded with reconnect
  * set, error ESHUTDOWN and why): its GPU is being brought back
  * (manager-recover.c). Returns how many it ended.
  */

@@ -65,16 +65,22 @@ static void context_list_done(ContextList *l) {
 static int context_list_users(ContextList *l, const SessionSet *m, uid_t uid) {
         Session *i;
 
-        l->own = calloc(m->n_sessions + 1, sizeof *l->own);
-        l->others = calloc(m->n_sessions + 1, sizeof *l->others);
+        size_t max = (size_t) m->n_sessions * SESSION_MAX_GPUS; /* a context per GPU it uses */
+
+        l->own = calloc(max + 1, sizeof *l->own);
+        l->others = calloc(max + 1, sizeof *l->others);
         if (!l->own || !l->others)
                 return -ENOMEM;
         LIST_FOREACH(sessions, i, m->sessions)
-                if (i->compute_ctx) {
-                        if (i->identity.uid == uid && l->n_own < m->n_sessions)
-                                l->own[l->n_own++] = i->compute_ctx;
-                        else if (i->identity.uid != uid && l->n_others < m->n_sessions)
-                                l->others[l->n_others++] = i->compute_ctx;
+                for (unsigned g = 0; g < SESSION_MAX_GPUS; g++) {
+                        const Context *c = i->on[g] ? i->on[g]->compute_ctx : NULL;
+
+                        if (!c)
+                                continue;
+                        if (i->identity.uid == uid && l->n_own < max)
+                                l->own[l->n_own++] = c;
+                        else if (i->identity.uid != uid && l->n_others < max)
+                                l->others[l->n_others++] = c;
                 }
         qsort(l->own, l->n_own, sizeof *l->own, context_ptr_cmp);
         qsort(l->others, l->n_others, sizeof *l->others, context_ptr_cmp);
@@ -182,8 +188,10 @@ void session_handle_status(Session *s, const WireRequest *req) {
                 bytes += i->usage.buffer_bytes;
                 events += i->events.n_used;
                 code_objects += i->code_objects.n_used;
-                if (i->gpu)
-                        gpus[i->gpu->index].sessions++;
+                /* A session counts on every GPU it uses. */
+                for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                        if (i->on[g])
+                                gpus[g].sessions++;
         }
         /* The caller's GPUs only (Devices=, its GPU's socket): a container
          * given one GPU sees one. The sums above stay the daemon's. */

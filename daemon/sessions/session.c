@@ -94,15 +94,22 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
         s->code_objects.max = s->limits.max_buffers;
         s->events.max = s->limits.max_events;
         session_page_set_jobs_limit(&s->page, s->limits.max_jobs_in_flight);
-        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
-                s->streams[e].weight = l->weight ? l->weight : 1;
-                /* Compute streams move to a queue of the class's KFD priority once idle. */
-                scheduler_stream_set_class(s->gpu->scheduler, &s->streams[e], (unsigned) l->priority,
-                                           policy_priority_to_queue_priority(l->priority));
+        /* Weights and priority classes hold on every GPU it uses, each in that GPU's scheduler. */
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++) {
+                SessionOnGpu *on = s->on[g];
+
+                if (!on)
+                        continue;
+                for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
+                        on->streams[e].weight = l->weight ? l->weight : 1;
+                        /* Compute streams move to a queue of the class's KFD priority once idle. */
+                        scheduler_stream_set_class(on->gpu->scheduler, &on->streams[e], (unsigned) l->priority,
+                                                   policy_priority_to_queue_priority(l->priority));
+                }
+                /* Isolation= may have changed: the next compute job takes its context anew. */
+                free(on->compute_key);
+                on->compute_key = NULL;
         }
-        /* Isolation= may have changed: the next compute job takes its context anew. */
-        free(s->compute_key);
-        s->compute_key = NULL;
         /* Before Hello the session sits on the first GPU Devices= allows
          * (none allowed: its Hello is refused, session-requests.c). */
         if (!s->hello_done && s->gpu && !session_may_use_gpu(s, s->gpu)) {
@@ -110,23 +117,6 @@ void session_set_limits(Session *s, const PolicyLimits *l) {
                 if (g)
                         (void) session_use_gpu(s, g); /* holds nothing yet */
         }
-}
-
-bool session_may_use_gpu(const Session *s, const SessionGpu *g) {
-        if (s->pinned_gpu >= 0 && g->index != (unsigned) s->pinned_gpu)
-                return false;
-        return policy_devices_allow(&s->policy.devices, g->index, g->info ? g->info->pci_address : NULL);
-}
-
-SessionGpu *session_first_gpu(Session *s) {
-        SessionGpu *found = NULL;
-
-        /* One being brought back only if there is no other. */
-        for (unsigned i = 0; i < s->set->n_gpus; i++)
-                if (session_may_use_gpu(s, &s->set->gpus[i]) &&
-                    (!found || (found->unavailable && !s->set->gpus[i].unavailable)))
-                        found = &s->set->gpus[i];
-        return found;
 }
 
 void session_apply_policy(Session *s) {
@@ -257,10 +247,11 @@ static int session_new_internal(SessionSet *m, int fd, const Identity *id, int p
         s->pinned_gpu = pinned_gpu(m, fd);
         /* The first GPU it may use until its Hello names one (session_use_gpu()). */
         s->gpu = session_set_gpu(m, s->pinned_gpu > 0 && (unsigned) s->pinned_gpu < m->n_gpus ? (unsigned) s->pinned_gpu : 0);
-        if (s->gpu)
-                s->gpu->n_users++;
+        s->home = (SessionOnGpu) { .session = s, .gpu = s->gpu };
+        s->on[s->gpu->index] = &s->home;
+        s->gpu->n_users++; /* session_on_gpu_done() gives it back */
         for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_init(s->gpu->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
+                scheduler_stream_init(s->gpu->scheduler, &s->home.streams[e], s->id, (GpuEngine) e, 1);
 
         /* Identity from the kernel, never from the client. */
         r = id ? identity_copy(id, &s->identity) : identity_from_peer(fd, pidfd, pidfd_exact, &s->identity);
@@ -331,32 +322,10 @@ int session_new_from_peer(SessionSet *m, int fd, int pidfd, bool pidfd_exact, Se
         return session_new_internal(m, fd, NULL, pidfd, pidfd_exact, ret);
 }
 
-int session_use_gpu(Session *s, SessionGpu *g) {
-        if (g == s->gpu)
-                return 0;
-        /* Only before its first buffer or job: what it holds is on its GPU. */
-        if (s->buffers.n_used > 0 || s->code_objects.n_used > 0 || s->compute_ctx || s->kfd_relay || s->ring ||
-            s->fence_page)
-                return -EBUSY;
-        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
-                scheduler_stream_done(s->gpu->scheduler, &s->streams[e]);
-                scheduler_stream_init(g->scheduler, &s->streams[e], s->id, (GpuEngine) e, 1);
-                if (s->user_tally)
-                        scheduler_stream_set_user(g->scheduler, &s->streams[e], &s->user_tally->sched[g->index]);
-        }
-        s->gpu->n_users--;
-        g->n_users++;
-        s->gpu = g;
-        session_set_limits(s, &s->policy); /* weights and priority classes on its new streams */
-        return 0;
-}
-
 static void session_free(Session *s) {
         /* Only reached once disconnected and every job has retired. */
-        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++)
-                scheduler_stream_done(s->gpu->scheduler, &s->streams[e]);
-        context_release(s->compute_ctx);
-        session_stop_paying(s);
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                session_on_gpu_done(s->on[g]);
         session_ring_free(s);
         session_fence_page_free(s);
         session_kfd_free(s);
@@ -369,11 +338,8 @@ static void session_free(Session *s) {
         session_tallies_detach(s);
         identity_done(&s->identity);
         free(s->policy_matched);
-        free(s->compute_key);
         free(s->pool);
         safe_close(s->fd);
-        if (s->gpu)
-                s->gpu->n_users--;
         /* A session that queued many jobs leaves many small free chunks all
          * over the heap, which glibc's free() returns to the system only
          * from the top of the heap; malloc_trim() also releases every whole
@@ -473,19 +439,25 @@ static void disconnect(Session *s, const char *why, bool ended, int error, bool 
 
         /* Jobs not yet on the GPU are dropped; copies and fills on the GPU
          * retire normally; the client's kernels are stopped. */
-        scheduler_cancel_running(s->gpu->scheduler, &s->streams[GPU_ENGINE_COMPUTE]);
-        for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
-                SchedStream *st = &s->streams[e];
-                while (st->pending.first) {
-                        Job *j = job_from_sched(st->pending.first);
-                        if (scheduler_dequeue(s->gpu->scheduler, &j->sched) == 0)
-                                session_job_finished(j, ECANCELED, NULL, 0);
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++) {
+                SessionOnGpu *on = s->on[g];
+
+                if (!on)
+                        continue;
+                scheduler_cancel_running(on->gpu->scheduler, &on->streams[GPU_ENGINE_COMPUTE]);
+                for (unsigned e = 0; e < _GPU_ENGINE_MAX; e++) {
+                        SchedStream *st = &on->streams[e];
+                        while (st->pending.first) {
+                                Job *j = job_from_sched(st->pending.first);
+                                if (scheduler_dequeue(on->gpu->scheduler, &j->sched) == 0)
+                                        session_job_finished(j, ECANCELED, NULL, 0);
+                        }
+                        scheduler_stream_done(on->gpu->scheduler, st);
                 }
-                scheduler_stream_done(s->gpu->scheduler, st);
+                /* Its GPU context goes once what runs there has stopped
+                 * (unless other sessions use it). */
+                on->compute_ctx = context_release(on->compute_ctx);
         }
-        /* Its GPU context goes once what runs there has stopped (unless
-         * other sessions use it). */
-        s->compute_ctx = context_release(s->compute_ctx);
         drop_objects(s);
         if (s->account && s->hello_done)
                 s->account->sessions_now--;
@@ -495,8 +467,8 @@ static void disconnect(Session *s, const char *why, bool ended, int error, bool 
         session_set_forget_young(m, s);
         if (m->cb.closed)
                 m->cb.closed(s, why, m->cb.userdata);
-        /* Destroyed events may have unblocked other sessions' waits. */
-        scheduler_run(s->gpu->scheduler);
+        /* Destroyed events may have unblocked other sessions' waits, on any GPU. */
+        session_set_run_schedulers(m);
         session_unref(s);
 }
 
@@ -731,6 +703,7 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
                 }
         }
         usage_add_job(&s->usage, &u);
+        s->busy_ns_by_gpu[j->on->gpu->index] += busy_ns;
         if (s->account)
                 usage_add_job(&s->account->usage, &u);
         if (s->connected)
@@ -742,7 +715,11 @@ void session_job_finished(Job *j, int error, const char *message, uint64_t busy_
 }
 
 void session_context_lost(Session *s, Context *ctx, const char *reason) {
-        if (!s->connected || s->compute_ctx != ctx)
+        bool used = false;
+
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                used = used || (s->on[g] && s->on[g]->compute_ctx == ctx);
+        if (!s->connected || !used)
                 return;
         LogFields extra = {};
 
@@ -860,7 +837,9 @@ static int receive_one(Session *s) {
         /* What the GPU finished before this request (a client that saw a
          * job done on its fence page finds it retired), then what the client
          * put in its submit ring before it, come first. */
-        context_catch_up(context_pool_device(s->gpu->contexts));
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                if (s->on[g])
+                        context_catch_up(context_pool_device(s->on[g]->gpu->contexts));
         session_ring_drain(s);
         if (s->connected)
                 session_handle_request(s, &req, fds, n_fds);

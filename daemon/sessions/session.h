@@ -38,6 +38,7 @@
 /* What a buffer handle names in a session. */
 typedef struct SessionBuffer {
         GpuBuffer *gpu;  /* reference */
+        unsigned gpu_index; /* the GPU it is on: the device context of which gpu is a buffer */
         GpuPlacement placement;
         bool imported;
         bool exported;   /* its dma-buf left the daemon: charged after FreeBuffer while copies may live */
@@ -71,6 +72,27 @@ typedef struct SessionErrorSink {
 } SessionErrorSink;
 
 typedef struct SessionRing SessionRing;
+
+/*
+ * What a session has on one GPU (session-gpus.c): its job streams in that
+ * GPU's scheduler (its weight and priority class hold there), the GPU
+ * context its kernels run in there and the one whose own memory it pays for.
+ * The session's own GPU's is made with it (Session.home); another GPU's the
+ * first time a buffer or job names that GPU; all go with the session.
+ */
+struct SessionOnGpu {
+        Session *session; /* not a reference: the session holds it */
+        SessionGpu *gpu;
+        SchedStream streams[_GPU_ENGINE_MAX];
+        Context *compute_ctx;     /* where its kernels run (a reference), NULL until its first dispatch */
+        char *compute_key;        /* the context key it was taken for; NULL until its first dispatch */
+        /* The context whose own memory it pays for (a reference; context.h
+         * ContextPayer): the one it brought up, or took over from a session
+         * that went. Charged as buffer memory on this GPU. */
+        ContextPayer payer;
+        Context *paid_ctx;
+        uint64_t context_bytes;
+};
 
 typedef struct OutMsg {
         void *buf;
@@ -114,14 +136,16 @@ struct Session {
         HandleTable events;  /* ClientEvent* */
         HandleTable code_objects; /* SessionCodeObject*; each also counts against max_buffers */
 
-        Context *compute_ctx;     /* where its kernels run (a reference), NULL until its first dispatch */
-        /* The context whose own memory it pays for (a reference; context.h
-         * ContextPayer): the one it brought up, or took over from a session
-         * that went. Charged as buffer memory, shown as context_bytes. */
-        ContextPayer payer;
-        Context *paid_ctx;
-        uint64_t context_bytes;
-        char *compute_key;        /* the context key it was taken for; NULL until its first dispatch */
+        /* What it has on its own GPU (s->gpu), and on each GPU it used
+         * (on[index]; on[s->gpu->index] is &home). The session page, the
+         * fence page, the submit ring and the KFD relay are its own GPU's. */
+        SessionOnGpu home;
+        SessionOnGpu *on[SESSION_MAX_GPUS];
+        uint64_t context_bytes;   /* GPU context memory it pays for, every GPU together */
+        /* Buffer memory charged to it on each GPU, as usage.buffer_bytes
+         * counts it (buffers, kept and pooled ones, code objects, context
+         * memory): BufferMemory= holds per GPU (session-quota.c). */
+        uint64_t gpu_bytes[SESSION_MAX_GPUS];
 
         uint64_t last_fence;      /* last fence handed out */
         uint64_t completed_fence; /* all fences <= this are finished */
@@ -129,7 +153,6 @@ struct Session {
         unsigned n_jobs_peak;     /* the most it had at once (session_free() gives the memory back) */
         unsigned n_unordered;     /* of them, those not copies or fills (session-fence-page.c) */
         QUEUE_HEAD(Job, jobs);    /* unfinished jobs in fence order */
-        SchedStream streams[_GPU_ENGINE_MAX];
 
         LIST_HEAD(EventWait, waits);
         unsigned n_waits; /* entries of waits */
@@ -148,6 +171,7 @@ struct Session {
         SessionErrorSink *error_sink; /* set while a ring batch is checked */
 
         Usage usage;
+        uint64_t busy_ns_by_gpu[SESSION_MAX_GPUS]; /* usage.busy_ns of its jobs on each GPU */
         Account *account; /* the identity's usage across sessions */
         Tally *user_tally; /* what the sessions of its uid hold together */
         Tally *unit_tally; /* ... of its systemd unit (user unit), NULL outside one */
@@ -157,7 +181,7 @@ struct Session {
          * it ends (session-quota.c, "Kept buffers"). */
         LIST_HEAD(ReleasedBuffer, released);
         unsigned n_released;
-        uint64_t released_until_end[2];
+        uint64_t released_until_end[SESSION_MAX_GPUS][2]; /* by GPU index and placement */
         uint64_t released_bytes; /* both together */
         uint64_t placement_bytes[2]; /* buffer bytes by GpuPlacement (GTT, VRAM) */
         /* Freed buffers kept for reuse, still charged (in usage.buffer_bytes
@@ -220,17 +244,34 @@ int session_use_gpu(Session *s, SessionGpu *g);
 bool session_may_use_gpu(const Session *s, const SessionGpu *g);
 /* The first GPU it may use, NULL for none. */
 SessionGpu *session_first_gpu(Session *s);
+/* Several GPUs in one session (session-gpus.c). session_gpu_ref() resolves
+ * a GpuRef of request id (field names it, e.g. "alloc_buffer.gpu"): has
+ * false is the session's own GPU; else the GPU of that index, or NULL after
+ * replying ENODEV (the daemon serves none such, with how many it serves) or
+ * EACCES (Devices= or the GPU's socket keeps the session off it, naming
+ * which). session_on_gpu() returns what the session has on g, made the first
+ * time (NULL: out of memory). session_on_gpu_done() lets go of it all (the
+ * session ends). */
+SessionGpu *session_gpu_ref(Session *s, uint64_t id, const char *field, bool has, uint32_t index);
+SessionOnGpu *session_on_gpu(Session *s, SessionGpu *g);
+void session_on_gpu_done(SessionOnGpu *on);
+/* The buffer b of the session as the device context of on's GPU sees it: b
+ * itself if it is on that GPU, else an import of its dma-buf there (made
+ * once, kept with b: gpu_buffer_map_in(); borrowed, the job holds b). NULL
+ * after replying to id (field names the job's buffer): the kernel cannot
+ * import it (before KFD 1.15, naming both GPUs). */
+GpuBuffer *session_buffer_seen_from(Session *s, uint64_t id, const char *field, SessionBuffer *b, SessionOnGpu *on);
 void session_set_limits(Session *s, const PolicyLimits *l);
 /* Quotas (session-quota.c). Buffer memory accounting for the session, its
  * identity, its user and its unit; buffer and code object counts of its user
  * and unit. */
-void session_account_buffer(Session *s, GpuPlacement placement, int64_t delta);
+void session_account_buffer(Session *s, unsigned gpu, GpuPlacement placement, int64_t delta);
 void session_account_object(Session *s, int delta);
-/* Pays for the own memory of ctx, the session's compute context, unless
- * another session does; stops paying for the one it paid for before
- * (session-quota.c). session_stop_paying() at the end. */
-void session_pay_context(Session *s, Context *ctx);
-void session_stop_paying(Session *s);
+/* Pays for the own memory of ctx, the session's compute context on on's
+ * GPU, unless another session does; stops paying for the one it paid for
+ * there before (session-quota.c). session_stop_paying() at the end. */
+void session_pay_context(SessionOnGpu *on, Context *ctx);
+void session_stop_paying(SessionOnGpu *on);
 /* The session as a payer for a context it is about to bring up itself
  * (context_pool_kfd_relay_begin()); set paid_ctx to it once it is up. */
 ContextPayer *session_begin_paying(Session *s);
@@ -241,10 +282,10 @@ void session_tallies_detach(Session *s);
  * caller's to free) and its charge — unless b was exported, which stays
  * charged while copies of its dma-buf may live (session-quota.c). */
 void session_release_buffer(Session *s, SessionBuffer *b);
-/* Charges of a freed buffer (placement, size) that was exported: kept while
- * copies of its dma-buf may live, as session_release_buffer() does; probe is
- * a dma-buf fd of it (taken) or -EBADF. */
-void session_release_exported(Session *s, GpuPlacement placement, uint64_t size, int probe);
+/* Charges of a freed buffer (its GPU, placement, size) that was exported:
+ * kept while copies of its dma-buf may live, as session_release_buffer()
+ * does; probe is a dma-buf fd of it (taken) or -EBADF. */
+void session_release_exported(Session *s, unsigned gpu, GpuPlacement placement, uint64_t size, int probe);
 /* The pool (session-pool.c). session_pool_put() keeps a freed buffer the
  * client keeps no copy of (FreeBuffer no_copy_kept) if it is small, idle and
  * there is room: it takes b's reference and returns true; its charge stays.
@@ -367,9 +408,10 @@ bool session_check_object_count(Session *s, uint64_t id);
 /* The same for the session's own max_buffers alone (a buffer taken from its
  * pool is already counted as its user's object). */
 bool session_check_handle_count(Session *s, uint64_t id);
-/* EDQUOT reply unless @size more bytes fit the session's memory limits and
- * those of its user (UserBufferMemory=) and unit (UnitBufferMemory=). */
-bool session_check_memory_quota(Session *s, uint64_t id, uint64_t size);
+/* EDQUOT reply unless @size more bytes on GPU @gpu fit the session's memory
+ * limits (BufferMemory= per GPU) and those of its user (UserBufferMemory=)
+ * and unit (UnitBufferMemory=), which count every GPU. */
+bool session_check_memory_quota(Session *s, uint64_t id, unsigned gpu, uint64_t size);
 
 /* Status (session-status.c): the reply to a Status request. */
 void session_handle_status(Session *s, const WireRequest *req);
@@ -385,16 +427,26 @@ void session_handle_list_sessions(Session *s, const WireRequest *req);
 void session_load_code_object(Session *s, const WireRequest *req, int fd);
 void session_free_code_object(Session *s, const WireRequest *req);
 int session_build_dispatch(Session *s, uint64_t id, const WireJob *wj, size_t idx, Job *j);
+/* The session's buffer of handle for job idx on on's GPU (field: its field
+ * after "submit.jobs[idx].", the name made only on error): its GpuBuffer
+ * (what the job holds), or NULL after replying: ENOENT, no such buffer;
+ * EINVAL, a buffer of another GPU where ret_seen is NULL, naming both GPUs.
+ * With ret_seen (a copy), a buffer of another GPU is taken, and *ret_seen
+ * is it as on's GPU sees it (session_buffer_seen_from()). */
+GpuBuffer *session_job_buffer(Session *s, uint64_t id, size_t idx, const char *field, uint64_t handle,
+                              SessionOnGpu *on, GpuBuffer **ret_seen);
+/* Runs the scheduler of every GPU the session uses. */
+void session_run_schedulers(Session *s);
 /* Drops every code object handle (disconnect). */
 void session_drop_code_objects(Session *s);
-/* Whether the device runs dispatches at all (it has compute queues). */
-bool session_has_compute(const Session *s);
-/* The GPU context the session's kernels and compute-engine jobs run in, taken
- * (and brought up) as its policy says: Isolation=, ComputeDispatch= and the
- * mechanism the daemon has. 0, or a negative errno after replying with an
- * error naming @field (EPERM by policy, EAGAIN when the context limit is
- * reached). */
-int session_compute_context(Session *s, uint64_t id, const char *field, Context **ret);
+/* Whether the GPU g runs dispatches at all (it has compute queues). */
+bool session_has_compute(const SessionGpu *g);
+/* The GPU context the session's kernels and compute-engine jobs run in on
+ * on's GPU, taken (and brought up) as its policy says: Isolation=,
+ * ComputeDispatch= and the mechanism the daemon has. 0, or a negative errno
+ * after replying to id with an error naming @field (EPERM by policy, EAGAIN
+ * when the context limit is reached). */
+int session_compute_context(SessionOnGpu *on, uint64_t id, const char *field, Context **ret);
 
 /* A job finished (error 0) or failed: fence bookkeeping, accounting, the
  * client told; the job is freed. */

@@ -183,6 +183,24 @@ static SimBo *find_bo_by_inode(SimDevice *d, dev_t dev, ino_t ino) {
         return NULL;
 }
 
+/* The BO that exported the dma-buf of that inode, not another GPU's import
+ * of it: a dma-buf stays its exporter's once other devices attached it
+ * (amdgpu_gem_prime_import(): a dma-buf of amdgpu_dmabuf_ops whose object
+ * is of this device is that object, drm_gem_object_get(obj)), so the
+ * exporter's GPU imports it again as its own. A foreign BO (import_foreign())
+ * if there is no other. */
+static SimBo *find_exporter_by_inode(SimDevice *d, dev_t dev, ino_t ino) {
+        SimBo *found = NULL;
+
+        for (SimBo *bo = d->bos; bo; bo = bo->next)
+                if (bo->st_dev == dev && bo->st_ino == ino) {
+                        if (!bo->foreign)
+                                return bo;
+                        found = found ?: bo;
+                }
+        return found;
+}
+
 void sim_memory_lose_vram(SimDevice *d, SimGpu *gpu) {
         for (SimBo *bo = d->bos; bo; bo = bo->next) {
                 if (!(bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) || (gpu && bo->gpu != gpu))
@@ -707,7 +725,7 @@ static int lookup_dmabuf(SimDevice *d, int fd, SimBo **ret, SimGpu **ret_gpu, ui
 
         if (fd < 0 || fstat(fd, &st) < 0)
                 return -EBADF;
-        bo = find_bo_by_inode(d, st.st_dev, st.st_ino);
+        bo = find_exporter_by_inode(d, st.st_dev, st.st_ino);
         if (bo) {
                 if (!bo->exported || bo->foreign)
                         return -EINVAL;

@@ -172,6 +172,9 @@ static int fill_list_sessions(const WireReply *r, ReplyParts *p, PbServerMessage
                 s->context_bytes = w->context_bytes;
                 s->limits_overridden = w->limits_overridden;
                 s->gpu = w->gpu;
+                /* protobuf-c only reads it while packing. */
+                s->busy_ns_by_gpu = (uint64_t *) w->busy_ns_by_gpu;
+                s->n_busy_ns_by_gpu = w->n_busy_ns_by_gpu;
                 s->limits = &p->limit_ptrs[l];
                 s->n_limits = w->n_limits;
                 for (size_t k = 0; k < w->n_limits; k++, l++) {
@@ -500,6 +503,7 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 kfdbroker__v1__alloc_buffer_reply__init(&p->alloc_buffer);
                 p->alloc_buffer.handle = r->buffer.handle;
                 p->alloc_buffer.size = r->buffer.size;
+                p->alloc_buffer.gpu = r->buffer.gpu;
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER;
                 m->alloc_buffer = &p->alloc_buffer;
                 return 0;
@@ -507,6 +511,7 @@ static int fill_body(const WireReply *r, ReplyParts *p, PbServerMessage *m) {
                 kfdbroker__v1__import_buffer_reply__init(&p->import_buffer);
                 p->import_buffer.handle = r->buffer.handle;
                 p->import_buffer.size = r->buffer.size;
+                p->import_buffer.gpu = r->buffer.gpu;
                 m->body_case = KFDBROKER__V1__SERVER_MESSAGE__BODY_IMPORT_BUFFER;
                 m->import_buffer = &p->import_buffer;
                 return 0;

@@ -293,6 +293,10 @@ static int decode_alloc_buffer(const PbRequest *m, WireRequest *r, char *errbuf,
                 r->alloc_buffer.free_first_handle = a->free_first->handle;
                 r->alloc_buffer.free_first_no_copy_kept = a->free_first->no_copy_kept;
         }
+        if (a->gpu) {
+                r->alloc_buffer.has_gpu = true;
+                r->alloc_buffer.gpu = a->gpu->index;
+        }
         return 0;
 }
 
@@ -539,8 +543,8 @@ static int decode_dispatch(size_t i, const Kfdbroker__V1__DispatchJob *p, WireJo
         return 0;
 }
 
-static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char *errbuf,
-                      size_t errlen) {
+static int decode_job_kind(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char *errbuf,
+                           size_t errlen) {
         switch (j->kind_case) {
         case KFDBROKER__V1__JOB__KIND_COPY:
                 return wire_job_copy(i, j->copy->src_handle, j->copy->src_offset, j->copy->dst_handle,
@@ -568,6 +572,19 @@ static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char 
                 return -EOPNOTSUPP;
         }
         return wire_error(errbuf, errlen, "submit.jobs[%zu]: no job kind set", i);
+}
+
+static int decode_job(size_t i, const Kfdbroker__V1__Job *j, WireJob *out, char *errbuf, size_t errlen) {
+        int r = decode_job_kind(i, j, out, errbuf, errlen);
+
+        if (r < 0)
+                return r;
+        /* Range-checked against the GPUs served by the session, which knows them. */
+        if (j->gpu) {
+                out->has_gpu = true;
+                out->gpu = j->gpu->index;
+        }
+        return 0;
 }
 
 static int decode_submit(const PbRequest *m, WireRequest *r, char *errbuf, size_t errlen) {

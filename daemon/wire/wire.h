@@ -115,6 +115,8 @@ typedef struct WireKernelArg {
 
 typedef struct WireJob {
         WireJobType type;
+        bool has_gpu;  /* Job.gpu was sent: gpu is its index (the ring's records carry none) */
+        uint32_t gpu;
         union {
                 struct {
                         uint64_t src_handle, src_offset, dst_handle, dst_offset, size;
@@ -164,6 +166,8 @@ typedef struct WireRequest {
                         uint64_t free_first_id;
                         uint64_t free_first_handle;
                         bool free_first_no_copy_kept;
+                        bool has_gpu; /* AllocBufferRequest.gpu was sent: gpu is its index */
+                        uint32_t gpu;
                 } alloc_buffer;
                 struct {
                         uint64_t handle;
@@ -324,6 +328,8 @@ typedef struct WireSessionInfo {
         const char *policy_rules;
         bool limits_overridden;
         uint32_t gpu;
+        const uint64_t *busy_ns_by_gpu; /* n_busy_ns_by_gpu, by GPU index */
+        size_t n_busy_ns_by_gpu;
         const WirePolicyLimit *limits;
         size_t n_limits;
 } WireSessionInfo;
@@ -353,6 +359,7 @@ typedef struct WireReply {
                 } device_info;
                 struct {
                         uint64_t handle, size;
+                        uint32_t gpu; /* the index of the GPU it is on */
                 } buffer; /* ALLOC_BUFFER, IMPORT_BUFFER; EXPORT_BUFFER uses size */
                 struct {
                         uint64_t handle;

@@ -235,7 +235,16 @@ _OPTIONAL_PROTOTYPES = {
         "kfdb_session_get_gpu": (c_uint32, [_p]),
         "kfdb_gpus_get": (c_int, [_p, POINTER(kfdb_gpu), c_size_t, POINTER(c_size_t)]),
     },
+    "KFDBROKER_0.14": {
+        "kfdb_buffer_alloc_on_gpu": (c_int, [_p, c_uint64, c_int, c_uint32, POINTER(c_void_p)]),
+        "kfdb_buffer_get_gpu": (c_uint32, [_p]),
+        "kfdb_batch_set_gpu": (c_int, [_p, c_uint32]),
+        "kfdb_batch_get_gpu": (c_uint32, [_p]),
+    },
 }
+
+#: kfdb_batch_set_gpu()'s "the session's GPU" (KFDB_GPU_SESSION).
+GPU_SESSION = 0xFFFFFFFF
 _missing: dict[str, str] = {}  # function -> the symbol version it needs, for those the library lacks
 
 _lock = threading.Lock()

@@ -7,7 +7,7 @@ import mmap
 import operator
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
-from . import errors
+from . import _lib, errors
 from ._lib import lib
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,6 +108,15 @@ class Buffer:
         if self._ptr is None:
             raise errors.Closed(9, f"buffer {self.handle} was freed", operation)
         return self._ptr
+
+    @property
+    def gpu(self) -> int:
+        """The index of the GPU the buffer is on: the session's, unless :meth:`Session.alloc` named
+        another (0 with a library before KFDBROKER_0.14, which cannot)."""
+        ptr = self._checked("Buffer.gpu")
+        if _lib.require("kfdb_buffer_get_gpu"):
+            return 0
+        return int(lib().kfdb_buffer_get_gpu(ptr))
 
     @property
     def fd(self) -> int:

@@ -286,7 +286,7 @@ class Batch:
     of the block (unless it raised) and :attr:`fences` holds the result.
     """
 
-    def __init__(self, session: "Session"):
+    def __init__(self, session: "Session", gpu: Optional[int] = None):
         self._session = session
         ptr = ctypes.c_void_p()
         with session._lock:
@@ -295,6 +295,8 @@ class Batch:
                 raise session._error(r, "batch()")
         self._ptr: Optional[int] = ptr.value
         session._track(self)
+        if gpu is not None:
+            self.gpu = gpu
         self.fences: List[Fence] = []
         """The fences of the last submit, one per job."""
 
@@ -327,6 +329,34 @@ class Batch:
         if self._ptr is None:
             raise errors.Closed(9, "the batch was released", operation)
         return self._ptr
+
+    @property
+    def gpu(self) -> Optional[int]:
+        """The GPU the jobs added from now on run on (its index), or None: the session's GPU.
+        A fill's or a dispatch's buffers must be on the job's GPU; a copy takes buffers of any
+        GPU (the daemon imports the other GPU's, which needs KFD 1.15). Jobs on two GPUs are
+        ordered only by events (``signal``/``wait_for``) or by waiting for a fence. A batch
+        naming a GPU goes as one Submit request, never through the submit ring.
+
+        Raises (on setting):
+            NotSupported: the loaded libkfdbroker is older than KFDBROKER_0.14.
+        """
+        if _lib.require("kfdb_batch_get_gpu"):
+            return None
+        with self._session._lock:
+            g = int(lib().kfdb_batch_get_gpu(self._checked("Batch.gpu")))
+        return None if g == _lib.GPU_SESSION else g
+
+    @gpu.setter
+    def gpu(self, gpu: Optional[int]) -> None:
+        operation = f"Batch.gpu = {gpu!r}"
+        why = _lib.require("kfdb_batch_set_gpu")
+        if why:
+            raise errors.NotSupported(95, why, operation)
+        index = _lib.GPU_SESSION if gpu is None else _index(gpu, "gpu", operation)
+        if gpu is not None and index >= _lib.GPU_SESSION:
+            raise errors.InvalidArgument(22, f"no GPU index {gpu!r}", operation)
+        self._add(operation, "kfdb_batch_set_gpu", index)
 
     def _add(self, operation: str, fn: str, *args: Any) -> None:
         with self._session._lock:
@@ -714,21 +744,39 @@ class Session:
 
     # ---- objects ----
 
-    def alloc(self, nbytes: int, placement: str = "gtt") -> Buffer:
+    def alloc(self, nbytes: int, placement: str = "gtt", gpu: Optional[int] = None) -> Buffer:
         """Allocate a GPU buffer of at least ``nbytes`` (rounded up to 4 KiB) in ``"gtt"`` (system
-        memory) or ``"vram"`` (device memory).
+        memory) or ``"vram"`` (device memory), on the session's GPU or on GPU ``gpu`` (its index:
+        fill it and run kernels on it with a :class:`Batch` of that GPU, ``batch(gpu=...)``).
 
         Raises:
-            QuotaExceeded: over the session's memory or buffer-count limit (the message names it).
+            QuotaExceeded: over the session's memory or buffer-count limit (the message names it;
+                ``BufferMemory=`` holds on each GPU).
             InvalidArgument: ``nbytes`` is 0 or not an int, an unknown placement.
+            Error (errno ENODEV): the daemon has no GPU ``gpu``. PermissionDenied: the policy (``Devices=``)
+                or the GPU socket the session came through keeps it off that GPU.
+            NotSupported: ``gpu`` with a libkfdbroker older than KFDBROKER_0.14.
         """
-        operation = f"alloc({nbytes!r}, {placement!r})"
+        operation = f"alloc({nbytes!r}, {placement!r})" if gpu is None else \
+            f"alloc({nbytes!r}, {placement!r}, gpu={gpu!r})"
         nbytes = _index(nbytes, "nbytes", operation)
         if placement not in _PLACEMENTS:
             raise errors.InvalidArgument(22, f"placement must be 'gtt' or 'vram', got {placement!r}", operation)
+        if gpu is not None:
+            why = _lib.require("kfdb_buffer_alloc_on_gpu")
+            if why:
+                raise errors.NotSupported(95, why, operation)
+            gpu = _index(gpu, "gpu", operation)
+            if gpu >= _lib.GPU_SESSION:
+                raise errors.InvalidArgument(22, f"no GPU index {gpu!r}", operation)
         ptr = ctypes.c_void_p()
         with self._lock:
-            r = lib().kfdb_buffer_alloc(self._checked(operation), nbytes, _PLACEMENTS[placement], ctypes.byref(ptr))
+            if gpu is not None:
+                r = lib().kfdb_buffer_alloc_on_gpu(self._checked(operation), nbytes, _PLACEMENTS[placement], gpu,
+                                                   ctypes.byref(ptr))
+            else:
+                r = lib().kfdb_buffer_alloc(self._checked(operation), nbytes, _PLACEMENTS[placement],
+                                            ctypes.byref(ptr))
             if r < 0:
                 raise self._error(r, operation)
             return self._track(Buffer(self, _pointer(ptr), placement))
@@ -794,9 +842,10 @@ class Session:
                 raise self._error(r, operation)
             return self._track(CodeObject(self, _pointer(ptr), source))
 
-    def batch(self) -> Batch:
-        """An empty batch of jobs, to submit several at once (see :class:`Batch`)."""
-        return Batch(self)
+    def batch(self, gpu: Optional[int] = None) -> Batch:
+        """An empty batch of jobs, to submit several at once (see :class:`Batch`); with ``gpu``,
+        its jobs run on that GPU (:attr:`Batch.gpu`)."""
+        return Batch(self, gpu)
 
     # ---- one job at a time ----
 

@@ -249,3 +249,27 @@ def test_a_session_on_each_of_two_gpus(make_daemon):
         kfdbroker.Session(d.socket, gpu=2)
     assert e.value.errno == errno.ENODEV
     assert "no GPU 2: this daemon serves 2" in str(e.value)
+
+
+def test_one_session_on_two_gpus(make_daemon):
+    # alloc(gpu=1) puts a buffer on GPU 1, batch(gpu=1) runs jobs there; a copy
+    # takes a buffer of the other GPU; a bad GPU is named.
+    d = make_daemon(extra=["--sim-gpus=2"])
+    with kfdbroker.Session(d.socket) as s:
+        a = s.alloc(4096)
+        b = s.alloc(4096, "vram", gpu=1)
+        assert (a.gpu, b.gpu) == (0, 1)
+        with s.batch(gpu=1) as batch:
+            assert batch.gpu == 1
+            batch.fill(b, 0x11223344)
+        s.wait(batch.fences)
+        # Jobs on two GPUs are ordered by fences or events only: the copy after the fill is done.
+        with s.batch() as batch:
+            assert batch.gpu is None
+            batch.copy(a, b)
+        s.wait(batch.fences)
+        assert bytes(a.memoryview()[:4]) == b"\x44\x33\x22\x11"
+        with pytest.raises(kfdbroker.Error) as e:
+            s.alloc(4096, gpu=7)
+        assert e.value.errno == errno.ENODEV
+        assert "alloc_buffer.gpu: no GPU 7: this daemon serves 2" in str(e.value)

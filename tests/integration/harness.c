@@ -656,3 +656,27 @@ uint64_t harness_now_ns(void) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
+
+void test_daemon_set_limits(const TestDaemon *d, const char *limits, unsigned count) {
+        char path[300];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/50-devices.conf", d->grant_dir);
+        f = fopen(path, "we");
+        cr_assert_not_null(f);
+        fprintf(f, "[Match]\nUser=%u\n[Limits]\n%s\n", (unsigned) getuid(), limits);
+        cr_assert_eq(fclose(f), 0);
+        cr_assert_eq(kill(d->pid, SIGHUP), 0);
+        for (int i = 0; i < 200; i++) {
+                char *log = test_daemon_read_log(d);
+                unsigned n = 0;
+
+                for (const char *p = log; (p = strstr(p, "Policy loaded (SIGHUP)")); p++)
+                        n++;
+                free(log);
+                if (n >= count)
+                        return;
+                usleep(25 * 1000);
+        }
+        cr_assert_fail("the daemon did not reload its policy");
+}

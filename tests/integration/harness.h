@@ -74,6 +74,10 @@ int test_daemon_count_fds(const TestDaemon *d);
 void test_daemon_dump_log(const TestDaemon *d);
 /* The daemon log so far, malloc'd (never NULL; asserts). */
 char *test_daemon_read_log(const TestDaemon *d);
+/* Writes 50-devices.conf in the grant directory: a rule for this uid with
+ * limits (lines of [Limits], e.g. "Devices=1\nBufferMemory=1M"), and has the
+ * daemon reload (SIGHUP), waiting for its log to say so a count-th time. */
+void test_daemon_set_limits(const TestDaemon *d, const char *limits, unsigned count);
 
 /* A private system-like D-Bus bus: the stock default-deny policy plus the
  * project's bus policy (KFDBROKER_POLICY_SRC), and root allowed to own the

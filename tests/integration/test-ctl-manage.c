@@ -388,12 +388,16 @@ Test(ctl_manage, accounting_shows_each_sessions_usage_and_limits) {
                               "\"busy_nsec_sdma\":"), "%s", out);
         cr_assert(strstr(out, ",\"bytes_filled\":65536,\"buffer_bytes\":1048576,"), "%s", out);
         cr_assert(strstr(out, "\"drm_usage\":\"drm-driver:\\tkfdbroker\\n"), "%s", out);
+        /* Its GPU time on each GPU (one here), a JSON array. */
+        cr_assert(strstr(out, "\"busy_nsec_by_gpu\":["), "%s", out);
         free_outputs(out, err);
 
         cr_assert_eq(test_run_ctl(text, false, &out, &err), 0, "%s", err);
         cr_assert(strstr(out, "\n  Limits:\n    BufferMemory         4294967296\n"), "%s", out);
         cr_assert(strstr(out, "\n  Usage:\n    JobsSubmitted        1\n    JobsCompleted        1\n"), "%s", out);
         cr_assert(strstr(out, "\n    BytesFilled          65536\n"), "%s", out);
+        cr_assert(strstr(out, "\n  BusyNSecByGPU        "), "%s", out);
+        cr_assert(!strstr(out, "\n  BusyNSecByGPU        -\n"), "one number, not '-':\n%s", out);
         cr_assert(strstr(out, "\n  DrmUsage             drm-driver: kfdbroker\n"
                               "                       drm-pdev: 0000:03:00.0\n"
                               "                       drm-client-id: "), "%s", out);

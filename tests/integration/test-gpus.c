@@ -180,30 +180,12 @@ Test(gpus, status_and_metrics_list_every_gpu) {
         test_daemon_fini(&d);
 }
 
-/* Writes the grant directory's policy file that sets Devices= for this uid
- * and has the daemon reload, waiting for the log to say so (count-th reload). */
+/* Devices= for this uid (test_daemon_set_limits()). */
 static void set_devices(const TestDaemon *d, const char *devices, unsigned count) {
-        char path[300];
-        FILE *f;
+        char line[128];
 
-        snprintf(path, sizeof path, "%s/50-devices.conf", d->grant_dir);
-        f = fopen(path, "we");
-        cr_assert_not_null(f);
-        fprintf(f, "[Match]\nUser=%u\n[Limits]\nDevices=%s\n", (unsigned) getuid(), devices);
-        cr_assert_eq(fclose(f), 0);
-        cr_assert_eq(kill(d->pid, SIGHUP), 0);
-        for (int i = 0; i < 200; i++) {
-                char *log = test_daemon_read_log(d);
-                unsigned n = 0;
-
-                for (const char *p = log; (p = strstr(p, "Policy loaded (SIGHUP)")); p++)
-                        n++;
-                free(log);
-                if (n >= count)
-                        return;
-                usleep(25 * 1000);
-        }
-        cr_assert_fail("the daemon did not reload its policy");
+        snprintf(line, sizeof line, "Devices=%s", devices);
+        test_daemon_set_limits(d, line, count);
 }
 
 /* A policy confining a user to GPU 1: its sessions go there by default, one
@@ -505,13 +487,18 @@ static bool log_has(const TestDaemon *d, const char *text, int timeout_ms) {
  * (before, the daemon exited and every session had to reconnect). */
 Test(gpus, a_reset_gpu_is_brought_back_while_the_other_goes_on) {
         TestDaemon d;
-        kfdb_session *s0 = NULL, *s1 = NULL;
+        kfdb_session *s0 = NULL, *s1 = NULL, *both = NULL;
+        kfdb_buffer *on1 = NULL;
         kfdb_gpu gpus[4];
         size_t n = 0;
 
         test_daemon_start(&d, two_gpus);
         cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu0", 0, &s0), 0, "%s", kfdb_session_last_error(NULL));
         cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu1", 1, &s1), 0, "%s", kfdb_session_last_error(NULL));
+        /* A session of GPU 0 holding a buffer on GPU 1 has something on the lost GPU too. */
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "both", 0, &both), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(both, 4096, KFDB_PLACEMENT_GTT, 1, &on1), 0, "%s",
+                     kfdb_session_last_error(both));
         fill_and_check(s0, 0x0a0a0a0a);
         fill_and_check(s1, 0x1a1a1a1a);
 
@@ -524,6 +511,8 @@ Test(gpus, a_reset_gpu_is_brought_back_while_the_other_goes_on) {
         cr_expect_eq(kfdb_session_get_reconnects(s0), 0u, "GPU 0's session never noticed");
         fill_and_check(s1, 0x1b1b1b1b);
         cr_expect_eq(kfdb_session_get_reconnects(s1), 1u, "GPU 1's session came back once");
+        fill_and_check(both, 0x2b2b2b2b);
+        cr_expect_eq(kfdb_session_get_reconnects(both), 1u, "so did the one with a buffer on GPU 1");
         cr_expect_eq(kfdb_session_get_gpu(s1), 1u, "to GPU 1");
         cr_assert_eq(kfdb_gpus_get(s0, gpus, 4, &n), 0);
         cr_expect_eq(n, 2u, "both GPUs served");
@@ -543,6 +532,7 @@ Test(gpus, a_reset_gpu_is_brought_back_while_the_other_goes_on) {
         cr_expect_eq(kfdb_session_get_reconnects(s0), 0u);
         kfdb_session_free(s0);
         kfdb_session_free(s1);
+        kfdb_session_free(both);
         test_daemon_fini(&d);
 }
 

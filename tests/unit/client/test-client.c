@@ -583,6 +583,109 @@ Test(client, a_free_rides_with_the_next_alloc) {
         cr_expect_eq(s.value, 9, "%" PRIu64 " requests for 5 allocs, 5 frees and a Status: not 9", s.value);
 }
 
+/* ---- A GPU per buffer and per job (feature "gpu-per-job") ---- */
+
+/* A daemon from before it: only the session's GPU reaches it. */
+static void script_gpu_old_daemon(Srv *s) {
+        WireRequest req;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.alloc_buffer.has_gpu && req.alloc_buffer.gpu == 0);
+        srv_alloc_reply(s, &req, 0x200);
+        S_CHECK(s, srv_recv(s, &req, NULL) == -ECONNRESET);
+}
+
+Test(client, another_gpu_is_refused_here_when_the_daemon_cannot_take_it) {
+        Srv s;
+        kfdb_session *session = connect_to(&s, script_gpu_old_daemon);
+        kfdb_buffer *b = NULL;
+        kfdb_batch *batch = NULL;
+
+        cr_assert_eq(kfdb_session_get_gpu(session), 0u);
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(session, 4096, KFDB_PLACEMENT_GTT, 1, &b), -EOPNOTSUPP);
+        cr_expect_str_eq(kfdb_session_last_error(session),
+                         "kfdb_buffer_alloc_on_gpu: kfdbrokerd 0.1.0-fake puts a session's buffers on its GPU (0) "
+                         "only (no feature \"gpu-per-job\")");
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(session, 4096, KFDB_PLACEMENT_GTT, KFDB_GPU_SESSION, &b), -EINVAL);
+        /* Its own GPU, named: what any daemon does. */
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(session, 4096, KFDB_PLACEMENT_GTT, 0, &b), 0, "%s",
+                     kfdb_session_last_error(session));
+        cr_expect_eq(kfdb_buffer_get_gpu(b), 0u);
+        cr_assert_eq(kfdb_batch_new(session, &batch), 0);
+        cr_expect_eq(kfdb_batch_get_gpu(batch), KFDB_GPU_SESSION);
+        cr_assert_eq(kfdb_batch_set_gpu(batch, 1), 0);
+        cr_expect_eq(kfdb_batch_get_gpu(batch), 1u);
+        cr_assert_eq(kfdb_batch_copy(batch, b, 0, b, 2048, 1024), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, NULL), -EOPNOTSUPP);
+        cr_expect_str_eq(kfdb_session_last_error(session),
+                         "kfdb_batch_submit: job 0 names GPU 1, and kfdbrokerd 0.1.0-fake runs a session's jobs on "
+                         "its GPU (0) only (no feature \"gpu-per-job\")");
+        /* A fill of a buffer of another GPU than the job's is refused here. */
+        cr_assert_eq(kfdb_batch_fill(batch, b, 0, 4096, 1), -EINVAL);
+        kfdb_batch_free(batch);
+        kfdb_session_free(session);
+        srv_join(&s);
+}
+
+static const char *const srv_features_gpu[] = { "sdma-copy", "sdma-fill", "events", "session-page", "gpu-per-job",
+                                                NULL };
+
+static void script_gpu_per_job(Srv *s) {
+        WireRequest req;
+        WireReply r;
+        int mem;
+
+        srv_hello(s);
+        S_CHECK(s, !s->failure[0]);
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0] && req.alloc_buffer.has_gpu && req.alloc_buffer.gpu == 1);
+        mem = memfd_create("buffer", MFD_CLOEXEC);
+        S_CHECK(s, mem >= 0 && ftruncate(mem, 4096) == 0);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_ALLOC_BUFFER, .buffer = { 0x300, 4096, 1 } };
+        S_CHECK(s, srv_send(s, &r, &mem, 1) == 0);
+        close(mem);
+        /* An old call: no GPU named. */
+        srv_expect(s, &req, WIRE_REQUEST_ALLOC_BUFFER);
+        S_CHECK(s, !s->failure[0] && !req.alloc_buffer.has_gpu);
+        srv_alloc_reply(s, &req, 0x301);
+        srv_expect(s, &req, WIRE_REQUEST_SUBMIT);
+        S_CHECK(s, !s->failure[0] && req.submit.n_jobs == 2);
+        S_CHECK(s, req.submit.jobs[0].has_gpu && req.submit.jobs[0].gpu == 1);
+        S_CHECK(s, req.submit.jobs[0].type == WIRE_JOB_FILL && req.submit.jobs[0].fill.dst_handle == 0x300);
+        S_CHECK(s, !req.submit.jobs[1].has_gpu && req.submit.jobs[1].type == WIRE_JOB_COPY);
+        r = (WireReply) { .id = req.id, .type = WIRE_REPLY_SUBMIT,
+                          .submit = { .fences = (uint64_t[]) { 1, 2 }, .n_fences = 2 } };
+        wire_request_done(&req);
+        S_CHECK(s, srv_send(s, &r, NULL, 0) == 0);
+        S_CHECK(s, srv_recv(s, &req, NULL) == -ECONNRESET);
+}
+
+Test(client, buffers_and_jobs_name_their_gpu) {
+        Srv s;
+        kfdb_session *session = connect_to_with(&s, script_gpu_per_job, srv_features_gpu);
+        kfdb_buffer *on1 = NULL, *on0 = NULL;
+        kfdb_batch *batch = NULL;
+        uint64_t last = 0;
+
+        cr_assert_eq(kfdb_buffer_alloc_on_gpu(session, 4096, KFDB_PLACEMENT_VRAM, 1, &on1), 0, "%s",
+                     kfdb_session_last_error(session));
+        cr_expect_eq(kfdb_buffer_get_gpu(on1), 1u);
+        cr_assert_eq(kfdb_buffer_alloc(session, 4096, KFDB_PLACEMENT_GTT, &on0), 0);
+        cr_expect_eq(kfdb_buffer_get_gpu(on0), 0u);
+        cr_assert_eq(kfdb_batch_new(session, &batch), 0);
+        cr_assert_eq(kfdb_batch_set_gpu(batch, 1), 0);
+        cr_assert_eq(kfdb_batch_fill(batch, on1, 0, 4096, 7), 0, "%s", kfdb_session_last_error(session));
+        cr_assert_eq(kfdb_batch_set_gpu(batch, KFDB_GPU_SESSION), 0);
+        cr_assert_eq(kfdb_batch_copy(batch, on0, 0, on1, 0, 4096), 0);
+        cr_assert_eq(kfdb_batch_submit(batch, NULL, &last), 0, "%s", kfdb_session_last_error(session));
+        cr_expect_eq(last, 2u);
+        kfdb_batch_free(batch);
+        kfdb_session_free(session);
+        srv_join(&s);
+}
+
 /* ---- Out of order replies and notifications ---- */
 
 static void script_out_of_order(Srv *s) {

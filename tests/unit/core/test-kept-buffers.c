@@ -201,12 +201,12 @@ Test(kept_buffers, the_charge_stays_with_the_user_until_the_last_copy_goes) {
          * user's 24M holds the kept 16 MiB. */
         Session *s = open_session(&client);
         cr_expect_eq(s->usage.buffer_bytes, 0);
-        cr_assert_not(session_check_memory_quota(s, 100, 16 * MiB), "16 MiB more fit under UserBufferMemory=24M");
-        cr_assert(session_check_memory_quota(s, 101, 8 * MiB));
+        cr_assert_not(session_check_memory_quota(s, 100, 0, 16 * MiB), "16 MiB more fit under UserBufferMemory=24M");
+        cr_assert(session_check_memory_quota(s, 101, 0, 8 * MiB));
 
         /* The last copy goes: the next check lets the charge go. */
         copies = 0;
-        cr_assert(session_check_memory_quota(s, 102, 16 * MiB));
+        cr_assert(session_check_memory_quota(s, 102, 0, 16 * MiB));
         cr_expect_eq(manager->set.n_kept, 0);
         cr_expect_eq(t->buffer_bytes, 0);
         cr_expect_eq(t->kept_bytes, 0);
@@ -245,7 +245,7 @@ Test(kept_buffers, a_probe_that_cannot_tell_any_more_keeps_the_charge_until_rest
         cr_expect_eq(t->objects, 0);
         cr_expect_eq(t->kept_bytes, 16 * MiB, "the charge stays");
         cr_expect_eq(t->buffer_bytes, 16 * MiB);
-        cr_assert_not(session_check_memory_quota(s, 100, 16 * MiB));
+        cr_assert_not(session_check_memory_quota(s, 100, 0, 16 * MiB));
         close(client);
         settle();
 }

@@ -394,6 +394,70 @@ Test(wire, submit_round_trip) {
         wire_request_done(&r);
 }
 
+/* AllocBufferRequest.gpu and Job.gpu: absent is not GPU 0 (the session's
+ * GPU); present, the index as sent (the session checks it against what the
+ * daemon serves). */
+Test(wire, alloc_buffer_and_job_name_a_gpu) {
+        REQ(m);
+        Kfdbroker__V1__AllocBufferRequest a = KFDBROKER__V1__ALLOC_BUFFER_REQUEST__INIT;
+        Kfdbroker__V1__GpuRef g = KFDBROKER__V1__GPU_REF__INIT;
+        static SubmitFixture f;
+        WireRequest r = {};
+        char err[128];
+
+        m.id = 4;
+        m.body_case = KFDBROKER__V1__REQUEST__BODY_ALLOC_BUFFER;
+        m.alloc_buffer = &a;
+        a.size = 4096;
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_not(r.alloc_buffer.has_gpu);
+        g.index = 0;
+        a.gpu = &g;
+        r = (WireRequest) {};
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert(r.alloc_buffer.has_gpu);
+        cr_assert_eq(r.alloc_buffer.gpu, 0u);
+        g.index = 99;
+        r = (WireRequest) {};
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_eq(r.alloc_buffer.gpu, 99u);
+
+        submit_fixture_init(&f, &m, 2);
+        f.jobs[1].gpu = &g;
+        g.index = 1;
+        r = (WireRequest) {};
+        cr_assert_eq(decode(&m, &r, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert_not(r.submit.jobs[0].has_gpu);
+        cr_assert(r.submit.jobs[1].has_gpu);
+        cr_assert_eq(r.submit.jobs[1].gpu, 1u);
+        cr_assert_eq(r.submit.jobs[1].type, WIRE_JOB_FILL);
+        cr_assert_eq(r.submit.jobs[1].fill.pattern, 0xdeadbeef, "the job itself is intact");
+        wire_request_done(&r);
+}
+
+/* The reply carries the buffer's GPU. */
+Test(wire, reply_buffer_gpu) {
+        WireReply w = { .id = 9, .type = WIRE_REPLY_ALLOC_BUFFER, .buffer = { .handle = 0x42, .size = 4096, .gpu = 1 } };
+        Kfdbroker__V1__ServerMessage *m;
+        void *buf = NULL;
+        size_t len = 0;
+
+        cr_assert_eq(wire_reply_encode(&w, &buf, &len), 0);
+        m = kfdbroker__v1__server_message__unpack(NULL, len, buf);
+        cr_assert_not_null(m);
+        cr_assert_eq(m->body_case, KFDBROKER__V1__SERVER_MESSAGE__BODY_ALLOC_BUFFER);
+        cr_assert_eq(m->alloc_buffer->gpu, 1u);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        free(buf);
+        w.type = WIRE_REPLY_IMPORT_BUFFER;
+        cr_assert_eq(wire_reply_encode(&w, &buf, &len), 0);
+        m = kfdbroker__v1__server_message__unpack(NULL, len, buf);
+        cr_assert_not_null(m);
+        cr_assert_eq(m->import_buffer->gpu, 1u);
+        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        free(buf);
+}
+
 Test(wire, submit_range_checks) {
         REQ(m);
         static SubmitFixture f;
