@@ -285,6 +285,20 @@ void sim_cache_gl2(SimGpu *g, bool writeback, bool invalidate) {
                 __atomic_store_n(&g->gl2_inv_gen, __atomic_load_n(&g->hdp_gen, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 }
 
+uint64_t sim_cache_gl2_dirty_bytes(SimGpu *g) {
+        uint64_t n = 0;
+
+        if (__atomic_load_n(&g->n_dirty_bos, __ATOMIC_ACQUIRE) == 0)
+                return 0;
+        for (SimBo *bo = g->device->bos; bo; bo = bo->next)
+                if (bo->cache && bo->gpu == g) {
+                        pthread_mutex_lock(&bo->cache->lock);
+                        n += bo->cache->n_dirty;
+                        pthread_mutex_unlock(&bo->cache->lock);
+                }
+        return n * PAGE;
+}
+
 int sim_cache_mmio_bo(SimGpu *g, SimBo **ret) {
         int r;
 

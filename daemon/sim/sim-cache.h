@@ -123,6 +123,9 @@ void sim_cache_poll_hdp(SimGpu *g);
  * of the GPU whose memory it is (SimBo.gpu), also when a peer maps it.
  * Locked. */
 void sim_cache_gl2(SimGpu *g, bool writeback, bool invalidate);
+/* The bytes a GL2_WB of g would write now: its dirty pages, 4 KiB each.
+ * Locked. */
+uint64_t sim_cache_gl2_dirty_bytes(SimGpu *g);
 
 /* A new owner id for a process's vector L0/GL1 lines (SimIsaVectorCaches),
  * never 0 and never given twice. */

@@ -136,6 +136,45 @@ Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         t_close(&r.c, true);
 }
 
+/* Writing back a bulk move's pages (a GCR_REQ with GL2_WB while 1 MiB or
+ * more of the GL2 is dirty, no other queue waiting) is that move's work,
+ * and runs at the process's priority too — also when the queue's last move
+ * was small, as in ROCr's 256 MiB copy, whose last packet is 2 KiB — and
+ * the bytes reach memory only then. */
+Test(sim_sdma, a_bulk_write_back_runs_at_the_process_priority) {
+        int base = getpriority(PRIO_PROCESS, 0), low = base + 10 > 19 ? 19 : base + 10;
+        Rig r;
+
+        if (low == base)
+                cr_skip_test("this process runs at nice %d: its engines cannot go lower", base);
+        if (!t_can_raise_priority(base))
+                cr_skip_test("this process may not raise a thread's priority back (no CAP_SYS_NICE, RLIMIT_NICE too low)");
+        rig_open(&r, NULL, 65536);
+        TestBo src = t_bo(&r.c, 4u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo dst = t_bo(&r.c, 4u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        uint8_t *sp = src.cpu, *dp = dst.cpu;
+        unsigned below;
+
+        for (size_t i = 0; i < src.size; i++)
+                sp[i] = (uint8_t) (i * 13 + 1);
+        /* a first small move: the engine has run (and lowered itself) */
+        uint32_t first[] = { PKT_COPY(src.va + (3u << 20), src.va, 4096) };
+        rig_submit_and_wait(&r, first, ELEMENTSOF(first));
+        below = t_threads_at_nice(low);
+        cr_assert_geq(below, 1, "no engine thread 10 nice steps down");
+        /* 2 MiB and 2 KiB into VRAM: the last move is small. */
+        uint32_t copy[] = { PKT_COPY(dst.va, src.va, 2u << 20), PKT_COPY(dst.va + (2u << 20), src.va, 2048) };
+        rig_submit_and_wait(&r, copy, ELEMENTSOF(copy));
+        cr_expect_eq(t_threads_at_nice(low), below, "the small move after the bulk one ran at the process's priority");
+        cr_expect_neq(memcmp(dp, sp, 4096), 0, "the copy reached memory before its write-back");
+        uint32_t wb[] = { 0x00000111u, 0, (1u << 15) << 16, 0, 0 }; /* GCR: GL2_WB */
+        rig_submit_and_wait(&r, wb, ELEMENTSOF(wb));
+        cr_expect_eq(memcmp(dp, sp, 2u << 20), 0, "the bulk copy after its write-back");
+        cr_expect_eq(memcmp(dp + (2u << 20), sp, 2048), 0, "the small copy after its write-back");
+        cr_expect_eq(t_threads_at_nice(low), below - 1, "the write-back of 2 MiB ran 10 nice steps down");
+        t_close(&r.c, true);
+}
+
 Test(sim_sdma, timestamps_are_monotonic) {
         Rig r;
         rig_open(&r, NULL, 4096);
