@@ -92,6 +92,10 @@ int sim_cache_bo_init(SimBo *bo, bool fresh);
 void sim_cache_bo_free(SimBo *bo);
 /* A GPU reset lost VRAM: the BO's memory reads zeros, and so does its view. */
 void sim_cache_bo_lost(SimBo *bo);
+/* The mapping of bo's GL2 view (bo->size bytes; NULL without one), whose
+ * pages sim-populate.c backs ahead of the engines. take: the BO is being
+ * freed, and the mapping becomes the caller's to munmap. Locked. */
+uint8_t *sim_cache_view_pages(SimBo *bo, bool take);
 
 /*
  * sim_cache_view() - the GPU's view of [off, off + len) of bo (in bounds,

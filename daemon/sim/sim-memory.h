@@ -37,7 +37,7 @@ struct SimBo {
         ino_t st_ino;
         bool exported;          /* a dma-buf fd was handed out: importable */
         bool foreign;           /* another driver's dma-buf, imported (sim-memory.c) */
-        bool populated;         /* an engine wrote it: every page backed (sim_bo_populate) */
+        bool populated;         /* every page backed, or being backed (sim_bo_populate) */
         SimBoCache *cache;      /* its GL2 state if it is VRAM (sim-cache.h), else NULL */
 };
 
@@ -62,6 +62,10 @@ int sim_bo_new(SimDevice *d, SimGpu *gpu, uint64_t size, uint32_t flags, SimBo *
 SimBo *sim_bo_ref(SimBo *bo);
 /* Backs all of bo's pages once, at the first engine write (see sim-memory.c). */
 void sim_bo_populate(SimBo *bo);
+/* The same for a VRAM BO that leaves the daemon (a dma-buf export: a program
+ * will map and fill it), beside whatever comes next; nothing for another BO.
+ * Locked. */
+void sim_bo_populate_ahead(SimBo *bo);
 /*
  * Drops a reference. At the last one the BO record and the simulator's
  * mapping go; the memory of an exported BO lives on in its dma-buf fds, whose

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The populator thread of a device (see sim-populate.h): a FIFO of VRAM BOs,
+ * each backed PIECE bytes at a time, memory then view, with the populator's
+ * lock let go around the madvise() calls.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "sim-cache.h"
+#include "sim-memory.h"
+#include "sim-populate.h"
+#include "util/macro.h"
+
+/* A piece: what the thread backs with its lock let go, so what a free of
+ * the BO may leave it to unmap. 2 MiB: a 2 MiB page of the view (sim-cache.c)
+ * and 512 pages of memory. */
+#define PIECE (2ull << 20)
+
+typedef struct Job {
+        struct Job *next;
+        SimBo *bo;
+        uint64_t done; /* bytes from the start already backed */
+} Job;
+
+struct SimPopulator {
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        pthread_t thread;
+        bool running, stop;
+        Job *head, **tail;
+        /* The piece being backed now: its BO (NULL if none), and where a
+         * free of it left that BO's mappings (sim_populator_forget()). */
+        SimBo *busy;
+        uint8_t *orphan_host, *orphan_view;
+        uint64_t orphan_size;
+        uint64_t backed; /* sim_populator_backed() */
+};
+
+static void job_pop(SimPopulator *p) {
+        Job *j = p->head;
+
+        p->head = j->next;
+        if (!p->head)
+                p->tail = &p->head;
+        free(j);
+}
+
+static void *populator_thread(void *userdata) {
+        SimPopulator *p = userdata;
+
+        pthread_mutex_lock(&p->lock);
+        while (!p->stop) {
+                Job *j = p->head;
+
+                if (!j) {
+                        pthread_cond_wait(&p->wake, &p->lock);
+                        continue;
+                }
+                SimBo *bo = j->bo;
+                uint64_t off = j->done, len = MIN(PIECE, bo->size - off);
+                uint8_t *host = bo->host, *view = sim_cache_view_pages(bo, false);
+
+                /* The BO stays (its free waits for nothing, but leaves the
+                 * mappings to us while it is busy), the job may go. */
+                p->busy = bo;
+                j->done += len;
+                if (j->done >= bo->size)
+                        job_pop(p);
+                pthread_mutex_unlock(&p->lock);
+
+                /* Best effort: MADV_POPULATE_WRITE needs Linux 5.14; without
+                 * it (or with no memory) the engines fault the pages in. */
+                (void) madvise(host + off, len, MADV_POPULATE_WRITE);
+                if (view)
+                        (void) madvise(view + off, len, MADV_POPULATE_WRITE);
+
+                pthread_mutex_lock(&p->lock);
+                p->busy = NULL;
+                p->backed += view ? 2 * len : len;
+                if (p->orphan_host) {
+                        munmap(p->orphan_host, p->orphan_size);
+                        if (p->orphan_view)
+                                munmap(p->orphan_view, p->orphan_size);
+                        p->orphan_host = p->orphan_view = NULL;
+                }
+        }
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+}
+
+int sim_populator_new(SimPopulator **ret) {
+        SimPopulator *p = calloc(1, sizeof *p);
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->wake, NULL);
+        p->tail = &p->head;
+        r = pthread_create(&p->thread, NULL, populator_thread, p);
+        if (r != 0) {
+                sim_populator_free(p);
+                return -r;
+        }
+        p->running = true;
+        *ret = p;
+        return 0;
+}
+
+SimPopulator *sim_populator_free(SimPopulator *p) {
+        if (!p)
+                return NULL;
+        pthread_mutex_lock(&p->lock);
+        p->stop = true;
+        pthread_cond_signal(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+        if (p->running)
+                pthread_join(p->thread, NULL);
+        /* Every BO was freed before: nothing is queued, nothing orphaned. */
+        while (p->head)
+                job_pop(p);
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return NULL;
+}
+
+void sim_populator_add(SimPopulator *p, SimBo *bo) {
+        if (!p)
+                return;
+        pthread_mutex_lock(&p->lock);
+        for (Job *j = p->head; j; j = j->next)
+                if (j->bo == bo) {
+                        j->done = 0; /* again from the start (a reset dropped its pages meanwhile) */
+                        pthread_mutex_unlock(&p->lock);
+                        return;
+                }
+        Job *j = calloc(1, sizeof *j);
+        if (j) { /* without memory for the job the engines fault the pages in */
+                j->bo = bo;
+                *p->tail = j;
+                p->tail = &j->next;
+                pthread_cond_signal(&p->wake);
+        }
+        pthread_mutex_unlock(&p->lock);
+}
+
+void sim_populator_forget(SimPopulator *p, SimBo *bo) {
+        if (!p)
+                return;
+        pthread_mutex_lock(&p->lock);
+        for (Job **jp = &p->head; *jp; jp = &(*jp)->next)
+                if ((*jp)->bo == bo) {
+                        Job *j = *jp;
+                        *jp = j->next;
+                        if (!*jp)
+                                p->tail = jp;
+                        free(j);
+                        break;
+                }
+        if (p->busy == bo) {
+                p->orphan_host = bo->host;
+                p->orphan_view = sim_cache_view_pages(bo, true);
+                p->orphan_size = bo->size;
+                bo->host = NULL;
+        }
+        pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t sim_populator_backed(SimPopulator *p) {
+        uint64_t n;
+
+        if (!p)
+                return 0;
+        pthread_mutex_lock(&p->lock);
+        n = p->backed;
+        pthread_mutex_unlock(&p->lock);
+        return n;
+}
