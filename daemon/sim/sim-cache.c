@@ -22,7 +22,6 @@
 #include "util/macro.h"
 
 #define PAGE PAGE_SIZE_4K
-#define HUGE_PAGE (2ull << 20)
 #define LINE 64u
 /* One RDNA2 SQC instruction cache (32 KiB) and one scalar data cache (16 KiB),
  * each shared by the two CUs of a WGP (RDNA whitepaper, "Compute Unit"); the
@@ -99,16 +98,6 @@ int sim_cache_bo_init(SimBo *bo, bool fresh) {
         bo->cache = c;
         c->view = anon(bo->size);
         c->pre = anon(bo->size);
-        /* The view in 2 MiB pages where it can (THP "madvise" mode; best
-         * effort): sim-populate.c backs all of it once the BO is written or
-         * exported, and the host
-         * allocates and clears one 2 MiB page for the cost of a few 4 KiB
-         * ones: MADV_POPULATE_WRITE of 256 MiB took 20-30 ms so, 500-800 ms
-         * in 4 KiB pages, on the 2-CPU build VM. The pre-images, written
-         * page by page only where a shader writes part of a page, stay in
-         * 4 KiB pages. */
-        if (c->view && bo->size >= HUGE_PAGE)
-                (void) madvise(c->view, bo->size, MADV_HUGEPAGE);
         c->pages = calloc(n, sizeof *c->pages);
         c->dirty = calloc(n, sizeof *c->dirty);
         if (!c->view || !c->pre || !c->pages || !c->dirty) {

@@ -15,8 +15,7 @@
 #include "util/macro.h"
 
 /* A piece: what the thread backs with its lock let go, so what a free of
- * the BO may leave it to unmap. 2 MiB: a 2 MiB page of the view (sim-cache.c)
- * and 512 pages of memory. */
+ * the BO may leave it to unmap. 2 MiB: 512 pages of memory and 512 of view. */
 #define PIECE (2ull << 20)
 
 typedef struct Job {
