@@ -196,7 +196,6 @@ static int prime_handle_to_fd(SimFile *f, struct drm_prime_handle *a) {
                         return fd;
         }
         bo->exported = true;
-        sim_bo_populate_ahead(bo);
         a->fd = fd;
         return 0;
 }

@@ -527,28 +527,18 @@ static int map_prologue(SimProcess *p, uint64_t handle, uint64_t ids_ptr, uint32
  * memory is written only by the GL2 write-back, after the engine has written
  * the view: the device's populator thread backs both (sim-populate.h) while
  * the engine goes on, where doing it here held the device lock for the
- * 0.5-1 s that 256 MiB took (every ioctl and engine of the device waiting) —
- * and it starts earlier for a VRAM BO exported as a dma-buf
- * (sim_bo_populate_ahead()): a ROCm program's hipMalloc is one, exported for
- * its CPU mapping at the allocation, 0.7-0.9 s before bench-hip's first copy
- * into it. Called under the device lock, like the copy that follows it.
+ * 0.5-1 s that 256 MiB took (every ioctl and engine of the device waiting).
+ * Called under the device lock, like the copy that follows it.
  */
 void sim_bo_populate(SimBo *bo) {
         if (bo->populated)
                 return;
+        bo->populated = true;
         if (bo->cache && bo->device) {
-                sim_bo_populate_ahead(bo);
+                sim_populator_add(bo->device->populator, bo);
                 return;
         }
-        bo->populated = true;
         (void) madvise(bo->host, bo->size, MADV_POPULATE_WRITE);
-}
-
-void sim_bo_populate_ahead(SimBo *bo) {
-        if (bo->populated || !bo->cache || !bo->device)
-                return;
-        bo->populated = true;
-        sim_populator_add(bo->device->populator, bo);
 }
 
 /* kfd_ioctl_map_memory_to_gpu: the BO goes into the VM of every GPU listed
@@ -642,7 +632,6 @@ int sim_memory_export_dmabuf(SimProcess *p, struct kfd_ioctl_export_dmabuf_args 
         if (fd < 0)
                 return -errno;
         m->bo->exported = true;
-        sim_bo_populate_ahead(m->bo);
         a->dmabuf_fd = (uint32_t) fd;
         return 0;
 }

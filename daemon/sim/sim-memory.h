@@ -62,10 +62,6 @@ int sim_bo_new(SimDevice *d, SimGpu *gpu, uint64_t size, uint32_t flags, SimBo *
 SimBo *sim_bo_ref(SimBo *bo);
 /* Backs all of bo's pages once, at the first engine write (see sim-memory.c). */
 void sim_bo_populate(SimBo *bo);
-/* The same for a VRAM BO that leaves the daemon (a dma-buf export: a program
- * will map and fill it), beside whatever comes next; nothing for another BO.
- * Locked. */
-void sim_bo_populate_ahead(SimBo *bo);
 /*
  * Drops a reference. At the last one the BO record and the simulator's
  * mapping go; the memory of an exported BO lives on in its dma-buf fds, whose

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The populator thread of a device (see sim-populate.h): a FIFO of VRAM BOs,
- * each backed PIECE bytes at a time, memory then view, with the populator's
- * lock let go around the madvise() calls.
+ * each backed PIECE bytes at a time, all its memory then all its view, with
+ * the populator's lock let go around the madvise() calls.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,13 +15,13 @@
 #include "util/macro.h"
 
 /* A piece: what the thread backs with its lock let go, so what a free of
- * the BO may leave it to unmap. 2 MiB: 512 pages of memory and 512 of view. */
+ * the BO may leave it to unmap. 2 MiB: 512 pages. */
 #define PIECE (2ull << 20)
 
 typedef struct Job {
         struct Job *next;
         SimBo *bo;
-        uint64_t done; /* bytes from the start already backed */
+        uint64_t done; /* bytes backed: of the memory, then size + bytes of the view */
 } Job;
 
 struct SimPopulator {
@@ -59,26 +59,29 @@ static void *populator_thread(void *userdata) {
                         continue;
                 }
                 SimBo *bo = j->bo;
-                uint64_t off = j->done, len = MIN(PIECE, bo->size - off);
-                uint8_t *host = bo->host, *view = sim_cache_view_pages(bo, false);
+                uint8_t *view = sim_cache_view_pages(bo, false);
+                /* The memory first, then the view: the engine that made the
+                 * BO's first write is writing the view meanwhile, and needs
+                 * the memory only at the write-back. */
+                bool in_view = j->done >= bo->size;
+                uint64_t off = in_view ? j->done - bo->size : j->done, len = MIN(PIECE, bo->size - off);
+                uint8_t *at = (in_view ? view : bo->host) + off;
 
                 /* The BO stays (its free waits for nothing, but leaves the
                  * mappings to us while it is busy), the job may go. */
                 p->busy = bo;
                 j->done += len;
-                if (j->done >= bo->size)
+                if (j->done >= (view ? 2 : 1) * bo->size)
                         job_pop(p);
                 pthread_mutex_unlock(&p->lock);
 
                 /* Best effort: MADV_POPULATE_WRITE needs Linux 5.14; without
                  * it (or with no memory) the engines fault the pages in. */
-                (void) madvise(host + off, len, MADV_POPULATE_WRITE);
-                if (view)
-                        (void) madvise(view + off, len, MADV_POPULATE_WRITE);
+                (void) madvise(at, len, MADV_POPULATE_WRITE);
 
                 pthread_mutex_lock(&p->lock);
                 p->busy = NULL;
-                p->backed += view ? 2 * len : len;
+                p->backed += len;
                 if (p->orphan_host) {
                         munmap(p->orphan_host, p->orphan_size);
                         if (p->orphan_view)
