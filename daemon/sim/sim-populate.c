@@ -83,10 +83,17 @@ static void *populator_thread(void *userdata) {
                 p->busy = NULL;
                 p->backed += len;
                 if (p->orphan_host) {
-                        munmap(p->orphan_host, p->orphan_size);
-                        if (p->orphan_view)
-                                munmap(p->orphan_view, p->orphan_size);
-                        p->orphan_host = p->orphan_view = NULL;
+                        /* Unmapped with the lock let go: a free of a BO
+                         * (sim_populator_forget(), under the device lock)
+                         * does not wait for the pages to go. */
+                        uint8_t *host = TAKE_PTR(p->orphan_host), *orphan_view = TAKE_PTR(p->orphan_view);
+                        uint64_t size = p->orphan_size;
+
+                        pthread_mutex_unlock(&p->lock);
+                        munmap(host, size);
+                        if (orphan_view)
+                                munmap(orphan_view, size);
+                        pthread_mutex_lock(&p->lock);
                 }
         }
         pthread_mutex_unlock(&p->lock);
