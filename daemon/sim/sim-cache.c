@@ -3,7 +3,8 @@
  * The simulated GPU's HDP, GL2, instruction and scalar data caches, and the
  * invalidate generations of the vector L0/GL1 (see sim-cache.h). The GL2 view
  * and the pre-images of a VRAM BO are anonymous mappings of its size, so the
- * pages the GPU never touches cost nothing; the page states are an array
+ * pages of a BO the GPU never writes cost nothing (the view of one it writes
+ * or exports is backed whole, sim-populate.h); the page states are an array
  * beside them.
  */
 #include <errno.h>
@@ -108,6 +109,18 @@ int sim_cache_bo_init(SimBo *bo, bool fresh) {
         for (uint64_t i = 0; i < n; i++)
                 c->pages[i] = (CachePage) { .gen = gen, .state = fresh ? PAGE_CLEAN : PAGE_INVALID };
         return 0;
+}
+
+uint8_t *sim_cache_view_pages(SimBo *bo, bool take) {
+        SimBoCache *c = bo->cache;
+        uint8_t *view;
+
+        if (!c)
+                return NULL;
+        view = c->view;
+        if (take)
+                c->view = NULL;
+        return view;
 }
 
 void sim_cache_bo_lost(SimBo *bo) {
@@ -283,6 +296,20 @@ void sim_cache_gl2(SimGpu *g, bool writeback, bool invalidate) {
                                 bo_write_back(bo);
         if (invalidate)
                 __atomic_store_n(&g->gl2_inv_gen, __atomic_load_n(&g->hdp_gen, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+}
+
+uint64_t sim_cache_gl2_dirty_bytes(SimGpu *g) {
+        uint64_t n = 0;
+
+        if (__atomic_load_n(&g->n_dirty_bos, __ATOMIC_ACQUIRE) == 0)
+                return 0;
+        for (SimBo *bo = g->device->bos; bo; bo = bo->next)
+                if (bo->cache && bo->gpu == g) {
+                        pthread_mutex_lock(&bo->cache->lock);
+                        n += bo->cache->n_dirty;
+                        pthread_mutex_unlock(&bo->cache->lock);
+                }
+        return n * PAGE;
 }
 
 int sim_cache_mmio_bo(SimGpu *g, SimBo **ret) {

@@ -92,6 +92,10 @@ int sim_cache_bo_init(SimBo *bo, bool fresh);
 void sim_cache_bo_free(SimBo *bo);
 /* A GPU reset lost VRAM: the BO's memory reads zeros, and so does its view. */
 void sim_cache_bo_lost(SimBo *bo);
+/* The mapping of bo's GL2 view (bo->size bytes; NULL without one), whose
+ * pages sim-populate.c backs ahead of the engines. take: the BO is being
+ * freed, and the mapping becomes the caller's to munmap. Locked. */
+uint8_t *sim_cache_view_pages(SimBo *bo, bool take);
 
 /*
  * sim_cache_view() - the GPU's view of [off, off + len) of bo (in bounds,
@@ -123,6 +127,9 @@ void sim_cache_poll_hdp(SimGpu *g);
  * of the GPU whose memory it is (SimBo.gpu), also when a peer maps it.
  * Locked. */
 void sim_cache_gl2(SimGpu *g, bool writeback, bool invalidate);
+/* The bytes a GL2_WB of g would write now: its dirty pages, 4 KiB each.
+ * Locked. */
+uint64_t sim_cache_gl2_dirty_bytes(SimGpu *g);
 
 /* A new owner id for a process's vector L0/GL1 lines (SimIsaVectorCaches),
  * never 0 and never given twice. */

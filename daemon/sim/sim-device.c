@@ -42,6 +42,7 @@
 #include "sim-events.h"
 #include "sim-file.h"
 #include "sim-memory.h"
+#include "sim-populate.h"
 #include "sim-process.h"
 #include "sim-queue.h"
 #include "sim-remote.h"
@@ -758,6 +759,9 @@ int sim_device_new(const SimOptions *opts, SimDevice **ret) {
                         return r;
                 d->own_sysfs_dir = true;
         }
+        r = sim_populator_new(&d->populator);
+        if (r < 0)
+                return r;
         r = make_gpus(d, &o);
         if (r < 0)
                 return r;
@@ -873,6 +877,7 @@ SimDevice *sim_device_free(SimDevice *d) {
                 d->gpus[i] = sim_gpu_free(d->gpus[i]);
         d->isa_pool = sim_isa_pool_free(d->isa_pool);
         sim_device_free_bos(d);
+        d->populator = sim_populator_free(d->populator);
 
         if (d->own_sysfs_dir && d->sysfs_dir)
                 (void) sim_topology_remove(d->sysfs_dir);
@@ -988,6 +993,7 @@ void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret) {
         st.remote_processes = sim_remote_registry_count(d->remotes);
         st.doorbells = d->n_doorbells;
         st.interrupts = d->n_interrupts;
+        st.backed_ahead = sim_populator_backed(d->populator);
         st.gpus = d->n_gpus;
         for (unsigned i = 0; i < d->n_gpus; i++) {
                 const SimGpu *g = d->gpus[i];

@@ -76,6 +76,7 @@ struct SimDevice {
         pthread_cond_t cp_cond;     /* broadcast when a dispatch or an engine step lets go of its queue */
         uint64_t dispatch_budget;   /* wave-instructions per dispatch (SimOptions) */
         SimIsaPool *isa_pool;       /* helpers running workgroups of the CP engines' dispatches */
+        SimPopulator *populator;    /* backs new VRAM BOs ahead of the engines (sim-populate.h) */
 
         unsigned n_busy;            /* ioctls in flight */
         bool shutting_down;

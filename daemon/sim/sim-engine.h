@@ -87,7 +87,8 @@ void sim_engine_wake(SimEngine *e);
  * (between two packets). */
 void sim_engine_yield_lock(SimQueue *q);
 /* From a step, on its engine's thread, before moving bytes: a bulk move (the
- * step's call: SIM_ENGINE_BULK_BYTES or more, no other queue waiting) runs at
+ * step's call: SIM_ENGINE_BULK_BYTES or more, no other queue waiting; or an
+ * SDMA GCR_REQ's write-back of as many dirty bytes, sim-sdma.c) runs at
  * the process's CPU priority, any other 10 nice steps below it (sim-engine.c,
  * engine_apply(); a CP engine's prompt passes after it idled are at the
  * process's priority). On another thread, a no-op. */

@@ -54,6 +54,7 @@
 #include "kfd/kfd-uapi.h"
 #include "sim-device.h"
 #include "sim-memory.h"
+#include "sim-populate.h"
 #include "sim-process.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -79,6 +80,7 @@ static SimBo *bo_free(SimBo *bo) {
         if (!bo)
                 return NULL;
         if (bo->device) {
+                sim_populator_forget(bo->device->populator, bo);
                 for (SimBo **b = &bo->device->bos; *b; b = &(*b)->next)
                         if (*b == bo) {
                                 *b = bo->next;
@@ -534,16 +536,26 @@ static int map_prologue(SimProcess *p, uint64_t handle, uint64_t ids_ptr, uint32
 /*
  * Backs every page of a BO the first time an engine writes it. The real device
  * backs a GTT BO when it is validated for a GPU mapping (TTM populates the pages
- * amdgpu binds); the simulator waits for the first engine access so that a
- * buffer nobody touches — a queue's CWSR area, a kernel-argument pool — costs
- * the host nothing, while a big copy still does not pay for faulting its pages
- * in one by one. Best effort: MADV_POPULATE_WRITE needs Linux 5.14. Called
- * under the device lock, like the copy that follows it.
+ * amdgpu binds) and has a VRAM BO's VRAM from its creation; the simulator
+ * waits for the first engine write so that a buffer nobody touches — a queue's
+ * CWSR area (VRAM, 13.7 MiB on a 40-CU gfx1030), a kernel-argument pool —
+ * costs the host nothing, while a big copy still does not pay for faulting
+ * its pages in one by one. A GTT BO's memory is backed here, before the
+ * engine writes it: MADV_POPULATE_WRITE, best effort (Linux 5.14). A VRAM BO's
+ * memory is written only by the GL2 write-back, after the engine has written
+ * the view: the device's populator thread backs both (sim-populate.h) while
+ * the engine goes on, where doing it here held the device lock for the
+ * 0.5-1 s that 256 MiB took (every ioctl and engine of the device waiting).
+ * Called under the device lock, like the copy that follows it.
  */
 void sim_bo_populate(SimBo *bo) {
         if (bo->populated)
                 return;
         bo->populated = true;
+        if (bo->cache && bo->device) {
+                sim_populator_add(bo->device->populator, bo);
+                return;
+        }
         (void) madvise(bo->host, bo->size, MADV_POPULATE_WRITE);
 }
 

@@ -37,7 +37,7 @@ struct SimBo {
         ino_t st_ino;
         bool exported;          /* a dma-buf fd was handed out: importable */
         bool foreign;           /* another driver's dma-buf, imported (sim-memory.c) */
-        bool populated;         /* an engine wrote it: every page backed (sim_bo_populate) */
+        bool populated;         /* every page backed, or being backed (sim_bo_populate) */
         SimBoCache *cache;      /* its GL2 state if it is VRAM (sim-cache.h), else NULL */
 };
 

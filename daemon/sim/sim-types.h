@@ -30,6 +30,7 @@ typedef struct SimRemoteServer SimRemoteServer;
 typedef struct SimRemoteRegistry SimRemoteRegistry;
 typedef struct SimBoCache SimBoCache;
 typedef struct SimLineCache SimLineCache;
+typedef struct SimPopulator SimPopulator;
 
 /* kfd_priv.h KFD_MAX_NUM_OF_QUEUES_PER_PROCESS: queue ids and doorbell indices. */
 #define SIM_MAX_QUEUES_PER_PROCESS 1024u

@@ -168,6 +168,7 @@ typedef struct SimDeviceStats {
         uint64_t interrupts;       /* interrupts the engines raised (SDMA TRAP, RELEASE_MEM with INT_SEL) */
         unsigned gpus;             /* GPU nodes (the iGPU of SimOptions.igpu_first included) */
         unsigned engine_threads;   /* SDMA and CP engine threads of every GPU */
+        uint64_t backed_ahead;     /* bytes of VRAM BOs' memory and GL2 views backed beside the engines (sim-populate.h) */
 } SimDeviceStats;
 void sim_device_get_stats(SimDevice *d, SimDeviceStats *ret);
 

@@ -266,7 +266,7 @@ Test(sim_gpus, one_process_same_va_on_both_gpus) {
         SimDevice *d = new_device(2, false);
         TestCtx c0, c1;
         TestQueue q0, q1;
-        TestBo b0, b1;
+        TestBo b0 = {}, b1 = {};
         uint64_t va = t_reserve_va(8192);
         uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 

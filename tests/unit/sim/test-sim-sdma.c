@@ -11,8 +11,10 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -133,6 +135,112 @@ Test(sim_sdma, a_bulk_move_runs_at_the_process_priority) {
         cr_expect_eq(memcmp(dp + (1u << 20), sp, 2u << 20), 0, "bulk copy next to a waiting queue");
         cr_expect_eq(t_threads_at_nice(low), below, "a bulk move ran at the process's priority while another queue waited");
         __atomic_store_n(flag, 5, __ATOMIC_RELEASE);
+        t_close(&r.c, true);
+}
+
+/* Writing back a bulk move's pages (a GCR_REQ with GL2_WB while 1 MiB or
+ * more of the GL2 is dirty, no other queue waiting) is that move's work,
+ * and runs at the process's priority too — also when the queue's last move
+ * was small, as in ROCr's 256 MiB copy, whose last packet is 2 KiB — and
+ * the bytes reach memory only then. */
+Test(sim_sdma, a_bulk_write_back_runs_at_the_process_priority) {
+        int base = getpriority(PRIO_PROCESS, 0), low = base + 10 > 19 ? 19 : base + 10;
+        Rig r;
+
+        if (low == base)
+                cr_skip_test("this process runs at nice %d: its engines cannot go lower", base);
+        if (!t_can_raise_priority(base))
+                cr_skip_test("this process may not raise a thread's priority back (no CAP_SYS_NICE, RLIMIT_NICE too low)");
+        rig_open(&r, NULL, 65536);
+        TestBo src = t_bo(&r.c, 4u << 20, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo dst = t_bo(&r.c, 4u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        uint8_t *sp = src.cpu, *dp = dst.cpu;
+        unsigned below;
+
+        for (size_t i = 0; i < src.size; i++)
+                sp[i] = (uint8_t) (i * 13 + 1);
+        /* a first small move: the engine has run (and lowered itself) */
+        uint32_t first[] = { PKT_COPY(src.va + (3u << 20), src.va, 4096) };
+        rig_submit_and_wait(&r, first, ELEMENTSOF(first));
+        below = t_threads_at_nice(low);
+        cr_assert_geq(below, 1, "no engine thread 10 nice steps down");
+        /* 2 MiB and 2 KiB into VRAM: the last move is small. */
+        uint32_t copy[] = { PKT_COPY(dst.va, src.va, 2u << 20), PKT_COPY(dst.va + (2u << 20), src.va, 2048) };
+        rig_submit_and_wait(&r, copy, ELEMENTSOF(copy));
+        cr_expect_eq(t_threads_at_nice(low), below, "the small move after the bulk one ran at the process's priority");
+        cr_expect_neq(memcmp(dp, sp, 4096), 0, "the copy reached memory before its write-back");
+        uint32_t wb[] = { 0x00000111u, 0, (1u << 15) << 16, 0, 0 }; /* GCR: GL2_WB */
+        rig_submit_and_wait(&r, wb, ELEMENTSOF(wb));
+        cr_expect_eq(memcmp(dp, sp, 2u << 20), 0, "the bulk copy after its write-back");
+        cr_expect_eq(memcmp(dp + (2u << 20), sp, 2048), 0, "the small copy after its write-back");
+        cr_expect_eq(t_threads_at_nice(low), below - 1, "the write-back of 2 MiB ran 10 nice steps down");
+        t_close(&r.c, true);
+}
+
+/* Resident pages of [p, p + size) (mincore: of a file mapping, whether the
+ * file has the page). */
+static size_t resident_pages(void *p, uint64_t size) {
+        size_t n = size / 4096, resident = 0;
+        unsigned char *vec = malloc(n);
+
+        cr_assert_not_null(vec);
+        cr_assert_eq(mincore(p, size, vec), 0);
+        for (size_t i = 0; i < n; i++)
+                resident += vec[i] & 1;
+        free(vec);
+        return resident;
+}
+
+/* A VRAM BO is backed whole at the first engine write into it, its memory
+ * and its GL2 view, by the device's populator thread beside the engine
+ * (sim-populate.h), where the engine did it for the memory alone, on its
+ * path and under the device lock — not before (a CWSR area nobody writes
+ * costs the host nothing). What the copy wrote reaches memory at the
+ * write-back; the rest stays zero. BOs freed while they are being backed go
+ * cleanly (their mappings unmapped once: ASan). */
+Test(sim_sdma, a_vram_bo_is_backed_beside_the_engine_at_its_first_write) {
+        SimDeviceStats st;
+        size_t resident;
+        Rig r;
+
+        rig_open(&r, NULL, 4096);
+        TestBo src = t_bo(&r.c, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+        TestBo v = t_bo(&r.c, 8u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+        memset(src.cpu, 0x5A, 4096);
+        struct kfd_ioctl_export_dmabuf_args x = { .handle = v.handle, .flags = O_CLOEXEC };
+        cr_assert_eq(t_ioctl(&r.c, AMDKFD_IOC_EXPORT_DMABUF, &x), 0);
+        close((int) x.dmabuf_fd);
+        usleep(10000);
+        cr_expect_eq(resident_pages(v.cpu, v.size), 0u, "a VRAM BO no engine wrote was backed (mapped, exported)");
+        sim_device_get_stats(r.c.dev, &st);
+        uint64_t before = st.backed_ahead;
+        /* One page copied into it, and written back. */
+        uint32_t copy[] = { PKT_COPY(v.va + 4096, src.va, 4096) };
+        rig_submit_and_wait(&r, copy, ELEMENTSOF(copy));
+        uint32_t wb[] = { 0x00000111u, 0, (1u << 15) << 16, 0, 0 }; /* GCR: GL2_WB */
+        rig_submit_and_wait(&r, wb, ELEMENTSOF(wb));
+        for (int i = 0; i < 10000; i++) {
+                sim_device_get_stats(r.c.dev, &st);
+                if (st.backed_ahead - before >= 2 * v.size)
+                        break;
+                usleep(1000);
+        }
+        cr_expect_geq(st.backed_ahead - before, 2 * v.size,
+                      "the populator backed %llu bytes of the 8 MiB BO's memory and view after 10 s",
+                      (unsigned long long) (st.backed_ahead - before));
+        resident = resident_pages(v.cpu, v.size);
+        cr_expect_eq(resident, v.size / 4096, "%zu of the %llu pages of its memory backed", resident,
+                     (unsigned long long) (v.size / 4096));
+        size_t wrong = 0;
+        for (uint64_t k = 0; k < v.size; k++)
+                wrong += ((const uint8_t *) v.cpu)[k] != (k >= 4096 && k < 8192 ? 0x5A : 0);
+        cr_expect_eq(wrong, 0u, "%zu bytes of the BO are not what the copy left", wrong);
+        for (int i = 0; i < 8; i++) {
+                TestBo b = t_bo(&r.c, 32u << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+                uint32_t one[] = { PKT_COPY(b.va, src.va, 4096) };
+                rig_submit_and_wait(&r, one, ELEMENTSOF(one));
+                t_bo_release(&r.c, &b);
+        }
         t_close(&r.c, true);
 }
 
