@@ -256,9 +256,9 @@ static int open_proxy(ContextKfdOpen *op, char *err, size_t errlen) {
 }
 
 int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
-                                 void *hooks_userdata, ContextKfdOpenDone done, void *done_userdata,
-                                 ContextKfdOpen **ret_open, int *ret_fd, Context **ret_ctx, char *err,
-                                 size_t errlen) {
+                                 void *hooks_userdata, const ContextKfdGpu *more_gpus, size_t n_more_gpus,
+                                 ContextKfdOpenDone done, void *done_userdata, ContextKfdOpen **ret_open,
+                                 int *ret_fd, Context **ret_ctx, char *err, size_t errlen) {
         const GpuDeviceInfo *info = gpu_context_get_info(p->device->gpu);
         ContextKfdOpen *op;
         Context *c = NULL;
@@ -315,6 +315,8 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
          * the same HDP. The pool frees its clients before it. */
         op->o.hdp_fallback = p->device->gpu;
         if (p->mechanism != CONTEXT_MECHANISM_KERNEL) {
+                /* A proxy worker serves one GPU (docs/rocm.md "Several GPUs"). */
+                assert(n_more_gpus == 0);
                 r = open_proxy(op, err, errlen);
                 if (r < 0) {
                         open_refused(op, true);
@@ -327,6 +329,15 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         KfdProcess *kp = NULL;
         r = kfd_process_new(p->ops, NULL, KFD_PROCESS_SECONDARY, op->o.gpu_id, info->drm_render_minor, &kp, err,
                             errlen);
+        /* The session's other GPUs, in the same KFD process: the KFD serves
+         * them all (one KfdOps table, one /dev/kfd). */
+        for (size_t i = 0; r >= 0 && i < n_more_gpus; i++) {
+                r = kfd_process_add_gpu(kp, more_gpus[i].gpu_id, more_gpus[i].render_minor, err, errlen);
+                if (r < 0) {
+                        SimRemoteProcess served = kfd_process_served(kp);
+                        served.free(served.userdata);
+                }
+        }
         if (r < 0)
                 open_refused(op, true);
         else

@@ -24,6 +24,7 @@ struct LoopCall {
         /* Either a charge: bytes > 0 to charge (waited for), < 0 to give back. */
         int64_t delta;
         GpuPlacement placement;
+        unsigned gpu;            /* the GPU it is charged on (the session's index of it: BufferMemory= per GPU) */
         unsigned objects;        /* buffer objects given back with a give-back (a charge is one) */
         /* Or work for the loop (the session attached), its result in r. */
         int (*fn)(KfdRelay *r, void *data);
@@ -32,10 +33,18 @@ struct LoopCall {
         int r;
 };
 
+typedef struct RelayGpu {
+        unsigned index;          /* the session's (daemon's) index of the GPU */
+        uint32_t gpu_id;
+        unsigned render_minor;
+        int render_fd;
+} RelayGpu;
+
 typedef struct RelayBo {
         uint64_t handle, size, va, mmap_offset;
         uint32_t flags;
         GpuPlacement placement;
+        unsigned gpu;            /* its GPU: the index into KfdRelay.gpus[] */
         void *cpu;               /* the daemon's mapping (loop thread), NULL until needed */
         bool freed;              /* FREE_MEMORY_OF_GPU'd: unmapped and forgotten by the loop */
         bool imported;           /* IMPORT_DMABUF: not charged, no view (size 0) */
@@ -76,7 +85,7 @@ struct KfdRelay {
         LoopCall *pending;
         RelayBo *bos;            /* what the process holds, as charged (lock) */
         size_t n_bos, cap_bos;
-        uint64_t charged[2];     /* by placement; loop thread */
+        uint64_t charged[SESSION_MAX_GPUS][2]; /* by the session's GPU index and placement; loop thread */
         uint64_t objects;        /* buffer objects charged (each an object and its daemon fds); loop thread */
         unsigned refused_logged; /* features logged once (bit per Feature) */
         uint32_t max_events;     /* the session's Events= when the relay began */
@@ -95,6 +104,12 @@ struct KfdRelay {
         int render_fd;           /* the daemon's render file there, shared with the client; -1 before */
         uint32_t gpu_id;
         unsigned render_minor;
+        /* The GPUs the process sees: [0] the daemon's (the three above, the
+         * session's own GPU), then the others the session may use
+         * (kfd_relay_add_gpu()), each with the process's render file of it,
+         * opened through ops at attach (-1 before and after). */
+        RelayGpu gpus[SESSION_MAX_GPUS];
+        size_t n_gpus;
         bool released;           /* the server let the process go: ops are gone */
         bool attached;           /* kfd_relay_attach() ran (lock) */
         bool ctx_dropped;        /* the daemon's context in the process went (lock) */
@@ -105,6 +120,7 @@ struct KfdRelay {
         int mmio_memfd;          /* a harmless page for the HDP flush page it asks for */
         RelayQueue queues[RELAY_MAX_QUEUES]; /* loop thread */
         bool queues_logged;       /* Queues= refusal logged */
+        bool other_queue_logged;  /* a queue on another GPU refused, logged */
         sd_event_source *poll;   /* rescans the rings */
         uint64_t last_activity_ns;
         uint64_t jobs_relayed;

@@ -243,8 +243,21 @@ static int create_on_loop(KfdRelay *r, void *data) {
         if (!r->ctx || !r->session)
                 return -ENODEV;
         /* kfd_ioctl_create_queue / set_queue_properties_from_user. */
-        if (a->gpu_id != r->gpu_id || a->queue_percentage > 100 || a->queue_priority > 15)
+        if (a->queue_percentage > 100 || a->queue_priority > 15)
                 return -EINVAL;
+        if (a->gpu_id != r->gpu_id) {
+                /* Another GPU the process sees: its queues would run on a
+                 * context of the daemon's on that GPU, which the relay does
+                 * not make yet (docs/rocm.md "Several GPUs"). */
+                for (size_t i = 1; i < r->n_gpus; i++)
+                        if (r->gpus[i].gpu_id == a->gpu_id && !r->other_queue_logged) {
+                                r->other_queue_logged = true;
+                                session_log(r->session, LOG_NOTICE, "Session %" PRIu64 ": KFD relay refused a queue "
+                                            "on GPU %u: the relay runs queues on the session's own GPU (GPU %u) "
+                                            "alone", r->session_id, r->gpus[i].index, r->gpus[0].index);
+                        }
+                return -EINVAL;
+        }
         if (a->queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL)
                 return create_sdma(r, a);
         /* Kernels are a right policy gives (ComputeDispatch=): a client
@@ -915,6 +928,13 @@ void kfd_relay_views_drop(KfdRelay *r) {
                                 (void) ops->munmap(ops->userdata, r->bos[i].cpu, r->bos[i].size);
                         r->bos[i].cpu = NULL;
                 }
+        /* The render files of the other GPUs (kfd_relay_attach()); the
+         * daemon's GPU's is its context's. */
+        for (size_t i = 1; i < r->n_gpus; i++) {
+                if (ops && r->gpus[i].render_fd >= 0)
+                        (void) ops->close(ops->userdata, r->gpus[i].render_fd);
+                r->gpus[i].render_fd = -1;
+        }
         pthread_mutex_unlock(&r->lock);
         /* Last: it may be what keeps the table alive. */
         if (ops && keep >= 0)
