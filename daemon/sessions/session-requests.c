@@ -92,6 +92,7 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                            g->index);
                         return;
                 }
+                s->gpu_named = true;
         }
         if (s->pinned_gpu >= 0 && (unsigned) s->pinned_gpu >= s->set->n_gpus) {
                 session_send_error(s, req->id, ENODEV,

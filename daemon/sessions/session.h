@@ -111,6 +111,9 @@ struct Session {
         /* It came through GPU N's socket (gpu-socket.h): it may use GPU N
          * only, whatever Devices= says; -1: the main socket, or none. */
         int pinned_gpu;
+        /* Its Hello named its GPU (HelloRequest.gpu, $KFDBROKER_GPU): a
+         * relayed program is shown that GPU alone (session-kfd.c). */
+        bool gpu_named;
         uint64_t id;
 
         int fd;
