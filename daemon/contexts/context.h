@@ -181,6 +181,26 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
                                  void *hooks_userdata, const ContextKfdGpu *more_gpus, size_t n_more_gpus,
                                  ContextKfdOpenDone done, void *done_userdata, ContextKfdOpen **ret_open,
                                  int *ret_fd, Context **ret_ctx, char *err, size_t errlen);
+/**
+ * context_pool_kfd_relay_join() - the daemon's GPU context on another GPU in a
+ * relayed client's KFD process
+ * @p: the pool of that GPU
+ * @key: the name of its slot
+ * @payer: who pays for its memory (on @p's GPU)
+ * @first: the slot context_pool_kfd_relay_begin() gave (in another pool),
+ *         whose GPU context's process this one shares (its event page)
+ * @ret_ctx: the slot, a reference and a use, its GPU context up
+ * @err: why not, one line
+ *
+ * Secondary contexts only (-EOPNOTSUPP: a proxy worker serves one GPU); it
+ * counts against @p's --max-contexts (-EBUSY) and @payer (-EDQUOT). Must go
+ * before @first's GPU context does: context_kfd_relay_leave().
+ */
+int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *payer, Context *first,
+                                Context **ret_ctx, char *err, size_t errlen);
+/* Ends a slot context_pool_kfd_relay_join() gave: its GPU context goes now,
+ * the use and the count with it. NULL-safe. */
+void context_kfd_relay_leave(Context *c);
 /* Gives up an open on its way (its client went): its worker is killed, its
  * slot released and uncounted, hooks->end() called; done is never called.
  * NULL-safe. */

@@ -38,6 +38,14 @@ typedef struct RelayGpu {
         uint32_t gpu_id;
         unsigned render_minor;
         int render_fd;
+        /* Another GPU's (gpus[1..]): the daemon's GPU context in the process
+         * on it, made at the first queue there (context_pool_kfd_relay_join(),
+         * a use), and what the session has there, whose streams its queues'
+         * jobs run in. Loop thread. gpus[0] has KfdRelay.ctx and the
+         * session's home. */
+        Context *ctx;
+        SessionOnGpu *on;
+        bool sdma_bound;         /* its SDMA stream runs on an SDMA queue of ctx */
 } RelayGpu;
 
 typedef struct RelayBo {
@@ -72,6 +80,7 @@ typedef struct RelayQueue {
         uint64_t rptr_va, wptr_va;
         uint32_t ring_bytes;
         bool barrier_wait;       /* its next packet waits for signals the CPU must see reach 0 */
+        unsigned gpu;            /* its GPU: the index into KfdRelay.gpus[] */
 } RelayQueue;
 
 struct KfdRelay {
@@ -120,12 +129,10 @@ struct KfdRelay {
         int mmio_memfd;          /* a harmless page for the HDP flush page it asks for */
         RelayQueue queues[RELAY_MAX_QUEUES]; /* loop thread */
         bool queues_logged;       /* Queues= refusal logged */
-        bool other_queue_logged;  /* a queue on another GPU refused, logged */
         sd_event_source *poll;   /* rescans the rings */
         uint64_t last_activity_ns;
         uint64_t jobs_relayed;
         unsigned jobs_in_flight;
-        bool sdma_bound;         /* the session's SDMA stream runs on an SDMA queue of ctx */
         sd_event *event;
 };
 
@@ -148,6 +155,9 @@ void kfd_relay_queues_scan(KfdRelay *r);
 /* Loop thread: the relay's timer and pages; their end. */
 int kfd_relay_queues_init(KfdRelay *r);
 void kfd_relay_queues_done(KfdRelay *r);
+/* Loop thread: the daemon's GPU contexts on the process's other GPUs go
+ * (before the first's: they map its event page). */
+void kfd_relay_gpus_leave(KfdRelay *r);
 /* Unmaps the relay's views of the client's buffers and lets go of the
  * process's table (ops, ops_keep_fd); takes r->lock. */
 void kfd_relay_views_drop(KfdRelay *r);

@@ -81,6 +81,8 @@ void kfd_relay_unref(KfdRelay *r) {
         }
         kfd_relay_views_drop(r);
         free(r->bos);
+        for (size_t g = 1; g < r->n_gpus; g++)
+                context_kfd_relay_leave(r->gpus[g].ctx);
         /* Left to the end (the loop went before the deferred drop ran):
          * the pool ended its incarnation; the slot is let go here. */
         if (r->ctx) {
@@ -656,6 +658,7 @@ static void drop_context(KfdRelay *r) {
         if (!ctx)
                 return;
         kfd_relay_queues_done(r);
+        kfd_relay_gpus_leave(r);
         r->ctx = NULL;
         context_kfd_relay_end(ctx);
         context_on_kfd_drop(ctx, NULL, NULL);

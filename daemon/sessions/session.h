@@ -278,6 +278,9 @@ void session_stop_paying(SessionOnGpu *on);
 /* The session as a payer for a context it is about to bring up itself
  * (context_pool_kfd_relay_begin()); set paid_ctx to it once it is up. */
 ContextPayer *session_begin_paying(Session *s);
+/* The same for what the session has on another GPU (its relayed KFD
+ * process's context there, kfd-relay-queue.c). */
+ContextPayer *session_begin_paying_on(SessionOnGpu *on);
 /* Takes references to the Tallies of the session's uid and unit. */
 int session_tallies_attach(Session *s);
 void session_tallies_detach(Session *s);
