@@ -158,6 +158,9 @@ void kfd_relay_queues_done(KfdRelay *r);
 /* Loop thread: the daemon's GPU contexts on the process's other GPUs go
  * (before the first's: they map its event page). */
 void kfd_relay_gpus_leave(KfdRelay *r);
+/* Loop thread, when the session goes: its SessionOnGpus of those GPUs (which
+ * go with it, perhaps already) are forgotten, the contexts stay. */
+void kfd_relay_gpus_unbind(KfdRelay *r);
 /* Unmaps the relay's views of the client's buffers and lets go of the
  * process's table (ops, ops_keep_fd); takes r->lock. */
 void kfd_relay_views_drop(KfdRelay *r);

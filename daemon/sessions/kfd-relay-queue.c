@@ -228,13 +228,17 @@ static int gpu_up(KfdRelay *r, unsigned g) {
         return 0;
 }
 
+void kfd_relay_gpus_unbind(KfdRelay *r) {
+        /* Not touched: they may be gone already (session_free() lets them
+         * go first; their streams let go of the contexts then). */
+        for (size_t g = 1; g < r->n_gpus; g++)
+                r->gpus[g].on = NULL;
+}
+
 void kfd_relay_gpus_leave(KfdRelay *r) {
         for (size_t g = 1; g < r->n_gpus; g++) {
-                /* Its streams there let go of it; its GPU context goes
-                 * before the first's, whose event page it maps. */
-                if (r->gpus[g].on && r->gpus[g].ctx)
-                        scheduler_stream_set_context(r->gpus[g].on->gpu->scheduler,
-                                                     &r->gpus[g].on->streams[GPU_ENGINE_COMPUTE], NULL);
+                /* Its GPU context goes before the first's, whose event page
+                 * it maps. */
                 context_kfd_relay_leave(r->gpus[g].ctx);
                 r->gpus[g].ctx = NULL;
                 r->gpus[g].sdma_bound = false;

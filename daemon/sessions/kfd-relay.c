@@ -857,6 +857,8 @@ void kfd_relay_detach(KfdRelay *r) {
                 sd_event_source_unref(r->drop_source);
         } else
                 drop_context(r);
+        /* What the session has on other GPUs goes with it. */
+        kfd_relay_gpus_unbind(r);
         /* What is queued first (charges waited for fail, give-backs apply). */
         charges_run(r, false);
         pthread_mutex_lock(&r->lock);
