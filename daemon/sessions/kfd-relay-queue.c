@@ -16,6 +16,13 @@
  * accounted, weights and priority classes and DispatchTimeout= apply, and a
  * fault ends only this process's context.
  *
+ * A queue on another GPU the process sees (docs/rocm.md "Several GPUs")
+ * runs on the daemon's GPU context on that GPU in the same KFD process,
+ * made at the first queue there (gpu_up(): that GPU's context pool, sharing
+ * the first context's event page), and its jobs go through the session's
+ * streams on that GPU (its SessionOnGpu there): that GPU's scheduler,
+ * accounting and limits.
+ *
  * A packet becomes (daemon/gpu/gpu.h, GPU_JOB_AQL and GpuHsaCompletion):
  *  - kernel dispatch: the dispatch with the user SGPRs the CP gives an AQL
  *    dispatch (the dispatch pointer is the ring slot, so the slot is never
@@ -194,9 +201,9 @@ static SessionOnGpu *gpu_on(KfdRelay *r, unsigned g) {
  * pool sharing the process with the first (context_pool_kfd_relay_join()),
  * paid for on that GPU by what the session has there (session_on_gpu()),
  * whose compute stream runs in it — so the queues' work is that GPU's
- * scheduler's, counted, weighted and limited there. -ENOMEM (logged once,
- * saying why) when it cannot be had: what the kernel answers when a queue
- * cannot be made.
+ * scheduler's, counted, weighted and limited there. -ENOMEM (logged, saying
+ * why) when it cannot be had: what the kernel answers when a queue cannot be
+ * made.
  */
 static int gpu_up(KfdRelay *r, unsigned g) {
         RelayGpu *rg = &r->gpus[g];
