@@ -37,6 +37,8 @@
 #define KFDI_MAX_FDS 1024u
 /* AQL queues remembered for a lost connection (the relay runs 64). */
 #define KFDI_MAX_QUEUES 64u
+/* GPUs a KFD process shows at most (the daemon's SESSION_MAX_GPUS). */
+#define KFDI_MAX_GPUS 8u
 /* ROCr's amd_queue_t (amd_hsa_queue.h): read_dispatch_id, queue_inactive_signal;
  * amd_signal_t's value. */
 #define AMD_QUEUE_READ_DISPATCH_ID 0x80u
@@ -68,7 +70,10 @@ typedef struct Kfdi {
         int attach_error;              /* a failed attachment's errno, kept: no retry storm */
         kfdb_session *session;
         const KfdOps *ops;
-        unsigned render_minor;
+        /* The render nodes of the GPUs the process sees (the topology's
+         * drm_render_minor of each), the daemon's GPU's first. */
+        unsigned render_minors[KFDI_MAX_GPUS];
+        unsigned n_render_minors;
         char dir[PATH_MAX];            /* the private topology directory, "" before */
         KfdiFile *kfd;                 /* the process's one /dev/kfd file */
         KfdiFd fds[KFDI_MAX_FDS];
@@ -184,18 +189,75 @@ static void remove_dir(void) {
         kfdi.dir[0] = 0;
 }
 
+/* The line after line's, or NULL. */
+static char *next_line(char *line) {
+        char *nl = strchr(line, '\n');
+
+        return nl && nl[1] ? nl + 1 : NULL;
+}
+
+/* The render nodes the KFD process's topology under dir names (each GPU
+ * node's drm_render_minor), first the daemon's GPU's (first): the process
+ * has a render file of each (docs/rocm.md "Several GPUs"). */
+static unsigned topology_render_minors(const char *dir, unsigned first, unsigned *minors) {
+        unsigned n = 0;
+
+        minors[n++] = first;
+        for (unsigned node = 0; node < 64 && n < KFDI_MAX_GPUS; node++) {
+                char path[PATH_MAX + 64], buf[4096];
+                ssize_t k;
+                int fd;
+
+                snprintf(path, sizeof path, "%s/kfd/topology/nodes/%u/properties", dir, node);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        break;
+                k = read(fd, buf, sizeof buf - 1);
+                raw_close(fd);
+                if (k <= 0)
+                        continue;
+                buf[k] = 0;
+                for (char *line = buf; line && n < KFDI_MAX_GPUS; line = next_line(line)) {
+                        unsigned long m;
+                        bool known = false;
+
+                        if (sscanf(line, "drm_render_minor %lu", &m) != 1 || m == 0 || m >= 1u << 20)
+                                continue;
+                        for (unsigned i = 0; i < n; i++)
+                                known = known || minors[i] == m;
+                        if (!known)
+                                minors[n++] = (unsigned) m;
+                }
+        }
+        return n;
+}
+
+/* Whether renderD<minor> is one of the process's (table lock, or attached). */
+static bool render_minor_ours(unsigned minor) {
+        for (unsigned i = 0; i < kfdi.n_render_minors; i++)
+                if (kfdi.render_minors[i] == minor)
+                        return true;
+        return false;
+}
+
 /* What /sys/module/amdgpu holds for a reader that checks the driver is
- * there, and what /sys/dev/char/226:MINOR holds for libdrm (drm_char_minor()):
- * device/drm/renderDMINOR, as the kernel's device directory lists its DRM
- * nodes. */
-static int write_module_dir(int dir_fd, unsigned minor) {
-        char render[64];
+ * there, and what /sys/dev/char/226:MINOR holds for libdrm (drm_char_minor())
+ * for each of minors: device/drm/renderDMINOR in drm-char-MINOR, as the
+ * kernel's device directory lists its DRM nodes. */
+static int write_module_dir(int dir_fd, const unsigned *minors, unsigned n) {
         int fd;
 
-        snprintf(render, sizeof render, "drm-char/device/drm/renderD%u", minor);
-        if (mkdirat(dir_fd, "drm-char", 0755) < 0 || mkdirat(dir_fd, "drm-char/device", 0755) < 0 ||
-            mkdirat(dir_fd, "drm-char/device/drm", 0755) < 0 || mkdirat(dir_fd, render, 0755) < 0)
-                return -errno;
+        for (unsigned i = 0; i < n; i++) {
+                char top[32], device[48], drm[64], render[96];
+
+                snprintf(top, sizeof top, "drm-char-%u", minors[i]);
+                snprintf(device, sizeof device, "%s/device", top);
+                snprintf(drm, sizeof drm, "%s/drm", device);
+                snprintf(render, sizeof render, "%s/renderD%u", drm, minors[i]);
+                if (mkdirat(dir_fd, top, 0755) < 0 || mkdirat(dir_fd, device, 0755) < 0 ||
+                    mkdirat(dir_fd, drm, 0755) < 0 || mkdirat(dir_fd, render, 0755) < 0)
+                        return -errno;
+        }
         if (mkdirat(dir_fd, "amdgpu", 0755) < 0)
                 return -errno;
         fd = openat(dir_fd, "amdgpu/initstate", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
@@ -316,9 +378,9 @@ int kfdi_attach_relay(int relay_fd, const char *topology_dir, unsigned render_mi
         }
         *kfdi.kfd = (KfdiFile) { .private_fd = fd, .kind = KFDI_PATH_KFD, .refs = 1, .generation = kfdi.generation };
         kfdi.ops = ops;
-        kfdi.render_minor = render_minor;
         if (topology_dir != kfdi.dir)
                 snprintf(kfdi.dir, sizeof kfdi.dir, "%s", topology_dir);
+        kfdi.n_render_minors = topology_render_minors(kfdi.dir, render_minor, kfdi.render_minors);
         kfdi.owner = getpid();
         kfdi.attached = true;
         pthread_mutex_unlock(&kfdi.table_lock);
@@ -362,8 +424,9 @@ static int attach_locked(void) {
                         kfdb_session_last_error(kfdi.session));
                 goto fail;
         }
+        unsigned minors[KFDI_MAX_GPUS], n_minors = topology_render_minors(kfdi.dir, minor, minors);
         dir_fd = open(kfdi.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        r = dir_fd < 0 ? -errno : write_module_dir(dir_fd, minor);
+        r = dir_fd < 0 ? -errno : write_module_dir(dir_fd, minors, n_minors);
         if (dir_fd >= 0)
                 raw_close(dir_fd);
         if (r < 0) {
@@ -406,11 +469,11 @@ int kfdi_path(const char *path, unsigned *ret_minor, char *buf, size_t size) {
                 return -ENOENT;
         unsigned minor;
         if (drm_char_minor(path, &minor, &rest)) {
-                /* The render node the topology names is ours; any other
+                /* The render nodes the topology names are ours; any other
                  * device's sysfs is the machine's. */
-                if (minor != kfdi.render_minor)
+                if (!render_minor_ours(minor))
                         return KFDI_PATH_OTHER;
-                r = snprintf(buf, size, "%s/drm-char%s", kfdi.dir, rest);
+                r = snprintf(buf, size, "%s/drm-char-%u%s", kfdi.dir, minor, rest);
         } else if ((rest = path_under(path, KFDI_SYSFS_KFD)) || (rest = path_under(path, KFDI_SYSFS_CLASS_KFD)))
                 r = snprintf(buf, size, "%s/kfd%s", kfdi.dir, rest);
         else
@@ -486,8 +549,8 @@ int kfdi_open(KfdiPathKind kind, unsigned minor, int flags) {
         if (r < 0)
                 return r;
         if (kind == KFDI_PATH_RENDER) {
-                /* Only the render node the topology names is there. */
-                if (minor != kfdi.render_minor)
+                /* Only the render nodes the topology names are there. */
+                if (!render_minor_ours(minor))
                         return -ENOENT;
                 r = kfdi.ops->open_render(kfdi.ops->userdata, minor);
                 if (r < 0)

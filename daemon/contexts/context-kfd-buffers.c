@@ -50,7 +50,7 @@ void kfd_buffers_add(KfdBuffers *b, const struct kfd_ioctl_alloc_memory_of_gpu_a
                 b->v = v;
                 b->cap = cap;
         }
-        b->v[b->n++] = (KfdBuffer) { .handle = a->handle, .mmap_offset = a->mmap_offset,
+        b->v[b->n++] = (KfdBuffer) { .handle = a->handle, .mmap_offset = a->mmap_offset, .gpu_id = a->gpu_id,
                                      .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K), .gem_handle = gem_handle };
         pthread_mutex_unlock(&b->lock);
 }
@@ -69,13 +69,13 @@ uint32_t kfd_buffers_remove(KfdBuffers *b, uint64_t handle) {
         return gem_handle;
 }
 
-int kfd_buffers_find(KfdBuffers *b, uint64_t offset, size_t length, KfdBuffer *ret) {
+int kfd_buffers_find(KfdBuffers *b, uint32_t gpu_id, uint64_t offset, size_t length, KfdBuffer *ret) {
         int r = -EINVAL;
 
         pthread_mutex_lock(&b->lock);
         for (size_t i = 0; i < b->n && r < 0; i++) {
                 const KfdBuffer *e = &b->v[i];
-                if (offset >= e->mmap_offset && offset - e->mmap_offset < e->size &&
+                if (e->gpu_id == gpu_id && offset >= e->mmap_offset && offset - e->mmap_offset < e->size &&
                     length <= e->size - (offset - e->mmap_offset)) {
                         *ret = *e;
                         r = 0;

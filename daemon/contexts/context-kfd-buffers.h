@@ -18,6 +18,7 @@
 
 typedef struct KfdBuffer {
         uint64_t handle, mmap_offset, size;
+        uint32_t gpu_id;     /* whose render file maps it (offsets are per GPU) */
         uint32_t gem_handle; /* on the render file, or 0: a KFD allocation */
 } KfdBuffer;
 
@@ -34,9 +35,9 @@ void kfd_buffers_done(KfdBuffers *b);
 void kfd_buffers_add(KfdBuffers *b, const struct kfd_ioctl_alloc_memory_of_gpu_args *a, uint32_t gem_handle);
 /* Forgets a freed buffer; returns its GEM handle, or 0. */
 uint32_t kfd_buffers_remove(KfdBuffers *b, uint64_t handle);
-/* The buffer whose mmap range holds length bytes at offset: 0 and *ret, or
- * -EINVAL. */
-int kfd_buffers_find(KfdBuffers *b, uint64_t offset, size_t length, KfdBuffer *ret);
+/* The buffer of GPU gpu_id whose mmap range holds length bytes at offset: 0
+ * and *ret, or -EINVAL. */
+int kfd_buffers_find(KfdBuffers *b, uint32_t gpu_id, uint64_t offset, size_t length, KfdBuffer *ret);
 
 /*
  * kfd_gem_alloc() - a client's ALLOC_MEMORY_OF_GPU of VRAM or GTT made as a

@@ -17,8 +17,10 @@
  *    -EINVAL; the queue calls name queues the relay answers for, and the
  *    daemon's own queues are in this context; numbers past the last one
  *    known here get what the kernel answers past its table),
- *    only the GPU the session may use (another gpu_id is -EINVAL, as a
- *    GPU the process has no device data for; the apertures list it alone),
+ *    only the GPUs the session may use (another gpu_id is -EINVAL, as a
+ *    GPU the process has no device data for; the apertures list them
+ *    alone; ACQUIRE_VM takes the render file of the GPU it names, each GPU
+ *    having one of the process's),
  *    never USERPTR (-EOPNOTSUPP, as a secondary context answers it), and an
  *    mmap of the render file is a dma-buf export of the buffer it falls in,
  *    never the file itself.
@@ -100,15 +102,21 @@ struct KfdProcess {
         const KfdOps *base;
         void (*base_free)(const KfdOps *base);
         unsigned flags;          /* KFD_PROCESS_* */
-        int kfd_fd, render_fd;
+        int kfd_fd;
         int placeholder_fd;      /* what stands for a file in the client (dup_file()) */
         /* TRUSTED: the shadow doorbell slice the daemon maps and writes, and
          * the real one (mapped at the daemon's first doorbell mmap). */
         int shadow_fd;
         volatile uint64_t *shadow, *doorbells;
         KfdProcessQueue queues[MAX_QUEUES];
-        unsigned render_minor;
-        uint32_t gpu_id;         /* the one GPU the client sees */
+        /* The GPUs the client sees, the daemon's own first, each with a
+         * render file of the process's (render_fd). */
+        struct {
+                uint32_t gpu_id;
+                unsigned render_minor;
+                int render_fd;
+        } gpus[KFD_PROCESS_MAX_GPUS];
+        size_t n_gpus;
         uint32_t kfd_minor;      /* the KFD's uapi minor (GET_VERSION) */
         bool killed;
         KfdBuffers bufs;         /* the client's buffers, for its mmaps */
@@ -128,8 +136,9 @@ static void kfd_process_unref(KfdProcess *p) {
         /* Its last file: the kernel tears the secondary context down. */
         if (p->doorbells)
                 (void) p->base->munmap(p->base->userdata, (void *) p->doorbells, KFD_DOORBELL_SLICE_SIZE);
-        if (p->render_fd >= 0)
-                p->base->close(p->base->userdata, p->render_fd);
+        for (size_t i = 0; i < p->n_gpus; i++)
+                if (p->gpus[i].render_fd >= 0)
+                        p->base->close(p->base->userdata, p->gpus[i].render_fd);
         if (p->kfd_fd >= 0)
                 p->base->close(p->base->userdata, p->kfd_fd);
         if (p->base_free)
@@ -147,9 +156,33 @@ static bool is_kfd_call(unsigned long request) {
         return _IOC_TYPE(request) == AMDKFD_IOCTL_BASE;
 }
 
+/* The GPU (index into gpus[]) of a render file of the process, or -1. */
+static int gpu_of_fd(const KfdProcess *p, int fd) {
+        for (size_t i = 0; fd >= 0 && i < p->n_gpus; i++)
+                if (p->gpus[i].render_fd == fd)
+                        return (int) i;
+        return -1;
+}
+
+/* The GPU of a gpu_id the client sees, or -1. */
+static int gpu_of_id(const KfdProcess *p, uint32_t gpu_id) {
+        for (size_t i = 0; i < p->n_gpus; i++)
+                if (p->gpus[i].gpu_id == gpu_id)
+                        return (int) i;
+        return -1;
+}
+
+/* The GPU of renderD<minor>, or -1. */
+static int gpu_of_minor(const KfdProcess *p, unsigned minor) {
+        for (size_t i = 0; i < p->n_gpus; i++)
+                if (p->gpus[i].render_minor == minor)
+                        return (int) i;
+        return -1;
+}
+
 /* A file of the process: 0, or -EBADF for any other number. */
 static int known_file(const KfdProcess *p, int fd) {
-        return fd >= 0 && (fd == p->kfd_fd || fd == p->render_fd) ? 0 : -EBADF;
+        return fd >= 0 && (fd == p->kfd_fd || gpu_of_fd(p, fd) >= 0) ? 0 : -EBADF;
 }
 
 /* The n-byte field at off of a call's argument as the kernel reads it:
@@ -169,14 +202,18 @@ static uint64_t arg_field(const void *arg, unsigned long request, size_t off, si
         return n < 8 ? v & ((1ull << (8 * n)) - 1) : v;
 }
 
-/* ACQUIRE_VM names its render file by number: the process's own or none
- * (kfd_ioctl_acquire_vm: fget() fails, -EINVAL) — the number as the kernel
- * reads it, also from a request cut short after it. */
+/* ACQUIRE_VM names its render file by number: the process's own file of
+ * the GPU it names or none (kfd_ioctl_acquire_vm: fget() fails, -EINVAL; a
+ * render file of another GPU is another device's VM, which
+ * amdgpu_amdkfd_gpuvm_acquire_process_vm() must never be given) — the
+ * numbers as the kernel reads them, also from a request cut short. */
 static int check_acquire_vm(const KfdProcess *p, unsigned long request, const void *arg) {
         if (_IOC_NR(request) != _IOC_NR(AMDKFD_IOC_ACQUIRE_VM) || !arg)
                 return 0;
         int drm_fd = (int) (uint32_t) arg_field(arg, request, offsetof(struct kfd_ioctl_acquire_vm_args, drm_fd), 4);
-        return drm_fd == p->render_fd ? 0 : -EINVAL;
+        uint32_t gpu_id = (uint32_t) arg_field(arg, request, offsetof(struct kfd_ioctl_acquire_vm_args, gpu_id), 4);
+        int k = gpu_of_id(p, gpu_id);
+        return k >= 0 && drm_fd == p->gpus[k].render_fd ? 0 : -EINVAL;
 }
 
 /* The daemon's view: its GPU context's calls, on the process's files. */
@@ -195,13 +232,15 @@ static int daemon_open_render(void *userdata, unsigned minor) {
         KfdProcessView *v = userdata;
         KfdProcess *p = v->proc;
 
-        if (minor != p->render_minor)
+        int k = gpu_of_minor(p, minor);
+
+        if (k < 0)
                 return -ENOENT;
         pthread_mutex_lock(&p->lock);
         if (v->opens++ == 0)
                 p->n_ref++;
         pthread_mutex_unlock(&p->lock);
-        return p->render_fd;
+        return p->gpus[k].render_fd;
 }
 
 static int daemon_close(void *userdata, int fd) {
@@ -297,7 +336,9 @@ static int served_open_kfd(void *userdata) {
 static int served_open_render(void *userdata, unsigned minor) {
         KfdProcessView *v = userdata;
 
-        return minor == v->proc->render_minor ? v->proc->render_fd : -ENOENT;
+        int k = gpu_of_minor(v->proc, minor);
+
+        return k >= 0 ? v->proc->gpus[k].render_fd : -ENOENT;
 }
 
 static int served_close(void *userdata, int fd) {
@@ -369,7 +410,7 @@ static size_t gpu_id_offset(unsigned long request) {
         }
 }
 
-/* The apertures of the client's GPU alone, as kfd_ioctl_get_process_apertures_new
+/* The apertures of the client's GPUs alone, as kfd_ioctl_get_process_apertures_new
  * lists them: with num_of_nodes 0 their count, else at most that many. */
 static int served_apertures(KfdProcess *p, struct kfd_ioctl_get_process_apertures_new_args *a) {
         struct kfd_process_device_apertures all[MAX_APERTURES];
@@ -383,7 +424,7 @@ static int served_apertures(KfdProcess *p, struct kfd_ioctl_get_process_aperture
         if (r < 0)
                 return r;
         for (uint32_t i = 0; i < b.num_of_nodes; i++) {
-                if (all[i].gpu_id != p->gpu_id)
+                if (gpu_of_id(p, all[i].gpu_id) < 0)
                         continue;
                 if (a->num_of_nodes > 0 && n == a->num_of_nodes)
                         break;
@@ -407,7 +448,7 @@ static int served_apertures_old(KfdProcess *p, struct kfd_ioctl_get_process_aper
         if (r < 0)
                 return r;
         for (uint32_t i = 0; i < MIN(a->num_of_nodes, (uint32_t) NUM_OF_SUPPORTED_GPUS); i++)
-                if (a->process_apertures[i].gpu_id == p->gpu_id)
+                if (gpu_of_id(p, a->process_apertures[i].gpu_id) >= 0)
                         a->process_apertures[n++] = a->process_apertures[i];
         memset(&a->process_apertures[n], 0, (NUM_OF_SUPPORTED_GPUS - n) * sizeof a->process_apertures[0]);
         a->num_of_nodes = n;
@@ -516,10 +557,10 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 return r;
         if (p->flags & KFD_PROCESS_TRUSTED)
                 return trusted_ioctl(p, fd, request, arg);
-        if (fd == p->render_fd && kfd_render_call_allowed(request, arg))
+        if (gpu_of_fd(p, fd) >= 0 && kfd_render_call_allowed(request, arg))
                 return p->base->ioctl(p->base->userdata, fd, request, arg);
         if (fd != p->kfd_fd || !is_kfd_call(request))
-                return fd == p->render_fd ? -EACCES : -ENOTTY;
+                return gpu_of_fd(p, fd) >= 0 ? -EACCES : -ENOTTY;
         /* Past the table of this kernel: what its kfd_ioctl answers (EINVAL
          * before 1.19, ENOTTY from then on; sim-device.c), never run. */
         if (_IOC_NR(request) > _IOC_NR(AMDKFD_IOC_CREATE_PROCESS))
@@ -533,7 +574,7 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
         if (r < 0)
                 return r;
         size_t off = gpu_id_offset(request);
-        if (off > 0 && arg && arg_field(arg, request, off, sizeof(uint32_t)) != p->gpu_id)
+        if (off > 0 && arg && gpu_of_id(p, (uint32_t) arg_field(arg, request, off, sizeof(uint32_t))) < 0)
                 return -EINVAL;
         switch (_IOC_NR(request)) {
         case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW):
@@ -554,7 +595,9 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                         return -EOPNOTSUPP;
                 if (gem_backed(p, a->flags)) {
                         uint32_t gem_handle = 0;
-                        r = kfd_gem_alloc(p->base, p->kfd_fd, p->render_fd, a, &gem_handle);
+                        /* One GPU: gem_backed() is before KFD 1.12, a
+                         * proxy worker's process (kfd_process_new()). */
+                        r = kfd_gem_alloc(p->base, p->kfd_fd, p->gpus[0].render_fd, a, &gem_handle);
                         if (r == 0)
                                 kfd_buffers_add(&p->bufs, a, gem_handle);
                         return r;
@@ -573,7 +616,7 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                          * with it the memory (dma-bufs of it live on). */
                         uint32_t gem_handle = kfd_buffers_remove(&p->bufs, a->handle);
                         if (gem_handle)
-                                kfd_gem_close(p->base, p->render_fd, gem_handle);
+                                kfd_gem_close(p->base, p->gpus[0].render_fd, gem_handle);
                 }
                 return r;
         }
@@ -610,7 +653,7 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
         KfdProcess *p = userdata;
         struct kfd_ioctl_export_dmabuf_args e = { .flags = O_CLOEXEC | O_RDWR };
         KfdBuffer b;
-        int r = known_file(p, fd);
+        int r = known_file(p, fd), k = gpu_of_fd(p, fd);
 
         if (r < 0)
                 return r;
@@ -640,7 +683,7 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
         }
         /* The KFD file's own pages (doorbells, the HDP page) are the
          * relay's to answer; nothing else of it is the client's. */
-        if (fd != p->render_fd || length == 0)
+        if (k < 0 || length == 0)
                 return -EINVAL;
         /* TRUSTED on a KFD without EXPORT_DMABUF: the render file itself, for
          * the daemon alone (the top of the file). */
@@ -648,11 +691,11 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
                 return p->base->mmap_resolve ? p->base->mmap_resolve(p->base->userdata, fd, length, offset, ret_fd,
                                                                       ret_offset)
                                              : -EOPNOTSUPP;
-        r = kfd_buffers_find(&p->bufs, offset, length, &b);
+        r = kfd_buffers_find(&p->bufs, p->gpus[k].gpu_id, offset, length, &b);
         if (r < 0)
                 return r;
         if (b.gem_handle) {
-                r = kfd_gem_export(p->base, p->render_fd, b.gem_handle, ret_fd);
+                r = kfd_gem_export(p->base, p->gpus[k].render_fd, b.gem_handle, ret_fd);
                 if (r < 0)
                         return r;
         } else {
@@ -713,10 +756,10 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
         p->n_ref = 1;
         p->base = base;
         p->base_free = base_free;
-        p->render_minor = render_minor;
-        p->gpu_id = gpu_id;
         p->flags = flags;
-        p->kfd_fd = p->render_fd = p->shadow_fd = -EBADF;
+        p->kfd_fd = p->shadow_fd = p->placeholder_fd = -EBADF;
+        p->gpus[0] = (typeof(p->gpus[0])) { .gpu_id = gpu_id, .render_minor = render_minor, .render_fd = -EBADF };
+        p->n_gpus = 1;
         /* Made now: a proxy worker's sandbox has no memfd_create(). */
         p->placeholder_fd = memfd_create("kfdbroker-kfd-file", MFD_CLOEXEC);
         if (p->placeholder_fd < 0) {
@@ -766,9 +809,9 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
                          strerror(-r));
                 goto fail;
         }
-        p->render_fd = base->open_render(base->userdata, render_minor);
-        if (p->render_fd < 0) {
-                r = p->render_fd;
+        p->gpus[0].render_fd = base->open_render(base->userdata, render_minor);
+        if (p->gpus[0].render_fd < 0) {
+                r = p->gpus[0].render_fd;
                 snprintf(err, errlen, "cannot open renderD%u: %s", render_minor, strerror(-r));
                 goto fail;
         }
@@ -777,6 +820,33 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
 fail:
         kfd_process_unref(p);
         return r;
+}
+
+int kfd_process_add_gpu(KfdProcess *p, uint32_t gpu_id, unsigned render_minor, char *err, size_t errlen) {
+        int fd;
+
+        /* A proxy worker's process serves one GPU (docs/rocm.md "Several
+         * GPUs"): its worker was given one. */
+        if (!(p->flags & KFD_PROCESS_SECONDARY) || p->n_gpus == KFD_PROCESS_MAX_GPUS) {
+                snprintf(err, errlen, "GPU 0x%" PRIx32 " cannot be added to this KFD process (%s)", gpu_id,
+                         (p->flags & KFD_PROCESS_SECONDARY) ? "too many GPUs" : "not a secondary KFD context");
+                return -EOPNOTSUPP;
+        }
+        if (gpu_of_id(p, gpu_id) >= 0 || gpu_of_minor(p, render_minor) >= 0) {
+                snprintf(err, errlen, "GPU 0x%" PRIx32 " (renderD%u) is in this KFD process already", gpu_id,
+                         render_minor);
+                return -EEXIST;
+        }
+        fd = p->base->open_render(p->base->userdata, render_minor);
+        if (fd < 0) {
+                snprintf(err, errlen, "cannot open renderD%u: %s", render_minor, strerror(-fd));
+                return fd;
+        }
+        pthread_mutex_lock(&p->lock);
+        p->gpus[p->n_gpus++] = (typeof(p->gpus[0])) { .gpu_id = gpu_id, .render_minor = render_minor,
+                                                      .render_fd = fd };
+        pthread_mutex_unlock(&p->lock);
+        return 0;
 }
 
 const KfdOps *kfd_process_daemon_ops(KfdProcess *p) {

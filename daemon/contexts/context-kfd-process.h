@@ -27,13 +27,21 @@ enum {
          * doorbell_written() (the daemon cannot map another process's). */
         KFD_PROCESS_TRUSTED = 1u << 1,
 };
+#define KFD_PROCESS_MAX_GPUS 8u
+
 /* Opens it through base (open_kfd, CREATE_PROCESS with SECONDARY: -EOPNOTSUPP
  * before KFD 1.19; a render file of renderD<render_minor>); the client sees
- * the GPU gpu_id alone. base_free (NULL: none) is called on base when the
- * process is gone. err says what failed. The caller's reference goes to the
- * server with kfd_process_served(). */
+ * the GPU gpu_id alone (and those kfd_process_add_gpu() adds). base_free
+ * (NULL: none) is called on base when the process is gone. err says what
+ * failed. The caller's reference goes to the server with kfd_process_served(). */
 int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsigned flags, uint32_t gpu_id,
                     unsigned render_minor, KfdProcess **ret, char *err, size_t errlen);
+/* One more GPU the client sees (its calls naming gpu_id pass, ACQUIRE_VM with
+ * the process's render file of renderD<render_minor>, opened here), before
+ * the process is served. Only in a secondary context (-EOPNOTSUPP: a proxy
+ * worker's process has one GPU); -EEXIST if it is there; up to
+ * KFD_PROCESS_MAX_GPUS. err says what failed. */
+int kfd_process_add_gpu(KfdProcess *p, uint32_t gpu_id, unsigned render_minor, char *err, size_t errlen);
 /* The table for the daemon's own GPU context in the process. */
 const KfdOps *kfd_process_daemon_ops(KfdProcess *p);
 /* The process as sim_remote_serve_process() serves it; its free() drops the

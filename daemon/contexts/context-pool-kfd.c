@@ -256,9 +256,9 @@ static int open_proxy(ContextKfdOpen *op, char *err, size_t errlen) {
 }
 
 int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
-                                 void *hooks_userdata, ContextKfdOpenDone done, void *done_userdata,
-                                 ContextKfdOpen **ret_open, int *ret_fd, Context **ret_ctx, char *err,
-                                 size_t errlen) {
+                                 void *hooks_userdata, const ContextKfdGpu *more_gpus, size_t n_more_gpus,
+                                 ContextKfdOpenDone done, void *done_userdata, ContextKfdOpen **ret_open,
+                                 int *ret_fd, Context **ret_ctx, char *err, size_t errlen) {
         const GpuDeviceInfo *info = gpu_context_get_info(p->device->gpu);
         ContextKfdOpen *op;
         Context *c = NULL;
@@ -315,6 +315,8 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
          * the same HDP. The pool frees its clients before it. */
         op->o.hdp_fallback = p->device->gpu;
         if (p->mechanism != CONTEXT_MECHANISM_KERNEL) {
+                /* A proxy worker serves one GPU (docs/rocm.md "Several GPUs"). */
+                assert(n_more_gpus == 0);
                 r = open_proxy(op, err, errlen);
                 if (r < 0) {
                         open_refused(op, true);
@@ -327,6 +329,15 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         KfdProcess *kp = NULL;
         r = kfd_process_new(p->ops, NULL, KFD_PROCESS_SECONDARY, op->o.gpu_id, info->drm_render_minor, &kp, err,
                             errlen);
+        /* The session's other GPUs, in the same KFD process: the KFD serves
+         * them all (one KfdOps table, one /dev/kfd). */
+        for (size_t i = 0; r >= 0 && i < n_more_gpus; i++) {
+                r = kfd_process_add_gpu(kp, more_gpus[i].gpu_id, more_gpus[i].render_minor, err, errlen);
+                if (r < 0) {
+                        SimRemoteProcess served = kfd_process_served(kp);
+                        served.free(served.userdata);
+                }
+        }
         if (r < 0)
                 open_refused(op, true);
         else
@@ -346,6 +357,81 @@ void context_kfd_open_cancel(ContextKfdOpen *op) {
                 return;
         open_refused(op, true);
         open_free(op);
+}
+
+int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *payer, Context *first,
+                                Context **ret_ctx, char *err, size_t errlen) {
+        GpuContextOptions o = kfd_process_options;
+        uint64_t t0 = now_ns(), own;
+        GpuContext *gpu = NULL;
+        Context *c = NULL;
+        int r;
+
+        if (p->mechanism != CONTEXT_MECHANISM_KERNEL || !first || !first->kfd_process || !first->gpu) {
+                snprintf(err, errlen, "the KFD process has no GPU context of the daemon's to share (%s)",
+                         p->mechanism != CONTEXT_MECHANISM_KERNEL ? "not a secondary KFD context" : "it is gone");
+                return -EOPNOTSUPP;
+        }
+        if (p->n_live + p->n_relays >= p->opts.max_contexts) {
+                snprintf(err, errlen, "the GPU context limit (%u, kfdbrokerd --max-contexts) is reached",
+                         p->opts.max_contexts);
+                return -EBUSY;
+        }
+        r = context_new(p, key, false, &c);
+        if (r < 0) {
+                snprintf(err, errlen, "out of memory");
+                return r;
+        }
+        c->kfd_process = true;
+        c->users = 1;
+        c->next = p->clients;
+        if (p->clients)
+                p->clients->prev = c;
+        p->clients = c;
+        context_set_payer(c, payer);
+        own = gpu_context_own_bytes(p->device->gpu, CLIENT_MAX_INFLIGHT);
+        r = context_charge(c, own, "the GPU context of a KFD process", err, errlen);
+        if (r < 0) {
+                context_release(c);
+                return r;
+        }
+        p->n_relays++;
+        /* In the same KFD process as first (one event page per process:
+         * gpu-context.c maps first's into this GPU's VM). */
+        o.gpu_id = gpu_context_get_info(p->device->gpu)->gpu_id;
+        o.hdp_fallback = p->device->gpu;
+        o.share_process = first->gpu;
+        r = gpu_context_new(gpu_context_get_ops(first->gpu), &o, &gpu);
+        if (r < 0)
+                snprintf(err, errlen, "bringing up the daemon's GPU context on GPU 0x%x in the KFD process failed: %s",
+                         o.gpu_id, strerror(-r));
+        else {
+                r = context_adopt(c, gpu, now_ns() - t0);
+                if (r < 0) {
+                        gpu_context_free(gpu);
+                        snprintf(err, errlen, "watching the KFD process's GPU context failed: %s", strerror(-r));
+                }
+        }
+        if (r < 0) {
+                context_uncharge(c, own);
+                context_release(c);
+                context_pool_kfd_relay_end(p);
+                return r;
+        }
+        *ret_ctx = c;
+        return 0;
+}
+
+void context_kfd_relay_leave(Context *c) {
+        ContextPool *p;
+
+        if (!c)
+                return;
+        p = c->pool;
+        context_kfd_relay_end(c);
+        context_release(c);
+        if (p)
+                context_pool_kfd_relay_end(p);
 }
 
 void context_kfd_relay_end(Context *c) {

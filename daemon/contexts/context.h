@@ -122,6 +122,12 @@ GpuContext *context_pool_device_gpu(ContextPool *p);
 unsigned context_pool_max(const ContextPool *p);
 unsigned context_pool_live(const ContextPool *p);   /* client incarnations alive */
 
+/* Another GPU a relayed client's KFD process shows besides the pool's. */
+typedef struct ContextKfdGpu {
+        uint32_t gpu_id;
+        unsigned render_minor;
+} ContextKfdGpu;
+
 /* An OpenKfd whose KFD process is on its way (a proxy worker coming up). */
 typedef struct ContextKfdOpen ContextKfdOpen;
 /* How it went: r < 0 with err (hooks->end() called), or fd and ctx as
@@ -136,6 +142,10 @@ typedef void (*ContextKfdOpenDone)(void *userdata, int r, int fd, Context *ctx, 
  * @hooks: what the daemon checks around its calls (sim-remote.h), with
  *         @hooks_userdata; its end() is called once the process is gone —
  *         also when this fails, then or before it returns
+ * @more_gpus: the other GPUs the client sees in it besides the pool's
+ *             (@n_more_gpus of them): its calls may name them, each with a
+ *             render file of the process's; none with a proxy worker (it
+ *             serves the pool's GPU alone)
  * @done: where the answer goes when it comes later (returns 1), with
  *        @done_userdata
  * @ret_open: the open on its way (returns 1), for context_kfd_open_cancel()
@@ -168,9 +178,29 @@ typedef void (*ContextKfdOpenDone)(void *userdata, int r, int fd, Context *ctx, 
  * context_pool_kfd_relay_end().
  */
 int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *payer, const SimRemoteHooks *hooks,
-                                 void *hooks_userdata, ContextKfdOpenDone done, void *done_userdata,
-                                 ContextKfdOpen **ret_open, int *ret_fd, Context **ret_ctx, char *err,
-                                 size_t errlen);
+                                 void *hooks_userdata, const ContextKfdGpu *more_gpus, size_t n_more_gpus,
+                                 ContextKfdOpenDone done, void *done_userdata, ContextKfdOpen **ret_open,
+                                 int *ret_fd, Context **ret_ctx, char *err, size_t errlen);
+/**
+ * context_pool_kfd_relay_join() - the daemon's GPU context on another GPU in a
+ * relayed client's KFD process
+ * @p: the pool of that GPU
+ * @key: the name of its slot
+ * @payer: who pays for its memory (on @p's GPU)
+ * @first: the slot context_pool_kfd_relay_begin() gave (in another pool),
+ *         whose GPU context's process this one shares (its event page)
+ * @ret_ctx: the slot, a reference and a use, its GPU context up
+ * @err: why not, one line
+ *
+ * Secondary contexts only (-EOPNOTSUPP: a proxy worker serves one GPU); it
+ * counts against @p's --max-contexts (-EBUSY) and @payer (-EDQUOT). Must go
+ * before @first's GPU context does: context_kfd_relay_leave().
+ */
+int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *payer, Context *first,
+                                Context **ret_ctx, char *err, size_t errlen);
+/* Ends a slot context_pool_kfd_relay_join() gave: its GPU context goes now,
+ * the use and the count with it. NULL-safe. */
+void context_kfd_relay_leave(Context *c);
 /* Gives up an open on its way (its client went): its worker is killed, its
  * slot released and uncounted, hooks->end() called; done is never called.
  * NULL-safe. */

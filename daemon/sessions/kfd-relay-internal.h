@@ -24,6 +24,7 @@ struct LoopCall {
         /* Either a charge: bytes > 0 to charge (waited for), < 0 to give back. */
         int64_t delta;
         GpuPlacement placement;
+        unsigned gpu;            /* the GPU it is charged on (the session's index of it: BufferMemory= per GPU) */
         unsigned objects;        /* buffer objects given back with a give-back (a charge is one) */
         /* Or work for the loop (the session attached), its result in r. */
         int (*fn)(KfdRelay *r, void *data);
@@ -32,10 +33,26 @@ struct LoopCall {
         int r;
 };
 
+typedef struct RelayGpu {
+        unsigned index;          /* the session's (daemon's) index of the GPU */
+        uint32_t gpu_id;
+        unsigned render_minor;
+        int render_fd;
+        /* Another GPU's (gpus[1..]): the daemon's GPU context in the process
+         * on it, made at the first queue there (context_pool_kfd_relay_join(),
+         * a use), and what the session has there, whose streams its queues'
+         * jobs run in. Loop thread. gpus[0] has KfdRelay.ctx and the
+         * session's home. */
+        Context *ctx;
+        SessionOnGpu *on;
+        bool sdma_bound;         /* its SDMA stream runs on an SDMA queue of ctx */
+} RelayGpu;
+
 typedef struct RelayBo {
         uint64_t handle, size, va, mmap_offset;
         uint32_t flags;
         GpuPlacement placement;
+        unsigned gpu;            /* its GPU: the index into KfdRelay.gpus[] */
         void *cpu;               /* the daemon's mapping (loop thread), NULL until needed */
         bool freed;              /* FREE_MEMORY_OF_GPU'd: unmapped and forgotten by the loop */
         bool imported;           /* IMPORT_DMABUF: not charged, no view (size 0) */
@@ -63,6 +80,7 @@ typedef struct RelayQueue {
         uint64_t rptr_va, wptr_va;
         uint32_t ring_bytes;
         bool barrier_wait;       /* its next packet waits for signals the CPU must see reach 0 */
+        unsigned gpu;            /* its GPU: the index into KfdRelay.gpus[] */
 } RelayQueue;
 
 struct KfdRelay {
@@ -76,7 +94,7 @@ struct KfdRelay {
         LoopCall *pending;
         RelayBo *bos;            /* what the process holds, as charged (lock) */
         size_t n_bos, cap_bos;
-        uint64_t charged[2];     /* by placement; loop thread */
+        uint64_t charged[SESSION_MAX_GPUS][2]; /* by the session's GPU index and placement; loop thread */
         uint64_t objects;        /* buffer objects charged (each an object and its daemon fds); loop thread */
         unsigned refused_logged; /* features logged once (bit per Feature) */
         uint32_t max_events;     /* the session's Events= when the relay began */
@@ -95,6 +113,12 @@ struct KfdRelay {
         int render_fd;           /* the daemon's render file there, shared with the client; -1 before */
         uint32_t gpu_id;
         unsigned render_minor;
+        /* The GPUs the process sees: [0] the daemon's (the three above, the
+         * session's own GPU), then the others the session may use
+         * (kfd_relay_add_gpu()), each with the process's render file of it,
+         * opened through ops at attach (-1 before and after). */
+        RelayGpu gpus[SESSION_MAX_GPUS];
+        size_t n_gpus;
         bool released;           /* the server let the process go: ops are gone */
         bool attached;           /* kfd_relay_attach() ran (lock) */
         bool ctx_dropped;        /* the daemon's context in the process went (lock) */
@@ -109,7 +133,6 @@ struct KfdRelay {
         uint64_t last_activity_ns;
         uint64_t jobs_relayed;
         unsigned jobs_in_flight;
-        bool sdma_bound;         /* the session's SDMA stream runs on an SDMA queue of ctx */
         sd_event *event;
 };
 
@@ -132,6 +155,12 @@ void kfd_relay_queues_scan(KfdRelay *r);
 /* Loop thread: the relay's timer and pages; their end. */
 int kfd_relay_queues_init(KfdRelay *r);
 void kfd_relay_queues_done(KfdRelay *r);
+/* Loop thread: the daemon's GPU contexts on the process's other GPUs go
+ * (before the first's: they map its event page). */
+void kfd_relay_gpus_leave(KfdRelay *r);
+/* Loop thread, when the session goes: its SessionOnGpus of those GPUs (which
+ * go with it, perhaps already) are forgotten, the contexts stay. */
+void kfd_relay_gpus_unbind(KfdRelay *r);
 /* Unmaps the relay's views of the client's buffers and lets go of the
  * process's table (ops, ops_keep_fd); takes r->lock. */
 void kfd_relay_views_drop(KfdRelay *r);

@@ -16,6 +16,13 @@
  * accounted, weights and priority classes and DispatchTimeout= apply, and a
  * fault ends only this process's context.
  *
+ * A queue on another GPU the process sees (docs/rocm.md "Several GPUs")
+ * runs on the daemon's GPU context on that GPU in the same KFD process,
+ * made at the first queue there (gpu_up(): that GPU's context pool, sharing
+ * the first context's event page), and its jobs go through the session's
+ * streams on that GPU (its SessionOnGpu there): that GPU's scheduler,
+ * accounting and limits.
+ *
  * A packet becomes (daemon/gpu/gpu.h, GPU_JOB_AQL and GpuHsaCompletion):
  *  - kernel dispatch: the dispatch with the user SGPRs the CP gives an AQL
  *    dispatch (the dispatch pointer is the ring slot, so the slot is never
@@ -52,6 +59,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -172,39 +180,107 @@ static int queue_slot(KfdRelay *r, RelayQueue **ret) {
  * the doorbell's byte offset in its low bits (sim-queue.c). */
 static void answer(KfdRelay *r, struct kfd_ioctl_create_queue_args *a, const RelayQueue *q) {
         a->queue_id = q->id;
-        a->doorbell_offset = KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(r->gpu_id) | ((uint64_t) q->id * 8);
+        a->doorbell_offset = KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID(r->gpus[q->gpu].gpu_id) |
+                             ((uint64_t) q->id * 8);
         r->last_activity_ns = now_ns();
+}
+
+/* The daemon's GPU context in the process on the GPU of slot g (NULL once
+ * gone), and what the session has there. */
+static Context *gpu_ctx(const KfdRelay *r, unsigned g) {
+        return g == 0 ? r->ctx : r->gpus[g].ctx;
+}
+
+static SessionOnGpu *gpu_on(KfdRelay *r, unsigned g) {
+        return g == 0 ? &r->session->home : r->gpus[g].on;
+}
+
+/*
+ * Loop thread: the daemon's GPU context in the process on another GPU the
+ * process sees (slot g > 0), made at its first queue: a slot of that GPU's
+ * pool sharing the process with the first (context_pool_kfd_relay_join()),
+ * paid for on that GPU by what the session has there (session_on_gpu()),
+ * whose compute stream runs in it — so the queues' work is that GPU's
+ * scheduler's, counted, weighted and limited there. -ENOMEM (logged, saying
+ * why) when it cannot be had: what the kernel answers when a queue cannot be
+ * made.
+ */
+static int gpu_up(KfdRelay *r, unsigned g) {
+        RelayGpu *rg = &r->gpus[g];
+        Session *s = r->session;
+        SessionGpu *sg = &s->set->gpus[rg->index];
+        char key[96], err[384] = "";
+        Context *ctx = NULL;
+        int k;
+
+        if (g == 0 || rg->ctx)
+                return 0;
+        if (!rg->on)
+                rg->on = session_on_gpu(s, sg);
+        if (!rg->on)
+                return -ENOMEM;
+        snprintf(key, sizeof key, "KFD process of session %" PRIu64 " on GPU %u", s->id, rg->index);
+        k = context_pool_kfd_relay_join(sg->contexts, key, session_begin_paying_on(rg->on), r->ctx, &ctx, err,
+                                        sizeof err);
+        if (k < 0) {
+                session_log(s, LOG_NOTICE, "Session %" PRIu64 ": KFD relay refused a queue on GPU %u: %s", s->id,
+                            rg->index, err);
+                return -ENOMEM;
+        }
+        rg->on->paid_ctx = context_ref(ctx);
+        rg->ctx = ctx;
+        scheduler_stream_set_context(sg->scheduler, &rg->on->streams[GPU_ENGINE_COMPUTE], ctx);
+        session_log(s, LOG_INFO, "Session %" PRIu64 ": the KFD relay's GPU context on GPU %u is up (the process's "
+                    "queues there run on it)", s->id, rg->index);
+        return 0;
+}
+
+void kfd_relay_gpus_unbind(KfdRelay *r) {
+        /* Not touched: they may be gone already (session_free() lets them
+         * go first; their streams let go of the contexts then). */
+        for (size_t g = 1; g < r->n_gpus; g++)
+                r->gpus[g].on = NULL;
+}
+
+void kfd_relay_gpus_leave(KfdRelay *r) {
+        for (size_t g = 1; g < r->n_gpus; g++) {
+                /* Its GPU context goes before the first's, whose event page
+                 * it maps. */
+                context_kfd_relay_leave(r->gpus[g].ctx);
+                r->gpus[g].ctx = NULL;
+                r->gpus[g].sdma_bound = false;
+        }
 }
 
 /* The session's SDMA stream moves to an SDMA queue of the process's own
  * context (the device context's SDMA queues never touch client memory):
  * made on the first SDMA queue of the process. -ENOMEM when none can be
  * made, as allocate_sdma_queue answers with none left. */
-static int sdma_bind(KfdRelay *r) {
+static int sdma_bind(KfdRelay *r, unsigned g) {
+        SessionOnGpu *on = gpu_on(r, g);
         uint32_t prio;
         unsigned idx;
         bool express;
         char err[256];
         int k;
 
-        if (r->sdma_bound)
+        if (r->gpus[g].sdma_bound)
                 return 0;
-        k = context_get_queue(r->ctx, GPU_ENGINE_SDMA, GPU_QUEUE_PRIORITY_DEFAULT, false, &idx, &prio, &express, err,
-                              sizeof err);
+        k = context_get_queue(gpu_ctx(r, g), GPU_ENGINE_SDMA, GPU_QUEUE_PRIORITY_DEFAULT, false, &idx, &prio,
+                              &express, err, sizeof err);
         if (k >= 0)
-                k = scheduler_stream_use_sdma(r->session->gpu->scheduler, &r->session->home.streams[GPU_ENGINE_SDMA],
-                                              r->ctx, idx);
+                k = scheduler_stream_use_sdma(on->gpu->scheduler, &on->streams[GPU_ENGINE_SDMA], gpu_ctx(r, g), idx);
         if (k < 0) {
                 session_log(r->session, LOG_INFO, "Session %" PRIu64 ": KFD relay has no SDMA queue for the process "
                             "(%s); ROCr copies with blit kernels", r->session_id, k == -EBUSY ? "its session's "
                             "copies are in flight" : err[0] ? err : strerror(-k));
                 return -ENOMEM;
         }
-        r->sdma_bound = true;
+        r->gpus[g].sdma_bound = true;
         return 0;
 }
 
-static int create_sdma(KfdRelay *r, struct kfd_ioctl_create_queue_args *a) {
+static int create_sdma(KfdRelay *r, struct kfd_ioctl_create_queue_args *a, unsigned g) {
         RelayQueue *q;
         int k;
 
@@ -219,11 +295,11 @@ static int create_sdma(KfdRelay *r, struct kfd_ioctl_create_queue_args *a) {
         k = queue_slot(r, &q);
         if (k < 0)
                 return k;
-        k = sdma_bind(r);
+        k = sdma_bind(r, g);
         if (k < 0)
                 return k;
         *q = (RelayQueue) {
-                .used = true, .id = q->id, .gen = q->gen + 1, .sdma = true,
+                .used = true, .id = q->id, .gen = q->gen + 1, .sdma = true, .gpu = g,
                 .ring_va = a->ring_base_address, .ring_bytes = a->ring_size,
                 .rptr_va = a->read_pointer_address, .wptr_va = a->write_pointer_address,
                 .suspended = a->queue_percentage == 0,
@@ -243,10 +319,20 @@ static int create_on_loop(KfdRelay *r, void *data) {
         if (!r->ctx || !r->session)
                 return -ENODEV;
         /* kfd_ioctl_create_queue / set_queue_properties_from_user. */
-        if (a->gpu_id != r->gpu_id || a->queue_percentage > 100 || a->queue_priority > 15)
+        if (a->queue_percentage > 100 || a->queue_priority > 15)
                 return -EINVAL;
+        /* Its GPU: one the process sees (another is -EINVAL, as
+         * kfd_ioctl_create_queue answers a GPU without device data). */
+        unsigned g = 0;
+        while (g < r->n_gpus && r->gpus[g].gpu_id != a->gpu_id)
+                g++;
+        if (g == r->n_gpus)
+                return -EINVAL;
+        int k = gpu_up(r, g);
+        if (k < 0)
+                return k;
         if (a->queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL)
-                return create_sdma(r, a);
+                return create_sdma(r, a, g);
         /* Kernels are a right policy gives (ComputeDispatch=): a client
          * without it gets no queue to run them on. */
         if (r->session->policy.compute_dispatch == POLICY_COMPUTE_NO) {
@@ -269,13 +355,14 @@ static int create_on_loop(KfdRelay *r, void *data) {
                          "the process's buffers where ROCr puts them", r->session_id);
                 return -EINVAL;
         }
-        int k = queue_slot(r, &q);
+        k = queue_slot(r, &q);
         if (k < 0)
                 return k;
         *q = (RelayQueue) {
                 .used = true,
                 .id = q->id,
                 .gen = q->gen + 1,
+                .gpu = g,
                 .ring_va = a->ring_base_address,
                 .n_slots = a->ring_size / AQL_PACKET_SIZE,
                 .queue_va = queue_va,
@@ -420,7 +507,7 @@ static void queue_stop(KfdRelay *r, RelayQueue *q, uint64_t index, uint64_t code
  * with why for a signal outside the client's memory. */
 static int fill_completion(KfdRelay *r, RelayQueue *q, uint64_t index, uint64_t signal, GpuHsaCompletion *c,
                            const char **why) {
-        GpuContext *gpu = context_get_gpu(r->ctx);
+        GpuContext *gpu = context_get_gpu(gpu_ctx(r, q->gpu));
 
         c->index_va = q->queue_va + AMD_QUEUE_READ_DISPATCH_ID;
         c->index_value = index + 1;
@@ -504,6 +591,7 @@ static int submit(KfdRelay *r, RelayQueue *q, uint64_t index, const GpuJob *gj, 
         j->sched.kind = SCHED_JOB_WORK;
         j->sched.engine = q->sdma ? GPU_ENGINE_SDMA : GPU_ENGINE_COMPUTE;
         j->sched.gpu = *gj;
+        j->on = gpu_on(r, q->gpu);
         j->relay = kfd_relay_ref(r);
         j->relay_queue = q->id;
         j->relay_gen = q->gen;
@@ -567,7 +655,7 @@ static int relay_packet(KfdRelay *r, RelayQueue *q, uint64_t index, const uint8_
                 if (k < 0)
                         return k;
                 gj.aql.hsa.acquire = HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE(header) != 0;
-                if (gpu_aql_check(context_get_gpu(r->ctx), &gj, err, sizeof err) < 0) {
+                if (gpu_aql_check(context_get_gpu(gpu_ctx(r, q->gpu)), &gj, err, sizeof err) < 0) {
                         if (r->session)
                                 session_log(r->session, LOG_NOTICE, "Session %" PRIu64 ": relayed dispatch refused: %s",
                                             r->session_id, err);
@@ -682,8 +770,9 @@ static void scan_sdma(KfdRelay *r, RelayQueue *q) {
                                 break;
                         if ((pkt[0] & 0xFF) == SDMA_OP_TRAP && kfd_relay_client_event(r, pkt[1] & 0x0FFFFFFFu)) {
                                 uint32_t id = pkt[1] & 0x0FFFFFFFu;
-                                n += sdma_emit_fence(out + n, gpu_context_get_event_slot_va(context_get_gpu(r->ctx), id),
-                                                     id);
+                                n += sdma_emit_fence(
+                                        out + n,
+                                        gpu_context_get_event_slot_va(context_get_gpu(gpu_ctx(r, q->gpu)), id), id);
                         }
                         memcpy(out + n, pkt, 4u * ndw);
                         n += ndw;
@@ -707,6 +796,12 @@ static void scan_sdma(KfdRelay *r, RelayQueue *q) {
 }
 
 static void scan_queue(KfdRelay *r, RelayQueue *q) {
+        /* Its GPU's context of the daemon's went (lost): nothing more of it runs. */
+        if (!gpu_ctx(r, q->gpu) || !context_get_gpu(gpu_ctx(r, q->gpu))) {
+                queue_stop(r, q, q->next, q->sdma ? 0 : QUEUE_ERROR_EXCEPTION,
+                           "the daemon's GPU context on its GPU is gone");
+                return;
+        }
         if (q->sdma) {
                 if (!q->stopped && !q->suspended)
                         scan_sdma(r, q);
@@ -781,7 +876,7 @@ void kfd_relay_queues_scan(KfdRelay *r) {
                         any = true;
                 }
         if (r->jobs_relayed != relayed)
-                scheduler_run(r->session->gpu->scheduler);
+                session_run_schedulers(r->session);
         if (any)
                 poll_arm(r);
 }
@@ -862,8 +957,10 @@ void kfd_relay_job_done(KfdRelay *r, Job *j, int error, const char *message) {
                  * learns of from the kernel's MEMORY event (the whole process
                  * is evicted); anything else the daemon ended — a timeout, a
                  * context lost under it — is a queue error. */
-                queue_stop(r, q, j->relay_index, error == EFAULT || context_get_losses(r->ctx) > 0 ? 0
-                                                                                                   : QUEUE_ERROR_EXCEPTION,
+                queue_stop(r, q, j->relay_index,
+                           error == EFAULT || (gpu_ctx(r, q->gpu) && context_get_losses(gpu_ctx(r, q->gpu)) > 0)
+                                   ? 0
+                                   : QUEUE_ERROR_EXCEPTION,
                            message ? message : strerror(error));
         r->last_activity_ns = now_ns();
         kfd_relay_queues_scan(r);
@@ -915,6 +1012,13 @@ void kfd_relay_views_drop(KfdRelay *r) {
                                 (void) ops->munmap(ops->userdata, r->bos[i].cpu, r->bos[i].size);
                         r->bos[i].cpu = NULL;
                 }
+        /* The render files of the other GPUs (kfd_relay_attach()); the
+         * daemon's GPU's is its context's. */
+        for (size_t i = 1; i < r->n_gpus; i++) {
+                if (ops && r->gpus[i].render_fd >= 0)
+                        (void) ops->close(ops->userdata, r->gpus[i].render_fd);
+                r->gpus[i].render_fd = -1;
+        }
         pthread_mutex_unlock(&r->lock);
         /* Last: it may be what keeps the table alive. */
         if (ops && keep >= 0)

@@ -81,6 +81,8 @@ void kfd_relay_unref(KfdRelay *r) {
         }
         kfd_relay_views_drop(r);
         free(r->bos);
+        for (size_t g = 1; g < r->n_gpus; g++)
+                context_kfd_relay_leave(r->gpus[g].ctx);
         /* Left to the end (the loop went before the deferred drop ran):
          * the pool ended its incarnation; the slot is let go here. */
         if (r->ctx) {
@@ -126,11 +128,11 @@ static void charges_run(KfdRelay *r, bool run_calls) {
                         continue;
                 }
                 if (c->delta < 0) {
-                        uint64_t back = MIN((uint64_t) -c->delta, r->charged[c->placement]);
+                        uint64_t back = MIN((uint64_t) -c->delta, r->charged[c->gpu][c->placement]);
                         uint64_t objects = MIN((uint64_t) c->objects, r->objects);
                         if (s && back > 0) {
-                                session_account_buffer(s, s->gpu->index, c->placement, -(int64_t) back);
-                                r->charged[c->placement] -= back;
+                                session_account_buffer(s, c->gpu, c->placement, -(int64_t) back);
+                                r->charged[c->gpu][c->placement] -= back;
                         }
                         if (s && objects > 0) {
                                 session_account_object(s, -(int) objects);
@@ -148,7 +150,7 @@ static void charges_run(KfdRelay *r, bool run_calls) {
                          * (UserBuffers=), and the daemon's fds that hold it
                          * (one memfd per buffer object on the simulator). */
                         s->error_sink = &sink;
-                        if (session_check_memory_quota(s, 0, s->gpu->index, (uint64_t) c->delta) && session_check_object_count(s, 0))
+                        if (session_check_memory_quota(s, 0, c->gpu, (uint64_t) c->delta) && session_check_object_count(s, 0))
                                 (void) session_check_fds(s, 0, session_buffer_fds(s), "a KFD allocation");
                         s->error_sink = NULL;
                         if (sink.error) {
@@ -156,9 +158,9 @@ static void charges_run(KfdRelay *r, bool run_calls) {
                                             sink.message);
                                 c->r = -ENOMEM;
                         } else {
-                                session_account_buffer(s, s->gpu->index, c->placement, c->delta);
+                                session_account_buffer(s, c->gpu, c->placement, c->delta);
                                 session_account_object(s, 1);
-                                r->charged[c->placement] += (uint64_t) c->delta;
+                                r->charged[c->gpu][c->placement] += (uint64_t) c->delta;
                                 r->objects++;
                                 c->r = 0;
                         }
@@ -189,13 +191,14 @@ static void queue_locked(KfdRelay *r, LoopCall *c) {
         (void) write(r->eventfd, &one, sizeof one);
 }
 
-/* Serving thread: gives bytes (and objects) back, without waiting. */
-static void give_back(KfdRelay *r, uint64_t size, GpuPlacement placement, unsigned objects) {
+/* Serving thread: gives bytes (and objects) of the session's GPU gpu back,
+ * without waiting. */
+static void give_back(KfdRelay *r, unsigned gpu, uint64_t size, GpuPlacement placement, unsigned objects) {
         LoopCall *c = calloc(1, sizeof *c);
 
         if (!c)
                 return; /* the session's end gives it back */
-        *c = (LoopCall) { .delta = -(int64_t) size, .placement = placement, .objects = objects };
+        *c = (LoopCall) { .delta = -(int64_t) size, .placement = placement, .gpu = gpu, .objects = objects };
         pthread_mutex_lock(&r->lock);
         if (r->session)
                 queue_locked(r, c);
@@ -243,9 +246,10 @@ static int run_on_loop(KfdRelay *r, LoopCall *c) {
         return c->r;
 }
 
-/* Serving thread: charges size bytes, waiting for the loop. */
-static int charge(KfdRelay *r, uint64_t size, GpuPlacement placement) {
-        LoopCall c = { .delta = (int64_t) size, .placement = placement };
+/* Serving thread: charges size bytes on the session's GPU gpu, waiting for
+ * the loop. */
+static int charge(KfdRelay *r, unsigned gpu, uint64_t size, GpuPlacement placement) {
+        LoopCall c = { .delta = (int64_t) size, .placement = placement, .gpu = gpu };
 
         if (size > INT64_MAX)
                 return -ENOMEM;
@@ -334,11 +338,11 @@ void *kfd_relay_cpu(KfdRelay *r, uint64_t va, uint64_t size) {
                 if (!r->bos[i].freed && r->bos[i].va && va >= r->bos[i].va &&
                     va + size <= r->bos[i].va + r->bos[i].size)
                         bo = &r->bos[i];
-        if (bo && !bo->cpu && r->render_fd >= 0) {
+        if (bo && !bo->cpu && r->gpus[bo->gpu].render_fd >= 0) {
                 void *m = NULL;
-                /* The process's render file maps its buffers (the same VM). */
-                if (r->ops->mmap(r->ops->userdata, NULL, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->render_fd,
-                                 bo->mmap_offset, &m) >= 0)
+                /* The process's render file of its GPU maps its buffers (the same VM). */
+                if (r->ops->mmap(r->ops->userdata, NULL, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                 r->gpus[bo->gpu].render_fd, bo->mmap_offset, &m) >= 0)
                         bo->cpu = m;
         }
         if (bo && bo->cpu)
@@ -357,6 +361,22 @@ static void refuse_log(KfdRelay *r, Feature f) {
         if (first)
                 log_info("Session %" PRIu64 ": KFD relay refused %s: not available to relayed clients", r->session_id,
                          feature_names[f]);
+}
+
+/* The GPU of gpu_id among those the process sees (r->gpus[]), or -1. */
+static int gpu_slot(const KfdRelay *r, uint32_t gpu_id) {
+        for (size_t i = 0; i < r->n_gpus; i++)
+                if (r->gpus[i].gpu_id == gpu_id)
+                        return (int) i;
+        return -1;
+}
+
+/* The GPU whose render file fd is, or -1. */
+static int render_slot(const KfdRelay *r, int fd) {
+        for (size_t i = 0; fd >= 0 && i < r->n_gpus; i++)
+                if (r->gpus[i].render_fd == fd)
+                        return (int) i;
+        return -1;
 }
 
 static bool is_kfd(unsigned long request, unsigned long nr) {
@@ -470,7 +490,13 @@ static int hook_before(void *userdata, unsigned long request, void *arg) {
                         return 0; /* the simulator answers -EINVAL, nothing is made */
                 if (in_daemon_window(a->va_addr, a->size))
                         return -EINVAL;
-                return charge(r, ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K), placement_of(a->flags));
+                /* Charged on its GPU; a GPU the process does not see is
+                 * -EINVAL, as the KFD process answers it. */
+                int g = gpu_slot(r, a->gpu_id);
+                if (g < 0)
+                        return -EINVAL;
+                return charge(r, r->gpus[g].index, ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K),
+                              placement_of(a->flags));
         }
         default:
                 return 0;
@@ -514,15 +540,18 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                 if (!a || (a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) || a->size == 0 ||
                     a->size > UINT64_MAX - PAGE_SIZE_4K || in_daemon_window(a->va_addr, a->size))
                         return;
+                int g = gpu_slot(r, a->gpu_id);
+                if (g < 0)
+                        return; /* refused before it ran: nothing charged */
                 size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K);
                 if (result == 0) {
                         pthread_mutex_lock(&r->lock);
                         add_bo_locked(r, (RelayBo) { .handle = a->handle, .size = size, .va = a->va_addr,
                                                      .mmap_offset = a->mmap_offset, .flags = a->flags,
-                                                     .placement = placement_of(a->flags) });
+                                                     .placement = placement_of(a->flags), .gpu = (unsigned) g });
                         pthread_mutex_unlock(&r->lock);
                 } else
-                        give_back(r, size, placement_of(a->flags), 1);
+                        give_back(r, r->gpus[g].index, size, placement_of(a->flags), 1);
         } else if (is_kfd(request, 0x17) && result == 0 && arg) {
                 struct kfd_ioctl_free_memory_of_gpu_args buf;
                 const struct kfd_ioctl_free_memory_of_gpu_args *a = args_copy(request, arg, &buf, sizeof buf);
@@ -537,7 +566,7 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
                 }
                 pthread_mutex_unlock(&r->lock);
                 if (bo.size > 0)
-                        give_back(r, bo.size, bo.placement, 1);
+                        give_back(r, r->gpus[bo.gpu].index, bo.size, bo.placement, 1);
                 nudge(r);
         }
 }
@@ -545,35 +574,37 @@ static void hook_after(void *userdata, unsigned long request, const void *arg, i
 static int hook_open_render(void *userdata, unsigned minor) {
         KfdRelay *r = userdata;
 
-        /* The process has one render file, the one the daemon's context
-         * acquired its VM with; an open of another GPU's node fails as the
-         * simulator's open would. */
+        /* The process has one render file per GPU it sees, the daemon's
+         * GPU's the one its context acquired its VM with. */
         if (r->render_fd < 0)
                 return -ENODEV;
         /* The render node of a GPU the process may not see: none (the
          * simulator's answer for a node that is not there). */
-        if (minor != r->render_minor)
-                return -ENOENT;
-        return r->render_fd;
+        for (size_t i = 0; i < r->n_gpus; i++)
+                if (r->gpus[i].render_minor == minor)
+                        return r->gpus[i].render_fd >= 0 ? r->gpus[i].render_fd : -ENODEV;
+        return -ENOENT;
 }
 
 static bool hook_close_keeps(void *userdata, int fd) {
         KfdRelay *r = userdata;
 
-        return fd >= 0 && fd == r->render_fd;
+        return render_slot(r, fd) >= 0;
 }
 
 static int hook_mmap(void *userdata, int fd, size_t length, uint64_t offset, int *ret_memfd, uint64_t *ret_offset) {
         KfdRelay *r = userdata;
         int memfd = -EBADF;
 
-        if (fd == r->render_fd) {
-                /* Only the client's own buffers: not the daemon's rings and
-                 * fences beside them in the same file. */
+        int g = render_slot(r, fd);
+
+        if (g >= 0) {
+                /* Only the client's own buffers of that GPU: not the
+                 * daemon's rings and fences beside them in the same file. */
                 bool ok = false;
                 pthread_mutex_lock(&r->lock);
                 for (size_t i = 0; i < r->n_bos && !ok; i++)
-                        ok = !r->bos[i].freed && offset >= r->bos[i].mmap_offset &&
+                        ok = !r->bos[i].freed && r->bos[i].gpu == (unsigned) g && offset >= r->bos[i].mmap_offset &&
                              offset - r->bos[i].mmap_offset < r->bos[i].size;
                 pthread_mutex_unlock(&r->lock);
                 return ok ? 0 : -EACCES;
@@ -627,6 +658,7 @@ static void drop_context(KfdRelay *r) {
         if (!ctx)
                 return;
         kfd_relay_queues_done(r);
+        kfd_relay_gpus_leave(r);
         r->ctx = NULL;
         context_kfd_relay_end(ctx);
         context_on_kfd_drop(ctx, NULL, NULL);
@@ -687,21 +719,22 @@ static void hook_release(void *userdata) {
 /* The KFD process is gone, and its memory with it. */
 static void hook_end(void *userdata) {
         KfdRelay *r = userdata;
-        uint64_t bytes[2] = {};
-        unsigned objects[2] = {};
+        uint64_t bytes[SESSION_MAX_GPUS][2] = {};
+        unsigned objects[SESSION_MAX_GPUS][2] = {};
 
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < r->n_bos; i++) {
                 if (r->bos[i].freed || r->bos[i].imported)
                         continue;
-                bytes[r->bos[i].placement] += r->bos[i].size;
-                objects[r->bos[i].placement]++;
+                bytes[r->bos[i].gpu][r->bos[i].placement] += r->bos[i].size;
+                objects[r->bos[i].gpu][r->bos[i].placement]++;
                 r->bos[i].freed = true;
         }
         pthread_mutex_unlock(&r->lock);
-        for (unsigned p = 0; p < 2; p++)
-                if (bytes[p] > 0)
-                        give_back(r, bytes[p], (GpuPlacement) p, objects[p]);
+        for (size_t g = 0; g < r->n_gpus; g++)
+                for (unsigned p = 0; p < 2; p++)
+                        if (bytes[g][p] > 0)
+                                give_back(r, r->gpus[g].index, bytes[g][p], (GpuPlacement) p, objects[g][p]);
         kfd_relay_unref(r);
 }
 
@@ -729,6 +762,8 @@ int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret) {
         r->max_events = s->limits.max_events;
         r->event = event;
         r->render_fd = -1;
+        r->gpus[0] = (RelayGpu) { .index = s->gpu->index, .render_fd = -1 };
+        r->n_gpus = 1;
         r->doorbell_memfd = r->mmio_memfd = r->ops_keep_fd = -EBADF;
         r->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (r->eventfd < 0) {
@@ -745,6 +780,13 @@ int kfd_relay_new(Session *s, sd_event *event, KfdRelay **ret) {
         (void) sd_event_source_set_description(r->source, "kfd-relay-charge");
         *ret = r;
         return 0;
+}
+
+void kfd_relay_add_gpu(KfdRelay *r, unsigned index, uint32_t gpu_id, unsigned render_minor) {
+        if (r->n_gpus == ELEMENTSOF(r->gpus))
+                return;
+        r->gpus[r->n_gpus++] = (RelayGpu) { .index = index, .gpu_id = gpu_id, .render_minor = render_minor,
+                                            .render_fd = -1 };
 }
 
 int kfd_relay_attach(KfdRelay *r, Context *ctx) {
@@ -777,8 +819,23 @@ int kfd_relay_attach(KfdRelay *r, Context *ctx) {
                 drop_context(r);
                 return k;
         }
-        /* Last: the server's threads read it once the client has its end. */
-        r->render_fd = gpu_context_get_render_fd(gpu);
+        /* The process's render files of the session's other GPUs, opened
+         * through its table (closed with the views: kfd_relay_views_drop()). */
+        pthread_mutex_lock(&r->lock);
+        for (size_t i = 1; i < r->n_gpus && k >= 0; i++) {
+                r->gpus[i].render_fd = r->ops->open_render(r->ops->userdata, r->gpus[i].render_minor);
+                k = r->gpus[i].render_fd;
+        }
+        pthread_mutex_unlock(&r->lock);
+        if (k < 0) {
+                drop_context(r);
+                return k;
+        }
+        /* Last: the server's threads read them once the client has its end. */
+        r->gpus[0].gpu_id = r->gpu_id;
+        r->gpus[0].render_minor = r->render_minor;
+        r->gpus[0].render_fd = gpu_context_get_render_fd(gpu);
+        r->render_fd = r->gpus[0].render_fd;
         return 0;
 }
 
@@ -800,6 +857,8 @@ void kfd_relay_detach(KfdRelay *r) {
                 sd_event_source_unref(r->drop_source);
         } else
                 drop_context(r);
+        /* What the session has on other GPUs goes with it. */
+        kfd_relay_gpus_unbind(r);
         /* What is queued first (charges waited for fail, give-backs apply). */
         charges_run(r, false);
         pthread_mutex_lock(&r->lock);
@@ -816,12 +875,14 @@ void kfd_relay_detach(KfdRelay *r) {
         }
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->lock);
-        for (unsigned p = 0; p < 2; p++)
-                if (s && r->charged[p] > 0)
-                        session_account_buffer(s, s->gpu->index, (GpuPlacement) p, -(int64_t) r->charged[p]);
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                for (unsigned p = 0; p < 2; p++) {
+                        if (s && r->charged[g][p] > 0)
+                                session_account_buffer(s, g, (GpuPlacement) p, -(int64_t) r->charged[g][p]);
+                        r->charged[g][p] = 0;
+                }
         if (s && r->objects > 0)
                 session_account_object(s, -(int) MIN(r->objects, (uint64_t) INT32_MAX));
-        r->charged[0] = r->charged[1] = 0;
         r->objects = 0;
         r->source = sd_event_source_disable_unref(r->source);
         r->eventfd = safe_close(r->eventfd);
@@ -832,5 +893,9 @@ void kfd_relay_detach(KfdRelay *r) {
 }
 
 uint64_t kfd_relay_charged(KfdRelay *r) {
-        return r->charged[0] + r->charged[1];
+        uint64_t sum = 0;
+
+        for (unsigned g = 0; g < SESSION_MAX_GPUS; g++)
+                sum += r->charged[g][0] + r->charged[g][1];
+        return sum;
 }

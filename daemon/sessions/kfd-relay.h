@@ -35,6 +35,12 @@ void kfd_relay_detach(KfdRelay *r);
  * context_pool_kfd_relay_begin(); the relay keeps a reference): its
  * queues can be relayed. -errno from making the relay's pages and timer. */
 int kfd_relay_attach(KfdRelay *r, Context *ctx);
+/* Another GPU of the session's its KFD process sees (the session's GPU
+ * @index, with @gpu_id and renderD<render_minor>): the client's buffers on it
+ * are charged there (BufferMemory= per GPU) and mapped through the process's
+ * render file of it. Before kfd_relay_attach(); at most SESSION_MAX_GPUS in
+ * all. */
+void kfd_relay_add_gpu(KfdRelay *r, unsigned index, uint32_t gpu_id, unsigned render_minor);
 /* A relayed job finished (kfd-relay-queue.c): its queue goes on, or stops
  * at a failure. Loop thread. */
 void kfd_relay_job_done(KfdRelay *r, Job *j, int error, const char *message);

@@ -2,8 +2,10 @@
 /*
  * OpenKfd: the session of a process that runs unmodified ROCm through
  * libkfdbroker-kfd.so (docs/rocm.md) gets a KFD process of its own and the
- * KFD topology as this session may see it: the CPU and the daemon's GPU,
- * no other. The KFD process — a secondary KFD context of the daemon's
+ * KFD topology as this session may see it: the CPU and the GPUs it may use
+ * (Devices=, the GPU socket it came through), no other — in a secondary KFD
+ * context; a proxy worker's KFD process (before KFD 1.19) shows the
+ * session's own GPU alone. The KFD process — a secondary KFD context of the daemon's
  * (context-kfd-process.c), or the simulator's stand-in on a KFD without
  * them — is reached over a SOCK_SEQPACKET socket that speaks sim-remote's
  * wire (daemon/sim/sim-remote-protocol.h): the interposer's ioctls, mmaps and
@@ -339,16 +341,21 @@ static int topology_tree_fix_links(TopologyTree *t, const int *renumber, size_t 
 }
 
 /*
- * Only the GPU this session may use, as a container given one GPU's device
- * nodes sees it: the CPU nodes (gpu_id 0) and the node of gpu_id, numbered
- * again from 0 in their order, as the thunk reads nodes 0..N-1.
+ * Only the GPUs this session may use, as a container given those GPUs'
+ * device nodes sees them: the CPU nodes (gpu_id 0) in their order, then the
+ * nodes of gpu_ids[] in that order (the daemon's GPU indexes, which
+ * hipGetDeviceCount() and hipSetDevice() count in: ROCr numbers its GPU
+ * agents in node order), numbered again from 0, as the thunk reads nodes
+ * 0..N-1.
  */
-static int topology_tree_keep_gpu(TopologyTree *t, uint32_t gpu_id) {
+static int topology_tree_keep_gpus(TopologyTree *t, const uint32_t *gpu_ids, size_t n_gpu_ids) {
         int renumber[1024];
-        bool seen[1024] = {};
+        int gpu_of_node[1024]; /* -2: not a node; -1: a CPU; else the index into gpu_ids */
         unsigned next = 0;
         size_t k = 0;
 
+        for (unsigned n = 0; n < 1024; n++)
+                gpu_of_node[n] = -2;
         for (size_t i = 0; i < t->n_files; i++) {
                 const char *rest;
                 int n = node_of(t->files[i].path, &rest);
@@ -356,11 +363,19 @@ static int topology_tree_keep_gpu(TopologyTree *t, uint32_t gpu_id) {
                         char text[32] = "";
                         memcpy(text, t->files[i].content, MIN(t->files[i].size, sizeof text - 1));
                         uint32_t id = (uint32_t) strtoul(text, NULL, 10);
-                        seen[n] = id == 0 || id == gpu_id;
+                        if (id == 0)
+                                gpu_of_node[n] = -1;
+                        for (size_t g = 0; id != 0 && g < n_gpu_ids; g++)
+                                if (gpu_ids[g] == id)
+                                        gpu_of_node[n] = (int) g;
                 }
         }
         for (unsigned n = 0; n < 1024; n++)
-                renumber[n] = seen[n] ? (int) next++ : -1;
+                renumber[n] = gpu_of_node[n] == -1 ? (int) next++ : -1;
+        for (size_t g = 0; g < n_gpu_ids; g++)
+                for (unsigned n = 0; n < 1024; n++)
+                        if (gpu_of_node[n] == (int) g)
+                                renumber[n] = (int) next++;
         for (size_t i = 0; i < t->n_files; i++) {
                 WireTopologyFile *f = &t->files[i];
                 const char *rest;
@@ -465,6 +480,10 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         char err[384] = "", key[64];
         SessionKfdOpen *o;
         Context *ctx = NULL;
+        ContextKfdGpu more[SESSION_MAX_GPUS];
+        SessionGpu *others[SESSION_MAX_GPUS];
+        uint32_t gpu_ids[SESSION_MAX_GPUS];
+        size_t n_gpus = 0, n_more = 0;
         int fd = -EBADF, k;
 
         if (s->kfd_relay_fd >= 0 || s->kfd_open) {
@@ -481,10 +500,27 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         }
         o->s = s;
         o->req_id = req->id;
+        /* Every GPU the session may use, in the daemon's order, in a
+         * secondary KFD context; its own GPU alone where its Hello named
+         * it ($KFDBROKER_GPU, as HIP_VISIBLE_DEVICES shows a program one
+         * GPU), and in a proxy worker's process (docs/rocm.md "Several
+         * GPUs"). */
+        for (unsigned i = 0; i < s->set->n_gpus; i++) {
+                SessionGpu *g = &s->set->gpus[i];
+                if (g != s->gpu && (context_pool_mechanism(pool) != CONTEXT_MECHANISM_KERNEL || s->gpu_named ||
+                                    !g->info || g->unavailable || !session_may_use_gpu(s, g)))
+                        continue;
+                gpu_ids[n_gpus++] = g == s->gpu ? context_pool_info(pool)->gpu_id : g->info->gpu_id;
+                if (g == s->gpu)
+                        continue;
+                others[n_more] = g;
+                more[n_more++] = (ContextKfdGpu) { .gpu_id = g->info->gpu_id,
+                                                   .render_minor = g->info->drm_render_minor };
+        }
         root_fd = open(context_pool_sysfs_root(pool), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         k = root_fd < 0 ? -errno : topology_tree_read(&o->tree, root_fd, "", 0);
         if (k >= 0)
-                k = topology_tree_keep_gpu(&o->tree, context_pool_info(pool)->gpu_id);
+                k = topology_tree_keep_gpus(&o->tree, gpu_ids, n_gpus);
         if (k < 0) {
                 session_send_error(s, req->id, -k, "open_kfd: cannot read the KFD topology: %s", strerror(-k));
                 kfd_open_free(o);
@@ -496,9 +532,12 @@ void session_open_kfd(Session *s, const WireRequest *req) {
                 kfd_open_free(o);
                 return;
         }
+        for (size_t i = 0; i < n_more; i++)
+                kfd_relay_add_gpu(o->relay, others[i]->index, more[i].gpu_id, more[i].render_minor);
         /* The server's reference, given back at its end() — also when this fails. */
         snprintf(key, sizeof key, "KFD process of session %" PRIu64, s->id);
         k = context_pool_kfd_relay_begin(pool, key, session_begin_paying(s), &kfd_relay_hooks, kfd_relay_ref(o->relay),
+                                         more, n_more,
                                          on_kfd_open_done, o, &o->open, &fd, &ctx, err, sizeof err);
         if (k > 0) {
                 /* Answered when its worker is up (on_kfd_open_done()). */

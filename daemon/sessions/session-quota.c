@@ -403,10 +403,14 @@ static int pay(ContextPayer *p, int64_t delta, bool force, const char *what, cha
         return 0;
 }
 
+ContextPayer *session_begin_paying_on(SessionOnGpu *on) {
+        session_stop_paying(on);
+        on->payer.charge = pay;
+        return &on->payer;
+}
+
 ContextPayer *session_begin_paying(Session *s) {
-        session_stop_paying(&s->home);
-        s->home.payer.charge = pay;
-        return &s->home.payer;
+        return session_begin_paying_on(&s->home);
 }
 
 void session_pay_context(SessionOnGpu *on, Context *ctx) {

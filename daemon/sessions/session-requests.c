@@ -92,6 +92,7 @@ static void handle_hello(Session *s, const WireRequest *req) {
                                            g->index);
                         return;
                 }
+                s->gpu_named = true;
         }
         if (s->pinned_gpu >= 0 && (unsigned) s->pinned_gpu >= s->set->n_gpus) {
                 session_send_error(s, req->id, ENODEV,
@@ -715,7 +716,8 @@ void session_submit_relayed(Session *s, Job *j) {
         s->n_jobs++;
         if (s->user_tally)
                 s->user_tally->jobs++;
-        scheduler_enqueue(s->gpu->scheduler, &s->home.streams[j->sched.engine], &j->sched);
+        /* On its GPU: a relayed queue's (kfd-relay-queue.c). */
+        scheduler_enqueue(j->on->gpu->scheduler, &j->on->streams[j->sched.engine], &j->sched);
         s->n_jobs_peak = MAX(s->n_jobs_peak, s->n_jobs);
         s->usage.jobs_submitted++;
         if (s->account)

@@ -111,6 +111,9 @@ struct Session {
         /* It came through GPU N's socket (gpu-socket.h): it may use GPU N
          * only, whatever Devices= says; -1: the main socket, or none. */
         int pinned_gpu;
+        /* Its Hello named its GPU (HelloRequest.gpu, $KFDBROKER_GPU): a
+         * relayed program is shown that GPU alone (session-kfd.c). */
+        bool gpu_named;
         uint64_t id;
 
         int fd;
@@ -275,6 +278,9 @@ void session_stop_paying(SessionOnGpu *on);
 /* The session as a payer for a context it is about to bring up itself
  * (context_pool_kfd_relay_begin()); set paid_ctx to it once it is up. */
 ContextPayer *session_begin_paying(Session *s);
+/* The same for what the session has on another GPU (its relayed KFD
+ * process's context there, kfd-relay-queue.c). */
+ContextPayer *session_begin_paying_on(SessionOnGpu *on);
 /* Takes references to the Tallies of the session's uid and unit. */
 int session_tallies_attach(Session *s);
 void session_tallies_detach(Session *s);

@@ -11,6 +11,9 @@
 #    bubblewrap with no /dev/kfd, /dev/dri or KFD sysfs; and its dispatches
 #    show as GPU time of its session;
 #  - with interrupts off, kernels launched after an idle period run;
+#  - on two GPUs (hip-gpus) a program sees both and runs on device 1, which
+#    the daemon counts as GPU 1's work; one GPU with Devices=1 or with worker
+#    processes;
 #  - a kernel writing a wild address gets ROCr's memory-fault report in that
 #    process only, while two other HIP programs pass beside it;
 #  - a hipMalloc over BufferMemory= is hipErrorOutOfMemory and the program
@@ -116,6 +119,47 @@ checks "KFD 1.11, SDMA off" HSA_ENABLE_SDMA=0
 # moves onto a GTT buffer there too (the buffers themselves export).
 start --sim-kfd-version=1.14 || finish
 checks "worker processes on KFD 1.14"
+
+# Two GPUs (hip-gpus COUNT DEVICE): the program sees both and runs a kernel
+# and copies on device 1, which is GPU 1's work in the daemon's accounting;
+# confined to GPU 1 (Devices=1) it sees that one alone, as device 0; with
+# worker processes it sees its session's own GPU alone.
+gpus() { # gpus WHAT COUNT DEVICE
+        hip "$tmp/gpus" "$hipdir/hip-gpus" "$2" "$3"
+        local rc=$?
+        if [[ $rc == 0 ]] && grep -q '^PASS: 0 of' "$tmp/gpus"; then
+                ok "$1: hip-gpus sees $2 GPU(s) and runs on device $3"
+        else
+                not_ok "$1: hip-gpus $2 $3 exited $rc: $(grep -v '^ok' "$tmp/gpus" | tail -6)"
+        fi
+}
+gpu_jobs() { # gpu_jobs N: jobs GPU N completed, as kfdbrokerctl status says
+        "$ctl" --socket "$tmp/sock" status >"$tmp/status" 2>&1
+        sed -n "s/^gpu $1: .* \([0-9]*\) jobs completed.*/\1/p" "$tmp/status"
+}
+start --sim-gpus=2 || finish
+gpus "two GPUs" 2 1
+j0=$(gpu_jobs 0) j1=$(gpu_jobs 1)
+if [[ ${j1:-0} -gt 0 ]] && [[ ${j0:-1} == 0 ]]; then
+        ok "device 1's work ran on GPU 1 ($j1 jobs), none on GPU 0"
+else
+        not_ok "device 1's work should be GPU 1's: GPU 0 ${j0:-?} jobs, GPU 1 ${j1:-?}: $(cat "$tmp/status")"
+fi
+gpus "two GPUs" 2 0
+policy "Devices=1"
+start --sim-gpus=2 || finish
+gpus "Devices=1" 1 0
+# kfdbrokerctl is confined the same way: it is shown GPU 1 (node 2) alone.
+"$ctl" --socket "$tmp/sock" status >"$tmp/status" 2>&1
+n=$(sed -n 's/^jobs: *\([0-9]*\) completed.*/\1/p' "$tmp/status")
+if grep -q '^gpu: *node 2 (gfx1030' "$tmp/status" && [[ ${n:-0} -gt 0 ]]; then
+        ok "Devices=1: its device 0 is GPU 1 ($n jobs there)"
+else
+        not_ok "Devices=1: the work should be GPU 1's: $(cat "$tmp/status")"
+fi
+policy ""
+start --sim-gpus=2 --sim-kfd-version=1.18 || finish
+gpus "two GPUs, worker processes (KFD 1.18)" 1 0
 
 # Over the memory limit.
 policy "BufferMemory=256M"

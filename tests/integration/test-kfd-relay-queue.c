@@ -177,13 +177,11 @@ typedef struct Setup {
         uint32_t ev, slot, ev_inactive, slot_inactive;
 } Setup;
 
-static void setup(Setup *s) {
+/* The process's buffers and queue, on the daemon already started. */
+static void setup_buffers(Setup *s) {
         CodeImage img;
         char path[512];
 
-        test_daemon_start(&d, NULL);
-        relayed_open(&s->c, 0);
-        acquire(&s->c);
         snprintf(path, sizeof path, "%s/vector-add.hsaco", COMPUTE_KERNEL_DIR);
         cr_assert_eq(code_image_read(path, "vector_add", &img), 0, "%s", path);
         s->code = buf_new(&s->c, 0x10000000, (img.size + 4095) & ~4095ull);
@@ -200,6 +198,13 @@ static void setup(Setup *s) {
         /* queue_inactive_signal: the signal at 0x800 of sigs. */
         signal_init(&s->sigs, 0x800, 0, &s->page, s->ev_inactive, s->slot_inactive);
         put64(&s->aql.q, Q_INACTIVE_SIGNAL, s->sigs.va + 0x800);
+}
+
+static void setup(Setup *s) {
+        test_daemon_start(&d, NULL);
+        relayed_open(&s->c, 0);
+        acquire(&s->c);
+        setup_buffers(s);
 }
 
 /* A kernel dispatch of vector_add over n floats of data (a, b, c in its three pages). */
@@ -566,4 +571,104 @@ Test(kfd_relay_queue, a_faulted_process_that_goes_before_its_session_leaves_the_
         cr_expect_eq(kfdb_query(other, &u), 0, "the daemon still serves");
         kfdb_session_free(other);
         cr_expect_eq(test_daemon_stop(&d), 0, "the daemon exits cleanly");
+}
+
+/* The value of a "name value" line of a topology properties file. */
+static unsigned long prop(const char *text, const char *name) {
+        const char *at = strstr(text, name);
+
+        cr_assert(at, "no %s in %s", name, text);
+        return strtoul(at + strlen(name) + 1, NULL, 10);
+}
+
+/* The jobs GPU n completed, as kfdbrokerctl status says ("gpu N: ... J jobs completed"). */
+static long gpu_jobs(const char *status, unsigned n) {
+        char prefix[16];
+        const char *line, *at;
+
+        snprintf(prefix, sizeof prefix, "\ngpu %u:", n);
+        line = strstr(status, prefix);
+        cr_assert(line, "no GPU %u in %s", n, status);
+        at = strstr(line, " jobs completed");
+        cr_assert(at, "%s", line);
+        while (at > line && at[-1] >= '0' && at[-1] <= '9')
+                at--;
+        return strtol(at, NULL, 10);
+}
+
+/*
+ * Two GPUs the session may use: a queue on GPU 1 runs there — on the
+ * daemon's GPU context on GPU 1 in the same KFD process, made at that first
+ * queue — its kernel's result and completion as on GPU 0, and the daemon
+ * counts the job as GPU 1's. With worker processes the process shows one GPU.
+ */
+Test(kfd_relay_queue, a_queue_on_the_sessions_second_gpu_runs_there) {
+        const char *args[] = { "--sim-gpus=2", NULL };
+        const char *daemon_arg = getenv("KFDBROKER_TEST_DAEMON_ARG");
+        Setup s = {};
+        uint8_t pkt[64];
+        char *text, *log, *out = NULL, *err = NULL;
+        float *a, *b, *c;
+        int bad = 0, render1;
+
+        test_daemon_start(&d, args);
+        relayed_open(&s.c, 0);
+        acquire(&s.c);
+        if (daemon_arg && strstr(daemon_arg, "--sim-kfd-version=")) {
+                char path[160];
+                snprintf(path, sizeof path, "%s/topology/nodes/2", topo[0]);
+                cr_expect_eq(access(path, F_OK), -1, "worker processes: one GPU");
+                relayed_close(&s.c);
+                return;
+        }
+        text = read_text(topo[0], "topology/nodes/2/gpu_id");
+        uint32_t gpu1 = (uint32_t) strtoul(text, NULL, 10);
+        free(text);
+        text = read_text(topo[0], "topology/nodes/2/properties");
+        render1 = s.c.ops->open_render(s.c.ops->userdata, (unsigned) prop(text, "drm_render_minor"));
+        free(text);
+        cr_assert_geq(render1, 0);
+        s.c.gpu_id = gpu1;
+        s.c.render = render1;
+        acquire(&s.c);
+        setup_buffers(&s);
+
+        a = (float *) s.data.cpu;
+        b = a + 1024;
+        c = b + 1024;
+        for (int i = 0; i < 1024; i++) {
+                a[i] = (float) i;
+                b[i] = 2.0f * (float) i;
+                c[i] = -1;
+        }
+        signal_init(&s.sigs, 0, 1, &s.page, s.ev, s.slot);
+        dispatch_packet(&s, pkt, s.kd_va, 1000, s.sigs.va);
+        aql_submit(&s.c, &s.aql, pkt);
+        cr_assert_eq(wait_event(&s.c, s.ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the completion signal's event");
+        cr_expect_eq(get64(&s.sigs, S_VALUE), 0, "the completion signal decremented");
+        cr_expect_eq(get64_when(&s.aql.q, Q_READ_DISPATCH_ID, 1), 1, "read_dispatch_id advanced");
+        for (int i = 0; i < 1024; i++)
+                bad += c[i] != (i < 1000 ? 3.0f * (float) i : -1.0f);
+        cr_expect_eq(bad, 0, "vector_add's result on GPU 1");
+        log = test_daemon_read_log(&d);
+        cr_expect(strstr(log, "the KFD relay's GPU context on GPU 1 is up"), "%s", log);
+        free(log);
+
+        /* GPU 1's job; GPU 0 ran none (the daemon learns of the end after the client). */
+        const char *ctl[] = { "--socket", d.sock, "status", NULL };
+        long j0 = -1, j1 = -1;
+        for (int i = 0; i < 400 && j1 < 1; i++) {
+                free(out);
+                free(err);
+                cr_assert_eq(test_run_ctl(ctl, false, &out, &err), 0, "%s", err);
+                j0 = gpu_jobs(out, 0);
+                j1 = gpu_jobs(out, 1);
+                if (j1 < 1)
+                        usleep(5000);
+        }
+        cr_expect_eq(j1, 1, "GPU 1 ran the job: %s", out);
+        cr_expect_eq(j0, 0, "GPU 0 ran none: %s", out);
+        free(out);
+        free(err);
+        relayed_close(&s.c);
 }

@@ -953,3 +953,140 @@ Test(kfd_relay, the_render_node_tells_what_the_gpu_is_and_not_how_others_use_it)
         cr_expect_eq(kfd_ioctl(a.ops, a.kfd, DRM_IOCTL_VERSION, &v), -ENOTTY, "not a KFD call on the KFD file");
         relayed_close(&a);
 }
+
+/* The daemon on two simulated GPUs with a policy of limits (none: NULL). */
+static void start_two_gpus(const char *limits) {
+        char arg[128], path[160];
+        const char *args[] = { "--sim-gpus=2", arg, NULL };
+        FILE *f;
+
+        strcpy(policydir, "/tmp/kfdbroker-policy.XXXXXX");
+        cr_assert(mkdtemp(policydir));
+        if (limits) {
+                snprintf(path, sizeof path, "%s/50-relay.conf", policydir);
+                f = fopen(path, "we");
+                cr_assert(f);
+                fprintf(f, "[Limits]\n%s", limits);
+                fclose(f);
+        }
+        snprintf(arg, sizeof arg, "--policy-dir=%s", policydir);
+        test_daemon_start(&d, args);
+}
+
+/* The value of a "name value" line of a topology properties file. */
+static unsigned long prop(const char *text, const char *name) {
+        const char *at = strstr(text, name);
+
+        cr_assert(at, "no %s in %s", name, text);
+        return strtoul(at + strlen(name) + 1, NULL, 10);
+}
+
+/* Worker processes (KFD before 1.19) serve a process one GPU. */
+static bool secondary_contexts(void) {
+        const char *arg = getenv("KFDBROKER_TEST_DAEMON_ARG");
+
+        return !arg || !strstr(arg, "--sim-kfd-version=");
+}
+
+/*
+ * Two GPUs the session may use: the process sees both (CPU node 0, then the
+ * GPUs in the daemon's order, their links renumbered), a render file of
+ * each, ACQUIRE_VM with each GPU's own file, allocations on either, charged
+ * on their GPU (BufferMemory= per GPU). Confined to GPU 1 (Devices=1) it
+ * sees GPU 1 alone and GPU 0's gpu_id is -EINVAL everywhere. With worker
+ * processes the process shows the session's own GPU alone.
+ */
+Test(kfd_relay, every_gpu_the_session_may_use_and_no_other) {
+        struct kfd_ioctl_get_process_apertures_new_args ap = {};
+        struct kfd_process_device_apertures pa[4] = {};
+        char path[160], *text;
+        uint32_t gpu0, gpu1, minor1;
+        Relayed a = {};
+        int render1, r;
+
+        start_two_gpus("BufferMemory=128K\n");
+        relayed_open(&a, 0);
+        gpu0 = a.gpu_id;
+        text = read_text(topo[0], "topology/nodes/0/gpu_id");
+        cr_expect_str_eq(text, "0\n", "node 0 is the CPU");
+        free(text);
+        if (!secondary_contexts()) {
+                snprintf(path, sizeof path, "%s/topology/nodes/2", topo[0]);
+                cr_expect_eq(access(path, F_OK), -1, "worker processes: one GPU");
+                cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+                cr_expect_eq(ap.num_of_nodes, 1);
+                relayed_close(&a);
+                return;
+        }
+        text = read_text(topo[0], "topology/nodes/2/gpu_id");
+        gpu1 = (uint32_t) strtoul(text, NULL, 10);
+        free(text);
+        cr_assert(gpu1 != 0 && gpu1 != gpu0, "node 2 is the second GPU (%u)", gpu1);
+        snprintf(path, sizeof path, "%s/topology/nodes/3", topo[0]);
+        cr_expect_eq(access(path, F_OK), -1, "no fourth node");
+        text = read_text(topo[0], "topology/nodes/2/properties");
+        minor1 = (uint32_t) prop(text, "drm_render_minor");
+        free(text);
+        cr_expect_neq(minor1, a.minor, "GPU 1 has a render node of its own");
+        /* The CPU's links reach both GPUs, by their new numbers. */
+        text = read_text(topo[0], "topology/nodes/0/properties");
+        cr_expect_eq(prop(text, "io_links_count"), 2, "%s", text);
+        free(text);
+        text = read_text(topo[0], "topology/nodes/2/io_links/0/properties");
+        cr_expect(strstr(text, "node_from 2\nnode_to 0\n"), "%s", text);
+        free(text);
+
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+        cr_expect_eq(ap.num_of_nodes, 2, "both GPUs' apertures");
+        ap.kfd_process_device_apertures_ptr = (uintptr_t) pa;
+        ap.num_of_nodes = 4;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+        cr_expect_eq(ap.num_of_nodes, 2);
+        cr_expect(pa[0].gpu_id == gpu1 || pa[1].gpu_id == gpu1, "GPU 1 is listed");
+
+        render1 = a.ops->open_render(a.ops->userdata, minor1);
+        cr_assert(render1 >= 0, "GPU 1's render node: %s", strerror(-render1));
+        acquire(&a);
+        /* Each GPU's VM with its own render file, never another's. */
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) a.render, .gpu_id = gpu1 };
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL, "GPU 1 with GPU 0's render file");
+        vm.drm_fd = (uint32_t) render1;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_ACQUIRE_VM, &vm), 0, "GPU 1 with its own render file");
+
+        /* 128 KiB on GPU 1, and 64 KiB on GPU 0 beside the daemon's GPU
+         * context there (56 KiB): BufferMemory= holds per GPU. */
+        a.gpu_id = gpu1;
+        uint64_t h = alloc_size(&a, 0x7f0000000000ull, 128 * 1024,
+                                KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, &r);
+        cr_expect_eq(r, 0, "128 KiB on GPU 1: %s", strerror(-r));
+        cr_expect_eq(map(&a, h), 0, "mapped on GPU 1");
+        (void) alloc_size(&a, 0x7f0000100000ull, 4096,
+                          KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, &r);
+        cr_expect_eq(r, -ENOMEM, "past BufferMemory= on GPU 1");
+        a.gpu_id = gpu0;
+        (void) alloc_size(&a, 0x7f0000200000ull, 64 * 1024,
+                          KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, &r);
+        cr_expect_eq(r, 0, "64 KiB on GPU 0 as well: %s", strerror(-r));
+        relayed_close(&a);
+        test_daemon_fini(&d);
+
+        /* Confined to GPU 1: GPU 0 is not there. */
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", policydir, topo[0]);
+        cr_assert_eq(system(cmd), 0);
+        policydir[0] = topo[0][0] = 0;
+        start_two_gpus("Devices=1\n");
+        relayed_open(&a, 0);
+        cr_expect_eq(a.gpu_id, gpu1, "node 1 is GPU 1");
+        cr_expect_eq(a.minor, minor1);
+        snprintf(path, sizeof path, "%s/topology/nodes/2", topo[0]);
+        cr_expect_eq(access(path, F_OK), -1, "GPU 0 is not shown");
+        acquire(&a);
+        a.gpu_id = gpu0;
+        (void) alloc_at(&a, 0x7f0000000000ull, &r);
+        cr_expect_eq(r, -EINVAL, "an allocation on GPU 0");
+        vm.drm_fd = (uint32_t) a.render;
+        vm.gpu_id = gpu0;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL, "GPU 0's VM");
+        relayed_close(&a);
+}

@@ -6,8 +6,9 @@
 # --socket S rocminfo` must exit 0 and list the gfx1030 agent — on the host,
 # and as nobody inside bubblewrap with no /dev/kfd, no /dev/dri and no KFD
 # sysfs; with worker processes (--sim-kfd-version=1.18, and 1.11: Linux 6.1,
-# no dma-buf export) too; seeing only the
-# daemon's GPU where the machine has two; and with
+# no dma-buf export) too; seeing only the daemon's GPU beside an iGPU, and
+# every GPU the session may use on two (Devices=, GPU 1's socket and
+# KFDBROKER_GPU=1 confining it to one; worker processes showing one); and with
 # --contexts=shared it must fail, saying why. Skips (exit 77) only where
 # rocminfo or bwrap cannot be had, or bwrap cannot make a sandbox here.
 # Also kfd-fork-probe (kfd-fork-probe.c): /dev/kfd around fork through the
@@ -93,9 +94,19 @@ else
         ok "rocminfo sees only the daemon's GPU"
 fi
 
-# Two GPUs: a program is shown its session's GPU alone, GPU 1 through
-# KFDBROKER_GPU or GPU 1's socket (as a container given kfdbroker.org/gpu=1).
+# Two GPUs: a program is shown every GPU its session may use, in the
+# daemon's order (hipGetDeviceCount() counts them); GPU 1 alone through
+# KFDBROKER_GPU or GPU 1's socket (as a container given kfdbroker.org/gpu=1),
+# or with Devices=1.
 start --sim-gpus=2 || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "two GPUs" $? "$tmp/out"
+uuids=$(grep -Eo 'Uuid: *GPU-[0-9a-f]+' "$tmp/out" | awk '{ print $2 }' | tr '\n' ' ')
+if [[ $(grep -Ec '^ +Name: +gfx1030 *$' "$tmp/out") == 2 ]] && [[ $uuids == "GPU-5a1e0000cafe0001 GPU-5a1e0000cafe0002 " ]]; then
+        ok "rocminfo sees both GPUs the session may use, GPU 0 first"
+else
+        not_ok "rocminfo should see GPU 0 and GPU 1: $(grep -E 'Name:|Uuid:' "$tmp/out")"
+fi
 KFDBROKER_GPU=1 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "GPU 1 of two (KFDBROKER_GPU=1)" $? "$tmp/out"
 if [[ $(grep -Ec '^ +Name: +gfx1030 *$' "$tmp/out") == 1 ]] && grep -q 'Uuid: *GPU-5a1e0000cafe0002' "$tmp/out"; then
@@ -107,6 +118,26 @@ fi
 check_output "GPU 1's socket" $? "$tmp/out"
 grep -q 'Uuid: *GPU-5a1e0000cafe0002' "$tmp/out" && ok "through GPU 1's socket rocminfo sees GPU 1" ||
         not_ok "through GPU 1's socket rocminfo should see GPU 1: $(grep -E 'Uuid:' "$tmp/out")"
+
+printf '[Limits]\nDevices=1\n' >"$tmp/policy/50-gpu1.conf"
+start --sim-gpus=2 || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "Devices=1" $? "$tmp/out"
+if [[ $(grep -Ec '^ +Name: +gfx1030 *$' "$tmp/out") == 1 ]] && grep -q 'Uuid: *GPU-5a1e0000cafe0002' "$tmp/out"; then
+        ok "with Devices=1 rocminfo sees GPU 1 alone"
+else
+        not_ok "with Devices=1 rocminfo should see GPU 1 alone: $(grep -E 'Name:|Uuid:' "$tmp/out")"
+fi
+rm "$tmp/policy/50-gpu1.conf"
+# Worker processes (KFD before 1.19) show the session's own GPU alone.
+start --sim-gpus=2 --sim-kfd-version=1.18 || exit 1
+"$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
+check_output "two GPUs, worker processes" $? "$tmp/out"
+if [[ $(grep -Ec '^ +Name: +gfx1030 *$' "$tmp/out") == 1 ]] && grep -q 'Uuid: *GPU-5a1e0000cafe0001' "$tmp/out"; then
+        ok "with worker processes rocminfo sees the session's own GPU alone"
+else
+        not_ok "with worker processes rocminfo should see GPU 0 alone: $(grep -E 'Name:|Uuid:' "$tmp/out")"
+fi
 
 start --contexts=shared || exit 1
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"

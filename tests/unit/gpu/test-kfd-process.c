@@ -199,3 +199,70 @@ Test(kfd_process, on_kfd_1_11_a_proxy_worker_hands_the_daemon_its_render_file) {
         munmap(m, a.size);
         client_close(&c);
 }
+
+/* Two GPUs in one secondary process (kfd_process_add_gpu()): the client's
+ * calls may name either, ACQUIRE_VM each with its own render file only, the
+ * apertures list both; a GPU added twice is -EEXIST, and a proxy worker's
+ * process (not secondary) takes no second GPU. */
+Test(kfd_process, a_secondary_process_shows_the_gpus_added_to_it) {
+        SimOptions o = { .n_gpus = 2 };
+        struct kfd_process_device_apertures pa[4] = {};
+        struct kfd_ioctl_get_process_apertures_new_args ap = { .kfd_process_device_apertures_ptr = (uintptr_t) pa,
+                                                               .num_of_nodes = 4 };
+        SimGpuStats st;
+        Client c = {};
+        char err[256] = "";
+        int render1;
+
+        cr_assert_eq(sim_device_new(&o, &c.dev), 0);
+        cr_assert_eq(sim_device_get_gpu_stats(c.dev, 1, &st), 0);
+        cr_assert_eq(kfd_process_new(sim_device_get_ops(c.dev), NULL, KFD_PROCESS_SECONDARY, GPU_ID, RENDER_MINOR,
+                                     &c.kp, err, sizeof err),
+                     0, "%s", err);
+        c.served = kfd_process_served(c.kp);
+        c.kfd = c.served.ops->open_kfd(c.served.ops->userdata);
+        cr_expect_eq(c.served.ops->open_render(c.served.ops->userdata, RENDER_MINOR + 1), -ENOENT,
+                     "GPU 1's render node before it is added");
+        cr_assert_eq(kfd_process_add_gpu(c.kp, st.gpu_id, RENDER_MINOR + 1, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(kfd_process_add_gpu(c.kp, st.gpu_id, RENDER_MINOR + 1, err, sizeof err), -EEXIST);
+        cr_expect(strstr(err, "already"), "%s", err);
+        c.render = c.served.ops->open_render(c.served.ops->userdata, RENDER_MINOR);
+        render1 = c.served.ops->open_render(c.served.ops->userdata, RENDER_MINOR + 1);
+        cr_assert_geq(render1, 0);
+        cr_expect_neq(render1, c.render, "a render file per GPU");
+
+        struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) c.render, .gpu_id = st.gpu_id };
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_ACQUIRE_VM, &vm), -EINVAL, "GPU 1's VM with GPU 0's render file");
+        vm.drm_fd = (uint32_t) render1;
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_ACQUIRE_VM, &vm), 0, "GPU 1's VM with its own");
+        vm = (struct kfd_ioctl_acquire_vm_args) { .drm_fd = (uint32_t) c.render, .gpu_id = GPU_ID };
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_ACQUIRE_VM, &vm), 0, "GPU 0's VM with its own");
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &ap), 0);
+        cr_expect_eq(ap.num_of_nodes, 2, "both GPUs' apertures");
+
+        uint64_t va = reserve(1 << 20);
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = va, .size = 4096, .gpu_id = st.gpu_id,
+                .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        };
+        cr_expect_eq(cioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a), 0, "an allocation on GPU 1");
+        /* Its mmap resolves on GPU 1's render file alone. */
+        int fd = -1;
+        uint64_t off = 0;
+        cr_expect_eq(c.served.mmap_resolve(c.served.userdata, c.render, 4096, a.mmap_offset, &fd, &off), -EINVAL,
+                     "GPU 1's buffer through GPU 0's render file");
+        cr_expect_eq(c.served.mmap_resolve(c.served.userdata, render1, 4096, a.mmap_offset, &fd, &off), 0);
+        if (fd >= 0)
+                close(fd);
+        munmap((void *) (uintptr_t) va, 1 << 20);
+        client_close(&c);
+
+        /* Not secondary: one GPU. */
+        cr_assert_eq(sim_device_new(&o, &c.dev), 0);
+        cr_assert_eq(kfd_process_new(sim_device_get_ops(c.dev), NULL, 0, GPU_ID, RENDER_MINOR, &c.kp, err, sizeof err),
+                     0, "%s", err);
+        c.served = kfd_process_served(c.kp);
+        cr_expect_eq(kfd_process_add_gpu(c.kp, st.gpu_id, RENDER_MINOR + 1, err, sizeof err), -EOPNOTSUPP);
+        cr_expect(strstr(err, "not a secondary KFD context"), "%s", err);
+        client_close(&c);
+}
