@@ -450,8 +450,15 @@ static int bring_up(GpuContext *c, const GpuContextOptions *opts) {
         r = read_apertures(c);
         if (r < 0)
                 return r;
-        bool primary = !(opts && ((opts->flags & (GPU_CONTEXT_SECONDARY | GPU_CONTEXT_CLIENT)) || opts->share_process));
-        r = gpu_va_window_open(&c->va, primary, c->gpuvm_base, c->gpuvm_limit);
+        /* A device context takes its GPU's device window; a primary
+         * context otherwise the first (a test's, a core of its own); the
+         * others a client slot. */
+        int device = -1;
+        if (opts && (opts->flags & GPU_CONTEXT_DEVICE))
+                device = (int) opts->device_window;
+        else if (!(opts && ((opts->flags & (GPU_CONTEXT_SECONDARY | GPU_CONTEXT_CLIENT)) || opts->share_process)))
+                device = 0;
+        r = gpu_va_window_open(&c->va, device, c->gpuvm_base, c->gpuvm_limit);
         if (r < 0)
                 return r;
 

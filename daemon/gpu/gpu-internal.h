@@ -57,14 +57,15 @@
 typedef struct GpuVaRange GpuVaRange;
 typedef struct GpuVaWindow {
         uint64_t base, size;
-        int slot;            /* client slot, -1: the primary one */
+        int slot;            /* client slot, or -1 - n: device window n */
         bool open;
         GpuVaRange *free;    /* sorted, disjoint, not adjacent */
 } GpuVaWindow;
-/* Takes a slot (the primary one if primary and free) that must lie inside
- * [gpuvm_base, gpuvm_limit]: -EADDRNOTAVAIL if not, -ENOSPC without a free
- * slot, -EEXIST if the region cannot be reserved. Close it even on failure. */
-int gpu_va_window_open(GpuVaWindow *w, bool primary, uint64_t gpuvm_base, uint64_t gpuvm_limit);
+/* Takes a slot (device window `device` if device >= 0 and that window is
+ * free, else a client slot) that must lie inside [gpuvm_base, gpuvm_limit]:
+ * -EADDRNOTAVAIL if not, -ENOSPC without a free slot, -EEXIST if the region
+ * cannot be reserved. Close it even on failure. */
+int gpu_va_window_open(GpuVaWindow *w, int device, uint64_t gpuvm_base, uint64_t gpuvm_limit);
 void gpu_va_window_close(GpuVaWindow *w);
 /* size bytes (a multiple of 4 KiB) of the window, still PROT_NONE: -ENOMEM when full. */
 int gpu_va_alloc(GpuVaWindow *w, uint64_t size, uint64_t *ret);

@@ -13,8 +13,12 @@
  * in each, whatever ASLR does, and contexts take their addresses there:
  *
  *   GPU_VA_REGION_BASE 0x120000000000 .. GPU_VA_REGION_END 0x1e0000000000
- *     [0x120000000000, 0x160000000000)   4 TiB: the process's primary KFD
- *                                        context (the daemon's device context)
+ *     [0x120000000000, 0x160000000000)   4 TiB: the daemon's device
+ *                                        contexts, one window each: 4 TiB /
+ *                                        the GPUs it serves
+ *                                        (gpu_va_set_device_windows()); the
+ *                                        whole of it for the process's
+ *                                        primary context otherwise
  *     [0x160000000000, 0x1e0000000000)   8 TiB: client contexts, one slot
  *                                        each (secondary contexts of the
  *                                        daemon; a worker's one context takes
@@ -76,7 +80,8 @@ struct GpuVaRange {
 
 static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool region_reserved;
-static bool primary_taken;
+static unsigned n_device_windows = 1;
+static bool device_taken[GPU_VA_MAX_DEVICE_WINDOWS];
 static unsigned n_client_slots = GPU_VA_DEFAULT_CLIENT_SLOTS;
 static uint8_t *client_slot_taken; /* n_client_slots entries while any is taken */
 static unsigned n_client_taken;
@@ -141,6 +146,25 @@ uint64_t gpu_va_client_slot_size(void) {
         return GPU_VA_CLIENT_SIZE / n_client_slots;
 }
 
+int gpu_va_set_device_windows(unsigned n) {
+        int r = 0;
+
+        if (n == 0 || n > GPU_VA_MAX_DEVICE_WINDOWS)
+                return -EINVAL;
+        pthread_mutex_lock(&region_lock);
+        for (unsigned i = 0; i < GPU_VA_MAX_DEVICE_WINDOWS; i++)
+                if (device_taken[i] && n != n_device_windows)
+                        r = -EBUSY; /* windows are in use at the old size */
+        if (r == 0)
+                n_device_windows = n;
+        pthread_mutex_unlock(&region_lock);
+        return r;
+}
+
+uint64_t gpu_va_device_window_size(void) {
+        return GPU_VA_PRIMARY_SIZE / n_device_windows;
+}
+
 static void window_free_ranges(GpuVaWindow *w) {
         while (w->free) {
                 GpuVaRange *x = w->free;
@@ -149,12 +173,14 @@ static void window_free_ranges(GpuVaWindow *w) {
         }
 }
 
-/* Takes a slot of the region: the primary one for a primary context while it
- * is free, else a client slot. */
-static int take_slot(GpuVaWindow *w, bool primary) {
-        if (primary && !primary_taken) {
-                primary_taken = true;
-                *w = (GpuVaWindow) { .base = GPU_VA_REGION_BASE, .size = GPU_VA_PRIMARY_SIZE, .slot = -1 };
+/* Takes a slot of the region: device window `device` for a device context
+ * while it is free, else a client slot. */
+static int take_slot(GpuVaWindow *w, int device) {
+        if (device >= 0 && (unsigned) device < n_device_windows && !device_taken[device]) {
+                uint64_t size = GPU_VA_PRIMARY_SIZE / n_device_windows;
+                device_taken[device] = true;
+                *w = (GpuVaWindow) { .base = GPU_VA_REGION_BASE + (uint64_t) device * size, .size = size,
+                                     .slot = -1 - device };
                 return 0;
         }
         if (!client_slot_taken) {
@@ -175,8 +201,8 @@ static int take_slot(GpuVaWindow *w, bool primary) {
 }
 
 static void give_slot(GpuVaWindow *w) {
-        if (w->slot < 0)
-                primary_taken = false;
+        if (w->slot < 0 && -1 - w->slot < (int) GPU_VA_MAX_DEVICE_WINDOWS)
+                device_taken[-1 - w->slot] = false;
         else if (client_slot_taken && (unsigned) w->slot < n_client_slots && client_slot_taken[w->slot]) {
                 client_slot_taken[w->slot] = 0;
                 if (--n_client_taken == 0) {
@@ -187,14 +213,14 @@ static void give_slot(GpuVaWindow *w) {
         }
 }
 
-int gpu_va_window_open(GpuVaWindow *w, bool primary, uint64_t gpuvm_base, uint64_t gpuvm_limit) {
+int gpu_va_window_open(GpuVaWindow *w, int device, uint64_t gpuvm_base, uint64_t gpuvm_limit) {
         GpuVaRange *all;
         int r;
 
         pthread_mutex_lock(&region_lock);
         r = region_reserve_locked();
         if (r >= 0)
-                r = take_slot(w, primary);
+                r = take_slot(w, device);
         pthread_mutex_unlock(&region_lock);
         if (r < 0)
                 return r;

@@ -47,14 +47,16 @@ void gpu_watch_cancel(GpuWatch *w);
  * The client address window (gpu-va-window.c): every address of a GPU
  * context — what a client's kernel is given, and what a fault names — lies in
  * this region, which each process running GPU contexts reserves at one fixed
- * address, independent of ASLR. The primary context of a process (the
- * daemon's device context, a worker's context) has
- * [GPU_VA_REGION_BASE, GPU_VA_CLIENT_BASE); each secondary context a slot of
- * gpu_va_client_slot_size() bytes in [GPU_VA_CLIENT_BASE, GPU_VA_REGION_END).
+ * address, independent of ASLR. The daemon's device contexts (one per GPU
+ * served; or the primary context of a process) have
+ * [GPU_VA_REGION_BASE, GPU_VA_CLIENT_BASE), split into
+ * gpu_va_set_device_windows() windows, one each; every other context a slot
+ * of gpu_va_client_slot_size() bytes in [GPU_VA_CLIENT_BASE, GPU_VA_REGION_END).
  */
 #define GPU_VA_REGION_BASE 0x120000000000ULL
 #define GPU_VA_CLIENT_BASE 0x160000000000ULL
 #define GPU_VA_REGION_END 0x1e0000000000ULL
+#define GPU_VA_MAX_DEVICE_WINDOWS 8u
 /*
  * Reserves the region in this process (PROT_NONE, MAP_NORESERVE,
  * MAP_FIXED_NOREPLACE); idempotent. Call it at start, before threads that
@@ -70,6 +72,14 @@ int gpu_va_region_reserve(void);
  */
 int gpu_va_set_client_slots(unsigned n);
 uint64_t gpu_va_client_slot_size(void);
+/*
+ * Device windows for n GPUs' device contexts (1 to GPU_VA_MAX_DEVICE_WINDOWS):
+ * 4 TiB / n each, device context k taking window k
+ * (GpuContextOptions.device_window). Before any is taken, or at the same n:
+ * -EBUSY otherwise; -EINVAL out of range.
+ */
+int gpu_va_set_device_windows(unsigned n);
+uint64_t gpu_va_device_window_size(void);
 
 typedef enum GpuPlacement {
         GPU_PLACEMENT_GTT = 0,  /* system memory */
@@ -132,6 +142,11 @@ enum {
          * (GPU_VA_CLIENT_BASE...), as a secondary context's do, never from
          * the range the daemon's device context has. */
         GPU_CONTEXT_CLIENT = 1u << 3,
+        /* A device context of the daemon (the GPU's own, whose buffers are
+         * every client's): its addresses come from device window
+         * opts->device_window, whatever kind of KFD context it is
+         * (gpu_va_set_device_windows()). */
+        GPU_CONTEXT_DEVICE = 1u << 4,
 };
 
 typedef struct GpuContextOptions {
@@ -156,6 +171,9 @@ typedef struct GpuContextOptions {
          * with kfd_gpu_choose(), so that every context is on the same GPU);
          * 0 = kfd_gpu_choose()'s default: a discrete GPU before an integrated one. */
         uint32_t gpu_id;
+        /* GPU_CONTEXT_DEVICE: which device window (the GPU's index among
+         * those the daemon serves). */
+        unsigned device_window;
         /* Called on the context's waiter thread each time its wait for events
          * returns with one (a completion interrupt, a fault), before the
          * event loop is woken through the wake fd; NULL: nothing. It runs

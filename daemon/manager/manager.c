@@ -244,14 +244,23 @@ ContextPoolCallbacks manager_gpu_pool_callbacks(ManagerGpu *g) {
 }
 
 static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *po, char *err, size_t errlen) {
+        /* Each GPU's device context holds every client buffer of that GPU:
+         * a window of the region each (4 TiB / the GPUs), not a client's
+         * 64 GiB slot (gpu-va-window.c). */
+        int r = m->n_gpus > 0 ? gpu_va_set_device_windows(m->n_gpus) : 0;
+        if (r < 0) {
+                snprintf(err, errlen, "cannot lay out the address windows of %u GPUs: %s", m->n_gpus, strerror(-r));
+                return r;
+        }
         for (unsigned i = 0; i < m->n_gpus; i++) {
                 ManagerGpu *g = &m->gpus[i];
                 ContextPoolCallbacks cb = manager_gpu_pool_callbacks(g);
                 ContextPoolOptions o = *po;
                 char why[400] = "";
-                int r;
 
                 o.device.gpu_id = g->gpu_id;
+                o.device.flags |= GPU_CONTEXT_DEVICE;
+                o.device.device_window = i;
                 if (i > 0 && m->gpus[0].info->kfd_minor >= KFD_MINOR_CREATE_PROCESS)
                         o.device.flags |= GPU_CONTEXT_SECONDARY;
                 else if (i > 0)

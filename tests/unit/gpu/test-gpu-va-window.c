@@ -56,10 +56,11 @@ Test(gpu_va_window, slots_inside_the_aperture_and_ranges_in_them) {
         uint64_t x, y, z, big;
         char prot[8];
 
-        cr_assert_eq(gpu_va_window_open(&dev, true, 1ULL << 24, (1ULL << 47) - 1), 0);
+        cr_assert_eq(gpu_va_window_open(&dev, 0, 1ULL << 24, (1ULL << 47) - 1), 0);
         cr_assert_eq(dev.base, GPU_VA_REGION_BASE);
-        cr_assert_eq(gpu_va_window_open(&a, false, 1ULL << 24, (1ULL << 47) - 1), 0);
-        cr_assert_eq(gpu_va_window_open(&b, true, 1ULL << 24, (1ULL << 47) - 1), 0); /* primary taken: a client slot */
+        cr_assert_eq(dev.size, GPU_VA_CLIENT_BASE - GPU_VA_REGION_BASE, "one GPU: the whole device range");
+        cr_assert_eq(gpu_va_window_open(&a, -1, 1ULL << 24, (1ULL << 47) - 1), 0);
+        cr_assert_eq(gpu_va_window_open(&b, 0, 1ULL << 24, (1ULL << 47) - 1), 0); /* device window taken: a client slot */
         cr_assert_eq(a.base, GPU_VA_CLIENT_BASE);
         cr_assert_eq(b.base, GPU_VA_CLIENT_BASE + gpu_va_client_slot_size());
         cr_assert_eq(a.size, gpu_va_client_slot_size());
@@ -98,7 +99,7 @@ Test(gpu_va_window, a_slot_outside_the_aperture_is_refused) {
         GpuVaWindow w = {};
 
         /* A GPU with a 40-bit VM (1 TiB) cannot address the window. */
-        cr_assert_eq(gpu_va_window_open(&w, false, 1ULL << 24, (1ULL << 40) - 1), -EADDRNOTAVAIL);
+        cr_assert_eq(gpu_va_window_open(&w, -1, 1ULL << 24, (1ULL << 40) - 1), -EADDRNOTAVAIL);
         gpu_va_window_close(&w);
 }
 
@@ -107,7 +108,7 @@ Test(gpu_va_window, slots_run_out) {
         unsigned n = 0;
         int r = 0;
 
-        while (n < 129 && (r = gpu_va_window_open(&w[n], false, 1ULL << 24, (1ULL << 47) - 1)) == 0)
+        while (n < 129 && (r = gpu_va_window_open(&w[n], -1, 1ULL << 24, (1ULL << 47) - 1)) == 0)
                 n++;
         cr_assert_eq(r, -ENOSPC);
         cr_assert_eq(n, 128);
@@ -124,7 +125,7 @@ Test(gpu_va_window, addresses_are_told_relative_to_the_window) {
         char out[256];
 
         cr_assert_not_null(c);
-        cr_assert_eq(gpu_va_window_open(&c->va, false, 1ULL << 24, (1ULL << 47) - 1), 0);
+        cr_assert_eq(gpu_va_window_open(&c->va, -1, 1ULL << 24, (1ULL << 47) - 1), 0);
         gpu_context_describe_va(c, c->va.base + 0x5000, out, sizeof out);
         cr_assert_str_eq(out, "window offset 0x5000, outside any buffer of yours");
         gpu_context_describe_va(c, 0x1000, out, sizeof out);
@@ -140,4 +141,28 @@ Test(gpu_va_window, addresses_are_told_relative_to_the_window) {
         cr_assert_eq(strlen(out), 19, "cut to the size given");
         gpu_va_window_close(&c->va);
         free(c);
+}
+
+/* Several GPUs: each device context gets a window of the device range of its
+ * own (4 TiB / the GPUs), not a client's slot — it holds every client buffer
+ * of its GPU. The layout is fixed while any window is taken. */
+Test(gpu_va_window, each_gpus_device_context_has_a_window_of_the_device_range) {
+        const uint64_t all = GPU_VA_CLIENT_BASE - GPU_VA_REGION_BASE;
+        GpuVaWindow w[3] = {};
+
+        cr_assert_eq(gpu_va_set_device_windows(0), -EINVAL);
+        cr_assert_eq(gpu_va_set_device_windows(GPU_VA_MAX_DEVICE_WINDOWS + 1), -EINVAL);
+        cr_assert_eq(gpu_va_set_device_windows(2), 0);
+        cr_assert_eq(gpu_va_device_window_size(), all / 2);
+        cr_assert_eq(gpu_va_window_open(&w[1], 1, 1ULL << 24, (1ULL << 47) - 1), 0);
+        cr_assert_eq(gpu_va_window_open(&w[0], 0, 1ULL << 24, (1ULL << 47) - 1), 0);
+        cr_expect_eq(w[0].base, GPU_VA_REGION_BASE);
+        cr_expect_eq(w[1].base, GPU_VA_REGION_BASE + all / 2);
+        cr_expect_eq(w[1].size, all / 2, "2 TiB, not a 64 GiB client slot");
+        cr_assert_eq(gpu_va_set_device_windows(4), -EBUSY, "windows are taken");
+        cr_assert_eq(gpu_va_window_open(&w[2], 2, 1ULL << 24, (1ULL << 47) - 1), 0);
+        cr_expect_geq(w[2].base, GPU_VA_CLIENT_BASE, "no third window: a client slot");
+        for (unsigned i = 0; i < 3; i++)
+                gpu_va_window_close(&w[i]);
+        cr_assert_eq(gpu_va_set_device_windows(1), 0, "free again");
 }
