@@ -45,8 +45,7 @@
 #define RECOVER_POLL_US 20000ull
 
 static bool recoverable(const ManagerGpu *g) {
-        return g->index > 0 && (g->pool_options.device.flags & GPU_CONTEXT_SECONDARY) &&
-               !g->pool_options.device.share_process;
+        return (g->pool_options.device.flags & GPU_CONTEXT_SECONDARY) && !g->pool_options.device.share_process;
 }
 
 /* The old scheduler and contexts go, new ones come: 0, or -errno with err. */

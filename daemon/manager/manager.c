@@ -229,12 +229,13 @@ static int choose_gpus(Manager *m, const KfdOps *ops, const char *spec, const ch
 }
 
 /*
- * Brings up every chosen GPU's contexts on ops. The first GPU's device
- * context is this process's KFD context. Every other GPU's is a secondary KFD
- * context of its own (GPU_CONTEXT_SECONDARY, KFD 1.19), a fault domain apart;
- * on an older kernel it is the same KFD process on that GPU (share_process:
- * a KFD process has one event page, kfd_event_page_set), where a fault of
- * either device context evicts both. A GPU that cannot be brought up is not
+ * Brings up every chosen GPU's contexts on ops. Each GPU's device context
+ * is a secondary KFD context of its own (GPU_CONTEXT_SECONDARY, KFD 1.19), a
+ * fault domain apart that can be made again (manager-recover.c); on an older
+ * kernel the first GPU's is this process's KFD context and every other
+ * one's the same KFD process on that GPU (share_process: a KFD process has
+ * one event page, kfd_event_page_set), where a fault of either device
+ * context evicts both. A GPU that cannot be brought up is not
  * served, nor those after it, with a warning naming why; the first GPU's
  * failure is the caller's (err).
  */
@@ -266,9 +267,23 @@ static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *p
                 else if (i > 0)
                         o.device.share_process = context_pool_device_gpu(m->gpus[0].contexts);
                 g->ops = ops;
-                g->pool_options = o;
-                r = context_pool_new(m->event, ops, &o, &cb, &g->contexts, i == 0 ? err : why,
-                                     i == 0 ? errlen : sizeof why);
+                r = -EOPNOTSUPP;
+                if (i == 0) {
+                        /* Where the kernel has secondary contexts, the first
+                         * GPU's device context is one too, so that a lost one
+                         * can be made again in the running daemon
+                         * (manager-recover.c); an older kernel says
+                         * EOPNOTSUPP, and it is the daemon's own KFD process. */
+                        ContextPoolOptions sec = o;
+                        sec.device.flags |= GPU_CONTEXT_SECONDARY;
+                        g->pool_options = sec;
+                        r = context_pool_new(m->event, ops, &sec, &cb, &g->contexts, err, errlen);
+                }
+                if (r == -EOPNOTSUPP) {
+                        g->pool_options = o;
+                        r = context_pool_new(m->event, ops, &o, &cb, &g->contexts, i == 0 ? err : why,
+                                             i == 0 ? errlen : sizeof why);
+                }
                 if (r < 0 && i == 0)
                         return r;
                 if (r < 0) {

@@ -536,6 +536,31 @@ Test(gpus, a_reset_gpu_is_brought_back_while_the_other_goes_on) {
         test_daemon_fini(&d);
 }
 
+/* A reset of GPU 0 (issue 33: "a fault or reset on GPU 0 leaves GPU 1's
+ * clients running"): with secondary KFD contexts every GPU's device context
+ * is one of its own, GPU 0's too, so GPU 0 comes back in the running daemon
+ * and GPU 1's session never notices. */
+Test(gpus, a_reset_of_gpu_0_leaves_gpu_1s_clients_running) {
+        TestDaemon d;
+        kfdb_session *s0 = NULL, *s1 = NULL;
+
+        test_daemon_start(&d, two_gpus);
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu0", 0, &s0), 0, "%s", kfdb_session_last_error(NULL));
+        cr_assert_eq(kfdb_session_new_on_gpu(d.sock, "gpu1", 1, &s1), 0, "%s", kfdb_session_last_error(NULL));
+        fill_and_check(s0, 0x0a0a0a0a);
+        fill_and_check(s1, 0x1a1a1a1a);
+        reset_gpu(&d, 0);
+        cr_assert(log_has(&d, "GPU 0 is served again", 60000), "GPU 0 was not brought back");
+        fill_and_check(s1, 0x1b1b1b1b);
+        cr_expect_eq(kfdb_session_get_reconnects(s1), 0u, "GPU 1's session never noticed");
+        fill_and_check(s0, 0x0b0b0b0b);
+        cr_expect_eq(kfdb_session_get_reconnects(s0), 1u, "GPU 0's came back once");
+        cr_expect_eq(kill(d.pid, 0), 0, "the daemon runs on");
+        kfdb_session_free(s0);
+        kfdb_session_free(s1);
+        test_daemon_fini(&d);
+}
+
 /* Where GPU 1's device context shares the daemon's KFD process (no
  * secondary contexts: KFD 1.18), a reset of it ends the daemon as before,
  * naming why: that process cannot be closed while the daemon runs. */

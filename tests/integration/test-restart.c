@@ -35,6 +35,19 @@ static void teardown(void) {
 
 TestSuite(restart, .fini = teardown, .timeout = 300);
 
+/* Whether the daemon's log says text within 60 s. */
+static bool log_wait(const char *text) {
+        for (int i = 0; i < 6000; i++) {
+                char *log = test_daemon_read_log(&d);
+                bool found = strstr(log, text) != NULL;
+                free(log);
+                if (found)
+                        return true;
+                usleep(10 * 1000);
+        }
+        return false;
+}
+
 static kfdb_session *connect_session(const char *name) {
         kfdb_session *s = NULL;
         int r = kfdb_session_new(d.sock, name, &s);
@@ -364,14 +377,20 @@ Test(restart, hello_resume_fence) {
         close(fd);
 }
 
+/* A kernel without secondary KFD contexts (1.18): the daemon's device
+ * context is its own KFD process, which a reset evicts for good. */
+static const char *const no_secondary[] = { "--sim-kfd-version=1.18", NULL };
+
 /*
  * A GPU reset (kfd-facts §7.2: HW_EXCEPTION with memory_lost; the simulator
- * does one on SIGUSR2): the job on the GPU fails with EIO saying so; the
- * daemon, whose own GPU context is gone, tells its clients and exits 1 for
- * the service manager to start a new one (here the test does); the client
- * goes on there. GTT contents survive, VRAM contents do not.
+ * does one on SIGUSR2) where the daemon's device context is its own KFD
+ * process (KFD 1.18): the job on the GPU fails saying so; the daemon, whose
+ * own GPU context is gone, tells its clients and exits 1 for the service
+ * manager to start a new one (here the test does); the client goes on
+ * there. GTT contents survive, VRAM contents do not. With secondary contexts
+ * the daemon brings the GPU back itself (below).
  */
-Test(restart, a_gpu_reset_loses_vram_and_the_client_goes_on) {
+static void reset_and_go_on(bool in_daemon) {
         const size_t size = 1 << 20, words = size / 4;
         kfdb_session *s;
         kfdb_buffer *gtt, *vram, *dst;
@@ -381,7 +400,7 @@ Test(restart, a_gpu_reset_loses_vram_and_the_client_goes_on) {
         uint64_t held, fence;
         int rc;
 
-        test_daemon_start(&d, NULL);
+        test_daemon_start(&d, in_daemon ? NULL : no_secondary);
         s = connect_session("reset");
         gtt = new_buffer(s, size, 0, (void **) &pgtt);
         dst = new_buffer(s, size, 0, (void **) &pdst);
@@ -397,9 +416,14 @@ Test(restart, a_gpu_reset_loses_vram_and_the_client_goes_on) {
         cr_assert_eq(kfdb_fence_wait(s, held, 100), -ETIMEDOUT);
 
         cr_assert_eq(kill(d.pid, SIGUSR2), 0);
-        /* The daemon exits 1; then the service manager's part: a new daemon
-         * on the same socket. */
-        cr_assert_eq(test_daemon_restart(&d, 0, NULL), 1, "the daemon exits 1 after the reset");
+        if (in_daemon) {
+                /* The GPU comes back in the running daemon. */
+                cr_assert(log_wait("GPU 0 is served again"), "GPU 0 was not brought back");
+        } else {
+                /* The daemon exits 1; then the service manager's part: a new
+                 * daemon on the same socket. */
+                cr_assert_eq(test_daemon_restart(&d, 0, no_secondary), 1, "the daemon exits 1 after the reset");
+        }
         {
                 char *log = test_daemon_read_log(&d);
                 cr_assert(strstr(log, "the GPU was reset (VRAM contents lost)"), "%s", log);
@@ -424,6 +448,25 @@ Test(restart, a_gpu_reset_loses_vram_and_the_client_goes_on) {
         kfdb_session_free(s);
 }
 
+Test(restart, a_gpu_reset_loses_vram_and_the_client_goes_on) {
+        reset_and_go_on(false);
+}
+
+/* With secondary KFD contexts (KFD 1.19) the device context is one of its
+ * own: the daemon makes it again and stays up; to the client it is the same
+ * as a restart (its session ends, it reconnects, its jobs failed saying why). */
+Test(restart, a_gpu_reset_is_recovered_in_the_running_daemon) {
+        pid_t pid;
+
+        /* The run's own daemon argument (the -workers run's KFD 1.18) comes
+         * last and would win: no secondary contexts there. */
+        if (getenv("KFDBROKER_TEST_DAEMON_ARG"))
+                cr_skip_test("a run with a daemon argument of its own (%s)", getenv("KFDBROKER_TEST_DAEMON_ARG"));
+        reset_and_go_on(true);
+        pid = d.pid;
+        cr_expect_eq(kill(pid, 0), 0, "the daemon ran on");
+}
+
 /* A kernel on the GPU at the reset: its job fails, saying why — EIO when its
  * own context reported the reset first, ECANCELED when the daemon's own
  * context did and the daemon handed over before the job's context spoke. */
@@ -436,7 +479,7 @@ Test(restart, a_kernel_running_at_a_gpu_reset_fails_with_eio) {
         int rc;
 
         compute_require_kernels();
-        test_daemon_start(&d, NULL);
+        test_daemon_start(&d, no_secondary);
         s = connect_session("reset-kernel");
         gate = load_kernel(s, "gate");
         saxpy = load_kernel(s, "saxpy");
@@ -445,7 +488,7 @@ Test(restart, a_kernel_running_at_a_gpu_reset_fails_with_eio) {
         fence = hold_gpu(s, gate, flag, out);
         cr_assert_eq(kfdb_fence_wait(s, fence, 300), -ETIMEDOUT, "the gate holds");
         cr_assert_eq(kill(d.pid, SIGUSR2), 0);
-        cr_assert_eq(test_daemon_restart(&d, 0, NULL), 1, "the daemon exits 1 after the reset");
+        cr_assert_eq(test_daemon_restart(&d, 0, no_secondary), 1, "the daemon exits 1 after the reset");
         rc = kfdb_fence_wait(s, fence, 20000);
         cr_assert(rc == -EIO || rc == -ECANCELED, "got %d (%s)", rc, kfdb_session_last_error(s));
         cr_assert(strstr(kfdb_session_last_error(s), "the GPU was reset (VRAM contents lost)"), "%s",
