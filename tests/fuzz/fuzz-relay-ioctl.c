@@ -94,6 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define DGPU_ID 0x697Du /* the simulated gfx1030's gpu_id (the default) */
 #define RAW_MAX 1024u
+/* The longest array an IOCTL carries (a longer one is cut to this; its
+ * bytes past the first 64 are zeros), and msg's room for it. */
+#define ARRAY_MAX (8192u + 1u)
 
 /* ---- The daemon: made once ---- */
 
@@ -246,7 +249,7 @@ static void put_field(uint8_t *arg, size_t usize, size_t off, uint64_t v, unsign
 /* IOCTL, with the argument from the input and fix-ups that make it
  * meaningful now and then. */
 static bool op_ioctl(Client *c, Input *in) {
-        static uint8_t msg[sizeof(SimRemoteRequest) + SIM_REMOTE_MAX_ARG + 8192];
+        static uint8_t msg[sizeof(SimRemoteRequest) + SIM_REMOTE_MAX_ARG + ARRAY_MAX];
         unsigned pick = (unsigned) take(in, 1);
         unsigned long request = pick % (N_REQUESTS + 1) < N_REQUESTS ? fuzz_relay_ioctl_requests[pick % (N_REQUESTS + 1)]
                                                                      : (unsigned long) (uint32_t) take(in, 4);
@@ -366,8 +369,8 @@ static bool op_ioctl(Client *c, Input *in) {
         }
         if (fix & RIO_FIX_ARRAY_SIZE)
                 array = take(in, 2) % 256;
-        if (array > 8192)
-                array = 8192 + 1; /* longer than its bound; the bytes do not matter */
+        if (array > ARRAY_MAX)
+                array = ARRAY_MAX; /* longer than its bound; the bytes do not matter */
         size_t from = array < 64 ? array : 64;
         take_bytes(in, arg + usize, from);
         memset(arg + usize + from, 0, array - from);
