@@ -82,6 +82,11 @@ int rio_send(int sock, const void *msg, size_t n, int fd) {
         return sim_remote_send(sock, &(struct iovec) { .iov_base = (void *) msg, .iov_len = n }, 1, fd);
 }
 
+void rio_client_socket(const Client *c, int sock) {
+        if (c->server)
+                check(fcntl(sock, F_SETFL, O_NONBLOCK) == 0, "O_NONBLOCK on the client's socket");
+}
+
 /* The answer on sock: its length (0: EOF), and the fd that came with it. */
 ssize_t rio_recv_answer(Client *c, int sock, int *ret_fd) {
         struct pollfd p = { .fd = sock, .events = POLLIN };
@@ -89,17 +94,22 @@ ssize_t rio_recv_answer(Client *c, int sock, int *ret_fd) {
 
         *ret_fd = -1;
         if (c->server) {
-                /* A driven server: it serves what was sent, now. */
+                /* A driven server: it serves what was sent, now; the
+                 * answer (or the end of the channel) is there when it
+                 * returns, and the socket (rio_client_socket()) does not
+                 * wait for one that is not. */
                 r = sim_remote_server_run(c->server);
                 check(r >= 0, "running the server");
                 if (r == 0)
                         c->server = NULL;
+        } else {
+                do
+                        r = poll(&p, 1, REPLY_WAIT_MS);
+                while (r < 0 && errno == EINTR);
+                check(r == 1, "no answer and no end of the channel within 10 s");
         }
-        do
-                r = poll(&p, 1, REPLY_WAIT_MS);
-        while (r < 0 && errno == EINTR);
-        check(r == 1, "no answer and no end of the channel within 10 s");
         ssize_t n = sim_remote_recv(sock, c->buf, SIM_REMOTE_MAX_MESSAGE + 1, ret_fd);
+        check(n != -EAGAIN, "the driven server left a message without an answer or the end of its channel");
         check(n >= 0, "an answer the client cannot receive (too long, several fds, other control data)");
         check(n <= (ssize_t) SIM_REMOTE_MAX_MESSAGE, "an answer longer than a message may be");
         if (n == 0)
@@ -286,6 +296,7 @@ int rio_new_channel(Client *c) {
         if (c->process_gone)
                 return -EPIPE;
         check(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+        rio_client_socket(c, sv[0]);
         int r = rio_send(c->control, &req, sizeof req, sv[1]);
         close(sv[1]);
         check(r == 0, "sending NEW_CHANNEL");

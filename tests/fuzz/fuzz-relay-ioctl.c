@@ -94,6 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define DGPU_ID 0x697Du /* the simulated gfx1030's gpu_id (the default) */
 #define RAW_MAX 1024u
+/* The longest array an IOCTL carries (a longer one is cut to this; its
+ * bytes past the first 64 are zeros), and msg's room for it. */
+#define ARRAY_MAX (8192u + 1u)
 
 /* ---- The daemon: made once ---- */
 
@@ -108,6 +111,7 @@ static int neighbour_render;
 static uint32_t gpu_id, other_gpu_id, render_minor;
 static SimDeviceStats base_stats;
 static bool debug; /* FUZZ_RELAY_IOCTL_DEBUG=1: each message and its answer */
+static int fd_dir = -1; /* /proc/self/fd, for count_fds() */
 
 /* The server's end() hook: the last thing it does. */
 static pthread_mutex_t end_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -134,6 +138,9 @@ static void teardown(void) {
         }
         device_ctx = gpu_context_free(device_ctx);
         dev = sim_device_free(dev);
+        if (fd_dir >= 0)
+                close(fd_dir);
+        fd_dir = -1;
 }
 
 static void bring_up(void) {
@@ -160,20 +167,30 @@ static void bring_up(void) {
         render_minor = gpu_context_get_info(device_ctx)->drm_render_minor;
         sim_device_get_stats(dev, &base_stats);
         debug = getenv("FUZZ_RELAY_IOCTL_DEBUG") != NULL;
+        fd_dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        check(fd_dir >= 0, "/proc/self/fd");
         atexit(teardown);
 }
 
+/* The fds of the process, the directory's own (open for the whole run)
+ * included: read with getdents64() into a buffer of the target's, as
+ * opendir() would allocate 32 KiB each time, which under ASan costs fresh
+ * pages (its quarantine) three times an input. */
 static unsigned count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        struct dirent *de;
+        static uint8_t buf[32768];
         unsigned n = 0;
+        ssize_t got;
 
-        check(d != NULL, "/proc/self/fd");
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        n++;
-        closedir(d);
-        return n - 1; /* the directory's own */
+        check(lseek(fd_dir, 0, SEEK_SET) == 0, "rewinding /proc/self/fd");
+        while ((got = getdents64(fd_dir, buf, sizeof buf)) > 0)
+                for (ssize_t off = 0; off < got;) {
+                        const struct dirent64 *de = (const struct dirent64 *) (buf + off);
+                        if (de->d_name[0] != '.')
+                                n++;
+                        off += de->d_reclen;
+                }
+        check(got == 0, "reading /proc/self/fd");
+        return n;
 }
 
 static uint64_t now_ms(void) {
@@ -232,7 +249,7 @@ static void put_field(uint8_t *arg, size_t usize, size_t off, uint64_t v, unsign
 /* IOCTL, with the argument from the input and fix-ups that make it
  * meaningful now and then. */
 static bool op_ioctl(Client *c, Input *in) {
-        static uint8_t msg[sizeof(SimRemoteRequest) + SIM_REMOTE_MAX_ARG + 8192];
+        static uint8_t msg[sizeof(SimRemoteRequest) + SIM_REMOTE_MAX_ARG + ARRAY_MAX];
         unsigned pick = (unsigned) take(in, 1);
         unsigned long request = pick % (N_REQUESTS + 1) < N_REQUESTS ? fuzz_relay_ioctl_requests[pick % (N_REQUESTS + 1)]
                                                                      : (unsigned long) (uint32_t) take(in, 4);
@@ -352,8 +369,8 @@ static bool op_ioctl(Client *c, Input *in) {
         }
         if (fix & RIO_FIX_ARRAY_SIZE)
                 array = take(in, 2) % 256;
-        if (array > 8192)
-                array = 8192 + 1; /* longer than its bound; the bytes do not matter */
+        if (array > ARRAY_MAX)
+                array = ARRAY_MAX; /* longer than its bound; the bytes do not matter */
         size_t from = array < 64 ? array : 64;
         take_bytes(in, arg + usize, from);
         memset(arg + usize + from, 0, array - from);
@@ -600,6 +617,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                       "serving the KFD process");
         }
         c.control = sv[1];
+        rio_client_socket(&c, c.control);
 
         if (!(flags & RIO_FLAG_NO_HANDSHAKE)) {
                 rio_handshake(&c);
@@ -644,9 +662,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         /* Engine threads may hold a buffer's memfd a moment longer. */
         deadline = now_ms() + 2000;
-        while ((!device_back() || count_fds() != fds_before) && now_ms() < deadline)
+        bool back;
+        unsigned fds_after = 0;
+        while ((!(back = device_back()) || (fds_after = count_fds()) != fds_before) && now_ms() < deadline)
                 usleep(1000);
-        if (debug || !device_back()) {
+        if (debug || !back) {
                 SimDeviceStats st;
                 sim_device_get_stats(dev, &st);
                 fprintf(stderr, "fuzz-relay-ioctl: the device holds processes %u/%u contexts %u/%u queues %u/%u "
@@ -655,7 +675,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         base_stats.queues, st.files, base_stats.files, st.remote_processes,
                         base_stats.remote_processes, st.gem_handles, base_stats.gem_handles);
         }
-        check(device_back(), "the device holds more (files, contexts, processes, GEM handles) than before");
-        check(count_fds() == fds_before, "an fd outlived the client");
+        check(back, "the device holds more (files, contexts, processes, GEM handles) than before");
+        check(fds_after == fds_before, "an fd outlived the client");
         return 0;
 }

@@ -137,6 +137,9 @@ void rio_keep_fd(Client *c, int fd);
 /* An fd to send along: 0 none, 1 a memfd, 2 a pipe's end, 3 a copy of one
  * that came with an answer, 4 a socket (kind modulo 5); the caller closes it. */
 int rio_make_fd(Client *c, unsigned kind);
+/* A socket of the client's end: with a driven server, one that does not
+ * wait (each answer is there once sim_remote_server_run() returned). */
+void rio_client_socket(const Client *c, int sock);
 int rio_send(int sock, const void *msg, size_t n, int fd);
 /* The answer on sock into c->buf: its length (0: EOF) and its fd. */
 ssize_t rio_recv_answer(Client *c, int sock, int *ret_fd);
