@@ -70,6 +70,28 @@ struct ContextKfdOpen {
         pid_t pid;
 };
 
+/* The slot of a KFD process's daemon context: in use, paid for by payer,
+ * and in the pool's list, so that its end at exit ends this one too. */
+static int kfd_slot_new(ContextPool *p, const char *key, ContextPayer *payer, Context **ret, char *err,
+                        size_t errlen) {
+        Context *c;
+        int r = context_new(p, key, false, &c);
+
+        if (r < 0) {
+                snprintf(err, errlen, "out of memory");
+                return r;
+        }
+        c->kfd_process = true;
+        c->users = 1;
+        c->next = p->clients;
+        if (p->clients)
+                p->clients->prev = c;
+        p->clients = c;
+        context_set_payer(c, payer);
+        *ret = c;
+        return 0;
+}
+
 static void remote_ops_free(const KfdOps *ops) {
         sim_remote_ops_free(ops);
 }
@@ -287,20 +309,11 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
                                  .t0 = now_ns(), .o = kfd_process_options, .hooks = hooks,
                                  .hooks_userdata = hooks_userdata, .done = done, .done_userdata = done_userdata,
                                  .sock = -EBADF, .pidfd = -EBADF };
-        r = context_new(p, key, false, &c);
+        r = kfd_slot_new(p, key, payer, &c, err, errlen);
         if (r < 0) {
                 free(op);
-                snprintf(err, errlen, "out of memory");
                 goto refused;
         }
-        c->kfd_process = true;
-        c->users = 1;
-        /* In the pool's list, so that its end at exit ends this one too. */
-        c->next = p->clients;
-        if (p->clients)
-                p->clients->prev = c;
-        p->clients = c;
-        context_set_payer(c, payer);
         r = context_charge(c, op->own, "the GPU context of a KFD process", err, errlen);
         if (r < 0) {
                 context_release(c);
@@ -377,18 +390,9 @@ int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *p
                          p->opts.max_contexts);
                 return -EBUSY;
         }
-        r = context_new(p, key, false, &c);
-        if (r < 0) {
-                snprintf(err, errlen, "out of memory");
+        r = kfd_slot_new(p, key, payer, &c, err, errlen);
+        if (r < 0)
                 return r;
-        }
-        c->kfd_process = true;
-        c->users = 1;
-        c->next = p->clients;
-        if (p->clients)
-                p->clients->prev = c;
-        p->clients = c;
-        context_set_payer(c, payer);
         own = gpu_context_own_bytes(p->device->gpu, CLIENT_MAX_INFLIGHT);
         r = context_charge(c, own, "the GPU context of a KFD process", err, errlen);
         if (r < 0) {

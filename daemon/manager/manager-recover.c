@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Bringing one GPU back inside the running daemon after its device context
- * was lost (manager.h, manager_gpu_recover()).
+ * What the daemon does when a GPU's device context is lost (manager.h):
+ * bring that GPU back inside the running daemon (manager_gpu_recover()), or,
+ * where it cannot, end so that the service manager starts a new one
+ * (manager_device_lost()).
  *
  * The kernel keeps a KFD context whose queues a fault or a reset evicted
  * evicted until it is closed (kfd-facts §7.1). Where a GPU's device context
@@ -36,6 +38,7 @@
 #include <string.h>
 
 #include "manager/manager.h"
+#include "util/log-ids.h"
 #include "util/log.h"
 #include "util/time-util.h"
 
@@ -44,6 +47,22 @@
 /* How often to look whether they have. */
 #define RECOVER_POLL_US 20000ull
 
+void manager_device_lost(Manager *m, uint64_t context_id, const char *reason) {
+        LogFields f = {};
+
+        if (m->device_lost)
+                return;
+        log_fields_add(&f, "KFDBROKER_CONTEXT=%" PRIu64, context_id);
+        log_fields_add(&f, "KFDBROKER_REASON=%s", reason);
+        log_struct(LOG_ERR, KFDBROKER_MESSAGE_DEVICE_LOST, &f,
+                   "The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
+                   "the service manager starts a new daemon.", reason);
+        m->device_lost = true;
+        snprintf(m->device_lost_reason, sizeof(m->device_lost_reason),
+                 "the daemon's GPU context was lost (%s); a new daemon takes over", reason);
+        (void) sd_event_exit(m->event, -ENODEV);
+}
+
 static bool recoverable(const ManagerGpu *g) {
         return (g->pool_options.device.flags & GPU_CONTEXT_SECONDARY) && !g->pool_options.device.share_process;
 }
@@ -51,8 +70,6 @@ static bool recoverable(const ManagerGpu *g) {
 /* The old scheduler and contexts go, new ones come: 0, or -errno with err. */
 static int rebuild(ManagerGpu *g, char *err, size_t errlen) {
         Manager *m = g->manager;
-        ContextPoolCallbacks cb = manager_gpu_pool_callbacks(g);
-        SchedulerCallbacks scb = manager_gpu_scheduler_callbacks(g);
         SessionGpu *sg = &m->set.gpus[g->index];
         int r;
 
@@ -67,10 +84,10 @@ static int rebuild(ManagerGpu *g, char *err, size_t errlen) {
         sg->contexts = NULL;
         sg->info = NULL;
 
-        r = context_pool_new(m->event, g->ops, &g->pool_options, &cb, &g->contexts, err, errlen);
+        r = context_pool_new(m->event, g->ops, &g->pool_options, &g->pool_callbacks, &g->contexts, err, errlen);
         if (r < 0)
                 return r;
-        r = scheduler_new(m->event, g->contexts, &scb, &g->scheduler);
+        r = scheduler_new(m->event, g->contexts, &g->scheduler_callbacks, &g->scheduler);
         if (r < 0) {
                 snprintf(err, errlen, "cannot make its scheduler: %s", strerror(-r));
                 return r;

@@ -84,7 +84,7 @@ static void on_settled(void *userdata) {
         maybe_finish_shutdown(m);
 }
 
-SchedulerCallbacks manager_gpu_scheduler_callbacks(ManagerGpu *g) {
+static SchedulerCallbacks scheduler_callbacks(ManagerGpu *g) {
         return (SchedulerCallbacks) { .userdata = g, .job_finished = on_job_finished, .event_signal = on_event_signal,
                                       .event_reset = on_event_reset, .settled = on_settled };
 }
@@ -101,21 +101,6 @@ static void on_context_losing(Context *ctx, const char *reason, void *userdata) 
         session_set_context_lost(&g->manager->set, ctx, reason);
 }
 
-void manager_device_lost(Manager *m, uint64_t context_id, const char *reason) {
-        LogFields f = {};
-
-        if (m->device_lost)
-                return;
-        log_fields_add(&f, "KFDBROKER_CONTEXT=%" PRIu64, context_id);
-        log_fields_add(&f, "KFDBROKER_REASON=%s", reason);
-        log_struct(LOG_ERR, KFDBROKER_MESSAGE_DEVICE_LOST, &f,
-                   "The GPU context of the daemon was lost (%s). No more work can run on it; exiting so that "
-                   "the service manager starts a new daemon.", reason);
-        m->device_lost = true;
-        snprintf(m->device_lost_reason, sizeof(m->device_lost_reason),
-                 "the daemon's GPU context was lost (%s); a new daemon takes over", reason);
-        (void) sd_event_exit(m->event, -ENODEV);
-}
 
 static void on_context_gone(Context *ctx, bool lost, const char *reason, void *userdata) {
         ManagerGpu *g = userdata;
@@ -239,7 +224,7 @@ static int choose_gpus(Manager *m, const KfdOps *ops, const char *spec, const ch
  * served, nor those after it, with a warning naming why; the first GPU's
  * failure is the caller's (err).
  */
-ContextPoolCallbacks manager_gpu_pool_callbacks(ManagerGpu *g) {
+static ContextPoolCallbacks pool_callbacks(ManagerGpu *g) {
         return (ContextPoolCallbacks) { .userdata = g, .completion = on_completion, .losing = on_context_losing,
                                         .gone = on_context_gone, .processed = on_processed };
 }
@@ -255,7 +240,7 @@ static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *p
         }
         for (unsigned i = 0; i < m->n_gpus; i++) {
                 ManagerGpu *g = &m->gpus[i];
-                ContextPoolCallbacks cb = manager_gpu_pool_callbacks(g);
+                ContextPoolCallbacks cb = pool_callbacks(g);
                 ContextPoolOptions o = *po;
                 char why[400] = "";
 
@@ -267,6 +252,7 @@ static int open_pools(Manager *m, const KfdOps *ops, const ContextPoolOptions *p
                 else if (i > 0)
                         o.device.share_process = context_pool_device_gpu(m->gpus[0].contexts);
                 g->ops = ops;
+                g->pool_callbacks = cb;
                 r = -EOPNOTSUPP;
                 if (i == 0) {
                         /* Where the kernel has secondary contexts, the first
@@ -665,7 +651,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         for (unsigned i = 0; i < m->n_gpus; i++) {
                 ManagerGpu *g = &m->gpus[i];
 
-                SchedulerCallbacks scb = manager_gpu_scheduler_callbacks(g);
+                SchedulerCallbacks scb = scheduler_callbacks(g);
+
+                g->scheduler_callbacks = scb;
 
                 r = scheduler_new(m->event, g->contexts, &scb, &g->scheduler);
                 if (r < 0)

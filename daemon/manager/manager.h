@@ -72,6 +72,8 @@ typedef struct ManagerGpu {
         /* What its contexts were made with, to make them again. */
         const KfdOps *ops;
         ContextPoolOptions pool_options;
+        ContextPoolCallbacks pool_callbacks;
+        SchedulerCallbacks scheduler_callbacks;
         /* Bringing it back after its device context was lost (manager-recover.c). */
         sd_event_source *recover_timer;
         uint64_t recover_start_ns;
@@ -132,8 +134,5 @@ int manager_open_device(Manager *m, const ManagerOptions *opts);
  * sharing it on an older kernel): the caller ends the daemon as before.
  */
 bool manager_gpu_recover(ManagerGpu *g, const char *reason);
-/* The callbacks the manager gives GPU g's contexts and scheduler (manager.c). */
-ContextPoolCallbacks manager_gpu_pool_callbacks(ManagerGpu *g);
-SchedulerCallbacks manager_gpu_scheduler_callbacks(ManagerGpu *g);
-/* Ends the daemon because its GPU contexts cannot go on (manager.c). */
+/* Ends the daemon because its GPU contexts cannot go on (manager-recover.c). */
 void manager_device_lost(Manager *m, uint64_t context_id, const char *reason);
