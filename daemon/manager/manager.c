@@ -762,6 +762,12 @@ int manager_run(Manager *m) {
                 /* Up, so that the socket unit stays up and clients hear why;
                  * `systemctl status kfdbrokerd` shows the line. */
                 (void) sd_notifyf(false, "READY=1\nSTATUS=%s", m->set.no_device);
+                LogFields f = {};
+
+                log_fields_add(&f, "KFDBROKER_VERSION=%s", KFDBROKER_VERSION);
+                log_fields_add(&f, "KFDBROKER_GPUS=0");
+                log_struct(LOG_INFO, KFDBROKER_MESSAGE_READY, &f, "kfdbrokerd %s ready, serving no GPU: %s",
+                           KFDBROKER_VERSION, m->set.no_device);
                 return run_loop(m);
         }
         const GpuDeviceInfo *info = m->gpus[0].info;

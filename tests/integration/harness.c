@@ -25,11 +25,34 @@ static uint64_t next_id = 1;
 
 static bool log_has_sanitizer_report(const TestDaemon *d);
 
-/* Starts the daemon binary on d's socket and waits until it listens. */
+/* Whether d's log, past its first from bytes, has the line the daemon logs
+ * when its start-up is done, just before its loop runs ("kfdbrokerd VERSION
+ * ready"). */
+static bool log_says_ready(const TestDaemon *d, long from) {
+        char line[512];
+        bool ready = false;
+        FILE *f = fopen(d->log, "re");
+
+        if (!f)
+                return false;
+        if (fseek(f, from, SEEK_SET) == 0)
+                while (!ready && fgets(line, sizeof line, f))
+                        ready = strncmp(line, "kfdbrokerd: kfdbrokerd ", 23) == 0 && strstr(line, " ready");
+        fclose(f);
+        return ready;
+}
+
+/* Starts the daemon binary on d's socket and waits until it listens and
+ * has said it is ready: its main socket accepts before the rest of its
+ * start-up is done (the GPUs' sockets, their reserve fds), so what a test
+ * counts of it (test_daemon_count_fds()) is taken at the end of start-up. */
 static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extra_args) {
         const char *argv[32];
+        struct stat st;
         unsigned n = 0;
         pid_t parent;
+        long log_from = stat(d->log, &st) == 0 ? (long) st.st_size : 0; /* a restart appends */
+        bool listening = false;
 
         argv[n++] = bin;
         argv[n++] = "--device=sim";
@@ -73,11 +96,10 @@ static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extr
                 int status;
 
                 strcpy(sa.sun_path, d->sock);
-                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0) {
-                        close(fd);
-                        return;
-                }
+                listening = listening || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
                 close(fd);
+                if (listening && log_says_ready(d, log_from))
+                        return;
                 if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
                         test_daemon_dump_log(d);
                         cr_assert_fail("kfdbrokerd exited during start-up (status 0x%x)", status);
@@ -85,7 +107,8 @@ static void daemon_spawn(TestDaemon *d, const char *bin, const char *const *extr
                 usleep(10000);
         }
         test_daemon_dump_log(d);
-        cr_assert_fail("kfdbrokerd did not start listening within 4 s");
+        cr_assert_fail("%s", listening ? "kfdbrokerd listens but did not log that it is ready within 4 s"
+                                       : "kfdbrokerd did not start listening within 4 s");
 }
 
 pid_t test_daemon_spawn(const char **argv, const char *log, void (*setup_child)(void)) {
@@ -307,6 +330,38 @@ int test_daemon_count_fds(const TestDaemon *d) {
                         n++;
         closedir(dir);
         return n;
+}
+
+char *test_daemon_fd_names(const TestDaemon *d) {
+        char path[64], link[320], target[256];
+        struct dirent *de;
+        char *out = NULL;
+        size_t len = 0;
+        bool first = true;
+        FILE *f = open_memstream(&out, &len);
+        DIR *dir;
+
+        cr_assert_not_null(f);
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int) d->pid);
+        dir = opendir(path);
+        if (dir) {
+                while ((de = readdir(dir))) {
+                        ssize_t n;
+
+                        if (de->d_name[0] == '.')
+                                continue;
+                        snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+                        n = readlink(link, target, sizeof(target) - 1);
+                        target[n > 0 ? n : 0] = 0;
+                        fprintf(f, "%s%s=%s", first ? "" : " ", de->d_name, target);
+                        first = false;
+                }
+                closedir(dir);
+        } else
+                fprintf(f, "(%s: %s)", path, strerror(errno));
+        fclose(f);
+        cr_assert_not_null(out);
+        return out;
 }
 
 int raw_connect(const TestDaemon *d) {

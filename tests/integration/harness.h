@@ -70,6 +70,8 @@ int test_daemon_restart(TestDaemon *d, int sig, const char *const *extra_args);
 void test_daemon_fini(TestDaemon *d);
 /* Number of open fds of the daemon process. */
 int test_daemon_count_fds(const TestDaemon *d);
+/* The daemon's open fds as "N=target ..." (for a failure message), malloc'd. */
+char *test_daemon_fd_names(const TestDaemon *d);
 /* Prints the daemon log to stderr (for failures). */
 void test_daemon_dump_log(const TestDaemon *d);
 /* The daemon log so far, malloc'd (never NULL; asserts). */

@@ -739,10 +739,12 @@ Test(kfd_relay, a_proxy_worker_coming_up_holds_up_no_other_session) {
         pthread_t t;
         pid_t w, w2, child;
         int fds, status;
+        char *at_start;
 
         setenv("KFDBROKER_TEST_HOLD_PROXY_WORKER", "1", 1);
         test_daemon_start(&d, args);
         fds = test_daemon_count_fds(&d);
+        at_start = test_daemon_fd_names(&d);
         o.s = test_connect(&d, "relay");
         cr_assert_eq(pthread_create(&t, NULL, open_in_thread, &o), 0);
         w = held_worker(d.pid, 0);
@@ -785,7 +787,14 @@ Test(kfd_relay, a_proxy_worker_coming_up_holds_up_no_other_session) {
         kfdb_session_free(o.s);
         for (int i = 0; i < 2000 && test_daemon_count_fds(&d) > fds; i++)
                 usleep(10 * 1000);
-        cr_expect_leq(test_daemon_count_fds(&d), fds, "no fd of the daemon is left");
+        if (test_daemon_count_fds(&d) > fds) {
+                char *now = test_daemon_fd_names(&d);
+
+                fprintf(stderr, "the daemon's fds at the start: %s\nand now: %s\n", at_start, now);
+                cr_expect_fail("no fd of the daemon is left (its fds above)");
+                free(now);
+        }
+        free(at_start);
         /* Both slots of --max-contexts=2 are free again (each worker let go). */
         OpenInThread again[2] = { { .fd = -1 }, { .fd = -1 } };
         pthread_t ta[2];
