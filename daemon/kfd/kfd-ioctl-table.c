@@ -13,6 +13,9 @@
 
 #define WORD(w) [_IOC_NR(w)] = (w)
 
+/* The size kfd-uapi.h gives DBG_TRAP's word, whichever header defined it. */
+_Static_assert(_IOC_SIZE(AMDKFD_IOC_DBG_TRAP) == 32, "struct kfd_ioctl_dbg_trap_args is 32 bytes");
+
 static const uint32_t words[KFD_IOCTL_TABLE_END] = {
         WORD(AMDKFD_IOC_GET_VERSION),
         WORD(AMDKFD_IOC_CREATE_QUEUE),

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kfd/kfd-ioctl-table.h"
 #include "kfd/kfd-topology.h"
 #include "sim-test.h"
 #include "test-fini.h"
@@ -277,6 +278,24 @@ Test(sim_ioctl, map_unmap_free) {
         cr_expect_eq(t_map(&c, bo.handle), -EINVAL);
         cr_expect_eq(t_free(&c, bo.handle), 0);
         t_close(&c, true);
+}
+
+/* The KFD's table (kfd-ioctl-table.h): a word of its own number for every
+ * number from AMDKFD_COMMAND_START to 0x27, none before or past. */
+Test(sim_ioctl, the_kfd_table_has_a_word_for_every_number) {
+        cr_expect_eq(kfd_ioctl_word(0), 0ul);
+        cr_expect_eq(kfd_ioctl_word(KFD_IOCTL_TABLE_END), 0ul);
+        cr_expect_eq(kfd_ioctl_word(0xff), 0ul);
+        for (unsigned nr = 1; nr < KFD_IOCTL_TABLE_END; nr++) {
+                unsigned long w = kfd_ioctl_word(nr);
+                cr_expect_eq(_IOC_NR(w), nr, "0x%02x", nr);
+                cr_expect_eq(_IOC_TYPE(w), (unsigned) AMDKFD_IOCTL_BASE, "0x%02x", nr);
+                cr_expect(nr == _IOC_NR(AMDKFD_IOC_CREATE_PROCESS) || _IOC_DIR(w) != _IOC_NONE,
+                          "0x%02x: every call but CREATE_PROCESS has an argument", nr);
+        }
+        cr_expect_eq(kfd_ioctl_word(0x18), (unsigned long) AMDKFD_IOC_MAP_MEMORY_TO_GPU);
+        cr_expect_eq(_IOC_DIR(kfd_ioctl_word(0x01)), (unsigned) _IOC_READ, "GET_VERSION only copies out");
+        cr_expect_eq(_IOC_DIR(kfd_ioctl_word(0x09)), (unsigned) _IOC_WRITE, "DESTROY_EVENT only copies in");
 }
 
 /* kfd_ioctl copies in the direction of its own table, not of the caller's
