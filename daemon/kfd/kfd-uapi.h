@@ -68,6 +68,18 @@ struct kfd_ioctl_runtime_enable_args {
 #ifndef AMDKFD_IOC_CREATE_PROCESS
 #define AMDKFD_IOC_CREATE_PROCESS AMDKFD_IO(0x27)
 #endif
+/*
+ * AMDKFD_IOC_DBG_TRAP, uapi 1.13 (debugger API): only its word is needed
+ * here (kfd-ioctl-table.c), not its struct. Source: include/uapi/linux/kfd_ioctl.h
+ * in Linux >= 6.4:
+ *   #define AMDKFD_IOC_DBG_TRAP AMDKFD_IOWR(0x26, struct kfd_ioctl_dbg_trap_args)
+ * where struct kfd_ioctl_dbg_trap_args is { __u32 pid; __u32 op; union {...}; }
+ * and the union's largest members (query_exception_info, queue_snapshot,
+ * device_snapshot) are 24 bytes: 32 in all.
+ */
+#ifndef AMDKFD_IOC_DBG_TRAP
+#define AMDKFD_IOC_DBG_TRAP _IOC(_IOC_READ | _IOC_WRITE, AMDKFD_IOCTL_BASE, 0x26, 32)
+#endif
 #define KFD_MINOR_CREATE_PROCESS 19u
 #define KFD_MINOR_EXPORT_DMABUF 12u
 #define KFD_MINOR_RUNTIME_ENABLE 13u

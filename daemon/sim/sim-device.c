@@ -2,9 +2,12 @@
 /*
  * The SimDevice and the KfdOps table it serves (sim.h, sim-device.h). The
  * ioctl entry point mirrors kfd_chardev.c kfd_ioctl: dispatch on _IOC_NR
- * only, copy in _IOC_SIZE(request) bytes zero-extended to the simulator's own
- * struct size, run the handler, copy the caller's size back (also on error,
- * as the kernel does), -EINVAL (-ENOTTY from uapi 1.19) for a number past the
+ * only, take the copy direction from the KFD's own word for that number
+ * (kfd-ioctl-table.h), never from the caller's; copy in _IOC_SIZE(request)
+ * bytes if that word has IOC_IN, zero-extended to the larger of the two sizes
+ * (and the simulator's own struct), run the handler, copy the caller's size
+ * back if it has IOC_OUT (also on error, as the kernel does), -EINVAL
+ * (-ENOTTY from uapi 1.19) for a number past the
  * table of the simulated uapi version, -EBADF for a fd used by another process
  * than its opener (a host process, or a simulated one: SimMm). Opens of one mm
  * share its primary KFD process;
@@ -33,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kfd/kfd-ioctl-table.h"
 #include "kfd/kfd-uapi.h"
 #include "sim-cache.h"
 #include "sim-cp.h"
@@ -53,6 +57,7 @@
 /* AMDKFD_COMMAND_END of uapi 1.19: 0x28 (CREATE_PROCESS is 0x27). */
 #define SIM_IOCTL_COUNT 0x28u
 #define SIM_IOC_NR_CREATE_PROCESS 0x27u
+_Static_assert(SIM_IOCTL_COUNT <= KFD_IOCTL_TABLE_END, "a number the KFD's table does not know");
 #define SIM_DEFAULT_GPU_ID 0x697Du
 #define SIM_DEFAULT_CU_COUNT 40u
 #define SIM_DEFAULT_VRAM_SIZE (1ULL << 30)
@@ -303,6 +308,10 @@ static int ioctl_dispatch(SimMm *mm, const SimIoctl *h, unsigned nr, int fd, uns
                           void *kdata) {
         SimDevice *d = mm->device;
         size_t usize = _IOC_SIZE(request);
+        /* kfd_ioctl: "cmd = ioctl->cmd" — "Do not trust userspace, use our
+         * own definition" (kfd_chardev.c): the caller's word gives the size,
+         * the KFD's the direction. */
+        unsigned dir = _IOC_DIR(kfd_ioctl_word(nr));
         SimProcess *p;
         SimFile *f;
         int r;
@@ -334,7 +343,10 @@ static int ioctl_dispatch(SimMm *mm, const SimIoctl *h, unsigned nr, int fd, uns
 
         p = sim_process_ref(f->process);
         busy_get(mm);
-        if ((_IOC_DIR(request) & _IOC_WRITE) && usize > 0) {
+        /* IOC_IN: copy_from_user of the caller's size, -EFAULT before the
+         * call; IOC_OUT alone: those bytes zeroed (kdata is, as is all past
+         * them: "memset(kdata + usize, 0, asize - usize)"). */
+        if ((dir & _IOC_WRITE) && usize > 0) {
                 if (!arg) {
                         r = -EFAULT;
                         goto finish;
@@ -342,7 +354,7 @@ static int ioctl_dispatch(SimMm *mm, const SimIoctl *h, unsigned nr, int fd, uns
                 memcpy(kdata, arg, usize);
         }
         r = call_handler(h, p, kdata, &(IoctlUnwind) { .mm = mm, .p = p, .kdata = kdata });
-        if ((_IOC_DIR(request) & _IOC_READ) && usize > 0) {
+        if ((dir & _IOC_READ) && usize > 0) {
                 if (!arg)
                         r = -EFAULT;
                 else
@@ -394,7 +406,10 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         if (nr >= sim_device_command_end(d) || nr >= SIM_IOCTL_COUNT)
                 return d->kfd_minor >= 19 ? -ENOTTY : -EINVAL;
         h = &ioctls[nr];
-        kdata = calloc(1, MAX(MAX((size_t) _IOC_SIZE(request), h->size), (size_t) 1));
+        /* asize: the larger of the caller's size and the KFD's (and our own
+         * struct's, which may hold more than the uapi one), all zeroed. */
+        kdata = calloc(1, MAX(MAX(MAX((size_t) _IOC_SIZE(request), h->size), (size_t) _IOC_SIZE(kfd_ioctl_word(nr))),
+                              (size_t) 1));
         if (!kdata)
                 return -ENOMEM;
         /* Only a sleep may be cancelled (sim_ioctl_cancellable()): nowhere else

@@ -506,7 +506,7 @@ static int dmabuf_fd_to_send(const uint8_t *view, size_t usize, size_t off) {
 
 static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         SimRemoteOps *o = userdata;
-        unsigned dir = _IOC_DIR(request);
+        unsigned dir = sim_remote_ioctl_dir(request); /* the kernel's, not the caller's word's */
         size_t usize = _IOC_SIZE(request);
         SimRemoteIoctlKind kind = sim_remote_ioctl_kind(request);
         size_t vsize = MAX(usize, sim_remote_ioctl_struct_size(kind));
@@ -520,9 +520,9 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
         bool whole;
         int r;
 
-        /* The argument as it goes out: the caller's bytes if the request
-         * writes (the simulator reads nothing otherwise), zero-extended to
-         * the struct we parse. */
+        /* The argument as it goes out: the caller's bytes if the kernel
+         * copies them in (it reads nothing otherwise, whatever the caller's
+         * word says), zero-extended to the struct we parse. */
         view = calloc(1, MAX(vsize, (size_t) 1));
         if (!view)
                 return -ENOMEM;
@@ -645,7 +645,8 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                 return r;
         }
         r = c.rep.ret;
-        /* The reply's shape: the argument back iff the request reads, an fd
+        /* The reply's shape: the argument back iff the kernel copies it out
+         * (never into memory of a call that only copies in), an fd
          * only with a successful EXPORT_DMABUF or PRIME_HANDLE_TO_FD, an
          * array only where one may come and never larger than the caller's. */
         bool fd_out = kind == SIM_REMOTE_IOCTL_EXPORT_DMABUF || kind == SIM_REMOTE_IOCTL_PRIME_TO_FD;

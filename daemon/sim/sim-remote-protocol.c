@@ -12,6 +12,7 @@
 
 #include <amdgpu_drm.h>
 
+#include "kfd/kfd-ioctl-table.h"
 #include "kfd/kfd-uapi.h"
 #include "sim-device.h"
 #include "sim-remote-protocol.h"
@@ -95,6 +96,44 @@ SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request) {
                  * learn its fields first (test-sim-remote checks). */
                 return sim_device_ioctl_simulated(nr) ? SIM_REMOTE_IOCTL_REFUSED : SIM_REMOTE_IOCTL_PLAIN;
         }
+}
+
+/* The render node's calls the wire carries, matched whole as the simulator
+ * runs them (sim-drm.c sim_drm_ioctl_simulated(), which the interposer does
+ * not link). */
+static bool render_call(unsigned long request) {
+        return request == DRM_IOCTL_AMDGPU_GEM_CREATE || request == DRM_IOCTL_GEM_CLOSE ||
+               request == DRM_IOCTL_PRIME_HANDLE_TO_FD || request == DRM_IOCTL_AMDGPU_GEM_MMAP ||
+               request == DRM_IOCTL_VERSION || request == DRM_IOCTL_AMDGPU_INFO;
+}
+
+/*
+ * Where the direction comes from. The client cannot ask the kernel for its
+ * table, and must not trust the caller's word: kfd_ioctl() takes the
+ * direction from amdkfd_ioctls[nr] ("Do not trust userspace, use our own
+ * definition", kfd_chardev.c), so an _IOR word of MAP's number has its
+ * bytes read and given back, and an _IOW word of GET_VERSION's has the
+ * version written. The server could tell the client in its reply, but the
+ * client must decide before it sends (whether to read the caller's bytes)
+ * and must refuse a reply that would write memory the kernel would not
+ * write — an IN-only call's argument may be read-only — so both ends read
+ * one table, compiled into both (kfd-ioctl-table.c, from the uapi words).
+ * drm_ioctl() copies what both its word and the caller's say (drm_ioctl.c:
+ * in_size = 0 unless cmd & ioctl->cmd & IOC_IN); the render calls the wire
+ * carries are matched whole, so the two are one there. Any other word on a
+ * render file is refused before a copy (the simulator: -ENOTTY; the served
+ * view: -EACCES); by its number it may still name a KFD call, which is
+ * what it is on a KFD file, and then its argument comes back as the
+ * server's buffer holds it: the caller's own bytes, or zeros for a number
+ * the KFD only copies out (GET_VERSION, GET_PROCESS_APERTURES) — the one
+ * place the wire writes what the kernel would not. A number that is
+ * neither is refused by every kernel before its copy (past
+ * AMDKFD_COMMAND_END): nothing travels.
+ */
+unsigned sim_remote_ioctl_dir(unsigned long request) {
+        if (render_call(request))
+                return _IOC_DIR(request);
+        return _IOC_DIR(kfd_ioctl_word(_IOC_NR(request)));
 }
 
 size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind) {

@@ -16,9 +16,13 @@
  * malformed message) the process is gone and the server tears it down.
  *
  * Messages. A request is a SimRemoteRequest followed by arg_size bytes (the
- * ioctl argument) and then the array its ioctl carries (WAIT_EVENTS events,
- * MAP/UNMAP device ids), exactly as long as the argument says. A reply is a
- * SimRemoteReply followed by arg_size bytes and the array out (WAIT_EVENTS
+ * ioctl argument: the caller's _IOC_SIZE bytes, which are the caller's own
+ * when the kernel copies them in and zeros otherwise — the direction is the
+ * kernel's table's, sim_remote_ioctl_dir(), not the caller's word's) and then
+ * the array its ioctl carries (WAIT_EVENTS events, MAP/UNMAP device ids),
+ * exactly as long as the argument says. A reply is a SimRemoteReply followed
+ * by arg_size bytes (the argument back, exactly when the kernel copies it
+ * out) and the array out (WAIT_EVENTS
  * events, apertures, dma-buf metadata; the exception text; the sysfs path of
  * HELLO). At most one fd travels with a message, and only where the op takes
  * one. Anything else — a short or long message, an unknown op or flag, an
@@ -35,7 +39,10 @@
 #include <sys/uio.h>
 
 #define SIM_REMOTE_MAGIC 0x524d4953u   /* "SIMR" */
-#define SIM_REMOTE_VERSION 1u
+/* 2: the argument travels in the kernel's direction (sim_remote_ioctl_dir()),
+ * no longer in the caller's word's; a peer of version 1 would read or answer
+ * a word of the wrong direction otherwise, so HELLO refuses it. */
+#define SIM_REMOTE_VERSION 2u
 
 /* Bounds, on both sides: a message (a whole ioctl argument — _IOC_SIZE is 14
  * bits — plus the largest array) and each array. */
@@ -119,6 +126,17 @@ typedef enum SimRemoteIoctlKind {
  * one it would run on a KFD fd is classified by its number.
  */
 SimRemoteIoctlKind sim_remote_ioctl_kind(unsigned long request);
+/*
+ * The direction the argument of an ioctl request word travels in, as the
+ * kernel copies it (_IOC_WRITE: the caller's bytes go in, _IOC_READ: bytes
+ * come back; 0: neither). It is the word of the kernel's own table, not the
+ * caller's: for KFD numbers the KFD's table (kfd-ioctl-table.h), since
+ * kfd_ioctl() uses its own word; for the render node's calls the wire knows
+ * (sim-drm.h, matched whole) their word, which is drm_ioctl()'s table's. A
+ * number neither table knows goes neither way: the kernel refuses it before
+ * it copies anything.
+ */
+unsigned sim_remote_ioctl_dir(unsigned long request);
 /* The uapi struct size of a kind other than PLAIN and REFUSED (0 for those). */
 size_t sim_remote_ioctl_struct_size(SimRemoteIoctlKind kind);
 

@@ -135,8 +135,9 @@ static void restore_field(uint8_t *dst, const uint8_t *src, size_t usize, size_t
 
 /*
  * An ioctl whose struct holds pointers or fds (sim-remote-protocol.h). kdata
- * is the struct as the simulator would see it from the process — its usize
- * bytes if the request writes, zeros beyond — with the pointer and fd fields
+ * is the struct as the kernel would see it from the process — its usize
+ * bytes if the kernel's table copies them in (sim_remote_ioctl_dir(), not
+ * the process's word), zeros beyond — with the pointer and fd fields
  * replaced; the request goes to the simulator as read-write and at least the
  * struct's size, which changes nothing it sees and lets us read what it
  * wrote (an exported fd must come back to us even if the process's request
@@ -153,11 +154,12 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         uint32_t tile_room = 0; /* TILE_CONFIG: where the macro array starts in buf */
         uint64_t version_room[3] = {}; /* DRM_VERSION: each string's part of buf */
         unsigned long word = _IOC(_IOC_READ | _IOC_WRITE, _IOC_TYPE(request), _IOC_NR(request), ksize);
+        unsigned dir = sim_remote_ioctl_dir(request);
         int r;
 
         if (!view || !kdata)
                 return -ENOMEM;
-        if (_IOC_DIR(request) & _IOC_WRITE)
+        if (dir & _IOC_WRITE)
                 memcpy(view, arg, usize);
         memcpy(kdata, view, ksize);
 
@@ -457,7 +459,7 @@ static int serve_marshalled(SimRemoteServer *s, const SimRemoteRequest *req, Sim
         default:
                 break;
         }
-        if (_IOC_DIR(request) & _IOC_READ) {
+        if (dir & _IOC_READ) {
                 memcpy(rep->arg, kdata, usize);
                 rep->h.arg_size = (uint32_t) usize;
         }
@@ -489,12 +491,19 @@ static int serve_ioctl(SimRemoteServer *s, const SimRemoteRequest *req, const ui
         case SIM_REMOTE_IOCTL_PLAIN:
         case SIM_REMOTE_IOCTL_ACQUIRE_VM:
                 /* Numbers only; ACQUIRE_VM's drm_fd is looked up among the
-                 * process's own files (sim_process_acquire_vm). */
+                 * process's own files (sim_process_acquire_vm). What the
+                 * daemon's layers see is what the kernel would read: the
+                 * process's bytes if its table copies them in, else zeros
+                 * (whatever the process sent); they go back if it copies
+                 * out. */
                 if (in_fd >= 0 || payload_size != req->arg_size)
                         return -EPROTO;
-                memcpy(rep->arg, payload, req->arg_size);
+                if (sim_remote_ioctl_dir(request) & _IOC_WRITE)
+                        memcpy(rep->arg, payload, req->arg_size);
+                else
+                        memset(rep->arg, 0, req->arg_size);
                 rep->h.ret = server_ioctl(s, req->fd, request, arg_null ? NULL : rep->arg);
-                if (!arg_null && (_IOC_DIR(request) & _IOC_READ))
+                if (!arg_null && (sim_remote_ioctl_dir(request) & _IOC_READ))
                         rep->h.arg_size = (uint32_t) usize;
                 return 0;
         default:

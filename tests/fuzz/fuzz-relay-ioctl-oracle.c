@@ -13,13 +13,16 @@
 
 /* ---- The oracle: does the server end the channel on this message? ---- */
 
-/* The struct as the server reads it: the request's bytes if it writes to
- * the kernel, zeros otherwise, and zeros past its size. */
+/* The struct as the kernel reads it: the request's bytes if the kernel's
+ * own table copies them in — kfd_ioctl() takes the direction from
+ * amdkfd_ioctls[nr], not from the request word ("Do not trust userspace,
+ * use our own definition", kfd_chardev.c) — zeros otherwise, and zeros past
+ * its size. */
 void rio_view_of(unsigned long request, const uint8_t *arg, uint8_t *view, size_t view_size) {
         size_t usize = _IOC_SIZE(request);
 
         memset(view, 0, view_size);
-        if (_IOC_DIR(request) & _IOC_WRITE)
+        if (sim_remote_ioctl_dir(request) & _IOC_WRITE)
                 memcpy(view, arg, usize < view_size ? usize : view_size);
 }
 
@@ -221,20 +224,18 @@ void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, c
         bool arg_null = req->flags & SIM_REMOTE_ARG_NULL;
         size_t usize = _IOC_SIZE(request);
         SimRemoteIoctlKind kind = sim_remote_ioctl_kind(request);
-        bool reads = !arg_null && (_IOC_DIR(request) & _IOC_READ) && kind != SIM_REMOTE_IOCTL_REFUSED;
+        /* The argument comes back where the kernel's table copies it out. */
+        bool reads = !arg_null && (sim_remote_ioctl_dir(request) & _IOC_READ) && kind != SIM_REMOTE_IOCTL_REFUSED;
         uint8_t sent[SIM_REMOTE_MAX_ARG + 1], view[256];
 
         rio_check_errno(rep->ret);
         if (rep->ret >= 0 && !arg_null && kind != SIM_REMOTE_IOCTL_REFUSED) {
-                uint8_t kdata[256] = { 0 };
-                if (kind == SIM_REMOTE_IOCTL_PLAIN || kind == SIM_REMOTE_IOCTL_ACQUIRE_VM)
-                        memcpy(kdata, payload, usize < sizeof kdata ? usize : sizeof kdata);
-                else
-                        rio_view_of(request, payload, kdata, sizeof kdata);
+                uint8_t kdata[256];
+                rio_view_of(request, payload, kdata, sizeof kdata);
                 check_reach(reach, request, kdata, got, rep->arg_size);
         }
         check(rep->arg_size == (reads ? usize : 0), "the argument back is not the request's size (or is there "
-                                                    "when the request does not read)");
+                                                    "when the kernel's table does not copy it out)");
         if (kind == SIM_REMOTE_IOCTL_REFUSED)
                 check(rep->ret == -ENOTTY, "a refused ioctl answered other than -ENOTTY");
         else if (reach->relayed) {

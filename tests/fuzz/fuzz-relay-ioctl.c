@@ -50,7 +50,8 @@
  * (before) and NEW_CHANNEL with a socket (after) are answered, anything
  * else ends the process; after a channel ends the process is still served
  * (a new channel answers GET_VERSION); every reply is well formed: its
- * argument is the request's size if the request reads, else empty; its
+ * argument is the request's size if the kernel's table (not the request
+ * word) copies it out, else empty; its
  * array within the bound of what was asked; an fd with it exactly where
  * the op gives one; ret a file number or 0 or a negative errno; pointer and
  * fd fields come back as the client sent them (never a daemon address or

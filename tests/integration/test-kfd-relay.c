@@ -415,6 +415,68 @@ Test(kfd_relay, tile_config_and_cu_mask_through_the_relay) {
         relayed_close(&a);
 }
 
+/* A request word of the wrong direction is copied as the KFD copies it: in
+ * the direction of its own table (kfd_ioctl: "Do not trust userspace, use
+ * our own definition"), the size of the caller's word — through the relay's
+ * wire, the served view and (test-kfd-relay-workers) a proxy worker. The
+ * _IOR word of MAP's number is fuzz-relay-ioctl's finding (docs/fuzzing.md). */
+Test(kfd_relay, a_word_of_the_wrong_direction_is_copied_as_the_kernel_copies_it) {
+        struct kfd_ioctl_free_memory_of_gpu_args fr = {};
+        uint32_t ids[1];
+        Relayed a = {};
+        int r;
+
+        test_daemon_start(&d, NULL);
+        relayed_open(&a, 0);
+        acquire(&a);
+        ids[0] = a.gpu_id;
+
+        /* MAP is _IOWR: an _IOR word of its number reads the caller's bytes
+         * (the buffer is mapped) and gives them back, its pointer and the
+         * bytes past the struct (7 680 of them, as the fuzzer's word) too. */
+        uint64_t h = alloc_at(&a, 0x10000000, &r);
+        cr_assert_eq(r, 0);
+        uint8_t big[7680];
+        memset(big, 0x5a, sizeof big);
+        struct kfd_ioctl_map_memory_to_gpu_args m = {
+                .handle = h, .device_ids_array_ptr = (uintptr_t) ids, .n_devices = 1 };
+        memcpy(big, &m, sizeof m);
+        cr_expect_eq(kioctl(&a, _IOC(_IOC_READ, 'K', 0x18, sizeof big), big), 0);
+        memcpy(&m, big, sizeof m);
+        cr_expect_eq(m.device_ids_array_ptr, (uintptr_t) ids, "the caller's pointer comes back");
+        cr_expect_eq(m.handle, h);
+        cr_expect_eq(m.n_success, 1u);
+        cr_expect_eq(big[sizeof m], 0x5a, "the caller's bytes past the struct come back");
+        cr_expect_eq(big[sizeof big - 1], 0x5a);
+        fr.handle = h;
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), -EBUSY, "it was mapped");
+
+        /* GET_VERSION is _IOR: an _IOW word of it has the version written
+         * over the caller's bytes. */
+        struct kfd_ioctl_get_version_args v = { .major_version = 77, .minor_version = 77 };
+        cr_expect_eq(kioctl(&a, _IOW('K', 0x01, struct kfd_ioctl_get_version_args), &v), 0);
+        cr_expect_eq(v.major_version, 1u);
+        cr_expect_neq(v.minor_version, 77u);
+
+        /* DESTROY_EVENT is _IOW: an _IOWR word of it writes nothing back,
+         * so its argument may be read-only memory, as with the kernel. */
+        struct kfd_ioctl_create_event_args e = { .event_type = KFD_IOC_EVENT_SIGNAL };
+        cr_assert_eq(kioctl(&a, AMDKFD_IOC_CREATE_EVENT, &e), 0);
+        struct kfd_ioctl_destroy_event_args *ro =
+                mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert_neq(ro, MAP_FAILED);
+        ro->event_id = e.event_id;
+        cr_assert_eq(mprotect(ro, 4096, PROT_READ), 0);
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x09, struct kfd_ioctl_destroy_event_args), ro), 0);
+        cr_expect_eq(kioctl(&a, _IOWR('K', 0x09, struct kfd_ioctl_destroy_event_args), ro), -EINVAL, "destroyed");
+        munmap(ro, 4096);
+
+        /* The session goes on: the same calls with their own words. */
+        cr_expect_eq(kioctl(&a, AMDKFD_IOC_GET_VERSION, &v), 0);
+        cr_expect_eq(map(&a, h), 0, "mapping again is a no-op");
+        relayed_close(&a);
+}
+
 /* Events= bounds a relayed process's events as a session's: past it
  * CREATE_EVENT answers -ENOSPC (the kernel's answer for a full signal page). */
 Test(kfd_relay, events_are_bounded_by_the_session_policy) {

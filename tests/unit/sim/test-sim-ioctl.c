@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kfd/kfd-ioctl-table.h"
 #include "kfd/kfd-topology.h"
 #include "sim-test.h"
 #include "test-fini.h"
@@ -275,6 +276,81 @@ Test(sim_ioctl, map_unmap_free) {
         /* amdgpu_vm_bo_map refuses an unaligned VA. */
         cr_assert_eq(t_alloc_raw(&c, va + 0x10001, 4096, GTT, &bo), 0);
         cr_expect_eq(t_map(&c, bo.handle), -EINVAL);
+        cr_expect_eq(t_free(&c, bo.handle), 0);
+        t_close(&c, true);
+}
+
+/* The KFD's table (kfd-ioctl-table.h): a word of its own number for every
+ * number from AMDKFD_COMMAND_START to 0x27, none before or past. */
+Test(sim_ioctl, the_kfd_table_has_a_word_for_every_number) {
+        cr_expect_eq(kfd_ioctl_word(0), 0ul);
+        cr_expect_eq(kfd_ioctl_word(KFD_IOCTL_TABLE_END), 0ul);
+        cr_expect_eq(kfd_ioctl_word(0xff), 0ul);
+        for (unsigned nr = 1; nr < KFD_IOCTL_TABLE_END; nr++) {
+                unsigned long w = kfd_ioctl_word(nr);
+                cr_expect_eq(_IOC_NR(w), nr, "0x%02x", nr);
+                cr_expect_eq(_IOC_TYPE(w), (unsigned) AMDKFD_IOCTL_BASE, "0x%02x", nr);
+                cr_expect(nr == _IOC_NR(AMDKFD_IOC_CREATE_PROCESS) || _IOC_DIR(w) != _IOC_NONE,
+                          "0x%02x: every call but CREATE_PROCESS has an argument", nr);
+        }
+        cr_expect_eq(kfd_ioctl_word(0x18), (unsigned long) AMDKFD_IOC_MAP_MEMORY_TO_GPU);
+        cr_expect_eq(_IOC_DIR(kfd_ioctl_word(0x01)), (unsigned) _IOC_READ, "GET_VERSION only copies out");
+        cr_expect_eq(_IOC_DIR(kfd_ioctl_word(0x09)), (unsigned) _IOC_WRITE, "DESTROY_EVENT only copies in");
+}
+
+/* kfd_ioctl copies in the direction of its own table, not of the caller's
+ * word ("cmd = ioctl->cmd", "Do not trust userspace, use our own
+ * definition", kfd_chardev.c); the caller's word gives only the size. */
+Test(sim_ioctl, the_copy_direction_is_the_kfds_not_the_callers) {
+        TestCtx c;
+        t_open(&c, NULL);
+        uint64_t va = t_reserve_va(1u << 20);
+        TestBo bo = {};
+        cr_assert_eq(t_alloc_raw(&c, va, 8192, GTT, &bo), 0);
+
+        /* MAP is _IOWR: an _IOR word of its number and size has the
+         * caller's bytes read (the buffer is mapped) and given back, the
+         * pointer and all. */
+        uint32_t ids[1] = { c.gpu_id };
+        struct kfd_ioctl_map_memory_to_gpu_args m = {
+                .handle = bo.handle, .device_ids_array_ptr = (uint64_t) (uintptr_t) ids, .n_devices = 1 };
+        cr_expect_eq(t_ioctl(&c, _IOR('K', 0x18, struct kfd_ioctl_map_memory_to_gpu_args), &m), 0);
+        cr_expect_eq(m.device_ids_array_ptr, (uint64_t) (uintptr_t) ids, "the caller's pointer back");
+        cr_expect_eq(m.handle, bo.handle);
+        cr_expect_eq(m.n_success, 1u);
+        cr_expect_eq(t_free(&c, bo.handle), -EBUSY, "it was mapped");
+        /* ... and an _IOR word of it with no argument faults before the
+         * call (copy_from_user), mapping nothing. */
+        cr_expect_eq(t_ioctl(&c, _IOR('K', 0x19, struct kfd_ioctl_unmap_memory_from_gpu_args), NULL), -EFAULT);
+        cr_expect_eq(t_free(&c, bo.handle), -EBUSY, "still mapped");
+
+        /* GET_VERSION is _IOR: an _IOW word of it has the version written
+         * over the caller's bytes, which are not read. */
+        struct kfd_ioctl_get_version_args v = { .major_version = 77, .minor_version = 77 };
+        cr_expect_eq(t_ioctl(&c, _IOW('K', 0x01, struct kfd_ioctl_get_version_args), &v), 0);
+        cr_expect_eq(v.major_version, 1u);
+        cr_expect_eq(v.minor_version, SIM_DEFAULT_KFD_MINOR);
+        /* _IO of it (size 0): nothing copied either way. */
+        v = (struct kfd_ioctl_get_version_args) { .major_version = 77, .minor_version = 77 };
+        cr_expect_eq(t_ioctl(&c, _IO('K', 0x01), &v), 0);
+        cr_expect_eq(v.major_version, 77u);
+        /* An _IOW word of it without an argument runs, then faults on the
+         * copy out. */
+        cr_expect_eq(t_ioctl(&c, _IOW('K', 0x01, struct kfd_ioctl_get_version_args), NULL), -EFAULT);
+
+        /* DESTROY_EVENT is _IOW: an _IOWR word of it writes nothing back, so
+         * its argument may be read-only memory, as with the kernel. */
+        struct kfd_ioctl_create_event_args e = { .event_type = KFD_IOC_EVENT_SIGNAL };
+        cr_assert_eq(t_ioctl(&c, AMDKFD_IOC_CREATE_EVENT, &e), 0);
+        struct kfd_ioctl_destroy_event_args *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert_neq(ro, MAP_FAILED);
+        ro->event_id = e.event_id;
+        cr_assert_eq(mprotect(ro, 4096, PROT_READ), 0);
+        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x09, struct kfd_ioctl_destroy_event_args), ro), 0);
+        cr_expect_eq(t_ioctl(&c, _IOWR('K', 0x09, struct kfd_ioctl_destroy_event_args), ro), -EINVAL, "destroyed");
+        munmap(ro, 4096);
+
+        cr_expect_eq(t_unmap(&c, bo.handle), 0);
         cr_expect_eq(t_free(&c, bo.handle), 0);
         t_close(&c, true);
 }

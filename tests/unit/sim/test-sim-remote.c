@@ -1310,6 +1310,15 @@ Test(sim_remote, garbage_before_the_handshake_ends_the_process) {
         cr_expect_eq(rep.ret, -EPROTONOSUPPORT);
         raw_expect_eof(r.control, "a HELLO of version 99");
         raw_close(&r);
+        /* Nor version 1, whose ends carried an argument in the direction of
+         * the caller's word. */
+        r = raw_connect(d, false);
+        req.u64[0] = SIM_REMOTE_MAGIC | 1ull << 32;
+        cr_assert_eq(raw_send(r.control, &req, NULL, 0, -1), 0);
+        cr_assert_eq(raw_reply(r.control, &rep, sizeof rep, NULL), (ssize_t) sizeof rep);
+        cr_expect_eq(rep.ret, -EPROTONOSUPPORT);
+        raw_expect_eof(r.control, "a HELLO of version 1");
+        raw_close(&r);
 
         /* A client finds an answer it cannot read a protocol error. */
         int sv[2];
@@ -1433,6 +1442,78 @@ Test(sim_remote, malformed_requests_end_the_channel_not_the_daemon, .timeout = 6
         sim_device_get_stats(d, &st);
         cr_expect_eq(st.files, 0u, "the process's KFD file was closed");
         cr_expect_eq(test_count_fds(), fds, "no fd left behind");
+        sim_device_free(d);
+}
+
+/* An IOCTL's reply: its header, and the argument back in ret_arg. */
+static SimRemoteReply raw_ioctl_reply(int sock, int fd, unsigned long request, const void *arg, const void *array,
+                                      size_t array_size, void *ret_arg) {
+        uint8_t payload[SIM_REMOTE_MAX_ARG + 1024], buf[SIM_REMOTE_MAX_MESSAGE];
+        size_t usize = _IOC_SIZE(request);
+        SimRemoteRequest req = { .op = SIM_REMOTE_OP_IOCTL, .fd = fd, .arg_size = (uint32_t) usize,
+                                 .u64 = { (uint32_t) request } };
+        SimRemoteReply rep = { .ret = INT32_MIN };
+
+        memcpy(payload, arg, usize);
+        if (array_size)
+                memcpy(payload + usize, array, array_size);
+        cr_assert_eq(raw_send(sock, &req, payload, usize + array_size, -1), 0);
+        ssize_t n = raw_reply(sock, buf, sizeof buf, NULL);
+        cr_assert_geq(n, (ssize_t) sizeof rep, "an answer (not the channel's end)");
+        memcpy(&rep, buf, sizeof rep);
+        cr_assert_leq(rep.arg_size, (size_t) n - sizeof rep);
+        memcpy(ret_arg, buf + sizeof rep, rep.arg_size);
+        return rep;
+}
+
+/* The server reads the argument and gives it back in the KFD's direction
+ * for the number (kfd_ioctl's own table), not the request word's. */
+Test(sim_remote, the_argument_travels_in_the_kernels_direction, .timeout = 60) {
+        SimDevice *d = NULL;
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        Raw r = raw_connect(d, true);
+        r.channel = raw_new_channel(&r);
+        cr_assert_geq(r.channel, 0);
+        SimRemoteRequest open_req = { .op = SIM_REMOTE_OP_OPEN_KFD, .fd = -1 };
+        SimRemoteReply rep;
+        int copy = -1;
+        cr_assert_eq(raw_send(r.channel, &open_req, NULL, 0, -1), 0);
+        cr_assert_eq(raw_reply(r.channel, &rep, sizeof rep, &copy), (ssize_t) sizeof rep);
+        close(copy);
+        int kfd = rep.ret;
+        cr_assert_geq(kfd, 0);
+
+        /* GET_VERSION copies out only: an _IOW word of it has the version
+         * back, whatever bytes came with it. */
+        struct kfd_ioctl_get_version_args v = { .major_version = 77, .minor_version = 77 }, got = {};
+        rep = raw_ioctl_reply(r.channel, kfd, _IOW('K', 0x01, struct kfd_ioctl_get_version_args), &v, NULL, 0, &got);
+        cr_expect_eq(rep.ret, 0);
+        cr_expect_eq(rep.arg_size, sizeof got, "the argument back");
+        cr_expect_eq(got.major_version, 1u);
+        cr_expect_eq(got.minor_version, 19u);
+
+        /* DESTROY_EVENT copies in only: nothing back for an _IOWR word. */
+        struct kfd_ioctl_destroy_event_args de = { .event_id = 4242 };
+        rep = raw_ioctl_reply(r.channel, kfd, _IOWR('K', 0x09, struct kfd_ioctl_destroy_event_args), &de, NULL, 0, &got);
+        cr_expect_eq(rep.ret, -EINVAL, "no such event");
+        cr_expect_eq(rep.arg_size, 0u, "no argument back");
+
+        /* UNMAP copies in and out: an _IOR word of it is read — its pointer
+         * and count ask for the array that comes with it — and given back. */
+        uint32_t ids[1] = { 0x697D };
+        struct kfd_ioctl_unmap_memory_from_gpu_args um = {
+                .handle = 0x697D00000077ull, .device_ids_array_ptr = 0x1234000, .n_devices = 1 }, umgot = {};
+        rep = raw_ioctl_reply(r.channel, kfd, _IOR('K', 0x19, struct kfd_ioctl_unmap_memory_from_gpu_args), &um, ids,
+                              sizeof ids, &umgot);
+        /* Its count, pointer and handle were read: the handle's GPU is
+         * known and has no VM yet (zeros would be n_devices 0: -EINVAL). */
+        cr_expect_eq(rep.ret, -ENODEV, "%d", rep.ret);
+        cr_expect_eq(rep.arg_size, sizeof umgot);
+        cr_expect_eq(umgot.device_ids_array_ptr, 0x1234000u, "the client's pointer back");
+        cr_expect_eq(umgot.handle, um.handle);
+
+        raw_close(&r);
+        cr_expect(stats_wait(d, no_remote_process, NULL, NULL));
         sim_device_free(d);
 }
 
