@@ -30,6 +30,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -85,6 +86,7 @@ typedef struct Call {
         size_t array_size;
         int send_fd;             /* borrowed, or -1 */
         bool cancellable;
+        uint32_t wait_ms;        /* a cancellable call's own timeout (WAIT_EVENTS'); UINT32_MAX: none */
         void *owned;             /* the caller's buffer, freed if the thread is cancelled */
 
         unsigned channel;
@@ -161,28 +163,48 @@ static void break_locked(SimRemoteOps *o) {
                         (void) shutdown(o->channels[i].fd, SHUT_RDWR);
 }
 
-/* Waits until fd has a reply, for at most the reply timeout: 0, or
- * -ETIMEDOUT with o broken. With o->lock held (locked) or not: a call
- * waits for its reply unlocked, so that other threads' calls go on. */
-static int wait_reply(SimRemoteOps *o, int fd, bool locked) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int timeout_ms = __atomic_load_n(&o->reply_timeout_ms, __ATOMIC_RELAXED), r;
+/* How long a call may wait for its reply, in ms (-1: for ever): the reply
+ * timeout, and for a call that sleeps (WAIT_EVENTS) its own timeout on top
+ * — a peer that works answers a WAIT_EVENTS of t ms within t ms and the
+ * bound. Only KFD_EVENT_TIMEOUT_INFINITE (UINT32_MAX, kfd_events.c
+ * user_timeout_to_jiffies()) sleeps for ever. */
+static int reply_bound_ms(const SimRemoteOps *o, bool sleeps, uint32_t wait_ms) {
+        int timeout_ms = __atomic_load_n(&o->reply_timeout_ms, __ATOMIC_RELAXED);
 
-        if (timeout_ms < 0)
-                return 0;
-        do
-                r = poll(&p, 1, timeout_ms);
-        while (r < 0 && errno == EINTR);
-        if (r < 0)
-                return -errno;
-        if (r > 0)
-                return 0;
+        if (timeout_ms < 0 || !sleeps)
+                return timeout_ms;
+        if (wait_ms == UINT32_MAX)
+                return -1;
+        return (int) MIN((uint64_t) wait_ms + (uint64_t) timeout_ms, (uint64_t) INT_MAX);
+}
+
+/* The peer did not answer within its bound: o broken, -ETIMEDOUT. */
+static int reply_late(SimRemoteOps *o, bool locked) {
         if (!locked)
                 pthread_mutex_lock(&o->lock);
         break_locked(o);
         if (!locked)
                 pthread_mutex_unlock(&o->lock);
         return -ETIMEDOUT;
+}
+
+/* Waits until fd has a reply, for at most bound_ms (-1: for ever): 0, or
+ * -ETIMEDOUT with o broken. With o->lock held (locked) or not: a call
+ * waits for its reply unlocked, so that other threads' calls go on. */
+static int wait_reply(SimRemoteOps *o, int fd, bool locked, int bound_ms) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r;
+
+        if (bound_ms < 0)
+                return 0;
+        do
+                r = poll(&p, 1, bound_ms);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        if (r > 0)
+                return 0;
+        return reply_late(o, locked);
 }
 
 static void channel_retire(SimRemoteOps *o, unsigned i) {
@@ -219,7 +241,7 @@ static int channel_open(SimRemoteOps *o, unsigned i) {
         r = sim_remote_send(o->control_fd, &(struct iovec) { .iov_base = &req, .iov_len = sizeof req }, 1, theirs);
         if (r < 0)
                 return r == -EPIPE ? -ENODEV : r;
-        r = wait_reply(o, o->control_fd, true);
+        r = wait_reply(o, o->control_fd, true, reply_bound_ms(o, false, 0));
         if (r < 0)
                 return r;
         n = sim_remote_recv(o->control_fd, &rep, sizeof rep, &fd);
@@ -283,32 +305,39 @@ static void call_cancelled(void *userdata) {
 }
 
 /* Waits for the reply with cancellation enabled (poll is the cancellation
- * point, so nothing is half received when the thread goes); a function of
+ * point, so nothing is half received when the thread goes), for at most
+ * bound_ms (-1: for ever): 0, or -ETIMEDOUT with o broken. A function of
  * its own so that pthread_cleanup_push's setjmp sees few locals. */
-static void call_wait_cancellable(SimRemoteOps *o, Call *c) {
+static int call_wait_cancellable(SimRemoteOps *o, Call *c, int bound_ms) {
         CancelUnwind unwind = { .o = o, .channel = c->channel, .owned = c->owned };
         struct pollfd p = { .fd = o->channels[c->channel].fd, .events = POLLIN };
+        volatile int r;
 
         pthread_cleanup_push(call_cancelled, &unwind);
         pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-        while (poll(&p, 1, -1) < 0 && errno == EINTR)
-                ;
+        do
+                r = poll(&p, 1, bound_ms);
+        while (r < 0 && errno == EINTR);
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
         pthread_cleanup_pop(0);
+        return r == 0 ? reply_late(o, false) : 0;
 }
 
 static ssize_t call_recv(SimRemoteOps *o, Call *c) {
         RemoteChannel *ch = &o->channels[c->channel];
+        /* A WAIT_EVENTS sleeps as long as it asked, and no longer: a worker
+         * that stopped between answering the SET_EVENT that ends a wait and
+         * passing on the wait's own answer would hold its caller (the GPU
+         * context's waiter, which its teardown joins) for ever. Any other
+         * call is answered at once by a peer that works. */
+        int bound = reply_bound_ms(o, c->cancellable, c->wait_ms), r;
 
         if (c->cancellable && c->old_cancel == PTHREAD_CANCEL_ENABLE)
-                call_wait_cancellable(o, c);
-        else if (!c->cancellable) {
-                /* A WAIT_EVENTS sleeps as long as it asked; any other
-                 * call is answered at once by a peer that works. */
-                int r = wait_reply(o, ch->fd, false);
-                if (r < 0)
-                        return r;
-        }
+                r = call_wait_cancellable(o, c, bound);
+        else
+                r = wait_reply(o, ch->fd, false, bound);
+        if (r < 0)
+                return r;
         return sim_remote_recv(ch->fd, ch->buf, SIM_REMOTE_MAX_MESSAGE, &c->rep_fd);
 }
 
@@ -564,6 +593,7 @@ static int op_ioctl(void *userdata, int fd, unsigned long request, void *arg) {
                         c.array = out_array = (void *) (uintptr_t) ptr;
                         c.array_size = out_cap = (size_t) n * sizeof(struct kfd_event_data);
                         c.cancellable = true;
+                        c.wait_ms = view_u32(view, usize, offsetof(struct kfd_ioctl_wait_events_args, timeout), NULL);
                         break;
                 }
                 case SIM_REMOTE_IOCTL_MAP: {

@@ -879,6 +879,60 @@ Test(sim_remote, a_cancelled_wait_gives_its_channel_up_and_calls_are_bounded, .t
         sim_device_free(d);
 }
 
+/* A peer that answers everything but one WAIT_EVENTS (a proxy worker
+ * stopped between its SET_EVENT's answer and passing on the wait's): with a
+ * reply bound, the wait returns once its own timeout and the bound are past,
+ * the connection given up, and every later call is -ENODEV at once. Before,
+ * a sleeping call had no bound: the GPU context's waiter, which its
+ * teardown joins, waited for ever (test-kfd-relay's stopped-worker test hung
+ * now and then). */
+static int child_unanswered_wait(const KfdOps *ops, int test_sock) {
+        struct kfd_ioctl_get_version_args v = {};
+        RawCtx x;
+
+        raw_open(&x, ops);
+        sim_remote_ops_set_reply_timeout(ops, 300);
+        CHILD_CHECK(raw_ioctl(&x, AMDKFD_IOC_GET_VERSION, &v) == 0, 20, "GET_VERSION while served");
+        send_byte(test_sock, 'W', -1);
+        CHILD_CHECK(recv_byte(test_sock, NULL) == 'S', 21, "the parent stopped serving");
+
+        Waiter w = { .x = &x, .timeout = 200 };
+        w.ev[0].event_id = x.event;
+        double t0 = now_s();
+        waiter_main(&w);
+        double waited = now_s() - t0;
+        CHILD_CHECK(w.r < 0, 22, "an unanswered WAIT_EVENTS returned %d", w.r);
+        CHILD_CHECK(waited >= 0.45, 23, "it gave up after %.3f s, before its timeout and the bound", waited);
+        int r = raw_ioctl(&x, AMDKFD_IOC_GET_VERSION, &v);
+        CHILD_CHECK(r == -ENODEV, 24, "a call after it: %d", r);
+        return 0;
+}
+
+Test(sim_remote, a_sleeping_call_unanswered_past_its_timeout_gives_the_peer_up, .timeout = 60) {
+        SimRemoteServer *srv = NULL;
+        SimDevice *d = NULL;
+
+        Child ch = child_start(child_unanswered_wait); /* before the device's threads (ASan's fork) */
+        cr_assert_eq(sim_device_new(NULL, &d), 0);
+        cr_assert_eq(sim_remote_serve_driven(d, ch.sock, NULL, NULL, &srv), 0);
+        struct pollfd p = { .fd = ch.test_sock, .events = POLLIN };
+        /* Served until the child says it will wait; then no more. */
+        while (poll(&p, 1, 1) == 0)
+                cr_assert_eq(sim_remote_server_run(srv), 1);
+        cr_assert_eq(recv_byte(ch.test_sock, NULL), 'W');
+        send_byte(ch.test_sock, 'S', -1);
+        child_finish(&ch);
+        /* The child's end is closed: the process ends. */
+        int r;
+        while ((r = sim_remote_server_run(srv)) == 1)
+                usleep(1000);
+        cr_expect_eq(r, 0);
+        SimDeviceStats st;
+        sim_device_get_stats(d, &st);
+        cr_expect_eq(st.remote_processes, 0u);
+        sim_device_free(d);
+}
+
 /* ---- SDMA memory atomics of a worker process ---- */
 
 /* What the relay submits for ROCr's BlitSdma on a worker's queue: ATOMIC
