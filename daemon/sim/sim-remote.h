@@ -171,12 +171,12 @@ int sim_remote_server_run(SimRemoteServer *s);
 int sim_remote_ops_new(int fd, const KfdOps **ret);
 /*
  * Bounds how long a call waits for its answer (none by default): a call
- * other than WAIT_EVENTS (which sleeps as long as it asked) not answered
- * within timeout_ms (< 0: no bound) returns -ETIMEDOUT, and the connection
- * is given up — its channels shut down, so that a WAIT_EVENTS
- * asleep wakes to -ENODEV, as does every later call. For a peer that may stop
- * answering (a proxy worker, context-pool-kfd.c) whose caller must not wait
- * for ever.
+ * not answered within timeout_ms (< 0: no bound) — a WAIT_EVENTS within its
+ * own timeout and timeout_ms; one with KFD_EVENT_TIMEOUT_INFINITE sleeps as
+ * long as it asked — returns -ETIMEDOUT, and the connection is given up:
+ * its channels shut down, so that a WAIT_EVENTS asleep wakes to -ENODEV, as
+ * does every later call. For a peer that may stop answering (a proxy
+ * worker, context-pool-kfd.c) whose caller must not wait for ever.
  */
 void sim_remote_ops_set_reply_timeout(const KfdOps *ops, int timeout_ms);
 /*
