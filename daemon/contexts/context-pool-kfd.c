@@ -68,6 +68,9 @@ struct ContextKfdOpen {
         sd_event_source *io, *timer;
         int sock, pidfd;
         pid_t pid;
+        /* The other GPUs its KFD process shows (the worker was given them). */
+        ContextKfdGpu more[WORKER_MAX_MORE_GPUS];
+        size_t n_more;
 };
 
 /* The slot of a KFD process's daemon context: in use, paid for by payer,
@@ -161,6 +164,22 @@ static void open_refused(ContextKfdOpen *op, bool with_end) {
         context_pool_kfd_relay_end(op->p);
 }
 
+/* The session's other GPUs in kp (the caller's; freed here on failure): the
+ * KFD serves them all in one process (one KfdOps table, one /dev/kfd) —
+ * through a proxy worker, the worker opened their render files as it was
+ * told (worker_process_spawn()). */
+static int add_gpus(KfdProcess *kp, const ContextKfdGpu *more, size_t n_more, char *err, size_t errlen) {
+        for (size_t i = 0; i < n_more; i++) {
+                int r = kfd_process_add_gpu(kp, more[i].gpu_id, more[i].render_minor, err, errlen);
+                if (r < 0) {
+                        SimRemoteProcess served = kfd_process_served(kp);
+                        served.free(served.userdata);
+                        return r;
+                }
+        }
+        return 0;
+}
+
 /* The rest, with kp open (the caller's, given away here): the daemon's GPU
  * context in it and the server. */
 static int open_finish(ContextKfdOpen *op, KfdProcess *kp, int *ret_fd, char *err, size_t errlen) {
@@ -218,6 +237,8 @@ static void proxy_ready(ContextKfdOpen *op, int r, const char *why) {
         op->c->kfd_worker_pid = op->pid;
         op->c->kfd_worker_pidfd = TAKE_FD(op->pidfd);
         r = kfd_process_new(remote, remote_ops_free, 0, op->o.gpu_id, info->drm_render_minor, &kp, err, sizeof err);
+        if (r >= 0)
+                r = add_gpus(kp, op->more, op->n_more, err, sizeof err);
         if (r < 0)
                 open_refused(op, true);
         else
@@ -258,8 +279,8 @@ static int open_proxy(ContextKfdOpen *op, char *err, size_t errlen) {
         GpuBuffer *relay = NULL;
         int r;
 
-        r = worker_process_spawn(p, op->c->id, WORKER_SETUP_KFD_PROXY, &op->pid, &op->pidfd, &op->sock, &relay, err,
-                                 errlen);
+        r = worker_process_spawn(p, op->c->id, WORKER_SETUP_KFD_PROXY, op->more, op->n_more, &op->pid, &op->pidfd,
+                                 &op->sock, &relay, err, errlen);
         if (r < 0)
                 return r;
         relay = gpu_buffer_unref(relay); /* NULL: a proxy gets none */
@@ -327,9 +348,18 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         /* A proxy worker's MMIO page is its own; the device context's flushes
          * the same HDP. The pool frees its clients before it. */
         op->o.hdp_fallback = p->device->gpu;
+        if (n_more_gpus > MIN(ELEMENTSOF(op->more), KFD_PROCESS_MAX_GPUS - 1)) {
+                snprintf(err, errlen, "a KFD process shows at most %u GPUs", KFD_PROCESS_MAX_GPUS);
+                open_refused(op, true);
+                open_free(op);
+                return -E2BIG;
+        }
+        memcpy(op->more, more_gpus, n_more_gpus * sizeof *more_gpus);
+        op->n_more = n_more_gpus;
         if (p->mechanism != CONTEXT_MECHANISM_KERNEL) {
-                /* A proxy worker serves one GPU (docs/rocm.md "Several GPUs"). */
-                assert(n_more_gpus == 0);
+                /* The session's other GPUs too: the worker opens their
+                 * render files before its sandbox (docs/rocm.md "Several
+                 * GPUs"). */
                 r = open_proxy(op, err, errlen);
                 if (r < 0) {
                         open_refused(op, true);
@@ -342,15 +372,8 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         KfdProcess *kp = NULL;
         r = kfd_process_new(p->ops, NULL, KFD_PROCESS_SECONDARY, op->o.gpu_id, info->drm_render_minor, &kp, err,
                             errlen);
-        /* The session's other GPUs, in the same KFD process: the KFD serves
-         * them all (one KfdOps table, one /dev/kfd). */
-        for (size_t i = 0; r >= 0 && i < n_more_gpus; i++) {
-                r = kfd_process_add_gpu(kp, more_gpus[i].gpu_id, more_gpus[i].render_minor, err, errlen);
-                if (r < 0) {
-                        SimRemoteProcess served = kfd_process_served(kp);
-                        served.free(served.userdata);
-                }
-        }
+        if (r >= 0)
+                r = add_gpus(kp, op->more, op->n_more, err, errlen);
         if (r < 0)
                 open_refused(op, true);
         else
@@ -380,9 +403,9 @@ int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *p
         Context *c = NULL;
         int r;
 
-        if (p->mechanism != CONTEXT_MECHANISM_KERNEL || !first || !first->kfd_process || !first->gpu) {
+        if (p->mechanism == CONTEXT_MECHANISM_NONE || !first || !first->kfd_process || !first->gpu) {
                 snprintf(err, errlen, "the KFD process has no GPU context of the daemon's to share (%s)",
-                         p->mechanism != CONTEXT_MECHANISM_KERNEL ? "not a secondary KFD context" : "it is gone");
+                         p->mechanism == CONTEXT_MECHANISM_NONE ? p->mechanism_reason : "it is gone");
                 return -EOPNOTSUPP;
         }
         if (p->n_live + p->n_relays >= p->opts.max_contexts) {
@@ -400,6 +423,9 @@ int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *p
                 return r;
         }
         p->n_relays++;
+        /* Its context lives in first's worker, if first has one (its
+         * stats and its loss name it); the worker is first's alone. */
+        c->kfd_worker_pid = first->kfd_worker_pid;
         /* In the same KFD process as first (one event page per process:
          * gpu-context.c maps first's into this GPU's VM). */
         o.gpu_id = gpu_context_get_info(p->device->gpu)->gpu_id;
@@ -444,6 +470,16 @@ void context_kfd_relay_end(Context *c) {
         assert(c->kfd_process);
         context_ref(c);
         context_drop(c, false, "its program's KFD process ended");
+        context_unref(c);
+}
+
+void context_kfd_relay_lose(Context *c, const char *reason) {
+        if (!c)
+                return;
+        assert(c->kfd_process);
+        context_ref(c);
+        context_announce_losing(c, reason);
+        context_drop(c, true, reason);
         context_unref(c);
 }
 

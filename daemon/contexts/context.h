@@ -208,6 +208,10 @@ void context_kfd_open_cancel(ContextKfdOpen *op);
 /* The relayed process's context: its GPU context goes now (before its KFD
  * process does); the slot stays until its users release it. NULL-safe. */
 void context_kfd_relay_end(Context *c);
+/* The same, as a loss (counted, logged with reason, its users told), where
+ * what it stands on was lost: the first GPU's context of its process (see
+ * kfd-relay-queue.c). NULL-safe. */
+void context_kfd_relay_lose(Context *c, const char *reason);
 /* fn(userdata) is called, on the loop, when the GPU context of c (a relayed
  * process's) goes, whoever ends it: after that nothing of the daemon uses
  * the process's KfdOps. NULL to stop. */
