@@ -29,10 +29,13 @@
  * a proxy worker's (worker.c, WORKER_SETUP_KFD_PROXY): base is then a
  * sim-remote client whose calls the worker makes on its own primary KFD
  * context, which it serves with this same code in the TRUSTED flavour —
- * every call passes (the daemon is its only client), and its doorbell page
- * is a shadow page of ours (a process cannot map another's doorbells),
- * each slot copied to the real page at doorbell_written(), the daemon's
- * GPU layer calling it after every doorbell store. The daemon maps what it
+ * every call passes (the daemon is its only client), and the doorbell slice
+ * of each of its GPUs is a shadow page of ours (a process cannot map
+ * another's doorbells), each slot copied to the real slice of the queue's
+ * GPU at doorbell_written(), the daemon's GPU layer calling it after every
+ * doorbell store. The worker opens the render file of every GPU the
+ * program sees before its sandbox (kfd_process_add_gpu()), as the daemon's
+ * side of the process then opens them there. The daemon maps what it
  * maps of the process through the worker: an export of the buffer
  * (EXPORT_DMABUF, KFD 1.12), or, on a KFD without it, the worker's render
  * file itself (KfdOps.mmap_resolve: a DRM file maps its objects for whoever

@@ -3,7 +3,33 @@
  * The pool's KFD processes of relayed clients (OpenKfd, docs/rocm.md): a
  * secondary KFD context of the daemon's, or a proxy worker's process
  * (context-kfd-process.c), with the daemon's GPU context in it, counted
- * against --max-contexts (ContextPool.n_relays) and never reclaimed.
+ * against --max-contexts (ContextPool.n_relays) and never reclaimed. The
+ * process shows every GPU of the session (docs/rocm.md "Several GPUs"); the
+ * daemon's GPU context on another GPU joins it in that GPU's pool
+ * (context_pool_kfd_relay_join()).
+ *
+ * Lifetimes, with a proxy worker (KFD before 1.19):
+ *  - the worker is the first slot's (the pool of the session's own GPU):
+ *    Context.kfd_worker_pid/pidfd, taken at READY, let go as that slot's
+ *    incarnation ends (context.c kfd_worker_let_go(): reaped when it exits,
+ *    which it does once its connection closes, killed after a grace);
+ *  - the connection (sim-remote's client, KfdOps) is the KfdProcess's
+ *    base, freed with its last reference: the server's (the client) and the
+ *    daemon view's, held while any GPU context of the daemon's has a file
+ *    of the process open — the first's and every joined one's;
+ *  - a joined slot (GPU k) has its GpuContext in the worker's process
+ *    through the first's table, its own waiter there; it notes the worker's
+ *    pid (stats, the reason of its loss) but does not own it. It goes before
+ *    the first's: at the program's end (the relay's drop_context()) and as
+ *    the first's incarnation ends for any reason (the relay's
+ *    on_context_dropped() -> kfd_relay_gpus_follow(), before
+ *    kfd_worker_let_go()) — lost with it when the first was lost;
+ *  - the worker dying or not answering a call within PROXY_CALL_TIMEOUT_MS
+ *    breaks the connection for every context on it: each waiter fails, the
+ *    first to notice loses its context, and the first's loss takes the
+ *    others; every slot is released and uncounted on its pool
+ *    (context_pool_kfd_relay_end()), its charge given back, every file of
+ *    the process closed with the last reference.
  */
 #include <assert.h>
 #include <errno.h>

@@ -17,11 +17,12 @@
  * fault ends only this process's context.
  *
  * A queue on another GPU the process sees (docs/rocm.md "Several GPUs")
- * runs on the daemon's GPU context on that GPU in the same KFD process,
- * made at the first queue there (gpu_up(): that GPU's context pool, sharing
- * the first context's event page), and its jobs go through the session's
- * streams on that GPU (its SessionOnGpu there): that GPU's scheduler,
- * accounting and limits.
+ * runs on the daemon's GPU context on that GPU in the same KFD process — a
+ * secondary context, or a proxy worker's process —, made at the first
+ * queue there (gpu_up(): that GPU's context pool, sharing the first
+ * context's event page), and its jobs go through the session's streams on
+ * that GPU (its SessionOnGpu there): that GPU's scheduler, accounting and
+ * limits. It goes with the first context (kfd_relay_gpus_follow()).
  *
  * A packet becomes (daemon/gpu/gpu.h, GPU_JOB_AQL and GpuHsaCompletion):
  *  - kernel dispatch: the dispatch with the user SGPRs the CP gives an AQL
