@@ -530,8 +530,8 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
         switch (_IOC_NR(request)) {
         case _IOC_NR(AMDKFD_IOC_CREATE_QUEUE): {
                 const struct kfd_ioctl_create_queue_args *a = arg;
-                int k = gpu_of_id(p, a->gpu_id);
-                if (_IOC_SIZE(request) < sizeof *a || k < 0)
+                int k = _IOC_SIZE(request) < sizeof *a ? -1 : gpu_of_id(p, a->gpu_id);
+                if (k < 0)
                         break;
                 pthread_mutex_lock(&p->lock);
                 for (unsigned i = 0; i < MAX_QUEUES; i++)
