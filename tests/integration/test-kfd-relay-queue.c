@@ -761,3 +761,49 @@ Test(kfd_relay_queue, a_program_on_two_gpus_that_dies_leaves_no_slot_and_no_fd) 
         expect_fds_back(fds, at_start, "after the second program");
         free(at_start);
 }
+
+/*
+ * With worker processes: a proxy worker that stops answering while its
+ * program has contexts on both GPUs is given up once — the teardown's calls
+ * into it (GPU 1's context first, then GPU 0's) wait 5 s at most, the
+ * connection then being shut down for both — another session is served
+ * again, the worker is killed, and no fd or slot is left on either GPU.
+ */
+Test(kfd_relay_queue, a_stopped_worker_of_a_program_on_two_gpus_is_given_up) {
+        const char *args[] = { "--sim-gpus=2", "--max-contexts=1", NULL };
+        Setup s = {}, again = {};
+        kfdb_session *other;
+        kfdb_usage u;
+        char *at_start;
+        pid_t w;
+        int fds, r = 0;
+
+        test_daemon_start(&d, args);
+        fds = test_daemon_count_fds(&d);
+        at_start = test_daemon_fd_names(&d);
+        run_on_gpu1(&s);
+        w = logged_worker();
+        if (w <= 0) {
+                /* Secondary contexts: no worker to stop. */
+                relayed_close(&s.c);
+                unmap_buffers(&s);
+                free(at_start);
+                return;
+        }
+        cr_assert_eq(kill(w, SIGSTOP), 0);
+        relayed_close(&s.c); /* the daemon tears both contexts down: calls into the stopped worker */
+        unmap_buffers(&s);
+        other = test_connect(&d, "other");
+        cr_expect_eq(kfdb_query(other, &u), 0, "another session is served: %s", kfdb_session_last_error(other));
+        kfdb_session_free(other);
+        for (int i = 0; i < 3000 && (r = kill(w, 0)) == 0; i++)
+                usleep(10 * 1000);
+        cr_expect_lt(r, 0, "the stopped worker %d is killed", (int) w);
+        expect_fds_back(fds, at_start, "after the stopped worker");
+
+        run_on_gpu1(&again);
+        relayed_close(&again.c);
+        unmap_buffers(&again);
+        expect_fds_back(fds, at_start, "after the next program");
+        free(at_start);
+}
