@@ -122,10 +122,11 @@ void context_pool_schedule_reap(ContextPool *p);
 /* Starts `kfdbrokerd --worker` with its control socket (*ret_sock, the
  * daemon's end, non-blocking) and the device's connection, and sends it its
  * setup with a relay page of the device context (*ret_relay; none, NULL,
- * for a WORKER_SETUP_KFD_PROXY). */
-int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, pid_t *ret_pid, int *ret_pidfd,
-                         int *ret_sock,
-                         GpuBuffer **ret_relay, char *err, size_t errlen);
+ * for a WORKER_SETUP_KFD_PROXY, whose KFD process shows the n_more_gpus
+ * more_gpus too: at most WORKER_MAX_MORE_GPUS, -E2BIG). */
+int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, const ContextKfdGpu *more_gpus,
+                         size_t n_more_gpus, pid_t *ret_pid, int *ret_pidfd, int *ret_sock, GpuBuffer **ret_relay,
+                         char *err, size_t errlen);
 /* Waits up to timeout_ms for a new worker's READY on sock: 0, or why not in
  * err (its FAILED text, its end, the timeout). Blocks. */
 int worker_process_wait_ready(int sock, int timeout_ms, char *err, size_t errlen);

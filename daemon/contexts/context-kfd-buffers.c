@@ -55,13 +55,15 @@ void kfd_buffers_add(KfdBuffers *b, const struct kfd_ioctl_alloc_memory_of_gpu_a
         pthread_mutex_unlock(&b->lock);
 }
 
-uint32_t kfd_buffers_remove(KfdBuffers *b, uint64_t handle) {
+uint32_t kfd_buffers_remove(KfdBuffers *b, uint64_t handle, uint32_t *ret_gpu_id) {
         uint32_t gem_handle = 0;
 
         pthread_mutex_lock(&b->lock);
         for (size_t i = 0; i < b->n; i++)
                 if (b->v[i].handle == handle) {
                         gem_handle = b->v[i].gem_handle;
+                        if (ret_gpu_id)
+                                *ret_gpu_id = b->v[i].gpu_id;
                         b->v[i] = b->v[--b->n];
                         break;
                 }

@@ -33,8 +33,9 @@ void kfd_buffers_done(KfdBuffers *b);
 /* Notes the buffer a made (size rounded up to pages). Without memory it is
  * not noted: the client cannot map it, and it is still the client's. */
 void kfd_buffers_add(KfdBuffers *b, const struct kfd_ioctl_alloc_memory_of_gpu_args *a, uint32_t gem_handle);
-/* Forgets a freed buffer; returns its GEM handle, or 0. */
-uint32_t kfd_buffers_remove(KfdBuffers *b, uint64_t handle);
+/* Forgets a freed buffer; returns its GEM handle, or 0, and its GPU in
+ * *ret_gpu_id (if not NULL) when it was there. */
+uint32_t kfd_buffers_remove(KfdBuffers *b, uint64_t handle, uint32_t *ret_gpu_id);
 /* The buffer of GPU gpu_id whose mmap range holds length bytes at offset: 0
  * and *ret, or -EINVAL. */
 int kfd_buffers_find(KfdBuffers *b, uint32_t gpu_id, uint64_t offset, size_t length, KfdBuffer *ret);

@@ -29,10 +29,13 @@
  * a proxy worker's (worker.c, WORKER_SETUP_KFD_PROXY): base is then a
  * sim-remote client whose calls the worker makes on its own primary KFD
  * context, which it serves with this same code in the TRUSTED flavour —
- * every call passes (the daemon is its only client), and its doorbell page
- * is a shadow page of ours (a process cannot map another's doorbells),
- * each slot copied to the real page at doorbell_written(), the daemon's
- * GPU layer calling it after every doorbell store. The daemon maps what it
+ * every call passes (the daemon is its only client), and the doorbell slice
+ * of each of its GPUs is a shadow page of ours (a process cannot map
+ * another's doorbells), each slot copied to the real slice of the queue's
+ * GPU at doorbell_written(), the daemon's GPU layer calling it after every
+ * doorbell store. The worker opens the render file of every GPU the
+ * program sees before its sandbox (kfd_process_add_gpu()), as the daemon's
+ * side of the process then opens them there. The daemon maps what it
  * maps of the process through the worker: an export of the buffer
  * (EXPORT_DMABUF, KFD 1.12), or, on a KFD without it, the worker's render
  * file itself (KfdOps.mmap_resolve: a DRM file maps its objects for whoever
@@ -86,6 +89,7 @@
 typedef struct KfdProcessQueue {
         uint32_t queue_id;
         uint32_t slot;           /* its doorbell's byte offset in the slice */
+        uint32_t gpu;            /* its GPU (index into gpus[]): whose doorbell slice */
 } KfdProcessQueue;
 
 #define MAX_QUEUES 64u
@@ -104,17 +108,18 @@ struct KfdProcess {
         unsigned flags;          /* KFD_PROCESS_* */
         int kfd_fd;
         int placeholder_fd;      /* what stands for a file in the client (dup_file()) */
-        /* TRUSTED: the shadow doorbell slice the daemon maps and writes, and
-         * the real one (mapped at the daemon's first doorbell mmap). */
-        int shadow_fd;
-        volatile uint64_t *shadow, *doorbells;
         KfdProcessQueue queues[MAX_QUEUES];
         /* The GPUs the client sees, the daemon's own first, each with a
-         * render file of the process's (render_fd). */
+         * render file of the process's (render_fd); TRUSTED: each with the
+         * shadow doorbell slice the daemon maps and writes, and the real one
+         * (mapped at the daemon's first doorbell mmap of that GPU: a KFD
+         * process has a doorbell slice per GPU, kfd_doorbell.c). */
         struct {
                 uint32_t gpu_id;
                 unsigned render_minor;
                 int render_fd;
+                int shadow_fd;
+                volatile uint64_t *shadow, *doorbells;
         } gpus[KFD_PROCESS_MAX_GPUS];
         size_t n_gpus;
         uint32_t kfd_minor;      /* the KFD's uapi minor (GET_VERSION) */
@@ -134,8 +139,10 @@ static void kfd_process_unref(KfdProcess *p) {
         if (n > 0)
                 return;
         /* Its last file: the kernel tears the secondary context down. */
-        if (p->doorbells)
-                (void) p->base->munmap(p->base->userdata, (void *) p->doorbells, KFD_DOORBELL_SLICE_SIZE);
+        for (size_t i = 0; i < p->n_gpus; i++)
+                if (p->gpus[i].doorbells)
+                        (void) p->base->munmap(p->base->userdata, (void *) p->gpus[i].doorbells,
+                                               KFD_DOORBELL_SLICE_SIZE);
         for (size_t i = 0; i < p->n_gpus; i++)
                 if (p->gpus[i].render_fd >= 0)
                         p->base->close(p->base->userdata, p->gpus[i].render_fd);
@@ -143,9 +150,11 @@ static void kfd_process_unref(KfdProcess *p) {
                 p->base->close(p->base->userdata, p->kfd_fd);
         if (p->base_free)
                 p->base_free(p->base);
-        if (p->shadow)
-                (void) munmap((void *) p->shadow, KFD_DOORBELL_SLICE_SIZE);
-        safe_close(p->shadow_fd);
+        for (size_t i = 0; i < p->n_gpus; i++) {
+                if (p->gpus[i].shadow)
+                        (void) munmap((void *) p->gpus[i].shadow, KFD_DOORBELL_SLICE_SIZE);
+                safe_close(p->gpus[i].shadow_fd);
+        }
         safe_close(p->placeholder_fd);
         kfd_buffers_done(&p->bufs);
         pthread_mutex_destroy(&p->lock);
@@ -168,6 +177,15 @@ static int gpu_of_fd(const KfdProcess *p, int fd) {
 static int gpu_of_id(const KfdProcess *p, uint32_t gpu_id) {
         for (size_t i = 0; i < p->n_gpus; i++)
                 if (p->gpus[i].gpu_id == gpu_id)
+                        return (int) i;
+        return -1;
+}
+
+/* The GPU an mmap offset of the KFD file names (KFD_MMAP_GPU_ID: its low
+ * 16 bits), or -1. */
+static int gpu_of_mmap_offset(const KfdProcess *p, uint64_t offset) {
+        for (size_t i = 0; i < p->n_gpus; i++)
+                if (KFD_MMAP_GPU_ID(p->gpus[i].gpu_id) == (offset & KFD_MMAP_GPU_ID_MASK))
                         return (int) i;
         return -1;
 }
@@ -310,16 +328,20 @@ static void view_doorbell_written(void *userdata, int kfd_fd, uint32_t queue_id)
         /* TRUSTED: the daemon stored to the shadow slot; the store reaches
          * the real doorbell here (a 64-bit store, as the GPU layer's). */
         if (v == &p->served && (p->flags & KFD_PROCESS_TRUSTED)) {
+                volatile uint64_t *shadow = NULL, *doorbells = NULL;
                 uint32_t slot = 0;
                 pthread_mutex_lock(&p->lock);
                 for (unsigned i = 0; i < MAX_QUEUES && !slot; i++)
-                        if (p->queues[i].slot != 0 && p->queues[i].queue_id == queue_id)
+                        if (p->queues[i].slot != 0 && p->queues[i].queue_id == queue_id) {
                                 slot = p->queues[i].slot;
+                                shadow = p->gpus[p->queues[i].gpu].shadow;
+                                doorbells = p->gpus[p->queues[i].gpu].doorbells;
+                        }
                 pthread_mutex_unlock(&p->lock);
-                if (!slot || !p->doorbells || slot - 1 + 8 > KFD_DOORBELL_SLICE_SIZE)
+                if (!slot || !shadow || !doorbells || slot - 1 + 8 > KFD_DOORBELL_SLICE_SIZE)
                         return;
-                uint64_t value = __atomic_load_n(&p->shadow[(slot - 1) / 8], __ATOMIC_ACQUIRE);
-                __atomic_store_n(&p->doorbells[(slot - 1) / 8], value, __ATOMIC_RELEASE);
+                uint64_t value = __atomic_load_n(&shadow[(slot - 1) / 8], __ATOMIC_ACQUIRE);
+                __atomic_store_n(&doorbells[(slot - 1) / 8], value, __ATOMIC_RELEASE);
         }
         if (p->base->doorbell_written)
                 p->base->doorbell_written(p->base->userdata, kfd_fd, queue_id);
@@ -508,7 +530,8 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
         switch (_IOC_NR(request)) {
         case _IOC_NR(AMDKFD_IOC_CREATE_QUEUE): {
                 const struct kfd_ioctl_create_queue_args *a = arg;
-                if (_IOC_SIZE(request) < sizeof *a)
+                int k = _IOC_SIZE(request) < sizeof *a ? -1 : gpu_of_id(p, a->gpu_id);
+                if (k < 0)
                         break;
                 pthread_mutex_lock(&p->lock);
                 for (unsigned i = 0; i < MAX_QUEUES; i++)
@@ -516,7 +539,8 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
                                 /* slot + 1: 0 marks a free entry. */
                                 p->queues[i] = (KfdProcessQueue) {
                                         .queue_id = a->queue_id,
-                                        .slot = (uint32_t) (a->doorbell_offset & (KFD_DOORBELL_SLICE_SIZE - 1)) + 1 };
+                                        .slot = (uint32_t) (a->doorbell_offset & (KFD_DOORBELL_SLICE_SIZE - 1)) + 1,
+                                        .gpu = (uint32_t) k };
                                 break;
                         }
                 pthread_mutex_unlock(&p->lock);
@@ -540,7 +564,8 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
                 if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_free_memory_of_gpu_args))
                         (void) kfd_buffers_remove(&p->bufs,
-                                                  ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle);
+                                                  ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle,
+                                                  NULL);
                 break;
         default:
                 break;
@@ -595,9 +620,10 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                         return -EOPNOTSUPP;
                 if (gem_backed(p, a->flags)) {
                         uint32_t gem_handle = 0;
-                        /* One GPU: gem_backed() is before KFD 1.12, a
-                         * proxy worker's process (kfd_process_new()). */
-                        r = kfd_gem_alloc(p->base, p->kfd_fd, p->gpus[0].render_fd, a, &gem_handle);
+                        /* On the render file of the GPU it names (checked
+                         * above: one of the process's). */
+                        int k = gpu_of_id(p, a->gpu_id);
+                        r = kfd_gem_alloc(p->base, p->kfd_fd, p->gpus[k].render_fd, a, &gem_handle);
                         if (r == 0)
                                 kfd_buffers_add(&p->bufs, a, gem_handle);
                         return r;
@@ -613,10 +639,13 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 r = p->base->ioctl(p->base->userdata, fd, request, arg);
                 if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a) {
                         /* KFD's reference went; the handle's goes now, and
-                         * with it the memory (dma-bufs of it live on). */
-                        uint32_t gem_handle = kfd_buffers_remove(&p->bufs, a->handle);
-                        if (gem_handle)
-                                kfd_gem_close(p->base, p->gpus[0].render_fd, gem_handle);
+                         * with it the memory (dma-bufs of it live on), on
+                         * the render file of its GPU. */
+                        uint32_t gpu_id = 0;
+                        uint32_t gem_handle = kfd_buffers_remove(&p->bufs, a->handle, &gpu_id);
+                        int k = gpu_of_id(p, gpu_id);
+                        if (gem_handle && k >= 0)
+                                kfd_gem_close(p->base, p->gpus[k].render_fd, gem_handle);
                 }
                 return r;
         }
@@ -657,24 +686,25 @@ static int served_mmap_resolve(void *userdata, int fd, size_t length, uint64_t o
 
         if (r < 0)
                 return r;
-        /* TRUSTED: the doorbell slice is the shadow page (mapping the real
-         * one here the first time). */
+        /* TRUSTED: the doorbell slice of the GPU the offset names is its
+         * shadow page (mapping the real one here the first time). */
         if ((p->flags & KFD_PROCESS_TRUSTED) && fd == p->kfd_fd &&
             (offset & KFD_MMAP_TYPE_MASK) == KFD_MMAP_TYPE_DOORBELL) {
-                if (length != KFD_DOORBELL_SLICE_SIZE)
+                k = gpu_of_mmap_offset(p, offset);
+                if (length != KFD_DOORBELL_SLICE_SIZE || k < 0)
                         return -EINVAL;
                 pthread_mutex_lock(&p->lock);
-                if (!p->doorbells) {
+                if (!p->gpus[k].doorbells) {
                         void *addr = NULL;
                         r = p->base->mmap(p->base->userdata, NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                                           offset, &addr);
                         if (r >= 0)
-                                p->doorbells = addr;
+                                p->gpus[k].doorbells = addr;
                 }
                 pthread_mutex_unlock(&p->lock);
                 if (r < 0)
                         return r;
-                r = fcntl(p->shadow_fd, F_DUPFD_CLOEXEC, 3);
+                r = fcntl(p->gpus[k].shadow_fd, F_DUPFD_CLOEXEC, 3);
                 if (r < 0)
                         return -errno;
                 *ret_fd = r;
@@ -740,6 +770,30 @@ static void view_init(KfdProcessView *v, KfdProcess *p, bool served) {
         };
 }
 
+/* TRUSTED: the shadow doorbell slice of GPU k, made before the process is
+ * served (a proxy worker's sandbox has no memfd_create()). */
+static int shadow_new(KfdProcess *p, size_t k, char *err, size_t errlen) {
+        void *shadow;
+        int r;
+
+        if (!(p->flags & KFD_PROCESS_TRUSTED))
+                return 0;
+        p->gpus[k].shadow_fd = memfd_create("kfdbroker-doorbells", MFD_CLOEXEC);
+        if (p->gpus[k].shadow_fd < 0 || ftruncate(p->gpus[k].shadow_fd, KFD_DOORBELL_SLICE_SIZE) < 0) {
+                r = -errno;
+                snprintf(err, errlen, "the doorbell page: %s", strerror(-r));
+                return r;
+        }
+        shadow = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ, MAP_SHARED, p->gpus[k].shadow_fd, 0);
+        if (shadow == MAP_FAILED) {
+                r = -errno;
+                snprintf(err, errlen, "the doorbell page: %s", strerror(-r));
+                return r;
+        }
+        p->gpus[k].shadow = shadow;
+        return 0;
+}
+
 int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsigned flags, uint32_t gpu_id,
                     unsigned render_minor, KfdProcess **ret, char *err, size_t errlen) {
         struct kfd_ioctl_get_version_args v = {};
@@ -757,8 +811,9 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
         p->base = base;
         p->base_free = base_free;
         p->flags = flags;
-        p->kfd_fd = p->shadow_fd = p->placeholder_fd = -EBADF;
-        p->gpus[0] = (typeof(p->gpus[0])) { .gpu_id = gpu_id, .render_minor = render_minor, .render_fd = -EBADF };
+        p->kfd_fd = p->placeholder_fd = -EBADF;
+        p->gpus[0] = (typeof(p->gpus[0])) { .gpu_id = gpu_id, .render_minor = render_minor, .render_fd = -EBADF,
+                                            .shadow_fd = -EBADF };
         p->n_gpus = 1;
         /* Made now: a proxy worker's sandbox has no memfd_create(). */
         p->placeholder_fd = memfd_create("kfdbroker-kfd-file", MFD_CLOEXEC);
@@ -767,22 +822,9 @@ int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsig
                 snprintf(err, errlen, "memfd_create: %s", strerror(-r));
                 goto fail;
         }
-        if (flags & KFD_PROCESS_TRUSTED) {
-                void *shadow;
-                p->shadow_fd = memfd_create("kfdbroker-doorbells", MFD_CLOEXEC);
-                if (p->shadow_fd < 0 || ftruncate(p->shadow_fd, KFD_DOORBELL_SLICE_SIZE) < 0) {
-                        r = -errno;
-                        snprintf(err, errlen, "the doorbell page: %s", strerror(-r));
-                        goto fail;
-                }
-                shadow = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ, MAP_SHARED, p->shadow_fd, 0);
-                if (shadow == MAP_FAILED) {
-                        r = -errno;
-                        snprintf(err, errlen, "the doorbell page: %s", strerror(-r));
-                        goto fail;
-                }
-                p->shadow = shadow;
-        }
+        r = shadow_new(p, 0, err, errlen);
+        if (r < 0)
+                goto fail;
         view_init(&p->daemon, p, false);
         view_init(&p->served, p, true);
 
@@ -823,13 +865,17 @@ fail:
 }
 
 int kfd_process_add_gpu(KfdProcess *p, uint32_t gpu_id, unsigned render_minor, char *err, size_t errlen) {
-        int fd;
+        size_t k = p->n_gpus;
+        int fd, r;
 
-        /* A proxy worker's process serves one GPU (docs/rocm.md "Several
-         * GPUs"): its worker was given one. */
-        if (!(p->flags & KFD_PROCESS_SECONDARY) || p->n_gpus == KFD_PROCESS_MAX_GPUS) {
-                snprintf(err, errlen, "GPU 0x%" PRIx32 " cannot be added to this KFD process (%s)", gpu_id,
-                         (p->flags & KFD_PROCESS_SECONDARY) ? "too many GPUs" : "not a secondary KFD context");
+        /* Any flavour: a secondary context, a proxy worker's own process
+         * (TRUSTED, before its sandbox: its worker was given the GPUs in its
+         * setup) and the daemon's side of it, whose base opens the render
+         * file in the worker (and gets -ENOENT for a GPU the worker was not
+         * given). */
+        if (k == KFD_PROCESS_MAX_GPUS) {
+                snprintf(err, errlen, "GPU 0x%" PRIx32 " cannot be added to this KFD process (more than %u GPUs)",
+                         gpu_id, KFD_PROCESS_MAX_GPUS);
                 return -EOPNOTSUPP;
         }
         if (gpu_of_id(p, gpu_id) >= 0 || gpu_of_minor(p, render_minor) >= 0) {
@@ -837,14 +883,22 @@ int kfd_process_add_gpu(KfdProcess *p, uint32_t gpu_id, unsigned render_minor, c
                          render_minor);
                 return -EEXIST;
         }
-        fd = p->base->open_render(p->base->userdata, render_minor);
+        p->gpus[k] = (typeof(p->gpus[0])) { .gpu_id = gpu_id, .render_minor = render_minor, .render_fd = -EBADF,
+                                            .shadow_fd = -EBADF };
+        r = shadow_new(p, k, err, errlen);
+        fd = r < 0 ? r : p->base->open_render(p->base->userdata, render_minor);
         if (fd < 0) {
-                snprintf(err, errlen, "cannot open renderD%u: %s", render_minor, strerror(-fd));
+                if (r >= 0)
+                        snprintf(err, errlen, "cannot open renderD%u: %s", render_minor, strerror(-fd));
+                if (p->gpus[k].shadow)
+                        (void) munmap((void *) p->gpus[k].shadow, KFD_DOORBELL_SLICE_SIZE);
+                safe_close(p->gpus[k].shadow_fd);
+                p->gpus[k] = (typeof(p->gpus[0])) {};
                 return fd;
         }
         pthread_mutex_lock(&p->lock);
-        p->gpus[p->n_gpus++] = (typeof(p->gpus[0])) { .gpu_id = gpu_id, .render_minor = render_minor,
-                                                      .render_fd = fd };
+        p->gpus[k].render_fd = fd;
+        p->n_gpus++;
         pthread_mutex_unlock(&p->lock);
         return 0;
 }

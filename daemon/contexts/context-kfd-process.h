@@ -37,10 +37,12 @@ enum {
 int kfd_process_new(const KfdOps *base, void (*base_free)(const KfdOps *), unsigned flags, uint32_t gpu_id,
                     unsigned render_minor, KfdProcess **ret, char *err, size_t errlen);
 /* One more GPU the client sees (its calls naming gpu_id pass, ACQUIRE_VM with
- * the process's render file of renderD<render_minor>, opened here), before
- * the process is served. Only in a secondary context (-EOPNOTSUPP: a proxy
- * worker's process has one GPU); -EEXIST if it is there; up to
- * KFD_PROCESS_MAX_GPUS. err says what failed. */
+ * the process's render file of renderD<render_minor>, opened here through
+ * base; TRUSTED: a doorbell slice shadow of its own), before the process is
+ * served. Any flavour: a proxy worker adds its GPUs before its sandbox, and
+ * the daemon's side of that process the same GPUs (its base's open_render
+ * is the worker's). -EEXIST if it is there; up to KFD_PROCESS_MAX_GPUS
+ * (-EOPNOTSUPP); the open's error. err says what failed. */
 int kfd_process_add_gpu(KfdProcess *p, uint32_t gpu_id, unsigned render_minor, char *err, size_t errlen);
 /* The table for the daemon's own GPU context in the process. */
 const KfdOps *kfd_process_daemon_ops(KfdProcess *p);

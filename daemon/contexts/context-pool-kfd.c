@@ -3,7 +3,33 @@
  * The pool's KFD processes of relayed clients (OpenKfd, docs/rocm.md): a
  * secondary KFD context of the daemon's, or a proxy worker's process
  * (context-kfd-process.c), with the daemon's GPU context in it, counted
- * against --max-contexts (ContextPool.n_relays) and never reclaimed.
+ * against --max-contexts (ContextPool.n_relays) and never reclaimed. The
+ * process shows every GPU of the session (docs/rocm.md "Several GPUs"); the
+ * daemon's GPU context on another GPU joins it in that GPU's pool
+ * (context_pool_kfd_relay_join()).
+ *
+ * Lifetimes, with a proxy worker (KFD before 1.19):
+ *  - the worker is the first slot's (the pool of the session's own GPU):
+ *    Context.kfd_worker_pid/pidfd, taken at READY, let go as that slot's
+ *    incarnation ends (context.c kfd_worker_let_go(): reaped when it exits,
+ *    which it does once its connection closes, killed after a grace);
+ *  - the connection (sim-remote's client, KfdOps) is the KfdProcess's
+ *    base, freed with its last reference: the server's (the client) and the
+ *    daemon view's, held while any GPU context of the daemon's has a file
+ *    of the process open — the first's and every joined one's;
+ *  - a joined slot (GPU k) has its GpuContext in the worker's process
+ *    through the first's table, its own waiter there; it notes the worker's
+ *    pid (stats, the reason of its loss) but does not own it. It goes before
+ *    the first's: at the program's end (the relay's drop_context()) and as
+ *    the first's incarnation ends for any reason (the relay's
+ *    on_context_dropped() -> kfd_relay_gpus_follow(), before
+ *    kfd_worker_let_go()) — lost with it when the first was lost;
+ *  - the worker dying or not answering a call within PROXY_CALL_TIMEOUT_MS
+ *    breaks the connection for every context on it: each waiter fails, the
+ *    first to notice loses its context, and the first's loss takes the
+ *    others; every slot is released and uncounted on its pool
+ *    (context_pool_kfd_relay_end()), its charge given back, every file of
+ *    the process closed with the last reference.
  */
 #include <assert.h>
 #include <errno.h>
@@ -68,6 +94,9 @@ struct ContextKfdOpen {
         sd_event_source *io, *timer;
         int sock, pidfd;
         pid_t pid;
+        /* The other GPUs its KFD process shows (the worker was given them). */
+        ContextKfdGpu more[WORKER_MAX_MORE_GPUS];
+        size_t n_more;
 };
 
 /* The slot of a KFD process's daemon context: in use, paid for by payer,
@@ -161,6 +190,22 @@ static void open_refused(ContextKfdOpen *op, bool with_end) {
         context_pool_kfd_relay_end(op->p);
 }
 
+/* The session's other GPUs in kp (the caller's; freed here on failure): the
+ * KFD serves them all in one process (one KfdOps table, one /dev/kfd) —
+ * through a proxy worker, the worker opened their render files as it was
+ * told (worker_process_spawn()). */
+static int add_gpus(KfdProcess *kp, const ContextKfdGpu *more, size_t n_more, char *err, size_t errlen) {
+        for (size_t i = 0; i < n_more; i++) {
+                int r = kfd_process_add_gpu(kp, more[i].gpu_id, more[i].render_minor, err, errlen);
+                if (r < 0) {
+                        SimRemoteProcess served = kfd_process_served(kp);
+                        served.free(served.userdata);
+                        return r;
+                }
+        }
+        return 0;
+}
+
 /* The rest, with kp open (the caller's, given away here): the daemon's GPU
  * context in it and the server. */
 static int open_finish(ContextKfdOpen *op, KfdProcess *kp, int *ret_fd, char *err, size_t errlen) {
@@ -218,6 +263,8 @@ static void proxy_ready(ContextKfdOpen *op, int r, const char *why) {
         op->c->kfd_worker_pid = op->pid;
         op->c->kfd_worker_pidfd = TAKE_FD(op->pidfd);
         r = kfd_process_new(remote, remote_ops_free, 0, op->o.gpu_id, info->drm_render_minor, &kp, err, sizeof err);
+        if (r >= 0)
+                r = add_gpus(kp, op->more, op->n_more, err, sizeof err);
         if (r < 0)
                 open_refused(op, true);
         else
@@ -258,8 +305,8 @@ static int open_proxy(ContextKfdOpen *op, char *err, size_t errlen) {
         GpuBuffer *relay = NULL;
         int r;
 
-        r = worker_process_spawn(p, op->c->id, WORKER_SETUP_KFD_PROXY, &op->pid, &op->pidfd, &op->sock, &relay, err,
-                                 errlen);
+        r = worker_process_spawn(p, op->c->id, WORKER_SETUP_KFD_PROXY, op->more, op->n_more, &op->pid, &op->pidfd,
+                                 &op->sock, &relay, err, errlen);
         if (r < 0)
                 return r;
         relay = gpu_buffer_unref(relay); /* NULL: a proxy gets none */
@@ -327,9 +374,18 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         /* A proxy worker's MMIO page is its own; the device context's flushes
          * the same HDP. The pool frees its clients before it. */
         op->o.hdp_fallback = p->device->gpu;
+        if (n_more_gpus > MIN(ELEMENTSOF(op->more), KFD_PROCESS_MAX_GPUS - 1)) {
+                snprintf(err, errlen, "a KFD process shows at most %u GPUs", KFD_PROCESS_MAX_GPUS);
+                open_refused(op, true);
+                open_free(op);
+                return -E2BIG;
+        }
+        memcpy(op->more, more_gpus, n_more_gpus * sizeof *more_gpus);
+        op->n_more = n_more_gpus;
         if (p->mechanism != CONTEXT_MECHANISM_KERNEL) {
-                /* A proxy worker serves one GPU (docs/rocm.md "Several GPUs"). */
-                assert(n_more_gpus == 0);
+                /* The session's other GPUs too: the worker opens their
+                 * render files before its sandbox (docs/rocm.md "Several
+                 * GPUs"). */
                 r = open_proxy(op, err, errlen);
                 if (r < 0) {
                         open_refused(op, true);
@@ -342,15 +398,8 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
         KfdProcess *kp = NULL;
         r = kfd_process_new(p->ops, NULL, KFD_PROCESS_SECONDARY, op->o.gpu_id, info->drm_render_minor, &kp, err,
                             errlen);
-        /* The session's other GPUs, in the same KFD process: the KFD serves
-         * them all (one KfdOps table, one /dev/kfd). */
-        for (size_t i = 0; r >= 0 && i < n_more_gpus; i++) {
-                r = kfd_process_add_gpu(kp, more_gpus[i].gpu_id, more_gpus[i].render_minor, err, errlen);
-                if (r < 0) {
-                        SimRemoteProcess served = kfd_process_served(kp);
-                        served.free(served.userdata);
-                }
-        }
+        if (r >= 0)
+                r = add_gpus(kp, op->more, op->n_more, err, errlen);
         if (r < 0)
                 open_refused(op, true);
         else
@@ -380,9 +429,9 @@ int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *p
         Context *c = NULL;
         int r;
 
-        if (p->mechanism != CONTEXT_MECHANISM_KERNEL || !first || !first->kfd_process || !first->gpu) {
+        if (p->mechanism == CONTEXT_MECHANISM_NONE || !first || !first->kfd_process || !first->gpu) {
                 snprintf(err, errlen, "the KFD process has no GPU context of the daemon's to share (%s)",
-                         p->mechanism != CONTEXT_MECHANISM_KERNEL ? "not a secondary KFD context" : "it is gone");
+                         p->mechanism == CONTEXT_MECHANISM_NONE ? p->mechanism_reason : "it is gone");
                 return -EOPNOTSUPP;
         }
         if (p->n_live + p->n_relays >= p->opts.max_contexts) {
@@ -400,6 +449,9 @@ int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *p
                 return r;
         }
         p->n_relays++;
+        /* Its context lives in first's worker, if first has one (its
+         * stats and its loss name it); the worker is first's alone. */
+        c->kfd_worker_pid = first->kfd_worker_pid;
         /* In the same KFD process as first (one event page per process:
          * gpu-context.c maps first's into this GPU's VM). */
         o.gpu_id = gpu_context_get_info(p->device->gpu)->gpu_id;
@@ -444,6 +496,16 @@ void context_kfd_relay_end(Context *c) {
         assert(c->kfd_process);
         context_ref(c);
         context_drop(c, false, "its program's KFD process ended");
+        context_unref(c);
+}
+
+void context_kfd_relay_lose(Context *c, const char *reason) {
+        if (!c)
+                return;
+        assert(c->kfd_process);
+        context_ref(c);
+        context_announce_losing(c, reason);
+        context_drop(c, true, reason);
         context_unref(c);
 }
 

@@ -163,9 +163,9 @@ void worker_reapers_free(ContextPool *p) {
         }
 }
 
-int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, pid_t *ret_pid, int *ret_pidfd,
-                         int *ret_sock,
-                 GpuBuffer **ret_relay, char *err, size_t errlen) {
+int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_flags, const ContextKfdGpu *more_gpus,
+                         size_t n_more_gpus, pid_t *ret_pid, int *ret_pidfd, int *ret_sock, GpuBuffer **ret_relay,
+                         char *err, size_t errlen) {
         _cleanup_close_ int mine = -EBADF, theirs = -EBADF, device = -EBADF, pidfd = -EBADF, relay_fd = -EBADF;
         GpuBuffer *relay = NULL;
         char parent[32], level[32], path[32];
@@ -178,6 +178,10 @@ int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_fla
         int sv[2], r;
         pid_t pid;
 
+        if (n_more_gpus > WORKER_MAX_MORE_GPUS) {
+                snprintf(err, errlen, "a KFD process shows at most %u GPUs", WORKER_MAX_MORE_GPUS + 1);
+                return -E2BIG;
+        }
         /* A proxy's relay page would not be used (worker-proto.h). */
         r = (setup_flags & WORKER_SETUP_KFD_PROXY) ? 0
                                                    : gpu_buffer_new(context_pool_device_gpu(p), 4096, GPU_PLACEMENT_GTT,
@@ -271,6 +275,11 @@ int worker_process_spawn(ContextPool *p, uint64_t context_id, uint32_t setup_fla
                 .render_minor = gpu_context_get_info(context_pool_device_gpu(p))->drm_render_minor,
         };
         memcpy(setup.groups, p->opts.worker_groups, sizeof setup.groups);
+        setup.n_more_gpus = (uint32_t) n_more_gpus;
+        for (size_t i = 0; i < n_more_gpus; i++) {
+                setup.more_gpus[i].gpu_id = more_gpus[i].gpu_id;
+                setup.more_gpus[i].render_minor = more_gpus[i].render_minor;
+        }
         r = worker_msg_send(mine, WORKER_MSG_SETUP, &setup, sizeof setup, relay_fd);
         if (r < 0) {
                 (void) pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
@@ -319,7 +328,7 @@ int worker_process_probe(ContextPool *p, uint64_t *ret_ns, char *err, size_t err
         pid_t pid;
         int r;
 
-        r = worker_process_spawn(p, 0, 0, &pid, &pidfd, &sock, &relay, err, errlen);
+        r = worker_process_spawn(p, 0, 0, NULL, 0, &pid, &pidfd, &sock, &relay, err, errlen);
         if (r < 0)
                 return r;
         relay = gpu_buffer_unref(relay); /* the worker has its own mapping */

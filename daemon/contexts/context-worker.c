@@ -798,7 +798,7 @@ int worker_link_spawn(ContextPool *p, Context *c, WorkerLink **ret, char *err, s
         w->pidfd = w->sock = -EBADF;
         w->out_last = &w->out_first;
         w->held_last = &w->held_first;
-        r = worker_process_spawn(p, c->id, 0, &w->pid, &w->pidfd, &w->sock, &w->relay_device, err, errlen);
+        r = worker_process_spawn(p, c->id, 0, NULL, 0, &w->pid, &w->pidfd, &w->sock, &w->relay_device, err, errlen);
         if (r < 0) {
                 free(w);
                 return r;

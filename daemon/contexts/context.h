@@ -143,9 +143,10 @@ typedef void (*ContextKfdOpenDone)(void *userdata, int r, int fd, Context *ctx, 
  *         @hooks_userdata; its end() is called once the process is gone —
  *         also when this fails, then or before it returns
  * @more_gpus: the other GPUs the client sees in it besides the pool's
- *             (@n_more_gpus of them): its calls may name them, each with a
- *             render file of the process's; none with a proxy worker (it
- *             serves the pool's GPU alone)
+ *             (@n_more_gpus of them, at most KFD_PROCESS_MAX_GPUS - 1 in
+ *             all: -E2BIG): its calls may name them, each with a render
+ *             file of the process's (a proxy worker opens them before its
+ *             sandbox, told in its setup)
  * @done: where the answer goes when it comes later (returns 1), with
  *        @done_userdata
  * @ret_open: the open on its way (returns 1), for context_kfd_open_cancel()
@@ -192,9 +193,14 @@ int context_pool_kfd_relay_begin(ContextPool *p, const char *key, ContextPayer *
  * @ret_ctx: the slot, a reference and a use, its GPU context up
  * @err: why not, one line
  *
- * Secondary contexts only (-EOPNOTSUPP: a proxy worker serves one GPU); it
- * counts against @p's --max-contexts (-EBUSY) and @payer (-EDQUOT). Must go
- * before @first's GPU context does: context_kfd_relay_leave().
+ * With either mechanism: in a secondary KFD context, or in @first's proxy
+ * worker's process, through @first's GPU context's table (-EOPNOTSUPP where
+ * @p has no client contexts or @first's GPU context is gone). It counts
+ * against @p's --max-contexts (-EBUSY) and @payer (-EDQUOT). Must go before
+ * @first's GPU context does — and so before @first's worker, which is
+ * @first's alone, is let go: context_kfd_relay_leave() (or
+ * context_kfd_relay_lose() first, when @first was lost; kfd-relay-queue.c
+ * kfd_relay_gpus_follow()).
  */
 int context_pool_kfd_relay_join(ContextPool *p, const char *key, ContextPayer *payer, Context *first,
                                 Context **ret_ctx, char *err, size_t errlen);
@@ -208,6 +214,10 @@ void context_kfd_open_cancel(ContextKfdOpen *op);
 /* The relayed process's context: its GPU context goes now (before its KFD
  * process does); the slot stays until its users release it. NULL-safe. */
 void context_kfd_relay_end(Context *c);
+/* The same, as a loss (counted, logged with reason, its users told), where
+ * what it stands on was lost: the first GPU's context of its process (see
+ * kfd-relay-queue.c). NULL-safe. */
+void context_kfd_relay_lose(Context *c, const char *reason);
 /* fn(userdata) is called, on the loop, when the GPU context of c (a relayed
  * process's) goes, whoever ends it: after that nothing of the daemon uses
  * the process's KfdOps. NULL to stop. */

@@ -158,6 +158,9 @@ void kfd_relay_queues_done(KfdRelay *r);
 /* Loop thread: the daemon's GPU contexts on the process's other GPUs go
  * (before the first's: they map its event page). */
 void kfd_relay_gpus_leave(KfdRelay *r);
+/* Loop thread, as the first's incarnation ends (on_context_dropped()): the
+ * others go with it, now — lost with it if it was lost. */
+void kfd_relay_gpus_follow(KfdRelay *r);
 /* Loop thread, when the session goes: its SessionOnGpus of those GPUs (which
  * go with it, perhaps already) are forgotten, the contexts stay. */
 void kfd_relay_gpus_unbind(KfdRelay *r);

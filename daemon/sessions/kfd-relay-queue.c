@@ -17,11 +17,12 @@
  * fault ends only this process's context.
  *
  * A queue on another GPU the process sees (docs/rocm.md "Several GPUs")
- * runs on the daemon's GPU context on that GPU in the same KFD process,
- * made at the first queue there (gpu_up(): that GPU's context pool, sharing
- * the first context's event page), and its jobs go through the session's
- * streams on that GPU (its SessionOnGpu there): that GPU's scheduler,
- * accounting and limits.
+ * runs on the daemon's GPU context on that GPU in the same KFD process — a
+ * secondary context, or a proxy worker's process —, made at the first
+ * queue there (gpu_up(): that GPU's context pool, sharing the first
+ * context's event page), and its jobs go through the session's streams on
+ * that GPU (its SessionOnGpu there): that GPU's scheduler, accounting and
+ * limits. It goes with the first context (kfd_relay_gpus_follow()).
  *
  * A packet becomes (daemon/gpu/gpu.h, GPU_JOB_AQL and GpuHsaCompletion):
  *  - kernel dispatch: the dispatch with the user SGPRs the CP gives an AQL
@@ -250,6 +251,32 @@ void kfd_relay_gpus_leave(KfdRelay *r) {
                 r->gpus[g].ctx = NULL;
                 r->gpus[g].sdma_bound = false;
         }
+}
+
+/*
+ * The daemon's GPU context on GPU 0 of the process (r->ctx) is the one the
+ * others stand on: theirs map its event page, and with a proxy worker
+ * (KFD before 1.19) the worker, whose KFD process they all live in, is that
+ * slot's (its kfd_worker_pid), let go as its incarnation ends — right after
+ * this, which ends theirs first: nothing of the daemon calls into the
+ * worker once it is let go. Its end also ends what the relay reads of the
+ * process (its views), so the others could run nothing more anyway. When
+ * it was lost (a fault, or its worker went or stopped answering: then
+ * each waiter sees it too, and the first to see it ends them all), the
+ * others are lost with it, named in the log with its id.
+ */
+void kfd_relay_gpus_follow(KfdRelay *r) {
+        bool lost = r->ctx && context_get_losses(r->ctx) > 0;
+        char why[160];
+
+        for (size_t g = 1; lost && g < r->n_gpus; g++) {
+                if (!r->gpus[g].ctx)
+                        continue;
+                snprintf(why, sizeof why, "lost with GPU context %" PRIu64 ", the daemon's first in the same KFD "
+                         "process", context_get_id(r->ctx));
+                context_kfd_relay_lose(r->gpus[g].ctx, why);
+        }
+        kfd_relay_gpus_leave(r);
 }
 
 /* The session's SDMA stream moves to an SDMA queue of the process's own

@@ -641,6 +641,9 @@ static int hook_mmap(void *userdata, int fd, size_t length, uint64_t offset, int
 static void on_context_dropped(void *userdata) {
         KfdRelay *r = userdata;
 
+        /* Its contexts on the process's other GPUs first (before its worker,
+         * if it has one, is let go). */
+        kfd_relay_gpus_follow(r);
         /* Nothing of the process is read any more: the views go now, while
          * what the process's table stands on (the device) is sure to be
          * there — at exit the pool ends the contexts before the device. */

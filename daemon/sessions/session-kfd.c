@@ -500,15 +500,14 @@ void session_open_kfd(Session *s, const WireRequest *req) {
         }
         o->s = s;
         o->req_id = req->id;
-        /* Every GPU the session may use, in the daemon's order, in a
-         * secondary KFD context; its own GPU alone where its Hello named
-         * it ($KFDBROKER_GPU, as HIP_VISIBLE_DEVICES shows a program one
-         * GPU), and in a proxy worker's process (docs/rocm.md "Several
-         * GPUs"). */
+        /* Every GPU the session may use, in the daemon's order, in its KFD
+         * process — a secondary KFD context, or a proxy worker's own
+         * process, whose worker opens each GPU's render file (docs/rocm.md
+         * "Several GPUs"); its own GPU alone where its Hello named it
+         * ($KFDBROKER_GPU, as HIP_VISIBLE_DEVICES shows a program one GPU). */
         for (unsigned i = 0; i < s->set->n_gpus; i++) {
                 SessionGpu *g = &s->set->gpus[i];
-                if (g != s->gpu && (context_pool_mechanism(pool) != CONTEXT_MECHANISM_KERNEL || s->gpu_named ||
-                                    !g->info || g->unavailable || !session_may_use_gpu(s, g)))
+                if (g != s->gpu && (s->gpu_named || !g->info || g->unavailable || !session_may_use_gpu(s, g)))
                         continue;
                 gpu_ids[n_gpus++] = g == s->gpu ? context_pool_info(pool)->gpu_id : g->info->gpu_id;
                 if (g == s->gpu)

@@ -26,12 +26,15 @@
 
 #include "gpu/gpu.h"
 
-#define WORKER_PROTO_VERSION 6u /* 5: WorkerSetup.flags (WORKER_SETUP_KFD_PROXY), render_minor; 6: no relay page for a proxy */
+#define WORKER_PROTO_VERSION 7u /* 5: WorkerSetup.flags (WORKER_SETUP_KFD_PROXY), render_minor; 6: no relay page for a proxy; 7: WorkerSetup.more_gpus */
 /* Largest datagram either side sends: a dispatch's kernel arguments (4 KiB at
  * most) and its buffer relocations. */
 #define WORKER_MSG_MAX 16384u
 #define WORKER_MAX_FDS 1
 #define WORKER_TEXT_MAX 256u
+/* GPUs a proxy worker's KFD process shows besides its first, at most (the
+ * KFD process's bound, KFD_PROCESS_MAX_GPUS, less one). */
+#define WORKER_MAX_MORE_GPUS 7u
 /* Kernel arguments of one dispatch, at most (the GPU layer's kernarg slot is
  * smaller and checks the exact size). */
 #define WORKER_MAX_ARGS_SIZE 4096u
@@ -78,6 +81,13 @@ typedef struct WorkerSetup {
         uint32_t gpu_id;           /* GpuContextOptions.gpu_id: the GPU the daemon drives */
         uint32_t flags;            /* WORKER_SETUP_* */
         uint32_t render_minor;     /* the render node of gpu_id (WORKER_SETUP_KFD_PROXY) */
+        /* WORKER_SETUP_KFD_PROXY: the other GPUs its KFD process shows (the
+         * relayed program's session may use them), whose render nodes it
+         * opens before its sandbox, as gpu_id's. */
+        uint32_t n_more_gpus;      /* at most WORKER_MAX_MORE_GPUS */
+        struct {
+                uint32_t gpu_id, render_minor;
+        } more_gpus[WORKER_MAX_MORE_GPUS];
 } WorkerSetup;
 
 /*

@@ -611,7 +611,13 @@ static int proxy_main(W *w, const WorkerSetup *setup, uint64_t t0) {
                         return r;
                 }
         }
-        /* Before the sandbox: it opens /dev/kfd and the render node. */
+        /* Before the sandbox: it opens /dev/kfd and the render nodes — of
+         * every GPU the program sees (the sandbox allows no open). */
+        if (setup->n_more_gpus > WORKER_MAX_MORE_GPUS) {
+                fail_setup(w, -E2BIG, "the setup names %" PRIu32 " more GPUs, more than %u", setup->n_more_gpus,
+                           WORKER_MAX_MORE_GPUS);
+                return -E2BIG;
+        }
         r = kfd_process_new(w->ops, NULL, KFD_PROCESS_TRUSTED, setup->gpu_id, setup->render_minor, &kp, err,
                             sizeof err);
         if (r < 0) {
@@ -619,6 +625,15 @@ static int proxy_main(W *w, const WorkerSetup *setup, uint64_t t0) {
                 return r;
         }
         served = kfd_process_served(kp);
+        for (uint32_t i = 0; i < setup->n_more_gpus; i++) {
+                r = kfd_process_add_gpu(kp, setup->more_gpus[i].gpu_id, setup->more_gpus[i].render_minor, err,
+                                        sizeof err);
+                if (r < 0) {
+                        served.free(served.userdata);
+                        fail_setup(w, r, "%s", err);
+                        return r;
+                }
+        }
         r = sim_remote_registry_new(&reg);
         if (r < 0) {
                 served.free(served.userdata);

@@ -12,8 +12,8 @@
 #    show as GPU time of its session;
 #  - with interrupts off, kernels launched after an idle period run;
 #  - on two GPUs (hip-gpus) a program sees both and runs on device 1, which
-#    the daemon counts as GPU 1's work; one GPU with Devices=1 or with worker
-#    processes;
+#    the daemon counts as GPU 1's work, with secondary contexts and with
+#    worker processes (KFD 1.18); one GPU with Devices=1 (both mechanisms);
 #  - a kernel writing a wild address gets ROCr's memory-fault report in that
 #    process only, while two other HIP programs pass beside it;
 #  - a hipMalloc over BufferMemory= is hipErrorOutOfMemory and the program
@@ -122,8 +122,9 @@ checks "worker processes on KFD 1.14"
 
 # Two GPUs (hip-gpus COUNT DEVICE): the program sees both and runs a kernel
 # and copies on device 1, which is GPU 1's work in the daemon's accounting;
-# confined to GPU 1 (Devices=1) it sees that one alone, as device 0; with
-# worker processes it sees its session's own GPU alone.
+# confined to GPU 1 (Devices=1) it sees that one alone, as device 0. The
+# same with worker processes (KFD 1.18): the proxy worker's KFD process has
+# a render file of each GPU, the daemon's context on GPU 1 lives in it.
 gpus() { # gpus WHAT COUNT DEVICE
         hip "$tmp/gpus" "$hipdir/hip-gpus" "$2" "$3"
         local rc=$?
@@ -137,14 +138,18 @@ gpu_jobs() { # gpu_jobs N: jobs GPU N completed, as kfdbrokerctl status says
         "$ctl" --socket "$tmp/sock" status >"$tmp/status" 2>&1
         sed -n "s/^gpu $1: .* \([0-9]*\) jobs completed.*/\1/p" "$tmp/status"
 }
+on_gpu1() { # on_gpu1 WHAT: device 1's work was GPU 1's, none GPU 0's
+        local j0 j1
+        j0=$(gpu_jobs 0) j1=$(gpu_jobs 1)
+        if [[ ${j1:-0} -gt 0 ]] && [[ ${j0:-1} == 0 ]]; then
+                ok "$1: device 1's work ran on GPU 1 ($j1 jobs), none on GPU 0"
+        else
+                not_ok "$1: device 1's work should be GPU 1's: GPU 0 ${j0:-?} jobs, GPU 1 ${j1:-?}: $(cat "$tmp/status")"
+        fi
+}
 start --sim-gpus=2 || finish
 gpus "two GPUs" 2 1
-j0=$(gpu_jobs 0) j1=$(gpu_jobs 1)
-if [[ ${j1:-0} -gt 0 ]] && [[ ${j0:-1} == 0 ]]; then
-        ok "device 1's work ran on GPU 1 ($j1 jobs), none on GPU 0"
-else
-        not_ok "device 1's work should be GPU 1's: GPU 0 ${j0:-?} jobs, GPU 1 ${j1:-?}: $(cat "$tmp/status")"
-fi
+on_gpu1 "two GPUs"
 gpus "two GPUs" 2 0
 policy "Devices=1"
 start --sim-gpus=2 || finish
@@ -157,9 +162,12 @@ if grep -q '^gpu: *node 2 (gfx1030' "$tmp/status" && [[ ${n:-0} -gt 0 ]]; then
 else
         not_ok "Devices=1: the work should be GPU 1's: $(cat "$tmp/status")"
 fi
+start --sim-gpus=2 --sim-kfd-version=1.18 || finish
+gpus "Devices=1, worker processes (KFD 1.18)" 1 0
 policy ""
 start --sim-gpus=2 --sim-kfd-version=1.18 || finish
-gpus "two GPUs, worker processes (KFD 1.18)" 1 0
+gpus "two GPUs, worker processes (KFD 1.18)" 2 1
+on_gpu1 "two GPUs, worker processes (KFD 1.18)"
 
 # Over the memory limit.
 policy "BufferMemory=256M"

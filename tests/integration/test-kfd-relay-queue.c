@@ -15,6 +15,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -600,40 +601,34 @@ static long gpu_jobs(const char *status, unsigned n) {
  * Two GPUs the session may use: a queue on GPU 1 runs there — on the
  * daemon's GPU context on GPU 1 in the same KFD process, made at that first
  * queue — its kernel's result and completion as on GPU 0, and the daemon
- * counts the job as GPU 1's. With worker processes the process shows one GPU.
+ * counts the job as GPU 1's. The same with worker processes: the daemon's
+ * context on GPU 1 lives in the proxy worker's KFD process, its doorbell
+ * the worker's slice of GPU 1.
  */
-Test(kfd_relay_queue, a_queue_on_the_sessions_second_gpu_runs_there) {
-        const char *args[] = { "--sim-gpus=2", NULL };
-        const char *daemon_arg = getenv("KFDBROKER_TEST_DAEMON_ARG");
-        Setup s = {};
+/* On the daemon started with two GPUs: the process opened, its buffers and
+ * queue on GPU 1 (a render file of GPU 1, its VM acquired), and vector_add
+ * run there through the relay: its result and completion. */
+static void run_on_gpu1(Setup *s) {
         uint8_t pkt[64];
-        char *text, *log, *out = NULL, *err = NULL;
+        char *text, *log;
         float *a, *b, *c;
         int bad = 0, render1;
 
-        test_daemon_start(&d, args);
-        relayed_open(&s.c, 0);
-        acquire(&s.c);
-        if (daemon_arg && strstr(daemon_arg, "--sim-kfd-version=")) {
-                char path[160];
-                snprintf(path, sizeof path, "%s/topology/nodes/2", topo[0]);
-                cr_expect_eq(access(path, F_OK), -1, "worker processes: one GPU");
-                relayed_close(&s.c);
-                return;
-        }
+        relayed_open(&s->c, 0);
+        acquire(&s->c);
         text = read_text(topo[0], "topology/nodes/2/gpu_id");
         uint32_t gpu1 = (uint32_t) strtoul(text, NULL, 10);
         free(text);
         text = read_text(topo[0], "topology/nodes/2/properties");
-        render1 = s.c.ops->open_render(s.c.ops->userdata, (unsigned) prop(text, "drm_render_minor"));
+        render1 = s->c.ops->open_render(s->c.ops->userdata, (unsigned) prop(text, "drm_render_minor"));
         free(text);
         cr_assert_geq(render1, 0);
-        s.c.gpu_id = gpu1;
-        s.c.render = render1;
-        acquire(&s.c);
-        setup_buffers(&s);
+        s->c.gpu_id = gpu1;
+        s->c.render = render1;
+        acquire(&s->c);
+        setup_buffers(s);
 
-        a = (float *) s.data.cpu;
+        a = (float *) s->data.cpu;
         b = a + 1024;
         c = b + 1024;
         for (int i = 0; i < 1024; i++) {
@@ -641,18 +636,36 @@ Test(kfd_relay_queue, a_queue_on_the_sessions_second_gpu_runs_there) {
                 b[i] = 2.0f * (float) i;
                 c[i] = -1;
         }
-        signal_init(&s.sigs, 0, 1, &s.page, s.ev, s.slot);
-        dispatch_packet(&s, pkt, s.kd_va, 1000, s.sigs.va);
-        aql_submit(&s.c, &s.aql, pkt);
-        cr_assert_eq(wait_event(&s.c, s.ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the completion signal's event");
-        cr_expect_eq(get64(&s.sigs, S_VALUE), 0, "the completion signal decremented");
-        cr_expect_eq(get64_when(&s.aql.q, Q_READ_DISPATCH_ID, 1), 1, "read_dispatch_id advanced");
+        signal_init(&s->sigs, 0, 1, &s->page, s->ev, s->slot);
+        dispatch_packet(s, pkt, s->kd_va, 1000, s->sigs.va);
+        aql_submit(&s->c, &s->aql, pkt);
+        cr_assert_eq(wait_event(&s->c, s->ev, 20000), KFD_IOC_WAIT_RESULT_COMPLETE, "the completion signal's event");
+        cr_expect_eq(get64(&s->sigs, S_VALUE), 0, "the completion signal decremented");
+        cr_expect_eq(get64_when(&s->aql.q, Q_READ_DISPATCH_ID, 1), 1, "read_dispatch_id advanced");
         for (int i = 0; i < 1024; i++)
                 bad += c[i] != (i < 1000 ? 3.0f * (float) i : -1.0f);
         cr_expect_eq(bad, 0, "vector_add's result on GPU 1");
         log = test_daemon_read_log(&d);
         cr_expect(strstr(log, "the KFD relay's GPU context on GPU 1 is up"), "%s", log);
         free(log);
+}
+
+/* The client's views of its buffers (what a process's end unmaps). */
+static void unmap_buffers(Setup *s) {
+        Buf *all[] = { &s->code, &s->sigs, &s->args, &s->data, &s->page, &s->aql.ring, &s->aql.q };
+
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                if (all[i]->cpu)
+                        munmap(all[i]->cpu, all[i]->size);
+}
+
+Test(kfd_relay_queue, a_queue_on_the_sessions_second_gpu_runs_there) {
+        const char *args[] = { "--sim-gpus=2", NULL };
+        Setup s = {};
+        char *out = NULL, *err = NULL;
+
+        test_daemon_start(&d, args);
+        run_on_gpu1(&s);
 
         /* GPU 1's job; GPU 0 ran none (the daemon learns of the end after the client). */
         const char *ctl[] = { "--socket", d.sock, "status", NULL };
@@ -671,4 +684,126 @@ Test(kfd_relay_queue, a_queue_on_the_sessions_second_gpu_runs_there) {
         free(out);
         free(err);
         relayed_close(&s.c);
+}
+
+/* The pid of the proxy worker whose KFD process the daemon's log names last
+ * (0: none, secondary contexts). */
+static pid_t logged_worker(void) {
+        const char *key = "the KFD process of worker ";
+        char *log = test_daemon_read_log(&d), *at = NULL;
+        long pid = 0;
+
+        for (char *p = strstr(log, key); p; p = strstr(p + 1, key))
+                at = p;
+        if (at)
+                pid = strtol(at + strlen(key), NULL, 10);
+        free(log);
+        return (pid_t) pid;
+}
+
+/* Waits until the daemon has no more fds than base; names them if it has. */
+static void expect_fds_back(int base, const char *at_start, const char *what) {
+        for (int i = 0; i < 2000 && test_daemon_count_fds(&d) > base; i++)
+                usleep(10 * 1000);
+        if (test_daemon_count_fds(&d) > base) {
+                char *now = test_daemon_fd_names(&d);
+                fprintf(stderr, "the daemon's fds at the start: %s\nand now: %s\n", at_start, now);
+                cr_expect_fail("%s: no fd of the daemon is left (its fds above)", what);
+                free(now);
+        }
+}
+
+/*
+ * A program using both GPUs that ends abruptly leaves nothing behind: with
+ * worker processes its proxy worker is killed while its queue on GPU 1 is
+ * up — the daemon's contexts on both GPUs, which live in that worker's KFD
+ * process, are lost and named in the log; with secondary contexts the
+ * client goes without a word. Either way no fd of the daemon is left and
+ * no slot on either GPU's pool: with --max-contexts=1 a second program
+ * gets GPU 0's slot and GPU 1's again and runs on GPU 1.
+ */
+Test(kfd_relay_queue, a_program_on_two_gpus_that_dies_leaves_no_slot_and_no_fd) {
+        const char *args[] = { "--sim-gpus=2", "--max-contexts=1", NULL };
+        Setup s = {}, again = {};
+        char *at_start, *log = NULL;
+        pid_t w;
+        int fds;
+
+        test_daemon_start(&d, args);
+        fds = test_daemon_count_fds(&d);
+        at_start = test_daemon_fd_names(&d);
+        run_on_gpu1(&s);
+        w = logged_worker();
+        if (w > 0) {
+                cr_assert_eq(kill(w, SIGKILL), 0);
+                for (int i = 0; i < 2000; i++) {
+                        free(log);
+                        log = test_daemon_read_log(&d);
+                        if (strstr(log, "on GPU 1) lost: "))
+                                break;
+                        usleep(10 * 1000);
+                }
+                cr_expect(strstr(log, "(KFD process of session "), "%s", log);
+                cr_expect(strstr(log, "on GPU 1) lost: "), "GPU 1's context is lost, named: %s", log);
+                cr_expect(strstr(log, "its KFD process's worker went or stopped answering"), "%s", log);
+                free(log);
+                struct kfd_ioctl_get_version_args v = {};
+                cr_expect_lt(kioctl(&s.c, AMDKFD_IOC_GET_VERSION, &v), 0, "the program's calls fail");
+        }
+        relayed_close(&s.c);
+        unmap_buffers(&s);
+        expect_fds_back(fds, at_start, "after the first program");
+
+        /* Both pools' slots are free: the next program runs on GPU 1. */
+        run_on_gpu1(&again);
+        relayed_close(&again.c);
+        unmap_buffers(&again);
+        expect_fds_back(fds, at_start, "after the second program");
+        free(at_start);
+}
+
+/*
+ * With worker processes: a proxy worker that stops answering while its
+ * program has contexts on both GPUs is given up once — the teardown's calls
+ * into it (GPU 1's context first, then GPU 0's) wait 5 s at most, the
+ * connection then being shut down for both — another session is served
+ * again, the worker is killed, and no fd or slot is left on either GPU.
+ */
+Test(kfd_relay_queue, a_stopped_worker_of_a_program_on_two_gpus_is_given_up) {
+        const char *args[] = { "--sim-gpus=2", "--max-contexts=1", NULL };
+        Setup s = {}, again = {};
+        kfdb_session *other;
+        kfdb_usage u;
+        char *at_start;
+        pid_t w;
+        int fds, r = 0;
+
+        test_daemon_start(&d, args);
+        fds = test_daemon_count_fds(&d);
+        at_start = test_daemon_fd_names(&d);
+        run_on_gpu1(&s);
+        w = logged_worker();
+        if (w <= 0) {
+                /* Secondary contexts: no worker to stop. */
+                relayed_close(&s.c);
+                unmap_buffers(&s);
+                free(at_start);
+                return;
+        }
+        cr_assert_eq(kill(w, SIGSTOP), 0);
+        relayed_close(&s.c); /* the daemon tears both contexts down: calls into the stopped worker */
+        unmap_buffers(&s);
+        other = test_connect(&d, "other");
+        cr_expect_eq(kfdb_query(other, &u), 0, "another session is served: %s", kfdb_session_last_error(other));
+        kfdb_session_free(other);
+        for (int i = 0; i < 3000 && (r = kill(w, 0)) == 0; i++)
+                usleep(10 * 1000);
+        cr_expect_lt(r, 0, "the stopped worker %d is killed", (int) w);
+        expect_fds_back(fds, at_start, "after the stopped worker");
+
+        run_on_gpu1(&again);
+        relayed_close(&again.c);
+        unmap_buffers(&again);
+        expect_fds_back(fds, at_start, "after the next program");
+        free(at_start);
 }

@@ -8,7 +8,7 @@
 # sysfs; with worker processes (--sim-kfd-version=1.18, and 1.11: Linux 6.1,
 # no dma-buf export) too; seeing only the daemon's GPU beside an iGPU, and
 # every GPU the session may use on two (Devices=, GPU 1's socket and
-# KFDBROKER_GPU=1 confining it to one; worker processes showing one); and with
+# KFDBROKER_GPU=1 confining it to one; worker processes showing both too); and with
 # --contexts=shared it must fail, saying why. Skips (exit 77) only where
 # rocminfo or bwrap cannot be had, or bwrap cannot make a sandbox here.
 # Also kfd-fork-probe (kfd-fork-probe.c): /dev/kfd around fork through the
@@ -129,14 +129,16 @@ else
         not_ok "with Devices=1 rocminfo should see GPU 1 alone: $(grep -E 'Name:|Uuid:' "$tmp/out")"
 fi
 rm "$tmp/policy/50-gpu1.conf"
-# Worker processes (KFD before 1.19) show the session's own GPU alone.
+# Worker processes (KFD before 1.19) show the same: the proxy worker's KFD
+# process has a render file of each GPU.
 start --sim-gpus=2 --sim-kfd-version=1.18 || exit 1
 "$run" --socket "$tmp/sock" rocminfo >"$tmp/out" 2>"$tmp/err"
 check_output "two GPUs, worker processes" $? "$tmp/out"
-if [[ $(grep -Ec '^ +Name: +gfx1030 *$' "$tmp/out") == 1 ]] && grep -q 'Uuid: *GPU-5a1e0000cafe0001' "$tmp/out"; then
-        ok "with worker processes rocminfo sees the session's own GPU alone"
+uuids=$(grep -Eo 'Uuid: *GPU-[0-9a-f]+' "$tmp/out" | awk '{ print $2 }' | tr '\n' ' ')
+if [[ $(grep -Ec '^ +Name: +gfx1030 *$' "$tmp/out") == 2 ]] && [[ $uuids == "GPU-5a1e0000cafe0001 GPU-5a1e0000cafe0002 " ]]; then
+        ok "with worker processes rocminfo sees both GPUs the session may use, GPU 0 first"
 else
-        not_ok "with worker processes rocminfo should see GPU 0 alone: $(grep -E 'Name:|Uuid:' "$tmp/out")"
+        not_ok "with worker processes rocminfo should see GPU 0 and GPU 1: $(grep -E 'Name:|Uuid:' "$tmp/out")"
 fi
 
 start --contexts=shared || exit 1

@@ -202,8 +202,8 @@ Test(kfd_process, on_kfd_1_11_a_proxy_worker_hands_the_daemon_its_render_file) {
 
 /* Two GPUs in one secondary process (kfd_process_add_gpu()): the client's
  * calls may name either, ACQUIRE_VM each with its own render file only, the
- * apertures list both; a GPU added twice is -EEXIST, and a proxy worker's
- * process (not secondary) takes no second GPU. */
+ * apertures list both; a GPU added twice is -EEXIST. A process that is
+ * not secondary (a proxy worker's) takes GPUs the same way. */
 Test(kfd_process, a_secondary_process_shows_the_gpus_added_to_it) {
         SimOptions o = { .n_gpus = 2 };
         struct kfd_process_device_apertures pa[4] = {};
@@ -257,12 +257,120 @@ Test(kfd_process, a_secondary_process_shows_the_gpus_added_to_it) {
         munmap((void *) (uintptr_t) va, 1 << 20);
         client_close(&c);
 
-        /* Not secondary: one GPU. */
+        /* Not secondary (the daemon's side of a proxy worker's process):
+         * GPUs are added the same way; one whose render file its base
+         * cannot open (a GPU the worker was not given) is refused, named. */
         cr_assert_eq(sim_device_new(&o, &c.dev), 0);
         cr_assert_eq(kfd_process_new(sim_device_get_ops(c.dev), NULL, 0, GPU_ID, RENDER_MINOR, &c.kp, err, sizeof err),
                      0, "%s", err);
         c.served = kfd_process_served(c.kp);
-        cr_expect_eq(kfd_process_add_gpu(c.kp, st.gpu_id, RENDER_MINOR + 1, err, sizeof err), -EOPNOTSUPP);
-        cr_expect(strstr(err, "not a secondary KFD context"), "%s", err);
+        cr_expect_eq(kfd_process_add_gpu(c.kp, st.gpu_id, RENDER_MINOR + 1, err, sizeof err), 0, "%s", err);
+        cr_expect_lt(kfd_process_add_gpu(c.kp, 0x1234, RENDER_MINOR + 7, err, sizeof err), 0);
+        cr_expect(strstr(err, "cannot open renderD135"), "%s", err);
+        c.kfd = c.served.ops->open_kfd(c.served.ops->userdata);
+        cr_expect_geq(c.served.ops->open_render(c.served.ops->userdata, RENDER_MINOR + 1), 0);
+        cr_expect_eq(c.served.ops->open_render(c.served.ops->userdata, RENDER_MINOR + 7), -ENOENT,
+                     "the GPU that was refused is not there");
+        client_close(&c);
+}
+
+/* A 4 KiB buffer of the process on gpu_id, mapped there: its VA. */
+static uint64_t page_on(Client *c, uint32_t gpu_id) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+                .va_addr = reserve(4096), .size = 4096, .gpu_id = gpu_id,
+                .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        };
+        uint32_t ids[1] = { gpu_id };
+
+        cr_assert_eq(cioctl(c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a), 0);
+        struct kfd_ioctl_map_memory_to_gpu_args m = {
+                .handle = a.handle, .device_ids_array_ptr = (uint64_t) (uintptr_t) ids, .n_devices = 1,
+        };
+        cr_assert_eq(cioctl(c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m), 0);
+        return a.va_addr;
+}
+
+/* An SDMA queue of the process on gpu_id (its ring and pointers a buffer
+ * each, as the kernel wants them): its CREATE_QUEUE answer. */
+static struct kfd_ioctl_create_queue_args sdma_queue(Client *c, uint32_t gpu_id) {
+        struct kfd_ioctl_create_queue_args q = {
+                .ring_base_address = page_on(c, gpu_id), .ring_size = 4096,
+                .read_pointer_address = page_on(c, gpu_id), .write_pointer_address = page_on(c, gpu_id),
+                .gpu_id = gpu_id, .queue_type = KFD_IOC_QUEUE_TYPE_SDMA, .queue_percentage = 100,
+                .queue_priority = 7,
+        };
+        int r = cioctl(c, AMDKFD_IOC_CREATE_QUEUE, &q);
+
+        cr_assert_eq(r, 0, "CREATE_QUEUE on GPU 0x%x: %s", gpu_id, strerror(-r));
+        return q;
+}
+
+/*
+ * A proxy worker's process (TRUSTED) showing two GPUs: the worker opens
+ * each GPU's render file (kfd_process_add_gpu()), and the doorbell slice the
+ * daemon maps for each GPU is a shadow of that GPU's own — a KFD process has
+ * a slice per GPU (kfd_doorbell.c), the simulator too (a pdd each) — so a
+ * doorbell the daemon rings on GPU 1 reaches GPU 1's slice and never GPU
+ * 0's, whichever GPU mapped its slice first (before, one shadow stood for
+ * the slice mapped first).
+ */
+Test(kfd_process, a_proxy_workers_process_rings_each_gpus_own_doorbells) {
+        SimOptions o = { .n_gpus = 2 };
+        const KfdOps *base;
+        struct kfd_ioctl_create_queue_args q[2];
+        volatile uint64_t *shadow[2], *real[2];
+        SimGpuStats st;
+        Client c = {};
+        char err[256] = "";
+        int render[2];
+        uint32_t ids[2];
+
+        cr_assert_eq(sim_device_new(&o, &c.dev), 0);
+        base = sim_device_get_ops(c.dev);
+        cr_assert_eq(sim_device_get_gpu_stats(c.dev, 1, &st), 0);
+        ids[0] = GPU_ID;
+        ids[1] = st.gpu_id;
+        cr_assert_eq(kfd_process_new(base, NULL, KFD_PROCESS_TRUSTED, GPU_ID, RENDER_MINOR, &c.kp, err, sizeof err), 0,
+                     "%s", err);
+        c.served = kfd_process_served(c.kp);
+        cr_assert_eq(kfd_process_add_gpu(c.kp, ids[1], RENDER_MINOR + 1, err, sizeof err), 0, "%s", err);
+        c.kfd = c.served.ops->open_kfd(c.served.ops->userdata);
+        /* GPU 1 first: its slice is the first one mapped. */
+        for (int k = 1; k >= 0; k--) {
+                render[k] = c.served.ops->open_render(c.served.ops->userdata, RENDER_MINOR + (unsigned) k);
+                cr_assert_geq(render[k], 0, "GPU %d's render file", k);
+                struct kfd_ioctl_acquire_vm_args vm = { .drm_fd = (uint32_t) render[k], .gpu_id = ids[k] };
+                cr_assert_eq(cioctl(&c, AMDKFD_IOC_ACQUIRE_VM, &vm), 0);
+                q[k] = sdma_queue(&c, ids[k]);
+                uint64_t slice = q[k].doorbell_offset & (KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK);
+                uint64_t in_fd = 0;
+                int fd = -1;
+                cr_assert_eq(c.served.mmap_resolve(c.served.userdata, c.kfd, KFD_DOORBELL_SLICE_SIZE, slice, &fd,
+                                                   &in_fd),
+                             0, "GPU %d's doorbell slice", k);
+                void *m = mmap(NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) in_fd);
+                close(fd);
+                cr_assert_neq(m, MAP_FAILED);
+                shadow[k] = m;
+                void *r = NULL;
+                cr_assert_eq(base->mmap(base->userdata, NULL, KFD_DOORBELL_SLICE_SIZE, PROT_READ, MAP_SHARED, c.kfd,
+                                        slice, &r),
+                             0);
+                real[k] = r;
+        }
+        cr_expect(shadow[0] != shadow[1], "a shadow slice per GPU");
+        for (int k = 0; k < 2; k++) {
+                size_t slot = (q[k].doorbell_offset & (KFD_DOORBELL_SLICE_SIZE - 1)) / 8;
+                shadow[k][slot] = 16u * (unsigned) (k + 1);
+                c.served.ops->doorbell_written(c.served.ops->userdata, c.kfd, q[k].queue_id);
+        }
+        for (int k = 0; k < 2; k++) {
+                size_t slot = (q[k].doorbell_offset & (KFD_DOORBELL_SLICE_SIZE - 1)) / 8;
+                cr_expect_eq(real[k][slot], 16u * (unsigned) (k + 1), "GPU %d's doorbell reached its own slice", k);
+        }
+        for (int k = 0; k < 2; k++) {
+                munmap((void *) shadow[k], KFD_DOORBELL_SLICE_SIZE);
+                munmap((void *) real[k], KFD_DOORBELL_SLICE_SIZE);
+        }
         client_close(&c);
 }
