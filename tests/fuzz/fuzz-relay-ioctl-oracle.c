@@ -81,10 +81,21 @@ static bool ioctl_malformed(const SimRemoteRequest *req, const uint8_t *payload,
         case SIM_REMOTE_IOCTL_IMPORT_DMABUF:
         case SIM_REMOTE_IOCTL_DMABUF_INFO:
                 return array != 0;
+        case SIM_REMOTE_IOCTL_AMDGPU_INFO: {
+                /* Its answer's buffer goes in, at most SIM_REMOTE_MAX_INFO. */
+                uint64_t ptr = rio_field(view, offsetof(struct drm_amdgpu_info, return_pointer), 8);
+                uint64_t size = rio_field(view, offsetof(struct drm_amdgpu_info, return_size), 4);
+                if (has_fd)
+                        return true;
+                if (ptr && size)
+                        return array != (size < SIM_REMOTE_MAX_INFO ? size : SIM_REMOTE_MAX_INFO);
+                return array != 0;
+        }
         case SIM_REMOTE_IOCTL_APERTURES:
         case SIM_REMOTE_IOCTL_EXPORT_DMABUF:
         case SIM_REMOTE_IOCTL_TILE_CONFIG:
         case SIM_REMOTE_IOCTL_PRIME_TO_FD:
+        case SIM_REMOTE_IOCTL_DRM_VERSION:
                 return has_fd || array != 0;
         default:
                 check(false, "a kind of ioctl the target does not know");
@@ -245,9 +256,13 @@ void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, c
                 bool render = false;
                 for (unsigned i = 0; i < sizeof reach->render / sizeof reach->render[0]; i++)
                         render |= reach->render[i] >= 0 && req->fd == reach->render[i];
+                /* but what libdrm asks of the GPU itself (context-kfd-render.c):
+                 * DRM_IOCTL_VERSION and AMDGPU_INFO, whose usage queries are
+                 * -EACCES there too. */
                 if (render)
-                        check(rep->ret == -EACCES, "a call on a relayed process's render file answered other "
-                                                   "than -EACCES");
+                        check(rep->ret == -EACCES || kind == SIM_REMOTE_IOCTL_DRM_VERSION ||
+                                      kind == SIM_REMOTE_IOCTL_AMDGPU_INFO,
+                              "a call on a relayed process's render file answered other than -EACCES");
                 else if (req->fd != reach->kfd && reach->kfd >= 0 && reach->render[0] >= 0)
                         check(rep->ret == -EBADF, "a call on a number that is not a relayed process's file "
                                                   "answered other than -EBADF");
@@ -355,6 +370,38 @@ void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, c
                 if (reads)
                         RESTORED(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr, "SET_CU_MASK cu_mask_ptr");
                 break;
+        case SIM_REMOTE_IOCTL_DRM_VERSION: {
+                /* Each string's room, at most SIM_REMOTE_MAX_VERSION_FIELD,
+                 * in one array; the process's own pointers back, and its
+                 * lengths when it failed. */
+                static const size_t lens[3] = { offsetof(struct drm_version, name_len),
+                                                offsetof(struct drm_version, date_len),
+                                                offsetof(struct drm_version, desc_len) };
+                uint64_t room = 0;
+                for (unsigned i = 0; i < 3; i++) {
+                        uint64_t len = rio_field(view, lens[i], sizeof(__kernel_size_t));
+                        room += len < SIM_REMOTE_MAX_VERSION_FIELD ? len : SIM_REMOTE_MAX_VERSION_FIELD;
+                }
+                check(array == (rep->ret >= 0 ? room : 0), "DRM_VERSION: the strings back are not the room asked for");
+                if (reads) {
+                        RESTORED(struct drm_version, name, "DRM_VERSION name");
+                        RESTORED(struct drm_version, date, "DRM_VERSION date");
+                        RESTORED(struct drm_version, desc, "DRM_VERSION desc");
+                }
+                if (reads && rep->ret < 0) {
+                        RESTORED(struct drm_version, name_len, "DRM_VERSION name_len after a failure");
+                        RESTORED(struct drm_version, date_len, "DRM_VERSION date_len after a failure");
+                        RESTORED(struct drm_version, desc_len, "DRM_VERSION desc_len after a failure");
+                }
+                break;
+        }
+        case SIM_REMOTE_IOCTL_AMDGPU_INFO: {
+                uint64_t ptr = rio_field(view, offsetof(struct drm_amdgpu_info, return_pointer), 8);
+                uint64_t size = rio_field(view, offsetof(struct drm_amdgpu_info, return_size), 4);
+                uint64_t room = ptr && size ? (size < SIM_REMOTE_MAX_INFO ? size : SIM_REMOTE_MAX_INFO) : 0;
+                check(array == (rep->ret >= 0 ? room : 0), "AMDGPU_INFO: the answer back is not the buffer sent");
+                break;
+        }
         default:
                 /* Numbers only: the simulator's own answer. */
                 check(array == 0, "an array with the answer of an ioctl that carries none");

@@ -252,8 +252,9 @@ static void put_field(uint8_t *arg, size_t usize, size_t off, uint64_t v, unsign
 static bool op_ioctl(Client *c, Input *in) {
         static uint8_t msg[sizeof(SimRemoteRequest) + SIM_REMOTE_MAX_ARG + ARRAY_MAX];
         unsigned pick = (unsigned) take(in, 1);
-        unsigned long request = pick % (N_REQUESTS + 1) < N_REQUESTS ? fuzz_relay_ioctl_requests[pick % (N_REQUESTS + 1)]
-                                                                     : (unsigned long) (uint32_t) take(in, 4);
+        unsigned long request = pick >= RIO_PICK_RENDER_INFO ? fuzz_relay_ioctl_render_info[pick - RIO_PICK_RENDER_INFO]
+                                : pick % (N_REQUESTS + 1) < N_REQUESTS ? fuzz_relay_ioctl_requests[pick % (N_REQUESTS + 1)]
+                                                                       : (unsigned long) (uint32_t) take(in, 4);
         SimRemoteRequest req = { .op = SIM_REMOTE_OP_IOCTL, .u64 = { (uint32_t) request } };
         uint8_t *arg = msg + sizeof req;
         size_t usize = _IOC_SIZE(request);
@@ -362,6 +363,12 @@ static bool op_ioctl(Client *c, Input *in) {
                         uint64_t n = rio_field(view, offsetof(struct kfd_ioctl_set_cu_mask_args, num_cu_mask), 4);
                         if (rio_field(view, offsetof(struct kfd_ioctl_set_cu_mask_args, cu_mask_ptr), 8) && n % 32 == 0)
                                 array = (n / 32 < SIM_REMOTE_MAX_CU_MASK ? n / 32 : SIM_REMOTE_MAX_CU_MASK) * 4;
+                        break;
+                }
+                case SIM_REMOTE_IOCTL_AMDGPU_INFO: {
+                        uint64_t n = rio_field(view, offsetof(struct drm_amdgpu_info, return_size), 4);
+                        if (rio_field(view, offsetof(struct drm_amdgpu_info, return_pointer), 8))
+                                array = n < SIM_REMOTE_MAX_INFO ? n : SIM_REMOTE_MAX_INFO;
                         break;
                 }
                 default:
