@@ -132,3 +132,16 @@ void start_with_limits(const char *limits) {
         snprintf(arg, sizeof arg, "--policy-dir=%s", policydir);
         test_daemon_start(&d, args);
 }
+
+pid_t logged_worker(void) {
+        const char *key = "the KFD process of worker ";
+        char *log = test_daemon_read_log(&d), *at = NULL;
+        long pid = 0;
+
+        for (char *p = strstr(log, key); p; p = strstr(p + 1, key))
+                at = p;
+        if (at)
+                pid = strtol(at + strlen(key), NULL, 10);
+        free(log);
+        return (pid_t) pid;
+}

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "harness.h"
 #include "kfd/kfd-ops.h"
@@ -33,5 +34,8 @@ uint64_t alloc_at(Relayed *c, uint64_t va, int *ret);
 int map(Relayed *c, uint64_t handle);
 void acquire(Relayed *c);
 uint64_t alloc_size(Relayed *c, uint64_t va, uint64_t size, uint32_t flags, int *ret);
+/* The pid of the proxy worker whose KFD process the daemon's log names last
+ * (0: none, secondary contexts). */
+pid_t logged_worker(void);
 /* The daemon with a policy of one [Limits] section holding limits. */
 void start_with_limits(const char *limits);

@@ -686,21 +686,6 @@ Test(kfd_relay_queue, a_queue_on_the_sessions_second_gpu_runs_there) {
         relayed_close(&s.c);
 }
 
-/* The pid of the proxy worker whose KFD process the daemon's log names last
- * (0: none, secondary contexts). */
-static pid_t logged_worker(void) {
-        const char *key = "the KFD process of worker ";
-        char *log = test_daemon_read_log(&d), *at = NULL;
-        long pid = 0;
-
-        for (char *p = strstr(log, key); p; p = strstr(p + 1, key))
-                at = p;
-        if (at)
-                pid = strtol(at + strlen(key), NULL, 10);
-        free(log);
-        return (pid_t) pid;
-}
-
 /* Waits until the daemon has no more fds than base; names them if it has. */
 static void expect_fds_back(int base, const char *at_start, const char *what) {
         for (int i = 0; i < 2000 && test_daemon_count_fds(&d) > base; i++)

@@ -878,20 +878,6 @@ Test(kfd_relay, a_proxy_worker_coming_up_holds_up_no_other_session) {
         }
 }
 
-/* The pid of the proxy worker whose KFD process the daemon's log names last. */
-static pid_t logged_worker(void) {
-        const char *key = "the KFD process of worker ";
-        char *log = test_daemon_read_log(&d), *at = NULL;
-        long pid = 0;
-
-        for (char *p = strstr(log, key); p; p = strstr(p + 1, key))
-                at = p;
-        if (at)
-                pid = strtol(at + strlen(key), NULL, 10);
-        free(log);
-        return (pid_t) pid;
-}
-
 typedef struct QueryInThread {
         kfdb_session *s;
         int r;

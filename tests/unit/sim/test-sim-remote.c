@@ -1238,6 +1238,19 @@ static int raw_new_channel(Raw *r) {
         return sv[0];
 }
 
+/* OPEN_KFD or OPEN_RENDER (of minor) on r's channel: the process's file
+ * number (asserted; the copy of the file that comes with it closed). */
+static int raw_open_file(Raw *r, uint32_t op, uint64_t minor) {
+        SimRemoteRequest req = { .op = op, .fd = -1, .u64 = { minor } };
+        SimRemoteReply rep;
+        int copy = -1;
+        cr_assert_eq(raw_send(r->channel, &req, NULL, 0, -1), 0);
+        cr_assert_eq(raw_reply(r->channel, &rep, sizeof rep, &copy), (ssize_t) sizeof rep);
+        close(copy);
+        cr_assert_geq(rep.ret, 0, "open: %d", rep.ret);
+        return rep.ret;
+}
+
 static void raw_close(Raw *r) {
         if (r->channel >= 0)
                 close(r->channel);
@@ -1528,14 +1541,8 @@ Test(sim_remote, the_argument_travels_in_the_kernels_direction, .timeout = 60) {
         Raw r = raw_connect(d, true);
         r.channel = raw_new_channel(&r);
         cr_assert_geq(r.channel, 0);
-        SimRemoteRequest open_req = { .op = SIM_REMOTE_OP_OPEN_KFD, .fd = -1 };
+        int kfd = raw_open_file(&r, SIM_REMOTE_OP_OPEN_KFD, 0);
         SimRemoteReply rep;
-        int copy = -1;
-        cr_assert_eq(raw_send(r.channel, &open_req, NULL, 0, -1), 0);
-        cr_assert_eq(raw_reply(r.channel, &rep, sizeof rep, &copy), (ssize_t) sizeof rep);
-        close(copy);
-        int kfd = rep.ret;
-        cr_assert_geq(kfd, 0);
 
         /* GET_VERSION copies out only: an _IOW word of it has the version
          * back, whatever bytes came with it. */
@@ -1589,21 +1596,9 @@ Test(sim_remote, a_process_reaches_only_its_own_files, .timeout = 60) {
         Raw r = raw_connect(d, true);
         r.channel = raw_new_channel(&r);
         cr_assert_geq(r.channel, 0);
-        SimRemoteRequest open_req = { .op = SIM_REMOTE_OP_OPEN_KFD, .fd = -1 };
+        int kfd = raw_open_file(&r, SIM_REMOTE_OP_OPEN_KFD, 0);
+        int render = raw_open_file(&r, SIM_REMOTE_OP_OPEN_RENDER, 128);
         SimRemoteReply rep;
-        int copy = -1;
-        cr_assert_eq(raw_send(r.channel, &open_req, NULL, 0, -1), 0);
-        cr_assert_eq(raw_reply(r.channel, &rep, sizeof rep, &copy), (ssize_t) sizeof rep);
-        close(copy);
-        int kfd = rep.ret;
-        cr_assert_geq(kfd, 0);
-        open_req.op = SIM_REMOTE_OP_OPEN_RENDER;
-        open_req.u64[0] = 128;
-        cr_assert_eq(raw_send(r.channel, &open_req, NULL, 0, -1), 0);
-        cr_assert_eq(raw_reply(r.channel, &rep, sizeof rep, &copy), (ssize_t) sizeof rep);
-        close(copy);
-        int render = rep.ret;
-        cr_assert_geq(render, 0);
 
         /* The daemon's own KFD fd, named by number: not this process's. */
         struct kfd_ioctl_get_version_args v = {};
