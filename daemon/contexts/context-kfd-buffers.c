@@ -39,7 +39,18 @@ void kfd_buffers_done(KfdBuffers *b) {
 }
 
 void kfd_buffers_add(KfdBuffers *b, const struct kfd_ioctl_alloc_memory_of_gpu_args *a, uint32_t gem_handle) {
+        KfdBuffer e = { .handle = a->handle, .mmap_offset = a->mmap_offset, .gpu_id = a->gpu_id,
+                        .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K), .gem_handle = gem_handle };
+
         pthread_mutex_lock(&b->lock);
+        /* The kernel just gave this handle out: a buffer noted under it is
+         * gone, whatever the table missed. */
+        for (size_t i = 0; i < b->n; i++)
+                if (b->v[i].handle == e.handle) {
+                        b->v[i] = e;
+                        pthread_mutex_unlock(&b->lock);
+                        return;
+                }
         if (b->n == b->cap) {
                 size_t cap = b->cap ? 2 * b->cap : 16;
                 KfdBuffer *v = reallocarray(b->v, cap, sizeof *v);
@@ -50,8 +61,7 @@ void kfd_buffers_add(KfdBuffers *b, const struct kfd_ioctl_alloc_memory_of_gpu_a
                 b->v = v;
                 b->cap = cap;
         }
-        b->v[b->n++] = (KfdBuffer) { .handle = a->handle, .mmap_offset = a->mmap_offset, .gpu_id = a->gpu_id,
-                                     .size = ALIGN_UP(a->size, (uint64_t) PAGE_SIZE_4K), .gem_handle = gem_handle };
+        b->v[b->n++] = e;
         pthread_mutex_unlock(&b->lock);
 }
 

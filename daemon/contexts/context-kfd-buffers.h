@@ -30,8 +30,9 @@ typedef struct KfdBuffers {
 
 void kfd_buffers_init(KfdBuffers *b);
 void kfd_buffers_done(KfdBuffers *b);
-/* Notes the buffer a made (size rounded up to pages). Without memory it is
- * not noted: the client cannot map it, and it is still the client's. */
+/* Notes the buffer a made (size rounded up to pages), in place of any noted
+ * under the same handle. Without memory it is not noted: the client cannot
+ * map it, and it is still the client's. */
 void kfd_buffers_add(KfdBuffers *b, const struct kfd_ioctl_alloc_memory_of_gpu_args *a, uint32_t gem_handle);
 /* Forgets a freed buffer; returns its GEM handle, or 0, and its GPU in
  * *ret_gpu_id (if not NULL) when it was there. */

@@ -220,6 +220,19 @@ static uint64_t arg_field(const void *arg, unsigned long request, size_t off, si
         return n < 8 ? v & ((1ull << (8 * n)) - 1) : v;
 }
 
+/*
+ * The handle a FREE_MEMORY_OF_GPU frees, read as the kernel reads it: by
+ * the number, whatever size the request word gives (kfd_ioctl() copies in
+ * the caller's bytes and zeros the rest of its own struct). A FREE the
+ * relay read otherwise than the kernel would leave the freed buffer in the
+ * table under a handle the kernel hands to the next buffer of the process
+ * (its IDR), the daemon's own among them, and an mmap of the freed offset
+ * would export that one.
+ */
+static uint64_t free_handle(const void *arg, unsigned long request) {
+        return arg_field(arg, request, offsetof(struct kfd_ioctl_free_memory_of_gpu_args, handle), sizeof(uint64_t));
+}
+
 /* ACQUIRE_VM names its render file by number: the process's own file of
  * the GPU it names or none (kfd_ioctl_acquire_vm: fget() fails, -EINVAL; a
  * render file of another GPU is another device's VM, which
@@ -562,10 +575,8 @@ static int trusted_ioctl(KfdProcess *p, int fd, unsigned long request, void *arg
                         kfd_buffers_add(&p->bufs, arg, 0);
                 break;
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
-                if (_IOC_SIZE(request) >= sizeof(struct kfd_ioctl_free_memory_of_gpu_args))
-                        (void) kfd_buffers_remove(&p->bufs,
-                                                  ((const struct kfd_ioctl_free_memory_of_gpu_args *) arg)->handle,
-                                                  NULL);
+                if (r == 0)
+                        (void) kfd_buffers_remove(&p->bufs, free_handle(arg, request), NULL);
                 break;
         default:
                 break;
@@ -634,15 +645,15 @@ static int served_ioctl(void *userdata, int fd, unsigned long request, void *arg
                 return r;
         }
         case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU): {
-                const struct kfd_ioctl_free_memory_of_gpu_args *a = arg;
+                uint64_t handle = free_handle(arg, request);
 
                 r = p->base->ioctl(p->base->userdata, fd, request, arg);
-                if (r == 0 && a && _IOC_SIZE(request) >= sizeof *a) {
+                if (r == 0) {
                         /* KFD's reference went; the handle's goes now, and
                          * with it the memory (dma-bufs of it live on), on
                          * the render file of its GPU. */
                         uint32_t gpu_id = 0;
-                        uint32_t gem_handle = kfd_buffers_remove(&p->bufs, a->handle, &gpu_id);
+                        uint32_t gem_handle = kfd_buffers_remove(&p->bufs, handle, &gpu_id);
                         int k = gpu_of_id(p, gpu_id);
                         if (gem_handle && k >= 0)
                                 kfd_gem_close(p->base, p->gpus[k].render_fd, gem_handle);

@@ -374,3 +374,46 @@ Test(kfd_process, a_proxy_workers_process_rings_each_gpus_own_doorbells) {
         }
         client_close(&c);
 }
+
+/*
+ * A FREE in a request word shorter than its struct frees what the kernel
+ * reads: the caller's bytes, zeros after. The process's table of the
+ * client's buffers must forget that one too, for the kernel gives its
+ * handle to the next buffer of the process (an IDR), the daemon's own among
+ * them: an mmap of the freed offset would export that buffer to the client.
+ * Found by fuzz-relay-ioctl (corpus/relay-ioctl/a-short-free-leaves-no-
+ * stale-handle-to-mmap).
+ */
+Test(kfd_process, a_free_in_a_short_word_leaves_no_handle_that_names_the_daemons_buffer) {
+        Client c;
+
+        client_open(&c, 0, KFD_PROCESS_SECONDARY);
+        const KfdOps *o = kfd_process_daemon_ops(c.kp);
+        int daemon_kfd = o->open_kfd(o->userdata);
+        cr_assert_geq(daemon_kfd, 0);
+        uint64_t va = reserve(1 << 20);
+        struct kfd_ioctl_alloc_memory_of_gpu_args mine = {
+                .va_addr = va, .size = 4096, .gpu_id = GPU_ID,
+                .flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        };
+        struct kfd_ioctl_alloc_memory_of_gpu_args daemons = mine;
+        daemons.va_addr = va + 65536;
+        cr_assert_eq(cioctl(&c, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mine), 0);
+        cr_assert_eq(mine.handle >> 48, 0u, "the handle fits in six bytes");
+        struct kfd_ioctl_free_memory_of_gpu_args fr = { .handle = mine.handle };
+        cr_assert_eq(cioctl(&c, _IOC(_IOC_WRITE, 'K', 0x17, 6), &fr), 0, "freed by its first six bytes");
+
+        cr_assert_eq(o->ioctl(o->userdata, daemon_kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &daemons), 0);
+        cr_expect_eq(daemons.handle, mine.handle, "the daemon's buffer has the freed handle");
+        int fd = -1;
+        uint64_t off = 0;
+        cr_expect_eq(c.served.mmap_resolve(c.served.userdata, c.render, 4096, mine.mmap_offset, &fd, &off), -EINVAL,
+                     "the freed offset maps nothing, not the daemon's buffer");
+        if (fd >= 0)
+                close(fd);
+        fr.handle = daemons.handle;
+        cr_expect_eq(o->ioctl(o->userdata, daemon_kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &fr), 0);
+        o->close(o->userdata, daemon_kfd);
+        munmap((void *) (uintptr_t) va, 1 << 20);
+        client_close(&c);
+}
