@@ -117,6 +117,27 @@ ssize_t rio_recv_answer(Client *c, int sock, int *ret_fd) {
         return n;
 }
 
+/*
+ * A buffer an ALLOC made, by op_alloc() or by any other request word of
+ * ALLOC's number (the kernel runs the call by number): recorded with its
+ * handle and mmap offset when the answer holds them (the kernel copies back
+ * as many bytes as the request's size), else the client knows there is a
+ * buffer it cannot place. The kernel hands a freed buffer's offset and
+ * handle to a new one (DRM's offset manager, the process's IDR).
+ */
+static void learn_bo(Client *c, const SimRemoteReply *rep, const uint8_t *got) {
+        struct kfd_ioctl_alloc_memory_of_gpu_args a = { 0 };
+
+        if (rep->arg_size < offsetof(struct kfd_ioctl_alloc_memory_of_gpu_args, mmap_offset) + 8 ||
+            c->n_bos == MAX_BOS) {
+                c->unknown_bos = true;
+                return;
+        }
+        memcpy(&a, got, rep->arg_size < sizeof a ? rep->arg_size : sizeof a);
+        c->bos[c->n_bos++] = (Bo) { .handle = a.handle, .mmap_offset = a.mmap_offset, .va = a.va_addr,
+                                    .size = a.size };
+}
+
 /* What the client learns from an answer it asked for. */
 static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload, const SimRemoteReply *rep,
                   const uint8_t *got) {
@@ -138,14 +159,20 @@ static void learn(Client *c, const SimRemoteRequest *req, const uint8_t *payload
         }
         if (req->op != SIM_REMOTE_OP_IOCTL || rep->ret < 0)
                 return;
+        bool kfd_call = _IOC_TYPE(request) == AMDKFD_IOCTL_BASE;
+        if (kfd_call && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU))
+                learn_bo(c, rep, got);
+        if (kfd_call && _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_IMPORT_DMABUF))
+                c->unknown_bos = true;
         if ((request == AMDKFD_IOC_FREE_MEMORY_OF_GPU || request == AMDKFD_IOC_EXPORT_DMABUF) &&
             !(req->flags & SIM_REMOTE_ARG_NULL)) {
-                /* The handle as the kernel reads it: zeros past the request's size. */
+                /* The handle as the kernel reads it: zeros past the request's size. A
+                 * handle a freed buffer had may name a new one now. */
                 uint8_t kdata[8] = { 0 };
                 memcpy(kdata, payload, _IOC_SIZE(request) < 8 ? _IOC_SIZE(request) : 8);
                 uint64_t handle = rio_field(kdata, 0, 8);
                 for (unsigned i = 0; i < c->n_bos; i++)
-                        if (c->bos[i].handle == handle) {
+                        if (c->bos[i].handle == handle && !c->bos[i].freed) {
                                 c->bos[i].freed |= request == AMDKFD_IOC_FREE_MEMORY_OF_GPU;
                                 c->bos[i].held |= request == AMDKFD_IOC_EXPORT_DMABUF;
                         }

@@ -490,10 +490,7 @@ static bool op_alloc(Client *c, Input *in) {
         memcpy(&rep, c->buf, sizeof rep);
         if (rep.ret < 0)
                 return true;
-        memcpy(&a, c->buf + sizeof rep, sizeof a);
-        if (c->n_bos < MAX_BOS)
-                c->bos[c->n_bos++] = (Bo) { .handle = a.handle, .mmap_offset = a.mmap_offset, .va = a.va_addr,
-                                            .size = a.size };
+        memcpy(&a, c->buf + sizeof rep, sizeof a); /* learn() recorded it */
         struct kfd_ioctl_map_memory_to_gpu_args m = { .handle = a.handle, .device_ids_array_ptr = 0x1000,
                                                       .n_devices = 1 };
         req = (SimRemoteRequest) { .op = SIM_REMOTE_OP_IOCTL, .fd = c->kfd, .arg_size = sizeof m,
@@ -516,7 +513,8 @@ static bool live_bo_holds(const Client *c, uint64_t offset, uint64_t length) {
 
 /* MMAP; of a buffer the client freed (and no live one there): refused —
  * unless it was exported or mapped, which keeps the kernel's object (and
- * its mmap offset) alive beyond the handle. */
+ * its mmap offset) alive beyond the handle, or the client made a buffer it
+ * cannot place, which may hold that offset now. */
 static bool op_mmap(Client *c, Input *in) {
         unsigned k = (unsigned) take(in, 1);
         int32_t fd = file_operand(c, in);
@@ -528,7 +526,13 @@ static bool op_mmap(Client *c, Input *in) {
                 b = &c->bos[(k >> 1) % c->n_bos];
                 offset = b->mmap_offset + (uint64_t) ((k >> 4) % 4) * 4096;
                 length = (uint64_t) (take(in, 1) % 4 + 1) * 4096;
-                of_freed = b->freed && !b->held && !live_bo_holds(c, offset, length);
+                of_freed = b->freed && !b->held && !live_bo_holds(c, offset, length) && !c->unknown_bos;
+                if (c->debug)
+                        fprintf(stderr, "fuzz-relay-ioctl: MMAP at 0x%llx of buffer %u of %u:%s%s%s%s\n",
+                                (unsigned long long) offset, (unsigned) (b - c->bos), c->n_bos,
+                                b->freed ? " freed" : "", b->held ? " held" : "",
+                                live_bo_holds(c, offset, length) ? ", a live buffer there" : "",
+                                c->unknown_bos ? ", buffers the client cannot place" : "");
         } else {
                 offset = take(in, 8);
                 length = take(in, 8);

@@ -113,7 +113,7 @@ void rio_check_ioctl_reply(const RioReach *reach, const SimRemoteRequest *req, c
 
 /* fuzz-relay-ioctl-client.c: one client of the server. */
 #define MAX_KEPT_FDS 8u
-#define MAX_BOS 8u
+#define MAX_BOS 32u
 
 typedef struct Bo {
         uint64_t handle, mmap_offset, va, size;
@@ -129,8 +129,11 @@ typedef struct Client {
         RioReach reach;             /* its GPU, the render numbers it was given */
         int kept[MAX_KEPT_FDS];     /* fds that came with replies: dma-bufs, memfds, copies */
         unsigned n_kept;
-        Bo bos[MAX_BOS];
+        Bo bos[MAX_BOS];            /* every ALLOC that succeeded, however it was asked for */
         unsigned n_bos;
+        bool unknown_bos;           /* a buffer the client made but cannot place (past MAX_BOS, an
+                                     * answer cut before mmap_offset, an import): it may hold any
+                                     * offset a freed one held */
         uint32_t event_id;          /* the last event CREATE_EVENT gave */
         uint64_t next_va;
         uint8_t *buf;               /* a reply: SIM_REMOTE_MAX_MESSAGE + 1 bytes */
