@@ -70,7 +70,6 @@ struct SimDevice {
         SimFile *files;
         SimProcess *processes;
         SimBo *bos;
-        uint64_t next_mmap_offset;
         uint32_t bo_tag;            /* random, in every BO memfd's name: this device's (sim-memory.c) */
 
         pthread_cond_t cp_cond;     /* broadcast when a dispatch or an engine step lets go of its queue */

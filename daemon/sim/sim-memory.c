@@ -113,11 +113,56 @@ void sim_device_free_bos(SimDevice *d) {
                 bo_free(d->bos);
 }
 
+static int range_cmp(const void *a, const void *b) {
+        const uint64_t *x = a, *y = b;
+
+        return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/*
+ * The render-node offset of a new object of size bytes: the best-fitting
+ * hole among the device's live objects (drm_gem_create_mmap_offset() ->
+ * drm_vma_offset_add() -> drm_mm_insert_node(), DRM_MM_INSERT_BEST), else
+ * past the last. An object's range is given back with its last reference
+ * (drm_gem_free_mmap_offset() in drm_gem_object_release()), so the kernel
+ * hands a freed object's offset to a later one, and so does this: a stale
+ * offset of a freed buffer may name another buffer, the daemon's too.
+ */
+static int drm_offset_for(SimDevice *d, uint64_t size, uint64_t *ret) {
+        uint64_t (*live)[2] = NULL, at = SIM_DRM_OFFSET_START, best = UINT64_MAX, best_hole = UINT64_MAX;
+        size_t n = 0, i = 0;
+
+        size = ALIGN_UP(size, (uint64_t) PAGE_SIZE_4K);
+        for (SimBo *bo = d->bos; bo; bo = bo->next)
+                n++;
+        if (n > 0) {
+                live = calloc(n, sizeof *live);
+                if (!live)
+                        return -ENOMEM;
+                for (SimBo *bo = d->bos; bo; bo = bo->next, i++) {
+                        live[i][0] = bo->mmap_offset;
+                        live[i][1] = bo->mmap_offset + ALIGN_UP(bo->size, (uint64_t) PAGE_SIZE_4K);
+                }
+                qsort(live, n, sizeof *live, range_cmp);
+        }
+        for (i = 0; i < n; i++) {
+                if (live[i][0] >= at && live[i][0] - at >= size && live[i][0] - at < best_hole) {
+                        best = at;
+                        best_hole = live[i][0] - at;
+                }
+                at = MAX(at, live[i][1]);
+        }
+        free(live);
+        *ret = best != UINT64_MAX ? best : at;
+        return 0;
+}
+
 /* Maps bo->memfd (size bytes) for the engines, gives it its render-node
  * offset range, links it into d and gives it its GL2 state (fresh: a new,
  * zeroed BO). */
 static int bo_attach(SimDevice *d, SimBo *bo, bool fresh) {
         struct stat st;
+        int r;
 
         if (fstat(bo->memfd, &st) < 0)
                 return -errno;
@@ -128,10 +173,12 @@ static int bo_attach(SimDevice *d, SimBo *bo, bool fresh) {
                 bo->host = NULL;
                 return -ENOMEM;
         }
-        if (d->next_mmap_offset < SIM_DRM_OFFSET_START)
-                d->next_mmap_offset = SIM_DRM_OFFSET_START;
-        bo->mmap_offset = d->next_mmap_offset;
-        d->next_mmap_offset += bo->size;
+        r = drm_offset_for(d, bo->size, &bo->mmap_offset);
+        if (r < 0) {
+                munmap(bo->host, bo->size);
+                bo->host = NULL;
+                return r;
+        }
 
         bo->device = d;
         bo->next = d->bos;

@@ -447,6 +447,30 @@ Test(sim_ioctl, mmap_rules) {
         t_close(&c, true);
 }
 
+/* A freed object's render-node offset goes to a later object, as the
+ * kernel's DRM offset manager gives it (best fit among the holes): a stale
+ * offset may name another process's buffer, which its file may not map. */
+Test(sim_ioctl, a_freed_objects_offset_goes_to_a_later_one) {
+        TestCtx c, c2;
+        TestBo a = {}, b = {}, theirs = {}, big = {};
+        void *m = NULL;
+
+        t_open(&c, NULL);
+        t_open(&c2, c.dev);
+        cr_assert_eq(t_alloc_raw(&c, t_reserve_va(8192), 8192, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &a), 0);
+        cr_assert_eq(t_alloc_raw(&c, t_reserve_va(4096), 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &b), 0);
+        cr_expect_eq(t_free(&c, a.handle), 0);
+        cr_assert_eq(t_alloc_raw(&c2, t_reserve_va(16384), 16384, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &big), 0);
+        cr_expect_gt(big.mmap_offset, b.mmap_offset, "too large for the hole: past the last object");
+        cr_assert_eq(t_alloc_raw(&c2, t_reserve_va(4096), 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, &theirs), 0);
+        cr_expect_eq(theirs.mmap_offset, a.mmap_offset, "the freed object's hole, the best fit");
+        cr_expect_eq(c.ops->mmap(c.ops->userdata, NULL, 4096, PROT_READ, MAP_SHARED, c.render, a.mmap_offset, &m),
+                     -EACCES, "the stale offset names another process's buffer now");
+        cr_expect_eq(t_free(&c, b.handle), 0);
+        t_close(&c2, false);
+        t_close(&c, true);
+}
+
 Test(sim_ioctl, no_fd_leak) {
         unsigned before = test_count_fds();
         for (int round = 0; round < 2; round++) {
