@@ -125,8 +125,9 @@ static int range_cmp(const void *a, const void *b) {
  * drm_vma_offset_add() -> drm_mm_insert_node(), DRM_MM_INSERT_BEST), else
  * past the last. An object's range is given back with its last reference
  * (drm_gem_free_mmap_offset() in drm_gem_object_release()), so the kernel
- * hands a freed object's offset to a later one, and so does this: a stale
- * offset of a freed buffer may name another buffer, the daemon's too.
+ * hands a freed object's offset to a later one, and so does this (here with
+ * the BO record's last handle: see the top): a stale offset of a freed
+ * buffer may name another buffer, the daemon's too.
  */
 static int drm_offset_for(SimDevice *d, uint64_t size, uint64_t *ret) {
         uint64_t (*live)[2] = NULL, at = SIM_DRM_OFFSET_START, best = UINT64_MAX, best_hole = UINT64_MAX;
