@@ -113,6 +113,13 @@ uint64_t harness_now_ns(void);
 
 /* Hello; returns the session id. Closes the page fds. */
 uint64_t raw_hello(int fd);
+/* Sends a Hello named client_name with id and returns the daemon's answer:
+ * a session or a refusal. A connection refused at accept may be closed
+ * before the Hello goes out (EPIPE) and reports ECONNRESET once ahead of
+ * the refusal queued for it; both are read past. Received fds are stored
+ * (up to *n_fds) or closed. Asserts that an answer came within timeout_ms. */
+Kfdbroker__V1__ServerMessage *raw_hello_answer(int fd, const char *client_name, uint64_t id, int *fds,
+                                               unsigned *n_fds, int timeout_ms);
 /* Allocates a GTT buffer; returns its handle, *ret_fd gets the dma-buf (or closed if NULL). */
 uint64_t raw_alloc(int fd, uint64_t size, int *ret_fd);
 /* Sends WaitEvents { events [event], timeout_ms } with id, without waiting for the answer. */

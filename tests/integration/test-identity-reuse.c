@@ -260,31 +260,15 @@ static void connector_kill(Connector *c) {
         c->pid = 0;
 }
 
+static uint64_t hello_session_id(int fd, uint32_t *ret_max_buffers);
+
 /* The session limit Buffers= a Hello on fd reports. */
 static uint32_t hello_max_buffers(int fd) {
-        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
-        Kfdbroker__V1__ServerMessage *m;
-        int fds[2];
-        unsigned n = 2;
         uint32_t v;
 
-        h.protocol_version = 1;
-        h.client_name = "identity-reuse";
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
-        req.hello = &h;
-        m = raw_call(fd, &req, NULL, 0, fds, &n);
-        cr_assert_eq(m->error, 0, "Hello failed: %s", m->error_message);
-        cr_assert_not_null(m->hello);
-        cr_assert_not_null(m->hello->limits);
-        v = m->hello->limits->max_buffers;
-        for (unsigned i = 0; i < n; i++)
-                close(fds[i]);
-        kfdbroker__v1__server_message__free_unpacked(m, NULL);
+        (void) hello_session_id(fd, &v);
         return v;
 }
-
-static uint64_t hello_session_id(int fd, uint32_t *ret_max_buffers);
 
 /* The daemon's "Session N opened" line, malloc'd. */
 static char *session_line(uint64_t id) {
@@ -311,27 +295,11 @@ static bool log_has(const char *what) {
 /* Sends Hello on fd: 0 and *ret_max_buffers if a session was set up, else
  * the errno the daemon refused it with. */
 static int hello_or_refusal(int fd, uint32_t *ret_max_buffers, char *msg, size_t msg_size) {
-        Kfdbroker__V1__Request req = KFDBROKER__V1__REQUEST__INIT;
-        Kfdbroker__V1__HelloRequest h = KFDBROKER__V1__HELLO_REQUEST__INIT;
-        Kfdbroker__V1__ServerMessage *m = NULL;
-        int fds[2], r, e;
+        Kfdbroker__V1__ServerMessage *m;
+        int fds[2], e;
         unsigned n = 2;
 
-        h.protocol_version = 1;
-        h.client_name = "identity-reuse";
-        req.body_case = KFDBROKER__V1__REQUEST__BODY_HELLO;
-        req.hello = &h;
-        req.id = 77;
-        cr_assert_eq(raw_send(fd, &req, NULL, 0), 0);
-        r = raw_recv(fd, &m, fds, &n, 10000);
-        if (r == -ECONNRESET) {
-                /* The daemon closed a connection whose Hello it had not read:
-                 * AF_UNIX reports that first (sock_error() before the queue,
-                 * net/core/datagram.c), the reply it sent is still queued. */
-                n = 2;
-                r = raw_recv(fd, &m, fds, &n, 10000);
-        }
-        cr_assert_eq(r, 1, "no answer to Hello: %s", r == 0 ? "connection closed" : strerror(-r));
+        m = raw_hello_answer(fd, "identity-reuse", 77, fds, &n, 10000);
         for (unsigned i = 0; i < n; i++)
                 close(fds[i]);
         e = (int) m->error;
@@ -490,6 +458,8 @@ static uint64_t hello_session_id(int fd, uint32_t *ret_max_buffers) {
         req.hello = &h;
         m = raw_call(fd, &req, NULL, 0, fds, &n);
         cr_assert_eq(m->error, 0, "Hello failed: %s", m->error_message);
+        cr_assert_not_null(m->hello);
+        cr_assert_not_null(m->hello->limits);
         id = m->hello->session_id;
         *ret_max_buffers = m->hello->limits->max_buffers;
         for (unsigned i = 0; i < n; i++)
