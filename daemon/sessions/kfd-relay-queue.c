@@ -40,6 +40,9 @@
  *    caches after loading code: its indirect buffer is read, and only
  *    ACQUIRE_MEM (and NOP) may be in it; the daemon emits its own
  *    invalidation and completes the packet.
+ * Each packet's slot is marked INVALID again as the packet is taken, so that
+ * the ring's next lap never finds it there, valid, in a slot a producer has
+ * reserved and not yet written (below, at the store).
  * A packet the relay cannot run (an address outside the client's buffers,
  * a refused kernel descriptor, an unknown type) stops its queue, with one
  * log line naming it.
@@ -835,7 +838,7 @@ static void scan_queue(KfdRelay *r, RelayQueue *q) {
                 return;
         }
         const uint8_t *amd_queue = kfd_relay_cpu(r, q->queue_va, AMD_QUEUE_SIZE);
-        const uint8_t *ring = kfd_relay_cpu(r, q->ring_va, (uint64_t) q->n_slots * AQL_PACKET_SIZE);
+        uint8_t *ring = kfd_relay_cpu(r, q->ring_va, (uint64_t) q->n_slots * AQL_PACKET_SIZE);
         uint64_t wptr, limit;
 
         if (q->stopped || q->suspended)
@@ -869,6 +872,19 @@ static void scan_queue(KfdRelay *r, RelayQueue *q) {
                 }
                 if (k > 0)
                         break;
+                /* The slot is INVALID again once its packet is taken, as the
+                 * CP leaves it: producers reserve write_dispatch_id before
+                 * they write a packet (ROCr's BlitKernel::AcquireWriteIndex,
+                 * then PopulateQueue; ROCclr's dispatchGenericAqlPacket), so
+                 * on the ring's next lap the slot would otherwise still hold
+                 * this packet, valid, until the new one is written — and be
+                 * run again in its place. ROCr counts on it: "The HW will
+                 * stall on these packets until they enter a valid state"
+                 * (amd_aql_queue.cpp, its doorbell of write_dispatch_id). The
+                 * producer may not touch the slot again before
+                 * read_dispatch_id passes it, at the packet's retirement. */
+                __atomic_store_n((uint16_t *) (void *) (ring + (q->next % q->n_slots) * AQL_PACKET_SIZE),
+                                 (uint16_t) HSA_PACKET_TYPE_INVALID, __ATOMIC_RELEASE);
                 q->next++;
                 r->last_activity_ns = now_ns();
         }

@@ -317,6 +317,44 @@ Test(kfd_relay_queue, a_barrier_and_waits_for_its_dependency) {
         relayed_close(&s.c);
 }
 
+/* A slot of the ring once the CP has taken its packet is INVALID again:
+ * ROCr and ROCclr reserve write_dispatch_id before they write a packet, so
+ * on the next lap a reserved, not yet written slot must not run the packet
+ * it held a lap before (which decremented its signal once already). */
+Test(kfd_relay_queue, a_taken_slot_is_invalid_and_a_reserved_slot_waits_for_its_packet) {
+        Setup s = {};
+        uint8_t pkt[64] = {};
+
+        setup(&s);
+        /* One lap of barrier-ANDs without dependencies, each completing the
+         * signal at sigs + 0 (reset to 1 before each, as a signal pool does;
+         * its value and the read index say when each is done). */
+        put_u16(pkt, header(3));
+        put_u64(pkt + 56, s.sigs.va);
+        for (unsigned i = 0; i < 64; i++) {
+                signal_init(&s.sigs, 0, 1, &s.page, s.ev, s.slot);
+                aql_submit(&s.c, &s.aql, pkt);
+                cr_assert_eq(get64_when(&s.aql.q, Q_READ_DISPATCH_ID, i + 1), i + 1, "packet %u retired", i);
+                cr_assert_eq(get64(&s.sigs, S_VALUE), 0, "packet %u completed its signal", i);
+                cr_assert_eq(s.aql.ring.cpu[(i % 64) * 64], 1, "slot %u is INVALID once its packet is taken", i);
+        }
+        /* The producer reserves packet 64 (slot 0 again) and is held before
+         * it writes it; its signal is the pool's next use of the same one. */
+        signal_init(&s.sigs, 0, 1, &s.page, s.ev, s.slot);
+        put64(&s.aql.q, Q_WRITE_DISPATCH_ID, 65);
+        struct kfd_ioctl_get_version_args v = {};
+        (void) kioctl(&s.c, AMDKFD_IOC_GET_VERSION, &v);
+        usleep(500000);
+        cr_expect_eq(get64(&s.sigs, S_VALUE), 1, "nothing ran in the reserved slot: the signal is untouched");
+        cr_expect_eq(get64(&s.aql.q, Q_READ_DISPATCH_ID), 64);
+        /* Written at last (header last): it runs, once. */
+        s.aql.write = 64;
+        aql_submit(&s.c, &s.aql, pkt);
+        cr_expect_eq(get64_when(&s.aql.q, Q_READ_DISPATCH_ID, 65), 65);
+        cr_expect_eq(get64(&s.sigs, S_VALUE), 0, "decremented once");
+        relayed_close(&s.c);
+}
+
 /* ROCr's cache invalidation packet: an indirect buffer of ACQUIRE_MEM. */
 static void pm4_ib_packet(Setup *s, uint8_t pkt[64], const uint32_t *ib, unsigned ndw) {
         memcpy(s->args.cpu + 2048, ib, 4u * ndw);
